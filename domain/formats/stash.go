@@ -1,0 +1,140 @@
+package formats
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/criticml/critic/domain"
+)
+
+// Stash is the canonical Stash Trace Format: one trace per JSONL line. It is
+// also what GET /export/traces writes, so an export re-imports unchanged.
+type Stash struct{}
+
+func (Stash) Name() string { return "stash" }
+func (Stash) Description() string {
+	return "Stash Trace Format JSONL: one {id?, title?, metadata?, steps, spans?} per line."
+}
+
+// Detect: the first line is an object with a "steps" array.
+func (Stash) Detect(data []byte) bool {
+	var probe struct {
+		Steps []json.RawMessage `json:"steps"`
+	}
+	line := firstLine(data)
+	return firstJSONByte(line) == '{' && json.Unmarshal(line, &probe) == nil && probe.Steps != nil
+}
+
+type stashTrace struct {
+	ID       json.RawMessage   `json:"id"`
+	Title    *string           `json:"title"`
+	Metadata map[string]any    `json:"metadata"`
+	Steps    []json.RawMessage `json:"steps"`
+	Spans    []domain.Span     `json:"spans"`
+}
+
+type stashStep struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolName   *string         `json:"tool_name"`
+	ToolInput  json.RawMessage `json:"tool_input"`
+	ToolCallID *string         `json:"tool_call_id"`
+	Metadata   map[string]any  `json:"metadata"`
+}
+
+func (Stash) Parse(data []byte) ([]domain.Trace, error) {
+	var out []domain.Trace
+	err := eachLine(data, func(line int, raw []byte) error {
+		if firstJSONByte(raw) != '{' {
+			return domain.InvalidAt(line, "", "expected a JSON object with \"steps\"")
+		}
+		var st stashTrace
+		if err := decodeJSON(raw, &st); err != nil {
+			return err
+		}
+		t, err := st.canonical(line)
+		if err != nil {
+			return err
+		}
+		if err := domain.ValidateTrace(t, line); err != nil {
+			return err
+		}
+		out = append(out, t)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, domain.Invalid("the payload holds no traces")
+	}
+	return out, nil
+}
+
+func (st stashTrace) canonical(line int) (domain.Trace, error) {
+	t := domain.Trace{Metadata: st.Metadata, Spans: st.Spans}
+	if len(st.ID) > 0 && string(st.ID) != "null" {
+		id, err := scalarString(st.ID)
+		if err != nil {
+			return t, domain.InvalidAt(line, "id", "%v", err)
+		}
+		t.ExternalID = id
+	}
+	if st.Title != nil {
+		t.Title = *st.Title
+	}
+	if st.Steps == nil {
+		return t, domain.InvalidAt(line, "steps", "missing \"steps\" array")
+	}
+	for i, raw := range st.Steps {
+		field := fmt.Sprintf("steps[%d]", i)
+		var ss stashStep
+		if firstJSONByte(raw) != '{' {
+			return t, domain.InvalidAt(line, field, "a step must be a JSON object")
+		}
+		if err := decodeJSON(raw, &ss); err != nil {
+			return t, domain.InvalidAt(line, field, "%v", err)
+		}
+		s := domain.Step{Role: domain.Role(ss.Role), Metadata: ss.Metadata}
+		if !s.Role.Valid() {
+			return t, domain.InvalidAt(line, field+".role", "unknown role %q (expected system, user, assistant or tool)", ss.Role)
+		}
+		if len(ss.Content) > 0 && string(ss.Content) != "null" {
+			if err := json.Unmarshal(ss.Content, &s.Content); err != nil {
+				return t, domain.InvalidAt(line, field+".content", "content must be a string")
+			}
+		}
+		if ss.ToolName != nil {
+			s.ToolName = *ss.ToolName
+		}
+		if ss.ToolCallID != nil {
+			s.ToolCallID = *ss.ToolCallID
+		}
+		if len(ss.ToolInput) > 0 && string(ss.ToolInput) != "null" {
+			if firstJSONByte(ss.ToolInput) != '{' {
+				return t, domain.InvalidAt(line, field+".tool_input", "tool_input must be a JSON object")
+			}
+			if err := decodeJSON(ss.ToolInput, &s.ToolInput); err != nil {
+				return t, domain.InvalidAt(line, field+".tool_input", "%v", err)
+			}
+		}
+		t.Steps = append(t.Steps, s)
+	}
+	return t, nil
+}
+
+// scalarString accepts a JSON string or number as an id.
+func scalarString(raw json.RawMessage) (string, error) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var n json.Number
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&n) == nil {
+		return n.String(), nil
+	}
+	return "", fmt.Errorf("id must be a string or a number")
+}
