@@ -13,8 +13,6 @@ import (
 func All() []Adapter {
 	return []Adapter{
 		Stash{},
-		OpenAIChat{},
-		AnthropicMessages{},
 	}
 }
 
