@@ -1,0 +1,58 @@
+package events
+
+import "github.com/criticml/critic/domain"
+
+// Event types of the trace aggregate.
+const (
+	TraceImported = "trace.imported.v1"
+	TraceRevised  = "trace.revised.v1"
+	TraceDeleted  = "trace.deleted.v1"
+)
+
+// StepRecord is a step with its immutable id and position, as stored.
+type StepRecord struct {
+	ID    string `json:"id"`
+	Index int    `json:"index"`
+	domain.Step
+}
+
+// TraceImportedV1 is the first revision of a trace (or the first after it was
+// deleted). It carries the whole canonical trace.
+type TraceImportedV1 struct {
+	TraceID      string         `json:"trace_id"`
+	ExternalID   string         `json:"external_id,omitempty"`
+	Title        string         `json:"title"`
+	SourceFormat string         `json:"source_format"`
+	SourceID     string         `json:"source_id,omitempty"` // explicit source id, when one was given
+	Metadata     map[string]any `json:"metadata,omitempty"`
+	Revision     int            `json:"revision"`
+	Steps        []StepRecord   `json:"steps"`
+	Spans        []domain.Span  `json:"spans,omitempty"`
+}
+
+// Revision modes of TraceRevisedV1.
+const (
+	RevisionReplaced = "replaced" // every step replaced (re-import)
+	RevisionAppended = "appended" // steps added at the end (session sync)
+)
+
+// TraceRevisedV1 is a later revision. With Mode "replaced" Steps holds the whole
+// new step list and RemovedStepIDs the ids that no longer exist; with
+// "appended" Steps holds only the new steps and existing ids are kept.
+type TraceRevisedV1 struct {
+	TraceID        string         `json:"trace_id"`
+	Revision       int            `json:"revision"`
+	Mode           string         `json:"mode"`
+	Title          string         `json:"title"`
+	SourceFormat   string         `json:"source_format"`
+	SourceID       string         `json:"source_id,omitempty"`
+	Metadata       map[string]any `json:"metadata,omitempty"`
+	Steps          []StepRecord   `json:"steps"`
+	RemovedStepIDs []string       `json:"removed_step_ids,omitempty"`
+	Spans          []domain.Span  `json:"spans,omitempty"`
+}
+
+// TraceDeletedV1 removes a trace from every read model; the log keeps the fact.
+type TraceDeletedV1 struct {
+	TraceID string `json:"trace_id"`
+}

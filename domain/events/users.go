@@ -1,0 +1,47 @@
+package events
+
+// Event types of the user aggregate.
+const (
+	UserCreated                    = "user.created.v1"
+	UserNameClaimed                = "user.name_claimed.v1"
+	APIKeyIssued                   = "api_key.issued.v1"
+	APIKeyRevoked                  = "api_key.revoked.v1"
+	UserRewardModelsEnabledChanged = "user.reward_models_enabled_changed.v1"
+)
+
+// UserCreatedV1 registers an account. Every row Critic stores belongs to one.
+type UserCreatedV1 struct {
+	UserID              string `json:"user_id"`
+	Name                string `json:"name"`
+	RewardModelsEnabled bool   `json:"reward_models_enabled"`
+}
+
+// UserNameClaimedV1 reserves a user name. It is appended to the stream
+// user_name/<name> at expected version 0, so two accounts can never share a
+// name: the event store's version check is the uniqueness constraint.
+type UserNameClaimedV1 struct {
+	UserID string `json:"user_id"`
+	Name   string `json:"name"`
+}
+
+// APIKeyIssuedV1 records a key by its SHA-256 only; the key itself is shown
+// once and never stored.
+type APIKeyIssuedV1 struct {
+	KeyID    string `json:"key_id"`
+	UserID   string `json:"user_id"`
+	KeyHash  string `json:"key_hash"`
+	ReadOnly bool   `json:"read_only"`
+}
+
+// APIKeyRevokedV1 disables a key.
+type APIKeyRevokedV1 struct {
+	KeyID  string `json:"key_id"`
+	UserID string `json:"user_id"`
+}
+
+// UserRewardModelsEnabledChangedV1 gates every /api/v1/rm route for an account
+// without deleting its data.
+type UserRewardModelsEnabledChangedV1 struct {
+	UserID  string `json:"user_id"`
+	Enabled bool   `json:"enabled"`
+}

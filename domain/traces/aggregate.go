@@ -1,0 +1,172 @@
+// Package traces is the trace aggregate: the state a command needs to decide
+// what a new import means for a stored trace (first import, replacement,
+// session sync or no-op), rebuilt from the trace's own stream.
+package traces
+
+import (
+	"encoding/json"
+	"reflect"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+)
+
+// State is a trace as its stream describes it.
+type State struct {
+	ID         string
+	OwnerID    string
+	Version    int64 // last stream version applied; 0 = the stream is empty
+	Exists     bool  // imported and not deleted
+	Revision   int
+	ExternalID string
+	SourceID   string // explicit source id, preserved across upserts
+	Steps      []events.StepRecord
+}
+
+// Apply folds one event of the trace's stream into the state. Appliers never
+// fail: an event in the log is a fact.
+func (s *State) Apply(e events.Envelope) {
+	s.Version = e.Version
+	s.OwnerID = e.OwnerID
+	switch e.Type {
+	case events.TraceImported:
+		var p events.TraceImportedV1
+		_ = e.Decode(&p)
+		s.ID, s.Exists, s.Revision, s.ExternalID, s.Steps = p.TraceID, true, p.Revision, p.ExternalID, p.Steps
+		s.SourceID = p.SourceID
+	case events.TraceRevised:
+		var p events.TraceRevisedV1
+		_ = e.Decode(&p)
+		s.Revision = p.Revision
+		s.SourceID = p.SourceID
+		if p.Mode == events.RevisionAppended {
+			s.Steps = append(s.Steps, p.Steps...)
+		} else {
+			s.Steps = p.Steps
+		}
+	case events.TraceDeleted:
+		s.Exists = false
+		s.Steps = nil
+	}
+}
+
+// ImportInput is one parsed trace with what the request said about it.
+type ImportInput struct {
+	TraceID          string
+	Trace            domain.Trace
+	Format           string
+	ExplicitSourceID string
+	NewID            func() string // fresh step ids; the command supplies them
+}
+
+// Decision is the event an import produces, or none for a no-op.
+type Decision struct {
+	Type    string
+	Payload any
+	NoOp    bool
+}
+
+// DecideImport decides what importing in means for the stored trace s:
+//   - nothing stored (or deleted): trace.imported at revision s.Revision+1;
+//   - a session snapshot (Claude Code, Codex) that extends the stored steps:
+//     trace.revised in "appended" mode, keeping every existing step id;
+//     one that is equal to or a prefix of the stored steps: a no-op;
+//     one that diverges: a SyncError, the stored trace untouched;
+//   - anything else: trace.revised in "replaced" mode with new step ids.
+func DecideImport(s State, in ImportInput) (Decision, error) {
+	t := in.Trace
+	title := t.Title
+	if title == "" {
+		title = domain.DefaultTitle(t.Steps)
+	}
+	sourceID := in.ExplicitSourceID
+	if sourceID == "" {
+		sourceID = s.SourceID // an earlier explicit id survives an upsert without one
+	}
+	meta := copyMap(t.Metadata)
+	if sourceID != "" {
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		meta["source_id"] = sourceID
+	}
+
+	if !s.Exists {
+		return Decision{Type: events.TraceImported, Payload: events.TraceImportedV1{
+			TraceID: in.TraceID, ExternalID: t.ExternalID, Title: title, SourceFormat: in.Format,
+			SourceID: sourceID, Metadata: meta, Revision: s.Revision + 1,
+			Steps: records(t.Steps, 0, in.NewID), Spans: t.Spans,
+		}}, nil
+	}
+
+	if t.SessionSync {
+		common := len(s.Steps)
+		if len(t.Steps) < common {
+			common = len(t.Steps)
+		}
+		for i := 0; i < common; i++ {
+			if !sameStep(s.Steps[i].Step, t.Steps[i]) {
+				return Decision{}, &domain.SyncError{Message: "trace_sync_error: the session snapshot diverges from the stored trace at step " +
+					itoa(i) + "; the stored trace and its review are kept"}
+			}
+		}
+		if len(t.Steps) <= len(s.Steps) {
+			return Decision{NoOp: true}, nil
+		}
+		return Decision{Type: events.TraceRevised, Payload: events.TraceRevisedV1{
+			TraceID: in.TraceID, Revision: s.Revision + 1, Mode: events.RevisionAppended,
+			Title: title, SourceFormat: in.Format, SourceID: sourceID, Metadata: meta,
+			Steps: records(t.Steps[len(s.Steps):], len(s.Steps), in.NewID), Spans: t.Spans,
+		}}, nil
+	}
+
+	removed := make([]string, len(s.Steps))
+	for i, st := range s.Steps {
+		removed[i] = st.ID
+	}
+	return Decision{Type: events.TraceRevised, Payload: events.TraceRevisedV1{
+		TraceID: in.TraceID, Revision: s.Revision + 1, Mode: events.RevisionReplaced,
+		Title: title, SourceFormat: in.Format, SourceID: sourceID, Metadata: meta,
+		Steps: records(t.Steps, 0, in.NewID), RemovedStepIDs: removed, Spans: t.Spans,
+	}}, nil
+}
+
+func records(steps []domain.Step, offset int, newID func() string) []events.StepRecord {
+	out := make([]events.StepRecord, len(steps))
+	for i, st := range steps {
+		out[i] = events.StepRecord{ID: newID(), Index: offset + i, Step: st}
+	}
+	return out
+}
+
+// sameStep compares what a step says, not when it was recorded: a session
+// re-export may carry refreshed metadata for the same message.
+func sameStep(a, b domain.Step) bool {
+	if a.Role != b.Role || a.Content != b.Content || a.ToolName != b.ToolName || a.ToolCallID != b.ToolCallID {
+		return false
+	}
+	if len(a.ToolInput) == 0 && len(b.ToolInput) == 0 {
+		return true
+	}
+	// Inputs may have gone through JSON once (stored) and not yet (parsed):
+	// compare their canonical JSON.
+	ja, _ := json.Marshal(a.ToolInput)
+	jb, _ := json.Marshal(b.ToolInput)
+	return reflect.DeepEqual(ja, jb)
+}
+
+func copyMap(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}

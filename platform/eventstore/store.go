@@ -1,0 +1,246 @@
+// Package eventstore appends and reads Critic's immutable events in Postgres.
+//
+// Appends to several streams happen in one transaction with an expected
+// version per stream, so a command's events are all stored or none, and a
+// concurrent writer is a typed VersionConflictError, never a silent overwrite.
+// Appends are serialized by a transaction-level advisory lock: sequence numbers
+// are then assigned in commit order, which lets the relay tail the table by
+// seq without ever skipping a row that commits late.
+package eventstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/blob"
+)
+
+// MaxInlinePayload is the largest payload stored in the events row itself;
+// larger ones go to the blob store (claim check) so Kafka messages stay
+// under the broker's 1 MiB default.
+const MaxInlinePayload = 512 << 10
+
+// appendLockKey is the advisory lock that serializes appends.
+const appendLockKey = 7_210_001
+
+// NotifyChannel is the Postgres channel notified after every append, so the
+// relay wakes without polling.
+const NotifyChannel = "critic_events"
+
+// Any as an expected version skips the check for that stream.
+const Any int64 = -1
+
+// Store is the Postgres event store.
+type Store struct {
+	pool  *pgxpool.Pool
+	blobs blob.Store
+}
+
+// New returns a store over pool; blobs holds payloads over MaxInlinePayload.
+func New(pool *pgxpool.Pool, blobs blob.Store) *Store { return &Store{pool: pool, blobs: blobs} }
+
+// Meta says who caused an append and why.
+type Meta struct {
+	Actor         string
+	CausationID   string
+	CorrelationID string
+}
+
+// Append stores evs in one transaction. expected maps a stream to the version
+// it must be at before the append (0 = the stream must be empty, Any = no
+// check); streams not in the map are not checked. Events of one stream get
+// consecutive versions in slice order. It returns the stored envelopes.
+func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64, evs []events.New) ([]events.Envelope, error) {
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	envs := make([]events.Envelope, len(evs))
+	for i, e := range evs {
+		raw, err := json.Marshal(e.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s payload: %w", e.Type, err)
+		}
+		if len(raw) > MaxInlinePayload {
+			raw, err = s.claimCheck(ctx, e.ID, raw)
+			if err != nil {
+				return nil, err
+			}
+		}
+		envs[i] = events.Envelope{ID: e.ID, Stream: e.Stream, OwnerID: e.OwnerID, Type: e.Type,
+			Actor: meta.Actor, CausationID: meta.CausationID, CorrelationID: meta.CorrelationID, Payload: raw}
+	}
+
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", appendLockKey); err != nil {
+			return err
+		}
+		streams := map[string]bool{}
+		names := []string{}
+		for _, e := range envs {
+			if !streams[e.Stream] {
+				streams[e.Stream] = true
+				names = append(names, e.Stream)
+			}
+		}
+		current := make(map[string]int64, len(names))
+		rows, err := tx.Query(ctx, "SELECT stream, max(version) FROM events WHERE stream = ANY($1) GROUP BY stream", names)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var st string
+			var v int64
+			if err := rows.Scan(&st, &v); err != nil {
+				return err
+			}
+			current[st] = v
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for st, want := range expected {
+			if want != Any && current[st] != want {
+				return &domain.VersionConflictError{Stream: st, Expected: want, Actual: current[st]}
+			}
+		}
+		var now time.Time
+		if err := tx.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
+			return err
+		}
+		for i := range envs {
+			current[envs[i].Stream]++
+			envs[i].Version = current[envs[i].Stream]
+			envs[i].RecordedAt = now
+		}
+		_, err = tx.CopyFrom(ctx, pgx.Identifier{"events"},
+			[]string{"id", "stream", "version", "owner_id", "type", "actor", "causation_id", "correlation_id", "recorded_at", "payload"},
+			pgx.CopyFromSlice(len(envs), func(i int) ([]any, error) {
+				e := envs[i]
+				return []any{e.ID, e.Stream, e.Version, e.OwnerID, e.Type, e.Actor, e.CausationID, e.CorrelationID, e.RecordedAt, string(e.Payload)}, nil
+			}))
+		if err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+				return &domain.VersionConflictError{Stream: "(concurrent append)", Expected: -1, Actual: -1}
+			}
+			return err
+		}
+		_, err = tx.Exec(ctx, "SELECT pg_notify($1, '')", NotifyChannel)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return envs, nil
+}
+
+func (s *Store) claimCheck(ctx context.Context, id string, raw []byte) ([]byte, error) {
+	sum := sha256.Sum256(raw)
+	key := "events/" + id + ".json"
+	if err := s.blobs.Put(ctx, key, raw); err != nil {
+		return nil, fmt.Errorf("store large payload: %w", err)
+	}
+	return json.Marshal(events.ClaimCheckPayload{ClaimCheck: &events.ClaimCheck{Key: key, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(raw))}})
+}
+
+// Resolve replaces a claim-check payload with the stored payload, verifying
+// its SHA-256. Inline payloads are returned unchanged. Every consumer calls it.
+func Resolve(ctx context.Context, blobs blob.Store, e events.Envelope) (events.Envelope, error) {
+	if len(e.Payload) == 0 || len(e.Payload) > 1024 || !json.Valid(e.Payload) {
+		return e, nil
+	}
+	var cc events.ClaimCheckPayload
+	if json.Unmarshal(e.Payload, &cc) != nil || cc.ClaimCheck == nil {
+		return e, nil
+	}
+	raw, err := blobs.Get(ctx, cc.ClaimCheck.Key)
+	if err != nil {
+		return e, fmt.Errorf("event %s: fetch claim-checked payload: %w", e.ID, err)
+	}
+	sum := sha256.Sum256(raw)
+	if hex.EncodeToString(sum[:]) != cc.ClaimCheck.SHA256 {
+		return e, fmt.Errorf("event %s: claim-checked payload %s fails its SHA-256 check", e.ID, cc.ClaimCheck.Key)
+	}
+	e.Payload = raw
+	return e, nil
+}
+
+const selectCols = "seq, id, stream, version, owner_id, type, actor, causation_id, correlation_id, recorded_at, payload"
+
+func scanEnvelope(rows pgx.Rows) (events.Envelope, error) {
+	var e events.Envelope
+	var payload []byte
+	err := rows.Scan(&e.Seq, &e.ID, &e.Stream, &e.Version, &e.OwnerID, &e.Type, &e.Actor, &e.CausationID, &e.CorrelationID, &e.RecordedAt, &payload)
+	e.Payload = payload
+	e.RecordedAt = e.RecordedAt.UTC()
+	return e, err
+}
+
+// LoadStreams returns the events of each named stream in version order, with
+// claim checks resolved. Streams with no events are absent from the map.
+func (s *Store) LoadStreams(ctx context.Context, streams []string) (map[string][]events.Envelope, error) {
+	out := map[string][]events.Envelope{}
+	if len(streams) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE stream = ANY($1) ORDER BY stream, version", streams)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e, err := scanEnvelope(rows)
+		if err != nil {
+			return nil, err
+		}
+		if e, err = Resolve(ctx, s.blobs, e); err != nil {
+			return nil, err
+		}
+		out[e.Stream] = append(out[e.Stream], e)
+	}
+	return out, rows.Err()
+}
+
+// ReadAfter returns up to limit events with seq > after, in seq order, with
+// payloads as stored (claim checks unresolved: the relay forwards them as is).
+func (s *Store) ReadAfter(ctx context.Context, after int64, limit int) ([]events.Envelope, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE seq > $1 ORDER BY seq LIMIT $2", after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []events.Envelope
+	for rows.Next() {
+		e, err := scanEnvelope(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// Count returns the number of stored events (tests check that bad input
+// leaves it unchanged).
+func (s *Store) Count(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, "SELECT count(*) FROM events").Scan(&n)
+	return n, err
+}
+
+// Pool exposes the pool for components that share the database (relay cursor).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Blobs exposes the blob store consumers use to resolve claim checks.
+func (s *Store) Blobs() blob.Store { return s.blobs }

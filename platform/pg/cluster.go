@@ -1,0 +1,199 @@
+package pg
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Cluster is a local PostgreSQL cluster in a directory of ours.
+type Cluster struct {
+	Dir  string
+	Port int
+	// Fast turns off fsync: for test clusters, never for data a user keeps.
+	Fast bool
+}
+
+// URL is the connection string of database db in the cluster.
+func (c Cluster) URL(db string) string {
+	return fmt.Sprintf("postgres://critic@127.0.0.1:%d/%s?sslmode=disable", c.Port, db)
+}
+
+// Ensure initialises the cluster if the directory is empty, starts it if it is
+// not running, and waits until it accepts connections. Concurrent callers
+// (parallel test packages) serialize on a lock file. PostgreSQL refuses to run
+// as root, so as root the server runs as the `postgres` system user.
+func (c Cluster) Ensure(ctx context.Context) error {
+	if err := os.MkdirAll(c.Dir, 0o755); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(filepath.Join(c.Dir, "cluster.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+
+	if c.ready(ctx) {
+		return nil
+	}
+	bin, err := binDir()
+	if err != nil {
+		return err
+	}
+	data := filepath.Join(c.Dir, "data")
+	runAs := ""
+	if os.Geteuid() == 0 {
+		runAs = "postgres"
+		if _, err := user.Lookup(runAs); err != nil {
+			return fmt.Errorf("running as root needs the 'postgres' system user (install the postgresql package): %w", err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(data, 0o700); err != nil {
+			return err
+		}
+		if err := chownTo(runAs, c.Dir, data); err != nil {
+			return err
+		}
+		out, err := command(runAs, filepath.Join(bin, "initdb"), "-D", data, "-U", "critic", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("initdb: %v: %s", err, out)
+		}
+	}
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories='' -c max_connections=400 -c shared_buffers=256MB", c.Port)
+	if c.Fast {
+		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+	}
+	logFile := filepath.Join(c.Dir, "postgres.log")
+	if err := chownTo(runAs, c.Dir); err != nil {
+		return err
+	}
+	// A stale pid file from a killed server blocks a start; pg_ctl handles it
+	// when the pid is dead.
+	out, err := command(runAs, filepath.Join(bin, "pg_ctl"), "-D", data, "-l", logFile, "-o", opts, "-w", "-t", "60", "start").CombinedOutput()
+	if err != nil && !c.ready(ctx) {
+		logTail, _ := os.ReadFile(logFile)
+		if len(logTail) > 2000 {
+			logTail = logTail[len(logTail)-2000:]
+		}
+		return fmt.Errorf("pg_ctl start: %v: %s\n%s", err, out, logTail)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !c.ready(ctx) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("PostgreSQL in %s did not accept connections on port %d", c.Dir, c.Port)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return nil
+}
+
+// CreateDatabase creates db if it does not exist.
+func (c Cluster) CreateDatabase(ctx context.Context, db string) error {
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var exists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", db).Scan(&exists); err != nil {
+		return err
+	}
+	if exists {
+		return nil
+	}
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{db}.Sanitize())
+	return err
+}
+
+// Stop shuts the cluster down (fast mode: running transactions are rolled back).
+func (c Cluster) Stop() error {
+	bin, err := binDir()
+	if err != nil {
+		return err
+	}
+	runAs := ""
+	if os.Geteuid() == 0 {
+		runAs = "postgres"
+	}
+	out, err := command(runAs, filepath.Join(bin, "pg_ctl"), "-D", filepath.Join(c.Dir, "data"), "-m", "fast", "-w", "stop").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pg_ctl stop: %v: %s", err, out)
+	}
+	return nil
+}
+
+func (c Cluster) ready(ctx context.Context) bool {
+	d := net.Dialer{Timeout: 500 * time.Millisecond}
+	nc, err := d.DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", c.Port))
+	if err != nil {
+		return false
+	}
+	nc.Close()
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, c.URL("postgres"))
+	if err != nil {
+		return false
+	}
+	conn.Close(cctx)
+	return true
+}
+
+func command(runAs, name string, args ...string) *exec.Cmd {
+	if runAs == "" {
+		return exec.Command(name, args...)
+	}
+	return exec.Command("runuser", append([]string{"-u", runAs, "--", name}, args...)...)
+}
+
+func chownTo(runAs string, paths ...string) error {
+	if runAs == "" {
+		return nil
+	}
+	u, err := user.Lookup(runAs)
+	if err != nil {
+		return err
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	for _, p := range paths {
+		if err := os.Chown(p, uid, gid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// binDir finds the newest installed PostgreSQL server binaries.
+func binDir() (string, error) {
+	matches, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
+	sort.Slice(matches, func(i, j int) bool {
+		vi, _ := strconv.Atoi(strings.Split(matches[i], "/")[4])
+		vj, _ := strconv.Atoi(strings.Split(matches[j], "/")[4])
+		return vi > vj
+	})
+	if len(matches) > 0 {
+		return filepath.Dir(matches[0]), nil
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	return "", errors.New("PostgreSQL server binaries not found: install the Debian package 'postgresql' (make run does this) or set DATABASE_URL")
+}
