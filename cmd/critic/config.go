@@ -1,0 +1,105 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// config is read once from the environment; every default is embedded so a
+// fresh machine needs no settings.
+type config struct {
+	DatabaseURL  string   // DATABASE_URL; empty → a local cluster under DataDir/pg
+	KafkaBrokers []string // KAFKA_BROKERS; empty → the embedded broker
+	KafkaPort    int      // CRITIC_KAFKA_PORT for the embedded broker (default 19092; 0 = any)
+	BlobURL      string   // BLOB_URL; default file://<DataDir>/blobs
+	DataDir      string   // CRITIC_DATA_DIR; default .data
+	Addr         string   // CRITIC_ADDR; default 127.0.0.1:8080
+	PGPort       int      // CRITIC_PG_PORT for the local cluster (default 5439)
+	MaxBody      int64    // CRITIC_MAX_BODY_BYTES; default 64 MiB
+}
+
+func loadConfig() (config, error) {
+	c := config{
+		DatabaseURL: os.Getenv("DATABASE_URL"),
+		DataDir:     envOr("CRITIC_DATA_DIR", ".data"),
+		Addr:        envOr("CRITIC_ADDR", "127.0.0.1:8080"),
+		BlobURL:     os.Getenv("BLOB_URL"),
+		MaxBody:     64 << 20,
+		KafkaPort:   19092,
+		PGPort:      5439,
+	}
+	if v := strings.TrimSpace(os.Getenv("KAFKA_BROKERS")); v != "" {
+		for _, b := range strings.Split(v, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				c.KafkaBrokers = append(c.KafkaBrokers, b)
+			}
+		}
+	}
+	var err error
+	if c.KafkaPort, err = envInt("CRITIC_KAFKA_PORT", c.KafkaPort); err != nil {
+		return c, err
+	}
+	if c.PGPort, err = envInt("CRITIC_PG_PORT", c.PGPort); err != nil {
+		return c, err
+	}
+	mb, err := envInt("CRITIC_MAX_BODY_BYTES", int(c.MaxBody))
+	if err != nil {
+		return c, err
+	}
+	c.MaxBody = int64(mb)
+	if abs, err := filepath.Abs(c.DataDir); err == nil {
+		c.DataDir = abs
+	}
+	if c.BlobURL == "" {
+		c.BlobURL = "file://" + filepath.Join(c.DataDir, "blobs")
+	}
+	return c, c.Validate()
+}
+
+// Validate fails at start with a message naming the variable.
+func (c config) Validate() error {
+	if !strings.HasPrefix(c.BlobURL, "file://") {
+		return fmt.Errorf("BLOB_URL: only file:// is supported in this version (got %q)", c.BlobURL)
+	}
+	if c.MaxBody <= 0 {
+		return fmt.Errorf("CRITIC_MAX_BODY_BYTES must be positive")
+	}
+	if _, _, err := splitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("CRITIC_ADDR: %v", err)
+	}
+	return nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(k string, def int) (int, error) {
+	v := os.Getenv(k)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s must be an integer, got %q", k, v)
+	}
+	return n, nil
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return "", 0, fmt.Errorf("%q is not host:port", addr)
+	}
+	p, err := strconv.Atoi(addr[i+1:])
+	if err != nil {
+		return "", 0, fmt.Errorf("%q is not host:port", addr)
+	}
+	return addr[:i], p, nil
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+//go:embed samples/*.jsonl
+var samples embed.FS
+
+const demoUser = "demo"
+
+// cmdRun starts the whole platform on one machine with embedded defaults: a
+// local PostgreSQL cluster (unless DATABASE_URL is set), the embedded Kafka
+// broker (unless KAFKA_BROKERS is set), the relay, the projections and the
+// API; it creates the `demo` account, imports the sample traces once, and
+// prints the URL and an API key. Ctrl-C stops everything, including the
+// cluster it started. Running it again reuses the data.
+func cmdRun(ctx context.Context, _ []string) error {
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	log := newLogger()
+	in, err := openInfra(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		in.Close()
+		if in.cluster != nil {
+			if err := in.cluster.Stop(); err != nil {
+				log.Warn("stopping the local PostgreSQL cluster", "err", err)
+			}
+		}
+	}()
+	srv, err := startServer(ctx, in)
+	if err != nil {
+		return err
+	}
+	defer srv.shutdown()
+
+	key, userID, err := ensureDemoUser(ctx, cfg, srv)
+	if err != nil {
+		return fmt.Errorf("create the demo account: %w", err)
+	}
+	n, err := importSamples(ctx, srv, userID)
+	if err != nil {
+		return fmt.Errorf("import the sample traces: %w", err)
+	}
+	url := "http://" + srv.addr
+	fmt.Printf(`
+Critic is running.
+
+  URL:      %s/api/v1/rm
+  API key:  %s   (account %q; also saved in %s)
+  Traces:   %d sample traces imported
+
+Try:
+  curl -s -H "Authorization: Bearer %s" %s/api/v1/rm/traces | jq
+
+Press Ctrl-C to stop.
+`, url, key, demoUser, filepath.Join(cfg.DataDir, "demo_api_key"), n, key, url)
+	<-ctx.Done()
+	fmt.Println("\nstopping…")
+	return nil
+}
+
+// ensureDemoUser creates the demo account on the first run and keeps its key
+// in the data directory (mode 0600) so later runs print the same key.
+func ensureDemoUser(ctx context.Context, cfg config, srv *server) (key, userID string, err error) {
+	keyFile := filepath.Join(cfg.DataDir, "demo_api_key")
+	if b, err := os.ReadFile(keyFile); err == nil {
+		key = strings.TrimSpace(string(b))
+		if c, err := srv.queries.CallerByKeyHash(ctx, commands.HashAPIKey(key)); err == nil {
+			return key, c.UserID, nil
+		}
+	}
+	res, err := srv.cmds.CreateUser(ctx, demoUser, false)
+	var conflict *domain.ConflictError
+	if errors.As(err, &conflict) {
+		// The account exists but its saved key is gone: issue a new one.
+		id, err := srv.queries.UserIDByName(ctx, demoUser)
+		if err != nil {
+			return "", "", err
+		}
+		res, err = srv.cmds.IssueAPIKey(ctx, id, false)
+		if err != nil {
+			return "", "", err
+		}
+	} else if err != nil {
+		return "", "", err
+	}
+	if err := srv.waiter.Wait(ctx, res.LastEventID); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(keyFile, []byte(res.APIKey+"\n"), 0o600); err != nil {
+		return "", "", err
+	}
+	return res.APIKey, res.UserID, nil
+}
+
+// importSamples imports the bundled sample traces into an empty demo account.
+func importSamples(ctx context.Context, srv *server, userID string) (int, error) {
+	_, total, err := srv.queries.ListTraces(ctx, userID, readmodel.ListFilter{Limit: 1})
+	if err != nil || total > 0 {
+		return total, err
+	}
+	entries, err := samples.ReadDir("samples")
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		data, err := samples.ReadFile("samples/" + e.Name())
+		if err != nil {
+			return n, err
+		}
+		res, err := srv.cmds.ImportTraces(ctx, commands.Actor{UserID: userID}, commands.ImportTraces{Format: "stash", Data: data, SourceID: "samples"})
+		if err != nil {
+			return n, err
+		}
+		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err = srv.waiter.Wait(wctx, res.LastEventID)
+		cancel()
+		if err != nil {
+			return n, err
+		}
+		n += len(res.TraceIDs)
+	}
+	return n, nil
+}

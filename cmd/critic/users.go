@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// cmdUsers manages accounts. Keys are printed once and stored as SHA-256.
+func cmdUsers(ctx context.Context, args []string) error {
+	if len(args) == 0 {
+		return usageError{"usage: critic users create|issue-key|disable-reward-models|enable-reward-models"}
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	log := newLogger()
+	in, err := openInfra(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	cmds := commands.New(in.store)
+	waiter := readmodel.NewWaiter(in.pool, 10*time.Second)
+
+	switch args[0] {
+	case "create":
+		fs := flag.NewFlagSet("users create", flag.ContinueOnError)
+		name := fs.String("name", "", "account name")
+		ro := fs.Bool("read-only-key", false, "issue a read-only key")
+		fs.SetOutput(io.Discard)
+		if err := fs.Parse(args[1:]); err != nil || *name == "" {
+			return usageError{"usage: critic users create --name NAME [--read-only-key]"}
+		}
+		res, err := cmds.CreateUser(ctx, *name, *ro)
+		if err != nil {
+			return err
+		}
+		printKey(*name, res.UserID, res.APIKey, *ro)
+		settleCLI(ctx, waiter, res.Result)
+		return nil
+	case "issue-key":
+		fs := flag.NewFlagSet("users issue-key", flag.ContinueOnError)
+		name := fs.String("name", "", "account name")
+		ro := fs.Bool("read-only-key", false, "issue a read-only key")
+		fs.SetOutput(io.Discard)
+		if err := fs.Parse(args[1:]); err != nil || *name == "" {
+			return usageError{"usage: critic users issue-key --name NAME [--read-only-key]"}
+		}
+		id, err := userIDByName(ctx, in, *name)
+		if err != nil {
+			return err
+		}
+		res, err := cmds.IssueAPIKey(ctx, id, *ro)
+		if err != nil {
+			return err
+		}
+		printKey(*name, id, res.APIKey, *ro)
+		settleCLI(ctx, waiter, res.Result)
+		return nil
+	case "disable-reward-models", "enable-reward-models":
+		if len(args) != 2 {
+			return usageError{"usage: critic users " + args[0] + " NAME"}
+		}
+		id, err := userIDByName(ctx, in, args[1])
+		if err != nil {
+			return err
+		}
+		enabled := args[0] == "enable-reward-models"
+		res, err := cmds.SetRewardModelsEnabled(ctx, id, enabled)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("reward models %s for %s (data kept)\n", map[bool]string{true: "enabled", false: "disabled"}[enabled], args[1])
+		settleCLI(ctx, waiter, res)
+		return nil
+	}
+	return usageError{fmt.Sprintf("unknown users command %q", args[0])}
+}
+
+func printKey(name, id, key string, ro bool) {
+	kind := "full-access"
+	if ro {
+		kind = "read-only"
+	}
+	fmt.Printf("user:    %s (%s)\napi key: %s\n(%s; shown once, stored only as its SHA-256)\n", name, id, key, kind)
+}
+
+// userIDByName reads the name reservation stream: the event log, not the read
+// model, is the authority on who owns a name.
+func userIDByName(ctx context.Context, in *infra, name string) (string, error) {
+	stream := events.UserNameStream(name)
+	loaded, err := in.store.LoadStreams(ctx, []string{stream})
+	if err != nil {
+		return "", err
+	}
+	evs := loaded[stream]
+	if len(evs) == 0 {
+		return "", domain.NotFound("user", name)
+	}
+	var p events.UserNameClaimedV1
+	if err := evs[0].Decode(&p); err != nil {
+		return "", err
+	}
+	return p.UserID, nil
+}
+
+// settleCLI waits for the read model so the change is live when the command
+// returns; without a running server it says so instead of failing.
+func settleCLI(ctx context.Context, w *readmodel.Waiter, r commands.Result) {
+	if err := w.Wait(ctx, r.LastEventID); err != nil {
+		var un *domain.UnavailableError
+		if errors.As(err, &un) {
+			fmt.Println("note: stored; it takes effect once `critic serve` or `critic run` applies it")
+			return
+		}
+		fmt.Println("note:", err)
+	}
+}

@@ -1,0 +1,72 @@
+// Package commands holds one file per command. Each validates its input, loads
+// the streams it decides on from the event store, asks the domain what events
+// follow, and appends them with the streams' expected versions. Commands never
+// write anywhere else: read models follow from the events.
+package commands
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/eventstore"
+)
+
+// Commands is the write side of the API.
+type Commands struct {
+	store *eventstore.Store
+}
+
+// New returns the command side over an event store.
+func New(store *eventstore.Store) *Commands { return &Commands{store: store} }
+
+// Actor is who issues a command: a user (by id) or the system.
+type Actor struct {
+	UserID string
+}
+
+func (a Actor) String() string {
+	if a.UserID == "" {
+		return "system"
+	}
+	return "user:" + a.UserID
+}
+
+// Result says what a command appended; LastEventID is what a handler waits
+// for to give read-your-writes ("" when the command was a no-op).
+type Result struct {
+	LastEventID string
+}
+
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// append stores evs, tagging them with the actor and a fresh correlation id.
+func (c *Commands) append(ctx context.Context, actor Actor, expected map[string]int64, evs []events.New) (Result, error) {
+	if len(evs) == 0 {
+		return Result{}, nil
+	}
+	corr := newID()
+	envs, err := c.store.Append(ctx, eventstore.Meta{Actor: actor.String(), CausationID: corr, CorrelationID: corr}, expected, evs)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{LastEventID: envs[len(envs)-1].ID}, nil
+}
+
+// retryOnConflict reruns a load-decide-append cycle when another writer moved
+// a stream in between; after three tries the conflict reaches the caller.
+func retryOnConflict(fn func() (Result, error)) (Result, error) {
+	var err error
+	for range 3 {
+		var r Result
+		r, err = fn()
+		var vc *domain.VersionConflictError
+		if !errors.As(err, &vc) {
+			return r, err
+		}
+	}
+	return Result{}, &domain.ConflictError{Code: "concurrent_write", Message: "another write changed the same data; retry"}
+}

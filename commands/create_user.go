@@ -1,0 +1,67 @@
+package commands
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"regexp"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+)
+
+var userNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$`)
+
+// CreateUserResult carries the new account and its API key, which is shown
+// once: only its SHA-256 is stored.
+type CreateUserResult struct {
+	Result
+	UserID string
+	APIKey string
+}
+
+// CreateUser registers an account with a first API key. New accounts have
+// reward models enabled (spec 001 "Rollout").
+func (c *Commands) CreateUser(ctx context.Context, name string, readOnlyKey bool) (CreateUserResult, error) {
+	if !userNamePattern.MatchString(name) {
+		return CreateUserResult{}, domain.Invalid("user name %q must be 1–64 letters, digits or _ . @ - and start with a letter or digit", name)
+	}
+	userID := newID()
+	key, hash := NewAPIKey()
+	keyID := newID()
+	evs := []events.New{
+		{ID: newID(), Stream: events.UserNameStream(name), OwnerID: userID, Type: events.UserNameClaimed,
+			Payload: events.UserNameClaimedV1{UserID: userID, Name: name}},
+		{ID: newID(), Stream: events.UserStream(userID), OwnerID: userID, Type: events.UserCreated,
+			Payload: events.UserCreatedV1{UserID: userID, Name: name, RewardModelsEnabled: true}},
+		{ID: newID(), Stream: events.APIKeyStream(keyID), OwnerID: userID, Type: events.APIKeyIssued,
+			Payload: events.APIKeyIssuedV1{KeyID: keyID, UserID: userID, KeyHash: hash, ReadOnly: readOnlyKey}},
+	}
+	r, err := c.append(ctx, Actor{}, map[string]int64{events.UserNameStream(name): 0, events.UserStream(userID): 0, events.APIKeyStream(keyID): 0}, evs)
+	var vc *domain.VersionConflictError
+	if errors.As(err, &vc) {
+		return CreateUserResult{}, &domain.ConflictError{Code: "user_exists", Message: "a user named " + name + " already exists"}
+	}
+	if err != nil {
+		return CreateUserResult{}, err
+	}
+	return CreateUserResult{Result: r, UserID: userID, APIKey: key}, nil
+}
+
+// NewAPIKey returns a random 32-byte key (prefixed so leaked keys are
+// recognisable) and the SHA-256 hex that is stored.
+func NewAPIKey() (key, hash string) {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	key = "critic_" + base64.RawURLEncoding.EncodeToString(b)
+	return key, HashAPIKey(key)
+}
+
+// HashAPIKey is how keys are looked up: by SHA-256, never by value.
+func HashAPIKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}

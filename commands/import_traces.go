@@ -1,0 +1,130 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/formats"
+	"github.com/criticml/critic/domain/traces"
+)
+
+// traceNamespace seeds trace ids derived from (owner, external id): the same
+// external id always maps to the same stream, so concurrent re-imports meet
+// at the event store's version check instead of creating duplicates.
+var traceNamespace = uuid.MustParse("5b0c7e0e-3f43-4c55-9f0e-6f8a3c1d2a10")
+
+// TraceIDFor returns the trace id an external id maps to for an owner.
+func TraceIDFor(ownerID, externalID string) string {
+	return uuid.NewSHA1(traceNamespace, []byte(ownerID+"\x00"+externalID)).String()
+}
+
+// ImportTraces is POST /traces/import.
+type ImportTraces struct {
+	Format   string
+	Data     []byte
+	SourceID string // optional; overrides recorded source ids for every trace
+}
+
+// ImportResult is the response of an import.
+type ImportResult struct {
+	Result
+	Format   string
+	TraceIDs []string
+}
+
+// ImportTraces parses the whole payload first (all traces or none), then
+// appends one event per trace that changed, in one transaction.
+func (c *Commands) ImportTraces(ctx context.Context, actor Actor, in ImportTraces) (ImportResult, error) {
+	if in.SourceID != "" && utf8.RuneCountInString(in.SourceID) > 200 {
+		return ImportResult{}, &domain.ValidationError{Code: "invalid_request", Field: "source_id", Message: "source_id must be 1–200 characters"}
+	}
+	adapter, err := formats.Lookup(in.Format)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	format := adapter.Name()
+	if format == "auto" {
+		if adapter, err = formats.DetectFormat(in.Data); err != nil {
+			return ImportResult{}, err
+		}
+		format = adapter.Name()
+	}
+	parsed, err := adapter.Parse(in.Data)
+	if err != nil {
+		return ImportResult{}, err
+	}
+	var ids []string
+	r, err := retryOnConflict(func() (Result, error) {
+		var evs []events.New
+		var expected map[string]int64
+		ids, evs, expected, err = c.decideImports(ctx, actor, parsed, format, in.SourceID)
+		if err != nil {
+			return Result{}, err
+		}
+		return c.append(ctx, actor, expected, evs)
+	})
+	if err != nil {
+		return ImportResult{}, err
+	}
+	return ImportResult{Result: r, Format: format, TraceIDs: ids}, nil
+}
+
+func (c *Commands) decideImports(ctx context.Context, actor Actor, parsed []domain.Trace, format, sourceID string) ([]string, []events.New, map[string]int64, error) {
+	ids := make([]string, len(parsed))
+	var keyed []string
+	for i, t := range parsed {
+		if t.ExternalID != "" {
+			ids[i] = TraceIDFor(actor.UserID, t.ExternalID)
+			keyed = append(keyed, events.TraceStream(ids[i]))
+		} else {
+			ids[i] = newID()
+		}
+	}
+	loaded, err := c.store.LoadStreams(ctx, keyed)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	states := map[string]*traces.State{}
+	expected := map[string]int64{}
+	var evs []events.New
+	var out []string
+	seen := map[string]bool{}
+	for i, t := range parsed {
+		stream := events.TraceStream(ids[i])
+		st := states[stream]
+		if st == nil {
+			st = &traces.State{ID: ids[i]}
+			for _, e := range loaded[stream] {
+				st.Apply(e)
+			}
+			if st.Version > 0 && st.OwnerID != actor.UserID {
+				// Cannot happen with owner-derived ids; refuse rather than cross owners.
+				return nil, nil, nil, domain.NotFound("trace", ids[i])
+			}
+			states[stream] = st
+			expected[stream] = st.Version
+		}
+		d, err := traces.DecideImport(*st, traces.ImportInput{TraceID: ids[i], Trace: t, Format: format, ExplicitSourceID: sourceID, NewID: newID})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if !seen[ids[i]] {
+			seen[ids[i]] = true
+			out = append(out, ids[i])
+		}
+		if d.NoOp {
+			continue
+		}
+		e := events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: d.Type, Payload: d.Payload}
+		evs = append(evs, e)
+		// Later lines of the same payload may touch the same trace again.
+		raw, _ := json.Marshal(d.Payload)
+		st.Apply(events.Envelope{Type: d.Type, Version: st.Version + 1, OwnerID: actor.UserID, Payload: raw})
+	}
+	return out, evs, expected, nil
+}

@@ -1,0 +1,107 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	"github.com/criticml/critic/domain"
+)
+
+// ErrorBody is the JSON error every REST route answers with. `detail` is the
+// human-readable message (FastAPI-compatible, as the spec's clients expect);
+// `code`, `line` and `field` let a client point at the problem.
+type ErrorBody struct {
+	Detail string `json:"detail"`
+	Code   string `json:"code"`
+	Line   int    `json:"line,omitempty"`
+	Field  string `json:"field,omitempty"`
+}
+
+// Classify maps an error to its HTTP status and body. Unknown errors are
+// internal: logged, and reported without details (no SQL, no stack).
+func Classify(err error) (int, ErrorBody) {
+	var (
+		v   *domain.ValidationError
+		nf  *domain.NotFoundError
+		cf  *domain.ConflictError
+		vc  *domain.VersionConflictError
+		se  *domain.SyncError
+		ua  *domain.UnauthorizedError
+		fb  *domain.ForbiddenError
+		tl  *domain.TooLargeError
+		um  *domain.UnsupportedMediaError
+		una *domain.UnavailableError
+		mbe *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &v):
+		return http.StatusUnprocessableEntity, ErrorBody{Detail: v.Error(), Code: v.Code, Line: v.Line, Field: v.Field}
+	case errors.As(err, &nf):
+		return http.StatusNotFound, ErrorBody{Detail: nf.Error(), Code: "not_found"}
+	case errors.As(err, &se):
+		return http.StatusConflict, ErrorBody{Detail: se.Error(), Code: "trace_sync_error"}
+	case errors.As(err, &cf):
+		return http.StatusConflict, ErrorBody{Detail: cf.Error(), Code: cf.Code}
+	case errors.As(err, &vc):
+		return http.StatusConflict, ErrorBody{Detail: "another write changed the same data; retry", Code: "concurrent_write"}
+	case errors.As(err, &ua):
+		return http.StatusUnauthorized, ErrorBody{Detail: ua.Error(), Code: "unauthorized"}
+	case errors.As(err, &fb):
+		return http.StatusForbidden, ErrorBody{Detail: fb.Error(), Code: "forbidden"}
+	case errors.As(err, &tl):
+		return http.StatusRequestEntityTooLarge, ErrorBody{Detail: tl.Error(), Code: "body_too_large"}
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge, ErrorBody{Detail: (&domain.TooLargeError{Limit: mbe.Limit}).Error(), Code: "body_too_large"}
+	case errors.As(err, &um):
+		return http.StatusUnsupportedMediaType, ErrorBody{Detail: um.Error(), Code: "unsupported_media_type"}
+	case errors.As(err, &una):
+		return http.StatusServiceUnavailable, ErrorBody{Detail: una.Error(), Code: "unavailable"}
+	}
+	slog.Error("internal error", "err", err)
+	return http.StatusInternalServerError, ErrorBody{Detail: "internal error", Code: "internal"}
+}
+
+// WriteError answers a REST request with err.
+func WriteError(w http.ResponseWriter, err error) {
+	status, body := Classify(err)
+	WriteJSON(w, status, body)
+}
+
+// WriteJSON writes v as the JSON response.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// ConnectError maps err to a Connect error with the matching code.
+func ConnectError(err error) error {
+	status, body := Classify(err)
+	code := connect.CodeInternal
+	switch status {
+	case http.StatusUnprocessableEntity:
+		code = connect.CodeInvalidArgument
+	case http.StatusNotFound:
+		code = connect.CodeNotFound
+	case http.StatusConflict:
+		code = connect.CodeAborted
+		if body.Code == "trace_sync_error" {
+			code = connect.CodeFailedPrecondition
+		}
+	case http.StatusUnauthorized:
+		code = connect.CodeUnauthenticated
+	case http.StatusForbidden:
+		code = connect.CodePermissionDenied
+	case http.StatusRequestEntityTooLarge:
+		code = connect.CodeResourceExhausted
+	case http.StatusServiceUnavailable:
+		code = connect.CodeUnavailable
+	}
+	return connect.NewError(code, errors.New(body.Detail))
+}

@@ -1,0 +1,104 @@
+// Package rest serves the REST API under /api/v1/rm exactly as spec 001's
+// "REST API" table describes it. Handlers are thin: decode → command or
+// query → respond; every error goes through handlers.WriteError.
+package rest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// Prefix is where the API lives.
+const Prefix = "/api/v1/rm"
+
+// DefaultMaxBody is the request body limit when none is configured (64 MiB).
+const DefaultMaxBody = 64 << 20
+
+// API holds the REST handlers' dependencies.
+type API struct {
+	cmds    *commands.Commands
+	queries *readmodel.Queries
+	waiter  *readmodel.Waiter
+	auth    *handlers.Authenticator
+	maxBody int64
+}
+
+// New returns the REST API.
+func New(cmds *commands.Commands, queries *readmodel.Queries, waiter *readmodel.Waiter, auth *handlers.Authenticator, maxBody int64) *API {
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBody
+	}
+	return &API{cmds: cmds, queries: queries, waiter: waiter, auth: auth, maxBody: maxBody}
+}
+
+// Register adds every route to mux, behind authentication.
+func (a *API) Register(mux *http.ServeMux) {
+	route := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
+		method, path, _ := strings.Cut(pattern, " ")
+		mux.Handle(method+" "+Prefix+path, a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := h(w, r); err != nil {
+				handlers.WriteError(w, err)
+			}
+		})))
+	}
+	route("GET /formats", a.listFormats)
+	route("POST /traces/import", a.importTraces)
+	route("GET /traces", a.listTraces)
+	route("GET /traces/{trace_id}", a.getTrace)
+	route("DELETE /traces/{trace_id}", a.deleteTrace)
+	route("GET /export/traces", a.exportTraces)
+	// Anything else under the prefix is a 404 in the API's error shape (after
+	// auth, so unauthenticated probing learns nothing).
+	mux.Handle(Prefix+"/", a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		handlers.WriteError(w, &domain.NotFoundError{What: "route " + r.Method + " " + r.URL.Path})
+	})))
+}
+
+// decodeBody reads a JSON body strictly: unknown fields and trailing data are
+// 422 naming the field, a body over the limit is 413.
+func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &domain.TooLargeError{Limit: mbe.Limit}
+		}
+		return domain.Invalid("could not read the request body: %v", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			f = strings.Trim(f, `"`)
+			return &domain.ValidationError{Code: "unknown_field", Field: f, Message: "unknown field " + f}
+		}
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			return &domain.ValidationError{Code: "invalid_request", Field: typ.Field, Message: "expected " + typ.Type.String() + ", got JSON " + typ.Value}
+		}
+		return domain.Invalid("malformed JSON body: %v", err)
+	}
+	if dec.More() {
+		return domain.Invalid("malformed JSON body: unexpected data after the object")
+	}
+	return nil
+}
+
+// settle waits until the read model shows what a command appended, so a GET
+// right after a write sees it.
+func (a *API) settle(ctx context.Context, r commands.Result) error {
+	if r.LastEventID == "" {
+		return nil
+	}
+	return a.waiter.Wait(ctx, r.LastEventID)
+}

@@ -1,0 +1,168 @@
+// Package relay moves events from the Postgres event store to the Kafka topic
+// critic.events, in sequence order, at least once. Only one relay publishes at
+// a time (a session advisory lock elects it); the others stand by. When the
+// broker is down the relay keeps retrying and events simply wait in Postgres.
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/eventstore"
+)
+
+// Topic carries every event, keyed by owner id so one owner's events keep
+// their order.
+const Topic = "critic.events"
+
+// PartitionKeyMetadata is the watermill metadata key the bus publisher uses as
+// the Kafka message key.
+const PartitionKeyMetadata = "partition_key"
+
+const leaderLockKey = 7_210_002
+
+// Publisher is the one thing the relay needs from the bus.
+type Publisher interface {
+	Publish(topic string, msgs ...*message.Message) error
+}
+
+// Relay tails the events table and publishes.
+type Relay struct {
+	name  string
+	store *eventstore.Store
+	pool  *pgxpool.Pool
+	pub   Publisher
+	log   *slog.Logger
+	batch int
+}
+
+// New returns a relay named name (its cursor's key).
+func New(name string, store *eventstore.Store, pub Publisher, log *slog.Logger) *Relay {
+	return &Relay{name: name, store: store, pool: store.Pool(), pub: pub, log: log, batch: 1000}
+}
+
+// Message converts an envelope into the bus message the consumers decode.
+func Message(e events.Envelope) (*message.Message, error) {
+	raw, err := json.Marshal(e)
+	if err != nil {
+		return nil, err
+	}
+	m := message.NewMessage(e.ID, raw)
+	m.Metadata.Set(PartitionKeyMetadata, e.OwnerID)
+	m.Metadata.Set("type", e.Type)
+	return m, nil
+}
+
+// Run publishes until ctx ends. It returns nil on cancellation.
+func (r *Relay) Run(ctx context.Context) error {
+	for {
+		err := r.lead(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		r.log.Warn("relay: restarting", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// lead waits to become the leader, then publishes while it holds the lock.
+func (r *Relay) lead(ctx context.Context) error {
+	conn, err := r.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	for {
+		var got bool
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", leaderLockKey).Scan(&got); err != nil {
+			return err
+		}
+		if got {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+	defer func() {
+		_, _ = conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", leaderLockKey)
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+eventstore.NotifyChannel); err != nil {
+		return err
+	}
+	cursor, err := r.cursor(ctx)
+	if err != nil {
+		return err
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		evs, err := r.store.ReadAfter(ctx, cursor, r.batch)
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			wctx, cancel := context.WithTimeout(ctx, time.Second)
+			_, err := conn.Conn().WaitForNotification(wctx)
+			cancel()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				return err
+			}
+			continue
+		}
+		msgs := make([]*message.Message, len(evs))
+		for i, e := range evs {
+			if msgs[i], err = Message(e); err != nil {
+				return err
+			}
+		}
+		if err := r.pub.Publish(Topic, msgs...); err != nil {
+			r.log.Warn("relay: publish failed; events wait in Postgres", "err", err, "retry_in", backoff)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		cursor = evs[len(evs)-1].Seq
+		if _, err := r.pool.Exec(ctx, `INSERT INTO relay_cursor (name, seq) VALUES ($1, $2)
+			ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq`, r.name, cursor); err != nil {
+			return err
+		}
+	}
+}
+
+func (r *Relay) cursor(ctx context.Context) (int64, error) {
+	var seq int64
+	err := r.pool.QueryRow(ctx, "SELECT seq FROM relay_cursor WHERE name = $1", r.name).Scan(&seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return seq, err
+}
+
+// Lag returns how many stored events the relay has not published yet.
+func Lag(ctx context.Context, pool *pgxpool.Pool, name string) (int64, error) {
+	var n int64
+	err := pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE seq > COALESCE((SELECT seq FROM relay_cursor WHERE name = $1), 0)`, name).Scan(&n)
+	return n, err
+}

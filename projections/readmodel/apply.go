@@ -1,0 +1,148 @@
+package readmodel
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+)
+
+// writer applies events inside one transaction. Step rows of imports are
+// buffered and written with COPY, flushed before any event that could touch
+// rows already buffered, so order is preserved and bulk imports stay fast.
+type writer struct {
+	tx    pgx.Tx
+	steps [][]any
+}
+
+var stepCols = []string{"id", "trace_id", "owner_id", "idx", "role", "content", "tool_name", "tool_input", "tool_call_id", "metadata"}
+
+func (w *writer) flush(ctx context.Context) error {
+	if len(w.steps) == 0 {
+		return nil
+	}
+	_, err := w.tx.CopyFrom(ctx, pgx.Identifier{"rm_steps"}, stepCols, pgx.CopyFromRows(w.steps))
+	w.steps = w.steps[:0]
+	return err
+}
+
+func (w *writer) bufferSteps(traceID, ownerID string, steps []events.StepRecord) {
+	for _, s := range steps {
+		w.steps = append(w.steps, []any{s.ID, traceID, ownerID, s.Index, string(s.Role), s.Content,
+			nilIfEmpty(s.ToolName), jsonOrNil(s.ToolInput), nilIfEmpty(s.ToolCallID), jsonOrNil(s.Metadata)})
+	}
+}
+
+func (w *writer) apply(ctx context.Context, e events.Envelope) error {
+	if e.Type != events.TraceImported {
+		if err := w.flush(ctx); err != nil {
+			return err
+		}
+	}
+	tx := w.tx
+	switch e.Type {
+	case events.UserCreated:
+		var p events.UserCreatedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO rm_users (id, name, reward_models_enabled, created_at) VALUES ($1, $2, $3, $4)
+			ON CONFLICT (id) DO NOTHING`, p.UserID, p.Name, p.RewardModelsEnabled, e.RecordedAt)
+		return err
+	case events.APIKeyIssued:
+		var p events.APIKeyIssuedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO rm_api_keys (key_hash, key_id, user_id, read_only, created_at) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT DO NOTHING`, p.KeyHash, p.KeyID, p.UserID, p.ReadOnly, e.RecordedAt)
+		return err
+	case events.APIKeyRevoked:
+		var p events.APIKeyRevokedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE rm_api_keys SET revoked = true WHERE key_id = $1`, p.KeyID)
+		return err
+	case events.UserRewardModelsEnabledChanged:
+		var p events.UserRewardModelsEnabledChangedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE rm_users SET reward_models_enabled = $2 WHERE id = $1`, p.UserID, p.Enabled)
+		return err
+	case events.TraceImported:
+		var p events.TraceImportedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		// A re-import after deletion reuses the id: clear anything left.
+		if _, err := tx.Exec(ctx, `DELETE FROM rm_traces WHERE id = $1`, p.TraceID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO rm_traces (id, owner_id, external_id, title, source_format, source_id, metadata,
+			revision, step_count, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7::jsonb, '{}'), $8, $9, $10, $10)`,
+			p.TraceID, e.OwnerID, nilIfEmpty(p.ExternalID), p.Title, p.SourceFormat,
+			domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat), jsonOrNil(p.Metadata), p.Revision, len(p.Steps), e.RecordedAt)
+		if err != nil {
+			return err
+		}
+		w.bufferSteps(p.TraceID, e.OwnerID, p.Steps)
+		return insertSpans(ctx, tx, p.TraceID, p.Spans)
+	case events.TraceRevised:
+		var p events.TraceRevisedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		if p.Mode != events.RevisionAppended {
+			if _, err := tx.Exec(ctx, `DELETE FROM rm_steps WHERE trace_id = $1`, p.TraceID); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE rm_traces SET title = $2, source_format = $3, source_id = $4,
+			metadata = COALESCE($5::jsonb, '{}'), revision = $6, updated_at = $7 WHERE id = $1`,
+			p.TraceID, p.Title, p.SourceFormat, domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat),
+			jsonOrNil(p.Metadata), p.Revision, e.RecordedAt); err != nil {
+			return err
+		}
+		w.bufferSteps(p.TraceID, e.OwnerID, p.Steps)
+		if err := w.flush(ctx); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE rm_traces SET step_count = (SELECT count(*) FROM rm_steps WHERE trace_id = $1) WHERE id = $1`, p.TraceID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM rm_spans WHERE trace_id = $1`, p.TraceID); err != nil {
+			return err
+		}
+		return insertSpans(ctx, tx, p.TraceID, p.Spans)
+	case events.TraceDeleted:
+		var p events.TraceDeletedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		for _, q := range []string{`DELETE FROM rm_steps WHERE trace_id = $1`, `DELETE FROM rm_spans WHERE trace_id = $1`, `DELETE FROM rm_traces WHERE id = $1`} {
+			if _, err := tx.Exec(ctx, q, p.TraceID); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func insertSpans(ctx context.Context, tx pgx.Tx, traceID string, spans []domain.Span) error {
+	for i, s := range spans {
+		idx := s.StepIndices
+		if idx == nil {
+			idx = []int{}
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO rm_spans (trace_id, span_id, parent_id, name, kind, start_ns, end_ns, input, output, step_indices, ord)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			traceID, s.ID, s.ParentID, s.Name, s.Kind, s.StartNs, s.EndNs, jsonOrNil(s.Input), jsonOrNil(s.Output), idx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}

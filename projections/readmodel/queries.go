@@ -1,0 +1,258 @@
+package readmodel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/criticml/critic/domain"
+)
+
+// Queries reads the read model for the API. Every query is scoped to an
+// owner: another owner's id is simply not found.
+type Queries struct{ pool *pgxpool.Pool }
+
+// NewQueries returns the query side over pool.
+func NewQueries(pool *pgxpool.Pool) *Queries { return &Queries{pool: pool} }
+
+// CallerByKeyHash resolves an API key (by its SHA-256) to its account.
+func (q *Queries) CallerByKeyHash(ctx context.Context, hash string) (*Caller, error) {
+	var c Caller
+	err := q.pool.QueryRow(ctx, `SELECT u.id, u.name, k.read_only, u.reward_models_enabled
+		FROM rm_api_keys k JOIN rm_users u ON u.id = k.user_id WHERE k.key_hash = $1 AND NOT k.revoked`, hash).
+		Scan(&c.UserID, &c.Name, &c.ReadOnly, &c.RewardModelsEnabled)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, &domain.UnauthorizedError{Message: "invalid API key"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// UserIDByName resolves an account name.
+func (q *Queries) UserIDByName(ctx context.Context, name string) (string, error) {
+	var id string
+	err := q.pool.QueryRow(ctx, `SELECT id FROM rm_users WHERE name = $1`, name).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", domain.NotFound("user", name)
+	}
+	return id, err
+}
+
+const summaryCols = `t.id, t.external_id, t.title, t.source_format, t.source_id, t.source_id, t.owner_id, t.step_count, t.created_at`
+
+func scanSummary(row pgx.Row, s *TraceSummary, extra ...any) error {
+	dest := append([]any{&s.ID, &s.ExternalID, &s.Title, &s.SourceFormat, &s.SourceID, &s.SourceName, &s.SourceOwnerID, &s.StepCount, &s.CreatedAt}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return err
+	}
+	s.CreatedAt = s.CreatedAt.UTC()
+	return nil
+}
+
+// ListTraces returns one page of the owner's traces, newest first, and the
+// total matching the filter.
+func (q *Queries) ListTraces(ctx context.Context, owner string, f ListFilter) ([]TraceSummary, int, error) {
+	where := `t.owner_id = $1 AND ($2 = '' OR t.source_id = $2)
+		AND ($3::timestamptz IS NULL OR t.created_at >= $3) AND ($4::timestamptz IS NULL OR t.created_at < $4)`
+	args := []any{owner, f.SourceID, f.From, f.To}
+	var total int
+	if err := q.pool.QueryRow(ctx, `SELECT count(*) FROM rm_traces t WHERE `+where, args...).Scan(&total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := q.pool.Query(ctx, `SELECT `+summaryCols+` FROM rm_traces t WHERE `+where+`
+		ORDER BY t.created_at DESC, t.id DESC LIMIT $5 OFFSET $6`, append(args, f.Limit, f.Offset)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := []TraceSummary{}
+	for rows.Next() {
+		var s TraceSummary
+		if err := scanSummary(rows, &s); err != nil {
+			return nil, 0, err
+		}
+		out = append(out, s)
+	}
+	return out, total, rows.Err()
+}
+
+// GetTrace returns the owner's trace with its steps and spans.
+func (q *Queries) GetTrace(ctx context.Context, owner, id string) (*TraceDetail, error) {
+	if !validUUID(id) {
+		return nil, domain.NotFound("trace", id)
+	}
+	d := &TraceDetail{Steps: []Step{}, Spans: []Span{}, Annotations: []json.RawMessage{},
+		Scores: []json.RawMessage{}, ActionScores: []json.RawMessage{}, ScoringRuns: []json.RawMessage{}}
+	var meta []byte
+	err := scanSummary(q.pool.QueryRow(ctx, `SELECT `+summaryCols+`, t.metadata FROM rm_traces t WHERE t.id = $1 AND t.owner_id = $2`, id, owner), &d.TraceSummary, &meta)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, domain.NotFound("trace", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.Metadata = meta
+	rows, err := q.pool.Query(ctx, `SELECT id, idx, role, content, tool_name, tool_input, tool_call_id, metadata
+		FROM rm_steps WHERE trace_id = $1 ORDER BY idx`, id)
+	if err != nil {
+		return nil, err
+	}
+	for rows.Next() {
+		var s Step
+		var in, md []byte
+		if err := rows.Scan(&s.ID, &s.Index, &s.Role, &s.Content, &s.ToolName, &in, &s.ToolCallID, &md); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		s.ToolInput, s.Metadata = rawOrNull(in), rawOrNull(md)
+		d.Steps = append(d.Steps, s)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows, err = q.pool.Query(ctx, `SELECT span_id, parent_id, name, kind, start_ns, end_ns, input, output, step_indices
+		FROM rm_spans WHERE trace_id = $1 ORDER BY ord`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s Span
+		var in, out []byte
+		var idx []int32
+		if err := rows.Scan(&s.ID, &s.ParentID, &s.Name, &s.Kind, &s.StartNs, &s.EndNs, &in, &out, &idx); err != nil {
+			return nil, err
+		}
+		s.Input, s.Output = rawOrNull(in), rawOrNull(out)
+		s.StepIndices = make([]int, len(idx))
+		for i, v := range idx {
+			s.StepIndices[i] = int(v)
+		}
+		d.Spans = append(d.Spans, s)
+	}
+	return d, rows.Err()
+}
+
+// ExportTraces writes every trace of the owner as Stash Trace Format JSONL,
+// oldest first, in a shape that re-imports to identical traces.
+func (q *Queries) ExportTraces(ctx context.Context, owner string, w io.Writer) error {
+	rows, err := q.pool.Query(ctx, `SELECT id FROM rm_traces WHERE owner_id = $1 ORDER BY created_at, id`, owner)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for _, id := range ids {
+		d, err := q.GetTrace(ctx, owner, id)
+		if err != nil {
+			return err
+		}
+		if err := enc.Encode(exportLine(d)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type exportStep struct {
+	Role       string          `json:"role"`
+	Content    string          `json:"content"`
+	ToolName   string          `json:"tool_name,omitempty"`
+	ToolInput  json.RawMessage `json:"tool_input,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+}
+
+type exportTrace struct {
+	ID       string          `json:"id"`
+	Title    string          `json:"title"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	Steps    []exportStep    `json:"steps"`
+	Spans    []Span          `json:"spans,omitempty"`
+}
+
+func exportLine(d *TraceDetail) exportTrace {
+	t := exportTrace{ID: d.ID, Title: d.Title, Spans: d.Spans, Steps: make([]exportStep, len(d.Steps))}
+	if d.ExternalID != nil {
+		t.ID = *d.ExternalID
+	}
+	if string(d.Metadata) != "{}" && string(d.Metadata) != "null" {
+		t.Metadata = d.Metadata
+	}
+	for i, s := range d.Steps {
+		e := exportStep{Role: s.Role, Content: s.Content}
+		if s.ToolName != nil {
+			e.ToolName = *s.ToolName
+		}
+		if s.ToolCallID != nil {
+			e.ToolCallID = *s.ToolCallID
+		}
+		if string(s.ToolInput) != "null" {
+			e.ToolInput = s.ToolInput
+		}
+		if string(s.Metadata) != "null" {
+			e.Metadata = s.Metadata
+		}
+		t.Steps[i] = e
+	}
+	return t
+}
+
+// TraceOwner returns the owner of a trace id, or NotFound.
+func (q *Queries) TraceOwner(ctx context.Context, id string) (string, error) {
+	if !validUUID(id) {
+		return "", domain.NotFound("trace", id)
+	}
+	var owner string
+	err := q.pool.QueryRow(ctx, `SELECT owner_id FROM rm_traces WHERE id = $1`, id).Scan(&owner)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", domain.NotFound("trace", id)
+	}
+	return owner, err
+}
+
+func rawOrNull(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return json.RawMessage(b)
+}
+
+func validUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i, c := range s {
+		switch i {
+		case 8, 13, 18, 23:
+			if c != '-' {
+				return false
+			}
+		default:
+			if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F') {
+				return false
+			}
+		}
+	}
+	return true
+}

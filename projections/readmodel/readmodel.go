@@ -1,0 +1,177 @@
+// Package readmodel is the Postgres read model the API queries: users, keys,
+// traces, steps and spans. It is disposable: Replay rebuilds it from the log.
+package readmodel
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/eventstore"
+)
+
+// Name is the projection's consumer group and dedupe key.
+const Name = "readmodel"
+
+// AppliedChannel is notified after every committed batch; waiters for
+// read-your-writes listen on it.
+const AppliedChannel = "critic_readmodel_applied"
+
+const applyLockKey = 7_210_010
+
+// Tables lists the read-model tables, in an order safe to truncate and compare.
+var Tables = []string{"rm_users", "rm_api_keys", "rm_traces", "rm_steps", "rm_spans", "readmodel_applied"}
+
+// Projection applies events to the read-model tables.
+type Projection struct {
+	pool  *pgxpool.Pool
+	blobs blob.Store
+	log   *slog.Logger
+}
+
+// New returns the projection.
+func New(pool *pgxpool.Pool, blobs blob.Store, log *slog.Logger) *Projection {
+	return &Projection{pool: pool, blobs: blobs, log: log}
+}
+
+// Apply applies a batch in one transaction, skipping events already applied.
+func (p *Projection) Apply(ctx context.Context, envs []events.Envelope) error {
+	if len(envs) == 0 {
+		return nil
+	}
+	return pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", applyLockKey); err != nil {
+			return err
+		}
+		fresh, err := claim(ctx, tx, envs)
+		if err != nil {
+			return err
+		}
+		if err := p.applyAll(ctx, tx, fresh); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, "SELECT pg_notify($1, '')", AppliedChannel)
+		return err
+	})
+}
+
+// claim records the batch's event ids and returns the envelopes not seen
+// before, in batch order.
+func claim(ctx context.Context, tx pgx.Tx, envs []events.Envelope) ([]events.Envelope, error) {
+	ids := make([]string, len(envs))
+	seqs := make([]int64, len(envs))
+	for i, e := range envs {
+		ids[i], seqs[i] = e.ID, e.Seq
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO readmodel_applied (event_id, seq)
+		SELECT * FROM unnest($1::uuid[], $2::bigint[]) ON CONFLICT DO NOTHING RETURNING event_id::text`, ids, seqs)
+	if err != nil {
+		return nil, err
+	}
+	isNew := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		isNew[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := envs[:0:0]
+	for _, e := range envs {
+		if isNew[e.ID] {
+			out = append(out, e)
+			delete(isNew, e.ID) // the same id twice in one batch applies once
+		}
+	}
+	return out, nil
+}
+
+func (p *Projection) applyAll(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
+	w := &writer{tx: tx}
+	for _, e := range envs {
+		e, err := eventstore.Resolve(ctx, p.blobs, e)
+		if err != nil {
+			return err
+		}
+		if err := w.apply(ctx, e); err != nil {
+			return fmt.Errorf("readmodel: apply %s %s: %w", e.Type, e.ID, err)
+		}
+	}
+	return w.flush(ctx)
+}
+
+// Replay drops the read model's rows and rebuilds them from every event in the
+// log, in one transaction: readers see the old tables until it commits.
+func (p *Projection) Replay(ctx context.Context, store *eventstore.Store) (int, error) {
+	n := 0
+	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", applyLockKey); err != nil {
+			return err
+		}
+		for _, t := range Tables {
+			if _, err := tx.Exec(ctx, "TRUNCATE "+t); err != nil {
+				return err
+			}
+		}
+		var after int64
+		for {
+			batch, err := store.ReadAfter(ctx, after, 2000)
+			if err != nil {
+				return err
+			}
+			if len(batch) == 0 {
+				break
+			}
+			fresh, err := claim(ctx, tx, batch)
+			if err != nil {
+				return err
+			}
+			if err := p.applyAll(ctx, tx, fresh); err != nil {
+				return err
+			}
+			n += len(batch)
+			after = batch[len(batch)-1].Seq
+		}
+		_, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", AppliedChannel)
+		return err
+	})
+	return n, err
+}
+
+// jsonOrNil encodes v for a jsonb column, keeping SQL NULL for empty values.
+func jsonOrNil(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if len(x) == 0 {
+			return nil
+		}
+	case json.RawMessage:
+		if len(x) == 0 || string(x) == "null" {
+			return nil
+		}
+		return string(x)
+	case nil:
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return string(b)
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,86 @@
+package readmodel
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The shapes below are the REST API's (spec 001 "REST API"); handlers encode
+// them as they are, so a client written against the spec works unchanged.
+
+// LatestScore is the newest whole-trace score on a trace summary.
+type LatestScore struct {
+	RewardModelID   string  `json:"reward_model_id"`
+	RewardModelName string  `json:"reward_model_name"`
+	Score           float64 `json:"score"`
+}
+
+// TraceSummary is one row of GET /traces.
+type TraceSummary struct {
+	ID              string       `json:"id"`
+	ExternalID      *string      `json:"external_id"`
+	Title           string       `json:"title"`
+	SourceFormat    string       `json:"source_format"`
+	SourceID        string       `json:"source_id"`
+	SourceName      string       `json:"source_name"`
+	SourceOwnerID   string       `json:"source_owner_id"`
+	StepCount       int          `json:"step_count"`
+	PositiveCount   int          `json:"positive_count"`
+	NegativeCount   int          `json:"negative_count"`
+	CommentCount    int          `json:"comment_count"`
+	LabelErrorCount int          `json:"label_error_count"`
+	CreatedAt       time.Time    `json:"created_at"`
+	LatestScore     *LatestScore `json:"latest_score"`
+}
+
+// Step is a step of GET /traces/{id}.
+type Step struct {
+	ID         string          `json:"id"`
+	Index      int             `json:"index"`
+	Role       string          `json:"role"`
+	Content    string          `json:"content"`
+	ToolName   *string         `json:"tool_name"`
+	ToolInput  json.RawMessage `json:"tool_input"`
+	ToolCallID *string         `json:"tool_call_id"`
+	Metadata   json.RawMessage `json:"metadata"`
+}
+
+// Span is a timed operation of GET /traces/{id}; times are decimal strings.
+type Span struct {
+	ID          string          `json:"id"`
+	ParentID    *string         `json:"parent_id"`
+	Name        string          `json:"name"`
+	Kind        *string         `json:"kind"`
+	StartNs     int64           `json:"start_ns,string"`
+	EndNs       int64           `json:"end_ns,string"`
+	Input       json.RawMessage `json:"input"`
+	Output      json.RawMessage `json:"output"`
+	StepIndices []int           `json:"step_indices"`
+}
+
+// TraceDetail is GET /traces/{id}.
+type TraceDetail struct {
+	TraceSummary
+	Metadata     json.RawMessage   `json:"metadata"`
+	Steps        []Step            `json:"steps"`
+	Spans        []Span            `json:"spans"`
+	Annotations  []json.RawMessage `json:"annotations"`
+	Scores       []json.RawMessage `json:"scores"`
+	ActionScores []json.RawMessage `json:"action_scores"`
+	ScoringRuns  []json.RawMessage `json:"scoring_runs"`
+}
+
+// Caller is the account behind an API key.
+type Caller struct {
+	UserID              string
+	Name                string
+	ReadOnly            bool
+	RewardModelsEnabled bool
+}
+
+// ListFilter narrows GET /traces.
+type ListFilter struct {
+	Limit, Offset int
+	SourceID      string
+	From, To      *time.Time // inclusive import-date range
+}

@@ -1,0 +1,86 @@
+package readmodel
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/criticml/critic/domain"
+)
+
+// Waiter gives the API read-your-writes: after a command appends its events,
+// the handler waits until the read model has applied the last of them. One
+// owner's events are applied in order, so the last one implies the rest. The
+// waiter listens for the projection's notifications (so it also works when
+// the projection runs in another process) and polls as a fallback.
+type Waiter struct {
+	pool    *pgxpool.Pool
+	timeout time.Duration
+
+	mu      sync.Mutex
+	changed chan struct{}
+}
+
+// NewWaiter returns a waiter bounded by timeout (default 5 s).
+func NewWaiter(pool *pgxpool.Pool, timeout time.Duration) *Waiter {
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	return &Waiter{pool: pool, timeout: timeout, changed: make(chan struct{})}
+}
+
+// Listen forwards the projection's notifications until ctx ends.
+func (w *Waiter) Listen(ctx context.Context) {
+	for ctx.Err() == nil {
+		conn, err := w.pool.Acquire(ctx)
+		if err != nil {
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		if _, err := conn.Exec(ctx, "LISTEN "+AppliedChannel); err == nil {
+			for {
+				if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+					break
+				}
+				w.broadcast()
+			}
+		}
+		conn.Hijack().Close(context.Background()) // a connection left mid-LISTEN is not reused
+	}
+}
+
+func (w *Waiter) broadcast() {
+	w.mu.Lock()
+	close(w.changed)
+	w.changed = make(chan struct{})
+	w.mu.Unlock()
+}
+
+// Wait blocks until eventID is applied, or fails with UnavailableError after
+// the timeout (the write is stored; only the read lags).
+func (w *Waiter) Wait(ctx context.Context, eventID string) error {
+	ctx, cancel := context.WithTimeout(ctx, w.timeout)
+	defer cancel()
+	poll := 2 * time.Millisecond
+	for {
+		w.mu.Lock()
+		ch := w.changed
+		w.mu.Unlock()
+		var ok bool
+		if err := w.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM readmodel_applied WHERE event_id = $1)`, eventID).Scan(&ok); err != nil && ctx.Err() == nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return &domain.UnavailableError{Message: "the write was stored but the read model has not caught up yet; retry the read shortly"}
+		case <-ch:
+		case <-time.After(poll):
+			poll = min(poll*2, 100*time.Millisecond)
+		}
+	}
+}
