@@ -29,9 +29,12 @@ CREATE TABLE rm_traces (
     revision      integer     NOT NULL,
     step_count    integer     NOT NULL,
     created_at    timestamptz NOT NULL,
-    updated_at    timestamptz NOT NULL
+    updated_at    timestamptz NOT NULL,
+    -- seq of the import event: orders traces imported in one transaction
+    -- (same created_at) as they appeared in the payload.
+    import_seq    bigint      NOT NULL
 );
-CREATE INDEX rm_traces_owner_created ON rm_traces (owner_id, created_at DESC, id DESC);
+CREATE INDEX rm_traces_owner_seq ON rm_traces (owner_id, import_seq DESC);
 
 CREATE TABLE rm_steps (
     id           uuid    PRIMARY KEY,

@@ -83,9 +83,9 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO rm_traces (id, owner_id, external_id, title, source_format, source_id, metadata,
-			revision, step_count, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7::jsonb, '{}'), $8, $9, $10, $10)`,
+			revision, step_count, created_at, updated_at, import_seq) VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7::jsonb, '{}'), $8, $9, $10, $10, $11)`,
 			p.TraceID, e.OwnerID, nilIfEmpty(p.ExternalID), p.Title, p.SourceFormat,
-			domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat), jsonOrNil(p.Metadata), p.Revision, len(p.Steps), e.RecordedAt)
+			domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat), jsonOrNil(p.Metadata), p.Revision, len(p.Steps), e.RecordedAt, e.Seq)
 		if err != nil {
 			return err
 		}

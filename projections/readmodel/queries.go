@@ -66,7 +66,7 @@ func (q *Queries) ListTraces(ctx context.Context, owner string, f ListFilter) ([
 		return nil, 0, err
 	}
 	rows, err := q.pool.Query(ctx, `SELECT `+summaryCols+` FROM rm_traces t WHERE `+where+`
-		ORDER BY t.created_at DESC, t.id DESC LIMIT $5 OFFSET $6`, append(args, f.Limit, f.Offset)...)
+		ORDER BY t.import_seq DESC LIMIT $5 OFFSET $6`, append(args, f.Limit, f.Offset)...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -143,7 +143,7 @@ func (q *Queries) GetTrace(ctx context.Context, owner, id string) (*TraceDetail,
 // ExportTraces writes every trace of the owner as Stash Trace Format JSONL,
 // oldest first, in a shape that re-imports to identical traces.
 func (q *Queries) ExportTraces(ctx context.Context, owner string, w io.Writer) error {
-	rows, err := q.pool.Query(ctx, `SELECT id FROM rm_traces WHERE owner_id = $1 ORDER BY created_at, id`, owner)
+	rows, err := q.pool.Query(ctx, `SELECT id FROM rm_traces WHERE owner_id = $1 ORDER BY import_seq`, owner)
 	if err != nil {
 		return err
 	}
