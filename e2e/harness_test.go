@@ -33,7 +33,7 @@ var (
 )
 
 // criticBin builds the binary once per test run.
-func criticBin(t *testing.T) string {
+func criticBin(t testing.TB) string {
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "critic-e2e-bin")
 		if err != nil {
@@ -54,7 +54,7 @@ func criticBin(t *testing.T) string {
 
 // instance is one running `critic serve` with its own database and data dir.
 type instance struct {
-	t       *testing.T
+	t       testing.TB
 	bin     string
 	env     []string
 	url     string // http://host:port
@@ -69,7 +69,7 @@ type instance struct {
 var listenRe = regexp.MustCompile(`listening on (http://\S+)`)
 
 // startServe starts `critic serve` and waits until it answers.
-func startServe(t *testing.T, extraEnv ...string) *instance {
+func startServe(t testing.TB, extraEnv ...string) *instance {
 	t.Helper()
 	in := &instance{t: t, bin: criticBin(t), dbURL: pgtest.NewDatabase(t), dataDir: t.TempDir(), logs: &bytes.Buffer{}}
 	in.env = append(os.Environ(),
@@ -176,7 +176,7 @@ type response struct {
 	Body   []byte
 }
 
-func (r response) JSON(t *testing.T) map[string]any {
+func (r response) JSON(t testing.TB) map[string]any {
 	var v map[string]any
 	require.NoError(t, json.Unmarshal(r.Body, &v), string(r.Body))
 	return v

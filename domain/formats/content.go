@@ -28,13 +28,13 @@ const (
 )
 
 // isNull reports whether raw is absent or JSON null.
-func isNull(raw json.RawMessage) bool {
+func isJSONNull(raw json.RawMessage) bool {
 	t := bytes.TrimSpace(raw)
 	return len(t) == 0 || string(t) == "null"
 }
 
 // rawString returns raw as a Go string when it is a JSON string.
-func rawString(raw json.RawMessage) (string, bool) {
+func asJSONString(raw json.RawMessage) (string, bool) {
 	if firstJSONByte(raw) != '"' {
 		return "", false
 	}
@@ -57,19 +57,23 @@ var timestampLayouts = []string{
 }
 
 // normalizeTimestamp turns a recorded time into the canonical step
-// metadata.timestamp: RFC 3339 with its zone (the source's offset is kept).
+// metadata.timestamp: RFC 3339 with its zone (the source's offset is kept,
+// and an RFC 3339 string is kept verbatim so re-imports compare equal).
 // It accepts ISO 8601 strings and Unix epochs as numbers or numeric strings;
 // an epoch above 1e11 is taken as milliseconds, since 1e11 seconds is past
 // the year 5000. Absent or null gives "" (untimed stays untimed).
 func normalizeTimestamp(raw json.RawMessage) (string, error) {
-	if isNull(raw) {
+	if isJSONNull(raw) {
 		return "", nil
 	}
 	var t time.Time
-	if s, ok := rawString(raw); ok {
+	if s, ok := asJSONString(raw); ok {
 		s = strings.TrimSpace(s)
 		if s == "" {
 			return "", nil
+		}
+		if v, err := time.Parse(time.RFC3339Nano, s); err == nil && v.Year() >= 1 && v.Year() <= 9999 {
+			return s, nil // already canonical: keep the recorded text exactly
 		}
 		parsed := false
 		for _, layout := range timestampLayouts {
@@ -131,10 +135,10 @@ func decodeObject(raw []byte) (map[string]any, bool) {
 // string, an array, truncated JSON) are kept verbatim as {"_raw": "<text>"} so
 // nothing the model wrote is lost and tool_input stays an object.
 func toolArguments(raw json.RawMessage) map[string]any {
-	if isNull(raw) {
+	if isJSONNull(raw) {
 		return nil
 	}
-	if s, ok := rawString(raw); ok {
+	if s, ok := asJSONString(raw); ok {
 		if strings.TrimSpace(s) == "" {
 			return nil
 		}
@@ -150,7 +154,7 @@ func toolArguments(raw json.RawMessage) map[string]any {
 }
 
 // withMeta sets a step metadata key, allocating the map on first use.
-func withMeta(s *domain.Step, key string, v any) {
+func setStepMeta(s *domain.Step, key string, v any) {
 	if s.Metadata == nil {
 		s.Metadata = map[string]any{}
 	}
@@ -158,7 +162,7 @@ func withMeta(s *domain.Step, key string, v any) {
 }
 
 // setIfString copies a non-empty string into trace metadata.
-func setIfString(m map[string]any, key, v string) {
+func putString(m map[string]any, key, v string) {
 	if v != "" {
 		m[key] = v
 	}
@@ -210,10 +214,10 @@ func newAnthropicConverter() *anthropicConverter {
 // steps converts one message. role is already canonical (system, user or
 // assistant); field is the JSON path of the content for error messages.
 func (c *anthropicConverter) steps(role domain.Role, content json.RawMessage, field string) ([]domain.Step, error) {
-	if isNull(content) {
+	if isJSONNull(content) {
 		return nil, nil
 	}
-	if s, ok := rawString(content); ok {
+	if s, ok := asJSONString(content); ok {
 		if s == "" {
 			return nil, nil
 		}
@@ -242,8 +246,8 @@ func (c *anthropicConverter) steps(role domain.Role, content json.RawMessage, fi
 		}
 		switch b.Type {
 		case "text":
-			s, ok := rawString(b.Text)
-			if !ok && !isNull(b.Text) {
+			s, ok := asJSONString(b.Text)
+			if !ok && !isJSONNull(b.Text) {
 				return nil, domain.InvalidAt(0, bf+".text", "text must be a string")
 			}
 			if s != "" {
@@ -254,7 +258,7 @@ func (c *anthropicConverter) steps(role domain.Role, content json.RawMessage, fi
 		case "document":
 			text = append(text, documentPlaceholder)
 		case "thinking":
-			s, _ := rawString(b.Thinking)
+			s, _ := asJSONString(b.Thinking)
 			if strings.TrimSpace(s) == "" {
 				continue
 			}
@@ -264,7 +268,7 @@ func (c *anthropicConverter) steps(role domain.Role, content json.RawMessage, fi
 		case "tool_use", "server_tool_use", "mcp_tool_use":
 			flush()
 			st := domain.Step{Role: domain.RoleAssistant, ToolName: b.Name, ToolCallID: b.ID}
-			if !isNull(b.Input) {
+			if !isJSONNull(b.Input) {
 				m, ok := decodeObject(b.Input)
 				if !ok {
 					return nil, domain.InvalidAt(0, bf+".input", "tool input must be a JSON object")
@@ -287,7 +291,7 @@ func (c *anthropicConverter) steps(role domain.Role, content json.RawMessage, fi
 				out = append(out, st)
 			}
 		default:
-			if s, ok := rawString(b.Text); ok && s != "" {
+			if s, ok := asJSONString(b.Text); ok && s != "" {
 				text = append(text, s)
 			}
 		}
@@ -304,7 +308,7 @@ func (c *anthropicConverter) toolResult(b anthropicBlock, field string) (domain.
 	}
 	st.Content = text
 	if string(bytes.TrimSpace(b.IsError)) == "true" {
-		withMeta(&st, "is_error", true)
+		setStepMeta(&st, "is_error", true)
 	}
 	return st, nil
 }
@@ -312,10 +316,10 @@ func (c *anthropicConverter) toolResult(b anthropicBlock, field string) (domain.
 // blockText flattens a tool result's content (a string or an array of
 // blocks) to text: text blocks joined with "\n", images as placeholders.
 func blockText(raw json.RawMessage, field string) (string, error) {
-	if isNull(raw) {
+	if isJSONNull(raw) {
 		return "", nil
 	}
-	if s, ok := rawString(raw); ok {
+	if s, ok := asJSONString(raw); ok {
 		return s, nil
 	}
 	if firstJSONByte(raw) != '[' {
@@ -328,7 +332,7 @@ func blockText(raw json.RawMessage, field string) (string, error) {
 	}
 	var parts []string
 	for j, r := range raws {
-		if s, ok := rawString(r); ok {
+		if s, ok := asJSONString(r); ok {
 			parts = append(parts, s)
 			continue
 		}
@@ -342,7 +346,7 @@ func blockText(raw json.RawMessage, field string) (string, error) {
 		case "document":
 			parts = append(parts, documentPlaceholder)
 		default:
-			if s, ok := rawString(b.Text); ok && s != "" {
+			if s, ok := asJSONString(b.Text); ok && s != "" {
 				parts = append(parts, s)
 			}
 		}
@@ -392,21 +396,21 @@ type traceHeader struct {
 }
 
 func (h traceHeader) apply(t *domain.Trace) error {
-	if !isNull(h.ID) {
+	if !isJSONNull(h.ID) {
 		id, err := scalarString(h.ID)
 		if err != nil {
 			return domain.InvalidAt(0, "id", "%v", err)
 		}
 		t.ExternalID = id
 	}
-	if !isNull(h.Title) {
-		s, ok := rawString(h.Title)
+	if !isJSONNull(h.Title) {
+		s, ok := asJSONString(h.Title)
 		if !ok {
 			return domain.InvalidAt(0, "title", "title must be a string")
 		}
 		t.Title = s
 	}
-	if !isNull(h.Metadata) {
+	if !isJSONNull(h.Metadata) {
 		m, ok := decodeObject(h.Metadata)
 		if !ok {
 			return domain.InvalidAt(0, "metadata", "metadata must be a JSON object")
@@ -473,19 +477,19 @@ func classifyChat(data []byte) chatKind {
 		}
 		if firstJSONByte(raw) != '{' || json.Unmarshal(raw, &probe) != nil || probe.Messages == nil {
 			if n == 1 {
-				return errStop
+				return errStopScan
 			}
 			return nil
 		}
 		if n == 1 {
 			if len(probe.Messages) > 0 && probe.Messages[0].Role == nil {
-				return errStop
+				return errStopScan
 			}
 			kind = chatOpenAI
 		}
 		if probe.System != nil {
 			kind = chatAnthropic
-			return errStop
+			return errStopScan
 		}
 		for _, m := range probe.Messages {
 			if firstJSONByte(m.Content) != '[' {
@@ -500,17 +504,17 @@ func classifyChat(data []byte) chatKind {
 			for _, b := range blocks {
 				if anthropicOnlyBlocks[b.Type] {
 					kind = chatAnthropic
-					return errStop
+					return errStopScan
 				}
 			}
 		}
 		if n >= chatDetectLines {
-			return errStop
+			return errStopScan
 		}
 		return nil
 	})
 	return kind
 }
 
-// errStop ends an eachLine scan early.
-var errStop = errors.New("stop")
+// errStopScan ends an eachLine scan early.
+var errStopScan = errors.New("stop")

@@ -76,11 +76,11 @@ func joinCalls(calls []llmCall) (steps []domain.Step, produced [][]int) {
 		newIn := newInputSteps(c.Input, input, start)
 		for _, s := range newIn {
 			produced[ci] = append(produced[ci], len(steps))
-			steps = append(steps, stamped(s, c.InputTime))
+			steps = append(steps, withTimestamp(s, c.InputTime))
 		}
 		for _, s := range c.Output {
 			produced[ci] = append(produced[ci], len(steps))
-			steps = append(steps, stamped(s, c.OutputTime))
+			steps = append(steps, withTimestamp(s, c.OutputTime))
 		}
 	}
 	return finishSteps(steps), produced
@@ -150,8 +150,8 @@ func sameStep(a, b domain.Step) bool {
 	return bytes.Equal(ja, jb)
 }
 
-// stamped returns s with metadata.timestamp set when the source timed it.
-func stamped(s domain.Step, ts string) domain.Step {
+// withTimestamp returns s with metadata.timestamp set when the source timed it.
+func withTimestamp(s domain.Step, ts string) domain.Step {
 	if ts == "" {
 		return s
 	}
@@ -208,15 +208,15 @@ func rfc3339Nanos(ns int64) string {
 	if ns <= 0 {
 		return ""
 	}
-	return time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
+	return time.Unix(0, ns).UTC().Format("2006-01-02T15:04:05.000000000Z07:00")
 }
 
 // ---------------------------------------------------------------------------
 // Chat message dialects → steps
 
-// chatRole maps every role spelling the supported tools use onto a canonical
+// llmRole maps every role spelling the supported tools use onto a canonical
 // role; "" when the value is not a role.
-func chatRole(r string) domain.Role {
+func llmRole(r string) domain.Role {
 	switch strings.ToLower(strings.TrimSpace(r)) {
 	case "system", "developer":
 		return domain.RoleSystem
@@ -276,34 +276,34 @@ func messageToSteps(m map[string]any) []domain.Step {
 				return nil
 			}
 			if role == "" {
-				role = chatRole(str(kw["role"]))
+				role = llmRole(anyString(kw["role"]))
 			}
 			return roleMessageSteps(role, kw)
 		}
 	}
-	typ := str(m["type"])
+	typ := anyString(m["type"])
 	switch typ {
 	case "function_call", "custom_tool_call", "tool_call":
 		if _, hasRole := m["role"]; !hasRole {
-			return []domain.Step{toolCallStep(firstStr(m["call_id"], m["id"]), str(m["name"]), firstOf(m["arguments"], m["input"], m["args"]))}
+			return []domain.Step{toolCallStep(firstString(m["call_id"], m["id"]), anyString(m["name"]), firstNonNil(m["arguments"], m["input"], m["args"]))}
 		}
 	case "function_call_output", "custom_tool_call_output", "tool_call_output", "tool_result":
 		if _, hasRole := m["role"]; !hasRole {
-			return []domain.Step{{Role: domain.RoleTool, Content: contentText(firstOf(m["output"], m["content"])), ToolCallID: firstStr(m["call_id"], m["tool_use_id"], m["id"])}}
+			return []domain.Step{{Role: domain.RoleTool, Content: anyContentText(firstNonNil(m["output"], m["content"])), ToolCallID: firstString(m["call_id"], m["tool_use_id"], m["id"])}}
 		}
 	case "reasoning":
 		if _, hasRole := m["role"]; !hasRole {
-			text := contentText(firstOf(m["summary"], m["content"], m["text"]))
+			text := anyContentText(firstNonNil(m["summary"], m["content"], m["text"]))
 			if text == "" {
 				return nil
 			}
 			return []domain.Step{reasoningStep(text)}
 		}
 	}
-	role := chatRole(str(m["role"]))
+	role := llmRole(anyString(m["role"]))
 	if role == "" {
 		// LangChain dicts: {"type": "human", "content": ...} or {"type": "ai", "data": {...}}.
-		if r := chatRole(typ); r != "" {
+		if r := llmRole(typ); r != "" {
 			if data, ok := m["data"].(map[string]any); ok {
 				return roleMessageSteps(r, data)
 			}
@@ -331,27 +331,27 @@ func roleMessageSteps(role domain.Role, m map[string]any) []domain.Step {
 				}
 				continue
 			}
-			switch str(pm["type"]) {
+			switch anyString(pm["type"]) {
 			case "text", "input_text", "output_text", "":
-				if t := firstStr(pm["text"], pm["content"]); t != "" {
+				if t := firstString(pm["text"], pm["content"]); t != "" {
 					texts = append(texts, t)
 				}
 			case "reasoning", "thinking", "redacted_thinking":
-				if t := firstStr(pm["thinking"], pm["content"], pm["text"]); t != "" {
+				if t := firstString(pm["thinking"], pm["content"], pm["text"]); t != "" {
 					reasoning = append(reasoning, t)
 				}
 			case "tool_call", "tool_use", "function_call", "server_tool_use":
-				calls = append(calls, toolCallStep(firstStr(pm["id"], pm["call_id"]), str(pm["name"]), firstOf(pm["arguments"], pm["input"], pm["args"])))
+				calls = append(calls, toolCallStep(firstString(pm["id"], pm["call_id"]), anyString(pm["name"]), firstNonNil(pm["arguments"], pm["input"], pm["args"])))
 			case "tool_call_response", "tool_result", "function_call_output":
 				results = append(results, domain.Step{Role: domain.RoleTool,
-					Content:    contentText(firstOf(pm["response"], pm["content"], pm["output"], pm["result"])),
-					ToolCallID: firstStr(pm["id"], pm["tool_use_id"], pm["call_id"], pm["tool_call_id"])})
+					Content:    anyContentText(firstNonNil(pm["response"], pm["content"], pm["output"], pm["result"])),
+					ToolCallID: firstString(pm["id"], pm["tool_use_id"], pm["call_id"], pm["tool_call_id"])})
 			case "refusal":
-				texts = append(texts, str(pm["refusal"]))
+				texts = append(texts, anyString(pm["refusal"]))
 			case "image", "image_url", "input_image", "blob", "uri", "file", "input_file", "audio", "input_audio":
-				texts = append(texts, "["+str(pm["type"])+"]")
+				texts = append(texts, "["+anyString(pm["type"])+"]")
 			default:
-				if t := firstStr(pm["text"], pm["content"]); t != "" {
+				if t := firstString(pm["text"], pm["content"]); t != "" {
 					texts = append(texts, t)
 				}
 			}
@@ -374,10 +374,10 @@ func roleMessageSteps(role domain.Role, m map[string]any) []domain.Step {
 		addParts([]any{c})
 	case nil:
 	default:
-		texts = append(texts, contentText(c))
+		texts = append(texts, anyContentText(c))
 	}
 	if role == domain.RoleAssistant {
-		if r := firstStr(m["reasoning_content"], m["reasoning"]); r != "" && len(reasoning) == 0 {
+		if r := firstString(m["reasoning_content"], m["reasoning"]); r != "" && len(reasoning) == 0 {
 			reasoning = append(reasoning, r)
 		}
 		calls = append(calls, openAIToolCalls(m)...)
@@ -391,7 +391,7 @@ func roleMessageSteps(role domain.Role, m map[string]any) []domain.Step {
 	switch role {
 	case domain.RoleTool:
 		s := domain.Step{Role: domain.RoleTool, Content: text,
-			ToolCallID: firstStr(m["tool_call_id"], m["tool_use_id"], m["id"]), ToolName: str(m["name"])}
+			ToolCallID: firstString(m["tool_call_id"], m["tool_use_id"], m["id"]), ToolName: anyString(m["name"])}
 		if len(results) > 0 && text == "" {
 			return append(out, results...)
 		}
@@ -485,7 +485,7 @@ func outputToSteps(v any) []domain.Step {
 		if _, ok := x["content"]; ok {
 			return roleMessageSteps(domain.RoleAssistant, x)
 		}
-		if t := firstStr(x["text"], x["completion"], x["output"]); t != "" {
+		if t := firstString(x["text"], x["completion"], x["output"]); t != "" {
 			return []domain.Step{{Role: domain.RoleAssistant, Content: t}}
 		}
 	}
@@ -519,11 +519,11 @@ func openAIToolCalls(m map[string]any) []domain.Step {
 		if !ok {
 			continue
 		}
-		name, args := str(tc["name"]), firstOf(tc["arguments"], tc["args"], tc["input"])
+		name, args := anyString(tc["name"]), firstNonNil(tc["arguments"], tc["args"], tc["input"])
 		if fn, ok := tc["function"].(map[string]any); ok {
-			name, args = str(fn["name"]), firstOf(fn["arguments"], fn["args"])
+			name, args = anyString(fn["name"]), firstNonNil(fn["arguments"], fn["args"])
 		}
-		out = append(out, toolCallStep(str(tc["id"]), name, args))
+		out = append(out, toolCallStep(anyString(tc["id"]), name, args))
 	}
 	return out
 }
@@ -573,16 +573,16 @@ func unpackJSONParts(s string) []any {
 	}
 	for _, p := range parts {
 		pm, ok := p.(map[string]any)
-		if !ok || str(pm["type"]) == "" {
+		if !ok || anyString(pm["type"]) == "" {
 			return nil
 		}
 	}
 	return parts
 }
 
-// contentText renders a tool result or content value as the step's string:
+// anyContentText renders a tool result or content value as the step's string:
 // strings as they are, text parts joined, anything else as compact JSON.
-func contentText(v any) string {
+func anyContentText(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return ""
@@ -595,7 +595,7 @@ func contentText(v any) string {
 			pm, ok := p.(map[string]any)
 			t := ""
 			if ok {
-				t = firstStr(pm["text"], pm["content"])
+				t = firstString(pm["text"], pm["content"])
 			} else if s, isStr := p.(string); isStr {
 				t = s
 			}
@@ -613,7 +613,7 @@ func contentText(v any) string {
 			return t
 		}
 		if c, ok := x["content"]; ok && len(x) == 1 {
-			return contentText(c)
+			return anyContentText(c)
 		}
 	}
 	b, err := json.Marshal(v)
@@ -623,8 +623,8 @@ func contentText(v any) string {
 	return string(b)
 }
 
-// str returns v when it is a string (or a number, rendered), else "".
-func str(v any) string {
+// anyString returns v when it is a string (or a number, rendered), else "".
+func anyString(v any) string {
 	switch x := v.(type) {
 	case string:
 		return x
@@ -634,16 +634,16 @@ func str(v any) string {
 	return ""
 }
 
-func firstStr(vs ...any) string {
+func firstString(vs ...any) string {
 	for _, v := range vs {
-		if s := str(v); s != "" {
+		if s := anyString(v); s != "" {
 			return s
 		}
 	}
 	return ""
 }
 
-func firstOf(vs ...any) any {
+func firstNonNil(vs ...any) any {
 	for _, v := range vs {
 		if v != nil {
 			return v
@@ -666,9 +666,9 @@ func parseJSONString(s string) any {
 	return v
 }
 
-// rawJSON marshals a decoded value for a Span's input/output (nil stays JSON
+// spanJSON marshals a decoded value for a Span's input/output (nil stays JSON
 // null).
-func rawJSON(v any) json.RawMessage {
+func spanJSON(v any) json.RawMessage {
 	if v == nil {
 		return nil
 	}
@@ -679,8 +679,8 @@ func rawJSON(v any) json.RawMessage {
 	return b
 }
 
-// sortByStart orders xs by start time, keeping source order on ties so
+// sortByStartTime orders xs by start time, keeping source order on ties so
 // equal timestamps (millisecond clocks) stay in the order they were recorded.
-func sortByStart[T any](xs []T, start func(T) int64) {
+func sortByStartTime[T any](xs []T, start func(T) int64) {
 	sort.SliceStable(xs, func(i, j int) bool { return start(xs[i]) < start(xs[j]) })
 }

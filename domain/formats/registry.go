@@ -13,6 +13,13 @@ import (
 func All() []Adapter {
 	return []Adapter{
 		Stash{},
+		ClaudeCode{},
+		Codex{},
+		OpenAIChat{},
+		AnthropicMessages{},
+		OTel{},
+		Langfuse{},
+		LangSmith{},
 	}
 }
 

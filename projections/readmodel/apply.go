@@ -13,19 +13,30 @@ import (
 // buffered and written with COPY, flushed before any event that could touch
 // rows already buffered, so order is preserved and bulk imports stay fast.
 type writer struct {
-	tx    pgx.Tx
-	steps [][]any
+	tx     pgx.Tx
+	traces [][]any
+	steps  [][]any
 }
+
+var traceCols = []string{"id", "owner_id", "external_id", "title", "source_format", "source_id", "metadata",
+	"revision", "step_count", "created_at", "updated_at", "import_seq"}
 
 var stepCols = []string{"id", "trace_id", "owner_id", "idx", "role", "content", "tool_name", "tool_input", "tool_call_id", "metadata"}
 
 func (w *writer) flush(ctx context.Context) error {
-	if len(w.steps) == 0 {
-		return nil
+	if len(w.traces) > 0 {
+		if _, err := w.tx.CopyFrom(ctx, pgx.Identifier{"rm_traces"}, traceCols, pgx.CopyFromRows(w.traces)); err != nil {
+			return err
+		}
+		w.traces = w.traces[:0]
 	}
-	_, err := w.tx.CopyFrom(ctx, pgx.Identifier{"rm_steps"}, stepCols, pgx.CopyFromRows(w.steps))
-	w.steps = w.steps[:0]
-	return err
+	if len(w.steps) > 0 {
+		if _, err := w.tx.CopyFrom(ctx, pgx.Identifier{"rm_steps"}, stepCols, pgx.CopyFromRows(w.steps)); err != nil {
+			return err
+		}
+		w.steps = w.steps[:0]
+	}
+	return nil
 }
 
 func (w *writer) bufferSteps(traceID, ownerID string, steps []events.StepRecord) {
@@ -78,17 +89,13 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
-		// A re-import after deletion reuses the id: clear anything left.
-		if _, err := tx.Exec(ctx, `DELETE FROM rm_traces WHERE id = $1`, p.TraceID); err != nil {
-			return err
+		// trace.deleted removed any earlier row of this id, so this is an insert.
+		meta := jsonOrNil(p.Metadata)
+		if meta == nil {
+			meta = "{}"
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO rm_traces (id, owner_id, external_id, title, source_format, source_id, metadata,
-			revision, step_count, created_at, updated_at, import_seq) VALUES ($1, $2, $3, $4, $5, $6, COALESCE($7::jsonb, '{}'), $8, $9, $10, $10, $11)`,
-			p.TraceID, e.OwnerID, nilIfEmpty(p.ExternalID), p.Title, p.SourceFormat,
-			domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat), jsonOrNil(p.Metadata), p.Revision, len(p.Steps), e.RecordedAt, e.Seq)
-		if err != nil {
-			return err
-		}
+		w.traces = append(w.traces, []any{p.TraceID, e.OwnerID, nilIfEmpty(p.ExternalID), p.Title, p.SourceFormat,
+			domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat), meta, p.Revision, len(p.Steps), e.RecordedAt, e.RecordedAt, e.Seq})
 		w.bufferSteps(p.TraceID, e.OwnerID, p.Steps)
 		return insertSpans(ctx, tx, p.TraceID, p.Spans)
 	case events.TraceRevised:

@@ -1,0 +1,47 @@
+# Critic — see README.md. `make help` lists the targets.
+SHELL := /bin/bash
+export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
+
+GO        ?= go
+BIN       := bin/critic
+FUZZTIME  ?= 5s
+TEST_TIMEOUT ?= 25m
+
+.PHONY: help run build test test-race lint generate verify bench bench-ingest demo deps
+
+help: ## list the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+deps: ## install missing system packages (PostgreSQL, protoc, Node.js)
+	@scripts/ensure-deps.sh
+
+build: ## build bin/critic
+	$(GO) build -o $(BIN) ./cmd/critic
+
+run: deps build ## start the whole platform locally; prints the URL and an API key
+	./$(BIN) run
+
+demo: run ## alias of run
+
+test: deps ## run every test (unit, integration, e2e) and bounded fuzzing
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	@scripts/fuzz.sh $(FUZZTIME)
+
+test-race: deps ## every test under the race detector
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+lint: ## go vet and gofmt
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+generate: ## regenerate code (protobuf/Connect)
+	scripts/gen-proto.sh
+
+verify: ## fail if regenerating code changes a committed file
+	scripts/gen-proto.sh --verify
+
+bench: bench-ingest ## all benchmarks
+
+bench-ingest: deps ## import 10,000 traces × 20 steps end to end vs COPY; latency p50/p99
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkIngest -benchtime 1x -timeout 30m ./e2e/

@@ -1,0 +1,366 @@
+package formats
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"github.com/criticml/critic/domain"
+)
+
+// ClaudeCode reads a Claude Code session transcript
+// (~/.claude/projects/<project>/<session>.jsonl): one trace per payload.
+//
+// Records are read in file order, which is the order Claude Code wrote them:
+//   - user and assistant records carry an Anthropic message and map like
+//     anthropic_messages (see anthropicConverter). Claude Code streams one
+//     assistant message as several records sharing message.id, one content
+//     block each; each block becomes its own step, and a block repeated under
+//     the same message.id (a re-written record) or a second result for the same
+//     tool_use id is dropped.
+//   - isMeta user records (hook feedback, skill bodies, command caveats) are
+//     kept as user steps with metadata.meta = true: the model saw them and
+//     reacted to them. Slash commands (<command-name>) are kept as user steps
+//     with metadata.command, and <local-command-stdout> records with
+//     metadata.command_output = true. isCompactSummary records are kept with
+//     metadata.compact_summary = true.
+//   - system records with text content (compact_boundary, local_command, …)
+//     become system steps with metadata.subtype; those without text
+//     (turn_duration, api_error, stop_hook_summary) are telemetry and skipped.
+//   - Sidechain (subagent) records stay where they are in the file, marked
+//     metadata.sidechain = true (and metadata.agent_id when recorded), so the
+//     parent's Task call, the subagent's work and the Task result read in the
+//     order they happened.
+//   - Synthetic assistant records (isApiErrorMessage, model "<synthetic>") are
+//     kept with metadata.synthetic = true: the user saw them, the model did not
+//     write them.
+//   - toolUseResult (Claude Code's structured tool result) is kept as the tool
+//     step's metadata.tool_use_result when the record holds one result.
+//   - An attachment record of type queued_command (a message the user typed
+//     while the agent was working) becomes a user step with
+//     metadata.queued_command = true; other attachments are harness context.
+//   - Every other record type (summary, queue-operation, file-history-snapshot,
+//     progress, and types added later) adds no step; unknown types are never
+//     an error. Subagent work recorded in separate agent-*.jsonl files is
+//     imported from those files.
+//
+// Every step has metadata.timestamp (the record's) and metadata.uuid. The
+// trace's ExternalID is the sessionId of the last message record (a resumed
+// file starts with records copied from the earlier session); a subagent file
+// whose message records are all sidechain records with an agentId gets
+// "<sessionId>:<agentId>" so it does not replace its parent session. The
+// title is a custom-title record's, else the summary of this file's leaf,
+// else an ai-title record's, else empty (the importer derives one).
+type ClaudeCode struct{}
+
+func (ClaudeCode) Name() string { return "claude_code" }
+func (ClaudeCode) Description() string {
+	return "Claude Code session transcript JSONL (~/.claude/projects/**/*.jsonl); one trace per file."
+}
+
+// ccDetectLines bounds detection: transcripts can open with summary,
+// queue-operation or file-history-snapshot records before the first message.
+const ccDetectLines = 30
+
+// Detect: one of the first lines is a user/assistant/system record with a
+// sessionId and a message or uuid, or a summary record with a leafUuid.
+func (ClaudeCode) Detect(data []byte) bool {
+	found, n := false, 0
+	_ = eachLine(data, func(_ int, raw []byte) error {
+		n++
+		var p struct {
+			Type      string          `json:"type"`
+			SessionID *string         `json:"sessionId"`
+			UUID      *string         `json:"uuid"`
+			Message   json.RawMessage `json:"message"`
+			LeafUUID  *string         `json:"leafUuid"`
+		}
+		if firstJSONByte(raw) == '{' && json.Unmarshal(raw, &p) == nil {
+			switch p.Type {
+			case "user", "assistant", "system":
+				found = p.SessionID != nil && (p.Message != nil || p.UUID != nil)
+			case "summary":
+				found = p.LeafUUID != nil
+			}
+		}
+		if found || n >= ccDetectLines {
+			return errStopScan
+		}
+		return nil
+	})
+	return found
+}
+
+type ccRecord struct {
+	Type              string          `json:"type"`
+	UUID              string          `json:"uuid"`
+	SessionID         string          `json:"sessionId"`
+	Timestamp         json.RawMessage `json:"timestamp"`
+	IsSidechain       bool            `json:"isSidechain"`
+	IsMeta            bool            `json:"isMeta"`
+	IsCompactSummary  bool            `json:"isCompactSummary"`
+	IsAPIErrorMessage bool            `json:"isApiErrorMessage"`
+	AgentID           string          `json:"agentId"`
+	Cwd               string          `json:"cwd"`
+	Version           string          `json:"version"`
+	GitBranch         string          `json:"gitBranch"`
+	Message           json.RawMessage `json:"message"`
+	ToolUseResult     json.RawMessage `json:"toolUseResult"`
+	Subtype           string          `json:"subtype"`
+	Content           json.RawMessage `json:"content"`
+	Attachment        json.RawMessage `json:"attachment"`
+}
+
+type ccMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	Model   string          `json:"model"`
+	ID      string          `json:"id"`
+}
+
+var ccCommandRE = regexp.MustCompile(`<command-name>\s*([^<]*?)\s*</command-name>`)
+
+func (ClaudeCode) Parse(data []byte) ([]domain.Trace, error) {
+	t := domain.Trace{Steps: []domain.Step{}, SessionSync: true}
+	meta := map[string]any{"agent": "claude-code"}
+	var stepLines []int
+	conv := newAnthropicConverter()
+	seenBlock := map[string]bool{} // message.id + block, for re-written records
+	answered := map[string]bool{}  // tool_use ids that already have a result
+	uuids := map[string]bool{}
+	var sessionID, agentID, customTitle, aiTitle string
+	var summaries []struct{ leaf, text string }
+	allSidechain, messages := true, 0
+
+	err := eachLine(data, func(line int, raw []byte) error {
+		if firstJSONByte(raw) != '{' {
+			return domain.InvalidAt(line, "", "expected a JSON object")
+		}
+		var kind struct {
+			Type json.RawMessage `json:"type"`
+		}
+		if err := decodeJSON(raw, &kind); err != nil {
+			return err
+		}
+		typ, _ := asJSONString(kind.Type)
+		switch typ {
+		case "user", "assistant", "system", "attachment":
+		case "summary", "custom-title", "ai-title":
+			var r struct {
+				Summary     json.RawMessage `json:"summary"`
+				LeafUUID    json.RawMessage `json:"leafUuid"`
+				CustomTitle json.RawMessage `json:"customTitle"`
+				AITitle     json.RawMessage `json:"aiTitle"`
+			}
+			if json.Unmarshal(raw, &r) == nil {
+				s, _ := asJSONString(r.Summary)
+				leaf, _ := asJSONString(r.LeafUUID)
+				if s != "" {
+					summaries = append(summaries, struct{ leaf, text string }{leaf, s})
+				}
+				if s, _ := asJSONString(r.CustomTitle); s != "" {
+					customTitle = s
+				}
+				if s, _ := asJSONString(r.AITitle); s != "" {
+					aiTitle = s
+				}
+			}
+			return nil
+		default:
+			return nil // unknown and bookkeeping record types add no step
+		}
+		var r ccRecord
+		if err := decodeJSON(raw, &r); err != nil {
+			return err
+		}
+		queued, isQueued := "", false
+		if typ == "attachment" {
+			var a struct {
+				Type   json.RawMessage `json:"type"`
+				Prompt json.RawMessage `json:"prompt"`
+			}
+			if firstJSONByte(r.Attachment) == '{' && json.Unmarshal(r.Attachment, &a) == nil {
+				at, _ := asJSONString(a.Type)
+				queued, isQueued = asJSONString(a.Prompt)
+				isQueued = isQueued && at == "queued_command" && strings.TrimSpace(queued) != ""
+			}
+			if !isQueued {
+				return nil // other attachments are context the harness adds
+			}
+		}
+		stamp, err := normalizeTimestamp(r.Timestamp)
+		if err != nil {
+			return domain.InvalidAt(line, "timestamp", "%v", err)
+		}
+		if r.UUID != "" {
+			uuids[r.UUID] = true
+		}
+		if r.SessionID != "" {
+			sessionID = r.SessionID
+		}
+		if !r.IsSidechain || r.AgentID == "" {
+			allSidechain = false
+		} else if agentID == "" {
+			agentID = r.AgentID
+		}
+		messages++
+		for k, v := range map[string]string{"cwd": r.Cwd, "version": r.Version, "git_branch": r.GitBranch} {
+			if _, ok := meta[k]; !ok {
+				putString(meta, k, v)
+			}
+		}
+
+		var steps []domain.Step
+		switch typ {
+		case "attachment":
+			steps = []domain.Step{{Role: domain.RoleUser, Content: queued, Metadata: map[string]any{"queued_command": true}}}
+		case "system":
+			s, ok := asJSONString(r.Content)
+			if !ok || strings.TrimSpace(s) == "" {
+				return nil
+			}
+			st := domain.Step{Role: domain.RoleSystem, Content: s}
+			putString(ensureMeta(&st), "subtype", r.Subtype)
+			steps = []domain.Step{st}
+		default:
+			if isJSONNull(r.Message) {
+				return nil
+			}
+			if firstJSONByte(r.Message) != '{' {
+				return domain.InvalidAt(line, "message", "message must be a JSON object")
+			}
+			var m ccMessage
+			if err := decodeJSON(r.Message, &m); err != nil {
+				return domain.InvalidAt(line, "message", "%v", err)
+			}
+			role := domain.RoleUser
+			if typ == "assistant" {
+				role = domain.RoleAssistant
+				if m.Model != "" && m.Model != "<synthetic>" {
+					if _, ok := meta["model"]; !ok {
+						meta["model"] = m.Model
+					}
+				}
+			}
+			steps, err = conv.steps(role, m.Content, "message.content")
+			if err != nil {
+				return err
+			}
+			steps = ccDedupe(steps, m.ID, seenBlock, answered)
+			results := 0
+			for _, s := range steps {
+				if s.Role == domain.RoleTool {
+					results++
+				}
+			}
+			for k := range steps {
+				s := &steps[k]
+				switch {
+				case s.Role == domain.RoleTool:
+					if results == 1 && !isJSONNull(r.ToolUseResult) {
+						var v any
+						if decodeJSON(r.ToolUseResult, &v) == nil {
+							setStepMeta(s, "tool_use_result", v)
+						}
+					}
+				case s.Role == domain.RoleUser:
+					if r.IsMeta {
+						setStepMeta(s, "meta", true)
+					}
+					if r.IsCompactSummary {
+						setStepMeta(s, "compact_summary", true)
+					}
+					if c := ccCommandRE.FindStringSubmatch(s.Content); c != nil {
+						setStepMeta(s, "command", c[1])
+					}
+					if strings.Contains(s.Content, "<local-command-stdout>") {
+						setStepMeta(s, "command_output", true)
+					}
+				case s.Role == domain.RoleAssistant:
+					if r.IsAPIErrorMessage || m.Model == "<synthetic>" {
+						setStepMeta(s, "synthetic", true)
+					}
+				}
+			}
+		}
+		for k := range steps {
+			s := &steps[k]
+			putString(ensureMeta(s), "timestamp", stamp)
+			putString(s.Metadata, "uuid", r.UUID)
+			if r.IsSidechain {
+				s.Metadata["sidechain"] = true
+				putString(s.Metadata, "agent_id", r.AgentID)
+			}
+			stepLines = append(stepLines, line)
+		}
+		t.Steps = append(t.Steps, steps...)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	t.ExternalID = sessionID
+	if allSidechain && messages > 0 && agentID != "" && sessionID != "" {
+		t.ExternalID = sessionID + ":" + agentID
+		meta["parent_session_id"] = sessionID
+		meta["agent_id"] = agentID
+	}
+	t.Metadata = meta
+	t.Title = customTitle
+	if t.Title == "" && len(summaries) > 0 {
+		t.Title = summaries[len(summaries)-1].text
+		for _, s := range summaries {
+			if uuids[s.leaf] {
+				t.Title = s.text
+			}
+		}
+	}
+	if t.Title == "" {
+		t.Title = aiTitle
+	}
+	if err := validateSession(t, stepLines); err != nil {
+		return nil, err
+	}
+	return []domain.Trace{t}, nil
+}
+
+// ccDedupe drops blocks Claude Code wrote twice: a tool_use id already seen,
+// a second result for the same tool_use id, or the same text/thinking under
+// the same message.id.
+func ccDedupe(steps []domain.Step, msgID string, seen, answered map[string]bool) []domain.Step {
+	out := steps[:0]
+	for _, s := range steps {
+		var key string
+		switch {
+		case s.Role == domain.RoleTool && s.ToolCallID != "":
+			if answered[s.ToolCallID] {
+				continue
+			}
+			answered[s.ToolCallID] = true
+		case s.IsToolCall() && s.ToolCallID != "":
+			key = "call\x00" + s.ToolCallID
+		case msgID != "" && s.Role == domain.RoleAssistant:
+			thinking, _ := s.Metadata["thinking"].(bool)
+			key = msgID + "\x00" + s.Content
+			if thinking {
+				key = "thinking\x00" + key
+			}
+		}
+		if key != "" {
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// ensureMeta returns the step's metadata map, allocating it if needed.
+func ensureMeta(s *domain.Step) map[string]any {
+	if s.Metadata == nil {
+		s.Metadata = map[string]any{}
+	}
+	return s.Metadata
+}

@@ -1,0 +1,333 @@
+package formats
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/criticml/critic/domain"
+)
+
+// This file reads the messages of one LLM call from a span's attributes and
+// events, in the three conventions instrumentations use. The first
+// convention that yields messages wins, newest first: an instrumentation
+// emitting both (OpenLLMetry's migration) records the same call twice.
+
+// otelCallMessages returns the call's input and output messages, and whether
+// the span is an LLM call at all. Tool and agent spans are not LLM calls:
+// their messages reappear in the next LLM call's input.
+func otelCallMessages(a map[string]any, events []otelEvent) (in, out []domain.Step, isLLM bool) {
+	if otelIsOtherSpan(a) {
+		return nil, nil, false
+	}
+	if in, out, ok := genAIMessages(a); ok {
+		return in, out, true
+	}
+	for _, e := range events {
+		if e.Name == "gen_ai.client.inference.operation.details" {
+			attrs := e.Attrs
+			if body, ok := e.Body.(map[string]any); ok && len(attrs) == 0 {
+				attrs = body
+			}
+			if in, out, ok := genAIMessages(attrs); ok {
+				return in, out, true
+			}
+		}
+	}
+	if in, out, ok := openInferenceMessages(a); ok {
+		return in, out, true
+	}
+	if in, out, ok := openLLMetryMessages(a); ok {
+		return in, out, true
+	}
+	if in, out, ok := genAIEventMessages(events); ok {
+		return in, out, true
+	}
+	if !otelIsLLMSpan(a) {
+		return nil, nil, false
+	}
+	// An LLM span without message attributes: OpenInference still records
+	// the raw request and response.
+	if s, ok := a["input.value"].(string); ok {
+		in = messagesToSteps(parseJSONString(s))
+	}
+	if s, ok := a["output.value"].(string); ok {
+		out = outputToSteps(parseJSONString(s))
+	}
+	return in, out, true
+}
+
+// otelIsOtherSpan recognises spans that declare themselves something other
+// than an LLM call (agent, tool, chain, retrieval). GenAI agent spans may
+// carry gen_ai.input.messages too, but those repeat the LLM calls' messages.
+func otelIsOtherSpan(a map[string]any) bool {
+	switch strings.ToLower(anyString(a["gen_ai.operation.name"])) {
+	case "invoke_agent", "create_agent", "execute_tool", "embeddings", "invoke_workflow":
+		return true
+	}
+	switch strings.ToUpper(anyString(a["openinference.span.kind"])) {
+	case "AGENT", "CHAIN", "TOOL", "RETRIEVER", "EMBEDDING", "RERANKER", "GUARDRAIL", "EVALUATOR":
+		return true
+	}
+	switch strings.ToLower(anyString(a["traceloop.span.kind"])) {
+	case "workflow", "task", "agent", "tool":
+		return true
+	}
+	return false
+}
+
+// otelIsLLMSpan recognises an LLM call by its declared kind.
+func otelIsLLMSpan(a map[string]any) bool {
+	switch strings.ToLower(anyString(a["gen_ai.operation.name"])) {
+	case "chat", "text_completion", "generate_content", "completion":
+		return true
+	}
+	return strings.EqualFold(anyString(a["openinference.span.kind"]), "LLM") ||
+		strings.EqualFold(anyString(a["traceloop.span.kind"]), "llm") ||
+		strings.EqualFold(anyString(a["langsmith.span.kind"]), "llm")
+}
+
+// genAIMessages reads the current OTel GenAI attributes. Each holds JSON as a
+// string or as structured AnyValue arrays.
+func genAIMessages(a map[string]any) (in, out []domain.Step, ok bool) {
+	sys, hasSys := a["gen_ai.system_instructions"]
+	inp, hasIn := a["gen_ai.input.messages"]
+	outp, hasOut := a["gen_ai.output.messages"]
+	if !hasSys && !hasIn && !hasOut {
+		return nil, nil, false
+	}
+	decode := func(v any) any {
+		if s, isStr := v.(string); isStr {
+			return parseJSONString(s)
+		}
+		return v
+	}
+	switch s := decode(sys).(type) {
+	case string:
+		if s != "" {
+			in = append(in, domain.Step{Role: domain.RoleSystem, Content: s})
+		}
+	case []any:
+		in = append(in, roleMessageSteps(domain.RoleSystem, map[string]any{"content": s})...)
+	case map[string]any:
+		in = append(in, roleMessageSteps(domain.RoleSystem, map[string]any{"content": []any{s}})...)
+	}
+	switch v := decode(inp).(type) {
+	case string:
+		if v != "" {
+			in = append(in, domain.Step{Role: domain.RoleUser, Content: v})
+		}
+	default:
+		in = append(in, messagesToSteps(v)...)
+	}
+	out = outputToSteps(decode(outp))
+	return in, out, true
+}
+
+// openInferenceMessages reads llm.input_messages.N.message.* and
+// llm.output_messages.N.message.* by rebuilding each message as an OpenAI
+// chat message.
+func openInferenceMessages(a map[string]any) (in, out []domain.Step, ok bool) {
+	inTree := unflattenAttrs(a, "llm.input_messages.")
+	outTree := unflattenAttrs(a, "llm.output_messages.")
+	if len(inTree) == 0 && len(outTree) == 0 {
+		return nil, nil, false
+	}
+	conv := func(tree map[string]any, defRole string) []domain.Step {
+		var steps []domain.Step
+		for _, node := range indexedChildren(tree) {
+			msg, _ := node["message"].(map[string]any)
+			if msg == nil {
+				continue
+			}
+			m := map[string]any{"role": firstString(msg["role"], defRole), "content": msg["content"],
+				"tool_call_id": msg["tool_call_id"], "name": msg["name"]}
+			if contents, ok := msg["contents"].(map[string]any); ok && msg["content"] == nil {
+				var parts []any
+				for _, c := range indexedChildren(contents) {
+					mc, _ := c["message_content"].(map[string]any)
+					if mc == nil {
+						continue
+					}
+					typ := firstString(mc["type"], "text")
+					if typ == "image" {
+						parts = append(parts, map[string]any{"type": "image"})
+						continue
+					}
+					parts = append(parts, map[string]any{"type": typ, "text": mc["text"]})
+				}
+				m["content"] = parts
+			}
+			if tcs, ok := msg["tool_calls"].(map[string]any); ok {
+				var list []any
+				for _, tc := range indexedChildren(tcs) {
+					c, _ := tc["tool_call"].(map[string]any)
+					if c == nil {
+						continue
+					}
+					fn, _ := c["function"].(map[string]any)
+					list = append(list, map[string]any{"id": c["id"], "function": map[string]any{
+						"name": pickKey(fn, "name"), "arguments": pickKey(fn, "arguments")}})
+				}
+				m["tool_calls"] = list
+			}
+			steps = append(steps, messageToSteps(m)...)
+		}
+		return steps
+	}
+	return conv(inTree, "user"), conv(outTree, "assistant"), true
+}
+
+// openLLMetryMessages reads Traceloop's gen_ai.prompt.N.* and
+// gen_ai.completion.N.* (and the older llm.prompts/llm.completions).
+func openLLMetryMessages(a map[string]any) (in, out []domain.Step, ok bool) {
+	inTree := unflattenAttrs(a, "gen_ai.prompt.")
+	outTree := unflattenAttrs(a, "gen_ai.completion.")
+	if len(inTree) == 0 && len(outTree) == 0 {
+		inTree, outTree = unflattenAttrs(a, "llm.prompts."), unflattenAttrs(a, "llm.completions.")
+	}
+	if len(inTree) == 0 && len(outTree) == 0 {
+		return nil, nil, false
+	}
+	conv := func(tree map[string]any, defRole string) []domain.Step {
+		var steps []domain.Step
+		for _, node := range indexedChildren(tree) {
+			m := map[string]any{"role": firstString(node["role"], defRole), "content": node["content"],
+				"tool_call_id": node["tool_call_id"], "name": node["name"]}
+			if tcs, ok := node["tool_calls"].(map[string]any); ok {
+				var list []any
+				for _, tc := range indexedChildren(tcs) {
+					list = append(list, map[string]any{"id": tc["id"], "name": tc["name"], "arguments": tc["arguments"]})
+				}
+				m["tool_calls"] = list
+			}
+			if fc, ok := node["function_call"].(map[string]any); ok {
+				m["function_call"] = fc
+			}
+			steps = append(steps, messageToSteps(m)...)
+		}
+		return steps
+	}
+	return conv(inTree, "user"), conv(outTree, "assistant"), true
+}
+
+// genAIEventMessages reads the deprecated per-message events (span events or
+// log records): gen_ai.{system,user,assistant,tool}.message are the input,
+// gen_ai.choice the output.
+func genAIEventMessages(events []otelEvent) (in, out []domain.Step, ok bool) {
+	sorted := append([]otelEvent(nil), events...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Seq < sorted[j].Seq })
+	for _, e := range sorted {
+		var role string
+		switch e.Name {
+		case "gen_ai.system.message":
+			role = "system"
+		case "gen_ai.user.message":
+			role = "user"
+		case "gen_ai.assistant.message":
+			role = "assistant"
+		case "gen_ai.tool.message":
+			role = "tool"
+		case "gen_ai.choice":
+			role = "choice"
+		default:
+			continue
+		}
+		ok = true
+		body := e.Body
+		if body == nil {
+			body = map[string]any{"content": e.Attrs["content"]}
+		}
+		m := map[string]any{}
+		switch b := body.(type) {
+		case map[string]any:
+			for k, v := range b {
+				m[k] = v
+			}
+		case string:
+			m["content"] = b
+		default:
+			m["content"] = anyContentText(b)
+		}
+		if role == "choice" {
+			if msg, isMap := m["message"].(map[string]any); isMap {
+				mm := map[string]any{}
+				for k, v := range msg {
+					mm[k] = v
+				}
+				m = mm
+			}
+			if anyString(m["role"]) == "" {
+				m["role"] = "assistant"
+			}
+			out = append(out, messageToSteps(m)...)
+			continue
+		}
+		if r := anyString(e.Attrs["gen_ai.message.role"]); role != "tool" && r != "" {
+			role = r
+		}
+		m["role"] = role
+		if role == "tool" && m["tool_call_id"] == nil {
+			m["tool_call_id"] = m["id"]
+		}
+		in = append(in, messageToSteps(m)...)
+	}
+	return in, out, ok
+}
+
+// unflattenAttrs turns the attributes under prefix ("x.0.message.role") into a
+// tree keyed by path segment. Segments are split on every dot, which is
+// unambiguous for the flattened conventions (their names never contain
+// indices with dots inside a value's key).
+func unflattenAttrs(a map[string]any, prefix string) map[string]any {
+	tree := map[string]any{}
+	keys := make([]string, 0)
+	for k := range a {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		parts := strings.Split(strings.TrimPrefix(k, prefix), ".")
+		node := tree
+		for i, p := range parts {
+			if i == len(parts)-1 {
+				if _, exists := node[p].(map[string]any); !exists {
+					node[p] = a[k]
+				}
+				break
+			}
+			child, ok := node[p].(map[string]any)
+			if !ok {
+				child = map[string]any{}
+				node[p] = child
+			}
+			node = child
+		}
+	}
+	return tree
+}
+
+// indexedChildren returns the children of tree whose keys are indices, in index order.
+func indexedChildren(tree map[string]any) []map[string]any {
+	type kv struct {
+		i int
+		m map[string]any
+	}
+	var list []kv
+	for k, v := range tree {
+		i, err := strconv.Atoi(k)
+		m, ok := v.(map[string]any)
+		if err != nil || !ok || i < 0 {
+			continue
+		}
+		list = append(list, kv{i, m})
+	}
+	sort.Slice(list, func(a, b int) bool { return list[a].i < list[b].i })
+	out := make([]map[string]any, len(list))
+	for i, e := range list {
+		out[i] = e.m
+	}
+	return out
+}

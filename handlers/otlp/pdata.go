@@ -1,0 +1,45 @@
+// Package otlp is the live OTLP/HTTP receiver. This file bridges requests
+// decoded with pdata (which reads hex ids correctly, unlike protojson) to the
+// pure `otel` adapter in domain/formats.
+package otlp
+
+import (
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/formats"
+)
+
+// SplitPData splits a request the receiver decoded (protobuf or JSON) into
+// RawSpans to store per (trace id, span id).
+func SplitPData(td ptrace.Traces) ([]formats.RawSpan, error) {
+	b, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
+	if err != nil {
+		return nil, domain.Invalid("re-encoding spans: %v", err)
+	}
+	return formats.SplitSpans(b)
+}
+
+// TracesFromOTLP builds the canonical traces of decoded traces and logs
+// (either may be empty), exactly as the `otel` import would.
+func TracesFromOTLP(td ptrace.Traces, ld plog.Logs) ([]domain.Trace, error) {
+	var payload []byte
+	if td.SpanCount() > 0 {
+		b, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
+		if err != nil {
+			return nil, domain.Invalid("re-encoding spans: %v", err)
+		}
+		payload = append(payload, b...)
+		payload = append(payload, '\n')
+	}
+	if ld.LogRecordCount() > 0 {
+		b, err := (&plog.JSONMarshaler{}).MarshalLogs(ld)
+		if err != nil {
+			return nil, domain.Invalid("re-encoding logs: %v", err)
+		}
+		payload = append(payload, b...)
+		payload = append(payload, '\n')
+	}
+	return formats.OTel{}.Parse(payload)
+}
