@@ -715,6 +715,9 @@ func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent) (domain.Trac
 	}
 	var calls []call
 	for i, s := range spans {
+		if err := checkGenAIMessagesJSON(s); err != nil {
+			return domain.Trace{}, false, err
+		}
 		in, out, isLLM := otelCallMessages(s.Attrs, s.Events)
 		if !isLLM || len(in)+len(out) == 0 {
 			continue
@@ -835,4 +838,23 @@ func otelSpanIO(a map[string]any) (in, out json.RawMessage) {
 	}
 	return val("input.value", "gen_ai.input.messages", "traceloop.entity.input", "gen_ai.tool.call.arguments"),
 		val("output.value", "gen_ai.output.messages", "traceloop.entity.output", "gen_ai.tool.call.result")
+}
+
+// checkGenAIMessagesJSON rejects a span whose gen_ai.input.messages or
+// gen_ai.output.messages string is not JSON: the conventions define them as
+// JSON, so anything else is a message that failed to parse (400 on the live
+// receiver, 422 on import), never silently read as text.
+func checkGenAIMessagesJSON(s otelSpan) error {
+	for _, k := range []string{"gen_ai.input.messages", "gen_ai.output.messages"} {
+		v, ok := s.Attrs[k].(string)
+		if !ok {
+			continue
+		}
+		var x any
+		if t := strings.TrimSpace(v); t == "" || (t[0] != '[' && t[0] != '{') || decodeJSON([]byte(t), &x) != nil {
+			return &domain.ValidationError{Code: "invalid_spans", Field: k,
+				Message: fmt.Sprintf("span %s: %s is not valid JSON messages", s.SpanID, k)}
+		}
+	}
+	return nil
 }

@@ -21,6 +21,8 @@ type State struct {
 	ExternalID string
 	SourceID   string // explicit source id, preserved across upserts
 	Steps      []events.StepRecord
+	// OTelSpans holds the raw spans the live receiver stored, by span id.
+	OTelSpans map[string]json.RawMessage
 }
 
 // Apply folds one event of the trace's stream into the state. Appliers never
@@ -47,6 +49,18 @@ func (s *State) Apply(e events.Envelope) {
 	case events.TraceDeleted:
 		s.Exists = false
 		s.Steps = nil
+		s.OTelSpans = nil
+	case events.OTelSpansReceived:
+		var p events.OTelSpansReceivedV1
+		_ = e.Decode(&p)
+		s.ID = p.TraceID
+		s.ExternalID = p.OTelTraceID
+		if s.OTelSpans == nil {
+			s.OTelSpans = map[string]json.RawMessage{}
+		}
+		for _, sp := range p.Spans {
+			s.OTelSpans[sp.SpanID] = sp.JSON
+		}
 	}
 }
 
