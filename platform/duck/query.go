@@ -1,0 +1,492 @@
+package duck
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	duckdb "github.com/duckdb/duckdb-go/v2"
+
+	"github.com/criticml/critic/domain"
+)
+
+// Result is what POST /query returns: `{columns, rows, truncated}`.
+//
+// Values are JSON-ready: integers and floats are numbers (NaN and ±Inf,
+// which JSON cannot hold, become the strings "NaN", "Infinity",
+// "-Infinity"); HUGEINT and DECIMAL are json.Number, so their exact digits
+// are written as a JSON number; TIMESTAMP/TIMESTAMPTZ are RFC 3339 strings in
+// UTC, DATE is "2006-01-02", TIME "15:04:05.999999"; BLOB is base64; UUID is
+// its canonical string; INTERVAL is {months, days, micros}; JSON columns are
+// parsed JSON; LIST/ARRAY are arrays, STRUCT objects, MAP an array of
+// {key, value}, UNION its member's value.
+type Result struct {
+	Columns   []string `json:"columns"`
+	Rows      [][]any  `json:"rows"`
+	Truncated bool     `json:"truncated"`
+}
+
+// sandbox is one throwaway in-memory DuckDB: it serves exactly one query and
+// is then closed, so nothing a query does can outlive it.
+type sandbox struct {
+	db   *sql.DB
+	conn *sql.Conn
+}
+
+// newSandbox starts a blank in-memory DuckDB with the settings that must hold
+// from the start: no spilling to disk (a temp directory would be a file the
+// query creates), no extension installs or autoloads, resource caps. The
+// secret and extension directories point under /dev/null, where nothing can
+// exist, because their defaults (~/.duckdb/…) show the server's home in
+// duckdb_settings() and in error messages.
+func (s *Snapshots) newSandbox(ctx context.Context) (*sandbox, error) {
+	connector, err := duckdb.NewConnector("", nil)
+	if err != nil {
+		return nil, fmt.Errorf("duck: start sandbox: %w", err)
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("duck: start sandbox: %w", err)
+	}
+	setup := fmt.Sprintf(`SET threads = %d; SET memory_limit = %s; SET temp_directory = '';
+		SET autoinstall_known_extensions = false; SET autoload_known_extensions = false;
+		SET allow_community_extensions = false; SET TimeZone = 'UTC';
+		SET secret_directory = '/dev/null/secrets'; SET extension_directory = '/dev/null/extensions'`,
+		s.opts.Threads, quoteString(s.opts.MemoryLimit))
+	if _, err := conn.ExecContext(ctx, setup); err != nil {
+		sb := &sandbox{db: db, conn: conn}
+		sb.close()
+		return nil, fmt.Errorf("duck: configure sandbox: %w", err)
+	}
+	return &sandbox{db: db, conn: conn}, nil
+}
+
+func (sb *sandbox) close() {
+	_ = sb.conn.Close()
+	_ = sb.db.Close()
+}
+
+// fillPool keeps Prewarm blank sandboxes ready until Close.
+func (s *Snapshots) fillPool() {
+	defer s.bg.Done()
+	for {
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		sb, err := s.newSandbox(context.Background())
+		if err != nil {
+			// Query reports the error when it starts one itself.
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(time.Second):
+				continue
+			}
+		}
+		select {
+		case s.pool <- sb:
+		case <-s.stop:
+			sb.close()
+			return
+		}
+	}
+}
+
+func (s *Snapshots) takeSandbox(ctx context.Context) (*sandbox, error) {
+	if s.pool != nil {
+		select {
+		case sb := <-s.pool:
+			return sb, nil
+		default:
+		}
+	}
+	return s.newSandbox(ctx)
+}
+
+// discard closes a used sandbox off the request path: closing an instance
+// joins its threads and costs milliseconds the caller need not wait for.
+func (s *Snapshots) discard(sb *sandbox) {
+	go sb.close()
+}
+
+// Query runs one user SELECT over ownerID's snapshot (DESIGN §10). Each call
+// gets its own in-memory DuckDB holding only that owner's user tables, locks
+// it down, and only then looks at the SQL. Rejected statements, SQL errors
+// and the time limit come back as *domain.ValidationError with a message
+// meant for the user; other errors are internal.
+func (s *Snapshots) Query(ctx context.Context, ownerID, query string) (*Result, error) {
+	o, err := s.owner(ownerID)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+
+	sb, err := s.takeSandbox(ctx)
+	if err != nil {
+		return nil, s.queryError(ctx, err, "")
+	}
+	defer s.discard(sb)
+
+	o.rw.RLock()
+	locked := true
+	unlock := func() {
+		if locked {
+			locked = false
+			o.rw.RUnlock()
+		}
+	}
+	defer unlock()
+	if err := s.load(ctx, sb, ownerID, query); err != nil {
+		return nil, s.queryError(ctx, err, "")
+	}
+	if s.opts.Load == LoadCopy {
+		// The sandbox no longer reads the file: let the writer go on.
+		unlock()
+	}
+	if err := s.lockDown(ctx, sb); err != nil {
+		return nil, s.queryError(ctx, err, "")
+	}
+	res, err := run(ctx, sb, query, s.opts.MaxRows)
+	if err != nil {
+		return nil, s.queryError(ctx, err, query)
+	}
+	return res, nil
+}
+
+// load puts the owner's user tables into the sandbox under their plain names.
+// The tables are always created from our DDL first, so an owner without a file
+// (nothing imported yet) sees the same empty schema as everyone.
+func (s *Snapshots) load(ctx context.Context, sb *sandbox, ownerID, query string) error {
+	path := s.Path(ownerID)
+	_, statErr := os.Stat(path)
+	exists := statErr == nil
+	if statErr != nil && !errors.Is(statErr, os.ErrNotExist) {
+		return fmt.Errorf("duck: snapshot of %s: %w", ownerID, statErr)
+	}
+	var b strings.Builder
+	if exists {
+		fmt.Fprintf(&b, "ATTACH %s AS snap (READ_ONLY);\n", quoteString(path))
+	}
+	lower := strings.ToLower(query)
+	for _, t := range userTables {
+		switch {
+		case exists && s.opts.Load == LoadAttach:
+			fmt.Fprintf(&b, "CREATE VIEW main.%[1]s AS FROM snap.main.%[1]s;\n", t.name)
+		case exists && needsTable(lower, t.name):
+			b.WriteString(fmt.Sprintf(t.ddl, "main") + ";\n")
+			fmt.Fprintf(&b, "INSERT INTO main.%[1]s BY NAME FROM snap.main.%[1]s;\n", t.name)
+		default:
+			b.WriteString(fmt.Sprintf(t.ddl, "main") + ";\n")
+		}
+	}
+	if exists && s.opts.Load == LoadCopy {
+		b.WriteString("DETACH snap;\n")
+	}
+	if _, err := sb.conn.ExecContext(ctx, b.String()); err != nil {
+		return fmt.Errorf("duck: load snapshot of %s: %w", ownerID, err)
+	}
+	return nil
+}
+
+// dynamicRefs are SQL fragments through which a query can reach a table
+// without spelling its name (dynamic SQL, catalog views with row counts): a
+// query containing one gets every table loaded.
+var dynamicRefs = []string{"query", "duckdb_", "information_schema", "pragma", "pg_", "sqlite_", "_info"}
+
+// needsTable says whether a LoadCopy sandbox must copy table for this query.
+// Copying is the cost of a query, and a table can only be read through its
+// name or a dynamicRefs function, so any query whose text (lowercased)
+// contains neither gets the table empty. The test is a superset: "scores"
+// also matches "action_scores", a comment mentioning "steps" copies steps.
+func needsTable(lowerQuery, table string) bool {
+	if strings.Contains(lowerQuery, table) {
+		return true
+	}
+	for _, r := range dynamicRefs {
+		if strings.Contains(lowerQuery, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// lockDown applies the settings of DESIGN §10 after loading: no files, no
+// network (enable_external_access also covers ATTACH, COPY, read_*(), glob,
+// http/s3 URLs, INSTALL/LOAD), and then lock_configuration so the user's SQL
+// cannot SET any of it back.
+func (s *Snapshots) lockDown(ctx context.Context, sb *sandbox) error {
+	stmts := "SET enable_external_access = false;\n"
+	if s.opts.Load == LoadCopy {
+		// Nothing is read from disk any more; refuse even allowed paths.
+		stmts += "SET disabled_filesystems = 'LocalFileSystem';\n"
+	}
+	stmts += "SET lock_configuration = true;"
+	if _, err := sb.conn.ExecContext(ctx, stmts); err != nil {
+		return fmt.Errorf("duck: lock down sandbox: %w", err)
+	}
+	return nil
+}
+
+// run validates and executes the user's SQL on the sandbox's connection.
+//
+// Validation uses the driver's non-context Prepare on purpose: PrepareContext,
+// QueryContext and ExecContext execute every statement of a string but the
+// last, so `SELECT 1; DROP TABLE steps` would drop the table before any check.
+// Prepare refuses strings with more than one statement and executes nothing.
+func run(ctx context.Context, sb *sandbox, query string, maxRows int) (*Result, error) {
+	var res *Result
+	err := sb.conn.Raw(func(dc any) error {
+		conn, ok := dc.(driver.Conn)
+		if !ok {
+			return errors.New("duck: unexpected driver connection")
+		}
+		stmt, err := prepareSelect(conn, query)
+		if err != nil {
+			return err
+		}
+		// Run `SELECT * FROM (<query>) LIMIT maxRows+1` when it is an
+		// equivalent single SELECT: the driver materializes whole results,
+		// and the limit lets DuckDB stop after the rows we return.
+		if limited, err := prepareSelect(conn, limitedQuery(query, maxRows+1)); err == nil {
+			if sameColumns(stmt, limited) {
+				_ = stmt.Close()
+				stmt = limited
+			} else {
+				_ = limited.Close()
+			}
+		}
+		defer stmt.Close()
+		rows, err := stmt.QueryContext(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		res, err = readRows(rows, maxRows)
+		return err
+	})
+	return res, err
+}
+
+// errNotSelect marks statements that parse but are not a single SELECT.
+var errNotSelect = &domain.ValidationError{Code: "invalid_query", Message: "only a single SELECT statement is allowed"}
+
+// prepareSelect prepares query with the non-context Prepare and accepts it
+// only if it is exactly one SELECT-type statement without parameters.
+func prepareSelect(conn driver.Conn, query string) (*duckdb.Stmt, error) {
+	if strings.TrimSpace(query) == "" {
+		return nil, &domain.ValidationError{Code: "invalid_query", Message: "empty query"}
+	}
+	ds, err := conn.Prepare(query)
+	if err != nil {
+		if strings.Contains(err.Error(), "multi-statement") {
+			return nil, errNotSelect
+		}
+		return nil, err
+	}
+	stmt, ok := ds.(*duckdb.Stmt)
+	if !ok {
+		_ = ds.Close()
+		return nil, errors.New("duck: unexpected driver statement")
+	}
+	typ, err := stmt.StatementType()
+	if err != nil || typ != duckdb.STATEMENT_TYPE_SELECT {
+		_ = stmt.Close()
+		if err != nil {
+			return nil, err
+		}
+		return nil, errNotSelect
+	}
+	if stmt.NumInput() != 0 {
+		_ = stmt.Close()
+		return nil, &domain.ValidationError{Code: "invalid_query", Message: "query parameters ($1, ?) are not supported"}
+	}
+	return stmt, nil
+}
+
+// limitedQuery wraps query in an outer LIMIT. The newlines keep a trailing
+// `-- comment` from swallowing the wrapper; the result is validated like the
+// user's own SQL, so a wrapper that changes meaning is refused, not run.
+func limitedQuery(query string, limit int) string {
+	q := strings.TrimRight(query, " \t\r\n;")
+	return "SELECT * FROM (\n" + q + "\n) LIMIT " + strconv.Itoa(limit)
+}
+
+func sameColumns(a, b *duckdb.Stmt) bool {
+	na, errA := a.ColumnCount()
+	nb, errB := b.ColumnCount()
+	if errA != nil || errB != nil || na != nb {
+		return false
+	}
+	for i := 0; i < na; i++ {
+		x, errX := a.ColumnName(i)
+		y, errY := b.ColumnName(i)
+		if errX != nil || errY != nil || x != y {
+			return false
+		}
+	}
+	return true
+}
+
+func readRows(rows driver.Rows, maxRows int) (*Result, error) {
+	cols := rows.Columns()
+	types := make([]string, len(cols))
+	if tn, ok := rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
+		for i := range cols {
+			types[i] = tn.ColumnTypeDatabaseTypeName(i)
+		}
+	}
+	res := &Result{Columns: append([]string{}, cols...), Rows: [][]any{}}
+	dest := make([]driver.Value, len(cols))
+	for {
+		err := rows.Next(dest)
+		if errors.Is(err, io.EOF) {
+			return res, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Rows) == maxRows {
+			res.Truncated = true
+			return res, nil
+		}
+		row := make([]any, len(cols))
+		for i, v := range dest {
+			row[i] = jsonValue(v, types[i])
+		}
+		res.Rows = append(res.Rows, row)
+	}
+}
+
+// jsonValue converts a driver value to the JSON shape documented on Result.
+// dbType is DuckDB's type name for top-level columns ("" inside nested
+// values, where []byte is always base64 and times are RFC 3339).
+func jsonValue(v any, dbType string) any {
+	switch x := v.(type) {
+	case nil, bool, string, int8, int16, int32, int64, uint8, uint16, uint32, uint64, int, uint:
+		return x
+	case float32:
+		return jsonFloat(float64(x))
+	case float64:
+		return jsonFloat(x)
+	case *big.Int:
+		if x == nil {
+			return nil
+		}
+		return json.Number(x.String())
+	case duckdb.Decimal:
+		if x.Value == nil {
+			return nil
+		}
+		return json.Number(x.String())
+	case []byte:
+		if dbType == "UUID" && len(x) == 16 {
+			h := hex.EncodeToString(x)
+			return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+		}
+		return base64.StdEncoding.EncodeToString(x)
+	case time.Time:
+		switch {
+		case dbType == "DATE":
+			return x.Format("2006-01-02")
+		case strings.HasPrefix(dbType, "TIME") && !strings.HasPrefix(dbType, "TIMESTAMP"):
+			if dbType == "TIME WITH TIME ZONE" {
+				return x.Format("15:04:05.999999Z07:00")
+			}
+			return x.Format("15:04:05.999999")
+		}
+		return x.UTC().Format(time.RFC3339Nano)
+	case duckdb.Interval:
+		return map[string]any{"months": x.Months, "days": x.Days, "micros": x.Micros}
+	case duckdb.Union:
+		return jsonValue(x.Value, "")
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonValue(e, "")
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonValue(e, "")
+		}
+		return out
+	case duckdb.Map:
+		out := make([]any, 0, len(x))
+		for k, e := range x {
+			out = append(out, map[string]any{"key": jsonValue(k, ""), "value": jsonValue(e, "")})
+		}
+		return out
+	case duckdb.OrderedMap:
+		keys, vals := x.Keys(), x.Values()
+		out := make([]any, 0, len(keys))
+		for i := range keys {
+			out = append(out, map[string]any{"key": jsonValue(keys[i], ""), "value": jsonValue(vals[i], "")})
+		}
+		return out
+	case fmt.Stringer:
+		return x.String()
+	}
+	return fmt.Sprint(v)
+}
+
+func jsonFloat(f float64) any {
+	switch {
+	case math.IsNaN(f):
+		return "NaN"
+	case math.IsInf(f, 1):
+		return "Infinity"
+	case math.IsInf(f, -1):
+		return "-Infinity"
+	}
+	return f
+}
+
+// queryError turns what went wrong into what the user sees. A deadline is the
+// time limit (the driver interrupts DuckDB when ctx expires); the caller going
+// away is its own context error; a DuckDB error raised by the user's SQL is a
+// ValidationError carrying DuckDB's text. Errors of loading and locking down
+// (query == "") are internal: they may name server paths.
+func (s *Snapshots) queryError(ctx context.Context, err error, query string) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &domain.ValidationError{Code: "query_timeout",
+			Message: fmt.Sprintf("query exceeded the time limit of %s", s.opts.Timeout)}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	var v *domain.ValidationError
+	if errors.As(err, &v) {
+		return v
+	}
+	if query == "" {
+		return err
+	}
+	var de *duckdb.Error
+	if errors.As(err, &de) {
+		msg := de.Msg
+		if de.Type == duckdb.ErrorTypePermission || strings.Contains(msg, "disabled by configuration") {
+			msg = "external access is disabled: " + msg
+		}
+		return &domain.ValidationError{Code: "invalid_query", Message: msg}
+	}
+	return err
+}

@@ -1,0 +1,35 @@
+package duck
+
+import "strings"
+
+// userTables lists the tables a user's SQL can see, in the order they are
+// loaded. The DDL is the contract of POST /query (spec 001 "Querying"), so a
+// column added here is a visible API change.
+var userTables = []struct{ name, ddl string }{
+	{"traces", `CREATE TABLE IF NOT EXISTS %s.traces(
+		id VARCHAR, external_id VARCHAR, title VARCHAR, source_format VARCHAR, source_id VARCHAR,
+		step_count INTEGER, metadata JSON, created_at TIMESTAMPTZ, updated_at TIMESTAMPTZ)`},
+	{"steps", `CREATE TABLE IF NOT EXISTS %s.steps(
+		id VARCHAR, trace_id VARCHAR, step_index INTEGER, role VARCHAR, content VARCHAR,
+		tool_name VARCHAR, tool_input JSON, tool_call_id VARCHAR, metadata JSON)`},
+	{"annotations", `CREATE TABLE IF NOT EXISTS %s.annotations(
+		id VARCHAR, trace_id VARCHAR, step_id VARCHAR, step_index INTEGER, rating INTEGER,
+		comment VARCHAR, quote JSON, label_error BOOLEAN, label_error_note VARCHAR,
+		author_id VARCHAR, author_name VARCHAR, created_at TIMESTAMPTZ)`},
+	{"scores", `CREATE TABLE IF NOT EXISTS %s.scores(
+		trace_id VARCHAR, reward_model_id VARCHAR, reward_model_name VARCHAR, score DOUBLE,
+		created_at TIMESTAMPTZ)`},
+	{"action_scores", `CREATE TABLE IF NOT EXISTS %s.action_scores(
+		trace_id VARCHAR, step_id VARCHAR, step_index INTEGER, reward_model_id VARCHAR,
+		reward_model_name VARCHAR, score DOUBLE, credit DOUBLE, created_at TIMESTAMPTZ)`},
+}
+
+// appliedDDL is the projection's dedupe table: an event id is inserted in the
+// same transaction as the rows it produced, so a redelivered event is a no-op.
+// It lives in the owner file (a DuckDB transaction cannot write two files) and
+// is never copied into a query sandbox.
+const appliedDDL = `CREATE TABLE IF NOT EXISTS main._applied(event_id VARCHAR PRIMARY KEY)`
+
+// quoteString renders s as a SQL string literal. Only trusted strings (our
+// own file paths) go through it; user SQL never does.
+func quoteString(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
