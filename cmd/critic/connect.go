@@ -3,12 +3,13 @@ package main
 import (
 	"net/http"
 
-	"github.com/ThreeDotsLabs/watermill/message"
-
-	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/handlers/app"
+	"github.com/criticml/critic/handlers/connectapi"
 )
 
-type watermillMessage = message.Message
-
-// registerConnect mounts the Connect/gRPC service on the same port.
-func registerConnect(mux *http.ServeMux, s *server, auth *handlers.Authenticator, maxBody int64) {}
+// registerConnect mounts the Connect services on the REST port. One handler
+// serves the Connect, gRPC and gRPC-Web protocols; gRPC reaches it because
+// the server also speaks h2c.
+func registerConnect(mux *http.ServeMux, s *app.Server, maxBody int64) {
+	connectapi.New(s.Cmds, s.Queries, s.Waiter, s.Auth, maxBody).Register(mux)
+}

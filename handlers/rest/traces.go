@@ -2,28 +2,15 @@ package rest
 
 import (
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
-	"github.com/criticml/critic/domain/formats"
 	"github.com/criticml/critic/handlers"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
-type formatInfo struct {
-	Name        string `json:"name"`
-	Description string `json:"description"`
-}
-
 func (a *API) listFormats(w http.ResponseWriter, r *http.Request) error {
-	out := []formatInfo{}
-	for _, f := range formats.All() {
-		out = append(out, formatInfo{f.Name(), f.Description()})
-	}
-	out = append(out, formatInfo{formats.Auto{}.Name(), formats.Auto{}.Description()})
-	handlers.WriteJSON(w, http.StatusOK, out)
+	handlers.WriteJSON(w, http.StatusOK, handlers.Formats())
 	return nil
 }
 
@@ -93,52 +80,13 @@ func (a *API) listTraces(w http.ResponseWriter, r *http.Request) error {
 // parseListFilter reads ?limit&offset (default 50/0, limit ≤ 1000),
 // ?source_id, and the inclusive import-date range ?from=YYYY-MM-DD&to=YYYY-MM-DD
 // interpreted in ?tz (an IANA zone, default UTC) — the user's local calendar.
+// The rules are shared with the Connect API (handlers.ListParams).
 func parseListFilter(r *http.Request) (readmodel.ListFilter, error) {
-	q := r.URL.Query()
-	f := readmodel.ListFilter{Limit: 50, SourceID: q.Get("source_id")}
-	intParam := func(name string, dst *int, lo, hi int) error {
-		if v := q.Get(name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < lo || n > hi {
-				return &domain.ValidationError{Code: "invalid_request", Field: name, Message: name + " must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)}
-			}
-			*dst = n
-		}
-		return nil
+	p, err := handlers.ListParamsFromQuery(r.URL.Query())
+	if err != nil {
+		return readmodel.ListFilter{}, err
 	}
-	if err := intParam("limit", &f.Limit, 1, 1000); err != nil {
-		return f, err
-	}
-	if err := intParam("offset", &f.Offset, 0, 1<<31-1); err != nil {
-		return f, err
-	}
-	loc := time.UTC
-	if tz := q.Get("tz"); tz != "" {
-		l, err := time.LoadLocation(tz)
-		if err != nil {
-			return f, &domain.ValidationError{Code: "invalid_request", Field: "tz", Message: "unknown time zone " + strconv.Quote(tz)}
-		}
-		loc = l
-	}
-	for _, p := range []struct {
-		name string
-		dst  **time.Time
-		next bool
-	}{{"from", &f.From, false}, {"to", &f.To, true}} {
-		v := q.Get(p.name)
-		if v == "" {
-			continue
-		}
-		d, err := time.ParseInLocation("2006-01-02", v, loc)
-		if err != nil {
-			return f, &domain.ValidationError{Code: "invalid_request", Field: p.name, Message: p.name + " must be a date YYYY-MM-DD"}
-		}
-		if p.next { // inclusive: everything before the next day's start
-			d = d.AddDate(0, 0, 1)
-		}
-		*p.dst = &d
-	}
-	return f, nil
+	return p.Filter()
 }
 
 func (a *API) getTrace(w http.ResponseWriter, r *http.Request) error {

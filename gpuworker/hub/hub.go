@@ -1,0 +1,208 @@
+// Package hub fetches base models from the Hugging Face hub into a local cache
+// (<CRITIC_DATA_DIR>/models/<id>/<revision>), or passes a local directory through
+// unchanged. Machines without hub access use local directories; the download code is
+// exercised against an httptest server that mimics the hub's file layout.
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// DefaultEndpoint is the public hub; HF_ENDPOINT overrides it (mirrors, tests).
+const DefaultEndpoint = "https://huggingface.co"
+
+// Client downloads model files.
+type Client struct {
+	Endpoint string // e.g. https://huggingface.co
+	Token    string // HF_TOKEN, sent as a bearer token when set
+	CacheDir string // models are cached under CacheDir/<id>/<revision>
+	HTTP     *http.Client
+}
+
+// NewFromEnv reads HF_ENDPOINT, HF_TOKEN and CRITIC_DATA_DIR (default ".data").
+func NewFromEnv() *Client {
+	c := &Client{Endpoint: os.Getenv("HF_ENDPOINT"), Token: os.Getenv("HF_TOKEN"), HTTP: http.DefaultClient}
+	if c.Endpoint == "" {
+		c.Endpoint = DefaultEndpoint
+	}
+	data := os.Getenv("CRITIC_DATA_DIR")
+	if data == "" {
+		data = ".data"
+	}
+	c.CacheDir = filepath.Join(data, "models")
+	return c
+}
+
+// Required files fail the download when missing; optional ones are skipped on 404.
+var (
+	RequiredFiles = []string{"config.json", "tokenizer.json"}
+	OptionalFiles = []string{"tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json", "generation_config.json"}
+)
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$`)
+
+// Resolve returns a local directory for base: base itself when it is an existing
+// directory (a local path is used as is), else the cached download of the hub model
+// id at rev (default "main").
+func (c *Client) Resolve(ctx context.Context, base, rev string) (string, error) {
+	if st, err := os.Stat(base); err == nil && st.IsDir() {
+		return base, nil
+	}
+	if strings.HasPrefix(base, ".") || strings.HasPrefix(base, "/") {
+		return "", fmt.Errorf("base model directory %s does not exist", base)
+	}
+	return c.Download(ctx, base, rev)
+}
+
+// Download fetches id@rev unless it is already cached. Files go to a temporary
+// directory that is renamed into place only when complete, so a crash or a concurrent
+// download never leaves a half-written model in the cache.
+func (c *Client) Download(ctx context.Context, id, rev string) (string, error) {
+	if rev == "" {
+		rev = "main"
+	}
+	if !idPattern.MatchString(id) || strings.Contains(id, "..") {
+		return "", fmt.Errorf("invalid hub model id %q", id)
+	}
+	if strings.ContainsAny(rev, `/\`) || rev == ".." {
+		return "", fmt.Errorf("invalid revision %q", rev)
+	}
+	final := filepath.Join(c.CacheDir, filepath.FromSlash(id), rev)
+	if _, err := os.Stat(filepath.Join(final, "config.json")); err == nil {
+		return final, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(final), ".download-"+rev+"-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp) // no-op after a successful rename
+
+	for _, f := range RequiredFiles {
+		if err := c.fetch(ctx, id, rev, f, tmp, true); err != nil {
+			return "", err
+		}
+	}
+	for _, f := range OptionalFiles {
+		if err := c.fetch(ctx, id, rev, f, tmp, false); err != nil {
+			return "", err
+		}
+	}
+	if err := c.fetchWeights(ctx, id, rev, tmp); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		// Another process finished the same download first: use its copy.
+		if _, serr := os.Stat(filepath.Join(final, "config.json")); serr == nil {
+			return final, nil
+		}
+		return "", err
+	}
+	return final, nil
+}
+
+func (c *Client) fetchWeights(ctx context.Context, id, rev, dir string) error {
+	err := c.fetch(ctx, id, rev, "model.safetensors", dir, true)
+	if !errors.Is(err, errNotFound) {
+		return err
+	}
+	if err := c.fetch(ctx, id, rev, "model.safetensors.index.json", dir, true); err != nil {
+		if errors.Is(err, errNotFound) {
+			return fmt.Errorf("hub model %s@%s has neither model.safetensors nor model.safetensors.index.json", id, rev)
+		}
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "model.safetensors.index.json"))
+	if err != nil {
+		return err
+	}
+	var index struct {
+		WeightMap map[string]string `json:"weight_map"`
+	}
+	if err := json.Unmarshal(data, &index); err != nil {
+		return fmt.Errorf("model.safetensors.index.json: %w", err)
+	}
+	shards := map[string]bool{}
+	for _, f := range index.WeightMap {
+		if strings.ContainsAny(f, `/\`) || f == ".." {
+			return fmt.Errorf("model.safetensors.index.json: invalid shard name %q", f)
+		}
+		shards[f] = true
+	}
+	names := make([]string, 0, len(shards))
+	for f := range shards {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	for _, f := range names {
+		if err := c.fetch(ctx, id, rev, f, dir, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var errNotFound = errors.New("not found")
+
+// fetch downloads one file; a 404 is errNotFound (wrapped), or nil when optional.
+func (c *Client) fetch(ctx context.Context, id, rev, file, dir string, required bool) error {
+	u := strings.TrimRight(c.Endpoint, "/") + "/" + id + "/resolve/" + url.PathEscape(rev) + "/" + file
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
+	}
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("hub: %s: %w", u, err)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		if !required {
+			return nil
+		}
+		return fmt.Errorf("hub: %s@%s has no %s: %w", id, rev, file, errNotFound)
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		if c.Token == "" {
+			return fmt.Errorf("hub: %s@%s/%s needs authentication (HTTP %d): set HF_TOKEN", id, rev, file, resp.StatusCode)
+		}
+		return fmt.Errorf("hub: HF_TOKEN was refused for %s@%s/%s (HTTP %d)", id, rev, file, resp.StatusCode)
+	case resp.StatusCode != http.StatusOK:
+		return fmt.Errorf("hub: GET %s: HTTP %d", u, resp.StatusCode)
+	}
+	f, err := os.Create(filepath.Join(dir, file))
+	if err != nil {
+		return err
+	}
+	n, err := io.Copy(f, resp.Body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("hub: downloading %s: %w", file, err)
+	}
+	if resp.ContentLength >= 0 && n != resp.ContentLength {
+		return fmt.Errorf("hub: %s truncated: %d of %d bytes", file, n, resp.ContentLength)
+	}
+	return nil
+}

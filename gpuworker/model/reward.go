@@ -1,0 +1,233 @@
+package model
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+)
+
+// Tokenizer is what the reward model needs from gpuworker/tokenizer.
+type Tokenizer interface {
+	Encode(text string) []int
+	VocabSize() int
+	PadTokenID() (int, bool)
+	EOSTokenID() (int, bool)
+}
+
+// DefaultMaxLen is the saved token limit (spec 002 "Training settings").
+const DefaultMaxLen = 1024
+
+// EncodeForReward is the one definition of how a rendered text becomes model input,
+// used by training and scoring alike: the tokenizer's ids with no special tokens added
+// (transformers' tokenizer adds none for Qwen, and the sequence-classification
+// pipeline appends no EOS), left-truncated to the last maxLen ids so the end of the
+// conversation — the part being judged — is kept.
+func EncodeForReward(tok Tokenizer, text string, maxLen int) []int {
+	ids := tok.Encode(text)
+	if maxLen > 0 && len(ids) > maxLen {
+		ids = ids[len(ids)-maxLen:]
+	}
+	return ids
+}
+
+// ResolvePadID picks pad_token_id for a model: the config's, else the tokenizer's pad,
+// else its EOS (what HF recipes set before batching a Qwen3 classifier).
+func ResolvePadID(cfg *Config, tok Tokenizer) error {
+	if cfg.PadTokenID >= 0 {
+		return nil
+	}
+	if id, ok := tok.PadTokenID(); ok {
+		cfg.PadTokenID = id
+		return nil
+	}
+	if id, ok := tok.EOSTokenID(); ok {
+		cfg.PadTokenID = id
+		return nil
+	}
+	return errors.New("neither the model config nor the tokenizer defines a pad or EOS token")
+}
+
+// CheckTokenizer fails when the tokenizer can produce ids the embedding cannot hold.
+func CheckTokenizer(cfg *Config, tok Tokenizer) error {
+	if tok.VocabSize() > cfg.VocabSize {
+		return fmt.Errorf("tokenizer mismatch: tokenizer vocabulary %d exceeds the model's vocab_size %d",
+			tok.VocabSize(), cfg.VocabSize)
+	}
+	return nil
+}
+
+// RewardStats is reward_stats.json / action_reward_stats.json: the mean and
+// (population) standard deviation of rewards over the training texts, used for the
+// calibrated score and for action credit.
+type RewardStats struct {
+	Mean  float64 `json:"mean"`
+	Std   float64 `json:"std"`
+	Count int     `json:"count"`
+}
+
+// ComputeStats returns the mean and population std of xs.
+func ComputeStats(xs []float64) RewardStats {
+	var s RewardStats
+	s.Count = len(xs)
+	if len(xs) == 0 {
+		return s
+	}
+	for _, x := range xs {
+		s.Mean += x
+	}
+	s.Mean /= float64(len(xs))
+	for _, x := range xs {
+		s.Std += (x - s.Mean) * (x - s.Mean)
+	}
+	s.Std = math.Sqrt(s.Std / float64(len(xs)))
+	return s
+}
+
+// safeStd avoids dividing by zero when every training reward was identical.
+func (s RewardStats) safeStd() float64 {
+	if s.Std < 1e-6 {
+		return 1e-6
+	}
+	return s.Std
+}
+
+// Calibrated is GEPA's score sigmoid((r − mean)/std) (spec 004).
+func (s RewardStats) Calibrated(r float64) float64 {
+	return 1 / (1 + math.Exp(-(r-s.Mean)/s.safeStd()))
+}
+
+// Credit is action credit tanh((r − mean)/(2·std)) (spec 001 "Learned action credit").
+func (s RewardStats) Credit(r float64) float64 {
+	return math.Tanh((r - s.Mean) / (2 * s.safeStd()))
+}
+
+// WriteStats writes stats as JSON to path.
+func WriteStats(path string, s RewardStats) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// ReadStats reads a stats file.
+func ReadStats(path string) (RewardStats, error) {
+	var s RewardStats
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return s, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+// RewardModel is a loaded reward-model checkpoint ready to score texts.
+type RewardModel struct {
+	Model       *Model
+	Tokenizer   Tokenizer
+	MaxLen      int
+	Stats       *RewardStats // reward_stats.json, nil when absent
+	ActionStats *RewardStats // action_reward_stats.json, nil when absent
+	// BatchSize bounds sequences per forward pass (memory: activations scale with it).
+	BatchSize int
+	scorer    *Scorer
+}
+
+// LoadRewardModelWith loads dir's weights and stats, using tok as its tokenizer.
+func LoadRewardModelWith(dir string, tok Tokenizer) (*RewardModel, error) {
+	backend, err := NewBackend()
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckTokenizer(cfg, tok); err != nil {
+		return nil, err
+	}
+	m, err := Load(backend, dir, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := ResolvePadID(m.Config, tok); err != nil {
+		return nil, err
+	}
+	rm := &RewardModel{Model: m, Tokenizer: tok, MaxLen: DefaultMaxLen, BatchSize: 8}
+	if s, err := ReadStats(filepath.Join(dir, "reward_stats.json")); err == nil {
+		rm.Stats = &s
+	} else if !os.IsNotExist(err) {
+		return nil, err
+	}
+	if s, err := ReadStats(filepath.Join(dir, "action_reward_stats.json")); err == nil {
+		rm.ActionStats = &s
+	} else if !os.IsNotExist(err) {
+		return nil, err
+	}
+	if rm.scorer, err = m.NewScorer(); err != nil {
+		return nil, err
+	}
+	return rm, nil
+}
+
+// Score returns the raw reward of each text, in batches of BatchSize. Texts are sorted
+// by length into batches so padding stays small; results come back in input order.
+func (rm *RewardModel) Score(texts []string) ([]float64, error) {
+	seqs := make([][]int, len(texts))
+	for i, t := range texts {
+		seqs[i] = EncodeForReward(rm.Tokenizer, t, rm.MaxLen)
+	}
+	return rm.ScoreIDs(seqs)
+}
+
+// ScoreIDs scores already-encoded sequences (see EncodeForReward).
+func (rm *RewardModel) ScoreIDs(seqs [][]int) ([]float64, error) {
+	if rm.scorer == nil {
+		var err error
+		if rm.scorer, err = rm.Model.NewScorer(); err != nil {
+			return nil, err
+		}
+	}
+	return ScoreInBatches(rm.scorer, seqs, max(rm.BatchSize, 1))
+}
+
+// ScoreInBatches scores seqs in length-sorted batches of at most bs, returning rewards in
+// input order. Batching does not change a sequence's reward beyond float rounding.
+func ScoreInBatches(s *Scorer, seqs [][]int, bs int) ([]float64, error) {
+	order := make([]int, len(seqs))
+	for i := range order {
+		order[i] = i
+	}
+	// Stable sort by length keeps the result independent of map/iteration order.
+	slices.SortStableFunc(order, func(a, b int) int { return len(seqs[a]) - len(seqs[b]) })
+	out := make([]float64, len(seqs))
+	for start := 0; start < len(order); start += bs {
+		idx := order[start:min(start+bs, len(order))]
+		batch := make([][]int, len(idx))
+		for j, i := range idx {
+			batch[j] = seqs[i]
+		}
+		r, err := s.Rewards(batch)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range idx {
+			out[i] = r[j]
+		}
+	}
+	return out, nil
+}
+
+// Calibrated maps a raw reward to GEPA's calibrated score using reward_stats.json.
+func (rm *RewardModel) Calibrated(r float64) (float64, error) {
+	if rm.Stats == nil {
+		return 0, errors.New("reward model has no reward_stats.json")
+	}
+	return rm.Stats.Calibrated(r), nil
+}

@@ -1,0 +1,28 @@
+package model
+
+import (
+	"fmt"
+
+	"github.com/criticml/critic/gpuworker/tokenizer"
+)
+
+// LoadTokenizer loads <dir>/tokenizer.json with gpuworker/tokenizer.
+func LoadTokenizer(dir string) (Tokenizer, error) {
+	tok, err := tokenizer.Load(dir)
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	return tok, nil
+}
+
+// LoadRewardModel loads a saved reward-model checkpoint with its own tokenizer.
+func LoadRewardModel(dir string) (*RewardModel, error) {
+	if _, err := LoadConfig(dir); err != nil { // report a bad config before tokenizer problems
+		return nil, err
+	}
+	tok, err := LoadTokenizer(dir)
+	if err != nil {
+		return nil, err
+	}
+	return LoadRewardModelWith(dir, tok)
+}

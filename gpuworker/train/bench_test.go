@@ -1,0 +1,105 @@
+package train
+
+import (
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/gpuworker/model"
+)
+
+// benchSpec is the tiny config of the train-step benchmark (also built by
+// torch_reference.py bench): vocab 1000, hidden 128, 2 layers, 4 q / 2 kv heads of 32,
+// MLP 384.
+func benchSpec() model.TinySpec {
+	return model.TinySpec{Family: model.FamilyQwen3, Hidden: 128, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32,
+		MLP: 384, Vocab: 1000, PadTokenID: 0}
+}
+
+func randomSeqs(n, length, vocab int) [][]int {
+	rng := rand.New(rand.NewPCG(0, 0))
+	seqs := make([][]int, n)
+	for i := range seqs {
+		seqs[i] = make([]int, length)
+		for j := range seqs[i] {
+			seqs[i][j] = 1 + rng.IntN(vocab-1)
+		}
+	}
+	return seqs
+}
+
+// BenchmarkTrainStep times one AdamW step on 4 pairs × 128 tokens (compile excluded).
+func BenchmarkTrainStep(b *testing.B) {
+	backend, err := model.NewBackend()
+	require.NoError(b, err)
+	cfg, err := model.NewBaseConfig(benchSpec())
+	require.NoError(b, err)
+	m, err := model.NewRandom(backend, cfg, 0)
+	require.NoError(b, err)
+	defer m.Finalize()
+	tr, err := newTrainer(m, DefaultAdamW(1e-5))
+	require.NoError(b, err)
+	seqs := randomSeqs(8, 128, 1000)
+	_, _, err = tr.step(seqs) // compile
+	require.NoError(b, err)
+	b.ResetTimer()
+	for range b.N {
+		_, _, err = tr.step(seqs)
+		require.NoError(b, err)
+	}
+	b.ReportMetric(float64(8*128*b.N)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// BenchmarkScore06B scores one 1024-token sequence through a Qwen3-0.6B-shaped model
+// with random weights and reports sequences/s and peak RSS. Opt-in: CRITIC_BENCH_06B=1
+// (it allocates ~2.4 GB of float32 weights).
+func BenchmarkScore06B(b *testing.B) {
+	if os.Getenv("CRITIC_BENCH_06B") == "" {
+		b.Skip("set CRITIC_BENCH_06B=1")
+	}
+	backend, err := model.NewBackend()
+	require.NoError(b, err)
+	cfg, err := model.NewBaseConfig(model.TinySpec{Family: model.FamilyQwen3, Hidden: 1024, Layers: 28, Heads: 16,
+		KVHeads: 8, HeadDim: 128, MLP: 3072, Vocab: 151936, PadTokenID: 151643})
+	require.NoError(b, err)
+	t0 := time.Now()
+	m, err := model.NewRandom(backend, cfg, 0)
+	require.NoError(b, err)
+	defer m.Finalize()
+	b.Logf("init %.1fs, RSS after init %.2f GiB", time.Since(t0).Seconds(), rssGiB("VmRSS"))
+	sc, err := m.NewScorer()
+	require.NoError(b, err)
+	seqs := randomSeqs(1, 1024, 151936)
+	t0 = time.Now()
+	_, err = sc.Rewards(seqs) // compile + first run
+	require.NoError(b, err)
+	b.Logf("first call (compile+run) %.1fs", time.Since(t0).Seconds())
+	b.ResetTimer()
+	for range b.N {
+		_, err = sc.Rewards(seqs)
+		require.NoError(b, err)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "seq/s")
+	b.ReportMetric(rssGiB("VmHWM"), "peakRSS_GiB")
+}
+
+// rssGiB reads a /proc/self/status field (VmRSS, VmHWM) in GiB; 0 off Linux.
+func rssGiB(field string) float64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, field+":") {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / (1 << 20)
+		}
+	}
+	return 0
+}

@@ -1,0 +1,187 @@
+// Package app assembles the running API process — the embedded Kafka broker
+// (when no brokers are configured), the relay, the read-model projection, the
+// read-your-writes waiter and the HTTP server that speaks HTTP/1.1 and h2c —
+// from infrastructure the caller opened. It exists so that `critic serve`,
+// `critic run` and the integration tests of every API surface start exactly
+// the same server; configuration stays in cmd/critic.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/bus"
+	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/relay"
+	"github.com/criticml/critic/projections"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// Config is what the process needs beyond its infrastructure.
+type Config struct {
+	// Addr is the HTTP listen address; port 0 picks a free one (tests).
+	Addr string
+	// KafkaBrokers empty starts the embedded broker.
+	KafkaBrokers []string
+	// KafkaDataDir is where the embedded broker persists; "" keeps it in
+	// memory (tests).
+	KafkaDataDir string
+	// KafkaPort of the embedded broker; 0 picks a free one.
+	KafkaPort int
+	// WaitTimeout bounds read-your-writes (0 → 5 s).
+	WaitTimeout time.Duration
+}
+
+// Deps is the infrastructure the caller opened and still owns (Shutdown does
+// not close it).
+type Deps struct {
+	Pool  *pgxpool.Pool
+	Store *eventstore.Store
+	Blobs blob.Store
+	Log   *slog.Logger
+}
+
+// Mount adds the API surfaces to mux. It is the caller's so that the routes a
+// binary serves are listed where it is wired (cmd/critic) and tests can mount
+// what they exercise.
+type Mount func(mux *http.ServeMux, s *Server)
+
+// Server is the running API process.
+type Server struct {
+	// Addr is the address the HTTP server listens on (host:port).
+	Addr    string
+	Cmds    *commands.Commands
+	Queries *readmodel.Queries
+	Waiter  *readmodel.Waiter
+	Auth    *handlers.Authenticator
+
+	http     *http.Server
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	closers  []func() error
+	log      *slog.Logger
+	shutOnce sync.Once
+}
+
+// Start starts the broker (if needed), relay, projection and waiter, mounts
+// the routes and starts serving. The background loops outlive parent's
+// cancellation until Shutdown, so in-flight requests can finish.
+func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server, error) {
+	log := deps.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
+	s := &Server{cancel: cancel, log: log}
+	fail := func(err error) (*Server, error) {
+		_ = s.Shutdown()
+		return nil, err
+	}
+
+	brokers := cfg.KafkaBrokers
+	if len(brokers) == 0 {
+		emb, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{DataDir: cfg.KafkaDataDir, Port: cfg.KafkaPort})
+		if err != nil {
+			return fail(fmt.Errorf("start the embedded Kafka broker (set KAFKA_BROKERS to use your own): %w", err))
+		}
+		s.closers = append(s.closers, emb.Close)
+		brokers = emb.Addrs()
+		log.Info("KAFKA_BROKERS is unset: using the embedded broker", "addr", brokers, "dir", cfg.KafkaDataDir)
+	}
+	wlog := watermill.NewSlogLogger(log)
+	pub, err := bus.NewPublisher(bus.Config{Brokers: brokers}, wlog)
+	if err != nil {
+		return fail(err)
+	}
+	s.closers = append([]func() error{pub.Close}, s.closers...)
+	sub, err := bus.NewSubscriber(bus.Config{Brokers: brokers, ConsumerGroup: readmodel.Name}, wlog)
+	if err != nil {
+		return fail(err)
+	}
+	s.closers = append([]func() error{sub.Close}, s.closers...)
+
+	s.Cmds = commands.New(deps.Store)
+	s.Queries = readmodel.NewQueries(deps.Pool)
+	wait := cfg.WaitTimeout
+	if wait <= 0 {
+		wait = 5 * time.Second
+	}
+	s.Waiter = readmodel.NewWaiter(deps.Pool, wait)
+	s.Auth = handlers.NewAuthenticator(s.Queries)
+	proj := readmodel.New(deps.Pool, deps.Blobs, log)
+
+	s.goRun("relay", func() error { return relay.New("kafka", deps.Store, pub, log).Run(ctx) })
+	s.goRun("readmodel", func() error {
+		return projections.Run(ctx, func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
+			return sub.ConsumeBatches(ctx, topic, n, wait, h)
+		}, relay.Topic, proj)
+	})
+	s.goRun("waiter", func() error { s.Waiter.Listen(ctx); return nil })
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		handlers.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	if mount != nil {
+		mount(mux, s)
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fail(fmt.Errorf("CRITIC_ADDR %s: %w", cfg.Addr, err))
+	}
+	s.Addr = ln.Addr().String()
+	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// gRPC clients speak HTTP/2 without TLS (h2c) on the same port as REST.
+	s.http.Protocols = new(http.Protocols)
+	s.http.Protocols.SetHTTP1(true)
+	s.http.Protocols.SetUnencryptedHTTP2(true)
+	s.goRun("http", func() error {
+		if err := s.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	return s, nil
+}
+
+func (s *Server) goRun(name string, fn func() error) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := fn(); err != nil && !errors.Is(err, context.Canceled) {
+			s.log.Error(name+" stopped", "err", err)
+		}
+	}()
+}
+
+// Shutdown stops accepting requests, lets in-flight ones finish (up to 10 s),
+// then stops the background loops and the broker. It is safe to call twice.
+func (s *Server) Shutdown() error {
+	s.shutOnce.Do(func() {
+		if s.http != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_ = s.http.Shutdown(ctx)
+			cancel()
+		}
+		s.cancel()
+		for _, c := range s.closers {
+			_ = c()
+		}
+		s.wg.Wait()
+	})
+	return nil
+}

@@ -1,0 +1,118 @@
+package connectapi
+
+import (
+	"context"
+	"errors"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/handlers"
+	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
+)
+
+// boundary is what REST's auth middleware and WriteError are for the REST
+// routes: every call is authenticated before the method runs (the caller is
+// in the context, as for REST), and every error a method returns leaves
+// through handlers.ConnectError. Doing both in an interceptor keeps the
+// methods free of either and covers streaming calls too.
+type boundary struct{ auth *handlers.Authenticator }
+
+var _ connect.Interceptor = (*boundary)(nil)
+
+func (b *boundary) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		c, err := b.auth.Authenticate(ctx, req.Header())
+		if err != nil {
+			return nil, connectError(err)
+		}
+		res, err := next(handlers.WithCaller(ctx, c), req)
+		if err != nil {
+			return nil, connectError(err)
+		}
+		return res, nil
+	}
+}
+
+func (b *boundary) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (b *boundary) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		c, err := b.auth.Authenticate(ctx, conn.RequestHeader())
+		if err != nil {
+			return connectError(err)
+		}
+		return connectError(next(handlers.WithCaller(ctx, c), conn))
+	}
+}
+
+// connectError maps err with handlers.ConnectError, and adds what a program
+// needs to point at a rejected payload: a critic.v1.ErrorDetail with REST's
+// error code and the JSONL line and field. Errors connect already produced
+// (undecodable messages, oversized ones, a client gone mid-stream) pass
+// unchanged, and a cancelled or expired call keeps its own code instead of
+// counting as an internal error.
+func connectError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return err
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return connect.NewError(connect.CodeCanceled, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return connect.NewError(connect.CodeDeadlineExceeded, err)
+	}
+	out := handlers.ConnectError(err)
+	var v *domain.ValidationError
+	if errors.As(out, &ce) && errors.As(err, &v) {
+		info := &criticv1.ErrorDetail{Code: v.Code, Line: int32(v.Line), Field: v.Field}
+		if d, derr := connect.NewErrorDetail(info); derr == nil {
+			ce.AddDetail(d)
+		}
+	}
+	return out
+}
+
+// jsonCodec is Connect's JSON codec with REST's habits: responses use the
+// fields' declared snake_case names and list every field (null when unset),
+// so the Connect JSON encoding of a trace reads like the REST body; requests
+// with unknown fields are refused (INVALID_ARGUMENT) as REST refuses them
+// (422), so a misspelt field is an error rather than silently ignored.
+type jsonCodec struct{ name string }
+
+var (
+	jsonMarshal   = protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}
+	jsonUnmarshal = protojson.UnmarshalOptions{}
+)
+
+func (c jsonCodec) Name() string { return c.name }
+
+func (c jsonCodec) Marshal(v any) ([]byte, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return nil, errors.New("connectapi: JSON codec got a non-protobuf value")
+	}
+	return jsonMarshal.Marshal(m)
+}
+
+func (c jsonCodec) Unmarshal(b []byte, v any) error {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return errors.New("connectapi: JSON codec got a non-protobuf value")
+	}
+	if len(b) == 0 {
+		return errors.New("empty request body: send a JSON object ({} for no fields)")
+	}
+	return jsonUnmarshal.Unmarshal(b, m)
+}
+
+// IsBinary tells connect the codec's output is text (used for GET requests).
+func (c jsonCodec) IsBinary() bool { return false }

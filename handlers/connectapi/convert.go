@@ -1,0 +1,140 @@
+package connectapi
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/criticml/critic/projections/readmodel"
+	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
+)
+
+// The read model's views are the REST shapes; these functions turn them into
+// the Connect messages, field for field, so both APIs answer the same data.
+
+func summaryToProto(s *readmodel.TraceSummary) *criticv1.TraceSummary {
+	out := &criticv1.TraceSummary{
+		Id:              s.ID,
+		ExternalId:      s.ExternalID,
+		Title:           s.Title,
+		SourceFormat:    s.SourceFormat,
+		SourceId:        s.SourceID,
+		SourceName:      s.SourceName,
+		SourceOwnerId:   s.SourceOwnerID,
+		StepCount:       int32(s.StepCount),
+		PositiveCount:   int32(s.PositiveCount),
+		NegativeCount:   int32(s.NegativeCount),
+		CommentCount:    int32(s.CommentCount),
+		LabelErrorCount: int32(s.LabelErrorCount),
+		CreatedAt:       timestamppb.New(s.CreatedAt),
+	}
+	if l := s.LatestScore; l != nil {
+		out.LatestScore = &criticv1.LatestScore{RewardModelId: l.RewardModelID, RewardModelName: l.RewardModelName, Score: l.Score}
+	}
+	return out
+}
+
+func detailToProto(d *readmodel.TraceDetail) (*criticv1.TraceDetail, error) {
+	out := &criticv1.TraceDetail{Summary: summaryToProto(&d.TraceSummary)}
+	var err error
+	if out.Metadata, err = jsonStruct(d.Metadata, "metadata"); err != nil {
+		return nil, err
+	}
+	out.Steps = make([]*criticv1.Step, len(d.Steps))
+	for i, s := range d.Steps {
+		p := &criticv1.Step{Id: s.ID, Index: int32(s.Index), Role: s.Role, Content: s.Content, ToolName: s.ToolName, ToolCallId: s.ToolCallID}
+		if p.ToolInput, err = jsonStruct(s.ToolInput, "tool_input"); err != nil {
+			return nil, err
+		}
+		if p.Metadata, err = jsonStruct(s.Metadata, "metadata"); err != nil {
+			return nil, err
+		}
+		out.Steps[i] = p
+	}
+	out.Spans = make([]*criticv1.Span, len(d.Spans))
+	for i, s := range d.Spans {
+		p := &criticv1.Span{Id: s.ID, ParentId: s.ParentID, Name: s.Name, Kind: s.Kind, StartNs: s.StartNs, EndNs: s.EndNs,
+			StepIndices: make([]int32, len(s.StepIndices))}
+		for j, v := range s.StepIndices {
+			p.StepIndices[j] = int32(v)
+		}
+		if p.Input, err = jsonValue(s.Input); err != nil {
+			return nil, err
+		}
+		if p.Output, err = jsonValue(s.Output); err != nil {
+			return nil, err
+		}
+		out.Spans[i] = p
+	}
+	if out.Annotations, err = jsonList(d.Annotations, func() *criticv1.Annotation { return &criticv1.Annotation{} }); err != nil {
+		return nil, err
+	}
+	if out.Scores, err = jsonList(d.Scores, func() *criticv1.TraceScore { return &criticv1.TraceScore{} }); err != nil {
+		return nil, err
+	}
+	if out.ActionScores, err = jsonList(d.ActionScores, func() *criticv1.ActionScore { return &criticv1.ActionScore{} }); err != nil {
+		return nil, err
+	}
+	if out.ScoringRuns, err = jsonList(d.ScoringRuns, func() *criticv1.ScoringRun { return &criticv1.ScoringRun{} }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// jsonStruct converts a JSON object (or null → unset). The canonical trace
+// only stores objects here; anything else is a broken invariant, reported as
+// an internal error rather than silently dropped.
+func jsonStruct(raw json.RawMessage, what string) (*structpb.Struct, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	s := &structpb.Struct{}
+	if err := protojson.Unmarshal(raw, s); err != nil {
+		return nil, fmt.Errorf("stored %s is not a JSON object: %w", what, err)
+	}
+	return s, nil
+}
+
+// jsonValue converts any JSON (null → unset).
+func jsonValue(raw json.RawMessage) (*structpb.Value, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	v := &structpb.Value{}
+	if err := protojson.Unmarshal(raw, v); err != nil {
+		return nil, fmt.Errorf("stored span payload is not JSON: %w", err)
+	}
+	return v, nil
+}
+
+func isNull(raw json.RawMessage) bool { return len(raw) == 0 || string(raw) == "null" }
+
+// jsonList converts the REST JSON of a list of annotations or scores into
+// messages. It goes through the REST JSON on purpose: those lists are the
+// spec's shapes (snake_case names, RFC 3339 times, which protojson reads), so
+// whatever Go type the read model gives them, REST and Connect stay the same
+// data. Fields the proto does not have yet are skipped.
+func jsonList[M proto.Message](list any, newM func() M) ([]M, error) {
+	b, err := json.Marshal(list)
+	if err != nil {
+		return nil, err
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(b, &items); err != nil {
+		return nil, err
+	}
+	out := make([]M, len(items))
+	opts := protojson.UnmarshalOptions{DiscardUnknown: true}
+	for i, it := range items {
+		m := newM()
+		if err := opts.Unmarshal(it, m); err != nil {
+			return nil, fmt.Errorf("convert %T: %w", m, err)
+		}
+		out[i] = m
+	}
+	return out, nil
+}

@@ -1,0 +1,216 @@
+// Package connectapi serves the Connect API (schema/critic/v1) on the REST
+// port: the same operations as handlers/rest with the same rules — API-key
+// auth, read-only keys refused on writes, another owner's ids not found,
+// read-your-writes after a command — and the same errors, mapped to Connect
+// codes by handlers.ConnectError. One handler answers the Connect, gRPC and
+// gRPC-Web protocols. Handlers stay thin: request message → command or query
+// → response message.
+package connectapi
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/projections/readmodel"
+	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
+	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
+)
+
+// defaultMaxBody is the message size limit when none is configured, the
+// same 64 MiB as REST's body limit.
+const defaultMaxBody = 64 << 20
+
+// TraceService implements critic.v1.TraceService.
+type TraceService struct {
+	cmds    *commands.Commands
+	queries *readmodel.Queries
+	waiter  *readmodel.Waiter
+	auth    *handlers.Authenticator
+	maxBody int64
+}
+
+var _ criticv1connect.TraceServiceHandler = (*TraceService)(nil)
+
+// New returns the service over the same command and query sides as REST.
+// maxBody bounds one request message (after decompression), like REST's
+// body limit.
+func New(cmds *commands.Commands, queries *readmodel.Queries, waiter *readmodel.Waiter, auth *handlers.Authenticator, maxBody int64) *TraceService {
+	if maxBody <= 0 {
+		maxBody = defaultMaxBody
+	}
+	return &TraceService{cmds: cmds, queries: queries, waiter: waiter, auth: auth, maxBody: maxBody}
+}
+
+// Register mounts the service on mux at /critic.v1.TraceService/.
+func (s *TraceService) Register(mux *http.ServeMux) {
+	mux.Handle(criticv1connect.NewTraceServiceHandler(s, s.HandlerOptions()...))
+}
+
+// HandlerOptions are the options every Critic Connect service is built with:
+// authentication and error mapping at the boundary, the message size limit,
+// and the REST-like JSON codec. Later services (reward models, annotations,
+// query) pass the same options.
+func (s *TraceService) HandlerOptions() []connect.HandlerOption {
+	return []connect.HandlerOption{
+		connect.WithInterceptors(&boundary{auth: s.auth}),
+		connect.WithReadMaxBytes(int(s.maxBody)),
+		connect.WithCodec(jsonCodec{name: "json"}),
+		connect.WithCodec(jsonCodec{name: "json; charset=utf-8"}),
+	}
+}
+
+// ListFormats lists the import formats.
+func (s *TraceService) ListFormats(ctx context.Context, _ *connect.Request[criticv1.ListFormatsRequest]) (*connect.Response[criticv1.ListFormatsResponse], error) {
+	out := &criticv1.ListFormatsResponse{}
+	for _, f := range handlers.Formats() {
+		out.Formats = append(out.Formats, &criticv1.Format{Name: f.Name, Description: f.Description})
+	}
+	return connect.NewResponse(out), nil
+}
+
+// ImportTraces imports a payload and answers once the traces are readable.
+func (s *TraceService) ImportTraces(ctx context.Context, req *connect.Request[criticv1.ImportTracesRequest]) (*connect.Response[criticv1.ImportTracesResponse], error) {
+	caller := handlers.CallerFrom(ctx)
+	if err := handlers.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	// proto3 cannot tell an empty string from an absent one; both are absent.
+	if m.Format == "" {
+		return nil, &domain.ValidationError{Code: "invalid_request", Field: "format", Message: "format is required"}
+	}
+	if len(m.Data) == 0 {
+		return nil, &domain.ValidationError{Code: "invalid_request", Field: "data", Message: "data is required"}
+	}
+	in := commands.ImportTraces{Format: m.Format, Data: []byte(m.Data)}
+	if m.SourceId != nil {
+		if *m.SourceId == "" {
+			return nil, &domain.ValidationError{Code: "invalid_request", Field: "source_id", Message: "source_id must be 1–200 characters"}
+		}
+		in.SourceID = *m.SourceId
+	}
+	res, err := s.cmds.ImportTraces(ctx, handlers.Actor(caller), in)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.settle(ctx, res.Result); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.ImportTracesResponse{
+		Format: res.Format, Imported: int32(len(res.TraceIDs)), TraceIds: res.TraceIDs,
+	}), nil
+}
+
+// ListTraces pages through the caller's traces with REST's filter rules.
+func (s *TraceService) ListTraces(ctx context.Context, req *connect.Request[criticv1.ListTracesRequest]) (*connect.Response[criticv1.ListTracesResponse], error) {
+	m := req.Msg
+	p := handlers.ListParams{SourceID: m.GetSourceId(), From: m.GetFrom(), To: m.GetTo(), TZ: m.GetTz()}
+	if m.Limit != nil {
+		n := int(*m.Limit)
+		p.Limit = &n
+	}
+	if m.Offset != nil {
+		n := int(*m.Offset)
+		p.Offset = &n
+	}
+	f, err := p.Filter()
+	if err != nil {
+		return nil, err
+	}
+	traces, total, err := s.queries.ListTraces(ctx, handlers.CallerFrom(ctx).UserID, f)
+	if err != nil {
+		return nil, err
+	}
+	out := &criticv1.ListTracesResponse{Total: int32(total), Traces: make([]*criticv1.TraceSummary, len(traces))}
+	for i := range traces {
+		out.Traces[i] = summaryToProto(&traces[i])
+	}
+	return connect.NewResponse(out), nil
+}
+
+// GetTrace returns one of the caller's traces.
+func (s *TraceService) GetTrace(ctx context.Context, req *connect.Request[criticv1.GetTraceRequest]) (*connect.Response[criticv1.GetTraceResponse], error) {
+	d, err := s.queries.GetTrace(ctx, handlers.CallerFrom(ctx).UserID, req.Msg.TraceId)
+	if err != nil {
+		return nil, err
+	}
+	t, err := detailToProto(d)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.GetTraceResponse{Trace: t}), nil
+}
+
+// DeleteTrace deletes one of the caller's traces and answers once it is gone
+// from the read model.
+func (s *TraceService) DeleteTrace(ctx context.Context, req *connect.Request[criticv1.DeleteTraceRequest]) (*connect.Response[criticv1.DeleteTraceResponse], error) {
+	caller := handlers.CallerFrom(ctx)
+	if err := handlers.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	res, err := s.cmds.DeleteTrace(ctx, handlers.Actor(caller), req.Msg.TraceId)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.settle(ctx, res); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.DeleteTraceResponse{}), nil
+}
+
+// ExportTraces streams the REST export, one JSONL line per message.
+func (s *TraceService) ExportTraces(ctx context.Context, _ *connect.Request[criticv1.ExportTracesRequest], stream *connect.ServerStream[criticv1.ExportTracesResponse]) error {
+	w := &lineWriter{send: func(line []byte) error {
+		return stream.Send(&criticv1.ExportTracesResponse{Line: string(line)})
+	}}
+	if err := s.queries.ExportTraces(ctx, handlers.CallerFrom(ctx).UserID, w); err != nil {
+		return err
+	}
+	return w.flush()
+}
+
+// settle waits until the read model shows what a command appended, so a Get
+// right after a write sees it (the same rule as REST's settle).
+func (s *TraceService) settle(ctx context.Context, r commands.Result) error {
+	if r.LastEventID == "" {
+		return nil
+	}
+	return s.waiter.Wait(ctx, r.LastEventID)
+}
+
+// lineWriter turns the JSONL the export query writes into one message per
+// line, without assuming how the writes are split.
+type lineWriter struct {
+	buf  []byte
+	send func([]byte) error
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		if err := w.send(w.buf[:i]); err != nil {
+			return 0, err
+		}
+		w.buf = w.buf[i+1:]
+	}
+}
+
+// flush sends a last line that had no newline.
+func (w *lineWriter) flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
+	line := w.buf
+	w.buf = nil
+	return w.send(line)
+}
