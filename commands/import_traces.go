@@ -120,11 +120,15 @@ func (c *Commands) decideImports(ctx context.Context, actor Actor, parsed []doma
 		if d.NoOp {
 			continue
 		}
-		e := events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: d.Type, Payload: d.Payload}
-		evs = append(evs, e)
+		evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: d.Type, Payload: d.Payload})
 		// Later lines of the same payload may touch the same trace again.
 		raw, _ := json.Marshal(d.Payload)
 		st.Apply(events.Envelope{Type: d.Type, Version: st.Version + 1, OwnerID: actor.UserID, Payload: raw})
+		for _, rm := range d.Removals {
+			evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: events.AnnotationRemoved, Payload: rm})
+			raw, _ := json.Marshal(rm)
+			st.Apply(events.Envelope{Type: events.AnnotationRemoved, Version: st.Version + 1, OwnerID: actor.UserID, Payload: raw})
+		}
 	}
 	return out, evs, expected, nil
 }

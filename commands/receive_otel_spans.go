@@ -75,6 +75,9 @@ func (c *Commands) ReceiveOTelSpans(ctx context.Context, actor Actor, raws []for
 			}
 			if !d.NoOp {
 				evs = append(evs, events.New{ID: newID(), Stream: streams[i], OwnerID: actor.UserID, Type: d.Type, Payload: d.Payload})
+				for _, rm := range d.Removals {
+					evs = append(evs, events.New{ID: newID(), Stream: streams[i], OwnerID: actor.UserID, Type: events.AnnotationRemoved, Payload: rm})
+				}
 			}
 		}
 		return c.append(ctx, actor, expected, evs)

@@ -6,6 +6,7 @@ package traces
 import (
 	"encoding/json"
 	"reflect"
+	"sort"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
@@ -23,6 +24,19 @@ type State struct {
 	Steps      []events.StepRecord
 	// OTelSpans holds the raw spans the live receiver stored, by span id.
 	OTelSpans map[string]json.RawMessage
+	// Annotations are the trace's live annotations, by id.
+	Annotations map[string]*Annotation
+}
+
+// Annotation is an annotation as the trace aggregate tracks it.
+type Annotation struct {
+	ID             string
+	StepID         string
+	Rating         *int
+	Comment        *string
+	LabelError     bool
+	LabelErrorNote *string
+	AuthorID       string
 }
 
 // Apply folds one event of the trace's stream into the state. Appliers never
@@ -50,6 +64,24 @@ func (s *State) Apply(e events.Envelope) {
 		s.Exists = false
 		s.Steps = nil
 		s.OTelSpans = nil
+		s.Annotations = nil
+	case events.AnnotationAdded:
+		var p events.AnnotationAddedV1
+		_ = e.Decode(&p)
+		if s.Annotations == nil {
+			s.Annotations = map[string]*Annotation{}
+		}
+		s.Annotations[p.AnnotationID] = &Annotation{ID: p.AnnotationID, StepID: p.StepID, Rating: p.Rating, Comment: p.Comment, AuthorID: p.AuthorID}
+	case events.AnnotationEdited:
+		var p events.AnnotationEditedV1
+		_ = e.Decode(&p)
+		if a := s.Annotations[p.AnnotationID]; a != nil {
+			a.Rating, a.Comment, a.LabelError, a.LabelErrorNote = p.Rating, p.Comment, p.LabelError, p.LabelErrorNote
+		}
+	case events.AnnotationRemoved:
+		var p events.AnnotationRemovedV1
+		_ = e.Decode(&p)
+		delete(s.Annotations, p.AnnotationID)
 	case events.OTelSpansReceived:
 		var p events.OTelSpansReceivedV1
 		_ = e.Decode(&p)
@@ -73,11 +105,13 @@ type ImportInput struct {
 	NewID            func() string // fresh step ids; the command supplies them
 }
 
-// Decision is the event an import produces, or none for a no-op.
+// Decision is the event an import produces (Type, Payload), or none for a
+// no-op, plus the annotation removals it implies.
 type Decision struct {
-	Type    string
-	Payload any
-	NoOp    bool
+	Type     string
+	Payload  any
+	NoOp     bool
+	Removals []events.AnnotationRemovedV1
 }
 
 // DecideImport decides what importing in means for the stored trace s:
@@ -142,7 +176,28 @@ func DecideImport(s State, in ImportInput) (Decision, error) {
 		TraceID: in.TraceID, Revision: s.Revision + 1, Mode: events.RevisionReplaced,
 		Title: title, SourceFormat: in.Format, SourceID: sourceID, Metadata: meta,
 		Steps: records(t.Steps, 0, in.NewID), RemovedStepIDs: removed, Spans: t.Spans,
-	}}, nil
+	}, Removals: s.stepAnnotationRemovals(in.TraceID)}, nil
+}
+
+// stepAnnotationRemovals removes every step-level annotation: a replacement
+// gives all steps new ids. Trace-level annotations survive.
+func (s State) stepAnnotationRemovals(traceID string) []events.AnnotationRemovedV1 {
+	var out []events.AnnotationRemovedV1
+	for _, id := range sortedKeys(s.Annotations) {
+		if s.Annotations[id].StepID != "" {
+			out = append(out, events.AnnotationRemovedV1{AnnotationID: id, TraceID: traceID, Reason: events.RemovedStepRemoved})
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func records(steps []domain.Step, offset int, newID func() string) []events.StepRecord {

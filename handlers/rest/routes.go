@@ -56,7 +56,12 @@ func (a *API) Register(mux *http.ServeMux) {
 	route("GET /traces", a.listTraces)
 	route("GET /traces/{trace_id}", a.getTrace)
 	route("DELETE /traces/{trace_id}", a.deleteTrace)
+	route("POST /traces/{trace_id}/annotations", a.addAnnotation)
+	route("PATCH /annotations/{annotation_id}", a.editAnnotation)
+	route("DELETE /annotations/{annotation_id}", a.removeAnnotation)
 	route("GET /export/traces", a.exportTraces)
+	route("GET /export/annotations", a.exportAnnotations)
+	route("GET /export/pairs", a.exportPairs)
 	// Anything else under the prefix is a 404 in the API's error shape (after
 	// auth, so unauthenticated probing learns nothing).
 	mux.Handle(Prefix+"/", a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -114,8 +114,3 @@ func (a *API) deleteTrace(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *API) exportTraces(w http.ResponseWriter, r *http.Request) error {
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.Header().Set("Content-Disposition", `attachment; filename="traces.jsonl"`)
-	return a.queries.ExportTraces(r.Context(), handlers.CallerFrom(r.Context()).UserID, w)
-}

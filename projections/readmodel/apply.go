@@ -130,11 +130,41 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
-		for _, q := range []string{`DELETE FROM rm_steps WHERE trace_id = $1`, `DELETE FROM rm_spans WHERE trace_id = $1`, `DELETE FROM rm_traces WHERE id = $1`} {
+		for _, q := range []string{`DELETE FROM rm_steps WHERE trace_id = $1`, `DELETE FROM rm_spans WHERE trace_id = $1`,
+			`DELETE FROM rm_annotations WHERE trace_id = $1`, `DELETE FROM rm_traces WHERE id = $1`} {
 			if _, err := tx.Exec(ctx, q, p.TraceID); err != nil {
 				return err
 			}
 		}
+	case events.AnnotationAdded:
+		var p events.AnnotationAddedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		var quote any
+		if p.Quote != nil {
+			quote = jsonOrNil(p.Quote)
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO rm_annotations (id, trace_id, owner_id, step_id, rating, comment, quote, author_id, author_name,
+			trace_revision, created_at, seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			p.AnnotationID, p.TraceID, e.OwnerID, nilIfEmpty(p.StepID), p.Rating, p.Comment, quote, p.AuthorID, p.AuthorName,
+			p.TraceRevision, e.RecordedAt, e.Seq)
+		return err
+	case events.AnnotationEdited:
+		var p events.AnnotationEditedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE rm_annotations SET rating = $2, comment = $3, label_error = $4, label_error_note = $5 WHERE id = $1`,
+			p.AnnotationID, p.Rating, p.Comment, p.LabelError, p.LabelErrorNote)
+		return err
+	case events.AnnotationRemoved:
+		var p events.AnnotationRemovedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM rm_annotations WHERE id = $1`, p.AnnotationID)
+		return err
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package readmodel
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,10 +45,21 @@ func (q *Queries) UserIDByName(ctx context.Context, name string) (string, error)
 	return id, err
 }
 
-const summaryCols = `t.id, t.external_id, t.title, t.source_format, t.source_id, t.source_id, t.owner_id, t.step_count, t.created_at`
+// summaryCols and summaryFrom select a TraceSummary; the annotation counts
+// exclude label errors from positive/negative, so they count what trains.
+const summaryCols = `t.id, t.external_id, t.title, t.source_format, t.source_id, t.source_id, t.owner_id, t.step_count, t.created_at,
+	c.positive, c.negative, c.comments, c.label_errors`
+
+const summaryFrom = ` FROM rm_traces t LEFT JOIN LATERAL (SELECT
+		count(*) FILTER (WHERE a.rating = 1 AND NOT a.label_error) AS positive,
+		count(*) FILTER (WHERE a.rating = -1 AND NOT a.label_error) AS negative,
+		count(*) FILTER (WHERE a.comment IS NOT NULL) AS comments,
+		count(*) FILTER (WHERE a.label_error) AS label_errors
+	FROM rm_annotations a WHERE a.trace_id = t.id) c ON true`
 
 func scanSummary(row pgx.Row, s *TraceSummary, extra ...any) error {
-	dest := append([]any{&s.ID, &s.ExternalID, &s.Title, &s.SourceFormat, &s.SourceID, &s.SourceName, &s.SourceOwnerID, &s.StepCount, &s.CreatedAt}, extra...)
+	dest := append([]any{&s.ID, &s.ExternalID, &s.Title, &s.SourceFormat, &s.SourceID, &s.SourceName, &s.SourceOwnerID, &s.StepCount, &s.CreatedAt,
+		&s.PositiveCount, &s.NegativeCount, &s.CommentCount, &s.LabelErrorCount}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return err
 	}
@@ -65,7 +77,7 @@ func (q *Queries) ListTraces(ctx context.Context, owner string, f ListFilter) ([
 	if err := q.pool.QueryRow(ctx, `SELECT count(*) FROM rm_traces t WHERE `+where, args...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
-	rows, err := q.pool.Query(ctx, `SELECT `+summaryCols+` FROM rm_traces t WHERE `+where+`
+	rows, err := q.pool.Query(ctx, `SELECT `+summaryCols+summaryFrom+` WHERE `+where+`
 		ORDER BY t.import_seq DESC LIMIT $5 OFFSET $6`, append(args, f.Limit, f.Offset)...)
 	if err != nil {
 		return nil, 0, err
@@ -87,10 +99,10 @@ func (q *Queries) GetTrace(ctx context.Context, owner, id string) (*TraceDetail,
 	if !validUUID(id) {
 		return nil, domain.NotFound("trace", id)
 	}
-	d := &TraceDetail{Steps: []Step{}, Spans: []Span{}, Annotations: []json.RawMessage{},
+	d := &TraceDetail{Steps: []Step{}, Spans: []Span{}, Annotations: []Annotation{},
 		Scores: []json.RawMessage{}, ActionScores: []json.RawMessage{}, ScoringRuns: []json.RawMessage{}}
 	var meta []byte
-	err := scanSummary(q.pool.QueryRow(ctx, `SELECT `+summaryCols+`, t.metadata FROM rm_traces t WHERE t.id = $1 AND t.owner_id = $2`, id, owner), &d.TraceSummary, &meta)
+	err := scanSummary(q.pool.QueryRow(ctx, `SELECT `+summaryCols+`, t.metadata`+summaryFrom+` WHERE t.id = $1 AND t.owner_id = $2`, id, owner), &d.TraceSummary, &meta)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, domain.NotFound("trace", id)
 	}
@@ -115,6 +127,9 @@ func (q *Queries) GetTrace(ctx context.Context, owner, id string) (*TraceDetail,
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if d.Annotations, err = q.annotations(ctx, `a.trace_id = $1`, id); err != nil {
 		return nil, err
 	}
 	rows, err = q.pool.Query(ctx, `SELECT span_id, parent_id, name, kind, start_ns, end_ns, input, output, step_indices
@@ -255,4 +270,12 @@ func validUUID(s string) bool {
 		}
 	}
 	return true
+}
+
+// decodeNumbers decodes JSON keeping numbers as json.Number, so rendering a
+// tool input for training shows it exactly as recorded.
+func decodeNumbers(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(v)
 }

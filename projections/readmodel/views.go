@@ -64,7 +64,7 @@ type TraceDetail struct {
 	Metadata     json.RawMessage   `json:"metadata"`
 	Steps        []Step            `json:"steps"`
 	Spans        []Span            `json:"spans"`
-	Annotations  []json.RawMessage `json:"annotations"`
+	Annotations  []Annotation      `json:"annotations"`
 	Scores       []json.RawMessage `json:"scores"`
 	ActionScores []json.RawMessage `json:"action_scores"`
 	ScoringRuns  []json.RawMessage `json:"scoring_runs"`
@@ -83,4 +83,19 @@ type ListFilter struct {
 	Limit, Offset int
 	SourceID      string
 	From, To      *time.Time // inclusive import-date range
+}
+
+// Annotation is the Annotation shape of spec 001.
+type Annotation struct {
+	ID             string          `json:"id"`
+	TraceID        string          `json:"trace_id"`
+	StepID         *string         `json:"step_id"`
+	Rating         *int            `json:"rating"`
+	Comment        *string         `json:"comment"`
+	Quote          json.RawMessage `json:"quote"`
+	LabelError     bool            `json:"label_error"`
+	LabelErrorNote *string         `json:"label_error_note"`
+	AuthorID       string          `json:"author_id"`
+	AuthorName     string          `json:"author_name"`
+	CreatedAt      time.Time       `json:"created_at"`
 }

@@ -1,0 +1,50 @@
+package commands
+
+import (
+	"context"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/traces"
+)
+
+// EditAnnotation is PATCH /annotations/{id}. TraceID comes from the read
+// model's annotation → trace lookup; the decision is made on the stream.
+func (c *Commands) EditAnnotation(ctx context.Context, actor Actor, traceID string, in traces.EditAnnotationInput) (Result, error) {
+	in.EditorID = actor.UserID
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.ownedTrace(ctx, actor, traceID)
+		if err != nil {
+			return Result{}, asAnnotationNotFound(err, in.AnnotationID)
+		}
+		p, err := traces.DecideEditAnnotation(st, in)
+		if err != nil {
+			return Result{}, err
+		}
+		return c.appendToTrace(ctx, actor, st, events.AnnotationEdited, p)
+	})
+}
+
+// RemoveAnnotation is DELETE /annotations/{id}.
+func (c *Commands) RemoveAnnotation(ctx context.Context, actor Actor, traceID, annotationID string) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.ownedTrace(ctx, actor, traceID)
+		if err != nil {
+			return Result{}, asAnnotationNotFound(err, annotationID)
+		}
+		p, err := traces.DecideRemoveAnnotation(st, annotationID)
+		if err != nil {
+			return Result{}, err
+		}
+		return c.appendToTrace(ctx, actor, st, events.AnnotationRemoved, p)
+	})
+}
+
+// asAnnotationNotFound reports a missing trace as the missing annotation the
+// caller asked about.
+func asAnnotationNotFound(err error, annotationID string) error {
+	if _, ok := err.(*domain.NotFoundError); ok {
+		return domain.NotFound("annotation", annotationID)
+	}
+	return err
+}

@@ -1,0 +1,44 @@
+package rest
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/handlers"
+)
+
+func jsonlHeaders(w http.ResponseWriter, name string) {
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
+}
+
+func (a *API) exportTraces(w http.ResponseWriter, r *http.Request) error {
+	jsonlHeaders(w, "traces.jsonl")
+	return a.queries.ExportTraces(r.Context(), handlers.CallerFrom(r.Context()).UserID, w)
+}
+
+func (a *API) exportAnnotations(w http.ResponseWriter, r *http.Request) error {
+	jsonlHeaders(w, "annotations.jsonl")
+	return a.queries.ExportAnnotations(r.Context(), handlers.CallerFrom(r.Context()).UserID, w)
+}
+
+// exportPairs writes the exact preference pairs training would use on all of
+// the caller's traces (?max_pairs, default 4000).
+func (a *API) exportPairs(w http.ResponseWriter, r *http.Request) error {
+	maxPairs := domain.DefaultMaxPairs
+	if v := r.URL.Query().Get("max_pairs"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return &domain.ValidationError{Code: "invalid_request", Field: "max_pairs", Message: "max_pairs must be a positive integer"}
+		}
+		maxPairs = n
+	}
+	traces, ratings, err := a.queries.PairInputs(r.Context(), handlers.CallerFrom(r.Context()).UserID, nil)
+	if err != nil {
+		return err
+	}
+	jsonlHeaders(w, "pairs.jsonl")
+	_, err = w.Write(domain.MarshalPairsJSONL(domain.BuildPairs(traces, ratings, maxPairs)))
+	return err
+}

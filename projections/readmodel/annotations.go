@@ -1,0 +1,174 @@
+package readmodel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/criticml/critic/domain"
+)
+
+const annotationCols = `a.id, a.trace_id, a.step_id, a.rating, a.comment, a.quote, a.label_error, a.label_error_note,
+	a.author_id, a.author_name, a.created_at`
+
+func (q *Queries) annotations(ctx context.Context, where string, args ...any) ([]Annotation, error) {
+	rows, err := q.pool.Query(ctx, `SELECT `+annotationCols+` FROM rm_annotations a WHERE `+where+` ORDER BY a.seq`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Annotation{}
+	for rows.Next() {
+		var a Annotation
+		var quote []byte
+		var rating *int16
+		if err := rows.Scan(&a.ID, &a.TraceID, &a.StepID, &rating, &a.Comment, &quote, &a.LabelError, &a.LabelErrorNote,
+			&a.AuthorID, &a.AuthorName, &a.CreatedAt); err != nil {
+			return nil, err
+		}
+		if rating != nil {
+			r := int(*rating)
+			a.Rating = &r
+		}
+		a.Quote = rawOrNull(quote)
+		a.CreatedAt = a.CreatedAt.UTC()
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// GetAnnotation returns one of the owner's annotations.
+func (q *Queries) GetAnnotation(ctx context.Context, owner, id string) (*Annotation, error) {
+	if !validUUID(id) {
+		return nil, domain.NotFound("annotation", id)
+	}
+	as, err := q.annotations(ctx, `a.id = $1 AND a.owner_id = $2`, id, owner)
+	if err != nil {
+		return nil, err
+	}
+	if len(as) == 0 {
+		return nil, domain.NotFound("annotation", id)
+	}
+	return &as[0], nil
+}
+
+// AnnotationTrace returns the trace an owner's annotation belongs to.
+func (q *Queries) AnnotationTrace(ctx context.Context, owner, id string) (string, error) {
+	if !validUUID(id) {
+		return "", domain.NotFound("annotation", id)
+	}
+	var trace string
+	err := q.pool.QueryRow(ctx, `SELECT trace_id FROM rm_annotations WHERE id = $1 AND owner_id = $2`, id, owner).Scan(&trace)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", domain.NotFound("annotation", id)
+	}
+	return trace, err
+}
+
+type exportAnnotation struct {
+	TraceID         string          `json:"trace_id"`
+	TraceExternalID *string         `json:"trace_external_id"`
+	StepIndex       *int            `json:"step_index"`
+	Rating          *int            `json:"rating"`
+	Comment         *string         `json:"comment"`
+	Quote           json.RawMessage `json:"quote"`
+	LabelError      bool            `json:"label_error"`
+	Author          string          `json:"author"`
+	CreatedAt       time.Time       `json:"created_at"`
+}
+
+// ExportAnnotations writes the owner's annotations as JSONL in the shape of
+// spec 001 "Annotations", oldest first.
+func (q *Queries) ExportAnnotations(ctx context.Context, owner string, w io.Writer) error {
+	rows, err := q.pool.Query(ctx, `SELECT a.trace_id, t.external_id, s.idx, a.rating, a.comment, a.quote, a.label_error, a.author_name, a.created_at
+		FROM rm_annotations a JOIN rm_traces t ON t.id = a.trace_id LEFT JOIN rm_steps s ON s.id = a.step_id
+		WHERE a.owner_id = $1 ORDER BY a.seq`, owner)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	for rows.Next() {
+		var e exportAnnotation
+		var quote []byte
+		var rating *int16
+		if err := rows.Scan(&e.TraceID, &e.TraceExternalID, &e.StepIndex, &rating, &e.Comment, &quote, &e.LabelError, &e.Author, &e.CreatedAt); err != nil {
+			return err
+		}
+		if rating != nil {
+			r := int(*rating)
+			e.Rating = &r
+		}
+		e.Quote = rawOrNull(quote)
+		e.CreatedAt = e.CreatedAt.UTC()
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// PairInputs returns what pair construction needs for the given traces of an
+// owner (all of them when traceIDs is nil): the traces with their steps in
+// import order, and every rating on them.
+func (q *Queries) PairInputs(ctx context.Context, owner string, traceIDs []string) ([]domain.PairTrace, []domain.Rating, error) {
+	rows, err := q.pool.Query(ctx, `SELECT t.id, s.id, s.role, s.content, s.tool_name, s.tool_input
+		FROM rm_traces t JOIN rm_steps s ON s.trace_id = t.id
+		WHERE t.owner_id = $1 AND ($2::uuid[] IS NULL OR t.id = ANY($2))
+		ORDER BY t.import_seq, s.idx`, owner, traceIDs)
+	if err != nil {
+		return nil, nil, err
+	}
+	var traces []domain.PairTrace
+	for rows.Next() {
+		var traceID, stepID, role, content string
+		var toolName *string
+		var toolInput []byte
+		if err := rows.Scan(&traceID, &stepID, &role, &content, &toolName, &toolInput); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		if len(traces) == 0 || traces[len(traces)-1].ID != traceID {
+			traces = append(traces, domain.PairTrace{ID: traceID})
+		}
+		st := domain.PairStep{ID: stepID, Role: domain.Role(role), Content: content}
+		if toolName != nil {
+			st.ToolName = *toolName
+		}
+		if len(toolInput) > 0 {
+			if err := decodeNumbers(toolInput, &st.ToolInput); err != nil {
+				rows.Close()
+				return nil, nil, err
+			}
+		}
+		t := &traces[len(traces)-1]
+		t.Steps = append(t.Steps, st)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	rows, err = q.pool.Query(ctx, `SELECT a.id, a.trace_id, COALESCE(a.step_id::text, ''), a.rating, a.label_error
+		FROM rm_annotations a WHERE a.owner_id = $1 AND a.rating IS NOT NULL AND ($2::uuid[] IS NULL OR a.trace_id = ANY($2))
+		ORDER BY a.seq`, owner, traceIDs)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var ratings []domain.Rating
+	for rows.Next() {
+		var r domain.Rating
+		var rating int16
+		if err := rows.Scan(&r.AnnotationID, &r.TraceID, &r.StepID, &rating, &r.LabelError); err != nil {
+			return nil, nil, err
+		}
+		r.Rating = int(rating)
+		ratings = append(ratings, r)
+	}
+	return traces, ratings, rows.Err()
+}
