@@ -1,0 +1,132 @@
+package traces
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+)
+
+func steps(contents ...string) []domain.Step {
+	out := make([]domain.Step, len(contents))
+	for i, c := range contents {
+		role := domain.RoleUser
+		if i%2 == 1 {
+			role = domain.RoleAssistant
+		}
+		out[i] = domain.Step{Role: role, Content: c}
+	}
+	return out
+}
+
+// stored returns the state after importing contents, with step ids s0, s1, …
+func stored(t *testing.T, contents ...string) State {
+	n := 0
+	d, err := DecideImport(State{ID: "t1"}, ImportInput{TraceID: "t1", Format: "claude_code",
+		Trace: domain.Trace{ExternalID: "sess", Steps: steps(contents...), SessionSync: true},
+		NewID: func() string { n++; return fmt.Sprintf("s%d", n-1) }})
+	require.NoError(t, err)
+	st := State{ID: "t1"}
+	raw, _ := json.Marshal(d.Payload)
+	st.Apply(events.Envelope{Type: d.Type, Version: 1, OwnerID: "o", Payload: raw})
+	return st
+}
+
+func TestSessionSync(t *testing.T) {
+	base := stored(t, "a", "b", "c")
+	newID := func() string { return "new" }
+	cases := []struct {
+		name     string
+		snapshot []string
+		want     string // "append", "noop", "sync_error"
+	}{
+		{"growing snapshot appends", []string{"a", "b", "c", "d", "e"}, "append"},
+		{"duplicate snapshot is a no-op", []string{"a", "b", "c"}, "noop"},
+		{"older snapshot is a no-op", []string{"a", "b"}, "noop"},
+		{"divergent snapshot fails", []string{"a", "X", "c", "d"}, "sync_error"},
+		{"divergent shorter snapshot fails", []string{"a", "X"}, "sync_error"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d, err := DecideImport(base, ImportInput{TraceID: "t1", Format: "claude_code", NewID: newID,
+				Trace: domain.Trace{ExternalID: "sess", Steps: steps(c.snapshot...), SessionSync: true}})
+			switch c.want {
+			case "sync_error":
+				var se *domain.SyncError
+				require.ErrorAs(t, err, &se)
+				require.Contains(t, se.Error(), "trace_sync_error")
+			case "noop":
+				require.NoError(t, err)
+				require.True(t, d.NoOp)
+			case "append":
+				require.NoError(t, err)
+				p := d.Payload.(events.TraceRevisedV1)
+				require.Equal(t, events.RevisionAppended, p.Mode)
+				require.Equal(t, 2, p.Revision)
+				require.Len(t, p.Steps, 2)
+				require.Equal(t, 3, p.Steps[0].Index)
+				require.Empty(t, p.RemovedStepIDs, "existing step ids are kept")
+				st := base
+				raw, _ := json.Marshal(p)
+				st.Apply(events.Envelope{Type: d.Type, Version: 2, Payload: raw})
+				require.Equal(t, []string{"s0", "s1", "s2", "new", "new"}, []string{st.Steps[0].ID, st.Steps[1].ID, st.Steps[2].ID, st.Steps[3].ID, st.Steps[4].ID})
+			}
+		})
+	}
+}
+
+func TestReimportReplacesAndRemovesStepAnnotations(t *testing.T) {
+	st := stored(t, "a", "b")
+	one := 1
+	for _, a := range []events.AnnotationAddedV1{
+		{AnnotationID: "ann-step", TraceID: "t1", StepID: "s1", Rating: &one},
+		{AnnotationID: "ann-trace", TraceID: "t1", Rating: &one},
+	} {
+		raw, _ := json.Marshal(a)
+		st.Apply(events.Envelope{Type: events.AnnotationAdded, Version: st.Version + 1, Payload: raw})
+	}
+	d, err := DecideImport(st, ImportInput{TraceID: "t1", Format: "stash", NewID: func() string { return "n" },
+		Trace: domain.Trace{ExternalID: "x", Steps: steps("a", "b2")}})
+	require.NoError(t, err)
+	p := d.Payload.(events.TraceRevisedV1)
+	require.Equal(t, events.RevisionReplaced, p.Mode)
+	require.Equal(t, []string{"s0", "s1"}, p.RemovedStepIDs)
+	require.Equal(t, []events.AnnotationRemovedV1{{AnnotationID: "ann-step", TraceID: "t1", Reason: events.RemovedStepRemoved}}, d.Removals)
+}
+
+func TestExplicitSourceIDSurvivesUpsert(t *testing.T) {
+	d, err := DecideImport(State{ID: "t"}, ImportInput{TraceID: "t", Format: "stash", ExplicitSourceID: "prod-bot", NewID: func() string { return "i" },
+		Trace: domain.Trace{Steps: steps("a"), Metadata: map[string]any{"agent": "x"}}})
+	require.NoError(t, err)
+	p := d.Payload.(events.TraceImportedV1)
+	require.Equal(t, "prod-bot", p.SourceID)
+	require.Equal(t, "prod-bot", p.Metadata["source_id"], "exports keep it in metadata")
+	st := State{ID: "t"}
+	raw, _ := json.Marshal(p)
+	st.Apply(events.Envelope{Type: d.Type, Version: 1, Payload: raw})
+	d, err = DecideImport(st, ImportInput{TraceID: "t", Format: "stash", NewID: func() string { return "j" }, Trace: domain.Trace{Steps: steps("a", "b")}})
+	require.NoError(t, err)
+	require.Equal(t, "prod-bot", d.Payload.(events.TraceRevisedV1).SourceID)
+}
+
+func TestAnnotationRules(t *testing.T) {
+	st := stored(t, "a", "the answer is 42")
+	st.Steps[0].Role = domain.RoleSystem
+	one, two := 1, 2
+	c := "why"
+	_, err := DecideAddAnnotation(st, AddAnnotationInput{StepID: "s1", Comment: &c, Quote: &events.Quote{Text: "answer", Prefix: "the ", Suffix: " is"}})
+	require.NoError(t, err)
+	_, err = DecideAddAnnotation(st, AddAnnotationInput{StepID: "s0", Rating: &one})
+	require.ErrorContains(t, err, "not ratings")
+	_, err = DecideAddAnnotation(st, AddAnnotationInput{StepID: "s0", Comment: &c})
+	require.NoError(t, err, "system steps take comments")
+	_, err = DecideAddAnnotation(st, AddAnnotationInput{Rating: &two})
+	require.ErrorContains(t, err, "1, -1 or null")
+	_, err = DecideAddAnnotation(State{ID: "gone"}, AddAnnotationInput{Rating: &one})
+	var nf *domain.NotFoundError
+	require.ErrorAs(t, err, &nf)
+}
