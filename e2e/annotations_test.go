@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -140,4 +141,39 @@ func TestAnnotationsCountsExportsAndPairs(t *testing.T) {
 	require.Empty(t, in.getTrace(t, key, bad).Annotations)
 	require.Equal(t, http.StatusNotFound, in.do("DELETE", "/api/v1/rm/annotations/"+id, key, nil).Status)
 	_ = userStep
+}
+
+func TestTraceSourcesAndFilters(t *testing.T) {
+	in := startServe(t)
+	key := in.newUser("sam", false)
+	in.importTraces(key, "stash", `{"metadata":{"agent":"support-bot"},"steps":[{"role":"user","content":"a"}]}`)
+	r := in.do("POST", "/api/v1/rm/traces/import", key, map[string]any{"format": "stash", "source_id": "prod",
+		"data": `{"metadata":{"source_id":"ignored"},"steps":[{"role":"user","content":"b"}]}` + "\n" + `{"steps":[{"role":"user","content":"c"}]}`})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	in.importTraces(key, "stash", `{"steps":[{"role":"user","content":"d"}]}`)
+
+	names := func(q string) map[string]string {
+		out := map[string]string{}
+		for _, s := range in.do("GET", "/api/v1/rm/traces"+q, key, nil).JSON(t)["traces"].([]any) {
+			m := s.(map[string]any)
+			out[m["title"].(string)] = m["source_id"].(string) + "|" + m["source_name"].(string)
+		}
+		return out
+	}
+	require.Equal(t, map[string]string{"a": "support-bot|support-bot", "b": "prod|prod", "c": "prod|prod", "d": "stash|stash"}, names(""))
+
+	require.Equal(t, http.StatusOK, in.do("PUT", "/api/v1/rm/trace-sources", key, map[string]any{"source_id": "prod", "name": "Production bot"}).Status)
+	require.Equal(t, http.StatusUnprocessableEntity, in.do("PUT", "/api/v1/rm/trace-sources", key, map[string]any{"source_id": "prod", "name": ""}).Status)
+	require.Equal(t, http.StatusUnprocessableEntity, in.do("PUT", "/api/v1/rm/trace-sources", key, map[string]any{"source_id": "prod", "name": strings.Repeat("n", 121)}).Status)
+	require.Equal(t, map[string]string{"b": "prod|Production bot", "c": "prod|Production bot"}, names("?source_id=prod"))
+	// Another owner's alias does not leak.
+	other := in.newUser("ola", false)
+	require.Equal(t, http.StatusOK, in.do("PUT", "/api/v1/rm/trace-sources", other, map[string]any{"source_id": "stash", "name": "Mine"}).Status)
+	require.Equal(t, "stash|stash", names("")["d"])
+
+	today := time.Now().UTC().Format("2006-01-02")
+	require.Len(t, names("?from="+today+"&to="+today), 4, "the range is inclusive of today")
+	require.Empty(t, names("?to=2000-01-01"))
+	require.Equal(t, http.StatusUnprocessableEntity, in.do("GET", "/api/v1/rm/traces?from=yesterday", key, nil).Status)
+	require.Equal(t, http.StatusUnprocessableEntity, in.do("GET", "/api/v1/rm/traces?limit=0", key, nil).Status)
 }

@@ -56,6 +56,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	route("GET /traces", a.listTraces)
 	route("GET /traces/{trace_id}", a.getTrace)
 	route("DELETE /traces/{trace_id}", a.deleteTrace)
+	route("PUT /trace-sources", a.renameSource)
 	route("POST /traces/{trace_id}/annotations", a.addAnnotation)
 	route("PATCH /annotations/{annotation_id}", a.editAnnotation)
 	route("DELETE /annotations/{annotation_id}", a.removeAnnotation)

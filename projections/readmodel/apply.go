@@ -136,6 +136,14 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 				return err
 			}
 		}
+	case events.TraceSourceRenamed:
+		var p events.TraceSourceRenamedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO rm_trace_sources (owner_id, source_id, name) VALUES ($1, $2, $3)
+			ON CONFLICT (owner_id, source_id) DO UPDATE SET name = EXCLUDED.name`, e.OwnerID, p.SourceID, p.Name)
+		return err
 	case events.AnnotationAdded:
 		var p events.AnnotationAddedV1
 		if err := e.Decode(&p); err != nil {

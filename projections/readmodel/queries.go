@@ -47,7 +47,9 @@ func (q *Queries) UserIDByName(ctx context.Context, name string) (string, error)
 
 // summaryCols and summaryFrom select a TraceSummary; the annotation counts
 // exclude label errors from positive/negative, so they count what trains.
-const summaryCols = `t.id, t.external_id, t.title, t.source_format, t.source_id, t.source_id, t.owner_id, t.step_count, t.created_at,
+const summaryCols = `t.id, t.external_id, t.title, t.source_format, t.source_id,
+	COALESCE(src.name, CASE t.source_id WHEN 'claude-code' THEN u.name || '''s Claude Code' WHEN 'codex' THEN u.name || '''s Codex' ELSE t.source_id END),
+	t.owner_id, t.step_count, t.created_at,
 	c.positive, c.negative, c.comments, c.label_errors`
 
 const summaryFrom = ` FROM rm_traces t LEFT JOIN LATERAL (SELECT
@@ -55,7 +57,9 @@ const summaryFrom = ` FROM rm_traces t LEFT JOIN LATERAL (SELECT
 		count(*) FILTER (WHERE a.rating = -1 AND NOT a.label_error) AS negative,
 		count(*) FILTER (WHERE a.comment IS NOT NULL) AS comments,
 		count(*) FILTER (WHERE a.label_error) AS label_errors
-	FROM rm_annotations a WHERE a.trace_id = t.id) c ON true`
+	FROM rm_annotations a WHERE a.trace_id = t.id) c ON true
+	LEFT JOIN rm_trace_sources src ON src.owner_id = t.owner_id AND src.source_id = t.source_id
+	JOIN rm_users u ON u.id = t.owner_id`
 
 func scanSummary(row pgx.Row, s *TraceSummary, extra ...any) error {
 	dest := append([]any{&s.ID, &s.ExternalID, &s.Title, &s.SourceFormat, &s.SourceID, &s.SourceName, &s.SourceOwnerID, &s.StepCount, &s.CreatedAt,

@@ -1,0 +1,38 @@
+package rest
+
+import (
+	"net/http"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/handlers"
+)
+
+type renameSourceRequest struct {
+	SourceID *string `json:"source_id"`
+	Name     *string `json:"name"`
+}
+
+// renameSource is PUT /trace-sources: the caller's display name for a source
+// id, applied to existing and future traces.
+func (a *API) renameSource(w http.ResponseWriter, r *http.Request) error {
+	caller := handlers.CallerFrom(r.Context())
+	if err := handlers.RequireWrite(caller); err != nil {
+		return err
+	}
+	var req renameSourceRequest
+	if err := a.decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if req.SourceID == nil || req.Name == nil {
+		return &domain.ValidationError{Code: "invalid_request", Message: "source_id and name are required"}
+	}
+	res, err := a.cmds.RenameTraceSource(r.Context(), handlers.Actor(caller), *req.SourceID, *req.Name)
+	if err != nil {
+		return err
+	}
+	if err := a.settle(r.Context(), res); err != nil {
+		return err
+	}
+	handlers.WriteJSON(w, http.StatusOK, map[string]string{"source_id": *req.SourceID, "name": *req.Name})
+	return nil
+}
