@@ -16,6 +16,7 @@ import (
 // strings exactly like REST.
 func TestDetailToProtoSpans(t *testing.T) {
 	parent, kind := "a", "llm"
+	minusOne, no := -1, "no"
 	d := &readmodel.TraceDetail{
 		TraceSummary: readmodel.TraceSummary{ID: "t1", Title: "x", CreatedAt: time.Unix(1700000000, 5).UTC()},
 		Metadata:     json.RawMessage(`{}`),
@@ -23,7 +24,8 @@ func TestDetailToProtoSpans(t *testing.T) {
 		Spans: []readmodel.Span{{ID: "b", ParentID: &parent, Name: "chat", Kind: &kind,
 			StartNs: 1700000000123456789, EndNs: 1700000000987654321,
 			Input: json.RawMessage(`[{"role":"user","content":"hi"}]`), Output: json.RawMessage("null"), StepIndices: []int{0}}},
-		Annotations: []json.RawMessage{json.RawMessage(`{"id":"n1","trace_id":"t1","step_id":null,"rating":-1,"comment":"no","quote":null,"label_error":false,"label_error_note":null,"author_id":"u","author_name":"alice","created_at":"2026-11-29T08:00:00Z","future_field":1}`)},
+		Annotations: []readmodel.Annotation{{ID: "n1", TraceID: "t1", Rating: &minusOne, Comment: &no, Quote: json.RawMessage("null"),
+			AuthorID: "u", AuthorName: "alice", CreatedAt: time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)}},
 	}
 	p, err := detailToProto(d)
 	require.NoError(t, err)
