@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -40,11 +42,32 @@ func genTraces(n, steps int, prefix string) []string {
 }
 
 func runIngestBench(b *testing.B) {
-	in := startServe(b)
+	profile := os.Getenv("CRITIC_BENCH_PROFILE") // a file to write the server's CPU profile of the bulk import to
+	var in *instance
+	if profile != "" {
+		in = startServe(b, "CRITIC_PPROF=1")
+	} else {
+		in = startServe(b)
+	}
 	key := in.newUser("bench", false)
 	const traces, steps, perRequest, workers = 10000, 20, 500, 4
 	lines := genTraces(traces, steps, "bench")
 
+	profDone := make(chan struct{})
+	if profile != "" {
+		go func() {
+			defer close(profDone)
+			resp, err := http.Get(in.url + "/debug/pprof/profile?seconds=8")
+			if err == nil {
+				defer resp.Body.Close()
+				f, _ := os.Create(profile)
+				_, _ = io.Copy(f, resp.Body)
+				f.Close()
+			}
+		}()
+	} else {
+		close(profDone)
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, traces/perRequest)
@@ -71,6 +94,7 @@ func runIngestBench(b *testing.B) {
 		b.Fatal(err)
 	}
 	apiDur := time.Since(start)
+	<-profDone
 	var n int
 	require.NoError(b, in.pool.QueryRow(context.Background(), "SELECT count(*) FROM rm_steps").Scan(&n))
 	require.Equal(b, traces*steps, n)

@@ -12,13 +12,22 @@ import (
 )
 
 // NewBackend returns the compute backend named by GOMLX_BACKEND ("go" or
-// "go:<options>", e.g. "go:ops_sequential"); the default is the pure-Go backend.
+// "go:<options>"); the default is the pure-Go backend with ops_sequential.
+//
+// Why ops_sequential: with parallel op execution, compute v0.1.2's worker pool
+// deadlocks — every pool slot can be held by an op goroutine blocked in
+// workerspool.Pool.Saturate (matmul) waiting for a free slot that only those same
+// goroutines could release (see gpuworker/scripts/GOMLX_DEADLOCK.md). Sequential op
+// scheduling still parallelises inside each matmul and measured faster here.
 // Only the pure-Go backend is linked into this build.
 func NewBackend() (compute.Backend, error) {
 	spec := os.Getenv("GOMLX_BACKEND")
 	name, opts, _ := strings.Cut(spec, ":")
 	switch name {
 	case "", gobackend.BackendName:
+		if opts == "" {
+			opts = "ops_sequential"
+		}
 		return gobackend.New(opts)
 	}
 	return nil, fmt.Errorf("GOMLX_BACKEND=%q: backend %q is not linked into this build (only %q)",

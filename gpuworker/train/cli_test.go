@@ -108,5 +108,5 @@ func TestCLIErrors(t *testing.T) {
 	err = CLI(ctx, []string{"train", "--pairs", pairs, "--base", base, "--out", tmp}, nil, &out, &errb)
 	require.ErrorContains(t, err, "tokenizer mismatch")
 	err = CLI(ctx, []string{"score", "--model", filepath.Join(tmp, "nothing")}, strings.NewReader(""), &out, &errb)
-	require.ErrorContains(t, err, "tokenizer.json")
+	require.ErrorContains(t, err, "config.json")
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/criticml/critic/domain"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -32,9 +33,11 @@ func (p Pair) Traces() []string {
 }
 
 // ActionTypes are the action_type values of step pairs that compare agent actions
-// (assistant responses and tool calls). Spec 002 counts these as "action comparisons".
+// (assistant responses and tool calls) — domain.ActionResponse, ActionToolCall
+// and ActionMixed as pair construction writes them. Spec 002 counts these as
+// "action comparisons"; "other" (a user or tool step was rated) is not one.
 var ActionTypes = map[string]bool{
-	"assistant": true, "assistant_response": true, "response": true, "tool_call": true,
+	domain.ActionResponse: true, domain.ActionToolCall: true, domain.ActionMixed: true,
 }
 
 // IsAction reports whether the pair compares an agent action.

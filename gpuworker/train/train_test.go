@@ -22,7 +22,7 @@ func testPairs() []Pair {
 		tr := fmt.Sprintf("trace-%02d", i)
 		ps = append(ps, Pair{Chosen: "user: refund?\nassistant: I refunded order " + tr, Rejected: "user: refund?\nassistant: no",
 			TraceIDs: []string{tr}, Granularity: "trace"})
-		at := "assistant_response"
+		at := "response"
 		if i%2 == 0 {
 			at = "tool_call"
 		}

@@ -113,4 +113,3 @@ func (a *API) deleteTrace(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
-

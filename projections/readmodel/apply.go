@@ -53,6 +53,9 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		}
 	}
 	tx := w.tx
+	if handled, err := applyModel(ctx, tx, e); handled {
+		return err
+	}
 	switch e.Type {
 	case events.UserCreated:
 		var p events.UserCreatedV1
@@ -107,6 +110,13 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			if _, err := tx.Exec(ctx, `DELETE FROM rm_steps WHERE trace_id = $1`, p.TraceID); err != nil {
 				return err
 			}
+			if _, err := tx.Exec(ctx, `DELETE FROM rm_action_scores WHERE trace_id = $1`, p.TraceID); err != nil {
+				return err
+			}
+		}
+		// A new revision makes the whole-trace scores stale.
+		if _, err := tx.Exec(ctx, `DELETE FROM rm_trace_scores WHERE trace_id = $1`, p.TraceID); err != nil {
+			return err
 		}
 		if _, err := tx.Exec(ctx, `UPDATE rm_traces SET title = $2, source_format = $3, source_id = $4,
 			metadata = COALESCE($5::jsonb, '{}'), revision = $6, updated_at = $7 WHERE id = $1`,
@@ -131,7 +141,8 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		for _, q := range []string{`DELETE FROM rm_steps WHERE trace_id = $1`, `DELETE FROM rm_spans WHERE trace_id = $1`,
-			`DELETE FROM rm_annotations WHERE trace_id = $1`, `DELETE FROM rm_traces WHERE id = $1`} {
+			`DELETE FROM rm_annotations WHERE trace_id = $1`, `DELETE FROM rm_trace_scores WHERE trace_id = $1`,
+			`DELETE FROM rm_action_scores WHERE trace_id = $1`, `DELETE FROM rm_scoring_runs WHERE trace_id = $1`, `DELETE FROM rm_traces WHERE id = $1`} {
 			if _, err := tx.Exec(ctx, q, p.TraceID); err != nil {
 				return err
 			}

@@ -50,7 +50,7 @@ func (q *Queries) UserIDByName(ctx context.Context, name string) (string, error)
 const summaryCols = `t.id, t.external_id, t.title, t.source_format, t.source_id,
 	COALESCE(src.name, CASE t.source_id WHEN 'claude-code' THEN u.name || '''s Claude Code' WHEN 'codex' THEN u.name || '''s Codex' ELSE t.source_id END),
 	t.owner_id, t.step_count, t.created_at,
-	c.positive, c.negative, c.comments, c.label_errors`
+	c.positive, c.negative, c.comments, c.label_errors, ls.model_id, ls.model_name, ls.score`
 
 const summaryFrom = ` FROM rm_traces t LEFT JOIN LATERAL (SELECT
 		count(*) FILTER (WHERE a.rating = 1 AND NOT a.label_error) AS positive,
@@ -59,13 +59,20 @@ const summaryFrom = ` FROM rm_traces t LEFT JOIN LATERAL (SELECT
 		count(*) FILTER (WHERE a.label_error) AS label_errors
 	FROM rm_annotations a WHERE a.trace_id = t.id) c ON true
 	LEFT JOIN rm_trace_sources src ON src.owner_id = t.owner_id AND src.source_id = t.source_id
+	LEFT JOIN LATERAL (SELECT model_id, model_name, score FROM rm_trace_scores sc WHERE sc.trace_id = t.id
+		ORDER BY sc.created_at DESC, sc.model_id LIMIT 1) ls ON true
 	JOIN rm_users u ON u.id = t.owner_id`
 
 func scanSummary(row pgx.Row, s *TraceSummary, extra ...any) error {
+	var lsID, lsName *string
+	var lsScore *float64
 	dest := append([]any{&s.ID, &s.ExternalID, &s.Title, &s.SourceFormat, &s.SourceID, &s.SourceName, &s.SourceOwnerID, &s.StepCount, &s.CreatedAt,
-		&s.PositiveCount, &s.NegativeCount, &s.CommentCount, &s.LabelErrorCount}, extra...)
+		&s.PositiveCount, &s.NegativeCount, &s.CommentCount, &s.LabelErrorCount, &lsID, &lsName, &lsScore}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return err
+	}
+	if lsID != nil {
+		s.LatestScore = &LatestScore{RewardModelID: *lsID, RewardModelName: *lsName, Score: *lsScore}
 	}
 	s.CreatedAt = s.CreatedAt.UTC()
 	return nil
@@ -104,7 +111,7 @@ func (q *Queries) GetTrace(ctx context.Context, owner, id string) (*TraceDetail,
 		return nil, domain.NotFound("trace", id)
 	}
 	d := &TraceDetail{Steps: []Step{}, Spans: []Span{}, Annotations: []Annotation{},
-		Scores: []json.RawMessage{}, ActionScores: []json.RawMessage{}, ScoringRuns: []json.RawMessage{}}
+		Scores: []TraceScore{}, ActionScores: []ActionScore{}, ScoringRuns: []ScoringRun{}}
 	var meta []byte
 	err := scanSummary(q.pool.QueryRow(ctx, `SELECT `+summaryCols+`, t.metadata`+summaryFrom+` WHERE t.id = $1 AND t.owner_id = $2`, id, owner), &d.TraceSummary, &meta)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -134,6 +141,9 @@ func (q *Queries) GetTrace(ctx context.Context, owner, id string) (*TraceDetail,
 		return nil, err
 	}
 	if d.Annotations, err = q.annotations(ctx, `a.trace_id = $1`, id); err != nil {
+		return nil, err
+	}
+	if err := q.scoresOf(ctx, d); err != nil {
 		return nil, err
 	}
 	rows, err = q.pool.Query(ctx, `SELECT span_id, parent_id, name, kind, start_ns, end_ns, input, output, step_indices

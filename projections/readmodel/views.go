@@ -61,13 +61,13 @@ type Span struct {
 // TraceDetail is GET /traces/{id}.
 type TraceDetail struct {
 	TraceSummary
-	Metadata     json.RawMessage   `json:"metadata"`
-	Steps        []Step            `json:"steps"`
-	Spans        []Span            `json:"spans"`
-	Annotations  []Annotation      `json:"annotations"`
-	Scores       []json.RawMessage `json:"scores"`
-	ActionScores []json.RawMessage `json:"action_scores"`
-	ScoringRuns  []json.RawMessage `json:"scoring_runs"`
+	Metadata     json.RawMessage `json:"metadata"`
+	Steps        []Step          `json:"steps"`
+	Spans        []Span          `json:"spans"`
+	Annotations  []Annotation    `json:"annotations"`
+	Scores       []TraceScore    `json:"scores"`
+	ActionScores []ActionScore   `json:"action_scores"`
+	ScoringRuns  []ScoringRun    `json:"scoring_runs"`
 }
 
 // Caller is the account behind an API key.

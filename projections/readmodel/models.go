@@ -1,0 +1,219 @@
+package readmodel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/criticml/critic/domain"
+)
+
+// RewardModel is the RewardModel shape of spec 001, plus `progress` while it
+// runs.
+type RewardModel struct {
+	ID         string          `json:"id"`
+	Name       string          `json:"name"`
+	BaseModel  string          `json:"base_model"`
+	Compute    string          `json:"compute"`
+	Epochs     int             `json:"epochs"`
+	MaxPairs   int             `json:"max_pairs"`
+	TraceCount int             `json:"trace_count"`
+	Status     string          `json:"status"`
+	NumPairs   *int            `json:"num_pairs"`
+	Metrics    json.RawMessage `json:"metrics"`
+	Error      *string         `json:"error"`
+	Progress   json.RawMessage `json:"progress"`
+	CreatedAt  time.Time       `json:"created_at"`
+	StartedAt  *time.Time      `json:"started_at"`
+	FinishedAt *time.Time      `json:"finished_at"`
+}
+
+// RewardModelDetail is GET /reward-models/{id}. Feedback is null: this
+// deployment trains on explicit ratings only and records no LLM extraction.
+type RewardModelDetail struct {
+	RewardModel
+	TraceIDs []string        `json:"trace_ids"`
+	Feedback json.RawMessage `json:"feedback"`
+}
+
+const modelCols = `m.id, m.name, m.base_model, m.compute, m.epochs, m.max_pairs, cardinality(m.trace_ids), m.status, m.num_pairs,
+	m.metrics, m.error, m.progress, m.created_at, m.started_at, m.finished_at`
+
+func scanModel(row pgx.Row, m *RewardModel, extra ...any) error {
+	var metrics, progress []byte
+	if err := row.Scan(append([]any{&m.ID, &m.Name, &m.BaseModel, &m.Compute, &m.Epochs, &m.MaxPairs, &m.TraceCount, &m.Status, &m.NumPairs,
+		&metrics, &m.Error, &progress, &m.CreatedAt, &m.StartedAt, &m.FinishedAt}, extra...)...); err != nil {
+		return err
+	}
+	m.Metrics, m.Progress = rawOrNull(metrics), rawOrNull(progress)
+	m.CreatedAt = m.CreatedAt.UTC()
+	for _, t := range []*time.Time{m.StartedAt, m.FinishedAt} {
+		if t != nil {
+			*t = t.UTC()
+		}
+	}
+	return nil
+}
+
+// ListRewardModels returns the owner's models, newest first.
+func (q *Queries) ListRewardModels(ctx context.Context, owner string) ([]RewardModel, error) {
+	rows, err := q.pool.Query(ctx, `SELECT `+modelCols+` FROM rm_reward_models m WHERE m.owner_id = $1 ORDER BY m.seq DESC`, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []RewardModel{}
+	for rows.Next() {
+		var m RewardModel
+		if err := scanModel(rows, &m); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// GetRewardModel returns one of the owner's models.
+func (q *Queries) GetRewardModel(ctx context.Context, owner, id string) (*RewardModelDetail, error) {
+	if !validUUID(id) {
+		return nil, domain.NotFound("reward model", id)
+	}
+	d := &RewardModelDetail{Feedback: json.RawMessage("null")}
+	err := scanModel(q.pool.QueryRow(ctx, `SELECT `+modelCols+`, m.trace_ids::text[] FROM rm_reward_models m WHERE m.id = $1 AND m.owner_id = $2`, id, owner),
+		&d.RewardModel, &d.TraceIDs)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, domain.NotFound("reward model", id)
+	}
+	return d, err
+}
+
+// ArtifactKey returns the checkpoint of an owner's succeeded model; any other
+// model is not found (spec: 404 until succeeded).
+func (q *Queries) ArtifactKey(ctx context.Context, owner, id string) (string, error) {
+	if !validUUID(id) {
+		return "", domain.NotFound("reward model", id)
+	}
+	var key *string
+	err := q.pool.QueryRow(ctx, `SELECT artifact_key FROM rm_reward_models WHERE id = $1 AND owner_id = $2 AND status = 'succeeded'`, id, owner).Scan(&key)
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && key == nil) {
+		return "", domain.NotFound("reward model weights", id)
+	}
+	return *key, err
+}
+
+// ExpiredLeases lists running models whose last heartbeat is older than their
+// lease at now; the sweeper confirms each on the model's stream.
+func (q *Queries) ExpiredLeases(ctx context.Context, now time.Time) ([]string, error) {
+	rows, err := q.pool.Query(ctx, `SELECT id FROM rm_reward_models WHERE status = 'running'
+		AND last_beat + make_interval(secs => lease_seconds) < $1`, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// ScoringRun is the ScoringRun shape of spec 001.
+type ScoringRun struct {
+	ID            string     `json:"id"`
+	TraceID       string     `json:"trace_id"`
+	RewardModelID string     `json:"reward_model_id"`
+	Status        string     `json:"status"`
+	Error         *string    `json:"error"`
+	CreatedAt     time.Time  `json:"created_at"`
+	StartedAt     *time.Time `json:"started_at"`
+	FinishedAt    *time.Time `json:"finished_at"`
+}
+
+const runCols = `r.id, r.trace_id, r.model_id, r.status, r.error, r.created_at, r.started_at, r.finished_at`
+
+func scanRun(row pgx.Row) (ScoringRun, error) {
+	var r ScoringRun
+	err := row.Scan(&r.ID, &r.TraceID, &r.RewardModelID, &r.Status, &r.Error, &r.CreatedAt, &r.StartedAt, &r.FinishedAt)
+	r.CreatedAt = r.CreatedAt.UTC()
+	return r, err
+}
+
+// GetScoringRun returns one of the owner's scoring runs.
+func (q *Queries) GetScoringRun(ctx context.Context, owner, id string) (*ScoringRun, error) {
+	r, err := scanRun(q.pool.QueryRow(ctx, `SELECT `+runCols+` FROM rm_scoring_runs r WHERE r.id = $1 AND r.owner_id = $2`, id, owner))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, domain.NotFound("scoring run", id)
+	}
+	return &r, err
+}
+
+// TraceScore is an entry of TraceDetail.scores (latest per model).
+type TraceScore struct {
+	RewardModelID   string    `json:"reward_model_id"`
+	RewardModelName string    `json:"reward_model_name"`
+	Score           float64   `json:"score"`
+	CreatedAt       time.Time `json:"created_at"`
+}
+
+// ActionScore is an entry of TraceDetail.action_scores.
+type ActionScore struct {
+	RewardModelID   string    `json:"reward_model_id"`
+	RewardModelName string    `json:"reward_model_name"`
+	StepID          string    `json:"step_id"`
+	Score           float64   `json:"score"`
+	Credit          float64   `json:"credit"`
+	CreatedAt       time.Time `json:"created_at"`
+}
+
+// scoresOf fills a detail's scores, action scores and latest runs per model.
+func (q *Queries) scoresOf(ctx context.Context, d *TraceDetail) error {
+	rows, err := q.pool.Query(ctx, `SELECT model_id, model_name, score, created_at FROM rm_trace_scores WHERE trace_id = $1 ORDER BY created_at DESC, model_id`, d.ID)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var s TraceScore
+		if err := rows.Scan(&s.RewardModelID, &s.RewardModelName, &s.Score, &s.CreatedAt); err != nil {
+			rows.Close()
+			return err
+		}
+		s.CreatedAt = s.CreatedAt.UTC()
+		d.Scores = append(d.Scores, s)
+	}
+	rows.Close()
+	rows, err = q.pool.Query(ctx, `SELECT a.model_id, a.model_name, a.step_id, a.score, a.credit, a.created_at FROM rm_action_scores a
+		JOIN rm_steps s ON s.id = a.step_id WHERE a.trace_id = $1 ORDER BY a.model_id, s.idx`, d.ID)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var s ActionScore
+		if err := rows.Scan(&s.RewardModelID, &s.RewardModelName, &s.StepID, &s.Score, &s.Credit, &s.CreatedAt); err != nil {
+			rows.Close()
+			return err
+		}
+		s.CreatedAt = s.CreatedAt.UTC()
+		d.ActionScores = append(d.ActionScores, s)
+	}
+	rows.Close()
+	rows, err = q.pool.Query(ctx, `SELECT DISTINCT ON (r.model_id) `+runCols+` FROM rm_scoring_runs r WHERE r.trace_id = $1 ORDER BY r.model_id, r.seq DESC`, d.ID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return err
+		}
+		d.ScoringRuns = append(d.ScoringRuns, r)
+	}
+	return rows.Err()
+}

@@ -1,0 +1,314 @@
+// Package snapshot is the projection behind POST /query: one DuckDB file per
+// owner with the tables traces, steps, annotations, scores and action_scores
+// (platform/duck owns the files and the query sandbox). It is eventually
+// consistent with the log — it trails it by the relay and consumer delay —
+// and disposable: Replay rebuilds every file from the event store.
+package snapshot
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/duck"
+	"github.com/criticml/critic/platform/eventstore"
+)
+
+// Name is the projection's consumer group. Every process that serves
+// /query keeps its own files, so in a distributed deployment each API
+// instance must consume every partition (a group of its own, e.g.
+// "snapshot-<instance>"); one shared group would split the owners.
+const Name = "snapshot"
+
+// Projection applies events to the per-owner snapshot files.
+type Projection struct {
+	snaps *duck.Snapshots
+	blobs blob.Store
+	log   *slog.Logger
+}
+
+// New returns the projection writing into snaps.
+func New(snaps *duck.Snapshots, blobs blob.Store, log *slog.Logger) *Projection {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Projection{snaps: snaps, blobs: blobs, log: log}
+}
+
+// handled lists the event types that change a snapshot. Everything else
+// (users, keys, OTel raw spans, source names) is skipped without being
+// recorded, so it costs nothing.
+var handled = map[string]bool{
+	events.TraceImported:     true,
+	events.TraceRevised:      true,
+	events.TraceDeleted:      true,
+	events.AnnotationAdded:   true,
+	events.AnnotationEdited:  true,
+	events.AnnotationRemoved: true,
+}
+
+// Apply applies a Kafka batch: its events are grouped by owner (one owner's
+// events keep their order) and each owner's group is applied in one DuckDB
+// transaction with its event ids, so a redelivered event changes nothing and
+// a failure leaves that owner's file as it was (the batch is retried).
+func (p *Projection) Apply(ctx context.Context, envs []events.Envelope) error {
+	var order []string
+	groups := map[string][]events.Envelope{}
+	for _, e := range envs {
+		if !handled[e.Type] || e.OwnerID == "" {
+			continue
+		}
+		if _, ok := groups[e.OwnerID]; !ok {
+			order = append(order, e.OwnerID)
+		}
+		groups[e.OwnerID] = append(groups[e.OwnerID], e)
+	}
+	for _, owner := range order {
+		if err := p.applyOwner(ctx, owner, groups[owner]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Projection) applyOwner(ctx context.Context, owner string, envs []events.Envelope) error {
+	ids := make([]string, len(envs))
+	for i, e := range envs {
+		ids[i] = e.ID
+	}
+	_, err := p.snaps.ApplyBatch(ctx, owner, ids, func(tx *duck.Tx, fresh []int) error {
+		w := &writer{tx: tx, pending: map[string]*pendingTrace{}}
+		for _, i := range fresh {
+			e, err := eventstore.Resolve(ctx, p.blobs, envs[i])
+			if err != nil {
+				return err
+			}
+			if err := w.apply(ctx, e); err != nil {
+				return fmt.Errorf("snapshot: apply %s %s: %w", e.Type, e.ID, err)
+			}
+		}
+		return w.flush(ctx)
+	})
+	return err
+}
+
+// pendingTrace is an imported trace not yet written: imports are buffered
+// and written in bulk (appender) when the batch ends or before any event
+// that reads or changes existing rows.
+type pendingTrace struct {
+	row   duck.TraceRow
+	steps []duck.StepRow
+}
+
+type writer struct {
+	tx      *duck.Tx
+	order   []string
+	pending map[string]*pendingTrace
+}
+
+func (w *writer) flush(ctx context.Context) error {
+	if len(w.order) == 0 {
+		return nil
+	}
+	// An import follows a deletion (or nothing), so usually no row exists;
+	// one that does (a replayed import after a lost deletion) is replaced.
+	existing, err := w.tx.ExistingTraces(ctx, w.order)
+	if err != nil {
+		return err
+	}
+	var stale []string
+	for id := range existing {
+		stale = append(stale, id)
+	}
+	if err := w.tx.DeleteTraces(ctx, stale); err != nil {
+		return err
+	}
+	traces := make([]duck.TraceRow, 0, len(w.order))
+	var steps []duck.StepRow
+	for _, id := range w.order {
+		pt := w.pending[id]
+		traces = append(traces, pt.row)
+		steps = append(steps, pt.steps...)
+	}
+	if err := w.tx.InsertTraces(ctx, traces); err != nil {
+		return err
+	}
+	if err := w.tx.AppendSteps(ctx, steps); err != nil {
+		return err
+	}
+	w.order = w.order[:0]
+	clear(w.pending)
+	return nil
+}
+
+func (w *writer) apply(ctx context.Context, e events.Envelope) error {
+	if e.Type != events.TraceImported {
+		if err := w.flush(ctx); err != nil {
+			return err
+		}
+	}
+	tx := w.tx
+	switch e.Type {
+	case events.TraceImported:
+		var p events.TraceImportedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		if _, ok := w.pending[p.TraceID]; !ok {
+			w.order = append(w.order, p.TraceID)
+		}
+		w.pending[p.TraceID] = &pendingTrace{
+			row: duck.TraceRow{ID: p.TraceID, ExternalID: p.ExternalID, Title: p.Title, SourceFormat: p.SourceFormat,
+				SourceID: domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat), StepCount: len(p.Steps),
+				Metadata: objectOrEmpty(p.Metadata), CreatedAt: e.RecordedAt, UpdatedAt: e.RecordedAt},
+			steps: stepRows(p.TraceID, p.Steps),
+		}
+		return nil
+	case events.TraceRevised:
+		var p events.TraceRevisedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		if p.Mode == events.RevisionAppended {
+			if err := tx.AppendSteps(ctx, stepRows(p.TraceID, p.Steps)); err != nil {
+				return err
+			}
+		} else {
+			if err := tx.ReplaceSteps(ctx, p.TraceID, stepRows(p.TraceID, p.Steps)); err != nil {
+				return err
+			}
+			// Kept steps keep their ids but may move; annotations follow
+			// them (those on removed steps go by their own events).
+			if err := tx.Exec(ctx, `UPDATE main.annotations SET step_index = s.step_index FROM main.steps s
+				WHERE annotations.trace_id = ? AND s.trace_id = annotations.trace_id AND s.id = annotations.step_id`,
+				p.TraceID); err != nil {
+				return err
+			}
+		}
+		meta, err := json.Marshal(objectOrEmpty(p.Metadata))
+		if err != nil {
+			return err
+		}
+		return tx.Exec(ctx, `UPDATE main.traces SET title = ?, source_format = ?, source_id = ?, metadata = ?,
+			step_count = (SELECT count(*) FROM main.steps WHERE trace_id = ?), updated_at = ? WHERE id = ?`,
+			nullIfEmpty(p.Title), nullIfEmpty(p.SourceFormat), domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat),
+			string(meta), p.TraceID, e.RecordedAt, p.TraceID)
+	case events.TraceDeleted:
+		var p events.TraceDeletedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		return tx.DeleteTrace(ctx, p.TraceID)
+	case events.AnnotationAdded:
+		var p events.AnnotationAddedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		row := duck.AnnotationRow{ID: p.AnnotationID, TraceID: p.TraceID, Rating: p.Rating, Comment: p.Comment,
+			AuthorID: p.AuthorID, AuthorName: p.AuthorName, CreatedAt: e.RecordedAt}
+		if p.Quote != nil {
+			row.Quote = p.Quote
+		}
+		if p.StepID != "" {
+			stepID := p.StepID
+			row.StepID = &stepID
+			idx, err := tx.StepIndex(ctx, p.TraceID, p.StepID)
+			if err != nil {
+				return err
+			}
+			row.StepIndex = idx // nil if the step is gone: the row still says which step
+		}
+		return tx.UpsertAnnotation(ctx, row)
+	case events.AnnotationEdited:
+		var p events.AnnotationEditedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		return tx.Exec(ctx, `UPDATE main.annotations SET rating = ?, comment = ?, label_error = ?, label_error_note = ?
+			WHERE id = ?`, derefInt(p.Rating), derefString(p.Comment), p.LabelError, derefString(p.LabelErrorNote), p.AnnotationID)
+	case events.AnnotationRemoved:
+		var p events.AnnotationRemovedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		return tx.DeleteAnnotation(ctx, p.AnnotationID)
+	}
+	return nil
+}
+
+func stepRows(traceID string, steps []events.StepRecord) []duck.StepRow {
+	out := make([]duck.StepRow, len(steps))
+	for i, s := range steps {
+		out[i] = duck.StepRow{ID: s.ID, TraceID: traceID, Index: s.Index, Role: string(s.Role), Content: s.Content,
+			ToolName: s.ToolName, ToolCallID: s.ToolCallID}
+		if len(s.ToolInput) > 0 {
+			out[i].ToolInput = s.ToolInput
+		}
+		if len(s.Metadata) > 0 {
+			out[i].Metadata = s.Metadata
+		}
+	}
+	return out
+}
+
+// objectOrEmpty keeps trace metadata a JSON object ({} when absent), as the
+// REST API shows it.
+func objectOrEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func derefInt(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func derefString(p *string) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// Replay rebuilds every owner's snapshot from the whole event log into a new
+// directory and swaps it in only when complete (duck.Rebuild), so a failed
+// replay leaves the old snapshots. The directory must not be in use: stop
+// `critic serve` first (duck.ErrLocked otherwise). It returns how many events
+// it read.
+func Replay(ctx context.Context, dir string, store *eventstore.Store, log *slog.Logger) (int, error) {
+	n := 0
+	err := duck.Rebuild(ctx, dir, duck.Options{}, func(ctx context.Context, s *duck.Snapshots) error {
+		p := New(s, store.Blobs(), log)
+		var after int64
+		for {
+			batch, err := store.ReadAfter(ctx, after, 5000)
+			if err != nil {
+				return err
+			}
+			if len(batch) == 0 {
+				return nil
+			}
+			if err := p.Apply(ctx, batch); err != nil {
+				return err
+			}
+			n += len(batch)
+			after = batch[len(batch)-1].Seq
+		}
+	})
+	return n, err
+}
