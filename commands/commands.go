@@ -23,13 +23,17 @@ type Commands struct {
 // New returns the command side over an event store.
 func New(store *eventstore.Store) *Commands { return &Commands{store: store} }
 
-// Actor is who issues a command: a user (by id) or the system.
+// Actor is who issues a command: a user (by id), a worker, or the system.
 type Actor struct {
 	UserID string
+	worker string
 }
 
 func (a Actor) String() string {
-	if a.UserID == "" {
+	switch {
+	case a.worker != "":
+		return "worker:" + a.worker
+	case a.UserID == "":
 		return "system"
 	}
 	return "user:" + a.UserID

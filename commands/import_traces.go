@@ -89,6 +89,10 @@ func (c *Commands) decideImports(ctx context.Context, actor Actor, parsed []doma
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	occurrences := map[string]int{}
+	for _, id := range ids {
+		occurrences[id]++
+	}
 	states := map[string]*traces.State{}
 	expected := map[string]int64{}
 	var evs []events.New
@@ -121,14 +125,23 @@ func (c *Commands) decideImports(ctx context.Context, actor Actor, parsed []doma
 			continue
 		}
 		evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: d.Type, Payload: d.Payload})
-		// Later lines of the same payload may touch the same trace again.
-		raw, _ := json.Marshal(d.Payload)
-		st.Apply(events.Envelope{Type: d.Type, Version: st.Version + 1, OwnerID: actor.UserID, Payload: raw})
 		for _, rm := range d.Removals {
 			evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: events.AnnotationRemoved, Payload: rm})
-			raw, _ := json.Marshal(rm)
-			st.Apply(events.Envelope{Type: events.AnnotationRemoved, Version: st.Version + 1, OwnerID: actor.UserID, Payload: raw})
+		}
+		if occurrences[ids[i]]--; occurrences[ids[i]] > 0 {
+			// A later line of the same payload touches this trace again: it
+			// must decide on the state these events produce.
+			apply(st, actor.UserID, d.Type, d.Payload)
+			for _, rm := range d.Removals {
+				apply(st, actor.UserID, events.AnnotationRemoved, rm)
+			}
 		}
 	}
 	return out, evs, expected, nil
+}
+
+// apply folds a decided (not yet stored) event into an in-memory state.
+func apply(st *traces.State, owner, typ string, payload any) {
+	raw, _ := json.Marshal(payload)
+	st.Apply(events.Envelope{Type: typ, Version: st.Version + 1, OwnerID: owner, Payload: raw})
 }

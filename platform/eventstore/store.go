@@ -190,11 +190,18 @@ func scanEnvelope(rows pgx.Rows) (events.Envelope, error) {
 // LoadStreams returns the events of each named stream in version order, with
 // claim checks resolved. Streams with no events are absent from the map.
 func (s *Store) LoadStreams(ctx context.Context, streams []string) (map[string][]events.Envelope, error) {
+	return s.LoadStreamsAsOf(ctx, streams, 0)
+}
+
+// LoadStreamsAsOf is LoadStreams cut at a log position: only events with
+// seq <= asOf (asOf 0 = everything). Replaying a stream as of a past event is
+// how a dataset is rebuilt exactly as it was built.
+func (s *Store) LoadStreamsAsOf(ctx context.Context, streams []string, asOf int64) (map[string][]events.Envelope, error) {
 	out := map[string][]events.Envelope{}
 	if len(streams) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE stream = ANY($1) ORDER BY stream, version", streams)
+	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE stream = ANY($1) AND ($2 = 0 OR seq <= $2) ORDER BY stream, version", streams, asOf)
 	if err != nil {
 		return nil, err
 	}
@@ -208,6 +215,26 @@ func (s *Store) LoadStreams(ctx context.Context, streams []string) (map[string][
 			return nil, err
 		}
 		out[e.Stream] = append(out[e.Stream], e)
+	}
+	return out, rows.Err()
+}
+
+// OwnerStreams lists an owner's streams whose name starts with prefix and
+// that had events at or before asOf (0 = now), in first-event order.
+func (s *Store) OwnerStreams(ctx context.Context, owner, prefix string, asOf int64) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT stream FROM events WHERE owner_id = $1 AND starts_with(stream, $2) AND ($3 = 0 OR seq <= $3)
+		GROUP BY stream ORDER BY min(seq)`, owner, prefix, asOf)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var st string
+		if err := rows.Scan(&st); err != nil {
+			return nil, err
+		}
+		out = append(out, st)
 	}
 	return out, rows.Err()
 }

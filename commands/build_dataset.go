@@ -1,0 +1,114 @@
+package commands
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/domain/traces"
+)
+
+// DatasetKey is where an attempt's dataset lives in the blob store.
+func DatasetKey(ownerID, modelID string, attempt int) string {
+	return fmt.Sprintf("datasets/%s/%s/attempt-%d.json", ownerID, modelID, attempt)
+}
+
+// BuildDataset builds the current attempt's dataset from the log as of the
+// event that queued it (the request or the retry), stores it in the blob
+// store and appends dataset_built — or fails the attempt, before any model
+// is loaded, when it has too few pairs. A model that already has its
+// dataset, or is no longer queued, is left alone (duplicate deliveries).
+func (c *Commands) BuildDataset(ctx context.Context, modelID string) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.loadModel(ctx, "", modelID)
+		if err != nil {
+			return Result{}, err
+		}
+		if st.Status != rewardmodels.StatusQueued || st.Dataset != nil {
+			return Result{}, nil
+		}
+		asOf, err := c.queuedAt(ctx, st)
+		if err != nil {
+			return Result{}, err
+		}
+		ds, err := c.Dataset(ctx, st, asOf)
+		var few *rewardmodels.TooFewPairsError
+		if errors.As(err, &few) {
+			p, derr := rewardmodels.DecideFail(st, st.Attempt, "", events.FailureTooFewPairs, few.Error())
+			if derr != nil {
+				return Result{}, derr
+			}
+			return c.appendToModel(ctx, Actor{}, st, events.RewardModelTrainingFailed, p)
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		raw, err := json.Marshal(ds)
+		if err != nil {
+			return Result{}, err
+		}
+		key := DatasetKey(st.OwnerID, st.ID, st.Attempt)
+		if err := c.store.Blobs().Put(ctx, key, raw); err != nil {
+			return Result{}, fmt.Errorf("store the dataset: %w", err)
+		}
+		sum := sha256.Sum256(raw)
+		return c.appendToModel(ctx, Actor{}, st, events.RewardModelDatasetBuilt, events.RewardModelDatasetBuiltV1{
+			ModelID: st.ID, Attempt: st.Attempt, DatasetKey: key, DatasetSHA256: hex.EncodeToString(sum[:]),
+			NumPairs: len(ds.Pairs), SourceTraces: ds.SourceTraces, ScoreItems: len(ds.ScoreItems),
+			ActionScoreItems: len(ds.ActionScoreItems), AsOfSeq: asOf})
+	})
+}
+
+// queuedAt is the log position of the event that queued the current attempt.
+func (c *Commands) queuedAt(ctx context.Context, st rewardmodels.State) (int64, error) {
+	stream := events.RewardModelStream(st.ID)
+	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	if err != nil {
+		return 0, err
+	}
+	var seq int64
+	for _, e := range loaded[stream] {
+		if e.Type == events.RewardModelRequested || e.Type == events.RewardModelRetried {
+			seq = e.Seq
+		}
+	}
+	return seq, nil
+}
+
+// Dataset rebuilds a model's dataset from the log as of asOf: pairs from the
+// selected traces, texts to score from every trace the owner had. It is pure
+// given the log, which is what `critic audit` relies on.
+func (c *Commands) Dataset(ctx context.Context, st rewardmodels.State, asOf int64) (rewardmodels.Dataset, error) {
+	all, err := c.store.OwnerStreams(ctx, st.OwnerID, "trace/", asOf)
+	if err != nil {
+		return rewardmodels.Dataset{}, err
+	}
+	loaded, err := c.store.LoadStreamsAsOf(ctx, all, asOf)
+	if err != nil {
+		return rewardmodels.Dataset{}, err
+	}
+	fold := func(stream string) traces.State {
+		var s traces.State
+		for _, e := range loaded[stream] {
+			s.Apply(e)
+		}
+		return s
+	}
+	var selected, every []traces.State
+	for _, id := range st.Requested.TraceIDs {
+		if s := fold(events.TraceStream(id)); s.Exists {
+			selected = append(selected, s)
+		}
+	}
+	for _, stream := range all {
+		if s := fold(stream); s.Exists {
+			every = append(every, s)
+		}
+	}
+	return rewardmodels.BuildDataset(st.ID, st.Attempt, asOf, selected, every, st.Requested.MaxPairs)
+}

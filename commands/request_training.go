@@ -1,0 +1,109 @@
+package commands
+
+import (
+	"context"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/domain/traces"
+)
+
+// RequestTraining is POST /reward-models.
+type RequestTraining struct {
+	Name      string
+	TraceIDs  []string
+	BaseModel string
+	Epochs    int
+	MaxPairs  int
+}
+
+// RequestTrainingResult carries the new model's id.
+type RequestTrainingResult struct {
+	Result
+	ModelID string
+}
+
+// RequestTraining queues a reward model on the caller's selected traces.
+// Every trace must be the caller's: the first one that is not is named in a
+// 404. Pairs are checked later, before any model is loaded.
+func (c *Commands) RequestTraining(ctx context.Context, actor Actor, in RequestTraining) (RequestTrainingResult, error) {
+	in.Name = strings.TrimSpace(in.Name)
+	if n := utf8.RuneCountInString(in.Name); n < 1 || n > 200 {
+		return RequestTrainingResult{}, &domain.ValidationError{Code: "invalid_request", Field: "name", Message: "name must be 1–200 characters"}
+	}
+	if len(in.TraceIDs) == 0 {
+		return RequestTrainingResult{}, &domain.ValidationError{Code: "invalid_request", Field: "trace_ids", Message: "select at least one trace"}
+	}
+	if in.BaseModel == "" {
+		in.BaseModel = rewardmodels.DefaultBaseModel
+	}
+	if in.Epochs == 0 {
+		in.Epochs = rewardmodels.DefaultEpochs
+	}
+	if in.Epochs < 1 || in.Epochs > 100 {
+		return RequestTrainingResult{}, &domain.ValidationError{Code: "invalid_request", Field: "epochs", Message: "epochs must be 1–100"}
+	}
+	if in.MaxPairs == 0 {
+		in.MaxPairs = domain.DefaultMaxPairs
+	}
+	if in.MaxPairs < 1 || in.MaxPairs > 1_000_000 {
+		return RequestTrainingResult{}, &domain.ValidationError{Code: "invalid_request", Field: "max_pairs", Message: "max_pairs must be 1–1000000"}
+	}
+	seen := map[string]bool{}
+	var ids, streams []string
+	for _, id := range in.TraceIDs {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+			streams = append(streams, events.TraceStream(id))
+		}
+	}
+	loaded, err := c.store.LoadStreams(ctx, streams)
+	if err != nil {
+		return RequestTrainingResult{}, err
+	}
+	for i, id := range ids {
+		var st traces.State
+		for _, e := range loaded[streams[i]] {
+			st.Apply(e)
+		}
+		if !st.Exists || st.OwnerID != actor.UserID {
+			return RequestTrainingResult{}, domain.NotFound("trace", id)
+		}
+	}
+	modelID := newID()
+	stream := events.RewardModelStream(modelID)
+	r, err := c.append(ctx, actor, map[string]int64{stream: 0}, []events.New{{ID: newID(), Stream: stream, OwnerID: actor.UserID,
+		Type: events.RewardModelRequested, Payload: events.RewardModelRequestedV1{ModelID: modelID, Name: in.Name, BaseModel: in.BaseModel,
+			Compute: rewardmodels.Compute, Epochs: in.Epochs, MaxPairs: in.MaxPairs, TraceIDs: ids}}})
+	return RequestTrainingResult{Result: r, ModelID: modelID}, err
+}
+
+// loadModel returns a model's state; another owner's (ownerID != "") or a
+// missing model is not found.
+func (c *Commands) loadModel(ctx context.Context, ownerID, modelID string) (rewardmodels.State, error) {
+	stream := events.RewardModelStream(modelID)
+	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	if err != nil {
+		return rewardmodels.State{}, err
+	}
+	var st rewardmodels.State
+	for _, e := range loaded[stream] {
+		st.Apply(e)
+	}
+	if st.ID == "" || (ownerID != "" && st.OwnerID != ownerID) {
+		return rewardmodels.State{}, domain.NotFound("reward model", modelID)
+	}
+	return st, nil
+}
+
+// appendToModel appends events to a loaded model's stream at its version
+// (plus any extra events on other streams, unchecked).
+func (c *Commands) appendToModel(ctx context.Context, actor Actor, st rewardmodels.State, typ string, payload any, extra ...events.New) (Result, error) {
+	stream := events.RewardModelStream(st.ID)
+	evs := append([]events.New{{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: typ, Payload: payload}}, extra...)
+	return c.append(ctx, actor, map[string]int64{stream: st.Version}, evs)
+}

@@ -1,0 +1,168 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/domain/traces"
+)
+
+// RequestScoringResult names the run that answers the request: a new one, the
+// active one (concurrent requests reuse it), or the completed one for the
+// same trace revision and checkpoint.
+type RequestScoringResult struct {
+	Result
+	RunID string
+}
+
+// ScoringItems is what a scoring worker reads: the trace's actions rendered
+// exactly as training renders them, and the whole trace.
+type ScoringItems struct {
+	RunID            string                    `json:"run_id"`
+	ModelID          string                    `json:"model_id"`
+	ArtifactKey      string                    `json:"artifact_key"`
+	Trace            rewardmodels.ScoreItem    `json:"trace"`
+	ActionScoreItems []rewardmodels.ActionItem `json:"action_score_items"`
+}
+
+// RequestScoring is POST /traces/{id}/score.
+func (c *Commands) RequestScoring(ctx context.Context, actor Actor, traceID, modelID string) (RequestScoringResult, error) {
+	m, err := c.loadModel(ctx, actor.UserID, modelID)
+	if err != nil {
+		return RequestScoringResult{}, err
+	}
+	var res RequestScoringResult
+	r, err := retryOnConflict(func() (Result, error) {
+		tr, err := c.ownedTrace(ctx, actor, traceID)
+		if err != nil {
+			return Result{}, err
+		}
+		if err := rewardmodels.CheckScorable(m); err != nil {
+			return Result{}, err
+		}
+		stream := events.ScoringStream(traceID, modelID)
+		loaded, err := c.store.LoadStreams(ctx, []string{stream})
+		if err != nil {
+			return Result{}, err
+		}
+		var sc rewardmodels.ScoringState
+		for _, e := range loaded[stream] {
+			sc.Apply(e)
+		}
+		if sc.Active() || (sc.Status == rewardmodels.RunSucceeded && sc.Revision == tr.Revision) {
+			res.RunID = sc.RunID
+			return Result{}, nil
+		}
+		items := scoringItems(tr, m)
+		if len(items.ActionScoreItems) == 0 {
+			return Result{}, &domain.ValidationError{Code: "no_actions", Field: "trace_id", Message: "the trace has no assistant responses or tool calls to score"}
+		}
+		runID := newID()
+		items.RunID = runID
+		raw, _ := json.Marshal(items)
+		key := fmt.Sprintf("scoring/%s/%s.json", actor.UserID, runID)
+		if err := c.store.Blobs().Put(ctx, key, raw); err != nil {
+			return Result{}, err
+		}
+		res.RunID = runID
+		return c.append(ctx, actor, map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: actor.UserID,
+			Type: events.ScoringRunRequested, Payload: events.ScoringRunRequestedV1{RunID: runID, TraceID: traceID, ModelID: modelID,
+				TraceRevision: tr.Revision, ItemsKey: key}}})
+	})
+	res.Result = r
+	return res, err
+}
+
+func scoringItems(tr traces.State, m rewardmodels.State) ScoringItems {
+	pt := rewardmodels.PairTrace(tr)
+	items := ScoringItems{ModelID: m.ID, ArtifactKey: m.Success.ArtifactKey,
+		Trace: rewardmodels.ScoreItem{TraceID: tr.ID, Revision: tr.Revision, Text: domain.RenderTrace(pt.Steps)}}
+	for i, st := range pt.Steps {
+		if rewardmodels.IsScorableAction(st) {
+			items.ActionScoreItems = append(items.ActionScoreItems, rewardmodels.ActionItem{TraceID: tr.ID, StepID: st.ID, Revision: tr.Revision, Text: domain.RenderUpTo(pt.Steps, i)})
+		}
+	}
+	return items
+}
+
+func (c *Commands) loadScoring(ctx context.Context, traceID, modelID string) (rewardmodels.ScoringState, events.ScoringRunRequestedV1, string, error) {
+	stream := events.ScoringStream(traceID, modelID)
+	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	if err != nil {
+		return rewardmodels.ScoringState{}, events.ScoringRunRequestedV1{}, "", err
+	}
+	var sc rewardmodels.ScoringState
+	var req events.ScoringRunRequestedV1
+	owner := ""
+	for _, e := range loaded[stream] {
+		sc.Apply(e)
+		owner = e.OwnerID
+		if e.Type == events.ScoringRunRequested {
+			_ = e.Decode(&req)
+		}
+	}
+	return sc, req, owner, nil
+}
+
+// ClaimScoring starts a queued run for one worker and returns its items key.
+func (c *Commands) ClaimScoring(ctx context.Context, workerID, traceID, modelID, runID string) (string, error) {
+	sc, req, owner, err := c.loadScoring(ctx, traceID, modelID)
+	if err != nil {
+		return "", err
+	}
+	if sc.RunID != runID || sc.Status != rewardmodels.RunQueued {
+		return "", &domain.ConflictError{Code: "not_claimable", Message: "scoring run " + runID + " is not queued"}
+	}
+	_, err = c.append(ctx, workerActor(workerID), map[string]int64{events.ScoringStream(traceID, modelID): sc.Version}, []events.New{{
+		ID: newID(), Stream: events.ScoringStream(traceID, modelID), OwnerID: owner, Type: events.ScoringRunStarted,
+		Payload: events.ScoringRunStartedV1{RunID: runID, TraceID: traceID, ModelID: modelID, WorkerID: workerID}}})
+	return req.ItemsKey, err
+}
+
+// FinishScoring records a run's outcome. Scores for a trace whose revision
+// changed since the request fail the run instead (the trace was re-imported
+// or grew while it was scored).
+func (c *Commands) FinishScoring(ctx context.Context, workerID, traceID, modelID, runID string, scores []events.ActionScore, failure string) (Result, error) {
+	sc, req, owner, err := c.loadScoring(ctx, traceID, modelID)
+	if err != nil {
+		return Result{}, err
+	}
+	if sc.RunID != runID || sc.Status != rewardmodels.RunRunning || sc.WorkerID != workerID {
+		return Result{}, &domain.ConflictError{Code: "not_claimable", Message: "worker " + workerID + " does not hold scoring run " + runID}
+	}
+	stream := events.ScoringStream(traceID, modelID)
+	fail := func(msg string) (Result, error) {
+		return c.append(ctx, workerActor(workerID), map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
+			Type: events.ScoringRunFailed, Payload: events.ScoringRunFailedV1{RunID: runID, TraceID: traceID, ModelID: modelID, Error: msg}}})
+	}
+	if failure != "" {
+		return fail(failure)
+	}
+	tr, err := c.ownedTrace(ctx, Actor{UserID: owner}, traceID)
+	if err != nil || tr.Revision != req.TraceRevision {
+		return fail("the trace changed while it was being scored (it was re-imported, grew, or was deleted); request scoring again")
+	}
+	m, err := c.loadModel(ctx, owner, modelID)
+	if err != nil {
+		return Result{}, err
+	}
+	valid := map[string]bool{}
+	for _, it := range scoringItems(tr, m).ActionScoreItems {
+		valid[it.StepID] = true
+	}
+	for i := range scores {
+		if !valid[scores[i].StepID] || scores[i].TraceID != traceID || !(scores[i].Credit >= -1 && scores[i].Credit <= 1) {
+			return Result{}, domain.Invalid("action score %d: step %s is not an action of trace %s or its credit is out of range", i, scores[i].StepID, traceID)
+		}
+		scores[i].Revision = tr.Revision
+	}
+	return c.append(ctx, workerActor(workerID), map[string]int64{stream: sc.Version}, []events.New{
+		{ID: newID(), Stream: stream, OwnerID: owner, Type: events.ScoringRunSucceeded, Payload: events.ScoringRunSucceededV1{RunID: runID, TraceID: traceID, ModelID: modelID}},
+		{ID: newID(), Stream: events.ScoresStream(modelID), OwnerID: owner, Type: events.ActionsScored,
+			Payload: events.ActionsScoredV1{ModelID: modelID, ModelName: m.Requested.Name, RunID: runID, Scores: scores}},
+	})
+}

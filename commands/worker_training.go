@@ -1,0 +1,247 @@
+package commands
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/rewardmodels"
+)
+
+// The commands in this file are what the API's worker service runs for a
+// worker: workers never write events themselves.
+
+// ClaimedJob is what a worker needs to train an attempt it claimed.
+type ClaimedJob struct {
+	Result
+	ModelID, OwnerID, Name, BaseModel, DatasetKey, ArtifactKey string
+	Attempt, Epochs                                            int
+	LeaseSeconds                                               int
+}
+
+// ArtifactKey is where a model's checkpoint archive lives (spec 001).
+func ArtifactKey(ownerID, modelID string) string {
+	return "reward-models/" + ownerID + "/" + modelID + ".tar.gz"
+}
+
+// ClaimTraining starts an attempt for one worker. A model that is not queued
+// (a duplicate delivery, another worker was first) is a ConflictError.
+func (c *Commands) ClaimTraining(ctx context.Context, workerID, modelID string, attempt int, lease time.Duration) (ClaimedJob, error) {
+	st, err := c.loadModel(ctx, "", modelID)
+	if err != nil {
+		return ClaimedJob{}, err
+	}
+	p, err := rewardmodels.DecideClaim(st, attempt, workerID, lease)
+	if err != nil {
+		return ClaimedJob{}, err
+	}
+	r, err := c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelTrainingStarted, p)
+	if err != nil {
+		return ClaimedJob{}, err // a concurrent claim loses at the version check
+	}
+	return ClaimedJob{Result: r, ModelID: st.ID, OwnerID: st.OwnerID, Name: st.Requested.Name, BaseModel: st.Requested.BaseModel,
+		DatasetKey: st.Dataset.DatasetKey, ArtifactKey: ArtifactKey(st.OwnerID, st.ID), Attempt: attempt,
+		Epochs: st.Requested.Epochs, LeaseSeconds: p.LeaseSeconds}, nil
+}
+
+func workerActor(id string) Actor { return Actor{UserID: "", worker: id} }
+
+// Heartbeat renews the lease of the worker holding the attempt.
+func (c *Commands) Heartbeat(ctx context.Context, workerID, modelID string, attempt int, p events.Progress) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.loadModel(ctx, "", modelID)
+		if err != nil {
+			return Result{}, err
+		}
+		ev, err := rewardmodels.DecideHeartbeat(st, attempt, workerID, p)
+		if err != nil {
+			return Result{}, err
+		}
+		return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelHeartbeat, ev)
+	})
+}
+
+// CompleteTraining is a worker's success report. Scores come as the job's
+// scores.jsonl and action_scores.jsonl in the blob store; they are checked
+// against the dataset (exact trace and step ids, finite scores, credit in
+// [-1, 1]) and published atomically with the success.
+type CompleteTraining struct {
+	WorkerID, ModelID          string
+	Attempt                    int
+	Metrics                    json.RawMessage
+	RewardStats, ActionStats   json.RawMessage
+	ScoresKey, ActionScoresKey string
+}
+
+// CompleteTraining records a succeeded attempt with its scores.
+func (c *Commands) CompleteTraining(ctx context.Context, in CompleteTraining) (Result, error) {
+	st, err := c.loadModel(ctx, "", in.ModelID)
+	if err != nil {
+		return Result{}, err
+	}
+	p, err := rewardmodels.DecideSucceed(st, in.Attempt, in.WorkerID, in.Metrics, ArtifactKey(st.OwnerID, st.ID), in.RewardStats, in.ActionStats)
+	if err != nil {
+		return Result{}, err
+	}
+	if ok, err := c.store.Blobs().Exists(ctx, p.ArtifactKey); err != nil || !ok {
+		return Result{}, domain.Invalid("the checkpoint %s is not in the blob store", p.ArtifactKey)
+	}
+	ds, err := c.loadDataset(ctx, st.Dataset.DatasetKey)
+	if err != nil {
+		return Result{}, err
+	}
+	traceScores, actionScores, err := c.readScores(ctx, ds, in.ScoresKey, in.ActionScoresKey)
+	if err != nil {
+		return Result{}, err
+	}
+	stream := events.ScoresStream(st.ID)
+	var extra []events.New
+	for _, batch := range chunk(traceScores, 2000) {
+		extra = append(extra, events.New{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: events.TracesScored,
+			Payload: events.TracesScoredV1{ModelID: st.ID, ModelName: st.Requested.Name, Scores: batch}})
+	}
+	for _, batch := range chunk(actionScores, 2000) {
+		extra = append(extra, events.New{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: events.ActionsScored,
+			Payload: events.ActionsScoredV1{ModelID: st.ID, ModelName: st.Requested.Name, Scores: batch}})
+	}
+	return c.appendToModel(ctx, workerActor(in.WorkerID), st, events.RewardModelTrainingSucceeded, p, extra...)
+}
+
+// FailTraining is a worker's failure report; msg is the end of its log.
+func (c *Commands) FailTraining(ctx context.Context, workerID, modelID string, attempt int, msg string) (Result, error) {
+	st, err := c.loadModel(ctx, "", modelID)
+	if err != nil {
+		return Result{}, err
+	}
+	p, err := rewardmodels.DecideFail(st, attempt, workerID, events.FailureWorkerError, msg)
+	if err != nil {
+		return Result{}, err
+	}
+	return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelTrainingFailed, p)
+}
+
+// ExpireLease fails a running model whose worker stopped heartbeating. It is
+// safe to call for any model: one with a live lease is left alone, and a
+// heartbeat racing with it wins or loses at the version check.
+func (c *Commands) ExpireLease(ctx context.Context, modelID string, now time.Time) (Result, error) {
+	st, err := c.loadModel(ctx, "", modelID)
+	if err != nil {
+		return Result{}, err
+	}
+	p, expired := rewardmodels.DecideLeaseExpiry(st, now)
+	if !expired {
+		return Result{}, nil
+	}
+	return c.appendToModel(ctx, Actor{}, st, events.RewardModelTrainingFailed, p)
+}
+
+func (c *Commands) loadDataset(ctx context.Context, key string) (rewardmodels.Dataset, error) {
+	var ds rewardmodels.Dataset
+	raw, err := c.store.Blobs().Get(ctx, key)
+	if err != nil {
+		return ds, fmt.Errorf("load dataset %s: %w", key, err)
+	}
+	return ds, json.Unmarshal(raw, &ds)
+}
+
+// readScores reads and validates a job's score files against its dataset.
+func (c *Commands) readScores(ctx context.Context, ds rewardmodels.Dataset, scoresKey, actionKey string) ([]events.TraceScore, []events.ActionScore, error) {
+	revision := map[string]int{}
+	for _, it := range ds.ScoreItems {
+		revision[it.TraceID] = it.Revision
+	}
+	type actionRef struct {
+		trace string
+		rev   int
+	}
+	actions := map[string]actionRef{}
+	for _, it := range ds.ActionScoreItems {
+		actions[it.StepID] = actionRef{it.TraceID, it.Revision}
+	}
+	var traceScores []events.TraceScore
+	if scoresKey != "" {
+		err := c.eachJSONL(ctx, scoresKey, func(line int, raw []byte) error {
+			var s struct {
+				TraceID string  `json:"trace_id"`
+				Score   float64 `json:"score"`
+			}
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return err
+			}
+			rev, ok := revision[s.TraceID]
+			if !ok || math.IsNaN(s.Score) || math.IsInf(s.Score, 0) {
+				return fmt.Errorf("trace %q is not in the dataset or its score is not finite", s.TraceID)
+			}
+			traceScores = append(traceScores, events.TraceScore{TraceID: s.TraceID, Revision: rev, Score: s.Score})
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	var actionScores []events.ActionScore
+	if actionKey != "" {
+		err := c.eachJSONL(ctx, actionKey, func(line int, raw []byte) error {
+			var s struct {
+				TraceID string  `json:"trace_id"`
+				StepID  string  `json:"step_id"`
+				Score   float64 `json:"score"`
+				Credit  float64 `json:"credit"`
+			}
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return err
+			}
+			ref, ok := actions[s.StepID]
+			if !ok || ref.trace != s.TraceID {
+				return fmt.Errorf("step %q of trace %q is not an action of the dataset", s.StepID, s.TraceID)
+			}
+			if math.IsNaN(s.Score) || math.IsInf(s.Score, 0) || !(s.Credit >= -1 && s.Credit <= 1) {
+				return fmt.Errorf("step %q: score must be finite and credit within [-1, 1]", s.StepID)
+			}
+			actionScores = append(actionScores, events.ActionScore{TraceID: s.TraceID, StepID: s.StepID, Revision: ref.rev, Score: s.Score, Credit: s.Credit})
+			return nil
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	return traceScores, actionScores, nil
+}
+
+func (c *Commands) eachJSONL(ctx context.Context, key string, fn func(line int, raw []byte) error) error {
+	raw, err := c.store.Blobs().Get(ctx, key)
+	if err != nil {
+		return domain.Invalid("read %s: %v", key, err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	line := 0
+	for sc.Scan() {
+		line++
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		if err := fn(line, sc.Bytes()); err != nil {
+			return domain.Invalid("%s line %d: %v", key, line, err)
+		}
+	}
+	return sc.Err()
+}
+
+func chunk[T any](xs []T, n int) [][]T {
+	var out [][]T
+	for len(xs) > n {
+		out = append(out, xs[:n])
+		xs = xs[n:]
+	}
+	if len(xs) > 0 {
+		out = append(out, xs)
+	}
+	return out
+}

@@ -1,0 +1,199 @@
+package events
+
+import "encoding/json"
+
+// Event types of the reward-model aggregate (stream reward_model/<id>). The
+// status a user sees is derived from them: requested/dataset_built/retried →
+// queued, training_started → running, training_succeeded → succeeded,
+// training_failed → failed.
+const (
+	RewardModelRequested         = "reward_model.requested.v1"
+	RewardModelDatasetBuilt      = "reward_model.dataset_built.v1"
+	RewardModelTrainingStarted   = "reward_model.training_started.v1"
+	RewardModelHeartbeat         = "reward_model.heartbeat.v1"
+	RewardModelTrainingSucceeded = "reward_model.training_succeeded.v1"
+	RewardModelTrainingFailed    = "reward_model.training_failed.v1"
+	RewardModelRetried           = "reward_model.retried.v1"
+)
+
+// RewardModelStream names a model's stream.
+func RewardModelStream(id string) string { return "reward_model/" + id }
+
+// RewardModelRequestedV1 is POST /reward-models.
+type RewardModelRequestedV1 struct {
+	ModelID   string   `json:"model_id"`
+	Name      string   `json:"name"`
+	BaseModel string   `json:"base_model"`
+	Compute   string   `json:"compute"`
+	Epochs    int      `json:"epochs"`
+	MaxPairs  int      `json:"max_pairs"`
+	TraceIDs  []string `json:"trace_ids"`
+}
+
+// RewardModelDatasetBuiltV1 records the training dataset of one attempt: the
+// pairs (with the annotations and trace revisions behind each) and the texts
+// to score, stored in the blob store under DatasetKey.
+type RewardModelDatasetBuiltV1 struct {
+	ModelID          string `json:"model_id"`
+	Attempt          int    `json:"attempt"`
+	DatasetKey       string `json:"dataset_key"`
+	DatasetSHA256    string `json:"dataset_sha256"`
+	NumPairs         int    `json:"num_pairs"`
+	SourceTraces     int    `json:"source_traces"`
+	ScoreItems       int    `json:"score_items"`
+	ActionScoreItems int    `json:"action_score_items"`
+	// AsOfSeq is the log position the dataset was built from: everything up
+	// to the request, so `critic audit` can rebuild it from the log.
+	AsOfSeq int64 `json:"as_of_seq"`
+}
+
+// RewardModelTrainingStartedV1 is a worker's claim on an attempt. Only a
+// queued model with a built dataset can be claimed, at its stream's version,
+// so a duplicate delivery cannot start it twice.
+type RewardModelTrainingStartedV1 struct {
+	ModelID      string `json:"model_id"`
+	Attempt      int    `json:"attempt"`
+	WorkerID     string `json:"worker_id"`
+	LeaseSeconds int    `json:"lease_seconds"`
+}
+
+// Progress is what a running job reports.
+type Progress struct {
+	Phase        string  `json:"phase"` // "training", "scoring", "uploading"
+	Step         int     `json:"step"`
+	TotalSteps   int     `json:"total_steps"`
+	Loss         float64 `json:"loss"`
+	TokensPerSec float64 `json:"tokens_per_sec"`
+}
+
+// RewardModelHeartbeatV1 renews a lease and reports progress.
+type RewardModelHeartbeatV1 struct {
+	ModelID  string   `json:"model_id"`
+	Attempt  int      `json:"attempt"`
+	WorkerID string   `json:"worker_id"`
+	Progress Progress `json:"progress"`
+}
+
+// RewardModelTrainingSucceededV1 stores metrics and the checkpoint in the same
+// event that marks the model succeeded (its scores follow in scores.* events
+// appended in the same transaction).
+type RewardModelTrainingSucceededV1 struct {
+	ModelID           string          `json:"model_id"`
+	Attempt           int             `json:"attempt"`
+	WorkerID          string          `json:"worker_id"`
+	Metrics           json.RawMessage `json:"metrics"`
+	ArtifactKey       string          `json:"artifact_key"`
+	NumPairs          int             `json:"num_pairs"`
+	RewardStats       json.RawMessage `json:"reward_stats,omitempty"`
+	ActionRewardStats json.RawMessage `json:"action_reward_stats,omitempty"`
+}
+
+// Failure reasons.
+const (
+	FailureTooFewPairs  = "too_few_pairs"
+	FailureWorkerError  = "worker_error"
+	FailureLeaseExpired = "lease_expired"
+	FailureDataset      = "dataset_error"
+)
+
+// RewardModelTrainingFailedV1 ends an attempt. Error is what the user sees:
+// the reason, or the last 2000 characters of the worker log.
+type RewardModelTrainingFailedV1 struct {
+	ModelID string `json:"model_id"`
+	Attempt int    `json:"attempt"`
+	Reason  string `json:"reason"`
+	Error   string `json:"error"`
+}
+
+// RewardModelRetriedV1 re-queues a failed model as a new attempt with the same
+// id and trace selection.
+type RewardModelRetriedV1 struct {
+	ModelID string `json:"model_id"`
+	Attempt int    `json:"attempt"`
+}
+
+// Score events (stream scores/<model id>): raw rewards per trace revision and
+// per action. A score for a revision that is no longer current is stale and
+// read models ignore it.
+const (
+	TracesScored  = "scores.traces_scored.v1"
+	ActionsScored = "scores.actions_scored.v1"
+)
+
+// ScoresStream names a model's score stream.
+func ScoresStream(modelID string) string { return "scores/" + modelID }
+
+// TraceScore is one trace's raw reward.
+type TraceScore struct {
+	TraceID  string  `json:"trace_id"`
+	Revision int     `json:"revision"`
+	Score    float64 `json:"score"`
+}
+
+// ActionScore is one action's raw reward and display credit.
+type ActionScore struct {
+	TraceID  string  `json:"trace_id"`
+	StepID   string  `json:"step_id"`
+	Revision int     `json:"revision"`
+	Score    float64 `json:"score"`
+	Credit   float64 `json:"credit"`
+}
+
+// TracesScoredV1 carries a batch of trace scores of one model.
+type TracesScoredV1 struct {
+	ModelID   string       `json:"model_id"`
+	ModelName string       `json:"model_name"`
+	Scores    []TraceScore `json:"scores"`
+}
+
+// ActionsScoredV1 carries a batch of action scores of one model.
+type ActionsScoredV1 struct {
+	ModelID   string        `json:"model_id"`
+	ModelName string        `json:"model_name"`
+	RunID     string        `json:"run_id,omitempty"` // the scoring run, when one asked for them
+	Scores    []ActionScore `json:"scores"`
+}
+
+// Scoring runs (stream scoring/<trace id>/<model id>): one trace scored with a
+// saved checkpoint on request. Concurrent requests reuse the active run.
+const (
+	ScoringRunRequested = "scoring_run.requested.v1"
+	ScoringRunStarted   = "scoring_run.started.v1"
+	ScoringRunSucceeded = "scoring_run.succeeded.v1"
+	ScoringRunFailed    = "scoring_run.failed.v1"
+)
+
+// ScoringStream names the runs of one (trace, model).
+func ScoringStream(traceID, modelID string) string { return "scoring/" + traceID + "/" + modelID }
+
+// ScoringRunRequestedV1 is POST /traces/{id}/score.
+type ScoringRunRequestedV1 struct {
+	RunID         string `json:"run_id"`
+	TraceID       string `json:"trace_id"`
+	ModelID       string `json:"model_id"`
+	TraceRevision int    `json:"trace_revision"`
+	ItemsKey      string `json:"items_key"` // blob: the trace's rendered texts to score
+}
+
+// ScoringRunStartedV1 is a worker's claim on a run.
+type ScoringRunStartedV1 struct {
+	RunID    string `json:"run_id"`
+	TraceID  string `json:"trace_id"`
+	ModelID  string `json:"model_id"`
+	WorkerID string `json:"worker_id"`
+}
+
+// ScoringRunSucceededV1 ends a run; its scores are in the same append.
+type ScoringRunSucceededV1 struct {
+	RunID   string `json:"run_id"`
+	TraceID string `json:"trace_id"`
+	ModelID string `json:"model_id"`
+}
+
+// ScoringRunFailedV1 ends a run with an error the user sees.
+type ScoringRunFailedV1 struct {
+	RunID   string `json:"run_id"`
+	TraceID string `json:"trace_id"`
+	ModelID string `json:"model_id"`
+	Error   string `json:"error"`
+}

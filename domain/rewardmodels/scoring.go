@@ -1,0 +1,72 @@
+package rewardmodels
+
+import (
+	"encoding/json"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+)
+
+// Run statuses of a scoring run.
+const (
+	RunQueued    = "queued"
+	RunRunning   = "running"
+	RunSucceeded = "succeeded"
+	RunFailed    = "failed"
+)
+
+// ScoringState is the runs of one (trace, model) as their stream tells.
+type ScoringState struct {
+	Version  int64
+	RunID    string
+	Status   string
+	Revision int
+	WorkerID string
+}
+
+// Apply folds one scoring-run event.
+func (s *ScoringState) Apply(e events.Envelope) {
+	s.Version = e.Version
+	switch e.Type {
+	case events.ScoringRunRequested:
+		var p events.ScoringRunRequestedV1
+		_ = e.Decode(&p)
+		s.RunID, s.Status, s.Revision, s.WorkerID = p.RunID, RunQueued, p.TraceRevision, ""
+	case events.ScoringRunStarted:
+		var p events.ScoringRunStartedV1
+		_ = e.Decode(&p)
+		s.Status, s.WorkerID = RunRunning, p.WorkerID
+	case events.ScoringRunSucceeded:
+		s.Status = RunSucceeded
+	case events.ScoringRunFailed:
+		s.Status = RunFailed
+	}
+}
+
+// Active reports a queued or running run, which new requests reuse.
+func (s ScoringState) Active() bool { return s.Status == RunQueued || s.Status == RunRunning }
+
+// ActionScoringVersion reads metrics.action_scoring_version: 1 when the
+// model was trained on action comparisons and can score actions.
+func ActionScoringVersion(metrics json.RawMessage) int {
+	var m struct {
+		V *int `json:"action_scoring_version"`
+	}
+	if json.Unmarshal(metrics, &m) != nil || m.V == nil {
+		return 0
+	}
+	return *m.V
+}
+
+// CheckScorable says whether a model can score a trace's actions (spec 001:
+// 422 for a model without action training; the model must have succeeded).
+func CheckScorable(m State) error {
+	if m.Status != StatusSucceeded || m.Success == nil {
+		return &domain.ValidationError{Code: "model_not_ready", Field: "reward_model_id", Message: "the reward model has not succeeded (status " + m.Status + ")"}
+	}
+	if ActionScoringVersion(m.Success.Metrics) != 1 {
+		return &domain.ValidationError{Code: "incompatible_model", Field: "reward_model_id",
+			Message: "this reward model was not trained on action comparisons (metrics.action_scoring_version is not 1); train a new model with step ratings on assistant actions"}
+	}
+	return nil
+}
