@@ -26,6 +26,7 @@ const (
 	DefaultSessionTimeout    = 10 * time.Second
 	DefaultRebalanceTimeout  = 10 * time.Second
 	DefaultRetryBackoffMax   = 5 * time.Second
+	DefaultCommitInterval    = time.Second
 )
 
 // Config addresses a Kafka-protocol cluster (real or embedded) and tunes the
@@ -83,6 +84,15 @@ type Config struct {
 	SessionTimeout    time.Duration
 	RebalanceTimeout  time.Duration
 
+	// CommitInterval is how often the watermill Subscriber sends the offsets
+	// of acknowledged messages to the broker. Committing every message
+	// synchronously costs a broker round trip per message and collapses
+	// throughput once a few consumers share a broker; batching commits only
+	// widens the window of messages redelivered after a crash, which
+	// consumers tolerate. Negative commits synchronously after every Ack.
+	// ConsumeBatches always commits synchronously, once per batch.
+	CommitInterval time.Duration
+
 	// RetryBackoffMax caps the backoff between retries of a failed batch in
 	// ConsumeBatches and between failed fetches.
 	RetryBackoffMax time.Duration
@@ -122,6 +132,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RebalanceTimeout == 0 {
 		c.RebalanceTimeout = DefaultRebalanceTimeout
+	}
+	if c.CommitInterval == 0 {
+		c.CommitInterval = DefaultCommitInterval
 	}
 	if c.RetryBackoffMax == 0 {
 		c.RetryBackoffMax = DefaultRetryBackoffMax

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -36,6 +37,7 @@ type EmbeddedConfig struct {
 type Embedded struct {
 	cluster *kfake.Cluster
 	addrs   []string
+	unlock  func()
 }
 
 // StartEmbedded starts the broker and returns once it accepts connections.
@@ -59,28 +61,36 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	if cfg.SyncWrites {
 		opts = append(opts, kfake.SyncWrites())
 	}
+	unlock := func() {}
+	if cfg.DataDir != "" {
+		var err error
+		if unlock, err = lockDataDir(cfg.DataDir); err != nil {
+			return nil, err
+		}
+	}
+	// The port of a broker that just closed can take a moment to become
+	// bindable again; retry for a few seconds within ctx.
 	var (
 		cluster *kfake.Cluster
 		err     error
 	)
-	// The port of a broker that just closed can take a moment to become
-	// bindable again; retry within ctx.
-	for {
+	for giveUp := time.Now().Add(5 * time.Second); ; {
 		cluster, err = kfake.NewCluster(opts...)
-		if err == nil || cfg.Port == 0 || !isAddrInUse(err) {
+		if err == nil || cfg.Port == 0 || !isListenError(err) || time.Now().After(giveUp) {
 			break
 		}
 		if !sleepCtx(ctx, 50*time.Millisecond) {
-			return nil, fmt.Errorf("bus: start embedded broker: %w", err)
+			break
 		}
 	}
 	if err != nil {
+		unlock()
 		return nil, fmt.Errorf("bus: start embedded broker: %w", err)
 	}
-	e := &Embedded{cluster: cluster, addrs: cluster.ListenAddrs()}
+	e := &Embedded{cluster: cluster, addrs: cluster.ListenAddrs(), unlock: sync.OnceFunc(unlock)}
 	for _, addr := range e.addrs {
 		if err := waitListening(ctx, addr); err != nil {
-			cluster.Close()
+			_ = e.Close()
 			return nil, err
 		}
 	}
@@ -96,10 +106,11 @@ func (e *Embedded) Addrs() []string {
 // connected to it see their connections drop.
 func (e *Embedded) Close() error {
 	e.cluster.Close()
+	e.unlock()
 	return nil
 }
 
-func isAddrInUse(err error) bool {
+func isListenError(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "listen"
 }

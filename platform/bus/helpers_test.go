@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,4 +104,31 @@ func payloads(msgs []*message.Message) []string {
 		ps[i] = string(m.Payload)
 	}
 	return ps
+}
+
+// requireOrderPerKey checks that, for every partition key, the payloads
+// "<owner>/<seq>" first arrive in increasing seq order (tests that skip a
+// failed publish leave gaps). Redeliveries of earlier messages, as
+// at-least-once permits, are ignored. Pair it with a completeness check.
+func requireOrderPerKey(t *testing.T, msgs []*message.Message) {
+	t.Helper()
+	highest := map[string]int{} // per key
+	seen := map[string]bool{}   // message UUIDs
+	for _, m := range msgs {
+		key := m.Metadata.Get(MetadataPartitionKey)
+		require.NotEmpty(t, key, "message %s has no partition key", m.UUID)
+		var owner string
+		var seq int
+		_, err := fmt.Sscanf(strings.Replace(string(m.Payload), "/", " ", 1), "%s %d", &owner, &seq)
+		require.NoError(t, err)
+		require.Equal(t, key, owner)
+		if seen[m.UUID] {
+			continue // a redelivery
+		}
+		seen[m.UUID] = true
+		if last, ok := highest[key]; ok {
+			require.Greater(t, seq, last, "key %s: %s arrived after seq %d", key, m.Payload, last)
+		}
+		highest[key] = seq
+	}
 }

@@ -1,7 +1,6 @@
 package bus
 
 import (
-	"os"
 	"testing"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -18,10 +17,10 @@ import (
 // way every projection has its own group: a new one replays the whole log
 // (NewSubscriberReceivesOldMessages). TestConsumerGroups gets shared groups.
 //
-// The suite's large variants (5000–10000 messages, 50 subscribers) take
-// minutes on two cores, so they run only with BUS_FULL_SUITE=1; by default
-// ForceShort selects the suite's short sizes. TestReconnect is skipped by the
-// suite (no RestartServiceCommand); TestPublishFailsWhileBrokerDown covers it.
+// The suite runs its full sizes (up to 10000 messages, 50 subscribers);
+// `go test -short` selects its small ones. TestReconnect is skipped by the
+// suite (it needs a RestartServiceCommand); TestPublishFailsWhileBrokerDown
+// and TestSubscriberResumesAfterBrokerRestart cover reconnects instead.
 func TestUniversalPubSub(t *testing.T) {
 	b := startBroker(t, EmbeddedConfig{DataDir: t.TempDir()})
 	tests.TestPubSub(t, tests.Features{
@@ -30,7 +29,6 @@ func TestUniversalPubSub(t *testing.T) {
 		GuaranteedOrder:                  true,
 		Persistent:                       true,
 		NewSubscriberReceivesOldMessages: true,
-		ForceShort:                       os.Getenv("BUS_FULL_SUITE") == "",
 	}, func(t *testing.T) (message.Publisher, message.Subscriber) {
 		return newPubSub(t, b.Addrs(), uniqueName("g"))
 	}, func(t *testing.T, group string) (message.Publisher, message.Subscriber) {
@@ -45,7 +43,6 @@ func TestSuiteSharedGroup(t *testing.T) {
 	b := startBroker(t, EmbeddedConfig{DataDir: t.TempDir()})
 	features := tests.Features{
 		ConsumerGroups: true, GuaranteedOrder: true, Persistent: true,
-		ForceShort: os.Getenv("BUS_FULL_SUITE") == "",
 	}
 	for name, fn := range map[string]func(*testing.T, tests.TestContext, tests.PubSubConstructor){
 		"ContinueAfterSubscribeClose": tests.TestContinueAfterSubscribeClose,

@@ -36,7 +36,7 @@ type Subscriber struct {
 }
 
 var (
-	_ message.Subscriber          = (*Subscriber)(nil)
+	_ message.Subscriber           = (*Subscriber)(nil)
 	_ message.SubscribeInitializer = (*Subscriber)(nil)
 )
 
@@ -74,13 +74,13 @@ func (s *Subscriber) SubscribeInitialize(topic string) error {
 	return s.topics.ensure(ctx, topic)
 }
 
-// Subscribe implements message.Subscriber. Messages of one partition arrive
-// one at a time and in order: the next is sent only after the previous one
-// was Acked (its offset is then committed) or, after a Nack and
-// NackResendDelay, the same message is sent again. The channel closes when
-// ctx ends or the Subscriber is closed.
+// Subscribe implements message.Subscriber. Messages arrive one at a time
+// and, per partition, in order: the next is sent only after the previous one
+// was Acked (its offset is then committed, batched per CommitInterval) or,
+// after a Nack and NackResendDelay, the same message is sent again. The
+// channel closes when ctx ends or the Subscriber is closed.
 func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *message.Message, error) {
-	ctx, r, release, err := s.start(ctx, topic, 0)
+	ctx, r, release, err := s.start(ctx, topic, 0, max(s.cfg.CommitInterval, 0))
 	if err != nil {
 		return nil, err
 	}
@@ -94,21 +94,30 @@ func (s *Subscriber) Subscribe(ctx context.Context, topic string) (<-chan *messa
 }
 
 // start registers a consumer and opens its Reader; release closes both.
-func (s *Subscriber) start(ctx context.Context, topic string, queue int) (context.Context, *kafka.Reader, func(), error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
+func (s *Subscriber) start(ctx context.Context, topic string, queue int, commitInterval time.Duration) (context.Context, *kafka.Reader, func(), error) {
+	if s.isClosed() {
 		return nil, nil, nil, ErrClosed
 	}
 	ictx, cancel := context.WithTimeout(ctx, s.cfg.PublishTimeout)
+	stopInit := context.AfterFunc(s.ctx, cancel)
 	err := s.topics.ensure(ictx, topic)
+	stopInit()
 	cancel()
 	if err != nil {
+		if s.isClosed() {
+			return nil, nil, nil, ErrClosed
+		}
 		return nil, nil, nil, err
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed { // Close ran while we created the topic
+		return nil, nil, nil, ErrClosed
 	}
 	ctx, cancel = context.WithCancel(ctx)
 	stop := context.AfterFunc(s.ctx, cancel)
-	r := s.newReader(topic, queue)
+	r := s.newReader(topic, queue, commitInterval)
 	s.wg.Add(1)
 	return ctx, r, func() {
 		stop()
@@ -120,7 +129,17 @@ func (s *Subscriber) start(ctx context.Context, topic string, queue int) (contex
 	}, nil
 }
 
-func (s *Subscriber) newReader(topic string, queue int) *kafka.Reader {
+func (s *Subscriber) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// newReader opens a group member for topic. commitInterval 0 makes
+// CommitMessages synchronous; otherwise kafka-go sends the highest
+// acknowledged offsets every commitInterval and once more when the
+// generation or the Reader ends, before leaving the group.
+func (s *Subscriber) newReader(topic string, queue int, commitInterval time.Duration) *kafka.Reader {
 	if queue < 100 {
 		queue = 100
 	}
@@ -132,9 +151,9 @@ func (s *Subscriber) newReader(topic string, queue int) *kafka.Reader {
 		QueueCapacity:     queue,
 		MinBytes:          1,
 		MaxBytes:          10 << 20,
-		MaxWait:           time.Second,
+		MaxWait:           500 * time.Millisecond,
 		StartOffset:       kafka.FirstOffset, // a new projection replays the whole log
-		CommitInterval:    0,                 // synchronous commits: CommitMessages returns after the broker stored them
+		CommitInterval:    commitInterval,
 		HeartbeatInterval: s.cfg.HeartbeatInterval,
 		SessionTimeout:    s.cfg.SessionTimeout,
 		RebalanceTimeout:  s.cfg.RebalanceTimeout,
@@ -229,7 +248,7 @@ func (s *Subscriber) ConsumeBatches(ctx context.Context, topic string, maxBatch 
 		return fmt.Errorf("bus: maxBatch %d < 1", maxBatch)
 	}
 	parent := ctx
-	ctx, r, release, err := s.start(ctx, topic, maxBatch)
+	ctx, r, release, err := s.start(ctx, topic, maxBatch, 0)
 	if err != nil {
 		return err
 	}
