@@ -107,3 +107,8 @@ func (c *Commands) appendToModel(ctx context.Context, actor Actor, st rewardmode
 	evs := append([]events.New{{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: typ, Payload: payload}}, extra...)
 	return c.append(ctx, actor, map[string]int64{stream: st.Version}, evs)
 }
+
+// Model returns any model's state (operator tools: audit).
+func (c *Commands) Model(ctx context.Context, modelID string) (rewardmodels.State, error) {
+	return c.loadModel(ctx, "", modelID)
+}

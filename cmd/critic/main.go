@@ -22,6 +22,7 @@ Usage:
   critic users issue-key --name NAME [--read-only-key]
   critic users disable-reward-models NAME
   critic users enable-reward-models NAME
+  critic audit model ID            show each training pair's annotations; verify the dataset against the log
   critic model init|train|score|tokenize ...
 
 Configuration is read from the environment: DATABASE_URL, KAFKA_BROKERS,
@@ -61,6 +62,8 @@ func dispatch(ctx context.Context, args []string) error {
 		return cmdReplay(ctx, rest)
 	case "users":
 		return cmdUsers(ctx, rest)
+	case "audit":
+		return cmdAudit(ctx, rest)
 	case "model":
 		return modelCommand(rest)
 	case "help", "-h", "--help":

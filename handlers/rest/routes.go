@@ -15,6 +15,7 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -31,6 +32,7 @@ type API struct {
 	waiter  *readmodel.Waiter
 	auth    *handlers.Authenticator
 	maxBody int64
+	blobs   blob.Store
 }
 
 // New returns the REST API.
@@ -60,6 +62,12 @@ func (a *API) Register(mux *http.ServeMux) {
 	route("POST /traces/{trace_id}/annotations", a.addAnnotation)
 	route("PATCH /annotations/{annotation_id}", a.editAnnotation)
 	route("DELETE /annotations/{annotation_id}", a.removeAnnotation)
+	route("POST /traces/{trace_id}/score", a.scoreTrace)
+	route("POST /reward-models", a.createRewardModel)
+	route("GET /reward-models", a.listRewardModels)
+	route("GET /reward-models/{model_id}", a.getRewardModel)
+	route("POST /reward-models/{model_id}/retry", a.retryRewardModel)
+	route("GET /reward-models/{model_id}/weights", a.weights)
 	route("GET /export/traces", a.exportTraces)
 	route("GET /export/annotations", a.exportAnnotations)
 	route("GET /export/pairs", a.exportPairs)

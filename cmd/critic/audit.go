@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/rewardmodels"
+)
+
+// cmdAudit is `critic audit model <id>`: it replays the log to show, for each
+// training pair of the model's current attempt, the annotations behind it
+// (author, time, rating/comment, trace revision), and checks that the stored
+// dataset equals one rebuilt from the log now. It exits non-zero on any
+// mismatch.
+func cmdAudit(ctx context.Context, args []string) error {
+	if len(args) != 2 || args[0] != "model" {
+		return usageError{"usage: critic audit model <id>"}
+	}
+	cfg, err := loadConfig()
+	if err != nil {
+		return err
+	}
+	in, err := openInfra(ctx, cfg, newLogger())
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	return auditModel(ctx, in, commands.New(in.store), args[1], os.Stdout)
+}
+
+type annotationFact struct {
+	author, at, trace string
+	rating            *int
+	comment           *string
+	revision          int
+	labelError        bool
+}
+
+func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID string, out io.Writer) error {
+	st, err := cmds.Model(ctx, modelID)
+	if err != nil {
+		return err
+	}
+	if st.Dataset == nil {
+		return fmt.Errorf("model %s (attempt %d, %s) has no dataset yet", modelID, st.Attempt, st.Status)
+	}
+	stored, err := in.blobs.Get(ctx, st.Dataset.DatasetKey)
+	if err != nil {
+		return fmt.Errorf("stored dataset: %w", err)
+	}
+	sum := sha256.Sum256(stored)
+	problems := []string{}
+	if hex.EncodeToString(sum[:]) != st.Dataset.DatasetSHA256 {
+		problems = append(problems, "the stored dataset does not match the SHA-256 recorded in dataset_built")
+	}
+	rebuilt, err := cmds.Dataset(ctx, st, st.Dataset.AsOfSeq)
+	if err != nil {
+		return fmt.Errorf("rebuild the dataset from the log: %w", err)
+	}
+	raw, err := json.Marshal(rebuilt)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(raw, stored) {
+		problems = append(problems, "the stored dataset differs from the one rebuilt from the log")
+	}
+	var ds rewardmodels.Dataset
+	if err := json.Unmarshal(stored, &ds); err != nil {
+		return fmt.Errorf("stored dataset: %w", err)
+	}
+	facts, err := annotationFacts(ctx, in, st.OwnerID, st.Dataset.AsOfSeq)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "model %s %q — attempt %d, status %s, %d pairs from %d traces, dataset built as of event #%d\n\n",
+		st.ID, st.Requested.Name, st.Attempt, st.Status, len(ds.Pairs), ds.SourceTraces, ds.AsOfSeq)
+	for i, p := range ds.Pairs {
+		at := ""
+		if p.ActionType != nil {
+			at = " " + *p.ActionType
+		}
+		fmt.Fprintf(out, "pair %d (%s%s) traces %s\n", i+1, p.Granularity, at, strings.Join(p.TraceIDs, ", "))
+		for _, id := range p.AnnotationIDs {
+			f, ok := facts[id]
+			if !ok {
+				problems = append(problems, fmt.Sprintf("pair %d: annotation %s is not in the log", i+1, id))
+				continue
+			}
+			line := fmt.Sprintf("  annotation %s by %s at %s on trace %s revision %d", id, f.author, f.at, f.trace, f.revision)
+			if f.rating != nil {
+				line += fmt.Sprintf(", rating %+d", *f.rating)
+			}
+			if f.comment != nil {
+				line += fmt.Sprintf(", comment %q", *f.comment)
+			}
+			fmt.Fprintln(out, line)
+		}
+	}
+	fmt.Fprintln(out)
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		for _, p := range problems {
+			fmt.Fprintln(out, "MISMATCH:", p)
+		}
+		return fmt.Errorf("audit failed: %d problem(s)", len(problems))
+	}
+	fmt.Fprintln(out, "OK: the stored dataset equals the one rebuilt from the log")
+	return nil
+}
+
+// annotationFacts replays the owner's trace streams up to asOf and returns
+// every annotation's author, time, values and trace revision.
+func annotationFacts(ctx context.Context, in *infra, owner string, asOf int64) (map[string]*annotationFact, error) {
+	streams, err := in.store.OwnerStreams(ctx, owner, "trace/", asOf)
+	if err != nil {
+		return nil, err
+	}
+	loaded, err := in.store.LoadStreamsAsOf(ctx, streams, asOf)
+	if err != nil {
+		return nil, err
+	}
+	facts := map[string]*annotationFact{}
+	for _, evs := range loaded {
+		for _, e := range evs {
+			switch e.Type {
+			case events.AnnotationAdded:
+				var p events.AnnotationAddedV1
+				if err := e.Decode(&p); err != nil {
+					return nil, err
+				}
+				facts[p.AnnotationID] = &annotationFact{author: p.AuthorName, at: e.RecordedAt.UTC().Format("2006-01-02T15:04:05Z"),
+					trace: p.TraceID, rating: p.Rating, comment: p.Comment, revision: p.TraceRevision}
+			case events.AnnotationEdited:
+				var p events.AnnotationEditedV1
+				if err := e.Decode(&p); err != nil {
+					return nil, err
+				}
+				if f := facts[p.AnnotationID]; f != nil {
+					f.rating, f.comment, f.labelError = p.Rating, p.Comment, p.LabelError
+				}
+			}
+		}
+	}
+	return facts, nil
+}
