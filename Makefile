@@ -46,5 +46,8 @@ bench: bench-ingest bench-otlp ## all benchmarks
 bench-ingest: deps ## import 10,000 traces × 20 steps end to end vs COPY; latency p50/p99
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkIngest -benchtime 1x -timeout 30m ./e2e/
 
+bench-query: deps ## group-by over 1,000,000 steps via POST /query vs direct DuckDB; p50/p99, ratio
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkQuery -benchtime 1x -timeout 30m ./e2e/
+
 bench-otlp: deps ## OTLP/HTTP spans/s end to end (512-span protobuf exports, 1 and 4 senders) vs in-process decode
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkOTLP -benchtime 1x -timeout 30m ./e2e/

@@ -2,7 +2,8 @@
 # Installs what a fresh Debian 12 machine lacks to run or test Critic:
 # PostgreSQL (server binaries only; Critic starts its own cluster under .data/),
 # protoc for `make generate`/`make verify`, and Node.js/npm for the tokenizer
-# parity reference. Idempotent and quiet when everything is present.
+# parity reference, and versitygw, the S3 server the blob-store tests run
+# against. Idempotent and quiet when everything is present.
 set -euo pipefail
 
 need=()
@@ -24,4 +25,21 @@ if [ ${#need[@]} -gt 0 ]; then
   if [[ " ${need[*]} " == *" postgresql "* ]] && command -v systemctl >/dev/null 2>&1; then
     $SUDO systemctl stop postgresql >/dev/null 2>&1 || true
   fi
+fi
+
+# versitygw (posix backend) is the S3 server of platform/blob's tests: unlike
+# gofakes3 it verifies SigV4, so tampered or expired presigned URLs really
+# fail. Built from source with the Go toolchain (~1-2 min, once).
+VERSITYGW_MODULE=github.com/versity/versitygw/cmd/versitygw@v1.8.0
+if command -v go >/dev/null 2>&1; then
+  gobin="$(go env GOBIN)"
+  [ -n "$gobin" ] || gobin="$(go env GOPATH | cut -d: -f1)/bin"
+  if ! command -v versitygw >/dev/null 2>&1 && [ ! -x "$gobin/versitygw" ]; then
+    echo "installing: $VERSITYGW_MODULE"
+    # GOFLAGS cleared: the caller's -mod=mod is for this repository, and
+    # `go install module@version` builds outside it.
+    GOFLAGS= go install "$VERSITYGW_MODULE"
+  fi
+else
+  echo "go is not on PATH: skipping versitygw (the S3 blob-store tests install it on first run)" >&2
 fi

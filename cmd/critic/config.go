@@ -2,10 +2,13 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/criticml/critic/platform/blob"
 )
 
 // config is read once from the environment; every default is embedded so a
@@ -14,11 +17,14 @@ type config struct {
 	DatabaseURL  string   // DATABASE_URL; empty → a local cluster under DataDir/pg
 	KafkaBrokers []string // KAFKA_BROKERS; empty → the embedded broker
 	KafkaPort    int      // CRITIC_KAFKA_PORT for the embedded broker (default 19092; 0 = any)
-	BlobURL      string   // BLOB_URL; default file://<DataDir>/blobs
+	BlobURL      string   // BLOB_URL: file:///dir (default file://<DataDir>/blobs) or s3://bucket/prefix
+	S3Endpoint   string   // S3_ENDPOINT for S3-compatible stores (path-style); credentials/region from the AWS_* variables
+	PublicURL    string   // CRITIC_PUBLIC_URL: base of local signed download links; empty → http://<listen address>
 	DataDir      string   // CRITIC_DATA_DIR; default .data
 	Addr         string   // CRITIC_ADDR; default 127.0.0.1:8080
 	PGPort       int      // CRITIC_PG_PORT for the local cluster (default 5439)
 	MaxBody      int64    // CRITIC_MAX_BODY_BYTES; default 64 MiB
+	PProf        bool     // CRITIC_PPROF=1 serves /debug/pprof (unauthenticated: profiling only)
 }
 
 func loadConfig() (config, error) {
@@ -27,9 +33,12 @@ func loadConfig() (config, error) {
 		DataDir:     envOr("CRITIC_DATA_DIR", ".data"),
 		Addr:        envOr("CRITIC_ADDR", "127.0.0.1:8080"),
 		BlobURL:     os.Getenv("BLOB_URL"),
+		S3Endpoint:  os.Getenv("S3_ENDPOINT"),
 		MaxBody:     64 << 20,
 		KafkaPort:   19092,
 		PGPort:      5439,
+		PProf:       os.Getenv("CRITIC_PPROF") == "1",
+		PublicURL:   os.Getenv("CRITIC_PUBLIC_URL"),
 	}
 	if v := strings.TrimSpace(os.Getenv("KAFKA_BROKERS")); v != "" {
 		for _, b := range strings.Split(v, ",") {
@@ -61,8 +70,18 @@ func loadConfig() (config, error) {
 
 // Validate fails at start with a message naming the variable.
 func (c config) Validate() error {
-	if !strings.HasPrefix(c.BlobURL, "file://") {
-		return fmt.Errorf("BLOB_URL: only file:// is supported in this version (got %q)", c.BlobURL)
+	if _, err := blob.ParseURL(c.BlobURL); err != nil {
+		return fmt.Errorf("BLOB_URL: %v", err)
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("CRITIC_PUBLIC_URL: %q is not an absolute http(s) URL", c.PublicURL)
+		}
+	}
+	if c.S3Endpoint != "" {
+		if u, err := url.Parse(c.S3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("S3_ENDPOINT: %q is not an absolute http(s) URL", c.S3Endpoint)
+		}
 	}
 	if c.MaxBody <= 0 {
 		return fmt.Errorf("CRITIC_MAX_BODY_BYTES must be positive")

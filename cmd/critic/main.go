@@ -16,6 +16,7 @@ const usage = `critic — turn AI-agent traces into reward models
 Usage:
   critic run                       everything in one process with embedded defaults
   critic serve                     the API, relay and projections
+  critic worker                    a standalone training/scoring worker (CRITIC_API_URL, KAFKA_BROKERS)
   critic migrate                   apply database migrations
   critic replay readmodel          rebuild the Postgres read model from the event log
   critic users create --name NAME [--read-only-key]
@@ -56,6 +57,8 @@ func dispatch(ctx context.Context, args []string) error {
 		return cmdRun(ctx, rest)
 	case "serve":
 		return cmdServe(ctx, rest)
+	case "worker":
+		return cmdWorker(ctx, rest)
 	case "migrate":
 		return cmdMigrate(ctx, rest)
 	case "replay":

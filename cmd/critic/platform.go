@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -51,14 +50,46 @@ func openInfra(ctx context.Context, cfg config, log *slog.Logger) (*infra, error
 		return nil, err
 	}
 	in.pool = pool
-	blobs, err := blob.NewLocal(strings.TrimPrefix(cfg.BlobURL, "file://"))
-	if err != nil {
+	if err := in.openBlobs(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("BLOB_URL: %w", err)
+		return nil, err
 	}
-	in.blobs = blobs
-	in.store = eventstore.New(pool, blobs)
+	in.store = eventstore.New(pool, in.blobs)
 	return in, nil
+}
+
+// openBlobs opens the store BLOB_URL names: a local directory whose signed
+// links point at this API (CRITIC_PUBLIC_URL; when unset, startServer sets
+// the listen address once it is known), or a bucket reached with the
+// standard AWS variables and S3_ENDPOINT.
+func (in *infra) openBlobs(ctx context.Context) error {
+	cfg := in.cfg
+	loc, err := blob.ParseURL(cfg.BlobURL)
+	if err != nil {
+		return fmt.Errorf("BLOB_URL: %w", err)
+	}
+	switch loc.Scheme {
+	case "file":
+		var opts []blob.LocalOption
+		if cfg.PublicURL != "" {
+			opts = append(opts, blob.WithPublicURL(cfg.PublicURL))
+		}
+		l, err := blob.NewLocal(loc.Dir, opts...)
+		if err != nil {
+			return fmt.Errorf("BLOB_URL %s: %w", cfg.BlobURL, err)
+		}
+		in.blobs = l
+	case "s3":
+		s, err := blob.NewS3(ctx, blob.S3Config{Bucket: loc.Bucket, Prefix: loc.Prefix, Endpoint: cfg.S3Endpoint})
+		if err != nil {
+			return fmt.Errorf("BLOB_URL %s: %w", cfg.BlobURL, err)
+		}
+		in.blobs = s
+		in.log.Info("blob store: S3", "bucket", loc.Bucket, "prefix", loc.Prefix, "endpoint", cfg.S3Endpoint)
+	default:
+		return fmt.Errorf("BLOB_URL: unsupported scheme %q", loc.Scheme)
+	}
+	return nil
 }
 
 func (in *infra) Close() { in.pool.Close() }

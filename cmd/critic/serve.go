@@ -11,7 +11,10 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/handlers/app"
+	"github.com/criticml/critic/handlers/blobdl"
 	"github.com/criticml/critic/handlers/otlp"
+	"github.com/criticml/critic/handlers/workerapi"
+	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/handlers/rest"
 	"github.com/criticml/critic/projections/readmodel"
 )
@@ -59,20 +62,46 @@ type server struct {
 // on the same port, the Connect/gRPC services.
 func startServer(parent context.Context, in *infra) (*server, error) {
 	cfg := in.cfg
+	token, err := workerToken(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("worker token: %w", err)
+	}
 	a, err := app.Start(parent, app.Config{
 		Addr:         cfg.Addr,
 		KafkaBrokers: cfg.KafkaBrokers,
 		KafkaDataDir: filepath.Join(cfg.DataDir, "kafka"),
 		KafkaPort:    cfg.KafkaPort,
 		WaitTimeout:  5 * time.Second,
+		SnapshotDir:  filepath.Join(cfg.DataDir, "snapshots"),
 	}, app.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *app.Server) {
-		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).Register(mux)
+		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).Register(mux)
+		workerapi.New(a.Cmds, token, workerapi.DefaultLease).Register(mux)
+		if local, ok := in.blobs.(*blob.Local); ok {
+			mux.Handle(blobdl.Pattern, blobdl.Handler(local))
+		}
+		rest.NewQueryAPI(a.Snapshots, a.Auth, cfg.MaxBody).Register(mux)
 		otlp.NewReceiver(a.Cmds, a.Waiter, a.Auth, cfg.MaxBody).Register(mux)
 		registerConnect(mux, a, cfg.MaxBody)
+		if cfg.PProf {
+			registerPProf(mux)
+		}
 	})
 	if err != nil {
 		return nil, err
 	}
+	if local, ok := in.blobs.(*blob.Local); ok {
+		// Links point at the address actually bound (CRITIC_ADDR may ask
+		// for port 0) unless CRITIC_PUBLIC_URL names the public one.
+		public := os.Getenv("CRITIC_PUBLIC_URL")
+		if public == "" {
+			public = "http://" + a.Addr
+		}
+		if err := local.SetPublicURL(public); err != nil {
+			_ = a.Shutdown()
+			return nil, err
+		}
+	}
+	startJobs(a, in)
 	return &server{Server: a, addr: a.Addr, cmds: a.Cmds, queries: a.Queries, waiter: a.Waiter}, nil
 }
 

@@ -1,6 +1,7 @@
 // Package app assembles the running API process — the embedded Kafka broker
 // (when no brokers are configured), the relay, the read-model projection, the
-// read-your-writes waiter and the HTTP server that speaks HTTP/1.1 and h2c —
+// snapshot projection behind /query, the read-your-writes waiter and the HTTP
+// server that speaks HTTP/1.1 and h2c —
 // from infrastructure the caller opened. It exists so that `critic serve`,
 // `critic run` and the integration tests of every API surface start exactly
 // the same server; configuration stays in cmd/critic.
@@ -24,10 +25,12 @@ import (
 	"github.com/criticml/critic/handlers"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/bus"
+	"github.com/criticml/critic/platform/duck"
 	"github.com/criticml/critic/platform/eventstore"
 	"github.com/criticml/critic/platform/relay"
 	"github.com/criticml/critic/projections"
 	"github.com/criticml/critic/projections/readmodel"
+	"github.com/criticml/critic/projections/snapshot"
 )
 
 // Config is what the process needs beyond its infrastructure.
@@ -43,6 +46,12 @@ type Config struct {
 	KafkaPort int
 	// WaitTimeout bounds read-your-writes (0 → 5 s).
 	WaitTimeout time.Duration
+	// SnapshotDir holds the per-owner DuckDB files of POST /query
+	// ($CRITIC_DATA_DIR/snapshots); "" runs no snapshot projection and
+	// leaves Server.Snapshots nil (tests of other surfaces).
+	SnapshotDir string
+	// Query tunes the /query sandbox; the zero value is production's.
+	Query duck.Options
 }
 
 // Deps is the infrastructure the caller opened and still owns (Shutdown does
@@ -67,6 +76,14 @@ type Server struct {
 	Queries *readmodel.Queries
 	Waiter  *readmodel.Waiter
 	Auth    *handlers.Authenticator
+	// Snapshots serves POST /query; nil without Config.SnapshotDir.
+	Snapshots *duck.Snapshots
+	// Brokers and Publisher let the caller start more bus consumers and
+	// producers (job dispatch) with Go.
+	Brokers   []string
+	Publisher *bus.Publisher
+	// Ctx lives until Shutdown.
+	Ctx context.Context
 
 	http     *http.Server
 	cancel   context.CancelFunc
@@ -107,6 +124,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		return fail(err)
 	}
 	s.closers = append([]func() error{pub.Close}, s.closers...)
+	s.Brokers, s.Publisher, s.Ctx = brokers, pub, ctx
 	sub, err := bus.NewSubscriber(bus.Config{Brokers: brokers, ConsumerGroup: readmodel.Name}, wlog)
 	if err != nil {
 		return fail(err)
@@ -130,6 +148,25 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		}, relay.Topic, proj)
 	})
 	s.goRun("waiter", func() error { s.Waiter.Listen(ctx); return nil })
+
+	if cfg.SnapshotDir != "" {
+		snaps, err := duck.New(cfg.SnapshotDir, cfg.Query)
+		if err != nil {
+			return fail(fmt.Errorf("query snapshots in %s: %w", cfg.SnapshotDir, err))
+		}
+		s.Snapshots = snaps
+		snapSub, err := bus.NewSubscriber(bus.Config{Brokers: brokers, ConsumerGroup: snapshot.Name}, wlog)
+		if err != nil {
+			return fail(err)
+		}
+		s.closers = append([]func() error{snapSub.Close}, s.closers...)
+		snapProj := snapshot.New(snaps, deps.Blobs, log)
+		s.goRun("snapshot", func() error {
+			return projections.Run(ctx, func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
+				return snapSub.ConsumeBatches(ctx, topic, n, wait, h)
+			}, relay.Topic, snapProj)
+		})
+	}
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -158,6 +195,15 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	return s, nil
 }
 
+// Go runs fn in the background until Shutdown; its ctx is s.Ctx. A closer,
+// when given, runs at Shutdown before waiting for fn.
+func (s *Server) Go(name string, fn func() error, closer func() error) {
+	if closer != nil {
+		s.closers = append([]func() error{closer}, s.closers...)
+	}
+	s.goRun(name, fn)
+}
+
 func (s *Server) goRun(name string, fn func() error) {
 	s.wg.Add(1)
 	go func() {
@@ -182,6 +228,10 @@ func (s *Server) Shutdown() error {
 			_ = c()
 		}
 		s.wg.Wait()
+		if s.Snapshots != nil {
+			// After the projection stopped: closing checkpoints the files.
+			_ = s.Snapshots.Close()
+		}
 	})
 	return nil
 }

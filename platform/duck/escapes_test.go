@@ -78,8 +78,8 @@ func fileHash(t *testing.T, path string) string {
 	return hex.EncodeToString(h[:])
 }
 
-// TestEscapeCorpus runs every attempt in testdata/escapes.txt against both
-// load modes. Each must be refused with a user-facing ValidationError, or, if
+// TestEscapeCorpus runs every attempt in testdata/escapes.txt against every
+// load mode. Each must be refused with a user-facing ValidationError, or, if
 // it is a harmless SELECT, show nothing of another owner, no server path and
 // no internal table; and nothing may change on disk.
 func TestEscapeCorpus(t *testing.T) {
@@ -90,7 +90,7 @@ func TestEscapeCorpus(t *testing.T) {
 	for _, mode := range []struct {
 		name string
 		load LoadMode
-	}{{"copy", LoadCopy}, {"attach", LoadAttach}} {
+	}{{"replica", LoadReplica}, {"copy", LoadCopy}, {"attach", LoadAttach}} {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Parallel()
 			s, dir := newSnapshots(t, Options{Load: mode.load})

@@ -38,8 +38,9 @@ type Result struct {
 	Truncated bool     `json:"truncated"`
 }
 
-// sandbox is one throwaway in-memory DuckDB: it serves exactly one query and
-// is then closed, so nothing a query does can outlive it.
+// sandbox is one in-memory DuckDB: for LoadCopy/LoadAttach it serves exactly
+// one query and is then closed, so nothing a query does can outlive it; for
+// LoadReplica it becomes an owner's replica.
 type sandbox struct {
 	db   *sql.DB
 	conn *sql.Conn
@@ -65,7 +66,7 @@ func (s *Snapshots) newSandbox(ctx context.Context) (*sandbox, error) {
 	}
 	setup := fmt.Sprintf(`SET threads = %d; SET memory_limit = %s; SET temp_directory = '';
 		SET autoinstall_known_extensions = false; SET autoload_known_extensions = false;
-		SET allow_community_extensions = false; SET TimeZone = 'UTC';
+		SET allow_community_extensions = false; SET GLOBAL TimeZone = 'UTC';
 		SET secret_directory = '/dev/null/secrets'; SET extension_directory = '/dev/null/extensions'`,
 		s.opts.Threads, quoteString(s.opts.MemoryLimit))
 	if _, err := conn.ExecContext(ctx, setup); err != nil {
@@ -127,10 +128,13 @@ func (s *Snapshots) discard(sb *sandbox) {
 }
 
 // Query runs one user SELECT over ownerID's snapshot (DESIGN §10). Each call
-// gets its own in-memory DuckDB holding only that owner's user tables, locks
-// it down, and only then looks at the SQL. Rejected statements, SQL errors
-// and the time limit come back as *domain.ValidationError with a message
-// meant for the user; other errors are internal.
+// runs in an in-memory DuckDB holding only that owner's user tables, locked
+// down before the SQL is looked at: with LoadReplica (the default) a fresh
+// connection to the owner's cached replica, rebuilt when the snapshot has
+// changed since; with LoadCopy/LoadAttach a new DuckDB instance. Rejected
+// statements, SQL errors and the time limit come back as
+// *domain.ValidationError with a message meant for the user; other errors
+// are internal. The time limit covers building a replica.
 func (s *Snapshots) Query(ctx context.Context, ownerID, query string) (*Result, error) {
 	o, err := s.owner(ownerID)
 	if err != nil {
@@ -138,6 +142,9 @@ func (s *Snapshots) Query(ctx context.Context, ownerID, query string) (*Result, 
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
+	if s.opts.Load == LoadReplica {
+		return s.queryReplica(ctx, ownerID, o, query)
+	}
 
 	sb, err := s.takeSandbox(ctx)
 	if err != nil {
@@ -154,17 +161,17 @@ func (s *Snapshots) Query(ctx context.Context, ownerID, query string) (*Result, 
 		}
 	}
 	defer unlock()
-	if err := s.load(ctx, sb, ownerID, query); err != nil {
+	if err := s.load(ctx, sb, ownerID, query, false); err != nil {
 		return nil, s.queryError(ctx, err, "")
 	}
 	if s.opts.Load == LoadCopy {
 		// The sandbox no longer reads the file: let the writer go on.
 		unlock()
 	}
-	if err := s.lockDown(ctx, sb); err != nil {
+	if err := s.lockDown(ctx, sb, s.opts.Load == LoadCopy); err != nil {
 		return nil, s.queryError(ctx, err, "")
 	}
-	res, err := run(ctx, sb, query, s.opts.MaxRows)
+	res, err := run(ctx, sb.conn, query, s.opts.MaxRows)
 	if err != nil {
 		return nil, s.queryError(ctx, err, query)
 	}
@@ -173,8 +180,10 @@ func (s *Snapshots) Query(ctx context.Context, ownerID, query string) (*Result, 
 
 // load puts the owner's user tables into the sandbox under their plain names.
 // The tables are always created from our DDL first, so an owner without a file
-// (nothing imported yet) sees the same empty schema as everyone.
-func (s *Snapshots) load(ctx context.Context, sb *sandbox, ownerID, query string) error {
+// (nothing imported yet) sees the same empty schema as everyone. With all set
+// (a replica) every table is copied whatever the query; otherwise LoadCopy
+// copies only the tables the query may read.
+func (s *Snapshots) load(ctx context.Context, sb *sandbox, ownerID, query string, all bool) error {
 	path := s.Path(ownerID)
 	_, statErr := os.Stat(path)
 	exists := statErr == nil
@@ -188,16 +197,16 @@ func (s *Snapshots) load(ctx context.Context, sb *sandbox, ownerID, query string
 	lower := strings.ToLower(query)
 	for _, t := range userTables {
 		switch {
-		case exists && s.opts.Load == LoadAttach:
+		case exists && s.opts.Load == LoadAttach && !all:
 			fmt.Fprintf(&b, "CREATE VIEW main.%[1]s AS FROM snap.main.%[1]s;\n", t.name)
-		case exists && needsTable(lower, t.name):
+		case exists && (all || needsTable(lower, t.name)):
 			b.WriteString(fmt.Sprintf(t.ddl, "main") + ";\n")
 			fmt.Fprintf(&b, "INSERT INTO main.%[1]s BY NAME FROM snap.main.%[1]s;\n", t.name)
 		default:
 			b.WriteString(fmt.Sprintf(t.ddl, "main") + ";\n")
 		}
 	}
-	if exists && s.opts.Load == LoadCopy {
+	if exists && (all || s.opts.Load == LoadCopy) {
 		b.WriteString("DETACH snap;\n")
 	}
 	if _, err := sb.conn.ExecContext(ctx, b.String()); err != nil {
@@ -232,9 +241,9 @@ func needsTable(lowerQuery, table string) bool {
 // network (enable_external_access also covers ATTACH, COPY, read_*(), glob,
 // http/s3 URLs, INSTALL/LOAD), and then lock_configuration so the user's SQL
 // cannot SET any of it back.
-func (s *Snapshots) lockDown(ctx context.Context, sb *sandbox) error {
+func (s *Snapshots) lockDown(ctx context.Context, sb *sandbox, noFiles bool) error {
 	stmts := "SET enable_external_access = false;\n"
-	if s.opts.Load == LoadCopy {
+	if noFiles {
 		// Nothing is read from disk any more; refuse even allowed paths.
 		stmts += "SET disabled_filesystems = 'LocalFileSystem';\n"
 	}
@@ -251,9 +260,9 @@ func (s *Snapshots) lockDown(ctx context.Context, sb *sandbox) error {
 // QueryContext and ExecContext execute every statement of a string but the
 // last, so `SELECT 1; DROP TABLE steps` would drop the table before any check.
 // Prepare refuses strings with more than one statement and executes nothing.
-func run(ctx context.Context, sb *sandbox, query string, maxRows int) (*Result, error) {
+func run(ctx context.Context, conn *sql.Conn, query string, maxRows int) (*Result, error) {
 	var res *Result
-	err := sb.conn.Raw(func(dc any) error {
+	err := conn.Raw(func(dc any) error {
 		conn, ok := dc.(driver.Conn)
 		if !ok {
 			return errors.New("duck: unexpected driver connection")

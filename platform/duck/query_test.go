@@ -22,7 +22,7 @@ func requireInvalid(t *testing.T, err error, contains string) *domain.Validation
 
 func TestQuerySeesOnlyTheCallersRows(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []LoadMode{LoadCopy, LoadAttach} {
+	for _, mode := range []LoadMode{LoadReplica, LoadCopy, LoadAttach} {
 		s, _ := newSnapshots(t, Options{Load: mode})
 		seedTrace(t, s, "alice", "t1", 5, "ALICE")
 		seedTrace(t, s, "bob", "t9", 7, "BOB")

@@ -167,7 +167,7 @@ func TestApplyRejectsUnsafeOwnerIDs(t *testing.T) {
 // state (a whole trace or none), never a half-applied event.
 func TestQueriesDuringWrites(t *testing.T) {
 	t.Parallel()
-	for _, mode := range []LoadMode{LoadCopy, LoadAttach} {
+	for _, mode := range []LoadMode{LoadReplica, LoadCopy, LoadAttach} {
 		s, _ := newSnapshots(t, Options{Load: mode, MaxOpenWriters: 1})
 		ctx := context.Background()
 		var wg sync.WaitGroup

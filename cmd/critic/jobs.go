@@ -1,0 +1,34 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/criticml/critic/handlers/app"
+	"github.com/criticml/critic/platform/bus"
+	"github.com/criticml/critic/platform/relay"
+	"github.com/criticml/critic/projections"
+	jobdispatch "github.com/criticml/critic/projections/dispatch"
+)
+
+// startJobs runs the API side of the job pipeline: the dispatch projection
+// (datasets, job commands) and the lease sweeper.
+func startJobs(a *app.Server, in *infra) {
+	sub, err := bus.NewSubscriber(bus.Config{Brokers: a.Brokers, ConsumerGroup: jobdispatch.Name}, watermill.NewSlogLogger(in.log))
+	if err != nil {
+		in.log.Error("dispatch: subscriber", "err", err)
+		return
+	}
+	d := jobdispatch.New(a.Cmds, a.Publisher, in.log)
+	a.Go("dispatch", func() error {
+		return projections.Run(a.Ctx, func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
+			return sub.ConsumeBatches(ctx, topic, n, wait, h)
+		}, relay.Topic, d)
+	}, sub.Close)
+	a.Go("lease-sweeper", func() error {
+		return jobdispatch.SweepLeases(a.Ctx, a.Queries, a.Cmds, 2*time.Second, in.log)
+	}, nil)
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/criticml/critic/gpuworker/worker"
+)
+
+// cmdWorker runs a standalone worker (DESIGN §8): it consumes critic.jobs.train
+// and critic.jobs.score from KAFKA_BROKERS in the "workers" group, talks to the
+// API at CRITIC_API_URL with a worker token and reads/writes BLOB_URL. It never
+// needs DATABASE_URL.
+func cmdWorker(ctx context.Context, _ []string) error {
+	cfg, err := loadConfig() // CRITIC_DATA_DIR, KAFKA_BROKERS, BLOB_URL, S3_ENDPOINT
+	if err != nil {
+		return err
+	}
+	wc, err := workerConfigFromEnv(cfg)
+	if err != nil {
+		return err
+	}
+	log := newLogger()
+	in := &infra{cfg: cfg, log: log}
+	if err := in.openBlobs(ctx); err != nil {
+		return err
+	}
+	wc.Blobs, wc.Log = in.blobs, log
+	fmt.Printf("Critic worker %s: API %s, Kafka %s (group %s), blobs %s, data %s\n",
+		wc.WorkerID, wc.APIURL, strings.Join(wc.Brokers, ","), worker.ConsumerGroup, cfg.BlobURL, cfg.DataDir)
+	return worker.Run(ctx, wc)
+}
+
+// workerConfigFromEnv reads the worker's own variables: CRITIC_API_URL,
+// CRITIC_WORKER_TOKEN (or $CRITIC_DATA_DIR/worker_token, which the API writes on
+// a single machine), CRITIC_WORKER_ID (default hostname-pid); KAFKA_BROKERS is
+// required because a standalone worker has no embedded broker to fall back on.
+func workerConfigFromEnv(cfg config) (worker.Config, error) {
+	wc := worker.Config{APIURL: strings.TrimRight(strings.TrimSpace(os.Getenv("CRITIC_API_URL")), "/"),
+		Brokers: cfg.KafkaBrokers, DataDir: cfg.DataDir}
+	var errs []error
+	if wc.APIURL == "" {
+		errs = append(errs, errors.New("CRITIC_API_URL is required: the API's base URL, e.g. http://127.0.0.1:8080"))
+	} else if !strings.HasPrefix(wc.APIURL, "http://") && !strings.HasPrefix(wc.APIURL, "https://") {
+		errs = append(errs, fmt.Errorf("CRITIC_API_URL: %q is not an http(s) URL", wc.APIURL))
+	}
+	wc.Token = strings.TrimSpace(os.Getenv("CRITIC_WORKER_TOKEN"))
+	if wc.Token == "" {
+		path := filepath.Join(cfg.DataDir, "worker_token")
+		data, err := os.ReadFile(path)
+		switch {
+		case err == nil && strings.TrimSpace(string(data)) != "":
+			wc.Token = strings.TrimSpace(string(data))
+		case err == nil || os.IsNotExist(err):
+			errs = append(errs, fmt.Errorf("CRITIC_WORKER_TOKEN is required (or a token in %s, which the API writes on a single machine)", path))
+		default:
+			errs = append(errs, fmt.Errorf("CRITIC_WORKER_TOKEN is unset and %s is unreadable: %v", path, err))
+		}
+	}
+	if len(wc.Brokers) == 0 {
+		errs = append(errs, errors.New("KAFKA_BROKERS is required for a standalone worker (comma-separated host:port)"))
+	}
+	wc.WorkerID = strings.TrimSpace(os.Getenv("CRITIC_WORKER_ID"))
+	if wc.WorkerID == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "worker"
+		}
+		wc.WorkerID = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	return wc, errors.Join(errs...)
+}

@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	_ "github.com/duckdb/duckdb-go/v2" // the reference connection
+	"github.com/stretchr/testify/require"
+)
+
+// benchQuerySQL is the group-by of `make bench-query`.
+const benchQuerySQL = "SELECT role, count(*) AS n, avg(length(content)) AS avg_len FROM steps GROUP BY role ORDER BY role"
+
+// BenchmarkQuery measures `make bench-query`: 1,000,000 steps of one owner
+// (50,000 traces × 20 steps imported through the API, 1,000 traces per
+// request), then benchQuerySQL 200 times through POST /query — HTTP, auth,
+// sandbox and JSON included — alternating with the same SQL on an
+// already-open DuckDB connection to a copy of the owner's snapshot file
+// taken in the same run. It prints p50/p99 of both and their ratio (target:
+// /query p50 within 2× of direct). CRITIC_BENCH_QUERY_STEPS scales it down.
+func BenchmarkQuery(b *testing.B) {
+	for range b.N {
+		runQueryBench(b)
+	}
+}
+
+func runQueryBench(b *testing.B) {
+	nSteps := 1_000_000
+	if v := os.Getenv("CRITIC_BENCH_QUERY_STEPS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(b, err)
+		nSteps = n
+	}
+	const stepsPer, perRequest, workers, runs = 20, 1000, 2, 200
+	traces := nSteps / stepsPer
+
+	in := startServe(b)
+	key := in.newUser("bench", false)
+	lines := genTraces(traces, stepsPer, "q")
+
+	start := time.Now()
+	jobs := make(chan string)
+	errs := make(chan error, traces/perRequest+1)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for data := range jobs {
+				r := in.do("POST", "/api/v1/rm/traces/import", key, map[string]any{"format": "stash", "data": data})
+				if r.Status != http.StatusOK {
+					errs <- fmt.Errorf("import: %d %s", r.Status, r.Body)
+				}
+			}
+		}()
+	}
+	for i := 0; i < traces; i += perRequest {
+		jobs <- strings.Join(lines[i:min(i+perRequest, traces)], "\n")
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	imported := time.Since(start)
+	countSQL := "SELECT count(*) FROM steps"
+	for {
+		res := queryOnce(b, in, key, countSQL)
+		if strings.Contains(res, fmt.Sprintf("[[%d]]", traces*stepsPer)) {
+			break
+		}
+		require.Less(b, time.Since(start), 15*time.Minute, "snapshot never reached %d steps: %s", traces*stepsPer, res)
+		time.Sleep(200 * time.Millisecond)
+	}
+	b.Logf("imported %d steps through the API in %s; in the snapshot after %s",
+		traces*stepsPer, imported.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+
+	// The reference needs the owner's file, which the server holds: stop it
+	// (closing checkpoints the file), copy the file, start it again.
+	var owner string
+	require.NoError(b, in.pool.QueryRow(context.Background(), "SELECT id::text FROM rm_users WHERE name = 'bench'").Scan(&owner))
+	in.stop()
+	ref := filepath.Join(b.TempDir(), "reference.duckdb")
+	raw, err := os.ReadFile(filepath.Join(in.dataDir, "snapshots", owner+".duckdb"))
+	require.NoError(b, err)
+	require.NoError(b, os.WriteFile(ref, raw, 0o600))
+	in.start()
+
+	db, err := sql.Open("duckdb", "")
+	require.NoError(b, err)
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	_, err = db.Exec(fmt.Sprintf("ATTACH '%s' AS ref (READ_ONLY); USE ref", ref))
+	require.NoError(b, err)
+	direct := func() time.Duration {
+		t := time.Now()
+		rows, err := db.Query(benchQuerySQL)
+		require.NoError(b, err)
+		for rows.Next() {
+		}
+		require.NoError(b, rows.Err())
+		require.NoError(b, rows.Close())
+		return time.Since(t)
+	}
+	direct() // warm, as the server's replica is warm after its first query
+
+	t := time.Now()
+	first := queryOnce(b, in, key, benchQuerySQL)
+	b.Logf("first /query after start (builds the owner's replica): %s", time.Since(t).Round(time.Millisecond))
+	require.Contains(b, first, `"columns":["role","n","avg_len"]`)
+	time.Sleep(time.Duration(nSteps/100_000+1) * time.Second) // let the replica's background compression finish
+
+	var viaAPI, viaDirect []time.Duration
+	b.ResetTimer()
+	for range runs {
+		viaDirect = append(viaDirect, direct())
+		t := time.Now()
+		res := queryOnce(b, in, key, benchQuerySQL)
+		viaAPI = append(viaAPI, time.Since(t))
+		require.Equal(b, first, res)
+	}
+	b.StopTimer()
+	ap50, ap99 := pctl(viaAPI)
+	dp50, dp99 := pctl(viaDirect)
+	ratio := float64(ap50) / float64(dp50)
+	b.ReportMetric(ap50.Seconds()*1000, "query-p50-ms")
+	b.ReportMetric(ap99.Seconds()*1000, "query-p99-ms")
+	b.ReportMetric(dp50.Seconds()*1000, "direct-p50-ms")
+	b.ReportMetric(dp99.Seconds()*1000, "direct-p99-ms")
+	b.ReportMetric(ratio, "p50-ratio")
+	fmt.Printf("bench-query: %d steps, %d runs: POST /query p50 %s p99 %s | direct DuckDB p50 %s p99 %s | p50 ratio %.2f× (target ≤ 2×)\n",
+		nSteps, runs, ap50.Round(10*time.Microsecond), ap99.Round(10*time.Microsecond),
+		dp50.Round(10*time.Microsecond), dp99.Round(10*time.Microsecond), ratio)
+}
+
+// queryOnce posts sql and returns the raw 200 body.
+func queryOnce(b *testing.B, in *instance, key, sqlText string) string {
+	req, err := http.NewRequest("POST", in.url+"/api/v1/rm/query", strings.NewReader(`{"sql":`+strconv.Quote(sqlText)+`}`))
+	require.NoError(b, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(b, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(b, err)
+	require.Equal(b, http.StatusOK, resp.StatusCode, string(body))
+	return string(body)
+}
+
+func pctl(d []time.Duration) (p50, p99 time.Duration) {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2], s[(len(s)*99)/100]
+}

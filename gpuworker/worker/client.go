@@ -1,0 +1,236 @@
+package worker
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// ErrNotClaimable matches (errors.Is) every 409 answer of the worker service:
+// the job is not this worker's, or no longer queued/running — a duplicate or
+// stale delivery, or a lost lease. The worker acknowledges and skips it.
+var ErrNotClaimable = errors.New("not claimable")
+
+// APIError is a non-2xx answer of the worker service ({"detail","code"}).
+type APIError struct {
+	Method, Path string
+	Status       int
+	Code, Detail string
+}
+
+func (e *APIError) Error() string {
+	msg := fmt.Sprintf("%s %s: %d", e.Method, e.Path, e.Status)
+	if e.Code != "" {
+		msg += " " + e.Code
+	}
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrNotClaimable) true for a 409.
+func (e *APIError) Is(target error) bool { return target == ErrNotClaimable && e.Status == http.StatusConflict }
+
+// Transient reports whether retrying the same request later may succeed: network
+// errors, timeouts, 429 and 5xx (and 401/403, which an operator fixes by correcting
+// the token, not by dropping the job). Other 4xx answers are final.
+func Transient(err error) bool {
+	if err == nil {
+		return false
+	}
+	var ae *APIError
+	if errors.As(err, &ae) {
+		switch {
+		case ae.Status == http.StatusTooManyRequests, ae.Status >= 500,
+			ae.Status == http.StatusUnauthorized, ae.Status == http.StatusForbidden:
+			return true
+		}
+		return false
+	}
+	if errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ne net.Error
+	var ue *url.Error
+	return errors.As(err, &ne) || errors.As(err, &ue) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// Client calls the API's worker service (/api/v1/worker/...) with a worker token.
+type Client struct {
+	BaseURL  string // e.g. http://127.0.0.1:8080
+	Token    string // the worker token, sent as "Authorization: Bearer <token>"
+	WorkerID string // sent as worker_id in every request
+	HTTP     *http.Client
+}
+
+// NewClient returns a client with a 2-minute per-request timeout.
+func NewClient(baseURL, token, workerID string) *Client {
+	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Token: token, WorkerID: workerID,
+		HTTP: &http.Client{Timeout: 2 * time.Minute}}
+}
+
+// TrainingClaim is the answer to a training claim: what the attempt trains.
+type TrainingClaim struct {
+	ModelID      string `json:"model_id"`
+	OwnerID      string `json:"owner_id"`
+	Name         string `json:"name"`
+	BaseModel    string `json:"base_model"`
+	DatasetKey   string `json:"dataset_key"`
+	ArtifactKey  string `json:"artifact_key"`
+	Attempt      int    `json:"attempt"`
+	Epochs       int    `json:"epochs"`
+	LeaseSeconds int    `json:"lease_seconds"`
+}
+
+// Progress is a heartbeat's progress report.
+type Progress struct {
+	Phase        string  `json:"phase"` // training, scoring, uploading
+	Step         int     `json:"step"`
+	TotalSteps   int     `json:"total_steps"`
+	Loss         float64 `json:"loss"`
+	TokensPerSec float64 `json:"tokens_per_sec"`
+}
+
+// Succeeded is a training success report. The checkpoint archive and the score
+// files are in the blob store before it is sent.
+type Succeeded struct {
+	Attempt           int             `json:"attempt"`
+	Metrics           any             `json:"metrics"`
+	RewardStats       json.RawMessage `json:"reward_stats"`
+	ActionRewardStats json.RawMessage `json:"action_reward_stats"` // nil → null
+	ScoresKey         string          `json:"scores_key"`
+	ActionScoresKey   string          `json:"action_scores_key"` // "" when none
+}
+
+// ScoringClaim is the answer to a scoring claim.
+type ScoringClaim struct {
+	ItemsKey string `json:"items_key"`
+}
+
+// ActionScore is one scored action.
+type ActionScore struct {
+	TraceID string  `json:"trace_id"`
+	StepID  string  `json:"step_id"`
+	Score   float64 `json:"score"`
+	Credit  float64 `json:"credit"`
+}
+
+// ScoringFinished reports a scoring run; a non-empty Error fails it.
+type ScoringFinished struct {
+	TraceID      string        `json:"trace_id"`
+	ModelID      string        `json:"model_id"`
+	ActionScores []ActionScore `json:"action_scores"`
+	Error        string        `json:"error"`
+}
+
+// ClaimTraining claims attempt of modelID. A model that is not queued for this
+// attempt answers 409 (errors.Is(err, ErrNotClaimable)).
+func (c *Client) ClaimTraining(ctx context.Context, modelID string, attempt int) (*TrainingClaim, error) {
+	var out TrainingClaim
+	err := c.post(ctx, "/api/v1/worker/training/"+url.PathEscape(modelID)+"/claim",
+		map[string]any{"worker_id": c.WorkerID, "attempt": attempt}, &out)
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Heartbeat renews the lease; 409 means the lease is lost: stop, report nothing.
+func (c *Client) Heartbeat(ctx context.Context, modelID string, attempt int, p Progress) error {
+	return c.post(ctx, "/api/v1/worker/training/"+url.PathEscape(modelID)+"/heartbeat",
+		map[string]any{"worker_id": c.WorkerID, "attempt": attempt, "progress": p}, nil)
+}
+
+// TrainingSucceeded reports a finished attempt.
+func (c *Client) TrainingSucceeded(ctx context.Context, modelID string, s Succeeded) error {
+	if s.ActionRewardStats == nil {
+		s.ActionRewardStats = json.RawMessage("null")
+	}
+	body := struct {
+		WorkerID string `json:"worker_id"`
+		Succeeded
+	}{c.WorkerID, s}
+	return c.post(ctx, "/api/v1/worker/training/"+url.PathEscape(modelID)+"/succeeded", body, nil)
+}
+
+// TrainingFailed reports a failed attempt; msg is the end of the job's log.
+func (c *Client) TrainingFailed(ctx context.Context, modelID string, attempt int, msg string) error {
+	return c.post(ctx, "/api/v1/worker/training/"+url.PathEscape(modelID)+"/failed",
+		map[string]any{"worker_id": c.WorkerID, "attempt": attempt, "error": msg}, nil)
+}
+
+// ClaimScoring claims a scoring run.
+func (c *Client) ClaimScoring(ctx context.Context, runID, traceID, modelID string) (*ScoringClaim, error) {
+	var out ScoringClaim
+	err := c.post(ctx, "/api/v1/worker/scoring/"+url.PathEscape(runID)+"/claim",
+		map[string]any{"worker_id": c.WorkerID, "trace_id": traceID, "model_id": modelID}, &out)
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ScoringFinished reports a scoring run's result (or its error).
+func (c *Client) ScoringFinished(ctx context.Context, runID string, f ScoringFinished) error {
+	if f.ActionScores == nil {
+		f.ActionScores = []ActionScore{}
+	}
+	body := struct {
+		WorkerID string `json:"worker_id"`
+		ScoringFinished
+	}{c.WorkerID, f}
+	return c.post(ctx, "/api/v1/worker/scoring/"+url.PathEscape(runID)+"/finished", body, nil)
+}
+
+func (c *Client) post(ctx context.Context, path string, in, out any) error {
+	data, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", path, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.BaseURL, "/")+path, bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Bearer "+c.Token)
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("POST %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return fmt.Errorf("POST %s: reading answer: %w", path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		ae := &APIError{Method: http.MethodPost, Path: path, Status: resp.StatusCode}
+		var e struct{ Detail, Code string }
+		if json.Unmarshal(body, &e) == nil && (e.Detail != "" || e.Code != "") {
+			ae.Detail, ae.Code = e.Detail, e.Code
+		} else {
+			ae.Detail = strings.TrimSpace(string(body[:min(len(body), 500)]))
+		}
+		return ae
+	}
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			return fmt.Errorf("POST %s: decoding answer: %w", path, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,101 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"unicode/utf8"
+)
+
+// ErrorTailChars is how much of a job's log a failure report carries (spec 002
+// "Status": the last 2000 characters of worker.log).
+const ErrorTailChars = 2000
+
+// LogTail keeps the last N characters (runes) written to it: a job's worker log,
+// whose tail becomes the error of a failed model.
+type LogTail struct {
+	mu  sync.Mutex
+	n   int
+	buf []byte
+}
+
+// NewLogTail keeps the last n characters.
+func NewLogTail(n int) *LogTail { return &LogTail{n: n} }
+
+// Write appends p; it never fails.
+func (t *LogTail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	// A rune is at most 4 bytes: 4n bytes always hold the last n characters.
+	if limit := 4 * t.n; len(t.buf) > 2*limit {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-limit:]...)
+	}
+	return len(p), nil
+}
+
+// String returns the last n characters written, starting at a character boundary.
+func (t *LogTail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b := t.buf
+	// Walk back n runes from the end.
+	i, count := len(b), 0
+	for i > 0 && count < t.n {
+		_, size := utf8.DecodeLastRune(b[:i])
+		i -= size
+		count++
+	}
+	// Drop continuation bytes of a rune cut by trimming.
+	for i < len(b) && !utf8.RuneStart(b[i]) {
+		i++
+	}
+	return string(b[i:])
+}
+
+// fanout sends every record to all its handlers (the process log and a job's tail).
+type fanout []slog.Handler
+
+func (f fanout) Enabled(ctx context.Context, l slog.Level) bool {
+	for _, h := range f {
+		if h.Enabled(ctx, l) {
+			return true
+		}
+	}
+	return false
+}
+
+func (f fanout) Handle(ctx context.Context, r slog.Record) error {
+	var errs []error
+	for _, h := range f {
+		if h.Enabled(ctx, r.Level) {
+			errs = append(errs, h.Handle(ctx, r.Clone()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (f fanout) WithAttrs(as []slog.Attr) slog.Handler {
+	out := make(fanout, len(f))
+	for i, h := range f {
+		out[i] = h.WithAttrs(as)
+	}
+	return out
+}
+
+func (f fanout) WithGroup(name string) slog.Handler {
+	out := make(fanout, len(f))
+	for i, h := range f {
+		out[i] = h.WithGroup(name)
+	}
+	return out
+}
+
+// jobLogger returns a logger that writes to base (with the job's attributes) and,
+// without them, to a fresh tail: everything logged for the job is in the tail.
+func jobLogger(base *slog.Logger, attrs ...any) (*slog.Logger, *LogTail) {
+	tail := NewLogTail(ErrorTailChars)
+	th := slog.NewTextHandler(tail, &slog.HandlerOptions{Level: slog.LevelInfo})
+	return slog.New(fanout{base.With(attrs...).Handler(), th}), tail
+}

@@ -1,0 +1,739 @@
+// Package worker is the gpuworker's job loop (DESIGN §8): it consumes the train
+// and score commands from Kafka as a member of the "workers" consumer group,
+// claims each job through the API's worker service (so a duplicate or stale
+// delivery is answered 409 and skipped), reads its inputs from the blob store,
+// trains or scores with gpuworker/train and gpuworker/model, writes the
+// checkpoint archive and score files back to the blob store and reports the
+// result through the same service. Workers hold a worker token, the Kafka
+// address and blob-store access, never database credentials.
+//
+// A job's Kafka offset is committed only after the job finished — succeeded,
+// or its failure was reported. A worker that dies mid-job leaves the message
+// uncommitted; the API expires the lease and fails the model, and a
+// redelivery is refused by the claim.
+package worker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/gpuworker/hub"
+	"github.com/criticml/critic/gpuworker/model"
+	"github.com/criticml/critic/gpuworker/train"
+	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/bus"
+)
+
+// Kafka topics and the consumer group every worker joins.
+const (
+	TopicTrain    = "critic.jobs.train"
+	TopicScore    = "critic.jobs.score"
+	ConsumerGroup = "workers"
+)
+
+// TrainMessage is a critic.jobs.train value (key = model id).
+type TrainMessage struct {
+	ModelID string `json:"model_id"`
+	Attempt int    `json:"attempt"`
+	OwnerID string `json:"owner_id"`
+}
+
+// ScoreMessage is a critic.jobs.score value (key = run id).
+type ScoreMessage struct {
+	RunID   string `json:"run_id"`
+	TraceID string `json:"trace_id"`
+	ModelID string `json:"model_id"`
+	OwnerID string `json:"owner_id"`
+}
+
+// Config is what a worker needs. APIURL, Token, WorkerID (or Client), Brokers,
+// Blobs and DataDir are required.
+type Config struct {
+	APIURL   string // the API's base URL (CRITIC_API_URL)
+	Token    string // worker token
+	WorkerID string // sent with every claim and report
+	Brokers  []string
+	Blobs    blob.Store
+	DataDir  string // scratch: DataDir/worker/{jobs,checkpoints}, base models in DataDir/models
+	Log      *slog.Logger
+
+	// Client overrides the worker-service client built from APIURL, Token, WorkerID.
+	Client *Client
+	// Hub resolves base models; default hub.NewFromEnv() caching under DataDir/models.
+	Hub *hub.Client
+	// ConsumerGroup defaults to "workers".
+	ConsumerGroup string
+	// HeartbeatMinInterval bounds progress heartbeats (default 1 s).
+	HeartbeatMinInterval time.Duration
+	// ReportRetryFor is how long a result report is retried while the API is
+	// unreachable or answers 5xx (default 5 min). Claims are retried until
+	// shutdown: the job stays with this worker, uncommitted.
+	ReportRetryFor time.Duration
+	// KeepJobDirs keeps DataDir/worker/jobs/<model>/attempt-<n> after a job.
+	KeepJobDirs bool
+	// TrainOptions, when set, adjusts each job's train.Options (tests).
+	TrainOptions func(*train.Options)
+}
+
+// Worker runs jobs; see Run.
+type Worker struct {
+	cfg    Config
+	client *Client
+	hub    *hub.Client
+	log    *slog.Logger
+
+	mu     sync.Mutex // guards loaded (the score loop uses it; Close frees it)
+	loaded *loadedModel
+}
+
+type loadedModel struct {
+	key string
+	rm  *model.RewardModel
+}
+
+// New validates cfg and fills defaults.
+func New(cfg Config) (*Worker, error) {
+	var errs []error
+	if cfg.Client == nil {
+		if cfg.APIURL == "" {
+			errs = append(errs, errors.New("worker: APIURL is required (CRITIC_API_URL)"))
+		}
+		if cfg.Token == "" {
+			errs = append(errs, errors.New("worker: Token is required (CRITIC_WORKER_TOKEN)"))
+		}
+		if cfg.WorkerID == "" {
+			errs = append(errs, errors.New("worker: WorkerID is required"))
+		}
+	}
+	if cfg.Blobs == nil {
+		errs = append(errs, errors.New("worker: Blobs is required (BLOB_URL)"))
+	}
+	if cfg.DataDir == "" {
+		errs = append(errs, errors.New("worker: DataDir is required (CRITIC_DATA_DIR)"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.ConsumerGroup == "" {
+		cfg.ConsumerGroup = ConsumerGroup
+	}
+	if cfg.HeartbeatMinInterval <= 0 {
+		cfg.HeartbeatMinInterval = time.Second
+	}
+	if cfg.ReportRetryFor <= 0 {
+		cfg.ReportRetryFor = 5 * time.Minute
+	}
+	w := &Worker{cfg: cfg, client: cfg.Client, hub: cfg.Hub, log: cfg.Log}
+	if w.client == nil {
+		w.client = NewClient(cfg.APIURL, cfg.Token, cfg.WorkerID)
+	}
+	if w.hub == nil {
+		w.hub = hub.NewFromEnv()
+		w.hub.CacheDir = filepath.Join(cfg.DataDir, "models")
+	}
+	return w, nil
+}
+
+// Run consumes critic.jobs.train and critic.jobs.score concurrently (one job at a
+// time per topic) until ctx ends, then returns nil. An in-flight training job is
+// stopped and reported failed ("worker shut down"); its message stays
+// uncommitted, and its redelivery is refused by the claim.
+func Run(ctx context.Context, cfg Config) error {
+	w, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	return w.Run(ctx)
+}
+
+// Run is the package-level Run for an existing Worker.
+func (w *Worker) Run(ctx context.Context) error {
+	if len(w.cfg.Brokers) == 0 {
+		return errors.New("worker: no Kafka brokers (KAFKA_BROKERS)")
+	}
+	sub, err := bus.NewSubscriber(bus.Config{Brokers: w.cfg.Brokers, ConsumerGroup: w.cfg.ConsumerGroup,
+		ClientID: "critic-worker", CommitInterval: -1}, watermill.NewSlogLogger(w.log))
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for _, t := range []struct {
+		topic  string
+		handle func(context.Context, []byte) bool
+	}{{TopicTrain, w.HandleTrain}, {TopicScore, w.HandleScore}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.consume(ctx, sub, t.topic, t.handle); err != nil {
+				cancel(err)
+			}
+		}()
+	}
+	w.log.Info("worker consuming", "topics", []string{TopicTrain, TopicScore}, "group", w.cfg.ConsumerGroup,
+		"brokers", strings.Join(w.cfg.Brokers, ","))
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// consume hands each message of topic to handle and acknowledges it (committing
+// its offset) once handle reports the job finished. handle returns false only
+// when ctx ended mid-job: the message is then left unacknowledged.
+func (w *Worker) consume(ctx context.Context, sub *bus.Subscriber, topic string, handle func(context.Context, []byte) bool) error {
+	for attempt := 1; ; attempt++ {
+		msgs, err := sub.Subscribe(ctx, topic)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			w.log.Error("subscribing; retrying", "topic", topic, "error", err)
+			if !sleep(ctx, backoff(attempt, 30*time.Second)) {
+				return nil
+			}
+			continue
+		}
+		for msg := range msgs {
+			if !handle(ctx, msg.Payload) {
+				return nil
+			}
+			msg.Ack()
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("worker: subscription to %s ended", topic)
+	}
+}
+
+// Close frees the cached scoring model.
+func (w *Worker) Close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.loaded != nil {
+		w.loaded.rm.Model.Finalize()
+		w.loaded = nil
+	}
+}
+
+var errLeaseLost = errors.New("lease lost")
+
+// HandleTrain runs one critic.jobs.train message; it returns false only when ctx
+// ended before the job finished (leave the message unacknowledged).
+func (w *Worker) HandleTrain(ctx context.Context, payload []byte) bool {
+	var m TrainMessage
+	if err := json.Unmarshal(payload, &m); err != nil || !safeID(m.ModelID) || m.Attempt < 1 {
+		w.log.Error("dropping malformed train message", "payload", truncate(string(payload), 300), "error", err)
+		return true
+	}
+	log, tail := jobLogger(w.log, "job", "train", "model_id", m.ModelID, "attempt", m.Attempt)
+	claim, err := retry(ctx, 0, log, "claiming training", func(ctx context.Context) (*TrainingClaim, error) {
+		return w.client.ClaimTraining(ctx, m.ModelID, m.Attempt)
+	})
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case errors.Is(err, ErrNotClaimable):
+		log.Info("skipping training job: not claimable (a duplicate or stale delivery)", "detail", err.Error())
+		return true
+	case err != nil:
+		log.Error("skipping training job: claim refused", "error", err)
+		return true
+	}
+	log.Info("claimed training job", "worker_id", w.client.WorkerID, "base_model", claim.BaseModel,
+		"epochs", claim.Epochs, "dataset_key", claim.DatasetKey, "lease_seconds", claim.LeaseSeconds)
+
+	jobCtx, cancelJob := context.WithCancelCause(ctx)
+	defer cancelJob(nil)
+	hb := startHeartbeats(jobCtx, w.client, m.ModelID, m.Attempt, claim.LeaseSeconds, w.cfg.HeartbeatMinInterval, log,
+		func() { cancelJob(errLeaseLost) })
+	defer hb.stop()
+
+	report, err := w.train(jobCtx, log, m, claim, hb)
+	if err == nil && jobCtx.Err() != nil {
+		err = context.Cause(jobCtx)
+	}
+	switch {
+	case err == nil:
+		err = w.reportSuccess(jobCtx, log, m, report)
+		if err == nil {
+			log.Info("training succeeded", "artifact_key", claim.ArtifactKey)
+			return true
+		}
+		if errors.Is(err, ErrNotClaimable) || errors.Is(context.Cause(jobCtx), errLeaseLost) {
+			log.Warn("the API refused the success report: the lease was lost", "error", err)
+			return true
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		log.Error("the API rejected the success report", "error", err)
+		w.reportFailure(ctx, log, m, tail)
+		return true
+	case errors.Is(context.Cause(jobCtx), errLeaseLost):
+		log.Warn("lease lost: stopping the job without reporting")
+		return true
+	}
+	if ctx.Err() != nil {
+		log.Warn("worker shutting down: training interrupted")
+		hb.stop()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := w.client.TrainingFailed(rctx, m.ModelID, m.Attempt, tail.String()); err != nil {
+			log.Warn("could not report the interruption; the lease will expire", "error", err)
+		}
+		return false
+	}
+	log.Error("training failed", "error", err)
+	w.reportFailure(ctx, log, m, tail)
+	return true
+}
+
+func (w *Worker) reportSuccess(ctx context.Context, log *slog.Logger, m TrainMessage, s *Succeeded) error {
+	_, err := retry(ctx, w.cfg.ReportRetryFor, log, "reporting success", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, w.client.TrainingSucceeded(ctx, m.ModelID, *s)
+	})
+	return err
+}
+
+func (w *Worker) reportFailure(ctx context.Context, log *slog.Logger, m TrainMessage, tail *LogTail) {
+	msg := tail.String()
+	_, err := retry(ctx, w.cfg.ReportRetryFor, log, "reporting failure", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, w.client.TrainingFailed(ctx, m.ModelID, m.Attempt, msg)
+	})
+	if err != nil {
+		log.Error("could not report the failure; the lease will expire", "error", err)
+	}
+}
+
+// JobDir is where a training attempt works: DataDir/worker/jobs/<model>/attempt-<n>.
+func (w *Worker) JobDir(modelID string, attempt int) string {
+	return filepath.Join(w.cfg.DataDir, "worker", "jobs", modelID, fmt.Sprintf("attempt-%d", attempt))
+}
+
+// ScoresKey and ActionScoresKey are where a training attempt's score files go.
+func ScoresKey(modelID string, attempt int) string {
+	return fmt.Sprintf("jobs/%s/attempt-%d/scores.jsonl", modelID, attempt)
+}
+
+// ActionScoresKey: see ScoresKey.
+func ActionScoresKey(modelID string, attempt int) string {
+	return fmt.Sprintf("jobs/%s/attempt-%d/action_scores.jsonl", modelID, attempt)
+}
+
+// DatasetOptions maps a stored dataset onto the trainer's inputs.
+func DatasetOptions(ds rewardmodels.Dataset) train.Options {
+	o := train.Options{Pairs: make([]train.Pair, len(ds.Pairs)),
+		ScoreItems:       make([]train.ScoreItem, len(ds.ScoreItems)),
+		ActionScoreItems: make([]train.ActionScoreItem, len(ds.ActionScoreItems))}
+	for i, p := range ds.Pairs {
+		tp := train.Pair{Chosen: p.Chosen, Rejected: p.Rejected, TraceIDs: p.TraceIDs, Granularity: p.Granularity}
+		if p.ActionType != nil {
+			tp.ActionType = *p.ActionType
+		}
+		o.Pairs[i] = tp
+	}
+	for i, it := range ds.ScoreItems {
+		o.ScoreItems[i] = train.ScoreItem{TraceID: it.TraceID, Text: it.Text}
+	}
+	for i, it := range ds.ActionScoreItems {
+		o.ActionScoreItems[i] = train.ActionScoreItem{TraceID: it.TraceID, StepID: it.StepID, Text: it.Text}
+	}
+	return o
+}
+
+// train runs a claimed attempt up to (not including) the success report.
+func (w *Worker) train(ctx context.Context, log *slog.Logger, m TrainMessage, claim *TrainingClaim, hb *heartbeats) (*Succeeded, error) {
+	start := time.Now()
+	dir := w.JobDir(m.ModelID, m.Attempt)
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if !w.cfg.KeepJobDirs {
+		defer os.RemoveAll(dir)
+	}
+	hb.set(Progress{Phase: "training"})
+
+	raw, err := w.cfg.Blobs.Get(ctx, claim.DatasetKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading the dataset %s: %w", claim.DatasetKey, err)
+	}
+	var ds rewardmodels.Dataset
+	if err := json.Unmarshal(raw, &ds); err != nil {
+		return nil, fmt.Errorf("decoding the dataset %s: %w", claim.DatasetKey, err)
+	}
+	if ds.ModelID != "" && ds.ModelID != m.ModelID {
+		return nil, fmt.Errorf("the dataset %s belongs to model %s, not %s", claim.DatasetKey, ds.ModelID, m.ModelID)
+	}
+	o := DatasetOptions(ds)
+	o.OutDir, o.Epochs = dir, claim.Epochs
+	log.Info("dataset loaded", "pairs", len(o.Pairs), "score_items", len(o.ScoreItems), "action_score_items", len(o.ActionScoreItems))
+	if len(o.Pairs) < 2 { // before fetching the base model (spec 002)
+		return nil, fmt.Errorf("%w, got %d", train.ErrTooFewPairs, len(o.Pairs))
+	}
+	log.Info("resolving base model", "base_model", claim.BaseModel)
+	if o.BaseDir, err = w.hub.Resolve(ctx, claim.BaseModel, "main"); err != nil {
+		return nil, fmt.Errorf("base model %s: %w", claim.BaseModel, err)
+	}
+	o.Progress = func(step, total int, loss, tps float64) {
+		log.Info(fmt.Sprintf("step %d/%d loss %.4f tokens/s %.0f", step, total, loss, tps))
+		hb.set(Progress{Phase: "training", Step: step, TotalSteps: total, Loss: loss, TokensPerSec: tps})
+		if step == total {
+			log.Info("evaluating and scoring", "score_items", len(o.ScoreItems), "action_score_items", len(o.ActionScoreItems))
+			hb.set(Progress{Phase: "scoring", Step: step, TotalSteps: total, Loss: loss})
+		}
+	}
+	if w.cfg.TrainOptions != nil {
+		w.cfg.TrainOptions(&o)
+	}
+	res, err := train.Train(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	met := res.Metrics
+	log.Info("trained", "train_pairs", met.TrainPairs, "eval_pairs", met.EvalPairs, "final_loss", met.FinalLoss,
+		"device", met.Device, "seconds", fmt.Sprintf("%.1f", met.Seconds))
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	hb.set(Progress{Phase: "uploading"})
+	archive := filepath.Join(dir, ArchiveRoot+".tar.gz")
+	if err := WriteArchive(res.ModelDir, archive); err != nil {
+		return nil, err
+	}
+	if st, err := os.Stat(archive); err == nil {
+		log.Info("uploading checkpoint", "artifact_key", claim.ArtifactKey, "bytes", st.Size())
+	}
+	if err := w.cfg.Blobs.PutFile(ctx, claim.ArtifactKey, archive); err != nil {
+		return nil, fmt.Errorf("uploading the checkpoint to %s: %w", claim.ArtifactKey, err)
+	}
+	s := &Succeeded{Attempt: m.Attempt, ScoresKey: ScoresKey(m.ModelID, m.Attempt)}
+	if err := w.cfg.Blobs.PutFile(ctx, s.ScoresKey, filepath.Join(dir, "scores.jsonl")); err != nil {
+		return nil, fmt.Errorf("uploading scores: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "action_scores.jsonl")); err == nil {
+		s.ActionScoresKey = ActionScoresKey(m.ModelID, m.Attempt)
+		if err := w.cfg.Blobs.PutFile(ctx, s.ActionScoresKey, filepath.Join(dir, "action_scores.jsonl")); err != nil {
+			return nil, fmt.Errorf("uploading action scores: %w", err)
+		}
+	}
+	if s.RewardStats, err = os.ReadFile(filepath.Join(res.ModelDir, "reward_stats.json")); err != nil {
+		return nil, err
+	}
+	if data, err := os.ReadFile(filepath.Join(res.ModelDir, "action_reward_stats.json")); err == nil {
+		s.ActionRewardStats = data
+	} else if !os.IsNotExist(err) {
+		return nil, err
+	}
+	met.Seconds = time.Since(start).Seconds() // spec 002: including scoring and upload
+	s.Metrics = met
+	return s, ctx.Err()
+}
+
+// HandleScore runs one critic.jobs.score message; it returns false only when ctx
+// ended before the job finished.
+func (w *Worker) HandleScore(ctx context.Context, payload []byte) bool {
+	var m ScoreMessage
+	if err := json.Unmarshal(payload, &m); err != nil || m.RunID == "" || m.TraceID == "" || m.ModelID == "" {
+		w.log.Error("dropping malformed score message", "payload", truncate(string(payload), 300), "error", err)
+		return true
+	}
+	log, _ := jobLogger(w.log, "job", "score", "run_id", m.RunID, "trace_id", m.TraceID, "model_id", m.ModelID)
+	claim, err := retry(ctx, 0, log, "claiming scoring", func(ctx context.Context) (*ScoringClaim, error) {
+		return w.client.ClaimScoring(ctx, m.RunID, m.TraceID, m.ModelID)
+	})
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case errors.Is(err, ErrNotClaimable):
+		log.Info("skipping scoring job: not claimable (a duplicate or stale delivery)", "detail", err.Error())
+		return true
+	case err != nil:
+		log.Error("skipping scoring job: claim refused", "error", err)
+		return true
+	}
+	log.Info("claimed scoring job", "items_key", claim.ItemsKey)
+	scores, err := w.score(ctx, log, claim.ItemsKey)
+	f := ScoringFinished{TraceID: m.TraceID, ModelID: m.ModelID, ActionScores: scores}
+	rctx := ctx
+	if err != nil {
+		if ctx.Err() != nil {
+			err = errors.New("scoring interrupted: the worker shut down; run it again")
+			var cancel context.CancelFunc
+			rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+		}
+		log.Error("scoring failed", "error", err)
+		f.ActionScores, f.Error = nil, truncate(err.Error(), ErrorTailChars)
+	} else {
+		log.Info("scored", "actions", len(scores))
+	}
+	_, err = retry(rctx, w.cfg.ReportRetryFor, log, "reporting scores", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, w.client.ScoringFinished(ctx, m.RunID, f)
+	})
+	switch {
+	case errors.Is(err, ErrNotClaimable):
+		log.Warn("the API refused the scoring report (not claimable)", "error", err)
+	case err != nil:
+		log.Error("could not report the scoring result", "error", err)
+	}
+	return ctx.Err() == nil
+}
+
+func (w *Worker) score(ctx context.Context, log *slog.Logger, itemsKey string) ([]ActionScore, error) {
+	raw, err := w.cfg.Blobs.Get(ctx, itemsKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading the scoring items %s: %w", itemsKey, err)
+	}
+	var items commands.ScoringItems
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("decoding the scoring items %s: %w", itemsKey, err)
+	}
+	if items.ArtifactKey == "" {
+		return nil, fmt.Errorf("the scoring items %s name no artifact_key", itemsKey)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rm, err := w.rewardModel(ctx, log, items.ArtifactKey)
+	if err != nil {
+		return nil, err
+	}
+	if rm.ActionStats == nil {
+		return nil, errors.New("the model has no action_reward_stats.json: it was not trained on action comparisons; " +
+			"train a new model with ratings on assistant responses or tool calls")
+	}
+	texts := make([]string, len(items.ActionScoreItems))
+	for i, it := range items.ActionScoreItems {
+		texts[i] = it.Text
+	}
+	rs, err := rm.Score(texts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ActionScore, len(rs))
+	for i, it := range items.ActionScoreItems {
+		if math.IsNaN(rs[i]) || math.IsInf(rs[i], 0) {
+			return nil, fmt.Errorf("step %s: the model produced a non-finite score", it.StepID)
+		}
+		out[i] = ActionScore{TraceID: it.TraceID, StepID: it.StepID, Score: rs[i], Credit: rm.ActionStats.Credit(rs[i])}
+	}
+	return out, ctx.Err()
+}
+
+// rewardModel returns the loaded checkpoint of key, keeping the last one loaded.
+// Callers hold w.mu.
+func (w *Worker) rewardModel(ctx context.Context, log *slog.Logger, key string) (*model.RewardModel, error) {
+	if w.loaded != nil && w.loaded.key == key {
+		return w.loaded.rm, nil
+	}
+	dir, err := w.Checkpoint(ctx, log, key)
+	if err != nil {
+		return nil, err
+	}
+	rm, err := model.LoadRewardModel(dir)
+	if err != nil {
+		return nil, fmt.Errorf("loading the checkpoint %s: %w", key, err)
+	}
+	if w.loaded != nil {
+		w.loaded.rm.Model.Finalize()
+	}
+	w.loaded = &loadedModel{key: key, rm: rm}
+	return rm, nil
+}
+
+// Checkpoint returns the extracted checkpoint directory of the archive at key,
+// downloading and extracting it once into DataDir/worker/checkpoints/<hash>/.
+// Artifacts of succeeded models never change, so the cache is not revalidated.
+func (w *Worker) Checkpoint(ctx context.Context, log *slog.Logger, key string) (string, error) {
+	root := filepath.Join(w.cfg.DataDir, "worker", "checkpoints")
+	sum := sha256.Sum256([]byte(key))
+	final := filepath.Join(root, hex.EncodeToString(sum[:16]))
+	modelDir := filepath.Join(final, ArchiveRoot)
+	if _, err := os.Stat(filepath.Join(modelDir, "config.json")); err == nil {
+		return modelDir, nil
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(root, ".download-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	log.Info("downloading checkpoint", "artifact_key", key)
+	archive := filepath.Join(tmp, "archive.tar.gz")
+	if err := w.cfg.Blobs.GetToFile(ctx, key, archive); err != nil {
+		return "", fmt.Errorf("downloading the checkpoint %s: %w", key, err)
+	}
+	extracted := filepath.Join(tmp, "x")
+	if _, err := ExtractArchive(archive, extracted); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(extracted, "artifact_key"), []byte(key+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(extracted, final); err != nil {
+		// Another process sharing DataDir may have finished first.
+		if _, serr := os.Stat(filepath.Join(modelDir, "config.json")); serr != nil {
+			os.RemoveAll(final) // an incomplete leftover; the next job retries
+			return "", fmt.Errorf("caching the checkpoint %s: %w", key, err)
+		}
+	}
+	return modelDir, nil
+}
+
+// heartbeats renews a training lease every period and sends progress as it
+// changes, at most once per minGap. A 409 calls lost (the job must stop).
+type heartbeats struct {
+	mu     sync.Mutex
+	p      Progress
+	kick   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+	once   sync.Once
+}
+
+func startHeartbeats(ctx context.Context, c *Client, modelID string, attempt, leaseSeconds int, minGap time.Duration,
+	log *slog.Logger, lost func()) *heartbeats {
+	if leaseSeconds <= 0 {
+		leaseSeconds = 60
+	}
+	period := max(time.Duration(leaseSeconds)*time.Second/3, time.Second)
+	ctx, cancel := context.WithCancel(ctx)
+	h := &heartbeats{kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		timer := time.NewTimer(period)
+		defer timer.Stop()
+		var last time.Time
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			case <-h.kick:
+				if wait := minGap - time.Since(last); wait > 0 && !sleep(ctx, wait) {
+					return
+				}
+			}
+			h.mu.Lock()
+			p := h.p
+			h.mu.Unlock()
+			cctx, ccancel := context.WithTimeout(ctx, max(period, 10*time.Second))
+			err := c.Heartbeat(cctx, modelID, attempt, p)
+			ccancel()
+			last = time.Now()
+			if !timer.Stop() {
+				select {
+				case <-timer.C:
+				default:
+				}
+			}
+			timer.Reset(period)
+			switch {
+			case err == nil:
+			case errors.Is(err, ErrNotClaimable):
+				log.Warn("heartbeat refused: the lease is lost", "error", err)
+				lost()
+				return
+			case ctx.Err() != nil:
+				return
+			default:
+				log.Warn("heartbeat failed; retrying", "error", err)
+			}
+		}
+	}()
+	return h
+}
+
+func (h *heartbeats) set(p Progress) {
+	h.mu.Lock()
+	h.p = p
+	h.mu.Unlock()
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (h *heartbeats) stop() {
+	h.once.Do(func() {
+		h.cancel()
+		<-h.done
+	})
+}
+
+// retry calls fn until it succeeds, fails for good (not Transient), ctx ends or,
+// when limit > 0, limit has passed.
+func retry[T any](ctx context.Context, limit time.Duration, log *slog.Logger, what string, fn func(context.Context) (T, error)) (T, error) {
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		v, err := fn(ctx)
+		if err == nil || !Transient(err) || ctx.Err() != nil || (limit > 0 && time.Since(start) > limit) {
+			return v, err
+		}
+		log.Warn(what+" failed; retrying", "error", err, "attempt", attempt)
+		if !sleep(ctx, backoff(attempt, 30*time.Second)) {
+			return v, err
+		}
+	}
+}
+
+func backoff(attempt int, ceiling time.Duration) time.Duration {
+	d := 500 * time.Millisecond
+	for i := 1; i < attempt && d < ceiling; i++ {
+		d *= 2
+	}
+	return min(d, ceiling)
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// safeID accepts ids that are safe as one path segment and blob-key segment.
+func safeID(id string) bool {
+	return id != "" && len(id) <= 200 && !strings.ContainsAny(id, `/\`) && !strings.HasPrefix(id, ".") &&
+		blob.ValidateKey(id) == nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

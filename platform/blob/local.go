@@ -1,0 +1,394 @@
+package blob
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// SigningKeyFile is the file in a local store's directory that holds its
+// URL-signing secret. It is created once (mode 0600) so that signed URLs stay
+// valid across restarts and every process sharing the directory (API, in-process
+// worker) signs with the same secret.
+const SigningKeyFile = ".signing-key"
+
+// signingKeyLen is the secret size: HMAC-SHA256's block-size-independent
+// security level is reached at 32 bytes.
+const signingKeyLen = 32
+
+// Errors VerifySignature returns, so the download handler can tell a user
+// whether to ask for a fresh link or whether the link was never valid.
+var (
+	ErrBadSignature = errors.New("invalid download signature")
+	ErrExpired      = errors.New("download link has expired")
+)
+
+// Local keeps blobs as files under a directory. Writes are atomic (temp file
+// + rename), so a reader never sees half an object. Its signed URLs point at
+// the API's /blobs/ route (handlers/blobdl), which checks an HMAC over the key
+// and expiry, because a directory has no URL of its own.
+type Local struct {
+	dir    string
+	secret []byte
+
+	mu        sync.RWMutex
+	publicURL string
+}
+
+// LocalOption configures NewLocal.
+type LocalOption func(*Local) error
+
+// WithSigningSecret uses secret (at least 32 bytes) instead of the one
+// persisted in the directory; for deployments that keep secrets elsewhere.
+func WithSigningSecret(secret []byte) LocalOption {
+	return func(l *Local) error {
+		if len(secret) < signingKeyLen {
+			return fmt.Errorf("blob store: signing secret must be at least %d bytes", signingKeyLen)
+		}
+		l.secret = append([]byte(nil), secret...)
+		return nil
+	}
+}
+
+// WithPublicURL sets the base URL signed URLs start with; see SetPublicURL.
+func WithPublicURL(base string) LocalOption {
+	return func(l *Local) error { return l.SetPublicURL(base) }
+}
+
+// NewLocal returns a store rooted at dir, creating it if needed, and loads
+// (or creates, once) the signing secret in dir/.signing-key unless
+// WithSigningSecret gives one.
+func NewLocal(dir string, opts ...LocalOption) (*Local, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("blob store: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("blob store: %w", err)
+	}
+	l := &Local{dir: abs}
+	for _, o := range opts {
+		if err := o(l); err != nil {
+			return nil, err
+		}
+	}
+	if l.secret == nil {
+		if l.secret, err = loadOrCreateSecret(filepath.Join(abs, SigningKeyFile)); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
+}
+
+// loadOrCreateSecret publishes a fresh secret with a hard link from a fully
+// written temp file, so two processes starting at once on the same directory
+// agree on one secret and neither can read a half-written one.
+func loadOrCreateSecret(path string) ([]byte, error) {
+	if b, err := os.ReadFile(path); err == nil {
+		return checkSecret(path, b)
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("blob store: read signing key: %w", err)
+	}
+	secret := make([]byte, signingKeyLen)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, fmt.Errorf("blob store: generate signing key: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".signing-key-*")
+	if err != nil {
+		return nil, fmt.Errorf("blob store: create signing key: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("blob store: create signing key: %w", err)
+	}
+	if _, err := tmp.Write(secret); err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("blob store: create signing key: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return nil, fmt.Errorf("blob store: create signing key: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, fmt.Errorf("blob store: create signing key: %w", err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, os.ErrExist) { // another process won the race
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return nil, fmt.Errorf("blob store: read signing key: %w", err)
+			}
+			return checkSecret(path, b)
+		}
+		return nil, fmt.Errorf("blob store: create signing key: %w", err)
+	}
+	return secret, nil
+}
+
+func checkSecret(path string, b []byte) ([]byte, error) {
+	if len(b) < signingKeyLen {
+		return nil, fmt.Errorf("blob store: signing key %s is %d bytes, want %d (delete it to generate a new one; outstanding links stop working)", path, len(b), signingKeyLen)
+	}
+	return b, nil
+}
+
+// Dir is the directory the store keeps its files in.
+func (l *Local) Dir() string { return l.dir }
+
+// SetPublicURL sets the base URL (scheme, host and optional path prefix) at
+// which the API serves /blobs/. The API calls it at start, once it knows the
+// address users reach it at (CRITIC_PUBLIC_URL).
+func (l *Local) SetPublicURL(base string) error {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("blob store: public URL %q must be an absolute http(s) URL without query", base)
+	}
+	l.mu.Lock()
+	l.publicURL = strings.TrimRight(base, "/")
+	l.mu.Unlock()
+	return nil
+}
+
+func (l *Local) path(key string) (string, error) {
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	return filepath.Join(l.dir, filepath.FromSlash(key)), nil
+}
+
+// Put stores data under key, replacing any previous object.
+func (l *Local) Put(_ context.Context, key string, data []byte) error {
+	p, err := l.path(key)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(p, func(w io.Writer) error { _, err := w.Write(data); return err })
+}
+
+// PutFile copies the file at src under key, streaming it.
+func (l *Local) PutFile(ctx context.Context, key, src string) error {
+	p, err := l.path(key)
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("blob store: %w", err)
+	}
+	defer f.Close()
+	return writeAtomic(p, func(w io.Writer) error { _, err := io.Copy(w, ctxReader{ctx, f}); return err })
+}
+
+// Get returns the object stored under key.
+func (l *Local) Get(_ context.Context, key string) ([]byte, error) {
+	f, _, err := l.Open(key)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("blob store: %w", err)
+	}
+	return b, nil
+}
+
+// GetToFile copies the object under key to dst, streaming it.
+func (l *Local) GetToFile(ctx context.Context, key, dst string) error {
+	f, _, err := l.Open(key)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return writeAtomic(dst, func(w io.Writer) error { _, err := io.Copy(w, ctxReader{ctx, f}); return err })
+}
+
+// Open returns the object's file and its info, for callers that stream it
+// (the download handler serves ranges from it). The caller closes the file.
+func (l *Local) Open(key string) (*os.File, os.FileInfo, error) {
+	p, err := l.path(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, notDirErr) {
+			return nil, nil, fmt.Errorf("%w: %s", ErrNotFound, key)
+		}
+		return nil, nil, fmt.Errorf("blob store: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("blob store: %w", err)
+	}
+	if !fi.Mode().IsRegular() { // a key prefix is a directory here, not an object
+		f.Close()
+		return nil, nil, fmt.Errorf("%w: %s", ErrNotFound, key)
+	}
+	return f, fi, nil
+}
+
+// Exists reports whether key holds an object.
+func (l *Local) Exists(_ context.Context, key string) (bool, error) {
+	p, err := l.path(key)
+	if err != nil {
+		return false, err
+	}
+	fi, err := os.Stat(p)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, notDirErr) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("blob store: %w", err)
+	}
+	return fi.Mode().IsRegular(), nil
+}
+
+// Delete removes key; a missing key is not an error.
+func (l *Local) Delete(_ context.Context, key string) error {
+	p, err := l.path(key)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Lstat(p)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, notDirErr) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("blob store: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil // a directory of other keys, not an object
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("blob store: %w", err)
+	}
+	return nil
+}
+
+// SignedURL returns <public URL>/blobs/<key>?expires=<unix>&sig=<hex HMAC>,
+// which handlers/blobdl serves without an API key until expires.
+func (l *Local) SignedURL(_ context.Context, key string, ttl time.Duration) (string, error) {
+	if err := ValidateKey(key); err != nil {
+		return "", err
+	}
+	if err := checkTTL(ttl); err != nil {
+		return "", err
+	}
+	l.mu.RLock()
+	base := l.publicURL
+	l.mu.RUnlock()
+	if base == "" {
+		return "", errors.New("blob store: no public URL set for signed downloads (CRITIC_PUBLIC_URL)")
+	}
+	// Truncated to the second, like SigV4's X-Amz-Date + X-Amz-Expires, so a
+	// link lives between ttl-1s and ttl on both implementations.
+	exp := time.Now().Add(ttl).Unix()
+	expires := strconv.FormatInt(exp, 10)
+	segs := strings.Split(key, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	q := url.Values{"expires": {expires}, "sig": {l.sign(key, expires)}}
+	return base + "/blobs/" + strings.Join(segs, "/") + "?" + q.Encode(), nil
+}
+
+// sign is HMAC-SHA256(secret, key + "\n" + expires): the newline cannot occur
+// in a valid key, so no (key, expires) pair collides with another.
+func (l *Local) sign(key, expires string) string {
+	m := hmac.New(sha256.New, l.secret)
+	m.Write([]byte(key + "\n" + expires))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// VerifySignature checks a download request's key, expires and sig against
+// the secret (in constant time) and the clock. It returns ErrBadSignature or
+// ErrExpired; the signature is checked first so a forged link never learns
+// anything, not even whether it would have expired.
+func (l *Local) VerifySignature(key, expires, sig string, now time.Time) error {
+	got, err := hex.DecodeString(sig)
+	if err != nil || len(got) != sha256.Size {
+		return ErrBadSignature
+	}
+	want, _ := hex.DecodeString(l.sign(key, expires))
+	if !hmac.Equal(got, want) {
+		return ErrBadSignature
+	}
+	exp, err := strconv.ParseInt(expires, 10, 64)
+	if err != nil {
+		return ErrBadSignature // unreachable: we only sign decimal expiries
+	}
+	if !now.Before(time.Unix(exp, 0)) {
+		return ErrExpired
+	}
+	return nil
+}
+
+// writeAtomic writes dst through a synced temp file in its directory and
+// renames it into place, so a crash or a concurrent reader never sees a
+// partial object and an object is on disk before an event refers to it.
+func writeAtomic(dst string, write func(io.Writer) error) error {
+	dir := filepath.Dir(dst)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("blob store: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".put-*")
+	if err != nil {
+		return fmt.Errorf("blob store: %w", err)
+	}
+	fail := func(err error) error {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return fmt.Errorf("blob store: %w", err)
+	}
+	if err := write(tmp); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Chmod(0o644); err != nil { // CreateTemp makes 0600
+		return fail(err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("blob store: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("blob store: %w", err)
+	}
+	return nil
+}
+
+// ctxReader stops a long copy when the caller gives up.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// notDirErr is what opening "a/b" returns when "a" is an object: for us, b
+// simply does not exist.
+var notDirErr = syscall.ENOTDIR

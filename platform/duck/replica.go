@@ -1,0 +1,291 @@
+package duck
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// replica is one owner's user tables in a locked-down in-memory DuckDB
+// (LoadReplica). Queries share it, each on its own fresh connection; it is
+// closed when it is retired (stale, evicted, idle or Close) and the last
+// query using it ended.
+type replica struct {
+	db      *sql.DB
+	version uint64 // the owner's snapshot version it was copied at
+	bytes   int64  // DuckDB's memory use after loading
+
+	// guarded by Snapshots.mu
+	refs    int
+	retired bool
+	lastUse time.Time
+}
+
+// buildCall is a replica build in progress; queries that need a replica
+// while one is being built wait for it instead of copying again.
+type buildCall struct {
+	done    chan struct{}
+	waiters int      // queries waiting; each gets a reference (guarded by Snapshots.mu)
+	rep     *replica // set before done closes, nil on error
+	err     error
+}
+
+// queryReplica is Query for LoadReplica.
+func (s *Snapshots) queryReplica(ctx context.Context, ownerID string, o *ownerState, query string) (*Result, error) {
+	r, err := s.acquireReplica(ctx, o, ownerID)
+	if err != nil {
+		return nil, s.queryError(ctx, err, "")
+	}
+	defer s.releaseReplica(r)
+	conn, err := r.db.Conn(ctx)
+	if err != nil {
+		return nil, s.queryError(ctx, err, "")
+	}
+	defer conn.Close()
+	res, err := run(ctx, conn, query, s.opts.MaxRows)
+	if err != nil {
+		return nil, s.queryError(ctx, err, query)
+	}
+	return res, nil
+}
+
+// acquireReplica returns a replica holding at least every change committed
+// before the call (the caller must release it), building one if needed. A
+// build outlives a caller that gives up, so the next query finds it done.
+func (s *Snapshots) acquireReplica(ctx context.Context, o *ownerState, ownerID string) (*replica, error) {
+	want := o.version.Load()
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, errors.New("duck: snapshots closed")
+		}
+		if r := o.rep; r != nil && r.version >= want {
+			r.refs++
+			r.lastUse = time.Now()
+			s.mu.Unlock()
+			return r, nil
+		}
+		call := o.building
+		if call == nil {
+			call = &buildCall{done: make(chan struct{})}
+			o.building = call
+			s.bg.Add(1)
+			go s.buildReplica(ownerID, o, call)
+		}
+		call.waiters++
+		s.mu.Unlock()
+
+		select {
+		case <-call.done:
+		case <-ctx.Done():
+			s.mu.Lock()
+			select {
+			case <-call.done: // finished meanwhile: we hold a reference
+				if call.rep != nil {
+					s.releaseLocked(call.rep)
+				}
+			default:
+				call.waiters--
+			}
+			s.mu.Unlock()
+			return nil, ctx.Err()
+		}
+		if call.err != nil {
+			return nil, call.err
+		}
+		if call.rep.version >= want {
+			return call.rep, nil
+		}
+		// That build started before a change we must see: build again.
+		s.releaseReplica(call.rep)
+	}
+}
+
+func (s *Snapshots) releaseReplica(r *replica) {
+	s.mu.Lock()
+	s.releaseLocked(r)
+	s.mu.Unlock()
+}
+
+func (s *Snapshots) releaseLocked(r *replica) {
+	r.refs--
+	if r.refs == 0 && r.retired {
+		go r.close()
+	}
+}
+
+// retireLocked drops o's current replica; it closes once unused.
+func (s *Snapshots) retireLocked(o *ownerState) {
+	r := o.rep
+	if r == nil {
+		return
+	}
+	o.rep = nil
+	r.retired = true
+	s.replicaBytes -= r.bytes
+	if r.refs == 0 {
+		go r.close()
+	}
+}
+
+func (r *replica) close() { _ = r.db.Close() }
+
+// buildReplica copies ownerID's snapshot into a new replica and installs it,
+// evicting the least recently used replicas beyond ReplicaBytes.
+func (s *Snapshots) buildReplica(ownerID string, o *ownerState, call *buildCall) {
+	defer s.bg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*s.opts.Timeout)
+	defer cancel()
+	go func() { // Close cancels a build in progress
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	r, err := s.newReplica(ctx, ownerID, o)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o.building = nil
+	call.err = err
+	if err == nil {
+		call.rep = r
+		r.refs = call.waiters
+		r.lastUse = time.Now()
+		switch {
+		case s.closed || r.version != o.version.Load() || r.bytes > s.opts.ReplicaBytes:
+			// Stale already, or too big to keep: serve the waiters only.
+			r.retired = true
+			if r.refs == 0 {
+				go r.close()
+			}
+		default:
+			s.retireLocked(o)
+			o.rep = r
+			s.replicaBytes += r.bytes
+			s.evictReplicasLocked(o)
+			r.refs++ // for compress
+			s.bg.Add(1)
+			go s.compress(r)
+		}
+	}
+	close(call.done)
+}
+
+// compress checkpoints a serving replica, which compresses its in-memory
+// tables the way a file's are: measured on a million steps, 269 MB → 44 MB
+// and the group-by 1.4× faster, level with a warm file. It takes seconds on
+// large snapshots, so it runs after the replica started serving: the first
+// query after a change pays only the copy. Queries go on during it.
+func (s *Snapshots) compress(r *replica) {
+	defer s.bg.Done()
+	defer s.releaseReplica(r)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*s.opts.Timeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	conn, err := r.db.Conn(ctx)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "CHECKPOINT"); err != nil {
+		return // stays uncompressed: slower, still correct
+	}
+	var bytes int64
+	if err := conn.QueryRowContext(ctx, replicaMemory).Scan(&bytes); err != nil {
+		return
+	}
+	s.mu.Lock()
+	if !r.retired {
+		s.replicaBytes += bytes - r.bytes
+	}
+	r.bytes = bytes
+	s.mu.Unlock()
+}
+
+// replicaMemory is what a replica's DuckDB holds, for ReplicaBytes.
+const replicaMemory = "SELECT coalesce(sum(memory_usage_bytes), 0)::BIGINT FROM duckdb_memory()"
+
+// newReplica loads a sandbox with all of the owner's user tables and locks it
+// down; from then on it serves any number of fresh connections.
+func (s *Snapshots) newReplica(ctx context.Context, ownerID string, o *ownerState) (*replica, error) {
+	sb, err := s.takeSandbox(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o.rw.RLock()
+	version := o.version.Load()
+	err = s.load(ctx, sb, ownerID, "", true)
+	o.rw.RUnlock()
+	if err != nil {
+		sb.close()
+		return nil, err
+	}
+	var bytes int64
+	if err := sb.conn.QueryRowContext(ctx, replicaMemory).Scan(&bytes); err != nil {
+		sb.close()
+		return nil, fmt.Errorf("duck: measure replica: %w", err)
+	}
+	if err := s.lockDown(ctx, sb, true); err != nil {
+		sb.close()
+		return nil, err
+	}
+	// Every query gets a new DuckDB connection: none is kept idle for reuse.
+	sb.db.SetMaxIdleConns(0)
+	_ = sb.conn.Close()
+	sb.db.SetMaxOpenConns(s.opts.MaxQueriesPerOwner)
+	return &replica{db: sb.db, version: version, bytes: bytes}, nil
+}
+
+// evictReplicasLocked retires least recently used replicas (other than
+// keep's) until the installed ones fit ReplicaBytes.
+func (s *Snapshots) evictReplicasLocked(keep *ownerState) {
+	for s.replicaBytes > s.opts.ReplicaBytes {
+		var victim *ownerState
+		for _, o := range s.owners {
+			if o == keep || o.rep == nil {
+				continue
+			}
+			if victim == nil || o.rep.lastUse.Before(victim.rep.lastUse) {
+				victim = o
+			}
+		}
+		if victim == nil {
+			return
+		}
+		s.retireLocked(victim)
+	}
+}
+
+// dropIdleReplicas retires replicas unused for ReplicaIdle until Close.
+func (s *Snapshots) dropIdleReplicas() {
+	defer s.bg.Done()
+	every := min(s.opts.ReplicaIdle/2, 30*time.Second)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case now := <-t.C:
+			s.mu.Lock()
+			for _, o := range s.owners {
+				if r := o.rep; r != nil && r.refs == 0 && now.Sub(r.lastUse) > s.opts.ReplicaIdle {
+					s.retireLocked(o)
+				}
+			}
+			s.mu.Unlock()
+		}
+	}
+}
