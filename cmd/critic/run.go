@@ -12,6 +12,7 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/gpuworker/worker"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -54,10 +55,21 @@ func cmdRun(ctx context.Context, _ []string) error {
 	if err != nil {
 		return fmt.Errorf("create the demo account: %w", err)
 	}
-	n, err := importSamples(ctx, srv, userID)
+	n, fresh, err := importSamples(ctx, srv, userID)
 	if err != nil {
 		return fmt.Errorf("import the sample traces: %w", err)
 	}
+	if fresh {
+		if err := rateSamples(ctx, srv, userID); err != nil {
+			return fmt.Errorf("rate the sample traces: %w", err)
+		}
+	}
+	// The in-process worker speaks the same protocol as `critic worker`:
+	// Kafka for jobs, the worker service for reports, the blob store for data.
+	srv.Go("worker", func() error {
+		return worker.Run(srv.Ctx, worker.Config{APIURL: "http://" + srv.addr, Token: srv.token, WorkerID: "local",
+			Brokers: srv.Brokers, Blobs: in.blobs, DataDir: cfg.DataDir, Log: log})
+	}, nil)
 	url := "http://" + srv.addr
 	fmt.Printf(`
 Critic is running.
@@ -71,6 +83,9 @@ Try:
 
 Press Ctrl-C to stop.
 `, url, key, demoUser, filepath.Join(cfg.DataDir, "demo_api_key"), n, key, url)
+	if err := startDemoTraining(ctx, cfg, srv, userID); err != nil {
+		fmt.Printf("  (demo training skipped: %v)\n", err)
+	}
 	<-ctx.Done()
 	fmt.Println("\nstopping…")
 	return nil
@@ -110,33 +125,33 @@ func ensureDemoUser(ctx context.Context, cfg config, srv *server) (key, userID s
 	return res.APIKey, res.UserID, nil
 }
 
-// importSamples imports the bundled sample traces into an empty demo account.
-func importSamples(ctx context.Context, srv *server, userID string) (int, error) {
+// importSamples imports the bundled sample traces into an empty demo account
+// (fresh reports that it did).
+func importSamples(ctx context.Context, srv *server, userID string) (n int, fresh bool, err error) {
 	_, total, err := srv.queries.ListTraces(ctx, userID, readmodel.ListFilter{Limit: 1})
 	if err != nil || total > 0 {
-		return total, err
+		return total, false, err
 	}
 	entries, err := samples.ReadDir("samples")
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	n := 0
 	for _, e := range entries {
 		data, err := samples.ReadFile("samples/" + e.Name())
 		if err != nil {
-			return n, err
+			return n, false, err
 		}
 		res, err := srv.cmds.ImportTraces(ctx, commands.Actor{UserID: userID}, commands.ImportTraces{Format: "stash", Data: data, SourceID: "samples"})
 		if err != nil {
-			return n, err
+			return n, false, err
 		}
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		err = srv.waiter.Wait(wctx, res.LastEventID)
 		cancel()
 		if err != nil {
-			return n, err
+			return n, false, err
 		}
 		n += len(res.TraceIDs)
 	}
-	return n, nil
+	return n, true, nil
 }

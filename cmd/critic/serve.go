@@ -53,6 +53,8 @@ func cmdServe(ctx context.Context, _ []string) error {
 type server struct {
 	*app.Server
 	addr    string
+	dataDir string
+	token   string
 	cmds    *commands.Commands
 	queries *readmodel.Queries
 	waiter  *readmodel.Waiter
@@ -102,7 +104,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		}
 	}
 	startJobs(a, in)
-	return &server{Server: a, addr: a.Addr, cmds: a.Cmds, queries: a.Queries, waiter: a.Waiter}, nil
+	return &server{Server: a, addr: a.Addr, dataDir: cfg.DataDir, token: token, cmds: a.Cmds, queries: a.Queries, waiter: a.Waiter}, nil
 }
 
 // shutdown stops accepting requests, lets in-flight ones finish, then stops
