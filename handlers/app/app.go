@@ -223,11 +223,21 @@ func (s *Server) Shutdown() error {
 			_ = s.http.Shutdown(ctx)
 			cancel()
 		}
+		// Stop the loops first, while the broker they talk to is still up
+		// (a worker or consumer cut off mid-fetch only logs noise), then
+		// close clients and the broker. A loop that does not return within
+		// 10 s is unblocked by closing its client.
 		s.cancel()
+		done := make(chan struct{})
+		go func() { s.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+		}
 		for _, c := range s.closers {
 			_ = c()
 		}
-		s.wg.Wait()
+		<-done
 		if s.Snapshots != nil {
 			// After the projection stopped: closing checkpoints the files.
 			_ = s.Snapshots.Close()
