@@ -41,7 +41,7 @@ generate: ## regenerate code (protobuf/Connect)
 verify: ## fail if regenerating code changes a committed file
 	scripts/gen-proto.sh --verify
 
-bench: bench-ingest bench-otlp ## all benchmarks
+bench: bench-ingest bench-otlp bench-train ## all benchmarks
 
 bench-ingest: deps ## import 10,000 traces × 20 steps end to end vs COPY; latency p50/p99
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkIngest -benchtime 1x -timeout 30m ./e2e/
@@ -51,3 +51,6 @@ bench-query: deps ## group-by over 1,000,000 steps via POST /query vs direct Duc
 
 bench-otlp: deps ## OTLP/HTTP spans/s end to end (512-span protobuf exports, 1 and 4 senders) vs in-process decode
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkOTLP -benchtime 1x -timeout 30m ./e2e/
+
+bench-train: ## reward-model train step (tiny config) GoMLX vs PyTorch, same CPUs/threads, ratio; Qwen3-0.6B-shaped scoring seq/s + peak RSS
+	gpuworker/scripts/bench_train.sh

@@ -98,6 +98,11 @@ func (in *instance) waitModel(t *testing.T, key, id string, want ...string) map[
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		r := in.do("GET", "/api/v1/rm/reward-models/"+id, key, nil)
+		if r.Status == http.StatusNotFound && time.Now().Before(deadline) {
+			// The read model may lag a request accepted while the broker was down.
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
 		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 		m := r.JSON(t)
 		for _, w := range want {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/criticml/critic/platform/blob"
 )
@@ -14,17 +15,18 @@ import (
 // config is read once from the environment; every default is embedded so a
 // fresh machine needs no settings.
 type config struct {
-	DatabaseURL  string   // DATABASE_URL; empty → a local cluster under DataDir/pg
-	KafkaBrokers []string // KAFKA_BROKERS; empty → the embedded broker
-	KafkaPort    int      // CRITIC_KAFKA_PORT for the embedded broker (default 19092; 0 = any)
-	BlobURL      string   // BLOB_URL: file:///dir (default file://<DataDir>/blobs) or s3://bucket/prefix
-	S3Endpoint   string   // S3_ENDPOINT for S3-compatible stores (path-style); credentials/region from the AWS_* variables
-	PublicURL    string   // CRITIC_PUBLIC_URL: base of local signed download links; empty → http://<listen address>
-	DataDir      string   // CRITIC_DATA_DIR; default .data
-	Addr         string   // CRITIC_ADDR; default 127.0.0.1:8080
-	PGPort       int      // CRITIC_PG_PORT for the local cluster (default 5439)
-	MaxBody      int64    // CRITIC_MAX_BODY_BYTES; default 64 MiB
-	PProf        bool     // CRITIC_PPROF=1 serves /debug/pprof (unauthenticated: profiling only)
+	DatabaseURL  string        // DATABASE_URL; empty → a local cluster under DataDir/pg
+	KafkaBrokers []string      // KAFKA_BROKERS; empty → the embedded broker
+	KafkaPort    int           // CRITIC_KAFKA_PORT for the embedded broker (default 19092; 0 = any)
+	BlobURL      string        // BLOB_URL: file:///dir (default file://<DataDir>/blobs) or s3://bucket/prefix
+	S3Endpoint   string        // S3_ENDPOINT for S3-compatible stores (path-style); credentials/region from the AWS_* variables
+	PublicURL    string        // CRITIC_PUBLIC_URL: base of local signed download links; empty → http://<listen address>
+	DataDir      string        // CRITIC_DATA_DIR; default .data
+	Addr         string        // CRITIC_ADDR; default 127.0.0.1:8080
+	PGPort       int           // CRITIC_PG_PORT for the local cluster (default 5439)
+	MaxBody      int64         // CRITIC_MAX_BODY_BYTES; default 64 MiB
+	PProf        bool          // CRITIC_PPROF=1 serves /debug/pprof (unauthenticated: profiling only)
+	WorkerLease  time.Duration // CRITIC_WORKER_LEASE: how long a job claim lives without a heartbeat (default 30s)
 }
 
 func loadConfig() (config, error) {
@@ -48,6 +50,12 @@ func loadConfig() (config, error) {
 		}
 	}
 	var err error
+	c.WorkerLease = 30 * time.Second
+	if v := os.Getenv("CRITIC_WORKER_LEASE"); v != "" {
+		if c.WorkerLease, err = time.ParseDuration(v); err != nil || c.WorkerLease < time.Second {
+			return c, fmt.Errorf("CRITIC_WORKER_LEASE must be a duration of at least 1s (e.g. 30s), got %q", v)
+		}
+	}
 	if c.KafkaPort, err = envInt("CRITIC_KAFKA_PORT", c.KafkaPort); err != nil {
 		return c, err
 	}

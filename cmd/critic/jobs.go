@@ -29,6 +29,6 @@ func startJobs(a *app.Server, in *infra) {
 		}, relay.Topic, d)
 	}, sub.Close)
 	a.Go("lease-sweeper", func() error {
-		return jobdispatch.SweepLeases(a.Ctx, a.Queries, a.Cmds, 2*time.Second, in.log)
+		return jobdispatch.SweepLeases(a.Ctx, a.Queries, a.Cmds, time.Second, in.cfg.WorkerLease, in.log)
 	}, nil)
 }

@@ -17,6 +17,7 @@ Usage:
   critic run                       everything in one process with embedded defaults
   critic serve                     the API, relay and projections
   critic worker                    a standalone training/scoring worker (CRITIC_API_URL, KAFKA_BROKERS)
+  critic broker [--port N]         run the embedded Kafka-protocol broker on its own
   critic migrate                   apply database migrations
   critic replay readmodel          rebuild the Postgres read model from the event log
   critic users create --name NAME [--read-only-key]
@@ -65,6 +66,8 @@ func dispatch(ctx context.Context, args []string) error {
 		return cmdReplay(ctx, rest)
 	case "users":
 		return cmdUsers(ctx, rest)
+	case "broker":
+		return cmdBroker(ctx, rest)
 	case "audit":
 		return cmdAudit(ctx, rest)
 	case "model":

@@ -77,7 +77,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		SnapshotDir:  filepath.Join(cfg.DataDir, "snapshots"),
 	}, app.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *app.Server) {
 		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).Register(mux)
-		workerapi.New(a.Cmds, token, workerapi.DefaultLease).Register(mux)
+		workerapi.New(a.Cmds, token, cfg.WorkerLease).Register(mux)
 		if local, ok := in.blobs.(*blob.Local); ok {
 			mux.Handle(blobdl.Pattern, blobdl.Handler(local))
 		}

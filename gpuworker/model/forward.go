@@ -17,6 +17,15 @@ import (
 //
 // It returns the rewards [B]. Attention is causal and ignores padded keys; RoPE
 // positions are 0..T-1 regardless of padding, as HF computes them for right padding.
+//
+// Same function as HF, less work (see gpuworker/scripts/BENCH_TRAIN.md):
+//   - q/k/v and gate/up projections run as one matmul each (weights concatenated);
+//   - weight gradients and the attention's k/v gradients are written so the pure-Go
+//     backend never transposes the large [B,T,·] / [B,heads,T,S] operands (its
+//     DotGeneral otherwise transposes both operands of every weight gradient);
+//   - the last layer computes queries, attention output, MLP and head only for the
+//     pooled token (its keys/values still see every token): no other position of the
+//     last layer can reach the reward.
 func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 	g := ids.Graph()
 	p := make(map[string]*Node, len(params))
@@ -30,53 +39,206 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 
 	x := Gather(p["model.embed_tokens.weight"], ExpandAxes(ids, -1)) // [B,T,H]
 
-	// Attention mask [B,1,1,T,S]: causal and key not padded.
+	// Attention mask [B,KV,G,T,S]: causal and key not padded.
 	row := Iota(g, shapes.Make(dtypes.Int32, T, T), 0)
 	col := Iota(g, shapes.Make(dtypes.Int32, T, T), 1)
-	causal := LessOrEqual(col, row)                                           // [T,S]
-	keyOK := GreaterThan(keyMask, ScalarZero(g, dtypes.Float32))              // [B,S]
-	allowed := LogicalAnd(BroadcastToDims(Reshape(causal, 1, T, T), B, T, T), // [B,T,S]
-		BroadcastToDims(Reshape(keyOK, B, 1, T), B, T, T))
-	allowed = BroadcastToDims(Reshape(allowed, B, 1, 1, T, T), B, nKV, G, T, T)
+	causal := LessOrEqual(col, row)                              // [T,S]
+	keyOK := GreaterThan(keyMask, ScalarZero(g, dtypes.Float32)) // [B,S]
 	minF32 := Scalar(g, dtypes.Float32, -math.MaxFloat32)
 
 	cos, sin := ropeTables(g, T, D, c.RopeTheta)
 
+	// Pooled-token selectors (exact: pool is one-hot).
+	selectRows := func(v *Node) *Node { // v [B,T,...] -> [B,...]
+		return DotGeneral(pool, []int{1}, []int{0}, v, []int{1}, []int{0})
+	}
+	last := c.NumHiddenLayers - 1
+
 	for l := range c.NumHiddenLayers {
 		pre := "model.layers." + itoa(l) + "."
-		h := rmsNorm(x, p[pre+"input_layernorm.weight"], c.RMSNormEps)
-		q := linear(h, p[pre+"self_attn.q_proj.weight"], p[pre+"self_attn.q_proj.bias"])
-		k := linear(h, p[pre+"self_attn.k_proj.weight"], p[pre+"self_attn.k_proj.bias"])
-		v := linear(h, p[pre+"self_attn.v_proj.weight"], p[pre+"self_attn.v_proj.bias"])
-		q = Reshape(q, B, T, nH, D)
-		k = Reshape(k, B, T, nKV, D)
-		v = Reshape(v, B, T, nKV, D)
-		if c.QKNorm {
-			q = rmsNorm(q, p[pre+"self_attn.q_norm.weight"], c.RMSNormEps)
-			k = rmsNorm(k, p[pre+"self_attn.k_norm.weight"], c.RMSNormEps)
+		pw := func(name string) *Node { return p[pre+name] }
+		h := rmsNorm(x, pw("input_layernorm.weight"), c.RMSNormEps)
+		if l < last {
+			qkv := fusedLinear(h, []*Node{pw("self_attn.q_proj.weight"), pw("self_attn.k_proj.weight"), pw("self_attn.v_proj.weight")},
+				[]*Node{pw("self_attn.q_proj.bias"), pw("self_attn.k_proj.bias"), pw("self_attn.v_proj.bias")})
+			q := Reshape(qkv[0], B, T, nH, D)
+			k := Reshape(qkv[1], B, T, nKV, D)
+			v := Reshape(qkv[2], B, T, nKV, D)
+			if c.QKNorm {
+				q = rmsNorm(q, pw("self_attn.q_norm.weight"), c.RMSNormEps)
+				k = rmsNorm(k, pw("self_attn.k_norm.weight"), c.RMSNormEps)
+			}
+			q = applyRope(q, cos, sin)
+			k = applyRope(k, cos, sin)
+			// Query heads h = kv*G + g share kv head kv, as HF's repeat_kv expands them.
+			q = TransposeAllDims(Reshape(q, B, T, nKV, G, D), 0, 2, 3, 1, 4) // [B,KV,G,T,D]
+			k = TransposeAllDims(k, 0, 2, 1, 3)                              // [B,KV,S,D]
+			v = TransposeAllDims(v, 0, 2, 1, 3)                              // [B,KV,S,D]
+			scores := attnScores(q, k)                                       // [B,KV,G,T,S]
+			scores = MulScalar(scores, 1/math.Sqrt(float64(D)))
+			allowed := LogicalAnd(BroadcastToDims(Reshape(causal, 1, T, T), B, T, T), // [B,T,S]
+				BroadcastToDims(Reshape(keyOK, B, 1, T), B, T, T))
+			allowed = BroadcastToDims(Reshape(allowed, B, 1, 1, T, T), B, nKV, G, T, T)
+			scores = Where(allowed, scores, BroadcastToDims(minF32, B, nKV, G, T, T))
+			probs := softmax(scores)
+			attn := attnValues(probs, v) // [B,KV,G,T,D]
+			attn = Reshape(TransposeAllDims(attn, 0, 3, 1, 2, 4), B, T, nH*D)
+			x = Add(x, linear(attn, pw("self_attn.o_proj.weight"), pw("self_attn.o_proj.bias")))
+			x = mlp(x, p, pre, c.RMSNormEps)
+			continue
 		}
-		q = applyRope(q, cos, sin)
-		k = applyRope(k, cos, sin)
-		// Query heads h = kv*G + g share kv head kv, as HF's repeat_kv expands them.
-		q = TransposeAllDims(Reshape(q, B, T, nKV, G, D), 0, 2, 3, 1, 4)         // [B,KV,G,T,D]
-		k = TransposeAllDims(k, 0, 2, 1, 3)                                      // [B,KV,S,D]
-		v = TransposeAllDims(v, 0, 2, 1, 3)                                      // [B,KV,S,D]
-		scores := DotGeneral(q, []int{4}, []int{0, 1}, k, []int{3}, []int{0, 1}) // [B,KV,G,T,S]
-		scores = MulScalar(scores, 1/math.Sqrt(float64(D)))
-		scores = Where(allowed, scores, BroadcastToDims(minF32, B, nKV, G, T, T))
-		probs := Softmax(scores, -1)
-		attn := DotGeneral(probs, []int{4}, []int{0, 1}, v, []int{2}, []int{0, 1}) // [B,KV,G,T,D]
-		attn = Reshape(TransposeAllDims(attn, 0, 3, 1, 2, 4), B, T, nH*D)
-		x = Add(x, linear(attn, p[pre+"self_attn.o_proj.weight"], p[pre+"self_attn.o_proj.bias"]))
 
-		h = rmsNorm(x, p[pre+"post_attention_layernorm.weight"], c.RMSNormEps)
-		gate := linear(h, p[pre+"mlp.gate_proj.weight"], nil)
-		up := linear(h, p[pre+"mlp.up_proj.weight"], nil)
-		x = Add(x, linear(Mul(silu(gate), up), p[pre+"mlp.down_proj.weight"], nil))
+		// Last layer: keys/values for every token, everything else for the pooled one.
+		kv := fusedLinear(h, []*Node{pw("self_attn.k_proj.weight"), pw("self_attn.v_proj.weight")},
+			[]*Node{pw("self_attn.k_proj.bias"), pw("self_attn.v_proj.bias")})
+		k := Reshape(kv[0], B, T, nKV, D)
+		v := Reshape(kv[1], B, T, nKV, D)
+		xp := selectRows(x) // [B,H]
+		hp := rmsNorm(xp, pw("input_layernorm.weight"), c.RMSNormEps)
+		q := Reshape(linear(hp, pw("self_attn.q_proj.weight"), pw("self_attn.q_proj.bias")), B, 1, nH, D)
+		if c.QKNorm {
+			q = rmsNorm(q, pw("self_attn.q_norm.weight"), c.RMSNormEps)
+			k = rmsNorm(k, pw("self_attn.k_norm.weight"), c.RMSNormEps)
+		}
+		posCos := Reshape(DotGeneral(pool, []int{1}, nil, cos, []int{0}, nil), B, 1, 1, D) // row of the pooled position
+		posSin := Reshape(DotGeneral(pool, []int{1}, nil, sin, []int{0}, nil), B, 1, 1, D)
+		q = rotate(q, BroadcastToDims(posCos, B, 1, nH, D), BroadcastToDims(posSin, B, 1, nH, D))
+		k = applyRope(k, cos, sin)
+		q = Reshape(q, B, nKV, G, 1, D)     // [B,KV,G,1,D]
+		k = TransposeAllDims(k, 0, 2, 1, 3) // [B,KV,S,D]
+		v = TransposeAllDims(v, 0, 2, 1, 3) // [B,KV,S,D]
+		scores := MulScalar(attnScores(q, k), 1/math.Sqrt(float64(D))) // [B,KV,G,1,S]
+		// Pooled query at position t sees keys s <= t that are not padding.
+		causalF := ConvertDType(causal, dtypes.Float32)
+		rowOK := GreaterThan(DotGeneral(pool, []int{1}, nil, causalF, []int{0}, nil), Scalar(g, dtypes.Float32, 0.5)) // [B,S]
+		allowed := BroadcastToDims(Reshape(LogicalAnd(rowOK, keyOK), B, 1, 1, 1, T), B, nKV, G, 1, T)
+		scores = Where(allowed, scores, BroadcastToDims(minF32, B, nKV, G, 1, T))
+		probs := softmax(scores)
+		attn := Reshape(attnValues(probs, v), B, nH*D) // [B,KV,G,1,D] is head-major already
+		xp = Add(xp, linear(attn, pw("self_attn.o_proj.weight"), pw("self_attn.o_proj.bias")))
+		x = mlp(xp, p, pre, c.RMSNormEps) // [B,H]
 	}
-	x = rmsNorm(x, p["model.norm.weight"], c.RMSNormEps)
-	logits := Reshape(linear(x, p[ScoreWeight], nil), B, T)
-	return ReduceSum(Mul(logits, pool), 1)
+	if c.NumHiddenLayers == 0 {
+		x = selectRows(x)
+	}
+	x = rmsNorm(x, p["model.norm.weight"], c.RMSNormEps) // [B,H]
+	return Reshape(linear(x, p[ScoreWeight], nil), B)
+}
+
+// softmax over the last axis with the gradient written from the probabilities,
+// p·(dp − Σ dp·p): the generic rule rebuilds the unfused softmax (an Exp per score).
+func softmax(x *Node) *Node {
+	var dp, p *Node
+	xc := IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
+		if dp == nil {
+			panic("softmax: output gradient not recorded before the input's")
+		}
+		return Mul(p, Sub(dp, ReduceAndKeep(Mul(dp, p), ReduceSum, -1)))
+	})
+	p = Softmax(xc, -1)
+	return IdentityWithCustomGradient(p, func(_, v *Node) *Node { dp = v; return v })
+}
+
+func mlp(x *Node, p map[string]*Node, pre string, eps float64) *Node {
+	h := rmsNorm(x, p[pre+"post_attention_layernorm.weight"], eps)
+	gu := fusedLinear(h, []*Node{p[pre+"mlp.gate_proj.weight"], p[pre+"mlp.up_proj.weight"]}, []*Node{nil, nil})
+	return Add(x, linear(Mul(silu(gu[0]), gu[1]), p[pre+"mlp.down_proj.weight"], nil))
+}
+
+// customGrad returns fwd(a, b) whose gradient with respect to b is bGrad(dy) instead
+// of the generic DotGeneral rule (the gradient with respect to a stays generic). It
+// works by routing: the identity on the output records dy, the identity on b
+// replaces its incoming gradient (left dead and pruned by the compiler) with bGrad(dy).
+// Reverse autodiff visits the output identity first (it is created last).
+func customGrad(a, b *Node, fwd func(a, b *Node) *Node, bGrad func(dy *Node) *Node) *Node {
+	var dy *Node
+	bc := IdentityWithCustomGradient(b, func(_, _ *Node) *Node {
+		if dy == nil {
+			panic("customGrad: output gradient not recorded before the input's")
+		}
+		return bGrad(dy)
+	})
+	y := fwd(a, bc)
+	return IdentityWithCustomGradient(y, func(_, v *Node) *Node {
+		dy = v
+		return v
+	})
+}
+
+// linear is torch.nn.Linear: x @ w.T + b with w [out, in].
+func linear(x, w, b *Node) *Node {
+	r := x.Rank()
+	y := customGrad(x, w, func(x, w *Node) *Node {
+		return DotGeneral(x, []int{r - 1}, nil, w, []int{1}, nil)
+	}, func(dy *Node) *Node { return weightGrad(x, dy) })
+	if b != nil {
+		y = Add(y, ExpandLeftToRank(b, y.Rank()))
+	}
+	return y
+}
+
+// weightGrad is d loss / d w [out,in] for y = x @ w.T, given x [..., in] and dy [..., out]:
+// sum over rows of dy ⊗ x. Written as a plain [M,K]x[K,N] matmul after transposing the
+// narrower of x and dy, where the generic rule would transpose both.
+func weightGrad(x, dy *Node) *Node {
+	in, out := x.Shape().Dimensions[x.Rank()-1], dy.Shape().Dimensions[dy.Rank()-1]
+	n := x.Shape().Size() / in
+	x2, dy2 := Reshape(x, n, in), Reshape(dy, n, out)
+	if in < out {
+		wT := DotGeneral(Transpose(x2, 0, 1), []int{1}, nil, dy2, []int{0}, nil) // [in,out]
+		return Transpose(wT, 0, 1)
+	}
+	return DotGeneral(Transpose(dy2, 0, 1), []int{1}, nil, x2, []int{0}, nil) // [out,in]
+}
+
+// fusedLinear applies several linears sharing the input x as one matmul over the
+// concatenated weights (bias entries may be nil; all nil or all present).
+func fusedLinear(x *Node, ws, bs []*Node) []*Node {
+	w := ws[0]
+	if len(ws) > 1 {
+		w = Concatenate(ws, 0)
+	}
+	var b *Node
+	if bs[0] != nil {
+		b = bs[0]
+		if len(bs) > 1 {
+			b = Concatenate(bs, 0)
+		}
+	}
+	y := linear(x, w, b)
+	r := y.Rank()
+	outs := make([]*Node, len(ws))
+	start := 0
+	for i, wi := range ws {
+		n := wi.Shape().Dimensions[0]
+		outs[i] = SliceAxis(y, r-1, AxisRange(start, start+n))
+		start += n
+	}
+	return outs
+}
+
+// attnScores is q·k over D: q [B,KV,G,T,D], k [B,KV,S,D] -> [B,KV,G,T,S]. The k
+// gradient is computed as (qᵀ·dy)ᵀ so only q (not the [T,S] gradient) is transposed.
+func attnScores(q, k *Node) *Node {
+	return customGrad(q, k, func(q, k *Node) *Node {
+		return DotGeneral(q, []int{4}, []int{0, 1}, k, []int{3}, []int{0, 1})
+	}, func(dy *Node) *Node {
+		qT := TransposeAllDims(q, 0, 1, 4, 2, 3)                                     // [B,KV,D,G,T]
+		dkT := DotGeneral(qT, []int{3, 4}, []int{0, 1}, dy, []int{2, 3}, []int{0, 1}) // [B,KV,D,S]
+		return TransposeAllDims(dkT, 0, 1, 3, 2)
+	})
+}
+
+// attnValues is probs·v: probs [B,KV,G,T,S], v [B,KV,S,D] -> [B,KV,G,T,D], with the v
+// gradient computed as (dyᵀ·probs)ᵀ so probs is never transposed.
+func attnValues(probs, v *Node) *Node {
+	return customGrad(probs, v, func(probs, v *Node) *Node {
+		return DotGeneral(probs, []int{4}, []int{0, 1}, v, []int{2}, []int{0, 1})
+	}, func(dy *Node) *Node {
+		dyT := TransposeAllDims(dy, 0, 1, 4, 2, 3)                                        // [B,KV,D,G,T]
+		dvT := DotGeneral(dyT, []int{3, 4}, []int{0, 1}, probs, []int{2, 3}, []int{0, 1}) // [B,KV,D,S]
+		return TransposeAllDims(dvT, 0, 1, 3, 2)
+	})
 }
 
 func itoa(i int) string {
@@ -84,16 +246,6 @@ func itoa(i int) string {
 		return string(rune('0' + i))
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
-}
-
-// linear is torch.nn.Linear: x @ w.T + b with w [out, in].
-func linear(x, w, b *Node) *Node {
-	r := x.Rank()
-	y := DotGeneral(x, []int{r - 1}, nil, w, []int{1}, nil)
-	if b != nil {
-		y = Add(y, ExpandLeftToRank(b, y.Rank()))
-	}
-	return y
 }
 
 // rmsNorm matches HF's Qwen3RMSNorm/LlamaRMSNorm in float32:
@@ -141,8 +293,15 @@ func applyRope(x, cos, sin *Node) *Node {
 	T, D := dims[1], dims[3]
 	c := BroadcastToDims(Reshape(cos, 1, T, 1, D), dims...)
 	s := BroadcastToDims(Reshape(sin, 1, T, 1, D), dims...)
-	x1 := SliceAxis(x, 3, AxisRange(0, D/2))
-	x2 := SliceAxis(x, 3, AxisRange(D/2, D))
-	rot := Concatenate([]*Node{Neg(x2), x1}, 3)
+	return rotate(x, c, s)
+}
+
+// rotate is x*c + rotate_half(x)*s for c, s already broadcast to x's shape [..., D].
+func rotate(x, c, s *Node) *Node {
+	r := x.Rank()
+	D := x.Shape().Dimensions[r-1]
+	x1 := SliceAxis(x, r-1, AxisRange(0, D/2))
+	x2 := SliceAxis(x, r-1, AxisRange(D/2, D))
+	rot := Concatenate([]*Node{Neg(x2), x1}, r-1)
 	return Add(Mul(x, c), Mul(rot, s))
 }

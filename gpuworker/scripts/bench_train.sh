@@ -1,21 +1,78 @@
 #!/usr/bin/env bash
-# Train-step time of the tiny benchmark config (vocab 1000, hidden 128, 2 layers,
-# 4 q / 2 kv heads of 32, MLP 384, 4 pairs × 128 tokens): GoMLX pure-Go backend vs the
-# same step (forward + backward + AdamW) in plain PyTorch, in the same run.
-#   gpuworker/scripts/bench_train.sh            # from the repository root
-#   BENCH_06B=1 gpuworker/scripts/bench_train.sh  # also Qwen3-0.6B-shaped scoring (~3 GB RAM)
+# `make bench-train`: train-step time of the tiny benchmark config (vocab 1000, hidden
+# 128, 2 layers, 4 q / 2 kv heads of 32, MLP 384, 4 pairs × 128 tokens), forward +
+# backward + AdamW, in our GoMLX engine beside the same step in plain PyTorch
+# (torch_reference.py bench), in the same run, pinned to the same CPUs with the same
+# thread count; then Qwen3-0.6B-shaped scoring of one 1024-token sequence (random
+# weights): sequences/s and peak RSS. See gpuworker/scripts/BENCH_TRAIN.md.
+#
+#   gpuworker/scripts/bench_train.sh                 # from the repository root
+#   REPS=7 STEPS=10 gpuworker/scripts/bench_train.sh
+#   BENCH_SIMD=0   skip the GOEXPERIMENT=simd build   (default: measure it too)
+#   BENCH_06B=0    skip the 0.6B scoring run           (default: run it, ~1-3 min)
+#
+# Each figure is the median over REPS runs of STEPS timed steps (after a warm-up step);
+# Go and torch runs alternate so machine noise hits both alike.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${CRITIC_PYTHON:-/usr/bin/python3}
-go_line=$(go test -run XXX -bench 'BenchmarkTrainStep$' -benchtime 10x ./gpuworker/train | grep '^BenchmarkTrainStep')
-echo "$go_line"
-go_s=$(awk '{print $3/1e9}' <<<"$go_line")
-for th in 1 "$(nproc)"; do
-  t=$("$PY" gpuworker/scripts/torch_reference.py bench --steps 10 --threads "$th")
-  echo "torch: $t"
-  torch_s=$("$PY" -c 'import json,sys; print(json.loads(sys.argv[1])["torch_step_seconds"])' "$t")
-  awk -v g="$go_s" -v t="$torch_s" -v th="$th" 'BEGIN{printf "go %.3fs/step, torch(%s threads) %.3fs/step, go/torch = %.1fx\n", g, th, t, g/t}'
+REPS=${REPS:-5}
+STEPS=${STEPS:-10}
+NCPU=$(nproc)
+ALLCPUS="0-$((NCPU - 1))"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "building test binaries..."
+go test -c -o "$tmp/train.test" ./gpuworker/train
+builds=(default)
+if [[ "${BENCH_SIMD:-1}" != 0 ]]; then
+  if GOEXPERIMENT=simd go test -c -o "$tmp/train_simd.test" ./gpuworker/train 2>"$tmp/simd.err"; then
+    builds+=(simd)
+  else
+    echo "GOEXPERIMENT=simd build failed (needs Go >= 1.26 on amd64):"; cat "$tmp/simd.err"
+  fi
+fi
+
+median() { sort -g | awk '{a[NR]=$1} END{if(NR%2)print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+go_step() { # build cpus procs -> seconds/step
+  local bin=$tmp/train.test
+  [[ $1 == simd ]] && bin=$tmp/train_simd.test
+  (cd gpuworker/train && GOMAXPROCS=$3 taskset -c "$2" "$bin" -test.run XXX \
+    -test.bench 'BenchmarkTrainStep$' -test.benchtime "${STEPS}x") |
+    awk '/^BenchmarkTrainStep/{print $3/1e9}'
+}
+torch_step() { # cpus threads -> seconds/step
+  taskset -c "$1" "$PY" gpuworker/scripts/torch_reference.py bench --steps "$STEPS" --threads "$2" |
+    "$PY" -c 'import json,sys; print(json.load(sys.stdin)["torch_step_seconds"])'
+}
+
+"$PY" -c 'import torch; print("torch", torch.__version__, "| BLAS:", "OpenBLAS" if "openblas" in torch.__config__.show().lower() else "see torch.__config__.show()")'
+echo "tiny config train step, median of $REPS runs × $STEPS steps (go test -bench BenchmarkTrainStep vs torch_reference.py bench)"
+for cfg in "1:${BENCH_CPU:-0}" "$NCPU:$ALLCPUS"; do
+  n=${cfg%%:*} cpus=${cfg#*:}
+  declare -A runs=()
+  for _ in $(seq "$REPS"); do
+    for b in "${builds[@]}"; do runs[$b]+="$(go_step "$b" "$cpus" "$n") "; done
+    runs[torch]+="$(torch_step "$cpus" "$n") "
+  done
+  t=$(tr ' ' '\n' <<<"${runs[torch]}" | grep . | median)
+  printf '  taskset -c %-4s threads %d: torch %.3f s/step  [runs: %s]\n' "$cpus" "$n" "$t" "${runs[torch]% }"
+  for b in "${builds[@]}"; do
+    g=$(tr ' ' '\n' <<<"${runs[$b]}" | grep . | median)
+    printf '  taskset -c %-4s threads %d: go (%s build) %.3f s/step  ratio go/torch = %.2fx  [runs: %s]\n' \
+      "$cpus" "$n" "$b" "$g" "$(awk -v g="$g" -v t="$t" 'BEGIN{print g/t}')" "${runs[$b]% }"
+  done
+  unset runs
 done
-if [[ -n "${BENCH_06B:-}" ]]; then
-  CRITIC_BENCH_06B=1 go test -run XXX -bench 'BenchmarkScore06B$' -benchtime 1x -timeout 60m -v ./gpuworker/train | grep -E 'Benchmark|init|first'
+
+if [[ "${BENCH_06B:-1}" != 0 ]]; then
+  b=${builds[-1]}
+  bin=$tmp/train.test
+  [[ $b == simd ]] && bin=$tmp/train_simd.test
+  echo "Qwen3-0.6B-shaped random model, one 1024-token sequence ($b build, GOMAXPROCS=$NCPU, 1 timed call after compile+first call):"
+  (cd gpuworker/train && CRITIC_BENCH_06B=1 GOMAXPROCS=$NCPU taskset -c "$ALLCPUS" "$bin" -test.run XXX \
+    -test.bench 'BenchmarkScore06B$' -test.benchtime 1x -test.timeout 60m -test.v) |
+    grep -E '^Benchmark|init|first' | sed 's/^/  /'
 fi

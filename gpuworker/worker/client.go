@@ -38,7 +38,9 @@ func (e *APIError) Error() string {
 }
 
 // Is makes errors.Is(err, ErrNotClaimable) true for a 409.
-func (e *APIError) Is(target error) bool { return target == ErrNotClaimable && e.Status == http.StatusConflict }
+func (e *APIError) Is(target error) bool {
+	return target == ErrNotClaimable && e.Status == http.StatusConflict
+}
 
 // Transient reports whether retrying the same request later may succeed: network
 // errors, timeouts, 429 and 5xx (and 401/403, which an operator fixes by correcting

@@ -376,7 +376,10 @@ func (w *Worker) train(ctx context.Context, log *slog.Logger, m TrainMessage, cl
 		return nil, err
 	}
 	if !w.cfg.KeepJobDirs {
-		defer os.RemoveAll(dir)
+		defer func() {
+			os.RemoveAll(dir)
+			os.Remove(filepath.Dir(dir)) // the model's folder, when no other attempt is in it
+		}()
 	}
 	hb.set(Progress{Phase: "training"})
 

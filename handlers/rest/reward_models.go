@@ -1,12 +1,16 @@
 package rest
 
 import (
+	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/projections/readmodel"
 	"github.com/criticml/critic/platform/blob"
 )
 
@@ -61,7 +65,49 @@ func (a *API) createRewardModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return a.respondModel(w, r, res.Result, res.ModelID, http.StatusOK)
+	err = a.respondModel(w, r, res.Result, res.ModelID, http.StatusOK)
+	var lag *domain.UnavailableError
+	if errors.As(err, &lag) {
+		// The request is stored (its event is in Postgres) but the read
+		// model lags — e.g. the broker is down. It will train once the
+		// events flow: answer with the queued model rather than an error.
+		handlers.WriteJSON(w, http.StatusOK, a.queuedModel(res.ModelID, in))
+		return nil
+	}
+	return err
+}
+
+// queuedModel is a just-requested model as the command stored it.
+func (a *API) queuedModel(id string, in commands.RequestTraining) readmodel.RewardModel {
+	return readmodel.RewardModel{ID: id, Name: in.Name, BaseModel: orDefault(in.BaseModel, rewardmodels.DefaultBaseModel), Compute: rewardmodels.Compute,
+		Epochs: orDefaultInt(in.Epochs, rewardmodels.DefaultEpochs), MaxPairs: orDefaultInt(in.MaxPairs, domain.DefaultMaxPairs), TraceCount: len(uniq(in.TraceIDs)), Status: rewardmodels.StatusQueued,
+		Metrics: json.RawMessage("null"), Progress: json.RawMessage("null"), CreatedAt: time.Now().UTC()}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func orDefaultInt(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
+}
+
+func uniq(xs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func (a *API) respondModel(w http.ResponseWriter, r *http.Request, res commands.Result, id string, status int) error {

@@ -183,3 +183,29 @@ func TestRebuildSwapsOnSuccessOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, [][]any{{"new", int64(2)}}, res.Rows)
 }
+
+// A large replica is replaced by a compressed copy while its owner keeps
+// querying back to back.
+func TestReplicaIsCompressedWhileServing(t *testing.T) {
+	t.Parallel()
+	s, _ := newSnapshots(t, Options{})
+	loadSteps(t, s, "alice", 200_000)
+	require.EqualValues(t, 200_000, count(t, s, "alice", "SELECT count(*) FROM steps"))
+	first := currentReplica(s, "alice")
+	s.mu.Lock()
+	before := first.bytes
+	s.mu.Unlock()
+	require.GreaterOrEqual(t, before, int64(compressMin))
+	start := time.Now()
+	require.Eventually(t, func() bool {
+		require.EqualValues(t, 200_000, count(t, s, "alice", "SELECT count(*) FROM steps"))
+		r := currentReplica(s, "alice")
+		return r != nil && r != first
+	}, 60*time.Second, time.Millisecond)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.owners["alice"].rep
+	t.Logf("replica %d MB → %d MB after %s", before>>20, r.bytes>>20, time.Since(start).Round(time.Millisecond))
+	require.Less(t, r.bytes, before/2)
+	require.Equal(t, r.bytes, s.replicaBytes)
+}

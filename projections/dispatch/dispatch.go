@@ -115,9 +115,12 @@ type LeaseQueries interface {
 
 // SweepLeases fails, every interval, the running models whose worker stopped
 // heartbeating. The model's stream decides; the read model only nominates.
-func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, interval time.Duration, log *slog.Logger) error {
+// For one lease after start it expires nothing: workers that kept training
+// while this API was down need that long to reach it again.
+func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, interval, lease time.Duration, log *slog.Logger) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	started := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -125,6 +128,9 @@ func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, i
 		case <-t.C:
 		}
 		now := time.Now()
+		if now.Sub(started) < lease {
+			continue
+		}
 		ids, err := q.ExpiredLeases(ctx, now)
 		if err != nil {
 			log.Warn("lease sweep", "err", err)

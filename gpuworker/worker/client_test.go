@@ -1,0 +1,104 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// The client against a recording server: paths, bearer token, JSON bodies, and
+// error mapping (409 → ErrNotClaimable, 5xx → transient, other 4xx → final).
+func TestClientContract(t *testing.T) {
+	type call struct {
+		path, auth, ctype string
+		body              map[string]any
+	}
+	var calls []call
+	status, answer := http.StatusOK, `{}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		require.Equal(t, http.MethodPost, r.Method)
+		raw, _ := io.ReadAll(r.Body)
+		var body map[string]any
+		require.NoError(t, json.Unmarshal(raw, &body), string(raw))
+		calls = append(calls, call{r.URL.Path, r.Header.Get("Authorization"), r.Header.Get("Content-Type"), body})
+		w.WriteHeader(status)
+		w.Write([]byte(answer))
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	c := NewClient(srv.URL+"/", "tok-1", "w-1")
+	last := func() call { return calls[len(calls)-1] }
+
+	answer = `{"model_id":"m1","owner_id":"u1","name":"n","base_model":"Qwen/Qwen3-0.6B","dataset_key":"datasets/m1/1.json",
+		"artifact_key":"reward-models/u1/m1.tar.gz","attempt":2,"epochs":3,"lease_seconds":90}`
+	claim, err := c.ClaimTraining(ctx, "m1", 2)
+	require.NoError(t, err)
+	require.Equal(t, TrainingClaim{ModelID: "m1", OwnerID: "u1", Name: "n", BaseModel: "Qwen/Qwen3-0.6B",
+		DatasetKey: "datasets/m1/1.json", ArtifactKey: "reward-models/u1/m1.tar.gz", Attempt: 2, Epochs: 3, LeaseSeconds: 90}, *claim)
+	require.Equal(t, call{"/api/v1/worker/training/m1/claim", "Bearer tok-1", "application/json",
+		map[string]any{"worker_id": "w-1", "attempt": 2.0}}, last())
+
+	answer = `{}`
+	require.NoError(t, c.Heartbeat(ctx, "m1", 2, Progress{Phase: "training", Step: 3, TotalSteps: 10, Loss: 0.5, TokensPerSec: 100}))
+	require.Equal(t, "/api/v1/worker/training/m1/heartbeat", last().path)
+	require.Equal(t, map[string]any{"worker_id": "w-1", "attempt": 2.0, "progress": map[string]any{
+		"phase": "training", "step": 3.0, "total_steps": 10.0, "loss": 0.5, "tokens_per_sec": 100.0}}, last().body)
+
+	require.NoError(t, c.TrainingSucceeded(ctx, "m1", Succeeded{Attempt: 2, Metrics: map[string]any{"train_pairs": 4},
+		RewardStats: json.RawMessage(`{"mean":1,"std":2,"count":8}`), ScoresKey: "jobs/m1/attempt-2/scores.jsonl"}))
+	require.Equal(t, "/api/v1/worker/training/m1/succeeded", last().path)
+	require.Equal(t, map[string]any{"worker_id": "w-1", "attempt": 2.0, "metrics": map[string]any{"train_pairs": 4.0},
+		"reward_stats": map[string]any{"mean": 1.0, "std": 2.0, "count": 8.0}, "action_reward_stats": nil,
+		"scores_key": "jobs/m1/attempt-2/scores.jsonl", "action_scores_key": ""}, last().body)
+
+	require.NoError(t, c.TrainingFailed(ctx, "m1", 2, "boom"))
+	require.Equal(t, call{"/api/v1/worker/training/m1/failed", "Bearer tok-1", "application/json",
+		map[string]any{"worker_id": "w-1", "attempt": 2.0, "error": "boom"}}, last())
+
+	answer = `{"items_key":"scoring/r1/items.json"}`
+	sc, err := c.ClaimScoring(ctx, "r1", "t1", "m1")
+	require.NoError(t, err)
+	require.Equal(t, "scoring/r1/items.json", sc.ItemsKey)
+	require.Equal(t, call{"/api/v1/worker/scoring/r1/claim", "Bearer tok-1", "application/json",
+		map[string]any{"worker_id": "w-1", "trace_id": "t1", "model_id": "m1"}}, last())
+
+	answer = `{}`
+	require.NoError(t, c.ScoringFinished(ctx, "r1", ScoringFinished{TraceID: "t1", ModelID: "m1",
+		ActionScores: []ActionScore{{TraceID: "t1", StepID: "s1", Score: 1.5, Credit: 0.25}}}))
+	require.Equal(t, map[string]any{"worker_id": "w-1", "trace_id": "t1", "model_id": "m1", "error": "",
+		"action_scores": []any{map[string]any{"trace_id": "t1", "step_id": "s1", "score": 1.5, "credit": 0.25}}}, last().body)
+	require.NoError(t, c.ScoringFinished(ctx, "r1", ScoringFinished{TraceID: "t1", ModelID: "m1", Error: "bad"}))
+	require.Equal(t, []any{}, last().body["action_scores"], "an empty list, not null")
+
+	// Errors.
+	status, answer = http.StatusConflict, `{"detail":"model m1 is not queued","code":"not_claimable"}`
+	_, err = c.ClaimTraining(ctx, "m1", 2)
+	require.ErrorIs(t, err, ErrNotClaimable)
+	require.False(t, Transient(err))
+	var ae *APIError
+	require.True(t, errors.As(err, &ae))
+	require.Equal(t, "not_claimable", ae.Code)
+	require.Equal(t, "model m1 is not queued", ae.Detail)
+	require.ErrorIs(t, c.Heartbeat(ctx, "m1", 2, Progress{}), ErrNotClaimable)
+
+	status, answer = http.StatusServiceUnavailable, `upstream down`
+	err = c.TrainingFailed(ctx, "m1", 2, "x")
+	require.True(t, Transient(err))
+	require.NotErrorIs(t, err, ErrNotClaimable)
+	require.ErrorContains(t, err, "upstream down")
+
+	status, answer = http.StatusUnprocessableEntity, `{"detail":"the checkpoint is not in the blob store","code":"invalid"}`
+	err = c.TrainingSucceeded(ctx, "m1", Succeeded{})
+	require.False(t, Transient(err))
+	require.ErrorContains(t, err, "422 invalid: the checkpoint is not in the blob store")
+
+	srv.Close()
+	_, err = c.ClaimTraining(ctx, "m1", 2)
+	require.True(t, Transient(err), "connection refused is transient: %v", err)
+}
