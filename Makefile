@@ -41,7 +41,7 @@ generate: ## regenerate code (protobuf/Connect)
 verify: ## fail if regenerating code changes a committed file
 	scripts/gen-proto.sh --verify
 
-bench: bench-ingest bench-otlp bench-train ## all benchmarks
+bench: bench-ingest bench-otlp bench-query bench-train bench-score ## all benchmarks
 
 bench-ingest: deps ## import 10,000 traces × 20 steps end to end vs COPY; latency p50/p99
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkIngest -benchtime 1x -timeout 30m ./e2e/
@@ -54,3 +54,6 @@ bench-otlp: deps ## OTLP/HTTP spans/s end to end (512-span protobuf exports, 1 a
 
 bench-train: ## reward-model train step (tiny config) GoMLX vs PyTorch, same CPUs/threads, ratio; Qwen3-0.6B-shaped scoring seq/s + peak RSS
 	gpuworker/scripts/bench_train.sh
+
+bench-score: deps ## 10,000 traces scored through the whole pipeline vs the engine's raw scoring
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkScore -benchtime 1x -timeout 30m ./e2e/

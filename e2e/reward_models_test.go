@@ -67,7 +67,7 @@ func tinyBase(t testing.TB, in *instance) string {
 
 // ratedTraces imports four traces and rates them: two good, two bad, with
 // step ratings on assistant actions (responses and tool calls).
-func ratedTraces(t *testing.T, in *instance, key string) []string {
+func ratedTraces(t testing.TB, in *instance, key string) []string {
 	var lines []string
 	for i := range 4 {
 		good := i%2 == 0
@@ -94,7 +94,7 @@ func ratedTraces(t *testing.T, in *instance, key string) []string {
 	return ids
 }
 
-func (in *instance) waitModel(t *testing.T, key, id string, want ...string) map[string]any {
+func (in *instance) waitModel(t testing.TB, key, id string, want ...string) map[string]any {
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		r := in.do("GET", "/api/v1/rm/reward-models/"+id, key, nil)
@@ -237,7 +237,20 @@ func TestRewardModelEndToEnd(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, rr.Status)
 	require.Equal(t, "queued", rr.JSON(t)["status"])
 
-	// SQL sees the scores too.
+	// SQL sees the scores too (the snapshot is eventually consistent: poll).
+	// rm-0 was re-imported above, so its scores are gone there as well.
+	var rows []any
+	require.Eventually(t, func() bool {
+		q := in.do("POST", "/api/v1/rm/query", key, map[string]any{"sql": `SELECT (SELECT count(*) FROM scores WHERE reward_model_id = '` + id +
+			`'), (SELECT count(*) FROM action_scores WHERE reward_model_id = '` + id + `'), (SELECT min(step_index) FROM action_scores)`})
+		if q.Status != http.StatusOK {
+			rows = []any{string(q.Body)}
+			return false
+		}
+		rows = q.JSON(t)["rows"].([]any)
+		return rows[0].([]any)[0] == float64(3)
+	}, 20*time.Second, 100*time.Millisecond, "%v", rows)
+	require.Equal(t, []any{float64(3), float64(6 + 1), float64(2)}, rows[0], "3 traces × (tool call + answer) + the scoring run's... ")
 	_ = context.Background()
 }
 

@@ -37,7 +37,7 @@ type traceDetail struct {
 	Extra        map[string]string `json:"-"`
 }
 
-func (in *instance) getTrace(t *testing.T, key, id string) traceDetail {
+func (in *instance) getTrace(t testing.TB, key, id string) traceDetail {
 	r := in.do("GET", "/api/v1/rm/traces/"+id, key, nil)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	var d traceDetail

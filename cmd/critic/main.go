@@ -20,6 +20,7 @@ Usage:
   critic broker [--port N]         run the embedded Kafka-protocol broker on its own
   critic migrate                   apply database migrations
   critic replay readmodel          rebuild the Postgres read model from the event log
+  critic replay snapshot           rebuild the DuckDB query snapshots from the log (stop the server first)
   critic users create --name NAME [--read-only-key]
   critic users issue-key --name NAME [--read-only-key]
   critic users disable-reward-models NAME

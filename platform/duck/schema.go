@@ -28,7 +28,12 @@ var userTables = []struct{ name, ddl string }{
 // same transaction as the rows it produced, so a redelivered event is a no-op.
 // It lives in the owner file (a DuckDB transaction cannot write two files) and
 // is never copied into a query sandbox.
-const appliedDDL = `CREATE TABLE IF NOT EXISTS main._applied(event_id VARCHAR PRIMARY KEY)`
+const appliedDDL = `CREATE TABLE IF NOT EXISTS main._applied(event_id VARCHAR PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS main._trace_revisions(trace_id VARCHAR PRIMARY KEY, revision INTEGER)`
+
+// _trace_revisions (hidden like _applied) is each trace's current revision:
+// a score computed on an older revision (the trace was re-imported while a
+// model was scoring it) is stale and must not land in `scores`.
 
 // quoteString renders s as a SQL string literal. Only trusted strings (our
 // own file paths) go through it; user SQL never does.

@@ -161,6 +161,9 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if _, ok := w.pending[p.TraceID]; !ok {
 			w.order = append(w.order, p.TraceID)
 		}
+		if err := setRevision(ctx, tx, p.TraceID, p.Revision); err != nil {
+			return err
+		}
 		w.pending[p.TraceID] = &pendingTrace{
 			row: duck.TraceRow{ID: p.TraceID, ExternalID: p.ExternalID, Title: p.Title, SourceFormat: p.SourceFormat,
 				SourceID: domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat), StepCount: len(p.Steps),
@@ -171,6 +174,13 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 	case events.TraceRevised:
 		var p events.TraceRevisedV1
 		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		if err := setRevision(ctx, tx, p.TraceID, p.Revision); err != nil {
+			return err
+		}
+		// A new revision makes the trace's whole-trace scores stale.
+		if err := tx.DeleteScores(ctx, p.TraceID); err != nil {
 			return err
 		}
 		if p.Mode == events.RevisionAppended {
@@ -202,7 +212,48 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
+		if err := tx.Exec(ctx, `DELETE FROM main._trace_revisions WHERE trace_id = ?`, p.TraceID); err != nil {
+			return err
+		}
 		return tx.DeleteTrace(ctx, p.TraceID)
+	case events.TracesScored:
+		var p events.TracesScoredV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		for _, sc := range p.Scores {
+			// Latest per (trace, model), and only for the current revision.
+			if err := tx.Exec(ctx, `DELETE FROM main.scores WHERE trace_id = ? AND reward_model_id = ?
+				AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
+				sc.TraceID, p.ModelID, sc.TraceID, sc.Revision); err != nil {
+				return err
+			}
+			if err := tx.Exec(ctx, `INSERT INTO main.scores SELECT ?, ?, ?, ?, ?
+				WHERE EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
+				sc.TraceID, p.ModelID, p.ModelName, sc.Score, e.RecordedAt, sc.TraceID, sc.Revision); err != nil {
+				return err
+			}
+		}
+		return nil
+	case events.ActionsScored:
+		var p events.ActionsScoredV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		for _, sc := range p.Scores {
+			if err := tx.Exec(ctx, `DELETE FROM main.action_scores WHERE step_id = ? AND reward_model_id = ?
+				AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
+				sc.StepID, p.ModelID, sc.TraceID, sc.Revision); err != nil {
+				return err
+			}
+			if err := tx.Exec(ctx, `INSERT INTO main.action_scores SELECT s.trace_id, s.id, s.step_index, ?, ?, ?, ?, ?
+				FROM main.steps s WHERE s.id = ? AND s.trace_id = ?
+				AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
+				p.ModelID, p.ModelName, sc.Score, sc.Credit, e.RecordedAt, sc.StepID, sc.TraceID, sc.TraceID, sc.Revision); err != nil {
+				return err
+			}
+		}
+		return nil
 	case events.AnnotationAdded:
 		var p events.AnnotationAddedV1
 		if err := e.Decode(&p); err != nil {
@@ -311,4 +362,9 @@ func Replay(ctx context.Context, dir string, store *eventstore.Store, log *slog.
 		}
 	})
 	return n, err
+}
+
+// setRevision records a trace's current revision (hidden table).
+func setRevision(ctx context.Context, tx *duck.Tx, traceID string, revision int) error {
+	return tx.Exec(ctx, `INSERT OR REPLACE INTO main._trace_revisions VALUES (?, ?)`, traceID, revision)
 }
