@@ -249,8 +249,9 @@ func TestRewardModelEndToEnd(t *testing.T) {
 		}
 		rows = q.JSON(t)["rows"].([]any)
 		return rows[0].([]any)[0] == float64(3)
-	}, 20*time.Second, 100*time.Millisecond, "%v", rows)
-	require.Equal(t, []any{float64(3), float64(6 + 1), float64(2)}, rows[0], "3 traces × (tool call + answer) + the scoring run's... ")
+	}, 20*time.Second, 100*time.Millisecond, "the snapshot never showed the scores")
+	// 3 traces × (tool call + answer); the lowest action is the tool call at step 2.
+	require.Equal(t, []any{float64(3), float64(6), float64(2)}, rows[0])
 	_ = context.Background()
 }
 

@@ -96,4 +96,3 @@ func runScoreBench(b *testing.B) {
 	fmt.Printf("score: raw engine, the same %d texts in %s = %.0f traces/s\n", len(texts), rawDur.Round(time.Millisecond), float64(n)/rawDur.Seconds())
 	fmt.Printf("score: ratio pipeline/raw = %.2f (target ≥ 0.7)\n", rawDur.Seconds()/pipeline.Seconds())
 }
-

@@ -5,11 +5,14 @@ import (
 
 	"github.com/criticml/critic/handlers/app"
 	"github.com/criticml/critic/handlers/connectapi"
+	"github.com/criticml/critic/platform/blob"
 )
 
-// registerConnect mounts the Connect services on the REST port. One handler
-// serves the Connect, gRPC and gRPC-Web protocols; gRPC reaches it because
-// the server also speaks h2c.
-func registerConnect(mux *http.ServeMux, s *app.Server, maxBody int64) {
-	connectapi.New(s.Cmds, s.Queries, s.Waiter, s.Auth, maxBody).Register(mux)
+// registerConnect mounts the Connect services (traces, annotations, reward
+// models, query) on the REST port. One handler per service serves the
+// Connect, gRPC and gRPC-Web protocols; gRPC reaches it because the server
+// also speaks h2c. blobs signs weights downloads, as for REST.
+func registerConnect(mux *http.ServeMux, s *app.Server, maxBody int64, blobs blob.Store) {
+	connectapi.Register(mux, connectapi.Deps{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter, Auth: s.Auth,
+		Blobs: blobs, Snapshots: s.Snapshots, MaxBody: maxBody})
 }

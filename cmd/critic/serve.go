@@ -13,9 +13,9 @@ import (
 	"github.com/criticml/critic/handlers/app"
 	"github.com/criticml/critic/handlers/blobdl"
 	"github.com/criticml/critic/handlers/otlp"
+	"github.com/criticml/critic/handlers/rest"
 	"github.com/criticml/critic/handlers/workerapi"
 	"github.com/criticml/critic/platform/blob"
-	"github.com/criticml/critic/handlers/rest"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -83,7 +83,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		}
 		rest.NewQueryAPI(a.Snapshots, a.Auth, cfg.MaxBody).Register(mux)
 		otlp.NewReceiver(a.Cmds, a.Waiter, a.Auth, cfg.MaxBody).Register(mux)
-		registerConnect(mux, a, cfg.MaxBody)
+		registerConnect(mux, a, cfg.MaxBody, in.blobs)
 		if cfg.PProf {
 			registerPProf(mux)
 		}

@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"bytes"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -36,6 +37,11 @@ import (
 //     write them.
 //   - toolUseResult (Claude Code's structured tool result) is kept as the tool
 //     step's metadata.tool_use_result when the record holds one result.
+//   - A tool_result whose tool_use is not in the file (a transcript cut at
+//     the head, as shared excerpts and test fixtures often are, or a resumed
+//     session whose call was written to the earlier file) is kept as a tool
+//     step with its id moved to metadata.unmatched_tool_call_id, as the
+//     per-call formats do: one missing call must not reject the session.
 //   - An attachment record of type queued_command (a message the user typed
 //     while the agent was working) becomes a user step with
 //     metadata.queued_command = true; other attachments are harness context.
@@ -43,6 +49,9 @@ import (
 //     progress, and types added later) adds no step; unknown types are never
 //     an error. Subagent work recorded in separate agent-*.jsonl files is
 //     imported from those files.
+//
+// A Claude Code web session as its API returns it ({"loglines": [records]})
+// is read like the JSONL of those records.
 //
 // Every step has metadata.timestamp (the record's) and metadata.uuid. The
 // trace's ExternalID is the sessionId of the last message record (a resumed
@@ -65,6 +74,21 @@ const ccDetectLines = 30
 // Detect: one of the first lines is a user/assistant/system record with a
 // sessionId and a message or uuid, or a summary record with a leafUuid.
 func (ClaudeCode) Detect(data []byte) bool {
+	if recs, ok := ccLoglines(data); ok {
+		for i, r := range recs {
+			var p struct {
+				Type    string          `json:"type"`
+				Message json.RawMessage `json:"message"`
+			}
+			if i >= ccDetectLines {
+				break
+			}
+			if json.Unmarshal(r, &p) == nil && (p.Type == "user" || p.Type == "assistant") && firstJSONByte(p.Message) == '{' {
+				return true
+			}
+		}
+		return false
+	}
 	found, n := false, 0
 	_ = eachLine(data, func(_ int, raw []byte) error {
 		n++
@@ -120,7 +144,41 @@ type ccMessage struct {
 
 var ccCommandRE = regexp.MustCompile(`<command-name>\s*([^<]*?)\s*</command-name>`)
 
-func (ClaudeCode) Parse(data []byte) ([]domain.Trace, error) {
+// ccLoglines recognises a Claude Code web session as its API returns it (and
+// tools such as claude-code-transcripts save it): one JSON object whose
+// "loglines" array holds the transcript records. It returns the records.
+func ccLoglines(data []byte) ([]json.RawMessage, bool) {
+	if firstJSONByte(data) != '{' {
+		return nil, false
+	}
+	var w struct {
+		Loglines []json.RawMessage `json:"loglines"`
+	}
+	if json.Unmarshal(data, &w) != nil || w.Loglines == nil {
+		return nil, false
+	}
+	return w.Loglines, true
+}
+
+// Parse reads a transcript. A web session ({"loglines": [...]}) is read as the
+// JSONL of its records: line N of an error is loglines[N-1].
+func (c ClaudeCode) Parse(data []byte) ([]domain.Trace, error) {
+	if recs, ok := ccLoglines(data); ok {
+		var b strings.Builder
+		for _, r := range recs {
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, r); err != nil {
+				return nil, domain.Invalid("loglines: %v", err)
+			}
+			b.Write(buf.Bytes())
+			b.WriteByte('\n')
+		}
+		return c.parseJSONL([]byte(b.String()))
+	}
+	return c.parseJSONL(data)
+}
+
+func (ClaudeCode) parseJSONL(data []byte) ([]domain.Trace, error) {
 	t := domain.Trace{Steps: []domain.Step{}, SessionSync: true}
 	meta := map[string]any{"agent": "claude-code"}
 	var stepLines []int
@@ -318,6 +376,7 @@ func (ClaudeCode) Parse(data []byte) ([]domain.Trace, error) {
 	if t.Title == "" {
 		t.Title = aiTitle
 	}
+	t.Steps = finishSteps(t.Steps)
 	if err := validateSession(t, stepLines); err != nil {
 		return nil, err
 	}

@@ -38,6 +38,8 @@ import (
 //   - reasoning items become assistant steps with metadata.thinking = true
 //     (summary text, else readable reasoning content); encrypted-only
 //     reasoning adds nothing.
+//   - an output whose call is not in the file (a rollout cut at the head)
+//     keeps its content; its id moves to metadata.unmatched_tool_call_id.
 //   - compacted records become a system step holding the summary, with
 //     metadata.compacted = true: it is what the model saw from then on.
 //   - event_msg user_message / agent_message repeat the response items and are
@@ -201,6 +203,7 @@ func (Codex) Parse(data []byte) ([]domain.Trace, error) {
 	}
 	t.Steps = steps
 	t.Metadata = p.meta
+	t.Steps = finishSteps(t.Steps)
 	if err := validateSession(t, lines); err != nil {
 		return nil, err
 	}

@@ -123,7 +123,6 @@ func TestCodexErrors(t *testing.T) {
 		{"malformed JSON on line 3", meta + "\n" + user + "\n" + `{"type":"response_item","payload":{` + "\n", 3, ""},
 		{"unknown role", meta + "\n" + `{"type":"response_item","payload":{"type":"message","role":"critic","content":[]}}`, 2, "payload.role"},
 		{"non-string non-array content", meta + "\n" + `{"type":"response_item","payload":{"type":"message","role":"user","content":{"a":1}}}`, 2, "payload.content"},
-		{"output without matching call", meta + "\n" + user + "\n" + `{"type":"response_item","payload":{"type":"function_call_output","call_id":"nope","output":"x"}}`, 3, "steps[1].tool_call_id"},
 		{"only system", meta + "\n" + `{"type":"response_item","payload":{"type":"message","role":"developer","content":[{"type":"input_text","text":"rules"}]}}`, 0, "steps"},
 		{"bad timestamp", meta + "\n" + `{"timestamp":"nope","type":"response_item","payload":{}}`, 2, "timestamp"},
 		{"payload not an object", `{"type":"response_item","payload":[1]}`, 1, "payload"},

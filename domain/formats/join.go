@@ -291,6 +291,14 @@ func messageToSteps(m map[string]any) []domain.Step {
 		if _, hasRole := m["role"]; !hasRole {
 			return []domain.Step{{Role: domain.RoleTool, Content: anyContentText(firstNonNil(m["output"], m["content"])), ToolCallID: firstString(m["call_id"], m["tool_use_id"], m["id"])}}
 		}
+	case "tool-call", "tool-result", "":
+		// Vercel AI SDK: ai.response.toolCalls items and bare parts.
+		if _, hasRole := m["role"]; !hasRole && m["toolCallId"] != nil {
+			if typ == "tool-result" || (typ == "" && m["toolName"] == nil) {
+				return []domain.Step{vercelToolResult(m)}
+			}
+			return []domain.Step{vercelToolCall(m)}
+		}
 	case "reasoning":
 		if _, hasRole := m["role"]; !hasRole {
 			text := anyContentText(firstNonNil(m["summary"], m["content"], m["text"]))
@@ -346,6 +354,10 @@ func roleMessageSteps(role domain.Role, m map[string]any) []domain.Step {
 				results = append(results, domain.Step{Role: domain.RoleTool,
 					Content:    anyContentText(firstNonNil(pm["response"], pm["content"], pm["output"], pm["result"])),
 					ToolCallID: firstString(pm["id"], pm["tool_use_id"], pm["call_id"], pm["tool_call_id"])})
+			case "tool-call":
+				calls = append(calls, vercelToolCall(pm))
+			case "tool-result":
+				results = append(results, vercelToolResult(pm))
 			case "refusal":
 				texts = append(texts, anyString(pm["refusal"]))
 			case "image", "image_url", "input_image", "blob", "uri", "file", "input_file", "audio", "input_audio":
@@ -476,6 +488,20 @@ func outputToSteps(v any) []domain.Step {
 		if ms, ok := x["messages"]; ok {
 			return outputToSteps(ms)
 		}
+		if tcs, ok := x["toolCalls"].([]any); ok {
+			// Vercel AI SDK result: {text, toolCalls: [{toolCallId, toolName, args|input}]}.
+			var out []domain.Step
+			if r := anyString(x["reasoning"]); strings.TrimSpace(r) != "" {
+				out = append(out, reasoningStep(r))
+			}
+			out = append(out, outputToSteps(x["text"])...)
+			for _, tc := range tcs {
+				if m, ok := tc.(map[string]any); ok {
+					out = append(out, vercelToolCall(m))
+				}
+			}
+			return out
+		}
 		if msg, ok := x["message"].(map[string]any); ok {
 			return outputToSteps(msg)
 		}
@@ -526,6 +552,34 @@ func openAIToolCalls(m map[string]any) []domain.Step {
 		out = append(out, toolCallStep(anyString(tc["id"]), name, args))
 	}
 	return out
+}
+
+// vercelToolCall reads a Vercel AI SDK tool call: a "tool-call" content part
+// or an ai.response.toolCalls item, {toolCallId, toolName, args (v4) | input
+// (v5)}; args may be a JSON string.
+func vercelToolCall(m map[string]any) domain.Step {
+	return toolCallStep(firstString(m["toolCallId"], m["id"]), firstString(m["toolName"], m["name"]),
+		firstNonNil(m["input"], m["args"], m["arguments"]))
+}
+
+// vercelToolResult reads a Vercel AI SDK "tool-result" part: {toolCallId,
+// toolName, result (v4) | output (v5: {type: "text"|"json"|"error-text"|…,
+// value})}. An error output sets metadata.is_error.
+func vercelToolResult(m map[string]any) domain.Step {
+	out := firstNonNil(m["output"], m["result"], m["content"])
+	isErr := m["isError"] == true
+	if om, ok := out.(map[string]any); ok {
+		if v, has := om["value"]; has && anyString(om["type"]) != "" && len(om) <= 3 {
+			isErr = isErr || strings.HasPrefix(anyString(om["type"]), "error")
+			out = v
+		}
+	}
+	s := domain.Step{Role: domain.RoleTool, Content: anyContentText(out),
+		ToolCallID: firstString(m["toolCallId"], m["id"]), ToolName: firstString(m["toolName"], m["name"])}
+	if isErr {
+		s.Metadata = map[string]any{"is_error": true}
+	}
+	return s
 }
 
 // toolCallStep builds an assistant tool call. Arguments recorded as a JSON

@@ -47,7 +47,7 @@ type OTel struct{}
 func (OTel) Name() string { return "otel" }
 func (OTel) Description() string {
 	return "OpenTelemetry OTLP/JSON (resourceSpans/resourceLogs), one request or Collector file-exporter JSONL; " +
-		"reads OTel GenAI, OpenInference and OpenLLMetry LLM spans; one trace per traceId."
+		"reads OTel GenAI, OpenInference, OpenLLMetry and Vercel AI SDK LLM spans; one trace per traceId."
 }
 
 // Detect: the payload's first key is resourceSpans or resourceLogs (proto
@@ -803,8 +803,8 @@ func otelMetadata(spans []otelSpan, firstLLM int) map[string]any {
 	}
 	for _, i := range order {
 		a := spans[i].Attrs
-		set("model", a["gen_ai.request.model"], a["gen_ai.response.model"], a["llm.model_name"], a["llm.request.model"])
-		set("provider", a["gen_ai.provider.name"], a["gen_ai.system"], a["llm.provider"], a["llm.system"])
+		set("model", a["gen_ai.request.model"], a["gen_ai.response.model"], a["llm.model_name"], a["llm.request.model"], a["ai.model.id"])
+		set("provider", a["gen_ai.provider.name"], a["gen_ai.system"], a["llm.provider"], a["llm.system"], a["ai.model.provider"])
 		set("agent", a["gen_ai.agent.name"])
 	}
 	for _, s := range spans {
@@ -820,13 +820,14 @@ func otelMetadata(spans []otelSpan, firstLLM int) map[string]any {
 
 // otelSpanIO returns what a span recorded as its input and output, as JSON:
 // OpenInference input.value/output.value (decoded when they hold JSON), GenAI
-// messages, OpenLLMetry entity input/output, or GenAI tool call arguments
-// and result.
+// messages, OpenLLMetry entity input/output, GenAI tool call arguments and
+// result, or the Vercel AI SDK's prompt, response and tool call attributes
+// (an empty ai.response.text is skipped for the tool calls).
 func otelSpanIO(a map[string]any) (in, out json.RawMessage) {
 	val := func(keys ...string) json.RawMessage {
 		for _, k := range keys {
 			v, ok := a[k]
-			if !ok || v == nil {
+			if s, isStr := v.(string); !ok || v == nil || (isStr && s == "" && strings.HasPrefix(k, "ai.")) {
 				continue
 			}
 			if s, isStr := v.(string); isStr {
@@ -836,8 +837,10 @@ func otelSpanIO(a map[string]any) (in, out json.RawMessage) {
 		}
 		return nil
 	}
-	return val("input.value", "gen_ai.input.messages", "traceloop.entity.input", "gen_ai.tool.call.arguments"),
-		val("output.value", "gen_ai.output.messages", "traceloop.entity.output", "gen_ai.tool.call.result")
+	return val("input.value", "gen_ai.input.messages", "traceloop.entity.input", "gen_ai.tool.call.arguments",
+			"ai.prompt.messages", "ai.prompt", "ai.toolCall.args"),
+		val("output.value", "gen_ai.output.messages", "traceloop.entity.output", "gen_ai.tool.call.result",
+			"ai.response.text", "ai.response.toolCalls", "ai.response.object", "ai.toolCall.result")
 }
 
 // checkGenAIMessagesJSON rejects a span whose gen_ai.input.messages or

@@ -40,6 +40,9 @@ func otelCallMessages(a map[string]any, events []otelEvent) (in, out []domain.St
 	if in, out, ok := openLLMetryMessages(a); ok {
 		return in, out, true
 	}
+	if in, out, ok := vercelAIMessages(a); ok {
+		return in, out, true
+	}
 	if in, out, ok := genAIEventMessages(events); ok {
 		return in, out, true
 	}
@@ -209,6 +212,46 @@ func openLLMetryMessages(a map[string]any) (in, out []domain.Step, ok bool) {
 		return steps
 	}
 	return conv(inTree, "user"), conv(outTree, "assistant"), true
+}
+
+// vercelAIMessages reads the Vercel AI SDK's own attributes, recorded on its
+// provider-call spans (ai.generateText.doGenerate, ai.streamText.doStream,
+// ai.generateObject.doGenerate, …): ai.prompt.messages is the input (AI SDK
+// messages with text, tool-call and tool-result parts), ai.response.reasoning,
+// ai.response.text (or ai.response.object) and ai.response.toolCalls the
+// output. The outer ai.generateText / ai.streamText spans only hold ai.prompt
+// and the final answer of a multi-step run, which the provider calls already
+// recorded, so they are not read.
+func vercelAIMessages(a map[string]any) (in, out []domain.Step, ok bool) {
+	msgs, has := a["ai.prompt.messages"]
+	if !has {
+		return nil, nil, false
+	}
+	decode := func(v any) any {
+		if s, isStr := v.(string); isStr {
+			return parseJSONString(s)
+		}
+		return v
+	}
+	in = messagesToSteps(decode(msgs))
+	if r := anyString(a["ai.response.reasoning"]); strings.TrimSpace(r) != "" {
+		out = append(out, reasoningStep(r))
+	}
+	text := anyString(a["ai.response.text"])
+	if text == "" {
+		text = anyString(a["ai.response.object"])
+	}
+	if strings.TrimSpace(text) != "" {
+		out = append(out, domain.Step{Role: domain.RoleAssistant, Content: text})
+	}
+	if calls, isList := decode(a["ai.response.toolCalls"]).([]any); isList {
+		for _, c := range calls {
+			if cm, isMap := c.(map[string]any); isMap {
+				out = append(out, vercelToolCall(cm))
+			}
+		}
+	}
+	return in, out, true
 }
 
 // genAIEventMessages reads the deprecated per-message events (span events or

@@ -104,9 +104,9 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 		posSin := Reshape(DotGeneral(pool, []int{1}, nil, sin, []int{0}, nil), B, 1, 1, D)
 		q = rotate(q, BroadcastToDims(posCos, B, 1, nH, D), BroadcastToDims(posSin, B, 1, nH, D))
 		k = applyRope(k, cos, sin)
-		q = Reshape(q, B, nKV, G, 1, D)     // [B,KV,G,1,D]
-		k = TransposeAllDims(k, 0, 2, 1, 3) // [B,KV,S,D]
-		v = TransposeAllDims(v, 0, 2, 1, 3) // [B,KV,S,D]
+		q = Reshape(q, B, nKV, G, 1, D)                                // [B,KV,G,1,D]
+		k = TransposeAllDims(k, 0, 2, 1, 3)                            // [B,KV,S,D]
+		v = TransposeAllDims(v, 0, 2, 1, 3)                            // [B,KV,S,D]
 		scores := MulScalar(attnScores(q, k), 1/math.Sqrt(float64(D))) // [B,KV,G,1,S]
 		// Pooled query at position t sees keys s <= t that are not padding.
 		causalF := ConvertDType(causal, dtypes.Float32)
@@ -223,7 +223,7 @@ func attnScores(q, k *Node) *Node {
 	return customGrad(q, k, func(q, k *Node) *Node {
 		return DotGeneral(q, []int{4}, []int{0, 1}, k, []int{3}, []int{0, 1})
 	}, func(dy *Node) *Node {
-		qT := TransposeAllDims(q, 0, 1, 4, 2, 3)                                     // [B,KV,D,G,T]
+		qT := TransposeAllDims(q, 0, 1, 4, 2, 3)                                      // [B,KV,D,G,T]
 		dkT := DotGeneral(qT, []int{3, 4}, []int{0, 1}, dy, []int{2, 3}, []int{0, 1}) // [B,KV,D,S]
 		return TransposeAllDims(dkT, 0, 1, 3, 2)
 	})

@@ -3,6 +3,7 @@ package connectapi
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -106,7 +107,7 @@ func jsonValue(raw json.RawMessage) (*structpb.Value, error) {
 	}
 	v := &structpb.Value{}
 	if err := protojson.Unmarshal(raw, v); err != nil {
-		return nil, fmt.Errorf("stored span payload is not JSON: %w", err)
+		return nil, fmt.Errorf("stored JSON value is not valid: %w", err)
 	}
 	return v, nil
 }
@@ -128,13 +129,66 @@ func jsonList[M proto.Message](list any, newM func() M) ([]M, error) {
 		return nil, err
 	}
 	out := make([]M, len(items))
-	opts := protojson.UnmarshalOptions{DiscardUnknown: true}
 	for i, it := range items {
 		m := newM()
-		if err := opts.Unmarshal(it, m); err != nil {
+		if err := fromRESTJSON.Unmarshal(it, m); err != nil {
 			return nil, fmt.Errorf("convert %T: %w", m, err)
 		}
 		out[i] = m
 	}
 	return out, nil
+}
+
+// viaRESTJSON converts one read-model view into its message through the REST
+// JSON, as jsonList does for lists.
+func viaRESTJSON(view any, m proto.Message) error {
+	b, err := json.Marshal(view)
+	if err != nil {
+		return err
+	}
+	if err := fromRESTJSON.Unmarshal(b, m); err != nil {
+		return fmt.Errorf("convert %T: %w", m, err)
+	}
+	return nil
+}
+
+func annotationToProto(a *readmodel.Annotation) (*criticv1.Annotation, error) {
+	out := &criticv1.Annotation{}
+	return out, viaRESTJSON(a, out)
+}
+
+func rewardModelToProto(m *readmodel.RewardModel) (*criticv1.RewardModel, error) {
+	out := &criticv1.RewardModel{
+		Id:         m.ID,
+		Name:       m.Name,
+		BaseModel:  m.BaseModel,
+		Compute:    m.Compute,
+		Epochs:     int32(m.Epochs),
+		MaxPairs:   int32(m.MaxPairs),
+		TraceCount: int32(m.TraceCount),
+		Status:     m.Status,
+		Error:      m.Error,
+		CreatedAt:  timestamppb.New(m.CreatedAt),
+		StartedAt:  timestampOrNil(m.StartedAt),
+		FinishedAt: timestampOrNil(m.FinishedAt),
+	}
+	if m.NumPairs != nil {
+		n := int32(*m.NumPairs)
+		out.NumPairs = &n
+	}
+	var err error
+	if out.Metrics, err = jsonValue(m.Metrics); err != nil {
+		return nil, err
+	}
+	if out.Progress, err = jsonStruct(m.Progress, "progress"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func timestampOrNil(t *time.Time) *timestamppb.Timestamp {
+	if t == nil {
+		return nil
+	}
+	return timestamppb.New(*t)
 }

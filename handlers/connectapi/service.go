@@ -3,8 +3,10 @@
 // auth, read-only keys refused on writes, another owner's ids not found,
 // read-your-writes after a command — and the same errors, mapped to Connect
 // codes by handlers.ConnectError. One handler answers the Connect, gRPC and
-// gRPC-Web protocols. Handlers stay thin: request message → command or query
-// → response message.
+// gRPC-Web protocols. Handlers stay thin: request message → command, query
+// or shared handlers.Backend operation → response message. Register mounts
+// every service: TraceService, AnnotationService, RewardModelService and
+// QueryService.
 package connectapi
 
 import (
@@ -17,6 +19,8 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/duck"
 	"github.com/criticml/critic/projections/readmodel"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
@@ -47,22 +51,58 @@ func New(cmds *commands.Commands, queries *readmodel.Queries, waiter *readmodel.
 	return &TraceService{cmds: cmds, queries: queries, waiter: waiter, auth: auth, maxBody: maxBody}
 }
 
-// Register mounts the service on mux at /critic.v1.TraceService/.
+// Register mounts the service on mux at /critic.v1.TraceService/; the
+// package-level Register mounts it together with the other services.
 func (s *TraceService) Register(mux *http.ServeMux) {
 	mux.Handle(criticv1connect.NewTraceServiceHandler(s, s.HandlerOptions()...))
 }
 
 // HandlerOptions are the options every Critic Connect service is built with:
 // authentication and error mapping at the boundary, the message size limit,
-// and the REST-like JSON codec. Later services (reward models, annotations,
-// query) pass the same options.
+// and the REST-like JSON codec.
 func (s *TraceService) HandlerOptions() []connect.HandlerOption {
+	return handlerOptions(s.auth, s.maxBody)
+}
+
+func handlerOptions(auth *handlers.Authenticator, maxBody int64) []connect.HandlerOption {
+	if maxBody <= 0 {
+		maxBody = defaultMaxBody
+	}
 	return []connect.HandlerOption{
-		connect.WithInterceptors(&boundary{auth: s.auth}),
-		connect.WithReadMaxBytes(int(s.maxBody)),
+		connect.WithInterceptors(&boundary{auth: auth}),
+		connect.WithReadMaxBytes(int(maxBody)),
 		connect.WithCodec(jsonCodec{name: "json"}),
 		connect.WithCodec(jsonCodec{name: "json; charset=utf-8"}),
 	}
+}
+
+// Deps is what the Critic services are built over: the same command and
+// query sides, blob store and snapshots as REST.
+type Deps struct {
+	Cmds    *commands.Commands
+	Queries *readmodel.Queries
+	Waiter  *readmodel.Waiter
+	Auth    *handlers.Authenticator
+	// Blobs signs weights downloads (RewardModelService.GetWeights).
+	Blobs blob.Store
+	// Snapshots answers QueryService; nil makes Query an internal error,
+	// as REST's POST /query.
+	Snapshots *duck.Snapshots
+	// MaxBody bounds one request message; <= 0 is 64 MiB.
+	MaxBody int64
+}
+
+// Register mounts every Critic service on mux: TraceService,
+// AnnotationService, RewardModelService and QueryService.
+func Register(mux *http.ServeMux, d Deps) {
+	New(d.Cmds, d.Queries, d.Waiter, d.Auth, d.MaxBody).Register(mux)
+	NewAnnotationService(d).Register(mux)
+	NewRewardModelService(d).Register(mux)
+	NewQueryService(d).Register(mux)
+}
+
+func (d Deps) backend() handlers.Backend {
+	return handlers.Backend{Cmds: d.Cmds, Queries: d.Queries, Waiter: d.Waiter}
 }
 
 // ListFormats lists the import formats.
@@ -178,10 +218,7 @@ func (s *TraceService) ExportTraces(ctx context.Context, _ *connect.Request[crit
 // settle waits until the read model shows what a command appended, so a Get
 // right after a write sees it (the same rule as REST's settle).
 func (s *TraceService) settle(ctx context.Context, r commands.Result) error {
-	if r.LastEventID == "" {
-		return nil
-	}
-	return s.waiter.Wait(ctx, r.LastEventID)
+	return handlers.Backend{Cmds: s.cmds, Queries: s.queries, Waiter: s.waiter}.Settle(ctx, r)
 }
 
 // lineWriter turns the JSONL the export query writes into one message per

@@ -35,11 +35,13 @@ const twoTraces = `{"id":"refund-1","title":"Refund for order 1","metadata":{"ag
 `
 
 // env is one running API process (the same assembly as `critic serve`:
-// embedded broker, relay, read-model projection, h2c HTTP server) over a
-// fresh database, with a few accounts.
+// embedded broker, relay, read-model and snapshot projections, h2c HTTP
+// server, REST and every Connect service) over a fresh database, with a few
+// accounts.
 type env struct {
 	srv      *app.Server
 	url      string
+	aliceID  string
 	alice    string // full-access key
 	aliceRO  string // read-only key of the same account
 	bob      string // another owner
@@ -55,11 +57,13 @@ func start(t *testing.T) *env {
 	blobs, err := blob.NewLocal(t.TempDir())
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := app.Start(ctx, app.Config{Addr: "127.0.0.1:0", WaitTimeout: 30 * time.Second},
+	srv, err := app.Start(ctx, app.Config{Addr: "127.0.0.1:0", WaitTimeout: 30 * time.Second, SnapshotDir: t.TempDir()},
 		app.Deps{Pool: pool, Store: eventstore.New(pool, blobs), Blobs: blobs, Log: log},
 		func(mux *http.ServeMux, s *app.Server) {
-			rest.New(s.Cmds, s.Queries, s.Waiter, s.Auth, 1<<20).Register(mux)
-			connectapi.New(s.Cmds, s.Queries, s.Waiter, s.Auth, 1<<20).Register(mux)
+			rest.New(s.Cmds, s.Queries, s.Waiter, s.Auth, 1<<20).WithBlobs(blobs).Register(mux)
+			rest.NewQueryAPI(s.Snapshots, s.Auth, 1<<20).Register(mux)
+			connectapi.Register(mux, connectapi.Deps{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter, Auth: s.Auth,
+				Blobs: blobs, Snapshots: s.Snapshots, MaxBody: 1 << 20})
 		})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Shutdown() })
@@ -73,6 +77,7 @@ func start(t *testing.T) *env {
 	}
 	var aliceID, disabledID string
 	aliceID, e.alice = user("alice")
+	e.aliceID = aliceID
 	_, e.bob = user("bob")
 	disabledID, e.disabled = user("carol")
 	ro, err := srv.Cmds.IssueAPIKey(ctx, aliceID, true)

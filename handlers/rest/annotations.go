@@ -3,13 +3,9 @@ package rest
 import (
 	"encoding/json"
 	"net/http"
-	"sort"
-	"strings"
 
 	"github.com/criticml/critic/commands"
-	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
-	"github.com/criticml/critic/domain/traces"
 	"github.com/criticml/critic/handlers"
 )
 
@@ -29,22 +25,11 @@ func (a *API) addAnnotation(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	in := commands.AddAnnotation{TraceID: r.PathValue("trace_id"), Rating: req.Rating, Comment: req.Comment, Quote: req.Quote, AuthorName: caller.Name}
+	in := commands.AddAnnotation{TraceID: r.PathValue("trace_id"), Rating: req.Rating, Comment: req.Comment, Quote: req.Quote}
 	if req.StepID != nil {
 		in.StepID = *req.StepID
 	}
-	res, err := a.cmds.AddAnnotation(r.Context(), handlers.Actor(caller), in)
-	if err != nil {
-		return err
-	}
-	return a.respondAnnotation(w, r, res.Result, res.AnnotationID)
-}
-
-func (a *API) respondAnnotation(w http.ResponseWriter, r *http.Request, res commands.Result, id string) error {
-	if err := a.settle(r.Context(), res); err != nil {
-		return err
-	}
-	ann, err := a.queries.GetAnnotation(r.Context(), handlers.CallerFrom(r.Context()).UserID, id)
+	ann, err := a.backend().AddAnnotation(r.Context(), caller, in)
 	if err != nil {
 		return err
 	}
@@ -53,7 +38,7 @@ func (a *API) respondAnnotation(w http.ResponseWriter, r *http.Request, res comm
 }
 
 // editAnnotation is PATCH: a field that is present is changed (null clears
-// it), a field that is absent is kept.
+// it), a field that is absent is kept (handlers.AnnotationPatchJSON).
 func (a *API) editAnnotation(w http.ResponseWriter, r *http.Request) error {
 	caller := handlers.CallerFrom(r.Context())
 	if err := handlers.RequireWrite(caller); err != nil {
@@ -63,53 +48,15 @@ func (a *API) editAnnotation(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decodeBody(w, r, &raw); err != nil {
 		return err
 	}
-	id := r.PathValue("annotation_id")
-	in := traces.EditAnnotationInput{AnnotationID: id}
-	var unknown []string
-	for k, v := range raw {
-		var err error
-		switch k {
-		case "rating":
-			err = setOptional(v, &in.Rating)
-		case "comment":
-			err = setOptional(v, &in.Comment)
-		case "label_error":
-			err = setOptional(v, &in.LabelError)
-		case "label_error_note":
-			err = setOptional(v, &in.LabelErrorNote)
-		default:
-			unknown = append(unknown, k)
-			continue
-		}
-		if err != nil {
-			return &domain.ValidationError{Code: "invalid_request", Field: k, Message: k + " has the wrong type"}
-		}
-	}
-	if len(unknown) > 0 {
-		sort.Strings(unknown)
-		return &domain.ValidationError{Code: "unknown_field", Field: unknown[0], Message: "unknown field " + strings.Join(unknown, ", ")}
-	}
-	traceID, err := a.queries.AnnotationTrace(r.Context(), caller.UserID, id)
+	in, err := handlers.AnnotationPatchJSON(r.PathValue("annotation_id"), raw)
 	if err != nil {
 		return err
 	}
-	res, err := a.cmds.EditAnnotation(r.Context(), handlers.Actor(caller), traceID, in)
+	ann, err := a.backend().EditAnnotation(r.Context(), caller, in)
 	if err != nil {
 		return err
 	}
-	return a.respondAnnotation(w, r, res, id)
-}
-
-func setOptional[T any](raw json.RawMessage, dst *traces.Optional[T]) error {
-	dst.Set = true
-	if string(raw) == "null" {
-		return nil
-	}
-	var v T
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return err
-	}
-	dst.Value = &v
+	handlers.WriteJSON(w, http.StatusOK, ann)
 	return nil
 }
 
@@ -118,18 +65,14 @@ func (a *API) removeAnnotation(w http.ResponseWriter, r *http.Request) error {
 	if err := handlers.RequireWrite(caller); err != nil {
 		return err
 	}
-	id := r.PathValue("annotation_id")
-	traceID, err := a.queries.AnnotationTrace(r.Context(), caller.UserID, id)
-	if err != nil {
-		return err
-	}
-	res, err := a.cmds.RemoveAnnotation(r.Context(), handlers.Actor(caller), traceID, id)
-	if err != nil {
-		return err
-	}
-	if err := a.settle(r.Context(), res); err != nil {
+	if err := a.backend().RemoveAnnotation(r.Context(), caller, r.PathValue("annotation_id")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// backend is the shared operations over the API's command and query sides.
+func (a *API) backend() handlers.Backend {
+	return handlers.Backend{Cmds: a.cmds, Queries: a.queries, Waiter: a.waiter}
 }

@@ -26,19 +26,19 @@ func (a *API) exportAnnotations(w http.ResponseWriter, r *http.Request) error {
 // exportPairs writes the exact preference pairs training would use on all of
 // the caller's traces (?max_pairs, default 4000).
 func (a *API) exportPairs(w http.ResponseWriter, r *http.Request) error {
-	maxPairs := domain.DefaultMaxPairs
+	var maxPairs *int
 	if v := r.URL.Query().Get("max_pairs"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return &domain.ValidationError{Code: "invalid_request", Field: "max_pairs", Message: "max_pairs must be a positive integer"}
+		if err != nil {
+			return handlers.InvalidMaxPairs()
 		}
-		maxPairs = n
+		maxPairs = &n
 	}
-	traces, ratings, err := a.queries.PairInputs(r.Context(), handlers.CallerFrom(r.Context()).UserID, nil)
+	pairs, err := a.backend().Pairs(r.Context(), handlers.CallerFrom(r.Context()).UserID, maxPairs)
 	if err != nil {
 		return err
 	}
 	jsonlHeaders(w, "pairs.jsonl")
-	_, err = w.Write(domain.MarshalPairsJSONL(domain.BuildPairs(traces, ratings, maxPairs)))
+	_, err = w.Write(domain.MarshalPairsJSONL(pairs))
 	return err
 }

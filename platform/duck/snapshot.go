@@ -139,13 +139,14 @@ func (o Options) withDefaults() Options {
 //
 // End to end (`make bench-query`: the same data imported through the API,
 // 200 runs through POST /query with HTTP, auth and JSON, against a copy of
-// the owner's file): p50 31.4 ms vs direct 29.3 ms, 1.07×.
+// the owner's file): p50 21.3 ms vs direct 19.5 ms, 1.09× (p99 40 vs 36 ms);
+// an earlier run on a busier machine 31.4 vs 29.3 ms, 1.07×.
 //
 // A replica must be compressed to keep up: an in-memory DuckDB stores
 // tables uncompressed until a checkpoint, and scanned the million steps 1.4×
 // slower than the file (269 MB in memory; 44 MB after CHECKPOINT). The
-// checkpoint costs seconds on that size, so it runs in the background after
-// the replica started serving (see compress).
+// checkpoint costs seconds on that size, so a compressed copy is built in
+// the background after the replica started serving (see compress).
 //
 // LoadReplica is the default: it is the only mode within the 2× target, and
 // it exposes strictly less than LoadAttach (nothing of the file). What it

@@ -49,6 +49,8 @@ var handled = map[string]bool{
 	events.AnnotationAdded:   true,
 	events.AnnotationEdited:  true,
 	events.AnnotationRemoved: true,
+	events.TracesScored:      true,
+	events.ActionsScored:     true,
 }
 
 // Apply applies a Kafka batch: its events are grouped by owner (one owner's

@@ -1255,9 +1255,10 @@ type Annotation struct {
 	// Unset for a trace-level annotation.
 	StepId *string `protobuf:"bytes,3,opt,name=step_id,json=stepId,proto3,oneof" json:"step_id,omitempty"`
 	// 1 (+) or -1 (-); unset when the annotation only comments.
-	Rating         *int32                 `protobuf:"varint,4,opt,name=rating,proto3,oneof" json:"rating,omitempty"`
-	Comment        *string                `protobuf:"bytes,5,opt,name=comment,proto3,oneof" json:"comment,omitempty"`
-	Quote          *string                `protobuf:"bytes,6,opt,name=quote,proto3,oneof" json:"quote,omitempty"`
+	Rating  *int32  `protobuf:"varint,4,opt,name=rating,proto3,oneof" json:"rating,omitempty"`
+	Comment *string `protobuf:"bytes,5,opt,name=comment,proto3,oneof" json:"comment,omitempty"`
+	// The quoted part of the step's content; unset when none.
+	Quote          *Quote                 `protobuf:"bytes,12,opt,name=quote,proto3" json:"quote,omitempty"`
 	LabelError     bool                   `protobuf:"varint,7,opt,name=label_error,json=labelError,proto3" json:"label_error,omitempty"`
 	LabelErrorNote *string                `protobuf:"bytes,8,opt,name=label_error_note,json=labelErrorNote,proto3,oneof" json:"label_error_note,omitempty"`
 	AuthorId       string                 `protobuf:"bytes,9,opt,name=author_id,json=authorId,proto3" json:"author_id,omitempty"`
@@ -1332,11 +1333,11 @@ func (x *Annotation) GetComment() string {
 	return ""
 }
 
-func (x *Annotation) GetQuote() string {
-	if x != nil && x.Quote != nil {
-		return *x.Quote
+func (x *Annotation) GetQuote() *Quote {
+	if x != nil {
+		return x.Quote
 	}
-	return ""
+	return nil
 }
 
 func (x *Annotation) GetLabelError() bool {
@@ -1374,6 +1375,69 @@ func (x *Annotation) GetCreatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// Quote anchors an annotation to a passage of its step's content: `text`
+// must occur there, preceded by `prefix` and followed by `suffix` (which may
+// be empty) so a passage that occurs twice is still unambiguous.
+type Quote struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Text          string                 `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	Prefix        string                 `protobuf:"bytes,2,opt,name=prefix,proto3" json:"prefix,omitempty"`
+	Suffix        string                 `protobuf:"bytes,3,opt,name=suffix,proto3" json:"suffix,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Quote) Reset() {
+	*x = Quote{}
+	mi := &file_critic_v1_traces_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Quote) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Quote) ProtoMessage() {}
+
+func (x *Quote) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_traces_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Quote.ProtoReflect.Descriptor instead.
+func (*Quote) Descriptor() ([]byte, []int) {
+	return file_critic_v1_traces_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Quote) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *Quote) GetPrefix() string {
+	if x != nil {
+		return x.Prefix
+	}
+	return ""
+}
+
+func (x *Quote) GetSuffix() string {
+	if x != nil {
+		return x.Suffix
+	}
+	return ""
+}
+
 // TraceScore is a reward model's whole-trace score.
 type TraceScore struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -1387,7 +1451,7 @@ type TraceScore struct {
 
 func (x *TraceScore) Reset() {
 	*x = TraceScore{}
-	mi := &file_critic_v1_traces_proto_msgTypes[19]
+	mi := &file_critic_v1_traces_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1399,7 +1463,7 @@ func (x *TraceScore) String() string {
 func (*TraceScore) ProtoMessage() {}
 
 func (x *TraceScore) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_traces_proto_msgTypes[19]
+	mi := &file_critic_v1_traces_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1412,7 +1476,7 @@ func (x *TraceScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceScore.ProtoReflect.Descriptor instead.
 func (*TraceScore) Descriptor() ([]byte, []int) {
-	return file_critic_v1_traces_proto_rawDescGZIP(), []int{19}
+	return file_critic_v1_traces_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *TraceScore) GetRewardModelId() string {
@@ -1458,7 +1522,7 @@ type ActionScore struct {
 
 func (x *ActionScore) Reset() {
 	*x = ActionScore{}
-	mi := &file_critic_v1_traces_proto_msgTypes[20]
+	mi := &file_critic_v1_traces_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1470,7 +1534,7 @@ func (x *ActionScore) String() string {
 func (*ActionScore) ProtoMessage() {}
 
 func (x *ActionScore) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_traces_proto_msgTypes[20]
+	mi := &file_critic_v1_traces_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1483,7 +1547,7 @@ func (x *ActionScore) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionScore.ProtoReflect.Descriptor instead.
 func (*ActionScore) Descriptor() ([]byte, []int) {
-	return file_critic_v1_traces_proto_rawDescGZIP(), []int{20}
+	return file_critic_v1_traces_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ActionScore) GetRewardModelId() string {
@@ -1546,7 +1610,7 @@ type ScoringRun struct {
 
 func (x *ScoringRun) Reset() {
 	*x = ScoringRun{}
-	mi := &file_critic_v1_traces_proto_msgTypes[21]
+	mi := &file_critic_v1_traces_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1622,7 @@ func (x *ScoringRun) String() string {
 func (*ScoringRun) ProtoMessage() {}
 
 func (x *ScoringRun) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_traces_proto_msgTypes[21]
+	mi := &file_critic_v1_traces_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +1635,7 @@ func (x *ScoringRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoringRun.ProtoReflect.Descriptor instead.
 func (*ScoringRun) Descriptor() ([]byte, []int) {
-	return file_critic_v1_traces_proto_rawDescGZIP(), []int{21}
+	return file_critic_v1_traces_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ScoringRun) GetId() string {
@@ -1738,18 +1802,18 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"\fstep_indices\x18\t \x03(\x05R\vstepIndicesB\f\n" +
 	"\n" +
 	"_parent_idB\a\n" +
-	"\x05_kind\"\xb7\x03\n" +
+	"\x05_kind\"\xc0\x03\n" +
 	"\n" +
 	"Annotation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\x12\x1c\n" +
 	"\astep_id\x18\x03 \x01(\tH\x00R\x06stepId\x88\x01\x01\x12\x1b\n" +
 	"\x06rating\x18\x04 \x01(\x05H\x01R\x06rating\x88\x01\x01\x12\x1d\n" +
-	"\acomment\x18\x05 \x01(\tH\x02R\acomment\x88\x01\x01\x12\x19\n" +
-	"\x05quote\x18\x06 \x01(\tH\x03R\x05quote\x88\x01\x01\x12\x1f\n" +
+	"\acomment\x18\x05 \x01(\tH\x02R\acomment\x88\x01\x01\x12&\n" +
+	"\x05quote\x18\f \x01(\v2\x10.critic.v1.QuoteR\x05quote\x12\x1f\n" +
 	"\vlabel_error\x18\a \x01(\bR\n" +
 	"labelError\x12-\n" +
-	"\x10label_error_note\x18\b \x01(\tH\x04R\x0elabelErrorNote\x88\x01\x01\x12\x1b\n" +
+	"\x10label_error_note\x18\b \x01(\tH\x03R\x0elabelErrorNote\x88\x01\x01\x12\x1b\n" +
 	"\tauthor_id\x18\t \x01(\tR\bauthorId\x12\x1f\n" +
 	"\vauthor_name\x18\n" +
 	" \x01(\tR\n" +
@@ -1760,9 +1824,12 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"\b_step_idB\t\n" +
 	"\a_ratingB\n" +
 	"\n" +
-	"\b_commentB\b\n" +
-	"\x06_quoteB\x13\n" +
-	"\x11_label_error_note\"\xb1\x01\n" +
+	"\b_commentB\x13\n" +
+	"\x11_label_error_noteJ\x04\b\x06\x10\a\"K\n" +
+	"\x05Quote\x12\x12\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x12\x16\n" +
+	"\x06prefix\x18\x02 \x01(\tR\x06prefix\x12\x16\n" +
+	"\x06suffix\x18\x03 \x01(\tR\x06suffix\"\xb1\x01\n" +
 	"\n" +
 	"TraceScore\x12&\n" +
 	"\x0freward_model_id\x18\x01 \x01(\tR\rrewardModelId\x12*\n" +
@@ -1813,7 +1880,7 @@ func file_critic_v1_traces_proto_rawDescGZIP() []byte {
 	return file_critic_v1_traces_proto_rawDescData
 }
 
-var file_critic_v1_traces_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_critic_v1_traces_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_critic_v1_traces_proto_goTypes = []any{
 	(*ListFormatsRequest)(nil),    // 0: critic.v1.ListFormatsRequest
 	(*ListFormatsResponse)(nil),   // 1: critic.v1.ListFormatsResponse
@@ -1834,54 +1901,56 @@ var file_critic_v1_traces_proto_goTypes = []any{
 	(*Step)(nil),                  // 16: critic.v1.Step
 	(*Span)(nil),                  // 17: critic.v1.Span
 	(*Annotation)(nil),            // 18: critic.v1.Annotation
-	(*TraceScore)(nil),            // 19: critic.v1.TraceScore
-	(*ActionScore)(nil),           // 20: critic.v1.ActionScore
-	(*ScoringRun)(nil),            // 21: critic.v1.ScoringRun
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 23: google.protobuf.Struct
-	(*structpb.Value)(nil),        // 24: google.protobuf.Value
+	(*Quote)(nil),                 // 19: critic.v1.Quote
+	(*TraceScore)(nil),            // 20: critic.v1.TraceScore
+	(*ActionScore)(nil),           // 21: critic.v1.ActionScore
+	(*ScoringRun)(nil),            // 22: critic.v1.ScoringRun
+	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),       // 24: google.protobuf.Struct
+	(*structpb.Value)(nil),        // 25: google.protobuf.Value
 }
 var file_critic_v1_traces_proto_depIdxs = []int32{
 	2,  // 0: critic.v1.ListFormatsResponse.formats:type_name -> critic.v1.Format
 	13, // 1: critic.v1.ListTracesResponse.traces:type_name -> critic.v1.TraceSummary
 	15, // 2: critic.v1.GetTraceResponse.trace:type_name -> critic.v1.TraceDetail
-	22, // 3: critic.v1.TraceSummary.created_at:type_name -> google.protobuf.Timestamp
+	23, // 3: critic.v1.TraceSummary.created_at:type_name -> google.protobuf.Timestamp
 	14, // 4: critic.v1.TraceSummary.latest_score:type_name -> critic.v1.LatestScore
 	13, // 5: critic.v1.TraceDetail.summary:type_name -> critic.v1.TraceSummary
-	23, // 6: critic.v1.TraceDetail.metadata:type_name -> google.protobuf.Struct
+	24, // 6: critic.v1.TraceDetail.metadata:type_name -> google.protobuf.Struct
 	16, // 7: critic.v1.TraceDetail.steps:type_name -> critic.v1.Step
 	17, // 8: critic.v1.TraceDetail.spans:type_name -> critic.v1.Span
 	18, // 9: critic.v1.TraceDetail.annotations:type_name -> critic.v1.Annotation
-	19, // 10: critic.v1.TraceDetail.scores:type_name -> critic.v1.TraceScore
-	20, // 11: critic.v1.TraceDetail.action_scores:type_name -> critic.v1.ActionScore
-	21, // 12: critic.v1.TraceDetail.scoring_runs:type_name -> critic.v1.ScoringRun
-	23, // 13: critic.v1.Step.tool_input:type_name -> google.protobuf.Struct
-	23, // 14: critic.v1.Step.metadata:type_name -> google.protobuf.Struct
-	24, // 15: critic.v1.Span.input:type_name -> google.protobuf.Value
-	24, // 16: critic.v1.Span.output:type_name -> google.protobuf.Value
-	22, // 17: critic.v1.Annotation.created_at:type_name -> google.protobuf.Timestamp
-	22, // 18: critic.v1.TraceScore.created_at:type_name -> google.protobuf.Timestamp
-	22, // 19: critic.v1.ActionScore.created_at:type_name -> google.protobuf.Timestamp
-	22, // 20: critic.v1.ScoringRun.created_at:type_name -> google.protobuf.Timestamp
-	22, // 21: critic.v1.ScoringRun.started_at:type_name -> google.protobuf.Timestamp
-	22, // 22: critic.v1.ScoringRun.finished_at:type_name -> google.protobuf.Timestamp
-	0,  // 23: critic.v1.TraceService.ListFormats:input_type -> critic.v1.ListFormatsRequest
-	3,  // 24: critic.v1.TraceService.ImportTraces:input_type -> critic.v1.ImportTracesRequest
-	5,  // 25: critic.v1.TraceService.ListTraces:input_type -> critic.v1.ListTracesRequest
-	7,  // 26: critic.v1.TraceService.GetTrace:input_type -> critic.v1.GetTraceRequest
-	9,  // 27: critic.v1.TraceService.DeleteTrace:input_type -> critic.v1.DeleteTraceRequest
-	11, // 28: critic.v1.TraceService.ExportTraces:input_type -> critic.v1.ExportTracesRequest
-	1,  // 29: critic.v1.TraceService.ListFormats:output_type -> critic.v1.ListFormatsResponse
-	4,  // 30: critic.v1.TraceService.ImportTraces:output_type -> critic.v1.ImportTracesResponse
-	6,  // 31: critic.v1.TraceService.ListTraces:output_type -> critic.v1.ListTracesResponse
-	8,  // 32: critic.v1.TraceService.GetTrace:output_type -> critic.v1.GetTraceResponse
-	10, // 33: critic.v1.TraceService.DeleteTrace:output_type -> critic.v1.DeleteTraceResponse
-	12, // 34: critic.v1.TraceService.ExportTraces:output_type -> critic.v1.ExportTracesResponse
-	29, // [29:35] is the sub-list for method output_type
-	23, // [23:29] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	20, // 10: critic.v1.TraceDetail.scores:type_name -> critic.v1.TraceScore
+	21, // 11: critic.v1.TraceDetail.action_scores:type_name -> critic.v1.ActionScore
+	22, // 12: critic.v1.TraceDetail.scoring_runs:type_name -> critic.v1.ScoringRun
+	24, // 13: critic.v1.Step.tool_input:type_name -> google.protobuf.Struct
+	24, // 14: critic.v1.Step.metadata:type_name -> google.protobuf.Struct
+	25, // 15: critic.v1.Span.input:type_name -> google.protobuf.Value
+	25, // 16: critic.v1.Span.output:type_name -> google.protobuf.Value
+	19, // 17: critic.v1.Annotation.quote:type_name -> critic.v1.Quote
+	23, // 18: critic.v1.Annotation.created_at:type_name -> google.protobuf.Timestamp
+	23, // 19: critic.v1.TraceScore.created_at:type_name -> google.protobuf.Timestamp
+	23, // 20: critic.v1.ActionScore.created_at:type_name -> google.protobuf.Timestamp
+	23, // 21: critic.v1.ScoringRun.created_at:type_name -> google.protobuf.Timestamp
+	23, // 22: critic.v1.ScoringRun.started_at:type_name -> google.protobuf.Timestamp
+	23, // 23: critic.v1.ScoringRun.finished_at:type_name -> google.protobuf.Timestamp
+	0,  // 24: critic.v1.TraceService.ListFormats:input_type -> critic.v1.ListFormatsRequest
+	3,  // 25: critic.v1.TraceService.ImportTraces:input_type -> critic.v1.ImportTracesRequest
+	5,  // 26: critic.v1.TraceService.ListTraces:input_type -> critic.v1.ListTracesRequest
+	7,  // 27: critic.v1.TraceService.GetTrace:input_type -> critic.v1.GetTraceRequest
+	9,  // 28: critic.v1.TraceService.DeleteTrace:input_type -> critic.v1.DeleteTraceRequest
+	11, // 29: critic.v1.TraceService.ExportTraces:input_type -> critic.v1.ExportTracesRequest
+	1,  // 30: critic.v1.TraceService.ListFormats:output_type -> critic.v1.ListFormatsResponse
+	4,  // 31: critic.v1.TraceService.ImportTraces:output_type -> critic.v1.ImportTracesResponse
+	6,  // 32: critic.v1.TraceService.ListTraces:output_type -> critic.v1.ListTracesResponse
+	8,  // 33: critic.v1.TraceService.GetTrace:output_type -> critic.v1.GetTraceResponse
+	10, // 34: critic.v1.TraceService.DeleteTrace:output_type -> critic.v1.DeleteTraceResponse
+	12, // 35: critic.v1.TraceService.ExportTraces:output_type -> critic.v1.ExportTracesResponse
+	30, // [30:36] is the sub-list for method output_type
+	24, // [24:30] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_critic_v1_traces_proto_init() }
@@ -1895,14 +1964,14 @@ func file_critic_v1_traces_proto_init() {
 	file_critic_v1_traces_proto_msgTypes[16].OneofWrappers = []any{}
 	file_critic_v1_traces_proto_msgTypes[17].OneofWrappers = []any{}
 	file_critic_v1_traces_proto_msgTypes[18].OneofWrappers = []any{}
-	file_critic_v1_traces_proto_msgTypes[21].OneofWrappers = []any{}
+	file_critic_v1_traces_proto_msgTypes[22].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_critic_v1_traces_proto_rawDesc), len(file_critic_v1_traces_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,146 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"strings"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/traces"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// AddAnnotation adds the caller's annotation (authored under the caller's
+// name) and returns it once readable.
+func (b Backend) AddAnnotation(ctx context.Context, caller *readmodel.Caller, in commands.AddAnnotation) (*readmodel.Annotation, error) {
+	in.AuthorName = caller.Name
+	res, err := b.Cmds.AddAnnotation(ctx, Actor(caller), in)
+	if err != nil {
+		return nil, err
+	}
+	return b.annotationAfter(ctx, caller, res.Result, res.AnnotationID)
+}
+
+// EditAnnotation applies a PATCH (in.AnnotationID names the annotation) to
+// one of the caller's annotations and returns it once readable. Another
+// owner's annotation is not found.
+func (b Backend) EditAnnotation(ctx context.Context, caller *readmodel.Caller, in traces.EditAnnotationInput) (*readmodel.Annotation, error) {
+	traceID, err := b.Queries.AnnotationTrace(ctx, caller.UserID, in.AnnotationID)
+	if err != nil {
+		return nil, err
+	}
+	res, err := b.Cmds.EditAnnotation(ctx, Actor(caller), traceID, in)
+	if err != nil {
+		return nil, err
+	}
+	return b.annotationAfter(ctx, caller, res, in.AnnotationID)
+}
+
+// RemoveAnnotation removes one of the caller's annotations and returns once
+// it is gone from the read model.
+func (b Backend) RemoveAnnotation(ctx context.Context, caller *readmodel.Caller, id string) error {
+	traceID, err := b.Queries.AnnotationTrace(ctx, caller.UserID, id)
+	if err != nil {
+		return err
+	}
+	res, err := b.Cmds.RemoveAnnotation(ctx, Actor(caller), traceID, id)
+	if err != nil {
+		return err
+	}
+	return b.Settle(ctx, res)
+}
+
+func (b Backend) annotationAfter(ctx context.Context, caller *readmodel.Caller, res commands.Result, id string) (*readmodel.Annotation, error) {
+	if err := b.Settle(ctx, res); err != nil {
+		return nil, err
+	}
+	return b.Queries.GetAnnotation(ctx, caller.UserID, id)
+}
+
+// AnnotationPatchJSON decodes REST's PATCH /annotations/{id} body: a field
+// that is present is changed (null clears it), a field that is absent is
+// kept. A field of the wrong type or an unknown field is a validation error
+// naming it (the first unknown one in name order).
+func AnnotationPatchJSON(id string, raw map[string]json.RawMessage) (traces.EditAnnotationInput, error) {
+	in := traces.EditAnnotationInput{AnnotationID: id}
+	var unknown []string
+	for k, v := range raw {
+		var err error
+		switch k {
+		case "rating":
+			err = setOptional(v, &in.Rating)
+		case "comment":
+			err = setOptional(v, &in.Comment)
+		case "label_error":
+			err = setOptional(v, &in.LabelError)
+		case "label_error_note":
+			err = setOptional(v, &in.LabelErrorNote)
+		default:
+			unknown = append(unknown, k)
+			continue
+		}
+		if err != nil {
+			return in, &domain.ValidationError{Code: "invalid_request", Field: k, Message: k + " has the wrong type"}
+		}
+	}
+	if len(unknown) > 0 {
+		sort.Strings(unknown)
+		return in, &domain.ValidationError{Code: "unknown_field", Field: unknown[0], Message: "unknown field " + strings.Join(unknown, ", ")}
+	}
+	return in, nil
+}
+
+func setOptional[T any](raw json.RawMessage, dst *traces.Optional[T]) error {
+	dst.Set = true
+	if string(raw) == "null" {
+		return nil
+	}
+	var v T
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return err
+	}
+	dst.Value = &v
+	return nil
+}
+
+// RenameTraceSource sets the caller's display name for a source id and
+// returns once the read model shows it. Both are required (nil = absent);
+// their lengths are the command's to check. It is REST's
+// PUT /trace-sources (handlers/rest/sources.go, which does the same steps
+// and can call this).
+func (b Backend) RenameTraceSource(ctx context.Context, caller *readmodel.Caller, sourceID, name *string) error {
+	if sourceID == nil || name == nil {
+		return &domain.ValidationError{Code: "invalid_request", Message: "source_id and name are required"}
+	}
+	res, err := b.Cmds.RenameTraceSource(ctx, Actor(caller), *sourceID, *name)
+	if err != nil {
+		return err
+	}
+	return b.Settle(ctx, res)
+}
+
+// Pairs returns the exact preference pairs training would build from all of
+// the caller's traces, at most maxPairs of them (nil: the training default;
+// below 1: a validation error).
+func (b Backend) Pairs(ctx context.Context, owner string, maxPairs *int) ([]domain.Pair, error) {
+	n := domain.DefaultMaxPairs
+	if maxPairs != nil {
+		if *maxPairs < 1 {
+			return nil, InvalidMaxPairs()
+		}
+		n = *maxPairs
+	}
+	traces, ratings, err := b.Queries.PairInputs(ctx, owner, nil)
+	if err != nil {
+		return nil, err
+	}
+	return domain.BuildPairs(traces, ratings, n), nil
+}
+
+// InvalidMaxPairs is the error of a pairs export's max_pairs that is not a
+// positive integer.
+func InvalidMaxPairs() error {
+	return &domain.ValidationError{Code: "invalid_request", Field: "max_pairs", Message: "max_pairs must be a positive integer"}
+}

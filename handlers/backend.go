@@ -1,0 +1,29 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// Backend is the command and query sides an API surface calls. Its methods
+// are the operations REST and Connect share where an operation is more than
+// one command or query call — required fields, defaults, lookups, fallbacks,
+// read-your-writes — so both surfaces answer the same data and the same
+// errors. Each surface keeps its own decoding and its RequireWrite check
+// (before decoding, so a read-only key is refused whatever it sends).
+type Backend struct {
+	Cmds    *commands.Commands
+	Queries *readmodel.Queries
+	Waiter  *readmodel.Waiter
+}
+
+// Settle waits until the read model shows what a command appended, so a
+// read right after a write sees it.
+func (b Backend) Settle(ctx context.Context, r commands.Result) error {
+	if r.LastEventID == "" {
+		return nil
+	}
+	return b.Waiter.Wait(ctx, r.LastEventID)
+}

@@ -1,0 +1,185 @@
+package connectapi
+
+import (
+	"context"
+	"net/http"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/traces"
+	"github.com/criticml/critic/handlers"
+	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
+	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
+)
+
+// AnnotationService implements critic.v1.AnnotationService over the
+// operations REST's annotation, export and trace-source routes use.
+type AnnotationService struct{ d Deps }
+
+var _ criticv1connect.AnnotationServiceHandler = (*AnnotationService)(nil)
+
+// NewAnnotationService returns the service over d.
+func NewAnnotationService(d Deps) *AnnotationService { return &AnnotationService{d: d} }
+
+// Register mounts the service on mux at /critic.v1.AnnotationService/.
+func (s *AnnotationService) Register(mux *http.ServeMux) {
+	mux.Handle(criticv1connect.NewAnnotationServiceHandler(s, handlerOptions(s.d.Auth, s.d.MaxBody)...))
+}
+
+// AddAnnotation adds the caller's annotation and answers it once readable.
+func (s *AnnotationService) AddAnnotation(ctx context.Context, req *connect.Request[criticv1.AddAnnotationRequest]) (*connect.Response[criticv1.AddAnnotationResponse], error) {
+	caller := handlers.CallerFrom(ctx)
+	if err := handlers.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	in := commands.AddAnnotation{TraceID: m.TraceId, StepID: m.GetStepId(), Rating: intPtr(m.Rating), Comment: m.Comment}
+	if q := m.Quote; q != nil {
+		in.Quote = &events.Quote{Text: q.Text, Prefix: q.Prefix, Suffix: q.Suffix}
+	}
+	ann, err := s.d.backend().AddAnnotation(ctx, caller, in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := annotationToProto(ann)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.AddAnnotationResponse{Annotation: out}), nil
+}
+
+// EditAnnotation is REST's PATCH: a set field changes, a clear_* flag makes
+// the field null, anything else is kept.
+func (s *AnnotationService) EditAnnotation(ctx context.Context, req *connect.Request[criticv1.EditAnnotationRequest]) (*connect.Response[criticv1.EditAnnotationResponse], error) {
+	caller := handlers.CallerFrom(ctx)
+	if err := handlers.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	in := traces.EditAnnotationInput{AnnotationID: m.AnnotationId}
+	var err error
+	if in.Rating, err = patch(intPtr(m.Rating), m.ClearRating, "rating"); err != nil {
+		return nil, err
+	}
+	if in.Comment, err = patch(m.Comment, m.ClearComment, "comment"); err != nil {
+		return nil, err
+	}
+	if in.LabelError, err = patch(m.LabelError, false, "label_error"); err != nil {
+		return nil, err
+	}
+	if in.LabelErrorNote, err = patch(m.LabelErrorNote, m.ClearLabelErrorNote, "label_error_note"); err != nil {
+		return nil, err
+	}
+	ann, err := s.d.backend().EditAnnotation(ctx, caller, in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := annotationToProto(ann)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.EditAnnotationResponse{Annotation: out}), nil
+}
+
+// patch turns a proto3 optional field and its clear flag into a PATCH field:
+// set (a value), cleared (REST's null) or absent (kept).
+func patch[T any](v *T, clear bool, field string) (traces.Optional[T], error) {
+	switch {
+	case v != nil && clear:
+		return traces.Optional[T]{}, &domain.ValidationError{Code: "invalid_request", Field: field,
+			Message: field + " and clear_" + field + " are both set: send a value or clear it"}
+	case clear:
+		return traces.Optional[T]{Set: true}, nil
+	case v != nil:
+		x := *v
+		return traces.Optional[T]{Set: true, Value: &x}, nil
+	}
+	return traces.Optional[T]{}, nil
+}
+
+// RemoveAnnotation removes one of the caller's annotations and answers once
+// it is gone from the read model.
+func (s *AnnotationService) RemoveAnnotation(ctx context.Context, req *connect.Request[criticv1.RemoveAnnotationRequest]) (*connect.Response[criticv1.RemoveAnnotationResponse], error) {
+	caller := handlers.CallerFrom(ctx)
+	if err := handlers.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	if err := s.d.backend().RemoveAnnotation(ctx, caller, req.Msg.AnnotationId); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.RemoveAnnotationResponse{}), nil
+}
+
+// ExportAnnotations streams the records of REST's annotation export, one per
+// message, converted from the very JSON lines REST writes.
+func (s *AnnotationService) ExportAnnotations(ctx context.Context, _ *connect.Request[criticv1.ExportAnnotationsRequest], stream *connect.ServerStream[criticv1.ExportAnnotationsResponse]) error {
+	w := &lineWriter{send: func(line []byte) error {
+		a := &criticv1.ExportedAnnotation{}
+		if err := fromRESTJSON.Unmarshal(line, a); err != nil {
+			return err
+		}
+		return stream.Send(&criticv1.ExportAnnotationsResponse{Annotation: a})
+	}}
+	if err := s.d.Queries.ExportAnnotations(ctx, handlers.CallerFrom(ctx).UserID, w); err != nil {
+		return err
+	}
+	return w.flush()
+}
+
+// ExportPairs streams the pairs of REST's pairs export, one per message.
+func (s *AnnotationService) ExportPairs(ctx context.Context, req *connect.Request[criticv1.ExportPairsRequest], stream *connect.ServerStream[criticv1.ExportPairsResponse]) error {
+	pairs, err := s.d.backend().Pairs(ctx, handlers.CallerFrom(ctx).UserID, intPtr(req.Msg.MaxPairs))
+	if err != nil {
+		return err
+	}
+	for _, p := range pairs {
+		out := &criticv1.PreferencePair{Chosen: p.Chosen, Rejected: p.Rejected, TraceIds: p.TraceIDs, Granularity: p.Granularity}
+		if p.ActionType != "" {
+			at := p.ActionType
+			out.ActionType = &at
+		}
+		if err := stream.Send(&criticv1.ExportPairsResponse{Pair: out}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RenameTraceSource sets the caller's display name for a source id. An
+// empty source_id or name is an absent one, as proto3 cannot tell them
+// apart.
+func (s *AnnotationService) RenameTraceSource(ctx context.Context, req *connect.Request[criticv1.RenameTraceSourceRequest]) (*connect.Response[criticv1.RenameTraceSourceResponse], error) {
+	caller := handlers.CallerFrom(ctx)
+	if err := handlers.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	if err := s.d.backend().RenameTraceSource(ctx, caller, nonEmpty(m.SourceId), nonEmpty(m.Name)); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.RenameTraceSourceResponse{SourceId: m.SourceId, Name: m.Name}), nil
+}
+
+// intPtr widens a proto3 optional int32 (nil = absent).
+func intPtr(v *int32) *int {
+	if v == nil {
+		return nil
+	}
+	n := int(*v)
+	return &n
+}
+
+// nonEmpty is nil for "" (absent in proto3), else &s.
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// fromRESTJSON reads the REST JSON of a read-model view into its message.
+var fromRESTJSON = protojson.UnmarshalOptions{DiscardUnknown: true}

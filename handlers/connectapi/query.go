@@ -1,0 +1,69 @@
+package connectapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/handlers"
+	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
+	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
+)
+
+// QueryService implements critic.v1.QueryService over the snapshots REST's
+// POST /query reads.
+type QueryService struct{ d Deps }
+
+var _ criticv1connect.QueryServiceHandler = (*QueryService)(nil)
+
+// NewQueryService returns the service over d.Snapshots.
+func NewQueryService(d Deps) *QueryService { return &QueryService{d: d} }
+
+// Register mounts the service on mux at /critic.v1.QueryService/.
+func (s *QueryService) Register(mux *http.ServeMux) {
+	mux.Handle(criticv1connect.NewQueryServiceHandler(s, handlerOptions(s.d.Auth, s.d.MaxBody)...))
+}
+
+// Query runs read-only SQL over the caller's snapshot; read-only keys may
+// query. An empty sql is an absent one, as proto3 cannot tell them apart.
+func (s *QueryService) Query(ctx context.Context, req *connect.Request[criticv1.QueryRequest]) (*connect.Response[criticv1.QueryResponse], error) {
+	if req.Msg.Sql == "" {
+		return nil, &domain.ValidationError{Code: "invalid_request", Field: "sql", Message: "sql is required"}
+	}
+	if s.d.Snapshots == nil {
+		return nil, errors.New("connectapi: query snapshots are not configured")
+	}
+	res, err := s.d.Snapshots.Query(ctx, handlers.CallerFrom(ctx).UserID, req.Msg.Sql)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := rowsToProto(res.Rows)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.QueryResponse{Columns: res.Columns, Rows: rows, Truncated: res.Truncated}), nil
+}
+
+// rowsToProto converts the rows through the JSON REST writes, so both APIs
+// answer the same values (times as REST formats them, numbers as doubles).
+func rowsToProto(rows [][]any) ([]*structpb.ListValue, error) {
+	out := make([]*structpb.ListValue, len(rows))
+	for i, row := range rows {
+		b, err := json.Marshal(row)
+		if err != nil {
+			return nil, fmt.Errorf("query row %d: %w", i, err)
+		}
+		l := &structpb.ListValue{}
+		if err := fromRESTJSON.Unmarshal(b, l); err != nil {
+			return nil, fmt.Errorf("query row %d: %w", i, err)
+		}
+		out[i] = l
+	}
+	return out, nil
+}

@@ -1,0 +1,118 @@
+package connectapi
+
+import (
+	"context"
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	"github.com/criticml/critic/handlers"
+	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
+	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
+)
+
+// RewardModelService implements critic.v1.RewardModelService over the
+// operations REST's /reward-models and /traces/{id}/score routes use.
+type RewardModelService struct{ d Deps }
+
+var _ criticv1connect.RewardModelServiceHandler = (*RewardModelService)(nil)
+
+// NewRewardModelService returns the service over d.
+func NewRewardModelService(d Deps) *RewardModelService { return &RewardModelService{d: d} }
+
+// Register mounts the service on mux at /critic.v1.RewardModelService/.
+func (s *RewardModelService) Register(mux *http.ServeMux) {
+	mux.Handle(criticv1connect.NewRewardModelServiceHandler(s, handlerOptions(s.d.Auth, s.d.MaxBody)...))
+}
+
+// CreateRewardModel queues a model. An empty name is an absent one, as
+// proto3 cannot tell them apart.
+func (s *RewardModelService) CreateRewardModel(ctx context.Context, req *connect.Request[criticv1.CreateRewardModelRequest]) (*connect.Response[criticv1.CreateRewardModelResponse], error) {
+	caller := handlers.CallerFrom(ctx)
+	if err := handlers.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	rm, err := s.d.backend().CreateRewardModel(ctx, caller, handlers.TrainingRequest{
+		Name: nonEmpty(m.Name), TraceIDs: m.TraceIds, BaseModel: m.BaseModel, Epochs: intPtr(m.Epochs), MaxPairs: intPtr(m.MaxPairs)})
+	if err != nil {
+		return nil, err
+	}
+	out, err := rewardModelToProto(rm)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.CreateRewardModelResponse{RewardModel: out}), nil
+}
+
+// ListRewardModels lists the caller's models, newest first.
+func (s *RewardModelService) ListRewardModels(ctx context.Context, _ *connect.Request[criticv1.ListRewardModelsRequest]) (*connect.Response[criticv1.ListRewardModelsResponse], error) {
+	ms, err := s.d.Queries.ListRewardModels(ctx, handlers.CallerFrom(ctx).UserID)
+	if err != nil {
+		return nil, err
+	}
+	out := &criticv1.ListRewardModelsResponse{RewardModels: make([]*criticv1.RewardModel, len(ms))}
+	for i := range ms {
+		if out.RewardModels[i], err = rewardModelToProto(&ms[i]); err != nil {
+			return nil, err
+		}
+	}
+	return connect.NewResponse(out), nil
+}
+
+// GetRewardModel returns one of the caller's models with its selection.
+func (s *RewardModelService) GetRewardModel(ctx context.Context, req *connect.Request[criticv1.GetRewardModelRequest]) (*connect.Response[criticv1.GetRewardModelResponse], error) {
+	d, err := s.d.Queries.GetRewardModel(ctx, handlers.CallerFrom(ctx).UserID, req.Msg.RewardModelId)
+	if err != nil {
+		return nil, err
+	}
+	rm, err := rewardModelToProto(&d.RewardModel)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.GetRewardModelResponse{RewardModel: rm, TraceIds: d.TraceIDs}), nil
+}
+
+// RetryRewardModel re-queues one of the caller's failed models.
+func (s *RewardModelService) RetryRewardModel(ctx context.Context, req *connect.Request[criticv1.RetryRewardModelRequest]) (*connect.Response[criticv1.RetryRewardModelResponse], error) {
+	caller := handlers.CallerFrom(ctx)
+	if err := handlers.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	rm, err := s.d.backend().RetryRewardModel(ctx, caller, req.Msg.RewardModelId)
+	if err != nil {
+		return nil, err
+	}
+	out, err := rewardModelToProto(rm)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.RetryRewardModelResponse{RewardModel: out}), nil
+}
+
+// GetWeights signs a download link of a succeeded model's checkpoint.
+func (s *RewardModelService) GetWeights(ctx context.Context, req *connect.Request[criticv1.GetWeightsRequest]) (*connect.Response[criticv1.GetWeightsResponse], error) {
+	url, err := s.d.backend().WeightsURL(ctx, s.d.Blobs, handlers.CallerFrom(ctx), req.Msg.RewardModelId)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.GetWeightsResponse{Url: url}), nil
+}
+
+// ScoreTrace asks for a trace to be scored. An empty reward_model_id is an
+// absent one.
+func (s *RewardModelService) ScoreTrace(ctx context.Context, req *connect.Request[criticv1.ScoreTraceRequest]) (*connect.Response[criticv1.ScoreTraceResponse], error) {
+	caller := handlers.CallerFrom(ctx)
+	if err := handlers.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	run, err := s.d.backend().ScoreTrace(ctx, caller, req.Msg.TraceId, nonEmpty(req.Msg.RewardModelId))
+	if err != nil {
+		return nil, err
+	}
+	out := &criticv1.ScoringRun{}
+	if err := viaRESTJSON(run, out); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.ScoreTraceResponse{ScoringRun: out}), nil
+}

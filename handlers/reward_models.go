@@ -1,0 +1,151 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// WeightsURLTTL is how long a weights download link works (spec 002).
+const WeightsURLTTL = 5 * time.Minute
+
+// TrainingRequest is a reward-model request as a client sent it, before
+// checks and defaults (nil = absent).
+type TrainingRequest struct {
+	Name      *string
+	TraceIDs  []string
+	BaseModel *string
+	Epochs    *int
+	MaxPairs  *int
+}
+
+// CreateRewardModel queues a reward model and returns it (status queued).
+// The deployment chooses compute. When the request is stored but the read
+// model lags (e.g. the broker is down), it answers with the queued model as
+// the command stored it rather than an error: the model trains once the
+// events flow.
+func (b Backend) CreateRewardModel(ctx context.Context, caller *readmodel.Caller, req TrainingRequest) (*readmodel.RewardModel, error) {
+	if req.Name == nil {
+		return nil, &domain.ValidationError{Code: "invalid_request", Field: "name", Message: "name is required"}
+	}
+	in := commands.RequestTraining{Name: *req.Name, TraceIDs: req.TraceIDs}
+	if req.BaseModel != nil {
+		in.BaseModel = *req.BaseModel
+	}
+	if req.Epochs != nil {
+		if *req.Epochs < 1 {
+			return nil, &domain.ValidationError{Code: "invalid_request", Field: "epochs", Message: "epochs must be 1–100"}
+		}
+		in.Epochs = *req.Epochs
+	}
+	if req.MaxPairs != nil {
+		if *req.MaxPairs < 1 {
+			return nil, &domain.ValidationError{Code: "invalid_request", Field: "max_pairs", Message: "max_pairs must be 1–1000000"}
+		}
+		in.MaxPairs = *req.MaxPairs
+	}
+	res, err := b.Cmds.RequestTraining(ctx, Actor(caller), in)
+	if err != nil {
+		return nil, err
+	}
+	m, err := b.modelAfter(ctx, caller, res.Result, res.ModelID)
+	var lag *domain.UnavailableError
+	if errors.As(err, &lag) {
+		q := queuedModel(res.ModelID, in)
+		return &q, nil
+	}
+	return m, err
+}
+
+// queuedModel is a just-requested model as the command stored it.
+func queuedModel(id string, in commands.RequestTraining) readmodel.RewardModel {
+	return readmodel.RewardModel{ID: id, Name: in.Name, BaseModel: orDefault(in.BaseModel, rewardmodels.DefaultBaseModel), Compute: rewardmodels.Compute,
+		Epochs: orDefaultInt(in.Epochs, rewardmodels.DefaultEpochs), MaxPairs: orDefaultInt(in.MaxPairs, domain.DefaultMaxPairs), TraceCount: len(uniq(in.TraceIDs)), Status: rewardmodels.StatusQueued,
+		Metrics: json.RawMessage("null"), Progress: json.RawMessage("null"), CreatedAt: time.Now().UTC()}
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+func orDefaultInt(n, def int) int {
+	if n == 0 {
+		return def
+	}
+	return n
+}
+
+func uniq(xs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// RetryRewardModel re-queues one of the caller's failed models and returns
+// it; a model that did not fail is a conflict (REST 409).
+func (b Backend) RetryRewardModel(ctx context.Context, caller *readmodel.Caller, id string) (*readmodel.RewardModel, error) {
+	res, err := b.Cmds.RetryTraining(ctx, Actor(caller), id)
+	if err != nil {
+		return nil, err
+	}
+	return b.modelAfter(ctx, caller, res, id)
+}
+
+func (b Backend) modelAfter(ctx context.Context, caller *readmodel.Caller, res commands.Result, id string) (*readmodel.RewardModel, error) {
+	if err := b.Settle(ctx, res); err != nil {
+		return nil, err
+	}
+	m, err := b.Queries.GetRewardModel(ctx, caller.UserID, id)
+	if err != nil {
+		return nil, err
+	}
+	return &m.RewardModel, nil
+}
+
+// WeightsURL signs a WeightsURLTTL download link of the model's checkpoint,
+// which needs no API key; not found unless the caller owns the model and it
+// succeeded.
+func (b Backend) WeightsURL(ctx context.Context, blobs blob.Store, caller *readmodel.Caller, id string) (string, error) {
+	key, err := b.Queries.ArtifactKey(ctx, caller.UserID, id)
+	if err != nil {
+		return "", err
+	}
+	if blobs == nil {
+		return "", errors.New("handlers: no blob store to sign weights downloads")
+	}
+	return blobs.SignedURL(ctx, key, WeightsURLTTL)
+}
+
+// ScoreTrace asks for one of the caller's traces to be scored by one of the
+// caller's models (modelID nil = absent) and returns the scoring run
+// answering the request: new, active, or already completed for this
+// revision of the trace.
+func (b Backend) ScoreTrace(ctx context.Context, caller *readmodel.Caller, traceID string, modelID *string) (*readmodel.ScoringRun, error) {
+	if modelID == nil {
+		return nil, &domain.ValidationError{Code: "invalid_request", Field: "reward_model_id", Message: "reward_model_id is required"}
+	}
+	res, err := b.Cmds.RequestScoring(ctx, Actor(caller), traceID, *modelID)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Settle(ctx, res.Result); err != nil {
+		return nil, err
+	}
+	return b.Queries.GetScoringRun(ctx, caller.UserID, res.RunID)
+}
