@@ -126,13 +126,16 @@ func (r *Relay) lead(ctx context.Context) error {
 			}
 			continue
 		}
-		msgs := make([]*message.Message, len(evs))
-		for i, e := range evs {
-			if msgs[i], err = Message(e); err != nil {
-				return err
-			}
+		// Publish in chunks of at most maxPublishBytes: the producer then
+		// sends each partition at most one batch per call, so a call that
+		// fails part-way cannot leave a later batch of an owner's events in
+		// the log ahead of an earlier one; the retry only duplicates what
+		// landed (consumers dedupe by event id).
+		chunk, err := r.firstChunk(evs)
+		if err != nil {
+			return err
 		}
-		if err := r.pub.Publish(Topic, msgs...); err != nil {
+		if err := r.pub.Publish(Topic, chunk...); err != nil {
 			r.log.Warn("relay: publish failed; events wait in Postgres", "err", err, "retry_in", backoff)
 			select {
 			case <-ctx.Done():
@@ -142,6 +145,7 @@ func (r *Relay) lead(ctx context.Context) error {
 			backoff = min(backoff*2, 5*time.Second)
 			continue
 		}
+		evs = evs[:len(chunk)]
 		backoff = 100 * time.Millisecond
 		cursor = evs[len(evs)-1].Seq
 		if _, err := r.pool.Exec(ctx, `INSERT INTO relay_cursor (name, seq) VALUES ($1, $2)
@@ -149,6 +153,29 @@ func (r *Relay) lead(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// maxPublishBytes stays under the producer's per-partition batch limit
+// (bus.DefaultBatchBytes, 1 MiB) with room for headers.
+const maxPublishBytes = 900 << 10
+
+// firstChunk returns the messages of the leading events that fit in
+// maxPublishBytes (always at least one).
+func (r *Relay) firstChunk(evs []events.Envelope) ([]*message.Message, error) {
+	var msgs []*message.Message
+	size := 0
+	for _, e := range evs {
+		m, err := Message(e)
+		if err != nil {
+			return nil, err
+		}
+		if len(msgs) > 0 && size+len(m.Payload) > maxPublishBytes {
+			break
+		}
+		size += len(m.Payload)
+		msgs = append(msgs, m)
+	}
+	return msgs, nil
 }
 
 func (r *Relay) cursor(ctx context.Context) (int64, error) {
