@@ -26,11 +26,7 @@ func cmdAudit(ctx context.Context, args []string) error {
 	if len(args) != 2 || args[0] != "model" {
 		return usageError{"usage: critic audit model <id>"}
 	}
-	cfg, err := loadConfig()
-	if err != nil {
-		return err
-	}
-	in, err := openInfra(ctx, cfg, newLogger())
+	in, err := boot(ctx)
 	if err != nil {
 		return err
 	}

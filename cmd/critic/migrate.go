@@ -8,11 +8,7 @@ import (
 // cmdMigrate applies pending migrations (every other command does too, on
 // start; this exists for deployments that migrate as a separate step).
 func cmdMigrate(ctx context.Context, _ []string) error {
-	cfg, err := loadConfig()
-	if err != nil {
-		return err
-	}
-	in, err := openInfra(ctx, cfg, newLogger())
+	in, err := boot(ctx)
 	if err != nil {
 		return err
 	}

@@ -93,3 +93,13 @@ func (in *infra) openBlobs(ctx context.Context) error {
 }
 
 func (in *infra) Close() { in.pool.Close() }
+
+// boot reads the configuration and opens the infrastructure: what every
+// command that touches the database starts with.
+func boot(ctx context.Context) (*infra, error) {
+	cfg, err := loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	return openInfra(ctx, cfg, newLogger())
+}

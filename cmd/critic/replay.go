@@ -19,15 +19,11 @@ func cmdReplay(ctx context.Context, args []string) error {
 	if len(args) != 1 || (args[0] != "readmodel" && args[0] != "snapshot") {
 		return usageError{replayUsage}
 	}
-	cfg, err := loadConfig()
+	in, err := boot(ctx)
 	if err != nil {
 		return err
 	}
-	log := newLogger()
-	in, err := openInfra(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
+	cfg, log := in.cfg, in.log
 	defer in.Close()
 	start := time.Now()
 	switch args[0] {

@@ -28,15 +28,11 @@ const demoUser = "demo"
 // prints the URL and an API key. Ctrl-C stops everything, including the
 // cluster it started. Running it again reuses the data.
 func cmdRun(ctx context.Context, _ []string) error {
-	cfg, err := loadConfig()
+	in, err := boot(ctx)
 	if err != nil {
 		return err
 	}
-	log := newLogger()
-	in, err := openInfra(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
+	cfg, log := in.cfg, in.log
 	defer func() {
 		in.Close()
 		if in.cluster != nil {

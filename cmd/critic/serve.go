@@ -29,12 +29,7 @@ func newLogger() *slog.Logger {
 
 // cmdServe runs the API with its relay and projections until interrupted.
 func cmdServe(ctx context.Context, _ []string) error {
-	cfg, err := loadConfig()
-	if err != nil {
-		return err
-	}
-	log := newLogger()
-	in, err := openInfra(ctx, cfg, log)
+	in, err := boot(ctx)
 	if err != nil {
 		return err
 	}

@@ -19,12 +19,7 @@ func cmdUsers(ctx context.Context, args []string) error {
 	if len(args) == 0 {
 		return usageError{"usage: critic users create|issue-key|disable-reward-models|enable-reward-models"}
 	}
-	cfg, err := loadConfig()
-	if err != nil {
-		return err
-	}
-	log := newLogger()
-	in, err := openInfra(ctx, cfg, log)
+	in, err := boot(ctx)
 	if err != nil {
 		return err
 	}
