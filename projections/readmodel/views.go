@@ -2,6 +2,7 @@ package readmodel
 
 import (
 	"encoding/json"
+	"github.com/criticml/critic/domain"
 	"time"
 )
 
@@ -45,18 +46,9 @@ type Step struct {
 	Metadata   json.RawMessage `json:"metadata"`
 }
 
-// Span is a timed operation of GET /traces/{id}; times are decimal strings.
-type Span struct {
-	ID          string          `json:"id"`
-	ParentID    *string         `json:"parent_id"`
-	Name        string          `json:"name"`
-	Kind        *string         `json:"kind"`
-	StartNs     int64           `json:"start_ns,string"`
-	EndNs       int64           `json:"end_ns,string"`
-	Input       json.RawMessage `json:"input"`
-	Output      json.RawMessage `json:"output"`
-	StepIndices []int           `json:"step_indices"`
-}
+// Span is a timed operation of GET /traces/{id} (times are decimal strings):
+// exactly the canonical span.
+type Span = domain.Span
 
 // TraceDetail is GET /traces/{id}.
 type TraceDetail struct {
