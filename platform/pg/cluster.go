@@ -2,6 +2,8 @@ package pg
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -56,7 +58,6 @@ func (c Cluster) Ensure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	data := filepath.Join(c.Dir, "data")
 	runAs := ""
 	if os.Geteuid() == 0 {
 		runAs = "postgres"
@@ -64,11 +65,16 @@ func (c Cluster) Ensure(ctx context.Context) error {
 			return fmt.Errorf("running as root needs the 'postgres' system user (install the postgresql package): %w", err)
 		}
 	}
+	serverDir, err := c.serverDir()
+	if err != nil {
+		return err
+	}
+	data := filepath.Join(serverDir, "data")
 	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
 		if err := os.MkdirAll(data, 0o700); err != nil {
 			return err
 		}
-		if err := chownTo(runAs, c.Dir, data); err != nil {
+		if err := chownTo(runAs, serverDir, data); err != nil {
 			return err
 		}
 		out, err := command(runAs, filepath.Join(bin, "initdb"), "-D", data, "-U", "critic", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8").CombinedOutput()
@@ -80,8 +86,8 @@ func (c Cluster) Ensure(ctx context.Context) error {
 	if c.Fast {
 		opts += " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
 	}
-	logFile := filepath.Join(c.Dir, "postgres.log")
-	if err := chownTo(runAs, c.Dir); err != nil {
+	logFile := filepath.Join(serverDir, "postgres.log")
+	if err := chownTo(runAs, serverDir); err != nil {
 		return err
 	}
 	// A stale pid file from a killed server blocks a start; pg_ctl handles it
@@ -132,11 +138,58 @@ func (c Cluster) Stop() error {
 	if os.Geteuid() == 0 {
 		runAs = "postgres"
 	}
-	out, err := command(runAs, filepath.Join(bin, "pg_ctl"), "-D", filepath.Join(c.Dir, "data"), "-m", "fast", "-w", "stop").CombinedOutput()
+	serverDir, err := c.serverDir()
+	if err != nil {
+		return err
+	}
+	out, err := command(runAs, filepath.Join(bin, "pg_ctl"), "-D", filepath.Join(serverDir, "data"), "-m", "fast", "-w", "stop").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("pg_ctl stop: %v: %s", err, out)
 	}
 	return nil
+}
+
+// serverDir is where the server's files live: Dir itself, unless we run as
+// root and the `postgres` user cannot reach Dir (a checkout under /root,
+// mode 0700). Then the files go to a directory of their own under
+// /var/lib/critic named after Dir, and Dir keeps a note saying where.
+func (c Cluster) serverDir() (string, error) {
+	if os.Geteuid() != 0 || reachableByOthers(c.Dir) {
+		return c.Dir, nil
+	}
+	abs, err := filepath.Abs(c.Dir)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(abs))
+	dir := filepath.Join("/var/lib/critic", "pg-"+hex.EncodeToString(sum[:6]))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Chmod("/var/lib/critic", 0o755); err != nil {
+		return "", err
+	}
+	note := "PostgreSQL's files for this cluster are in " + dir + ": the postgres user cannot reach this directory.\n"
+	_ = os.WriteFile(filepath.Join(c.Dir, "WHERE-IS-THE-DATA.txt"), []byte(note), 0o644)
+	return dir, nil
+}
+
+// reachableByOthers reports whether every directory from / down to dir can
+// be traversed by other users (the postgres server runs as another user).
+func reachableByOthers(dir string) bool {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	for p := abs; ; p = filepath.Dir(p) {
+		st, err := os.Stat(p)
+		if err != nil || st.Mode().Perm()&0o001 == 0 {
+			return false
+		}
+		if p == filepath.Dir(p) {
+			return true
+		}
+	}
 }
 
 func (c Cluster) ready(ctx context.Context) bool {

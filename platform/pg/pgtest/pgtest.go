@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -19,8 +20,16 @@ import (
 	"github.com/criticml/critic/platform/pg"
 )
 
-// Port of the shared test cluster.
+// Port of the shared test cluster (CRITIC_TEST_PG_PORT overrides it, e.g.
+// for two checkouts on one machine).
 const Port = 55433
+
+func port() int {
+	if p, err := strconv.Atoi(os.Getenv("CRITIC_TEST_PG_PORT")); err == nil && p > 0 {
+		return p
+	}
+	return Port
+}
 
 // ModuleRoot walks up from the working directory to the directory with go.mod.
 func ModuleRoot(t testing.TB) string {
@@ -42,7 +51,7 @@ func ModuleRoot(t testing.TB) string {
 
 // Cluster returns the shared test cluster, started if needed.
 func Cluster(t testing.TB) pg.Cluster {
-	c := pg.Cluster{Dir: filepath.Join(ModuleRoot(t), ".data", "pgtest"), Port: Port, Fast: true}
+	c := pg.Cluster{Dir: filepath.Join(ModuleRoot(t), ".data", "pgtest"), Port: port(), Fast: true}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := c.Ensure(ctx); err != nil {
