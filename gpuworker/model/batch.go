@@ -2,45 +2,10 @@ package model
 
 import (
 	"fmt"
-	"os"
-	"strings"
 
-	"github.com/gomlx/compute"
-	"github.com/gomlx/compute/gobackend"
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 )
-
-// NewBackend returns the compute backend named by GOMLX_BACKEND ("go" or
-// "go:<options>"); the default is the pure-Go backend with ops_sequential.
-//
-// Why ops_sequential: with parallel op execution, compute v0.1.2's worker pool
-// deadlocks — every pool slot can be held by an op goroutine blocked in
-// workerspool.Pool.Saturate (matmul) waiting for a free slot that only those same
-// goroutines could release (see gpuworker/scripts/GOMLX_DEADLOCK.md). Sequential op
-// scheduling still parallelises inside each matmul and measured faster here.
-// Only the pure-Go backend is linked into this build.
-func NewBackend() (compute.Backend, error) {
-	spec := os.Getenv("GOMLX_BACKEND")
-	name, opts, _ := strings.Cut(spec, ":")
-	switch name {
-	case "", gobackend.BackendName:
-		if opts == "" {
-			opts = "ops_sequential"
-		}
-		return gobackend.New(opts)
-	}
-	return nil, fmt.Errorf("GOMLX_BACKEND=%q: backend %q is not linked into this build (only %q)",
-		spec, name, gobackend.BackendName)
-}
-
-// DeviceName is what metrics.device reports for a backend.
-func DeviceName(b compute.Backend) string {
-	if strings.Contains(strings.ToLower(b.Name()), "cuda") {
-		return "cuda"
-	}
-	return "cpu"
-}
 
 // Batch is a padded batch of token sequences in the graph's input layout.
 type Batch struct {

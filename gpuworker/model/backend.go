@@ -1,0 +1,138 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gomlx/compute"
+	"github.com/gomlx/compute/gobackend"
+)
+
+// BackendEnv names the environment variable that selects the compute backend.
+const BackendEnv = "GOMLX_BACKEND"
+
+// backendForms lists the accepted GOMLX_BACKEND values, for error messages.
+const backendForms = `"go", "go:<options>" (e.g. go:ops_sequential, go:parallelism=8), ` +
+	`or "xla:<path to a PJRT plugin .so or plugin name>[,<xla options>]" (e.g. xla:/opt/pjrt/xla_cuda_plugin.so)`
+
+// BackendSpec is a parsed GOMLX_BACKEND value.
+type BackendSpec struct {
+	Kind string // "go" or "xla"
+	// Config is what the backend's constructor receives: the pure-Go backend's options
+	// ("ops_sequential" by default), or for XLA the plugin — an absolute path, or a
+	// plugin name looked up in PJRT_PLUGIN_LIBRARY_PATH and the standard library
+	// directories — followed by go-xla's ",option" list (tf32, preallocate, ...).
+	Config string
+	// Plugin is the XLA plugin part of Config (no options); empty for "go".
+	Plugin string
+}
+
+// ParseBackendSpec parses a GOMLX_BACKEND value. Empty means the default pure-Go
+// backend. A plugin given as a relative path (it contains a "/" or ends in .so) is
+// made absolute, since go-xla would otherwise treat it as a plugin name.
+func ParseBackendSpec(spec string) (BackendSpec, error) {
+	bad := func(why string) (BackendSpec, error) {
+		return BackendSpec{}, fmt.Errorf("%s=%q: %s; accepted forms: %s", BackendEnv, spec, why, backendForms)
+	}
+	name, opts, hasOpts := strings.Cut(strings.TrimSpace(spec), ":")
+	switch name {
+	case "", gobackend.BackendName:
+		if name == "" && hasOpts {
+			return bad("missing backend name before ':'")
+		}
+		if opts == "" {
+			opts = "ops_sequential"
+		}
+		return BackendSpec{Kind: gobackend.BackendName, Config: opts}, nil
+	case "xla":
+		plugin, xlaOpts, _ := strings.Cut(opts, ",")
+		plugin = strings.TrimSpace(plugin)
+		if plugin == "" {
+			return bad("xla needs a PJRT plugin: xla:<path to the plugin .so or plugin name>")
+		}
+		if !filepath.IsAbs(plugin) && (strings.ContainsRune(plugin, '/') || strings.HasSuffix(plugin, ".so")) {
+			abs, err := filepath.Abs(plugin)
+			if err != nil {
+				return bad(err.Error())
+			}
+			plugin = abs
+		}
+		cfg := plugin
+		if xlaOpts != "" {
+			cfg += "," + xlaOpts
+		}
+		return BackendSpec{Kind: "xla", Config: cfg, Plugin: plugin}, nil
+	}
+	return bad(fmt.Sprintf("unknown backend %q", name))
+}
+
+// NewBackend returns the compute backend named by GOMLX_BACKEND (see ParseBackendSpec);
+// the default is the pure-Go backend with ops_sequential.
+//
+// Why ops_sequential: with parallel op execution, compute v0.1.2's worker pool
+// deadlocks — every pool slot can be held by an op goroutine blocked in
+// workerspool.Pool.Saturate (matmul) waiting for a free slot that only those same
+// goroutines could release (see gpuworker/scripts/GOMLX_DEADLOCK.md). Sequential op
+// scheduling still parallelises inside each matmul and measured faster here.
+//
+// "xla:<plugin>" loads a PJRT plugin with dlopen at run time (github.com/gomlx/go-xla);
+// e.g. JAX's CUDA plugin, .../site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so
+// (gpuworker/scripts/gpu_check.sh shows how to find it and its NVIDIA libraries).
+func NewBackend() (compute.Backend, error) {
+	return NewBackendFrom(os.Getenv(BackendEnv))
+}
+
+// NewBackendFrom is NewBackend for an explicit GOMLX_BACKEND value.
+func NewBackendFrom(spec string) (compute.Backend, error) {
+	s, err := ParseBackendSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	switch s.Kind {
+	case "xla":
+		if filepath.IsAbs(s.Plugin) {
+			if _, err := os.Stat(s.Plugin); err != nil {
+				return nil, fmt.Errorf("%s=%q: PJRT plugin %s: %w", BackendEnv, spec, s.Plugin, unwrapPathError(err))
+			}
+		}
+		b, err := newXLABackend(s.Config)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q: loading PJRT plugin %s: %w", BackendEnv, spec, s.Plugin, err)
+		}
+		return b, nil
+	default:
+		b, err := gobackend.New(s.Config)
+		if err != nil {
+			return nil, fmt.Errorf("%s=%q: %w", BackendEnv, spec, err)
+		}
+		return b, nil
+	}
+}
+
+func unwrapPathError(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// DeviceName is what metrics.device reports for a backend: "cuda" when an XLA backend
+// runs a CUDA PJRT plugin (by plugin name/path, or by its device description), "cpu"
+// otherwise — the pure-Go backend and XLA's CPU plugin.
+func DeviceName(b compute.Backend) string {
+	if c, ok := b.(interface{ IsCUDA() bool }); ok && c.IsCUDA() {
+		return "cuda"
+	}
+	desc := strings.ToLower(b.Name())
+	if b.NumDevices() > 0 {
+		desc += " " + strings.ToLower(b.DeviceDescription(0))
+	}
+	if strings.Contains(desc, "cuda") || strings.Contains(desc, "nvidia") {
+		return "cuda"
+	}
+	return "cpu"
+}
