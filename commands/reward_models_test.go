@@ -1,0 +1,132 @@
+package commands_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/pg/pgtest"
+)
+
+func setup(t *testing.T) (*commands.Commands, *eventstore.Store, commands.Actor) {
+	t.Helper()
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	store := eventstore.New(pgtest.NewPool(t), blobs)
+	cmds := commands.New(store)
+	u, err := cmds.CreateUser(context.Background(), "u"+time.Now().Format("150405.000000"), false)
+	require.NoError(t, err)
+	return cmds, store, commands.Actor{UserID: u.UserID}
+}
+
+// ratedPair imports two traces rated +1 and -1 and returns their ids.
+func ratedPair(t *testing.T, cmds *commands.Commands, actor commands.Actor) []string {
+	ctx := context.Background()
+	res, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
+		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"good"}]}` + "\n" +
+			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"bad"}]}` + "\n" +
+			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}`)})
+	require.NoError(t, err)
+	for i, r := range []int{1, -1, 1} {
+		r := r
+		_, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: res.TraceIDs[i], Rating: &r, AuthorName: "t"})
+		require.NoError(t, err)
+	}
+	return res.TraceIDs
+}
+
+func TestClaimIsExclusiveAndLeasesExpire(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cmds, _, actor := setup(t)
+	ids := ratedPair(t, cmds, actor)
+	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ids})
+	require.NoError(t, err)
+
+	// Not claimable before its dataset exists.
+	_, err = cmds.ClaimTraining(ctx, "w1", req.ModelID, 1, time.Minute)
+	var conflict *domain.ConflictError
+	require.ErrorAs(t, err, &conflict)
+
+	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	require.NoError(t, err)
+	again, err := cmds.BuildDataset(ctx, req.ModelID) // a duplicate delivery
+	require.NoError(t, err)
+	require.Empty(t, again.LastEventID, "the dataset is built once")
+	m, err := cmds.Model(ctx, req.ModelID)
+	require.NoError(t, err)
+	require.Equal(t, 2, m.Dataset.NumPairs, "a×b and c×b")
+	require.Equal(t, 3, m.Dataset.SourceTraces)
+
+	job, err := cmds.ClaimTraining(ctx, "w1", req.ModelID, 1, 2*time.Second)
+	require.NoError(t, err)
+	require.Equal(t, commands.ArtifactKey(actor.UserID, req.ModelID), job.ArtifactKey)
+	// A duplicate delivery, to the same or another worker, cannot start it twice.
+	for _, w := range []string{"w1", "w2"} {
+		_, err = cmds.ClaimTraining(ctx, w, req.ModelID, 1, time.Minute)
+		require.ErrorAs(t, err, &conflict)
+	}
+	// Only the holder heartbeats.
+	_, err = cmds.Heartbeat(ctx, "w2", req.ModelID, 1, events.Progress{Phase: "training"})
+	require.ErrorAs(t, err, &conflict)
+	_, err = cmds.Heartbeat(ctx, "w1", req.ModelID, 1, events.Progress{Phase: "training", Step: 1, TotalSteps: 2})
+	require.NoError(t, err)
+
+	// A live lease is left alone; an expired one fails the model.
+	r, err := cmds.ExpireLease(ctx, req.ModelID, time.Now())
+	require.NoError(t, err)
+	require.Empty(t, r.LastEventID)
+	_, err = cmds.ExpireLease(ctx, req.ModelID, time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	m, err = cmds.Model(ctx, req.ModelID)
+	require.NoError(t, err)
+	require.Equal(t, rewardmodels.StatusFailed, m.Status)
+	// The worker that lost its lease can no longer report.
+	_, err = cmds.FailTraining(ctx, "w1", req.ModelID, 1, "late")
+	require.ErrorAs(t, err, &conflict)
+
+	// Retry: same id, attempt 2, queued again.
+	_, err = cmds.RetryTraining(ctx, actor, req.ModelID)
+	require.NoError(t, err)
+	_, err = cmds.RetryTraining(ctx, actor, req.ModelID)
+	require.ErrorAs(t, err, &conflict, "only failed models retry")
+	m, err = cmds.Model(ctx, req.ModelID)
+	require.NoError(t, err)
+	require.Equal(t, 2, m.Attempt)
+	require.Equal(t, rewardmodels.StatusQueued, m.Status)
+}
+
+func TestTooFewPairsFailsBeforeTraining(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cmds, _, actor := setup(t)
+	ids := ratedPair(t, cmds, actor)
+	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ids[:1]})
+	require.NoError(t, err)
+	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	require.NoError(t, err)
+	m, err := cmds.Model(ctx, req.ModelID)
+	require.NoError(t, err)
+	require.Equal(t, rewardmodels.StatusFailed, m.Status)
+	require.Nil(t, m.Dataset)
+}
+
+func TestRequestTrainingNamesTheFirstForeignTrace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cmds, _, actor := setup(t)
+	ids := ratedPair(t, cmds, actor)
+	_, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: []string{ids[0], "not-mine", "also-not"}})
+	var nf *domain.NotFoundError
+	require.True(t, errors.As(err, &nf))
+	require.Equal(t, "not-mine", nf.ID)
+}
