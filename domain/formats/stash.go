@@ -49,6 +49,10 @@ func (Stash) Parse(data []byte) ([]domain.Trace, error) {
 		if firstJSONByte(raw) != '{' {
 			return domain.InvalidAt(line, "", "expected a JSON object with \"steps\"")
 		}
+		if t, ok := parseStashFast(raw, line); ok {
+			out = append(out, t)
+			return nil
+		}
 		var st stashTrace
 		if err := decodeJSON(raw, &st); err != nil {
 			return err
@@ -122,6 +126,71 @@ func (st stashTrace) canonical(line int) (domain.Trace, error) {
 		t.Steps = append(t.Steps, s)
 	}
 	return t, nil
+}
+
+// stashTraceFast decodes a whole line in one pass (the steps typed, not kept
+// raw and decoded again, their content not decoded a third time).
+type stashTraceFast struct {
+	ID       json.RawMessage  `json:"id"`
+	Title    *string          `json:"title"`
+	Metadata map[string]any   `json:"metadata"`
+	Steps    []*stashStepFast `json:"steps"`
+	Spans    []domain.Span    `json:"spans"`
+}
+
+type stashStepFast struct {
+	Role       string         `json:"role"`
+	Content    *string        `json:"content"`
+	ToolName   *string        `json:"tool_name"`
+	ToolInput  map[string]any `json:"tool_input"`
+	ToolCallID *string        `json:"tool_call_id"`
+	Metadata   map[string]any `json:"metadata"`
+}
+
+// parseStashFast parses a valid line in one decoding pass. It accepts only
+// what the step-by-step path (stashTrace.canonical) accepts, with the same
+// result; anything it does not accept (ok false) goes through that path,
+// which says exactly what is wrong, where.
+func parseStashFast(raw []byte, line int) (domain.Trace, bool) {
+	var st stashTraceFast
+	if decodeJSON(raw, &st) != nil || st.Steps == nil {
+		return domain.Trace{}, false
+	}
+	t := domain.Trace{Metadata: st.Metadata, Spans: st.Spans}
+	if len(st.ID) > 0 && string(st.ID) != "null" {
+		id, err := scalarString(st.ID)
+		if err != nil {
+			return t, false
+		}
+		t.ExternalID = id
+	}
+	if st.Title != nil {
+		t.Title = *st.Title
+	}
+	t.Steps = make([]domain.Step, 0, len(st.Steps))
+	for _, ss := range st.Steps {
+		if ss == nil { // null: not an object
+			return t, false
+		}
+		s := domain.Step{Role: domain.Role(ss.Role), Metadata: ss.Metadata, ToolInput: ss.ToolInput}
+		if !s.Role.Valid() {
+			return t, false
+		}
+		if ss.Content != nil {
+			s.Content = *ss.Content
+		}
+		if ss.ToolName != nil {
+			s.ToolName = *ss.ToolName
+		}
+		if ss.ToolCallID != nil {
+			s.ToolCallID = *ss.ToolCallID
+		}
+		t.Steps = append(t.Steps, s)
+	}
+	if domain.ValidateTrace(t, line) != nil {
+		return t, false
+	}
+	return t, true
 }
 
 // scalarString accepts a JSON string or number as an id.

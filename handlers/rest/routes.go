@@ -81,14 +81,28 @@ func (a *API) Register(mux *http.ServeMux) {
 // decodeBody reads a JSON body strictly: unknown fields and trailing data are
 // 422 naming the field, a body over the limit is 413.
 func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := a.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	return decodeBodyBytes(body, v)
+}
+
+// readBody reads the request body within the size limit.
+func (a *API) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.maxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return &domain.TooLargeError{Limit: mbe.Limit}
+			return nil, &domain.TooLargeError{Limit: mbe.Limit}
 		}
-		return domain.Invalid("could not read the request body: %v", err)
+		return nil, domain.Invalid("could not read the request body: %v", err)
 	}
+	return body, nil
+}
+
+// decodeBodyBytes decodes a read body strictly (see decodeBody).
+func decodeBodyBytes(body []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

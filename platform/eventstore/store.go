@@ -17,8 +17,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/criticml/critic/domain"
@@ -82,7 +84,10 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 	}
 
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", appendLockKey); err != nil {
+		// The lock and the transaction's time in one round trip (now() is
+		// the transaction's start either way).
+		var now time.Time
+		if err := tx.QueryRow(ctx, "SELECT now() FROM pg_advisory_xact_lock($1)", appendLockKey).Scan(&now); err != nil {
 			return err
 		}
 		streams := map[string]bool{}
@@ -114,10 +119,6 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 				return &domain.VersionConflictError{Stream: st, Expected: want, Actual: current[st]}
 			}
 		}
-		var now time.Time
-		if err := tx.QueryRow(ctx, "SELECT now()").Scan(&now); err != nil {
-			return err
-		}
 		for i := range envs {
 			current[envs[i].Stream]++
 			envs[i].Version = current[envs[i].Stream]
@@ -127,7 +128,7 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 			[]string{"id", "stream", "version", "owner_id", "type", "actor", "causation_id", "correlation_id", "recorded_at", "payload"},
 			pgx.CopyFromSlice(len(envs), func(i int) ([]any, error) {
 				e := envs[i]
-				return []any{e.ID, e.Stream, e.Version, e.OwnerID, e.Type, e.Actor, e.CausationID, e.CorrelationID, e.RecordedAt, string(e.Payload)}, nil
+				return []any{uuidArg(e.ID), e.Stream, e.Version, uuidArg(e.OwnerID), e.Type, e.Actor, e.CausationID, e.CorrelationID, e.RecordedAt, string(e.Payload)}, nil
 			}))
 		if err != nil {
 			var pgErr *pgconn.PgError
@@ -143,6 +144,18 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 		return nil, err
 	}
 	return envs, nil
+}
+
+// uuidArg passes a uuid column's value in binary form: pgx cannot encode a
+// Go string as a binary uuid, and its COPY path falls back through a
+// formatted error and a text parse for every such value. A string that is not
+// a uuid goes as it was, for Postgres to reject as before.
+func uuidArg(s string) any {
+	u, err := uuid.Parse(s)
+	if err != nil {
+		return s
+	}
+	return pgtype.UUID{Bytes: u, Valid: true}
 }
 
 func (s *Store) claimCheck(ctx context.Context, id string, raw []byte) ([]byte, error) {

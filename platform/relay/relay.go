@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -49,16 +50,61 @@ func New(name string, store *eventstore.Store, pub Publisher, log *slog.Logger) 
 	return &Relay{name: name, store: store, pool: store.Pool(), pub: pub, log: log, batch: 1000}
 }
 
-// Message converts an envelope into the bus message the consumers decode.
+// Message converts an envelope into the bus message the consumers decode:
+// the JSON of events.Envelope. It is written by concatenation rather than
+// json.Marshal, which would re-validate and re-compact every payload (the
+// largest part of the message) and HTML-escape it; the payload comes from a
+// jsonb column, so it is valid JSON already and goes out byte for byte.
 func Message(e events.Envelope) (*message.Message, error) {
-	raw, err := json.Marshal(e)
+	b := make([]byte, 0, len(e.Payload)+len(e.Stream)+len(e.Actor)+len(e.CausationID)+len(e.CorrelationID)+320)
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, e.Seq, 10)
+	b = appendField(b, "id", e.ID)
+	b = appendField(b, "stream", e.Stream)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, e.Version, 10)
+	b = appendField(b, "owner_id", e.OwnerID)
+	b = appendField(b, "type", e.Type)
+	b = appendField(b, "actor", e.Actor)
+	if e.CausationID != "" {
+		b = appendField(b, "causation_id", e.CausationID)
+	}
+	if e.CorrelationID != "" {
+		b = appendField(b, "correlation_id", e.CorrelationID)
+	}
+	t, err := e.RecordedAt.MarshalJSON()
 	if err != nil {
 		return nil, err
 	}
-	m := message.NewMessage(e.ID, raw)
+	b = append(b, `,"recorded_at":`...)
+	b = append(b, t...)
+	b = append(b, `,"payload":`...)
+	if len(e.Payload) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, e.Payload...)
+	}
+	b = append(b, '}')
+	m := message.NewMessage(e.ID, b)
 	m.Metadata.Set(PartitionKeyMetadata, e.OwnerID)
 	m.Metadata.Set("type", e.Type)
 	return m, nil
+}
+
+// appendField appends ,"name":"value" with value JSON-escaped.
+func appendField(b []byte, name, value string) []byte {
+	b = append(b, ',', '"')
+	b = append(b, name...)
+	b = append(b, '"', ':')
+	for i := 0; i < len(value); i++ {
+		if c := value[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			q, _ := json.Marshal(value) // rare: escapes, control bytes, non-ASCII
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, value...)
+	return append(b, '"')
 }
 
 // Run publishes until ctx ends. It returns nil on cancellation.
@@ -130,13 +176,33 @@ func (r *Relay) lead(ctx context.Context) error {
 		// sends each partition at most one batch per call, so a call that
 		// fails part-way cannot leave a later batch of an owner's events in
 		// the log ahead of an earlier one; the retry only duplicates what
-		// landed (consumers dedupe by event id).
-		chunk, err := r.firstChunk(evs)
+		// landed (consumers dedupe by event id). Every chunk of what was read
+		// is published before reading again (re-reading the rest of a batch
+		// per chunk cost Postgres several jsonb outputs of every event), and
+		// chunk k+1 is only sent after chunk k succeeded, so seq order holds.
+		msgs, err := messages(evs)
 		if err != nil {
 			return err
 		}
-		if err := r.pub.Publish(Topic, chunk...); err != nil {
-			r.log.Warn("relay: publish failed; events wait in Postgres", "err", err, "retry_in", backoff)
+		published := cursor
+		var pubErr error
+		for len(msgs) > 0 {
+			n := chunkLen(msgs)
+			if pubErr = r.pub.Publish(Topic, msgs[:n]...); pubErr != nil {
+				break
+			}
+			published = evs[n-1].Seq
+			msgs, evs = msgs[n:], evs[n:]
+		}
+		if published != cursor {
+			cursor = published
+			if _, err := r.pool.Exec(ctx, `INSERT INTO relay_cursor (name, seq) VALUES ($1, $2)
+			ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq`, r.name, cursor); err != nil {
+				return err
+			}
+		}
+		if pubErr != nil {
+			r.log.Warn("relay: publish failed; events wait in Postgres", "err", pubErr, "retry_in", backoff)
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
@@ -145,13 +211,7 @@ func (r *Relay) lead(ctx context.Context) error {
 			backoff = min(backoff*2, 5*time.Second)
 			continue
 		}
-		evs = evs[:len(chunk)]
 		backoff = 100 * time.Millisecond
-		cursor = evs[len(evs)-1].Seq
-		if _, err := r.pool.Exec(ctx, `INSERT INTO relay_cursor (name, seq) VALUES ($1, $2)
-			ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq`, r.name, cursor); err != nil {
-			return err
-		}
 	}
 }
 
@@ -159,23 +219,30 @@ func (r *Relay) lead(ctx context.Context) error {
 // (bus.DefaultBatchBytes, 1 MiB) with room for headers.
 const maxPublishBytes = 900 << 10
 
-// firstChunk returns the messages of the leading events that fit in
-// maxPublishBytes (always at least one).
-func (r *Relay) firstChunk(evs []events.Envelope) ([]*message.Message, error) {
-	var msgs []*message.Message
-	size := 0
-	for _, e := range evs {
+// messages converts every envelope.
+func messages(evs []events.Envelope) ([]*message.Message, error) {
+	msgs := make([]*message.Message, len(evs))
+	for i, e := range evs {
 		m, err := Message(e)
 		if err != nil {
 			return nil, err
 		}
-		if len(msgs) > 0 && size+len(m.Payload) > maxPublishBytes {
-			break
-		}
-		size += len(m.Payload)
-		msgs = append(msgs, m)
+		msgs[i] = m
 	}
 	return msgs, nil
+}
+
+// chunkLen returns how many leading messages fit in maxPublishBytes (always
+// at least one).
+func chunkLen(msgs []*message.Message) int {
+	size := 0
+	for i, m := range msgs {
+		if i > 0 && size+len(m.Payload) > maxPublishBytes {
+			return i
+		}
+		size += len(m.Payload)
+	}
+	return len(msgs)
 }
 
 func (r *Relay) cursor(ctx context.Context) (int64, error) {

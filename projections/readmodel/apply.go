@@ -2,8 +2,12 @@ package readmodel
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
@@ -40,10 +44,91 @@ func (w *writer) flush(ctx context.Context) error {
 }
 
 func (w *writer) bufferSteps(traceID, ownerID string, steps []events.StepRecord) {
+	tr, ow := uuidArg(traceID), uuidArg(ownerID)
 	for _, s := range steps {
-		w.steps = append(w.steps, []any{s.ID, traceID, ownerID, s.Index, string(s.Role), s.Content,
+		w.steps = append(w.steps, []any{uuidArg(s.ID), tr, ow, s.Index, string(s.Role), s.Content,
 			nilIfEmpty(s.ToolName), jsonOrNil(s.ToolInput), nilIfEmpty(s.ToolCallID), jsonOrNil(s.Metadata)})
 	}
+}
+
+// importedTrace is events.TraceImportedV1 as the read model decodes it: the
+// steps' free-form objects stay raw JSON and go to their jsonb columns as
+// they are, instead of being decoded into maps and encoded again.
+type importedTrace struct {
+	TraceID      string         `json:"trace_id"`
+	ExternalID   string         `json:"external_id"`
+	Title        string         `json:"title"`
+	SourceFormat string         `json:"source_format"`
+	SourceID     string         `json:"source_id"`
+	Metadata     map[string]any `json:"metadata"`
+	Revision     int            `json:"revision"`
+	Steps        []importedStep `json:"steps"`
+	Spans        []domain.Span  `json:"spans"`
+}
+
+// importedStep is events.StepRecord (with domain.Step's fields inline).
+type importedStep struct {
+	ID         string          `json:"id"`
+	Index      int             `json:"index"`
+	Role       string          `json:"role"`
+	Content    string          `json:"content"`
+	ToolName   string          `json:"tool_name"`
+	ToolInput  json.RawMessage `json:"tool_input"`
+	ToolCallID string          `json:"tool_call_id"`
+	Metadata   json.RawMessage `json:"metadata"`
+}
+
+func (w *writer) bufferImportedSteps(traceID, ownerID string, steps []importedStep) error {
+	tr, ow := uuidArg(traceID), uuidArg(ownerID)
+	for _, s := range steps {
+		in, err := rawObjectOrNil(s.ToolInput)
+		if err != nil {
+			return fmt.Errorf("step %s tool_input: %w", s.ID, err)
+		}
+		meta, err := rawObjectOrNil(s.Metadata)
+		if err != nil {
+			return fmt.Errorf("step %s metadata: %w", s.ID, err)
+		}
+		w.steps = append(w.steps, []any{uuidArg(s.ID), tr, ow, s.Index, s.Role, s.Content,
+			nilIfEmpty(s.ToolName), in, nilIfEmpty(s.ToolCallID), meta})
+	}
+	return nil
+}
+
+// rawObjectOrNil is jsonOrNil for a map[string]any field kept raw: SQL NULL
+// for an absent, null or empty object, the JSON text otherwise (jsonb
+// normalizes it exactly as it would the re-encoded map).
+func rawObjectOrNil(raw json.RawMessage) (any, error) {
+	i := skipSpace(raw, 0)
+	if i == len(raw) || string(raw[i:]) == "null" {
+		return nil, nil
+	}
+	if raw[i] != '{' {
+		return nil, fmt.Errorf("expected a JSON object")
+	}
+	if j := skipSpace(raw, i+1); j < len(raw) && raw[j] == '}' {
+		return nil, nil
+	}
+	return string(raw), nil
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// uuidArg passes a uuid column's value in binary form: pgx cannot encode a
+// Go string as a binary uuid, and its COPY path falls back through a
+// formatted error and a text parse for every such value. A string that is not
+// a uuid goes as it was, for Postgres to reject as before.
+func uuidArg(s string) any {
+	u, err := uuid.Parse(s)
+	if err != nil {
+		return s
+	}
+	return pgtype.UUID{Bytes: u, Valid: true}
 }
 
 func (w *writer) apply(ctx context.Context, e events.Envelope) error {
@@ -88,8 +173,8 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		_, err := tx.Exec(ctx, `UPDATE rm_users SET reward_models_enabled = $2 WHERE id = $1`, p.UserID, p.Enabled)
 		return err
 	case events.TraceImported:
-		var p events.TraceImportedV1
-		if err := e.Decode(&p); err != nil {
+		var p importedTrace
+		if err := decodeImported(e, &p); err != nil {
 			return err
 		}
 		// trace.deleted removed any earlier row of this id, so this is an insert.
@@ -97,9 +182,11 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if meta == nil {
 			meta = "{}"
 		}
-		w.traces = append(w.traces, []any{p.TraceID, e.OwnerID, nilIfEmpty(p.ExternalID), p.Title, p.SourceFormat,
+		w.traces = append(w.traces, []any{uuidArg(p.TraceID), uuidArg(e.OwnerID), nilIfEmpty(p.ExternalID), p.Title, p.SourceFormat,
 			domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat), meta, p.Revision, len(p.Steps), e.RecordedAt, e.RecordedAt, e.Seq})
-		w.bufferSteps(p.TraceID, e.OwnerID, p.Steps)
+		if err := w.bufferImportedSteps(p.TraceID, e.OwnerID, p.Steps); err != nil {
+			return err
+		}
 		return insertSpans(ctx, tx, p.TraceID, p.Spans)
 	case events.TraceRevised:
 		var p events.TraceRevisedV1

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
@@ -107,14 +108,24 @@ type pendingTrace struct {
 }
 
 type writer struct {
-	tx      *duck.Tx
-	order   []string
-	pending map[string]*pendingTrace
+	tx        *duck.Tx
+	order     []string
+	pending   map[string]*pendingTrace
+	revisions []any // trace id, revision pairs of buffered imports
 }
 
 func (w *writer) flush(ctx context.Context) error {
 	if len(w.order) == 0 {
 		return nil
+	}
+	// One statement per 500 imported traces for their revisions.
+	for len(w.revisions) > 0 {
+		n := min(len(w.revisions), 1000)
+		values := strings.TrimSuffix(strings.Repeat("(?, ?), ", n/2), ", ")
+		if err := w.tx.Exec(ctx, `INSERT OR REPLACE INTO main._trace_revisions VALUES `+values, w.revisions[:n]...); err != nil {
+			return err
+		}
+		w.revisions = w.revisions[n:]
 	}
 	// An import follows a deletion (or nothing), so usually no row exists;
 	// one that does (a replayed import after a lost deletion) is replaced.
@@ -163,9 +174,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if _, ok := w.pending[p.TraceID]; !ok {
 			w.order = append(w.order, p.TraceID)
 		}
-		if err := setRevision(ctx, tx, p.TraceID, p.Revision); err != nil {
-			return err
-		}
+		w.revisions = append(w.revisions, p.TraceID, p.Revision)
 		w.pending[p.TraceID] = &pendingTrace{
 			row: duck.TraceRow{ID: p.TraceID, ExternalID: p.ExternalID, Title: p.Title, SourceFormat: p.SourceFormat,
 				SourceID: domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat), StepCount: len(p.Steps),
