@@ -444,3 +444,30 @@ func TestSessionSyncThroughTheAPI(t *testing.T) {
 		})
 	}
 }
+
+// TestNativeTranscriptUpload: the session recorders' upload path syncs like
+// an import and takes only session transcripts.
+func TestNativeTranscriptUpload(t *testing.T) {
+	in := startServe(t)
+	key := in.newUser("recorder", false)
+	recs := claudeCodeSession("5e0b7a52-1c2d-4e3f-8a9b-0c1d2e3f4a5b", 3, nil)
+	upload := func(body map[string]any) response {
+		return in.do("POST", "/api/v1/me/transcripts", key, body)
+	}
+	r := upload(map[string]any{"data": sessionFile(recs[:len(recs)/2])})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Equal(t, "claude_code", r.JSON(t)["format"])
+	id := r.JSON(t)["trace_ids"].([]any)[0].(string)
+	first := in.getTrace(t, key, id)
+
+	r = upload(map[string]any{"data": sessionFile(recs), "format": "claude_code"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	grown := in.getTrace(t, key, id)
+	require.Greater(t, len(grown.Steps), len(first.Steps))
+	require.Equal(t, first.Steps[0]["id"], grown.Steps[0]["id"], "existing steps keep their ids")
+
+	r = upload(map[string]any{"data": `{"steps":[{"role":"user","content":"x"}]}`})
+	require.Equal(t, http.StatusUnprocessableEntity, r.Status)
+	require.Contains(t, r.JSON(t)["detail"], "Claude Code and Codex")
+	require.Equal(t, http.StatusUnauthorized, in.do("POST", "/api/v1/me/transcripts", "", map[string]any{"data": "x"}).Status)
+}

@@ -22,6 +22,9 @@ import (
 // Prefix is where the API lives.
 const Prefix = "/api/v1/rm"
 
+// TranscriptsPath is where agent session recorders upload transcripts.
+const TranscriptsPath = "/api/v1/me/transcripts"
+
 // DefaultMaxBody is the request body limit when none is configured (64 MiB).
 const DefaultMaxBody = 64 << 20
 
@@ -71,6 +74,12 @@ func (a *API) Register(mux *http.ServeMux) {
 	route("GET /export/traces", a.exportTraces)
 	route("GET /export/annotations", a.exportAnnotations)
 	route("GET /export/pairs", a.exportPairs)
+	// The native upload path of session recorders lives outside /rm.
+	mux.Handle("POST "+TranscriptsPath, a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := a.uploadTranscript(w, r); err != nil {
+			handlers.WriteError(w, err)
+		}
+	})))
 	// Anything else under the prefix is a 404 in the API's error shape (after
 	// auth, so unauthenticated probing learns nothing).
 	mux.Handle(Prefix+"/", a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

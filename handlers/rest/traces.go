@@ -9,6 +9,7 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/formats"
 	"github.com/criticml/critic/handlers"
 	"github.com/criticml/critic/projections/readmodel"
 )
@@ -205,6 +206,37 @@ type importResponse struct {
 }
 
 func (a *API) importTraces(w http.ResponseWriter, r *http.Request) error {
+	return a.importWith(w, r, "", nil)
+}
+
+// sessionFormats are what POST /api/v1/me/transcripts accepts.
+var sessionFormats = map[string]bool{"claude_code": true, "codex": true}
+
+// uploadTranscript is POST /api/v1/me/transcripts, the native upload path of
+// agent session recorders (spec 001's top section): a Claude Code or Codex
+// session transcript, `format` optional (detected), synced into Traces — a
+// grown snapshot appends, an equal or older one is a no-op, a divergent one
+// is 409 trace_sync_error.
+func (a *API) uploadTranscript(w http.ResponseWriter, r *http.Request) error {
+	return a.importWith(w, r, "auto", func(format string, data []byte) (string, error) {
+		if format == "auto" {
+			ad, err := formats.DetectFormat(data)
+			if err != nil {
+				return "", err
+			}
+			format = ad.Name()
+		}
+		if !sessionFormats[format] {
+			return "", &domain.ValidationError{Code: "unsupported_transcript", Field: "format",
+				Message: "this endpoint takes Claude Code and Codex session transcripts (got " + format + "); import other formats with POST /api/v1/rm/traces/import"}
+		}
+		return format, nil
+	})
+}
+
+// importWith runs an import request; defaultFormat applies when the body
+// names none, and restrict (when set) may refuse or resolve the format.
+func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat string, restrict func(format string, data []byte) (string, error)) error {
 	caller := handlers.CallerFrom(r.Context())
 	if err := handlers.RequireWrite(caller); err != nil {
 		return err
@@ -220,6 +252,9 @@ func (a *API) importTraces(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
+	if req.Format == nil && defaultFormat != "" {
+		req.Format = &defaultFormat
+	}
 	if req.Format == nil {
 		return &domain.ValidationError{Code: "invalid_request", Field: "format", Message: "format is required"}
 	}
@@ -227,6 +262,11 @@ func (a *API) importTraces(w http.ResponseWriter, r *http.Request) error {
 		return &domain.ValidationError{Code: "invalid_request", Field: "data", Message: "data is required"}
 	}
 	in := commands.ImportTraces{Format: *req.Format, Data: []byte(*req.Data)}
+	if restrict != nil {
+		if in.Format, err = restrict(in.Format, in.Data); err != nil {
+			return err
+		}
+	}
 	if req.SourceID != nil {
 		if *req.SourceID == "" {
 			return &domain.ValidationError{Code: "invalid_request", Field: "source_id", Message: "source_id must be 1–200 characters"}
