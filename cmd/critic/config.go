@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/criticml/critic/platform/duck"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -27,6 +28,11 @@ type config struct {
 	MaxBody      int64         // CRITIC_MAX_BODY_BYTES; default 64 MiB
 	PProf        bool          // CRITIC_PPROF=1 serves /debug/pprof (unauthenticated: profiling only)
 	WorkerLease  time.Duration // CRITIC_WORKER_LEASE: how long a job claim lives without a heartbeat (default 30s)
+	// QueryIsolation is CRITIC_QUERY_ISOLATION: "replica" (default: a
+	// per-account locked-down in-memory copy, fresh connection per query) or
+	// "copy" (a brand-new in-memory DuckDB per query, ~10× slower on large
+	// accounts).
+	QueryIsolation duck.LoadMode
 }
 
 func loadConfig() (config, error) {
@@ -50,6 +56,14 @@ func loadConfig() (config, error) {
 		}
 	}
 	var err error
+	switch v := os.Getenv("CRITIC_QUERY_ISOLATION"); v {
+	case "", "replica":
+		c.QueryIsolation = duck.LoadReplica
+	case "copy":
+		c.QueryIsolation = duck.LoadCopy
+	default:
+		return c, fmt.Errorf("CRITIC_QUERY_ISOLATION must be replica or copy, got %q", v)
+	}
 	c.WorkerLease = 30 * time.Second
 	if v := os.Getenv("CRITIC_WORKER_LEASE"); v != "" {
 		if c.WorkerLease, err = time.ParseDuration(v); err != nil || c.WorkerLease < time.Second {

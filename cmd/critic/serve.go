@@ -16,6 +16,7 @@ import (
 	"github.com/criticml/critic/handlers/rest"
 	"github.com/criticml/critic/handlers/workerapi"
 	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/duck"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -70,6 +71,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		KafkaPort:    cfg.KafkaPort,
 		WaitTimeout:  5 * time.Second,
 		SnapshotDir:  filepath.Join(cfg.DataDir, "snapshots"),
+		Query:        duck.Options{Load: cfg.QueryIsolation},
 	}, app.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *app.Server) {
 		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).Register(mux)
 		workerapi.New(a.Cmds, token, cfg.WorkerLease).Register(mux)
