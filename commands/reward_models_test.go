@@ -130,3 +130,33 @@ func TestRequestTrainingNamesTheFirstForeignTrace(t *testing.T) {
 	require.True(t, errors.As(err, &nf))
 	require.Equal(t, "not-mine", nf.ID)
 }
+
+func TestStuckScoringRunsExpire(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cmds, store, actor := setup(t)
+	stream := events.ScoringStream("t1", "m1")
+	_, err := store.Append(ctx, eventstore.Meta{Actor: "system"}, map[string]int64{stream: 0}, []events.New{
+		{ID: "00000000-0000-0000-0000-0000000000a1", Stream: stream, OwnerID: actor.UserID, Type: events.ScoringRunRequested,
+			Payload: events.ScoringRunRequestedV1{RunID: "r1", TraceID: "t1", ModelID: "m1", TraceRevision: 1}},
+		{ID: "00000000-0000-0000-0000-0000000000a2", Stream: stream, OwnerID: actor.UserID, Type: events.ScoringRunStarted,
+			Payload: events.ScoringRunStartedV1{RunID: "r1", TraceID: "t1", ModelID: "m1", WorkerID: "w"}},
+	})
+	require.NoError(t, err)
+	started := time.Now()
+	r, err := cmds.ExpireScoringRun(ctx, "t1", "m1", "r1", started, started.Add(time.Minute), 10*time.Minute)
+	require.NoError(t, err)
+	require.Empty(t, r.LastEventID, "still within its time")
+	r, err = cmds.ExpireScoringRun(ctx, "t1", "m1", "r1", started, started.Add(11*time.Minute), 10*time.Minute)
+	require.NoError(t, err)
+	require.NotEmpty(t, r.LastEventID)
+	loaded, err := store.LoadStreams(ctx, []string{stream})
+	require.NoError(t, err)
+	last := loaded[stream][len(loaded[stream])-1]
+	require.Equal(t, events.ScoringRunFailed, last.Type)
+	require.Contains(t, string(last.Payload), "did not finish within 10m0s")
+	// The worker can no longer report it.
+	_, err = cmds.FinishScoring(ctx, "w", "t1", "m1", "r1", nil, "")
+	var conflict *domain.ConflictError
+	require.ErrorAs(t, err, &conflict)
+}

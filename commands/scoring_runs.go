@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
@@ -165,4 +166,22 @@ func (c *Commands) FinishScoring(ctx context.Context, workerID, traceID, modelID
 		{ID: newID(), Stream: events.ScoresStream(modelID), OwnerID: owner, Type: events.ActionsScored,
 			Payload: events.ActionsScoredV1{ModelID: modelID, ModelName: m.Requested.Name, RunID: runID, Scores: scores}},
 	})
+}
+
+// ExpireScoringRun fails a run that has been running longer than timeout at
+// now: scoring runs have no heartbeat, so a worker that died mid-run would
+// otherwise leave it running forever. Requesting the score again starts a
+// new run.
+func (c *Commands) ExpireScoringRun(ctx context.Context, traceID, modelID, runID string, startedAt, now time.Time, timeout time.Duration) (Result, error) {
+	sc, _, owner, err := c.loadScoring(ctx, traceID, modelID)
+	if err != nil {
+		return Result{}, err
+	}
+	if sc.RunID != runID || sc.Status != rewardmodels.RunRunning || now.Sub(startedAt) < timeout {
+		return Result{}, nil
+	}
+	stream := events.ScoringStream(traceID, modelID)
+	return c.append(ctx, Actor{}, map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
+		Type: events.ScoringRunFailed, Payload: events.ScoringRunFailedV1{RunID: runID, TraceID: traceID, ModelID: modelID,
+			Error: fmt.Sprintf("worker %s did not finish within %s; request scoring again", sc.WorkerID, timeout)}}})
 }

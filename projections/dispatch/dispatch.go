@@ -18,6 +18,7 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/projections/readmodel"
 )
 
 // Name is the projection's consumer group.
@@ -108,10 +109,15 @@ func (d *Dispatcher) publish(topic, key string, job any) error {
 	return d.pub.Publish(topic, m)
 }
 
-// LeaseQueries finds running models whose lease ran out.
+// LeaseQueries finds running models whose lease ran out and scoring runs
+// that never finished.
 type LeaseQueries interface {
 	ExpiredLeases(ctx context.Context, now time.Time) ([]string, error)
+	StuckScoringRuns(ctx context.Context, cutoff time.Time) ([]readmodel.StuckRun, error)
 }
+
+// ScoringTimeout is how long a scoring run may run before it is failed.
+const ScoringTimeout = 10 * time.Minute
 
 // SweepLeases fails, every interval, the running models whose worker stopped
 // heartbeating. The model's stream decides; the read model only nominates.
@@ -141,6 +147,16 @@ func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, i
 				log.Warn("lease sweep: expire", "model", id, "err", err)
 			} else {
 				log.Info("lease expired: model failed", "model", id)
+			}
+		}
+		runs, err := q.StuckScoringRuns(ctx, now.Add(-ScoringTimeout))
+		if err != nil {
+			log.Warn("scoring sweep", "err", err)
+			continue
+		}
+		for _, r := range runs {
+			if _, err := cmds.ExpireScoringRun(ctx, r.TraceID, r.ModelID, r.ID, r.StartedAt, now, ScoringTimeout); err != nil {
+				log.Warn("scoring sweep: expire", "run", r.ID, "err", err)
 			}
 		}
 	}

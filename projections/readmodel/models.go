@@ -217,3 +217,27 @@ func (q *Queries) scoresOf(ctx context.Context, d *TraceDetail) error {
 	}
 	return rows.Err()
 }
+
+// StuckRun is a scoring run running since StartedAt.
+type StuckRun struct {
+	ID, TraceID, ModelID string
+	StartedAt            time.Time
+}
+
+// StuckScoringRuns lists runs that have been running since before cutoff.
+func (q *Queries) StuckScoringRuns(ctx context.Context, cutoff time.Time) ([]StuckRun, error) {
+	rows, err := q.pool.Query(ctx, `SELECT id, trace_id, model_id, started_at FROM rm_scoring_runs WHERE status = 'running' AND started_at < $1`, cutoff)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []StuckRun
+	for rows.Next() {
+		var r StuckRun
+		if err := rows.Scan(&r.ID, &r.TraceID, &r.ModelID, &r.StartedAt); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
