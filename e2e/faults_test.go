@@ -18,7 +18,7 @@ import (
 // longTraining requests a model whose training runs for many seconds, so a
 // test can interrupt it.
 func longTraining(t *testing.T, in *instance, key string, ids []string, base string) string {
-	r := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "long", "trace_ids": ids, "base_model": base, "epochs": 100})
+	r := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "long", "trace_ids": ids, "base_model": base, "epochs": 250})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	return r.JSON(t)["id"].(string)
 }

@@ -115,7 +115,21 @@ func (b Backend) modelAfter(ctx context.Context, caller *readmodel.Caller, res c
 	if err != nil {
 		return nil, err
 	}
-	return &m.RewardModel, nil
+	return asQueued(&m.RewardModel), nil
+}
+
+// asQueued shows a just-queued model as the request left it (spec: the
+// response's status is `queued`), even when a fast worker has already moved
+// it on by the time the read model is read: the later states belong to the
+// next GET, not to this response.
+func asQueued(m *readmodel.RewardModel) *readmodel.RewardModel {
+	if m.Status == rewardmodels.StatusQueued {
+		return m
+	}
+	q := *m
+	q.Status, q.Error, q.NumPairs, q.StartedAt, q.FinishedAt = rewardmodels.StatusQueued, nil, nil, nil, nil
+	q.Metrics, q.Progress = json.RawMessage("null"), json.RawMessage("null")
+	return &q
 }
 
 // WeightsURL signs a WeightsURLTTL download link of the model's checkpoint,
