@@ -18,7 +18,7 @@ import (
 // longTraining requests a model whose training runs for many seconds, so a
 // test can interrupt it.
 func longTraining(t *testing.T, in *instance, key string, ids []string, base string) string {
-	r := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "long", "trace_ids": ids, "base_model": base, "epochs": 250})
+	r := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "long", "trace_ids": ids, "base_model": base, "epochs": 100})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	return r.JSON(t)["id"].(string)
 }
@@ -47,7 +47,7 @@ func TestWorkerKilledMidTrainingFailsWithLeaseExpiredAndRetrySucceeds(t *testing
 	in, kafkaPort := startServeForJobs(t, "CRITIC_WORKER_LEASE=3s")
 	key := in.newUser("faulty", false)
 	ids := ratedTraces(t, in, key)
-	base := tinyBase(t, in)
+	base := sizedBase(t, in, "64", "2") // slow enough to interrupt
 	w1 := startWorker(t, in, kafkaPort, "w1")
 	id := longTraining(t, in, key, ids, base)
 	in.waitRunningWithProgress(t, key, id)
@@ -80,7 +80,7 @@ func TestAPIKilledWhileJobRunsLosesNothing(t *testing.T) {
 	in, kafkaPort := startServeForJobs(t, fmt.Sprintf("CRITIC_ADDR=127.0.0.1:%d", apiPort), "CRITIC_WORKER_LEASE=20s")
 	key := in.newUser("crashy", false)
 	ids := ratedTraces(t, in, key)
-	base := tinyBase(t, in)
+	base := sizedBase(t, in, "64", "2") // slow enough to interrupt
 	startWorker(t, in, kafkaPort, "steady")
 	id := longTraining(t, in, key, ids, base)
 	in.waitRunningWithProgress(t, key, id)
@@ -119,7 +119,7 @@ func TestBrokerDownWhileAModelIsRequested(t *testing.T) {
 	in := startServe(t, fmt.Sprintf("KAFKA_BROKERS=127.0.0.1:%d", kafkaPort), "CRITIC_WORKER_TOKEN=e2e-worker-token")
 	key := in.newUser("patient", false)
 	ids := ratedTraces(t, in, key)
-	base := tinyBase(t, in)
+	base := sizedBase(t, in, "64", "2") // slow enough to interrupt
 	startWorker(t, in, kafkaPort, "w")
 
 	require.NoError(t, broker.Process.Signal(syscall.SIGKILL))

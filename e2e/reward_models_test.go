@@ -56,10 +56,13 @@ func startWorker(t testing.TB, in *instance, kafkaPort int, id string) *exec.Cmd
 }
 
 // tinyBase writes a tiny random Qwen3 base model with the test tokenizer.
-func tinyBase(t testing.TB, in *instance) string {
+func tinyBase(t testing.TB, in *instance) string { return sizedBase(t, in, "32", "1") }
+
+// sizedBase writes a random Qwen3 base of the given hidden size and layers.
+func sizedBase(t testing.TB, in *instance, hidden, layers string) string {
 	out := filepath.Join(t.TempDir(), "base")
 	tok := filepath.Join(pgtest.ModuleRoot(t), "gpuworker", "testdata", "tinytok")
-	o, err := in.cli("model", "init", "--arch", "qwen3", "--hidden", "32", "--layers", "1", "--heads", "2", "--kv-heads", "1",
+	o, err := in.cli("model", "init", "--arch", "qwen3", "--hidden", hidden, "--layers", layers, "--heads", "2", "--kv-heads", "1",
 		"--head-dim", "16", "--intermediate", "64", "--tokenizer", tok, "--out", out)
 	require.NoError(t, err, o)
 	return out
