@@ -26,6 +26,10 @@ type Cluster struct {
 	Port int
 	// Fast turns off fsync: for test clusters, never for data a user keeps.
 	Fast bool
+	// Shareable accepts a server already on Port whatever its data directory
+	// (test clusters: every test works in a database of its own). Otherwise a
+	// foreign server on the port is an error.
+	Shareable bool
 }
 
 // URL is the connection string of database db in the cluster.
@@ -52,7 +56,10 @@ func (c Cluster) Ensure(ctx context.Context) error {
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 
 	if c.ready(ctx) {
-		return nil
+		if c.Shareable {
+			return nil
+		}
+		return c.checkOwnServer(ctx)
 	}
 	bin, err := binDir()
 	if err != nil {
@@ -145,6 +152,30 @@ func (c Cluster) Stop() error {
 	out, err := command(runAs, filepath.Join(bin, "pg_ctl"), "-D", filepath.Join(serverDir, "data"), "-m", "fast", "-w", "stop").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("pg_ctl stop: %v: %s", err, out)
+	}
+	return nil
+}
+
+// checkOwnServer refuses a server on our port that runs someone else's data
+// directory (another checkout, a system cluster): silently sharing it would
+// mix two installations' data.
+func (c Cluster) checkOwnServer(ctx context.Context) error {
+	dir, err := c.serverDir()
+	if err != nil {
+		return err
+	}
+	want, _ := filepath.Abs(filepath.Join(dir, "data"))
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var got string
+	if err := conn.QueryRow(ctx, "SHOW data_directory").Scan(&got); err != nil {
+		return err
+	}
+	if filepath.Clean(got) != filepath.Clean(want) {
+		return fmt.Errorf("port %d is taken by another PostgreSQL (data directory %s, not %s): stop it or choose another port (CRITIC_PG_PORT, or CRITIC_TEST_PG_PORT for tests)", c.Port, got, want)
 	}
 	return nil
 }

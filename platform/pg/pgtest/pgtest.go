@@ -51,7 +51,7 @@ func ModuleRoot(t testing.TB) string {
 
 // Cluster returns the shared test cluster, started if needed.
 func Cluster(t testing.TB) pg.Cluster {
-	c := pg.Cluster{Dir: filepath.Join(ModuleRoot(t), ".data", "pgtest"), Port: port(), Fast: true}
+	c := pg.Cluster{Dir: filepath.Join(ModuleRoot(t), ".data", "pgtest"), Port: port(), Fast: true, Shareable: true}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := c.Ensure(ctx); err != nil {
