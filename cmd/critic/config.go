@@ -33,6 +33,9 @@ type config struct {
 	// "copy" (a brand-new in-memory DuckDB per query, ~10× slower on large
 	// accounts).
 	QueryIsolation duck.LoadMode
+	// InstanceID is CRITIC_INSTANCE_ID (default the host name): each API
+	// instance builds its own query snapshots under its own consumer group.
+	InstanceID string
 }
 
 func loadConfig() (config, error) {
@@ -63,6 +66,10 @@ func loadConfig() (config, error) {
 		c.QueryIsolation = duck.LoadCopy
 	default:
 		return c, fmt.Errorf("CRITIC_QUERY_ISOLATION must be replica or copy, got %q", v)
+	}
+	c.InstanceID = os.Getenv("CRITIC_INSTANCE_ID")
+	if c.InstanceID == "" {
+		c.InstanceID, _ = os.Hostname()
 	}
 	c.WorkerLease = 30 * time.Second
 	if v := os.Getenv("CRITIC_WORKER_LEASE"); v != "" {

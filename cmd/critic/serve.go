@@ -72,6 +72,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		WaitTimeout:  5 * time.Second,
 		SnapshotDir:  filepath.Join(cfg.DataDir, "snapshots"),
 		Query:        duck.Options{Load: cfg.QueryIsolation},
+		InstanceID:   cfg.InstanceID,
 	}, app.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *app.Server) {
 		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).Register(mux)
 		workerapi.New(a.Cmds, token, cfg.WorkerLease).Register(mux)

@@ -52,6 +52,10 @@ type Config struct {
 	SnapshotDir string
 	// Query tunes the /query sandbox; the zero value is production's.
 	Query duck.Options
+	// InstanceID names this API instance: its snapshot files are its own, so
+	// its snapshot consumer group is snapshot-<InstanceID> and sees every
+	// partition (DESIGN §1: each API instance keeps its own snapshots).
+	InstanceID string
 }
 
 // Deps is the infrastructure the caller opened and still owns (Shutdown does
@@ -155,7 +159,11 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 			return fail(fmt.Errorf("query snapshots in %s: %w", cfg.SnapshotDir, err))
 		}
 		s.Snapshots = snaps
-		snapSub, err := bus.NewSubscriber(bus.Config{Brokers: brokers, ConsumerGroup: snapshot.Name}, wlog)
+		group := snapshot.Name
+		if cfg.InstanceID != "" {
+			group += "-" + cfg.InstanceID
+		}
+		snapSub, err := bus.NewSubscriber(bus.Config{Brokers: brokers, ConsumerGroup: group}, wlog)
 		if err != nil {
 			return fail(err)
 		}

@@ -20,9 +20,9 @@ import (
 )
 
 // Name is the projection's consumer group. Every process that serves
-// /query keeps its own files, so in a distributed deployment each API
-// instance must consume every partition (a group of its own, e.g.
-// "snapshot-<instance>"); one shared group would split the owners.
+// /query keeps its own files, so each API instance consumes every partition
+// in a group of its own, "snapshot-<instance>" (CRITIC_INSTANCE_ID); one
+// shared group would split the owners.
 const Name = "snapshot"
 
 // Projection applies events to the per-owner snapshot files.
