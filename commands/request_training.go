@@ -20,10 +20,12 @@ type RequestTraining struct {
 	MaxPairs  int
 }
 
-// RequestTrainingResult carries the new model's id.
+// RequestTrainingResult carries the new model's id and the request as
+// stored (defaults applied, trace ids deduplicated).
 type RequestTrainingResult struct {
 	Result
-	ModelID string
+	ModelID   string
+	Requested events.RewardModelRequestedV1
 }
 
 // RequestTraining queues a reward model on the caller's selected traces.
@@ -76,10 +78,11 @@ func (c *Commands) RequestTraining(ctx context.Context, actor Actor, in RequestT
 	}
 	modelID := newID()
 	stream := events.RewardModelStream(modelID)
+	p := events.RewardModelRequestedV1{ModelID: modelID, Name: in.Name, BaseModel: in.BaseModel,
+		Compute: rewardmodels.Compute, Epochs: in.Epochs, MaxPairs: in.MaxPairs, TraceIDs: ids}
 	r, err := c.append(ctx, actor, map[string]int64{stream: 0}, []events.New{{ID: newID(), Stream: stream, OwnerID: actor.UserID,
-		Type: events.RewardModelRequested, Payload: events.RewardModelRequestedV1{ModelID: modelID, Name: in.Name, BaseModel: in.BaseModel,
-			Compute: rewardmodels.Compute, Epochs: in.Epochs, MaxPairs: in.MaxPairs, TraceIDs: ids}}})
-	return RequestTrainingResult{Result: r, ModelID: modelID}, err
+		Type: events.RewardModelRequested, Payload: p}})
+	return RequestTrainingResult{Result: r, ModelID: modelID, Requested: p}, err
 }
 
 // loadModel returns a model's state; another owner's (ownerID != "") or a

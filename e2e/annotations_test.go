@@ -19,7 +19,7 @@ func TestAnnotationsCountsExportsAndPairs(t *testing.T) {
 		`{"id":"pw","steps":[{"role":"system","content":"Be safe."},{"role":"user","content":"What's my password?"},{"role":"assistant","content":"Sure! I've issued a full refund to your card."}]}`)
 	good, bad := ids[0], ids[1]
 	d := in.getTrace(t, key, bad)
-	sysStep, userStep, answer := d.Steps[0]["id"].(string), d.Steps[1]["id"].(string), d.Steps[2]["id"].(string)
+	sysStep, answer := d.Steps[0]["id"].(string), d.Steps[2]["id"].(string)
 
 	post := func(trace string, body any) response {
 		return in.do("POST", "/api/v1/rm/traces/"+trace+"/annotations", key, body)
@@ -140,7 +140,6 @@ func TestAnnotationsCountsExportsAndPairs(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, in.do("DELETE", "/api/v1/rm/annotations/"+id, key, nil).Status)
 	require.Empty(t, in.getTrace(t, key, bad).Annotations)
 	require.Equal(t, http.StatusNotFound, in.do("DELETE", "/api/v1/rm/annotations/"+id, key, nil).Status)
-	_ = userStep
 }
 
 func TestTraceSourcesAndFilters(t *testing.T) {

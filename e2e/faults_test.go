@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -133,6 +131,4 @@ func TestBrokerDownWhileAModelIsRequested(t *testing.T) {
 	startBroker()
 	m := in.waitModel(t, key, id, "succeeded", "failed")
 	require.Equal(t, "succeeded", m["status"], "%v", m["error"])
-	_ = filepath.Join
-	_ = strings.Contains
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"archive/tar"
 	"compress/gzip"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -255,7 +254,6 @@ func TestRewardModelEndToEnd(t *testing.T) {
 	}, 20*time.Second, 100*time.Millisecond, "the snapshot never showed the scores")
 	// 3 traces × (tool call + answer); the lowest action is the tool call at step 2.
 	require.Equal(t, []any{float64(3), float64(6), float64(2)}, rows[0])
-	_ = context.Background()
 }
 
 func toAny(xs []string) []any {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/projections/readmodel"
@@ -58,43 +59,17 @@ func (b Backend) CreateRewardModel(ctx context.Context, caller *readmodel.Caller
 	m, err := b.modelAfter(ctx, caller, res.Result, res.ModelID)
 	var lag *domain.UnavailableError
 	if errors.As(err, &lag) {
-		q := queuedModel(res.ModelID, in)
+		q := queuedModel(res.Requested)
 		return &q, nil
 	}
 	return m, err
 }
 
 // queuedModel is a just-requested model as the command stored it.
-func queuedModel(id string, in commands.RequestTraining) readmodel.RewardModel {
-	return readmodel.RewardModel{ID: id, Name: in.Name, BaseModel: orDefault(in.BaseModel, rewardmodels.DefaultBaseModel), Compute: rewardmodels.Compute,
-		Epochs: orDefaultInt(in.Epochs, rewardmodels.DefaultEpochs), MaxPairs: orDefaultInt(in.MaxPairs, domain.DefaultMaxPairs), TraceCount: len(uniq(in.TraceIDs)), Status: rewardmodels.StatusQueued,
+func queuedModel(p events.RewardModelRequestedV1) readmodel.RewardModel {
+	return readmodel.RewardModel{ID: p.ModelID, Name: p.Name, BaseModel: p.BaseModel, Compute: p.Compute,
+		Epochs: p.Epochs, MaxPairs: p.MaxPairs, TraceCount: len(p.TraceIDs), Status: rewardmodels.StatusQueued,
 		Metrics: json.RawMessage("null"), Progress: json.RawMessage("null"), CreatedAt: time.Now().UTC()}
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-func orDefaultInt(n, def int) int {
-	if n == 0 {
-		return def
-	}
-	return n
-}
-
-func uniq(xs []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, x := range xs {
-		if !seen[x] {
-			seen[x] = true
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // RetryRewardModel re-queues one of the caller's failed models and returns

@@ -3,7 +3,6 @@ package formats
 import (
 	"bytes"
 	"encoding/json"
-	"sort"
 	"strings"
 	"time"
 
@@ -731,10 +730,4 @@ func spanJSON(v any) json.RawMessage {
 		return nil
 	}
 	return b
-}
-
-// sortByStartTime orders xs by start time, keeping source order on ties so
-// equal timestamps (millisecond clocks) stay in the order they were recorded.
-func sortByStartTime[T any](xs []T, start func(T) int64) {
-	sort.SliceStable(xs, func(i, j int) bool { return start(xs[i]) < start(xs[j]) })
 }

@@ -44,16 +44,6 @@ func byteLevelToBytes(tok string) ([]byte, bool) {
 	return out, true
 }
 
-// bytesToByteLevel maps raw bytes to the byte-level alphabet (the form the
-// vocabulary is written in).
-func bytesToByteLevel(b []byte) string {
-	rs := make([]rune, len(b))
-	for i, c := range b {
-		rs[i] = byteToRune[c]
-	}
-	return string(rs)
-}
-
 // lossyUTF8 converts bytes to a string the way Rust's String::from_utf8_lossy
 // and the WHATWG TextDecoder do: every maximal invalid subsequence becomes
 // ONE U+FFFD. Go's own conversions differ (strings.ToValidUTF8 collapses whole

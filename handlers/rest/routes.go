@@ -134,8 +134,5 @@ func decodeBodyBytes(body []byte, v any) error {
 // settle waits until the read model shows what a command appended, so a GET
 // right after a write sees it.
 func (a *API) settle(ctx context.Context, r commands.Result) error {
-	if r.LastEventID == "" {
-		return nil
-	}
-	return a.waiter.Wait(ctx, r.LastEventID)
+	return a.backend().Settle(ctx, r)
 }

@@ -3,7 +3,6 @@ package rest
 import (
 	"net/http"
 
-	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/handlers"
 )
 
@@ -23,14 +22,7 @@ func (a *API) renameSource(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	if req.SourceID == nil || req.Name == nil {
-		return &domain.ValidationError{Code: "invalid_request", Message: "source_id and name are required"}
-	}
-	res, err := a.cmds.RenameTraceSource(r.Context(), handlers.Actor(caller), *req.SourceID, *req.Name)
-	if err != nil {
-		return err
-	}
-	if err := a.settle(r.Context(), res); err != nil {
+	if err := a.backend().RenameTraceSource(r.Context(), caller, req.SourceID, req.Name); err != nil {
 		return err
 	}
 	handlers.WriteJSON(w, http.StatusOK, map[string]string{"source_id": *req.SourceID, "name": *req.Name})

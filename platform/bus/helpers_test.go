@@ -98,14 +98,6 @@ func uuids(msgs []*message.Message) []string {
 	return ids
 }
 
-func payloads(msgs []*message.Message) []string {
-	ps := make([]string, len(msgs))
-	for i, m := range msgs {
-		ps[i] = string(m.Payload)
-	}
-	return ps
-}
-
 // requireOrderPerKey checks that, for every partition key, the payloads
 // "<owner>/<seq>" first arrive in increasing seq order (tests that skip a
 // failed publish leave gaps). Redeliveries of earlier messages, as

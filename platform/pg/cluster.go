@@ -65,12 +65,9 @@ func (c Cluster) Ensure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	runAs := ""
-	if os.Geteuid() == 0 {
-		runAs = "postgres"
-		if _, err := user.Lookup(runAs); err != nil {
-			return fmt.Errorf("running as root needs the 'postgres' system user (install the postgresql package): %w", err)
-		}
+	runAs, err := serverUser()
+	if err != nil {
+		return err
 	}
 	serverDir, err := c.serverDir()
 	if err != nil {
@@ -141,9 +138,9 @@ func (c Cluster) Stop() error {
 	if err != nil {
 		return err
 	}
-	runAs := ""
-	if os.Geteuid() == 0 {
-		runAs = "postgres"
+	runAs, err := serverUser()
+	if err != nil {
+		return err
 	}
 	serverDir, err := c.serverDir()
 	if err != nil {
@@ -238,6 +235,18 @@ func (c Cluster) ready(ctx context.Context) bool {
 	}
 	conn.Close(cctx)
 	return true
+}
+
+// serverUser is who runs the server's tools: ourselves, or as root the
+// `postgres` system user (PostgreSQL refuses to run as root).
+func serverUser() (string, error) {
+	if os.Geteuid() != 0 {
+		return "", nil
+	}
+	if _, err := user.Lookup("postgres"); err != nil {
+		return "", fmt.Errorf("running as root needs the 'postgres' system user (install the postgresql package): %w", err)
+	}
+	return "postgres", nil
 }
 
 func command(runAs, name string, args ...string) *exec.Cmd {

@@ -121,86 +121,126 @@ func (q *Queries) GetTrace(ctx context.Context, owner, id string) (*TraceDetail,
 		return nil, err
 	}
 	d.Metadata = meta
-	rows, err := q.pool.Query(ctx, `SELECT id, idx, role, content, tool_name, tool_input, tool_call_id, metadata
-		FROM rm_steps WHERE trace_id = $1 ORDER BY idx`, id)
+	steps, err := q.stepsOf(ctx, []string{id})
 	if err != nil {
 		return nil, err
 	}
-	for rows.Next() {
-		var s Step
-		var in, md []byte
-		if err := rows.Scan(&s.ID, &s.Index, &s.Role, &s.Content, &s.ToolName, &in, &s.ToolCallID, &md); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		s.ToolInput, s.Metadata = rawOrNull(in), rawOrNull(md)
-		d.Steps = append(d.Steps, s)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
+	d.Steps = append(d.Steps, steps[id]...)
 	if d.Annotations, err = q.annotations(ctx, `a.trace_id = $1`, id); err != nil {
 		return nil, err
 	}
 	if err := q.scoresOf(ctx, d); err != nil {
 		return nil, err
 	}
-	rows, err = q.pool.Query(ctx, `SELECT span_id, parent_id, name, kind, start_ns, end_ns, input, output, step_indices
-		FROM rm_spans WHERE trace_id = $1 ORDER BY ord`, id)
+	spans, err := q.spansOf(ctx, []string{id})
+	if err != nil {
+		return nil, err
+	}
+	d.Spans = append(d.Spans, spans[id]...)
+	return d, nil
+}
+
+// stepsOf returns the steps of the given traces, in order, by trace id.
+func (q *Queries) stepsOf(ctx context.Context, ids []string) (map[string][]Step, error) {
+	rows, err := q.pool.Query(ctx, `SELECT trace_id, id, idx, role, content, tool_name, tool_input, tool_call_id, metadata
+		FROM rm_steps WHERE trace_id = ANY($1) ORDER BY trace_id, idx`, ids)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
+	out := make(map[string][]Step, len(ids))
 	for rows.Next() {
-		var s Span
-		var in, out []byte
-		var idx []int32
-		if err := rows.Scan(&s.ID, &s.ParentID, &s.Name, &s.Kind, &s.StartNs, &s.EndNs, &in, &out, &idx); err != nil {
+		var trace string
+		var s Step
+		var in, md []byte
+		if err := rows.Scan(&trace, &s.ID, &s.Index, &s.Role, &s.Content, &s.ToolName, &in, &s.ToolCallID, &md); err != nil {
 			return nil, err
 		}
-		s.Input, s.Output = rawOrNull(in), rawOrNull(out)
+		s.ToolInput, s.Metadata = rawOrNull(in), rawOrNull(md)
+		out[trace] = append(out[trace], s)
+	}
+	return out, rows.Err()
+}
+
+// spansOf returns the spans of the given traces, in recorded order, by
+// trace id.
+func (q *Queries) spansOf(ctx context.Context, ids []string) (map[string][]Span, error) {
+	rows, err := q.pool.Query(ctx, `SELECT trace_id, span_id, parent_id, name, kind, start_ns, end_ns, input, output, step_indices
+		FROM rm_spans WHERE trace_id = ANY($1) ORDER BY trace_id, ord`, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]Span{}
+	for rows.Next() {
+		var trace string
+		var s Span
+		var in, o []byte
+		var idx []int32
+		if err := rows.Scan(&trace, &s.ID, &s.ParentID, &s.Name, &s.Kind, &s.StartNs, &s.EndNs, &in, &o, &idx); err != nil {
+			return nil, err
+		}
+		s.Input, s.Output = rawOrNull(in), rawOrNull(o)
 		s.StepIndices = make([]int, len(idx))
 		for i, v := range idx {
 			s.StepIndices[i] = int(v)
 		}
-		d.Spans = append(d.Spans, s)
+		out[trace] = append(out[trace], s)
 	}
-	return d, rows.Err()
+	return out, rows.Err()
 }
+
+// exportPage is how many traces ExportTraces loads at a time: a few queries
+// per page instead of several per trace, bounded memory for any account.
+const exportPage = 500
 
 // ExportTraces writes every trace of the owner as Stash Trace Format JSONL,
 // oldest first, in a shape that re-imports to identical traces.
 func (q *Queries) ExportTraces(ctx context.Context, owner string, w io.Writer) error {
-	rows, err := q.pool.Query(ctx, `SELECT id FROM rm_traces WHERE owner_id = $1 ORDER BY import_seq`, owner)
-	if err != nil {
-		return err
-	}
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return err
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	for _, id := range ids {
-		d, err := q.GetTrace(ctx, owner, id)
+	after := int64(-1)
+	for {
+		rows, err := q.pool.Query(ctx, `SELECT id, external_id, title, metadata, import_seq FROM rm_traces
+			WHERE owner_id = $1 AND import_seq > $2 ORDER BY import_seq LIMIT $3`, owner, after, exportPage)
 		if err != nil {
 			return err
 		}
-		if err := enc.Encode(exportLine(d)); err != nil {
+		var page []*TraceDetail
+		var ids []string
+		for rows.Next() {
+			d := &TraceDetail{}
+			var meta []byte
+			if err := rows.Scan(&d.ID, &d.ExternalID, &d.Title, &meta, &after); err != nil {
+				rows.Close()
+				return err
+			}
+			d.Metadata = meta
+			page = append(page, d)
+			ids = append(ids, d.ID)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
 			return err
 		}
+		if len(page) == 0 {
+			return nil
+		}
+		steps, err := q.stepsOf(ctx, ids)
+		if err != nil {
+			return err
+		}
+		spans, err := q.spansOf(ctx, ids)
+		if err != nil {
+			return err
+		}
+		for _, d := range page {
+			d.Steps, d.Spans = steps[d.ID], spans[d.ID]
+			if err := enc.Encode(exportLine(d)); err != nil {
+				return err
+			}
+		}
 	}
-	return nil
 }
 
 type exportStep struct {
