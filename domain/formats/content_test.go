@@ -227,20 +227,3 @@ func TestDetectLeavesOtherFormats(t *testing.T) {
 		}
 	}
 }
-
-// TestDumpTestdata prints what each testdata file parses to; run with
-// CRITIC_DUMP=1 when changing an adapter.
-func TestDumpTestdata(t *testing.T) {
-	if os.Getenv("CRITIC_DUMP") == "" {
-		t.Skip("set CRITIC_DUMP=1 to print parsed testdata")
-	}
-	for _, f := range []string{"openai_chat.jsonl", "openai_chat_array.json", "anthropic_messages.jsonl", "claude_code.jsonl", "codex.jsonl", "codex_legacy.jsonl", "codex_events_only.jsonl"} {
-		data := readTestdata(t, f)
-		traces, err := Auto{}.Parse(data)
-		if err != nil {
-			t.Logf("%s: %v", f, err)
-			continue
-		}
-		t.Logf("%s:\n%s", f, asJSON(t, traces))
-	}
-}
