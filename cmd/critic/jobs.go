@@ -7,7 +7,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 
-	"github.com/criticml/critic/handlers/app"
+	"github.com/criticml/critic/handlers/apiserver"
 	"github.com/criticml/critic/platform/bus"
 	"github.com/criticml/critic/platform/relay"
 	"github.com/criticml/critic/projections"
@@ -16,7 +16,7 @@ import (
 
 // startJobs runs the API side of the job pipeline: the dispatch projection
 // (datasets, job commands) and the lease sweeper.
-func startJobs(a *app.Server, in *infra) {
+func startJobs(a *apiserver.Server, in *infra) {
 	sub, err := bus.NewSubscriber(bus.Config{Brokers: a.Brokers, ConsumerGroup: jobdispatch.Name}, watermill.NewSlogLogger(in.log))
 	if err != nil {
 		in.log.Error("dispatch: subscriber", "err", err)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/criticml/critic/commands"
-	"github.com/criticml/critic/handlers/app"
+	"github.com/criticml/critic/handlers/apiserver"
 	"github.com/criticml/critic/handlers/blobdl"
 	"github.com/criticml/critic/handlers/otlp"
 	"github.com/criticml/critic/handlers/rest"
@@ -44,10 +44,10 @@ func cmdServe(ctx context.Context, _ []string) error {
 	return srv.shutdown()
 }
 
-// server is the running API process (see handlers/app, which assembles it),
+// server is the running API process (see handlers/apiserver, which assembles it),
 // with the parts `critic run` uses under short names.
 type server struct {
-	*app.Server
+	*apiserver.Server
 	addr    string
 	dataDir string
 	token   string
@@ -64,7 +64,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker token: %w", err)
 	}
-	a, err := app.Start(parent, app.Config{
+	a, err := apiserver.Start(parent, apiserver.Config{
 		Addr:         cfg.Addr,
 		KafkaBrokers: cfg.KafkaBrokers,
 		KafkaDataDir: filepath.Join(cfg.DataDir, "kafka"),
@@ -73,7 +73,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		SnapshotDir:  filepath.Join(cfg.DataDir, "snapshots"),
 		Query:        duck.Options{Load: cfg.QueryIsolation},
 		InstanceID:   cfg.InstanceID,
-	}, app.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *app.Server) {
+	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
 		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).Register(mux)
 		workerapi.New(a.Cmds, token, cfg.WorkerLease).Register(mux)
 		if local, ok := in.blobs.(*blob.Local); ok {

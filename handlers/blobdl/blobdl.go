@@ -15,7 +15,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/platform/blob"
 )
 
@@ -53,10 +53,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f, fi, err := h.store.Open(key)
 	switch {
 	case errors.Is(err, blob.ErrNotFound), errors.Is(err, blob.ErrInvalidKey):
-		handlers.WriteJSON(w, http.StatusNotFound, handlers.ErrorBody{Detail: "object not found", Code: "not_found"})
+		edge.WriteJSON(w, http.StatusNotFound, edge.ErrorBody{Detail: "object not found", Code: "not_found"})
 		return
 	case err != nil:
-		handlers.WriteError(w, err)
+		edge.WriteError(w, err)
 		return
 	}
 	defer f.Close()
@@ -75,5 +75,5 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func deny(w http.ResponseWriter, detail, code string) {
-	handlers.WriteJSON(w, http.StatusForbidden, handlers.ErrorBody{Detail: detail, Code: code})
+	edge.WriteJSON(w, http.StatusForbidden, edge.ErrorBody{Detail: detail, Code: code})
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/traces"
-	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/handlers/edge"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
@@ -32,8 +32,8 @@ func (s *AnnotationService) Register(mux *http.ServeMux) {
 
 // AddAnnotation adds the caller's annotation and answers it once readable.
 func (s *AnnotationService) AddAnnotation(ctx context.Context, req *connect.Request[criticv1.AddAnnotationRequest]) (*connect.Response[criticv1.AddAnnotationResponse], error) {
-	caller := handlers.CallerFrom(ctx)
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
 		return nil, err
 	}
 	m := req.Msg
@@ -55,8 +55,8 @@ func (s *AnnotationService) AddAnnotation(ctx context.Context, req *connect.Requ
 // EditAnnotation is REST's PATCH: a set field changes, a clear_* flag makes
 // the field null, anything else is kept.
 func (s *AnnotationService) EditAnnotation(ctx context.Context, req *connect.Request[criticv1.EditAnnotationRequest]) (*connect.Response[criticv1.EditAnnotationResponse], error) {
-	caller := handlers.CallerFrom(ctx)
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
 		return nil, err
 	}
 	m := req.Msg
@@ -104,8 +104,8 @@ func patch[T any](v *T, clear bool, field string) (traces.Optional[T], error) {
 // RemoveAnnotation removes one of the caller's annotations and answers once
 // it is gone from the read model.
 func (s *AnnotationService) RemoveAnnotation(ctx context.Context, req *connect.Request[criticv1.RemoveAnnotationRequest]) (*connect.Response[criticv1.RemoveAnnotationResponse], error) {
-	caller := handlers.CallerFrom(ctx)
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
 		return nil, err
 	}
 	if err := s.d.backend().RemoveAnnotation(ctx, caller, req.Msg.AnnotationId); err != nil {
@@ -124,7 +124,7 @@ func (s *AnnotationService) ExportAnnotations(ctx context.Context, _ *connect.Re
 		}
 		return stream.Send(&criticv1.ExportAnnotationsResponse{Annotation: a})
 	}}
-	if err := s.d.Queries.ExportAnnotations(ctx, handlers.CallerFrom(ctx).UserID, w); err != nil {
+	if err := s.d.Queries.ExportAnnotations(ctx, edge.CallerFrom(ctx).UserID, w); err != nil {
 		return err
 	}
 	return w.flush()
@@ -132,7 +132,7 @@ func (s *AnnotationService) ExportAnnotations(ctx context.Context, _ *connect.Re
 
 // ExportPairs streams the pairs of REST's pairs export, one per message.
 func (s *AnnotationService) ExportPairs(ctx context.Context, req *connect.Request[criticv1.ExportPairsRequest], stream *connect.ServerStream[criticv1.ExportPairsResponse]) error {
-	pairs, err := s.d.backend().Pairs(ctx, handlers.CallerFrom(ctx).UserID, intPtr(req.Msg.MaxPairs))
+	pairs, err := s.d.backend().Pairs(ctx, edge.CallerFrom(ctx).UserID, intPtr(req.Msg.MaxPairs))
 	if err != nil {
 		return err
 	}
@@ -153,8 +153,8 @@ func (s *AnnotationService) ExportPairs(ctx context.Context, req *connect.Reques
 // empty source_id or name is an absent one, as proto3 cannot tell them
 // apart.
 func (s *AnnotationService) RenameTraceSource(ctx context.Context, req *connect.Request[criticv1.RenameTraceSourceRequest]) (*connect.Response[criticv1.RenameTraceSourceResponse], error) {
-	caller := handlers.CallerFrom(ctx)
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
 		return nil, err
 	}
 	m := req.Msg

@@ -9,16 +9,16 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/criticml/critic/domain"
-	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/handlers/edge"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 )
 
 // boundary is what REST's auth middleware and WriteError are for the REST
 // routes: every call is authenticated before the method runs (the caller is
 // in the context, as for REST), and every error a method returns leaves
-// through handlers.ConnectError. Doing both in an interceptor keeps the
+// through edge.ConnectError. Doing both in an interceptor keeps the
 // methods free of either and covers streaming calls too.
-type boundary struct{ auth *handlers.Authenticator }
+type boundary struct{ auth *edge.Authenticator }
 
 var _ connect.Interceptor = (*boundary)(nil)
 
@@ -28,7 +28,7 @@ func (b *boundary) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		if err != nil {
 			return nil, connectError(err)
 		}
-		res, err := next(handlers.WithCaller(ctx, c), req)
+		res, err := next(edge.WithCaller(ctx, c), req)
 		if err != nil {
 			return nil, connectError(err)
 		}
@@ -46,11 +46,11 @@ func (b *boundary) WrapStreamingHandler(next connect.StreamingHandlerFunc) conne
 		if err != nil {
 			return connectError(err)
 		}
-		return connectError(next(handlers.WithCaller(ctx, c), conn))
+		return connectError(next(edge.WithCaller(ctx, c), conn))
 	}
 }
 
-// connectError maps err with handlers.ConnectError, and adds what a program
+// connectError maps err with edge.ConnectError, and adds what a program
 // needs to point at a rejected payload: a critic.v1.ErrorDetail with REST's
 // error code and the JSONL line and field. Errors connect already produced
 // (undecodable messages, oversized ones, a client gone mid-stream) pass
@@ -70,7 +70,7 @@ func connectError(err error) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return connect.NewError(connect.CodeDeadlineExceeded, err)
 	}
-	out := handlers.ConnectError(err)
+	out := edge.ConnectError(err)
 	var v *domain.ValidationError
 	if errors.As(out, &ce) && errors.As(err, &v) {
 		info := &criticv1.ErrorDetail{Code: v.Code, Line: int32(v.Line), Field: v.Field}

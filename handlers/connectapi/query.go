@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/criticml/critic/domain"
-	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/handlers/edge"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
@@ -39,7 +39,7 @@ func (s *QueryService) Query(ctx context.Context, req *connect.Request[criticv1.
 	if s.d.Snapshots == nil {
 		return nil, errors.New("connectapi: query snapshots are not configured")
 	}
-	res, err := s.d.Snapshots.Query(ctx, handlers.CallerFrom(ctx).UserID, req.Msg.Sql)
+	res, err := s.d.Snapshots.Query(ctx, edge.CallerFrom(ctx).UserID, req.Msg.Sql)
 	if err != nil {
 		return nil, err
 	}

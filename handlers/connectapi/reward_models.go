@@ -6,7 +6,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/handlers/usecase"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
@@ -28,12 +29,12 @@ func (s *RewardModelService) Register(mux *http.ServeMux) {
 // CreateRewardModel queues a model. An empty name is an absent one, as
 // proto3 cannot tell them apart.
 func (s *RewardModelService) CreateRewardModel(ctx context.Context, req *connect.Request[criticv1.CreateRewardModelRequest]) (*connect.Response[criticv1.CreateRewardModelResponse], error) {
-	caller := handlers.CallerFrom(ctx)
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
 		return nil, err
 	}
 	m := req.Msg
-	rm, err := s.d.backend().CreateRewardModel(ctx, caller, handlers.TrainingRequest{
+	rm, err := s.d.backend().CreateRewardModel(ctx, caller, usecase.TrainingRequest{
 		Name: nonEmpty(m.Name), TraceIDs: m.TraceIds, BaseModel: m.BaseModel, Epochs: intPtr(m.Epochs), MaxPairs: intPtr(m.MaxPairs)})
 	if err != nil {
 		return nil, err
@@ -47,7 +48,7 @@ func (s *RewardModelService) CreateRewardModel(ctx context.Context, req *connect
 
 // ListRewardModels lists the caller's models, newest first.
 func (s *RewardModelService) ListRewardModels(ctx context.Context, _ *connect.Request[criticv1.ListRewardModelsRequest]) (*connect.Response[criticv1.ListRewardModelsResponse], error) {
-	ms, err := s.d.Queries.ListRewardModels(ctx, handlers.CallerFrom(ctx).UserID)
+	ms, err := s.d.Queries.ListRewardModels(ctx, edge.CallerFrom(ctx).UserID)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +63,7 @@ func (s *RewardModelService) ListRewardModels(ctx context.Context, _ *connect.Re
 
 // GetRewardModel returns one of the caller's models with its selection.
 func (s *RewardModelService) GetRewardModel(ctx context.Context, req *connect.Request[criticv1.GetRewardModelRequest]) (*connect.Response[criticv1.GetRewardModelResponse], error) {
-	d, err := s.d.Queries.GetRewardModel(ctx, handlers.CallerFrom(ctx).UserID, req.Msg.RewardModelId)
+	d, err := s.d.Queries.GetRewardModel(ctx, edge.CallerFrom(ctx).UserID, req.Msg.RewardModelId)
 	if err != nil {
 		return nil, err
 	}
@@ -75,8 +76,8 @@ func (s *RewardModelService) GetRewardModel(ctx context.Context, req *connect.Re
 
 // RetryRewardModel re-queues one of the caller's failed models.
 func (s *RewardModelService) RetryRewardModel(ctx context.Context, req *connect.Request[criticv1.RetryRewardModelRequest]) (*connect.Response[criticv1.RetryRewardModelResponse], error) {
-	caller := handlers.CallerFrom(ctx)
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
 		return nil, err
 	}
 	rm, err := s.d.backend().RetryRewardModel(ctx, caller, req.Msg.RewardModelId)
@@ -92,7 +93,7 @@ func (s *RewardModelService) RetryRewardModel(ctx context.Context, req *connect.
 
 // GetWeights signs a download link of a succeeded model's checkpoint.
 func (s *RewardModelService) GetWeights(ctx context.Context, req *connect.Request[criticv1.GetWeightsRequest]) (*connect.Response[criticv1.GetWeightsResponse], error) {
-	url, err := s.d.backend().WeightsURL(ctx, s.d.Blobs, handlers.CallerFrom(ctx), req.Msg.RewardModelId)
+	url, err := s.d.backend().WeightsURL(ctx, s.d.Blobs, edge.CallerFrom(ctx), req.Msg.RewardModelId)
 	if err != nil {
 		return nil, err
 	}
@@ -102,8 +103,8 @@ func (s *RewardModelService) GetWeights(ctx context.Context, req *connect.Reques
 // ScoreTrace asks for a trace to be scored. An empty reward_model_id is an
 // absent one.
 func (s *RewardModelService) ScoreTrace(ctx context.Context, req *connect.Request[criticv1.ScoreTraceRequest]) (*connect.Response[criticv1.ScoreTraceResponse], error) {
-	caller := handlers.CallerFrom(ctx)
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
 		return nil, err
 	}
 	run, err := s.d.backend().ScoreTrace(ctx, caller, req.Msg.TraceId, nonEmpty(req.Msg.RewardModelId))

@@ -2,9 +2,9 @@
 // port: the same operations as handlers/rest with the same rules — API-key
 // auth, read-only keys refused on writes, another owner's ids not found,
 // read-your-writes after a command — and the same errors, mapped to Connect
-// codes by handlers.ConnectError. One handler answers the Connect, gRPC and
+// codes by edge.ConnectError. One handler answers the Connect, gRPC and
 // gRPC-Web protocols. Handlers stay thin: request message → command, query
-// or shared handlers.Backend operation → response message. Register mounts
+// or shared usecase.Backend operation → response message. Register mounts
 // every service: TraceService, AnnotationService, RewardModelService and
 // QueryService.
 package connectapi
@@ -18,7 +18,8 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
-	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/duck"
 	"github.com/criticml/critic/projections/readmodel"
@@ -35,7 +36,7 @@ type TraceService struct {
 	cmds    *commands.Commands
 	queries *readmodel.Queries
 	waiter  *readmodel.Waiter
-	auth    *handlers.Authenticator
+	auth    *edge.Authenticator
 	maxBody int64
 }
 
@@ -44,7 +45,7 @@ var _ criticv1connect.TraceServiceHandler = (*TraceService)(nil)
 // New returns the service over the same command and query sides as REST.
 // maxBody bounds one request message (after decompression), like REST's
 // body limit.
-func New(cmds *commands.Commands, queries *readmodel.Queries, waiter *readmodel.Waiter, auth *handlers.Authenticator, maxBody int64) *TraceService {
+func New(cmds *commands.Commands, queries *readmodel.Queries, waiter *readmodel.Waiter, auth *edge.Authenticator, maxBody int64) *TraceService {
 	if maxBody <= 0 {
 		maxBody = defaultMaxBody
 	}
@@ -64,7 +65,7 @@ func (s *TraceService) HandlerOptions() []connect.HandlerOption {
 	return handlerOptions(s.auth, s.maxBody)
 }
 
-func handlerOptions(auth *handlers.Authenticator, maxBody int64) []connect.HandlerOption {
+func handlerOptions(auth *edge.Authenticator, maxBody int64) []connect.HandlerOption {
 	if maxBody <= 0 {
 		maxBody = defaultMaxBody
 	}
@@ -82,7 +83,7 @@ type Deps struct {
 	Cmds    *commands.Commands
 	Queries *readmodel.Queries
 	Waiter  *readmodel.Waiter
-	Auth    *handlers.Authenticator
+	Auth    *edge.Authenticator
 	// Blobs signs weights downloads (RewardModelService.GetWeights).
 	Blobs blob.Store
 	// Snapshots answers QueryService; nil makes Query an internal error,
@@ -101,14 +102,14 @@ func Register(mux *http.ServeMux, d Deps) {
 	NewQueryService(d).Register(mux)
 }
 
-func (d Deps) backend() handlers.Backend {
-	return handlers.Backend{Cmds: d.Cmds, Queries: d.Queries, Waiter: d.Waiter}
+func (d Deps) backend() usecase.Backend {
+	return usecase.Backend{Cmds: d.Cmds, Queries: d.Queries, Waiter: d.Waiter}
 }
 
 // ListFormats lists the import formats.
 func (s *TraceService) ListFormats(ctx context.Context, _ *connect.Request[criticv1.ListFormatsRequest]) (*connect.Response[criticv1.ListFormatsResponse], error) {
 	out := &criticv1.ListFormatsResponse{}
-	for _, f := range handlers.Formats() {
+	for _, f := range usecase.Formats() {
 		out.Formats = append(out.Formats, &criticv1.Format{Name: f.Name, Description: f.Description})
 	}
 	return connect.NewResponse(out), nil
@@ -116,8 +117,8 @@ func (s *TraceService) ListFormats(ctx context.Context, _ *connect.Request[criti
 
 // ImportTraces imports a payload and answers once the traces are readable.
 func (s *TraceService) ImportTraces(ctx context.Context, req *connect.Request[criticv1.ImportTracesRequest]) (*connect.Response[criticv1.ImportTracesResponse], error) {
-	caller := handlers.CallerFrom(ctx)
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
 		return nil, err
 	}
 	m := req.Msg
@@ -135,7 +136,7 @@ func (s *TraceService) ImportTraces(ctx context.Context, req *connect.Request[cr
 		}
 		in.SourceID = *m.SourceId
 	}
-	res, err := s.cmds.ImportTraces(ctx, handlers.Actor(caller), in)
+	res, err := s.cmds.ImportTraces(ctx, usecase.Actor(caller), in)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +151,7 @@ func (s *TraceService) ImportTraces(ctx context.Context, req *connect.Request[cr
 // ListTraces pages through the caller's traces with REST's filter rules.
 func (s *TraceService) ListTraces(ctx context.Context, req *connect.Request[criticv1.ListTracesRequest]) (*connect.Response[criticv1.ListTracesResponse], error) {
 	m := req.Msg
-	p := handlers.ListParams{SourceID: m.GetSourceId(), From: m.GetFrom(), To: m.GetTo(), TZ: m.GetTz()}
+	p := usecase.ListParams{SourceID: m.GetSourceId(), From: m.GetFrom(), To: m.GetTo(), TZ: m.GetTz()}
 	if m.Limit != nil {
 		n := int(*m.Limit)
 		p.Limit = &n
@@ -163,7 +164,7 @@ func (s *TraceService) ListTraces(ctx context.Context, req *connect.Request[crit
 	if err != nil {
 		return nil, err
 	}
-	traces, total, err := s.queries.ListTraces(ctx, handlers.CallerFrom(ctx).UserID, f)
+	traces, total, err := s.queries.ListTraces(ctx, edge.CallerFrom(ctx).UserID, f)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +177,7 @@ func (s *TraceService) ListTraces(ctx context.Context, req *connect.Request[crit
 
 // GetTrace returns one of the caller's traces.
 func (s *TraceService) GetTrace(ctx context.Context, req *connect.Request[criticv1.GetTraceRequest]) (*connect.Response[criticv1.GetTraceResponse], error) {
-	d, err := s.queries.GetTrace(ctx, handlers.CallerFrom(ctx).UserID, req.Msg.TraceId)
+	d, err := s.queries.GetTrace(ctx, edge.CallerFrom(ctx).UserID, req.Msg.TraceId)
 	if err != nil {
 		return nil, err
 	}
@@ -190,11 +191,11 @@ func (s *TraceService) GetTrace(ctx context.Context, req *connect.Request[critic
 // DeleteTrace deletes one of the caller's traces and answers once it is gone
 // from the read model.
 func (s *TraceService) DeleteTrace(ctx context.Context, req *connect.Request[criticv1.DeleteTraceRequest]) (*connect.Response[criticv1.DeleteTraceResponse], error) {
-	caller := handlers.CallerFrom(ctx)
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
 		return nil, err
 	}
-	res, err := s.cmds.DeleteTrace(ctx, handlers.Actor(caller), req.Msg.TraceId)
+	res, err := s.cmds.DeleteTrace(ctx, usecase.Actor(caller), req.Msg.TraceId)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +210,7 @@ func (s *TraceService) ExportTraces(ctx context.Context, _ *connect.Request[crit
 	w := &lineWriter{send: func(line []byte) error {
 		return stream.Send(&criticv1.ExportTracesResponse{Line: string(line)})
 	}}
-	if err := s.queries.ExportTraces(ctx, handlers.CallerFrom(ctx).UserID, w); err != nil {
+	if err := s.queries.ExportTraces(ctx, edge.CallerFrom(ctx).UserID, w); err != nil {
 		return err
 	}
 	return w.flush()
@@ -218,7 +219,7 @@ func (s *TraceService) ExportTraces(ctx context.Context, _ *connect.Request[crit
 // settle waits until the read model shows what a command appended, so a Get
 // right after a write sees it (the same rule as REST's settle).
 func (s *TraceService) settle(ctx context.Context, r commands.Result) error {
-	return handlers.Backend{Cmds: s.cmds, Queries: s.queries, Waiter: s.waiter}.Settle(ctx, r)
+	return usecase.Backend{Cmds: s.cmds, Queries: s.queries, Waiter: s.waiter}.Settle(ctx, r)
 }
 
 // lineWriter turns the JSONL the export query writes into one message per

@@ -19,7 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/criticml/critic/handlers/app"
+	"github.com/criticml/critic/handlers/apiserver"
 	"github.com/criticml/critic/handlers/connectapi"
 	"github.com/criticml/critic/handlers/rest"
 	"github.com/criticml/critic/platform/blob"
@@ -39,7 +39,7 @@ const twoTraces = `{"id":"refund-1","title":"Refund for order 1","metadata":{"ag
 // server, REST and every Connect service) over a fresh database, with a few
 // accounts.
 type env struct {
-	srv      *app.Server
+	srv      *apiserver.Server
 	url      string
 	aliceID  string
 	alice    string // full-access key
@@ -57,9 +57,9 @@ func start(t *testing.T) *env {
 	blobs, err := blob.NewLocal(t.TempDir())
 	require.NoError(t, err)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := app.Start(ctx, app.Config{Addr: "127.0.0.1:0", WaitTimeout: 30 * time.Second, SnapshotDir: t.TempDir()},
-		app.Deps{Pool: pool, Store: eventstore.New(pool, blobs), Blobs: blobs, Log: log},
-		func(mux *http.ServeMux, s *app.Server) {
+	srv, err := apiserver.Start(ctx, apiserver.Config{Addr: "127.0.0.1:0", WaitTimeout: 30 * time.Second, SnapshotDir: t.TempDir()},
+		apiserver.Deps{Pool: pool, Store: eventstore.New(pool, blobs), Blobs: blobs, Log: log},
+		func(mux *http.ServeMux, s *apiserver.Server) {
 			rest.New(s.Cmds, s.Queries, s.Waiter, s.Auth, 1<<20).WithBlobs(blobs).Register(mux)
 			rest.NewQueryAPI(s.Snapshots, s.Auth, 1<<20).Register(mux)
 			connectapi.Register(mux, connectapi.Deps{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter, Auth: s.Auth,

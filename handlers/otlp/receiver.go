@@ -12,7 +12,8 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
-	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -25,12 +26,12 @@ const Path = "/api/v1/rm/otel/v1/traces"
 type Receiver struct {
 	cmds    *commands.Commands
 	waiter  *readmodel.Waiter
-	auth    *handlers.Authenticator
+	auth    *edge.Authenticator
 	maxBody int64
 }
 
 // NewReceiver returns the receiver.
-func NewReceiver(cmds *commands.Commands, waiter *readmodel.Waiter, auth *handlers.Authenticator, maxBody int64) *Receiver {
+func NewReceiver(cmds *commands.Commands, waiter *readmodel.Waiter, auth *edge.Authenticator, maxBody int64) *Receiver {
 	return &Receiver{cmds: cmds, waiter: waiter, auth: auth, maxBody: maxBody}
 }
 
@@ -45,19 +46,19 @@ const (
 )
 
 func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
-	caller := handlers.CallerFrom(r.Context())
-	if err := handlers.RequireWrite(caller); err != nil {
-		handlers.WriteError(w, err)
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
+		edge.WriteError(w, err)
 		return
 	}
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if ct != ctProto && ct != ctJSON {
-		handlers.WriteError(w, &domain.UnsupportedMediaError{Message: "unsupported content type " + quoteOrEmpty(ct) + ": send application/x-protobuf or application/json"})
+		edge.WriteError(w, &domain.UnsupportedMediaError{Message: "unsupported content type " + quoteOrEmpty(ct) + ": send application/x-protobuf or application/json"})
 		return
 	}
 	body, err := rc.readBody(w, r)
 	if err != nil {
-		handlers.WriteError(w, err)
+		edge.WriteError(w, err)
 		return
 	}
 	req := ptraceotlp.NewExportRequest()
@@ -77,7 +78,7 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 			source = r.Header.Get("X-Stash-Trace-Source")
 		}
 		var res commands.Result
-		res, err = rc.cmds.ReceiveOTelSpans(r.Context(), handlers.Actor(caller), raws, source)
+		res, err = rc.cmds.ReceiveOTelSpans(r.Context(), usecase.Actor(caller), raws, source)
 		if err == nil {
 			err = rc.waiter.Wait(r.Context(), res.LastEventID)
 		}
@@ -89,7 +90,7 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		handlers.WriteError(w, err)
+		edge.WriteError(w, err)
 		return
 	}
 	// An empty ExportTraceServiceResponse: no bytes in protobuf, {} in JSON
@@ -133,7 +134,7 @@ func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request) ([]byte, er
 }
 
 func badRequest(w http.ResponseWriter, msg string) {
-	handlers.WriteJSON(w, http.StatusBadRequest, handlers.ErrorBody{Detail: msg, Code: "invalid_spans"})
+	edge.WriteJSON(w, http.StatusBadRequest, edge.ErrorBody{Detail: msg, Code: "invalid_spans"})
 }
 
 func quoteOrEmpty(s string) string {

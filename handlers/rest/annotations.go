@@ -6,7 +6,8 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/events"
-	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/handlers/usecase"
 )
 
 type addAnnotationRequest struct {
@@ -17,8 +18,8 @@ type addAnnotationRequest struct {
 }
 
 func (a *API) addAnnotation(w http.ResponseWriter, r *http.Request) error {
-	caller := handlers.CallerFrom(r.Context())
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
 		return err
 	}
 	var req addAnnotationRequest
@@ -33,22 +34,22 @@ func (a *API) addAnnotation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	handlers.WriteJSON(w, http.StatusOK, ann)
+	edge.WriteJSON(w, http.StatusOK, ann)
 	return nil
 }
 
 // editAnnotation is PATCH: a field that is present is changed (null clears
-// it), a field that is absent is kept (handlers.AnnotationPatchJSON).
+// it), a field that is absent is kept (usecase.AnnotationPatchJSON).
 func (a *API) editAnnotation(w http.ResponseWriter, r *http.Request) error {
-	caller := handlers.CallerFrom(r.Context())
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
 		return err
 	}
 	var raw map[string]json.RawMessage
 	if err := a.decodeBody(w, r, &raw); err != nil {
 		return err
 	}
-	in, err := handlers.AnnotationPatchJSON(r.PathValue("annotation_id"), raw)
+	in, err := usecase.AnnotationPatchJSON(r.PathValue("annotation_id"), raw)
 	if err != nil {
 		return err
 	}
@@ -56,13 +57,13 @@ func (a *API) editAnnotation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	handlers.WriteJSON(w, http.StatusOK, ann)
+	edge.WriteJSON(w, http.StatusOK, ann)
 	return nil
 }
 
 func (a *API) removeAnnotation(w http.ResponseWriter, r *http.Request) error {
-	caller := handlers.CallerFrom(r.Context())
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
 		return err
 	}
 	if err := a.backend().RemoveAnnotation(r.Context(), caller, r.PathValue("annotation_id")); err != nil {
@@ -73,6 +74,6 @@ func (a *API) removeAnnotation(w http.ResponseWriter, r *http.Request) error {
 }
 
 // backend is the shared operations over the API's command and query sides.
-func (a *API) backend() handlers.Backend {
-	return handlers.Backend{Cmds: a.cmds, Queries: a.queries, Waiter: a.waiter}
+func (a *API) backend() usecase.Backend {
+	return usecase.Backend{Cmds: a.cmds, Queries: a.queries, Waiter: a.waiter}
 }

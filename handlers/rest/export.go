@@ -5,7 +5,8 @@ import (
 	"strconv"
 
 	"github.com/criticml/critic/domain"
-	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/handlers/usecase"
 )
 
 func jsonlHeaders(w http.ResponseWriter, name string) {
@@ -15,12 +16,12 @@ func jsonlHeaders(w http.ResponseWriter, name string) {
 
 func (a *API) exportTraces(w http.ResponseWriter, r *http.Request) error {
 	jsonlHeaders(w, "traces.jsonl")
-	return a.queries.ExportTraces(r.Context(), handlers.CallerFrom(r.Context()).UserID, w)
+	return a.queries.ExportTraces(r.Context(), edge.CallerFrom(r.Context()).UserID, w)
 }
 
 func (a *API) exportAnnotations(w http.ResponseWriter, r *http.Request) error {
 	jsonlHeaders(w, "annotations.jsonl")
-	return a.queries.ExportAnnotations(r.Context(), handlers.CallerFrom(r.Context()).UserID, w)
+	return a.queries.ExportAnnotations(r.Context(), edge.CallerFrom(r.Context()).UserID, w)
 }
 
 // exportPairs writes the exact preference pairs training would use on all of
@@ -30,11 +31,11 @@ func (a *API) exportPairs(w http.ResponseWriter, r *http.Request) error {
 	if v := r.URL.Query().Get("max_pairs"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return handlers.InvalidMaxPairs()
+			return usecase.InvalidMaxPairs()
 		}
 		maxPairs = &n
 	}
-	pairs, err := a.backend().Pairs(r.Context(), handlers.CallerFrom(r.Context()).UserID, maxPairs)
+	pairs, err := a.backend().Pairs(r.Context(), edge.CallerFrom(r.Context()).UserID, maxPairs)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,7 @@ import (
 	"net/http"
 
 	"github.com/criticml/critic/domain"
-	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/platform/duck"
 )
 
@@ -14,12 +14,12 @@ import (
 // snapshot projection's files rather than on commands and the read model.
 type QueryAPI struct {
 	snaps *duck.Snapshots
-	auth  *handlers.Authenticator
+	auth  *edge.Authenticator
 	body  *API // for decodeBody (strict JSON, body limit)
 }
 
 // NewQueryAPI returns the /query handler over snaps.
-func NewQueryAPI(snaps *duck.Snapshots, auth *handlers.Authenticator, maxBody int64) *QueryAPI {
+func NewQueryAPI(snaps *duck.Snapshots, auth *edge.Authenticator, maxBody int64) *QueryAPI {
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBody
 	}
@@ -31,7 +31,7 @@ func NewQueryAPI(snaps *duck.Snapshots, auth *handlers.Authenticator, maxBody in
 func (q *QueryAPI) Register(mux *http.ServeMux) {
 	mux.Handle("POST "+Prefix+"/query", q.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := q.query(w, r); err != nil {
-			handlers.WriteError(w, err)
+			edge.WriteError(w, err)
 		}
 	})))
 }
@@ -54,10 +54,10 @@ func (q *QueryAPI) query(w http.ResponseWriter, r *http.Request) error {
 	if q.snaps == nil {
 		return errors.New("rest: query snapshots are not configured")
 	}
-	res, err := q.snaps.Query(r.Context(), handlers.CallerFrom(r.Context()).UserID, *req.SQL)
+	res, err := q.snaps.Query(r.Context(), edge.CallerFrom(r.Context()).UserID, *req.SQL)
 	if err != nil {
 		return err
 	}
-	handlers.WriteJSON(w, http.StatusOK, res)
+	edge.WriteJSON(w, http.StatusOK, res)
 	return nil
 }

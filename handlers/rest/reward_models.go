@@ -3,12 +3,13 @@ package rest
 import (
 	"net/http"
 
-	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/platform/blob"
 )
 
 // WeightsURLTTL is how long a weights download link works (spec 002).
-const WeightsURLTTL = handlers.WeightsURLTTL
+const WeightsURLTTL = usecase.WeightsURLTTL
 
 // WithBlobs gives the API the blob store that signs checkpoint downloads.
 func (a *API) WithBlobs(b blob.Store) *API {
@@ -27,63 +28,63 @@ type requestTrainingBody struct {
 // createRewardModel is POST /reward-models. The deployment chooses compute:
 // a `compute` field (or any unknown field) is 422.
 func (a *API) createRewardModel(w http.ResponseWriter, r *http.Request) error {
-	caller := handlers.CallerFrom(r.Context())
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
 		return err
 	}
 	var body requestTrainingBody
 	if err := a.decodeBody(w, r, &body); err != nil {
 		return err
 	}
-	m, err := a.backend().CreateRewardModel(r.Context(), caller, handlers.TrainingRequest{
+	m, err := a.backend().CreateRewardModel(r.Context(), caller, usecase.TrainingRequest{
 		Name: body.Name, TraceIDs: body.TraceIDs, BaseModel: body.BaseModel, Epochs: body.Epochs, MaxPairs: body.MaxPairs})
 	if err != nil {
 		return err
 	}
-	handlers.WriteJSON(w, http.StatusOK, m)
+	edge.WriteJSON(w, http.StatusOK, m)
 	return nil
 }
 
 func (a *API) listRewardModels(w http.ResponseWriter, r *http.Request) error {
-	ms, err := a.queries.ListRewardModels(r.Context(), handlers.CallerFrom(r.Context()).UserID)
+	ms, err := a.queries.ListRewardModels(r.Context(), edge.CallerFrom(r.Context()).UserID)
 	if err != nil {
 		return err
 	}
-	handlers.WriteJSON(w, http.StatusOK, ms)
+	edge.WriteJSON(w, http.StatusOK, ms)
 	return nil
 }
 
 func (a *API) getRewardModel(w http.ResponseWriter, r *http.Request) error {
-	m, err := a.queries.GetRewardModel(r.Context(), handlers.CallerFrom(r.Context()).UserID, r.PathValue("model_id"))
+	m, err := a.queries.GetRewardModel(r.Context(), edge.CallerFrom(r.Context()).UserID, r.PathValue("model_id"))
 	if err != nil {
 		return err
 	}
-	handlers.WriteJSON(w, http.StatusOK, m)
+	edge.WriteJSON(w, http.StatusOK, m)
 	return nil
 }
 
 // retryRewardModel is POST /reward-models/{id}/retry: 202, 409 unless failed.
 func (a *API) retryRewardModel(w http.ResponseWriter, r *http.Request) error {
-	caller := handlers.CallerFrom(r.Context())
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
 		return err
 	}
 	m, err := a.backend().RetryRewardModel(r.Context(), caller, r.PathValue("model_id"))
 	if err != nil {
 		return err
 	}
-	handlers.WriteJSON(w, http.StatusAccepted, m)
+	edge.WriteJSON(w, http.StatusAccepted, m)
 	return nil
 }
 
 // weights is GET /reward-models/{id}/weights: a five-minute signed URL that
 // needs no API key; 404 unless the caller owns the model and it succeeded.
 func (a *API) weights(w http.ResponseWriter, r *http.Request) error {
-	url, err := a.backend().WeightsURL(r.Context(), a.blobs, handlers.CallerFrom(r.Context()), r.PathValue("model_id"))
+	url, err := a.backend().WeightsURL(r.Context(), a.blobs, edge.CallerFrom(r.Context()), r.PathValue("model_id"))
 	if err != nil {
 		return err
 	}
-	handlers.WriteJSON(w, http.StatusOK, map[string]string{"url": url})
+	edge.WriteJSON(w, http.StatusOK, map[string]string{"url": url})
 	return nil
 }
 
@@ -94,8 +95,8 @@ type scoreBody struct {
 // scoreTrace is POST /traces/{id}/score: 202 with the ScoringRun answering
 // the request (new, active, or already completed for this revision).
 func (a *API) scoreTrace(w http.ResponseWriter, r *http.Request) error {
-	caller := handlers.CallerFrom(r.Context())
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
 		return err
 	}
 	var body scoreBody
@@ -106,6 +107,6 @@ func (a *API) scoreTrace(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	handlers.WriteJSON(w, http.StatusAccepted, run)
+	edge.WriteJSON(w, http.StatusAccepted, run)
 	return nil
 }

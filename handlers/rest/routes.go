@@ -1,6 +1,6 @@
 // Package rest serves the REST API under /api/v1/rm exactly as spec 001's
 // "REST API" table describes it. Handlers are thin: decode → command or
-// query → respond; every error goes through handlers.WriteError.
+// query → respond; every error goes through edge.WriteError.
 package rest
 
 import (
@@ -14,7 +14,7 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
-	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/projections/readmodel"
 )
@@ -33,13 +33,13 @@ type API struct {
 	cmds    *commands.Commands
 	queries *readmodel.Queries
 	waiter  *readmodel.Waiter
-	auth    *handlers.Authenticator
+	auth    *edge.Authenticator
 	maxBody int64
 	blobs   blob.Store
 }
 
 // New returns the REST API.
-func New(cmds *commands.Commands, queries *readmodel.Queries, waiter *readmodel.Waiter, auth *handlers.Authenticator, maxBody int64) *API {
+func New(cmds *commands.Commands, queries *readmodel.Queries, waiter *readmodel.Waiter, auth *edge.Authenticator, maxBody int64) *API {
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBody
 	}
@@ -52,7 +52,7 @@ func (a *API) Register(mux *http.ServeMux) {
 		method, path, _ := strings.Cut(pattern, " ")
 		mux.Handle(method+" "+Prefix+path, a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if err := h(w, r); err != nil {
-				handlers.WriteError(w, err)
+				edge.WriteError(w, err)
 			}
 		})))
 	}
@@ -77,13 +77,13 @@ func (a *API) Register(mux *http.ServeMux) {
 	// The native upload path of session recorders lives outside /rm.
 	mux.Handle("POST "+TranscriptsPath, a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := a.uploadTranscript(w, r); err != nil {
-			handlers.WriteError(w, err)
+			edge.WriteError(w, err)
 		}
 	})))
 	// Anything else under the prefix is a 404 in the API's error shape (after
 	// auth, so unauthenticated probing learns nothing).
 	mux.Handle(Prefix+"/", a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		handlers.WriteError(w, &domain.NotFoundError{What: "route " + r.Method + " " + r.URL.Path})
+		edge.WriteError(w, &domain.NotFoundError{What: "route " + r.Method + " " + r.URL.Path})
 	})))
 }
 

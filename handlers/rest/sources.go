@@ -3,7 +3,7 @@ package rest
 import (
 	"net/http"
 
-	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/handlers/edge"
 )
 
 type renameSourceRequest struct {
@@ -14,8 +14,8 @@ type renameSourceRequest struct {
 // renameSource is PUT /trace-sources: the caller's display name for a source
 // id, applied to existing and future traces.
 func (a *API) renameSource(w http.ResponseWriter, r *http.Request) error {
-	caller := handlers.CallerFrom(r.Context())
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
 		return err
 	}
 	var req renameSourceRequest
@@ -25,6 +25,6 @@ func (a *API) renameSource(w http.ResponseWriter, r *http.Request) error {
 	if err := a.backend().RenameTraceSource(r.Context(), caller, req.SourceID, req.Name); err != nil {
 		return err
 	}
-	handlers.WriteJSON(w, http.StatusOK, map[string]string{"source_id": *req.SourceID, "name": *req.Name})
+	edge.WriteJSON(w, http.StatusOK, map[string]string{"source_id": *req.SourceID, "name": *req.Name})
 	return nil
 }

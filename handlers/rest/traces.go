@@ -10,12 +10,13 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/formats"
-	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
 func (a *API) listFormats(w http.ResponseWriter, r *http.Request) error {
-	handlers.WriteJSON(w, http.StatusOK, handlers.Formats())
+	edge.WriteJSON(w, http.StatusOK, usecase.Formats())
 	return nil
 }
 
@@ -237,8 +238,8 @@ func (a *API) uploadTranscript(w http.ResponseWriter, r *http.Request) error {
 // importWith runs an import request; defaultFormat applies when the body
 // names none, and restrict (when set) may refuse or resolve the format.
 func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat string, restrict func(format string, data []byte) (string, error)) error {
-	caller := handlers.CallerFrom(r.Context())
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
 		return err
 	}
 	body, err := a.readBody(w, r)
@@ -273,14 +274,14 @@ func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat s
 		}
 		in.SourceID = *req.SourceID
 	}
-	res, err := a.cmds.ImportTraces(r.Context(), handlers.Actor(caller), in)
+	res, err := a.cmds.ImportTraces(r.Context(), usecase.Actor(caller), in)
 	if err != nil {
 		return err
 	}
 	if err := a.settle(r.Context(), res.Result); err != nil {
 		return err
 	}
-	handlers.WriteJSON(w, http.StatusOK, importResponse{Format: res.Format, Imported: len(res.TraceIDs), TraceIDs: res.TraceIDs})
+	edge.WriteJSON(w, http.StatusOK, importResponse{Format: res.Format, Imported: len(res.TraceIDs), TraceIDs: res.TraceIDs})
 	return nil
 }
 
@@ -294,20 +295,20 @@ func (a *API) listTraces(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	traces, total, err := a.queries.ListTraces(r.Context(), handlers.CallerFrom(r.Context()).UserID, f)
+	traces, total, err := a.queries.ListTraces(r.Context(), edge.CallerFrom(r.Context()).UserID, f)
 	if err != nil {
 		return err
 	}
-	handlers.WriteJSON(w, http.StatusOK, listResponse{Traces: traces, Total: total})
+	edge.WriteJSON(w, http.StatusOK, listResponse{Traces: traces, Total: total})
 	return nil
 }
 
 // parseListFilter reads ?limit&offset (default 50/0, limit ≤ 1000),
 // ?source_id, and the inclusive import-date range ?from=YYYY-MM-DD&to=YYYY-MM-DD
 // interpreted in ?tz (an IANA zone, default UTC) — the user's local calendar.
-// The rules are shared with the Connect API (handlers.ListParams).
+// The rules are shared with the Connect API (usecase.ListParams).
 func parseListFilter(r *http.Request) (readmodel.ListFilter, error) {
-	p, err := handlers.ListParamsFromQuery(r.URL.Query())
+	p, err := usecase.ListParamsFromQuery(r.URL.Query())
 	if err != nil {
 		return readmodel.ListFilter{}, err
 	}
@@ -315,20 +316,20 @@ func parseListFilter(r *http.Request) (readmodel.ListFilter, error) {
 }
 
 func (a *API) getTrace(w http.ResponseWriter, r *http.Request) error {
-	d, err := a.queries.GetTrace(r.Context(), handlers.CallerFrom(r.Context()).UserID, r.PathValue("trace_id"))
+	d, err := a.queries.GetTrace(r.Context(), edge.CallerFrom(r.Context()).UserID, r.PathValue("trace_id"))
 	if err != nil {
 		return err
 	}
-	handlers.WriteJSON(w, http.StatusOK, d)
+	edge.WriteJSON(w, http.StatusOK, d)
 	return nil
 }
 
 func (a *API) deleteTrace(w http.ResponseWriter, r *http.Request) error {
-	caller := handlers.CallerFrom(r.Context())
-	if err := handlers.RequireWrite(caller); err != nil {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
 		return err
 	}
-	res, err := a.cmds.DeleteTrace(r.Context(), handlers.Actor(caller), r.PathValue("trace_id"))
+	res, err := a.cmds.DeleteTrace(r.Context(), usecase.Actor(caller), r.PathValue("trace_id"))
 	if err != nil {
 		return err
 	}

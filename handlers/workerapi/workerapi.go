@@ -15,7 +15,7 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
-	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/handlers/edge"
 )
 
 // Prefix is where the worker service lives.
@@ -45,15 +45,15 @@ func (a *API) Register(mux *http.ServeMux) {
 		method, path, _ := strings.Cut(pattern, " ")
 		mux.HandleFunc(method+" "+Prefix+path, func(w http.ResponseWriter, r *http.Request) {
 			if !a.authorized(r) {
-				handlers.WriteError(w, &domain.UnauthorizedError{Message: "missing or wrong worker token"})
+				edge.WriteError(w, &domain.UnauthorizedError{Message: "missing or wrong worker token"})
 				return
 			}
 			out, err := h(r)
 			if err != nil {
-				handlers.WriteError(w, err)
+				edge.WriteError(w, err)
 				return
 			}
-			handlers.WriteJSON(w, http.StatusOK, out)
+			edge.WriteJSON(w, http.StatusOK, out)
 		})
 	}
 	route("POST /training/{model_id}/claim", a.claimTraining)

@@ -1,4 +1,4 @@
-package handlers
+package edge
 
 import (
 	"encoding/json"

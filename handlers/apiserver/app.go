@@ -1,11 +1,15 @@
-// Package app assembles the running API process — the embedded Kafka broker
-// (when no brokers are configured), the relay, the read-model projection, the
+// Package apiserver is process wiring: it assembles the running API
+// process — the embedded Kafka broker (when no brokers are configured), the relay, the read-model projection, the
 // snapshot projection behind /query, the read-your-writes waiter and the HTTP
 // server that speaks HTTP/1.1 and h2c —
 // from infrastructure the caller opened. It exists so that `critic serve`,
 // `critic run` and the integration tests of every API surface start exactly
 // the same server; configuration stays in cmd/critic.
-package app
+//
+// Calls flow from cmd/critic into Start, which builds the pieces and mounts
+// the surfaces (handlers/rest, connectapi, otlp, workerapi); nothing below
+// imports this package.
+package apiserver
 
 import (
 	"context"
@@ -22,7 +26,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/criticml/critic/commands"
-	"github.com/criticml/critic/handlers"
+	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/bus"
 	"github.com/criticml/critic/platform/duck"
@@ -79,7 +83,7 @@ type Server struct {
 	Cmds    *commands.Commands
 	Queries *readmodel.Queries
 	Waiter  *readmodel.Waiter
-	Auth    *handlers.Authenticator
+	Auth    *edge.Authenticator
 	// Snapshots serves POST /query; nil without Config.SnapshotDir.
 	Snapshots *duck.Snapshots
 	// Brokers and Publisher let the caller start more bus consumers and
@@ -142,7 +146,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		wait = 5 * time.Second
 	}
 	s.Waiter = readmodel.NewWaiter(deps.Pool, wait)
-	s.Auth = handlers.NewAuthenticator(s.Queries)
+	s.Auth = edge.NewAuthenticator(s.Queries)
 	proj := readmodel.New(deps.Pool, deps.Blobs, log)
 
 	s.goRun("relay", func() error { return relay.New("kafka", deps.Store, pub, log).Run(ctx) })
@@ -178,7 +182,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		handlers.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		edge.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	if mount != nil {
 		mount(mux, s)

@@ -1,4 +1,4 @@
-package handlers
+package usecase
 
 import (
 	"context"
@@ -27,3 +27,6 @@ func (b Backend) Settle(ctx context.Context, r commands.Result) error {
 	}
 	return b.Waiter.Wait(ctx, r.LastEventID)
 }
+
+// Actor is the command actor of a caller.
+func Actor(c *readmodel.Caller) commands.Actor { return commands.Actor{UserID: c.UserID} }

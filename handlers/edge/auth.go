@@ -1,4 +1,4 @@
-package handlers
+package edge
 
 import (
 	"context"
@@ -66,6 +66,3 @@ func RequireWrite(c *readmodel.Caller) error {
 	}
 	return nil
 }
-
-// Actor is the command actor of a caller.
-func Actor(c *readmodel.Caller) commands.Actor { return commands.Actor{UserID: c.UserID} }
