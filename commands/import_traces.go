@@ -35,6 +35,10 @@ type ImportResult struct {
 	Result
 	Format   string
 	TraceIDs []string
+	// Unchanged counts the TraceIDs the payload left as they were (the same
+	// content again, or an older session snapshot): clients such as
+	// `critic import` report them apart from what was imported.
+	Unchanged int
 }
 
 // ImportTraces parses the whole payload first (all traces or none), then
@@ -59,10 +63,12 @@ func (c *Commands) ImportTraces(ctx context.Context, actor Actor, in ImportTrace
 		return ImportResult{}, err
 	}
 	var ids []string
+	var unchanged int
 	r, err := retryOnConflict(func() (Result, error) {
 		var evs []events.New
 		var expected map[string]int64
 		ids, evs, expected, err = c.decideImports(ctx, actor, parsed, format, in.SourceID)
+		unchanged = countUnchanged(ids, evs)
 		if err != nil {
 			return Result{}, err
 		}
@@ -71,7 +77,22 @@ func (c *Commands) ImportTraces(ctx context.Context, actor Actor, in ImportTrace
 	if err != nil {
 		return ImportResult{}, err
 	}
-	return ImportResult{Result: r, Format: format, TraceIDs: ids}, nil
+	return ImportResult{Result: r, Format: format, TraceIDs: ids, Unchanged: unchanged}, nil
+}
+
+// countUnchanged counts the trace ids no decided event touches.
+func countUnchanged(ids []string, evs []events.New) int {
+	touched := make(map[string]bool, len(evs))
+	for _, e := range evs {
+		touched[e.Stream] = true
+	}
+	n := 0
+	for _, id := range ids {
+		if !touched[events.TraceStream(id)] {
+			n++
+		}
+	}
+	return n
 }
 
 func (c *Commands) decideImports(ctx context.Context, actor Actor, parsed []domain.Trace, format, sourceID string) ([]string, []events.New, map[string]int64, error) {

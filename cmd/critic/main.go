@@ -28,8 +28,18 @@ Usage:
   critic audit model ID            show each training pair's annotations; verify the dataset against the log
   critic model init|train|score|tokenize ...
 
+Client commands (talk to a server over HTTP; no database, no broker):
+  critic login --url URL           store the server and an API key (stdin or CRITIC_API_KEY)
+  critic import PATH… [--format auto|NAME] [--source-id ID] [--dry-run]
+                                   send files, folders or - (stdin) to POST /traces/import
+  critic sessions sync [--claude-dir DIR] [--codex-dir DIR]
+                                   upload every local Claude Code and Codex session
+  critic hooks install|uninstall claude-code|codex
+  critic hooks status              what is installed, the queue, the last upload
+
 Configuration is read from the environment: DATABASE_URL, KAFKA_BROKERS,
-BLOB_URL, CRITIC_DATA_DIR, CRITIC_ADDR (see README).
+BLOB_URL, CRITIC_DATA_DIR, CRITIC_ADDR; client commands read CRITIC_URL,
+CRITIC_API_KEY, CRITIC_CONFIG_DIR (see README).
 `
 
 func main() {
@@ -73,6 +83,15 @@ func dispatch(ctx context.Context, args []string) error {
 		return cmdAudit(ctx, rest)
 	case "model":
 		return modelCommand(rest)
+	// Client commands: they never boot infrastructure.
+	case "login":
+		return cmdLogin(ctx, rest)
+	case "import":
+		return cmdImport(ctx, rest)
+	case "sessions":
+		return cmdSessions(ctx, rest)
+	case "hooks":
+		return cmdHooks(ctx, rest)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return nil

@@ -276,12 +276,25 @@ func (p *codexParser) sessionMeta(line int, raw json.RawMessage, prefix string) 
 		ModelProvider json.RawMessage `json:"model_provider"`
 		Instructions  json.RawMessage `json:"instructions"`
 		Git           json.RawMessage `json:"git"`
+		HistoryBase   json.RawMessage `json:"history_base"`
 	}
 	if err := decodeJSON(raw, &sm); err != nil {
 		return domain.InvalidAt(line, strings.TrimSuffix(prefix, "."), "%v", err)
 	}
 	if p.t.ExternalID != "" {
 		return nil
+	}
+	if len(sm.HistoryBase) > 0 && string(sm.HistoryBase) != "null" {
+		// A paginated page (Codex ≥ 0.154 forks and reverts) holds only its
+		// own records; the conversation before them lives in the rollout
+		// history_base names. Storing the page alone would store half a
+		// conversation, so it is refused (spec 001: unresolved pages).
+		var hb struct {
+			ThreadID string `json:"thread_id"`
+		}
+		_ = json.Unmarshal(sm.HistoryBase, &hb)
+		return domain.InvalidAt(line, prefix+"history_base",
+			"this Codex rollout page continues rollout %q and holds only its own records; upload it with `critic sessions sync`, which rebuilds the page from its base", hb.ThreadID)
 	}
 	id, ok := asJSONString(sm.ID)
 	if !ok || id == "" {

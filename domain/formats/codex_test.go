@@ -1,7 +1,10 @@
 package formats
 
 import (
+	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/domain"
 )
@@ -168,4 +171,27 @@ func FuzzCodex(f *testing.F) {
 	f.Add(readTestdata(f, "codex_legacy.jsonl"))
 	f.Add(readTestdata(f, "codex_events_only.jsonl"))
 	f.Fuzz(func(t *testing.T, data []byte) { parseInvariants(t, Codex{}, data) })
+}
+
+// TestCodexRefusesUnresolvedHistoryBasePage: a page that names a
+// history_base holds only the records after its base, so the trace API
+// rejects it instead of storing an incomplete conversation (spec 001).
+func TestCodexRefusesUnresolvedHistoryBasePage(t *testing.T) {
+	page := `{"timestamp":"2026-09-11T08:10:00Z","type":"session_meta","ordinal":5,"payload":{"id":"0199f0c1-aaaa-7bbb-8ccc-000000000002","history_mode":"paginated","history_base":{"thread_id":"0199f0c1-aaaa-7bbb-8ccc-000000000001","end_ordinal_exclusive":5,"end_byte_offset":812}}}
+{"timestamp":"2026-09-11T08:10:01Z","type":"response_item","ordinal":6,"payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"fork question"}]}}
+`
+	_, err := Codex{}.Parse([]byte(page))
+	var ve *domain.ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, 1, ve.Line)
+	require.Equal(t, "payload.history_base", ve.Field)
+	require.Contains(t, ve.Message, "0199f0c1-aaaa-7bbb-8ccc-000000000001")
+	require.Contains(t, ve.Message, "critic sessions sync")
+
+	// The same page with its history resolved (the base's records inline,
+	// history_base renamed by the client) imports.
+	resolved := strings.Replace(page, `"history_base"`, `"resolved_history_base"`, 1)
+	traces, err := Codex{}.Parse([]byte(resolved))
+	require.NoError(t, err)
+	require.Equal(t, "0199f0c1-aaaa-7bbb-8ccc-000000000002", traces[0].ExternalID)
 }

@@ -204,6 +204,9 @@ type importResponse struct {
 	Format   string   `json:"format"`
 	Imported int      `json:"imported"`
 	TraceIDs []string `json:"trace_ids"`
+	// Unchanged is how many of trace_ids the payload left as they were
+	// (beyond spec 001's shape, additive: `critic import` reports it).
+	Unchanged int `json:"unchanged"`
 }
 
 func (a *API) importTraces(w http.ResponseWriter, r *http.Request) error {
@@ -281,7 +284,7 @@ func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat s
 	if err := a.settle(r.Context(), res.Result); err != nil {
 		return err
 	}
-	edge.WriteJSON(w, http.StatusOK, importResponse{Format: res.Format, Imported: len(res.TraceIDs), TraceIDs: res.TraceIDs})
+	edge.WriteJSON(w, http.StatusOK, importResponse{Format: res.Format, Imported: len(res.TraceIDs), TraceIDs: res.TraceIDs, Unchanged: res.Unchanged})
 	return nil
 }
 

@@ -1,0 +1,140 @@
+package client
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Settings is what `critic login` stores: the server and the key that
+// every client command uses unless CRITIC_URL / CRITIC_API_KEY override
+// them.
+type Settings struct {
+	URL    string `json:"url"`
+	APIKey string `json:"api_key"`
+}
+
+// Dir is the client's own directory: the stored login, the sync state, the
+// hook's upload queue and its log. It is $CRITIC_CONFIG_DIR when set, else
+// <user config dir>/critic (~/.config/critic on Linux, ~/Library/Application
+// Support/critic on macOS).
+func Dir() (string, error) {
+	if d := os.Getenv("CRITIC_CONFIG_DIR"); d != "" {
+		return filepath.Abs(d)
+	}
+	base, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("cannot find the user config directory (set HOME or CRITIC_CONFIG_DIR): %v", err)
+	}
+	return filepath.Join(base, "critic"), nil
+}
+
+// SettingsPath is where the login lives.
+func SettingsPath() (string, error) {
+	d, err := Dir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "config.json"), nil
+}
+
+// SaveSettings writes the login readable by the user only (0600 in a 0700
+// directory): it holds an API key.
+func SaveSettings(s Settings) (string, error) {
+	if err := CheckURL(s.URL); err != nil {
+		return "", err
+	}
+	p, err := SettingsPath()
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return "", err
+	}
+	_ = os.Chmod(filepath.Dir(p), 0o700)
+	raw, _ := json.MarshalIndent(s, "", "  ")
+	if err := WriteFileAtomic(p, append(raw, '\n'), 0o600); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
+// LoadSettings reads the stored login (empty when there is none) and
+// applies the CRITIC_URL and CRITIC_API_KEY overrides.
+func LoadSettings() (Settings, error) {
+	var s Settings
+	p, err := SettingsPath()
+	if err != nil {
+		return s, err
+	}
+	raw, err := os.ReadFile(p)
+	switch {
+	case err == nil:
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return s, fmt.Errorf("%s is not valid JSON (run `critic login` again): %v", p, err)
+		}
+	case errors.Is(err, os.ErrNotExist):
+	default:
+		return s, err
+	}
+	if v := strings.TrimSpace(os.Getenv("CRITIC_URL")); v != "" {
+		s.URL = v
+	}
+	if v := strings.TrimSpace(os.Getenv("CRITIC_API_KEY")); v != "" {
+		s.APIKey = v
+	}
+	s.URL = strings.TrimRight(s.URL, "/")
+	return s, nil
+}
+
+// Require fails with what to do when the server or the key is missing.
+func (s Settings) Require() error {
+	if s.URL == "" {
+		return errors.New("no Critic server configured: run `critic login --url URL` or set CRITIC_URL")
+	}
+	if err := CheckURL(s.URL); err != nil {
+		return err
+	}
+	if s.APIKey == "" {
+		return errors.New("no API key configured: run `critic login --url URL` (key on stdin) or set CRITIC_API_KEY")
+	}
+	return nil
+}
+
+// CheckURL accepts absolute http(s) URLs only.
+func CheckURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("server URL %q is not an absolute http(s) URL (e.g. http://127.0.0.1:8080)", raw)
+	}
+	return nil
+}
+
+// WriteFileAtomic replaces path with data via a temporary file and a
+// rename, so a crash or a concurrent reader never sees half a file.
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(name)
+		return err
+	}
+	if err := tmp.Chmod(perm); err != nil {
+		tmp.Close()
+		os.Remove(name)
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(name)
+		return err
+	}
+	return os.Rename(name, path)
+}
