@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -264,7 +265,11 @@ func EditCodexConfig(raw []byte, argv []string) ([]byte, error) {
 		t := strings.TrimSpace(lines[i])
 		if k, _, ok := strings.Cut(t, "="); ok && strings.TrimSpace(k) == "notify" {
 			end := tomlValueEnd(lines, i)
-			val := strings.TrimSpace(strings.SplitN(strings.Join(lines[i:end], ""), "=", 2)[1])
+			var parts []string
+			for _, l := range lines[i:end] {
+				parts = append(parts, stripTOMLComment(l))
+			}
+			val := strings.TrimSpace(strings.SplitN(strings.Join(parts, " "), "=", 2)[1])
 			previous = strings.Join(strings.Fields(val), " ")
 			lines = append(lines[:i:i], lines[end:]...)
 			at = i
@@ -291,6 +296,7 @@ func CodexPreviousNotify(raw []byte) []string {
 	for _, l := range lines[b:e] {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(l), codexPrevious); ok {
 			var argv []string
+			v = trailingComma.ReplaceAllString(v, "]")
 			if json.Unmarshal([]byte(v), &argv) == nil {
 				return argv
 			}
@@ -321,6 +327,29 @@ func findBlock(lines []string) (int, int) {
 		}
 	}
 	return -1, -1
+}
+
+var trailingComma = regexp.MustCompile(`,\s*]`)
+
+// stripTOMLComment drops a # comment that is outside any string.
+func stripTOMLComment(l string) string {
+	var quote byte
+	for k := 0; k < len(l); k++ {
+		c := l[k]
+		switch {
+		case quote != 0:
+			if c == '\\' && quote == '"' {
+				k++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '#':
+			return l[:k]
+		}
+	}
+	return l
 }
 
 // tomlValueEnd returns the index after the last line of the value that
