@@ -91,7 +91,7 @@ func runSync(ctx context.Context, up *client.Uploader, w io.Writer, claudeDir, c
 		case "synced":
 			fmt.Fprintf(w, "synced     %s %s → trace %s\n", o.Session.Agent, o.Session.Path, o.TraceID)
 		case "diverged":
-			fmt.Fprintf(w, "diverged   %s %s: %s (the server copy and its review are kept; this session is not synced)\n", o.Session.Agent, o.Session.Path, o.Detail)
+			fmt.Fprintf(w, "diverged   %s %s: trace_sync_error: %s (the server copy and its review are kept; this session is not synced)\n", o.Session.Agent, o.Session.Path, o.Detail)
 		case "failed":
 			fmt.Fprintf(w, "failed     %s %s: %s\n", o.Session.Agent, o.Session.Path, o.Detail)
 		case "unreachable":
