@@ -200,6 +200,10 @@ func TestImportFolderWithABrokenFile(t *testing.T) {
 	_, ok = in.traceByExternalID(t, key, "from-stdin")
 	require.True(t, ok)
 
+	// Client commands never boot infrastructure (no local cluster, no
+	// broker, no data directory where they ran).
+	require.NoDirExists(t, filepath.Join(c.home, ".data"))
+
 	// The server down: a clear error, non-zero.
 	out, code = c.with("CRITIC_URL=http://127.0.0.1:1").run("", "import", "exports/stash.jsonl")
 	require.NotEqual(t, 0, code)
