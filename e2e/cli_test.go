@@ -222,11 +222,13 @@ func TestSessionsSyncGrowsAndReportsDivergence(t *testing.T) {
 	recs := claudeCodeSession(sid, 4, nil)
 	n, k := len(recs)/2, len(recs)/4
 	path := c.write(".claude/projects/-home-dev-shop/"+sid+".jsonl", sessionFile(recs[:n]))
+	// Claude Code also leaves files of summary records only: no conversation.
+	c.write(".claude/projects/-home-dev-shop/summaries.jsonl", `{"type":"summary","summary":"Fix cart totals","leafUuid":"00000001-7c1e-4d2a-9b3f-000000001eef"}`+"\n")
 
 	out, code := c.run("", "sessions", "sync")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "synced     claude-code "+path)
-	require.Contains(t, out, "sessions: 1 synced, 0 unchanged, 0 diverged, 0 failed")
+	require.Contains(t, out, "sessions: 1 synced, 0 unchanged, 0 diverged, 0 failed, 1 without a conversation yet")
 	d1, ok := in.traceByExternalID(t, key, sid)
 	require.True(t, ok)
 	requireSteps(t, wantSteps(recs[:n]), d1.Steps)
@@ -238,7 +240,7 @@ func TestSessionsSyncGrowsAndReportsDivergence(t *testing.T) {
 	events := in.eventCount()
 	out, code = c.run("", "sessions", "sync")
 	require.Equal(t, 0, code, out)
-	require.Contains(t, out, "sessions: 0 synced, 1 unchanged")
+	require.Contains(t, out, "sessions: 0 synced, 2 unchanged")
 	require.Equal(t, events, in.eventCount())
 
 	// The session grows: appended, ids and the review kept.
@@ -266,7 +268,7 @@ func TestSessionsSyncGrowsAndReportsDivergence(t *testing.T) {
 	out, code = c.run("", "sessions", "sync")
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "diverged   claude-code "+path+": trace_sync_error: ")
-	require.Contains(t, out, "sessions: 0 synced, 0 unchanged, 1 diverged, 0 failed")
+	require.Contains(t, out, "sessions: 0 synced, 1 unchanged, 1 diverged, 0 failed")
 	require.Equal(t, events, in.eventCount(), "nothing appended")
 	d3 := in.getTrace(t, key, d1.ID)
 	require.Equal(t, stepIDs(d2), stepIDs(d3))

@@ -52,6 +52,9 @@ func cmdSessions(ctx context.Context, args []string) error {
 		return err
 	}
 	fmt.Printf("sessions: %d synced, %d unchanged, %d diverged, %d failed", tally["synced"], tally["unchanged"], tally["diverged"], tally["failed"])
+	if tally["empty"] > 0 {
+		fmt.Printf(", %d without a conversation yet", tally["empty"])
+	}
 	if tally["unreachable"] > 0 {
 		fmt.Printf(", %d not sent (server unreachable; queued for the next sync)", tally["unreachable"])
 	}

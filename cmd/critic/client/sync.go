@@ -116,7 +116,7 @@ type Session struct {
 // SyncOutcome is what syncing one session did.
 type SyncOutcome struct {
 	Session Session
-	Outcome string // synced, unchanged, diverged, failed, unreachable
+	Outcome string // synced, unchanged, empty, diverged, failed, unreachable
 	TraceID string
 	Detail  string
 }
@@ -161,6 +161,11 @@ func SyncSession(ctx context.Context, up *Uploader, st *SyncState, s Session) Sy
 	res, fail := up.Upload(ctx, format, data, "")
 	if fail != nil {
 		switch {
+		case fail.Field == "steps" && fail.Line == 0 && strings.Contains(fail.Message, "at least one step"):
+			// No conversation yet (a session just started, or a file of
+			// summary records only): nothing to sync until it grows.
+			o.Outcome = "empty"
+			st.Sessions[s.Key] = SessionState{Path: s.Path, Size: info.Size(), ModTime: info.ModTime(), SHA256: hash, SyncedAt: time.Now().UTC()}
 		case fail.Code == "trace_sync_error":
 			o.Outcome, o.Detail = "diverged", fail.Message
 		case strings.HasPrefix(fail.Message, "cannot reach the Critic server") || fail.Code == "unavailable":
