@@ -426,11 +426,14 @@ func TestHookQueuesWhileTheServerIsDownThenSyncSendsIt(t *testing.T) {
 	require.Equal(t, want, got)
 }
 
-// TestCodexHookInstallKeepsTheUsersNotify installs the Codex notify hook
-// over an existing notify program, which keeps running (chained), and
-// uninstall restores it.
-func TestCodexHookInstallKeepsTheUsersNotify(t *testing.T) {
-	c := newClientEnv(t)
+// TestCodexHookUploadsEachTurnAndKeepsTheUsersNotify installs the Codex
+// notify hook over an existing notify program, which keeps running
+// (chained); the hook Codex runs after a turn uploads that thread's rollout;
+// uninstall restores the user's config byte for byte.
+func TestCodexHookUploadsEachTurnAndKeepsTheUsersNotify(t *testing.T) {
+	in := startServe(t)
+	key := in.newUser("codex-hooked", false)
+	c := newClientEnv(t, "CRITIC_URL="+in.url, "CRITIC_API_KEY="+key)
 	marker := filepath.Join(c.home, "notified")
 	script := c.write("bin/notify.sh", "#!/bin/sh\nprintf '%s' \"$1\" > "+marker+"\n")
 	require.NoError(t, os.Chmod(script, 0o755))
@@ -446,21 +449,33 @@ func TestCodexHookInstallKeepsTheUsersNotify(t *testing.T) {
 	out, _ = c.run("", "hooks", "status")
 	require.Contains(t, out, "Codex:       installed in "+cfg)
 
-	// Codex runs the hook with its JSON notification; the user's program
-	// gets the same argument, and the upload is queued (no server yet).
-	note := `{"type":"agent-turn-complete","thread-id":"0199c000-5555-7b90-a1d2-000000000001","turn-id":"1","cwd":"/w"}`
+	// A turn completes: Codex runs the hook with its JSON notification.
+	const thread = "0199c000-5555-7b90-a1d2-000000000001"
+	recs := codexRollout(thread, 2)
+	rollout := c.write(".codex/sessions/2025/10/29/rollout-2025-10-29T00-59-00-"+thread+".jsonl", sessionFile(recs))
+	note := `{"type":"agent-turn-complete","thread-id":"` + thread + `","turn-id":"1","cwd":"/home/dev/shop"}`
 	out, code = c.run("", "hooks", "run", "codex", note)
 	require.Equal(t, 0, code, out)
 	require.Empty(t, out)
-	var got []byte
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if got, err = os.ReadFile(marker); err == nil && len(got) > 0 {
+	var status string
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		status, _ = c.run("", "hooks", "status")
+		if strings.Contains(status, ": synced") {
 			break
 		}
 	}
-	require.Equal(t, note, string(got))
-	out, _ = c.run("", "hooks", "status")
-	require.Contains(t, out, "codex session 0199c000-5555-7b90-a1d2-000000000001")
+	require.Contains(t, status, "codex "+rollout+": synced", status)
+	require.Contains(t, status, "queue:       0 upload(s) waiting")
+	d, ok := in.traceByExternalID(t, key, thread)
+	require.True(t, ok)
+	requireSteps(t, wantSteps(recs), d.Steps)
+	var got []byte
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if got, _ = os.ReadFile(marker); len(got) > 0 {
+			break
+		}
+	}
+	require.Equal(t, note, string(got), "the user's notify program ran too, with the same notification")
 
 	out, code = c.run("", "hooks", "uninstall", "codex")
 	require.Equal(t, 0, code, out)

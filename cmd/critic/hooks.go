@@ -99,6 +99,7 @@ func hooksInstall(agent string, install bool) error {
 		}
 		if install {
 			fmt.Printf("Claude Code: hook installed in %s (%s); each session uploads when the agent stops or the session ends\n", path, strings.Join(client.ClaudeHookEvents, ", "))
+			warnTemporaryBinary(self)
 			warnNoLogin()
 		} else {
 			fmt.Printf("Claude Code: hook removed from %s (other hooks kept)\n", path)
@@ -130,6 +131,7 @@ func hooksInstall(agent string, install bool) error {
 			if prev := client.CodexPreviousNotify(out); prev != nil {
 				fmt.Printf("Codex: your previous notify program (%s) is kept and still runs after each turn\n", strings.Join(prev, " "))
 			}
+			warnTemporaryBinary(self)
 			warnNoLogin()
 		} else {
 			fmt.Printf("Codex: hook removed from %s\n", path)
@@ -137,6 +139,14 @@ func hooksInstall(agent string, install bool) error {
 		return nil
 	}
 	return usageError{"unknown agent " + agent + " (claude-code or codex)"}
+}
+
+// warnTemporaryBinary says when the hook would point at a binary that will
+// not be there later (`go run`, a build in /tmp).
+func warnTemporaryBinary(self string) {
+	if tmp := os.TempDir(); tmp != "" && strings.HasPrefix(self, filepath.Clean(tmp)+string(filepath.Separator)) {
+		fmt.Printf("note: the hook runs %s, which is in a temporary directory; install critic somewhere permanent and run this again\n", self)
+	}
 }
 
 func warnNoLogin() {
