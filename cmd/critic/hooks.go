@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/criticml/critic/cmd/critic/client"
@@ -222,7 +221,7 @@ func chainCodexNotify(note string, logf func(string, ...any)) {
 		return
 	}
 	cmd := exec.Command(prev[0], append(prev[1:], note)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	detach(cmd)
 	if err := cmd.Start(); err != nil {
 		logf("codex hook: your previous notify program %q did not start: %v", prev[0], err)
 		return
@@ -244,7 +243,7 @@ func startDetached(args ...string) error {
 	defer log.Close()
 	cmd := exec.Command(self, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	detach(cmd)
 	if err := cmd.Start(); err != nil {
 		return err
 	}

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -78,30 +77,6 @@ func (s *SyncState) Save() error {
 	}
 	raw, _ := json.MarshalIndent(s, "", "  ")
 	return WriteFileAtomic(s.path, append(raw, '\n'), 0o600)
-}
-
-// Lock serialises syncs and hook uploads on this machine (an advisory file
-// lock held until release is called).
-func Lock() (release func(), err error) {
-	d, err := Dir()
-	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(d, 0o700); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(filepath.Join(d, "sync.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	}, nil
 }
 
 // Session is one local agent session to upload.
