@@ -406,6 +406,11 @@ func TestHookQueuesWhileTheServerIsDownThenSyncSendsIt(t *testing.T) {
 	in.start()
 	back := c.with("CRITIC_URL=" + in.url)
 	out, code = back.run("", "sessions", "sync", "--claude-dir", filepath.Join(c.home, "elsewhere"))
+	require.NotEqual(t, 0, code, "a folder that is not there is an error")
+	require.Contains(t, out, "elsewhere is not a folder")
+	require.NoError(t, os.Mkdir(filepath.Join(c.home, "elsewhere"), 0o755))
+	// Only the queued session is sent (the folder to scan is empty).
+	out, code = back.run("", "sessions", "sync", "--claude-dir", filepath.Join(c.home, "elsewhere"))
 	require.Equal(t, 0, code, out)
 	require.Contains(t, out, "synced     claude-code "+transcript)
 	d, ok := in.traceByExternalID(t, key, sid)

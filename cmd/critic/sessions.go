@@ -40,6 +40,14 @@ func cmdSessions(ctx context.Context, args []string) error {
 		return err
 	}
 	claudeDir, codexDir := flags["claude-dir"], flags["codex-dir"]
+	for _, d := range []string{claudeDir, codexDir} {
+		if d == "" {
+			continue
+		}
+		if st, err := os.Stat(d); err != nil || !st.IsDir() {
+			return fmt.Errorf("%s is not a folder", d)
+		}
+	}
 	if claudeDir == "" {
 		claudeDir = defaultClaudeProjects()
 	}

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -134,10 +133,6 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	}
 	resp, err := c.HTTP.Do(req)
 	if err != nil {
-		var ne net.Error
-		if errors.As(err, &ne) || isConnError(err) {
-			return &UnreachableError{URL: c.BaseURL, Err: err}
-		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -165,11 +160,6 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		return fmt.Errorf("unexpected answer from %s%s: %v", c.BaseURL, path, err)
 	}
 	return nil
-}
-
-func isConnError(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "connection refused") || strings.Contains(s, "no such host") || strings.Contains(s, "EOF")
 }
 
 func truncate(b []byte, n int) []byte {
