@@ -46,11 +46,17 @@ func cmdWorker(ctx context.Context, _ []string) error {
 	wc.Observer = workerObserver(tel)
 	if tel.Metrics != nil {
 		addr, stop, err := serveWorkerMetrics(cfg.WorkerMetricsAddr, tel)
-		if err != nil {
-			return err
+		switch {
+		case err == nil:
+			defer stop()
+			fmt.Printf("Critic worker metrics on http://%s/metrics\n", addr)
+		case os.Getenv("CRITIC_WORKER_METRICS_ADDR") != "":
+			return err // asked for explicitly: fail at start
+		default:
+			// Several workers on one machine share the default port: the
+			// first one serves it, the others say so and work on.
+			log.Warn("worker metrics not served: the default address is taken; set CRITIC_WORKER_METRICS_ADDR", "err", err)
 		}
-		defer stop()
-		fmt.Printf("Critic worker metrics on http://%s/metrics\n", addr)
 	}
 	fmt.Printf("Critic worker %s: API %s, Kafka %s (group %s), blobs %s, data %s\n",
 		wc.WorkerID, wc.APIURL, strings.Join(wc.Brokers, ","), worker.ConsumerGroup, cfg.BlobURL, cfg.DataDir)
