@@ -49,6 +49,10 @@ bench: bench-ingest bench-otlp bench-query bench-train bench-score ## all benchm
 bench-ingest: deps ## import 10,000 traces × 20 steps end to end vs COPY; latency p50/p99
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkIngest -benchtime 1x -timeout 30m ./e2e/
 
+.PHONY: bench-ingest-metrics
+bench-ingest-metrics: deps ## bulk import with CRITIC_METRICS=off vs on in the same run; ratio on/off (target ≥ 0.97)
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkMetricsOverheadIngest -benchtime 1x -timeout 30m ./e2e/
+
 bench-query: deps ## group-by over 1,000,000 steps via POST /query vs direct DuckDB; p50/p99, ratio
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkQuery -benchtime 1x -timeout 30m ./e2e/
 
