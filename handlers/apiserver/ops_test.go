@@ -8,6 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -330,4 +333,49 @@ func TestReadyzFollowsTheProjection(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond, "the projection caught up but /readyz stayed not ready")
 	_, body = e.readyz(t)
 	require.Equal(t, int64(0), *body.Checks["readmodel"].Lag)
+}
+
+// TestDashboardQueriesExistingFamilies: every metric the Grafana dashboard
+// under deploy/ queries is one an API or worker process registers, so a
+// renamed family cannot leave a panel silently empty.
+func TestDashboardQueriesExistingFamilies(t *testing.T) {
+	e := startOps(t, func(c *apiserver.Config) {
+		// As the lead wires the dead-letter table.
+		c.ParkedEvents = func(context.Context) (map[string]int64, error) { return map[string]int64{}, nil }
+	})
+	known := map[string]bool{}
+	for _, n := range e.tel.Metrics.FamilyNames() {
+		known[n] = true
+	}
+	for n := range metricstest.Scrape(t, e.url+"/metrics") {
+		known[n] = true
+	}
+	raw, err := os.ReadFile(filepath.Join(pgtest.ModuleRoot(t), "deploy", "grafana", "critic-dashboard.json"))
+	require.NoError(t, err)
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &dash))
+	name := regexp.MustCompile(`\b(?:critic|go|process)_[a-z_]+\b`)
+	queried := 0
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			for _, n := range name.FindAllString(tg.Expr, -1) {
+				base := n
+				for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+					if b, ok := strings.CutSuffix(n, suffix); ok && known[b] {
+						base = b
+					}
+				}
+				require.True(t, known[base], "panel %q queries %s, which no process registers", p.Title, n)
+				queried++
+			}
+		}
+	}
+	require.Greater(t, queried, 30)
 }

@@ -36,17 +36,19 @@ const sourceTimeout = 3 * time.Second
 // samples for that scrape and counts in critic_metrics_source_errors_total.
 func (m *Metrics) AddGauges(srcs ...GaugeSource) {
 	c := &sourceCollector{srcs: srcs, errs: m.sourceErrors()}
+	f := m.factory()
 	for _, s := range srcs {
+		f.named(s.Name)
 		c.descs = append(c.descs, prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", s.Name), s.Help, s.Labels, nil))
 	}
 	m.reg.MustRegister(c)
 }
 
 func (m *Metrics) sourceErrors() *prometheus.CounterVec {
-	m.posMu.Lock()
-	defer m.posMu.Unlock()
+	m.srcMu.Lock()
+	defer m.srcMu.Unlock()
 	if m.srcErrs == nil {
-		m.srcErrs = factory{m.reg}.counterVec("metrics_source_errors_total", "Scrape-time reads that failed (the gauge is missing from that scrape), by source.", "source")
+		m.srcErrs = m.factory().counterVec("metrics_source_errors_total", "Scrape-time reads that failed (the gauge is missing from that scrape), by source.", "source")
 	}
 	return m.srcErrs
 }

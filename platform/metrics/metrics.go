@@ -50,6 +50,7 @@ type Metrics struct {
 	projPosition *prometheus.GaugeVec
 	posMu        sync.Mutex
 	positions    map[string]int64
+	srcMu        sync.Mutex // guards srcErrs
 	srcErrs      *prometheus.CounterVec
 
 	jobClaims     *prometheus.CounterVec
@@ -67,14 +68,16 @@ type Metrics struct {
 	llmTokens   *prometheus.CounterVec
 
 	queryDuration *prometheus.HistogramVec
+
+	names *[]string // every critic_ family registered, for FamilyNames
 }
 
 // New returns a registry with the Go runtime and process collectors and every
 // Critic family registered.
 func New() *Metrics {
-	m := &Metrics{reg: prometheus.NewRegistry(), positions: map[string]int64{}}
+	m := &Metrics{reg: prometheus.NewRegistry(), positions: map[string]int64{}, names: new([]string)}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	f := factory{m.reg}
+	f := m.factory()
 
 	m.httpRequests = f.counterVec("http_requests_total", "HTTP requests answered, by route pattern and status code.", "route", "code")
 	m.httpDuration = f.histogramVec("http_request_duration_seconds", "Time to answer an HTTP request, by route pattern.",
@@ -245,34 +248,60 @@ func (m *Metrics) QueryDone(outcome string, elapsed time.Duration) {
 	m.queryDuration.WithLabelValues(outcome).Observe(elapsed.Seconds())
 }
 
+// FamilyNames lists every critic_ family registered so far, with or without
+// samples (a counter vector shows no series before its first increment), so
+// a test can check that the dashboard only queries families that exist.
+func (m *Metrics) FamilyNames() []string {
+	m.posMu.Lock()
+	defer m.posMu.Unlock()
+	return append([]string(nil), (*m.names)...)
+}
+
+func (m *Metrics) factory() factory { return factory{reg: m.reg, names: m.names, mu: &m.posMu} }
+
 // factory registers families under the namespace.
-type factory struct{ reg prometheus.Registerer }
+type factory struct {
+	reg   prometheus.Registerer
+	names *[]string
+	mu    *sync.Mutex
+}
+
+func (f factory) named(name string) {
+	f.mu.Lock()
+	*f.names = append(*f.names, Namespace+"_"+name)
+	f.mu.Unlock()
+}
 
 func (f factory) counter(name, help string) prometheus.Counter {
+	f.named(name)
 	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help})
 	f.reg.MustRegister(c)
 	return c
 }
 
 func (f factory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	f.named(name)
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
 	f.reg.MustRegister(c)
 	return c
 }
 
 func (f factory) gauge(name, help string) prometheus.Gauge {
+	f.named(name)
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help})
 	f.reg.MustRegister(g)
 	return g
 }
 
 func (f factory) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	f.named(name)
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, labels)
 	f.reg.MustRegister(g)
 	return g
 }
 
 func (f factory) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+	f.named(name)
 	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: name, Help: help, Buckets: buckets}, labels)
 	f.reg.MustRegister(h)
 	return h

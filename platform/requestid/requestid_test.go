@@ -21,10 +21,10 @@ func TestTraceID(t *testing.T) {
 	}{
 		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "4bf92f3577b34da6a3ce929d0e0e4736"},
 		{"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00-future", "4bf92f3577b34da6a3ce929d0e0e4736"},
-		{"00-00000000000000000000000000000000-00f067aa0ba902b7-01", ""}, // all-zero trace id
-		{"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", ""}, // all-zero parent
-		{"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", ""}, // forbidden version
-		{"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", ""}, // upper case
+		{"00-00000000000000000000000000000000-00f067aa0ba902b7-01", ""},   // all-zero trace id
+		{"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", ""},   // all-zero parent
+		{"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", ""},   // forbidden version
+		{"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", ""},   // upper case
 		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x", ""}, // v00 has no extra fields
 		{"00-4bf92f3577b34da6a3ce929d0e0e473-00f067aa0ba902b7-01", ""},
 		{"", ""},
