@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -100,6 +101,20 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // ConnectError maps err to a Connect error with the matching code.
 func ConnectError(err error) error {
 	status, body := Classify(err)
+	return connectError(status, body)
+}
+
+// ConnectErrorContext is ConnectError for a call whose context is known: an
+// internal error is logged with the call's request id.
+func ConnectErrorContext(ctx context.Context, err error) error {
+	status, body := classify(err)
+	if status == http.StatusInternalServerError {
+		slog.ErrorContext(ctx, "internal error", "err", err)
+	}
+	return connectError(status, body)
+}
+
+func connectError(status int, body ErrorBody) error {
 	code := connect.CodeInternal
 	switch status {
 	case http.StatusUnprocessableEntity:
