@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"syscall"
 	"testing"
 	"time"
 
@@ -169,4 +170,36 @@ func TestOperatingCritic(t *testing.T) {
 	logs := in.logText()
 	require.Regexp(t, `msg="claimed training job".*request_id=e2e-train-1`, logs)
 	require.Regexp(t, `msg="claimed scoring job".*request_id=e2e-score-1`, logs)
+}
+
+// TestLeaseExpiryIsCounted: a worker killed mid-training shows up on the
+// API's /metrics as a lease expiry of a training job, and the running gauge
+// goes back to zero.
+func TestLeaseExpiryIsCounted(t *testing.T) {
+	in, kafkaPort := startServeForJobs(t, "CRITIC_WORKER_LEASE=3s")
+	key := in.newUser("leases", false)
+	ids := ratedTraces(t, in, key)
+	base := sizedBase(t, in, "64", "2") // slow enough to interrupt
+	w := startWorker(t, in, kafkaPort, "doomed")
+	id := longTraining(t, in, key, ids, base)
+	in.waitRunningWithProgress(t, key, id)
+	running := metricstest.Scrape(t, in.url+"/metrics")
+	require.Equal(t, float64(1), running.Value("critic_jobs", "kind=train", "status=running"))
+	require.Equal(t, float64(0), running.Value("critic_job_lease_expiries_total"))
+
+	require.NoError(t, w.Process.Signal(syscall.SIGKILL))
+	_, _ = w.Process.Wait()
+	m := in.waitModel(t, key, id, "failed", "succeeded")
+	require.Equal(t, "failed", m["status"])
+	require.Contains(t, m["error"], "lease expired")
+
+	var after metricstest.Families
+	require.Eventually(t, func() bool {
+		after = metricstest.Scrape(t, in.url+"/metrics")
+		return after.Value("critic_jobs", "kind=train", "status=running") == 0
+	}, 20*time.Second, 100*time.Millisecond)
+	require.Equal(t, float64(1), after.Value("critic_job_lease_expiries_total", "kind=train"))
+	require.Equal(t, float64(0), after.Value("critic_job_lease_expiries_total", "kind=score"))
+	require.Equal(t, float64(1), after.Value("critic_job_claims_total", "kind=train", "outcome=claimed"))
+	require.Equal(t, float64(0), after.Value("critic_job_reports_total", "kind=train"), "the killed worker reported nothing")
 }
