@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/criticml/critic/handlers/apiserver"
+	"github.com/criticml/critic/platform/metrics/metricstest"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
@@ -105,6 +106,15 @@ func TestRequestIDFollowsTheRequest(t *testing.T) {
 	res, err := c.ListFormats(context.Background(), req)
 	require.NoError(t, err)
 	require.Equal(t, "ops-connect-1", res.Header().Get("X-Request-Id"))
+
+	// Connect calls are counted by procedure; junk under a service's prefix
+	// is not.
+	resp, err := http.Post(e.url+"/critic.v1.TraceService/NoSuchMethod", "application/json", strings.NewReader("{}"))
+	require.NoError(t, err)
+	resp.Body.Close()
+	fams := metricstest.Scrape(t, e.url+"/metrics")
+	require.Equal(t, float64(1), fams.Value("critic_http_requests_total", "route=/critic.v1.TraceService/ListFormats", "code=200"))
+	require.Equal(t, float64(1), fams.Value("critic_http_requests_total", "route=/critic.v1.TraceService/", "code=404"))
 }
 
 // TestGRPCHealthAndReflection talks to the Connect port with grpc-go, as

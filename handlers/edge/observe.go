@@ -3,12 +3,15 @@ package edge
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/criticml/critic/platform/metrics"
 	"github.com/criticml/critic/platform/requestid"
@@ -35,7 +38,8 @@ const unmatchedRoute = "unmatched"
 // requestid) in the context and the X-Request-Id response header — set before
 // the handler runs, so error bodies and Connect responses carry it too — and
 // after the mux routed it, records the route pattern (never the path: ids in
-// paths would make unbounded series), the status and the latency.
+// paths would make unbounded series; Connect calls by procedure), the status
+// and the latency.
 func Observe(next http.Handler, o Observing) http.Handler {
 	prop := propagation.TraceContext{}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -67,7 +71,7 @@ func Observe(next http.Handler, o Observing) http.Handler {
 		if status == 0 {
 			status = http.StatusOK
 		}
-		route := r.Pattern
+		route := rpcRoute(r.Pattern, r.URL.Path)
 		if route == "" {
 			route = unmatchedRoute
 		}
@@ -94,6 +98,29 @@ func Observe(next http.Handler, o Observing) http.Handler {
 				slog.Int("status", status), slog.Duration("elapsed", elapsed))
 		}
 	})
+}
+
+// rpcRoute names a Connect/gRPC call by its procedure: a service is mounted
+// as one prefix pattern ("/critic.v1.TraceService/"), which alone would lump
+// every method together. The method is only appended when the service's
+// descriptor has it, so junk paths under the prefix cannot mint series.
+func rpcRoute(pattern, path string) string {
+	if len(pattern) < 3 || pattern[0] != '/' || !strings.HasSuffix(pattern, "/") || !strings.HasPrefix(path, pattern) {
+		return pattern
+	}
+	method := path[len(pattern):]
+	if method == "" || strings.Contains(method, "/") {
+		return pattern
+	}
+	d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(strings.Trim(pattern, "/")))
+	if err != nil {
+		return pattern
+	}
+	sd, ok := d.(protoreflect.ServiceDescriptor)
+	if !ok || sd.Methods().ByName(protoreflect.Name(method)) == nil {
+		return pattern
+	}
+	return path
 }
 
 // statusWriter remembers the status; Unwrap lets http.ResponseController
