@@ -25,12 +25,6 @@ import (
 // Namespace prefixes every family.
 const Namespace = "critic"
 
-// Job kinds (the `kind` label).
-const (
-	KindTrain = "train"
-	KindScore = "score"
-)
-
 // Metrics is one process's registry and the families in it.
 type Metrics struct {
 	reg *prometheus.Registry
