@@ -562,8 +562,10 @@ func (w *Worker) HandleScore(ctx context.Context, payload []byte) bool {
 	})
 	switch {
 	case errors.Is(err, ErrNotClaimable):
+		outcome, jobErr = "lease_lost", err
 		log.Warn("the API refused the scoring report (not claimable)", "error", err)
 	case err != nil:
+		outcome, jobErr = "failed", err
 		log.Error("could not report the scoring result", "error", err)
 	}
 	return ctx.Err() == nil
