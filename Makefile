@@ -55,6 +55,10 @@ CRITIC_BENCH_CLIENT_MB ?= 64
 bench-client: deps ## critic import of a folder (CRITIC_BENCH_CLIENT_MB across 1,000 files) vs in-process POST /traces/import; MB/s, ratio
 	CRITIC_BENCH_CLIENT_MB=$(CRITIC_BENCH_CLIENT_MB) $(GO) test -count=1 -run '^$$' -bench BenchmarkClientImport -benchtime 1x -timeout 60m ./e2e/
 
+.PHONY: bench-ingest-metrics
+bench-ingest-metrics: deps ## bulk import with CRITIC_METRICS=off vs on in the same run; ratio on/off (target ≥ 0.97)
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkMetricsOverheadIngest -benchtime 1x -timeout 30m ./e2e/
+
 bench-query: deps ## group-by over 1,000,000 steps via POST /query vs direct DuckDB; p50/p99, ratio
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkQuery -benchtime 1x -timeout 30m ./e2e/
 

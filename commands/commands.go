@@ -13,6 +13,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/requestid"
 )
 
 // Commands is the write side of the API.
@@ -47,13 +48,20 @@ type Result struct {
 
 func newID() string { return uuid.Must(uuid.NewV7()).String() }
 
-// append stores evs, tagging them with the actor and a fresh correlation id.
+// append stores evs, tagging them with the actor, a fresh causation id (this
+// command) and the correlation id of the request that issued it: the request
+// id ctx carries (an API request, or the job or event a worker or projection
+// acts on), else the command's own id.
 func (c *Commands) append(ctx context.Context, actor Actor, expected map[string]int64, evs []events.New) (Result, error) {
 	if len(evs) == 0 {
 		return Result{}, nil
 	}
-	corr := newID()
-	envs, err := c.store.Append(ctx, eventstore.Meta{Actor: actor.String(), CausationID: corr, CorrelationID: corr}, expected, evs)
+	cause := newID()
+	corr := requestid.From(ctx)
+	if corr == "" {
+		corr = cause
+	}
+	envs, err := c.store.Append(ctx, eventstore.Meta{Actor: actor.String(), CausationID: cause, CorrelationID: corr}, expected, evs)
 	if err != nil {
 		return Result{}, err
 	}

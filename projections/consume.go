@@ -32,16 +32,48 @@ const (
 	maxWait  = time.Millisecond
 )
 
+// Observer sees every batch a projection applied or failed to apply:
+// metrics and tracing hang off it.
+type Observer interface {
+	BatchApplied(ctx context.Context, projection string, start time.Time, envs []events.Envelope, err error)
+}
+
+// Option adjusts Run.
+type Option func(*runOptions)
+
+type runOptions struct {
+	name string
+	obs  Observer
+}
+
+// Observed reports every batch of the projection called name to o.
+func Observed(name string, o Observer) Option {
+	return func(r *runOptions) { r.name, r.obs = name, o }
+}
+
 // Run feeds a projection from the bus until ctx ends.
-func Run(ctx context.Context, consume ConsumeFunc, topic string, a Applier) error {
+func Run(ctx context.Context, consume ConsumeFunc, topic string, a Applier, opts ...Option) error {
+	var ro runOptions
+	for _, o := range opts {
+		o(&ro)
+	}
 	return consume(ctx, topic, maxBatch, maxWait, func(ctx context.Context, batch []*message.Message) error {
+		start := time.Now()
 		envs := make([]events.Envelope, len(batch))
 		for i, m := range batch {
 			if err := DecodeEnvelope(m.Payload, &envs[i]); err != nil {
-				return fmt.Errorf("decode event %s: %w", m.UUID, err)
+				err = fmt.Errorf("decode event %s: %w", m.UUID, err)
+				if ro.obs != nil {
+					ro.obs.BatchApplied(ctx, ro.name, start, nil, err)
+				}
+				return err
 			}
 		}
-		return a.Apply(ctx, envs)
+		err := a.Apply(ctx, envs)
+		if ro.obs != nil {
+			ro.obs.BatchApplied(ctx, ro.name, start, envs, err)
+		}
+		return err
 	})
 }
 

@@ -36,6 +36,18 @@ type config struct {
 	// InstanceID is CRITIC_INSTANCE_ID (default the host name): each API
 	// instance builds its own query snapshots under its own consumer group.
 	InstanceID string
+	// Metrics is CRITIC_METRICS: on (default) registers the Prometheus
+	// metrics and serves /metrics; off records nothing (benchmarks compare).
+	Metrics bool
+	// MetricsAddr is CRITIC_METRICS_ADDR: when set, /metrics is served only
+	// there, not on CRITIC_ADDR.
+	MetricsAddr string
+	// WorkerMetricsAddr is CRITIC_WORKER_METRICS_ADDR: where `critic worker`
+	// serves its /metrics and /healthz (default 127.0.0.1:9464; off = none).
+	WorkerMetricsAddr string
+	// ReadyMaxLag is CRITIC_READY_MAX_LAG: how many events the read model
+	// may be behind before /readyz answers 503 (default 1000).
+	ReadyMaxLag int
 }
 
 func loadConfig() (config, error) {
@@ -66,6 +78,22 @@ func loadConfig() (config, error) {
 		c.QueryIsolation = duck.LoadCopy
 	default:
 		return c, fmt.Errorf("CRITIC_QUERY_ISOLATION must be replica or copy, got %q", v)
+	}
+	switch v := strings.ToLower(os.Getenv("CRITIC_METRICS")); v {
+	case "", "on", "1", "true":
+		c.Metrics = true
+	case "off", "0", "false":
+	default:
+		return c, fmt.Errorf("CRITIC_METRICS must be on or off, got %q", v)
+	}
+	c.MetricsAddr = os.Getenv("CRITIC_METRICS_ADDR")
+	c.WorkerMetricsAddr = envOr("CRITIC_WORKER_METRICS_ADDR", "127.0.0.1:9464")
+	c.ReadyMaxLag = 1000
+	if c.ReadyMaxLag, err = envInt("CRITIC_READY_MAX_LAG", c.ReadyMaxLag); err != nil {
+		return c, err
+	}
+	if c.ReadyMaxLag < 1 {
+		return c, fmt.Errorf("CRITIC_READY_MAX_LAG must be at least 1, got %d", c.ReadyMaxLag)
 	}
 	c.InstanceID = os.Getenv("CRITIC_INSTANCE_ID")
 	if c.InstanceID == "" {
@@ -117,6 +145,16 @@ func (c config) Validate() error {
 	}
 	if _, _, err := splitHostPort(c.Addr); err != nil {
 		return fmt.Errorf("CRITIC_ADDR: %v", err)
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := splitHostPort(c.MetricsAddr); err != nil {
+			return fmt.Errorf("CRITIC_METRICS_ADDR: %v", err)
+		}
+	}
+	if c.WorkerMetricsAddr != "off" {
+		if _, _, err := splitHostPort(c.WorkerMetricsAddr); err != nil {
+			return fmt.Errorf("CRITIC_WORKER_METRICS_ADDR: %v (or off)", err)
+		}
 	}
 	return nil
 }

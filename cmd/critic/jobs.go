@@ -26,9 +26,13 @@ func startJobs(a *apiserver.Server, in *infra) {
 	a.Go("dispatch", func() error {
 		return projections.Run(a.Ctx, func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
 			return sub.ConsumeBatches(ctx, topic, n, wait, h)
-		}, relay.Topic, d)
+		}, relay.Topic, d, a.Observed(jobdispatch.Name)...)
 	}, sub.Close)
+	var onExpire []func(string)
+	if a.Telemetry != nil && a.Telemetry.Metrics != nil {
+		onExpire = append(onExpire, a.Telemetry.Metrics.LeaseExpired)
+	}
 	a.Go("lease-sweeper", func() error {
-		return jobdispatch.SweepLeases(a.Ctx, a.Queries, a.Cmds, time.Second, in.cfg.WorkerLease, in.log)
+		return jobdispatch.SweepLeases(a.Ctx, a.Queries, a.Cmds, time.Second, in.cfg.WorkerLease, in.log, onExpire...)
 	}, nil)
 }

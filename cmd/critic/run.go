@@ -64,7 +64,7 @@ func cmdRun(ctx context.Context, _ []string) error {
 	// Kafka for jobs, the worker service for reports, the blob store for data.
 	srv.Go("worker", func() error {
 		return worker.Run(srv.Ctx, worker.Config{APIURL: "http://" + srv.addr, Token: srv.token, WorkerID: "local",
-			Brokers: srv.Brokers, Blobs: in.blobs, DataDir: cfg.DataDir, Log: log})
+			Brokers: srv.Brokers, Blobs: in.blobs, DataDir: cfg.DataDir, Log: log, Observer: workerObserver(srv.Telemetry)})
 	}, nil)
 	url := "http://" + srv.addr
 	fmt.Printf(`

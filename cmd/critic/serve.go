@@ -12,20 +12,27 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/handlers/apiserver"
 	"github.com/criticml/critic/handlers/blobdl"
+	"github.com/criticml/critic/handlers/connectapi"
 	"github.com/criticml/critic/handlers/otlp"
 	"github.com/criticml/critic/handlers/rest"
 	"github.com/criticml/critic/handlers/workerapi"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/duck"
+	"github.com/criticml/critic/platform/requestid"
+	"github.com/criticml/critic/platform/telemetry"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
+// newLogger is the process logger, also made slog's default: every line
+// logged with a request's context carries its request_id.
 func newLogger() *slog.Logger {
 	level := slog.LevelInfo
 	if os.Getenv("CRITIC_LOG_LEVEL") == "debug" {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(requestid.NewLogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+	slog.SetDefault(log)
+	return log
 }
 
 // cmdServe runs the API with its relay and projections until interrupted.
@@ -64,6 +71,10 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker token: %w", err)
 	}
+	tel, err := telemetry.New(parent, telemetry.Options{Service: "critic-api", Metrics: cfg.Metrics}, in.log)
+	if err != nil {
+		return nil, err
+	}
 	a, err := apiserver.Start(parent, apiserver.Config{
 		Addr:         cfg.Addr,
 		KafkaBrokers: cfg.KafkaBrokers,
@@ -73,21 +84,33 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		SnapshotDir:  filepath.Join(cfg.DataDir, "snapshots"),
 		Query:        duck.Options{Load: cfg.QueryIsolation},
 		InstanceID:   cfg.InstanceID,
+		Telemetry:    tel,
+		MetricsAddr:  cfg.MetricsAddr,
+		ReadyMaxLag:  int64(cfg.ReadyMaxLag),
 	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
 		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).Register(mux)
-		workerapi.New(a.Cmds, token, cfg.WorkerLease).Register(mux)
+		wapi := workerapi.New(a.Cmds, token, cfg.WorkerLease)
+		if tel.Metrics != nil {
+			wapi.WithObserver(tel.Metrics)
+		}
+		wapi.Register(mux)
 		if local, ok := in.blobs.(*blob.Local); ok {
 			mux.Handle(blobdl.Pattern, blobdl.Handler(local))
 		}
 		rest.NewQueryAPI(a.Snapshots, a.Auth, cfg.MaxBody).Register(mux)
 		otlp.NewReceiver(a.Cmds, a.Waiter, a.Auth, cfg.MaxBody).Register(mux)
 		registerConnect(mux, a, cfg.MaxBody, in.blobs)
+		connectapi.RegisterHealthAndReflection(mux, a.Ready)
 		if cfg.PProf {
 			registerPProf(mux)
 		}
 	})
 	if err != nil {
+		_ = tel.Shutdown(context.Background())
 		return nil, err
+	}
+	if a.MetricsAddr != "" {
+		fmt.Printf("Critic metrics on http://%s/metrics\n", a.MetricsAddr)
 	}
 	if local, ok := in.blobs.(*blob.Local); ok {
 		// Links point at the address actually bound (CRITIC_ADDR may ask
@@ -106,5 +129,13 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 }
 
 // shutdown stops accepting requests, lets in-flight ones finish, then stops
-// the background loops and the broker.
-func (s *server) shutdown() error { return s.Shutdown() }
+// the background loops and the broker, and flushes pending spans.
+func (s *server) shutdown() error {
+	err := s.Shutdown()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if terr := s.Telemetry.Shutdown(ctx); terr != nil {
+		slog.Warn("flushing spans", "err", terr)
+	}
+	return err
+}

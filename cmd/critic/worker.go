@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/criticml/critic/gpuworker/worker"
+	"github.com/criticml/critic/platform/telemetry"
 )
 
 // cmdWorker runs a standalone worker (DESIGN §8): it consumes critic.jobs.train
@@ -30,9 +34,59 @@ func cmdWorker(ctx context.Context, _ []string) error {
 		return err
 	}
 	wc.Blobs, wc.Log = in.blobs, log
+	tel, err := telemetry.New(ctx, telemetry.Options{Service: "critic-worker", Metrics: cfg.Metrics && cfg.WorkerMetricsAddr != "off"}, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = tel.Shutdown(sctx)
+	}()
+	wc.Observer = workerObserver(tel)
+	if tel.Metrics != nil {
+		addr, stop, err := serveWorkerMetrics(cfg.WorkerMetricsAddr, tel)
+		switch {
+		case err == nil:
+			defer stop()
+			fmt.Printf("Critic worker metrics on http://%s/metrics\n", addr)
+		case os.Getenv("CRITIC_WORKER_METRICS_ADDR") != "":
+			return err // asked for explicitly: fail at start
+		default:
+			// Several workers on one machine share the default port: the
+			// first one serves it, the others say so and work on.
+			log.Warn("worker metrics not served: the default address is taken; set CRITIC_WORKER_METRICS_ADDR", "err", err)
+		}
+	}
 	fmt.Printf("Critic worker %s: API %s, Kafka %s (group %s), blobs %s, data %s\n",
 		wc.WorkerID, wc.APIURL, strings.Join(wc.Brokers, ","), worker.ConsumerGroup, cfg.BlobURL, cfg.DataDir)
 	return worker.Run(ctx, wc)
+}
+
+// workerObserver is the worker's job observer: metrics and spans, or none.
+func workerObserver(tel *telemetry.Telemetry) worker.Observer {
+	if tel == nil {
+		return nil
+	}
+	return tel
+}
+
+// serveWorkerMetrics serves the worker's own /metrics and /healthz on addr
+// (CRITIC_WORKER_METRICS_ADDR): a worker has no API port to share.
+func serveWorkerMetrics(addr string, tel *telemetry.Telemetry) (string, func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return "", nil, fmt.Errorf("CRITIC_WORKER_METRICS_ADDR %s: %w (set another address, or off)", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", tel.Metrics.Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
 // workerConfigFromEnv reads the worker's own variables: CRITIC_API_URL,

@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/criticml/critic/platform/requestid"
 )
 
 // ErrNotClaimable matches (errors.Is) every 409 answer of the worker service:
@@ -206,6 +208,11 @@ func (c *Client) post(ctx context.Context, path string, in, out any) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if id := requestid.From(ctx); id != "" {
+		// The events the API appends for this report keep the job's
+		// correlation id (the request that caused the job).
+		req.Header.Set(requestid.Header, id)
+	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = http.DefaultClient

@@ -37,6 +37,7 @@ import (
 	"github.com/criticml/critic/gpuworker/train"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/bus"
+	"github.com/criticml/critic/platform/requestid"
 )
 
 // Kafka topics and the consumer group every worker joins.
@@ -88,7 +89,27 @@ type Config struct {
 	KeepJobDirs bool
 	// TrainOptions, when set, adjusts each job's train.Options (tests).
 	TrainOptions func(*train.Options)
+	// Observer, when set, sees every job and its throughput (metrics, spans).
+	Observer Observer
 }
+
+// Observer is what the worker reports about its jobs; package telemetry
+// implements it. JobStarted returns the job's context (carrying its span) and
+// the func that ends it with an outcome: succeeded, failed, refused (not
+// claimable), lease_lost or interrupted.
+type Observer interface {
+	JobStarted(ctx context.Context, kind, correlationID string) (context.Context, func(outcome string, err error))
+	TrainStep(tokensPerSec float64)
+	Scored(sequences int, elapsed time.Duration)
+}
+
+type noObserver struct{}
+
+func (noObserver) JobStarted(ctx context.Context, _, _ string) (context.Context, func(string, error)) {
+	return ctx, func(string, error) {}
+}
+func (noObserver) TrainStep(float64)         {}
+func (noObserver) Scored(int, time.Duration) {}
 
 // Worker runs jobs; see Run.
 type Worker struct {
@@ -140,6 +161,9 @@ func New(cfg Config) (*Worker, error) {
 	}
 	if cfg.ReportRetryFor <= 0 {
 		cfg.ReportRetryFor = 5 * time.Minute
+	}
+	if cfg.Observer == nil {
+		cfg.Observer = noObserver{}
 	}
 	w := &Worker{cfg: cfg, client: cfg.Client, hub: cfg.Hub, log: cfg.Log}
 	if w.client == nil {
@@ -217,7 +241,8 @@ func (w *Worker) consume(ctx context.Context, sub *bus.Subscriber, topic string,
 			continue
 		}
 		for msg := range msgs {
-			if !handle(ctx, msg.Payload) {
+			// The job keeps the correlation id of the request that caused it.
+			if !handle(requestid.With(ctx, msg.Metadata.Get(requestid.MetadataKey)), msg.Payload) {
 				return nil
 			}
 			msg.Ack()
@@ -227,6 +252,15 @@ func (w *Worker) consume(ctx context.Context, sub *bus.Subscriber, topic string,
 		}
 		return fmt.Errorf("worker: subscription to %s ended", topic)
 	}
+}
+
+// withRequestID adds the job's request id to a job logger's attributes, so
+// every line of the job carries the id of the request that caused it.
+func withRequestID(ctx context.Context, args ...any) []any {
+	if id := requestid.From(ctx); id != "" {
+		args = append(args, "request_id", id)
+	}
+	return args
 }
 
 // Close frees the cached scoring model.
@@ -249,17 +283,23 @@ func (w *Worker) HandleTrain(ctx context.Context, payload []byte) bool {
 		w.log.Error("dropping malformed train message", "payload", truncate(string(payload), 300), "error", err)
 		return true
 	}
-	log, tail := jobLogger(w.log, "job", "train", "model_id", m.ModelID, "attempt", m.Attempt)
+	log, tail := jobLogger(w.log, withRequestID(ctx, "job", "train", "model_id", m.ModelID, "attempt", m.Attempt)...)
+	ctx, endJob := w.cfg.Observer.JobStarted(ctx, "train", requestid.From(ctx))
+	outcome, jobErr := "failed", error(nil)
+	defer func() { endJob(outcome, jobErr) }()
 	claim, err := retry(ctx, 0, log, "claiming training", func(ctx context.Context) (*TrainingClaim, error) {
 		return w.client.ClaimTraining(ctx, m.ModelID, m.Attempt)
 	})
 	switch {
 	case ctx.Err() != nil:
+		outcome = "interrupted"
 		return false
 	case errors.Is(err, ErrNotClaimable):
+		outcome = "refused"
 		log.Info("skipping training job: not claimable (a duplicate or stale delivery)", "detail", err.Error())
 		return true
 	case err != nil:
+		outcome, jobErr = "refused", err
 		log.Error("skipping training job: claim refused", "error", err)
 		return true
 	}
@@ -280,10 +320,12 @@ func (w *Worker) HandleTrain(ctx context.Context, payload []byte) bool {
 	case err == nil:
 		err = w.reportSuccess(jobCtx, log, m, report)
 		if err == nil {
+			outcome = "succeeded"
 			log.Info("training succeeded", "artifact_key", claim.ArtifactKey)
 			return true
 		}
 		if errors.Is(err, ErrNotClaimable) || errors.Is(context.Cause(jobCtx), errLeaseLost) {
+			outcome = "lease_lost"
 			log.Warn("the API refused the success report: the lease was lost", "error", err)
 			return true
 		}
@@ -294,10 +336,13 @@ func (w *Worker) HandleTrain(ctx context.Context, payload []byte) bool {
 		w.reportFailure(ctx, log, m, tail)
 		return true
 	case errors.Is(context.Cause(jobCtx), errLeaseLost):
+		outcome = "lease_lost"
 		log.Warn("lease lost: stopping the job without reporting")
 		return true
 	}
+	jobErr = err
 	if ctx.Err() != nil {
+		outcome = "interrupted"
 		log.Warn("worker shutting down: training interrupted")
 		hb.stop()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -406,6 +451,7 @@ func (w *Worker) train(ctx context.Context, log *slog.Logger, m TrainMessage, cl
 	}
 	o.Progress = func(step, total int, loss, tps float64) {
 		log.Info(fmt.Sprintf("step %d/%d loss %.4f tokens/s %.0f", step, total, loss, tps))
+		w.cfg.Observer.TrainStep(tps)
 		hb.set(Progress{Phase: "training", Step: step, TotalSteps: total, Loss: loss, TokensPerSec: tps})
 		if step == total {
 			log.Info("evaluating and scoring", "score_items", len(o.ScoreItems), "action_score_items", len(o.ActionScoreItems))
@@ -468,22 +514,35 @@ func (w *Worker) HandleScore(ctx context.Context, payload []byte) bool {
 		w.log.Error("dropping malformed score message", "payload", truncate(string(payload), 300), "error", err)
 		return true
 	}
-	log, _ := jobLogger(w.log, "job", "score", "run_id", m.RunID, "trace_id", m.TraceID, "model_id", m.ModelID)
+	log, _ := jobLogger(w.log, withRequestID(ctx, "job", "score", "run_id", m.RunID, "trace_id", m.TraceID, "model_id", m.ModelID)...)
+	ctx, endJob := w.cfg.Observer.JobStarted(ctx, "score", requestid.From(ctx))
+	outcome, jobErr := "failed", error(nil)
+	defer func() { endJob(outcome, jobErr) }()
 	claim, err := retry(ctx, 0, log, "claiming scoring", func(ctx context.Context) (*ScoringClaim, error) {
 		return w.client.ClaimScoring(ctx, m.RunID, m.TraceID, m.ModelID)
 	})
 	switch {
 	case ctx.Err() != nil:
+		outcome = "interrupted"
 		return false
 	case errors.Is(err, ErrNotClaimable):
+		outcome = "refused"
 		log.Info("skipping scoring job: not claimable (a duplicate or stale delivery)", "detail", err.Error())
 		return true
 	case err != nil:
+		outcome, jobErr = "refused", err
 		log.Error("skipping scoring job: claim refused", "error", err)
 		return true
 	}
 	log.Info("claimed scoring job", "items_key", claim.ItemsKey)
+	scoreStart := time.Now()
 	scores, err := w.score(ctx, log, claim.ItemsKey)
+	if err == nil {
+		outcome = "succeeded"
+		w.cfg.Observer.Scored(len(scores), time.Since(scoreStart))
+	} else {
+		jobErr = err
+	}
 	f := ScoringFinished{TraceID: m.TraceID, ModelID: m.ModelID, ActionScores: scores}
 	rctx := ctx
 	if err != nil {
@@ -503,8 +562,10 @@ func (w *Worker) HandleScore(ctx context.Context, payload []byte) bool {
 	})
 	switch {
 	case errors.Is(err, ErrNotClaimable):
+		outcome, jobErr = "lease_lost", err
 		log.Warn("the API refused the scoring report (not claimable)", "error", err)
 	case err != nil:
+		outcome, jobErr = "failed", err
 		log.Error("could not report the scoring result", "error", err)
 	}
 	return ctx.Err() == nil

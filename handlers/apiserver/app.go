@@ -31,7 +31,9 @@ import (
 	"github.com/criticml/critic/platform/bus"
 	"github.com/criticml/critic/platform/duck"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/metrics"
 	"github.com/criticml/critic/platform/relay"
+	"github.com/criticml/critic/platform/telemetry"
 	"github.com/criticml/critic/projections"
 	"github.com/criticml/critic/projections/readmodel"
 	"github.com/criticml/critic/projections/snapshot"
@@ -60,6 +62,19 @@ type Config struct {
 	// its snapshot consumer group is snapshot-<InstanceID> and sees every
 	// partition (DESIGN §1: each API instance keeps its own snapshots).
 	InstanceID string
+	// Telemetry records metrics and spans of every loop and request; nil
+	// records none (and serves no /metrics).
+	Telemetry *telemetry.Telemetry
+	// MetricsAddr, when set, serves /metrics on its own listener
+	// (CRITIC_METRICS_ADDR) instead of the API port; port 0 picks a free
+	// one (tests).
+	MetricsAddr string
+	// ReadyMaxLag is how many unapplied events /readyz tolerates
+	// (CRITIC_READY_MAX_LAG; 0 → DefaultReadyMaxLag).
+	ReadyMaxLag int64
+	// ParkedEvents, when set, feeds critic_projection_parked_events: the
+	// events each projection set aside (the dead-letter table).
+	ParkedEvents func(ctx context.Context) (map[string]int64, error)
 }
 
 // Deps is the infrastructure the caller opened and still owns (Shutdown does
@@ -92,13 +107,23 @@ type Server struct {
 	Publisher *bus.Publisher
 	// Ctx lives until Shutdown.
 	Ctx context.Context
+	// Telemetry is Config.Telemetry (nil when off), for the loops the
+	// caller starts.
+	Telemetry *telemetry.Telemetry
+	// MetricsAddr is where /metrics is served on its own listener ("" when
+	// it is on the API port or off).
+	MetricsAddr string
 
-	http     *http.Server
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	closers  []func() error
-	log      *slog.Logger
-	shutOnce sync.Once
+	http    *http.Server
+	metrics *http.Server
+	pool    *pgxpool.Pool
+	// readyMaxLag is Config.ReadyMaxLag with its default.
+	readyMaxLag int64
+	cancel      context.CancelFunc
+	wg          sync.WaitGroup
+	closers     []func() error
+	log         *slog.Logger
+	shutOnce    sync.Once
 }
 
 // Start starts the broker (if needed), relay, projection and waiter, mounts
@@ -110,7 +135,11 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
-	s := &Server{cancel: cancel, log: log}
+	s := &Server{cancel: cancel, log: log, pool: deps.Pool, Telemetry: cfg.Telemetry}
+	tel := cfg.Telemetry
+	if cfg.Telemetry != nil && tel.Metrics != nil && cfg.SnapshotDir != "" {
+		cfg.Query.OnQuery = queryObserver(tel.Metrics)
+	}
 	fail := func(err error) (*Server, error) {
 		_ = s.Shutdown()
 		return nil, err
@@ -149,11 +178,15 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	s.Auth = edge.NewAuthenticator(s.Queries)
 	proj := readmodel.New(deps.Pool, deps.Blobs, log)
 
-	s.goRun("relay", func() error { return relay.New("kafka", deps.Store, pub, log).Run(ctx) })
+	rel := relay.New(relayName, deps.Store, pub, log)
+	if tel != nil {
+		rel.WithObserver(tel)
+	}
+	s.goRun("relay", func() error { return rel.Run(ctx) })
 	s.goRun("readmodel", func() error {
 		return projections.Run(ctx, func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
 			return sub.ConsumeBatches(ctx, topic, n, wait, h)
-		}, relay.Topic, proj)
+		}, relay.Topic, proj, s.Observed(readmodel.Name)...)
 	})
 	s.goRun("waiter", func() error { s.Waiter.Listen(ctx); return nil })
 
@@ -176,7 +209,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		s.goRun("snapshot", func() error {
 			return projections.Run(ctx, func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
 				return snapSub.ConsumeBatches(ctx, topic, n, wait, h)
-			}, relay.Topic, snapProj)
+			}, relay.Topic, snapProj, s.Observed(snapshot.Name)...)
 		})
 	}
 
@@ -184,6 +217,29 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		edge.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
+	maxLag := cfg.ReadyMaxLag
+	if maxLag <= 0 {
+		maxLag = DefaultReadyMaxLag
+	}
+	s.readyMaxLag = maxLag
+	mux.HandleFunc("GET /readyz", s.readyz)
+	observing := edge.Observing{Log: log}
+	if tel != nil {
+		observing.Tracer = tel.Tracer()
+	}
+	if tel != nil && tel.Metrics != nil {
+		m := tel.Metrics
+		observing.Metrics = m
+		m.AddGauges(s.gauges(m, cfg.ParkedEvents)...)
+		if cfg.SnapshotDir != "" {
+			m.AddGauges(metrics.SnapshotFiles(cfg.SnapshotDir)...)
+		}
+		if cfg.MetricsAddr == "" {
+			mux.Handle("GET /metrics", m.Handler())
+		} else if err := s.serveMetrics(cfg.MetricsAddr, m); err != nil {
+			return fail(err)
+		}
+	}
 	if mount != nil {
 		mount(mux, s)
 	}
@@ -193,7 +249,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		return fail(fmt.Errorf("CRITIC_ADDR %s: %w", cfg.Addr, err))
 	}
 	s.Addr = ln.Addr().String()
-	s.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	s.http = &http.Server{Handler: edge.Observe(mux, observing), ReadHeaderTimeout: 10 * time.Second}
 	// gRPC clients speak HTTP/2 without TLS (h2c) on the same port as REST.
 	s.http.Protocols = new(http.Protocols)
 	s.http.Protocols.SetHTTP1(true)
@@ -205,6 +261,39 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		return nil
 	})
 	return s, nil
+}
+
+// relayName is the relay's cursor key in relay_cursor.
+const relayName = "kafka"
+
+// Observed is the projections.Run option that reports a projection's
+// batches to the telemetry (none when telemetry is off).
+func (s *Server) Observed(projection string) []projections.Option {
+	if s.Telemetry == nil {
+		return nil
+	}
+	return []projections.Option{projections.Observed(projection, s.Telemetry)}
+}
+
+// serveMetrics serves /metrics alone on addr (CRITIC_METRICS_ADDR), for
+// deployments that keep the scrape port off the public one.
+func (s *Server) serveMetrics(addr string, m *metrics.Metrics) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("CRITIC_METRICS_ADDR %s: %w", addr, err)
+	}
+	s.MetricsAddr = ln.Addr().String()
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	s.metrics = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := s.metrics
+	s.goRun("metrics", func() error {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	return nil
 }
 
 // Go runs fn in the background until Shutdown; its ctx is s.Ctx. A closer,
@@ -234,6 +323,9 @@ func (s *Server) Shutdown() error {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			_ = s.http.Shutdown(ctx)
 			cancel()
+		}
+		if s.metrics != nil {
+			_ = s.metrics.Close()
 		}
 		// Stop the loops first, while the broker they talk to is still up
 		// (a worker or consumer cut off mid-fetch only logs noise), then

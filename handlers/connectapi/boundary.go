@@ -26,11 +26,11 @@ func (b *boundary) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		c, err := b.auth.Authenticate(ctx, req.Header())
 		if err != nil {
-			return nil, connectError(err)
+			return nil, connectError(ctx, err)
 		}
 		res, err := next(edge.WithCaller(ctx, c), req)
 		if err != nil {
-			return nil, connectError(err)
+			return nil, connectError(ctx, err)
 		}
 		return res, nil
 	}
@@ -44,19 +44,20 @@ func (b *boundary) WrapStreamingHandler(next connect.StreamingHandlerFunc) conne
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		c, err := b.auth.Authenticate(ctx, conn.RequestHeader())
 		if err != nil {
-			return connectError(err)
+			return connectError(ctx, err)
 		}
-		return connectError(next(edge.WithCaller(ctx, c), conn))
+		return connectError(ctx, next(edge.WithCaller(ctx, c), conn))
 	}
 }
 
-// connectError maps err with edge.ConnectError, and adds what a program
+// connectError maps err with edge.ConnectErrorContext (an internal error is
+// logged with the call's request id), and adds what a program
 // needs to point at a rejected payload: a critic.v1.ErrorDetail with REST's
 // error code and the JSONL line and field. Errors connect already produced
 // (undecodable messages, oversized ones, a client gone mid-stream) pass
 // unchanged, and a cancelled or expired call keeps its own code instead of
 // counting as an internal error.
-func connectError(err error) error {
+func connectError(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -70,7 +71,7 @@ func connectError(err error) error {
 	case errors.Is(err, context.DeadlineExceeded):
 		return connect.NewError(connect.CodeDeadlineExceeded, err)
 	}
-	out := edge.ConnectError(err)
+	out := edge.ConnectErrorContext(ctx, err)
 	var v *domain.ValidationError
 	if errors.As(out, &ce) && errors.As(err, &v) {
 		info := &criticv1.ErrorDetail{Code: v.Code, Line: int32(v.Line), Field: v.Field}

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/platform/requestid"
 )
 
 // ErrorBody is the JSON error every REST route answers with. `detail` is the
@@ -19,11 +21,23 @@ type ErrorBody struct {
 	Code   string `json:"code"`
 	Line   int    `json:"line,omitempty"`
 	Field  string `json:"field,omitempty"`
+	// RequestID is the request's id (also in the X-Request-Id header), so a
+	// user reporting an error hands the operator the key to every log line
+	// and event it caused.
+	RequestID string `json:"request_id,omitempty"`
 }
 
 // Classify maps an error to its HTTP status and body. Unknown errors are
 // internal: logged, and reported without details (no SQL, no stack).
 func Classify(err error) (int, ErrorBody) {
+	status, body := classify(err)
+	if status == http.StatusInternalServerError {
+		slog.Error("internal error", "err", err)
+	}
+	return status, body
+}
+
+func classify(err error) (int, ErrorBody) {
 	var (
 		v   *domain.ValidationError
 		nf  *domain.NotFoundError
@@ -61,13 +75,17 @@ func Classify(err error) (int, ErrorBody) {
 	case errors.As(err, &una):
 		return http.StatusServiceUnavailable, ErrorBody{Detail: una.Error(), Code: "unavailable"}
 	}
-	slog.Error("internal error", "err", err)
 	return http.StatusInternalServerError, ErrorBody{Detail: "internal error", Code: "internal"}
 }
 
-// WriteError answers a REST request with err.
+// WriteError answers a REST request with err. The body carries the request
+// id Observe put in the response headers.
 func WriteError(w http.ResponseWriter, err error) {
-	status, body := Classify(err)
+	status, body := classify(err)
+	body.RequestID = w.Header().Get(requestid.Header)
+	if status == http.StatusInternalServerError {
+		slog.Error("internal error", "err", err, "request_id", body.RequestID)
+	}
 	WriteJSON(w, status, body)
 }
 
@@ -83,6 +101,20 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // ConnectError maps err to a Connect error with the matching code.
 func ConnectError(err error) error {
 	status, body := Classify(err)
+	return connectError(status, body)
+}
+
+// ConnectErrorContext is ConnectError for a call whose context is known: an
+// internal error is logged with the call's request id.
+func ConnectErrorContext(ctx context.Context, err error) error {
+	status, body := classify(err)
+	if status == http.StatusInternalServerError {
+		slog.ErrorContext(ctx, "internal error", "err", err)
+	}
+	return connectError(status, body)
+}
+
+func connectError(status int, body ErrorBody) error {
 	code := connect.CodeInternal
 	switch status {
 	case http.StatusUnprocessableEntity:

@@ -29,6 +29,38 @@ type API struct {
 	cmds  *commands.Commands
 	token string
 	lease time.Duration
+	obs   Observer
+}
+
+// Observer counts claims and reports by job kind ("train", "score"); the
+// Prometheus metrics implement it.
+type Observer interface {
+	JobClaimed(kind string, refused bool)
+	JobReported(kind, outcome string)
+}
+
+// WithObserver reports every claim and result report to o.
+func (a *API) WithObserver(o Observer) *API {
+	a.obs = o
+	return a
+}
+
+func (a *API) claimed(kind string, err error) {
+	if a.obs != nil {
+		a.obs.JobClaimed(kind, err != nil)
+	}
+}
+
+// reported counts a result report: outcome when the API accepted it,
+// "rejected" when it refused it (a lost lease, a bad payload).
+func (a *API) reported(kind, outcome string, err error) {
+	if a.obs == nil {
+		return
+	}
+	if err != nil {
+		outcome = "rejected"
+	}
+	a.obs.JobReported(kind, outcome)
 }
 
 // New returns the worker service; token is the shared worker token.
@@ -104,6 +136,7 @@ func (a *API) claimTraining(r *http.Request) (any, error) {
 		return nil, domain.Invalid("worker_id is required")
 	}
 	j, err := a.cmds.ClaimTraining(r.Context(), req.WorkerID, r.PathValue("model_id"), req.Attempt, a.lease)
+	a.claimed("train", err)
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +174,7 @@ func (a *API) succeeded(r *http.Request) (any, error) {
 	_, err := a.cmds.CompleteTraining(r.Context(), commands.CompleteTraining{WorkerID: req.WorkerID, ModelID: r.PathValue("model_id"),
 		Attempt: req.Attempt, Metrics: req.Metrics, RewardStats: req.RewardStats, ActionStats: req.ActionRewardStats,
 		ScoresKey: req.ScoresKey, ActionScoresKey: req.ActionScoresKey})
+	a.reported("train", "succeeded", err)
 	return map[string]bool{"ok": err == nil}, err
 }
 
@@ -153,6 +187,7 @@ func (a *API) failed(r *http.Request) (any, error) {
 		return nil, err
 	}
 	_, err := a.cmds.FailTraining(r.Context(), req.WorkerID, r.PathValue("model_id"), req.Attempt, req.Error)
+	a.reported("train", "failed", err)
 	return map[string]bool{"ok": err == nil}, err
 }
 
@@ -168,6 +203,7 @@ func (a *API) claimScoring(r *http.Request) (any, error) {
 		return nil, err
 	}
 	key, err := a.cmds.ClaimScoring(r.Context(), req.WorkerID, req.TraceID, req.ModelID, r.PathValue("run_id"))
+	a.claimed("score", err)
 	return map[string]string{"items_key": key}, err
 }
 
@@ -181,5 +217,10 @@ func (a *API) finishScoring(r *http.Request) (any, error) {
 		return nil, err
 	}
 	_, err := a.cmds.FinishScoring(r.Context(), req.WorkerID, req.TraceID, req.ModelID, r.PathValue("run_id"), req.ActionScores, req.Error)
+	outcome := "succeeded"
+	if req.Error != "" {
+		outcome = "failed"
+	}
+	a.reported("score", outcome, err)
 	return map[string]bool{"ok": err == nil}, err
 }

@@ -136,6 +136,16 @@ func (s *Snapshots) discard(sb *sandbox) {
 // *domain.ValidationError with a message meant for the user; other errors
 // are internal. The time limit covers building a replica.
 func (s *Snapshots) Query(ctx context.Context, ownerID, query string) (*Result, error) {
+	if s.opts.OnQuery == nil {
+		return s.query(ctx, ownerID, query)
+	}
+	start := time.Now()
+	res, err := s.query(ctx, ownerID, query)
+	s.opts.OnQuery(time.Since(start), err)
+	return res, err
+}
+
+func (s *Snapshots) query(ctx context.Context, ownerID, query string) (*Result, error) {
 	o, err := s.owner(ownerID)
 	if err != nil {
 		return nil, err

@@ -22,6 +22,9 @@ import (
 // Options tunes a Snapshots. The zero value gives the production settings of
 // DESIGN §10; tests shorten Timeout.
 type Options struct {
+	// OnQuery, when set, is told how long each Query took and how it ended
+	// (the query-latency metric).
+	OnQuery func(elapsed time.Duration, err error)
 	// Timeout bounds one query, loading included (default 10 s). On expiry
 	// DuckDB is interrupted and the caller gets a ValidationError.
 	Timeout time.Duration

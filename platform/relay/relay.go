@@ -35,6 +35,13 @@ type Publisher interface {
 	Publish(topic string, msgs ...*message.Message) error
 }
 
+// Observer sees every publish call (the events it carried, when it started,
+// how it ended): metrics and tracing hang off it, so the relay itself knows
+// nothing about either.
+type Observer interface {
+	Published(ctx context.Context, start time.Time, evs []events.Envelope, err error)
+}
+
 // Relay tails the events table and publishes.
 type Relay struct {
 	name  string
@@ -43,6 +50,13 @@ type Relay struct {
 	pub   Publisher
 	log   *slog.Logger
 	batch int
+	obs   Observer
+}
+
+// WithObserver makes r report every publish call to o.
+func (r *Relay) WithObserver(o Observer) *Relay {
+	r.obs = o
+	return r
 }
 
 // New returns a relay named name (its cursor's key).
@@ -188,7 +202,12 @@ func (r *Relay) lead(ctx context.Context) error {
 		var pubErr error
 		for len(msgs) > 0 {
 			n := chunkLen(msgs)
-			if pubErr = r.pub.Publish(Topic, msgs[:n]...); pubErr != nil {
+			t0 := time.Now()
+			pubErr = r.pub.Publish(Topic, msgs[:n]...)
+			if r.obs != nil {
+				r.obs.Published(ctx, t0, evs[:n], pubErr)
+			}
+			if pubErr != nil {
 				break
 			}
 			published = evs[n-1].Seq

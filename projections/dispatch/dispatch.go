@@ -18,6 +18,7 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/requestid"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -73,6 +74,8 @@ func (d *Dispatcher) Apply(ctx context.Context, envs []events.Envelope) error {
 }
 
 func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
+	// What this event causes (a dataset, a job) keeps its request's id.
+	ctx = requestid.With(ctx, e.CorrelationID)
 	switch e.Type {
 	case events.RewardModelRequested, events.RewardModelRetried:
 		var p struct {
@@ -88,24 +91,29 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
-		return d.publish(TrainTopic, p.ModelID, TrainJob{ModelID: p.ModelID, Attempt: p.Attempt, OwnerID: e.OwnerID})
+		return d.publish(TrainTopic, p.ModelID, e.CorrelationID, TrainJob{ModelID: p.ModelID, Attempt: p.Attempt, OwnerID: e.OwnerID})
 	case events.ScoringRunRequested:
 		var p events.ScoringRunRequestedV1
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
-		return d.publish(ScoreTopic, p.RunID, ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})
+		return d.publish(ScoreTopic, p.RunID, e.CorrelationID, ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})
 	}
 	return nil
 }
 
-func (d *Dispatcher) publish(topic, key string, job any) error {
+// publish sends a job command; its correlation id travels as message
+// metadata (a Kafka header), so the worker reports under the same id.
+func (d *Dispatcher) publish(topic, key, correlationID string, job any) error {
 	raw, err := json.Marshal(job)
 	if err != nil {
 		return err
 	}
 	m := message.NewMessage(uuid.NewString(), raw)
 	m.Metadata.Set("partition_key", key)
+	if correlationID != "" {
+		m.Metadata.Set(requestid.MetadataKey, correlationID)
+	}
 	return d.pub.Publish(topic, m)
 }
 
@@ -123,7 +131,15 @@ const ScoringTimeout = 10 * time.Minute
 // heartbeating. The model's stream decides; the read model only nominates.
 // For one lease after start it expires nothing: workers that kept training
 // while this API was down need that long to reach it again.
-func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, interval, lease time.Duration, log *slog.Logger) error {
+//
+// onExpire, when given, is told the kind ("train", "score") of every job it
+// failed (the lease-expiry metric).
+func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, interval, lease time.Duration, log *slog.Logger, onExpire ...func(kind string)) error {
+	expired := func(kind string) {
+		for _, f := range onExpire {
+			f(kind)
+		}
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	started := time.Now()
@@ -143,9 +159,10 @@ func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, i
 			continue
 		}
 		for _, id := range ids {
-			if _, err := cmds.ExpireLease(ctx, id, now); err != nil {
+			if res, err := cmds.ExpireLease(ctx, id, now); err != nil {
 				log.Warn("lease sweep: expire", "model", id, "err", err)
-			} else {
+			} else if res.LastEventID != "" {
+				expired("train")
 				log.Info("lease expired: model failed", "model", id)
 			}
 		}
@@ -155,8 +172,10 @@ func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, i
 			continue
 		}
 		for _, r := range runs {
-			if _, err := cmds.ExpireScoringRun(ctx, r.TraceID, r.ModelID, r.ID, r.StartedAt, now, ScoringTimeout); err != nil {
+			if res, err := cmds.ExpireScoringRun(ctx, r.TraceID, r.ModelID, r.ID, r.StartedAt, now, ScoringTimeout); err != nil {
 				log.Warn("scoring sweep: expire", "run", r.ID, "err", err)
+			} else if res.LastEventID != "" {
+				expired("score")
 			}
 		}
 	}
