@@ -26,7 +26,10 @@ type config struct {
 	Addr         string        // CRITIC_ADDR; default 127.0.0.1:8080
 	PGPort       int           // CRITIC_PG_PORT for the local cluster (default 5439)
 	MaxBody      int64         // CRITIC_MAX_BODY_BYTES; default 64 MiB
-	PProf        bool          // CRITIC_PPROF=1 serves /debug/pprof (unauthenticated: profiling only)
+	// PProfAddr is CRITIC_PPROF_ADDR: a loopback address serving
+	// /debug/pprof on its own listener (never on the API port); empty → off.
+	// CRITIC_PPROF=1, the older switch, means 127.0.0.1:6060.
+	PProfAddr string
 	WorkerLease  time.Duration // CRITIC_WORKER_LEASE: how long a job claim lives without a heartbeat (default 30s)
 	// QueryIsolation is CRITIC_QUERY_ISOLATION: "replica" (default: a
 	// per-account locked-down in-memory copy, fresh connection per query) or
@@ -48,7 +51,7 @@ func loadConfig() (config, error) {
 		MaxBody:     64 << 20,
 		KafkaPort:   19092,
 		PGPort:      5439,
-		PProf:       os.Getenv("CRITIC_PPROF") == "1",
+		PProfAddr:   os.Getenv("CRITIC_PPROF_ADDR"),
 		PublicURL:   os.Getenv("CRITIC_PUBLIC_URL"),
 	}
 	if v := strings.TrimSpace(os.Getenv("KAFKA_BROKERS")); v != "" {
@@ -66,6 +69,9 @@ func loadConfig() (config, error) {
 		c.QueryIsolation = duck.LoadCopy
 	default:
 		return c, fmt.Errorf("CRITIC_QUERY_ISOLATION must be replica or copy, got %q", v)
+	}
+	if c.PProfAddr == "" && os.Getenv("CRITIC_PPROF") == "1" {
+		c.PProfAddr = defaultPProfAddr
 	}
 	c.InstanceID = os.Getenv("CRITIC_INSTANCE_ID")
 	if c.InstanceID == "" {
@@ -117,6 +123,11 @@ func (c config) Validate() error {
 	}
 	if _, _, err := splitHostPort(c.Addr); err != nil {
 		return fmt.Errorf("CRITIC_ADDR: %v", err)
+	}
+	if c.PProfAddr != "" {
+		if err := checkLoopback(c.PProfAddr); err != nil {
+			return fmt.Errorf("CRITIC_PPROF_ADDR: %v", err)
+		}
 	}
 	return nil
 }

@@ -82,9 +82,6 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		rest.NewQueryAPI(a.Snapshots, a.Auth, cfg.MaxBody).Register(mux)
 		otlp.NewReceiver(a.Cmds, a.Waiter, a.Auth, cfg.MaxBody).Register(mux)
 		registerConnect(mux, a, cfg.MaxBody, in.blobs)
-		if cfg.PProf {
-			registerPProf(mux)
-		}
 	})
 	if err != nil {
 		return nil, err
@@ -100,6 +97,15 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 			_ = a.Shutdown()
 			return nil, err
 		}
+	}
+	if cfg.PProfAddr != "" {
+		ps, addr, err := startPProf(cfg.PProfAddr)
+		if err != nil {
+			_ = a.Shutdown()
+			return nil, err
+		}
+		a.Go("pprof", func() error { <-a.Ctx.Done(); return nil }, ps.Close)
+		fmt.Printf("profiler (unauthenticated, loopback only) on http://%s/debug/pprof/\n", addr)
 	}
 	startJobs(a, in)
 	return &server{Server: a, addr: a.Addr, dataDir: cfg.DataDir, token: token, cmds: a.Cmds, queries: a.Queries, waiter: a.Waiter}, nil
