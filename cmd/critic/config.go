@@ -26,10 +26,7 @@ type config struct {
 	Addr         string        // CRITIC_ADDR; default 127.0.0.1:8080
 	PGPort       int           // CRITIC_PG_PORT for the local cluster (default 5439)
 	MaxBody      int64         // CRITIC_MAX_BODY_BYTES; default 64 MiB
-	// PProfAddr is CRITIC_PPROF_ADDR: a loopback address serving
-	// /debug/pprof on its own listener (never on the API port); empty → off.
-	// CRITIC_PPROF=1, the older switch, means 127.0.0.1:6060.
-	PProfAddr string
+	PProfAddr    string        // CRITIC_PPROF_ADDR: loopback-only /debug/pprof listener, never the API port; "" → off (CRITIC_PPROF=1 → 127.0.0.1:6060)
 	WorkerLease  time.Duration // CRITIC_WORKER_LEASE: how long a job claim lives without a heartbeat (default 30s)
 	// QueryIsolation is CRITIC_QUERY_ISOLATION: "replica" (default: a
 	// per-account locked-down in-memory copy, fresh connection per query) or
