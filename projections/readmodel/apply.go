@@ -155,15 +155,15 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO rm_api_keys (key_hash, key_id, user_id, read_only, created_at) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT DO NOTHING`, p.KeyHash, p.KeyID, p.UserID, p.ReadOnly, e.RecordedAt)
+		_, err := tx.Exec(ctx, `INSERT INTO rm_api_keys (key_hash, key_id, user_id, read_only, created_at, key_prefix) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT DO NOTHING`, p.KeyHash, p.KeyID, p.UserID, p.ReadOnly, e.RecordedAt, nilIfEmpty(p.KeyPrefix))
 		return err
 	case events.APIKeyRevoked:
 		var p events.APIKeyRevokedV1
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE rm_api_keys SET revoked = true WHERE key_id = $1`, p.KeyID)
+		_, err := tx.Exec(ctx, `UPDATE rm_api_keys SET revoked = true, revoked_at = COALESCE(revoked_at, $2) WHERE key_id = $1`, p.KeyID, e.RecordedAt)
 		return err
 	case events.UserRewardModelsEnabledChanged:
 		var p events.UserRewardModelsEnabledChangedV1
