@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/domain/jobs"
 )
 
 // The client against a recording server: paths, bearer token, JSON bodies, and
@@ -50,7 +52,7 @@ func TestClientContract(t *testing.T) {
 	require.Equal(t, map[string]any{"worker_id": "w-1", "attempt": 2.0, "progress": map[string]any{
 		"phase": "training", "step": 3.0, "total_steps": 10.0, "loss": 0.5, "tokens_per_sec": 100.0}}, last().body)
 
-	require.NoError(t, c.TrainingSucceeded(ctx, "m1", Succeeded{Attempt: 2, Metrics: map[string]any{"train_pairs": 4},
+	require.NoError(t, c.TrainingSucceeded(ctx, "m1", Succeeded{AttemptRequest: jobs.AttemptRequest{Attempt: 2}, Metrics: json.RawMessage(`{"train_pairs": 4}`),
 		RewardStats: json.RawMessage(`{"mean":1,"std":2,"count":8}`), ScoresKey: "jobs/m1/attempt-2/scores.jsonl"}))
 	require.Equal(t, "/api/v1/worker/training/m1/succeeded", last().path)
 	require.Equal(t, map[string]any{"worker_id": "w-1", "attempt": 2.0, "metrics": map[string]any{"train_pairs": 4.0},
@@ -69,11 +71,11 @@ func TestClientContract(t *testing.T) {
 		map[string]any{"worker_id": "w-1", "trace_id": "t1", "model_id": "m1"}}, last())
 
 	answer = `{}`
-	require.NoError(t, c.ScoringFinished(ctx, "r1", ScoringFinished{TraceID: "t1", ModelID: "m1",
+	require.NoError(t, c.ScoringFinished(ctx, "r1", ScoringFinished{ScoringRequest: jobs.ScoringRequest{TraceID: "t1", ModelID: "m1"},
 		ActionScores: []ActionScore{{TraceID: "t1", StepID: "s1", Score: 1.5, Credit: 0.25}}}))
 	require.Equal(t, map[string]any{"worker_id": "w-1", "trace_id": "t1", "model_id": "m1", "error": "",
 		"action_scores": []any{map[string]any{"trace_id": "t1", "step_id": "s1", "score": 1.5, "credit": 0.25}}}, last().body)
-	require.NoError(t, c.ScoringFinished(ctx, "r1", ScoringFinished{TraceID: "t1", ModelID: "m1", Error: "bad"}))
+	require.NoError(t, c.ScoringFinished(ctx, "r1", ScoringFinished{ScoringRequest: jobs.ScoringRequest{TraceID: "t1", ModelID: "m1"}, Error: "bad"}))
 	require.Equal(t, []any{}, last().body["action_scores"], "an empty list, not null")
 
 	// Errors.

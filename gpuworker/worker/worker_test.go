@@ -16,7 +16,7 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
-	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/gpuworker/hub"
 	"github.com/criticml/critic/gpuworker/model"
@@ -47,7 +47,7 @@ func (s *setup) queueTraining(t *testing.T, modelID, base string, ds rewardmodel
 	key := "datasets/" + modelID + "/attempt-1.json"
 	require.NoError(t, s.blobs.Put(context.Background(), key, mustJSON(t, ds)))
 	job := TrainingClaim{ModelID: modelID, OwnerID: "u1", Name: "rm", BaseModel: base, DatasetKey: key,
-		ArtifactKey: commands.ArtifactKey("u1", modelID), Attempt: 1, Epochs: 2, LeaseSeconds: 30}
+		ArtifactKey: jobs.ArtifactKey("u1", modelID), Attempt: 1, Epochs: 2, LeaseSeconds: 30}
 	s.api.mu.Lock()
 	s.api.jobs[modelID] = job
 	s.api.mu.Unlock()
@@ -120,8 +120,8 @@ func TestRunTrainsAndScores(t *testing.T) {
 	require.NoError(t, json.Unmarshal(succ[0].Raw, &rep))
 	require.Equal(t, "w-1", rep.WorkerID)
 	require.Equal(t, 1, rep.Attempt)
-	require.Equal(t, "jobs/m1/attempt-1/scores.jsonl", rep.ScoresKey)
-	require.Equal(t, "jobs/m1/attempt-1/action_scores.jsonl", rep.ActionScoresKey)
+	require.Equal(t, "jobs/u1/m1/attempt-1/scores.jsonl", rep.ScoresKey)
+	require.Equal(t, "jobs/u1/m1/attempt-1/action_scores.jsonl", rep.ActionScoresKey)
 	for _, k := range []string{"train_pairs", "eval_pairs", "eval_accuracy", "eval_split", "excluded_cross_trace_pairs",
 		"action_scoring_version", "action_train_pairs", "action_eval_pairs", "action_eval_accuracy", "tool_eval_pairs",
 		"tool_eval_accuracy", "final_loss", "epochs", "device", "seconds"} {
@@ -165,7 +165,7 @@ func TestRunTrainsAndScores(t *testing.T) {
 	s.api.waitFor("/training/m1/claim", 2, time.Minute)
 
 	// Scoring with the uploaded checkpoint: same texts, same scores and credit.
-	items := commands.ScoringItems{RunID: "r1", ModelID: "m1", ArtifactKey: job.ArtifactKey,
+	items := jobs.ScoringItems{RunID: "r1", ModelID: "m1", ArtifactKey: job.ArtifactKey,
 		Trace: ds.ScoreItems[0], ActionScoreItems: ds.ActionScoreItems}
 	require.NoError(t, s.blobs.Put(ctx, "scoring/r1/items.json", mustJSON(t, items)))
 	s.api.mu.Lock()
@@ -314,7 +314,7 @@ func TestScoringWithoutActionStatsReportsError(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, s.blobs.PutFile(ctx, "reward-models/u1/m5.tar.gz", archive))
 	ds := testDataset("m5")
-	require.NoError(t, s.blobs.Put(ctx, "scoring/r5.json", mustJSON(t, commands.ScoringItems{RunID: "r5", ModelID: "m5",
+	require.NoError(t, s.blobs.Put(ctx, "scoring/r5.json", mustJSON(t, jobs.ScoringItems{RunID: "r5", ModelID: "m5",
 		ArtifactKey: "reward-models/u1/m5.tar.gz", ActionScoreItems: ds.ActionScoreItems})))
 	s.api.mu.Lock()
 	s.api.scoring["r5"] = "scoring/r5.json"

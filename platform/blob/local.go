@@ -327,6 +327,15 @@ func (l *Local) Open(key string) (*os.File, os.FileInfo, error) {
 	return f, fi, nil
 }
 
+// Reader streams the object under key.
+func (l *Local) Reader(_ context.Context, key string) (io.ReadCloser, error) {
+	f, _, err := l.Open(key)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
 // Exists reports whether key holds an object.
 func (l *Local) Exists(_ context.Context, key string) (bool, error) {
 	p, err := l.path(key)

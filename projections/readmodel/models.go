@@ -104,6 +104,16 @@ func (q *Queries) ArtifactKey(ctx context.Context, owner, id string) (string, er
 	return *key, err
 }
 
+// DBNow is the database's clock: the clock every event's recorded_at (and
+// so every heartbeat and start time) was read from. Lease and timeout
+// decisions compare against it, never against the host's clock, which may
+// be skewed on any of several API hosts.
+func (q *Queries) DBNow(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	err := q.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now)
+	return now.UTC(), err
+}
+
 // ExpiredLeases lists running models whose last heartbeat is older than their
 // lease at now; the sweeper confirms each on the model's stream.
 func (q *Queries) ExpiredLeases(ctx context.Context, now time.Time) ([]string, error) {
