@@ -3,12 +3,17 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -130,4 +135,103 @@ func TestAPIKeysListAndRevoke(t *testing.T) {
 
 	out, err = in.cli("users", "list-keys", "nobody-by-that-name")
 	require.Error(t, err, out)
+}
+
+// awaitClose reads from conn until the server closes it (or answers and
+// then closes), failing if the server keeps it open past limit — a bound on
+// the test, not a performance assertion.
+func awaitClose(t *testing.T, conn net.Conn, limit time.Duration) string {
+	t.Helper()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(limit)))
+	got, err := io.ReadAll(conn)
+	var ne net.Error
+	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server kept a stalled connection open for %s; got %q", limit, got)
+	return string(got)
+}
+
+// TestHTTPTimeoutsCutStalledClients: a client that never finishes its
+// headers, one that stalls its body, and an idle keep-alive connection are
+// all closed by the server.
+func TestHTTPTimeoutsCutStalledClients(t *testing.T) {
+	t.Parallel()
+	in := startServe(t, "CRITIC_HTTP_READ_HEADER_TIMEOUT=1s", "CRITIC_HTTP_READ_TIMEOUT=2s", "CRITIC_HTTP_IDLE_TIMEOUT=1s")
+	key := in.newUser("slowpoke", false)
+	host := strings.TrimPrefix(in.url, "http://")
+
+	// Headers never finished.
+	conn, err := net.Dial("tcp", host)
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n"))
+	require.NoError(t, err)
+	awaitClose(t, conn, 30*time.Second)
+
+	// A body that stops arriving: the import is refused, nothing stored.
+	before := in.eventCount()
+	conn2, err := net.Dial("tcp", host)
+	require.NoError(t, err)
+	defer conn2.Close()
+	_, err = fmt.Fprintf(conn2, "POST /api/v1/rm/traces/import HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"format\":\"stash\",\"data\":\"", key)
+	require.NoError(t, err)
+	got := awaitClose(t, conn2, 30*time.Second)
+	if got != "" {
+		require.NotContains(t, got, "200 OK")
+	}
+	require.Equal(t, before, in.eventCount())
+
+	// An idle keep-alive connection after a complete request.
+	conn3, err := net.Dial("tcp", host)
+	require.NoError(t, err)
+	defer conn3.Close()
+	_, err = conn3.Write([]byte("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"))
+	require.NoError(t, err)
+	got = awaitClose(t, conn3, 30*time.Second)
+	require.Contains(t, got, "200 OK", "the request itself was answered")
+
+	require.Equal(t, http.StatusOK, in.do("GET", "/api/v1/rm/traces", key, nil).Status, "the server still serves")
+}
+
+// TestRawJSONLImport: a JSONL body posted as application/x-ndjson is parsed
+// straight from the body (format and source in the query string), with the
+// same answers and the same 413 limit as the JSON envelope.
+func TestRawJSONLImport(t *testing.T) {
+	t.Parallel()
+	in := startServe(t, "CRITIC_MAX_BODY_BYTES=4096")
+	key := in.newUser("rawjsonl", false)
+	post := func(query, body string) response {
+		req, err := http.NewRequest("POST", in.url+"/api/v1/rm/traces/import"+query, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/x-ndjson")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return response{Status: resp.StatusCode, Body: raw}
+	}
+	data := `{"id":"r1","steps":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}` + "\n" +
+		`{"id":"r2","steps":[{"role":"user","content":"q"}]}` + "\n"
+	r := post("?format=stash&source_id=bulk", data)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	out := r.JSON(t)
+	require.Equal(t, "stash", out["format"])
+	require.EqualValues(t, 2, out["imported"])
+	id := out["trace_ids"].([]any)[0].(string)
+	tr := in.do("GET", "/api/v1/rm/traces/"+id, key, nil).JSON(t)
+	require.Equal(t, "bulk", tr["source_id"])
+
+	r = post("?format=stash", `{"id":"bad","steps":[{"role":"wizard","content":"x"}]}`)
+	require.Equal(t, http.StatusUnprocessableEntity, r.Status, string(r.Body))
+	require.EqualValues(t, 1, r.JSON(t)["line"])
+	r = post("", data)
+	require.Equal(t, http.StatusUnprocessableEntity, r.Status)
+	require.Equal(t, "format", r.JSON(t)["field"])
+	r = post("?format=stash&data=x", data)
+	require.Equal(t, http.StatusUnprocessableEntity, r.Status)
+	require.Equal(t, "data", r.JSON(t)["field"])
+	r = post("?format=stash", strings.Repeat(data, 100))
+	require.Equal(t, http.StatusRequestEntityTooLarge, r.Status, string(r.Body))
+	require.EqualValues(t, 2, in.do("GET", "/api/v1/rm/traces", key, nil).JSON(t)["total"], "nothing else stored")
 }

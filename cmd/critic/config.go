@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/criticml/critic/handlers/apiserver"
 	"github.com/criticml/critic/platform/blob"
 )
 
@@ -36,6 +37,10 @@ type config struct {
 	// InstanceID is CRITIC_INSTANCE_ID (default the host name): each API
 	// instance builds its own query snapshots under its own consumer group.
 	InstanceID string
+	// HTTP is CRITIC_HTTP_{READ_HEADER,READ,WRITE,IDLE}_TIMEOUT: how long a
+	// client may stall a request's headers, its whole body, a response's
+	// progress, or an idle keep-alive connection.
+	HTTP apiserver.Timeouts
 }
 
 func loadConfig() (config, error) {
@@ -78,6 +83,17 @@ func loadConfig() (config, error) {
 	if v := os.Getenv("CRITIC_WORKER_LEASE"); v != "" {
 		if c.WorkerLease, err = time.ParseDuration(v); err != nil || c.WorkerLease < time.Second {
 			return c, fmt.Errorf("CRITIC_WORKER_LEASE must be a duration of at least 1s (e.g. 30s), got %q", v)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"CRITIC_HTTP_READ_HEADER_TIMEOUT", &c.HTTP.ReadHeader}, {"CRITIC_HTTP_READ_TIMEOUT", &c.HTTP.Read},
+		{"CRITIC_HTTP_WRITE_TIMEOUT", &c.HTTP.Write}, {"CRITIC_HTTP_IDLE_TIMEOUT", &c.HTTP.Idle}} {
+		if v := os.Getenv(d.name); v != "" {
+			if *d.dst, err = time.ParseDuration(v); err != nil || *d.dst < time.Second {
+				return c, fmt.Errorf("%s must be a duration of at least 1s (e.g. 5m), got %q", d.name, v)
+			}
 		}
 	}
 	if c.KafkaPort, err = envInt("CRITIC_KAFKA_PORT", c.KafkaPort); err != nil {

@@ -73,6 +73,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		SnapshotDir:  filepath.Join(cfg.DataDir, "snapshots"),
 		Query:        duck.Options{Load: cfg.QueryIsolation},
 		InstanceID:   cfg.InstanceID,
+		HTTP:         cfg.HTTP,
 	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
 		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).Register(mux)
 		workerapi.New(a.Cmds, token, cfg.WorkerLease).Register(mux)
