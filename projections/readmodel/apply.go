@@ -47,8 +47,22 @@ func (w *writer) bufferSteps(traceID, ownerID string, steps []events.StepRecord)
 	tr, ow := uuidArg(traceID), uuidArg(ownerID)
 	for _, s := range steps {
 		w.steps = append(w.steps, []any{uuidArg(s.ID), tr, ow, s.Index, string(s.Role), s.Content,
-			nilIfEmpty(s.ToolName), jsonOrNil(s.ToolInput), nilIfEmpty(s.ToolCallID), jsonOrNil(s.Metadata)})
+			nilIfEmpty(s.ToolName), toolInputOrNil(s.ToolInput), nilIfEmpty(s.ToolCallID), jsonOrNil(s.Metadata)})
 	}
+}
+
+// toolInputOrNil is SQL NULL for a step without tool input and the JSON
+// object otherwise — an empty object included, since a call with no
+// arguments must export as `tool_input: {}`.
+func toolInputOrNil(m map[string]any) any {
+	if m == nil {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return string(b)
 }
 
 // importedTrace is events.TraceImportedV1 as the read model decodes it: the
@@ -85,6 +99,9 @@ func (w *writer) bufferImportedSteps(traceID, ownerID string, steps []importedSt
 		if err != nil {
 			return fmt.Errorf("step %s tool_input: %w", s.ID, err)
 		}
+		if in == nil && isEmptyObject(s.ToolInput) {
+			in = "{}" // a call with no arguments keeps tool_input {}
+		}
 		meta, err := rawObjectOrNil(s.Metadata)
 		if err != nil {
 			return fmt.Errorf("step %s metadata: %w", s.ID, err)
@@ -110,6 +127,16 @@ func rawObjectOrNil(raw json.RawMessage) (any, error) {
 		return nil, nil
 	}
 	return string(raw), nil
+}
+
+// isEmptyObject reports whether raw is `{}` (with any white space).
+func isEmptyObject(raw json.RawMessage) bool {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return false
+	}
+	j := skipSpace(raw, i+1)
+	return j < len(raw) && raw[j] == '}' && skipSpace(raw, j+1) == len(raw)
 }
 
 func skipSpace(b []byte, i int) int {
