@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/platform/blob"
 )
 
 // The client against a recording server: paths, bearer token, JSON bodies, and
@@ -103,4 +104,55 @@ func TestClientContract(t *testing.T) {
 	srv.Close()
 	_, err = c.ClaimTraining(ctx, "m1", 2)
 	require.True(t, Transient(err), "connection refused is transient: %v", err)
+}
+
+// The client against the real worker service: what it sends is what the
+// service decodes (strictly: an unknown field would be a 422), and the
+// service's answers map to the client's errors.
+func TestClientAgainstTheService(t *testing.T) {
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	svc := newService(t, blobs)
+	id, ds := svc.queueTraining(t, "some/base")
+	ctx := context.Background()
+	c := svc.client("w-1")
+
+	claim, err := c.ClaimTraining(ctx, id, 1)
+	require.NoError(t, err)
+	owner := svc.owner.UserID
+	require.Equal(t, TrainingClaim{ModelID: id, OwnerID: owner, Name: "rm", BaseModel: "some/base",
+		DatasetKey: claim.DatasetKey, ArtifactKey: jobs.ArtifactKey(owner, id), Attempt: 1, Epochs: 2, LeaseSeconds: 30}, *claim)
+	require.NotEmpty(t, claim.DatasetKey)
+	_, err = c.ClaimTraining(ctx, id, 1)
+	require.ErrorIs(t, err, ErrNotClaimable, "claimed once")
+	require.NoError(t, c.Heartbeat(ctx, id, 1, Progress{Phase: "training", Step: 1, TotalSteps: 2}))
+	require.ErrorIs(t, svc.client("w-2").Heartbeat(ctx, id, 1, Progress{}), ErrNotClaimable, "only the holder")
+
+	// A success report naming a key the job did not issue is refused (422,
+	// final), and nothing is read from it.
+	require.NoError(t, blobs.Put(ctx, claim.ArtifactKey, []byte("checkpoint")))
+	err = c.TrainingSucceeded(ctx, id, Succeeded{AttemptRequest: jobs.AttemptRequest{Attempt: 1}, Metrics: json.RawMessage(`{}`),
+		ScoresKey: claim.DatasetKey})
+	require.ErrorContains(t, err, "422")
+	require.ErrorContains(t, err, "scores_key must be "+jobs.ScoresKey(owner, id, 1))
+	require.False(t, Transient(err))
+
+	var lines []byte
+	for _, it := range ds.ScoreItems {
+		lines = append(lines, []byte(`{"trace_id":"`+it.TraceID+`","score":0.5}`+"\n")...)
+	}
+	require.NoError(t, blobs.Put(ctx, jobs.ScoresKey(owner, id, 1), lines))
+	require.NoError(t, c.TrainingSucceeded(ctx, id, Succeeded{AttemptRequest: jobs.AttemptRequest{Attempt: 1},
+		Metrics: json.RawMessage(`{"eval_pairs":0}`), RewardStats: json.RawMessage(`{"mean":0,"std":1,"count":5}`),
+		ScoresKey: jobs.ScoresKey(owner, id, 1)}))
+	require.Equal(t, "succeeded", svc.status(t, id).Status)
+	require.ErrorIs(t, c.TrainingFailed(ctx, id, 1, "late"), ErrNotClaimable)
+
+	// Wrong token: 401, which the worker retries (an operator fixes it).
+	bad := NewClient(svc.srv.URL, "wrong", "w-1")
+	_, err = bad.ClaimTraining(ctx, id, 1)
+	var ae *APIError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, http.StatusUnauthorized, ae.Status)
+	require.True(t, Transient(err))
 }
