@@ -39,23 +39,26 @@ func (t Timeouts) withDefaults() Timeouts {
 }
 
 // extendWrites makes the server's write timeout a timeout on progress: each
-// write moves the connection's write deadline to now+d (at most once a
-// second, to keep the cost of a deadline update off small writes).
+// write moves the connection's write deadline to now+d (at most every d/4,
+// capped at a second, to keep the cost of a deadline update off small
+// writes while never letting the deadline fall below 3d/4 ahead of the
+// last write).
 func extendWrites(next http.Handler, d time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(&progressWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: d}, r)
+		next.ServeHTTP(&progressWriter{ResponseWriter: w, rc: http.NewResponseController(w), d: d, every: min(d/4, time.Second)}, r)
 	})
 }
 
 type progressWriter struct {
 	http.ResponseWriter
-	rc   *http.ResponseController
-	d    time.Duration
-	last time.Time
+	rc    *http.ResponseController
+	d     time.Duration
+	every time.Duration
+	last  time.Time
 }
 
 func (p *progressWriter) extend() {
-	if now := time.Now(); now.Sub(p.last) >= time.Second {
+	if now := time.Now(); now.Sub(p.last) >= p.every {
 		p.last = now
 		_ = p.rc.SetWriteDeadline(now.Add(p.d))
 	}
