@@ -23,10 +23,17 @@ run: deps build ## start the whole platform locally; prints the URL and an API k
 
 demo: run ## alias of run
 
+# The tests start a PostgreSQL test cluster (.data/pgtest, port
+# CRITIC_TEST_PG_PORT) on first use; `test` stops it when it exits if it was
+# not running before (scripts/pgtestctl), and leaves alone one that was. Tests
+# that skipped checks (real public exports absent) append a note to
+# $CRITIC_TEST_NOTES, printed at the end.
 test: deps ## run every test (unit, integration, e2e) and bounded fuzzing
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
-	@scripts/fuzz.sh $(FUZZTIME)
+	@$(GO) build -o bin/pgtestctl ./scripts/pgtestctl; \
+	was=$$(bin/pgtestctl running); notes=$$(mktemp); \
+	trap 'cat "$$notes"; rm -f "$$notes"; if [ "$$was" = no ]; then bin/pgtestctl stop; fi' EXIT; \
+	CRITIC_TEST_NOTES=$$notes $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./... && scripts/fuzz.sh $(FUZZTIME)
 
 # -race turns on checkptr, which trips on GoMLX's own unsafe matrix packing
 # (gomlx/compute nosimd_small_transposed.go), not on a data race; it is

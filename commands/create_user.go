@@ -38,7 +38,7 @@ func (c *Commands) CreateUser(ctx context.Context, name string, readOnlyKey bool
 		{ID: newID(), Stream: events.UserStream(userID), OwnerID: userID, Type: events.UserCreated,
 			Payload: events.UserCreatedV1{UserID: userID, Name: name, RewardModelsEnabled: true}},
 		{ID: newID(), Stream: events.APIKeyStream(keyID), OwnerID: userID, Type: events.APIKeyIssued,
-			Payload: events.APIKeyIssuedV1{KeyID: keyID, UserID: userID, KeyHash: hash, ReadOnly: readOnlyKey}},
+			Payload: events.APIKeyIssuedV1{KeyID: keyID, UserID: userID, KeyHash: hash, ReadOnly: readOnlyKey, KeyPrefix: APIKeyPrefix(key)}},
 	}
 	r, err := c.append(ctx, Actor{}, map[string]int64{events.UserNameStream(name): 0, events.UserStream(userID): 0, events.APIKeyStream(keyID): 0}, evs)
 	var vc *domain.VersionConflictError
@@ -58,6 +58,19 @@ func NewAPIKey() (key, hash string) {
 	_, _ = rand.Read(b)
 	key = "critic_" + base64.RawURLEncoding.EncodeToString(b)
 	return key, HashAPIKey(key)
+}
+
+// apiKeyPrefixLen is how much of a key is kept to name it: "critic_" and 8
+// random characters.
+const apiKeyPrefixLen = len("critic_") + 8
+
+// APIKeyPrefix is the part of a key that is stored and shown to name it
+// (users list-keys, revoke-key); the rest is never stored.
+func APIKeyPrefix(key string) string {
+	if len(key) < apiKeyPrefixLen {
+		return key
+	}
+	return key[:apiKeyPrefixLen]
 }
 
 // HashAPIKey is how keys are looked up: by SHA-256, never by value.

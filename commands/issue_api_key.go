@@ -20,7 +20,7 @@ func (c *Commands) IssueAPIKey(ctx context.Context, userID string, readOnly bool
 	keyID := newID()
 	r, err := c.append(ctx, Actor{}, map[string]int64{events.APIKeyStream(keyID): 0}, []events.New{{
 		ID: newID(), Stream: events.APIKeyStream(keyID), OwnerID: userID, Type: events.APIKeyIssued,
-		Payload: events.APIKeyIssuedV1{KeyID: keyID, UserID: userID, KeyHash: hash, ReadOnly: readOnly},
+		Payload: events.APIKeyIssuedV1{KeyID: keyID, UserID: userID, KeyHash: hash, ReadOnly: readOnly, KeyPrefix: APIKeyPrefix(key)},
 	}})
 	if err != nil {
 		return CreateUserResult{}, err

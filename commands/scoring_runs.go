@@ -8,6 +8,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/domain/traces"
 )
@@ -20,15 +21,8 @@ type RequestScoringResult struct {
 	RunID string
 }
 
-// ScoringItems is what a scoring worker reads: the trace's actions rendered
-// exactly as training renders them, and the whole trace.
-type ScoringItems struct {
-	RunID            string                    `json:"run_id"`
-	ModelID          string                    `json:"model_id"`
-	ArtifactKey      string                    `json:"artifact_key"`
-	Trace            rewardmodels.ScoreItem    `json:"trace"`
-	ActionScoreItems []rewardmodels.ActionItem `json:"action_score_items"`
-}
+// ScoringItems is what a scoring worker reads; the contract is jobs'.
+type ScoringItems = jobs.ScoringItems
 
 // RequestScoring is POST /traces/{id}/score.
 func (c *Commands) RequestScoring(ctx context.Context, actor Actor, traceID, modelID string) (RequestScoringResult, error) {

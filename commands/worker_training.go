@@ -5,12 +5,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"time"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
 )
 
@@ -25,10 +28,9 @@ type ClaimedJob struct {
 	LeaseSeconds                                               int
 }
 
-// ArtifactKey is where a model's checkpoint archive lives (spec 001).
-func ArtifactKey(ownerID, modelID string) string {
-	return "reward-models/" + ownerID + "/" + modelID + ".tar.gz"
-}
+// ArtifactKey is where a model's checkpoint archive lives (spec 001); see
+// jobs.ArtifactKey.
+func ArtifactKey(ownerID, modelID string) string { return jobs.ArtifactKey(ownerID, modelID) }
 
 // ClaimTraining starts an attempt for one worker. A model that is not queued
 // (a duplicate delivery, another worker was first) is a ConflictError.
@@ -96,7 +98,24 @@ func (c *Commands) CompleteTraining(ctx context.Context, in CompleteTraining) (R
 	if err != nil {
 		return Result{}, err
 	}
-	traceScores, actionScores, err := c.readScores(ctx, ds, in.ScoresKey, in.ActionScoresKey)
+	// The API reads only keys it derives from the job it issued (owner,
+	// model, attempt): a worker token must not let its holder make the API
+	// read any object in the store.
+	scoresKey, actionKey := jobs.ScoresKey(st.OwnerID, st.ID, in.Attempt), ""
+	if in.ScoresKey != "" && in.ScoresKey != scoresKey {
+		return Result{}, &domain.ValidationError{Code: "invalid_request", Field: "scores_key",
+			Message: fmt.Sprintf("scores_key must be %s, the key of this job; the API reads no other", scoresKey)}
+	}
+	if in.ScoresKey == "" {
+		scoresKey = ""
+	}
+	if in.ActionScoresKey != "" {
+		if actionKey = jobs.ActionScoresKey(st.OwnerID, st.ID, in.Attempt); in.ActionScoresKey != actionKey {
+			return Result{}, &domain.ValidationError{Code: "invalid_request", Field: "action_scores_key",
+				Message: fmt.Sprintf("action_scores_key must be %s (or empty), the key of this job; the API reads no other", actionKey)}
+		}
+	}
+	traceScores, actionScores, err := c.readScores(ctx, ds, scoresKey, actionKey)
 	if err != nil {
 		return Result{}, err
 	}
@@ -166,7 +185,7 @@ func (c *Commands) readScores(ctx context.Context, ds rewardmodels.Dataset, scor
 	}
 	var traceScores []events.TraceScore
 	if scoresKey != "" {
-		err := c.eachJSONL(ctx, scoresKey, func(line int, raw []byte) error {
+		err := c.eachJSONL(ctx, scoresKey, len(ds.ScoreItems), func(line int, raw []byte) error {
 			var s struct {
 				TraceID string  `json:"trace_id"`
 				Score   float64 `json:"score"`
@@ -187,7 +206,7 @@ func (c *Commands) readScores(ctx context.Context, ds rewardmodels.Dataset, scor
 	}
 	var actionScores []events.ActionScore
 	if actionKey != "" {
-		err := c.eachJSONL(ctx, actionKey, func(line int, raw []byte) error {
+		err := c.eachJSONL(ctx, actionKey, len(ds.ActionScoreItems), func(line int, raw []byte) error {
 			var s struct {
 				TraceID string  `json:"trace_id"`
 				StepID  string  `json:"step_id"`
@@ -214,22 +233,41 @@ func (c *Commands) readScores(ctx context.Context, ds rewardmodels.Dataset, scor
 	return traceScores, actionScores, nil
 }
 
-func (c *Commands) eachJSONL(ctx context.Context, key string, fn func(line int, raw []byte) error) error {
-	raw, err := c.store.Blobs().Get(ctx, key)
+// eachJSONL streams a worker's score file, bounded: at most one line per
+// dataset item (items), no line over jobs.MaxScoreLineBytes and no file
+// over jobs.MaxScoreFileBytes(items). A worker cannot make the API buffer
+// more than that, whatever it uploads.
+func (c *Commands) eachJSONL(ctx context.Context, key string, items int, fn func(line int, raw []byte) error) error {
+	rd, err := c.store.Blobs().Reader(ctx, key)
 	if err != nil {
 		return domain.Invalid("read %s: %v", key, err)
 	}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1<<20), 1<<30)
-	line := 0
+	defer rd.Close()
+	limit := jobs.MaxScoreFileBytes(items)
+	lr := &io.LimitedReader{R: rd, N: limit + 1}
+	sc := bufio.NewScanner(lr)
+	sc.Buffer(make([]byte, 0, 64<<10), jobs.MaxScoreLineBytes)
+	line, records := 0, 0
 	for sc.Scan() {
 		line++
+		if lr.N <= 0 {
+			return domain.Invalid("%s is larger than %d bytes, the most a score file of %d items may be", key, limit, items)
+		}
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
+		}
+		if records++; records > items {
+			return domain.Invalid("%s line %d: more score lines than the %d items of the dataset", key, line, items)
 		}
 		if err := fn(line, sc.Bytes()); err != nil {
 			return domain.Invalid("%s line %d: %v", key, line, err)
 		}
+	}
+	if errors.Is(sc.Err(), bufio.ErrTooLong) {
+		return domain.Invalid("%s line %d: longer than %d bytes", key, line+1, jobs.MaxScoreLineBytes)
+	}
+	if lr.N <= 0 {
+		return domain.Invalid("%s is larger than %d bytes, the most a score file of %d items may be", key, limit, items)
 	}
 	return sc.Err()
 }

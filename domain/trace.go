@@ -24,12 +24,14 @@ func (r Role) Valid() bool {
 
 // Step is one message of the canonical trace (Stash Trace Format). A tool call is
 // an assistant step with ToolName/ToolInput/ToolCallID; its result is a tool step
-// with the same ToolCallID.
+// with the same ToolCallID. A call without arguments has ToolInput {} (an
+// empty, non-nil map), which omitzero keeps through every encoding — "called
+// with no arguments" is not "no tool input".
 type Step struct {
 	Role       Role           `json:"role"`
 	Content    string         `json:"content"`
 	ToolName   string         `json:"tool_name,omitempty"`
-	ToolInput  map[string]any `json:"tool_input,omitempty"`
+	ToolInput  map[string]any `json:"tool_input,omitzero"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
 	Metadata   map[string]any `json:"metadata,omitempty"`
 }

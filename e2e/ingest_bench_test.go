@@ -47,7 +47,7 @@ func runIngestBench(b *testing.B) {
 	profile := os.Getenv("CRITIC_BENCH_PROFILE") // a file to write the server's CPU profile of the bulk import to
 	var in *instance
 	if profile != "" {
-		in = startServe(b, "CRITIC_PPROF=1")
+		in = startServe(b, "CRITIC_PPROF_ADDR=127.0.0.1:0")
 	} else {
 		in = startServe(b)
 	}
@@ -95,7 +95,7 @@ func runIngestBench(b *testing.B) {
 	if profile != "" {
 		go func() {
 			defer close(profDone)
-			resp, err := http.Get(in.url + "/debug/pprof/profile?seconds=8")
+			resp, err := http.Get(in.pprofURL(b) + "/debug/pprof/profile?seconds=8")
 			if err == nil {
 				defer resp.Body.Close()
 				f, _ := os.Create(profile)

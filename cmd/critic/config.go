@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/criticml/critic/handlers/apiserver"
 	"github.com/criticml/critic/platform/blob"
 )
 
@@ -26,7 +27,7 @@ type config struct {
 	Addr         string        // CRITIC_ADDR; default 127.0.0.1:8080
 	PGPort       int           // CRITIC_PG_PORT for the local cluster (default 5439)
 	MaxBody      int64         // CRITIC_MAX_BODY_BYTES; default 64 MiB
-	PProf        bool          // CRITIC_PPROF=1 serves /debug/pprof (unauthenticated: profiling only)
+	PProfAddr    string        // CRITIC_PPROF_ADDR: loopback-only /debug/pprof listener, never the API port; "" → off (CRITIC_PPROF=1 → 127.0.0.1:6060)
 	WorkerLease  time.Duration // CRITIC_WORKER_LEASE: how long a job claim lives without a heartbeat (default 30s)
 	// QueryIsolation is CRITIC_QUERY_ISOLATION: "replica" (default: a
 	// per-account locked-down in-memory copy, fresh connection per query) or
@@ -48,6 +49,10 @@ type config struct {
 	// ReadyMaxLag is CRITIC_READY_MAX_LAG: how many events the read model
 	// may be behind before /readyz answers 503 (default 1000).
 	ReadyMaxLag int
+	// HTTP is CRITIC_HTTP_{READ_HEADER,READ,WRITE,IDLE}_TIMEOUT: how long a
+	// client may stall a request's headers, its whole body, a response's
+	// progress, or an idle keep-alive connection.
+	HTTP apiserver.Timeouts
 }
 
 func loadConfig() (config, error) {
@@ -60,7 +65,7 @@ func loadConfig() (config, error) {
 		MaxBody:     64 << 20,
 		KafkaPort:   19092,
 		PGPort:      5439,
-		PProf:       os.Getenv("CRITIC_PPROF") == "1",
+		PProfAddr:   os.Getenv("CRITIC_PPROF_ADDR"),
 		PublicURL:   os.Getenv("CRITIC_PUBLIC_URL"),
 	}
 	if v := strings.TrimSpace(os.Getenv("KAFKA_BROKERS")); v != "" {
@@ -95,6 +100,9 @@ func loadConfig() (config, error) {
 	if c.ReadyMaxLag < 1 {
 		return c, fmt.Errorf("CRITIC_READY_MAX_LAG must be at least 1, got %d", c.ReadyMaxLag)
 	}
+	if c.PProfAddr == "" && os.Getenv("CRITIC_PPROF") == "1" {
+		c.PProfAddr = defaultPProfAddr
+	}
 	c.InstanceID = os.Getenv("CRITIC_INSTANCE_ID")
 	if c.InstanceID == "" {
 		c.InstanceID, _ = os.Hostname()
@@ -103,6 +111,17 @@ func loadConfig() (config, error) {
 	if v := os.Getenv("CRITIC_WORKER_LEASE"); v != "" {
 		if c.WorkerLease, err = time.ParseDuration(v); err != nil || c.WorkerLease < time.Second {
 			return c, fmt.Errorf("CRITIC_WORKER_LEASE must be a duration of at least 1s (e.g. 30s), got %q", v)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"CRITIC_HTTP_READ_HEADER_TIMEOUT", &c.HTTP.ReadHeader}, {"CRITIC_HTTP_READ_TIMEOUT", &c.HTTP.Read},
+		{"CRITIC_HTTP_WRITE_TIMEOUT", &c.HTTP.Write}, {"CRITIC_HTTP_IDLE_TIMEOUT", &c.HTTP.Idle}} {
+		if v := os.Getenv(d.name); v != "" {
+			if *d.dst, err = time.ParseDuration(v); err != nil || *d.dst < time.Second {
+				return c, fmt.Errorf("%s must be a duration of at least 1s (e.g. 5m), got %q", d.name, v)
+			}
 		}
 	}
 	if c.KafkaPort, err = envInt("CRITIC_KAFKA_PORT", c.KafkaPort); err != nil {
@@ -154,6 +173,11 @@ func (c config) Validate() error {
 	if c.WorkerMetricsAddr != "off" {
 		if _, _, err := splitHostPort(c.WorkerMetricsAddr); err != nil {
 			return fmt.Errorf("CRITIC_WORKER_METRICS_ADDR: %v (or off)", err)
+		}
+	}
+	if c.PProfAddr != "" {
+		if err := checkLoopback(c.PProfAddr); err != nil {
+			return fmt.Errorf("CRITIC_PPROF_ADDR: %v", err)
 		}
 	}
 	return nil

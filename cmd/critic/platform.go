@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -73,6 +74,9 @@ func (in *infra) openBlobs(ctx context.Context) error {
 		var opts []blob.LocalOption
 		if cfg.PublicURL != "" {
 			opts = append(opts, blob.WithPublicURL(cfg.PublicURL))
+		}
+		if f := os.Getenv("CRITIC_BLOB_SIGNING_KEY_FILE"); f != "" {
+			opts = append(opts, blob.WithSigningKeyFile(f))
 		}
 		l, err := blob.NewLocal(loc.Dir, opts...)
 		if err != nil {

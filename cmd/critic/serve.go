@@ -87,6 +87,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		Telemetry:    tel,
 		MetricsAddr:  cfg.MetricsAddr,
 		ReadyMaxLag:  int64(cfg.ReadyMaxLag),
+		HTTP:         cfg.HTTP,
 	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
 		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).Register(mux)
 		wapi := workerapi.New(a.Cmds, token, cfg.WorkerLease)
@@ -101,9 +102,6 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		otlp.NewReceiver(a.Cmds, a.Waiter, a.Auth, cfg.MaxBody).Register(mux)
 		registerConnect(mux, a, cfg.MaxBody, in.blobs)
 		connectapi.RegisterHealthAndReflection(mux, a.Ready)
-		if cfg.PProf {
-			registerPProf(mux)
-		}
 	})
 	if err != nil {
 		_ = tel.Shutdown(context.Background())
@@ -123,6 +121,15 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 			_ = a.Shutdown()
 			return nil, err
 		}
+	}
+	if cfg.PProfAddr != "" {
+		ps, addr, err := startPProf(cfg.PProfAddr)
+		if err != nil {
+			_ = a.Shutdown()
+			return nil, err
+		}
+		a.Go("pprof", func() error { <-a.Ctx.Done(); return nil }, ps.Close)
+		fmt.Printf("profiler (unauthenticated, loopback only) on http://%s/debug/pprof/\n", addr)
 	}
 	startJobs(a, in)
 	return &server{Server: a, addr: a.Addr, dataDir: cfg.DataDir, token: token, cmds: a.Cmds, queries: a.Queries, waiter: a.Waiter}, nil

@@ -6,6 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/criticml/critic/commands"
@@ -17,7 +20,7 @@ import (
 // cmdUsers manages accounts. Keys are printed once and stored as SHA-256.
 func cmdUsers(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usageError{"usage: critic users create|issue-key|disable-reward-models|enable-reward-models"}
+		return usageError{"usage: critic users create|issue-key|list-keys|revoke-key|disable-reward-models|enable-reward-models"}
 	}
 	in, err := boot(ctx)
 	if err != nil {
@@ -62,6 +65,25 @@ func cmdUsers(ctx context.Context, args []string) error {
 		printKey(*name, id, res.APIKey, *ro)
 		settleCLI(ctx, waiter, res.Result)
 		return nil
+	case "list-keys":
+		if len(args) != 2 {
+			return usageError{"usage: critic users list-keys NAME"}
+		}
+		id, err := userIDByName(ctx, in, args[1])
+		if err != nil {
+			return err
+		}
+		keys, err := readmodel.NewQueries(in.pool).APIKeys(ctx, id)
+		if err != nil {
+			return err
+		}
+		printKeys(os.Stdout, keys)
+		return nil
+	case "revoke-key":
+		if len(args) != 2 || strings.TrimSpace(args[1]) == "" {
+			return usageError{"usage: critic users revoke-key KEY_PREFIX (as `critic users list-keys NAME` shows it; a key id or the whole key also work)"}
+		}
+		return revokeKey(ctx, in, cmds, waiter, strings.TrimSpace(args[1]))
 	case "disable-reward-models", "enable-reward-models":
 		if len(args) != 2 {
 			return usageError{"usage: critic users " + args[0] + " NAME"}
@@ -80,6 +102,71 @@ func cmdUsers(ctx context.Context, args []string) error {
 		return nil
 	}
 	return usageError{fmt.Sprintf("unknown users command %q", args[0])}
+}
+
+// printKeys lists keys as a table: prefix, kind, created, last used,
+// status. Never the key: only its prefix was ever stored.
+func printKeys(w io.Writer, keys []readmodel.APIKeyInfo) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PREFIX\tKIND\tCREATED\tLAST USED\tSTATUS")
+	for _, k := range keys {
+		prefix := k.Prefix
+		if prefix == "" {
+			prefix = "(key id " + k.KeyID + ")" // issued before prefixes were recorded
+		}
+		kind := "full-access"
+		if k.ReadOnly {
+			kind = "read-only"
+		}
+		last := "never"
+		if k.LastUsed != nil {
+			last = k.LastUsed.Format(time.RFC3339)
+		}
+		status := "active"
+		if k.Revoked {
+			status = "revoked"
+			if k.RevokedAt != nil {
+				status += " " + k.RevokedAt.Format(time.RFC3339)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", prefix, kind, k.CreatedAt.Format(time.RFC3339), last, status)
+	}
+	_ = tw.Flush()
+}
+
+// revokeKey finds the one key ref names and appends api_key.revoked. From
+// that moment every API instance answers the key with 401 (the key lookup
+// checks the event log); the read model's listing follows once applied.
+func revokeKey(ctx context.Context, in *infra, cmds *commands.Commands, waiter *readmodel.Waiter, ref string) error {
+	found, err := readmodel.NewQueries(in.pool).FindAPIKeys(ctx, ref, commands.HashAPIKey(ref))
+	if err != nil {
+		return err
+	}
+	switch len(found) {
+	case 0:
+		return fmt.Errorf("no API key matches %q: give the prefix `critic users list-keys NAME` shows (at least 11 characters, e.g. critic_AbCd), a key id or the whole key", ref)
+	case 1:
+	default:
+		var names []string
+		for _, k := range found {
+			names = append(names, fmt.Sprintf("%s (%s)", k.Prefix, k.UserName))
+		}
+		return fmt.Errorf("%q matches %d keys: %s; give more of the key", ref, len(found), strings.Join(names, ", "))
+	}
+	k := found[0]
+	res, err := cmds.RevokeAPIKey(ctx, k.KeyID)
+	if err != nil {
+		return err
+	}
+	name := k.Prefix
+	if name == "" {
+		name = "key id " + k.KeyID
+	}
+	fmt.Printf("revoked %s of %s: every API instance refuses it (401) from now on\n", name, k.UserName)
+	if err := waiter.Wait(ctx, res.LastEventID); err != nil {
+		fmt.Println("note: `critic users list-keys` shows it as revoked once a running server applies the event")
+	}
+	return nil
 }
 
 func printKey(name, id, key string, ro bool) {

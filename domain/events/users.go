@@ -25,15 +25,20 @@ type UserNameClaimedV1 struct {
 }
 
 // APIKeyIssuedV1 records a key by its SHA-256 only; the key itself is shown
-// once and never stored.
+// once and never stored. KeyPrefix is its first characters (the "critic_"
+// marker and 8 of the 43 random ones, 48 bits), enough for an operator to
+// recognise and revoke a key and useless for guessing it; keys issued before
+// prefixes existed have none.
 type APIKeyIssuedV1 struct {
-	KeyID    string `json:"key_id"`
-	UserID   string `json:"user_id"`
-	KeyHash  string `json:"key_hash"`
-	ReadOnly bool   `json:"read_only"`
+	KeyID     string `json:"key_id"`
+	UserID    string `json:"user_id"`
+	KeyHash   string `json:"key_hash"`
+	ReadOnly  bool   `json:"read_only"`
+	KeyPrefix string `json:"key_prefix,omitempty"`
 }
 
-// APIKeyRevokedV1 disables a key.
+// APIKeyRevokedV1 disables a key for good: every API instance refuses it
+// from the moment the event is stored.
 type APIKeyRevokedV1 struct {
 	KeyID  string `json:"key_id"`
 	UserID string `json:"user_id"`

@@ -47,7 +47,7 @@ func TestAnthropicMessagesSteps(t *testing.T) {
 			want: []domain.Step{
 				{Role: domain.RoleUser, Content: "go", Metadata: map[string]any{"timestamp": "2025-01-01T00:00:00Z"}},
 				{Role: domain.RoleAssistant, Content: "a\nb"},
-				{Role: domain.RoleAssistant, ToolName: "run", ToolCallID: "t1"},
+				{Role: domain.RoleAssistant, ToolName: "run", ToolCallID: "t1", ToolInput: map[string]any{}}, // input {} stays {}
 				{Role: domain.RoleAssistant, Content: "c"},
 				{Role: domain.RoleTool, Content: "boom\n[image]", ToolName: "run", ToolCallID: "t1", Metadata: map[string]any{"is_error": true}},
 				{Role: domain.RoleUser, Content: "first"},

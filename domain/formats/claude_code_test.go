@@ -1,7 +1,6 @@
 package formats
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -151,10 +150,7 @@ func TestClaudeCodeDetect(t *testing.T) {
 // TestClaudeCodeRealTranscript parses the public sample transcript in
 // ../../../shared/fixtures when it is there (a fresh clone has no ../shared).
 func TestClaudeCodeRealTranscript(t *testing.T) {
-	data, err := os.ReadFile("../../../shared/fixtures/claude-code/claude-reliability_coverage-test-fix_transcript.jsonl")
-	if err != nil {
-		t.Skip("shared fixtures not present")
-	}
+	data := sharedFixture(t, "claude-code/claude-reliability_coverage-test-fix_transcript.jsonl")
 	a, err := DetectFormat(data)
 	if err != nil || a.Name() != "claude_code" {
 		t.Fatalf("detected %v, %v", a, err)

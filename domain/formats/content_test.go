@@ -206,7 +206,7 @@ func TestDetectOwnTestdata(t *testing.T) {
 func TestDetectLeavesOtherFormats(t *testing.T) {
 	mine := []string{"openai_", "anthropic_", "claude_code", "codex"}
 	files, _ := filepath.Glob(filepath.Join("testdata", "*"))
-	shared, _ := filepath.Glob("../../../shared/fixtures/langfuse/*.json")
+	shared := sharedFixtureGlob(t, "langfuse/*.json")
 	for _, path := range append(files, shared...) {
 		base := filepath.Base(path)
 		own := false

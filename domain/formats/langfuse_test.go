@@ -2,7 +2,6 @@ package formats
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -104,10 +103,9 @@ func TestLangfuseErrors(t *testing.T) {
 	}
 }
 
-// TestLangfuseRealSamples reads the real exports in ../shared/fixtures when
-// they are there (a fresh clone has none).
+// TestLangfuseRealSamples reads the real exports in the shared fixtures
+// when they are there (a fresh clone has none: see fixtures_test.go).
 func TestLangfuseRealSamples(t *testing.T) {
-	dir := filepath.Join("..", "..", "..", "shared", "fixtures", "langfuse")
 	cases := map[string][]string{
 		"openai-agents-2025-09-30.trace.json": {"system:You are a helpful agent.", "user:What's the weather in Tokyo?",
 			`call get_weather#call_Kud0j0DxWSmLzv9W5m6qVqXn{"city":"Tokyo"}`,
@@ -116,10 +114,7 @@ func TestLangfuseRealSamples(t *testing.T) {
 		"claude-agent-2025-12-22.trace.json": nil,
 	}
 	for file, want := range cases {
-		data, err := os.ReadFile(filepath.Join(dir, file))
-		if err != nil {
-			t.Skipf("real samples not available: %v", err)
-		}
+		data := sharedFixture(t, filepath.Join("langfuse", file))
 		a, err := DetectFormat(data)
 		require.NoError(t, err)
 		require.Equal(t, "langfuse", a.Name())

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/platform/requestid"
 )
 
@@ -83,66 +84,29 @@ func NewClient(baseURL, token, workerID string) *Client {
 		HTTP: &http.Client{Timeout: 2 * time.Minute}}
 }
 
-// TrainingClaim is the answer to a training claim: what the attempt trains.
-type TrainingClaim struct {
-	ModelID      string `json:"model_id"`
-	OwnerID      string `json:"owner_id"`
-	Name         string `json:"name"`
-	BaseModel    string `json:"base_model"`
-	DatasetKey   string `json:"dataset_key"`
-	ArtifactKey  string `json:"artifact_key"`
-	Attempt      int    `json:"attempt"`
-	Epochs       int    `json:"epochs"`
-	LeaseSeconds int    `json:"lease_seconds"`
-}
-
-// Progress is a heartbeat's progress report.
-type Progress struct {
-	Phase        string  `json:"phase"` // training, scoring, uploading
-	Step         int     `json:"step"`
-	TotalSteps   int     `json:"total_steps"`
-	Loss         float64 `json:"loss"`
-	TokensPerSec float64 `json:"tokens_per_sec"`
-}
-
-// Succeeded is a training success report. The checkpoint archive and the score
-// files are in the blob store before it is sent.
-type Succeeded struct {
-	Attempt           int             `json:"attempt"`
-	Metrics           any             `json:"metrics"`
-	RewardStats       json.RawMessage `json:"reward_stats"`
-	ActionRewardStats json.RawMessage `json:"action_reward_stats"` // nil → null
-	ScoresKey         string          `json:"scores_key"`
-	ActionScoresKey   string          `json:"action_scores_key"` // "" when none
-}
-
-// ScoringClaim is the answer to a scoring claim.
-type ScoringClaim struct {
-	ItemsKey string `json:"items_key"`
-}
-
-// ActionScore is one scored action.
-type ActionScore struct {
-	TraceID string  `json:"trace_id"`
-	StepID  string  `json:"step_id"`
-	Score   float64 `json:"score"`
-	Credit  float64 `json:"credit"`
-}
-
-// ScoringFinished reports a scoring run; a non-empty Error fails it.
-type ScoringFinished struct {
-	TraceID      string        `json:"trace_id"`
-	ModelID      string        `json:"model_id"`
-	ActionScores []ActionScore `json:"action_scores"`
-	Error        string        `json:"error"`
-}
+// The wire types are the contract's (domain/jobs), named here as the
+// worker's code has always named them.
+type (
+	// TrainingClaim is the answer to a training claim: what the attempt trains.
+	TrainingClaim = jobs.TrainingClaim
+	// Progress is a heartbeat's progress report.
+	Progress = jobs.Progress
+	// Succeeded is a training success report.
+	Succeeded = jobs.Succeeded
+	// ScoringClaim is the answer to a scoring claim.
+	ScoringClaim = jobs.ScoringClaim
+	// ActionScore is one scored action.
+	ActionScore = jobs.ActionScore
+	// ScoringFinished reports a scoring run; a non-empty Error fails it.
+	ScoringFinished = jobs.ScoringFinished
+)
 
 // ClaimTraining claims attempt of modelID. A model that is not queued for this
 // attempt answers 409 (errors.Is(err, ErrNotClaimable)).
 func (c *Client) ClaimTraining(ctx context.Context, modelID string, attempt int) (*TrainingClaim, error) {
 	var out TrainingClaim
-	err := c.post(ctx, "/api/v1/worker/training/"+url.PathEscape(modelID)+"/claim",
-		map[string]any{"worker_id": c.WorkerID, "attempt": attempt}, &out)
+	err := c.post(ctx, jobs.TrainingPath(url.PathEscape(modelID), "claim"),
+		jobs.AttemptRequest{WorkerID: c.WorkerID, Attempt: attempt}, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -151,8 +115,8 @@ func (c *Client) ClaimTraining(ctx context.Context, modelID string, attempt int)
 
 // Heartbeat renews the lease; 409 means the lease is lost: stop, report nothing.
 func (c *Client) Heartbeat(ctx context.Context, modelID string, attempt int, p Progress) error {
-	return c.post(ctx, "/api/v1/worker/training/"+url.PathEscape(modelID)+"/heartbeat",
-		map[string]any{"worker_id": c.WorkerID, "attempt": attempt, "progress": p}, nil)
+	return c.post(ctx, jobs.TrainingPath(url.PathEscape(modelID), "heartbeat"),
+		jobs.Heartbeat{AttemptRequest: jobs.AttemptRequest{WorkerID: c.WorkerID, Attempt: attempt}, Progress: p}, nil)
 }
 
 // TrainingSucceeded reports a finished attempt.
@@ -160,24 +124,24 @@ func (c *Client) TrainingSucceeded(ctx context.Context, modelID string, s Succee
 	if s.ActionRewardStats == nil {
 		s.ActionRewardStats = json.RawMessage("null")
 	}
-	body := struct {
-		WorkerID string `json:"worker_id"`
-		Succeeded
-	}{c.WorkerID, s}
-	return c.post(ctx, "/api/v1/worker/training/"+url.PathEscape(modelID)+"/succeeded", body, nil)
+	if s.Metrics == nil {
+		s.Metrics = json.RawMessage("null")
+	}
+	s.WorkerID = c.WorkerID
+	return c.post(ctx, jobs.TrainingPath(url.PathEscape(modelID), "succeeded"), s, nil)
 }
 
 // TrainingFailed reports a failed attempt; msg is the end of the job's log.
 func (c *Client) TrainingFailed(ctx context.Context, modelID string, attempt int, msg string) error {
-	return c.post(ctx, "/api/v1/worker/training/"+url.PathEscape(modelID)+"/failed",
-		map[string]any{"worker_id": c.WorkerID, "attempt": attempt, "error": msg}, nil)
+	return c.post(ctx, jobs.TrainingPath(url.PathEscape(modelID), "failed"),
+		jobs.Failed{AttemptRequest: jobs.AttemptRequest{WorkerID: c.WorkerID, Attempt: attempt}, Error: msg}, nil)
 }
 
 // ClaimScoring claims a scoring run.
 func (c *Client) ClaimScoring(ctx context.Context, runID, traceID, modelID string) (*ScoringClaim, error) {
 	var out ScoringClaim
-	err := c.post(ctx, "/api/v1/worker/scoring/"+url.PathEscape(runID)+"/claim",
-		map[string]any{"worker_id": c.WorkerID, "trace_id": traceID, "model_id": modelID}, &out)
+	err := c.post(ctx, jobs.ScoringPath(url.PathEscape(runID), "claim"),
+		jobs.ScoringRequest{WorkerID: c.WorkerID, TraceID: traceID, ModelID: modelID}, &out)
 	if err != nil {
 		return nil, err
 	}
@@ -189,11 +153,8 @@ func (c *Client) ScoringFinished(ctx context.Context, runID string, f ScoringFin
 	if f.ActionScores == nil {
 		f.ActionScores = []ActionScore{}
 	}
-	body := struct {
-		WorkerID string `json:"worker_id"`
-		ScoringFinished
-	}{c.WorkerID, f}
-	return c.post(ctx, "/api/v1/worker/scoring/"+url.PathEscape(runID)+"/finished", body, nil)
+	f.WorkerID = c.WorkerID
+	return c.post(ctx, jobs.ScoringPath(url.PathEscape(runID), "finished"), f, nil)
 }
 
 func (c *Client) post(ctx context.Context, path string, in, out any) error {

@@ -10,6 +10,9 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/platform/blob"
 )
 
 // The client against a recording server: paths, bearer token, JSON bodies, and
@@ -50,7 +53,7 @@ func TestClientContract(t *testing.T) {
 	require.Equal(t, map[string]any{"worker_id": "w-1", "attempt": 2.0, "progress": map[string]any{
 		"phase": "training", "step": 3.0, "total_steps": 10.0, "loss": 0.5, "tokens_per_sec": 100.0}}, last().body)
 
-	require.NoError(t, c.TrainingSucceeded(ctx, "m1", Succeeded{Attempt: 2, Metrics: map[string]any{"train_pairs": 4},
+	require.NoError(t, c.TrainingSucceeded(ctx, "m1", Succeeded{AttemptRequest: jobs.AttemptRequest{Attempt: 2}, Metrics: json.RawMessage(`{"train_pairs": 4}`),
 		RewardStats: json.RawMessage(`{"mean":1,"std":2,"count":8}`), ScoresKey: "jobs/m1/attempt-2/scores.jsonl"}))
 	require.Equal(t, "/api/v1/worker/training/m1/succeeded", last().path)
 	require.Equal(t, map[string]any{"worker_id": "w-1", "attempt": 2.0, "metrics": map[string]any{"train_pairs": 4.0},
@@ -69,11 +72,11 @@ func TestClientContract(t *testing.T) {
 		map[string]any{"worker_id": "w-1", "trace_id": "t1", "model_id": "m1"}}, last())
 
 	answer = `{}`
-	require.NoError(t, c.ScoringFinished(ctx, "r1", ScoringFinished{TraceID: "t1", ModelID: "m1",
+	require.NoError(t, c.ScoringFinished(ctx, "r1", ScoringFinished{ScoringRequest: jobs.ScoringRequest{TraceID: "t1", ModelID: "m1"},
 		ActionScores: []ActionScore{{TraceID: "t1", StepID: "s1", Score: 1.5, Credit: 0.25}}}))
 	require.Equal(t, map[string]any{"worker_id": "w-1", "trace_id": "t1", "model_id": "m1", "error": "",
 		"action_scores": []any{map[string]any{"trace_id": "t1", "step_id": "s1", "score": 1.5, "credit": 0.25}}}, last().body)
-	require.NoError(t, c.ScoringFinished(ctx, "r1", ScoringFinished{TraceID: "t1", ModelID: "m1", Error: "bad"}))
+	require.NoError(t, c.ScoringFinished(ctx, "r1", ScoringFinished{ScoringRequest: jobs.ScoringRequest{TraceID: "t1", ModelID: "m1"}, Error: "bad"}))
 	require.Equal(t, []any{}, last().body["action_scores"], "an empty list, not null")
 
 	// Errors.
@@ -101,4 +104,55 @@ func TestClientContract(t *testing.T) {
 	srv.Close()
 	_, err = c.ClaimTraining(ctx, "m1", 2)
 	require.True(t, Transient(err), "connection refused is transient: %v", err)
+}
+
+// The client against the real worker service: what it sends is what the
+// service decodes (strictly: an unknown field would be a 422), and the
+// service's answers map to the client's errors.
+func TestClientAgainstTheService(t *testing.T) {
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	svc := newService(t, blobs)
+	id, ds := svc.queueTraining(t, "some/base")
+	ctx := context.Background()
+	c := svc.client("w-1")
+
+	claim, err := c.ClaimTraining(ctx, id, 1)
+	require.NoError(t, err)
+	owner := svc.owner.UserID
+	require.Equal(t, TrainingClaim{ModelID: id, OwnerID: owner, Name: "rm", BaseModel: "some/base",
+		DatasetKey: claim.DatasetKey, ArtifactKey: jobs.ArtifactKey(owner, id), Attempt: 1, Epochs: 2, LeaseSeconds: 30}, *claim)
+	require.NotEmpty(t, claim.DatasetKey)
+	_, err = c.ClaimTraining(ctx, id, 1)
+	require.ErrorIs(t, err, ErrNotClaimable, "claimed once")
+	require.NoError(t, c.Heartbeat(ctx, id, 1, Progress{Phase: "training", Step: 1, TotalSteps: 2}))
+	require.ErrorIs(t, svc.client("w-2").Heartbeat(ctx, id, 1, Progress{}), ErrNotClaimable, "only the holder")
+
+	// A success report naming a key the job did not issue is refused (422,
+	// final), and nothing is read from it.
+	require.NoError(t, blobs.Put(ctx, claim.ArtifactKey, []byte("checkpoint")))
+	err = c.TrainingSucceeded(ctx, id, Succeeded{AttemptRequest: jobs.AttemptRequest{Attempt: 1}, Metrics: json.RawMessage(`{}`),
+		ScoresKey: claim.DatasetKey})
+	require.ErrorContains(t, err, "422")
+	require.ErrorContains(t, err, "scores_key must be "+jobs.ScoresKey(owner, id, 1))
+	require.False(t, Transient(err))
+
+	var lines []byte
+	for _, it := range ds.ScoreItems {
+		lines = append(lines, []byte(`{"trace_id":"`+it.TraceID+`","score":0.5}`+"\n")...)
+	}
+	require.NoError(t, blobs.Put(ctx, jobs.ScoresKey(owner, id, 1), lines))
+	require.NoError(t, c.TrainingSucceeded(ctx, id, Succeeded{AttemptRequest: jobs.AttemptRequest{Attempt: 1},
+		Metrics: json.RawMessage(`{"eval_pairs":0}`), RewardStats: json.RawMessage(`{"mean":0,"std":1,"count":5}`),
+		ScoresKey: jobs.ScoresKey(owner, id, 1)}))
+	require.Equal(t, "succeeded", svc.status(t, id).Status)
+	require.ErrorIs(t, c.TrainingFailed(ctx, id, 1, "late"), ErrNotClaimable)
+
+	// Wrong token: 401, which the worker retries (an operator fixes it).
+	bad := NewClient(svc.srv.URL, "wrong", "w-1")
+	_, err = bad.ClaimTraining(ctx, id, 1)
+	var ae *APIError
+	require.ErrorAs(t, err, &ae)
+	require.Equal(t, http.StatusUnauthorized, ae.Status)
+	require.True(t, Transient(err))
 }

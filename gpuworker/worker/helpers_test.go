@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -17,8 +18,15 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/domain/traces"
 	"github.com/criticml/critic/gpuworker/train"
+	"github.com/criticml/critic/handlers/workerapi"
+	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/pg/pgtest"
 )
 
 const (
@@ -71,108 +79,158 @@ func (w tWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// request is one call the fake worker service received.
+// request is one call the worker service received, and its answer.
 type request struct {
-	Path string
-	Body map[string]any
-	Raw  []byte
+	Path   string
+	Body   map[string]any
+	Raw    []byte
+	Status int
 }
 
-// fakeAPI is the API's worker service as the contract describes it: a training
-// attempt or scoring run can be claimed once (later claims answer 409), a lost
-// lease answers heartbeats with 409, and every call needs the bearer token.
-type fakeAPI struct {
-	t   testing.TB
-	srv *httptest.Server
+// service is the API's real worker service (handlers/workerapi over the
+// real commands, event store and PostgreSQL) on an httptest server, with a
+// recorder in front so a test can see what the worker sent and what it was
+// answered. Nothing in it imitates the service: claims, leases and reports
+// are decided by the same code `critic serve` runs.
+type service struct {
+	t      testing.TB
+	srv    *httptest.Server
+	cmds   *commands.Commands
+	store  *eventstore.Store
+	owner  commands.Actor
+	traces []string
 
-	mu        sync.Mutex
-	reqs      []request
-	claims    map[string]bool // path prefix → claimed
-	jobs      map[string]TrainingClaim
-	scoring   map[string]string // run id → items key
-	leaseLost bool
-	notify    chan string // every path, as it arrives
+	mu     sync.Mutex
+	reqs   []request
+	notify chan string // every path, as its answer is written
 }
 
-func newFakeAPI(t testing.TB) *fakeAPI {
-	f := &fakeAPI{t: t, claims: map[string]bool{}, jobs: map[string]TrainingClaim{}, scoring: map[string]string{},
-		notify: make(chan string, 1000)}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
-}
+// newService starts the worker service over a fresh database and the given
+// blob store, with an account that has five rated traces (trace and step
+// ratings, tool calls and answers: pairs of both kinds and action items).
+func newService(t testing.TB, blobs blob.Store) *service {
+	t.Helper()
+	store := eventstore.New(pgtest.NewPool(t), blobs)
+	s := &service{t: t, cmds: commands.New(store), store: store, notify: make(chan string, 1000)}
+	mux := http.NewServeMux()
+	workerapi.New(s.cmds, testToken, 30*time.Second).Register(mux)
+	s.srv = httptest.NewServer(http.HandlerFunc(s.record(mux)))
+	t.Cleanup(s.srv.Close)
 
-func (f *fakeAPI) client(workerID string) *Client {
-	return NewClient(f.srv.URL, testToken, workerID)
-}
-
-func (f *fakeAPI) fail(w http.ResponseWriter, status int, code, detail string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]string{"detail": detail, "code": code})
-}
-
-func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
-	raw, _ := io.ReadAll(r.Body)
-	if r.Method != http.MethodPost || r.Header.Get("Authorization") != "Bearer "+testToken ||
-		r.Header.Get("Content-Type") != "application/json" {
-		f.fail(w, http.StatusUnauthorized, "unauthorized", "bad method, token or content type")
-		return
+	ctx := context.Background()
+	u, err := s.cmds.CreateUser(ctx, "worker-tests", false)
+	require.NoError(t, err)
+	s.owner = commands.Actor{UserID: u.UserID}
+	var lines []string
+	for i := range 5 {
+		answer := []string{"the answer is right", "no"}[i%2]
+		lines = append(lines, fmt.Sprintf(`{"id":"t%d","steps":[{"role":"user","content":"hi %d"},`+
+			`{"role":"assistant","content":"","tool_name":"%s","tool_input":{"q":"%d"},"tool_call_id":"c%d"},`+
+			`{"role":"tool","content":"%d","tool_name":"%s","tool_call_id":"c%d"},{"role":"assistant","content":"%s %d"}]}`,
+			i, i, []string{"lookup", "drop"}[i%2], i, i, i, []string{"lookup", "drop"}[i%2], i, answer, i))
 	}
-	var body map[string]any
-	if err := json.Unmarshal(raw, &body); err != nil {
-		f.fail(w, http.StatusBadRequest, "bad_request", err.Error())
-		return
+	imp, err := s.cmds.ImportTraces(ctx, s.owner, commands.ImportTraces{Format: "stash", Data: []byte(strings.Join(lines, "\n"))})
+	require.NoError(t, err)
+	s.traces = imp.TraceIDs
+	for i, id := range s.traces {
+		r := []int{1, -1}[i%2]
+		st := s.traceSteps(t, id)
+		for _, a := range []commands.AddAnnotation{
+			{TraceID: id, Rating: &r, AuthorName: "t"},
+			{TraceID: id, StepID: st[1], Rating: &r, AuthorName: "t"},
+			{TraceID: id, StepID: st[3], Rating: &r, AuthorName: "t"},
+		} {
+			_, err := s.cmds.AddAnnotation(ctx, s.owner, a)
+			require.NoError(t, err)
+		}
 	}
-	f.mu.Lock()
-	f.reqs = append(f.reqs, request{Path: r.URL.Path, Body: body, Raw: raw})
-	f.mu.Unlock()
-	defer func() { f.notify <- r.URL.Path }()
+	return s
+}
 
-	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/api/v1/worker/"), "/")
-	if len(parts) != 3 {
-		f.fail(w, http.StatusNotFound, "not_found", r.URL.Path)
-		return
+// traceSteps returns a trace's step ids in order, from its stream.
+func (s *service) traceSteps(t testing.TB, traceID string) []string {
+	t.Helper()
+	loaded, err := s.store.LoadStreams(context.Background(), []string{events.TraceStream(traceID)})
+	require.NoError(t, err)
+	var st traces.State
+	for _, e := range loaded[events.TraceStream(traceID)] {
+		st.Apply(e)
 	}
-	kind, id, verb := parts[0], parts[1], parts[2]
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	switch kind + "/" + verb {
-	case "training/claim":
-		job, ok := f.jobs[id]
-		if !ok || f.claims[kind+id] {
-			f.fail(w, http.StatusConflict, "not_claimable", "model "+id+" is not queued")
-			return
-		}
-		f.claims[kind+id] = true
-		json.NewEncoder(w).Encode(job)
-	case "training/heartbeat":
-		if f.leaseLost || !f.claims[kind+id] {
-			f.fail(w, http.StatusConflict, "not_claimable", "lease lost")
-			return
-		}
-		w.Write([]byte("{}"))
-	case "training/succeeded", "training/failed", "scoring/finished":
-		w.Write([]byte("{}"))
-	case "scoring/claim":
-		key, ok := f.scoring[id]
-		if !ok || f.claims[kind+id] {
-			f.fail(w, http.StatusConflict, "not_claimable", "run "+id+" is not queued")
-			return
-		}
-		f.claims[kind+id] = true
-		json.NewEncoder(w).Encode(map[string]string{"items_key": key})
-	default:
-		f.fail(w, http.StatusNotFound, "not_found", r.URL.Path)
+	ids := make([]string, len(st.Steps))
+	for i, x := range st.Steps {
+		ids[i] = x.ID
+	}
+	return ids
+}
+
+// queueTraining requests a model on every trace with the given base and
+// builds its dataset, as the dispatch projection does: the model is queued
+// and claimable. It returns the model id and the dataset.
+func (s *service) queueTraining(t testing.TB, base string) (string, rewardmodels.Dataset) {
+	t.Helper()
+	ctx := context.Background()
+	req, err := s.cmds.RequestTraining(ctx, s.owner, commands.RequestTraining{Name: "rm", TraceIDs: s.traces, BaseModel: base, Epochs: 2})
+	require.NoError(t, err)
+	_, err = s.cmds.BuildDataset(ctx, req.ModelID)
+	require.NoError(t, err)
+	m, err := s.cmds.Model(ctx, req.ModelID)
+	require.NoError(t, err)
+	require.NotNil(t, m.Dataset, "the dataset was built")
+	raw, err := s.store.Blobs().Get(ctx, m.Dataset.DatasetKey)
+	require.NoError(t, err)
+	var ds rewardmodels.Dataset
+	require.NoError(t, json.Unmarshal(raw, &ds))
+	return req.ModelID, ds
+}
+
+// trainMessage is the job the dispatch projection publishes for a model.
+func (s *service) trainMessage(modelID string) TrainMessage {
+	return TrainMessage{ModelID: modelID, Attempt: 1, OwnerID: s.owner.UserID}
+}
+
+// status is the model's status as its stream says.
+func (s *service) status(t testing.TB, modelID string) rewardmodels.State {
+	t.Helper()
+	m, err := s.cmds.Model(context.Background(), modelID)
+	require.NoError(t, err)
+	return m
+}
+
+func (s *service) client(workerID string) *Client {
+	return NewClient(s.srv.URL, testToken, workerID)
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (s *service) record(next http.Handler) func(http.ResponseWriter, *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(raw))
+		var body map[string]any
+		_ = json.Unmarshal(raw, &body)
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		s.mu.Lock()
+		s.reqs = append(s.reqs, request{Path: r.URL.Path, Body: body, Raw: raw, Status: sw.status})
+		s.mu.Unlock()
+		s.notify <- r.URL.Path
 	}
 }
 
 // requests returns the calls whose path ends with suffix.
-func (f *fakeAPI) requests(suffix string) []request {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (s *service) requests(suffix string) []request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	var out []request
-	for _, r := range f.reqs {
+	for _, r := range s.reqs {
 		if strings.HasSuffix(r.Path, suffix) {
 			out = append(out, r)
 		}
@@ -181,17 +239,17 @@ func (f *fakeAPI) requests(suffix string) []request {
 }
 
 // waitFor blocks until a call with path ending in suffix arrived n times in total.
-func (f *fakeAPI) waitFor(suffix string, n int, timeout time.Duration) []request {
-	f.t.Helper()
+func (s *service) waitFor(suffix string, n int, timeout time.Duration) []request {
+	s.t.Helper()
 	deadline := time.After(timeout)
 	for {
-		if rs := f.requests(suffix); len(rs) >= n {
+		if rs := s.requests(suffix); len(rs) >= n {
 			return rs
 		}
 		select {
-		case <-f.notify:
+		case <-s.notify:
 		case <-deadline:
-			f.t.Fatalf("timed out waiting for %d × %s; got %d", n, suffix, len(f.requests(suffix)))
+			s.t.Fatalf("timed out waiting for %d × %s; got %d", n, suffix, len(s.requests(suffix)))
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

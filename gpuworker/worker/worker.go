@@ -30,7 +30,7 @@ import (
 
 	"github.com/ThreeDotsLabs/watermill"
 
-	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/gpuworker/hub"
 	"github.com/criticml/critic/gpuworker/model"
@@ -40,27 +40,18 @@ import (
 	"github.com/criticml/critic/platform/requestid"
 )
 
-// Kafka topics and the consumer group every worker joins.
+// Kafka topics and the consumer group every worker joins (domain/jobs).
 const (
-	TopicTrain    = "critic.jobs.train"
-	TopicScore    = "critic.jobs.score"
-	ConsumerGroup = "workers"
+	TopicTrain    = jobs.TopicTrain
+	TopicScore    = jobs.TopicScore
+	ConsumerGroup = jobs.ConsumerGroup
 )
 
 // TrainMessage is a critic.jobs.train value (key = model id).
-type TrainMessage struct {
-	ModelID string `json:"model_id"`
-	Attempt int    `json:"attempt"`
-	OwnerID string `json:"owner_id"`
-}
+type TrainMessage = jobs.TrainJob
 
 // ScoreMessage is a critic.jobs.score value (key = run id).
-type ScoreMessage struct {
-	RunID   string `json:"run_id"`
-	TraceID string `json:"trace_id"`
-	ModelID string `json:"model_id"`
-	OwnerID string `json:"owner_id"`
-}
+type ScoreMessage = jobs.ScoreJob
 
 // Config is what a worker needs. APIURL, Token, WorkerID (or Client), Brokers,
 // Blobs and DataDir are required.
@@ -379,16 +370,6 @@ func (w *Worker) JobDir(modelID string, attempt int) string {
 	return filepath.Join(w.cfg.DataDir, "worker", "jobs", modelID, fmt.Sprintf("attempt-%d", attempt))
 }
 
-// ScoresKey and ActionScoresKey are where a training attempt's score files go.
-func ScoresKey(modelID string, attempt int) string {
-	return fmt.Sprintf("jobs/%s/attempt-%d/scores.jsonl", modelID, attempt)
-}
-
-// ActionScoresKey: see ScoresKey.
-func ActionScoresKey(modelID string, attempt int) string {
-	return fmt.Sprintf("jobs/%s/attempt-%d/action_scores.jsonl", modelID, attempt)
-}
-
 // DatasetOptions maps a stored dataset onto the trainer's inputs.
 func DatasetOptions(ds rewardmodels.Dataset) train.Options {
 	o := train.Options{Pairs: make([]train.Pair, len(ds.Pairs)),
@@ -483,12 +464,12 @@ func (w *Worker) train(ctx context.Context, log *slog.Logger, m TrainMessage, cl
 	if err := w.cfg.Blobs.PutFile(ctx, claim.ArtifactKey, archive); err != nil {
 		return nil, fmt.Errorf("uploading the checkpoint to %s: %w", claim.ArtifactKey, err)
 	}
-	s := &Succeeded{Attempt: m.Attempt, ScoresKey: ScoresKey(m.ModelID, m.Attempt)}
+	s := &Succeeded{AttemptRequest: jobs.AttemptRequest{Attempt: m.Attempt}, ScoresKey: jobs.ScoresKey(claim.OwnerID, m.ModelID, m.Attempt)}
 	if err := w.cfg.Blobs.PutFile(ctx, s.ScoresKey, filepath.Join(dir, "scores.jsonl")); err != nil {
 		return nil, fmt.Errorf("uploading scores: %w", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "action_scores.jsonl")); err == nil {
-		s.ActionScoresKey = ActionScoresKey(m.ModelID, m.Attempt)
+		s.ActionScoresKey = jobs.ActionScoresKey(claim.OwnerID, m.ModelID, m.Attempt)
 		if err := w.cfg.Blobs.PutFile(ctx, s.ActionScoresKey, filepath.Join(dir, "action_scores.jsonl")); err != nil {
 			return nil, fmt.Errorf("uploading action scores: %w", err)
 		}
@@ -502,7 +483,9 @@ func (w *Worker) train(ctx context.Context, log *slog.Logger, m TrainMessage, cl
 		return nil, err
 	}
 	met.Seconds = time.Since(start).Seconds() // spec 002: including scoring and upload
-	s.Metrics = met
+	if s.Metrics, err = json.Marshal(met); err != nil {
+		return nil, fmt.Errorf("encoding the metrics: %w", err)
+	}
 	return s, ctx.Err()
 }
 
@@ -543,7 +526,7 @@ func (w *Worker) HandleScore(ctx context.Context, payload []byte) bool {
 	} else {
 		jobErr = err
 	}
-	f := ScoringFinished{TraceID: m.TraceID, ModelID: m.ModelID, ActionScores: scores}
+	f := ScoringFinished{ScoringRequest: jobs.ScoringRequest{TraceID: m.TraceID, ModelID: m.ModelID}, ActionScores: scores}
 	rctx := ctx
 	if err != nil {
 		if ctx.Err() != nil {
@@ -576,7 +559,7 @@ func (w *Worker) score(ctx context.Context, log *slog.Logger, itemsKey string) (
 	if err != nil {
 		return nil, fmt.Errorf("reading the scoring items %s: %w", itemsKey, err)
 	}
-	var items commands.ScoringItems
+	var items jobs.ScoringItems
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, fmt.Errorf("decoding the scoring items %s: %w", itemsKey, err)
 	}

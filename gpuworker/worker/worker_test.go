@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/gpuworker/hub"
 	"github.com/criticml/critic/gpuworker/model"
@@ -26,32 +29,22 @@ import (
 )
 
 type setup struct {
-	api   *fakeAPI
+	api   *service
 	blobs *blob.Local
 	base  string
 	data  string
 }
 
+// newSetup is a worker's world: the real worker service on PostgreSQL, a
+// local blob store both sides share, a tiny base model and scratch space.
 func newSetup(t *testing.T) *setup {
 	blobs, err := blob.NewLocal(t.TempDir())
 	require.NoError(t, err)
-	return &setup{api: newFakeAPI(t), blobs: blobs, base: writeTinyBase(t), data: t.TempDir()}
+	return &setup{api: newService(t, blobs), blobs: blobs, base: writeTinyBase(t), data: t.TempDir()}
 }
 
 func (s *setup) config(t *testing.T, workerID string) Config {
 	return Config{Client: s.api.client(workerID), Blobs: s.blobs, DataDir: s.data, Log: testLogger(t)}
-}
-
-// queueTraining stores a dataset and lets the fake API hand out one claim for it.
-func (s *setup) queueTraining(t *testing.T, modelID, base string, ds rewardmodels.Dataset) TrainingClaim {
-	key := "datasets/" + modelID + "/attempt-1.json"
-	require.NoError(t, s.blobs.Put(context.Background(), key, mustJSON(t, ds)))
-	job := TrainingClaim{ModelID: modelID, OwnerID: "u1", Name: "rm", BaseModel: base, DatasetKey: key,
-		ArtifactKey: commands.ArtifactKey("u1", modelID), Attempt: 1, Epochs: 2, LeaseSeconds: 30}
-	s.api.mu.Lock()
-	s.api.jobs[modelID] = job
-	s.api.mu.Unlock()
-	return job
 }
 
 func publish(t *testing.T, pub *bus.Publisher, topic, key string, v any) {
@@ -61,10 +54,11 @@ func publish(t *testing.T, pub *bus.Publisher, topic, key string, v any) {
 	require.NoError(t, pub.Publish(topic, msg))
 }
 
-// The whole loop against the embedded broker, a local blob store and a fake of
-// the worker service: a train message is claimed, trained, archived, uploaded
-// and reported; its duplicate is refused by the claim and skipped; a score
-// message scores actions with the uploaded checkpoint.
+// The whole loop against the embedded broker, a local blob store and the
+// real worker service: a train message is claimed, trained, archived,
+// uploaded and reported, and the model succeeds with its scores; its
+// duplicate is refused by the claim and skipped; a score message scores the
+// trace's actions with the uploaded checkpoint and the run succeeds.
 func TestRunTrainsAndScores(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a broker and trains")
@@ -79,8 +73,8 @@ func TestRunTrainsAndScores(t *testing.T) {
 	require.NoError(t, err)
 	defer pub.Close()
 
-	ds := testDataset("m1")
-	job := s.queueTraining(t, "m1", s.base, ds)
+	id, ds := s.api.queueTraining(t, s.base)
+	owner := s.api.owner.UserID
 	cfg := s.config(t, "w-1")
 	cfg.Brokers = broker.Addrs()
 	cfg.HeartbeatMinInterval = time.Millisecond
@@ -88,15 +82,18 @@ func TestRunTrainsAndScores(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- Run(runCtx, cfg) }()
 
-	publish(t, pub, TopicTrain, "m1", TrainMessage{ModelID: "m1", Attempt: 1, OwnerID: "u1"})
-	succ := s.api.waitFor("/training/m1/succeeded", 1, 2*time.Minute)
-	require.Len(t, s.api.requests("/training/m1/claim"), 1)
+	publish(t, pub, TopicTrain, id, s.api.trainMessage(id))
+	succ := s.api.waitFor("/training/"+id+"/succeeded", 1, 2*time.Minute)
+	require.Equal(t, http.StatusOK, succ[0].Status, string(succ[0].Raw))
+	require.Len(t, s.api.requests("/training/"+id+"/claim"), 1)
 	require.Empty(t, s.api.requests("/failed"))
-	require.Equal(t, map[string]any{"worker_id": "w-1", "attempt": 1.0}, s.api.requests("/training/m1/claim")[0].Body)
+	require.Equal(t, map[string]any{"worker_id": "w-1", "attempt": 1.0}, s.api.requests("/training/" + id + "/claim")[0].Body)
 
-	// Heartbeats carried progress through every phase.
+	// Heartbeats carried progress through every phase, and the service
+	// accepted them.
 	phases := map[string]bool{}
-	for _, hb := range s.api.requests("/training/m1/heartbeat") {
+	for _, hb := range s.api.requests("/training/" + id + "/heartbeat") {
+		require.Equal(t, http.StatusOK, hb.Status)
 		require.Equal(t, "w-1", hb.Body["worker_id"])
 		require.Equal(t, 1.0, hb.Body["attempt"])
 		phases[hb.Body["progress"].(map[string]any)["phase"].(string)] = true
@@ -106,22 +103,21 @@ func TestRunTrainsAndScores(t *testing.T) {
 		require.Contains(t, []string{"training", "scoring", "uploading"}, p)
 	}
 
-	// The success report.
+	// The success report, and what the service made of it.
 	var rep struct {
-		WorkerID          string                 `json:"worker_id"`
-		Attempt           int                    `json:"attempt"`
-		Metrics           map[string]any         `json:"metrics"`
-		RewardStats       model.RewardStats      `json:"reward_stats"`
-		ActionRewardStats *model.RewardStats     `json:"action_reward_stats"`
-		ScoresKey         string                 `json:"scores_key"`
-		ActionScoresKey   string                 `json:"action_scores_key"`
-		Extra             map[string]interface{} `json:"-"`
+		WorkerID          string             `json:"worker_id"`
+		Attempt           int                `json:"attempt"`
+		Metrics           map[string]any     `json:"metrics"`
+		RewardStats       model.RewardStats  `json:"reward_stats"`
+		ActionRewardStats *model.RewardStats `json:"action_reward_stats"`
+		ScoresKey         string             `json:"scores_key"`
+		ActionScoresKey   string             `json:"action_scores_key"`
 	}
 	require.NoError(t, json.Unmarshal(succ[0].Raw, &rep))
 	require.Equal(t, "w-1", rep.WorkerID)
 	require.Equal(t, 1, rep.Attempt)
-	require.Equal(t, "jobs/m1/attempt-1/scores.jsonl", rep.ScoresKey)
-	require.Equal(t, "jobs/m1/attempt-1/action_scores.jsonl", rep.ActionScoresKey)
+	require.Equal(t, "jobs/"+owner+"/"+id+"/attempt-1/scores.jsonl", rep.ScoresKey)
+	require.Equal(t, "jobs/"+owner+"/"+id+"/attempt-1/action_scores.jsonl", rep.ActionScoresKey)
 	for _, k := range []string{"train_pairs", "eval_pairs", "eval_accuracy", "eval_split", "excluded_cross_trace_pairs",
 		"action_scoring_version", "action_train_pairs", "action_eval_pairs", "action_eval_accuracy", "tool_eval_pairs",
 		"tool_eval_accuracy", "final_loss", "epochs", "device", "seconds"} {
@@ -134,10 +130,13 @@ func TestRunTrainsAndScores(t *testing.T) {
 	require.Greater(t, rep.Metrics["train_pairs"].(float64), 0.0)
 	require.Greater(t, rep.RewardStats.Count, 0)
 	require.NotNil(t, rep.ActionRewardStats)
+	m := s.api.status(t, id)
+	require.Equal(t, rewardmodels.StatusSucceeded, m.Status)
+	require.Equal(t, jobs.ArtifactKey(owner, id), m.Success.ArtifactKey)
 
-	// What is in the blob store.
+	// What is in the blob store, and the scores the service recorded.
 	archive := filepath.Join(t.TempDir(), "a.tar.gz")
-	require.NoError(t, s.blobs.GetToFile(ctx, job.ArtifactKey, archive))
+	require.NoError(t, s.blobs.GetToFile(ctx, m.Success.ArtifactKey, archive))
 	require.Contains(t, tarEntries(t, archive), "reward-model/model.safetensors")
 	raw, err := s.blobs.Get(ctx, rep.ScoresKey)
 	require.NoError(t, err)
@@ -149,6 +148,9 @@ func TestRunTrainsAndScores(t *testing.T) {
 	for i, sc := range scores {
 		require.Equal(t, ds.ScoreItems[i].TraceID, sc.TraceID)
 	}
+	loaded, err := s.api.store.LoadStreams(ctx, []string{events.ScoresStream(id)})
+	require.NoError(t, err)
+	require.NotEmpty(t, loaded[events.ScoresStream(id)], "the service appended the score events")
 	raw, err = s.blobs.Get(ctx, rep.ActionScoresKey)
 	require.NoError(t, err)
 	trained := readJSONLines[ActionScore](t, raw)
@@ -157,48 +159,50 @@ func TestRunTrainsAndScores(t *testing.T) {
 		require.Equal(t, ds.ActionScoreItems[i].StepID, a.StepID)
 		require.InDelta(t, math.Tanh((a.Score-rep.ActionRewardStats.Mean)/(2*rep.ActionRewardStats.Std)), a.Credit, 1e-9)
 	}
-	require.NoDirExists(t, filepath.Join(s.data, "worker", "jobs", "m1", "attempt-1"), "job scratch is removed")
+	require.NoDirExists(t, filepath.Join(s.data, "worker", "jobs", id, "attempt-1"), "job scratch is removed")
 
 	// A duplicate delivery: the claim answers 409, the message is skipped.
 	heartbeats := len(s.api.requests("/heartbeat"))
-	publish(t, pub, TopicTrain, "m1", TrainMessage{ModelID: "m1", Attempt: 1, OwnerID: "u1"})
-	s.api.waitFor("/training/m1/claim", 2, time.Minute)
+	publish(t, pub, TopicTrain, id, s.api.trainMessage(id))
+	dup := s.api.waitFor("/training/"+id+"/claim", 2, time.Minute)
+	require.Equal(t, http.StatusConflict, dup[1].Status)
 
-	// Scoring with the uploaded checkpoint: same texts, same scores and credit.
-	items := commands.ScoringItems{RunID: "r1", ModelID: "m1", ArtifactKey: job.ArtifactKey,
-		Trace: ds.ScoreItems[0], ActionScoreItems: ds.ActionScoreItems}
-	require.NoError(t, s.blobs.Put(ctx, "scoring/r1/items.json", mustJSON(t, items)))
-	s.api.mu.Lock()
-	s.api.scoring["r1"] = "scoring/r1/items.json"
-	s.api.mu.Unlock()
-	publish(t, pub, TopicScore, "r1", ScoreMessage{RunID: "r1", TraceID: "t1", ModelID: "m1", OwnerID: "u1"})
-	fin := s.api.waitFor("/scoring/r1/finished", 1, time.Minute)
-	require.Equal(t, map[string]any{"worker_id": "w-1", "trace_id": "t1", "model_id": "m1"},
-		s.api.requests("/scoring/r1/claim")[0].Body)
+	// Scoring one trace with the uploaded checkpoint: the same texts get
+	// the same scores and credit as at training time.
+	traceID := s.api.traces[0]
+	run, err := s.api.cmds.RequestScoring(ctx, s.api.owner, traceID, id)
+	require.NoError(t, err)
+	publish(t, pub, TopicScore, run.RunID, ScoreMessage{RunID: run.RunID, TraceID: traceID, ModelID: id, OwnerID: owner})
+	fin := s.api.waitFor("/scoring/"+run.RunID+"/finished", 1, time.Minute)
+	require.Equal(t, http.StatusOK, fin[0].Status, string(fin[0].Raw))
+	require.Equal(t, map[string]any{"worker_id": "w-1", "trace_id": traceID, "model_id": id},
+		s.api.requests("/scoring/" + run.RunID + "/claim")[0].Body)
 	var f struct {
-		WorkerID     string        `json:"worker_id"`
-		TraceID      string        `json:"trace_id"`
-		ModelID      string        `json:"model_id"`
 		ActionScores []ActionScore `json:"action_scores"`
 		Error        string        `json:"error"`
 	}
 	require.NoError(t, json.Unmarshal(fin[0].Raw, &f))
 	require.Equal(t, "", f.Error)
-	require.Equal(t, "t1", f.TraceID)
-	require.Len(t, f.ActionScores, len(trained))
-	for i, a := range f.ActionScores {
-		require.Equal(t, trained[i].StepID, a.StepID)
-		require.Equal(t, trained[i].TraceID, a.TraceID)
-		require.InDelta(t, trained[i].Score, a.Score, 1e-5)
-		require.InDelta(t, trained[i].Credit, a.Credit, 1e-5)
+	byStep := map[string]ActionScore{}
+	for _, a := range trained {
+		byStep[a.StepID] = a
+	}
+	require.NotEmpty(t, f.ActionScores)
+	for _, a := range f.ActionScores {
+		want, ok := byStep[a.StepID]
+		require.True(t, ok, "step %s was an action item at training time", a.StepID)
+		require.Equal(t, traceID, a.TraceID)
+		require.InDelta(t, want.Score, a.Score, 1e-5)
+		require.InDelta(t, want.Credit, a.Credit, 1e-5)
 	}
 	entries, err := os.ReadDir(filepath.Join(s.data, "worker", "checkpoints"))
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "the checkpoint is cached once")
 
 	// A duplicate score message is skipped too.
-	publish(t, pub, TopicScore, "r1", ScoreMessage{RunID: "r1", TraceID: "t1", ModelID: "m1", OwnerID: "u1"})
-	s.api.waitFor("/scoring/r1/claim", 2, time.Minute)
+	publish(t, pub, TopicScore, run.RunID, ScoreMessage{RunID: run.RunID, TraceID: traceID, ModelID: id, OwnerID: owner})
+	dupRun := s.api.waitFor("/scoring/"+run.RunID+"/claim", 2, time.Minute)
+	require.Equal(t, http.StatusConflict, dupRun[1].Status)
 
 	stop()
 	select {
@@ -209,12 +213,12 @@ func TestRunTrainsAndScores(t *testing.T) {
 	}
 	require.Len(t, s.api.requests("/succeeded"), 1, "no second training")
 	require.Len(t, s.api.requests("/heartbeat"), heartbeats, "no heartbeat after the duplicate")
-	require.Len(t, s.api.requests("/scoring/r1/finished"), 1)
+	require.Len(t, s.api.requests("/scoring/"+run.RunID+"/finished"), 1)
 	require.Empty(t, s.api.requests("/failed"))
 }
 
 // A base model the hub cannot serve fails the job; /failed carries the end of
-// the job's log, which ends with the hub's error.
+// the job's log, which ends with the hub's error, and the model fails with it.
 func TestTrainFailureReportsLogTail(t *testing.T) {
 	s := newSetup(t)
 	hubSrv := httptest.NewServer(http.NotFoundHandler())
@@ -223,11 +227,12 @@ func TestTrainFailureReportsLogTail(t *testing.T) {
 	cfg.Hub = &hub.Client{Endpoint: hubSrv.URL, CacheDir: filepath.Join(s.data, "models"), HTTP: hubSrv.Client()}
 	w, err := New(cfg)
 	require.NoError(t, err)
-	s.queueTraining(t, "m2", "Qwen/Qwen3-0.6B", testDataset("m2"))
+	id, _ := s.api.queueTraining(t, "Qwen/Qwen3-0.6B")
 
-	require.True(t, w.HandleTrain(context.Background(), mustJSON(t, TrainMessage{ModelID: "m2", Attempt: 1})))
-	failed := s.api.requests("/training/m2/failed")
+	require.True(t, w.HandleTrain(context.Background(), mustJSON(t, s.api.trainMessage(id))))
+	failed := s.api.requests("/training/" + id + "/failed")
 	require.Len(t, failed, 1)
+	require.Equal(t, http.StatusOK, failed[0].Status)
 	require.Empty(t, s.api.requests("/succeeded"))
 	msg := failed[0].Body["error"].(string)
 	require.LessOrEqual(t, len([]rune(msg)), ErrorTailChars)
@@ -238,9 +243,14 @@ func TestTrainFailureReportsLogTail(t *testing.T) {
 	require.Contains(t, last, "hub: Qwen/Qwen3-0.6B@main has no config.json: not found")
 	require.Equal(t, "w-2", failed[0].Body["worker_id"])
 	require.Equal(t, 1.0, failed[0].Body["attempt"])
+	require.Equal(t, rewardmodels.StatusFailed, s.api.status(t, id).Status)
+	evs, err := s.api.cmds.ModelEvents(context.Background(), s.api.owner.UserID, id)
+	require.NoError(t, err)
+	require.Contains(t, string(evs[len(evs)-1].Payload), "has no config.json", "the model's error is the log's end")
 
 	// The duplicate: 409 → skipped, acknowledged, nothing reported.
-	require.True(t, w.HandleTrain(context.Background(), mustJSON(t, TrainMessage{ModelID: "m2", Attempt: 1})))
+	require.True(t, w.HandleTrain(context.Background(), mustJSON(t, s.api.trainMessage(id))))
+	require.Equal(t, http.StatusConflict, s.api.requests("/training/" + id + "/claim")[1].Status)
 	require.Len(t, s.api.requests("/failed"), 1)
 
 	// Malformed messages are dropped (acknowledged) without calling the API.
@@ -251,37 +261,45 @@ func TestTrainFailureReportsLogTail(t *testing.T) {
 	require.Len(t, s.api.requests(""), n)
 }
 
-// A heartbeat answered 409 (the lease is lost) stops the job: nothing is
-// uploaded or reported.
+// A lease that expires mid-training (the API's sweep failed the model) makes
+// the next heartbeat a 409, which stops the job: nothing is uploaded or
+// reported.
 func TestLeaseLostStopsWithoutReport(t *testing.T) {
 	s := newSetup(t)
+	id, _ := s.api.queueTraining(t, s.base)
 	cfg := s.config(t, "w-3")
+	var once sync.Once
 	cfg.TrainOptions = func(o *train.Options) {
 		progress := o.Progress
 		o.Progress = func(step, total int, loss, tps float64) {
+			once.Do(func() {
+				// What the lease sweep does once the lease ran out.
+				_, err := s.api.cmds.ExpireLease(context.Background(), id, time.Now().Add(time.Hour))
+				require.NoError(t, err)
+			})
 			progress(step, total, loss, tps)
 			time.Sleep(300 * time.Millisecond) // the heartbeat's 409 arrives mid-training
 		}
 	}
 	w, err := New(cfg)
 	require.NoError(t, err)
-	job := s.queueTraining(t, "m3", s.base, testDataset("m3"))
-	s.api.mu.Lock()
-	s.api.leaseLost = true
-	s.api.mu.Unlock()
 
-	require.True(t, w.HandleTrain(context.Background(), mustJSON(t, TrainMessage{ModelID: "m3", Attempt: 1})))
-	require.NotEmpty(t, s.api.requests("/training/m3/heartbeat"))
+	require.True(t, w.HandleTrain(context.Background(), mustJSON(t, s.api.trainMessage(id))))
+	hbs := s.api.requests("/training/" + id + "/heartbeat")
+	require.NotEmpty(t, hbs)
+	require.Equal(t, http.StatusConflict, hbs[len(hbs)-1].Status)
 	require.Empty(t, s.api.requests("/succeeded"))
 	require.Empty(t, s.api.requests("/failed"))
-	_, err = s.blobs.Get(context.Background(), job.ArtifactKey)
+	_, err = s.blobs.Get(context.Background(), jobs.ArtifactKey(s.api.owner.UserID, id))
 	require.ErrorIs(t, err, blob.ErrNotFound, "nothing was uploaded")
+	require.Equal(t, rewardmodels.StatusFailed, s.api.status(t, id).Status)
 }
 
 // Shutdown mid-training: the job stops, success is not reported, the message is
 // left unacknowledged, and the interruption is reported as a failure.
 func TestShutdownMidTraining(t *testing.T) {
 	s := newSetup(t)
+	id, _ := s.api.queueTraining(t, s.base)
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg := s.config(t, "w-4")
 	cfg.TrainOptions = func(o *train.Options) {
@@ -293,35 +311,49 @@ func TestShutdownMidTraining(t *testing.T) {
 	}
 	w, err := New(cfg)
 	require.NoError(t, err)
-	s.queueTraining(t, "m4", s.base, testDataset("m4"))
-	require.False(t, w.HandleTrain(ctx, mustJSON(t, TrainMessage{ModelID: "m4", Attempt: 1})))
+	require.False(t, w.HandleTrain(ctx, mustJSON(t, s.api.trainMessage(id))))
 	require.Empty(t, s.api.requests("/succeeded"))
-	failed := s.api.requests("/training/m4/failed")
+	failed := s.api.requests("/training/" + id + "/failed")
 	require.Len(t, failed, 1)
+	require.Equal(t, http.StatusOK, failed[0].Status)
 	require.Contains(t, failed[0].Body["error"], "worker shutting down")
+	require.Equal(t, rewardmodels.StatusFailed, s.api.status(t, id).Status)
 }
 
-// Scoring with a model trained without action comparisons reports an error.
+// A model recorded with action stats whose archive lacks
+// action_reward_stats.json (a damaged checkpoint): scoring reports the error
+// and the run fails with it.
 func TestScoringWithoutActionStatsReportsError(t *testing.T) {
 	s := newSetup(t)
 	w, err := New(s.config(t, "w-5"))
 	require.NoError(t, err)
 	defer w.Close()
-	job := trainTiny(t)
-	require.NoError(t, os.Remove(filepath.Join(job, "model", "action_reward_stats.json")))
-	archive := filepath.Join(t.TempDir(), "a.tar.gz")
-	require.NoError(t, WriteArchive(filepath.Join(job, "model"), archive))
 	ctx := context.Background()
-	require.NoError(t, s.blobs.PutFile(ctx, "reward-models/u1/m5.tar.gz", archive))
-	ds := testDataset("m5")
-	require.NoError(t, s.blobs.Put(ctx, "scoring/r5.json", mustJSON(t, commands.ScoringItems{RunID: "r5", ModelID: "m5",
-		ArtifactKey: "reward-models/u1/m5.tar.gz", ActionScoreItems: ds.ActionScoreItems})))
-	s.api.mu.Lock()
-	s.api.scoring["r5"] = "scoring/r5.json"
-	s.api.mu.Unlock()
-	require.True(t, w.HandleScore(ctx, mustJSON(t, ScoreMessage{RunID: "r5", TraceID: "t1", ModelID: "m5"})))
-	fin := s.api.requests("/scoring/r5/finished")
+	id, _ := s.api.queueTraining(t, s.base)
+	job, err := s.api.cmds.ClaimTraining(ctx, "w-0", id, 1, time.Minute)
+	require.NoError(t, err)
+	dir := trainTiny(t)
+	require.NoError(t, os.Remove(filepath.Join(dir, "model", "action_reward_stats.json")))
+	archive := filepath.Join(t.TempDir(), "a.tar.gz")
+	require.NoError(t, WriteArchive(filepath.Join(dir, "model"), archive))
+	require.NoError(t, s.blobs.PutFile(ctx, job.ArtifactKey, archive))
+	_, err = s.api.cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "w-0", ModelID: id, Attempt: 1,
+		Metrics: json.RawMessage(`{"eval_pairs":0,"action_scoring_version":1}`), RewardStats: json.RawMessage(`{"mean":0,"std":1,"count":1}`),
+		ActionStats: json.RawMessage(`{"mean":0,"std":1,"count":1}`)})
+	require.NoError(t, err)
+
+	traceID := s.api.traces[0]
+	run, err := s.api.cmds.RequestScoring(ctx, s.api.owner, traceID, id)
+	require.NoError(t, err)
+	require.True(t, w.HandleScore(ctx, mustJSON(t, ScoreMessage{RunID: run.RunID, TraceID: traceID, ModelID: id, OwnerID: s.api.owner.UserID})))
+	fin := s.api.requests("/scoring/" + run.RunID + "/finished")
 	require.Len(t, fin, 1)
+	require.Equal(t, http.StatusOK, fin[0].Status)
 	require.Contains(t, fin[0].Body["error"], "action_reward_stats.json")
 	require.Equal(t, []any{}, fin[0].Body["action_scores"])
+	loaded, err := s.api.store.LoadStreams(ctx, []string{events.ScoringStream(traceID, id)})
+	require.NoError(t, err)
+	evs := loaded[events.ScoringStream(traceID, id)]
+	require.Equal(t, events.ScoringRunFailed, evs[len(evs)-1].Type)
+	require.Contains(t, string(evs[len(evs)-1].Payload), "action_reward_stats.json")
 }

@@ -58,6 +58,8 @@ type Config struct {
 	SnapshotDir string
 	// Query tunes the /query sandbox; the zero value is production's.
 	Query duck.Options
+	// HTTP bounds slow and stalled clients (zero fields: defaults).
+	HTTP Timeouts
 	// InstanceID names this API instance: its snapshot files are its own, so
 	// its snapshot consumer group is snapshot-<InstanceID> and sees every
 	// partition (DESIGN §1: each API instance keeps its own snapshots).
@@ -249,7 +251,9 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		return fail(fmt.Errorf("CRITIC_ADDR %s: %w", cfg.Addr, err))
 	}
 	s.Addr = ln.Addr().String()
-	s.http = &http.Server{Handler: edge.Observe(mux, observing), ReadHeaderTimeout: 10 * time.Second}
+	to := cfg.HTTP.withDefaults()
+	s.http = &http.Server{Handler: edge.Observe(extendWrites(mux, to.Write), observing), ReadHeaderTimeout: to.ReadHeader,
+		ReadTimeout: to.Read, WriteTimeout: to.Write, IdleTimeout: to.Idle}
 	// gRPC clients speak HTTP/2 without TLS (h2c) on the same port as REST.
 	s.http.Protocols = new(http.Protocols)
 	s.http.Protocols.SetHTTP1(true)

@@ -130,9 +130,20 @@ func (s *AnnotationService) ExportAnnotations(ctx context.Context, _ *connect.Re
 	return w.flush()
 }
 
-// ExportPairs streams the pairs of REST's pairs export, one per message.
+// ExportPairs streams the pairs of REST's pairs export, one per message:
+// one model's dataset pairs with reward_model_id, else the preview over all
+// traces.
 func (s *AnnotationService) ExportPairs(ctx context.Context, req *connect.Request[criticv1.ExportPairsRequest], stream *connect.ServerStream[criticv1.ExportPairsResponse]) error {
-	pairs, err := s.d.backend().Pairs(ctx, edge.CallerFrom(ctx).UserID, intPtr(req.Msg.MaxPairs))
+	var pairs []domain.Pair
+	var err error
+	if req.Msg.RewardModelId != nil {
+		if req.Msg.MaxPairs != nil {
+			return &domain.ValidationError{Code: "invalid_request", Field: "max_pairs", Message: "max_pairs does not apply with reward_model_id: the model's dataset is exported as it is"}
+		}
+		pairs, err = s.d.backend().ModelPairs(ctx, s.d.Blobs, edge.CallerFrom(ctx).UserID, *req.Msg.RewardModelId)
+	} else {
+		pairs, err = s.d.backend().Pairs(ctx, edge.CallerFrom(ctx).UserID, intPtr(req.Msg.MaxPairs))
+	}
 	if err != nil {
 		return err
 	}

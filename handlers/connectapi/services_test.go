@@ -515,3 +515,28 @@ func toAny(xs []string) []any {
 	}
 	return out
 }
+
+// ExportPairs with reward_model_id takes the same path as REST's
+// ?reward_model_id (byte equality with the dataset is the e2e test's): not
+// the caller's model is NotFound, a model whose dataset is not built yet is
+// a conflict, and max_pairs does not combine with it.
+func TestExportPairsOfAModel(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	refund, _ := e.importTwo(t, e.alice)
+	rm := criticv1connect.NewRewardModelServiceClient(http.DefaultClient, e.url)
+	created, err := rm.CreateRewardModel(ctx, withKey(e.alice, &criticv1.CreateRewardModelRequest{Name: "m", TraceIds: []string{refund.Summary.Id}}))
+	require.NoError(t, err)
+	id := created.Msg.RewardModel.Id
+	c := criticv1connect.NewAnnotationServiceClient(http.DefaultClient, e.url)
+	code := func(key string, req *criticv1.ExportPairsRequest) connect.Code {
+		st, err := c.ExportPairs(ctx, withKey(key, req))
+		require.NoError(t, err)
+		for st.Receive() {
+		}
+		return connect.CodeOf(st.Err())
+	}
+	require.Equal(t, connect.CodeNotFound, code(e.bob, &criticv1.ExportPairsRequest{RewardModelId: proto.String(id)}))
+	require.Equal(t, connect.CodeAborted, code(e.alice, &criticv1.ExportPairsRequest{RewardModelId: proto.String(id)}), "no dataset yet")
+	require.Equal(t, connect.CodeInvalidArgument, code(e.alice, &criticv1.ExportPairsRequest{RewardModelId: proto.String(id), MaxPairs: proto.Int32(3)}))
+}

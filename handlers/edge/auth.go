@@ -2,8 +2,11 @@ package edge
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
@@ -13,10 +16,46 @@ import (
 type callerKey struct{}
 
 // Authenticator resolves `Authorization: Bearer <key>` to an account.
-type Authenticator struct{ queries *readmodel.Queries }
+//
+// It never caches a lookup: every request asks Postgres, whose answer
+// includes the key's revocation in the event log, so a revoked key gets 401
+// on the next request on every instance. What it remembers is only when it
+// last recorded each key's use, so "last used" costs one write per key and
+// minute, not one per request.
+type Authenticator struct {
+	queries *readmodel.Queries
+
+	mu       sync.Mutex
+	recorded map[string]time.Time // key id → when this instance last wrote its use
+}
+
+// keyUseEvery is how often one instance records a key's last use.
+const keyUseEvery = time.Minute
 
 // NewAuthenticator returns an authenticator over the read model's keys.
-func NewAuthenticator(q *readmodel.Queries) *Authenticator { return &Authenticator{queries: q} }
+func NewAuthenticator(q *readmodel.Queries) *Authenticator {
+	return &Authenticator{queries: q, recorded: map[string]time.Time{}}
+}
+
+// noteUse records the key's use when this instance has not for a minute. A
+// failed write is logged, not fatal: telemetry never refuses a request.
+func (a *Authenticator) noteUse(ctx context.Context, keyID string) {
+	now := time.Now()
+	a.mu.Lock()
+	due := now.Sub(a.recorded[keyID]) >= keyUseEvery
+	if due {
+		a.recorded[keyID] = now
+	}
+	a.mu.Unlock()
+	if !due {
+		return
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if err := a.queries.RecordKeyUse(wctx, keyID, now); err != nil {
+		slog.Warn("recording an API key's last use", "key_id", keyID, "err", err)
+	}
+}
 
 // Authenticate checks the request's key. An account with reward models
 // disabled is answered as if the route did not exist (404), data kept.
@@ -30,6 +69,7 @@ func (a *Authenticator) Authenticate(ctx context.Context, header http.Header) (*
 	if err != nil {
 		return nil, err
 	}
+	a.noteUse(ctx, c.KeyID)
 	if !c.RewardModelsEnabled {
 		return nil, &domain.NotFoundError{What: "route"}
 	}

@@ -24,18 +24,37 @@ func (a *API) exportAnnotations(w http.ResponseWriter, r *http.Request) error {
 	return a.queries.ExportAnnotations(r.Context(), edge.CallerFrom(r.Context()).UserID, w)
 }
 
-// exportPairs writes the exact preference pairs training would use on all of
-// the caller's traces (?max_pairs, default 4000).
+// exportPairs writes preference pairs as JSONL. With ?reward_model_id it is
+// exactly that model's training pairs, in order, as its stored dataset
+// holds them (the selected traces, as annotated when the dataset was built;
+// max_pairs does not apply: the model's own cap already did). Without it,
+// it is the pairs training would build right now from all of the caller's
+// traces, in the order training would use them (?max_pairs, default 4000):
+// a preview, not any model's dataset.
 func (a *API) exportPairs(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	caller := edge.CallerFrom(r.Context())
+	if q.Has("reward_model_id") {
+		if q.Has("max_pairs") {
+			return &domain.ValidationError{Code: "invalid_request", Field: "max_pairs", Message: "max_pairs does not apply with reward_model_id: the model's dataset is exported as it is"}
+		}
+		pairs, err := a.backend().ModelPairs(r.Context(), a.blobs, caller.UserID, q.Get("reward_model_id"))
+		if err != nil {
+			return err
+		}
+		jsonlHeaders(w, "pairs.jsonl")
+		_, err = w.Write(domain.MarshalPairsJSONL(pairs))
+		return err
+	}
 	var maxPairs *int
-	if v := r.URL.Query().Get("max_pairs"); v != "" {
+	if v := q.Get("max_pairs"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
 			return usecase.InvalidMaxPairs()
 		}
 		maxPairs = &n
 	}
-	pairs, err := a.backend().Pairs(r.Context(), edge.CallerFrom(r.Context()).UserID, maxPairs)
+	pairs, err := a.backend().Pairs(r.Context(), caller.UserID, maxPairs)
 	if err != nil {
 		return err
 	}

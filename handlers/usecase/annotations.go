@@ -3,12 +3,16 @@ package usecase
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/domain/traces"
+	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -137,6 +141,35 @@ func (b Backend) Pairs(ctx context.Context, owner string, maxPairs *int) ([]doma
 		return nil, err
 	}
 	return domain.BuildPairs(traces, ratings, n), nil
+}
+
+// ModelPairs returns the training pairs of one of the owner's models
+// exactly as its stored dataset holds them, in the dataset's order: what
+// that model trained (or trains) on, not a rebuild from today's annotations.
+func (b Backend) ModelPairs(ctx context.Context, blobs blob.Store, owner, modelID string) ([]domain.Pair, error) {
+	key, err := b.Queries.DatasetKey(ctx, owner, modelID)
+	if err != nil {
+		return nil, err
+	}
+	if blobs == nil {
+		return nil, errors.New("usecase: no blob store to read the model's dataset")
+	}
+	raw, err := blobs.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read the dataset of reward model %s: %w", modelID, err)
+	}
+	var ds rewardmodels.Dataset
+	if err := json.Unmarshal(raw, &ds); err != nil {
+		return nil, fmt.Errorf("decode the dataset of reward model %s: %w", modelID, err)
+	}
+	pairs := make([]domain.Pair, len(ds.Pairs))
+	for i, p := range ds.Pairs {
+		pairs[i] = domain.Pair{Chosen: p.Chosen, Rejected: p.Rejected, TraceIDs: p.TraceIDs, Granularity: p.Granularity, AnnotationIDs: p.AnnotationIDs}
+		if p.ActionType != nil {
+			pairs[i].ActionType = *p.ActionType
+		}
+	}
+	return pairs, nil
 }
 
 // InvalidMaxPairs is the error of a pairs export's max_pairs that is not a

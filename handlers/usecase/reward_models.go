@@ -2,14 +2,12 @@ package usecase
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
-	"github.com/criticml/critic/domain/events"
-	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/projections/readmodel"
 )
@@ -27,11 +25,11 @@ type TrainingRequest struct {
 	MaxPairs  *int
 }
 
-// CreateRewardModel queues a reward model and returns it (status queued).
-// The deployment chooses compute. When the request is stored but the read
-// model lags (e.g. the broker is down), it answers with the queued model as
-// the command stored it rather than an error: the model trains once the
-// events flow.
+// CreateRewardModel queues a reward model and returns it as its request
+// event left it (queued). The deployment chooses compute. When the request
+// is stored but the read model lags (e.g. the broker is down), it still
+// answers from the events rather than with an error: the model trains once
+// the events flow.
 func (b Backend) CreateRewardModel(ctx context.Context, caller *readmodel.Caller, req TrainingRequest) (*readmodel.RewardModel, error) {
 	if req.Name == nil {
 		return nil, &domain.ValidationError{Code: "invalid_request", Field: "name", Message: "name is required"}
@@ -56,24 +54,12 @@ func (b Backend) CreateRewardModel(ctx context.Context, caller *readmodel.Caller
 	if err != nil {
 		return nil, err
 	}
-	m, err := b.modelAfter(ctx, caller, res.Result, res.ModelID)
-	var lag *domain.UnavailableError
-	if errors.As(err, &lag) {
-		q := queuedModel(res.Requested)
-		return &q, nil
-	}
-	return m, err
-}
-
-// queuedModel is a just-requested model as the command stored it.
-func queuedModel(p events.RewardModelRequestedV1) readmodel.RewardModel {
-	return readmodel.RewardModel{ID: p.ModelID, Name: p.Name, BaseModel: p.BaseModel, Compute: p.Compute,
-		Epochs: p.Epochs, MaxPairs: p.MaxPairs, TraceCount: len(p.TraceIDs), Status: rewardmodels.StatusQueued,
-		Metrics: json.RawMessage("null"), Progress: json.RawMessage("null"), CreatedAt: time.Now().UTC()}
+	return b.modelAfter(ctx, caller, res.Result, res.ModelID)
 }
 
 // RetryRewardModel re-queues one of the caller's failed models and returns
-// it; a model that did not fail is a conflict (REST 409).
+// it as the retry left it; a model that did not fail is a conflict (REST
+// 409).
 func (b Backend) RetryRewardModel(ctx context.Context, caller *readmodel.Caller, id string) (*readmodel.RewardModel, error) {
 	res, err := b.Cmds.RetryTraining(ctx, Actor(caller), id)
 	if err != nil {
@@ -82,29 +68,27 @@ func (b Backend) RetryRewardModel(ctx context.Context, caller *readmodel.Caller,
 	return b.modelAfter(ctx, caller, res, id)
 }
 
+// modelAfter answers a write with the model as of the events it appended,
+// folded from the model's stream (readmodel.ModelAsOf): every field is what
+// the log says at that point — created_at is the request event's time, not
+// the clock when the read model lagged, and a fast worker's later claim or
+// result is left for the next GET rather than painted over. It still waits
+// for the read model first (bounded), so a GET right after agrees; a read
+// model that lags past that wait does not fail the stored write.
 func (b Backend) modelAfter(ctx context.Context, caller *readmodel.Caller, res commands.Result, id string) (*readmodel.RewardModel, error) {
-	if err := b.Settle(ctx, res); err != nil {
+	var lag *domain.UnavailableError
+	if err := b.Settle(ctx, res); err != nil && !errors.As(err, &lag) {
 		return nil, err
 	}
-	m, err := b.Queries.GetRewardModel(ctx, caller.UserID, id)
+	evs, err := b.Cmds.ModelEvents(ctx, caller.UserID, id)
 	if err != nil {
 		return nil, err
 	}
-	return asQueued(&m.RewardModel), nil
-}
-
-// asQueued shows a just-queued model as the request left it (spec: the
-// response's status is `queued`), even when a fast worker has already moved
-// it on by the time the read model is read: the later states belong to the
-// next GET, not to this response.
-func asQueued(m *readmodel.RewardModel) *readmodel.RewardModel {
-	if m.Status == rewardmodels.StatusQueued {
-		return m
+	m, ok := readmodel.ModelAsOf(evs, res.LastEventID)
+	if !ok {
+		return nil, fmt.Errorf("usecase: reward model %s has no request event", id)
 	}
-	q := *m
-	q.Status, q.Error, q.NumPairs, q.StartedAt, q.FinishedAt = rewardmodels.StatusQueued, nil, nil, nil, nil
-	q.Metrics, q.Progress = json.RawMessage("null"), json.RawMessage("null")
-	return &q
+	return &m, nil
 }
 
 // WeightsURL signs a WeightsURLTTL download link of the model's checkpoint,

@@ -15,11 +15,12 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/handlers/edge"
 )
 
-// Prefix is where the worker service lives.
-const Prefix = "/api/v1/worker"
+// Prefix is where the worker service lives (jobs.ServicePrefix).
+const Prefix = jobs.ServicePrefix
 
 // DefaultLease is how long a claim lives without a heartbeat.
 const DefaultLease = 30 * time.Second
@@ -88,12 +89,12 @@ func (a *API) Register(mux *http.ServeMux) {
 			edge.WriteJSON(w, http.StatusOK, out)
 		})
 	}
-	route("POST /training/{model_id}/claim", a.claimTraining)
-	route("POST /training/{model_id}/heartbeat", a.heartbeat)
-	route("POST /training/{model_id}/succeeded", a.succeeded)
-	route("POST /training/{model_id}/failed", a.failed)
-	route("POST /scoring/{run_id}/claim", a.claimScoring)
-	route("POST /scoring/{run_id}/finished", a.finishScoring)
+	route(jobs.RouteClaimTraining, a.claimTraining)
+	route(jobs.RouteHeartbeat, a.heartbeat)
+	route(jobs.RouteSucceeded, a.succeeded)
+	route(jobs.RouteFailed, a.failed)
+	route(jobs.RouteClaimScoring, a.claimScoring)
+	route(jobs.RouteScoringFinished, a.finishScoring)
 }
 
 func (a *API) authorized(r *http.Request) bool {
@@ -110,25 +111,8 @@ func decode(r *http.Request, v any) error {
 	return nil
 }
 
-type attemptRequest struct {
-	WorkerID string `json:"worker_id"`
-	Attempt  int    `json:"attempt"`
-}
-
-type claimResponse struct {
-	ModelID      string `json:"model_id"`
-	OwnerID      string `json:"owner_id"`
-	Name         string `json:"name"`
-	BaseModel    string `json:"base_model"`
-	DatasetKey   string `json:"dataset_key"`
-	ArtifactKey  string `json:"artifact_key"`
-	Attempt      int    `json:"attempt"`
-	Epochs       int    `json:"epochs"`
-	LeaseSeconds int    `json:"lease_seconds"`
-}
-
 func (a *API) claimTraining(r *http.Request) (any, error) {
-	var req attemptRequest
+	var req jobs.AttemptRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
@@ -140,31 +124,21 @@ func (a *API) claimTraining(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return claimResponse{ModelID: j.ModelID, OwnerID: j.OwnerID, Name: j.Name, BaseModel: j.BaseModel, DatasetKey: j.DatasetKey,
+	return jobs.TrainingClaim{ModelID: j.ModelID, OwnerID: j.OwnerID, Name: j.Name, BaseModel: j.BaseModel, DatasetKey: j.DatasetKey,
 		ArtifactKey: j.ArtifactKey, Attempt: j.Attempt, Epochs: j.Epochs, LeaseSeconds: j.LeaseSeconds}, nil
 }
 
 func (a *API) heartbeat(r *http.Request) (any, error) {
-	var req struct {
-		attemptRequest
-		Progress events.Progress `json:"progress"`
-	}
+	var req jobs.Heartbeat
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
 	_, err := a.cmds.Heartbeat(r.Context(), req.WorkerID, r.PathValue("model_id"), req.Attempt, req.Progress)
-	return map[string]bool{"ok": err == nil}, err
+	return jobs.Ack{OK: err == nil}, err
 }
 
 func (a *API) succeeded(r *http.Request) (any, error) {
-	var req struct {
-		attemptRequest
-		Metrics           json.RawMessage `json:"metrics"`
-		RewardStats       json.RawMessage `json:"reward_stats"`
-		ActionRewardStats json.RawMessage `json:"action_reward_stats"`
-		ScoresKey         string          `json:"scores_key"`
-		ActionScoresKey   string          `json:"action_scores_key"`
-	}
+	var req jobs.Succeeded
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
@@ -175,52 +149,43 @@ func (a *API) succeeded(r *http.Request) (any, error) {
 		Attempt: req.Attempt, Metrics: req.Metrics, RewardStats: req.RewardStats, ActionStats: req.ActionRewardStats,
 		ScoresKey: req.ScoresKey, ActionScoresKey: req.ActionScoresKey})
 	a.reported("train", "succeeded", err)
-	return map[string]bool{"ok": err == nil}, err
+	return jobs.Ack{OK: err == nil}, err
 }
 
 func (a *API) failed(r *http.Request) (any, error) {
-	var req struct {
-		attemptRequest
-		Error string `json:"error"`
-	}
+	var req jobs.Failed
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
 	_, err := a.cmds.FailTraining(r.Context(), req.WorkerID, r.PathValue("model_id"), req.Attempt, req.Error)
 	a.reported("train", "failed", err)
-	return map[string]bool{"ok": err == nil}, err
-}
-
-type scoringRequest struct {
-	WorkerID string `json:"worker_id"`
-	TraceID  string `json:"trace_id"`
-	ModelID  string `json:"model_id"`
+	return jobs.Ack{OK: err == nil}, err
 }
 
 func (a *API) claimScoring(r *http.Request) (any, error) {
-	var req scoringRequest
+	var req jobs.ScoringRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
 	key, err := a.cmds.ClaimScoring(r.Context(), req.WorkerID, req.TraceID, req.ModelID, r.PathValue("run_id"))
 	a.claimed("score", err)
-	return map[string]string{"items_key": key}, err
+	return jobs.ScoringClaim{ItemsKey: key}, err
 }
 
 func (a *API) finishScoring(r *http.Request) (any, error) {
-	var req struct {
-		scoringRequest
-		ActionScores []events.ActionScore `json:"action_scores"`
-		Error        string               `json:"error"`
-	}
+	var req jobs.ScoringFinished
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	_, err := a.cmds.FinishScoring(r.Context(), req.WorkerID, req.TraceID, req.ModelID, r.PathValue("run_id"), req.ActionScores, req.Error)
+	scores := make([]events.ActionScore, len(req.ActionScores))
+	for i, s := range req.ActionScores {
+		scores[i] = events.ActionScore{TraceID: s.TraceID, StepID: s.StepID, Score: s.Score, Credit: s.Credit}
+	}
+	_, err := a.cmds.FinishScoring(r.Context(), req.WorkerID, req.TraceID, req.ModelID, r.PathValue("run_id"), scores, req.Error)
 	outcome := "succeeded"
 	if req.Error != "" {
 		outcome = "failed"
 	}
 	a.reported("score", outcome, err)
-	return map[string]bool{"ok": err == nil}, err
+	return jobs.Ack{OK: err == nil}, err
 }

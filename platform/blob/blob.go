@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 	"unicode"
@@ -50,6 +51,10 @@ type Store interface {
 	// GetToFile streams the object into a file at path, which appears only
 	// once complete (temp file + rename in path's directory).
 	GetToFile(ctx context.Context, key, path string) error
+	// Reader streams the object; the caller closes it. For objects another
+	// party wrote (a worker's score files), so the reader can bound what it
+	// reads instead of holding the whole object in memory.
+	Reader(ctx context.Context, key string) (io.ReadCloser, error)
 	// Exists reports whether key holds an object.
 	Exists(ctx context.Context, key string) (bool, error)
 	// Delete removes key; deleting a missing key is not an error, so a retried

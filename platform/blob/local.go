@@ -19,11 +19,20 @@ import (
 	"time"
 )
 
-// SigningKeyFile is the file in a local store's directory that holds its
-// URL-signing secret. It is created once (mode 0600) so that signed URLs stay
-// valid across restarts and every process sharing the directory (API, in-process
-// worker) signs with the same secret.
-const SigningKeyFile = ".signing-key"
+// LegacySigningKeyFile is where older versions kept the URL-signing secret:
+// inside the very directory it signs for, where anything that can list or
+// copy the blobs (a backup, a sync to a bucket, a shared volume) carries the
+// key that forges download links with it. NewLocal moves it out.
+const LegacySigningKeyFile = ".signing-key"
+
+// DefaultSigningKeyPath is where a store on dir keeps its URL-signing secret
+// unless WithSigningKeyFile says otherwise: next to the directory, never in
+// it (dir "/data/blobs" → "/data/blobs.signing-key"). It is created once
+// (mode 0600) so signed URLs stay valid across restarts and every process
+// sharing the directory (API, in-process worker) signs with the same secret.
+func DefaultSigningKeyPath(dir string) string {
+	return filepath.Clean(dir) + ".signing-key"
+}
 
 // signingKeyLen is the secret size: HMAC-SHA256's block-size-independent
 // security level is reached at 32 bytes.
@@ -41,8 +50,9 @@ var (
 // the API's /blobs/ route (handlers/blobdl), which checks an HMAC over the key
 // and expiry, because a directory has no URL of its own.
 type Local struct {
-	dir    string
-	secret []byte
+	dir     string
+	secret  []byte
+	keyFile string // where the secret lives; "" → DefaultSigningKeyPath(dir)
 
 	mu        sync.RWMutex
 	publicURL string
@@ -63,14 +73,32 @@ func WithSigningSecret(secret []byte) LocalOption {
 	}
 }
 
+// WithSigningKeyFile keeps the persisted secret at path instead of
+// DefaultSigningKeyPath (CRITIC_BLOB_SIGNING_KEY_FILE). The path must lie
+// outside the store's directory.
+func WithSigningKeyFile(path string) LocalOption {
+	return func(l *Local) error {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return fmt.Errorf("blob store: signing key file: %w", err)
+		}
+		l.keyFile = abs
+		return nil
+	}
+}
+
 // WithPublicURL sets the base URL signed URLs start with; see SetPublicURL.
 func WithPublicURL(base string) LocalOption {
 	return func(l *Local) error { return l.SetPublicURL(base) }
 }
 
 // NewLocal returns a store rooted at dir, creating it if needed, and loads
-// (or creates, once) the signing secret in dir/.signing-key unless
-// WithSigningSecret gives one.
+// (or creates, once) the signing secret outside dir — at
+// DefaultSigningKeyPath(dir) or WithSigningKeyFile's path — unless
+// WithSigningSecret gives one. A secret an older version left inside dir
+// (LegacySigningKeyFile) is moved there first, so links already handed out
+// keep working; if a secret already exists outside, the one inside is
+// deleted.
 func NewLocal(dir string, opts ...LocalOption) (*Local, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -85,12 +113,59 @@ func NewLocal(dir string, opts ...LocalOption) (*Local, error) {
 			return nil, err
 		}
 	}
-	if l.secret == nil {
-		if l.secret, err = loadOrCreateSecret(filepath.Join(abs, SigningKeyFile)); err != nil {
-			return nil, err
+	legacy := filepath.Join(abs, LegacySigningKeyFile)
+	if l.secret != nil {
+		// The secret comes from elsewhere: one left in the directory is
+		// only a liability.
+		if err := os.Remove(legacy); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("blob store: remove the old signing key %s: %w", legacy, err)
 		}
+		return l, nil
+	}
+	if l.keyFile == "" {
+		l.keyFile = DefaultSigningKeyPath(abs)
+	}
+	if rel, err := filepath.Rel(abs, l.keyFile); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, fmt.Errorf("blob store: signing key file %s lies inside the blob directory %s it signs for; keep it outside (CRITIC_BLOB_SIGNING_KEY_FILE)", l.keyFile, abs)
+	}
+	if err := migrateLegacySecret(legacy, l.keyFile); err != nil {
+		return nil, err
+	}
+	if l.secret, err = loadOrCreateSecret(l.keyFile); err != nil {
+		return nil, err
 	}
 	return l, nil
+}
+
+// migrateLegacySecret moves a secret from inside the blob directory to path.
+// The move is a hard link then an unlink, so a concurrent starter either
+// sees the old file or the new one, never neither; when path already holds
+// a secret, that one wins and the old copy is removed.
+func migrateLegacySecret(legacy, path string) error {
+	b, err := os.ReadFile(legacy)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("blob store: read the old signing key %s: %w", legacy, err)
+	}
+	if _, err := checkSecret(legacy, b); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("blob store: move the signing key out of the blob directory: %w", err)
+	}
+	if err := os.Link(legacy, path); err != nil && !errors.Is(err, os.ErrExist) {
+		// Another filesystem: write a copy the same way a new secret is
+		// published.
+		if werr := publishSecret(path, b); werr != nil && !errors.Is(werr, os.ErrExist) {
+			return fmt.Errorf("blob store: move the signing key %s to %s: %w", legacy, path, werr)
+		}
+	}
+	if err := os.Remove(legacy); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("blob store: remove the old signing key %s: %w", legacy, err)
+	}
+	return nil
 }
 
 // loadOrCreateSecret publishes a fresh secret with a hard link from a fully
@@ -106,27 +181,10 @@ func loadOrCreateSecret(path string) ([]byte, error) {
 	if _, err := rand.Read(secret); err != nil {
 		return nil, fmt.Errorf("blob store: generate signing key: %w", err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".signing-key-*")
-	if err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("blob store: create signing key: %w", err)
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return nil, fmt.Errorf("blob store: create signing key: %w", err)
-	}
-	if _, err := tmp.Write(secret); err != nil {
-		tmp.Close()
-		return nil, fmt.Errorf("blob store: create signing key: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return nil, fmt.Errorf("blob store: create signing key: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, fmt.Errorf("blob store: create signing key: %w", err)
-	}
-	if err := os.Link(tmp.Name(), path); err != nil {
+	if err := publishSecret(path, secret); err != nil {
 		if errors.Is(err, os.ErrExist) { // another process won the race
 			b, err := os.ReadFile(path)
 			if err != nil {
@@ -134,9 +192,35 @@ func loadOrCreateSecret(path string) ([]byte, error) {
 			}
 			return checkSecret(path, b)
 		}
-		return nil, fmt.Errorf("blob store: create signing key: %w", err)
+		return nil, fmt.Errorf("blob store: create signing key %s: %w", path, err)
 	}
 	return secret, nil
+}
+
+// publishSecret writes secret to a private temp file next to path and hard
+// links it into place; os.ErrExist means path already existed.
+func publishSecret(path string, secret []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(secret); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Link(tmp.Name(), path)
 }
 
 func checkSecret(path string, b []byte) ([]byte, error) {
@@ -241,6 +325,15 @@ func (l *Local) Open(key string) (*os.File, os.FileInfo, error) {
 		return nil, nil, fmt.Errorf("%w: %s", ErrNotFound, key)
 	}
 	return f, fi, nil
+}
+
+// Reader streams the object under key.
+func (l *Local) Reader(_ context.Context, key string) (io.ReadCloser, error) {
+	f, _, err := l.Open(key)
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
 }
 
 // Exists reports whether key holds an object.

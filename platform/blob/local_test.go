@@ -38,10 +38,14 @@ func TestLocalSigningKeyIsCreatedOnceAndPrivate(t *testing.T) {
 	dir := t.TempDir()
 	a, err := blob.NewLocal(dir)
 	require.NoError(t, err)
-	fi, err := os.Stat(filepath.Join(dir, blob.SigningKeyFile))
+	fi, err := os.Stat(blob.DefaultSigningKeyPath(dir))
 	require.NoError(t, err)
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 	require.Equal(t, int64(32), fi.Size())
+	// The secret is not among the files it signs for.
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Empty(t, entries)
 
 	// A restarted API (a new store on the same directory) honours links the
 	// previous one handed out.
@@ -72,8 +76,78 @@ func TestLocalSigningKeyIsCreatedOnceAndPrivate(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, res.StatusCode)
 
 	// The secret itself can never be read or overwritten through a key.
-	_, err = a.Get(ctx, blob.SigningKeyFile)
+	_, err = a.Get(ctx, blob.LegacySigningKeyFile)
 	require.ErrorIs(t, err, blob.ErrInvalidKey)
+}
+
+// TestLocalSigningKeyMovesOutOfTheBlobDirectory: a secret an older version
+// kept inside the blob directory is moved out on start, and links signed
+// with it keep working.
+func TestLocalSigningKeyMovesOutOfTheBlobDirectory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	secret := []byte("an-old-secret-of-32-bytes-or-mor")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, blob.LegacySigningKeyFile), secret, 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "kept"), []byte("blob"), 0o644))
+
+	old, err := blob.NewLocal(t.TempDir(), blob.WithSigningSecret(secret))
+	require.NoError(t, err)
+	l, err := blob.NewLocal(dir)
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(dir, blob.LegacySigningKeyFile))
+	require.ErrorIs(t, err, os.ErrNotExist, "the secret is still inside the blob directory")
+	moved, err := os.ReadFile(blob.DefaultSigningKeyPath(dir))
+	require.NoError(t, err)
+	require.Equal(t, secret, moved)
+	got, err := l.Get(ctx, "kept")
+	require.NoError(t, err)
+	require.Equal(t, "blob", string(got))
+
+	// A link the old process signed is honoured by the migrated store.
+	srv := httptest.NewServer(blobdl.Handler(l))
+	t.Cleanup(srv.Close)
+	require.NoError(t, old.SetPublicURL(srv.URL))
+	u, err := old.SignedURL(ctx, "kept", time.Minute)
+	require.NoError(t, err)
+	res, err := http.Get(u)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+
+	// Restarting changes nothing.
+	_, err = blob.NewLocal(dir)
+	require.NoError(t, err)
+	again, err := os.ReadFile(blob.DefaultSigningKeyPath(dir))
+	require.NoError(t, err)
+	require.Equal(t, secret, again)
+
+	// A stale copy reappearing inside (a restored backup) is removed; the
+	// secret outside wins.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, blob.LegacySigningKeyFile), []byte("another-secret-of-32-bytes-or-mo"), 0o600))
+	_, err = blob.NewLocal(dir)
+	require.NoError(t, err)
+	_, err = os.Stat(filepath.Join(dir, blob.LegacySigningKeyFile))
+	require.ErrorIs(t, err, os.ErrNotExist)
+	again, err = os.ReadFile(blob.DefaultSigningKeyPath(dir))
+	require.NoError(t, err)
+	require.Equal(t, secret, again)
+}
+
+func TestLocalSigningKeyFileOption(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	keyFile := filepath.Join(t.TempDir(), "secrets", "blob.key")
+	_, err := blob.NewLocal(dir, blob.WithSigningKeyFile(keyFile))
+	require.NoError(t, err)
+	fi, err := os.Stat(keyFile)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	_, err = os.Stat(blob.DefaultSigningKeyPath(dir))
+	require.ErrorIs(t, err, os.ErrNotExist)
+
+	_, err = blob.NewLocal(dir, blob.WithSigningKeyFile(filepath.Join(dir, "sub", "key")))
+	require.ErrorContains(t, err, "inside the blob directory")
 }
 
 func TestLocalOptions(t *testing.T) {

@@ -177,6 +177,9 @@ func (s *S3) GetToFile(ctx context.Context, key, path string) error {
 	return writeAtomic(path, func(w io.Writer) error { _, err := io.Copy(w, body); return err })
 }
 
+// Reader streams the object under key (one GET).
+func (s *S3) Reader(ctx context.Context, key string) (io.ReadCloser, error) { return s.open(ctx, key) }
+
 func (s *S3) open(ctx context.Context, key string) (io.ReadCloser, error) {
 	obj, err := s.object(key)
 	if err != nil {

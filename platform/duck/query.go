@@ -337,7 +337,72 @@ func prepareSelect(conn driver.Conn, query string) (*duckdb.Stmt, error) {
 		_ = stmt.Close()
 		return nil, &domain.ValidationError{Code: "invalid_query", Message: "query parameters ($1, ?) are not supported"}
 	}
+	if err := writtenAsSelect(conn, query); err != nil {
+		_ = stmt.Close()
+		return nil, err
+	}
 	return stmt, nil
+}
+
+// errRewritten refuses statements DuckDB turns into a SELECT on its own.
+var errRewritten = &domain.ValidationError{Code: "invalid_query",
+	Message: "only a single SELECT statement is allowed: PRAGMA, SHOW, DESCRIBE, SUMMARIZE, PIVOT and UNPIVOT statements are not (query the tables, or duckdb_tables()/duckdb_columns(), with a SELECT)"}
+
+// writtenAsSelect checks that query is a SELECT as the user wrote it, not a
+// statement DuckDB rewrites into one: the prepared statement type alone says
+// SELECT for `PRAGMA show_tables`, `SHOW`, `DESCRIBE` or `SUMMARIZE`, which
+// run internal queries the sandbox never vetted. DuckDB's own parser decides,
+// through json_serialize_sql (parse only, nothing runs): it refuses to
+// serialize anything but a SELECT, so PRAGMA, CALL, EXPLAIN and the PIVOT
+// statement fail there, and SHOW/DESCRIBE/SUMMARIZE/UNPIVOT statements
+// come back as a SELECT node whose select list is a star the parser made up
+// (no position in the text) over a SHOW or PIVOT reference. The same
+// constructs inside a SELECT the user wrote (`SELECT * FROM (DESCRIBE
+// steps)`, `FROM steps UNPIVOT …`) are that user's SELECT and pass; so do
+// DuckDB's SELECT shorthands `FROM steps`, `TABLE steps` and `VALUES …`.
+func writtenAsSelect(conn driver.Conn, query string) error {
+	ps, err := conn.Prepare("SELECT json_serialize_sql($1::VARCHAR)::VARCHAR")
+	if err != nil {
+		return fmt.Errorf("duck: prepare the parser check: %w", err)
+	}
+	defer ps.Close()
+	rows, err := ps.(driver.StmtQueryContext).QueryContext(context.Background(), []driver.NamedValue{{Ordinal: 1, Value: query}})
+	if err != nil {
+		return fmt.Errorf("duck: parser check: %w", err)
+	}
+	defer rows.Close()
+	vals := make([]driver.Value, 1)
+	if err := rows.Next(vals); err != nil {
+		return fmt.Errorf("duck: parser check: %w", err)
+	}
+	text, _ := vals[0].(string)
+	var parsed struct {
+		Error      bool `json:"error"`
+		Statements []struct {
+			Node struct {
+				Type       string `json:"type"`
+				SelectList []struct {
+					Class    string `json:"class"`
+					Location uint64 `json:"query_location"`
+				} `json:"select_list"`
+				FromTable struct {
+					Type string `json:"type"`
+				} `json:"from_table"`
+			} `json:"node"`
+		} `json:"statements"`
+	}
+	if err := json.Unmarshal([]byte(text), &parsed); err != nil {
+		return fmt.Errorf("duck: parser check: %w", err)
+	}
+	if parsed.Error || len(parsed.Statements) != 1 {
+		return errRewritten
+	}
+	n := parsed.Statements[0].Node
+	if n.Type == "SELECT_NODE" && (n.FromTable.Type == "SHOW_REF" || n.FromTable.Type == "PIVOT") &&
+		len(n.SelectList) == 1 && n.SelectList[0].Class == "STAR" && n.SelectList[0].Location == math.MaxUint64 {
+		return errRewritten
+	}
+	return nil
 }
 
 // limitedQuery wraps query in an outer LIMIT. The newlines keep a trailing

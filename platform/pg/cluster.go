@@ -220,6 +220,10 @@ func reachableByOthers(dir string) bool {
 	}
 }
 
+// Running reports whether a PostgreSQL server accepts connections on the
+// cluster's port (whoever started it).
+func (c Cluster) Running(ctx context.Context) bool { return c.ready(ctx) }
+
 func (c Cluster) ready(ctx context.Context) bool {
 	d := net.Dialer{Timeout: 500 * time.Millisecond}
 	nc, err := d.DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", c.Port))

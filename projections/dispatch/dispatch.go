@@ -18,6 +18,7 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/platform/requestid"
 	"github.com/criticml/critic/projections/readmodel"
 )
@@ -25,26 +26,12 @@ import (
 // Name is the projection's consumer group.
 const Name = "dispatch"
 
-// Job topics and their messages (the worker's contract).
+// Job topics and their messages: the worker's contract, defined once in
+// domain/jobs.
 const (
-	TrainTopic = "critic.jobs.train"
-	ScoreTopic = "critic.jobs.score"
+	TrainTopic = jobs.TopicTrain
+	ScoreTopic = jobs.TopicScore
 )
-
-// TrainJob asks a worker to train one attempt of a model.
-type TrainJob struct {
-	ModelID string `json:"model_id"`
-	Attempt int    `json:"attempt"`
-	OwnerID string `json:"owner_id"`
-}
-
-// ScoreJob asks a worker to run one scoring run.
-type ScoreJob struct {
-	RunID   string `json:"run_id"`
-	TraceID string `json:"trace_id"`
-	ModelID string `json:"model_id"`
-	OwnerID string `json:"owner_id"`
-}
 
 // Publisher publishes job commands.
 type Publisher interface {
@@ -91,13 +78,13 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
-		return d.publish(TrainTopic, p.ModelID, e.CorrelationID, TrainJob{ModelID: p.ModelID, Attempt: p.Attempt, OwnerID: e.OwnerID})
+		return d.publish(TrainTopic, p.ModelID, e.CorrelationID, jobs.TrainJob{ModelID: p.ModelID, Attempt: p.Attempt, OwnerID: e.OwnerID})
 	case events.ScoringRunRequested:
 		var p events.ScoringRunRequestedV1
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
-		return d.publish(ScoreTopic, p.RunID, e.CorrelationID, ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})
+		return d.publish(ScoreTopic, p.RunID, e.CorrelationID, jobs.ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})
 	}
 	return nil
 }
@@ -118,8 +105,9 @@ func (d *Dispatcher) publish(topic, key, correlationID string, job any) error {
 }
 
 // LeaseQueries finds running models whose lease ran out and scoring runs
-// that never finished.
+// that never finished, and tells the time by the database's clock.
 type LeaseQueries interface {
+	DBNow(ctx context.Context) (time.Time, error)
 	ExpiredLeases(ctx context.Context, now time.Time) ([]string, error)
 	StuckScoringRuns(ctx context.Context, cutoff time.Time) ([]readmodel.StuckRun, error)
 }
@@ -131,6 +119,12 @@ const ScoringTimeout = 10 * time.Minute
 // heartbeating. The model's stream decides; the read model only nominates.
 // For one lease after start it expires nothing: workers that kept training
 // while this API was down need that long to reach it again.
+//
+// One clock: heartbeats and starts are timed by Postgres (events'
+// recorded_at), so expiry is decided against Postgres's clock too (DBNow),
+// not this host's — an API host whose clock runs ahead would otherwise fail
+// live jobs, and one that runs behind would keep dead ones. The grace
+// period after start is this process's own elapsed (monotonic) time.
 //
 // onExpire, when given, is told the kind ("train", "score") of every job it
 // failed (the lease-expiry metric).
@@ -149,8 +143,12 @@ func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, i
 			return nil
 		case <-t.C:
 		}
-		now := time.Now()
-		if now.Sub(started) < lease {
+		if time.Since(started) < lease {
+			continue
+		}
+		now, err := q.DBNow(ctx)
+		if err != nil {
+			log.Warn("lease sweep: read the database clock", "err", err)
 			continue
 		}
 		ids, err := q.ExpiredLeases(ctx, now)

@@ -47,8 +47,22 @@ func (w *writer) bufferSteps(traceID, ownerID string, steps []events.StepRecord)
 	tr, ow := uuidArg(traceID), uuidArg(ownerID)
 	for _, s := range steps {
 		w.steps = append(w.steps, []any{uuidArg(s.ID), tr, ow, s.Index, string(s.Role), s.Content,
-			nilIfEmpty(s.ToolName), jsonOrNil(s.ToolInput), nilIfEmpty(s.ToolCallID), jsonOrNil(s.Metadata)})
+			nilIfEmpty(s.ToolName), toolInputOrNil(s.ToolInput), nilIfEmpty(s.ToolCallID), jsonOrNil(s.Metadata)})
 	}
+}
+
+// toolInputOrNil is SQL NULL for a step without tool input and the JSON
+// object otherwise — an empty object included, since a call with no
+// arguments must export as `tool_input: {}`.
+func toolInputOrNil(m map[string]any) any {
+	if m == nil {
+		return nil
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil
+	}
+	return string(b)
 }
 
 // importedTrace is events.TraceImportedV1 as the read model decodes it: the
@@ -85,6 +99,9 @@ func (w *writer) bufferImportedSteps(traceID, ownerID string, steps []importedSt
 		if err != nil {
 			return fmt.Errorf("step %s tool_input: %w", s.ID, err)
 		}
+		if in == nil && isEmptyObject(s.ToolInput) {
+			in = "{}" // a call with no arguments keeps tool_input {}
+		}
 		meta, err := rawObjectOrNil(s.Metadata)
 		if err != nil {
 			return fmt.Errorf("step %s metadata: %w", s.ID, err)
@@ -110,6 +127,16 @@ func rawObjectOrNil(raw json.RawMessage) (any, error) {
 		return nil, nil
 	}
 	return string(raw), nil
+}
+
+// isEmptyObject reports whether raw is `{}` (with any white space).
+func isEmptyObject(raw json.RawMessage) bool {
+	i := skipSpace(raw, 0)
+	if i >= len(raw) || raw[i] != '{' {
+		return false
+	}
+	j := skipSpace(raw, i+1)
+	return j < len(raw) && raw[j] == '}' && skipSpace(raw, j+1) == len(raw)
 }
 
 func skipSpace(b []byte, i int) int {
@@ -155,15 +182,15 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO rm_api_keys (key_hash, key_id, user_id, read_only, created_at) VALUES ($1, $2, $3, $4, $5)
-			ON CONFLICT DO NOTHING`, p.KeyHash, p.KeyID, p.UserID, p.ReadOnly, e.RecordedAt)
+		_, err := tx.Exec(ctx, `INSERT INTO rm_api_keys (key_hash, key_id, user_id, read_only, created_at, key_prefix) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT DO NOTHING`, p.KeyHash, p.KeyID, p.UserID, p.ReadOnly, e.RecordedAt, nilIfEmpty(p.KeyPrefix))
 		return err
 	case events.APIKeyRevoked:
 		var p events.APIKeyRevokedV1
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE rm_api_keys SET revoked = true WHERE key_id = $1`, p.KeyID)
+		_, err := tx.Exec(ctx, `UPDATE rm_api_keys SET revoked = true, revoked_at = COALESCE(revoked_at, $2) WHERE key_id = $1`, p.KeyID, e.RecordedAt)
 		return err
 	case events.UserRewardModelsEnabledChanged:
 		var p events.UserRewardModelsEnabledChangedV1

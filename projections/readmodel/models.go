@@ -104,6 +104,38 @@ func (q *Queries) ArtifactKey(ctx context.Context, owner, id string) (string, er
 	return *key, err
 }
 
+// DatasetKey is where one of the owner's models keeps the training dataset
+// of its current attempt; a model without one (not built yet, or being
+// rebuilt after a retry) is a conflict naming its status.
+func (q *Queries) DatasetKey(ctx context.Context, owner, id string) (string, error) {
+	if !validUUID(id) {
+		return "", domain.NotFound("reward model", id)
+	}
+	var key *string
+	var status string
+	err := q.pool.QueryRow(ctx, `SELECT dataset_key, status FROM rm_reward_models WHERE id = $1 AND owner_id = $2`, id, owner).Scan(&key, &status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", domain.NotFound("reward model", id)
+	}
+	if err != nil {
+		return "", err
+	}
+	if key == nil {
+		return "", &domain.ConflictError{Code: "no_dataset", Message: "reward model " + id + " has no training dataset yet (status " + status + "); its pairs exist once the dataset is built"}
+	}
+	return *key, nil
+}
+
+// DBNow is the database's clock: the clock every event's recorded_at (and
+// so every heartbeat and start time) was read from. Lease and timeout
+// decisions compare against it, never against the host's clock, which may
+// be skewed on any of several API hosts.
+func (q *Queries) DBNow(ctx context.Context) (time.Time, error) {
+	var now time.Time
+	err := q.pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&now)
+	return now.UTC(), err
+}
+
 // ExpiredLeases lists running models whose last heartbeat is older than their
 // lease at now; the sweeper confirms each on the model's stream.
 func (q *Queries) ExpiredLeases(ctx context.Context, now time.Time) ([]string, error) {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
 )
 
 // Queries reads the read model for the API. Every query is scoped to an
@@ -21,11 +22,20 @@ type Queries struct{ pool *pgxpool.Pool }
 func NewQueries(pool *pgxpool.Pool) *Queries { return &Queries{pool: pool} }
 
 // CallerByKeyHash resolves an API key (by its SHA-256) to its account.
+//
+// A revoked key is refused from the moment its api_key.revoked event is
+// stored, on every instance: besides the read model's flag, the same query
+// checks the key's own stream in the event log (one index probe on
+// events(stream, version)), so neither a lagging or parked projection nor a
+// rebuild can let a revoked key through. For the same reason nothing may
+// cache the answer of this lookup.
 func (q *Queries) CallerByKeyHash(ctx context.Context, hash string) (*Caller, error) {
 	var c Caller
-	err := q.pool.QueryRow(ctx, `SELECT u.id, u.name, k.read_only, u.reward_models_enabled
-		FROM rm_api_keys k JOIN rm_users u ON u.id = k.user_id WHERE k.key_hash = $1 AND NOT k.revoked`, hash).
-		Scan(&c.UserID, &c.Name, &c.ReadOnly, &c.RewardModelsEnabled)
+	err := q.pool.QueryRow(ctx, `SELECT u.id, u.name, k.read_only, u.reward_models_enabled, k.key_id
+		FROM rm_api_keys k JOIN rm_users u ON u.id = k.user_id
+		WHERE k.key_hash = $1 AND NOT k.revoked
+		  AND NOT EXISTS (SELECT 1 FROM events e WHERE e.stream = 'api_key/' || k.key_id::text AND e.type = $2)`, hash, events.APIKeyRevoked).
+		Scan(&c.UserID, &c.Name, &c.ReadOnly, &c.RewardModelsEnabled, &c.KeyID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, &domain.UnauthorizedError{Message: "invalid API key"}
 	}

@@ -65,6 +65,7 @@ type TraceDetail struct {
 // Caller is the account behind an API key.
 type Caller struct {
 	UserID              string
+	KeyID               string // the key the request authenticated with
 	Name                string
 	ReadOnly            bool
 	RewardModelsEnabled bool

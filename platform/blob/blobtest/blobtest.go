@@ -58,6 +58,21 @@ func Run(t *testing.T, p URLParams, newStore func(t *testing.T) blob.Store) {
 	ctx := context.Background()
 
 	// Not parallel: it measures this process's heap.
+	t.Run("ReaderStreamsAnObject", func(t *testing.T) {
+		s := newStore(t)
+		require.NoError(t, s.Put(ctx, "r/obj", []byte("line 1\nline 2\n")))
+		rd, err := s.Reader(ctx, "r/obj")
+		require.NoError(t, err)
+		got, err := io.ReadAll(rd)
+		require.NoError(t, err)
+		require.NoError(t, rd.Close())
+		require.Equal(t, "line 1\nline 2\n", string(got))
+		_, err = s.Reader(ctx, "r/missing")
+		require.ErrorIs(t, err, blob.ErrNotFound)
+		_, err = s.Reader(ctx, "../escape")
+		require.ErrorIs(t, err, blob.ErrInvalidKey)
+	})
+
 	t.Run("PutFileAndGetToFileStreamLargeFiles", func(t *testing.T) {
 		s := newStore(t)
 		size := int64(LargeFileMB()) << 20

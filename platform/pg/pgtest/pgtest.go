@@ -49,9 +49,17 @@ func ModuleRoot(t testing.TB) string {
 	}
 }
 
+// SharedCluster is the test cluster of the checkout at moduleRoot
+// (.data/pgtest, port CRITIC_TEST_PG_PORT or Port), not started. `make test`
+// uses it (scripts/pgtestctl) to stop the cluster after the run when the run
+// started it.
+func SharedCluster(moduleRoot string) pg.Cluster {
+	return pg.Cluster{Dir: filepath.Join(moduleRoot, ".data", "pgtest"), Port: port(), Fast: true, Shareable: true}
+}
+
 // Cluster returns the shared test cluster, started if needed.
 func Cluster(t testing.TB) pg.Cluster {
-	c := pg.Cluster{Dir: filepath.Join(ModuleRoot(t), ".data", "pgtest"), Port: port(), Fast: true, Shareable: true}
+	c := SharedCluster(ModuleRoot(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := c.Ensure(ctx); err != nil {

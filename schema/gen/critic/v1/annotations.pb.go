@@ -592,7 +592,12 @@ func (x *ExportedAnnotation) GetCreatedAt() *timestamppb.Timestamp {
 type ExportPairsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The most pairs to build, >= 1; unset is 4000 (training's default).
-	MaxPairs      *int32 `protobuf:"varint,1,opt,name=max_pairs,json=maxPairs,proto3,oneof" json:"max_pairs,omitempty"`
+	// Not with reward_model_id.
+	MaxPairs *int32 `protobuf:"varint,1,opt,name=max_pairs,json=maxPairs,proto3,oneof" json:"max_pairs,omitempty"`
+	// When set: exactly that reward model's training pairs, in order, as its
+	// stored dataset holds them (REST ?reward_model_id). Unset: the pairs
+	// training would build now from all of the caller's traces.
+	RewardModelId *string `protobuf:"bytes,2,opt,name=reward_model_id,json=rewardModelId,proto3,oneof" json:"reward_model_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -632,6 +637,13 @@ func (x *ExportPairsRequest) GetMaxPairs() int32 {
 		return *x.MaxPairs
 	}
 	return 0
+}
+
+func (x *ExportPairsRequest) GetRewardModelId() string {
+	if x != nil && x.RewardModelId != nil {
+		return *x.RewardModelId
+	}
+	return ""
 }
 
 type ExportPairsResponse struct {
@@ -929,11 +941,13 @@ const file_critic_v1_annotations_proto_rawDesc = "" +
 	"\v_step_indexB\t\n" +
 	"\a_ratingB\n" +
 	"\n" +
-	"\b_comment\"D\n" +
+	"\b_comment\"\x85\x01\n" +
 	"\x12ExportPairsRequest\x12 \n" +
-	"\tmax_pairs\x18\x01 \x01(\x05H\x00R\bmaxPairs\x88\x01\x01B\f\n" +
+	"\tmax_pairs\x18\x01 \x01(\x05H\x00R\bmaxPairs\x88\x01\x01\x12+\n" +
+	"\x0freward_model_id\x18\x02 \x01(\tH\x01R\rrewardModelId\x88\x01\x01B\f\n" +
 	"\n" +
-	"_max_pairs\"D\n" +
+	"_max_pairsB\x12\n" +
+	"\x10_reward_model_id\"D\n" +
 	"\x13ExportPairsResponse\x12-\n" +
 	"\x04pair\x18\x01 \x01(\v2\x19.critic.v1.PreferencePairR\x04pair\"\xb9\x01\n" +
 	"\x0ePreferencePair\x12\x16\n" +

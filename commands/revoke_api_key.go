@@ -1,0 +1,40 @@
+package commands
+
+import (
+	"context"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+)
+
+// RevokeAPIKey disables a key for good (api_key.revoked). The key's own
+// stream decides: a key never issued is not found, a revoked one is a
+// conflict, so revoking twice appends nothing.
+func (c *Commands) RevokeAPIKey(ctx context.Context, keyID string) (Result, error) {
+	return retryOnConflict(func() (Result, error) { return c.revokeAPIKey(ctx, keyID) })
+}
+
+func (c *Commands) revokeAPIKey(ctx context.Context, keyID string) (Result, error) {
+	stream := events.APIKeyStream(keyID)
+	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	if err != nil {
+		return Result{}, err
+	}
+	evs := loaded[stream]
+	if len(evs) == 0 || evs[0].Type != events.APIKeyIssued {
+		return Result{}, domain.NotFound("API key", keyID)
+	}
+	var issued events.APIKeyIssuedV1
+	if err := evs[0].Decode(&issued); err != nil {
+		return Result{}, err
+	}
+	for _, e := range evs[1:] {
+		if e.Type == events.APIKeyRevoked {
+			return Result{}, &domain.ConflictError{Code: "already_revoked", Message: "API key " + keyID + " is already revoked"}
+		}
+	}
+	return c.append(ctx, Actor{}, map[string]int64{stream: evs[len(evs)-1].Version}, []events.New{{
+		ID: newID(), Stream: stream, OwnerID: issued.UserID, Type: events.APIKeyRevoked,
+		Payload: events.APIKeyRevokedV1{KeyID: keyID, UserID: issued.UserID},
+	}})
+}

@@ -1,0 +1,201 @@
+// Package jobs is the wire contract between the API and its workers, defined
+// once: the job commands the dispatch projection publishes on Kafka, the
+// requests and answers of the API's worker service (/api/v1/worker), the
+// blob keys a job's inputs and outputs live under, and the bounds the API
+// applies to what a worker hands it. The API side (projections/dispatch,
+// handlers/workerapi, commands) and the worker side (gpuworker/worker and
+// its client) both import it, so neither can drift from the other, and the
+// worker needs nothing of the API's handlers or database code.
+//
+// Extending it: add a field with `omitempty` to the message that carries it
+// (e.g. what an LLM feedback-extraction job needs); a field an older worker
+// does not know is ignored by its JSON decoding. The worker service decodes
+// strictly (unknown fields are 422), so roll out the API before the workers
+// that send a new field. A new kind of job gets its own topic constant, job
+// message and service routes here.
+//
+// Pure types and functions: no I/O.
+package jobs
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/rewardmodels"
+)
+
+// Kafka topics of job commands and the consumer group every worker joins.
+const (
+	TopicTrain    = "critic.jobs.train"
+	TopicScore    = "critic.jobs.score"
+	ConsumerGroup = "workers"
+)
+
+// TrainJob is a critic.jobs.train value (key = model id): train one attempt.
+type TrainJob struct {
+	ModelID string `json:"model_id"`
+	Attempt int    `json:"attempt"`
+	OwnerID string `json:"owner_id"`
+}
+
+// ScoreJob is a critic.jobs.score value (key = run id): run one scoring run.
+type ScoreJob struct {
+	RunID   string `json:"run_id"`
+	TraceID string `json:"trace_id"`
+	ModelID string `json:"model_id"`
+	OwnerID string `json:"owner_id"`
+}
+
+// ServicePrefix is where the worker service lives on the API.
+const ServicePrefix = "/api/v1/worker"
+
+// Worker-service routes, relative to ServicePrefix, as net/http patterns;
+// TrainingPath and ScoringPath build the URLs a client calls.
+const (
+	RouteClaimTraining   = "POST /training/{model_id}/claim"
+	RouteHeartbeat       = "POST /training/{model_id}/heartbeat"
+	RouteSucceeded       = "POST /training/{model_id}/succeeded"
+	RouteFailed          = "POST /training/{model_id}/failed"
+	RouteClaimScoring    = "POST /scoring/{run_id}/claim"
+	RouteScoringFinished = "POST /scoring/{run_id}/finished"
+)
+
+// TrainingPath is the URL path of a training route's action ("claim",
+// "heartbeat", "succeeded", "failed") for an escaped model id.
+func TrainingPath(escapedModelID, action string) string {
+	return ServicePrefix + "/training/" + escapedModelID + "/" + action
+}
+
+// ScoringPath is the URL path of a scoring route's action ("claim",
+// "finished") for an escaped run id.
+func ScoringPath(escapedRunID, action string) string {
+	return ServicePrefix + "/scoring/" + escapedRunID + "/" + action
+}
+
+// AttemptRequest names the worker and the attempt a training call is about.
+type AttemptRequest struct {
+	WorkerID string `json:"worker_id"`
+	Attempt  int    `json:"attempt"`
+}
+
+// TrainingClaim is the answer to a training claim: what the attempt trains
+// and where its inputs and outputs are, all chosen by the API.
+type TrainingClaim struct {
+	ModelID      string `json:"model_id"`
+	OwnerID      string `json:"owner_id"`
+	Name         string `json:"name"`
+	BaseModel    string `json:"base_model"`
+	DatasetKey   string `json:"dataset_key"`
+	ArtifactKey  string `json:"artifact_key"`
+	Attempt      int    `json:"attempt"`
+	Epochs       int    `json:"epochs"`
+	LeaseSeconds int    `json:"lease_seconds"`
+}
+
+// Progress is a heartbeat's progress report; the same shape the heartbeat
+// event stores.
+type Progress = events.Progress
+
+// Heartbeat renews a lease and reports progress.
+type Heartbeat struct {
+	AttemptRequest
+	Progress Progress `json:"progress"`
+}
+
+// Succeeded reports a finished training attempt. The checkpoint archive and
+// the score files are in the blob store, under the keys ArtifactKey,
+// ScoresKey and ActionScoresKey derive from the claim, before it is sent.
+// ScoresKey/ActionScoresKey restate those keys ("" for action scores when
+// the model has none); the API reads only the keys it derives itself and
+// refuses a report naming any other.
+type Succeeded struct {
+	AttemptRequest
+	Metrics           json.RawMessage `json:"metrics"`
+	RewardStats       json.RawMessage `json:"reward_stats"`
+	ActionRewardStats json.RawMessage `json:"action_reward_stats"` // null when none
+	ScoresKey         string          `json:"scores_key"`
+	ActionScoresKey   string          `json:"action_scores_key"`
+}
+
+// Failed reports a failed attempt; Error is the end of the job's log.
+type Failed struct {
+	AttemptRequest
+	Error string `json:"error"`
+}
+
+// ScoringRequest names the worker and the run a scoring call is about.
+type ScoringRequest struct {
+	WorkerID string `json:"worker_id"`
+	TraceID  string `json:"trace_id"`
+	ModelID  string `json:"model_id"`
+}
+
+// ScoringClaim is the answer to a scoring claim.
+type ScoringClaim struct {
+	ItemsKey string `json:"items_key"`
+}
+
+// ActionScore is one scored action as a worker reports it (the API adds the
+// trace revision it scored).
+type ActionScore struct {
+	TraceID string  `json:"trace_id"`
+	StepID  string  `json:"step_id"`
+	Score   float64 `json:"score"`
+	Credit  float64 `json:"credit"`
+}
+
+// ScoringFinished reports a scoring run; a non-empty Error fails it.
+type ScoringFinished struct {
+	ScoringRequest
+	ActionScores []ActionScore `json:"action_scores"`
+	Error        string        `json:"error"`
+}
+
+// Ack is the worker service's answer to a report.
+type Ack struct {
+	OK bool `json:"ok"`
+}
+
+// ScoringItems is the blob a scoring worker reads (ItemsKey): the trace's
+// actions rendered exactly as training renders them, and the whole trace.
+type ScoringItems struct {
+	RunID            string                    `json:"run_id"`
+	ModelID          string                    `json:"model_id"`
+	ArtifactKey      string                    `json:"artifact_key"`
+	Trace            rewardmodels.ScoreItem    `json:"trace"`
+	ActionScoreItems []rewardmodels.ActionItem `json:"action_score_items"`
+}
+
+// ArtifactKey is where a model's checkpoint archive lives (spec 001).
+func ArtifactKey(ownerID, modelID string) string {
+	return "reward-models/" + ownerID + "/" + modelID + ".tar.gz"
+}
+
+// ScoresKey is where a training attempt's trace scores go (JSONL
+// {trace_id, score}); it names the owner, the model and the attempt, so the
+// API derives it from the job it issued and never reads a key a worker
+// chose.
+func ScoresKey(ownerID, modelID string, attempt int) string {
+	return fmt.Sprintf("jobs/%s/%s/attempt-%d/scores.jsonl", ownerID, modelID, attempt)
+}
+
+// ActionScoresKey is where a training attempt's action scores go (JSONL
+// {trace_id, step_id, score, credit}); see ScoresKey.
+func ActionScoresKey(ownerID, modelID string, attempt int) string {
+	return fmt.Sprintf("jobs/%s/%s/attempt-%d/action_scores.jsonl", ownerID, modelID, attempt)
+}
+
+// Bounds on the score files the API reads: a line is one small JSON object
+// (ids and two numbers), and a file has at most one line per item of the
+// dataset (plus blank lines).
+const (
+	MaxScoreLineBytes = 64 << 10
+	scoreBytesPerItem = 4 << 10
+)
+
+// MaxScoreFileBytes is the largest score file the API reads for a dataset
+// of items entries.
+func MaxScoreFileBytes(items int) int64 {
+	return int64(items)*scoreBytesPerItem + MaxScoreLineBytes
+}

@@ -1,0 +1,208 @@
+package usecase_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/handlers/usecase"
+	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/pg/pgtest"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// modelFixture is a backend whose read model is applied by hand, so a test
+// decides whether it lags behind a write or runs ahead of it.
+type modelFixture struct {
+	b      usecase.Backend
+	store  *eventstore.Store
+	proj   *readmodel.Projection
+	caller *readmodel.Caller
+	ids    []string
+}
+
+func newModelFixture(t *testing.T) *modelFixture {
+	t.Helper()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	store := eventstore.New(pool, blobs)
+	cmds := commands.New(store)
+	f := &modelFixture{store: store, proj: readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	w := readmodel.NewWaiter(pool, 300*time.Millisecond)
+	wctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	go w.Listen(wctx)
+	f.b = usecase.Backend{Cmds: cmds, Queries: readmodel.NewQueries(pool), Waiter: w}
+	u, err := cmds.CreateUser(ctx, "rm-answers", false)
+	require.NoError(t, err)
+	actor := commands.Actor{UserID: u.UserID}
+	f.caller = &readmodel.Caller{UserID: u.UserID}
+	imp, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
+		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"good"}]}` + "\n" +
+			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"bad"}]}` + "\n" +
+			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}`)})
+	require.NoError(t, err)
+	for i, r := range []int{1, -1, 1} {
+		r := r
+		_, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: imp.TraceIDs[i], Rating: &r, AuthorName: "t"})
+		require.NoError(t, err)
+	}
+	f.ids = imp.TraceIDs
+	return f
+}
+
+// catchUp applies every stored event to the read model.
+func (f *modelFixture) catchUp(t *testing.T) {
+	t.Helper()
+	all, err := f.store.ReadAfter(context.Background(), 0, 100000)
+	require.NoError(t, err)
+	require.NoError(t, f.proj.Apply(context.Background(), all))
+}
+
+func (f *modelFixture) requestedAt(t *testing.T, modelID string) time.Time {
+	t.Helper()
+	loaded, err := f.store.LoadStreams(context.Background(), []string{events.RewardModelStream(modelID)})
+	require.NoError(t, err)
+	evs := loaded[events.RewardModelStream(modelID)]
+	require.Equal(t, events.RewardModelRequested, evs[0].Type)
+	return evs[0].RecordedAt.UTC()
+}
+
+// TestCreateAnswersFromTheEventsWhenTheReadModelLags: no projection runs, so
+// the wait for the read model times out; the answer is still the stored
+// request, with the request event's own time, not the clock's.
+func TestCreateAnswersFromTheEventsWhenTheReadModelLags(t *testing.T) {
+	t.Parallel()
+	f := newModelFixture(t)
+	name := "lagging"
+	time.Sleep(5 * time.Millisecond)
+	m, err := f.b.CreateRewardModel(context.Background(), f.caller, usecase.TrainingRequest{Name: &name, TraceIDs: f.ids})
+	require.NoError(t, err)
+	require.Equal(t, rewardmodels.StatusQueued, m.Status)
+	require.Equal(t, name, m.Name)
+	require.Equal(t, 3, m.TraceCount)
+	require.Equal(t, f.requestedAt(t, m.ID), m.CreatedAt, "created_at is the request event's time")
+	require.Nil(t, m.NumPairs)
+	require.JSONEq(t, "null", string(m.Metrics))
+
+	// Once the read model catches up, a GET shows the same model.
+	f.catchUp(t)
+	got, err := f.b.Queries.GetRewardModel(context.Background(), f.caller.UserID, m.ID)
+	require.NoError(t, err)
+	require.Equal(t, *m, got.RewardModel)
+}
+
+// TestRetryAnswersTheRetriedStateNotALaterOne: a worker that claims the
+// retried model before the answer is built does not change the answer into
+// a state that never existed, and a lagging read model does not fail it.
+func TestRetryAnswersTheRetriedStateNotALaterOne(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newModelFixture(t)
+	cmds := f.b.Cmds
+	actor := commands.Actor{UserID: f.caller.UserID}
+	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: f.ids})
+	require.NoError(t, err)
+	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	require.NoError(t, err)
+	_, err = cmds.ClaimTraining(ctx, "w1", req.ModelID, 1, time.Minute)
+	require.NoError(t, err)
+	_, err = cmds.FailTraining(ctx, "w1", req.ModelID, 1, "CUDA out of memory")
+	require.NoError(t, err)
+	f.catchUp(t)
+
+	// The read model is not applied after the retry: the wait times out.
+	m, err := f.b.RetryRewardModel(ctx, f.caller, req.ModelID)
+	require.NoError(t, err, "a stored retry is answered even when the read model lags")
+	require.Equal(t, rewardmodels.StatusQueued, m.Status)
+	require.Nil(t, m.Error)
+	require.Nil(t, m.StartedAt)
+	require.Nil(t, m.FinishedAt)
+	require.Equal(t, f.requestedAt(t, req.ModelID), m.CreatedAt)
+
+	// Events after the write (a fast worker's dataset and claim) are the
+	// next GET's, not this answer's.
+	evs, err := cmds.ModelEvents(ctx, f.caller.UserID, req.ModelID)
+	require.NoError(t, err)
+	retried := evs[len(evs)-1]
+	require.Equal(t, events.RewardModelRetried, retried.Type)
+	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	require.NoError(t, err)
+	_, err = cmds.ClaimTraining(ctx, "w2", req.ModelID, 2, time.Minute)
+	require.NoError(t, err)
+	evs, err = cmds.ModelEvents(ctx, f.caller.UserID, req.ModelID)
+	require.NoError(t, err)
+	asOf, ok := readmodel.ModelAsOf(evs, retried.ID)
+	require.True(t, ok)
+	require.Equal(t, *m, asOf)
+	now, ok := readmodel.ModelAsOf(evs, "")
+	require.True(t, ok)
+	require.Equal(t, rewardmodels.StatusRunning, now.Status)
+	require.NotNil(t, now.StartedAt)
+}
+
+// TestModelAsOfMatchesTheReadModel walks a model through every status and
+// requires the in-memory fold to equal what the projection stores after
+// each write, so the two transition tables cannot drift apart.
+func TestModelAsOfMatchesTheReadModel(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newModelFixture(t)
+	cmds := f.b.Cmds
+	actor := commands.Actor{UserID: f.caller.UserID}
+	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: f.ids, MaxPairs: 10})
+	require.NoError(t, err)
+	id := req.ModelID
+	check := func(step string) {
+		t.Helper()
+		f.catchUp(t)
+		evs, err := cmds.ModelEvents(ctx, f.caller.UserID, id)
+		require.NoError(t, err)
+		fold, ok := readmodel.ModelAsOf(evs, "")
+		require.True(t, ok)
+		got, err := f.b.Queries.GetRewardModel(ctx, f.caller.UserID, id)
+		require.NoError(t, err)
+		rm := got.RewardModel
+		require.JSONEq(t, string(rm.Metrics), string(fold.Metrics), step)
+		require.JSONEq(t, string(rm.Progress), string(fold.Progress), step)
+		rm.Metrics, rm.Progress, fold.Metrics, fold.Progress = nil, nil, nil, nil
+		require.Equal(t, rm, fold, step)
+	}
+	check("requested")
+	_, err = cmds.BuildDataset(ctx, id)
+	require.NoError(t, err)
+	check("dataset built")
+	_, err = cmds.ClaimTraining(ctx, "w1", id, 1, time.Minute)
+	require.NoError(t, err)
+	check("running")
+	_, err = cmds.Heartbeat(ctx, "w1", id, 1, events.Progress{Phase: "training", Step: 1, TotalSteps: 3, Loss: 0.5})
+	require.NoError(t, err)
+	check("heartbeat")
+	_, err = cmds.FailTraining(ctx, "w1", id, 1, "boom")
+	require.NoError(t, err)
+	check("failed")
+	_, err = cmds.RetryTraining(ctx, actor, id)
+	require.NoError(t, err)
+	check("retried")
+	_, err = cmds.BuildDataset(ctx, id)
+	require.NoError(t, err)
+	job, err := cmds.ClaimTraining(ctx, "w2", id, 2, time.Minute)
+	require.NoError(t, err)
+	check("running again")
+	require.NoError(t, f.store.Blobs().Put(ctx, job.ArtifactKey, []byte("checkpoint")))
+	_, err = cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "w2", ModelID: id, Attempt: 2,
+		Metrics: json.RawMessage(`{"accuracy": 1, "eval_pairs": 0}`)})
+	require.NoError(t, err)
+	check("succeeded")
+}
