@@ -137,6 +137,9 @@ func (q *Queries) GetTrace(ctx context.Context, owner, id string) (*TraceDetail,
 		return nil, err
 	}
 	d.Spans = append(d.Spans, spans[id]...)
+	if err := assess(d); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 

@@ -105,6 +105,9 @@ func (p *Projection) applyOwner(ctx context.Context, owner string, envs []events
 type pendingTrace struct {
 	row   duck.TraceRow
 	steps []duck.StepRow
+	// records and meta are what the automatic annotation is derived from.
+	records []events.StepRecord
+	meta    map[string]any
 }
 
 type writer struct {
@@ -153,6 +156,12 @@ func (w *writer) flush(ctx context.Context) error {
 	if err := w.tx.AppendSteps(ctx, steps); err != nil {
 		return err
 	}
+	for _, id := range w.order {
+		pt := w.pending[id]
+		if err := assessRecords(ctx, w.tx, id, pt.records, pt.meta); err != nil {
+			return err
+		}
+	}
 	w.order = w.order[:0]
 	clear(w.pending)
 	return nil
@@ -179,7 +188,9 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			row: duck.TraceRow{ID: p.TraceID, ExternalID: p.ExternalID, Title: p.Title, SourceFormat: p.SourceFormat,
 				SourceID: domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat), StepCount: len(p.Steps),
 				Metadata: objectOrEmpty(p.Metadata), CreatedAt: e.RecordedAt, UpdatedAt: e.RecordedAt},
-			steps: stepRows(p.TraceID, p.Steps),
+			steps:   stepRows(p.TraceID, p.Steps),
+			records: p.Steps,
+			meta:    p.Metadata,
 		}
 		return nil
 	case events.TraceRevised:
@@ -214,10 +225,13 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err != nil {
 			return err
 		}
-		return tx.Exec(ctx, `UPDATE main.traces SET title = ?, source_format = ?, source_id = ?, metadata = ?,
+		if err := tx.Exec(ctx, `UPDATE main.traces SET title = ?, source_format = ?, source_id = ?, metadata = ?,
 			step_count = (SELECT count(*) FROM main.steps WHERE trace_id = ?), updated_at = ? WHERE id = ?`,
 			nullIfEmpty(p.Title), nullIfEmpty(p.SourceFormat), domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat),
-			string(meta), p.TraceID, e.RecordedAt, p.TraceID)
+			string(meta), p.TraceID, e.RecordedAt, p.TraceID); err != nil {
+			return err
+		}
+		return reassess(ctx, tx, p.TraceID, p.Metadata)
 	case events.TraceDeleted:
 		var p events.TraceDeletedV1
 		if err := e.Decode(&p); err != nil {
