@@ -64,7 +64,7 @@ type LoadMode int
 
 const (
 	// LoadReplica keeps, per owner, an in-memory DuckDB built like LoadCopy
-	// (the five user tables copied from the owner file, the file detached,
+	// (the user tables copied from the owner file, the file detached,
 	// external access and the local file system disabled, configuration
 	// locked) and runs each query on a fresh connection to it. The replica is
 	// rebuilt on the first query after the snapshot changed, so repeated
@@ -73,7 +73,7 @@ const (
 	LoadReplica LoadMode = iota
 	// LoadCopy attaches the owner file read-only, copies the user tables into
 	// a fresh sandbox's memory and detaches before the user's SQL runs, for
-	// every query. Only the five user tables exist afterwards: no file path,
+	// every query. Only the user tables exist afterwards: no file path,
 	// no `_applied`. The strictest isolation (a new DuckDB instance per
 	// query) and the slowest on large snapshots.
 	LoadCopy

@@ -1,6 +1,8 @@
 // Package snapshot is the projection behind POST /query: one DuckDB file per
-// owner with the tables traces, steps, annotations, scores and action_scores
-// (platform/duck owns the files and the query sandbox). It is eventually
+// owner with the tables traces, steps, annotations, scores, action_scores,
+// step_labels and task_scores (the last two are the automatic annotation,
+// derived from the steps by domain/assessment; see assessment.go).
+// platform/duck owns the files and the query sandbox. It is eventually
 // consistent with the log — it trails it by the relay and consumer delay —
 // and disposable: Replay rebuilds every file from the event store.
 package snapshot
