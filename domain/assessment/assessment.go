@@ -68,9 +68,10 @@ type Assessment struct {
 	Sections   []sections.Section
 }
 
-// Of assesses a trace: steps and their ids in order, and the trace metadata.
-func Of(steps []domain.Step, ids []string, meta map[string]any) Assessment {
-	lab := labels.FromSteps(steps)
+// Of assesses a trace: steps and their ids in order, the trace metadata,
+// and the labels a labeling model recorded for it by chunk id (nil: none).
+func Of(steps []domain.Step, ids []string, meta map[string]any, stored map[string]labels.Label) Assessment {
+	lab := labels.FromSteps(steps, stored)
 	a := Assessment{Labeling: lab, Rewards: make([]map[string]any, len(steps)), Sections: sections.Build(steps, ids, lab)}
 	res := stepscores.Score(lab.Chunks, lab.Labels)
 	for ci, r := range res.Steps {

@@ -33,15 +33,21 @@ type Problem struct {
 	Message   string `json:"message"`
 }
 
-// FromSteps reads the labels a trace carries in its step metadata (an
-// offline labeling run): each chunk's label is the one on its first step
-// that has one. Imported labels keep their own chunk ids; references
-// (verdict_target, duplicate_of) are checked against those ids.
-func FromSteps(steps []domain.Step) Labeling {
+// FromSteps reads the labels of a trace: those it carries in its step
+// metadata (an offline labeling run: each chunk's label is the one on its
+// first step that has one, used as it is) and, for chunks without one, the
+// labels a labeling model recorded (stored, by chunk id; nil for none).
+// Imported labels keep their own chunk ids; references (verdict_target,
+// duplicate_of) are checked against those ids and the trace's chunk ids.
+func FromSteps(steps []domain.Step, stored map[string]Label) Labeling {
 	l := Labeling{Chunks: Chunks(steps)}
 	l.Labels = make([]*Label, len(l.Chunks))
 	at := make([]int, len(l.Chunks)) // step index each label came from
 	known := map[string]Actor{}
+	for _, c := range l.Chunks {
+		known[c.ID] = c.Actor
+	}
+	imported := map[string]bool{}
 	for ci, c := range l.Chunks {
 		for _, si := range c.Steps {
 			raw, ok := steps[si].Metadata[MetadataKey]
@@ -64,15 +70,24 @@ func FromSteps(steps []domain.Step) Labeling {
 					Message: "actor: the label says " + string(lb.Actor) + " but the step is a " + string(c.Actor) + " step"})
 				break
 			}
-			if _, dup := known[lb.ChunkID]; dup && lb.ChunkID != "" {
+			if imported[lb.ChunkID] && lb.ChunkID != "" {
 				l.Problems = append(l.Problems, Problem{StepIndex: si, ChunkID: lb.ChunkID, Message: "chunk_id: another chunk already uses this id"})
 				break
 			}
 			if lb.ChunkID != "" {
-				known[lb.ChunkID] = lb.Actor
+				known[lb.ChunkID], imported[lb.ChunkID] = lb.Actor, true
 			}
 			l.Labels[ci], at[ci] = &lb, si
 			break
+		}
+	}
+	for ci, c := range l.Chunks {
+		if l.Labels[ci] != nil {
+			continue
+		}
+		if lb, ok := stored[c.ID]; ok && lb.ChunkID == c.ID && lb.Actor == c.Actor {
+			l.Present = true
+			l.Labels[ci], at[ci] = &lb, c.Steps[0]
 		}
 	}
 	earlier := map[string]bool{}

@@ -289,7 +289,7 @@ func withLabel(s domain.Step, l any) domain.Step {
 func TestFromSteps(t *testing.T) {
 	t.Parallel()
 	steps := trace()
-	require.False(t, FromSteps(steps).Present)
+	require.False(t, FromSteps(steps, nil).Present)
 	steps[1] = withLabel(steps[1], map[string]any{"chunk_id": "u0", "task_id": "t1", "actor": "user", "intent": "request", "verdict": "none", "sentiment": "neutral", "evidence": "", "note": ""})
 	steps[2] = withLabel(steps[2], strictJSON(toolLabel()))
 	// The result step of a labeled call may repeat the label: the first wins.
@@ -297,7 +297,7 @@ func TestFromSteps(t *testing.T) {
 	steps[3] = withLabel(steps[3], map[string]any{"chunk_id": "a9", "task_id": "t1", "actor": "agent", "type": "telepathy"})
 	steps[6] = withLabel(steps[6], strictJSON(agentLabel()))
 	steps[7] = withLabel(steps[7], strictJSON(userLabel()))
-	l := FromSteps(steps)
+	l := FromSteps(steps, nil)
 	require.True(t, l.Present)
 	require.Len(t, l.Labels, 5)
 	require.NotNil(t, l.Labels[0])
@@ -311,9 +311,36 @@ func TestFromSteps(t *testing.T) {
 
 	// A label whose actor contradicts its step is refused.
 	steps[7] = withLabel(steps[7], strictJSON(agentLabel()))
-	l = FromSteps(steps)
+	l = FromSteps(steps, nil)
 	require.Nil(t, l.Labels[4])
 	require.Len(t, l.Problems, 2)
 	require.Equal(t, 7, l.Problems[1].StepIndex)
 	require.Contains(t, l.Problems[1].Message, "actor")
+}
+
+// TestFromStepsWithStoredLabels: model-made labels (by computed chunk id)
+// label the chunks that carry none; a label in the step metadata wins, and
+// a stored label for another chunk or actor is not used.
+func TestFromStepsWithStoredLabels(t *testing.T) {
+	t.Parallel()
+	steps := trace()
+	cs := Chunks(steps)
+	agent := agentLabel()
+	agent.ChunkID = cs[3].ID
+	user := userLabel()
+	user.ChunkID, user.VerdictTarget = cs[4].ID, ptr(cs[3].ID)
+	wrongActor := agentLabel()
+	wrongActor.ChunkID = cs[0].ID
+	stored := map[string]Label{cs[3].ID: agent, cs[4].ID: user, cs[0].ID: wrongActor, "ck_gone": agentLabel()}
+	l := FromSteps(steps, stored)
+	require.True(t, l.Present)
+	require.Nil(t, l.Labels[0], "a stored label of the wrong actor is not used")
+	require.Equal(t, cs[3].ID, l.Labels[3].ChunkID)
+	require.Equal(t, cs[3].ID, *l.Labels[4].VerdictTarget, "references resolve against the trace's chunk ids")
+	require.Empty(t, l.Problems)
+
+	steps[6] = withLabel(steps[6], strictJSON(agentLabel())) // imported "a1" wins over the stored label
+	l = FromSteps(steps, stored)
+	require.Equal(t, "a1", l.Labels[3].ChunkID)
+	require.False(t, FromSteps(trace(), nil).Present)
 }

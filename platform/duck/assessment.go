@@ -2,8 +2,10 @@ package duck
 
 import (
 	"context"
+	"database/sql"
 	"database/sql/driver"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
@@ -139,4 +141,47 @@ func (t *Tx) TraceSteps(ctx context.Context, traceID string) ([]StepRow, error) 
 		out = append(out, r)
 	}
 	return out, rows.Err()
+}
+
+// PutStoredLabels records model-made labels (JSON by chunk id) of a trace
+// in the hidden table, replacing earlier labels of the same chunks.
+func (t *Tx) PutStoredLabels(ctx context.Context, traceID string, labels map[string]json.RawMessage) error {
+	for chunk, l := range labels {
+		if err := t.Exec(ctx, `INSERT OR REPLACE INTO main._step_labels VALUES (?, ?, ?)`, traceID, chunk, string(l)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StoredLabels returns a trace's model-made labels by chunk id.
+func (t *Tx) StoredLabels(ctx context.Context, traceID string) (map[string]json.RawMessage, error) {
+	rows, err := t.conn.QueryContext(ctx, `SELECT chunk_id, label FROM main._step_labels WHERE trace_id = ?`, traceID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]json.RawMessage{}
+	for rows.Next() {
+		var c, l string
+		if err := rows.Scan(&c, &l); err != nil {
+			return nil, err
+		}
+		out[c] = json.RawMessage(l)
+	}
+	return out, rows.Err()
+}
+
+// TraceMetadata returns a trace's metadata (nil when the trace is not in
+// the snapshot) and whether it exists.
+func (t *Tx) TraceMetadata(ctx context.Context, traceID string) (json.RawMessage, bool, error) {
+	var md *string
+	err := t.conn.QueryRowContext(ctx, `SELECT metadata::VARCHAR FROM main.traces WHERE id = ?`, traceID).Scan(&md)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil || md == nil {
+		return nil, err == nil, err
+	}
+	return json.RawMessage(*md), true, nil
 }

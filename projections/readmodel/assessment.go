@@ -2,6 +2,7 @@ package readmodel
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -14,7 +15,7 @@ import (
 // the section tree as sections. It is derived on read from the stored steps
 // (labels live in their metadata) by the same pure code the /query snapshot
 // uses, so the two always agree and a change of rules needs no migration.
-func assess(d *TraceDetail) error {
+func (q *Queries) assess(ctx context.Context, d *TraceDetail) error {
 	steps := make([]domain.Step, len(d.Steps))
 	ids := make([]string, len(d.Steps))
 	for i, s := range d.Steps {
@@ -30,7 +31,11 @@ func assess(d *TraceDetail) error {
 			return fmt.Errorf("readmodel: trace metadata: %w", err)
 		}
 	}
-	a := assessment.Of(steps, ids, meta)
+	stored, err := q.storedLabels(ctx, d.ID)
+	if err != nil {
+		return err
+	}
+	a := assessment.Of(steps, ids, meta, stored)
 	for i, r := range a.Rewards {
 		if r == nil {
 			continue

@@ -137,7 +137,7 @@ func (q *Queries) GetTrace(ctx context.Context, owner, id string) (*TraceDetail,
 		return nil, err
 	}
 	d.Spans = append(d.Spans, spans[id]...)
-	if err := assess(d); err != nil {
+	if err := q.assess(ctx, d); err != nil {
 		return nil, err
 	}
 	return d, nil

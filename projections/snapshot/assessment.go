@@ -8,6 +8,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/assessment"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/labels"
 	"github.com/criticml/critic/platform/duck"
 )
 
@@ -17,13 +18,26 @@ import (
 // OTLP rebuild). Labels the trace carries in step metadata are used as they
 // are; a trace without labels has no rows.
 
-// writeAssessment replaces the trace's rows from its steps and metadata.
+// writeAssessment replaces the trace's rows from its steps, metadata and
+// the model-made labels recorded for it.
 func writeAssessment(ctx context.Context, tx *duck.Tx, traceID string, steps []domain.Step, ids []string, meta map[string]any) error {
-	a := assessment.Of(steps, ids, meta)
-	var labels []duck.StepLabelRow
+	raw, err := tx.StoredLabels(ctx, traceID)
+	if err != nil {
+		return err
+	}
+	stored := make(map[string]labels.Label, len(raw))
+	for chunk, b := range raw {
+		var l labels.Label
+		if err := json.Unmarshal(b, &l); err != nil {
+			return fmt.Errorf("snapshot: stored label %s of %s: %w", chunk, traceID, err)
+		}
+		stored[chunk] = l
+	}
+	a := assessment.Of(steps, ids, meta, stored)
+	var rows []duck.StepLabelRow
 	for _, r := range a.Rows(ids) {
 		l := r.Label
-		labels = append(labels, duck.StepLabelRow{TraceID: traceID, StepID: r.StepID, StepIndex: r.StepIndex,
+		rows = append(rows, duck.StepLabelRow{TraceID: traceID, StepID: r.StepID, StepIndex: r.StepIndex,
 			ChunkID: l.ChunkID, TaskID: l.TaskID, Actor: string(l.Actor),
 			Intent: l.Intent, Verdict: l.Verdict, VerdictTarget: l.VerdictTarget, Sentiment: l.Sentiment,
 			Type: l.Type, Effect: l.Effect, Result: l.Result, DuplicateOf: l.DuplicateOf, IsOutput: l.IsOutput,
@@ -47,7 +61,7 @@ func writeAssessment(ctx context.Context, tx *duck.Tx, traceID string, steps []d
 			tasks = append(tasks, row)
 		}
 	}
-	return tx.ReplaceAssessment(ctx, traceID, labels, tasks)
+	return tx.ReplaceAssessment(ctx, traceID, rows, tasks)
 }
 
 // reassess rewrites a stored trace's rows from the steps now in the
@@ -86,4 +100,31 @@ func assessRecords(ctx context.Context, tx *duck.Tx, traceID string, recs []even
 		steps[i], ids[i] = r.Step, r.ID
 	}
 	return writeAssessment(ctx, tx, traceID, steps, ids, meta)
+}
+
+// applyStepsLabeled records model-made labels and rescores the trace. Labels
+// for a trace the snapshot no longer has (deleted since) are dropped.
+func applyStepsLabeled(ctx context.Context, tx *duck.Tx, p events.TraceStepsLabeledV1) error {
+	md, ok, err := tx.TraceMetadata(ctx, p.TraceID)
+	if err != nil || !ok {
+		return err
+	}
+	byChunk := make(map[string]json.RawMessage, len(p.Labels))
+	for _, l := range p.Labels {
+		b, err := json.Marshal(l)
+		if err != nil {
+			return err
+		}
+		byChunk[l.ChunkID] = b
+	}
+	if err := tx.PutStoredLabels(ctx, p.TraceID, byChunk); err != nil {
+		return err
+	}
+	var meta map[string]any
+	if len(md) > 0 {
+		if err := json.Unmarshal(md, &meta); err != nil {
+			return err
+		}
+	}
+	return reassess(ctx, tx, p.TraceID, meta)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/labels"
 )
 
 func label(t *testing.T, s string) map[string]any {
@@ -70,4 +71,29 @@ func TestStepLabelsAndTaskScores(t *testing.T) {
 	del := f.ev("alice", events.TraceDeleted, events.TraceDeletedV1{TraceID: "t1"})
 	require.NoError(t, f.proj.Apply(ctx, []events.Envelope{plain, del}))
 	require.Equal(t, [][]any{{int64(0), int64(0)}}, f.rows("alice", "SELECT (SELECT count(*) FROM step_labels), (SELECT count(*) FROM task_scores)"))
+}
+
+// TestModelLabelsInTheSnapshot: trace.steps_labeled labels the chunks of a
+// stored trace by chunk id and rescores it; labels for a deleted trace are
+// dropped, and deleting the trace removes its labels with it.
+func TestModelLabelsInTheSnapshot(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	s := steps("t1", "user", "assistant")
+	all := []domain.Step{s[0].Step, s[1].Step}
+	cs := labels.Chunks(all)
+	yes := true
+	answer := labels.Label{ChunkID: cs[1].ID, TaskID: "t", Actor: labels.ActorAgent, Type: labels.TypeAnswer, Effect: labels.EffectNone,
+		Result: labels.ResultNone, IsOutput: &yes, Outcome: labels.OutcomeFailed, Stance: labels.StanceConfident, Coverage: labels.CoverageNone}
+	imp := f.ev("alice", events.TraceImported, events.TraceImportedV1{TraceID: "t1", Title: "x", SourceFormat: "stash", Revision: 1, Steps: s})
+	lab := f.ev("alice", events.TraceStepsLabeled, events.TraceStepsLabeledV1{TraceID: "t1", Revision: 1, Model: "m", Labels: []labels.Label{answer}})
+	orphan := f.ev("alice", events.TraceStepsLabeled, events.TraceStepsLabeledV1{TraceID: "t9", Revision: 1, Model: "m", Labels: []labels.Label{answer}})
+	require.NoError(t, f.proj.Apply(ctx, []events.Envelope{imp, lab, orphan, lab}))
+	require.Equal(t, [][]any{{"t1", cs[1].ID, -0.5}}, f.rows("alice", "SELECT trace_id, chunk_id, score FROM step_labels"))
+	require.Equal(t, [][]any{{"failure"}}, f.rows("alice", "SELECT trace_outcome FROM task_scores"))
+	del := f.ev("alice", events.TraceDeleted, events.TraceDeletedV1{TraceID: "t1"})
+	again := f.ev("alice", events.TraceImported, events.TraceImportedV1{TraceID: "t1", Title: "x", SourceFormat: "stash", Revision: 2, Steps: s})
+	require.NoError(t, f.proj.Apply(ctx, []events.Envelope{del, again}))
+	require.Empty(t, f.rows("alice", "SELECT * FROM step_labels"), "labels went with the deleted trace")
 }

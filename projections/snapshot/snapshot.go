@@ -54,6 +54,7 @@ var handled = map[string]bool{
 	events.AnnotationRemoved: true,
 	events.TracesScored:      true,
 	events.ActionsScored:     true,
+	events.TraceStepsLabeled: true,
 }
 
 // Apply applies a Kafka batch: its events are grouped by owner (one owner's
@@ -281,6 +282,12 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			}
 		}
 		return nil
+	case events.TraceStepsLabeled:
+		var p events.TraceStepsLabeledV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		return applyStepsLabeled(ctx, tx, p)
 	case events.AnnotationAdded:
 		var p events.AnnotationAddedV1
 		if err := e.Decode(&p); err != nil {
