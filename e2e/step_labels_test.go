@@ -58,6 +58,12 @@ type labeledDetail struct {
 		} `json:"tasks"`
 		Problems []any `json:"problems"`
 	} `json:"step_scores"`
+	Labeling struct {
+		State   string  `json:"state"`
+		Chunks  int     `json:"chunks"`
+		Labeled int     `json:"labeled"`
+		Reason  *string `json:"reason"`
+	} `json:"labeling"`
 	Sections []struct {
 		Kind        string  `json:"kind"`
 		Title       string  `json:"title"`
@@ -93,6 +99,8 @@ func TestImportedLabelsScoreWithoutAModel(t *testing.T) {
 	require.Equal(t, "labels", d.StepScores.Source)
 	require.Equal(t, "step_scores_v1", d.StepScores.Policy)
 	require.Equal(t, "partial_success", d.StepScores.Outcome, "nobody reacted to the answer")
+	require.Equal(t, "imported", d.Labeling.State)
+	require.Equal(t, 3, d.Labeling.Labeled)
 	require.InDelta(t, 0.22, *d.StepScores.TraceScore, 1e-9)
 	require.Len(t, d.StepScores.Tasks, 1)
 	task := d.StepScores.Tasks[0]
@@ -199,4 +207,6 @@ func TestImportedLabelsScoreWithoutAModel(t *testing.T) {
 	pd := in.labeledDetail(t, alice, plain)
 	require.Nil(t, pd.StepScores)
 	require.Len(t, pd.Sections, 1)
+	require.Equal(t, "unlabeled", pd.Labeling.State)
+	require.Contains(t, *pd.Labeling.Reason, "CRITIC_STEP_LABEL_MODEL", "a missing score says where labels come from")
 }

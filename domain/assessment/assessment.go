@@ -57,7 +57,7 @@ type StepScores struct {
 
 // Assessment is everything the automatic annotation derives for one trace.
 type Assessment struct {
-	Labeling labels.Labeling
+	Labels labels.Labeling
 	// Rewards[i] is the breakdown to show as steps[i].metadata.reward: the
 	// computed one, or the imported one (with expected_credit derived when it
 	// carries probabilities), nil for steps without one.
@@ -66,13 +66,15 @@ type Assessment struct {
 	// would have to label it first) and no imported rubric summary.
 	StepScores *StepScores
 	Sections   []sections.Section
+	Labeling   LabelingStatus
 }
 
 // Of assesses a trace: steps and their ids in order, the trace metadata,
 // and the labels a labeling model recorded for it by chunk id (nil: none).
 func Of(steps []domain.Step, ids []string, meta map[string]any, stored map[string]labels.Label) Assessment {
 	lab := labels.FromSteps(steps, stored)
-	a := Assessment{Labeling: lab, Rewards: make([]map[string]any, len(steps)), Sections: sections.Build(steps, ids, lab)}
+	a := Assessment{Labels: lab, Rewards: make([]map[string]any, len(steps)), Sections: sections.Build(steps, ids, lab),
+		Labeling: Status(steps, lab)}
 	res := stepscores.Score(lab.Chunks, lab.Labels)
 	for ci, r := range res.Steps {
 		if r == nil {
@@ -248,11 +250,11 @@ type Row struct {
 // score shown on the chunk's first step (computed or imported).
 func (a Assessment) Rows(ids []string) []Row {
 	var out []Row
-	for ci, l := range a.Labeling.Labels {
+	for ci, l := range a.Labels.Labels {
 		if l == nil {
 			continue
 		}
-		i := a.Labeling.Chunks[ci].Steps[0]
+		i := a.Labels.Chunks[ci].Steps[0]
 		row := Row{StepIndex: i, StepID: ids[i], Label: *l}
 		if r := a.Rewards[i]; r != nil {
 			row.Score = number(r["score"])
@@ -280,4 +282,67 @@ func number(v any) *float64 {
 		}
 	}
 	return nil
+}
+
+// The states of a trace's labeling.
+const (
+	// LabelingImported: the trace carries its own labels (an offline run).
+	LabelingImported = "imported"
+	// LabelingLabeled: every complete chunk has a label.
+	LabelingLabeled = "labeled"
+	// LabelingPartial: some chunks have labels, others not yet.
+	LabelingPartial = "partial"
+	// LabelingWaiting: the agent has not responded yet; nothing to label.
+	LabelingWaiting = "waiting"
+	// LabelingUnlabeled: no labels at all.
+	LabelingUnlabeled = "unlabeled"
+)
+
+// UnlabeledReason says where labels come from, naming the variable that
+// turns on the step-label model.
+const UnlabeledReason = "no step labels: import the trace with steps[].metadata.label, or set CRITIC_STEP_LABEL_MODEL so the step-label model labels it"
+
+// LabelingStatus is `labeling` on GET /traces/{id}: how far the trace's
+// labeling got, so a missing score is never a mystery.
+type LabelingStatus struct {
+	State string `json:"state"`
+	// Chunks is how many chunks the trace has; Labeled how many carry a
+	// usable label; ToLabel how many complete chunks still have none.
+	Chunks  int     `json:"chunks"`
+	Labeled int     `json:"labeled"`
+	ToLabel int     `json:"to_label"`
+	Reason  *string `json:"reason"`
+}
+
+// Status reports the labeling of a trace from its steps and its labeling.
+func Status(steps []domain.Step, lab labels.Labeling) LabelingStatus {
+	st := LabelingStatus{Chunks: len(lab.Chunks)}
+	imported := false
+	for ci, c := range lab.Chunks {
+		if lab.Labels[ci] != nil {
+			st.Labeled++
+			for _, si := range c.Steps {
+				if _, ok := steps[si].Metadata[labels.MetadataKey]; ok {
+					imported = true
+				}
+			}
+		} else if c.Complete {
+			st.ToLabel++
+		}
+	}
+	switch {
+	case imported:
+		st.State = LabelingImported
+	case !labels.AgentResponded(steps):
+		st.State = LabelingWaiting
+	case st.Labeled == 0:
+		st.State = LabelingUnlabeled
+		r := UnlabeledReason
+		st.Reason = &r
+	case st.ToLabel == 0:
+		st.State = LabelingLabeled
+	default:
+		st.State = LabelingPartial
+	}
+	return st
 }

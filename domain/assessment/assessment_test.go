@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/labels"
 	"github.com/criticml/critic/domain/stepscores"
 )
 
@@ -108,4 +109,28 @@ func TestOfImportedRubricAndReward(t *testing.T) {
 		a := Of(steps, ids, map[string]any{"rubric_summary": jsonMap(t, bad)}, nil)
 		require.Equal(t, SourceLabels, a.StepScores.Source, bad)
 	}
+}
+
+func TestLabelingStatus(t *testing.T) {
+	t.Parallel()
+	steps, ids := labeled(t)
+	a := Of(steps, ids, nil, nil)
+	require.Equal(t, LabelingStatus{State: LabelingImported, Chunks: 4, Labeled: 4}, a.Labeling)
+	plain := make([]domain.Step, len(steps))
+	for i, s := range steps {
+		s.Metadata = nil
+		plain[i] = s
+	}
+	a = Of(plain, ids, nil, nil)
+	require.Equal(t, LabelingUnlabeled, a.Labeling.State)
+	require.Equal(t, 4, a.Labeling.ToLabel)
+	require.Contains(t, *a.Labeling.Reason, "CRITIC_STEP_LABEL_MODEL")
+	require.Equal(t, LabelingWaiting, Of(plain[:2], ids[:2], nil, nil).Labeling.State, "only a request: the agent has not responded")
+	cs := a.Labels.Chunks
+	yes := true
+	stored := map[string]labels.Label{cs[2].ID: {ChunkID: cs[2].ID, TaskID: "t", Actor: labels.ActorAgent, Type: labels.TypeAnswer,
+		Effect: labels.EffectNone, Result: labels.ResultNone, IsOutput: &yes, Outcome: labels.OutcomeSolved, Stance: labels.StanceConfident, Coverage: labels.CoverageFull}}
+	a = Of(plain, ids, nil, stored)
+	require.Equal(t, LabelingStatus{State: LabelingPartial, Chunks: 4, Labeled: 1, ToLabel: 3}, a.Labeling)
+	require.NotNil(t, a.StepScores, "model-made labels score like imported ones")
 }

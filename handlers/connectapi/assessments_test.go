@@ -38,6 +38,8 @@ func TestAssessmentsOverConnect(t *testing.T) {
 	require.Len(t, tr.Sections, 1)
 	require.Equal(t, "t1", tr.Sections[0].GetTaskId())
 	require.True(t, tr.Sections[0].Graded)
+	require.Equal(t, "imported", tr.Labeling.State)
+	require.EqualValues(t, 3, tr.Labeling.Labeled)
 
 	rng := []*criticv1.StepRange{{FirstStepId: tr.Steps[0].Id, LastStepId: tr.Steps[2].Id}}
 	_, err = c.SummarizeSections(ctx, withKey(e.bob, &criticv1.SummarizeSectionsRequest{TraceId: id, Ranges: rng}))

@@ -89,6 +89,12 @@ func detailToProto(d *readmodel.TraceDetail) (*criticv1.TraceDetail, error) {
 			return nil, err
 		}
 	}
+	if d.Labeling != nil {
+		out.Labeling = &criticv1.LabelingStatus{}
+		if err := viaRESTJSON(d.Labeling, out.Labeling); err != nil {
+			return nil, err
+		}
+	}
 	if out.Sections, err = jsonList(d.Sections, func() *criticv1.Section { return &criticv1.Section{} }); err != nil {
 		return nil, err
 	}

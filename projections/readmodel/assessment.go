@@ -57,7 +57,7 @@ func (q *Queries) assess(ctx context.Context, d *TraceDetail) error {
 		}
 		d.Steps[i].Metadata = out
 	}
-	d.StepScores, d.Sections = a.StepScores, a.Sections
+	d.StepScores, d.Sections, d.Labeling = a.StepScores, a.Sections, &a.Labeling
 	return nil
 }
 

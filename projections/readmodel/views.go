@@ -68,6 +68,9 @@ type TraceDetail struct {
 	// derived from the steps by domain/assessment (see assess).
 	StepScores *assessment.StepScores `json:"step_scores"`
 	Sections   []sections.Section     `json:"sections"`
+	// Labeling says how far the trace's step labeling got (and, without
+	// labels, where they come from).
+	Labeling *assessment.LabelingStatus `json:"labeling"`
 }
 
 // Caller is the account behind an API key.

@@ -282,6 +282,85 @@ func (x *LabelProblem) GetMessage() string {
 	return ""
 }
 
+// LabelingStatus says how far a trace's step labeling got.
+type LabelingStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// imported | labeled | partial | waiting | unlabeled
+	State   string `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	Chunks  int32  `protobuf:"varint,2,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	Labeled int32  `protobuf:"varint,3,opt,name=labeled,proto3" json:"labeled,omitempty"`
+	ToLabel int32  `protobuf:"varint,4,opt,name=to_label,json=toLabel,proto3" json:"to_label,omitempty"`
+	// Why there are no labels, naming what to set.
+	Reason        *string `protobuf:"bytes,5,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LabelingStatus) Reset() {
+	*x = LabelingStatus{}
+	mi := &file_critic_v1_assessments_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LabelingStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LabelingStatus) ProtoMessage() {}
+
+func (x *LabelingStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_assessments_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LabelingStatus.ProtoReflect.Descriptor instead.
+func (*LabelingStatus) Descriptor() ([]byte, []int) {
+	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *LabelingStatus) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *LabelingStatus) GetChunks() int32 {
+	if x != nil {
+		return x.Chunks
+	}
+	return 0
+}
+
+func (x *LabelingStatus) GetLabeled() int32 {
+	if x != nil {
+		return x.Labeled
+	}
+	return 0
+}
+
+func (x *LabelingStatus) GetToLabel() int32 {
+	if x != nil {
+		return x.ToLabel
+	}
+	return 0
+}
+
+func (x *LabelingStatus) GetReason() string {
+	if x != nil && x.Reason != nil {
+		return *x.Reason
+	}
+	return ""
+}
+
 // Section is one node of a trace's section tree.
 type Section struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -304,7 +383,7 @@ type Section struct {
 
 func (x *Section) Reset() {
 	*x = Section{}
-	mi := &file_critic_v1_assessments_proto_msgTypes[3]
+	mi := &file_critic_v1_assessments_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -316,7 +395,7 @@ func (x *Section) String() string {
 func (*Section) ProtoMessage() {}
 
 func (x *Section) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_assessments_proto_msgTypes[3]
+	mi := &file_critic_v1_assessments_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -329,7 +408,7 @@ func (x *Section) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Section.ProtoReflect.Descriptor instead.
 func (*Section) Descriptor() ([]byte, []int) {
-	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{3}
+	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Section) GetKind() string {
@@ -420,7 +499,7 @@ type StepRange struct {
 
 func (x *StepRange) Reset() {
 	*x = StepRange{}
-	mi := &file_critic_v1_assessments_proto_msgTypes[4]
+	mi := &file_critic_v1_assessments_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -432,7 +511,7 @@ func (x *StepRange) String() string {
 func (*StepRange) ProtoMessage() {}
 
 func (x *StepRange) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_assessments_proto_msgTypes[4]
+	mi := &file_critic_v1_assessments_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -445,7 +524,7 @@ func (x *StepRange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepRange.ProtoReflect.Descriptor instead.
 func (*StepRange) Descriptor() ([]byte, []int) {
-	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{4}
+	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *StepRange) GetFirstStepId() string {
@@ -473,7 +552,7 @@ type SummarizeSectionsRequest struct {
 
 func (x *SummarizeSectionsRequest) Reset() {
 	*x = SummarizeSectionsRequest{}
-	mi := &file_critic_v1_assessments_proto_msgTypes[5]
+	mi := &file_critic_v1_assessments_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -485,7 +564,7 @@ func (x *SummarizeSectionsRequest) String() string {
 func (*SummarizeSectionsRequest) ProtoMessage() {}
 
 func (x *SummarizeSectionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_assessments_proto_msgTypes[5]
+	mi := &file_critic_v1_assessments_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -498,7 +577,7 @@ func (x *SummarizeSectionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummarizeSectionsRequest.ProtoReflect.Descriptor instead.
 func (*SummarizeSectionsRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{5}
+	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SummarizeSectionsRequest) GetTraceId() string {
@@ -532,7 +611,7 @@ type SectionSummary struct {
 
 func (x *SectionSummary) Reset() {
 	*x = SectionSummary{}
-	mi := &file_critic_v1_assessments_proto_msgTypes[6]
+	mi := &file_critic_v1_assessments_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -544,7 +623,7 @@ func (x *SectionSummary) String() string {
 func (*SectionSummary) ProtoMessage() {}
 
 func (x *SectionSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_assessments_proto_msgTypes[6]
+	mi := &file_critic_v1_assessments_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -557,7 +636,7 @@ func (x *SectionSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SectionSummary.ProtoReflect.Descriptor instead.
 func (*SectionSummary) Descriptor() ([]byte, []int) {
-	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{6}
+	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SectionSummary) GetFirstStepId() string {
@@ -623,7 +702,7 @@ type SummarizeSectionsResponse struct {
 
 func (x *SummarizeSectionsResponse) Reset() {
 	*x = SummarizeSectionsResponse{}
-	mi := &file_critic_v1_assessments_proto_msgTypes[7]
+	mi := &file_critic_v1_assessments_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -635,7 +714,7 @@ func (x *SummarizeSectionsResponse) String() string {
 func (*SummarizeSectionsResponse) ProtoMessage() {}
 
 func (x *SummarizeSectionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_assessments_proto_msgTypes[7]
+	mi := &file_critic_v1_assessments_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -648,7 +727,7 @@ func (x *SummarizeSectionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SummarizeSectionsResponse.ProtoReflect.Descriptor instead.
 func (*SummarizeSectionsResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{7}
+	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SummarizeSectionsResponse) GetSections() []*SectionSummary {
@@ -688,7 +767,7 @@ type EstimateCompletionRequest struct {
 
 func (x *EstimateCompletionRequest) Reset() {
 	*x = EstimateCompletionRequest{}
-	mi := &file_critic_v1_assessments_proto_msgTypes[8]
+	mi := &file_critic_v1_assessments_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +779,7 @@ func (x *EstimateCompletionRequest) String() string {
 func (*EstimateCompletionRequest) ProtoMessage() {}
 
 func (x *EstimateCompletionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_assessments_proto_msgTypes[8]
+	mi := &file_critic_v1_assessments_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -713,7 +792,7 @@ func (x *EstimateCompletionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateCompletionRequest.ProtoReflect.Descriptor instead.
 func (*EstimateCompletionRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{8}
+	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *EstimateCompletionRequest) GetTraceId() string {
@@ -735,7 +814,7 @@ type CompletionCheckpoint struct {
 
 func (x *CompletionCheckpoint) Reset() {
 	*x = CompletionCheckpoint{}
-	mi := &file_critic_v1_assessments_proto_msgTypes[9]
+	mi := &file_critic_v1_assessments_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -747,7 +826,7 @@ func (x *CompletionCheckpoint) String() string {
 func (*CompletionCheckpoint) ProtoMessage() {}
 
 func (x *CompletionCheckpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_assessments_proto_msgTypes[9]
+	mi := &file_critic_v1_assessments_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -760,7 +839,7 @@ func (x *CompletionCheckpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompletionCheckpoint.ProtoReflect.Descriptor instead.
 func (*CompletionCheckpoint) Descriptor() ([]byte, []int) {
-	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{9}
+	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CompletionCheckpoint) GetStepId() string {
@@ -797,7 +876,7 @@ type CompletionTask struct {
 
 func (x *CompletionTask) Reset() {
 	*x = CompletionTask{}
-	mi := &file_critic_v1_assessments_proto_msgTypes[10]
+	mi := &file_critic_v1_assessments_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -809,7 +888,7 @@ func (x *CompletionTask) String() string {
 func (*CompletionTask) ProtoMessage() {}
 
 func (x *CompletionTask) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_assessments_proto_msgTypes[10]
+	mi := &file_critic_v1_assessments_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -822,7 +901,7 @@ func (x *CompletionTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompletionTask.ProtoReflect.Descriptor instead.
 func (*CompletionTask) Descriptor() ([]byte, []int) {
-	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{10}
+	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CompletionTask) GetFirstStepId() string {
@@ -865,7 +944,7 @@ type EstimateCompletionResponse struct {
 
 func (x *EstimateCompletionResponse) Reset() {
 	*x = EstimateCompletionResponse{}
-	mi := &file_critic_v1_assessments_proto_msgTypes[11]
+	mi := &file_critic_v1_assessments_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -877,7 +956,7 @@ func (x *EstimateCompletionResponse) String() string {
 func (*EstimateCompletionResponse) ProtoMessage() {}
 
 func (x *EstimateCompletionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_assessments_proto_msgTypes[11]
+	mi := &file_critic_v1_assessments_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -890,7 +969,7 @@ func (x *EstimateCompletionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EstimateCompletionResponse.ProtoReflect.Descriptor instead.
 func (*EstimateCompletionResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{11}
+	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *EstimateCompletionResponse) GetTasks() []*CompletionTask {
@@ -952,7 +1031,14 @@ const file_critic_v1_assessments_proto_rawDesc = "" +
 	"\n" +
 	"step_index\x18\x01 \x01(\x05R\tstepIndex\x12\x19\n" +
 	"\bchunk_id\x18\x02 \x01(\tR\achunkId\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x8e\x03\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\x9b\x01\n" +
+	"\x0eLabelingStatus\x12\x14\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
+	"\x06chunks\x18\x02 \x01(\x05R\x06chunks\x12\x18\n" +
+	"\alabeled\x18\x03 \x01(\x05R\alabeled\x12\x19\n" +
+	"\bto_label\x18\x04 \x01(\x05R\atoLabel\x12\x1b\n" +
+	"\x06reason\x18\x05 \x01(\tH\x00R\x06reason\x88\x01\x01B\t\n" +
+	"\a_reason\"\x8e\x03\n" +
 	"\aSection\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12!\n" +
@@ -1035,29 +1121,30 @@ func file_critic_v1_assessments_proto_rawDescGZIP() []byte {
 	return file_critic_v1_assessments_proto_rawDescData
 }
 
-var file_critic_v1_assessments_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_critic_v1_assessments_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_critic_v1_assessments_proto_goTypes = []any{
 	(*StepScores)(nil),                 // 0: critic.v1.StepScores
 	(*TaskScore)(nil),                  // 1: critic.v1.TaskScore
 	(*LabelProblem)(nil),               // 2: critic.v1.LabelProblem
-	(*Section)(nil),                    // 3: critic.v1.Section
-	(*StepRange)(nil),                  // 4: critic.v1.StepRange
-	(*SummarizeSectionsRequest)(nil),   // 5: critic.v1.SummarizeSectionsRequest
-	(*SectionSummary)(nil),             // 6: critic.v1.SectionSummary
-	(*SummarizeSectionsResponse)(nil),  // 7: critic.v1.SummarizeSectionsResponse
-	(*EstimateCompletionRequest)(nil),  // 8: critic.v1.EstimateCompletionRequest
-	(*CompletionCheckpoint)(nil),       // 9: critic.v1.CompletionCheckpoint
-	(*CompletionTask)(nil),             // 10: critic.v1.CompletionTask
-	(*EstimateCompletionResponse)(nil), // 11: critic.v1.EstimateCompletionResponse
+	(*LabelingStatus)(nil),             // 3: critic.v1.LabelingStatus
+	(*Section)(nil),                    // 4: critic.v1.Section
+	(*StepRange)(nil),                  // 5: critic.v1.StepRange
+	(*SummarizeSectionsRequest)(nil),   // 6: critic.v1.SummarizeSectionsRequest
+	(*SectionSummary)(nil),             // 7: critic.v1.SectionSummary
+	(*SummarizeSectionsResponse)(nil),  // 8: critic.v1.SummarizeSectionsResponse
+	(*EstimateCompletionRequest)(nil),  // 9: critic.v1.EstimateCompletionRequest
+	(*CompletionCheckpoint)(nil),       // 10: critic.v1.CompletionCheckpoint
+	(*CompletionTask)(nil),             // 11: critic.v1.CompletionTask
+	(*EstimateCompletionResponse)(nil), // 12: critic.v1.EstimateCompletionResponse
 }
 var file_critic_v1_assessments_proto_depIdxs = []int32{
 	1,  // 0: critic.v1.StepScores.tasks:type_name -> critic.v1.TaskScore
 	2,  // 1: critic.v1.StepScores.problems:type_name -> critic.v1.LabelProblem
-	3,  // 2: critic.v1.Section.children:type_name -> critic.v1.Section
-	4,  // 3: critic.v1.SummarizeSectionsRequest.ranges:type_name -> critic.v1.StepRange
-	6,  // 4: critic.v1.SummarizeSectionsResponse.sections:type_name -> critic.v1.SectionSummary
-	9,  // 5: critic.v1.CompletionTask.checkpoints:type_name -> critic.v1.CompletionCheckpoint
-	10, // 6: critic.v1.EstimateCompletionResponse.tasks:type_name -> critic.v1.CompletionTask
+	4,  // 2: critic.v1.Section.children:type_name -> critic.v1.Section
+	5,  // 3: critic.v1.SummarizeSectionsRequest.ranges:type_name -> critic.v1.StepRange
+	7,  // 4: critic.v1.SummarizeSectionsResponse.sections:type_name -> critic.v1.SectionSummary
+	10, // 5: critic.v1.CompletionTask.checkpoints:type_name -> critic.v1.CompletionCheckpoint
+	11, // 6: critic.v1.EstimateCompletionResponse.tasks:type_name -> critic.v1.CompletionTask
 	7,  // [7:7] is the sub-list for method output_type
 	7,  // [7:7] is the sub-list for method input_type
 	7,  // [7:7] is the sub-list for extension type_name
@@ -1073,18 +1160,19 @@ func file_critic_v1_assessments_proto_init() {
 	file_critic_v1_assessments_proto_msgTypes[0].OneofWrappers = []any{}
 	file_critic_v1_assessments_proto_msgTypes[1].OneofWrappers = []any{}
 	file_critic_v1_assessments_proto_msgTypes[3].OneofWrappers = []any{}
-	file_critic_v1_assessments_proto_msgTypes[6].OneofWrappers = []any{}
+	file_critic_v1_assessments_proto_msgTypes[4].OneofWrappers = []any{}
 	file_critic_v1_assessments_proto_msgTypes[7].OneofWrappers = []any{}
-	file_critic_v1_assessments_proto_msgTypes[9].OneofWrappers = []any{}
+	file_critic_v1_assessments_proto_msgTypes[8].OneofWrappers = []any{}
 	file_critic_v1_assessments_proto_msgTypes[10].OneofWrappers = []any{}
 	file_critic_v1_assessments_proto_msgTypes[11].OneofWrappers = []any{}
+	file_critic_v1_assessments_proto_msgTypes[12].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_critic_v1_assessments_proto_rawDesc), len(file_critic_v1_assessments_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -941,7 +941,9 @@ type TraceDetail struct {
 	StepScores *StepScores `protobuf:"bytes,9,opt,name=step_scores,json=stepScores,proto3" json:"step_scores,omitempty"`
 	// The section tree (requests or task labels, progress subtasks, changes
 	// of work).
-	Sections      []*Section `protobuf:"bytes,10,rep,name=sections,proto3" json:"sections,omitempty"`
+	Sections []*Section `protobuf:"bytes,10,rep,name=sections,proto3" json:"sections,omitempty"`
+	// How far the trace's step labeling got.
+	Labeling      *LabelingStatus `protobuf:"bytes,11,opt,name=labeling,proto3" json:"labeling,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1042,6 +1044,13 @@ func (x *TraceDetail) GetStepScores() *StepScores {
 func (x *TraceDetail) GetSections() []*Section {
 	if x != nil {
 		return x.Sections
+	}
+	return nil
+}
+
+func (x *TraceDetail) GetLabeling() *LabelingStatus {
+	if x != nil {
+		return x.Labeling
 	}
 	return nil
 }
@@ -1786,7 +1795,7 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"\vLatestScore\x12&\n" +
 	"\x0freward_model_id\x18\x01 \x01(\tR\rrewardModelId\x12*\n" +
 	"\x11reward_model_name\x18\x02 \x01(\tR\x0frewardModelName\x12\x14\n" +
-	"\x05score\x18\x03 \x01(\x01R\x05score\"\x8a\x04\n" +
+	"\x05score\x18\x03 \x01(\x01R\x05score\"\xc1\x04\n" +
 	"\vTraceDetail\x121\n" +
 	"\asummary\x18\x01 \x01(\v2\x17.critic.v1.TraceSummaryR\asummary\x123\n" +
 	"\bmetadata\x18\x02 \x01(\v2\x17.google.protobuf.StructR\bmetadata\x12%\n" +
@@ -1799,7 +1808,8 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"\vstep_scores\x18\t \x01(\v2\x15.critic.v1.StepScoresR\n" +
 	"stepScores\x12.\n" +
 	"\bsections\x18\n" +
-	" \x03(\v2\x12.critic.v1.SectionR\bsections\"\xaf\x02\n" +
+	" \x03(\v2\x12.critic.v1.SectionR\bsections\x125\n" +
+	"\blabeling\x18\v \x01(\v2\x19.critic.v1.LabelingStatusR\blabeling\"\xaf\x02\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x12\x12\n" +
@@ -1935,11 +1945,12 @@ var file_critic_v1_traces_proto_goTypes = []any{
 	(*structpb.Struct)(nil),            // 24: google.protobuf.Struct
 	(*StepScores)(nil),                 // 25: critic.v1.StepScores
 	(*Section)(nil),                    // 26: critic.v1.Section
-	(*structpb.Value)(nil),             // 27: google.protobuf.Value
-	(*SummarizeSectionsRequest)(nil),   // 28: critic.v1.SummarizeSectionsRequest
-	(*EstimateCompletionRequest)(nil),  // 29: critic.v1.EstimateCompletionRequest
-	(*SummarizeSectionsResponse)(nil),  // 30: critic.v1.SummarizeSectionsResponse
-	(*EstimateCompletionResponse)(nil), // 31: critic.v1.EstimateCompletionResponse
+	(*LabelingStatus)(nil),             // 27: critic.v1.LabelingStatus
+	(*structpb.Value)(nil),             // 28: google.protobuf.Value
+	(*SummarizeSectionsRequest)(nil),   // 29: critic.v1.SummarizeSectionsRequest
+	(*EstimateCompletionRequest)(nil),  // 30: critic.v1.EstimateCompletionRequest
+	(*SummarizeSectionsResponse)(nil),  // 31: critic.v1.SummarizeSectionsResponse
+	(*EstimateCompletionResponse)(nil), // 32: critic.v1.EstimateCompletionResponse
 }
 var file_critic_v1_traces_proto_depIdxs = []int32{
 	2,  // 0: critic.v1.ListFormatsResponse.formats:type_name -> critic.v1.Format
@@ -1957,38 +1968,39 @@ var file_critic_v1_traces_proto_depIdxs = []int32{
 	22, // 12: critic.v1.TraceDetail.scoring_runs:type_name -> critic.v1.ScoringRun
 	25, // 13: critic.v1.TraceDetail.step_scores:type_name -> critic.v1.StepScores
 	26, // 14: critic.v1.TraceDetail.sections:type_name -> critic.v1.Section
-	24, // 15: critic.v1.Step.tool_input:type_name -> google.protobuf.Struct
-	24, // 16: critic.v1.Step.metadata:type_name -> google.protobuf.Struct
-	27, // 17: critic.v1.Span.input:type_name -> google.protobuf.Value
-	27, // 18: critic.v1.Span.output:type_name -> google.protobuf.Value
-	19, // 19: critic.v1.Annotation.quote:type_name -> critic.v1.Quote
-	23, // 20: critic.v1.Annotation.created_at:type_name -> google.protobuf.Timestamp
-	23, // 21: critic.v1.TraceScore.created_at:type_name -> google.protobuf.Timestamp
-	23, // 22: critic.v1.ActionScore.created_at:type_name -> google.protobuf.Timestamp
-	23, // 23: critic.v1.ScoringRun.created_at:type_name -> google.protobuf.Timestamp
-	23, // 24: critic.v1.ScoringRun.started_at:type_name -> google.protobuf.Timestamp
-	23, // 25: critic.v1.ScoringRun.finished_at:type_name -> google.protobuf.Timestamp
-	0,  // 26: critic.v1.TraceService.ListFormats:input_type -> critic.v1.ListFormatsRequest
-	3,  // 27: critic.v1.TraceService.ImportTraces:input_type -> critic.v1.ImportTracesRequest
-	5,  // 28: critic.v1.TraceService.ListTraces:input_type -> critic.v1.ListTracesRequest
-	7,  // 29: critic.v1.TraceService.GetTrace:input_type -> critic.v1.GetTraceRequest
-	9,  // 30: critic.v1.TraceService.DeleteTrace:input_type -> critic.v1.DeleteTraceRequest
-	11, // 31: critic.v1.TraceService.ExportTraces:input_type -> critic.v1.ExportTracesRequest
-	28, // 32: critic.v1.TraceService.SummarizeSections:input_type -> critic.v1.SummarizeSectionsRequest
-	29, // 33: critic.v1.TraceService.EstimateCompletion:input_type -> critic.v1.EstimateCompletionRequest
-	1,  // 34: critic.v1.TraceService.ListFormats:output_type -> critic.v1.ListFormatsResponse
-	4,  // 35: critic.v1.TraceService.ImportTraces:output_type -> critic.v1.ImportTracesResponse
-	6,  // 36: critic.v1.TraceService.ListTraces:output_type -> critic.v1.ListTracesResponse
-	8,  // 37: critic.v1.TraceService.GetTrace:output_type -> critic.v1.GetTraceResponse
-	10, // 38: critic.v1.TraceService.DeleteTrace:output_type -> critic.v1.DeleteTraceResponse
-	12, // 39: critic.v1.TraceService.ExportTraces:output_type -> critic.v1.ExportTracesResponse
-	30, // 40: critic.v1.TraceService.SummarizeSections:output_type -> critic.v1.SummarizeSectionsResponse
-	31, // 41: critic.v1.TraceService.EstimateCompletion:output_type -> critic.v1.EstimateCompletionResponse
-	34, // [34:42] is the sub-list for method output_type
-	26, // [26:34] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	27, // 15: critic.v1.TraceDetail.labeling:type_name -> critic.v1.LabelingStatus
+	24, // 16: critic.v1.Step.tool_input:type_name -> google.protobuf.Struct
+	24, // 17: critic.v1.Step.metadata:type_name -> google.protobuf.Struct
+	28, // 18: critic.v1.Span.input:type_name -> google.protobuf.Value
+	28, // 19: critic.v1.Span.output:type_name -> google.protobuf.Value
+	19, // 20: critic.v1.Annotation.quote:type_name -> critic.v1.Quote
+	23, // 21: critic.v1.Annotation.created_at:type_name -> google.protobuf.Timestamp
+	23, // 22: critic.v1.TraceScore.created_at:type_name -> google.protobuf.Timestamp
+	23, // 23: critic.v1.ActionScore.created_at:type_name -> google.protobuf.Timestamp
+	23, // 24: critic.v1.ScoringRun.created_at:type_name -> google.protobuf.Timestamp
+	23, // 25: critic.v1.ScoringRun.started_at:type_name -> google.protobuf.Timestamp
+	23, // 26: critic.v1.ScoringRun.finished_at:type_name -> google.protobuf.Timestamp
+	0,  // 27: critic.v1.TraceService.ListFormats:input_type -> critic.v1.ListFormatsRequest
+	3,  // 28: critic.v1.TraceService.ImportTraces:input_type -> critic.v1.ImportTracesRequest
+	5,  // 29: critic.v1.TraceService.ListTraces:input_type -> critic.v1.ListTracesRequest
+	7,  // 30: critic.v1.TraceService.GetTrace:input_type -> critic.v1.GetTraceRequest
+	9,  // 31: critic.v1.TraceService.DeleteTrace:input_type -> critic.v1.DeleteTraceRequest
+	11, // 32: critic.v1.TraceService.ExportTraces:input_type -> critic.v1.ExportTracesRequest
+	29, // 33: critic.v1.TraceService.SummarizeSections:input_type -> critic.v1.SummarizeSectionsRequest
+	30, // 34: critic.v1.TraceService.EstimateCompletion:input_type -> critic.v1.EstimateCompletionRequest
+	1,  // 35: critic.v1.TraceService.ListFormats:output_type -> critic.v1.ListFormatsResponse
+	4,  // 36: critic.v1.TraceService.ImportTraces:output_type -> critic.v1.ImportTracesResponse
+	6,  // 37: critic.v1.TraceService.ListTraces:output_type -> critic.v1.ListTracesResponse
+	8,  // 38: critic.v1.TraceService.GetTrace:output_type -> critic.v1.GetTraceResponse
+	10, // 39: critic.v1.TraceService.DeleteTrace:output_type -> critic.v1.DeleteTraceResponse
+	12, // 40: critic.v1.TraceService.ExportTraces:output_type -> critic.v1.ExportTracesResponse
+	31, // 41: critic.v1.TraceService.SummarizeSections:output_type -> critic.v1.SummarizeSectionsResponse
+	32, // 42: critic.v1.TraceService.EstimateCompletion:output_type -> critic.v1.EstimateCompletionResponse
+	35, // [35:43] is the sub-list for method output_type
+	27, // [27:35] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_critic_v1_traces_proto_init() }
