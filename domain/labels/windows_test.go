@@ -102,3 +102,28 @@ func TestExcerpt(t *testing.T) {
 	require.True(t, strings.HasSuffix(e, strings.Repeat("b", 100)))
 	require.Contains(t, e, "700 characters omitted")
 }
+
+func TestPrompt(t *testing.T) {
+	t.Parallel()
+	ins := Instructions()
+	for _, f := range Vocabulary {
+		require.Contains(t, ins, "- "+f.Name+" (")
+		for _, v := range f.Values {
+			require.Contains(t, ins, "    "+v.Name+": "+v.Meaning)
+		}
+	}
+	steps := trace()
+	steps[6].Content = strings.Repeat("r", 20_000)
+	cs := Chunks(steps)
+	lim := DefaultLimits
+	ws := Windows(steps, cs, []int{3}, lim)
+	require.Len(t, ws, 1)
+	out := RenderWindow(steps, cs, ws[0], lim)
+	require.Contains(t, out, `<chunk id="`+cs[1].ID+`" actor="agent" kind="tool_call">`)
+	require.Contains(t, out, `[tool call] lookup_order {"id":"1182"}`)
+	require.Contains(t, out, "[tool result]\n{\"status\":\"delivered\"}")
+	require.Contains(t, out, "characters omitted")
+	require.Less(t, len(out), 12_000, "the big answer is excerpted")
+	require.Equal(t, out, RenderWindow(steps, cs, ws[0], lim), "the cached prefix is deterministic")
+	require.Contains(t, TargetPrompt(cs[3]), cs[3].ID)
+}
