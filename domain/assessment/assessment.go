@@ -106,6 +106,9 @@ func Of(steps []domain.Step, ids []string, meta map[string]any, stored map[strin
 	}
 	if imported, ok := rubricSummary(meta, ids); ok {
 		imported.Problems = lab.Problems
+		if imported.Problems == nil {
+			imported.Problems = []labels.Problem{}
+		}
 		a.StepScores = imported
 		return a
 	}

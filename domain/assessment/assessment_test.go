@@ -96,6 +96,7 @@ func TestOfImportedRubricAndReward(t *testing.T) {
 	require.Equal(t, "offline_v3", a.StepScores.Policy)
 	require.InDelta(t, 0.8, *a.StepScores.TraceScore, 1e-9)
 	require.Equal(t, 4, *a.StepScores.Tasks[0].AnswerIndex)
+	require.NotNil(t, a.StepScores.Problems)
 	require.Equal(t, 0.4, a.Rewards[2]["score"], "an imported breakdown is used as it is")
 	require.InDelta(t, 0.35, a.Rewards[2]["expected_credit"].(float64), 1e-9, "expected credit derived from the saved probabilities")
 	require.Contains(t, a.Rewards[4], "expected_credit")

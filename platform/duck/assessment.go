@@ -54,6 +54,12 @@ func (t *Tx) ReplaceAssessment(ctx context.Context, traceID string, labels []Ste
 	if err := t.Exec(ctx, "DELETE FROM main.task_scores WHERE trace_id = ?", traceID); err != nil {
 		return err
 	}
+	return t.InsertAssessment(ctx, labels, tasks)
+}
+
+// InsertAssessment adds a trace's rows where it has none yet (a fresh
+// import).
+func (t *Tx) InsertAssessment(ctx context.Context, labels []StepLabelRow, tasks []TaskScoreRow) error {
 	if len(labels) > 0 {
 		if err := t.appendStepLabels(labels); err != nil {
 			return err

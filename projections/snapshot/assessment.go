@@ -19,11 +19,16 @@ import (
 // are; a trace without labels has no rows.
 
 // writeAssessment replaces the trace's rows from its steps, metadata and
-// the model-made labels recorded for it.
-func writeAssessment(ctx context.Context, tx *duck.Tx, traceID string, steps []domain.Step, ids []string, meta map[string]any) error {
-	raw, err := tx.StoredLabels(ctx, traceID)
-	if err != nil {
-		return err
+// the model-made labels recorded for it. fresh says the trace was just
+// inserted (no rows and no recorded labels can exist yet), which saves a
+// bulk import three statements per trace.
+func writeAssessment(ctx context.Context, tx *duck.Tx, traceID string, steps []domain.Step, ids []string, meta map[string]any, fresh bool) error {
+	raw := map[string]json.RawMessage{}
+	if !fresh {
+		var err error
+		if raw, err = tx.StoredLabels(ctx, traceID); err != nil {
+			return err
+		}
 	}
 	stored := make(map[string]labels.Label, len(raw))
 	for chunk, b := range raw {
@@ -61,7 +66,25 @@ func writeAssessment(ctx context.Context, tx *duck.Tx, traceID string, steps []d
 			tasks = append(tasks, row)
 		}
 	}
+	if fresh {
+		return tx.InsertAssessment(ctx, rows, tasks)
+	}
 	return tx.ReplaceAssessment(ctx, traceID, rows, tasks)
+}
+
+// carriesAssessment reports whether a trace as imported can have rows: it
+// carries labels in its steps or a rubric summary. Labels a model records
+// come later, as their own events.
+func carriesAssessment(steps []domain.Step, meta map[string]any) bool {
+	if _, ok := meta[assessment.RubricSummaryKey]; ok {
+		return true
+	}
+	for _, s := range steps {
+		if _, ok := s.Metadata[labels.MetadataKey]; ok {
+			return true
+		}
+	}
+	return false
 }
 
 // reassess rewrites a stored trace's rows from the steps now in the
@@ -89,17 +112,21 @@ func reassess(ctx context.Context, tx *duck.Tx, traceID string, meta map[string]
 		}
 		steps[i], ids[i] = s, r.ID
 	}
-	return writeAssessment(ctx, tx, traceID, steps, ids, meta)
+	return writeAssessment(ctx, tx, traceID, steps, ids, meta, false)
 }
 
-// assessRecords is writeAssessment for steps as an event carries them.
+// assessRecords writes the rows of a freshly imported trace (flush deleted
+// any earlier rows of its id), from the steps as the event carries them.
 func assessRecords(ctx context.Context, tx *duck.Tx, traceID string, recs []events.StepRecord, meta map[string]any) error {
 	steps := make([]domain.Step, len(recs))
 	ids := make([]string, len(recs))
 	for i, r := range recs {
 		steps[i], ids[i] = r.Step, r.ID
 	}
-	return writeAssessment(ctx, tx, traceID, steps, ids, meta)
+	if !carriesAssessment(steps, meta) {
+		return nil
+	}
+	return writeAssessment(ctx, tx, traceID, steps, ids, meta, true)
 }
 
 // applyStepsLabeled records model-made labels and rescores the trace. Labels
