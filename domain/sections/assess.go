@@ -199,6 +199,18 @@ type Summary struct {
 	Reason      *string  `json:"reason"`
 }
 
+// Gradable reports whether a range holds agent work (an assistant response
+// or a tool call). A range without is context: it is never scored, even if
+// an older cached assessment carries a score.
+func Gradable(steps []domain.Step, first, last int) bool {
+	for i := first; i <= last && i < len(steps); i++ {
+		if steps[i].Role == domain.RoleAssistant {
+			return true
+		}
+	}
+	return false
+}
+
 // ValidateSummaries checks a generated answer against the request: one
 // summary per requested range, bound to exactly that range, scores within
 // 0–1, and a reason for every score or its absence.

@@ -238,6 +238,8 @@ func TestValidateOutputs(t *testing.T) {
 		{FirstStepID: "s5", LastStepID: "s6", Checkpoints: []Checkpoint{{"s6", f(0.9), "mostly"}}},
 	}
 	require.NoError(t, ValidateCompletion(steps, id, good))
+	require.True(t, Gradable(steps, 0, 1))
+	require.False(t, Gradable(steps, 5, 5), "a lone user message is context")
 	for name, tasks := range map[string][]CompletionTask{
 		"out of range":      {{FirstStepID: "s0", LastStepID: "s2", Checkpoints: []Checkpoint{{"s4", f(1), ""}}}},
 		"unordered":         {{FirstStepID: "s0", LastStepID: "s4", Checkpoints: []Checkpoint{{"s2", f(0.1), ""}, {"s1", f(0.2), ""}}}},

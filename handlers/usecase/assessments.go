@@ -115,6 +115,12 @@ func AssessSections(ctx context.Context, q *readmodel.Queries, gen Assessments, 
 	if got == nil {
 		got = []sections.Summary{}
 	}
+	// Context is never graded, whatever a cache holds.
+	for i := range got {
+		if i < len(resolved) && got[i].Score != nil && !sections.Gradable(steps, resolved[i].First, resolved[i].Last) {
+			got[i].Score = nil
+		}
+	}
 	return &SectionSummaries{Sections: got, Pending: pending}, nil
 }
 
