@@ -77,3 +77,6 @@ bench-train: ## reward-model train step (tiny config) GoMLX vs PyTorch, same CPU
 
 bench-score: deps ## 10,000 traces scored through the whole pipeline vs the engine's raw scoring
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkScore -benchtime 1x -timeout 30m ./e2e/
+
+bench-assess: ## automatic annotation (labels → step scores, sections) of a 2,640-step labeled session vs JSON-encoding it
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkAssessLargeSession -benchtime 3x ./domain/assessment/

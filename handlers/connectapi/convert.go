@@ -83,6 +83,21 @@ func detailToProto(d *readmodel.TraceDetail) (*criticv1.TraceDetail, error) {
 	if out.ScoringRuns, err = jsonList(d.ScoringRuns, func() *criticv1.ScoringRun { return &criticv1.ScoringRun{} }); err != nil {
 		return nil, err
 	}
+	if d.StepScores != nil {
+		out.StepScores = &criticv1.StepScores{}
+		if err := viaRESTJSON(d.StepScores, out.StepScores); err != nil {
+			return nil, err
+		}
+	}
+	if d.Labeling != nil {
+		out.Labeling = &criticv1.LabelingStatus{}
+		if err := viaRESTJSON(d.Labeling, out.Labeling); err != nil {
+			return nil, err
+		}
+	}
+	if out.Sections, err = jsonList(d.Sections, func() *criticv1.Section { return &criticv1.Section{} }); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

@@ -38,6 +38,9 @@ type TraceService struct {
 	waiter  *readmodel.Waiter
 	auth    *edge.Authenticator
 	maxBody int64
+	// assessments makes section summaries and completion estimates; nil
+	// makes both answer unavailable (as REST).
+	assessments usecase.Assessments
 }
 
 var _ criticv1connect.TraceServiceHandler = (*TraceService)(nil)
@@ -91,12 +94,15 @@ type Deps struct {
 	Snapshots *duck.Snapshots
 	// MaxBody bounds one request message; <= 0 is 64 MiB.
 	MaxBody int64
+	// Assessments makes section summaries and completion estimates; nil
+	// makes them unavailable.
+	Assessments usecase.Assessments
 }
 
 // Register mounts every Critic service on mux: TraceService,
 // AnnotationService, RewardModelService and QueryService.
 func Register(mux *http.ServeMux, d Deps) {
-	New(d.Cmds, d.Queries, d.Waiter, d.Auth, d.MaxBody).Register(mux)
+	New(d.Cmds, d.Queries, d.Waiter, d.Auth, d.MaxBody).WithAssessments(d.Assessments).Register(mux)
 	NewAnnotationService(d).Register(mux)
 	NewRewardModelService(d).Register(mux)
 	NewQueryService(d).Register(mux)

@@ -15,6 +15,7 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/projections/readmodel"
 )
@@ -36,6 +37,9 @@ type API struct {
 	auth    *edge.Authenticator
 	maxBody int64
 	blobs   blob.Store
+	// assessments makes section summaries and completion estimates; nil
+	// (no model configured) makes both answer unavailable.
+	assessments usecase.Assessments
 }
 
 // New returns the REST API.
@@ -44,6 +48,13 @@ func New(cmds *commands.Commands, queries *readmodel.Queries, waiter *readmodel.
 		maxBody = DefaultMaxBody
 	}
 	return &API{cmds: cmds, queries: queries, waiter: waiter, auth: auth, maxBody: maxBody}
+}
+
+// WithAssessments sets where section summaries and completion estimates
+// come from (the LLM layer); without it both endpoints answer unavailable.
+func (a *API) WithAssessments(s usecase.Assessments) *API {
+	a.assessments = s
+	return a
 }
 
 // Register adds every route to mux, behind authentication.
@@ -66,6 +77,8 @@ func (a *API) Register(mux *http.ServeMux) {
 	route("PATCH /annotations/{annotation_id}", a.editAnnotation)
 	route("DELETE /annotations/{annotation_id}", a.removeAnnotation)
 	route("POST /traces/{trace_id}/score", a.scoreTrace)
+	route("POST /traces/{trace_id}/section-summaries", a.sectionSummaries)
+	route("POST /traces/{trace_id}/completion", a.completion)
 	route("POST /reward-models", a.createRewardModel)
 	route("GET /reward-models", a.listRewardModels)
 	route("GET /reward-models/{model_id}", a.getRewardModel)

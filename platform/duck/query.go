@@ -201,12 +201,23 @@ func (s *Snapshots) load(ctx context.Context, sb *sandbox, ownerID, query string
 		return fmt.Errorf("duck: snapshot of %s: %w", ownerID, statErr)
 	}
 	var b strings.Builder
+	have := map[string]bool{}
 	if exists {
-		fmt.Fprintf(&b, "ATTACH %s AS snap (READ_ONLY);\n", quoteString(path))
+		if _, err := sb.conn.ExecContext(ctx, fmt.Sprintf("ATTACH %s AS snap (READ_ONLY)", quoteString(path))); err != nil {
+			return fmt.Errorf("duck: load snapshot of %s: %w", ownerID, err)
+		}
+		var err error
+		if have, err = snapTables(ctx, sb); err != nil {
+			return fmt.Errorf("duck: load snapshot of %s: %w", ownerID, err)
+		}
 	}
 	lower := strings.ToLower(query)
 	for _, t := range userTables {
 		switch {
+		case exists && !have[t.name]:
+			// A file written before this table existed: the table is empty
+			// until the owner's next change (or a replay) creates it.
+			b.WriteString(fmt.Sprintf(t.ddl, "main") + ";\n")
 		case exists && s.opts.Load == LoadAttach && !all:
 			fmt.Fprintf(&b, "CREATE VIEW main.%[1]s AS FROM snap.main.%[1]s;\n", t.name)
 		case exists && (all || needsTable(lower, t.name)):
@@ -223,6 +234,24 @@ func (s *Snapshots) load(ctx context.Context, sb *sandbox, ownerID, query string
 		return fmt.Errorf("duck: load snapshot of %s: %w", ownerID, err)
 	}
 	return nil
+}
+
+// snapTables lists the user tables present in the attached owner file.
+func snapTables(ctx context.Context, sb *sandbox) (map[string]bool, error) {
+	rows, err := sb.conn.QueryContext(ctx, `SELECT table_name FROM duckdb_tables() WHERE database_name = 'snap' AND schema_name = 'main'`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out[n] = true
+	}
+	return out, rows.Err()
 }
 
 // dynamicRefs are SQL fragments through which a query can reach a table

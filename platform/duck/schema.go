@@ -22,6 +22,21 @@ var userTables = []struct{ name, ddl string }{
 	{"action_scores", `CREATE TABLE IF NOT EXISTS %s.action_scores(
 		trace_id VARCHAR, step_id VARCHAR, step_index INTEGER, reward_model_id VARCHAR,
 		reward_model_name VARCHAR, score DOUBLE, credit DOUBLE, created_at TIMESTAMPTZ)`},
+	// step_labels: one row per labeled chunk (spec 001 "Step labels"), at
+	// the chunk's first step, with the step's score breakdown (score, the
+	// ordinal credit −2..2 and the expected credit −1..1, NULL when unscored).
+	{"step_labels", `CREATE TABLE IF NOT EXISTS %s.step_labels(
+		trace_id VARCHAR, step_id VARCHAR, step_index INTEGER, chunk_id VARCHAR, task_id VARCHAR, actor VARCHAR,
+		intent VARCHAR, verdict VARCHAR, verdict_target VARCHAR, sentiment VARCHAR,
+		type VARCHAR, effect VARCHAR, result VARCHAR, duplicate_of VARCHAR, is_output BOOLEAN,
+		outcome VARCHAR, stance VARCHAR, coverage VARCHAR, evidence VARCHAR, note VARCHAR,
+		score DOUBLE, credit INTEGER, expected_credit DOUBLE)`},
+	// task_scores: one row per task of a labeled trace (spec 001 "Step
+	// scores"), with the trace's score and outcome repeated on each row.
+	{"task_scores", `CREATE TABLE IF NOT EXISTS %s.task_scores(
+		trace_id VARCHAR, task_id VARCHAR, first_step_index INTEGER, last_step_index INTEGER,
+		answer_step_index INTEGER, answer_points DOUBLE, work DOUBLE, score DOUBLE, capped BOOLEAN,
+		trace_score DOUBLE, trace_outcome VARCHAR, policy VARCHAR, source VARCHAR)`},
 }
 
 // appliedDDL is the projection's dedupe table: an event id is inserted in the
@@ -29,8 +44,12 @@ var userTables = []struct{ name, ddl string }{
 // It lives in the owner file (a DuckDB transaction cannot write two files) and
 // is never copied into a query sandbox.
 const appliedDDL = `CREATE TABLE IF NOT EXISTS main._applied(event_id VARCHAR PRIMARY KEY);
-CREATE TABLE IF NOT EXISTS main._trace_revisions(trace_id VARCHAR PRIMARY KEY, revision INTEGER)`
+CREATE TABLE IF NOT EXISTS main._trace_revisions(trace_id VARCHAR PRIMARY KEY, revision INTEGER);
+CREATE TABLE IF NOT EXISTS main._step_labels(trace_id VARCHAR, chunk_id VARCHAR, label VARCHAR, PRIMARY KEY (trace_id, chunk_id))`
 
+// _step_labels (hidden) holds the labels a labeling model recorded, by
+// chunk id, from which step_labels and task_scores are derived.
+//
 // _trace_revisions (hidden like _applied) is each trace's current revision:
 // a score computed on an older revision (the trace was re-imported while a
 // model was scoring it) is stale and must not land in `scores`.

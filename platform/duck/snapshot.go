@@ -67,7 +67,7 @@ type LoadMode int
 
 const (
 	// LoadReplica keeps, per owner, an in-memory DuckDB built like LoadCopy
-	// (the five user tables copied from the owner file, the file detached,
+	// (the user tables copied from the owner file, the file detached,
 	// external access and the local file system disabled, configuration
 	// locked) and runs each query on a fresh connection to it. The replica is
 	// rebuilt on the first query after the snapshot changed, so repeated
@@ -76,7 +76,7 @@ const (
 	LoadReplica LoadMode = iota
 	// LoadCopy attaches the owner file read-only, copies the user tables into
 	// a fresh sandbox's memory and detaches before the user's SQL runs, for
-	// every query. Only the five user tables exist afterwards: no file path,
+	// every query. Only the user tables exist afterwards: no file path,
 	// no `_applied`. The strictest isolation (a new DuckDB instance per
 	// query) and the slowest on large snapshots.
 	LoadCopy
@@ -699,7 +699,7 @@ func (t *Tx) UpsertTrace(ctx context.Context, r TraceRow) error {
 
 // DeleteTrace removes a trace and every row that hangs off it.
 func (t *Tx) DeleteTrace(ctx context.Context, traceID string) error {
-	for _, table := range []string{"steps", "annotations", "scores", "action_scores"} {
+	for _, table := range []string{"steps", "annotations", "scores", "action_scores", "step_labels", "task_scores", "_step_labels"} {
 		if err := t.Exec(ctx, "DELETE FROM main."+table+" WHERE trace_id = ?", traceID); err != nil {
 			return err
 		}
@@ -764,7 +764,7 @@ func (t *Tx) DeleteTraces(ctx context.Context, ids []string) error {
 	for lo := 0; lo < len(ids); lo += idChunk {
 		chunk := anySlice(ids[lo:min(lo+idChunk, len(ids))])
 		in := " IN (" + placeholders(len(chunk)) + ")"
-		for _, table := range []string{"steps", "annotations", "scores", "action_scores"} {
+		for _, table := range []string{"steps", "annotations", "scores", "action_scores", "step_labels", "task_scores", "_step_labels"} {
 			if err := t.Exec(ctx, "DELETE FROM main."+table+" WHERE trace_id"+in, chunk...); err != nil {
 				return err
 			}

@@ -147,6 +147,9 @@ func (q *Queries) GetTrace(ctx context.Context, owner, id string) (*TraceDetail,
 		return nil, err
 	}
 	d.Spans = append(d.Spans, spans[id]...)
+	if err := q.assess(ctx, d); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 

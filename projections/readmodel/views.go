@@ -2,8 +2,11 @@ package readmodel
 
 import (
 	"encoding/json"
-	"github.com/criticml/critic/domain"
 	"time"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/assessment"
+	"github.com/criticml/critic/domain/sections"
 )
 
 // The shapes below are the REST API's (spec 001 "REST API"); handlers encode
@@ -60,6 +63,14 @@ type TraceDetail struct {
 	Scores       []TraceScore    `json:"scores"`
 	ActionScores []ActionScore   `json:"action_scores"`
 	ScoringRuns  []ScoringRun    `json:"scoring_runs"`
+	// StepScores are the task scores of the automatic annotation (nil when
+	// the trace has no step labels); Sections the section tree. Both are
+	// derived from the steps by domain/assessment (see assess).
+	StepScores *assessment.StepScores `json:"step_scores"`
+	Sections   []sections.Section     `json:"sections"`
+	// Labeling says how far the trace's step labeling got (and, without
+	// labels, where they come from).
+	Labeling *assessment.LabelingStatus `json:"labeling"`
 }
 
 // Caller is the account behind an API key.

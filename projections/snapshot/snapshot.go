@@ -1,6 +1,8 @@
 // Package snapshot is the projection behind POST /query: one DuckDB file per
-// owner with the tables traces, steps, annotations, scores and action_scores
-// (platform/duck owns the files and the query sandbox). It is eventually
+// owner with the tables traces, steps, annotations, scores, action_scores,
+// step_labels and task_scores (the last two are the automatic annotation,
+// derived from the steps by domain/assessment; see assessment.go).
+// platform/duck owns the files and the query sandbox. It is eventually
 // consistent with the log — it trails it by the relay and consumer delay —
 // and disposable: Replay rebuilds every file from the event store.
 package snapshot
@@ -52,6 +54,7 @@ var handled = map[string]bool{
 	events.AnnotationRemoved: true,
 	events.TracesScored:      true,
 	events.ActionsScored:     true,
+	events.TraceStepsLabeled: true,
 }
 
 // Apply applies a Kafka batch: its events are grouped by owner (one owner's
@@ -105,6 +108,9 @@ func (p *Projection) applyOwner(ctx context.Context, owner string, envs []events
 type pendingTrace struct {
 	row   duck.TraceRow
 	steps []duck.StepRow
+	// records and meta are what the automatic annotation is derived from.
+	records []events.StepRecord
+	meta    map[string]any
 }
 
 type writer struct {
@@ -153,6 +159,12 @@ func (w *writer) flush(ctx context.Context) error {
 	if err := w.tx.AppendSteps(ctx, steps); err != nil {
 		return err
 	}
+	for _, id := range w.order {
+		pt := w.pending[id]
+		if err := assessRecords(ctx, w.tx, id, pt.records, pt.meta); err != nil {
+			return err
+		}
+	}
 	w.order = w.order[:0]
 	clear(w.pending)
 	return nil
@@ -179,7 +191,9 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			row: duck.TraceRow{ID: p.TraceID, ExternalID: p.ExternalID, Title: p.Title, SourceFormat: p.SourceFormat,
 				SourceID: domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat), StepCount: len(p.Steps),
 				Metadata: objectOrEmpty(p.Metadata), CreatedAt: e.RecordedAt, UpdatedAt: e.RecordedAt},
-			steps: stepRows(p.TraceID, p.Steps),
+			steps:   stepRows(p.TraceID, p.Steps),
+			records: p.Steps,
+			meta:    p.Metadata,
 		}
 		return nil
 	case events.TraceRevised:
@@ -214,10 +228,13 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err != nil {
 			return err
 		}
-		return tx.Exec(ctx, `UPDATE main.traces SET title = ?, source_format = ?, source_id = ?, metadata = ?,
+		if err := tx.Exec(ctx, `UPDATE main.traces SET title = ?, source_format = ?, source_id = ?, metadata = ?,
 			step_count = (SELECT count(*) FROM main.steps WHERE trace_id = ?), updated_at = ? WHERE id = ?`,
 			nullIfEmpty(p.Title), nullIfEmpty(p.SourceFormat), domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat),
-			string(meta), p.TraceID, e.RecordedAt, p.TraceID)
+			string(meta), p.TraceID, e.RecordedAt, p.TraceID); err != nil {
+			return err
+		}
+		return reassess(ctx, tx, p.TraceID, p.Metadata)
 	case events.TraceDeleted:
 		var p events.TraceDeletedV1
 		if err := e.Decode(&p); err != nil {
@@ -265,6 +282,12 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			}
 		}
 		return nil
+	case events.TraceStepsLabeled:
+		var p events.TraceStepsLabeledV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		return applyStepsLabeled(ctx, tx, p)
 	case events.AnnotationAdded:
 		var p events.AnnotationAddedV1
 		if err := e.Decode(&p); err != nil {

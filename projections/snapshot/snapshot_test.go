@@ -56,7 +56,7 @@ func (f *fixture) rows(owner, sql string) [][]any {
 // dump renders every user table of owner, ordered, for equality checks.
 func (f *fixture) dump(owner string) map[string][][]any {
 	out := map[string][][]any{}
-	for _, t := range []string{"traces", "steps", "annotations", "scores", "action_scores"} {
+	for _, t := range []string{"traces", "steps", "annotations", "scores", "action_scores", "step_labels", "task_scores"} {
 		out[t] = f.rows(owner, "SELECT * FROM "+t+" ORDER BY ALL")
 	}
 	return out

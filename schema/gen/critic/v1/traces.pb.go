@@ -935,7 +935,15 @@ type TraceDetail struct {
 	// Latest per-action scores per reward model.
 	ActionScores []*ActionScore `protobuf:"bytes,7,rep,name=action_scores,json=actionScores,proto3" json:"action_scores,omitempty"`
 	// Latest scoring run per reward model.
-	ScoringRuns   []*ScoringRun `protobuf:"bytes,8,rep,name=scoring_runs,json=scoringRuns,proto3" json:"scoring_runs,omitempty"`
+	ScoringRuns []*ScoringRun `protobuf:"bytes,8,rep,name=scoring_runs,json=scoringRuns,proto3" json:"scoring_runs,omitempty"`
+	// Task scores of the automatic annotation; unset when the trace has no
+	// step labels.
+	StepScores *StepScores `protobuf:"bytes,9,opt,name=step_scores,json=stepScores,proto3" json:"step_scores,omitempty"`
+	// The section tree (requests or task labels, progress subtasks, changes
+	// of work).
+	Sections []*Section `protobuf:"bytes,10,rep,name=sections,proto3" json:"sections,omitempty"`
+	// How far the trace's step labeling got.
+	Labeling      *LabelingStatus `protobuf:"bytes,11,opt,name=labeling,proto3" json:"labeling,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1022,6 +1030,27 @@ func (x *TraceDetail) GetActionScores() []*ActionScore {
 func (x *TraceDetail) GetScoringRuns() []*ScoringRun {
 	if x != nil {
 		return x.ScoringRuns
+	}
+	return nil
+}
+
+func (x *TraceDetail) GetStepScores() *StepScores {
+	if x != nil {
+		return x.StepScores
+	}
+	return nil
+}
+
+func (x *TraceDetail) GetSections() []*Section {
+	if x != nil {
+		return x.Sections
+	}
+	return nil
+}
+
+func (x *TraceDetail) GetLabeling() *LabelingStatus {
+	if x != nil {
+		return x.Labeling
 	}
 	return nil
 }
@@ -1698,7 +1727,7 @@ var File_critic_v1_traces_proto protoreflect.FileDescriptor
 
 const file_critic_v1_traces_proto_rawDesc = "" +
 	"\n" +
-	"\x16critic/v1/traces.proto\x12\tcritic.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x14\n" +
+	"\x16critic/v1/traces.proto\x12\tcritic.v1\x1a\x1bcritic/v1/assessments.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x14\n" +
 	"\x12ListFormatsRequest\"B\n" +
 	"\x13ListFormatsResponse\x12+\n" +
 	"\aformats\x18\x01 \x03(\v2\x11.critic.v1.FormatR\aformats\">\n" +
@@ -1766,7 +1795,7 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"\vLatestScore\x12&\n" +
 	"\x0freward_model_id\x18\x01 \x01(\tR\rrewardModelId\x12*\n" +
 	"\x11reward_model_name\x18\x02 \x01(\tR\x0frewardModelName\x12\x14\n" +
-	"\x05score\x18\x03 \x01(\x01R\x05score\"\xa2\x03\n" +
+	"\x05score\x18\x03 \x01(\x01R\x05score\"\xc1\x04\n" +
 	"\vTraceDetail\x121\n" +
 	"\asummary\x18\x01 \x01(\v2\x17.critic.v1.TraceSummaryR\asummary\x123\n" +
 	"\bmetadata\x18\x02 \x01(\v2\x17.google.protobuf.StructR\bmetadata\x12%\n" +
@@ -1775,7 +1804,12 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"\vannotations\x18\x05 \x03(\v2\x15.critic.v1.AnnotationR\vannotations\x12-\n" +
 	"\x06scores\x18\x06 \x03(\v2\x15.critic.v1.TraceScoreR\x06scores\x12;\n" +
 	"\raction_scores\x18\a \x03(\v2\x16.critic.v1.ActionScoreR\factionScores\x128\n" +
-	"\fscoring_runs\x18\b \x03(\v2\x15.critic.v1.ScoringRunR\vscoringRuns\"\xaf\x02\n" +
+	"\fscoring_runs\x18\b \x03(\v2\x15.critic.v1.ScoringRunR\vscoringRuns\x126\n" +
+	"\vstep_scores\x18\t \x01(\v2\x15.critic.v1.StepScoresR\n" +
+	"stepScores\x12.\n" +
+	"\bsections\x18\n" +
+	" \x03(\v2\x12.critic.v1.SectionR\bsections\x125\n" +
+	"\blabeling\x18\v \x01(\v2\x19.critic.v1.LabelingStatusR\blabeling\"\xaf\x02\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x05R\x05index\x12\x12\n" +
@@ -1858,7 +1892,7 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"started_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAtB\b\n" +
-	"\x06_error2\xf7\x03\n" +
+	"\x06_error2\xba\x05\n" +
 	"\fTraceService\x12Q\n" +
 	"\vListFormats\x12\x1d.critic.v1.ListFormatsRequest\x1a\x1e.critic.v1.ListFormatsResponse\"\x03\x90\x02\x01\x12O\n" +
 	"\fImportTraces\x12\x1e.critic.v1.ImportTracesRequest\x1a\x1f.critic.v1.ImportTracesResponse\x12N\n" +
@@ -1866,7 +1900,9 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"ListTraces\x12\x1c.critic.v1.ListTracesRequest\x1a\x1d.critic.v1.ListTracesResponse\"\x03\x90\x02\x01\x12H\n" +
 	"\bGetTrace\x12\x1a.critic.v1.GetTraceRequest\x1a\x1b.critic.v1.GetTraceResponse\"\x03\x90\x02\x01\x12Q\n" +
 	"\vDeleteTrace\x12\x1d.critic.v1.DeleteTraceRequest\x1a\x1e.critic.v1.DeleteTraceResponse\"\x03\x90\x02\x02\x12V\n" +
-	"\fExportTraces\x12\x1e.critic.v1.ExportTracesRequest\x1a\x1f.critic.v1.ExportTracesResponse\"\x03\x90\x02\x010\x01B:Z8github.com/criticml/critic/schema/gen/critic/v1;criticv1b\x06proto3"
+	"\fExportTraces\x12\x1e.critic.v1.ExportTracesRequest\x1a\x1f.critic.v1.ExportTracesResponse\"\x03\x90\x02\x010\x01\x12^\n" +
+	"\x11SummarizeSections\x12#.critic.v1.SummarizeSectionsRequest\x1a$.critic.v1.SummarizeSectionsResponse\x12a\n" +
+	"\x12EstimateCompletion\x12$.critic.v1.EstimateCompletionRequest\x1a%.critic.v1.EstimateCompletionResponseB:Z8github.com/criticml/critic/schema/gen/critic/v1;criticv1b\x06proto3"
 
 var (
 	file_critic_v1_traces_proto_rawDescOnce sync.Once
@@ -1882,32 +1918,39 @@ func file_critic_v1_traces_proto_rawDescGZIP() []byte {
 
 var file_critic_v1_traces_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_critic_v1_traces_proto_goTypes = []any{
-	(*ListFormatsRequest)(nil),    // 0: critic.v1.ListFormatsRequest
-	(*ListFormatsResponse)(nil),   // 1: critic.v1.ListFormatsResponse
-	(*Format)(nil),                // 2: critic.v1.Format
-	(*ImportTracesRequest)(nil),   // 3: critic.v1.ImportTracesRequest
-	(*ImportTracesResponse)(nil),  // 4: critic.v1.ImportTracesResponse
-	(*ListTracesRequest)(nil),     // 5: critic.v1.ListTracesRequest
-	(*ListTracesResponse)(nil),    // 6: critic.v1.ListTracesResponse
-	(*GetTraceRequest)(nil),       // 7: critic.v1.GetTraceRequest
-	(*GetTraceResponse)(nil),      // 8: critic.v1.GetTraceResponse
-	(*DeleteTraceRequest)(nil),    // 9: critic.v1.DeleteTraceRequest
-	(*DeleteTraceResponse)(nil),   // 10: critic.v1.DeleteTraceResponse
-	(*ExportTracesRequest)(nil),   // 11: critic.v1.ExportTracesRequest
-	(*ExportTracesResponse)(nil),  // 12: critic.v1.ExportTracesResponse
-	(*TraceSummary)(nil),          // 13: critic.v1.TraceSummary
-	(*LatestScore)(nil),           // 14: critic.v1.LatestScore
-	(*TraceDetail)(nil),           // 15: critic.v1.TraceDetail
-	(*Step)(nil),                  // 16: critic.v1.Step
-	(*Span)(nil),                  // 17: critic.v1.Span
-	(*Annotation)(nil),            // 18: critic.v1.Annotation
-	(*Quote)(nil),                 // 19: critic.v1.Quote
-	(*TraceScore)(nil),            // 20: critic.v1.TraceScore
-	(*ActionScore)(nil),           // 21: critic.v1.ActionScore
-	(*ScoringRun)(nil),            // 22: critic.v1.ScoringRun
-	(*timestamppb.Timestamp)(nil), // 23: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),       // 24: google.protobuf.Struct
-	(*structpb.Value)(nil),        // 25: google.protobuf.Value
+	(*ListFormatsRequest)(nil),         // 0: critic.v1.ListFormatsRequest
+	(*ListFormatsResponse)(nil),        // 1: critic.v1.ListFormatsResponse
+	(*Format)(nil),                     // 2: critic.v1.Format
+	(*ImportTracesRequest)(nil),        // 3: critic.v1.ImportTracesRequest
+	(*ImportTracesResponse)(nil),       // 4: critic.v1.ImportTracesResponse
+	(*ListTracesRequest)(nil),          // 5: critic.v1.ListTracesRequest
+	(*ListTracesResponse)(nil),         // 6: critic.v1.ListTracesResponse
+	(*GetTraceRequest)(nil),            // 7: critic.v1.GetTraceRequest
+	(*GetTraceResponse)(nil),           // 8: critic.v1.GetTraceResponse
+	(*DeleteTraceRequest)(nil),         // 9: critic.v1.DeleteTraceRequest
+	(*DeleteTraceResponse)(nil),        // 10: critic.v1.DeleteTraceResponse
+	(*ExportTracesRequest)(nil),        // 11: critic.v1.ExportTracesRequest
+	(*ExportTracesResponse)(nil),       // 12: critic.v1.ExportTracesResponse
+	(*TraceSummary)(nil),               // 13: critic.v1.TraceSummary
+	(*LatestScore)(nil),                // 14: critic.v1.LatestScore
+	(*TraceDetail)(nil),                // 15: critic.v1.TraceDetail
+	(*Step)(nil),                       // 16: critic.v1.Step
+	(*Span)(nil),                       // 17: critic.v1.Span
+	(*Annotation)(nil),                 // 18: critic.v1.Annotation
+	(*Quote)(nil),                      // 19: critic.v1.Quote
+	(*TraceScore)(nil),                 // 20: critic.v1.TraceScore
+	(*ActionScore)(nil),                // 21: critic.v1.ActionScore
+	(*ScoringRun)(nil),                 // 22: critic.v1.ScoringRun
+	(*timestamppb.Timestamp)(nil),      // 23: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),            // 24: google.protobuf.Struct
+	(*StepScores)(nil),                 // 25: critic.v1.StepScores
+	(*Section)(nil),                    // 26: critic.v1.Section
+	(*LabelingStatus)(nil),             // 27: critic.v1.LabelingStatus
+	(*structpb.Value)(nil),             // 28: google.protobuf.Value
+	(*SummarizeSectionsRequest)(nil),   // 29: critic.v1.SummarizeSectionsRequest
+	(*EstimateCompletionRequest)(nil),  // 30: critic.v1.EstimateCompletionRequest
+	(*SummarizeSectionsResponse)(nil),  // 31: critic.v1.SummarizeSectionsResponse
+	(*EstimateCompletionResponse)(nil), // 32: critic.v1.EstimateCompletionResponse
 }
 var file_critic_v1_traces_proto_depIdxs = []int32{
 	2,  // 0: critic.v1.ListFormatsResponse.formats:type_name -> critic.v1.Format
@@ -1923,34 +1966,41 @@ var file_critic_v1_traces_proto_depIdxs = []int32{
 	20, // 10: critic.v1.TraceDetail.scores:type_name -> critic.v1.TraceScore
 	21, // 11: critic.v1.TraceDetail.action_scores:type_name -> critic.v1.ActionScore
 	22, // 12: critic.v1.TraceDetail.scoring_runs:type_name -> critic.v1.ScoringRun
-	24, // 13: critic.v1.Step.tool_input:type_name -> google.protobuf.Struct
-	24, // 14: critic.v1.Step.metadata:type_name -> google.protobuf.Struct
-	25, // 15: critic.v1.Span.input:type_name -> google.protobuf.Value
-	25, // 16: critic.v1.Span.output:type_name -> google.protobuf.Value
-	19, // 17: critic.v1.Annotation.quote:type_name -> critic.v1.Quote
-	23, // 18: critic.v1.Annotation.created_at:type_name -> google.protobuf.Timestamp
-	23, // 19: critic.v1.TraceScore.created_at:type_name -> google.protobuf.Timestamp
-	23, // 20: critic.v1.ActionScore.created_at:type_name -> google.protobuf.Timestamp
-	23, // 21: critic.v1.ScoringRun.created_at:type_name -> google.protobuf.Timestamp
-	23, // 22: critic.v1.ScoringRun.started_at:type_name -> google.protobuf.Timestamp
-	23, // 23: critic.v1.ScoringRun.finished_at:type_name -> google.protobuf.Timestamp
-	0,  // 24: critic.v1.TraceService.ListFormats:input_type -> critic.v1.ListFormatsRequest
-	3,  // 25: critic.v1.TraceService.ImportTraces:input_type -> critic.v1.ImportTracesRequest
-	5,  // 26: critic.v1.TraceService.ListTraces:input_type -> critic.v1.ListTracesRequest
-	7,  // 27: critic.v1.TraceService.GetTrace:input_type -> critic.v1.GetTraceRequest
-	9,  // 28: critic.v1.TraceService.DeleteTrace:input_type -> critic.v1.DeleteTraceRequest
-	11, // 29: critic.v1.TraceService.ExportTraces:input_type -> critic.v1.ExportTracesRequest
-	1,  // 30: critic.v1.TraceService.ListFormats:output_type -> critic.v1.ListFormatsResponse
-	4,  // 31: critic.v1.TraceService.ImportTraces:output_type -> critic.v1.ImportTracesResponse
-	6,  // 32: critic.v1.TraceService.ListTraces:output_type -> critic.v1.ListTracesResponse
-	8,  // 33: critic.v1.TraceService.GetTrace:output_type -> critic.v1.GetTraceResponse
-	10, // 34: critic.v1.TraceService.DeleteTrace:output_type -> critic.v1.DeleteTraceResponse
-	12, // 35: critic.v1.TraceService.ExportTraces:output_type -> critic.v1.ExportTracesResponse
-	30, // [30:36] is the sub-list for method output_type
-	24, // [24:30] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	25, // 13: critic.v1.TraceDetail.step_scores:type_name -> critic.v1.StepScores
+	26, // 14: critic.v1.TraceDetail.sections:type_name -> critic.v1.Section
+	27, // 15: critic.v1.TraceDetail.labeling:type_name -> critic.v1.LabelingStatus
+	24, // 16: critic.v1.Step.tool_input:type_name -> google.protobuf.Struct
+	24, // 17: critic.v1.Step.metadata:type_name -> google.protobuf.Struct
+	28, // 18: critic.v1.Span.input:type_name -> google.protobuf.Value
+	28, // 19: critic.v1.Span.output:type_name -> google.protobuf.Value
+	19, // 20: critic.v1.Annotation.quote:type_name -> critic.v1.Quote
+	23, // 21: critic.v1.Annotation.created_at:type_name -> google.protobuf.Timestamp
+	23, // 22: critic.v1.TraceScore.created_at:type_name -> google.protobuf.Timestamp
+	23, // 23: critic.v1.ActionScore.created_at:type_name -> google.protobuf.Timestamp
+	23, // 24: critic.v1.ScoringRun.created_at:type_name -> google.protobuf.Timestamp
+	23, // 25: critic.v1.ScoringRun.started_at:type_name -> google.protobuf.Timestamp
+	23, // 26: critic.v1.ScoringRun.finished_at:type_name -> google.protobuf.Timestamp
+	0,  // 27: critic.v1.TraceService.ListFormats:input_type -> critic.v1.ListFormatsRequest
+	3,  // 28: critic.v1.TraceService.ImportTraces:input_type -> critic.v1.ImportTracesRequest
+	5,  // 29: critic.v1.TraceService.ListTraces:input_type -> critic.v1.ListTracesRequest
+	7,  // 30: critic.v1.TraceService.GetTrace:input_type -> critic.v1.GetTraceRequest
+	9,  // 31: critic.v1.TraceService.DeleteTrace:input_type -> critic.v1.DeleteTraceRequest
+	11, // 32: critic.v1.TraceService.ExportTraces:input_type -> critic.v1.ExportTracesRequest
+	29, // 33: critic.v1.TraceService.SummarizeSections:input_type -> critic.v1.SummarizeSectionsRequest
+	30, // 34: critic.v1.TraceService.EstimateCompletion:input_type -> critic.v1.EstimateCompletionRequest
+	1,  // 35: critic.v1.TraceService.ListFormats:output_type -> critic.v1.ListFormatsResponse
+	4,  // 36: critic.v1.TraceService.ImportTraces:output_type -> critic.v1.ImportTracesResponse
+	6,  // 37: critic.v1.TraceService.ListTraces:output_type -> critic.v1.ListTracesResponse
+	8,  // 38: critic.v1.TraceService.GetTrace:output_type -> critic.v1.GetTraceResponse
+	10, // 39: critic.v1.TraceService.DeleteTrace:output_type -> critic.v1.DeleteTraceResponse
+	12, // 40: critic.v1.TraceService.ExportTraces:output_type -> critic.v1.ExportTracesResponse
+	31, // 41: critic.v1.TraceService.SummarizeSections:output_type -> critic.v1.SummarizeSectionsResponse
+	32, // 42: critic.v1.TraceService.EstimateCompletion:output_type -> critic.v1.EstimateCompletionResponse
+	35, // [35:43] is the sub-list for method output_type
+	27, // [27:35] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_critic_v1_traces_proto_init() }
@@ -1958,6 +2008,7 @@ func file_critic_v1_traces_proto_init() {
 	if File_critic_v1_traces_proto != nil {
 		return
 	}
+	file_critic_v1_assessments_proto_init()
 	file_critic_v1_traces_proto_msgTypes[3].OneofWrappers = []any{}
 	file_critic_v1_traces_proto_msgTypes[5].OneofWrappers = []any{}
 	file_critic_v1_traces_proto_msgTypes[13].OneofWrappers = []any{}

@@ -81,6 +81,12 @@ const (
 	// TraceServiceExportTracesProcedure is the fully-qualified name of the TraceService's ExportTraces
 	// RPC.
 	TraceServiceExportTracesProcedure = "/critic.v1.TraceService/ExportTraces"
+	// TraceServiceSummarizeSectionsProcedure is the fully-qualified name of the TraceService's
+	// SummarizeSections RPC.
+	TraceServiceSummarizeSectionsProcedure = "/critic.v1.TraceService/SummarizeSections"
+	// TraceServiceEstimateCompletionProcedure is the fully-qualified name of the TraceService's
+	// EstimateCompletion RPC.
+	TraceServiceEstimateCompletionProcedure = "/critic.v1.TraceService/EstimateCompletion"
 )
 
 // TraceServiceClient is a client for the critic.v1.TraceService service.
@@ -104,6 +110,14 @@ type TraceServiceClient interface {
 	// identical traces. A single line can exceed gRPC's default 4 MiB receive
 	// limit for very large traces: raise the client's limit if you import such.
 	ExportTraces(context.Context, *connect.Request[v1.ExportTracesRequest]) (*connect.ServerStreamForClient[v1.ExportTracesResponse], error)
+	// SummarizeSections assesses 1-4 ranges of a trace (REST POST
+	// /traces/{id}/section-summaries): titles, summaries, objectives and 0-1
+	// scores from the step-label model, pending while they are generated,
+	// unavailable (with the variable to set) when no model is configured.
+	SummarizeSections(context.Context, *connect.Request[v1.SummarizeSectionsRequest]) (*connect.Response[v1.SummarizeSectionsResponse], error)
+	// EstimateCompletion estimates progress toward each independent request
+	// of a trace (REST POST /traces/{id}/completion).
+	EstimateCompletion(context.Context, *connect.Request[v1.EstimateCompletionRequest]) (*connect.Response[v1.EstimateCompletionResponse], error)
 }
 
 // NewTraceServiceClient constructs a client for the critic.v1.TraceService service. By default, it
@@ -158,17 +172,31 @@ func NewTraceServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		summarizeSections: connect.NewClient[v1.SummarizeSectionsRequest, v1.SummarizeSectionsResponse](
+			httpClient,
+			baseURL+TraceServiceSummarizeSectionsProcedure,
+			connect.WithSchema(traceServiceMethods.ByName("SummarizeSections")),
+			connect.WithClientOptions(opts...),
+		),
+		estimateCompletion: connect.NewClient[v1.EstimateCompletionRequest, v1.EstimateCompletionResponse](
+			httpClient,
+			baseURL+TraceServiceEstimateCompletionProcedure,
+			connect.WithSchema(traceServiceMethods.ByName("EstimateCompletion")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // traceServiceClient implements TraceServiceClient.
 type traceServiceClient struct {
-	listFormats  *connect.Client[v1.ListFormatsRequest, v1.ListFormatsResponse]
-	importTraces *connect.Client[v1.ImportTracesRequest, v1.ImportTracesResponse]
-	listTraces   *connect.Client[v1.ListTracesRequest, v1.ListTracesResponse]
-	getTrace     *connect.Client[v1.GetTraceRequest, v1.GetTraceResponse]
-	deleteTrace  *connect.Client[v1.DeleteTraceRequest, v1.DeleteTraceResponse]
-	exportTraces *connect.Client[v1.ExportTracesRequest, v1.ExportTracesResponse]
+	listFormats        *connect.Client[v1.ListFormatsRequest, v1.ListFormatsResponse]
+	importTraces       *connect.Client[v1.ImportTracesRequest, v1.ImportTracesResponse]
+	listTraces         *connect.Client[v1.ListTracesRequest, v1.ListTracesResponse]
+	getTrace           *connect.Client[v1.GetTraceRequest, v1.GetTraceResponse]
+	deleteTrace        *connect.Client[v1.DeleteTraceRequest, v1.DeleteTraceResponse]
+	exportTraces       *connect.Client[v1.ExportTracesRequest, v1.ExportTracesResponse]
+	summarizeSections  *connect.Client[v1.SummarizeSectionsRequest, v1.SummarizeSectionsResponse]
+	estimateCompletion *connect.Client[v1.EstimateCompletionRequest, v1.EstimateCompletionResponse]
 }
 
 // ListFormats calls critic.v1.TraceService.ListFormats.
@@ -201,6 +229,16 @@ func (c *traceServiceClient) ExportTraces(ctx context.Context, req *connect.Requ
 	return c.exportTraces.CallServerStream(ctx, req)
 }
 
+// SummarizeSections calls critic.v1.TraceService.SummarizeSections.
+func (c *traceServiceClient) SummarizeSections(ctx context.Context, req *connect.Request[v1.SummarizeSectionsRequest]) (*connect.Response[v1.SummarizeSectionsResponse], error) {
+	return c.summarizeSections.CallUnary(ctx, req)
+}
+
+// EstimateCompletion calls critic.v1.TraceService.EstimateCompletion.
+func (c *traceServiceClient) EstimateCompletion(ctx context.Context, req *connect.Request[v1.EstimateCompletionRequest]) (*connect.Response[v1.EstimateCompletionResponse], error) {
+	return c.estimateCompletion.CallUnary(ctx, req)
+}
+
 // TraceServiceHandler is an implementation of the critic.v1.TraceService service.
 type TraceServiceHandler interface {
 	// ListFormats names the import formats ImportTraces accepts, "auto" last.
@@ -222,6 +260,14 @@ type TraceServiceHandler interface {
 	// identical traces. A single line can exceed gRPC's default 4 MiB receive
 	// limit for very large traces: raise the client's limit if you import such.
 	ExportTraces(context.Context, *connect.Request[v1.ExportTracesRequest], *connect.ServerStream[v1.ExportTracesResponse]) error
+	// SummarizeSections assesses 1-4 ranges of a trace (REST POST
+	// /traces/{id}/section-summaries): titles, summaries, objectives and 0-1
+	// scores from the step-label model, pending while they are generated,
+	// unavailable (with the variable to set) when no model is configured.
+	SummarizeSections(context.Context, *connect.Request[v1.SummarizeSectionsRequest]) (*connect.Response[v1.SummarizeSectionsResponse], error)
+	// EstimateCompletion estimates progress toward each independent request
+	// of a trace (REST POST /traces/{id}/completion).
+	EstimateCompletion(context.Context, *connect.Request[v1.EstimateCompletionRequest]) (*connect.Response[v1.EstimateCompletionResponse], error)
 }
 
 // NewTraceServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -272,6 +318,18 @@ func NewTraceServiceHandler(svc TraceServiceHandler, opts ...connect.HandlerOpti
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	traceServiceSummarizeSectionsHandler := connect.NewUnaryHandler(
+		TraceServiceSummarizeSectionsProcedure,
+		svc.SummarizeSections,
+		connect.WithSchema(traceServiceMethods.ByName("SummarizeSections")),
+		connect.WithHandlerOptions(opts...),
+	)
+	traceServiceEstimateCompletionHandler := connect.NewUnaryHandler(
+		TraceServiceEstimateCompletionProcedure,
+		svc.EstimateCompletion,
+		connect.WithSchema(traceServiceMethods.ByName("EstimateCompletion")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/critic.v1.TraceService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TraceServiceListFormatsProcedure:
@@ -286,6 +344,10 @@ func NewTraceServiceHandler(svc TraceServiceHandler, opts ...connect.HandlerOpti
 			traceServiceDeleteTraceHandler.ServeHTTP(w, r)
 		case TraceServiceExportTracesProcedure:
 			traceServiceExportTracesHandler.ServeHTTP(w, r)
+		case TraceServiceSummarizeSectionsProcedure:
+			traceServiceSummarizeSectionsHandler.ServeHTTP(w, r)
+		case TraceServiceEstimateCompletionProcedure:
+			traceServiceEstimateCompletionHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -317,4 +379,12 @@ func (UnimplementedTraceServiceHandler) DeleteTrace(context.Context, *connect.Re
 
 func (UnimplementedTraceServiceHandler) ExportTraces(context.Context, *connect.Request[v1.ExportTracesRequest], *connect.ServerStream[v1.ExportTracesResponse]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("critic.v1.TraceService.ExportTraces is not implemented"))
+}
+
+func (UnimplementedTraceServiceHandler) SummarizeSections(context.Context, *connect.Request[v1.SummarizeSectionsRequest]) (*connect.Response[v1.SummarizeSectionsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("critic.v1.TraceService.SummarizeSections is not implemented"))
+}
+
+func (UnimplementedTraceServiceHandler) EstimateCompletion(context.Context, *connect.Request[v1.EstimateCompletionRequest]) (*connect.Response[v1.EstimateCompletionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("critic.v1.TraceService.EstimateCompletion is not implemented"))
 }

@@ -1,0 +1,42 @@
+package commands
+
+import (
+	"context"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/traces"
+)
+
+// RecordStepLabels appends a labeling model's labels for chunks of a trace
+// (trace.steps_labeled) once they pass traces.DecideStepLabels. The labeler
+// runs in the worker tier and reports through the API's worker service, so
+// a worker may record labels for any owner's trace; a user only for their
+// own. Every reader (GET /traces/{id}, /query) scores them like imported
+// labels.
+func (c *Commands) RecordStepLabels(ctx context.Context, actor Actor, in traces.StepLabelsInput) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		stream := events.TraceStream(in.TraceID)
+		loaded, err := c.store.LoadStreams(ctx, []string{stream})
+		if err != nil {
+			return Result{}, err
+		}
+		st := traces.State{ID: in.TraceID}
+		for _, e := range loaded[stream] {
+			st.Apply(e)
+		}
+		if !st.Exists || (actor.worker == "" && st.OwnerID != actor.UserID) {
+			return Result{}, domain.NotFound("trace", in.TraceID)
+		}
+		ev, err := traces.DecideStepLabels(st, in)
+		if err != nil {
+			return Result{}, err
+		}
+		return c.append(ctx, actor, map[string]int64{stream: st.Version}, []events.New{{
+			ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: events.TraceStepsLabeled, Payload: ev}})
+	})
+}
+
+// WorkerActor is the actor of a worker reporting through the worker
+// service (the step labeler among them).
+func WorkerActor(id string) Actor { return workerActor(id) }

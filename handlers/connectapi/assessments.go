@@ -1,0 +1,49 @@
+package connectapi
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	"github.com/criticml/critic/domain/sections"
+	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/handlers/usecase"
+	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
+)
+
+// WithAssessments sets where section summaries and completion estimates
+// come from (the LLM layer); without it both RPCs answer unavailable.
+func (s *TraceService) WithAssessments(a usecase.Assessments) *TraceService {
+	s.assessments = a
+	return s
+}
+
+// SummarizeSections is REST's POST /traces/{id}/section-summaries.
+func (s *TraceService) SummarizeSections(ctx context.Context, req *connect.Request[criticv1.SummarizeSectionsRequest]) (*connect.Response[criticv1.SummarizeSectionsResponse], error) {
+	ranges := make([]sections.Range, len(req.Msg.Ranges))
+	for i, r := range req.Msg.Ranges {
+		ranges[i] = sections.Range{FirstStepID: r.FirstStepId, LastStepID: r.LastStepId}
+	}
+	res, err := usecase.AssessSections(ctx, s.queries, s.assessments, edge.CallerFrom(ctx).UserID, req.Msg.TraceId, ranges)
+	if err != nil {
+		return nil, err
+	}
+	out := &criticv1.SummarizeSectionsResponse{}
+	if err := viaRESTJSON(res, out); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(out), nil
+}
+
+// EstimateCompletion is REST's POST /traces/{id}/completion.
+func (s *TraceService) EstimateCompletion(ctx context.Context, req *connect.Request[criticv1.EstimateCompletionRequest]) (*connect.Response[criticv1.EstimateCompletionResponse], error) {
+	res, err := usecase.EstimateCompletion(ctx, s.queries, s.assessments, edge.CallerFrom(ctx).UserID, req.Msg.TraceId)
+	if err != nil {
+		return nil, err
+	}
+	out := &criticv1.EstimateCompletionResponse{}
+	if err := viaRESTJSON(res, out); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(out), nil
+}

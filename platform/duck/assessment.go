@@ -1,0 +1,193 @@
+package duck
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	duckdb "github.com/duckdb/duckdb-go/v2"
+)
+
+// StepLabelRow is one row of `step_labels`. Nil pointers and empty strings
+// are SQL NULL (a user label has no agent fields and the reverse).
+type StepLabelRow struct {
+	TraceID, StepID      string
+	StepIndex            int
+	ChunkID, TaskID      string
+	Actor                string
+	Intent, Verdict      string
+	VerdictTarget        *string
+	Sentiment            string
+	Type, Effect, Result string
+	DuplicateOf          *string
+	IsOutput             *bool
+	Outcome, Stance      string
+	Coverage             string
+	Evidence, Note       string
+	Score                *float64
+	Credit               *int
+	ExpectedCredit       *float64
+}
+
+// TaskScoreRow is one row of `task_scores`.
+type TaskScoreRow struct {
+	TraceID, TaskID               string
+	FirstStepIndex, LastStepIndex *int
+	AnswerStepIndex               *int
+	AnswerPoints                  *float64
+	Work, Score                   float64
+	Capped                        bool
+	TraceScore                    *float64
+	TraceOutcome, Policy, Source  string
+}
+
+// ReplaceAssessment makes labels and tasks the trace's whole automatic
+// annotation in the snapshot: it is derived from the trace's current steps,
+// so every change of steps replaces it.
+func (t *Tx) ReplaceAssessment(ctx context.Context, traceID string, labels []StepLabelRow, tasks []TaskScoreRow) error {
+	if err := t.Exec(ctx, "DELETE FROM main.step_labels WHERE trace_id = ?", traceID); err != nil {
+		return err
+	}
+	if err := t.Exec(ctx, "DELETE FROM main.task_scores WHERE trace_id = ?", traceID); err != nil {
+		return err
+	}
+	return t.InsertAssessment(ctx, labels, tasks)
+}
+
+// InsertAssessment adds a trace's rows where it has none yet (a fresh
+// import).
+func (t *Tx) InsertAssessment(ctx context.Context, labels []StepLabelRow, tasks []TaskScoreRow) error {
+	if len(labels) > 0 {
+		if err := t.appendStepLabels(labels); err != nil {
+			return err
+		}
+	}
+	for _, r := range tasks {
+		if err := t.Exec(ctx, `INSERT INTO main.task_scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.TraceID, r.TaskID, derefInt(r.FirstStepIndex), derefInt(r.LastStepIndex), derefInt(r.AnswerStepIndex),
+			derefFloat(r.AnswerPoints), r.Work, r.Score, r.Capped, derefFloat(r.TraceScore), r.TraceOutcome, r.Policy, r.Source); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func derefFloat(p *float64) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func derefBool(p *bool) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// appendStepLabels bulk-inserts label rows through DuckDB's appender: a bulk
+// import of labeled traces writes tens of thousands of them.
+func (t *Tx) appendStepLabels(rows []StepLabelRow) error {
+	return t.conn.Raw(func(dc any) error {
+		a, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "main", "step_labels")
+		if err != nil {
+			return fmt.Errorf("duck: step_labels appender: %w", err)
+		}
+		for _, r := range rows {
+			var credit any
+			if r.Credit != nil {
+				credit = int32(*r.Credit)
+			}
+			if err := a.AppendRow(r.TraceID, r.StepID, int32(r.StepIndex), r.ChunkID, r.TaskID, r.Actor,
+				nullString(r.Intent), nullString(r.Verdict), derefString(r.VerdictTarget), nullString(r.Sentiment),
+				nullString(r.Type), nullString(r.Effect), nullString(r.Result), derefString(r.DuplicateOf), derefBool(r.IsOutput),
+				nullString(r.Outcome), nullString(r.Stance), nullString(r.Coverage), r.Evidence, r.Note,
+				derefFloat(r.Score), credit, derefFloat(r.ExpectedCredit)); err != nil {
+				_ = a.Close()
+				return fmt.Errorf("duck: append step label %s: %w", r.ChunkID, err)
+			}
+		}
+		return a.Close()
+	})
+}
+
+// TraceSteps returns a trace's steps in order as stored (JSON columns as
+// json.RawMessage), for projections that derive rows from the whole trace.
+func (t *Tx) TraceSteps(ctx context.Context, traceID string) ([]StepRow, error) {
+	rows, err := t.conn.QueryContext(ctx, `SELECT id, step_index, role, content, tool_name, tool_input::VARCHAR, tool_call_id, metadata::VARCHAR
+		FROM main.steps WHERE trace_id = ? ORDER BY step_index`, traceID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []StepRow
+	for rows.Next() {
+		var r StepRow
+		var toolName, toolCallID, in, md *string
+		if err := rows.Scan(&r.ID, &r.Index, &r.Role, &r.Content, &toolName, &in, &toolCallID, &md); err != nil {
+			return nil, err
+		}
+		r.TraceID = traceID
+		if toolName != nil {
+			r.ToolName = *toolName
+		}
+		if toolCallID != nil {
+			r.ToolCallID = *toolCallID
+		}
+		if in != nil {
+			r.ToolInput = json.RawMessage(*in)
+		}
+		if md != nil {
+			r.Metadata = json.RawMessage(*md)
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// PutStoredLabels records model-made labels (JSON by chunk id) of a trace
+// in the hidden table, replacing earlier labels of the same chunks.
+func (t *Tx) PutStoredLabels(ctx context.Context, traceID string, labels map[string]json.RawMessage) error {
+	for chunk, l := range labels {
+		if err := t.Exec(ctx, `INSERT OR REPLACE INTO main._step_labels VALUES (?, ?, ?)`, traceID, chunk, string(l)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StoredLabels returns a trace's model-made labels by chunk id.
+func (t *Tx) StoredLabels(ctx context.Context, traceID string) (map[string]json.RawMessage, error) {
+	rows, err := t.conn.QueryContext(ctx, `SELECT chunk_id, label FROM main._step_labels WHERE trace_id = ?`, traceID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]json.RawMessage{}
+	for rows.Next() {
+		var c, l string
+		if err := rows.Scan(&c, &l); err != nil {
+			return nil, err
+		}
+		out[c] = json.RawMessage(l)
+	}
+	return out, rows.Err()
+}
+
+// TraceMetadata returns a trace's metadata (nil when the trace is not in
+// the snapshot) and whether it exists.
+func (t *Tx) TraceMetadata(ctx context.Context, traceID string) (json.RawMessage, bool, error) {
+	var md *string
+	err := t.conn.QueryRowContext(ctx, `SELECT metadata::VARCHAR FROM main.traces WHERE id = ?`, traceID).Scan(&md)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil || md == nil {
+		return nil, err == nil, err
+	}
+	return json.RawMessage(*md), true, nil
+}

@@ -1,0 +1,59 @@
+package readmodel
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/labels"
+)
+
+// applyLabels projects trace.steps_labeled: each label replaces the stored
+// one of its chunk. It reports whether it handled the event type.
+func applyLabels(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error) {
+	if e.Type != events.TraceStepsLabeled {
+		return false, nil
+	}
+	var p events.TraceStepsLabeledV1
+	if err := e.Decode(&p); err != nil {
+		return true, err
+	}
+	for _, l := range p.Labels {
+		b, err := json.Marshal(l)
+		if err != nil {
+			return true, err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO rm_step_labels (trace_id, chunk_id, label, revision, model, prompt_version, labeled_at)
+			SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM rm_traces WHERE id = $1)
+			ON CONFLICT (trace_id, chunk_id) DO UPDATE SET label = EXCLUDED.label, revision = EXCLUDED.revision,
+				model = EXCLUDED.model, prompt_version = EXCLUDED.prompt_version, labeled_at = EXCLUDED.labeled_at`,
+			p.TraceID, l.ChunkID, b, p.Revision, p.Model, p.PromptVersion, e.RecordedAt); err != nil {
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// storedLabels returns the model-made labels of a trace by chunk id.
+func (q *Queries) storedLabels(ctx context.Context, traceID string) (map[string]labels.Label, error) {
+	rows, err := q.pool.Query(ctx, `SELECT label FROM rm_step_labels WHERE trace_id = $1`, traceID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]labels.Label{}
+	for rows.Next() {
+		var b []byte
+		if err := rows.Scan(&b); err != nil {
+			return nil, err
+		}
+		var l labels.Label
+		if err := json.Unmarshal(b, &l); err != nil {
+			return nil, err
+		}
+		out[l.ChunkID] = l
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,87 @@
+package readmodel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/assessment"
+)
+
+// assess adds the automatic annotation to a trace detail: each scored step's
+// breakdown as steps[].metadata.reward, the task scores as step_scores and
+// the section tree as sections. It is derived on read from the stored steps
+// (labels live in their metadata) by the same pure code the /query snapshot
+// uses, so the two always agree and a change of rules needs no migration.
+func (q *Queries) assess(ctx context.Context, d *TraceDetail) error {
+	steps := make([]domain.Step, len(d.Steps))
+	ids := make([]string, len(d.Steps))
+	for i, s := range d.Steps {
+		st, err := DomainStep(s)
+		if err != nil {
+			return fmt.Errorf("readmodel: step %s: %w", s.ID, err)
+		}
+		steps[i], ids[i] = st, s.ID
+	}
+	var meta map[string]any
+	if len(d.Metadata) > 0 && string(d.Metadata) != "null" {
+		if err := json.Unmarshal(d.Metadata, &meta); err != nil {
+			return fmt.Errorf("readmodel: trace metadata: %w", err)
+		}
+	}
+	stored, err := q.storedLabels(ctx, d.ID)
+	if err != nil {
+		return err
+	}
+	a := assessment.Of(steps, ids, meta, stored)
+	for i, r := range a.Rewards {
+		if r == nil {
+			continue
+		}
+		md := map[string]json.RawMessage{}
+		if raw := d.Steps[i].Metadata; len(raw) > 0 && string(raw) != "null" {
+			if err := json.Unmarshal(raw, &md); err != nil {
+				return fmt.Errorf("readmodel: step %s metadata: %w", d.Steps[i].ID, err)
+			}
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		md[assessment.RewardKey] = b
+		out, err := json.Marshal(md)
+		if err != nil {
+			return err
+		}
+		d.Steps[i].Metadata = out
+	}
+	d.StepScores, d.Sections, d.Labeling = a.StepScores, a.Sections, &a.Labeling
+	return nil
+}
+
+// DomainStep decodes a stored step into the canonical step the domain rules
+// read (tool input and metadata as JSON objects).
+func DomainStep(s Step) (domain.Step, error) {
+	st := domain.Step{Role: domain.Role(s.Role), Content: s.Content}
+	if s.ToolName != nil {
+		st.ToolName = *s.ToolName
+	}
+	if s.ToolCallID != nil {
+		st.ToolCallID = *s.ToolCallID
+	}
+	for _, f := range []struct {
+		raw json.RawMessage
+		dst *map[string]any
+	}{{s.ToolInput, &st.ToolInput}, {s.Metadata, &st.Metadata}} {
+		raw := bytes.TrimSpace(f.raw)
+		if len(raw) == 0 || string(raw) == "null" || raw[0] != '{' {
+			continue
+		}
+		if err := json.Unmarshal(raw, f.dst); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
+}
