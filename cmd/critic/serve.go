@@ -18,6 +18,7 @@ import (
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/duck"
 	"github.com/criticml/critic/projections/readmodel"
+	"github.com/criticml/critic/web"
 )
 
 func newLogger() *slog.Logger {
@@ -85,6 +86,8 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		if cfg.PProf {
 			registerPProf(mux)
 		}
+		// The browser app, at / (everything more specific above wins).
+		mux.Handle(web.Pattern, web.Handler())
 	})
 	if err != nil {
 		return nil, err

@@ -46,8 +46,9 @@ func New(cmds *commands.Commands, queries *readmodel.Queries, waiter *readmodel.
 	return &API{cmds: cmds, queries: queries, waiter: waiter, auth: auth, maxBody: maxBody}
 }
 
-// Register adds every route to mux, behind authentication.
-func (a *API) Register(mux *http.ServeMux) {
+// Register adds every route to mux, behind authentication (except the
+// OpenAPI document).
+func (a *API) Register(mux Mux) {
 	route := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
 		method, path, _ := strings.Cut(pattern, " ")
 		mux.Handle(method+" "+Prefix+path, a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -56,6 +57,8 @@ func (a *API) Register(mux *http.ServeMux) {
 			}
 		})))
 	}
+	mux.Handle("GET "+OpenAPIPath, http.HandlerFunc(serveOpenAPI))
+	route("GET /me", a.me)
 	route("GET /formats", a.listFormats)
 	route("POST /traces/import", a.importTraces)
 	route("GET /traces", a.listTraces)
