@@ -69,6 +69,7 @@ export function ReviewPage() {
         <label className="field inline">
           <span>Reward model</span>
           <select
+            aria-label="Reward model"
             value={model}
             onChange={(e) => {
               const n = new URLSearchParams();
@@ -198,10 +199,10 @@ function ReviewItem({ item, canWrite, onNext, onPrev, help, setHelp }: { item: I
         {canWrite && (
           <>
             <button type="button" className={"rate up" + (current?.rating === 1 ? " on" : "")} aria-pressed={current?.rating === 1} onClick={() => doRate(1)}>
-              <span aria-hidden="true">👍</span> Rate up
+              <span aria-hidden="true">▲</span> Rate up
             </button>
             <button type="button" className={"rate down" + (current?.rating === -1 ? " on" : "")} aria-pressed={current?.rating === -1} onClick={() => doRate(-1)}>
-              <span aria-hidden="true">👎</span> Rate down
+              <span aria-hidden="true">▼</span> Rate down
             </button>
           </>
         )}

@@ -32,8 +32,8 @@ export function Layout() {
           <button type="button" className="ghost" onClick={signOut}>
             Sign out
           </button>
-          <button type="button" className="ghost" onClick={toggle} aria-label="Theme" title={`Switch to ${theme === "dark" ? "light" : "dark"} theme`}>
-            {theme === "dark" ? "☾ Dark" : "☀ Light"}
+          <button type="button" className="ghost" onClick={toggle} title={`${theme === "dark" ? "Dark" : "Light"} theme: switch to ${theme === "dark" ? "light" : "dark"}`}>
+            <span aria-hidden="true">{theme === "dark" ? "☾ " : "☀ "}</span>Theme
           </button>
         </div>
       </aside>

@@ -19,7 +19,7 @@ export function ImportPanel({ onClose }: { onClose: () => void }) {
       <div className="row">
         <label className="field">
           <span>Format</span>
-          <select value={format} onChange={(e) => setFormat(e.target.value)}>
+          <select aria-label="Format" value={format} onChange={(e) => setFormat(e.target.value)}>
             {(formats.data ?? [{ name: "auto", description: "detect" }]).map((f) => (
               <option key={f.name} value={f.name} title={f.description}>
                 {f.name}

@@ -100,7 +100,7 @@ export function TracesPage() {
         </label>
         <label className="field">
           <span>Source</span>
-          <select value={source} onChange={(e) => set({ source: e.target.value })}>
+          <select aria-label="Source" value={source} onChange={(e) => set({ source: e.target.value })}>
             <option value="">All sources</option>
             {sourceOptions.map(([id, name]) => (
               <option key={id} value={id}>
@@ -197,11 +197,11 @@ export function TracesPage() {
                   Steps
                 </th>
                 <th scope="col" className="num">
-                  <span aria-hidden="true">👍</span>
+                  <span aria-hidden="true">▲</span>
                   <span className="sr-only">Positive</span>
                 </th>
                 <th scope="col" className="num">
-                  <span aria-hidden="true">👎</span>
+                  <span aria-hidden="true">▼</span>
                   <span className="sr-only">Negative</span>
                 </th>
                 <th scope="col" className="num">

@@ -23,8 +23,8 @@ function AnnotationItem({ a, ann, canWrite }: { a: Annotation; ann: Annotate; ca
   return (
     <li className={"annotation" + (a.label_error ? " flagged" : "")}>
       <div className="annotation-head">
-        {a.rating === 1 && <span className="chip pos">👍 +1</span>}
-        {a.rating === -1 && <span className="chip neg">👎 −1</span>}
+        {a.rating === 1 && <span className="chip pos">▲ +1</span>}
+        {a.rating === -1 && <span className="chip neg">▼ −1</span>}
         <span className="muted">
           {a.author_name} · <time dateTime={a.created_at}>{formatDate(a.created_at)}</time>
         </span>

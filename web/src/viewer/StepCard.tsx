@@ -95,6 +95,7 @@ export const StepCard = memo(function StepCard(p: StepProps) {
     <section
       className={"step role-" + step.role + (p.selected ? " selected" : "")}
       aria-label={`Step ${n}`}
+      aria-current={p.selected ? "true" : undefined}
       data-step={n}
       onClick={(e) => {
         if (!(e.target as HTMLElement).closest("button,a,input,textarea,select,summary")) p.onSelect(step.index);
@@ -155,10 +156,10 @@ export const StepCard = memo(function StepCard(p: StepProps) {
             {rateable && (
               <>
                 <button type="button" className={"rate up" + (mine?.rating === 1 ? " on" : "")} aria-pressed={mine?.rating === 1} onClick={() => rate(p.ann, p.annotations, p.me, step.id, 1)}>
-                  <span aria-hidden="true">👍</span> Rate up
+                  <span aria-hidden="true">▲</span> Rate up
                 </button>
                 <button type="button" className={"rate down" + (mine?.rating === -1 ? " on" : "")} aria-pressed={mine?.rating === -1} onClick={() => rate(p.ann, p.annotations, p.me, step.id, -1)}>
-                  <span aria-hidden="true">👎</span> Rate down
+                  <span aria-hidden="true">▼</span> Rate down
                 </button>
               </>
             )}

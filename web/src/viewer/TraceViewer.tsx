@@ -53,13 +53,25 @@ export function TraceViewer() {
   }, [d, creditModel]);
 
   const selected = Math.min(Math.max(0, Number(params.get("step") ?? "1") - 1), Math.max(0, steps.length - 1));
+  // Key presses can arrive faster than React re-renders: the latest selection
+  // is kept here too, so two quick j presses move two steps.
+  const selRef = useRef(selected);
+  useEffect(() => {
+    selRef.current = selected;
+  }, [selected]);
   const select = useCallback(
     (index: number) => {
-      const next = new URLSearchParams(params);
-      next.set("step", String(index + 1));
-      setParams(next, { replace: true });
+      selRef.current = index;
+      setParams(
+        (prev) => {
+          const next = new URLSearchParams(prev);
+          next.set("step", String(index + 1));
+          return next;
+        },
+        { replace: true },
+      );
     },
-    [params, setParams],
+    [setParams],
   );
 
   const [margin, setMargin] = useState(0);
@@ -74,6 +86,14 @@ export function TraceViewer() {
     scrollMargin: margin,
     getItemKey: (i) => rows[i].steps[0].id,
   });
+
+  // A deep link (?step=N) opens at that step.
+  const opened = useRef("");
+  useEffect(() => {
+    if (!d || opened.current === d.id || rows.length === 0) return;
+    opened.current = d.id;
+    if (selected > 0) requestAnimationFrame(() => virt.scrollToIndex(stepRow[selected], { align: "center" }));
+  }, [d, rows, selected, stepRow, virt]);
 
   const toggleExpand = useCallback((stepId: string) => {
     setExpanded((s) => {
@@ -90,7 +110,8 @@ export function TraceViewer() {
     const onKey = (e: KeyboardEvent) => {
       if (help) return;
       if (e.ctrlKey || e.metaKey || e.altKey || typingIn(e) || steps.length === 0) return;
-      const step = steps[selected];
+      const cur = selRef.current;
+      const step = steps[cur];
       const go = (i: number) => {
         const c = Math.min(Math.max(0, i), steps.length - 1);
         select(c);
@@ -98,10 +119,10 @@ export function TraceViewer() {
       };
       switch (e.key) {
         case "j":
-          go(selected + 1);
+          go(cur + 1);
           break;
         case "k":
-          go(selected - 1);
+          go(cur - 1);
           break;
         case "+":
         case "=":
@@ -113,7 +134,7 @@ export function TraceViewer() {
         case "c":
           if (!canWrite) return;
           setComposing(step.id);
-          virt.scrollToIndex(stepRow[selected], { align: "auto" });
+          virt.scrollToIndex(stepRow[cur], { align: "auto" });
           break;
         case "e":
           toggleExpand(step.id);
@@ -137,7 +158,7 @@ export function TraceViewer() {
     };
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
-  }, [help, steps, selected, select, virt, stepRow, canWrite, me, ann, byStep, composing, expanded, toggleExpand]);
+  }, [help, steps, select, virt, stepRow, canWrite, me, ann, byStep, composing, expanded, toggleExpand]);
 
   if (trace.isPending)
     return (
@@ -167,7 +188,7 @@ export function TraceViewer() {
       <header className="trace-head">
         <h1>{t.title || "(untitled)"}</h1>
         <p className="muted">
-          {t.source_name} · imported <time dateTime={t.created_at}>{formatDate(t.created_at)}</time> · {t.step_count} steps · {t.positive_count} 👍 · {t.negative_count} 👎 ·{" "}
+          {t.source_name} · imported <time dateTime={t.created_at}>{formatDate(t.created_at)}</time> · {t.step_count} steps · {t.positive_count} ▲ · {t.negative_count} ▼ ·{" "}
           {t.comment_count} comments
           {t.label_error_count > 0 && <> · {t.label_error_count} flagged</>}
         </p>
@@ -187,7 +208,7 @@ export function TraceViewer() {
           {models.length > 0 && (
             <label className="field inline">
               <span>Credit model</span>
-              <select value={creditModel} onChange={(e) => setModel(e.target.value)}>
+              <select aria-label="Credit model" value={creditModel} onChange={(e) => setModel(e.target.value)}>
                 {models.map(([mid, name]) => (
                   <option key={mid} value={mid}>
                     {name}
@@ -200,10 +221,10 @@ export function TraceViewer() {
           {canWrite && (
             <>
               <button type="button" className={"rate up" + (myTrace?.rating === 1 ? " on" : "")} aria-pressed={myTrace?.rating === 1} onClick={() => rate(ann, t.annotations, me!.user_id, null, 1)}>
-                <span aria-hidden="true">👍</span> Rate trace up
+                <span aria-hidden="true">▲</span> Rate trace up
               </button>
               <button type="button" className={"rate down" + (myTrace?.rating === -1 ? " on" : "")} aria-pressed={myTrace?.rating === -1} onClick={() => rate(ann, t.annotations, me!.user_id, null, -1)}>
-                <span aria-hidden="true">👎</span> Rate trace down
+                <span aria-hidden="true">▼</span> Rate trace down
               </button>
               <button type="button" onClick={() => setComposing(null)}>
                 Comment on trace
@@ -235,7 +256,7 @@ export function TraceViewer() {
                 key={v.key}
                 data-index={v.index}
                 ref={virt.measureElement}
-                className={"row" + (row.steps.length > 1 ? " paired" : "")}
+                className={"vrow" + (row.steps.length > 1 ? " paired" : "")}
                 style={{ position: "absolute", top: 0, left: 0, width: "100%", transform: `translateY(${v.start - virt.options.scrollMargin}px)` }}
               >
                 {row.steps.map((s) => (
