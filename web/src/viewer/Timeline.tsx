@@ -30,14 +30,14 @@ export function Timeline({ spans, onPick }: { spans: Span[]; onPick: (stepIndex:
       </summary>
       <ol className="spans">
         {placed.map((p) => (
-          <li key={p.span.id} style={{ paddingLeft: `${p.depth * 14}px` }}>
+          <li key={p.span.id}>
             <button
               type="button"
               className="span-row"
               onClick={() => p.span.step_indices.length > 0 && onPick(p.span.step_indices[0])}
               title={`${p.span.name}${p.span.kind ? " (" + p.span.kind + ")" : ""}: ${fmtMs(p.end - p.start)}`}
             >
-              <span className="span-name">
+              <span className="span-name" style={{ paddingLeft: `${p.depth * 14}px` }}>
                 {p.span.name}
                 {p.span.kind && <span className="muted"> {p.span.kind}</span>}
               </span>
