@@ -19,14 +19,10 @@ const queryClient = new QueryClient({
 });
 
 function Gate() {
-  const { key, me, loading, error } = useAuth();
+  // The pages render while GET /me is in flight (their data loads in
+  // parallel); write controls appear once it says the key may write.
+  const { key, error } = useAuth();
   if (!key || error) return <SignIn />;
-  if (loading || !me)
-    return (
-      <main className="center muted" aria-busy="true">
-        Signing in…
-      </main>
-    );
   return (
     <Routes>
       <Route element={<Layout />}>

@@ -49,6 +49,18 @@ export class ApiError extends Error {
   }
 }
 
+type Preload = Record<string, Promise<Response> | string>;
+
+/** A GET that public/preload.js already started for this key, taken once. */
+function preloaded(path: string, init: RequestInit, key: string | null): Promise<Response> | undefined {
+  const pre = (window as { __criticPreload?: Preload }).__criticPreload;
+  if (!pre || pre.key !== key || (init.method ?? "GET") !== "GET") return undefined;
+  const p = pre[path];
+  if (typeof p === "string" || !p) return undefined;
+  delete pre[path];
+  return p;
+}
+
 export async function api<T>(path: string, init: RequestInit & { json?: unknown } = {}): Promise<T> {
   const headers = new Headers(init.headers);
   const key = getKey();
@@ -58,7 +70,7 @@ export async function api<T>(path: string, init: RequestInit & { json?: unknown 
     headers.set("Content-Type", "application/json");
     body = JSON.stringify(init.json);
   }
-  const res = await fetch(API + path, { ...init, headers, body });
+  const res = await (preloaded(path, init, key) ?? fetch(API + path, { ...init, headers, body }));
   if (res.status === 204) return undefined as T;
   const text = await res.text();
   let data: unknown = null;

@@ -145,10 +145,10 @@ function ReviewItem({ item, canWrite, onNext, onPrev, help, setHelp }: { item: I
     const lastAssistant = [...d.steps].reverse().find((s) => s.role === "assistant");
     return [firstUser, lastAssistant].filter((s): s is NonNullable<typeof s> => !!s);
   }, [d, item.stepId]);
-  const current = d ? myRating(d.annotations, me!.user_id, item.stepId) : undefined;
+  const current = d && me ? myRating(d.annotations, me.user_id, item.stepId) : undefined;
   const doRate = (v: 1 | -1) => {
-    if (!d || !canWrite) return;
-    rate(ann, d.annotations, me!.user_id, item.stepId, v);
+    if (!d || !canWrite || !me) return;
+    rate(ann, d.annotations, me.user_id, item.stepId, v);
     onNext();
   };
   useEffect(() => {

@@ -265,7 +265,7 @@ export function TraceViewer() {
                     step={s}
                     annotations={byStep.get(s.id) ?? EMPTY}
                     credit={credit.get(s.id)}
-                    me={me!.user_id}
+                    me={me?.user_id ?? ""}
                     canWrite={canWrite}
                     expanded={expanded.has(s.id)}
                     selected={s.index === selected}
