@@ -8,8 +8,11 @@
   var get = function (path) {
     return fetch("/api/v1/rm" + path, { headers: { Authorization: "Bearer " + key } });
   };
-  var pre = { key: key, me: get("/me") };
+  // Keys are the paths the app asks for, exactly.
+  var pre = { key: key, "/me": get("/me") };
   var m = /^\/traces\/([0-9a-fA-F-]{36})$/.exec(location.pathname);
   if (m) pre["/traces/" + m[1]] = get("/traces/" + m[1]);
+  if ((location.pathname === "/traces" || location.pathname === "/") && !location.search)
+    pre["/traces?limit=50&offset=0"] = get("/traces?limit=50&offset=0");
   window.__criticPreload = pre;
 })();

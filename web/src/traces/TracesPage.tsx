@@ -39,11 +39,15 @@ export function TracesPage() {
       api<TraceList>("/traces" + qs({ limit: PAGE, offset: page * PAGE, q, source_id: source, from, to, tz: from || to ? tz : "", sort })),
     placeholderData: keepPreviousData,
   });
-  // Sources for the filter: from the newest 1000 traces (there is no list-sources route).
+  // Sources for the filter: from the newest 1000 traces (there is no
+  // list-sources route), loaded when the filter is first used so the first
+  // screen waits only for its own page.
+  const [wantSources, setWantSources] = useState(false);
   const sources = useQuery({
     queryKey: ["traces", "sources"],
     queryFn: () => api<TraceList>("/traces?limit=1000"),
     staleTime: 30_000,
+    enabled: wantSources,
   });
   const sourceOptions = useMemo(() => {
     const m = new Map<string, string>();
@@ -100,7 +104,13 @@ export function TracesPage() {
         </label>
         <label className="field">
           <span>Source</span>
-          <select aria-label="Source" value={source} onChange={(e) => set({ source: e.target.value })}>
+          <select
+            aria-label="Source"
+            value={source}
+            onFocus={() => setWantSources(true)}
+            onPointerDown={() => setWantSources(true)}
+            onChange={(e) => set({ source: e.target.value })}
+          >
             <option value="">All sources</option>
             {sourceOptions.map(([id, name]) => (
               <option key={id} value={id}>
