@@ -10,6 +10,7 @@ import { StepCard } from "./StepCard";
 import { AnnotationList, Composer } from "./Annotations";
 import { myRating, rate, useAnnotate } from "./useAnnotate";
 import { Timeline } from "./Timeline";
+import { CreditStrip } from "./CreditStrip";
 import { ShortcutsDialog, typingIn } from "./Shortcuts";
 
 /**
@@ -242,6 +243,16 @@ export function TraceViewer() {
         )}
         {composing === null && <Composer busy={ann.add.isPending} onCancel={() => setComposing(undefined)} onSave={(text) => ann.add.mutate({ comment: text }, { onSuccess: () => setComposing(undefined) })} />}
         <AnnotationList items={traceAnns} ann={ann} canWrite={canWrite} />
+        <CreditStrip
+          steps={steps}
+          credit={credit}
+          selected={selected}
+          model={models.find(([mid]) => mid === creditModel)?.[1] ?? ""}
+          onPick={(i) => {
+            select(i);
+            virt.scrollToIndex(stepRow[i], { align: "start" });
+          }}
+        />
         {t.spans.length > 0 && <Timeline spans={t.spans} onPick={(i) => { select(i); virt.scrollToIndex(stepRow[i], { align: "start" }); }} />}
       </header>
 
