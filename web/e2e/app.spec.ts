@@ -150,6 +150,10 @@ test("open a trace: rate, quote, comment, flag, edit, delete, and it all survive
   await answer.getByRole("button", { name: "Save comment" }).click();
   await expect(answer.locator("blockquote mark")).toHaveText("full refund");
   await expect(answer).toContainText("Promised a refund before checking the damage policy");
+  // The quote is highlighted where it was taken, in the rendered message.
+  await expect
+    .poll(() => page.evaluate(() => String((CSS as unknown as { highlights: Map<string, Set<Range>> }).highlights.get("critic-quote")?.values().next().value ?? "")))
+    .toBe("full refund");
 
   // A plain comment on the user step, then edit it.
   const user = page.getByRole("region", { name: "Step 2", exact: true });

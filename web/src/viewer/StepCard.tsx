@@ -1,4 +1,5 @@
-import { memo, useMemo, useState } from "react";
+import { memo, useEffect, useMemo, useRef, useState } from "react";
+import { highlightQuotes } from "./quoteHighlight";
 import type { Annotation, Step } from "../api/client";
 import { canRender, highlight, prettyJSON, renderMarkdown } from "./markdown";
 import { anchorQuote, type Quote } from "./quote";
@@ -51,15 +52,23 @@ function Copy({ text, label }: { text: string; label: string }) {
 }
 
 /** Message content: markdown (or pretty JSON for tool output) with a raw toggle. */
-function Content({ text, raw, isTool }: { text: string; raw: boolean; isTool: boolean }) {
+function Content({ text, raw, isTool, quotes }: { text: string; raw: boolean; isTool: boolean; quotes: string[] }) {
   const html = useMemo(() => {
     if (raw || !canRender(text)) return null;
     const json = isTool ? prettyJSON(text) : null;
     if (json) return `<pre class="code"><code class="hljs language-json">${highlight(json, "json")}</code></pre>`;
     return renderMarkdown(text);
   }, [text, raw, isTool]);
-  if (html === null) return <pre className="raw">{text}</pre>;
-  return <div className="md" dangerouslySetInnerHTML={{ __html: html }} />;
+  const ref = useRef<HTMLDivElement & HTMLPreElement>(null);
+  const key = quotes.join("\u0000");
+  useEffect(() => (ref.current ? highlightQuotes(ref.current, key ? key.split("\u0000") : []) : undefined), [html, key, text]);
+  if (html === null)
+    return (
+      <pre className="raw" ref={ref}>
+        {text}
+      </pre>
+    );
+  return <div className="md" ref={ref} dangerouslySetInnerHTML={{ __html: html }} />;
 }
 
 /** One step: a region "Step N" with its number in the gutter, role heading, content and annotations. */
@@ -74,6 +83,7 @@ export const StepCard = memo(function StepCard(p: StepProps) {
   const rateable = p.canWrite && (step.role === "assistant" || step.role === "tool");
   const mine = myRating(p.annotations, p.me, step.id);
   const ts = (step.metadata as { timestamp?: string } | null)?.timestamp;
+  const quoteTexts = useMemo(() => p.annotations.filter((a) => a.quote && !a.label_error).map((a) => a.quote!.text), [p.annotations]);
   const toolInput = step.tool_input != null ? JSON.stringify(step.tool_input, null, 2) : null;
 
   const takeSelection = () => {
@@ -143,7 +153,7 @@ export const StepCard = memo(function StepCard(p: StepProps) {
           </details>
         )}
         <div className="content" onMouseUp={takeSelection} onKeyUp={takeSelection}>
-          {step.content === "" && !toolInput ? <p className="muted">(empty)</p> : step.content !== "" && <Content text={shown} raw={raw} isTool={step.role === "tool"} />}
+          {step.content === "" && !toolInput ? <p className="muted">(empty)</p> : step.content !== "" && <Content text={shown} raw={raw} isTool={step.role === "tool"} quotes={quoteTexts} />}
           {long && !p.expanded && <div className="fade" aria-hidden="true" />}
         </div>
         {long && !p.expanded && (
