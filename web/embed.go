@@ -60,9 +60,10 @@ func NewHandler(fsys fs.FS) http.Handler {
 			_, _ = w.Write([]byte(`{"detail":"route ` + r.Method + ` not found under /api","code":"not_found"}` + "\n"))
 			return
 		}
+		// Anything but GET/HEAD is no page: a 404 (not 405), so a gRPC or
+		// Connect call to an unknown service still reads as unimplemented.
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
-			http.Error(w, "the web app answers GET only", http.StatusMethodNotAllowed)
+			http.NotFound(w, r)
 			return
 		}
 		h := w.Header()

@@ -62,7 +62,7 @@ func TestServesTheBuild(t *testing.T) {
 
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/traces", nil))
-	require.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+	require.Equal(t, http.StatusNotFound, rec.Code)
 
 	r = get(t, h, "/assets/app-old.js")
 	require.Equal(t, http.StatusNotFound, r.StatusCode)
