@@ -99,6 +99,9 @@ func TestWebApp(t *testing.T) {
 	passed := r.Stats.Expected + r.Stats.Flaky
 	failed := r.Stats.Unexpected
 	fmt.Printf("browser: %d passed, %d failed, %d skipped\n", passed, failed, r.Stats.Skipped)
+	if r.Stats.Flaky > 0 {
+		fmt.Printf("browser tests that passed only on retry (flaky): %d\n", r.Stats.Flaky)
+	}
 	for _, e := range r.Errors {
 		t.Errorf("playwright: %s", strings.TrimSpace(e.Message))
 	}
