@@ -7,7 +7,7 @@ BIN       := bin/critic
 FUZZTIME  ?= 5s
 TEST_TIMEOUT ?= 25m
 
-.PHONY: help run build test test-race lint generate verify bench bench-ingest bench-otlp demo deps
+.PHONY: help run build test test-race lint generate verify bench bench-ingest bench-otlp demo deps web bench-ui
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -15,7 +15,19 @@ help: ## list the targets
 deps: ## install missing system packages (PostgreSQL, protoc, Node.js)
 	@scripts/ensure-deps.sh
 
-build: ## build bin/critic
+# The web app is rebuilt only when its sources or the OpenAPI document
+# changed since the last build (web/dist/index.html is the stamp).
+WEB_SRC := $(shell find web/src web/public web/index.html web/package.json web/package-lock.json web/vite.config.ts web/tsconfig.json handlers/rest/openapi.json -type f 2>/dev/null)
+
+web/node_modules/.package-lock.json: web/package.json web/package-lock.json
+	cd web && npm ci --no-audit --no-fund
+
+web/dist/index.html: web/node_modules/.package-lock.json $(WEB_SRC)
+	cd web && npm run build
+
+web: web/dist/index.html ## build the browser app into web/dist (embedded by go build)
+
+build: web ## build bin/critic (with the web app)
 	$(GO) build -o $(BIN) ./cmd/critic
 
 run: deps build ## start the whole platform locally; prints the URL and an API key
@@ -28,7 +40,7 @@ demo: run ## alias of run
 # not running before (scripts/pgtestctl), and leaves alone one that was. Tests
 # that skipped checks (real public exports absent) append a note to
 # $CRITIC_TEST_NOTES, printed at the end.
-test: deps ## run every test (unit, integration, e2e) and bounded fuzzing
+test: deps web ## run every test (unit, integration, e2e incl. the browser suite) and bounded fuzzing
 	$(GO) vet ./...
 	@$(GO) build -o bin/pgtestctl ./scripts/pgtestctl; \
 	was=$$(bin/pgtestctl running); notes=$$(mktemp); \
@@ -74,6 +86,9 @@ bench-otlp: deps ## OTLP/HTTP spans/s end to end (512-span protobuf exports, 1 a
 
 bench-train: ## reward-model train step (tiny config) GoMLX vs PyTorch, same CPUs/threads, ratio; Qwen3-0.6B-shaped scoring seq/s + peak RSS
 	gpuworker/scripts/bench_train.sh
+
+bench-ui: deps web ## a 2,500-step trace and a 20,000-trace list in Chromium: first screen and scroll-to-end vs fetch+parse of the same JSON
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkUI -benchtime 1x -timeout 30m ./e2e/
 
 bench-score: deps ## 10,000 traces scored through the whole pipeline vs the engine's raw scoring
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkScore -benchtime 1x -timeout 30m ./e2e/

@@ -14,6 +14,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/gpuworker/worker"
 	"github.com/criticml/critic/projections/readmodel"
+	"github.com/criticml/critic/web"
 )
 
 //go:embed samples/*.jsonl
@@ -67,10 +68,17 @@ func cmdRun(ctx context.Context, _ []string) error {
 			Brokers: srv.Brokers, Blobs: in.blobs, DataDir: cfg.DataDir, Log: log, Observer: workerObserver(srv.Telemetry)})
 	}, nil)
 	url := "http://" + srv.addr
+	// The key rides in the fragment, which browsers never send: the app
+	// stores it and removes it from the address bar at once.
+	app := url + "/#key=" + key
+	if !web.Built() {
+		app = url + "/   (the web app is not built into this binary: make web, then make build)"
+	}
 	fmt.Printf(`
 Critic is running.
 
-  URL:      %s/api/v1/rm
+  Open:     %s
+  API:      %s/api/v1/rm
   API key:  %s   (account %q; also saved in %s)
   Traces:   %d sample traces imported
 
@@ -78,7 +86,7 @@ Try:
   curl -s -H "Authorization: Bearer %s" %s/api/v1/rm/traces | jq
 
 Press Ctrl-C to stop.
-`, url, key, demoUser, filepath.Join(cfg.DataDir, "demo_api_key"), n, key, url)
+`, app, url, key, demoUser, filepath.Join(cfg.DataDir, "demo_api_key"), n, key, url)
 	if err := startDemoTraining(ctx, cfg, srv, userID); err != nil {
 		fmt.Printf("  (demo training skipped: %v)\n", err)
 	}

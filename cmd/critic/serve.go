@@ -21,6 +21,7 @@ import (
 	"github.com/criticml/critic/platform/requestid"
 	"github.com/criticml/critic/platform/telemetry"
 	"github.com/criticml/critic/projections/readmodel"
+	"github.com/criticml/critic/web"
 )
 
 // newLogger is the process logger, also made slog's default: every line
@@ -102,6 +103,8 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		otlp.NewReceiver(a.Cmds, a.Waiter, a.Auth, cfg.MaxBody).Register(mux)
 		registerConnect(mux, a, cfg.MaxBody, in.blobs)
 		connectapi.RegisterHealthAndReflection(mux, a.Ready)
+		// The browser app, at / (everything more specific above wins).
+		mux.Handle(web.Pattern, web.Handler())
 	})
 	if err != nil {
 		_ = tel.Shutdown(context.Background())

@@ -36,7 +36,7 @@ func NewReceiver(cmds *commands.Commands, waiter *readmodel.Waiter, auth *edge.A
 }
 
 // Register mounts the endpoint on mux.
-func (rc *Receiver) Register(mux *http.ServeMux) {
+func (rc *Receiver) Register(mux interface{ Handle(string, http.Handler) }) {
 	mux.Handle("POST "+Path, rc.auth.Middleware(http.HandlerFunc(rc.serve)))
 }
 

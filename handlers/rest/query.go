@@ -28,7 +28,7 @@ func NewQueryAPI(snaps *duck.Snapshots, auth *edge.Authenticator, maxBody int64)
 
 // Register adds POST /query to mux behind authentication. Read-only keys may
 // query: nothing a query does can write.
-func (q *QueryAPI) Register(mux *http.ServeMux) {
+func (q *QueryAPI) Register(mux Mux) {
 	mux.Handle("POST "+Prefix+"/query", q.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := q.query(w, r); err != nil {
 			edge.WriteError(w, err)

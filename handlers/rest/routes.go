@@ -57,8 +57,9 @@ func (a *API) WithAssessments(s usecase.Assessments) *API {
 	return a
 }
 
-// Register adds every route to mux, behind authentication.
-func (a *API) Register(mux *http.ServeMux) {
+// Register adds every route to mux, behind authentication (except the
+// OpenAPI document).
+func (a *API) Register(mux Mux) {
 	route := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
 		method, path, _ := strings.Cut(pattern, " ")
 		mux.Handle(method+" "+Prefix+path, a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -67,6 +68,8 @@ func (a *API) Register(mux *http.ServeMux) {
 			}
 		})))
 	}
+	mux.Handle("GET "+OpenAPIPath, http.HandlerFunc(serveOpenAPI))
+	route("GET /me", a.me)
 	route("GET /formats", a.listFormats)
 	route("POST /traces/import", a.importTraces)
 	route("GET /traces", a.listTraces)

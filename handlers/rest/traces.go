@@ -345,7 +345,8 @@ func (a *API) listTraces(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// parseListFilter reads ?limit&offset (default 50/0, limit ≤ 1000),
+// parseListFilter reads ?limit&offset (default 50/0, limit ≤ 1000), ?q (text
+// in a title or step), ?sort (source, -source),
 // ?source_id, and the inclusive import-date range ?from=YYYY-MM-DD&to=YYYY-MM-DD
 // interpreted in ?tz (an IANA zone, default UTC) — the user's local calendar.
 // The rules are shared with the Connect API (usecase.ListParams).

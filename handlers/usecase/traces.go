@@ -35,19 +35,31 @@ type ListParams struct {
 	SourceID      string
 	From, To      string // inclusive import dates, YYYY-MM-DD
 	TZ            string // IANA zone of From/To; "" → UTC
+	Q             string // text in a title or any step's content
+	Sort          string // "" (newest first), "source", "-source"
 }
 
 // The bounds of ?limit and ?offset.
 const (
 	maxListLimit  = 1000
 	maxListOffset = 1<<31 - 1
+	maxQueryLen   = 500
 )
 
 // Filter checks p and returns the read-model filter: limit 1–1000 (default
 // 50), offset ≥ 0, dates interpreted in the user's own calendar (TZ) so "to"
 // includes the whole of that local day.
 func (p ListParams) Filter() (readmodel.ListFilter, error) {
-	f := readmodel.ListFilter{Limit: 50, SourceID: p.SourceID}
+	f := readmodel.ListFilter{Limit: 50, SourceID: p.SourceID, Query: p.Q}
+	switch s := readmodel.ListSort(p.Sort); s {
+	case readmodel.SortImported, readmodel.SortSource, readmodel.SortSourceDesc:
+		f.Sort = s
+	default:
+		return f, &domain.ValidationError{Code: "invalid_request", Field: "sort", Message: "sort must be source or -source (omit it for newest first)"}
+	}
+	if len(p.Q) > maxQueryLen {
+		return f, &domain.ValidationError{Code: "invalid_request", Field: "q", Message: "q must be at most " + strconv.Itoa(maxQueryLen) + " characters"}
+	}
 	if p.Limit != nil {
 		if err := checkRange("limit", *p.Limit, 1, maxListLimit); err != nil {
 			return f, err
@@ -88,11 +100,11 @@ func (p ListParams) Filter() (readmodel.ListFilter, error) {
 	return f, nil
 }
 
-// ListParamsFromQuery reads ?limit&offset&source_id&from&to&tz. A limit or
+// ListParamsFromQuery reads ?limit&offset&source_id&from&to&tz&q&sort. A limit or
 // offset that is not an integer gets the same error as one out of range;
 // each is checked in order so the first bad parameter is the one reported.
 func ListParamsFromQuery(q url.Values) (ListParams, error) {
-	p := ListParams{SourceID: q.Get("source_id"), From: q.Get("from"), To: q.Get("to"), TZ: q.Get("tz")}
+	p := ListParams{SourceID: q.Get("source_id"), From: q.Get("from"), To: q.Get("to"), TZ: q.Get("tz"), Q: q.Get("q"), Sort: q.Get("sort")}
 	for _, ip := range []struct {
 		name   string
 		dst    **int

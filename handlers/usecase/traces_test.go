@@ -64,6 +64,7 @@ func TestListParamsFromQuery(t *testing.T) {
 		"from=yesterday":          "from",
 		"to=2026-13-01":           "to",
 		"limit=10&from=2026-1-1x": "from",
+		"sort=title":              "sort",
 	} {
 		_, field := filter(raw)
 		require.Equal(t, want, field, raw)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -57,8 +58,7 @@ func (q *Queries) UserIDByName(ctx context.Context, name string) (string, error)
 
 // summaryCols and summaryFrom select a TraceSummary; the annotation counts
 // exclude label errors from positive/negative, so they count what trains.
-const summaryCols = `t.id, t.external_id, t.title, t.source_format, t.source_id,
-	COALESCE(src.name, CASE t.source_id WHEN 'claude-code' THEN u.name || '''s Claude Code' WHEN 'codex' THEN u.name || '''s Codex' ELSE t.source_id END),
+const summaryCols = `t.id, t.external_id, t.title, t.source_format, t.source_id, ` + sourceNameExpr + `,
 	t.owner_id, t.step_count, t.created_at,
 	c.positive, c.negative, c.comments, c.label_errors, ls.model_id, ls.model_name, ls.score`
 
@@ -88,18 +88,34 @@ func scanSummary(row pgx.Row, s *TraceSummary, extra ...any) error {
 	return nil
 }
 
-// ListTraces returns one page of the owner's traces, newest first, and the
-// total matching the filter.
+// sourceNameExpr is the displayed source name of t (alias, else the
+// recorder's default name, else the id), shared by the columns and the sort.
+const sourceNameExpr = `COALESCE(src.name, CASE t.source_id WHEN 'claude-code' THEN u.name || '''s Claude Code' WHEN 'codex' THEN u.name || '''s Codex' ELSE t.source_id END)`
+
+// ListTraces returns one page of the owner's traces, newest first unless
+// f.Sort says otherwise, and the total matching the filter. A text query
+// matches titles and step content case-insensitively; it is a scan of the
+// owner's steps (strpos, so no LIKE wildcards to escape), fine for the
+// accounts a reviewer browses.
 func (q *Queries) ListTraces(ctx context.Context, owner string, f ListFilter) ([]TraceSummary, int, error) {
 	where := `t.owner_id = $1 AND ($2 = '' OR t.source_id = $2)
-		AND ($3::timestamptz IS NULL OR t.created_at >= $3) AND ($4::timestamptz IS NULL OR t.created_at < $4)`
-	args := []any{owner, f.SourceID, f.From, f.To}
+		AND ($3::timestamptz IS NULL OR t.created_at >= $3) AND ($4::timestamptz IS NULL OR t.created_at < $4)
+		AND ($5 = '' OR strpos(lower(t.title), $5) > 0
+			OR EXISTS (SELECT 1 FROM rm_steps s WHERE s.trace_id = t.id AND strpos(lower(s.content), $5) > 0))`
+	args := []any{owner, f.SourceID, f.From, f.To, strings.ToLower(f.Query)}
 	var total int
 	if err := q.pool.QueryRow(ctx, `SELECT count(*) FROM rm_traces t WHERE `+where, args...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
+	order := `t.import_seq DESC`
+	switch f.Sort {
+	case SortSource:
+		order = sourceNameExpr + ` ASC, t.import_seq DESC`
+	case SortSourceDesc:
+		order = sourceNameExpr + ` DESC, t.import_seq DESC`
+	}
 	rows, err := q.pool.Query(ctx, `SELECT `+summaryCols+summaryFrom+` WHERE `+where+`
-		ORDER BY t.import_seq DESC LIMIT $5 OFFSET $6`, append(args, f.Limit, f.Offset)...)
+		ORDER BY `+order+` LIMIT $6 OFFSET $7`, append(args, f.Limit, f.Offset)...)
 	if err != nil {
 		return nil, 0, err
 	}

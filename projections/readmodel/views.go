@@ -87,7 +87,24 @@ type ListFilter struct {
 	Limit, Offset int
 	SourceID      string
 	From, To      *time.Time // inclusive import-date range
+	// Query, when set, keeps traces whose title or any step's content
+	// contains it, case-insensitively (the web app's search box).
+	Query string
+	// Sort orders the page: SortImported (newest first, the default),
+	// SortSource or SortSourceDesc (by displayed source name, newest first
+	// within a source).
+	Sort ListSort
 }
+
+// ListSort is the order of a trace list.
+type ListSort string
+
+// The orders GET /traces?sort= accepts.
+const (
+	SortImported   ListSort = ""
+	SortSource     ListSort = "source"
+	SortSourceDesc ListSort = "-source"
+)
 
 // Annotation is the Annotation shape of spec 001.
 type Annotation struct {

@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/platform/pg/pgtest"
+)
+
+// BenchmarkUI is make bench-ui: the built binary serving the embedded app,
+// a generated 2,500-step session and a 20,000-trace list, opened in
+// Chromium. It prints the time to the first rendered screen and to reach the
+// end (scroll to the last step; the list's last page) beside the time the
+// same browser needs just to fetch and parse the JSON those screens show —
+// the limit the app is measured against (target ≤ 2×).
+func BenchmarkUI(b *testing.B) {
+	if _, err := os.Stat(chromiumPath()); err != nil {
+		b.Skipf("no Chromium at %s (apt-get install chromium, or set CRITIC_CHROMIUM)", chromiumPath())
+	}
+	webDir := filepath.Join(pgtest.ModuleRoot(b), "web")
+	_, err := os.Stat(filepath.Join(webDir, "dist", "index.html"))
+	require.NoError(b, err, "run make web first")
+
+	const steps, traces = 2500, 20000
+	in := startServe(b)
+	key := in.newUser("bench", false)
+	lines := make([]string, 0, 1000)
+	flush := func() {
+		if len(lines) > 0 {
+			in.importTraces(key, "stash", strings.Join(lines, "\n"))
+			lines = lines[:0]
+		}
+	}
+	for i := 0; i < traces-1; i++ {
+		lines = append(lines, fmt.Sprintf(`{"title":"Bench trace %d","steps":[{"role":"user","content":"question %d"},{"role":"assistant","content":"answer %d"}]}`, i, i, i))
+		if len(lines) == cap(lines) {
+			flush()
+		}
+	}
+	flush()
+	session := make([]map[string]any, steps)
+	for i := range session {
+		s := map[string]any{"role": []string{"user", "assistant", "assistant", "tool"}[i%4], "content": fmt.Sprintf("Step %d. Some **markdown** with `code` and a list:\n\n- one\n- two\n\n```go\nfunc f%d() int { return %d }\n```", i+1, i, i)}
+		if i%4 == 2 {
+			s["tool_name"], s["tool_call_id"], s["tool_input"] = "run", fmt.Sprintf("c%d", i), map[string]any{"cmd": "ls"}
+		}
+		if i%4 == 3 {
+			s["tool_name"], s["tool_call_id"], s["content"] = "run", fmt.Sprintf("c%d", i-1), `{"stdout":"a\nb"}`
+		}
+		session[i] = s
+	}
+	line, err := json.Marshal(map[string]any{"title": "A 2,500-step session", "steps": session})
+	require.NoError(b, err)
+	big := in.importTraces(key, "stash", string(line))
+
+	b.ResetTimer()
+	cmd := exec.Command("node", "e2e/bench-ui.mjs")
+	cmd.Dir = webDir
+	cmd.Env = append(os.Environ(), "CRITIC_E2E_URL="+in.url, "CRITIC_E2E_KEY="+key, "CRITIC_BENCH_TRACE="+big[0],
+		fmt.Sprintf("CRITIC_BENCH_STEPS=%d", steps), fmt.Sprintf("CRITIC_BENCH_TRACES=%d", traces), "CRITIC_CHROMIUM="+chromiumPath())
+	out, err := cmd.CombinedOutput()
+	require.NoError(b, err, "%s", out)
+	b.StopTimer()
+	text := strings.TrimSpace(string(out))
+	lines = strings.Split(text, "\n")
+	for _, l := range lines[:len(lines)-1] {
+		fmt.Println("bench-ui:", l)
+	}
+	var m map[string]float64
+	require.NoError(b, json.Unmarshal([]byte(lines[len(lines)-1]), &m))
+	b.ReportMetric(m["traceFirst"]/m["traceLimit"], "trace-first/limit")
+	b.ReportMetric((m["traceFirst"]+m["traceEnd"])/m["traceLimit"], "trace-end/limit")
+	b.ReportMetric(m["listFirst"]/m["listLimit"], "list-first/limit")
+	b.ReportMetric(m["listEnd"]/m["lastLimit"], "list-last/limit")
+}

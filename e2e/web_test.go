@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/platform/pg/pgtest"
+)
+
+// chromiumPath is Debian's Chromium (apt-get install chromium), or
+// $CRITIC_CHROMIUM; the browser tests never download a browser.
+func chromiumPath() string {
+	if p := os.Getenv("CRITIC_CHROMIUM"); p != "" {
+		return p
+	}
+	return "/usr/bin/chromium"
+}
+
+// playwrightReport is the part of Playwright's JSON report CI needs.
+type playwrightReport struct {
+	Stats struct {
+		Expected   int `json:"expected"`
+		Unexpected int `json:"unexpected"`
+		Skipped    int `json:"skipped"`
+		Flaky      int `json:"flaky"`
+	} `json:"stats"`
+	Errors []struct {
+		Message string `json:"message"`
+	} `json:"errors"`
+}
+
+// TestWebApp runs the browser suite (web/e2e/*.spec.ts) in Chromium against
+// the real binary serving the embedded app, on a real stack: sign-in,
+// import through the UI, filters, the viewer, annotating, the keyboard,
+// the review queue, themes, a read-only key and another account's trace,
+// with axe-core on every page and every API response validated against the
+// OpenAPI document. It prints `N passed, N failed` and fails on any
+// failure.
+func TestWebApp(t *testing.T) {
+	if _, err := os.Stat(chromiumPath()); err != nil {
+		t.Skipf("\n\n*** BROWSER TESTS SKIPPED: no Chromium at %s (apt-get install chromium, or set CRITIC_CHROMIUM) ***\n\n", chromiumPath())
+	}
+	root := pgtest.ModuleRoot(t)
+	webDir := filepath.Join(root, "web")
+	_, err := os.Stat(filepath.Join(webDir, "dist", "index.html"))
+	require.NoError(t, err, "the web app is not built: run `make web` (make test does) before this test")
+	_, err = os.Stat(filepath.Join(webDir, "node_modules", "@playwright", "test"))
+	require.NoError(t, err, "web/node_modules is missing: run `make web` (npm ci in web/)")
+
+	in := startServe(t)
+	key := in.newUser("reviewer", false)
+	out, err := in.cli("users", "issue-key", "--name", "reviewer", "--read-only-key")
+	require.NoError(t, err, out)
+	roKey := keyRe.FindStringSubmatch(out)[1]
+	otherKey := in.newUser("outsider", false)
+	other := in.importTraces(otherKey, "stash", `{"title":"Someone else's trace","steps":[{"role":"user","content":"private"},{"role":"assistant","content":"ok"}]}`)
+
+	// A 2,000-step session, and a trace with spans (a subagent under the root).
+	steps := make([]map[string]any, 2000)
+	for i := range steps {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		steps[i] = map[string]any{"role": role, "content": fmt.Sprintf("message %d of a long session: **bold** and `code`", i+1)}
+	}
+	bigLine, err := json.Marshal(map[string]any{"title": "A 2,000-step session", "steps": steps})
+	require.NoError(t, err)
+	big := in.importTraces(key, "stash", string(bigLine))
+	spans := in.importTraces(key, "stash", compactJSON(t, `{"title":"Agent with a subagent","steps":[{"role":"user","content":"plan a trip"},{"role":"assistant","content":"I'll ask the researcher."},{"role":"assistant","content":"Booked."}],
+		"spans":[{"id":"root","parent_id":null,"name":"agent run","kind":"agent","start_ns":"1700000000000000000","end_ns":"1700000004000000000","input":null,"output":null,"step_indices":[0,1,2]},
+		{"id":"sub","parent_id":"root","name":"researcher subagent","kind":"agent","start_ns":"1700000000500000000","end_ns":"1700000003000000000","input":null,"output":null,"step_indices":[1]},
+		{"id":"tool","parent_id":"sub","name":"search_flights","kind":"tool","start_ns":"1700000001000000000","end_ns":"1700000002000000000","input":null,"output":null,"step_indices":[]}]}`))
+
+	report := filepath.Join(t.TempDir(), "report.json")
+	cmd := exec.Command("npx", "playwright", "test", "-c", "e2e/playwright.config.ts")
+	cmd.Dir = webDir
+	cmd.Env = append(os.Environ(),
+		"CRITIC_E2E_URL="+in.url, "CRITIC_E2E_KEY="+key, "CRITIC_E2E_READONLY_KEY="+roKey,
+		"CRITIC_E2E_OTHER_TRACE="+other[0], "CRITIC_E2E_BIG_TRACE="+big[0], "CRITIC_E2E_SPANS_TRACE="+spans[0],
+		"CRITIC_E2E_REPORT="+report, "CRITIC_CHROMIUM="+chromiumPath(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1", "CI=1")
+	if d := os.Getenv("CRITIC_E2E_SHOTS"); d != "" {
+		cmd.Env = append(cmd.Env, "CRITIC_E2E_SHOTS="+d)
+	}
+	output, runErr := cmd.CombinedOutput()
+	t.Logf("playwright:\n%s", output)
+	raw, err := os.ReadFile(report)
+	require.NoError(t, err, "playwright wrote no report (%v):\n%s", runErr, output)
+	var r playwrightReport
+	require.NoError(t, json.Unmarshal(raw, &r))
+	passed := r.Stats.Expected + r.Stats.Flaky
+	failed := r.Stats.Unexpected
+	fmt.Printf("browser: %d passed, %d failed, %d skipped\n", passed, failed, r.Stats.Skipped)
+	if r.Stats.Flaky > 0 {
+		fmt.Printf("browser tests that passed only on retry (flaky): %d\n", r.Stats.Flaky)
+	}
+	for _, e := range r.Errors {
+		t.Errorf("playwright: %s", strings.TrimSpace(e.Message))
+	}
+	require.Zero(t, failed, "browser tests failed (details above)")
+	require.NoError(t, runErr)
+	require.Greater(t, passed, 0, "no browser test ran")
+}
+
+// compactJSON puts a JSON document on one line (one JSONL record).
+func compactJSON(t *testing.T, s string) string {
+	var b bytes.Buffer
+	require.NoError(t, json.Compact(&b, []byte(s)))
+	return b.String()
+}

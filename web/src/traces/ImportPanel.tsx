@@ -1,0 +1,70 @@
+import { useState } from "react";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { api, type Format, type ImportResponse } from "../api/client";
+
+/** Import a file in any supported format; all traces or none. */
+export function ImportPanel({ onClose }: { onClose: () => void }) {
+  const qc = useQueryClient();
+  const formats = useQuery({ queryKey: ["formats"], queryFn: () => api<Format[]>("/formats"), staleTime: Infinity });
+  const [format, setFormat] = useState("auto");
+  const [sourceId, setSourceId] = useState("");
+  const [data, setData] = useState("");
+  const imp = useMutation({
+    mutationFn: () => api<ImportResponse>("/traces/import", { method: "POST", json: { format, data, ...(sourceId.trim() ? { source_id: sourceId.trim() } : {}) } }),
+    onSuccess: () => qc.invalidateQueries({ queryKey: ["traces"] }),
+  });
+  return (
+    <section className="panel" aria-labelledby="import-title">
+      <h2 id="import-title">Import traces</h2>
+      <div className="row">
+        <label className="field">
+          <span>Format</span>
+          <select aria-label="Format" value={format} onChange={(e) => setFormat(e.target.value)}>
+            {(formats.data ?? [{ name: "auto", description: "detect" }]).map((f) => (
+              <option key={f.name} value={f.name} title={f.description}>
+                {f.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="field grow">
+          <span>Source id (optional)</span>
+          <input value={sourceId} maxLength={200} onChange={(e) => setSourceId(e.target.value)} placeholder="groups runs of one agent" />
+        </label>
+        <label className="field">
+          <span>File</span>
+          <input
+            type="file"
+            accept=".jsonl,.json,.ndjson,.txt"
+            onChange={async (e) => {
+              const f = e.target.files?.[0];
+              if (f) setData(await f.text());
+            }}
+          />
+        </label>
+      </div>
+      <label className="field">
+        <span>Data</span>
+        <textarea rows={6} value={data} onChange={(e) => setData(e.target.value)} placeholder="Paste JSONL, or choose a file" spellCheck={false} />
+      </label>
+      {imp.isError && (
+        <p role="alert" className="error">
+          Import failed: {(imp.error as Error).message}
+        </p>
+      )}
+      {imp.isSuccess && (
+        <p role="status" className="ok">
+          Imported {imp.data.imported} trace{imp.data.imported === 1 ? "" : "s"} as {imp.data.format}.
+        </p>
+      )}
+      <div className="row">
+        <button type="button" className="primary" disabled={!data || imp.isPending} onClick={() => imp.mutate()}>
+          {imp.isPending ? "Importing…" : "Import"}
+        </button>
+        <button type="button" className="ghost" onClick={onClose}>
+          Close
+        </button>
+      </div>
+    </section>
+  );
+}

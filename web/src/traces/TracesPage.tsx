@@ -1,0 +1,271 @@
+import { useMemo, useState } from "react";
+import { Link, useSearchParams } from "react-router";
+import { keepPreviousData, useQuery } from "@tanstack/react-query";
+import { api, qs, type TraceList } from "../api/client";
+import { useAuth } from "../auth/auth";
+import { ImportPanel } from "./ImportPanel";
+import { RenameSource } from "./RenameSource";
+import { TrainPanel } from "./TrainPanel";
+import { formatDate, formatScore } from "./format";
+
+const PAGE = 50;
+const tz = Intl.DateTimeFormat().resolvedOptions().timeZone;
+
+/** The trace list: every filter, the sort and the page live in the URL, so a view is a link. */
+export function TracesPage() {
+  const { canWrite } = useAuth();
+  const [params, setParams] = useSearchParams();
+  const q = params.get("q") ?? "";
+  const source = params.get("source") ?? "";
+  const from = params.get("from") ?? "";
+  const to = params.get("to") ?? "";
+  const sort = params.get("sort") ?? "";
+  const page = Math.max(0, Number(params.get("page") ?? "0") || 0);
+  const [search, setSearch] = useState(q);
+  const [selected, setSelected] = useState<Set<string>>(new Set());
+  const [showImport, setShowImport] = useState(false);
+
+  const set = (patch: Record<string, string>) => {
+    const next = new URLSearchParams(params);
+    for (const [k, v] of Object.entries(patch)) if (v) next.set(k, v);
+    else next.delete(k);
+    if (!("page" in patch)) next.delete("page");
+    setParams(next);
+  };
+
+  const list = useQuery({
+    queryKey: ["traces", { q, source, from, to, sort, page }],
+    queryFn: () =>
+      api<TraceList>("/traces" + qs({ limit: PAGE, offset: page * PAGE, q, source_id: source, from, to, tz: from || to ? tz : "", sort })),
+    placeholderData: keepPreviousData,
+  });
+  // Sources for the filter: from the newest 1000 traces (there is no
+  // list-sources route), loaded when the filter is first used so the first
+  // screen waits only for its own page.
+  const [wantSources, setWantSources] = useState(false);
+  const sources = useQuery({
+    queryKey: ["traces", "sources"],
+    queryFn: () => api<TraceList>("/traces?limit=1000"),
+    staleTime: 30_000,
+    enabled: wantSources,
+  });
+  const sourceOptions = useMemo(() => {
+    const m = new Map<string, string>();
+    for (const t of sources.data?.traces ?? []) m.set(t.source_id, t.source_name);
+    for (const t of list.data?.traces ?? []) m.set(t.source_id, t.source_name);
+    if (source && !m.has(source)) m.set(source, source);
+    return [...m.entries()].sort((a, b) => a[1].localeCompare(b[1]));
+  }, [sources.data, list.data, source]);
+
+  const rows = list.data?.traces ?? [];
+  const total = list.data?.total ?? 0;
+  const shownIds = rows.map((r) => r.id);
+  const shownSelected = shownIds.filter((id) => selected.has(id)).length;
+  const hidden = selected.size - shownSelected;
+  const allShown = rows.length > 0 && shownSelected === rows.length;
+  const filtered = !!(q || source || from || to);
+
+  const toggleAllShown = () => {
+    const next = new Set(selected);
+    if (allShown) shownIds.forEach((id) => next.delete(id));
+    else shownIds.forEach((id) => next.add(id));
+    setSelected(next);
+  };
+  const toggle = (id: string) => {
+    const next = new Set(selected);
+    if (next.has(id)) next.delete(id);
+    else next.add(id);
+    setSelected(next);
+  };
+
+  return (
+    <main className="main">
+      <header className="page-head">
+        <h1>Traces</h1>
+        {canWrite && (
+          <button type="button" className="primary" onClick={() => setShowImport((v) => !v)} aria-expanded={showImport}>
+            Import traces
+          </button>
+        )}
+      </header>
+      {showImport && canWrite && <ImportPanel onClose={() => setShowImport(false)} />}
+
+      <form
+        className="filters"
+        role="search"
+        onSubmit={(e) => {
+          e.preventDefault();
+          set({ q: search.trim() });
+        }}
+      >
+        <label className="field grow">
+          <span>Search</span>
+          <input type="search" value={search} placeholder="Titles and step text" onChange={(e) => setSearch(e.target.value)} />
+        </label>
+        <label className="field">
+          <span>Source</span>
+          <select
+            aria-label="Source"
+            value={source}
+            onFocus={() => setWantSources(true)}
+            onPointerDown={() => setWantSources(true)}
+            onChange={(e) => set({ source: e.target.value })}
+          >
+            <option value="">All sources</option>
+            {sourceOptions.map(([id, name]) => (
+              <option key={id} value={id}>
+                {name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="field">
+          <span>Imported from</span>
+          <input type="date" value={from} max={to || undefined} onChange={(e) => set({ from: e.target.value })} />
+        </label>
+        <label className="field">
+          <span>Imported to</span>
+          <input type="date" value={to} min={from || undefined} onChange={(e) => set({ to: e.target.value })} />
+        </label>
+        <button type="submit">Search</button>
+        {filtered && (
+          <button
+            type="button"
+            className="ghost"
+            onClick={() => {
+              setSearch("");
+              setParams(sort ? { sort } : {});
+            }}
+          >
+            Clear filters
+          </button>
+        )}
+      </form>
+      {source && canWrite && (
+        <RenameSource sourceId={source} name={sourceOptions.find(([id]) => id === source)?.[1] ?? source} />
+      )}
+
+      <div className="selection-bar" aria-live="polite">
+        {selected.size > 0 ? (
+          <>
+            <span>
+              {selected.size} selected{hidden > 0 && <> ({hidden} hidden by the filters)</>}
+            </span>
+            <button type="button" onClick={() => setSelected(new Set(shownIds))} disabled={rows.length === 0}>
+              Select only shown
+            </button>
+            <button type="button" className="ghost" onClick={() => setSelected(new Set())}>
+              Clear selection
+            </button>
+            {canWrite && <TrainPanel traceIds={[...selected]} />}
+          </>
+        ) : (
+          <span className="muted">Select traces to train a reward model on them.</span>
+        )}
+      </div>
+
+      {list.isError ? (
+        <div role="alert" className="state error">
+          <p>Could not load traces: {(list.error as Error).message}</p>
+          <button type="button" onClick={() => list.refetch()}>
+            Retry
+          </button>
+        </div>
+      ) : list.isPending ? (
+        <p className="state muted" aria-busy="true">
+          Loading traces…
+        </p>
+      ) : rows.length === 0 ? (
+        <div className="state">
+          {filtered ? (
+            <p>No traces match these filters. Change the search, source or dates, or clear the filters.</p>
+          ) : (
+            <p>
+              No traces yet.{" "}
+              {canWrite
+                ? "Import a file with Import traces, or point an agent's OpenTelemetry exporter at /api/v1/rm/otel."
+                : "This key is read-only: ask the account owner to import traces."}
+            </p>
+          )}
+        </div>
+      ) : (
+        <div className="table-wrap">
+          <table className="traces">
+            <thead>
+              <tr>
+                <th scope="col" className="check">
+                  <input type="checkbox" aria-label="Select all shown" checked={allShown} onChange={toggleAllShown} />
+                </th>
+                <th scope="col">Title</th>
+                <th scope="col" aria-sort={sort === "source" ? "ascending" : sort === "-source" ? "descending" : "none"}>
+                  <button type="button" className="sort" onClick={() => set({ sort: sort === "source" ? "-source" : sort === "-source" ? "" : "source" })}>
+                    Source {sort === "source" ? "▲" : sort === "-source" ? "▼" : ""}
+                  </button>
+                </th>
+                <th scope="col">Imported</th>
+                <th scope="col" className="num">
+                  Steps
+                </th>
+                <th scope="col" className="num">
+                  <span aria-hidden="true">▲</span>
+                  <span className="sr-only">Positive</span>
+                </th>
+                <th scope="col" className="num">
+                  <span aria-hidden="true">▼</span>
+                  <span className="sr-only">Negative</span>
+                </th>
+                <th scope="col" className="num">
+                  Comments
+                </th>
+                <th scope="col" className="num">
+                  Latest score
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((t) => (
+                <tr key={t.id} className={selected.has(t.id) ? "selected" : undefined}>
+                  <td className="check">
+                    <input type="checkbox" aria-label={`Select ${t.title}`} checked={selected.has(t.id)} onChange={() => toggle(t.id)} />
+                  </td>
+                  <td className="title">
+                    <Link to={`/traces/${t.id}`}>{t.title || "(untitled)"}</Link>
+                    {t.label_error_count > 0 && <span className="badge warn">{t.label_error_count} flagged</span>}
+                  </td>
+                  <td>
+                    <button type="button" className="link" onClick={() => set({ source: t.source_id })} title={`Only ${t.source_name}`}>
+                      {t.source_name}
+                    </button>
+                  </td>
+                  <td>
+                    <time dateTime={t.created_at}>{formatDate(t.created_at)}</time>
+                  </td>
+                  <td className="num">{t.step_count}</td>
+                  <td className="num pos">{t.positive_count}</td>
+                  <td className="num neg">{t.negative_count}</td>
+                  <td className="num">{t.comment_count}</td>
+                  <td className="num">
+                    {t.latest_score ? <span title={t.latest_score.reward_model_name}>{formatScore(t.latest_score.score)}</span> : <span className="muted">—</span>}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {total > 0 && (
+        <nav className="pager" aria-label="Pages">
+          <span>
+            {page * PAGE + 1}–{Math.min(total, (page + 1) * PAGE)} of {total}
+          </span>
+          <button type="button" disabled={page === 0} onClick={() => set({ page: String(page - 1) })}>
+            Previous
+          </button>
+          <button type="button" disabled={(page + 1) * PAGE >= total} onClick={() => set({ page: String(page + 1) })}>
+            Next
+          </button>
+        </nav>
+      )}
+    </main>
+  );
+}

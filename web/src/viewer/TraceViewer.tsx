@@ -1,0 +1,300 @@
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { Link, useParams, useSearchParams } from "react-router";
+import { useQuery } from "@tanstack/react-query";
+import { useVirtualizer } from "@tanstack/react-virtual";
+import { api, ApiError, type TraceDetail } from "../api/client";
+import { useAuth } from "../auth/auth";
+import { formatDate, formatScore } from "../traces/format";
+import { buildRows, rowOfStep } from "./rows";
+import { StepCard } from "./StepCard";
+import { AnnotationList, Composer } from "./Annotations";
+import { myRating, rate, useAnnotate } from "./useAnnotate";
+import { Timeline } from "./Timeline";
+import { CreditStrip } from "./CreditStrip";
+import { ShortcutsDialog, typingIn } from "./Shortcuts";
+
+/**
+ * The trace viewer: every message in recorded order, virtualized so a
+ * 2,000-step session scrolls smoothly; the selected step is ?step=N (as
+ * displayed) so a link opens it.
+ */
+export function TraceViewer() {
+  const { id = "" } = useParams();
+  const { me, canWrite } = useAuth();
+  const [params, setParams] = useSearchParams();
+  const trace = useQuery({ queryKey: ["trace", id], queryFn: () => api<TraceDetail>(`/traces/${id}`), retry: (n, e) => n < 2 && (e as ApiError).status >= 500 });
+  const ann = useAnnotate(id);
+  const [expanded, setExpanded] = useState<Set<string>>(new Set());
+  const [composing, setComposing] = useState<string | null | undefined>(undefined); // step id, null = trace, undefined = none
+  const [help, setHelp] = useState(false);
+  const [model, setModel] = useState<string>("");
+  const scrollRef = useRef<HTMLElement>(null);
+  const listRef = useRef<HTMLDivElement>(null);
+
+  const d = trace.data;
+  const steps = useMemo(() => d?.steps ?? [], [d]);
+  const rows = useMemo(() => buildRows(steps), [steps]);
+  const stepRow = useMemo(() => rowOfStep(rows), [rows]);
+  const byStep = useMemo(() => {
+    const m = new Map<string, TraceDetail["annotations"]>();
+    for (const a of d?.annotations ?? []) if (a.step_id) m.set(a.step_id, [...(m.get(a.step_id) ?? []), a]);
+    return m;
+  }, [d]);
+  const traceAnns = useMemo(() => (d?.annotations ?? []).filter((a) => !a.step_id), [d]);
+  const models = useMemo(() => {
+    const m = new Map<string, string>();
+    for (const s of d?.action_scores ?? []) m.set(s.reward_model_id, s.reward_model_name);
+    return [...m.entries()];
+  }, [d]);
+  const creditModel = model || models[0]?.[0] || "";
+  const credit = useMemo(() => {
+    const m = new Map<string, number>();
+    for (const s of d?.action_scores ?? []) if (s.reward_model_id === creditModel) m.set(s.step_id, s.credit);
+    return m;
+  }, [d, creditModel]);
+
+  const selected = Math.min(Math.max(0, Number(params.get("step") ?? "1") - 1), Math.max(0, steps.length - 1));
+  // Key presses can arrive faster than React re-renders: the latest selection
+  // is kept here too, so two quick j presses move two steps.
+  const selRef = useRef(selected);
+  useEffect(() => {
+    selRef.current = selected;
+  }, [selected]);
+  const select = useCallback(
+    (index: number) => {
+      selRef.current = index;
+      setParams(
+        (prev) => {
+          const next = new URLSearchParams(prev);
+          next.set("step", String(index + 1));
+          return next;
+        },
+        { replace: true },
+      );
+    },
+    [setParams],
+  );
+
+  const [margin, setMargin] = useState(0);
+  useEffect(() => {
+    if (listRef.current) setMargin(listRef.current.offsetTop);
+  }, [d, traceAnns.length, composing]);
+  const virt = useVirtualizer({
+    count: rows.length,
+    getScrollElement: () => scrollRef.current,
+    estimateSize: () => 180,
+    overscan: 4,
+    scrollMargin: margin,
+    getItemKey: (i) => rows[i].steps[0].id,
+  });
+
+  // A deep link (?step=N) opens at that step.
+  const opened = useRef("");
+  useEffect(() => {
+    if (!d || opened.current === d.id || rows.length === 0) return;
+    opened.current = d.id;
+    if (selected > 0) requestAnimationFrame(() => virt.scrollToIndex(stepRow[selected], { align: "center" }));
+  }, [d, rows, selected, stepRow, virt]);
+
+  const toggleExpand = useCallback((stepId: string) => {
+    setExpanded((s) => {
+      const n = new Set(s);
+      if (n.has(stepId)) n.delete(stepId);
+      else n.add(stepId);
+      return n;
+    });
+  }, []);
+  const compose = useCallback((stepId: string | null) => setComposing(stepId === null ? undefined : stepId), []);
+
+  // Keyboard: j/k, +/-, c, e, ?, Escape. Nothing fires while typing in a field or with a modifier.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (help) return;
+      if (e.ctrlKey || e.metaKey || e.altKey || typingIn(e) || steps.length === 0) return;
+      const cur = selRef.current;
+      const step = steps[cur];
+      const go = (i: number) => {
+        const c = Math.min(Math.max(0, i), steps.length - 1);
+        select(c);
+        virt.scrollToIndex(stepRow[c], { align: "auto" });
+      };
+      switch (e.key) {
+        case "j":
+          go(cur + 1);
+          break;
+        case "k":
+          go(cur - 1);
+          break;
+        case "+":
+        case "=":
+        case "-":
+        case "_":
+          if (!canWrite || !me || !(step.role === "assistant" || step.role === "tool")) return;
+          rate(ann, byStep.get(step.id) ?? [], me.user_id, step.id, e.key === "+" || e.key === "=" ? 1 : -1);
+          break;
+        case "c":
+          if (!canWrite) return;
+          setComposing(step.id);
+          virt.scrollToIndex(stepRow[cur], { align: "auto" });
+          break;
+        case "e":
+          toggleExpand(step.id);
+          break;
+        case "?":
+          setHelp(true);
+          break;
+        case "Escape":
+          if (composing !== undefined) setComposing(undefined);
+          else if (expanded.size > 0) {
+            const target = expanded.has(step.id) ? step.id : [...expanded][expanded.size - 1];
+            toggleExpand(target);
+            const idx = steps.findIndex((s) => s.id === target);
+            requestAnimationFrame(() => virt.scrollToIndex(stepRow[idx], { align: "start" }));
+          } else return;
+          break;
+        default:
+          return;
+      }
+      e.preventDefault();
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [help, steps, select, virt, stepRow, canWrite, me, ann, byStep, composing, expanded, toggleExpand]);
+
+  if (trace.isPending)
+    return (
+      <main className="main center muted" aria-busy="true">
+        Loading trace…
+      </main>
+    );
+  if (trace.isError) {
+    const e = trace.error as ApiError;
+    return (
+      <main className="main">
+        <h1>{e.status === 404 ? "Trace not found" : "Could not load the trace"}</h1>
+        <p role="alert">{e.status === 404 ? "This trace does not exist, was deleted, or belongs to another account." : e.message}</p>
+        <p>
+          <Link to="/traces">Back to Traces</Link>
+        </p>
+      </main>
+    );
+  }
+  const t = d!;
+  const myTrace = me ? myRating(t.annotations, me.user_id, null) : undefined;
+  return (
+    <main className="main viewer" ref={scrollRef}>
+      <nav className="crumbs" aria-label="Breadcrumb">
+        <Link to="/traces">Traces</Link> <span aria-hidden="true">/</span>
+      </nav>
+      <header className="trace-head">
+        <h1>{t.title || "(untitled)"}</h1>
+        <p className="muted">
+          {t.source_name} · imported <time dateTime={t.created_at}>{formatDate(t.created_at)}</time> · {t.step_count} steps · {t.positive_count} ▲ · {t.negative_count} ▼ ·{" "}
+          {t.comment_count} comments
+          {t.label_error_count > 0 && <> · {t.label_error_count} flagged</>}
+        </p>
+        <div className="row wrap">
+          {t.scores.map((s) => (
+            <span key={s.reward_model_id} className="chip" title={`Scored ${formatDate(s.created_at)}`}>
+              {s.reward_model_name}: {formatScore(s.score)}
+            </span>
+          ))}
+          {t.scoring_runs
+            .filter((r) => r.status !== "succeeded")
+            .map((r) => (
+              <span key={r.id} className={"chip" + (r.status === "failed" ? " neg" : "")} title={r.error ?? undefined}>
+                scoring {r.status}
+              </span>
+            ))}
+          {models.length > 0 && (
+            <label className="field inline">
+              <span>Credit model</span>
+              <select aria-label="Credit model" value={creditModel} onChange={(e) => setModel(e.target.value)}>
+                {models.map(([mid, name]) => (
+                  <option key={mid} value={mid}>
+                    {name}
+                  </option>
+                ))}
+              </select>
+            </label>
+          )}
+          <span className="spacer" />
+          {canWrite && (
+            <>
+              <button type="button" className={"rate up" + (myTrace?.rating === 1 ? " on" : "")} aria-pressed={myTrace?.rating === 1} onClick={() => rate(ann, t.annotations, me!.user_id, null, 1)}>
+                <span aria-hidden="true">▲</span> Rate trace up
+              </button>
+              <button type="button" className={"rate down" + (myTrace?.rating === -1 ? " on" : "")} aria-pressed={myTrace?.rating === -1} onClick={() => rate(ann, t.annotations, me!.user_id, null, -1)}>
+                <span aria-hidden="true">▼</span> Rate trace down
+              </button>
+              <button type="button" onClick={() => setComposing(null)}>
+                Comment on trace
+              </button>
+            </>
+          )}
+          <button type="button" className="ghost" onClick={() => setHelp(true)} aria-label="Keyboard shortcuts">
+            ? Shortcuts
+          </button>
+        </div>
+        {ann.error && (
+          <p role="alert" className="error">
+            {ann.error.message}
+          </p>
+        )}
+        {composing === null && <Composer busy={ann.add.isPending} onCancel={() => setComposing(undefined)} onSave={(text) => ann.add.mutate({ comment: text }, { onSuccess: () => setComposing(undefined) })} />}
+        <AnnotationList items={traceAnns} ann={ann} canWrite={canWrite} />
+        <CreditStrip
+          steps={steps}
+          credit={credit}
+          selected={selected}
+          model={models.find(([mid]) => mid === creditModel)?.[1] ?? ""}
+          onPick={(i) => {
+            select(i);
+            virt.scrollToIndex(stepRow[i], { align: "start" });
+          }}
+        />
+        {t.spans.length > 0 && <Timeline spans={t.spans} onPick={(i) => { select(i); virt.scrollToIndex(stepRow[i], { align: "start" }); }} />}
+      </header>
+
+      {steps.length === 0 ? (
+        <p className="state muted">This trace has no steps.</p>
+      ) : (
+        <div ref={listRef} className="steps" style={{ height: virt.getTotalSize(), position: "relative" }}>
+          {virt.getVirtualItems().map((v) => {
+            const row = rows[v.index];
+            return (
+              <div
+                key={v.key}
+                data-index={v.index}
+                ref={virt.measureElement}
+                className={"vrow" + (row.steps.length > 1 ? " paired" : "")}
+                style={{ position: "absolute", top: 0, left: 0, width: "100%", transform: `translateY(${v.start - virt.options.scrollMargin}px)` }}
+              >
+                {row.steps.map((s) => (
+                  <StepCard
+                    key={s.id}
+                    step={s}
+                    annotations={byStep.get(s.id) ?? EMPTY}
+                    credit={credit.get(s.id)}
+                    me={me?.user_id ?? ""}
+                    canWrite={canWrite}
+                    expanded={expanded.has(s.id)}
+                    selected={s.index === selected}
+                    composing={composing === s.id}
+                    ann={ann}
+                    onToggleExpand={toggleExpand}
+                    onSelect={select}
+                    onCompose={compose}
+                  />
+                ))}
+              </div>
+            );
+          })}
+        </div>
+      )}
+      {help && <ShortcutsDialog onClose={() => setHelp(false)} />}
+    </main>
+  );
+}
+
+const EMPTY: TraceDetail["annotations"] = [];
