@@ -41,6 +41,19 @@ type State struct {
 	Lease     time.Duration
 	LastBeat  time.Time // start or last heartbeat of the running attempt
 	Success   *events.RewardModelTrainingSucceededV1
+
+	// Config is the request's training_config with defaults applied.
+	Config events.TrainingConfig
+	// Plan says whether the current attempt extracts feedback.
+	Plan events.FeedbackPlan
+	// Extraction is the current attempt's extraction, once claimed.
+	Extraction *Extraction
+	// Extracted are the current attempt's feedback records, in the order
+	// they were recorded.
+	Extracted []events.RewardModelFeedbackExtractedV1
+	// Recorded are every attempt's feedback records with their event ids:
+	// what a retry may reuse.
+	Recorded []RecordedFeedback
 }
 
 // Apply folds one event of the model's stream into the state.
@@ -50,6 +63,10 @@ func (s *State) Apply(e events.Envelope) {
 	case events.RewardModelRequested:
 		_ = e.Decode(&s.Requested)
 		s.ID, s.Status, s.Attempt = s.Requested.ModelID, StatusQueued, 1
+		s.Config = ConfigOf(s.Requested)
+		if s.Requested.FeedbackPlan != nil {
+			s.Plan = *s.Requested.FeedbackPlan
+		}
 	case events.RewardModelDatasetBuilt:
 		var p events.RewardModelDatasetBuiltV1
 		_ = e.Decode(&p)
@@ -72,6 +89,12 @@ func (s *State) Apply(e events.Envelope) {
 		var p events.RewardModelRetriedV1
 		_ = e.Decode(&p)
 		s.Status, s.Attempt, s.Dataset, s.WorkerID = StatusQueued, p.Attempt, nil, ""
+		s.Extraction, s.Extracted, s.Plan = nil, nil, events.FeedbackPlan{}
+		if p.FeedbackPlan != nil {
+			s.Plan = *p.FeedbackPlan
+		}
+	default:
+		s.applyExtraction(e)
 	}
 }
 
