@@ -36,6 +36,8 @@ type config struct {
 	// InstanceID is CRITIC_INSTANCE_ID (default the host name): each API
 	// instance builds its own query snapshots under its own consumer group.
 	InstanceID string
+	// LLM is the model roles (cmd/critic/llm.go).
+	LLM llmRoles
 }
 
 func loadConfig() (config, error) {
@@ -70,6 +72,9 @@ func loadConfig() (config, error) {
 	c.InstanceID = os.Getenv("CRITIC_INSTANCE_ID")
 	if c.InstanceID == "" {
 		c.InstanceID, _ = os.Hostname()
+	}
+	if c.LLM, err = loadLLMRoles(); err != nil {
+		return c, err
 	}
 	c.WorkerLease = 30 * time.Second
 	if v := os.Getenv("CRITIC_WORKER_LEASE"); v != "" {

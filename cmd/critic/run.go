@@ -64,7 +64,8 @@ func cmdRun(ctx context.Context, _ []string) error {
 	// Kafka for jobs, the worker service for reports, the blob store for data.
 	srv.Go("worker", func() error {
 		return worker.Run(srv.Ctx, worker.Config{APIURL: "http://" + srv.addr, Token: srv.token, WorkerID: "local",
-			Brokers: srv.Brokers, Blobs: in.blobs, DataDir: cfg.DataDir, Log: log})
+			Brokers: srv.Brokers, Blobs: in.blobs, DataDir: cfg.DataDir, Log: log,
+			Feedback: cfg.LLM.Feedback, FeedbackUnavailable: cfg.LLM.FeedbackUnavailable})
 	}, nil)
 	url := "http://" + srv.addr
 	fmt.Printf(`

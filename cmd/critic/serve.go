@@ -65,14 +65,15 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		return nil, fmt.Errorf("worker token: %w", err)
 	}
 	a, err := apiserver.Start(parent, apiserver.Config{
-		Addr:         cfg.Addr,
-		KafkaBrokers: cfg.KafkaBrokers,
-		KafkaDataDir: filepath.Join(cfg.DataDir, "kafka"),
-		KafkaPort:    cfg.KafkaPort,
-		WaitTimeout:  5 * time.Second,
-		SnapshotDir:  filepath.Join(cfg.DataDir, "snapshots"),
-		Query:        duck.Options{Load: cfg.QueryIsolation},
-		InstanceID:   cfg.InstanceID,
+		Addr:           cfg.Addr,
+		KafkaBrokers:   cfg.KafkaBrokers,
+		KafkaDataDir:   filepath.Join(cfg.DataDir, "kafka"),
+		KafkaPort:      cfg.KafkaPort,
+		WaitTimeout:    5 * time.Second,
+		SnapshotDir:    filepath.Join(cfg.DataDir, "snapshots"),
+		Query:          duck.Options{Load: cfg.QueryIsolation},
+		InstanceID:     cfg.InstanceID,
+		CommandOptions: cfg.LLM.commandOptions(),
 	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
 		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).Register(mux)
 		workerapi.New(a.Cmds, token, cfg.WorkerLease).Register(mux)

@@ -51,6 +51,8 @@ type RewardModelDatasetBuiltV1 struct {
 	// AsOfSeq is the log position the dataset was built from: everything up
 	// to the request, so `critic audit` can rebuild it from the log.
 	AsOfSeq int64 `json:"as_of_seq"`
+	// IncludedFindings are the findings whose pairs the dataset trains on.
+	IncludedFindings []string `json:"included_findings,omitempty"`
 }
 
 // RewardModelTrainingStartedV1 is a worker's claim on an attempt. Only a

@@ -195,7 +195,8 @@ type TooFewPairsError struct {
 
 func (e *TooFewPairsError) Error() string {
 	if e.Unavailable != "" {
-		return fmt.Sprintf("the selected traces give %d pair(s) from explicit ratings, and feedback extraction, which learns from their comments and conversations, is not available: %s", e.Pairs, e.Unavailable)
+		return fmt.Sprintf("training needs at least 2 preference pairs from at least 2 source traces; the selected traces give %d pair(s) from %d trace(s) "+
+			"from explicit ratings alone, because feedback extraction (which learns from comments, user reactions and AI judgments) is not available: %s", e.Pairs, e.Traces, e.Unavailable)
 	}
 	if e.Extracted {
 		return fmt.Sprintf("training needs at least 2 preference pairs from at least 2 source traces (the held-out split is by trace); "+

@@ -37,6 +37,7 @@ import (
 	"github.com/criticml/critic/gpuworker/train"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/bus"
+	"github.com/criticml/critic/platform/llm"
 )
 
 // Kafka topics and the consumer group every worker joins.
@@ -88,6 +89,11 @@ type Config struct {
 	KeepJobDirs bool
 	// TrainOptions, when set, adjusts each job's train.Options (tests).
 	TrainOptions func(*train.Options)
+	// Feedback is the feedback model extraction jobs call (nil: none is
+	// configured; FeedbackUnavailable says what to set, and extraction jobs
+	// fail with it).
+	Feedback            *llm.Client
+	FeedbackUnavailable string
 }
 
 // Worker runs jobs; see Run.
@@ -182,7 +188,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	for _, t := range []struct {
 		topic  string
 		handle func(context.Context, []byte) bool
-	}{{TopicTrain, w.HandleTrain}, {TopicScore, w.HandleScore}} {
+	}{{TopicTrain, w.HandleTrain}, {TopicScore, w.HandleScore}, {TopicExtract, w.HandleExtract}} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -191,7 +197,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	w.log.Info("worker consuming", "topics", []string{TopicTrain, TopicScore}, "group", w.cfg.ConsumerGroup,
+	w.log.Info("worker consuming", "topics", []string{TopicTrain, TopicScore, TopicExtract}, "group", w.cfg.ConsumerGroup,
 		"brokers", strings.Join(w.cfg.Brokers, ","))
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {

@@ -60,6 +60,9 @@ type Config struct {
 	// its snapshot consumer group is snapshot-<InstanceID> and sees every
 	// partition (DESIGN §1: each API instance keeps its own snapshots).
 	InstanceID string
+	// CommandOptions configure the command side (the feedback plan new
+	// models record).
+	CommandOptions []commands.Option
 }
 
 // Deps is the infrastructure the caller opened and still owns (Shutdown does
@@ -139,7 +142,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	}
 	s.closers = append([]func() error{sub.Close}, s.closers...)
 
-	s.Cmds = commands.New(deps.Store)
+	s.Cmds = commands.New(deps.Store, cfg.CommandOptions...)
 	s.Queries = readmodel.NewQueries(deps.Pool)
 	wait := cfg.WaitTimeout
 	if wait <= 0 {

@@ -62,6 +62,10 @@ func (a *API) Register(mux *http.ServeMux) {
 	route("POST /training/{model_id}/failed", a.failed)
 	route("POST /scoring/{run_id}/claim", a.claimScoring)
 	route("POST /scoring/{run_id}/finished", a.finishScoring)
+	route("POST /extraction/{model_id}/claim", a.claimExtraction)
+	route("POST /extraction/{model_id}/progress", a.extractionProgress)
+	route("POST /extraction/{model_id}/findings", a.extractionFindings)
+	route("POST /extraction/{model_id}/finished", a.extractionFinished)
 }
 
 func (a *API) authorized(r *http.Request) bool {

@@ -81,6 +81,22 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		if err := json.Unmarshal(e.Payload, &p); err != nil {
 			return err
 		}
+		if job, ok, err := d.extractJob(ctx, p.ModelID, e.OwnerID); err != nil || ok {
+			if err != nil {
+				return err
+			}
+			return d.publish(ExtractTopic, job.ModelID, job)
+		}
+		_, err := d.cmds.BuildDataset(ctx, p.ModelID)
+		return err
+	case events.RewardModelExtractionFinished:
+		var p events.RewardModelExtractionFinishedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		if p.Error != "" {
+			return nil // the attempt failed in the same append
+		}
 		_, err := d.cmds.BuildDataset(ctx, p.ModelID)
 		return err
 	case events.RewardModelDatasetBuilt:
