@@ -41,6 +41,7 @@ type State struct {
 	Lease     time.Duration
 	LastBeat  time.Time // start or last heartbeat of the running attempt
 	Success   *events.RewardModelTrainingSucceededV1
+	Error     string // of the last failure
 
 	// Config is the request's training_config with defaults applied.
 	Config events.TrainingConfig
@@ -84,7 +85,9 @@ func (s *State) Apply(e events.Envelope) {
 		_ = e.Decode(&p)
 		s.Status, s.Success = StatusSucceeded, &p
 	case events.RewardModelTrainingFailed:
-		s.Status = StatusFailed
+		var p events.RewardModelTrainingFailedV1
+		_ = e.Decode(&p)
+		s.Status, s.Error = StatusFailed, p.Error
 	case events.RewardModelRetried:
 		var p events.RewardModelRetriedV1
 		_ = e.Decode(&p)
