@@ -139,3 +139,10 @@ func (c *Commands) selection(ctx context.Context, st rewardmodels.State, asOf in
 	}
 	return selected, every, nil
 }
+
+// Selection returns a model's selected traces as of asOf (operator tools:
+// `critic audit` shows the source message behind each finding).
+func (c *Commands) Selection(ctx context.Context, st rewardmodels.State, asOf int64) ([]traces.State, error) {
+	selected, _, err := c.selection(ctx, st, asOf)
+	return selected, err
+}
