@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -61,6 +62,11 @@ func scriptedClassifier(req llmtest.Request) llmtest.Reply {
 			"evidence_quote": nil, "alternative": nil, "reason": "no reaction to the agent"})
 	case "judgment":
 		return llmtest.JSON(map[string]any{"label": "unclear", "confidence": "low", "alternative": nil, "reason": "cannot tell"})
+	case "title":
+		if strings.Contains(in, "Sort z, y") {
+			return llmtest.Status(503) // the derived title stays
+		}
+		return llmtest.JSON(map[string]any{"title": "\"Sorting a short list.\""})
 	case "review":
 		a := strings.SplitN(strings.SplitN(in, "<candidate id=\"B\">", 2)[0], "\n", 3)[1]
 		pref := "A"
@@ -79,7 +85,8 @@ func scriptedClassifier(req llmtest.Request) llmtest.Reply {
 func TestModelTrainedOnCommentsAndReactions(t *testing.T) {
 	srv := llmtest.New(t)
 	srv.Handle(scriptedClassifier)
-	llmEnv := []string{"CRITIC_FEEDBACK_MODEL=openai/scripted-classifier", "CRITIC_FEEDBACK_API_BASE=" + srv.URL, "OPENAI_API_KEY=test-key"}
+	llmEnv := []string{"CRITIC_FEEDBACK_MODEL=openai/scripted-classifier", "CRITIC_FEEDBACK_API_BASE=" + srv.URL, "OPENAI_API_KEY=test-key",
+		"CRITIC_FAST_MODEL=openai/scripted-fast", "CRITIC_FAST_API_BASE=" + srv.URL}
 	in, kafkaPort := startServeForJobs(t, llmEnv...)
 	key := in.newUser("reviewer", false)
 	base := tinyBase(t, in)
@@ -90,6 +97,12 @@ func TestModelTrainedOnCommentsAndReactions(t *testing.T) {
 		`{"id":"sort-2","steps":[{"role":"user","content":"Sort a, c, b"},{"role":"assistant","content":"Sorted: a, b, c."},{"role":"user","content":"Thanks, perfect."}]}`,
 		`{"id":"sort-3","steps":[{"role":"user","content":"Sort z, y"},{"role":"assistant","content":"Sorted: y, z."}]}`,
 	}, "\n"))
+	// Titles: the import answered at once with the derived title; the fast
+	// model's title replaces it asynchronously, and a failed call leaves
+	// the derived one.
+	require.Eventually(t, func() bool { return in.getTrace(t, key, ids[0]).Title == "Sorting a short list" }, time.Minute, 200*time.Millisecond)
+	require.Equal(t, "Sort z, y", in.getTrace(t, key, ids[2]).Title)
+
 	// A comment that tries to steer the classifier.
 	d := in.getTrace(t, key, ids[2])
 	r := in.do("POST", "/api/v1/rm/traces/"+ids[2]+"/annotations", key, map[string]any{"step_id": d.Steps[1]["id"],

@@ -65,7 +65,8 @@ func cmdRun(ctx context.Context, _ []string) error {
 	srv.Go("worker", func() error {
 		return worker.Run(srv.Ctx, worker.Config{APIURL: "http://" + srv.addr, Token: srv.token, WorkerID: "local",
 			Brokers: srv.Brokers, Blobs: in.blobs, DataDir: cfg.DataDir, Log: log,
-			Feedback: cfg.LLM.Feedback, FeedbackUnavailable: cfg.LLM.FeedbackUnavailable})
+			Feedback: cfg.LLM.Feedback, FeedbackUnavailable: cfg.LLM.FeedbackUnavailable,
+			Fast: cfg.LLM.Fast, FastUnavailable: cfg.LLM.FastUnavailable})
 	}, nil)
 	url := "http://" + srv.addr
 	fmt.Printf(`

@@ -94,6 +94,9 @@ type Config struct {
 	// fail with it).
 	Feedback            *llm.Client
 	FeedbackUnavailable string
+	// Fast is the title model (nil: titles stay derived).
+	Fast            *llm.Client
+	FastUnavailable string
 }
 
 // Worker runs jobs; see Run.
@@ -188,7 +191,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	for _, t := range []struct {
 		topic  string
 		handle func(context.Context, []byte) bool
-	}{{TopicTrain, w.HandleTrain}, {TopicScore, w.HandleScore}, {TopicExtract, w.HandleExtract}} {
+	}{{TopicTrain, w.HandleTrain}, {TopicScore, w.HandleScore}, {TopicExtract, w.HandleExtract}, {TopicTitle, w.HandleTitle}} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -197,7 +200,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	w.log.Info("worker consuming", "topics", []string{TopicTrain, TopicScore, TopicExtract}, "group", w.cfg.ConsumerGroup,
+	w.log.Info("worker consuming", "topics", []string{TopicTrain, TopicScore, TopicExtract, TopicTitle}, "group", w.cfg.ConsumerGroup,
 		"brokers", strings.Join(w.cfg.Brokers, ","))
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {

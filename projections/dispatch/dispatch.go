@@ -52,9 +52,10 @@ type Publisher interface {
 
 // Dispatcher is the dispatch projection.
 type Dispatcher struct {
-	cmds *commands.Commands
-	pub  Publisher
-	log  *slog.Logger
+	cmds   *commands.Commands
+	pub    Publisher
+	log    *slog.Logger
+	titles bool
 }
 
 // New returns the dispatcher.
@@ -73,6 +74,9 @@ func (d *Dispatcher) Apply(ctx context.Context, envs []events.Envelope) error {
 }
 
 func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
+	if job, ok := d.titleJob(e); ok {
+		return d.publish(TitleTopic, job.TraceID, job)
+	}
 	switch e.Type {
 	case events.RewardModelRequested, events.RewardModelRetried:
 		var p struct {

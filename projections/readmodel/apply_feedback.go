@@ -105,6 +105,12 @@ func applyFeedbackEvent(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool
 			}
 		}
 		return exec(`UPDATE rm_reward_models SET feedback_recorded = true WHERE id = $1 AND attempt = $2`, p.ModelID, p.Attempt)
+	case events.TraceTitled:
+		var p events.TraceTitledV1
+		if err := e.Decode(&p); err != nil {
+			return true, err
+		}
+		return exec(`UPDATE rm_traces SET title = $2 WHERE id = $1 AND revision = $3`, p.TraceID, p.Title, p.Revision)
 	case events.RewardModelExtractionFinished:
 		var p events.RewardModelExtractionFinishedV1
 		if err := e.Decode(&p); err != nil {

@@ -47,6 +47,7 @@ var handled = map[string]bool{
 	events.TraceImported:     true,
 	events.TraceRevised:      true,
 	events.TraceDeleted:      true,
+	events.TraceTitled:       true,
 	events.AnnotationAdded:   true,
 	events.AnnotationEdited:  true,
 	events.AnnotationRemoved: true,
@@ -218,6 +219,12 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			step_count = (SELECT count(*) FROM main.steps WHERE trace_id = ?), updated_at = ? WHERE id = ?`,
 			nullIfEmpty(p.Title), nullIfEmpty(p.SourceFormat), domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat),
 			string(meta), p.TraceID, e.RecordedAt, p.TraceID)
+	case events.TraceTitled:
+		var p events.TraceTitledV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		return tx.Exec(ctx, `UPDATE main.traces SET title = ? WHERE id = ?`, p.Title, p.TraceID)
 	case events.TraceDeleted:
 		var p events.TraceDeletedV1
 		if err := e.Decode(&p); err != nil {
