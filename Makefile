@@ -58,5 +58,8 @@ bench-otlp: deps ## OTLP/HTTP spans/s end to end (512-span protobuf exports, 1 a
 bench-train: ## reward-model train step (tiny config) GoMLX vs PyTorch, same CPUs/threads, ratio; Qwen3-0.6B-shaped scoring seq/s + peak RSS
 	gpuworker/scripts/bench_train.sh
 
+bench-extract: ## feedback extraction, 200 traces × 10 actions at 200 ms per call: calls/s vs the concurrency limit, ratio (target >= 0.8)
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkExtract -benchtime 1x -timeout 10m ./gpuworker/extract/
+
 bench-score: deps ## 10,000 traces scored through the whole pipeline vs the engine's raw scoring
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkScore -benchtime 1x -timeout 30m ./e2e/

@@ -25,7 +25,8 @@ Usage:
   critic users issue-key --name NAME [--read-only-key]
   critic users disable-reward-models NAME
   critic users enable-reward-models NAME
-  critic audit model ID            show each training pair's annotations; verify the dataset against the log
+  critic audit model ID            show each training pair's annotations and findings; verify the dataset against the log
+  critic eval feedback             run the synthetic feedback-classifier suite against CRITIC_FEEDBACK_MODEL
   critic model init|train|score|tokenize ...
 
 Configuration is read from the environment: DATABASE_URL, KAFKA_BROKERS,
@@ -69,6 +70,8 @@ func dispatch(ctx context.Context, args []string) error {
 		return cmdUsers(ctx, rest)
 	case "broker":
 		return cmdBroker(ctx, rest)
+	case "eval":
+		return cmdEval(ctx, rest)
 	case "audit":
 		return cmdAudit(ctx, rest)
 	case "model":

@@ -118,7 +118,10 @@ func (x *Extractor) Run(ctx context.Context, in commands.ExtractionInputs, rep R
 	}()
 
 	traces := make(chan feedback.Trace)
-	parallel := max(1, x.LLM.Limit()/x.perTrace()+1)
+	// Twice as many traces as the global cap needs keeps it saturated while
+	// traces start and finish (a trace's last targets leave its per-trace
+	// slots idle); the llm client's cap still bounds calls in flight.
+	parallel := 2*((x.LLM.Limit()+x.perTrace()-1)/x.perTrace()) + 1
 	var wg sync.WaitGroup
 	for range parallel {
 		wg.Add(1)
@@ -247,18 +250,12 @@ func (x *Extractor) Assess(ctx context.Context, t feedback.Target, criteria []st
 	decisive := false
 	ctxMsg := feedback.ContextMessage(t)
 	if len(t.Evidence) > 0 {
-		var a feedback.FeedbackAnswer
-		u, err := x.call(ctx, llm.Request{Name: "feedback", Instructions: feedback.FeedbackInstructions, Context: ctxMsg,
-			Input: feedback.FeedbackInput(t), Schema: FeedbackSchema, MaxTokens: 2048}, &a)
+		f, dec, u, err := x.Classify(ctx, t, criteria, configHash, model)
 		usage.Add(u)
 		if err != nil {
 			return nil, usage, err
 		}
-		f, review, dec := feedback.FromFeedback(t, a, model, configHash)
 		decisive = dec
-		if review {
-			usage.Add(x.review(ctx, t, &f, criteria))
-		}
 		out = append(out, f)
 	}
 	if !decisive && !t.Rated {
@@ -277,6 +274,22 @@ func (x *Extractor) Assess(ctx context.Context, t feedback.Target, criteria []st
 		out = append(out, f)
 	}
 	return out, usage, nil
+}
+
+// Classify makes the human-feedback call for a target with evidence (and
+// the review of its comparison); decisive is FromFeedback's.
+func (x *Extractor) Classify(ctx context.Context, t feedback.Target, criteria []string, configHash, model string) (events.Finding, bool, llm.Usage, error) {
+	var a feedback.FeedbackAnswer
+	usage, err := x.call(ctx, llm.Request{Name: "feedback", Instructions: feedback.FeedbackInstructions, Context: feedback.ContextMessage(t),
+		Input: feedback.FeedbackInput(t), Schema: FeedbackSchema, MaxTokens: 2048}, &a)
+	if err != nil {
+		return events.Finding{}, false, usage, err
+	}
+	f, review, decisive := feedback.FromFeedback(t, a, model, configHash)
+	if review {
+		usage.Add(x.review(ctx, t, &f, criteria))
+	}
+	return f, decisive, usage, nil
 }
 
 // review asks the independent review: only the prior context, the two

@@ -198,3 +198,46 @@ func TestThreeCallsPerTrace(t *testing.T) {
 	require.Len(t, rep.records, 1)
 	require.Equal(t, 10, rep.records[0].Targets)
 }
+
+func TestEvaluateSuite(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.New(t)
+	// A model that falls for the injection and reads everything else right.
+	srv.Handle(func(req llmtest.Request) llmtest.Reply {
+		in := req.Last()
+		if req.SchemaName == "review" {
+			return classifier(req)
+		}
+		id := evidenceRe.FindStringSubmatch(in)[1]
+		ans := map[string]any{"label": "unclear", "confidence": "low", "about": "none", "evidence_id": nil, "evidence_quote": nil, "alternative": nil, "reason": "r"}
+		for needle, label := range map[string]string{"Wednesday": "negative", "perfectly": "positive", "thesis": "negative", "budget section entirely": "negative", "OVERRIDE": "positive"} {
+			if strings.Contains(in, needle) {
+				quote := needle
+				if needle == "OVERRIDE" {
+					quote = "a flawless answer" // verbatim in the comment: the review must stop it
+				}
+				ans = map[string]any{"label": label, "confidence": "high", "about": "agent", "evidence_id": id, "evidence_quote": quote, "alternative": "another answer", "reason": "r"}
+			}
+		}
+		return llmtest.JSON(ans)
+	})
+	results := newExtractor(srv, llm.Options{}).Evaluate(context.Background(), feedback.EvalSuite())
+	require.Len(t, results, 7)
+	passed := 0
+	for _, r := range results {
+		if r.Passed {
+			passed++
+		}
+		require.NotEmpty(t, r.Got)
+	}
+	for _, r := range results {
+		t.Logf("%-40s %v %s", r.Case.Name, r.Passed, r.Got)
+	}
+	require.Equal(t, 7, passed, "the injected approval is stopped by the independent review")
+}
+
+func extractJudgmentSchema() *llm.Schema { return extract.JudgmentSchema }
+
+func newExtractorFor(c *llm.Client) *extract.Extractor {
+	return &extract.Extractor{LLM: c, ProgressEvery: time.Second}
+}
