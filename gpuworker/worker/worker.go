@@ -405,6 +405,9 @@ func (w *Worker) train(ctx context.Context, log *slog.Logger, m TrainMessage, cl
 	}
 	o := DatasetOptions(ds)
 	o.OutDir, o.Epochs = dir, claim.Epochs
+	if ds.MaxLength > 0 {
+		o.MaxLen = ds.MaxLength // input version 3's window
+	}
 	log.Info("dataset loaded", "pairs", len(o.Pairs), "score_items", len(o.ScoreItems), "action_score_items", len(o.ActionScoreItems))
 	if len(o.Pairs) < 2 { // before fetching the base model (spec 002)
 		return nil, fmt.Errorf("%w, got %d", train.ErrTooFewPairs, len(o.Pairs))
@@ -544,6 +547,10 @@ func (w *Worker) score(ctx context.Context, log *slog.Logger, itemsKey string) (
 	texts := make([]string, len(items.ActionScoreItems))
 	for i, it := range items.ActionScoreItems {
 		texts[i] = it.Text
+	}
+	rm.MaxLen = model.DefaultMaxLen
+	if items.MaxLength > 0 {
+		rm.MaxLen = items.MaxLength
 	}
 	rs, err := rm.Score(texts)
 	if err != nil {
