@@ -115,6 +115,11 @@ func (s State) Reusable(traceID string, revision int, model, configHash string) 
 	return RecordedFeedback{}, false
 }
 
+// ExtractionHeld is the conflict code of a claim refused because another
+// worker's lease is live: the job is redelivered when that worker died, so
+// the new holder of the message retries once the lease has run out.
+const ExtractionHeld = "extraction_held"
+
 // DecideClaimExtraction lets one worker extract an attempt's feedback: the
 // model must be queued for that attempt, need extraction and have no
 // dataset yet; a claim held by another worker blocks it until its lease
@@ -128,7 +133,8 @@ func DecideClaimExtraction(s State, attempt int, workerID string, lease time.Dur
 			return notClaimable("model %s attempt %d: extraction already finished", s.ID, attempt)
 		}
 		if x.WorkerID != workerID && now.Before(x.LastBeat.Add(x.Lease)) {
-			return notClaimable("model %s attempt %d: worker %s is extracting", s.ID, attempt, x.WorkerID)
+			return &domain.ConflictError{Code: ExtractionHeld, Message: fmt.Sprintf("model %s attempt %d: worker %s is extracting (lease until %s)",
+				s.ID, attempt, x.WorkerID, x.LastBeat.Add(x.Lease).UTC().Format(time.RFC3339))}
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/gpuworker/extract"
 )
 
@@ -34,9 +35,23 @@ func (w *Worker) HandleExtract(ctx context.Context, payload []byte) bool {
 		return true
 	}
 	log := w.log.With("job", "extract", "model_id", m.ModelID, "attempt", m.Attempt)
-	claim, err := retry(ctx, 0, log, "claiming extraction", func(ctx context.Context) (*ExtractionClaim, error) {
-		return w.client.ClaimExtraction(ctx, m.ModelID, m.Attempt)
-	})
+	var claim *ExtractionClaim
+	var err error
+	for held := 0; ; held++ {
+		claim, err = retry(ctx, 0, log, "claiming extraction", func(ctx context.Context) (*ExtractionClaim, error) {
+			return w.client.ClaimExtraction(ctx, m.ModelID, m.Attempt)
+		})
+		var ae *APIError
+		// A live lease of another worker: that worker may have died with
+		// this message redelivered to us; try again after its lease.
+		if !errors.As(err, &ae) || ae.Code != rewardmodels.ExtractionHeld || held >= 20 {
+			break
+		}
+		log.Info("extraction held by another worker; retrying after its lease", "detail", ae.Detail)
+		if !sleep(ctx, w.extractionLease()) {
+			return false
+		}
+	}
 	switch {
 	case ctx.Err() != nil:
 		return false
@@ -65,6 +80,14 @@ func (w *Worker) HandleExtract(ctx context.Context, payload []byte) bool {
 		log.Error("could not report the end of the extraction", "error", err)
 	}
 	return true
+}
+
+// extractionLease is how long to wait for a held extraction's lease.
+func (w *Worker) extractionLease() time.Duration {
+	if w.cfg.HeartbeatMinInterval > 0 && w.cfg.HeartbeatMinInterval < time.Second {
+		return 10 * w.cfg.HeartbeatMinInterval // tests
+	}
+	return 30 * time.Second
 }
 
 func (w *Worker) extract(ctx context.Context, claim *ExtractionClaim) error {
