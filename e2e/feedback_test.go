@@ -204,3 +204,42 @@ func TestModelTrainedOnCommentsAndReactions(t *testing.T) {
 	require.JSONEq(t, string(detail), string(in.do("GET", "/api/v1/rm/reward-models/"+id, key, nil).Body))
 	require.Equal(t, after, feedbackCalls(), "replay never calls a model")
 }
+
+// TestWithoutAProviderTheDetailSaysWhatToSet: no feedback model configured,
+// a selection with nothing but conversations and comments fails with the
+// variable to set, not with "too few pairs" alone, and feedback stays null.
+func TestWithoutAProviderTheDetailSaysWhatToSet(t *testing.T) {
+	in, _ := startServeForJobs(t, "CRITIC_FEEDBACK_MODEL=", "ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "CRITIC_FAST_MODEL=")
+	key := in.newUser("reviewer", false)
+	ids := in.importTraces(key, "stash", strings.Join([]string{
+		`{"steps":[{"role":"user","content":"Sort 3, 1, 2"},{"role":"assistant","content":"3, 2, 1"},{"role":"user","content":"No, that's the wrong order."}]}`,
+		`{"steps":[{"role":"user","content":"Sort b, a"},{"role":"assistant","content":"a, b"},{"role":"user","content":"Thanks, perfect."}]}`,
+	}, "\n"))
+	r := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "comments-only", "trace_ids": ids})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	m := in.waitModel(t, key, r.JSON(t)["id"].(string), "failed")
+	require.Contains(t, m["error"], "set ANTHROPIC_API_KEY")
+	require.Contains(t, m["error"], "at least 2 preference pairs")
+	require.Nil(t, m["feedback"])
+	require.Contains(t, m["feedback_unavailable"], "CRITIC_FEEDBACK_MODEL is anthropic/claude-sonnet-4-5")
+	require.Equal(t, "Sort 3, 1, 2", in.getTrace(t, key, ids[0]).Title, "the derived title")
+}
+
+// TestWorkerWithoutTheProviderFailsTheExtraction: the API extracts feedback
+// but the worker that claims the job has no feedback model — the model fails
+// with what to set on the worker instead of staying queued.
+func TestWorkerWithoutTheProviderFailsTheExtraction(t *testing.T) {
+	srv := llmtest.New(t)
+	srv.Handle(scriptedClassifier)
+	in, kafkaPort := startServeForJobs(t, "CRITIC_FEEDBACK_MODEL=openai/scripted-classifier", "CRITIC_FEEDBACK_API_BASE="+srv.URL, "CRITIC_FAST_MODEL=")
+	key := in.newUser("reviewer", false)
+	startWorkerWith(t, in, kafkaPort, "bare", "CRITIC_FEEDBACK_MODEL=", "ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "CRITIC_FEEDBACK_API_BASE=")
+	ids := in.importTraces(key, "stash", `{"steps":[{"role":"user","content":"Sort 3, 1, 2"},{"role":"assistant","content":"3, 2, 1"},{"role":"user","content":"No, that's the wrong order."}]}`)
+	r := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "m", "trace_ids": ids})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	m := in.waitModel(t, key, r.JSON(t)["id"].(string), "failed")
+	require.Contains(t, m["error"], "this worker has no feedback model")
+	require.Contains(t, m["error"], "set ANTHROPIC_API_KEY")
+	require.Nil(t, m["feedback"], "nothing was recorded")
+	require.Zero(t, srv.Calls())
+}
