@@ -95,7 +95,8 @@ func (x *Extractor) Run(ctx context.Context, in commands.ExtractionInputs, rep R
 		}
 		t := time.NewTicker(every)
 		defer t.Stop()
-		last := int64(-1)
+		// Every tick reports, changed or not: it also renews the lease
+		// while a slow provider makes a target take longer than one.
 		for {
 			select {
 			case <-stopProgress:
@@ -104,15 +105,12 @@ func (x *Extractor) Run(ctx context.Context, in commands.ExtractionInputs, rep R
 				return
 			case <-t.C:
 			}
-			if d := done.Load(); d != last {
-				repMu.Lock()
-				err := rep.Progress(ctx, int(d))
-				repMu.Unlock()
-				if err != nil {
-					cancel(fmt.Errorf("reporting progress: %w", err))
-					return
-				}
-				last = d
+			repMu.Lock()
+			err := rep.Progress(ctx, int(done.Load()))
+			repMu.Unlock()
+			if err != nil {
+				cancel(fmt.Errorf("reporting progress: %w", err))
+				return
 			}
 		}
 	}()
