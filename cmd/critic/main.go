@@ -16,7 +16,7 @@ const usage = `critic — turn AI-agent traces into reward models
 Usage:
   critic run                       everything in one process with embedded defaults
   critic serve                     the API, relay and projections
-  critic worker                    a standalone training/scoring worker (CRITIC_API_URL, KAFKA_BROKERS)
+  critic worker                    a standalone training/scoring/extraction/title worker (CRITIC_API_URL, KAFKA_BROKERS)
   critic broker [--port N]         run the embedded Kafka-protocol broker on its own
   critic migrate                   apply database migrations
   critic replay readmodel          rebuild the Postgres read model from the event log
@@ -30,7 +30,8 @@ Usage:
   critic model init|train|score|tokenize ...
 
 Configuration is read from the environment: DATABASE_URL, KAFKA_BROKERS,
-BLOB_URL, CRITIC_DATA_DIR, CRITIC_ADDR (see README).
+BLOB_URL, CRITIC_DATA_DIR, CRITIC_ADDR, CRITIC_FEEDBACK_MODEL, CRITIC_FAST_MODEL,
+OPENAI_API_KEY, ANTHROPIC_API_KEY (see README).
 `
 
 func main() {

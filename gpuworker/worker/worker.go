@@ -1,5 +1,5 @@
-// Package worker is the gpuworker's job loop (DESIGN §8): it consumes the train
-// and score commands from Kafka as a member of the "workers" consumer group,
+// Package worker is the gpuworker's job loop (DESIGN §8): it consumes the train,
+// score, feedback-extraction and title commands from Kafka as a member of the "workers" consumer group,
 // claims each job through the API's worker service (so a duplicate or stale
 // delivery is answered 409 and skipped), reads its inputs from the blob store,
 // trains or scores with gpuworker/train and gpuworker/model, writes the
