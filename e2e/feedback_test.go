@@ -117,10 +117,17 @@ func TestModelTrainedOnCommentsAndReactions(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, bad.Status)
 	require.Contains(t, string(bad.Body), "training_config.annotation_source")
 
+	srv.SetLatency(400 * time.Millisecond) // long enough to see the extraction's progress
 	r = in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "from-feedback", "trace_ids": ids, "base_model": base,
 		"training_config": map[string]any{"annotation_source": "feedback", "input_version": 1}})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	id := r.JSON(t)["id"].(string)
+	require.Eventually(t, func() bool {
+		m := in.do("GET", "/api/v1/rm/reward-models/"+id, key, nil).JSON(t)
+		p, _ := m["progress"].(map[string]any)
+		return m["status"] == "queued" && p["stage"] == "extracting" && p["targets_total"] == float64(3)
+	}, time.Minute, 20*time.Millisecond, "progress shows the extraction while it runs")
+	srv.SetLatency(0)
 	m := in.waitModel(t, key, id, "succeeded", "failed")
 	require.Equal(t, "succeeded", m["status"], "%v\n%s", m["error"], in.logText())
 	require.EqualValues(t, 2, m["num_pairs"])
