@@ -165,6 +165,9 @@ func DecideRecordFeedback(s State, workerID string, p events.RewardModelFeedback
 	if p.TraceRevision != tr.Revision {
 		return domain.Invalid("findings for trace %s revision %d, but the model was requested on revision %d", p.TraceID, p.TraceRevision, tr.Revision)
 	}
+	if p.ClassifierModel != s.Plan.Model {
+		return domain.Invalid("findings by %q; the model was queued for feedback model %q", p.ClassifierModel, s.Plan.Model)
+	}
 	if p.PromptVersion != feedback.PromptVersion {
 		return domain.Invalid("findings with prompt version %q; this API runs %q", p.PromptVersion, feedback.PromptVersion)
 	}

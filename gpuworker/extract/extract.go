@@ -181,6 +181,7 @@ func (x *Extractor) trace(ctx context.Context, in commands.ExtractionInputs, tr 
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
+			wg.Wait() // the calls in flight end with ctx
 			return nil, context.Cause(ctx)
 		}
 		if pairs.Load() >= needed {
