@@ -7,7 +7,7 @@ BIN       := bin/critic
 FUZZTIME  ?= 5s
 TEST_TIMEOUT ?= 25m
 
-.PHONY: help run build test test-race lint generate verify bench bench-ingest bench-otlp demo deps
+.PHONY: help run build test test-race lint generate verify bench bench-ingest bench-otlp bench-extract demo deps
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -44,7 +44,7 @@ generate: ## regenerate code (protobuf/Connect)
 verify: ## fail if regenerating code changes a committed file
 	scripts/gen-proto.sh --verify
 
-bench: bench-ingest bench-otlp bench-query bench-train bench-score ## all benchmarks
+bench: bench-ingest bench-otlp bench-query bench-train bench-score bench-extract ## all benchmarks
 
 bench-ingest: deps ## import 10,000 traces × 20 steps end to end vs COPY; latency p50/p99
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkIngest -benchtime 1x -timeout 30m ./e2e/
