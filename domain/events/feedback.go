@@ -105,6 +105,9 @@ type Finding struct {
 	OriginalAction    string         `json:"original_action"`
 	AlternativeAction *string        `json:"alternative_action"`
 	Review            *FindingReview `json:"review,omitempty"`
+	// Usage is what the calls behind this finding cost (its classification
+	// or judgment and its review).
+	Usage *LLMUsage `json:"usage,omitempty"`
 }
 
 // RewardModelExtractionStartedV1 claims an attempt's extraction.

@@ -255,6 +255,7 @@ func (x *Extractor) Assess(ctx context.Context, t feedback.Target, criteria []st
 			return nil, usage, err
 		}
 		decisive = dec
+		f.Usage = findingUsage(model, u)
 		out = append(out, f)
 	}
 	if !decisive && !t.Rated {
@@ -268,8 +269,11 @@ func (x *Extractor) Assess(ctx context.Context, t feedback.Target, criteria []st
 		}
 		f, review := feedback.FromJudgment(t, a, cs, model, configHash)
 		if review {
-			usage.Add(x.review(ctx, t, &f, cs))
+			ru := x.review(ctx, t, &f, cs)
+			usage.Add(ru)
+			u.Add(ru)
 		}
+		f.Usage = findingUsage(model, u)
 		out = append(out, f)
 	}
 	return out, usage, nil
@@ -305,6 +309,10 @@ func (x *Extractor) review(ctx context.Context, t feedback.Target, f *events.Fin
 	}
 	feedback.ApplyReview(f, t, a)
 	return u
+}
+
+func findingUsage(model string, u llm.Usage) *events.LLMUsage {
+	return &events.LLMUsage{Model: model, Calls: u.Calls, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}
 }
 
 func (x *Extractor) call(ctx context.Context, req llm.Request, into any) (llm.Usage, error) {

@@ -122,6 +122,8 @@ func TestExtractionFindingsAndTheirChecks(t *testing.T) {
 	require.Equal(t, events.OutcomePair, byTrace["t1"].Outcome)
 	require.Equal(t, "wrong order", *byTrace["t1"].EvidenceQuote)
 	require.True(t, byTrace["t1"].Review.Passed)
+	require.Equal(t, 2, byTrace["t1"].Usage.Calls, "usage per finding: the classification and its review")
+	require.Equal(t, 20, byTrace["t1"].Usage.InputTokens, "10 prompt tokens per call")
 	require.Equal(t, events.OutcomePair, byTrace["t2"].Outcome)
 	require.Equal(t, events.OutcomeInvalidEvidence, byTrace["t3"].Outcome, "the injected instruction cannot make a pair: its quote is not verbatim")
 	// t3's steered verdict was not decisive, so an AI judgment was asked too (it abstained).

@@ -38,6 +38,7 @@ type FeedbackEntry struct {
 	OriginalAction     string                `json:"original_action"`
 	AlternativeAction  *string               `json:"alternative_action"`
 	Review             *events.FindingReview `json:"review"`
+	Usage              *events.LLMUsage      `json:"usage"`
 }
 
 // feedbackOf fills a detail's learning report and usage.
@@ -88,7 +89,7 @@ func (q *Queries) feedbackOf(ctx context.Context, d *RewardModelDetail) error {
 		e := FeedbackEntry{TraceID: f.TraceID, StepIndex: f.StepIndex, Label: f.Label, Confidence: f.Confidence, Source: f.Source,
 			EvidenceID: f.EvidenceID, EvidenceQuote: f.EvidenceQuote, Reason: f.Reason, ClassifierModel: f.ClassifierModel,
 			IncludedInTraining: included, ID: f.ID, StepID: f.StepID, Outcome: f.Outcome, PromptVersion: f.PromptVersion,
-			Criteria: f.Criteria, OriginalAction: f.OriginalAction, AlternativeAction: f.AlternativeAction, Review: f.Review}
+			Criteria: f.Criteria, OriginalAction: f.OriginalAction, AlternativeAction: f.AlternativeAction, Review: f.Review, Usage: f.Usage}
 		if e.Criteria == nil {
 			e.Criteria = []string{}
 		}
