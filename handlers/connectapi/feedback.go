@@ -44,6 +44,10 @@ func feedbackToProto(d *readmodel.RewardModelDetail, out *criticv1.GetRewardMode
 			EvidenceId: e.EvidenceID, EvidenceQuote: e.EvidenceQuote, Reason: e.Reason, ClassifierModel: e.ClassifierModel,
 			IncludedInTraining: e.IncludedInTraining, Id: e.ID, StepId: e.StepID, ToolName: e.ToolName, Outcome: e.Outcome,
 			PromptVersion: e.PromptVersion, Criteria: e.Criteria, OriginalAction: e.OriginalAction, AlternativeAction: e.AlternativeAction}
+		if u := e.Usage; u != nil {
+			f.Usage = &criticv1.LLMUsage{Model: u.Model, Calls: int32(u.Calls), InputTokens: int64(u.InputTokens),
+				OutputTokens: int64(u.OutputTokens), CachedInputTokens: int64(u.CachedTokens)}
+		}
 		if r := e.Review; r != nil {
 			f.Review = &criticv1.FindingReview{Preferred: r.Preferred, Grounded: r.Grounded, Reason: r.Reason, Passed: r.Passed}
 		}

@@ -478,8 +478,10 @@ type Finding struct {
 	OriginalAction    string         `protobuf:"bytes,17,opt,name=original_action,json=originalAction,proto3" json:"original_action,omitempty"`
 	AlternativeAction *string        `protobuf:"bytes,18,opt,name=alternative_action,json=alternativeAction,proto3,oneof" json:"alternative_action,omitempty"`
 	Review            *FindingReview `protobuf:"bytes,19,opt,name=review,proto3,oneof" json:"review,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// What the calls behind this finding cost.
+	Usage         *LLMUsage `protobuf:"bytes,20,opt,name=usage,proto3,oneof" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Finding) Reset() {
@@ -641,6 +643,13 @@ func (x *Finding) GetAlternativeAction() string {
 func (x *Finding) GetReview() *FindingReview {
 	if x != nil {
 		return x.Review
+	}
+	return nil
+}
+
+func (x *Finding) GetUsage() *LLMUsage {
+	if x != nil {
+		return x.Usage
 	}
 	return nil
 }
@@ -1266,7 +1275,7 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\x11feedback_recorded\x18\x04 \x01(\bR\x10feedbackRecorded\x126\n" +
 	"\x14feedback_unavailable\x18\x05 \x01(\tH\x00R\x13feedbackUnavailable\x88\x01\x01\x120\n" +
 	"\tllm_usage\x18\x06 \x03(\v2\x13.critic.v1.LLMUsageR\bllmUsageB\x17\n" +
-	"\x15_feedback_unavailable\"\xe7\x05\n" +
+	"\x15_feedback_unavailable\"\xa1\x06\n" +
 	"\aFinding\x12\x19\n" +
 	"\btrace_id\x18\x01 \x01(\tR\atraceId\x12\x1d\n" +
 	"\n" +
@@ -1291,13 +1300,15 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\bcriteria\x18\x10 \x03(\tR\bcriteria\x12'\n" +
 	"\x0foriginal_action\x18\x11 \x01(\tR\x0eoriginalAction\x122\n" +
 	"\x12alternative_action\x18\x12 \x01(\tH\x03R\x11alternativeAction\x88\x01\x01\x125\n" +
-	"\x06review\x18\x13 \x01(\v2\x18.critic.v1.FindingReviewH\x04R\x06review\x88\x01\x01B\x0e\n" +
+	"\x06review\x18\x13 \x01(\v2\x18.critic.v1.FindingReviewH\x04R\x06review\x88\x01\x01\x12.\n" +
+	"\x05usage\x18\x14 \x01(\v2\x13.critic.v1.LLMUsageH\x05R\x05usage\x88\x01\x01B\x0e\n" +
 	"\f_evidence_idB\x11\n" +
 	"\x0f_evidence_quoteB\f\n" +
 	"\n" +
 	"_tool_nameB\x15\n" +
 	"\x13_alternative_actionB\t\n" +
-	"\a_review\"y\n" +
+	"\a_reviewB\b\n" +
+	"\x06_usage\"y\n" +
 	"\rFindingReview\x12\x1c\n" +
 	"\tpreferred\x18\x01 \x01(\tR\tpreferred\x12\x1a\n" +
 	"\bgrounded\x18\x02 \x01(\bR\bgrounded\x12\x16\n" +
@@ -1402,30 +1413,31 @@ var file_critic_v1_reward_models_proto_depIdxs = []int32{
 	7,  // 4: critic.v1.GetRewardModelResponse.feedback:type_name -> critic.v1.Finding
 	9,  // 5: critic.v1.GetRewardModelResponse.llm_usage:type_name -> critic.v1.LLMUsage
 	8,  // 6: critic.v1.Finding.review:type_name -> critic.v1.FindingReview
-	16, // 7: critic.v1.RetryRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
-	17, // 8: critic.v1.ScoreTraceResponse.scoring_run:type_name -> critic.v1.ScoringRun
-	18, // 9: critic.v1.RewardModel.metrics:type_name -> google.protobuf.Value
-	19, // 10: critic.v1.RewardModel.progress:type_name -> google.protobuf.Struct
-	20, // 11: critic.v1.RewardModel.created_at:type_name -> google.protobuf.Timestamp
-	20, // 12: critic.v1.RewardModel.started_at:type_name -> google.protobuf.Timestamp
-	20, // 13: critic.v1.RewardModel.finished_at:type_name -> google.protobuf.Timestamp
-	0,  // 14: critic.v1.RewardModelService.CreateRewardModel:input_type -> critic.v1.CreateRewardModelRequest
-	3,  // 15: critic.v1.RewardModelService.ListRewardModels:input_type -> critic.v1.ListRewardModelsRequest
-	5,  // 16: critic.v1.RewardModelService.GetRewardModel:input_type -> critic.v1.GetRewardModelRequest
-	10, // 17: critic.v1.RewardModelService.RetryRewardModel:input_type -> critic.v1.RetryRewardModelRequest
-	12, // 18: critic.v1.RewardModelService.GetWeights:input_type -> critic.v1.GetWeightsRequest
-	14, // 19: critic.v1.RewardModelService.ScoreTrace:input_type -> critic.v1.ScoreTraceRequest
-	2,  // 20: critic.v1.RewardModelService.CreateRewardModel:output_type -> critic.v1.CreateRewardModelResponse
-	4,  // 21: critic.v1.RewardModelService.ListRewardModels:output_type -> critic.v1.ListRewardModelsResponse
-	6,  // 22: critic.v1.RewardModelService.GetRewardModel:output_type -> critic.v1.GetRewardModelResponse
-	11, // 23: critic.v1.RewardModelService.RetryRewardModel:output_type -> critic.v1.RetryRewardModelResponse
-	13, // 24: critic.v1.RewardModelService.GetWeights:output_type -> critic.v1.GetWeightsResponse
-	15, // 25: critic.v1.RewardModelService.ScoreTrace:output_type -> critic.v1.ScoreTraceResponse
-	20, // [20:26] is the sub-list for method output_type
-	14, // [14:20] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	9,  // 7: critic.v1.Finding.usage:type_name -> critic.v1.LLMUsage
+	16, // 8: critic.v1.RetryRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
+	17, // 9: critic.v1.ScoreTraceResponse.scoring_run:type_name -> critic.v1.ScoringRun
+	18, // 10: critic.v1.RewardModel.metrics:type_name -> google.protobuf.Value
+	19, // 11: critic.v1.RewardModel.progress:type_name -> google.protobuf.Struct
+	20, // 12: critic.v1.RewardModel.created_at:type_name -> google.protobuf.Timestamp
+	20, // 13: critic.v1.RewardModel.started_at:type_name -> google.protobuf.Timestamp
+	20, // 14: critic.v1.RewardModel.finished_at:type_name -> google.protobuf.Timestamp
+	0,  // 15: critic.v1.RewardModelService.CreateRewardModel:input_type -> critic.v1.CreateRewardModelRequest
+	3,  // 16: critic.v1.RewardModelService.ListRewardModels:input_type -> critic.v1.ListRewardModelsRequest
+	5,  // 17: critic.v1.RewardModelService.GetRewardModel:input_type -> critic.v1.GetRewardModelRequest
+	10, // 18: critic.v1.RewardModelService.RetryRewardModel:input_type -> critic.v1.RetryRewardModelRequest
+	12, // 19: critic.v1.RewardModelService.GetWeights:input_type -> critic.v1.GetWeightsRequest
+	14, // 20: critic.v1.RewardModelService.ScoreTrace:input_type -> critic.v1.ScoreTraceRequest
+	2,  // 21: critic.v1.RewardModelService.CreateRewardModel:output_type -> critic.v1.CreateRewardModelResponse
+	4,  // 22: critic.v1.RewardModelService.ListRewardModels:output_type -> critic.v1.ListRewardModelsResponse
+	6,  // 23: critic.v1.RewardModelService.GetRewardModel:output_type -> critic.v1.GetRewardModelResponse
+	11, // 24: critic.v1.RewardModelService.RetryRewardModel:output_type -> critic.v1.RetryRewardModelResponse
+	13, // 25: critic.v1.RewardModelService.GetWeights:output_type -> critic.v1.GetWeightsResponse
+	15, // 26: critic.v1.RewardModelService.ScoreTrace:output_type -> critic.v1.ScoreTraceResponse
+	21, // [21:27] is the sub-list for method output_type
+	15, // [15:21] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_critic_v1_reward_models_proto_init() }
