@@ -104,7 +104,7 @@ func (c *Commands) ClaimExtraction(ctx context.Context, workerID, modelID string
 		case ok:
 			cp := r.RewardModelFeedbackExtractedV1
 			cp.Attempt, cp.WorkerID, cp.ReusedFrom, cp.Usage = attempt, workerID, r.EventID, []events.LLMUsage{}
-			reused = append(reused, events.New{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: events.RewardModelFeedbackExtracted, Payload: cp})
+			reused = append(reused, recordEvents(stream, st.OwnerID, cp)...)
 			have += pairFindings(cp)
 			done += n
 		default:
@@ -206,8 +206,23 @@ func (c *Commands) RecordFeedback(ctx context.Context, workerID, modelID string,
 		if err := rewardmodels.DecideRecordFeedback(st, workerID, p, tr); err != nil {
 			return Result{}, err
 		}
-		return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelFeedbackExtracted, p)
+		stream := events.RewardModelStream(st.ID)
+		return c.append(ctx, workerActor(workerID), map[string]int64{stream: st.Version}, recordEvents(stream, st.OwnerID, p))
 	})
+}
+
+// recordEvents are a trace's findings, one finding_recorded event each,
+// then the feedback_extracted record that closes them.
+func recordEvents(stream, ownerID string, p events.RewardModelFeedbackExtractedV1) []events.New {
+	var evs []events.New
+	p.FindingIDs = []string{}
+	for _, f := range p.Findings {
+		evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: ownerID, Type: events.RewardModelFindingRecorded,
+			Payload: events.RewardModelFindingRecordedV1{ModelID: p.ModelID, Attempt: p.Attempt, TraceID: p.TraceID, TraceRevision: p.TraceRevision, Finding: f}})
+		p.FindingIDs = append(p.FindingIDs, f.ID)
+	}
+	p.Findings = nil
+	return append(evs, events.New{ID: newID(), Stream: stream, OwnerID: ownerID, Type: events.RewardModelFeedbackExtracted, Payload: p})
 }
 
 // FinishExtraction ends the holder's extraction. With errMsg (malformed

@@ -118,6 +118,17 @@ func TestExtractionRecordsFindingsBeforeTheDataset(t *testing.T) {
 	require.NoError(t, err)
 	_, err = cmds.FinishExtraction(ctx, "w1", req.ModelID, 1, "")
 	require.NoError(t, err)
+	// Every finding is an event of its own, before its trace's record.
+	stream := events.RewardModelStream(req.ModelID)
+	loaded, err := store.LoadStreams(ctx, []string{stream})
+	require.NoError(t, err)
+	var types []string
+	for _, e := range loaded[stream] {
+		types = append(types, e.Type)
+	}
+	require.Equal(t, []string{events.RewardModelRequested, events.RewardModelExtractionStarted,
+		events.RewardModelFindingRecorded, events.RewardModelFeedbackExtracted,
+		events.RewardModelFindingRecorded, events.RewardModelFeedbackExtracted, events.RewardModelExtractionFinished}, types)
 
 	_, err = cmds.BuildDataset(ctx, req.ModelID)
 	require.NoError(t, err)
@@ -149,6 +160,7 @@ func TestExtractionRecordsFindingsBeforeTheDataset(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, m.Extracted, 2)
 	require.NotEmpty(t, m.Extracted[0].ReusedFrom)
+	require.Equal(t, neg.Findings[0].ID, m.Extracted[0].Findings[0].ID, "the reused record carries its findings")
 	require.Empty(t, m.Extracted[0].Usage)
 }
 

@@ -12,8 +12,12 @@ const (
 	// RewardModelExtractionProgressed renews the extraction lease and reports
 	// targets done.
 	RewardModelExtractionProgressed = "reward_model.extraction_progressed.v1"
-	// RewardModelFeedbackExtracted records every finding for one trace
-	// revision, with the model, prompt version and token usage.
+	// RewardModelFindingRecorded is one finding — a verdict, an abstention,
+	// rejected evidence, a failed review: every one is an event.
+	RewardModelFindingRecorded = "reward_model.finding_recorded.v1"
+	// RewardModelFeedbackExtracted closes one trace revision's findings
+	// (appended with them, after them), with the model, prompt version and
+	// token usage.
 	RewardModelFeedbackExtracted = "reward_model.feedback_extracted.v1"
 	// RewardModelExtractionFinished ends an attempt's extraction; the dataset
 	// is built from the log after it.
@@ -130,10 +134,22 @@ type RewardModelExtractionProgressedV1 struct {
 	TargetsDone int    `json:"targets_done"`
 }
 
-// RewardModelFeedbackExtractedV1 is every finding for one trace revision in
-// one attempt. ReusedFrom is set when the findings were copied from an
-// earlier attempt's event for the same revision and prompt version instead
-// of being paid for again (then Usage is empty).
+// RewardModelFindingRecordedV1 is one finding of one attempt.
+type RewardModelFindingRecordedV1 struct {
+	ModelID       string  `json:"model_id"`
+	Attempt       int     `json:"attempt"`
+	TraceID       string  `json:"trace_id"`
+	TraceRevision int     `json:"trace_revision"`
+	Finding       Finding `json:"finding"`
+}
+
+// RewardModelFeedbackExtractedV1 is the record of one trace revision in one
+// attempt. In the log its findings are the finding_recorded events appended
+// just before it (FindingIDs lists them; Findings is empty); a worker's
+// report and the aggregate carry them inline in Findings. ReusedFrom is set
+// when the findings were copied from an earlier attempt's record for the
+// same revision and prompt version instead of being paid for again (then
+// Usage is empty).
 type RewardModelFeedbackExtractedV1 struct {
 	ModelID         string     `json:"model_id"`
 	Attempt         int        `json:"attempt"`
@@ -144,7 +160,8 @@ type RewardModelFeedbackExtractedV1 struct {
 	PromptVersion   string     `json:"prompt_version"`
 	ConfigHash      string     `json:"config_hash"`
 	Targets         int        `json:"targets"`
-	Findings        []Finding  `json:"findings"`
+	Findings        []Finding  `json:"findings,omitempty"`
+	FindingIDs      []string   `json:"finding_ids,omitempty"`
 	Usage           []LLMUsage `json:"usage"`
 	ReusedFrom      string     `json:"reused_from,omitempty"`
 	// Partial is true when extraction stopped early (max_pairs reached) and

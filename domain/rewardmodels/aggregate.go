@@ -55,6 +55,8 @@ type State struct {
 	// Recorded are every attempt's feedback records with their event ids:
 	// what a retry may reuse.
 	Recorded []RecordedFeedback
+	// pending are finding events not yet closed by their record.
+	pending []events.RewardModelFindingRecordedV1
 }
 
 // Apply folds one event of the model's stream into the state.

@@ -72,9 +72,16 @@ func (s *State) applyExtraction(e events.Envelope) {
 		if x := s.Extraction; x != nil && x.Attempt == p.Attempt {
 			x.LastBeat, x.TargetsDone = e.RecordedAt, p.TargetsDone
 		}
+	case events.RewardModelFindingRecorded:
+		var p events.RewardModelFindingRecordedV1
+		_ = e.Decode(&p)
+		s.pending = append(s.pending, p)
 	case events.RewardModelFeedbackExtracted:
 		var p events.RewardModelFeedbackExtractedV1
 		_ = e.Decode(&p)
+		if len(p.Findings) == 0 && len(p.FindingIDs) > 0 {
+			p.Findings = s.takePending(p)
+		}
 		s.Recorded = append(s.Recorded, RecordedFeedback{EventID: e.ID, RewardModelFeedbackExtractedV1: p})
 		if p.Attempt == s.Attempt {
 			s.Extracted = append(s.Extracted, p)
@@ -89,6 +96,27 @@ func (s *State) applyExtraction(e events.Envelope) {
 			x.Finished, x.Error = true, p.Error
 		}
 	}
+}
+
+// takePending returns the finding events that precede a record, in order.
+func (s *State) takePending(p events.RewardModelFeedbackExtractedV1) []events.Finding {
+	byID := map[string]events.Finding{}
+	var rest []events.RewardModelFindingRecordedV1
+	for _, f := range s.pending {
+		if f.Attempt == p.Attempt && f.TraceID == p.TraceID {
+			byID[f.Finding.ID] = f.Finding
+		} else {
+			rest = append(rest, f)
+		}
+	}
+	s.pending = rest
+	out := make([]events.Finding, 0, len(p.FindingIDs))
+	for _, id := range p.FindingIDs {
+		if f, ok := byID[id]; ok {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // Recorded reports whether the current attempt has a record for the trace.

@@ -82,12 +82,23 @@ func applyFeedbackEvent(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool
 		}
 		return exec(`UPDATE rm_reward_models SET progress = jsonb_set(progress, '{targets_done}', to_jsonb($3::int))
 			WHERE id = $1 AND attempt = $2 AND progress ? 'targets_total'`, p.ModelID, p.Attempt, p.TargetsDone)
+	case events.RewardModelFindingRecorded:
+		var p events.RewardModelFindingRecordedV1
+		if err := e.Decode(&p); err != nil {
+			return true, err
+		}
+		raw, err := json.Marshal(p.Finding)
+		if err != nil {
+			return true, err
+		}
+		return exec(`INSERT INTO rm_model_findings (model_id, attempt, finding_id, seq, ord, trace_id, finding)
+			VALUES ($1, $2, $3, $4, 0, $5, $6) ON CONFLICT DO NOTHING`, p.ModelID, p.Attempt, p.Finding.ID, e.Seq, p.TraceID, raw)
 	case events.RewardModelFeedbackExtracted:
 		var p events.RewardModelFeedbackExtractedV1
 		if err := e.Decode(&p); err != nil {
 			return true, err
 		}
-		for i, f := range p.Findings {
+		for i, f := range p.Findings { // records written with their findings inline
 			raw, err := json.Marshal(f)
 			if err != nil {
 				return true, err
