@@ -146,3 +146,9 @@ func (c *Commands) Selection(ctx context.Context, st rewardmodels.State, asOf in
 	selected, _, err := c.selection(ctx, st, asOf)
 	return selected, err
 }
+
+// QueuedAt is the log position of the event that queued the model's current
+// attempt: what its dataset and extraction read the traces as of.
+func (c *Commands) QueuedAt(ctx context.Context, st rewardmodels.State) (int64, error) {
+	return c.queuedAt(ctx, st)
+}

@@ -48,6 +48,9 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 		return err
 	}
 	if st.Dataset == nil {
+		if len(st.Extracted) > 0 {
+			return auditFindingsOnly(ctx, in, cmds, st, out)
+		}
 		return fmt.Errorf("model %s (attempt %d, %s) has no dataset yet", modelID, st.Attempt, st.Status)
 	}
 	stored, err := in.blobs.Get(ctx, st.Dataset.DatasetKey)

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/criticml/critic/commands"
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
@@ -67,7 +70,7 @@ func auditFindings(out io.Writer, ix findingIndex, facts map[string]*annotationF
 			if what != "" {
 				fmt.Fprintf(out, "    %s: %q\n", what, source)
 			}
-			if f.Source == events.FindingUserFeedback && !strings.Contains(source, *f.EvidenceQuote) {
+			if f.Source == events.FindingUserFeedback && f.Outcome == events.OutcomePair && !strings.Contains(source, *f.EvidenceQuote) {
 				problems = append(problems, fmt.Sprintf("pair %d: finding %s quotes text its source does not contain", pairNo, id))
 			}
 		}
@@ -124,4 +127,43 @@ func oneLine(s string) string {
 		s = string(r[:160]) + "…"
 	}
 	return s
+}
+
+// auditFindingsOnly is the audit of a model whose attempt has findings but
+// no dataset (it failed, or is still being extracted): every finding with its
+// evidence, so a failed model's report can be checked too.
+func auditFindingsOnly(ctx context.Context, in *infra, cmds *commands.Commands, st rewardmodels.State, out io.Writer) error {
+	asOf, err := cmds.QueuedAt(ctx, st)
+	if err != nil {
+		return err
+	}
+	selected, err := cmds.Selection(ctx, st, asOf)
+	if err != nil {
+		return err
+	}
+	facts, err := annotationFacts(ctx, in, st.OwnerID, asOf)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "model %s %q — attempt %d, status %s, no dataset", st.ID, st.Requested.Name, st.Attempt, st.Status)
+	if st.Error != "" {
+		fmt.Fprintf(out, ": %s", st.Error)
+	}
+	fmt.Fprint(out, "\n\n")
+	auditReport(out, st)
+	ix := newFindingIndex(st, selected)
+	var problems []string
+	for _, r := range st.Extracted {
+		for _, f := range r.Findings {
+			fmt.Fprintf(out, "outcome %s:\n", f.Outcome)
+			problems = append(problems, auditFindings(out, ix, facts, 0, rewardmodels.DatasetPair{FindingIDs: []string{f.ID}})...)
+		}
+	}
+	if len(problems) > 0 {
+		for _, p := range problems {
+			fmt.Fprintln(out, "MISMATCH:", p)
+		}
+		return fmt.Errorf("audit failed: %d problem(s)", len(problems))
+	}
+	return nil
 }
