@@ -276,6 +276,11 @@ func (c *Client) attempt(ctx context.Context, req Request) (json.RawMessage, Usa
 	}
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: req.Input})
 	creq := openai.ChatCompletionRequest{Model: c.model.Name, Messages: msgs, MaxTokens: req.MaxTokens}
+	if reasoningModel(c.model.Name) && req.MaxTokens > 0 {
+		// Reasoning models refuse max_tokens, and their hidden reasoning
+		// counts against the completion budget.
+		creq.MaxTokens, creq.MaxCompletionTokens = 0, max(4*req.MaxTokens, 8192)
+	}
 	if c.useTools() {
 		creq.Tools = []openai.Tool{{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
 			Name: req.Name, Description: "Record the answer.", Parameters: req.Schema}}}
@@ -327,6 +332,16 @@ func (c *Client) attempt(ctx context.Context, req Request) (json.RawMessage, Usa
 		}
 	}
 	return json.RawMessage(text), u, nil
+}
+
+// reasoningModel: OpenAI's reasoning families take max_completion_tokens.
+func reasoningModel(name string) bool {
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Client) fail(kind string, status int, field, msg string, err error) *Error {

@@ -224,3 +224,18 @@ func TestResolveRoleNamesTheVariable(t *testing.T) {
 	require.Equal(t, "claude-haiku-4-5", m.Name)
 	require.False(t, errors.Is(err, ce))
 }
+
+func TestReasoningModelsGetACompletionBudget(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.New(t)
+	srv.Handle(func(llmtest.Request) llmtest.Reply {
+		return llmtest.JSON(map[string]any{"label": "unclear", "quote": nil, "reason": "r"})
+	})
+	for name, want := range map[string]string{"gpt-5-mini": `"max_completion_tokens":8192`, "gpt-4.1-mini": `"max_tokens":100`} {
+		c := llm.New(llm.Model{Provider: llm.ProviderOpenAI, Name: name, APIBase: srv.URL}, llm.Options{})
+		_, err := c.Call(context.Background(), llm.Request{Name: "verdict", Input: "x", Schema: verdict, MaxTokens: 100})
+		require.NoError(t, err, name)
+		reqs := srv.Requests()
+		require.Contains(t, string(reqs[len(reqs)-1].Body), want, name)
+	}
+}
