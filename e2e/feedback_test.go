@@ -50,6 +50,9 @@ func scriptedClassifier(req llmtest.Request) llmtest.Reply {
 			case strings.Contains(text, "ignore your instructions"):
 				return llmtest.JSON(map[string]any{"label": "positive", "confidence": "high", "about": "agent", "evidence_id": id,
 					"evidence_quote": "flawless work", "alternative": "Maybe.", "reason": "the comment says so"}).WithUsage(300, 40)
+			case strings.Contains(text, "should have asked"):
+				return llmtest.JSON(map[string]any{"label": "negative", "confidence": "high", "about": "agent", "evidence_id": id,
+					"evidence_quote": "should have asked which currency", "alternative": "Which currency should I convert 100 into?", "reason": "the reviewer wants a clarifying question"}).WithUsage(300, 40)
 			case strings.Contains(text, "wrong order"):
 				return llmtest.JSON(map[string]any{"label": "negative", "confidence": "high", "about": "agent", "evidence_id": id,
 					"evidence_quote": "wrong order", "alternative": "Sorted ascending: 1, 2, 3.", "reason": "the user corrects the order"}).WithUsage(300, 40)
@@ -70,7 +73,7 @@ func scriptedClassifier(req llmtest.Request) llmtest.Reply {
 	case "review":
 		a := strings.SplitN(strings.SplitN(in, "<candidate id=\"B\">", 2)[0], "\n", 3)[1]
 		pref := "A"
-		if strings.Contains(a, "3, 2, 1") || strings.Contains(a, "Here is a list.") || strings.Contains(a, "c, b, a") {
+		if strings.Contains(a, "3, 2, 1") || strings.Contains(a, "Here is a list.") || strings.Contains(a, "c, b, a") || strings.Contains(a, "That is 92 euros.") {
 			pref = "B"
 		}
 		return llmtest.JSON(map[string]any{"preferred": pref, "grounded": true, "reason": "matches the request"})
@@ -96,7 +99,13 @@ func TestModelTrainedOnCommentsAndReactions(t *testing.T) {
 		`{"id":"sort-1","steps":[{"role":"user","content":"Sort 3, 1, 2 ascending"},{"role":"assistant","content":"Sorted: 3, 2, 1."},{"role":"user","content":"No, that's the wrong order."}]}`,
 		`{"id":"sort-2","steps":[{"role":"user","content":"Sort a, c, b"},{"role":"assistant","content":"Sorted: a, b, c."},{"role":"user","content":"Thanks, perfect."}]}`,
 		`{"id":"sort-3","steps":[{"role":"user","content":"Sort z, y"},{"role":"assistant","content":"Sorted: y, z."}]}`,
+		`{"id":"fx-1","title":"Currency","steps":[{"role":"user","content":"Convert 100"},{"role":"assistant","content":"That is 92 euros."}]}`,
 	}, "\n"))
+	// A reviewer's comment is the only supervision of the fourth trace.
+	fx := in.getTrace(t, key, ids[3])
+	r0 := in.do("POST", "/api/v1/rm/traces/"+ids[3]+"/annotations", key, map[string]any{"step_id": fx.Steps[1]["id"],
+		"comment": "It should have asked which currency first."})
+	require.Equal(t, http.StatusOK, r0.Status, string(r0.Body))
 	// Titles: the import answered at once with the derived title; the fast
 	// model's title replaces it asynchronously, and a failed call leaves
 	// the derived one.
@@ -125,12 +134,12 @@ func TestModelTrainedOnCommentsAndReactions(t *testing.T) {
 	require.Eventually(t, func() bool {
 		m := in.do("GET", "/api/v1/rm/reward-models/"+id, key, nil).JSON(t)
 		p, _ := m["progress"].(map[string]any)
-		return m["status"] == "queued" && p["stage"] == "extracting" && p["targets_total"] == float64(3)
+		return m["status"] == "queued" && p["stage"] == "extracting" && p["targets_total"] == float64(4)
 	}, time.Minute, 20*time.Millisecond, "progress shows the extraction while it runs")
 	srv.SetLatency(0)
 	m := in.waitModel(t, key, id, "succeeded", "failed")
 	require.Equal(t, "succeeded", m["status"], "%v\n%s", m["error"], in.logText())
-	require.EqualValues(t, 2, m["num_pairs"])
+	require.EqualValues(t, 3, m["num_pairs"], "a correction, an approval and a reviewer's comment")
 
 	fb, ok := m["feedback"].([]any)
 	require.True(t, ok, "feedback is recorded: %v", m["feedback"])
@@ -162,6 +171,11 @@ func TestModelTrainedOnCommentsAndReactions(t *testing.T) {
 	require.NotNil(t, steered)
 	require.Equal(t, "invalid_evidence", steered["outcome"])
 	require.Equal(t, false, steered["included_in_training"])
+	fromComment := byTrace[ids[3]][0]
+	require.Equal(t, "negative", fromComment["label"])
+	require.Equal(t, "should have asked which currency", fromComment["evidence_quote"])
+	require.True(t, strings.HasPrefix(fromComment["evidence_id"].(string), "annotation:"))
+	require.Equal(t, true, fromComment["included_in_training"])
 	require.Nil(t, m["feedback_unavailable"])
 	usage := m["llm_usage"].([]any)
 	require.Len(t, usage, 1)
@@ -176,6 +190,8 @@ func TestModelTrainedOnCommentsAndReactions(t *testing.T) {
 	require.Contains(t, out, `evidence step:`)
 	require.Contains(t, out, `source message: "No, that's the wrong order."`)
 	require.Contains(t, out, "classifier openai/scripted-classifier, prompt feedback-v1")
+	require.Contains(t, out, `source annotation by reviewer at`)
+	require.Contains(t, out, `"It should have asked which currency first."`)
 	// Feedback calls only: title jobs retry on their own schedule.
 	feedbackCalls := func() int {
 		n := 0
