@@ -98,7 +98,7 @@ func (c *Commands) ClaimExtraction(ctx context.Context, workerID, modelID string
 		ft := rewardmodels.FeedbackTrace(s)
 		n := len(feedback.Targets(ft))
 		total += n
-		switch r, ok := st.Reusable(s.ID, s.Revision, st.Plan.Model, hash); {
+		switch r, ok := st.Reusable(s.ID, s.Revision, feedback.InputHash(ft), st.Plan.Model, hash); {
 		case recorded[s.ID]:
 			done += n
 		case ok:
@@ -197,6 +197,9 @@ func (c *Commands) RecordFeedback(ctx context.Context, workerID, modelID string,
 			}
 		}
 		p.ModelID, p.WorkerID = st.ID, workerID
+		if tr != nil {
+			p.InputHash = feedback.InputHash(*tr) // computed here, from the log, never taken from the worker
+		}
 		if p.Findings == nil {
 			p.Findings = []events.Finding{}
 		}

@@ -162,6 +162,28 @@ func TestExtractionRecordsFindingsBeforeTheDataset(t *testing.T) {
 	require.NotEmpty(t, m.Extracted[0].ReusedFrom)
 	require.Equal(t, neg.Findings[0].ID, m.Extracted[0].Findings[0].ID, "the reused record carries its findings")
 	require.Empty(t, m.Extracted[0].Usage)
+
+	// A new comment is new evidence: the next retry asks about that trace
+	// again and reuses the other.
+	_, err = cmds.FinishExtraction(ctx, "w2", req.ModelID, 2, "")
+	require.NoError(t, err)
+	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	require.NoError(t, err)
+	_, err = cmds.ClaimTraining(ctx, "w2", req.ModelID, 2, time.Minute)
+	require.NoError(t, err)
+	_, err = cmds.FailTraining(ctx, "w2", req.ModelID, 2, "boom")
+	require.NoError(t, err)
+	note := "Descending was not what I asked for"
+	_, err = cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: ids[0], StepID: in.Traces[0].Steps[1].ID, Comment: &note, AuthorName: "t"})
+	require.NoError(t, err)
+	_, err = cmds.RetryTraining(ctx, actor, req.ModelID)
+	require.NoError(t, err)
+	claim3, err := cmds.ClaimExtraction(ctx, "w2", req.ModelID, 3, time.Minute)
+	require.NoError(t, err)
+	in3 := readInputs(t, store, claim3.InputsKey)
+	require.Len(t, in3.Traces, 1)
+	require.Equal(t, ids[0], in3.Traces[0].ID)
+	require.Equal(t, note, in3.Traces[0].Comments[0].Text)
 }
 
 func TestExtractionFailureKeepsTheReport(t *testing.T) {

@@ -151,19 +151,22 @@ type RewardModelFindingRecordedV1 struct {
 // same revision and prompt version instead of being paid for again (then
 // Usage is empty).
 type RewardModelFeedbackExtractedV1 struct {
-	ModelID         string     `json:"model_id"`
-	Attempt         int        `json:"attempt"`
-	WorkerID        string     `json:"worker_id,omitempty"`
-	TraceID         string     `json:"trace_id"`
-	TraceRevision   int        `json:"trace_revision"`
-	ClassifierModel string     `json:"classifier_model"`
-	PromptVersion   string     `json:"prompt_version"`
-	ConfigHash      string     `json:"config_hash"`
-	Targets         int        `json:"targets"`
-	Findings        []Finding  `json:"findings,omitempty"`
-	FindingIDs      []string   `json:"finding_ids,omitempty"`
-	Usage           []LLMUsage `json:"usage"`
-	ReusedFrom      string     `json:"reused_from,omitempty"`
+	ModelID         string `json:"model_id"`
+	Attempt         int    `json:"attempt"`
+	WorkerID        string `json:"worker_id,omitempty"`
+	TraceID         string `json:"trace_id"`
+	TraceRevision   int    `json:"trace_revision"`
+	ClassifierModel string `json:"classifier_model"`
+	PromptVersion   string `json:"prompt_version"`
+	ConfigHash      string `json:"config_hash"`
+	// InputHash identifies what the calls read — the trace's steps, its
+	// comments and rated steps — so a retry after a new comment asks again.
+	InputHash  string     `json:"input_hash,omitempty"`
+	Targets    int        `json:"targets"`
+	Findings   []Finding  `json:"findings,omitempty"`
+	FindingIDs []string   `json:"finding_ids,omitempty"`
+	Usage      []LLMUsage `json:"usage"`
+	ReusedFrom string     `json:"reused_from,omitempty"`
 	// Partial is true when extraction stopped early (max_pairs reached) and
 	// not every target of the trace was assessed; a partial record is not
 	// reused by a retry.

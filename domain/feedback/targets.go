@@ -7,6 +7,7 @@
 package feedback
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -53,6 +54,15 @@ type Trace struct {
 	// RatedSteps are steps with a live explicit rating: explicit ratings
 	// take precedence over AI judgments at the same scope.
 	RatedSteps map[string]bool `json:"rated_steps,omitempty"`
+}
+
+// InputHash identifies what extraction reads of a trace: its revision,
+// steps, comments and rated steps. Comments are annotations, not
+// revisions, so the revision alone cannot tell a retry that a new comment
+// needs reading.
+func InputHash(tr Trace) string {
+	raw, _ := json.Marshal(tr)
+	return fmt.Sprintf("%016x", seed(string(raw)))
 }
 
 // ConfigHash identifies the request settings that change what a judgment

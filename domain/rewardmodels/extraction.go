@@ -129,13 +129,14 @@ func (s State) recordedTrace(traceID string) bool {
 	return false
 }
 
-// Reusable finds an earlier record for the same trace revision, classifier
-// model, prompt version and criteria that assessed every target: a retry
+// Reusable finds an earlier record for the same trace input (revision,
+// comments, ratings), classifier model, prompt version and criteria that
+// assessed every target: a retry
 // copies it instead of paying for the same answers again.
-func (s State) Reusable(traceID string, revision int, model, configHash string) (RecordedFeedback, bool) {
+func (s State) Reusable(traceID string, revision int, inputHash, model, configHash string) (RecordedFeedback, bool) {
 	for i := len(s.Recorded) - 1; i >= 0; i-- {
 		r := s.Recorded[i]
-		if r.TraceID == traceID && r.TraceRevision == revision && r.ClassifierModel == model &&
+		if r.TraceID == traceID && r.TraceRevision == revision && r.InputHash == inputHash && r.ClassifierModel == model &&
 			r.PromptVersion == feedback.PromptVersion && r.ConfigHash == configHash && !r.Partial {
 			return r, true
 		}
