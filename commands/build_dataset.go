@@ -32,6 +32,9 @@ func (c *Commands) BuildDataset(ctx context.Context, modelID string) (Result, er
 		if st.Status != rewardmodels.StatusQueued || st.Dataset != nil {
 			return Result{}, nil
 		}
+		if st.NeedsExtraction() && !st.ExtractionDone() {
+			return Result{}, nil // the extraction worker finishes first
+		}
 		asOf, err := c.queuedAt(ctx, st)
 		if err != nil {
 			return Result{}, err
@@ -60,7 +63,7 @@ func (c *Commands) BuildDataset(ctx context.Context, modelID string) (Result, er
 		return c.appendToModel(ctx, Actor{}, st, events.RewardModelDatasetBuilt, events.RewardModelDatasetBuiltV1{
 			ModelID: st.ID, Attempt: st.Attempt, DatasetKey: key, DatasetSHA256: hex.EncodeToString(sum[:]),
 			NumPairs: len(ds.Pairs), SourceTraces: ds.SourceTraces, ScoreItems: len(ds.ScoreItems),
-			ActionScoreItems: len(ds.ActionScoreItems), AsOfSeq: asOf})
+			ActionScoreItems: len(ds.ActionScoreItems), AsOfSeq: asOf, IncludedFindings: includedFindings(ds)})
 	})
 }
 
@@ -84,13 +87,38 @@ func (c *Commands) queuedAt(ctx context.Context, st rewardmodels.State) (int64, 
 // selected traces, texts to score from every trace the owner had. It is pure
 // given the log, which is what `critic audit` relies on.
 func (c *Commands) Dataset(ctx context.Context, st rewardmodels.State, asOf int64) (rewardmodels.Dataset, error) {
-	all, err := c.store.OwnerStreams(ctx, st.OwnerID, "trace/", asOf)
+	selected, every, err := c.selection(ctx, st, asOf)
 	if err != nil {
 		return rewardmodels.Dataset{}, err
 	}
+	in := rewardmodels.DatasetInputs{ModelID: st.ID, Attempt: st.Attempt, AsOfSeq: asOf, Selected: selected, All: every,
+		MaxPairs: st.Requested.MaxPairs, Config: st.Config, Unavailable: st.Plan.Unavailable}
+	if st.NeedsExtraction() {
+		in.Extracted = st.Extracted
+	}
+	return rewardmodels.BuildDatasetFrom(in)
+}
+
+// includedFindings lists the findings whose pairs are in a dataset that met
+// the minimum size (RewardModelDetail.feedback[].included_in_training).
+func includedFindings(ds rewardmodels.Dataset) []string {
+	var ids []string
+	for _, p := range ds.Pairs {
+		ids = append(ids, p.FindingIDs...)
+	}
+	return ids
+}
+
+// selection folds the model's selected traces and every trace of the owner
+// as of asOf.
+func (c *Commands) selection(ctx context.Context, st rewardmodels.State, asOf int64) (selected, every []traces.State, err error) {
+	all, err := c.store.OwnerStreams(ctx, st.OwnerID, "trace/", asOf)
+	if err != nil {
+		return nil, nil, err
+	}
 	loaded, err := c.store.LoadStreamsAsOf(ctx, all, asOf)
 	if err != nil {
-		return rewardmodels.Dataset{}, err
+		return nil, nil, err
 	}
 	fold := func(stream string) traces.State {
 		var s traces.State
@@ -99,7 +127,6 @@ func (c *Commands) Dataset(ctx context.Context, st rewardmodels.State, asOf int6
 		}
 		return s
 	}
-	var selected, every []traces.State
 	for _, id := range st.Requested.TraceIDs {
 		if s := fold(events.TraceStream(id)); s.Exists {
 			selected = append(selected, s)
@@ -110,5 +137,18 @@ func (c *Commands) Dataset(ctx context.Context, st rewardmodels.State, asOf int6
 			every = append(every, s)
 		}
 	}
-	return rewardmodels.BuildDataset(st.ID, st.Attempt, asOf, selected, every, st.Requested.MaxPairs)
+	return selected, every, nil
+}
+
+// Selection returns a model's selected traces as of asOf (operator tools:
+// `critic audit` shows the source message behind each finding).
+func (c *Commands) Selection(ctx context.Context, st rewardmodels.State, asOf int64) ([]traces.State, error) {
+	selected, _, err := c.selection(ctx, st, asOf)
+	return selected, err
+}
+
+// QueuedAt is the log position of the event that queued the model's current
+// attempt: what its dataset and extraction read the traces as of.
+func (c *Commands) QueuedAt(ctx context.Context, st rewardmodels.State) (int64, error) {
+	return c.queuedAt(ctx, st)
 }

@@ -19,10 +19,42 @@ import (
 // Commands is the write side of the API.
 type Commands struct {
 	store *eventstore.Store
+	// feedback is what new and retried models record as their feedback
+	// plan: the deployment's classifier model, or why there is none.
+	feedback events.FeedbackPlan
+}
+
+// Option configures Commands.
+type Option func(*Commands)
+
+// WithFeedbackModel says the deployment extracts feedback with model (a
+// LiteLLM model string); unavailable, when model is "", says why not and
+// which variable to set. Without this option models train on explicit
+// ratings only.
+func WithFeedbackModel(model, unavailable string) Option {
+	return func(c *Commands) { c.feedback = events.FeedbackPlan{Model: model, Unavailable: unavailable} }
 }
 
 // New returns the command side over an event store.
-func New(store *eventstore.Store) *Commands { return &Commands{store: store} }
+func New(store *eventstore.Store, opts ...Option) *Commands {
+	c := &Commands{store: store}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// feedbackPlan is the plan recorded for an attempt with the given config.
+func (c *Commands) feedbackPlan(cfg events.TrainingConfig) *events.FeedbackPlan {
+	if cfg.AnnotationSource != events.SourceFeedback {
+		return nil
+	}
+	p := c.feedback
+	if p.Model == "" && p.Unavailable == "" {
+		p.Unavailable = "no feedback model is configured for this deployment (set CRITIC_FEEDBACK_MODEL and its provider's API key)"
+	}
+	return &p
+}
 
 // Actor is who issues a command: a user (by id), a worker, or the system.
 type Actor struct {

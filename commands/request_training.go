@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"unicode/utf8"
 
@@ -18,6 +19,58 @@ type RequestTraining struct {
 	BaseModel string
 	Epochs    int
 	MaxPairs  int
+	// Config is training_config (nil: the defaults).
+	Config *TrainingConfig
+}
+
+// TrainingConfig is training_config as a client sent it (nil = absent).
+type TrainingConfig struct {
+	AnnotationSource *string
+	InputVersion     *int
+	Criteria         []string
+	// CriteriaSet distinguishes "criteria": [] (refused) from absent.
+	CriteriaSet bool
+}
+
+// checkConfig applies training_config's defaults and refuses what cannot
+// run, naming the field.
+func checkConfig(in *TrainingConfig) (events.TrainingConfig, error) {
+	cfg := events.TrainingConfig{AnnotationSource: events.SourceFeedback, InputVersion: 1}
+	if in == nil {
+		return cfg, nil
+	}
+	bad := func(field, msg string) error {
+		return &domain.ValidationError{Code: "invalid_request", Field: "training_config." + field, Message: msg}
+	}
+	if in.AnnotationSource != nil {
+		switch *in.AnnotationSource {
+		case events.SourceExplicit, events.SourceFeedback:
+			cfg.AnnotationSource = *in.AnnotationSource
+		case events.SourceAutomatic:
+			return cfg, bad("annotation_source", "automatic step assessments are not available in this version: use explicit (ratings only) or feedback (ratings, comments, user reactions and AI judgments)")
+		default:
+			return cfg, bad("annotation_source", fmt.Sprintf("%q is not explicit, feedback or automatic", *in.AnnotationSource))
+		}
+	}
+	if in.InputVersion != nil {
+		if *in.InputVersion != 1 && *in.InputVersion != 3 {
+			return cfg, bad("input_version", fmt.Sprintf("input_version must be 1 or 3, not %d", *in.InputVersion))
+		}
+		cfg.InputVersion = *in.InputVersion
+	}
+	if in.CriteriaSet {
+		if len(in.Criteria) < 1 || len(in.Criteria) > 12 {
+			return cfg, bad("criteria", "give 1–12 criteria, or leave criteria out for the four defaults")
+		}
+		for i, c := range in.Criteria {
+			c = strings.TrimSpace(c)
+			if n := utf8.RuneCountInString(c); n < 1 || n > 500 {
+				return cfg, bad(fmt.Sprintf("criteria[%d]", i), "each criterion must be 1–500 characters")
+			}
+			cfg.Criteria = append(cfg.Criteria, c)
+		}
+	}
+	return cfg, nil
 }
 
 // RequestTrainingResult carries the new model's id and the request as
@@ -54,6 +107,10 @@ func (c *Commands) RequestTraining(ctx context.Context, actor Actor, in RequestT
 	if in.MaxPairs < 1 || in.MaxPairs > 1_000_000 {
 		return RequestTrainingResult{}, &domain.ValidationError{Code: "invalid_request", Field: "max_pairs", Message: "max_pairs must be 1–1000000"}
 	}
+	cfg, err := checkConfig(in.Config)
+	if err != nil {
+		return RequestTrainingResult{}, err
+	}
 	seen := map[string]bool{}
 	var ids, streams []string
 	for _, id := range in.TraceIDs {
@@ -79,7 +136,8 @@ func (c *Commands) RequestTraining(ctx context.Context, actor Actor, in RequestT
 	modelID := newID()
 	stream := events.RewardModelStream(modelID)
 	p := events.RewardModelRequestedV1{ModelID: modelID, Name: in.Name, BaseModel: in.BaseModel,
-		Compute: rewardmodels.Compute, Epochs: in.Epochs, MaxPairs: in.MaxPairs, TraceIDs: ids}
+		Compute: rewardmodels.Compute, Epochs: in.Epochs, MaxPairs: in.MaxPairs, TraceIDs: ids,
+		TrainingConfig: &cfg, FeedbackPlan: c.feedbackPlan(cfg)}
 	r, err := c.append(ctx, actor, map[string]int64{stream: 0}, []events.New{{ID: newID(), Stream: stream, OwnerID: actor.UserID,
 		Type: events.RewardModelRequested, Payload: p}})
 	return RequestTrainingResult{Result: r, ModelID: modelID, Requested: p}, err

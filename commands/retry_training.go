@@ -19,6 +19,7 @@ func (c *Commands) RetryTraining(ctx context.Context, actor Actor, modelID strin
 		if err != nil {
 			return Result{}, err
 		}
+		p.FeedbackPlan = c.feedbackPlan(st.Config)
 		return c.appendToModel(ctx, actor, st, events.RewardModelRetried, p)
 	})
 }

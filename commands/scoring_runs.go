@@ -74,11 +74,15 @@ func (c *Commands) RequestScoring(ctx context.Context, actor Actor, traceID, mod
 
 func scoringItems(tr traces.State, m rewardmodels.State) ScoringItems {
 	pt := rewardmodels.PairTrace(tr)
+	v := m.Config.InputVersion // training and scoring render alike
 	items := ScoringItems{ModelID: m.ID, ArtifactKey: m.Success.ArtifactKey,
-		Trace: rewardmodels.ScoreItem{TraceID: tr.ID, Revision: tr.Revision, Text: domain.RenderTrace(pt.Steps)}}
+		Trace: rewardmodels.ScoreItem{TraceID: tr.ID, Revision: tr.Revision, Text: domain.RenderVersion(v, pt.Steps, len(pt.Steps)-1, true)}}
+	if v == 3 {
+		items.MaxLength = rewardmodels.InputV3MaxLength
+	}
 	for i, st := range pt.Steps {
 		if rewardmodels.IsScorableAction(st) {
-			items.ActionScoreItems = append(items.ActionScoreItems, rewardmodels.ActionItem{TraceID: tr.ID, StepID: st.ID, Revision: tr.Revision, Text: domain.RenderUpTo(pt.Steps, i)})
+			items.ActionScoreItems = append(items.ActionScoreItems, rewardmodels.ActionItem{TraceID: tr.ID, StepID: st.ID, Revision: tr.Revision, Text: domain.RenderVersion(v, pt.Steps, i, false)})
 		}
 	}
 	return items

@@ -18,11 +18,11 @@ type PairTrace struct {
 
 // PairStep is one step of a PairTrace. The step id ties ratings to it.
 type PairStep struct {
-	ID        string
-	Role      Role
-	Content   string
-	ToolName  string
-	ToolInput map[string]any
+	ID        string         `json:"id"`
+	Role      Role           `json:"role"`
+	Content   string         `json:"content"`
+	ToolName  string         `json:"tool_name,omitempty"`
+	ToolInput map[string]any `json:"tool_input,omitempty"`
 }
 
 // IsToolCall reports whether the step is an assistant action calling a tool;
@@ -101,6 +101,12 @@ type target struct {
 // inputs: the same input gives the same pairs in the same order, on every
 // Go version.
 func BuildPairs(traces []PairTrace, ratings []Rating, maxPairs int) []Pair {
+	return BuildPairsRendered(traces, ratings, maxPairs, 1)
+}
+
+// BuildPairsRendered is BuildPairs with the texts rendered in an input
+// version (1 or 3; see RenderVersion).
+func BuildPairsRendered(traces []PairTrace, ratings []Rating, maxPairs, inputVersion int) []Pair {
 	if maxPairs <= 0 {
 		maxPairs = DefaultMaxPairs
 	}
@@ -175,10 +181,11 @@ func BuildPairs(traces []PairTrace, ratings []Rating, maxPairs int) []Pair {
 			return s
 		}
 		steps := traces[t.traceIdx].Steps
-		s := RenderTrace(steps)
-		if t.stepIdx >= 0 {
-			s = RenderUpTo(steps, t.stepIdx)
+		i := t.stepIdx
+		if i < 0 {
+			i = len(steps) - 1
 		}
+		s := RenderVersion(inputVersion, steps, i, t.stepIdx < 0)
 		texts[t] = s
 		return s
 	}

@@ -35,6 +35,39 @@ import (
 // something it did, and GEPA (spec 004) must be able to change the system
 // prompt without changing what the reward model sees.
 
+// RenderVersion renders steps[0..i] in an input version. Version 1 is
+// RenderUpTo (RenderTrace for a whole trace). Version 3 keeps the same
+// lines but in labelled sections, so the model can tell what it judges from
+// what came before, for a 4,096-token window:
+//
+//	### Context
+//	<steps before the action, as version 1>
+//	### Action
+//	<the action>
+//
+// and a whole trace is one section, "### Conversation". Only the end of a
+// long text is kept when it is truncated, so the action always survives.
+func RenderVersion(version int, steps []PairStep, i int, whole bool) string {
+	if version != 3 {
+		return RenderUpTo(steps, i)
+	}
+	if i >= len(steps) {
+		i = len(steps) - 1
+	}
+	if whole {
+		return "### Conversation\n" + RenderUpTo(steps, i)
+	}
+	if i < 0 {
+		return ""
+	}
+	return V3Sections(RenderUpTo(steps, i-1), RenderUpTo(steps[i:i+1], 0))
+}
+
+// V3Sections joins a rendered context and action as input version 3 does.
+func V3Sections(context, action string) string {
+	return "### Context\n" + context + "\n### Action\n" + action
+}
+
 // RenderTrace renders a whole trace: the text of a trace-level target.
 func RenderTrace(steps []PairStep) string {
 	return RenderUpTo(steps, len(steps)-1)

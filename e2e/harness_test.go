@@ -74,7 +74,9 @@ func startServe(t testing.TB, extraEnv ...string) *instance {
 	in := &instance{t: t, bin: criticBin(t), dbURL: pgtest.NewDatabase(t), dataDir: t.TempDir(), logs: &bytes.Buffer{}}
 	in.env = append(os.Environ(),
 		"DATABASE_URL="+in.dbURL, "CRITIC_DATA_DIR="+in.dataDir, "CRITIC_ADDR=127.0.0.1:0",
-		"CRITIC_KAFKA_PORT=0", "KAFKA_BROKERS=")
+		"CRITIC_KAFKA_PORT=0", "KAFKA_BROKERS=",
+		// Never a real provider: tests that need a model pass the test server.
+		"ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "CRITIC_FEEDBACK_API_BASE=", "CRITIC_FAST_API_BASE=")
 	in.env = append(in.env, extraEnv...)
 	in.start()
 	pool, err := pg.Connect(context.Background(), in.dbURL)

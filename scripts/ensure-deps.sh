@@ -9,6 +9,7 @@ set -euo pipefail
 need=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || need+=(postgresql)
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
+[ -f /usr/include/google/protobuf/struct.proto ] || need+=(libprotobuf-dev) # well-known types for make generate/verify
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v runuser >/dev/null 2>&1 || need+=(util-linux)

@@ -48,6 +48,9 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 		return err
 	}
 	if st.Dataset == nil {
+		if len(st.Extracted) > 0 {
+			return auditFindingsOnly(ctx, in, cmds, st, out)
+		}
 		return fmt.Errorf("model %s (attempt %d, %s) has no dataset yet", modelID, st.Attempt, st.Status)
 	}
 	stored, err := in.blobs.Get(ctx, st.Dataset.DatasetKey)
@@ -80,12 +83,23 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 	}
 	fmt.Fprintf(out, "model %s %q — attempt %d, status %s, %d pairs from %d traces, dataset built as of event #%d\n\n",
 		st.ID, st.Requested.Name, st.Attempt, st.Status, len(ds.Pairs), ds.SourceTraces, ds.AsOfSeq)
+	auditReport(out, st)
+	selected, err := cmds.Selection(ctx, st, st.Dataset.AsOfSeq)
+	if err != nil {
+		return err
+	}
+	findings := newFindingIndex(st, selected)
 	for i, p := range ds.Pairs {
 		at := ""
 		if p.ActionType != nil {
 			at = " " + *p.ActionType
 		}
-		fmt.Fprintf(out, "pair %d (%s%s) traces %s\n", i+1, p.Granularity, at, strings.Join(p.TraceIDs, ", "))
+		src := ""
+		if p.Source != "" {
+			src = ", from " + p.Source
+		}
+		fmt.Fprintf(out, "pair %d (%s%s%s) traces %s\n", i+1, p.Granularity, at, src, strings.Join(p.TraceIDs, ", "))
+		problems = append(problems, auditFindings(out, findings, facts, i+1, p)...)
 		for _, id := range p.AnnotationIDs {
 			f, ok := facts[id]
 			if !ok {

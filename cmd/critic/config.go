@@ -53,6 +53,8 @@ type config struct {
 	// client may stall a request's headers, its whole body, a response's
 	// progress, or an idle keep-alive connection.
 	HTTP apiserver.Timeouts
+	// LLM is the model roles (cmd/critic/llm.go).
+	LLM llmRoles
 }
 
 func loadConfig() (config, error) {
@@ -106,6 +108,9 @@ func loadConfig() (config, error) {
 	c.InstanceID = os.Getenv("CRITIC_INSTANCE_ID")
 	if c.InstanceID == "" {
 		c.InstanceID, _ = os.Hostname()
+	}
+	if c.LLM, err = loadLLMRoles(); err != nil {
+		return c, err
 	}
 	c.WorkerLease = 30 * time.Second
 	if v := os.Getenv("CRITIC_WORKER_LEASE"); v != "" {

@@ -16,7 +16,7 @@ const usage = `critic — turn AI-agent traces into reward models
 Usage:
   critic run                       everything in one process with embedded defaults
   critic serve                     the API, relay and projections
-  critic worker                    a standalone training/scoring worker (CRITIC_API_URL, KAFKA_BROKERS)
+  critic worker                    a standalone training/scoring/extraction/title worker (CRITIC_API_URL, KAFKA_BROKERS)
   critic broker [--port N]         run the embedded Kafka-protocol broker on its own
   critic migrate                   apply database migrations
   critic replay readmodel          rebuild the Postgres read model from the event log
@@ -25,7 +25,8 @@ Usage:
   critic users issue-key --name NAME [--read-only-key]
   critic users disable-reward-models NAME
   critic users enable-reward-models NAME
-  critic audit model ID            show each training pair's annotations; verify the dataset against the log
+  critic audit model ID            show each training pair's annotations and findings; verify the dataset against the log
+  critic eval feedback             run the synthetic feedback-classifier suite against CRITIC_FEEDBACK_MODEL
   critic model init|train|score|tokenize ...
 
 Client commands (talk to a server over HTTP; no database, no broker):
@@ -38,7 +39,8 @@ Client commands (talk to a server over HTTP; no database, no broker):
   critic hooks status              what is installed, the queue, the last upload
 
 Configuration is read from the environment: DATABASE_URL, KAFKA_BROKERS,
-BLOB_URL, CRITIC_DATA_DIR, CRITIC_ADDR; client commands read CRITIC_URL,
+BLOB_URL, CRITIC_DATA_DIR, CRITIC_ADDR, CRITIC_FEEDBACK_MODEL, CRITIC_FAST_MODEL,
+OPENAI_API_KEY, ANTHROPIC_API_KEY; client commands read CRITIC_URL,
 CRITIC_API_KEY, CRITIC_CONFIG_DIR (see README).
 `
 
@@ -79,6 +81,8 @@ func dispatch(ctx context.Context, args []string) error {
 		return cmdUsers(ctx, rest)
 	case "broker":
 		return cmdBroker(ctx, rest)
+	case "eval":
+		return cmdEval(ctx, rest)
 	case "audit":
 		return cmdAudit(ctx, rest)
 	case "model":

@@ -65,7 +65,9 @@ func cmdRun(ctx context.Context, _ []string) error {
 	// Kafka for jobs, the worker service for reports, the blob store for data.
 	srv.Go("worker", func() error {
 		return worker.Run(srv.Ctx, worker.Config{APIURL: "http://" + srv.addr, Token: srv.token, WorkerID: "local",
-			Brokers: srv.Brokers, Blobs: in.blobs, DataDir: cfg.DataDir, Log: log, Observer: workerObserver(srv.Telemetry)})
+			Brokers: srv.Brokers, Blobs: in.blobs, DataDir: cfg.DataDir, Log: log, Observer: workerObserver(srv.Telemetry),
+			Feedback: cfg.LLM.Feedback, FeedbackUnavailable: cfg.LLM.FeedbackUnavailable,
+			Fast: cfg.LLM.Fast, FastUnavailable: cfg.LLM.FastUnavailable})
 	}, nil)
 	url := "http://" + srv.addr
 	// The key rides in the fragment, which browsers never send: the app

@@ -77,18 +77,19 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		return nil, err
 	}
 	a, err := apiserver.Start(parent, apiserver.Config{
-		Addr:         cfg.Addr,
-		KafkaBrokers: cfg.KafkaBrokers,
-		KafkaDataDir: filepath.Join(cfg.DataDir, "kafka"),
-		KafkaPort:    cfg.KafkaPort,
-		WaitTimeout:  5 * time.Second,
-		SnapshotDir:  filepath.Join(cfg.DataDir, "snapshots"),
-		Query:        duck.Options{Load: cfg.QueryIsolation},
-		InstanceID:   cfg.InstanceID,
-		Telemetry:    tel,
-		MetricsAddr:  cfg.MetricsAddr,
-		ReadyMaxLag:  int64(cfg.ReadyMaxLag),
-		HTTP:         cfg.HTTP,
+		Addr:           cfg.Addr,
+		KafkaBrokers:   cfg.KafkaBrokers,
+		KafkaDataDir:   filepath.Join(cfg.DataDir, "kafka"),
+		KafkaPort:      cfg.KafkaPort,
+		WaitTimeout:    5 * time.Second,
+		SnapshotDir:    filepath.Join(cfg.DataDir, "snapshots"),
+		Query:          duck.Options{Load: cfg.QueryIsolation},
+		InstanceID:     cfg.InstanceID,
+		Telemetry:      tel,
+		MetricsAddr:    cfg.MetricsAddr,
+		ReadyMaxLag:    int64(cfg.ReadyMaxLag),
+		HTTP:           cfg.HTTP,
+		CommandOptions: cfg.LLM.commandOptions(),
 	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
 		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).Register(mux)
 		wapi := workerapi.New(a.Cmds, token, cfg.WorkerLease)

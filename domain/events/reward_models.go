@@ -28,6 +28,12 @@ type RewardModelRequestedV1 struct {
 	Epochs    int      `json:"epochs"`
 	MaxPairs  int      `json:"max_pairs"`
 	TraceIDs  []string `json:"trace_ids"`
+	// TrainingConfig is absent on requests made before it existed: they
+	// read as annotation_source feedback, input_version 1.
+	TrainingConfig *TrainingConfig `json:"training_config,omitempty"`
+	// FeedbackPlan is whether the first attempt extracts feedback (absent:
+	// it does not, ratings only).
+	FeedbackPlan *FeedbackPlan `json:"feedback_plan,omitempty"`
 }
 
 // RewardModelDatasetBuiltV1 records the training dataset of one attempt: the
@@ -45,6 +51,8 @@ type RewardModelDatasetBuiltV1 struct {
 	// AsOfSeq is the log position the dataset was built from: everything up
 	// to the request, so `critic audit` can rebuild it from the log.
 	AsOfSeq int64 `json:"as_of_seq"`
+	// IncludedFindings are the findings whose pairs the dataset trains on.
+	IncludedFindings []string `json:"included_findings,omitempty"`
 }
 
 // RewardModelTrainingStartedV1 is a worker's claim on an attempt. Only a
@@ -94,6 +102,7 @@ const (
 	FailureWorkerError  = "worker_error"
 	FailureLeaseExpired = "lease_expired"
 	FailureDataset      = "dataset_error"
+	FailureExtraction   = "extraction_error"
 )
 
 // RewardModelTrainingFailedV1 ends an attempt. Error is what the user sees:
@@ -110,6 +119,9 @@ type RewardModelTrainingFailedV1 struct {
 type RewardModelRetriedV1 struct {
 	ModelID string `json:"model_id"`
 	Attempt int    `json:"attempt"`
+	// FeedbackPlan is decided again on retry, so a provider configured
+	// since the failure is used.
+	FeedbackPlan *FeedbackPlan `json:"feedback_plan,omitempty"`
 }
 
 // Score events (stream scores/<model id>): raw rewards per trace revision and

@@ -28,6 +28,9 @@ type TraceImportedV1 struct {
 	Revision     int            `json:"revision"`
 	Steps        []StepRecord   `json:"steps"`
 	Spans        []domain.Span  `json:"spans,omitempty"`
+	// TitleDerived: the import had no title and Title is the deterministic
+	// fallback, until a trace.titled event replaces it.
+	TitleDerived bool `json:"title_derived,omitempty"`
 }
 
 // Revision modes of TraceRevisedV1.
@@ -50,9 +53,25 @@ type TraceRevisedV1 struct {
 	Steps          []StepRecord   `json:"steps"`
 	RemovedStepIDs []string       `json:"removed_step_ids,omitempty"`
 	Spans          []domain.Span  `json:"spans,omitempty"`
+	// TitleDerived: see TraceImportedV1.
+	TitleDerived bool `json:"title_derived,omitempty"`
 }
 
 // TraceDeletedV1 removes a trace from every read model; the log keeps the fact.
 type TraceDeletedV1 struct {
 	TraceID string `json:"trace_id"`
+}
+
+// TraceTitled is a title the fast model wrote for a trace imported without
+// one (DESIGN §9: a model's answer is a fact). Imports never wait for it.
+const TraceTitled = "trace.titled.v1"
+
+// TraceTitledV1 replaces the derived title of one revision.
+type TraceTitledV1 struct {
+	TraceID       string     `json:"trace_id"`
+	Revision      int        `json:"revision"`
+	Title         string     `json:"title"`
+	Model         string     `json:"model"`
+	PromptVersion string     `json:"prompt_version"`
+	Usage         []LLMUsage `json:"usage"`
 }

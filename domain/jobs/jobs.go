@@ -165,6 +165,9 @@ type ScoringItems struct {
 	ArtifactKey      string                    `json:"artifact_key"`
 	Trace            rewardmodels.ScoreItem    `json:"trace"`
 	ActionScoreItems []rewardmodels.ActionItem `json:"action_score_items"`
+	// MaxLength is the model's token window when it is not the default
+	// (input version 3: 4096).
+	MaxLength int `json:"max_length,omitempty"`
 }
 
 // ArtifactKey is where a model's checkpoint archive lives (spec 001).

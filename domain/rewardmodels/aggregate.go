@@ -41,6 +41,22 @@ type State struct {
 	Lease     time.Duration
 	LastBeat  time.Time // start or last heartbeat of the running attempt
 	Success   *events.RewardModelTrainingSucceededV1
+	Error     string // of the last failure
+
+	// Config is the request's training_config with defaults applied.
+	Config events.TrainingConfig
+	// Plan says whether the current attempt extracts feedback.
+	Plan events.FeedbackPlan
+	// Extraction is the current attempt's extraction, once claimed.
+	Extraction *Extraction
+	// Extracted are the current attempt's feedback records, in the order
+	// they were recorded.
+	Extracted []events.RewardModelFeedbackExtractedV1
+	// Recorded are every attempt's feedback records with their event ids:
+	// what a retry may reuse.
+	Recorded []RecordedFeedback
+	// pending are finding events not yet closed by their record.
+	pending []events.RewardModelFindingRecordedV1
 }
 
 // Apply folds one event of the model's stream into the state.
@@ -50,6 +66,10 @@ func (s *State) Apply(e events.Envelope) {
 	case events.RewardModelRequested:
 		_ = e.Decode(&s.Requested)
 		s.ID, s.Status, s.Attempt = s.Requested.ModelID, StatusQueued, 1
+		s.Config = ConfigOf(s.Requested)
+		if s.Requested.FeedbackPlan != nil {
+			s.Plan = *s.Requested.FeedbackPlan
+		}
 	case events.RewardModelDatasetBuilt:
 		var p events.RewardModelDatasetBuiltV1
 		_ = e.Decode(&p)
@@ -67,11 +87,19 @@ func (s *State) Apply(e events.Envelope) {
 		_ = e.Decode(&p)
 		s.Status, s.Success = StatusSucceeded, &p
 	case events.RewardModelTrainingFailed:
-		s.Status = StatusFailed
+		var p events.RewardModelTrainingFailedV1
+		_ = e.Decode(&p)
+		s.Status, s.Error = StatusFailed, p.Error
 	case events.RewardModelRetried:
 		var p events.RewardModelRetriedV1
 		_ = e.Decode(&p)
 		s.Status, s.Attempt, s.Dataset, s.WorkerID = StatusQueued, p.Attempt, nil, ""
+		s.Extraction, s.Extracted, s.Plan = nil, nil, events.FeedbackPlan{}
+		if p.FeedbackPlan != nil {
+			s.Plan = *p.FeedbackPlan
+		}
+	default:
+		s.applyExtraction(e)
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/feedback"
 	"github.com/criticml/critic/domain/traces"
 )
 
@@ -19,6 +21,18 @@ type DatasetPair struct {
 	ActionType     *string        `json:"action_type"`
 	AnnotationIDs  []string       `json:"annotation_ids"`
 	TraceRevisions map[string]int `json:"trace_revisions"`
+	// Source is rating (absent), user_feedback or ai_judgment.
+	Source string `json:"source,omitempty"`
+	// FindingIDs and Evidence are a feedback pair's provenance: the
+	// finding behind it and the verbatim evidence it cites.
+	FindingIDs []string       `json:"finding_ids,omitempty"`
+	Evidence   []PairEvidence `json:"evidence,omitempty"`
+}
+
+// PairEvidence is a cited source and its verbatim quote.
+type PairEvidence struct {
+	ID    string `json:"id"`
+	Quote string `json:"quote"`
 }
 
 // ScoreItem is a trace to score after training.
@@ -46,6 +60,10 @@ type Dataset struct {
 	SourceTraces     int           `json:"source_traces"`
 	ScoreItems       []ScoreItem   `json:"score_items"`
 	ActionScoreItems []ActionItem  `json:"action_score_items"`
+	// InputVersion 3 renders labelled context sections for a 4,096-token
+	// window (absent: version 1, 1,024 tokens).
+	InputVersion int `json:"input_version,omitempty"`
+	MaxLength    int `json:"max_length,omitempty"`
 }
 
 // PairTrace converts a trace's state into what pair construction reads.
@@ -80,10 +98,38 @@ func Ratings(s traces.State) []domain.Rating {
 // fewer than 2 pairs or pairs from fewer than 2 source traces (the held-out
 // split is by trace).
 func BuildDataset(modelID string, attempt int, asOfSeq int64, selected, all []traces.State, maxPairs int) (Dataset, error) {
+	return BuildDatasetFrom(DatasetInputs{ModelID: modelID, Attempt: attempt, AsOfSeq: asOfSeq, Selected: selected, All: all, MaxPairs: maxPairs})
+}
+
+// DatasetInputs is everything a dataset is built from.
+type DatasetInputs struct {
+	ModelID       string
+	Attempt       int
+	AsOfSeq       int64
+	Selected, All []traces.State
+	MaxPairs      int
+	Config        events.TrainingConfig
+	// Extracted are the attempt's feedback records (none when it did not
+	// extract); Unavailable is why it did not, when a provider was missing.
+	Extracted   []events.RewardModelFeedbackExtractedV1
+	Unavailable string
+}
+
+// BuildDatasetFrom builds an attempt's dataset: explicit-rating pairs first
+// (they take precedence), then the pairs of accepted findings in selection
+// and step order, capped at max_pairs together.
+func BuildDatasetFrom(in DatasetInputs) (Dataset, error) {
+	modelID, attempt, asOfSeq, selected, all, maxPairs := in.ModelID, in.Attempt, in.AsOfSeq, in.Selected, in.All, in.MaxPairs
+	if in.Config.AnnotationSource == events.SourceExplicit {
+		in.Extracted = nil
+	}
 	if maxPairs <= 0 {
 		maxPairs = domain.DefaultMaxPairs
 	}
 	ds := Dataset{ModelID: modelID, Attempt: attempt, AsOfSeq: asOfSeq, Pairs: []DatasetPair{}, ScoreItems: []ScoreItem{}, ActionScoreItems: []ActionItem{}}
+	if in.Config.InputVersion == 3 {
+		ds.InputVersion, ds.MaxLength = 3, InputV3MaxLength
+	}
 	var pts []domain.PairTrace
 	var ratings []domain.Rating
 	revision := map[string]int{}
@@ -93,7 +139,7 @@ func BuildDataset(modelID string, attempt int, asOfSeq int64, selected, all []tr
 		revision[s.ID] = s.Revision
 	}
 	sources := map[string]bool{}
-	for _, p := range domain.BuildPairs(pts, ratings, maxPairs) {
+	for _, p := range domain.BuildPairsRendered(pts, ratings, maxPairs, in.Config.InputVersion) {
 		dp := DatasetPair{Chosen: p.Chosen, Rejected: p.Rejected, TraceIDs: p.TraceIDs, Granularity: p.Granularity,
 			AnnotationIDs: p.AnnotationIDs, TraceRevisions: map[string]int{}}
 		if p.ActionType != "" {
@@ -106,16 +152,23 @@ func BuildDataset(modelID string, attempt int, asOfSeq int64, selected, all []tr
 		}
 		ds.Pairs = append(ds.Pairs, dp)
 	}
+	for _, fp := range findingPairs(selected, ratings, in.Extracted, in.Config.InputVersion) {
+		if len(ds.Pairs) >= maxPairs {
+			break
+		}
+		ds.Pairs = append(ds.Pairs, fp)
+		sources[fp.TraceIDs[0]] = true
+	}
 	ds.SourceTraces = len(sources)
 	if len(ds.Pairs) < 2 || ds.SourceTraces < 2 {
-		return ds, &TooFewPairsError{Pairs: len(ds.Pairs), Traces: ds.SourceTraces}
+		return ds, tooFew(ds, selected, in)
 	}
 	for _, s := range all {
 		pt := PairTrace(s)
-		ds.ScoreItems = append(ds.ScoreItems, ScoreItem{TraceID: s.ID, Revision: s.Revision, Text: domain.RenderTrace(pt.Steps)})
+		ds.ScoreItems = append(ds.ScoreItems, ScoreItem{TraceID: s.ID, Revision: s.Revision, Text: domain.RenderVersion(in.Config.InputVersion, pt.Steps, len(pt.Steps)-1, true)})
 		for i, st := range pt.Steps {
 			if IsScorableAction(st) {
-				ds.ActionScoreItems = append(ds.ActionScoreItems, ActionItem{TraceID: s.ID, StepID: st.ID, Revision: s.Revision, Text: domain.RenderUpTo(pt.Steps, i)})
+				ds.ActionScoreItems = append(ds.ActionScoreItems, ActionItem{TraceID: s.ID, StepID: st.ID, Revision: s.Revision, Text: domain.RenderVersion(in.Config.InputVersion, pt.Steps, i, false)})
 			}
 		}
 	}
@@ -129,9 +182,143 @@ func IsScorableAction(st domain.PairStep) bool {
 }
 
 // TooFewPairsError is the actionable failure of a dataset that cannot train.
-type TooFewPairsError struct{ Pairs, Traces int }
+type TooFewPairsError struct {
+	Pairs, Traces int
+	// Unavailable is set when feedback could not be extracted and the
+	// selection has comments or conversations it would have learned from.
+	Unavailable string
+	// Findings and Usable count the attempt's findings and those that made
+	// pairs, when it extracted.
+	Findings, Usable int
+	Extracted        bool
+}
 
 func (e *TooFewPairsError) Error() string {
+	if e.Unavailable != "" {
+		return fmt.Sprintf("training needs at least 2 preference pairs from at least 2 source traces; the selected traces give %d pair(s) from %d trace(s) "+
+			"from explicit ratings alone, because feedback extraction (which learns from comments, user reactions and AI judgments) is not available: %s", e.Pairs, e.Traces, e.Unavailable)
+	}
+	if e.Extracted {
+		return fmt.Sprintf("training needs at least 2 preference pairs from at least 2 source traces (the held-out split is by trace); "+
+			"the selected traces give %d pair(s) from %d trace(s): %d finding(s) were extracted and %d made a pair (see feedback for each finding and why). "+
+			"Add comments or ratings on more traces, or select more traces, then retry.", e.Pairs, e.Traces, e.Findings, e.Usable)
+	}
 	return fmt.Sprintf("training needs at least 2 preference pairs from at least 2 source traces (the held-out split is by trace); "+
 		"the selected traces give %d pair(s) from %d trace(s). Rate good traces or steps +1 and bad ones -1 on at least two traces, then retry.", e.Pairs, e.Traces)
+}
+
+// InputV3MaxLength is input version 3's token window.
+const InputV3MaxLength = 4096
+
+// findingPairs turns the accepted findings into pairs, in selection order
+// then record order. An AI judgment on a step that carries an explicit
+// rating is dropped: the rating takes precedence at that scope.
+func findingPairs(selected []traces.State, ratings []domain.Rating, records []events.RewardModelFeedbackExtractedV1, version int) []DatasetPair {
+	if len(records) == 0 {
+		return nil
+	}
+	rated := map[string]bool{}
+	for _, r := range ratings {
+		if !r.LabelError && r.StepID != "" {
+			rated[r.StepID] = true
+		}
+	}
+	byTrace := map[string][]events.RewardModelFeedbackExtractedV1{}
+	for _, r := range records {
+		byTrace[r.TraceID] = append(byTrace[r.TraceID], r)
+	}
+	var out []DatasetPair
+	for _, s := range selected {
+		recs := byTrace[s.ID]
+		if len(recs) == 0 {
+			continue
+		}
+		targets := map[string]feedback.Target{}
+		for _, t := range feedback.Targets(FeedbackTrace(s)) {
+			targets[t.StepID] = t
+		}
+		for _, rec := range recs {
+			if rec.TraceRevision != s.Revision {
+				continue
+			}
+			for _, f := range rec.Findings {
+				t, ok := targets[f.StepID]
+				if !ok || f.Outcome != events.OutcomePair || f.AlternativeAction == nil {
+					continue
+				}
+				if f.Source == events.FindingAIJudgment && rated[f.StepID] {
+					continue
+				}
+				chosen, rejected := feedback.Pair(t, f)
+				if version == 3 {
+					chosen, rejected = feedback.PairV3(t, f)
+				}
+				at := domain.ActionResponse
+				if t.IsToolCall {
+					at = domain.ActionToolCall
+				}
+				dp := DatasetPair{Chosen: chosen, Rejected: rejected, TraceIDs: []string{s.ID}, Granularity: domain.GranularityStep,
+					ActionType: &at, AnnotationIDs: []string{}, TraceRevisions: map[string]int{s.ID: s.Revision},
+					Source: f.Source, FindingIDs: []string{f.ID}}
+				if f.EvidenceID != nil && f.EvidenceQuote != nil {
+					dp.Evidence = []PairEvidence{{ID: *f.EvidenceID, Quote: *f.EvidenceQuote}}
+					if id, ok := strings.CutPrefix(*f.EvidenceID, "annotation:"); ok {
+						dp.AnnotationIDs = []string{id}
+					}
+				}
+				out = append(out, dp)
+			}
+		}
+	}
+	return out
+}
+
+// FeedbackTrace converts a trace's state into what extraction reads: its
+// steps, its comments (flagged ones marked) and its rated steps.
+func FeedbackTrace(s traces.State) feedback.Trace {
+	pt := PairTrace(s)
+	ft := feedback.Trace{ID: s.ID, Revision: s.Revision, Steps: pt.Steps, RatedSteps: map[string]bool{}}
+	ids := make([]string, 0, len(s.Annotations))
+	for id := range s.Annotations {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		a := s.Annotations[id]
+		if a.Comment != nil && strings.TrimSpace(*a.Comment) != "" {
+			ft.Comments = append(ft.Comments, feedback.Comment{AnnotationID: a.ID, StepID: a.StepID, Text: *a.Comment, Flagged: a.LabelError})
+		}
+		if a.Rating != nil && !a.LabelError && a.StepID != "" {
+			ft.RatedSteps[a.StepID] = true
+		}
+	}
+	return ft
+}
+
+// hasTargets: the selection has an assistant action extraction would
+// assess (from comments, reactions, or an AI judgment).
+func hasTargets(selected []traces.State) bool {
+	for _, s := range selected {
+		if len(feedback.Targets(FeedbackTrace(s))) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func tooFew(ds Dataset, selected []traces.State, in DatasetInputs) error {
+	e := &TooFewPairsError{Pairs: len(ds.Pairs), Traces: ds.SourceTraces}
+	if in.Unavailable != "" && in.Config.AnnotationSource == events.SourceFeedback && hasTargets(selected) {
+		e.Unavailable = in.Unavailable
+	}
+	for _, r := range in.Extracted {
+		e.Extracted = true
+		e.Findings += len(r.Findings)
+		for _, f := range r.Findings {
+			if f.Outcome == events.OutcomePair {
+				e.Usable++
+			}
+		}
+	}
+	return e
 }

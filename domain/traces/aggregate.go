@@ -26,6 +26,11 @@ type State struct {
 	OTelSpans map[string]json.RawMessage
 	// Annotations are the trace's live annotations, by id.
 	Annotations map[string]*Annotation
+	// Title is the current title; TitleDerived when it is the fallback
+	// awaiting a generated one, Generated when the fast model wrote it.
+	Title        string
+	TitleDerived bool
+	Generated    bool
 }
 
 // Annotation is an annotation as the trace aggregate tracks it.
@@ -50,11 +55,16 @@ func (s *State) Apply(e events.Envelope) {
 		_ = e.Decode(&p)
 		s.ID, s.Exists, s.Revision, s.ExternalID, s.Steps = p.TraceID, true, p.Revision, p.ExternalID, p.Steps
 		s.SourceID = p.SourceID
+		s.Title, s.TitleDerived, s.Generated = p.Title, p.TitleDerived, false
 	case events.TraceRevised:
 		var p events.TraceRevisedV1
 		_ = e.Decode(&p)
 		s.Revision = p.Revision
 		s.SourceID = p.SourceID
+		if p.Title != s.Title || p.TitleDerived {
+			s.Generated = false
+		}
+		s.Title, s.TitleDerived = p.Title, p.TitleDerived
 		if p.Mode == events.RevisionAppended {
 			s.Steps = append(s.Steps, p.Steps...)
 		} else {
@@ -78,6 +88,10 @@ func (s *State) Apply(e events.Envelope) {
 		if a := s.Annotations[p.AnnotationID]; a != nil {
 			a.Rating, a.Comment, a.LabelError, a.LabelErrorNote = p.Rating, p.Comment, p.LabelError, p.LabelErrorNote
 		}
+	case events.TraceTitled:
+		var p events.TraceTitledV1
+		_ = e.Decode(&p)
+		s.Title, s.TitleDerived, s.Generated = p.Title, false, true
 	case events.AnnotationRemoved:
 		var p events.AnnotationRemovedV1
 		_ = e.Decode(&p)
@@ -123,9 +137,9 @@ type Decision struct {
 //   - anything else: trace.revised in "replaced" mode with new step ids.
 func DecideImport(s State, in ImportInput) (Decision, error) {
 	t := in.Trace
-	title := t.Title
+	title, derived := t.Title, false
 	if title == "" {
-		title = domain.DefaultTitle(t.Steps)
+		title, derived = domain.DefaultTitle(t.Steps), true
 	}
 	sourceID := in.ExplicitSourceID
 	if sourceID == "" {
@@ -143,7 +157,7 @@ func DecideImport(s State, in ImportInput) (Decision, error) {
 		return Decision{Type: events.TraceImported, Payload: events.TraceImportedV1{
 			TraceID: in.TraceID, ExternalID: t.ExternalID, Title: title, SourceFormat: in.Format,
 			SourceID: sourceID, Metadata: meta, Revision: s.Revision + 1,
-			Steps: records(t.Steps, 0, in.NewID), Spans: t.Spans,
+			Steps: records(t.Steps, 0, in.NewID), Spans: t.Spans, TitleDerived: derived,
 		}}, nil
 	}
 
@@ -161,10 +175,14 @@ func DecideImport(s State, in ImportInput) (Decision, error) {
 		if len(t.Steps) <= len(s.Steps) {
 			return Decision{NoOp: true}, nil
 		}
+		if derived && s.Generated {
+			// A growing session keeps the title the fast model wrote.
+			title, derived = s.Title, false
+		}
 		return Decision{Type: events.TraceRevised, Payload: events.TraceRevisedV1{
 			TraceID: in.TraceID, Revision: s.Revision + 1, Mode: events.RevisionAppended,
 			Title: title, SourceFormat: in.Format, SourceID: sourceID, Metadata: meta,
-			Steps: records(t.Steps[len(s.Steps):], len(s.Steps), in.NewID), Spans: t.Spans,
+			Steps: records(t.Steps[len(s.Steps):], len(s.Steps), in.NewID), Spans: t.Spans, TitleDerived: derived,
 		}}, nil
 	}
 
@@ -175,7 +193,7 @@ func DecideImport(s State, in ImportInput) (Decision, error) {
 	return Decision{Type: events.TraceRevised, Payload: events.TraceRevisedV1{
 		TraceID: in.TraceID, Revision: s.Revision + 1, Mode: events.RevisionReplaced,
 		Title: title, SourceFormat: in.Format, SourceID: sourceID, Metadata: meta,
-		Steps: records(t.Steps, 0, in.NewID), RemovedStepIDs: removed, Spans: t.Spans,
+		Steps: records(t.Steps, 0, in.NewID), RemovedStepIDs: removed, Spans: t.Spans, TitleDerived: derived,
 	}, Removals: s.stepAnnotationRemovals(in.TraceID)}, nil
 }
 

@@ -1,5 +1,5 @@
-// Package worker is the gpuworker's job loop (DESIGN §8): it consumes the train
-// and score commands from Kafka as a member of the "workers" consumer group,
+// Package worker is the gpuworker's job loop (DESIGN §8): it consumes the train,
+// score, feedback-extraction and title commands from Kafka as a member of the "workers" consumer group,
 // claims each job through the API's worker service (so a duplicate or stale
 // delivery is answered 409 and skipped), reads its inputs from the blob store,
 // trains or scores with gpuworker/train and gpuworker/model, writes the
@@ -37,6 +37,7 @@ import (
 	"github.com/criticml/critic/gpuworker/train"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/bus"
+	"github.com/criticml/critic/platform/llm"
 	"github.com/criticml/critic/platform/requestid"
 )
 
@@ -82,6 +83,14 @@ type Config struct {
 	TrainOptions func(*train.Options)
 	// Observer, when set, sees every job and its throughput (metrics, spans).
 	Observer Observer
+	// Feedback is the feedback model extraction jobs call (nil: none is
+	// configured; FeedbackUnavailable says what to set, and extraction jobs
+	// fail with it).
+	Feedback            *llm.Client
+	FeedbackUnavailable string
+	// Fast is the title model (nil: titles stay derived).
+	Fast            *llm.Client
+	FastUnavailable string
 }
 
 // Observer is what the worker reports about its jobs; package telemetry
@@ -197,7 +206,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	for _, t := range []struct {
 		topic  string
 		handle func(context.Context, []byte) bool
-	}{{TopicTrain, w.HandleTrain}, {TopicScore, w.HandleScore}} {
+	}{{TopicTrain, w.HandleTrain}, {TopicScore, w.HandleScore}, {TopicExtract, w.HandleExtract}, {TopicTitle, w.HandleTitle}} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -206,7 +215,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	w.log.Info("worker consuming", "topics", []string{TopicTrain, TopicScore}, "group", w.cfg.ConsumerGroup,
+	w.log.Info("worker consuming", "topics", []string{TopicTrain, TopicScore, TopicExtract, TopicTitle}, "group", w.cfg.ConsumerGroup,
 		"brokers", strings.Join(w.cfg.Brokers, ","))
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -422,6 +431,9 @@ func (w *Worker) train(ctx context.Context, log *slog.Logger, m TrainMessage, cl
 	}
 	o := DatasetOptions(ds)
 	o.OutDir, o.Epochs = dir, claim.Epochs
+	if ds.MaxLength > 0 {
+		o.MaxLen = ds.MaxLength // input version 3's window
+	}
 	log.Info("dataset loaded", "pairs", len(o.Pairs), "score_items", len(o.ScoreItems), "action_score_items", len(o.ActionScoreItems))
 	if len(o.Pairs) < 2 { // before fetching the base model (spec 002)
 		return nil, fmt.Errorf("%w, got %d", train.ErrTooFewPairs, len(o.Pairs))
@@ -579,6 +591,10 @@ func (w *Worker) score(ctx context.Context, log *slog.Logger, itemsKey string) (
 	texts := make([]string, len(items.ActionScoreItems))
 	for i, it := range items.ActionScoreItems {
 		texts[i] = it.Text
+	}
+	rm.MaxLen = model.DefaultMaxLen
+	if items.MaxLength > 0 {
+		rm.MaxLen = items.MaxLength
 	}
 	rs, err := rm.Score(texts)
 	if err != nil {

@@ -77,6 +77,9 @@ type Config struct {
 	// ParkedEvents, when set, feeds critic_projection_parked_events: the
 	// events each projection set aside (the dead-letter table).
 	ParkedEvents func(ctx context.Context) (map[string]int64, error)
+	// CommandOptions configure the command side (the feedback plan new
+	// models record).
+	CommandOptions []commands.Option
 }
 
 // Deps is the infrastructure the caller opened and still owns (Shutdown does
@@ -170,7 +173,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	}
 	s.closers = append([]func() error{sub.Close}, s.closers...)
 
-	s.Cmds = commands.New(deps.Store)
+	s.Cmds = commands.New(deps.Store, cfg.CommandOptions...)
 	s.Queries = readmodel.NewQueries(deps.Pool)
 	wait := cfg.WaitTimeout
 	if wait <= 0 {

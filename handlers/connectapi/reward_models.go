@@ -35,7 +35,8 @@ func (s *RewardModelService) CreateRewardModel(ctx context.Context, req *connect
 	}
 	m := req.Msg
 	rm, err := s.d.backend().CreateRewardModel(ctx, caller, usecase.TrainingRequest{
-		Name: nonEmpty(m.Name), TraceIDs: m.TraceIds, BaseModel: m.BaseModel, Epochs: intPtr(m.Epochs), MaxPairs: intPtr(m.MaxPairs)})
+		Name: nonEmpty(m.Name), TraceIDs: m.TraceIds, BaseModel: m.BaseModel, Epochs: intPtr(m.Epochs), MaxPairs: intPtr(m.MaxPairs),
+		TrainingConfig: trainingConfigFromProto(m.TrainingConfig)})
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +72,11 @@ func (s *RewardModelService) GetRewardModel(ctx context.Context, req *connect.Re
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&criticv1.GetRewardModelResponse{RewardModel: rm, TraceIds: d.TraceIDs}), nil
+	out := &criticv1.GetRewardModelResponse{RewardModel: rm, TraceIds: d.TraceIDs, FeedbackUnavailable: d.FeedbackUnavailable}
+	if err := feedbackToProto(d, out); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(out), nil
 }
 
 // RetryRewardModel re-queues one of the caller's failed models.

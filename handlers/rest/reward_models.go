@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/criticml/critic/handlers/edge"
@@ -23,6 +24,9 @@ type requestTrainingBody struct {
 	BaseModel *string  `json:"base_model"`
 	Epochs    *int     `json:"epochs"`
 	MaxPairs  *int     `json:"max_pairs"`
+	// TrainingConfig is checked field by field by the use case, so an
+	// unknown field inside it is named.
+	TrainingConfig json.RawMessage `json:"training_config"`
 }
 
 // createRewardModel is POST /reward-models. The deployment chooses compute:
@@ -36,8 +40,13 @@ func (a *API) createRewardModel(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decodeBody(w, r, &body); err != nil {
 		return err
 	}
+	cfg, err := usecase.ParseTrainingConfig(body.TrainingConfig)
+	if err != nil {
+		return err
+	}
 	m, err := a.backend().CreateRewardModel(r.Context(), caller, usecase.TrainingRequest{
-		Name: body.Name, TraceIDs: body.TraceIDs, BaseModel: body.BaseModel, Epochs: body.Epochs, MaxPairs: body.MaxPairs})
+		Name: body.Name, TraceIDs: body.TraceIDs, BaseModel: body.BaseModel, Epochs: body.Epochs, MaxPairs: body.MaxPairs,
+		TrainingConfig: cfg})
 	if err != nil {
 		return err
 	}

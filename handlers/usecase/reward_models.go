@@ -23,6 +23,8 @@ type TrainingRequest struct {
 	BaseModel *string
 	Epochs    *int
 	MaxPairs  *int
+	// TrainingConfig is training_config (nil = absent).
+	TrainingConfig *commands.TrainingConfig
 }
 
 // CreateRewardModel queues a reward model and returns it as its request
@@ -34,7 +36,7 @@ func (b Backend) CreateRewardModel(ctx context.Context, caller *readmodel.Caller
 	if req.Name == nil {
 		return nil, &domain.ValidationError{Code: "invalid_request", Field: "name", Message: "name is required"}
 	}
-	in := commands.RequestTraining{Name: *req.Name, TraceIDs: req.TraceIDs}
+	in := commands.RequestTraining{Name: *req.Name, TraceIDs: req.TraceIDs, Config: req.TrainingConfig}
 	if req.BaseModel != nil {
 		in.BaseModel = *req.BaseModel
 	}

@@ -95,6 +95,12 @@ func (a *API) Register(mux *http.ServeMux) {
 	route(jobs.RouteFailed, a.failed)
 	route(jobs.RouteClaimScoring, a.claimScoring)
 	route(jobs.RouteScoringFinished, a.finishScoring)
+	route("POST /extraction/{model_id}/claim", a.claimExtraction)
+	route("POST /extraction/{model_id}/progress", a.extractionProgress)
+	route("POST /extraction/{model_id}/findings", a.extractionFindings)
+	route("POST /extraction/{model_id}/finished", a.extractionFinished)
+	route("POST /titles/{trace_id}/source", a.titleSource)
+	route("POST /titles/{trace_id}", a.recordTitle)
 }
 
 func (a *API) authorized(r *http.Request) bool {

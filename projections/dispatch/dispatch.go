@@ -40,9 +40,10 @@ type Publisher interface {
 
 // Dispatcher is the dispatch projection.
 type Dispatcher struct {
-	cmds *commands.Commands
-	pub  Publisher
-	log  *slog.Logger
+	cmds   *commands.Commands
+	pub    Publisher
+	log    *slog.Logger
+	titles bool
 }
 
 // New returns the dispatcher.
@@ -63,6 +64,9 @@ func (d *Dispatcher) Apply(ctx context.Context, envs []events.Envelope) error {
 func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 	// What this event causes (a dataset, a job) keeps its request's id.
 	ctx = requestid.With(ctx, e.CorrelationID)
+	if job, ok := d.titleJob(e); ok {
+		return d.publish(TitleTopic, job.TraceID, e.CorrelationID, job)
+	}
 	switch e.Type {
 	case events.RewardModelRequested, events.RewardModelRetried:
 		var p struct {
@@ -70,6 +74,22 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		}
 		if err := json.Unmarshal(e.Payload, &p); err != nil {
 			return err
+		}
+		if job, ok, err := d.extractJob(ctx, p.ModelID, e.OwnerID); err != nil || ok {
+			if err != nil {
+				return err
+			}
+			return d.publish(ExtractTopic, job.ModelID, e.CorrelationID, job)
+		}
+		_, err := d.cmds.BuildDataset(ctx, p.ModelID)
+		return err
+	case events.RewardModelExtractionFinished:
+		var p events.RewardModelExtractionFinishedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		if p.Error != "" {
+			return nil // the attempt failed in the same append
 		}
 		_, err := d.cmds.BuildDataset(ctx, p.ModelID)
 		return err

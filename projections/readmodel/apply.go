@@ -166,6 +166,12 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 	}
 	tx := w.tx
 	if handled, err := applyModel(ctx, tx, e); handled {
+		if err != nil {
+			return err
+		}
+		return applyFeedback(ctx, tx, e)
+	}
+	if handled, err := applyFeedbackEvent(ctx, tx, e); handled {
 		return err
 	}
 	if handled, err := applyLabels(ctx, tx, e); handled {

@@ -31,12 +31,16 @@ type RewardModel struct {
 	FinishedAt *time.Time      `json:"finished_at"`
 }
 
-// RewardModelDetail is GET /reward-models/{id}. Feedback is null: this
-// deployment trains on explicit ratings only and records no LLM extraction.
+// RewardModelDetail is GET /reward-models/{id}: spec 001's
+// RewardModelDetail (feedback null until extraction is recorded, [] when it
+// found nothing to learn from), plus feedback_unavailable (why feedback is
+// not extracted and which variable to set) and llm_usage per model.
 type RewardModelDetail struct {
 	RewardModel
-	TraceIDs []string        `json:"trace_ids"`
-	Feedback json.RawMessage `json:"feedback"`
+	TraceIDs            []string        `json:"trace_ids"`
+	Feedback            json.RawMessage `json:"feedback"`
+	FeedbackUnavailable *string         `json:"feedback_unavailable"`
+	LLMUsage            []LLMUsage      `json:"llm_usage"`
 }
 
 const modelCols = `m.id, m.name, m.base_model, m.compute, m.epochs, m.max_pairs, cardinality(m.trace_ids), m.status, m.num_pairs,
@@ -87,7 +91,10 @@ func (q *Queries) GetRewardModel(ctx context.Context, owner, id string) (*Reward
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, domain.NotFound("reward model", id)
 	}
-	return d, err
+	if err != nil {
+		return nil, err
+	}
+	return d, q.feedbackOf(ctx, d)
 }
 
 // ArtifactKey returns the checkpoint of an owner's succeeded model; any other

@@ -49,6 +49,7 @@ var handled = map[string]bool{
 	events.TraceImported:     true,
 	events.TraceRevised:      true,
 	events.TraceDeleted:      true,
+	events.TraceTitled:       true,
 	events.AnnotationAdded:   true,
 	events.AnnotationEdited:  true,
 	events.AnnotationRemoved: true,
@@ -235,6 +236,12 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		return reassess(ctx, tx, p.TraceID, p.Metadata)
+	case events.TraceTitled:
+		var p events.TraceTitledV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		return tx.Exec(ctx, `UPDATE main.traces SET title = ? WHERE id = ?`, p.Title, p.TraceID)
 	case events.TraceDeleted:
 		var p events.TraceDeletedV1
 		if err := e.Decode(&p); err != nil {

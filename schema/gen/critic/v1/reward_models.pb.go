@@ -44,9 +44,11 @@ type CreateRewardModelRequest struct {
 	// 1-100; unset is the default.
 	Epochs *int32 `protobuf:"varint,4,opt,name=epochs,proto3,oneof" json:"epochs,omitempty"`
 	// 1-1000000; unset is 4000.
-	MaxPairs      *int32 `protobuf:"varint,5,opt,name=max_pairs,json=maxPairs,proto3,oneof" json:"max_pairs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxPairs *int32 `protobuf:"varint,5,opt,name=max_pairs,json=maxPairs,proto3,oneof" json:"max_pairs,omitempty"`
+	// What the model learns from; unset is the defaults.
+	TrainingConfig *TrainingConfig `protobuf:"bytes,6,opt,name=training_config,json=trainingConfig,proto3,oneof" json:"training_config,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *CreateRewardModelRequest) Reset() {
@@ -114,6 +116,79 @@ func (x *CreateRewardModelRequest) GetMaxPairs() int32 {
 	return 0
 }
 
+func (x *CreateRewardModelRequest) GetTrainingConfig() *TrainingConfig {
+	if x != nil {
+		return x.TrainingConfig
+	}
+	return nil
+}
+
+// TrainingConfig is REST's training_config.
+type TrainingConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// explicit (ratings only) | feedback (ratings, comments, user reactions
+	// and AI judgments; the default) | automatic (refused until automatic step
+	// assessments exist).
+	AnnotationSource *string `protobuf:"bytes,1,opt,name=annotation_source,json=annotationSource,proto3,oneof" json:"annotation_source,omitempty"`
+	// 1 (the default) or 3 (labelled context sections, 4,096-token window).
+	InputVersion *int32 `protobuf:"varint,2,opt,name=input_version,json=inputVersion,proto3,oneof" json:"input_version,omitempty"`
+	// Replaces the four default criteria of AI judgments; empty keeps them.
+	Criteria      []string `protobuf:"bytes,3,rep,name=criteria,proto3" json:"criteria,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TrainingConfig) Reset() {
+	*x = TrainingConfig{}
+	mi := &file_critic_v1_reward_models_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TrainingConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TrainingConfig) ProtoMessage() {}
+
+func (x *TrainingConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_reward_models_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TrainingConfig.ProtoReflect.Descriptor instead.
+func (*TrainingConfig) Descriptor() ([]byte, []int) {
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TrainingConfig) GetAnnotationSource() string {
+	if x != nil && x.AnnotationSource != nil {
+		return *x.AnnotationSource
+	}
+	return ""
+}
+
+func (x *TrainingConfig) GetInputVersion() int32 {
+	if x != nil && x.InputVersion != nil {
+		return *x.InputVersion
+	}
+	return 0
+}
+
+func (x *TrainingConfig) GetCriteria() []string {
+	if x != nil {
+		return x.Criteria
+	}
+	return nil
+}
+
 type CreateRewardModelResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Status "queued".
@@ -124,7 +199,7 @@ type CreateRewardModelResponse struct {
 
 func (x *CreateRewardModelResponse) Reset() {
 	*x = CreateRewardModelResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[1]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -136,7 +211,7 @@ func (x *CreateRewardModelResponse) String() string {
 func (*CreateRewardModelResponse) ProtoMessage() {}
 
 func (x *CreateRewardModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[1]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -149,7 +224,7 @@ func (x *CreateRewardModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRewardModelResponse.ProtoReflect.Descriptor instead.
 func (*CreateRewardModelResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{1}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CreateRewardModelResponse) GetRewardModel() *RewardModel {
@@ -167,7 +242,7 @@ type ListRewardModelsRequest struct {
 
 func (x *ListRewardModelsRequest) Reset() {
 	*x = ListRewardModelsRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[2]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -179,7 +254,7 @@ func (x *ListRewardModelsRequest) String() string {
 func (*ListRewardModelsRequest) ProtoMessage() {}
 
 func (x *ListRewardModelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[2]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -192,7 +267,7 @@ func (x *ListRewardModelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRewardModelsRequest.ProtoReflect.Descriptor instead.
 func (*ListRewardModelsRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{2}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{3}
 }
 
 type ListRewardModelsResponse struct {
@@ -204,7 +279,7 @@ type ListRewardModelsResponse struct {
 
 func (x *ListRewardModelsResponse) Reset() {
 	*x = ListRewardModelsResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[3]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -216,7 +291,7 @@ func (x *ListRewardModelsResponse) String() string {
 func (*ListRewardModelsResponse) ProtoMessage() {}
 
 func (x *ListRewardModelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[3]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -229,7 +304,7 @@ func (x *ListRewardModelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRewardModelsResponse.ProtoReflect.Descriptor instead.
 func (*ListRewardModelsResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{3}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ListRewardModelsResponse) GetRewardModels() []*RewardModel {
@@ -248,7 +323,7 @@ type GetRewardModelRequest struct {
 
 func (x *GetRewardModelRequest) Reset() {
 	*x = GetRewardModelRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[4]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -260,7 +335,7 @@ func (x *GetRewardModelRequest) String() string {
 func (*GetRewardModelRequest) ProtoMessage() {}
 
 func (x *GetRewardModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[4]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -273,7 +348,7 @@ func (x *GetRewardModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRewardModelRequest.ProtoReflect.Descriptor instead.
 func (*GetRewardModelRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{4}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetRewardModelRequest) GetRewardModelId() string {
@@ -287,14 +362,24 @@ type GetRewardModelResponse struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	RewardModel *RewardModel           `protobuf:"bytes,1,opt,name=reward_model,json=rewardModel,proto3" json:"reward_model,omitempty"`
 	// The selected traces, in request order.
-	TraceIds      []string `protobuf:"bytes,2,rep,name=trace_ids,json=traceIds,proto3" json:"trace_ids,omitempty"`
+	TraceIds []string `protobuf:"bytes,2,rep,name=trace_ids,json=traceIds,proto3" json:"trace_ids,omitempty"`
+	// The learning report: every finding of the current attempt. REST's
+	// `feedback` is null when feedback_recorded is false and an array
+	// (possibly empty) otherwise.
+	Feedback         []*Finding `protobuf:"bytes,3,rep,name=feedback,proto3" json:"feedback,omitempty"`
+	FeedbackRecorded bool       `protobuf:"varint,4,opt,name=feedback_recorded,json=feedbackRecorded,proto3" json:"feedback_recorded,omitempty"`
+	// Why feedback is not extracted for this model, naming the variable to
+	// set; unset when it is.
+	FeedbackUnavailable *string `protobuf:"bytes,5,opt,name=feedback_unavailable,json=feedbackUnavailable,proto3,oneof" json:"feedback_unavailable,omitempty"`
+	// What the model calls of the extraction cost, per model.
+	LlmUsage      []*LLMUsage `protobuf:"bytes,6,rep,name=llm_usage,json=llmUsage,proto3" json:"llm_usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetRewardModelResponse) Reset() {
 	*x = GetRewardModelResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[5]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -306,7 +391,7 @@ func (x *GetRewardModelResponse) String() string {
 func (*GetRewardModelResponse) ProtoMessage() {}
 
 func (x *GetRewardModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[5]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -319,7 +404,7 @@ func (x *GetRewardModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRewardModelResponse.ProtoReflect.Descriptor instead.
 func (*GetRewardModelResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{5}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetRewardModelResponse) GetRewardModel() *RewardModel {
@@ -336,6 +421,386 @@ func (x *GetRewardModelResponse) GetTraceIds() []string {
 	return nil
 }
 
+func (x *GetRewardModelResponse) GetFeedback() []*Finding {
+	if x != nil {
+		return x.Feedback
+	}
+	return nil
+}
+
+func (x *GetRewardModelResponse) GetFeedbackRecorded() bool {
+	if x != nil {
+		return x.FeedbackRecorded
+	}
+	return false
+}
+
+func (x *GetRewardModelResponse) GetFeedbackUnavailable() string {
+	if x != nil && x.FeedbackUnavailable != nil {
+		return *x.FeedbackUnavailable
+	}
+	return ""
+}
+
+func (x *GetRewardModelResponse) GetLlmUsage() []*LLMUsage {
+	if x != nil {
+		return x.LlmUsage
+	}
+	return nil
+}
+
+// Finding is one entry of the learning report (spec 001 RewardModelDetail
+// feedback, plus provenance).
+type Finding struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	TraceId string                 `protobuf:"bytes,1,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	// Zero-based.
+	StepIndex int32 `protobuf:"varint,2,opt,name=step_index,json=stepIndex,proto3" json:"step_index,omitempty"`
+	// positive | negative | unclear
+	Label string `protobuf:"bytes,3,opt,name=label,proto3" json:"label,omitempty"`
+	// high | low
+	Confidence string `protobuf:"bytes,4,opt,name=confidence,proto3" json:"confidence,omitempty"`
+	// user_feedback | ai_judgment
+	Source             string  `protobuf:"bytes,5,opt,name=source,proto3" json:"source,omitempty"`
+	EvidenceId         *string `protobuf:"bytes,6,opt,name=evidence_id,json=evidenceId,proto3,oneof" json:"evidence_id,omitempty"`
+	EvidenceQuote      *string `protobuf:"bytes,7,opt,name=evidence_quote,json=evidenceQuote,proto3,oneof" json:"evidence_quote,omitempty"`
+	Reason             string  `protobuf:"bytes,8,opt,name=reason,proto3" json:"reason,omitempty"`
+	ClassifierModel    string  `protobuf:"bytes,9,opt,name=classifier_model,json=classifierModel,proto3" json:"classifier_model,omitempty"`
+	IncludedInTraining bool    `protobuf:"varint,10,opt,name=included_in_training,json=includedInTraining,proto3" json:"included_in_training,omitempty"`
+	Id                 string  `protobuf:"bytes,11,opt,name=id,proto3" json:"id,omitempty"`
+	StepId             string  `protobuf:"bytes,12,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	ToolName           *string `protobuf:"bytes,13,opt,name=tool_name,json=toolName,proto3,oneof" json:"tool_name,omitempty"`
+	// pair | abstained | low_confidence | not_about_agent | invalid_evidence |
+	// no_alternative | invalid_alternative | review_rejected | review_failed
+	Outcome           string         `protobuf:"bytes,14,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	PromptVersion     string         `protobuf:"bytes,15,opt,name=prompt_version,json=promptVersion,proto3" json:"prompt_version,omitempty"`
+	Criteria          []string       `protobuf:"bytes,16,rep,name=criteria,proto3" json:"criteria,omitempty"`
+	OriginalAction    string         `protobuf:"bytes,17,opt,name=original_action,json=originalAction,proto3" json:"original_action,omitempty"`
+	AlternativeAction *string        `protobuf:"bytes,18,opt,name=alternative_action,json=alternativeAction,proto3,oneof" json:"alternative_action,omitempty"`
+	Review            *FindingReview `protobuf:"bytes,19,opt,name=review,proto3,oneof" json:"review,omitempty"`
+	// What the calls behind this finding cost.
+	Usage         *LLMUsage `protobuf:"bytes,20,opt,name=usage,proto3,oneof" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Finding) Reset() {
+	*x = Finding{}
+	mi := &file_critic_v1_reward_models_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Finding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Finding) ProtoMessage() {}
+
+func (x *Finding) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_reward_models_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Finding.ProtoReflect.Descriptor instead.
+func (*Finding) Descriptor() ([]byte, []int) {
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Finding) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
+}
+
+func (x *Finding) GetStepIndex() int32 {
+	if x != nil {
+		return x.StepIndex
+	}
+	return 0
+}
+
+func (x *Finding) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *Finding) GetConfidence() string {
+	if x != nil {
+		return x.Confidence
+	}
+	return ""
+}
+
+func (x *Finding) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *Finding) GetEvidenceId() string {
+	if x != nil && x.EvidenceId != nil {
+		return *x.EvidenceId
+	}
+	return ""
+}
+
+func (x *Finding) GetEvidenceQuote() string {
+	if x != nil && x.EvidenceQuote != nil {
+		return *x.EvidenceQuote
+	}
+	return ""
+}
+
+func (x *Finding) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Finding) GetClassifierModel() string {
+	if x != nil {
+		return x.ClassifierModel
+	}
+	return ""
+}
+
+func (x *Finding) GetIncludedInTraining() bool {
+	if x != nil {
+		return x.IncludedInTraining
+	}
+	return false
+}
+
+func (x *Finding) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Finding) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *Finding) GetToolName() string {
+	if x != nil && x.ToolName != nil {
+		return *x.ToolName
+	}
+	return ""
+}
+
+func (x *Finding) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *Finding) GetPromptVersion() string {
+	if x != nil {
+		return x.PromptVersion
+	}
+	return ""
+}
+
+func (x *Finding) GetCriteria() []string {
+	if x != nil {
+		return x.Criteria
+	}
+	return nil
+}
+
+func (x *Finding) GetOriginalAction() string {
+	if x != nil {
+		return x.OriginalAction
+	}
+	return ""
+}
+
+func (x *Finding) GetAlternativeAction() string {
+	if x != nil && x.AlternativeAction != nil {
+		return *x.AlternativeAction
+	}
+	return ""
+}
+
+func (x *Finding) GetReview() *FindingReview {
+	if x != nil {
+		return x.Review
+	}
+	return nil
+}
+
+func (x *Finding) GetUsage() *LLMUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+// FindingReview is the independent review of a finding's comparison.
+type FindingReview struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// original | alternative | tie
+	Preferred     string `protobuf:"bytes,1,opt,name=preferred,proto3" json:"preferred,omitempty"`
+	Grounded      bool   `protobuf:"varint,2,opt,name=grounded,proto3" json:"grounded,omitempty"`
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Passed        bool   `protobuf:"varint,4,opt,name=passed,proto3" json:"passed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FindingReview) Reset() {
+	*x = FindingReview{}
+	mi := &file_critic_v1_reward_models_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FindingReview) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FindingReview) ProtoMessage() {}
+
+func (x *FindingReview) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_reward_models_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FindingReview.ProtoReflect.Descriptor instead.
+func (*FindingReview) Descriptor() ([]byte, []int) {
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *FindingReview) GetPreferred() string {
+	if x != nil {
+		return x.Preferred
+	}
+	return ""
+}
+
+func (x *FindingReview) GetGrounded() bool {
+	if x != nil {
+		return x.Grounded
+	}
+	return false
+}
+
+func (x *FindingReview) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *FindingReview) GetPassed() bool {
+	if x != nil {
+		return x.Passed
+	}
+	return false
+}
+
+// LLMUsage is what calls to one model cost.
+type LLMUsage struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Model             string                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	Calls             int32                  `protobuf:"varint,2,opt,name=calls,proto3" json:"calls,omitempty"`
+	InputTokens       int64                  `protobuf:"varint,3,opt,name=input_tokens,json=inputTokens,proto3" json:"input_tokens,omitempty"`
+	OutputTokens      int64                  `protobuf:"varint,4,opt,name=output_tokens,json=outputTokens,proto3" json:"output_tokens,omitempty"`
+	CachedInputTokens int64                  `protobuf:"varint,5,opt,name=cached_input_tokens,json=cachedInputTokens,proto3" json:"cached_input_tokens,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *LLMUsage) Reset() {
+	*x = LLMUsage{}
+	mi := &file_critic_v1_reward_models_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LLMUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LLMUsage) ProtoMessage() {}
+
+func (x *LLMUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_reward_models_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LLMUsage.ProtoReflect.Descriptor instead.
+func (*LLMUsage) Descriptor() ([]byte, []int) {
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *LLMUsage) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *LLMUsage) GetCalls() int32 {
+	if x != nil {
+		return x.Calls
+	}
+	return 0
+}
+
+func (x *LLMUsage) GetInputTokens() int64 {
+	if x != nil {
+		return x.InputTokens
+	}
+	return 0
+}
+
+func (x *LLMUsage) GetOutputTokens() int64 {
+	if x != nil {
+		return x.OutputTokens
+	}
+	return 0
+}
+
+func (x *LLMUsage) GetCachedInputTokens() int64 {
+	if x != nil {
+		return x.CachedInputTokens
+	}
+	return 0
+}
+
 type RetryRewardModelRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RewardModelId string                 `protobuf:"bytes,1,opt,name=reward_model_id,json=rewardModelId,proto3" json:"reward_model_id,omitempty"`
@@ -345,7 +810,7 @@ type RetryRewardModelRequest struct {
 
 func (x *RetryRewardModelRequest) Reset() {
 	*x = RetryRewardModelRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[6]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -357,7 +822,7 @@ func (x *RetryRewardModelRequest) String() string {
 func (*RetryRewardModelRequest) ProtoMessage() {}
 
 func (x *RetryRewardModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[6]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -370,7 +835,7 @@ func (x *RetryRewardModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryRewardModelRequest.ProtoReflect.Descriptor instead.
 func (*RetryRewardModelRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{6}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RetryRewardModelRequest) GetRewardModelId() string {
@@ -390,7 +855,7 @@ type RetryRewardModelResponse struct {
 
 func (x *RetryRewardModelResponse) Reset() {
 	*x = RetryRewardModelResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[7]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -402,7 +867,7 @@ func (x *RetryRewardModelResponse) String() string {
 func (*RetryRewardModelResponse) ProtoMessage() {}
 
 func (x *RetryRewardModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[7]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -415,7 +880,7 @@ func (x *RetryRewardModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryRewardModelResponse.ProtoReflect.Descriptor instead.
 func (*RetryRewardModelResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{7}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RetryRewardModelResponse) GetRewardModel() *RewardModel {
@@ -434,7 +899,7 @@ type GetWeightsRequest struct {
 
 func (x *GetWeightsRequest) Reset() {
 	*x = GetWeightsRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[8]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -446,7 +911,7 @@ func (x *GetWeightsRequest) String() string {
 func (*GetWeightsRequest) ProtoMessage() {}
 
 func (x *GetWeightsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[8]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -459,7 +924,7 @@ func (x *GetWeightsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWeightsRequest.ProtoReflect.Descriptor instead.
 func (*GetWeightsRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{8}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetWeightsRequest) GetRewardModelId() string {
@@ -478,7 +943,7 @@ type GetWeightsResponse struct {
 
 func (x *GetWeightsResponse) Reset() {
 	*x = GetWeightsResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[9]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -490,7 +955,7 @@ func (x *GetWeightsResponse) String() string {
 func (*GetWeightsResponse) ProtoMessage() {}
 
 func (x *GetWeightsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[9]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -503,7 +968,7 @@ func (x *GetWeightsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWeightsResponse.ProtoReflect.Descriptor instead.
 func (*GetWeightsResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{9}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetWeightsResponse) GetUrl() string {
@@ -523,7 +988,7 @@ type ScoreTraceRequest struct {
 
 func (x *ScoreTraceRequest) Reset() {
 	*x = ScoreTraceRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[10]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -535,7 +1000,7 @@ func (x *ScoreTraceRequest) String() string {
 func (*ScoreTraceRequest) ProtoMessage() {}
 
 func (x *ScoreTraceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[10]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -548,7 +1013,7 @@ func (x *ScoreTraceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreTraceRequest.ProtoReflect.Descriptor instead.
 func (*ScoreTraceRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{10}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ScoreTraceRequest) GetTraceId() string {
@@ -574,7 +1039,7 @@ type ScoreTraceResponse struct {
 
 func (x *ScoreTraceResponse) Reset() {
 	*x = ScoreTraceResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[11]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -586,7 +1051,7 @@ func (x *ScoreTraceResponse) String() string {
 func (*ScoreTraceResponse) ProtoMessage() {}
 
 func (x *ScoreTraceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[11]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -599,7 +1064,7 @@ func (x *ScoreTraceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreTraceResponse.ProtoReflect.Descriptor instead.
 func (*ScoreTraceResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{11}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ScoreTraceResponse) GetScoringRun() *ScoringRun {
@@ -639,7 +1104,7 @@ type RewardModel struct {
 
 func (x *RewardModel) Reset() {
 	*x = RewardModel{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[12]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -651,7 +1116,7 @@ func (x *RewardModel) String() string {
 func (*RewardModel) ProtoMessage() {}
 
 func (x *RewardModel) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[12]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -664,7 +1129,7 @@ func (x *RewardModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewardModel.ProtoReflect.Descriptor instead.
 func (*RewardModel) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{12}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RewardModel) GetId() string {
@@ -776,28 +1241,85 @@ var File_critic_v1_reward_models_proto protoreflect.FileDescriptor
 
 const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\n" +
-	"\x1dcritic/v1/reward_models.proto\x12\tcritic.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16critic/v1/traces.proto\"\xd6\x01\n" +
+	"\x1dcritic/v1/reward_models.proto\x12\tcritic.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16critic/v1/traces.proto\"\xb3\x02\n" +
 	"\x18CreateRewardModelRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\ttrace_ids\x18\x02 \x03(\tR\btraceIds\x12\"\n" +
 	"\n" +
 	"base_model\x18\x03 \x01(\tH\x00R\tbaseModel\x88\x01\x01\x12\x1b\n" +
 	"\x06epochs\x18\x04 \x01(\x05H\x01R\x06epochs\x88\x01\x01\x12 \n" +
-	"\tmax_pairs\x18\x05 \x01(\x05H\x02R\bmaxPairs\x88\x01\x01B\r\n" +
+	"\tmax_pairs\x18\x05 \x01(\x05H\x02R\bmaxPairs\x88\x01\x01\x12G\n" +
+	"\x0ftraining_config\x18\x06 \x01(\v2\x19.critic.v1.TrainingConfigH\x03R\x0etrainingConfig\x88\x01\x01B\r\n" +
 	"\v_base_modelB\t\n" +
 	"\a_epochsB\f\n" +
 	"\n" +
-	"_max_pairs\"V\n" +
+	"_max_pairsB\x12\n" +
+	"\x10_training_config\"\xb0\x01\n" +
+	"\x0eTrainingConfig\x120\n" +
+	"\x11annotation_source\x18\x01 \x01(\tH\x00R\x10annotationSource\x88\x01\x01\x12(\n" +
+	"\rinput_version\x18\x02 \x01(\x05H\x01R\finputVersion\x88\x01\x01\x12\x1a\n" +
+	"\bcriteria\x18\x03 \x03(\tR\bcriteriaB\x14\n" +
+	"\x12_annotation_sourceB\x10\n" +
+	"\x0e_input_version\"V\n" +
 	"\x19CreateRewardModelResponse\x129\n" +
 	"\freward_model\x18\x01 \x01(\v2\x16.critic.v1.RewardModelR\vrewardModel\"\x19\n" +
 	"\x17ListRewardModelsRequest\"W\n" +
 	"\x18ListRewardModelsResponse\x12;\n" +
 	"\rreward_models\x18\x01 \x03(\v2\x16.critic.v1.RewardModelR\frewardModels\"?\n" +
 	"\x15GetRewardModelRequest\x12&\n" +
-	"\x0freward_model_id\x18\x01 \x01(\tR\rrewardModelId\"v\n" +
+	"\x0freward_model_id\x18\x01 \x01(\tR\rrewardModelId\"\xd0\x02\n" +
 	"\x16GetRewardModelResponse\x129\n" +
 	"\freward_model\x18\x01 \x01(\v2\x16.critic.v1.RewardModelR\vrewardModel\x12\x1b\n" +
-	"\ttrace_ids\x18\x02 \x03(\tR\btraceIdsJ\x04\b\x03\x10\x04\"A\n" +
+	"\ttrace_ids\x18\x02 \x03(\tR\btraceIds\x12.\n" +
+	"\bfeedback\x18\x03 \x03(\v2\x12.critic.v1.FindingR\bfeedback\x12+\n" +
+	"\x11feedback_recorded\x18\x04 \x01(\bR\x10feedbackRecorded\x126\n" +
+	"\x14feedback_unavailable\x18\x05 \x01(\tH\x00R\x13feedbackUnavailable\x88\x01\x01\x120\n" +
+	"\tllm_usage\x18\x06 \x03(\v2\x13.critic.v1.LLMUsageR\bllmUsageB\x17\n" +
+	"\x15_feedback_unavailable\"\xa1\x06\n" +
+	"\aFinding\x12\x19\n" +
+	"\btrace_id\x18\x01 \x01(\tR\atraceId\x12\x1d\n" +
+	"\n" +
+	"step_index\x18\x02 \x01(\x05R\tstepIndex\x12\x14\n" +
+	"\x05label\x18\x03 \x01(\tR\x05label\x12\x1e\n" +
+	"\n" +
+	"confidence\x18\x04 \x01(\tR\n" +
+	"confidence\x12\x16\n" +
+	"\x06source\x18\x05 \x01(\tR\x06source\x12$\n" +
+	"\vevidence_id\x18\x06 \x01(\tH\x00R\n" +
+	"evidenceId\x88\x01\x01\x12*\n" +
+	"\x0eevidence_quote\x18\a \x01(\tH\x01R\revidenceQuote\x88\x01\x01\x12\x16\n" +
+	"\x06reason\x18\b \x01(\tR\x06reason\x12)\n" +
+	"\x10classifier_model\x18\t \x01(\tR\x0fclassifierModel\x120\n" +
+	"\x14included_in_training\x18\n" +
+	" \x01(\bR\x12includedInTraining\x12\x0e\n" +
+	"\x02id\x18\v \x01(\tR\x02id\x12\x17\n" +
+	"\astep_id\x18\f \x01(\tR\x06stepId\x12 \n" +
+	"\ttool_name\x18\r \x01(\tH\x02R\btoolName\x88\x01\x01\x12\x18\n" +
+	"\aoutcome\x18\x0e \x01(\tR\aoutcome\x12%\n" +
+	"\x0eprompt_version\x18\x0f \x01(\tR\rpromptVersion\x12\x1a\n" +
+	"\bcriteria\x18\x10 \x03(\tR\bcriteria\x12'\n" +
+	"\x0foriginal_action\x18\x11 \x01(\tR\x0eoriginalAction\x122\n" +
+	"\x12alternative_action\x18\x12 \x01(\tH\x03R\x11alternativeAction\x88\x01\x01\x125\n" +
+	"\x06review\x18\x13 \x01(\v2\x18.critic.v1.FindingReviewH\x04R\x06review\x88\x01\x01\x12.\n" +
+	"\x05usage\x18\x14 \x01(\v2\x13.critic.v1.LLMUsageH\x05R\x05usage\x88\x01\x01B\x0e\n" +
+	"\f_evidence_idB\x11\n" +
+	"\x0f_evidence_quoteB\f\n" +
+	"\n" +
+	"_tool_nameB\x15\n" +
+	"\x13_alternative_actionB\t\n" +
+	"\a_reviewB\b\n" +
+	"\x06_usage\"y\n" +
+	"\rFindingReview\x12\x1c\n" +
+	"\tpreferred\x18\x01 \x01(\tR\tpreferred\x12\x1a\n" +
+	"\bgrounded\x18\x02 \x01(\bR\bgrounded\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x16\n" +
+	"\x06passed\x18\x04 \x01(\bR\x06passed\"\xae\x01\n" +
+	"\bLLMUsage\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12\x14\n" +
+	"\x05calls\x18\x02 \x01(\x05R\x05calls\x12!\n" +
+	"\finput_tokens\x18\x03 \x01(\x03R\vinputTokens\x12#\n" +
+	"\routput_tokens\x18\x04 \x01(\x03R\foutputTokens\x12.\n" +
+	"\x13cached_input_tokens\x18\x05 \x01(\x03R\x11cachedInputTokens\"A\n" +
 	"\x17RetryRewardModelRequest\x12&\n" +
 	"\x0freward_model_id\x18\x01 \x01(\tR\rrewardModelId\"U\n" +
 	"\x18RetryRewardModelResponse\x129\n" +
@@ -859,54 +1381,63 @@ func file_critic_v1_reward_models_proto_rawDescGZIP() []byte {
 	return file_critic_v1_reward_models_proto_rawDescData
 }
 
-var file_critic_v1_reward_models_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_critic_v1_reward_models_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_critic_v1_reward_models_proto_goTypes = []any{
 	(*CreateRewardModelRequest)(nil),  // 0: critic.v1.CreateRewardModelRequest
-	(*CreateRewardModelResponse)(nil), // 1: critic.v1.CreateRewardModelResponse
-	(*ListRewardModelsRequest)(nil),   // 2: critic.v1.ListRewardModelsRequest
-	(*ListRewardModelsResponse)(nil),  // 3: critic.v1.ListRewardModelsResponse
-	(*GetRewardModelRequest)(nil),     // 4: critic.v1.GetRewardModelRequest
-	(*GetRewardModelResponse)(nil),    // 5: critic.v1.GetRewardModelResponse
-	(*RetryRewardModelRequest)(nil),   // 6: critic.v1.RetryRewardModelRequest
-	(*RetryRewardModelResponse)(nil),  // 7: critic.v1.RetryRewardModelResponse
-	(*GetWeightsRequest)(nil),         // 8: critic.v1.GetWeightsRequest
-	(*GetWeightsResponse)(nil),        // 9: critic.v1.GetWeightsResponse
-	(*ScoreTraceRequest)(nil),         // 10: critic.v1.ScoreTraceRequest
-	(*ScoreTraceResponse)(nil),        // 11: critic.v1.ScoreTraceResponse
-	(*RewardModel)(nil),               // 12: critic.v1.RewardModel
-	(*ScoringRun)(nil),                // 13: critic.v1.ScoringRun
-	(*structpb.Value)(nil),            // 14: google.protobuf.Value
-	(*structpb.Struct)(nil),           // 15: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),     // 16: google.protobuf.Timestamp
+	(*TrainingConfig)(nil),            // 1: critic.v1.TrainingConfig
+	(*CreateRewardModelResponse)(nil), // 2: critic.v1.CreateRewardModelResponse
+	(*ListRewardModelsRequest)(nil),   // 3: critic.v1.ListRewardModelsRequest
+	(*ListRewardModelsResponse)(nil),  // 4: critic.v1.ListRewardModelsResponse
+	(*GetRewardModelRequest)(nil),     // 5: critic.v1.GetRewardModelRequest
+	(*GetRewardModelResponse)(nil),    // 6: critic.v1.GetRewardModelResponse
+	(*Finding)(nil),                   // 7: critic.v1.Finding
+	(*FindingReview)(nil),             // 8: critic.v1.FindingReview
+	(*LLMUsage)(nil),                  // 9: critic.v1.LLMUsage
+	(*RetryRewardModelRequest)(nil),   // 10: critic.v1.RetryRewardModelRequest
+	(*RetryRewardModelResponse)(nil),  // 11: critic.v1.RetryRewardModelResponse
+	(*GetWeightsRequest)(nil),         // 12: critic.v1.GetWeightsRequest
+	(*GetWeightsResponse)(nil),        // 13: critic.v1.GetWeightsResponse
+	(*ScoreTraceRequest)(nil),         // 14: critic.v1.ScoreTraceRequest
+	(*ScoreTraceResponse)(nil),        // 15: critic.v1.ScoreTraceResponse
+	(*RewardModel)(nil),               // 16: critic.v1.RewardModel
+	(*ScoringRun)(nil),                // 17: critic.v1.ScoringRun
+	(*structpb.Value)(nil),            // 18: google.protobuf.Value
+	(*structpb.Struct)(nil),           // 19: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),     // 20: google.protobuf.Timestamp
 }
 var file_critic_v1_reward_models_proto_depIdxs = []int32{
-	12, // 0: critic.v1.CreateRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
-	12, // 1: critic.v1.ListRewardModelsResponse.reward_models:type_name -> critic.v1.RewardModel
-	12, // 2: critic.v1.GetRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
-	12, // 3: critic.v1.RetryRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
-	13, // 4: critic.v1.ScoreTraceResponse.scoring_run:type_name -> critic.v1.ScoringRun
-	14, // 5: critic.v1.RewardModel.metrics:type_name -> google.protobuf.Value
-	15, // 6: critic.v1.RewardModel.progress:type_name -> google.protobuf.Struct
-	16, // 7: critic.v1.RewardModel.created_at:type_name -> google.protobuf.Timestamp
-	16, // 8: critic.v1.RewardModel.started_at:type_name -> google.protobuf.Timestamp
-	16, // 9: critic.v1.RewardModel.finished_at:type_name -> google.protobuf.Timestamp
-	0,  // 10: critic.v1.RewardModelService.CreateRewardModel:input_type -> critic.v1.CreateRewardModelRequest
-	2,  // 11: critic.v1.RewardModelService.ListRewardModels:input_type -> critic.v1.ListRewardModelsRequest
-	4,  // 12: critic.v1.RewardModelService.GetRewardModel:input_type -> critic.v1.GetRewardModelRequest
-	6,  // 13: critic.v1.RewardModelService.RetryRewardModel:input_type -> critic.v1.RetryRewardModelRequest
-	8,  // 14: critic.v1.RewardModelService.GetWeights:input_type -> critic.v1.GetWeightsRequest
-	10, // 15: critic.v1.RewardModelService.ScoreTrace:input_type -> critic.v1.ScoreTraceRequest
-	1,  // 16: critic.v1.RewardModelService.CreateRewardModel:output_type -> critic.v1.CreateRewardModelResponse
-	3,  // 17: critic.v1.RewardModelService.ListRewardModels:output_type -> critic.v1.ListRewardModelsResponse
-	5,  // 18: critic.v1.RewardModelService.GetRewardModel:output_type -> critic.v1.GetRewardModelResponse
-	7,  // 19: critic.v1.RewardModelService.RetryRewardModel:output_type -> critic.v1.RetryRewardModelResponse
-	9,  // 20: critic.v1.RewardModelService.GetWeights:output_type -> critic.v1.GetWeightsResponse
-	11, // 21: critic.v1.RewardModelService.ScoreTrace:output_type -> critic.v1.ScoreTraceResponse
-	16, // [16:22] is the sub-list for method output_type
-	10, // [10:16] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	1,  // 0: critic.v1.CreateRewardModelRequest.training_config:type_name -> critic.v1.TrainingConfig
+	16, // 1: critic.v1.CreateRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
+	16, // 2: critic.v1.ListRewardModelsResponse.reward_models:type_name -> critic.v1.RewardModel
+	16, // 3: critic.v1.GetRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
+	7,  // 4: critic.v1.GetRewardModelResponse.feedback:type_name -> critic.v1.Finding
+	9,  // 5: critic.v1.GetRewardModelResponse.llm_usage:type_name -> critic.v1.LLMUsage
+	8,  // 6: critic.v1.Finding.review:type_name -> critic.v1.FindingReview
+	9,  // 7: critic.v1.Finding.usage:type_name -> critic.v1.LLMUsage
+	16, // 8: critic.v1.RetryRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
+	17, // 9: critic.v1.ScoreTraceResponse.scoring_run:type_name -> critic.v1.ScoringRun
+	18, // 10: critic.v1.RewardModel.metrics:type_name -> google.protobuf.Value
+	19, // 11: critic.v1.RewardModel.progress:type_name -> google.protobuf.Struct
+	20, // 12: critic.v1.RewardModel.created_at:type_name -> google.protobuf.Timestamp
+	20, // 13: critic.v1.RewardModel.started_at:type_name -> google.protobuf.Timestamp
+	20, // 14: critic.v1.RewardModel.finished_at:type_name -> google.protobuf.Timestamp
+	0,  // 15: critic.v1.RewardModelService.CreateRewardModel:input_type -> critic.v1.CreateRewardModelRequest
+	3,  // 16: critic.v1.RewardModelService.ListRewardModels:input_type -> critic.v1.ListRewardModelsRequest
+	5,  // 17: critic.v1.RewardModelService.GetRewardModel:input_type -> critic.v1.GetRewardModelRequest
+	10, // 18: critic.v1.RewardModelService.RetryRewardModel:input_type -> critic.v1.RetryRewardModelRequest
+	12, // 19: critic.v1.RewardModelService.GetWeights:input_type -> critic.v1.GetWeightsRequest
+	14, // 20: critic.v1.RewardModelService.ScoreTrace:input_type -> critic.v1.ScoreTraceRequest
+	2,  // 21: critic.v1.RewardModelService.CreateRewardModel:output_type -> critic.v1.CreateRewardModelResponse
+	4,  // 22: critic.v1.RewardModelService.ListRewardModels:output_type -> critic.v1.ListRewardModelsResponse
+	6,  // 23: critic.v1.RewardModelService.GetRewardModel:output_type -> critic.v1.GetRewardModelResponse
+	11, // 24: critic.v1.RewardModelService.RetryRewardModel:output_type -> critic.v1.RetryRewardModelResponse
+	13, // 25: critic.v1.RewardModelService.GetWeights:output_type -> critic.v1.GetWeightsResponse
+	15, // 26: critic.v1.RewardModelService.ScoreTrace:output_type -> critic.v1.ScoreTraceResponse
+	21, // [21:27] is the sub-list for method output_type
+	15, // [15:21] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_critic_v1_reward_models_proto_init() }
@@ -916,14 +1447,17 @@ func file_critic_v1_reward_models_proto_init() {
 	}
 	file_critic_v1_traces_proto_init()
 	file_critic_v1_reward_models_proto_msgTypes[0].OneofWrappers = []any{}
-	file_critic_v1_reward_models_proto_msgTypes[12].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[1].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[6].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[7].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[16].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_critic_v1_reward_models_proto_rawDesc), len(file_critic_v1_reward_models_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,251 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/feedback"
+	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/domain/traces"
+)
+
+// The commands in this file are what the worker service runs for an
+// extraction worker (spec 001 "Personal reward model training"): the worker
+// claims an attempt's extraction, reads its inputs from the blob store,
+// calls the feedback model and reports each trace's findings, which are
+// appended here — before the dataset and its minimum-pair check, so a model
+// that fails keeps its learning report.
+
+// ExtractionInputsKey is where an attempt's extraction inputs live.
+func ExtractionInputsKey(ownerID, modelID string, attempt int) string {
+	return fmt.Sprintf("extraction/%s/%s/attempt-%d.json", ownerID, modelID, attempt)
+}
+
+// ExtractionInputs is what an extraction worker reads: the selected traces
+// still to assess, as of the event that queued the attempt.
+type ExtractionInputs struct {
+	ModelID         string   `json:"model_id"`
+	Attempt         int      `json:"attempt"`
+	ClassifierModel string   `json:"classifier_model"`
+	PromptVersion   string   `json:"prompt_version"`
+	Criteria        []string `json:"criteria"`
+	ConfigHash      string   `json:"config_hash"`
+	RubricDropout   bool     `json:"rubric_dropout"`
+	// PairsNeeded is how many finding pairs fill max_pairs after the
+	// explicit ratings and the findings already recorded: extraction stops
+	// once it has them.
+	PairsNeeded int              `json:"pairs_needed"`
+	Traces      []feedback.Trace `json:"traces"`
+}
+
+// ExtractionClaim is the answer to a claim.
+type ExtractionClaim struct {
+	Result
+	ModelID, OwnerID, InputsKey, ClassifierModel string
+	Attempt, LeaseSeconds                        int
+	TargetsTotal, TargetsDone                    int
+}
+
+// ClaimExtraction gives one worker an attempt's extraction. Findings already
+// recorded for the same trace revision, classifier model, prompt version
+// and criteria (an earlier attempt, or this one before its worker died) are
+// reused — copied into this attempt without a model call — and their traces
+// left out of the inputs.
+func (c *Commands) ClaimExtraction(ctx context.Context, workerID, modelID string, attempt int, lease time.Duration) (ExtractionClaim, error) {
+	st, err := c.loadModel(ctx, "", modelID)
+	if err != nil {
+		return ExtractionClaim{}, err
+	}
+	if err := rewardmodels.DecideClaimExtraction(st, attempt, workerID, lease, time.Now()); err != nil {
+		return ExtractionClaim{}, err
+	}
+	asOf, err := c.queuedAt(ctx, st)
+	if err != nil {
+		return ExtractionClaim{}, err
+	}
+	selected, _, err := c.selection(ctx, st, asOf)
+	if err != nil {
+		return ExtractionClaim{}, err
+	}
+	criteria := st.Config.Criteria
+	if len(criteria) == 0 {
+		criteria = feedback.DefaultCriteria
+	}
+	hash := feedback.ConfigHash(criteria)
+	in := ExtractionInputs{ModelID: st.ID, Attempt: attempt, ClassifierModel: st.Plan.Model, PromptVersion: feedback.PromptVersion,
+		Criteria: criteria, ConfigHash: hash, RubricDropout: true, Traces: []feedback.Trace{}}
+
+	var pts []domain.PairTrace
+	var ratings []domain.Rating
+	for _, s := range selected {
+		pts = append(pts, rewardmodels.PairTrace(s))
+		ratings = append(ratings, rewardmodels.Ratings(s)...)
+	}
+	have := len(domain.BuildPairsRendered(pts, ratings, st.Requested.MaxPairs, st.Config.InputVersion))
+	stream := events.RewardModelStream(st.ID)
+	var reused []events.New
+	total, done := 0, 0
+	recorded := map[string]bool{}
+	for _, r := range st.Extracted {
+		recorded[r.TraceID] = true
+		have += pairFindings(r)
+	}
+	for _, s := range selected {
+		ft := rewardmodels.FeedbackTrace(s)
+		n := len(feedback.Targets(ft))
+		total += n
+		switch r, ok := st.Reusable(s.ID, s.Revision, feedback.InputHash(ft), st.Plan.Model, hash); {
+		case recorded[s.ID]:
+			done += n
+		case ok:
+			cp := r.RewardModelFeedbackExtractedV1
+			cp.Attempt, cp.WorkerID, cp.ReusedFrom, cp.Usage = attempt, workerID, r.EventID, []events.LLMUsage{}
+			reused = append(reused, recordEvents(stream, st.OwnerID, cp)...)
+			have += pairFindings(cp)
+			done += n
+		default:
+			in.Traces = append(in.Traces, ft)
+		}
+	}
+	in.PairsNeeded = max(0, st.Requested.MaxPairs-have)
+	raw, err := json.Marshal(in)
+	if err != nil {
+		return ExtractionClaim{}, err
+	}
+	key := ExtractionInputsKey(st.OwnerID, st.ID, attempt)
+	if err := c.store.Blobs().Put(ctx, key, raw); err != nil {
+		return ExtractionClaim{}, fmt.Errorf("store the extraction inputs: %w", err)
+	}
+	started := events.RewardModelExtractionStartedV1{ModelID: st.ID, Attempt: attempt, WorkerID: workerID, LeaseSeconds: int(lease / time.Second),
+		ClassifierModel: st.Plan.Model, PromptVersion: feedback.PromptVersion, TargetsTotal: total, InputsKey: key}
+	evs := []events.New{{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: events.RewardModelExtractionStarted, Payload: started}}
+	evs = append(evs, reused...)
+	if done > 0 {
+		evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: events.RewardModelExtractionProgressed,
+			Payload: events.RewardModelExtractionProgressedV1{ModelID: st.ID, Attempt: attempt, WorkerID: workerID, TargetsDone: done}})
+	}
+	r, err := c.append(ctx, workerActor(workerID), map[string]int64{stream: st.Version}, evs)
+	if err != nil {
+		return ExtractionClaim{}, err
+	}
+	return ExtractionClaim{Result: r, ModelID: st.ID, OwnerID: st.OwnerID, InputsKey: key, ClassifierModel: st.Plan.Model,
+		Attempt: attempt, LeaseSeconds: started.LeaseSeconds, TargetsTotal: total, TargetsDone: done}, nil
+}
+
+func pairFindings(r events.RewardModelFeedbackExtractedV1) int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Outcome == events.OutcomePair {
+			n++
+		}
+	}
+	return n
+}
+
+// ExtractionProgress renews the holder's lease and records targets done.
+func (c *Commands) ExtractionProgress(ctx context.Context, workerID, modelID string, attempt, done int) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.loadModel(ctx, "", modelID)
+		if err != nil {
+			return Result{}, err
+		}
+		if err := rewardmodels.CheckExtractionHolder(st, attempt, workerID); err != nil {
+			return Result{}, err
+		}
+		return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelExtractionProgressed,
+			events.RewardModelExtractionProgressedV1{ModelID: st.ID, Attempt: attempt, WorkerID: workerID, TargetsDone: done})
+	})
+}
+
+// RecordFeedback appends one trace's findings after checking every one
+// against the trace as the model was requested on it (targets, evidence,
+// verbatim quotes, reviewed alternatives). A malformed report changes
+// nothing.
+func (c *Commands) RecordFeedback(ctx context.Context, workerID, modelID string, p events.RewardModelFeedbackExtractedV1) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.loadModel(ctx, "", modelID)
+		if err != nil {
+			return Result{}, err
+		}
+		if err := rewardmodels.CheckExtractionHolder(st, p.Attempt, workerID); err != nil {
+			return Result{}, err
+		}
+		var tr *feedback.Trace
+		for _, id := range st.Requested.TraceIDs {
+			if id != p.TraceID {
+				continue
+			}
+			asOf, err := c.queuedAt(ctx, st)
+			if err != nil {
+				return Result{}, err
+			}
+			loaded, err := c.store.LoadStreamsAsOf(ctx, []string{events.TraceStream(id)}, asOf)
+			if err != nil {
+				return Result{}, err
+			}
+			var s traces.State
+			for _, e := range loaded[events.TraceStream(id)] {
+				s.Apply(e)
+			}
+			if s.Exists {
+				ft := rewardmodels.FeedbackTrace(s)
+				tr = &ft
+			}
+		}
+		p.ModelID, p.WorkerID = st.ID, workerID
+		if tr != nil {
+			p.InputHash = feedback.InputHash(*tr) // computed here, from the log, never taken from the worker
+		}
+		if p.Findings == nil {
+			p.Findings = []events.Finding{}
+		}
+		if p.Usage == nil {
+			p.Usage = []events.LLMUsage{}
+		}
+		if err := rewardmodels.DecideRecordFeedback(st, workerID, p, tr); err != nil {
+			return Result{}, err
+		}
+		stream := events.RewardModelStream(st.ID)
+		return c.append(ctx, workerActor(workerID), map[string]int64{stream: st.Version}, recordEvents(stream, st.OwnerID, p))
+	})
+}
+
+// recordEvents are a trace's findings, one finding_recorded event each,
+// then the feedback_extracted record that closes them.
+func recordEvents(stream, ownerID string, p events.RewardModelFeedbackExtractedV1) []events.New {
+	var evs []events.New
+	p.FindingIDs = []string{}
+	for _, f := range p.Findings {
+		evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: ownerID, Type: events.RewardModelFindingRecorded,
+			Payload: events.RewardModelFindingRecordedV1{ModelID: p.ModelID, Attempt: p.Attempt, TraceID: p.TraceID, TraceRevision: p.TraceRevision, Finding: f}})
+		p.FindingIDs = append(p.FindingIDs, f.ID)
+	}
+	p.Findings = nil
+	return append(evs, events.New{ID: newID(), Stream: stream, OwnerID: ownerID, Type: events.RewardModelFeedbackExtracted, Payload: p})
+}
+
+// FinishExtraction ends the holder's extraction. With errMsg (malformed
+// answers, an unreachable provider) the attempt fails in the same append;
+// otherwise the dispatcher builds the dataset next.
+func (c *Commands) FinishExtraction(ctx context.Context, workerID, modelID string, attempt int, errMsg string) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.loadModel(ctx, "", modelID)
+		if err != nil {
+			return Result{}, err
+		}
+		fin, fail, err := rewardmodels.DecideFinishExtraction(st, attempt, workerID, errMsg)
+		if err != nil {
+			return Result{}, err
+		}
+		var extra []events.New
+		if fail != nil {
+			extra = append(extra, events.New{ID: newID(), Stream: events.RewardModelStream(st.ID), OwnerID: st.OwnerID,
+				Type: events.RewardModelTrainingFailed, Payload: *fail})
+		}
+		return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelExtractionFinished, fin, extra...)
+	})
+}

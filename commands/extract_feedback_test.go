@@ -1,0 +1,254 @@
+package commands_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/feedback"
+	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/pg/pgtest"
+)
+
+func setupWith(t *testing.T, opts ...commands.Option) (*commands.Commands, *eventstore.Store, commands.Actor) {
+	t.Helper()
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	store := eventstore.New(pgtest.NewPool(t), blobs)
+	cmds := commands.New(store, opts...)
+	u, err := cmds.CreateUser(context.Background(), "u"+time.Now().Format("150405.000000"), false)
+	require.NoError(t, err)
+	return cmds, store, commands.Actor{UserID: u.UserID}
+}
+
+// conversations imports two traces whose only supervision is what the user
+// said next, plus a comment.
+func conversations(t *testing.T, cmds *commands.Commands, actor commands.Actor) []string {
+	ctx := context.Background()
+	res, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
+		`{"id":"x","steps":[{"role":"user","content":"Sort 3,1,2"},{"role":"assistant","content":"3,2,1"},{"role":"user","content":"No, that's the wrong order."}]}` + "\n" +
+			`{"id":"y","steps":[{"role":"user","content":"Sort b,a"},{"role":"assistant","content":"a,b"},{"role":"user","content":"Thanks, perfect."}]}`)})
+	require.NoError(t, err)
+	return res.TraceIDs
+}
+
+func readInputs(t *testing.T, store *eventstore.Store, key string) commands.ExtractionInputs {
+	raw, err := store.Blobs().Get(context.Background(), key)
+	require.NoError(t, err)
+	var in commands.ExtractionInputs
+	require.NoError(t, json.Unmarshal(raw, &in))
+	return in
+}
+
+// finding answers a target as a scripted classifier would and reviews it.
+func finding(t *testing.T, tr feedback.Trace, label, quote, alt string) events.RewardModelFeedbackExtractedV1 {
+	ts := feedback.Targets(tr)
+	require.Len(t, ts, 1)
+	tg := ts[0]
+	id := tg.Evidence[0].ID
+	f, review, _ := feedback.FromFeedback(tg, feedback.FeedbackAnswer{Label: label, Confidence: "high", About: "agent",
+		EvidenceID: &id, EvidenceQuote: &quote, Alternative: &alt, Reason: "scripted"}, "openai/test", feedback.ConfigHash(feedback.DefaultCriteria))
+	require.True(t, review)
+	want := "B"
+	if (label == "negative") != feedback.OriginalFirst(tg.TraceID, tg.StepID) {
+		want = "A"
+	}
+	feedback.ApplyReview(&f, tg, feedback.ReviewAnswer{Preferred: want, Grounded: true})
+	require.Equal(t, events.OutcomePair, f.Outcome)
+	return events.RewardModelFeedbackExtractedV1{Attempt: 1, TraceID: tr.ID, TraceRevision: tr.Revision, ClassifierModel: "openai/test",
+		PromptVersion: feedback.PromptVersion, ConfigHash: feedback.ConfigHash(feedback.DefaultCriteria), Targets: 1,
+		Findings: []events.Finding{f}, Usage: []events.LLMUsage{{Model: "openai/test", Calls: 2, InputTokens: 100, OutputTokens: 20}}}
+}
+
+func TestExtractionRecordsFindingsBeforeTheDataset(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cmds, store, actor := setupWith(t, commands.WithFeedbackModel("openai/test", ""))
+	ids := conversations(t, cmds, actor)
+	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ids})
+	require.NoError(t, err)
+
+	// The dataset waits for the extraction worker.
+	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	require.NoError(t, err)
+	m, err := cmds.Model(ctx, req.ModelID)
+	require.NoError(t, err)
+	require.Nil(t, m.Dataset)
+	require.True(t, m.NeedsExtraction())
+
+	claim, err := cmds.ClaimExtraction(ctx, "w1", req.ModelID, 1, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, 2, claim.TargetsTotal)
+	_, err = cmds.ClaimExtraction(ctx, "w2", req.ModelID, 1, time.Minute)
+	var conflict *domain.ConflictError
+	require.ErrorAs(t, err, &conflict, "another worker holds the live claim")
+	in := readInputs(t, store, claim.InputsKey)
+	require.Len(t, in.Traces, 2)
+	require.Equal(t, 4000, in.PairsNeeded)
+
+	neg := finding(t, in.Traces[0], "negative", "wrong order", "1,2,3")
+	pos := finding(t, in.Traces[1], "positive", "perfect", "b,a")
+
+	// A forged quote is refused and nothing is appended.
+	forged := neg
+	forged.Findings = append([]events.Finding(nil), neg.Findings...)
+	q := "the user loved it"
+	forged.Findings[0].EvidenceQuote = &q
+	_, err = cmds.RecordFeedback(ctx, "w1", req.ModelID, forged)
+	var invalid *domain.ValidationError
+	require.ErrorAs(t, err, &invalid)
+	require.Contains(t, err.Error(), "does not occur verbatim")
+	// Only the holder reports.
+	_, err = cmds.RecordFeedback(ctx, "w2", req.ModelID, neg)
+	require.ErrorAs(t, err, &conflict)
+
+	_, err = cmds.RecordFeedback(ctx, "w1", req.ModelID, neg)
+	require.NoError(t, err)
+	_, err = cmds.RecordFeedback(ctx, "w1", req.ModelID, neg)
+	require.ErrorAs(t, err, &conflict, "one record per trace and attempt")
+	_, err = cmds.RecordFeedback(ctx, "w1", req.ModelID, pos)
+	require.NoError(t, err)
+	_, err = cmds.FinishExtraction(ctx, "w1", req.ModelID, 1, "")
+	require.NoError(t, err)
+	// Every finding is an event of its own, before its trace's record.
+	stream := events.RewardModelStream(req.ModelID)
+	loaded, err := store.LoadStreams(ctx, []string{stream})
+	require.NoError(t, err)
+	var types []string
+	for _, e := range loaded[stream] {
+		types = append(types, e.Type)
+	}
+	require.Equal(t, []string{events.RewardModelRequested, events.RewardModelExtractionStarted,
+		events.RewardModelFindingRecorded, events.RewardModelFeedbackExtracted,
+		events.RewardModelFindingRecorded, events.RewardModelFeedbackExtracted, events.RewardModelExtractionFinished}, types)
+
+	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	require.NoError(t, err)
+	m, err = cmds.Model(ctx, req.ModelID)
+	require.NoError(t, err)
+	require.NotNil(t, m.Dataset, "two finding pairs from two traces train")
+	require.Equal(t, 2, m.Dataset.NumPairs)
+	require.ElementsMatch(t, []string{neg.Findings[0].ID, pos.Findings[0].ID}, m.Dataset.IncludedFindings)
+	ds, err := cmds.Dataset(ctx, m, m.Dataset.AsOfSeq)
+	require.NoError(t, err)
+	require.Equal(t, "user: Sort 3,1,2\nassistant: 1,2,3", ds.Pairs[0].Chosen)
+	require.Equal(t, "user: Sort 3,1,2\nassistant: 3,2,1", ds.Pairs[0].Rejected)
+	require.Equal(t, events.FindingUserFeedback, ds.Pairs[0].Source)
+	require.Equal(t, []rewardmodels.PairEvidence{{ID: *neg.Findings[0].EvidenceID, Quote: "wrong order"}}, ds.Pairs[0].Evidence)
+	require.Equal(t, "user: Sort b,a\nassistant: a,b", ds.Pairs[1].Chosen, "a positive finding keeps the original as chosen")
+
+	// A retry reuses the recorded findings instead of calling the model again.
+	_, err = cmds.ClaimTraining(ctx, "w1", req.ModelID, 1, time.Minute)
+	require.NoError(t, err)
+	_, err = cmds.FailTraining(ctx, "w1", req.ModelID, 1, "boom")
+	require.NoError(t, err)
+	_, err = cmds.RetryTraining(ctx, actor, req.ModelID)
+	require.NoError(t, err)
+	claim2, err := cmds.ClaimExtraction(ctx, "w2", req.ModelID, 2, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, 2, claim2.TargetsDone)
+	require.Empty(t, readInputs(t, store, claim2.InputsKey).Traces, "nothing left to pay for")
+	m, err = cmds.Model(ctx, req.ModelID)
+	require.NoError(t, err)
+	require.Len(t, m.Extracted, 2)
+	require.NotEmpty(t, m.Extracted[0].ReusedFrom)
+	require.Equal(t, neg.Findings[0].ID, m.Extracted[0].Findings[0].ID, "the reused record carries its findings")
+	require.Empty(t, m.Extracted[0].Usage)
+
+	// A new comment is new evidence: the next retry asks about that trace
+	// again and reuses the other.
+	_, err = cmds.FinishExtraction(ctx, "w2", req.ModelID, 2, "")
+	require.NoError(t, err)
+	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	require.NoError(t, err)
+	_, err = cmds.ClaimTraining(ctx, "w2", req.ModelID, 2, time.Minute)
+	require.NoError(t, err)
+	_, err = cmds.FailTraining(ctx, "w2", req.ModelID, 2, "boom")
+	require.NoError(t, err)
+	note := "Descending was not what I asked for"
+	_, err = cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: ids[0], StepID: in.Traces[0].Steps[1].ID, Comment: &note, AuthorName: "t"})
+	require.NoError(t, err)
+	_, err = cmds.RetryTraining(ctx, actor, req.ModelID)
+	require.NoError(t, err)
+	claim3, err := cmds.ClaimExtraction(ctx, "w2", req.ModelID, 3, time.Minute)
+	require.NoError(t, err)
+	in3 := readInputs(t, store, claim3.InputsKey)
+	require.Len(t, in3.Traces, 1)
+	require.Equal(t, ids[0], in3.Traces[0].ID)
+	require.Equal(t, note, in3.Traces[0].Comments[0].Text)
+}
+
+func TestExtractionFailureKeepsTheReport(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cmds, store, actor := setupWith(t, commands.WithFeedbackModel("openai/test", ""))
+	ids := conversations(t, cmds, actor)
+	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ids})
+	require.NoError(t, err)
+	claim, err := cmds.ClaimExtraction(ctx, "w1", req.ModelID, 1, time.Minute)
+	require.NoError(t, err)
+	in := readInputs(t, store, claim.InputsKey)
+	_, err = cmds.RecordFeedback(ctx, "w1", req.ModelID, finding(t, in.Traces[0], "negative", "wrong order", "1,2,3"))
+	require.NoError(t, err)
+	_, err = cmds.FinishExtraction(ctx, "w1", req.ModelID, 1, "openai/test: HTTP 500 after 5 attempt(s)")
+	require.NoError(t, err)
+	m, err := cmds.Model(ctx, req.ModelID)
+	require.NoError(t, err)
+	require.Equal(t, rewardmodels.StatusFailed, m.Status)
+	require.True(t, m.FeedbackRecorded(), "the findings recorded before the failure stay")
+	require.Contains(t, m.Error, "feedback extraction failed: openai/test: HTTP 500")
+	require.Len(t, m.Extracted, 1)
+}
+
+func TestWithoutAProviderCommentsOnlyFailsNamingTheVariable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cmds, _, actor := setupWith(t, commands.WithFeedbackModel("", "CRITIC_FEEDBACK_MODEL is anthropic/claude-sonnet-4-5: no Anthropic API key is configured; set ANTHROPIC_API_KEY"))
+	ids := conversations(t, cmds, actor)
+	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ids})
+	require.NoError(t, err)
+	require.Equal(t, "", req.Requested.FeedbackPlan.Model)
+	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	require.NoError(t, err)
+	m, err := cmds.Model(ctx, req.ModelID)
+	require.NoError(t, err)
+	require.Equal(t, rewardmodels.StatusFailed, m.Status)
+	require.False(t, m.FeedbackRecorded())
+	require.Contains(t, m.Error, "set ANTHROPIC_API_KEY", "comments only: the failure says what to set, not just too few pairs")
+	_, err = cmds.ClaimExtraction(ctx, "w1", req.ModelID, 1, time.Minute)
+	var conflict *domain.ConflictError
+	require.ErrorAs(t, err, &conflict, "nothing to extract without a provider")
+}
+
+func TestTrainingConfigIsChecked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cmds, _, actor := setupWith(t)
+	ids := conversations(t, cmds, actor)
+	str := func(s string) *string { return &s }
+	num := func(n int) *int { return &n }
+	for field, cfg := range map[string]*commands.TrainingConfig{
+		"training_config.annotation_source": {AnnotationSource: str("automatic")},
+		"training_config.input_version":     {InputVersion: num(2)},
+		"training_config.criteria":          {CriteriaSet: true},
+		"training_config.criteria[1]":       {Criteria: []string{"ok", " "}, CriteriaSet: true},
+	} {
+		_, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ids, Config: cfg})
+		var invalid *domain.ValidationError
+		require.ErrorAs(t, err, &invalid, field)
+		require.Equal(t, field, invalid.Field)
+	}
+	res, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ids,
+		Config: &commands.TrainingConfig{AnnotationSource: str("explicit"), InputVersion: num(3), Criteria: []string{"be brief"}, CriteriaSet: true}})
+	require.NoError(t, err)
+	require.Equal(t, events.TrainingConfig{AnnotationSource: "explicit", InputVersion: 3, Criteria: []string{"be brief"}}, *res.Requested.TrainingConfig)
+	require.Nil(t, res.Requested.FeedbackPlan, "explicit trains on ratings only")
+}

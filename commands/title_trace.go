@@ -1,0 +1,76 @@
+package commands
+
+import (
+	"context"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/traces"
+)
+
+// TitleSource is what a title worker sends the fast model for a trace
+// imported without a title. Needed is false when the revision is no longer
+// current, the trace is gone, or it has its title already.
+type TitleSource struct {
+	TraceID  string
+	Revision int
+	Input    string
+	Needed   bool
+}
+
+func (c *Commands) loadTrace(ctx context.Context, traceID string) (traces.State, error) {
+	stream := events.TraceStream(traceID)
+	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	if err != nil {
+		return traces.State{}, err
+	}
+	var s traces.State
+	for _, e := range loaded[stream] {
+		s.Apply(e)
+	}
+	return s, nil
+}
+
+// TitleSourceOf returns a trace's title input for revision.
+func (c *Commands) TitleSourceOf(ctx context.Context, traceID string, revision int) (TitleSource, error) {
+	s, err := c.loadTrace(ctx, traceID)
+	if err != nil {
+		return TitleSource{}, err
+	}
+	out := TitleSource{TraceID: traceID, Revision: s.Revision}
+	if !s.Exists || s.Revision != revision || !s.TitleDerived {
+		return out, nil
+	}
+	steps := make([]domain.Step, len(s.Steps))
+	for i, st := range s.Steps {
+		steps[i] = st.Step
+	}
+	out.Input, out.Needed = domain.TitleInput(steps), true
+	return out, nil
+}
+
+// RecordTitle appends trace.titled when the revision is current and still
+// has its derived title; otherwise it is a no-op (a newer import, an
+// explicit title, or a duplicate job won).
+func (c *Commands) RecordTitle(ctx context.Context, workerID, traceID string, revision int, title, model string, usage []events.LLMUsage) (Result, error) {
+	title = domain.CleanTitle(title)
+	if title == "" {
+		return Result{}, domain.Invalid("the title is empty")
+	}
+	return retryOnConflict(func() (Result, error) {
+		s, err := c.loadTrace(ctx, traceID)
+		if err != nil {
+			return Result{}, err
+		}
+		if !s.Exists || s.Revision != revision || !s.TitleDerived {
+			return Result{}, nil
+		}
+		if usage == nil {
+			usage = []events.LLMUsage{}
+		}
+		stream := events.TraceStream(traceID)
+		return c.append(ctx, workerActor(workerID), map[string]int64{stream: s.Version}, []events.New{{ID: newID(), Stream: stream,
+			OwnerID: s.OwnerID, Type: events.TraceTitled, Payload: events.TraceTitledV1{TraceID: traceID, Revision: revision, Title: title,
+				Model: model, PromptVersion: domain.TitlePromptVersion, Usage: usage}}})
+	})
+}

@@ -1,0 +1,136 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/gpuworker/extract"
+)
+
+// TopicExtract carries feedback-extraction jobs (projections/dispatch).
+const TopicExtract = "critic.jobs.extract"
+
+// ExtractMessage is a critic.jobs.extract value (key = model id).
+type ExtractMessage struct {
+	ModelID string `json:"model_id"`
+	Attempt int    `json:"attempt"`
+	OwnerID string `json:"owner_id"`
+}
+
+// HandleExtract runs one extraction job: claim, read the inputs, call the
+// feedback model, report each trace's findings, finish. A worker without a
+// feedback model fails the extraction with what to set rather than leave
+// the model queued. It returns false only when ctx ended mid-job.
+func (w *Worker) HandleExtract(ctx context.Context, payload []byte) bool {
+	var m ExtractMessage
+	if err := json.Unmarshal(payload, &m); err != nil || !safeID(m.ModelID) || m.Attempt < 1 {
+		w.log.Error("dropping malformed extract message", "payload", truncate(string(payload), 300), "error", err)
+		return true
+	}
+	log := w.log.With("job", "extract", "model_id", m.ModelID, "attempt", m.Attempt)
+	var claim *ExtractionClaim
+	var err error
+	for held := 0; ; held++ {
+		claim, err = retry(ctx, 0, log, "claiming extraction", func(ctx context.Context) (*ExtractionClaim, error) {
+			return w.client.ClaimExtraction(ctx, m.ModelID, m.Attempt)
+		})
+		var ae *APIError
+		// A live lease of another worker: that worker may have died with
+		// this message redelivered to us; try again after its lease.
+		if !errors.As(err, &ae) || ae.Code != rewardmodels.ExtractionHeld || held >= 20 {
+			break
+		}
+		log.Info("extraction held by another worker; retrying after its lease", "detail", ae.Detail)
+		if !sleep(ctx, w.extractionLease()) {
+			return false
+		}
+	}
+	switch {
+	case ctx.Err() != nil:
+		return false
+	case errors.Is(err, ErrNotClaimable):
+		log.Info("skipping extraction job: not claimable (a duplicate or stale delivery)", "detail", err.Error())
+		return true
+	case err != nil:
+		log.Error("skipping extraction job: claim refused", "error", err)
+		return true
+	}
+	log.Info("claimed extraction", "classifier_model", claim.ClassifierModel, "targets", claim.TargetsTotal, "reused", claim.TargetsDone)
+	runErr := w.extract(ctx, claim)
+	if ctx.Err() != nil && runErr != nil {
+		log.Warn("worker shutting down: extraction interrupted; its recorded findings stay and a new claim continues after the lease")
+		return false
+	}
+	msg := ""
+	if runErr != nil {
+		msg = runErr.Error()
+		log.Error("extraction failed", "error", runErr)
+	}
+	_, err = retry(ctx, w.cfg.ReportRetryFor, log, "finishing extraction", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, w.client.ExtractionFinished(ctx, m.ModelID, m.Attempt, msg)
+	})
+	if err != nil {
+		log.Error("could not report the end of the extraction", "error", err)
+	}
+	return true
+}
+
+// extractionLease is how long to wait for a held extraction's lease.
+func (w *Worker) extractionLease() time.Duration {
+	if w.cfg.HeartbeatMinInterval > 0 && w.cfg.HeartbeatMinInterval < time.Second {
+		return 10 * w.cfg.HeartbeatMinInterval // tests
+	}
+	return 30 * time.Second
+}
+
+func (w *Worker) extract(ctx context.Context, claim *ExtractionClaim) error {
+	if w.cfg.Feedback == nil {
+		reason := w.cfg.FeedbackUnavailable
+		if reason == "" {
+			reason = "set CRITIC_FEEDBACK_MODEL and its provider's API key on the worker"
+		}
+		return fmt.Errorf("this worker has no feedback model: %s", reason)
+	}
+	if got := w.cfg.Feedback.Model().String(); got != claim.ClassifierModel {
+		return fmt.Errorf("the model was queued for feedback model %s but this worker runs %s; set the same CRITIC_FEEDBACK_MODEL on the API and the workers, then retry", claim.ClassifierModel, got)
+	}
+	raw, err := w.cfg.Blobs.Get(ctx, claim.InputsKey)
+	if err != nil {
+		return fmt.Errorf("reading the extraction inputs %s: %w", claim.InputsKey, err)
+	}
+	var in commands.ExtractionInputs
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return fmt.Errorf("decoding the extraction inputs %s: %w", claim.InputsKey, err)
+	}
+	x := &extract.Extractor{LLM: w.cfg.Feedback, ProgressEvery: max(time.Duration(claim.LeaseSeconds)*time.Second/3, time.Second)}
+	return x.Run(ctx, in, &serviceReporter{w: w, claim: claim, log: w.log}, claim.TargetsDone)
+}
+
+// serviceReporter reports through the worker service, retrying transient
+// failures.
+type serviceReporter struct {
+	w     *Worker
+	claim *ExtractionClaim
+	log   *slog.Logger
+}
+
+func (r *serviceReporter) Record(ctx context.Context, rec events.RewardModelFeedbackExtractedV1) error {
+	_, err := retry(ctx, r.w.cfg.ReportRetryFor, r.log, "reporting findings", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, r.w.client.RecordFindings(ctx, r.claim.ModelID, rec)
+	})
+	return err
+}
+
+func (r *serviceReporter) Progress(ctx context.Context, done int) error {
+	_, err := retry(ctx, r.w.cfg.ReportRetryFor, r.log, "reporting extraction progress", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, r.w.client.ExtractionProgress(ctx, r.claim.ModelID, r.claim.Attempt, done)
+	})
+	return err
+}

@@ -1,0 +1,444 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Options tune a Client; zero values take the defaults documented per field.
+type Options struct {
+	// Timeout bounds each attempt (default 90 s).
+	Timeout time.Duration
+	// MaxRetries is how many times a 429, 5xx, timeout or network failure is
+	// retried (default 4).
+	MaxRetries int
+	// RetryInvalid is how many times an answer that is not JSON or fails the
+	// schema is asked for again (default 1): models occasionally slip, and
+	// one more try is cheaper than failing a whole extraction.
+	RetryInvalid int
+	// BaseBackoff and MaxBackoff shape exponential backoff with jitter
+	// (defaults 500 ms and 30 s); a Retry-After header wins, capped at
+	// MaxRetryAfter (default 120 s).
+	BaseBackoff, MaxBackoff, MaxRetryAfter time.Duration
+	// Concurrency caps calls in flight through this client (default 16):
+	// the global cap every feature shares.
+	Concurrency int
+	// HTTPClient sends the requests (default: a client whose transport
+	// records Retry-After).
+	HTTPClient *http.Client
+}
+
+func (o *Options) defaults() {
+	if o.Timeout <= 0 {
+		o.Timeout = 90 * time.Second
+	}
+	if o.MaxRetries < 0 {
+		o.MaxRetries = 0
+	} else if o.MaxRetries == 0 {
+		o.MaxRetries = 4
+	}
+	if o.RetryInvalid < 0 {
+		o.RetryInvalid = 0
+	} else if o.RetryInvalid == 0 {
+		o.RetryInvalid = 1
+	}
+	if o.BaseBackoff <= 0 {
+		o.BaseBackoff = 500 * time.Millisecond
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 30 * time.Second
+	}
+	if o.MaxRetryAfter <= 0 {
+		o.MaxRetryAfter = 120 * time.Second
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 16
+	}
+}
+
+// NoRetries is MaxRetries/RetryInvalid's explicit zero (tests, evaluations).
+const NoRetries = -1
+
+// Client calls one model. It is safe for concurrent use; Concurrency bounds
+// how many calls are in flight at once.
+type Client struct {
+	model Model
+	opts  Options
+	api   *openai.Client
+	sem   chan struct{}
+}
+
+// New returns a client for m.
+func New(m Model, opts Options) *Client {
+	opts.defaults()
+	cfg := openai.DefaultConfig(m.APIKey)
+	cfg.BaseURL = strings.TrimRight(m.APIBase, "/")
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	inner := hc.Transport
+	if inner == nil {
+		inner = http.DefaultTransport
+	}
+	wrapped := *hc
+	wrapped.Transport = retryAfterTransport{inner}
+	cfg.HTTPClient = &wrapped
+	return &Client{model: m, opts: opts, api: openai.NewClientWithConfig(cfg), sem: make(chan struct{}, opts.Concurrency)}
+}
+
+// Model is what the client calls.
+func (c *Client) Model() Model { return c.model }
+
+// Limit is the client's concurrency cap.
+func (c *Client) Limit() int { return c.opts.Concurrency }
+
+// Request is one structured call. The messages are sent in the order
+// Instructions, Context, Input so that everything stable across calls comes
+// first and providers' prompt caches hit: Instructions are the same for
+// every call of a prompt version, Context the same for every target of a
+// trace, Input is what differs.
+type Request struct {
+	// Name names the schema (and, with tool calling, the tool); [a-z_]+.
+	Name         string
+	Instructions string
+	Context      string
+	Input        string
+	Schema       *Schema
+	MaxTokens    int
+}
+
+// Usage is what a call cost, summed over its attempts.
+type Usage struct {
+	Calls        int `json:"calls"`
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+	CachedTokens int `json:"cached_input_tokens"`
+}
+
+// Add sums usages.
+func (u *Usage) Add(o Usage) {
+	u.Calls += o.Calls
+	u.InputTokens += o.InputTokens
+	u.OutputTokens += o.OutputTokens
+	u.CachedTokens += o.CachedTokens
+}
+
+// Response is a validated answer.
+type Response struct {
+	JSON     json.RawMessage // the object that passed the schema
+	Usage    Usage
+	Attempts int
+}
+
+// Error kinds.
+const (
+	KindHTTP      = "http"      // the provider answered with an error status
+	KindTimeout   = "timeout"   // an attempt ran past Options.Timeout
+	KindNetwork   = "network"   // the provider could not be reached
+	KindMalformed = "malformed" // the answer was not the JSON object asked for
+	KindSchema    = "schema"    // the JSON did not match the schema
+)
+
+// Error is a call that failed after its retries. Its message names the
+// model, provider, endpoint, the HTTP status or the field that failed.
+type Error struct {
+	Model    string // LiteLLM model string
+	Provider string
+	APIBase  string
+	Kind     string
+	Status   int    // KindHTTP
+	Field    string // KindSchema
+	Attempts int
+	Message  string
+	Err      error
+}
+
+func (e *Error) Error() string {
+	where := fmt.Sprintf("%s (%s at %s)", e.Model, e.Provider, e.APIBase)
+	var what string
+	switch e.Kind {
+	case KindHTTP:
+		what = fmt.Sprintf("HTTP %d", e.Status)
+	case KindTimeout:
+		what = "timed out"
+	case KindNetwork:
+		what = "unreachable"
+	case KindMalformed:
+		what = "malformed answer"
+	case KindSchema:
+		what = "answer failed validation"
+		if e.Field != "" {
+			what += " at field " + e.Field
+		}
+	}
+	return fmt.Sprintf("%s: %s after %d attempt(s): %s", where, what, e.Attempts, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable reports whether a later identical call may succeed.
+func (e *Error) Retryable() bool {
+	switch e.Kind {
+	case KindTimeout, KindNetwork:
+		return true
+	case KindHTTP:
+		return e.Status == http.StatusTooManyRequests || e.Status >= 500 || e.Status == http.StatusRequestTimeout
+	}
+	return false
+}
+
+// Call sends req and returns its validated JSON object. Transient failures
+// are retried with backoff (honouring Retry-After); an answer that is not
+// valid is asked for again RetryInvalid times; then the last failure is
+// returned as an *Error. ctx cancels everything, including waits.
+func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
+	var usage Usage
+	invalid := 0
+	for attempt := 1; ; attempt++ {
+		box := &retryAfterBox{}
+		out, u, err := c.attempt(withRetryAfterBox(ctx, box), req)
+		usage.Add(u)
+		if err == nil {
+			return Response{JSON: out, Usage: usage, Attempts: attempt}, nil
+		}
+		err.Attempts = attempt
+		if ctx.Err() != nil {
+			err.Kind, err.Message = KindTimeout, "cancelled: "+ctx.Err().Error()
+			return Response{Usage: usage, Attempts: attempt}, err
+		}
+		var wait time.Duration
+		switch {
+		case err.Kind == KindMalformed || err.Kind == KindSchema:
+			invalid++
+			if invalid > c.opts.RetryInvalid {
+				return Response{Usage: usage, Attempts: attempt}, err
+			}
+		case err.Retryable() && attempt <= c.opts.MaxRetries:
+			wait = c.backoff(attempt)
+			if ra, ok := box.get(); ok {
+				wait = min(ra, c.opts.MaxRetryAfter)
+			}
+		default:
+			return Response{Usage: usage, Attempts: attempt}, err
+		}
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				err.Kind, err.Message = KindTimeout, "cancelled while waiting to retry: "+err.Message
+				return Response{Usage: usage, Attempts: attempt}, err
+			case <-t.C:
+			}
+		}
+	}
+}
+
+func (c *Client) backoff(attempt int) time.Duration {
+	d := c.opts.BaseBackoff << (attempt - 1)
+	if d > c.opts.MaxBackoff || d <= 0 {
+		d = c.opts.MaxBackoff
+	}
+	// Full jitter keeps many workers that failed together from retrying together.
+	return d/2 + rand.N(d/2+1)
+}
+
+// useTools: Anthropic's OpenAI-compatible endpoint ignores response_format,
+// so the schema is enforced there by forcing a call to a tool whose
+// parameters are the schema.
+func (c *Client) useTools() bool { return c.model.Provider == ProviderAnthropic }
+
+func (c *Client) attempt(ctx context.Context, req Request) (json.RawMessage, Usage, *Error) {
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, Usage{}, c.fail(KindTimeout, 0, "", "cancelled while waiting for a free call slot", ctx.Err())
+	}
+	defer func() { <-c.sem }()
+	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+
+	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: req.Instructions}}
+	if req.Context != "" {
+		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: req.Context})
+	}
+	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: req.Input})
+	creq := openai.ChatCompletionRequest{Model: c.model.Name, Messages: msgs, MaxTokens: req.MaxTokens}
+	if reasoningModel(c.model.Name) && req.MaxTokens > 0 {
+		// Reasoning models refuse max_tokens, and their hidden reasoning
+		// counts against the completion budget.
+		creq.MaxTokens, creq.MaxCompletionTokens = 0, max(4*req.MaxTokens, 8192)
+	}
+	if c.useTools() {
+		creq.Tools = []openai.Tool{{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
+			Name: req.Name, Description: "Record the answer.", Parameters: req.Schema}}}
+		creq.ToolChoice = openai.ToolChoice{Type: openai.ToolTypeFunction, Function: openai.ToolFunction{Name: req.Name}}
+	} else {
+		creq.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{Name: req.Name, Schema: req.Schema, Strict: true}}
+	}
+	resp, err := c.api.CreateChatCompletion(actx, creq)
+	if err != nil {
+		return nil, Usage{}, c.classify(actx, err)
+	}
+	u := Usage{Calls: 1, InputTokens: resp.Usage.PromptTokens, OutputTokens: resp.Usage.CompletionTokens}
+	if d := resp.Usage.PromptTokensDetails; d != nil {
+		u.CachedTokens = d.CachedTokens
+	}
+	if len(resp.Choices) == 0 {
+		return nil, u, c.fail(KindMalformed, 0, "", "the answer has no choices", nil)
+	}
+	msg := resp.Choices[0].Message
+	text := msg.Content
+	if c.useTools() || text == "" {
+		for _, tc := range msg.ToolCalls {
+			if tc.Function.Name == req.Name {
+				text = tc.Function.Arguments
+				break
+			}
+		}
+	}
+	text = strings.TrimSpace(text)
+	if text == "" {
+		if msg.Refusal != "" {
+			return nil, u, c.fail(KindMalformed, 0, "", "the model refused: "+truncate(msg.Refusal, 200), nil)
+		}
+		return nil, u, c.fail(KindMalformed, 0, "", "the answer is empty", nil)
+	}
+	var v any
+	if err := json.Unmarshal([]byte(text), &v); err != nil {
+		return nil, u, c.fail(KindMalformed, 0, "", fmt.Sprintf("the answer is not JSON (%v): %s", err, truncate(text, 200)), err)
+	}
+	if req.Schema != nil {
+		if err := req.Schema.Validate(v); err != nil {
+			var ve *ValidationError
+			field := ""
+			if errors.As(err, &ve) {
+				field = ve.Field
+			}
+			return nil, u, c.fail(KindSchema, 0, field, err.Error(), err)
+		}
+	}
+	return json.RawMessage(text), u, nil
+}
+
+// reasoningModel: OpenAI's reasoning families take max_completion_tokens.
+func reasoningModel(name string) bool {
+	for _, p := range []string{"o1", "o3", "o4", "gpt-5"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *Client) fail(kind string, status int, field, msg string, err error) *Error {
+	return &Error{Model: c.model.String(), Provider: c.model.Provider, APIBase: c.model.APIBase, Kind: kind,
+		Status: status, Field: field, Message: msg, Err: err}
+}
+
+func (c *Client) classify(ctx context.Context, err error) *Error {
+	var ae *openai.APIError
+	var re *openai.RequestError
+	var ne net.Error
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &ae):
+		return c.fail(KindHTTP, ae.HTTPStatusCode, "", truncate(ae.Message, 300), err)
+	case errors.As(err, &re):
+		return c.fail(KindHTTP, re.HTTPStatusCode, "", truncate(strings.TrimSpace(string(re.Body)), 300), err)
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
+		return c.fail(KindTimeout, 0, "", fmt.Sprintf("no answer within %s", c.opts.Timeout), err)
+	case errors.As(err, &ne) && ne.Timeout():
+		return c.fail(KindTimeout, 0, "", fmt.Sprintf("no answer within %s", c.opts.Timeout), err)
+	case errors.As(err, &se), strings.Contains(err.Error(), "invalid character"), strings.Contains(err.Error(), "unexpected EOF") && !isNetErr(err):
+		return c.fail(KindMalformed, 0, "", "the response body is not a chat completion: "+err.Error(), err)
+	}
+	return c.fail(KindNetwork, 0, "", err.Error(), err)
+}
+
+func isNetErr(err error) bool {
+	var ne net.Error
+	var oe *net.OpError
+	return errors.As(err, &ne) || errors.As(err, &oe)
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+// retryAfterBox carries a response's Retry-After out of go-openai, whose
+// errors do not expose headers.
+type retryAfterBox struct {
+	mu sync.Mutex
+	d  time.Duration
+	ok bool
+}
+
+func (b *retryAfterBox) set(d time.Duration) { b.mu.Lock(); b.d, b.ok = d, true; b.mu.Unlock() }
+func (b *retryAfterBox) get() (time.Duration, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.d, b.ok
+}
+
+type boxKey struct{}
+
+func withRetryAfterBox(ctx context.Context, b *retryAfterBox) context.Context {
+	return context.WithValue(ctx, boxKey{}, b)
+}
+
+type retryAfterTransport struct{ inner http.RoundTripper }
+
+func (t retryAfterTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.inner.RoundTrip(r)
+	if err != nil || resp.StatusCode < 400 {
+		return resp, err
+	}
+	if b, ok := r.Context().Value(boxKey{}).(*retryAfterBox); ok {
+		if d, ok := ParseRetryAfter(resp.Header, time.Now()); ok {
+			b.set(d)
+		}
+	}
+	return resp, err
+}
+
+// ParseRetryAfter reads retry-after-ms (OpenAI) or Retry-After (seconds or
+// an HTTP date).
+func ParseRetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	if ms := h.Get("Retry-After-Ms"); ms != "" {
+		if f, err := strconv.ParseFloat(ms, 64); err == nil && f >= 0 {
+			return time.Duration(f * float64(time.Millisecond)), true
+		}
+	}
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 {
+		return time.Duration(f * float64(time.Second)), true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d, true
+		}
+		return 0, true
+	}
+	return 0, false
+}

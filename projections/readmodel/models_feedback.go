@@ -1,0 +1,107 @@
+package readmodel
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/criticml/critic/domain/events"
+)
+
+// LLMUsage is what a model's extraction cost with one LLM.
+type LLMUsage struct {
+	Model        string `json:"model"`
+	Calls        int    `json:"calls"`
+	InputTokens  int64  `json:"input_tokens"`
+	OutputTokens int64  `json:"output_tokens"`
+	CachedTokens int64  `json:"cached_input_tokens"`
+}
+
+// FeedbackEntry is one entry of RewardModelDetail.feedback: spec 001's
+// fields, then the finding's provenance.
+type FeedbackEntry struct {
+	TraceID            string                `json:"trace_id"`
+	StepIndex          int                   `json:"step_index"`
+	Label              string                `json:"label"`
+	Confidence         string                `json:"confidence"`
+	Source             string                `json:"source"`
+	EvidenceID         *string               `json:"evidence_id"`
+	EvidenceQuote      *string               `json:"evidence_quote"`
+	Reason             string                `json:"reason"`
+	ClassifierModel    string                `json:"classifier_model"`
+	IncludedInTraining bool                  `json:"included_in_training"`
+	ID                 string                `json:"id"`
+	StepID             string                `json:"step_id"`
+	ToolName           *string               `json:"tool_name"`
+	Outcome            string                `json:"outcome"`
+	PromptVersion      string                `json:"prompt_version"`
+	Criteria           []string              `json:"criteria"`
+	OriginalAction     string                `json:"original_action"`
+	AlternativeAction  *string               `json:"alternative_action"`
+	Review             *events.FindingReview `json:"review"`
+	Usage              *events.LLMUsage      `json:"usage"`
+}
+
+// feedbackOf fills a detail's learning report and usage.
+func (q *Queries) feedbackOf(ctx context.Context, d *RewardModelDetail) error {
+	var recorded bool
+	if err := q.pool.QueryRow(ctx, `SELECT feedback_recorded, feedback_unavailable FROM rm_reward_models WHERE id = $1`, d.ID).
+		Scan(&recorded, &d.FeedbackUnavailable); err != nil {
+		return err
+	}
+	d.LLMUsage = []LLMUsage{}
+	rows, err := q.pool.Query(ctx, `SELECT u.model, sum(u.calls), sum(u.input_tokens), sum(u.output_tokens), sum(u.cached_tokens)
+		FROM rm_model_llm_usage u JOIN rm_reward_models m ON m.id = u.model_id AND m.attempt = u.attempt
+		WHERE u.model_id = $1 GROUP BY u.model ORDER BY u.model`, d.ID)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var u LLMUsage
+		if err := rows.Scan(&u.Model, &u.Calls, &u.InputTokens, &u.OutputTokens, &u.CachedTokens); err != nil {
+			rows.Close()
+			return err
+		}
+		d.LLMUsage = append(d.LLMUsage, u)
+	}
+	rows.Close()
+	if !recorded {
+		d.Feedback = json.RawMessage("null")
+		return rows.Err()
+	}
+	rows, err = q.pool.Query(ctx, `SELECT f.finding, f.included FROM rm_model_findings f
+		JOIN rm_reward_models m ON m.id = f.model_id AND m.attempt = f.attempt
+		WHERE f.model_id = $1 ORDER BY f.seq, f.ord`, d.ID)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	out := []FeedbackEntry{}
+	for rows.Next() {
+		var raw []byte
+		var included bool
+		if err := rows.Scan(&raw, &included); err != nil {
+			return err
+		}
+		var f events.Finding
+		if err := json.Unmarshal(raw, &f); err != nil {
+			return err
+		}
+		e := FeedbackEntry{TraceID: f.TraceID, StepIndex: f.StepIndex, Label: f.Label, Confidence: f.Confidence, Source: f.Source,
+			EvidenceID: f.EvidenceID, EvidenceQuote: f.EvidenceQuote, Reason: f.Reason, ClassifierModel: f.ClassifierModel,
+			IncludedInTraining: included, ID: f.ID, StepID: f.StepID, Outcome: f.Outcome, PromptVersion: f.PromptVersion,
+			Criteria: f.Criteria, OriginalAction: f.OriginalAction, AlternativeAction: f.AlternativeAction, Review: f.Review, Usage: f.Usage}
+		if e.Criteria == nil {
+			e.Criteria = []string{}
+		}
+		if f.ToolName != "" {
+			e.ToolName = &f.ToolName
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	raw, err := json.Marshal(out)
+	d.Feedback = raw
+	return err
+}
