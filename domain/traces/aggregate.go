@@ -4,6 +4,7 @@
 package traces
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"sort"
@@ -21,7 +22,12 @@ type State struct {
 	Revision   int
 	ExternalID string
 	SourceID   string // explicit source id, preserved across upserts
-	Steps      []events.StepRecord
+	// Title, Metadata and Spans are the latest revision's, so a live source
+	// that re-sends the same trace can tell "nothing changed" from "changed".
+	Title    string
+	Metadata map[string]any
+	Spans    []domain.Span
+	Steps    []events.StepRecord
 	// OTelSpans holds the raw spans the live receiver stored, by span id.
 	OTelSpans map[string]json.RawMessage
 	// Annotations are the trace's live annotations, by id.
@@ -50,11 +56,13 @@ func (s *State) Apply(e events.Envelope) {
 		_ = e.Decode(&p)
 		s.ID, s.Exists, s.Revision, s.ExternalID, s.Steps = p.TraceID, true, p.Revision, p.ExternalID, p.Steps
 		s.SourceID = p.SourceID
+		s.Title, s.Metadata, s.Spans = p.Title, p.Metadata, p.Spans
 	case events.TraceRevised:
 		var p events.TraceRevisedV1
 		_ = e.Decode(&p)
 		s.Revision = p.Revision
 		s.SourceID = p.SourceID
+		s.Title, s.Metadata, s.Spans = p.Title, p.Metadata, p.Spans
 		if p.Mode == events.RevisionAppended {
 			s.Steps = append(s.Steps, p.Steps...)
 		} else {
@@ -63,6 +71,7 @@ func (s *State) Apply(e events.Envelope) {
 	case events.TraceDeleted:
 		s.Exists = false
 		s.Steps = nil
+		s.Title, s.Metadata, s.Spans = "", nil, nil
 		s.OTelSpans = nil
 		s.Annotations = nil
 	case events.AnnotationAdded:
@@ -103,6 +112,12 @@ type ImportInput struct {
 	Format           string
 	ExplicitSourceID string
 	NewID            func() string // fresh step ids; the command supplies them
+	// Live marks a trace rebuilt from a source that re-sends what it sent
+	// before (the OTLP receiver: exporters retry whole batches). Such a
+	// re-send must not cost the trace its step ids and review: the same
+	// trace is a no-op, one that only adds steps at the end appends, and only
+	// a change in earlier steps replaces them.
+	Live bool
 }
 
 // Decision is the event an import produces (Type, Payload), or none for a
@@ -168,6 +183,19 @@ func DecideImport(s State, in ImportInput) (Decision, error) {
 		}}, nil
 	}
 
+	if in.Live && extends(s.Steps, t.Steps) {
+		if len(t.Steps) == len(s.Steps) && title == s.Title && equalJSON(meta, s.Metadata) && equalJSON(t.Spans, s.Spans) {
+			return Decision{NoOp: true}, nil
+		}
+		// New steps at the end, or the same steps with a changed span tree,
+		// title or metadata (a root span arriving last): append, keeping ids.
+		return Decision{Type: events.TraceRevised, Payload: events.TraceRevisedV1{
+			TraceID: in.TraceID, Revision: s.Revision + 1, Mode: events.RevisionAppended,
+			Title: title, SourceFormat: in.Format, SourceID: sourceID, Metadata: meta,
+			Steps: records(t.Steps[len(s.Steps):], len(s.Steps), in.NewID), Spans: t.Spans,
+		}}, nil
+	}
+
 	removed := make([]string, len(s.Steps))
 	for i, st := range s.Steps {
 		removed[i] = st.ID
@@ -177,6 +205,53 @@ func DecideImport(s State, in ImportInput) (Decision, error) {
 		Title: title, SourceFormat: in.Format, SourceID: sourceID, Metadata: meta,
 		Steps: records(t.Steps, 0, in.NewID), RemovedStepIDs: removed, Spans: t.Spans,
 	}, Removals: s.stepAnnotationRemovals(in.TraceID)}, nil
+}
+
+// extends reports whether next holds every stored step, unchanged and in
+// place, possibly followed by more.
+func extends(stored []events.StepRecord, next []domain.Step) bool {
+	if len(next) < len(stored) {
+		return false
+	}
+	for i := range stored {
+		if !sameStep(stored[i].Step, next[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// equalJSON compares two values by what they say as JSON: a stored value has
+// been through jsonb (keys reordered, whitespace dropped, numbers kept as
+// json.Number) while a parsed one has not.
+func equalJSON(a, b any) bool {
+	ca, errA := canonical(a)
+	cb, errB := canonical(b)
+	return errA == nil && errB == nil && reflect.DeepEqual(ca, cb)
+}
+
+// SameSpanJSON reports whether a received span's OTLP/JSON says what its
+// stored copy (as read back from the log) says.
+func SameSpanJSON(stored, received json.RawMessage) bool {
+	return equalJSON(stored, received)
+}
+
+func canonical(v any) (any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out any
+	err = dec.Decode(&out)
+	if m, ok := out.(map[string]any); ok && len(m) == 0 {
+		out = nil // an empty object and an absent one read the same
+	}
+	if l, ok := out.([]any); ok && len(l) == 0 {
+		out = nil
+	}
+	return out, err
 }
 
 // stepAnnotationRemovals removes every step-level annotation: a replacement

@@ -130,3 +130,24 @@ func TestAnnotationRules(t *testing.T) {
 	var nf *domain.NotFoundError
 	require.ErrorAs(t, err, &nf)
 }
+
+func TestLiveTraceResendIsANoOpAndGrowthAppends(t *testing.T) {
+	base := stored(t, "a", "b")
+	newID := func() string { return "new" }
+	decide := func(contents ...string) Decision {
+		d, err := DecideImport(base, ImportInput{TraceID: "t1", Format: "claude_code", NewID: newID, Live: true,
+			Trace: domain.Trace{ExternalID: "sess", Steps: steps(contents...)}})
+		require.NoError(t, err)
+		return d
+	}
+	require.True(t, decide("a", "b").NoOp, "the same trace re-sent")
+	p := decide("a", "b", "c").Payload.(events.TraceRevisedV1)
+	require.Equal(t, events.RevisionAppended, p.Mode)
+	require.Len(t, p.Steps, 1)
+	require.Equal(t, 2, p.Steps[0].Index)
+	p = decide("a", "X").Payload.(events.TraceRevisedV1)
+	require.Equal(t, events.RevisionReplaced, p.Mode, "a changed earlier step replaces")
+	require.Equal(t, []string{"s0", "s1"}, p.RemovedStepIDs)
+	p = decide("a").Payload.(events.TraceRevisedV1)
+	require.Equal(t, events.RevisionReplaced, p.Mode, "a shorter trace is a change, not a re-send")
+}

@@ -60,7 +60,12 @@ func (w *Waiter) broadcast() {
 
 // Wait blocks until eventID is applied, or fails with UnavailableError after
 // the timeout (the write is stored; only the read lags).
+// An empty eventID is a command that appended nothing: there is nothing to
+// wait for.
 func (w *Waiter) Wait(ctx context.Context, eventID string) error {
+	if eventID == "" {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
 	poll := 2 * time.Millisecond
