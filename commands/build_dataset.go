@@ -21,7 +21,7 @@ func DatasetKey(ownerID, modelID string, attempt int) string {
 // BuildDataset builds the current attempt's dataset from the log as of the
 // event that queued it (the request or the retry), stores it in the blob
 // store and appends dataset_built — or fails the attempt, before any model
-// is loaded, when it has too few pairs. A model that already has its
+// is loaded, when it has too few pairs or the log cannot give its traces. A model that already has its
 // dataset, or is no longer queued, is left alone (duplicate deliveries).
 func (c *Commands) BuildDataset(ctx context.Context, modelID string) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
@@ -46,7 +46,19 @@ func (c *Commands) BuildDataset(ctx context.Context, modelID string) (Result, er
 			return c.appendToModel(ctx, Actor{}, st, events.RewardModelTrainingFailed, p)
 		}
 		if err != nil {
-			return Result{}, err
+			if ctx.Err() != nil {
+				return Result{}, err
+			}
+			// The log cannot give this dataset (an unreadable payload, a
+			// missing claim-check blob): redelivering would only fail again,
+			// so the model fails with the reason and `retry` rebuilds it
+			// once the cause is fixed.
+			p, derr := rewardmodels.DecideFail(st, st.Attempt, "", events.FailureDataset,
+				"the training dataset could not be built from the log: "+err.Error()+"; fix the cause, then retry the model")
+			if derr != nil {
+				return Result{}, derr
+			}
+			return c.appendToModel(ctx, Actor{}, st, events.RewardModelTrainingFailed, p)
 		}
 		raw, err := json.Marshal(ds)
 		if err != nil {

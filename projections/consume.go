@@ -3,7 +3,6 @@ package projections
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -23,7 +22,7 @@ type Applier interface {
 	Apply(ctx context.Context, envs []events.Envelope) error
 }
 
-// Batch limits of Run. A batch is one transaction of the projection, so a
+// Batch limits of Guard.Run. A batch is one transaction of the projection, so a
 // bulk import of a few thousand traces lands in a handful of transactions;
 // the short wait only gathers what is already in flight and keeps the
 // latency of a single event low.
@@ -31,19 +30,6 @@ const (
 	maxBatch = 2000
 	maxWait  = time.Millisecond
 )
-
-// Run feeds a projection from the bus until ctx ends.
-func Run(ctx context.Context, consume ConsumeFunc, topic string, a Applier) error {
-	return consume(ctx, topic, maxBatch, maxWait, func(ctx context.Context, batch []*message.Message) error {
-		envs := make([]events.Envelope, len(batch))
-		for i, m := range batch {
-			if err := DecodeEnvelope(m.Payload, &envs[i]); err != nil {
-				return fmt.Errorf("decode event %s: %w", m.UUID, err)
-			}
-		}
-		return a.Apply(ctx, envs)
-	})
-}
 
 // DecodeEnvelope decodes a bus message into e, exactly as json.Unmarshal
 // would. The common shape (what the relay writes: known keys, plain ASCII

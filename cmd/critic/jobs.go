@@ -24,9 +24,10 @@ func startJobs(a *apiserver.Server, in *infra) {
 	}
 	d := jobdispatch.New(a.Cmds, a.Publisher, in.log)
 	a.Go("dispatch", func() error {
-		return projections.Run(a.Ctx, func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
-			return sub.ConsumeBatches(ctx, topic, n, wait, h)
-		}, relay.Topic, d)
+		return projections.NewGuard(jobdispatch.Name, in.pool, in.store, d, in.log, projections.GuardOptions{}).Run(a.Ctx,
+			func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
+				return sub.ConsumeBatches(ctx, topic, n, wait, h)
+			}, relay.Topic)
 	}, sub.Close)
 	a.Go("lease-sweeper", func() error {
 		return jobdispatch.SweepLeases(a.Ctx, a.Queries, a.Cmds, time.Second, in.cfg.WorkerLease, in.log)

@@ -60,6 +60,9 @@ type Config struct {
 	// its snapshot consumer group is snapshot-<InstanceID> and sees every
 	// partition (DESIGN §1: each API instance keeps its own snapshots).
 	InstanceID string
+	// Guard bounds how often a projection retries a failing event before
+	// parking it; the zero value is production's.
+	Guard projections.GuardOptions
 }
 
 // Deps is the infrastructure the caller opened and still owns (Shutdown does
@@ -151,9 +154,10 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 
 	s.goRun("relay", func() error { return relay.New("kafka", deps.Store, pub, log).Run(ctx) })
 	s.goRun("readmodel", func() error {
-		return projections.Run(ctx, func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
-			return sub.ConsumeBatches(ctx, topic, n, wait, h)
-		}, relay.Topic, proj)
+		return projections.NewGuard(readmodel.Name, deps.Pool, deps.Store, proj, log, cfg.Guard).Run(ctx,
+			func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
+				return sub.ConsumeBatches(ctx, topic, n, wait, h)
+			}, relay.Topic)
 	})
 	s.goRun("waiter", func() error { s.Waiter.Listen(ctx); return nil })
 
@@ -174,9 +178,10 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		s.closers = append([]func() error{snapSub.Close}, s.closers...)
 		snapProj := snapshot.New(snaps, deps.Blobs, log)
 		s.goRun("snapshot", func() error {
-			return projections.Run(ctx, func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
-				return snapSub.ConsumeBatches(ctx, topic, n, wait, h)
-			}, relay.Topic, snapProj)
+			return projections.NewGuard(group, deps.Pool, deps.Store, snapProj, log, cfg.Guard).Run(ctx,
+				func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
+					return snapSub.ConsumeBatches(ctx, topic, n, wait, h)
+				}, relay.Topic)
 		})
 	}
 

@@ -284,3 +284,40 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Blobs exposes the blob store consumers use to resolve claim checks.
 func (s *Store) Blobs() blob.Store { return s.blobs }
+
+// ReadByID returns one event as stored (claim check unresolved), or
+// pgx.ErrNoRows. A projection retrying an event it parked reads it here: the
+// log, not the bus message, is the truth.
+func (s *Store) ReadByID(ctx context.Context, id string) (events.Envelope, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE id = $1", uuidArg(id))
+	if err != nil {
+		return events.Envelope{}, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return events.Envelope{}, err
+		}
+		return events.Envelope{}, pgx.ErrNoRows
+	}
+	return scanEnvelope(rows)
+}
+
+// ReadOwnerAfter is ReadAfter for one owner: the events a projection held
+// back for that owner while one of them was parked.
+func (s *Store) ReadOwnerAfter(ctx context.Context, owner string, after int64, limit int) ([]events.Envelope, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE owner_id = $1 AND seq > $2 ORDER BY seq LIMIT $3", uuidArg(owner), after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []events.Envelope
+	for rows.Next() {
+		e, err := scanEnvelope(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
