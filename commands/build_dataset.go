@@ -104,21 +104,22 @@ func (c *Commands) Dataset(ctx context.Context, st rewardmodels.State, asOf int6
 	if err != nil {
 		return rewardmodels.Dataset{}, err
 	}
-	fold := func(stream string) traces.State {
-		var s traces.State
-		for _, e := range loaded[stream] {
-			s.Apply(e)
-		}
-		return s
-	}
 	var selected, every []traces.State
 	for _, id := range st.Requested.TraceIDs {
-		if s := fold(events.TraceStream(id)); s.Exists {
+		s, err := traces.Fold(id, loaded[events.TraceStream(id)])
+		if err != nil {
+			return rewardmodels.Dataset{}, err
+		}
+		if s.Exists {
 			selected = append(selected, s)
 		}
 	}
 	for _, stream := range all {
-		if s := fold(stream); s.Exists {
+		s, err := traces.Fold("", loaded[stream])
+		if err != nil {
+			return rewardmodels.Dataset{}, err
+		}
+		if s.Exists {
 			every = append(every, s)
 		}
 	}

@@ -43,9 +43,9 @@ func (c *Commands) ReceiveOTelSpans(ctx context.Context, actor Actor, raws []for
 		var evs []events.New
 		for i, hexID := range order {
 			traceID := TraceIDFor(actor.UserID, hexID)
-			st := traces.State{ID: traceID}
-			for _, e := range loaded[streams[i]] {
-				st.Apply(e)
+			st, err := traces.Fold(traceID, loaded[streams[i]])
+			if err != nil {
+				return Result{}, err
 			}
 			expected[streams[i]] = st.Version
 

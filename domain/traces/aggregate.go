@@ -45,21 +45,27 @@ type Annotation struct {
 	AuthorID       string
 }
 
-// Apply folds one event of the trace's stream into the state. Appliers never
-// fail: an event in the log is a fact.
-func (s *State) Apply(e events.Envelope) {
+// Apply folds one event of the trace's stream into the state. An event in
+// the log is a fact, so the only failure is a payload that cannot be read
+// (an UnreadableError): the caller must stop rather than decide on a state
+// that silently misses it, exactly as the read model stops on it.
+func (s *State) Apply(e events.Envelope) error {
 	s.Version = e.Version
 	s.OwnerID = e.OwnerID
 	switch e.Type {
 	case events.TraceImported:
 		var p events.TraceImportedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		s.ID, s.Exists, s.Revision, s.ExternalID, s.Steps = p.TraceID, true, p.Revision, p.ExternalID, p.Steps
 		s.SourceID = p.SourceID
 		s.Title, s.Metadata, s.Spans = p.Title, p.Metadata, p.Spans
 	case events.TraceRevised:
 		var p events.TraceRevisedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		s.Revision = p.Revision
 		s.SourceID = p.SourceID
 		s.Title, s.Metadata, s.Spans = p.Title, p.Metadata, p.Spans
@@ -76,24 +82,32 @@ func (s *State) Apply(e events.Envelope) {
 		s.Annotations = nil
 	case events.AnnotationAdded:
 		var p events.AnnotationAddedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		if s.Annotations == nil {
 			s.Annotations = map[string]*Annotation{}
 		}
 		s.Annotations[p.AnnotationID] = &Annotation{ID: p.AnnotationID, StepID: p.StepID, Rating: p.Rating, Comment: p.Comment, AuthorID: p.AuthorID}
 	case events.AnnotationEdited:
 		var p events.AnnotationEditedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		if a := s.Annotations[p.AnnotationID]; a != nil {
 			a.Rating, a.Comment, a.LabelError, a.LabelErrorNote = p.Rating, p.Comment, p.LabelError, p.LabelErrorNote
 		}
 	case events.AnnotationRemoved:
 		var p events.AnnotationRemovedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		delete(s.Annotations, p.AnnotationID)
 	case events.OTelSpansReceived:
 		var p events.OTelSpansReceivedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		s.ID = p.TraceID
 		s.ExternalID = p.OTelTraceID
 		if s.OTelSpans == nil {
@@ -103,6 +117,7 @@ func (s *State) Apply(e events.Envelope) {
 			s.OTelSpans[sp.SpanID] = sp.JSON
 		}
 	}
+	return nil
 }
 
 // ImportInput is one parsed trace with what the request said about it.
@@ -313,4 +328,16 @@ func copyMap(m map[string]any) map[string]any {
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
+}
+
+// Fold rebuilds a trace's state from its stream (id is the trace's, for a
+// stream that may be empty).
+func Fold(id string, stream []events.Envelope) (State, error) {
+	s := State{ID: id}
+	for _, e := range stream {
+		if err := s.Apply(e); err != nil {
+			return State{}, err
+		}
+	}
+	return s, nil
 }

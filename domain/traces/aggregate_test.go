@@ -151,3 +151,20 @@ func TestLiveTraceResendIsANoOpAndGrowthAppends(t *testing.T) {
 	p = decide("a").Payload.(events.TraceRevisedV1)
 	require.Equal(t, events.RevisionReplaced, p.Mode, "a shorter trace is a change, not a re-send")
 }
+
+// TestUnreadableEventStopsTheFold: the command side meets a payload that
+// does not decode as the read model does, as an error naming the event,
+// instead of deciding on a state that silently misses it.
+func TestUnreadableEventStopsTheFold(t *testing.T) {
+	good := stored(t, "a")
+	raw, _ := json.Marshal(events.TraceImportedV1{TraceID: "t1", Revision: 1})
+	_, err := Fold("t1", []events.Envelope{
+		{ID: "e1", Stream: "trace/t1", Type: events.TraceImported, Version: 1, Payload: raw},
+		{ID: "e2", Stream: "trace/t1", Type: events.AnnotationAdded, Version: 2, Payload: json.RawMessage(`{"annotation_id": 7}`)},
+	})
+	var ue *events.UnreadableError
+	require.ErrorAs(t, err, &ue)
+	require.Equal(t, "e2", ue.EventID)
+	require.Contains(t, err.Error(), "event e2 (annotation.added.v1) of trace/t1 cannot be read")
+	require.True(t, good.Exists)
+}

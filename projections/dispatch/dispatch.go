@@ -78,20 +78,20 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		var p struct {
 			ModelID string `json:"model_id"`
 		}
-		if err := json.Unmarshal(e.Payload, &p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		_, err := d.cmds.BuildDataset(ctx, p.ModelID)
 		return err
 	case events.RewardModelDatasetBuilt:
 		var p events.RewardModelDatasetBuiltV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		return d.publish(TrainTopic, p.ModelID, TrainJob{ModelID: p.ModelID, Attempt: p.Attempt, OwnerID: e.OwnerID})
 	case events.ScoringRunRequested:
 		var p events.ScoringRunRequestedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		return d.publish(ScoreTopic, p.RunID, ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})

@@ -144,7 +144,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 	switch e.Type {
 	case events.UserCreated:
 		var p events.UserCreatedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO rm_users (id, name, reward_models_enabled, created_at) VALUES ($1, $2, $3, $4)
@@ -152,7 +152,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return err
 	case events.APIKeyIssued:
 		var p events.APIKeyIssuedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO rm_api_keys (key_hash, key_id, user_id, read_only, created_at) VALUES ($1, $2, $3, $4, $5)
@@ -160,14 +160,14 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return err
 	case events.APIKeyRevoked:
 		var p events.APIKeyRevokedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE rm_api_keys SET revoked = true WHERE key_id = $1`, p.KeyID)
 		return err
 	case events.UserRewardModelsEnabledChanged:
 		var p events.UserRewardModelsEnabledChangedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE rm_users SET reward_models_enabled = $2 WHERE id = $1`, p.UserID, p.Enabled)
@@ -190,7 +190,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return insertSpans(ctx, tx, p.TraceID, p.Spans)
 	case events.TraceRevised:
 		var p events.TraceRevisedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		if p.Mode != events.RevisionAppended {
@@ -224,7 +224,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return insertSpans(ctx, tx, p.TraceID, p.Spans)
 	case events.TraceDeleted:
 		var p events.TraceDeletedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		for _, q := range []string{`DELETE FROM rm_steps WHERE trace_id = $1`, `DELETE FROM rm_spans WHERE trace_id = $1`,
@@ -236,7 +236,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		}
 	case events.TraceSourceRenamed:
 		var p events.TraceSourceRenamedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO rm_trace_sources (owner_id, source_id, name) VALUES ($1, $2, $3)
@@ -244,7 +244,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return err
 	case events.AnnotationAdded:
 		var p events.AnnotationAddedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		var quote any
@@ -258,7 +258,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return err
 	case events.AnnotationEdited:
 		var p events.AnnotationEditedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE rm_annotations SET rating = $2, comment = $3, label_error = $4, label_error_note = $5 WHERE id = $1`,
@@ -266,7 +266,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return err
 	case events.AnnotationRemoved:
 		var p events.AnnotationRemovedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `DELETE FROM rm_annotations WHERE id = $1`, p.AnnotationID)

@@ -20,7 +20,7 @@ func decodeImported(e events.Envelope, p *importedTrace) error {
 		return nil
 	}
 	*p = importedTrace{}
-	return e.Decode(p)
+	return e.DecodeOrFail(p)
 }
 
 type scanner struct {
