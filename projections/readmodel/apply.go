@@ -11,6 +11,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/jsonscan"
 )
 
 // writer applies events inside one transaction. Step rows of imports are
@@ -99,24 +100,17 @@ func (w *writer) bufferImportedSteps(traceID, ownerID string, steps []importedSt
 // for an absent, null or empty object, the JSON text otherwise (jsonb
 // normalizes it exactly as it would the re-encoded map).
 func rawObjectOrNil(raw json.RawMessage) (any, error) {
-	i := skipSpace(raw, 0)
+	i := jsonscan.SkipSpace(raw, 0)
 	if i == len(raw) || string(raw[i:]) == "null" {
 		return nil, nil
 	}
 	if raw[i] != '{' {
 		return nil, fmt.Errorf("expected a JSON object")
 	}
-	if j := skipSpace(raw, i+1); j < len(raw) && raw[j] == '}' {
+	if j := jsonscan.SkipSpace(raw, i+1); j < len(raw) && raw[j] == '}' {
 		return nil, nil
 	}
 	return string(raw), nil
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
 }
 
 // uuidArg passes a uuid column's value in binary form: pgx cannot encode a
