@@ -14,11 +14,12 @@ import (
 // holds every kind of event the API can produce today — accounts, keys, the
 // reward-model switch, imports, re-imports, deletions, source names, OTLP
 // spans, session sync, annotations added, edited and removed (by hand and by
-// a re-import), reward models queued, succeeded, failed and retried, trace
+// a re-import), reward models queued, running, succeeded, failed and
+// retried, heartbeats, trace
 // and action scores, scoring runs — then rebuilds the read model from the
 // log and requires every read-model table to be identical, row for row.
 func TestReplayEqualsTheLiveReadModel(t *testing.T) {
-	in, kafkaPort := startServeForJobs(t)
+	in, kafkaPort := startServeForJobs(t, "CRITIC_WORKER_LEASE=60s")
 	key := in.newUser("replayer", false)
 	out, err := in.cli("users", "issue-key", "--name", "replayer", "--read-only-key")
 	require.NoError(t, err, out)
@@ -50,9 +51,13 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	in.waitModel(t, key, few, "failed")
 	require.Equal(t, http.StatusAccepted, in.do("POST", "/api/v1/rm/reward-models/"+few+"/retry", key, nil).Status)
 	in.waitModel(t, key, few, "failed")
-	// Queued: no worker left to claim it.
+	// Running: the worker dies mid-training; the lease (a minute here)
+	// has not run out when the replay runs.
+	running := longTraining(t, in, key, ids, sizedBase(t, in, "64", "2"))
+	in.waitRunningWithProgress(t, key, running)
 	require.NoError(t, worker.Process.Kill())
 	_, _ = worker.Process.Wait()
+	// Queued: no worker left to claim it.
 	r = in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "waiting", "trace_ids": ids, "base_model": base})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	queued := r.JSON(t)["id"].(string)
@@ -106,7 +111,7 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	for _, typ := range []string{"user.created.v1", "api_key.issued.v1", "user.reward_models_enabled_changed.v1",
 		"trace.imported.v1", "trace.revised.v1", "trace.deleted.v1", "trace_source.renamed.v1", "otel.spans_received.v1",
 		"annotation.added.v1", "annotation.edited.v1", "annotation.removed.v1",
-		"reward_model.requested.v1", "reward_model.dataset_built.v1", "reward_model.training_started.v1",
+		"reward_model.requested.v1", "reward_model.dataset_built.v1", "reward_model.training_started.v1", "reward_model.heartbeat.v1",
 		"reward_model.training_succeeded.v1", "reward_model.training_failed.v1", "reward_model.retried.v1",
 		"scores.traces_scored.v1", "scores.actions_scored.v1",
 		"scoring_run.requested.v1", "scoring_run.started.v1", "scoring_run.succeeded.v1"} {
@@ -125,7 +130,7 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 		statuses = append(statuses, s)
 	}
 	rows.Close()
-	require.Equal(t, []string{"failed", "queued", "succeeded"}, statuses)
+	require.Equal(t, []string{"failed", "queued", "running", "succeeded"}, statuses)
 
 	before := dumpReadModel(t, in)
 	for _, table := range []string{"rm_users", "rm_api_keys", "rm_traces", "rm_steps", "rm_spans", "rm_annotations", "rm_trace_sources",
