@@ -343,13 +343,31 @@ func TestChaos(t *testing.T) {
 	}
 	// Let every model finish (a killed worker's lease expires and fails it),
 	// then let the projections drain: no more events, all applied.
-	require.Eventually(t, func() bool {
-		return q(`SELECT count(*) FROM rm_reward_models WHERE status IN ('queued', 'running')`) == 0
-	}, 90*time.Second, 200*time.Millisecond, "models still queued or running")
+	for deadline := time.Now().Add(90 * time.Second); q(`SELECT count(*) FROM rm_reward_models WHERE status IN ('queued', 'running')`) > 0; {
+		if time.Now().After(deadline) {
+			var detail string
+			_ = pool.QueryRow(context.Background(), `SELECT string_agg(m.id || ' ' || m.status || ': ' || (SELECT string_agg(e.type || '@' || e.seq, ' ' ORDER BY e.seq)
+				FROM events e WHERE e.stream = 'reward_model/' || m.id), E'\n') FROM rm_reward_models m WHERE m.status IN ('queued', 'running')`).Scan(&detail)
+			t.Fatalf("models still queued or running:\n%s", detail)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	worker.stop()
-	require.Eventually(t, func() bool {
-		return q(`SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM readmodel_applied a WHERE a.event_id = e.id)`) == 0
-	}, 60*time.Second, 200*time.Millisecond, "the read model never caught up with the log")
+	unapplied := func() int {
+		return q(`SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM readmodel_applied a WHERE a.event_id = e.id)`)
+	}
+	deadline := time.Now().Add(120 * time.Second) // a consumer group re-forms after a kill -9 only once the dead member's session times out
+	for unapplied() > 0 {
+		if time.Now().After(deadline) {
+			var detail string
+			_ = pool.QueryRow(context.Background(), `SELECT format('%s unapplied events, seq %s..%s, types %s; relay cursor %s; log max seq %s',
+				count(*), min(seq), max(seq), string_agg(DISTINCT type, ','), (SELECT string_agg(name || '=' || seq, ',') FROM relay_cursor),
+				(SELECT max(seq) FROM events))
+				FROM events e WHERE NOT EXISTS (SELECT 1 FROM readmodel_applied a WHERE a.event_id = e.id)`).Scan(&detail)
+			t.Fatalf("the read model never caught up with the log: %s", detail)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	require.Zero(t, q(`SELECT count(*) FROM projection_parked`), "nothing was parked")
 
 	// Every acknowledged write is there, once.
