@@ -42,8 +42,9 @@ type Guard struct {
 	log   *slog.Logger
 	opts  GuardOptions
 
-	mu   sync.Mutex // one batch or one operator retry at a time
-	held map[string]string
+	mu     sync.Mutex        // one batch or one operator retry at a time
+	held   map[string]string // owner → its parked event
+	loaded bool              // held was read from projection_parked
 }
 
 // GuardOptions bound the retries before an event is parked.
@@ -75,8 +76,11 @@ func NewGuard(name string, pool *pgxpool.Pool, store *eventstore.Store, a Applie
 // Run feeds the projection from the bus and serves operator retries until
 // ctx ends.
 func (g *Guard) Run(ctx context.Context, consume ConsumeFunc, topic string) error {
-	if err := g.loadHeld(ctx); err != nil {
-		return fmt.Errorf("%s: load parked events: %w", g.name, err)
+	g.mu.Lock()
+	err := g.loadHeld(ctx)
+	g.mu.Unlock()
+	if err != nil {
+		return err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -85,18 +89,21 @@ func (g *Guard) Run(ctx context.Context, consume ConsumeFunc, topic string) erro
 		defer close(done)
 		g.serveRetries(ctx)
 	}()
-	err := consume(ctx, topic, maxBatch, maxWait, g.Handle)
+	err = consume(ctx, topic, maxBatch, maxWait, g.Handle)
 	cancel()
 	<-done
 	return err
 }
 
+// loadHeld reads which owners are held from projection_parked (g.mu held):
+// parked events outlive the process.
 func (g *Guard) loadHeld(ctx context.Context) error {
 	rows, err := g.pool.Query(ctx, `SELECT DISTINCT ON (owner_id) owner_id::text, event_id::text FROM projection_parked
 		WHERE projection = $1 ORDER BY owner_id, seq`, g.name)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s: load parked events: %w", g.name, err)
 	}
+	defer rows.Close()
 	held := map[string]string{}
 	for rows.Next() {
 		var owner, id string
@@ -106,11 +113,9 @@ func (g *Guard) loadHeld(ctx context.Context) error {
 		held[owner] = id
 	}
 	if err := rows.Err(); err != nil {
-		return err
+		return fmt.Errorf("%s: load parked events: %w", g.name, err)
 	}
-	g.mu.Lock()
-	g.held = held
-	g.mu.Unlock()
+	g.held, g.loaded = held, true
 	return nil
 }
 
@@ -120,6 +125,11 @@ func (g *Guard) loadHeld(ctx context.Context) error {
 func (g *Guard) Handle(ctx context.Context, batch []*message.Message) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if !g.loaded {
+		if err := g.loadHeld(ctx); err != nil {
+			return err
+		}
+	}
 	envs := make([]events.Envelope, 0, len(batch))
 	var maxSeq int64
 	for _, m := range batch {
@@ -272,6 +282,11 @@ func (g *Guard) RetryRequested(ctx context.Context) error {
 func (g *Guard) retry(ctx context.Context, id string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if !g.loaded {
+		if err := g.loadHeld(ctx); err != nil {
+			return err
+		}
+	}
 	e, err := g.store.ReadByID(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		_, err = g.pool.Exec(ctx, `UPDATE projection_parked SET retry_requested_at = NULL, error = 'the event is not in the log' WHERE projection = $1 AND event_id = $2`, g.name, id)
