@@ -45,20 +45,23 @@ func (c *Commands) BuildDataset(ctx context.Context, modelID string) (Result, er
 			}
 			return c.appendToModel(ctx, Actor{}, st, events.RewardModelTrainingFailed, p)
 		}
-		if err != nil {
-			if ctx.Err() != nil {
-				return Result{}, err
-			}
+		var unreadable *events.UnreadableError
+		if errors.As(err, &unreadable) {
 			// The log cannot give this dataset (an unreadable payload, a
-			// missing claim-check blob): redelivering would only fail again,
-			// so the model fails with the reason and `retry` rebuilds it
-			// once the cause is fixed.
+			// missing or corrupt claim-check blob): redelivering would only
+			// fail again, so the model fails with the reason and `retry`
+			// rebuilds it once the cause is fixed. Other errors (the
+			// database or blob store unreachable) are retried by the
+			// projection.
 			p, derr := rewardmodels.DecideFail(st, st.Attempt, "", events.FailureDataset,
 				"the training dataset could not be built from the log: "+err.Error()+"; fix the cause, then retry the model")
 			if derr != nil {
 				return Result{}, derr
 			}
 			return c.appendToModel(ctx, Actor{}, st, events.RewardModelTrainingFailed, p)
+		}
+		if err != nil {
+			return Result{}, err
 		}
 		raw, err := json.Marshal(ds)
 		if err != nil {

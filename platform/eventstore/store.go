@@ -178,12 +178,17 @@ func Resolve(ctx context.Context, blobs blob.Store, e events.Envelope) (events.E
 		return e, nil
 	}
 	raw, err := blobs.Get(ctx, cc.ClaimCheck.Key)
+	if errors.Is(err, blob.ErrNotFound) {
+		// Gone, not unreachable: retrying will not bring it back.
+		return e, &events.UnreadableError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Err: fmt.Errorf("fetch claim-checked payload: %w", err)}
+	}
 	if err != nil {
 		return e, fmt.Errorf("event %s: fetch claim-checked payload: %w", e.ID, err)
 	}
 	sum := sha256.Sum256(raw)
 	if hex.EncodeToString(sum[:]) != cc.ClaimCheck.SHA256 {
-		return e, fmt.Errorf("event %s: claim-checked payload %s fails its SHA-256 check", e.ID, cc.ClaimCheck.Key)
+		return e, &events.UnreadableError{EventID: e.ID, Type: e.Type, Stream: e.Stream,
+			Err: fmt.Errorf("claim-checked payload %s fails its SHA-256 check", cc.ClaimCheck.Key)}
 	}
 	e.Payload = raw
 	return e, nil
