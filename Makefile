@@ -60,3 +60,6 @@ bench-train: ## reward-model train step (tiny config) GoMLX vs PyTorch, same CPU
 
 bench-score: deps ## 10,000 traces scored through the whole pipeline vs the engine's raw scoring
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkScore -benchtime 1x -timeout 30m ./e2e/
+
+chaos: deps ## kill -9 the API, a consumer and the worker under load; every acknowledged write survives (CRITIC_CHAOS_SEED=N repeats)
+	CRITIC_CHAOS=1 $(GO) test -count=1 -run '^TestChaos$$' -v -timeout 10m ./e2e/
