@@ -98,3 +98,6 @@ bench-score: deps ## 10,000 traces scored through the whole pipeline vs the engi
 
 bench-assess: ## automatic annotation (labels → step scores, sections) of a 2,640-step labeled session vs JSON-encoding it
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkAssessLargeSession -benchtime 3x ./domain/assessment/
+
+chaos: deps ## kill -9 the API, a consumer and the worker under load; every acknowledged write survives (CRITIC_CHAOS_SEED=N repeats)
+	CRITIC_CHAOS=1 $(GO) test -count=1 -run '^TestChaos$$' -v -timeout 10m ./e2e/

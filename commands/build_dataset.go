@@ -21,7 +21,7 @@ func DatasetKey(ownerID, modelID string, attempt int) string {
 // BuildDataset builds the current attempt's dataset from the log as of the
 // event that queued it (the request or the retry), stores it in the blob
 // store and appends dataset_built — or fails the attempt, before any model
-// is loaded, when it has too few pairs. A model that already has its
+// is loaded, when it has too few pairs or the log cannot give its traces. A model that already has its
 // dataset, or is no longer queued, is left alone (duplicate deliveries).
 func (c *Commands) BuildDataset(ctx context.Context, modelID string) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
@@ -43,6 +43,21 @@ func (c *Commands) BuildDataset(ctx context.Context, modelID string) (Result, er
 		var few *rewardmodels.TooFewPairsError
 		if errors.As(err, &few) {
 			p, derr := rewardmodels.DecideFail(st, st.Attempt, "", events.FailureTooFewPairs, few.Error())
+			if derr != nil {
+				return Result{}, derr
+			}
+			return c.appendToModel(ctx, Actor{}, st, events.RewardModelTrainingFailed, p)
+		}
+		var unreadable *events.UnreadableError
+		if errors.As(err, &unreadable) {
+			// The log cannot give this dataset (an unreadable payload, a
+			// missing or corrupt claim-check blob): redelivering would only
+			// fail again, so the model fails with the reason and `retry`
+			// rebuilds it once the cause is fixed. Other errors (the
+			// database or blob store unreachable) are retried by the
+			// projection.
+			p, derr := rewardmodels.DecideFail(st, st.Attempt, "", events.FailureDataset,
+				"the training dataset could not be built from the log: "+err.Error()+"; fix the cause, then retry the model")
 			if derr != nil {
 				return Result{}, derr
 			}
@@ -120,20 +135,21 @@ func (c *Commands) selection(ctx context.Context, st rewardmodels.State, asOf in
 	if err != nil {
 		return nil, nil, err
 	}
-	fold := func(stream string) traces.State {
-		var s traces.State
-		for _, e := range loaded[stream] {
-			s.Apply(e)
-		}
-		return s
-	}
 	for _, id := range st.Requested.TraceIDs {
-		if s := fold(events.TraceStream(id)); s.Exists {
+		s, err := traces.Fold(id, loaded[events.TraceStream(id)])
+		if err != nil {
+			return nil, nil, err
+		}
+		if s.Exists {
 			selected = append(selected, s)
 		}
 	}
 	for _, stream := range all {
-		if s := fold(stream); s.Exists {
+		s, err := traces.Fold("", loaded[stream])
+		if err != nil {
+			return nil, nil, err
+		}
+		if s.Exists {
 			every = append(every, s)
 		}
 	}

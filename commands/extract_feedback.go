@@ -187,9 +187,9 @@ func (c *Commands) RecordFeedback(ctx context.Context, workerID, modelID string,
 			if err != nil {
 				return Result{}, err
 			}
-			var s traces.State
-			for _, e := range loaded[events.TraceStream(id)] {
-				s.Apply(e)
+			s, err := traces.Fold("", loaded[events.TraceStream(id)])
+			if err != nil {
+				return Result{}, err
 			}
 			if s.Exists {
 				ft := rewardmodels.FeedbackTrace(s)

@@ -123,10 +123,11 @@ func (c *Commands) decideImports(ctx context.Context, actor Actor, parsed []doma
 		stream := events.TraceStream(ids[i])
 		st := states[stream]
 		if st == nil {
-			st = &traces.State{ID: ids[i]}
-			for _, e := range loaded[stream] {
-				st.Apply(e)
+			folded, err := traces.Fold(ids[i], loaded[stream])
+			if err != nil {
+				return nil, nil, nil, err
 			}
+			st = &folded
 			if st.Version > 0 && st.OwnerID != actor.UserID {
 				// Cannot happen with owner-derived ids; refuse rather than cross owners.
 				return nil, nil, nil, domain.NotFound("trace", ids[i])
@@ -152,17 +153,25 @@ func (c *Commands) decideImports(ctx context.Context, actor Actor, parsed []doma
 		if occurrences[ids[i]]--; occurrences[ids[i]] > 0 {
 			// A later line of the same payload touches this trace again: it
 			// must decide on the state these events produce.
-			apply(st, actor.UserID, d.Type, d.Payload)
+			if err := apply(st, actor.UserID, d.Type, d.Payload); err != nil {
+				return nil, nil, nil, err
+			}
 			for _, rm := range d.Removals {
-				apply(st, actor.UserID, events.AnnotationRemoved, rm)
+				if err := apply(st, actor.UserID, events.AnnotationRemoved, rm); err != nil {
+					return nil, nil, nil, err
+				}
 			}
 		}
 	}
 	return out, evs, expected, nil
 }
 
-// apply folds a decided (not yet stored) event into an in-memory state.
-func apply(st *traces.State, owner, typ string, payload any) {
-	raw, _ := json.Marshal(payload)
-	st.Apply(events.Envelope{Type: typ, Version: st.Version + 1, OwnerID: owner, Payload: raw})
+// apply folds a decided (not yet stored) event into an in-memory state; it
+// was encoded here a moment ago, so it decodes.
+func apply(st *traces.State, owner, typ string, payload any) error {
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return err
+	}
+	return st.Apply(events.Envelope{Type: typ, Version: st.Version + 1, OwnerID: owner, Payload: raw})
 }

@@ -15,6 +15,12 @@ import (
 // trace id, format otel). A trace whose spans carry no LLM messages yet is
 // stored but not listed. If any touched trace fails to build, nothing of the
 // request is stored.
+//
+// Exporters retry whole batches, so a request may repeat spans already
+// stored: a span equal to its stored copy is skipped, a request of nothing
+// but such spans appends nothing, and the rebuilt trace is decided as a live
+// trace (equal → no-op, grown at the end → appended with the same step ids,
+// changed earlier → replaced), so a retry never costs the review its steps.
 func (c *Commands) ReceiveOTelSpans(ctx context.Context, actor Actor, raws []formats.RawSpan, sourceID string) (Result, error) {
 	byTrace := map[string][]formats.RawSpan{}
 	var order []string
@@ -37,9 +43,9 @@ func (c *Commands) ReceiveOTelSpans(ctx context.Context, actor Actor, raws []for
 		var evs []events.New
 		for i, hexID := range order {
 			traceID := TraceIDFor(actor.UserID, hexID)
-			st := traces.State{ID: traceID}
-			for _, e := range loaded[streams[i]] {
-				st.Apply(e)
+			st, err := traces.Fold(traceID, loaded[streams[i]])
+			if err != nil {
+				return Result{}, err
 			}
 			expected[streams[i]] = st.Version
 
@@ -49,8 +55,14 @@ func (c *Commands) ReceiveOTelSpans(ctx context.Context, actor Actor, raws []for
 				all[id] = formats.RawSpan{TraceID: hexID, SpanID: id, JSON: raw}
 			}
 			for _, r := range byTrace[hexID] {
+				if stored, ok := all[r.SpanID]; ok && traces.SameSpanJSON(stored.JSON, r.JSON) {
+					continue // a re-sent span (exporter retry): nothing to store
+				}
 				all[r.SpanID] = r
 				received.Spans = append(received.Spans, events.RawSpanRecord{SpanID: r.SpanID, JSON: r.JSON})
+			}
+			if len(received.Spans) == 0 {
+				continue // every span of this trace was already stored as sent
 			}
 			ids := make([]string, 0, len(all))
 			for id := range all {
@@ -69,7 +81,7 @@ func (c *Commands) ReceiveOTelSpans(ctx context.Context, actor Actor, raws []for
 			if !hasLLM {
 				continue
 			}
-			d, err := traces.DecideImport(st, traces.ImportInput{TraceID: traceID, Trace: t, Format: formats.OTel{}.Name(), ExplicitSourceID: sourceID, NewID: newID})
+			d, err := traces.DecideImport(st, traces.ImportInput{TraceID: traceID, Trace: t, Format: formats.OTel{}.Name(), ExplicitSourceID: sourceID, NewID: newID, Live: true})
 			if err != nil {
 				return Result{}, err
 			}

@@ -21,9 +21,9 @@ func (c *Commands) RecordStepLabels(ctx context.Context, actor Actor, in traces.
 		if err != nil {
 			return Result{}, err
 		}
-		st := traces.State{ID: in.TraceID}
-		for _, e := range loaded[stream] {
-			st.Apply(e)
+		st, err := traces.Fold(in.TraceID, loaded[stream])
+		if err != nil {
+			return Result{}, err
 		}
 		if !st.Exists || (actor.worker == "" && st.OwnerID != actor.UserID) {
 			return Result{}, domain.NotFound("trace", in.TraceID)

@@ -125,9 +125,9 @@ func (c *Commands) RequestTraining(ctx context.Context, actor Actor, in RequestT
 		return RequestTrainingResult{}, err
 	}
 	for i, id := range ids {
-		var st traces.State
-		for _, e := range loaded[streams[i]] {
-			st.Apply(e)
+		st, err := traces.Fold(id, loaded[streams[i]])
+		if err != nil {
+			return RequestTrainingResult{}, err
 		}
 		if !st.Exists || st.OwnerID != actor.UserID {
 			return RequestTrainingResult{}, domain.NotFound("trace", id)
@@ -151,9 +151,9 @@ func (c *Commands) loadModel(ctx context.Context, ownerID, modelID string) (rewa
 	if err != nil {
 		return rewardmodels.State{}, err
 	}
-	var st rewardmodels.State
-	for _, e := range loaded[stream] {
-		st.Apply(e)
+	st, err := rewardmodels.Fold(loaded[stream])
+	if err != nil {
+		return rewardmodels.State{}, err
 	}
 	if st.ID == "" || (ownerID != "" && st.OwnerID != ownerID) {
 		return rewardmodels.State{}, domain.NotFound("reward model", modelID)

@@ -46,7 +46,9 @@ func (c *Commands) RequestScoring(ctx context.Context, actor Actor, traceID, mod
 		}
 		var sc rewardmodels.ScoringState
 		for _, e := range loaded[stream] {
-			sc.Apply(e)
+			if err := sc.Apply(e); err != nil {
+				return Result{}, err
+			}
 		}
 		if sc.Active() || (sc.Status == rewardmodels.RunSucceeded && sc.Revision == tr.Revision) {
 			res.RunID = sc.RunID
@@ -98,10 +100,14 @@ func (c *Commands) loadScoring(ctx context.Context, traceID, modelID string) (re
 	var req events.ScoringRunRequestedV1
 	owner := ""
 	for _, e := range loaded[stream] {
-		sc.Apply(e)
+		if err := sc.Apply(e); err != nil {
+			return rewardmodels.ScoringState{}, events.ScoringRunRequestedV1{}, "", err
+		}
 		owner = e.OwnerID
 		if e.Type == events.ScoringRunRequested {
-			_ = e.Decode(&req)
+			if err := e.DecodeOrFail(&req); err != nil {
+				return rewardmodels.ScoringState{}, events.ScoringRunRequestedV1{}, "", err
+			}
 		}
 	}
 	return sc, req, owner, nil

@@ -24,11 +24,7 @@ func (c *Commands) loadTrace(ctx context.Context, traceID string) (traces.State,
 	if err != nil {
 		return traces.State{}, err
 	}
-	var s traces.State
-	for _, e := range loaded[stream] {
-		s.Apply(e)
-	}
-	return s, nil
+	return traces.Fold("", loaded[stream])
 }
 
 // TitleSourceOf returns a trace's title input for revision.

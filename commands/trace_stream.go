@@ -16,9 +16,9 @@ func (c *Commands) ownedTrace(ctx context.Context, actor Actor, traceID string) 
 	if err != nil {
 		return traces.State{}, err
 	}
-	st := traces.State{ID: traceID}
-	for _, e := range loaded[stream] {
-		st.Apply(e)
+	st, err := traces.Fold(traceID, loaded[stream])
+	if err != nil {
+		return traces.State{}, err
 	}
 	if !st.Exists || st.OwnerID != actor.UserID {
 		return traces.State{}, domain.NotFound("trace", traceID)

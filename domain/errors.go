@@ -130,3 +130,20 @@ func (e *UnsupportedMediaError) Error() string { return e.Message }
 type UnavailableError struct{ Message string }
 
 func (e *UnavailableError) Error() string { return e.Message }
+
+// ProjectionParkedError says an owner's writes are stored but will not show
+// until an operator acts: one of the owner's events could not be applied to
+// a projection and is parked, so that owner's later events are held back
+// (every other owner's keep flowing). Waiting longer would not help, so the
+// API says so at once instead of timing out. Maps to 503.
+type ProjectionParkedError struct {
+	Projection string
+	EventID    string
+	EventType  string
+}
+
+func (e *ProjectionParkedError) Error() string {
+	return "the write was stored, but this account's updates to the " + e.Projection + " projection are paused: event " +
+		e.EventID + " (" + e.EventType + ") could not be applied and is parked; an operator must fix the cause " +
+		"(see `critic projections status`) and run `critic projections retry " + e.EventID + "`"
+}

@@ -162,3 +162,86 @@ func postOTLP(t *testing.T, in *instance, key, ct, enc string, body []byte) resp
 	_, _ = buf.ReadFrom(resp.Body)
 	return response{Status: resp.StatusCode, Body: buf.Bytes()}
 }
+
+// TestOTLPResentSpansKeepTheReview is an exporter retrying its batches: a
+// re-sent span appends nothing and keeps step ids and annotations; a span
+// that only adds messages at the end appends; only a change in an earlier
+// message replaces the steps (and removes their step annotations).
+func TestOTLPResentSpansKeepTheReview(t *testing.T) {
+	in := startServe(t)
+	key := in.newUser("agent", false)
+	const traceHex = "4bf92f3577b34da6a3ce929d0e0e4736"
+	q1 := `[{"role":"user","parts":[{"type":"text","content":"What's the weather in Paris?"}]}]`
+	a1 := `[{"role":"assistant","parts":[{"type":"text","content":"Rainy."}]}]`
+	first := otlpJSON(traceHex, "00000000000000a1", q1, a1)
+	send := func(body []byte) {
+		r := postOTLP(t, in, key, "application/json", "", body)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	}
+	countType := func(typ string) int {
+		var n int
+		require.NoError(t, in.pool.QueryRow(context.Background(), "SELECT count(*) FROM events WHERE type = $1", typ).Scan(&n))
+		return n
+	}
+	stepIDs := func(d traceDetail) []string {
+		var ids []string
+		for _, s := range d.Steps {
+			ids = append(ids, s["id"].(string))
+		}
+		return ids
+	}
+
+	send(first)
+	list := in.do("GET", "/api/v1/rm/traces", key, nil).JSON(t)
+	require.Equal(t, float64(1), list["total"])
+	traceID := list["traces"].([]any)[0].(map[string]any)["id"].(string)
+	d := in.getTrace(t, key, traceID)
+	require.Len(t, d.Steps, 2)
+	ids := stepIDs(d)
+	r := in.do("POST", "/api/v1/rm/traces/"+traceID+"/annotations", key, map[string]any{"step_id": ids[1], "rating": -1, "comment": "no tool call"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	annID := r.JSON(t)["id"].(string)
+
+	before := in.eventCount()
+	send(first) // the BatchSpanProcessor's retry
+	send(first)
+	require.Equal(t, before, in.eventCount(), "a re-sent span appends no event")
+	d = in.getTrace(t, key, traceID)
+	require.Equal(t, ids, stepIDs(d), "same step ids")
+	require.Len(t, d.Annotations, 1)
+	require.Equal(t, annID, d.Annotations[0].(map[string]any)["id"])
+	require.Equal(t, 1, countType("trace.imported.v1"))
+	require.Equal(t, 0, countType("trace.revised.v1"), "one revision")
+
+	// A later call re-sends the history and adds a turn: appended.
+	q2 := `[{"role":"user","parts":[{"type":"text","content":"What's the weather in Paris?"}]},` +
+		`{"role":"assistant","parts":[{"type":"text","content":"Rainy."}]},` +
+		`{"role":"user","parts":[{"type":"text","content":"And tomorrow?"}]}]`
+	second := otlpJSON(traceHex, "00000000000000a2", q2, `[{"role":"assistant","parts":[{"type":"text","content":"Sunny."}]}]`)
+	send(second)
+	d = in.getTrace(t, key, traceID)
+	require.Len(t, d.Steps, 4)
+	require.Equal(t, ids, stepIDs(d)[:2], "existing step ids are kept")
+	require.Len(t, d.Annotations, 1, "the step annotation survives an append")
+	require.Len(t, d.Spans, 2)
+	var mode string
+	require.NoError(t, in.pool.QueryRow(context.Background(), "SELECT payload->>'mode' FROM events WHERE type = 'trace.revised.v1'").Scan(&mode))
+	require.Equal(t, "appended", mode)
+	appended := stepIDs(d)
+
+	before = in.eventCount()
+	send(first)
+	send(second)
+	require.Equal(t, before, in.eventCount(), "re-sending both spans appends nothing")
+	require.Equal(t, appended, stepIDs(in.getTrace(t, key, traceID)))
+
+	// The first call's span, re-sent with a different earlier message: a
+	// real change, so the steps are replaced and their annotations removed.
+	changed := bytes.Replace(first, []byte("Paris"), []byte("Lyon"), 1) // same span id, same times
+	require.NotEqual(t, first, changed)
+	send(changed)
+	d = in.getTrace(t, key, traceID)
+	require.NotEqual(t, ids[0], stepIDs(d)[0], "a changed earlier message replaces the steps")
+	require.Empty(t, d.Annotations)
+	require.Equal(t, 2, countType("trace.revised.v1"))
+}

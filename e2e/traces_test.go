@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/projections/readmodel"
 )
 
 const refundTrace = `{"id":"refund-1182","title":"Refund request for order 1182","metadata":{"agent":"support-bot"},"steps":[` +
@@ -218,18 +220,12 @@ func sortedLines(body []byte, ids []string) []string {
 	return lines
 }
 
-// dumpReadModel renders every read-model table, ordered, as text.
+// dumpReadModel renders every read-model table (readmodel.Tables, so a new
+// table is compared without anyone remembering to add it), ordered, as text.
 func dumpReadModel(t *testing.T, in *instance) map[string][]string {
 	out := map[string][]string{}
-	for _, q := range map[string]string{
-		"rm_users":          "SELECT row_to_json(x)::text FROM (SELECT * FROM rm_users ORDER BY id) x",
-		"rm_api_keys":       "SELECT row_to_json(x)::text FROM (SELECT * FROM rm_api_keys ORDER BY key_id) x",
-		"rm_traces":         "SELECT row_to_json(x)::text FROM (SELECT * FROM rm_traces ORDER BY id) x",
-		"rm_steps":          "SELECT row_to_json(x)::text FROM (SELECT * FROM rm_steps ORDER BY id) x",
-		"rm_spans":          "SELECT row_to_json(x)::text FROM (SELECT * FROM rm_spans ORDER BY trace_id, span_id) x",
-		"readmodel_applied": "SELECT row_to_json(x)::text FROM (SELECT * FROM readmodel_applied ORDER BY event_id) x",
-	} {
-		rows, err := in.pool.Query(context.Background(), q)
+	for _, table := range readmodel.Tables {
+		rows, err := in.pool.Query(context.Background(), "SELECT row_to_json(x)::text FROM "+table+" x ORDER BY 1")
 		require.NoError(t, err)
 		var lines []string
 		for rows.Next() {
@@ -238,8 +234,9 @@ func dumpReadModel(t *testing.T, in *instance) map[string][]string {
 			lines = append(lines, s)
 		}
 		rows.Close()
-		out[q] = lines
+		require.NoError(t, rows.Err())
+		out[table] = lines
 	}
-	require.NotEmpty(t, out)
+	require.NotEmpty(t, out["rm_steps"])
 	return out
 }

@@ -24,9 +24,10 @@ func startJobs(a *apiserver.Server, in *infra) {
 	}
 	d := jobdispatch.New(a.Cmds, a.Publisher, in.log).WithTitles(in.cfg.LLM.Fast != nil)
 	a.Go("dispatch", func() error {
-		return projections.Run(a.Ctx, func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
-			return sub.ConsumeBatches(ctx, topic, n, wait, h)
-		}, relay.Topic, d, a.Observed(jobdispatch.Name)...)
+		return projections.NewGuard(jobdispatch.Name, in.pool, in.store, d, in.log, projections.GuardOptions{}).Observe(a.Observed(jobdispatch.Name)...).Run(a.Ctx,
+			func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
+				return sub.ConsumeBatches(ctx, topic, n, wait, h)
+			}, relay.Topic)
 	}, sub.Close)
 	var onExpire []func(string)
 	if a.Telemetry != nil && a.Telemetry.Metrics != nil {

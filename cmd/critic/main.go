@@ -20,6 +20,8 @@ Usage:
   critic broker [--port N]         run the embedded Kafka-protocol broker on its own
   critic migrate                   apply database migrations
   critic replay readmodel          rebuild the Postgres read model from the event log
+  critic projections status        each projection's position, lag and parked events
+  critic projections retry EVENT_ID|all   retry a parked event after fixing its cause
   critic replay snapshot           rebuild the DuckDB query snapshots from the log (stop the server first)
   critic users create --name NAME [--read-only-key]
   critic users issue-key --name NAME [--read-only-key]
@@ -77,6 +79,8 @@ func dispatch(ctx context.Context, args []string) error {
 		return cmdMigrate(ctx, rest)
 	case "replay":
 		return cmdReplay(ctx, rest)
+	case "projections":
+		return cmdProjections(ctx, rest)
 	case "users":
 		return cmdUsers(ctx, rest)
 	case "broker":

@@ -62,3 +62,26 @@ func UserStream(id string) string    { return "user/" + id }
 func UserNameStream(n string) string { return "user_name/" + n }
 func TraceStream(id string) string   { return "trace/" + id }
 func APIKeyStream(id string) string  { return "api_key/" + id }
+
+// UnreadableError is a stored event whose payload does not decode into its
+// type's struct. Every consumer of the log — command-side aggregates, read
+// models, snapshots, dispatch — meets it the same way: as an error naming
+// the event, never as a silently zero payload.
+type UnreadableError struct {
+	EventID, Type, Stream string
+	Err                   error
+}
+
+func (e *UnreadableError) Error() string {
+	return "event " + e.EventID + " (" + e.Type + ") of " + e.Stream + " cannot be read: " + e.Err.Error()
+}
+
+func (e *UnreadableError) Unwrap() error { return e.Err }
+
+// DecodeOrFail is Decode with the failure named as an UnreadableError.
+func (e Envelope) DecodeOrFail(v any) error {
+	if err := e.Decode(v); err != nil {
+		return &UnreadableError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Err: err}
+	}
+	return nil
+}

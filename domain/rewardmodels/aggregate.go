@@ -60,11 +60,13 @@ type State struct {
 }
 
 // Apply folds one event of the model's stream into the state.
-func (s *State) Apply(e events.Envelope) {
+func (s *State) Apply(e events.Envelope) error {
 	s.Version, s.OwnerID = e.Version, e.OwnerID
 	switch e.Type {
 	case events.RewardModelRequested:
-		_ = e.Decode(&s.Requested)
+		if err := e.DecodeOrFail(&s.Requested); err != nil {
+			return err
+		}
 		s.ID, s.Status, s.Attempt = s.Requested.ModelID, StatusQueued, 1
 		s.Config = ConfigOf(s.Requested)
 		if s.Requested.FeedbackPlan != nil {
@@ -72,35 +74,46 @@ func (s *State) Apply(e events.Envelope) {
 		}
 	case events.RewardModelDatasetBuilt:
 		var p events.RewardModelDatasetBuiltV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		if p.Attempt == s.Attempt {
 			s.Dataset = &p
 		}
 	case events.RewardModelTrainingStarted:
 		var p events.RewardModelTrainingStartedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		s.Status, s.WorkerID, s.Lease, s.LastBeat = StatusRunning, p.WorkerID, time.Duration(p.LeaseSeconds)*time.Second, e.RecordedAt
 	case events.RewardModelHeartbeat:
 		s.LastBeat = e.RecordedAt
 	case events.RewardModelTrainingSucceeded:
 		var p events.RewardModelTrainingSucceededV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		s.Status, s.Success = StatusSucceeded, &p
 	case events.RewardModelTrainingFailed:
 		var p events.RewardModelTrainingFailedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		s.Status, s.Error = StatusFailed, p.Error
 	case events.RewardModelRetried:
 		var p events.RewardModelRetriedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		s.Status, s.Attempt, s.Dataset, s.WorkerID = StatusQueued, p.Attempt, nil, ""
 		s.Extraction, s.Extracted, s.Plan = nil, nil, events.FeedbackPlan{}
 		if p.FeedbackPlan != nil {
 			s.Plan = *p.FeedbackPlan
 		}
 	default:
-		s.applyExtraction(e)
+		return s.applyExtraction(e)
 	}
+	return nil
 }
 
 func notClaimable(format string, args ...any) error {
@@ -182,4 +195,15 @@ func DecideRetry(s State) (events.RewardModelRetriedV1, error) {
 		return events.RewardModelRetriedV1{}, &domain.ConflictError{Code: "not_failed", Message: "only a failed model can be retried; this one is " + s.Status}
 	}
 	return events.RewardModelRetriedV1{ModelID: s.ID, Attempt: s.Attempt + 1}, nil
+}
+
+// Fold rebuilds a model's state from its stream.
+func Fold(stream []events.Envelope) (State, error) {
+	var s State
+	for _, e := range stream {
+		if err := s.Apply(e); err != nil {
+			return State{}, err
+		}
+	}
+	return s, nil
 }

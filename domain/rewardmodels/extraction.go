@@ -57,28 +57,36 @@ func (s State) FeedbackRecorded() bool {
 	return len(s.Extracted) > 0 || (s.Extraction != nil && s.Extraction.Attempt == s.Attempt && s.Extraction.Finished)
 }
 
-func (s *State) applyExtraction(e events.Envelope) {
+func (s *State) applyExtraction(e events.Envelope) error {
 	switch e.Type {
 	case events.RewardModelExtractionStarted:
 		var p events.RewardModelExtractionStartedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		if p.Attempt == s.Attempt {
 			s.Extraction = &Extraction{Attempt: p.Attempt, WorkerID: p.WorkerID, Lease: time.Duration(p.LeaseSeconds) * time.Second,
 				LastBeat: e.RecordedAt, ClassifierModel: p.ClassifierModel, TargetsTotal: p.TargetsTotal, InputsKey: p.InputsKey}
 		}
 	case events.RewardModelExtractionProgressed:
 		var p events.RewardModelExtractionProgressedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		if x := s.Extraction; x != nil && x.Attempt == p.Attempt {
 			x.LastBeat, x.TargetsDone = e.RecordedAt, p.TargetsDone
 		}
 	case events.RewardModelFindingRecorded:
 		var p events.RewardModelFindingRecordedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		s.pending = append(s.pending, p)
 	case events.RewardModelFeedbackExtracted:
 		var p events.RewardModelFeedbackExtractedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		if len(p.Findings) == 0 && len(p.FindingIDs) > 0 {
 			p.Findings = s.takePending(p)
 		}
@@ -91,11 +99,14 @@ func (s *State) applyExtraction(e events.Envelope) {
 		}
 	case events.RewardModelExtractionFinished:
 		var p events.RewardModelExtractionFinishedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		if x := s.Extraction; x != nil && x.Attempt == p.Attempt {
 			x.Finished, x.Error = true, p.Error
 		}
 	}
+	return nil
 }
 
 // takePending returns the finding events that precede a record, in order.

@@ -25,22 +25,27 @@ type ScoringState struct {
 }
 
 // Apply folds one scoring-run event.
-func (s *ScoringState) Apply(e events.Envelope) {
+func (s *ScoringState) Apply(e events.Envelope) error {
 	s.Version = e.Version
 	switch e.Type {
 	case events.ScoringRunRequested:
 		var p events.ScoringRunRequestedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		s.RunID, s.Status, s.Revision, s.WorkerID = p.RunID, RunQueued, p.TraceRevision, ""
 	case events.ScoringRunStarted:
 		var p events.ScoringRunStartedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		s.Status, s.WorkerID = RunRunning, p.WorkerID
 	case events.ScoringRunSucceeded:
 		s.Status = RunSucceeded
 	case events.ScoringRunFailed:
 		s.Status = RunFailed
 	}
+	return nil
 }
 
 // Active reports a queued or running run, which new requests reuse.

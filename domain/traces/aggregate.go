@@ -4,6 +4,7 @@
 package traces
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"sort"
@@ -21,7 +22,11 @@ type State struct {
 	Revision   int
 	ExternalID string
 	SourceID   string // explicit source id, preserved across upserts
-	Steps      []events.StepRecord
+	// Metadata and Spans are the latest revision's, so a live source that
+	// re-sends the same trace can tell "nothing changed" from "changed".
+	Metadata map[string]any
+	Spans    []domain.Span
+	Steps    []events.StepRecord
 	// OTelSpans holds the raw spans the live receiver stored, by span id.
 	OTelSpans map[string]json.RawMessage
 	// Annotations are the trace's live annotations, by id.
@@ -44,27 +49,35 @@ type Annotation struct {
 	AuthorID       string
 }
 
-// Apply folds one event of the trace's stream into the state. Appliers never
-// fail: an event in the log is a fact.
-func (s *State) Apply(e events.Envelope) {
+// Apply folds one event of the trace's stream into the state. An event in
+// the log is a fact, so the only failure is a payload that cannot be read
+// (an UnreadableError): the caller must stop rather than decide on a state
+// that silently misses it, exactly as the read model stops on it.
+func (s *State) Apply(e events.Envelope) error {
 	s.Version = e.Version
 	s.OwnerID = e.OwnerID
 	switch e.Type {
 	case events.TraceImported:
 		var p events.TraceImportedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		s.ID, s.Exists, s.Revision, s.ExternalID, s.Steps = p.TraceID, true, p.Revision, p.ExternalID, p.Steps
 		s.SourceID = p.SourceID
 		s.Title, s.TitleDerived, s.Generated = p.Title, p.TitleDerived, false
+		s.Metadata, s.Spans = p.Metadata, p.Spans
 	case events.TraceRevised:
 		var p events.TraceRevisedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		s.Revision = p.Revision
 		s.SourceID = p.SourceID
 		if p.Title != s.Title || p.TitleDerived {
 			s.Generated = false
 		}
 		s.Title, s.TitleDerived = p.Title, p.TitleDerived
+		s.Metadata, s.Spans = p.Metadata, p.Spans
 		if p.Mode == events.RevisionAppended {
 			s.Steps = append(s.Steps, p.Steps...)
 		} else {
@@ -73,32 +86,43 @@ func (s *State) Apply(e events.Envelope) {
 	case events.TraceDeleted:
 		s.Exists = false
 		s.Steps = nil
+		s.Title, s.Metadata, s.Spans = "", nil, nil
 		s.OTelSpans = nil
 		s.Annotations = nil
 	case events.AnnotationAdded:
 		var p events.AnnotationAddedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		if s.Annotations == nil {
 			s.Annotations = map[string]*Annotation{}
 		}
 		s.Annotations[p.AnnotationID] = &Annotation{ID: p.AnnotationID, StepID: p.StepID, Rating: p.Rating, Comment: p.Comment, AuthorID: p.AuthorID}
 	case events.AnnotationEdited:
 		var p events.AnnotationEditedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		if a := s.Annotations[p.AnnotationID]; a != nil {
 			a.Rating, a.Comment, a.LabelError, a.LabelErrorNote = p.Rating, p.Comment, p.LabelError, p.LabelErrorNote
 		}
 	case events.TraceTitled:
 		var p events.TraceTitledV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		s.Title, s.TitleDerived, s.Generated = p.Title, false, true
 	case events.AnnotationRemoved:
 		var p events.AnnotationRemovedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		delete(s.Annotations, p.AnnotationID)
 	case events.OTelSpansReceived:
 		var p events.OTelSpansReceivedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		s.ID = p.TraceID
 		s.ExternalID = p.OTelTraceID
 		if s.OTelSpans == nil {
@@ -108,6 +132,7 @@ func (s *State) Apply(e events.Envelope) {
 			s.OTelSpans[sp.SpanID] = sp.JSON
 		}
 	}
+	return nil
 }
 
 // ImportInput is one parsed trace with what the request said about it.
@@ -117,6 +142,12 @@ type ImportInput struct {
 	Format           string
 	ExplicitSourceID string
 	NewID            func() string // fresh step ids; the command supplies them
+	// Live marks a trace rebuilt from a source that re-sends what it sent
+	// before (the OTLP receiver: exporters retry whole batches). Such a
+	// re-send must not cost the trace its step ids and review: the same
+	// trace is a no-op, one that only adds steps at the end appends, and only
+	// a change in earlier steps replaces them.
+	Live bool
 }
 
 // Decision is the event an import produces (Type, Payload), or none for a
@@ -186,6 +217,23 @@ func DecideImport(s State, in ImportInput) (Decision, error) {
 		}}, nil
 	}
 
+	if in.Live && extends(s.Steps, t.Steps) {
+		if derived && s.Generated {
+			// A re-sent or growing live trace keeps the title the fast model wrote.
+			title, derived = s.Title, false
+		}
+		if len(t.Steps) == len(s.Steps) && title == s.Title && equalJSON(meta, s.Metadata) && equalJSON(t.Spans, s.Spans) {
+			return Decision{NoOp: true}, nil
+		}
+		// New steps at the end, or the same steps with a changed span tree,
+		// title or metadata (a root span arriving last): append, keeping ids.
+		return Decision{Type: events.TraceRevised, Payload: events.TraceRevisedV1{
+			TraceID: in.TraceID, Revision: s.Revision + 1, Mode: events.RevisionAppended,
+			Title: title, SourceFormat: in.Format, SourceID: sourceID, Metadata: meta,
+			Steps: records(t.Steps[len(s.Steps):], len(s.Steps), in.NewID), Spans: t.Spans, TitleDerived: derived,
+		}}, nil
+	}
+
 	removed := make([]string, len(s.Steps))
 	for i, st := range s.Steps {
 		removed[i] = st.ID
@@ -195,6 +243,53 @@ func DecideImport(s State, in ImportInput) (Decision, error) {
 		Title: title, SourceFormat: in.Format, SourceID: sourceID, Metadata: meta,
 		Steps: records(t.Steps, 0, in.NewID), RemovedStepIDs: removed, Spans: t.Spans, TitleDerived: derived,
 	}, Removals: s.stepAnnotationRemovals(in.TraceID)}, nil
+}
+
+// extends reports whether next holds every stored step, unchanged and in
+// place, possibly followed by more.
+func extends(stored []events.StepRecord, next []domain.Step) bool {
+	if len(next) < len(stored) {
+		return false
+	}
+	for i := range stored {
+		if !sameStep(stored[i].Step, next[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// equalJSON compares two values by what they say as JSON: a stored value has
+// been through jsonb (keys reordered, whitespace dropped, numbers kept as
+// json.Number) while a parsed one has not.
+func equalJSON(a, b any) bool {
+	ca, errA := canonical(a)
+	cb, errB := canonical(b)
+	return errA == nil && errB == nil && reflect.DeepEqual(ca, cb)
+}
+
+// SameSpanJSON reports whether a received span's OTLP/JSON says what its
+// stored copy (as read back from the log) says.
+func SameSpanJSON(stored, received json.RawMessage) bool {
+	return equalJSON(stored, received)
+}
+
+func canonical(v any) (any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out any
+	err = dec.Decode(&out)
+	if m, ok := out.(map[string]any); ok && len(m) == 0 {
+		out = nil // an empty object and an absent one read the same
+	}
+	if l, ok := out.([]any); ok && len(l) == 0 {
+		out = nil
+	}
+	return out, err
 }
 
 // stepAnnotationRemovals removes every step-level annotation: a replacement
@@ -256,4 +351,16 @@ func copyMap(m map[string]any) map[string]any {
 func itoa(i int) string {
 	b, _ := json.Marshal(i)
 	return string(b)
+}
+
+// Fold rebuilds a trace's state from its stream (id is the trace's, for a
+// stream that may be empty).
+func Fold(id string, stream []events.Envelope) (State, error) {
+	s := State{ID: id}
+	for _, e := range stream {
+		if err := s.Apply(e); err != nil {
+			return State{}, err
+		}
+	}
+	return s, nil
 }

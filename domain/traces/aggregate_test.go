@@ -130,3 +130,41 @@ func TestAnnotationRules(t *testing.T) {
 	var nf *domain.NotFoundError
 	require.ErrorAs(t, err, &nf)
 }
+
+func TestLiveTraceResendIsANoOpAndGrowthAppends(t *testing.T) {
+	base := stored(t, "a", "b")
+	newID := func() string { return "new" }
+	decide := func(contents ...string) Decision {
+		d, err := DecideImport(base, ImportInput{TraceID: "t1", Format: "claude_code", NewID: newID, Live: true,
+			Trace: domain.Trace{ExternalID: "sess", Steps: steps(contents...)}})
+		require.NoError(t, err)
+		return d
+	}
+	require.True(t, decide("a", "b").NoOp, "the same trace re-sent")
+	p := decide("a", "b", "c").Payload.(events.TraceRevisedV1)
+	require.Equal(t, events.RevisionAppended, p.Mode)
+	require.Len(t, p.Steps, 1)
+	require.Equal(t, 2, p.Steps[0].Index)
+	p = decide("a", "X").Payload.(events.TraceRevisedV1)
+	require.Equal(t, events.RevisionReplaced, p.Mode, "a changed earlier step replaces")
+	require.Equal(t, []string{"s0", "s1"}, p.RemovedStepIDs)
+	p = decide("a").Payload.(events.TraceRevisedV1)
+	require.Equal(t, events.RevisionReplaced, p.Mode, "a shorter trace is a change, not a re-send")
+}
+
+// TestUnreadableEventStopsTheFold: the command side meets a payload that
+// does not decode as the read model does, as an error naming the event,
+// instead of deciding on a state that silently misses it.
+func TestUnreadableEventStopsTheFold(t *testing.T) {
+	good := stored(t, "a")
+	raw, _ := json.Marshal(events.TraceImportedV1{TraceID: "t1", Revision: 1})
+	_, err := Fold("t1", []events.Envelope{
+		{ID: "e1", Stream: "trace/t1", Type: events.TraceImported, Version: 1, Payload: raw},
+		{ID: "e2", Stream: "trace/t1", Type: events.AnnotationAdded, Version: 2, Payload: json.RawMessage(`{"annotation_id": 7}`)},
+	})
+	var ue *events.UnreadableError
+	require.ErrorAs(t, err, &ue)
+	require.Equal(t, "e2", ue.EventID)
+	require.Contains(t, err.Error(), "event e2 (annotation.added.v1) of trace/t1 cannot be read")
+	require.True(t, good.Exists)
+}

@@ -80,6 +80,9 @@ type Config struct {
 	// CommandOptions configure the command side (the feedback plan new
 	// models record).
 	CommandOptions []commands.Option
+	// Guard bounds how often a projection retries a failing event before
+	// parking it; the zero value is production's.
+	Guard projections.GuardOptions
 }
 
 // Deps is the infrastructure the caller opened and still owns (Shutdown does
@@ -189,9 +192,10 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	}
 	s.goRun("relay", func() error { return rel.Run(ctx) })
 	s.goRun("readmodel", func() error {
-		return projections.Run(ctx, func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
-			return sub.ConsumeBatches(ctx, topic, n, wait, h)
-		}, relay.Topic, proj, s.Observed(readmodel.Name)...)
+		return projections.NewGuard(readmodel.Name, deps.Pool, deps.Store, proj, log, cfg.Guard).Observe(s.Observed(readmodel.Name)...).Run(ctx,
+			func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
+				return sub.ConsumeBatches(ctx, topic, n, wait, h)
+			}, relay.Topic)
 	})
 	s.goRun("waiter", func() error { s.Waiter.Listen(ctx); return nil })
 
@@ -212,9 +216,10 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		s.closers = append([]func() error{snapSub.Close}, s.closers...)
 		snapProj := snapshot.New(snaps, deps.Blobs, log)
 		s.goRun("snapshot", func() error {
-			return projections.Run(ctx, func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
-				return snapSub.ConsumeBatches(ctx, topic, n, wait, h)
-			}, relay.Topic, snapProj, s.Observed(snapshot.Name)...)
+			return projections.NewGuard(group, deps.Pool, deps.Store, snapProj, log, cfg.Guard).Observe(s.Observed(snapshot.Name)...).Run(ctx,
+				func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
+					return snapSub.ConsumeBatches(ctx, topic, n, wait, h)
+				}, relay.Topic)
 		})
 	}
 

@@ -49,6 +49,7 @@ func classify(err error) (int, ErrorBody) {
 		tl  *domain.TooLargeError
 		um  *domain.UnsupportedMediaError
 		una *domain.UnavailableError
+		pp  *domain.ProjectionParkedError
 		mbe *http.MaxBytesError
 	)
 	switch {
@@ -72,6 +73,8 @@ func classify(err error) (int, ErrorBody) {
 		return http.StatusRequestEntityTooLarge, ErrorBody{Detail: (&domain.TooLargeError{Limit: mbe.Limit}).Error(), Code: "body_too_large"}
 	case errors.As(err, &um):
 		return http.StatusUnsupportedMediaType, ErrorBody{Detail: um.Error(), Code: "unsupported_media_type"}
+	case errors.As(err, &pp):
+		return http.StatusServiceUnavailable, ErrorBody{Detail: pp.Error(), Code: "projection_parked"}
 	case errors.As(err, &una):
 		return http.StatusServiceUnavailable, ErrorBody{Detail: una.Error(), Code: "unavailable"}
 	}

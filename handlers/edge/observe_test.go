@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -54,7 +55,14 @@ func TestObserveLabelsByPattern(t *testing.T) {
 	require.NotContains(t, string(body[:n]), "secret")
 	require.Contains(t, string(body[:n]), `"request_id":"`+resp.Header.Get("X-Request-Id")+`"`)
 
-	f := metricstest.Scrape(t, srv.URL+"/metrics")
+	// A request is counted when its handler returns, which can be just after
+	// the client read the answer: scrape until the last one is in.
+	var f metricstest.Families
+	require.Eventually(t, func() bool {
+		f = metricstest.Scrape(t, srv.URL+"/metrics")
+		return f.Value("critic_http_requests_total", "route=GET /boom", "code=500") == 1 &&
+			f.Value("critic_http_requests_total", "route=unmatched", "code=404") == 1
+	}, 5*time.Second, 10*time.Millisecond)
 	require.Equal(t, float64(3), f.Value("critic_http_requests_total", "route=GET /items/{id}", "code=418"))
 	require.Equal(t, float64(1), f.Value("critic_http_requests_total", "route=GET /stream", "code=200"))
 	require.Equal(t, float64(1), f.Value("critic_http_requests_total", "route=unmatched", "code=404"))

@@ -1,18 +1,15 @@
 package rest
 
 import (
-	"bytes"
 	"mime"
 	"net/http"
-	"unicode"
-	"unicode/utf16"
-	"unicode/utf8"
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/formats"
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
+	"github.com/criticml/critic/platform/jsonscan"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -28,29 +25,16 @@ type importRequest struct {
 }
 
 // decodeImportRequest reads the common import body, {"format": "...",
-// "data": "...", "source_id": "..."} with exact keys, faster than encoding/json (the data string is the whole upload,
-// megabytes of escaped JSONL). It reports false for anything else, and
+// "data": "...", "source_id": "..."} with exact keys, faster than encoding/json
+// (the data string is the whole upload, megabytes of escaped JSONL), on the
+// platform/jsonscan fast path. It reports false for anything else, and
 // decodeBody's strict decoding then accepts or rejects the body with its
 // usual errors; whatever this accepts, that decodes to the same request.
 func decodeImportRequest(b []byte, req *importRequest) bool {
-	i := skipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return skipSpace(b, i+1) == len(b)
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return false
-		}
-		end := bytes.IndexByte(b[i+1:], '"')
-		if end < 0 {
-			return false
-		}
+	s := jsonscan.New(b)
+	ok := s.Object(func(k []byte) bool {
 		var field **string
-		switch string(b[i+1 : i+1+end]) {
+		switch string(k) {
 		case "format":
 			field = &req.Format
 		case "data":
@@ -60,145 +44,18 @@ func decodeImportRequest(b []byte, req *importRequest) bool {
 		default:
 			return false
 		}
-		i = skipSpace(b, i+end+2)
-		if i >= len(b) || b[i] != ':' {
+		if s.Null() {
+			*field = nil
+			return true
+		}
+		var v string
+		if s.Peek() != '"' || !s.Str(&v) {
 			return false
 		}
-		i = skipSpace(b, i+1)
-		if bytes.HasPrefix(b[i:], []byte("null")) {
-			*field, i = nil, i+4
-		} else {
-			s, j, ok := unquoteSimple(b, i)
-			if !ok {
-				return false
-			}
-			*field, i = &s, j
-		}
-		i = skipSpace(b, i)
-		if i >= len(b) {
-			return false
-		}
-		switch b[i] {
-		case ',':
-			i = skipSpace(b, i+1)
-		case '}':
-			return skipSpace(b, i+1) == len(b)
-		default:
-			return false
-		}
-	}
-}
-
-// unquoteSimple decodes the JSON string at b[i] when it has no control
-// bytes, no lone surrogate escapes and is valid UTF-8 (the cases where
-// encoding/json substitutes or fails); it returns the index after it.
-func unquoteSimple(b []byte, i int) (string, int, bool) {
-	if i >= len(b) || b[i] != '"' {
-		return "", i, false
-	}
-	var out []byte
-	ascii := true
-	start := i + 1
-	for j := start; j < len(b); j++ {
-		c := b[j]
-		switch {
-		case c == '"':
-			if out == nil {
-				out = b[start:j]
-			} else {
-				out = append(out, b[start:j]...)
-			}
-			if !ascii && !utf8.Valid(out) {
-				return "", i, false
-			}
-			return string(out), j + 1, true
-		case c == '\\':
-			if j+1 >= len(b) {
-				return "", i, false
-			}
-			if out == nil {
-				out = make([]byte, 0, len(b)-i)
-			}
-			out = append(out, b[start:j]...)
-			switch b[j+1] {
-			case '"', '\\', '/':
-				out = append(out, b[j+1])
-			case 'b':
-				out = append(out, '\b')
-			case 'f':
-				out = append(out, '\f')
-			case 'n':
-				out = append(out, '\n')
-			case 'r':
-				out = append(out, '\r')
-			case 't':
-				out = append(out, '\t')
-			case 'u':
-				r := hex4(b, j+2)
-				n := 6
-				if utf16.IsSurrogate(r) {
-					if r = utf16.DecodeRune(r, hex4At(b, j+6)); r == unicode.ReplacementChar {
-						return "", i, false // a lone surrogate: encoding/json's rules apply
-					}
-					n = 12
-				}
-				if r < 0 {
-					return "", i, false
-				}
-				out = utf8.AppendRune(out, r)
-				j += n
-				start = j
-				j--
-				continue
-			default: // not JSON
-				return "", i, false
-			}
-			j++
-			start = j + 1
-		case c < 0x20:
-			return "", i, false
-		case c >= 0x80:
-			ascii = false
-		}
-	}
-	return "", i, false
-}
-
-// hex4 parses the 4 hex digits at b[i:] (-1 if they are not).
-func hex4(b []byte, i int) rune {
-	if i+4 > len(b) {
-		return -1
-	}
-	var r rune
-	for _, c := range b[i : i+4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return -1
-		}
-		r = r*16 + rune(c)
-	}
-	return r
-}
-
-// hex4At parses `\uXXXX` at b[i:] (-1 if it is not one).
-func hex4At(b []byte, i int) rune {
-	if i+2 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
-		return -1
-	}
-	return hex4(b, i+2)
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
+		*field = &v
+		return true
+	})
+	return ok && s.End()
 }
 
 // rawImport reports whether an import's body is the payload itself

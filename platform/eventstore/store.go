@@ -178,12 +178,17 @@ func Resolve(ctx context.Context, blobs blob.Store, e events.Envelope) (events.E
 		return e, nil
 	}
 	raw, err := blobs.Get(ctx, cc.ClaimCheck.Key)
+	if errors.Is(err, blob.ErrNotFound) {
+		// Gone, not unreachable: retrying will not bring it back.
+		return e, &events.UnreadableError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Err: fmt.Errorf("fetch claim-checked payload: %w", err)}
+	}
 	if err != nil {
 		return e, fmt.Errorf("event %s: fetch claim-checked payload: %w", e.ID, err)
 	}
 	sum := sha256.Sum256(raw)
 	if hex.EncodeToString(sum[:]) != cc.ClaimCheck.SHA256 {
-		return e, fmt.Errorf("event %s: claim-checked payload %s fails its SHA-256 check", e.ID, cc.ClaimCheck.Key)
+		return e, &events.UnreadableError{EventID: e.ID, Type: e.Type, Stream: e.Stream,
+			Err: fmt.Errorf("claim-checked payload %s fails its SHA-256 check", cc.ClaimCheck.Key)}
 	}
 	e.Payload = raw
 	return e, nil
@@ -284,3 +289,40 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Blobs exposes the blob store consumers use to resolve claim checks.
 func (s *Store) Blobs() blob.Store { return s.blobs }
+
+// ReadByID returns one event as stored (claim check unresolved), or
+// pgx.ErrNoRows. A projection retrying an event it parked reads it here: the
+// log, not the bus message, is the truth.
+func (s *Store) ReadByID(ctx context.Context, id string) (events.Envelope, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE id = $1", uuidArg(id))
+	if err != nil {
+		return events.Envelope{}, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return events.Envelope{}, err
+		}
+		return events.Envelope{}, pgx.ErrNoRows
+	}
+	return scanEnvelope(rows)
+}
+
+// ReadOwnerAfter is ReadAfter for one owner: the events a projection held
+// back for that owner while one of them was parked.
+func (s *Store) ReadOwnerAfter(ctx context.Context, owner string, after int64, limit int) ([]events.Envelope, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE owner_id = $1 AND seq > $2 ORDER BY seq LIMIT $3", uuidArg(owner), after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []events.Envelope
+	for rows.Next() {
+		e, err := scanEnvelope(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

@@ -6,7 +6,6 @@ package relay
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"strconv"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/jsonscan"
 )
 
 // Topic carries every event, keyed by owner id so one owner's events keep
@@ -110,15 +110,7 @@ func appendField(b []byte, name, value string) []byte {
 	b = append(b, ',', '"')
 	b = append(b, name...)
 	b = append(b, '"', ':')
-	for i := 0; i < len(value); i++ {
-		if c := value[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			q, _ := json.Marshal(value) // rare: escapes, control bytes, non-ASCII
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, value...)
-	return append(b, '"')
+	return jsonscan.AppendString(b, value)
 }
 
 // Run publishes until ctx ends. It returns nil on cancellation.

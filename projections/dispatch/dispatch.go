@@ -72,7 +72,7 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		var p struct {
 			ModelID string `json:"model_id"`
 		}
-		if err := json.Unmarshal(e.Payload, &p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		if job, ok, err := d.extractJob(ctx, p.ModelID, e.OwnerID); err != nil || ok {
@@ -95,13 +95,13 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		return err
 	case events.RewardModelDatasetBuilt:
 		var p events.RewardModelDatasetBuiltV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		return d.publish(TrainTopic, p.ModelID, e.CorrelationID, jobs.TrainJob{ModelID: p.ModelID, Attempt: p.Attempt, OwnerID: e.OwnerID})
 	case events.ScoringRunRequested:
 		var p events.ScoringRunRequestedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		return d.publish(ScoreTopic, p.RunID, e.CorrelationID, jobs.ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})

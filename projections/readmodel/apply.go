@@ -11,6 +11,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/jsonscan"
 )
 
 // writer applies events inside one transaction. Step rows of imports are
@@ -116,14 +117,14 @@ func (w *writer) bufferImportedSteps(traceID, ownerID string, steps []importedSt
 // for an absent, null or empty object, the JSON text otherwise (jsonb
 // normalizes it exactly as it would the re-encoded map).
 func rawObjectOrNil(raw json.RawMessage) (any, error) {
-	i := skipSpace(raw, 0)
+	i := jsonscan.SkipSpace(raw, 0)
 	if i == len(raw) || string(raw[i:]) == "null" {
 		return nil, nil
 	}
 	if raw[i] != '{' {
 		return nil, fmt.Errorf("expected a JSON object")
 	}
-	if j := skipSpace(raw, i+1); j < len(raw) && raw[j] == '}' {
+	if j := jsonscan.SkipSpace(raw, i+1); j < len(raw) && raw[j] == '}' {
 		return nil, nil
 	}
 	return string(raw), nil
@@ -180,7 +181,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 	switch e.Type {
 	case events.UserCreated:
 		var p events.UserCreatedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO rm_users (id, name, reward_models_enabled, created_at) VALUES ($1, $2, $3, $4)
@@ -188,7 +189,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return err
 	case events.APIKeyIssued:
 		var p events.APIKeyIssuedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO rm_api_keys (key_hash, key_id, user_id, read_only, created_at, key_prefix) VALUES ($1, $2, $3, $4, $5, $6)
@@ -196,14 +197,14 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return err
 	case events.APIKeyRevoked:
 		var p events.APIKeyRevokedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE rm_api_keys SET revoked = true, revoked_at = COALESCE(revoked_at, $2) WHERE key_id = $1`, p.KeyID, e.RecordedAt)
 		return err
 	case events.UserRewardModelsEnabledChanged:
 		var p events.UserRewardModelsEnabledChangedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE rm_users SET reward_models_enabled = $2 WHERE id = $1`, p.UserID, p.Enabled)
@@ -226,7 +227,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return insertSpans(ctx, tx, p.TraceID, p.Spans)
 	case events.TraceRevised:
 		var p events.TraceRevisedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		if p.Mode != events.RevisionAppended {
@@ -260,7 +261,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return insertSpans(ctx, tx, p.TraceID, p.Spans)
 	case events.TraceDeleted:
 		var p events.TraceDeletedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		for _, q := range []string{`DELETE FROM rm_steps WHERE trace_id = $1`, `DELETE FROM rm_spans WHERE trace_id = $1`,
@@ -272,7 +273,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		}
 	case events.TraceSourceRenamed:
 		var p events.TraceSourceRenamedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO rm_trace_sources (owner_id, source_id, name) VALUES ($1, $2, $3)
@@ -280,7 +281,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return err
 	case events.AnnotationAdded:
 		var p events.AnnotationAddedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		var quote any
@@ -294,7 +295,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return err
 	case events.AnnotationEdited:
 		var p events.AnnotationEditedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE rm_annotations SET rating = $2, comment = $3, label_error = $4, label_error_note = $5 WHERE id = $1`,
@@ -302,7 +303,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return err
 	case events.AnnotationRemoved:
 		var p events.AnnotationRemovedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `DELETE FROM rm_annotations WHERE id = $1`, p.AnnotationID)

@@ -18,7 +18,7 @@ func applyModel(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error)
 	switch e.Type {
 	case events.RewardModelRequested:
 		var p events.RewardModelRequestedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return true, err
 		}
 		return exec(`INSERT INTO rm_reward_models (id, owner_id, name, base_model, compute, epochs, max_pairs, trace_ids, status, attempt, created_at, seq)
@@ -26,46 +26,46 @@ func applyModel(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error)
 			p.ModelID, e.OwnerID, p.Name, p.BaseModel, p.Compute, p.Epochs, p.MaxPairs, p.TraceIDs, e.RecordedAt, e.Seq)
 	case events.RewardModelDatasetBuilt:
 		var p events.RewardModelDatasetBuiltV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return true, err
 		}
 		return exec(`UPDATE rm_reward_models SET num_pairs = $2, dataset_key = $3 WHERE id = $1`, p.ModelID, p.NumPairs, p.DatasetKey)
 	case events.RewardModelTrainingStarted:
 		var p events.RewardModelTrainingStartedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return true, err
 		}
 		return exec(`UPDATE rm_reward_models SET status = 'running', worker_id = $2, lease_seconds = $3, last_beat = $4, started_at = $4,
 			progress = NULL WHERE id = $1`, p.ModelID, p.WorkerID, p.LeaseSeconds, e.RecordedAt)
 	case events.RewardModelHeartbeat:
 		var p events.RewardModelHeartbeatV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return true, err
 		}
 		return exec(`UPDATE rm_reward_models SET last_beat = $2, progress = $3 WHERE id = $1`, p.ModelID, e.RecordedAt, jsonOrNil(p.Progress))
 	case events.RewardModelTrainingSucceeded:
 		var p events.RewardModelTrainingSucceededV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return true, err
 		}
 		return exec(`UPDATE rm_reward_models SET status = 'succeeded', metrics = $2, artifact_key = $3, num_pairs = $4, finished_at = $5,
 			progress = NULL WHERE id = $1`, p.ModelID, jsonOrNil(p.Metrics), p.ArtifactKey, p.NumPairs, e.RecordedAt)
 	case events.RewardModelTrainingFailed:
 		var p events.RewardModelTrainingFailedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return true, err
 		}
 		return exec(`UPDATE rm_reward_models SET status = 'failed', error = $2, finished_at = $3 WHERE id = $1`, p.ModelID, p.Error, e.RecordedAt)
 	case events.RewardModelRetried:
 		var p events.RewardModelRetriedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return true, err
 		}
 		return exec(`UPDATE rm_reward_models SET status = 'queued', attempt = $2, error = NULL, metrics = NULL, progress = NULL,
 			num_pairs = NULL, dataset_key = NULL, worker_id = NULL, started_at = NULL, finished_at = NULL WHERE id = $1`, p.ModelID, p.Attempt)
 	case events.TracesScored:
 		var p events.TracesScoredV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return true, err
 		}
 		ids, revs, scores := make([]string, len(p.Scores)), make([]int32, len(p.Scores)), make([]float64, len(p.Scores))
@@ -83,7 +83,7 @@ func applyModel(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error)
 			p.ModelID, p.ModelName, e.RecordedAt, ids, revs, scores, e.OwnerID)
 	case events.ActionsScored:
 		var p events.ActionsScoredV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return true, err
 		}
 		n := len(p.Scores)
@@ -101,26 +101,26 @@ func applyModel(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error)
 			p.ModelID, p.ModelName, e.RecordedAt, steps, traces, revs, scores, credits, e.OwnerID)
 	case events.ScoringRunRequested:
 		var p events.ScoringRunRequestedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return true, err
 		}
 		return exec(`INSERT INTO rm_scoring_runs (id, trace_id, model_id, owner_id, status, created_at, seq) VALUES ($1, $2, $3, $4, 'queued', $5, $6)
 			ON CONFLICT (id) DO NOTHING`, p.RunID, p.TraceID, p.ModelID, e.OwnerID, e.RecordedAt, e.Seq)
 	case events.ScoringRunStarted:
 		var p events.ScoringRunStartedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return true, err
 		}
 		return exec(`UPDATE rm_scoring_runs SET status = 'running', started_at = $2 WHERE id = $1`, p.RunID, e.RecordedAt)
 	case events.ScoringRunSucceeded:
 		var p events.ScoringRunSucceededV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return true, err
 		}
 		return exec(`UPDATE rm_scoring_runs SET status = 'succeeded', finished_at = $2 WHERE id = $1`, p.RunID, e.RecordedAt)
 	case events.ScoringRunFailed:
 		var p events.ScoringRunFailedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return true, err
 		}
 		return exec(`UPDATE rm_scoring_runs SET status = 'failed', error = $2, finished_at = $3 WHERE id = $1`, p.RunID, p.Error, e.RecordedAt)

@@ -118,44 +118,6 @@ func (p *Projection) applyAll(ctx context.Context, tx pgx.Tx, envs []events.Enve
 	return w.flush(ctx)
 }
 
-// Replay drops the read model's rows and rebuilds them from every event in the
-// log, in one transaction: readers see the old tables until it commits.
-func (p *Projection) Replay(ctx context.Context, store *eventstore.Store) (int, error) {
-	n := 0
-	err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", applyLockKey); err != nil {
-			return err
-		}
-		for _, t := range Tables {
-			if _, err := tx.Exec(ctx, "TRUNCATE "+t); err != nil {
-				return err
-			}
-		}
-		var after int64
-		for {
-			batch, err := store.ReadAfter(ctx, after, 2000)
-			if err != nil {
-				return err
-			}
-			if len(batch) == 0 {
-				break
-			}
-			fresh, err := claim(ctx, tx, batch)
-			if err != nil {
-				return err
-			}
-			if err := p.applyAll(ctx, tx, fresh); err != nil {
-				return err
-			}
-			n += len(batch)
-			after = batch[len(batch)-1].Seq
-		}
-		_, err := tx.Exec(ctx, "SELECT pg_notify($1, '')", AppliedChannel)
-		return err
-	})
-	return n, err
-}
-
 // jsonOrNil encodes v for a jsonb column, keeping SQL NULL for empty values.
 func jsonOrNil(v any) any {
 	switch x := v.(type) {

@@ -59,8 +59,14 @@ func (w *Waiter) broadcast() {
 }
 
 // Wait blocks until eventID is applied, or fails with UnavailableError after
-// the timeout (the write is stored; only the read lags).
+// the timeout (the write is stored; only the read lags), or at once with
+// ProjectionParkedError when the owner's events are held behind a parked one.
+// An empty eventID is a command that appended nothing: there is nothing to
+// wait for.
 func (w *Waiter) Wait(ctx context.Context, eventID string) error {
+	if eventID == "" {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
 	poll := 2 * time.Millisecond
@@ -69,11 +75,20 @@ func (w *Waiter) Wait(ctx context.Context, eventID string) error {
 		ch := w.changed
 		w.mu.Unlock()
 		var ok bool
-		if err := w.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM readmodel_applied WHERE event_id = $1)`, eventID).Scan(&ok); err != nil && ctx.Err() == nil {
+		var parkedID, parkedType *string
+		// Applied, or held back behind a parked event of the same owner
+		// (then waiting cannot help: say so at once).
+		if err := w.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM readmodel_applied WHERE event_id = $1), p.event_id::text, p.event_type
+			FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT pp.event_id, pp.event_type FROM events e JOIN projection_parked pp
+				ON pp.owner_id = e.owner_id AND pp.projection = $2 WHERE e.id = $1 ORDER BY pp.seq LIMIT 1) p ON true`,
+			eventID, Name).Scan(&ok, &parkedID, &parkedType); err != nil && ctx.Err() == nil {
 			return err
 		}
 		if ok {
 			return nil
+		}
+		if parkedID != nil {
+			return &domain.ProjectionParkedError{Projection: Name, EventID: *parkedID, EventType: *parkedType}
 		}
 		select {
 		case <-ctx.Done():

@@ -181,7 +181,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 	switch e.Type {
 	case events.TraceImported:
 		var p events.TraceImportedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		if _, ok := w.pending[p.TraceID]; !ok {
@@ -199,7 +199,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return nil
 	case events.TraceRevised:
 		var p events.TraceRevisedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		if err := setRevision(ctx, tx, p.TraceID, p.Revision); err != nil {
@@ -244,7 +244,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return tx.Exec(ctx, `UPDATE main.traces SET title = ? WHERE id = ?`, p.Title, p.TraceID)
 	case events.TraceDeleted:
 		var p events.TraceDeletedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		if err := tx.Exec(ctx, `DELETE FROM main._trace_revisions WHERE trace_id = ?`, p.TraceID); err != nil {
@@ -253,7 +253,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return tx.DeleteTrace(ctx, p.TraceID)
 	case events.TracesScored:
 		var p events.TracesScoredV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		for _, sc := range p.Scores {
@@ -272,7 +272,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return nil
 	case events.ActionsScored:
 		var p events.ActionsScoredV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		for _, sc := range p.Scores {
@@ -297,7 +297,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return applyStepsLabeled(ctx, tx, p)
 	case events.AnnotationAdded:
 		var p events.AnnotationAddedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		row := duck.AnnotationRow{ID: p.AnnotationID, TraceID: p.TraceID, Rating: p.Rating, Comment: p.Comment,
@@ -317,14 +317,14 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return tx.UpsertAnnotation(ctx, row)
 	case events.AnnotationEdited:
 		var p events.AnnotationEditedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		return tx.Exec(ctx, `UPDATE main.annotations SET rating = ?, comment = ?, label_error = ?, label_error_note = ?
 			WHERE id = ?`, derefInt(p.Rating), derefString(p.Comment), p.LabelError, derefString(p.LabelErrorNote), p.AnnotationID)
 	case events.AnnotationRemoved:
 		var p events.AnnotationRemovedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		return tx.DeleteAnnotation(ctx, p.AnnotationID)

@@ -52,9 +52,14 @@ func ModuleRoot(t testing.TB) string {
 // SharedCluster is the test cluster of the checkout at moduleRoot
 // (.data/pgtest, port CRITIC_TEST_PG_PORT or Port), not started. `make test`
 // uses it (scripts/pgtestctl) to stop the cluster after the run when the run
-// started it.
+// started it. Another port gets a directory of its own (.data/pgtest-<port>),
+// so runs on two ports in one checkout never fight over one data directory.
 func SharedCluster(moduleRoot string) pg.Cluster {
-	return pg.Cluster{Dir: filepath.Join(moduleRoot, ".data", "pgtest"), Port: port(), Fast: true, Shareable: true}
+	dir := filepath.Join(moduleRoot, ".data", "pgtest")
+	if p := port(); p != Port {
+		dir += "-" + strconv.Itoa(p)
+	}
+	return pg.Cluster{Dir: dir, Port: port(), Fast: true, Shareable: true}
 }
 
 // Cluster returns the shared test cluster, started if needed.

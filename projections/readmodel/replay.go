@@ -1,0 +1,308 @@
+package readmodel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/eventstore"
+)
+
+// rebuildSchema holds the tables a replay builds while the live ones serve.
+const rebuildSchema = "rm_rebuild"
+
+// replayLockKey keeps two replays from building into the same schema.
+const replayLockKey = 7_210_011
+
+// Replay rebuilds the read model from every event in the log without
+// blocking the running API: it builds fresh copies of the tables in the
+// schema rm_rebuild while the live tables keep serving reads and the live
+// projection keeps applying, then, in one short transaction that holds the
+// projection's lock, applies what was appended meanwhile and swaps the new
+// tables in for the old. Readers wait only for that swap.
+//
+// Events the live projection parked (and the owner's events after them)
+// are held back exactly as the live projection holds them, so a replay
+// equals the live read model; `critic projections retry` applies them to
+// whichever tables are live. An event that fails here and is not parked
+// fails the replay, naming it, and leaves the live tables as they were.
+func (p *Projection) Replay(ctx context.Context, store *eventstore.Store) (int, error) {
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Release()
+	var locked bool
+	if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", replayLockKey).Scan(&locked); err != nil {
+		return 0, err
+	}
+	if !locked {
+		return 0, errors.New("another `critic replay readmodel` is running against this database")
+	}
+	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", replayLockKey) }()
+
+	var live string
+	if err := conn.QueryRow(ctx, `SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE c.oid = 'rm_traces'::regclass`).Scan(&live); err != nil {
+		return 0, fmt.Errorf("find the read model's schema: %w", err)
+	}
+	held, err := parkedOwners(ctx, conn)
+	if err != nil {
+		return 0, err
+	}
+
+	// Build: one transaction nobody else sees into.
+	n := 0
+	var after int64
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if err := createRebuildTables(ctx, tx, live); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "SET LOCAL search_path = "+pgx.Identifier{rebuildSchema}.Sanitize()+", "+pgx.Identifier{live}.Sanitize()); err != nil {
+			return err
+		}
+		for {
+			batch, err := store.ReadAfter(ctx, after, 2000)
+			if err != nil {
+				return err
+			}
+			if len(batch) == 0 {
+				return nil
+			}
+			if err := p.replayBatch(ctx, tx, batch, held); err != nil {
+				return err
+			}
+			n += len(batch)
+			after = batch[len(batch)-1].Seq
+		}
+	})
+	if err != nil {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "DROP SCHEMA IF EXISTS "+rebuildSchema+" CASCADE")
+		return 0, err
+	}
+
+	// Catch up outside the lock first, so the swap itself has little left.
+	caught := 0
+	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL search_path = "+pgx.Identifier{rebuildSchema}.Sanitize()+", "+pgx.Identifier{live}.Sanitize()); err != nil {
+			return err
+		}
+		for {
+			batch, err := store.ReadAfter(ctx, after, 2000)
+			if err != nil || len(batch) == 0 {
+				return err
+			}
+			if err := p.replayBatch(ctx, tx, batch, held); err != nil {
+				return err
+			}
+			caught += len(batch)
+			after = batch[len(batch)-1].Seq
+		}
+	}); err != nil {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "DROP SCHEMA IF EXISTS "+rebuildSchema+" CASCADE")
+		return 0, err
+	}
+
+	// Swap: short, under the projection's lock. The live tables are locked
+	// without waiting (NOWAIT) and the attempt starts over when a reader
+	// holds one: a swap that waited while holding some tables could
+	// deadlock with a reader holding others, and would queue every new
+	// reader behind it.
+	for attempt := 1; ; attempt++ {
+		last, err := p.swap(ctx, conn, store, live, after, held)
+		if err == nil {
+			return n + caught + last, nil
+		}
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "55P03" || attempt == 500 { // lock_not_available
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "DROP SCHEMA IF EXISTS "+rebuildSchema+" CASCADE")
+			return 0, fmt.Errorf("swap in the rebuilt read model: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Duration(min(attempt, 20)) * 5 * time.Millisecond):
+		}
+	}
+}
+
+func (p *Projection) swap(ctx context.Context, conn interface {
+	Begin(context.Context) (pgx.Tx, error)
+}, store *eventstore.Store, live string, after int64, held map[string]int64) (int, error) {
+	n := 0
+	err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", applyLockKey); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, "SET LOCAL search_path = "+pgx.Identifier{rebuildSchema}.Sanitize()+", "+pgx.Identifier{live}.Sanitize()); err != nil {
+			return err
+		}
+		// An owner released by `projections retry` while the build ran had
+		// its held events applied to the live tables: apply them here too.
+		now, err := parkedOwners(ctx, tx)
+		if err != nil {
+			return err
+		}
+		for owner, seq := range held {
+			if now[owner] == seq {
+				continue
+			}
+			for from := seq - 1; ; {
+				batch, err := store.ReadOwnerAfter(ctx, owner, from, 2000)
+				if err != nil {
+					return err
+				}
+				for len(batch) > 0 && batch[len(batch)-1].Seq > after {
+					batch = batch[:len(batch)-1]
+				}
+				if len(batch) == 0 {
+					break
+				}
+				if err := p.replayBatch(ctx, tx, batch, now); err != nil {
+					return err
+				}
+				from = batch[len(batch)-1].Seq
+			}
+		}
+		// What was appended while the build ran.
+		for {
+			batch, err := store.ReadAfter(ctx, after, 2000)
+			if err != nil {
+				return err
+			}
+			if len(batch) == 0 {
+				break
+			}
+			if err := p.replayBatch(ctx, tx, batch, now); err != nil {
+				return err
+			}
+			n += len(batch)
+			after = batch[len(batch)-1].Seq
+		}
+		liveTables := make([]string, len(Tables))
+		for i, t := range Tables {
+			liveTables[i] = pgx.Identifier{live, t}.Sanitize()
+		}
+		if _, err := tx.Exec(ctx, "LOCK TABLE "+strings.Join(liveTables, ", ")+" IN ACCESS EXCLUSIVE MODE NOWAIT"); err != nil {
+			return err
+		}
+		for _, t := range Tables {
+			if _, err := tx.Exec(ctx, "DROP TABLE "+pgx.Identifier{live, t}.Sanitize()); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, "ALTER TABLE "+pgx.Identifier{rebuildSchema, t}.Sanitize()+" SET SCHEMA "+pgx.Identifier{live}.Sanitize()); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, "DROP SCHEMA "+rebuildSchema); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, "SELECT pg_notify($1, '')", AppliedChannel)
+		return err
+	})
+	return n, err
+}
+
+// replayBatch applies a batch of the log into whatever tables the search
+// path names, holding back the events the live projection holds.
+func (p *Projection) replayBatch(ctx context.Context, tx pgx.Tx, batch []events.Envelope, held map[string]int64) error {
+	keep := batch
+	if len(held) > 0 {
+		keep = make([]events.Envelope, 0, len(batch))
+		for _, e := range batch {
+			if seq, ok := held[e.OwnerID]; ok && e.Seq >= seq {
+				continue
+			}
+			keep = append(keep, e)
+		}
+	}
+	fresh, err := claim(ctx, tx, keep)
+	if err != nil {
+		return err
+	}
+	return p.applyAll(ctx, tx, fresh)
+}
+
+// parkedOwners maps each owner the live projection holds to the position
+// of its parked event.
+func parkedOwners(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}) (map[string]int64, error) {
+	rows, err := q.Query(ctx, `SELECT owner_id::text, min(seq) FROM projection_parked WHERE projection = $1 GROUP BY owner_id`, Name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var owner string
+		var seq int64
+		if err := rows.Scan(&owner, &seq); err != nil {
+			return nil, err
+		}
+		out[owner] = seq
+	}
+	return out, rows.Err()
+}
+
+var indexDefRe = regexp.MustCompile(`^(CREATE (?:UNIQUE )?INDEX) \S+ ON \S+ (.*)$`)
+
+// createRebuildTables makes an empty copy of every live table (columns,
+// defaults, constraints, indexes) in rm_rebuild, with the live indexes'
+// names, so the swapped-in tables are indistinguishable from migrated ones.
+func createRebuildTables(ctx context.Context, tx pgx.Tx, live string) error {
+	if _, err := tx.Exec(ctx, "DROP SCHEMA IF EXISTS "+rebuildSchema+" CASCADE"); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "CREATE SCHEMA "+rebuildSchema); err != nil {
+		return err
+	}
+	for _, t := range Tables {
+		if _, err := tx.Exec(ctx, "CREATE TABLE "+pgx.Identifier{rebuildSchema, t}.Sanitize()+
+			" (LIKE "+pgx.Identifier{live, t}.Sanitize()+" INCLUDING ALL)"); err != nil {
+			return err
+		}
+		names := map[string]map[string]string{} // schema → shape → index name
+		rows, err := tx.Query(ctx, `SELECT schemaname, indexname, indexdef FROM pg_indexes WHERE tablename = $1 AND schemaname = ANY($2)`,
+			t, []string{live, rebuildSchema})
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var schema, name, def string
+			if err := rows.Scan(&schema, &name, &def); err != nil {
+				rows.Close()
+				return err
+			}
+			m := indexDefRe.FindStringSubmatch(def)
+			if m == nil {
+				continue
+			}
+			if names[schema] == nil {
+				names[schema] = map[string]string{}
+			}
+			names[schema][m[1]+" "+m[2]] = name
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for shape, want := range names[live] {
+			got, ok := names[rebuildSchema][shape]
+			if !ok || got == want {
+				continue
+			}
+			if _, err := tx.Exec(ctx, "ALTER INDEX "+pgx.Identifier{rebuildSchema, got}.Sanitize()+" RENAME TO "+pgx.Identifier{want}.Sanitize()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
