@@ -74,8 +74,9 @@ type Config struct {
 	// ReadyMaxLag is how many unapplied events /readyz tolerates
 	// (CRITIC_READY_MAX_LAG; 0 → DefaultReadyMaxLag).
 	ReadyMaxLag int64
-	// ParkedEvents, when set, feeds critic_projection_parked_events: the
-	// events each projection set aside (the dead-letter table).
+	// ParkedEvents feeds critic_projection_parked_events: the events each
+	// projection set aside; nil reads the dead-letter table
+	// (projection_parked).
 	ParkedEvents func(ctx context.Context) (map[string]int64, error)
 	// CommandOptions configure the command side (the feedback plan new
 	// models record).
@@ -240,7 +241,11 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	if tel != nil && tel.Metrics != nil {
 		m := tel.Metrics
 		observing.Metrics = m
-		m.AddGauges(s.gauges(m, cfg.ParkedEvents)...)
+		parked := cfg.ParkedEvents
+		if parked == nil {
+			parked = func(ctx context.Context) (map[string]int64, error) { return projections.ParkedCounts(ctx, deps.Pool) }
+		}
+		m.AddGauges(s.gauges(m, parked)...)
 		if cfg.SnapshotDir != "" {
 			m.AddGauges(metrics.SnapshotFiles(cfg.SnapshotDir)...)
 		}
