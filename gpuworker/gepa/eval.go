@@ -24,6 +24,8 @@ func (r *run) evaluate(ctx context.Context, body string, exs []Example, ids []in
 	r.used += len(ids)
 	out := make([]eval, len(ids))
 	errs := make([]error, len(ids))
+	var firstMu sync.Mutex
+	var first error // the failure that cancelled the others
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	sem := make(chan struct{}, r.cfg.Concurrency)
@@ -54,16 +56,18 @@ func (r *run) evaluate(ctx context.Context, body string, exs []Example, ids []in
 				r.logf("example %s: the task model rejected the request; it scores 0: %v", ex.TraceID, err)
 			default:
 				errs[i] = &TaskError{err}
+				firstMu.Lock()
+				if first == nil {
+					first = errs[i]
+				}
+				firstMu.Unlock()
 				cancel()
 			}
 		}()
 	}
 	wg.Wait()
-	for _, err := range errs {
-		var te *TaskError
-		if errors.As(err, &te) {
-			return nil, err
-		}
+	if first != nil {
+		return nil, first
 	}
 	for _, err := range errs {
 		if err != nil {

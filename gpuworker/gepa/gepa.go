@@ -260,7 +260,7 @@ func Optimize(ctx context.Context, cfg Config) (*Result, error) {
 	if len(exs) == 0 {
 		return nil, ErrNoExamples
 	}
-	r := &run{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x6765706173)), rejected: map[int][]rejection{}, tried: map[string]bool{}}
+	r := &run{cfg: cfg, rng: newRNG(cfg.Seed), rejected: map[int][]rejection{}, tried: map[string]bool{}}
 	r.search, r.holdout = split(exs, r.rng)
 	mb := min(cfg.Minibatch, len(r.search))
 	reserve := 2 * len(r.holdout)
@@ -412,6 +412,9 @@ func Optimize(ctx context.Context, cfg Config) (*Result, error) {
 		best, res.BestScore, res.SeedScore, res.Proposals, res.Accepted, r.used, cfg.MaxMetricCalls)
 	return res, nil
 }
+
+// newRNG is the run's one random stream.
+func newRNG(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x6765706173)) }
 
 func holdoutNote(h int) string {
 	if h == 0 {
