@@ -119,8 +119,8 @@ func TestUnusableProposalsCostNoMetricCalls(t *testing.T) {
 	s := newServers(t)
 	seedDesc := "Use when a customer asks for a refund, return, or exchange."
 	answers := []string{
-		openBody + "\n" + seedDesc + "\n" + closeBody, // identical to the parent
-		openBody + "  \n" + closeBody,                 // empty
+		openBody + "\n" + seedDesc + "\n" + closeBody,  // identical to the parent
+		openBody + "  \n" + closeBody,                  // empty
 		"I think the agent should check the order.",    // no block: never adopted verbatim
 		openBody + "\nBe polite.\n" + closeBody,        // evaluated, loses the gate
 		openBody + "\nBe polite.\n" + closeBody,        // already tried

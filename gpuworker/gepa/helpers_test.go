@@ -22,7 +22,7 @@ const tinyTok = "../testdata/tinytok"
 // Replies the scripted task model gives: it follows the skill it finds in
 // its system message, as a real agent would.
 const (
-	checkedReply = "Let me check the order first: I looked it up with lookup_order and it was delivered 12 days ago, so the refund is allowed."
+	checkedReply  = "Let me check the order first: I looked it up with lookup_order and it was delivered 12 days ago, so the refund is allowed."
 	promisedReply = "Sure, your refund is on its way! You will get your money back soon."
 	checkBody     = "Before promising a refund, check the order with lookup_order and read days_since_delivery."
 )
@@ -40,7 +40,9 @@ var (
 
 // trainedModel trains, once per test binary, a tiny reward model on pairs
 // where replies that check the order before promising a refund are chosen.
-func trainedModel(t *testing.T) string {
+func trainedModel(t *testing.T) string { t.Helper(); return trainedModelB(t) }
+
+func trainedModelB(t testing.TB) string {
 	t.Helper()
 	rmOnce.Do(func() {
 		root, err := os.MkdirTemp("", "gepa-rm-")
@@ -74,9 +76,11 @@ func trainedModel(t *testing.T) string {
 }
 
 // scorer loads the trained checkpoint.
-func scorer(t *testing.T) *RewardScorer {
+func scorer(t *testing.T) *RewardScorer { t.Helper(); return scorerFrom(t, trainedModel(t)) }
+
+func scorerFrom(t testing.TB, dir string) *RewardScorer {
 	t.Helper()
-	rm, err := model.LoadRewardModel(trainedModel(t))
+	rm, err := model.LoadRewardModel(dir)
 	require.NoError(t, err)
 	t.Cleanup(rm.Model.Finalize)
 	s, err := NewRewardScorer(rm)
