@@ -3,6 +3,8 @@ package gepa
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,7 +27,13 @@ func BenchmarkGEPA(b *testing.B) {
 	task.SetLatency(latency)
 	refl.SetLatency(latency)
 	task.Handle(followSkill)
-	refl.Handle(reflect)
+	var n atomic.Int64
+	refl.Handle(func(req llmtest.Request) llmtest.Reply {
+		if cur, ok := extractTag(req.Last(), "current_skill_body"); ok && strings.Contains(cur, "check the order") {
+			return llmtest.Reply{Content: openBody + "\n" + cur + fmt.Sprintf("\n- Variant %d.", n.Add(1)) + "\n" + closeBody}
+		}
+		return reflect(req)
+	})
 	tc := llm.New(llm.Model{Provider: "openai", Name: "task", APIBase: task.URL}, llm.Options{})
 	rc := llm.New(llm.Model{Provider: "openai", Name: "reflection", APIBase: refl.URL}, llm.Options{})
 	sc := scorerFrom(b, dir)
