@@ -143,6 +143,9 @@ func scanGepa(row pgx.Row) (GepaRun, error) {
 
 // GetGepaRun returns one of the owner's GEPA runs.
 func (q *Queries) GetGepaRun(ctx context.Context, owner, id string) (*GepaRun, error) {
+	if !validUUID(id) {
+		return nil, domain.NotFound("GEPA run", id)
+	}
 	r, err := scanGepa(q.pool.QueryRow(ctx, `SELECT `+gepaCols+` FROM rm_gepa_runs WHERE id = $1 AND owner_id = $2`, id, owner))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, domain.NotFound("GEPA run", id)
