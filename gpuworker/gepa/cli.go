@@ -89,7 +89,7 @@ func ResolveModel(getenv llm.Getenv, role, modelString, apiBase string) (llm.Mod
 	}
 	roleVar := "CRITIC_GEPA_" + map[string]string{"task": "TASK", "reflection": "REFLECTION"}[role] + "_MODEL"
 	baseVar := "CRITIC_GEPA_" + map[string]string{"task": "TASK", "reflection": "REFLECTION"}[role] + "_API_BASE"
-	return llm.ResolveRole(func(k string) string {
+	m, err := llm.ResolveRole(func(k string) string {
 		switch k {
 		case roleVar:
 			return modelString
@@ -98,6 +98,13 @@ func ResolveModel(getenv llm.Getenv, role, modelString, apiBase string) (llm.Mod
 		}
 		return getenv(k)
 	}, roleVar, modelString)
+	var ce *llm.ConfigError
+	if errors.As(err, &ce) {
+		// The model string came from the run's request, not a variable:
+		// name the request field.
+		ce.Role = role + "_model"
+	}
+	return m, err
 }
 
 // ReadExamples reads gepa_examples.jsonl, strictly: a line that is not an
