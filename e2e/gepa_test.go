@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -136,4 +137,59 @@ func TestGepaRunEndToEnd(t *testing.T) {
 	list := in.do("GET", "/api/v1/rm/gepa-runs", key, nil).JSONList(t)
 	require.Len(t, list, 2)
 	require.Empty(t, in.do("GET", "/api/v1/rm/gepa-runs", other, nil).JSONList(t))
+}
+
+// A worker killed mid-run fails the run on lease expiry (naming the worker)
+// after the run showed its progress; a new run on the same model, picked up
+// by another worker, succeeds.
+func TestGepaWorkerKilledMidRunFailsOnLeaseExpiry(t *testing.T) {
+	task, refl := llmtest.New(t), llmtest.New(t)
+	task.Handle(func(r llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Content: "Sure! Refund issued.", Delay: 700 * time.Millisecond} // slow enough to interrupt
+	})
+	refl.Handle(func(r llmtest.Request) llmtest.Reply {
+		if strings.Contains(r.Last(), "You are naming a skill") {
+			return llmtest.Reply{Content: "<name>refunds</name><description>Use for refunds.</description>"}
+		}
+		return llmtest.Reply{Content: "<new_skill_body>\nCheck the order. " + strings.Repeat("Again. ", strings.Count(r.Last(), "<rejected ")) + "\n</new_skill_body>"}
+	})
+	in, kafkaPort := startServeForJobs(t, "CRITIC_WORKER_LEASE=3s")
+	key := in.newUser("gepa-faults", false)
+	ids := ratedTraces(t, in, key)
+	base := tinyBase(t, in)
+	w1 := startWorkerWith(t, in, kafkaPort, "w1", "OPENAI_BASE_URL="+refl.URL)
+	r := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "refunds", "trace_ids": ids, "base_model": base})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	modelID := r.JSON(t)["id"].(string)
+	require.Equal(t, "succeeded", in.waitModel(t, key, modelID, "succeeded", "failed")["status"])
+
+	body := map[string]any{"reward_model_id": modelID, "task_model": "openai/agent", "task_api_base": task.URL,
+		"reflection_model": "openai/reflector", "max_metric_calls": 40}
+	r = in.do("POST", "/api/v1/rm/gepa-runs", key, body)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	id := r.JSON(t)["id"].(string)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		run := in.do("GET", "/api/v1/rm/gepa-runs/"+id, key, nil).JSON(t)
+		if p, ok := run["progress"].(map[string]any); ok && run["status"] == "running" && p["metric_calls"].(float64) > 0 {
+			require.Equal(t, float64(40), p["max_metric_calls"])
+			require.Nil(t, run["skill_name"], "no result while running")
+			break
+		}
+		require.NotEqual(t, "succeeded", run["status"], "the run finished before it could be interrupted")
+		require.True(t, time.Now().Before(deadline), "the run never showed progress: %v\n%s", run, in.logText())
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.NoError(t, w1.Process.Signal(syscall.SIGKILL))
+	_, _ = w1.Process.Wait()
+	failed := in.waitGepa(t, key, id, "failed", "succeeded")
+	require.Equal(t, "failed", failed["status"])
+	require.Contains(t, failed["error"], "worker w1 stopped reporting")
+
+	startWorkerWith(t, in, kafkaPort, "w2", "OPENAI_BASE_URL="+refl.URL)
+	body["max_metric_calls"] = 8
+	r = in.do("POST", "/api/v1/rm/gepa-runs", key, body)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	again := in.waitGepa(t, key, r.JSON(t)["id"].(string), "succeeded", "failed")
+	require.Equal(t, "succeeded", again["status"], "%v", again["error"])
 }
