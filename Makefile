@@ -63,7 +63,7 @@ generate: ## regenerate code (protobuf/Connect)
 verify: ## fail if regenerating code changes a committed file
 	scripts/gen-proto.sh --verify
 
-bench: bench-ingest bench-otlp bench-query bench-train bench-score bench-extract ## all benchmarks
+bench: bench-ingest bench-otlp bench-query bench-train bench-score bench-extract bench-gepa ## all benchmarks
 
 bench-ingest: deps ## import 10,000 traces × 20 steps end to end vs COPY; latency p50/p99
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkIngest -benchtime 1x -timeout 30m ./e2e/
