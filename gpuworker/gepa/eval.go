@@ -45,7 +45,7 @@ func (r *run) evaluate(ctx context.Context, body string, exs []Example, ids []in
 			msgs := make([]llm.ChatMessage, 0, len(ex.Messages)+1)
 			msgs = append(msgs, llm.ChatMessage{Role: "system", Content: SystemMessage(ex.System, r.id, body)})
 			for _, m := range ex.Messages {
-				msgs = append(msgs, llm.ChatMessage{Role: m.Role, Content: m.Content})
+				msgs = append(msgs, chatMessage(m))
 			}
 			resp, err := r.cfg.Task.Chat(ctx, msgs, taskMaxTokens)
 			switch {
@@ -122,4 +122,15 @@ func rejectedRequest(err error) bool {
 		}
 	}
 	return false
+}
+
+// chatMessage sends an input message as the provider accepts it: user and
+// assistant as they are; any other role (a tool result before the first
+// reply has no tool call to answer) as a user message naming the role.
+func chatMessage(m Message) llm.ChatMessage {
+	switch m.Role {
+	case "user", "assistant":
+		return llm.ChatMessage{Role: m.Role, Content: m.Content}
+	}
+	return llm.ChatMessage{Role: "user", Content: m.Role + ": " + m.Content}
 }

@@ -542,21 +542,22 @@ func (r *run) bestIndex() int {
 }
 
 // minibatch returns b distinct search-example indices from an
-// epoch-shuffled stream: every example is used once per epoch.
+// epoch-shuffled stream (one permutation per epoch, drawn from the run's
+// seeded stream): every example is used about equally often. An index that
+// would repeat within a batch (at an epoch boundary) waits for the next
+// batch instead of being dropped.
 func (r *run) minibatch(b int) []int {
-	for len(r.queue) < b {
-		perm := r.rng.Perm(len(r.search))
-		for _, k := range perm {
-			if !slices.Contains(r.queue, k) {
-				r.queue = append(r.queue, k)
-			}
+	b = min(b, len(r.search))
+	ids := make([]int, 0, b)
+	for len(ids) < b {
+		at := slices.IndexFunc(r.queue, func(k int) bool { return !slices.Contains(ids, k) })
+		if at < 0 {
+			r.queue = append(r.queue, r.rng.Perm(len(r.search))...)
+			continue
 		}
-		if len(r.queue) < b { // fewer distinct examples than b
-			break
-		}
+		ids = append(ids, r.queue[at])
+		r.queue = slices.Delete(r.queue, at, at+1)
 	}
-	ids := slices.Clone(r.queue[:b])
-	r.queue = r.queue[b:]
 	return ids
 }
 

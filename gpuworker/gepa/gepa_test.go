@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -114,4 +115,45 @@ func TestReflectionPromptCarriesScoreAndFeedback(t *testing.T) {
 	require.Contains(t, prompt, "- promised a refund without checking the order")
 	require.Contains(t, prompt, "<reply>\n"+promisedReply)
 	require.Contains(t, prompt, "Return only the body between the two tags")
+}
+
+// Evaluating a candidate's examples concurrently changes nothing: one at a
+// time and eight at a time give the same result.
+func TestConcurrencyDoesNotChangeTheResult(t *testing.T) {
+	var results []*Result
+	for _, conc := range []int{1, 8} {
+		s := newServers(t)
+		s.task.SetLatency(20 * time.Millisecond) // so calls overlap when they may
+		cfg := s.config(t, examples(6), 24)
+		cfg.Concurrency = conc
+		res, err := Optimize(context.Background(), cfg)
+		require.NoError(t, err)
+		results = append(results, res)
+		if conc == 8 {
+			require.Greater(t, s.task.MaxInFlight(), 1, "examples were evaluated concurrently")
+		}
+	}
+	require.Equal(t, results[0], results[1])
+}
+
+// Minibatches hold distinct examples, and every example is drawn once per
+// epoch.
+func TestMinibatchesAreEpochShuffled(t *testing.T) {
+	r := &run{search: make([]Example, 7), rng: newRNG(0)}
+	counts := make([]int, 7)
+	for range 14 { // 42 draws = 6 epochs
+		ids := r.minibatch(3)
+		require.Len(t, ids, 3)
+		seen := map[int]bool{}
+		for _, k := range ids {
+			require.False(t, seen[k], "distinct within a minibatch: %v", ids)
+			seen[k] = true
+			counts[k]++
+		}
+	}
+	for k, n := range counts {
+		require.InDelta(t, 6, n, 1, "example %d is drawn about once per epoch", k)
+	}
+	small := &run{search: make([]Example, 2), rng: newRNG(0)}
+	require.ElementsMatch(t, []int{0, 1}, small.minibatch(2))
 }
