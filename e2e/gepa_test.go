@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
@@ -13,6 +14,22 @@ import (
 	"github.com/criticml/critic/gpuworker/gepa"
 	"github.com/criticml/critic/platform/llm/llmtest"
 )
+
+// gepaRows is rm_gepa_runs as JSON rows, in id order.
+func gepaRows(t *testing.T, in *instance) []string {
+	rows, err := in.pool.Query(context.Background(), "SELECT row_to_json(x)::text FROM (SELECT * FROM rm_gepa_runs ORDER BY id) x")
+	require.NoError(t, err)
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		require.NoError(t, rows.Scan(&s))
+		out = append(out, s)
+	}
+	require.NoError(t, rows.Err())
+	require.NotEmpty(t, out)
+	return out
+}
 
 // waitGepa polls GET /gepa-runs/{id} until its status is one of want.
 func (in *instance) waitGepa(t *testing.T, key, id string, want ...string) map[string]any {
@@ -137,6 +154,17 @@ func TestGepaRunEndToEnd(t *testing.T) {
 	list := in.do("GET", "/api/v1/rm/gepa-runs", key, nil).JSONList(t)
 	require.Len(t, list, 2)
 	require.Empty(t, in.do("GET", "/api/v1/rm/gepa-runs", other, nil).JSONList(t))
+
+	// Replay rebuilds the same runs from the log, calling no model.
+	calls := task.Calls() + refl.Calls()
+	before, rows := dumpReadModel(t, in), gepaRows(t, in)
+	listed := in.do("GET", "/api/v1/rm/gepa-runs", key, nil).Body
+	out, err := in.cli("replay", "readmodel")
+	require.NoError(t, err, out)
+	require.Equal(t, before, dumpReadModel(t, in))
+	require.Equal(t, rows, gepaRows(t, in), "rm_gepa_runs rebuilt row for row")
+	require.JSONEq(t, string(listed), string(in.do("GET", "/api/v1/rm/gepa-runs", key, nil).Body))
+	require.Equal(t, calls, task.Calls()+refl.Calls(), "replay never calls a model")
 }
 
 // A worker killed mid-run fails the run on lease expiry (naming the worker)
