@@ -9,10 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/gpuworker/gepa"
 	"github.com/criticml/critic/platform/llm/llmtest"
+	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
+	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
 
 // gepaRows is rm_gepa_runs as JSON rows, in id order.
@@ -150,6 +153,21 @@ func TestGepaRunEndToEnd(t *testing.T) {
 	ident, _, err := gepa.ParseFrontmatter(string(body))
 	require.NoError(t, err)
 	require.Equal(t, "refund-policy", ident.Name)
+
+	// Connect answers the same skill and run.
+	gc := criticv1connect.NewGepaServiceClient(http.DefaultClient, in.url)
+	sreq := connect.NewRequest(&criticv1.GetGepaSkillRequest{GepaRunId: id})
+	sreq.Header().Set("Authorization", "Bearer "+key)
+	skill, err := gc.GetGepaSkill(context.Background(), sreq)
+	require.NoError(t, err)
+	require.Equal(t, string(body), skill.Msg.SkillMd)
+	greq := connect.NewRequest(&criticv1.GetGepaRunRequest{GepaRunId: id})
+	greq.Header().Set("Authorization", "Bearer "+key)
+	got, err := gc.GetGepaRun(context.Background(), greq)
+	require.NoError(t, err)
+	require.Equal(t, "succeeded", got.Msg.GepaRun.Status)
+	require.Equal(t, done["best_score"], got.Msg.GepaRun.GetBestScore())
+	require.Len(t, got.Msg.GepaRun.Candidates, len(done["candidates"].([]any)))
 
 	list := in.do("GET", "/api/v1/rm/gepa-runs", key, nil).JSONList(t)
 	require.Len(t, list, 2)
