@@ -202,3 +202,85 @@ const (
 func MaxScoreFileBytes(items int) int64 {
 	return int64(items)*scoreBytesPerItem + MaxScoreLineBytes
 }
+
+// TopicGepa carries GEPA run commands.
+const TopicGepa = "critic.jobs.gepa"
+
+// GepaJob is a critic.jobs.gepa value (key = run id): run one GEPA search.
+type GepaJob struct {
+	RunID   string `json:"run_id"`
+	OwnerID string `json:"owner_id"`
+}
+
+// GEPA worker-service routes, relative to ServicePrefix; GepaPath builds them.
+const (
+	RouteClaimGepa     = "POST /gepa/{run_id}/claim"
+	RouteGepaHeartbeat = "POST /gepa/{run_id}/heartbeat"
+	RouteGepaCandidate = "POST /gepa/{run_id}/candidate"
+	RouteGepaSucceeded = "POST /gepa/{run_id}/succeeded"
+	RouteGepaFailed    = "POST /gepa/{run_id}/failed"
+)
+
+// GepaPath is the URL path of a GEPA route's action ("claim", "heartbeat",
+// "candidate", "succeeded", "failed") for an escaped run id.
+func GepaPath(escapedRunID, action string) string {
+	return ServicePrefix + "/gepa/" + escapedRunID + "/" + action
+}
+
+// GepaRequest names the worker a GEPA call is from.
+type GepaRequest struct {
+	WorkerID string `json:"worker_id"`
+}
+
+// GepaJobSpec is the job.json of a GEPA run (spec 001 job contract), plus
+// where the worker finds its examples and the model's rendering.
+type GepaJobSpec struct {
+	Kind            string  `json:"kind"` // "gepa"
+	RewardModelKey  string  `json:"reward_model_key"`
+	TaskModel       string  `json:"task_model"`
+	TaskAPIBase     *string `json:"task_api_base"`
+	ReflectionModel string  `json:"reflection_model"`
+	MaxMetricCalls  int     `json:"max_metric_calls"`
+	ExamplesKey     string  `json:"examples_key"`
+	InputVersion    int     `json:"input_version,omitempty"`
+}
+
+// GepaClaim is the answer to a GEPA claim.
+type GepaClaim struct {
+	RunID        string      `json:"run_id"`
+	OwnerID      string      `json:"owner_id"`
+	Job          GepaJobSpec `json:"job"`
+	LeaseSeconds int         `json:"lease_seconds"`
+}
+
+// GepaHeartbeat renews a GEPA lease and reports progress.
+type GepaHeartbeat struct {
+	GepaRequest
+	Progress events.GepaProgress `json:"progress"`
+}
+
+// GepaCandidate reports one evaluated proposal.
+type GepaCandidate struct {
+	GepaRequest
+	Candidate events.GepaRunCandidateEvaluatedV1 `json:"candidate"`
+}
+
+// GepaSucceeded reports result.json.
+type GepaSucceeded struct {
+	GepaRequest
+	Result json.RawMessage `json:"result"`
+}
+
+// GepaFailed reports a failed run; Error is the end of the job's log.
+type GepaFailed struct {
+	GepaRequest
+	Error string `json:"error"`
+}
+
+// GepaExamplesKey is where a run's gepa_examples.jsonl lives.
+func GepaExamplesKey(ownerID, runID string) string {
+	return "gepa/" + ownerID + "/" + runID + "/gepa_examples.jsonl"
+}
+
+// MaxGepaResultBytes bounds result.json: every candidate is a full SKILL.md.
+const MaxGepaResultBytes = 8 << 20

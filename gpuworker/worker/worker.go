@@ -91,6 +91,9 @@ type Config struct {
 	// Fast is the title model (nil: titles stay derived).
 	Fast            *llm.Client
 	FastUnavailable string
+	// Getenv reads the provider keys GEPA's task and reflection models need
+	// (OPENAI_API_KEY, ANTHROPIC_API_KEY, their base URLs); default os.Getenv.
+	Getenv llm.Getenv
 }
 
 // Observer is what the worker reports about its jobs; package telemetry
@@ -206,7 +209,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	for _, t := range []struct {
 		topic  string
 		handle func(context.Context, []byte) bool
-	}{{TopicTrain, w.HandleTrain}, {TopicScore, w.HandleScore}, {TopicExtract, w.HandleExtract}, {TopicTitle, w.HandleTitle}} {
+	}{{TopicTrain, w.HandleTrain}, {TopicScore, w.HandleScore}, {TopicExtract, w.HandleExtract}, {TopicTitle, w.HandleTitle}, {TopicGepa, w.HandleGepa}} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -215,7 +218,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	w.log.Info("worker consuming", "topics", []string{TopicTrain, TopicScore, TopicExtract, TopicTitle}, "group", w.cfg.ConsumerGroup,
+	w.log.Info("worker consuming", "topics", []string{TopicTrain, TopicScore, TopicExtract, TopicTitle, TopicGepa}, "group", w.cfg.ConsumerGroup,
 		"brokers", strings.Join(w.cfg.Brokers, ","))
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {

@@ -18,6 +18,7 @@ var Services = []string{
 	criticv1connect.TraceServiceName,
 	criticv1connect.AnnotationServiceName,
 	criticv1connect.RewardModelServiceName,
+	criticv1connect.GepaServiceName,
 	criticv1connect.QueryServiceName,
 }
 

@@ -100,11 +100,12 @@ type Deps struct {
 }
 
 // Register mounts every Critic service on mux: TraceService,
-// AnnotationService, RewardModelService and QueryService.
+// AnnotationService, RewardModelService, GepaService and QueryService.
 func Register(mux *http.ServeMux, d Deps) {
 	New(d.Cmds, d.Queries, d.Waiter, d.Auth, d.MaxBody).WithAssessments(d.Assessments).Register(mux)
 	NewAnnotationService(d).Register(mux)
 	NewRewardModelService(d).Register(mux)
+	NewGepaService(d).Register(mux)
 	NewQueryService(d).Register(mux)
 }
 

@@ -101,6 +101,7 @@ func (a *API) Register(mux *http.ServeMux) {
 	route("POST /extraction/{model_id}/finished", a.extractionFinished)
 	route("POST /titles/{trace_id}/source", a.titleSource)
 	route("POST /titles/{trace_id}", a.recordTitle)
+	a.registerGepa(route)
 }
 
 func (a *API) authorized(r *http.Request) bool {

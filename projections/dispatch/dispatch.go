@@ -31,6 +31,7 @@ const Name = "dispatch"
 const (
 	TrainTopic = jobs.TopicTrain
 	ScoreTopic = jobs.TopicScore
+	GepaTopic  = jobs.TopicGepa
 )
 
 // Publisher publishes job commands.
@@ -105,6 +106,12 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		return d.publish(ScoreTopic, p.RunID, e.CorrelationID, jobs.ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})
+	case events.GepaRunRequested:
+		var p events.GepaRunRequestedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		return d.publish(GepaTopic, p.RunID, e.CorrelationID, jobs.GepaJob{RunID: p.RunID, OwnerID: e.OwnerID})
 	}
 	return nil
 }
@@ -130,6 +137,7 @@ type LeaseQueries interface {
 	DBNow(ctx context.Context) (time.Time, error)
 	ExpiredLeases(ctx context.Context, now time.Time) ([]string, error)
 	StuckScoringRuns(ctx context.Context, cutoff time.Time) ([]readmodel.StuckRun, error)
+	ExpiredGepaLeases(ctx context.Context, now time.Time) ([]string, error)
 }
 
 // ScoringTimeout is how long a scoring run may run before it is failed.
@@ -146,7 +154,7 @@ const ScoringTimeout = 10 * time.Minute
 // live jobs, and one that runs behind would keep dead ones. The grace
 // period after start is this process's own elapsed (monotonic) time.
 //
-// onExpire, when given, is told the kind ("train", "score") of every job it
+// onExpire, when given, is told the kind ("train", "score", "gepa") of every job it
 // failed (the lease-expiry metric).
 func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, interval, lease time.Duration, log *slog.Logger, onExpire ...func(kind string)) error {
 	expired := func(kind string) {
@@ -182,6 +190,18 @@ func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, i
 			} else if res.LastEventID != "" {
 				expired("train")
 				log.Info("lease expired: model failed", "model", id)
+			}
+		}
+		gepaRuns, err := q.ExpiredGepaLeases(ctx, now)
+		if err != nil {
+			log.Warn("GEPA lease sweep", "err", err)
+		}
+		for _, id := range gepaRuns {
+			if res, err := cmds.ExpireGepaLease(ctx, id, now); err != nil {
+				log.Warn("GEPA lease sweep: expire", "run", id, "err", err)
+			} else if res.LastEventID != "" {
+				expired("gepa")
+				log.Info("lease expired: GEPA run failed", "run", id)
 			}
 		}
 		runs, err := q.StuckScoringRuns(ctx, now.Add(-ScoringTimeout))

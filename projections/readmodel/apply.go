@@ -172,6 +172,9 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		}
 		return applyFeedback(ctx, tx, e)
 	}
+	if handled, err := applyGepa(ctx, tx, e); handled {
+		return err
+	}
 	if handled, err := applyFeedbackEvent(ctx, tx, e); handled {
 		return err
 	}

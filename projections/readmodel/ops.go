@@ -21,26 +21,29 @@ func Lag(ctx context.Context, pool *pgxpool.Pool, window int64) (int64, error) {
 
 // JobCount is how many jobs of a kind are in a status.
 type JobCount struct {
-	Kind   string // "train" or "score"
+	Kind   string // "train", "score" or "gepa"
 	Status string // "queued" or "running"
 	N      int64
 }
 
-// UnfinishedJobs counts the queued and running training jobs and scoring
-// runs: the job queue's depth (partial indexes of migration 00023 keep it
+// UnfinishedJobs counts the queued and running training jobs, scoring
+// runs and GEPA runs: the job queue's depth (partial indexes of migration 00023 keep it
 // cheap).
 func UnfinishedJobs(ctx context.Context, pool *pgxpool.Pool) ([]JobCount, error) {
 	rows, err := pool.Query(ctx, `
 		SELECT 'train', status, count(*) FROM rm_reward_models WHERE status IN ('queued', 'running') GROUP BY status
 		UNION ALL
-		SELECT 'score', status, count(*) FROM rm_scoring_runs WHERE status IN ('queued', 'running') GROUP BY status`)
+		SELECT 'score', status, count(*) FROM rm_scoring_runs WHERE status IN ('queued', 'running') GROUP BY status
+		UNION ALL
+		SELECT 'gepa', status, count(*) FROM rm_gepa_runs WHERE status IN ('queued', 'running') GROUP BY status`)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	// Both statuses of both kinds are always reported, zero included, so a
 	// drained queue reads 0 rather than vanishing from the dashboard.
-	out := []JobCount{{"train", "queued", 0}, {"train", "running", 0}, {"score", "queued", 0}, {"score", "running", 0}}
+	out := []JobCount{{"train", "queued", 0}, {"train", "running", 0}, {"score", "queued", 0}, {"score", "running", 0},
+		{"gepa", "queued", 0}, {"gepa", "running", 0}}
 	for rows.Next() {
 		var c JobCount
 		if err := rows.Scan(&c.Kind, &c.Status, &c.N); err != nil {

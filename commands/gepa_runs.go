@@ -1,0 +1,312 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/domain/rewardmodels"
+)
+
+// RequestGepa is POST /gepa-runs after decoding; nil fields take the spec's
+// defaults.
+type RequestGepa struct {
+	ModelID         string
+	TaskModel       *string
+	TaskAPIBase     *string
+	ReflectionModel *string
+	MaxMetricCalls  *int
+}
+
+// RequestGepaResult names the new run.
+type RequestGepaResult struct {
+	Result
+	RunID string
+}
+
+var modelStringRE = regexp.MustCompile(`^(openai|anthropic)/\S+$`)
+
+// RequestGepaRun validates a request against the caller's model, builds the
+// examples from the model's selected traces (stored as gepa_examples.jsonl
+// so the worker reads exactly what was requested) and queues the run.
+// Another owner's model is a 404, a model that has not succeeded a 422.
+func (c *Commands) RequestGepaRun(ctx context.Context, actor Actor, in RequestGepa) (RequestGepaResult, error) {
+	task, refl, budget := rewardmodels.DefaultGepaTaskModel, rewardmodels.DefaultGepaReflectionModel, rewardmodels.DefaultGepaMaxMetricCalls
+	if in.TaskModel != nil {
+		task = strings.TrimSpace(*in.TaskModel)
+	}
+	if in.ReflectionModel != nil {
+		refl = strings.TrimSpace(*in.ReflectionModel)
+	}
+	for field, v := range map[string]string{"task_model": task, "reflection_model": refl} {
+		if !modelStringRE.MatchString(v) {
+			return RequestGepaResult{}, &domain.ValidationError{Code: "invalid_request", Field: field,
+				Message: field + " must be a LiteLLM model string: openai/<model> or anthropic/<model> (openai/<name> with task_api_base for an OpenAI-compatible server)"}
+		}
+	}
+	if in.MaxMetricCalls != nil {
+		budget = *in.MaxMetricCalls
+		if budget < 1 || budget > rewardmodels.MaxGepaMetricCalls {
+			return RequestGepaResult{}, &domain.ValidationError{Code: "invalid_request", Field: "max_metric_calls",
+				Message: fmt.Sprintf("max_metric_calls must be between 1 and %d", rewardmodels.MaxGepaMetricCalls)}
+		}
+	}
+	var base *string
+	if in.TaskAPIBase != nil {
+		u, err := url.Parse(*in.TaskAPIBase)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return RequestGepaResult{}, &domain.ValidationError{Code: "invalid_request", Field: "task_api_base",
+				Message: "task_api_base must be an http(s) URL such as http://gpu-box.internal:8000/v1"}
+		}
+		b := *in.TaskAPIBase
+		base = &b
+	}
+	m, err := c.loadModel(ctx, actor.UserID, in.ModelID)
+	if err != nil {
+		return RequestGepaResult{}, err
+	}
+	if err := rewardmodels.CheckGepaModel(m); err != nil {
+		return RequestGepaResult{}, err
+	}
+	included := map[string]bool{}
+	if m.Dataset != nil {
+		for _, id := range m.Dataset.IncludedFindings {
+			included[id] = true
+		}
+	}
+	var findings []events.Finding
+	for _, rec := range m.Extracted {
+		for _, f := range rec.Findings {
+			if included[f.ID] {
+				findings = append(findings, f)
+			}
+		}
+	}
+	var buf bytes.Buffer
+	n := 0
+	for _, id := range m.Requested.TraceIDs {
+		tr, err := c.ownedTrace(ctx, Actor{UserID: m.OwnerID}, id)
+		if err != nil {
+			continue // deleted since training: nothing to replay
+		}
+		ex, ok := rewardmodels.GepaExampleOf(tr, findings)
+		if !ok {
+			continue
+		}
+		line, _ := json.Marshal(ex)
+		buf.Write(append(line, '\n'))
+		n++
+	}
+	runID := newID()
+	key := jobs.GepaExamplesKey(actor.UserID, runID)
+	if err := c.store.Blobs().Put(ctx, key, buf.Bytes()); err != nil {
+		return RequestGepaResult{}, err
+	}
+	stream := events.GepaRunStream(runID)
+	r, err := c.append(ctx, actor, map[string]int64{stream: 0}, []events.New{{ID: newID(), Stream: stream, OwnerID: actor.UserID,
+		Type: events.GepaRunRequested, Payload: events.GepaRunRequestedV1{RunID: runID, ModelID: m.ID, TaskModel: task, TaskAPIBase: base,
+			ReflectionModel: refl, MaxMetricCalls: budget, ExamplesKey: key, Examples: n, ArtifactKey: m.Success.ArtifactKey,
+			InputVersion: m.Config.InputVersion}}})
+	return RequestGepaResult{Result: r, RunID: runID}, err
+}
+
+func (c *Commands) loadGepa(ctx context.Context, runID string) (rewardmodels.GepaState, error) {
+	stream := events.GepaRunStream(runID)
+	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	if err != nil {
+		return rewardmodels.GepaState{}, err
+	}
+	var st rewardmodels.GepaState
+	for _, e := range loaded[stream] {
+		st.Apply(e)
+	}
+	if st.Requested.RunID == "" {
+		return st, domain.NotFound("GEPA run", runID)
+	}
+	return st, nil
+}
+
+func (c *Commands) appendToGepa(ctx context.Context, actor Actor, st rewardmodels.GepaState, typ string, payload any) (Result, error) {
+	stream := events.GepaRunStream(st.Requested.RunID)
+	return c.append(ctx, actor, map[string]int64{stream: st.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: typ, Payload: payload}})
+}
+
+// ClaimGepa starts a queued run for one worker; a duplicate delivery loses
+// at the status check or the version check.
+func (c *Commands) ClaimGepa(ctx context.Context, workerID, runID string, lease time.Duration) (jobs.GepaClaim, error) {
+	st, err := c.loadGepa(ctx, runID)
+	if err != nil {
+		return jobs.GepaClaim{}, err
+	}
+	if st.Status != rewardmodels.RunQueued {
+		return jobs.GepaClaim{}, &domain.ConflictError{Code: "not_claimable", Message: "GEPA run " + runID + " is not queued (status " + st.Status + ")"}
+	}
+	p := events.GepaRunStartedV1{RunID: runID, WorkerID: workerID, LeaseSeconds: int(lease / time.Second)}
+	if _, err := c.appendToGepa(ctx, workerActor(workerID), st, events.GepaRunStarted, p); err != nil {
+		return jobs.GepaClaim{}, err
+	}
+	rq := st.Requested
+	return jobs.GepaClaim{RunID: runID, OwnerID: st.OwnerID, LeaseSeconds: p.LeaseSeconds, Job: jobs.GepaJobSpec{Kind: "gepa",
+		RewardModelKey: rq.ArtifactKey, TaskModel: rq.TaskModel, TaskAPIBase: rq.TaskAPIBase, ReflectionModel: rq.ReflectionModel,
+		MaxMetricCalls: rq.MaxMetricCalls, ExamplesKey: rq.ExamplesKey, InputVersion: rq.InputVersion}}, nil
+}
+
+// GepaHeartbeat renews the holder's lease with its progress.
+func (c *Commands) GepaHeartbeat(ctx context.Context, workerID, runID string, p events.GepaProgress) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.loadGepa(ctx, runID)
+		if err != nil {
+			return Result{}, err
+		}
+		if err := rewardmodels.CheckGepaHolder(st, runID, workerID); err != nil {
+			return Result{}, err
+		}
+		return c.appendToGepa(ctx, workerActor(workerID), st, events.GepaRunHeartbeat, events.GepaRunHeartbeatV1{RunID: runID, WorkerID: workerID, Progress: p})
+	})
+}
+
+// RecordGepaCandidate records one evaluated proposal (it also renews the lease).
+func (c *Commands) RecordGepaCandidate(ctx context.Context, workerID, runID string, cand events.GepaRunCandidateEvaluatedV1) (Result, error) {
+	if cand.Score != nil && !unit(*cand.Score) || !unit(cand.MinibatchScore) || !unit(cand.ParentMinibatchScore) {
+		return Result{}, domain.Invalid("candidate scores must be finite numbers between 0 and 1")
+	}
+	if cand.Progress.MetricCalls < 0 {
+		return Result{}, domain.Invalid("progress.metric_calls must not be negative")
+	}
+	cand.RunID = runID
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.loadGepa(ctx, runID)
+		if err != nil {
+			return Result{}, err
+		}
+		if err := rewardmodels.CheckGepaHolder(st, runID, workerID); err != nil {
+			return Result{}, err
+		}
+		if cand.Progress.MetricCalls > st.Requested.MaxMetricCalls {
+			return Result{}, domain.Invalid("progress.metric_calls %d exceeds the run's max_metric_calls %d", cand.Progress.MetricCalls, st.Requested.MaxMetricCalls)
+		}
+		return c.appendToGepa(ctx, workerActor(workerID), st, events.GepaRunCandidateEvaluated, cand)
+	})
+}
+
+func unit(x float64) bool { return !math.IsNaN(x) && x >= 0 && x <= 1 }
+
+// GepaResult is result.json as the API checks it before recording it.
+type GepaResult struct {
+	SkillName        string  `json:"skill_name"`
+	SkillDescription string  `json:"skill_description"`
+	BestSkill        string  `json:"best_skill"`
+	BestScore        float64 `json:"best_score"`
+	SeedSkill        string  `json:"seed_skill"`
+	SeedScore        float64 `json:"seed_score"`
+	Candidates       []struct {
+		Skill string  `json:"skill"`
+		Score float64 `json:"score"`
+	} `json:"candidates"`
+	Holdout *struct {
+		Examples  int     `json:"examples"`
+		SeedScore float64 `json:"seed_score"`
+		BestScore float64 `json:"best_score"`
+	} `json:"holdout"`
+	MetricCalls    int `json:"metric_calls"`
+	MaxMetricCalls int `json:"max_metric_calls"`
+}
+
+var skillNameRE = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
+
+// CheckGepaResult validates a worker's result.json against the contract
+// and the run's budget.
+func CheckGepaResult(raw json.RawMessage, budget int) (GepaResult, error) {
+	var r GepaResult
+	if len(raw) > jobs.MaxGepaResultBytes {
+		return r, domain.Invalid("result is larger than %d bytes", jobs.MaxGepaResultBytes)
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return r, domain.Invalid("result is not the GEPA result.json: %v", err)
+	}
+	switch {
+	case !skillNameRE.MatchString(r.SkillName):
+		return r, domain.Invalid("skill_name %q must be 1–64 lowercase letters, digits or hyphens", r.SkillName)
+	case utf8.RuneCountInString(r.SkillDescription) < 1 || utf8.RuneCountInString(r.SkillDescription) > 1024:
+		return r, domain.Invalid("skill_description must be 1–1024 characters")
+	case !strings.HasPrefix(r.BestSkill, "---\nname: "+r.SkillName+"\n") || !strings.HasPrefix(r.SeedSkill, "---\nname: "+r.SkillName+"\n"):
+		return r, domain.Invalid("best_skill and seed_skill must be full SKILL.md files with the run's name in their frontmatter")
+	case !unit(r.BestScore) || !unit(r.SeedScore):
+		return r, domain.Invalid("best_score and seed_score must be between 0 and 1")
+	case len(r.Candidates) == 0:
+		return r, domain.Invalid("candidates must list at least the seed")
+	case r.MetricCalls > budget:
+		return r, domain.Invalid("metric_calls %d exceeds max_metric_calls %d", r.MetricCalls, budget)
+	}
+	for i, cd := range r.Candidates {
+		if !unit(cd.Score) || cd.Skill == "" {
+			return r, domain.Invalid("candidates[%d] needs a skill and a score between 0 and 1", i)
+		}
+	}
+	if h := r.Holdout; h != nil && (h.Examples < 1 || !unit(h.SeedScore) || !unit(h.BestScore)) {
+		return r, domain.Invalid("holdout needs examples ≥ 1 and scores between 0 and 1")
+	}
+	return r, nil
+}
+
+// SucceedGepa records the holder's validated result.
+func (c *Commands) SucceedGepa(ctx context.Context, workerID, runID string, raw json.RawMessage) (Result, error) {
+	st, err := c.loadGepa(ctx, runID)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := rewardmodels.CheckGepaHolder(st, runID, workerID); err != nil {
+		return Result{}, err
+	}
+	if _, err := CheckGepaResult(raw, st.Requested.MaxMetricCalls); err != nil {
+		return Result{}, err
+	}
+	return c.appendToGepa(ctx, workerActor(workerID), st, events.GepaRunSucceeded, events.GepaRunSucceededV1{RunID: runID, Result: raw})
+}
+
+// FailGepa records the holder's failure; msg is the end of the worker log.
+func (c *Commands) FailGepa(ctx context.Context, workerID, runID, msg string) (Result, error) {
+	st, err := c.loadGepa(ctx, runID)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := rewardmodels.CheckGepaHolder(st, runID, workerID); err != nil {
+		return Result{}, err
+	}
+	return c.appendToGepa(ctx, workerActor(workerID), st, events.GepaRunFailed, events.GepaRunFailedV1{RunID: runID, Error: tail(msg, 2000)})
+}
+
+// ExpireGepaLease fails a running run whose worker stopped heartbeating
+// (the stream decides; the read model only nominates).
+func (c *Commands) ExpireGepaLease(ctx context.Context, runID string, now time.Time) (Result, error) {
+	st, err := c.loadGepa(ctx, runID)
+	if err != nil {
+		return Result{}, err
+	}
+	if st.Status != rewardmodels.RunRunning || now.Sub(st.LastBeat) < st.Lease {
+		return Result{}, nil
+	}
+	return c.appendToGepa(ctx, Actor{}, st, events.GepaRunFailed, events.GepaRunFailedV1{RunID: runID,
+		Error: fmt.Sprintf("worker %s stopped reporting (no heartbeat for %s, the lease); start a new run", st.WorkerID, st.Lease)})
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	for i := 0; i < len(s) && i < 4 && !utf8.RuneStart(s[0]); i++ {
+		s = s[1:]
+	}
+	return s
+}

@@ -1,0 +1,138 @@
+package rewardmodels
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/traces"
+)
+
+// GEPA request defaults (spec 001 "Skill creation (GEPA)").
+const (
+	DefaultGepaTaskModel       = "anthropic/claude-haiku-4-5"
+	DefaultGepaReflectionModel = "anthropic/claude-sonnet-5"
+	DefaultGepaMaxMetricCalls  = 40
+	// MaxGepaMetricCalls bounds one run's spend.
+	MaxGepaMetricCalls = 10000
+)
+
+// GepaState is a GEPA run as its stream tells.
+type GepaState struct {
+	Version   int64
+	OwnerID   string
+	Requested events.GepaRunRequestedV1
+	Status    string
+	WorkerID  string
+	Lease     time.Duration
+	LastBeat  time.Time
+}
+
+// Apply folds one gepa_run event.
+func (s *GepaState) Apply(e events.Envelope) {
+	s.Version, s.OwnerID = e.Version, e.OwnerID
+	switch e.Type {
+	case events.GepaRunRequested:
+		_ = e.Decode(&s.Requested)
+		s.Status = RunQueued
+	case events.GepaRunStarted:
+		var p events.GepaRunStartedV1
+		_ = e.Decode(&p)
+		s.Status, s.WorkerID, s.Lease, s.LastBeat = RunRunning, p.WorkerID, time.Duration(p.LeaseSeconds)*time.Second, e.RecordedAt
+	case events.GepaRunHeartbeat, events.GepaRunCandidateEvaluated:
+		s.LastBeat = e.RecordedAt
+	case events.GepaRunSucceeded:
+		s.Status = RunSucceeded
+	case events.GepaRunFailed:
+		s.Status = RunFailed
+	}
+}
+
+// CheckGepaHolder is nil when workerID holds the running run.
+func CheckGepaHolder(s GepaState, runID, workerID string) error {
+	if s.Status != RunRunning || s.WorkerID != workerID {
+		return notClaimable("worker %s does not hold GEPA run %s (status %s)", workerID, runID, s.Status)
+	}
+	return nil
+}
+
+// CheckGepaModel: a GEPA run needs a succeeded model (spec 004: 422 otherwise).
+func CheckGepaModel(m State) error {
+	if m.Status != StatusSucceeded || m.Success == nil {
+		return &domain.ValidationError{Code: "model_not_ready", Field: "reward_model_id",
+			Message: "the reward model has not succeeded (status " + m.Status + "); GEPA needs a trained model"}
+	}
+	return nil
+}
+
+// GepaMessage is one input message of a GEPA example.
+type GepaMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// GepaExample is one line of gepa_examples.jsonl (spec 001 job contract).
+type GepaExample struct {
+	TraceID  string        `json:"trace_id"`
+	System   *string       `json:"system"`
+	Messages []GepaMessage `json:"messages"`
+	Feedback []string      `json:"feedback"`
+}
+
+// GepaExampleOf builds a trace's example: its concatenated system steps
+// (nil when none), its non-system steps before the first assistant step,
+// and its feedback — every comment not flagged as a label error, then the
+// model's findings on the trace that its training dataset included. ok is
+// false when nothing comes before the first assistant step (spec 004: the
+// trace is skipped).
+func GepaExampleOf(tr traces.State, findings []events.Finding) (GepaExample, bool) {
+	ex := GepaExample{TraceID: tr.ID, Messages: []GepaMessage{}, Feedback: []string{}}
+	var sys []string
+	for _, st := range tr.Steps {
+		if st.Role == domain.RoleAssistant {
+			break
+		}
+		if st.Role == domain.RoleSystem {
+			sys = append(sys, st.Content)
+			continue
+		}
+		ex.Messages = append(ex.Messages, GepaMessage{Role: string(st.Role), Content: st.Content})
+	}
+	if len(ex.Messages) == 0 {
+		return ex, false
+	}
+	if len(sys) > 0 {
+		s := strings.Join(sys, "\n\n")
+		ex.System = &s
+	}
+	index := map[string]int{}
+	for _, st := range tr.Steps {
+		index[st.ID] = st.Index
+	}
+	ids := make([]string, 0, len(tr.Annotations))
+	for id := range tr.Annotations {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids) // a fixed order: the same trace gives the same example
+	for _, id := range ids {
+		a := tr.Annotations[id]
+		if a.LabelError || a.Comment == nil || strings.TrimSpace(*a.Comment) == "" {
+			continue
+		}
+		c := strings.TrimSpace(*a.Comment)
+		if a.StepID != "" {
+			c = fmt.Sprintf("On step %d: %s", index[a.StepID], c)
+		}
+		ex.Feedback = append(ex.Feedback, c)
+	}
+	for _, f := range findings {
+		if f.TraceID != tr.ID || f.EvidenceQuote == nil || (f.Label != "positive" && f.Label != "negative") {
+			continue
+		}
+		ex.Feedback = append(ex.Feedback, fmt.Sprintf("Evidence (%s, step %d): %q — %s", f.Label, f.StepIndex, *f.EvidenceQuote, f.Reason))
+	}
+	return ex, true
+}

@@ -1,0 +1,68 @@
+package rest
+
+import (
+	"net/http"
+
+	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/handlers/usecase"
+)
+
+type gepaBody struct {
+	RewardModelID   *string `json:"reward_model_id"`
+	TaskModel       *string `json:"task_model"`
+	TaskAPIBase     *string `json:"task_api_base"`
+	ReflectionModel *string `json:"reflection_model"`
+	MaxMetricCalls  *int    `json:"max_metric_calls"`
+}
+
+// createGepaRun is POST /gepa-runs: the queued GepaRun; another owner's
+// model 404, a model that has not succeeded 422, unknown fields 422.
+func (a *API) createGepaRun(w http.ResponseWriter, r *http.Request) error {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
+		return err
+	}
+	var body gepaBody
+	if err := a.decodeBody(w, r, &body); err != nil {
+		return err
+	}
+	run, err := a.backend().CreateGepaRun(r.Context(), caller, usecase.GepaRequest{RewardModelID: body.RewardModelID,
+		TaskModel: body.TaskModel, TaskAPIBase: body.TaskAPIBase, ReflectionModel: body.ReflectionModel, MaxMetricCalls: body.MaxMetricCalls})
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusOK, run)
+	return nil
+}
+
+func (a *API) listGepaRuns(w http.ResponseWriter, r *http.Request) error {
+	runs, err := a.queries.ListGepaRuns(r.Context(), edge.CallerFrom(r.Context()).UserID)
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusOK, runs)
+	return nil
+}
+
+func (a *API) getGepaRun(w http.ResponseWriter, r *http.Request) error {
+	run, err := a.queries.GetGepaRun(r.Context(), edge.CallerFrom(r.Context()).UserID, r.PathValue("run_id"))
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusOK, run)
+	return nil
+}
+
+// gepaSkill is GET /gepa-runs/{id}/skill: the best skill as a SKILL.md
+// attachment; 404 until the run succeeds.
+func (a *API) gepaSkill(w http.ResponseWriter, r *http.Request) error {
+	skill, err := a.backend().GepaSkill(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("run_id"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/markdown; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="SKILL.md"`)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte(skill))
+	return nil
+}

@@ -1,0 +1,48 @@
+package usecase
+
+import (
+	"context"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// GepaRequest is POST /gepa-runs as a client sent it (nil = absent).
+type GepaRequest struct {
+	RewardModelID   *string
+	TaskModel       *string
+	TaskAPIBase     *string
+	ReflectionModel *string
+	MaxMetricCalls  *int
+}
+
+// CreateGepaRun queues a GEPA run on one of the caller's succeeded models
+// and returns it as the read model shows it (queued).
+func (b Backend) CreateGepaRun(ctx context.Context, caller *readmodel.Caller, req GepaRequest) (*readmodel.GepaRun, error) {
+	if req.RewardModelID == nil || *req.RewardModelID == "" {
+		return nil, &domain.ValidationError{Code: "invalid_request", Field: "reward_model_id", Message: "reward_model_id is required"}
+	}
+	res, err := b.Cmds.RequestGepaRun(ctx, Actor(caller), commands.RequestGepa{ModelID: *req.RewardModelID, TaskModel: req.TaskModel,
+		TaskAPIBase: req.TaskAPIBase, ReflectionModel: req.ReflectionModel, MaxMetricCalls: req.MaxMetricCalls})
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Settle(ctx, res.Result); err != nil {
+		return nil, err
+	}
+	return b.Queries.GetGepaRun(ctx, caller.UserID, res.RunID)
+}
+
+// GepaSkill is the best skill of one of the caller's succeeded runs; not
+// found until the run succeeds.
+func (b Backend) GepaSkill(ctx context.Context, caller *readmodel.Caller, id string) (string, error) {
+	run, err := b.Queries.GetGepaRun(ctx, caller.UserID, id)
+	if err != nil {
+		return "", err
+	}
+	if run.Status != "succeeded" || run.BestSkill == nil {
+		return "", &domain.NotFoundError{What: "skill of GEPA run " + id + " (the run has not succeeded; status " + run.Status + ")"}
+	}
+	return *run.BestSkill, nil
+}

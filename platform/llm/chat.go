@@ -1,0 +1,100 @@
+package llm
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// ChatMessage is one message of a free-form conversation.
+type ChatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// ChatResponse is a free-form answer.
+type ChatResponse struct {
+	Text     string
+	Usage    Usage
+	Attempts int
+}
+
+// Chat sends a conversation as it is and returns the model's plain-text
+// reply. It exists for callers that replay an agent's own conversation
+// (GEPA's task model) or want prose back (GEPA's reflection model), where a
+// JSON schema would change what the model is asked to do. It shares Call's
+// concurrency cap, deadlines and retry policy for 429, 5xx, timeouts and
+// network failures; an empty reply is an *Error of KindMalformed (not
+// retried: an empty answer is the model's answer).
+func (c *Client) Chat(ctx context.Context, msgs []ChatMessage, maxTokens int) (ChatResponse, error) {
+	var usage Usage
+	for attempt := 1; ; attempt++ {
+		box := &retryAfterBox{}
+		text, u, err := c.chatAttempt(withRetryAfterBox(ctx, box), msgs, maxTokens)
+		usage.Add(u)
+		if err == nil {
+			return ChatResponse{Text: text, Usage: usage, Attempts: attempt}, nil
+		}
+		err.Attempts = attempt
+		if ctx.Err() != nil {
+			err.Kind, err.Message = KindTimeout, "cancelled: "+ctx.Err().Error()
+			return ChatResponse{Usage: usage, Attempts: attempt}, err
+		}
+		if !err.Retryable() || attempt > c.opts.MaxRetries {
+			return ChatResponse{Usage: usage, Attempts: attempt}, err
+		}
+		wait := c.backoff(attempt)
+		if ra, ok := box.get(); ok {
+			wait = min(ra, c.opts.MaxRetryAfter)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			err.Kind, err.Message = KindTimeout, "cancelled while waiting to retry: "+err.Message
+			return ChatResponse{Usage: usage, Attempts: attempt}, err
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Client) chatAttempt(ctx context.Context, msgs []ChatMessage, maxTokens int) (string, Usage, *Error) {
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		return "", Usage{}, c.fail(KindTimeout, 0, "", "cancelled while waiting for a free call slot", ctx.Err())
+	}
+	defer func() { <-c.sem }()
+	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	om := make([]openai.ChatCompletionMessage, len(msgs))
+	for i, m := range msgs {
+		om[i] = openai.ChatCompletionMessage{Role: m.Role, Content: m.Content}
+	}
+	creq := openai.ChatCompletionRequest{Model: c.model.Name, Messages: om, MaxTokens: maxTokens}
+	if reasoningModel(c.model.Name) && maxTokens > 0 {
+		creq.MaxTokens, creq.MaxCompletionTokens = 0, max(4*maxTokens, 8192)
+	}
+	resp, err := c.api.CreateChatCompletion(actx, creq)
+	if err != nil {
+		return "", Usage{}, c.classify(actx, err)
+	}
+	u := Usage{Calls: 1, InputTokens: resp.Usage.PromptTokens, OutputTokens: resp.Usage.CompletionTokens}
+	if d := resp.Usage.PromptTokensDetails; d != nil {
+		u.CachedTokens = d.CachedTokens
+	}
+	if len(resp.Choices) == 0 {
+		return "", u, c.fail(KindMalformed, 0, "", "the answer has no choices", nil)
+	}
+	msg := resp.Choices[0].Message
+	text := strings.TrimSpace(msg.Content)
+	if text == "" {
+		if msg.Refusal != "" {
+			return "", u, c.fail(KindMalformed, 0, "", "the model refused: "+truncate(msg.Refusal, 200), nil)
+		}
+		return "", u, c.fail(KindMalformed, 0, "", "the answer is empty", nil)
+	}
+	return text, u, nil
+}

@@ -1,0 +1,195 @@
+package readmodel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+)
+
+// applyGepa projects gepa_run.* events into rm_gepa_runs.
+func applyGepa(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error) {
+	exec := func(sql string, args ...any) (bool, error) {
+		_, err := tx.Exec(ctx, sql, args...)
+		return true, err
+	}
+	switch e.Type {
+	case events.GepaRunRequested:
+		var p events.GepaRunRequestedV1
+		if err := e.Decode(&p); err != nil {
+			return true, err
+		}
+		return exec(`INSERT INTO rm_gepa_runs (id, owner_id, model_id, status, task_model, task_api_base, reflection_model, max_metric_calls,
+			examples, created_at, seq) VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`,
+			p.RunID, e.OwnerID, p.ModelID, p.TaskModel, p.TaskAPIBase, p.ReflectionModel, p.MaxMetricCalls, p.Examples, e.RecordedAt, e.Seq)
+	case events.GepaRunStarted:
+		var p events.GepaRunStartedV1
+		if err := e.Decode(&p); err != nil {
+			return true, err
+		}
+		return exec(`UPDATE rm_gepa_runs SET status = 'running', worker_id = $2, lease_seconds = $3, last_beat = $4, started_at = $4 WHERE id = $1`,
+			p.RunID, p.WorkerID, p.LeaseSeconds, e.RecordedAt)
+	case events.GepaRunHeartbeat:
+		var p events.GepaRunHeartbeatV1
+		if err := e.Decode(&p); err != nil {
+			return true, err
+		}
+		return exec(`UPDATE rm_gepa_runs SET last_beat = $2, progress = $3 WHERE id = $1`, p.RunID, e.RecordedAt, jsonOrNil(p.Progress))
+	case events.GepaRunCandidateEvaluated:
+		var p events.GepaRunCandidateEvaluatedV1
+		if err := e.Decode(&p); err != nil {
+			return true, err
+		}
+		return exec(`UPDATE rm_gepa_runs SET last_beat = $2, progress = $3 WHERE id = $1`, p.RunID, e.RecordedAt, jsonOrNil(p.Progress))
+	case events.GepaRunSucceeded:
+		var p events.GepaRunSucceededV1
+		if err := e.Decode(&p); err != nil {
+			return true, err
+		}
+		return exec(`UPDATE rm_gepa_runs SET status = 'succeeded', result = $2, finished_at = $3 WHERE id = $1`, p.RunID, jsonOrNil(p.Result), e.RecordedAt)
+	case events.GepaRunFailed:
+		var p events.GepaRunFailedV1
+		if err := e.Decode(&p); err != nil {
+			return true, err
+		}
+		return exec(`UPDATE rm_gepa_runs SET status = 'failed', error = $2, finished_at = $3 WHERE id = $1`, p.RunID, p.Error, e.RecordedAt)
+	}
+	return false, nil
+}
+
+// GepaCandidate is one entry of GepaRun.candidates: a full SKILL.md and its score.
+type GepaCandidate struct {
+	Skill string  `json:"skill"`
+	Score float64 `json:"score"`
+}
+
+// GepaHoldout is the held-out check (null with fewer than 8 examples).
+type GepaHoldout struct {
+	Examples  int     `json:"examples"`
+	SeedScore float64 `json:"seed_score"`
+	BestScore float64 `json:"best_score"`
+}
+
+// GepaRun is the GepaRun shape (spec 001): the run's status and request,
+// its progress while running, and the result fields (null until it
+// succeeds).
+type GepaRun struct {
+	ID               string               `json:"id"`
+	RewardModelID    string               `json:"reward_model_id"`
+	Status           string               `json:"status"`
+	TaskModel        string               `json:"task_model"`
+	TaskAPIBase      *string              `json:"task_api_base"`
+	ReflectionModel  string               `json:"reflection_model"`
+	MaxMetricCalls   int                  `json:"max_metric_calls"`
+	Examples         int                  `json:"examples"`
+	Progress         *events.GepaProgress `json:"progress"`
+	SkillName        *string              `json:"skill_name"`
+	SkillDescription *string              `json:"skill_description"`
+	BestSkill        *string              `json:"best_skill"`
+	BestScore        *float64             `json:"best_score"`
+	SeedSkill        *string              `json:"seed_skill"`
+	SeedScore        *float64             `json:"seed_score"`
+	Candidates       []GepaCandidate      `json:"candidates"`
+	Holdout          *GepaHoldout         `json:"holdout"`
+	MetricCalls      *int                 `json:"metric_calls"`
+	Error            *string              `json:"error"`
+	CreatedAt        time.Time            `json:"created_at"`
+	StartedAt        *time.Time           `json:"started_at"`
+	FinishedAt       *time.Time           `json:"finished_at"`
+}
+
+const gepaCols = `id, model_id, status, task_model, task_api_base, reflection_model, max_metric_calls, examples, progress, result, error,
+	created_at, started_at, finished_at`
+
+func scanGepa(row pgx.Row) (GepaRun, error) {
+	var r GepaRun
+	var progress, result []byte
+	if err := row.Scan(&r.ID, &r.RewardModelID, &r.Status, &r.TaskModel, &r.TaskAPIBase, &r.ReflectionModel, &r.MaxMetricCalls, &r.Examples,
+		&progress, &result, &r.Error, &r.CreatedAt, &r.StartedAt, &r.FinishedAt); err != nil {
+		return r, err
+	}
+	r.CreatedAt = r.CreatedAt.UTC()
+	if len(progress) > 0 && r.Status == "running" {
+		var p events.GepaProgress
+		if json.Unmarshal(progress, &p) == nil {
+			r.Progress = &p
+		}
+	}
+	if len(result) > 0 {
+		var res struct {
+			SkillName        *string         `json:"skill_name"`
+			SkillDescription *string         `json:"skill_description"`
+			BestSkill        *string         `json:"best_skill"`
+			BestScore        *float64        `json:"best_score"`
+			SeedSkill        *string         `json:"seed_skill"`
+			SeedScore        *float64        `json:"seed_score"`
+			Candidates       []GepaCandidate `json:"candidates"`
+			Holdout          *GepaHoldout    `json:"holdout"`
+			MetricCalls      *int            `json:"metric_calls"`
+		}
+		if err := json.Unmarshal(result, &res); err != nil {
+			return r, err
+		}
+		r.SkillName, r.SkillDescription, r.BestSkill, r.BestScore = res.SkillName, res.SkillDescription, res.BestSkill, res.BestScore
+		r.SeedSkill, r.SeedScore, r.Candidates, r.Holdout, r.MetricCalls = res.SeedSkill, res.SeedScore, res.Candidates, res.Holdout, res.MetricCalls
+	}
+	return r, nil
+}
+
+// GetGepaRun returns one of the owner's GEPA runs.
+func (q *Queries) GetGepaRun(ctx context.Context, owner, id string) (*GepaRun, error) {
+	if !validUUID(id) {
+		return nil, domain.NotFound("GEPA run", id)
+	}
+	r, err := scanGepa(q.pool.QueryRow(ctx, `SELECT `+gepaCols+` FROM rm_gepa_runs WHERE id = $1 AND owner_id = $2`, id, owner))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, domain.NotFound("GEPA run", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// ListGepaRuns returns the owner's GEPA runs, newest first.
+func (q *Queries) ListGepaRuns(ctx context.Context, owner string) ([]GepaRun, error) {
+	rows, err := q.pool.Query(ctx, `SELECT `+gepaCols+` FROM rm_gepa_runs WHERE owner_id = $1 ORDER BY seq DESC`, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []GepaRun{}
+	for rows.Next() {
+		r, err := scanGepa(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// ExpiredGepaLeases lists running GEPA runs whose last heartbeat is older
+// than their lease at now (nominees: the run's stream decides).
+func (q *Queries) ExpiredGepaLeases(ctx context.Context, now time.Time) ([]string, error) {
+	rows, err := q.pool.Query(ctx, `SELECT id FROM rm_gepa_runs WHERE status = 'running'
+		AND last_beat + make_interval(secs => lease_seconds) < $1`, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
