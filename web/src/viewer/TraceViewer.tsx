@@ -11,6 +11,7 @@ import { AnnotationList, Composer } from "./Annotations";
 import { myRating, rate, useAnnotate } from "./useAnnotate";
 import { Timeline } from "./Timeline";
 import { CreditStrip } from "./CreditStrip";
+import { ScoreActions } from "./ScoreActions";
 import { ShortcutsDialog, typingIn } from "./Shortcuts";
 
 /**
@@ -22,7 +23,13 @@ export function TraceViewer() {
   const { id = "" } = useParams();
   const { me, canWrite } = useAuth();
   const [params, setParams] = useSearchParams();
-  const trace = useQuery({ queryKey: ["trace", id], queryFn: () => api<TraceDetail>(`/traces/${id}`), retry: (n, e) => n < 2 && (e as ApiError).status >= 500 });
+  const trace = useQuery({
+    queryKey: ["trace", id],
+    queryFn: () => api<TraceDetail>(`/traces/${id}`),
+    retry: (n, e) => n < 2 && (e as ApiError).status >= 500,
+    // While a scoring run is queued or running, refresh until it ends.
+    refetchInterval: (q) => (q.state.data?.scoring_runs.some((r) => r.status === "queued" || r.status === "running") ? 1000 : false),
+  });
   const ann = useAnnotate(id);
   const [expanded, setExpanded] = useState<Set<string>>(new Set());
   const [composing, setComposing] = useState<string | null | undefined>(undefined); // step id, null = trace, undefined = none
@@ -218,6 +225,7 @@ export function TraceViewer() {
               </select>
             </label>
           )}
+          {canWrite && <ScoreActions trace={t} onScored={setModel} />}
           <span className="spacer" />
           {canWrite && (
             <>
