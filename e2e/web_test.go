@@ -55,7 +55,11 @@ func TestWebApp(t *testing.T) {
 	_, err = os.Stat(filepath.Join(webDir, "node_modules", "@playwright", "test"))
 	require.NoError(t, err, "web/node_modules is missing: run `make web` (npm ci in web/)")
 
-	in := startServe(t)
+	// A worker joins (as in reward_models_test.go) so the models pages can
+	// watch a tiny model train to succeeded and score actions.
+	in, kafkaPort := startServeForJobs(t)
+	startWorker(t, in, kafkaPort, "web-w1")
+	base := tinyBase(t, in)
 	key := in.newUser("reviewer", false)
 	out, err := in.cli("users", "issue-key", "--name", "reviewer", "--read-only-key")
 	require.NoError(t, err, out)
@@ -80,12 +84,22 @@ func TestWebApp(t *testing.T) {
 		{"id":"sub","parent_id":"root","name":"researcher subagent","kind":"agent","start_ns":"1700000000500000000","end_ns":"1700000003000000000","input":null,"output":null,"step_indices":[1]},
 		{"id":"tool","parent_id":"sub","name":"search_flights","kind":"tool","start_ns":"1700000001000000000","end_ns":"1700000002000000000","input":null,"output":null,"step_indices":[]}]}`))
 
+	// The models pages use their own account, so its rated traces leave the
+	// reviewer's list as the other tests expect it. A one-trace model fails
+	// (too few pairs) for the failure view and Retry.
+	trainerKey := in.newUser("trainer", false)
+	rated := ratedTraces(t, in, trainerKey)
+	few := in.do("POST", "/api/v1/rm/reward-models", trainerKey, map[string]any{"name": "one-trace", "trace_ids": rated[:1], "base_model": base})
+	require.Equal(t, 200, few.Status, string(few.Body))
+	in.waitModel(t, trainerKey, few.JSON(t)["id"].(string), "failed")
+
 	report := filepath.Join(t.TempDir(), "report.json")
 	cmd := exec.Command("npx", "playwright", "test", "-c", "e2e/playwright.config.ts")
 	cmd.Dir = webDir
 	cmd.Env = append(os.Environ(),
 		"CRITIC_E2E_URL="+in.url, "CRITIC_E2E_KEY="+key, "CRITIC_E2E_READONLY_KEY="+roKey,
 		"CRITIC_E2E_OTHER_TRACE="+other[0], "CRITIC_E2E_BIG_TRACE="+big[0], "CRITIC_E2E_SPANS_TRACE="+spans[0],
+		"CRITIC_E2E_TRAINER_KEY="+trainerKey, "CRITIC_E2E_BASE_MODEL="+base,
 		"CRITIC_E2E_REPORT="+report, "CRITIC_CHROMIUM="+chromiumPath(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1", "CI=1")
 	if d := os.Getenv("CRITIC_E2E_SHOTS"); d != "" {
 		cmd.Env = append(cmd.Env, "CRITIC_E2E_SHOTS="+d)

@@ -97,6 +97,8 @@ export const env = {
   otherTrace: process.env.CRITIC_E2E_OTHER_TRACE ?? "",
   bigTrace: process.env.CRITIC_E2E_BIG_TRACE ?? "",
   spansTrace: process.env.CRITIC_E2E_SPANS_TRACE ?? "",
+  trainerKey: process.env.CRITIC_E2E_TRAINER_KEY ?? "",
+  baseModel: process.env.CRITIC_E2E_BASE_MODEL ?? "",
   shots: process.env.CRITIC_E2E_SHOTS ?? path.join(here, "../screenshots"),
 };
 

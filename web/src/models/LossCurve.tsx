@@ -1,7 +1,7 @@
 export type LossPoint = { step: number; loss: number };
 
 /** Bradley–Terry loss per training step as a line (SVG), with its range labelled. */
-export function LossCurve({ points }: { points: LossPoint[] }) {
+export function LossCurve({ points, recorded }: { points: LossPoint[]; recorded?: boolean }) {
   if (points.length === 0) return <p className="muted">Waiting for the first training step…</p>;
   const W = 600;
   const H = 160;
@@ -25,7 +25,11 @@ export function LossCurve({ points }: { points: LossPoint[] }) {
         <text x={pad + 4} y={pad - 8} className="tick">{maxL.toFixed(3)}</text>
         <text x={pad + 4} y={H - pad - 4} className="tick">{minL.toFixed(3)}</text>
       </svg>
-      <figcaption className="muted small-text">Loss per step as the worker reported it while this page was open (the API keeps the latest report only).</figcaption>
+      <figcaption className="muted small-text">
+        {recorded
+          ? `Bradley–Terry loss of each of the ${points.length} training steps, as the trainer recorded it.`
+          : "Loss per step as the worker reports it while this page is open; the full curve is recorded when training ends."}
+      </figcaption>
     </figure>
   );
 }

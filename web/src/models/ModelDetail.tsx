@@ -182,10 +182,32 @@ export function ModelDetail() {
           <p className="muted small-text">0.5 is chance. Accuracy measures agreement with your supervision, not task success.</p>
         </section>
       )}
-      {(points.length > 0 || d.status === "running") && (
+      {(mt?.loss_per_step?.length || points.length > 0 || d.status === "running") && (
         <section className="panel" aria-labelledby="lc-h">
           <h2 id="lc-h">Training curve</h2>
-          <LossCurve points={points} />
+          {mt?.loss_per_step?.length ? (
+            <LossCurve points={mt.loss_per_step.map((loss, i) => ({ step: i + 1, loss }))} recorded />
+          ) : (
+            <LossCurve points={points} />
+          )}
+          {mt?.eval_per_epoch && mt.eval_per_epoch.length > 0 && (
+            <table className="kvtable" aria-label="Eval accuracy per epoch">
+              <thead>
+                <tr>
+                  <th scope="col">Epoch</th>
+                  <th scope="col">Eval accuracy</th>
+                </tr>
+              </thead>
+              <tbody>
+                {mt.eval_per_epoch.map((e) => (
+                  <tr key={e.epoch}>
+                    <td>{e.epoch}</td>
+                    <td>{accuracyText(e.eval_accuracy, e.eval_pairs)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
         </section>
       )}
       <Feedback entries={d.feedback} />

@@ -13,6 +13,18 @@ export function Dialog({ title, onClose, children, wide }: { title: string; onCl
     first?.focus();
     return () => opener?.focus?.();
   }, []);
+  // Escape closes it even when focus has left it (a button that disabled
+  // itself while busy drops focus to the page).
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key === "Escape") {
+        e.preventDefault();
+        onClose();
+      }
+    };
+    window.addEventListener("keydown", onKey);
+    return () => window.removeEventListener("keydown", onKey);
+  }, [onClose]);
   const id = "dlg-" + title.replace(/\W+/g, "-").toLowerCase();
   return (
     <div className="backdrop" onMouseDown={(e) => e.target === e.currentTarget && onClose()}>
@@ -22,12 +34,6 @@ export function Dialog({ title, onClose, children, wide }: { title: string; onCl
         aria-modal="true"
         aria-labelledby={id}
         className={"dialog" + (wide ? " wide" : "")}
-        onKeyDown={(e) => {
-          if (e.key === "Escape") {
-            e.stopPropagation();
-            onClose();
-          }
-        }}
       >
         <div className="row">
           <h2 id={id}>{title}</h2>

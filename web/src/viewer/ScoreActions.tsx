@@ -22,7 +22,8 @@ export function ScoreActions({ trace, onScored }: { trace: TraceDetail; onScored
     },
   });
   if (models.isPending || ok.length === 0) return null;
-  const run = trace.scoring_runs.find((r) => r.reward_model_id === model);
+  // The trace's own record of the run, or the answer to the request until the trace shows it.
+  const run = trace.scoring_runs.find((r) => r.reward_model_id === model) ?? (score.data?.reward_model_id === model ? score.data : undefined);
   return (
     <div className="row wrap score-actions">
       <label className="field inline">
