@@ -93,13 +93,18 @@ func TestWebApp(t *testing.T) {
 	require.Equal(t, 200, few.Status, string(few.Body))
 	in.waitModel(t, trainerKey, few.JSON(t)["id"].(string), "failed")
 
+	// A labeled trace (step labels in its metadata) for task cards, label
+	// chips and sections, on its own account.
+	labelsKey := in.newUser("labeler", false)
+	labeled := in.importTraces(labelsKey, "stash", labeledTrace(true))
+
 	report := filepath.Join(t.TempDir(), "report.json")
 	cmd := exec.Command("npx", "playwright", "test", "-c", "e2e/playwright.config.ts")
 	cmd.Dir = webDir
 	cmd.Env = append(os.Environ(),
 		"CRITIC_E2E_URL="+in.url, "CRITIC_E2E_KEY="+key, "CRITIC_E2E_READONLY_KEY="+roKey,
 		"CRITIC_E2E_OTHER_TRACE="+other[0], "CRITIC_E2E_BIG_TRACE="+big[0], "CRITIC_E2E_SPANS_TRACE="+spans[0],
-		"CRITIC_E2E_TRAINER_KEY="+trainerKey, "CRITIC_E2E_BASE_MODEL="+base,
+		"CRITIC_E2E_TRAINER_KEY="+trainerKey, "CRITIC_E2E_LABELS_KEY="+labelsKey, "CRITIC_E2E_LABELED_TRACE="+labeled[0], "CRITIC_E2E_BASE_MODEL="+base,
 		"CRITIC_E2E_REPORT="+report, "CRITIC_CHROMIUM="+chromiumPath(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1", "CI=1")
 	if d := os.Getenv("CRITIC_E2E_SHOTS"); d != "" {
 		cmd.Env = append(cmd.Env, "CRITIC_E2E_SHOTS="+d)

@@ -3,7 +3,8 @@
 // base model on disk, and a model that failed with too few pairs.
 import { test, expect, env, signIn, a11y, shot } from "./fixtures";
 
-test.describe.configure({ mode: "serial" });
+// Tests after "create a reward model" use the model it trains.
+test.describe.configure({ mode: "default" });
 
 const asTrainer = (page: Parameters<typeof signIn>[0], to = "/") => signIn(page, env.trainerKey, to);
 
@@ -28,8 +29,8 @@ test("connect an agent: the OTLP settings of this server and the key's kind", as
   await page.getByRole("button", { name: "Connect an agent" }).click();
   const dlg = page.getByRole("dialog", { name: "Connect an agent" });
   await expect(dlg).toContainText("full access");
-  await expect(dlg.getByLabel("OTLP settings")).toContainText(`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=${baseURL}/api/v1/rm/otel/v1/traces`);
-  await expect(dlg.getByLabel("Transcript upload")).toContainText(`${baseURL}/api/v1/me/transcripts`);
+  await expect(dlg.getByLabel("OTLP settings", { exact: true })).toContainText(`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=${baseURL}/api/v1/rm/otel/v1/traces`);
+  await expect(dlg.getByLabel("Transcript upload", { exact: true })).toContainText(`${baseURL}/api/v1/me/transcripts`);
   await expect(dlg.getByRole("button", { name: "Copy OTLP settings" })).toBeVisible();
   await a11y(page, "connect dialog");
   await shot(page, "connect-agent");
@@ -180,4 +181,19 @@ test("Skills says plainly that GEPA is not available yet", async ({ page }) => {
   await expect(page.getByRole("button", { name: "Start GEPA run" })).toHaveCount(0);
   await a11y(page, "skills");
   await shot(page, "skills");
+});
+
+test("step labels: task score cards before each task, label chips, step scores, section breadcrumbs", async ({ page }) => {
+  await signIn(page, env.labelsKey, `/traces/${env.labeledTrace}?step=5`);
+  const card = page.getByRole("complementary", { name: "Task refund score" });
+  await expect(card).toBeVisible();
+  await expect(card).toContainText(/task score [+-]\d\.\d\d/);
+  await expect(page.getByText(/Step scores \(labels\): trace score [+-]\d\.\d\d · outcome \w+ · 1 task/)).toBeVisible();
+  const answer = page.getByRole("region", { name: "Step 5" });
+  await expect(answer.getByText("outcome: solved")).toBeVisible();
+  await expect(answer.getByText(/^step score [+-]\d\.\d\d/)).toBeVisible();
+  await expect(page.getByRole("region", { name: "Step 6" }).getByText("verdict: confirmed")).toBeVisible();
+  await expect(page.getByRole("navigation", { name: "Sections" }).getByRole("button").first()).toBeVisible();
+  await a11y(page, "viewer with step labels");
+  await shot(page, "viewer-labels");
 });

@@ -127,7 +127,7 @@ export function ModelDetail() {
         {d.status === "failed" && d.error && (
           <details open className="disclosure">
             <summary>Worker log (last 2,000 characters)</summary>
-            <pre className="raw log" aria-label="Worker log">
+            <pre className="raw log" aria-label="Worker log" tabIndex={0}>
               {d.error}
             </pre>
           </details>

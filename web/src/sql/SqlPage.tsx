@@ -127,7 +127,7 @@ export function SqlPage() {
             )}
           </div>
           {run.isError && (
-            <pre role="alert" className="error raw">
+            <pre role="alert" className="error raw" tabIndex={0}>
               {(run.error as Error).message}
             </pre>
           )}

@@ -23,7 +23,7 @@ export function ConnectDialog({ onClose }: { onClose: () => void }) {
       <h3>OpenTelemetry (GenAI spans)</h3>
       <p className="muted">Any OTLP/HTTP exporter works: protobuf or JSON, gzip optional. Spans of one trace become one conversation.</p>
       <div className="copy-block">
-        <pre aria-label="OTLP settings">{env}</pre>
+        <pre aria-label="OTLP settings" tabIndex={0}>{env}</pre>
         <CopyButton text={env} label="Copy OTLP settings" />
       </div>
       <dl className="kv">
@@ -39,7 +39,7 @@ export function ConnectDialog({ onClose }: { onClose: () => void }) {
       <h3>Session recorders (Claude Code, Codex)</h3>
       <p className="muted">Upload a session transcript; a grown snapshot appends its new steps, an older or equal one changes nothing.</p>
       <div className="copy-block">
-        <pre aria-label="Transcript upload">{curl}</pre>
+        <pre aria-label="Transcript upload" tabIndex={0}>{curl}</pre>
         <CopyButton text={curl} label="Copy transcript upload" />
       </div>
     </Dialog>
