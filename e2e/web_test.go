@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/criticml/critic/platform/llm/llmtest"
 	"github.com/criticml/critic/platform/pg/pgtest"
 )
 
@@ -57,8 +58,13 @@ func TestWebApp(t *testing.T) {
 
 	// A worker joins (as in reward_models_test.go) so the models pages can
 	// watch a tiny model train to succeeded and score actions.
-	in, kafkaPort := startServeForJobs(t)
-	startWorker(t, in, kafkaPort, "web-w1")
+	// The feedback model is the scripted test provider (never a real one),
+	// so the learning report has findings with evidence to show.
+	srv := llmtest.New(t)
+	srv.Handle(scriptedClassifier)
+	llmEnv := []string{"CRITIC_FEEDBACK_MODEL=openai/scripted-classifier", "CRITIC_FEEDBACK_API_BASE=" + srv.URL, "OPENAI_API_KEY=test-key"}
+	in, kafkaPort := startServeForJobs(t, llmEnv...)
+	startWorkerWith(t, in, kafkaPort, "web-w1", llmEnv...)
 	base := tinyBase(t, in)
 	key := in.newUser("reviewer", false)
 	out, err := in.cli("users", "issue-key", "--name", "reviewer", "--read-only-key")
@@ -89,6 +95,10 @@ func TestWebApp(t *testing.T) {
 	// (too few pairs) for the failure view and Retry.
 	trainerKey := in.newUser("trainer", false)
 	rated := ratedTraces(t, in, trainerKey)
+	first := in.getTrace(t, trainerKey, rated[0])
+	c := in.do("POST", "/api/v1/rm/traces/"+rated[0]+"/annotations", trainerKey, map[string]any{"step_id": first.Steps[4]["id"],
+		"comment": "It should have asked which currency first."})
+	require.Equal(t, 200, c.Status, string(c.Body))
 	few := in.do("POST", "/api/v1/rm/reward-models", trainerKey, map[string]any{"name": "one-trace", "trace_ids": rated[:1], "base_model": base})
 	require.Equal(t, 200, few.Status, string(few.Body))
 	in.waitModel(t, trainerKey, few.JSON(t)["id"].(string), "failed")

@@ -61,6 +61,10 @@ test("create a reward model from the selection, watch it reach succeeded, read i
   await expect(page.getByText(/Eval accuracy \(whole traces\)/)).toBeVisible();
   await expect(page.getByRole("note")).toContainText("Too few to trust");
   await expect(page.getByRole("heading", { name: "Learning report" })).toBeVisible();
+  // The scripted feedback model found the reviewer's correction, quoted verbatim.
+  const report = page.getByRole("region", { name: "Learning report" });
+  await expect(report.getByText("“should have asked which currency”")).toBeVisible();
+  await expect(report.getByText("confidence high").first()).toBeVisible();
   await expect(page.getByRole("heading", { name: "Trained on 4 traces" })).toBeVisible();
   // The recorded training curve: 2 epochs of steps.
   await expect(page.getByRole("img", { name: /^Loss per step: \d+ points/ })).toBeVisible();
