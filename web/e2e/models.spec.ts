@@ -197,7 +197,10 @@ test("step labels: task score cards before each task, label chips, step scores, 
   await expect(answer.getByText("outcome: solved")).toBeVisible();
   await expect(answer.getByText(/^step score [+-]\d\.\d\d/)).toBeVisible();
   await expect(page.getByRole("region", { name: "Step 6" }).getByText("verdict: confirmed")).toBeVisible();
+  await expect(page.getByRole("region", { name: "Step 2" }).getByText("verdict: none")).toHaveCount(0);
   await expect(page.getByRole("navigation", { name: "Sections" }).getByRole("button").first()).toBeVisible();
+  // No completion model on this server: the curve says why instead of guessing.
+  await expect(page.getByText(/^Completion curve unavailable: .+/)).toBeVisible();
   await a11y(page, "viewer with step labels");
   await shot(page, "viewer-labels");
 });

@@ -156,7 +156,7 @@ export function ComparePage() {
                         {title || tid}, step {idx + 1}
                       </Link>{" "}
                       <span className="muted">
-                        credit {ca.toFixed(2)} vs {cb.toFixed(2)}
+                        credit {ca.toFixed(3)} vs {cb.toFixed(3)}
                       </span>
                     </li>
                   ))}

@@ -62,7 +62,7 @@ function LabelChips({ metadata }: { metadata: Step["metadata"] }) {
   const label = md.label as Record<string, unknown> | undefined;
   const reward = md.reward as { score?: number; kind?: string; capped?: boolean; expected_credit?: number | null; lines?: { rule: string; points: number; value?: string }[] } | undefined;
   const chips: string[] = [];
-  if (label && typeof label === "object") for (const f of LABEL_FIELDS) if (typeof label[f] === "string" && label[f]) chips.push(`${f}: ${label[f]}`);
+  if (label && typeof label === "object") for (const f of LABEL_FIELDS) if (typeof label[f] === "string" && label[f] && label[f] !== "none") chips.push(`${f}: ${label[f]}`);
   if (chips.length === 0 && !reward) return null;
   return (
     <span className="label-chips" aria-label="Step label">

@@ -13,6 +13,7 @@ import { Timeline } from "./Timeline";
 import { CreditStrip } from "./CreditStrip";
 import { ScoreActions } from "./ScoreActions";
 import { TaskCard, sectionPath } from "./TaskCard";
+import { CompletionCurve } from "./CompletionCurve";
 import { ShortcutsDialog, typingIn } from "./Shortcuts";
 
 /**
@@ -289,6 +290,16 @@ export function TraceViewer() {
               </span>
             ))}
           </nav>
+        )}
+        {t.sections?.some((s) => s.graded) && (
+          <CompletionCurve
+            traceId={t.id}
+            steps={steps}
+            onPick={(i) => {
+              select(i);
+              virt.scrollToIndex(stepRow[i], { align: "start" });
+            }}
+          />
         )}
         {t.spans.length > 0 && <Timeline spans={t.spans} onPick={(i) => { select(i); virt.scrollToIndex(stepRow[i], { align: "start" }); }} />}
       </header>
