@@ -108,7 +108,20 @@ test("score a trace's actions and see credit badges and the minimap", async ({ p
   await expect(page.getByRole("status").filter({ hasText: "Scoring run" })).toContainText(/queued|running|succeeded/);
   await expect(page.getByRole("status").filter({ hasText: "Scoring run" })).toContainText("succeeded", { timeout: 60_000 });
   await expect(page.getByText(/^credit [+-]\d\.\d\d$/).first()).toBeVisible();
-  await expect(page.getByRole("img", { name: /Action credit of refunds-ui over 5 steps: 2 scored actions/ })).toBeVisible();
+  const strip = page.getByRole("img", { name: /Action credit of refunds-ui over 5 steps: 2 scored actions/ });
+  await expect(strip).toBeVisible();
+  // Hover previews a step on one line: the last step (the answer) has credit.
+  const box = (await strip.boundingBox())!;
+  await page.mouse.move(box.x + box.width * 0.95, box.y + box.height / 2);
+  await expect(page.locator(".strip-preview")).toContainText(/Step 5 · assistant: .+ · credit [+-]\d\.\d\d/);
+  await page.mouse.move(box.x + box.width * 0.05, box.y + box.height / 2);
+  await expect(page.locator(".strip-preview")).toContainText(/Step 1 · system: .+ · not scored/);
+  const scale = page.getByRole("group", { name: "Credit scale" });
+  await expect(scale.getByRole("button", { name: "±1" })).toHaveAttribute("aria-pressed", "true");
+  await scale.getByRole("button", { name: "Fit" }).click();
+  await expect(scale.getByRole("button", { name: "Fit" })).toHaveAttribute("aria-pressed", "true");
+  await strip.click({ position: { x: box.width * 0.95, y: box.height / 2 } });
+  await expect(page).toHaveURL(/step=5/);
   await a11y(page, "viewer with credit");
   await shot(page, "viewer-credit");
 });
