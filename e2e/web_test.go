@@ -102,6 +102,9 @@ func TestWebApp(t *testing.T) {
 	few := in.do("POST", "/api/v1/rm/reward-models", trainerKey, map[string]any{"name": "one-trace", "trace_ids": rated[:1], "base_model": base})
 	require.Equal(t, 200, few.Status, string(few.Body))
 	in.waitModel(t, trainerKey, few.JSON(t)["id"].(string), "failed")
+	out, err = in.cli("users", "issue-key", "--name", "trainer", "--read-only-key")
+	require.NoError(t, err, out)
+	trainerRO := keyRe.FindStringSubmatch(out)[1]
 
 	// A labeled trace (step labels in its metadata) for task cards, label
 	// chips and sections, on its own account.
@@ -114,7 +117,7 @@ func TestWebApp(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"CRITIC_E2E_URL="+in.url, "CRITIC_E2E_KEY="+key, "CRITIC_E2E_READONLY_KEY="+roKey,
 		"CRITIC_E2E_OTHER_TRACE="+other[0], "CRITIC_E2E_BIG_TRACE="+big[0], "CRITIC_E2E_SPANS_TRACE="+spans[0],
-		"CRITIC_E2E_TRAINER_KEY="+trainerKey, "CRITIC_E2E_LABELS_KEY="+labelsKey, "CRITIC_E2E_LABELED_TRACE="+labeled[0], "CRITIC_E2E_BASE_MODEL="+base,
+		"CRITIC_E2E_TRAINER_KEY="+trainerKey, "CRITIC_E2E_TRAINER_READONLY_KEY="+trainerRO, "CRITIC_E2E_LABELS_KEY="+labelsKey, "CRITIC_E2E_LABELED_TRACE="+labeled[0], "CRITIC_E2E_BASE_MODEL="+base,
 		"CRITIC_E2E_REPORT="+report, "CRITIC_CHROMIUM="+chromiumPath(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1", "CI=1")
 	if d := os.Getenv("CRITIC_E2E_SHOTS"); d != "" {
 		cmd.Env = append(cmd.Env, "CRITIC_E2E_SHOTS="+d)

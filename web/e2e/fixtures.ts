@@ -98,6 +98,7 @@ export const env = {
   bigTrace: process.env.CRITIC_E2E_BIG_TRACE ?? "",
   spansTrace: process.env.CRITIC_E2E_SPANS_TRACE ?? "",
   trainerKey: process.env.CRITIC_E2E_TRAINER_KEY ?? "",
+  trainerReadOnlyKey: process.env.CRITIC_E2E_TRAINER_READONLY_KEY ?? "",
   labelsKey: process.env.CRITIC_E2E_LABELS_KEY ?? "",
   labeledTrace: process.env.CRITIC_E2E_LABELED_TRACE ?? "",
   baseModel: process.env.CRITIC_E2E_BASE_MODEL ?? "",

@@ -217,3 +217,22 @@ test("step labels: task score cards before each task, label chips, step scores, 
   await a11y(page, "viewer with step labels");
   await shot(page, "viewer-labels");
 });
+
+test("a read-only key sees models, SQL and credit, but no Create reward model, Retry or Score actions", async ({ page }) => {
+  await signIn(page, env.trainerReadOnlyKey, "/traces");
+  await page.getByRole("checkbox", { name: "Select all shown" }).check();
+  await expect(page.getByText("4 selected")).toBeVisible();
+  await expect(page.getByRole("button", { name: "Create reward model" })).toHaveCount(0);
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Models" }).click();
+  await page.getByRole("link", { name: "one-trace" }).click();
+  await expect(page.getByRole("status", { name: "Model status" })).toHaveText("failed");
+  await expect(page.getByRole("button", { name: "Retry" })).toHaveCount(0);
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Traces" }).click();
+  await page.locator("tbody tr").first().getByRole("link").click();
+  await expect(page.getByRole("region", { name: "Step 1" })).toBeVisible();
+  await expect(page.getByRole("img", { name: /Action credit of refunds-ui/ })).toBeVisible();
+  await expect(page.getByRole("button", { name: "Score actions" })).toHaveCount(0);
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "SQL" }).click();
+  await page.getByRole("button", { name: "Run query" }).click();
+  await expect(page.getByRole("status")).toContainText(/\d+ rows?/);
+});
