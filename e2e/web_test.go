@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/criticml/critic/platform/llm/llmtest"
 	"github.com/criticml/critic/platform/pg/pgtest"
 )
 
@@ -55,7 +56,16 @@ func TestWebApp(t *testing.T) {
 	_, err = os.Stat(filepath.Join(webDir, "node_modules", "@playwright", "test"))
 	require.NoError(t, err, "web/node_modules is missing: run `make web` (npm ci in web/)")
 
-	in := startServe(t)
+	// A worker joins (as in reward_models_test.go) so the models pages can
+	// watch a tiny model train to succeeded and score actions.
+	// The feedback model is the scripted test provider (never a real one),
+	// so the learning report has findings with evidence to show.
+	srv := llmtest.New(t)
+	srv.Handle(scriptedClassifier)
+	llmEnv := []string{"CRITIC_FEEDBACK_MODEL=openai/scripted-classifier", "CRITIC_FEEDBACK_API_BASE=" + srv.URL, "OPENAI_API_KEY=test-key"}
+	in, kafkaPort := startServeForJobs(t, llmEnv...)
+	startWorkerWith(t, in, kafkaPort, "web-w1", llmEnv...)
+	base := tinyBase(t, in)
 	key := in.newUser("reviewer", false)
 	out, err := in.cli("users", "issue-key", "--name", "reviewer", "--read-only-key")
 	require.NoError(t, err, out)
@@ -80,12 +90,34 @@ func TestWebApp(t *testing.T) {
 		{"id":"sub","parent_id":"root","name":"researcher subagent","kind":"agent","start_ns":"1700000000500000000","end_ns":"1700000003000000000","input":null,"output":null,"step_indices":[1]},
 		{"id":"tool","parent_id":"sub","name":"search_flights","kind":"tool","start_ns":"1700000001000000000","end_ns":"1700000002000000000","input":null,"output":null,"step_indices":[]}]}`))
 
+	// The models pages use their own account, so its rated traces leave the
+	// reviewer's list as the other tests expect it. A one-trace model fails
+	// (too few pairs) for the failure view and Retry.
+	trainerKey := in.newUser("trainer", false)
+	rated := ratedTraces(t, in, trainerKey)
+	first := in.getTrace(t, trainerKey, rated[0])
+	c := in.do("POST", "/api/v1/rm/traces/"+rated[0]+"/annotations", trainerKey, map[string]any{"step_id": first.Steps[4]["id"],
+		"comment": "It should have asked which currency first."})
+	require.Equal(t, 200, c.Status, string(c.Body))
+	few := in.do("POST", "/api/v1/rm/reward-models", trainerKey, map[string]any{"name": "one-trace", "trace_ids": rated[:1], "base_model": base})
+	require.Equal(t, 200, few.Status, string(few.Body))
+	in.waitModel(t, trainerKey, few.JSON(t)["id"].(string), "failed")
+	out, err = in.cli("users", "issue-key", "--name", "trainer", "--read-only-key")
+	require.NoError(t, err, out)
+	trainerRO := keyRe.FindStringSubmatch(out)[1]
+
+	// A labeled trace (step labels in its metadata) for task cards, label
+	// chips and sections, on its own account.
+	labelsKey := in.newUser("labeler", false)
+	labeled := in.importTraces(labelsKey, "stash", labeledTrace(true))
+
 	report := filepath.Join(t.TempDir(), "report.json")
 	cmd := exec.Command("npx", "playwright", "test", "-c", "e2e/playwright.config.ts")
 	cmd.Dir = webDir
 	cmd.Env = append(os.Environ(),
 		"CRITIC_E2E_URL="+in.url, "CRITIC_E2E_KEY="+key, "CRITIC_E2E_READONLY_KEY="+roKey,
 		"CRITIC_E2E_OTHER_TRACE="+other[0], "CRITIC_E2E_BIG_TRACE="+big[0], "CRITIC_E2E_SPANS_TRACE="+spans[0],
+		"CRITIC_E2E_TRAINER_KEY="+trainerKey, "CRITIC_E2E_TRAINER_READONLY_KEY="+trainerRO, "CRITIC_E2E_LABELS_KEY="+labelsKey, "CRITIC_E2E_LABELED_TRACE="+labeled[0], "CRITIC_E2E_BASE_MODEL="+base,
 		"CRITIC_E2E_REPORT="+report, "CRITIC_CHROMIUM="+chromiumPath(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1", "CI=1")
 	if d := os.Getenv("CRITIC_E2E_SHOTS"); d != "" {
 		cmd.Env = append(cmd.Env, "CRITIC_E2E_SHOTS="+d)

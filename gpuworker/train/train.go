@@ -54,6 +54,19 @@ type Metrics struct {
 	Epochs                  int      `json:"epochs"`
 	Device                  string   `json:"device"`
 	Seconds                 float64  `json:"seconds"`
+	// LossPerStep is the Bradley–Terry loss of every training step in order
+	// (step n is LossPerStep[n-1]) and EvalPerEpoch the held-out accuracy
+	// after each epoch (empty without a usable split): the training curve
+	// the web app draws, kept with the metrics so it survives the run.
+	LossPerStep  []float64   `json:"loss_per_step"`
+	EvalPerEpoch []EpochEval `json:"eval_per_epoch"`
+}
+
+// EpochEval is the held-out accuracy after one epoch.
+type EpochEval struct {
+	Epoch        int      `json:"epoch"`
+	EvalPairs    int      `json:"eval_pairs"`
+	EvalAccuracy *float64 `json:"eval_accuracy"`
 }
 
 // Result is what Train returns and writes to result.json.
@@ -126,6 +139,27 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 		chosen[i], rejected[i] = enc(p.Chosen), enc(p.Rejected)
 	}
 
+	// The scorer reads the current weights on every call: it evaluates after
+	// each epoch, then calibrates and scores with the final weights.
+	scorer, err := m.NewScorer()
+	if err != nil {
+		return nil, err
+	}
+	const scoreBatch = 8
+	score := func(seqs [][]int) ([]float64, error) { return model.ScoreInBatches(scorer, seqs, scoreBatch) }
+	pairScores := func(idx []int) (rc, rr []float64, err error) {
+		cs := make([][]int, len(idx))
+		rs := make([][]int, len(idx))
+		for j, i := range idx {
+			cs[j], rs[j] = chosen[i], rejected[i]
+		}
+		if rc, err = score(cs); err != nil {
+			return nil, nil, err
+		}
+		rr, err = score(rs)
+		return rc, rr, err
+	}
+
 	tr, err := newTrainer(m, DefaultAdamW(o.LR))
 	if err != nil {
 		return nil, err
@@ -137,7 +171,9 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 	total := batchesPerEpoch * o.Epochs
 	var lastEpochLoss float64
 	stepNum := 0
-	for range o.Epochs {
+	losses := make([]float64, 0, total)
+	evals := []EpochEval{}
+	for epoch := range o.Epochs {
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		lastEpochLoss = 0
 		for b := 0; b < len(order); b += o.BatchPairs {
@@ -159,36 +195,29 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 			}
 			stepNum++
 			lastEpochLoss += loss
+			losses = append(losses, loss)
 			if o.Progress != nil {
 				o.Progress(stepNum, total, loss, float64(tokens)/time.Since(t0).Seconds())
 			}
 		}
 		lastEpochLoss /= float64(batchesPerEpoch)
-	}
-
-	// Evaluate, calibrate and score with the final weights.
-	scorer, err := m.NewScorer()
-	if err != nil {
-		return nil, err
-	}
-	const scoreBatch = 8
-	score := func(seqs [][]int) ([]float64, error) { return model.ScoreInBatches(scorer, seqs, scoreBatch) }
-	pairScores := func(idx []int) (rc, rr []float64, err error) {
-		cs := make([][]int, len(idx))
-		rs := make([][]int, len(idx))
-		for j, i := range idx {
-			cs[j], rs[j] = chosen[i], rejected[i]
+		if split.Usable {
+			rc, rr, err := pairScores(split.Eval)
+			if err != nil {
+				return nil, fmt.Errorf("evaluating epoch %d: %w", epoch+1, err)
+			}
+			var acc accuracy
+			for j := range split.Eval {
+				acc.add(rc[j] > rr[j])
+			}
+			evals = append(evals, EpochEval{Epoch: epoch + 1, EvalPairs: acc.n, EvalAccuracy: acc.value()})
 		}
-		if rc, err = score(cs); err != nil {
-			return nil, nil, err
-		}
-		rr, err = score(rs)
-		return rc, rr, err
 	}
 
 	met := Metrics{
 		TrainPairs: len(split.Train), EvalSplit: "trace", ExcludedCrossTracePairs: split.ExcludedCross,
 		FinalLoss: lastEpochLoss, Epochs: o.Epochs, Device: model.DeviceName(backend),
+		LossPerStep: losses, EvalPerEpoch: evals,
 	}
 	if split.Usable {
 		rc, rr, err := pairScores(split.Eval)

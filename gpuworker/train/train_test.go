@@ -114,6 +114,16 @@ func TestTrainEndToEnd(t *testing.T) {
 	lastEpoch := (losses[6] + losses[7] + losses[8] + losses[9] + losses[10] + losses[11]) / 6
 	require.InDelta(t, lastEpoch, m.FinalLoss, 1e-9)
 	require.Less(t, m.FinalLoss, (losses[0]+losses[1]+losses[2])/3, "lr 1e-3 must make progress")
+	// The training curve: every step's loss as reported, and the held-out
+	// accuracy after each epoch, the last equal to the final metric.
+	require.Equal(t, losses, m.LossPerStep)
+	require.Len(t, m.EvalPerEpoch, 2)
+	for i, e := range m.EvalPerEpoch {
+		require.Equal(t, i+1, e.Epoch)
+		require.Equal(t, 2, e.EvalPairs)
+		require.NotNil(t, e.EvalAccuracy)
+	}
+	require.Equal(t, *m.EvalAccuracy, *m.EvalPerEpoch[1].EvalAccuracy)
 
 	var raw map[string]map[string]any
 	data, err := os.ReadFile(filepath.Join(out1, "result.json"))
@@ -121,10 +131,10 @@ func TestTrainEndToEnd(t *testing.T) {
 	require.NoError(t, json.Unmarshal(data, &raw))
 	for _, k := range []string{"train_pairs", "eval_pairs", "eval_accuracy", "eval_split", "excluded_cross_trace_pairs",
 		"action_scoring_version", "action_train_pairs", "action_eval_pairs", "action_eval_accuracy", "tool_eval_pairs",
-		"tool_eval_accuracy", "final_loss", "epochs", "device", "seconds"} {
+		"tool_eval_accuracy", "final_loss", "epochs", "device", "seconds", "loss_per_step", "eval_per_epoch"} {
 		require.Contains(t, raw["metrics"], k)
 	}
-	require.Len(t, raw["metrics"], 15)
+	require.Len(t, raw["metrics"], 17)
 
 	// Checkpoint: reload and score the same texts → same numbers as scores.jsonl.
 	scores, err := ReadJSONL[struct {
@@ -179,6 +189,8 @@ func TestTraceOnlyPairsHaveNoActionScoring(t *testing.T) {
 		require.True(t, strings.Contains(string(data), k), k)
 	}
 	require.Equal(t, len(ps), res.Metrics.TrainPairs)
+	require.Empty(t, res.Metrics.EvalPerEpoch, "no held-out split, no per-epoch accuracy")
+	require.True(t, strings.Contains(string(data), `"eval_per_epoch": []`))
 	require.NoFileExists(t, filepath.Join(out, "action_scores.jsonl"))
 	require.NoFileExists(t, filepath.Join(out, "model", "action_reward_stats.json"))
 	require.FileExists(t, filepath.Join(out, "model", "reward_stats.json"))

@@ -46,6 +46,10 @@ test("import through the UI, then filter by text, source and date", async ({ pag
   await page.getByLabel("Data").fill(importData);
   await page.getByRole("button", { name: "Import", exact: true }).click();
   await expect(page.getByRole("status")).toContainText("Imported 1 trace as stash");
+  await a11y(page, "import dialog");
+  await shot(page, "import-dialog");
+  await page.getByRole("button", { name: "Close", exact: true }).click();
+  await expect(page.getByRole("dialog")).toHaveCount(0);
   await expect(page.getByRole("link", { name: "Refund for order 5521 (e2e)" })).toBeVisible();
   await a11y(page, "traces");
   await shot(page, "traces");

@@ -97,6 +97,11 @@ export const env = {
   otherTrace: process.env.CRITIC_E2E_OTHER_TRACE ?? "",
   bigTrace: process.env.CRITIC_E2E_BIG_TRACE ?? "",
   spansTrace: process.env.CRITIC_E2E_SPANS_TRACE ?? "",
+  trainerKey: process.env.CRITIC_E2E_TRAINER_KEY ?? "",
+  trainerReadOnlyKey: process.env.CRITIC_E2E_TRAINER_READONLY_KEY ?? "",
+  labelsKey: process.env.CRITIC_E2E_LABELS_KEY ?? "",
+  labeledTrace: process.env.CRITIC_E2E_LABELED_TRACE ?? "",
+  baseModel: process.env.CRITIC_E2E_BASE_MODEL ?? "",
   shots: process.env.CRITIC_E2E_SHOTS ?? path.join(here, "../screenshots"),
 };
 

@@ -9,6 +9,11 @@ import { Layout } from "./shell/Layout";
 import { TracesPage } from "./traces/TracesPage";
 import { TraceViewer } from "./viewer/TraceViewer";
 import { ReviewPage } from "./review/ReviewPage";
+import { ModelsPage } from "./models/ModelsPage";
+import { ModelDetail } from "./models/ModelDetail";
+import { ComparePage } from "./models/ComparePage";
+import { SkillsPage } from "./skills/SkillsPage";
+import { SqlPage } from "./sql/SqlPage";
 import "./styles.css";
 
 // Before anything renders: a #key=… link signs in and leaves the address bar at once.
@@ -30,6 +35,11 @@ function Gate() {
         <Route path="traces" element={<TracesPage />} />
         <Route path="traces/:id" element={<TraceViewer />} />
         <Route path="review" element={<ReviewPage />} />
+        <Route path="models" element={<ModelsPage />} />
+        <Route path="models/compare" element={<ComparePage />} />
+        <Route path="models/:id" element={<ModelDetail />} />
+        <Route path="skills" element={<SkillsPage />} />
+        <Route path="sql" element={<SqlPage />} />
         <Route path="*" element={<NotFoundPage />} />
       </Route>
     </Routes>

@@ -15,6 +15,10 @@ export type Format = Schemas["Format"];
 export type ImportResponse = Schemas["ImportResponse"];
 export type QueryResult = Schemas["QueryResult"];
 export type AddAnnotation = Schemas["AddAnnotation"];
+export type RewardModelDetail = Schemas["RewardModelDetail"];
+export type FeedbackEntry = Schemas["FeedbackEntry"];
+export type ScoringRun = Schemas["ScoringRun"];
+export type Metrics = Schemas["Metrics"];
 export type EditAnnotation = Schemas["EditAnnotation"];
 
 export const API = "/api/v1/rm";
@@ -44,6 +48,10 @@ export class ApiError extends Error {
     public status: number,
     public code: string,
     detail: string,
+    /** The upload line and request field the error is about, when the server names them. */
+    public line?: number,
+    public field?: string,
+    public requestId?: string,
   ) {
     super(detail);
   }
@@ -80,8 +88,8 @@ export async function api<T>(path: string, init: RequestInit & { json?: unknown 
     data = null;
   }
   if (!res.ok) {
-    const e = (data ?? {}) as { detail?: string; code?: string };
-    throw new ApiError(res.status, e.code ?? "error", e.detail ?? `HTTP ${res.status}`);
+    const e = (data ?? {}) as { detail?: string; code?: string; line?: number; field?: string; request_id?: string };
+    throw new ApiError(res.status, e.code ?? "error", e.detail ?? `HTTP ${res.status}`, e.line, e.field, e.request_id);
   }
   return data as T;
 }

@@ -21,6 +21,9 @@ export function Layout() {
         <nav aria-label="Main">
           <NavLink to="/traces">Traces</NavLink>
           <NavLink to="/review">Review</NavLink>
+          <NavLink to="/models">Models</NavLink>
+          <NavLink to="/skills">Skills</NavLink>
+          <NavLink to="/sql">SQL</NavLink>
         </nav>
         <div className="sidebar-bottom">
           {me && (

@@ -1,8 +1,9 @@
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
-import { api, type Format, type ImportResponse } from "../api/client";
+import { api, ApiError, type Format, type ImportResponse } from "../api/client";
+import { Dialog } from "../shell/Dialog";
 
-/** Import a file in any supported format; all traces or none. */
+/** The import dialog: a file or pasted text in any supported format, all traces or none; errors name their line and field. */
 export function ImportPanel({ onClose }: { onClose: () => void }) {
   const qc = useQueryClient();
   const formats = useQuery({ queryKey: ["formats"], queryFn: () => api<Format[]>("/formats"), staleTime: Infinity });
@@ -13,10 +14,10 @@ export function ImportPanel({ onClose }: { onClose: () => void }) {
     mutationFn: () => api<ImportResponse>("/traces/import", { method: "POST", json: { format, data, ...(sourceId.trim() ? { source_id: sourceId.trim() } : {}) } }),
     onSuccess: () => qc.invalidateQueries({ queryKey: ["traces"] }),
   });
+  const err = imp.error as ApiError | null;
   return (
-    <section className="panel" aria-labelledby="import-title">
-      <h2 id="import-title">Import traces</h2>
-      <div className="row">
+    <Dialog title="Import traces" onClose={onClose} wide>
+      <div className="row wrap">
         <label className="field">
           <span>Format</span>
           <select aria-label="Format" value={format} onChange={(e) => setFormat(e.target.value)}>
@@ -45,16 +46,29 @@ export function ImportPanel({ onClose }: { onClose: () => void }) {
       </div>
       <label className="field">
         <span>Data</span>
-        <textarea rows={6} value={data} onChange={(e) => setData(e.target.value)} placeholder="Paste JSONL, or choose a file" spellCheck={false} />
+        <textarea rows={8} value={data} onChange={(e) => setData(e.target.value)} placeholder="Paste JSONL, or choose a file" spellCheck={false} />
       </label>
-      {imp.isError && (
-        <p role="alert" className="error">
-          Import failed: {(imp.error as Error).message}
-        </p>
+      {err && (
+        <div role="alert" className="error">
+          <p>Import failed: {err.message}</p>
+          {(err.line != null || err.field) && (
+            <p>
+              {err.line != null && <>Line {err.line}</>}
+              {err.line != null && err.field && ", "}
+              {err.field && (
+                <>
+                  field <code>{err.field}</code>
+                </>
+              )}
+              . Nothing was imported.
+            </p>
+          )}
+        </div>
       )}
       {imp.isSuccess && (
         <p role="status" className="ok">
-          Imported {imp.data.imported} trace{imp.data.imported === 1 ? "" : "s"} as {imp.data.format}.
+          Imported {imp.data.imported} trace{imp.data.imported === 1 ? "" : "s"} as {imp.data.format}
+          {imp.data.unchanged > 0 && <> ({imp.data.unchanged} unchanged)</>}.
         </p>
       )}
       <div className="row">
@@ -65,6 +79,6 @@ export function ImportPanel({ onClose }: { onClose: () => void }) {
           Close
         </button>
       </div>
-    </section>
+    </Dialog>
   );
 }

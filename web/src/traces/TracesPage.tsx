@@ -4,6 +4,7 @@ import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { api, qs, type TraceList } from "../api/client";
 import { useAuth } from "../auth/auth";
 import { ImportPanel } from "./ImportPanel";
+import { ConnectDialog } from "./ConnectDialog";
 import { RenameSource } from "./RenameSource";
 import { TrainPanel } from "./TrainPanel";
 import { formatDate, formatScore } from "./format";
@@ -24,6 +25,7 @@ export function TracesPage() {
   const [search, setSearch] = useState(q);
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [showImport, setShowImport] = useState(false);
+  const [showConnect, setShowConnect] = useState(false);
 
   const set = (patch: Record<string, string>) => {
     const next = new URLSearchParams(params);
@@ -83,11 +85,15 @@ export function TracesPage() {
       <header className="page-head">
         <h1>Traces</h1>
         {canWrite && (
-          <button type="button" className="primary" onClick={() => setShowImport((v) => !v)} aria-expanded={showImport}>
+          <button type="button" className="primary" onClick={() => setShowImport(true)} aria-haspopup="dialog">
             Import traces
           </button>
         )}
+        <button type="button" onClick={() => setShowConnect(true)}>
+          Connect an agent
+        </button>
       </header>
+      {showConnect && <ConnectDialog onClose={() => setShowConnect(false)} />}
       {showImport && canWrite && <ImportPanel onClose={() => setShowImport(false)} />}
 
       <form

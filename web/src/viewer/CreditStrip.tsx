@@ -1,46 +1,85 @@
+import { useState } from "react";
 import type { Step } from "../api/client";
 
 /**
  * Every step of the trace on one strip, each scored action a bar: up for
- * positive credit, down for negative, height by |credit| (fixed ±1 scale,
- * so traces compare); unscored steps are baseline ticks. Clicking opens that
- * step. It is the whole trace at a glance, however long.
+ * positive credit, down for negative. The scale is ±1 by default (so traces
+ * compare) or Fit (the largest |credit| of this trace fills the height).
+ * Unscored steps and zero credit are baseline ticks. Hovering previews the
+ * step on one line (number, time, excerpt, credit or pending); clicking
+ * opens it. It is the whole trace at a glance, however long.
  */
-export function CreditStrip({ steps, credit, selected, onPick, model }: { steps: Step[]; credit: Map<string, number>; selected: number; onPick: (i: number) => void; model: string }) {
+export function CreditStrip({ steps, credit, selected, onPick, model, pending }: { steps: Step[]; credit: Map<string, number>; selected: number; onPick: (i: number) => void; model: string; pending?: boolean }) {
+  const [fit, setFit] = useState(false);
+  const [hover, setHover] = useState<number | null>(null);
   const n = steps.length;
-  if (n === 0 || credit.size === 0) return null;
+  if (n === 0 || (credit.size === 0 && !pending)) return null;
   const W = 1000;
   const H = 40;
   const mid = H / 2;
   const w = Math.max(W / n, 0.6);
   let pos = 0;
   let neg = 0;
-  for (const c of credit.values()) c > 0 ? pos++ : c < 0 && neg++;
+  let maxAbs = 0;
+  for (const c of credit.values()) {
+    if (c > 0) pos++;
+    else if (c < 0) neg++;
+    maxAbs = Math.max(maxAbs, Math.abs(c));
+  }
+  const scale = fit && maxAbs > 0 ? 1 / maxAbs : 1;
+  const at = (clientX: number, el: Element) => {
+    const r = el.getBoundingClientRect();
+    return Math.min(n - 1, Math.max(0, Math.floor(((clientX - r.left) / r.width) * n)));
+  };
+  const hs = hover != null ? steps[hover] : null;
+  const hc = hs ? credit.get(hs.id) : undefined;
+  const ts = hs && hs.metadata && typeof (hs.metadata as Record<string, unknown>).timestamp === "string" ? new Date((hs.metadata as Record<string, string>).timestamp).toLocaleTimeString() : null;
   return (
     <figure className="credit-strip">
+      <div className="row small-text">
+        <span className="muted">Action credit ({model})</span>
+        <span className="spacer" />
+        <div role="group" aria-label="Credit scale" className="row">
+          <button type="button" className="ghost" aria-pressed={!fit} onClick={() => setFit(false)}>
+            ±1
+          </button>
+          <button type="button" className="ghost" aria-pressed={fit} onClick={() => setFit(true)}>
+            Fit
+          </button>
+        </div>
+      </div>
+      <p className="strip-preview small-text" aria-live="polite">
+        {hs ? (
+          <>
+            <strong>Step {hover! + 1}</strong>
+            {ts && <> · {ts}</>} · {hs.role}
+            {hs.tool_name && <> {hs.tool_name}</>}: <span className="excerpt">{(hs.content || JSON.stringify(hs.tool_input ?? "")).slice(0, 90)}</span> ·{" "}
+            {hc != null ? `credit ${(hc >= 0 ? "+" : "") + hc.toFixed(2)}` : pending && (hs.role === "assistant") ? "pending" : "not scored"}
+          </>
+        ) : (
+          <span className="muted">Hover for a step, click to open it. Up is better than the model's reference, down worse.</span>
+        )}
+      </p>
       <svg
         viewBox={`0 0 ${W} ${H}`}
         preserveAspectRatio="none"
         role="img"
         aria-label={`Action credit of ${model} over ${n} steps: ${credit.size} scored actions, ${pos} positive, ${neg} negative`}
-        onClick={(e) => {
-          const r = (e.currentTarget as SVGSVGElement).getBoundingClientRect();
-          onPick(Math.min(n - 1, Math.max(0, Math.floor(((e.clientX - r.left) / r.width) * n))));
-        }}
+        onClick={(e) => onPick(at(e.clientX, e.currentTarget))}
+        onMouseMove={(e) => setHover(at(e.clientX, e.currentTarget))}
+        onMouseLeave={() => setHover(null)}
       >
         <line x1={0} x2={W} y1={mid} y2={mid} className="base" />
         {steps.map((s, i) => {
           const c = credit.get(s.id);
           const x = (i / n) * W;
-          if (c == null) return null;
-          const h = Math.max(1, Math.abs(c) * (mid - 2));
+          if (c == null || c === 0) return n <= 400 ? <rect key={s.id} x={x} width={Math.max(w * 0.4, 0.5)} y={mid - 2} height={4} className={c === 0 ? "zero" : "tick"} /> : null;
+          const h = Math.max(1, Math.min(1, Math.abs(c) * scale) * (mid - 2));
           return <rect key={s.id} x={x} width={w} y={c >= 0 ? mid - h : mid} height={h} className={c >= 0 ? "pos" : "neg"} />;
         })}
+        {hover != null && <rect x={(hover / n) * W} width={Math.max(w, 2)} y={0} height={H} className="hov" />}
         <rect x={(selected / n) * W} width={Math.max(w, 2)} y={0} height={H} className="sel" />
       </svg>
-      <figcaption className="muted small-text">
-        Action credit ({model}): up is better than the model's reference, down worse. Click to open a step.
-      </figcaption>
     </figure>
   );
 }

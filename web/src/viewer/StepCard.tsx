@@ -51,6 +51,39 @@ function Copy({ text, label }: { text: string; label: string }) {
   );
 }
 
+const LABEL_FIELDS = ["intent", "verdict", "sentiment", "type", "effect", "result", "outcome", "stance", "coverage"] as const;
+
+/**
+ * A step's label (steps[].metadata.label) as chips, and its score breakdown
+ * (steps[].metadata.reward) as one chip whose title lists the rules.
+ */
+function LabelChips({ metadata }: { metadata: Step["metadata"] }) {
+  const md = (metadata ?? {}) as Record<string, unknown>;
+  const label = md.label as Record<string, unknown> | undefined;
+  const reward = md.reward as { score?: number; kind?: string; capped?: boolean; expected_credit?: number | null; lines?: { rule: string; points: number; value?: string }[] } | undefined;
+  const chips: string[] = [];
+  if (label && typeof label === "object") for (const f of LABEL_FIELDS) if (typeof label[f] === "string" && label[f] && label[f] !== "none") chips.push(`${f}: ${label[f]}`);
+  if (chips.length === 0 && !reward) return null;
+  return (
+    <span className="label-chips" aria-label="Step label">
+      {chips.map((c) => (
+        <span key={c} className="chip label">
+          {c}
+        </span>
+      ))}
+      {reward && typeof reward.score === "number" && (
+        <span
+          className={"chip " + (reward.score > 0 ? "pos" : reward.score < 0 ? "neg" : "")}
+          title={(reward.lines ?? []).map((l) => `${l.rule}${l.value ? " (" + l.value + ")" : ""}: ${l.points >= 0 ? "+" : ""}${l.points}`).join("\n")}
+        >
+          step score {(reward.score >= 0 ? "+" : "") + reward.score.toFixed(2)}
+          {reward.capped ? " (capped)" : ""}
+        </span>
+      )}
+    </span>
+  );
+}
+
 /** Message content: markdown (or pretty JSON for tool output) with a raw toggle. */
 function Content({ text, raw, isTool, quotes }: { text: string; raw: boolean; isTool: boolean; quotes: string[] }) {
   const html = useMemo(() => {
@@ -130,6 +163,7 @@ export const StepCard = memo(function StepCard(p: StepProps) {
               credit {(p.credit >= 0 ? "+" : "") + p.credit.toFixed(2)}
             </span>
           )}
+          <LabelChips metadata={step.metadata} />
           <span className="spacer" />
           <button type="button" className="small" aria-pressed={raw} onClick={() => setRaw(!raw)}>
             Raw

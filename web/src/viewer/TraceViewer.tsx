@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { Fragment, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
 import { useQuery } from "@tanstack/react-query";
 import { useVirtualizer } from "@tanstack/react-virtual";
@@ -11,6 +11,9 @@ import { AnnotationList, Composer } from "./Annotations";
 import { myRating, rate, useAnnotate } from "./useAnnotate";
 import { Timeline } from "./Timeline";
 import { CreditStrip } from "./CreditStrip";
+import { ScoreActions } from "./ScoreActions";
+import { TaskCard, sectionPath } from "./TaskCard";
+import { CompletionCurve } from "./CompletionCurve";
 import { ShortcutsDialog, typingIn } from "./Shortcuts";
 
 /**
@@ -22,7 +25,13 @@ export function TraceViewer() {
   const { id = "" } = useParams();
   const { me, canWrite } = useAuth();
   const [params, setParams] = useSearchParams();
-  const trace = useQuery({ queryKey: ["trace", id], queryFn: () => api<TraceDetail>(`/traces/${id}`), retry: (n, e) => n < 2 && (e as ApiError).status >= 500 });
+  const trace = useQuery({
+    queryKey: ["trace", id],
+    queryFn: () => api<TraceDetail>(`/traces/${id}`),
+    retry: (n, e) => n < 2 && (e as ApiError).status >= 500,
+    // While a scoring run is queued or running, refresh until it ends.
+    refetchInterval: (q) => (q.state.data?.scoring_runs.some((r) => r.status === "queued" || r.status === "running") ? 1000 : false),
+  });
   const ann = useAnnotate(id);
   const [expanded, setExpanded] = useState<Set<string>>(new Set());
   const [composing, setComposing] = useState<string | null | undefined>(undefined); // step id, null = trace, undefined = none
@@ -52,6 +61,14 @@ export function TraceViewer() {
     for (const s of d?.action_scores ?? []) if (s.reward_model_id === creditModel) m.set(s.step_id, s.credit);
     return m;
   }, [d, creditModel]);
+
+  // Task score cards go before each scored task's first step.
+  const taskAt = useMemo(() => {
+    const m = new Map<string, NonNullable<TraceDetail["step_scores"]>["tasks"][number]>();
+    for (const tk of d?.step_scores?.tasks ?? []) m.set(tk.first_step_id, tk);
+    return m;
+  }, [d]);
+  const taskSection = (taskId: string) => (d?.sections ?? []).find((s) => s.task_id === taskId);
 
   const selected = Math.min(Math.max(0, Number(params.get("step") ?? "1") - 1), Math.max(0, steps.length - 1));
   // Key presses can arrive faster than React re-renders: the latest selection
@@ -218,6 +235,7 @@ export function TraceViewer() {
               </select>
             </label>
           )}
+          {canWrite && <ScoreActions trace={t} onScored={setModel} />}
           <span className="spacer" />
           {canWrite && (
             <>
@@ -248,11 +266,41 @@ export function TraceViewer() {
           credit={credit}
           selected={selected}
           model={models.find(([mid]) => mid === creditModel)?.[1] ?? ""}
+          pending={t.scoring_runs.some((r) => r.reward_model_id === creditModel && (r.status === "queued" || r.status === "running"))}
           onPick={(i) => {
             select(i);
             virt.scrollToIndex(stepRow[i], { align: "start" });
           }}
         />
+        {t.step_scores && (
+          <p className="small-text">
+            Step scores ({t.step_scores.source}): trace score {t.step_scores.trace_score != null ? (t.step_scores.trace_score >= 0 ? "+" : "") + t.step_scores.trace_score.toFixed(2) : "—"} · outcome {t.step_scores.outcome} ·{" "}
+            {t.step_scores.tasks.length} task{t.step_scores.tasks.length === 1 ? "" : "s"}
+            {t.step_scores.problems.length > 0 && <span className="warn-text"> · {t.step_scores.problems.length} label problem(s): {t.step_scores.problems.map((p) => `step ${p.step_index + 1}: ${p.message}`).join("; ")}</span>}
+          </p>
+        )}
+        {(t.sections?.length ?? 0) > 0 && steps.length > 0 && (
+          <nav className="crumbs section-crumbs" aria-label="Sections">
+            {sectionPath(t.sections, selected).map((s, i) => (
+              <span key={s.first_step_id + s.kind}>
+                {i > 0 && <span aria-hidden="true"> › </span>}
+                <button type="button" className="link" onClick={() => { select(s.first_step_index); virt.scrollToIndex(stepRow[s.first_step_index], { align: "start" }); }}>
+                  {s.title}
+                </button>
+              </span>
+            ))}
+          </nav>
+        )}
+        {t.sections?.some((s) => s.graded) && (
+          <CompletionCurve
+            traceId={t.id}
+            steps={steps}
+            onPick={(i) => {
+              select(i);
+              virt.scrollToIndex(stepRow[i], { align: "start" });
+            }}
+          />
+        )}
         {t.spans.length > 0 && <Timeline spans={t.spans} onPick={(i) => { select(i); virt.scrollToIndex(stepRow[i], { align: "start" }); }} />}
       </header>
 
@@ -271,8 +319,9 @@ export function TraceViewer() {
                 style={{ position: "absolute", top: 0, left: 0, width: "100%", transform: `translateY(${v.start - virt.options.scrollMargin}px)` }}
               >
                 {row.steps.map((s) => (
+                  <Fragment key={s.id}>
+                  {taskAt.has(s.id) && <TaskCard task={taskAt.get(s.id)!} policy={t.step_scores!.policy} section={taskSection(taskAt.get(s.id)!.task_id)} />}
                   <StepCard
-                    key={s.id}
                     step={s}
                     annotations={byStep.get(s.id) ?? EMPTY}
                     credit={credit.get(s.id)}
@@ -286,6 +335,7 @@ export function TraceViewer() {
                     onSelect={select}
                     onCompose={compose}
                   />
+                  </Fragment>
                 ))}
               </div>
             );
