@@ -90,6 +90,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		ReadyMaxLag:    int64(cfg.ReadyMaxLag),
 		HTTP:           cfg.HTTP,
 		CommandOptions: cfg.LLM.commandOptions(),
+		StepLabelModel: cfg.LLM.stepLabelModel(),
 	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
 		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).Register(mux)
 		wapi := workerapi.New(a.Cmds, token, cfg.WorkerLease)

@@ -31,6 +31,14 @@ type State struct {
 	Title        string
 	TitleDerived bool
 	Generated    bool
+	// Labeled holds the chunk ids a labeling model recorded labels for
+	// (trace.steps_labeled); chunk ids are content hashes, so they outlive
+	// revisions and a grown trace asks only for its new chunks.
+	Labeled map[string]bool
+	// LabelingFailed is the revision whose last labeling run failed, with
+	// the reason; 0 when the latest run did not fail or was retried.
+	LabelingFailed      int
+	LabelingFailedError string
 }
 
 // Annotation is an annotation as the trace aggregate tracks it.
@@ -70,8 +78,25 @@ func (s *State) Apply(e events.Envelope) {
 		} else {
 			s.Steps = p.Steps
 		}
+	case events.TraceStepsLabeled:
+		var p events.TraceStepsLabeledV1
+		_ = e.Decode(&p)
+		if s.Labeled == nil {
+			s.Labeled = map[string]bool{}
+		}
+		for _, l := range p.Labels {
+			s.Labeled[l.ChunkID] = true
+		}
+	case events.TraceLabelingFailed:
+		var p events.TraceLabelingFailedV1
+		_ = e.Decode(&p)
+		s.LabelingFailed, s.LabelingFailedError = p.Revision, p.Error
+	case events.TraceLabelingRequested:
+		s.LabelingFailed, s.LabelingFailedError = 0, ""
 	case events.TraceDeleted:
 		s.Exists = false
+		s.Labeled = nil
+		s.LabelingFailed, s.LabelingFailedError = 0, ""
 		s.Steps = nil
 		s.OTelSpans = nil
 		s.Annotations = nil

@@ -33,6 +33,7 @@ import (
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/gpuworker/hub"
+	"github.com/criticml/critic/gpuworker/label"
 	"github.com/criticml/critic/gpuworker/model"
 	"github.com/criticml/critic/gpuworker/train"
 	"github.com/criticml/critic/platform/blob"
@@ -91,6 +92,10 @@ type Config struct {
 	// Fast is the title model (nil: titles stay derived).
 	Fast            *llm.Client
 	FastUnavailable string
+	// StepLabel labels trace chunks (nil: label jobs are skipped and traces
+	// stay unlabeled; StepLabelUnavailable says what to set).
+	StepLabel            *label.Labeler
+	StepLabelUnavailable string
 }
 
 // Observer is what the worker reports about its jobs; package telemetry
@@ -206,7 +211,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	for _, t := range []struct {
 		topic  string
 		handle func(context.Context, []byte) bool
-	}{{TopicTrain, w.HandleTrain}, {TopicScore, w.HandleScore}, {TopicExtract, w.HandleExtract}, {TopicTitle, w.HandleTitle}} {
+	}{{TopicTrain, w.HandleTrain}, {TopicScore, w.HandleScore}, {TopicExtract, w.HandleExtract}, {TopicTitle, w.HandleTitle}, {TopicLabel, w.HandleLabel}} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -215,7 +220,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	w.log.Info("worker consuming", "topics", []string{TopicTrain, TopicScore, TopicExtract, TopicTitle}, "group", w.cfg.ConsumerGroup,
+	w.log.Info("worker consuming", "topics", []string{TopicTrain, TopicScore, TopicExtract, TopicTitle, TopicLabel}, "group", w.cfg.ConsumerGroup,
 		"brokers", strings.Join(w.cfg.Brokers, ","))
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {

@@ -80,6 +80,9 @@ type Config struct {
 	// CommandOptions configure the command side (the feedback plan new
 	// models record).
 	CommandOptions []commands.Option
+	// StepLabelModel is the deployment's step-label model ("" when none):
+	// trace details report missing labels as queued for it.
+	StepLabelModel string
 }
 
 // Deps is the infrastructure the caller opened and still owns (Shutdown does
@@ -174,7 +177,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	s.closers = append([]func() error{sub.Close}, s.closers...)
 
 	s.Cmds = commands.New(deps.Store, cfg.CommandOptions...)
-	s.Queries = readmodel.NewQueries(deps.Pool)
+	s.Queries = readmodel.NewQueries(deps.Pool).WithLabeler(cfg.StepLabelModel)
 	wait := cfg.WaitTimeout
 	if wait <= 0 {
 		wait = 5 * time.Second

@@ -101,6 +101,9 @@ func (a *API) Register(mux *http.ServeMux) {
 	route("POST /extraction/{model_id}/finished", a.extractionFinished)
 	route("POST /titles/{trace_id}/source", a.titleSource)
 	route("POST /titles/{trace_id}", a.recordTitle)
+	route(jobs.RouteLabelSource, a.labelSource)
+	route(jobs.RouteLabelRecord, a.recordLabels)
+	route(jobs.RouteLabelFailed, a.labelingFailed)
 }
 
 func (a *API) authorized(r *http.Request) bool {
