@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/gpuworker/label"
@@ -45,7 +46,12 @@ func loadLLMRoles() (llmRoles, error) {
 	} else {
 		r.FastUnavailable = err.Error()
 	}
-	if m, err := llm.ResolveRole(os.Getenv, llm.EnvStepLabelModel, llm.DefaultStepLabelModel); err == nil {
+	// "off" keeps trace content away from any labeling provider even where
+	// the default model's key (OPENAI_API_KEY) is set for other roles.
+	if strings.EqualFold(strings.TrimSpace(os.Getenv(llm.EnvStepLabelModel)), "off") {
+		r.StepLabelUnavailable = llm.EnvStepLabelModel + "=off: automatic step labeling is turned off; set it to a model (default " +
+			llm.DefaultStepLabelModel + ") to label traces"
+	} else if m, err := llm.ResolveRole(os.Getenv, llm.EnvStepLabelModel, llm.DefaultStepLabelModel); err == nil {
 		r.StepLabel = llm.New(m, opts)
 	} else {
 		r.StepLabelUnavailable = err.Error()
