@@ -24,6 +24,8 @@ type llmRoles struct {
 	// StepLabel is CRITIC_STEP_LABEL_MODEL: the step labeler's model.
 	StepLabel            *llm.Client
 	StepLabelUnavailable string
+	// LabelJobs is CRITIC_WORKER_LABEL_JOBS: traces a worker labels at once.
+	LabelJobs int
 }
 
 func loadLLMRoles() (llmRoles, error) {
@@ -36,6 +38,12 @@ func loadLLMRoles() (llmRoles, error) {
 		return r, fmt.Errorf("CRITIC_LLM_CONCURRENCY must be at least 1, got %d", conc)
 	}
 	opts := llm.Options{Concurrency: conc}
+	if r.LabelJobs, err = envInt("CRITIC_WORKER_LABEL_JOBS", worker.DefaultLabelJobs); err != nil {
+		return r, err
+	}
+	if r.LabelJobs < 1 {
+		return r, fmt.Errorf("CRITIC_WORKER_LABEL_JOBS must be at least 1, got %d", r.LabelJobs)
+	}
 	if m, err := llm.ResolveRole(os.Getenv, llm.EnvFeedbackModel, llm.DefaultFeedbackModel); err == nil {
 		r.Feedback = llm.New(m, opts)
 	} else {
