@@ -63,3 +63,9 @@ type TraceAssessmentFailedV1 struct {
 	Model   string `json:"model"`
 	Error   string `json:"error"`
 }
+
+// CompletionTask is the completion shape on the wire (domain/sections).
+type CompletionTask = sections.CompletionTask
+
+// Checkpoint is a completion checkpoint on the wire (domain/sections).
+type Checkpoint = sections.Checkpoint

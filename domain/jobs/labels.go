@@ -66,11 +66,11 @@ type LabelSource struct {
 // LabelReport records labels for chunks of a revision (a batch; a labeler
 // reports as it goes, so progress shows while a large trace is labeled).
 type LabelReport struct {
-	WorkerID      string         `json:"worker_id"`
-	Revision      int            `json:"revision"`
-	Model         string         `json:"model"`
-	PromptVersion string         `json:"prompt_version"`
-	Labels        []labels.Label `json:"labels"`
+	WorkerID      string          `json:"worker_id"`
+	Revision      int             `json:"revision"`
+	Model         string          `json:"model"`
+	PromptVersion string          `json:"prompt_version"`
+	Labels        []labels.Label  `json:"labels"`
 	Usage         events.LLMUsage `json:"usage"`
 }
 

@@ -58,7 +58,9 @@ func TestLabelJobRecordsLabelsAndLabelsOnlyNewChunks(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	tr := api.traces[0]
-	job := func(rev int) []byte { return mustJSON(t, jobs.LabelJob{TraceID: tr, Revision: rev, OwnerID: api.owner.UserID}) }
+	job := func(rev int) []byte {
+		return mustJSON(t, jobs.LabelJob{TraceID: tr, Revision: rev, OwnerID: api.owner.UserID})
+	}
 
 	require.True(t, w.HandleLabel(ctx, job(1)))
 	require.Equal(t, 3, srv.Calls(), "user message, tool call with its result, answer")

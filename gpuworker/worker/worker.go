@@ -224,7 +224,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		topic  string
 		handle func(context.Context, []byte) bool
 	}
-	consumers := []consumer{{TopicTrain, w.HandleTrain}, {TopicScore, w.HandleScore}, {TopicExtract, w.HandleExtract}, {TopicTitle, w.HandleTitle}}
+	consumers := []consumer{{TopicTrain, w.HandleTrain}, {TopicScore, w.HandleScore}, {TopicExtract, w.HandleExtract}, {TopicTitle, w.HandleTitle}, {TopicAssess, w.HandleAssess}}
 	// A worker without a step-label model leaves label jobs to workers
 	// that have one (it would only drop them).
 	if w.cfg.StepLabel != nil {

@@ -50,7 +50,7 @@ func TestAssessmentsOverConnect(t *testing.T) {
 	require.NoError(t, err, "reading an assessment needs no write access")
 	require.True(t, sum.Msg.Unavailable)
 	require.False(t, sum.Msg.Pending)
-	require.Contains(t, sum.Msg.GetUnavailableReason(), "CRITIC_STEP_LABEL_MODEL")
+	require.Contains(t, sum.Msg.GetUnavailableReason(), "CRITIC_FAST_MODEL")
 	require.Len(t, sum.Msg.Sections, 1)
 	require.Nil(t, sum.Msg.Sections[0].Score)
 	require.Nil(t, sum.Msg.Sections[0].Title)

@@ -104,6 +104,8 @@ func (a *API) Register(mux *http.ServeMux) {
 	route(jobs.RouteLabelSource, a.labelSource)
 	route(jobs.RouteLabelRecord, a.recordLabels)
 	route(jobs.RouteLabelFailed, a.labelingFailed)
+	route(jobs.RouteAssessSource, a.assessSource)
+	route(jobs.RouteAssessRecord, a.assessRecord)
 }
 
 func (a *API) authorized(r *http.Request) bool {

@@ -46,6 +46,8 @@ type Dispatcher struct {
 	titles bool
 	// labeler: publish step-label jobs (WithLabeler).
 	labeler bool
+	// assess: publish section-summary and completion jobs (WithAssessments).
+	assess bool
 }
 
 // New returns the dispatcher.
@@ -70,6 +72,9 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		if err := d.publish(LabelTopic, job.TraceID, e.CorrelationID, job); err != nil {
 			return err
 		}
+	}
+	if job, ok := d.assessJob(e); ok {
+		return d.publish(AssessTopic, job.TraceID, e.CorrelationID, job)
 	}
 	if job, ok := d.titleJob(e); ok {
 		return d.publish(TitleTopic, job.TraceID, e.CorrelationID, job)

@@ -37,3 +37,25 @@ func (d *Dispatcher) labelJob(e events.Envelope) (jobs.LabelJob, bool) {
 	}
 	return jobs.LabelJob{}, false
 }
+
+// AssessTopic carries section-summary and completion jobs (domain/jobs).
+const AssessTopic = jobs.TopicAssess
+
+// WithAssessments turns assessment jobs on (the deployment has a fast
+// model): every trace.assessment_requested becomes a job for the worker
+// tier, which calls the model; the request handler never does.
+func (d *Dispatcher) WithAssessments(on bool) *Dispatcher {
+	d.assess = on
+	return d
+}
+
+func (d *Dispatcher) assessJob(e events.Envelope) (jobs.AssessJob, bool) {
+	if !d.assess || e.Type != events.TraceAssessmentRequested {
+		return jobs.AssessJob{}, false
+	}
+	var p events.TraceAssessmentRequestedV1
+	if e.Decode(&p) != nil || p.TraceID == "" || len(p.Items) == 0 {
+		return jobs.AssessJob{}, false
+	}
+	return jobs.AssessJob{TraceID: p.TraceID, OwnerID: e.OwnerID, Kind: p.Kind, Items: p.Items}, true
+}
