@@ -123,7 +123,7 @@ func TestModelTrainedOnCommentsAndReactions(t *testing.T) {
 	bad := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "x", "trace_ids": ids, "training_config": map[string]any{"rubric": "x"}})
 	require.Equal(t, http.StatusUnprocessableEntity, bad.Status)
 	require.Contains(t, string(bad.Body), "training_config.rubric")
-	bad = in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "x", "trace_ids": ids, "training_config": map[string]any{"annotation_source": "automatic"}})
+	bad = in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "x", "trace_ids": ids, "training_config": map[string]any{"annotation_source": "graded-by-hand"}})
 	require.Equal(t, http.StatusUnprocessableEntity, bad.Status)
 	require.Contains(t, string(bad.Body), "training_config.annotation_source")
 

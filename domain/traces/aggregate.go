@@ -10,6 +10,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/labels"
 )
 
 // State is a trace as its stream describes it.
@@ -35,6 +36,12 @@ type State struct {
 	// (trace.steps_labeled); chunk ids are content hashes, so they outlive
 	// revisions and a grown trace asks only for its new chunks.
 	Labeled map[string]bool
+	// StepLabels are those labels by chunk id (the latest for each chunk):
+	// what training from automatic annotations scores, as of any point of
+	// the log.
+	StepLabels map[string]labels.Label
+	// Metadata is the trace's metadata as last imported.
+	Metadata map[string]any
 	// LabelingFailed is the revision whose last labeling run failed, with
 	// the reason; 0 when the latest run did not fail or was retried.
 	LabelingFailed      int
@@ -63,12 +70,14 @@ func (s *State) Apply(e events.Envelope) {
 		_ = e.Decode(&p)
 		s.ID, s.Exists, s.Revision, s.ExternalID, s.Steps = p.TraceID, true, p.Revision, p.ExternalID, p.Steps
 		s.SourceID = p.SourceID
+		s.Metadata = p.Metadata
 		s.Title, s.TitleDerived, s.Generated = p.Title, p.TitleDerived, false
 	case events.TraceRevised:
 		var p events.TraceRevisedV1
 		_ = e.Decode(&p)
 		s.Revision = p.Revision
 		s.SourceID = p.SourceID
+		s.Metadata = p.Metadata
 		if p.Title != s.Title || p.TitleDerived {
 			s.Generated = false
 		}
@@ -82,10 +91,11 @@ func (s *State) Apply(e events.Envelope) {
 		var p events.TraceStepsLabeledV1
 		_ = e.Decode(&p)
 		if s.Labeled == nil {
-			s.Labeled = map[string]bool{}
+			s.Labeled, s.StepLabels = map[string]bool{}, map[string]labels.Label{}
 		}
 		for _, l := range p.Labels {
 			s.Labeled[l.ChunkID] = true
+			s.StepLabels[l.ChunkID] = l
 		}
 	case events.TraceLabelingFailed:
 		var p events.TraceLabelingFailedV1
@@ -95,7 +105,7 @@ func (s *State) Apply(e events.Envelope) {
 		s.LabelingFailed, s.LabelingFailedError = 0, ""
 	case events.TraceDeleted:
 		s.Exists = false
-		s.Labeled = nil
+		s.Labeled, s.StepLabels, s.Metadata = nil, nil, nil
 		s.LabelingFailed, s.LabelingFailedError = 0, ""
 		s.Steps = nil
 		s.OTelSpans = nil
