@@ -105,6 +105,15 @@ func TestTracesAreLabeledByTheWorkerTier(t *testing.T) {
 	require.Equal(t, calls+1, srv.Calls(), "the retry labels only the missing chunk")
 	r = in.do("POST", "/api/v1/rm/traces/"+bad+"/labeling/retry", key, nil)
 	require.Equal(t, http.StatusConflict, r.Status, "nothing left to label")
+
+	// Replay rebuilds labels, scores and labeling states from the events
+	// without a model call.
+	before, detail, calls := dumpReadModel(t, in), in.do("GET", "/api/v1/rm/traces/"+id, key, nil).Body, srv.Calls()
+	out, err := in.cli("replay", "readmodel")
+	require.NoError(t, err, out)
+	require.Equal(t, before, dumpReadModel(t, in))
+	require.JSONEq(t, string(detail), string(in.do("GET", "/api/v1/rm/traces/"+id, key, nil).Body))
+	require.Equal(t, calls, srv.Calls(), "replay never calls a model")
 }
 
 // TestLabelingOffSaysWhatToSet: without a step-label model, the trace says
