@@ -285,13 +285,18 @@ func (x *LabelProblem) GetMessage() string {
 // LabelingStatus says how far a trace's step labeling got.
 type LabelingStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// imported | labeled | partial | waiting | unlabeled
+	// imported | labeled | partial | waiting | unlabeled | queued | failed
 	State   string `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
 	Chunks  int32  `protobuf:"varint,2,opt,name=chunks,proto3" json:"chunks,omitempty"`
 	Labeled int32  `protobuf:"varint,3,opt,name=labeled,proto3" json:"labeled,omitempty"`
 	ToLabel int32  `protobuf:"varint,4,opt,name=to_label,json=toLabel,proto3" json:"to_label,omitempty"`
-	// Why there are no labels, naming what to set.
-	Reason        *string `protobuf:"bytes,5,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
+	// Why there are no labels, naming what to set (or why labeling failed).
+	Reason *string `protobuf:"bytes,5,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
+	// The step-label model that labels the missing chunks; unset without one.
+	Model *string `protobuf:"bytes,6,opt,name=model,proto3,oneof" json:"model,omitempty"`
+	// True when RetryLabeling (REST: POST /traces/{id}/labeling/retry)
+	// would queue the missing chunks again after a failed run.
+	Retryable     bool `protobuf:"varint,7,opt,name=retryable,proto3" json:"retryable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -359,6 +364,20 @@ func (x *LabelingStatus) GetReason() string {
 		return *x.Reason
 	}
 	return ""
+}
+
+func (x *LabelingStatus) GetModel() string {
+	if x != nil && x.Model != nil {
+		return *x.Model
+	}
+	return ""
+}
+
+func (x *LabelingStatus) GetRetryable() bool {
+	if x != nil {
+		return x.Retryable
+	}
+	return false
 }
 
 // Section is one node of a trace's section tree.
@@ -1031,14 +1050,17 @@ const file_critic_v1_assessments_proto_rawDesc = "" +
 	"\n" +
 	"step_index\x18\x01 \x01(\x05R\tstepIndex\x12\x19\n" +
 	"\bchunk_id\x18\x02 \x01(\tR\achunkId\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x9b\x01\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xde\x01\n" +
 	"\x0eLabelingStatus\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
 	"\x06chunks\x18\x02 \x01(\x05R\x06chunks\x12\x18\n" +
 	"\alabeled\x18\x03 \x01(\x05R\alabeled\x12\x19\n" +
 	"\bto_label\x18\x04 \x01(\x05R\atoLabel\x12\x1b\n" +
-	"\x06reason\x18\x05 \x01(\tH\x00R\x06reason\x88\x01\x01B\t\n" +
-	"\a_reason\"\x8e\x03\n" +
+	"\x06reason\x18\x05 \x01(\tH\x00R\x06reason\x88\x01\x01\x12\x19\n" +
+	"\x05model\x18\x06 \x01(\tH\x01R\x05model\x88\x01\x01\x12\x1c\n" +
+	"\tretryable\x18\a \x01(\bR\tretryableB\t\n" +
+	"\a_reasonB\b\n" +
+	"\x06_model\"\x8e\x03\n" +
 	"\aSection\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12!\n" +
