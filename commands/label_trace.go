@@ -89,17 +89,17 @@ func (c *Commands) RecordLabelingFailure(ctx context.Context, workerID, traceID 
 // kept, so only the chunks still without one cost a model call. Without a
 // step-label model configured it is refused with the variable to set.
 func (c *Commands) RetryLabeling(ctx context.Context, actor Actor, traceID string) (Result, error) {
-	if c.stepLabelModel == "" {
-		reason := c.stepLabelUnavailable
-		if reason == "" {
-			reason = "no step-label model is configured; set CRITIC_STEP_LABEL_MODEL and its provider's key"
-		}
-		return Result{}, &domain.UnavailableError{Message: reason}
-	}
 	return retryOnConflict(func() (Result, error) {
 		s, err := c.ownedTrace(ctx, actor, traceID)
 		if err != nil {
 			return Result{}, err
+		}
+		if c.stepLabelModel == "" { // after the owner check: another owner's trace is a 404
+			reason := c.stepLabelUnavailable
+			if reason == "" {
+				reason = "no step-label model is configured; set CRITIC_STEP_LABEL_MODEL and its provider's key"
+			}
+			return Result{}, &domain.UnavailableError{Message: reason}
 		}
 		steps := stateSteps(s)
 		lab := labels.FromSteps(steps, nil)

@@ -62,4 +62,13 @@ func TestAssessmentsOverConnect(t *testing.T) {
 	require.True(t, comp.Msg.Unavailable)
 	require.Len(t, comp.Msg.Tasks, 1)
 	require.Empty(t, comp.Msg.Tasks[0].Checkpoints)
+
+	// RetryLabeling: owner and write checks, then the missing model named.
+	_, err = c.RetryLabeling(ctx, withKey(e.bob, &criticv1.RetryLabelingRequest{TraceId: id}))
+	requireCode(t, err, connect.CodeNotFound)
+	_, err = c.RetryLabeling(ctx, withKey(e.aliceRO, &criticv1.RetryLabelingRequest{TraceId: id}))
+	requireCode(t, err, connect.CodePermissionDenied)
+	_, err = c.RetryLabeling(ctx, withKey(e.alice, &criticv1.RetryLabelingRequest{TraceId: id}))
+	requireCode(t, err, connect.CodeUnavailable)
+	require.ErrorContains(t, err, "CRITIC_STEP_LABEL_MODEL")
 }

@@ -1019,6 +1019,94 @@ func (x *EstimateCompletionResponse) GetUnavailableReason() string {
 	return ""
 }
 
+type RetryLabelingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TraceId       string                 `protobuf:"bytes,1,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetryLabelingRequest) Reset() {
+	*x = RetryLabelingRequest{}
+	mi := &file_critic_v1_assessments_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetryLabelingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetryLabelingRequest) ProtoMessage() {}
+
+func (x *RetryLabelingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_assessments_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetryLabelingRequest.ProtoReflect.Descriptor instead.
+func (*RetryLabelingRequest) Descriptor() ([]byte, []int) {
+	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *RetryLabelingRequest) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
+}
+
+type RetryLabelingResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Labeling      *LabelingStatus        `protobuf:"bytes,1,opt,name=labeling,proto3" json:"labeling,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetryLabelingResponse) Reset() {
+	*x = RetryLabelingResponse{}
+	mi := &file_critic_v1_assessments_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetryLabelingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetryLabelingResponse) ProtoMessage() {}
+
+func (x *RetryLabelingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_assessments_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetryLabelingResponse.ProtoReflect.Descriptor instead.
+func (*RetryLabelingResponse) Descriptor() ([]byte, []int) {
+	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RetryLabelingResponse) GetLabeling() *LabelingStatus {
+	if x != nil {
+		return x.Labeling
+	}
+	return nil
+}
+
 var File_critic_v1_assessments_proto protoreflect.FileDescriptor
 
 const file_critic_v1_assessments_proto_rawDesc = "" +
@@ -1129,7 +1217,11 @@ const file_critic_v1_assessments_proto_rawDesc = "" +
 	"\apending\x18\x02 \x01(\bR\apending\x12 \n" +
 	"\vunavailable\x18\x03 \x01(\bR\vunavailable\x122\n" +
 	"\x12unavailable_reason\x18\x04 \x01(\tH\x00R\x11unavailableReason\x88\x01\x01B\x15\n" +
-	"\x13_unavailable_reasonB:Z8github.com/criticml/critic/schema/gen/critic/v1;criticv1b\x06proto3"
+	"\x13_unavailable_reason\"1\n" +
+	"\x14RetryLabelingRequest\x12\x19\n" +
+	"\btrace_id\x18\x01 \x01(\tR\atraceId\"N\n" +
+	"\x15RetryLabelingResponse\x125\n" +
+	"\blabeling\x18\x01 \x01(\v2\x19.critic.v1.LabelingStatusR\blabelingB:Z8github.com/criticml/critic/schema/gen/critic/v1;criticv1b\x06proto3"
 
 var (
 	file_critic_v1_assessments_proto_rawDescOnce sync.Once
@@ -1143,7 +1235,7 @@ func file_critic_v1_assessments_proto_rawDescGZIP() []byte {
 	return file_critic_v1_assessments_proto_rawDescData
 }
 
-var file_critic_v1_assessments_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_critic_v1_assessments_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_critic_v1_assessments_proto_goTypes = []any{
 	(*StepScores)(nil),                 // 0: critic.v1.StepScores
 	(*TaskScore)(nil),                  // 1: critic.v1.TaskScore
@@ -1158,6 +1250,8 @@ var file_critic_v1_assessments_proto_goTypes = []any{
 	(*CompletionCheckpoint)(nil),       // 10: critic.v1.CompletionCheckpoint
 	(*CompletionTask)(nil),             // 11: critic.v1.CompletionTask
 	(*EstimateCompletionResponse)(nil), // 12: critic.v1.EstimateCompletionResponse
+	(*RetryLabelingRequest)(nil),       // 13: critic.v1.RetryLabelingRequest
+	(*RetryLabelingResponse)(nil),      // 14: critic.v1.RetryLabelingResponse
 }
 var file_critic_v1_assessments_proto_depIdxs = []int32{
 	1,  // 0: critic.v1.StepScores.tasks:type_name -> critic.v1.TaskScore
@@ -1167,11 +1261,12 @@ var file_critic_v1_assessments_proto_depIdxs = []int32{
 	7,  // 4: critic.v1.SummarizeSectionsResponse.sections:type_name -> critic.v1.SectionSummary
 	10, // 5: critic.v1.CompletionTask.checkpoints:type_name -> critic.v1.CompletionCheckpoint
 	11, // 6: critic.v1.EstimateCompletionResponse.tasks:type_name -> critic.v1.CompletionTask
-	7,  // [7:7] is the sub-list for method output_type
-	7,  // [7:7] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	3,  // 7: critic.v1.RetryLabelingResponse.labeling:type_name -> critic.v1.LabelingStatus
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_critic_v1_assessments_proto_init() }
@@ -1194,7 +1289,7 @@ func file_critic_v1_assessments_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_critic_v1_assessments_proto_rawDesc), len(file_critic_v1_assessments_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
