@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"regexp"
@@ -98,6 +99,10 @@ func TestSectionSummariesAndCompletionFromTheWorkerTier(t *testing.T) {
 		require.False(t, s.Pending)
 	}
 	require.Equal(t, calls, srv.Calls(), "an unchanged trace never triggers generation again")
+	var requests int
+	require.NoError(t, in.pool.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE stream = $1 AND type = 'trace.assessment_requested.v1'`,
+		"trace/"+ids[0]).Scan(&requests))
+	require.Equal(t, 1, requests, "polls while the lease ran asked once")
 
 	// Completion.
 	cpath := "/api/v1/rm/traces/" + ids[0] + "/completion"
