@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/criticml/critic/domain"
@@ -180,6 +181,9 @@ func (l *Labeler) one(ctx context.Context, steps []domain.Step, chunks []labels.
 		if err == nil {
 			err = labels.Validate(lab, known, earlier)
 		}
+		if err == nil && !quoted(steps, c, lab.Evidence) {
+			err = fmt.Errorf("evidence %q is not a quote of the chunk", truncate(lab.Evidence, 80))
+		}
 		if err == nil {
 			return lab, usage, nil
 		}
@@ -263,3 +267,32 @@ func convert(m map[string]any) (*llm.Schema, error) {
 // SchemaJSON is the schema sent for an actor (tests compare it with
 // labels.Schema).
 func SchemaJSON(a labels.Actor) ([]byte, error) { return json.Marshal(schemaFor(a)) }
+
+// quoted reports whether evidence is empty or occurs in the chunk's text
+// (content, tool name, tool input), ignoring case and runs of whitespace:
+// a label's evidence is checked against the source by code, never taken on
+// the model's word.
+func quoted(steps []domain.Step, c labels.Chunk, evidence string) bool {
+	ev := normalize(evidence)
+	if ev == "" {
+		return true
+	}
+	var b strings.Builder
+	for _, i := range c.Steps {
+		s := steps[i]
+		in, _ := json.Marshal(s.ToolInput)
+		// As RenderWindow shows it, so a quote of the rendering counts too.
+		b.WriteString("[tool call] " + s.ToolName + " " + string(in) + "\n[tool result]\n" + s.Content + "\n")
+	}
+	return strings.Contains(normalize(b.String()), ev)
+}
+
+func normalize(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

@@ -147,6 +147,30 @@ func TestInvalidAnswersFailTheirChunkOnly(t *testing.T) {
 	require.Equal(t, 4, srv.Calls(), "two good calls, the bad chunk asked twice")
 }
 
+// TestEvidenceMustQuoteTheChunk: a label whose evidence is not in the
+// chunk (a model quoting something else, or making it up) is not recorded.
+func TestEvidenceMustQuoteTheChunk(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.New(t)
+	steps := []domain.Step{{Role: domain.RoleUser, Content: "Find   the Invoice"}, {Role: domain.RoleAssistant, Content: "done"}}
+	srv.Handle(func(r llmtest.Request) llmtest.Reply {
+		id, actor := labeltest.Target(r)
+		if actor == "user" {
+			return llmtest.JSON(map[string]any{"chunk_id": id, "task_id": "t1", "actor": "user", "intent": "request",
+				"verdict": "none", "verdict_target": nil, "sentiment": "neutral", "evidence": "find the invoice", "note": ""})
+		}
+		return llmtest.JSON(map[string]any{"chunk_id": id, "task_id": "t1", "actor": "agent", "type": "answer", "effect": "none",
+			"result": "none", "duplicate_of": nil, "is_output": true, "outcome": "solved", "stance": "confident", "coverage": "full",
+			"evidence": "the refund was issued", "note": ""})
+	})
+	rec := &recorder{}
+	res, err := newLabeler(t, srv, 2, labels.Limits{}).Label(context.Background(), steps, nil, rec.report)
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Labeled, "the user label quotes its chunk (case and spacing aside)")
+	require.Len(t, res.Failed, 1)
+	require.ErrorContains(t, res.Err, "is not a quote of the chunk")
+}
+
 // TestLargeTraceUsesWindows: a trace above the window budget is labeled in
 // several windows, each call's context within the budget, every target
 // labeled once.

@@ -12,6 +12,7 @@ import (
 	"github.com/criticml/critic/domain/labels"
 	"github.com/criticml/critic/gpuworker/label"
 	"github.com/criticml/critic/platform/llm"
+	"github.com/criticml/critic/platform/requestid"
 )
 
 // TopicLabel carries step-label jobs (domain/jobs).
@@ -35,7 +36,7 @@ func (w *Worker) HandleLabel(ctx context.Context, payload []byte) bool {
 		log.Warn("no step-label model on this worker: the trace stays unlabeled", "reason", w.cfg.StepLabelUnavailable)
 		return true
 	}
-	ctx, endJob := w.cfg.Observer.JobStarted(ctx, "label", "")
+	ctx, endJob := w.cfg.Observer.JobStarted(ctx, "label", requestid.From(ctx))
 	outcome, jobErr := "failed", error(nil)
 	defer func() { endJob(outcome, jobErr) }()
 	esc := url.PathEscape(m.TraceID)
