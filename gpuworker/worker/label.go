@@ -49,10 +49,15 @@ func (w *Worker) HandleLabel(ctx context.Context, payload []byte) bool {
 	case ctx.Err() != nil:
 		outcome = "interrupted"
 		return false
-	case err != nil:
-		outcome, jobErr = "refused", err
-		log.Warn("label source unavailable; skipping", "error", err)
+	case errors.Is(err, ErrNotClaimable):
+		outcome = "refused"
 		return true
+	case err != nil:
+		// Not a passing outage (those were retried): say so on the trace, so
+		// it shows failed and retryable instead of queued for ever.
+		outcome, jobErr = "refused", err
+		w.reportLabelFailure(ctx, log, esc, m.Revision, w.cfg.StepLabel.Model(), 1, "the label source could not be read: "+err.Error())
+		return ctx.Err() == nil
 	case !src.Needed:
 		outcome = "refused"
 		log.Info("nothing to label for this revision")
