@@ -131,6 +131,17 @@ func TestSectionSummariesAndCompletionFromTheWorkerTier(t *testing.T) {
 	require.Equal(t, d.Steps[3]["id"], c.Tasks[0].Checkpoints[0].StepID)
 	require.InDelta(t, 0.9, *c.Tasks[0].Checkpoints[0].Completion, 1e-9)
 
+	// Changed evidence (a re-import with a different answer) is a new key:
+	// generated again, once.
+	in.importTraces(key, "stash", `{"id":"a-1","title":"Invoice","steps":[{"role":"user","content":"find invoice 7"},{"role":"assistant","content":"","tool_name":"search","tool_input":{"q":"7"},"tool_call_id":"c1"},{"role":"tool","content":"invoice 7: paid","tool_name":"search","tool_call_id":"c1"},{"role":"assistant","content":"Invoice 7 was paid on May 2."}]}`)
+	d = in.getTrace(t, key, ids[0])
+	rng = map[string]any{"ranges": []map[string]any{{"first_step_id": d.Steps[0]["id"], "last_step_id": d.Steps[3]["id"]}}}
+	calls = srv.Calls()
+	_, s = post(key, path, rng)
+	require.True(t, s.Pending, "the evidence changed: the cached summary is not reused")
+	require.Eventually(t, func() bool { _, s = post(key, path, rng); return !s.Pending }, time.Minute, 200*time.Millisecond)
+	require.Equal(t, calls+1, srv.Calls())
+
 	// An out-of-range score is refused by the API: unavailable, with why.
 	d2 := in.getTrace(t, key, ids[1])
 	path2 := "/api/v1/rm/traces/" + ids[1] + "/section-summaries"
