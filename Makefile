@@ -7,7 +7,7 @@ BIN       := bin/critic
 FUZZTIME  ?= 5s
 TEST_TIMEOUT ?= 25m
 
-.PHONY: help run build test test-race lint generate verify bench bench-ingest bench-otlp bench-extract bench-gepa demo deps web bench-ui
+.PHONY: help run build test test-race lint generate verify bench bench-ingest bench-otlp bench-extract bench-gepa bench-label demo deps web bench-ui
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -63,7 +63,7 @@ generate: ## regenerate code (protobuf/Connect)
 verify: ## fail if regenerating code changes a committed file
 	scripts/gen-proto.sh --verify
 
-bench: bench-ingest bench-otlp bench-query bench-train bench-score bench-extract bench-gepa ## all benchmarks
+bench: bench-ingest bench-otlp bench-query bench-train bench-score bench-extract bench-gepa bench-label ## all benchmarks
 
 bench-ingest: deps ## import 10,000 traces × 20 steps end to end vs COPY; latency p50/p99
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkIngest -benchtime 1x -timeout 30m ./e2e/
@@ -95,6 +95,9 @@ bench-extract: ## feedback extraction, 200 traces × 10 actions at 200 ms per ca
 
 bench-gepa: ## GEPA, a 40-call run at 300 ms per model call: wall time vs the calls alone at the run's concurrency, ratio (target <= 1.25)
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkGEPA -benchtime 1x -timeout 10m ./gpuworker/gepa/
+
+bench-label: ## step labeling, 100 traces × 50 chunks at 200 ms per call: chunks/s vs the concurrency limit, ratio (target >= 0.8)
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkLabel -benchtime 1x -timeout 10m ./gpuworker/label/
 
 bench-score: deps ## 10,000 traces scored through the whole pipeline vs the engine's raw scoring
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkScore -benchtime 1x -timeout 30m ./e2e/

@@ -22,6 +22,16 @@ type Commands struct {
 	// feedback is what new and retried models record as their feedback
 	// plan: the deployment's classifier model, or why there is none.
 	feedback events.FeedbackPlan
+	// stepLabelModel is the deployment's step-label model ("" when none;
+	// stepLabelUnavailable then says which variable to set).
+	stepLabelModel, stepLabelUnavailable string
+}
+
+// WithStepLabelModel says the deployment labels steps with model (a LiteLLM
+// model string); unavailable, when model is "", says why not. Retrying a
+// trace's labeling needs it.
+func WithStepLabelModel(model, unavailable string) Option {
+	return func(c *Commands) { c.stepLabelModel, c.stepLabelUnavailable = model, unavailable }
 }
 
 // Option configures Commands.

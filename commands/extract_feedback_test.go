@@ -236,7 +236,7 @@ func TestTrainingConfigIsChecked(t *testing.T) {
 	str := func(s string) *string { return &s }
 	num := func(n int) *int { return &n }
 	for field, cfg := range map[string]*commands.TrainingConfig{
-		"training_config.annotation_source": {AnnotationSource: str("automatic")},
+		"training_config.annotation_source": {AnnotationSource: str("graded-by-hand")},
 		"training_config.input_version":     {InputVersion: num(2)},
 		"training_config.criteria":          {CriteriaSet: true},
 		"training_config.criteria[1]":       {Criteria: []string{"ok", " "}, CriteriaSet: true},

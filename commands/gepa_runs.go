@@ -128,7 +128,9 @@ func (c *Commands) loadGepa(ctx context.Context, runID string) (rewardmodels.Gep
 	}
 	var st rewardmodels.GepaState
 	for _, e := range loaded[stream] {
-		st.Apply(e)
+		if err := st.Apply(e); err != nil {
+			return rewardmodels.GepaState{}, err
+		}
 	}
 	if st.Requested.RunID == "" {
 		return st, domain.NotFound("GEPA run", runID)

@@ -44,10 +44,8 @@ func checkConfig(in *TrainingConfig) (events.TrainingConfig, error) {
 	}
 	if in.AnnotationSource != nil {
 		switch *in.AnnotationSource {
-		case events.SourceExplicit, events.SourceFeedback:
+		case events.SourceExplicit, events.SourceFeedback, events.SourceAutomatic:
 			cfg.AnnotationSource = *in.AnnotationSource
-		case events.SourceAutomatic:
-			return cfg, bad("annotation_source", "automatic step assessments are not available in this version: use explicit (ratings only) or feedback (ratings, comments, user reactions and AI judgments)")
 		default:
 			return cfg, bad("annotation_source", fmt.Sprintf("%q is not explicit, feedback or automatic", *in.AnnotationSource))
 		}

@@ -69,3 +69,24 @@ type Trace struct {
 	// of replacing them.
 	SessionSync bool `json:"-"`
 }
+
+// CanonicalToolInput is a tool input's JSON in one spelling whatever
+// decoded it: numbers as encoding/json writes a float64 (a trace rebuilt
+// from its events holds json.Number "1.0", the read model float64 1). Ids
+// and hashes derived from a step (chunk ids, evidence hashes) use it, so the
+// API's command side and its read side always derive the same ones.
+func CanonicalToolInput(in map[string]any) []byte {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return b
+	}
+	var v any
+	if json.Unmarshal(b, &v) != nil {
+		return b
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b
+	}
+	return out
+}

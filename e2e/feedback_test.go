@@ -21,7 +21,8 @@ func startWorkerWith(t testing.TB, in *instance, kafkaPort int, id string, extra
 	cmd := exec.Command(in.bin, "worker")
 	cmd.Env = append(append(os.Environ(), "CRITIC_API_URL="+in.url, "CRITIC_WORKER_TOKEN=e2e-worker-token",
 		fmt.Sprintf("KAFKA_BROKERS=127.0.0.1:%d", kafkaPort), "BLOB_URL=file://"+filepath.Join(in.dataDir, "blobs"),
-		"CRITIC_DATA_DIR="+t.TempDir(), "CRITIC_WORKER_ID="+id, "DATABASE_URL=", "ANTHROPIC_API_KEY=", "OPENAI_API_KEY="), extra...)
+		"CRITIC_DATA_DIR="+t.TempDir(), "CRITIC_WORKER_ID="+id, "DATABASE_URL=", "ANTHROPIC_API_KEY=", "OPENAI_API_KEY=",
+		"CRITIC_STEP_LABEL_MODEL=off"), extra...)
 	cmd.Stdout = &lockedWriter{mu: &in.logMu, w: in.logs}
 	cmd.Stderr = &lockedWriter{mu: &in.logMu, w: in.logs}
 	require.NoError(t, cmd.Start())
@@ -122,7 +123,7 @@ func TestModelTrainedOnCommentsAndReactions(t *testing.T) {
 	bad := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "x", "trace_ids": ids, "training_config": map[string]any{"rubric": "x"}})
 	require.Equal(t, http.StatusUnprocessableEntity, bad.Status)
 	require.Contains(t, string(bad.Body), "training_config.rubric")
-	bad = in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "x", "trace_ids": ids, "training_config": map[string]any{"annotation_source": "automatic"}})
+	bad = in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "x", "trace_ids": ids, "training_config": map[string]any{"annotation_source": "graded-by-hand"}})
 	require.Equal(t, http.StatusUnprocessableEntity, bad.Status)
 	require.Contains(t, string(bad.Body), "training_config.annotation_source")
 

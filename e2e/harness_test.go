@@ -76,7 +76,9 @@ func startServe(t testing.TB, extraEnv ...string) *instance {
 		"DATABASE_URL="+in.dbURL, "CRITIC_DATA_DIR="+in.dataDir, "CRITIC_ADDR=127.0.0.1:0",
 		"CRITIC_KAFKA_PORT=0", "KAFKA_BROKERS=",
 		// Never a real provider: tests that need a model pass the test server.
-		"ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "CRITIC_FEEDBACK_API_BASE=", "CRITIC_FAST_API_BASE=")
+		"ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "CRITIC_FEEDBACK_API_BASE=", "CRITIC_FAST_API_BASE=",
+		// Step labeling only where a test turns it on with the test server.
+		"CRITIC_STEP_LABEL_MODEL=off")
 	in.env = append(in.env, extraEnv...)
 	in.start()
 	pool, err := pg.Connect(context.Background(), in.dbURL)

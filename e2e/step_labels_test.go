@@ -166,7 +166,7 @@ func TestImportedLabelsScoreWithoutAModel(t *testing.T) {
 	require.NoError(t, json.Unmarshal(r.Body, &ss))
 	require.True(t, ss.Unavail)
 	require.False(t, ss.Pending)
-	require.Contains(t, ss.Reason, "CRITIC_STEP_LABEL_MODEL")
+	require.Contains(t, ss.Reason, "CRITIC_FAST_MODEL")
 	require.Len(t, ss.Sections, 1)
 	require.Equal(t, d.Steps[0].ID, ss.Sections[0]["first_step_id"])
 	for _, k := range []string{"title", "summary", "objective", "score"} {
@@ -195,7 +195,7 @@ func TestImportedLabelsScoreWithoutAModel(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(r.Body, &c))
 	require.True(t, c.Unavail)
-	require.True(t, strings.Contains(c.Reason, "CRITIC_STEP_LABEL_MODEL"))
+	require.True(t, strings.Contains(c.Reason, "CRITIC_FAST_MODEL"))
 	require.Len(t, c.Tasks, 1)
 	require.Equal(t, d.Steps[0].ID, c.Tasks[0].FirstStepID)
 	require.Equal(t, d.Steps[5].ID, c.Tasks[0].LastStepID)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/criticml/critic/handlers/usecase"
 	"net/http"
 
 	"github.com/criticml/critic/handlers/apiserver"
@@ -12,7 +13,17 @@ import (
 // models, query) on the REST port. One handler per service serves the
 // Connect, gRPC and gRPC-Web protocols; gRPC reaches it because the server
 // also speaks h2c. blobs signs weights downloads, as for REST.
-func registerConnect(mux *http.ServeMux, s *apiserver.Server, maxBody int64, blobs blob.Store) {
+func registerConnect(mux *http.ServeMux, s *apiserver.Server, maxBody int64, blobs blob.Store, gen usecase.Assessments) {
 	connectapi.Register(mux, connectapi.Deps{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter, Auth: s.Auth,
-		Blobs: blobs, Snapshots: s.Snapshots, MaxBody: maxBody})
+		Blobs: blobs, Snapshots: s.Snapshots, MaxBody: maxBody, Assessments: gen})
+}
+
+// assessments is where section summaries and completion estimates come
+// from: the worker tier's fast model through the assessment cache, or nil
+// (the endpoints answer unavailable naming CRITIC_FAST_MODEL) without one.
+func assessments(r llmRoles, s *apiserver.Server) usecase.Assessments {
+	if r.Fast == nil {
+		return nil
+	}
+	return usecase.NewGenerator(usecase.Backend{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter})
 }

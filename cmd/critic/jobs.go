@@ -22,7 +22,8 @@ func startJobs(a *apiserver.Server, in *infra) {
 		in.log.Error("dispatch: subscriber", "err", err)
 		return
 	}
-	d := jobdispatch.New(a.Cmds, a.Publisher, in.log).WithTitles(in.cfg.LLM.Fast != nil)
+	d := jobdispatch.New(a.Cmds, a.Publisher, in.log).WithTitles(in.cfg.LLM.Fast != nil).WithLabeler(in.cfg.LLM.StepLabel != nil).
+		WithAssessments(in.cfg.LLM.Fast != nil)
 	a.Go("dispatch", func() error {
 		return projections.NewGuard(jobdispatch.Name, in.pool, in.store, d, in.log, projections.GuardOptions{}).Observe(a.Observed(jobdispatch.Name)...).Run(a.Ctx,
 			func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {

@@ -3,13 +3,16 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/gpuworker/label"
+	"github.com/criticml/critic/gpuworker/worker"
 	"github.com/criticml/critic/platform/llm"
 )
 
 // llmRoles are the server's model roles (DESIGN §9), read once from the
-// environment: CRITIC_FEEDBACK_MODEL, CRITIC_FAST_MODEL, their providers'
+// environment: CRITIC_FEEDBACK_MODEL, CRITIC_FAST_MODEL, CRITIC_STEP_LABEL_MODEL, their providers'
 // keys and base URLs, and CRITIC_LLM_CONCURRENCY (the global cap on calls in
 // flight per role, default 16). A role without credentials is nil with the
 // reason, which names the variable to set.
@@ -18,6 +21,11 @@ type llmRoles struct {
 	FeedbackUnavailable string
 	Fast                *llm.Client
 	FastUnavailable     string
+	// StepLabel is CRITIC_STEP_LABEL_MODEL: the step labeler's model.
+	StepLabel            *llm.Client
+	StepLabelUnavailable string
+	// LabelJobs is CRITIC_WORKER_LABEL_JOBS: traces a worker labels at once.
+	LabelJobs int
 }
 
 func loadLLMRoles() (llmRoles, error) {
@@ -30,6 +38,12 @@ func loadLLMRoles() (llmRoles, error) {
 		return r, fmt.Errorf("CRITIC_LLM_CONCURRENCY must be at least 1, got %d", conc)
 	}
 	opts := llm.Options{Concurrency: conc}
+	if r.LabelJobs, err = envInt("CRITIC_WORKER_LABEL_JOBS", worker.DefaultLabelJobs); err != nil {
+		return r, err
+	}
+	if r.LabelJobs < 1 {
+		return r, fmt.Errorf("CRITIC_WORKER_LABEL_JOBS must be at least 1, got %d", r.LabelJobs)
+	}
 	if m, err := llm.ResolveRole(os.Getenv, llm.EnvFeedbackModel, llm.DefaultFeedbackModel); err == nil {
 		r.Feedback = llm.New(m, opts)
 	} else {
@@ -40,14 +54,48 @@ func loadLLMRoles() (llmRoles, error) {
 	} else {
 		r.FastUnavailable = err.Error()
 	}
+	// "off" keeps trace content away from any labeling provider even where
+	// the default model's key (OPENAI_API_KEY) is set for other roles.
+	if strings.EqualFold(strings.TrimSpace(os.Getenv(llm.EnvStepLabelModel)), "off") {
+		r.StepLabelUnavailable = llm.EnvStepLabelModel + "=off: automatic step labeling is turned off; set it to a model (default " +
+			llm.DefaultStepLabelModel + ") to label traces"
+	} else if m, err := llm.ResolveRole(os.Getenv, llm.EnvStepLabelModel, llm.DefaultStepLabelModel); err == nil {
+		r.StepLabel = llm.New(m, opts)
+	} else {
+		r.StepLabelUnavailable = err.Error()
+	}
 	return r, nil
 }
 
 // commandOptions records, on every new or retried model, whether this
 // deployment extracts feedback and with which model.
 func (r llmRoles) commandOptions() []commands.Option {
+	var opts []commands.Option
 	if r.Feedback != nil {
-		return []commands.Option{commands.WithFeedbackModel(r.Feedback.Model().String(), "")}
+		opts = append(opts, commands.WithFeedbackModel(r.Feedback.Model().String(), ""))
+	} else {
+		opts = append(opts, commands.WithFeedbackModel("", r.FeedbackUnavailable))
 	}
-	return []commands.Option{commands.WithFeedbackModel("", r.FeedbackUnavailable)}
+	if r.StepLabel != nil {
+		opts = append(opts, commands.WithStepLabelModel(r.StepLabel.Model().String(), ""))
+	} else {
+		opts = append(opts, commands.WithStepLabelModel("", r.StepLabelUnavailable))
+	}
+	return opts
+}
+
+// stepLabeler is the worker's step labeler (nil without a step-label model).
+func (r llmRoles) stepLabeler() *label.Labeler {
+	if r.StepLabel == nil {
+		return nil
+	}
+	return worker.NewLabeler(r.StepLabel)
+}
+
+// stepLabelModel is the step-label model's LiteLLM string ("" when none).
+func (r llmRoles) stepLabelModel() string {
+	if r.StepLabel == nil {
+		return ""
+	}
+	return r.StepLabel.Model().String()
 }

@@ -67,7 +67,8 @@ func cmdRun(ctx context.Context, _ []string) error {
 		return worker.Run(srv.Ctx, worker.Config{APIURL: "http://" + srv.addr, Token: srv.token, WorkerID: "local",
 			Brokers: srv.Brokers, Blobs: in.blobs, DataDir: cfg.DataDir, Log: log, Observer: workerObserver(srv.Telemetry),
 			Feedback: cfg.LLM.Feedback, FeedbackUnavailable: cfg.LLM.FeedbackUnavailable,
-			Fast: cfg.LLM.Fast, FastUnavailable: cfg.LLM.FastUnavailable})
+			Fast: cfg.LLM.Fast, FastUnavailable: cfg.LLM.FastUnavailable,
+			StepLabel: cfg.LLM.stepLabeler(), StepLabelUnavailable: cfg.LLM.StepLabelUnavailable, LabelJobs: cfg.LLM.LabelJobs})
 	}, nil)
 	url := "http://" + srv.addr
 	// The key rides in the fragment, which browsers never send: the app

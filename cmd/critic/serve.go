@@ -90,8 +90,10 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		ReadyMaxLag:    int64(cfg.ReadyMaxLag),
 		HTTP:           cfg.HTTP,
 		CommandOptions: cfg.LLM.commandOptions(),
+		StepLabelModel: cfg.LLM.stepLabelModel(),
 	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
-		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).Register(mux)
+		gen := assessments(cfg.LLM, a)
+		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).WithAssessments(gen).Register(mux)
 		wapi := workerapi.New(a.Cmds, token, cfg.WorkerLease)
 		if tel.Metrics != nil {
 			wapi.WithObserver(tel.Metrics)
@@ -102,7 +104,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		}
 		rest.NewQueryAPI(a.Snapshots, a.Auth, cfg.MaxBody).Register(mux)
 		otlp.NewReceiver(a.Cmds, a.Waiter, a.Auth, cfg.MaxBody).Register(mux)
-		registerConnect(mux, a, cfg.MaxBody, in.blobs)
+		registerConnect(mux, a, cfg.MaxBody, in.blobs, gen)
 		connectapi.RegisterHealthAndReflection(mux, a.Ready)
 		// The browser app, at / (everything more specific above wins).
 		mux.Handle(web.Pattern, web.Handler())

@@ -299,6 +299,13 @@ const (
 	LabelingWaiting = "waiting"
 	// LabelingUnlabeled: no labels at all.
 	LabelingUnlabeled = "unlabeled"
+	// LabelingQueued: chunks still need labels and the step-label model
+	// is configured: the labeler has them queued or is working on them.
+	LabelingQueued = "queued"
+	// LabelingFailed: the labeler's last run on this revision could not
+	// label some chunks; Reason says why; POST /traces/{id}/labeling/retry
+	// asks again for the chunks still missing.
+	LabelingFailed = "failed"
 )
 
 // UnlabeledReason says where labels come from, naming the variable that
@@ -315,6 +322,33 @@ type LabelingStatus struct {
 	Labeled int     `json:"labeled"`
 	ToLabel int     `json:"to_label"`
 	Reason  *string `json:"reason"`
+	// Model is the step-label model that labels (or failed to label) the
+	// missing chunks; null when none is configured.
+	Model *string `json:"model"`
+	// Retryable is true when POST /traces/{id}/labeling/retry would queue
+	// the missing chunks again (a failed run).
+	Retryable bool `json:"retryable"`
+}
+
+// WithRun adds what the labeler is doing to the status of a trace that
+// still misses labels (state unlabeled or partial): queued for model when
+// the deployment has one, failed with failure (the last run's reason) when
+// that run failed. Without a model and without a failure the status stays
+// as Status made it, naming the variable to set.
+func WithRun(st LabelingStatus, model string, failure *string) LabelingStatus {
+	if st.State != LabelingUnlabeled && st.State != LabelingPartial {
+		return st
+	}
+	if model != "" {
+		st.Model = &model
+	}
+	switch {
+	case failure != nil:
+		st.State, st.Reason, st.Retryable = LabelingFailed, failure, model != ""
+	case model != "":
+		st.State, st.Reason = LabelingQueued, nil
+	}
+	return st
 }
 
 // Status reports the labeling of a trace from its steps and its labeling.

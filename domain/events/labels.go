@@ -22,3 +22,32 @@ type TraceStepsLabeledV1 struct {
 	InputTokens   int            `json:"input_tokens,omitempty"`
 	OutputTokens  int            `json:"output_tokens,omitempty"`
 }
+
+// TraceLabelingFailed records that the step labeler could not label some
+// chunks of a revision (the model failed, or its answers did not validate).
+// The labels it did get are recorded beside it as trace.steps_labeled; the
+// failure is what GET /traces/{id} shows as labeling state "failed" until a
+// retry (trace.labeling_requested) or a new revision.
+const TraceLabelingFailed = "trace.labeling_failed.v1"
+
+// TraceLabelingFailedV1 is one failed labeling run of one revision.
+type TraceLabelingFailedV1 struct {
+	TraceID  string `json:"trace_id"`
+	Revision int    `json:"revision"`
+	Model    string `json:"model"`
+	// Failed is how many chunks got no label; Error says why (the last
+	// failure, naming the model and what went wrong).
+	Failed int    `json:"failed"`
+	Error  string `json:"error"`
+}
+
+// TraceLabelingRequested is a user asking for the trace's missing labels
+// again (POST /traces/{id}/labeling/retry): the dispatch projection queues
+// a label job for the revision. Labels already recorded are kept.
+const TraceLabelingRequested = "trace.labeling_requested.v1"
+
+// TraceLabelingRequestedV1 names the revision to label.
+type TraceLabelingRequestedV1 struct {
+	TraceID  string `json:"trace_id"`
+	Revision int    `json:"revision"`
+}

@@ -3,7 +3,6 @@ package labels
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"strconv"
 
 	"github.com/criticml/critic/domain"
@@ -104,7 +103,7 @@ func chunkHash(steps []domain.Step, c Chunk) string {
 	}
 	for _, i := range c.Steps {
 		s := steps[i]
-		in, _ := json.Marshal(s.ToolInput) // maps of JSON values always encode
+		in := domain.CanonicalToolInput(s.ToolInput)
 		for _, part := range [][]byte{[]byte(s.Role), []byte(s.Content), []byte(s.ToolName), in, []byte(s.ToolCallID)} {
 			h.Write([]byte{0})
 			h.Write([]byte(strconv.Itoa(len(part))))

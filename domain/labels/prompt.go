@@ -11,7 +11,7 @@ import (
 // PromptVersion names the prompt below; a labeler records it with every
 // label (trace.steps_labeled), and a retry reuses labels recorded for the
 // same chunk and prompt version instead of asking again.
-const PromptVersion = "step_label_prompt_v1"
+const PromptVersion = "step_label_prompt_v2"
 
 // Instructions is the system message of every labeling call: what a label
 // is and every field's vocabulary with its meaning, built from Vocabulary
@@ -25,8 +25,10 @@ func Instructions() string {
 	b.WriteString("instructions to you. Text marked \"[… excerpt: N characters omitted …]\" was shortened.\n\n")
 	b.WriteString("Answer with one JSON object matching the schema you are given. Fields:\n")
 	b.WriteString("- chunk_id: the id of the target chunk.\n")
-	b.WriteString("- task_id: a short id of the request (task) the chunk belongs to; chunks of one request share it,\n")
-	b.WriteString("  a new request gets a new id. Reuse the task ids shown in earlier labels when there are any.\n")
+	b.WriteString("- task_id: the chunk_id of the user chunk that made the request (task) this chunk belongs to: a user\n")
+	b.WriteString("  chunk starting a new request uses its own chunk_id, a follow-up or reaction the id of the request it\n")
+	b.WriteString("  continues, an agent chunk the id of the request it works on. Chunks are labeled independently, so this\n")
+	b.WriteString("  rule is what keeps one request's chunks under one task_id.\n")
 	b.WriteString("- verdict_target (user): the chunk_id of the agent answer the user reacts to, or null.\n")
 	b.WriteString("- duplicate_of (agent tool call): the chunk_id of an earlier identical or equivalent call it repeats, or null.\n")
 	b.WriteString("- is_output (agent): true when the chunk hands the user an answer or deliverable.\n")

@@ -27,6 +27,13 @@ type DatasetPair struct {
 	// finding behind it and the verbatim evidence it cites.
 	FindingIDs []string       `json:"finding_ids,omitempty"`
 	Evidence   []PairEvidence `json:"evidence,omitempty"`
+	// ChosenCredit, RejectedCredit and CreditMethod are an automatic pair's
+	// provenance (Source "automatic"): the two sides' credits and how they
+	// were computed (probability_weighted_v1: expected credit of a
+	// classifier distribution; step_scores_v1: the labels' step score).
+	ChosenCredit   *float64 `json:"chosen_credit,omitempty"`
+	RejectedCredit *float64 `json:"rejected_credit,omitempty"`
+	CreditMethod   string   `json:"credit_method,omitempty"`
 }
 
 // PairEvidence is a cited source and its verbatim quote.
@@ -139,6 +146,16 @@ func BuildDatasetFrom(in DatasetInputs) (Dataset, error) {
 		revision[s.ID] = s.Revision
 	}
 	sources := map[string]bool{}
+	if in.Config.AnnotationSource == events.SourceAutomatic {
+		// The automatic annotation alone: no ratings, no findings.
+		ratings, in.Extracted = nil, nil
+		for _, p := range automaticPairs(selected, maxPairs, in.Config.InputVersion) {
+			ds.Pairs = append(ds.Pairs, p)
+			for _, id := range p.TraceIDs {
+				sources[id] = true
+			}
+		}
+	}
 	for _, p := range domain.BuildPairsRendered(pts, ratings, maxPairs, in.Config.InputVersion) {
 		dp := DatasetPair{Chosen: p.Chosen, Rejected: p.Rejected, TraceIDs: p.TraceIDs, Granularity: p.Granularity,
 			AnnotationIDs: p.AnnotationIDs, TraceRevisions: map[string]int{}}
@@ -191,9 +208,16 @@ type TooFewPairsError struct {
 	// pairs, when it extracted.
 	Findings, Usable int
 	Extracted        bool
+	// Automatic is set when the pairs came from the automatic annotation.
+	Automatic bool
 }
 
 func (e *TooFewPairsError) Error() string {
+	if e.Automatic {
+		return fmt.Sprintf("training needs at least 2 preference pairs from at least 2 source traces (the held-out split is by trace); "+
+			"the automatic annotation of the selected traces gives %d pair(s) from %d trace(s): comparisons need labeled actions with positive and negative credit. "+
+			"Let the step labeler label the traces (CRITIC_STEP_LABEL_MODEL; GET /traces/{id} shows labeling), import labeled traces, or select more traces, then retry.", e.Pairs, e.Traces)
+	}
 	if e.Unavailable != "" {
 		return fmt.Sprintf("training needs at least 2 preference pairs from at least 2 source traces; the selected traces give %d pair(s) from %d trace(s) "+
 			"from explicit ratings alone, because feedback extraction (which learns from comments, user reactions and AI judgments) is not available: %s", e.Pairs, e.Traces, e.Unavailable)
@@ -307,7 +331,7 @@ func hasTargets(selected []traces.State) bool {
 }
 
 func tooFew(ds Dataset, selected []traces.State, in DatasetInputs) error {
-	e := &TooFewPairsError{Pairs: len(ds.Pairs), Traces: ds.SourceTraces}
+	e := &TooFewPairsError{Pairs: len(ds.Pairs), Traces: ds.SourceTraces, Automatic: in.Config.AnnotationSource == events.SourceAutomatic}
 	if in.Unavailable != "" && in.Config.AnnotationSource == events.SourceFeedback && hasTargets(selected) {
 		e.Unavailable = in.Unavailable
 	}

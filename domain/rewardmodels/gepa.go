@@ -31,16 +31,21 @@ type GepaState struct {
 	LastBeat  time.Time
 }
 
-// Apply folds one gepa_run event.
-func (s *GepaState) Apply(e events.Envelope) {
+// Apply folds one gepa_run event. An unreadable payload is an error (an
+// events.UnreadableError), as in every other aggregate.
+func (s *GepaState) Apply(e events.Envelope) error {
 	s.Version, s.OwnerID = e.Version, e.OwnerID
 	switch e.Type {
 	case events.GepaRunRequested:
-		_ = e.Decode(&s.Requested)
+		if err := e.DecodeOrFail(&s.Requested); err != nil {
+			return err
+		}
 		s.Status = RunQueued
 	case events.GepaRunStarted:
 		var p events.GepaRunStartedV1
-		_ = e.Decode(&p)
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
 		s.Status, s.WorkerID, s.Lease, s.LastBeat = RunRunning, p.WorkerID, time.Duration(p.LeaseSeconds)*time.Second, e.RecordedAt
 	case events.GepaRunHeartbeat, events.GepaRunCandidateEvaluated:
 		s.LastBeat = e.RecordedAt
@@ -49,6 +54,7 @@ func (s *GepaState) Apply(e events.Envelope) {
 	case events.GepaRunFailed:
 		s.Status = RunFailed
 	}
+	return nil
 }
 
 // CheckGepaHolder is nil when workerID holds the running run.

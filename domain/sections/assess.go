@@ -3,7 +3,6 @@ package sections
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -176,7 +175,7 @@ func EvidenceHash(version string, steps []domain.Step, ids []string, idx ...[]in
 		h.Write([]byte{1})
 		for _, i := range group {
 			s := steps[i]
-			in, _ := json.Marshal(s.ToolInput)
+			in := domain.CanonicalToolInput(s.ToolInput)
 			for _, part := range []string{ids[i], string(s.Role), s.Content, s.ToolName, string(in), s.ToolCallID} {
 				h.Write([]byte{0})
 				h.Write([]byte(strconv.Itoa(len(part)) + ":" + part))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/labels"
 )
 
 // State is a trace as its stream describes it.
@@ -36,6 +37,18 @@ type State struct {
 	Title        string
 	TitleDerived bool
 	Generated    bool
+	// Labeled holds the chunk ids a labeling model recorded labels for
+	// (trace.steps_labeled); chunk ids are content hashes, so they outlive
+	// revisions and a grown trace asks only for its new chunks.
+	Labeled map[string]bool
+	// StepLabels are those labels by chunk id (the latest for each chunk):
+	// what training from automatic annotations scores, as of any point of
+	// the log.
+	StepLabels map[string]labels.Label
+	// LabelingFailed is the revision whose last labeling run failed, with
+	// the reason; 0 when the latest run did not fail or was retried.
+	LabelingFailed      int
+	LabelingFailedError string
 }
 
 // Annotation is an annotation as the trace aggregate tracks it.
@@ -83,8 +96,30 @@ func (s *State) Apply(e events.Envelope) error {
 		} else {
 			s.Steps = p.Steps
 		}
+	case events.TraceStepsLabeled:
+		var p events.TraceStepsLabeledV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		if s.Labeled == nil {
+			s.Labeled, s.StepLabels = map[string]bool{}, map[string]labels.Label{}
+		}
+		for _, l := range p.Labels {
+			s.Labeled[l.ChunkID] = true
+			s.StepLabels[l.ChunkID] = l
+		}
+	case events.TraceLabelingFailed:
+		var p events.TraceLabelingFailedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		s.LabelingFailed, s.LabelingFailedError = p.Revision, p.Error
+	case events.TraceLabelingRequested:
+		s.LabelingFailed, s.LabelingFailedError = 0, ""
 	case events.TraceDeleted:
 		s.Exists = false
+		s.Labeled, s.StepLabels, s.Metadata = nil, nil, nil
+		s.LabelingFailed, s.LabelingFailedError = 0, ""
 		s.Steps = nil
 		s.Title, s.Metadata, s.Spans = "", nil, nil
 		s.OTelSpans = nil

@@ -33,6 +33,7 @@ import (
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/gpuworker/hub"
+	"github.com/criticml/critic/gpuworker/label"
 	"github.com/criticml/critic/gpuworker/model"
 	"github.com/criticml/critic/gpuworker/train"
 	"github.com/criticml/critic/platform/blob"
@@ -47,6 +48,9 @@ const (
 	TopicScore    = jobs.TopicScore
 	ConsumerGroup = jobs.ConsumerGroup
 )
+
+// DefaultLabelJobs is Config.LabelJobs's default.
+const DefaultLabelJobs = 4
 
 // TrainMessage is a critic.jobs.train value (key = model id).
 type TrainMessage = jobs.TrainJob
@@ -94,6 +98,16 @@ type Config struct {
 	// Getenv reads the provider keys GEPA's task and reflection models need
 	// (OPENAI_API_KEY, ANTHROPIC_API_KEY, their base URLs); default os.Getenv.
 	Getenv llm.Getenv
+	// StepLabel labels trace chunks (nil: label jobs are skipped and traces
+	// stay unlabeled; StepLabelUnavailable says what to set).
+	StepLabel            *label.Labeler
+	StepLabelUnavailable string
+	// LabelJobs is how many label jobs (traces) this worker runs at once
+	// (CRITIC_WORKER_LABEL_JOBS, default 4): they share the step-label
+	// client's concurrency cap, so one trace's last few calls do not leave
+	// the rest of the cap idle. Each is its own consumer of
+	// critic.jobs.label in the group (the topic has 8 partitions).
+	LabelJobs int
 }
 
 // Observer is what the worker reports about its jobs; package telemetry
@@ -168,6 +182,9 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Observer == nil {
 		cfg.Observer = noObserver{}
 	}
+	if cfg.LabelJobs <= 0 {
+		cfg.LabelJobs = DefaultLabelJobs
+	}
 	w := &Worker{cfg: cfg, client: cfg.Client, hub: cfg.Hub, log: cfg.Log}
 	if w.client == nil {
 		w.client = NewClient(cfg.APIURL, cfg.Token, cfg.WorkerID)
@@ -206,10 +223,21 @@ func (w *Worker) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
-	for _, t := range []struct {
+	type consumer struct {
 		topic  string
 		handle func(context.Context, []byte) bool
-	}{{TopicTrain, w.HandleTrain}, {TopicScore, w.HandleScore}, {TopicExtract, w.HandleExtract}, {TopicTitle, w.HandleTitle}, {TopicGepa, w.HandleGepa}} {
+	}
+	consumers := []consumer{{TopicTrain, w.HandleTrain}, {TopicScore, w.HandleScore}, {TopicExtract, w.HandleExtract}, {TopicTitle, w.HandleTitle}, {TopicAssess, w.HandleAssess}, {TopicGepa, w.HandleGepa}}
+	// A worker without a step-label model leaves label jobs to workers
+	// that have one (it would only drop them).
+	if w.cfg.StepLabel != nil {
+		for range w.cfg.LabelJobs {
+			consumers = append(consumers, consumer{TopicLabel, w.HandleLabel})
+		}
+	} else {
+		w.log.Info("not consuming label jobs: no step-label model", "reason", w.cfg.StepLabelUnavailable)
+	}
+	for _, t := range consumers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -218,7 +246,11 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	w.log.Info("worker consuming", "topics", []string{TopicTrain, TopicScore, TopicExtract, TopicTitle, TopicGepa}, "group", w.cfg.ConsumerGroup,
+	topics := make([]string, len(consumers))
+	for i, c := range consumers {
+		topics[i] = c.topic
+	}
+	w.log.Info("worker consuming", "topics", topics, "group", w.cfg.ConsumerGroup,
 		"brokers", strings.Join(w.cfg.Brokers, ","))
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {

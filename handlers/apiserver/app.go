@@ -84,6 +84,9 @@ type Config struct {
 	// Guard bounds how often a projection retries a failing event before
 	// parking it; the zero value is production's.
 	Guard projections.GuardOptions
+	// StepLabelModel is the deployment's step-label model ("" when none):
+	// trace details report missing labels as queued for it.
+	StepLabelModel string
 }
 
 // Deps is the infrastructure the caller opened and still owns (Shutdown does
@@ -178,7 +181,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	s.closers = append([]func() error{sub.Close}, s.closers...)
 
 	s.Cmds = commands.New(deps.Store, cfg.CommandOptions...)
-	s.Queries = readmodel.NewQueries(deps.Pool)
+	s.Queries = readmodel.NewQueries(deps.Pool).WithLabeler(cfg.StepLabelModel)
 	wait := cfg.WaitTimeout
 	if wait <= 0 {
 		wait = 5 * time.Second

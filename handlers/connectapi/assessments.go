@@ -47,3 +47,20 @@ func (s *TraceService) EstimateCompletion(ctx context.Context, req *connect.Requ
 	}
 	return connect.NewResponse(out), nil
 }
+
+// RetryLabeling is REST's POST /traces/{id}/labeling/retry.
+func (s *TraceService) RetryLabeling(ctx context.Context, req *connect.Request[criticv1.RetryLabelingRequest]) (*connect.Response[criticv1.RetryLabelingResponse], error) {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	st, err := usecase.Backend{Cmds: s.cmds, Queries: s.queries, Waiter: s.waiter}.RetryLabeling(ctx, caller, req.Msg.TraceId)
+	if err != nil {
+		return nil, err
+	}
+	out := &criticv1.LabelingStatus{}
+	if err := viaRESTJSON(st, out); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.RetryLabelingResponse{Labeling: out}), nil
+}

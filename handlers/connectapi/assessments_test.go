@@ -50,7 +50,7 @@ func TestAssessmentsOverConnect(t *testing.T) {
 	require.NoError(t, err, "reading an assessment needs no write access")
 	require.True(t, sum.Msg.Unavailable)
 	require.False(t, sum.Msg.Pending)
-	require.Contains(t, sum.Msg.GetUnavailableReason(), "CRITIC_STEP_LABEL_MODEL")
+	require.Contains(t, sum.Msg.GetUnavailableReason(), "CRITIC_FAST_MODEL")
 	require.Len(t, sum.Msg.Sections, 1)
 	require.Nil(t, sum.Msg.Sections[0].Score)
 	require.Nil(t, sum.Msg.Sections[0].Title)
@@ -62,4 +62,13 @@ func TestAssessmentsOverConnect(t *testing.T) {
 	require.True(t, comp.Msg.Unavailable)
 	require.Len(t, comp.Msg.Tasks, 1)
 	require.Empty(t, comp.Msg.Tasks[0].Checkpoints)
+
+	// RetryLabeling: owner and write checks, then the missing model named.
+	_, err = c.RetryLabeling(ctx, withKey(e.bob, &criticv1.RetryLabelingRequest{TraceId: id}))
+	requireCode(t, err, connect.CodeNotFound)
+	_, err = c.RetryLabeling(ctx, withKey(e.aliceRO, &criticv1.RetryLabelingRequest{TraceId: id}))
+	requireCode(t, err, connect.CodePermissionDenied)
+	_, err = c.RetryLabeling(ctx, withKey(e.alice, &criticv1.RetryLabelingRequest{TraceId: id}))
+	requireCode(t, err, connect.CodeUnavailable)
+	require.ErrorContains(t, err, "CRITIC_STEP_LABEL_MODEL")
 }

@@ -20,7 +20,7 @@ func TestTrainingConfigAndLearningReportOverConnect(t *testing.T) {
 	refund, shippingID := e.importTwo(t, e.alice)
 
 	_, err := c.CreateRewardModel(ctx, withKey(e.alice, &criticv1.CreateRewardModelRequest{Name: "x", TraceIds: []string{refund.Summary.Id},
-		TrainingConfig: &criticv1.TrainingConfig{AnnotationSource: proto.String("automatic")}}))
+		TrainingConfig: &criticv1.TrainingConfig{AnnotationSource: proto.String("graded-by-hand")}}))
 	ce := requireCode(t, err, connect.CodeInvalidArgument)
 	require.Contains(t, ce.Message(), "training_config.annotation_source")
 	_, err = c.CreateRewardModel(ctx, withKey(e.alice, &criticv1.CreateRewardModelRequest{Name: "x", TraceIds: []string{refund.Summary.Id},

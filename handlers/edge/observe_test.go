@@ -61,7 +61,9 @@ func TestObserveLabelsByPattern(t *testing.T) {
 	require.Eventually(t, func() bool {
 		f = metricstest.Scrape(t, srv.URL+"/metrics")
 		return f.Value("critic_http_requests_total", "route=GET /boom", "code=500") == 1 &&
-			f.Value("critic_http_requests_total", "route=unmatched", "code=404") == 1
+			f.Value("critic_http_requests_total", "route=unmatched", "code=404") == 1 &&
+			f.Value("critic_http_requests_total", "route=GET /stream", "code=200") == 1 &&
+			f.Value("critic_http_requests_total", "route=GET /items/{id}", "code=418") == 3
 	}, 5*time.Second, 10*time.Millisecond)
 	require.Equal(t, float64(3), f.Value("critic_http_requests_total", "route=GET /items/{id}", "code=418"))
 	require.Equal(t, float64(1), f.Value("critic_http_requests_total", "route=GET /stream", "code=200"))

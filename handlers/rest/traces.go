@@ -239,3 +239,19 @@ func (a *API) deleteTrace(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
+
+// retryLabeling is POST /traces/{id}/labeling/retry: 202 with the trace's
+// labeling status; 404 unowned trace, 409 when nothing is left to label or
+// the trace carries its own labels, 503 without a step-label model.
+func (a *API) retryLabeling(w http.ResponseWriter, r *http.Request) error {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
+		return err
+	}
+	st, err := a.backend().RetryLabeling(r.Context(), caller, r.PathValue("trace_id"))
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusAccepted, st)
+	return nil
+}

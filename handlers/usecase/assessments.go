@@ -8,14 +8,14 @@ import (
 	"github.com/criticml/critic/projections/readmodel"
 )
 
-// StepLabelModelVar is the server role a deployment sets to get model-made
-// step labels, section summaries and completion estimates (DESIGN §9).
-const StepLabelModelVar = "CRITIC_STEP_LABEL_MODEL"
+// AssessmentModelVar is the server role that makes section summaries and
+// completion estimates: spec 001's "fast Anthropic model" (DESIGN §9).
+const AssessmentModelVar = "CRITIC_FAST_MODEL"
 
 // UnavailableReason is what the assessment endpoints say while no model
 // can make assessments: the variable to set, never a made-up answer.
-const UnavailableReason = "section summaries and completion estimates need the step-label model: set " + StepLabelModelVar +
-	" (and the provider's API key) on the server; this server has no LLM provider configured"
+const UnavailableReason = "section summaries and completion estimates need the fast model: set " + AssessmentModelVar +
+	" and its provider's API key (default anthropic/claude-haiku-4-5: ANTHROPIC_API_KEY) on the server and the workers"
 
 // SectionRequest is one range to assess with the evidence it is assessed
 // from and that evidence's hash (the cache key with the version).
@@ -35,15 +35,14 @@ type CompletionRequest struct {
 }
 
 // Assessments is where model-made section summaries and completion
-// estimates come from: the LLM layer implements it with a cache keyed by
-// trace, evidence hash and version, a lease against concurrent generation
-// (sections.CompletionLeaseSeconds) and generation in the worker tier. A
-// call returns what is cached and queues what is missing (pending); it
-// never calls a model in the request. Answers are checked with
-// sections.ValidateSummaries / ValidateCompletion before they are cached.
+// estimates come from (Generator: a cache keyed by trace, evidence hash,
+// exact ranges and version, a lease against concurrent generation, and
+// generation in the worker tier). A call returns what is cached, queues
+// what is missing (pending) and reports failed generation (unavailable,
+// with the reason); it never calls a model in the request.
 type Assessments interface {
-	Sections(ctx context.Context, owner, traceID string, steps []domain.Step, ids []string, req []SectionRequest) (got []sections.Summary, pending bool, err error)
-	Completion(ctx context.Context, owner, traceID string, steps []domain.Step, ids []string, req CompletionRequest) (tasks []sections.CompletionTask, pending bool, err error)
+	Sections(ctx context.Context, owner, traceID string, steps []domain.Step, ids []string, req []SectionRequest) (got []sections.Summary, pending bool, unavailable *string, err error)
+	Completion(ctx context.Context, owner, traceID string, steps []domain.Step, ids []string, req CompletionRequest) (tasks []sections.CompletionTask, pending bool, unavailable *string, err error)
 }
 
 // SectionSummaries is POST /traces/{id}/section-summaries' answer.
@@ -108,7 +107,7 @@ func AssessSections(ctx context.Context, q *readmodel.Queries, gen Assessments, 
 		req[i] = SectionRequest{Range: r, Preceding: pre, Inside: in,
 			EvidenceHash: sections.EvidenceHash(sections.SectionAssessmentVersion, steps, ids, pre, in)}
 	}
-	got, pending, err := gen.Sections(ctx, owner, traceID, steps, ids, req)
+	got, pending, unavailable, err := gen.Sections(ctx, owner, traceID, steps, ids, req)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +120,7 @@ func AssessSections(ctx context.Context, q *readmodel.Queries, gen Assessments, 
 			got[i].Score = nil
 		}
 	}
-	return &SectionSummaries{Sections: got, Pending: pending}, nil
+	return &SectionSummaries{Sections: got, Pending: pending, Unavailable: unavailable != nil, UnavailableReason: unavailable}, nil
 }
 
 // EstimateCompletion answers a completion request the same way: owner
@@ -148,7 +147,7 @@ func EstimateCompletion(ctx context.Context, q *readmodel.Queries, gen Assessmen
 		return out, nil
 	}
 	ev := sections.CompletionEvidence(steps)
-	got, pending, err := gen.Completion(ctx, owner, traceID, steps, ids, CompletionRequest{Tasks: tasks, Evidence: ev,
+	got, pending, unavailable, err := gen.Completion(ctx, owner, traceID, steps, ids, CompletionRequest{Tasks: tasks, Evidence: ev,
 		EvidenceHash: sections.EvidenceHash(sections.CompletionVersion, steps, ids, ev)})
 	if err != nil {
 		return nil, err
@@ -156,5 +155,5 @@ func EstimateCompletion(ctx context.Context, q *readmodel.Queries, gen Assessmen
 	if got == nil {
 		got = []sections.CompletionTask{}
 	}
-	return &Completion{Tasks: got, Pending: pending}, nil
+	return &Completion{Tasks: got, Pending: pending, Unavailable: unavailable != nil, UnavailableReason: unavailable}, nil
 }

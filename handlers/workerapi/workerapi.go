@@ -102,6 +102,11 @@ func (a *API) Register(mux *http.ServeMux) {
 	route("POST /titles/{trace_id}/source", a.titleSource)
 	route("POST /titles/{trace_id}", a.recordTitle)
 	a.registerGepa(route)
+	route(jobs.RouteLabelSource, a.labelSource)
+	route(jobs.RouteLabelRecord, a.recordLabels)
+	route(jobs.RouteLabelFailed, a.labelingFailed)
+	route(jobs.RouteAssessSource, a.assessSource)
+	route(jobs.RouteAssessRecord, a.assessRecord)
 }
 
 func (a *API) authorized(r *http.Request) bool {

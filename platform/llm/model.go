@@ -39,9 +39,13 @@ const (
 	EnvFeedbackModel = "CRITIC_FEEDBACK_MODEL"
 	// EnvFastModel writes trace titles (spec 001: the fast Anthropic model).
 	EnvFastModel = "CRITIC_FAST_MODEL"
+	// EnvStepLabelModel labels every chunk of every trace (spec 001 "Step
+	// labels": STEP_LABEL_MODEL, default gpt-6-sol through OPENAI_API_KEY).
+	EnvStepLabelModel = "CRITIC_STEP_LABEL_MODEL"
 
-	DefaultFeedbackModel = "anthropic/claude-sonnet-4-5"
-	DefaultFastModel     = "anthropic/claude-haiku-4-5"
+	DefaultFeedbackModel  = "anthropic/claude-sonnet-4-5"
+	DefaultFastModel      = "anthropic/claude-haiku-4-5"
+	DefaultStepLabelModel = "openai/gpt-6-sol"
 )
 
 // Model is a parsed LiteLLM model string plus where and how to reach it.

@@ -45,6 +45,10 @@ type Dispatcher struct {
 	pub    Publisher
 	log    *slog.Logger
 	titles bool
+	// labeler: publish step-label jobs (WithLabeler).
+	labeler bool
+	// assess: publish section-summary and completion jobs (WithAssessments).
+	assess bool
 }
 
 // New returns the dispatcher.
@@ -65,6 +69,14 @@ func (d *Dispatcher) Apply(ctx context.Context, envs []events.Envelope) error {
 func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 	// What this event causes (a dataset, a job) keeps its request's id.
 	ctx = requestid.With(ctx, e.CorrelationID)
+	if job, ok := d.labelJob(e); ok {
+		if err := d.publish(LabelTopic, job.TraceID, e.CorrelationID, job); err != nil {
+			return err
+		}
+	}
+	if job, ok := d.assessJob(e); ok {
+		return d.publish(AssessTopic, job.TraceID, e.CorrelationID, job)
+	}
 	if job, ok := d.titleJob(e); ok {
 		return d.publish(TitleTopic, job.TraceID, e.CorrelationID, job)
 	}

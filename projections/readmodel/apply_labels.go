@@ -3,6 +3,7 @@ package readmodel
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -13,7 +14,26 @@ import (
 // applyLabels projects trace.steps_labeled: each label replaces the stored
 // one of its chunk. It reports whether it handled the event type.
 func applyLabels(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error) {
-	if e.Type != events.TraceStepsLabeled {
+	switch e.Type {
+	case events.TraceLabelingFailed:
+		var p events.TraceLabelingFailedV1
+		if err := e.Decode(&p); err != nil {
+			return true, err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO rm_trace_labeling (trace_id, revision, model, failed, error, failed_at)
+			SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM rm_traces WHERE id = $1)
+			ON CONFLICT (trace_id) DO UPDATE SET revision = EXCLUDED.revision, model = EXCLUDED.model, failed = EXCLUDED.failed,
+				error = EXCLUDED.error, failed_at = EXCLUDED.failed_at`, p.TraceID, p.Revision, p.Model, p.Failed, p.Error, e.RecordedAt)
+		return true, err
+	case events.TraceLabelingRequested:
+		var p events.TraceLabelingRequestedV1
+		if err := e.Decode(&p); err != nil {
+			return true, err
+		}
+		_, err := tx.Exec(ctx, `DELETE FROM rm_trace_labeling WHERE trace_id = $1`, p.TraceID)
+		return true, err
+	case events.TraceStepsLabeled:
+	default:
 		return false, nil
 	}
 	var p events.TraceStepsLabeledV1
@@ -56,4 +76,19 @@ func (q *Queries) storedLabels(ctx context.Context, traceID string) (map[string]
 		out[l.ChunkID] = l
 	}
 	return out, rows.Err()
+}
+
+// labelingFailure is the failure of the trace's current revision, if any:
+// its reason, naming the model and what went wrong.
+func (q *Queries) labelingFailure(ctx context.Context, traceID string) (*string, error) {
+	var msg string
+	err := q.pool.QueryRow(ctx, `SELECT l.error FROM rm_trace_labeling l JOIN rm_traces t ON t.id = l.trace_id AND t.revision = l.revision
+		WHERE l.trace_id = $1`, traceID).Scan(&msg)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &msg, nil
 }

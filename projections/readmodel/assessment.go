@@ -57,7 +57,15 @@ func (q *Queries) assess(ctx context.Context, d *TraceDetail) error {
 		}
 		d.Steps[i].Metadata = out
 	}
-	d.StepScores, d.Sections, d.Labeling = a.StepScores, a.Sections, &a.Labeling
+	lab := a.Labeling
+	if lab.State == assessment.LabelingUnlabeled || lab.State == assessment.LabelingPartial {
+		failure, err := q.labelingFailure(ctx, d.ID)
+		if err != nil {
+			return err
+		}
+		lab = assessment.WithRun(lab, q.labeler, failure)
+	}
+	d.StepScores, d.Sections, d.Labeling = a.StepScores, a.Sections, &lab
 	return nil
 }
 

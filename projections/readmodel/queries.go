@@ -17,10 +17,23 @@ import (
 
 // Queries reads the read model for the API. Every query is scoped to an
 // owner: another owner's id is simply not found.
-type Queries struct{ pool *pgxpool.Pool }
+type Queries struct {
+	pool *pgxpool.Pool
+	// labeler is the deployment's step-label model ("" when none): with
+	// one, a trace still missing labels is "queued", not "unlabeled".
+	labeler string
+}
 
 // NewQueries returns the query side over pool.
 func NewQueries(pool *pgxpool.Pool) *Queries { return &Queries{pool: pool} }
+
+// WithLabeler says the deployment labels traces with model (a LiteLLM
+// model string), so GET /traces/{id} reports missing labels as queued
+// for it rather than asking for CRITIC_STEP_LABEL_MODEL.
+func (q *Queries) WithLabeler(model string) *Queries {
+	q.labeler = model
+	return q
+}
 
 // CallerByKeyHash resolves an API key (by its SHA-256) to its account.
 //

@@ -285,13 +285,18 @@ func (x *LabelProblem) GetMessage() string {
 // LabelingStatus says how far a trace's step labeling got.
 type LabelingStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// imported | labeled | partial | waiting | unlabeled
+	// imported | labeled | partial | waiting | unlabeled | queued | failed
 	State   string `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
 	Chunks  int32  `protobuf:"varint,2,opt,name=chunks,proto3" json:"chunks,omitempty"`
 	Labeled int32  `protobuf:"varint,3,opt,name=labeled,proto3" json:"labeled,omitempty"`
 	ToLabel int32  `protobuf:"varint,4,opt,name=to_label,json=toLabel,proto3" json:"to_label,omitempty"`
-	// Why there are no labels, naming what to set.
-	Reason        *string `protobuf:"bytes,5,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
+	// Why there are no labels, naming what to set (or why labeling failed).
+	Reason *string `protobuf:"bytes,5,opt,name=reason,proto3,oneof" json:"reason,omitempty"`
+	// The step-label model that labels the missing chunks; unset without one.
+	Model *string `protobuf:"bytes,6,opt,name=model,proto3,oneof" json:"model,omitempty"`
+	// True when RetryLabeling (REST: POST /traces/{id}/labeling/retry)
+	// would queue the missing chunks again after a failed run.
+	Retryable     bool `protobuf:"varint,7,opt,name=retryable,proto3" json:"retryable,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -359,6 +364,20 @@ func (x *LabelingStatus) GetReason() string {
 		return *x.Reason
 	}
 	return ""
+}
+
+func (x *LabelingStatus) GetModel() string {
+	if x != nil && x.Model != nil {
+		return *x.Model
+	}
+	return ""
+}
+
+func (x *LabelingStatus) GetRetryable() bool {
+	if x != nil {
+		return x.Retryable
+	}
+	return false
 }
 
 // Section is one node of a trace's section tree.
@@ -1000,6 +1019,94 @@ func (x *EstimateCompletionResponse) GetUnavailableReason() string {
 	return ""
 }
 
+type RetryLabelingRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TraceId       string                 `protobuf:"bytes,1,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetryLabelingRequest) Reset() {
+	*x = RetryLabelingRequest{}
+	mi := &file_critic_v1_assessments_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetryLabelingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetryLabelingRequest) ProtoMessage() {}
+
+func (x *RetryLabelingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_assessments_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetryLabelingRequest.ProtoReflect.Descriptor instead.
+func (*RetryLabelingRequest) Descriptor() ([]byte, []int) {
+	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *RetryLabelingRequest) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
+}
+
+type RetryLabelingResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Labeling      *LabelingStatus        `protobuf:"bytes,1,opt,name=labeling,proto3" json:"labeling,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetryLabelingResponse) Reset() {
+	*x = RetryLabelingResponse{}
+	mi := &file_critic_v1_assessments_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetryLabelingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetryLabelingResponse) ProtoMessage() {}
+
+func (x *RetryLabelingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_assessments_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetryLabelingResponse.ProtoReflect.Descriptor instead.
+func (*RetryLabelingResponse) Descriptor() ([]byte, []int) {
+	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RetryLabelingResponse) GetLabeling() *LabelingStatus {
+	if x != nil {
+		return x.Labeling
+	}
+	return nil
+}
+
 var File_critic_v1_assessments_proto protoreflect.FileDescriptor
 
 const file_critic_v1_assessments_proto_rawDesc = "" +
@@ -1031,14 +1138,17 @@ const file_critic_v1_assessments_proto_rawDesc = "" +
 	"\n" +
 	"step_index\x18\x01 \x01(\x05R\tstepIndex\x12\x19\n" +
 	"\bchunk_id\x18\x02 \x01(\tR\achunkId\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"\x9b\x01\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"\xde\x01\n" +
 	"\x0eLabelingStatus\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x16\n" +
 	"\x06chunks\x18\x02 \x01(\x05R\x06chunks\x12\x18\n" +
 	"\alabeled\x18\x03 \x01(\x05R\alabeled\x12\x19\n" +
 	"\bto_label\x18\x04 \x01(\x05R\atoLabel\x12\x1b\n" +
-	"\x06reason\x18\x05 \x01(\tH\x00R\x06reason\x88\x01\x01B\t\n" +
-	"\a_reason\"\x8e\x03\n" +
+	"\x06reason\x18\x05 \x01(\tH\x00R\x06reason\x88\x01\x01\x12\x19\n" +
+	"\x05model\x18\x06 \x01(\tH\x01R\x05model\x88\x01\x01\x12\x1c\n" +
+	"\tretryable\x18\a \x01(\bR\tretryableB\t\n" +
+	"\a_reasonB\b\n" +
+	"\x06_model\"\x8e\x03\n" +
 	"\aSection\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12!\n" +
@@ -1107,7 +1217,11 @@ const file_critic_v1_assessments_proto_rawDesc = "" +
 	"\apending\x18\x02 \x01(\bR\apending\x12 \n" +
 	"\vunavailable\x18\x03 \x01(\bR\vunavailable\x122\n" +
 	"\x12unavailable_reason\x18\x04 \x01(\tH\x00R\x11unavailableReason\x88\x01\x01B\x15\n" +
-	"\x13_unavailable_reasonB:Z8github.com/criticml/critic/schema/gen/critic/v1;criticv1b\x06proto3"
+	"\x13_unavailable_reason\"1\n" +
+	"\x14RetryLabelingRequest\x12\x19\n" +
+	"\btrace_id\x18\x01 \x01(\tR\atraceId\"N\n" +
+	"\x15RetryLabelingResponse\x125\n" +
+	"\blabeling\x18\x01 \x01(\v2\x19.critic.v1.LabelingStatusR\blabelingB:Z8github.com/criticml/critic/schema/gen/critic/v1;criticv1b\x06proto3"
 
 var (
 	file_critic_v1_assessments_proto_rawDescOnce sync.Once
@@ -1121,7 +1235,7 @@ func file_critic_v1_assessments_proto_rawDescGZIP() []byte {
 	return file_critic_v1_assessments_proto_rawDescData
 }
 
-var file_critic_v1_assessments_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_critic_v1_assessments_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_critic_v1_assessments_proto_goTypes = []any{
 	(*StepScores)(nil),                 // 0: critic.v1.StepScores
 	(*TaskScore)(nil),                  // 1: critic.v1.TaskScore
@@ -1136,6 +1250,8 @@ var file_critic_v1_assessments_proto_goTypes = []any{
 	(*CompletionCheckpoint)(nil),       // 10: critic.v1.CompletionCheckpoint
 	(*CompletionTask)(nil),             // 11: critic.v1.CompletionTask
 	(*EstimateCompletionResponse)(nil), // 12: critic.v1.EstimateCompletionResponse
+	(*RetryLabelingRequest)(nil),       // 13: critic.v1.RetryLabelingRequest
+	(*RetryLabelingResponse)(nil),      // 14: critic.v1.RetryLabelingResponse
 }
 var file_critic_v1_assessments_proto_depIdxs = []int32{
 	1,  // 0: critic.v1.StepScores.tasks:type_name -> critic.v1.TaskScore
@@ -1145,11 +1261,12 @@ var file_critic_v1_assessments_proto_depIdxs = []int32{
 	7,  // 4: critic.v1.SummarizeSectionsResponse.sections:type_name -> critic.v1.SectionSummary
 	10, // 5: critic.v1.CompletionTask.checkpoints:type_name -> critic.v1.CompletionCheckpoint
 	11, // 6: critic.v1.EstimateCompletionResponse.tasks:type_name -> critic.v1.CompletionTask
-	7,  // [7:7] is the sub-list for method output_type
-	7,  // [7:7] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	3,  // 7: critic.v1.RetryLabelingResponse.labeling:type_name -> critic.v1.LabelingStatus
+	8,  // [8:8] is the sub-list for method output_type
+	8,  // [8:8] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_critic_v1_assessments_proto_init() }
@@ -1172,7 +1289,7 @@ func file_critic_v1_assessments_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_critic_v1_assessments_proto_rawDesc), len(file_critic_v1_assessments_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

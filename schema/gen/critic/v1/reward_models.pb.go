@@ -127,8 +127,8 @@ func (x *CreateRewardModelRequest) GetTrainingConfig() *TrainingConfig {
 type TrainingConfig struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// explicit (ratings only) | feedback (ratings, comments, user reactions
-	// and AI judgments; the default) | automatic (refused until automatic step
-	// assessments exist).
+	// and AI judgments; the default) | automatic (the automatic annotation
+	// alone: comparisons by automatic credit).
 	AnnotationSource *string `protobuf:"bytes,1,opt,name=annotation_source,json=annotationSource,proto3,oneof" json:"annotation_source,omitempty"`
 	// 1 (the default) or 3 (labelled context sections, 4,096-token window).
 	InputVersion *int32 `protobuf:"varint,2,opt,name=input_version,json=inputVersion,proto3,oneof" json:"input_version,omitempty"`

@@ -1892,7 +1892,7 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"started_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAtB\b\n" +
-	"\x06_error2\xba\x05\n" +
+	"\x06_error2\x8e\x06\n" +
 	"\fTraceService\x12Q\n" +
 	"\vListFormats\x12\x1d.critic.v1.ListFormatsRequest\x1a\x1e.critic.v1.ListFormatsResponse\"\x03\x90\x02\x01\x12O\n" +
 	"\fImportTraces\x12\x1e.critic.v1.ImportTracesRequest\x1a\x1f.critic.v1.ImportTracesResponse\x12N\n" +
@@ -1902,7 +1902,8 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"\vDeleteTrace\x12\x1d.critic.v1.DeleteTraceRequest\x1a\x1e.critic.v1.DeleteTraceResponse\"\x03\x90\x02\x02\x12V\n" +
 	"\fExportTraces\x12\x1e.critic.v1.ExportTracesRequest\x1a\x1f.critic.v1.ExportTracesResponse\"\x03\x90\x02\x010\x01\x12^\n" +
 	"\x11SummarizeSections\x12#.critic.v1.SummarizeSectionsRequest\x1a$.critic.v1.SummarizeSectionsResponse\x12a\n" +
-	"\x12EstimateCompletion\x12$.critic.v1.EstimateCompletionRequest\x1a%.critic.v1.EstimateCompletionResponseB:Z8github.com/criticml/critic/schema/gen/critic/v1;criticv1b\x06proto3"
+	"\x12EstimateCompletion\x12$.critic.v1.EstimateCompletionRequest\x1a%.critic.v1.EstimateCompletionResponse\x12R\n" +
+	"\rRetryLabeling\x12\x1f.critic.v1.RetryLabelingRequest\x1a .critic.v1.RetryLabelingResponseB:Z8github.com/criticml/critic/schema/gen/critic/v1;criticv1b\x06proto3"
 
 var (
 	file_critic_v1_traces_proto_rawDescOnce sync.Once
@@ -1949,8 +1950,10 @@ var file_critic_v1_traces_proto_goTypes = []any{
 	(*structpb.Value)(nil),             // 28: google.protobuf.Value
 	(*SummarizeSectionsRequest)(nil),   // 29: critic.v1.SummarizeSectionsRequest
 	(*EstimateCompletionRequest)(nil),  // 30: critic.v1.EstimateCompletionRequest
-	(*SummarizeSectionsResponse)(nil),  // 31: critic.v1.SummarizeSectionsResponse
-	(*EstimateCompletionResponse)(nil), // 32: critic.v1.EstimateCompletionResponse
+	(*RetryLabelingRequest)(nil),       // 31: critic.v1.RetryLabelingRequest
+	(*SummarizeSectionsResponse)(nil),  // 32: critic.v1.SummarizeSectionsResponse
+	(*EstimateCompletionResponse)(nil), // 33: critic.v1.EstimateCompletionResponse
+	(*RetryLabelingResponse)(nil),      // 34: critic.v1.RetryLabelingResponse
 }
 var file_critic_v1_traces_proto_depIdxs = []int32{
 	2,  // 0: critic.v1.ListFormatsResponse.formats:type_name -> critic.v1.Format
@@ -1988,16 +1991,18 @@ var file_critic_v1_traces_proto_depIdxs = []int32{
 	11, // 32: critic.v1.TraceService.ExportTraces:input_type -> critic.v1.ExportTracesRequest
 	29, // 33: critic.v1.TraceService.SummarizeSections:input_type -> critic.v1.SummarizeSectionsRequest
 	30, // 34: critic.v1.TraceService.EstimateCompletion:input_type -> critic.v1.EstimateCompletionRequest
-	1,  // 35: critic.v1.TraceService.ListFormats:output_type -> critic.v1.ListFormatsResponse
-	4,  // 36: critic.v1.TraceService.ImportTraces:output_type -> critic.v1.ImportTracesResponse
-	6,  // 37: critic.v1.TraceService.ListTraces:output_type -> critic.v1.ListTracesResponse
-	8,  // 38: critic.v1.TraceService.GetTrace:output_type -> critic.v1.GetTraceResponse
-	10, // 39: critic.v1.TraceService.DeleteTrace:output_type -> critic.v1.DeleteTraceResponse
-	12, // 40: critic.v1.TraceService.ExportTraces:output_type -> critic.v1.ExportTracesResponse
-	31, // 41: critic.v1.TraceService.SummarizeSections:output_type -> critic.v1.SummarizeSectionsResponse
-	32, // 42: critic.v1.TraceService.EstimateCompletion:output_type -> critic.v1.EstimateCompletionResponse
-	35, // [35:43] is the sub-list for method output_type
-	27, // [27:35] is the sub-list for method input_type
+	31, // 35: critic.v1.TraceService.RetryLabeling:input_type -> critic.v1.RetryLabelingRequest
+	1,  // 36: critic.v1.TraceService.ListFormats:output_type -> critic.v1.ListFormatsResponse
+	4,  // 37: critic.v1.TraceService.ImportTraces:output_type -> critic.v1.ImportTracesResponse
+	6,  // 38: critic.v1.TraceService.ListTraces:output_type -> critic.v1.ListTracesResponse
+	8,  // 39: critic.v1.TraceService.GetTrace:output_type -> critic.v1.GetTraceResponse
+	10, // 40: critic.v1.TraceService.DeleteTrace:output_type -> critic.v1.DeleteTraceResponse
+	12, // 41: critic.v1.TraceService.ExportTraces:output_type -> critic.v1.ExportTracesResponse
+	32, // 42: critic.v1.TraceService.SummarizeSections:output_type -> critic.v1.SummarizeSectionsResponse
+	33, // 43: critic.v1.TraceService.EstimateCompletion:output_type -> critic.v1.EstimateCompletionResponse
+	34, // 44: critic.v1.TraceService.RetryLabeling:output_type -> critic.v1.RetryLabelingResponse
+	36, // [36:45] is the sub-list for method output_type
+	27, // [27:36] is the sub-list for method input_type
 	27, // [27:27] is the sub-list for extension type_name
 	27, // [27:27] is the sub-list for extension extendee
 	0,  // [0:27] is the sub-list for field type_name

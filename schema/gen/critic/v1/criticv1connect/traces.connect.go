@@ -87,6 +87,9 @@ const (
 	// TraceServiceEstimateCompletionProcedure is the fully-qualified name of the TraceService's
 	// EstimateCompletion RPC.
 	TraceServiceEstimateCompletionProcedure = "/critic.v1.TraceService/EstimateCompletion"
+	// TraceServiceRetryLabelingProcedure is the fully-qualified name of the TraceService's
+	// RetryLabeling RPC.
+	TraceServiceRetryLabelingProcedure = "/critic.v1.TraceService/RetryLabeling"
 )
 
 // TraceServiceClient is a client for the critic.v1.TraceService service.
@@ -118,6 +121,10 @@ type TraceServiceClient interface {
 	// EstimateCompletion estimates progress toward each independent request
 	// of a trace (REST POST /traces/{id}/completion).
 	EstimateCompletion(context.Context, *connect.Request[v1.EstimateCompletionRequest]) (*connect.Response[v1.EstimateCompletionResponse], error)
+	// RetryLabeling queues a trace's missing step labels again after a failed
+	// labeling run (REST POST /traces/{id}/labeling/retry); recorded labels
+	// are kept.
+	RetryLabeling(context.Context, *connect.Request[v1.RetryLabelingRequest]) (*connect.Response[v1.RetryLabelingResponse], error)
 }
 
 // NewTraceServiceClient constructs a client for the critic.v1.TraceService service. By default, it
@@ -184,6 +191,12 @@ func NewTraceServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(traceServiceMethods.ByName("EstimateCompletion")),
 			connect.WithClientOptions(opts...),
 		),
+		retryLabeling: connect.NewClient[v1.RetryLabelingRequest, v1.RetryLabelingResponse](
+			httpClient,
+			baseURL+TraceServiceRetryLabelingProcedure,
+			connect.WithSchema(traceServiceMethods.ByName("RetryLabeling")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -197,6 +210,7 @@ type traceServiceClient struct {
 	exportTraces       *connect.Client[v1.ExportTracesRequest, v1.ExportTracesResponse]
 	summarizeSections  *connect.Client[v1.SummarizeSectionsRequest, v1.SummarizeSectionsResponse]
 	estimateCompletion *connect.Client[v1.EstimateCompletionRequest, v1.EstimateCompletionResponse]
+	retryLabeling      *connect.Client[v1.RetryLabelingRequest, v1.RetryLabelingResponse]
 }
 
 // ListFormats calls critic.v1.TraceService.ListFormats.
@@ -239,6 +253,11 @@ func (c *traceServiceClient) EstimateCompletion(ctx context.Context, req *connec
 	return c.estimateCompletion.CallUnary(ctx, req)
 }
 
+// RetryLabeling calls critic.v1.TraceService.RetryLabeling.
+func (c *traceServiceClient) RetryLabeling(ctx context.Context, req *connect.Request[v1.RetryLabelingRequest]) (*connect.Response[v1.RetryLabelingResponse], error) {
+	return c.retryLabeling.CallUnary(ctx, req)
+}
+
 // TraceServiceHandler is an implementation of the critic.v1.TraceService service.
 type TraceServiceHandler interface {
 	// ListFormats names the import formats ImportTraces accepts, "auto" last.
@@ -268,6 +287,10 @@ type TraceServiceHandler interface {
 	// EstimateCompletion estimates progress toward each independent request
 	// of a trace (REST POST /traces/{id}/completion).
 	EstimateCompletion(context.Context, *connect.Request[v1.EstimateCompletionRequest]) (*connect.Response[v1.EstimateCompletionResponse], error)
+	// RetryLabeling queues a trace's missing step labels again after a failed
+	// labeling run (REST POST /traces/{id}/labeling/retry); recorded labels
+	// are kept.
+	RetryLabeling(context.Context, *connect.Request[v1.RetryLabelingRequest]) (*connect.Response[v1.RetryLabelingResponse], error)
 }
 
 // NewTraceServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -330,6 +353,12 @@ func NewTraceServiceHandler(svc TraceServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(traceServiceMethods.ByName("EstimateCompletion")),
 		connect.WithHandlerOptions(opts...),
 	)
+	traceServiceRetryLabelingHandler := connect.NewUnaryHandler(
+		TraceServiceRetryLabelingProcedure,
+		svc.RetryLabeling,
+		connect.WithSchema(traceServiceMethods.ByName("RetryLabeling")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/critic.v1.TraceService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TraceServiceListFormatsProcedure:
@@ -348,6 +377,8 @@ func NewTraceServiceHandler(svc TraceServiceHandler, opts ...connect.HandlerOpti
 			traceServiceSummarizeSectionsHandler.ServeHTTP(w, r)
 		case TraceServiceEstimateCompletionProcedure:
 			traceServiceEstimateCompletionHandler.ServeHTTP(w, r)
+		case TraceServiceRetryLabelingProcedure:
+			traceServiceRetryLabelingHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -387,4 +418,8 @@ func (UnimplementedTraceServiceHandler) SummarizeSections(context.Context, *conn
 
 func (UnimplementedTraceServiceHandler) EstimateCompletion(context.Context, *connect.Request[v1.EstimateCompletionRequest]) (*connect.Response[v1.EstimateCompletionResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("critic.v1.TraceService.EstimateCompletion is not implemented"))
+}
+
+func (UnimplementedTraceServiceHandler) RetryLabeling(context.Context, *connect.Request[v1.RetryLabelingRequest]) (*connect.Response[v1.RetryLabelingResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("critic.v1.TraceService.RetryLabeling is not implemented"))
 }

@@ -1,0 +1,183 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/sections"
+	"github.com/criticml/critic/domain/traces"
+)
+
+// RequestAssessment records that the owner asked for section summaries or
+// a completion estimate the cache does not hold (trace.assessment_requested):
+// the dispatch projection turns it into a job for the worker tier, which
+// calls the model — never the request handler. Items carry their cache keys;
+// the lease keeps concurrent requests for the same keys from generating twice.
+func (c *Commands) RequestAssessment(ctx context.Context, actor Actor, traceID, kind string, items []events.AssessmentItem) (Result, error) {
+	if len(items) == 0 {
+		return Result{}, nil
+	}
+	version, lease := sections.SectionAssessmentVersion, sections.SectionLeaseSeconds
+	if kind == events.AssessmentCompletion {
+		version, lease = sections.CompletionVersion, sections.CompletionLeaseSeconds
+	} else if kind != events.AssessmentSections {
+		return Result{}, domain.Invalid("unknown assessment kind %q", kind)
+	}
+	return retryOnConflict(func() (Result, error) {
+		s, err := c.ownedTrace(ctx, actor, traceID)
+		if err != nil {
+			return Result{}, err
+		}
+		return c.appendToTrace(ctx, actor, s, events.TraceAssessmentRequested, events.TraceAssessmentRequestedV1{TraceID: traceID,
+			Revision: s.Revision, Kind: kind, Version: version, Items: items, LeaseSeconds: lease})
+	})
+}
+
+// AssessmentInput is one item's model input, as the worker service hands
+// it to a worker.
+type AssessmentInput struct {
+	Item         events.AssessmentItem `json:"item"`
+	Instructions string                `json:"instructions"`
+	Input        string                `json:"input"`
+}
+
+// AssessmentSourceOf returns the model inputs of the items still current:
+// an item whose key no longer matches the trace (it changed, or was
+// deleted) is left out, so a stale job calls no model.
+func (c *Commands) AssessmentSourceOf(ctx context.Context, traceID, kind string, items []events.AssessmentItem) ([]AssessmentInput, error) {
+	s, err := c.loadTrace(ctx, traceID)
+	if err != nil {
+		return nil, err
+	}
+	out := []AssessmentInput{}
+	if !s.Exists {
+		return out, nil
+	}
+	steps, ids := stateSteps(s), stateIDs(s)
+	for _, it := range items {
+		switch kind {
+		case events.AssessmentSections:
+			j, ok := sectionJob(steps, ids, it)
+			if ok {
+				out = append(out, AssessmentInput{Item: it, Instructions: sections.SectionInstructions, Input: j.Prompt(steps, ids)})
+			}
+		case events.AssessmentCompletion:
+			j := sections.NewCompletionJob(steps, ids, it.Tasks)
+			if j.Key == it.Key {
+				out = append(out, AssessmentInput{Item: it, Instructions: sections.CompletionInstructions, Input: j.Prompt(steps, ids)})
+			}
+		default:
+			return nil, domain.Invalid("unknown assessment kind %q", kind)
+		}
+	}
+	return out, nil
+}
+
+func stateIDs(s traces.State) []string {
+	ids := make([]string, len(s.Steps))
+	for i, st := range s.Steps {
+		ids[i] = st.ID
+	}
+	return ids
+}
+
+// sectionJob recomputes a section item's job; ok is false when its range
+// or its key is no longer the trace's.
+func sectionJob(steps []domain.Step, ids []string, it events.AssessmentItem) (sections.SectionJob, bool) {
+	if it.Range == nil {
+		return sections.SectionJob{}, false
+	}
+	rs, err := sections.ResolveRanges(ids, []sections.Range{*it.Range})
+	if err != nil {
+		return sections.SectionJob{}, false
+	}
+	j := sections.NewSectionJob(steps, ids, rs[0])
+	return j, j.Key == it.Key
+}
+
+// AssessmentAnswer is a worker's report for one item: the generated section
+// or completion tasks, or the reason generation failed.
+type AssessmentAnswer struct {
+	Kind    string
+	Item    events.AssessmentItem
+	Section *sections.Summary
+	Tasks   []sections.CompletionTask
+	Model   string
+	Usage   events.LLMUsage
+	Error   string
+}
+
+// RecordAssessment appends a worker's answer for one item when the item is
+// still current: a section bound to exactly its range with a 0–1 score (or
+// null) and a reason; a completion estimate for exactly the requested
+// tasks, with ordered checkpoints inside them and 0–1 values, no progress
+// earned at a user message. An answer that fails these checks is recorded
+// as a failure naming the check (trace.assessment_failed), never cached as
+// an answer. A stale item is a no-op.
+func (c *Commands) RecordAssessment(ctx context.Context, workerID, traceID string, a AssessmentAnswer) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		s, err := c.loadTrace(ctx, traceID)
+		if err != nil {
+			return Result{}, err
+		}
+		if !s.Exists {
+			return Result{}, nil
+		}
+		steps, ids := stateSteps(s), stateIDs(s)
+		version := sections.SectionAssessmentVersion
+		var problem error
+		switch a.Kind {
+		case events.AssessmentSections:
+			j, ok := sectionJob(steps, ids, a.Item)
+			if !ok {
+				return Result{}, nil
+			}
+			if a.Error == "" {
+				if a.Section == nil {
+					problem = fmt.Errorf("sections: no section in the answer")
+				} else {
+					problem = sections.ValidateSummaries([]sections.Resolved{j.Range}, []sections.Summary{*a.Section})
+				}
+			}
+		case events.AssessmentCompletion:
+			version = sections.CompletionVersion
+			if sections.NewCompletionJob(steps, ids, a.Item.Tasks).Key != a.Item.Key {
+				return Result{}, nil
+			}
+			if a.Error == "" {
+				problem = sections.MatchesTasks(a.Item.Tasks, a.Tasks)
+				if problem == nil {
+					problem = sections.ValidateCompletion(steps, ids, a.Tasks)
+				}
+			}
+		default:
+			return Result{}, domain.Invalid("unknown assessment kind %q", a.Kind)
+		}
+		stream := events.TraceStream(traceID)
+		ev := events.New{ID: newID(), Stream: stream, OwnerID: s.OwnerID}
+		msg := strings.TrimSpace(a.Error)
+		if problem != nil {
+			msg = a.Model + ": the answer failed validation: " + problem.Error()
+		}
+		if msg != "" {
+			ev.Type, ev.Payload = events.TraceAssessmentFailed, events.TraceAssessmentFailedV1{TraceID: traceID, Kind: a.Kind, Version: version,
+				Key: a.Item.Key, Model: a.Model, Error: truncateRunes(msg, 2000)}
+		} else {
+			ev.Type, ev.Payload = events.TraceAssessmentRecorded, events.TraceAssessmentRecordedV1{TraceID: traceID, Kind: a.Kind, Version: version,
+				Key: a.Item.Key, EvidenceHash: a.Item.EvidenceHash, Section: a.Section, Tasks: a.Tasks, Model: a.Model,
+				PromptVersion: sections.PromptVersion, Usage: a.Usage}
+		}
+		return c.append(ctx, workerActor(workerID), map[string]int64{stream: s.Version}, []events.New{ev})
+	})
+}
+
+func truncateRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}

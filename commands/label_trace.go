@@ -1,0 +1,116 @@
+package commands
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/domain/labels"
+	"github.com/criticml/critic/domain/traces"
+)
+
+// LabelSourceOf is what a step labeler needs for one revision of a trace:
+// its steps and the chunks that already carry a label. Needed is false —
+// and nothing is sent to a model — when the revision is not current, the
+// trace is gone, the agent has not responded, the trace carries its own
+// (imported) labels, or every complete chunk has a label already; so a
+// duplicate, stale or replayed job never calls a model again.
+func (c *Commands) LabelSourceOf(ctx context.Context, traceID string, revision int) (jobs.LabelSource, error) {
+	s, err := c.loadTrace(ctx, traceID)
+	if err != nil {
+		return jobs.LabelSource{}, err
+	}
+	out := jobs.LabelSource{TraceID: traceID, Revision: s.Revision, Labeled: []string{}}
+	if !s.Exists || s.Revision != revision {
+		return out, nil
+	}
+	steps := stateSteps(s)
+	lab := labels.FromSteps(steps, nil)
+	if lab.Present || !labels.AgentResponded(steps) {
+		return out, nil
+	}
+	for id := range s.Labeled {
+		out.Labeled = append(out.Labeled, id)
+	}
+	sort.Strings(out.Labeled)
+	if len(labels.ToLabel(lab.Chunks, s.Labeled)) == 0 {
+		return out, nil
+	}
+	out.Steps, out.Needed = steps, true
+	return out, nil
+}
+
+func stateSteps(s traces.State) []domain.Step {
+	steps := make([]domain.Step, len(s.Steps))
+	for i, st := range s.Steps {
+		steps[i] = st.Step
+	}
+	return steps
+}
+
+// RecordLabelingFailure appends trace.labeling_failed for the current
+// revision: the chunks the labeler could not label, and why. A report for
+// a revision that is no longer current is a no-op (the new revision has a
+// job of its own).
+func (c *Commands) RecordLabelingFailure(ctx context.Context, workerID, traceID string, in jobs.LabelFailure) (Result, error) {
+	msg := strings.TrimSpace(in.Error)
+	if msg == "" {
+		return Result{}, domain.Invalid("error is required: say why labeling failed")
+	}
+	if in.Failed < 1 {
+		return Result{}, domain.Invalid("failed must be at least 1, got %d", in.Failed)
+	}
+	if utf8.RuneCountInString(msg) > jobs.MaxLabelError {
+		r := []rune(msg)
+		msg = string(r[len(r)-jobs.MaxLabelError:])
+	}
+	return retryOnConflict(func() (Result, error) {
+		s, err := c.loadTrace(ctx, traceID)
+		if err != nil {
+			return Result{}, err
+		}
+		if !s.Exists || s.Revision != in.Revision {
+			return Result{}, nil
+		}
+		stream := events.TraceStream(traceID)
+		return c.append(ctx, workerActor(workerID), map[string]int64{stream: s.Version}, []events.New{{ID: newID(), Stream: stream,
+			OwnerID: s.OwnerID, Type: events.TraceLabelingFailed, Payload: events.TraceLabelingFailedV1{TraceID: traceID,
+				Revision: in.Revision, Model: in.Model, Failed: in.Failed, Error: msg}}})
+	})
+}
+
+// RetryLabeling asks for a trace's missing labels again (the owner's
+// "rerun automatic labels"): it appends trace.labeling_requested, which the
+// dispatch projection turns into a label job. Labels already recorded are
+// kept, so only the chunks still without one cost a model call. Without a
+// step-label model configured it is refused with the variable to set.
+func (c *Commands) RetryLabeling(ctx context.Context, actor Actor, traceID string) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		s, err := c.ownedTrace(ctx, actor, traceID)
+		if err != nil {
+			return Result{}, err
+		}
+		if c.stepLabelModel == "" { // after the owner check: another owner's trace is a 404
+			reason := c.stepLabelUnavailable
+			if reason == "" {
+				reason = "no step-label model is configured; set CRITIC_STEP_LABEL_MODEL and its provider's key"
+			}
+			return Result{}, &domain.UnavailableError{Message: reason}
+		}
+		steps := stateSteps(s)
+		lab := labels.FromSteps(steps, nil)
+		switch {
+		case lab.Present:
+			return Result{}, &domain.ConflictError{Code: "labels_imported", Message: "the trace carries its own labels (steps[].metadata.label); they are used as they are and never sent to a model"}
+		case !labels.AgentResponded(steps):
+			return Result{}, &domain.ConflictError{Code: "nothing_to_label", Message: "the agent has not responded yet: a trace is labeled once it has an assistant step"}
+		case len(labels.ToLabel(lab.Chunks, s.Labeled)) == 0:
+			return Result{}, &domain.ConflictError{Code: "nothing_to_label", Message: "every complete chunk of the trace has a label already"}
+		}
+		return c.appendToTrace(ctx, actor, s, events.TraceLabelingRequested, events.TraceLabelingRequestedV1{TraceID: traceID, Revision: s.Revision})
+	})
+}

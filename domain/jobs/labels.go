@@ -1,0 +1,87 @@
+package jobs
+
+import (
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/labels"
+)
+
+// TopicLabel carries step-label jobs (spec 001 "Step labels"): the dispatch
+// projection publishes one for every imported or revised trace (import,
+// re-import, session sync, OTLP rebuild) and for every labeling retry, when
+// the deployment has a step-label model.
+const TopicLabel = "critic.jobs.label"
+
+// LabelJob is a critic.jobs.label value (key = trace id): label the chunks
+// of one revision that have no label yet.
+type LabelJob struct {
+	TraceID  string `json:"trace_id"`
+	Revision int    `json:"revision"`
+	OwnerID  string `json:"owner_id"`
+}
+
+// Step-label routes of the worker service, relative to ServicePrefix.
+const (
+	RouteLabelSource   = "POST /labels/{trace_id}/source"
+	RouteLabelRecord   = "POST /labels/{trace_id}"
+	RouteLabelFailed   = "POST /labels/{trace_id}/failed"
+	labelsPathPrefix   = ServicePrefix + "/labels/"
+	labelSourceAction  = "/source"
+	labelFailureAction = "/failed"
+)
+
+// LabelSourcePath, LabelRecordPath and LabelFailedPath are the URLs a
+// labeler calls for an escaped trace id.
+func LabelSourcePath(escapedTraceID string) string {
+	return labelsPathPrefix + escapedTraceID + labelSourceAction
+}
+
+// LabelRecordPath: see LabelSourcePath.
+func LabelRecordPath(escapedTraceID string) string { return labelsPathPrefix + escapedTraceID }
+
+// LabelFailedPath: see LabelSourcePath.
+func LabelFailedPath(escapedTraceID string) string {
+	return labelsPathPrefix + escapedTraceID + labelFailureAction
+}
+
+// LabelSourceRequest asks for what a revision's labeler needs.
+type LabelSourceRequest struct {
+	WorkerID string `json:"worker_id"`
+	Revision int    `json:"revision"`
+}
+
+// LabelSource is the answer: the revision's steps and the chunk ids that
+// already carry a label (recorded by a model, or imported in step
+// metadata). Needed is false when the revision is no longer current, the
+// trace is gone, the agent has not responded yet, or nothing is left to
+// label — a duplicate or replayed job then costs no model call.
+type LabelSource struct {
+	TraceID  string        `json:"trace_id"`
+	Revision int           `json:"revision"`
+	Needed   bool          `json:"needed"`
+	Steps    []domain.Step `json:"steps"`
+	Labeled  []string      `json:"labeled"`
+}
+
+// LabelReport records labels for chunks of a revision (a batch; a labeler
+// reports as it goes, so progress shows while a large trace is labeled).
+type LabelReport struct {
+	WorkerID      string          `json:"worker_id"`
+	Revision      int             `json:"revision"`
+	Model         string          `json:"model"`
+	PromptVersion string          `json:"prompt_version"`
+	Labels        []labels.Label  `json:"labels"`
+	Usage         events.LLMUsage `json:"usage"`
+}
+
+// LabelFailure reports chunks a labeling run could not label.
+type LabelFailure struct {
+	WorkerID string `json:"worker_id"`
+	Revision int    `json:"revision"`
+	Model    string `json:"model"`
+	Failed   int    `json:"failed"`
+	Error    string `json:"error"`
+}
+
+// MaxLabelError bounds the reason a failure stores.
+const MaxLabelError = 2000

@@ -1,0 +1,132 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/gpuworker/label/labeltest"
+	"github.com/criticml/critic/platform/llm/llmtest"
+)
+
+type labelingView struct {
+	Labeling struct {
+		State     string  `json:"state"`
+		Chunks    int     `json:"chunks"`
+		Labeled   int     `json:"labeled"`
+		ToLabel   int     `json:"to_label"`
+		Reason    *string `json:"reason"`
+		Model     *string `json:"model"`
+		Retryable bool    `json:"retryable"`
+	} `json:"labeling"`
+	StepScores *struct {
+		Source  string `json:"source"`
+		Outcome string `json:"outcome"`
+	} `json:"step_scores"`
+}
+
+func (in *instance) labeling(t *testing.T, key, id string) labelingView {
+	r := in.do("GET", "/api/v1/rm/traces/"+id, key, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	var v labelingView
+	require.NoError(t, json.Unmarshal(r.Body, &v))
+	return v
+}
+
+// TestTracesAreLabeledByTheWorkerTier: with a step-label model configured
+// (the test server), an imported trace is queued, labeled by `critic
+// worker` one call per chunk, and scored from those labels on GET
+// /traces/{id}; a re-import that adds one chunk costs one more call; a
+// labeling run that fails shows state "failed" with the reason, and the
+// owner's retry labels only what is missing.
+func TestTracesAreLabeledByTheWorkerTier(t *testing.T) {
+	srv := llmtest.New(t)
+	var failUser atomic.Bool
+	srv.Handle(func(r llmtest.Request) llmtest.Reply {
+		if _, actor := labeltest.Target(r); actor == "user" && failUser.Load() && strings.Contains(r.Text(), "broken request") {
+			return llmtest.Status(400)
+		}
+		return labeltest.Reply(r)
+	})
+	env := []string{"CRITIC_STEP_LABEL_MODEL=openai/scripted-labeler", "CRITIC_STEP_LABEL_API_BASE=" + srv.URL, "OPENAI_API_KEY=test-key"}
+	in, kafkaPort := startServeForJobs(t, env...)
+	key := in.newUser("labeler-owner", false)
+	other := in.newUser("stranger", false)
+	startWorkerWith(t, in, kafkaPort, "lw1", env...)
+
+	trace := `{"id":"inv-1","steps":[{"role":"user","content":"find invoice 7"},` +
+		`{"role":"assistant","content":"","tool_name":"search","tool_input":{"q":"7"},"tool_call_id":"c1"},` +
+		`{"role":"tool","content":"invoice 7: paid","tool_name":"search","tool_call_id":"c1"},` +
+		`{"role":"assistant","content":"Invoice 7 is paid."}%s]}`
+	ids := in.importTraces(key, "stash", strings.Replace(trace, "%s", "", 1))
+	id := ids[0]
+	first := in.labeling(t, key, id)
+	require.Contains(t, []string{"queued", "labeled"}, first.Labeling.State)
+	require.NotNil(t, first.Labeling.Model)
+	require.Equal(t, "openai/scripted-labeler", *first.Labeling.Model)
+	require.Eventually(t, func() bool { return in.labeling(t, key, id).Labeling.State == "labeled" }, time.Minute, 200*time.Millisecond)
+	v := in.labeling(t, key, id)
+	require.Equal(t, 3, v.Labeling.Labeled)
+	require.NotNil(t, v.StepScores)
+	require.Equal(t, "labels", v.StepScores.Source)
+	require.Equal(t, 3, srv.Calls(), "one call per chunk")
+
+	// The trace grows by one chunk: one more call.
+	in.importTraces(key, "stash", strings.Replace(trace, "%s", `,{"role":"user","content":"thanks"}`, 1))
+	require.Eventually(t, func() bool {
+		l := in.labeling(t, key, id).Labeling
+		return l.State == "labeled" && l.Labeled == 4
+	}, time.Minute, 200*time.Millisecond)
+	require.Equal(t, 4, srv.Calls(), "re-labeling a trace grown by one chunk makes exactly one model call")
+
+	// A run that fails: state failed, the reason, retryable.
+	failUser.Store(true)
+	bad := in.importTraces(key, "stash", `{"id":"bad-1","steps":[{"role":"user","content":"broken request"},{"role":"assistant","content":"ok"}]}`)[0]
+	require.Eventually(t, func() bool { return in.labeling(t, key, bad).Labeling.State == "failed" }, time.Minute, 200*time.Millisecond)
+	f := in.labeling(t, key, bad).Labeling
+	require.True(t, f.Retryable)
+	require.NotNil(t, f.Reason)
+	require.Contains(t, *f.Reason, "HTTP 400")
+	require.Equal(t, 1, f.Labeled, "the agent's answer was labeled")
+
+	r := in.do("POST", "/api/v1/rm/traces/"+bad+"/labeling/retry", other, nil)
+	require.Equal(t, http.StatusNotFound, r.Status, "another owner's trace")
+	failUser.Store(false)
+	calls := srv.Calls()
+	r = in.do("POST", "/api/v1/rm/traces/"+bad+"/labeling/retry", key, nil)
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
+	require.Contains(t, string(r.Body), `"state":"queued"`)
+	require.Eventually(t, func() bool { return in.labeling(t, key, bad).Labeling.State == "labeled" }, time.Minute, 200*time.Millisecond)
+	require.Equal(t, calls+1, srv.Calls(), "the retry labels only the missing chunk")
+	r = in.do("POST", "/api/v1/rm/traces/"+bad+"/labeling/retry", key, nil)
+	require.Equal(t, http.StatusConflict, r.Status, "nothing left to label")
+
+	// Replay rebuilds labels, scores and labeling states from the events
+	// without a model call.
+	before, detail, calls := dumpReadModel(t, in), in.do("GET", "/api/v1/rm/traces/"+id, key, nil).Body, srv.Calls()
+	out, err := in.cli("replay", "readmodel")
+	require.NoError(t, err, out)
+	require.Equal(t, before, dumpReadModel(t, in))
+	require.JSONEq(t, string(detail), string(in.do("GET", "/api/v1/rm/traces/"+id, key, nil).Body))
+	require.Equal(t, calls, srv.Calls(), "replay never calls a model")
+}
+
+// TestLabelingOffSaysWhatToSet: without a step-label model, the trace says
+// where labels come from and the retry names the variable.
+func TestLabelingOffSaysWhatToSet(t *testing.T) {
+	in := startServe(t)
+	key := in.newUser("nolabels", false)
+	id := in.importTraces(key, "stash", `{"steps":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`)[0]
+	v := in.labeling(t, key, id)
+	require.Equal(t, "unlabeled", v.Labeling.State)
+	require.Nil(t, v.Labeling.Model)
+	require.Contains(t, *v.Labeling.Reason, "CRITIC_STEP_LABEL_MODEL")
+	r := in.do("POST", "/api/v1/rm/traces/"+id+"/labeling/retry", key, nil)
+	require.Equal(t, http.StatusServiceUnavailable, r.Status)
+	require.Contains(t, string(r.Body), "CRITIC_STEP_LABEL_MODEL")
+}

@@ -1,0 +1,28 @@
+package usecase
+
+import (
+	"context"
+
+	"github.com/criticml/critic/domain/assessment"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// RetryLabeling is POST /traces/{id}/labeling/retry: the owner asks for
+// the trace's missing step labels again (after a failed run). It records
+// the request (trace.labeling_requested), which queues a label job; the
+// answer is the trace's labeling status once the read model has the
+// request. Recorded labels are kept: only chunks without one are sent.
+func (b Backend) RetryLabeling(ctx context.Context, caller *readmodel.Caller, traceID string) (*assessment.LabelingStatus, error) {
+	res, err := b.Cmds.RetryLabeling(ctx, Actor(caller), traceID)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Settle(ctx, res); err != nil {
+		return nil, err
+	}
+	d, err := b.Queries.GetTrace(ctx, caller.UserID, traceID)
+	if err != nil {
+		return nil, err
+	}
+	return d.Labeling, nil
+}

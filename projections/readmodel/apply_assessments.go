@@ -1,0 +1,102 @@
+package readmodel
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/criticml/critic/domain/events"
+)
+
+// applyAssessments projects the assessment events into rm_assessments. A
+// request marks its keys pending (a key already answered stays answered);
+// an answer or a failure replaces the key's state.
+func applyAssessments(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error) {
+	switch e.Type {
+	case events.TraceAssessmentRequested:
+		var p events.TraceAssessmentRequestedV1
+		if err := e.Decode(&p); err != nil {
+			return true, err
+		}
+		for _, it := range p.Items {
+			if _, err := tx.Exec(ctx, `INSERT INTO rm_assessments (trace_id, kind, key, version, state, requested_at, lease_seconds, updated_at)
+				SELECT $1, $2, $3, $4, 'pending', $5, $6, $5 WHERE EXISTS (SELECT 1 FROM rm_traces WHERE id = $1)
+				ON CONFLICT (trace_id, kind, key) DO UPDATE SET state = 'pending', requested_at = EXCLUDED.requested_at,
+					lease_seconds = EXCLUDED.lease_seconds, error = NULL, updated_at = EXCLUDED.updated_at
+				WHERE rm_assessments.state <> 'done'`, p.TraceID, p.Kind, it.Key, p.Version, e.RecordedAt, p.LeaseSeconds); err != nil {
+				return true, err
+			}
+		}
+		return true, nil
+	case events.TraceAssessmentRecorded:
+		var p events.TraceAssessmentRecordedV1
+		if err := e.Decode(&p); err != nil {
+			return true, err
+		}
+		var result any = p.Tasks
+		if p.Kind == events.AssessmentSections {
+			result = p.Section
+		}
+		b, err := json.Marshal(result)
+		if err != nil {
+			return true, err
+		}
+		return true, upsertAssessment(ctx, tx, p.TraceID, p.Kind, p.Key, p.Version, "done", b, nil, p.Model, e.RecordedAt)
+	case events.TraceAssessmentFailed:
+		var p events.TraceAssessmentFailedV1
+		if err := e.Decode(&p); err != nil {
+			return true, err
+		}
+		return true, upsertAssessment(ctx, tx, p.TraceID, p.Kind, p.Key, p.Version, "failed", nil, &p.Error, p.Model, e.RecordedAt)
+	}
+	return false, nil
+}
+
+func upsertAssessment(ctx context.Context, tx pgx.Tx, traceID, kind, key, version, state string, result []byte, msg *string, model string, at time.Time) error {
+	_, err := tx.Exec(ctx, `INSERT INTO rm_assessments (trace_id, kind, key, version, state, result, error, model, updated_at)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE EXISTS (SELECT 1 FROM rm_traces WHERE id = $1)
+		ON CONFLICT (trace_id, kind, key) DO UPDATE SET version = EXCLUDED.version, state = EXCLUDED.state, result = EXCLUDED.result,
+			error = EXCLUDED.error, model = EXCLUDED.model, updated_at = EXCLUDED.updated_at`,
+		traceID, kind, key, version, state, result, msg, model, at)
+	return err
+}
+
+// Assessment is one cached assessment: State is "pending", "done" or
+// "failed"; Leased is true while a pending or failed key's lease runs (by
+// the database's clock), so nobody asks for it again until it expires.
+type Assessment struct {
+	State  string
+	Result json.RawMessage
+	Error  string
+	Leased bool
+}
+
+// FailedRetryAfterSeconds is how long a failed assessment answers
+// "unavailable" before the next request asks a model again.
+const FailedRetryAfterSeconds = 60
+
+// Assessments returns the cached assessments of a trace's keys.
+func (q *Queries) Assessments(ctx context.Context, traceID, kind string, keys []string) (map[string]Assessment, error) {
+	rows, err := q.pool.Query(ctx, `SELECT key, state, result, coalesce(error, ''),
+			CASE WHEN state = 'pending' THEN requested_at + make_interval(secs => lease_seconds)
+				ELSE updated_at + make_interval(secs => $4) END > now()
+		FROM rm_assessments WHERE trace_id = $1 AND kind = $2 AND key = ANY($3)`, traceID, kind, keys, FailedRetryAfterSeconds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]Assessment{}
+	for rows.Next() {
+		var k string
+		var a Assessment
+		var res []byte
+		if err := rows.Scan(&k, &a.State, &res, &a.Error, &a.Leased); err != nil {
+			return nil, err
+		}
+		a.Result = res
+		out[k] = a
+	}
+	return out, rows.Err()
+}
