@@ -31,6 +31,10 @@ type State struct {
 	Title        string
 	TitleDerived bool
 	Generated    bool
+	// Contribute is the trace's consent to train the shared evaluator
+	// (trace.contribution_set); false until someone opts it in, and reset
+	// when the trace is deleted.
+	Contribute bool
 }
 
 // Annotation is an annotation as the trace aggregate tracks it.
@@ -75,6 +79,11 @@ func (s *State) Apply(e events.Envelope) {
 		s.Steps = nil
 		s.OTelSpans = nil
 		s.Annotations = nil
+		s.Contribute = false
+	case events.TraceContributionSet:
+		var p events.TraceContributionSetV1
+		_ = e.Decode(&p)
+		s.Contribute = p.Contribute
 	case events.AnnotationAdded:
 		var p events.AnnotationAddedV1
 		_ = e.Decode(&p)

@@ -75,6 +75,7 @@ func (a *API) Register(mux Mux) {
 	route("GET /traces", a.listTraces)
 	route("GET /traces/{trace_id}", a.getTrace)
 	route("DELETE /traces/{trace_id}", a.deleteTrace)
+	route("PUT /traces/{trace_id}/contribution", a.setContribution)
 	route("PUT /trace-sources", a.renameSource)
 	route("POST /traces/{trace_id}/annotations", a.addAnnotation)
 	route("PATCH /annotations/{annotation_id}", a.editAnnotation)

@@ -270,6 +270,13 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 				return err
 			}
 		}
+	case events.TraceContributionSet:
+		var p events.TraceContributionSetV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE rm_traces SET contribute = $2 WHERE id = $1`, p.TraceID, p.Contribute)
+		return err
 	case events.TraceSourceRenamed:
 		var p events.TraceSourceRenamedV1
 		if err := e.Decode(&p); err != nil {

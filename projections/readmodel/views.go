@@ -35,6 +35,9 @@ type TraceSummary struct {
 	LabelErrorCount int          `json:"label_error_count"`
 	CreatedAt       time.Time    `json:"created_at"`
 	LatestScore     *LatestScore `json:"latest_score"`
+	// Contribute is the trace's consent to train the shared evaluator
+	// (PUT /traces/{id}/contribution); false unless opted in.
+	Contribute bool `json:"contribute"`
 }
 
 // Step is a step of GET /traces/{id}.
