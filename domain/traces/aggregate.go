@@ -35,6 +35,9 @@ type State struct {
 	// (trace.contribution_set); false until someone opts it in, and reset
 	// when the trace is deleted.
 	Contribute bool
+	// Compared holds "<finding id>/<reviewer id>" of every reviewed
+	// comparison, so one reviewer answers each comparison once.
+	Compared map[string]bool
 }
 
 // Annotation is an annotation as the trace aggregate tracks it.
@@ -80,6 +83,14 @@ func (s *State) Apply(e events.Envelope) {
 		s.OTelSpans = nil
 		s.Annotations = nil
 		s.Contribute = false
+		s.Compared = nil
+	case events.ComparisonReviewed:
+		var p events.ComparisonReviewedV1
+		_ = e.Decode(&p)
+		if s.Compared == nil {
+			s.Compared = map[string]bool{}
+		}
+		s.Compared[p.FindingID+"/"+p.ReviewerID] = true
 	case events.TraceContributionSet:
 		var p events.TraceContributionSetV1
 		_ = e.Decode(&p)

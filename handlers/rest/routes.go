@@ -76,6 +76,8 @@ func (a *API) Register(mux Mux) {
 	route("GET /traces/{trace_id}", a.getTrace)
 	route("DELETE /traces/{trace_id}", a.deleteTrace)
 	route("PUT /traces/{trace_id}/contribution", a.setContribution)
+	route("GET /comparisons/queue", a.comparisonQueue)
+	route("POST /comparisons", a.reviewComparison)
 	route("PUT /trace-sources", a.renameSource)
 	route("POST /traces/{trace_id}/annotations", a.addAnnotation)
 	route("PATCH /annotations/{annotation_id}", a.editAnnotation)
