@@ -38,6 +38,9 @@ type State struct {
 	// Compared holds "<finding id>/<reviewer id>" of every reviewed
 	// comparison, so one reviewer answers each comparison once.
 	Compared map[string]bool
+	// Comparisons are the reviewed comparisons of the trace, oldest first
+	// (a replaced revision's are kept in the log; readers match step ids).
+	Comparisons []events.ComparisonReviewedV1
 }
 
 // Annotation is an annotation as the trace aggregate tracks it.
@@ -84,6 +87,7 @@ func (s *State) Apply(e events.Envelope) {
 		s.Annotations = nil
 		s.Contribute = false
 		s.Compared = nil
+		s.Comparisons = nil
 	case events.ComparisonReviewed:
 		var p events.ComparisonReviewedV1
 		_ = e.Decode(&p)
@@ -91,6 +95,7 @@ func (s *State) Apply(e events.Envelope) {
 			s.Compared = map[string]bool{}
 		}
 		s.Compared[p.FindingID+"/"+p.ReviewerID] = true
+		s.Comparisons = append(s.Comparisons, p)
 	case events.TraceContributionSet:
 		var p events.TraceContributionSetV1
 		_ = e.Decode(&p)
