@@ -21,6 +21,10 @@ type State struct {
 	Revision   int
 	ExternalID string
 	SourceID   string // explicit source id, preserved across upserts
+	// SourceFormat and Metadata are the current revision's (the shared
+	// evaluator slices by agent and metadata.domain).
+	SourceFormat string
+	Metadata     map[string]any
 	Steps      []events.StepRecord
 	// OTelSpans holds the raw spans the live receiver stored, by span id.
 	OTelSpans map[string]json.RawMessage
@@ -65,12 +69,14 @@ func (s *State) Apply(e events.Envelope) {
 		_ = e.Decode(&p)
 		s.ID, s.Exists, s.Revision, s.ExternalID, s.Steps = p.TraceID, true, p.Revision, p.ExternalID, p.Steps
 		s.SourceID = p.SourceID
+		s.SourceFormat, s.Metadata = p.SourceFormat, p.Metadata
 		s.Title, s.TitleDerived, s.Generated = p.Title, p.TitleDerived, false
 	case events.TraceRevised:
 		var p events.TraceRevisedV1
 		_ = e.Decode(&p)
 		s.Revision = p.Revision
 		s.SourceID = p.SourceID
+		s.SourceFormat, s.Metadata = p.SourceFormat, p.Metadata
 		if p.Title != s.Title || p.TitleDerived {
 			s.Generated = false
 		}
