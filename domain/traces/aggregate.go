@@ -25,7 +25,7 @@ type State struct {
 	// evaluator slices by agent and metadata.domain).
 	SourceFormat string
 	Metadata     map[string]any
-	Steps      []events.StepRecord
+	Steps        []events.StepRecord
 	// OTelSpans holds the raw spans the live receiver stored, by span id.
 	OTelSpans map[string]json.RawMessage
 	// Annotations are the trace's live annotations, by id.
