@@ -12,6 +12,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/comparisons"
+	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/traces"
 )
 
@@ -40,19 +41,9 @@ const (
 
 // Item is one comparison the evaluator may learn from or be tested on: a
 // decided reviewed comparison of a contributing trace, with its trace group
-// and slices. Chosen and Rejected are rendered as step targets are.
-type Item struct {
-	ID        string `json:"id"` // the comparison id
-	OwnerID   string `json:"owner_id"`
-	TraceID   string `json:"trace_id"`
-	Revision  int    `json:"trace_revision"`
-	Group     string `json:"group"`
-	FindingID string `json:"finding_id,omitempty"`
-	Chosen    string `json:"chosen"`
-	Rejected  string `json:"rejected"`
-	// Slices maps a dimension (tool, domain, agent) to this item's value.
-	Slices map[string]string `json:"slices"`
-}
+// and slices. Chosen and Rejected are rendered as step targets are. It is
+// the event's item type, so a frozen benchmark is stored exactly as built.
+type Item = events.EvaluatorItem
 
 // Group is a trace's group: metadata.group when the importer set one (so a
 // multi-trace session stays on one side of the split), else the trace; it is
@@ -117,6 +108,19 @@ type Benchmark struct {
 	Version int    `json:"version"`
 	AsOfSeq int64  `json:"as_of_seq"`
 	Items   []Item `json:"items"`
+}
+
+// SliceCounts counts a benchmark's items per dimension and value.
+func SliceCounts(items []Item) map[string]map[string]int {
+	out := map[string]map[string]int{SliceTool: {}, SliceDomain: {}, SliceAgent: {}}
+	for _, it := range items {
+		for dim, v := range it.Slices {
+			if v != "" {
+				out[dim][v]++
+			}
+		}
+	}
+	return out
 }
 
 // Freeze builds the next benchmark version from the contributing traces as
