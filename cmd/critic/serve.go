@@ -72,6 +72,10 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker token: %w", err)
 	}
+	evalPolicy, err := loadEvaluatorPolicy()
+	if err != nil {
+		return nil, err
+	}
 	tel, err := telemetry.New(parent, telemetry.Options{Service: "critic-api", Metrics: cfg.Metrics}, in.log)
 	if err != nil {
 		return nil, err
@@ -91,7 +95,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		HTTP:           cfg.HTTP,
 		CommandOptions: cfg.LLM.commandOptions(),
 	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
-		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).Register(mux)
+		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).WithEvaluatorPolicy(evalPolicy).Register(mux)
 		wapi := workerapi.New(a.Cmds, token, cfg.WorkerLease)
 		if tel.Metrics != nil {
 			wapi.WithObserver(tel.Metrics)

@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/comparisons"
+	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/feedback"
 	"github.com/criticml/critic/handlers/apiserver"
@@ -37,10 +39,10 @@ type queueReply struct {
 // classifier and review found (an alternative action) through the same
 // commands the worker service calls. It returns the trace and model ids and
 // the finding.
-func withFindings(t *testing.T, e *opsEnv) (traceID, modelID string, f events.Finding) {
+func withFindings(t *testing.T, e *opsEnv, ext string) (traceID, modelID string, f events.Finding) {
 	t.Helper()
 	ctx := context.Background()
-	r := e.do(t, "POST", "/api/v1/rm/traces/import", map[string]any{"format": "stash", "data": `{"id":"sort-1","steps":[{"role":"user","content":"Sort 3,1,2"},{"role":"assistant","content":"3,2,1"},{"role":"user","content":"No, that's the wrong order."}]}`})
+	r := e.do(t, "POST", "/api/v1/rm/traces/import", map[string]any{"format": "stash", "data": `{"id":"` + ext + `","steps":[{"role":"user","content":"Sort 3,1,2"},{"role":"assistant","content":"3,2,1"},{"role":"user","content":"No, that's the wrong order."}]}`})
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	var imp struct {
 		TraceIDs []string `json:"trace_ids"`
@@ -109,7 +111,7 @@ func TestReviewedComparisons(t *testing.T) {
 		c.CommandOptions = []commands.Option{commands.WithFeedbackModel("openai/test", "")}
 	})
 	ctx := context.Background()
-	traceID, modelID, f := withFindings(t, e)
+	traceID, modelID, f := withFindings(t, e, "sort-1")
 
 	r := e.do(t, "GET", "/api/v1/rm/comparisons/queue", nil)
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
@@ -204,4 +206,80 @@ func TestReviewedComparisons(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, r.status)
 	require.NoError(t, e.pool.QueryRow(ctx, `SELECT count(*) FROM rm_comparisons`).Scan(&rows))
 	require.Equal(t, 0, rows)
+}
+
+// reviewAlternative answers a queued comparison for the alternative.
+func (e *opsEnv) reviewAlternative(t *testing.T, modelID, findingID string) {
+	t.Helper()
+	left, _ := comparisons.Sides(e.userID, findingID, "", "")
+	choice := "left"
+	if left.Kind == "original" {
+		choice = "right"
+	}
+	r := e.do(t, "POST", "/api/v1/rm/comparisons", map[string]any{"model_id": modelID, "finding_id": findingID, "left": left.Kind, "choice": choice})
+	require.Equal(t, http.StatusCreated, r.status, string(r.body))
+}
+
+// TestEvaluatorStatus: before a release GET /evaluator says traces wait for
+// the first one and shows the policy; a benchmark frozen from an opted-in
+// trace's reviewed comparison appears with its figures; the candidate
+// commands are absent and say so.
+func TestEvaluatorStatus(t *testing.T) {
+	e := startOps(t, func(c *apiserver.Config) {
+		c.CommandOptions = []commands.Option{commands.WithFeedbackModel("openai/test", "")}
+	})
+	ctx := context.Background()
+	r := e.do(t, "GET", "/api/v1/rm/evaluator", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var st struct {
+		Status     string          `json:"status"`
+		Message    string          `json:"message"`
+		Release    json.RawMessage `json:"release"`
+		Benchmarks []struct {
+			Version     int                       `json:"version"`
+			Items       int                       `json:"items"`
+			SliceCounts map[string]map[string]int `json:"slice_counts"`
+		} `json:"benchmarks"`
+		Policy struct {
+			MinSlice int `json:"min_slice"`
+		} `json:"policy"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &st))
+	require.Equal(t, "waiting_for_first_release", st.Status)
+	require.Contains(t, st.Message, "wait for the first release")
+	require.JSONEq(t, "null", string(st.Release))
+	require.Empty(t, st.Benchmarks)
+	require.Equal(t, evaluator.DefaultMinSlice, st.Policy.MinSlice)
+
+	_, err := e.srv.Cmds.FreezeBenchmark(ctx, "op")
+	require.Error(t, err, "nothing reviewed yet")
+
+	// Reviewed comparisons on opted-in traces until one lies in a benchmark
+	// group (a fixed 30% of groups); a reviewed but opted-out trace never
+	// counts.
+	_, modelID, f := withFindings(t, e, "out")
+	e.reviewAlternative(t, modelID, f.ID)
+	inBench := 0
+	for i := 0; inBench == 0 && i < 40; i++ {
+		traceID, modelID, f := withFindings(t, e, fmt.Sprintf("in-%d", i))
+		e.reviewAlternative(t, modelID, f.ID)
+		r = e.do(t, "PUT", "/api/v1/rm/traces/"+traceID+"/contribution", map[string]any{"contribute": true})
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		if evaluator.InBenchmark(e.userID + "/" + traceID) {
+			inBench++
+		}
+	}
+	require.Equal(t, 1, inBench)
+	res, err := e.srv.Cmds.FreezeBenchmark(ctx, "op")
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Waiter.Wait(ctx, res.LastEventID))
+	require.Len(t, res.Benchmark.Items, 1)
+
+	r = e.do(t, "GET", "/api/v1/rm/evaluator", nil)
+	require.NoError(t, json.Unmarshal(r.body, &st))
+	require.Equal(t, "waiting_for_first_release", st.Status, "a benchmark is not a release")
+	require.Len(t, st.Benchmarks, 1)
+	require.Equal(t, 1, st.Benchmarks[0].Version)
+	require.Equal(t, 1, st.Benchmarks[0].Items)
+	require.Equal(t, map[string]int{"(response)": 1}, st.Benchmarks[0].SliceCounts["tool"])
 }

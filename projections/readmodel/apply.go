@@ -270,6 +270,18 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 				return err
 			}
 		}
+	case events.EvaluatorBenchmarkFrozen:
+		var p events.EvaluatorBenchmarkFrozenV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		counts, err := json.Marshal(p.SliceCounts)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO rm_evaluator_benchmarks (version, as_of_seq, items, slice_counts, frozen_at)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (version) DO NOTHING`, p.Version, p.AsOfSeq, len(p.Items), counts, e.RecordedAt)
+		return err
 	case events.ComparisonReviewed:
 		var p events.ComparisonReviewedV1
 		if err := e.Decode(&p); err != nil {

@@ -3,6 +3,7 @@ package readmodel
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/criticml/critic/domain/events"
 )
@@ -43,6 +44,38 @@ func (q *Queries) ComparisonCandidates(ctx context.Context, owner, reviewer stri
 			return nil, err
 		}
 		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// EvaluatorBenchmark is a frozen benchmark version as GET /evaluator shows it.
+type EvaluatorBenchmark struct {
+	Version     int                       `json:"version"`
+	AsOfSeq     int64                     `json:"as_of_seq"`
+	Items       int                       `json:"items"`
+	SliceCounts map[string]map[string]int `json:"slice_counts"`
+	FrozenAt    time.Time                 `json:"frozen_at"`
+}
+
+// EvaluatorBenchmarks lists the frozen benchmark versions, newest first.
+func (q *Queries) EvaluatorBenchmarks(ctx context.Context) ([]EvaluatorBenchmark, error) {
+	rows, err := q.pool.Query(ctx, `SELECT version, as_of_seq, items, slice_counts, frozen_at FROM rm_evaluator_benchmarks ORDER BY version DESC`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []EvaluatorBenchmark{}
+	for rows.Next() {
+		var b EvaluatorBenchmark
+		var raw []byte
+		if err := rows.Scan(&b.Version, &b.AsOfSeq, &b.Items, &raw, &b.FrozenAt); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, &b.SliceCounts); err != nil {
+			return nil, err
+		}
+		b.FrozenAt = b.FrozenAt.UTC()
+		out = append(out, b)
 	}
 	return out, rows.Err()
 }
