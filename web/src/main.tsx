@@ -9,6 +9,7 @@ import { Layout } from "./shell/Layout";
 import { TracesPage } from "./traces/TracesPage";
 import { TraceViewer } from "./viewer/TraceViewer";
 import { ReviewPage } from "./review/ReviewPage";
+import { ComparisonsPage } from "./comparisons/ComparisonsPage";
 import "./styles.css";
 
 // Before anything renders: a #key=… link signs in and leaves the address bar at once.
@@ -30,6 +31,7 @@ function Gate() {
         <Route path="traces" element={<TracesPage />} />
         <Route path="traces/:id" element={<TraceViewer />} />
         <Route path="review" element={<ReviewPage />} />
+        <Route path="comparisons" element={<ComparisonsPage />} />
         <Route path="*" element={<NotFoundPage />} />
       </Route>
     </Routes>

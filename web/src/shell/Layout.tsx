@@ -21,6 +21,7 @@ export function Layout() {
         <nav aria-label="Main">
           <NavLink to="/traces">Traces</NavLink>
           <NavLink to="/review">Review</NavLink>
+          <NavLink to="/comparisons">Compare</NavLink>
         </nav>
         <div className="sidebar-bottom">
           {me && (
