@@ -1,0 +1,34 @@
+// Driven by e2e/comparisons_web_test.go, which seeds two comparisons (the
+// feedback model's alternatives, recorded by a real worker). Skipped in the
+// main suite, which has none.
+import { test, expect, env, signIn, a11y, shot } from "./fixtures";
+
+test("comparisons: A / B pick a side, E is a tie with a comment, then nothing is left", async ({ page }) => {
+  test.skip(!process.env.CRITIC_E2E_COMPARE, "no comparisons seeded");
+  await signIn(page);
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Compare" }).click();
+  await expect(page.getByRole("heading", { level: 1, name: "Compare" })).toBeVisible();
+  await expect(page.locator(".progress")).toHaveText("2 to compare");
+  const card = page.getByRole("article", { name: "Comparison" });
+  // Which side is the original is never shown.
+  await expect(card).not.toContainText("original");
+  await a11y(page, "comparisons");
+  await shot(page, "comparisons");
+
+  // The numbers first: press the key of the side with the ascending sort.
+  await expect(card.getByRole("heading", { level: 2 })).toHaveText("Sorting numbers");
+  const a = await card.getByRole("region", { name: "Action A" }).textContent();
+  await page.keyboard.press(a!.includes("Sorted ascending") ? "a" : "b");
+  await expect(page.locator(".progress")).toHaveText("1 to compare");
+
+  // The letters: a comment (C focuses it; typing there is not a shortcut), then E.
+  await expect(card.getByRole("heading", { level: 2 })).toHaveText("Sorting letters");
+  await page.keyboard.press("c");
+  await expect(page.getByLabel("Comment (optional)")).toBeFocused();
+  await page.keyboard.type("both fine");
+  await expect(page.locator(".progress")).toHaveText("1 to compare");
+  await page.getByLabel("Comment (optional)").blur();
+  await page.keyboard.press("e");
+  await expect(page.getByText(/^Nothing to compare/)).toBeVisible();
+  await a11y(page, "comparisons-empty");
+});
