@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/platform/llm/llmtest"
 	"github.com/criticml/critic/platform/pg/pgtest"
 )
@@ -95,4 +96,72 @@ func TestComparisonPage(t *testing.T) {
 	require.Equal(t, "both fine", second["comment"])
 	q = in.do("GET", "/api/v1/rm/comparisons/queue", key, nil)
 	require.JSONEq(t, `{"items":[]}`, string(q.Body))
+
+	// Opt both traces in; the operator freezes a benchmark from them. Which
+	// traces are benchmark traces is a fixed hash of their group, so the
+	// expected outcome follows from the ids.
+	me := in.do("GET", "/api/v1/rm/me", key, nil).JSON(t)
+	inBench := 0
+	for _, id := range ids {
+		r := in.do("PUT", "/api/v1/rm/traces/"+id+"/contribution", key, map[string]any{"contribute": true})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+		if evaluator.InBenchmark(me["user_id"].(string) + "/" + id) {
+			inBench++
+		}
+	}
+	out, err := in.cli("evaluator", "benchmark", "freeze")
+	if inBench == 0 {
+		require.Error(t, err, out)
+		require.Contains(t, out, "no reviewed comparison of a contributing trace")
+	} else {
+		require.NoError(t, err, out)
+		require.Contains(t, out, fmt.Sprintf("benchmark version 1 frozen at log seq"))
+		require.Contains(t, out, fmt.Sprintf(": %d items", inBench-countTies(got, me["user_id"].(string))))
+		out, err = in.cli("evaluator", "benchmark", "verify")
+		require.NoError(t, err, out)
+		require.Contains(t, out, "1 benchmark version(s) rebuild from the log exactly as frozen")
+	}
+	out, err = in.cli("evaluator", "train")
+	require.Error(t, err)
+	require.Contains(t, out, "training shared evaluator candidates is not available in this version")
+
+	// The read model rebuilt from the log is the live one, comparisons,
+	// consent and benchmarks included.
+	before, beforeEval := dumpReadModel(t, in), dumpEvaluatorTables(t, in)
+	require.Len(t, beforeEval[0], 2, "two comparisons")
+	out, err = in.cli("replay", "readmodel")
+	require.NoError(t, err, out)
+	require.Equal(t, before, dumpReadModel(t, in))
+	require.Equal(t, beforeEval, dumpEvaluatorTables(t, in))
+}
+
+// dumpEvaluatorTables renders rm_comparisons and rm_evaluator_benchmarks.
+func dumpEvaluatorTables(t *testing.T, in *instance) [][]string {
+	var out [][]string
+	for _, q := range []string{"SELECT row_to_json(x)::text FROM (SELECT * FROM rm_comparisons ORDER BY id) x",
+		"SELECT row_to_json(x)::text FROM (SELECT * FROM rm_evaluator_benchmarks ORDER BY version) x"} {
+		rows, err := in.pool.Query(context.Background(), q)
+		require.NoError(t, err)
+		lines := []string{}
+		for rows.Next() {
+			var s string
+			require.NoError(t, rows.Scan(&s))
+			lines = append(lines, s)
+		}
+		rows.Close()
+		out = append(out, lines)
+	}
+	return out
+}
+
+// countTies counts the reviewed ties among benchmark-group traces: a tie is
+// recorded but is no benchmark item.
+func countTies(reviewed []map[string]any, owner string) int {
+	n := 0
+	for _, p := range reviewed {
+		if p["choice"] == "tie" && evaluator.InBenchmark(owner+"/"+p["trace_id"].(string)) {
+			n++
+		}
+	}
+	return n
 }
