@@ -160,6 +160,12 @@ func TestTraceContribution(t *testing.T) {
 	r = e.do(t, "GET", "/api/v1/rm/traces/"+imp2.TraceIDs[0], nil)
 	require.Equal(t, http.StatusOK, r.status)
 	require.Contains(t, string(r.body), `"contribute":true`)
+	var detail struct {
+		Evaluator json.RawMessage `json:"evaluator"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &detail))
+	require.JSONEq(t, `{"status":"waiting_for_first_release","release":null,"action_scores":[]}`, string(detail.Evaluator),
+		"before a release the trace says it waits for one, apart from personal models' scores")
 	r = e.do(t, "DELETE", "/api/v1/rm/traces/"+imp2.TraceIDs[0], nil)
 	require.Equal(t, http.StatusNoContent, r.status, string(r.body))
 	r = e.importTraces(t, "c-2")

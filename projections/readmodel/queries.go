@@ -137,7 +137,7 @@ func (q *Queries) GetTrace(ctx context.Context, owner, id string) (*TraceDetail,
 		return nil, domain.NotFound("trace", id)
 	}
 	d := &TraceDetail{Steps: []Step{}, Spans: []Span{}, Annotations: []Annotation{},
-		Scores: []TraceScore{}, ActionScores: []ActionScore{}, ScoringRuns: []ScoringRun{}}
+		Scores: []TraceScore{}, ActionScores: []ActionScore{}, ScoringRuns: []ScoringRun{}, Evaluator: WaitingForEvaluator()}
 	var meta []byte
 	err := scanSummary(q.pool.QueryRow(ctx, `SELECT `+summaryCols+`, t.metadata`+summaryFrom+` WHERE t.id = $1 AND t.owner_id = $2`, id, owner), &d.TraceSummary, &meta)
 	if errors.Is(err, pgx.ErrNoRows) {
