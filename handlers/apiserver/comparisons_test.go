@@ -236,9 +236,12 @@ func TestEvaluatorStatus(t *testing.T) {
 		Message    string          `json:"message"`
 		Release    json.RawMessage `json:"release"`
 		Benchmarks []struct {
-			Version     int                       `json:"version"`
-			Items       int                       `json:"items"`
-			SliceCounts map[string]map[string]int `json:"slice_counts"`
+			Version int `json:"version"`
+			Items   int `json:"items"`
+			Slices  map[string]struct {
+				Slices    int `json:"slices"`
+				Populated int `json:"populated"`
+			} `json:"slices"`
 		} `json:"benchmarks"`
 		Policy struct {
 			MinSlice int `json:"min_slice"`
@@ -281,5 +284,7 @@ func TestEvaluatorStatus(t *testing.T) {
 	require.Len(t, st.Benchmarks, 1)
 	require.Equal(t, 1, st.Benchmarks[0].Version)
 	require.Equal(t, 1, st.Benchmarks[0].Items)
-	require.Equal(t, map[string]int{"(response)": 1}, st.Benchmarks[0].SliceCounts["tool"])
+	require.Equal(t, 1, st.Benchmarks[0].Slices["tool"].Slices, "one tool slice: text responses")
+	require.Equal(t, 0, st.Benchmarks[0].Slices["tool"].Populated, "1 item is below CRITIC_EVALUATOR_MIN_SLICE")
+	require.NotContains(t, string(r.body), "(response)", "slice values come from every account and are not shown")
 }

@@ -48,13 +48,15 @@ func (q *Queries) ComparisonCandidates(ctx context.Context, owner, reviewer stri
 	return out, rows.Err()
 }
 
-// EvaluatorBenchmark is a frozen benchmark version as GET /evaluator shows it.
+// EvaluatorBenchmark is a frozen benchmark version's figures. SliceCounts
+// names other accounts' tools, domains and agents: only operators see them
+// (the CLI); the API shows how many slices there are.
 type EvaluatorBenchmark struct {
-	Version     int                       `json:"version"`
-	AsOfSeq     int64                     `json:"as_of_seq"`
-	Items       int                       `json:"items"`
-	SliceCounts map[string]map[string]int `json:"slice_counts"`
-	FrozenAt    time.Time                 `json:"frozen_at"`
+	Version     int
+	AsOfSeq     int64
+	Items       int
+	SliceCounts map[string]map[string]int
+	FrozenAt    time.Time
 }
 
 // EvaluatorBenchmarks lists the frozen benchmark versions, newest first.
