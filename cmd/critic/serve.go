@@ -106,7 +106,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		}
 		rest.NewQueryAPI(a.Snapshots, a.Auth, cfg.MaxBody).Register(mux)
 		otlp.NewReceiver(a.Cmds, a.Waiter, a.Auth, cfg.MaxBody).Register(mux)
-		registerConnect(mux, a, cfg.MaxBody, in.blobs)
+		registerConnect(mux, a, cfg.MaxBody, in.blobs, evalPolicy)
 		connectapi.RegisterHealthAndReflection(mux, a.Ready)
 		// The browser app, at / (everything more specific above wins).
 		mux.Handle(web.Pattern, web.Handler())

@@ -19,6 +19,7 @@ var Services = []string{
 	criticv1connect.AnnotationServiceName,
 	criticv1connect.RewardModelServiceName,
 	criticv1connect.QueryServiceName,
+	criticv1connect.EvaluatorServiceName,
 }
 
 // RegisterHealthAndReflection mounts grpc.health.v1 (so gRPC load balancers
