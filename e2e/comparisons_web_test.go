@@ -97,9 +97,22 @@ func TestComparisonPage(t *testing.T) {
 	q = in.do("GET", "/api/v1/rm/comparisons/queue", key, nil)
 	require.JSONEq(t, `{"items":[]}`, string(q.Body))
 
+	// A personal model trained after the verdicts learns from the decided
+	// comparison (the tie makes no pair), and the audit shows who decided it.
+	r = in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "after-review", "trace_ids": ids, "base_model": filepath.Join(t.TempDir(), "no-base"),
+		"training_config": map[string]any{"annotation_source": "feedback", "input_version": 1}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	after := r.JSON(t)["id"].(string)
+	in.waitModel(t, key, after, "succeeded", "failed")
+	out, err := in.cli("audit", "model", after)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "from reviewed_comparison")
+	require.Contains(t, out, "by reviewer "+in.do("GET", "/api/v1/rm/me", key, nil).JSON(t)["user_id"].(string))
+	require.Contains(t, out, "OK: the stored dataset equals the one rebuilt from the log")
+
 	// Opt both traces in; the operator freezes a benchmark from them. Which
-	// traces are benchmark traces is a fixed hash of their group, so the
-	// expected outcome follows from the ids.
+	// traces are benchmark traces is a fixed hash of their group, and a tie
+	// is no item, so the expected outcome follows from the ids.
 	me := in.do("GET", "/api/v1/rm/me", key, nil).JSON(t)
 	inBench := 0
 	for _, id := range ids {
@@ -109,14 +122,15 @@ func TestComparisonPage(t *testing.T) {
 			inBench++
 		}
 	}
-	out, err := in.cli("evaluator", "benchmark", "freeze")
-	if inBench == 0 {
+	out, err = in.cli("evaluator", "benchmark", "freeze")
+	items := inBench - countTies(got, me["user_id"].(string))
+	if items == 0 {
 		require.Error(t, err, out)
 		require.Contains(t, out, "no reviewed comparison of a contributing trace")
 	} else {
 		require.NoError(t, err, out)
-		require.Contains(t, out, fmt.Sprintf("benchmark version 1 frozen at log seq"))
-		require.Contains(t, out, fmt.Sprintf(": %d items", inBench-countTies(got, me["user_id"].(string))))
+		require.Contains(t, out, "benchmark version 1 frozen at log seq")
+		require.Contains(t, out, fmt.Sprintf(": %d items", items))
 		out, err = in.cli("evaluator", "benchmark", "verify")
 		require.NoError(t, err, out)
 		require.Contains(t, out, "1 benchmark version(s) rebuild from the log exactly as frozen")
