@@ -112,13 +112,22 @@ func TestEvaluatorBootstrapOnATinyBase(t *testing.T) {
 	require.NoError(t, err)
 	ds, err := cmds.CandidateDatasetAsOf(ctx, head)
 	require.NoError(t, err)
-	require.Len(t, ds, 30-len(bench), "one pair per contributing training-side trace")
+	require.Len(t, ds, 2*(30-len(bench)), "a reviewed comparison and a user correction per contributing training-side trace")
+	sources := map[string]int{}
 	for _, p := range ds {
 		require.False(t, isBob[p.TraceID], "an opted-out trace's data is absent from the dataset")
 		require.False(t, bench[p.TraceID], "benchmark traces never train")
-		require.Equal(t, evaluator.PairReviewedComparison, p.Source, "human supervision only, never evaluator predictions")
-		require.NotEmpty(t, p.ComparisonID)
+		sources[p.Source]++
+		switch p.Source {
+		case evaluator.PairReviewedComparison:
+			require.NotEmpty(t, p.ComparisonID)
+		case evaluator.PairCorrection:
+			require.NotEmpty(t, p.FindingID)
+		default:
+			t.Fatalf("a pair from %q: human supervision only, never evaluator predictions", p.Source)
+		}
 	}
+	require.Equal(t, 30-len(bench), sources[evaluator.PairCorrection])
 
 	// Bob opts one trace back in: the next version may include it, the
 	// first never changes.

@@ -125,5 +125,27 @@ func (c *Commands) CandidateDatasetAsOf(ctx context.Context, asOf int64) ([]eval
 	if err != nil {
 		return nil, err
 	}
-	return evaluator.CandidateDataset(states), nil
+	// Corrections: every finding recorded, by any reward model, as of asOf.
+	streams, err := c.store.StreamsWithType(ctx, events.RewardModelFindingRecorded, asOf)
+	if err != nil {
+		return nil, err
+	}
+	loaded, err := c.store.LoadStreamsAsOf(ctx, streams, asOf)
+	if err != nil {
+		return nil, err
+	}
+	corr := evaluator.Corrections{}
+	for _, stream := range streams {
+		for _, e := range loaded[stream] {
+			if e.Type != events.RewardModelFindingRecorded {
+				continue
+			}
+			var p events.RewardModelFindingRecordedV1
+			if err := e.Decode(&p); err != nil {
+				return nil, err
+			}
+			corr[p.TraceID] = append(corr[p.TraceID], p)
+		}
+	}
+	return evaluator.CandidateDataset(states, corr), nil
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/comparisons"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/feedback"
+	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/domain/traces"
 )
 
@@ -158,13 +160,22 @@ type TrainingPair struct {
 const (
 	PairReviewedComparison = "reviewed_comparison"
 	PairExplicitRating     = "explicit"
+	// PairCorrection: a later user correction of the agent, as feedback
+	// extraction recorded it (a user_feedback finding with a verbatim quote
+	// and an independently reviewed alternative).
+	PairCorrection = "correction"
 )
 
+// Corrections are recorded findings by trace id (finding_recorded events of
+// any reward model), for CandidateDataset.
+type Corrections map[string][]events.RewardModelFindingRecordedV1
+
 // CandidateDataset is what a candidate trains on: the contributed
-// supervision of training-side groups only — reviewed comparisons and
-// explicit step ratings of traces that contribute now — in a fixed order.
-// A trace that opted out contributes nothing, whatever it did before.
-func CandidateDataset(states []traces.State) []TrainingPair {
+// supervision of training-side groups only — reviewed comparisons, explicit
+// step ratings and user corrections of traces that contribute now — in a
+// fixed order. A trace that opted out contributes nothing, whatever it did
+// before; AI judgments and evaluator predictions never appear.
+func CandidateDataset(states []traces.State, corrections Corrections) []TrainingPair {
 	out := []TrainingPair{}
 	for _, s := range states {
 		if !s.Exists || !s.Contribute || InBenchmark(Group(s.OwnerID, s)) {
@@ -194,6 +205,37 @@ func CandidateDataset(states []traces.State) []TrainingPair {
 			out = append(out, TrainingPair{Chosen: p.Chosen, Rejected: p.Rejected, TraceID: s.ID, OwnerID: s.OwnerID, Revision: s.Revision,
 				Source: PairExplicitRating, AnnotationIDs: p.AnnotationIDs})
 		}
+		out = append(out, correctionPairs(s, corrections[s.ID])...)
+	}
+	return out
+}
+
+// correctionPairs are a trace's user corrections that still describe its
+// current revision's actions, once per finding id (a finding reused by a
+// later attempt or model is one correction), in recording order.
+func correctionPairs(s traces.State, recs []events.RewardModelFindingRecordedV1) []TrainingPair {
+	if len(recs) == 0 {
+		return nil
+	}
+	targets := map[string]feedback.Target{}
+	for _, t := range feedback.Targets(rewardmodels.FeedbackTrace(s)) {
+		targets[t.StepID] = t
+	}
+	seen := map[string]bool{}
+	var out []TrainingPair
+	for _, r := range recs {
+		f := r.Finding
+		if seen[f.ID] || r.TraceRevision != s.Revision || f.Source != events.FindingUserFeedback || f.Outcome != events.OutcomePair || f.AlternativeAction == nil {
+			continue
+		}
+		t, ok := targets[f.StepID]
+		if !ok || t.Action != f.OriginalAction {
+			continue
+		}
+		seen[f.ID] = true
+		chosen, rejected := feedback.Pair(t, f)
+		out = append(out, TrainingPair{Chosen: chosen, Rejected: rejected, TraceID: s.ID, OwnerID: s.OwnerID, Revision: s.Revision,
+			Source: PairCorrection, FindingID: f.ID})
 	}
 	return out
 }

@@ -84,7 +84,7 @@ func TestFreezeAndDatasetRespectConsentAndTheSplit(t *testing.T) {
 	// About BenchmarkPercent of the 200 contributing groups.
 	require.InDelta(t, 60, len(benchGroups), 25)
 
-	ds := evaluator.CandidateDataset(states)
+	ds := evaluator.CandidateDataset(states, nil)
 	require.NotEmpty(t, ds)
 	sources := map[string]int{}
 	for _, p := range ds {
