@@ -96,6 +96,9 @@ func TestComparisonPage(t *testing.T) {
 	require.Equal(t, "both fine", second["comment"])
 	q = in.do("GET", "/api/v1/rm/comparisons/queue", key, nil)
 	require.JSONEq(t, `{"items":[]}`, string(q.Body))
+	// The reviewer opted the numbers trace in from the page, only that one.
+	require.Equal(t, true, in.do("GET", "/api/v1/rm/traces/"+ids[0], key, nil).JSON(t)["contribute"])
+	require.Equal(t, false, in.do("GET", "/api/v1/rm/traces/"+ids[1], key, nil).JSON(t)["contribute"])
 
 	// A personal model trained after the verdicts learns from the decided
 	// comparison (the tie makes no pair), and the audit shows who decided it.

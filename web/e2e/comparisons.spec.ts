@@ -22,6 +22,12 @@ test("comparisons: A / B pick a side, E is a tie with a comment, then nothing is
     await expect(page.locator(".progress")).toHaveText(left);
     const title = await card.getByRole("heading", { level: 2 }).textContent();
     if (title === "Sorting numbers") {
+      // Opt this trace in from here; the server's notice says what it covers.
+      const consent = page.getByRole("checkbox", { name: "Contribute this trace to the shared evaluator" });
+      await expect(consent).not.toBeChecked();
+      await consent.check();
+      await expect(page.getByRole("status")).toContainText("corrections, step ratings and reviewed comparisons");
+      await expect(consent).toBeChecked();
       const a = await card.getByRole("region", { name: "Action A" }).textContent();
       await page.keyboard.press(a!.includes("Sorted ascending") ? "a" : "b");
     } else {

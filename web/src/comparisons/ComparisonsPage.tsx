@@ -115,7 +115,9 @@ function ComparisonCard({
   };
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      if (help || e.ctrlKey || e.metaKey || e.altKey || typingIn(e)) return;
+      // A focused checkbox (the consent toggle) takes no text: keys still answer.
+      const box = e.target instanceof HTMLInputElement && e.target.type === "checkbox";
+      if (help || e.ctrlKey || e.metaKey || e.altKey || (typingIn(e) && !box)) return;
       const k = e.key.toLowerCase();
       if (k === "a") answer("left");
       else if (k === "b") answer("right");
@@ -161,6 +163,7 @@ function ComparisonCard({
           <pre className="raw">{item.right.action}</pre>
         </section>
       </div>
+      <Contribution traceId={item.trace_id} canWrite={canWrite} />
       <label className="field">
         <span>Comment (optional)</span>
         <textarea id="comparison-comment" rows={2} value={comment} onChange={(e) => setComment(e.target.value)} disabled={!canWrite} />
@@ -186,5 +189,51 @@ function ComparisonCard({
         <span className="muted small-text">A / B / E for tie · S skip · C comment · ? shortcuts</span>
       </footer>
     </article>
+  );
+}
+
+/**
+ * The trace's consent to train the shared evaluator, next to the verdict it
+ * governs: a comparison of a trace that does not contribute trains only the
+ * owner's personal models. Opting out shows the server's notice (released
+ * weights cannot unlearn).
+ */
+function Contribution({ traceId, canWrite }: { traceId: string; canWrite: boolean }) {
+  const qc = useQueryClient();
+  const trace = useQuery({ queryKey: ["trace", traceId], queryFn: () => api<Schemas["TraceDetail"]>(`/traces/${traceId}`) });
+  // What the reviewer chose shows at once; a failed request puts it back.
+  const [chosen, setChosen] = useState<boolean | undefined>(undefined);
+  const set = useMutation({
+    mutationFn: (contribute: boolean) =>
+      api<Schemas["Contribution"]>(`/traces/${traceId}/contribution`, { method: "PUT", json: { contribute } }),
+    onSuccess: () => qc.invalidateQueries({ queryKey: ["trace", traceId] }),
+    onError: () => setChosen(undefined),
+  });
+  const on = chosen ?? trace.data?.contribute;
+  return (
+    <div className="comparison-consent">
+      <label>
+        <input
+          type="checkbox"
+          checked={!!on}
+          disabled={!canWrite || on === undefined}
+          onChange={(e) => {
+            setChosen(e.target.checked);
+            set.mutate(e.target.checked);
+          }}
+        />{" "}
+        Contribute this trace to the shared evaluator
+      </label>
+      {set.data && (
+        <p className="muted small-text" role="status">
+          {set.data.notice}
+        </p>
+      )}
+      {set.isError && (
+        <p role="alert" className="error">
+          {(set.error as Error).message}
+        </p>
+      )}
+    </div>
   );
 }
