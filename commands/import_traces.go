@@ -28,6 +28,10 @@ type ImportTraces struct {
 	Format   string
 	Data     []byte
 	SourceID string // optional; overrides recorded source ids for every trace
+	// Contribute, when set, is every imported trace's consent to train the
+	// shared evaluator (trace.contribution_set after its import event);
+	// nil leaves each trace's consent as it was (new traces: not opted in).
+	Contribute *bool
 }
 
 // ImportResult is the response of an import.
@@ -67,12 +71,14 @@ func (c *Commands) ImportTraces(ctx context.Context, actor Actor, in ImportTrace
 	r, err := retryOnConflict(func() (Result, error) {
 		var evs []events.New
 		var expected map[string]int64
-		ids, evs, expected, err = c.decideImports(ctx, actor, parsed, format, in.SourceID)
+		var consent []events.New
+		ids, evs, consent, expected, err = c.decideImports(ctx, actor, parsed, format, in.SourceID, in.Contribute)
+		// A consent change alone leaves the trace's content unchanged.
 		unchanged = countUnchanged(ids, evs)
 		if err != nil {
 			return Result{}, err
 		}
-		return c.append(ctx, actor, expected, evs)
+		return c.append(ctx, actor, expected, append(evs, consent...))
 	})
 	if err != nil {
 		return ImportResult{}, err
@@ -95,7 +101,7 @@ func countUnchanged(ids []string, evs []events.New) int {
 	return n
 }
 
-func (c *Commands) decideImports(ctx context.Context, actor Actor, parsed []domain.Trace, format, sourceID string) ([]string, []events.New, map[string]int64, error) {
+func (c *Commands) decideImports(ctx context.Context, actor Actor, parsed []domain.Trace, format, sourceID string, contribute *bool) ([]string, []events.New, []events.New, map[string]int64, error) {
 	ids := make([]string, len(parsed))
 	var keyed []string
 	for i, t := range parsed {
@@ -108,7 +114,7 @@ func (c *Commands) decideImports(ctx context.Context, actor Actor, parsed []doma
 	}
 	loaded, err := c.store.LoadStreams(ctx, keyed)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	occurrences := map[string]int{}
 	for _, id := range ids {
@@ -125,19 +131,19 @@ func (c *Commands) decideImports(ctx context.Context, actor Actor, parsed []doma
 		if st == nil {
 			folded, err := traces.Fold(ids[i], loaded[stream])
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, nil, nil, nil, err
 			}
 			st = &folded
 			if st.Version > 0 && st.OwnerID != actor.UserID {
 				// Cannot happen with owner-derived ids; refuse rather than cross owners.
-				return nil, nil, nil, domain.NotFound("trace", ids[i])
+				return nil, nil, nil, nil, domain.NotFound("trace", ids[i])
 			}
 			states[stream] = st
 			expected[stream] = st.Version
 		}
 		d, err := traces.DecideImport(*st, traces.ImportInput{TraceID: ids[i], Trace: t, Format: format, ExplicitSourceID: sourceID, NewID: newID})
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		if !seen[ids[i]] {
 			seen[ids[i]] = true
@@ -154,16 +160,49 @@ func (c *Commands) decideImports(ctx context.Context, actor Actor, parsed []doma
 			// A later line of the same payload touches this trace again: it
 			// must decide on the state these events produce.
 			if err := apply(st, actor.UserID, d.Type, d.Payload); err != nil {
-				return nil, nil, nil, err
+				return nil, nil, nil, nil, err
 			}
 			for _, rm := range d.Removals {
 				if err := apply(st, actor.UserID, events.AnnotationRemoved, rm); err != nil {
-					return nil, nil, nil, err
+					return nil, nil, nil, nil, err
 				}
 			}
 		}
 	}
-	return out, evs, expected, nil
+	// Consent follows the content events of the same transaction, once per
+	// trace; a deleted trace re-imported starts opted out (State resets it).
+	var consent []events.New
+	if contribute != nil {
+		for _, id := range out {
+			st := states[events.TraceStream(id)]
+			if ev, changed := traces.DecideContribution(*st, *contribute, events.ContributionViaImport); changed {
+				ev.TraceID = id
+				ev.Revision = revisionAfter(st, id, evs)
+				consent = append(consent, events.New{ID: newID(), Stream: events.TraceStream(id), OwnerID: actor.UserID,
+					Type: events.TraceContributionSet, Payload: ev})
+			}
+		}
+	}
+	return out, evs, consent, expected, nil
+}
+
+// revisionAfter is the revision a trace has once evs are applied: the last
+// import or revision event decided for it, else its stored revision.
+func revisionAfter(st *traces.State, id string, evs []events.New) int {
+	rev := st.Revision
+	for _, e := range evs {
+		switch p := e.Payload.(type) {
+		case events.TraceImportedV1:
+			if p.TraceID == id {
+				rev = p.Revision
+			}
+		case events.TraceRevisedV1:
+			if p.TraceID == id {
+				rev = p.Revision
+			}
+		}
+	}
+	return rev
 }
 
 // apply folds a decided (not yet stored) event into an in-memory state; it

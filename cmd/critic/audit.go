@@ -77,6 +77,10 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 	if err := json.Unmarshal(stored, &ds); err != nil {
 		return fmt.Errorf("stored dataset: %w", err)
 	}
+	comps, err := comparisonFacts(ctx, in, st.OwnerID, st.Dataset.AsOfSeq)
+	if err != nil {
+		return err
+	}
 	facts, err := annotationFacts(ctx, in, st.OwnerID, st.Dataset.AsOfSeq)
 	if err != nil {
 		return err
@@ -99,6 +103,10 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 			src = ", from " + p.Source
 		}
 		fmt.Fprintf(out, "pair %d (%s%s%s) traces %s\n", i+1, p.Granularity, at, src, strings.Join(p.TraceIDs, ", "))
+		if p.Source == rewardmodels.SourceReviewedComparison {
+			problems = append(problems, auditComparison(out, comps, i+1, p)...)
+			continue
+		}
 		problems = append(problems, auditFindings(out, findings, facts, i+1, p)...)
 		for _, id := range p.AnnotationIDs {
 			f, ok := facts[id]

@@ -29,6 +29,8 @@ Usage:
   critic users enable-reward-models NAME
   critic audit model ID            show each training pair's annotations and findings; verify the dataset against the log
   critic eval feedback             run the synthetic feedback-classifier suite against CRITIC_FEEDBACK_MODEL
+  critic evaluator benchmark freeze|verify
+                                   freeze a shared-evaluator benchmark version / rebuild every version from the log
   critic model init|train|score|tokenize ...
 
 Client commands (talk to a server over HTTP; no database, no broker):
@@ -89,6 +91,8 @@ func dispatch(ctx context.Context, args []string) error {
 		return cmdEval(ctx, rest)
 	case "audit":
 		return cmdAudit(ctx, rest)
+	case "evaluator":
+		return cmdEvaluator(ctx, rest)
 	case "model":
 		return modelCommand(rest)
 	// Client commands: they never boot infrastructure.

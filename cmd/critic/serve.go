@@ -72,6 +72,10 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker token: %w", err)
 	}
+	evalPolicy, err := loadEvaluatorPolicy()
+	if err != nil {
+		return nil, err
+	}
 	tel, err := telemetry.New(parent, telemetry.Options{Service: "critic-api", Metrics: cfg.Metrics}, in.log)
 	if err != nil {
 		return nil, err
@@ -93,7 +97,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		StepLabelModel: cfg.LLM.stepLabelModel(),
 	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
 		gen := assessments(cfg.LLM, a)
-		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).WithAssessments(gen).Register(mux)
+		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).WithAssessments(gen).WithEvaluatorPolicy(evalPolicy).Register(mux)
 		wapi := workerapi.New(a.Cmds, token, cfg.WorkerLease)
 		if tel.Metrics != nil {
 			wapi.WithObserver(tel.Metrics)
@@ -104,7 +108,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		}
 		rest.NewQueryAPI(a.Snapshots, a.Auth, cfg.MaxBody).Register(mux)
 		otlp.NewReceiver(a.Cmds, a.Waiter, a.Auth, cfg.MaxBody).Register(mux)
-		registerConnect(mux, a, cfg.MaxBody, in.blobs, gen)
+		registerConnect(mux, a, cfg.MaxBody, in.blobs, gen, evalPolicy)
 		connectapi.RegisterHealthAndReflection(mux, a.Ready)
 		// The browser app, at / (everything more specific above wins).
 		mux.Handle(web.Pattern, web.Handler())

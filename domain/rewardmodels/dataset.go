@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/comparisons"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/feedback"
 	"github.com/criticml/critic/domain/traces"
@@ -23,6 +24,10 @@ type DatasetPair struct {
 	TraceRevisions map[string]int `json:"trace_revisions"`
 	// Source is rating (absent), user_feedback or ai_judgment.
 	Source string `json:"source,omitempty"`
+	// ComparisonIDs are the reviewed comparisons a pair came from (Source
+	// "reviewed_comparison"; FindingIDs then names the finding that
+	// proposed the alternative).
+	ComparisonIDs []string `json:"comparison_ids,omitempty"`
 	// FindingIDs and Evidence are a feedback pair's provenance: the
 	// finding behind it and the verbatim evidence it cites.
 	FindingIDs []string       `json:"finding_ids,omitempty"`
@@ -175,6 +180,15 @@ func BuildDatasetFrom(in DatasetInputs) (Dataset, error) {
 		}
 		ds.Pairs = append(ds.Pairs, fp)
 		sources[fp.TraceIDs[0]] = true
+	}
+	if in.Config.AnnotationSource != events.SourceExplicit {
+		for _, cp := range ComparisonPairs(selected, in.Config.InputVersion) {
+			if len(ds.Pairs) >= maxPairs {
+				break
+			}
+			ds.Pairs = append(ds.Pairs, cp)
+			sources[cp.TraceIDs[0]] = true
+		}
 	}
 	ds.SourceTraces = len(sources)
 	if len(ds.Pairs) < 2 || ds.SourceTraces < 2 {
@@ -345,4 +359,46 @@ func tooFew(ds Dataset, selected []traces.State, in DatasetInputs) error {
 		}
 	}
 	return e
+}
+
+// SourceReviewedComparison marks a pair a person decided between an action
+// and an AI-generated alternative (POST /comparisons).
+const SourceReviewedComparison = "reviewed_comparison"
+
+// ComparisonPairs are the pairs of the traces' decided comparisons (ties make
+// none) whose step the trace still has, in selection and recording order,
+// each with its provenance: the comparison, the finding that proposed the
+// alternative, the revision it was reviewed at.
+func ComparisonPairs(selected []traces.State, version int) []DatasetPair {
+	var out []DatasetPair
+	for _, s := range selected {
+		steps := map[string]bool{}
+		for _, st := range s.Steps {
+			steps[st.ID] = true
+		}
+		for _, c := range s.Comparisons {
+			if !steps[c.StepID] {
+				continue
+			}
+			chosen, rejected, ok := comparisons.Pair(c)
+			if !ok {
+				continue
+			}
+			if version == 3 {
+				win, lose := c.Left.Action, c.Right.Action
+				if c.Choice == events.ChoiceRight {
+					win, lose = lose, win
+				}
+				chosen, rejected = domain.V3Sections(c.Context, win), domain.V3Sections(c.Context, lose)
+			}
+			at := domain.ActionResponse
+			if c.ToolName != "" {
+				at = domain.ActionToolCall
+			}
+			out = append(out, DatasetPair{Chosen: chosen, Rejected: rejected, TraceIDs: []string{s.ID}, Granularity: domain.GranularityStep,
+				ActionType: &at, AnnotationIDs: []string{}, TraceRevisions: map[string]int{s.ID: s.Revision},
+				Source: SourceReviewedComparison, FindingIDs: []string{c.FindingID}, ComparisonIDs: []string{c.ComparisonID}})
+		}
+	}
+	return out
 }

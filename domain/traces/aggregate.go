@@ -23,11 +23,14 @@ type State struct {
 	Revision   int
 	ExternalID string
 	SourceID   string // explicit source id, preserved across upserts
-	// Metadata and Spans are the latest revision's, so a live source that
-	// re-sends the same trace can tell "nothing changed" from "changed".
-	Metadata map[string]any
-	Spans    []domain.Span
-	Steps    []events.StepRecord
+	// SourceFormat, Metadata and Spans are the latest revision's, so a live
+	// source that re-sends the same trace can tell "nothing changed" from
+	// "changed" (and the shared evaluator slices by agent and
+	// metadata.domain).
+	SourceFormat string
+	Metadata     map[string]any
+	Spans        []domain.Span
+	Steps        []events.StepRecord
 	// OTelSpans holds the raw spans the live receiver stored, by span id.
 	OTelSpans map[string]json.RawMessage
 	// Annotations are the trace's live annotations, by id.
@@ -49,6 +52,16 @@ type State struct {
 	// the reason; 0 when the latest run did not fail or was retried.
 	LabelingFailed      int
 	LabelingFailedError string
+	// Contribute is the trace's consent to train the shared evaluator
+	// (trace.contribution_set); false until someone opts it in, and reset
+	// when the trace is deleted.
+	Contribute bool
+	// Compared holds "<finding id>/<reviewer id>" of every reviewed
+	// comparison, so one reviewer answers each comparison once.
+	Compared map[string]bool
+	// Comparisons are the reviewed comparisons of the trace, oldest first
+	// (a replaced revision's are kept in the log; readers match step ids).
+	Comparisons []events.ComparisonReviewedV1
 }
 
 // Annotation is an annotation as the trace aggregate tracks it.
@@ -77,6 +90,7 @@ func (s *State) Apply(e events.Envelope) error {
 		}
 		s.ID, s.Exists, s.Revision, s.ExternalID, s.Steps = p.TraceID, true, p.Revision, p.ExternalID, p.Steps
 		s.SourceID = p.SourceID
+		s.SourceFormat, s.Metadata = p.SourceFormat, p.Metadata
 		s.Title, s.TitleDerived, s.Generated = p.Title, p.TitleDerived, false
 		s.Metadata, s.Spans = p.Metadata, p.Spans
 	case events.TraceRevised:
@@ -86,6 +100,7 @@ func (s *State) Apply(e events.Envelope) error {
 		}
 		s.Revision = p.Revision
 		s.SourceID = p.SourceID
+		s.SourceFormat, s.Metadata = p.SourceFormat, p.Metadata
 		if p.Title != s.Title || p.TitleDerived {
 			s.Generated = false
 		}
@@ -124,6 +139,21 @@ func (s *State) Apply(e events.Envelope) error {
 		s.Title, s.Metadata, s.Spans = "", nil, nil
 		s.OTelSpans = nil
 		s.Annotations = nil
+		s.Contribute = false
+		s.Compared = nil
+		s.Comparisons = nil
+	case events.ComparisonReviewed:
+		var p events.ComparisonReviewedV1
+		_ = e.Decode(&p)
+		if s.Compared == nil {
+			s.Compared = map[string]bool{}
+		}
+		s.Compared[p.FindingID+"/"+p.ReviewerID] = true
+		s.Comparisons = append(s.Comparisons, p)
+	case events.TraceContributionSet:
+		var p events.TraceContributionSetV1
+		_ = e.Decode(&p)
+		s.Contribute = p.Contribute
 	case events.AnnotationAdded:
 		var p events.AnnotationAddedV1
 		if err := e.DecodeOrFail(&p); err != nil {

@@ -20,6 +20,7 @@ var Services = []string{
 	criticv1connect.RewardModelServiceName,
 	criticv1connect.GepaServiceName,
 	criticv1connect.QueryServiceName,
+	criticv1connect.EvaluatorServiceName,
 }
 
 // RegisterHealthAndReflection mounts grpc.health.v1 (so gRPC load balancers

@@ -18,6 +18,7 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/platform/blob"
@@ -97,6 +98,8 @@ type Deps struct {
 	// Assessments makes section summaries and completion estimates; nil
 	// makes them unavailable.
 	Assessments usecase.Assessments
+	// EvaluatorPolicy is what GetEvaluator reports; nil → spec defaults.
+	EvaluatorPolicy *evaluator.Policy
 }
 
 // Register mounts every Critic service on mux: TraceService,
@@ -107,6 +110,7 @@ func Register(mux *http.ServeMux, d Deps) {
 	NewRewardModelService(d).Register(mux)
 	NewGepaService(d).Register(mux)
 	NewQueryService(d).Register(mux)
+	NewEvaluatorService(d).Register(mux)
 }
 
 func (d Deps) backend() usecase.Backend {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/platform/blob"
@@ -40,6 +41,8 @@ type API struct {
 	// assessments makes section summaries and completion estimates; nil
 	// (no model configured) makes both answer unavailable.
 	assessments usecase.Assessments
+	// evaluatorPolicy is what GET /evaluator reports; nil → spec defaults.
+	evaluatorPolicy *evaluator.Policy
 }
 
 // New returns the REST API.
@@ -75,6 +78,10 @@ func (a *API) Register(mux Mux) {
 	route("GET /traces", a.listTraces)
 	route("GET /traces/{trace_id}", a.getTrace)
 	route("DELETE /traces/{trace_id}", a.deleteTrace)
+	route("PUT /traces/{trace_id}/contribution", a.setContribution)
+	route("GET /comparisons/queue", a.comparisonQueue)
+	route("POST /comparisons", a.reviewComparison)
+	route("GET /evaluator", a.getEvaluator)
 	route("PUT /trace-sources", a.renameSource)
 	route("POST /traces/{trace_id}/annotations", a.addAnnotation)
 	route("PATCH /annotations/{annotation_id}", a.editAnnotation)

@@ -22,6 +22,10 @@ type importRequest struct {
 	Format   *string `json:"format"`
 	Data     *string `json:"data"`
 	SourceID *string `json:"source_id"`
+	// Contribute is every imported trace's consent to train the shared
+	// evaluator (absent: unchanged). The fast decoder does not know it, so
+	// a body with it takes the strict path.
+	Contribute *bool `json:"contribute"`
 }
 
 // decodeImportRequest reads the common import body, {"format": "...",
@@ -119,8 +123,8 @@ func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat s
 		// and no string copies of a 64 MiB upload.
 		q := r.URL.Query()
 		for k := range q {
-			if k != "format" && k != "source_id" {
-				return &domain.ValidationError{Code: "unknown_field", Field: k, Message: "unknown query parameter " + k + " (a raw JSONL import takes ?format= and ?source_id=)"}
+			if k != "format" && k != "source_id" && k != "contribute" {
+				return &domain.ValidationError{Code: "unknown_field", Field: k, Message: "unknown query parameter " + k + " (a raw JSONL import takes ?format=, ?source_id= and ?contribute=)"}
 			}
 		}
 		if q.Has("format") {
@@ -130,6 +134,17 @@ func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat s
 		if q.Has("source_id") {
 			sid := q.Get("source_id")
 			req.SourceID = &sid
+		}
+		if q.Has("contribute") {
+			var c bool
+			switch q.Get("contribute") {
+			case "true":
+				c = true
+			case "false":
+			default:
+				return &domain.ValidationError{Code: "invalid_request", Field: "contribute", Message: "contribute must be true or false"}
+			}
+			req.Contribute = &c
 		}
 		body, err := a.readBody(w, r)
 		if err != nil {
@@ -160,7 +175,7 @@ func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat s
 	if data == nil && !rawImport(r) {
 		return &domain.ValidationError{Code: "invalid_request", Field: "data", Message: "data is required"}
 	}
-	in := commands.ImportTraces{Format: *req.Format, Data: data}
+	in := commands.ImportTraces{Format: *req.Format, Data: data, Contribute: req.Contribute}
 	var err error
 	if restrict != nil {
 		if in.Format, err = restrict(in.Format, in.Data); err != nil {

@@ -326,3 +326,33 @@ func (s *Store) ReadOwnerAfter(ctx context.Context, owner string, after int64, l
 	}
 	return out, rows.Err()
 }
+
+// Head returns the highest sequence number stored (0 for an empty log): the
+// log position a deployment-wide decision (a frozen benchmark) is cut at.
+func (s *Store) Head(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, "SELECT COALESCE(max(seq), 0) FROM events").Scan(&n)
+	return n, err
+}
+
+// StreamsWithType lists the streams, of every owner, that have an event of
+// type typ at or before asOf (0 = now), in first-such-event order: how a
+// deployment-wide command finds the traces it reads (the shared evaluator
+// reads every trace with a reviewed comparison).
+func (s *Store) StreamsWithType(ctx context.Context, typ string, asOf int64) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT stream FROM events WHERE type = $1 AND ($2 = 0 OR seq <= $2)
+		GROUP BY stream ORDER BY min(seq)`, typ, asOf)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var st string
+		if err := rows.Scan(&st); err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	return out, rows.Err()
+}

@@ -272,11 +272,44 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		}
 		for _, q := range []string{`DELETE FROM rm_steps WHERE trace_id = $1`, `DELETE FROM rm_spans WHERE trace_id = $1`,
 			`DELETE FROM rm_annotations WHERE trace_id = $1`, `DELETE FROM rm_trace_scores WHERE trace_id = $1`,
-			`DELETE FROM rm_action_scores WHERE trace_id = $1`, `DELETE FROM rm_scoring_runs WHERE trace_id = $1`, `DELETE FROM rm_step_labels WHERE trace_id = $1`, `DELETE FROM rm_trace_labeling WHERE trace_id = $1`, `DELETE FROM rm_assessments WHERE trace_id = $1`, `DELETE FROM rm_traces WHERE id = $1`} {
+			`DELETE FROM rm_action_scores WHERE trace_id = $1`, `DELETE FROM rm_scoring_runs WHERE trace_id = $1`, `DELETE FROM rm_step_labels WHERE trace_id = $1`, `DELETE FROM rm_trace_labeling WHERE trace_id = $1`, `DELETE FROM rm_assessments WHERE trace_id = $1`,
+			`DELETE FROM rm_comparisons WHERE trace_id = $1`, `DELETE FROM rm_traces WHERE id = $1`} {
 			if _, err := tx.Exec(ctx, q, p.TraceID); err != nil {
 				return err
 			}
 		}
+	case events.EvaluatorBenchmarkFrozen:
+		var p events.EvaluatorBenchmarkFrozenV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		counts, err := json.Marshal(p.SliceCounts)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO rm_evaluator_benchmarks (version, as_of_seq, items, slice_counts, frozen_at)
+			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (version) DO NOTHING`, p.Version, p.AsOfSeq, len(p.Items), counts, e.RecordedAt)
+		return err
+	case events.ComparisonReviewed:
+		var p events.ComparisonReviewedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		raw, err := json.Marshal(p)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO rm_comparisons (id, owner_id, trace_id, trace_revision, step_id, reviewer_id, finding_id, model_id,
+			comparison, created_at, seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
+			p.ComparisonID, e.OwnerID, p.TraceID, p.TraceRevision, p.StepID, p.ReviewerID, p.FindingID, p.ModelID, raw, e.RecordedAt, e.Seq)
+		return err
+	case events.TraceContributionSet:
+		var p events.TraceContributionSetV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE rm_traces SET contribute = $2 WHERE id = $1`, p.TraceID, p.Contribute)
+		return err
 	case events.TraceSourceRenamed:
 		var p events.TraceSourceRenamedV1
 		if err := e.DecodeOrFail(&p); err != nil {

@@ -73,7 +73,7 @@ func (q *Queries) UserIDByName(ctx context.Context, name string) (string, error)
 // exclude label errors from positive/negative, so they count what trains.
 const summaryCols = `t.id, t.external_id, t.title, t.source_format, t.source_id, ` + sourceNameExpr + `,
 	t.owner_id, t.step_count, t.created_at,
-	c.positive, c.negative, c.comments, c.label_errors, ls.model_id, ls.model_name, ls.score`
+	c.positive, c.negative, c.comments, c.label_errors, ls.model_id, ls.model_name, ls.score, t.contribute`
 
 const summaryFrom = ` FROM rm_traces t LEFT JOIN LATERAL (SELECT
 		count(*) FILTER (WHERE a.rating = 1 AND NOT a.label_error) AS positive,
@@ -90,7 +90,7 @@ func scanSummary(row pgx.Row, s *TraceSummary, extra ...any) error {
 	var lsID, lsName *string
 	var lsScore *float64
 	dest := append([]any{&s.ID, &s.ExternalID, &s.Title, &s.SourceFormat, &s.SourceID, &s.SourceName, &s.SourceOwnerID, &s.StepCount, &s.CreatedAt,
-		&s.PositiveCount, &s.NegativeCount, &s.CommentCount, &s.LabelErrorCount, &lsID, &lsName, &lsScore}, extra...)
+		&s.PositiveCount, &s.NegativeCount, &s.CommentCount, &s.LabelErrorCount, &lsID, &lsName, &lsScore, &s.Contribute}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return err
 	}
@@ -150,7 +150,7 @@ func (q *Queries) GetTrace(ctx context.Context, owner, id string) (*TraceDetail,
 		return nil, domain.NotFound("trace", id)
 	}
 	d := &TraceDetail{Steps: []Step{}, Spans: []Span{}, Annotations: []Annotation{},
-		Scores: []TraceScore{}, ActionScores: []ActionScore{}, ScoringRuns: []ScoringRun{}}
+		Scores: []TraceScore{}, ActionScores: []ActionScore{}, ScoringRuns: []ScoringRun{}, Evaluator: WaitingForEvaluator()}
 	var meta []byte
 	err := scanSummary(q.pool.QueryRow(ctx, `SELECT `+summaryCols+`, t.metadata`+summaryFrom+` WHERE t.id = $1 AND t.owner_id = $2`, id, owner), &d.TraceSummary, &meta)
 	if errors.Is(err, pgx.ErrNoRows) {

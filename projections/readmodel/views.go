@@ -35,6 +35,9 @@ type TraceSummary struct {
 	LabelErrorCount int          `json:"label_error_count"`
 	CreatedAt       time.Time    `json:"created_at"`
 	LatestScore     *LatestScore `json:"latest_score"`
+	// Contribute is the trace's consent to train the shared evaluator
+	// (PUT /traces/{id}/contribution); false unless opted in.
+	Contribute bool `json:"contribute"`
 }
 
 // Step is a step of GET /traces/{id}.
@@ -71,6 +74,23 @@ type TraceDetail struct {
 	// Labeling says how far the trace's step labeling got (and, without
 	// labels, where they come from).
 	Labeling *assessment.LabelingStatus `json:"labeling"`
+	// Evaluator is the shared evaluator's scoring of this trace, apart
+	// from personal models' scores and action_scores.
+	Evaluator TraceEvaluator `json:"evaluator"`
+}
+
+// TraceEvaluator is GET /traces/{id}'s shared-evaluator block. No release
+// can exist in this version (candidates cannot be trained yet), so every
+// trace says it waits for the first release, with no scores.
+type TraceEvaluator struct {
+	Status       string        `json:"status"`
+	Release      *struct{}     `json:"release"`
+	ActionScores []ActionScore `json:"action_scores"`
+}
+
+// WaitingForEvaluator is a trace's evaluator block before the first release.
+func WaitingForEvaluator() TraceEvaluator {
+	return TraceEvaluator{Status: "waiting_for_first_release", ActionScores: []ActionScore{}}
 }
 
 // Caller is the account behind an API key.

@@ -14,6 +14,7 @@ import { ModelDetail } from "./models/ModelDetail";
 import { ComparePage } from "./models/ComparePage";
 import { SkillsPage } from "./skills/SkillsPage";
 import { SqlPage } from "./sql/SqlPage";
+import { ComparisonsPage } from "./comparisons/ComparisonsPage";
 import "./styles.css";
 
 // Before anything renders: a #key=… link signs in and leaves the address bar at once.
@@ -40,6 +41,7 @@ function Gate() {
         <Route path="models/:id" element={<ModelDetail />} />
         <Route path="skills" element={<SkillsPage />} />
         <Route path="sql" element={<SqlPage />} />
+        <Route path="comparisons" element={<ComparisonsPage />} />
         <Route path="*" element={<NotFoundPage />} />
       </Route>
     </Routes>

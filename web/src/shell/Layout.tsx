@@ -24,6 +24,7 @@ export function Layout() {
           <NavLink to="/models">Models</NavLink>
           <NavLink to="/skills">Skills</NavLink>
           <NavLink to="/sql">SQL</NavLink>
+          <NavLink to="/comparisons">Comparisons</NavLink>
         </nav>
         <div className="sidebar-bottom">
           {me && (

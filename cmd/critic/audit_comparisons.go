@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/comparisons"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/rewardmodels"
+)
+
+// comparisonFacts replays the owner's trace streams up to asOf and returns
+// every reviewed comparison by id: what `critic audit` shows for a pair a
+// person decided (reviewer, what was left and right, the verdict, the
+// finding that proposed the alternative).
+func comparisonFacts(ctx context.Context, in *infra, owner string, asOf int64) (map[string]events.ComparisonReviewedV1, error) {
+	streams, err := in.store.OwnerStreams(ctx, owner, "trace/", asOf)
+	if err != nil {
+		return nil, err
+	}
+	loaded, err := in.store.LoadStreamsAsOf(ctx, streams, asOf)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]events.ComparisonReviewedV1{}
+	for _, evs := range loaded {
+		for _, e := range evs {
+			if e.Type != events.ComparisonReviewed {
+				continue
+			}
+			var p events.ComparisonReviewedV1
+			if err := e.Decode(&p); err != nil {
+				return nil, err
+			}
+			out[p.ComparisonID] = p
+		}
+	}
+	return out, nil
+}
+
+// auditComparison prints a reviewed-comparison pair's provenance and checks
+// that the pair is what the recorded verdict says.
+func auditComparison(out io.Writer, comps map[string]events.ComparisonReviewedV1, pairNo int, p rewardmodels.DatasetPair) []string {
+	var problems []string
+	for _, id := range p.ComparisonIDs {
+		c, ok := comps[id]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("pair %d: comparison %s is not in the log", pairNo, id))
+			continue
+		}
+		fmt.Fprintf(out, "  comparison %s by reviewer %s on step %d of trace %s revision %d: left %s, right %s, chose %s (%s)\n",
+			c.ComparisonID, c.ReviewerID, c.StepIndex, c.TraceID, c.TraceRevision, c.Left.Kind, c.Right.Kind, c.Choice, c.Preferred)
+		fmt.Fprintf(out, "    alternative from finding %s of model %s attempt %d\n", c.FindingID, c.ModelID, c.Attempt)
+		// The pair is the verdict's winner over its loser, rendered as
+		// input version 1 or 3 would.
+		chosen, rejected, ok := comparisons.Pair(c)
+		win, lose := c.Left.Action, c.Right.Action
+		if c.Choice == events.ChoiceRight {
+			win, lose = lose, win
+		}
+		v3 := p.Chosen == domain.V3Sections(c.Context, win) && p.Rejected == domain.V3Sections(c.Context, lose)
+		if !ok || !(v3 || (p.Chosen == chosen && p.Rejected == rejected)) {
+			problems = append(problems, fmt.Sprintf("pair %d: the texts are not what comparison %s decided", pairNo, id))
+		}
+	}
+	return problems
+}

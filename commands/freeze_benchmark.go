@@ -1,0 +1,151 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/evaluator"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/traces"
+)
+
+// FreezeBenchmarkResult is the new benchmark version.
+type FreezeBenchmarkResult struct {
+	Result
+	Benchmark events.EvaluatorBenchmarkFrozenV1
+}
+
+// evaluatorTracesAsOf loads, as of a log position, every trace that had a
+// consent event then (a trace that never opted in has none and cannot
+// contribute): what the shared evaluator may read.
+func (c *Commands) evaluatorTracesAsOf(ctx context.Context, asOf int64) ([]traces.State, error) {
+	streams, err := c.store.StreamsWithType(ctx, events.TraceContributionSet, asOf)
+	if err != nil {
+		return nil, err
+	}
+	loaded, err := c.store.LoadStreamsAsOf(ctx, streams, asOf)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]traces.State, 0, len(streams))
+	for _, stream := range streams {
+		var st traces.State
+		for _, e := range loaded[stream] {
+			st.Apply(e)
+		}
+		out = append(out, st)
+	}
+	return out, nil
+}
+
+// benchmarks returns the evaluator stream's frozen versions and its version.
+func (c *Commands) benchmarks(ctx context.Context) ([]events.EvaluatorBenchmarkFrozenV1, int64, error) {
+	loaded, err := c.store.LoadStreams(ctx, []string{events.EvaluatorStream})
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []events.EvaluatorBenchmarkFrozenV1
+	var version int64
+	for _, e := range loaded[events.EvaluatorStream] {
+		version = e.Version
+		if e.Type == events.EvaluatorBenchmarkFrozen {
+			var p events.EvaluatorBenchmarkFrozenV1
+			if err := e.Decode(&p); err != nil {
+				return nil, 0, err
+			}
+			out = append(out, p)
+		}
+	}
+	return out, version, nil
+}
+
+// FreezeBenchmark is `critic evaluator benchmark freeze`: a new benchmark
+// version from the decided reviewed comparisons of contributing traces in
+// benchmark groups, cut at the log's head. An empty benchmark is refused:
+// the first release needs reviewed data.
+func (c *Commands) FreezeBenchmark(ctx context.Context, operator string) (FreezeBenchmarkResult, error) {
+	var out FreezeBenchmarkResult
+	r, err := retryOnConflict(func() (Result, error) {
+		prev, version, err := c.benchmarks(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		head, err := c.store.Head(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		states, err := c.evaluatorTracesAsOf(ctx, head)
+		if err != nil {
+			return Result{}, err
+		}
+		b := evaluator.Freeze(len(prev)+1, head, states)
+		if len(b.Items) == 0 {
+			return Result{}, &domain.ConflictError{Code: "no_benchmark_data",
+				Message: "no reviewed comparison of a contributing trace falls in a benchmark group yet: opt traces in (PUT /traces/{id}/contribution) and review comparisons (POST /comparisons) first"}
+		}
+		out.Benchmark = events.EvaluatorBenchmarkFrozenV1{Version: b.Version, AsOfSeq: b.AsOfSeq, BenchmarkPercent: evaluator.BenchmarkPercent,
+			Items: b.Items, SliceCounts: evaluator.SliceCounts(b.Items), Frozen: operator}
+		return c.append(ctx, Actor{}, map[string]int64{events.EvaluatorStream: version}, []events.New{{ID: newID(), Stream: events.EvaluatorStream,
+			OwnerID: events.SystemOwnerID, Type: events.EvaluatorBenchmarkFrozen, Payload: out.Benchmark}})
+	})
+	if err != nil {
+		return FreezeBenchmarkResult{}, err
+	}
+	out.Result = r
+	return out, nil
+}
+
+// VerifyBenchmarks rebuilds every frozen benchmark version from the log as
+// of its cut and reports the first that differs from what was stored: the
+// check that every version is reproducible from the log.
+func (c *Commands) VerifyBenchmarks(ctx context.Context) (int, error) {
+	prev, _, err := c.benchmarks(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, p := range prev {
+		states, err := c.evaluatorTracesAsOf(ctx, p.AsOfSeq)
+		if err != nil {
+			return 0, err
+		}
+		b := evaluator.Freeze(p.Version, p.AsOfSeq, states)
+		if !reflect.DeepEqual(b.Items, p.Items) {
+			return 0, fmt.Errorf("benchmark version %d does not match a rebuild from the log as of seq %d", p.Version, p.AsOfSeq)
+		}
+	}
+	return len(prev), nil
+}
+
+// CandidateDatasetAsOf is the training data a candidate would get at a log
+// position: contributed human supervision of training-side groups only.
+func (c *Commands) CandidateDatasetAsOf(ctx context.Context, asOf int64) ([]evaluator.TrainingPair, error) {
+	states, err := c.evaluatorTracesAsOf(ctx, asOf)
+	if err != nil {
+		return nil, err
+	}
+	// Corrections: every finding recorded, by any reward model, as of asOf.
+	streams, err := c.store.StreamsWithType(ctx, events.RewardModelFindingRecorded, asOf)
+	if err != nil {
+		return nil, err
+	}
+	loaded, err := c.store.LoadStreamsAsOf(ctx, streams, asOf)
+	if err != nil {
+		return nil, err
+	}
+	corr := evaluator.Corrections{}
+	for _, stream := range streams {
+		for _, e := range loaded[stream] {
+			if e.Type != events.RewardModelFindingRecorded {
+				continue
+			}
+			var p events.RewardModelFindingRecordedV1
+			if err := e.Decode(&p); err != nil {
+				return nil, err
+			}
+			corr[p.TraceID] = append(corr[p.TraceID], p)
+		}
+	}
+	return evaluator.CandidateDataset(states, corr), nil
+}

@@ -1,0 +1,253 @@
+// Package evaluator holds the rules of the shared, versioned action
+// evaluator (spec 002 "The shared evaluator"): which supervision may train
+// or test it (per-trace consent), how a benchmark is frozen and held apart
+// from training by trace group, and the release gates a candidate must pass
+// against the incumbent. Everything here is pure and seeded, so replaying
+// the log reproduces every benchmark, dataset and verdict exactly.
+package evaluator
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/comparisons"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/feedback"
+	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/domain/traces"
+)
+
+// Defaults of the release policy.
+const (
+	// DefaultMinSlice is CRITIC_EVALUATOR_MIN_SLICE: a slice with fewer
+	// benchmark items is too noisy to block a release.
+	DefaultMinSlice = 30
+	// DefaultTolerance is how far a populated slice's accuracy may fall
+	// below the incumbent's before the candidate is refused.
+	DefaultTolerance = 0.02
+	// BootstrapRounds and BootstrapSeed fix the paired bootstrap.
+	BootstrapRounds = 2000
+	BootstrapSeed   = 0
+	// BenchmarkPercent of trace groups (by a fixed hash) are benchmark
+	// groups: their comparisons test, never train, in every version.
+	BenchmarkPercent = 30
+)
+
+// Slice dimensions (spec 002: tool, domain, agent).
+const (
+	SliceTool   = "tool"
+	SliceDomain = "domain"
+	SliceAgent  = "agent"
+)
+
+// Item is one comparison the evaluator may learn from or be tested on: a
+// decided reviewed comparison of a contributing trace, with its trace group
+// and slices. Chosen and Rejected are rendered as step targets are. It is
+// the event's item type, so a frozen benchmark is stored exactly as built.
+type Item = events.EvaluatorItem
+
+// Group is a trace's group: metadata.group when the importer set one (so a
+// multi-trace session stays on one side of the split), else the trace; it is
+// scoped by owner, so two accounts never share a group.
+func Group(owner string, s traces.State) string {
+	if g, ok := s.Metadata["group"].(string); ok && strings.TrimSpace(g) != "" {
+		return owner + "/" + strings.TrimSpace(g)
+	}
+	return owner + "/" + s.ID
+}
+
+// InBenchmark reports whether a trace group belongs to the benchmark side.
+// The rule is a fixed hash, so a group never moves sides: later data in a
+// benchmark group can enter a later benchmark version but never training.
+func InBenchmark(group string) bool {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(group); i++ {
+		h ^= uint64(group[i])
+		h *= 1099511628211
+	}
+	rng := domain.SplitMix64{State: h}
+	return rng.Next()%100 < BenchmarkPercent
+}
+
+// Items returns a trace's usable comparisons: none unless the trace
+// contributes; only decided ones (ties make no pair) on steps the trace
+// still has.
+func Items(s traces.State) []Item {
+	if !s.Exists || !s.Contribute {
+		return nil
+	}
+	steps := map[string]bool{}
+	for _, st := range s.Steps {
+		steps[st.ID] = true
+	}
+	group := Group(s.OwnerID, s)
+	domainSlice, _ := s.Metadata["domain"].(string)
+	agent := domain.SourceID(s.SourceID, s.Metadata, s.SourceFormat)
+	var out []Item
+	for _, c := range s.Comparisons {
+		if !steps[c.StepID] {
+			continue
+		}
+		chosen, rejected, ok := comparisons.Pair(c)
+		if !ok {
+			continue
+		}
+		tool := c.ToolName
+		if tool == "" {
+			tool = "(response)"
+		}
+		out = append(out, Item{ID: c.ComparisonID, OwnerID: s.OwnerID, TraceID: s.ID, Revision: s.Revision, Group: group,
+			FindingID: c.FindingID, Chosen: chosen, Rejected: rejected,
+			Slices: map[string]string{SliceTool: tool, SliceDomain: domainSlice, SliceAgent: agent}})
+	}
+	return out
+}
+
+// Benchmark is one frozen benchmark version: its items as they were when
+// it was frozen. Later data never changes it.
+type Benchmark struct {
+	Version int    `json:"version"`
+	AsOfSeq int64  `json:"as_of_seq"`
+	Items   []Item `json:"items"`
+}
+
+// SliceCounts counts a benchmark's items per dimension and value.
+func SliceCounts(items []Item) map[string]map[string]int {
+	out := map[string]map[string]int{SliceTool: {}, SliceDomain: {}, SliceAgent: {}}
+	for _, it := range items {
+		for dim, v := range it.Slices {
+			if v != "" {
+				out[dim][v]++
+			}
+		}
+	}
+	return out
+}
+
+// Freeze builds the next benchmark version from the contributing traces as
+// of a log position: every usable item of a benchmark group, ordered by
+// item id so the same log always freezes the same benchmark.
+func Freeze(version int, asOfSeq int64, states []traces.State) Benchmark {
+	b := Benchmark{Version: version, AsOfSeq: asOfSeq, Items: []Item{}}
+	for _, s := range states {
+		for _, it := range Items(s) {
+			if InBenchmark(it.Group) {
+				b.Items = append(b.Items, it)
+			}
+		}
+	}
+	sort.Slice(b.Items, func(i, j int) bool { return b.Items[i].ID < b.Items[j].ID })
+	return b
+}
+
+// TrainingPair is a candidate's training pair with its provenance. Only
+// human supervision appears here: reviewed comparisons and explicit step
+// ratings. Evaluator predictions never do.
+type TrainingPair struct {
+	Chosen        string   `json:"chosen"`
+	Rejected      string   `json:"rejected"`
+	TraceID       string   `json:"trace_id"`
+	OwnerID       string   `json:"owner_id"`
+	Revision      int      `json:"trace_revision"`
+	Source        string   `json:"source"` // reviewed_comparison or explicit
+	ComparisonID  string   `json:"comparison_id,omitempty"`
+	FindingID     string   `json:"finding_id,omitempty"`
+	AnnotationIDs []string `json:"annotation_ids,omitempty"`
+}
+
+// Training-pair sources.
+const (
+	PairReviewedComparison = "reviewed_comparison"
+	PairExplicitRating     = "explicit"
+	// PairCorrection: a later user correction of the agent, as feedback
+	// extraction recorded it (a user_feedback finding with a verbatim quote
+	// and an independently reviewed alternative).
+	PairCorrection = "correction"
+)
+
+// Corrections are recorded findings by trace id (finding_recorded events of
+// any reward model), for CandidateDataset.
+type Corrections map[string][]events.RewardModelFindingRecordedV1
+
+// CandidateDataset is what a candidate trains on: the contributed
+// supervision of training-side groups only — reviewed comparisons, explicit
+// step ratings and user corrections of traces that contribute now — in a
+// fixed order. A trace that opted out contributes nothing, whatever it did
+// before; AI judgments and evaluator predictions never appear.
+func CandidateDataset(states []traces.State, corrections Corrections) []TrainingPair {
+	out := []TrainingPair{}
+	for _, s := range states {
+		if !s.Exists || !s.Contribute || InBenchmark(Group(s.OwnerID, s)) {
+			continue
+		}
+		for _, it := range Items(s) {
+			out = append(out, TrainingPair{Chosen: it.Chosen, Rejected: it.Rejected, TraceID: s.ID, OwnerID: s.OwnerID, Revision: s.Revision,
+				Source: PairReviewedComparison, ComparisonID: it.ID, FindingID: it.FindingID})
+		}
+		pt := domain.PairTrace{ID: s.ID}
+		for _, st := range s.Steps {
+			pt.Steps = append(pt.Steps, domain.PairStep{ID: st.ID, Role: st.Role, Content: st.Content, ToolName: st.ToolName, ToolInput: st.ToolInput})
+		}
+		var ratings []domain.Rating
+		ids := make([]string, 0, len(s.Annotations))
+		for id := range s.Annotations {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		for _, id := range ids {
+			a := s.Annotations[id]
+			if a.Rating != nil && a.StepID != "" {
+				ratings = append(ratings, domain.Rating{AnnotationID: a.ID, TraceID: s.ID, StepID: a.StepID, Rating: *a.Rating, LabelError: a.LabelError})
+			}
+		}
+		for _, p := range domain.BuildPairs([]domain.PairTrace{pt}, ratings, domain.DefaultMaxPairs) {
+			out = append(out, TrainingPair{Chosen: p.Chosen, Rejected: p.Rejected, TraceID: s.ID, OwnerID: s.OwnerID, Revision: s.Revision,
+				Source: PairExplicitRating, AnnotationIDs: p.AnnotationIDs})
+		}
+		out = append(out, correctionPairs(s, corrections[s.ID])...)
+	}
+	return out
+}
+
+// correctionPairs are a trace's user corrections that still describe its
+// current revision's actions, once per finding id (a finding reused by a
+// later attempt or model is one correction), in recording order.
+func correctionPairs(s traces.State, recs []events.RewardModelFindingRecordedV1) []TrainingPair {
+	if len(recs) == 0 {
+		return nil
+	}
+	targets := map[string]feedback.Target{}
+	for _, t := range feedback.Targets(rewardmodels.FeedbackTrace(s)) {
+		targets[t.StepID] = t
+	}
+	seen := map[string]bool{}
+	var out []TrainingPair
+	for _, r := range recs {
+		f := r.Finding
+		if seen[f.ID] || r.TraceRevision != s.Revision || f.Source != events.FindingUserFeedback || f.Outcome != events.OutcomePair || f.AlternativeAction == nil {
+			continue
+		}
+		t, ok := targets[f.StepID]
+		if !ok || t.Action != f.OriginalAction {
+			continue
+		}
+		seen[f.ID] = true
+		chosen, rejected := feedback.Pair(t, f)
+		out = append(out, TrainingPair{Chosen: chosen, Rejected: rejected, TraceID: s.ID, OwnerID: s.OwnerID, Revision: s.Revision,
+			Source: PairCorrection, FindingID: f.ID})
+	}
+	return out
+}
+
+// Eligible is the set of trace ids whose data a candidate may hold: the
+// contributing traces (a check for datasets, and for audits of them).
+func Eligible(states []traces.State) map[string]bool {
+	out := map[string]bool{}
+	for _, s := range states {
+		if s.Exists && s.Contribute {
+			out[s.ID] = true
+		}
+	}
+	return out
+}

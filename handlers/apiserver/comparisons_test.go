@@ -1,0 +1,290 @@
+package apiserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/comparisons"
+	"github.com/criticml/critic/domain/evaluator"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/feedback"
+	"github.com/criticml/critic/handlers/apiserver"
+)
+
+type queueReply struct {
+	Items []struct {
+		ModelID       string                `json:"model_id"`
+		FindingID     string                `json:"finding_id"`
+		TraceID       string                `json:"trace_id"`
+		TraceRevision int                   `json:"trace_revision"`
+		StepID        string                `json:"step_id"`
+		StepIndex     int                   `json:"step_index"`
+		Source        string                `json:"source"`
+		Context       string                `json:"context"`
+		Left          events.ComparisonSide `json:"left"`
+		Right         events.ComparisonSide `json:"right"`
+	} `json:"items"`
+}
+
+// withFindings imports one conversation whose user corrected the agent,
+// requests a feedback-trained model over it, and records what a worker's
+// classifier and review found (an alternative action) through the same
+// commands the worker service calls. It returns the trace and model ids and
+// the finding.
+func withFindings(t *testing.T, e *opsEnv, ext string) (traceID, modelID string, f events.Finding) {
+	t.Helper()
+	ctx := context.Background()
+	r := e.do(t, "POST", "/api/v1/rm/traces/import", map[string]any{"format": "stash", "data": `{"id":"` + ext + `","steps":[{"role":"user","content":"Sort 3,1,2"},{"role":"assistant","content":"3,2,1"},{"role":"user","content":"No, that's the wrong order."}]}`})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var imp struct {
+		TraceIDs []string `json:"trace_ids"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &imp))
+	traceID = imp.TraceIDs[0]
+	r = e.do(t, "GET", "/api/v1/rm/traces/"+traceID, nil)
+	require.Equal(t, http.StatusOK, r.status)
+	var detail struct {
+		Steps []struct {
+			ID      string `json:"id"`
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"steps"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &detail))
+	tr := feedback.Trace{ID: traceID, Revision: 1}
+	for _, s := range detail.Steps {
+		tr.Steps = append(tr.Steps, domain.PairStep{ID: s.ID, Role: domain.Role(s.Role), Content: s.Content})
+	}
+
+	r = e.do(t, "POST", "/api/v1/rm/reward-models", map[string]any{"name": "m", "trace_ids": []string{traceID},
+		"training_config": map[string]any{"annotation_source": "feedback"}})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var m struct {
+		ID string `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &m))
+	modelID = m.ID
+
+	cmds := e.srv.Cmds
+	_, err := cmds.BuildDataset(ctx, modelID)
+	require.NoError(t, err)
+	_, err = cmds.ClaimExtraction(ctx, "w1", modelID, 1, time.Minute)
+	require.NoError(t, err)
+	ts := feedback.Targets(tr)
+	require.Len(t, ts, 1)
+	tg := ts[0]
+	id, quote, alt := tg.Evidence[0].ID, "wrong order", "1,2,3"
+	f, review, _ := feedback.FromFeedback(tg, feedback.FeedbackAnswer{Label: "negative", Confidence: "high", About: "agent",
+		EvidenceID: &id, EvidenceQuote: &quote, Alternative: &alt, Reason: "scripted"}, "openai/test", feedback.ConfigHash(feedback.DefaultCriteria))
+	require.True(t, review)
+	want := "B"
+	if !feedback.OriginalFirst(tg.TraceID, tg.StepID) {
+		want = "A"
+	}
+	feedback.ApplyReview(&f, tg, feedback.ReviewAnswer{Preferred: want, Grounded: true})
+	require.Equal(t, events.OutcomePair, f.Outcome)
+	_, err = cmds.RecordFeedback(ctx, "w1", modelID, events.RewardModelFeedbackExtractedV1{Attempt: 1, TraceID: traceID, TraceRevision: 1,
+		ClassifierModel: "openai/test", PromptVersion: feedback.PromptVersion, ConfigHash: feedback.ConfigHash(feedback.DefaultCriteria),
+		Targets: 1, Findings: []events.Finding{f}, Usage: []events.LLMUsage{}})
+	require.NoError(t, err)
+	res, err := cmds.FinishExtraction(ctx, "w1", modelID, 1, "")
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Waiter.Wait(ctx, res.LastEventID))
+	return traceID, modelID, f
+}
+
+// TestReviewedComparisons: a finding's AI-generated alternative is queued
+// against the original action for the same context, left and right in the
+// seeded order; a verdict is recorded once, with its provenance, leaves the
+// queue, is refused for a wrong presentation or another account, and goes
+// with its trace.
+func TestReviewedComparisons(t *testing.T) {
+	e := startOps(t, func(c *apiserver.Config) {
+		c.CommandOptions = []commands.Option{commands.WithFeedbackModel("openai/test", "")}
+	})
+	ctx := context.Background()
+	traceID, modelID, f := withFindings(t, e, "sort-1")
+
+	r := e.do(t, "GET", "/api/v1/rm/comparisons/queue", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var q queueReply
+	require.NoError(t, json.Unmarshal(r.body, &q))
+	require.Len(t, q.Items, 1)
+	it := q.Items[0]
+	require.Equal(t, modelID, it.ModelID)
+	require.Equal(t, f.ID, it.FindingID)
+	require.Equal(t, traceID, it.TraceID)
+	require.Equal(t, 1, it.StepIndex)
+	require.Equal(t, "user_feedback", it.Source)
+	require.Equal(t, "user: Sort 3,1,2", it.Context)
+	orig := events.ComparisonSide{Kind: "original", Action: "assistant: 3,2,1"}
+	alt := events.ComparisonSide{Kind: "alternative", Action: "assistant: 1,2,3"}
+	if comparisons.OriginalLeft(e.userID, f.ID) {
+		require.Equal(t, orig, it.Left)
+		require.Equal(t, alt, it.Right)
+	} else {
+		require.Equal(t, alt, it.Left)
+		require.Equal(t, orig, it.Right)
+	}
+	// Asking again shows the same order.
+	r = e.do(t, "GET", "/api/v1/rm/comparisons/queue?limit=5", nil)
+	var q2 queueReply
+	require.NoError(t, json.Unmarshal(r.body, &q2))
+	require.Equal(t, q, q2)
+
+	u2, err := e.srv.Cmds.CreateUser(ctx, "other", false)
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Waiter.Wait(ctx, u2.LastEventID))
+	before := eventCount(t, e.pool)
+	other := it.Right.Kind
+	altChoice := "left"
+	if it.Right.Kind == "alternative" {
+		altChoice = "right"
+	}
+	for _, tc := range []struct {
+		body   map[string]any
+		status int
+	}{
+		{map[string]any{"model_id": modelID, "finding_id": f.ID, "left": other, "choice": "left"}, http.StatusUnprocessableEntity},
+		{map[string]any{"model_id": modelID, "finding_id": f.ID, "left": it.Left.Kind, "choice": "both"}, http.StatusUnprocessableEntity},
+		{map[string]any{"model_id": modelID, "finding_id": f.ID, "left": it.Left.Kind}, http.StatusUnprocessableEntity},
+		{map[string]any{"model_id": modelID, "finding_id": f.ID, "left": it.Left.Kind, "choice": "tie", "weight": 2}, http.StatusUnprocessableEntity},
+		{map[string]any{"model_id": modelID, "finding_id": "nope", "left": it.Left.Kind, "choice": "tie"}, http.StatusNotFound},
+		{map[string]any{"model_id": "00000000-0000-0000-0000-000000000000", "finding_id": f.ID, "left": it.Left.Kind, "choice": "tie"}, http.StatusNotFound},
+	} {
+		r := e.do(t, "POST", "/api/v1/rm/comparisons", tc.body)
+		require.Equal(t, tc.status, r.status, "%v: %s", tc.body, r.body)
+	}
+	// Another account cannot see or answer this account's comparisons.
+	r = e.do(t, "POST", "/api/v1/rm/comparisons", map[string]any{"model_id": modelID, "finding_id": f.ID, "left": it.Left.Kind, "choice": "tie"},
+		"Authorization", "Bearer "+u2.APIKey)
+	require.Equal(t, http.StatusNotFound, r.status, string(r.body))
+	r = e.do(t, "GET", "/api/v1/rm/comparisons/queue", nil, "Authorization", "Bearer "+u2.APIKey)
+	require.Equal(t, http.StatusOK, r.status)
+	require.JSONEq(t, `{"items":[]}`, string(r.body))
+	require.Equal(t, before, eventCount(t, e.pool), "refused verdicts append nothing")
+
+	r = e.do(t, "POST", "/api/v1/rm/comparisons", map[string]any{"model_id": modelID, "finding_id": f.ID, "left": it.Left.Kind,
+		"choice": altChoice, "comment": "  sorted ascending  "})
+	require.Equal(t, http.StatusCreated, r.status, string(r.body))
+	var c events.ComparisonReviewedV1
+	require.NoError(t, json.Unmarshal(r.body, &c))
+	require.Equal(t, "alternative", c.Preferred)
+	require.Equal(t, e.userID, c.ReviewerID)
+	require.Equal(t, f.ID, c.FindingID)
+	require.Equal(t, modelID, c.ModelID)
+	require.Equal(t, 1, c.TraceRevision)
+	require.Equal(t, it.Left, c.Left)
+	require.Equal(t, "sorted ascending", *c.Comment)
+	chosen, rejected, ok := comparisons.Pair(c)
+	require.True(t, ok)
+	require.Equal(t, "user: Sort 3,1,2\nassistant: 1,2,3", chosen)
+	require.Equal(t, "user: Sort 3,1,2\nassistant: 3,2,1", rejected)
+
+	// Stored as an event on the trace's stream, projected, and gone from the queue.
+	var stream string
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT stream FROM events WHERE type = 'comparison.reviewed.v1'`).Scan(&stream))
+	require.Equal(t, "trace/"+traceID, stream)
+	var rows int
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT count(*) FROM rm_comparisons WHERE finding_id = $1 AND reviewer_id = $2`, f.ID, e.userID).Scan(&rows))
+	require.Equal(t, 1, rows)
+	r = e.do(t, "GET", "/api/v1/rm/comparisons/queue", nil)
+	require.JSONEq(t, `{"items":[]}`, string(r.body))
+	r = e.do(t, "POST", "/api/v1/rm/comparisons", map[string]any{"model_id": modelID, "finding_id": f.ID, "left": it.Left.Kind, "choice": "tie"})
+	require.Equal(t, http.StatusConflict, r.status, string(r.body))
+
+	// Deleting the trace drops its comparisons from the read model.
+	r = e.do(t, "DELETE", "/api/v1/rm/traces/"+traceID, nil)
+	require.Equal(t, http.StatusNoContent, r.status)
+	require.NoError(t, e.pool.QueryRow(ctx, `SELECT count(*) FROM rm_comparisons`).Scan(&rows))
+	require.Equal(t, 0, rows)
+}
+
+// reviewAlternative answers a queued comparison for the alternative.
+func (e *opsEnv) reviewAlternative(t *testing.T, modelID, findingID string) {
+	t.Helper()
+	left, _ := comparisons.Sides(e.userID, findingID, "", "")
+	choice := "left"
+	if left.Kind == "original" {
+		choice = "right"
+	}
+	r := e.do(t, "POST", "/api/v1/rm/comparisons", map[string]any{"model_id": modelID, "finding_id": findingID, "left": left.Kind, "choice": choice})
+	require.Equal(t, http.StatusCreated, r.status, string(r.body))
+}
+
+// TestEvaluatorStatus: before a release GET /evaluator says traces wait for
+// the first one and shows the policy; a benchmark frozen from an opted-in
+// trace's reviewed comparison appears with its figures; the candidate
+// commands are absent and say so.
+func TestEvaluatorStatus(t *testing.T) {
+	e := startOps(t, func(c *apiserver.Config) {
+		c.CommandOptions = []commands.Option{commands.WithFeedbackModel("openai/test", "")}
+	})
+	ctx := context.Background()
+	r := e.do(t, "GET", "/api/v1/rm/evaluator", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var st struct {
+		Status     string          `json:"status"`
+		Message    string          `json:"message"`
+		Release    json.RawMessage `json:"release"`
+		Benchmarks []struct {
+			Version int `json:"version"`
+			Items   int `json:"items"`
+			Slices  map[string]struct {
+				Slices    int `json:"slices"`
+				Populated int `json:"populated"`
+			} `json:"slices"`
+		} `json:"benchmarks"`
+		Policy struct {
+			MinSlice int `json:"min_slice"`
+		} `json:"policy"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &st))
+	require.Equal(t, "waiting_for_first_release", st.Status)
+	require.Contains(t, st.Message, "wait for the first release")
+	require.JSONEq(t, "null", string(st.Release))
+	require.Empty(t, st.Benchmarks)
+	require.Equal(t, evaluator.DefaultMinSlice, st.Policy.MinSlice)
+
+	_, err := e.srv.Cmds.FreezeBenchmark(ctx, "op")
+	require.Error(t, err, "nothing reviewed yet")
+
+	// Reviewed comparisons on opted-in traces until one lies in a benchmark
+	// group (a fixed 30% of groups); a reviewed but opted-out trace never
+	// counts.
+	_, modelID, f := withFindings(t, e, "out")
+	e.reviewAlternative(t, modelID, f.ID)
+	inBench := 0
+	for i := 0; inBench == 0 && i < 40; i++ {
+		traceID, modelID, f := withFindings(t, e, fmt.Sprintf("in-%d", i))
+		e.reviewAlternative(t, modelID, f.ID)
+		r = e.do(t, "PUT", "/api/v1/rm/traces/"+traceID+"/contribution", map[string]any{"contribute": true})
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		if evaluator.InBenchmark(e.userID + "/" + traceID) {
+			inBench++
+		}
+	}
+	require.Equal(t, 1, inBench)
+	res, err := e.srv.Cmds.FreezeBenchmark(ctx, "op")
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Waiter.Wait(ctx, res.LastEventID))
+	require.Len(t, res.Benchmark.Items, 1)
+
+	r = e.do(t, "GET", "/api/v1/rm/evaluator", nil)
+	require.NoError(t, json.Unmarshal(r.body, &st))
+	require.Equal(t, "waiting_for_first_release", st.Status, "a benchmark is not a release")
+	require.Len(t, st.Benchmarks, 1)
+	require.Equal(t, 1, st.Benchmarks[0].Version)
+	require.Equal(t, 1, st.Benchmarks[0].Items)
+	require.Equal(t, 1, st.Benchmarks[0].Slices["tool"].Slices, "one tool slice: text responses")
+	require.Equal(t, 0, st.Benchmarks[0].Slices["tool"].Populated, "1 item is below CRITIC_EVALUATOR_MIN_SLICE")
+	require.NotContains(t, string(r.body), "(response)", "slice values come from every account and are not shown")
+}

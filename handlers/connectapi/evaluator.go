@@ -1,0 +1,108 @@
+package connectapi
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/comparisons"
+	"github.com/criticml/critic/domain/evaluator"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/handlers/usecase"
+	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
+	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
+)
+
+// EvaluatorService implements critic.v1.EvaluatorService with the use cases
+// REST's consent, comparison and evaluator routes call, so both answer the
+// same data and errors.
+type EvaluatorService struct{ d Deps }
+
+var _ criticv1connect.EvaluatorServiceHandler = (*EvaluatorService)(nil)
+
+// NewEvaluatorService returns the service over d.
+func NewEvaluatorService(d Deps) *EvaluatorService { return &EvaluatorService{d: d} }
+
+// Register mounts the service on mux at /critic.v1.EvaluatorService/.
+func (s *EvaluatorService) Register(mux *http.ServeMux) {
+	mux.Handle(criticv1connect.NewEvaluatorServiceHandler(s, handlerOptions(s.d.Auth, s.d.MaxBody)...))
+}
+
+// SetTraceContribution is PUT /traces/{id}/contribution.
+func (s *EvaluatorService) SetTraceContribution(ctx context.Context, req *connect.Request[criticv1.SetTraceContributionRequest]) (*connect.Response[criticv1.SetTraceContributionResponse], error) {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	c, err := s.d.backend().SetContribution(ctx, caller, req.Msg.TraceId, req.Msg.Contribute)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.SetTraceContributionResponse{TraceId: c.TraceID, Contribute: c.Contribute, Notice: c.Notice}), nil
+}
+
+// ComparisonQueue is GET /comparisons/queue (limit 0 → the default).
+func (s *EvaluatorService) ComparisonQueue(ctx context.Context, req *connect.Request[criticv1.ComparisonQueueRequest]) (*connect.Response[criticv1.ComparisonQueueResponse], error) {
+	limit := usecase.DefaultQueueLimit
+	if n := int(req.Msg.Limit); n != 0 {
+		if n < 1 || n > usecase.MaxQueueLimit {
+			return nil, &domain.ValidationError{Code: "invalid_request", Field: "limit", Message: "limit must be an integer from 1 to 100"}
+		}
+		limit = n
+	}
+	q, err := s.d.backend().ComparisonQueue(ctx, edge.CallerFrom(ctx), limit)
+	if err != nil {
+		return nil, err
+	}
+	out := &criticv1.ComparisonQueueResponse{}
+	for _, it := range q.Items {
+		out.Items = append(out.Items, &criticv1.ComparisonQueueItem{ModelId: it.ModelID, FindingId: it.FindingID, TraceId: it.TraceID,
+			TraceTitle: it.TraceTitle, TraceRevision: int32(it.TraceRevision), StepId: it.StepID, StepIndex: int32(it.StepIndex), ToolName: it.ToolName,
+			Source: it.Source, Context: it.Context, Left: sideToProto(it.Left), Right: sideToProto(it.Right)})
+	}
+	return connect.NewResponse(out), nil
+}
+
+// ReviewComparison is POST /comparisons.
+func (s *EvaluatorService) ReviewComparison(ctx context.Context, req *connect.Request[criticv1.ReviewComparisonRequest]) (*connect.Response[criticv1.ReviewComparisonResponse], error) {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	c, err := s.d.backend().ReviewComparison(ctx, caller, commands.ReviewComparison{ModelID: m.ModelId, FindingID: m.FindingId,
+		Verdict: comparisons.Verdict{Left: m.Left, Choice: m.Choice, Comment: m.Comment}})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.ReviewComparisonResponse{ComparisonId: c.ComparisonID, TraceId: c.TraceID, TraceRevision: int32(c.TraceRevision),
+		StepId: c.StepID, ReviewerId: c.ReviewerID, FindingId: c.FindingID, ModelId: c.ModelID, Left: sideToProto(c.Left), Right: sideToProto(c.Right),
+		Choice: c.Choice, Preferred: c.Preferred, Comment: c.Comment}), nil
+}
+
+// GetEvaluator is GET /evaluator.
+func (s *EvaluatorService) GetEvaluator(ctx context.Context, _ *connect.Request[criticv1.GetEvaluatorRequest]) (*connect.Response[criticv1.GetEvaluatorResponse], error) {
+	p := evaluator.DefaultPolicy()
+	if s.d.EvaluatorPolicy != nil {
+		p = *s.d.EvaluatorPolicy
+	}
+	st, err := s.d.backend().Evaluator(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := &criticv1.GetEvaluatorResponse{Status: st.Status, Message: st.Message, MinSlice: int32(st.Policy.MinSlice), SliceTolerance: st.Policy.SliceTolerance}
+	for _, b := range st.Benchmarks {
+		out.Benchmarks = append(out.Benchmarks, &criticv1.EvaluatorBenchmark{Version: int32(b.Version), AsOfSeq: b.AsOfSeq, Items: int32(b.Items),
+			FrozenAt: b.FrozenAt.Format(time.RFC3339Nano)})
+	}
+	return connect.NewResponse(out), nil
+}
+
+func sideToProto(s events.ComparisonSide) *criticv1.ComparisonSide {
+	return &criticv1.ComparisonSide{Kind: s.Kind, Action: s.Action}
+}

@@ -1,0 +1,101 @@
+package usecase
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// ComparisonQueueItem is one comparison a reviewer is asked about: two
+// actions for the same prior context, left and right in the order recorded
+// with the verdict. The kinds are there for the POST (which checks them);
+// a reviewing client shows only the actions.
+type ComparisonQueueItem struct {
+	ModelID       string                `json:"model_id"`
+	FindingID     string                `json:"finding_id"`
+	TraceID       string                `json:"trace_id"`
+	TraceTitle    string                `json:"trace_title"`
+	TraceRevision int                   `json:"trace_revision"`
+	StepID        string                `json:"step_id"`
+	StepIndex     int                   `json:"step_index"`
+	ToolName      *string               `json:"tool_name"`
+	Source        string                `json:"source"`
+	Context       string                `json:"context"`
+	Left          events.ComparisonSide `json:"left"`
+	Right         events.ComparisonSide `json:"right"`
+}
+
+// ComparisonQueue is GET /comparisons/queue.
+type ComparisonQueue struct {
+	Items []ComparisonQueueItem `json:"items"`
+}
+
+// DefaultQueueLimit and MaxQueueLimit bound ?limit of the queue.
+const (
+	DefaultQueueLimit = 20
+	MaxQueueLimit     = 100
+)
+
+// QueueLimit reads ?limit (1–100, default 20).
+func QueueLimit(raw string) (int, error) {
+	if raw == "" {
+		return DefaultQueueLimit, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil || n < 1 || n > MaxQueueLimit {
+		return 0, rangeError("limit", 1, MaxQueueLimit)
+	}
+	return n, nil
+}
+
+// ComparisonQueue lists up to limit comparisons the caller has not reviewed:
+// the read model proposes findings with alternatives, and each is checked
+// against the log (its trace still has that action), so everything listed
+// is something POST /comparisons accepts.
+func (b Backend) ComparisonQueue(ctx context.Context, caller *readmodel.Caller, limit int) (ComparisonQueue, error) {
+	out := ComparisonQueue{Items: []ComparisonQueueItem{}}
+	cands, err := b.Queries.ComparisonCandidates(ctx, caller.UserID, caller.UserID, limit*4)
+	if err != nil {
+		return out, err
+	}
+	for _, c := range cands {
+		if len(out.Items) == limit {
+			break
+		}
+		it, ok, err := b.Cmds.PresentComparison(ctx, Actor(caller), c.ModelID, c.Attempt, c.Finding)
+		if err != nil {
+			return out, err
+		}
+		if !ok {
+			continue
+		}
+		var tool *string
+		if it.Finding.ToolName != "" {
+			tool = &it.Finding.ToolName
+		}
+		out.Items = append(out.Items, ComparisonQueueItem{ModelID: it.ModelID, FindingID: it.Finding.ID, TraceID: it.TraceID,
+			TraceTitle: it.TraceTitle, TraceRevision: it.TraceRevision, StepID: it.Finding.StepID, StepIndex: it.StepIndex, ToolName: tool,
+			Source: it.Finding.Source, Context: it.Context, Left: it.Left, Right: it.Right})
+	}
+	return out, nil
+}
+
+// ReviewComparison records the caller's verdict and returns it once the
+// read model has it (so the queue no longer lists it).
+func (b Backend) ReviewComparison(ctx context.Context, caller *readmodel.Caller, in commands.ReviewComparison) (events.ComparisonReviewedV1, error) {
+	if in.Choice == "" {
+		return events.ComparisonReviewedV1{}, &domain.ValidationError{Code: "invalid_request", Field: "choice", Message: "choice is required (left, right or tie)"}
+	}
+	res, err := b.Cmds.ReviewComparison(ctx, Actor(caller), in)
+	if err != nil {
+		return events.ComparisonReviewedV1{}, err
+	}
+	if err := b.Settle(ctx, res.Result); err != nil {
+		return events.ComparisonReviewedV1{}, err
+	}
+	return res.Comparison, nil
+}

@@ -1,0 +1,83 @@
+package readmodel
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/criticml/critic/domain/events"
+)
+
+// ComparisonCandidate is a finding of one of the owner's reward models that
+// proposed an alternative action and that reviewer has not compared yet.
+type ComparisonCandidate struct {
+	ModelID string
+	Attempt int
+	Finding events.Finding
+}
+
+// ComparisonCandidates lists up to limit candidates for reviewer, oldest
+// finding first, one per finding id (a finding reused by a later attempt or
+// model is one comparison). The caller checks each against the log.
+func (q *Queries) ComparisonCandidates(ctx context.Context, owner, reviewer string, limit int) ([]ComparisonCandidate, error) {
+	rows, err := q.pool.Query(ctx, `SELECT model_id, attempt, finding FROM (
+			SELECT DISTINCT ON (f.finding_id) f.model_id::text AS model_id, f.attempt, f.finding, f.seq
+			FROM rm_model_findings f
+			JOIN rm_reward_models m ON m.id = f.model_id AND m.attempt = f.attempt
+			JOIN rm_traces t ON t.id = f.trace_id AND t.owner_id = m.owner_id
+			WHERE m.owner_id = $1 AND jsonb_typeof(f.finding->'alternative_action') = 'string'
+				AND NOT EXISTS (SELECT 1 FROM rm_comparisons c WHERE c.reviewer_id = $2 AND c.finding_id = f.finding_id)
+			ORDER BY f.finding_id, f.seq) x
+		ORDER BY seq, model_id LIMIT $3`, owner, reviewer, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ComparisonCandidate
+	for rows.Next() {
+		var c ComparisonCandidate
+		var raw []byte
+		if err := rows.Scan(&c.ModelID, &c.Attempt, &raw); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, &c.Finding); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// EvaluatorBenchmark is a frozen benchmark version's figures. SliceCounts
+// names other accounts' tools, domains and agents: only operators see them
+// (the CLI); the API shows how many slices there are.
+type EvaluatorBenchmark struct {
+	Version     int
+	AsOfSeq     int64
+	Items       int
+	SliceCounts map[string]map[string]int
+	FrozenAt    time.Time
+}
+
+// EvaluatorBenchmarks lists the frozen benchmark versions, newest first.
+func (q *Queries) EvaluatorBenchmarks(ctx context.Context) ([]EvaluatorBenchmark, error) {
+	rows, err := q.pool.Query(ctx, `SELECT version, as_of_seq, items, slice_counts, frozen_at FROM rm_evaluator_benchmarks ORDER BY version DESC`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []EvaluatorBenchmark{}
+	for rows.Next() {
+		var b EvaluatorBenchmark
+		var raw []byte
+		if err := rows.Scan(&b.Version, &b.AsOfSeq, &b.Items, &raw, &b.FrozenAt); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(raw, &b.SliceCounts); err != nil {
+			return nil, err
+		}
+		b.FrozenAt = b.FrozenAt.UTC()
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
