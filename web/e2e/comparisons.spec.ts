@@ -6,8 +6,8 @@ import { test, expect, env, signIn, a11y, shot } from "./fixtures";
 test("comparisons: A / B pick a side, E is a tie with a comment, then nothing is left", async ({ page }) => {
   test.skip(!process.env.CRITIC_E2E_COMPARE, "no comparisons seeded");
   await signIn(page);
-  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Compare" }).click();
-  await expect(page.getByRole("heading", { level: 1, name: "Compare" })).toBeVisible();
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Comparisons" }).click();
+  await expect(page.getByRole("heading", { level: 1, name: "Comparisons" })).toBeVisible();
   await expect(page.locator(".progress")).toHaveText("2 to compare");
   const card = page.getByRole("article", { name: "Comparison" });
   // Which side is the original is never shown.

@@ -36,7 +36,7 @@ export function ComparisonsPage() {
   return (
     <main className="main comparisons">
       <header className="page-head">
-        <h1>Compare</h1>
+        <h1>Comparisons</h1>
         <span className="spacer" />
         {queue.data && (
           <span className="progress" aria-live="polite">
