@@ -87,6 +87,10 @@ type Config struct {
 	TrainOptions func(*train.Options)
 	// Observer, when set, sees every job and its throughput (metrics, spans).
 	Observer Observer
+	// LLMObserver, when set, sees every model-provider request of the
+	// clients the worker makes itself (GEPA's task and reflection models);
+	// the role clients above come observed from cmd/critic.
+	LLMObserver llm.Observer
 	// Feedback is the feedback model extraction jobs call (nil: none is
 	// configured; FeedbackUnavailable says what to set, and extraction jobs
 	// fail with it).
