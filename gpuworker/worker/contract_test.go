@@ -7,7 +7,9 @@ import (
 	"go/token"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,4 +132,28 @@ func TestClientCallsServedRoutes(t *testing.T) {
 	slices.Sort(want)
 	slices.Sort(hit)
 	require.Equal(t, want, hit)
+}
+
+// TestImportsNoAPICode fails when the worker, directly or through any
+// dependency, imports the API's code (commands, handlers, projections, the
+// event store or database packages): a worker holds a worker token and
+// blob access, never the API's internals, and shares only domain/jobs.
+func TestImportsNoAPICode(t *testing.T) {
+	t.Parallel()
+	gobin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	out, err := exec.Command(gobin, "list", "-deps", ".").Output()
+	require.NoError(t, err)
+	const module = "github.com/criticml/critic/"
+	var own []string
+	for _, pkg := range strings.Fields(string(out)) {
+		rel, ok := strings.CutPrefix(pkg, module)
+		if !ok {
+			continue
+		}
+		own = append(own, rel)
+		for _, banned := range []string{"commands", "handlers", "projections", "readmodel", "platform/pg", "platform/eventstore", "cmd"} {
+			require.False(t, rel == banned || strings.HasPrefix(rel, banned+"/"), "the worker depends on %s, which is API code", rel)
+		}
+	}
+	require.Contains(t, own, "domain/jobs", "the worker speaks the contract in domain/jobs")
 }
