@@ -157,3 +157,18 @@ func TestImportsNoAPICode(t *testing.T) {
 	}
 	require.Contains(t, own, "domain/jobs", "the worker speaks the contract in domain/jobs")
 }
+
+// TestHandlesEveryJobTopic fails when domain/jobs gains a job topic no
+// worker handler runs (Run refuses to start then too), or the worker
+// handles a topic outside the contract.
+func TestHandlesEveryJobTopic(t *testing.T) {
+	t.Parallel()
+	var handled []string
+	for topic := range (&Worker{}).handlers() {
+		handled = append(handled, topic)
+	}
+	want := jobs.Topics()
+	slices.Sort(handled)
+	slices.Sort(want)
+	require.Equal(t, want, handled)
+}
