@@ -9,6 +9,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/feedback"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/domain/traces"
 )
@@ -19,28 +20,6 @@ import (
 // calls the feedback model and reports each trace's findings, which are
 // appended here — before the dataset and its minimum-pair check, so a model
 // that fails keeps its learning report.
-
-// ExtractionInputsKey is where an attempt's extraction inputs live.
-func ExtractionInputsKey(ownerID, modelID string, attempt int) string {
-	return fmt.Sprintf("extraction/%s/%s/attempt-%d.json", ownerID, modelID, attempt)
-}
-
-// ExtractionInputs is what an extraction worker reads: the selected traces
-// still to assess, as of the event that queued the attempt.
-type ExtractionInputs struct {
-	ModelID         string   `json:"model_id"`
-	Attempt         int      `json:"attempt"`
-	ClassifierModel string   `json:"classifier_model"`
-	PromptVersion   string   `json:"prompt_version"`
-	Criteria        []string `json:"criteria"`
-	ConfigHash      string   `json:"config_hash"`
-	RubricDropout   bool     `json:"rubric_dropout"`
-	// PairsNeeded is how many finding pairs fill max_pairs after the
-	// explicit ratings and the findings already recorded: extraction stops
-	// once it has them.
-	PairsNeeded int              `json:"pairs_needed"`
-	Traces      []feedback.Trace `json:"traces"`
-}
 
 // ExtractionClaim is the answer to a claim.
 type ExtractionClaim struct {
@@ -76,7 +55,7 @@ func (c *Commands) ClaimExtraction(ctx context.Context, workerID, modelID string
 		criteria = feedback.DefaultCriteria
 	}
 	hash := feedback.ConfigHash(criteria)
-	in := ExtractionInputs{ModelID: st.ID, Attempt: attempt, ClassifierModel: st.Plan.Model, PromptVersion: feedback.PromptVersion,
+	in := jobs.ExtractionInputs{ModelID: st.ID, Attempt: attempt, ClassifierModel: st.Plan.Model, PromptVersion: feedback.PromptVersion,
 		Criteria: criteria, ConfigHash: hash, RubricDropout: true, Traces: []feedback.Trace{}}
 
 	var pts []domain.PairTrace
@@ -116,7 +95,7 @@ func (c *Commands) ClaimExtraction(ctx context.Context, workerID, modelID string
 	if err != nil {
 		return ExtractionClaim{}, err
 	}
-	key := ExtractionInputsKey(st.OwnerID, st.ID, attempt)
+	key := jobs.ExtractionInputsKey(st.OwnerID, st.ID, attempt)
 	if err := c.store.Blobs().Put(ctx, key, raw); err != nil {
 		return ExtractionClaim{}, fmt.Errorf("store the extraction inputs: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/feedback"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/eventstore"
@@ -40,10 +41,10 @@ func conversations(t *testing.T, cmds *commands.Commands, actor commands.Actor) 
 	return res.TraceIDs
 }
 
-func readInputs(t *testing.T, store *eventstore.Store, key string) commands.ExtractionInputs {
+func readInputs(t *testing.T, store *eventstore.Store, key string) jobs.ExtractionInputs {
 	raw, err := store.Blobs().Get(context.Background(), key)
 	require.NoError(t, err)
-	var in commands.ExtractionInputs
+	var in jobs.ExtractionInputs
 	require.NoError(t, json.Unmarshal(raw, &in))
 	return in
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/platform/llm/llmtest"
+	"github.com/criticml/critic/platform/metrics/metricstest"
 )
 
 var assessEventRe = regexp.MustCompile(`<event step="([^"]+)" role="assistant">`)
@@ -52,7 +54,8 @@ func TestSectionSummariesAndCompletionFromTheWorkerTier(t *testing.T) {
 	in, kafkaPort := startServeForJobs(t, env...)
 	key := in.newUser("assessor", false)
 	other := in.newUser("other", false)
-	startWorkerWith(t, in, kafkaPort, "aw1", env...)
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	startWorkerWith(t, in, kafkaPort, "aw1", append(env, "CRITIC_WORKER_METRICS_ADDR="+metricsAddr)...)
 	ids := in.importTraces(key, "stash", strings.Join([]string{
 		`{"id":"a-1","title":"Invoice","steps":[{"role":"user","content":"find invoice 7"},{"role":"assistant","content":"","tool_name":"search","tool_input":{"q":"7"},"tool_call_id":"c1"},{"role":"tool","content":"invoice 7: paid","tool_name":"search","tool_call_id":"c1"},{"role":"assistant","content":"Invoice 7 is paid."}]}`,
 		`{"id":"a-2","title":"Bold","steps":[{"role":"user","content":"is it done?"},{"role":"assistant","content":"overconfident: yes, certainly."}]}`,
@@ -150,4 +153,23 @@ func TestSectionSummariesAndCompletionFromTheWorkerTier(t *testing.T) {
 	require.False(t, s.Pending)
 	require.Contains(t, *s.Reason, "outside 0–1")
 	require.Nil(t, s.Sections[0].Score)
+
+	// The worker's /metrics counted every request the provider answered,
+	// under the fast role, with the tokens it reported (10 in, 5 out each).
+	fast := []string{"model=openai/scripted-fast", "role=fast"}
+	var m metricstest.Families
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		m = metricstest.Scrape(t, "http://"+metricsAddr+"/metrics")
+		total := m.Value("critic_llm_requests_total", append(fast, "outcome=ok")...) + m.Value("critic_llm_requests_total", append(fast, "outcome=error")...)
+		if total == float64(srv.Calls()) || time.Now().After(deadline) {
+			break
+		}
+	}
+	ok := m.Value("critic_llm_requests_total", append(fast, "outcome=ok")...)
+	require.Equal(t, float64(srv.Calls()), ok, "every provider answer here is valid JSON: all ok")
+	require.Zero(t, m.Value("critic_llm_requests_total", append(fast, "outcome=error")...))
+	require.GreaterOrEqual(t, ok, 4.0, "two sections, a completion and a regenerated section")
+	require.Equal(t, ok, m.Value("critic_llm_request_duration_seconds", fast...))
+	require.Equal(t, 10*ok, m.Value("critic_llm_tokens_total", append(fast, "direction=prompt")...))
+	require.Equal(t, 5*ok, m.Value("critic_llm_tokens_total", append(fast, "direction=completion")...))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/criticml/critic/gpuworker/label"
 	"github.com/criticml/critic/gpuworker/worker"
 	"github.com/criticml/critic/platform/llm"
+	"github.com/criticml/critic/platform/telemetry"
 )
 
 // llmRoles are the server's model roles (DESIGN §9), read once from the
@@ -98,4 +99,44 @@ func (r llmRoles) stepLabelModel() string {
 		return ""
 	}
 	return r.StepLabel.Model().String()
+}
+
+// observed returns the roles with every client reporting its provider
+// requests to o under its role (feedback, fast, step_label): the
+// critic_llm_* metrics. nil o leaves them unobserved.
+func (r llmRoles) observed(o llm.Observer) llmRoles {
+	if o == nil {
+		return r
+	}
+	if r.Feedback != nil {
+		r.Feedback = r.Feedback.WithObserver(o, "feedback")
+	}
+	if r.Fast != nil {
+		r.Fast = r.Fast.WithObserver(o, "fast")
+	}
+	if r.StepLabel != nil {
+		r.StepLabel = r.StepLabel.WithObserver(o, "step_label")
+	}
+	return r
+}
+
+// llmObserver is the process's LLM observer: its metrics, or none when
+// metrics are off (a nil *metrics.Metrics must not become a non-nil
+// interface).
+func llmObserver(tel *telemetry.Telemetry) llm.Observer {
+	if tel == nil || tel.Metrics == nil {
+		return nil
+	}
+	return tel.Metrics
+}
+
+// workerModels puts the roles' clients into a worker's configuration, the
+// same for `critic worker` and the worker inside `critic run`.
+func (r llmRoles) workerModels(wc *worker.Config, o llm.Observer) {
+	r = r.observed(o)
+	wc.Feedback, wc.FeedbackUnavailable = r.Feedback, r.FeedbackUnavailable
+	wc.Fast, wc.FastUnavailable = r.Fast, r.FastUnavailable
+	wc.StepLabel, wc.StepLabelUnavailable = r.stepLabeler(), r.StepLabelUnavailable
+	wc.LabelJobs = r.LabelJobs
+	wc.LLMObserver = o
 }

@@ -64,11 +64,10 @@ func cmdRun(ctx context.Context, _ []string) error {
 	// The in-process worker speaks the same protocol as `critic worker`:
 	// Kafka for jobs, the worker service for reports, the blob store for data.
 	srv.Go("worker", func() error {
-		return worker.Run(srv.Ctx, worker.Config{APIURL: "http://" + srv.addr, Token: srv.token, WorkerID: "local",
-			Brokers: srv.Brokers, Blobs: in.blobs, DataDir: cfg.DataDir, Log: log, Observer: workerObserver(srv.Telemetry),
-			Feedback: cfg.LLM.Feedback, FeedbackUnavailable: cfg.LLM.FeedbackUnavailable,
-			Fast: cfg.LLM.Fast, FastUnavailable: cfg.LLM.FastUnavailable,
-			StepLabel: cfg.LLM.stepLabeler(), StepLabelUnavailable: cfg.LLM.StepLabelUnavailable, LabelJobs: cfg.LLM.LabelJobs})
+		wc := worker.Config{APIURL: "http://" + srv.addr, Token: srv.token, WorkerID: "local",
+			Brokers: srv.Brokers, Blobs: in.blobs, DataDir: cfg.DataDir, Log: log, Observer: workerObserver(srv.Telemetry)}
+		cfg.LLM.workerModels(&wc, llmObserver(srv.Telemetry))
+		return worker.Run(srv.Ctx, wc)
 	}, nil)
 	url := "http://" + srv.addr
 	// The key rides in the fragment, which browsers never send: the app

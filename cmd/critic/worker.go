@@ -44,6 +44,7 @@ func cmdWorker(ctx context.Context, _ []string) error {
 		_ = tel.Shutdown(sctx)
 	}()
 	wc.Observer = workerObserver(tel)
+	cfg.LLM.workerModels(&wc, llmObserver(tel))
 	if tel.Metrics != nil {
 		addr, stop, err := serveWorkerMetrics(cfg.WorkerMetricsAddr, tel)
 		switch {
@@ -95,10 +96,7 @@ func serveWorkerMetrics(addr string, tel *telemetry.Telemetry) (string, func(), 
 // required because a standalone worker has no embedded broker to fall back on.
 func workerConfigFromEnv(cfg config) (worker.Config, error) {
 	wc := worker.Config{APIURL: strings.TrimRight(strings.TrimSpace(os.Getenv("CRITIC_API_URL")), "/"),
-		Brokers: cfg.KafkaBrokers, DataDir: cfg.DataDir,
-		Feedback: cfg.LLM.Feedback, FeedbackUnavailable: cfg.LLM.FeedbackUnavailable,
-		Fast: cfg.LLM.Fast, FastUnavailable: cfg.LLM.FastUnavailable,
-		StepLabel: cfg.LLM.stepLabeler(), StepLabelUnavailable: cfg.LLM.StepLabelUnavailable, LabelJobs: cfg.LLM.LabelJobs}
+		Brokers: cfg.KafkaBrokers, DataDir: cfg.DataDir}
 	var errs []error
 	if wc.APIURL == "" {
 		errs = append(errs, errors.New("CRITIC_API_URL is required: the API's base URL, e.g. http://127.0.0.1:8080"))

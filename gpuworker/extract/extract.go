@@ -18,9 +18,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/feedback"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/platform/llm"
 )
 
@@ -77,7 +77,7 @@ func (x *Extractor) perTrace() int {
 // found. done0 is the targets already done (reused) for progress. The first
 // failed call (after the client's retries) stops the run and is returned:
 // malformed extraction fails the job, and what was recorded stays.
-func (x *Extractor) Run(ctx context.Context, in commands.ExtractionInputs, rep Reporter, done0 int) error {
+func (x *Extractor) Run(ctx context.Context, in jobs.ExtractionInputs, rep Reporter, done0 int) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var pairs, done atomic.Int64
@@ -168,7 +168,7 @@ feed:
 
 // trace assesses one trace's targets, PerTrace at a time; nil when max_pairs
 // was reached before any of them started.
-func (x *Extractor) trace(ctx context.Context, in commands.ExtractionInputs, tr feedback.Trace, pairs *atomic.Int64, needed int64, done *atomic.Int64) (*events.RewardModelFeedbackExtractedV1, error) {
+func (x *Extractor) trace(ctx context.Context, in jobs.ExtractionInputs, tr feedback.Trace, pairs *atomic.Int64, needed int64, done *atomic.Int64) (*events.RewardModelFeedbackExtractedV1, error) {
 	targets := feedback.Targets(tr)
 	results := make([][]events.Finding, len(targets))
 	usages := make([]llm.Usage, len(targets))

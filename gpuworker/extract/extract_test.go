@@ -10,10 +10,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/feedback"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/gpuworker/extract"
 	"github.com/criticml/critic/platform/llm"
 	"github.com/criticml/critic/platform/llm/llmtest"
@@ -92,8 +92,8 @@ func trace(id, answer, reaction string) feedback.Trace {
 	}}
 }
 
-func inputs(traces ...feedback.Trace) commands.ExtractionInputs {
-	return commands.ExtractionInputs{ModelID: "m", Attempt: 1, ClassifierModel: "openai/test", PromptVersion: feedback.PromptVersion,
+func inputs(traces ...feedback.Trace) jobs.ExtractionInputs {
+	return jobs.ExtractionInputs{ModelID: "m", Attempt: 1, ClassifierModel: "openai/test", PromptVersion: feedback.PromptVersion,
 		Criteria: feedback.DefaultCriteria, ConfigHash: feedback.ConfigHash(feedback.DefaultCriteria), RubricDropout: true,
 		PairsNeeded: 4000, Traces: traces}
 }

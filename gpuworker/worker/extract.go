@@ -8,21 +8,17 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/gpuworker/extract"
 )
 
-// TopicExtract carries feedback-extraction jobs (projections/dispatch).
-const TopicExtract = "critic.jobs.extract"
+// TopicExtract carries feedback-extraction jobs (domain/jobs).
+const TopicExtract = jobs.TopicExtract
 
-// ExtractMessage is a critic.jobs.extract value (key = model id).
-type ExtractMessage struct {
-	ModelID string `json:"model_id"`
-	Attempt int    `json:"attempt"`
-	OwnerID string `json:"owner_id"`
-}
+// ExtractMessage is a critic.jobs.extract value (domain/jobs).
+type ExtractMessage = jobs.ExtractJob
 
 // HandleExtract runs one extraction job: claim, read the inputs, call the
 // feedback model, report each trace's findings, finish. A worker without a
@@ -105,7 +101,7 @@ func (w *Worker) extract(ctx context.Context, claim *ExtractionClaim) error {
 	if err != nil {
 		return fmt.Errorf("reading the extraction inputs %s: %w", claim.InputsKey, err)
 	}
-	var in commands.ExtractionInputs
+	var in jobs.ExtractionInputs
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return fmt.Errorf("decoding the extraction inputs %s: %w", claim.InputsKey, err)
 	}

@@ -160,7 +160,8 @@ func (w *Worker) gepa(ctx context.Context, log *slog.Logger, runID string, claim
 	logw := &logWriter{log: log}
 	var reportErr error
 	var mu sync.Mutex
-	cfg := gepa.Config{Examples: exs, Task: llm.New(task, llm.Options{}), Reflection: llm.New(refl, llm.Options{}), Scorer: sc,
+	cfg := gepa.Config{Examples: exs, Task: llm.New(task, llm.Options{Role: "gepa_task", Observer: w.cfg.LLMObserver}),
+		Reflection: llm.New(refl, llm.Options{Role: "gepa_reflection", Observer: w.cfg.LLMObserver}), Scorer: sc,
 		MaxMetricCalls: job.MaxMetricCalls, InputVersion: job.InputVersion, Log: logw,
 		Progress: func(p gepa.Progress) {
 			best := p.BestScore

@@ -7,18 +7,15 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/platform/llm"
 )
 
-// TopicTitle carries title jobs (projections/dispatch).
-const TopicTitle = "critic.jobs.title"
+// TopicTitle carries title jobs (domain/jobs).
+const TopicTitle = jobs.TopicTitle
 
-// TitleMessage is a critic.jobs.title value (key = trace id).
-type TitleMessage struct {
-	TraceID  string `json:"trace_id"`
-	Revision int    `json:"revision"`
-	OwnerID  string `json:"owner_id"`
-}
+// TitleMessage is a critic.jobs.title value (domain/jobs).
+type TitleMessage = jobs.TitleJob
 
 var titleSchema = llm.Object(map[string]*llm.Schema{"title": llm.String("the title, at most 8 words")})
 
@@ -36,13 +33,9 @@ func (w *Worker) HandleTitle(ctx context.Context, payload []byte) bool {
 		log.Warn("no fast model on this worker: the derived title stays", "reason", w.cfg.FastUnavailable)
 		return true
 	}
-	var src struct {
-		Revision int    `json:"revision"`
-		Input    string `json:"input"`
-		Needed   bool   `json:"needed"`
-	}
-	path := "/api/v1/worker/titles/" + url.PathEscape(m.TraceID)
-	if err := w.client.post(ctx, path+"/source", map[string]any{"worker_id": w.client.WorkerID, "revision": m.Revision}, &src); err != nil {
+	var src jobs.TitleSource
+	esc := url.PathEscape(m.TraceID)
+	if err := w.client.post(ctx, jobs.TitleSourcePath(esc), jobs.TitleSourceRequest{WorkerID: w.client.WorkerID, Revision: m.Revision}, &src); err != nil {
 		if ctx.Err() != nil {
 			return false
 		}
@@ -66,8 +59,8 @@ func (w *Worker) HandleTitle(ctx context.Context, payload []byte) bool {
 	_ = json.Unmarshal(res.JSON, &out)
 	model := w.cfg.Fast.Model().String()
 	u := res.Usage
-	err = w.client.post(ctx, path, map[string]any{"worker_id": w.client.WorkerID, "revision": m.Revision, "title": out.Title, "model": model,
-		"usage": []events.LLMUsage{{Model: model, Calls: u.Calls, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}}}, nil)
+	err = w.client.post(ctx, jobs.TitleRecordPath(esc), jobs.TitleReport{WorkerID: w.client.WorkerID, Revision: m.Revision, Title: out.Title, Model: model,
+		Usage: []events.LLMUsage{{Model: model, Calls: u.Calls, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}}}, nil)
 	if err != nil && ctx.Err() == nil {
 		log.Warn("could not record the title", "error", err)
 	}

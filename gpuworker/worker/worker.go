@@ -87,6 +87,10 @@ type Config struct {
 	TrainOptions func(*train.Options)
 	// Observer, when set, sees every job and its throughput (metrics, spans).
 	Observer Observer
+	// LLMObserver, when set, sees every model-provider request of the
+	// clients the worker makes itself (GEPA's task and reflection models);
+	// the role clients above come observed from cmd/critic.
+	LLMObserver llm.Observer
 	// Feedback is the feedback model extraction jobs call (nil: none is
 	// configured; FeedbackUnavailable says what to set, and extraction jobs
 	// fail with it).
@@ -196,6 +200,14 @@ func New(cfg Config) (*Worker, error) {
 	return w, nil
 }
 
+// handlers maps every job topic of domain/jobs to the handler that runs it.
+func (w *Worker) handlers() map[string]func(context.Context, []byte) bool {
+	return map[string]func(context.Context, []byte) bool{
+		TopicTrain: w.HandleTrain, TopicScore: w.HandleScore, TopicExtract: w.HandleExtract, TopicTitle: w.HandleTitle,
+		TopicAssess: w.HandleAssess, TopicGepa: w.HandleGepa, TopicLabel: w.HandleLabel,
+	}
+}
+
 // Run consumes critic.jobs.train and critic.jobs.score concurrently (one job at a
 // time per topic) until ctx ends, then returns nil. An in-flight training job is
 // stopped and reported failed ("worker shut down"); its message stays
@@ -227,15 +239,24 @@ func (w *Worker) Run(ctx context.Context) error {
 		topic  string
 		handle func(context.Context, []byte) bool
 	}
-	consumers := []consumer{{TopicTrain, w.HandleTrain}, {TopicScore, w.HandleScore}, {TopicExtract, w.HandleExtract}, {TopicTitle, w.HandleTitle}, {TopicAssess, w.HandleAssess}, {TopicGepa, w.HandleGepa}}
-	// A worker without a step-label model leaves label jobs to workers
-	// that have one (it would only drop them).
-	if w.cfg.StepLabel != nil {
-		for range w.cfg.LabelJobs {
-			consumers = append(consumers, consumer{TopicLabel, w.HandleLabel})
+	handlers := w.handlers()
+	var consumers []consumer
+	for _, topic := range jobs.Topics() {
+		h, ok := handlers[topic]
+		switch {
+		case !ok:
+			return fmt.Errorf("this worker has no handler for job topic %s", topic)
+		case topic != TopicLabel:
+			consumers = append(consumers, consumer{topic, h})
+		case w.cfg.StepLabel != nil:
+			for range w.cfg.LabelJobs {
+				consumers = append(consumers, consumer{topic, h})
+			}
+		default:
+			// A worker without a step-label model leaves label jobs to
+			// workers that have one (it would only drop them).
+			w.log.Info("not consuming label jobs: no step-label model", "reason", w.cfg.StepLabelUnavailable)
 		}
-	} else {
-		w.log.Info("not consuming label jobs: no step-label model", "reason", w.cfg.StepLabelUnavailable)
 	}
 	for _, t := range consumers {
 		wg.Add(1)

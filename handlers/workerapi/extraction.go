@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/criticml/critic/domain"
-	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 )
 
@@ -12,17 +11,6 @@ import (
 // lease with progress, reports each trace's findings, and finishes (or
 // fails) the extraction. Findings are checked against the source here, by
 // the same domain rules the worker used.
-
-type extractionClaimResponse struct {
-	ModelID         string `json:"model_id"`
-	OwnerID         string `json:"owner_id"`
-	Attempt         int    `json:"attempt"`
-	InputsKey       string `json:"inputs_key"`
-	ClassifierModel string `json:"classifier_model"`
-	LeaseSeconds    int    `json:"lease_seconds"`
-	TargetsTotal    int    `json:"targets_total"`
-	TargetsDone     int    `json:"targets_done"`
-}
 
 func (a *API) claimExtraction(r *http.Request) (any, error) {
 	var req jobs.AttemptRequest
@@ -36,42 +24,33 @@ func (a *API) claimExtraction(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return extractionClaimResponse{ModelID: c.ModelID, OwnerID: c.OwnerID, Attempt: c.Attempt, InputsKey: c.InputsKey,
+	return jobs.ExtractionClaim{ModelID: c.ModelID, OwnerID: c.OwnerID, Attempt: c.Attempt, InputsKey: c.InputsKey,
 		ClassifierModel: c.ClassifierModel, LeaseSeconds: c.LeaseSeconds, TargetsTotal: c.TargetsTotal, TargetsDone: c.TargetsDone}, nil
 }
 
 func (a *API) extractionProgress(r *http.Request) (any, error) {
-	var req struct {
-		jobs.AttemptRequest
-		TargetsDone int `json:"targets_done"`
-	}
+	var req jobs.ExtractionProgress
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
 	_, err := a.cmds.ExtractionProgress(r.Context(), req.WorkerID, r.PathValue("model_id"), req.Attempt, req.TargetsDone)
-	return map[string]bool{"ok": err == nil}, err
+	return jobs.Ack{OK: err == nil}, err
 }
 
 func (a *API) extractionFindings(r *http.Request) (any, error) {
-	var req struct {
-		WorkerID string `json:"worker_id"`
-		events.RewardModelFeedbackExtractedV1
-	}
+	var req jobs.ExtractionFindings
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
 	_, err := a.cmds.RecordFeedback(r.Context(), req.WorkerID, r.PathValue("model_id"), req.RewardModelFeedbackExtractedV1)
-	return map[string]bool{"ok": err == nil}, err
+	return jobs.Ack{OK: err == nil}, err
 }
 
 func (a *API) extractionFinished(r *http.Request) (any, error) {
-	var req struct {
-		jobs.AttemptRequest
-		Error string `json:"error"`
-	}
+	var req jobs.ExtractionFinished
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
 	_, err := a.cmds.FinishExtraction(r.Context(), req.WorkerID, r.PathValue("model_id"), req.Attempt, req.Error)
-	return map[string]bool{"ok": err == nil}, err
+	return jobs.Ack{OK: err == nil}, err
 }

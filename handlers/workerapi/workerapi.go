@@ -72,8 +72,15 @@ func New(cmds *commands.Commands, token string, lease time.Duration) *API {
 	return &API{cmds: cmds, token: token, lease: lease}
 }
 
-// Register mounts the routes.
-func (a *API) Register(mux *http.ServeMux) {
+// Mux is where Register mounts the routes (an *http.ServeMux); an interface
+// so a test can list exactly what the service serves.
+type Mux interface {
+	HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request))
+}
+
+// Register mounts the routes: every one is a domain/jobs route constant
+// (jobs.Routes), the contract the worker's client is written against.
+func (a *API) Register(mux Mux) {
 	route := func(pattern string, h func(r *http.Request) (any, error)) {
 		method, path, _ := strings.Cut(pattern, " ")
 		mux.HandleFunc(method+" "+Prefix+path, func(w http.ResponseWriter, r *http.Request) {
@@ -95,12 +102,12 @@ func (a *API) Register(mux *http.ServeMux) {
 	route(jobs.RouteFailed, a.failed)
 	route(jobs.RouteClaimScoring, a.claimScoring)
 	route(jobs.RouteScoringFinished, a.finishScoring)
-	route("POST /extraction/{model_id}/claim", a.claimExtraction)
-	route("POST /extraction/{model_id}/progress", a.extractionProgress)
-	route("POST /extraction/{model_id}/findings", a.extractionFindings)
-	route("POST /extraction/{model_id}/finished", a.extractionFinished)
-	route("POST /titles/{trace_id}/source", a.titleSource)
-	route("POST /titles/{trace_id}", a.recordTitle)
+	route(jobs.RouteClaimExtraction, a.claimExtraction)
+	route(jobs.RouteExtractionProgress, a.extractionProgress)
+	route(jobs.RouteExtractionFindings, a.extractionFindings)
+	route(jobs.RouteExtractionFinished, a.extractionFinished)
+	route(jobs.RouteTitleSource, a.titleSource)
+	route(jobs.RouteTitleRecord, a.recordTitle)
 	a.registerGepa(route)
 	route(jobs.RouteLabelSource, a.labelSource)
 	route(jobs.RouteLabelRecord, a.recordLabels)

@@ -67,6 +67,14 @@ func (c *Client) chatAttempt(ctx context.Context, msgs []ChatMessage, maxTokens 
 		return "", Usage{}, c.fail(KindTimeout, 0, "", "cancelled while waiting for a free call slot", ctx.Err())
 	}
 	defer func() { <-c.sem }()
+	start := time.Now()
+	text, u, err := c.chatSend(ctx, msgs, maxTokens)
+	c.observe(start, u, err)
+	return text, u, err
+}
+
+// chatSend is one chat request to the provider, holding a call slot.
+func (c *Client) chatSend(ctx context.Context, msgs []ChatMessage, maxTokens int) (string, Usage, *Error) {
 	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	om := make([]openai.ChatCompletionMessage, len(msgs))

@@ -37,6 +37,21 @@ type Options struct {
 	// HTTPClient sends the requests (default: a client whose transport
 	// records Retry-After).
 	HTTPClient *http.Client
+	// Role is the server role the client plays (feedback, fast, step_label,
+	// gepa_task, gepa_reflection): the label its calls are observed under.
+	Role string
+	// Observer, when set, is told about every request sent to the provider.
+	Observer Observer
+}
+
+// Observer is told about every request a Client sends to its provider (each
+// attempt of a Call: a retried call costs, and is counted, once per
+// request), so calls, errors, latency and tokens can be counted by model and
+// role. The Prometheus metrics implement it; it lives here so this package
+// imports no metrics code. elapsed excludes the wait for a call slot; err is
+// nil when the answer was valid JSON matching the schema.
+type Observer interface {
+	LLMCall(model, role string, elapsed time.Duration, promptTokens, completionTokens int, err error)
 }
 
 func (o *Options) defaults() {
@@ -96,6 +111,16 @@ func New(m Model, opts Options) *Client {
 	wrapped.Transport = retryAfterTransport{inner}
 	cfg.HTTPClient = &wrapped
 	return &Client{model: m, opts: opts, api: openai.NewClientWithConfig(cfg), sem: make(chan struct{}, opts.Concurrency)}
+}
+
+// WithObserver returns a client that reports every provider request to o
+// under role (nil o: none). It shares c's connection and its concurrency
+// cap, so the cap stays global; the process wires observers once its
+// telemetry exists, after its model roles were read from the environment.
+func (c *Client) WithObserver(o Observer, role string) *Client {
+	cp := *c
+	cp.opts.Observer, cp.opts.Role = o, role
+	return &cp
 }
 
 // Model is what the client calls.
@@ -267,6 +292,26 @@ func (c *Client) attempt(ctx context.Context, req Request) (json.RawMessage, Usa
 		return nil, Usage{}, c.fail(KindTimeout, 0, "", "cancelled while waiting for a free call slot", ctx.Err())
 	}
 	defer func() { <-c.sem }()
+	start := time.Now()
+	out, u, err := c.send(ctx, req)
+	c.observe(start, u, err)
+	return out, u, err
+}
+
+// observe reports one provider request to the observer, if any.
+func (c *Client) observe(start time.Time, u Usage, err *Error) {
+	if c.opts.Observer == nil {
+		return
+	}
+	var e error // a nil *Error must not become a non-nil error
+	if err != nil {
+		e = err
+	}
+	c.opts.Observer.LLMCall(c.model.String(), c.opts.Role, time.Since(start), u.InputTokens, u.OutputTokens, e)
+}
+
+// send is one request to the provider, holding a call slot.
+func (c *Client) send(ctx context.Context, req Request) (json.RawMessage, Usage, *Error) {
 	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 

@@ -3,21 +3,15 @@ package dispatch
 import (
 	"context"
 
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
 )
 
-// ExtractTopic carries feedback-extraction jobs to the worker tier: models
-// that learn from comments, user reactions and AI judgments are extracted
-// by a worker before their dataset is built (DESIGN §9: model calls never
-// run in the API).
-const ExtractTopic = "critic.jobs.extract"
+// ExtractTopic carries feedback-extraction jobs (domain/jobs).
+const ExtractTopic = jobs.TopicExtract
 
-// ExtractJob asks a worker to extract one attempt's feedback.
-type ExtractJob struct {
-	ModelID string `json:"model_id"`
-	Attempt int    `json:"attempt"`
-	OwnerID string `json:"owner_id"`
-}
+// ExtractJob asks a worker to extract one attempt's feedback (domain/jobs).
+type ExtractJob = jobs.ExtractJob
 
 // extractJob is the job for a queued model whose attempt extracts feedback
 // and has no dataset yet (ok false otherwise: build the dataset directly).

@@ -2,19 +2,15 @@ package dispatch
 
 import (
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
 )
 
-// TitleTopic carries title jobs: a trace imported without a title gets one
-// from the fast model in the worker tier, asynchronously; until then, and
-// on deployments without a fast model, the derived title shows.
-const TitleTopic = "critic.jobs.title"
+// TitleTopic carries title jobs (domain/jobs): a trace imported without a
+// title gets one from the fast model in the worker tier, asynchronously.
+const TitleTopic = jobs.TopicTitle
 
-// TitleJob asks a worker to title one revision of a trace.
-type TitleJob struct {
-	TraceID  string `json:"trace_id"`
-	Revision int    `json:"revision"`
-	OwnerID  string `json:"owner_id"`
-}
+// TitleJob asks a worker to title one revision of a trace (domain/jobs).
+type TitleJob = jobs.TitleJob
 
 // WithTitles turns title jobs on (the deployment has a fast model).
 func (d *Dispatcher) WithTitles(on bool) *Dispatcher {

@@ -1,0 +1,23 @@
+package jobs
+
+// Routes is every worker-service route, relative to ServicePrefix: the
+// whole surface a worker may call. The worker service registers exactly
+// these, and the tests of both sides check that nothing else is served or
+// called, so a new job type cannot grow a route outside this package.
+func Routes() []string {
+	return []string{
+		RouteClaimTraining, RouteHeartbeat, RouteSucceeded, RouteFailed,
+		RouteClaimScoring, RouteScoringFinished,
+		RouteClaimExtraction, RouteExtractionProgress, RouteExtractionFindings, RouteExtractionFinished,
+		RouteTitleSource, RouteTitleRecord,
+		RouteClaimGepa, RouteGepaHeartbeat, RouteGepaCandidate, RouteGepaSucceeded, RouteGepaFailed,
+		RouteLabelSource, RouteLabelRecord, RouteLabelFailed,
+		RouteAssessSource, RouteAssessRecord,
+	}
+}
+
+// Topics is every job topic the dispatch projection publishes and a worker
+// consumes.
+func Topics() []string {
+	return []string{TopicTrain, TopicScore, TopicExtract, TopicTitle, TopicGepa, TopicLabel, TopicAssess}
+}
