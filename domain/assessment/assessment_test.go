@@ -122,7 +122,7 @@ func TestLabelingStatus(t *testing.T) {
 		s.Metadata = nil
 		plain[i] = s
 	}
-	a = Of(plain, ids, nil, nil)
+	a = Of(plain, ids, nil, nil, nil)
 	require.Equal(t, LabelingUnlabeled, a.Labeling.State)
 	require.Equal(t, 4, a.Labeling.ToLabel)
 	require.Contains(t, *a.Labeling.Reason, "CRITIC_STEP_LABEL_MODEL")
