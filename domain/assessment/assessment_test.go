@@ -126,12 +126,12 @@ func TestLabelingStatus(t *testing.T) {
 	require.Equal(t, LabelingUnlabeled, a.Labeling.State)
 	require.Equal(t, 4, a.Labeling.ToLabel)
 	require.Contains(t, *a.Labeling.Reason, "CRITIC_STEP_LABEL_MODEL")
-	require.Equal(t, LabelingWaiting, Of(plain[:2], ids[:2], nil, nil).Labeling.State, "only a request: the agent has not responded")
+	require.Equal(t, LabelingWaiting, Of(plain[:2], ids[:2], nil, nil, nil).Labeling.State, "only a request: the agent has not responded")
 	cs := a.Labels.Chunks
 	yes := true
 	stored := map[string]labels.Label{cs[2].ID: {ChunkID: cs[2].ID, TaskID: "t", Actor: labels.ActorAgent, Type: labels.TypeAnswer,
 		Effect: labels.EffectNone, Result: labels.ResultNone, IsOutput: &yes, Outcome: labels.OutcomeSolved, Stance: labels.StanceConfident, Coverage: labels.CoverageFull}}
-	a = Of(plain, ids, nil, stored)
+	a = Of(plain, ids, nil, stored, nil)
 	require.Equal(t, LabelingStatus{State: LabelingPartial, Chunks: 4, Labeled: 1, ToLabel: 3}, a.Labeling)
 	require.NotNil(t, a.StepScores, "model-made labels score like imported ones")
 }
