@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/gpuworker/grade"
 	"github.com/criticml/critic/gpuworker/label"
 	"github.com/criticml/critic/gpuworker/worker"
 	"github.com/criticml/critic/platform/llm"
@@ -24,6 +25,10 @@ type llmRoles struct {
 	// StepLabel is CRITIC_STEP_LABEL_MODEL: the step labeler's model.
 	StepLabel            *llm.Client
 	StepLabelUnavailable string
+	// Grading is CRITIC_GRADING_MODEL (TYPESAFE_API_KEY its key when set):
+	// the quality checks' model; nil leaves the step scores to the rules.
+	Grading            *llm.Client
+	GradingUnavailable string
 	// LabelJobs is CRITIC_WORKER_LABEL_JOBS: traces a worker labels at once.
 	LabelJobs int
 }
@@ -64,6 +69,13 @@ func loadLLMRoles() (llmRoles, error) {
 	} else {
 		r.StepLabelUnavailable = err.Error()
 	}
+	if m, on, err := llm.ResolveGrading(os.Getenv); err != nil {
+		r.GradingUnavailable = err.Error()
+	} else if on {
+		r.Grading = llm.New(m, opts)
+	} else {
+		r.GradingUnavailable = "quality checks are off: set " + llm.EnvGradingModel + " (any OpenAI-compatible model) to blend them into step scores"
+	}
 	return r, nil
 }
 
@@ -98,4 +110,12 @@ func (r llmRoles) stepLabelModel() string {
 		return ""
 	}
 	return r.StepLabel.Model().String()
+}
+
+// grader is the worker's quality-check grader (nil without a grading model).
+func (r llmRoles) grader() *grade.Grader {
+	if r.Grading == nil {
+		return nil
+	}
+	return worker.NewGrader(r.Grading)
 }

@@ -68,7 +68,8 @@ func cmdRun(ctx context.Context, _ []string) error {
 			Brokers: srv.Brokers, Blobs: in.blobs, DataDir: cfg.DataDir, Log: log, Observer: workerObserver(srv.Telemetry),
 			Feedback: cfg.LLM.Feedback, FeedbackUnavailable: cfg.LLM.FeedbackUnavailable,
 			Fast: cfg.LLM.Fast, FastUnavailable: cfg.LLM.FastUnavailable,
-			StepLabel: cfg.LLM.stepLabeler(), StepLabelUnavailable: cfg.LLM.StepLabelUnavailable, LabelJobs: cfg.LLM.LabelJobs})
+			StepLabel: cfg.LLM.stepLabeler(), StepLabelUnavailable: cfg.LLM.StepLabelUnavailable,
+			Grader: cfg.LLM.grader(), GraderUnavailable: cfg.LLM.GradingUnavailable, LabelJobs: cfg.LLM.LabelJobs})
 	}, nil)
 	url := "http://" + srv.addr
 	// The key rides in the fragment, which browsers never send: the app

@@ -98,7 +98,8 @@ func workerConfigFromEnv(cfg config) (worker.Config, error) {
 		Brokers: cfg.KafkaBrokers, DataDir: cfg.DataDir,
 		Feedback: cfg.LLM.Feedback, FeedbackUnavailable: cfg.LLM.FeedbackUnavailable,
 		Fast: cfg.LLM.Fast, FastUnavailable: cfg.LLM.FastUnavailable,
-		StepLabel: cfg.LLM.stepLabeler(), StepLabelUnavailable: cfg.LLM.StepLabelUnavailable, LabelJobs: cfg.LLM.LabelJobs}
+		StepLabel: cfg.LLM.stepLabeler(), StepLabelUnavailable: cfg.LLM.StepLabelUnavailable,
+		Grader: cfg.LLM.grader(), GraderUnavailable: cfg.LLM.GradingUnavailable, LabelJobs: cfg.LLM.LabelJobs}
 	var errs []error
 	if wc.APIURL == "" {
 		errs = append(errs, errors.New("CRITIC_API_URL is required: the API's base URL, e.g. http://127.0.0.1:8080"))

@@ -240,6 +240,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		for range w.cfg.LabelJobs {
 			consumers = append(consumers, consumer{TopicLabel, w.HandleLabel})
 		}
+		if w.cfg.Grader == nil {
+			w.log.Info("no quality checks: step scores are the rules alone", "reason", w.cfg.GraderUnavailable)
+		} else {
+			w.log.Info("quality checks on", "grading_model", w.cfg.Grader.Model())
+		}
 	} else {
 		w.log.Info("not consuming label jobs: no step-label model", "reason", w.cfg.StepLabelUnavailable)
 	}
