@@ -49,7 +49,9 @@ func TestLabelJobRunsQualityChecks(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	tr := api.traces[0]
-	job := func(rev int) []byte { return mustJSON(t, jobs.LabelJob{TraceID: tr, Revision: rev, OwnerID: api.owner.UserID}) }
+	job := func(rev int) []byte {
+		return mustJSON(t, jobs.LabelJob{TraceID: tr, Revision: rev, OwnerID: api.owner.UserID})
+	}
 
 	require.True(t, w.HandleLabel(ctx, job(1)))
 	require.Equal(t, 5, srv.Calls(), "three labels, two quality checks")
