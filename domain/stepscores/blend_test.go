@@ -219,3 +219,29 @@ func TestBlendChecked(t *testing.T) {
 		require.Equal(t, res, scoreWith(checks, ls...))
 	}
 }
+
+// FuzzBlendBounds: whatever four numbers a model returns, a blend that is
+// accepted lies between the question's lowest and highest option, so checked
+// work stays at or below zero and a checked answer below an accepted one.
+func FuzzBlendBounds(f *testing.F) {
+	f.Add(0.25, 0.25, 0.25, 0.25)
+	f.Add(1.0, 0.0, 0.0, 0.0)
+	f.Add(0.5, 0.51, 0.0, 0.0)
+	f.Fuzz(func(t *testing.T, a, b, c, d float64) {
+		for _, q := range []Question{WorkQuestion, AnswerQuestion} {
+			p := map[string]float64{q.Options[0].ID: a, q.Options[1].ID: b, q.Options[2].ID: c, q.Options[3].ID: d}
+			got, ok := Blend(q, p)
+			if !ok {
+				continue
+			}
+			lo, hi := math.Inf(1), math.Inf(-1)
+			for _, o := range q.Options {
+				lo, hi = math.Min(lo, o.Points), math.Max(hi, o.Points)
+			}
+			require.GreaterOrEqual(t, got, lo-1e-9)
+			require.LessOrEqual(t, got, hi+1e-9)
+			again, _ := Blend(q, p)
+			require.Equal(t, got, again)
+		}
+	})
+}
