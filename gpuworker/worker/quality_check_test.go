@@ -158,3 +158,46 @@ func TestQualityChecksAreValidated(t *testing.T) {
 	require.Len(t, src.Open, 1, "the checked step is not asked again")
 	require.Equal(t, answer, src.Open[0].ChunkID)
 }
+
+// TestFailedQualityChecksKeepTheRules: a grading model that fails leaves
+// the labels recorded and no check (the steps keep the rules' points); the
+// next label job of the trace asks again.
+func TestFailedQualityChecksKeepTheRules(t *testing.T) {
+	t.Parallel()
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	api := newService(t, blobs)
+	srv := llmtest.New(t)
+	var down atomic.Bool
+	down.Store(true)
+	srv.Handle(func(r llmtest.Request) llmtest.Reply {
+		if id, _ := gradetest.Target(r); id != "" {
+			if down.Load() {
+				return llmtest.Status(500)
+			}
+			return gradetest.Reply(r)
+		}
+		return labeltest.Reply(r)
+	})
+	mk := func(name string) *llm.Client {
+		return llm.New(llm.Model{Provider: llm.ProviderOpenAI, Name: name, APIBase: srv.URL}, llm.Options{MaxRetries: llm.NoRetries})
+	}
+	w, err := New(Config{Client: api.client("w-grade"), Blobs: blobs, DataDir: t.TempDir(), Log: testLogger(t),
+		StepLabel: NewLabeler(mk("labeler")), Grader: NewGrader(mk("grader"))})
+	require.NoError(t, err)
+	ctx := context.Background()
+	tr := api.traces[1]
+	job := mustJSON(t, jobs.LabelJob{TraceID: tr, Revision: 1, OwnerID: api.owner.UserID})
+	require.True(t, w.HandleLabel(ctx, job))
+	require.Len(t, api.traceEvents(t, tr, events.TraceStepsLabeled), 1)
+	require.Empty(t, api.traceEvents(t, tr, events.TraceStepsQualityChecked))
+	require.Empty(t, api.traceEvents(t, tr, events.TraceLabelingFailed), "a failed check is not a labeling failure")
+
+	down.Store(false)
+	require.True(t, w.HandleLabel(ctx, job), "a redelivered job asks the checks again")
+	checked := api.traceEvents(t, tr, events.TraceStepsQualityChecked)
+	require.Len(t, checked, 1)
+	var p events.TraceStepsQualityCheckedV1
+	require.NoError(t, checked[0].Decode(&p))
+	require.Len(t, p.Checks, 2)
+}
