@@ -132,32 +132,38 @@ func (c *Commands) CompleteTraining(ctx context.Context, in CompleteTraining) (R
 	return c.appendToModel(ctx, workerActor(in.WorkerID), st, events.RewardModelTrainingSucceeded, p, extra...)
 }
 
-// FailTraining is a worker's failure report; msg is the end of its log.
+// FailTraining is a worker's failure report; msg is the end of its log. A
+// heartbeat of the same attempt racing with it makes it decide again.
 func (c *Commands) FailTraining(ctx context.Context, workerID, modelID string, attempt int, msg string) (Result, error) {
-	st, err := c.loadModel(ctx, "", modelID)
-	if err != nil {
-		return Result{}, err
-	}
-	p, err := rewardmodels.DecideFail(st, attempt, workerID, events.FailureWorkerError, msg)
-	if err != nil {
-		return Result{}, err
-	}
-	return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelTrainingFailed, p)
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.loadModel(ctx, "", modelID)
+		if err != nil {
+			return Result{}, err
+		}
+		p, err := rewardmodels.DecideFail(st, attempt, workerID, events.FailureWorkerError, msg)
+		if err != nil {
+			return Result{}, err
+		}
+		return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelTrainingFailed, p)
+	})
 }
 
 // ExpireLease fails a running model whose worker stopped heartbeating. It is
 // safe to call for any model: one with a live lease is left alone, and a
-// heartbeat racing with it wins or loses at the version check.
+// heartbeat racing with it makes it decide again on the new state (the
+// heartbeat may have renewed the lease).
 func (c *Commands) ExpireLease(ctx context.Context, modelID string, now time.Time) (Result, error) {
-	st, err := c.loadModel(ctx, "", modelID)
-	if err != nil {
-		return Result{}, err
-	}
-	p, expired := rewardmodels.DecideLeaseExpiry(st, now)
-	if !expired {
-		return Result{}, nil
-	}
-	return c.appendToModel(ctx, Actor{}, st, events.RewardModelTrainingFailed, p)
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.loadModel(ctx, "", modelID)
+		if err != nil {
+			return Result{}, err
+		}
+		p, expired := rewardmodels.DecideLeaseExpiry(st, now)
+		if !expired {
+			return Result{}, nil
+		}
+		return c.appendToModel(ctx, Actor{}, st, events.RewardModelTrainingFailed, p)
+	})
 }
 
 func (c *Commands) loadDataset(ctx context.Context, key string) (rewardmodels.Dataset, error) {

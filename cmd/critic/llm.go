@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/gpuworker/grade"
 	"github.com/criticml/critic/gpuworker/label"
 	"github.com/criticml/critic/gpuworker/worker"
 	"github.com/criticml/critic/platform/llm"
@@ -25,6 +26,10 @@ type llmRoles struct {
 	// StepLabel is CRITIC_STEP_LABEL_MODEL: the step labeler's model.
 	StepLabel            *llm.Client
 	StepLabelUnavailable string
+	// Grading is CRITIC_GRADING_MODEL (TYPESAFE_API_KEY its key when set):
+	// the quality checks' model; nil leaves the step scores to the rules.
+	Grading            *llm.Client
+	GradingUnavailable string
 	// LabelJobs is CRITIC_WORKER_LABEL_JOBS: traces a worker labels at once.
 	LabelJobs int
 }
@@ -65,6 +70,13 @@ func loadLLMRoles() (llmRoles, error) {
 	} else {
 		r.StepLabelUnavailable = err.Error()
 	}
+	if m, on, err := llm.ResolveGrading(os.Getenv); err != nil {
+		r.GradingUnavailable = err.Error()
+	} else if on {
+		r.Grading = llm.New(m, opts)
+	} else {
+		r.GradingUnavailable = "quality checks are off: set " + llm.EnvGradingModel + " (any OpenAI-compatible model) to blend them into step scores"
+	}
 	return r, nil
 }
 
@@ -102,7 +114,7 @@ func (r llmRoles) stepLabelModel() string {
 }
 
 // observed returns the roles with every client reporting its provider
-// requests to o under its role (feedback, fast, step_label): the
+// requests to o under its role (feedback, fast, step_label, grading): the
 // critic_llm_* metrics. nil o leaves them unobserved.
 func (r llmRoles) observed(o llm.Observer) llmRoles {
 	if o == nil {
@@ -116,6 +128,9 @@ func (r llmRoles) observed(o llm.Observer) llmRoles {
 	}
 	if r.StepLabel != nil {
 		r.StepLabel = r.StepLabel.WithObserver(o, "step_label")
+	}
+	if r.Grading != nil {
+		r.Grading = r.Grading.WithObserver(o, "grading")
 	}
 	return r
 }
@@ -137,6 +152,15 @@ func (r llmRoles) workerModels(wc *worker.Config, o llm.Observer) {
 	wc.Feedback, wc.FeedbackUnavailable = r.Feedback, r.FeedbackUnavailable
 	wc.Fast, wc.FastUnavailable = r.Fast, r.FastUnavailable
 	wc.StepLabel, wc.StepLabelUnavailable = r.stepLabeler(), r.StepLabelUnavailable
+	wc.Grader, wc.GraderUnavailable = r.grader(), r.GradingUnavailable
 	wc.LabelJobs = r.LabelJobs
 	wc.LLMObserver = o
+}
+
+// grader is the worker's quality-check grader (nil without a grading model).
+func (r llmRoles) grader() *grade.Grader {
+	if r.Grading == nil {
+		return nil
+	}
+	return worker.NewGrader(r.Grading)
 }

@@ -70,12 +70,14 @@ type Assessment struct {
 }
 
 // Of assesses a trace: steps and their ids in order, the trace metadata,
-// and the labels a labeling model recorded for it by chunk id (nil: none).
-func Of(steps []domain.Step, ids []string, meta map[string]any, stored map[string]labels.Label) Assessment {
+// the labels a labeling model recorded for it by chunk id (nil: none), and
+// the quality checks a grading model answered by chunk id (nil: none, the
+// rules alone; see stepscores.ScoreWith).
+func Of(steps []domain.Step, ids []string, meta map[string]any, stored map[string]labels.Label, checks map[string]stepscores.Check) Assessment {
 	lab := labels.FromSteps(steps, stored)
 	a := Assessment{Labels: lab, Rewards: make([]map[string]any, len(steps)), Sections: sections.Build(steps, ids, lab),
 		Labeling: Status(steps, lab)}
-	res := stepscores.Score(lab.Chunks, lab.Labels)
+	res := stepscores.ScoreWith(lab.Chunks, lab.Labels, checks)
 	for ci, r := range res.Steps {
 		if r == nil {
 			continue

@@ -42,7 +42,7 @@ func labeled(t *testing.T) ([]domain.Step, []string) {
 func TestOfImportedLabels(t *testing.T) {
 	t.Parallel()
 	steps, ids := labeled(t)
-	a := Of(steps, ids, nil, nil)
+	a := Of(steps, ids, nil, nil, nil)
 	require.NotNil(t, a.StepScores)
 	ss := a.StepScores
 	require.Equal(t, SourceLabels, ss.Source)
@@ -78,7 +78,7 @@ func TestOfImportedLabels(t *testing.T) {
 		s.Metadata = nil
 		plain[i] = s
 	}
-	b := Of(plain, ids, nil, nil)
+	b := Of(plain, ids, nil, nil, nil)
 	require.Nil(t, b.StepScores)
 	require.Len(t, b.Sections, 2)
 	require.Empty(t, b.Rows(ids))
@@ -91,7 +91,7 @@ func TestOfImportedRubricAndReward(t *testing.T) {
 	steps[4].Metadata["reward"] = jsonMap(t, `{"score": 0.9, "probabilities": {"positive": "lots"}}`)
 	meta := map[string]any{"rubric_summary": jsonMap(t, `{"policy":"offline_v3","trace_score":0.8,"outcome":"success",
 		"tasks":[{"task_id":"t1","first_step_id":"id1","last_step_id":"id5","answer_step_id":"id4","answer_points":1,"work":-0.03,"score":0.8,"capped":false}]}`)}
-	a := Of(steps, ids, meta, nil)
+	a := Of(steps, ids, meta, nil, nil)
 	require.Equal(t, SourceImported, a.StepScores.Source)
 	require.Equal(t, "offline_v3", a.StepScores.Policy)
 	require.InDelta(t, 0.8, *a.StepScores.TraceScore, 1e-9)
@@ -107,7 +107,7 @@ func TestOfImportedRubricAndReward(t *testing.T) {
 
 	// A rubric summary that is not in the step_scores shape is not used.
 	for _, bad := range []string{`{"outcome":"great"}`, `{"outcome":"success","tasks":[{"task_id":"t","score":3}]}`, `{"outcome":"success","trace_score":"high"}`} {
-		a := Of(steps, ids, map[string]any{"rubric_summary": jsonMap(t, bad)}, nil)
+		a := Of(steps, ids, map[string]any{"rubric_summary": jsonMap(t, bad)}, nil, nil)
 		require.Equal(t, SourceLabels, a.StepScores.Source, bad)
 	}
 }
@@ -115,23 +115,23 @@ func TestOfImportedRubricAndReward(t *testing.T) {
 func TestLabelingStatus(t *testing.T) {
 	t.Parallel()
 	steps, ids := labeled(t)
-	a := Of(steps, ids, nil, nil)
+	a := Of(steps, ids, nil, nil, nil)
 	require.Equal(t, LabelingStatus{State: LabelingImported, Chunks: 4, Labeled: 4}, a.Labeling)
 	plain := make([]domain.Step, len(steps))
 	for i, s := range steps {
 		s.Metadata = nil
 		plain[i] = s
 	}
-	a = Of(plain, ids, nil, nil)
+	a = Of(plain, ids, nil, nil, nil)
 	require.Equal(t, LabelingUnlabeled, a.Labeling.State)
 	require.Equal(t, 4, a.Labeling.ToLabel)
 	require.Contains(t, *a.Labeling.Reason, "CRITIC_STEP_LABEL_MODEL")
-	require.Equal(t, LabelingWaiting, Of(plain[:2], ids[:2], nil, nil).Labeling.State, "only a request: the agent has not responded")
+	require.Equal(t, LabelingWaiting, Of(plain[:2], ids[:2], nil, nil, nil).Labeling.State, "only a request: the agent has not responded")
 	cs := a.Labels.Chunks
 	yes := true
 	stored := map[string]labels.Label{cs[2].ID: {ChunkID: cs[2].ID, TaskID: "t", Actor: labels.ActorAgent, Type: labels.TypeAnswer,
 		Effect: labels.EffectNone, Result: labels.ResultNone, IsOutput: &yes, Outcome: labels.OutcomeSolved, Stance: labels.StanceConfident, Coverage: labels.CoverageFull}}
-	a = Of(plain, ids, nil, stored)
+	a = Of(plain, ids, nil, stored, nil)
 	require.Equal(t, LabelingStatus{State: LabelingPartial, Chunks: 4, Labeled: 1, ToLabel: 3}, a.Labeling)
 	require.NotNil(t, a.StepScores, "model-made labels score like imported ones")
 }

@@ -50,7 +50,7 @@ func BenchmarkAssessLargeSession(b *testing.B) {
 	}
 	for i := 0; i < b.N; i++ {
 		ref := measure(func() { _, _ = json.Marshal(steps) })
-		got := measure(func() { _ = Of(steps, ids, nil, nil) })
+		got := measure(func() { _ = Of(steps, ids, nil, nil, nil) })
 		b.ReportMetric(float64(got.Microseconds())/1000, "assess-ms")
 		b.ReportMetric(float64(ref.Microseconds())/1000, "encode-ms")
 		b.ReportMetric(float64(got)/float64(ref), "ratio")

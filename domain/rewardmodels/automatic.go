@@ -60,7 +60,7 @@ func automaticPairs(selected []traces.State, maxPairs, inputVersion int) []Datas
 		for i, st := range s.Steps {
 			steps[i], ids[i] = st.Step, st.ID
 		}
-		a := assessment.Of(steps, ids, s.Metadata, s.StepLabels)
+		a := assessment.Of(steps, ids, s.Metadata, s.StepLabels, s.QualityChecks)
 		for i, st := range pt.Steps {
 			r := a.Rewards[i]
 			if r == nil || !IsScorableAction(st) {

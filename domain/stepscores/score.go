@@ -40,6 +40,9 @@ type StepReward struct {
 	// ExpectedCredit is the probability-weighted credit (−1..1) when the step
 	// carries a classifier's distribution (see ExpectedCredit); nil otherwise.
 	ExpectedCredit *float64 `json:"expected_credit"`
+	// QualityCheck is the grading model's answer that changed this step's
+	// points (ScoreWith), absent when none did.
+	QualityCheck *CheckResult `json:"quality_check,omitempty"`
 }
 
 // TaskScore is one task's score, an entry of `step_scores.tasks`.
@@ -74,42 +77,18 @@ type Result struct {
 // Score applies the rules to a labeled trace: chunks in trace order and
 // their labels (nil = unlabeled, which scores nothing).
 func Score(chunks []labels.Chunk, ls []*labels.Label) Result {
+	return ScoreWith(chunks, ls, nil)
+}
+
+// ScoreWith is Score with the quality checks a grading model answered, by
+// chunk id (nil or empty: exactly Score). A check changes only the step it
+// is about, only when that step is open to its question (see QuestionFor)
+// and its distribution is well formed (see Blend); the result's Policy then
+// names CheckPolicy too.
+func ScoreWith(chunks []labels.Chunk, ls []*labels.Label, checks map[string]Check) Result {
 	res := Result{Policy: Policy, Steps: make([]*StepReward, len(chunks)), Outcome: OutcomeInsufficientEvidence}
-	byID := map[string]int{}
-	for i, l := range ls {
-		if l != nil {
-			byID[l.ChunkID] = i
-		}
-	}
-	// Reactions: the latest readable verdict on an answer wins.
-	reaction := map[int]int{} // answer chunk → user chunk
-	lastAnswer := -1
-	for i, l := range ls {
-		if l == nil {
-			continue
-		}
-		if l.IsAnswer() {
-			lastAnswer = i
-			continue
-		}
-		if l.Actor != labels.ActorUser {
-			continue
-		}
-		if _, ok := ReactionPoints[l.Verdict]; !ok {
-			continue
-		}
-		target := lastAnswer
-		if l.VerdictTarget != nil {
-			j, ok := byID[*l.VerdictTarget]
-			if !ok || j > i || !ls[j].IsAnswer() {
-				continue
-			}
-			target = j
-		}
-		if target >= 0 {
-			reaction[target] = i
-		}
-	}
+	checked := false
+	reaction := reactions(ls) // answer chunk → user chunk
 	// Own points.
 	var taskOrder []string
 	taskAgents := map[string][]int{}
@@ -154,6 +133,12 @@ func Score(chunks []labels.Chunk, ls []*labels.Label) Result {
 				r.Lines = append(r.Lines, Line{Rule: RuleRepeat, Value: *l.DuplicateOf, Points: CostRepeat})
 			}
 		}
+		if c, ok := checks[l.ChunkID]; ok {
+			_, reacted := reaction[i]
+			if applyCheck(r, *l, reacted, c) {
+				checked = true
+			}
+		}
 		for _, ln := range r.Lines {
 			r.Points += ln.Points
 		}
@@ -183,6 +168,14 @@ func Score(chunks []labels.Chunk, ls []*labels.Label) Result {
 		r.Points, r.CreditIn = round(r.Points), round(r.CreditIn)
 		r.Score, r.Capped = clamp(r.Points + r.CreditIn)
 		r.Credit = OrdinalCredit(r.Score)
+	}
+	if checked {
+		res.Policy = Policy + "+" + CheckPolicy
+		for _, r := range res.Steps {
+			if r != nil {
+				r.Policy = res.Policy
+			}
+		}
 	}
 	// Tasks, the trace score and the outcome.
 	var sum, finals float64
@@ -259,4 +252,44 @@ func OrdinalCredit(score float64) int {
 		return 1
 	}
 	return 2
+}
+
+// reactions maps each answer the user reacted to (chunk index) to the user
+// chunk whose readable verdict scores it: the latest such verdict wins.
+func reactions(ls []*labels.Label) map[int]int {
+	byID := map[string]int{}
+	for i, l := range ls {
+		if l != nil {
+			byID[l.ChunkID] = i
+		}
+	}
+	reaction := map[int]int{}
+	lastAnswer := -1
+	for i, l := range ls {
+		if l == nil {
+			continue
+		}
+		if l.IsAnswer() {
+			lastAnswer = i
+			continue
+		}
+		if l.Actor != labels.ActorUser {
+			continue
+		}
+		if _, ok := ReactionPoints[l.Verdict]; !ok {
+			continue
+		}
+		target := lastAnswer
+		if l.VerdictTarget != nil {
+			j, ok := byID[*l.VerdictTarget]
+			if !ok || j > i || !ls[j].IsAnswer() {
+				continue
+			}
+			target = j
+		}
+		if target >= 0 {
+			reaction[target] = i
+		}
+	}
+	return reaction
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/labels"
+	"github.com/criticml/critic/domain/stepscores"
 )
 
 // State is a trace as its stream describes it.
@@ -48,6 +49,10 @@ type State struct {
 	// what training from automatic annotations scores, as of any point of
 	// the log.
 	StepLabels map[string]labels.Label
+	// QualityChecks are the grading model's answers by chunk id (the latest
+	// for each chunk, trace.steps_quality_checked): what the step scores
+	// blend, as of any point of the log.
+	QualityChecks map[string]stepscores.Check
 	// LabelingFailed is the revision whose last labeling run failed, with
 	// the reason; 0 when the latest run did not fail or was retried.
 	LabelingFailed      int
@@ -122,6 +127,18 @@ func (s *State) Apply(e events.Envelope) error {
 		for _, l := range p.Labels {
 			s.Labeled[l.ChunkID] = true
 			s.StepLabels[l.ChunkID] = l
+		}
+	case events.TraceStepsQualityChecked:
+		var p events.TraceStepsQualityCheckedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		if s.QualityChecks == nil {
+			s.QualityChecks = map[string]stepscores.Check{}
+		}
+		for _, c := range p.Checks {
+			c.Model = p.Model
+			s.QualityChecks[c.ChunkID] = c
 		}
 	case events.TraceLabelingFailed:
 		var p events.TraceLabelingFailedV1

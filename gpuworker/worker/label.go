@@ -61,7 +61,7 @@ func (w *Worker) HandleLabel(ctx context.Context, payload []byte) bool {
 	case !src.Needed:
 		outcome = "refused"
 		log.Info("nothing to label for this revision")
-		return true
+		return w.qualityCheck(ctx, log, esc, m.Revision)
 	}
 	have := make(map[string]bool, len(src.Labeled))
 	for _, id := range src.Labeled {
@@ -100,7 +100,7 @@ func (w *Worker) HandleLabel(ctx context.Context, payload []byte) bool {
 	}
 	outcome = "succeeded"
 	log.Info("trace labeled")
-	return true
+	return w.qualityCheck(ctx, log, esc, m.Revision)
 }
 
 func (w *Worker) reportLabelFailure(ctx context.Context, log interface{ Warn(string, ...any) }, esc string, revision int, model string, failed int, msg string) {

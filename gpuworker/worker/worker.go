@@ -32,6 +32,7 @@ import (
 
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/gpuworker/grade"
 	"github.com/criticml/critic/gpuworker/hub"
 	"github.com/criticml/critic/gpuworker/label"
 	"github.com/criticml/critic/gpuworker/model"
@@ -106,6 +107,11 @@ type Config struct {
 	// stay unlabeled; StepLabelUnavailable says what to set).
 	StepLabel            *label.Labeler
 	StepLabelUnavailable string
+	// Grader asks the quality checks of the step scores after a trace is
+	// labeled (CRITIC_GRADING_MODEL; nil: no checks, the step scores are
+	// the rules alone; GraderUnavailable says why).
+	Grader            *grade.Grader
+	GraderUnavailable string
 	// LabelJobs is how many label jobs (traces) this worker runs at once
 	// (CRITIC_WORKER_LABEL_JOBS, default 4): they share the step-label
 	// client's concurrency cap, so one trace's last few calls do not leave
@@ -251,6 +257,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		case w.cfg.StepLabel != nil:
 			for range w.cfg.LabelJobs {
 				consumers = append(consumers, consumer{topic, h})
+			}
+			if w.cfg.Grader == nil {
+				w.log.Info("no quality checks: step scores are the rules alone", "reason", w.cfg.GraderUnavailable)
+			} else {
+				w.log.Info("quality checks on", "grading_model", w.cfg.Grader.Model())
 			}
 		default:
 			// A worker without a step-label model leaves label jobs to

@@ -112,6 +112,8 @@ func (a *API) Register(mux Mux) {
 	route(jobs.RouteLabelSource, a.labelSource)
 	route(jobs.RouteLabelRecord, a.recordLabels)
 	route(jobs.RouteLabelFailed, a.labelingFailed)
+	route(jobs.RouteQualityCheckSource, a.qualityCheckSource)
+	route(jobs.RouteQualityCheckRecord, a.recordQualityChecks)
 	route(jobs.RouteAssessSource, a.assessSource)
 	route(jobs.RouteAssessRecord, a.assessRecord)
 }

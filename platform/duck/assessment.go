@@ -178,6 +178,36 @@ func (t *Tx) StoredLabels(ctx context.Context, traceID string) (map[string]json.
 	return out, rows.Err()
 }
 
+// PutQualityChecks records a grading model's quality checks (JSON by chunk
+// id) of a trace in the hidden table, replacing earlier checks of the same
+// chunks.
+func (t *Tx) PutQualityChecks(ctx context.Context, traceID string, checks map[string]json.RawMessage) error {
+	for chunk, c := range checks {
+		if err := t.Exec(ctx, `INSERT OR REPLACE INTO main._step_quality_checks VALUES (?, ?, ?)`, traceID, chunk, string(c)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// QualityChecks returns a trace's quality checks by chunk id.
+func (t *Tx) QualityChecks(ctx context.Context, traceID string) (map[string]json.RawMessage, error) {
+	rows, err := t.conn.QueryContext(ctx, `SELECT chunk_id, "check" FROM main._step_quality_checks WHERE trace_id = ?`, traceID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]json.RawMessage{}
+	for rows.Next() {
+		var c, l string
+		if err := rows.Scan(&c, &l); err != nil {
+			return nil, err
+		}
+		out[c] = json.RawMessage(l)
+	}
+	return out, rows.Err()
+}
+
 // TraceMetadata returns a trace's metadata (nil when the trace is not in
 // the snapshot) and whether it exists.
 func (t *Tx) TraceMetadata(ctx context.Context, traceID string) (json.RawMessage, bool, error) {

@@ -45,10 +45,13 @@ var userTables = []struct{ name, ddl string }{
 // is never copied into a query sandbox.
 const appliedDDL = `CREATE TABLE IF NOT EXISTS main._applied(event_id VARCHAR PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS main._trace_revisions(trace_id VARCHAR PRIMARY KEY, revision INTEGER);
-CREATE TABLE IF NOT EXISTS main._step_labels(trace_id VARCHAR, chunk_id VARCHAR, label VARCHAR, PRIMARY KEY (trace_id, chunk_id))`
+CREATE TABLE IF NOT EXISTS main._step_labels(trace_id VARCHAR, chunk_id VARCHAR, label VARCHAR, PRIMARY KEY (trace_id, chunk_id));
+CREATE TABLE IF NOT EXISTS main._step_quality_checks(trace_id VARCHAR, chunk_id VARCHAR, "check" VARCHAR, PRIMARY KEY (trace_id, chunk_id))`
 
 // _step_labels (hidden) holds the labels a labeling model recorded, by
-// chunk id, from which step_labels and task_scores are derived.
+// chunk id, from which step_labels and task_scores are derived;
+// _step_quality_checks (hidden) the grading model's quality checks, which
+// the step scores blend.
 //
 // _trace_revisions (hidden like _applied) is each trace's current revision:
 // a score computed on an older revision (the trace was re-imported while a

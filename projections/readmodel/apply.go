@@ -272,7 +272,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		}
 		for _, q := range []string{`DELETE FROM rm_steps WHERE trace_id = $1`, `DELETE FROM rm_spans WHERE trace_id = $1`,
 			`DELETE FROM rm_annotations WHERE trace_id = $1`, `DELETE FROM rm_trace_scores WHERE trace_id = $1`,
-			`DELETE FROM rm_action_scores WHERE trace_id = $1`, `DELETE FROM rm_scoring_runs WHERE trace_id = $1`, `DELETE FROM rm_step_labels WHERE trace_id = $1`, `DELETE FROM rm_trace_labeling WHERE trace_id = $1`, `DELETE FROM rm_assessments WHERE trace_id = $1`,
+			`DELETE FROM rm_action_scores WHERE trace_id = $1`, `DELETE FROM rm_scoring_runs WHERE trace_id = $1`, `DELETE FROM rm_step_labels WHERE trace_id = $1`, `DELETE FROM rm_step_quality_checks WHERE trace_id = $1`, `DELETE FROM rm_trace_labeling WHERE trace_id = $1`, `DELETE FROM rm_assessments WHERE trace_id = $1`,
 			`DELETE FROM rm_comparisons WHERE trace_id = $1`, `DELETE FROM rm_traces WHERE id = $1`} {
 			if _, err := tx.Exec(ctx, q, p.TraceID); err != nil {
 				return err

@@ -32,6 +32,8 @@ func applyLabels(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error
 		}
 		_, err := tx.Exec(ctx, `DELETE FROM rm_trace_labeling WHERE trace_id = $1`, p.TraceID)
 		return true, err
+	case events.TraceStepsQualityChecked:
+		return true, applyQualityChecks(ctx, tx, e)
 	case events.TraceStepsLabeled:
 	default:
 		return false, nil

@@ -35,7 +35,11 @@ func (q *Queries) assess(ctx context.Context, d *TraceDetail) error {
 	if err != nil {
 		return err
 	}
-	a := assessment.Of(steps, ids, meta, stored)
+	checks, err := q.storedQualityChecks(ctx, d.ID)
+	if err != nil {
+		return err
+	}
+	a := assessment.Of(steps, ids, meta, stored, checks)
 	for i, r := range a.Rewards {
 		if r == nil {
 			continue

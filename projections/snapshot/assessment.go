@@ -9,6 +9,7 @@ import (
 	"github.com/criticml/critic/domain/assessment"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/labels"
+	"github.com/criticml/critic/domain/stepscores"
 	"github.com/criticml/critic/platform/duck"
 )
 
@@ -30,6 +31,21 @@ func writeAssessment(ctx context.Context, tx *duck.Tx, traceID string, steps []d
 			return err
 		}
 	}
+	rawChecks := map[string]json.RawMessage{}
+	if !fresh {
+		var err error
+		if rawChecks, err = tx.QualityChecks(ctx, traceID); err != nil {
+			return err
+		}
+	}
+	checks := make(map[string]stepscores.Check, len(rawChecks))
+	for chunk, b := range rawChecks {
+		var c stepscores.Check
+		if err := json.Unmarshal(b, &c); err != nil {
+			return fmt.Errorf("snapshot: stored quality check %s of %s: %w", chunk, traceID, err)
+		}
+		checks[chunk] = c
+	}
 	stored := make(map[string]labels.Label, len(raw))
 	for chunk, b := range raw {
 		var l labels.Label
@@ -38,7 +54,7 @@ func writeAssessment(ctx context.Context, tx *duck.Tx, traceID string, steps []d
 		}
 		stored[chunk] = l
 	}
-	a := assessment.Of(steps, ids, meta, stored)
+	a := assessment.Of(steps, ids, meta, stored, checks)
 	var rows []duck.StepLabelRow
 	for _, r := range a.Rows(ids) {
 		l := r.Label
@@ -145,6 +161,34 @@ func applyStepsLabeled(ctx context.Context, tx *duck.Tx, p events.TraceStepsLabe
 		byChunk[l.ChunkID] = b
 	}
 	if err := tx.PutStoredLabels(ctx, p.TraceID, byChunk); err != nil {
+		return err
+	}
+	var meta map[string]any
+	if len(md) > 0 {
+		if err := json.Unmarshal(md, &meta); err != nil {
+			return err
+		}
+	}
+	return reassess(ctx, tx, p.TraceID, meta)
+}
+
+// applyQualityChecked records a grading model's quality checks and rescores
+// the trace. Checks for a trace the snapshot no longer has are dropped.
+func applyQualityChecked(ctx context.Context, tx *duck.Tx, p events.TraceStepsQualityCheckedV1) error {
+	md, ok, err := tx.TraceMetadata(ctx, p.TraceID)
+	if err != nil || !ok {
+		return err
+	}
+	byChunk := make(map[string]json.RawMessage, len(p.Checks))
+	for _, c := range p.Checks {
+		c.Model = p.Model
+		b, err := json.Marshal(c)
+		if err != nil {
+			return err
+		}
+		byChunk[c.ChunkID] = b
+	}
+	if err := tx.PutQualityChecks(ctx, p.TraceID, byChunk); err != nil {
 		return err
 	}
 	var meta map[string]any

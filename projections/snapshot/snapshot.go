@@ -56,6 +56,8 @@ var handled = map[string]bool{
 	events.TracesScored:      true,
 	events.ActionsScored:     true,
 	events.TraceStepsLabeled: true,
+	// A grading model's quality checks rescore the trace's step scores.
+	events.TraceStepsQualityChecked: true,
 }
 
 // Apply applies a Kafka batch: its events are grouped by owner (one owner's
@@ -295,6 +297,12 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		return applyStepsLabeled(ctx, tx, p)
+	case events.TraceStepsQualityChecked:
+		var p events.TraceStepsQualityCheckedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		return applyQualityChecked(ctx, tx, p)
 	case events.AnnotationAdded:
 		var p events.AnnotationAddedV1
 		if err := e.DecodeOrFail(&p); err != nil {

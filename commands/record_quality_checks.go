@@ -1,0 +1,72 @@
+package commands
+
+import (
+	"context"
+	"sort"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/domain/labels"
+	"github.com/criticml/critic/domain/traces"
+)
+
+// QualityCheckSourceOf is what a grader needs for one revision of a trace
+// (spec 001 "Step scores", quality checks): its steps, its labels, and the
+// open steps that have no check yet with the question each is asked. Needed
+// is false — and nothing is sent to a model — when the revision is not
+// current, the trace is gone or carries its own labels, or every open step
+// is checked already; so a duplicate, stale or replayed job never calls a
+// model again, and a retry reuses the answers already recorded.
+func (c *Commands) QualityCheckSourceOf(ctx context.Context, traceID string, revision int) (jobs.QualityCheckSource, error) {
+	s, err := c.loadTrace(ctx, traceID)
+	if err != nil {
+		return jobs.QualityCheckSource{}, err
+	}
+	out := jobs.QualityCheckSource{TraceID: traceID, Revision: s.Revision, Labels: []labels.Label{}, Open: []jobs.OpenStep{}}
+	if !s.Exists || s.Revision != revision {
+		return out, nil
+	}
+	for id, q := range traces.OpenChecks(s) {
+		if _, done := s.QualityChecks[id]; !done {
+			out.Open = append(out.Open, jobs.OpenStep{ChunkID: id, Question: q})
+		}
+	}
+	if len(out.Open) == 0 {
+		return out, nil
+	}
+	sort.Slice(out.Open, func(i, j int) bool { return out.Open[i].ChunkID < out.Open[j].ChunkID })
+	for _, l := range s.StepLabels {
+		out.Labels = append(out.Labels, l)
+	}
+	sort.Slice(out.Labels, func(i, j int) bool { return out.Labels[i].ChunkID < out.Labels[j].ChunkID })
+	out.Steps, out.Needed = stateSteps(s), true
+	return out, nil
+}
+
+// RecordQualityChecks appends a grading model's answers for open steps of a
+// trace (trace.steps_quality_checked) once they pass
+// traces.DecideQualityChecks. The grader runs in the worker tier and
+// reports through the API's worker service, never in a request.
+func (c *Commands) RecordQualityChecks(ctx context.Context, actor Actor, in traces.QualityChecksInput) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		stream := events.TraceStream(in.TraceID)
+		loaded, err := c.store.LoadStreams(ctx, []string{stream})
+		if err != nil {
+			return Result{}, err
+		}
+		st, err := traces.Fold(in.TraceID, loaded[stream])
+		if err != nil {
+			return Result{}, err
+		}
+		if !st.Exists || (actor.worker == "" && st.OwnerID != actor.UserID) {
+			return Result{}, domain.NotFound("trace", in.TraceID)
+		}
+		ev, err := traces.DecideQualityChecks(st, in)
+		if err != nil {
+			return Result{}, err
+		}
+		return c.append(ctx, actor, map[string]int64{stream: st.Version}, []events.New{{
+			ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: events.TraceStepsQualityChecked, Payload: ev}})
+	})
+}
