@@ -115,7 +115,7 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 
 	// GEPA: a run that succeeds and one that fails (no Anthropic key).
 	r = in.do("POST", "/api/v1/rm/gepa-runs", key, map[string]any{"reward_model_id": good, "task_model": "openai/agent",
-		"task_api_base": task.URL, "reflection_model": "openai/reflector", "max_metric_calls": 6})
+		"task_api_base": task.URL, "reflection_model": "openai/reflector", "max_metric_calls": 12})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	gepaOK := r.JSON(t)["id"].(string)
 	r = in.do("POST", "/api/v1/rm/gepa-runs", key, map[string]any{"reward_model_id": good})
@@ -139,6 +139,15 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	for id, state := range map[string]string{ids[0]: "labeled", broken: "failed"} {
 		require.Eventually(t, func() bool { return in.labeling(t, key, id).Labeling.State == state }, time.Minute, 200*time.Millisecond, "labeling %s", state)
 	}
+
+	// The owner reruns the failed labeling; it fails again.
+	r = in.do("POST", "/api/v1/rm/traces/"+broken+"/labeling/retry", key, nil)
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
+	require.Eventually(t, func() bool {
+		var n int
+		_ = in.pool.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE stream = 'trace/' || $1 AND type = 'trace.labeling_failed.v1'`, broken).Scan(&n)
+		return n == 2 && in.labeling(t, key, broken).Labeling.State == "failed"
+	}, time.Minute, 200*time.Millisecond)
 
 	// Failed (too few pairs), retried, failed again.
 	r = in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "few", "trace_ids": ids[1:2], "base_model": base})
@@ -166,15 +175,26 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	job["action_scores"] = []any{}
 	r = in.do("POST", jobs.ServicePrefix+"/scoring/"+failRun+"/finished", "e2e-worker-token", job)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	// A GEPA run the test claims and heartbeats as a worker; it is still
+	// running (the lease is a minute) when the replay runs.
+	r = in.do("POST", "/api/v1/rm/gepa-runs", key, map[string]any{"reward_model_id": good, "task_model": "openai/agent",
+		"task_api_base": task.URL, "reflection_model": "openai/reflector", "max_metric_calls": 12})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	gepaRunning := r.JSON(t)["id"].(string)
+	hand := map[string]any{"worker_id": "by-hand"}
+	require.Eventually(t, func() bool {
+		return in.do("POST", jobs.GepaPath(gepaRunning, "claim"), "e2e-worker-token", hand).Status == http.StatusOK
+	}, time.Minute, 100*time.Millisecond)
+	r = in.do("POST", jobs.GepaPath(gepaRunning, "heartbeat"), "e2e-worker-token", map[string]any{"worker_id": "by-hand",
+		"progress": map[string]any{"iteration": 1, "metric_calls": 4, "max_metric_calls": 12, "best_score": 0.5}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	// Queued: no worker left to claim it.
 	r = in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "waiting", "trace_ids": ids, "base_model": base})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	queued := r.JSON(t)["id"].(string)
-	require.Eventually(t, func() bool {
-		var n int
-		_ = in.pool.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE stream = 'reward_model/' || $1 AND type = 'reward_model.dataset_built.v1'`, queued).Scan(&n)
-		return n == 1
-	}, time.Minute, 100*time.Millisecond)
+	// With a feedback model configured every model waits for the
+	// extraction worker first, so this one stays queued, without a dataset.
+	require.Equal(t, "queued", in.do("GET", "/api/v1/rm/reward-models/"+queued, key, nil).JSON(t)["status"])
 
 	// Traces: re-import (replaces steps, drops scores and step annotations),
 	// deletion, a source name, annotations edited and removed.
