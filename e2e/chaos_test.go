@@ -412,12 +412,17 @@ func TestChaos(t *testing.T) {
 		total += kills[p.name]
 	}
 	writes := len(got.imports) + len(got.annotations) + len(got.otel) + len(got.models)
+	// How often a consumer group had to be joined again tells a broker
+	// stall (many, for minutes) from a slow machine (a few per kill).
+	logs.mu.Lock()
+	joinFailures := strings.Count(logBuf.String(), "Failed to join group")
+	logs.mu.Unlock()
 	require.NotZero(t, len(got.imports))
 	require.NotZero(t, len(got.annotations))
 	require.NotZero(t, len(got.otel))
 	fmt.Printf("chaos: survived %d acknowledged writes (%d imports, %d annotations, %d OTLP traces, %d models; %d writes unacknowledged), "+
-		"%d kill -9s (%s), %d restarts; seed %d\n", writes, len(got.imports), len(got.annotations), len(got.otel), len(got.models), got.failures,
-		total, strings.Join(killed, ", "), restarts, seed)
+		"%d kill -9s (%s), %d restarts, %d failed group joins; seed %d\n", writes, len(got.imports), len(got.annotations), len(got.otel), len(got.models), got.failures,
+		total, strings.Join(killed, ", "), restarts, joinFailures, seed)
 }
 
 // dumpTables is dumpReadModel over a pool.
