@@ -126,9 +126,10 @@ func (a *acked) fail() {
 // schedule of kills (the moments the processes reach are timing's).
 func TestChaos(t *testing.T) {
 	if os.Getenv("CRITIC_CHAOS") == "" {
-		// Not yet part of every run: under kill -9s the embedded broker's
-		// consumer groups have been seen to stall for minutes (see the
-		// README), which this test reports as a failure, as it should.
+		// Opt-in: it starts five processes and kills some for about a
+		// minute, which a shared machine running other suites should not
+		// get unasked. `make chaos` (and `make test`, once it sets
+		// CRITIC_CHAOS=1) runs it.
 		t.Skip("set CRITIC_CHAOS=1 (make chaos): kills and restarts processes for about a minute")
 	}
 	seed := time.Now().UnixNano()
@@ -353,7 +354,10 @@ func TestChaos(t *testing.T) {
 		return q(`SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM readmodel_applied a WHERE a.event_id = e.id)`)
 	}
 	drain := func() {
-		deadline := time.Now().Add(120 * time.Second) // a consumer group re-forms after a kill -9 only once the dead member's session times out
+		// A group re-forms within seconds of a restart (the dead member is
+		// dropped when the rebalance the restart starts completes, 5 s);
+		// a minute without catching up is a stall, not a slow machine.
+		deadline := time.Now().Add(60 * time.Second)
 		for unapplied() > 0 {
 			if time.Now().After(deadline) {
 				var detail string
@@ -412,12 +416,17 @@ func TestChaos(t *testing.T) {
 		total += kills[p.name]
 	}
 	writes := len(got.imports) + len(got.annotations) + len(got.otel) + len(got.models)
+	// How often a consumer group had to be joined again tells a broker
+	// stall (many, for minutes) from a slow machine (a few per kill).
+	logs.mu.Lock()
+	joinFailures := strings.Count(logBuf.String(), "Failed to join group")
+	logs.mu.Unlock()
 	require.NotZero(t, len(got.imports))
 	require.NotZero(t, len(got.annotations))
 	require.NotZero(t, len(got.otel))
 	fmt.Printf("chaos: survived %d acknowledged writes (%d imports, %d annotations, %d OTLP traces, %d models; %d writes unacknowledged), "+
-		"%d kill -9s (%s), %d restarts; seed %d\n", writes, len(got.imports), len(got.annotations), len(got.otel), len(got.models), got.failures,
-		total, strings.Join(killed, ", "), restarts, seed)
+		"%d kill -9s (%s), %d restarts, %d failed group joins; seed %d\n", writes, len(got.imports), len(got.annotations), len(got.otel), len(got.models), got.failures,
+		total, strings.Join(killed, ", "), restarts, joinFailures, seed)
 }
 
 // dumpTables is dumpReadModel over a pool.

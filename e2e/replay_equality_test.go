@@ -2,26 +2,77 @@ package e2e
 
 import (
 	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"net/http"
+	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/gpuworker/label/labeltest"
+	"github.com/criticml/critic/platform/llm/llmtest"
+	"github.com/criticml/critic/platform/pg/pgtest"
+	"github.com/criticml/critic/projections/readmodel"
 )
 
-// TestReplayEqualsTheLiveReadModel produces a log through the API that
-// holds every kind of event the API can produce today — accounts, keys, the
-// reward-model switch, imports, re-imports, deletions, source names, OTLP
-// spans, session sync, annotations added, edited and removed (by hand and by
-// a re-import), reward models queued, running, succeeded, failed and
-// retried, heartbeats, trace
-// and action scores, scoring runs — then rebuilds the read model from the
-// log and requires every read-model table to be identical, row for row.
+// TestReplayEqualsTheLiveReadModel produces a log through the API (and the
+// worker tier, with test servers as the model providers) that holds every
+// event type declared in domain/events but those replayUnproduced names —
+// accounts, keys issued and revoked, the reward-model switch, imports,
+// re-imports, deletions, source names, OTLP spans, session sync,
+// annotations added, edited and removed, reward models queued, running,
+// succeeded, failed and retried, feedback extraction and its findings,
+// heartbeats, trace and action scores, scoring runs that succeed and fail,
+// titles, step labels, section summaries, GEPA runs — then rebuilds the
+// read model from the log and requires every read-model table (every rm_
+// table in the database, which must all be in readmodel.Tables) to be
+// non-empty and identical, row for row.
 func TestReplayEqualsTheLiveReadModel(t *testing.T) {
-	in, kafkaPort := startServeForJobs(t, "CRITIC_WORKER_LEASE=60s")
+	// The model calls of the worker tier: feedback, reviews, titles and
+	// section summaries from one server, step labels from another (a
+	// trace saying "broken request" fails its labeling), GEPA's task
+	// and reflection models from two more.
+	fast, labels, task, refl := llmtest.New(t), llmtest.New(t), llmtest.New(t), llmtest.New(t)
+	fast.Handle(func(r llmtest.Request) llmtest.Reply {
+		if r.SchemaName == "assessment" {
+			return scriptedAssessor(r)
+		}
+		return scriptedClassifier(r)
+	})
+	labels.Handle(func(r llmtest.Request) llmtest.Reply {
+		if strings.Contains(r.Text(), "broken request") {
+			return llmtest.Status(400)
+		}
+		return labeltest.Reply(r)
+	})
+	task.Handle(func(llmtest.Request) llmtest.Reply {
+		return llmtest.Reply{Content: "Sure! Refund issued, no questions asked."}
+	})
+	refl.Handle(func(r llmtest.Request) llmtest.Reply {
+		if strings.Contains(r.Last(), "You are naming a skill") {
+			return llmtest.Reply{Content: "<name>refund-policy</name>\n<description>Use when a customer asks for a refund.</description>"}
+		}
+		return llmtest.Reply{Content: "<new_skill_body>\nLook the order up first.\n</new_skill_body>"}
+	})
+	llmEnv := []string{"CRITIC_FEEDBACK_MODEL=openai/scripted-classifier", "CRITIC_FEEDBACK_API_BASE=" + fast.URL, "OPENAI_API_KEY=test-key",
+		"CRITIC_FAST_MODEL=openai/scripted-fast", "CRITIC_FAST_API_BASE=" + fast.URL,
+		"CRITIC_STEP_LABEL_MODEL=openai/scripted-labeler", "CRITIC_STEP_LABEL_API_BASE=" + labels.URL}
+	in, kafkaPort := startServeForJobs(t, append([]string{"CRITIC_WORKER_LEASE=60s"}, llmEnv...)...)
 	key := in.newUser("replayer", false)
 	out, err := in.cli("users", "issue-key", "--name", "replayer", "--read-only-key")
+	require.NoError(t, err, out)
+	// A key issued, then revoked.
+	out, err = in.cli("users", "issue-key", "--name", "replayer")
+	require.NoError(t, err, out)
+	out, err = in.cli("users", "revoke-key", keyRe.FindStringSubmatch(out)[1])
 	require.NoError(t, err, out)
 	for _, c := range []string{"disable-reward-models", "enable-reward-models"} {
 		out, err := in.cli("users", c, "replayer")
@@ -31,7 +82,7 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	// Models: trained (scores, action scores), then a scoring run.
 	ids := ratedTraces(t, in, key)
 	base := tinyBase(t, in)
-	worker := startWorker(t, in, kafkaPort, "w1")
+	worker := startWorkerWith(t, in, kafkaPort, "w1", append(llmEnv, "OPENAI_BASE_URL="+refl.URL)...)
 	r := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "good", "trace_ids": ids, "base_model": base, "epochs": 1})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	good := r.JSON(t)["id"].(string)
@@ -44,6 +95,60 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 		_ = in.pool.QueryRow(context.Background(), "SELECT status FROM rm_scoring_runs WHERE id = $1", runID).Scan(&status)
 		return status == "succeeded"
 	}, time.Minute, 100*time.Millisecond)
+	// Feedback extraction: a model trained on a reviewer's comment and a
+	// user's reaction (findings recorded, extraction started, progressed
+	// and finished).
+	fb := in.importTraces(key, "stash", strings.Join([]string{
+		`{"id":"sort-1","steps":[{"role":"user","content":"Sort 3, 1, 2 ascending"},{"role":"assistant","content":"Sorted: 3, 2, 1."},{"role":"user","content":"No, that's the wrong order."}]}`,
+		`{"id":"sort-2","steps":[{"role":"user","content":"Sort a, c, b"},{"role":"assistant","content":"Sorted: a, b, c."},{"role":"user","content":"Thanks, perfect."}]}`,
+		`{"id":"fx-1","title":"Currency","steps":[{"role":"user","content":"Convert 100"},{"role":"assistant","content":"That is 92 euros."}]}`,
+	}, "\n"))
+	fx := in.getTrace(t, key, fb[2])
+	require.Equal(t, http.StatusOK, in.do("POST", "/api/v1/rm/traces/"+fb[2]+"/annotations", key, map[string]any{"step_id": fx.Steps[1]["id"],
+		"comment": "It should have asked which currency first."}).Status)
+	r = in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "from-feedback", "trace_ids": fb, "base_model": base, "epochs": 1,
+		"training_config": map[string]any{"annotation_source": "feedback", "input_version": 1}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	in.waitModel(t, key, r.JSON(t)["id"].(string), "succeeded", "failed")
+	// Titles from the fast model.
+	require.Eventually(t, func() bool { return in.getTrace(t, key, fb[0]).Title == "Sorting a short list" }, time.Minute, 200*time.Millisecond)
+
+	// GEPA: a run that succeeds and one that fails (no Anthropic key).
+	r = in.do("POST", "/api/v1/rm/gepa-runs", key, map[string]any{"reward_model_id": good, "task_model": "openai/agent",
+		"task_api_base": task.URL, "reflection_model": "openai/reflector", "max_metric_calls": 12})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	gepaOK := r.JSON(t)["id"].(string)
+	r = in.do("POST", "/api/v1/rm/gepa-runs", key, map[string]any{"reward_model_id": good})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	gepaFail := r.JSON(t)["id"].(string)
+	require.Equal(t, "succeeded", in.waitGepa(t, key, gepaOK, "succeeded", "failed")["status"], in.logText())
+	require.Equal(t, "failed", in.waitGepa(t, key, gepaFail, "succeeded", "failed")["status"])
+
+	// Section summaries: one recorded, one refused (a score out of range).
+	bold := in.importTraces(key, "stash", `{"id":"a-2","title":"Bold","steps":[{"role":"user","content":"is it done?"},{"role":"assistant","content":"overconfident: yes, certainly."}]}`)[0]
+	for _, id := range []string{ids[0], bold} {
+		d := in.getTrace(t, key, id)
+		body := map[string]any{"ranges": []map[string]any{{"first_step_id": d.Steps[0]["id"], "last_step_id": d.Steps[len(d.Steps)-1]["id"]}}}
+		require.Eventually(t, func() bool {
+			r := in.do("POST", "/api/v1/rm/traces/"+id+"/section-summaries", key, body)
+			return r.Status == http.StatusOK && r.JSON(t)["pending"] == false
+		}, time.Minute, 200*time.Millisecond)
+	}
+	// Step labels: one trace labeled, one whose labeling fails.
+	broken := in.importTraces(key, "stash", `{"id":"broken","steps":[{"role":"user","content":"broken request"},{"role":"assistant","content":"Sorry?"}]}`)[0]
+	for id, state := range map[string]string{ids[0]: "labeled", broken: "failed"} {
+		require.Eventually(t, func() bool { return in.labeling(t, key, id).Labeling.State == state }, time.Minute, 200*time.Millisecond, "labeling %s", state)
+	}
+
+	// The owner reruns the failed labeling; it fails again.
+	r = in.do("POST", "/api/v1/rm/traces/"+broken+"/labeling/retry", key, nil)
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
+	require.Eventually(t, func() bool {
+		var n int
+		_ = in.pool.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE stream = 'trace/' || $1 AND type = 'trace.labeling_failed.v1'`, broken).Scan(&n)
+		return n == 2 && in.labeling(t, key, broken).Labeling.State == "failed"
+	}, time.Minute, 200*time.Millisecond)
+
 	// Failed (too few pairs), retried, failed again.
 	r = in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "few", "trace_ids": ids[1:2], "base_model": base})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
@@ -57,15 +162,39 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	in.waitRunningWithProgress(t, key, running)
 	require.NoError(t, worker.Process.Kill())
 	_, _ = worker.Process.Wait()
+	// A scoring run that fails: the test claims it as a worker whose
+	// scorer broke (no worker is left to claim it first).
+	sr = in.do("POST", "/api/v1/rm/traces/"+ids[1]+"/score", key, map[string]any{"reward_model_id": good})
+	require.Equal(t, http.StatusAccepted, sr.Status, string(sr.Body))
+	failRun := sr.JSON(t)["id"].(string)
+	job := map[string]any{"worker_id": "by-hand", "trace_id": ids[1], "model_id": good}
+	require.Eventually(t, func() bool {
+		return in.do("POST", jobs.ServicePrefix+"/scoring/"+failRun+"/claim", "e2e-worker-token", job).Status == http.StatusOK
+	}, time.Minute, 100*time.Millisecond)
+	job["error"] = "the scorer ran out of memory"
+	job["action_scores"] = []any{}
+	r = in.do("POST", jobs.ServicePrefix+"/scoring/"+failRun+"/finished", "e2e-worker-token", job)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	// A GEPA run the test claims and heartbeats as a worker; it is still
+	// running (the lease is a minute) when the replay runs.
+	r = in.do("POST", "/api/v1/rm/gepa-runs", key, map[string]any{"reward_model_id": good, "task_model": "openai/agent",
+		"task_api_base": task.URL, "reflection_model": "openai/reflector", "max_metric_calls": 12})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	gepaRunning := r.JSON(t)["id"].(string)
+	hand := map[string]any{"worker_id": "by-hand"}
+	require.Eventually(t, func() bool {
+		return in.do("POST", jobs.GepaPath(gepaRunning, "claim"), "e2e-worker-token", hand).Status == http.StatusOK
+	}, time.Minute, 100*time.Millisecond)
+	r = in.do("POST", jobs.GepaPath(gepaRunning, "heartbeat"), "e2e-worker-token", map[string]any{"worker_id": "by-hand",
+		"progress": map[string]any{"iteration": 1, "metric_calls": 4, "max_metric_calls": 12, "best_score": 0.5}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	// Queued: no worker left to claim it.
 	r = in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "waiting", "trace_ids": ids, "base_model": base})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	queued := r.JSON(t)["id"].(string)
-	require.Eventually(t, func() bool {
-		var n int
-		_ = in.pool.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE stream = 'reward_model/' || $1 AND type = 'reward_model.dataset_built.v1'`, queued).Scan(&n)
-		return n == 1
-	}, time.Minute, 100*time.Millisecond)
+	// With a feedback model configured every model waits for the
+	// extraction worker first, so this one stays queued, without a dataset.
+	require.Equal(t, "queued", in.do("GET", "/api/v1/rm/reward-models/"+queued, key, nil).JSON(t)["status"])
 
 	// Traces: re-import (replaces steps, drops scores and step annotations),
 	// deletion, a source name, annotations edited and removed.
@@ -108,19 +237,28 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	}
 	rows.Close()
 	var missing []string
-	for _, typ := range []string{"user.created.v1", "api_key.issued.v1", "user.reward_models_enabled_changed.v1",
-		"trace.imported.v1", "trace.revised.v1", "trace.deleted.v1", "trace_source.renamed.v1", "otel.spans_received.v1",
-		"annotation.added.v1", "annotation.edited.v1", "annotation.removed.v1",
-		"reward_model.requested.v1", "reward_model.dataset_built.v1", "reward_model.training_started.v1", "reward_model.heartbeat.v1",
-		"reward_model.training_succeeded.v1", "reward_model.training_failed.v1", "reward_model.retried.v1",
-		"scores.traces_scored.v1", "scores.actions_scored.v1",
-		"scoring_run.requested.v1", "scoring_run.started.v1", "scoring_run.succeeded.v1"} {
-		if !seen[typ] {
+	for _, typ := range eventTypes(t) {
+		if !seen[typ] && replayUnproduced[typ] == "" {
 			missing = append(missing, typ)
 		}
 	}
 	sort.Strings(missing)
-	require.Empty(t, missing, "event types the test meant to produce")
+	require.Empty(t, missing, "event types in domain/events this test does not produce: produce them, or add them to replayUnproduced with the reason")
+	for typ := range replayUnproduced {
+		require.False(t, seen[typ], "%s is produced now: remove it from replayUnproduced", typ)
+	}
+	// Every read-model table is compared.
+	rows, err = in.pool.Query(context.Background(), `SELECT table_name FROM information_schema.tables
+		WHERE table_schema = current_schema() AND (table_name LIKE 'rm\_%' OR table_name = 'readmodel_applied') ORDER BY 1`)
+	require.NoError(t, err)
+	var tables []string
+	for rows.Next() {
+		var name string
+		require.NoError(t, rows.Scan(&name))
+		tables = append(tables, name)
+	}
+	rows.Close()
+	require.ElementsMatch(t, tables, readmodel.Tables, "readmodel.Tables lists every read-model table (the replay rebuilds and this test compares only those)")
 	var statuses []string
 	rows, err = in.pool.Query(context.Background(), "SELECT DISTINCT status FROM rm_reward_models ORDER BY 1")
 	require.NoError(t, err)
@@ -133,8 +271,7 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	require.Equal(t, []string{"failed", "queued", "running", "succeeded"}, statuses)
 
 	before := dumpReadModel(t, in)
-	for _, table := range []string{"rm_users", "rm_api_keys", "rm_traces", "rm_steps", "rm_spans", "rm_annotations", "rm_trace_sources",
-		"rm_reward_models", "rm_trace_scores", "rm_action_scores", "rm_scoring_runs", "readmodel_applied"} {
+	for _, table := range readmodel.Tables {
 		require.NotEmpty(t, before[table], "%s has rows to compare", table)
 	}
 	out, err = in.cli("replay", "readmodel")
@@ -143,4 +280,55 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	for table := range before {
 		require.Equal(t, before[table], after[table], "table %s after replay", table)
 	}
+}
+
+// replayUnproduced names the event types of domain/events that
+// TestReplayEqualsTheLiveReadModel does not produce, each with the reason.
+// The test fails when a type is neither produced nor listed here, and when a
+// listed type is produced after all.
+var replayUnproduced = map[string]string{}
+
+// eventTypeRe matches an event type's name: dotted past tense, versioned.
+var eventTypeRe = regexp.MustCompile(`^[a-z_]+\.[a-z_]+\.v[0-9]+$`)
+
+// eventTypes reads every event type declared in domain/events (string
+// constants shaped like an event type), so a new type fails the test until
+// it is produced or excluded.
+func eventTypes(t *testing.T) []string {
+	dir := filepath.Join(pgtest.ModuleRoot(t), "domain", "events")
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	require.NoError(t, err)
+	seen := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, f, nil, 0)
+		require.NoError(t, err)
+		for _, decl := range file.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				for _, v := range spec.(*ast.ValueSpec).Values {
+					lit, ok := v.(*ast.BasicLit)
+					if !ok || lit.Kind != token.STRING {
+						continue
+					}
+					if s, err := strconv.Unquote(lit.Value); err == nil && eventTypeRe.MatchString(s) {
+						seen[s] = true
+					}
+				}
+			}
+		}
+	}
+	var out []string
+	for s := range seen {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	require.Greater(t, len(out), 30, "event types found in %s", dir)
+	return out
 }

@@ -23,8 +23,8 @@ const (
 	DefaultBatchBytes        = 1 << 20
 	DefaultNackResendDelay   = 100 * time.Millisecond
 	DefaultHeartbeatInterval = time.Second
-	DefaultSessionTimeout    = 10 * time.Second
-	DefaultRebalanceTimeout  = 10 * time.Second
+	DefaultSessionTimeout    = 20 * time.Second
+	DefaultRebalanceTimeout  = 5 * time.Second
 	DefaultRetryBackoffMax   = 5 * time.Second
 	DefaultCommitInterval    = time.Second
 )
@@ -80,6 +80,15 @@ type Config struct {
 	// consumer-group protocol. Shorter values make rebalances (a consumer
 	// starting or stopping) finish sooner; SessionTimeout must lie within the
 	// broker's group.min/max.session.timeout.ms (6 s to 5 min by default).
+	//
+	// SessionTimeout must stay well above RebalanceTimeout plus the few
+	// seconds members take to rejoin (defaults 20 s and 5 s). The embedded
+	// broker (kfake) expires a member parked in JoinGroup by its session
+	// timer, which a real Kafka does not, and restarts the rebalance wait
+	// at every join or expiry; kafka-go gives a JoinGroup RebalanceTimeout
+	// + 5 s. With both at 10 s, a rebalance after a kill -9 expired the
+	// live members while they waited, their joins timed out, and the groups
+	// re-formed over and over for minutes (platform/bus/KFAKE_JOIN_EXPIRY.md).
 	HeartbeatInterval time.Duration
 	SessionTimeout    time.Duration
 	RebalanceTimeout  time.Duration
