@@ -47,29 +47,35 @@ func bucketRows(T, budget int) int {
 	return rows
 }
 
-// ScoreBucketed scores seqs in length-bucketed batches and returns rewards in input
-// order. Sequences are grouped by ScoreBucketLen; each group runs in batches of
-// bucketRows(T, tokenBudget) rows of exactly T tokens, and a group's last, partial
-// batch is padded with one-token pad rows up to the next power of two. So every forward
-// pass has one of at most len(buckets) × log2(rows) shapes, compiled once and cached by
-// the Scorer. A sequence's reward does not depend on its batch-mates or padding beyond
-// float rounding (the key mask hides padded positions; see TestBucketedScoringMatchesOneAtATime).
-func ScoreBucketed(s *Scorer, seqs [][]int, tokenBudget int) ([]float64, error) {
+// ScoreBatch is one forward pass of a bucketed plan: the input indices it scores
+// (Index) padded to Len tokens in Rows rows (Rows ≥ len(Index); the rest is filler).
+type ScoreBatch struct {
+	Len   int   `json:"len"`
+	Rows  int   `json:"rows"`
+	Index []int `json:"index"`
+}
+
+// PlanBuckets splits sequences of the given lengths into bucketed batches: grouped by
+// ScoreBucketLen in increasing order, each group in batches of bucketRows(T, budget)
+// rows of exactly T tokens, a group's last, partial batch rounded up to the next power
+// of two rows. Every batch therefore has one of at most len(buckets) × log2(rows)
+// shapes. Within a group, input order is kept.
+func PlanBuckets(lens []int, tokenBudget int) []ScoreBatch {
 	if tokenBudget <= 0 {
 		tokenBudget = DefaultScoreTokens
 	}
 	groups := map[int][]int{}
-	for i, seq := range seqs {
-		T := ScoreBucketLen(max(len(seq), 1))
+	for i, n := range lens {
+		T := ScoreBucketLen(max(n, 1))
 		groups[T] = append(groups[T], i)
 	}
-	lens := make([]int, 0, len(groups))
+	buckets := make([]int, 0, len(groups))
 	for T := range groups {
-		lens = append(lens, T)
+		buckets = append(buckets, T)
 	}
-	slices.Sort(lens)
-	out := make([]float64, len(seqs))
-	for _, T := range lens {
+	slices.Sort(buckets)
+	var plan []ScoreBatch
+	for _, T := range buckets {
 		idx := groups[T]
 		rows := bucketRows(T, tokenBudget)
 		for start := 0; start < len(idx); start += rows {
@@ -78,17 +84,34 @@ func ScoreBucketed(s *Scorer, seqs [][]int, tokenBudget int) ([]float64, error) 
 			for n/2 >= len(part) {
 				n /= 2
 			}
-			batch := make([][]int, n)
-			for j, i := range part {
-				batch[j] = seqs[i]
-			}
-			r, err := s.rewardsShaped(batch, T)
-			if err != nil {
-				return nil, err
-			}
-			for j, i := range part {
-				out[i] = r[j]
-			}
+			plan = append(plan, ScoreBatch{Len: T, Rows: n, Index: part})
+		}
+	}
+	return plan
+}
+
+// ScoreBucketed scores seqs in the batches of PlanBuckets and returns rewards in input
+// order. The Scorer compiles each batch shape once and caches it, so a scoring run
+// compiles a bounded number of graphs whatever the texts' lengths. A sequence's reward
+// does not depend on its batch-mates or padding beyond float rounding (the key mask
+// hides padded positions; see TestBucketedScoringMatchesOneAtATime).
+func ScoreBucketed(s *Scorer, seqs [][]int, tokenBudget int) ([]float64, error) {
+	lens := make([]int, len(seqs))
+	for i, seq := range seqs {
+		lens[i] = len(seq)
+	}
+	out := make([]float64, len(seqs))
+	for _, b := range PlanBuckets(lens, tokenBudget) {
+		batch := make([][]int, b.Rows)
+		for j, i := range b.Index {
+			batch[j] = seqs[i]
+		}
+		r, err := s.rewardsShaped(batch, b.Len)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range b.Index {
+			out[i] = r[j]
 		}
 	}
 	return out, nil
