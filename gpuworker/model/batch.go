@@ -2,6 +2,8 @@ package model
 
 import (
 	"fmt"
+	"maps"
+	"sync"
 
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
@@ -31,7 +33,12 @@ func MakeBatch(seqs [][]int, pad int) Batch {
 	for _, s := range seqs {
 		T = max(T, len(s))
 	}
-	T = BucketLen(T)
+	return MakeBatchLen(seqs, pad, BucketLen(T))
+}
+
+// MakeBatchLen is MakeBatch padded to exactly T positions (T ≥ every sequence's
+// length); nil rows become one-token pad rows (filler for a fixed batch shape).
+func MakeBatchLen(seqs [][]int, pad, T int) Batch {
 	B := len(seqs)
 	ids := make([]int32, B*T)
 	mask := make([]float32, B*T)
@@ -68,6 +75,9 @@ func MakeBatch(seqs [][]int, pad int) Batch {
 type Scorer struct {
 	m    *Model
 	exec *graph.Exec
+
+	mu     sync.Mutex
+	shapes map[[2]int]int // (B, T) → forward passes run with that shape
 }
 
 // NewScorer compiles lazily on first use.
@@ -81,7 +91,16 @@ func (m *Model) NewScorer() (*Scorer, error) {
 		return nil, err
 	}
 	exec.SetMaxCache(-1)
-	return &Scorer{m: m, exec: exec}, nil
+	return &Scorer{m: m, exec: exec, shapes: map[[2]int]int{}}, nil
+}
+
+// Shapes returns the (rows, tokens) batch shapes this scorer has run, each compiled
+// once, with how many forward passes used it: what bounds compile time and tells
+// whether bucketing holds.
+func (s *Scorer) Shapes() map[[2]int]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.shapes)
 }
 
 // Rewards returns one reward per sequence, all sequences in one batch.
@@ -89,14 +108,28 @@ func (s *Scorer) Rewards(seqs [][]int) ([]float64, error) {
 	if len(seqs) == 0 {
 		return nil, nil
 	}
+	T := 1
+	for _, seq := range seqs {
+		T = max(T, len(seq))
+	}
+	return s.rewardsShaped(seqs, BucketLen(T))
+}
+
+// rewardsShaped runs one forward pass over seqs padded to T tokens (nil rows are
+// filler) and returns one reward per row.
+func (s *Scorer) rewardsShaped(seqs [][]int, T int) ([]float64, error) {
+	if err := s.checkIDs(seqs); err != nil {
+		return nil, err
+	}
 	for i, seq := range seqs {
-		for _, id := range seq {
-			if id < 0 || id >= s.m.Config.VocabSize {
-				return nil, fmt.Errorf("sequence %d: token id %d outside the model's vocabulary (%d)", i, id, s.m.Config.VocabSize)
-			}
+		if len(seq) > T {
+			return nil, fmt.Errorf("sequence %d: %d tokens do not fit a %d-token batch", i, len(seq), T)
 		}
 	}
-	b := MakeBatch(seqs, s.m.PadID())
+	b := MakeBatchLen(seqs, s.m.PadID(), T)
+	s.mu.Lock()
+	s.shapes[[2]int{len(seqs), T}]++
+	s.mu.Unlock()
 	args := make([]any, 0, len(s.m.Params)+3)
 	for _, p := range s.m.Params {
 		args = append(args, p)

@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 )
 
 // Tokenizer is what the reward model needs from gpuworker/tokenizer.
@@ -134,7 +133,9 @@ type RewardModel struct {
 	MaxLen      int
 	Stats       *RewardStats // reward_stats.json, nil when absent
 	ActionStats *RewardStats // action_reward_stats.json, nil when absent
-	// BatchSize bounds sequences per forward pass (memory: activations scale with it).
+	// BatchSize is how many full-length (1024-token) sequences one forward pass holds;
+	// scoring's token budget is BatchSize × 1024 padded tokens, so shorter texts run in
+	// proportionally larger batches (see ScoreBucketed). Memory scales with it.
 	BatchSize int
 	scorer    *Scorer
 }
@@ -176,8 +177,8 @@ func LoadRewardModelWith(dir string, tok Tokenizer) (*RewardModel, error) {
 	return rm, nil
 }
 
-// Score returns the raw reward of each text, in batches of BatchSize. Texts are sorted
-// by length into batches so padding stays small; results come back in input order.
+// Score returns the raw reward of each text in input order, scored in length-bucketed
+// batches (ScoreBucketed) so padding and the number of compiled shapes stay small.
 func (rm *RewardModel) Score(texts []string) ([]float64, error) {
 	seqs := make([][]int, len(texts))
 	for i, t := range texts {
@@ -194,34 +195,7 @@ func (rm *RewardModel) ScoreIDs(seqs [][]int) ([]float64, error) {
 			return nil, err
 		}
 	}
-	return ScoreInBatches(rm.scorer, seqs, max(rm.BatchSize, 1))
-}
-
-// ScoreInBatches scores seqs in length-sorted batches of at most bs, returning rewards in
-// input order. Batching does not change a sequence's reward beyond float rounding.
-func ScoreInBatches(s *Scorer, seqs [][]int, bs int) ([]float64, error) {
-	order := make([]int, len(seqs))
-	for i := range order {
-		order[i] = i
-	}
-	// Stable sort by length keeps the result independent of map/iteration order.
-	slices.SortStableFunc(order, func(a, b int) int { return len(seqs[a]) - len(seqs[b]) })
-	out := make([]float64, len(seqs))
-	for start := 0; start < len(order); start += bs {
-		idx := order[start:min(start+bs, len(order))]
-		batch := make([][]int, len(idx))
-		for j, i := range idx {
-			batch[j] = seqs[i]
-		}
-		r, err := s.Rewards(batch)
-		if err != nil {
-			return nil, err
-		}
-		for j, i := range idx {
-			out[i] = r[j]
-		}
-	}
-	return out, nil
+	return ScoreBucketed(rm.scorer, seqs, max(rm.BatchSize, 1)*DefaultMaxLen)
 }
 
 // Calibrated maps a raw reward to GEPA's calibrated score using reward_stats.json.

@@ -9,6 +9,8 @@ Bradley-Terry loss and its gradients.
 
   torch_reference.py golden  < request.json  > golden.json
   torch_reference.py bench   --steps N        (train-step timing of the tiny config)
+  torch_reference.py score-bench --plan plan.json --threads N
+                                              (forward timing of BenchmarkScoreEngine's batches)
 
 request.json: {"model_dir", "chosen": [[ids]], "rejected": [[ids]], "grad_params": [names]}
 """
@@ -207,8 +209,65 @@ def bench():
     print(json.dumps({"torch_step_seconds": dt, "threads": torch.get_num_threads(), "torch": torch.__version__}))
 
 
+def qwen3_06b_shapes(layers, vocab):
+    """Qwen3-0.6B's tensor shapes (hidden 1024, 16 q / 8 kv heads of 128, MLP 3072)."""
+    h, nh, nkv, hd, mlp = 1024, 16, 8, 128, 3072
+    shapes = {"model.embed_tokens.weight": (vocab, h), "model.norm.weight": (h,), "score.weight": (1, h)}
+    for l in range(layers):
+        p = f"model.layers.{l}."
+        shapes.update({p + "input_layernorm.weight": (h,), p + "post_attention_layernorm.weight": (h,),
+                       p + "self_attn.q_proj.weight": (nh * hd, h), p + "self_attn.k_proj.weight": (nkv * hd, h),
+                       p + "self_attn.v_proj.weight": (nkv * hd, h), p + "self_attn.o_proj.weight": (h, nh * hd),
+                       p + "self_attn.q_norm.weight": (hd,), p + "self_attn.k_norm.weight": (hd,),
+                       p + "mlp.gate_proj.weight": (mlp, h), p + "mlp.up_proj.weight": (mlp, h),
+                       p + "mlp.down_proj.weight": (h, mlp)})
+    return shapes
+
+
+def score_bench():
+    """Times the forward of BenchmarkScoreEngine's exact batches (same ids, same padded
+    shapes, same filler rows) in fp32 under no_grad: one warm-up pass, one timed pass per
+    scenario, and reports peak RSS (ru_maxrss)."""
+    import argparse
+    import resource
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode")
+    ap.add_argument("--plan", required=True)
+    ap.add_argument("--threads", type=int, default=0)
+    a = ap.parse_args()
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    torch.use_deterministic_algorithms(False)
+    plan = json.load(open(a.plan))
+    d = dict(hidden_size=1024, num_hidden_layers=plan["layers"], num_attention_heads=16, num_key_value_heads=8,
+             head_dim=128, intermediate_size=3072, vocab_size=plan["vocab"], rms_norm_eps=1e-6, rope_theta=1e6,
+             pad_token_id=plan["pad"], architectures=["Qwen3ForSequenceClassification"])
+    cfg = Cfg(d)
+    torch.manual_seed(0)
+    W = {k: (torch.randn(s) * 0.02 if len(s) == 2 else torch.ones(s))
+         for k, s in qwen3_06b_shapes(cfg.layers, plan["vocab"]).items()}
+    out = {"threads": torch.get_num_threads(), "torch": torch.__version__, "scenarios": {}}
+    with torch.no_grad():
+        for sc in plan["scenarios"]:
+            batches = []
+            for b in sc["plan"]:
+                seqs = [sc["seqs"][i] for i in b["index"]] + [[cfg.pad]] * (b["rows"] - len(b["index"]))
+                batches.append(pad_batch(seqs, cfg.pad, b["len"]))
+            for ids, mask in batches:  # warm-up
+                forward(cfg, W, ids, mask)
+            t0 = time.perf_counter()
+            for ids, mask in batches:
+                forward(cfg, W, ids, mask)
+            out["scenarios"][sc["name"]] = time.perf_counter() - t0
+    out["torch_peak_rss_gib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20)
+    print(json.dumps(out))
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "bench":
         bench()
+    elif len(sys.argv) > 1 and sys.argv[1] == "score-bench":
+        score_bench()
     else:
         golden()

@@ -57,14 +57,21 @@ func BenchmarkTrainStep(b *testing.B) {
 
 // BenchmarkScore06B scores one 1024-token sequence through a Qwen3-0.6B-shaped model
 // with random weights and reports sequences/s and peak RSS. Opt-in: CRITIC_BENCH_06B=1
-// (it allocates ~2.4 GB of float32 weights).
+// (it allocates ~2.4 GB of float32 weights). CRITIC_BENCH_06B_LAYERS=n keeps only n of
+// the 28 layers, to profile a layer's cost in seconds rather than minutes.
 func BenchmarkScore06B(b *testing.B) {
 	if os.Getenv("CRITIC_BENCH_06B") == "" {
 		b.Skip("set CRITIC_BENCH_06B=1")
 	}
+	layers := 28
+	if v := os.Getenv("CRITIC_BENCH_06B_LAYERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		require.NoError(b, err, "CRITIC_BENCH_06B_LAYERS")
+		layers = n
+	}
 	backend, err := model.NewBackend()
 	require.NoError(b, err)
-	cfg, err := model.NewBaseConfig(model.TinySpec{Family: model.FamilyQwen3, Hidden: 1024, Layers: 28, Heads: 16,
+	cfg, err := model.NewBaseConfig(model.TinySpec{Family: model.FamilyQwen3, Hidden: 1024, Layers: layers, Heads: 16,
 		KVHeads: 8, HeadDim: 128, MLP: 3072, Vocab: 151936, PadTokenID: 151643})
 	require.NoError(b, err)
 	t0 := time.Now()

@@ -172,7 +172,7 @@ func cliScore(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := newFlags("model score", "critic model score --model DIR [--calibrated] < texts.jsonl", stderr)
 	dir := fs.String("model", "", "reward-model checkpoint directory")
 	calibrated := fs.Bool("calibrated", false, "print sigmoid((r − mean)/std) from reward_stats.json instead of raw rewards")
-	batch := fs.Int("batch", 8, "sequences per forward pass")
+	batch := fs.Int("batch", 8, "full-length (1024-token) sequences per forward pass; shorter texts batch proportionally more")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

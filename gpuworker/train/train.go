@@ -145,8 +145,9 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	const scoreBatch = 8
-	score := func(seqs [][]int) ([]float64, error) { return model.ScoreInBatches(scorer, seqs, scoreBatch) }
+	score := func(seqs [][]int) ([]float64, error) {
+		return model.ScoreBucketed(scorer, seqs, model.DefaultScoreTokens)
+	}
 	pairScores := func(idx []int) (rc, rr []float64, err error) {
 		cs := make([][]int, len(idx))
 		rs := make([][]int, len(idx))
