@@ -272,7 +272,9 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 
 	before := dumpReadModel(t, in)
 	for _, table := range readmodel.Tables {
-		require.NotEmpty(t, before[table], "%s has rows to compare", table)
+		if replayEmptyTables[table] == "" {
+			require.NotEmpty(t, before[table], "%s has rows to compare", table)
+		}
 	}
 	out, err = in.cli("replay", "readmodel")
 	require.NoError(t, err, out)
@@ -286,7 +288,21 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 // TestReplayEqualsTheLiveReadModel does not produce, each with the reason.
 // The test fails when a type is neither produced nor listed here, and when a
 // listed type is produced after all.
-var replayUnproduced = map[string]string{}
+var replayUnproduced = map[string]string{
+	"trace.contribution_set.v1":      "shared-evaluator consent: not produced here yet; TestComparisonPage replays a log with it and compares the read model",
+	"comparison.reviewed.v1":         "reviewed comparisons: not produced here yet; TestComparisonPage replays a log with them and compares the read model",
+	"evaluator.benchmark_frozen.v1":  "a deployment-wide benchmark (operator command over every account): not produced here yet; covered by TestEvaluatorBootstrapOnATinyBase (rebuild from the log)",
+	"trace.steps_quality_checked.v1": "quality checks need a grading model on the worker: not produced here yet; TestQualityChecksByTheWorkerTier",
+}
+
+// replayEmptyTables names the read-model tables this test leaves empty
+// (only the event types above fill them), each with the reason; every other
+// table must have rows to compare.
+var replayEmptyTables = map[string]string{
+	"rm_comparisons":          "filled by comparison.reviewed (see replayUnproduced)",
+	"rm_evaluator_benchmarks": "filled by evaluator.benchmark_frozen (see replayUnproduced)",
+	"rm_step_quality_checks":  "filled by trace.steps_quality_checked (see replayUnproduced)",
+}
 
 // eventTypeRe matches an event type's name: dotted past tense, versioned.
 var eventTypeRe = regexp.MustCompile(`^[a-z_]+\.[a-z_]+\.v[0-9]+$`)
