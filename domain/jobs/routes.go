@@ -13,6 +13,7 @@ func Routes() []string {
 		RouteClaimGepa, RouteGepaHeartbeat, RouteGepaCandidate, RouteGepaSucceeded, RouteGepaFailed,
 		RouteLabelSource, RouteLabelRecord, RouteLabelFailed,
 		RouteAssessSource, RouteAssessRecord,
+		RouteQualityCheckSource, RouteQualityCheckRecord,
 	}
 }
 

@@ -93,6 +93,8 @@ func TestPathBuildersHitTheirRoutes(t *testing.T) {
 		jobs.LabelFailedPath("t1"):            jobs.RouteLabelFailed,
 		jobs.AssessSourcePath("t1"):           jobs.RouteAssessSource,
 		jobs.AssessRecordPath("t1"):           jobs.RouteAssessRecord,
+		jobs.QualityCheckSourcePath("t1"):     jobs.RouteQualityCheckSource,
+		jobs.QualityCheckRecordPath("t1"):     jobs.RouteQualityCheckRecord,
 	}
 	var covered []string
 	for path, route := range cases {
