@@ -113,7 +113,11 @@ func TestWebApp(t *testing.T) {
 	labeled := in.importTraces(labelsKey, "stash", labeledTrace(true))
 
 	report := filepath.Join(t.TempDir(), "report.json")
-	cmd := exec.Command("npx", "playwright", "test", "-c", "e2e/playwright.config.ts")
+	args := []string{"playwright", "test", "-c", "e2e/playwright.config.ts"}
+	if only := os.Getenv("CRITIC_E2E_ONLY"); only != "" {
+		args = append(args, strings.Fields(only)...) // e.g. "skills.spec.ts": a subset while working on one page
+	}
+	cmd := exec.Command("npx", args...)
 	cmd.Dir = webDir
 	cmd.Env = append(os.Environ(),
 		"CRITIC_E2E_URL="+in.url, "CRITIC_E2E_KEY="+key, "CRITIC_E2E_READONLY_KEY="+roKey,
