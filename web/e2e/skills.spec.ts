@@ -103,7 +103,7 @@ test("start a GEPA run from a model's page, watch it run and succeed, read, down
   expect(readFileSync((await d.path())!, "utf8")).toBe(run.best_skill);
 
   // The install command, exactly as shown, installs the skill where Claude Code looks.
-  const cmd = (await page.getByLabel("Install command").textContent())!;
+  const cmd = (await page.getByLabel("Install command", { exact: true }).textContent())!;
   expect(cmd).toBe(
     `mkdir -p .claude/skills/refund-policy\ncurl -fsS "${baseURL}/api/v1/rm/gepa-runs/${id}/skill" \\\n  -H "Authorization: Bearer $CRITIC_API_KEY" \\\n  -o .claude/skills/refund-policy/SKILL.md`,
   );
@@ -147,6 +147,7 @@ test("a read-only key reads runs and downloads skills but cannot start a run; an
   await page.getByRole("button", { name: "Download skill" }).click();
   expect((await download).suggestedFilename()).toBe("SKILL.md");
   const id = page.url().split("/").pop()!;
+  await page.goto("about:blank"); // a real navigation, so the new key's link is read
   await signIn(page, env.key, `/skills/${id}`);
   await expect(page.getByRole("heading", { name: "GEPA run not found" })).toBeVisible();
   await expect(page.getByRole("alert")).toContainText("belongs to another account");

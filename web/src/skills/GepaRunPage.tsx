@@ -177,7 +177,6 @@ function Result({ run }: { run: GepaRun }) {
       </section>
       <section className="panel" aria-labelledby="best-h">
         <h2 id="best-h">Best skill</h2>
-        {run.skill_description && <p>{run.skill_description}</p>}
         {run.best_skill && <SkillView md={run.best_skill} label="Best SKILL.md" />}
         <h3>Install for Claude Code</h3>
         <p className="muted small-text">
