@@ -140,7 +140,7 @@ function StartForm({ models }: { models: RewardModel[] }) {
     <section className="panel" aria-labelledby="start-h">
       <h2 id="start-h">Start a GEPA run</h2>
       <form
-        className="stack"
+        className="stack gepa-form"
         onSubmit={(e) => {
           e.preventDefault();
           if (problems.length === 0) start.mutate();
