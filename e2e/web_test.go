@@ -64,7 +64,8 @@ func TestWebApp(t *testing.T) {
 	srv.Handle(scriptedClassifier)
 	llmEnv := []string{"CRITIC_FEEDBACK_MODEL=openai/scripted-classifier", "CRITIC_FEEDBACK_API_BASE=" + srv.URL, "OPENAI_API_KEY=test-key"}
 	in, kafkaPort := startServeForJobs(t, llmEnv...)
-	startWorkerWith(t, in, kafkaPort, "web-w1", llmEnv...)
+	gepaTask, gepaReflection, gepaGate := webGepaModels(t)
+	startWorkerWith(t, in, kafkaPort, "web-w1", append(llmEnv, "OPENAI_BASE_URL="+gepaReflection)...)
 	base := tinyBase(t, in)
 	key := in.newUser("reviewer", false)
 	out, err := in.cli("users", "issue-key", "--name", "reviewer", "--read-only-key")
@@ -112,12 +113,16 @@ func TestWebApp(t *testing.T) {
 	labeled := in.importTraces(labelsKey, "stash", labeledTrace(true))
 
 	report := filepath.Join(t.TempDir(), "report.json")
-	cmd := exec.Command("npx", "playwright", "test", "-c", "e2e/playwright.config.ts")
+	args := []string{"playwright", "test", "-c", "e2e/playwright.config.ts"}
+	if only := os.Getenv("CRITIC_E2E_ONLY"); only != "" {
+		args = append(args, strings.Fields(only)...) // e.g. "skills.spec.ts": a subset while working on one page
+	}
+	cmd := exec.Command("npx", args...)
 	cmd.Dir = webDir
 	cmd.Env = append(os.Environ(),
 		"CRITIC_E2E_URL="+in.url, "CRITIC_E2E_KEY="+key, "CRITIC_E2E_READONLY_KEY="+roKey,
 		"CRITIC_E2E_OTHER_TRACE="+other[0], "CRITIC_E2E_BIG_TRACE="+big[0], "CRITIC_E2E_SPANS_TRACE="+spans[0],
-		"CRITIC_E2E_TRAINER_KEY="+trainerKey, "CRITIC_E2E_TRAINER_READONLY_KEY="+trainerRO, "CRITIC_E2E_LABELS_KEY="+labelsKey, "CRITIC_E2E_LABELED_TRACE="+labeled[0], "CRITIC_E2E_BASE_MODEL="+base,
+		"CRITIC_E2E_TRAINER_KEY="+trainerKey, "CRITIC_E2E_TRAINER_READONLY_KEY="+trainerRO, "CRITIC_E2E_LABELS_KEY="+labelsKey, "CRITIC_E2E_LABELED_TRACE="+labeled[0], "CRITIC_E2E_BASE_MODEL="+base, "CRITIC_E2E_GEPA_TASK_BASE="+gepaTask, "CRITIC_E2E_GEPA_GATE="+gepaGate,
 		"CRITIC_E2E_REPORT="+report, "CRITIC_CHROMIUM="+chromiumPath(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1", "CI=1")
 	if d := os.Getenv("CRITIC_E2E_SHOTS"); d != "" {
 		cmd.Env = append(cmd.Env, "CRITIC_E2E_SHOTS="+d)

@@ -102,6 +102,8 @@ export const env = {
   labelsKey: process.env.CRITIC_E2E_LABELS_KEY ?? "",
   labeledTrace: process.env.CRITIC_E2E_LABELED_TRACE ?? "",
   baseModel: process.env.CRITIC_E2E_BASE_MODEL ?? "",
+  gepaTaskBase: process.env.CRITIC_E2E_GEPA_TASK_BASE ?? "",
+  gepaGate: process.env.CRITIC_E2E_GEPA_GATE ?? "",
   shots: process.env.CRITIC_E2E_SHOTS ?? path.join(here, "../screenshots"),
 };
 

@@ -190,16 +190,6 @@ test("SQL console: columns beside the editor, Ctrl+Enter runs, errors as DuckDB 
   await expect(page.getByRole("status")).toContainText("truncated");
 });
 
-test("Skills says plainly that GEPA is not available yet", async ({ page }) => {
-  await asTrainer(page, "/");
-  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Skills" }).click();
-  await expect(page.getByRole("heading", { name: "Skills" })).toBeVisible();
-  await expect(page.getByRole("note")).toContainText("Skills are not available yet");
-  await expect(page.getByRole("button", { name: "Start GEPA run" })).toHaveCount(0);
-  await a11y(page, "skills");
-  await shot(page, "skills");
-});
-
 test("step labels: task score cards before each task, label chips, step scores, section breadcrumbs", async ({ page }) => {
   await signIn(page, env.labelsKey, `/traces/${env.labeledTrace}?step=5`);
   const card = page.getByRole("complementary", { name: "Task refund score" });

@@ -13,6 +13,7 @@ import { ModelsPage } from "./models/ModelsPage";
 import { ModelDetail } from "./models/ModelDetail";
 import { ComparePage } from "./models/ComparePage";
 import { SkillsPage } from "./skills/SkillsPage";
+import { GepaRunPage } from "./skills/GepaRunPage";
 import { SqlPage } from "./sql/SqlPage";
 import { ComparisonsPage } from "./comparisons/ComparisonsPage";
 import "./styles.css";
@@ -40,6 +41,7 @@ function Gate() {
         <Route path="models/compare" element={<ComparePage />} />
         <Route path="models/:id" element={<ModelDetail />} />
         <Route path="skills" element={<SkillsPage />} />
+        <Route path="skills/:id" element={<GepaRunPage />} />
         <Route path="sql" element={<SqlPage />} />
         <Route path="comparisons" element={<ComparisonsPage />} />
         <Route path="*" element={<NotFoundPage />} />

@@ -6,6 +6,7 @@ import { useAuth } from "../auth/auth";
 import { formatDate } from "../traces/format";
 import { accuracyText, progressText, TRUST_MIN_PAIRS } from "./status";
 import { LossCurve, type LossPoint } from "./LossCurve";
+import { ModelSkills } from "../skills/ModelSkills";
 
 /**
  * One reward model: its status live while it trains, the metrics with their
@@ -210,6 +211,7 @@ export function ModelDetail() {
           )}
         </section>
       )}
+      {d.status === "succeeded" && <ModelSkills modelId={d.id} />}
       <Feedback entries={d.feedback} />
       <TrainedOn ids={d.trace_ids} />
     </main>
