@@ -45,7 +45,7 @@ test: deps web ## run every test (unit, integration, e2e incl. the browser suite
 	@$(GO) build -o bin/pgtestctl ./scripts/pgtestctl; \
 	was=$$(bin/pgtestctl running); notes=$$(mktemp); \
 	trap 'cat "$$notes"; rm -f "$$notes"; if [ "$$was" = no ]; then bin/pgtestctl stop; fi' EXIT; \
-	CRITIC_TEST_NOTES=$$notes $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./... && scripts/fuzz.sh $(FUZZTIME)
+	CRITIC_CHAOS=1 CRITIC_TEST_NOTES=$$notes $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./... && scripts/fuzz.sh $(FUZZTIME)
 
 # -race turns on checkptr, which trips on GoMLX's own unsafe matrix packing
 # (gomlx/compute nosimd_small_transposed.go), not on a data race; it is

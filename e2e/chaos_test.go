@@ -424,8 +424,8 @@ func TestChaos(t *testing.T) {
 	require.NotZero(t, len(got.imports))
 	require.NotZero(t, len(got.annotations))
 	require.NotZero(t, len(got.otel))
-	fmt.Printf("chaos: survived %d acknowledged writes (%d imports, %d annotations, %d OTLP traces, %d models; %d writes unacknowledged), "+
-		"%d kill -9s (%s), %d restarts, %d failed group joins; seed %d\n", writes, len(got.imports), len(got.annotations), len(got.otel), len(got.models), got.failures,
+	testNote("chaos: survived %d acknowledged writes (%d imports, %d annotations, %d OTLP traces, %d models; %d writes unacknowledged), "+
+		"%d kill -9s (%s), %d restarts, %d failed group joins; seed %d", writes, len(got.imports), len(got.annotations), len(got.otel), len(got.models), got.failures,
 		total, strings.Join(killed, ", "), restarts, joinFailures, seed)
 }
 

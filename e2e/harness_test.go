@@ -236,3 +236,18 @@ func (in *instance) importTraces(key, format, data string) []string {
 	require.Equal(in.t, len(out.TraceIDs), out.Imported)
 	return out.TraceIDs
 }
+
+// testNote prints a summary line a reader of the run must see (the browser
+// suite's counts, what the chaos test survived). `go test ./...` shows a
+// passing package's output only with -v, so the line also goes to the file
+// CRITIC_TEST_NOTES names, which `make test` prints at the end.
+func testNote(format string, args ...any) {
+	line := fmt.Sprintf(format, args...)
+	fmt.Println(line)
+	if notes := os.Getenv("CRITIC_TEST_NOTES"); notes != "" {
+		if f, err := os.OpenFile(notes, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintln(f, line)
+			f.Close()
+		}
+	}
+}

@@ -135,9 +135,9 @@ func TestWebApp(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &r))
 	passed := r.Stats.Expected + r.Stats.Flaky
 	failed := r.Stats.Unexpected
-	fmt.Printf("browser: %d passed, %d failed, %d skipped\n", passed, failed, r.Stats.Skipped)
+	testNote("browser: %d passed, %d failed, %d skipped", passed, failed, r.Stats.Skipped)
 	if r.Stats.Flaky > 0 {
-		fmt.Printf("browser tests that passed only on retry (flaky): %d\n", r.Stats.Flaky)
+		testNote("browser tests that passed only on retry (flaky): %d", r.Stats.Flaky)
 	}
 	for _, e := range r.Errors {
 		t.Errorf("playwright: %s", strings.TrimSpace(e.Message))
