@@ -4,7 +4,6 @@ import (
 	"context"
 	"sort"
 
-	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/labels"
@@ -50,18 +49,11 @@ func (c *Commands) QualityCheckSourceOf(ctx context.Context, traceID string, rev
 // reports through the API's worker service, never in a request.
 func (c *Commands) RecordQualityChecks(ctx context.Context, actor Actor, in traces.QualityChecksInput) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
+		st, err := c.loadTraceFor(ctx, actor, in.TraceID)
+		if err != nil {
+			return Result{}, err
+		}
 		stream := events.TraceStream(in.TraceID)
-		loaded, err := c.store.LoadStreams(ctx, []string{stream})
-		if err != nil {
-			return Result{}, err
-		}
-		st, err := traces.Fold(in.TraceID, loaded[stream])
-		if err != nil {
-			return Result{}, err
-		}
-		if !st.Exists || (actor.worker == "" && st.OwnerID != actor.UserID) {
-			return Result{}, domain.NotFound("trace", in.TraceID)
-		}
 		ev, err := traces.DecideQualityChecks(st, in)
 		if err != nil {
 			return Result{}, err

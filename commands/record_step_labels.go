@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 
-	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/traces"
 )
@@ -16,18 +15,11 @@ import (
 // labels.
 func (c *Commands) RecordStepLabels(ctx context.Context, actor Actor, in traces.StepLabelsInput) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
+		st, err := c.loadTraceFor(ctx, actor, in.TraceID)
+		if err != nil {
+			return Result{}, err
+		}
 		stream := events.TraceStream(in.TraceID)
-		loaded, err := c.store.LoadStreams(ctx, []string{stream})
-		if err != nil {
-			return Result{}, err
-		}
-		st, err := traces.Fold(in.TraceID, loaded[stream])
-		if err != nil {
-			return Result{}, err
-		}
-		if !st.Exists || (actor.worker == "" && st.OwnerID != actor.UserID) {
-			return Result{}, domain.NotFound("trace", in.TraceID)
-		}
 		ev, err := traces.DecideStepLabels(st, in)
 		if err != nil {
 			return Result{}, err

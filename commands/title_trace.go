@@ -24,7 +24,7 @@ func (c *Commands) loadTrace(ctx context.Context, traceID string) (traces.State,
 	if err != nil {
 		return traces.State{}, err
 	}
-	return traces.Fold("", loaded[stream])
+	return traces.Fold(traceID, loaded[stream])
 }
 
 // TitleSourceOf returns a trace's title input for revision.
@@ -69,4 +69,18 @@ func (c *Commands) RecordTitle(ctx context.Context, workerID, traceID string, re
 			OwnerID: s.OwnerID, Type: events.TraceTitled, Payload: events.TraceTitledV1{TraceID: traceID, Revision: revision, Title: title,
 				Model: model, PromptVersion: domain.TitlePromptVersion, Usage: usage}}})
 	})
+}
+
+// loadTraceFor loads a trace that actor may write to: a worker (reporting
+// through the worker service) any owner's, a user only their own; anything
+// else is the same not-found as a trace that does not exist.
+func (c *Commands) loadTraceFor(ctx context.Context, actor Actor, traceID string) (traces.State, error) {
+	st, err := c.loadTrace(ctx, traceID)
+	if err != nil {
+		return traces.State{}, err
+	}
+	if !st.Exists || (actor.worker == "" && st.OwnerID != actor.UserID) {
+		return traces.State{}, domain.NotFound("trace", traceID)
+	}
+	return st, nil
 }

@@ -264,16 +264,7 @@ func (s *Store) ReadAfter(ctx context.Context, after int64, limit int) ([]events
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []events.Envelope
-	for rows.Next() {
-		e, err := scanEnvelope(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return collectEnvelopes(rows)
 }
 
 // Count returns the number of stored events (tests check that bad input
@@ -315,16 +306,7 @@ func (s *Store) ReadOwnerAfter(ctx context.Context, owner string, after int64, l
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []events.Envelope
-	for rows.Next() {
-		e, err := scanEnvelope(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+	return collectEnvelopes(rows)
 }
 
 // Head returns the highest sequence number stored (0 for an empty log): the
@@ -353,6 +335,21 @@ func (s *Store) StreamsWithType(ctx context.Context, typ string, asOf int64) ([]
 			return nil, err
 		}
 		out = append(out, st)
+	}
+	return out, rows.Err()
+}
+
+// collectEnvelopes scans every row of a "SELECT "+selectCols query and
+// closes rows.
+func collectEnvelopes(rows pgx.Rows) ([]events.Envelope, error) {
+	defer rows.Close()
+	var out []events.Envelope
+	for rows.Next() {
+		e, err := scanEnvelope(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
 	}
 	return out, rows.Err()
 }
