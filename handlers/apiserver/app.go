@@ -52,6 +52,10 @@ type Config struct {
 	KafkaPort int
 	// WaitTimeout bounds read-your-writes (0 → 5 s).
 	WaitTimeout time.Duration
+	// CatchUpAfter is how long a write waits for the bus consumer before
+	// applying its own events to the read model (0 →
+	// readmodel.DefaultCatchUpAfter): what a crashed instance costs writes.
+	CatchUpAfter time.Duration
 	// SnapshotDir holds the per-owner DuckDB files of POST /query
 	// ($CRITIC_DATA_DIR/snapshots); "" runs no snapshot projection and
 	// leaves Server.Snapshots nil (tests of other surfaces).
@@ -146,6 +150,11 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	if log == nil {
 		log = slog.Default()
 	}
+	if cfg.InstanceID != "" {
+		// Every line of the relay, projections, waiter and consumers names
+		// the instance, so an operator of several tells them apart.
+		log = log.With("instance", cfg.InstanceID)
+	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
 	s := &Server{cancel: cancel, log: log, pool: deps.Pool, Telemetry: cfg.Telemetry}
 	tel := cfg.Telemetry
@@ -186,9 +195,9 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	if wait <= 0 {
 		wait = 5 * time.Second
 	}
-	s.Waiter = readmodel.NewWaiter(deps.Pool, wait)
-	s.Auth = edge.NewAuthenticator(s.Queries)
 	proj := readmodel.New(deps.Pool, deps.Blobs, log)
+	s.Waiter = readmodel.NewWaiter(deps.Pool, wait).WithCatchUp(proj, deps.Store, cfg.CatchUpAfter, log)
+	s.Auth = edge.NewAuthenticator(s.Queries)
 
 	rel := relay.New(relayName, deps.Store, pub, log)
 	if tel != nil {

@@ -2,12 +2,15 @@ package readmodel
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/platform/eventstore"
 )
 
 // Waiter gives the API read-your-writes: after a command appends its events,
@@ -19,6 +22,14 @@ type Waiter struct {
 	pool    *pgxpool.Pool
 	timeout time.Duration
 
+	// catch-up (WithCatchUp): after catchUpAfter without the projection,
+	// the waiter applies the caller's events itself.
+	proj         *Projection
+	store        *eventstore.Store
+	catchUpAfter time.Duration
+	log          *slog.Logger
+	lagLog       rateLimit
+
 	mu      sync.Mutex
 	changed chan struct{}
 }
@@ -29,6 +40,30 @@ func NewWaiter(pool *pgxpool.Pool, timeout time.Duration) *Waiter {
 		timeout = 5 * time.Second
 	}
 	return &Waiter{pool: pool, timeout: timeout, changed: make(chan struct{})}
+}
+
+// DefaultCatchUpAfter is how long a write waits for the bus consumer before
+// the waiter applies its events itself: well above the consumer's usual
+// latency (milliseconds), so the catch-up only runs when the partition's
+// consumer is gone or far behind, and short enough that a crashed instance
+// costs a write about a second.
+const DefaultCatchUpAfter = 500 * time.Millisecond
+
+// WithCatchUp makes w apply the caller's own events (Projection.CatchUp)
+// when the projection has not applied them after `after` (0 →
+// DefaultCatchUpAfter): a write is then answered as soon as its events are
+// in the read model even while the bus consumer of its owner's partition is
+// dead and the consumer group has not noticed. log (nil: slog.Default)
+// reports catch-ups and timeouts.
+func (w *Waiter) WithCatchUp(proj *Projection, store *eventstore.Store, after time.Duration, log *slog.Logger) *Waiter {
+	if after <= 0 {
+		after = DefaultCatchUpAfter
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	w.proj, w.store, w.catchUpAfter, w.log = proj, store, after, log
+	return w
 }
 
 // Listen forwards the projection's notifications until ctx ends.
@@ -67,9 +102,14 @@ func (w *Waiter) Wait(ctx context.Context, eventID string) error {
 	if eventID == "" {
 		return nil
 	}
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
 	poll := 2 * time.Millisecond
+	var nextCatchUp time.Time
+	if w.proj != nil {
+		nextCatchUp = start.Add(w.catchUpAfter)
+	}
 	for {
 		w.mu.Lock()
 		ch := w.changed
@@ -90,12 +130,81 @@ func (w *Waiter) Wait(ctx context.Context, eventID string) error {
 		if parkedID != nil {
 			return &domain.ProjectionParkedError{Projection: Name, EventID: *parkedID, EventType: *parkedType}
 		}
+		if !nextCatchUp.IsZero() && !time.Now().Before(nextCatchUp) && ctx.Err() == nil {
+			if w.catchUp(ctx, eventID, start) {
+				continue // look again: applied now, or parked
+			}
+			nextCatchUp = time.Now().Add(w.catchUpAfter)
+		}
 		select {
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				w.logger().Warn("write timed out waiting for the read-model projection; answering 503 (the write is stored)",
+					"event", eventID, "waited", time.Since(start).Round(time.Millisecond))
+			}
 			return &domain.UnavailableError{Message: "the write was stored but the read model has not caught up yet; retry the read shortly"}
 		case <-ch:
 		case <-time.After(poll):
 			poll = min(poll*2, 100*time.Millisecond)
 		}
 	}
+}
+
+func (w *Waiter) logger() *slog.Logger {
+	if w.log != nil {
+		return w.log
+	}
+	return slog.Default()
+}
+
+// catchUp applies the owner's missing events up to eventID and says whether
+// it applied any. A failure only logs: the wait goes on, and the bus
+// consumer (or the next catch-up) may still get there.
+func (w *Waiter) catchUp(ctx context.Context, eventID string, start time.Time) bool {
+	owner, seq, err := eventPosition(ctx, w.pool, eventID)
+	if err == nil {
+		var n int
+		n, err = w.proj.CatchUp(ctx, w.store, owner, seq)
+		if n > 0 {
+			if w.lagLog.allow(time.Now()) {
+				w.log.Warn("read-model projection lagging: a write applied its owner's events itself (the consumer of its partition is gone or behind)",
+					"owner", owner, "events", n, "waited", time.Since(start).Round(time.Millisecond), "similar_since_last", w.lagLog.take())
+			}
+			return true
+		}
+	}
+	if err != nil && ctx.Err() == nil {
+		w.log.Warn("read-model catch-up failed; still waiting for the projection", "event", eventID, "err", err)
+	}
+	return false
+}
+
+// rateLimit lets one log line through per interval and counts the rest, so
+// a lagging projection is reported without a line per request.
+type rateLimit struct {
+	mu      sync.Mutex
+	next    time.Time
+	skipped int
+}
+
+const rateLimitEvery = 10 * time.Second
+
+func (r *rateLimit) allow(now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if now.Before(r.next) {
+		r.skipped++
+		return false
+	}
+	r.next = now.Add(rateLimitEvery)
+	return true
+}
+
+// take returns and resets how many lines were held back.
+func (r *rateLimit) take() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := r.skipped
+	r.skipped = 0
+	return n
 }
