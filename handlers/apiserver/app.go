@@ -177,13 +177,13 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		log.Info("KAFKA_BROKERS is unset: using the embedded broker", "addr", brokers, "dir", cfg.KafkaDataDir)
 	}
 	wlog := watermill.NewSlogLogger(log)
-	pub, err := bus.NewPublisher(bus.Config{Brokers: brokers}, wlog)
+	pub, err := bus.NewPublisher(bus.Config{Brokers: brokers, Logger: log}, wlog)
 	if err != nil {
 		return fail(err)
 	}
 	s.closers = append([]func() error{pub.Close}, s.closers...)
 	s.Brokers, s.Publisher, s.Ctx = brokers, pub, ctx
-	sub, err := bus.NewSubscriber(bus.Config{Brokers: brokers, ConsumerGroup: readmodel.Name}, wlog)
+	sub, err := bus.NewSubscriber(bus.Config{Brokers: brokers, ConsumerGroup: readmodel.Name, Logger: log}, wlog)
 	if err != nil {
 		return fail(err)
 	}
@@ -222,7 +222,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		if cfg.InstanceID != "" {
 			group += "-" + cfg.InstanceID
 		}
-		snapSub, err := bus.NewSubscriber(bus.Config{Brokers: brokers, ConsumerGroup: group}, wlog)
+		snapSub, err := bus.NewSubscriber(bus.Config{Brokers: brokers, ConsumerGroup: group, Logger: log}, wlog)
 		if err != nil {
 			return fail(err)
 		}

@@ -3,6 +3,7 @@ package bus
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -105,6 +106,12 @@ type Config struct {
 	// RetryBackoffMax caps the backoff between retries of a failed batch in
 	// ConsumeBatches and between failed fetches.
 	RetryBackoffMax time.Duration
+
+	// Logger, when set, receives the bus's and kafka-go's lines at their
+	// proper levels (WARN for rate-limited transient errors, INFO when a
+	// member's partitions move); nil uses the watermill logger given to
+	// the constructor (which has no WARN: those lines go at INFO).
+	Logger *slog.Logger
 }
 
 // withDefaults returns a copy of c with zero fields set to their defaults.

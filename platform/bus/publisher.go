@@ -48,6 +48,7 @@ func NewPublisher(cfg Config, logger watermill.LoggerAdapter) (*Publisher, error
 	}
 	cfg = cfg.withDefaults()
 	transport := newTransport(cfg)
+	klog := newBusLog(cfg, logger)
 	return &Publisher{
 		cfg:       cfg,
 		logger:    logger,
@@ -69,8 +70,8 @@ func NewPublisher(cfg Config, logger watermill.LoggerAdapter) (*Publisher, error
 			BatchTimeout: cfg.BatchTimeout,
 			WriteTimeout: cfg.PublishTimeout,
 			ReadTimeout:  cfg.PublishTimeout,
-			Logger:       kafkaLogger{log: logger},
-			ErrorLogger:  kafkaLogger{log: logger, error: true},
+			Logger:       kafkaLogger{l: klog},
+			ErrorLogger:  kafkaLogger{l: klog, error: true},
 		},
 	}, nil
 }

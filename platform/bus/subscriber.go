@@ -24,6 +24,7 @@ const commitTimeout = 10 * time.Second
 type Subscriber struct {
 	cfg       Config
 	logger    watermill.LoggerAdapter
+	blog      *busLog
 	transport *kafka.Transport
 	topics    *topicCreator
 
@@ -59,6 +60,7 @@ func NewSubscriber(cfg Config, logger watermill.LoggerAdapter) (*Subscriber, err
 	return &Subscriber{
 		cfg:       cfg,
 		logger:    logger.With(watermill.LogFields{"consumer_group": cfg.ConsumerGroup}),
+		blog:      newBusLog(cfg, logger, "consumer_group", cfg.ConsumerGroup),
 		transport: transport,
 		topics:    newTopicCreator(cfg, transport),
 		ctx:       ctx,
@@ -117,14 +119,16 @@ func (s *Subscriber) start(ctx context.Context, topic string, queue int, commitI
 	}
 	ctx, cancel = context.WithCancel(ctx)
 	stop := context.AfterFunc(s.ctx, cancel)
-	r := s.newReader(topic, queue, commitInterval)
+	rlog := newBusLog(s.cfg, s.logger, "consumer_group", s.cfg.ConsumerGroup, "topic", topic)
+	r := s.newReader(topic, queue, commitInterval, rlog)
 	s.wg.Add(1)
 	return ctx, r, func() {
 		stop()
 		cancel()
 		if err := r.Close(); err != nil {
-			s.logger.Error("closing reader", err, watermill.LogFields{"topic": topic})
+			rlog.problem("closing reader", err)
 		}
+		rlog.revokeAll()
 		s.wg.Done()
 	}, nil
 }
@@ -139,7 +143,7 @@ func (s *Subscriber) isClosed() bool {
 // CommitMessages synchronous; otherwise kafka-go sends the highest
 // acknowledged offsets every commitInterval and once more when the
 // generation or the Reader ends, before leaving the group.
-func (s *Subscriber) newReader(topic string, queue int, commitInterval time.Duration) *kafka.Reader {
+func (s *Subscriber) newReader(topic string, queue int, commitInterval time.Duration, rlog *busLog) *kafka.Reader {
 	if queue < 100 {
 		queue = 100
 	}
@@ -160,8 +164,8 @@ func (s *Subscriber) newReader(topic string, queue int, commitInterval time.Dura
 		JoinGroupBackoff:  time.Second,
 		ReadBackoffMin:    100 * time.Millisecond,
 		ReadBackoffMax:    time.Second,
-		Logger:            kafkaLogger{log: s.logger},
-		ErrorLogger:       kafkaLogger{log: s.logger, error: true},
+		Logger:            kafkaLogger{l: rlog},
+		ErrorLogger:       kafkaLogger{l: rlog, error: true},
 	})
 }
 
@@ -175,7 +179,7 @@ func (s *Subscriber) consume(ctx context.Context, r *kafka.Reader, out chan<- *m
 				return
 			}
 			failures++
-			s.logger.Error("fetching message", err, nil)
+			s.blog.problem("fetching message", err)
 			if !sleepCtx(ctx, backoff(failures, s.cfg.RetryBackoffMax)) {
 				return
 			}
@@ -224,7 +228,7 @@ func (s *Subscriber) commit(ctx context.Context, r *kafka.Reader, kms ...kafka.M
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	if err := r.CommitMessages(cctx, kms...); err != nil {
-		s.logger.Error("committing offsets; messages may be redelivered", err, nil)
+		s.blog.problem("committing offsets; messages may be redelivered", err)
 	}
 }
 
@@ -268,7 +272,7 @@ func (s *Subscriber) ConsumeBatches(ctx context.Context, topic string, maxBatch 
 				return stopped()
 			}
 			failures++
-			s.logger.Error("fetching batch", err, nil)
+			s.blog.problem("fetching batch", err)
 			if !sleepCtx(ctx, backoff(failures, s.cfg.RetryBackoffMax)) {
 				return stopped()
 			}

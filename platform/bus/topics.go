@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill"
 	"github.com/segmentio/kafka-go"
 )
 
@@ -95,21 +94,6 @@ func newTransport(cfg Config) *kafka.Transport {
 		ClientID:    cfg.ClientID,
 		MetadataTTL: 6 * time.Second,
 	}
-}
-
-// kafkaLogger routes kafka-go's logging into the watermill logger we were
-// given, at debug level for chatter and error level for errors.
-type kafkaLogger struct {
-	log   watermill.LoggerAdapter
-	error bool
-}
-
-func (l kafkaLogger) Printf(format string, args ...any) {
-	if l.error {
-		l.log.Error("kafka-go", fmt.Errorf(format, args...), nil)
-		return
-	}
-	l.log.Trace(fmt.Sprintf(format, args...), nil)
 }
 
 // sleepCtx waits d or until ctx ends; it reports whether the full wait

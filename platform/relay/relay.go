@@ -30,6 +30,10 @@ const PartitionKeyMetadata = "partition_key"
 
 const leaderLockKey = 7_210_002
 
+// leaderPoll is how often a standby relay tries to take over: a crashed
+// leader's events start flowing again within it.
+const leaderPoll = 250 * time.Millisecond
+
 // Publisher is the one thing the relay needs from the bus.
 type Publisher interface {
 	Publish(topic string, msgs ...*message.Message) error
@@ -136,6 +140,14 @@ func (r *Relay) lead(ctx context.Context) error {
 		return err
 	}
 	defer conn.Release()
+	// The lock lives as long as this session: when the leader's process
+	// dies its socket closes and Postgres frees the lock at once; when its
+	// machine vanishes, these keepalives (settable per session) end the
+	// session within about 8 s instead of the kernel's two hours.
+	if _, err := conn.Exec(ctx, "SET tcp_keepalives_idle = 5; SET tcp_keepalives_interval = 1; SET tcp_keepalives_count = 3"); err != nil {
+		return err
+	}
+	standby := false
 	for {
 		var got bool
 		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", leaderLockKey).Scan(&got); err != nil {
@@ -144,14 +156,19 @@ func (r *Relay) lead(ctx context.Context) error {
 		if got {
 			break
 		}
+		if !standby {
+			standby = true
+			r.log.Info("relay: standing by; another instance publishes the outbox to Kafka")
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(2 * time.Second):
+		case <-time.After(leaderPoll):
 		}
 	}
 	defer func() {
 		_, _ = conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", leaderLockKey)
+		r.log.Info("relay: stopped publishing on this instance", "name", r.name)
 	}()
 	if _, err := conn.Exec(ctx, "LISTEN "+eventstore.NotifyChannel); err != nil {
 		return err
@@ -160,6 +177,7 @@ func (r *Relay) lead(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	r.log.Info("relay: this instance now publishes the outbox to Kafka", "name", r.name, "from_seq", cursor)
 	backoff := 100 * time.Millisecond
 	for {
 		evs, err := r.store.ReadAfter(ctx, cursor, r.batch)

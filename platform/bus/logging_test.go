@@ -1,0 +1,123 @@
+package bus
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/stretchr/testify/require"
+)
+
+// syncBuffer is a log sink safe for kafka-go's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func (s *syncBuffer) lines(substr string) []string {
+	var out []string
+	for _, l := range strings.Split(s.String(), "\n") {
+		if strings.Contains(l, substr) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestBrokerErrorsLoggedAtTheirLevel: the consumer-group protocol's routine
+// answers are DEBUG, a burst of transient network errors is one WARN (then
+// DEBUG until the interval passes, and the next WARN says how many were
+// held back), and anything else stays ERROR.
+func TestBrokerErrorsLoggedAtTheirLevel(t *testing.T) {
+	t.Parallel()
+	var out syncBuffer
+	l := newBusLog(Config{Logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))}, nil, "consumer_group", "g")
+	k := kafkaLogger{l: l, error: true}
+	k.Printf("Failed to join group %s: %v", "g", errors.New("[27] Rebalance In Progress: the coordinator has begun rebalancing the group"))
+	for range 100 {
+		k.Printf("%v", errors.New("read tcp 127.0.0.1:1->127.0.0.1:2: i/o timeout"))
+	}
+	k.Printf("%v", errors.New("[3] Unknown Topic Or Partition"))
+
+	require.Len(t, out.lines("level=ERROR"), 1, out.String())
+	require.Contains(t, out.lines("level=ERROR")[0], "Unknown Topic Or Partition")
+	require.Len(t, out.lines("level=WARN"), 1, "one WARN for the burst")
+	require.Contains(t, out.lines("level=WARN")[0], "i/o timeout")
+	require.Len(t, out.lines("Rebalance In Progress"), 1)
+	require.Contains(t, out.lines("Rebalance In Progress")[0], "level=DEBUG")
+	require.Contains(t, out.lines("level=WARN")[0], "consumer_group=g")
+
+	// After the interval, the next one is a WARN again and counts the rest.
+	l.mu.Lock()
+	l.nextWarn = time.Now().Add(-time.Second)
+	l.mu.Unlock()
+	k.Printf("%v", errors.New("write tcp: i/o timeout"))
+	require.Len(t, out.lines("level=WARN"), 2)
+	require.Contains(t, out.lines("level=WARN")[1], "similar_since_last=99")
+}
+
+// TestGroupMembersLogPartitionMoves: two members of one group each log,
+// once per change, which partitions they hold and which moved; none logs an
+// ERROR for the rebalance the second one's start causes; and when the second
+// stops, the first logs taking its partitions over.
+func TestGroupMembersLogPartitionMoves(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, EmbeddedConfig{})
+	group, topic := uniqueName("g"), uniqueName("t")
+	var outA, outB syncBuffer
+	cfg := func(out *syncBuffer) Config {
+		c := testConfig(b.Addrs(), group, 4)
+		c.RebalanceTimeout = 2 * time.Second
+		c.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		return c
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	consume := func(s *Subscriber, ctx context.Context) {
+		_ = s.ConsumeBatches(ctx, topic, 10, time.Millisecond, func(context.Context, []*message.Message) error { return nil })
+	}
+	a := newSubscriber(t, cfg(&outA))
+	go consume(a, ctx)
+	require.Eventually(t, func() bool { return len(outA.lines("partitions moved")) >= 1 }, 60*time.Second, 50*time.Millisecond)
+	require.Contains(t, outA.lines("partitions moved")[0], "holds=\"[0 1 2 3]\"")
+
+	bctx, bcancel := context.WithCancel(ctx)
+	bsub := newSubscriber(t, cfg(&outB))
+	bdone := make(chan struct{})
+	go func() { defer close(bdone); consume(bsub, bctx) }()
+	require.Eventually(t, func() bool {
+		return len(outB.lines("partitions moved")) >= 1 && len(outA.lines("partitions moved")) >= 2
+	}, 60*time.Second, 50*time.Millisecond)
+	movedA := outA.lines("partitions moved")[1]
+	require.Contains(t, movedA, "level=INFO")
+	require.Regexp(t, `revoked="\[\d`, movedA, "A names what it gave up")
+	require.Regexp(t, `assigned="\[\d`, outB.lines("partitions moved")[0], "B names what it took")
+
+	bcancel()
+	<-bdone
+	require.Contains(t, outB.String(), `revoked="[`, "B logs giving its partitions back")
+	require.Eventually(t, func() bool {
+		l := outA.lines("partitions moved")
+		return strings.Contains(l[len(l)-1], "holds=\"[0 1 2 3]\"")
+	}, 60*time.Second, 50*time.Millisecond)
+	require.Empty(t, outA.lines("level=ERROR"), outA.String())
+	require.Empty(t, outB.lines("level=ERROR"), outB.String())
+}
