@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/criticml/critic/commands"
@@ -48,8 +50,29 @@ func cmdServe(ctx context.Context, _ []string) error {
 		return err
 	}
 	fmt.Printf("Critic API listening on http://%s\n", srv.addr)
+	logStart(in, srv)
 	<-ctx.Done()
 	return srv.shutdown()
+}
+
+// logStart writes the one line an operator of several instances reads
+// first: which instance this is and what it talks to (the database without
+// its password).
+func logStart(in *infra, srv *server) {
+	cc := in.pool.Config().ConnConfig
+	blobs := in.cfg.BlobURL
+	if blobs == "" {
+		blobs = "file://" + filepath.Join(in.cfg.DataDir, "blobs")
+	} else if u, err := url.Parse(blobs); err == nil && u.User != nil {
+		u.User = nil // never log credentials
+		blobs = u.String()
+	}
+	brokers := strings.Join(srv.Brokers, ",")
+	if len(in.cfg.KafkaBrokers) == 0 {
+		brokers += " (embedded)"
+	}
+	in.log.Info("Critic API started", "instance", in.cfg.InstanceID, "addr", srv.addr, "brokers", brokers,
+		"database", fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database), "blob_store", blobs)
 }
 
 // server is the running API process (see handlers/apiserver, which assembles it),
@@ -86,6 +109,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		KafkaDataDir:   filepath.Join(cfg.DataDir, "kafka"),
 		KafkaPort:      cfg.KafkaPort,
 		WaitTimeout:    5 * time.Second,
+		MaxBody:        cfg.MaxBody,
 		SnapshotDir:    filepath.Join(cfg.DataDir, "snapshots"),
 		Query:          duck.Options{Load: cfg.QueryIsolation},
 		InstanceID:     cfg.InstanceID,

@@ -27,6 +27,7 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/handlers/idempotency"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/bus"
 	"github.com/criticml/critic/platform/duck"
@@ -52,6 +53,12 @@ type Config struct {
 	KafkaPort int
 	// WaitTimeout bounds read-your-writes (0 → 5 s).
 	WaitTimeout time.Duration
+	// MaxBody is the API's request-body limit, which the Idempotency-Key
+	// middleware reads up to (0 → 64 MiB, CRITIC_MAX_BODY_BYTES's default).
+	MaxBody int64
+	// IdempotencyTTL is how long an Idempotency-Key is remembered (0 →
+	// idempotency.DefaultTTL, 24 h).
+	IdempotencyTTL time.Duration
 	// CatchUpAfter is how long a write waits for the bus consumer before
 	// applying its own events to the read model (0 →
 	// readmodel.DefaultCatchUpAfter): what a crashed instance costs writes.
@@ -271,13 +278,24 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		mount(mux, s)
 	}
 
+	maxBody := cfg.MaxBody
+	if maxBody <= 0 {
+		maxBody = 64 << 20
+	}
+	keys := idempotency.NewStore(deps.Pool, cfg.IdempotencyTTL, 0)
+	s.goRun("idempotency-sweeper", func() error {
+		keys.RunSweeper(ctx, 10*time.Minute, func(err error) { log.Warn("sweeping expired idempotency keys", "err", err) })
+		return nil
+	})
+	handler := idempotency.New(keys, s.Auth, maxBody, log).Wrap(mux)
+
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fail(fmt.Errorf("CRITIC_ADDR %s: %w", cfg.Addr, err))
 	}
 	s.Addr = ln.Addr().String()
 	to := cfg.HTTP.withDefaults()
-	s.http = &http.Server{Handler: edge.Observe(extendWrites(mux, to.Write), observing), ReadHeaderTimeout: to.ReadHeader,
+	s.http = &http.Server{Handler: edge.Observe(extendWrites(handler, to.Write), observing), ReadHeaderTimeout: to.ReadHeader,
 		ReadTimeout: to.Read, WriteTimeout: to.Write, IdleTimeout: to.Idle}
 	// gRPC clients speak HTTP/2 without TLS (h2c) on the same port as REST.
 	s.http.Protocols = new(http.Protocols)
