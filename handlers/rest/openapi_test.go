@@ -99,3 +99,43 @@ func TestOpenAPIServedWithoutKey(t *testing.T) {
 	require.Equal(t, "application/json", rec.Header().Get("Content-Type"))
 	require.JSONEq(t, string(rest.OpenAPI), rec.Body.String())
 }
+
+// TestOpenAPIPostsTakeIdempotencyKey: every POST documents the
+// Idempotency-Key header (handlers/idempotency serves it on all of them),
+// through the one reusable parameter.
+func TestOpenAPIPostsTakeIdempotencyKey(t *testing.T) {
+	t.Parallel()
+	var doc struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Parameters map[string]struct {
+				Name string `json:"name"`
+				In   string `json:"in"`
+			} `json:"parameters"`
+		} `json:"components"`
+	}
+	require.NoError(t, json.Unmarshal(rest.OpenAPI, &doc))
+	p := doc.Components.Parameters["IdempotencyKey"]
+	require.Equal(t, "Idempotency-Key", p.Name)
+	require.Equal(t, "header", p.In)
+	posts := 0
+	for path, item := range doc.Paths {
+		raw, ok := item["post"]
+		if !ok {
+			continue
+		}
+		var op struct {
+			Parameters []struct {
+				Ref string `json:"$ref"`
+			} `json:"parameters"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &op))
+		posts++
+		var refs []string
+		for _, prm := range op.Parameters {
+			refs = append(refs, prm.Ref)
+		}
+		require.Contains(t, refs, "#/components/parameters/IdempotencyKey", "POST %s", path)
+	}
+	require.Greater(t, posts, 10)
+}
