@@ -17,7 +17,7 @@ import (
 // startJobs runs the API side of the job pipeline: the dispatch projection
 // (datasets, job commands) and the lease sweeper.
 func startJobs(a *apiserver.Server, in *infra) {
-	sub, err := bus.NewSubscriber(bus.Config{Brokers: a.Brokers, ConsumerGroup: jobdispatch.Name}, watermill.NewSlogLogger(in.log))
+	sub, err := bus.NewSubscriber(bus.Config{Brokers: a.Brokers, ConsumerGroup: jobdispatch.Name, Logger: a.Log}, watermill.NewSlogLogger(a.Log))
 	if err != nil {
 		in.log.Error("dispatch: subscriber", "err", err)
 		return

@@ -136,6 +136,9 @@ type Server struct {
 	// MetricsAddr is where /metrics is served on its own listener ("" when
 	// it is on the API port or off).
 	MetricsAddr string
+	// Log is the process logger with this instance's id on every line, for
+	// the loops the caller starts (job dispatch).
+	Log *slog.Logger
 
 	http    *http.Server
 	metrics *http.Server
@@ -163,7 +166,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		log = log.With("instance", cfg.InstanceID)
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
-	s := &Server{cancel: cancel, log: log, pool: deps.Pool, Telemetry: cfg.Telemetry}
+	s := &Server{cancel: cancel, log: log, Log: log, pool: deps.Pool, Telemetry: cfg.Telemetry}
 	tel := cfg.Telemetry
 	if cfg.Telemetry != nil && tel.Metrics != nil && cfg.SnapshotDir != "" {
 		cfg.Query.OnQuery = queryObserver(tel.Metrics)

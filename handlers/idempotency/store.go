@@ -29,7 +29,7 @@ const DefaultTTL = 24 * time.Hour
 
 // DefaultLease is how long an in-flight request holds its key without a
 // renewal: a request whose instance died frees its key this long after.
-const DefaultLease = 5 * time.Second
+const DefaultLease = 3 * time.Second
 
 // Store keeps the keys in Postgres.
 type Store struct {

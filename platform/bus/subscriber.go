@@ -24,6 +24,7 @@ const commitTimeout = 10 * time.Second
 type Subscriber struct {
 	cfg       Config
 	logger    watermill.LoggerAdapter
+	base      watermill.LoggerAdapter // logger before the group field (busLog adds its own)
 	blog      *busLog
 	transport *kafka.Transport
 	topics    *topicCreator
@@ -60,6 +61,7 @@ func NewSubscriber(cfg Config, logger watermill.LoggerAdapter) (*Subscriber, err
 	return &Subscriber{
 		cfg:       cfg,
 		logger:    logger.With(watermill.LogFields{"consumer_group": cfg.ConsumerGroup}),
+		base:      logger,
 		blog:      newBusLog(cfg, logger, "consumer_group", cfg.ConsumerGroup),
 		transport: transport,
 		topics:    newTopicCreator(cfg, transport),
@@ -119,7 +121,7 @@ func (s *Subscriber) start(ctx context.Context, topic string, queue int, commitI
 	}
 	ctx, cancel = context.WithCancel(ctx)
 	stop := context.AfterFunc(s.ctx, cancel)
-	rlog := newBusLog(s.cfg, s.logger, "consumer_group", s.cfg.ConsumerGroup, "topic", topic)
+	rlog := newBusLog(s.cfg, s.base, "consumer_group", s.cfg.ConsumerGroup, "topic", topic)
 	r := s.newReader(topic, queue, commitInterval, rlog)
 	s.wg.Add(1)
 	return ctx, r, func() {
