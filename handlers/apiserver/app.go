@@ -221,6 +221,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 			}, relay.Topic)
 	})
 	s.goRun("waiter", func() error { s.Waiter.Listen(ctx); return nil })
+	s.goRun("readmodel-standby", func() error { proj.RunStandby(ctx, deps.Store, 0, -1, log); return nil })
 
 	if cfg.SnapshotDir != "" {
 		snaps, err := duck.New(cfg.SnapshotDir, cfg.Query)

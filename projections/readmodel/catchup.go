@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -39,6 +41,11 @@ func (p *Projection) CatchUp(ctx context.Context, store *eventstore.Store, owner
 	if err != nil {
 		return 0, err
 	}
+	return p.catchUpFrom(ctx, store, owner, after, upto)
+}
+
+// catchUpFrom applies owner's events in (after, upto].
+func (p *Projection) catchUpFrom(ctx context.Context, store *eventstore.Store, owner string, after, upto int64) (int, error) {
 	applied := 0
 	for after < upto {
 		envs, err := store.ReadOwnerAfter(ctx, owner, after, catchUpPage)
@@ -112,4 +119,135 @@ func eventPosition(ctx context.Context, q interface {
 		return "", 0, fmt.Errorf("readmodel: event %s is not in the log", eventID)
 	}
 	return owner, seq, err
+}
+
+// RunStandby applies, every second until ctx ends, the events that have
+// waited longer than after (0 → DefaultStandbyAfter) without reaching the
+// read model, owner by owner (CatchUp). The read-your-writes path only
+// catches up the caller's own events; events nobody waits for — a worker's
+// results, what the dispatch projection appends — would otherwise stay out
+// of the read model for as long as the consumer group needs to notice a dead
+// member (its session timeout). Every API instance runs one; they share
+// the projection's lock and dedupe, so a second one changes nothing. It
+// looks only at events appended after it started (the bus consumers own the
+// backlog a fresh instance finds) and skips owners held behind a parked
+// event.
+//
+// from is the log position to look after; negative: the head when it
+// starts.
+func (p *Projection) RunStandby(ctx context.Context, store *eventstore.Store, after time.Duration, from int64, log *slog.Logger) {
+	if after <= 0 {
+		after = DefaultStandbyAfter
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	low := from
+	seen := map[string]int64{} // owner → applied position at the last pass
+	var limited rateLimit
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if low < 0 {
+			if err := p.pool.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM events`).Scan(&low); err != nil {
+				low = -1
+				continue
+			}
+		}
+		next, n, err := p.standbyPass(ctx, store, low, after, seen)
+		if err != nil {
+			if ctx.Err() == nil && limited.allow(time.Now()) {
+				log.Warn("read-model standby: catching up stalled events failed; trying again", "err", err, "similar_since_last", limited.take())
+			}
+			continue
+		}
+		low = next
+		if n > 0 && limited.allow(time.Now()) {
+			log.Warn("read-model projection lagging: applied events its bus consumer had not (the consumer of their partition is gone or behind)",
+				"events", n, "older_than", after, "similar_since_last", limited.take())
+		}
+	}
+}
+
+// DefaultStandbyAfter is how old an unapplied event must be before the
+// standby applies it: far above the bus consumer's usual latency.
+const DefaultStandbyAfter = time.Second
+
+// standbyPass catches up every owner with an event in (low, …] older than
+// after and not applied, and returns the new low-water mark (everything at
+// or below it older than after was applied or held) and how many events it
+// applied.
+//
+// An owner whose applied position moved since the last pass (seen) is left
+// to its consumer, which is working through a backlog (a bulk import), not
+// dead: only an owner that made no progress for a whole pass is caught up.
+func (p *Projection) standbyPass(ctx context.Context, store *eventstore.Store, low int64, after time.Duration, seen map[string]int64) (int64, int, error) {
+	var high int64
+	if err := p.pool.QueryRow(ctx, `SELECT COALESCE(max(seq), $1) FROM events WHERE seq > $1 AND recorded_at < now() - $2::interval`,
+		low, after).Scan(&high); err != nil {
+		return low, 0, err
+	}
+	if high == low {
+		return low, 0, nil
+	}
+	rows, err := p.pool.Query(ctx, `SELECT e.owner_id::text, max(e.seq) FROM events e
+		WHERE e.seq > $1 AND e.seq <= $2
+			AND NOT EXISTS (SELECT 1 FROM readmodel_applied a WHERE a.event_id = e.id)
+			AND NOT EXISTS (SELECT 1 FROM projection_parked pp WHERE pp.projection = $3 AND pp.owner_id = e.owner_id)
+		GROUP BY e.owner_id`, low, high, Name)
+	if err != nil {
+		return low, 0, err
+	}
+	type owed struct {
+		owner string
+		upto  int64
+	}
+	var todo []owed
+	for rows.Next() {
+		var o owed
+		if err := rows.Scan(&o.owner, &o.upto); err != nil {
+			rows.Close()
+			return low, 0, err
+		}
+		todo = append(todo, o)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return low, 0, err
+	}
+	applied := 0
+	waiting := map[string]bool{}
+	progressing := false
+	for _, o := range todo {
+		waiting[o.owner] = true
+		pos, err := p.lastApplied(ctx, o.owner, o.upto)
+		if err != nil {
+			return low, applied, err
+		}
+		if prev, ok := seen[o.owner]; !ok || prev != pos {
+			seen[o.owner] = pos // moving (or new): look again next pass
+			progressing = true
+			continue
+		}
+		n, err := p.catchUpFrom(ctx, store, o.owner, pos, o.upto)
+		applied += n
+		if err != nil {
+			return low, applied, err
+		}
+		delete(seen, o.owner)
+	}
+	for owner := range seen {
+		if !waiting[owner] {
+			delete(seen, owner)
+		}
+	}
+	if progressing {
+		return low, applied, nil // keep the mark until those owners are done
+	}
+	return high, applied, nil
 }

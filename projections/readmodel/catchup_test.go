@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,4 +117,75 @@ func TestCatchUpLeavesHeldOwnersAlone(t *testing.T) {
 	w := readmodel.NewWaiter(pool, 30*time.Second).WithCatchUp(p, store, time.Millisecond, nil)
 	var pe *domain.ProjectionParkedError
 	require.ErrorAs(t, w.Wait(ctx, imp.LastEventID), &pe)
+}
+
+// TestStandbyAppliesWhatNobodyWaitsFor: with no bus consumer at all, events
+// no request waits for (here appended straight through the command side)
+// still reach the read model, once they are older than the standby's
+// threshold; a held owner's do not.
+func TestStandbyAppliesWhatNobodyWaitsFor(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pool := pgtest.NewPool(t)
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	store := eventstore.New(pool, blobs)
+	cmds := commands.New(store)
+	var logs syncBuffer
+	p := readmodel.New(pool, blobs, slog.New(slog.DiscardHandler))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.RunStandby(ctx, store, 100*time.Millisecond, 0, slog.New(slog.NewTextHandler(&logs, nil)))
+	}()
+
+	alice, err := cmds.CreateUser(ctx, "alice", false)
+	require.NoError(t, err)
+	bob, err := cmds.CreateUser(ctx, "bob", false)
+	require.NoError(t, err)
+	q := readmodel.NewQueries(pool)
+	require.Eventually(t, func() bool {
+		_, err1 := q.CallerByKeyHash(ctx, commands.HashAPIKey(alice.APIKey))
+		_, err2 := q.CallerByKeyHash(ctx, commands.HashAPIKey(bob.APIKey))
+		return err1 == nil && err2 == nil
+	}, 30*time.Second, 50*time.Millisecond, "both users reach the read model with no consumer running")
+
+	// Bob is held behind a parked event: his next write stays out.
+	imp, err := cmds.ImportTraces(ctx, commands.Actor{UserID: bob.UserID}, commands.ImportTraces{Format: "stash",
+		Data: []byte(`{"id":"one","steps":[{"role":"user","content":"q1"}]}`)})
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `INSERT INTO projection_parked (projection, event_id, seq, owner_id, event_type, error, attempts)
+		SELECT $1, id, seq, owner_id, type, 'broken', 4 FROM events WHERE id = $2`, readmodel.Name, imp.LastEventID)
+	require.NoError(t, err)
+	mine, err := cmds.ImportTraces(ctx, commands.Actor{UserID: alice.UserID}, commands.ImportTraces{Format: "stash",
+		Data: []byte(`{"id":"one","steps":[{"role":"user","content":"q1"}]}`)})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, err := q.GetTrace(ctx, alice.UserID, mine.TraceIDs[0])
+		return err == nil
+	}, 30*time.Second, 50*time.Millisecond)
+	_, err = q.GetTrace(ctx, bob.UserID, imp.TraceIDs[0])
+	require.Error(t, err, "a held owner is left to the operator's retry")
+	cancel()
+	<-done
+	require.Contains(t, logs.String(), "level=WARN msg=\"read-model projection lagging")
+}
+
+// syncBuffer is a log sink safe to read while another goroutine logs.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -43,10 +43,11 @@ func NewWaiter(pool *pgxpool.Pool, timeout time.Duration) *Waiter {
 }
 
 // DefaultCatchUpAfter is how long a write waits for the bus consumer before
-// the waiter applies its events itself: well above the consumer's usual
-// latency (milliseconds), so the catch-up only runs when the partition's
-// consumer is gone or far behind, and short enough that a crashed instance
-// costs a write about a second.
+// the waiter looks whether the consumer is making progress on the owner's
+// events, and then every half of it: when the consumer did not move for
+// half of it, the waiter applies the events itself. Well above the
+// consumer's usual latency (milliseconds), and short enough that a crashed
+// instance costs a write under a second.
 const DefaultCatchUpAfter = 500 * time.Millisecond
 
 // WithCatchUp makes w apply the caller's own events (Projection.CatchUp)
@@ -107,6 +108,7 @@ func (w *Waiter) Wait(ctx context.Context, eventID string) error {
 	defer cancel()
 	poll := 2 * time.Millisecond
 	var nextCatchUp time.Time
+	progress := int64(-1) // the owner's applied position at the last look
 	if w.proj != nil {
 		nextCatchUp = start.Add(w.catchUpAfter)
 	}
@@ -131,10 +133,10 @@ func (w *Waiter) Wait(ctx context.Context, eventID string) error {
 			return &domain.ProjectionParkedError{Projection: Name, EventID: *parkedID, EventType: *parkedType}
 		}
 		if !nextCatchUp.IsZero() && !time.Now().Before(nextCatchUp) && ctx.Err() == nil {
-			if w.catchUp(ctx, eventID, start) {
+			if w.catchUp(ctx, eventID, start, &progress) {
 				continue // look again: applied now, or parked
 			}
-			nextCatchUp = time.Now().Add(w.catchUpAfter)
+			nextCatchUp = time.Now().Add(w.catchUpAfter / 2)
 		}
 		select {
 		case <-ctx.Done():
@@ -158,19 +160,32 @@ func (w *Waiter) logger() *slog.Logger {
 }
 
 // catchUp applies the owner's missing events up to eventID and says whether
-// it applied any. A failure only logs: the wait goes on, and the bus
-// consumer (or the next catch-up) may still get there.
-func (w *Waiter) catchUp(ctx context.Context, eventID string, start time.Time) bool {
+// it applied any. It first looks whether the owner's applied position moved
+// since its last look (*progress): a consumer working through a backlog (a
+// bulk import) is left to it, so only a consumer that made no progress for
+// a while — gone, or stuck — is stood in for. A failure only logs: the wait
+// goes on, and the bus consumer (or the next catch-up) may still get there.
+func (w *Waiter) catchUp(ctx context.Context, eventID string, start time.Time, progress *int64) bool {
 	owner, seq, err := eventPosition(ctx, w.pool, eventID)
 	if err == nil {
-		var n int
-		n, err = w.proj.CatchUp(ctx, w.store, owner, seq)
-		if n > 0 {
-			if w.lagLog.allow(time.Now()) {
-				w.log.Warn("read-model projection lagging: a write applied its owner's events itself (the consumer of its partition is gone or behind)",
-					"owner", owner, "events", n, "waited", time.Since(start).Round(time.Millisecond), "similar_since_last", w.lagLog.take())
+		var pos int64
+		if pos, err = w.proj.lastApplied(ctx, owner, seq); err == nil {
+			if *progress < 0 || pos != *progress {
+				*progress = pos
+				if pos >= seq {
+					return true // applied meanwhile
+				}
+				return false
 			}
-			return true
+			var n int
+			n, err = w.proj.CatchUp(ctx, w.store, owner, seq)
+			if n > 0 {
+				if w.lagLog.allow(time.Now()) {
+					w.log.Warn("read-model projection lagging: a write applied its owner's events itself (the consumer of its partition is gone or behind)",
+						"owner", owner, "events", n, "waited", time.Since(start).Round(time.Millisecond), "similar_since_last", w.lagLog.take())
+				}
+				return true
+			}
 		}
 	}
 	if err != nil && ctx.Err() == nil {
