@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -102,4 +103,73 @@ func TestRelaySurvivesBrokerOutage(t *testing.T) {
 	mu.Lock()
 	require.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, seen, "one owner's events arrive in order")
 	mu.Unlock()
+}
+
+// lockedBuffer is a log sink safe for the relay's goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
+}
+
+// TestRelayHandsOverAndSaysSo: of two relays on one database one publishes
+// and the other stands by, each saying so once in its log; when the
+// publisher stops, the other takes over (and says so) and events keep
+// reaching Kafka.
+func TestRelayHandsOverAndSaysSo(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pool := pgtest.NewPool(t)
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	store := eventstore.New(pool, blobs)
+	broker, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{})
+	require.NoError(t, err)
+	defer broker.Close()
+	pub, err := bus.NewPublisher(bus.Config{Brokers: broker.Addrs(), TopicPartitions: 1}, nil)
+	require.NoError(t, err)
+	defer pub.Close()
+	var logA, logB lockedBuffer
+	actx, stopA := context.WithCancel(ctx)
+	aDone := make(chan struct{})
+	go func() {
+		defer close(aDone)
+		_ = relay.New("kafka", store, pub, slog.New(slog.NewTextHandler(&logA, nil)).With("instance", "a")).Run(actx)
+	}()
+	const leads = `msg="relay: this instance now publishes the outbox to Kafka" instance=`
+	require.Eventually(t, func() bool { return strings.Contains(logA.String(), leads+"a") }, 20*time.Second, 20*time.Millisecond)
+	go func() {
+		_ = relay.New("kafka", store, pub, slog.New(slog.NewTextHandler(&logB, nil)).With("instance", "b")).Run(ctx)
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(logB.String(), `msg="relay: standing by`) }, 20*time.Second, 20*time.Millisecond)
+
+	owner := uuid.NewString()
+	appendOne := func(i int) {
+		_, err := store.Append(ctx, eventstore.Meta{Actor: "system"}, nil, []events.New{{
+			ID: uuid.NewString(), Stream: "s/" + owner, OwnerID: owner, Type: "test.v1", Payload: map[string]int{"i": i}}})
+		require.NoError(t, err)
+	}
+	appendOne(0)
+	require.Eventually(t, func() bool { lag, _ := relay.Lag(ctx, pool, "kafka"); return lag == 0 }, 20*time.Second, 50*time.Millisecond)
+
+	stopA()
+	<-aDone
+	require.Contains(t, logA.String(), `msg="relay: stopped publishing on this instance" instance=a`)
+	appendOne(1)
+	require.Eventually(t, func() bool { lag, _ := relay.Lag(ctx, pool, "kafka"); return lag == 0 }, 20*time.Second, 50*time.Millisecond)
+	require.Contains(t, logB.String(), leads+"b")
+	require.Equal(t, 1, strings.Count(logB.String(), "standing by"), "said once, not per poll")
+	require.Equal(t, 1, strings.Count(logA.String(), "now publishes"))
 }
