@@ -111,3 +111,6 @@ bench-assess: ## automatic annotation (labels → step scores, sections) of a 2,
 
 chaos: deps ## kill -9 the API, a consumer and the worker under load; every acknowledged write survives (CRITIC_CHAOS_SEED=N repeats)
 	CRITIC_CHAOS=1 $(GO) test -count=1 -run '^TestChaos$$' -v -timeout 10m ./e2e/
+
+failover: deps ## two API instances, each kill -9'd and SIGTERMed under idempotent writes; nothing lost or doubled (CRITIC_CHAOS_SEED=N repeats)
+	CRITIC_CHAOS=1 $(GO) test -count=1 -run '^TestDistributedFailover$$' -v -timeout 10m ./e2e/
