@@ -420,3 +420,30 @@ func sigterm(p *chaosProc) {
 	}
 	p.cmd = nil
 }
+
+// TestUsersCreateWithNoServerRunning: with no API instance consuming (all
+// stopped, or the one holding the account's partition crashed), `critic
+// users create` applies its own events as the API does: the account is in
+// the read model when the command returns, with no event left unapplied.
+func TestUsersCreateWithNoServerRunning(t *testing.T) {
+	t.Parallel()
+	bin := criticBin(t)
+	dbURL := pgtest.NewDatabase(t)
+	cmd := exec.Command(bin, "users", "create", "--name", "offline")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "CRITIC_DATA_DIR="+t.TempDir(), "KAFKA_BROKERS=127.0.0.1:1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	require.NotContains(t, string(out), "takes effect once", "applied, not left waiting for a server")
+	m := keyRe.FindStringSubmatch(string(out))
+	require.NotNil(t, m, string(out))
+	pool, err := pg.Connect(context.Background(), dbURL)
+	require.NoError(t, err)
+	defer pool.Close()
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(), `SELECT count(*) FROM rm_users WHERE name = 'offline'`).Scan(&n))
+	require.Equal(t, 1, n)
+	var unapplied int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM readmodel_applied a WHERE a.event_id = e.id)`).Scan(&unapplied))
+	require.Zero(t, unapplied)
+}
