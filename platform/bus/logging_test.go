@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 )
@@ -120,4 +121,23 @@ func TestGroupMembersLogPartitionMoves(t *testing.T) {
 	}, 60*time.Second, 50*time.Millisecond)
 	require.Empty(t, outA.lines("level=ERROR"), outA.String())
 	require.Empty(t, outB.lines("level=ERROR"), outB.String())
+}
+
+// TestBrokerErrorsLevelsThroughWatermill: a subscriber given only a
+// watermill logger (as `critic worker` is) gets the same treatment, with
+// watermill's INFO standing in for WARN: its start-up's rebalance answers
+// are no ERROR lines.
+func TestBrokerErrorsLevelsThroughWatermill(t *testing.T) {
+	t.Parallel()
+	var out syncBuffer
+	wm := watermill.NewSlogLogger(slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	k := kafkaLogger{l: newBusLog(Config{}, wm, "consumer_group", "workers"), error: true}
+	k.Printf("Failed to join group %s: %v", "workers", errors.New("[27] Rebalance In Progress: the coordinator has begun rebalancing the group"))
+	for range 50 {
+		k.Printf("%v", errors.New("read tcp 127.0.0.1:1->127.0.0.1:2: i/o timeout"))
+	}
+	require.Empty(t, out.lines("level=ERROR"), out.String())
+	require.Contains(t, out.lines("Rebalance In Progress")[0], "level=DEBUG")
+	require.Len(t, out.lines("level=INFO"), 1)
+	require.Contains(t, out.lines("level=INFO")[0], "consumer_group=workers")
 }
