@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -140,6 +141,8 @@ func TestIdempotencyKeyOnREST(t *testing.T) {
 	// Without a valid API key the route answers as always.
 	e.key = "wrong"
 	require.Equal(t, http.StatusUnauthorized, e.do(t, "POST", "/api/v1/rm/traces/import", imp, "Idempotency-Key", "k-4").status)
+	require.Equal(t, http.StatusUnauthorized, e.do(t, "POST", "/api/v1/rm/traces/import", imp, "Idempotency-Key", "has space").status,
+		"the key is checked after the API key")
 }
 
 // TestIdempotencyKeyOnConnect: the same header on a Connect write RPC, over
@@ -179,4 +182,39 @@ func TestIdempotencyKeyOnConnect(t *testing.T) {
 		require.Contains(t, err.Error(), "already used for a different request")
 		require.Equal(t, events, eventCount(t, e.pool), name)
 	}
+}
+
+// TestIdempotencyKeyConcurrentDuplicates: the same keyed write sent many
+// times at once is stored once; every copy is answered the first answer,
+// or 409 while it is in flight — never a second write.
+func TestIdempotencyKeyConcurrentDuplicates(t *testing.T) {
+	e := startOps(t, nil)
+	imp := map[string]any{"format": "stash", "data": anonymousTrace}
+	const n = 8
+	replies := make([]reply, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			replies[i] = e.do(t, "POST", "/api/v1/rm/traces/import", imp, "Idempotency-Key", "same")
+		}()
+	}
+	wg.Wait()
+	var ok []string
+	for _, r := range replies {
+		switch r.status {
+		case http.StatusOK:
+			ok = append(ok, string(r.body))
+		case http.StatusConflict:
+			require.Equal(t, "idempotency_key_in_flight", errorCode(t, r))
+		default:
+			t.Fatalf("unexpected %d %s", r.status, r.body)
+		}
+	}
+	require.NotEmpty(t, ok)
+	for _, b := range ok {
+		require.Equal(t, ok[0], b, "every success is the one answer")
+	}
+	require.Equal(t, 1, e.traceCount(t), "stored once")
 }

@@ -59,14 +59,14 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		caller, err := m.auth.Authenticate(r.Context(), r.Header)
+		if err != nil {
+			next.ServeHTTP(w, r) // the handler answers 401/404 as always
+			return
+		}
 		key, err := parseKey(raw)
 		if err != nil {
 			m.fail(w, r, err)
-			return
-		}
-		caller, err := m.auth.Authenticate(r.Context(), r.Header)
-		if err != nil {
-			next.ServeHTTP(w, r)
 			return
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, m.maxBody+1))
