@@ -3,6 +3,7 @@ package readmodel
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"log/slog"
 	"sync"
 	"time"
@@ -29,6 +30,7 @@ type Waiter struct {
 	catchUpAfter time.Duration
 	log          *slog.Logger
 	lagLog       rateLimit
+	ownerLocks   [64]chanLock // catch-ups by owner hash, one at a time
 
 	mu      sync.Mutex
 	changed chan struct{}
@@ -99,52 +101,102 @@ func (w *Waiter) broadcast() {
 // ProjectionParkedError when the owner's events are held behind a parked one.
 // An empty eventID is a command that appended nothing: there is nothing to
 // wait for.
+//
+// With WithCatchUp, a wait whose owner's events make no progress applies
+// them itself (see catchUp), and a wait that reaches its timeout applies
+// them itself once more whatever the consumer is doing, bounded by another
+// timeout: a stored write is then answered 503 only when PostgreSQL cannot
+// apply it either.
 func (w *Waiter) Wait(ctx context.Context, eventID string) error {
 	if eventID == "" {
 		return nil
 	}
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, w.timeout)
-	defer cancel()
+	wctx, cancel := context.WithTimeout(ctx, w.timeout)
+	err := w.wait(wctx, eventID, start)
+	cancel()
+	if !errors.Is(err, errTimedOut) {
+		return err
+	}
+	if w.proj != nil && ctx.Err() == nil {
+		fctx, fcancel := context.WithTimeout(ctx, w.timeout)
+		defer fcancel()
+		err := w.forceCatchUp(fctx, eventID)
+		if err == nil {
+			if err := w.applied(fctx, eventID); !errors.Is(err, errNotYet) {
+				if err == nil {
+					w.logger().Warn("read-model projection too slow: a write applied its owner's events itself at the end of its wait",
+						"event", eventID, "waited", time.Since(start).Round(time.Millisecond))
+				}
+				return err
+			}
+		} else if ctx.Err() == nil {
+			w.logger().Warn("read-model catch-up at the end of a wait failed", "event", eventID, "err", err)
+		}
+	}
+	if ctx.Err() == nil {
+		w.logger().Warn("write timed out waiting for the read-model projection; answering 503 (the write is stored)",
+			"event", eventID, "waited", time.Since(start).Round(time.Millisecond))
+	}
+	return &domain.UnavailableError{Message: "the write was stored but the read model has not caught up yet; retry the read shortly"}
+}
+
+var (
+	errTimedOut = errors.New("readmodel: wait timed out")
+	errNotYet   = errors.New("readmodel: not applied yet")
+)
+
+// applied says whether eventID is applied (nil), not yet (errNotYet), or
+// held back behind a parked event of the same owner (ProjectionParkedError:
+// waiting cannot help, so say so at once).
+func (w *Waiter) applied(ctx context.Context, eventID string) error {
+	var ok bool
+	var parkedID, parkedType *string
+	if err := w.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM readmodel_applied WHERE event_id = $1), p.event_id::text, p.event_type
+		FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT pp.event_id, pp.event_type FROM events e JOIN projection_parked pp
+			ON pp.owner_id = e.owner_id AND pp.projection = $2 WHERE e.id = $1 ORDER BY pp.seq LIMIT 1) p ON true`,
+		eventID, Name).Scan(&ok, &parkedID, &parkedType); err != nil {
+		return err
+	}
+	if ok {
+		return nil
+	}
+	if parkedID != nil {
+		return &domain.ProjectionParkedError{Projection: Name, EventID: *parkedID, EventType: *parkedType}
+	}
+	return errNotYet
+}
+
+// wait polls (woken by the projection's notifications) until eventID is
+// applied or parked, catching up where the consumer stalls; errTimedOut
+// when ctx's deadline passes first.
+func (w *Waiter) wait(ctx context.Context, eventID string, start time.Time) error {
 	poll := 2 * time.Millisecond
-	var nextCatchUp time.Time
-	progress := int64(-1) // the owner's applied position at the last look
+	var nextLook time.Time
+	st := stall{pos: -1}
 	if w.proj != nil {
-		nextCatchUp = start.Add(w.catchUpAfter)
+		nextLook = start.Add(w.catchUpAfter)
 	}
 	for {
 		w.mu.Lock()
 		ch := w.changed
 		w.mu.Unlock()
-		var ok bool
-		var parkedID, parkedType *string
-		// Applied, or held back behind a parked event of the same owner
-		// (then waiting cannot help: say so at once).
-		if err := w.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM readmodel_applied WHERE event_id = $1), p.event_id::text, p.event_type
-			FROM (SELECT 1) one LEFT JOIN LATERAL (SELECT pp.event_id, pp.event_type FROM events e JOIN projection_parked pp
-				ON pp.owner_id = e.owner_id AND pp.projection = $2 WHERE e.id = $1 ORDER BY pp.seq LIMIT 1) p ON true`,
-			eventID, Name).Scan(&ok, &parkedID, &parkedType); err != nil && ctx.Err() == nil {
+		err := w.applied(ctx, eventID)
+		if ctx.Err() != nil {
+			return errTimedOut
+		}
+		if !errors.Is(err, errNotYet) {
 			return err
 		}
-		if ok {
-			return nil
-		}
-		if parkedID != nil {
-			return &domain.ProjectionParkedError{Projection: Name, EventID: *parkedID, EventType: *parkedType}
-		}
-		if !nextCatchUp.IsZero() && !time.Now().Before(nextCatchUp) && ctx.Err() == nil {
-			if w.catchUp(ctx, eventID, start, &progress) {
+		if !nextLook.IsZero() && !time.Now().Before(nextLook) {
+			if w.catchUp(ctx, eventID, start, &st) {
 				continue // look again: applied now, or parked
 			}
-			nextCatchUp = time.Now().Add(w.catchUpAfter / 2)
+			nextLook = time.Now().Add(w.catchUpAfter / 2)
 		}
 		select {
 		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				w.logger().Warn("write timed out waiting for the read-model projection; answering 503 (the write is stored)",
-					"event", eventID, "waited", time.Since(start).Round(time.Millisecond))
-			}
-			return &domain.UnavailableError{Message: "the write was stored but the read model has not caught up yet; retry the read shortly"}
+			return errTimedOut
 		case <-ch:
 		case <-time.After(poll):
 			poll = min(poll*2, 100*time.Millisecond)
@@ -159,32 +211,50 @@ func (w *Waiter) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// catchUp applies the owner's missing events up to eventID and says whether
-// it applied any. It first looks whether the owner's applied position moved
-// since its last look (*progress): a consumer working through a backlog (a
-// bulk import) is left to it, so only a consumer that made no progress for
-// a while — gone, or stuck — is stood in for. A failure only logs: the wait
-// goes on, and the bus consumer (or the next catch-up) may still get there.
-func (w *Waiter) catchUp(ctx context.Context, eventID string, start time.Time, progress *int64) bool {
+// stall is what a wait saw of its owner's progress.
+type stall struct {
+	pos   int64     // the owner's applied position at the last look (-1: none yet)
+	since time.Time // when pos last changed
+}
+
+// catchUp applies the owner's missing events up to eventID when the
+// projection stopped making progress on them, and says whether it applied
+// any. It looks first: while the owner's applied position moves, or for a
+// while as long as some projection batch is being applied (its lock is
+// held: a consumer working through a backlog such as a bulk import), the
+// consumer is left to it; only a consumer that made no progress on the
+// owner for half of catchUpAfter with nothing being applied, or for two
+// catchUpAfters whatever else happens — gone, or stuck — is stood in for.
+// A failure only logs: the wait goes on, and the bus consumer (or the next
+// catch-up) may still get there.
+func (w *Waiter) catchUp(ctx context.Context, eventID string, start time.Time, st *stall) bool {
 	owner, seq, err := eventPosition(ctx, w.pool, eventID)
 	if err == nil {
 		var pos int64
 		if pos, err = w.proj.lastApplied(ctx, owner, seq); err == nil {
-			if *progress < 0 || pos != *progress {
-				*progress = pos
-				if pos >= seq {
-					return true // applied meanwhile
-				}
-				return false
+			now := time.Now()
+			if st.pos < 0 || pos != st.pos {
+				st.pos, st.since = pos, now
+				return pos >= seq // applied meanwhile: look again
 			}
-			var n int
-			n, err = w.proj.CatchUp(ctx, w.store, owner, seq)
-			if n > 0 {
-				if w.lagLog.allow(time.Now()) {
-					w.log.Warn("read-model projection lagging: a write applied its owner's events itself (the consumer of its partition is gone or behind)",
-						"owner", owner, "events", n, "waited", time.Since(start).Round(time.Millisecond), "similar_since_last", w.lagLog.take())
+			stalled := now.Sub(st.since)
+			if stalled < 2*w.catchUpAfter {
+				var busy bool
+				if err = w.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND classid = 0 AND objid = $1 AND objsubid = 1 AND granted)`,
+					int64(applyLockKey)).Scan(&busy); err == nil && (busy || stalled < w.catchUpAfter/2) {
+					return false
 				}
-				return true
+			}
+			if err == nil {
+				var n int
+				n, err = w.catchUpOwner(ctx, owner, seq)
+				if n > 0 {
+					if w.lagLog.allow(time.Now()) {
+						w.log.Warn("read-model projection lagging: a write applied its owner's events itself (the consumer of its partition is gone or behind)",
+							"owner", owner, "events", n, "waited", time.Since(start).Round(time.Millisecond), "similar_since_last", w.lagLog.take())
+					}
+					return true
+				}
 			}
 		}
 	}
@@ -192,6 +262,44 @@ func (w *Waiter) catchUp(ctx context.Context, eventID string, start time.Time, p
 		w.log.Warn("read-model catch-up failed; still waiting for the projection", "event", eventID, "err", err)
 	}
 	return false
+}
+
+// forceCatchUp applies the owner's missing events up to eventID whatever
+// the consumer is doing (the end of a wait).
+func (w *Waiter) forceCatchUp(ctx context.Context, eventID string) error {
+	owner, seq, err := eventPosition(ctx, w.pool, eventID)
+	if err != nil {
+		return err
+	}
+	_, err = w.catchUpOwner(ctx, owner, seq)
+	return err
+}
+
+// catchUpOwner runs one owner's catch-up at a time in this process: the
+// writes of one account that all wait (a client importing in parallel)
+// share it instead of each reading and applying the same events.
+func (w *Waiter) catchUpOwner(ctx context.Context, owner string, seq int64) (int, error) {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(owner))
+	lock := &w.ownerLocks[h.Sum32()%uint32(len(w.ownerLocks))]
+	select {
+	case lock.ch() <- struct{}{}:
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	defer func() { <-lock.ch() }()
+	return w.proj.CatchUp(ctx, w.store, owner, seq)
+}
+
+// chanLock is a mutex a waiter can give up on (ctx).
+type chanLock struct {
+	once sync.Once
+	c    chan struct{}
+}
+
+func (l *chanLock) ch() chan struct{} {
+	l.once.Do(func() { l.c = make(chan struct{}, 1) })
+	return l.c
 }
 
 // rateLimit lets one log line through per interval and counts the rest, so
