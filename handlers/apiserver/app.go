@@ -59,9 +59,10 @@ type Config struct {
 	// IdempotencyTTL is how long an Idempotency-Key is remembered (0 →
 	// idempotency.DefaultTTL, 24 h).
 	IdempotencyTTL time.Duration
-	// CatchUpAfter is how long a write waits for the bus consumer before
-	// applying its own events to the read model (0 →
-	// readmodel.DefaultCatchUpAfter): what a crashed instance costs writes.
+	// CatchUpAfter is how long a write waits for the bus consumer before it
+	// looks whether the consumer stalled and, if so, applies its own events
+	// to the read model (0 → readmodel.DefaultCatchUpAfter): about what a
+	// crashed instance costs writes.
 	CatchUpAfter time.Duration
 	// SnapshotDir holds the per-owner DuckDB files of POST /query
 	// ($CRITIC_DATA_DIR/snapshots); "" runs no snapshot projection and
