@@ -50,6 +50,8 @@ var handled = map[string]bool{
 	events.TraceRevised:      true,
 	events.TraceDeleted:      true,
 	events.TraceTitled:       true,
+	// Consent is the `contribute` column of `traces`.
+	events.TraceContributionSet: true,
 	events.AnnotationAdded:   true,
 	events.AnnotationEdited:  true,
 	events.AnnotationRemoved: true,
@@ -244,6 +246,12 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		return tx.Exec(ctx, `UPDATE main.traces SET title = ? WHERE id = ?`, p.Title, p.TraceID)
+	case events.TraceContributionSet:
+		var p events.TraceContributionSetV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		return tx.Exec(ctx, `UPDATE main.traces SET contribute = ? WHERE id = ?`, p.Contribute, p.TraceID)
 	case events.TraceDeleted:
 		var p events.TraceDeletedV1
 		if err := e.DecodeOrFail(&p); err != nil {
