@@ -46,18 +46,18 @@ func New(snaps *duck.Snapshots, blobs blob.Store, log *slog.Logger) *Projection 
 // (users, keys, OTel raw spans, source names) is skipped without being
 // recorded, so it costs nothing.
 var handled = map[string]bool{
-	events.TraceImported:     true,
-	events.TraceRevised:      true,
-	events.TraceDeleted:      true,
-	events.TraceTitled:       true,
+	events.TraceImported: true,
+	events.TraceRevised:  true,
+	events.TraceDeleted:  true,
+	events.TraceTitled:   true,
 	// Consent is the `contribute` column of `traces`.
 	events.TraceContributionSet: true,
-	events.AnnotationAdded:   true,
-	events.AnnotationEdited:  true,
-	events.AnnotationRemoved: true,
-	events.TracesScored:      true,
-	events.ActionsScored:     true,
-	events.TraceStepsLabeled: true,
+	events.AnnotationAdded:      true,
+	events.AnnotationEdited:     true,
+	events.AnnotationRemoved:    true,
+	events.TracesScored:         true,
+	events.ActionsScored:        true,
+	events.TraceStepsLabeled:    true,
 	// A grading model's quality checks rescore the trace's step scores.
 	events.TraceStepsQualityChecked: true,
 }
