@@ -28,6 +28,9 @@ type DatasetPair struct {
 	// "reviewed_comparison"; FindingIDs then names the finding that
 	// proposed the alternative).
 	ComparisonIDs []string `json:"comparison_ids,omitempty"`
+	// Verified is a verified-outcome pair's provenance (Source
+	// "verified_outcome"): TraceIDs are the succeeded then the failed trace.
+	Verified *VerifiedProvenance `json:"verified,omitempty"`
 	// FindingIDs and Evidence are a feedback pair's provenance: the
 	// finding behind it and the verbatim evidence it cites.
 	FindingIDs []string       `json:"finding_ids,omitempty"`
@@ -188,6 +191,16 @@ func BuildDatasetFrom(in DatasetInputs) (Dataset, error) {
 			}
 			ds.Pairs = append(ds.Pairs, cp)
 			sources[cp.TraceIDs[0]] = true
+		}
+		// Verified outcomes count as reviewed comparisons.
+		for _, vp := range VerifiedPairs(selected, in.Config.InputVersion) {
+			if len(ds.Pairs) >= maxPairs {
+				break
+			}
+			ds.Pairs = append(ds.Pairs, vp)
+			for _, id := range vp.TraceIDs {
+				sources[id] = true
+			}
 		}
 	}
 	ds.SourceTraces = len(sources)
