@@ -86,8 +86,8 @@ func Items(s traces.State) []Item {
 	agent := domain.SourceID(s.SourceID, s.Metadata, s.SourceFormat)
 	var out []Item
 	for _, c := range s.Comparisons {
-		if !steps[c.StepID] {
-			continue
+		if !steps[c.StepID] || c.Source == events.ComparisonFromModels {
+			continue // models comparisons span two traces: ModelComparisonItems
 		}
 		chosen, rejected, ok := comparisons.Pair(c)
 		if !ok {
@@ -130,7 +130,8 @@ const (
 	// ItemRulesReviewed: reviewed comparisons only (versions frozen before
 	// verified outcomes counted).
 	ItemRulesReviewed = 0
-	// ItemRulesVerified: reviewed and verified-outcome comparisons.
+	// ItemRulesVerified: reviewed comparisons (of findings and of two
+	// models' preferred actions) and verified-outcome comparisons.
 	ItemRulesVerified = 1
 	// CurrentItemRules is what a new version is frozen under.
 	CurrentItemRules = ItemRulesVerified
@@ -169,6 +170,55 @@ func VerifiedItems(states []traces.State, onBenchmark bool) []Item {
 	return out
 }
 
+// ModelComparisonItems are the decided comparisons of two models' preferred
+// actions (source "models"): both actions' traces must contribute, still
+// have those steps, and sit on the wanted side of the split.
+func ModelComparisonItems(states []traces.State, onBenchmark bool) []Item {
+	byID := map[string]traces.State{}
+	has := map[string]bool{}
+	for _, s := range states {
+		if s.Exists && s.Contribute {
+			byID[s.ID] = s
+			for _, st := range s.Steps {
+				has[s.ID+"/"+st.ID] = true
+			}
+		}
+	}
+	var out []Item
+	for _, s := range states {
+		if _, ok := byID[s.ID]; !ok {
+			continue
+		}
+		for _, c := range s.Comparisons {
+			if c.Source != events.ComparisonFromModels || !has[c.Left.TraceID+"/"+c.Left.StepID] || !has[c.Right.TraceID+"/"+c.Right.StepID] {
+				continue
+			}
+			chosen, rejected, ok := comparisons.Pair(c)
+			if !ok {
+				continue
+			}
+			win, lose := c.Left, c.Right
+			if c.Choice == events.ChoiceRight {
+				win, lose = lose, win
+			}
+			wt, lt := byID[win.TraceID], byID[lose.TraceID]
+			g := Group(wt.OwnerID, wt)
+			if InBenchmark(g) != onBenchmark || InBenchmark(Group(lt.OwnerID, lt)) != onBenchmark {
+				continue
+			}
+			tool := c.ToolName
+			if tool == "" {
+				tool = "(response)"
+			}
+			domainSlice, _ := wt.Metadata["domain"].(string)
+			out = append(out, Item{ID: c.ComparisonID, OwnerID: wt.OwnerID, TraceID: wt.ID, Revision: wt.Revision, Group: g,
+				Chosen: chosen, Rejected: rejected, Source: events.ComparisonFromModels, RejectedTraceID: lt.ID, RejectedRevision: lt.Revision,
+				Slices: map[string]string{SliceTool: tool, SliceDomain: domainSlice, SliceAgent: domain.SourceID(wt.SourceID, wt.Metadata, wt.SourceFormat)}})
+		}
+	}
+	return out
+}
+
 // Freeze builds the next benchmark version from the contributing traces as
 // of a log position under the current item rules.
 func Freeze(version int, asOfSeq int64, states []traces.State) Benchmark {
@@ -191,6 +241,7 @@ func FreezeWith(rules, version int, asOfSeq int64, states []traces.State) Benchm
 	}
 	if rules >= ItemRulesVerified {
 		b.Items = append(b.Items, VerifiedItems(states, true)...)
+		b.Items = append(b.Items, ModelComparisonItems(states, true)...)
 	}
 	sort.Slice(b.Items, func(i, j int) bool { return b.Items[i].ID < b.Items[j].ID })
 	return b
@@ -266,6 +317,10 @@ func CandidateDataset(states []traces.State, corrections Corrections) []Training
 				Source: PairExplicitRating, AnnotationIDs: p.AnnotationIDs})
 		}
 		out = append(out, correctionPairs(s, corrections[s.ID])...)
+	}
+	for _, it := range ModelComparisonItems(states, false) {
+		out = append(out, TrainingPair{Chosen: it.Chosen, Rejected: it.Rejected, TraceID: it.TraceID, OwnerID: it.OwnerID, Revision: it.Revision,
+			Source: PairReviewedComparison, ComparisonID: it.ID, RejectedTraceID: it.RejectedTraceID})
 	}
 	// Verified outcomes between training-side traces that both contribute.
 	for _, it := range VerifiedItems(states, false) {

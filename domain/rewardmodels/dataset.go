@@ -384,13 +384,23 @@ const SourceReviewedComparison = "reviewed_comparison"
 // alternative, the revision it was reviewed at.
 func ComparisonPairs(selected []traces.State, version int) []DatasetPair {
 	var out []DatasetPair
+	has := map[string]bool{} // trace id/step id of the selected traces
+	revision := map[string]int{}
 	for _, s := range selected {
-		steps := map[string]bool{}
+		revision[s.ID] = s.Revision
 		for _, st := range s.Steps {
-			steps[st.ID] = true
+			has[s.ID+"/"+st.ID] = true
 		}
+	}
+	for _, s := range selected {
 		for _, c := range s.Comparisons {
-			if !steps[c.StepID] {
+			if c.Source == events.ComparisonFromModels {
+				// Two models' preferred actions: both traces must be
+				// selected and still have the actions' steps.
+				if !has[c.Left.TraceID+"/"+c.Left.StepID] || !has[c.Right.TraceID+"/"+c.Right.StepID] {
+					continue
+				}
+			} else if !has[s.ID+"/"+c.StepID] {
 				continue
 			}
 			chosen, rejected, ok := comparisons.Pair(c)
@@ -408,9 +418,19 @@ func ComparisonPairs(selected []traces.State, version int) []DatasetPair {
 			if c.ToolName != "" {
 				at = domain.ActionToolCall
 			}
-			out = append(out, DatasetPair{Chosen: chosen, Rejected: rejected, TraceIDs: []string{s.ID}, Granularity: domain.GranularityStep,
+			dp := DatasetPair{Chosen: chosen, Rejected: rejected, TraceIDs: []string{s.ID}, Granularity: domain.GranularityStep,
 				ActionType: &at, AnnotationIDs: []string{}, TraceRevisions: map[string]int{s.ID: s.Revision},
-				Source: SourceReviewedComparison, FindingIDs: []string{c.FindingID}, ComparisonIDs: []string{c.ComparisonID}})
+				Source: SourceReviewedComparison, FindingIDs: []string{c.FindingID}, ComparisonIDs: []string{c.ComparisonID}}
+			if c.Source == events.ComparisonFromModels {
+				dp.FindingIDs = nil // no finding: the models' key names it
+				for _, side := range []events.ComparisonSide{c.Left, c.Right} {
+					if _, ok := dp.TraceRevisions[side.TraceID]; !ok {
+						dp.TraceIDs = append(dp.TraceIDs, side.TraceID)
+						dp.TraceRevisions[side.TraceID] = revision[side.TraceID]
+					}
+				}
+			}
+			out = append(out, dp)
 		}
 	}
 	return out
