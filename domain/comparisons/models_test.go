@@ -23,7 +23,9 @@ func TestModelPairs(t *testing.T) {
 		target("t5", "a", "user: sort b a", "assistant: b a"),
 		target("t6", "a", "user: alone", "assistant: only one action"),
 	}
-	sc := func(m, tr string, v float64) ModelScore { return ModelScore{ModelID: m, TraceID: tr, StepID: "a", Score: v} }
+	sc := func(m, tr string, v float64) ModelScore {
+		return ModelScore{ModelID: m, TraceID: tr, StepID: "a", Score: v}
+	}
 	scores := []ModelScore{
 		// sort 3 1 2: m1 prefers 1 2 3 (mean of t1, t3), m2 prefers 3 2 1, m3 agrees with m1.
 		sc("m1", "t1", 2), sc("m1", "t3", 1), sc("m1", "t2", 0),

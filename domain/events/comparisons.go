@@ -18,9 +18,9 @@ const (
 	// Where a comparison's two actions came from.
 	ComparisonFromFinding = "finding" // the original action and a finding's alternative
 	ComparisonFromModels  = "models"  // two models' preferred actions
-	ChoiceLeft      = "left"
-	ChoiceRight     = "right"
-	ChoiceTie       = "tie"
+	ChoiceLeft            = "left"
+	ChoiceRight           = "right"
+	ChoiceTie             = "tie"
 )
 
 // ComparisonSide is one action as the reviewer saw it.

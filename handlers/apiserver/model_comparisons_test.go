@@ -13,8 +13,8 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/comparisons"
-	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/evaluator"
+	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/domain/traces"
