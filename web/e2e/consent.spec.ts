@@ -52,14 +52,14 @@ test("consent on the trace list: per row and for the selection, as the API and S
   await page.getByRole("checkbox", { name: "Select Consent A" }).check();
   await page.getByRole("checkbox", { name: "Select Consent B" }).check();
   await page.getByRole("button", { name: "Contribute selected" }).click();
-  await expect(page.getByRole("status")).toContainText("2 traces now contribute.");
+  await expect(page.getByRole("status")).toContainText("2 traces now contribute: their corrections, step ratings and reviewed comparisons");
   await expect(rowSwitch(page, "Consent B")).toBeChecked();
   expect(await apiConsent(page.request)).toEqual({ "Consent A": true, "Consent B": true, "Consent C": true });
 
   // Every shown trace off: opting out says released weights cannot unlearn.
   await page.getByRole("checkbox", { name: "Select all shown" }).check();
   await page.getByRole("button", { name: "Stop contributing selected" }).click();
-  await expect(page.getByRole("status")).toContainText("3 traces no longer contribute.");
+  await expect(page.getByRole("status")).toContainText("3 traces no longer contribute: they are excluded from every future shared evaluator candidate.");
   await expect(page.getByRole("status")).toContainText("Weights already released cannot unlearn data they were trained on.");
   for (const t of ["Consent A", "Consent B", "Consent C"]) await expect(rowSwitch(page, t)).not.toBeChecked();
   expect(await apiConsent(page.request)).toEqual({ "Consent A": false, "Consent B": false, "Consent C": false });

@@ -87,11 +87,10 @@ export function ContributeSelection({ traceIds, onNotice }: { traceIds: string[]
       setDone(0);
       const queue = [...traceIds];
       const failed: string[] = [];
-      let notice = "";
       const worker = async () => {
         for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
           try {
-            notice = (await putContribution(id, on)).notice;
+            await putContribution(id, on);
           } catch (e) {
             failed.push(`${id}: ${(e as Error).message}`);
           }
@@ -99,13 +98,20 @@ export function ContributeSelection({ traceIds, onNotice }: { traceIds: string[]
         }
       };
       await Promise.all(Array.from({ length: Math.min(4, traceIds.length) }, worker));
-      return { on, notice, failed, ok: traceIds.length - failed.length };
+      return { on, failed, ok: traceIds.length - failed.length };
     },
-    onSuccess: async ({ on, notice, failed, ok }) => {
+    onSuccess: async ({ on, failed, ok }) => {
       await qc.invalidateQueries({ queryKey: ["traces"] });
       await qc.invalidateQueries({ queryKey: ["trace"] });
       const n = (k: number) => `${k} trace${k === 1 ? "" : "s"}`;
-      if (ok > 0) onNotice({ kind: "status", text: `${n(ok)} ${on ? "now contribute" : "no longer contribute"}. ${notice}` });
+      // The server's notice, in the plural.
+      if (ok > 0)
+        onNotice({
+          kind: "status",
+          text: on
+            ? `${n(ok)} now contribute: their corrections, step ratings and reviewed comparisons may train future shared evaluator candidates. Scoring never contributes data.`
+            : `${n(ok)} no longer contribute: they are excluded from every future shared evaluator candidate. Weights already released cannot unlearn data they were trained on.`,
+        });
       if (failed.length > 0) onNotice({ kind: "alert", text: `Could not change consent of ${n(failed.length)}: ${failed.join("; ")}` });
     },
   });
