@@ -8,6 +8,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/labels"
 	"github.com/criticml/critic/domain/traces"
 )
 
@@ -125,4 +126,44 @@ func TestDatasetHoldsVerifiedOutcomePairs(t *testing.T) {
 		Config: events.TrainingConfig{AnnotationSource: events.SourceExplicit, InputVersion: 1}})
 	var few *TooFewPairsError
 	require.ErrorAs(t, err, &few)
+}
+
+// The outcome from labels a labeling model recorded (trace.steps_labeled,
+// not imported with the trace): the user rejected the answer, so the trace
+// failed and pairs under a succeeded rollout of the same prompt.
+func TestVerifiedOutcomeFromRecordedStepLabels(t *testing.T) {
+	t.Parallel()
+	s := rollout(t, "l1", "sort 3 1 2", "3 2 1", nil, "")
+	s.Steps = append(s.Steps, events.StepRecord{ID: "l1-s5", Index: 5, Step: domain.Step{Role: domain.RoleUser, Content: "No, wrong."}})
+	steps := make([]domain.Step, len(s.Steps))
+	for i, st := range s.Steps {
+		steps[i] = st.Step
+	}
+	chunks := labels.Chunks(steps)
+	require.Len(t, chunks, 4) // request, lookup with its result, answer, reaction
+	no, yes := false, true
+	answer := chunks[2].ID
+	recorded := []labels.Label{
+		{ChunkID: chunks[0].ID, TaskID: "t1", Actor: labels.ActorUser, Intent: labels.IntentRequest, Verdict: labels.VerdictNone, Sentiment: labels.SentimentNeutral},
+		{ChunkID: chunks[1].ID, TaskID: "t1", Actor: labels.ActorAgent, Type: labels.TypeToolCall, Effect: labels.EffectLookup, Result: labels.ResultOK,
+			IsOutput: &no, Outcome: labels.OutcomeNone, Stance: labels.StanceNone, Coverage: labels.CoverageNone},
+		{ChunkID: answer, TaskID: "t1", Actor: labels.ActorAgent, Type: labels.TypeAnswer, Effect: labels.EffectNone, Result: labels.ResultNone,
+			IsOutput: &yes, Outcome: labels.OutcomeSolved, Stance: labels.StanceConfident, Coverage: labels.CoverageFull},
+		{ChunkID: chunks[3].ID, TaskID: "t1", Actor: labels.ActorUser, Intent: labels.IntentFeedback, Verdict: labels.VerdictRejected,
+			VerdictTarget: &answer, Sentiment: labels.SentimentNegative},
+	}
+	_, _, ok := VerifiedOutcome(s)
+	require.False(t, ok, "unlabeled")
+	raw, err := json.Marshal(events.TraceStepsLabeledV1{TraceID: "l1", Revision: 1, Model: "openai/labeler", Labels: recorded})
+	require.NoError(t, err)
+	require.NoError(t, s.Apply(events.Envelope{Type: events.TraceStepsLabeled, Version: 2, OwnerID: "alice", Payload: raw}))
+	o, from, ok := VerifiedOutcome(s)
+	require.True(t, ok)
+	require.Equal(t, []string{OutcomeFailure, OutcomeFromStepLabels}, []string{o, from})
+
+	win := rollout(t, "w1", "sort 3 1 2", "1 2 3", map[string]any{"outcome": "success"}, "")
+	got := VerifiedComparisons([]traces.State{s, win})
+	require.Len(t, got, 1)
+	require.Equal(t, "w1", got[0].ChosenTrace.ID)
+	require.Equal(t, OutcomeFromStepLabels, got[0].RejectedFrom)
 }
