@@ -143,7 +143,7 @@ function ComparisonCard({
           Step {item.step_index + 1}
           {item.tool_name ? ` · ${item.tool_name}` : ""} ·{" "}
           {item.source === "models"
-            ? "two of your reward models prefer different actions here (both actions were taken in your traces)"
+            ? "two of your reward models prefer different actions here (both taken in your traces; the shared evaluator learns from the verdict only when both traces contribute)"
             : `alternative from ${item.source === "ai_judgment" ? "an AI judgment" : "user feedback"}`}
         </p>
       </header>
