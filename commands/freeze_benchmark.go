@@ -83,10 +83,10 @@ func (c *Commands) FreezeBenchmark(ctx context.Context, operator string) (Freeze
 		b := evaluator.Freeze(len(prev)+1, head, states)
 		if len(b.Items) == 0 {
 			return Result{}, &domain.ConflictError{Code: "no_benchmark_data",
-				Message: "no reviewed comparison of a contributing trace falls in a benchmark group yet: opt traces in (PUT /traces/{id}/contribution) and review comparisons (POST /comparisons) first"}
+				Message: "no reviewed comparison of a contributing trace falls in a benchmark group yet: opt traces in (PUT /traces/{id}/contribution) and review comparisons (POST /comparisons), or import traces with a verified outcome (metadata.outcome), first"}
 		}
 		out.Benchmark = events.EvaluatorBenchmarkFrozenV1{Version: b.Version, AsOfSeq: b.AsOfSeq, BenchmarkPercent: evaluator.BenchmarkPercent,
-			Items: b.Items, SliceCounts: evaluator.SliceCounts(b.Items), Frozen: operator}
+			Items: b.Items, ItemRules: evaluator.CurrentItemRules, SliceCounts: evaluator.SliceCounts(b.Items), Frozen: operator}
 		return c.append(ctx, Actor{}, map[string]int64{events.EvaluatorStream: version}, []events.New{{ID: newID(), Stream: events.EvaluatorStream,
 			OwnerID: events.SystemOwnerID, Type: events.EvaluatorBenchmarkFrozen, Payload: out.Benchmark}})
 	})
@@ -110,7 +110,7 @@ func (c *Commands) VerifyBenchmarks(ctx context.Context) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		b := evaluator.Freeze(p.Version, p.AsOfSeq, states)
+		b := evaluator.FreezeWith(p.ItemRules, p.Version, p.AsOfSeq, states)
 		if !reflect.DeepEqual(b.Items, p.Items) {
 			return 0, fmt.Errorf("benchmark version %d does not match a rebuild from the log as of seq %d", p.Version, p.AsOfSeq)
 		}

@@ -14,7 +14,8 @@ import (
 )
 
 // ReviewComparison is POST /comparisons: a reviewer's verdict on one
-// comparison of the queue (a finding's alternative against the original).
+// comparison of the queue (a finding's alternative against the original,
+// or two models' preferred actions when FindingID is a models key).
 type ReviewComparison struct {
 	ModelID   string
 	FindingID string
@@ -60,6 +61,9 @@ func (c *Commands) ReviewComparison(ctx context.Context, actor Actor, in ReviewC
 	}
 	if in.FindingID == "" {
 		return ComparisonResult{}, &domain.ValidationError{Code: "invalid_request", Field: "finding_id", Message: "finding_id is required"}
+	}
+	if modelB, _, ok := comparisons.ParseModelsKey(in.FindingID); ok {
+		return c.reviewModelComparison(ctx, actor, in, modelB)
 	}
 	rec, err := c.ComparisonFinding(ctx, actor.UserID, in.ModelID, in.FindingID)
 	if err != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -16,7 +17,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/gpuworker/grade/gradetest"
 	"github.com/criticml/critic/gpuworker/label/labeltest"
 	"github.com/criticml/critic/platform/llm/llmtest"
 	"github.com/criticml/critic/platform/pg/pgtest"
@@ -31,7 +34,9 @@ import (
 // annotations added, edited and removed, reward models queued, running,
 // succeeded, failed and retried, feedback extraction and its findings,
 // heartbeats, trace and action scores, scoring runs that succeed and fail,
-// titles, step labels, section summaries, GEPA runs — then rebuilds the
+// titles, step labels and the grading model's quality checks, section
+// summaries, GEPA runs, consent (by the API and on import), reviewed
+// comparisons and a frozen shared-evaluator benchmark — then rebuilds the
 // read model from the log and requires every read-model table (every rm_
 // table in the database, which must all be in readmodel.Tables) to be
 // non-empty and identical, row for row.
@@ -48,6 +53,9 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 		return scriptedClassifier(r)
 	})
 	labels.Handle(func(r llmtest.Request) llmtest.Reply {
+		if id, _ := gradetest.Target(r); id != "" {
+			return gradetest.Reply(r) // a quality check of an open step
+		}
 		if strings.Contains(r.Text(), "broken request") {
 			return llmtest.Status(400)
 		}
@@ -64,9 +72,20 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	})
 	llmEnv := []string{"CRITIC_FEEDBACK_MODEL=openai/scripted-classifier", "CRITIC_FEEDBACK_API_BASE=" + fast.URL, "OPENAI_API_KEY=test-key",
 		"CRITIC_FAST_MODEL=openai/scripted-fast", "CRITIC_FAST_API_BASE=" + fast.URL,
-		"CRITIC_STEP_LABEL_MODEL=openai/scripted-labeler", "CRITIC_STEP_LABEL_API_BASE=" + labels.URL}
+		"CRITIC_STEP_LABEL_MODEL=openai/scripted-labeler", "CRITIC_STEP_LABEL_API_BASE=" + labels.URL,
+		"CRITIC_GRADING_MODEL=openai/scripted-grader", "CRITIC_GRADING_API_BASE=" + labels.URL, "TYPESAFE_API_KEY=ts-key"}
 	in, kafkaPort := startServeForJobs(t, append([]string{"CRITIC_WORKER_LEASE=60s"}, llmEnv...)...)
 	key := in.newUser("replayer", false)
+	// The sorting traces share a trace group on the benchmark side of the
+	// shared evaluator's split (a fixed hash of owner and group), so their
+	// reviewed comparisons freeze into a benchmark below.
+	owner := in.do("GET", "/api/v1/rm/me", key, nil).JSON(t)["user_id"].(string)
+	group := ""
+	for i := 0; group == ""; i++ {
+		if g := fmt.Sprintf("sorting-%d", i); evaluator.InBenchmark(owner + "/" + g) {
+			group = g
+		}
+	}
 	out, err := in.cli("users", "issue-key", "--name", "replayer", "--read-only-key")
 	require.NoError(t, err, out)
 	// A key issued, then revoked.
@@ -99,8 +118,8 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	// user's reaction (findings recorded, extraction started, progressed
 	// and finished).
 	fb := in.importTraces(key, "stash", strings.Join([]string{
-		`{"id":"sort-1","steps":[{"role":"user","content":"Sort 3, 1, 2 ascending"},{"role":"assistant","content":"Sorted: 3, 2, 1."},{"role":"user","content":"No, that's the wrong order."}]}`,
-		`{"id":"sort-2","steps":[{"role":"user","content":"Sort a, c, b"},{"role":"assistant","content":"Sorted: a, b, c."},{"role":"user","content":"Thanks, perfect."}]}`,
+		`{"id":"sort-1","metadata":{"group":"` + group + `"},"steps":[{"role":"user","content":"Sort 3, 1, 2 ascending"},{"role":"assistant","content":"Sorted: 3, 2, 1."},{"role":"user","content":"No, that's the wrong order."}]}`,
+		`{"id":"sort-2","metadata":{"group":"` + group + `"},"steps":[{"role":"user","content":"Sort a, c, b"},{"role":"assistant","content":"Sorted: a, b, c."},{"role":"user","content":"Thanks, perfect."}]}`,
 		`{"id":"fx-1","title":"Currency","steps":[{"role":"user","content":"Convert 100"},{"role":"assistant","content":"That is 92 euros."}]}`,
 	}, "\n"))
 	fx := in.getTrace(t, key, fb[2])
@@ -110,6 +129,27 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 		"training_config": map[string]any{"annotation_source": "feedback", "input_version": 1}})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	in.waitModel(t, key, r.JSON(t)["id"].(string), "succeeded", "failed")
+	// Reviewed comparisons: every alternative the extraction proposed,
+	// decided for the side shown on the left; consent by the API; then the
+	// operator freezes a benchmark from them (the sorting group is a
+	// benchmark group).
+	queue := in.do("GET", "/api/v1/rm/comparisons/queue", key, nil)
+	require.Equal(t, http.StatusOK, queue.Status, string(queue.Body))
+	items := queue.JSON(t)["items"].([]any)
+	require.NotEmpty(t, items, "the feedback model proposed alternatives to compare")
+	for _, raw := range items {
+		it := raw.(map[string]any)
+		r := in.do("POST", "/api/v1/rm/comparisons", key, map[string]any{"model_id": it["model_id"], "finding_id": it["finding_id"],
+			"left": it["left"].(map[string]any)["kind"], "choice": "left", "comment": "the left one is better"})
+		require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	}
+	for _, id := range fb {
+		r := in.do("PUT", "/api/v1/rm/traces/"+id+"/contribution", key, map[string]any{"contribute": true})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	}
+	out, err = in.cli("evaluator", "benchmark", "freeze")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "benchmark version 1 frozen at log seq")
 	// Titles from the fast model.
 	require.Eventually(t, func() bool { return in.getTrace(t, key, fb[0]).Title == "Sorting a short list" }, time.Minute, 200*time.Millisecond)
 
@@ -125,7 +165,11 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	require.Equal(t, "failed", in.waitGepa(t, key, gepaFail, "succeeded", "failed")["status"])
 
 	// Section summaries: one recorded, one refused (a score out of range).
-	bold := in.importTraces(key, "stash", `{"id":"a-2","title":"Bold","steps":[{"role":"user","content":"is it done?"},{"role":"assistant","content":"overconfident: yes, certainly."}]}`)[0]
+	// Imported with consent (trace.contribution_set via the import).
+	br := in.do("POST", "/api/v1/rm/traces/import", key, map[string]any{"format": "stash", "contribute": true,
+		"data": `{"id":"a-2","title":"Bold","steps":[{"role":"user","content":"is it done?"},{"role":"assistant","content":"overconfident: yes, certainly."}]}`})
+	require.Equal(t, http.StatusOK, br.Status, string(br.Body))
+	bold := br.JSON(t)["trace_ids"].([]any)[0].(string)
 	for _, id := range []string{ids[0], bold} {
 		d := in.getTrace(t, key, id)
 		body := map[string]any{"ranges": []map[string]any{{"first_step_id": d.Steps[0]["id"], "last_step_id": d.Steps[len(d.Steps)-1]["id"]}}}
@@ -139,6 +183,14 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	for id, state := range map[string]string{ids[0]: "labeled", broken: "failed"} {
 		require.Eventually(t, func() bool { return in.labeling(t, key, id).Labeling.State == state }, time.Minute, 200*time.Millisecond, "labeling %s", state)
 	}
+
+	// The grading model's quality checks of the labeled trace's open steps
+	// (its tool call and its unreacted answer).
+	require.Eventually(t, func() bool {
+		var n int
+		_ = in.pool.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE stream = 'trace/' || $1 AND type = 'trace.steps_quality_checked.v1'`, ids[0]).Scan(&n)
+		return n > 0
+	}, time.Minute, 200*time.Millisecond, "quality checks of %s", ids[0])
 
 	// The owner reruns the failed labeling; it fails again.
 	r = in.do("POST", "/api/v1/rm/traces/"+broken+"/labeling/retry", key, nil)
@@ -288,21 +340,12 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 // TestReplayEqualsTheLiveReadModel does not produce, each with the reason.
 // The test fails when a type is neither produced nor listed here, and when a
 // listed type is produced after all.
-var replayUnproduced = map[string]string{
-	"trace.contribution_set.v1":      "shared-evaluator consent: not produced here yet; TestComparisonPage replays a log with it and compares the read model",
-	"comparison.reviewed.v1":         "reviewed comparisons: not produced here yet; TestComparisonPage replays a log with them and compares the read model",
-	"evaluator.benchmark_frozen.v1":  "a deployment-wide benchmark (operator command over every account): not produced here yet; covered by TestEvaluatorBootstrapOnATinyBase (rebuild from the log)",
-	"trace.steps_quality_checked.v1": "quality checks need a grading model on the worker: not produced here yet; TestQualityChecksByTheWorkerTier",
-}
+var replayUnproduced = map[string]string{}
 
 // replayEmptyTables names the read-model tables this test leaves empty
 // (only the event types above fill them), each with the reason; every other
 // table must have rows to compare.
-var replayEmptyTables = map[string]string{
-	"rm_comparisons":          "filled by comparison.reviewed (see replayUnproduced)",
-	"rm_evaluator_benchmarks": "filled by evaluator.benchmark_frozen (see replayUnproduced)",
-	"rm_step_quality_checks":  "filled by trace.steps_quality_checked (see replayUnproduced)",
-}
+var replayEmptyTables = map[string]string{}
 
 // eventTypeRe matches an event type's name: dotted past tense, versioned.
 var eventTypeRe = regexp.MustCompile(`^[a-z_]+\.[a-z_]+\.v[0-9]+$`)

@@ -112,6 +112,15 @@ func TestWebApp(t *testing.T) {
 	labelsKey := in.newUser("labeler", false)
 	labeled := in.importTraces(labelsKey, "stash", labeledTrace(true))
 
+	// Consent (web/e2e/consent.spec.ts) on its own account: two traces off,
+	// one opted in on import.
+	consentKey := in.newUser("consenter", false)
+	in.importTraces(consentKey, "stash", `{"title":"Consent A","steps":[{"role":"user","content":"refund 1"},{"role":"assistant","content":"done 1"}]}`+"\n"+
+		`{"title":"Consent B","steps":[{"role":"user","content":"refund 2"},{"role":"assistant","content":"done 2"}]}`)
+	optedIn := in.do("POST", "/api/v1/rm/traces/import", consentKey, map[string]any{"format": "stash", "contribute": true,
+		"data": `{"title":"Consent C","steps":[{"role":"user","content":"refund 3"},{"role":"assistant","content":"done 3"}]}`})
+	require.Equal(t, 200, optedIn.Status, string(optedIn.Body))
+
 	report := filepath.Join(t.TempDir(), "report.json")
 	args := []string{"playwright", "test", "-c", "e2e/playwright.config.ts"}
 	if only := os.Getenv("CRITIC_E2E_ONLY"); only != "" {
@@ -124,6 +133,7 @@ func TestWebApp(t *testing.T) {
 		"CRITIC_E2E_OTHER_TRACE="+other[0], "CRITIC_E2E_BIG_TRACE="+big[0], "CRITIC_E2E_SPANS_TRACE="+spans[0],
 		"CRITIC_E2E_TRAINER_KEY="+trainerKey, "CRITIC_E2E_TRAINER_READONLY_KEY="+trainerRO, "CRITIC_E2E_LABELS_KEY="+labelsKey, "CRITIC_E2E_LABELED_TRACE="+labeled[0], "CRITIC_E2E_BASE_MODEL="+base, "CRITIC_E2E_GEPA_TASK_BASE="+gepaTask, "CRITIC_E2E_GEPA_GATE="+gepaGate,
 		"CRITIC_E2E_REPORT="+report, "CRITIC_CHROMIUM="+chromiumPath(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1", "CI=1")
+	cmd.Env = append(cmd.Env, "CRITIC_E2E_CONSENT_KEY="+consentKey)
 	if d := os.Getenv("CRITIC_E2E_SHOTS"); d != "" {
 		cmd.Env = append(cmd.Env, "CRITIC_E2E_SHOTS="+d)
 	}

@@ -107,6 +107,12 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 			problems = append(problems, auditComparison(out, comps, i+1, p)...)
 			continue
 		}
+		if p.Source == rewardmodels.SourceVerifiedOutcome && p.Verified != nil {
+			// Decided by outcomes, not a reviewer: say where each was read.
+			fmt.Fprintf(out, "  verified outcome %s: trace %s succeeded (%s), trace %s failed (%s)\n", p.Verified.Comparison,
+				p.TraceIDs[0], p.Verified.ChosenOutcomeFrom, p.TraceIDs[1], p.Verified.RejectedOutcomeFrom)
+			continue
+		}
 		problems = append(problems, auditFindings(out, findings, facts, i+1, p)...)
 		for _, id := range p.AnnotationIDs {
 			f, ok := facts[id]

@@ -52,7 +52,12 @@ func auditComparison(out io.Writer, comps map[string]events.ComparisonReviewedV1
 		}
 		fmt.Fprintf(out, "  comparison %s by reviewer %s on step %d of trace %s revision %d: left %s, right %s, chose %s (%s)\n",
 			c.ComparisonID, c.ReviewerID, c.StepIndex, c.TraceID, c.TraceRevision, c.Left.Kind, c.Right.Kind, c.Choice, c.Preferred)
-		fmt.Fprintf(out, "    alternative from finding %s of model %s attempt %d\n", c.FindingID, c.ModelID, c.Attempt)
+		if c.Source == events.ComparisonFromModels {
+			fmt.Fprintf(out, "    preferred actions of models %s and %s for context %s (trace %s step %s against trace %s step %s)\n",
+				c.ModelID, c.OtherModelID, c.ContextID, c.Left.TraceID, c.Left.StepID, c.Right.TraceID, c.Right.StepID)
+		} else {
+			fmt.Fprintf(out, "    alternative from finding %s of model %s attempt %d\n", c.FindingID, c.ModelID, c.Attempt)
+		}
 		// The pair is the verdict's winner over its loser, rendered as
 		// input version 1 or 3 would.
 		chosen, rejected, ok := comparisons.Pair(c)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/evaluator"
+	"github.com/criticml/critic/domain/rewardmodels"
 )
 
 // loadEvaluatorPolicy reads the shared evaluator's release policy:
@@ -76,6 +77,13 @@ func cmdEvaluator(ctx context.Context, args []string) error {
 			return err
 		}
 		printBenchmark(os.Stdout, res.Benchmark.Version, res.Benchmark.AsOfSeq, len(res.Benchmark.Items), res.Benchmark.SliceCounts)
+		verified := 0
+		for _, it := range res.Benchmark.Items {
+			if it.Source == rewardmodels.SourceVerifiedOutcome {
+				verified++
+			}
+		}
+		fmt.Printf("  from reviewed comparisons\t%d\n  from verified outcomes\t%d\n", len(res.Benchmark.Items)-verified, verified)
 		return nil
 	case "train", "report", "release", "rollback":
 		return errCandidatesUnavailable

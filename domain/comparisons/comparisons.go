@@ -57,8 +57,12 @@ type Verdict struct {
 // Decide checks a verdict against the presentation and returns the choice's
 // preferred kind (original, alternative or tie).
 func Decide(left, right events.ComparisonSide, v Verdict) (string, error) {
-	if v.Left != events.SideOriginal && v.Left != events.SideAlternative {
-		return "", &domain.ValidationError{Code: "invalid_request", Field: "left", Message: "left must be original or alternative (as the queue presented it)"}
+	if v.Left != left.Kind && v.Left != right.Kind {
+		a, b := left.Kind, right.Kind
+		if a > b {
+			a, b = b, a
+		}
+		return "", &domain.ValidationError{Code: "invalid_request", Field: "left", Message: "left must be " + a + " or " + b + " (as the queue presented it)"}
 	}
 	if v.Left != left.Kind {
 		return "", &domain.ValidationError{Code: "invalid_request", Field: "left",

@@ -86,8 +86,8 @@ func Items(s traces.State) []Item {
 	agent := domain.SourceID(s.SourceID, s.Metadata, s.SourceFormat)
 	var out []Item
 	for _, c := range s.Comparisons {
-		if !steps[c.StepID] {
-			continue
+		if !steps[c.StepID] || c.Source == events.ComparisonFromModels {
+			continue // models comparisons span two traces: ModelComparisonItems
 		}
 		chosen, rejected, ok := comparisons.Pair(c)
 		if !ok {
@@ -125,10 +125,112 @@ func SliceCounts(items []Item) map[string]map[string]int {
 	return out
 }
 
+// Benchmark item rules, recorded with each frozen version.
+const (
+	// ItemRulesReviewed: reviewed comparisons only (versions frozen before
+	// verified outcomes counted).
+	ItemRulesReviewed = 0
+	// ItemRulesVerified: reviewed comparisons (of findings and of two
+	// models' preferred actions) and verified-outcome comparisons.
+	ItemRulesVerified = 1
+	// CurrentItemRules is what a new version is frozen under.
+	CurrentItemRules = ItemRulesVerified
+)
+
+// VerifiedItems are the verified-outcome comparisons between contributing
+// traces (rewardmodels.VerifiedComparisons): a succeeded and a failed trace
+// of one owner with the same prior context, both opted in. Side is the
+// split the item belongs to: it is kept only when both traces' groups fall
+// on the same side (benchmark or training), like cross-partition pairs in
+// personal training; onBenchmark selects which side is wanted.
+func VerifiedItems(states []traces.State, onBenchmark bool) []Item {
+	var contributing []traces.State
+	for _, s := range states {
+		if s.Exists && s.Contribute {
+			contributing = append(contributing, s)
+		}
+	}
+	var out []Item
+	for _, vc := range rewardmodels.VerifiedComparisons(contributing) {
+		win, lose := vc.ChosenTrace, vc.RejectedTrace
+		g, lg := Group(win.OwnerID, win), Group(lose.OwnerID, lose)
+		if InBenchmark(g) != onBenchmark || InBenchmark(lg) != onBenchmark {
+			continue
+		}
+		tool := vc.Chosen.ToolName
+		if tool == "" {
+			tool = "(response)"
+		}
+		domainSlice, _ := win.Metadata["domain"].(string)
+		out = append(out, Item{ID: vc.ID, OwnerID: win.OwnerID, TraceID: win.ID, Revision: win.Revision, Group: g,
+			Chosen: vc.ChosenText, Rejected: vc.RejectedText, Source: rewardmodels.SourceVerifiedOutcome,
+			RejectedTraceID: lose.ID, RejectedRevision: lose.Revision, OutcomeFrom: []string{vc.ChosenFrom, vc.RejectedFrom},
+			Slices: map[string]string{SliceTool: tool, SliceDomain: domainSlice, SliceAgent: domain.SourceID(win.SourceID, win.Metadata, win.SourceFormat)}})
+	}
+	return out
+}
+
+// ModelComparisonItems are the decided comparisons of two models' preferred
+// actions (source "models"): both actions' traces must contribute, still
+// have those steps, and sit on the wanted side of the split.
+func ModelComparisonItems(states []traces.State, onBenchmark bool) []Item {
+	byID := map[string]traces.State{}
+	has := map[string]bool{}
+	for _, s := range states {
+		if s.Exists && s.Contribute {
+			byID[s.ID] = s
+			for _, st := range s.Steps {
+				has[s.ID+"/"+st.ID] = true
+			}
+		}
+	}
+	var out []Item
+	for _, s := range states {
+		if _, ok := byID[s.ID]; !ok {
+			continue
+		}
+		for _, c := range s.Comparisons {
+			if c.Source != events.ComparisonFromModels || !has[c.Left.TraceID+"/"+c.Left.StepID] || !has[c.Right.TraceID+"/"+c.Right.StepID] {
+				continue
+			}
+			chosen, rejected, ok := comparisons.Pair(c)
+			if !ok {
+				continue
+			}
+			win, lose := c.Left, c.Right
+			if c.Choice == events.ChoiceRight {
+				win, lose = lose, win
+			}
+			wt, lt := byID[win.TraceID], byID[lose.TraceID]
+			g := Group(wt.OwnerID, wt)
+			if InBenchmark(g) != onBenchmark || InBenchmark(Group(lt.OwnerID, lt)) != onBenchmark {
+				continue
+			}
+			tool := c.ToolName
+			if tool == "" {
+				tool = "(response)"
+			}
+			domainSlice, _ := wt.Metadata["domain"].(string)
+			out = append(out, Item{ID: c.ComparisonID, OwnerID: wt.OwnerID, TraceID: wt.ID, Revision: wt.Revision, Group: g,
+				Chosen: chosen, Rejected: rejected, Source: events.ComparisonFromModels, RejectedTraceID: lt.ID, RejectedRevision: lt.Revision,
+				Slices: map[string]string{SliceTool: tool, SliceDomain: domainSlice, SliceAgent: domain.SourceID(wt.SourceID, wt.Metadata, wt.SourceFormat)}})
+		}
+	}
+	return out
+}
+
 // Freeze builds the next benchmark version from the contributing traces as
-// of a log position: every usable item of a benchmark group, ordered by
-// item id so the same log always freezes the same benchmark.
+// of a log position under the current item rules.
 func Freeze(version int, asOfSeq int64, states []traces.State) Benchmark {
+	return FreezeWith(CurrentItemRules, version, asOfSeq, states)
+}
+
+// FreezeWith builds a benchmark version under the given item rules: every
+// usable item of a benchmark group (reviewed comparisons, and under
+// ItemRulesVerified verified-outcome comparisons whose traces are both
+// benchmark groups), ordered by item id so the same log always freezes the
+// same benchmark.
+func FreezeWith(rules, version int, asOfSeq int64, states []traces.State) Benchmark {
 	b := Benchmark{Version: version, AsOfSeq: asOfSeq, Items: []Item{}}
 	for _, s := range states {
 		for _, it := range Items(s) {
@@ -136,6 +238,10 @@ func Freeze(version int, asOfSeq int64, states []traces.State) Benchmark {
 				b.Items = append(b.Items, it)
 			}
 		}
+	}
+	if rules >= ItemRulesVerified {
+		b.Items = append(b.Items, VerifiedItems(states, true)...)
+		b.Items = append(b.Items, ModelComparisonItems(states, true)...)
 	}
 	sort.Slice(b.Items, func(i, j int) bool { return b.Items[i].ID < b.Items[j].ID })
 	return b
@@ -150,10 +256,13 @@ type TrainingPair struct {
 	TraceID       string   `json:"trace_id"`
 	OwnerID       string   `json:"owner_id"`
 	Revision      int      `json:"trace_revision"`
-	Source        string   `json:"source"` // reviewed_comparison or explicit
+	Source        string   `json:"source"` // reviewed_comparison, verified_outcome, explicit or correction
 	ComparisonID  string   `json:"comparison_id,omitempty"`
 	FindingID     string   `json:"finding_id,omitempty"`
 	AnnotationIDs []string `json:"annotation_ids,omitempty"`
+	// RejectedTraceID is a verified-outcome pair's failed trace (TraceID
+	// the succeeded one).
+	RejectedTraceID string `json:"rejected_trace_id,omitempty"`
 }
 
 // Training-pair sources.
@@ -164,6 +273,8 @@ const (
 	// extraction recorded it (a user_feedback finding with a verbatim quote
 	// and an independently reviewed alternative).
 	PairCorrection = "correction"
+	// PairVerifiedOutcome: a verified-outcome comparison (counts as reviewed).
+	PairVerifiedOutcome = rewardmodels.SourceVerifiedOutcome
 )
 
 // Corrections are recorded findings by trace id (finding_recorded events of
@@ -206,6 +317,15 @@ func CandidateDataset(states []traces.State, corrections Corrections) []Training
 				Source: PairExplicitRating, AnnotationIDs: p.AnnotationIDs})
 		}
 		out = append(out, correctionPairs(s, corrections[s.ID])...)
+	}
+	for _, it := range ModelComparisonItems(states, false) {
+		out = append(out, TrainingPair{Chosen: it.Chosen, Rejected: it.Rejected, TraceID: it.TraceID, OwnerID: it.OwnerID, Revision: it.Revision,
+			Source: PairReviewedComparison, ComparisonID: it.ID, RejectedTraceID: it.RejectedTraceID})
+	}
+	// Verified outcomes between training-side traces that both contribute.
+	for _, it := range VerifiedItems(states, false) {
+		out = append(out, TrainingPair{Chosen: it.Chosen, Rejected: it.Rejected, TraceID: it.TraceID, OwnerID: it.OwnerID, Revision: it.Revision,
+			Source: PairVerifiedOutcome, ComparisonID: it.ID, RejectedTraceID: it.RejectedTraceID})
 	}
 	return out
 }

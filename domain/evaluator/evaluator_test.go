@@ -182,3 +182,57 @@ func TestGates(t *testing.T) {
 	// The same inputs give the same verdict, interval included (seeded).
 	require.Equal(t, evaluator.Evaluate(b, first, good, evaluator.DefaultPolicy()), evaluator.Evaluate(b, first, good, evaluator.DefaultPolicy()))
 }
+
+// rollout is an attempt at prompt in a trace group, with an explicit
+// verified outcome and consent.
+func rollout(id, group, prompt, answer, outcome string, contribute bool) traces.State {
+	s := traces.State{ID: id, OwnerID: "a", Exists: true, Revision: 1, Contribute: contribute, SourceFormat: "stash",
+		Metadata: map[string]any{"group": group, "outcome": outcome, "domain": "sorting"}}
+	for i, st := range []domain.Step{{Role: domain.RoleUser, Content: prompt}, {Role: domain.RoleAssistant, Content: answer}} {
+		s.Steps = append(s.Steps, events.StepRecord{ID: fmt.Sprintf("%s-s%d", id, i), Index: i, Step: st})
+	}
+	return s
+}
+
+// Verified-outcome comparisons count as reviewed: both traces must
+// contribute and sit on one side of the split; the benchmark holds the
+// benchmark side's (only under the rules that count them), candidates
+// train on the training side's.
+func TestVerifiedOutcomesBenchmarkAndTrain(t *testing.T) {
+	t.Parallel()
+	var bench, train []string
+	for i := 0; len(bench) < 2 || len(train) < 2; i++ {
+		g := fmt.Sprintf("g%d", i)
+		if evaluator.InBenchmark("a/" + g) {
+			bench = append(bench, g)
+		} else {
+			train = append(train, g)
+		}
+	}
+	states := []traces.State{
+		rollout("b1", bench[0], "sort 3 1 2", "1 2 3", "success", true),
+		rollout("b2", bench[1], "sort 3 1 2", "3 2 1", "failure", true),
+		rollout("t1", train[0], "sort c a b", "a b c", "success", true),
+		rollout("t2", train[1], "sort c a b", "c b a", "failure", true),
+		rollout("o1", train[0], "sort 9 8", "8 9", "success", true),
+		rollout("o2", train[1], "sort 9 8", "9 8", "failure", false), // did not opt in
+		rollout("x1", bench[0], "sort z y", "y z", "success", true),
+		rollout("x2", train[0], "sort z y", "z y", "failure", true), // across the split
+	}
+	b := evaluator.Freeze(1, 10, states)
+	require.Len(t, b.Items, 1)
+	it := b.Items[0]
+	require.Equal(t, "verified_outcome", it.Source)
+	require.Equal(t, "b1", it.TraceID)
+	require.Equal(t, "b2", it.RejectedTraceID)
+	require.Equal(t, []string{"metadata.outcome", "metadata.outcome"}, it.OutcomeFrom)
+	require.Equal(t, "user: sort 3 1 2\nassistant: 1 2 3", it.Chosen)
+	require.Equal(t, "user: sort 3 1 2\nassistant: 3 2 1", it.Rejected)
+	require.Equal(t, map[string]string{"tool": "(response)", "domain": "sorting", "agent": "stash"}, it.Slices)
+	require.Empty(t, evaluator.FreezeWith(evaluator.ItemRulesReviewed, 1, 10, states).Items, "versions frozen before verified outcomes counted rebuild without them")
+
+	ds := evaluator.CandidateDataset(states, nil)
+	require.Len(t, ds, 1)
+	require.Equal(t, evaluator.TrainingPair{Chosen: "user: sort c a b\nassistant: a b c", Rejected: "user: sort c a b\nassistant: c b a",
+		TraceID: "t1", OwnerID: "a", Revision: 1, Source: "verified_outcome", ComparisonID: "verified:t1/t1-s1:t2/t2-s1", RejectedTraceID: "t2"}, ds[0])
+}

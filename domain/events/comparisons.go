@@ -10,9 +10,17 @@ const ComparisonReviewed = "comparison.reviewed.v1"
 const (
 	SideOriginal    = "original"    // the action the agent took
 	SideAlternative = "alternative" // an AI-generated alternative from a finding
-	ChoiceLeft      = "left"
-	ChoiceRight     = "right"
-	ChoiceTie       = "tie"
+	// SideModelA and SideModelB are two personal reward models' preferred
+	// actions for the same prior context (source "models"): model_a is the
+	// comparison's model_id, model_b its other_model_id.
+	SideModelA = "model_a"
+	SideModelB = "model_b"
+	// Where a comparison's two actions came from.
+	ComparisonFromFinding = "finding" // the original action and a finding's alternative
+	ComparisonFromModels  = "models"  // two models' preferred actions
+	ChoiceLeft            = "left"
+	ChoiceRight           = "right"
+	ChoiceTie             = "tie"
 )
 
 // ComparisonSide is one action as the reviewer saw it.
@@ -21,6 +29,11 @@ type ComparisonSide struct {
 	Kind string `json:"kind"`
 	// Action is the rendered action (`<role>: <content>`).
 	Action string `json:"action"`
+	// ModelID, TraceID and StepID say, for a models comparison, which
+	// model preferred this action and where it was taken.
+	ModelID string `json:"model_id,omitempty"`
+	TraceID string `json:"trace_id,omitempty"`
+	StepID  string `json:"step_id,omitempty"`
 }
 
 // ComparisonReviewedV1 is one reviewed comparison with its full provenance:
@@ -35,12 +48,19 @@ type ComparisonReviewedV1 struct {
 	StepIndex     int    `json:"step_index"`
 	ToolName      string `json:"tool_name,omitempty"`
 	ReviewerID    string `json:"reviewer_id"`
-	// Source is where the alternative came from: "finding" (a learning
-	// finding of a reward model's feedback extraction).
+	// Source is where the two actions came from: "finding" (the original
+	// and a learning finding's alternative) or "models" (two personal
+	// reward models' preferred actions; FindingID is then the comparison's
+	// key, models:<other model id>:<context id>, and the event lives on the
+	// stream of model_a's preferred action's trace).
 	Source    string `json:"source"`
 	FindingID string `json:"finding_id"`
 	ModelID   string `json:"model_id"`
 	Attempt   int    `json:"attempt"`
+	// OtherModelID and ContextID identify a models comparison: model_b and
+	// a hash of the shared prior context.
+	OtherModelID string `json:"other_model_id,omitempty"`
+	ContextID    string `json:"context_id,omitempty"`
 	// Context is everything before the action, rendered (system steps
 	// excluded): what both sides continue.
 	Context string         `json:"context"`

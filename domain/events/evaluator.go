@@ -28,6 +28,15 @@ type EvaluatorItem struct {
 	Chosen    string            `json:"chosen"`
 	Rejected  string            `json:"rejected"`
 	Slices    map[string]string `json:"slices"`
+	// Source is absent for a reviewed comparison and "verified_outcome"
+	// for one decided by verified outcomes: TraceID is then the succeeded
+	// trace, RejectedTraceID the failed one (same prior context), and
+	// OutcomeFrom where each outcome was read (metadata.outcome,
+	// step_labels or rubric_summary), succeeded first.
+	Source           string   `json:"source,omitempty"`
+	RejectedTraceID  string   `json:"rejected_trace_id,omitempty"`
+	RejectedRevision int      `json:"rejected_trace_revision,omitempty"`
+	OutcomeFrom      []string `json:"outcome_from,omitempty"`
 }
 
 // EvaluatorBenchmarkFrozenV1 is one frozen benchmark version.
@@ -37,6 +46,10 @@ type EvaluatorBenchmarkFrozenV1 struct {
 	// BenchmarkPercent is the split rule's share of trace groups.
 	BenchmarkPercent int             `json:"benchmark_percent"`
 	Items            []EvaluatorItem `json:"items"`
+	// ItemRules is which comparisons the version holds (0: reviewed
+	// comparisons only; 1: verified-outcome comparisons too), so `verify`
+	// rebuilds every version by the rules it was frozen under.
+	ItemRules int `json:"item_rules,omitempty"`
 	// SliceCounts is items per dimension and value (tool, domain, agent).
 	SliceCounts map[string]map[string]int `json:"slice_counts"`
 	Frozen      string                    `json:"frozen_by,omitempty"`

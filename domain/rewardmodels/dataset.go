@@ -28,6 +28,9 @@ type DatasetPair struct {
 	// "reviewed_comparison"; FindingIDs then names the finding that
 	// proposed the alternative).
 	ComparisonIDs []string `json:"comparison_ids,omitempty"`
+	// Verified is a verified-outcome pair's provenance (Source
+	// "verified_outcome"): TraceIDs are the succeeded then the failed trace.
+	Verified *VerifiedProvenance `json:"verified,omitempty"`
 	// FindingIDs and Evidence are a feedback pair's provenance: the
 	// finding behind it and the verbatim evidence it cites.
 	FindingIDs []string       `json:"finding_ids,omitempty"`
@@ -188,6 +191,16 @@ func BuildDatasetFrom(in DatasetInputs) (Dataset, error) {
 			}
 			ds.Pairs = append(ds.Pairs, cp)
 			sources[cp.TraceIDs[0]] = true
+		}
+		// Verified outcomes count as reviewed comparisons.
+		for _, vp := range VerifiedPairs(selected, in.Config.InputVersion) {
+			if len(ds.Pairs) >= maxPairs {
+				break
+			}
+			ds.Pairs = append(ds.Pairs, vp)
+			for _, id := range vp.TraceIDs {
+				sources[id] = true
+			}
 		}
 	}
 	ds.SourceTraces = len(sources)
@@ -371,13 +384,23 @@ const SourceReviewedComparison = "reviewed_comparison"
 // alternative, the revision it was reviewed at.
 func ComparisonPairs(selected []traces.State, version int) []DatasetPair {
 	var out []DatasetPair
+	has := map[string]bool{} // trace id/step id of the selected traces
+	revision := map[string]int{}
 	for _, s := range selected {
-		steps := map[string]bool{}
+		revision[s.ID] = s.Revision
 		for _, st := range s.Steps {
-			steps[st.ID] = true
+			has[s.ID+"/"+st.ID] = true
 		}
+	}
+	for _, s := range selected {
 		for _, c := range s.Comparisons {
-			if !steps[c.StepID] {
+			if c.Source == events.ComparisonFromModels {
+				// Two models' preferred actions: both traces must be
+				// selected and still have the actions' steps.
+				if !has[c.Left.TraceID+"/"+c.Left.StepID] || !has[c.Right.TraceID+"/"+c.Right.StepID] {
+					continue
+				}
+			} else if !has[s.ID+"/"+c.StepID] {
 				continue
 			}
 			chosen, rejected, ok := comparisons.Pair(c)
@@ -395,9 +418,19 @@ func ComparisonPairs(selected []traces.State, version int) []DatasetPair {
 			if c.ToolName != "" {
 				at = domain.ActionToolCall
 			}
-			out = append(out, DatasetPair{Chosen: chosen, Rejected: rejected, TraceIDs: []string{s.ID}, Granularity: domain.GranularityStep,
+			dp := DatasetPair{Chosen: chosen, Rejected: rejected, TraceIDs: []string{s.ID}, Granularity: domain.GranularityStep,
 				ActionType: &at, AnnotationIDs: []string{}, TraceRevisions: map[string]int{s.ID: s.Revision},
-				Source: SourceReviewedComparison, FindingIDs: []string{c.FindingID}, ComparisonIDs: []string{c.ComparisonID}})
+				Source: SourceReviewedComparison, FindingIDs: []string{c.FindingID}, ComparisonIDs: []string{c.ComparisonID}}
+			if c.Source == events.ComparisonFromModels {
+				dp.FindingIDs = nil // no finding: the models' key names it
+				for _, side := range []events.ComparisonSide{c.Left, c.Right} {
+					if _, ok := dp.TraceRevisions[side.TraceID]; !ok {
+						dp.TraceIDs = append(dp.TraceIDs, side.TraceID)
+						dp.TraceRevisions[side.TraceID] = revision[side.TraceID]
+					}
+				}
+			}
+			out = append(out, dp)
 		}
 	}
 	return out

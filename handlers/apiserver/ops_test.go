@@ -41,6 +41,7 @@ type opsEnv struct {
 	pool   *pgxpool.Pool
 	tel    *telemetry.Telemetry
 	logs   *syncBuffer
+	store  *eventstore.Store // the server's event store (and its blobs)
 }
 
 type syncBuffer struct {
@@ -76,7 +77,8 @@ func startOps(t *testing.T, adjust func(*apiserver.Config)) *opsEnv {
 	if adjust != nil {
 		adjust(&cfg)
 	}
-	srv, err := apiserver.Start(ctx, cfg, apiserver.Deps{Pool: pool, Store: eventstore.New(pool, blobs), Blobs: blobs, Log: log},
+	store := eventstore.New(pool, blobs)
+	srv, err := apiserver.Start(ctx, cfg, apiserver.Deps{Pool: pool, Store: store, Blobs: blobs, Log: log},
 		func(mux *http.ServeMux, s *apiserver.Server) {
 			rest.New(s.Cmds, s.Queries, s.Waiter, s.Auth, 1<<20).WithBlobs(blobs).Register(mux)
 			rest.NewQueryAPI(s.Snapshots, s.Auth, 1<<20).Register(mux)
@@ -86,7 +88,7 @@ func startOps(t *testing.T, adjust func(*apiserver.Config)) *opsEnv {
 		})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Shutdown() })
-	e := &opsEnv{srv: srv, url: "http://" + srv.Addr, pool: pool, tel: tel, logs: logs}
+	e := &opsEnv{srv: srv, url: "http://" + srv.Addr, pool: pool, tel: tel, logs: logs, store: store}
 	res, err := srv.Cmds.CreateUser(ctx, "ops", false)
 	require.NoError(t, err)
 	require.NoError(t, srv.Waiter.Wait(ctx, res.LastEventID))

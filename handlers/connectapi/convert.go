@@ -32,6 +32,7 @@ func summaryToProto(s *readmodel.TraceSummary) *criticv1.TraceSummary {
 		CommentCount:    int32(s.CommentCount),
 		LabelErrorCount: int32(s.LabelErrorCount),
 		CreatedAt:       timestamppb.New(s.CreatedAt),
+		Contribute:      s.Contribute,
 	}
 	if l := s.LatestScore; l != nil {
 		out.LatestScore = &criticv1.LatestScore{RewardModelId: l.RewardModelID, RewardModelName: l.RewardModelName, Score: l.Score}

@@ -82,7 +82,8 @@ func (s *EvaluatorService) ReviewComparison(ctx context.Context, req *connect.Re
 	}
 	return connect.NewResponse(&criticv1.ReviewComparisonResponse{ComparisonId: c.ComparisonID, TraceId: c.TraceID, TraceRevision: int32(c.TraceRevision),
 		StepId: c.StepID, ReviewerId: c.ReviewerID, FindingId: c.FindingID, ModelId: c.ModelID, Left: sideToProto(c.Left), Right: sideToProto(c.Right),
-		Choice: c.Choice, Preferred: c.Preferred, Comment: c.Comment}), nil
+		Choice: c.Choice, Preferred: c.Preferred, Comment: c.Comment,
+		Source: c.Source, OtherModelId: optString(c.OtherModelID), ContextId: optString(c.ContextID)}), nil
 }
 
 // GetEvaluator is GET /evaluator.
@@ -104,5 +105,14 @@ func (s *EvaluatorService) GetEvaluator(ctx context.Context, _ *connect.Request[
 }
 
 func sideToProto(s events.ComparisonSide) *criticv1.ComparisonSide {
-	return &criticv1.ComparisonSide{Kind: s.Kind, Action: s.Action}
+	return &criticv1.ComparisonSide{Kind: s.Kind, Action: s.Action, ModelId: optString(s.ModelID), TraceId: optString(s.TraceID), StepId: optString(s.StepID)}
+}
+
+// optString is nil for an empty string: the optional fields of models
+// comparisons are absent on other comparisons, as in the REST JSON.
+func optString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }

@@ -55,3 +55,34 @@ func TestEvaluatorServiceMatchesREST(t *testing.T) {
 	require.Equal(t, int32(30), ev.Msg.MinSlice)
 	require.Empty(t, ev.Msg.Benchmarks)
 }
+
+// Consent on a Connect import, and in the trace summaries, as in REST.
+func TestConnectImportSetsConsent(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	tc := criticv1connect.NewTraceServiceClient(http.DefaultClient, e.url)
+	line := `{"id":"consent-1","title":"opted in on import","steps":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`
+	on := true
+	imp, err := tc.ImportTraces(ctx, withKey(e.alice, &criticv1.ImportTracesRequest{Format: "stash", Data: line, Contribute: &on}))
+	require.NoError(t, err)
+	id := imp.Msg.TraceIds[0]
+	d, err := tc.GetTrace(ctx, withKey(e.alice, &criticv1.GetTraceRequest{TraceId: id}))
+	require.NoError(t, err)
+	require.True(t, d.Msg.Trace.Summary.Contribute)
+	code, body := e.rest(t, "GET", "/traces/"+id, e.alice, nil)
+	require.Equal(t, http.StatusOK, code)
+	require.Contains(t, string(body), `"contribute":true`)
+	// Unset leaves it as it was: a re-import keeps the consent.
+	_, err = tc.ImportTraces(ctx, withKey(e.alice, &criticv1.ImportTracesRequest{Format: "stash", Data: line}))
+	require.NoError(t, err)
+	list, err := tc.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{}))
+	require.NoError(t, err)
+	var seen bool
+	for _, s := range list.Msg.Traces {
+		if s.Id == id {
+			seen = true
+			require.True(t, s.Contribute)
+		}
+	}
+	require.True(t, seen)
+}

@@ -140,7 +140,7 @@ func (s *TraceService) ImportTraces(ctx context.Context, req *connect.Request[cr
 	if len(m.Data) == 0 {
 		return nil, &domain.ValidationError{Code: "invalid_request", Field: "data", Message: "data is required"}
 	}
-	in := commands.ImportTraces{Format: m.Format, Data: []byte(m.Data)}
+	in := commands.ImportTraces{Format: m.Format, Data: []byte(m.Data), Contribute: m.Contribute}
 	if m.SourceId != nil {
 		if *m.SourceId == "" {
 			return nil, &domain.ValidationError{Code: "invalid_request", Field: "source_id", Message: "source_id must be 1–200 characters"}

@@ -53,9 +53,10 @@ func QueueLimit(raw string) (int, error) {
 }
 
 // ComparisonQueue lists up to limit comparisons the caller has not reviewed:
-// the read model proposes findings with alternatives, and each is checked
-// against the log (its trace still has that action), so everything listed
-// is something POST /comparisons accepts.
+// first findings with alternatives (the read model proposes them, each is
+// checked against the log: its trace still has that action), then two of
+// the caller's models' preferred actions where they disagree (found from
+// the log). Everything listed is something POST /comparisons accepts.
 func (b Backend) ComparisonQueue(ctx context.Context, caller *readmodel.Caller, limit int) (ComparisonQueue, error) {
 	out := ComparisonQueue{Items: []ComparisonQueueItem{}}
 	cands, err := b.Queries.ComparisonCandidates(ctx, caller.UserID, caller.UserID, limit*4)
@@ -80,6 +81,33 @@ func (b Backend) ComparisonQueue(ctx context.Context, caller *readmodel.Caller, 
 		out.Items = append(out.Items, ComparisonQueueItem{ModelID: it.ModelID, FindingID: it.Finding.ID, TraceID: it.TraceID,
 			TraceTitle: it.TraceTitle, TraceRevision: it.TraceRevision, StepID: it.Finding.StepID, StepIndex: it.StepIndex, ToolName: tool,
 			Source: it.Finding.Source, Context: it.Context, Left: it.Left, Right: it.Right})
+	}
+	if len(out.Items) == limit {
+		return out, nil
+	}
+	// Then two models' preferred actions where they disagree.
+	models, err := b.Queries.ScoringModels(ctx, caller.UserID)
+	if err != nil {
+		return out, err
+	}
+	mcs, err := b.Cmds.ModelComparisons(ctx, Actor(caller), models)
+	if err != nil {
+		return out, err
+	}
+	for _, mc := range mcs {
+		if len(out.Items) == limit {
+			break
+		}
+		if mc.Reviewed {
+			continue
+		}
+		var tool *string
+		if mc.A.ToolName != "" {
+			tool = &mc.A.ToolName
+		}
+		out.Items = append(out.Items, ComparisonQueueItem{ModelID: mc.ModelA, FindingID: mc.Key, TraceID: mc.Trace.ID,
+			TraceTitle: mc.Trace.Title, TraceRevision: mc.Trace.Revision, StepID: mc.A.StepID, StepIndex: mc.A.StepIndex, ToolName: tool,
+			Source: events.ComparisonFromModels, Context: mc.Context, Left: mc.Left, Right: mc.Right})
 	}
 	return out, nil
 }

@@ -8,7 +8,7 @@ import "strings"
 var userTables = []struct{ name, ddl string }{
 	{"traces", `CREATE TABLE IF NOT EXISTS %s.traces(
 		id VARCHAR, external_id VARCHAR, title VARCHAR, source_format VARCHAR, source_id VARCHAR,
-		step_count INTEGER, metadata JSON, created_at TIMESTAMPTZ, updated_at TIMESTAMPTZ)`},
+		step_count INTEGER, metadata JSON, created_at TIMESTAMPTZ, updated_at TIMESTAMPTZ, contribute BOOLEAN)`},
 	{"steps", `CREATE TABLE IF NOT EXISTS %s.steps(
 		id VARCHAR, trace_id VARCHAR, step_index INTEGER, role VARCHAR, content VARCHAR,
 		tool_name VARCHAR, tool_input JSON, tool_call_id VARCHAR, metadata JSON)`},
@@ -38,6 +38,12 @@ var userTables = []struct{ name, ddl string }{
 		answer_step_index INTEGER, answer_points DOUBLE, work DOUBLE, score DOUBLE, capped BOOLEAN,
 		trace_score DOUBLE, trace_outcome VARCHAR, policy VARCHAR, source VARCHAR)`},
 }
+
+// tracesContributeDDL adds `traces.contribute` (the trace's consent to train
+// the shared evaluator) to an owner file written before the column existed;
+// its values stay false until `critic replay snapshot` rebuilds the file,
+// because that file never saw the consent events.
+const tracesContributeDDL = `ALTER TABLE main.traces ADD COLUMN IF NOT EXISTS contribute BOOLEAN DEFAULT false`
 
 // appliedDDL is the projection's dedupe table: an event id is inserted in the
 // same transaction as the rows it produced, so a redelivered event is a no-op.

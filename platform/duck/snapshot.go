@@ -367,6 +367,11 @@ func (s *Snapshots) openWriter(ctx context.Context, ownerID string, o *ownerStat
 			return fmt.Errorf("duck: create %s: %w", t.name, err)
 		}
 	}
+	if _, err := conn.ExecContext(ctx, tracesContributeDDL); err != nil {
+		_ = conn.Close()
+		_ = db.Close()
+		return fmt.Errorf("duck: add traces.contribute: %w", err)
+	}
 	if _, err := conn.ExecContext(ctx, appliedDDL); err != nil {
 		_ = conn.Close()
 		_ = db.Close()
@@ -629,6 +634,8 @@ type TraceRow struct {
 	StepCount                                     int
 	Metadata                                      any
 	CreatedAt, UpdatedAt                          time.Time
+	// Contribute is the trace's consent to train the shared evaluator.
+	Contribute bool
 }
 
 // StepRow is one row of `steps`; Index is zero-based.
@@ -692,9 +699,9 @@ func (t *Tx) UpsertTrace(ctx context.Context, r TraceRow) error {
 	if err := t.Exec(ctx, "DELETE FROM main.traces WHERE id = ?", r.ID); err != nil {
 		return err
 	}
-	return t.Exec(ctx, `INSERT INTO main.traces VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	return t.Exec(ctx, `INSERT INTO main.traces VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, nullString(r.ExternalID), nullString(r.Title), nullString(r.SourceFormat), nullString(r.SourceID),
-		r.StepCount, meta, nullTime(r.CreatedAt), nullTime(r.UpdatedAt))
+		r.StepCount, meta, nullTime(r.CreatedAt), nullTime(r.UpdatedAt), r.Contribute)
 }
 
 // DeleteTrace removes a trace and every row that hangs off it.
@@ -726,7 +733,7 @@ func (t *Tx) InsertTraces(ctx context.Context, rows []TraceRow) error {
 				return fmt.Errorf("duck: trace %s metadata: %w", r.ID, err)
 			}
 			if err := a.AppendRow(r.ID, nullString(r.ExternalID), nullString(r.Title), nullString(r.SourceFormat),
-				nullString(r.SourceID), int32(r.StepCount), meta, nullTime(r.CreatedAt), nullTime(r.UpdatedAt)); err != nil {
+				nullString(r.SourceID), int32(r.StepCount), meta, nullTime(r.CreatedAt), nullTime(r.UpdatedAt), r.Contribute); err != nil {
 				_ = a.Close()
 				return fmt.Errorf("duck: append trace %s: %w", r.ID, err)
 			}

@@ -2,9 +2,11 @@ package duck
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -216,4 +218,30 @@ func TestJSONColumnsRoundTrip(t *testing.T) {
 		{map[string]any{"a": nil, "b": []any{1.0, 2.0}}, "2", "", nil},
 		{nil, nil, "", nil},
 	}, res.Rows)
+}
+
+// An owner file written before traces.contribute existed gains the column
+// when its writer opens (false until a replay), and new rows carry consent.
+func TestOldFileGainsContributeColumn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx := context.Background()
+	old, err := sql.Open("duckdb", filepath.Join(dir, "alice.duckdb"))
+	require.NoError(t, err)
+	_, err = old.Exec(`CREATE TABLE main.traces(id VARCHAR, external_id VARCHAR, title VARCHAR, source_format VARCHAR, source_id VARCHAR,
+		step_count INTEGER, metadata JSON, created_at TIMESTAMPTZ, updated_at TIMESTAMPTZ);
+		INSERT INTO main.traces (id, title) VALUES ('t0', 'before the column')`)
+	require.NoError(t, err)
+	require.NoError(t, old.Close())
+
+	s, err := New(dir, Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	_, err = s.Apply(ctx, "alice", "ev-1", func(tx *Tx) error {
+		return tx.UpsertTrace(ctx, TraceRow{ID: "t1", Title: "opted in", Contribute: true, CreatedAt: t0, UpdatedAt: t0})
+	})
+	require.NoError(t, err)
+	res, err := s.Query(ctx, "alice", "SELECT id, contribute FROM traces ORDER BY id")
+	require.NoError(t, err)
+	require.Equal(t, [][]any{{"t0", false}, {"t1", true}}, res.Rows)
 }

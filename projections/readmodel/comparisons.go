@@ -81,3 +81,29 @@ func (q *Queries) EvaluatorBenchmarks(ctx context.Context) ([]EvaluatorBenchmark
 	}
 	return out, rows.Err()
 }
+
+// MaxComparedModels bounds how many of an account's models the queue asks
+// for preferred-action comparisons (the most recently scoring ones): each
+// pair of them is compared on every shared context.
+const MaxComparedModels = 20
+
+// ScoringModels lists up to MaxComparedModels of the owner's reward models
+// that scored actions, the most recently scoring first: the candidates of
+// the queue's models comparisons (the log decides each one).
+func (q *Queries) ScoringModels(ctx context.Context, owner string) ([]string, error) {
+	rows, err := q.pool.Query(ctx, `SELECT model_id::text FROM rm_action_scores WHERE owner_id = $1
+		GROUP BY model_id ORDER BY max(created_at) DESC, model_id LIMIT $2`, owner, MaxComparedModels)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}

@@ -46,16 +46,18 @@ func New(snaps *duck.Snapshots, blobs blob.Store, log *slog.Logger) *Projection 
 // (users, keys, OTel raw spans, source names) is skipped without being
 // recorded, so it costs nothing.
 var handled = map[string]bool{
-	events.TraceImported:     true,
-	events.TraceRevised:      true,
-	events.TraceDeleted:      true,
-	events.TraceTitled:       true,
-	events.AnnotationAdded:   true,
-	events.AnnotationEdited:  true,
-	events.AnnotationRemoved: true,
-	events.TracesScored:      true,
-	events.ActionsScored:     true,
-	events.TraceStepsLabeled: true,
+	events.TraceImported: true,
+	events.TraceRevised:  true,
+	events.TraceDeleted:  true,
+	events.TraceTitled:   true,
+	// Consent is the `contribute` column of `traces`.
+	events.TraceContributionSet: true,
+	events.AnnotationAdded:      true,
+	events.AnnotationEdited:     true,
+	events.AnnotationRemoved:    true,
+	events.TracesScored:         true,
+	events.ActionsScored:        true,
+	events.TraceStepsLabeled:    true,
 	// A grading model's quality checks rescore the trace's step scores.
 	events.TraceStepsQualityChecked: true,
 }
@@ -244,6 +246,12 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		return tx.Exec(ctx, `UPDATE main.traces SET title = ? WHERE id = ?`, p.Title, p.TraceID)
+	case events.TraceContributionSet:
+		var p events.TraceContributionSetV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		return tx.Exec(ctx, `UPDATE main.traces SET contribute = ? WHERE id = ?`, p.Contribute, p.TraceID)
 	case events.TraceDeleted:
 		var p events.TraceDeletedV1
 		if err := e.DecodeOrFail(&p); err != nil {

@@ -94,6 +94,9 @@ func (f *fixture) history() []events.Envelope {
 		f.ev("alice", events.AnnotationEdited, events.AnnotationEditedV1{AnnotationID: "a1", TraceID: "t1", Rating: ptr(-1),
 			Comment: ptr("wrong order id"), LabelError: true, LabelErrorNote: ptr("misclick")}),
 		f.ev("alice", events.AnnotationRemoved, events.AnnotationRemovedV1{AnnotationID: "a3", TraceID: "t2", Reason: events.RemovedByUser}),
+		f.ev("alice", events.TraceContributionSet, events.TraceContributionSetV1{TraceID: "t1", Contribute: true, Revision: 1, Via: events.ContributionViaAPI}),
+		f.ev("alice", events.TraceContributionSet, events.TraceContributionSetV1{TraceID: "t2", Contribute: true, Revision: 1, Via: events.ContributionViaImport}),
+		f.ev("alice", events.TraceContributionSet, events.TraceContributionSetV1{TraceID: "t2", Contribute: false, Revision: 1, Via: events.ContributionViaAPI}),
 		f.ev("alice", events.TraceRevised, events.TraceRevisedV1{TraceID: "t2", Revision: 2, Mode: events.RevisionAppended,
 			Title: "Other", SourceFormat: "openai", Steps: []events.StepRecord{{ID: "t2-s2", Index: 2, Step: domain.Step{Role: "user", Content: "more"}}}}),
 		f.ev("bob", events.TraceDeleted, events.TraceDeletedV1{TraceID: "t9"}),
@@ -113,6 +116,9 @@ func TestProjectsTheLog(t *testing.T) {
 		{"t1", "refund-1182", "Refund", "stash", "support-bot", int32(5), map[string]any{"agent": "support-bot"}},
 		{"t2", nil, "Other", "openai", "openai", int32(3), map[string]any{}},
 	}, f.rows("alice", "SELECT id, external_id, title, source_format, source_id, step_count, metadata FROM traces ORDER BY id"))
+	// Consent follows trace.contribution_set; a revision keeps it.
+	require.Equal(t, [][]any{{"t1", true}, {"t2", false}}, f.rows("alice", "SELECT id, contribute FROM traces ORDER BY id"))
+	require.Equal(t, [][]any{{"t10", false}}, f.rows("bob", "SELECT id, contribute FROM traces"))
 	require.Equal(t, [][]any{{"assistant", int64(3)}, {"system", int64(1)}, {"tool", int64(1)}, {"user", int64(3)}},
 		f.rows("alice", "SELECT role, count(*) FROM steps GROUP BY role ORDER BY role"))
 	require.Equal(t, [][]any{{map[string]any{"order_id": 1182.0}, "lookup_order", "call_1"}},

@@ -141,7 +141,10 @@ function ComparisonCard({
         </h2>
         <p className="muted">
           Step {item.step_index + 1}
-          {item.tool_name ? ` · ${item.tool_name}` : ""} · alternative from {item.source === "ai_judgment" ? "an AI judgment" : "user feedback"}
+          {item.tool_name ? ` · ${item.tool_name}` : ""} ·{" "}
+          {item.source === "models"
+            ? "two of your reward models prefer different actions here (both taken in your traces; the shared evaluator learns from the verdict only when both traces contribute)"
+            : `alternative from ${item.source === "ai_judgment" ? "an AI judgment" : "user feedback"}`}
         </p>
       </header>
       <section className="comparison-context" aria-label="Context">

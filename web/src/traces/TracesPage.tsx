@@ -7,6 +7,7 @@ import { ImportPanel } from "./ImportPanel";
 import { ConnectDialog } from "./ConnectDialog";
 import { RenameSource } from "./RenameSource";
 import { TrainPanel } from "./TrainPanel";
+import { ConsentNoticeLine, ContributeSelection, ContributeSwitch, type ConsentNotice } from "./Contribution";
 import { formatDate, formatScore } from "./format";
 
 const PAGE = 50;
@@ -26,6 +27,7 @@ export function TracesPage() {
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [showImport, setShowImport] = useState(false);
   const [showConnect, setShowConnect] = useState(false);
+  const [consent, setConsent] = useState<ConsentNotice | null>(null);
 
   const set = (patch: Record<string, string>) => {
     const next = new URLSearchParams(params);
@@ -163,12 +165,14 @@ export function TracesPage() {
             <button type="button" className="ghost" onClick={() => setSelected(new Set())}>
               Clear selection
             </button>
+            {canWrite && <ContributeSelection traceIds={[...selected]} onNotice={setConsent} />}
             {canWrite && <TrainPanel traceIds={[...selected]} />}
           </>
         ) : (
-          <span className="muted">Select traces to train a reward model on them.</span>
+          <span className="muted">Select traces to train a reward model on them or change their consent to train the shared evaluator.</span>
         )}
       </div>
+      <ConsentNoticeLine notice={consent} />
 
       {list.isError ? (
         <div role="alert" className="state error">
@@ -226,6 +230,9 @@ export function TracesPage() {
                 <th scope="col" className="num">
                   Latest score
                 </th>
+                <th scope="col" title="Consent to train the shared evaluator with this trace's corrections, step ratings and reviewed comparisons">
+                  Contributes
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -252,6 +259,15 @@ export function TracesPage() {
                   <td className="num">{t.comment_count}</td>
                   <td className="num">
                     {t.latest_score ? <span title={t.latest_score.reward_model_name}>{formatScore(t.latest_score.score)}</span> : <span className="muted">—</span>}
+                  </td>
+                  <td className="consent">
+                    <ContributeSwitch
+                      traceId={t.id}
+                      name={`Contribute ${t.title || "(untitled)"} to the shared evaluator`}
+                      contribute={t.contribute}
+                      canWrite={canWrite}
+                      onNotice={setConsent}
+                    />
                   </td>
                 </tr>
               ))}

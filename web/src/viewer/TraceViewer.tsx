@@ -15,6 +15,7 @@ import { ScoreActions } from "./ScoreActions";
 import { TaskCard, sectionPath } from "./TaskCard";
 import { CompletionCurve } from "./CompletionCurve";
 import { ShortcutsDialog, typingIn } from "./Shortcuts";
+import { ConsentNoticeLine, ContributeSwitch, OPT_OUT_WARNING, type ConsentNotice } from "../traces/Contribution";
 
 /**
  * The trace viewer: every message in recorded order, virtualized so a
@@ -37,6 +38,7 @@ export function TraceViewer() {
   const [composing, setComposing] = useState<string | null | undefined>(undefined); // step id, null = trace, undefined = none
   const [help, setHelp] = useState(false);
   const [model, setModel] = useState<string>("");
+  const [consent, setConsent] = useState<ConsentNotice | null>(null);
   const scrollRef = useRef<HTMLElement>(null);
   const listRef = useRef<HTMLDivElement>(null);
 
@@ -254,6 +256,20 @@ export function TraceViewer() {
             ? Shortcuts
           </button>
         </div>
+        <div className="row wrap">
+          <ContributeSwitch
+            traceId={t.id}
+            name="Contribute this trace to the shared evaluator"
+            label="Contribute this trace to the shared evaluator"
+            contribute={t.contribute}
+            canWrite={canWrite}
+            onNotice={setConsent}
+          />
+          <span className="muted small-text">
+            {t.contribute ? OPT_OUT_WARNING : "Off: its corrections, step ratings and reviewed comparisons train no shared evaluator candidate. Scoring never contributes data."}
+          </span>
+        </div>
+        <ConsentNoticeLine notice={consent} />
         {ann.error && (
           <p role="alert" className="error">
             {ann.error.message}

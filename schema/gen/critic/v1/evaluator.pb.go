@@ -186,9 +186,15 @@ func (x *ComparisonQueueRequest) GetLimit() int32 {
 
 type ComparisonSide struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// original or alternative (send the left kind back with the verdict).
-	Kind          string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
-	Action        string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	// original or alternative, or model_a / model_b for two models'
+	// preferred actions (send the left kind back with the verdict).
+	Kind   string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Action string `protobuf:"bytes,2,opt,name=action,proto3" json:"action,omitempty"`
+	// Models comparisons only: which model preferred this action, and where
+	// it was taken.
+	ModelId       *string `protobuf:"bytes,3,opt,name=model_id,json=modelId,proto3,oneof" json:"model_id,omitempty"`
+	TraceId       *string `protobuf:"bytes,4,opt,name=trace_id,json=traceId,proto3,oneof" json:"trace_id,omitempty"`
+	StepId        *string `protobuf:"bytes,5,opt,name=step_id,json=stepId,proto3,oneof" json:"step_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -233,6 +239,27 @@ func (x *ComparisonSide) GetKind() string {
 func (x *ComparisonSide) GetAction() string {
 	if x != nil {
 		return x.Action
+	}
+	return ""
+}
+
+func (x *ComparisonSide) GetModelId() string {
+	if x != nil && x.ModelId != nil {
+		return *x.ModelId
+	}
+	return ""
+}
+
+func (x *ComparisonSide) GetTraceId() string {
+	if x != nil && x.TraceId != nil {
+		return *x.TraceId
+	}
+	return ""
+}
+
+func (x *ComparisonSide) GetStepId() string {
+	if x != nil && x.StepId != nil {
+		return *x.StepId
 	}
 	return ""
 }
@@ -503,9 +530,14 @@ type ReviewComparisonResponse struct {
 	Left          *ComparisonSide        `protobuf:"bytes,8,opt,name=left,proto3" json:"left,omitempty"`
 	Right         *ComparisonSide        `protobuf:"bytes,9,opt,name=right,proto3" json:"right,omitempty"`
 	Choice        string                 `protobuf:"bytes,10,opt,name=choice,proto3" json:"choice,omitempty"`
-	// original, alternative or tie.
-	Preferred     string  `protobuf:"bytes,11,opt,name=preferred,proto3" json:"preferred,omitempty"`
-	Comment       *string `protobuf:"bytes,12,opt,name=comment,proto3,oneof" json:"comment,omitempty"`
+	// original, alternative, model_a, model_b or tie.
+	Preferred string  `protobuf:"bytes,11,opt,name=preferred,proto3" json:"preferred,omitempty"`
+	Comment   *string `protobuf:"bytes,12,opt,name=comment,proto3,oneof" json:"comment,omitempty"`
+	// finding or models.
+	Source string `protobuf:"bytes,13,opt,name=source,proto3" json:"source,omitempty"`
+	// Models comparisons only: model_b and a hash of the shared context.
+	OtherModelId  *string `protobuf:"bytes,14,opt,name=other_model_id,json=otherModelId,proto3,oneof" json:"other_model_id,omitempty"`
+	ContextId     *string `protobuf:"bytes,15,opt,name=context_id,json=contextId,proto3,oneof" json:"context_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -620,6 +652,27 @@ func (x *ReviewComparisonResponse) GetPreferred() string {
 func (x *ReviewComparisonResponse) GetComment() string {
 	if x != nil && x.Comment != nil {
 		return *x.Comment
+	}
+	return ""
+}
+
+func (x *ReviewComparisonResponse) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *ReviewComparisonResponse) GetOtherModelId() string {
+	if x != nil && x.OtherModelId != nil {
+		return *x.OtherModelId
+	}
+	return ""
+}
+
+func (x *ReviewComparisonResponse) GetContextId() string {
+	if x != nil && x.ContextId != nil {
+		return *x.ContextId
 	}
 	return ""
 }
@@ -823,10 +876,17 @@ const file_critic_v1_evaluator_proto_rawDesc = "" +
 	"contribute\x12\x16\n" +
 	"\x06notice\x18\x03 \x01(\tR\x06notice\".\n" +
 	"\x16ComparisonQueueRequest\x12\x14\n" +
-	"\x05limit\x18\x01 \x01(\x05R\x05limit\"<\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\"\xc0\x01\n" +
 	"\x0eComparisonSide\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x16\n" +
-	"\x06action\x18\x02 \x01(\tR\x06action\"\xac\x03\n" +
+	"\x06action\x18\x02 \x01(\tR\x06action\x12\x1e\n" +
+	"\bmodel_id\x18\x03 \x01(\tH\x00R\amodelId\x88\x01\x01\x12\x1e\n" +
+	"\btrace_id\x18\x04 \x01(\tH\x01R\atraceId\x88\x01\x01\x12\x1c\n" +
+	"\astep_id\x18\x05 \x01(\tH\x02R\x06stepId\x88\x01\x01B\v\n" +
+	"\t_model_idB\v\n" +
+	"\t_trace_idB\n" +
+	"\n" +
+	"\b_step_id\"\xac\x03\n" +
 	"\x13ComparisonQueueItem\x12\x19\n" +
 	"\bmodel_id\x18\x01 \x01(\tR\amodelId\x12\x1d\n" +
 	"\n" +
@@ -856,7 +916,7 @@ const file_critic_v1_evaluator_proto_rawDesc = "" +
 	"\x06choice\x18\x04 \x01(\tR\x06choice\x12\x1d\n" +
 	"\acomment\x18\x05 \x01(\tH\x00R\acomment\x88\x01\x01B\n" +
 	"\n" +
-	"\b_comment\"\xb6\x03\n" +
+	"\b_comment\"\xbf\x04\n" +
 	"\x18ReviewComparisonResponse\x12#\n" +
 	"\rcomparison_id\x18\x01 \x01(\tR\fcomparisonId\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\x12%\n" +
@@ -872,9 +932,15 @@ const file_critic_v1_evaluator_proto_rawDesc = "" +
 	"\x06choice\x18\n" +
 	" \x01(\tR\x06choice\x12\x1c\n" +
 	"\tpreferred\x18\v \x01(\tR\tpreferred\x12\x1d\n" +
-	"\acomment\x18\f \x01(\tH\x00R\acomment\x88\x01\x01B\n" +
+	"\acomment\x18\f \x01(\tH\x00R\acomment\x88\x01\x01\x12\x16\n" +
+	"\x06source\x18\r \x01(\tR\x06source\x12)\n" +
+	"\x0eother_model_id\x18\x0e \x01(\tH\x01R\fotherModelId\x88\x01\x01\x12\"\n" +
 	"\n" +
-	"\b_comment\"\x15\n" +
+	"context_id\x18\x0f \x01(\tH\x02R\tcontextId\x88\x01\x01B\n" +
+	"\n" +
+	"\b_commentB\x11\n" +
+	"\x0f_other_model_idB\r\n" +
+	"\v_context_id\"\x15\n" +
 	"\x13GetEvaluatorRequest\"}\n" +
 	"\x12EvaluatorBenchmark\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12\x1a\n" +
@@ -948,6 +1014,7 @@ func file_critic_v1_evaluator_proto_init() {
 	if File_critic_v1_evaluator_proto != nil {
 		return
 	}
+	file_critic_v1_evaluator_proto_msgTypes[3].OneofWrappers = []any{}
 	file_critic_v1_evaluator_proto_msgTypes[4].OneofWrappers = []any{}
 	file_critic_v1_evaluator_proto_msgTypes[6].OneofWrappers = []any{}
 	file_critic_v1_evaluator_proto_msgTypes[7].OneofWrappers = []any{}

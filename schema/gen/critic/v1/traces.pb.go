@@ -198,7 +198,10 @@ type ImportTracesRequest struct {
 	Data string `protobuf:"bytes,2,opt,name=data,proto3" json:"data,omitempty"`
 	// Overrides the source id recorded on every imported trace (1-200
 	// characters); unset keeps what the payload says.
-	SourceId      *string `protobuf:"bytes,3,opt,name=source_id,json=sourceId,proto3,oneof" json:"source_id,omitempty"`
+	SourceId *string `protobuf:"bytes,3,opt,name=source_id,json=sourceId,proto3,oneof" json:"source_id,omitempty"`
+	// Every imported trace's consent to train the shared evaluator
+	// (trace.contribution_set); unset leaves each trace's consent as it was.
+	Contribute    *bool `protobuf:"varint,4,opt,name=contribute,proto3,oneof" json:"contribute,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -252,6 +255,13 @@ func (x *ImportTracesRequest) GetSourceId() string {
 		return *x.SourceId
 	}
 	return ""
+}
+
+func (x *ImportTracesRequest) GetContribute() bool {
+	if x != nil && x.Contribute != nil {
+		return *x.Contribute
+	}
+	return false
 }
 
 type ImportTracesResponse struct {
@@ -727,7 +737,9 @@ type TraceSummary struct {
 	LabelErrorCount int32                  `protobuf:"varint,12,opt,name=label_error_count,json=labelErrorCount,proto3" json:"label_error_count,omitempty"`
 	CreatedAt       *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// The newest whole-trace score; unset until the trace is scored.
-	LatestScore   *LatestScore `protobuf:"bytes,14,opt,name=latest_score,json=latestScore,proto3" json:"latest_score,omitempty"`
+	LatestScore *LatestScore `protobuf:"bytes,14,opt,name=latest_score,json=latestScore,proto3" json:"latest_score,omitempty"`
+	// The trace's consent to train the shared evaluator; false unless opted in.
+	Contribute    bool `protobuf:"varint,15,opt,name=contribute,proto3" json:"contribute,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -858,6 +870,13 @@ func (x *TraceSummary) GetLatestScore() *LatestScore {
 		return x.LatestScore
 	}
 	return nil
+}
+
+func (x *TraceSummary) GetContribute() bool {
+	if x != nil {
+		return x.Contribute
+	}
+	return false
 }
 
 type LatestScore struct {
@@ -1733,13 +1752,17 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"\aformats\x18\x01 \x03(\v2\x11.critic.v1.FormatR\aformats\">\n" +
 	"\x06Format\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
-	"\vdescription\x18\x02 \x01(\tR\vdescription\"q\n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\"\xa5\x01\n" +
 	"\x13ImportTracesRequest\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\tR\x06format\x12\x12\n" +
 	"\x04data\x18\x02 \x01(\tR\x04data\x12 \n" +
-	"\tsource_id\x18\x03 \x01(\tH\x00R\bsourceId\x88\x01\x01B\f\n" +
+	"\tsource_id\x18\x03 \x01(\tH\x00R\bsourceId\x88\x01\x01\x12#\n" +
 	"\n" +
-	"_source_id\"g\n" +
+	"contribute\x18\x04 \x01(\bH\x01R\n" +
+	"contribute\x88\x01\x01B\f\n" +
+	"\n" +
+	"_source_idB\r\n" +
+	"\v_contribute\"g\n" +
 	"\x14ImportTracesResponse\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\tR\x06format\x12\x1a\n" +
 	"\bimported\x18\x02 \x01(\x05R\bimported\x12\x1b\n" +
@@ -1770,7 +1793,7 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"\x13DeleteTraceResponse\"\x15\n" +
 	"\x13ExportTracesRequest\"*\n" +
 	"\x14ExportTracesResponse\x12\x12\n" +
-	"\x04line\x18\x01 \x01(\tR\x04line\"\xa9\x04\n" +
+	"\x04line\x18\x01 \x01(\tR\x04line\"\xc9\x04\n" +
 	"\fTraceSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12$\n" +
 	"\vexternal_id\x18\x02 \x01(\tH\x00R\n" +
@@ -1790,7 +1813,10 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"\x11label_error_count\x18\f \x01(\x05R\x0flabelErrorCount\x129\n" +
 	"\n" +
 	"created_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x129\n" +
-	"\flatest_score\x18\x0e \x01(\v2\x16.critic.v1.LatestScoreR\vlatestScoreB\x0e\n" +
+	"\flatest_score\x18\x0e \x01(\v2\x16.critic.v1.LatestScoreR\vlatestScore\x12\x1e\n" +
+	"\n" +
+	"contribute\x18\x0f \x01(\bR\n" +
+	"contributeB\x0e\n" +
 	"\f_external_id\"w\n" +
 	"\vLatestScore\x12&\n" +
 	"\x0freward_model_id\x18\x01 \x01(\tR\rrewardModelId\x12*\n" +
