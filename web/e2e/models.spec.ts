@@ -126,6 +126,67 @@ test("score a trace's actions and see credit badges and the minimap", async ({ p
   await shot(page, "viewer-credit");
 });
 
+test("review queue with a model: the trace nobody rated by calibrated score, the unrated action by credit, most uncertain first", async ({ page, playwright, baseURL }) => {
+  const api = await playwright.request.newContext({ baseURL, extraHTTPHeaders: { Authorization: "Bearer " + env.trainerKey } });
+  type Ann = { id: string; step_id: string | null; rating: number | null };
+  type Detail = { id: string; steps: { id: string }[]; annotations: Ann[]; scores: { reward_model_id: string; score: number }[]; action_scores: { reward_model_id: string; step_id: string; credit: number }[] };
+  const models: { id: string; name: string; status: string; reward_stats: { mean: number; std: number; count: number } | null }[] = await (await api.get("/api/v1/rm/reward-models")).json();
+  const model = models.find((m) => m.name === "refunds-ui" && m.status === "succeeded")!;
+  expect(model, "refunds-ui trained by the test above").toBeTruthy();
+  const stats = model.reward_stats!;
+  expect(stats.count).toBeGreaterThan(0);
+  expect(stats.std).toBeGreaterThan(0);
+  // Every action and trace of this account is rated: take back one trace's
+  // whole-trace rating and another's answer rating so there is something
+  // to ask about (the test puts them back through the queue).
+  const ids: string[] = (await (await api.get("/api/v1/rm/traces?limit=10")).json()).traces.map((t: { id: string }) => t.id);
+  const get = async (id: string): Promise<Detail> => (await api.get(`/api/v1/rm/traces/${id}`)).json();
+  const [x, y] = [await get(ids[0]), await get(ids[1])];
+  const whole = x.annotations.find((a) => a.step_id === null && a.rating !== null)!;
+  const answer = y.annotations.find((a) => a.step_id === y.steps[4].id && a.rating !== null)!;
+  for (const a of [whole, answer]) expect((await api.delete(`/api/v1/rm/annotations/${a.id}`)).status()).toBe(204);
+  // What the queue must say, computed here from the model's statistics and scores.
+  const score = x.scores.find((s) => s.reward_model_id === model.id)!.score;
+  const calibrated = 1 / (1 + Math.exp(-(score - stats.mean) / stats.std));
+  const credit = y.action_scores.find((s) => s.reward_model_id === model.id && s.step_id === y.steps[4].id)!.credit;
+  const traceFirst = Math.abs(2 * calibrated - 1) <= Math.abs(credit);
+  const q = await (await api.get(`/api/v1/rm/review-queue?reward_model_id=${model.id}`)).json();
+  expect(q.items.map((i: { kind: string; trace_id: string; step_index: number | null }) => `${i.kind} ${i.trace_id} ${i.step_index}`)).toEqual(
+    traceFirst ? [`trace ${x.id} null`, `action ${y.id} 4`] : [`action ${y.id} 4`, `trace ${x.id} null`],
+  );
+  expect(q.items[traceFirst ? 0 : 1].calibrated).toBeCloseTo(calibrated, 9);
+
+  await asTrainer(page, "/review");
+  await page.getByLabel("Reward model").selectOption({ label: "refunds-ui: what it is least sure of" });
+  await expect(page).toHaveURL(new RegExp(`model=${model.id}`));
+  await expect(page.locator(".progress")).toHaveText("1 / 2");
+  await expect(page.getByText(/Calibrated score = sigmoid\(\(score − mean\) \/ std\)/)).toContainText(
+    `with mean ${stats.mean.toFixed(3)} and std ${stats.std.toFixed(3)} of its ${stats.count} training rewards`,
+  );
+  const card = page.getByRole("article", { name: "Review item" });
+  const traceLine = new RegExp(`^Whole trace · 5 steps · calibrated score ${calibrated.toFixed(3).replace(".", "\\.")} \\(raw [+-]\\d\\.\\d\\d\\)$`);
+  const actionLine = `Step 5 (assistant) · credit ${(credit >= 0 ? "+" : "") + credit.toFixed(2)}`;
+  const key = (r: number | null) => (r === 1 ? "+" : "-");
+  const order = traceFirst ? [[traceLine, whole.rating], [actionLine, answer.rating]] : [[actionLine, answer.rating], [traceLine, whole.rating]];
+  await expect(card.locator("header p")).toHaveText(order[0][0] as RegExp | string);
+  await a11y(page, "review with a model");
+  await shot(page, "review-model");
+  // Rate each as it was rated before: one key, and the queue advances.
+  await page.keyboard.press(key(order[0][1] as number));
+  await expect(page.locator(".progress")).toHaveText("2 / 2");
+  await expect(card.locator("header p")).toHaveText(order[1][0] as RegExp | string);
+  await page.keyboard.press(key(order[1][1] as number));
+  await expect(page.getByText("Done: you went through all 2 items.")).toBeVisible();
+  await expect(async () => {
+    const [x2, y2] = [await get(x.id), await get(y.id)];
+    expect(x2.annotations.filter((a) => a.step_id === null && a.rating !== null).map((a) => a.rating)).toEqual([whole.rating]);
+    expect(y2.annotations.filter((a) => a.step_id === y.steps[4].id && a.rating !== null).map((a) => a.rating)).toEqual([answer.rating]);
+  }).toPass();
+  // Rated: nothing is left for this model.
+  expect((await (await api.get(`/api/v1/rm/review-queue?reward_model_id=${model.id}`)).json()).items).toEqual([]);
+  await api.dispose();
+});
+
 test("compare two models: scores side by side, rank correlation, disagreements link into the viewer", async ({ page, playwright, baseURL }) => {
   test.setTimeout(300_000);
   const api = await playwright.request.newContext({ baseURL, extraHTTPHeaders: { Authorization: "Bearer " + env.trainerKey } });
@@ -165,6 +226,13 @@ test("SQL console: columns beside the editor, Ctrl+Enter runs, errors as DuckDB 
   await editor.press("Control+Enter");
   await expect(page.getByRole("status")).toContainText("4 rows");
   await expect(page.getByRole("cell", { name: "assistant" })).toBeVisible();
+  // A numeric column is right-aligned, its header with it; text stays left.
+  const align = (loc: ReturnType<typeof page.locator>) => loc.evaluate((el) => getComputedStyle(el).textAlign);
+  const result = page.locator("table.result");
+  expect(await align(result.getByRole("columnheader", { name: "n", exact: true }))).toBe("right");
+  expect(await align(result.locator("tbody tr").first().getByRole("cell").nth(1))).toBe("right");
+  expect(await align(result.getByRole("columnheader", { name: "role" }))).not.toBe("right");
+  expect(await align(result.getByRole("cell", { name: "assistant" }))).not.toBe("right");
   await expect(page).toHaveURL(/sql=SELECT/);
   await page.getByRole("button", { name: "Bar chart" }).click();
   await expect(page.getByRole("img", { name: "Bar chart of n by role" })).toBeVisible();
