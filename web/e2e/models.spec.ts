@@ -59,6 +59,8 @@ test("create a reward model from the selection, watch it reach succeeded, read i
   await expect(status).toHaveText("succeeded", { timeout: 240_000 });
   await expect(page.getByRole("heading", { name: "Metrics" })).toBeVisible();
   await expect(page.getByText(/Eval accuracy \(whole traces\)/)).toBeVisible();
+  // The reward statistics the review queue calibrates with.
+  await expect(page.getByRole("row", { name: /^Calibration/ })).toContainText(/mean -?\d+\.\d{3}, std \d+\.\d{3} over \d+ training texts/);
   await expect(page.getByRole("note")).toContainText("Too few to trust");
   await expect(page.getByRole("heading", { name: "Learning report" })).toBeVisible();
   // The scripted feedback model found the reviewer's correction, quoted verbatim.
@@ -269,11 +271,67 @@ test("step labels: task score cards before each task, label chips, step scores, 
   await expect(answer.getByText(/^step score [+-]\d\.\d\d/)).toBeVisible();
   await expect(page.getByRole("region", { name: "Step 6" }).getByText("verdict: confirmed")).toBeVisible();
   await expect(page.getByRole("region", { name: "Step 2" }).getByText("verdict: none")).toHaveCount(0);
-  await expect(page.getByRole("navigation", { name: "Sections" }).getByRole("button").first()).toBeVisible();
-  // No completion model on this server: the curve says why instead of guessing.
-  await expect(page.getByText(/^Completion curve unavailable: .+/)).toBeVisible();
+  // One task, so the breadcrumb is that task alone, as plain text, with the
+  // generated title and score (e2e/web_assess_test.go's scripted fast model).
+  const task = (await (await page.request.get(`/api/v1/rm/traces/${env.labeledTrace}`, { headers: { Authorization: "Bearer " + env.labelsKey } })).json()).sections[0];
+  const crumbs = page.getByRole("navigation", { name: "Sections" });
+  await expect(crumbs.locator("[aria-current=location]")).toHaveText(`Reviewed part ${task.first_step_id.slice(0, 8)}`, { timeout: 60_000 });
+  await expect(crumbs.getByRole("button")).toHaveCount(0);
+  await expect(crumbs.locator(".score-value")).toHaveText("score 0.80");
+  // The completion curve: one checkpoint per assistant step, 40% rising to 90%.
+  await expect(page.getByRole("img", { name: "Completion of I want a refund for order 1182: step 3 40%, step 5 90%" })).toBeVisible({ timeout: 60_000 });
   await a11y(page, "viewer with step labels");
   await shot(page, "viewer-labels");
+});
+
+test("sections: breadcrumbs with generated titles and scores follow the selected step; the completion curve opens a step", async ({ page }) => {
+  type Sec = { kind: string; title: string; first_step_id: string; first_step_index: number; last_step_index: number; children: Sec[] | null };
+  const api = { headers: { Authorization: "Bearer " + env.labelsKey } };
+  const detail = await (await page.request.get(`/api/v1/rm/traces/${env.sectionedTrace}`, api)).json();
+  const [task] = detail.sections as Sec[];
+  const [inspecting, editing] = task.children!;
+  expect([task.kind, inspecting.title, editing.title]).toEqual(["task", "Inspecting", "Editing"]);
+  const gen = (s: Sec) => `Reviewed part ${s.first_step_id.slice(0, 8)}`;
+
+  await signIn(page, env.labelsKey, `/traces/${env.sectionedTrace}?step=2`);
+  const crumbs = page.getByRole("navigation", { name: "Sections" });
+  // The derived titles at once; the generated ones when the worker tier has answered.
+  await expect(crumbs).toContainText(/Inspecting|Reviewed part/);
+  await expect(crumbs.locator("[aria-current=location]")).toHaveText(gen(inspecting), { timeout: 60_000 });
+  // Only the ancestor is a button; the current section is plain text.
+  await expect(crumbs.getByRole("button")).toHaveCount(1);
+  await expect(crumbs.getByRole("button", { name: gen(task) })).toBeVisible();
+  // Looking the order up does not show the outcome: Unscored, with the reason on focus.
+  const scores = crumbs.locator(".section-score");
+  await expect(scores.locator(".score-value")).toHaveText(["score 0.80", "Unscored"]);
+  await expect(scores.nth(1).getByRole("tooltip")).toBeHidden();
+  await scores.nth(1).focus();
+  await expect(scores.nth(1).getByRole("tooltip")).toBeVisible();
+  await expect(scores.nth(1).getByRole("tooltip")).toContainText("Unscored because: the evidence does not show whether it worked");
+  await expect(scores.nth(1)).toHaveAccessibleDescription(/Objective: settle the refund request/);
+  await scores.nth(1).blur();
+  // The task's score explains itself on hover.
+  await scores.nth(0).hover();
+  await expect(scores.nth(0).getByRole("tooltip")).toBeVisible();
+  await expect(scores.nth(0).getByRole("tooltip")).toContainText("Why: the agent looked the order up, then confirmed the refund");
+  await a11y(page, "viewer with sections");
+  await shot(page, "viewer-sections");
+
+  // The breadcrumb follows the selection into the next phase.
+  await page.goto(`/traces/${env.sectionedTrace}?step=6`);
+  await expect(crumbs.locator("[aria-current=location]")).toHaveText(gen(editing));
+  await expect(crumbs.locator(".section-score .score-value")).toHaveText(["score 0.80", "score 0.80"]);
+  // The ancestor opens the task's first step.
+  await crumbs.getByRole("button", { name: gen(task) }).click();
+  await expect(page).toHaveURL(/step=1$/);
+  await expect(crumbs.locator("[aria-current=location]")).toHaveText(gen(inspecting));
+
+  // The completion curve: a checkpoint per assistant step; a point opens its step.
+  const curve = page.getByRole("img", { name: "Completion of I want a refund for order 1183: step 2 40%, step 4 65%, step 6 90%" });
+  await expect(curve).toBeVisible({ timeout: 60_000 });
+  await curve.locator("rect").nth(1).click();
+  await expect(page).toHaveURL(/step=4$/);
+  await expect(crumbs.locator("[aria-current=location]")).toHaveText(gen(editing));
 });
 
 test("a read-only key sees models, SQL and credit, but no Create reward model, Retry or Score actions", async ({ page }) => {

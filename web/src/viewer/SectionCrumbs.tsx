@@ -163,7 +163,7 @@ function SectionScore({ known }: { known: Known | undefined }) {
   const label = s.score != null ? `score ${s.score.toFixed(2)}` : "Unscored";
   return (
     <span className={"section-score chip" + (s.score == null ? " unscored" : "")} tabIndex={0} aria-describedby={id}>
-      {label}
+      <span className="score-value">{label}</span>
       <span role="tooltip" id={id} className="section-tip">
         {s.objective && <>Objective: {s.objective}. </>}
         {s.reason && <>{s.score != null ? "Why" : "Unscored because"}: {s.reason}</>}
