@@ -166,7 +166,7 @@ test("review queue with a model: the trace nobody rated by calibrated score, the
     `with mean ${stats.mean.toFixed(3)} and std ${stats.std.toFixed(3)} of its ${stats.count} training rewards`,
   );
   const card = page.getByRole("article", { name: "Review item" });
-  const traceLine = new RegExp(`^Whole trace · 5 steps · calibrated score ${calibrated.toFixed(3).replace(".", "\\.")} \\(raw [+-]\\d\\.\\d\\d\\)$`);
+  const traceLine = new RegExp(`^Whole trace · 5 steps · calibrated score ${calibrated.toFixed(3).replace(".", "\\.")} \\(raw [+-]\\d+\\.\\d{3}\\)$`);
   const actionLine = `Step 5 (assistant) · credit ${(credit >= 0 ? "+" : "") + credit.toFixed(2)}`;
   const key = (r: number | null) => (r === 1 ? "+" : "-");
   const order = traceFirst ? [[traceLine, whole.rating], [actionLine, answer.rating]] : [[actionLine, answer.rating], [traceLine, whole.rating]];

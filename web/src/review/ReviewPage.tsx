@@ -175,7 +175,7 @@ function ReviewItem({ item, canWrite, onNext, onPrev, help, setHelp }: { item: I
           {item.calibrated != null && (
             <>
               {" "}
-              · calibrated score {item.calibrated.toFixed(3)} (raw {(item.score! >= 0 ? "+" : "") + item.score!.toFixed(2)})
+              · calibrated score {item.calibrated.toFixed(3)} (raw {(item.score! >= 0 ? "+" : "") + item.score!.toFixed(3)})
             </>
           )}
           {item.credit != null && <> · credit {(item.credit >= 0 ? "+" : "") + item.credit.toFixed(2)}</>}
