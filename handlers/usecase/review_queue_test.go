@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +119,16 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 		`{"id":"g","title":"G","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"one"},{"role":"assistant","content":"three"}]}`)})
 	require.NoError(t, err)
 	f.catchUp(t)
+
+	// Migration 00064 fills the stats of models that succeeded before it
+	// from their success events, as a replay would.
+	_, err = f.store.Pool().Exec(ctx, `UPDATE rm_reward_models SET reward_stats = NULL, action_reward_stats = NULL`)
+	require.NoError(t, err)
+	migration, err := os.ReadFile("../../migrations/00064_reward_model_stats.sql")
+	require.NoError(t, err)
+	backfill := string(migration)[strings.Index(string(migration), "UPDATE rm_reward_models"):strings.Index(string(migration), "-- +goose Down")]
+	_, err = f.store.Pool().Exec(ctx, backfill)
+	require.NoError(t, err)
 
 	m, err := f.b.Queries.GetRewardModel(ctx, f.caller.UserID, req.ModelID)
 	require.NoError(t, err)
