@@ -329,7 +329,19 @@ test("sections: breadcrumbs with generated titles and scores follow the selected
   // The completion curve: a checkpoint per assistant step; a point opens its step.
   const curve = page.getByRole("img", { name: "Completion of I want a refund for order 1183: step 2 40%, step 4 65%, step 6 90%" });
   await expect(curve).toBeVisible({ timeout: 60_000 });
-  await curve.locator("rect").nth(1).click();
+  // Hover reads the curve: at a checkpoint its estimate and reason, between
+  // two the smooth curve's value, which never overshoots its neighbours.
+  const cb = (await curve.boundingBox())!;
+  const preview = page.locator(".completion-curve .strip-preview");
+  await page.mouse.move(cb.x + cb.width * (3.5 / 6), cb.y + cb.height / 2);
+  await expect(preview).toHaveText("Step 4 · 65% — checkpoint 2 of 3");
+  await page.mouse.move(cb.x + cb.width * (2.5 / 6), cb.y + cb.height / 2);
+  await expect(preview).toHaveText(/^Step 3 · \d+% \(interpolated between steps 2 and 4\)$/);
+  const between = Number((await preview.textContent())!.match(/· (\d+)%/)![1]);
+  expect(between).toBeGreaterThanOrEqual(40);
+  expect(between).toBeLessThanOrEqual(65);
+  await expect(page.locator(".completion-curve .axis")).toHaveText("100%0%");
+  await curve.locator("rect.point").nth(1).click();
   await expect(page).toHaveURL(/step=4$/);
   await expect(crumbs.locator("[aria-current=location]")).toHaveText(gen(editing));
 });
