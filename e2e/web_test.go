@@ -62,7 +62,9 @@ func TestWebApp(t *testing.T) {
 	// so the learning report has findings with evidence to show.
 	srv := llmtest.New(t)
 	srv.Handle(scriptedClassifier)
-	llmEnv := []string{"CRITIC_FEEDBACK_MODEL=openai/scripted-classifier", "CRITIC_FEEDBACK_API_BASE=" + srv.URL, "OPENAI_API_KEY=test-key"}
+	// The fast model (section summaries, completion) is scripted too.
+	llmEnv := []string{"CRITIC_FEEDBACK_MODEL=openai/scripted-classifier", "CRITIC_FEEDBACK_API_BASE=" + srv.URL, "OPENAI_API_KEY=test-key",
+		"CRITIC_FAST_MODEL=openai/scripted-fast", "CRITIC_FAST_API_BASE=" + webAssessor(t)}
 	in, kafkaPort := startServeForJobs(t, llmEnv...)
 	gepaTask, gepaReflection, gepaGate := webGepaModels(t)
 	startWorkerWith(t, in, kafkaPort, "web-w1", append(llmEnv, "OPENAI_BASE_URL="+gepaReflection)...)
@@ -111,6 +113,11 @@ func TestWebApp(t *testing.T) {
 	// chips and sections, on its own account.
 	labelsKey := in.newUser("labeler", false)
 	labeled := in.importTraces(labelsKey, "stash", labeledTrace(true))
+	sectioned := in.importTraces(labelsKey, "stash", sectionedTrace())
+	// Ten rated traces on their own account: a GEPA run over them holds
+	// two out and reports held-out scores.
+	holdoutKey := in.newUser("holdout", false)
+	heldOutTraces(t, in, holdoutKey, 10)
 
 	// Consent (web/e2e/consent.spec.ts) on its own account: two traces off,
 	// one opted in on import.
@@ -131,7 +138,7 @@ func TestWebApp(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"CRITIC_E2E_URL="+in.url, "CRITIC_E2E_KEY="+key, "CRITIC_E2E_READONLY_KEY="+roKey,
 		"CRITIC_E2E_OTHER_TRACE="+other[0], "CRITIC_E2E_BIG_TRACE="+big[0], "CRITIC_E2E_SPANS_TRACE="+spans[0],
-		"CRITIC_E2E_TRAINER_KEY="+trainerKey, "CRITIC_E2E_TRAINER_READONLY_KEY="+trainerRO, "CRITIC_E2E_LABELS_KEY="+labelsKey, "CRITIC_E2E_LABELED_TRACE="+labeled[0], "CRITIC_E2E_BASE_MODEL="+base, "CRITIC_E2E_GEPA_TASK_BASE="+gepaTask, "CRITIC_E2E_GEPA_GATE="+gepaGate,
+		"CRITIC_E2E_TRAINER_KEY="+trainerKey, "CRITIC_E2E_TRAINER_READONLY_KEY="+trainerRO, "CRITIC_E2E_LABELS_KEY="+labelsKey, "CRITIC_E2E_LABELED_TRACE="+labeled[0], "CRITIC_E2E_BASE_MODEL="+base, "CRITIC_E2E_GEPA_TASK_BASE="+gepaTask, "CRITIC_E2E_GEPA_GATE="+gepaGate, "CRITIC_E2E_HOLDOUT_KEY="+holdoutKey, "CRITIC_E2E_SECTIONED_TRACE="+sectioned[0],
 		"CRITIC_E2E_REPORT="+report, "CRITIC_CHROMIUM="+chromiumPath(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1", "CI=1")
 	cmd.Env = append(cmd.Env, "CRITIC_E2E_CONSENT_KEY="+consentKey)
 	if d := os.Getenv("CRITIC_E2E_SHOTS"); d != "" {

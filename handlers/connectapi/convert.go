@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/projections/readmodel"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 )
@@ -192,6 +193,7 @@ func rewardModelToProto(m *readmodel.RewardModel) (*criticv1.RewardModel, error)
 		n := int32(*m.NumPairs)
 		out.NumPairs = &n
 	}
+	out.RewardStats, out.ActionRewardStats = statsToProto(m.RewardStats), statsToProto(m.ActionRewardStats)
 	var err error
 	if out.Metrics, err = jsonValue(m.Metrics); err != nil {
 		return nil, err
@@ -200,6 +202,13 @@ func rewardModelToProto(m *readmodel.RewardModel) (*criticv1.RewardModel, error)
 		return nil, err
 	}
 	return out, nil
+}
+
+func statsToProto(s *rewardmodels.RewardStats) *criticv1.RewardStats {
+	if s == nil {
+		return nil
+	}
+	return &criticv1.RewardStats{Mean: s.Mean, Std: s.Std, Count: int32(s.Count)}
 }
 
 func timestampOrNil(t *time.Time) *timestamppb.Timestamp {

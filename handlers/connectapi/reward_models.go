@@ -3,6 +3,7 @@ package connectapi
 import (
 	"context"
 	"net/http"
+	"strconv"
 
 	"connectrpc.com/connect"
 
@@ -121,4 +122,24 @@ func (s *RewardModelService) ScoreTrace(ctx context.Context, req *connect.Reques
 		return nil, err
 	}
 	return connect.NewResponse(&criticv1.ScoreTraceResponse{ScoringRun: out}), nil
+}
+
+// ReviewQueue is GET /review-queue (limit 0 → the default).
+func (s *RewardModelService) ReviewQueue(ctx context.Context, req *connect.Request[criticv1.ReviewQueueRequest]) (*connect.Response[criticv1.ReviewQueueResponse], error) {
+	limit := usecase.DefaultReviewLimit
+	if n := int(req.Msg.Limit); n != 0 {
+		var err error
+		if limit, err = usecase.ReviewLimit(strconv.Itoa(n)); err != nil {
+			return nil, err
+		}
+	}
+	q, err := s.d.backend().ReviewQueue(ctx, edge.CallerFrom(ctx), req.Msg.RewardModelId, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := &criticv1.ReviewQueueResponse{}
+	if err := viaRESTJSON(q, out); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(out), nil
 }

@@ -361,7 +361,7 @@ func TestRewardModelService(t *testing.T) {
 	var viaREST map[string]any
 	require.NoError(t, json.Unmarshal(rbody, &viaREST))
 	require.Equal(t, viaREST["trace_ids"], viaConnect.TraceIDs)
-	for _, k := range []string{"id", "name", "base_model", "compute", "status", "num_pairs", "metrics", "error", "progress", "started_at", "finished_at"} {
+	for _, k := range []string{"id", "name", "base_model", "compute", "status", "num_pairs", "metrics", "error", "progress", "started_at", "finished_at", "reward_stats"} {
 		require.Equal(t, viaREST[k], viaConnect.RewardModel[k], k)
 	}
 
@@ -371,6 +371,35 @@ func TestRewardModelService(t *testing.T) {
 	require.Contains(t, ce.Message(), "only a failed model can be retried; this one is queued")
 	rcode, _ = e.rest(t, http.MethodPost, "/reward-models/"+m.Id+"/retry", e.alice, nil)
 	require.Equal(t, http.StatusConflict, rcode)
+
+	// The review queue: a queued model has nothing to rank by (REST's 409);
+	// without a model, the traces nobody annotated, as REST lists them.
+	_, err = c.ReviewQueue(ctx, withKey(e.aliceRO, &criticv1.ReviewQueueRequest{RewardModelId: m.Id}))
+	ce = requireCode(t, err, connect.CodeAborted)
+	require.Contains(t, ce.Message(), "only a succeeded model has scores to rank by")
+	rq, err := c.ReviewQueue(ctx, withKey(e.aliceRO, &criticv1.ReviewQueueRequest{Limit: 5}))
+	require.NoError(t, err)
+	require.Equal(t, "unannotated_first", rq.Msg.Ranking)
+	rcode, rbody = e.rest(t, http.MethodGet, "/review-queue?limit=5", e.alice, nil)
+	require.Equal(t, http.StatusOK, rcode, string(rbody))
+	var restQueue struct {
+		Items []struct {
+			Kind            string `json:"kind"`
+			TraceID         string `json:"trace_id"`
+			AnnotationCount int32  `json:"annotation_count"`
+		} `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal(rbody, &restQueue))
+	require.Len(t, rq.Msg.Items, 2)
+	require.Len(t, restQueue.Items, 2)
+	for i, it := range rq.Msg.Items {
+		require.Equal(t, restQueue.Items[i].TraceID, it.TraceId)
+		require.Equal(t, "trace", it.Kind)
+		require.Equal(t, restQueue.Items[i].AnnotationCount, it.GetAnnotationCount())
+		require.Nil(t, it.StepId)
+	}
+	_, err = c.ReviewQueue(ctx, withKey(e.alice, &criticv1.ReviewQueueRequest{Limit: 5000}))
+	requireCode(t, err, connect.CodeInvalidArgument)
 
 	// No weights before the model succeeded.
 	_, err = c.GetWeights(ctx, withKey(e.alice, &criticv1.GetWeightsRequest{RewardModelId: m.Id}))

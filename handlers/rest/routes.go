@@ -81,6 +81,7 @@ func (a *API) Register(mux Mux) {
 	route("PUT /traces/{trace_id}/contribution", a.setContribution)
 	route("GET /comparisons/queue", a.comparisonQueue)
 	route("POST /comparisons", a.reviewComparison)
+	route("GET /review-queue", a.reviewQueue)
 	route("GET /evaluator", a.getEvaluator)
 	route("PUT /trace-sources", a.renameSource)
 	route("POST /traces/{trace_id}/annotations", a.addAnnotation)

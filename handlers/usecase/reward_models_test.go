@@ -202,7 +202,7 @@ func TestModelAsOfMatchesTheReadModel(t *testing.T) {
 	check("running again")
 	require.NoError(t, f.store.Blobs().Put(ctx, job.ArtifactKey, []byte("checkpoint")))
 	_, err = cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "w2", ModelID: id, Attempt: 2,
-		Metrics: json.RawMessage(`{"accuracy": 1, "eval_pairs": 0}`)})
+		Metrics: json.RawMessage(`{"accuracy": 1, "eval_pairs": 0}`), RewardStats: json.RawMessage(`{"mean": 0.25, "std": 1.5, "count": 4}`)})
 	require.NoError(t, err)
 	check("succeeded")
 }

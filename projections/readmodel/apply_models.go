@@ -2,10 +2,12 @@ package readmodel
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/rewardmodels"
 )
 
 // applyModel projects reward-model, score and scoring-run events. It reports
@@ -49,7 +51,8 @@ func applyModel(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error)
 			return true, err
 		}
 		return exec(`UPDATE rm_reward_models SET status = 'succeeded', metrics = $2, artifact_key = $3, num_pairs = $4, finished_at = $5,
-			progress = NULL WHERE id = $1`, p.ModelID, jsonOrNil(p.Metrics), p.ArtifactKey, p.NumPairs, e.RecordedAt)
+			progress = NULL, reward_stats = $6, action_reward_stats = $7 WHERE id = $1`, p.ModelID, jsonOrNil(p.Metrics), p.ArtifactKey, p.NumPairs, e.RecordedAt,
+			statsOrNil(p.RewardStats), statsOrNil(p.ActionRewardStats))
 	case events.RewardModelTrainingFailed:
 		var p events.RewardModelTrainingFailedV1
 		if err := e.DecodeOrFail(&p); err != nil {
@@ -62,7 +65,8 @@ func applyModel(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error)
 			return true, err
 		}
 		return exec(`UPDATE rm_reward_models SET status = 'queued', attempt = $2, error = NULL, metrics = NULL, progress = NULL,
-			num_pairs = NULL, dataset_key = NULL, worker_id = NULL, started_at = NULL, finished_at = NULL WHERE id = $1`, p.ModelID, p.Attempt)
+			num_pairs = NULL, dataset_key = NULL, worker_id = NULL, started_at = NULL, finished_at = NULL, reward_stats = NULL,
+			action_reward_stats = NULL WHERE id = $1`, p.ModelID, p.Attempt)
 	case events.TracesScored:
 		var p events.TracesScoredV1
 		if err := e.DecodeOrFail(&p); err != nil {
@@ -126,4 +130,19 @@ func applyModel(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error)
 		return exec(`UPDATE rm_scoring_runs SET status = 'failed', error = $2, finished_at = $3 WHERE id = $1`, p.RunID, p.Error, e.RecordedAt)
 	}
 	return false, nil
+}
+
+// statsOrNil is a model's reward statistics as the read model stores them:
+// the fields clients calibrate with, or NULL when the worker reported none
+// (or something unreadable, which must not stop the projection).
+func statsOrNil(raw json.RawMessage) any {
+	s := rewardmodels.ParseRewardStats(raw)
+	if s == nil {
+		return nil
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil
+	}
+	return string(b)
 }

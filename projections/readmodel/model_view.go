@@ -49,6 +49,7 @@ func ModelAsOf(evs []events.Envelope, throughEventID string) (m RewardModel, ok 
 				t, n := e.RecordedAt.UTC(), p.NumPairs
 				m.Status, m.NumPairs, m.FinishedAt, m.Progress = rewardmodels.StatusSucceeded, &n, &t, json.RawMessage("null")
 				m.Metrics = rawOrNull(p.Metrics)
+				m.RewardStats, m.ActionRewardStats = rewardmodels.ParseRewardStats(p.RewardStats), rewardmodels.ParseRewardStats(p.ActionRewardStats)
 			}
 		case events.RewardModelTrainingFailed:
 			var p events.RewardModelTrainingFailedV1
@@ -58,6 +59,7 @@ func ModelAsOf(evs []events.Envelope, throughEventID string) (m RewardModel, ok 
 			}
 		case events.RewardModelRetried:
 			m.Status, m.Error, m.NumPairs, m.StartedAt, m.FinishedAt = rewardmodels.StatusQueued, nil, nil, nil, nil
+			m.RewardStats, m.ActionRewardStats = nil, nil
 			m.Metrics, m.Progress = json.RawMessage("null"), json.RawMessage("null")
 		}
 		if e.ID == throughEventID {

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/rewardmodels"
 )
 
 // RewardModel is the RewardModel shape of spec 001, plus `progress` while it
@@ -29,6 +30,15 @@ type RewardModel struct {
 	CreatedAt  time.Time       `json:"created_at"`
 	StartedAt  *time.Time      `json:"started_at"`
 	FinishedAt *time.Time      `json:"finished_at"`
+	// RewardStats are reward_stats.json of a succeeded model: the mean and
+	// std of its rewards over the training texts, with which a trace score
+	// s calibrates to sigmoid((s − mean) / std) (spec 004). Null until it
+	// succeeds.
+	RewardStats *rewardmodels.RewardStats `json:"reward_stats"`
+	// ActionRewardStats are action_reward_stats.json, which action credit
+	// tanh((s − mean) / (2·std)) uses; null for a model not trained on
+	// action comparisons.
+	ActionRewardStats *rewardmodels.RewardStats `json:"action_reward_stats"`
 }
 
 // RewardModelDetail is GET /reward-models/{id}: spec 001's
@@ -44,12 +54,12 @@ type RewardModelDetail struct {
 }
 
 const modelCols = `m.id, m.name, m.base_model, m.compute, m.epochs, m.max_pairs, cardinality(m.trace_ids), m.status, m.num_pairs,
-	m.metrics, m.error, m.progress, m.created_at, m.started_at, m.finished_at`
+	m.metrics, m.error, m.progress, m.created_at, m.started_at, m.finished_at, m.reward_stats, m.action_reward_stats`
 
 func scanModel(row pgx.Row, m *RewardModel, extra ...any) error {
 	var metrics, progress []byte
 	if err := row.Scan(append([]any{&m.ID, &m.Name, &m.BaseModel, &m.Compute, &m.Epochs, &m.MaxPairs, &m.TraceCount, &m.Status, &m.NumPairs,
-		&metrics, &m.Error, &progress, &m.CreatedAt, &m.StartedAt, &m.FinishedAt}, extra...)...); err != nil {
+		&metrics, &m.Error, &progress, &m.CreatedAt, &m.StartedAt, &m.FinishedAt, &m.RewardStats, &m.ActionRewardStats}, extra...)...); err != nil {
 		return err
 	}
 	m.Metrics, m.Progress = rawOrNull(metrics), rawOrNull(progress)

@@ -104,6 +104,8 @@ export const env = {
   baseModel: process.env.CRITIC_E2E_BASE_MODEL ?? "",
   gepaTaskBase: process.env.CRITIC_E2E_GEPA_TASK_BASE ?? "",
   gepaGate: process.env.CRITIC_E2E_GEPA_GATE ?? "",
+  holdoutKey: process.env.CRITIC_E2E_HOLDOUT_KEY ?? "",
+  sectionedTrace: process.env.CRITIC_E2E_SECTIONED_TRACE ?? "",
   shots: process.env.CRITIC_E2E_SHOTS ?? path.join(here, "../screenshots"),
 };
 

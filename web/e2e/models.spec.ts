@@ -59,6 +59,8 @@ test("create a reward model from the selection, watch it reach succeeded, read i
   await expect(status).toHaveText("succeeded", { timeout: 240_000 });
   await expect(page.getByRole("heading", { name: "Metrics" })).toBeVisible();
   await expect(page.getByText(/Eval accuracy \(whole traces\)/)).toBeVisible();
+  // The reward statistics the review queue calibrates with.
+  await expect(page.getByRole("row", { name: /^Calibration/ })).toContainText(/mean -?\d+\.\d{3}, std \d+\.\d{3} over \d+ training texts/);
   await expect(page.getByRole("note")).toContainText("Too few to trust");
   await expect(page.getByRole("heading", { name: "Learning report" })).toBeVisible();
   // The scripted feedback model found the reviewer's correction, quoted verbatim.
@@ -126,6 +128,67 @@ test("score a trace's actions and see credit badges and the minimap", async ({ p
   await shot(page, "viewer-credit");
 });
 
+test("review queue with a model: the trace nobody rated by calibrated score, the unrated action by credit, most uncertain first", async ({ page, playwright, baseURL }) => {
+  const api = await playwright.request.newContext({ baseURL, extraHTTPHeaders: { Authorization: "Bearer " + env.trainerKey } });
+  type Ann = { id: string; step_id: string | null; rating: number | null };
+  type Detail = { id: string; steps: { id: string }[]; annotations: Ann[]; scores: { reward_model_id: string; score: number }[]; action_scores: { reward_model_id: string; step_id: string; credit: number }[] };
+  const models: { id: string; name: string; status: string; reward_stats: { mean: number; std: number; count: number } | null }[] = await (await api.get("/api/v1/rm/reward-models")).json();
+  const model = models.find((m) => m.name === "refunds-ui" && m.status === "succeeded")!;
+  expect(model, "refunds-ui trained by the test above").toBeTruthy();
+  const stats = model.reward_stats!;
+  expect(stats.count).toBeGreaterThan(0);
+  expect(stats.std).toBeGreaterThan(0);
+  // Every action and trace of this account is rated: take back one trace's
+  // whole-trace rating and another's answer rating so there is something
+  // to ask about (the test puts them back through the queue).
+  const ids: string[] = (await (await api.get("/api/v1/rm/traces?limit=10")).json()).traces.map((t: { id: string }) => t.id);
+  const get = async (id: string): Promise<Detail> => (await api.get(`/api/v1/rm/traces/${id}`)).json();
+  const [x, y] = [await get(ids[0]), await get(ids[1])];
+  const whole = x.annotations.find((a) => a.step_id === null && a.rating !== null)!;
+  const answer = y.annotations.find((a) => a.step_id === y.steps[4].id && a.rating !== null)!;
+  for (const a of [whole, answer]) expect((await api.delete(`/api/v1/rm/annotations/${a.id}`)).status()).toBe(204);
+  // What the queue must say, computed here from the model's statistics and scores.
+  const score = x.scores.find((s) => s.reward_model_id === model.id)!.score;
+  const calibrated = 1 / (1 + Math.exp(-(score - stats.mean) / stats.std));
+  const credit = y.action_scores.find((s) => s.reward_model_id === model.id && s.step_id === y.steps[4].id)!.credit;
+  const traceFirst = Math.abs(2 * calibrated - 1) <= Math.abs(credit);
+  const q = await (await api.get(`/api/v1/rm/review-queue?reward_model_id=${model.id}`)).json();
+  expect(q.items.map((i: { kind: string; trace_id: string; step_index: number | null }) => `${i.kind} ${i.trace_id} ${i.step_index}`)).toEqual(
+    traceFirst ? [`trace ${x.id} null`, `action ${y.id} 4`] : [`action ${y.id} 4`, `trace ${x.id} null`],
+  );
+  expect(q.items[traceFirst ? 0 : 1].calibrated).toBeCloseTo(calibrated, 9);
+
+  await asTrainer(page, "/review");
+  await page.getByLabel("Reward model").selectOption({ label: "refunds-ui: what it is least sure of" });
+  await expect(page).toHaveURL(new RegExp(`model=${model.id}`));
+  await expect(page.locator(".progress")).toHaveText("1 / 2");
+  await expect(page.getByText(/Calibrated score = sigmoid\(\(score − mean\) \/ std\)/)).toContainText(
+    `with mean ${stats.mean.toFixed(3)} and std ${stats.std.toFixed(3)} of its ${stats.count} training rewards`,
+  );
+  const card = page.getByRole("article", { name: "Review item" });
+  const traceLine = new RegExp(`^Whole trace · 5 steps · calibrated score ${calibrated.toFixed(3).replace(".", "\\.")} \\(raw [+-]\\d+\\.\\d{3}\\)$`);
+  const actionLine = `Step 5 (assistant) · credit ${(credit >= 0 ? "+" : "") + credit.toFixed(2)}`;
+  const key = (r: number | null) => (r === 1 ? "+" : "-");
+  const order = traceFirst ? [[traceLine, whole.rating], [actionLine, answer.rating]] : [[actionLine, answer.rating], [traceLine, whole.rating]];
+  await expect(card.locator("header p")).toHaveText(order[0][0] as RegExp | string);
+  await a11y(page, "review with a model");
+  await shot(page, "review-model");
+  // Rate each as it was rated before: one key, and the queue advances.
+  await page.keyboard.press(key(order[0][1] as number));
+  await expect(page.locator(".progress")).toHaveText("2 / 2");
+  await expect(card.locator("header p")).toHaveText(order[1][0] as RegExp | string);
+  await page.keyboard.press(key(order[1][1] as number));
+  await expect(page.getByText("Done: you went through all 2 items.")).toBeVisible();
+  await expect(async () => {
+    const [x2, y2] = [await get(x.id), await get(y.id)];
+    expect(x2.annotations.filter((a) => a.step_id === null && a.rating !== null).map((a) => a.rating)).toEqual([whole.rating]);
+    expect(y2.annotations.filter((a) => a.step_id === y.steps[4].id && a.rating !== null).map((a) => a.rating)).toEqual([answer.rating]);
+  }).toPass();
+  // Rated: nothing is left for this model.
+  expect((await (await api.get(`/api/v1/rm/review-queue?reward_model_id=${model.id}`)).json()).items).toEqual([]);
+  await api.dispose();
+});
+
 test("compare two models: scores side by side, rank correlation, disagreements link into the viewer", async ({ page, playwright, baseURL }) => {
   test.setTimeout(300_000);
   const api = await playwright.request.newContext({ baseURL, extraHTTPHeaders: { Authorization: "Bearer " + env.trainerKey } });
@@ -165,6 +228,13 @@ test("SQL console: columns beside the editor, Ctrl+Enter runs, errors as DuckDB 
   await editor.press("Control+Enter");
   await expect(page.getByRole("status")).toContainText("4 rows");
   await expect(page.getByRole("cell", { name: "assistant" })).toBeVisible();
+  // A numeric column is right-aligned, its header with it; text stays left.
+  const align = (loc: ReturnType<typeof page.locator>) => loc.evaluate((el) => getComputedStyle(el).textAlign);
+  const result = page.locator("table.result");
+  expect(await align(result.getByRole("columnheader", { name: "n", exact: true }))).toBe("right");
+  expect(await align(result.locator("tbody tr").first().getByRole("cell").nth(1))).toBe("right");
+  expect(await align(result.getByRole("columnheader", { name: "role" }))).not.toBe("right");
+  expect(await align(result.getByRole("cell", { name: "assistant" }))).not.toBe("right");
   await expect(page).toHaveURL(/sql=SELECT/);
   await page.getByRole("button", { name: "Bar chart" }).click();
   await expect(page.getByRole("img", { name: "Bar chart of n by role" })).toBeVisible();
@@ -201,11 +271,79 @@ test("step labels: task score cards before each task, label chips, step scores, 
   await expect(answer.getByText(/^step score [+-]\d\.\d\d/)).toBeVisible();
   await expect(page.getByRole("region", { name: "Step 6" }).getByText("verdict: confirmed")).toBeVisible();
   await expect(page.getByRole("region", { name: "Step 2" }).getByText("verdict: none")).toHaveCount(0);
-  await expect(page.getByRole("navigation", { name: "Sections" }).getByRole("button").first()).toBeVisible();
-  // No completion model on this server: the curve says why instead of guessing.
-  await expect(page.getByText(/^Completion curve unavailable: .+/)).toBeVisible();
+  // One task, so the breadcrumb is that task alone, as plain text, with the
+  // generated title and score (e2e/web_assess_test.go's scripted fast model).
+  const task = (await (await page.request.get(`/api/v1/rm/traces/${env.labeledTrace}`, { headers: { Authorization: "Bearer " + env.labelsKey } })).json()).sections[0];
+  const crumbs = page.getByRole("navigation", { name: "Sections" });
+  await expect(crumbs.locator("[aria-current=location]")).toHaveText(`Reviewed part ${task.first_step_id.slice(0, 8)}`, { timeout: 60_000 });
+  await expect(crumbs.getByRole("button")).toHaveCount(0);
+  await expect(crumbs.locator(".score-value")).toHaveText("score 0.80");
+  // The completion curve: one checkpoint per assistant step, 40% rising to 90%.
+  await expect(page.getByRole("img", { name: "Completion of I want a refund for order 1182: step 3 40%, step 5 90%" })).toBeVisible({ timeout: 60_000 });
   await a11y(page, "viewer with step labels");
   await shot(page, "viewer-labels");
+});
+
+test("sections: breadcrumbs with generated titles and scores follow the selected step; the completion curve opens a step", async ({ page }) => {
+  type Sec = { kind: string; title: string; first_step_id: string; first_step_index: number; last_step_index: number; children: Sec[] | null };
+  const api = { headers: { Authorization: "Bearer " + env.labelsKey } };
+  const detail = await (await page.request.get(`/api/v1/rm/traces/${env.sectionedTrace}`, api)).json();
+  const [task] = detail.sections as Sec[];
+  const [inspecting, editing] = task.children!;
+  expect([task.kind, inspecting.title, editing.title]).toEqual(["task", "Inspecting", "Editing"]);
+  const gen = (s: Sec) => `Reviewed part ${s.first_step_id.slice(0, 8)}`;
+
+  await signIn(page, env.labelsKey, `/traces/${env.sectionedTrace}?step=2`);
+  const crumbs = page.getByRole("navigation", { name: "Sections" });
+  // The derived titles at once; the generated ones when the worker tier has answered.
+  await expect(crumbs).toContainText(/Inspecting|Reviewed part/);
+  await expect(crumbs.locator("[aria-current=location]")).toHaveText(gen(inspecting), { timeout: 60_000 });
+  // Only the ancestor is a button; the current section is plain text.
+  await expect(crumbs.getByRole("button")).toHaveCount(1);
+  await expect(crumbs.getByRole("button", { name: gen(task) })).toBeVisible();
+  // Looking the order up does not show the outcome: Unscored, with the reason on focus.
+  const scores = crumbs.locator(".section-score");
+  await expect(scores.locator(".score-value")).toHaveText(["score 0.80", "Unscored"]);
+  await expect(scores.nth(1).getByRole("tooltip")).toBeHidden();
+  await scores.nth(1).focus();
+  await expect(scores.nth(1).getByRole("tooltip")).toBeVisible();
+  await expect(scores.nth(1).getByRole("tooltip")).toContainText("Unscored because: the evidence does not show whether it worked");
+  await expect(scores.nth(1)).toHaveAccessibleDescription(/Objective: settle the refund request/);
+  await scores.nth(1).blur();
+  // The task's score explains itself on hover.
+  await scores.nth(0).hover();
+  await expect(scores.nth(0).getByRole("tooltip")).toBeVisible();
+  await expect(scores.nth(0).getByRole("tooltip")).toContainText("Why: the agent looked the order up, then confirmed the refund");
+  await a11y(page, "viewer with sections");
+  await shot(page, "viewer-sections");
+
+  // The breadcrumb follows the selection into the next phase.
+  await page.goto(`/traces/${env.sectionedTrace}?step=6`);
+  await expect(crumbs.locator("[aria-current=location]")).toHaveText(gen(editing));
+  await expect(crumbs.locator(".section-score .score-value")).toHaveText(["score 0.80", "score 0.80"]);
+  // The ancestor opens the task's first step.
+  await crumbs.getByRole("button", { name: gen(task) }).click();
+  await expect(page).toHaveURL(/step=1$/);
+  await expect(crumbs.locator("[aria-current=location]")).toHaveText(gen(inspecting));
+
+  // The completion curve: a checkpoint per assistant step; a point opens its step.
+  const curve = page.getByRole("img", { name: "Completion of I want a refund for order 1183: step 2 40%, step 4 65%, step 6 90%" });
+  await expect(curve).toBeVisible({ timeout: 60_000 });
+  // Hover reads the curve: at a checkpoint its estimate and reason, between
+  // two the smooth curve's value, which never overshoots its neighbours.
+  const cb = (await curve.boundingBox())!;
+  const preview = page.locator(".completion-curve .strip-preview");
+  await page.mouse.move(cb.x + cb.width * (3.5 / 6), cb.y + cb.height / 2);
+  await expect(preview).toHaveText("Step 4 · 65% — checkpoint 2 of 3");
+  await page.mouse.move(cb.x + cb.width * (2.5 / 6), cb.y + cb.height / 2);
+  await expect(preview).toHaveText(/^Step 3 · \d+% \(interpolated between steps 2 and 4\)$/);
+  const between = Number((await preview.textContent())!.match(/· (\d+)%/)![1]);
+  expect(between).toBeGreaterThanOrEqual(40);
+  expect(between).toBeLessThanOrEqual(65);
+  await expect(page.locator(".completion-curve .axis")).toHaveText("100%0%");
+  await curve.locator("rect.point").nth(1).click();
+  await expect(page).toHaveURL(/step=4$/);
+  await expect(crumbs.locator("[aria-current=location]")).toHaveText(gen(editing));
 });
 
 test("a read-only key sees models, SQL and credit, but no Create reward model, Retry or Score actions", async ({ page }) => {

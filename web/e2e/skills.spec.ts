@@ -119,6 +119,49 @@ test("start a GEPA run from a model's page, watch it run and succeed, read, down
   await api.dispose();
 });
 
+test("with ten examples a GEPA run holds two traces out and the page shows the held-out scores", async ({ page, playwright, baseURL }) => {
+  test.setTimeout(480_000);
+  writeFileSync(env.gepaGate, "open"); // nothing to watch mid-run here: let the task model answer at once
+  const api = await playwright.request.newContext({ baseURL, extraHTTPHeaders: { Authorization: "Bearer " + env.holdoutKey } });
+  const traces = (await (await api.get("/api/v1/rm/traces?limit=20")).json()).traces.map((t: { id: string }) => t.id);
+  expect(traces).toHaveLength(10);
+  const r = await api.post("/api/v1/rm/reward-models", { data: { name: "holdout-ui", trace_ids: traces, base_model: env.baseModel, epochs: 1, max_pairs: 16 } });
+  expect(r.status()).toBe(200);
+  const model = await r.json();
+  await expect(async () => {
+    expect((await (await api.get("/api/v1/rm/reward-models/" + model.id)).json()).status).toBe("succeeded");
+  }).toPass({ timeout: 300_000 });
+
+  await signIn(page, env.holdoutKey, `/skills?model=${model.id}`);
+  await expect(page.getByLabel("Reward model")).toHaveValue(model.id);
+  await page.getByLabel("Task model").fill("openai/agent");
+  await page.getByLabel("Task API base").fill(env.gepaTaskBase);
+  await page.getByLabel("Reflection model").fill("openai/reflector");
+  await page.getByLabel("Budget (metric calls)").fill("24");
+  await page.getByRole("button", { name: "Start GEPA run" }).click();
+  await expect(page).toHaveURL(/\/skills\/[0-9a-f-]{36}$/);
+  const id = page.url().split("/").pop()!;
+  await expect(page.getByRole("status", { name: "GEPA run status" })).toHaveText("succeeded", { timeout: 150_000 });
+
+  const run = await (await api.get(`/api/v1/rm/gepa-runs/${id}`)).json();
+  expect(run.holdout).not.toBeNull();
+  expect(run.holdout.examples).toBe(2); // a fifth of ten traces
+  await expect(page.locator("main p.small-text").first()).toContainText(`budget 24 metric calls (${run.metric_calls} used) · 10 examples`);
+  const scores = page.getByRole("region", { name: "Scores" });
+  await expect(scores.getByRole("row", { name: /Seed skill/ })).toContainText(run.seed_score.toFixed(3));
+  await expect(scores.getByRole("row", { name: /Best skill/ })).toContainText(run.best_score.toFixed(3));
+  await expect(scores.getByRole("row", { name: "Held-out seed (2 traces)" })).toContainText(run.holdout.seed_score.toFixed(3));
+  const d = run.holdout.best_score - run.holdout.seed_score;
+  await expect(scores.getByRole("row", { name: /^Held-out best \(2 traces\)/ })).toContainText(
+    `${run.holdout.best_score.toFixed(3)} (${(d >= 0 ? "+" : "−") + Math.abs(d).toFixed(3)} over the seed)`,
+  );
+  await expect(scores).toContainText("The held-out scores are on 2 traces the search never saw: the honest number.");
+  await expect(scores).not.toContainText("No held-out score");
+  await a11y(page, "GEPA run with held-out scores");
+  await shot(page, "skill-run-holdout");
+  await api.dispose();
+});
+
 test("a GEPA run that fails shows the end of the worker's log", async ({ page, playwright, baseURL }) => {
   const api = await playwright.request.newContext({ baseURL, extraHTTPHeaders: { Authorization: "Bearer " + env.trainerKey } });
   const model = await succeededModel(api);

@@ -172,6 +172,15 @@ export function ModelDetail() {
                 <th scope="row">Final loss</th>
                 <td>{mt.final_loss != null ? mt.final_loss.toFixed(4) : "—"}</td>
               </tr>
+              {d.reward_stats && (
+                <tr>
+                  <th scope="row">Calibration</th>
+                  <td>
+                    mean {d.reward_stats.mean.toFixed(3)}, std {d.reward_stats.std.toFixed(3)} over {d.reward_stats.count} training texts: calibrated score = sigmoid((score − mean) / std), 0.5 at the
+                    mean (the review queue and GEPA use it)
+                  </td>
+                </tr>
+              )}
               <tr>
                 <th scope="row">Run</th>
                 <td>

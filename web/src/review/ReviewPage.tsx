@@ -1,13 +1,14 @@
 import { useEffect, useMemo, useState } from "react";
 import { Link, useSearchParams } from "react-router";
 import { useQuery } from "@tanstack/react-query";
-import { api, type QueryResult, type RewardModel, type TraceDetail, type TraceList } from "../api/client";
+import { api, type RewardModel, type Schemas, type TraceDetail } from "../api/client";
 import { useAuth } from "../auth/auth";
 import { canRender, renderMarkdown } from "../viewer/markdown";
 import { myRating, rate, useAnnotate } from "../viewer/useAnnotate";
 import { ShortcutsDialog, typingIn } from "../viewer/Shortcuts";
 
-type Item = { traceId: string; stepId: string | null; credit: number | null; title?: string };
+type ReviewQueue = Schemas["ReviewQueue"];
+type Item = Schemas["ReviewItem"];
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -19,10 +20,13 @@ const REVIEW_KEYS: [string, string][] = [
 ];
 
 /**
- * The review queue: what most needs a human, one item at a time. With a
- * reward model, its scored actions whose credit is nearest zero (the model
- * is least sure) and that nobody annotated; without one, unannotated traces
- * first. The model and the position live in the URL.
+ * The review queue (GET /review-queue): what most needs a human, one item
+ * at a time. With a reward model, the whole traces nobody rated by
+ * calibrated score sigmoid((score − mean) / std) nearest 0.5 and the unrated
+ * actions by credit nearest zero, interleaved on one uncertainty scale;
+ * without one, unannotated traces first. The list is fetched once per model
+ * (rating an item does not reshuffle it under the reviewer). The model and
+ * the position live in the URL.
  */
 export function ReviewPage() {
   const { canWrite } = useAuth();
@@ -38,28 +42,13 @@ export function ReviewPage() {
   const models = useQuery({ queryKey: ["reward-models"], queryFn: () => api<RewardModel[]>("/reward-models") });
   const ready = (models.data ?? []).filter((m) => m.status === "succeeded");
 
+  const chosen = ready.find((m) => m.id === model);
   const queue = useQuery({
     queryKey: ["review-queue", model],
     staleTime: Infinity,
-    queryFn: async (): Promise<Item[]> => {
-      if (model && UUID.test(model)) {
-        const r = await api<QueryResult>("/query", {
-          method: "POST",
-          json: {
-            sql: `SELECT a.trace_id, a.step_id, a.credit, t.title FROM action_scores a JOIN traces t ON t.id = a.trace_id
-                  WHERE a.reward_model_id = '${model}'
-                    AND NOT EXISTS (SELECT 1 FROM annotations n WHERE n.step_id = a.step_id AND n.rating IS NOT NULL AND NOT n.label_error)
-                  ORDER BY abs(a.credit), a.trace_id, a.step_index LIMIT 500`,
-          },
-        });
-        return r.rows.map((row) => ({ traceId: String(row[0]), stepId: String(row[1]), credit: Number(row[2]), title: String(row[3] ?? "") }));
-      }
-      const l = await api<TraceList>("/traces?limit=1000");
-      const n = (t: TraceList["traces"][number]) => t.positive_count + t.negative_count + t.comment_count;
-      return [...l.traces].sort((a, b) => n(a) - n(b)).map((t) => ({ traceId: t.id, stepId: null, credit: null, title: t.title }));
-    },
+    queryFn: () => api<ReviewQueue>(`/review-queue?limit=500${model && UUID.test(model) ? `&reward_model_id=${model}` : ""}`),
   });
-  const items = queue.data ?? [];
+  const items = queue.data?.items ?? [];
   const item = items[pos];
 
   return (
@@ -80,7 +69,7 @@ export function ReviewPage() {
             <option value="">None: unannotated traces first</option>
             {ready.map((m) => (
               <option key={m.id} value={m.id}>
-                {m.name}: actions it is least sure of
+                {m.name}: what it is least sure of
               </option>
             ))}
           </select>
@@ -93,9 +82,16 @@ export function ReviewPage() {
         )}
       </header>
       {model && (
-        <p className="muted small-text">
-          Ranked by action credit nearest zero. Ranking whole traces by calibrated score needs the model's reward statistics, which the API does not
-          expose yet.
+        <p className="muted small-text ranking-note">
+          Ranked by the model&apos;s uncertainty: whole traces nobody rated by calibrated score nearest 0.5, actions nobody rated by credit nearest zero, most
+          uncertain first. Calibrated score = sigmoid((score − mean) / std)
+          {chosen?.reward_stats && (
+            <>
+              {" "}
+              with mean {chosen.reward_stats.mean.toFixed(3)} and std {chosen.reward_stats.std.toFixed(3)} of its {chosen.reward_stats.count} training rewards
+            </>
+          )}
+          ; a trace at calibrated c and an action at credit x are equally uncertain when |2c − 1| = |x|.
         </p>
       )}
       {!canWrite && <p className="muted">This key is read-only: you can look through the queue but not rate.</p>}
@@ -111,7 +107,7 @@ export function ReviewPage() {
           Building the queue…
         </p>
       ) : items.length === 0 ? (
-        <p className="state">{model ? "Every scored action of this model has a rating. Nothing to review." : "No traces yet: import some on the Traces page."}</p>
+        <p className="state">{model ? "Everything this model scored has a rating. Nothing to review." : "No traces yet: import some on the Traces page."}</p>
       ) : !item ? (
         <div className="state">
           <p>Done: you went through all {items.length} items.</p>
@@ -120,7 +116,7 @@ export function ReviewPage() {
           </button>
         </div>
       ) : (
-        <ReviewItem key={item.traceId + (item.stepId ?? "")} item={item} canWrite={canWrite} onNext={() => setPos(pos + 1)} onPrev={() => setPos(Math.max(0, pos - 1))} help={help} setHelp={setHelp} />
+        <ReviewItem key={item.trace_id + (item.step_id ?? "")} item={item} canWrite={canWrite} onNext={() => setPos(pos + 1)} onPrev={() => setPos(Math.max(0, pos - 1))} help={help} setHelp={setHelp} />
       )}
       {help && <ShortcutsDialog extra={REVIEW_KEYS} onClose={() => setHelp(false)} />}
     </main>
@@ -129,13 +125,13 @@ export function ReviewPage() {
 
 function ReviewItem({ item, canWrite, onNext, onPrev, help, setHelp }: { item: Item; canWrite: boolean; onNext: () => void; onPrev: () => void; help: boolean; setHelp: (v: boolean) => void }) {
   const { me } = useAuth();
-  const trace = useQuery({ queryKey: ["trace", item.traceId], queryFn: () => api<TraceDetail>(`/traces/${item.traceId}`) });
-  const ann = useAnnotate(item.traceId);
+  const trace = useQuery({ queryKey: ["trace", item.trace_id], queryFn: () => api<TraceDetail>(`/traces/${item.trace_id}`) });
+  const ann = useAnnotate(item.trace_id);
   const d = trace.data;
   const shown = useMemo(() => {
     if (!d) return [];
-    if (item.stepId) {
-      const i = d.steps.findIndex((s) => s.id === item.stepId);
+    if (item.step_id) {
+      const i = d.steps.findIndex((s) => s.id === item.step_id);
       // The action with what it answered: the nearest earlier user message.
       let u = i - 1;
       while (u >= 0 && d.steps[u].role !== "user") u--;
@@ -144,11 +140,11 @@ function ReviewItem({ item, canWrite, onNext, onPrev, help, setHelp }: { item: I
     const firstUser = d.steps.find((s) => s.role === "user");
     const lastAssistant = [...d.steps].reverse().find((s) => s.role === "assistant");
     return [firstUser, lastAssistant].filter((s): s is NonNullable<typeof s> => !!s);
-  }, [d, item.stepId]);
-  const current = d && me ? myRating(d.annotations, me.user_id, item.stepId) : undefined;
+  }, [d, item.step_id]);
+  const current = d && me ? myRating(d.annotations, me.user_id, item.step_id) : undefined;
   const doRate = (v: 1 | -1) => {
     if (!d || !canWrite || !me) return;
-    rate(ann, d.annotations, me.user_id, item.stepId, v);
+    rate(ann, d.annotations, me.user_id, item.step_id, v);
     onNext();
   };
   useEffect(() => {
@@ -167,16 +163,23 @@ function ReviewItem({ item, canWrite, onNext, onPrev, help, setHelp }: { item: I
   });
   if (trace.isPending) return <p className="state muted">Loading…</p>;
   if (trace.isError) return <p role="alert" className="state error">{(trace.error as Error).message}</p>;
-  const target = item.stepId ? d!.steps.find((s) => s.id === item.stepId) : null;
+  const target = item.step_id ? d!.steps.find((s) => s.id === item.step_id) : null;
   return (
     <article className="review-card" aria-label="Review item">
       <header>
         <h2>
-          <Link to={`/traces/${item.traceId}${target ? `?step=${target.index + 1}` : ""}`}>{d!.title || "(untitled)"}</Link>
+          <Link to={`/traces/${item.trace_id}${target ? `?step=${target.index + 1}` : ""}`}>{d!.title || "(untitled)"}</Link>
         </h2>
         <p className="muted">
           {target ? `Step ${target.index + 1} (${target.role}${target.tool_name ? " · " + target.tool_name : ""})` : `Whole trace · ${d!.step_count} steps`}
+          {item.calibrated != null && (
+            <>
+              {" "}
+              · calibrated score {item.calibrated.toFixed(3)} (raw {(item.score! >= 0 ? "+" : "") + item.score!.toFixed(3)})
+            </>
+          )}
           {item.credit != null && <> · credit {(item.credit >= 0 ? "+" : "") + item.credit.toFixed(2)}</>}
+          {item.annotation_count != null && <> · {item.annotation_count === 0 ? "no annotations yet" : `${item.annotation_count} annotation${item.annotation_count === 1 ? "" : "s"}`}</>}
         </p>
       </header>
       {shown.map((s) => (

@@ -50,6 +50,9 @@ export function SqlPage() {
   const res = run.data;
   const [chart, setChart] = useState<"bar" | "line" | null>(null);
   const canChart = res ? chartable(res) : null;
+  // A column of numbers (nulls aside) is right-aligned, header included, so
+  // digits and their column name line up.
+  const numeric = res ? res.columns.map((_, j) => res.rows.some((r) => typeof (r as unknown[])[j] === "number") && res.rows.every((r) => (r as unknown[])[j] == null || typeof (r as unknown[])[j] === "number")) : [];
 
   return (
     <main className="main sql">
@@ -142,8 +145,8 @@ export function SqlPage() {
                 <table className="traces result">
                   <thead>
                     <tr>
-                      {res.columns.map((c) => (
-                        <th key={c} scope="col">
+                      {res.columns.map((c, j) => (
+                        <th key={c} scope="col" className={numeric[j] ? "num" : undefined}>
                           {c}
                         </th>
                       ))}
@@ -153,7 +156,7 @@ export function SqlPage() {
                     {res.rows.map((r, i) => (
                       <tr key={i}>
                         {(r as unknown[]).map((v, j) => (
-                          <td key={j} className={typeof v === "number" ? "num" : undefined}>
+                          <td key={j} className={numeric[j] || typeof v === "number" ? "num" : undefined}>
                             {cell(v)}
                           </td>
                         ))}

@@ -12,7 +12,8 @@ import { myRating, rate, useAnnotate } from "./useAnnotate";
 import { Timeline } from "./Timeline";
 import { CreditStrip } from "./CreditStrip";
 import { ScoreActions } from "./ScoreActions";
-import { TaskCard, sectionPath } from "./TaskCard";
+import { TaskCard } from "./TaskCard";
+import { SectionCrumbs } from "./SectionCrumbs";
 import { CompletionCurve } from "./CompletionCurve";
 import { ShortcutsDialog, typingIn } from "./Shortcuts";
 import { ConsentNoticeLine, ContributeSwitch, OPT_OUT_WARNING, type ConsentNotice } from "../traces/Contribution";
@@ -296,16 +297,16 @@ export function TraceViewer() {
           </p>
         )}
         {(t.sections?.length ?? 0) > 0 && steps.length > 0 && (
-          <nav className="crumbs section-crumbs" aria-label="Sections">
-            {sectionPath(t.sections, selected).map((s, i) => (
-              <span key={s.first_step_id + s.kind}>
-                {i > 0 && <span aria-hidden="true"> › </span>}
-                <button type="button" className="link" onClick={() => { select(s.first_step_index); virt.scrollToIndex(stepRow[s.first_step_index], { align: "start" }); }}>
-                  {s.title}
-                </button>
-              </span>
-            ))}
-          </nav>
+          <SectionCrumbs
+            traceId={t.id}
+            steps={steps}
+            sections={t.sections!}
+            selected={selected}
+            onPick={(i) => {
+              select(i);
+              virt.scrollToIndex(stepRow[i], { align: "start" });
+            }}
+          />
         )}
         {t.sections?.some((s) => s.graded) && (
           <CompletionCurve

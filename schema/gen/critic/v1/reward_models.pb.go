@@ -33,6 +33,317 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// RewardStats are a succeeded model's reward statistics
+// (reward_stats.json): mean and population std of its rewards over the
+// training texts, and how many texts.
+type RewardStats struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Mean          float64                `protobuf:"fixed64,1,opt,name=mean,proto3" json:"mean,omitempty"`
+	Std           float64                `protobuf:"fixed64,2,opt,name=std,proto3" json:"std,omitempty"`
+	Count         int32                  `protobuf:"varint,3,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RewardStats) Reset() {
+	*x = RewardStats{}
+	mi := &file_critic_v1_reward_models_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RewardStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RewardStats) ProtoMessage() {}
+
+func (x *RewardStats) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_reward_models_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RewardStats.ProtoReflect.Descriptor instead.
+func (*RewardStats) Descriptor() ([]byte, []int) {
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RewardStats) GetMean() float64 {
+	if x != nil {
+		return x.Mean
+	}
+	return 0
+}
+
+func (x *RewardStats) GetStd() float64 {
+	if x != nil {
+		return x.Std
+	}
+	return 0
+}
+
+func (x *RewardStats) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+type ReviewQueueRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty: rank without a model (unannotated first).
+	RewardModelId string `protobuf:"bytes,1,opt,name=reward_model_id,json=rewardModelId,proto3" json:"reward_model_id,omitempty"`
+	// 0 is the default (200); otherwise 1-1000.
+	Limit         int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReviewQueueRequest) Reset() {
+	*x = ReviewQueueRequest{}
+	mi := &file_critic_v1_reward_models_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReviewQueueRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReviewQueueRequest) ProtoMessage() {}
+
+func (x *ReviewQueueRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_reward_models_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReviewQueueRequest.ProtoReflect.Descriptor instead.
+func (*ReviewQueueRequest) Descriptor() ([]byte, []int) {
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ReviewQueueRequest) GetRewardModelId() string {
+	if x != nil {
+		return x.RewardModelId
+	}
+	return ""
+}
+
+func (x *ReviewQueueRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// ReviewQueueItem is a whole trace (step fields unset) or one action.
+type ReviewQueueItem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// trace | action
+	Kind       string  `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	TraceId    string  `protobuf:"bytes,2,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	TraceTitle string  `protobuf:"bytes,3,opt,name=trace_title,json=traceTitle,proto3" json:"trace_title,omitempty"`
+	StepId     *string `protobuf:"bytes,4,opt,name=step_id,json=stepId,proto3,oneof" json:"step_id,omitempty"`
+	// Zero-based.
+	StepIndex *int32 `protobuf:"varint,5,opt,name=step_index,json=stepIndex,proto3,oneof" json:"step_index,omitempty"`
+	// The model's raw reward.
+	Score *float64 `protobuf:"fixed64,6,opt,name=score,proto3,oneof" json:"score,omitempty"`
+	// Traces: sigmoid((score - mean) / std).
+	Calibrated *float64 `protobuf:"fixed64,7,opt,name=calibrated,proto3,oneof" json:"calibrated,omitempty"`
+	// Actions: the action credit.
+	Credit *float64 `protobuf:"fixed64,8,opt,name=credit,proto3,oneof" json:"credit,omitempty"`
+	// 0 = the model cannot tell; the queue's order.
+	Uncertainty *float64 `protobuf:"fixed64,9,opt,name=uncertainty,proto3,oneof" json:"uncertainty,omitempty"`
+	// Without a model: the trace's annotations.
+	AnnotationCount *int32 `protobuf:"varint,10,opt,name=annotation_count,json=annotationCount,proto3,oneof" json:"annotation_count,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ReviewQueueItem) Reset() {
+	*x = ReviewQueueItem{}
+	mi := &file_critic_v1_reward_models_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReviewQueueItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReviewQueueItem) ProtoMessage() {}
+
+func (x *ReviewQueueItem) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_reward_models_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReviewQueueItem.ProtoReflect.Descriptor instead.
+func (*ReviewQueueItem) Descriptor() ([]byte, []int) {
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ReviewQueueItem) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ReviewQueueItem) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
+}
+
+func (x *ReviewQueueItem) GetTraceTitle() string {
+	if x != nil {
+		return x.TraceTitle
+	}
+	return ""
+}
+
+func (x *ReviewQueueItem) GetStepId() string {
+	if x != nil && x.StepId != nil {
+		return *x.StepId
+	}
+	return ""
+}
+
+func (x *ReviewQueueItem) GetStepIndex() int32 {
+	if x != nil && x.StepIndex != nil {
+		return *x.StepIndex
+	}
+	return 0
+}
+
+func (x *ReviewQueueItem) GetScore() float64 {
+	if x != nil && x.Score != nil {
+		return *x.Score
+	}
+	return 0
+}
+
+func (x *ReviewQueueItem) GetCalibrated() float64 {
+	if x != nil && x.Calibrated != nil {
+		return *x.Calibrated
+	}
+	return 0
+}
+
+func (x *ReviewQueueItem) GetCredit() float64 {
+	if x != nil && x.Credit != nil {
+		return *x.Credit
+	}
+	return 0
+}
+
+func (x *ReviewQueueItem) GetUncertainty() float64 {
+	if x != nil && x.Uncertainty != nil {
+		return *x.Uncertainty
+	}
+	return 0
+}
+
+func (x *ReviewQueueItem) GetAnnotationCount() int32 {
+	if x != nil && x.AnnotationCount != nil {
+		return *x.AnnotationCount
+	}
+	return 0
+}
+
+type ReviewQueueResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RewardModelId *string                `protobuf:"bytes,1,opt,name=reward_model_id,json=rewardModelId,proto3,oneof" json:"reward_model_id,omitempty"`
+	// uncertainty | unannotated_first
+	Ranking string `protobuf:"bytes,2,opt,name=ranking,proto3" json:"ranking,omitempty"`
+	// The formula behind calibrated; unset without a model.
+	Calibration   *string            `protobuf:"bytes,3,opt,name=calibration,proto3,oneof" json:"calibration,omitempty"`
+	Items         []*ReviewQueueItem `protobuf:"bytes,4,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReviewQueueResponse) Reset() {
+	*x = ReviewQueueResponse{}
+	mi := &file_critic_v1_reward_models_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReviewQueueResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReviewQueueResponse) ProtoMessage() {}
+
+func (x *ReviewQueueResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_reward_models_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReviewQueueResponse.ProtoReflect.Descriptor instead.
+func (*ReviewQueueResponse) Descriptor() ([]byte, []int) {
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ReviewQueueResponse) GetRewardModelId() string {
+	if x != nil && x.RewardModelId != nil {
+		return *x.RewardModelId
+	}
+	return ""
+}
+
+func (x *ReviewQueueResponse) GetRanking() string {
+	if x != nil {
+		return x.Ranking
+	}
+	return ""
+}
+
+func (x *ReviewQueueResponse) GetCalibration() string {
+	if x != nil && x.Calibration != nil {
+		return *x.Calibration
+	}
+	return ""
+}
+
+func (x *ReviewQueueResponse) GetItems() []*ReviewQueueItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
 type CreateRewardModelRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// 1-200 characters after trimming spaces.
@@ -53,7 +364,7 @@ type CreateRewardModelRequest struct {
 
 func (x *CreateRewardModelRequest) Reset() {
 	*x = CreateRewardModelRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[0]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -65,7 +376,7 @@ func (x *CreateRewardModelRequest) String() string {
 func (*CreateRewardModelRequest) ProtoMessage() {}
 
 func (x *CreateRewardModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[0]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -78,7 +389,7 @@ func (x *CreateRewardModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRewardModelRequest.ProtoReflect.Descriptor instead.
 func (*CreateRewardModelRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{0}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CreateRewardModelRequest) GetName() string {
@@ -140,7 +451,7 @@ type TrainingConfig struct {
 
 func (x *TrainingConfig) Reset() {
 	*x = TrainingConfig{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[1]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -152,7 +463,7 @@ func (x *TrainingConfig) String() string {
 func (*TrainingConfig) ProtoMessage() {}
 
 func (x *TrainingConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[1]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -165,7 +476,7 @@ func (x *TrainingConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrainingConfig.ProtoReflect.Descriptor instead.
 func (*TrainingConfig) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{1}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TrainingConfig) GetAnnotationSource() string {
@@ -199,7 +510,7 @@ type CreateRewardModelResponse struct {
 
 func (x *CreateRewardModelResponse) Reset() {
 	*x = CreateRewardModelResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[2]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -211,7 +522,7 @@ func (x *CreateRewardModelResponse) String() string {
 func (*CreateRewardModelResponse) ProtoMessage() {}
 
 func (x *CreateRewardModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[2]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -224,7 +535,7 @@ func (x *CreateRewardModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRewardModelResponse.ProtoReflect.Descriptor instead.
 func (*CreateRewardModelResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{2}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *CreateRewardModelResponse) GetRewardModel() *RewardModel {
@@ -242,7 +553,7 @@ type ListRewardModelsRequest struct {
 
 func (x *ListRewardModelsRequest) Reset() {
 	*x = ListRewardModelsRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[3]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -254,7 +565,7 @@ func (x *ListRewardModelsRequest) String() string {
 func (*ListRewardModelsRequest) ProtoMessage() {}
 
 func (x *ListRewardModelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[3]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -267,7 +578,7 @@ func (x *ListRewardModelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRewardModelsRequest.ProtoReflect.Descriptor instead.
 func (*ListRewardModelsRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{3}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{7}
 }
 
 type ListRewardModelsResponse struct {
@@ -279,7 +590,7 @@ type ListRewardModelsResponse struct {
 
 func (x *ListRewardModelsResponse) Reset() {
 	*x = ListRewardModelsResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[4]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -291,7 +602,7 @@ func (x *ListRewardModelsResponse) String() string {
 func (*ListRewardModelsResponse) ProtoMessage() {}
 
 func (x *ListRewardModelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[4]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -304,7 +615,7 @@ func (x *ListRewardModelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRewardModelsResponse.ProtoReflect.Descriptor instead.
 func (*ListRewardModelsResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{4}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListRewardModelsResponse) GetRewardModels() []*RewardModel {
@@ -323,7 +634,7 @@ type GetRewardModelRequest struct {
 
 func (x *GetRewardModelRequest) Reset() {
 	*x = GetRewardModelRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[5]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -335,7 +646,7 @@ func (x *GetRewardModelRequest) String() string {
 func (*GetRewardModelRequest) ProtoMessage() {}
 
 func (x *GetRewardModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[5]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -348,7 +659,7 @@ func (x *GetRewardModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRewardModelRequest.ProtoReflect.Descriptor instead.
 func (*GetRewardModelRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{5}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetRewardModelRequest) GetRewardModelId() string {
@@ -379,7 +690,7 @@ type GetRewardModelResponse struct {
 
 func (x *GetRewardModelResponse) Reset() {
 	*x = GetRewardModelResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[6]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -391,7 +702,7 @@ func (x *GetRewardModelResponse) String() string {
 func (*GetRewardModelResponse) ProtoMessage() {}
 
 func (x *GetRewardModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[6]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -404,7 +715,7 @@ func (x *GetRewardModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRewardModelResponse.ProtoReflect.Descriptor instead.
 func (*GetRewardModelResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{6}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetRewardModelResponse) GetRewardModel() *RewardModel {
@@ -486,7 +797,7 @@ type Finding struct {
 
 func (x *Finding) Reset() {
 	*x = Finding{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[7]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -498,7 +809,7 @@ func (x *Finding) String() string {
 func (*Finding) ProtoMessage() {}
 
 func (x *Finding) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[7]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -511,7 +822,7 @@ func (x *Finding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Finding.ProtoReflect.Descriptor instead.
 func (*Finding) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{7}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Finding) GetTraceId() string {
@@ -668,7 +979,7 @@ type FindingReview struct {
 
 func (x *FindingReview) Reset() {
 	*x = FindingReview{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[8]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -680,7 +991,7 @@ func (x *FindingReview) String() string {
 func (*FindingReview) ProtoMessage() {}
 
 func (x *FindingReview) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[8]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -693,7 +1004,7 @@ func (x *FindingReview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindingReview.ProtoReflect.Descriptor instead.
 func (*FindingReview) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{8}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *FindingReview) GetPreferred() string {
@@ -738,7 +1049,7 @@ type LLMUsage struct {
 
 func (x *LLMUsage) Reset() {
 	*x = LLMUsage{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[9]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -750,7 +1061,7 @@ func (x *LLMUsage) String() string {
 func (*LLMUsage) ProtoMessage() {}
 
 func (x *LLMUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[9]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -763,7 +1074,7 @@ func (x *LLMUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LLMUsage.ProtoReflect.Descriptor instead.
 func (*LLMUsage) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{9}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *LLMUsage) GetModel() string {
@@ -810,7 +1121,7 @@ type RetryRewardModelRequest struct {
 
 func (x *RetryRewardModelRequest) Reset() {
 	*x = RetryRewardModelRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[10]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -822,7 +1133,7 @@ func (x *RetryRewardModelRequest) String() string {
 func (*RetryRewardModelRequest) ProtoMessage() {}
 
 func (x *RetryRewardModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[10]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -835,7 +1146,7 @@ func (x *RetryRewardModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryRewardModelRequest.ProtoReflect.Descriptor instead.
 func (*RetryRewardModelRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{10}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RetryRewardModelRequest) GetRewardModelId() string {
@@ -855,7 +1166,7 @@ type RetryRewardModelResponse struct {
 
 func (x *RetryRewardModelResponse) Reset() {
 	*x = RetryRewardModelResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[11]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -867,7 +1178,7 @@ func (x *RetryRewardModelResponse) String() string {
 func (*RetryRewardModelResponse) ProtoMessage() {}
 
 func (x *RetryRewardModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[11]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -880,7 +1191,7 @@ func (x *RetryRewardModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryRewardModelResponse.ProtoReflect.Descriptor instead.
 func (*RetryRewardModelResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{11}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RetryRewardModelResponse) GetRewardModel() *RewardModel {
@@ -899,7 +1210,7 @@ type GetWeightsRequest struct {
 
 func (x *GetWeightsRequest) Reset() {
 	*x = GetWeightsRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[12]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +1222,7 @@ func (x *GetWeightsRequest) String() string {
 func (*GetWeightsRequest) ProtoMessage() {}
 
 func (x *GetWeightsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[12]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1235,7 @@ func (x *GetWeightsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWeightsRequest.ProtoReflect.Descriptor instead.
 func (*GetWeightsRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{12}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *GetWeightsRequest) GetRewardModelId() string {
@@ -943,7 +1254,7 @@ type GetWeightsResponse struct {
 
 func (x *GetWeightsResponse) Reset() {
 	*x = GetWeightsResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[13]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -955,7 +1266,7 @@ func (x *GetWeightsResponse) String() string {
 func (*GetWeightsResponse) ProtoMessage() {}
 
 func (x *GetWeightsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[13]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -968,7 +1279,7 @@ func (x *GetWeightsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWeightsResponse.ProtoReflect.Descriptor instead.
 func (*GetWeightsResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{13}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetWeightsResponse) GetUrl() string {
@@ -988,7 +1299,7 @@ type ScoreTraceRequest struct {
 
 func (x *ScoreTraceRequest) Reset() {
 	*x = ScoreTraceRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[14]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1000,7 +1311,7 @@ func (x *ScoreTraceRequest) String() string {
 func (*ScoreTraceRequest) ProtoMessage() {}
 
 func (x *ScoreTraceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[14]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1013,7 +1324,7 @@ func (x *ScoreTraceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreTraceRequest.ProtoReflect.Descriptor instead.
 func (*ScoreTraceRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{14}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ScoreTraceRequest) GetTraceId() string {
@@ -1039,7 +1350,7 @@ type ScoreTraceResponse struct {
 
 func (x *ScoreTraceResponse) Reset() {
 	*x = ScoreTraceResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[15]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1051,7 +1362,7 @@ func (x *ScoreTraceResponse) String() string {
 func (*ScoreTraceResponse) ProtoMessage() {}
 
 func (x *ScoreTraceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[15]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1064,7 +1375,7 @@ func (x *ScoreTraceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreTraceResponse.ProtoReflect.Descriptor instead.
 func (*ScoreTraceResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{15}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ScoreTraceResponse) GetScoringRun() *ScoringRun {
@@ -1094,17 +1405,22 @@ type RewardModel struct {
 	Metrics *structpb.Value `protobuf:"bytes,10,opt,name=metrics,proto3" json:"metrics,omitempty"`
 	Error   *string         `protobuf:"bytes,11,opt,name=error,proto3,oneof" json:"error,omitempty"`
 	// The last progress a running training reported; unset when none.
-	Progress      *structpb.Struct       `protobuf:"bytes,12,opt,name=progress,proto3" json:"progress,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	StartedAt     *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
-	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Progress   *structpb.Struct       `protobuf:"bytes,12,opt,name=progress,proto3" json:"progress,omitempty"`
+	CreatedAt  *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	StartedAt  *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// reward_stats.json once succeeded: with them a trace score s calibrates
+	// to sigmoid((s - mean) / std).
+	RewardStats *RewardStats `protobuf:"bytes,16,opt,name=reward_stats,json=rewardStats,proto3" json:"reward_stats,omitempty"`
+	// action_reward_stats.json, when trained on action comparisons.
+	ActionRewardStats *RewardStats `protobuf:"bytes,17,opt,name=action_reward_stats,json=actionRewardStats,proto3" json:"action_reward_stats,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *RewardModel) Reset() {
 	*x = RewardModel{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[16]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1116,7 +1432,7 @@ func (x *RewardModel) String() string {
 func (*RewardModel) ProtoMessage() {}
 
 func (x *RewardModel) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[16]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1129,7 +1445,7 @@ func (x *RewardModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewardModel.ProtoReflect.Descriptor instead.
 func (*RewardModel) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{16}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RewardModel) GetId() string {
@@ -1237,11 +1553,63 @@ func (x *RewardModel) GetFinishedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *RewardModel) GetRewardStats() *RewardStats {
+	if x != nil {
+		return x.RewardStats
+	}
+	return nil
+}
+
+func (x *RewardModel) GetActionRewardStats() *RewardStats {
+	if x != nil {
+		return x.ActionRewardStats
+	}
+	return nil
+}
+
 var File_critic_v1_reward_models_proto protoreflect.FileDescriptor
 
 const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\n" +
-	"\x1dcritic/v1/reward_models.proto\x12\tcritic.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16critic/v1/traces.proto\"\xb3\x02\n" +
+	"\x1dcritic/v1/reward_models.proto\x12\tcritic.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16critic/v1/traces.proto\"I\n" +
+	"\vRewardStats\x12\x12\n" +
+	"\x04mean\x18\x01 \x01(\x01R\x04mean\x12\x10\n" +
+	"\x03std\x18\x02 \x01(\x01R\x03std\x12\x14\n" +
+	"\x05count\x18\x03 \x01(\x05R\x05count\"R\n" +
+	"\x12ReviewQueueRequest\x12&\n" +
+	"\x0freward_model_id\x18\x01 \x01(\tR\rrewardModelId\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\xbb\x03\n" +
+	"\x0fReviewQueueItem\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x19\n" +
+	"\btrace_id\x18\x02 \x01(\tR\atraceId\x12\x1f\n" +
+	"\vtrace_title\x18\x03 \x01(\tR\n" +
+	"traceTitle\x12\x1c\n" +
+	"\astep_id\x18\x04 \x01(\tH\x00R\x06stepId\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"step_index\x18\x05 \x01(\x05H\x01R\tstepIndex\x88\x01\x01\x12\x19\n" +
+	"\x05score\x18\x06 \x01(\x01H\x02R\x05score\x88\x01\x01\x12#\n" +
+	"\n" +
+	"calibrated\x18\a \x01(\x01H\x03R\n" +
+	"calibrated\x88\x01\x01\x12\x1b\n" +
+	"\x06credit\x18\b \x01(\x01H\x04R\x06credit\x88\x01\x01\x12%\n" +
+	"\vuncertainty\x18\t \x01(\x01H\x05R\vuncertainty\x88\x01\x01\x12.\n" +
+	"\x10annotation_count\x18\n" +
+	" \x01(\x05H\x06R\x0fannotationCount\x88\x01\x01B\n" +
+	"\n" +
+	"\b_step_idB\r\n" +
+	"\v_step_indexB\b\n" +
+	"\x06_scoreB\r\n" +
+	"\v_calibratedB\t\n" +
+	"\a_creditB\x0e\n" +
+	"\f_uncertaintyB\x13\n" +
+	"\x11_annotation_count\"\xd9\x01\n" +
+	"\x13ReviewQueueResponse\x12+\n" +
+	"\x0freward_model_id\x18\x01 \x01(\tH\x00R\rrewardModelId\x88\x01\x01\x12\x18\n" +
+	"\aranking\x18\x02 \x01(\tR\aranking\x12%\n" +
+	"\vcalibration\x18\x03 \x01(\tH\x01R\vcalibration\x88\x01\x01\x120\n" +
+	"\x05items\x18\x04 \x03(\v2\x1a.critic.v1.ReviewQueueItemR\x05itemsB\x12\n" +
+	"\x10_reward_model_idB\x0e\n" +
+	"\f_calibration\"\xb3\x02\n" +
 	"\x18CreateRewardModelRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1b\n" +
 	"\ttrace_ids\x18\x02 \x03(\tR\btraceIds\x12\"\n" +
@@ -1333,7 +1701,7 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\x0freward_model_id\x18\x02 \x01(\tR\rrewardModelId\"L\n" +
 	"\x12ScoreTraceResponse\x126\n" +
 	"\vscoring_run\x18\x01 \x01(\v2\x15.critic.v1.ScoringRunR\n" +
-	"scoringRun\"\xc7\x04\n" +
+	"scoringRun\"\xca\x05\n" +
 	"\vRewardModel\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
@@ -1355,10 +1723,12 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAtB\f\n" +
+	"finishedAt\x129\n" +
+	"\freward_stats\x18\x10 \x01(\v2\x16.critic.v1.RewardStatsR\vrewardStats\x12F\n" +
+	"\x13action_reward_stats\x18\x11 \x01(\v2\x16.critic.v1.RewardStatsR\x11actionRewardStatsB\f\n" +
 	"\n" +
 	"_num_pairsB\b\n" +
-	"\x06_error2\xaa\x04\n" +
+	"\x06_error2\xfd\x04\n" +
 	"\x12RewardModelService\x12^\n" +
 	"\x11CreateRewardModel\x12#.critic.v1.CreateRewardModelRequest\x1a$.critic.v1.CreateRewardModelResponse\x12`\n" +
 	"\x10ListRewardModels\x12\".critic.v1.ListRewardModelsRequest\x1a#.critic.v1.ListRewardModelsResponse\"\x03\x90\x02\x01\x12Z\n" +
@@ -1367,7 +1737,8 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\n" +
 	"GetWeights\x12\x1c.critic.v1.GetWeightsRequest\x1a\x1d.critic.v1.GetWeightsResponse\"\x03\x90\x02\x01\x12I\n" +
 	"\n" +
-	"ScoreTrace\x12\x1c.critic.v1.ScoreTraceRequest\x1a\x1d.critic.v1.ScoreTraceResponseB:Z8github.com/criticml/critic/schema/gen/critic/v1;criticv1b\x06proto3"
+	"ScoreTrace\x12\x1c.critic.v1.ScoreTraceRequest\x1a\x1d.critic.v1.ScoreTraceResponse\x12Q\n" +
+	"\vReviewQueue\x12\x1d.critic.v1.ReviewQueueRequest\x1a\x1e.critic.v1.ReviewQueueResponse\"\x03\x90\x02\x01B:Z8github.com/criticml/critic/schema/gen/critic/v1;criticv1b\x06proto3"
 
 var (
 	file_critic_v1_reward_models_proto_rawDescOnce sync.Once
@@ -1381,63 +1752,72 @@ func file_critic_v1_reward_models_proto_rawDescGZIP() []byte {
 	return file_critic_v1_reward_models_proto_rawDescData
 }
 
-var file_critic_v1_reward_models_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_critic_v1_reward_models_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_critic_v1_reward_models_proto_goTypes = []any{
-	(*CreateRewardModelRequest)(nil),  // 0: critic.v1.CreateRewardModelRequest
-	(*TrainingConfig)(nil),            // 1: critic.v1.TrainingConfig
-	(*CreateRewardModelResponse)(nil), // 2: critic.v1.CreateRewardModelResponse
-	(*ListRewardModelsRequest)(nil),   // 3: critic.v1.ListRewardModelsRequest
-	(*ListRewardModelsResponse)(nil),  // 4: critic.v1.ListRewardModelsResponse
-	(*GetRewardModelRequest)(nil),     // 5: critic.v1.GetRewardModelRequest
-	(*GetRewardModelResponse)(nil),    // 6: critic.v1.GetRewardModelResponse
-	(*Finding)(nil),                   // 7: critic.v1.Finding
-	(*FindingReview)(nil),             // 8: critic.v1.FindingReview
-	(*LLMUsage)(nil),                  // 9: critic.v1.LLMUsage
-	(*RetryRewardModelRequest)(nil),   // 10: critic.v1.RetryRewardModelRequest
-	(*RetryRewardModelResponse)(nil),  // 11: critic.v1.RetryRewardModelResponse
-	(*GetWeightsRequest)(nil),         // 12: critic.v1.GetWeightsRequest
-	(*GetWeightsResponse)(nil),        // 13: critic.v1.GetWeightsResponse
-	(*ScoreTraceRequest)(nil),         // 14: critic.v1.ScoreTraceRequest
-	(*ScoreTraceResponse)(nil),        // 15: critic.v1.ScoreTraceResponse
-	(*RewardModel)(nil),               // 16: critic.v1.RewardModel
-	(*ScoringRun)(nil),                // 17: critic.v1.ScoringRun
-	(*structpb.Value)(nil),            // 18: google.protobuf.Value
-	(*structpb.Struct)(nil),           // 19: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),     // 20: google.protobuf.Timestamp
+	(*RewardStats)(nil),               // 0: critic.v1.RewardStats
+	(*ReviewQueueRequest)(nil),        // 1: critic.v1.ReviewQueueRequest
+	(*ReviewQueueItem)(nil),           // 2: critic.v1.ReviewQueueItem
+	(*ReviewQueueResponse)(nil),       // 3: critic.v1.ReviewQueueResponse
+	(*CreateRewardModelRequest)(nil),  // 4: critic.v1.CreateRewardModelRequest
+	(*TrainingConfig)(nil),            // 5: critic.v1.TrainingConfig
+	(*CreateRewardModelResponse)(nil), // 6: critic.v1.CreateRewardModelResponse
+	(*ListRewardModelsRequest)(nil),   // 7: critic.v1.ListRewardModelsRequest
+	(*ListRewardModelsResponse)(nil),  // 8: critic.v1.ListRewardModelsResponse
+	(*GetRewardModelRequest)(nil),     // 9: critic.v1.GetRewardModelRequest
+	(*GetRewardModelResponse)(nil),    // 10: critic.v1.GetRewardModelResponse
+	(*Finding)(nil),                   // 11: critic.v1.Finding
+	(*FindingReview)(nil),             // 12: critic.v1.FindingReview
+	(*LLMUsage)(nil),                  // 13: critic.v1.LLMUsage
+	(*RetryRewardModelRequest)(nil),   // 14: critic.v1.RetryRewardModelRequest
+	(*RetryRewardModelResponse)(nil),  // 15: critic.v1.RetryRewardModelResponse
+	(*GetWeightsRequest)(nil),         // 16: critic.v1.GetWeightsRequest
+	(*GetWeightsResponse)(nil),        // 17: critic.v1.GetWeightsResponse
+	(*ScoreTraceRequest)(nil),         // 18: critic.v1.ScoreTraceRequest
+	(*ScoreTraceResponse)(nil),        // 19: critic.v1.ScoreTraceResponse
+	(*RewardModel)(nil),               // 20: critic.v1.RewardModel
+	(*ScoringRun)(nil),                // 21: critic.v1.ScoringRun
+	(*structpb.Value)(nil),            // 22: google.protobuf.Value
+	(*structpb.Struct)(nil),           // 23: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),     // 24: google.protobuf.Timestamp
 }
 var file_critic_v1_reward_models_proto_depIdxs = []int32{
-	1,  // 0: critic.v1.CreateRewardModelRequest.training_config:type_name -> critic.v1.TrainingConfig
-	16, // 1: critic.v1.CreateRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
-	16, // 2: critic.v1.ListRewardModelsResponse.reward_models:type_name -> critic.v1.RewardModel
-	16, // 3: critic.v1.GetRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
-	7,  // 4: critic.v1.GetRewardModelResponse.feedback:type_name -> critic.v1.Finding
-	9,  // 5: critic.v1.GetRewardModelResponse.llm_usage:type_name -> critic.v1.LLMUsage
-	8,  // 6: critic.v1.Finding.review:type_name -> critic.v1.FindingReview
-	9,  // 7: critic.v1.Finding.usage:type_name -> critic.v1.LLMUsage
-	16, // 8: critic.v1.RetryRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
-	17, // 9: critic.v1.ScoreTraceResponse.scoring_run:type_name -> critic.v1.ScoringRun
-	18, // 10: critic.v1.RewardModel.metrics:type_name -> google.protobuf.Value
-	19, // 11: critic.v1.RewardModel.progress:type_name -> google.protobuf.Struct
-	20, // 12: critic.v1.RewardModel.created_at:type_name -> google.protobuf.Timestamp
-	20, // 13: critic.v1.RewardModel.started_at:type_name -> google.protobuf.Timestamp
-	20, // 14: critic.v1.RewardModel.finished_at:type_name -> google.protobuf.Timestamp
-	0,  // 15: critic.v1.RewardModelService.CreateRewardModel:input_type -> critic.v1.CreateRewardModelRequest
-	3,  // 16: critic.v1.RewardModelService.ListRewardModels:input_type -> critic.v1.ListRewardModelsRequest
-	5,  // 17: critic.v1.RewardModelService.GetRewardModel:input_type -> critic.v1.GetRewardModelRequest
-	10, // 18: critic.v1.RewardModelService.RetryRewardModel:input_type -> critic.v1.RetryRewardModelRequest
-	12, // 19: critic.v1.RewardModelService.GetWeights:input_type -> critic.v1.GetWeightsRequest
-	14, // 20: critic.v1.RewardModelService.ScoreTrace:input_type -> critic.v1.ScoreTraceRequest
-	2,  // 21: critic.v1.RewardModelService.CreateRewardModel:output_type -> critic.v1.CreateRewardModelResponse
-	4,  // 22: critic.v1.RewardModelService.ListRewardModels:output_type -> critic.v1.ListRewardModelsResponse
-	6,  // 23: critic.v1.RewardModelService.GetRewardModel:output_type -> critic.v1.GetRewardModelResponse
-	11, // 24: critic.v1.RewardModelService.RetryRewardModel:output_type -> critic.v1.RetryRewardModelResponse
-	13, // 25: critic.v1.RewardModelService.GetWeights:output_type -> critic.v1.GetWeightsResponse
-	15, // 26: critic.v1.RewardModelService.ScoreTrace:output_type -> critic.v1.ScoreTraceResponse
-	21, // [21:27] is the sub-list for method output_type
-	15, // [15:21] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	2,  // 0: critic.v1.ReviewQueueResponse.items:type_name -> critic.v1.ReviewQueueItem
+	5,  // 1: critic.v1.CreateRewardModelRequest.training_config:type_name -> critic.v1.TrainingConfig
+	20, // 2: critic.v1.CreateRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
+	20, // 3: critic.v1.ListRewardModelsResponse.reward_models:type_name -> critic.v1.RewardModel
+	20, // 4: critic.v1.GetRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
+	11, // 5: critic.v1.GetRewardModelResponse.feedback:type_name -> critic.v1.Finding
+	13, // 6: critic.v1.GetRewardModelResponse.llm_usage:type_name -> critic.v1.LLMUsage
+	12, // 7: critic.v1.Finding.review:type_name -> critic.v1.FindingReview
+	13, // 8: critic.v1.Finding.usage:type_name -> critic.v1.LLMUsage
+	20, // 9: critic.v1.RetryRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
+	21, // 10: critic.v1.ScoreTraceResponse.scoring_run:type_name -> critic.v1.ScoringRun
+	22, // 11: critic.v1.RewardModel.metrics:type_name -> google.protobuf.Value
+	23, // 12: critic.v1.RewardModel.progress:type_name -> google.protobuf.Struct
+	24, // 13: critic.v1.RewardModel.created_at:type_name -> google.protobuf.Timestamp
+	24, // 14: critic.v1.RewardModel.started_at:type_name -> google.protobuf.Timestamp
+	24, // 15: critic.v1.RewardModel.finished_at:type_name -> google.protobuf.Timestamp
+	0,  // 16: critic.v1.RewardModel.reward_stats:type_name -> critic.v1.RewardStats
+	0,  // 17: critic.v1.RewardModel.action_reward_stats:type_name -> critic.v1.RewardStats
+	4,  // 18: critic.v1.RewardModelService.CreateRewardModel:input_type -> critic.v1.CreateRewardModelRequest
+	7,  // 19: critic.v1.RewardModelService.ListRewardModels:input_type -> critic.v1.ListRewardModelsRequest
+	9,  // 20: critic.v1.RewardModelService.GetRewardModel:input_type -> critic.v1.GetRewardModelRequest
+	14, // 21: critic.v1.RewardModelService.RetryRewardModel:input_type -> critic.v1.RetryRewardModelRequest
+	16, // 22: critic.v1.RewardModelService.GetWeights:input_type -> critic.v1.GetWeightsRequest
+	18, // 23: critic.v1.RewardModelService.ScoreTrace:input_type -> critic.v1.ScoreTraceRequest
+	1,  // 24: critic.v1.RewardModelService.ReviewQueue:input_type -> critic.v1.ReviewQueueRequest
+	6,  // 25: critic.v1.RewardModelService.CreateRewardModel:output_type -> critic.v1.CreateRewardModelResponse
+	8,  // 26: critic.v1.RewardModelService.ListRewardModels:output_type -> critic.v1.ListRewardModelsResponse
+	10, // 27: critic.v1.RewardModelService.GetRewardModel:output_type -> critic.v1.GetRewardModelResponse
+	15, // 28: critic.v1.RewardModelService.RetryRewardModel:output_type -> critic.v1.RetryRewardModelResponse
+	17, // 29: critic.v1.RewardModelService.GetWeights:output_type -> critic.v1.GetWeightsResponse
+	19, // 30: critic.v1.RewardModelService.ScoreTrace:output_type -> critic.v1.ScoreTraceResponse
+	3,  // 31: critic.v1.RewardModelService.ReviewQueue:output_type -> critic.v1.ReviewQueueResponse
+	25, // [25:32] is the sub-list for method output_type
+	18, // [18:25] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_critic_v1_reward_models_proto_init() }
@@ -1446,18 +1826,20 @@ func file_critic_v1_reward_models_proto_init() {
 		return
 	}
 	file_critic_v1_traces_proto_init()
-	file_critic_v1_reward_models_proto_msgTypes[0].OneofWrappers = []any{}
-	file_critic_v1_reward_models_proto_msgTypes[1].OneofWrappers = []any{}
-	file_critic_v1_reward_models_proto_msgTypes[6].OneofWrappers = []any{}
-	file_critic_v1_reward_models_proto_msgTypes[7].OneofWrappers = []any{}
-	file_critic_v1_reward_models_proto_msgTypes[16].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[2].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[3].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[4].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[5].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[10].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[11].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[20].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_critic_v1_reward_models_proto_rawDesc), len(file_critic_v1_reward_models_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

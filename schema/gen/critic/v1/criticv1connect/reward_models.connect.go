@@ -61,6 +61,9 @@ const (
 	// RewardModelServiceScoreTraceProcedure is the fully-qualified name of the RewardModelService's
 	// ScoreTrace RPC.
 	RewardModelServiceScoreTraceProcedure = "/critic.v1.RewardModelService/ScoreTrace"
+	// RewardModelServiceReviewQueueProcedure is the fully-qualified name of the RewardModelService's
+	// ReviewQueue RPC.
+	RewardModelServiceReviewQueueProcedure = "/critic.v1.RewardModelService/ReviewQueue"
 )
 
 // RewardModelServiceClient is a client for the critic.v1.RewardModelService service.
@@ -89,6 +92,14 @@ type RewardModelServiceClient interface {
 	// INVALID_ARGUMENT when the trace has no agent actions or the model
 	// cannot score it. Needs a full-access key.
 	ScoreTrace(context.Context, *connect.Request[v1.ScoreTraceRequest]) (*connect.Response[v1.ScoreTraceResponse], error)
+	// ReviewQueue is GET /review-queue: what most needs a human. With
+	// reward_model_id (a succeeded model of the caller's), the whole traces
+	// nobody rated by calibrated score sigmoid((score - mean) / std) nearest
+	// 0.5 and the actions nobody rated by credit nearest zero, interleaved by
+	// uncertainty (|2*calibrated - 1| or |credit|, one scale); without it,
+	// every trace, fewest annotations first. NOT_FOUND for another owner's
+	// model, ABORTED before it succeeded or without reward statistics.
+	ReviewQueue(context.Context, *connect.Request[v1.ReviewQueueRequest]) (*connect.Response[v1.ReviewQueueResponse], error)
 }
 
 // NewRewardModelServiceClient constructs a client for the critic.v1.RewardModelService service. By
@@ -141,6 +152,13 @@ func NewRewardModelServiceClient(httpClient connect.HTTPClient, baseURL string, 
 			connect.WithSchema(rewardModelServiceMethods.ByName("ScoreTrace")),
 			connect.WithClientOptions(opts...),
 		),
+		reviewQueue: connect.NewClient[v1.ReviewQueueRequest, v1.ReviewQueueResponse](
+			httpClient,
+			baseURL+RewardModelServiceReviewQueueProcedure,
+			connect.WithSchema(rewardModelServiceMethods.ByName("ReviewQueue")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -152,6 +170,7 @@ type rewardModelServiceClient struct {
 	retryRewardModel  *connect.Client[v1.RetryRewardModelRequest, v1.RetryRewardModelResponse]
 	getWeights        *connect.Client[v1.GetWeightsRequest, v1.GetWeightsResponse]
 	scoreTrace        *connect.Client[v1.ScoreTraceRequest, v1.ScoreTraceResponse]
+	reviewQueue       *connect.Client[v1.ReviewQueueRequest, v1.ReviewQueueResponse]
 }
 
 // CreateRewardModel calls critic.v1.RewardModelService.CreateRewardModel.
@@ -184,6 +203,11 @@ func (c *rewardModelServiceClient) ScoreTrace(ctx context.Context, req *connect.
 	return c.scoreTrace.CallUnary(ctx, req)
 }
 
+// ReviewQueue calls critic.v1.RewardModelService.ReviewQueue.
+func (c *rewardModelServiceClient) ReviewQueue(ctx context.Context, req *connect.Request[v1.ReviewQueueRequest]) (*connect.Response[v1.ReviewQueueResponse], error) {
+	return c.reviewQueue.CallUnary(ctx, req)
+}
+
 // RewardModelServiceHandler is an implementation of the critic.v1.RewardModelService service.
 type RewardModelServiceHandler interface {
 	// CreateRewardModel queues a model trained on the selected traces. The
@@ -210,6 +234,14 @@ type RewardModelServiceHandler interface {
 	// INVALID_ARGUMENT when the trace has no agent actions or the model
 	// cannot score it. Needs a full-access key.
 	ScoreTrace(context.Context, *connect.Request[v1.ScoreTraceRequest]) (*connect.Response[v1.ScoreTraceResponse], error)
+	// ReviewQueue is GET /review-queue: what most needs a human. With
+	// reward_model_id (a succeeded model of the caller's), the whole traces
+	// nobody rated by calibrated score sigmoid((score - mean) / std) nearest
+	// 0.5 and the actions nobody rated by credit nearest zero, interleaved by
+	// uncertainty (|2*calibrated - 1| or |credit|, one scale); without it,
+	// every trace, fewest annotations first. NOT_FOUND for another owner's
+	// model, ABORTED before it succeeded or without reward statistics.
+	ReviewQueue(context.Context, *connect.Request[v1.ReviewQueueRequest]) (*connect.Response[v1.ReviewQueueResponse], error)
 }
 
 // NewRewardModelServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -258,6 +290,13 @@ func NewRewardModelServiceHandler(svc RewardModelServiceHandler, opts ...connect
 		connect.WithSchema(rewardModelServiceMethods.ByName("ScoreTrace")),
 		connect.WithHandlerOptions(opts...),
 	)
+	rewardModelServiceReviewQueueHandler := connect.NewUnaryHandler(
+		RewardModelServiceReviewQueueProcedure,
+		svc.ReviewQueue,
+		connect.WithSchema(rewardModelServiceMethods.ByName("ReviewQueue")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/critic.v1.RewardModelService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case RewardModelServiceCreateRewardModelProcedure:
@@ -272,6 +311,8 @@ func NewRewardModelServiceHandler(svc RewardModelServiceHandler, opts ...connect
 			rewardModelServiceGetWeightsHandler.ServeHTTP(w, r)
 		case RewardModelServiceScoreTraceProcedure:
 			rewardModelServiceScoreTraceHandler.ServeHTTP(w, r)
+		case RewardModelServiceReviewQueueProcedure:
+			rewardModelServiceReviewQueueHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -303,4 +344,8 @@ func (UnimplementedRewardModelServiceHandler) GetWeights(context.Context, *conne
 
 func (UnimplementedRewardModelServiceHandler) ScoreTrace(context.Context, *connect.Request[v1.ScoreTraceRequest]) (*connect.Response[v1.ScoreTraceResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("critic.v1.RewardModelService.ScoreTrace is not implemented"))
+}
+
+func (UnimplementedRewardModelServiceHandler) ReviewQueue(context.Context, *connect.Request[v1.ReviewQueueRequest]) (*connect.Response[v1.ReviewQueueResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("critic.v1.RewardModelService.ReviewQueue is not implemented"))
 }

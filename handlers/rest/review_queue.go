@@ -1,0 +1,24 @@
+package rest
+
+import (
+	"net/http"
+
+	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/handlers/usecase"
+)
+
+// reviewQueue is GET /review-queue?reward_model_id=&limit=: what most needs
+// a human, for the web app's Review page (issue 11): with a model, the
+// traces and actions it is least sure of; without, unannotated traces first.
+func (a *API) reviewQueue(w http.ResponseWriter, r *http.Request) error {
+	limit, err := usecase.ReviewLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		return err
+	}
+	q, err := a.backend().ReviewQueue(r.Context(), edge.CallerFrom(r.Context()), r.URL.Query().Get("reward_model_id"), limit)
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusOK, q)
+	return nil
+}

@@ -1,0 +1,95 @@
+package readmodel
+
+import (
+	"context"
+)
+
+// ReviewCandidate is a trace or one of its actions the review queue may
+// offer: what a reviewer needs to open it, and the model's number for it.
+type ReviewCandidate struct {
+	TraceID    string
+	TraceTitle string
+	StepID     *string
+	StepIndex  *int
+	// Score is the model's raw reward (nil without a model).
+	Score *float64
+	// Credit is the action's credit (actions only).
+	Credit *float64
+	// Annotations counts the trace's annotations (the no-model ranking).
+	Annotations int
+}
+
+// UncertainTraces lists an owner's traces scored by model at their current
+// revision that nobody rated as a whole (a rating flagged as a label error
+// does not count), nearest the given mean first: the whole traces the model
+// is least sure of. A stale score (of an older revision) is not offered.
+func (q *Queries) UncertainTraces(ctx context.Context, owner, model string, mean float64, limit int) ([]ReviewCandidate, error) {
+	rows, err := q.pool.Query(ctx, `SELECT t.id, t.title, s.score FROM rm_trace_scores s JOIN rm_traces t ON t.id = s.trace_id AND t.revision = s.revision
+		WHERE s.model_id = $1 AND s.owner_id = $2 AND t.owner_id = $2
+		  AND NOT EXISTS (SELECT 1 FROM rm_annotations a WHERE a.trace_id = t.id AND a.step_id IS NULL AND a.rating IS NOT NULL AND NOT a.label_error)
+		ORDER BY abs(s.score - $3), t.import_seq DESC, t.id LIMIT $4`, model, owner, mean, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []ReviewCandidate{}
+	for rows.Next() {
+		var c ReviewCandidate
+		var s float64
+		if err := rows.Scan(&c.TraceID, &c.TraceTitle, &s); err != nil {
+			return nil, err
+		}
+		c.Score = &s
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// UncertainActions lists the actions of an owner's traces that model
+// scored at the trace's current revision and nobody rated, credit nearest
+// zero first.
+func (q *Queries) UncertainActions(ctx context.Context, owner, model string, limit int) ([]ReviewCandidate, error) {
+	rows, err := q.pool.Query(ctx, `SELECT t.id, t.title, s.step_id::text, st.idx, s.score, s.credit
+		FROM rm_action_scores s JOIN rm_traces t ON t.id = s.trace_id AND t.revision = s.revision JOIN rm_steps st ON st.id = s.step_id
+		WHERE s.model_id = $1 AND s.owner_id = $2 AND t.owner_id = $2
+		  AND NOT EXISTS (SELECT 1 FROM rm_annotations a WHERE a.step_id = s.step_id AND a.rating IS NOT NULL AND NOT a.label_error)
+		ORDER BY abs(s.credit), t.import_seq DESC, st.idx LIMIT $3`, model, owner, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []ReviewCandidate{}
+	for rows.Next() {
+		var c ReviewCandidate
+		var step string
+		var idx int
+		var s, cr float64
+		if err := rows.Scan(&c.TraceID, &c.TraceTitle, &step, &idx, &s, &cr); err != nil {
+			return nil, err
+		}
+		c.StepID, c.StepIndex, c.Score, c.Credit = &step, &idx, &s, &cr
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// LeastAnnotatedTraces lists an owner's traces with the fewest
+// annotations first (flagged ones still count: someone looked), newest
+// first among equals: the queue without a model.
+func (q *Queries) LeastAnnotatedTraces(ctx context.Context, owner string, limit int) ([]ReviewCandidate, error) {
+	rows, err := q.pool.Query(ctx, `SELECT t.id, t.title, (SELECT count(*) FROM rm_annotations a WHERE a.trace_id = t.id) AS n
+		FROM rm_traces t WHERE t.owner_id = $1 ORDER BY n, t.import_seq DESC, t.id LIMIT $2`, owner, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []ReviewCandidate{}
+	for rows.Next() {
+		var c ReviewCandidate
+		if err := rows.Scan(&c.TraceID, &c.TraceTitle, &c.Annotations); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
