@@ -1,9 +1,10 @@
 // Starts the first screen's work while the app's bundle is still loading, so
 // the network and the script work overlap (a plain script: it runs before
-// the module bundle is evaluated). Two things:
+// the module bundle is evaluated). Three things:
 //  - the current page's code: each page is its own chunk, and the build
 //    lists each chunk's files in <meta name="critic-route-chunks">
 //    (vite.config.ts); they are modulepreloaded here, beside the entry;
+//  - ICU's warm-up, on another thread (warm-intl.js says why);
 //  - the page's first API requests: the app takes these promises instead of
 //    asking again; nothing else reads them.
 (function () {
@@ -39,6 +40,11 @@
       document.head.appendChild(link);
     }
     break;
+  }
+  try {
+    new Worker("/warm-intl.js");
+  } catch (e) {
+    /* no workers: the first date formatted pays the warm-up instead */
   }
 
   var key = localStorage.getItem("critic.apiKey");
