@@ -6,11 +6,14 @@ import { test, expect, env, signIn, a11y } from "./fixtures";
 
 test.describe.configure({ mode: "default" });
 
-test("the viewer's chunk is modulepreloaded before the app runs, and every file the route map names exists", async ({ page, request }) => {
+test("the viewer's chunk is modulepreloaded before the app runs, ICU warms up in a worker, and every file the route map names exists", async ({ page, request }) => {
   test.skip(!env.bigTrace, "no big trace seeded");
   await signIn(page);
+  const worker = page.waitForEvent("worker");
   await page.goto(`/traces/${env.bigTrace}`);
   await expect(page.getByRole("region", { name: "Step 1", exact: true })).toBeVisible();
+  // ICU's warm-up runs on another thread (public/warm-intl.js).
+  expect(new URL((await worker).url()).pathname).toBe("/warm-intl.js");
   const routes = JSON.parse((await page.locator('meta[name="critic-route-chunks"]').getAttribute("content")) ?? "{}") as Record<string, string[]>;
   expect(Object.keys(routes)).toEqual(expect.arrayContaining(["TracesPage", "TraceViewer", "ReviewPage", "SqlPage", "markdown"]));
   const preloaded = await page.locator('link[rel="modulepreload"]').evaluateAll((ls) => ls.map((l) => new URL((l as HTMLLinkElement).href).pathname));
