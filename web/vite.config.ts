@@ -1,11 +1,60 @@
-import { defineConfig } from "vite";
+import { defineConfig, type Plugin } from "vite";
 import react from "@vitejs/plugin-react";
+
+/**
+ * Writes into index.html, as <meta name="critic-route-chunks">, the files
+ * each lazily loaded module needs beyond the entry (its chunk and the shared
+ * chunks it imports), keyed by chunk name ("TraceViewer", "markdown", …).
+ * public/preload.js, which runs before the entry is even fetched,
+ * modulepreloads the current route's files from it, so the page's code
+ * downloads and compiles alongside the shell instead of after it.
+ */
+const PLACEHOLDER = '<meta name="critic-route-chunks" />';
+
+function routeChunks(): Plugin {
+  return {
+    name: "critic-route-chunks",
+    apply: "build",
+    transformIndexHtml: {
+      order: "post",
+      handler(html, ctx) {
+        const bundle = ctx.bundle;
+        if (!bundle) return;
+        const imports = (f: string) => {
+          const c = bundle[f];
+          return c && c.type === "chunk" ? c.imports : [];
+        };
+        const closure = (f: string, into = new Set<string>()) => {
+          if (!into.has(f)) {
+            into.add(f);
+            for (const i of imports(f)) closure(i, into);
+          }
+          return into;
+        };
+        const chunks = Object.values(bundle).flatMap((c) => (c.type === "chunk" ? [c] : []));
+        const entry = chunks.find((c) => c.isEntry);
+        if (!entry) throw new Error("critic-route-chunks: the build has no entry chunk");
+        const shell = closure(entry.fileName);
+        const lazy = new Set(chunks.flatMap((c) => c.dynamicImports));
+        const routes: Record<string, string[]> = {};
+        for (const c of chunks)
+          if (lazy.has(c.fileName) && !c.isEntry) {
+            if (routes[c.name]) throw new Error(`critic-route-chunks: two lazy modules are both named ${c.name}; preload.js could not tell them apart`);
+            routes[c.name] = [...closure(c.fileName)].filter((f) => !shell.has(f)).map((f) => "/" + f);
+          }
+        if (!html.includes(PLACEHOLDER)) throw new Error(`critic-route-chunks: index.html lost its ${PLACEHOLDER} (preload.js reads it)`);
+        const attr = JSON.stringify(routes).replace(/&/g, "&amp;").replace(/"/g, "&quot;");
+        return html.replace(PLACEHOLDER, `<meta name="critic-route-chunks" content="${attr}" />`);
+      },
+    },
+  };
+}
 
 // base "./" keeps the app working under a path prefix; assets/ names are
 // content-hashed, which is what lets the Go server cache them forever.
 export default defineConfig({
   base: "/",
-  plugins: [react()],
+  plugins: [react(), routeChunks()],
   build: { outDir: "dist", assetsDir: "assets", sourcemap: false, chunkSizeWarningLimit: 1500 },
   server: { proxy: { "/api": "http://127.0.0.1:8080" } },
 });

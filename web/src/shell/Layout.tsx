@@ -1,10 +1,10 @@
-import { NavLink, Outlet } from "react-router";
-import { useState } from "react";
+import { NavLink } from "react-router";
+import { useState, type ReactNode } from "react";
 import { useAuth } from "../auth/auth";
 import { saveTheme, storedTheme, type Theme } from "../theme/theme";
 
 /** The left sidebar (navigation, account, theme toggle at the bottom) and the page. */
-export function Layout() {
+export function Layout({ children }: { children: ReactNode }) {
   const { me, signOut } = useAuth();
   const [theme, setTheme] = useState<Theme>(storedTheme());
   const toggle = () => {
@@ -42,7 +42,7 @@ export function Layout() {
         </div>
       </aside>
       <div className="page">
-        <Outlet />
+        {children}
       </div>
     </div>
   );

@@ -11,7 +11,9 @@ import { ConsentNoticeLine, ContributeSelection, ContributeSwitch, type ConsentN
 import { formatDate, formatScore } from "./format";
 
 const PAGE = 50;
-const tz = Intl.DateTimeFormat().resolvedOptions().timeZone;
+// The browser's time zone, asked only when a date filter needs it: the first
+// Intl call in a tab costs tens of milliseconds (ICU warm-up).
+const tz = () => Intl.DateTimeFormat().resolvedOptions().timeZone;
 
 /** The trace list: every filter, the sort and the page live in the URL, so a view is a link. */
 export function TracesPage() {
@@ -40,7 +42,7 @@ export function TracesPage() {
   const list = useQuery({
     queryKey: ["traces", { q, source, from, to, sort, page }],
     queryFn: () =>
-      api<TraceList>("/traces" + qs({ limit: PAGE, offset: page * PAGE, q, source_id: source, from, to, tz: from || to ? tz : "", sort })),
+      api<TraceList>("/traces" + qs({ limit: PAGE, offset: page * PAGE, q, source_id: source, from, to, tz: from || to ? tz() : "", sort })),
     placeholderData: keepPreviousData,
   });
   // Sources for the filter: from the newest 1000 traces (there is no

@@ -1,7 +1,8 @@
 import { memo, useEffect, useMemo, useRef, useState } from "react";
 import { highlightQuotes } from "./quoteHighlight";
 import type { Annotation, Step } from "../api/client";
-import { canRender, highlight, prettyJSON, renderMarkdown } from "./markdown";
+import { canRender, prettyJSON } from "./text";
+import { messageHTML, useMarkdown } from "./richText";
 import { anchorQuote, type Quote } from "./quote";
 import { AnnotationList, Composer } from "./Annotations";
 import { myRating, rate, type Annotate } from "./useAnnotate";
@@ -84,24 +85,43 @@ function LabelChips({ metadata }: { metadata: Step["metadata"] }) {
   );
 }
 
-/** Message content: markdown (or pretty JSON for tool output) with a raw toggle. */
+/**
+ * Message content: markdown (or pretty JSON for tool output) with a raw
+ * toggle. Until the markdown renderer has loaded (richText.ts) it is the
+ * same text, plain: the first screen does not wait for it.
+ */
 function Content({ text, raw, isTool, quotes }: { text: string; raw: boolean; isTool: boolean; quotes: string[] }) {
-  const html = useMemo(() => {
-    if (raw || !canRender(text)) return null;
-    const json = isTool ? prettyJSON(text) : null;
-    if (json) return `<pre class="code"><code class="hljs language-json">${highlight(json, "json")}</code></pre>`;
-    return renderMarkdown(text);
-  }, [text, raw, isTool]);
+  const md = useMarkdown();
+  const html = useMemo(() => (raw || !md || !canRender(text) ? null : messageHTML(md, text, isTool)), [md, text, raw, isTool]);
+  const json = useMemo(() => (html === null && !raw && isTool ? prettyJSON(text) : null), [html, raw, text, isTool]);
   const ref = useRef<HTMLDivElement & HTMLPreElement>(null);
   const key = quotes.join("\u0000");
   useEffect(() => (ref.current ? highlightQuotes(ref.current, key ? key.split("\u0000") : []) : undefined), [html, key, text]);
-  if (html === null)
+  if (html !== null) return <div className="md" ref={ref} dangerouslySetInnerHTML={{ __html: html }} />;
+  if (raw || !canRender(text))
     return (
       <pre className="raw" ref={ref}>
         {text}
       </pre>
     );
-  return <div className="md" ref={ref} dangerouslySetInnerHTML={{ __html: html }} />;
+  return json !== null ? (
+    <div className="md" ref={ref}>
+      <pre className="code">
+        <code className="hljs language-json">{json}</code>
+      </pre>
+    </div>
+  ) : (
+    <div className="md plain" ref={ref}>
+      {text}
+    </div>
+  );
+}
+
+/** Tool input as pretty JSON: highlighted once the renderer has loaded, plain text until then. */
+function ToolInputCode({ json }: { json: string }) {
+  const md = useMarkdown();
+  const html = useMemo(() => (md ? md.highlight(json, "json") : null), [md, json]);
+  return <pre className="code">{html !== null ? <code className="hljs language-json" dangerouslySetInnerHTML={{ __html: html }} /> : <code className="hljs language-json">{json}</code>}</pre>;
 }
 
 /** One step: a region "Step N" with its number in the gutter, role heading, content and annotations. */
@@ -181,9 +201,7 @@ export const StepCard = memo(function StepCard(p: StepProps) {
             <div className="disclosure-actions">
               <Copy text={toolInput} label="Copy tool input" />
             </div>
-            <pre className="code">
-              <code className="hljs language-json" dangerouslySetInnerHTML={{ __html: highlight(toolInput, "json") }} />
-            </pre>
+            <ToolInputCode json={toolInput} />
           </details>
         )}
         <div className="content" onMouseUp={takeSelection} onKeyUp={takeSelection}>

@@ -1,7 +1,8 @@
 // Markdown for trace messages: marked for the syntax, highlight.js for
 // fenced and recognised code, DOMPurify because trace content is untrusted.
-// Very large or very deeply nested content is shown raw instead (rendering
-// it can stall or overflow a tab's stack).
+// Very large or very deeply nested content is shown raw instead (text.ts
+// decides). The trace viewer loads this module on demand (richText.ts), after
+// its first screen is painted as plain text.
 import { Marked } from "marked";
 import hljs from "highlight.js/lib/core";
 import bash from "highlight.js/lib/languages/bash";
@@ -26,8 +27,9 @@ hljs.registerAliases(["py"], { languageName: "python" });
 hljs.registerAliases(["html", "svg"], { languageName: "xml" });
 hljs.registerAliases(["yml"], { languageName: "yaml" });
 import DOMPurify from "dompurify";
+import { escapeHtml } from "./text";
 
-const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);
+export { canRender, prettyJSON, RAW_LIMIT } from "./text";
 
 export function highlight(code: string, lang?: string): string {
   try {
@@ -54,33 +56,7 @@ const md = new Marked({
   },
 });
 
-export const RAW_LIMIT = 150_000;
-
-function tooDeep(s: string): boolean {
-  let depth = 0;
-  for (const line of s.split("\n", 2000)) {
-    const m = /^(\s*(?:[>*+-]|\d+\.)\s*)+/.exec(line);
-    depth = Math.max(depth, m ? m[0].length : 0);
-  }
-  return depth > 100;
-}
-
-export function canRender(s: string): boolean {
-  return s.length <= RAW_LIMIT && !tooDeep(s);
-}
-
 export function renderMarkdown(s: string): string {
   const html = md.parse(s, { async: false }) as string;
   return DOMPurify.sanitize(html, { USE_PROFILES: { html: true } });
-}
-
-/** A JSON string pretty-printed, or null when it is not JSON. */
-export function prettyJSON(s: string): string | null {
-  const t = s.trim();
-  if (!(t.startsWith("{") || t.startsWith("["))) return null;
-  try {
-    return JSON.stringify(JSON.parse(t), null, 2);
-  } catch {
-    return null;
-  }
 }

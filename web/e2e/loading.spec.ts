@@ -1,0 +1,72 @@
+// How the app loads (make bench-ui measures how fast): each page is its own
+// chunk, modulepreloaded by public/preload.js from the build's route map; the
+// viewer paints messages as plain text and upgrades them once the markdown
+// renderer's chunk has loaded; a page whose chunk cannot be fetched says so.
+import { test, expect, env, signIn, a11y } from "./fixtures";
+
+test.describe.configure({ mode: "default" });
+
+test("the viewer's chunk is modulepreloaded before the app runs, ICU warms up in a worker, and every file the route map names exists", async ({ page, request }) => {
+  test.skip(!env.bigTrace, "no big trace seeded");
+  await signIn(page);
+  const worker = page.waitForEvent("worker");
+  await page.goto(`/traces/${env.bigTrace}`);
+  await expect(page.getByRole("region", { name: "Step 1", exact: true })).toBeVisible();
+  // ICU's warm-up runs on another thread (public/warm-intl.js).
+  expect(new URL((await worker).url()).pathname).toBe("/warm-intl.js");
+  const routes = JSON.parse((await page.locator('meta[name="critic-route-chunks"]').getAttribute("content")) ?? "{}") as Record<string, string[]>;
+  expect(Object.keys(routes)).toEqual(expect.arrayContaining(["TracesPage", "TraceViewer", "ReviewPage", "SqlPage", "markdown"]));
+  const preloaded = await page.locator('link[rel="modulepreload"]').evaluateAll((ls) => ls.map((l) => new URL((l as HTMLLinkElement).href).pathname));
+  expect(preloaded).toEqual(expect.arrayContaining(routes.TraceViewer));
+  // Only the current route's files: the list's own chunk is not fetched here.
+  const listOnly = routes.TracesPage.filter((f) => !routes.TraceViewer.includes(f));
+  expect(listOnly.length).toBeGreaterThan(0);
+  for (const f of listOnly) expect(preloaded).not.toContain(f);
+  for (const f of new Set(Object.values(routes).flat())) {
+    const r = await request.get(f);
+    expect(r.status(), f).toBe(200);
+    expect(r.headers()["cache-control"], f).toContain("immutable");
+  }
+});
+
+test("the first screen does not wait for the markdown renderer: plain text first, markdown once it loads", async ({ page }) => {
+  test.skip(!env.bigTrace, "no big trace seeded");
+  await signIn(page);
+  // Hold the renderer's chunk until the plain first screen has been checked.
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  await page.route(/\/assets\/markdown-[^/]+\.js$/, async (route) => {
+    await held;
+    await route.continue();
+  });
+  await page.goto(`/traces/${env.bigTrace}`);
+  const step = page.getByRole("region", { name: "Step 1", exact: true });
+  await expect(step).toBeVisible();
+  // The message as written, markers and all, and no markdown yet.
+  await expect(step).toContainText("message 1 of a long session: **bold** and `code`");
+  await expect(step.locator("strong")).toHaveCount(0);
+  release();
+  await expect(step.locator("strong")).toHaveText("bold");
+  await expect(step.locator("code")).toHaveText("code");
+  await expect(step).not.toContainText("**bold**");
+  await a11y(page, "viewer-upgraded");
+});
+
+test("a page whose code cannot be fetched says so and offers a reload", async ({ page }) => {
+  await signIn(page);
+  await page.route(/\/assets\/SqlPage-[^/]+\.js$/, (route) => route.fulfill({ status: 404, body: "404 page not found" }));
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "SQL" }).click();
+  await expect(page.getByRole("heading", { name: "This page could not be loaded" })).toBeVisible();
+  await expect(page.getByRole("alert")).toContainText("reloading fetches the new version");
+  await expect(page.getByRole("button", { name: "Reload" })).toBeVisible();
+  await a11y(page, "chunk-error");
+  // Another page still works; the failed one loads once its file is back and the tab reloads.
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Traces" }).click();
+  await expect(page.getByRole("heading", { name: "Traces", level: 1 })).toBeVisible();
+  await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "SQL" }).click();
+  await expect(page.getByRole("heading", { name: "This page could not be loaded" })).toBeVisible();
+  await page.unroute(/\/assets\/SqlPage-[^/]+\.js$/);
+  await page.getByRole("button", { name: "Reload" }).click();
+  await expect(page.getByRole("heading", { name: "SQL", level: 1 })).toBeVisible();
+  await expect(page.getByRole("heading", { name: "This page could not be loaded" })).toHaveCount(0);
+});
