@@ -98,7 +98,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
 		gen := assessments(cfg.LLM, a)
 		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).WithAssessments(gen).WithEvaluatorPolicy(evalPolicy).Register(mux)
-		wapi := workerapi.New(a.Cmds, token, cfg.WorkerLease)
+		wapi := workerapi.New(a.Cmds, token, cfg.WorkerLease).WithTrainingQueue(a.Queries)
 		if tel.Metrics != nil {
 			wapi.WithObserver(tel.Metrics)
 		}
