@@ -15,6 +15,7 @@ import (
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/platform/requestid"
 )
 
 // The commands in this file are what the API's worker service runs for a
@@ -26,6 +27,8 @@ type ClaimedJob struct {
 	ModelID, OwnerID, Name, BaseModel, DatasetKey, ArtifactKey string
 	Attempt, Epochs                                            int
 	LeaseSeconds                                               int
+	// CorrelationID is the id of the request that queued the attempt.
+	CorrelationID string
 }
 
 // ArtifactKey is where a model's checkpoint archive lives (spec 001); see
@@ -88,13 +91,19 @@ func (c *Commands) claimTraining(ctx context.Context, workerID, compute, modelID
 	if err != nil {
 		return ClaimedJob{}, err
 	}
+	if st.QueuedBy != "" {
+		// A claim continues the request that queued the attempt (a pulled
+		// claim names none of its own), so one id leads from the request
+		// to the worker's reports.
+		ctx = requestid.With(ctx, st.QueuedBy)
+	}
 	r, err := c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelTrainingStarted, p)
 	if err != nil {
 		return ClaimedJob{}, err // a concurrent claim loses at the version check
 	}
 	return ClaimedJob{Result: r, ModelID: st.ID, OwnerID: st.OwnerID, Name: st.Requested.Name, BaseModel: st.Requested.BaseModel,
 		DatasetKey: st.Dataset.DatasetKey, ArtifactKey: ArtifactKey(st.OwnerID, st.ID), Attempt: attempt,
-		Epochs: st.Requested.Epochs, LeaseSeconds: p.LeaseSeconds}, nil
+		Epochs: st.Requested.Epochs, LeaseSeconds: p.LeaseSeconds, CorrelationID: st.QueuedBy}, nil
 }
 
 func workerActor(id string) Actor { return Actor{UserID: "", worker: id} }

@@ -44,6 +44,10 @@ type State struct {
 	LastBeat  time.Time // start or last heartbeat of the running attempt
 	Success   *events.RewardModelTrainingSucceededV1
 	Error     string // of the last failure
+	// QueuedBy is the correlation id of the event that queued the current
+	// attempt (the request, or the retry): a worker pulling the attempt
+	// keeps it, so one id leads from the request to the worker's reports.
+	QueuedBy string
 	// LostRuns are the current attempt's runs whose lease expired (what
 	// happened to each, oldest first): after MaxLostRuns the attempt fails
 	// instead of going back to the queue.
@@ -73,7 +77,7 @@ func (s *State) Apply(e events.Envelope) error {
 		if err := e.DecodeOrFail(&s.Requested); err != nil {
 			return err
 		}
-		s.ID, s.Status, s.Attempt = s.Requested.ModelID, StatusQueued, 1
+		s.ID, s.Status, s.Attempt, s.QueuedBy = s.Requested.ModelID, StatusQueued, 1, e.CorrelationID
 		s.Config = ConfigOf(s.Requested)
 		if s.Requested.FeedbackPlan != nil {
 			s.Plan = *s.Requested.FeedbackPlan
@@ -120,7 +124,7 @@ func (s *State) Apply(e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		s.Status, s.Attempt, s.Dataset, s.WorkerID, s.LostRuns = StatusQueued, p.Attempt, nil, "", nil
+		s.Status, s.Attempt, s.Dataset, s.WorkerID, s.LostRuns, s.QueuedBy = StatusQueued, p.Attempt, nil, "", nil, e.CorrelationID
 		s.Extraction, s.Extracted, s.Plan = nil, nil, events.FeedbackPlan{}
 		if p.FeedbackPlan != nil {
 			s.Plan = *p.FeedbackPlan

@@ -426,6 +426,9 @@ func (w *Worker) trainLoop(ctx context.Context) {
 // RunTraining runs an attempt the training loop claimed; it returns false
 // only when ctx ended mid-job (the attempt was handed back).
 func (w *Worker) RunTraining(ctx context.Context, claim *TrainingClaim) bool {
+	if claim.CorrelationID != "" {
+		ctx = requestid.With(ctx, claim.CorrelationID)
+	}
 	m := TrainMessage{ModelID: claim.ModelID, Attempt: claim.Attempt, OwnerID: claim.OwnerID}
 	log, tail := jobLogger(w.log, withRequestID(ctx, "job", "train", "model_id", m.ModelID, "attempt", m.Attempt)...)
 	ctx, endJob := w.cfg.Observer.JobStarted(ctx, "train", requestid.From(ctx))

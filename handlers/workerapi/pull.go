@@ -62,7 +62,8 @@ func (a *API) claimNextTraining(r *http.Request) (any, error) {
 	}
 	a.claimed("train", nil)
 	return jobs.NextTrainingClaim{Job: &jobs.TrainingClaim{ModelID: j.ModelID, OwnerID: j.OwnerID, Name: j.Name, BaseModel: j.BaseModel,
-		DatasetKey: j.DatasetKey, ArtifactKey: j.ArtifactKey, Attempt: j.Attempt, Epochs: j.Epochs, LeaseSeconds: j.LeaseSeconds}}, nil
+		DatasetKey: j.DatasetKey, ArtifactKey: j.ArtifactKey, Attempt: j.Attempt, Epochs: j.Epochs, LeaseSeconds: j.LeaseSeconds,
+		CorrelationID: j.CorrelationID}}, nil
 }
 
 // handBack returns a stopping worker's attempt to the queue.

@@ -15,10 +15,10 @@ import (
 // RewardModel is the RewardModel shape of spec 001, plus `progress` while it
 // runs.
 type RewardModel struct {
-	ID         string          `json:"id"`
-	Name       string          `json:"name"`
-	BaseModel  string          `json:"base_model"`
-	Compute    string          `json:"compute"`
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	BaseModel string `json:"base_model"`
+	Compute   string `json:"compute"`
 	// WorkerID is the worker that runs (or ran) the current attempt: the
 	// CRITIC_WORKER_ID of a `critic worker`, "local" for the in-process
 	// worker; null while queued.
