@@ -145,6 +145,7 @@ func TestDistributedWorkers(t *testing.T) {
 		r := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": fmt.Sprintf("dist-%d", i), "trace_ids": traces,
 			"base_model": base, "epochs": 12})
 		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+		require.Equal(t, "worker", r.JSON(t)["compute"], "`critic serve` trains on workers")
 		ids = append(ids, r.JSON(t)["id"].(string))
 	}
 

@@ -43,6 +43,7 @@ func cmdRun(ctx context.Context, _ []string) error {
 			}
 		}
 	}()
+	in.localWorker = true // the in-process worker below
 	srv, err := startServer(ctx, in)
 	if err != nil {
 		return err
