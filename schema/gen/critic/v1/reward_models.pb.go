@@ -1080,7 +1080,9 @@ type RewardModel struct {
 	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Name      string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	BaseModel string                 `protobuf:"bytes,3,opt,name=base_model,json=baseModel,proto3" json:"base_model,omitempty"`
-	// Where it trains, as the deployment chose.
+	// Where it trains: "worker" (a critic worker) or "local" (the in-process
+	// worker of critic run), as the deployment chose and the claiming worker
+	// recorded.
 	Compute  string `protobuf:"bytes,4,opt,name=compute,proto3" json:"compute,omitempty"`
 	Epochs   int32  `protobuf:"varint,5,opt,name=epochs,proto3" json:"epochs,omitempty"`
 	MaxPairs int32  `protobuf:"varint,6,opt,name=max_pairs,json=maxPairs,proto3" json:"max_pairs,omitempty"`
@@ -1094,10 +1096,13 @@ type RewardModel struct {
 	Metrics *structpb.Value `protobuf:"bytes,10,opt,name=metrics,proto3" json:"metrics,omitempty"`
 	Error   *string         `protobuf:"bytes,11,opt,name=error,proto3,oneof" json:"error,omitempty"`
 	// The last progress a running training reported; unset when none.
-	Progress      *structpb.Struct       `protobuf:"bytes,12,opt,name=progress,proto3" json:"progress,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	StartedAt     *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
-	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	Progress   *structpb.Struct       `protobuf:"bytes,12,opt,name=progress,proto3" json:"progress,omitempty"`
+	CreatedAt  *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	StartedAt  *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	FinishedAt *timestamppb.Timestamp `protobuf:"bytes,15,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// The worker that runs or ran the current attempt (its CRITIC_WORKER_ID);
+	// unset while queued.
+	WorkerId      *string `protobuf:"bytes,16,opt,name=worker_id,json=workerId,proto3,oneof" json:"worker_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1237,6 +1242,13 @@ func (x *RewardModel) GetFinishedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *RewardModel) GetWorkerId() string {
+	if x != nil && x.WorkerId != nil {
+		return *x.WorkerId
+	}
+	return ""
+}
+
 var File_critic_v1_reward_models_proto protoreflect.FileDescriptor
 
 const file_critic_v1_reward_models_proto_rawDesc = "" +
@@ -1333,7 +1345,7 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\x0freward_model_id\x18\x02 \x01(\tR\rrewardModelId\"L\n" +
 	"\x12ScoreTraceResponse\x126\n" +
 	"\vscoring_run\x18\x01 \x01(\v2\x15.critic.v1.ScoringRunR\n" +
-	"scoringRun\"\xc7\x04\n" +
+	"scoringRun\"\xf7\x04\n" +
 	"\vRewardModel\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
@@ -1355,10 +1367,13 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\n" +
 	"started_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAtB\f\n" +
+	"finishedAt\x12 \n" +
+	"\tworker_id\x18\x10 \x01(\tH\x02R\bworkerId\x88\x01\x01B\f\n" +
 	"\n" +
 	"_num_pairsB\b\n" +
-	"\x06_error2\xaa\x04\n" +
+	"\x06_errorB\f\n" +
+	"\n" +
+	"_worker_id2\xaa\x04\n" +
 	"\x12RewardModelService\x12^\n" +
 	"\x11CreateRewardModel\x12#.critic.v1.CreateRewardModelRequest\x1a$.critic.v1.CreateRewardModelResponse\x12`\n" +
 	"\x10ListRewardModels\x12\".critic.v1.ListRewardModelsRequest\x1a#.critic.v1.ListRewardModelsResponse\"\x03\x90\x02\x01\x12Z\n" +
