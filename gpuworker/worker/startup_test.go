@@ -3,16 +3,21 @@ package worker
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/platform/bus"
 )
 
 // syncBuffer is a log sink a test reads while the worker writes.
@@ -115,4 +120,72 @@ func TestClientFailsOverBetweenAPIURLs(t *testing.T) {
 	require.Error(t, err)
 	require.True(t, Transient(err), "%v", err)
 	require.Contains(t, err.Error(), down.URL)
+}
+
+// A worker whose API goes away mid-run leaves its job topics, so the jobs
+// on its partitions go to a worker that can reach the API; it rejoins when
+// the API answers again.
+func TestWorkerWithoutAPIReleasesItsJobs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a broker and two workers")
+	}
+	s := newSetup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	broker, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{})
+	require.NoError(t, err)
+	defer broker.Close()
+	pub, err := bus.NewPublisher(bus.Config{Brokers: broker.Addrs()}, nil)
+	require.NoError(t, err)
+	defer pub.Close()
+
+	// Worker A reaches the API through a proxy that can lose its upstream.
+	var down atomic.Bool
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			http.Error(w, "no healthy upstream", http.StatusServiceUnavailable)
+			return
+		}
+		s.api.srv.Config.Handler.ServeHTTP(w, r)
+	}))
+	defer proxy.Close()
+	var logsA syncBuffer
+	run := func(c *Client, log *slog.Logger) chan error {
+		cfg := Config{Client: c, Blobs: s.blobs, DataDir: t.TempDir(), Log: log, Brokers: broker.Addrs(), ClaimPollInterval: 100 * time.Millisecond}
+		done := make(chan error, 1)
+		go func() { done <- Run(ctx, cfg) }()
+		return done
+	}
+	doneA := run(NewClient(proxy.URL, testToken, "w-a"), slog.New(slog.NewTextHandler(io.MultiWriter(&logsA, tWriter{t}), nil)))
+	doneB := run(s.api.client("w-b"), testLogger(t))
+	require.Eventually(t, func() bool { return len(s.api.requests("/hello")) == 2 }, time.Minute, 50*time.Millisecond)
+
+	down.Store(true)
+	require.Eventually(t, func() bool { return strings.Contains(logsA.String(), "leaving the job topics") }, time.Minute, 50*time.Millisecond)
+	// Jobs on every partition: all are taken by B (their claims name it).
+	const jobs = 8
+	for i := range jobs {
+		run := fmt.Sprintf("run-%d", i)
+		publish(t, pub, TopicScore, run, ScoreMessage{RunID: run, TraceID: "t", ModelID: "m", OwnerID: s.api.owner.UserID})
+	}
+	scoring := func() []request {
+		var out []request
+		for _, r := range s.api.requests("/claim") {
+			if strings.Contains(r.Path, "/scoring/") {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	require.Eventually(t, func() bool { return len(scoring()) >= jobs }, 2*time.Minute, 50*time.Millisecond)
+	for _, c := range scoring() {
+		require.Equal(t, "w-b", c.Body["worker_id"], "%s was taken by the worker without an API", c.Path)
+	}
+
+	// The API is back: A rejoins and takes jobs again.
+	down.Store(false)
+	require.Eventually(t, func() bool { return strings.Contains(logsA.String(), "rejoining the job topics") }, time.Minute, 50*time.Millisecond)
+	cancel()
+	require.NoError(t, <-doneA)
+	require.NoError(t, <-doneB)
 }

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
@@ -159,6 +160,9 @@ type Worker struct {
 	// wake is poked by a critic.jobs.train message: an idle training loop
 	// asks for work now instead of at its next poll.
 	wake chan struct{}
+	// api is whether the API answers; the consumers leave their topics
+	// while it does not.
+	api *apiHealth
 }
 
 type loadedModel struct {
@@ -213,7 +217,7 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.ClaimPollInterval <= 0 {
 		cfg.ClaimPollInterval = 2 * time.Second
 	}
-	w := &Worker{cfg: cfg, client: cfg.Client, hub: cfg.Hub, log: cfg.Log, wake: make(chan struct{}, 1)}
+	w := &Worker{cfg: cfg, client: cfg.Client, hub: cfg.Hub, log: cfg.Log, wake: make(chan struct{}, 1), api: newAPIHealth()}
 	if w.client == nil {
 		w.client = NewClient(cfg.APIURL, cfg.Token, cfg.WorkerID)
 	}
@@ -325,11 +329,19 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // consume hands each message of topic to handle and acknowledges it (committing
 // its offset) once handle reports the job finished. handle returns false only
-// when ctx ended mid-job: the message is then left unacknowledged.
+// when ctx ended mid-job: the message is then left unacknowledged. While the
+// API cannot be reached it holds no subscription: it leaves the topic's
+// group between jobs (its partitions go to the other workers) and joins
+// again once the API answers.
 func (w *Worker) consume(ctx context.Context, sub *bus.Subscriber, topic string, handle func(context.Context, []byte) bool) error {
 	for attempt := 1; ; attempt++ {
-		msgs, err := sub.Subscribe(ctx, topic)
+		if !w.api.waitUp(ctx) {
+			return nil
+		}
+		sctx, leave := context.WithCancel(ctx)
+		msgs, err := sub.Subscribe(sctx, topic)
 		if err != nil {
+			leave()
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -339,17 +351,43 @@ func (w *Worker) consume(ctx context.Context, sub *bus.Subscriber, topic string,
 			}
 			continue
 		}
-		for msg := range msgs {
+		for {
+			down, changed := w.api.state()
+			if down {
+				break
+			}
+			var msg *message.Message
+			var ok bool
+			select {
+			case <-ctx.Done():
+				leave()
+				return nil
+			case <-changed:
+				continue
+			case msg, ok = <-msgs:
+			}
+			if !ok {
+				leave()
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("worker: subscription to %s ended", topic)
+			}
+			if down, _ := w.api.state(); down {
+				msg.Nack() // not started: the next owner of the partition gets it
+				break
+			}
 			// The job keeps the correlation id of the request that caused it.
 			if !handle(requestid.With(ctx, msg.Metadata.Get(requestid.MetadataKey)), msg.Payload) {
+				leave()
 				return nil
 			}
 			msg.Ack()
 		}
-		if ctx.Err() != nil {
-			return nil
+		leave() // the API is down: give the partitions up
+		for range msgs {
 		}
-		return fmt.Errorf("worker: subscription to %s ended", topic)
+		attempt = 0
 	}
 }
 
@@ -402,8 +440,17 @@ func (w *Worker) trainLoop(ctx context.Context) {
 			if failures == 1 {
 				w.log.Warn("cannot claim training from the API; taking no training job until it answers", "api", w.client.Current(), "error", err)
 			}
-			sleep(ctx, backoff(failures, 15*time.Second))
+			// Two failed calls in a row that never reached the API: leave
+			// the job topics so other workers take those jobs.
+			if failures >= 2 && unreachable(err) && w.api.set(true) {
+				w.log.Warn("the API cannot be reached: leaving the job topics until it answers, so other workers take their jobs",
+					"api", w.client.BaseURL, "error", err)
+			}
+			sleep(ctx, backoff(failures, 5*time.Second))
 			continue
+		}
+		if w.api.set(false) {
+			w.log.Info("the API answers again: rejoining the job topics", "api", w.client.Current())
 		}
 		if failures > 0 {
 			w.log.Info("the API answers again; claiming training", "api", w.client.Current())
