@@ -7,7 +7,7 @@ BIN       := bin/critic
 FUZZTIME  ?= 5s
 TEST_TIMEOUT ?= 25m
 
-.PHONY: help run build test test-race lint generate verify bench bench-ingest bench-otlp bench-extract bench-gepa bench-label demo deps web bench-ui
+.PHONY: help run build test test-race lint generate verify bench bench-workers bench-ingest bench-otlp bench-extract bench-gepa bench-label demo deps web bench-ui
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -77,6 +77,9 @@ bench-client: deps ## critic import of a folder (CRITIC_BENCH_CLIENT_MB across 1
 .PHONY: bench-ingest-metrics
 bench-ingest-metrics: deps ## bulk import with CRITIC_METRICS=off vs on in the same run; ratio on/off (target ≥ 0.97)
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkMetricsOverheadIngest -benchtime 1x -timeout 30m ./e2e/
+
+bench-workers: deps ## N small models (tiny config) on 2 workers vs 1 worker, same run; wall times and the ratio 2/1 (target ≤ 0.6)
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkWorkers -benchtime 1x -timeout 30m ./e2e/
 
 bench-query: deps ## group-by over 1,000,000 steps via POST /query vs direct DuckDB; p50/p99, ratio
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkQuery -benchtime 1x -timeout 30m ./e2e/

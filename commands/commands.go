@@ -12,6 +12,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/platform/eventstore"
 	"github.com/criticml/critic/platform/requestid"
 )
@@ -25,6 +26,8 @@ type Commands struct {
 	// stepLabelModel is the deployment's step-label model ("" when none;
 	// stepLabelUnavailable then says which variable to set).
 	stepLabelModel, stepLabelUnavailable string
+	// compute is the compute a new request records (WithCompute).
+	compute string
 }
 
 // WithStepLabelModel says the deployment labels steps with model (a LiteLLM
@@ -45,9 +48,18 @@ func WithFeedbackModel(model, unavailable string) Option {
 	return func(c *Commands) { c.feedback = events.FeedbackPlan{Model: model, Unavailable: unavailable} }
 }
 
+// WithCompute says where this deployment's models train until a worker
+// claims them (the request's compute): rewardmodels.ComputeLocal for `critic
+// run` (its in-process worker), rewardmodels.ComputeWorker for `critic
+// serve` (remote workers). The claim then records where the claiming worker
+// really runs. Default: local.
+func WithCompute(compute string) Option {
+	return func(c *Commands) { c.compute = compute }
+}
+
 // New returns the command side over an event store.
 func New(store *eventstore.Store, opts ...Option) *Commands {
-	c := &Commands{store: store}
+	c := &Commands{store: store, compute: rewardmodels.Compute}
 	for _, o := range opts {
 		o(c)
 	}

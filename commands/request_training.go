@@ -134,7 +134,7 @@ func (c *Commands) RequestTraining(ctx context.Context, actor Actor, in RequestT
 	modelID := newID()
 	stream := events.RewardModelStream(modelID)
 	p := events.RewardModelRequestedV1{ModelID: modelID, Name: in.Name, BaseModel: in.BaseModel,
-		Compute: rewardmodels.Compute, Epochs: in.Epochs, MaxPairs: in.MaxPairs, TraceIDs: ids,
+		Compute: c.compute, Epochs: in.Epochs, MaxPairs: in.MaxPairs, TraceIDs: ids,
 		TrainingConfig: &cfg, FeedbackPlan: c.feedbackPlan(cfg)}
 	r, err := c.append(ctx, actor, map[string]int64{stream: 0}, []events.New{{ID: newID(), Stream: stream, OwnerID: actor.UserID,
 		Type: events.RewardModelRequested, Payload: p}})

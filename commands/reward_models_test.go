@@ -3,6 +3,7 @@ package commands_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,17 +82,34 @@ func TestClaimIsExclusiveAndLeasesExpire(t *testing.T) {
 	_, err = cmds.Heartbeat(ctx, "w1", req.ModelID, 1, events.Progress{Phase: "training", Step: 1, TotalSteps: 2})
 	require.NoError(t, err)
 
-	// A live lease is left alone; an expired one fails the model.
+	// A live lease is left alone; an expired one requeues the attempt for
+	// another worker, twice; the third lost run fails the model.
 	r, err := cmds.ExpireLease(ctx, req.ModelID, time.Now())
 	require.NoError(t, err)
 	require.Empty(t, r.LastEventID)
-	_, err = cmds.ExpireLease(ctx, req.ModelID, time.Now().Add(time.Minute))
+	for run, w := range []string{"w2", "w3"} {
+		_, err = cmds.ExpireLease(ctx, req.ModelID, time.Now().Add(time.Duration(run+1)*time.Minute))
+		require.NoError(t, err)
+		m, err = cmds.Model(ctx, req.ModelID)
+		require.NoError(t, err)
+		require.Equal(t, rewardmodels.StatusQueued, m.Status, "lost run %d is requeued", run+1)
+		require.Equal(t, 1, m.Attempt)
+		_, err = cmds.Heartbeat(ctx, "w1", req.ModelID, 1, events.Progress{})
+		require.ErrorAs(t, err, &conflict, "the lost worker's heartbeat is refused")
+		_, err = cmds.ClaimTraining(ctx, w, req.ModelID, 1, 2*time.Second)
+		require.NoError(t, err, "another worker claims the requeued attempt")
+	}
+	_, err = cmds.ExpireLease(ctx, req.ModelID, time.Now().Add(time.Hour))
 	require.NoError(t, err)
 	m, err = cmds.Model(ctx, req.ModelID)
 	require.NoError(t, err)
 	require.Equal(t, rewardmodels.StatusFailed, m.Status)
-	// The worker that lost its lease can no longer report.
+	require.True(t, strings.HasPrefix(m.Error, "training failed: the worker was lost 3 times"), m.Error)
+	require.Contains(t, m.Error, "\nrun 3: worker w3 sent no heartbeat")
+	// The workers that lost their lease can no longer report.
 	_, err = cmds.FailTraining(ctx, "w1", req.ModelID, 1, "late")
+	require.ErrorAs(t, err, &conflict)
+	_, err = cmds.FailTraining(ctx, "w3", req.ModelID, 1, "late")
 	require.ErrorAs(t, err, &conflict)
 
 	// Retry: same id, attempt 2, queued again.

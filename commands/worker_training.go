@@ -15,6 +15,7 @@ import (
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/platform/requestid"
 )
 
 // The commands in this file are what the API's worker service runs for a
@@ -26,6 +27,8 @@ type ClaimedJob struct {
 	ModelID, OwnerID, Name, BaseModel, DatasetKey, ArtifactKey string
 	Attempt, Epochs                                            int
 	LeaseSeconds                                               int
+	// CorrelationID is the id of the request that queued the attempt.
+	CorrelationID string
 }
 
 // ArtifactKey is where a model's checkpoint archive lives (spec 001); see
@@ -35,13 +38,64 @@ func ArtifactKey(ownerID, modelID string) string { return jobs.ArtifactKey(owner
 // ClaimTraining starts an attempt for one worker. A model that is not queued
 // (a duplicate delivery, another worker was first) is a ConflictError.
 func (c *Commands) ClaimTraining(ctx context.Context, workerID, modelID string, attempt int, lease time.Duration) (ClaimedJob, error) {
+	return c.claimTraining(ctx, workerID, "", modelID, attempt, lease)
+}
+
+// TrainingCandidate is a model the read model lists as claimable.
+type TrainingCandidate = rewardmodels.TrainingCandidate
+
+// ClaimNextTraining claims the first of candidates (oldest first) that is
+// still claimable for a free worker; compute is where that worker runs.
+// A candidate another worker claimed first, or that changed since the read
+// model listed it, is skipped. ok is false when none could be claimed.
+func (c *Commands) ClaimNextTraining(ctx context.Context, workerID, compute string, candidates []TrainingCandidate, lease time.Duration) (ClaimedJob, bool, error) {
+	for _, cand := range candidates {
+		j, err := c.claimTraining(ctx, workerID, compute, cand.ModelID, cand.Attempt, lease)
+		var conflict *domain.ConflictError
+		var version *domain.VersionConflictError
+		var notFound *domain.NotFoundError
+		switch {
+		case err == nil:
+			return j, true, nil
+		case errors.As(err, &conflict), errors.As(err, &version), errors.As(err, &notFound):
+			continue // taken or changed meanwhile: the next one
+		default:
+			return ClaimedJob{}, false, err
+		}
+	}
+	return ClaimedJob{}, false, nil
+}
+
+// HandBackTraining returns a running attempt to the queue at its worker's
+// request (the worker is stopping): another worker trains it from the start.
+func (c *Commands) HandBackTraining(ctx context.Context, workerID, modelID string, attempt int, reason string) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.loadModel(ctx, "", modelID)
+		if err != nil {
+			return Result{}, err
+		}
+		p, err := rewardmodels.DecideHandBack(st, attempt, workerID, reason)
+		if err != nil {
+			return Result{}, err
+		}
+		return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelTrainingRequeued, p)
+	})
+}
+
+func (c *Commands) claimTraining(ctx context.Context, workerID, compute, modelID string, attempt int, lease time.Duration) (ClaimedJob, error) {
 	st, err := c.loadModel(ctx, "", modelID)
 	if err != nil {
 		return ClaimedJob{}, err
 	}
-	p, err := rewardmodels.DecideClaim(st, attempt, workerID, lease)
+	p, err := rewardmodels.DecideClaim(st, attempt, workerID, compute, lease)
 	if err != nil {
 		return ClaimedJob{}, err
+	}
+	if st.QueuedBy != "" {
+		// A claim continues the request that queued the attempt (a pulled
+		// claim names none of its own), so one id leads from the request
+		// to the worker's reports.
+		ctx = requestid.With(ctx, st.QueuedBy)
 	}
 	r, err := c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelTrainingStarted, p)
 	if err != nil {
@@ -49,7 +103,7 @@ func (c *Commands) ClaimTraining(ctx context.Context, workerID, modelID string, 
 	}
 	return ClaimedJob{Result: r, ModelID: st.ID, OwnerID: st.OwnerID, Name: st.Requested.Name, BaseModel: st.Requested.BaseModel,
 		DatasetKey: st.Dataset.DatasetKey, ArtifactKey: ArtifactKey(st.OwnerID, st.ID), Attempt: attempt,
-		Epochs: st.Requested.Epochs, LeaseSeconds: p.LeaseSeconds}, nil
+		Epochs: st.Requested.Epochs, LeaseSeconds: p.LeaseSeconds, CorrelationID: st.QueuedBy}, nil
 }
 
 func workerActor(id string) Actor { return Actor{UserID: "", worker: id} }
@@ -148,21 +202,27 @@ func (c *Commands) FailTraining(ctx context.Context, workerID, modelID string, a
 	})
 }
 
-// ExpireLease fails a running model whose worker stopped heartbeating. It is
-// safe to call for any model: one with a live lease is left alone, and a
-// heartbeat racing with it makes it decide again on the new state (the
-// heartbeat may have renewed the lease).
+// ExpireLease handles a running model whose worker stopped heartbeating:
+// the attempt goes back to the queue (another worker retries it), or fails
+// once rewardmodels.MaxLostRuns runs were lost. It is safe to call for any
+// model: one with a live lease is left alone, and a heartbeat racing with
+// it makes it decide again on the new state (the heartbeat may have renewed
+// the lease). Requeued says which of the two happened.
 func (c *Commands) ExpireLease(ctx context.Context, modelID string, now time.Time) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
 		st, err := c.loadModel(ctx, "", modelID)
 		if err != nil {
 			return Result{}, err
 		}
-		p, expired := rewardmodels.DecideLeaseExpiry(st, now)
-		if !expired {
+		out, expired := rewardmodels.DecideLeaseExpiry(st, now)
+		switch {
+		case !expired:
 			return Result{}, nil
+		case out.Requeue != nil:
+			return c.appendToModel(ctx, Actor{}, st, events.RewardModelTrainingRequeued, *out.Requeue)
+		default:
+			return c.appendToModel(ctx, Actor{}, st, events.RewardModelTrainingFailed, *out.Fail)
 		}
-		return c.appendToModel(ctx, Actor{}, st, events.RewardModelTrainingFailed, p)
 	})
 }
 

@@ -348,7 +348,8 @@ func TestChaos(t *testing.T) {
 	}
 	// Let the read model catch up (a model acknowledged while it lagged
 	// shows up only then), let every model finish (a killed worker's lease
-	// expires and fails it), stop the worker, and let the projections
+	// expires and its attempt goes back to the queue for the restarted
+	// worker; a third lost run fails it), stop the worker, and let the projections
 	// drain: no more events, all applied.
 	unapplied := func() int {
 		return q(`SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM readmodel_applied a WHERE a.event_id = e.id)`)

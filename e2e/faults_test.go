@@ -41,7 +41,11 @@ func (in *instance) countEvents(t *testing.T, typ, modelID string) int {
 	return n
 }
 
-func TestWorkerKilledMidTrainingFailsWithLeaseExpiredAndRetrySucceeds(t *testing.T) {
+// TestWorkerKilledMidTrainingIsRetriedOnAnotherWorker: a worker killed
+// (kill -9) mid-training loses its lease; the attempt goes back to the
+// queue by itself and another worker trains it to success — no manual
+// retry, the same attempt and dataset, one success.
+func TestWorkerKilledMidTrainingIsRetriedOnAnotherWorker(t *testing.T) {
 	in, kafkaPort := startServeForJobs(t, "CRITIC_WORKER_LEASE=3s")
 	key := in.newUser("faulty", false)
 	ids := ratedTraces(t, in, key)
@@ -52,22 +56,23 @@ func TestWorkerKilledMidTrainingFailsWithLeaseExpiredAndRetrySucceeds(t *testing
 
 	require.NoError(t, w1.Process.Signal(syscall.SIGKILL))
 	_, _ = w1.Process.Wait()
-	m := in.waitModel(t, key, id, "failed", "succeeded")
-	require.Equal(t, "failed", m["status"])
-	require.Contains(t, m["error"], "lease expired")
-	require.Contains(t, m["error"], "w1")
+	m := in.waitModel(t, key, id, "queued", "failed", "succeeded")
+	require.Equal(t, "queued", m["status"], "%v", m["error"])
+	require.Nil(t, m["worker_id"])
+	require.Regexp(t, `msg="lease expired: training requeued for another worker".*lost_runs=1`, in.logText())
 
 	startWorker(t, in, kafkaPort, "w2")
-	r := in.do("POST", "/api/v1/rm/reward-models/"+id+"/retry", key, nil)
-	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
-	require.Equal(t, id, r.JSON(t)["id"], "same model id")
 	m = in.waitModel(t, key, id, "succeeded", "failed")
 	require.Equal(t, "succeeded", m["status"], "%v", m["error"])
+	require.Equal(t, "w2", m["worker_id"], "the model shows the worker that trained it")
+	require.Equal(t, "worker", m["compute"])
 	require.ElementsMatch(t, toAny(ids), m["trace_ids"], "same selection")
 
 	require.Equal(t, 1, in.countEvents(t, "reward_model.training_succeeded.v1", id), "nothing duplicated")
-	require.Equal(t, 2, in.countEvents(t, "reward_model.training_started.v1", id), "one start per attempt")
-	require.Equal(t, 2, in.countEvents(t, "reward_model.dataset_built.v1", id))
+	require.Equal(t, 2, in.countEvents(t, "reward_model.training_started.v1", id), "one start per run")
+	require.Equal(t, 1, in.countEvents(t, "reward_model.training_requeued.v1", id))
+	require.Equal(t, 1, in.countEvents(t, "reward_model.dataset_built.v1", id), "the same attempt and dataset")
+	require.Equal(t, 0, in.countEvents(t, "reward_model.retried.v1", id), "no manual retry")
 	var scores int
 	require.NoError(t, in.pool.QueryRow(context.Background(), `SELECT count(*) FROM rm_trace_scores WHERE model_id = $1`, id).Scan(&scores))
 	require.Equal(t, len(ids), scores)

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,9 +209,16 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	in.waitModel(t, key, few, "failed")
 	require.Equal(t, http.StatusAccepted, in.do("POST", "/api/v1/rm/reward-models/"+few+"/retry", key, nil).Status)
 	in.waitModel(t, key, few, "failed")
-	// Running: the worker dies mid-training; the lease (a minute here)
-	// has not run out when the replay runs.
+	// Handed back: the worker is stopped (SIGTERM) mid-training and hands
+	// its attempt back; a second worker pulls it. Running: that one dies
+	// mid-training; the lease (a minute here) has not run out when the
+	// replay runs.
 	running := longTraining(t, in, key, ids, sizedBase(t, in, "64", "2"))
+	in.waitRunningWithProgress(t, key, running)
+	require.NoError(t, worker.Process.Signal(syscall.SIGTERM))
+	_, _ = worker.Process.Wait()
+	require.Equal(t, 1, in.countEvents(t, "reward_model.training_requeued.v1", running), in.logText())
+	worker = startWorkerWith(t, in, kafkaPort, "w2", append(llmEnv, "OPENAI_BASE_URL="+refl.URL)...)
 	in.waitRunningWithProgress(t, key, running)
 	require.NoError(t, worker.Process.Kill())
 	_, _ = worker.Process.Wait()

@@ -23,6 +23,9 @@ type infra struct {
 	store   *eventstore.Store
 	cluster *pg.Cluster // the local cluster, when we use one
 	log     *slog.Logger
+	// localWorker: this process runs the in-process worker (`critic run`),
+	// so new models say compute "local"; otherwise "worker".
+	localWorker bool
 }
 
 // openInfra connects to the database, starting the local cluster when

@@ -12,6 +12,7 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/gpuworker/worker"
 	"github.com/criticml/critic/projections/readmodel"
 	"github.com/criticml/critic/web"
@@ -42,6 +43,7 @@ func cmdRun(ctx context.Context, _ []string) error {
 			}
 		}
 	}()
+	in.localWorker = true // the in-process worker below
 	srv, err := startServer(ctx, in)
 	if err != nil {
 		return err
@@ -64,7 +66,7 @@ func cmdRun(ctx context.Context, _ []string) error {
 	// The in-process worker speaks the same protocol as `critic worker`:
 	// Kafka for jobs, the worker service for reports, the blob store for data.
 	srv.Go("worker", func() error {
-		wc := worker.Config{APIURL: "http://" + srv.addr, Token: srv.token, WorkerID: "local",
+		wc := worker.Config{APIURL: "http://" + srv.addr, Token: srv.token, WorkerID: "local", Compute: rewardmodels.ComputeLocal,
 			Brokers: srv.Brokers, Blobs: in.blobs, DataDir: cfg.DataDir, Log: log, Observer: workerObserver(srv.Telemetry)}
 		cfg.LLM.workerModels(&wc, llmObserver(srv.Telemetry))
 		return worker.Run(srv.Ctx, wc)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/handlers/apiserver"
 	"github.com/criticml/critic/handlers/blobdl"
 	"github.com/criticml/critic/handlers/connectapi"
@@ -89,6 +90,15 @@ type server struct {
 
 // startServer starts the API with the routes this binary serves: REST and,
 // on the same port, the Connect/gRPC services.
+// computeOf is what new models of this process say about where they train
+// until a worker claims them.
+func computeOf(in *infra) string {
+	if in.localWorker {
+		return rewardmodels.ComputeLocal
+	}
+	return rewardmodels.ComputeWorker
+}
+
 func startServer(parent context.Context, in *infra) (*server, error) {
 	cfg := in.cfg
 	token, err := workerToken(cfg)
@@ -117,12 +127,12 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		MetricsAddr:    cfg.MetricsAddr,
 		ReadyMaxLag:    int64(cfg.ReadyMaxLag),
 		HTTP:           cfg.HTTP,
-		CommandOptions: cfg.LLM.commandOptions(),
+		CommandOptions: append(cfg.LLM.commandOptions(), commands.WithCompute(computeOf(in))),
 		StepLabelModel: cfg.LLM.stepLabelModel(),
 	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
 		gen := assessments(cfg.LLM, a)
 		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).WithAssessments(gen).WithEvaluatorPolicy(evalPolicy).Register(mux)
-		wapi := workerapi.New(a.Cmds, token, cfg.WorkerLease)
+		wapi := workerapi.New(a.Cmds, token, cfg.WorkerLease).WithTrainingQueue(a.Queries)
 		if tel.Metrics != nil {
 			wapi.WithObserver(tel.Metrics)
 		}

@@ -19,7 +19,16 @@ import (
 // and critic.jobs.score from KAFKA_BROKERS in the "workers" group, talks to the
 // API at CRITIC_API_URL with a worker token and reads/writes BLOB_URL. It never
 // needs DATABASE_URL.
-func cmdWorker(ctx context.Context, _ []string) error {
+func cmdWorker(ctx context.Context, args []string) error {
+	for _, a := range args {
+		switch a {
+		case "-h", "--help", "help":
+			fmt.Print(workerUsage)
+			return nil
+		default:
+			return usageError{fmt.Sprintf("critic worker takes no arguments (got %q); it is configured by the environment: critic worker --help", a)}
+		}
+	}
 	cfg, err := loadConfig() // CRITIC_DATA_DIR, KAFKA_BROKERS, BLOB_URL, S3_ENDPOINT
 	if err != nil {
 		return err
@@ -63,6 +72,39 @@ func cmdWorker(ctx context.Context, _ []string) error {
 		wc.WorkerID, wc.APIURL, strings.Join(wc.Brokers, ","), worker.ConsumerGroup, cfg.BlobURL, cfg.DataDir)
 	return worker.Run(ctx, wc)
 }
+
+// workerUsage is `critic worker --help`: what the worker does and the
+// variables it reads, so an operator can set one up without the README.
+const workerUsage = `critic worker — a standalone training, scoring, extraction and title worker
+
+Usage:
+  critic worker            run until SIGINT/SIGTERM
+  critic worker --help     this text
+
+At start the worker checks CRITIC_API_URL and its token (POST /api/v1/worker/hello):
+a refused token stops it with an error; an unreachable API is retried, and no
+job is taken until it answers. A free worker pulls the oldest queued training
+attempt from the API (Kafka messages only wake it); on SIGTERM it stops the
+attempt it runs and hands it back, so the model is queued for the next free
+worker. A worker that dies is noticed when its lease expires: the attempt is
+retried, up to 3 lost runs, then fails with the reason.
+
+Environment:
+  CRITIC_API_URL           the API's base URL, or several, comma-separated
+                           (http://api-1:8080,http://api-2:8080): the worker fails
+                           over between them (required)
+  CRITIC_WORKER_TOKEN      the API's worker token (or $CRITIC_DATA_DIR/worker_token)
+  CRITIC_WORKER_ID         this worker's name in claims and on the model page
+                           (default hostname-pid)
+  KAFKA_BROKERS            comma-separated host:port (required)
+  BLOB_URL, S3_ENDPOINT    the blob store the API uses (file://… or s3://bucket/prefix)
+  CRITIC_DATA_DIR          scratch space and the base-model cache (default .data)
+  CRITIC_WORKER_METRICS_ADDR  /metrics and /healthz of this worker, or off
+  GOMLX_BACKEND            the ML backend (e.g. xla:<PJRT plugin .so> on a GPU)
+
+A base_model given as a local directory path must exist at that path on every
+worker; a hub id (Qwen/Qwen3-0.6B) is downloaded into CRITIC_DATA_DIR/models.
+`
 
 // workerObserver is the worker's job observer: metrics and spans, or none.
 func workerObserver(tel *telemetry.Telemetry) worker.Observer {

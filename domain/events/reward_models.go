@@ -14,6 +14,11 @@ const (
 	RewardModelTrainingSucceeded = "reward_model.training_succeeded.v1"
 	RewardModelTrainingFailed    = "reward_model.training_failed.v1"
 	RewardModelRetried           = "reward_model.retried.v1"
+	// RewardModelTrainingRequeued hands a running attempt back to the
+	// queue: its worker stopped (SIGTERM) or its lease expired with tries
+	// left. The model is queued again under the same attempt and dataset,
+	// so whichever worker is free trains it.
+	RewardModelTrainingRequeued = "reward_model.training_requeued.v1"
 )
 
 // RewardModelStream names a model's stream.
@@ -63,6 +68,10 @@ type RewardModelTrainingStartedV1 struct {
 	Attempt      int    `json:"attempt"`
 	WorkerID     string `json:"worker_id"`
 	LeaseSeconds int    `json:"lease_seconds"`
+	// Compute is where the claiming worker runs: "local" (the API's own
+	// in-process worker) or "worker" (a `critic worker` process). Absent on
+	// claims recorded before it existed: the request's compute stands.
+	Compute string `json:"compute,omitempty"`
 }
 
 // Progress is what a running job reports.
@@ -112,6 +121,26 @@ type RewardModelTrainingFailedV1 struct {
 	Attempt int    `json:"attempt"`
 	Reason  string `json:"reason"`
 	Error   string `json:"error"`
+}
+
+// Requeue reasons.
+const (
+	RequeueHandedBack   = "handed_back"
+	RequeueLeaseExpired = "lease_expired"
+)
+
+// RewardModelTrainingRequeuedV1 puts a running attempt back in the queue.
+// Detail says what happened, for the model's history and for the failure
+// message should the last try be lost too.
+type RewardModelTrainingRequeuedV1 struct {
+	ModelID  string `json:"model_id"`
+	Attempt  int    `json:"attempt"`
+	WorkerID string `json:"worker_id"`
+	Reason   string `json:"reason"` // handed_back | lease_expired
+	Detail   string `json:"detail"`
+	// LostRuns is how many runs of this attempt ended with an expired lease,
+	// this one included (0 for a hand-back that follows none).
+	LostRuns int `json:"lost_runs"`
 }
 
 // RewardModelRetriedV1 re-queues a failed model as a new attempt with the same

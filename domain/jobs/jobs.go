@@ -91,6 +91,9 @@ type TrainingClaim struct {
 	Attempt      int    `json:"attempt"`
 	Epochs       int    `json:"epochs"`
 	LeaseSeconds int    `json:"lease_seconds"`
+	// CorrelationID is the id of the request that queued the attempt: a
+	// worker that pulled it logs and reports under it.
+	CorrelationID string `json:"correlation_id,omitempty"`
 }
 
 // Progress is a heartbeat's progress report; the same shape the heartbeat

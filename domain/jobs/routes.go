@@ -6,6 +6,7 @@ package jobs
 // called, so a new job type cannot grow a route outside this package.
 func Routes() []string {
 	return []string{
+		RouteHello, RouteClaimNextTraining, RouteHandBack,
 		RouteClaimTraining, RouteHeartbeat, RouteSucceeded, RouteFailed,
 		RouteClaimScoring, RouteScoringFinished,
 		RouteClaimExtraction, RouteExtractionProgress, RouteExtractionFindings, RouteExtractionFinished,

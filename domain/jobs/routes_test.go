@@ -71,6 +71,9 @@ func TestPathBuildersHitTheirRoutes(t *testing.T) {
 		mux.HandleFunc(method+" "+jobs.ServicePrefix+path, func(http.ResponseWriter, *http.Request) {})
 	}
 	cases := map[string]string{
+		jobs.HelloPath():                      jobs.RouteHello,
+		jobs.ClaimNextTrainingPath():          jobs.RouteClaimNextTraining,
+		jobs.TrainingPath("m1", "handback"):   jobs.RouteHandBack,
 		jobs.TrainingPath("m%2F1", "claim"):   jobs.RouteClaimTraining,
 		jobs.TrainingPath("m1", "heartbeat"):  jobs.RouteHeartbeat,
 		jobs.TrainingPath("m1", "succeeded"):  jobs.RouteSucceeded,

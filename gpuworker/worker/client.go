@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/criticml/critic/domain/jobs"
@@ -71,17 +72,85 @@ func Transient(err error) bool {
 }
 
 // Client calls the API's worker service (/api/v1/worker/...) with a worker token.
+//
+// BaseURL may list several API instances, comma-separated
+// (CRITIC_API_URL=http://api-1:8080,http://api-2:8080): a request that
+// cannot reach one (a connection error, or 502/503/504 from a proxy in
+// front of it) is sent to the next, and the client keeps using the
+// instance that answered. Every instance serves the same worker service
+// over the same event store, so any of them may take any call.
 type Client struct {
-	BaseURL  string // e.g. http://127.0.0.1:8080
+	BaseURL  string // e.g. http://127.0.0.1:8080, or several, comma-separated
 	Token    string // the worker token, sent as "Authorization: Bearer <token>"
 	WorkerID string // sent as worker_id in every request
 	HTTP     *http.Client
+
+	cur atomic.Int32 // index into BaseURLs() of the instance that last answered
 }
 
 // NewClient returns a client with a 2-minute per-request timeout.
 func NewClient(baseURL, token, workerID string) *Client {
 	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Token: token, WorkerID: workerID,
 		HTTP: &http.Client{Timeout: 2 * time.Minute}}
+}
+
+// BaseURLs is BaseURL split at commas: the API instances, in order.
+func (c *Client) BaseURLs() []string {
+	var out []string
+	for _, u := range strings.Split(c.BaseURL, ",") {
+		if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// Current is the API instance the client sends to first.
+func (c *Client) Current() string {
+	urls := c.BaseURLs()
+	if len(urls) == 0 {
+		return ""
+	}
+	return urls[int(c.cur.Load())%len(urls)]
+}
+
+// ErrTokenRefused is what Hello returns when the API answers 401 or 403:
+// the worker's token is not the API's worker token. Retrying cannot help.
+var ErrTokenRefused = errors.New("the API refused the worker token")
+
+// Hello checks the address and the token (jobs.RouteHello): nil when an
+// instance answered and accepted the token; an error wrapping
+// ErrTokenRefused on 401/403; a Transient error when no instance answered.
+func (c *Client) Hello(ctx context.Context) (*jobs.HelloAnswer, error) {
+	var out jobs.HelloAnswer
+	err := c.post(ctx, jobs.HelloPath(), jobs.Hello{WorkerID: c.WorkerID}, &out)
+	var ae *APIError
+	if errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden) {
+		return nil, fmt.Errorf("%w (%s answered %d): set CRITIC_WORKER_TOKEN to the token the API uses (its CRITIC_WORKER_TOKEN, or the worker_token file in its data directory)",
+			ErrTokenRefused, c.Current(), ae.Status)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ClaimNextTraining claims the oldest queued training attempt for this
+// free worker; nil (and no error) when nothing is waiting. compute is
+// where this worker runs ("worker", or "local" for the in-process one).
+func (c *Client) ClaimNextTraining(ctx context.Context, compute string) (*TrainingClaim, error) {
+	var out jobs.NextTrainingClaim
+	if err := c.post(ctx, jobs.ClaimNextTrainingPath(), jobs.ClaimNextTraining{WorkerID: c.WorkerID, Compute: compute}, &out); err != nil {
+		return nil, err
+	}
+	return out.Job, nil
+}
+
+// HandBack returns the attempt this worker holds to the queue (it is
+// stopping); reason is one line for the model's history.
+func (c *Client) HandBack(ctx context.Context, modelID string, attempt int, reason string) error {
+	return c.post(ctx, jobs.TrainingPath(url.PathEscape(modelID), "handback"),
+		jobs.HandBack{AttemptRequest: jobs.AttemptRequest{WorkerID: c.WorkerID, Attempt: attempt}, Reason: reason}, nil)
 }
 
 // The wire types are the contract's (domain/jobs), named here as the
@@ -157,12 +226,40 @@ func (c *Client) ScoringFinished(ctx context.Context, runID string, f ScoringFin
 	return c.post(ctx, jobs.ScoringPath(url.PathEscape(runID), "finished"), f, nil)
 }
 
+// post sends one call, failing over between the instances of BaseURL: it
+// starts at the one that answered last and moves on when an instance
+// cannot be reached or a proxy says it is down.
 func (c *Client) post(ctx context.Context, path string, in, out any) error {
 	data, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("POST %s: %w", path, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.BaseURL, "/")+path, bytes.NewReader(data))
+	urls := c.BaseURLs()
+	if len(urls) == 0 {
+		return fmt.Errorf("POST %s: no API URL (CRITIC_API_URL)", path)
+	}
+	start := int(c.cur.Load()) % len(urls)
+	for i := range urls {
+		n := (start + i) % len(urls)
+		err = c.postTo(ctx, urls[n], path, data, out)
+		var ae *APIError
+		down := err != nil && ctx.Err() == nil && (!errors.As(err, &ae) ||
+			ae.Status == http.StatusBadGateway || ae.Status == http.StatusServiceUnavailable || ae.Status == http.StatusGatewayTimeout)
+		if !down {
+			if n != start {
+				c.cur.Store(int32(n))
+			}
+			return err
+		}
+		if len(urls) > 1 {
+			err = fmt.Errorf("%s: %w", urls[n], err)
+		}
+	}
+	return err
+}
+
+func (c *Client) postTo(ctx context.Context, base, path string, data []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, bytes.NewReader(data))
 	if err != nil {
 		return err
 	}

@@ -104,7 +104,12 @@ func TestClientCallsServedRoutes(t *testing.T) {
 	c := NewClient(srv.URL, "token", "w1")
 	ctx := context.Background()
 
-	_, err := c.ClaimTraining(ctx, "m/1", 1)
+	_, err := c.Hello(ctx)
+	require.NoError(t, err)
+	_, err = c.ClaimNextTraining(ctx, "worker")
+	require.NoError(t, err)
+	require.NoError(t, c.HandBack(ctx, "m1", 1, "stopping"))
+	_, err = c.ClaimTraining(ctx, "m/1", 1)
 	require.NoError(t, err)
 	require.NoError(t, c.Heartbeat(ctx, "m1", 1, Progress{}))
 	require.NoError(t, c.TrainingSucceeded(ctx, "m1", Succeeded{}))
@@ -125,7 +130,7 @@ func TestClientCallsServedRoutes(t *testing.T) {
 	require.NoError(t, c.GepaFailed(ctx, "g1", "boom"))
 
 	require.Empty(t, stray, "the client called paths the worker service does not serve")
-	want := []string{jobs.RouteClaimTraining, jobs.RouteHeartbeat, jobs.RouteSucceeded, jobs.RouteFailed,
+	want := []string{jobs.RouteHello, jobs.RouteClaimNextTraining, jobs.RouteHandBack, jobs.RouteClaimTraining, jobs.RouteHeartbeat, jobs.RouteSucceeded, jobs.RouteFailed,
 		jobs.RouteClaimScoring, jobs.RouteScoringFinished,
 		jobs.RouteClaimExtraction, jobs.RouteExtractionProgress, jobs.RouteExtractionFindings, jobs.RouteExtractionFinished,
 		jobs.RouteClaimGepa, jobs.RouteGepaHeartbeat, jobs.RouteGepaCandidate, jobs.RouteGepaSucceeded, jobs.RouteGepaFailed}

@@ -27,6 +27,7 @@ import (
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/eventstore"
 	"github.com/criticml/critic/platform/pg/pgtest"
+	"github.com/criticml/critic/projections/readmodel"
 )
 
 const (
@@ -110,10 +111,13 @@ type service struct {
 // ratings, tool calls and answers: pairs of both kinds and action items).
 func newService(t testing.TB, blobs blob.Store) *service {
 	t.Helper()
-	store := eventstore.New(pgtest.NewPool(t), blobs)
+	pool := pgtest.NewPool(t)
+	store := eventstore.New(pool, blobs)
 	s := &service{t: t, cmds: commands.New(store), store: store, notify: make(chan string, 1000)}
+	queue := &liveQueue{store: store, proj: readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil))),
+		q: readmodel.NewQueries(pool)}
 	mux := http.NewServeMux()
-	workerapi.New(s.cmds, testToken, 30*time.Second).Register(mux)
+	workerapi.New(s.cmds, testToken, 30*time.Second).WithTrainingQueue(queue).Register(mux)
 	s.srv = httptest.NewServer(http.HandlerFunc(s.record(mux)))
 	t.Cleanup(s.srv.Close)
 
@@ -145,6 +149,38 @@ func newService(t testing.TB, blobs blob.Store) *service {
 		}
 	}
 	return s
+}
+
+// liveQueue is the read model's training queue, caught up with the log
+// before every lookup: the real projection and query `critic serve` runs,
+// without a broker in between.
+type liveQueue struct {
+	store *eventstore.Store
+	proj  *readmodel.Projection
+	q     *readmodel.Queries
+
+	mu      sync.Mutex
+	applied int64
+}
+
+func (l *liveQueue) ClaimableTraining(ctx context.Context, limit int) ([]rewardmodels.TrainingCandidate, error) {
+	l.mu.Lock()
+	for {
+		evs, err := l.store.ReadAfter(ctx, l.applied, 1000)
+		if err == nil && len(evs) > 0 {
+			err = l.proj.Apply(ctx, evs)
+		}
+		if err != nil {
+			l.mu.Unlock()
+			return nil, err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		l.applied = evs[len(evs)-1].Seq
+	}
+	l.mu.Unlock()
+	return l.q.ClaimableTraining(ctx, limit)
 }
 
 // traceSteps returns a trace's step ids in order, from its stream.

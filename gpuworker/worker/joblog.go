@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/criticml/critic/domain/rewardmodels"
 )
 
 // ErrorTailChars is how much of a job's log a failure report carries (spec 002
@@ -98,4 +101,15 @@ func jobLogger(base *slog.Logger, attrs ...any) (*slog.Logger, *LogTail) {
 	tail := NewLogTail(ErrorTailChars)
 	th := slog.NewTextHandler(tail, &slog.HandlerOptions{Level: slog.LevelInfo})
 	return slog.New(fanout{base.With(attrs...).Handler(), th}), tail
+}
+
+// FailureReport is a failed job's error as the model shows it: headline
+// (what happened) on the first line, then the job's log, both within the
+// 2000 characters a model's error keeps, the log cut at a line boundary.
+func FailureReport(headline, log string) string {
+	headline = strings.TrimSpace(headline)
+	if log = strings.TrimRight(log, "\n"); log == "" {
+		return rewardmodels.FitError(headline)
+	}
+	return rewardmodels.FitError(headline + "\n" + log)
 }

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
@@ -112,6 +113,14 @@ type Config struct {
 	// the rules alone; GraderUnavailable says why).
 	Grader            *grade.Grader
 	GraderUnavailable string
+	// Compute is where this worker runs, as the model's compute shows it:
+	// "worker" (default, a `critic worker`) or "local" (the API's
+	// in-process worker of `critic run`).
+	Compute string
+	// ClaimPollInterval is how often an idle worker asks for a queued
+	// training attempt when no wake-up message arrived (default 2 s): the
+	// bound on how long a model waits while a worker is free.
+	ClaimPollInterval time.Duration
 	// LabelJobs is how many label jobs (traces) this worker runs at once
 	// (CRITIC_WORKER_LABEL_JOBS, default 4): they share the step-label
 	// client's concurrency cap, so one trace's last few calls do not leave
@@ -147,6 +156,13 @@ type Worker struct {
 
 	mu     sync.Mutex // guards loaded (the score loop uses it; Close frees it)
 	loaded *loadedModel
+
+	// wake is poked by a critic.jobs.train message: an idle training loop
+	// asks for work now instead of at its next poll.
+	wake chan struct{}
+	// api is whether the API answers; the consumers leave their topics
+	// while it does not.
+	api *apiHealth
 }
 
 type loadedModel struct {
@@ -195,7 +211,13 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.LabelJobs <= 0 {
 		cfg.LabelJobs = DefaultLabelJobs
 	}
-	w := &Worker{cfg: cfg, client: cfg.Client, hub: cfg.Hub, log: cfg.Log}
+	if cfg.Compute == "" {
+		cfg.Compute = rewardmodels.ComputeWorker
+	}
+	if cfg.ClaimPollInterval <= 0 {
+		cfg.ClaimPollInterval = 2 * time.Second
+	}
+	w := &Worker{cfg: cfg, client: cfg.Client, hub: cfg.Hub, log: cfg.Log, wake: make(chan struct{}, 1), api: newAPIHealth()}
 	if w.client == nil {
 		w.client = NewClient(cfg.APIURL, cfg.Token, cfg.WorkerID)
 	}
@@ -209,15 +231,16 @@ func New(cfg Config) (*Worker, error) {
 // handlers maps every job topic of domain/jobs to the handler that runs it.
 func (w *Worker) handlers() map[string]func(context.Context, []byte) bool {
 	return map[string]func(context.Context, []byte) bool{
-		TopicTrain: w.HandleTrain, TopicScore: w.HandleScore, TopicExtract: w.HandleExtract, TopicTitle: w.HandleTitle,
+		TopicTrain: w.WakeTraining, TopicScore: w.HandleScore, TopicExtract: w.HandleExtract, TopicTitle: w.HandleTitle,
 		TopicAssess: w.HandleAssess, TopicGepa: w.HandleGepa, TopicLabel: w.HandleLabel,
 	}
 }
 
-// Run consumes critic.jobs.train and critic.jobs.score concurrently (one job at a
-// time per topic) until ctx ends, then returns nil. An in-flight training job is
-// stopped and reported failed ("worker shut down"); its message stays
-// uncommitted, and its redelivery is refused by the claim.
+// Run checks the API (address and token), then pulls training attempts
+// whenever it is free and consumes the other job topics concurrently (one
+// job at a time per topic) until ctx ends, then returns nil. An in-flight
+// training attempt is stopped and handed back to the queue, where the next
+// free worker takes it.
 func Run(ctx context.Context, cfg Config) error {
 	w, err := New(cfg)
 	if err != nil {
@@ -231,6 +254,14 @@ func Run(ctx context.Context, cfg Config) error {
 func (w *Worker) Run(ctx context.Context) error {
 	if len(w.cfg.Brokers) == 0 {
 		return errors.New("worker: no Kafka brokers (KAFKA_BROKERS)")
+	}
+	// No job before the API answers: a worker that cannot report would
+	// only hold work other workers could do.
+	if err := w.AwaitAPI(ctx); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
 	}
 	sub, err := bus.NewSubscriber(bus.Config{Brokers: w.cfg.Brokers, ConsumerGroup: w.cfg.ConsumerGroup,
 		ClientID: "critic-worker", CommitInterval: -1}, watermill.NewSlogLogger(w.log))
@@ -278,6 +309,11 @@ func (w *Worker) Run(ctx context.Context) error {
 			}
 		}()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w.trainLoop(ctx)
+	}()
 	topics := make([]string, len(consumers))
 	for i, c := range consumers {
 		topics[i] = c.topic
@@ -293,11 +329,19 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // consume hands each message of topic to handle and acknowledges it (committing
 // its offset) once handle reports the job finished. handle returns false only
-// when ctx ended mid-job: the message is then left unacknowledged.
+// when ctx ended mid-job: the message is then left unacknowledged. While the
+// API cannot be reached it holds no subscription: it leaves the topic's
+// group between jobs (its partitions go to the other workers) and joins
+// again once the API answers.
 func (w *Worker) consume(ctx context.Context, sub *bus.Subscriber, topic string, handle func(context.Context, []byte) bool) error {
 	for attempt := 1; ; attempt++ {
-		msgs, err := sub.Subscribe(ctx, topic)
+		if !w.api.waitUp(ctx) {
+			return nil
+		}
+		sctx, leave := context.WithCancel(ctx)
+		msgs, err := sub.Subscribe(sctx, topic)
 		if err != nil {
+			leave()
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -307,17 +351,43 @@ func (w *Worker) consume(ctx context.Context, sub *bus.Subscriber, topic string,
 			}
 			continue
 		}
-		for msg := range msgs {
+		for {
+			down, changed := w.api.state()
+			if down {
+				break
+			}
+			var msg *message.Message
+			var ok bool
+			select {
+			case <-ctx.Done():
+				leave()
+				return nil
+			case <-changed:
+				continue
+			case msg, ok = <-msgs:
+			}
+			if !ok {
+				leave()
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("worker: subscription to %s ended", topic)
+			}
+			if down, _ := w.api.state(); down {
+				msg.Nack() // not started: the next owner of the partition gets it
+				break
+			}
 			// The job keeps the correlation id of the request that caused it.
 			if !handle(requestid.With(ctx, msg.Metadata.Get(requestid.MetadataKey)), msg.Payload) {
+				leave()
 				return nil
 			}
 			msg.Ack()
 		}
-		if ctx.Err() != nil {
-			return nil
+		leave() // the API is down: give the partitions up
+		for range msgs {
 		}
-		return fmt.Errorf("worker: subscription to %s ended", topic)
+		attempt = 0
 	}
 }
 
@@ -342,8 +412,83 @@ func (w *Worker) Close() {
 
 var errLeaseLost = errors.New("lease lost")
 
-// HandleTrain runs one critic.jobs.train message; it returns false only when ctx
-// ended before the job finished (leave the message unacknowledged).
+// WakeTraining handles a critic.jobs.train message: it is only a wake-up
+// (a model became claimable). The attempt itself is pulled by the
+// training loop of whichever worker is free, so the message is
+// acknowledged at once and never ties a model to a busy worker.
+func (w *Worker) WakeTraining(_ context.Context, _ []byte) bool {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// trainLoop pulls training attempts one at a time while ctx lives: it asks
+// the API for the oldest queued one whenever it is free (woken by a train
+// message, or every ClaimPollInterval) and runs it. While the API cannot be
+// reached it takes nothing, and says so once (and once when it is back).
+func (w *Worker) trainLoop(ctx context.Context) {
+	failures := 0
+	for ctx.Err() == nil {
+		claim, err := w.client.ClaimNextTraining(ctx, w.cfg.Compute)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			failures++
+			if failures == 1 {
+				w.log.Warn("cannot claim training from the API; taking no training job until it answers", "api", w.client.Current(), "error", err)
+			}
+			// Two failed calls in a row that never reached the API: leave
+			// the job topics so other workers take those jobs.
+			if failures >= 2 && unreachable(err) && w.api.set(true) {
+				w.log.Warn("the API cannot be reached: leaving the job topics until it answers, so other workers take their jobs",
+					"api", w.client.BaseURL, "error", err)
+			}
+			sleep(ctx, backoff(failures, 5*time.Second))
+			continue
+		}
+		if w.api.set(false) {
+			w.log.Info("the API answers again: rejoining the job topics", "api", w.client.Current())
+		}
+		if failures > 0 {
+			w.log.Info("the API answers again; claiming training", "api", w.client.Current())
+			failures = 0
+		}
+		if claim != nil {
+			w.RunTraining(ctx, claim)
+			continue
+		}
+		t := time.NewTimer(w.cfg.ClaimPollInterval)
+		select {
+		case <-ctx.Done():
+		case <-w.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// RunTraining runs an attempt the training loop claimed; it returns false
+// only when ctx ended mid-job (the attempt was handed back).
+func (w *Worker) RunTraining(ctx context.Context, claim *TrainingClaim) bool {
+	if claim.CorrelationID != "" {
+		ctx = requestid.With(ctx, claim.CorrelationID)
+	}
+	m := TrainMessage{ModelID: claim.ModelID, Attempt: claim.Attempt, OwnerID: claim.OwnerID}
+	log, tail := jobLogger(w.log, withRequestID(ctx, "job", "train", "model_id", m.ModelID, "attempt", m.Attempt)...)
+	ctx, endJob := w.cfg.Observer.JobStarted(ctx, "train", requestid.From(ctx))
+	outcome, jobErr, finished := w.runClaimed(ctx, log, tail, m, claim)
+	endJob(outcome, jobErr)
+	return finished
+}
+
+// HandleTrain claims and runs the attempt a critic.jobs.train message
+// names (a duplicate or stale one is refused by the claim and skipped):
+// one job driven by hand, as tools and tests do. Run does not use it: it
+// pulls (RunTraining). It returns false only when ctx ended before the job
+// finished.
 func (w *Worker) HandleTrain(ctx context.Context, payload []byte) bool {
 	var m TrainMessage
 	if err := json.Unmarshal(payload, &m); err != nil || !safeID(m.ModelID) || m.Attempt < 1 {
@@ -370,6 +515,16 @@ func (w *Worker) HandleTrain(ctx context.Context, payload []byte) bool {
 		log.Error("skipping training job: claim refused", "error", err)
 		return true
 	}
+	var finished bool
+	outcome, jobErr, finished = w.runClaimed(ctx, log, tail, m, claim)
+	return finished
+}
+
+// runClaimed trains a claimed attempt and reports it: success, failure
+// (first line what happened, then the job's log), or — when ctx ends
+// mid-job — a hand-back, so another worker trains it. finished is false
+// only in that last case.
+func (w *Worker) runClaimed(ctx context.Context, log *slog.Logger, tail *LogTail, m TrainMessage, claim *TrainingClaim) (outcome string, jobErr error, finished bool) {
 	log.Info("claimed training job", "worker_id", w.client.WorkerID, "base_model", claim.BaseModel,
 		"epochs", claim.Epochs, "dataset_key", claim.DatasetKey, "lease_seconds", claim.LeaseSeconds)
 
@@ -387,41 +542,39 @@ func (w *Worker) HandleTrain(ctx context.Context, payload []byte) bool {
 	case err == nil:
 		err = w.reportSuccess(jobCtx, log, m, report)
 		if err == nil {
-			outcome = "succeeded"
 			log.Info("training succeeded", "artifact_key", claim.ArtifactKey)
-			return true
+			return "succeeded", nil, true
 		}
 		if errors.Is(err, ErrNotClaimable) || errors.Is(context.Cause(jobCtx), errLeaseLost) {
-			outcome = "lease_lost"
 			log.Warn("the API refused the success report: the lease was lost", "error", err)
-			return true
+			return "lease_lost", nil, true
 		}
 		if ctx.Err() != nil {
 			break
 		}
 		log.Error("the API rejected the success report", "error", err)
-		w.reportFailure(ctx, log, m, tail)
-		return true
+		w.reportFailure(ctx, log, m, "the API rejected the success report: "+err.Error(), tail)
+		return "failed", err, true
 	case errors.Is(context.Cause(jobCtx), errLeaseLost):
-		outcome = "lease_lost"
 		log.Warn("lease lost: stopping the job without reporting")
-		return true
+		return "lease_lost", nil, true
 	}
-	jobErr = err
 	if ctx.Err() != nil {
-		outcome = "interrupted"
-		log.Warn("worker shutting down: training interrupted")
+		log.Warn("worker shutting down: handing the training job back to the queue")
 		hb.stop()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if err := w.client.TrainingFailed(rctx, m.ModelID, m.Attempt, tail.String()); err != nil {
-			log.Warn("could not report the interruption; the lease will expire", "error", err)
+		reason := fmt.Sprintf("worker %s stopped (shutting down) during %s", w.client.WorkerID, hb.phase())
+		if err := w.client.HandBack(rctx, m.ModelID, m.Attempt, reason); err != nil {
+			log.Warn("could not hand the job back; the API requeues it when its lease expires", "error", err)
+		} else {
+			log.Info("training job handed back: the model is queued for the next free worker")
 		}
-		return false
+		return "handed_back", err, false
 	}
 	log.Error("training failed", "error", err)
-	w.reportFailure(ctx, log, m, tail)
-	return true
+	w.reportFailure(ctx, log, m, "training failed: "+err.Error(), tail)
+	return "failed", err, true
 }
 
 func (w *Worker) reportSuccess(ctx context.Context, log *slog.Logger, m TrainMessage, s *Succeeded) error {
@@ -431,8 +584,11 @@ func (w *Worker) reportSuccess(ctx context.Context, log *slog.Logger, m TrainMes
 	return err
 }
 
-func (w *Worker) reportFailure(ctx context.Context, log *slog.Logger, m TrainMessage, tail *LogTail) {
-	msg := tail.String()
+// reportFailure reports a failed attempt: headline (what happened) on the
+// first line, then the job's log from a line boundary, within the 2000
+// characters a model's error keeps.
+func (w *Worker) reportFailure(ctx context.Context, log *slog.Logger, m TrainMessage, headline string, tail *LogTail) {
+	msg := FailureReport(headline, tail.String())
 	_, err := retry(ctx, w.cfg.ReportRetryFor, log, "reporting failure", func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, w.client.TrainingFailed(ctx, m.ModelID, m.Attempt, msg)
 	})
@@ -801,6 +957,19 @@ func startHeartbeats(ctx context.Context, c *Client, modelID string, attempt, le
 		}
 	}()
 	return h
+}
+
+// phase is the last phase reported ("training" before any), for messages.
+func (h *heartbeats) phase() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.p.Phase == "" {
+		return "training"
+	}
+	if h.p.TotalSteps > 0 {
+		return fmt.Sprintf("%s (step %d/%d)", h.p.Phase, h.p.Step, h.p.TotalSteps)
+	}
+	return h.p.Phase
 }
 
 func (h *heartbeats) set(p Progress) {

@@ -85,9 +85,17 @@ func TestRunTrainsAndScores(t *testing.T) {
 	publish(t, pub, TopicTrain, id, s.api.trainMessage(id))
 	succ := s.api.waitFor("/training/"+id+"/succeeded", 1, 2*time.Minute)
 	require.Equal(t, http.StatusOK, succ[0].Status, string(succ[0].Raw))
-	require.Len(t, s.api.requests("/training/"+id+"/claim"), 1)
+	// The worker checked the API first, then pulled the attempt from the
+	// queue (the message only woke it): no claim names the model.
+	hello := s.api.requests("/hello")
+	require.Len(t, hello, 1)
+	require.Equal(t, http.StatusOK, hello[0].Status)
+	require.Empty(t, s.api.requests("/training/"+id+"/claim"))
+	pulls := s.api.requests("/training/claim")
+	require.NotEmpty(t, pulls)
+	require.Equal(t, map[string]any{"worker_id": "w-1", "compute": "worker"}, pulls[0].Body)
 	require.Empty(t, s.api.requests("/failed"))
-	require.Equal(t, map[string]any{"worker_id": "w-1", "attempt": 1.0}, s.api.requests("/training/" + id + "/claim")[0].Body)
+	require.Equal(t, "w-1", s.api.status(t, id).WorkerID)
 
 	// Heartbeats carried progress through every phase, and the service
 	// accepted them.
@@ -161,11 +169,12 @@ func TestRunTrainsAndScores(t *testing.T) {
 	}
 	require.NoDirExists(t, filepath.Join(s.data, "worker", "jobs", id, "attempt-1"), "job scratch is removed")
 
-	// A duplicate delivery: the claim answers 409, the message is skipped.
+	// A duplicate delivery only wakes the worker: the queue has nothing,
+	// and nothing is trained again.
 	heartbeats := len(s.api.requests("/heartbeat"))
+	before := len(s.api.requests("/training/claim"))
 	publish(t, pub, TopicTrain, id, s.api.trainMessage(id))
-	dup := s.api.waitFor("/training/"+id+"/claim", 2, time.Minute)
-	require.Equal(t, http.StatusConflict, dup[1].Status)
+	s.api.waitFor("/training/claim", before+1, time.Minute)
 
 	// Scoring one trace with the uploaded checkpoint: the same texts get
 	// the same scores and credit as at training time.
@@ -236,6 +245,9 @@ func TestTrainFailureReportsLogTail(t *testing.T) {
 	require.Empty(t, s.api.requests("/succeeded"))
 	msg := failed[0].Body["error"].(string)
 	require.LessOrEqual(t, len([]rune(msg)), ErrorTailChars)
+	first, _, _ := strings.Cut(msg, "\n")
+	require.Equal(t, "training failed: base model Qwen/Qwen3-0.6B: hub: Qwen/Qwen3-0.6B@main has no config.json: not found", first,
+		"the first line says what happened")
 	require.Contains(t, msg, "claimed training job")
 	require.Contains(t, msg, "Qwen/Qwen3-0.6B")
 	last := strings.TrimSpace(msg[strings.LastIndex(strings.TrimSpace(msg), "\n")+1:])
@@ -261,9 +273,9 @@ func TestTrainFailureReportsLogTail(t *testing.T) {
 	require.Len(t, s.api.requests(""), n)
 }
 
-// A lease that expires mid-training (the API's sweep failed the model) makes
-// the next heartbeat a 409, which stops the job: nothing is uploaded or
-// reported.
+// A lease that expires mid-training (the API's sweep requeued the model for
+// another worker) makes the next heartbeat a 409, which stops the job:
+// nothing is uploaded or reported.
 func TestLeaseLostStopsWithoutReport(t *testing.T) {
 	s := newSetup(t)
 	id, _ := s.api.queueTraining(t, s.base)
@@ -292,12 +304,15 @@ func TestLeaseLostStopsWithoutReport(t *testing.T) {
 	require.Empty(t, s.api.requests("/failed"))
 	_, err = s.blobs.Get(context.Background(), jobs.ArtifactKey(s.api.owner.UserID, id))
 	require.ErrorIs(t, err, blob.ErrNotFound, "nothing was uploaded")
-	require.Equal(t, rewardmodels.StatusFailed, s.api.status(t, id).Status)
+	m := s.api.status(t, id)
+	require.Equal(t, rewardmodels.StatusQueued, m.Status, "the lost run went back to the queue")
+	require.Len(t, m.LostRuns, 1)
 }
 
-// Shutdown mid-training: the job stops, success is not reported, the message is
-// left unacknowledged, and the interruption is reported as a failure.
-func TestShutdownMidTraining(t *testing.T) {
+// Shutdown mid-training: the job stops, success is not reported, and the
+// attempt is handed back — the model is queued again (not failed) and
+// another worker pulls it and trains it to success.
+func TestShutdownMidTrainingHandsTheJobBack(t *testing.T) {
 	s := newSetup(t)
 	id, _ := s.api.queueTraining(t, s.base)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -311,13 +326,33 @@ func TestShutdownMidTraining(t *testing.T) {
 	}
 	w, err := New(cfg)
 	require.NoError(t, err)
-	require.False(t, w.HandleTrain(ctx, mustJSON(t, s.api.trainMessage(id))))
+	claim, err := s.api.client("w-4").ClaimNextTraining(context.Background(), "worker")
+	require.NoError(t, err)
+	require.NotNil(t, claim)
+	require.Equal(t, id, claim.ModelID)
+	require.False(t, w.RunTraining(ctx, claim))
 	require.Empty(t, s.api.requests("/succeeded"))
-	failed := s.api.requests("/training/" + id + "/failed")
-	require.Len(t, failed, 1)
-	require.Equal(t, http.StatusOK, failed[0].Status)
-	require.Contains(t, failed[0].Body["error"], "worker shutting down")
-	require.Equal(t, rewardmodels.StatusFailed, s.api.status(t, id).Status)
+	require.Empty(t, s.api.requests("/failed"), "a stop is no failure")
+	back := s.api.requests("/training/" + id + "/handback")
+	require.Len(t, back, 1)
+	require.Equal(t, http.StatusOK, back[0].Status)
+	require.Contains(t, back[0].Body["reason"], "worker w-4 stopped (shutting down) during training")
+	m := s.api.status(t, id)
+	require.Equal(t, rewardmodels.StatusQueued, m.Status)
+	require.Equal(t, 1, m.Attempt, "the same attempt, not a retry")
+	require.Empty(t, m.LostRuns)
+
+	// Another worker pulls it and trains it to success.
+	w2, err := New(s.config(t, "w-5"))
+	require.NoError(t, err)
+	claim, err = s.api.client("w-5").ClaimNextTraining(context.Background(), "worker")
+	require.NoError(t, err)
+	require.NotNil(t, claim)
+	require.True(t, w2.RunTraining(context.Background(), claim))
+	m = s.api.status(t, id)
+	require.Equal(t, rewardmodels.StatusSucceeded, m.Status)
+	require.Equal(t, "w-5", m.WorkerID)
+	require.Len(t, s.api.requests("/succeeded"), 1)
 }
 
 // A model recorded with action stats whose archive lacks

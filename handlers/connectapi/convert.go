@@ -188,6 +188,7 @@ func rewardModelToProto(m *readmodel.RewardModel) (*criticv1.RewardModel, error)
 		CreatedAt:  timestamppb.New(m.CreatedAt),
 		StartedAt:  timestampOrNil(m.StartedAt),
 		FinishedAt: timestampOrNil(m.FinishedAt),
+		WorkerId:   m.WorkerID,
 	}
 	if m.NumPairs != nil {
 		n := int32(*m.NumPairs)

@@ -31,6 +31,7 @@ type API struct {
 	token string
 	lease time.Duration
 	obs   Observer
+	queue TrainingQueue
 }
 
 // Observer counts claims and reports by job kind ("train", "score"); the
@@ -96,6 +97,9 @@ func (a *API) Register(mux Mux) {
 			edge.WriteJSON(w, http.StatusOK, out)
 		})
 	}
+	route(jobs.RouteHello, a.hello)
+	route(jobs.RouteClaimNextTraining, a.claimNextTraining)
+	route(jobs.RouteHandBack, a.handBack)
 	route(jobs.RouteClaimTraining, a.claimTraining)
 	route(jobs.RouteHeartbeat, a.heartbeat)
 	route(jobs.RouteSucceeded, a.succeeded)

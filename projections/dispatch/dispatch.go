@@ -19,6 +19,7 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/platform/requestid"
 	"github.com/criticml/critic/projections/readmodel"
 )
@@ -112,6 +113,14 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		return d.publish(TrainTopic, p.ModelID, e.CorrelationID, jobs.TrainJob{ModelID: p.ModelID, Attempt: p.Attempt, OwnerID: e.OwnerID})
+	case events.RewardModelTrainingRequeued:
+		// A handed-back or lost attempt is claimable again: wake a free
+		// worker now rather than at its next poll.
+		var p events.RewardModelTrainingRequeuedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		return d.publish(TrainTopic, p.ModelID, e.CorrelationID, jobs.TrainJob{ModelID: p.ModelID, Attempt: p.Attempt, OwnerID: e.OwnerID})
 	case events.ScoringRunRequested:
 		var p events.ScoringRunRequestedV1
 		if err := e.DecodeOrFail(&p); err != nil {
@@ -155,7 +164,8 @@ type LeaseQueries interface {
 // ScoringTimeout is how long a scoring run may run before it is failed.
 const ScoringTimeout = 10 * time.Minute
 
-// SweepLeases fails, every interval, the running models whose worker stopped
+// SweepLeases requeues (or, after rewardmodels.MaxLostRuns lost runs,
+// fails), every interval, the running models whose worker stopped
 // heartbeating. The model's stream decides; the read model only nominates.
 // For one lease after start it expires nothing: workers that kept training
 // while this API was down need that long to reach it again.
@@ -201,7 +211,12 @@ func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, i
 				log.Warn("lease sweep: expire", "model", id, "err", err)
 			} else if res.LastEventID != "" {
 				expired("train")
-				log.Info("lease expired: model failed", "model", id)
+				if m, err := cmds.Model(ctx, id); err == nil && m.Status == rewardmodels.StatusQueued {
+					log.Warn("lease expired: training requeued for another worker", "model", id,
+						"lost_runs", len(m.LostRuns), "max_lost_runs", rewardmodels.MaxLostRuns)
+				} else {
+					log.Warn("lease expired: model failed", "model", id, "max_lost_runs", rewardmodels.MaxLostRuns)
+				}
 			}
 		}
 		gepaRuns, err := q.ExpiredGepaLeases(ctx, now)

@@ -19,7 +19,7 @@ import (
 )
 
 // TestSweepExpiresADeadLeaseOnTheDatabaseClock: a running model whose
-// worker stopped heartbeating is failed by the sweep, which reads the time
+// worker stopped heartbeating is requeued by the sweep, which reads the time
 // from PostgreSQL (the clock that stamped the heartbeat), and a model whose
 // lease is alive is left running.
 func TestSweepExpiresADeadLeaseOnTheDatabaseClock(t *testing.T) {
@@ -73,7 +73,8 @@ func TestSweepExpiresADeadLeaseOnTheDatabaseClock(t *testing.T) {
 	for {
 		m, err := cmds.Model(ctx, dead)
 		require.NoError(t, err)
-		if m.Status == rewardmodels.StatusFailed {
+		if m.Status == rewardmodels.StatusQueued {
+			require.Len(t, m.LostRuns, 1, "the lost run is requeued, not failed")
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "the dead lease was never expired")

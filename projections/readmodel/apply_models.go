@@ -38,7 +38,14 @@ func applyModel(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error)
 			return true, err
 		}
 		return exec(`UPDATE rm_reward_models SET status = 'running', worker_id = $2, lease_seconds = $3, last_beat = $4, started_at = $4,
-			progress = NULL WHERE id = $1`, p.ModelID, p.WorkerID, p.LeaseSeconds, e.RecordedAt)
+			progress = NULL, compute = COALESCE(NULLIF($5, ''), compute) WHERE id = $1`, p.ModelID, p.WorkerID, p.LeaseSeconds, e.RecordedAt, p.Compute)
+	case events.RewardModelTrainingRequeued:
+		var p events.RewardModelTrainingRequeuedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return true, err
+		}
+		return exec(`UPDATE rm_reward_models SET status = 'queued', worker_id = NULL, started_at = NULL, last_beat = NULL, progress = NULL
+			WHERE id = $1`, p.ModelID)
 	case events.RewardModelHeartbeat:
 		var p events.RewardModelHeartbeatV1
 		if err := e.DecodeOrFail(&p); err != nil {

@@ -34,8 +34,16 @@ func ModelAsOf(evs []events.Envelope, throughEventID string) (m RewardModel, ok 
 				m.NumPairs = &n
 			}
 		case events.RewardModelTrainingStarted:
-			t := e.RecordedAt.UTC()
-			m.Status, m.StartedAt, m.Progress = rewardmodels.StatusRunning, &t, json.RawMessage("null")
+			var p events.RewardModelTrainingStartedV1
+			if e.Decode(&p) == nil {
+				t, w := e.RecordedAt.UTC(), p.WorkerID
+				m.Status, m.StartedAt, m.Progress, m.WorkerID = rewardmodels.StatusRunning, &t, json.RawMessage("null"), &w
+				if p.Compute != "" {
+					m.Compute = p.Compute
+				}
+			}
+		case events.RewardModelTrainingRequeued:
+			m.Status, m.StartedAt, m.Progress, m.WorkerID = rewardmodels.StatusQueued, nil, json.RawMessage("null"), nil
 		case events.RewardModelHeartbeat:
 			var p events.RewardModelHeartbeatV1
 			if e.Decode(&p) == nil {
@@ -58,7 +66,7 @@ func ModelAsOf(evs []events.Envelope, throughEventID string) (m RewardModel, ok 
 				m.Status, m.Error, m.FinishedAt = rewardmodels.StatusFailed, &msg, &t
 			}
 		case events.RewardModelRetried:
-			m.Status, m.Error, m.NumPairs, m.StartedAt, m.FinishedAt = rewardmodels.StatusQueued, nil, nil, nil, nil
+			m.Status, m.Error, m.NumPairs, m.StartedAt, m.FinishedAt, m.WorkerID = rewardmodels.StatusQueued, nil, nil, nil, nil, nil
 			m.RewardStats, m.ActionRewardStats = nil, nil
 			m.Metrics, m.Progress = json.RawMessage("null"), json.RawMessage("null")
 		}

@@ -15,10 +15,14 @@ import (
 // RewardModel is the RewardModel shape of spec 001, plus `progress` while it
 // runs.
 type RewardModel struct {
-	ID         string          `json:"id"`
-	Name       string          `json:"name"`
-	BaseModel  string          `json:"base_model"`
-	Compute    string          `json:"compute"`
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	BaseModel string `json:"base_model"`
+	Compute   string `json:"compute"`
+	// WorkerID is the worker that runs (or ran) the current attempt: the
+	// CRITIC_WORKER_ID of a `critic worker`, "local" for the in-process
+	// worker; null while queued.
+	WorkerID   *string         `json:"worker_id"`
 	Epochs     int             `json:"epochs"`
 	MaxPairs   int             `json:"max_pairs"`
 	TraceCount int             `json:"trace_count"`
@@ -54,12 +58,12 @@ type RewardModelDetail struct {
 }
 
 const modelCols = `m.id, m.name, m.base_model, m.compute, m.epochs, m.max_pairs, cardinality(m.trace_ids), m.status, m.num_pairs,
-	m.metrics, m.error, m.progress, m.created_at, m.started_at, m.finished_at, m.reward_stats, m.action_reward_stats`
+	m.metrics, m.error, m.progress, m.created_at, m.started_at, m.finished_at, m.reward_stats, m.action_reward_stats, m.worker_id`
 
 func scanModel(row pgx.Row, m *RewardModel, extra ...any) error {
 	var metrics, progress []byte
 	if err := row.Scan(append([]any{&m.ID, &m.Name, &m.BaseModel, &m.Compute, &m.Epochs, &m.MaxPairs, &m.TraceCount, &m.Status, &m.NumPairs,
-		&metrics, &m.Error, &progress, &m.CreatedAt, &m.StartedAt, &m.FinishedAt, &m.RewardStats, &m.ActionRewardStats}, extra...)...); err != nil {
+		&metrics, &m.Error, &progress, &m.CreatedAt, &m.StartedAt, &m.FinishedAt, &m.RewardStats, &m.ActionRewardStats, &m.WorkerID}, extra...)...); err != nil {
 		return err
 	}
 	m.Metrics, m.Progress = rawOrNull(metrics), rawOrNull(progress)
@@ -171,6 +175,28 @@ func (q *Queries) ExpiredLeases(ctx context.Context, now time.Time) ([]string, e
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()
+}
+
+// ClaimableTraining lists up to limit queued models whose dataset is built,
+// oldest request first: the candidates a free worker's claim tries, in
+// order. The model's stream decides each claim; this only nominates, so a
+// lagging read model costs a refused candidate, never a double start.
+func (q *Queries) ClaimableTraining(ctx context.Context, limit int) ([]rewardmodels.TrainingCandidate, error) {
+	rows, err := q.pool.Query(ctx, `SELECT id::text, attempt FROM rm_reward_models
+		WHERE status = 'queued' AND dataset_key IS NOT NULL ORDER BY seq LIMIT $1`, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []rewardmodels.TrainingCandidate
+	for rows.Next() {
+		var c rewardmodels.TrainingCandidate
+		if err := rows.Scan(&c.ModelID, &c.Attempt); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
 }
 
 // ScoringRun is the ScoringRun shape of spec 001.

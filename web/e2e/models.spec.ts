@@ -57,6 +57,8 @@ test("create a reward model from the selection, watch it reach succeeded, read i
   const status = page.getByRole("status", { name: "Model status" });
   await expect(status).toHaveText(/queued|running|succeeded/);
   await expect(status).toHaveText("succeeded", { timeout: 240_000 });
+  // Which worker trained it.
+  await expect(page.getByLabel("Worker", { exact: true })).toHaveText(/\S+/);
   await expect(page.getByRole("heading", { name: "Metrics" })).toBeVisible();
   await expect(page.getByText(/Eval accuracy \(whole traces\)/)).toBeVisible();
   // The reward statistics the review queue calibrates with.
@@ -93,7 +95,7 @@ test("a failed model shows the worker's error and Retry queues it again", async 
   await asTrainer(page, "/models");
   await page.getByRole("link", { name: "one-trace" }).click();
   await expect(page.getByRole("status", { name: "Model status" })).toHaveText("failed");
-  await expect(page.getByLabel("Worker log")).toContainText("at least 2 preference pairs");
+  await expect(page.getByLabel("Failure reason")).toContainText("at least 2 preference pairs");
   await a11y(page, "failed model");
   await shot(page, "model-failed");
   await page.getByRole("button", { name: "Retry" }).click();

@@ -116,7 +116,14 @@ export function ModelDetail() {
           <span className="muted">{progressText(d)}</span>
         </p>
         <p className="muted small-text">
-          {d.base_model} · {d.compute} · {d.epochs} epoch{d.epochs === 1 ? "" : "s"} · max {d.max_pairs} pairs · {d.trace_count} traces · created{" "}
+          {d.base_model} · {d.compute}
+          {d.worker_id && (
+            <>
+              {" "}
+              on worker <span aria-label="Worker">{d.worker_id}</span>
+            </>
+          )}{" "}
+          · {d.epochs} epoch{d.epochs === 1 ? "" : "s"} · max {d.max_pairs} pairs · {d.trace_count} traces · created{" "}
           <time dateTime={d.created_at}>{formatDate(d.created_at)}</time>
           {d.finished_at && (
             <>
@@ -126,12 +133,19 @@ export function ModelDetail() {
           )}
         </p>
         {d.status === "failed" && d.error && (
-          <details open className="disclosure">
-            <summary>Worker log (last 2,000 characters)</summary>
-            <pre className="raw log" aria-label="Worker log" tabIndex={0}>
-              {d.error}
-            </pre>
-          </details>
+          <>
+            <p className="error" aria-label="Failure reason">
+              {d.error.split("\n")[0]}
+            </p>
+            {d.error.includes("\n") && (
+              <details open className="disclosure">
+                <summary>Worker log (last 2,000 characters)</summary>
+                <pre className="raw log" aria-label="Worker log" tabIndex={0}>
+                  {d.error.slice(d.error.indexOf("\n") + 1)}
+                </pre>
+              </details>
+            )}
+          </>
         )}
         {d.feedback_unavailable && <p className="muted">Feedback extraction: {d.feedback_unavailable}</p>}
       </section>

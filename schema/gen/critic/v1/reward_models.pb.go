@@ -1391,7 +1391,9 @@ type RewardModel struct {
 	Id        string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Name      string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	BaseModel string                 `protobuf:"bytes,3,opt,name=base_model,json=baseModel,proto3" json:"base_model,omitempty"`
-	// Where it trains, as the deployment chose.
+	// Where it trains: "worker" (a critic worker) or "local" (the in-process
+	// worker of critic run), as the deployment chose and the claiming worker
+	// recorded.
 	Compute  string `protobuf:"bytes,4,opt,name=compute,proto3" json:"compute,omitempty"`
 	Epochs   int32  `protobuf:"varint,5,opt,name=epochs,proto3" json:"epochs,omitempty"`
 	MaxPairs int32  `protobuf:"varint,6,opt,name=max_pairs,json=maxPairs,proto3" json:"max_pairs,omitempty"`
@@ -1414,8 +1416,11 @@ type RewardModel struct {
 	RewardStats *RewardStats `protobuf:"bytes,16,opt,name=reward_stats,json=rewardStats,proto3" json:"reward_stats,omitempty"`
 	// action_reward_stats.json, when trained on action comparisons.
 	ActionRewardStats *RewardStats `protobuf:"bytes,17,opt,name=action_reward_stats,json=actionRewardStats,proto3" json:"action_reward_stats,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The worker that runs or ran the current attempt (its CRITIC_WORKER_ID);
+	// unset while queued.
+	WorkerId      *string `protobuf:"bytes,18,opt,name=worker_id,json=workerId,proto3,oneof" json:"worker_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RewardModel) Reset() {
@@ -1567,6 +1572,13 @@ func (x *RewardModel) GetActionRewardStats() *RewardStats {
 	return nil
 }
 
+func (x *RewardModel) GetWorkerId() string {
+	if x != nil && x.WorkerId != nil {
+		return *x.WorkerId
+	}
+	return ""
+}
+
 var File_critic_v1_reward_models_proto protoreflect.FileDescriptor
 
 const file_critic_v1_reward_models_proto_rawDesc = "" +
@@ -1701,7 +1713,7 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\x0freward_model_id\x18\x02 \x01(\tR\rrewardModelId\"L\n" +
 	"\x12ScoreTraceResponse\x126\n" +
 	"\vscoring_run\x18\x01 \x01(\v2\x15.critic.v1.ScoringRunR\n" +
-	"scoringRun\"\xca\x05\n" +
+	"scoringRun\"\xfa\x05\n" +
 	"\vRewardModel\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
@@ -1725,10 +1737,13 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\vfinished_at\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x129\n" +
 	"\freward_stats\x18\x10 \x01(\v2\x16.critic.v1.RewardStatsR\vrewardStats\x12F\n" +
-	"\x13action_reward_stats\x18\x11 \x01(\v2\x16.critic.v1.RewardStatsR\x11actionRewardStatsB\f\n" +
+	"\x13action_reward_stats\x18\x11 \x01(\v2\x16.critic.v1.RewardStatsR\x11actionRewardStats\x12 \n" +
+	"\tworker_id\x18\x12 \x01(\tH\x02R\bworkerId\x88\x01\x01B\f\n" +
 	"\n" +
 	"_num_pairsB\b\n" +
-	"\x06_error2\xfd\x04\n" +
+	"\x06_errorB\f\n" +
+	"\n" +
+	"_worker_id2\xfd\x04\n" +
 	"\x12RewardModelService\x12^\n" +
 	"\x11CreateRewardModel\x12#.critic.v1.CreateRewardModelRequest\x1a$.critic.v1.CreateRewardModelResponse\x12`\n" +
 	"\x10ListRewardModels\x12\".critic.v1.ListRewardModelsRequest\x1a#.critic.v1.ListRewardModelsResponse\"\x03\x90\x02\x01\x12Z\n" +

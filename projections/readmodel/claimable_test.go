@@ -1,0 +1,137 @@
+package readmodel_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/pg/pgtest"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// TestClaimableTrainingFollowsClaimsAndHandBacks: the queue a free worker
+// pulls from lists built, queued models oldest first; a claim takes the
+// head (showing the worker and compute "worker" on the model), a hand-back
+// puts it back at the head with no worker, and the write path's in-memory
+// view (ModelAsOf) agrees with the table at every step.
+func TestClaimableTrainingFollowsClaimsAndHandBacks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	store := eventstore.New(pool, blobs)
+	cmds := commands.New(store)
+	q := readmodel.NewQueries(pool)
+	proj := readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var applied int64
+	catchUp := func() {
+		evs, err := store.ReadAfter(ctx, applied, 10000)
+		require.NoError(t, err)
+		require.NoError(t, proj.Apply(ctx, evs))
+		if len(evs) > 0 {
+			applied = evs[len(evs)-1].Seq
+		}
+	}
+
+	u, err := cmds.CreateUser(ctx, "queue", false)
+	require.NoError(t, err)
+	actor := commands.Actor{UserID: u.UserID}
+	imp, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
+		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"good"}]}` + "\n" +
+			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"bad"}]}` + "\n" +
+			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}`)})
+	require.NoError(t, err)
+	for i, r := range []int{1, -1, 1} {
+		_, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: imp.TraceIDs[i], Rating: &r, AuthorName: "t"})
+		require.NoError(t, err)
+	}
+	var ids []string
+	for range 2 {
+		req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: imp.TraceIDs})
+		require.NoError(t, err)
+		ids = append(ids, req.ModelID)
+	}
+	unbuilt, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "later", TraceIDs: imp.TraceIDs})
+	require.NoError(t, err)
+	for _, id := range ids {
+		_, err = cmds.BuildDataset(ctx, id)
+		require.NoError(t, err)
+	}
+	catchUp()
+	queue := func() []string {
+		c, err := q.ClaimableTraining(ctx, 10)
+		require.NoError(t, err)
+		out := []string{}
+		for _, x := range c {
+			require.Equal(t, 1, x.Attempt)
+			out = append(out, x.ModelID)
+		}
+		return out
+	}
+	require.Equal(t, ids, queue(), "built models, oldest first; one without a dataset is not claimable")
+	require.NotContains(t, queue(), unbuilt.ModelID)
+
+	// Both models agree between the table and the write path's view.
+	agree := func(id string) *readmodel.RewardModelDetail {
+		d, err := q.GetRewardModel(ctx, u.UserID, id)
+		require.NoError(t, err)
+		evs, err := cmds.ModelEvents(ctx, u.UserID, id)
+		require.NoError(t, err)
+		view, ok := readmodel.ModelAsOf(evs, "")
+		require.True(t, ok)
+		require.Equal(t, d.Status, view.Status)
+		require.Equal(t, d.Compute, view.Compute)
+		require.Equal(t, d.WorkerID, view.WorkerID)
+		return d
+	}
+
+	cands, err := q.ClaimableTraining(ctx, 10)
+	require.NoError(t, err)
+	job, ok, err := cmds.ClaimNextTraining(ctx, "gpu-1", rewardmodels.ComputeWorker, cands, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, ids[0], job.ModelID)
+	// A second worker given the same (stale) list skips the taken head.
+	job2, ok, err := cmds.ClaimNextTraining(ctx, "gpu-2", rewardmodels.ComputeWorker, cands, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, ids[1], job2.ModelID)
+	_, ok, err = cmds.ClaimNextTraining(ctx, "gpu-3", rewardmodels.ComputeWorker, cands, time.Minute)
+	require.NoError(t, err)
+	require.False(t, ok, "nothing left to claim")
+	catchUp()
+	require.Empty(t, queue())
+	d := agree(ids[0])
+	require.Equal(t, rewardmodels.StatusRunning, d.Status)
+	require.Equal(t, "worker", d.Compute)
+	require.NotNil(t, d.WorkerID)
+	require.Equal(t, "gpu-1", *d.WorkerID)
+
+	_, err = cmds.HandBackTraining(ctx, "gpu-2", ids[0], 1, "not mine")
+	require.Error(t, err, "only the holder hands back")
+	_, err = cmds.HandBackTraining(ctx, "gpu-1", ids[0], 1, "worker gpu-1 stopped (shutting down) during training")
+	require.NoError(t, err)
+	catchUp()
+	require.Equal(t, []string{ids[0]}, queue())
+	d = agree(ids[0])
+	require.Equal(t, rewardmodels.StatusQueued, d.Status)
+	require.Nil(t, d.WorkerID)
+	require.Nil(t, d.StartedAt)
+
+	job, ok, err = cmds.ClaimNextTraining(ctx, "local", rewardmodels.ComputeLocal, []rewardmodels.TrainingCandidate{{ModelID: ids[0], Attempt: 1}}, time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	catchUp()
+	d = agree(job.ModelID)
+	require.Equal(t, "local", d.Compute)
+	require.Equal(t, "local", *d.WorkerID)
+}
