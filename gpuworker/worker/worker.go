@@ -264,7 +264,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return nil
 	}
 	sub, err := bus.NewSubscriber(bus.Config{Brokers: w.cfg.Brokers, ConsumerGroup: w.cfg.ConsumerGroup,
-		ClientID: "critic-worker", CommitInterval: -1}, watermill.NewSlogLogger(w.log))
+		ClientID: "critic-worker", CommitInterval: -1, Logger: w.log}, watermill.NewSlogLogger(w.log))
 	if err != nil {
 		return err
 	}
