@@ -14,11 +14,12 @@ func Routes() []string {
 		RouteLabelSource, RouteLabelRecord, RouteLabelFailed,
 		RouteAssessSource, RouteAssessRecord,
 		RouteQualityCheckSource, RouteQualityCheckRecord,
+		RouteClaimEvaluatorCandidate, RouteEvaluatorCandidateSucceeded, RouteEvaluatorCandidateFailed,
 	}
 }
 
 // Topics is every job topic the dispatch projection publishes and a worker
 // consumes.
 func Topics() []string {
-	return []string{TopicTrain, TopicScore, TopicExtract, TopicTitle, TopicGepa, TopicLabel, TopicAssess}
+	return []string{TopicTrain, TopicScore, TopicExtract, TopicTitle, TopicGepa, TopicLabel, TopicAssess, TopicEvaluatorTrain}
 }

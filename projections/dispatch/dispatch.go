@@ -118,6 +118,12 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		return d.publish(ScoreTopic, p.RunID, e.CorrelationID, jobs.ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})
+	case events.EvaluatorCandidateRequested:
+		var p events.EvaluatorCandidateRequestedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		return d.publish(jobs.TopicEvaluatorTrain, p.CandidateID, e.CorrelationID, jobs.EvaluatorTrainJob{CandidateID: p.CandidateID})
 	case events.GepaRunRequested:
 		var p events.GepaRunRequestedV1
 		if err := e.Decode(&p); err != nil {
