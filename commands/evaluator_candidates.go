@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/criticml/critic/domain"
@@ -345,4 +346,40 @@ func (c *Commands) VerifyCandidateDatasets(ctx context.Context) (int, error) {
 		}
 	}
 	return len(s.Candidates), nil
+}
+
+// VerifyReleases replays the evaluator stream and, at every release,
+// decides it again from what the stream held just before it (the
+// candidate's recorded margins, its benchmark, the live release) under the
+// policy it recorded: every release must come out the same, with the same
+// figures. It returns how many releases it checked.
+func (c *Commands) VerifyReleases(ctx context.Context) (int, error) {
+	loaded, err := c.store.LoadStreams(ctx, []string{events.EvaluatorStream})
+	if err != nil {
+		return 0, err
+	}
+	var s evaluator.State
+	n := 0
+	for _, e := range loaded[events.EvaluatorStream] {
+		if e.Type == events.EvaluatorReleased {
+			var p events.EvaluatorReleasedV1
+			if err := e.Decode(&p); err != nil {
+				return n, err
+			}
+			cand := s.Candidate(p.CandidateID)
+			if cand == nil {
+				return n, fmt.Errorf("release %d names candidate %s, which the stream did not hold before it", p.Release, p.CandidateID)
+			}
+			again, _, err := s.DecideRelease(cand, evaluator.PolicyFromEvent(p.Policy), p.ReleasedBy)
+			if err != nil {
+				return n, fmt.Errorf("release %d does not replay: %w", p.Release, err)
+			}
+			if !reflect.DeepEqual(again, p) {
+				return n, fmt.Errorf("release %d does not replay to the same release and figures", p.Release)
+			}
+			n++
+		}
+		s.Apply(e)
+	}
+	return n, nil
 }
