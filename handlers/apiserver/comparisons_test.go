@@ -16,6 +16,7 @@ import (
 	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/feedback"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/handlers/apiserver"
 )
 
@@ -287,4 +288,89 @@ func TestEvaluatorStatus(t *testing.T) {
 	require.Equal(t, 1, st.Benchmarks[0].Slices["tool"].Slices, "one tool slice: text responses")
 	require.Equal(t, 0, st.Benchmarks[0].Slices["tool"].Populated, "1 item is below CRITIC_EVALUATOR_MIN_SLICE")
 	require.NotContains(t, string(r.body), "(response)", "slice values come from every account and are not shown")
+
+	// A candidate trained and reported through the worker commands (as
+	// the worker service runs them), released, then rolled back.
+	cmds := e.srv.Cmds
+	for trainSide, i := 0, 0; trainSide == 0 && i < 40; i++ { // a training-side trace: its comparison and correction train
+		traceID, modelID, f := withFindings(t, e, fmt.Sprintf("train-%d", i))
+		e.reviewAlternative(t, modelID, f.ID)
+		r = e.do(t, "PUT", "/api/v1/rm/traces/"+traceID+"/contribution", map[string]any{"contribute": true})
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		if !evaluator.InBenchmark(e.userID + "/" + traceID) {
+			trainSide++
+		}
+	}
+	req, err := cmds.RequestCandidate(ctx, commands.RequestCandidate{BaseModel: "tiny", Operator: "op"})
+	require.NoError(t, err)
+	_, err = cmds.ClaimCandidate(ctx, "w1", req.Candidate.CandidateID)
+	require.NoError(t, err)
+	require.NoError(t, e.blobs.Put(ctx, req.Candidate.ArtifactKey, []byte("checkpoint")))
+	margins := map[string]float64{res.Benchmark.Items[0].ID: 1.5}
+	_, err = cmds.CompleteCandidate(ctx, "w2", req.Candidate.CandidateID, jobs.EvaluatorCandidateSucceeded{CandidateMargins: margins,
+		Metrics: json.RawMessage(`{}`), ActionRewardStats: json.RawMessage(`{"mean":0,"std":1}`)})
+	var conflict *domain.ConflictError
+	require.ErrorAs(t, err, &conflict, "only the worker holding the candidate reports it")
+	_, err = cmds.CompleteCandidate(ctx, "w1", req.Candidate.CandidateID, jobs.EvaluatorCandidateSucceeded{CandidateMargins: map[string]float64{"other": 1},
+		Metrics: json.RawMessage(`{}`), ActionRewardStats: json.RawMessage(`{"mean":0,"std":1}`)})
+	var invalid *domain.ValidationError
+	require.ErrorAs(t, err, &invalid, "margins must cover the benchmark")
+	_, err = cmds.CompleteCandidate(ctx, "w1", req.Candidate.CandidateID, jobs.EvaluatorCandidateSucceeded{CandidateMargins: margins,
+		Metrics: json.RawMessage(`{}`), ActionRewardStats: json.RawMessage(`{"mean":0,"std":1}`)})
+	require.NoError(t, err)
+	// One benchmark item the candidate gets right wins every bootstrap
+	// resample against chance: the interval is [0.5, 0.5] and it passes.
+	rel, err := cmds.ReleaseCandidate(ctx, "", evaluator.DefaultPolicy(), "op")
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Waiter.Wait(ctx, rel.LastEventID))
+	type release struct {
+		Version      int     `json:"version"`
+		CandidateID  string  `json:"candidate_id"`
+		Replaces     *int    `json:"replaces"`
+		Live         bool    `json:"live"`
+		RolledBackAt *string `json:"rolled_back_at"`
+		Benchmark    struct {
+			Items             int     `json:"items"`
+			Accuracy          float64 `json:"accuracy"`
+			IncumbentAccuracy float64 `json:"incumbent_accuracy"`
+			DiffLow           float64 `json:"diff_low"`
+			MinSlice          int     `json:"min_slice"`
+		} `json:"benchmark"`
+	}
+	var live struct {
+		Status   string    `json:"status"`
+		Message  string    `json:"message"`
+		Release  *release  `json:"release"`
+		Releases []release `json:"releases"`
+	}
+	r = e.do(t, "GET", "/api/v1/rm/evaluator", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.NoError(t, json.Unmarshal(r.body, &live))
+	requireSchema(t, "EvaluatorStatus", r.body)
+	require.Equal(t, "released", live.Status)
+	require.Contains(t, live.Message, "Release 1")
+	require.NotNil(t, live.Release)
+	require.Equal(t, 1, live.Release.Version)
+	require.Equal(t, req.Candidate.CandidateID, live.Release.CandidateID)
+	require.Nil(t, live.Release.Replaces)
+	require.True(t, live.Release.Live)
+	require.Equal(t, 1, live.Release.Benchmark.Items)
+	require.InDelta(t, 1.0, live.Release.Benchmark.Accuracy, 1e-9)
+	require.InDelta(t, 0.5, live.Release.Benchmark.IncumbentAccuracy, 1e-9)
+	require.InDelta(t, 0.5, live.Release.Benchmark.DiffLow, 1e-9)
+	require.Equal(t, evaluator.DefaultMinSlice, live.Release.Benchmark.MinSlice)
+	require.NotContains(t, string(r.body), "(response)", "slice values stay with operators")
+
+	rb, err := cmds.RollbackEvaluator(ctx, "op")
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Waiter.Wait(ctx, rb.LastEventID))
+	live.Release = nil
+	r = e.do(t, "GET", "/api/v1/rm/evaluator", nil)
+	require.NoError(t, json.Unmarshal(r.body, &live))
+	requireSchema(t, "EvaluatorStatus", r.body)
+	require.Equal(t, "waiting_for_first_release", live.Status, "after rolling back the only release traces wait again")
+	require.Nil(t, live.Release)
+	require.Len(t, live.Releases, 1)
+	require.False(t, live.Releases[0].Live)
+	require.NotNil(t, live.Releases[0].RolledBackAt)
 }

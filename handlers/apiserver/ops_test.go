@@ -41,6 +41,7 @@ type opsEnv struct {
 	pool   *pgxpool.Pool
 	tel    *telemetry.Telemetry
 	logs   *syncBuffer
+	blobs  blob.Store
 }
 
 type syncBuffer struct {
@@ -86,7 +87,7 @@ func startOps(t *testing.T, adjust func(*apiserver.Config)) *opsEnv {
 		})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Shutdown() })
-	e := &opsEnv{srv: srv, url: "http://" + srv.Addr, pool: pool, tel: tel, logs: logs}
+	e := &opsEnv{srv: srv, url: "http://" + srv.Addr, pool: pool, tel: tel, logs: logs, blobs: blobs}
 	res, err := srv.Cmds.CreateUser(ctx, "ops", false)
 	require.NoError(t, err)
 	require.NoError(t, srv.Waiter.Wait(ctx, res.LastEventID))

@@ -290,6 +290,40 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		_, err = tx.Exec(ctx, `INSERT INTO rm_evaluator_benchmarks (version, as_of_seq, items, slice_counts, frozen_at)
 			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (version) DO NOTHING`, p.Version, p.AsOfSeq, len(p.Items), counts, e.RecordedAt)
 		return err
+	case events.EvaluatorReleased:
+		var p events.EvaluatorReleasedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		overall, err := json.Marshal(p.Overall)
+		if err != nil {
+			return err
+		}
+		slices, err := json.Marshal(p.Slices)
+		if err != nil {
+			return err
+		}
+		policy, err := json.Marshal(p.Policy)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE rm_evaluator_releases SET live = false WHERE live`); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO rm_evaluator_releases (release, candidate_id, benchmark_version, replaces, overall, slices, policy, live, released_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, true, $8) ON CONFLICT (release) DO NOTHING`,
+			p.Release, p.CandidateID, p.BenchmarkVersion, p.Replaces, overall, slices, policy, e.RecordedAt)
+		return err
+	case events.EvaluatorRolledBack:
+		var p events.EvaluatorRolledBackV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE rm_evaluator_releases SET live = false, rolled_back_at = $2 WHERE release = $1`, p.From, e.RecordedAt); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE rm_evaluator_releases SET live = true WHERE release = $1`, p.To)
+		return err
 	case events.ComparisonReviewed:
 		var p events.ComparisonReviewedV1
 		if err := e.Decode(&p); err != nil {
