@@ -160,3 +160,40 @@ type EvaluatorRolledBackV1 struct {
 	To           int    `json:"to"`
 	RolledBackBy string `json:"rolled_back_by,omitempty"`
 }
+
+// Automatic scoring by the live release, on the trace's own stream (the
+// trace's owner owns its scores; deleting the trace drops them).
+const (
+	// EvaluatorTraceScored: the live release scored every action of one
+	// trace revision.
+	EvaluatorTraceScored = "evaluator.trace_scored.v1"
+	// EvaluatorTraceScoringFailed: scoring that revision failed.
+	EvaluatorTraceScoringFailed = "evaluator.trace_scoring_failed.v1"
+)
+
+// EvaluatorActionScore is one action's evaluator score: the raw reward and
+// its credit tanh((s − mean) / (2·std)) over the release's training action
+// pairs.
+type EvaluatorActionScore struct {
+	StepID string  `json:"step_id"`
+	Score  float64 `json:"score"`
+	Credit float64 `json:"credit"`
+}
+
+// EvaluatorTraceScoredV1 is a scored trace revision.
+type EvaluatorTraceScoredV1 struct {
+	TraceID       string                 `json:"trace_id"`
+	TraceRevision int                    `json:"trace_revision"`
+	Release       int                    `json:"release"`
+	WorkerID      string                 `json:"worker_id"`
+	Scores        []EvaluatorActionScore `json:"scores"`
+}
+
+// EvaluatorTraceScoringFailedV1 is a failed scoring of a trace revision.
+type EvaluatorTraceScoringFailedV1 struct {
+	TraceID       string `json:"trace_id"`
+	TraceRevision int    `json:"trace_revision"`
+	Release       int    `json:"release"`
+	WorkerID      string `json:"worker_id"`
+	Error         string `json:"error"`
+}

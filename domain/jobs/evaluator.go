@@ -92,3 +92,72 @@ func EvaluatorDatasetKey(candidateID string) string {
 func EvaluatorArtifactKey(candidateID string) string {
 	return "evaluator/candidates/" + candidateID + "/model.tar.gz"
 }
+
+// TopicEvaluatorScore carries automatic-scoring jobs (key = trace id):
+// score every action of a trace's current revision with the live release.
+// The dispatch projection publishes one per imported or revised trace
+// while a release is live, and one per trace when a release ships.
+const TopicEvaluatorScore = "critic.jobs.evaluator_score"
+
+// EvaluatorScoreJob is a critic.jobs.evaluator_score value.
+type EvaluatorScoreJob struct {
+	TraceID string `json:"trace_id"`
+}
+
+// Automatic-scoring worker-service routes, relative to ServicePrefix;
+// EvaluatorScoringPath builds them.
+const (
+	RouteClaimEvaluatorScoring  = "POST /evaluator/scoring/{trace_id}/claim"
+	RouteEvaluatorScoringScored = "POST /evaluator/scoring/{trace_id}/scored"
+	RouteEvaluatorScoringFailed = "POST /evaluator/scoring/{trace_id}/failed"
+)
+
+// EvaluatorScoringPath is the URL path of an automatic-scoring route's
+// action ("claim", "scored", "failed") for an escaped trace id.
+func EvaluatorScoringPath(escapedTraceID, action string) string {
+	return ServicePrefix + "/evaluator/scoring/" + escapedTraceID + "/" + action
+}
+
+// EvaluatorScoringClaim is what a claimed scoring job scores: the trace
+// revision's actions rendered as the evaluator reads them, and the live
+// release's checkpoint.
+type EvaluatorScoringClaim struct {
+	TraceID       string                 `json:"trace_id"`
+	TraceRevision int                    `json:"trace_revision"`
+	Release       int                    `json:"release"`
+	ArtifactKey   string                 `json:"artifact_key"`
+	Inputs        []EvaluatorActionInput `json:"inputs"`
+}
+
+// EvaluatorActionInput is one action to score.
+type EvaluatorActionInput struct {
+	StepID string `json:"step_id"`
+	Text   string `json:"text"`
+}
+
+// EvaluatorScoringRequest names the worker and what a scoring report is
+// about (the claim's revision and release).
+type EvaluatorScoringRequest struct {
+	WorkerID      string `json:"worker_id"`
+	TraceRevision int    `json:"trace_revision"`
+	Release       int    `json:"release"`
+}
+
+// EvaluatorScored reports the scores of every claimed input.
+type EvaluatorScored struct {
+	EvaluatorScoringRequest
+	Scores []EvaluatorActionScore `json:"scores"`
+}
+
+// EvaluatorActionScore is one scored action.
+type EvaluatorActionScore struct {
+	StepID string  `json:"step_id"`
+	Score  float64 `json:"score"`
+	Credit float64 `json:"credit"`
+}
+
+// EvaluatorScoringFailed reports a failed scoring job.
+type EvaluatorScoringFailed struct {
+	EvaluatorScoringRequest
+	Error string `json:"error"`
+}

@@ -15,11 +15,12 @@ func Routes() []string {
 		RouteAssessSource, RouteAssessRecord,
 		RouteQualityCheckSource, RouteQualityCheckRecord,
 		RouteClaimEvaluatorCandidate, RouteEvaluatorCandidateSucceeded, RouteEvaluatorCandidateFailed,
+		RouteClaimEvaluatorScoring, RouteEvaluatorScoringScored, RouteEvaluatorScoringFailed,
 	}
 }
 
 // Topics is every job topic the dispatch projection publishes and a worker
 // consumes.
 func Topics() []string {
-	return []string{TopicTrain, TopicScore, TopicExtract, TopicTitle, TopicGepa, TopicLabel, TopicAssess, TopicEvaluatorTrain}
+	return []string{TopicTrain, TopicScore, TopicExtract, TopicTitle, TopicGepa, TopicLabel, TopicAssess, TopicEvaluatorTrain, TopicEvaluatorScore}
 }

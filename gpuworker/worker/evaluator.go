@@ -217,3 +217,130 @@ func benchmarkMargins(modelDir string, items []jobs.EvaluatorBenchmarkItem) (map
 	}
 	return out, nil
 }
+
+// TopicEvaluatorScore carries automatic-scoring jobs (domain/jobs).
+const TopicEvaluatorScore = jobs.TopicEvaluatorScore
+
+// ClaimEvaluatorScoring claims a trace for the live release; 409 when
+// there is none, the trace is gone, or its revision is already scored.
+func (c *Client) ClaimEvaluatorScoring(ctx context.Context, traceID string) (*jobs.EvaluatorScoringClaim, error) {
+	var out jobs.EvaluatorScoringClaim
+	if err := c.post(ctx, jobs.EvaluatorScoringPath(url.PathEscape(traceID), "claim"), jobs.EvaluatorCandidateRequest{WorkerID: c.WorkerID}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// EvaluatorScored reports a trace revision's evaluator scores.
+func (c *Client) EvaluatorScored(ctx context.Context, traceID string, s jobs.EvaluatorScored) error {
+	s.WorkerID = c.WorkerID
+	return c.post(ctx, jobs.EvaluatorScoringPath(url.PathEscape(traceID), "scored"), s, nil)
+}
+
+// EvaluatorScoringFailed reports a failed scoring job.
+func (c *Client) EvaluatorScoringFailed(ctx context.Context, traceID string, f jobs.EvaluatorScoringFailed) error {
+	f.WorkerID = c.WorkerID
+	return c.post(ctx, jobs.EvaluatorScoringPath(url.PathEscape(traceID), "failed"), f, nil)
+}
+
+// HandleEvaluatorScore runs one critic.jobs.evaluator_score message: claim
+// the trace, score each action input with the live release's checkpoint
+// (kept loaded between jobs), and report the scores with their credit, or
+// the failure. It returns false only when ctx ended mid-job.
+func (w *Worker) HandleEvaluatorScore(ctx context.Context, payload []byte) bool {
+	var m jobs.EvaluatorScoreJob
+	if err := json.Unmarshal(payload, &m); err != nil || !safeID(m.TraceID) {
+		w.log.Error("dropping malformed evaluator scoring message", "payload", truncate(string(payload), 300), "error", err)
+		return true
+	}
+	log, _ := jobLogger(w.log, withRequestID(ctx, "job", "evaluator_score", "trace_id", m.TraceID)...)
+	ctx, endJob := w.cfg.Observer.JobStarted(ctx, "evaluator_score", requestid.From(ctx))
+	outcome, jobErr := "failed", error(nil)
+	defer func() { endJob(outcome, jobErr) }()
+	claim, err := retry(ctx, 0, log, "claiming evaluator scoring", func(ctx context.Context) (*jobs.EvaluatorScoringClaim, error) {
+		return w.client.ClaimEvaluatorScoring(ctx, m.TraceID)
+	})
+	switch {
+	case ctx.Err() != nil:
+		outcome = "interrupted"
+		return false
+	case errors.Is(err, ErrNotClaimable):
+		outcome = "refused"
+		log.Debug("skipping evaluator scoring: not claimable", "detail", err.Error())
+		return true
+	case err != nil:
+		outcome, jobErr = "refused", err
+		log.Error("skipping evaluator scoring: claim refused", "error", err)
+		return true
+	}
+	req := jobs.EvaluatorScoringRequest{TraceRevision: claim.TraceRevision, Release: claim.Release}
+	start := time.Now()
+	scores, err := w.scoreEvaluator(ctx, log, claim)
+	if err == nil {
+		err = retryReport(ctx, w, log, func(ctx context.Context) error {
+			return w.client.EvaluatorScored(ctx, m.TraceID, jobs.EvaluatorScored{EvaluatorScoringRequest: req, Scores: scores})
+		})
+		if err == nil {
+			outcome = "succeeded"
+			w.cfg.Observer.Scored(len(scores), time.Since(start))
+			log.Info("scored by the shared evaluator", "release", claim.Release, "revision", claim.TraceRevision, "actions", len(scores))
+			return true
+		}
+	}
+	jobErr = err
+	if ctx.Err() != nil {
+		outcome = "interrupted"
+		return false // unacknowledged: redelivered, and the claim decides again
+	}
+	if errors.Is(err, ErrNotClaimable) {
+		outcome = "refused"
+		log.Info("evaluator scores not recorded: the trace or the release changed meanwhile", "detail", err.Error())
+		return true
+	}
+	log.Error("evaluator scoring failed", "error", err)
+	if rerr := retryReport(ctx, w, log, func(ctx context.Context) error {
+		return w.client.EvaluatorScoringFailed(ctx, m.TraceID, jobs.EvaluatorScoringFailed{EvaluatorScoringRequest: req, Error: truncate(err.Error(), ErrorTailChars)})
+	}); rerr != nil {
+		log.Error("could not report the evaluator scoring failure", "error", rerr)
+	}
+	return true
+}
+
+func retryReport(ctx context.Context, w *Worker, log *slog.Logger, fn func(context.Context) error) error {
+	_, err := retry(ctx, w.cfg.ReportRetryFor, log, "reporting evaluator scores", func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, fn(ctx)
+	})
+	return err
+}
+
+func (w *Worker) scoreEvaluator(ctx context.Context, log *slog.Logger, claim *jobs.EvaluatorScoringClaim) ([]jobs.EvaluatorActionScore, error) {
+	out := make([]jobs.EvaluatorActionScore, len(claim.Inputs))
+	if len(claim.Inputs) == 0 {
+		return out, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rm, err := w.rewardModel(ctx, log, claim.ArtifactKey)
+	if err != nil {
+		return nil, err
+	}
+	if rm.ActionStats == nil {
+		return nil, fmt.Errorf("release %d's checkpoint has no action_reward_stats.json", claim.Release)
+	}
+	rm.MaxLen = model.DefaultMaxLen
+	texts := make([]string, len(claim.Inputs))
+	for i, in := range claim.Inputs {
+		texts[i] = in.Text
+	}
+	rs, err := rm.Score(texts)
+	if err != nil {
+		return nil, err
+	}
+	for i, in := range claim.Inputs {
+		if math.IsNaN(rs[i]) || math.IsInf(rs[i], 0) {
+			return nil, fmt.Errorf("step %s: the model produced a non-finite score", in.StepID)
+		}
+		out[i] = jobs.EvaluatorActionScore{StepID: in.StepID, Score: rs[i], Credit: rm.ActionStats.Credit(rs[i])}
+	}
+	return out, ctx.Err()
+}

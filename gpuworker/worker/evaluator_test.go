@@ -234,6 +234,33 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 	require.ErrorAs(t, err, &conflict)
 	require.Equal(t, "already_released", conflict.Code)
 
+	// Automatic scoring: a trace imported while release 1 is live is
+	// scored by it, every action with the system instructions and the
+	// evaluation context in its input; a duplicate job records nothing.
+	imp, err := w.cmds.ImportTraces(ctx, alice, commands.ImportTraces{Format: "stash", Data: []byte(`{"id":"auto","metadata":{"evaluation_context":{"task":"sort ascending"}},` +
+		`"steps":[{"role":"system","content":"Sort numbers ascending."},{"role":"user","content":"Sort 9,1,2"},{"role":"assistant","content":"","tool_name":"sort","tool_input":{"xs":[9,1,2]}},` +
+		`{"role":"tool","content":"1,2,9"},{"role":"assistant","content":"1,2,9"}]}`)})
+	require.NoError(t, err)
+	autoID := imp.TraceIDs[0]
+	sc, err := w.cmds.ClaimEvaluatorScoring(ctx, autoID)
+	require.NoError(t, err)
+	require.Equal(t, 1, sc.Release)
+	require.Len(t, sc.Inputs, 2, "the tool call and the answer")
+	require.True(t, strings.HasPrefix(sc.Inputs[0].Text, "system: Sort numbers ascending.\nevaluation_context: {\"task\":\"sort ascending\"}\nuser: Sort 9,1,2\nassistant: [tool_call] sort("), sc.Inputs[0].Text)
+	require.NotContains(t, sc.Inputs[0].Text, "tool: 1,2,9", "an action is scored on its prior context only")
+	scorer := w.worker(t, "scorer", 3e-3, 1)
+	scorer.HandleEvaluatorScore(ctx, mustJSON(t, jobs.EvaluatorScoreJob{TraceID: autoID}))
+	scorer.HandleEvaluatorScore(ctx, mustJSON(t, jobs.EvaluatorScoreJob{TraceID: autoID}))
+	scored := scoredEvents(t, w, autoID)
+	require.Len(t, scored, 1, "a duplicate job is refused by the claim")
+	require.Equal(t, 1, scored[0].Release)
+	require.Equal(t, 1, scored[0].TraceRevision)
+	require.Len(t, scored[0].Scores, 2)
+	for i, a := range scored[0].Scores {
+		require.Equal(t, sc.Inputs[i].StepID, a.StepID)
+		require.True(t, a.Credit >= -1 && a.Credit <= 1)
+	}
+
 	// Candidate 2 barely moves from the random base: it regresses on the
 	// populated domain slice against release 1 and is refused.
 	req2, err := w.cmds.RequestCandidate(ctx, commands.RequestCandidate{BaseModel: w.base, Operator: "op"})
@@ -261,6 +288,9 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 	_, err = w.cmds.RollbackEvaluator(ctx, "op")
 	require.ErrorAs(t, err, &conflict)
 	require.Equal(t, "no_release", conflict.Code)
+	_, err = w.cmds.ClaimEvaluatorScoring(ctx, aliceTraces[0])
+	require.ErrorAs(t, err, &conflict, "without a live release nothing is scored")
+	require.Equal(t, "not_claimable", conflict.Code)
 
 	// The history rebuilds: datasets from the log, releases from the
 	// recorded margins and policy.
@@ -270,4 +300,20 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 	n, err = w.cmds.VerifyReleases(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
+}
+
+// scoredEvents are the evaluator.trace_scored events of a trace's stream.
+func scoredEvents(t *testing.T, w *evaluatorWorld, traceID string) []events.EvaluatorTraceScoredV1 {
+	t.Helper()
+	loaded, err := w.store.LoadStreams(context.Background(), []string{events.TraceStream(traceID)})
+	require.NoError(t, err)
+	var out []events.EvaluatorTraceScoredV1
+	for _, e := range loaded[events.TraceStream(traceID)] {
+		if e.Type == events.EvaluatorTraceScored {
+			var p events.EvaluatorTraceScoredV1
+			require.NoError(t, e.Decode(&p))
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -63,6 +63,9 @@ func (d *Dispatcher) Apply(ctx context.Context, envs []events.Envelope) error {
 			return fmt.Errorf("dispatch %s %s: %w", e.Type, e.ID, err)
 		}
 	}
+	if err := d.evaluatorScoring(ctx, envs); err != nil {
+		return fmt.Errorf("dispatch shared-evaluator scoring: %w", err)
+	}
 	return nil
 }
 
