@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -361,6 +362,78 @@ func TestEvaluatorStatus(t *testing.T) {
 	require.Equal(t, evaluator.DefaultMinSlice, live.Release.Benchmark.MinSlice)
 	require.NotContains(t, string(r.body), "(response)", "slice values stay with operators")
 
+	// Automatic scoring: a trace imported while release 1 is live says it
+	// is being scored, then shows the release's scores (the worker
+	// service's commands record them as a worker reports them), in
+	// GET /traces/{id} and in SQL.
+	r = e.do(t, "POST", "/api/v1/rm/traces/import", map[string]any{"format": "stash", "data": `{"id":"auto","metadata":{"evaluation_context":"refunds within 30 days"},` +
+		`"steps":[{"role":"system","content":"Follow the refund policy."},{"role":"user","content":"Refund 1182"},{"role":"assistant","content":"","tool_name":"lookup","tool_input":{"order":"1182"}},` +
+		`{"role":"tool","content":"40 days ago"},{"role":"assistant","content":"Sorry, past 30 days."}]}`})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var imp struct {
+		TraceIDs []string `json:"trace_ids"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &imp))
+	autoID := imp.TraceIDs[0]
+	type traceEvaluator struct {
+		Evaluator struct {
+			Status       string  `json:"status"`
+			Release      *int    `json:"release"`
+			LiveRelease  *int    `json:"live_release"`
+			Error        *string `json:"error"`
+			ActionScores []struct {
+				StepID    string  `json:"step_id"`
+				StepIndex int     `json:"step_index"`
+				Score     float64 `json:"score"`
+				Credit    float64 `json:"credit"`
+				Release   int     `json:"release"`
+			} `json:"action_scores"`
+		} `json:"evaluator"`
+	}
+	var tr traceEvaluator
+	r = e.do(t, "GET", "/api/v1/rm/traces/"+autoID, nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	requireSchema(t, "TraceDetail", r.body)
+	require.NoError(t, json.Unmarshal(r.body, &tr))
+	require.Equal(t, "scoring", tr.Evaluator.Status)
+	require.Equal(t, 1, *tr.Evaluator.LiveRelease)
+	require.Nil(t, tr.Evaluator.Release)
+	require.Empty(t, tr.Evaluator.ActionScores)
+
+	claim, err := cmds.ClaimEvaluatorScoring(ctx, autoID)
+	require.NoError(t, err)
+	require.Len(t, claim.Inputs, 2)
+	require.Contains(t, claim.Inputs[1].Text, "system: Follow the refund policy.\nevaluation_context: refunds within 30 days\nuser: Refund 1182")
+	scored := jobs.EvaluatorScored{EvaluatorScoringRequest: jobs.EvaluatorScoringRequest{WorkerID: "w1", TraceRevision: claim.TraceRevision, Release: claim.Release},
+		Scores: []jobs.EvaluatorActionScore{{StepID: claim.Inputs[0].StepID, Score: 0.75, Credit: 0.5}, {StepID: claim.Inputs[1].StepID, Score: -1.25, Credit: -0.5}}}
+	bad := scored
+	bad.Scores = bad.Scores[:1]
+	_, err = cmds.RecordEvaluatorScores(ctx, autoID, bad)
+	require.ErrorAs(t, err, &invalid, "every action gets a score")
+	sr, err := cmds.RecordEvaluatorScores(ctx, autoID, scored)
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Waiter.Wait(ctx, sr.LastEventID))
+	_, err = cmds.RecordEvaluatorScores(ctx, autoID, scored)
+	require.ErrorAs(t, err, &conflict, "a revision is scored once per release")
+
+	r = e.do(t, "GET", "/api/v1/rm/traces/"+autoID, nil)
+	requireSchema(t, "TraceDetail", r.body)
+	tr = traceEvaluator{}
+	require.NoError(t, json.Unmarshal(r.body, &tr))
+	require.Equal(t, "scored", tr.Evaluator.Status)
+	require.Equal(t, 1, *tr.Evaluator.Release)
+	require.Len(t, tr.Evaluator.ActionScores, 2)
+	require.Equal(t, 2, tr.Evaluator.ActionScores[0].StepIndex, "the tool call")
+	require.Equal(t, 4, tr.Evaluator.ActionScores[1].StepIndex, "the answer")
+	require.InDelta(t, -0.5, tr.Evaluator.ActionScores[1].Credit, 1e-12)
+	require.Contains(t, string(r.body), `"action_scores":[]`, "personal models' action scores stay apart")
+
+	var q reply
+	require.Eventually(t, func() bool {
+		q = e.do(t, "POST", "/api/v1/rm/query", map[string]any{"sql": "SELECT step_index, release, credit FROM evaluator_scores ORDER BY step_index"})
+		return q.status == http.StatusOK && strings.Contains(string(q.body), "[2,1,0.5]") && strings.Contains(string(q.body), "[4,1,-0.5]")
+	}, 20*time.Second, 50*time.Millisecond, "the SQL snapshot never showed the evaluator scores: %s", q.body)
+
 	rb, err := cmds.RollbackEvaluator(ctx, "op")
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, rb.LastEventID))
@@ -373,4 +446,9 @@ func TestEvaluatorStatus(t *testing.T) {
 	require.Len(t, live.Releases, 1)
 	require.False(t, live.Releases[0].Live)
 	require.NotNil(t, live.Releases[0].RolledBackAt)
+	r = e.do(t, "GET", "/api/v1/rm/traces/"+autoID, nil)
+	tr = traceEvaluator{}
+	require.NoError(t, json.Unmarshal(r.body, &tr))
+	require.Equal(t, "waiting_for_first_release", tr.Evaluator.Status, "a withdrawn release's scores are not shown")
+	require.Empty(t, tr.Evaluator.ActionScores)
 }
