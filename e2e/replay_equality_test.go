@@ -293,6 +293,20 @@ var replayUnproduced = map[string]string{
 	"comparison.reviewed.v1":         "reviewed comparisons: not produced here yet; TestComparisonPage replays a log with them and compares the read model",
 	"evaluator.benchmark_frozen.v1":  "a deployment-wide benchmark (operator command over every account): not produced here yet; covered by TestEvaluatorBootstrapOnATinyBase (rebuild from the log)",
 	"trace.steps_quality_checked.v1": "quality checks need a grading model on the worker: not produced here yet; TestQualityChecksByTheWorkerTier",
+	// The shared evaluator's candidates, releases and automatic scores need
+	// a frozen benchmark, which needs the consent and reviewed comparisons
+	// above: not produced here yet. TestEvaluatorBootstrapTrainReleaseRollback
+	// (gpuworker/worker) produces them through the real worker and rebuilds
+	// every dataset and release from the log; TestEvaluatorStatus
+	// (handlers/apiserver) replays the read model and compares its tables.
+	"evaluator.candidate_requested.v1":  "shared-evaluator candidate: needs a benchmark (see evaluator.benchmark_frozen.v1)",
+	"evaluator.candidate_started.v1":    "shared-evaluator candidate: needs a benchmark (see evaluator.benchmark_frozen.v1)",
+	"evaluator.candidate_trained.v1":    "shared-evaluator candidate: needs a benchmark (see evaluator.benchmark_frozen.v1)",
+	"evaluator.candidate_failed.v1":     "shared-evaluator candidate: needs a benchmark (see evaluator.benchmark_frozen.v1)",
+	"evaluator.released.v1":             "shared-evaluator release: needs a trained candidate (see evaluator.candidate_trained.v1)",
+	"evaluator.rolled_back.v1":          "shared-evaluator rollback: needs a release (see evaluator.released.v1)",
+	"evaluator.trace_scored.v1":         "automatic scoring: needs a live release (see evaluator.released.v1)",
+	"evaluator.trace_scoring_failed.v1": "automatic scoring: needs a live release (see evaluator.released.v1)",
 }
 
 // replayEmptyTables names the read-model tables this test leaves empty
@@ -302,6 +316,9 @@ var replayEmptyTables = map[string]string{
 	"rm_comparisons":          "filled by comparison.reviewed (see replayUnproduced)",
 	"rm_evaluator_benchmarks": "filled by evaluator.benchmark_frozen (see replayUnproduced)",
 	"rm_step_quality_checks":  "filled by trace.steps_quality_checked (see replayUnproduced)",
+	"rm_evaluator_releases":   "filled by evaluator.released (see replayUnproduced)",
+	"rm_evaluator_scores":     "filled by evaluator.trace_scored (see replayUnproduced)",
+	"rm_evaluator_scoring":    "filled by evaluator.trace_scored and trace_scoring_failed (see replayUnproduced)",
 }
 
 // eventTypeRe matches an event type's name: dotted past tense, versioned.

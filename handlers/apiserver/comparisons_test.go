@@ -19,6 +19,8 @@ import (
 	"github.com/criticml/critic/domain/feedback"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/handlers/apiserver"
+	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/projections/readmodel"
 )
 
 type queueReply struct {
@@ -434,6 +436,23 @@ func TestEvaluatorStatus(t *testing.T) {
 		return q.status == http.StatusOK && strings.Contains(string(q.body), "[2,1,0.5]") && strings.Contains(string(q.body), "[4,1,-0.5]")
 	}, 20*time.Second, 50*time.Millisecond, "the SQL snapshot never showed the evaluator scores: %s", q.body)
 
+	// A scoring job that fails: the trace says so, with the worker's reason.
+	r = e.do(t, "POST", "/api/v1/rm/traces/import", map[string]any{"format": "stash", "data": `{"id":"auto-2","steps":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`})
+	require.NoError(t, json.Unmarshal(r.body, &imp))
+	failID := imp.TraceIDs[0]
+	fc, err := cmds.ClaimEvaluatorScoring(ctx, failID)
+	require.NoError(t, err)
+	fr, err := cmds.FailEvaluatorScoring(ctx, failID, jobs.EvaluatorScoringFailed{EvaluatorScoringRequest: jobs.EvaluatorScoringRequest{WorkerID: "w1",
+		TraceRevision: fc.TraceRevision, Release: fc.Release}, Error: "the scorer ran out of memory"})
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Waiter.Wait(ctx, fr.LastEventID))
+	r = e.do(t, "GET", "/api/v1/rm/traces/"+failID, nil)
+	requireSchema(t, "TraceDetail", r.body)
+	tr = traceEvaluator{}
+	require.NoError(t, json.Unmarshal(r.body, &tr))
+	require.Equal(t, "failed", tr.Evaluator.Status)
+	require.Equal(t, "the scorer ran out of memory", *tr.Evaluator.Error)
+
 	rb, err := cmds.RollbackEvaluator(ctx, "op")
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, rb.LastEventID))
@@ -451,4 +470,30 @@ func TestEvaluatorStatus(t *testing.T) {
 	require.NoError(t, json.Unmarshal(r.body, &tr))
 	require.Equal(t, "waiting_for_first_release", tr.Evaluator.Status, "a withdrawn release's scores are not shown")
 	require.Empty(t, tr.Evaluator.ActionScores)
+
+	// The whole history replays to the same releases and scores.
+	before := dumpTables(t, e, "rm_evaluator_releases", "rm_evaluator_scores", "rm_evaluator_scoring", "rm_evaluator_benchmarks")
+	require.NotEmpty(t, before["rm_evaluator_scoring"])
+	_, err = readmodel.New(e.pool, e.blobs, nil).Replay(ctx, eventstore.New(e.pool, e.blobs))
+	require.NoError(t, err)
+	require.Equal(t, before, dumpTables(t, e, "rm_evaluator_releases", "rm_evaluator_scores", "rm_evaluator_scoring", "rm_evaluator_benchmarks"))
+}
+
+// dumpTables renders each table's rows as JSON, in a stable order.
+func dumpTables(t *testing.T, e *opsEnv, tables ...string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, table := range tables {
+		rows, err := e.pool.Query(context.Background(), "SELECT row_to_json(x)::text FROM "+table+" x ORDER BY 1")
+		require.NoError(t, err)
+		lines := []string{}
+		for rows.Next() {
+			var s string
+			require.NoError(t, rows.Scan(&s))
+			lines = append(lines, s)
+		}
+		rows.Close()
+		out[table] = lines
+	}
+	return out
 }
