@@ -110,6 +110,9 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 		"training_config": map[string]any{"annotation_source": "feedback", "input_version": 1}})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	in.waitModel(t, key, r.JSON(t)["id"].(string), "succeeded", "failed")
+	// The shared evaluator: consent, reviewed comparisons, a benchmark, a
+	// candidate trained by the worker, its release and automatic scoring.
+	bootstrapEvaluator(t, in, key, base)
 	// Titles from the fast model.
 	require.Eventually(t, func() bool { return in.getTrace(t, key, fb[0]).Title == "Sorting a short list" }, time.Minute, 200*time.Millisecond)
 
@@ -162,6 +165,8 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	in.waitRunningWithProgress(t, key, running)
 	require.NoError(t, worker.Process.Kill())
 	_, _ = worker.Process.Wait()
+	// A failed candidate, a failed scoring and a rollback, by hand.
+	evaluatorWithoutWorker(t, in, key)
 	// A scoring run that fails: the test claims it as a worker whose
 	// scorer broke (no worker is left to claim it first).
 	sr = in.do("POST", "/api/v1/rm/traces/"+ids[1]+"/score", key, map[string]any{"reward_model_id": good})
@@ -289,36 +294,14 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 // The test fails when a type is neither produced nor listed here, and when a
 // listed type is produced after all.
 var replayUnproduced = map[string]string{
-	"trace.contribution_set.v1":      "shared-evaluator consent: not produced here yet; TestComparisonPage replays a log with it and compares the read model",
-	"comparison.reviewed.v1":         "reviewed comparisons: not produced here yet; TestComparisonPage replays a log with them and compares the read model",
-	"evaluator.benchmark_frozen.v1":  "a deployment-wide benchmark (operator command over every account): not produced here yet; covered by TestEvaluatorBootstrapOnATinyBase (rebuild from the log)",
 	"trace.steps_quality_checked.v1": "quality checks need a grading model on the worker: not produced here yet; TestQualityChecksByTheWorkerTier",
-	// The shared evaluator's candidates, releases and automatic scores need
-	// a frozen benchmark, which needs the consent and reviewed comparisons
-	// above: not produced here yet. TestEvaluatorBootstrapTrainReleaseRollback
-	// (gpuworker/worker) produces them through the real worker and rebuilds
-	// every dataset and release from the log; TestEvaluatorStatus
-	// (handlers/apiserver) replays the read model and compares its tables.
-	"evaluator.candidate_requested.v1":  "shared-evaluator candidate: needs a benchmark (see evaluator.benchmark_frozen.v1)",
-	"evaluator.candidate_started.v1":    "shared-evaluator candidate: needs a benchmark (see evaluator.benchmark_frozen.v1)",
-	"evaluator.candidate_trained.v1":    "shared-evaluator candidate: needs a benchmark (see evaluator.benchmark_frozen.v1)",
-	"evaluator.candidate_failed.v1":     "shared-evaluator candidate: needs a benchmark (see evaluator.benchmark_frozen.v1)",
-	"evaluator.released.v1":             "shared-evaluator release: needs a trained candidate (see evaluator.candidate_trained.v1)",
-	"evaluator.rolled_back.v1":          "shared-evaluator rollback: needs a release (see evaluator.released.v1)",
-	"evaluator.trace_scored.v1":         "automatic scoring: needs a live release (see evaluator.released.v1)",
-	"evaluator.trace_scoring_failed.v1": "automatic scoring: needs a live release (see evaluator.released.v1)",
 }
 
 // replayEmptyTables names the read-model tables this test leaves empty
 // (only the event types above fill them), each with the reason; every other
 // table must have rows to compare.
 var replayEmptyTables = map[string]string{
-	"rm_comparisons":          "filled by comparison.reviewed (see replayUnproduced)",
-	"rm_evaluator_benchmarks": "filled by evaluator.benchmark_frozen (see replayUnproduced)",
-	"rm_step_quality_checks":  "filled by trace.steps_quality_checked (see replayUnproduced)",
-	"rm_evaluator_releases":   "filled by evaluator.released (see replayUnproduced)",
-	"rm_evaluator_scores":     "filled by evaluator.trace_scored (see replayUnproduced)",
-	"rm_evaluator_scoring":    "filled by evaluator.trace_scored and trace_scoring_failed (see replayUnproduced)",
+	"rm_step_quality_checks": "filled by trace.steps_quality_checked (see replayUnproduced)",
 }
 
 // eventTypeRe matches an event type's name: dotted past tense, versioned.
