@@ -383,3 +383,46 @@ func (c *Commands) VerifyReleases(ctx context.Context) (int, error) {
 	}
 	return n, nil
 }
+
+// ScheduledCandidate is one tick of CRITIC_EVALUATOR_TRAIN_EVERY: it queues
+// a candidate on base unless one is still queued or running, no benchmark
+// is frozen, the contributed data has fewer than 2 pairs, or nothing
+// changed since the last candidate (the same pairs on the same benchmark:
+// its dataset digest would be the same). skip says why nothing was queued.
+func (c *Commands) ScheduledCandidate(ctx context.Context, base string) (res RequestCandidateResult, skip string, err error) {
+	s, err := c.EvaluatorState(ctx)
+	if err != nil {
+		return res, "", err
+	}
+	for _, cand := range s.Candidates {
+		if cand.Status == evaluator.CandidateQueued || cand.Status == evaluator.CandidateRunning {
+			return res, fmt.Sprintf("candidate %s is still %s", cand.CandidateID, cand.Status), nil
+		}
+	}
+	if len(s.Benchmarks) == 0 {
+		return res, "no benchmark is frozen yet (critic evaluator benchmark freeze)", nil
+	}
+	head, err := c.store.Head(ctx)
+	if err != nil {
+		return res, "", err
+	}
+	pairs, err := c.CandidateDatasetAsOf(ctx, head)
+	if err != nil {
+		return res, "", err
+	}
+	if len(pairs) < 2 {
+		return res, fmt.Sprintf("the contributed training data has %d usable pair(s); a candidate needs 2", len(pairs)), nil
+	}
+	if n := len(s.Candidates); n > 0 {
+		last := s.Candidates[n-1]
+		raw, err := json.Marshal(CandidateJobDataset(last.CandidateID, s.Benchmarks[len(s.Benchmarks)-1], pairs))
+		if err != nil {
+			return res, "", err
+		}
+		if sum := sha256.Sum256(raw); hex.EncodeToString(sum[:]) == last.DatasetSHA256 {
+			return res, fmt.Sprintf("no new contributed supervision since candidate %s", last.CandidateID), nil
+		}
+	}
+	res, err = c.RequestCandidate(ctx, RequestCandidate{BaseModel: base, Operator: "schedule"})
+	return res, "", err
+}

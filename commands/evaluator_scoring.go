@@ -50,11 +50,10 @@ func (c *Commands) scoringTarget(ctx context.Context, traceID string) (evaluator
 	if _, err := uuid.Parse(traceID); err != nil {
 		return evaluatorTrace{}, nil, domain.NotFound("trace", traceID)
 	}
-	s, err := c.EvaluatorState(ctx)
+	live, err := c.liveRelease(ctx)
 	if err != nil {
 		return evaluatorTrace{}, nil, err
 	}
-	live := s.LiveRelease()
 	if live == nil {
 		return evaluatorTrace{}, nil, &domain.ConflictError{Code: "not_claimable", Message: "no shared evaluator release is live: traces wait for the first release"}
 	}
@@ -164,12 +163,27 @@ func (c *Commands) FailEvaluatorScoring(ctx context.Context, traceID string, in 
 	})
 }
 
+// liveRelease folds only the evaluator stream's releases and rollbacks:
+// which release is live (nil: none), read for every scoring job and every
+// dispatched import without loading benchmarks and margins.
+func (c *Commands) liveRelease(ctx context.Context) (*evaluator.Release, error) {
+	evs, err := c.store.LoadStreamTypes(ctx, events.EvaluatorStream, []string{events.EvaluatorReleased, events.EvaluatorRolledBack})
+	if err != nil {
+		return nil, err
+	}
+	var s evaluator.State
+	for _, e := range evs {
+		s.Apply(e)
+	}
+	return s.LiveRelease(), nil
+}
+
 // EvaluatorScoringTargets is every trace the live release should score
 // (nil when none is live): what a new release rescores, in the
 // background, one job per trace.
 func (c *Commands) EvaluatorScoringTargets(ctx context.Context) ([]string, error) {
-	s, err := c.EvaluatorState(ctx)
-	if err != nil || s.LiveRelease() == nil {
+	live, err := c.liveRelease(ctx)
+	if err != nil || live == nil {
 		return nil, err
 	}
 	head, err := c.store.Head(ctx)
@@ -191,6 +205,6 @@ func (c *Commands) EvaluatorScoringTargets(ctx context.Context) ([]string, error
 
 // EvaluatorLive reports whether a shared evaluator release is live.
 func (c *Commands) EvaluatorLive(ctx context.Context) (bool, error) {
-	s, err := c.EvaluatorState(ctx)
-	return s.LiveRelease() != nil, err
+	live, err := c.liveRelease(ctx)
+	return live != nil, err
 }

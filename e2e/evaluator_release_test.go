@@ -84,6 +84,25 @@ func bootstrapEvaluator(t *testing.T, in *instance, key, base string) string {
 	require.NoError(t, err, "the candidate passes the gates against chance: %s", out)
 	require.Contains(t, out, "release 1 is live")
 
+	// GET /evaluator and its Connect twin show the release and its figures.
+	var st map[string]any
+	require.Eventually(t, func() bool { // the CLI appended it; the server's read model follows
+		st = in.do("GET", "/api/v1/rm/evaluator", key, nil).JSON(t)
+		return st["status"] == "released"
+	}, time.Minute, 100*time.Millisecond)
+	rel := st["release"].(map[string]any)
+	require.EqualValues(t, 1, rel["version"])
+	figures := rel["benchmark"].(map[string]any)
+	require.EqualValues(t, 1, figures["accuracy"])
+	require.EqualValues(t, 0.5, figures["incumbent_accuracy"])
+	cr := in.do("POST", "/critic.v1.EvaluatorService/GetEvaluator", key, map[string]any{})
+	require.Equal(t, http.StatusOK, cr.Status, string(cr.Body))
+	crel := cr.JSON(t)["release"].(map[string]any)
+	require.EqualValues(t, 1, crel["version"])
+	require.Equal(t, rel["candidate_id"], crel["candidate_id"])
+	require.EqualValues(t, figures["items"], crel["items"])
+	require.EqualValues(t, 1, crel["accuracy"])
+
 	// The release rescores every trace in the background.
 	var scored string
 	require.Eventually(t, func() bool {

@@ -179,6 +179,10 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 	require.ErrorAs(t, err, &conflict)
 	require.Equal(t, "no_benchmark", conflict.Code, "a candidate needs a frozen benchmark to be tested on")
 
+	_, skip, err := w.cmds.ScheduledCandidate(ctx, w.base)
+	require.NoError(t, err)
+	require.Contains(t, skip, "no benchmark is frozen yet", "the schedule waits for a benchmark")
+
 	bench, err := w.cmds.FreezeBenchmark(ctx, "op")
 	require.NoError(t, err)
 	inBench := map[string]bool{}
@@ -206,7 +210,13 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 			"human supervision only: an evaluator prediction is never a label")
 	}
 
+	_, skip, err = w.cmds.ScheduledCandidate(ctx, w.base)
+	require.NoError(t, err)
+	require.Contains(t, skip, "is still queued", "the schedule never stacks candidates")
 	w.worker(t, "w1", 3e-3, 4).HandleEvaluatorTrain(ctx, mustJSON(t, jobs.EvaluatorTrainJob{CandidateID: c1.CandidateID}))
+	_, skip, err = w.cmds.ScheduledCandidate(ctx, w.base)
+	require.NoError(t, err)
+	require.Contains(t, skip, "no new contributed supervision since candidate "+c1.CandidateID)
 	got := w.candidate(t, c1.CandidateID)
 	require.Equal(t, evaluator.CandidateSucceeded, got.Status, got.Error)
 	require.Len(t, got.Trained.CandidateMargins, len(bench.Benchmark.Items))
@@ -300,6 +310,18 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 	n, err = w.cmds.VerifyReleases(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
+
+	// New contributed supervision (bob opts back in): the schedule queues
+	// a candidate, which holds bob's data now.
+	for _, id := range bobTraces {
+		_, err := w.cmds.SetContribution(ctx, bob, id, true)
+		require.NoError(t, err)
+	}
+	res, skip, err := w.cmds.ScheduledCandidate(ctx, w.base)
+	require.NoError(t, err)
+	require.Empty(t, skip)
+	require.Equal(t, 2, res.Candidate.Owners)
+	require.Equal(t, "schedule", res.Candidate.RequestedBy)
 }
 
 // scoredEvents are the evaluator.trace_scored events of a trace's stream.
