@@ -41,7 +41,7 @@ func loadEvaluatorPolicy() (evaluator.Policy, error) {
 // cmdEvaluator is `critic evaluator …`, the operator commands of the shared
 // evaluator; each appends events to the evaluator stream (or reads it).
 func cmdEvaluator(ctx context.Context, args []string) error {
-	const use = "usage: critic evaluator benchmark freeze|verify | train [--base MODEL] [--epochs N] | report [--candidate ID] | release [--candidate ID] | rollback | verify"
+	const use = "usage: critic evaluator benchmark freeze|verify | train [--base MODEL] [--epochs N] | report [--candidate ID] | release [--candidate ID] | rollback | cancel --candidate ID | verify"
 	if len(args) == 0 {
 		return usageError{use}
 	}
@@ -55,7 +55,7 @@ func cmdEvaluator(ctx context.Context, args []string) error {
 		if len(args) != 2 || (args[1] != "freeze" && args[1] != "verify") {
 			return usageError{use}
 		}
-	case "train", "report", "release", "rollback", "verify":
+	case "train", "report", "release", "rollback", "verify", "cancel":
 		if err := fs.Parse(args[1:]); err != nil || fs.NArg() != 0 {
 			return usageError{use}
 		}
@@ -63,7 +63,8 @@ func cmdEvaluator(ctx context.Context, args []string) error {
 		switch {
 		case args[0] == "train" && *candidate != "",
 			(args[0] == "report" || args[0] == "release") && trainFlags,
-			(args[0] == "rollback" || args[0] == "verify") && (trainFlags || *candidate != ""):
+			(args[0] == "rollback" || args[0] == "verify") && (trainFlags || *candidate != ""),
+			args[0] == "cancel" && (trainFlags || *candidate == ""):
 			return usageError{use}
 		}
 	default:
@@ -135,6 +136,12 @@ func cmdEvaluator(ctx context.Context, args []string) error {
 		} else {
 			fmt.Printf("release %d rolled back; release %d is live again\n", res.Rollback.From, res.Rollback.To)
 		}
+		return nil
+	case "cancel":
+		if _, err := cmds.CancelCandidate(ctx, *candidate, operator); err != nil {
+			return err
+		}
+		fmt.Printf("candidate %s cancelled (evaluator.candidate_failed)\n", *candidate)
 		return nil
 	case "verify":
 		b, err := cmds.VerifyBenchmarks(ctx)

@@ -322,6 +322,21 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 	require.Empty(t, skip)
 	require.Equal(t, 2, res.Candidate.Owners)
 	require.Equal(t, "schedule", res.Candidate.RequestedBy)
+
+	// A candidate whose worker died is cancelled by the operator; the
+	// schedule then moves on, and a late report from that worker is refused.
+	_, err = w.cmds.ClaimCandidate(ctx, "dead", res.Candidate.CandidateID)
+	require.NoError(t, err)
+	_, skip, err = w.cmds.ScheduledCandidate(ctx, w.base)
+	require.NoError(t, err)
+	require.Contains(t, skip, "is still running")
+	_, err = w.cmds.CancelCandidate(ctx, res.Candidate.CandidateID, "op")
+	require.NoError(t, err)
+	require.Equal(t, evaluator.CandidateFailed, w.candidate(t, res.Candidate.CandidateID).Status)
+	_, err = w.cmds.FailCandidate(ctx, "dead", res.Candidate.CandidateID, "late")
+	require.ErrorAs(t, err, &conflict)
+	_, err = w.cmds.CancelCandidate(ctx, res.Candidate.CandidateID, "op")
+	require.ErrorAs(t, err, &conflict, "a finished candidate cannot be cancelled")
 }
 
 // scoredEvents are the evaluator.trace_scored events of a trace's stream.
