@@ -2,6 +2,7 @@ package evaluator
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
@@ -209,7 +210,7 @@ func CheckMargins(b *events.EvaluatorBenchmarkFrozenV1, c *Candidate, cand, inc 
 			if !ok {
 				return domain.Invalid("%s margins miss benchmark item %s", who, it.ID)
 			}
-			if v != v || v > 1e300 || v < -1e300 {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
 				return domain.Invalid("%s margin of item %s is not a finite number", who, it.ID)
 			}
 		}
