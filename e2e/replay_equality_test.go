@@ -130,27 +130,15 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 		"training_config": map[string]any{"annotation_source": "feedback", "input_version": 1}})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	in.waitModel(t, key, r.JSON(t)["id"].(string), "succeeded", "failed")
-	// Reviewed comparisons: every alternative the extraction proposed,
-	// decided for the side shown on the left; consent by the API; then the
-	// operator freezes a benchmark from them (the sorting group is a
-	// benchmark group).
-	queue := in.do("GET", "/api/v1/rm/comparisons/queue", key, nil)
-	require.Equal(t, http.StatusOK, queue.Status, string(queue.Body))
-	items := queue.JSON(t)["items"].([]any)
-	require.NotEmpty(t, items, "the feedback model proposed alternatives to compare")
-	for _, raw := range items {
-		it := raw.(map[string]any)
-		r := in.do("POST", "/api/v1/rm/comparisons", key, map[string]any{"model_id": it["model_id"], "finding_id": it["finding_id"],
-			"left": it["left"].(map[string]any)["kind"], "choice": "left", "comment": "the left one is better"})
-		require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
-	}
+	// The shared evaluator: consent, reviewed comparisons, a benchmark, a
+	// candidate trained by the worker, its release and automatic scoring.
+	bootstrapEvaluator(t, in, key, base)
+	// Consent through the API too (after the release, so the candidate's
+	// data above stays what the bootstrap reviewed).
 	for _, id := range fb {
 		r := in.do("PUT", "/api/v1/rm/traces/"+id+"/contribution", key, map[string]any{"contribute": true})
 		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	}
-	out, err = in.cli("evaluator", "benchmark", "freeze")
-	require.NoError(t, err, out)
-	require.Contains(t, out, "benchmark version 1 frozen at log seq")
 	// Titles from the fast model.
 	require.Eventually(t, func() bool { return in.getTrace(t, key, fb[0]).Title == "Sorting a short list" }, time.Minute, 200*time.Millisecond)
 
@@ -222,6 +210,8 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	in.waitRunningWithProgress(t, key, running)
 	require.NoError(t, worker.Process.Kill())
 	_, _ = worker.Process.Wait()
+	// A failed candidate, a failed scoring and a rollback, by hand.
+	evaluatorWithoutWorker(t, in, key)
 	// A scoring run that fails: the test claims it as a worker whose
 	// scorer broke (no worker is left to claim it first).
 	sr = in.do("POST", "/api/v1/rm/traces/"+ids[1]+"/score", key, map[string]any{"reward_model_id": good})

@@ -109,6 +109,10 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	evalSchedule, err := loadEvaluatorSchedule()
+	if err != nil {
+		return nil, err
+	}
 	tel, err := telemetry.New(parent, telemetry.Options{Service: "critic-api", Metrics: cfg.Metrics}, in.log)
 	if err != nil {
 		return nil, err
@@ -176,6 +180,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		fmt.Printf("profiler (unauthenticated, loopback only) on http://%s/debug/pprof/\n", addr)
 	}
 	startJobs(a, in)
+	startEvaluatorSchedule(a, in, evalSchedule)
 	return &server{Server: a, addr: a.Addr, dataDir: cfg.DataDir, token: token, cmds: a.Cmds, queries: a.Queries, waiter: a.Waiter}, nil
 }
 

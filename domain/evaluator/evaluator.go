@@ -97,8 +97,9 @@ func Items(s traces.State) []Item {
 		if tool == "" {
 			tool = "(response)"
 		}
+		prefix := Prefix(s, StepIndex(s, c.StepID)) // the evaluator's input (input.go)
 		out = append(out, Item{ID: c.ComparisonID, OwnerID: s.OwnerID, TraceID: s.ID, Revision: s.Revision, Group: group,
-			FindingID: c.FindingID, Chosen: chosen, Rejected: rejected,
+			FindingID: c.FindingID, Chosen: prefix + chosen, Rejected: prefix + rejected,
 			Slices: map[string]string{SliceTool: tool, SliceDomain: domainSlice, SliceAgent: agent}})
 	}
 	return out
@@ -312,8 +313,11 @@ func CandidateDataset(states []traces.State, corrections Corrections) []Training
 				ratings = append(ratings, domain.Rating{AnnotationID: a.ID, TraceID: s.ID, StepID: a.StepID, Rating: *a.Rating, LabelError: a.LabelError})
 			}
 		}
+		// A rating pair may compare two steps: both sides get the trace's
+		// system instructions and evaluation context.
+		prefix := Prefix(s, len(s.Steps))
 		for _, p := range domain.BuildPairs([]domain.PairTrace{pt}, ratings, domain.DefaultMaxPairs) {
-			out = append(out, TrainingPair{Chosen: p.Chosen, Rejected: p.Rejected, TraceID: s.ID, OwnerID: s.OwnerID, Revision: s.Revision,
+			out = append(out, TrainingPair{Chosen: prefix + p.Chosen, Rejected: prefix + p.Rejected, TraceID: s.ID, OwnerID: s.OwnerID, Revision: s.Revision,
 				Source: PairExplicitRating, AnnotationIDs: p.AnnotationIDs})
 		}
 		out = append(out, correctionPairs(s, corrections[s.ID])...)
@@ -354,7 +358,8 @@ func correctionPairs(s traces.State, recs []events.RewardModelFindingRecordedV1)
 		}
 		seen[f.ID] = true
 		chosen, rejected := feedback.Pair(t, f)
-		out = append(out, TrainingPair{Chosen: chosen, Rejected: rejected, TraceID: s.ID, OwnerID: s.OwnerID, Revision: s.Revision,
+		prefix := Prefix(s, StepIndex(s, f.StepID))
+		out = append(out, TrainingPair{Chosen: prefix + chosen, Rejected: prefix + rejected, TraceID: s.ID, OwnerID: s.OwnerID, Revision: s.Revision,
 			Source: PairCorrection, FindingID: f.ID})
 	}
 	return out

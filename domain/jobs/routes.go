@@ -15,11 +15,13 @@ func Routes() []string {
 		RouteLabelSource, RouteLabelRecord, RouteLabelFailed,
 		RouteAssessSource, RouteAssessRecord,
 		RouteQualityCheckSource, RouteQualityCheckRecord,
+		RouteClaimEvaluatorCandidate, RouteEvaluatorCandidateSucceeded, RouteEvaluatorCandidateFailed,
+		RouteClaimEvaluatorScoring, RouteEvaluatorScoringScored, RouteEvaluatorScoringFailed,
 	}
 }
 
 // Topics is every job topic the dispatch projection publishes and a worker
 // consumes.
 func Topics() []string {
-	return []string{TopicTrain, TopicScore, TopicExtract, TopicTitle, TopicGepa, TopicLabel, TopicAssess}
+	return []string{TopicTrain, TopicScore, TopicExtract, TopicTitle, TopicGepa, TopicLabel, TopicAssess, TopicEvaluatorTrain, TopicEvaluatorScore}
 }

@@ -128,12 +128,22 @@ func TestClientCallsServedRoutes(t *testing.T) {
 	require.NoError(t, c.GepaCandidate(ctx, "g1", events.GepaRunCandidateEvaluatedV1{}))
 	require.NoError(t, c.GepaSucceeded(ctx, "g1", []byte(`{}`)))
 	require.NoError(t, c.GepaFailed(ctx, "g1", "boom"))
+	_, err = c.ClaimCandidate(ctx, "c1")
+	require.NoError(t, err)
+	require.NoError(t, c.CandidateSucceeded(ctx, "c1", jobs.EvaluatorCandidateSucceeded{}))
+	require.NoError(t, c.CandidateFailed(ctx, "c1", "boom"))
+	_, err = c.ClaimEvaluatorScoring(ctx, "t1")
+	require.NoError(t, err)
+	require.NoError(t, c.EvaluatorScored(ctx, "t1", jobs.EvaluatorScored{}))
+	require.NoError(t, c.EvaluatorScoringFailed(ctx, "t1", jobs.EvaluatorScoringFailed{}))
 
 	require.Empty(t, stray, "the client called paths the worker service does not serve")
 	want := []string{jobs.RouteHello, jobs.RouteClaimNextTraining, jobs.RouteHandBack, jobs.RouteClaimTraining, jobs.RouteHeartbeat, jobs.RouteSucceeded, jobs.RouteFailed,
 		jobs.RouteClaimScoring, jobs.RouteScoringFinished,
 		jobs.RouteClaimExtraction, jobs.RouteExtractionProgress, jobs.RouteExtractionFindings, jobs.RouteExtractionFinished,
-		jobs.RouteClaimGepa, jobs.RouteGepaHeartbeat, jobs.RouteGepaCandidate, jobs.RouteGepaSucceeded, jobs.RouteGepaFailed}
+		jobs.RouteClaimGepa, jobs.RouteGepaHeartbeat, jobs.RouteGepaCandidate, jobs.RouteGepaSucceeded, jobs.RouteGepaFailed,
+		jobs.RouteClaimEvaluatorCandidate, jobs.RouteEvaluatorCandidateSucceeded, jobs.RouteEvaluatorCandidateFailed,
+		jobs.RouteClaimEvaluatorScoring, jobs.RouteEvaluatorScoringScored, jobs.RouteEvaluatorScoringFailed}
 	slices.Sort(want)
 	slices.Sort(hit)
 	require.Equal(t, want, hit)

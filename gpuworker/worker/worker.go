@@ -233,6 +233,7 @@ func (w *Worker) handlers() map[string]func(context.Context, []byte) bool {
 	return map[string]func(context.Context, []byte) bool{
 		TopicTrain: w.WakeTraining, TopicScore: w.HandleScore, TopicExtract: w.HandleExtract, TopicTitle: w.HandleTitle,
 		TopicAssess: w.HandleAssess, TopicGepa: w.HandleGepa, TopicLabel: w.HandleLabel,
+		TopicEvaluatorTrain: w.HandleEvaluatorTrain, TopicEvaluatorScore: w.HandleEvaluatorScore,
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +17,10 @@ import (
 	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/feedback"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/handlers/apiserver"
+	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/projections/readmodel"
 )
 
 type queueReply struct {
@@ -287,4 +291,209 @@ func TestEvaluatorStatus(t *testing.T) {
 	require.Equal(t, 1, st.Benchmarks[0].Slices["tool"].Slices, "one tool slice: text responses")
 	require.Equal(t, 0, st.Benchmarks[0].Slices["tool"].Populated, "1 item is below CRITIC_EVALUATOR_MIN_SLICE")
 	require.NotContains(t, string(r.body), "(response)", "slice values come from every account and are not shown")
+
+	// A candidate trained and reported through the worker commands (as
+	// the worker service runs them), released, then rolled back.
+	cmds := e.srv.Cmds
+	for trainSide, i := 0, 0; trainSide == 0 && i < 40; i++ { // a training-side trace: its comparison and correction train
+		traceID, modelID, f := withFindings(t, e, fmt.Sprintf("train-%d", i))
+		e.reviewAlternative(t, modelID, f.ID)
+		r = e.do(t, "PUT", "/api/v1/rm/traces/"+traceID+"/contribution", map[string]any{"contribute": true})
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		if !evaluator.InBenchmark(e.userID + "/" + traceID) {
+			trainSide++
+		}
+	}
+	req, err := cmds.RequestCandidate(ctx, commands.RequestCandidate{BaseModel: "tiny", Operator: "op"})
+	require.NoError(t, err)
+	_, err = cmds.ClaimCandidate(ctx, "w1", req.Candidate.CandidateID)
+	require.NoError(t, err)
+	require.NoError(t, e.blobs.Put(ctx, req.Candidate.ArtifactKey, []byte("checkpoint")))
+	margins := map[string]float64{res.Benchmark.Items[0].ID: 1.5}
+	_, err = cmds.CompleteCandidate(ctx, "w2", req.Candidate.CandidateID, jobs.EvaluatorCandidateSucceeded{CandidateMargins: margins,
+		Metrics: json.RawMessage(`{}`), ActionRewardStats: json.RawMessage(`{"mean":0,"std":1}`)})
+	var conflict *domain.ConflictError
+	require.ErrorAs(t, err, &conflict, "only the worker holding the candidate reports it")
+	_, err = cmds.CompleteCandidate(ctx, "w1", req.Candidate.CandidateID, jobs.EvaluatorCandidateSucceeded{CandidateMargins: map[string]float64{"other": 1},
+		Metrics: json.RawMessage(`{}`), ActionRewardStats: json.RawMessage(`{"mean":0,"std":1}`)})
+	var invalid *domain.ValidationError
+	require.ErrorAs(t, err, &invalid, "margins must cover the benchmark")
+	_, err = cmds.CompleteCandidate(ctx, "w1", req.Candidate.CandidateID, jobs.EvaluatorCandidateSucceeded{CandidateMargins: margins,
+		Metrics: json.RawMessage(`{}`), ActionRewardStats: json.RawMessage(`{"mean":0,"std":1}`)})
+	require.NoError(t, err)
+	// One benchmark item the candidate gets right wins every bootstrap
+	// resample against chance: the interval is [0.5, 0.5] and it passes.
+	rel, err := cmds.ReleaseCandidate(ctx, "", evaluator.DefaultPolicy(), "op")
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Waiter.Wait(ctx, rel.LastEventID))
+	type release struct {
+		Version      int     `json:"version"`
+		CandidateID  string  `json:"candidate_id"`
+		Replaces     *int    `json:"replaces"`
+		Live         bool    `json:"live"`
+		RolledBackAt *string `json:"rolled_back_at"`
+		Benchmark    struct {
+			Items             int     `json:"items"`
+			Accuracy          float64 `json:"accuracy"`
+			IncumbentAccuracy float64 `json:"incumbent_accuracy"`
+			DiffLow           float64 `json:"diff_low"`
+			MinSlice          int     `json:"min_slice"`
+		} `json:"benchmark"`
+	}
+	var live struct {
+		Status   string    `json:"status"`
+		Message  string    `json:"message"`
+		Release  *release  `json:"release"`
+		Releases []release `json:"releases"`
+	}
+	r = e.do(t, "GET", "/api/v1/rm/evaluator", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.NoError(t, json.Unmarshal(r.body, &live))
+	requireSchema(t, "EvaluatorStatus", r.body)
+	require.Equal(t, "released", live.Status)
+	require.Contains(t, live.Message, "Release 1")
+	require.NotNil(t, live.Release)
+	require.Equal(t, 1, live.Release.Version)
+	require.Equal(t, req.Candidate.CandidateID, live.Release.CandidateID)
+	require.Nil(t, live.Release.Replaces)
+	require.True(t, live.Release.Live)
+	require.Equal(t, 1, live.Release.Benchmark.Items)
+	require.InDelta(t, 1.0, live.Release.Benchmark.Accuracy, 1e-9)
+	require.InDelta(t, 0.5, live.Release.Benchmark.IncumbentAccuracy, 1e-9)
+	require.InDelta(t, 0.5, live.Release.Benchmark.DiffLow, 1e-9)
+	require.Equal(t, evaluator.DefaultMinSlice, live.Release.Benchmark.MinSlice)
+	require.NotContains(t, string(r.body), "(response)", "slice values stay with operators")
+
+	// Automatic scoring: a trace imported while release 1 is live says it
+	// is being scored, then shows the release's scores (the worker
+	// service's commands record them as a worker reports them), in
+	// GET /traces/{id} and in SQL.
+	r = e.do(t, "POST", "/api/v1/rm/traces/import", map[string]any{"format": "stash", "data": `{"id":"auto","metadata":{"evaluation_context":"refunds within 30 days"},` +
+		`"steps":[{"role":"system","content":"Follow the refund policy."},{"role":"user","content":"Refund 1182"},{"role":"assistant","content":"","tool_name":"lookup","tool_input":{"order":"1182"}},` +
+		`{"role":"tool","content":"40 days ago"},{"role":"assistant","content":"Sorry, past 30 days."}]}`})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var imp struct {
+		TraceIDs []string `json:"trace_ids"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &imp))
+	autoID := imp.TraceIDs[0]
+	type traceEvaluator struct {
+		Evaluator struct {
+			Status       string  `json:"status"`
+			Release      *int    `json:"release"`
+			LiveRelease  *int    `json:"live_release"`
+			Error        *string `json:"error"`
+			ActionScores []struct {
+				StepID    string  `json:"step_id"`
+				StepIndex int     `json:"step_index"`
+				Score     float64 `json:"score"`
+				Credit    float64 `json:"credit"`
+				Release   int     `json:"release"`
+			} `json:"action_scores"`
+		} `json:"evaluator"`
+	}
+	var tr traceEvaluator
+	r = e.do(t, "GET", "/api/v1/rm/traces/"+autoID, nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	requireSchema(t, "TraceDetail", r.body)
+	require.NoError(t, json.Unmarshal(r.body, &tr))
+	require.Equal(t, "scoring", tr.Evaluator.Status)
+	require.Equal(t, 1, *tr.Evaluator.LiveRelease)
+	require.Nil(t, tr.Evaluator.Release)
+	require.Empty(t, tr.Evaluator.ActionScores)
+
+	claim, err := cmds.ClaimEvaluatorScoring(ctx, autoID)
+	require.NoError(t, err)
+	require.Len(t, claim.Inputs, 2)
+	require.Contains(t, claim.Inputs[1].Text, "system: Follow the refund policy.\nevaluation_context: refunds within 30 days\nuser: Refund 1182")
+	scored := jobs.EvaluatorScored{EvaluatorScoringRequest: jobs.EvaluatorScoringRequest{WorkerID: "w1", TraceRevision: claim.TraceRevision, Release: claim.Release},
+		Scores: []jobs.EvaluatorActionScore{{StepID: claim.Inputs[0].StepID, Score: 0.75, Credit: 0.5}, {StepID: claim.Inputs[1].StepID, Score: -1.25, Credit: -0.5}}}
+	bad := scored
+	bad.Scores = bad.Scores[:1]
+	_, err = cmds.RecordEvaluatorScores(ctx, autoID, bad)
+	require.ErrorAs(t, err, &invalid, "every action gets a score")
+	sr, err := cmds.RecordEvaluatorScores(ctx, autoID, scored)
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Waiter.Wait(ctx, sr.LastEventID))
+	_, err = cmds.RecordEvaluatorScores(ctx, autoID, scored)
+	require.ErrorAs(t, err, &conflict, "a revision is scored once per release")
+
+	r = e.do(t, "GET", "/api/v1/rm/traces/"+autoID, nil)
+	requireSchema(t, "TraceDetail", r.body)
+	tr = traceEvaluator{}
+	require.NoError(t, json.Unmarshal(r.body, &tr))
+	require.Equal(t, "scored", tr.Evaluator.Status)
+	require.Equal(t, 1, *tr.Evaluator.Release)
+	require.Len(t, tr.Evaluator.ActionScores, 2)
+	require.Equal(t, 2, tr.Evaluator.ActionScores[0].StepIndex, "the tool call")
+	require.Equal(t, 4, tr.Evaluator.ActionScores[1].StepIndex, "the answer")
+	require.InDelta(t, -0.5, tr.Evaluator.ActionScores[1].Credit, 1e-12)
+	require.Contains(t, string(r.body), `"action_scores":[]`, "personal models' action scores stay apart")
+
+	var q reply
+	require.Eventually(t, func() bool {
+		q = e.do(t, "POST", "/api/v1/rm/query", map[string]any{"sql": "SELECT step_index, release, credit FROM evaluator_scores ORDER BY step_index"})
+		return q.status == http.StatusOK && strings.Contains(string(q.body), "[2,1,0.5]") && strings.Contains(string(q.body), "[4,1,-0.5]")
+	}, 20*time.Second, 50*time.Millisecond, "the SQL snapshot never showed the evaluator scores: %s", q.body)
+
+	// A scoring job that fails: the trace says so, with the worker's reason.
+	r = e.do(t, "POST", "/api/v1/rm/traces/import", map[string]any{"format": "stash", "data": `{"id":"auto-2","steps":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`})
+	require.NoError(t, json.Unmarshal(r.body, &imp))
+	failID := imp.TraceIDs[0]
+	fc, err := cmds.ClaimEvaluatorScoring(ctx, failID)
+	require.NoError(t, err)
+	fr, err := cmds.FailEvaluatorScoring(ctx, failID, jobs.EvaluatorScoringFailed{EvaluatorScoringRequest: jobs.EvaluatorScoringRequest{WorkerID: "w1",
+		TraceRevision: fc.TraceRevision, Release: fc.Release}, Error: "the scorer ran out of memory"})
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Waiter.Wait(ctx, fr.LastEventID))
+	r = e.do(t, "GET", "/api/v1/rm/traces/"+failID, nil)
+	requireSchema(t, "TraceDetail", r.body)
+	tr = traceEvaluator{}
+	require.NoError(t, json.Unmarshal(r.body, &tr))
+	require.Equal(t, "failed", tr.Evaluator.Status)
+	require.Equal(t, "the scorer ran out of memory", *tr.Evaluator.Error)
+
+	rb, err := cmds.RollbackEvaluator(ctx, "op")
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Waiter.Wait(ctx, rb.LastEventID))
+	live.Release = nil
+	r = e.do(t, "GET", "/api/v1/rm/evaluator", nil)
+	require.NoError(t, json.Unmarshal(r.body, &live))
+	requireSchema(t, "EvaluatorStatus", r.body)
+	require.Equal(t, "waiting_for_first_release", live.Status, "after rolling back the only release traces wait again")
+	require.Nil(t, live.Release)
+	require.Len(t, live.Releases, 1)
+	require.False(t, live.Releases[0].Live)
+	require.NotNil(t, live.Releases[0].RolledBackAt)
+	r = e.do(t, "GET", "/api/v1/rm/traces/"+autoID, nil)
+	tr = traceEvaluator{}
+	require.NoError(t, json.Unmarshal(r.body, &tr))
+	require.Equal(t, "waiting_for_first_release", tr.Evaluator.Status, "a withdrawn release's scores are not shown")
+	require.Empty(t, tr.Evaluator.ActionScores)
+
+	// The whole history replays to the same releases and scores.
+	before := dumpTables(t, e, "rm_evaluator_releases", "rm_evaluator_scores", "rm_evaluator_scoring", "rm_evaluator_benchmarks")
+	require.NotEmpty(t, before["rm_evaluator_scoring"])
+	_, err = readmodel.New(e.pool, e.blobs, nil).Replay(ctx, eventstore.New(e.pool, e.blobs))
+	require.NoError(t, err)
+	require.Equal(t, before, dumpTables(t, e, "rm_evaluator_releases", "rm_evaluator_scores", "rm_evaluator_scoring", "rm_evaluator_benchmarks"))
+}
+
+// dumpTables renders each table's rows as JSON, in a stable order.
+func dumpTables(t *testing.T, e *opsEnv, tables ...string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, table := range tables {
+		rows, err := e.pool.Query(context.Background(), "SELECT row_to_json(x)::text FROM "+table+" x ORDER BY 1")
+		require.NoError(t, err)
+		lines := []string{}
+		for rows.Next() {
+			var s string
+			require.NoError(t, rows.Scan(&s))
+			lines = append(lines, s)
+		}
+		rows.Close()
+		out[table] = lines
+	}
+	return out
 }

@@ -164,7 +164,7 @@ func TestTraceContribution(t *testing.T) {
 		Evaluator json.RawMessage `json:"evaluator"`
 	}
 	require.NoError(t, json.Unmarshal(r.body, &detail))
-	require.JSONEq(t, `{"status":"waiting_for_first_release","release":null,"action_scores":[]}`, string(detail.Evaluator),
+	require.JSONEq(t, `{"status":"waiting_for_first_release","release":null,"live_release":null,"error":null,"action_scores":[]}`, string(detail.Evaluator),
 		"before a release the trace says it waits for one, apart from personal models' scores")
 	r = e.do(t, "DELETE", "/api/v1/rm/traces/"+imp2.TraceIDs[0], nil)
 	require.Equal(t, http.StatusNoContent, r.status, string(r.body))

@@ -42,6 +42,7 @@ type opsEnv struct {
 	tel    *telemetry.Telemetry
 	logs   *syncBuffer
 	store  *eventstore.Store // the server's event store (and its blobs)
+	blobs  blob.Store
 }
 
 type syncBuffer struct {
@@ -88,7 +89,7 @@ func startOps(t *testing.T, adjust func(*apiserver.Config)) *opsEnv {
 		})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Shutdown() })
-	e := &opsEnv{srv: srv, url: "http://" + srv.Addr, pool: pool, tel: tel, logs: logs, store: store}
+	e := &opsEnv{srv: srv, url: "http://" + srv.Addr, pool: pool, tel: tel, logs: logs, store: store, blobs: blobs}
 	res, err := srv.Cmds.CreateUser(ctx, "ops", false)
 	require.NoError(t, err)
 	require.NoError(t, srv.Waiter.Wait(ctx, res.LastEventID))

@@ -101,7 +101,28 @@ func (s *EvaluatorService) GetEvaluator(ctx context.Context, _ *connect.Request[
 		out.Benchmarks = append(out.Benchmarks, &criticv1.EvaluatorBenchmark{Version: int32(b.Version), AsOfSeq: b.AsOfSeq, Items: int32(b.Items),
 			FrozenAt: b.FrozenAt.Format(time.RFC3339Nano)})
 	}
+	for _, r := range st.Releases {
+		pr := releaseToProto(r)
+		out.Releases = append(out.Releases, pr)
+		if r.Live {
+			out.Release = pr
+		}
+	}
 	return connect.NewResponse(out), nil
+}
+
+func releaseToProto(r usecase.EvaluatorRelease) *criticv1.EvaluatorRelease {
+	pr := &criticv1.EvaluatorRelease{Version: int32(r.Version), CandidateId: r.CandidateID, BenchmarkVersion: int32(r.BenchmarkVersion),
+		Live: r.Live, ReleasedAt: r.ReleasedAt.Format(time.RFC3339Nano), Items: int32(r.Benchmark.Items), Accuracy: r.Benchmark.Accuracy,
+		IncumbentAccuracy: r.Benchmark.IncumbentAccuracy, Diff: r.Benchmark.Diff, DiffLow: r.Benchmark.DiffLow, DiffHigh: r.Benchmark.DiffHigh,
+		Slices: int32(r.Benchmark.Slices), GatedSlices: int32(r.Benchmark.GatedSlices)}
+	if r.Replaces != nil {
+		pr.Replaces = int32(*r.Replaces)
+	}
+	if r.RolledBackAt != nil {
+		pr.RolledBackAt = r.RolledBackAt.Format(time.RFC3339Nano)
+	}
+	return pr
 }
 
 func sideToProto(s events.ComparisonSide) *criticv1.ComparisonSide {

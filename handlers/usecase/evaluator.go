@@ -2,6 +2,7 @@ package usecase
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/criticml/critic/domain/evaluator"
@@ -9,7 +10,8 @@ import (
 
 // Evaluator statuses of GET /evaluator.
 const (
-	EvaluatorWaiting = "waiting_for_first_release"
+	EvaluatorWaiting  = "waiting_for_first_release"
+	EvaluatorReleased = "released"
 )
 
 // EvaluatorPolicy is the release policy as GET /evaluator shows it.
@@ -26,7 +28,8 @@ type EvaluatorPolicy struct {
 type EvaluatorStatus struct {
 	Status     string               `json:"status"`
 	Message    string               `json:"message"`
-	Release    *struct{}            `json:"release"`
+	Release    *EvaluatorRelease    `json:"release"`
+	Releases   []EvaluatorRelease   `json:"releases"`
 	Benchmarks []EvaluatorBenchmark `json:"benchmarks"`
 	Policy     EvaluatorPolicy      `json:"policy"`
 }
@@ -50,16 +53,48 @@ type SliceSizes struct {
 	Populated int `json:"populated"`
 }
 
-// waitingMessage says what the first release needs, in the spec's terms.
-const waitingMessage = "No shared evaluator is released on this deployment yet, so traces wait for the first release. " +
-	"It needs reviewed comparisons from contributing traces, a frozen benchmark (critic evaluator benchmark freeze) and a candidate trained by the worker tier that passes the release gates. " +
-	"Training candidates is not available in this version yet, so no release can exist."
+// EvaluatorRelease is a release as every account sees it: its benchmark
+// figures overall and how many slices gated it (slice names are other
+// accounts' data and stay with operators).
+type EvaluatorRelease struct {
+	Version          int                     `json:"version"`
+	CandidateID      string                  `json:"candidate_id"`
+	BenchmarkVersion int                     `json:"benchmark_version"`
+	Replaces         *int                    `json:"replaces"`
+	Live             bool                    `json:"live"`
+	ReleasedAt       time.Time               `json:"released_at"`
+	RolledBackAt     *time.Time              `json:"rolled_back_at"`
+	Benchmark        EvaluatorReleaseFigures `json:"benchmark"`
+}
 
-// Evaluator answers GET /evaluator. No candidate can be trained in this
-// version, so there is never a release to show: the status says so rather
-// than pretending one exists.
+// EvaluatorReleaseFigures are a release's benchmark figures against the
+// incumbent it replaced, under the policy it was released with.
+type EvaluatorReleaseFigures struct {
+	Items             int     `json:"items"`
+	Accuracy          float64 `json:"accuracy"`
+	IncumbentAccuracy float64 `json:"incumbent_accuracy"`
+	Diff              float64 `json:"diff"`
+	DiffLow           float64 `json:"diff_low"`
+	DiffHigh          float64 `json:"diff_high"`
+	Slices            int     `json:"slices"`
+	GatedSlices       int     `json:"gated_slices"`
+	MinSlice          int     `json:"min_slice"`
+	SliceTolerance    float64 `json:"slice_tolerance"`
+}
+
+// waitingMessage says what the first release needs, in the spec's terms.
+const waitingMessage = "No shared evaluator release is live on this deployment, so traces wait for the first release (after a rollback of the only one: for the next). " +
+	"A release needs reviewed comparisons from contributing traces, a frozen benchmark (critic evaluator benchmark freeze) and a candidate trained by the worker tier (critic evaluator train) that passes the release gates (critic evaluator report, then critic evaluator release)."
+
+// Evaluator answers GET /evaluator: the live release and its benchmark
+// figures, every release, the frozen benchmark versions and the policy —
+// or that the deployment waits for its first release.
 func (b Backend) Evaluator(ctx context.Context, p evaluator.Policy) (EvaluatorStatus, error) {
 	bs, err := b.Queries.EvaluatorBenchmarks(ctx)
+	if err != nil {
+		return EvaluatorStatus{}, err
+	}
+	rels, err := b.Queries.EvaluatorReleases(ctx)
 	if err != nil {
 		return EvaluatorStatus{}, err
 	}
@@ -78,6 +113,30 @@ func (b Backend) Evaluator(ctx context.Context, p evaluator.Policy) (EvaluatorSt
 		}
 		views = append(views, v)
 	}
-	return EvaluatorStatus{Status: EvaluatorWaiting, Message: waitingMessage, Benchmarks: views,
-		Policy: EvaluatorPolicy{MinSlice: p.MinSlice, SliceTolerance: p.Tolerance, BootstrapRounds: p.Rounds, BenchmarkPercent: evaluator.BenchmarkPercent}}, nil
+	out := EvaluatorStatus{Status: EvaluatorWaiting, Message: waitingMessage, Benchmarks: views, Releases: make([]EvaluatorRelease, 0, len(rels)),
+		Policy: EvaluatorPolicy{MinSlice: p.MinSlice, SliceTolerance: p.Tolerance, BootstrapRounds: p.Rounds, BenchmarkPercent: evaluator.BenchmarkPercent}}
+	for _, r := range rels {
+		v := EvaluatorRelease{Version: r.Release, CandidateID: r.CandidateID, BenchmarkVersion: r.BenchmarkVersion, Live: r.Live,
+			ReleasedAt: r.ReleasedAt, RolledBackAt: r.RolledBackAt,
+			Benchmark: EvaluatorReleaseFigures{Items: r.Overall.Items, Accuracy: r.Overall.Candidate, IncumbentAccuracy: r.Overall.Incumbent,
+				Diff: r.Overall.Diff, DiffLow: r.Overall.Low, DiffHigh: r.Overall.High, Slices: len(r.Slices),
+				MinSlice: r.Policy.MinSlice, SliceTolerance: r.Policy.Tolerance}}
+		if r.Replaces != 0 {
+			n := r.Replaces
+			v.Replaces = &n
+		}
+		for _, sl := range r.Slices {
+			if sl.Populated {
+				v.Benchmark.GatedSlices++
+			}
+		}
+		out.Releases = append(out.Releases, v)
+		if r.Live {
+			live := v
+			out.Release = &live
+			out.Status = EvaluatorReleased
+			out.Message = fmt.Sprintf("Release %d of the shared evaluator is live: it scores every imported and updated trace.", r.Release)
+		}
+	}
+	return out, nil
 }

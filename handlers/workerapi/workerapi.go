@@ -120,6 +120,7 @@ func (a *API) Register(mux Mux) {
 	route(jobs.RouteQualityCheckRecord, a.recordQualityChecks)
 	route(jobs.RouteAssessSource, a.assessSource)
 	route(jobs.RouteAssessRecord, a.assessRecord)
+	a.registerEvaluator(route)
 }
 
 func (a *API) authorized(r *http.Request) bool {

@@ -31,6 +31,12 @@ var userTables = []struct{ name, ddl string }{
 		type VARCHAR, effect VARCHAR, result VARCHAR, duplicate_of VARCHAR, is_output BOOLEAN,
 		outcome VARCHAR, stance VARCHAR, coverage VARCHAR, evidence VARCHAR, note VARCHAR,
 		score DOUBLE, credit INTEGER, expected_credit DOUBLE)`},
+	// evaluator_scores: the shared evaluator's automatic score of each
+	// action (assistant response or tool call) of a trace's current
+	// revision, by the release that scored it last.
+	{"evaluator_scores", `CREATE TABLE IF NOT EXISTS %s.evaluator_scores(
+		trace_id VARCHAR, step_id VARCHAR, step_index INTEGER, release INTEGER, trace_revision INTEGER,
+		score DOUBLE, credit DOUBLE, created_at TIMESTAMPTZ)`},
 	// task_scores: one row per task of a labeled trace (spec 001 "Step
 	// scores"), with the trace's score and outcome repeated on each row.
 	{"task_scores", `CREATE TABLE IF NOT EXISTS %s.task_scores(

@@ -706,7 +706,7 @@ func (t *Tx) UpsertTrace(ctx context.Context, r TraceRow) error {
 
 // DeleteTrace removes a trace and every row that hangs off it.
 func (t *Tx) DeleteTrace(ctx context.Context, traceID string) error {
-	for _, table := range []string{"steps", "annotations", "scores", "action_scores", "step_labels", "task_scores", "_step_labels", "_step_quality_checks"} {
+	for _, table := range []string{"steps", "annotations", "scores", "action_scores", "step_labels", "task_scores", "evaluator_scores", "_step_labels", "_step_quality_checks"} {
 		if err := t.Exec(ctx, "DELETE FROM main."+table+" WHERE trace_id = ?", traceID); err != nil {
 			return err
 		}
@@ -771,7 +771,7 @@ func (t *Tx) DeleteTraces(ctx context.Context, ids []string) error {
 	for lo := 0; lo < len(ids); lo += idChunk {
 		chunk := anySlice(ids[lo:min(lo+idChunk, len(ids))])
 		in := " IN (" + placeholders(len(chunk)) + ")"
-		for _, table := range []string{"steps", "annotations", "scores", "action_scores", "step_labels", "task_scores", "_step_labels", "_step_quality_checks"} {
+		for _, table := range []string{"steps", "annotations", "scores", "action_scores", "step_labels", "task_scores", "evaluator_scores", "_step_labels", "_step_quality_checks"} {
 			if err := t.Exec(ctx, "DELETE FROM main."+table+" WHERE trace_id"+in, chunk...); err != nil {
 				return err
 			}

@@ -353,3 +353,27 @@ func collectEnvelopes(rows pgx.Rows) ([]events.Envelope, error) {
 	}
 	return out, rows.Err()
 }
+
+// LoadStreamTypes returns the events of one stream whose type is one of
+// types, in version order, with claim checks resolved: a fold that needs
+// only some facts of a long stream (which shared-evaluator release is
+// live, without every benchmark and margin) reads only those.
+func (s *Store) LoadStreamTypes(ctx context.Context, stream string, types []string) ([]events.Envelope, error) {
+	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE stream = $1 AND type = ANY($2) ORDER BY version", stream, types)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []events.Envelope
+	for rows.Next() {
+		e, err := scanEnvelope(rows)
+		if err != nil {
+			return nil, err
+		}
+		if e, err = Resolve(ctx, s.blobs, e); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}

@@ -64,6 +64,9 @@ func (d *Dispatcher) Apply(ctx context.Context, envs []events.Envelope) error {
 			return fmt.Errorf("dispatch %s %s: %w", e.Type, e.ID, err)
 		}
 	}
+	if err := d.evaluatorScoring(ctx, envs); err != nil {
+		return fmt.Errorf("dispatch shared-evaluator scoring: %w", err)
+	}
 	return nil
 }
 
@@ -127,6 +130,12 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		return d.publish(ScoreTopic, p.RunID, e.CorrelationID, jobs.ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})
+	case events.EvaluatorCandidateRequested:
+		var p events.EvaluatorCandidateRequestedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		return d.publish(jobs.TopicEvaluatorTrain, p.CandidateID, e.CorrelationID, jobs.EvaluatorTrainJob{CandidateID: p.CandidateID})
 	case events.GepaRunRequested:
 		var p events.GepaRunRequestedV1
 		if err := e.Decode(&p); err != nil {

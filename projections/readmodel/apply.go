@@ -273,7 +273,8 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		for _, q := range []string{`DELETE FROM rm_steps WHERE trace_id = $1`, `DELETE FROM rm_spans WHERE trace_id = $1`,
 			`DELETE FROM rm_annotations WHERE trace_id = $1`, `DELETE FROM rm_trace_scores WHERE trace_id = $1`,
 			`DELETE FROM rm_action_scores WHERE trace_id = $1`, `DELETE FROM rm_scoring_runs WHERE trace_id = $1`, `DELETE FROM rm_step_labels WHERE trace_id = $1`, `DELETE FROM rm_step_quality_checks WHERE trace_id = $1`, `DELETE FROM rm_trace_labeling WHERE trace_id = $1`, `DELETE FROM rm_assessments WHERE trace_id = $1`,
-			`DELETE FROM rm_comparisons WHERE trace_id = $1`, `DELETE FROM rm_traces WHERE id = $1`} {
+			`DELETE FROM rm_comparisons WHERE trace_id = $1`, `DELETE FROM rm_evaluator_scores WHERE trace_id = $1`, `DELETE FROM rm_evaluator_scoring WHERE trace_id = $1`,
+			`DELETE FROM rm_traces WHERE id = $1`} {
 			if _, err := tx.Exec(ctx, q, p.TraceID); err != nil {
 				return err
 			}
@@ -289,6 +290,69 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO rm_evaluator_benchmarks (version, as_of_seq, items, slice_counts, frozen_at)
 			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (version) DO NOTHING`, p.Version, p.AsOfSeq, len(p.Items), counts, e.RecordedAt)
+		return err
+	case events.EvaluatorReleased:
+		var p events.EvaluatorReleasedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		overall, err := json.Marshal(p.Overall)
+		if err != nil {
+			return err
+		}
+		slices, err := json.Marshal(p.Slices)
+		if err != nil {
+			return err
+		}
+		policy, err := json.Marshal(p.Policy)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE rm_evaluator_releases SET live = false WHERE live`); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO rm_evaluator_releases (release, candidate_id, benchmark_version, replaces, overall, slices, policy, live, released_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, true, $8) ON CONFLICT (release) DO NOTHING`,
+			p.Release, p.CandidateID, p.BenchmarkVersion, p.Replaces, overall, slices, policy, e.RecordedAt)
+		return err
+	case events.EvaluatorTraceScored:
+		var p events.EvaluatorTraceScoredV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM rm_evaluator_scores WHERE trace_id = $1`, p.TraceID); err != nil {
+			return err
+		}
+		for _, sc := range p.Scores {
+			if _, err := tx.Exec(ctx, `INSERT INTO rm_evaluator_scores (trace_id, owner_id, step_id, release, trace_revision, score, credit, scored_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, p.TraceID, e.OwnerID, sc.StepID, p.Release, p.TraceRevision, sc.Score, sc.Credit, e.RecordedAt); err != nil {
+				return err
+			}
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO rm_evaluator_scoring (trace_id, owner_id, release, trace_revision, status, error, at)
+			VALUES ($1, $2, $3, $4, 'scored', NULL, $5) ON CONFLICT (trace_id) DO UPDATE SET release = EXCLUDED.release,
+			trace_revision = EXCLUDED.trace_revision, status = EXCLUDED.status, error = NULL, at = EXCLUDED.at`,
+			p.TraceID, e.OwnerID, p.Release, p.TraceRevision, e.RecordedAt)
+		return err
+	case events.EvaluatorTraceScoringFailed:
+		var p events.EvaluatorTraceScoringFailedV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO rm_evaluator_scoring (trace_id, owner_id, release, trace_revision, status, error, at)
+			VALUES ($1, $2, $3, $4, 'failed', $5, $6) ON CONFLICT (trace_id) DO UPDATE SET release = EXCLUDED.release,
+			trace_revision = EXCLUDED.trace_revision, status = EXCLUDED.status, error = EXCLUDED.error, at = EXCLUDED.at`,
+			p.TraceID, e.OwnerID, p.Release, p.TraceRevision, p.Error, e.RecordedAt)
+		return err
+	case events.EvaluatorRolledBack:
+		var p events.EvaluatorRolledBackV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE rm_evaluator_releases SET live = false, rolled_back_at = $2 WHERE release = $1`, p.From, e.RecordedAt); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE rm_evaluator_releases SET live = true WHERE release = $1`, p.To)
 		return err
 	case events.ComparisonReviewed:
 		var p events.ComparisonReviewedV1

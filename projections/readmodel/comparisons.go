@@ -3,6 +3,7 @@ package readmodel
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/criticml/critic/domain/events"
@@ -104,6 +105,51 @@ func (q *Queries) ScoringModels(ctx context.Context, owner string) ([]string, er
 			return nil, err
 		}
 		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// EvaluatorRelease is a shared-evaluator release as the read model keeps
+// it: its gate figures overall and per slice (slice names are other
+// accounts' data: the API shows only counts), whether it is live, and
+// when it was rolled back.
+type EvaluatorRelease struct {
+	Release          int
+	CandidateID      string
+	BenchmarkVersion int
+	Replaces         int
+	Overall          events.EvaluatorSliceFigures
+	Slices           []events.EvaluatorSliceFigures
+	Policy           events.EvaluatorPolicyV1
+	Live             bool
+	ReleasedAt       time.Time
+	RolledBackAt     *time.Time
+}
+
+// EvaluatorReleases lists every release, newest first.
+func (q *Queries) EvaluatorReleases(ctx context.Context) ([]EvaluatorRelease, error) {
+	rows, err := q.pool.Query(ctx, `SELECT release, candidate_id, benchmark_version, replaces, overall, slices, policy, live, released_at, rolled_back_at
+		FROM rm_evaluator_releases ORDER BY release DESC`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []EvaluatorRelease{}
+	for rows.Next() {
+		var r EvaluatorRelease
+		var overall, slices, policy []byte
+		if err := rows.Scan(&r.Release, &r.CandidateID, &r.BenchmarkVersion, &r.Replaces, &overall, &slices, &policy, &r.Live, &r.ReleasedAt, &r.RolledBackAt); err != nil {
+			return nil, err
+		}
+		if err := errors.Join(json.Unmarshal(overall, &r.Overall), json.Unmarshal(slices, &r.Slices), json.Unmarshal(policy, &r.Policy)); err != nil {
+			return nil, err
+		}
+		r.ReleasedAt = r.ReleasedAt.UTC()
+		if r.RolledBackAt != nil {
+			t := r.RolledBackAt.UTC()
+			r.RolledBackAt = &t
+		}
+		out = append(out, r)
 	}
 	return out, rows.Err()
 }

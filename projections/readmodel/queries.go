@@ -179,6 +179,9 @@ func (q *Queries) GetTrace(ctx context.Context, owner, id string) (*TraceDetail,
 	if err := q.assess(ctx, d); err != nil {
 		return nil, err
 	}
+	if err := q.evaluatorOf(ctx, d); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 

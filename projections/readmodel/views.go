@@ -79,18 +79,43 @@ type TraceDetail struct {
 	Evaluator TraceEvaluator `json:"evaluator"`
 }
 
-// TraceEvaluator is GET /traces/{id}'s shared-evaluator block. No release
-// can exist in this version (candidates cannot be trained yet), so every
-// trace says it waits for the first release, with no scores.
+// TraceEvaluator is GET /traces/{id}'s shared-evaluator block: the live
+// release's automatic scores of the trace's actions, apart from personal
+// models' scores. Status is waiting_for_first_release while no release is
+// live; scoring while the live release has not scored the current revision
+// yet (ActionScores then still shows an earlier release's scores of this
+// revision, if any); scored; or failed (Error says why).
 type TraceEvaluator struct {
-	Status       string        `json:"status"`
-	Release      *struct{}     `json:"release"`
-	ActionScores []ActionScore `json:"action_scores"`
+	Status string `json:"status"`
+	// Release is the release ActionScores come from (nil when none);
+	// LiveRelease the release live now.
+	Release      *int                   `json:"release"`
+	LiveRelease  *int                   `json:"live_release"`
+	Error        *string                `json:"error"`
+	ActionScores []EvaluatorActionScore `json:"action_scores"`
 }
+
+// EvaluatorActionScore is one action's evaluator score.
+type EvaluatorActionScore struct {
+	StepID    string    `json:"step_id"`
+	StepIndex int       `json:"step_index"`
+	Score     float64   `json:"score"`
+	Credit    float64   `json:"credit"`
+	Release   int       `json:"release"`
+	ScoredAt  time.Time `json:"scored_at"`
+}
+
+// Trace evaluator statuses.
+const (
+	EvaluatorWaiting = "waiting_for_first_release"
+	EvaluatorScoring = "scoring"
+	EvaluatorScored  = "scored"
+	EvaluatorFailed  = "failed"
+)
 
 // WaitingForEvaluator is a trace's evaluator block before the first release.
 func WaitingForEvaluator() TraceEvaluator {
-	return TraceEvaluator{Status: "waiting_for_first_release", ActionScores: []ActionScore{}}
+	return TraceEvaluator{Status: EvaluatorWaiting, ActionScores: []EvaluatorActionScore{}}
 }
 
 // Caller is the account behind an API key.

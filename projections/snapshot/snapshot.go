@@ -1,7 +1,8 @@
 // Package snapshot is the projection behind POST /query: one DuckDB file per
 // owner with the tables traces, steps, annotations, scores, action_scores,
-// step_labels and task_scores (the last two are the automatic annotation,
-// derived from the steps by domain/assessment; see assessment.go).
+// step_labels and task_scores (the automatic annotation, derived from the
+// steps by domain/assessment; see assessment.go) and evaluator_scores (the
+// shared evaluator's automatic scores).
 // platform/duck owns the files and the query sandbox. It is eventually
 // consistent with the log — it trails it by the relay and consumer delay —
 // and disposable: Replay rebuilds every file from the event store.
@@ -60,6 +61,8 @@ var handled = map[string]bool{
 	events.TraceStepsLabeled:    true,
 	// A grading model's quality checks rescore the trace's step scores.
 	events.TraceStepsQualityChecked: true,
+	// The shared evaluator's automatic scores.
+	events.EvaluatorTraceScored: true,
 }
 
 // Apply applies a Kafka batch: its events are grouped by owner (one owner's
@@ -209,8 +212,12 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := setRevision(ctx, tx, p.TraceID, p.Revision); err != nil {
 			return err
 		}
-		// A new revision makes the trace's whole-trace scores stale.
+		// A new revision makes the trace's whole-trace scores stale, and
+		// the shared evaluator's (the live release scores it again).
 		if err := tx.DeleteScores(ctx, p.TraceID); err != nil {
+			return err
+		}
+		if err := tx.Exec(ctx, `DELETE FROM main.evaluator_scores WHERE trace_id = ?`, p.TraceID); err != nil {
 			return err
 		}
 		if p.Mode == events.RevisionAppended {
@@ -295,6 +302,26 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 				FROM main.steps s WHERE s.id = ? AND s.trace_id = ?
 				AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
 				p.ModelID, p.ModelName, sc.Score, sc.Credit, e.RecordedAt, sc.StepID, sc.TraceID, sc.TraceID, sc.Revision); err != nil {
+				return err
+			}
+		}
+		return nil
+	case events.EvaluatorTraceScored:
+		var p events.EvaluatorTraceScoredV1
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		// Only the current revision's scores land; they replace the
+		// trace's earlier ones (an earlier release's).
+		if err := tx.Exec(ctx, `DELETE FROM main.evaluator_scores WHERE trace_id = ?
+			AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`, p.TraceID, p.TraceID, p.TraceRevision); err != nil {
+			return err
+		}
+		for _, sc := range p.Scores {
+			if err := tx.Exec(ctx, `INSERT INTO main.evaluator_scores SELECT s.trace_id, s.id, s.step_index, ?, ?, ?, ?, ?
+				FROM main.steps s WHERE s.id = ? AND s.trace_id = ?
+				AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
+				p.Release, p.TraceRevision, sc.Score, sc.Credit, e.RecordedAt, sc.StepID, p.TraceID, p.TraceID, p.TraceRevision); err != nil {
 				return err
 			}
 		}

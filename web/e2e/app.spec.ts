@@ -103,6 +103,8 @@ test("open a trace: rate, quote, comment, flag, edit, delete, and it all survive
   await expect(page.getByRole("heading", { name: "Refund for order 5521 (e2e)" })).toBeVisible();
   await a11y(page, "viewer");
   await shot(page, "viewer");
+  // No shared-evaluator release on this deployment: the trace says it waits.
+  await expect(page.getByText("Shared evaluator: waiting for the first release")).toBeVisible();
 
   // Tool call and its adjacent result share a row; both are steps.
   const call = page.getByRole("region", { name: "Step 3", exact: true });

@@ -53,14 +53,22 @@ export function TraceViewer() {
     return m;
   }, [d]);
   const traceAnns = useMemo(() => (d?.annotations ?? []).filter((a) => !a.step_id), [d]);
+  // The shared evaluator's scores come first (the viewer's default when a
+  // release scored the trace), then each personal model's.
   const models = useMemo(() => {
     const m = new Map<string, string>();
+    const ev = d?.evaluator;
+    if (ev && ev.action_scores.length > 0) m.set(SHARED_EVALUATOR, `Shared evaluator (release ${ev.release ?? ev.action_scores[0].release})`);
     for (const s of d?.action_scores ?? []) m.set(s.reward_model_id, s.reward_model_name);
     return [...m.entries()];
   }, [d]);
   const creditModel = model || models[0]?.[0] || "";
   const credit = useMemo(() => {
     const m = new Map<string, number>();
+    if (creditModel === SHARED_EVALUATOR) {
+      for (const s of d?.evaluator.action_scores ?? []) m.set(s.step_id, s.credit);
+      return m;
+    }
     for (const s of d?.action_scores ?? []) if (s.reward_model_id === creditModel) m.set(s.step_id, s.credit);
     return m;
   }, [d, creditModel]);
@@ -226,6 +234,9 @@ export function TraceViewer() {
                 scoring {r.status}
               </span>
             ))}
+          <span className={"chip" + (t.evaluator.status === "failed" ? " neg" : "")} title={t.evaluator.error ?? undefined}>
+            Shared evaluator: {evaluatorStatusText(t.evaluator)}
+          </span>
           {models.length > 0 && (
             <label className="field inline">
               <span>Credit model</span>
@@ -283,7 +294,11 @@ export function TraceViewer() {
           credit={credit}
           selected={selected}
           model={models.find(([mid]) => mid === creditModel)?.[1] ?? ""}
-          pending={t.scoring_runs.some((r) => r.reward_model_id === creditModel && (r.status === "queued" || r.status === "running"))}
+          pending={
+            creditModel === SHARED_EVALUATOR
+              ? t.evaluator.status === "scoring"
+              : t.scoring_runs.some((r) => r.reward_model_id === creditModel && (r.status === "queued" || r.status === "running"))
+          }
           onPick={(i) => {
             select(i);
             virt.scrollToIndex(stepRow[i], { align: "start" });
@@ -365,3 +380,21 @@ export function TraceViewer() {
 }
 
 const EMPTY: TraceDetail["annotations"] = [];
+
+// SHARED_EVALUATOR is the credit selector's value for the shared
+// evaluator's scores (no personal model has this id: those are UUIDs).
+const SHARED_EVALUATOR = "shared-evaluator";
+
+// evaluatorStatusText says where the shared evaluator stands on this trace.
+function evaluatorStatusText(ev: TraceDetail["evaluator"]): string {
+  switch (ev.status) {
+    case "waiting_for_first_release":
+      return "waiting for the first release";
+    case "scoring":
+      return ev.live_release != null ? `release ${ev.live_release} is scoring this trace` : "scoring";
+    case "failed":
+      return `release ${ev.live_release ?? "?"} could not score this trace`;
+    default:
+      return `scored by release ${ev.release ?? ev.live_release ?? "?"}`;
+  }
+}

@@ -784,14 +784,17 @@ func (x *EvaluatorBenchmark) GetFrozenAt() string {
 
 type GetEvaluatorResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// waiting_for_first_release until a release exists.
+	// released while a release is live; waiting_for_first_release otherwise.
 	Status         string                `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
 	Message        string                `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
 	Benchmarks     []*EvaluatorBenchmark `protobuf:"bytes,3,rep,name=benchmarks,proto3" json:"benchmarks,omitempty"`
 	MinSlice       int32                 `protobuf:"varint,4,opt,name=min_slice,json=minSlice,proto3" json:"min_slice,omitempty"`
 	SliceTolerance float64               `protobuf:"fixed64,5,opt,name=slice_tolerance,json=sliceTolerance,proto3" json:"slice_tolerance,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The live release (unset while none is) and every release, newest first.
+	Release       *EvaluatorRelease   `protobuf:"bytes,6,opt,name=release,proto3" json:"release,omitempty"`
+	Releases      []*EvaluatorRelease `protobuf:"bytes,7,rep,name=releases,proto3" json:"releases,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetEvaluatorResponse) Reset() {
@@ -855,6 +858,180 @@ func (x *GetEvaluatorResponse) GetMinSlice() int32 {
 func (x *GetEvaluatorResponse) GetSliceTolerance() float64 {
 	if x != nil {
 		return x.SliceTolerance
+	}
+	return 0
+}
+
+func (x *GetEvaluatorResponse) GetRelease() *EvaluatorRelease {
+	if x != nil {
+		return x.Release
+	}
+	return nil
+}
+
+func (x *GetEvaluatorResponse) GetReleases() []*EvaluatorRelease {
+	if x != nil {
+		return x.Releases
+	}
+	return nil
+}
+
+// EvaluatorRelease is a release and the benchmark figures it passed the
+// gates with (REST's EvaluatorRelease).
+type EvaluatorRelease struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Version          int32                  `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	CandidateId      string                 `protobuf:"bytes,2,opt,name=candidate_id,json=candidateId,proto3" json:"candidate_id,omitempty"`
+	BenchmarkVersion int32                  `protobuf:"varint,3,opt,name=benchmark_version,json=benchmarkVersion,proto3" json:"benchmark_version,omitempty"`
+	// The release live before it (0: none).
+	Replaces int32 `protobuf:"varint,4,opt,name=replaces,proto3" json:"replaces,omitempty"`
+	Live     bool  `protobuf:"varint,5,opt,name=live,proto3" json:"live,omitempty"`
+	// RFC 3339; rolled_back_at empty unless rolled back.
+	ReleasedAt        string  `protobuf:"bytes,6,opt,name=released_at,json=releasedAt,proto3" json:"released_at,omitempty"`
+	RolledBackAt      string  `protobuf:"bytes,7,opt,name=rolled_back_at,json=rolledBackAt,proto3" json:"rolled_back_at,omitempty"`
+	Items             int32   `protobuf:"varint,8,opt,name=items,proto3" json:"items,omitempty"`
+	Accuracy          float64 `protobuf:"fixed64,9,opt,name=accuracy,proto3" json:"accuracy,omitempty"`
+	IncumbentAccuracy float64 `protobuf:"fixed64,10,opt,name=incumbent_accuracy,json=incumbentAccuracy,proto3" json:"incumbent_accuracy,omitempty"`
+	Diff              float64 `protobuf:"fixed64,11,opt,name=diff,proto3" json:"diff,omitempty"`
+	DiffLow           float64 `protobuf:"fixed64,12,opt,name=diff_low,json=diffLow,proto3" json:"diff_low,omitempty"`
+	DiffHigh          float64 `protobuf:"fixed64,13,opt,name=diff_high,json=diffHigh,proto3" json:"diff_high,omitempty"`
+	Slices            int32   `protobuf:"varint,14,opt,name=slices,proto3" json:"slices,omitempty"`
+	GatedSlices       int32   `protobuf:"varint,15,opt,name=gated_slices,json=gatedSlices,proto3" json:"gated_slices,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *EvaluatorRelease) Reset() {
+	*x = EvaluatorRelease{}
+	mi := &file_critic_v1_evaluator_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EvaluatorRelease) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EvaluatorRelease) ProtoMessage() {}
+
+func (x *EvaluatorRelease) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_evaluator_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EvaluatorRelease.ProtoReflect.Descriptor instead.
+func (*EvaluatorRelease) Descriptor() ([]byte, []int) {
+	return file_critic_v1_evaluator_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *EvaluatorRelease) GetVersion() int32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *EvaluatorRelease) GetCandidateId() string {
+	if x != nil {
+		return x.CandidateId
+	}
+	return ""
+}
+
+func (x *EvaluatorRelease) GetBenchmarkVersion() int32 {
+	if x != nil {
+		return x.BenchmarkVersion
+	}
+	return 0
+}
+
+func (x *EvaluatorRelease) GetReplaces() int32 {
+	if x != nil {
+		return x.Replaces
+	}
+	return 0
+}
+
+func (x *EvaluatorRelease) GetLive() bool {
+	if x != nil {
+		return x.Live
+	}
+	return false
+}
+
+func (x *EvaluatorRelease) GetReleasedAt() string {
+	if x != nil {
+		return x.ReleasedAt
+	}
+	return ""
+}
+
+func (x *EvaluatorRelease) GetRolledBackAt() string {
+	if x != nil {
+		return x.RolledBackAt
+	}
+	return ""
+}
+
+func (x *EvaluatorRelease) GetItems() int32 {
+	if x != nil {
+		return x.Items
+	}
+	return 0
+}
+
+func (x *EvaluatorRelease) GetAccuracy() float64 {
+	if x != nil {
+		return x.Accuracy
+	}
+	return 0
+}
+
+func (x *EvaluatorRelease) GetIncumbentAccuracy() float64 {
+	if x != nil {
+		return x.IncumbentAccuracy
+	}
+	return 0
+}
+
+func (x *EvaluatorRelease) GetDiff() float64 {
+	if x != nil {
+		return x.Diff
+	}
+	return 0
+}
+
+func (x *EvaluatorRelease) GetDiffLow() float64 {
+	if x != nil {
+		return x.DiffLow
+	}
+	return 0
+}
+
+func (x *EvaluatorRelease) GetDiffHigh() float64 {
+	if x != nil {
+		return x.DiffHigh
+	}
+	return 0
+}
+
+func (x *EvaluatorRelease) GetSlices() int32 {
+	if x != nil {
+		return x.Slices
+	}
+	return 0
+}
+
+func (x *EvaluatorRelease) GetGatedSlices() int32 {
+	if x != nil {
+		return x.GatedSlices
 	}
 	return 0
 }
@@ -946,7 +1123,7 @@ const file_critic_v1_evaluator_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\x05R\aversion\x12\x1a\n" +
 	"\tas_of_seq\x18\x02 \x01(\x03R\aasOfSeq\x12\x14\n" +
 	"\x05items\x18\x03 \x01(\x05R\x05items\x12\x1b\n" +
-	"\tfrozen_at\x18\x04 \x01(\tR\bfrozenAt\"\xcd\x01\n" +
+	"\tfrozen_at\x18\x04 \x01(\tR\bfrozenAt\"\xbd\x02\n" +
 	"\x14GetEvaluatorResponse\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12=\n" +
@@ -954,7 +1131,27 @@ const file_critic_v1_evaluator_proto_rawDesc = "" +
 	"benchmarks\x18\x03 \x03(\v2\x1d.critic.v1.EvaluatorBenchmarkR\n" +
 	"benchmarks\x12\x1b\n" +
 	"\tmin_slice\x18\x04 \x01(\x05R\bminSlice\x12'\n" +
-	"\x0fslice_tolerance\x18\x05 \x01(\x01R\x0esliceTolerance2\x92\x03\n" +
+	"\x0fslice_tolerance\x18\x05 \x01(\x01R\x0esliceTolerance\x125\n" +
+	"\arelease\x18\x06 \x01(\v2\x1b.critic.v1.EvaluatorReleaseR\arelease\x127\n" +
+	"\breleases\x18\a \x03(\v2\x1b.critic.v1.EvaluatorReleaseR\breleases\"\xdb\x03\n" +
+	"\x10EvaluatorRelease\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\x05R\aversion\x12!\n" +
+	"\fcandidate_id\x18\x02 \x01(\tR\vcandidateId\x12+\n" +
+	"\x11benchmark_version\x18\x03 \x01(\x05R\x10benchmarkVersion\x12\x1a\n" +
+	"\breplaces\x18\x04 \x01(\x05R\breplaces\x12\x12\n" +
+	"\x04live\x18\x05 \x01(\bR\x04live\x12\x1f\n" +
+	"\vreleased_at\x18\x06 \x01(\tR\n" +
+	"releasedAt\x12$\n" +
+	"\x0erolled_back_at\x18\a \x01(\tR\frolledBackAt\x12\x14\n" +
+	"\x05items\x18\b \x01(\x05R\x05items\x12\x1a\n" +
+	"\baccuracy\x18\t \x01(\x01R\baccuracy\x12-\n" +
+	"\x12incumbent_accuracy\x18\n" +
+	" \x01(\x01R\x11incumbentAccuracy\x12\x12\n" +
+	"\x04diff\x18\v \x01(\x01R\x04diff\x12\x19\n" +
+	"\bdiff_low\x18\f \x01(\x01R\adiffLow\x12\x1b\n" +
+	"\tdiff_high\x18\r \x01(\x01R\bdiffHigh\x12\x16\n" +
+	"\x06slices\x18\x0e \x01(\x05R\x06slices\x12!\n" +
+	"\fgated_slices\x18\x0f \x01(\x05R\vgatedSlices2\x92\x03\n" +
 	"\x10EvaluatorService\x12l\n" +
 	"\x14SetTraceContribution\x12&.critic.v1.SetTraceContributionRequest\x1a'.critic.v1.SetTraceContributionResponse\"\x03\x90\x02\x02\x12]\n" +
 	"\x0fComparisonQueue\x12!.critic.v1.ComparisonQueueRequest\x1a\".critic.v1.ComparisonQueueResponse\"\x03\x90\x02\x01\x12[\n" +
@@ -973,7 +1170,7 @@ func file_critic_v1_evaluator_proto_rawDescGZIP() []byte {
 	return file_critic_v1_evaluator_proto_rawDescData
 }
 
-var file_critic_v1_evaluator_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_critic_v1_evaluator_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_critic_v1_evaluator_proto_goTypes = []any{
 	(*SetTraceContributionRequest)(nil),  // 0: critic.v1.SetTraceContributionRequest
 	(*SetTraceContributionResponse)(nil), // 1: critic.v1.SetTraceContributionResponse
@@ -986,6 +1183,7 @@ var file_critic_v1_evaluator_proto_goTypes = []any{
 	(*GetEvaluatorRequest)(nil),          // 8: critic.v1.GetEvaluatorRequest
 	(*EvaluatorBenchmark)(nil),           // 9: critic.v1.EvaluatorBenchmark
 	(*GetEvaluatorResponse)(nil),         // 10: critic.v1.GetEvaluatorResponse
+	(*EvaluatorRelease)(nil),             // 11: critic.v1.EvaluatorRelease
 }
 var file_critic_v1_evaluator_proto_depIdxs = []int32{
 	3,  // 0: critic.v1.ComparisonQueueItem.left:type_name -> critic.v1.ComparisonSide
@@ -994,19 +1192,21 @@ var file_critic_v1_evaluator_proto_depIdxs = []int32{
 	3,  // 3: critic.v1.ReviewComparisonResponse.left:type_name -> critic.v1.ComparisonSide
 	3,  // 4: critic.v1.ReviewComparisonResponse.right:type_name -> critic.v1.ComparisonSide
 	9,  // 5: critic.v1.GetEvaluatorResponse.benchmarks:type_name -> critic.v1.EvaluatorBenchmark
-	0,  // 6: critic.v1.EvaluatorService.SetTraceContribution:input_type -> critic.v1.SetTraceContributionRequest
-	2,  // 7: critic.v1.EvaluatorService.ComparisonQueue:input_type -> critic.v1.ComparisonQueueRequest
-	6,  // 8: critic.v1.EvaluatorService.ReviewComparison:input_type -> critic.v1.ReviewComparisonRequest
-	8,  // 9: critic.v1.EvaluatorService.GetEvaluator:input_type -> critic.v1.GetEvaluatorRequest
-	1,  // 10: critic.v1.EvaluatorService.SetTraceContribution:output_type -> critic.v1.SetTraceContributionResponse
-	5,  // 11: critic.v1.EvaluatorService.ComparisonQueue:output_type -> critic.v1.ComparisonQueueResponse
-	7,  // 12: critic.v1.EvaluatorService.ReviewComparison:output_type -> critic.v1.ReviewComparisonResponse
-	10, // 13: critic.v1.EvaluatorService.GetEvaluator:output_type -> critic.v1.GetEvaluatorResponse
-	10, // [10:14] is the sub-list for method output_type
-	6,  // [6:10] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	11, // 6: critic.v1.GetEvaluatorResponse.release:type_name -> critic.v1.EvaluatorRelease
+	11, // 7: critic.v1.GetEvaluatorResponse.releases:type_name -> critic.v1.EvaluatorRelease
+	0,  // 8: critic.v1.EvaluatorService.SetTraceContribution:input_type -> critic.v1.SetTraceContributionRequest
+	2,  // 9: critic.v1.EvaluatorService.ComparisonQueue:input_type -> critic.v1.ComparisonQueueRequest
+	6,  // 10: critic.v1.EvaluatorService.ReviewComparison:input_type -> critic.v1.ReviewComparisonRequest
+	8,  // 11: critic.v1.EvaluatorService.GetEvaluator:input_type -> critic.v1.GetEvaluatorRequest
+	1,  // 12: critic.v1.EvaluatorService.SetTraceContribution:output_type -> critic.v1.SetTraceContributionResponse
+	5,  // 13: critic.v1.EvaluatorService.ComparisonQueue:output_type -> critic.v1.ComparisonQueueResponse
+	7,  // 14: critic.v1.EvaluatorService.ReviewComparison:output_type -> critic.v1.ReviewComparisonResponse
+	10, // 15: critic.v1.EvaluatorService.GetEvaluator:output_type -> critic.v1.GetEvaluatorResponse
+	12, // [12:16] is the sub-list for method output_type
+	8,  // [8:12] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_critic_v1_evaluator_proto_init() }
@@ -1024,7 +1224,7 @@ func file_critic_v1_evaluator_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_critic_v1_evaluator_proto_rawDesc), len(file_critic_v1_evaluator_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
