@@ -106,7 +106,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		if local, ok := in.blobs.(*blob.Local); ok {
 			mux.Handle(blobdl.Pattern, blobdl.Handler(local))
 		}
-		rest.NewQueryAPI(a.Snapshots, a.Auth, cfg.MaxBody).Register(mux)
+		rest.NewQueryAPI(a.Query, a.Auth, cfg.MaxBody).Register(mux)
 		otlp.NewReceiver(a.Cmds, a.Waiter, a.Auth, cfg.MaxBody).Register(mux)
 		registerConnect(mux, a, cfg.MaxBody, in.blobs, gen, evalPolicy)
 		connectapi.RegisterHealthAndReflection(mux, a.Ready)

@@ -27,6 +27,7 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/bus"
 	"github.com/criticml/critic/platform/duck"
@@ -87,6 +88,11 @@ type Config struct {
 	// StepLabelModel is the deployment's step-label model ("" when none):
 	// trace details report missing labels as queued for it.
 	StepLabelModel string
+	// QueryWait is how long POST /query waits for this instance's snapshot
+	// to reach the position a query needs before answering 503
+	// snapshot_catching_up (CRITIC_QUERY_WAIT; 0 → usecase.DefaultQueryWait,
+	// negative → answer at once).
+	QueryWait time.Duration
 }
 
 // Deps is the infrastructure the caller opened and still owns (Shutdown does
@@ -113,6 +119,9 @@ type Server struct {
 	Auth    *edge.Authenticator
 	// Snapshots serves POST /query; nil without Config.SnapshotDir.
 	Snapshots *duck.Snapshots
+	// Query is the SQL use case over Snapshots that REST and Connect call:
+	// it answers only from a snapshot that reflects the caller's writes.
+	Query *usecase.Query
 	// Brokers and Publisher let the caller start more bus consumers and
 	// producers (job dispatch) with Go.
 	Brokers   []string
@@ -131,6 +140,11 @@ type Server struct {
 	pool    *pgxpool.Pool
 	// readyMaxLag is Config.ReadyMaxLag with its default.
 	readyMaxLag int64
+	// snapPos is the snapshot's log position and snapStart the log head
+	// when the instance started (nil/0 without snapshots): /readyz reports
+	// the instance not ready until the snapshot reached snapStart.
+	snapPos   *snapshot.Position
+	snapStart int64
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
 	closers     []func() error
@@ -219,8 +233,44 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		}
 		s.closers = append([]func() error{snapSub.Close}, s.closers...)
 		snapProj := snapshot.New(snaps, deps.Blobs, log)
+		pos, err := snapshot.OpenPosition(snaps.Dir(), deps.Store.FirstAfter)
+		if err != nil {
+			return fail(err)
+		}
+		start, err := deps.Store.Head(ctx)
+		if err != nil {
+			return fail(fmt.Errorf("read the event log head: %w", err))
+		}
+		s.snapPos, s.snapStart = pos, start
+		guard := projections.NewGuard(group, deps.Pool, deps.Store, snapProj, log, cfg.Guard).Observe(s.Observed(snapshot.Name)...).
+			OnProcessed(pos.Processed)
+		wait := cfg.QueryWait
+		if wait < 0 {
+			wait = time.Nanosecond
+		}
+		s.Query = usecase.NewQuery(snaps, pos, deps.Store, guard.Held, group, start, wait)
+		log.Info("query snapshot: catching up with the event log", "group", group, "applied", pos.Applied(), "log_head", start,
+			"position_recorded", pos.Known())
 		s.goRun("snapshot", func() error {
-			return projections.NewGuard(group, deps.Pool, deps.Store, snapProj, log, cfg.Guard).Observe(s.Observed(snapshot.Name)...).Run(ctx,
+			// First straight from the log up to its head at start (no
+			// waiting for the consumer group to join), then from the bus.
+			for {
+				err := snapshot.CatchUp(ctx, deps.Store, guard.ApplyLog, pos, start)
+				if err == nil {
+					break
+				}
+				if ctx.Err() != nil {
+					return nil
+				}
+				log.Warn("query snapshot: catching up from the log failed; retrying", "err", err)
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(time.Second):
+				}
+			}
+			log.Info("query snapshot: caught up with the log as of start", "group", group, "applied", pos.Applied())
+			return guard.Run(ctx,
 				func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
 					return snapSub.ConsumeBatches(ctx, topic, n, wait, h)
 				}, relay.Topic)

@@ -310,6 +310,10 @@ func (s *Snapshots) Close() error {
 	return errors.Join(errs...)
 }
 
+// Dir is the snapshot directory (absolute): the projection keeps its log
+// position there beside the owner files.
+func (s *Snapshots) Dir() string { return s.dir }
+
 // Path is where an owner's snapshot file lives. Exposed for operations
 // (backups, `critic replay` dropping a projection), never shown to users.
 func (s *Snapshots) Path(ownerID string) string {

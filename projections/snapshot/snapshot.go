@@ -392,6 +392,7 @@ func derefString(p *string) any {
 // it read.
 func Replay(ctx context.Context, dir string, store *eventstore.Store, log *slog.Logger) (int, error) {
 	n := 0
+	var lastSeq int64
 	err := duck.Rebuild(ctx, dir, duck.Options{}, func(ctx context.Context, s *duck.Snapshots) error {
 		p := New(s, store.Blobs(), log)
 		var after int64
@@ -401,8 +402,10 @@ func Replay(ctx context.Context, dir string, store *eventstore.Store, log *slog.
 				return err
 			}
 			if len(batch) == 0 {
-				return nil
+				// The rebuilt files hold every event up to the last one read.
+				return WritePosition(s.Dir(), lastSeq)
 			}
+			lastSeq = batch[len(batch)-1].Seq
 			if err := p.Apply(ctx, batch); err != nil {
 				return err
 			}
