@@ -140,16 +140,17 @@ type Server struct {
 	pool    *pgxpool.Pool
 	// readyMaxLag is Config.ReadyMaxLag with its default.
 	readyMaxLag int64
-	// snapPos is the snapshot's log position and snapStart the log head
-	// when the instance started (nil/0 without snapshots): /readyz reports
-	// the instance not ready until the snapshot reached snapStart.
-	snapPos   *snapshot.Position
-	snapStart int64
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
 	closers     []func() error
 	log         *slog.Logger
 	shutOnce    sync.Once
+
+	// snapPos is the snapshot's log position and snapStart the log head
+	// when the instance started (nil/0 without snapshots): /readyz reports
+	// the instance not ready until the snapshot reached snapStart.
+	snapPos   *snapshot.Position
+	snapStart int64
 }
 
 // Start starts the broker (if needed), relay, projection and waiter, mounts

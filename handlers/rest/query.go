@@ -12,9 +12,9 @@ import (
 // caller's own snapshot. It is its own type because it depends on the
 // snapshot projection's files rather than on commands and the read model.
 type QueryAPI struct {
-	q     *usecase.Query
-	auth  *edge.Authenticator
-	body  *API // for decodeBody (strict JSON, body limit)
+	q    *usecase.Query
+	auth *edge.Authenticator
+	body *API // for decodeBody (strict JSON, body limit)
 }
 
 // NewQueryAPI returns the /query handler over q (apiserver.Server.Query).
