@@ -18,6 +18,7 @@ import (
 	"github.com/criticml/critic/handlers/workerapi"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/duck"
+	"github.com/criticml/critic/platform/instance"
 	"github.com/criticml/critic/platform/requestid"
 	"github.com/criticml/critic/platform/telemetry"
 	"github.com/criticml/critic/projections/readmodel"
@@ -48,8 +49,23 @@ func cmdServe(ctx context.Context, _ []string) error {
 		return err
 	}
 	fmt.Printf("Critic API listening on http://%s\n", srv.addr)
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err := <-srv.Lost():
+		_ = srv.shutdown()
+		return err
+	}
 	return srv.shutdown()
+}
+
+// instanceID is CRITIC_INSTANCE_ID, or the id generated once into the data
+// directory: unique per data directory, so two instances on one host never
+// share a snapshot consumer group by default.
+func instanceID(cfg config) (string, error) {
+	if cfg.InstanceID != "" {
+		return cfg.InstanceID, nil
+	}
+	return instance.LoadOrCreateID(cfg.DataDir)
 }
 
 // server is the running API process (see handlers/apiserver, which assembles it),
@@ -72,6 +88,10 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker token: %w", err)
 	}
+	id, err := instanceID(cfg)
+	if err != nil {
+		return nil, err
+	}
 	evalPolicy, err := loadEvaluatorPolicy()
 	if err != nil {
 		return nil, err
@@ -88,7 +108,8 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		WaitTimeout:    5 * time.Second,
 		SnapshotDir:    filepath.Join(cfg.DataDir, "snapshots"),
 		Query:          duck.Options{Load: cfg.QueryIsolation},
-		InstanceID:     cfg.InstanceID,
+		InstanceID:     id,
+		QueryWait:      cfg.QueryWait,
 		Telemetry:      tel,
 		MetricsAddr:    cfg.MetricsAddr,
 		ReadyMaxLag:    int64(cfg.ReadyMaxLag),

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -32,6 +33,7 @@ import (
 	"github.com/criticml/critic/platform/bus"
 	"github.com/criticml/critic/platform/duck"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/instance"
 	"github.com/criticml/critic/platform/metrics"
 	"github.com/criticml/critic/platform/relay"
 	"github.com/criticml/critic/platform/telemetry"
@@ -151,6 +153,51 @@ type Server struct {
 	// the instance not ready until the snapshot reached snapStart.
 	snapPos   *snapshot.Position
 	snapStart int64
+	// claim holds this instance's id (nil without Config.InstanceID); lost
+	// receives why the instance must stop when another took the id over.
+	claim *instance.Claim
+	lost  chan error
+}
+
+// Lost receives an error when this instance lost its instance id to another
+// live instance (its database connection broke and the other claimed the
+// id meanwhile): the process must stop, or both would split one snapshot
+// consumer group.
+func (s *Server) Lost() <-chan error { return s.lost }
+
+// watchClaim checks the instance's claim every few seconds; a broken claim
+// connection is re-claimed, and an id another instance took meanwhile ends
+// this one (Lost).
+func (s *Server) watchClaim(ctx context.Context, pool *pgxpool.Pool, cfg Config) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(2 * time.Second):
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := s.claim.Alive(pctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			continue
+		}
+		s.log.Warn("instance: the connection holding the instance id broke; claiming it again", "instance", cfg.InstanceID, "err", err)
+		_ = s.claim.Release()
+		host, _ := os.Hostname()
+		claim, aerr := instance.Acquire(ctx, pool, cfg.InstanceID, instance.Options{Host: host, PID: os.Getpid(), Addr: s.Addr, Wait: time.Second})
+		var inUse *instance.InUseError
+		switch {
+		case aerr == nil:
+			s.claim = claim
+			s.log.Info("instance: instance id claimed again", "instance", cfg.InstanceID)
+		case errors.As(aerr, &inUse):
+			s.log.Error("instance: another instance took this instance id over; stopping", "instance", cfg.InstanceID, "err", aerr)
+			s.lost <- aerr
+			return
+		default:
+			s.log.Warn("instance: cannot claim the instance id again yet", "instance", cfg.InstanceID, "err", aerr)
+		}
+	}
 }
 
 // Start starts the broker (if needed), relay, projection and waiter, mounts
@@ -170,6 +217,17 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	fail := func(err error) (*Server, error) {
 		_ = s.Shutdown()
 		return nil, err
+	}
+	s.lost = make(chan error, 1)
+	if cfg.InstanceID != "" {
+		// Before anything joins a consumer group under this id.
+		host, _ := os.Hostname()
+		claim, err := instance.Acquire(ctx, deps.Pool, cfg.InstanceID, instance.Options{Host: host, PID: os.Getpid(), Addr: cfg.Addr})
+		if err != nil {
+			return fail(err)
+		}
+		s.claim = claim
+		s.goRun("instance", func() error { s.watchClaim(ctx, deps.Pool, cfg); return nil })
 	}
 
 	brokers := cfg.KafkaBrokers
@@ -416,6 +474,9 @@ func (s *Server) Shutdown() error {
 		if s.Snapshots != nil {
 			// After the projection stopped: closing checkpoints the files.
 			_ = s.Snapshots.Close()
+		}
+		if s.claim != nil {
+			_ = s.claim.Release()
 		}
 	})
 	return nil
