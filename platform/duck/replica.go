@@ -13,9 +13,15 @@ import (
 // closed when it is retired (stale, evicted, idle or Close) and the last
 // query using it ended.
 type replica struct {
-	db      *sql.DB
-	version uint64 // the owner's snapshot version it was copied at
-	bytes   int64  // DuckDB's memory use after loading
+	db *sql.DB
+	// w is the replica's own connection, through which it follows the
+	// owner's changes (delta.go); used only while the owner's rw lock is
+	// held exclusively.
+	w *sql.Conn
+	// version is the owner's snapshot version the replica holds (guarded by
+	// Snapshots.mu: advance moves it).
+	version uint64
+	bytes   int64 // DuckDB's memory use after loading
 
 	// guarded by Snapshots.mu
 	refs    int
@@ -96,7 +102,10 @@ func (s *Snapshots) acquireReplica(ctx context.Context, o *ownerState, ownerID s
 		if call.err != nil {
 			return nil, call.err
 		}
-		if call.rep.version >= want {
+		s.mu.Lock()
+		fresh := call.rep.version >= want
+		s.mu.Unlock()
+		if fresh {
 			return call.rep, nil
 		}
 		// That build started before a change we must see: build again.
@@ -131,7 +140,10 @@ func (s *Snapshots) retireLocked(o *ownerState) {
 	}
 }
 
-func (r *replica) close() { _ = r.db.Close() }
+func (r *replica) close() {
+	_ = r.w.Close()
+	_ = r.db.Close()
+}
 
 // buildReplica copies ownerID's snapshot into a new replica and installs it,
 // evicting the least recently used replicas beyond ReplicaBytes.
@@ -230,6 +242,7 @@ func (s *Snapshots) newReplica(ctx context.Context, ownerID string, o *ownerStat
 	if err != nil {
 		return nil, err
 	}
+	s.builds.Add(1)
 	o.rw.RLock()
 	version := o.version.Load()
 	err = s.load(ctx, sb, ownerID, "", true)
@@ -254,10 +267,10 @@ func (s *Snapshots) newReplica(ctx context.Context, ownerID string, o *ownerStat
 		return nil, err
 	}
 	// Every query gets a new DuckDB connection: none is kept idle for reuse.
+	// The loading connection stays the replica's own, for following changes.
 	sb.db.SetMaxIdleConns(0)
-	_ = sb.conn.Close()
-	sb.db.SetMaxOpenConns(s.opts.MaxQueriesPerOwner)
-	return &replica{db: sb.db, version: version, bytes: bytes}, nil
+	sb.db.SetMaxOpenConns(s.opts.MaxQueriesPerOwner + 1)
+	return &replica{db: sb.db, w: sb.conn, version: version, bytes: bytes}, nil
 }
 
 // evictReplicasLocked retires least recently used replicas (other than

@@ -127,6 +127,7 @@ func (w *writer) flush(ctx context.Context) error {
 	if len(w.order) == 0 {
 		return nil
 	}
+	w.tx.Touch(w.order...)
 	// One statement per 500 imported traces for their revisions.
 	for len(w.revisions) > 0 {
 		n := min(len(w.revisions), 1000)
@@ -204,6 +205,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
+		tx.Touch(p.TraceID)
 		if err := setRevision(ctx, tx, p.TraceID, p.Revision); err != nil {
 			return err
 		}
@@ -243,12 +245,14 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
+		tx.Touch(p.TraceID)
 		return tx.Exec(ctx, `UPDATE main.traces SET title = ? WHERE id = ?`, p.Title, p.TraceID)
 	case events.TraceDeleted:
 		var p events.TraceDeletedV1
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
+		tx.Touch(p.TraceID)
 		if err := tx.Exec(ctx, `DELETE FROM main._trace_revisions WHERE trace_id = ?`, p.TraceID); err != nil {
 			return err
 		}
@@ -259,6 +263,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		for _, sc := range p.Scores {
+			tx.Touch(sc.TraceID)
 			// Latest per (trace, model), and only for the current revision.
 			if err := tx.Exec(ctx, `DELETE FROM main.scores WHERE trace_id = ? AND reward_model_id = ?
 				AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
@@ -278,6 +283,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		for _, sc := range p.Scores {
+			tx.Touch(sc.TraceID)
 			if err := tx.Exec(ctx, `DELETE FROM main.action_scores WHERE step_id = ? AND reward_model_id = ?
 				AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
 				sc.StepID, p.ModelID, sc.TraceID, sc.Revision); err != nil {
@@ -296,18 +302,21 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
+		tx.Touch(p.TraceID)
 		return applyStepsLabeled(ctx, tx, p)
 	case events.TraceStepsQualityChecked:
 		var p events.TraceStepsQualityCheckedV1
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
+		tx.Touch(p.TraceID)
 		return applyQualityChecked(ctx, tx, p)
 	case events.AnnotationAdded:
 		var p events.AnnotationAddedV1
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
+		tx.TouchAnnotation(p.AnnotationID)
 		row := duck.AnnotationRow{ID: p.AnnotationID, TraceID: p.TraceID, Rating: p.Rating, Comment: p.Comment,
 			AuthorID: p.AuthorID, AuthorName: p.AuthorName, CreatedAt: e.RecordedAt}
 		if p.Quote != nil {
@@ -328,6 +337,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
+		tx.TouchAnnotation(p.AnnotationID)
 		return tx.Exec(ctx, `UPDATE main.annotations SET rating = ?, comment = ?, label_error = ?, label_error_note = ?
 			WHERE id = ?`, derefInt(p.Rating), derefString(p.Comment), p.LabelError, derefString(p.LabelErrorNote), p.AnnotationID)
 	case events.AnnotationRemoved:
@@ -335,6 +345,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
+		tx.TouchAnnotation(p.AnnotationID)
 		return tx.DeleteAnnotation(ctx, p.AnnotationID)
 	}
 	return nil
