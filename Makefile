@@ -78,7 +78,7 @@ bench-client: deps ## critic import of a folder (CRITIC_BENCH_CLIENT_MB across 1
 bench-ingest-metrics: deps ## bulk import with CRITIC_METRICS=off vs on in the same run; ratio on/off (target ≥ 0.97)
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkMetricsOverheadIngest -benchtime 1x -timeout 30m ./e2e/
 
-bench-query: deps ## group-by over 1,000,000 steps via POST /query vs direct DuckDB; p50/p99, ratio
+bench-query: deps ## group-by over 1,000,000 steps via POST /query vs direct DuckDB, and the first query after a write; p50/p99, ratios
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkQuery -benchtime 1x -timeout 30m ./e2e/
 
 bench-otlp: deps ## OTLP/HTTP spans/s end to end (512-span protobuf exports, 1 and 4 senders) vs in-process decode
