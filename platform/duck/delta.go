@@ -29,6 +29,7 @@ import (
 // change, never between. Whether the replica equals a fresh copy after every
 // event is what TestReplicaFollowsEveryChange checks.
 type delta struct {
+	version     uint64 // the owner's snapshot version after it (set by advance)
 	traces      []any
 	annotations []any
 	rows        map[string][][]any // table → rows, JSON columns as their text
@@ -181,7 +182,15 @@ func (s *Snapshots) advance(ctx context.Context, o *ownerState, d *delta) {
 		return
 	}
 	r.version = o.version.Add(1)
+	if o.compressing && len(o.followed) < maxFollowed {
+		d.version = r.version
+		o.followed = append(o.followed, d)
+	}
 }
+
+// maxFollowed bounds the deltas kept for a compressed copy in the making;
+// beyond it the copy is dropped (the replica keeps serving uncompressed).
+const maxFollowed = 1000
 
 // apply replaces the rows d covers in one replica transaction, over the
 // replica's own connection (never a user's).

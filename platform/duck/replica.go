@@ -215,13 +215,46 @@ func (s *Snapshots) compress(ownerID string, o *ownerState, r *replica) {
 		case <-ctx.Done():
 		}
 	}()
+	s.mu.Lock()
+	o.compressing, o.followed = true, nil
+	s.mu.Unlock()
+	done := func() {
+		o.compressing, o.followed = false, nil
+	}
 	c, err := s.newReplica(ctx, ownerID, o, true)
 	if err != nil {
+		s.mu.Lock()
+		done()
+		s.mu.Unlock()
 		return // r keeps serving: slower, still correct
+	}
+	// Changes r followed while the copy was built are applied to it too,
+	// with writers held off (o.rw), so it is as current as r when it
+	// replaces r.
+	o.rw.Lock()
+	defer o.rw.Unlock()
+	s.mu.Lock()
+	var pending []*delta
+	ok := !s.closed && o.rep == r && len(o.followed) < maxFollowed
+	for _, d := range o.followed {
+		if d.version > c.version {
+			pending = append(pending, d)
+		}
+	}
+	s.mu.Unlock()
+	for _, d := range pending {
+		if !ok {
+			break
+		}
+		if err := c.apply(ctx, d); err != nil {
+			ok = false
+		}
+		c.version = d.version
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || o.rep != r || c.version != r.version {
+	done()
+	if !ok || s.closed || o.rep != r || c.version != r.version {
 		go c.close() // r was replaced or went stale meanwhile
 		return
 	}

@@ -219,6 +219,11 @@ type ownerState struct {
 	open     bool
 	rep      *replica   // the current replica (LoadReplica)
 	building *buildCall // the replica build in progress
+	// compressing is set while a compressed copy of rep is being built;
+	// the deltas rep follows meanwhile are kept in followed, so the copy
+	// can catch up before it replaces rep (compress).
+	compressing bool
+	followed    []*delta
 }
 
 // ownerIDPattern keeps owner ids safe as file names: the id becomes a path.
