@@ -329,6 +329,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 				}
 			}
 			log.Info("query snapshot: caught up with the log as of start", "group", group, "applied", pos.Applied())
+			s.goRun("snapshot-watch", func() error { watchPosition(ctx, log, group, pos); return nil })
 			return guard.Run(ctx,
 				func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
 					return snapSub.ConsumeBatches(ctx, topic, n, wait, h)
@@ -390,6 +391,32 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		return nil
 	})
 	return s, nil
+}
+
+// watchPosition logs, once per episode, a snapshot position that stopped
+// moving while later events wait behind a missing one: queries that need
+// it answer 503 snapshot_catching_up until it arrives, and an operator
+// should know (`critic replay snapshot` rebuilds the snapshot from the log).
+func watchPosition(ctx context.Context, log *slog.Logger, group string, pos *snapshot.Position) {
+	const after = 30 * time.Second
+	warned := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+		applied, pending, stuck := pos.Stuck(after)
+		switch {
+		case stuck && !warned:
+			log.Warn("query snapshot: stuck behind an event the bus has not delivered; queries needing it answer 503 snapshot_catching_up",
+				"group", group, "applied", applied, "missing_seq_after", applied, "pending", pending)
+			warned = true
+		case !stuck && warned:
+			log.Info("query snapshot: moving again", "group", group, "applied", applied)
+			warned = false
+		}
+	}
 }
 
 // relayName is the relay's cursor key in relay_cursor.

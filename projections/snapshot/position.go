@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
@@ -44,7 +45,8 @@ type Position struct {
 	applied int64
 	pending map[int64]struct{}
 	changed chan struct{}
-	known   bool // the position file existed (or was written) in this directory
+	known   bool      // the position file existed (or was written) in this directory
+	moved   time.Time // when applied last moved (or the position was opened)
 }
 
 type positionFile struct {
@@ -58,7 +60,7 @@ type positionFile struct {
 // the caller must catch up from the log (see CatchUp) before trusting it.
 func OpenPosition(dir string, first FirstAfter) (*Position, error) {
 	p := &Position{path: filepath.Join(dir, PositionFile), first: first, pending: map[int64]struct{}{},
-		changed: make(chan struct{})}
+		changed: make(chan struct{}), moved: time.Now()}
 	raw, err := os.ReadFile(p.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return p, nil
@@ -121,8 +123,19 @@ func (p *Position) Processed(ctx context.Context, seqs []int64) error {
 	if p.applied != before {
 		close(p.changed)
 		p.changed = make(chan struct{})
+		p.moved = time.Now()
 	}
 	return nil
+}
+
+// Stuck reports a position that has later events pending but has not moved
+// for at least d: the event after Applied never arrived, so every query
+// needing it answers snapshot_catching_up. It names how many seqs wait
+// behind it. Operators see it in the log (apiserver) and in /readyz.
+func (p *Position) Stuck(d time.Duration) (applied int64, pending int, stuck bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.applied, len(p.pending), len(p.pending) > 0 && time.Since(p.moved) >= d
 }
 
 // advanceLocked moves applied over pending seqs and permanent gaps.

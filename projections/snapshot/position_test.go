@@ -68,6 +68,10 @@ func TestPositionIsContiguousAndDurable(t *testing.T) {
 	require.NoError(t, p.Processed(ctx, []int64{3, 6}))
 	require.Equal(t, int64(0), p.Applied())
 	require.True(t, p.Known())
+	applied, pending, stuck := p.Stuck(0)
+	require.Equal(t, []any{int64(0), 2, true}, []any{applied, pending, stuck}, "3 and 6 wait behind the missing 1")
+	_, _, stuck = p.Stuck(time.Hour)
+	require.False(t, stuck, "not for an hour yet")
 	require.NoError(t, p.Processed(ctx, []int64{1}))
 	require.Equal(t, int64(1), p.Applied())
 
@@ -83,6 +87,8 @@ func TestPositionIsContiguousAndDurable(t *testing.T) {
 	require.Equal(t, int64(6), p.Applied(), "over the permanent gap at 4, then the pending 6")
 	require.NoError(t, p.Processed(ctx, []int64{2, 5})) // redelivered: no change
 	require.Equal(t, int64(6), p.Applied())
+	_, pending, stuck = p.Stuck(0)
+	require.Equal(t, []any{0, false}, []any{pending, stuck})
 
 	// WaitFor: at once when reached, a catching-up error naming both
 	// positions when not, and woken by progress.
