@@ -39,7 +39,7 @@ type delta struct {
 // replica stale and the next query rebuilds it, which is faster at that size.
 const (
 	deltaMaxTraces = 256
-	deltaMaxRows   = 50_000
+	deltaMaxRows   = 10_000
 )
 
 // column is one column of a user table, in table order.
