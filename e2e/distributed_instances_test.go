@@ -123,6 +123,17 @@ func TestDistributedInstances(t *testing.T) {
 		require.NoError(t, err)
 		return resp.StatusCode, b
 	}
+	// stored accepts 200, and — while an instance is down and the read
+	// model's consumer group has not moved its partitions yet — 503
+	// "stored but the read model has not caught up" (the write is in the
+	// log; how fast that failover is belongs to another test).
+	stored := func(status int, body []byte) {
+		t.Helper()
+		if status == http.StatusServiceUnavailable && strings.Contains(string(body), `"code":"unavailable"`) {
+			return
+		}
+		require.Equal(t, http.StatusOK, status, string(body))
+	}
 	importN := func(base string, n int, prefix string) []string {
 		t.Helper()
 		var ids []string
@@ -130,7 +141,10 @@ func TestDistributedInstances(t *testing.T) {
 		for lo := 0; lo < n; lo += 1000 {
 			status, body := call(base, "POST", "/api/v1/rm/traces/import", map[string]any{"format": "stash",
 				"data": strings.Join(lines[lo:min(lo+1000, n)], "\n")})
-			require.Equal(t, http.StatusOK, status, string(body))
+			stored(status, body)
+			if status != http.StatusOK {
+				continue
+			}
 			var res struct {
 				TraceIDs []string `json:"trace_ids"`
 			}
@@ -184,19 +198,21 @@ func TestDistributedInstances(t *testing.T) {
 		require.Len(t, res.Rows, 1, string(body))
 		return status, res.Rows[0][0], body
 	}
-	// sameOn waits until POST /query on base answers, then requires it to
-	// equal the read model.
-	sameOn := func(base string) {
+	// sameOn waits until POST /query on base answers, and answers what the
+	// read model (read through live) holds.
+	sameOn := func(base, live string) {
 		t.Helper()
-		want := readModel(urlA)
-		var got string
+		var got, want string
 		var body []byte
 		var status int
 		require.Eventually(t, func() bool {
 			status, got, body = sql(base)
-			return status == http.StatusOK
-		}, 60*time.Second, 100*time.Millisecond, "POST /query on %s never answered: %d %s", base, status, body)
-		require.Equal(t, want, got, "POST /query on %s", base)
+			if status != http.StatusOK {
+				return false
+			}
+			want = readModel(live)
+			return got == want
+		}, 60*time.Second, 100*time.Millisecond, "POST /query on %s: %d %s, read model %s", base, status, got+string(body), want)
 	}
 
 	// Write through a; both instances answer what the read model holds.
@@ -205,8 +221,8 @@ func TestDistributedInstances(t *testing.T) {
 		status, body := call(urlA, "POST", "/api/v1/rm/traces/"+id+"/annotations", map[string]any{"rating": 1})
 		require.Equal(t, http.StatusOK, status, string(body))
 	}
-	sameOn(urlA)
-	sameOn(urlB)
+	sameOn(urlA, urlA)
+	sameOn(urlB, urlA)
 	// The query right after a write on the other instance already has it.
 	status, body := call(urlB, "POST", "/api/v1/rm/traces/"+ids[5]+"/annotations", map[string]any{"rating": 1})
 	require.Equal(t, http.StatusOK, status, string(body))
@@ -229,7 +245,7 @@ func TestDistributedInstances(t *testing.T) {
 	require.Contains(t, string(body), `"code":"snapshot_catching_up"`)
 	require.Equal(t, http.StatusServiceUnavailable, readyResp.StatusCode, string(readyBody))
 	require.Contains(t, string(readyBody), `"snapshot":{"ok":false`)
-	sameOn(urlC)
+	sameOn(urlC, urlA)
 
 	// kill -9 and restart: the same id is claimed again at once, and the
 	// instance answers what the read model holds, including writes made
@@ -238,13 +254,14 @@ func TestDistributedInstances(t *testing.T) {
 	importN(urlA, 10, "while-b-down")
 	b.start(t)
 	require.Equal(t, idB, idOf("b"))
-	sameOn(urlB)
+	sameOn(urlB, urlA)
 	a.kill()
 	status, body = call(urlB, "POST", "/api/v1/rm/traces/"+ids[6]+"/annotations", map[string]any{"rating": 1})
-	require.Equal(t, http.StatusOK, status, string(body))
+	stored(status, body)
 	a.start(t)
-	sameOn(urlA)
-	sameOn(urlB)
-	sameOn(urlC)
-	t.Logf("instances %s, %s and a third agree with the read model (traces, md5: %s)", idA, idB, readModel(urlA))
+	require.Equal(t, idA, idOf("a"))
+	sameOn(urlA, urlB)
+	sameOn(urlB, urlB)
+	sameOn(urlC, urlB)
+	t.Logf("instances %s, %s and a third agree with the read model (traces, md5: %s)", idA, idB, readModel(urlB))
 }
