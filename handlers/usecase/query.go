@@ -78,7 +78,12 @@ func (q *Query) settle(ctx context.Context, owner string) error {
 	}
 	last, err := q.log.OwnerHead(ctx, owner)
 	if err != nil {
-		return err
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// Without the log position the answer could be partial: refuse.
+		return &domain.UnavailableError{Message: "cannot read the event log to check that this instance's query snapshot " +
+			"has your latest writes (is PostgreSQL reachable?); retry shortly"}
 	}
 	needed := max(q.start, last)
 	wctx, cancel := context.WithTimeout(ctx, q.wait)
