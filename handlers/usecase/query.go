@@ -3,6 +3,7 @@ package usecase
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/criticml/critic/domain"
@@ -82,6 +83,7 @@ func (q *Query) settle(ctx context.Context, owner string) error {
 			return ctx.Err()
 		}
 		// Without the log position the answer could be partial: refuse.
+		slog.WarnContext(ctx, "query: cannot read the caller's log position", "err", err)
 		return &domain.UnavailableError{Message: "cannot read the event log to check that this instance's query snapshot " +
 			"has your latest writes (is PostgreSQL reachable?); retry shortly"}
 	}
