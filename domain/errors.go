@@ -147,3 +147,20 @@ func (e *ProjectionParkedError) Error() string {
 		e.EventID + " (" + e.EventType + ") could not be applied and is parked; an operator must fix the cause " +
 		"(see `critic projections status`) and run `critic projections retry " + e.EventID + "`"
 }
+
+// SnapshotCatchingUpError says this API instance's query snapshot has not
+// yet applied the event-log position a query needs (the caller's last write,
+// or the log head when the instance started), so answering now could return
+// partial data. Waiting a moment or asking another instance helps. Maps to
+// 503 with code snapshot_catching_up.
+type SnapshotCatchingUpError struct {
+	// Applied is the log position up to which every event is in the snapshot.
+	Applied int64
+	// Needed is the position the query must see.
+	Needed int64
+}
+
+func (e *SnapshotCatchingUpError) Error() string {
+	return fmt.Sprintf("this instance's query snapshot is catching up with the event log: it has applied events up to "+
+		"position %d, this query needs position %d (%d to go); retry shortly", e.Applied, e.Needed, max(e.Needed-e.Applied, 0))
+}

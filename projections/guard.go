@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -44,10 +45,25 @@ type Guard struct {
 
 	obs     Observer // sees every batch (metrics, spans); nil: none
 	obsName string
+	// processed is told the seqs of every batch once it is applied (held
+	// and skipped events included); nil: nobody.
+	processed func(ctx context.Context, seqs []int64) error
 
 	mu     sync.Mutex        // one batch or one operator retry at a time
 	held   map[string]string // owner → its parked event
 	loaded bool              // held was read from projection_parked
+	// heldView is a copy of held for Held, which must not wait for a batch
+	// in progress (g.mu is held while a batch applies).
+	heldView atomic.Pointer[map[string]string]
+}
+
+// publishHeld refreshes heldView from held (g.mu held).
+func (g *Guard) publishHeld() {
+	view := make(map[string]string, len(g.held))
+	for k, v := range g.held {
+		view[k] = v
+	}
+	g.heldView.Store(&view)
 }
 
 // GuardOptions bound the retries before an event is parked.
@@ -85,6 +101,49 @@ func (g *Guard) Observe(opts ...Option) *Guard {
 	}
 	g.obs, g.obsName = ro.obs, ro.name
 	return g
+}
+
+// OnProcessed makes the guard report the sequence numbers of every batch it
+// has dealt with — applied, skipped because their owner is held, or parked —
+// to fn, after the applier returned and before the batch is acknowledged.
+// The snapshot projection builds the log position it provably reflects from
+// it (snapshot.Position). An error from fn fails the batch (redelivered).
+func (g *Guard) OnProcessed(fn func(ctx context.Context, seqs []int64) error) *Guard {
+	g.processed = fn
+	return g
+}
+
+// Held reports whether owner's events are held behind a parked event, and
+// which: reads of that owner from this projection would be incomplete.
+func (g *Guard) Held(owner string) (eventID string, held bool) {
+	view := g.heldView.Load()
+	if view == nil {
+		return "", false
+	}
+	eventID, held = (*view)[owner]
+	return eventID, held
+}
+
+// ApplyLog applies events read from the log itself (in seq order) exactly
+// as a bus batch: the held owners' events are skipped, a failing event is
+// retried and parked, and OnProcessed hears of them. The snapshot projection
+// uses it to catch up from the event store when it cannot know that the bus
+// will deliver everything (its position file is missing).
+func (g *Guard) ApplyLog(ctx context.Context, envs []events.Envelope) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.loaded {
+		if err := g.loadHeld(ctx); err != nil {
+			return err
+		}
+	}
+	seqs := make([]int64, 0, len(envs))
+	var maxSeq int64
+	for _, e := range envs {
+		seqs = append(seqs, e.Seq)
+		maxSeq = max(maxSeq, e.Seq)
+	}
+	return g.applyBatch(ctx, time.Now(), envs, seqs, maxSeq)
 }
 
 // Run feeds the projection from the bus and serves operator retries until
@@ -130,6 +189,7 @@ func (g *Guard) loadHeld(ctx context.Context) error {
 		return fmt.Errorf("%s: load parked events: %w", g.name, err)
 	}
 	g.held, g.loaded = held, true
+	g.publishHeld()
 	return nil
 }
 
@@ -146,6 +206,7 @@ func (g *Guard) Handle(ctx context.Context, batch []*message.Message) error {
 		}
 	}
 	envs := make([]events.Envelope, 0, len(batch))
+	seqs := make([]int64, 0, len(batch))
 	var maxSeq int64
 	for _, m := range batch {
 		var e events.Envelope
@@ -167,10 +228,20 @@ func (g *Guard) Handle(ctx context.Context, batch []*message.Message) error {
 			e = stored
 		}
 		maxSeq = max(maxSeq, e.Seq)
-		if _, held := g.held[e.OwnerID]; held {
-			continue
-		}
+		seqs = append(seqs, e.Seq)
 		envs = append(envs, e)
+	}
+	return g.applyBatch(ctx, start, envs, seqs, maxSeq)
+}
+
+// applyBatch applies envs (minus held owners' events), isolating failures,
+// then reports seqs and records maxSeq (g.mu held).
+func (g *Guard) applyBatch(ctx context.Context, start time.Time, all []events.Envelope, seqs []int64, maxSeq int64) error {
+	envs := make([]events.Envelope, 0, len(all))
+	for _, e := range all {
+		if _, held := g.held[e.OwnerID]; !held {
+			envs = append(envs, e)
+		}
 	}
 	if len(envs) > 0 {
 		err := g.a.Apply(ctx, envs)
@@ -184,6 +255,11 @@ func (g *Guard) Handle(ctx context.Context, batch []*message.Message) error {
 			if err := g.isolate(ctx, envs, err); err != nil {
 				return err
 			}
+		}
+	}
+	if g.processed != nil && len(seqs) > 0 {
+		if err := g.processed(ctx, seqs); err != nil {
+			return err
 		}
 	}
 	return g.recordPosition(ctx, maxSeq)
@@ -245,6 +321,7 @@ func (g *Guard) park(ctx context.Context, e events.Envelope, cause error, attemp
 		return fmt.Errorf("%s: park event %s after: %v: %w", g.name, e.ID, cause, err)
 	}
 	g.held[e.OwnerID] = e.ID
+	g.publishHeld()
 	g.log.Error(g.name+": event parked; its owner's later events are held until `critic projections retry`",
 		"event", e.ID, "type", e.Type, "owner", e.OwnerID, "err", msg)
 	return nil
@@ -301,6 +378,7 @@ func (g *Guard) RetryRequested(ctx context.Context) error {
 func (g *Guard) retry(ctx context.Context, id string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.publishHeld()
 	if !g.loaded {
 		if err := g.loadHeld(ctx); err != nil {
 			return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/criticml/critic/handlers/apiserver"
 	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/instance"
 )
 
 // config is read once from the environment; every default is embedded so a
@@ -34,9 +35,16 @@ type config struct {
 	// "copy" (a brand-new in-memory DuckDB per query, ~10× slower on large
 	// accounts).
 	QueryIsolation duck.LoadMode
-	// InstanceID is CRITIC_INSTANCE_ID (default the host name): each API
-	// instance builds its own query snapshots under its own consumer group.
+	// InstanceID is CRITIC_INSTANCE_ID: each API instance builds its own
+	// query snapshots under its own consumer group, so ids must differ
+	// between live instances (a second start with a live id is refused).
+	// Empty → the id generated once into DataDir/instance-id (resolved by
+	// serve and run, see instanceID).
 	InstanceID string
+	// QueryWait is CRITIC_QUERY_WAIT: how long POST /query waits for this
+	// instance's snapshot to reach the caller's last write before answering
+	// 503 snapshot_catching_up (default 2s; 0 answers at once).
+	QueryWait time.Duration
 	// Metrics is CRITIC_METRICS: on (default) registers the Prometheus
 	// metrics and serves /metrics; off records nothing (benchmarks compare).
 	Metrics bool
@@ -106,8 +114,18 @@ func loadConfig() (config, error) {
 		c.PProfAddr = defaultPProfAddr
 	}
 	c.InstanceID = os.Getenv("CRITIC_INSTANCE_ID")
-	if c.InstanceID == "" {
-		c.InstanceID, _ = os.Hostname()
+	if c.InstanceID != "" {
+		if err := instance.Validate(c.InstanceID); err != nil {
+			return c, err
+		}
+	}
+	if v := os.Getenv("CRITIC_QUERY_WAIT"); v != "" {
+		if c.QueryWait, err = time.ParseDuration(v); err != nil || c.QueryWait < 0 {
+			return c, fmt.Errorf("CRITIC_QUERY_WAIT must be a duration such as 2s (0 answers at once), got %q", v)
+		}
+		if c.QueryWait == 0 {
+			c.QueryWait = -1 // apiserver: negative is "do not wait"
+		}
 	}
 	if c.LLM, err = loadLLMRoles(); err != nil {
 		return c, err

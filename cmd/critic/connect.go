@@ -16,7 +16,7 @@ import (
 // also speaks h2c. blobs signs weights downloads, as for REST.
 func registerConnect(mux *http.ServeMux, s *apiserver.Server, maxBody int64, blobs blob.Store, gen usecase.Assessments, evalPolicy evaluator.Policy) {
 	connectapi.Register(mux, connectapi.Deps{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter, Auth: s.Auth,
-		Blobs: blobs, Snapshots: s.Snapshots, MaxBody: maxBody, Assessments: gen, EvaluatorPolicy: &evalPolicy})
+		Blobs: blobs, Query: s.Query, MaxBody: maxBody, Assessments: gen, EvaluatorPolicy: &evalPolicy})
 }
 
 // assessments is where section summaries and completion estimates come

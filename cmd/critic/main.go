@@ -17,7 +17,8 @@ Usage:
   critic run                       everything in one process with embedded defaults
   critic serve                     the API, relay and projections
   critic worker [--help]           a standalone training/scoring/extraction/title worker (CRITIC_API_URL, KAFKA_BROKERS)
-  critic broker [--port N]         run the embedded Kafka-protocol broker on its own
+  critic broker [--port N | --listen HOST:PORT]
+                                   run the embedded Kafka-protocol broker on its own
   critic migrate                   apply database migrations
   critic replay readmodel          rebuild the Postgres read model from the event log
   critic projections status        each projection's position, lag and parked events

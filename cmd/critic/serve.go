@@ -21,6 +21,7 @@ import (
 	"github.com/criticml/critic/handlers/workerapi"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/duck"
+	"github.com/criticml/critic/platform/instance"
 	"github.com/criticml/critic/platform/requestid"
 	"github.com/criticml/critic/platform/telemetry"
 	"github.com/criticml/critic/projections/readmodel"
@@ -52,7 +53,12 @@ func cmdServe(ctx context.Context, _ []string) error {
 	}
 	fmt.Printf("Critic API listening on http://%s\n", srv.addr)
 	logStart(in, srv)
-	<-ctx.Done()
+	select {
+	case <-ctx.Done():
+	case err := <-srv.Lost():
+		_ = srv.shutdown()
+		return err
+	}
 	return srv.shutdown()
 }
 
@@ -74,6 +80,16 @@ func logStart(in *infra, srv *server) {
 	}
 	in.log.Info("Critic API started", "instance", in.cfg.InstanceID, "addr", srv.addr, "brokers", brokers,
 		"database", fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database), "blob_store", blobs)
+}
+
+// instanceID is CRITIC_INSTANCE_ID, or the id generated once into the data
+// directory: unique per data directory, so two instances on one host never
+// share a snapshot consumer group by default.
+func instanceID(cfg config) (string, error) {
+	if cfg.InstanceID != "" {
+		return cfg.InstanceID, nil
+	}
+	return instance.LoadOrCreateID(cfg.DataDir)
 }
 
 // server is the running API process (see handlers/apiserver, which assembles it),
@@ -105,6 +121,11 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker token: %w", err)
 	}
+	id, err := instanceID(cfg)
+	if err != nil {
+		return nil, err
+	}
+	in.cfg.InstanceID = id // the start line and every log line name it
 	evalPolicy, err := loadEvaluatorPolicy()
 	if err != nil {
 		return nil, err
@@ -126,7 +147,8 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		MaxBody:        cfg.MaxBody,
 		SnapshotDir:    filepath.Join(cfg.DataDir, "snapshots"),
 		Query:          duck.Options{Load: cfg.QueryIsolation},
-		InstanceID:     cfg.InstanceID,
+		InstanceID:     id,
+		QueryWait:      cfg.QueryWait,
 		Telemetry:      tel,
 		MetricsAddr:    cfg.MetricsAddr,
 		ReadyMaxLag:    int64(cfg.ReadyMaxLag),
@@ -144,7 +166,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		if local, ok := in.blobs.(*blob.Local); ok {
 			mux.Handle(blobdl.Pattern, blobdl.Handler(local))
 		}
-		rest.NewQueryAPI(a.Snapshots, a.Auth, cfg.MaxBody).Register(mux)
+		rest.NewQueryAPI(a.Query, a.Auth, cfg.MaxBody).Register(mux)
 		otlp.NewReceiver(a.Cmds, a.Waiter, a.Auth, cfg.MaxBody).Register(mux)
 		registerConnect(mux, a, cfg.MaxBody, in.blobs, gen, evalPolicy)
 		connectapi.RegisterHealthAndReflection(mux, a.Ready)

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -28,10 +29,12 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/idempotency"
+	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/bus"
 	"github.com/criticml/critic/platform/duck"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/instance"
 	"github.com/criticml/critic/platform/metrics"
 	"github.com/criticml/critic/platform/relay"
 	"github.com/criticml/critic/platform/telemetry"
@@ -99,6 +102,11 @@ type Config struct {
 	// StepLabelModel is the deployment's step-label model ("" when none):
 	// trace details report missing labels as queued for it.
 	StepLabelModel string
+	// QueryWait is how long POST /query waits for this instance's snapshot
+	// to reach the position a query needs before answering 503
+	// snapshot_catching_up (CRITIC_QUERY_WAIT; 0 → usecase.DefaultQueryWait,
+	// negative → answer at once).
+	QueryWait time.Duration
 }
 
 // Deps is the infrastructure the caller opened and still owns (Shutdown does
@@ -125,6 +133,9 @@ type Server struct {
 	Auth    *edge.Authenticator
 	// Snapshots serves POST /query; nil without Config.SnapshotDir.
 	Snapshots *duck.Snapshots
+	// Query is the SQL use case over Snapshots that REST and Connect call:
+	// it answers only from a snapshot that reflects the caller's writes.
+	Query *usecase.Query
 	// Brokers and Publisher let the caller start more bus consumers and
 	// producers (job dispatch) with Go.
 	Brokers   []string
@@ -151,6 +162,57 @@ type Server struct {
 	closers     []func() error
 	log         *slog.Logger
 	shutOnce    sync.Once
+
+	// snapPos is the snapshot's log position and snapStart the log head
+	// when the instance started (nil/0 without snapshots): /readyz reports
+	// the instance not ready until the snapshot reached snapStart.
+	snapPos   *snapshot.Position
+	snapStart int64
+	// claim holds this instance's id (nil without Config.InstanceID); lost
+	// receives why the instance must stop when another took the id over.
+	claim *instance.Claim
+	lost  chan error
+}
+
+// Lost receives an error when this instance lost its instance id to another
+// live instance (its database connection broke and the other claimed the
+// id meanwhile): the process must stop, or both would split one snapshot
+// consumer group.
+func (s *Server) Lost() <-chan error { return s.lost }
+
+// watchClaim checks the instance's claim every few seconds; a broken claim
+// connection is re-claimed, and an id another instance took meanwhile ends
+// this one (Lost).
+func (s *Server) watchClaim(ctx context.Context, pool *pgxpool.Pool, cfg Config) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(2 * time.Second):
+		}
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := s.claim.Alive(pctx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			continue
+		}
+		s.log.Warn("instance: the connection holding the instance id broke; claiming it again", "instance", cfg.InstanceID, "err", err)
+		_ = s.claim.Release()
+		host, _ := os.Hostname()
+		claim, aerr := instance.Acquire(ctx, pool, cfg.InstanceID, instance.Options{Host: host, PID: os.Getpid(), Addr: s.Addr, Wait: time.Second})
+		var inUse *instance.InUseError
+		switch {
+		case aerr == nil:
+			s.claim = claim
+			s.log.Info("instance: instance id claimed again", "instance", cfg.InstanceID)
+		case errors.As(aerr, &inUse):
+			s.log.Error("instance: another instance took this instance id over; stopping", "instance", cfg.InstanceID, "err", aerr)
+			s.lost <- aerr
+			return
+		default:
+			s.log.Warn("instance: cannot claim the instance id again yet", "instance", cfg.InstanceID, "err", aerr)
+		}
+	}
 }
 
 // Start starts the broker (if needed), relay, projection and waiter, mounts
@@ -175,6 +237,17 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	fail := func(err error) (*Server, error) {
 		_ = s.Shutdown()
 		return nil, err
+	}
+	s.lost = make(chan error, 1)
+	if cfg.InstanceID != "" {
+		// Before anything joins a consumer group under this id.
+		host, _ := os.Hostname()
+		claim, err := instance.Acquire(ctx, deps.Pool, cfg.InstanceID, instance.Options{Host: host, PID: os.Getpid(), Addr: cfg.Addr})
+		if err != nil {
+			return fail(err)
+		}
+		s.claim = claim
+		s.goRun("instance", func() error { s.watchClaim(ctx, deps.Pool, cfg); return nil })
 	}
 
 	brokers := cfg.KafkaBrokers
@@ -240,8 +313,45 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		}
 		s.closers = append([]func() error{snapSub.Close}, s.closers...)
 		snapProj := snapshot.New(snaps, deps.Blobs, log)
+		pos, err := snapshot.OpenPosition(snaps.Dir(), deps.Store.FirstAfter)
+		if err != nil {
+			return fail(err)
+		}
+		start, err := deps.Store.Head(ctx)
+		if err != nil {
+			return fail(fmt.Errorf("read the event log head: %w", err))
+		}
+		s.snapPos, s.snapStart = pos, start
+		guard := projections.NewGuard(group, deps.Pool, deps.Store, snapProj, log, cfg.Guard).Observe(s.Observed(snapshot.Name)...).
+			OnProcessed(pos.Processed)
+		wait := cfg.QueryWait
+		if wait < 0 {
+			wait = time.Nanosecond
+		}
+		s.Query = usecase.NewQuery(snaps, pos, deps.Store, guard.Held, group, start, wait)
+		log.Info("query snapshot: catching up with the event log", "group", group, "applied", pos.Applied(), "log_head", start,
+			"position_recorded", pos.Known())
 		s.goRun("snapshot", func() error {
-			return projections.NewGuard(group, deps.Pool, deps.Store, snapProj, log, cfg.Guard).Observe(s.Observed(snapshot.Name)...).Run(ctx,
+			// First straight from the log up to its head at start (no
+			// waiting for the consumer group to join), then from the bus.
+			for {
+				err := snapshot.CatchUp(ctx, deps.Store, guard.ApplyLog, pos, start)
+				if err == nil {
+					break
+				}
+				if ctx.Err() != nil {
+					return nil
+				}
+				log.Warn("query snapshot: catching up from the log failed; retrying", "err", err)
+				select {
+				case <-ctx.Done():
+					return nil
+				case <-time.After(time.Second):
+				}
+			}
+			log.Info("query snapshot: caught up with the log as of start", "group", group, "applied", pos.Applied())
+			s.goRun("snapshot-watch", func() error { watchPosition(ctx, log, group, pos); return nil })
+			return guard.Run(ctx,
 				func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
 					return snapSub.ConsumeBatches(ctx, topic, n, wait, h)
 				}, relay.Topic)
@@ -313,6 +423,32 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		return nil
 	})
 	return s, nil
+}
+
+// watchPosition logs, once per episode, a snapshot position that stopped
+// moving while later events wait behind a missing one: queries that need
+// it answer 503 snapshot_catching_up until it arrives, and an operator
+// should know (`critic replay snapshot` rebuilds the snapshot from the log).
+func watchPosition(ctx context.Context, log *slog.Logger, group string, pos *snapshot.Position) {
+	const after = 30 * time.Second
+	warned := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+		applied, pending, stuck := pos.Stuck(after)
+		switch {
+		case stuck && !warned:
+			log.Warn("query snapshot: stuck behind an event the bus has not delivered; queries needing it answer 503 snapshot_catching_up",
+				"group", group, "applied", applied, "missing_seq_after", applied, "pending", pending)
+			warned = true
+		case !stuck && warned:
+			log.Info("query snapshot: moving again", "group", group, "applied", applied)
+			warned = false
+		}
+	}
 }
 
 // relayName is the relay's cursor key in relay_cursor.
@@ -397,6 +533,9 @@ func (s *Server) Shutdown() error {
 		if s.Snapshots != nil {
 			// After the projection stopped: closing checkpoints the files.
 			_ = s.Snapshots.Close()
+		}
+		if s.claim != nil {
+			_ = s.claim.Release()
 		}
 	})
 	return nil

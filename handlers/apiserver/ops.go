@@ -33,6 +33,10 @@ type readyCheck struct {
 	Error  string `json:"error,omitempty"`
 	Lag    *int64 `json:"lag,omitempty"`
 	MaxLag int64  `json:"max_lag,omitempty"`
+	// Applied and Needed (the snapshot check): the log position the query
+	// snapshot has applied, and the log head when the instance started.
+	Applied *int64 `json:"applied,omitempty"`
+	Needed  *int64 `json:"needed,omitempty"`
 }
 
 // readyBody is what /readyz answers: 200 with status "ready", or 503 with
@@ -95,12 +99,44 @@ func (s *Server) readiness(ctx context.Context) readyBody {
 			body.Checks["readmodel"] = readyCheck{OK: true, Lag: &lag, MaxLag: maxLag}
 		}
 	}
+	if s.snapPos != nil {
+		s.snapshotReadiness(ctx, maxLag, fail, &body)
+	}
 	if err := bus.Ping(ctx, s.Brokers); err != nil {
 		fail("broker", readyCheck{Error: "no Kafka broker answers: " + errText(err)})
 	} else {
 		body.Checks["broker"] = readyCheck{OK: true}
 	}
 	return body
+}
+
+// snapshotReadiness is the "snapshot" check: the instance's query snapshot
+// has applied the log as of the instance's start (before, POST /query
+// answers snapshot_catching_up) and trails the log head by at most maxLag.
+func (s *Server) snapshotReadiness(ctx context.Context, maxLag int64, fail func(string, readyCheck), body *readyBody) {
+	applied, needed := s.snapPos.Applied(), s.snapStart
+	c := readyCheck{Applied: &applied, Needed: &needed, MaxLag: maxLag}
+	if applied < needed {
+		c.Error = fmt.Sprintf("the query snapshot is catching up with the event log: applied up to position %d of the %d "+
+			"the instance started at; POST /query answers 503 snapshot_catching_up until then", applied, needed)
+		fail("snapshot", c)
+		return
+	}
+	var head int64
+	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM events`).Scan(&head); err != nil {
+		c.Error = "reading the event log head: " + errText(err)
+		fail("snapshot", c)
+		return
+	}
+	lag := max(head-applied, 0)
+	c.Lag = &lag
+	if lag > maxLag {
+		c.Error = "the query snapshot is behind the event log"
+		fail("snapshot", c)
+		return
+	}
+	c.OK = true
+	body.Checks["snapshot"] = c
 }
 
 // errText keeps probe errors short and free of credentials: a context

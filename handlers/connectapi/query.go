@@ -3,7 +3,6 @@ package connectapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -22,7 +21,7 @@ type QueryService struct{ d Deps }
 
 var _ criticv1connect.QueryServiceHandler = (*QueryService)(nil)
 
-// NewQueryService returns the service over d.Snapshots.
+// NewQueryService returns the service over d.Query.
 func NewQueryService(d Deps) *QueryService { return &QueryService{d: d} }
 
 // Register mounts the service on mux at /critic.v1.QueryService/.
@@ -36,10 +35,7 @@ func (s *QueryService) Query(ctx context.Context, req *connect.Request[criticv1.
 	if req.Msg.Sql == "" {
 		return nil, &domain.ValidationError{Code: "invalid_request", Field: "sql", Message: "sql is required"}
 	}
-	if s.d.Snapshots == nil {
-		return nil, errors.New("connectapi: query snapshots are not configured")
-	}
-	res, err := s.d.Snapshots.Query(ctx, edge.CallerFrom(ctx).UserID, req.Msg.Sql)
+	res, err := s.d.Query.Run(ctx, edge.CallerFrom(ctx).UserID, req.Msg.Sql)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,6 @@ import (
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/platform/blob"
-	"github.com/criticml/critic/platform/duck"
 	"github.com/criticml/critic/projections/readmodel"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
@@ -90,9 +89,9 @@ type Deps struct {
 	Auth    *edge.Authenticator
 	// Blobs signs weights downloads (RewardModelService.GetWeights).
 	Blobs blob.Store
-	// Snapshots answers QueryService; nil makes Query an internal error,
-	// as REST's POST /query.
-	Snapshots *duck.Snapshots
+	// Query answers QueryService (the use case REST's POST /query runs);
+	// nil makes Query an internal error, as for REST.
+	Query *usecase.Query
 	// MaxBody bounds one request message; <= 0 is 64 MiB.
 	MaxBody int64
 	// Assessments makes section summaries and completion estimates; nil

@@ -61,9 +61,9 @@ func start(t *testing.T) *env {
 		apiserver.Deps{Pool: pool, Store: eventstore.New(pool, blobs), Blobs: blobs, Log: log},
 		func(mux *http.ServeMux, s *apiserver.Server) {
 			rest.New(s.Cmds, s.Queries, s.Waiter, s.Auth, 1<<20).WithBlobs(blobs).Register(mux)
-			rest.NewQueryAPI(s.Snapshots, s.Auth, 1<<20).Register(mux)
+			rest.NewQueryAPI(s.Query, s.Auth, 1<<20).Register(mux)
 			connectapi.Register(mux, connectapi.Deps{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter, Auth: s.Auth,
-				Blobs: blobs, Snapshots: s.Snapshots, MaxBody: 1 << 20})
+				Blobs: blobs, Query: s.Query, MaxBody: 1 << 20})
 		})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Shutdown() })

@@ -50,6 +50,7 @@ func classify(err error) (int, ErrorBody) {
 		um  *domain.UnsupportedMediaError
 		una *domain.UnavailableError
 		pp  *domain.ProjectionParkedError
+		sc  *domain.SnapshotCatchingUpError
 		mbe *http.MaxBytesError
 	)
 	switch {
@@ -75,6 +76,8 @@ func classify(err error) (int, ErrorBody) {
 		return http.StatusUnsupportedMediaType, ErrorBody{Detail: um.Error(), Code: "unsupported_media_type"}
 	case errors.As(err, &pp):
 		return http.StatusServiceUnavailable, ErrorBody{Detail: pp.Error(), Code: "projection_parked"}
+	case errors.As(err, &sc):
+		return http.StatusServiceUnavailable, ErrorBody{Detail: sc.Error(), Code: "snapshot_catching_up"}
 	case errors.As(err, &una):
 		return http.StatusServiceUnavailable, ErrorBody{Detail: una.Error(), Code: "unavailable"}
 	}

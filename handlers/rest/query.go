@@ -1,29 +1,28 @@
 package rest
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/handlers/edge"
-	"github.com/criticml/critic/platform/duck"
+	"github.com/criticml/critic/handlers/usecase"
 )
 
 // QueryAPI serves POST /query (spec 001 "Querying"): read-only SQL over the
 // caller's own snapshot. It is its own type because it depends on the
 // snapshot projection's files rather than on commands and the read model.
 type QueryAPI struct {
-	snaps *duck.Snapshots
-	auth  *edge.Authenticator
-	body  *API // for decodeBody (strict JSON, body limit)
+	q    *usecase.Query
+	auth *edge.Authenticator
+	body *API // for decodeBody (strict JSON, body limit)
 }
 
-// NewQueryAPI returns the /query handler over snaps.
-func NewQueryAPI(snaps *duck.Snapshots, auth *edge.Authenticator, maxBody int64) *QueryAPI {
+// NewQueryAPI returns the /query handler over q (apiserver.Server.Query).
+func NewQueryAPI(q *usecase.Query, auth *edge.Authenticator, maxBody int64) *QueryAPI {
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBody
 	}
-	return &QueryAPI{snaps: snaps, auth: auth, body: &API{maxBody: maxBody}}
+	return &QueryAPI{q: q, auth: auth, body: &API{maxBody: maxBody}}
 }
 
 // Register adds POST /query to mux behind authentication. Read-only keys may
@@ -40,9 +39,9 @@ type queryRequest struct {
 	SQL *string `json:"sql"`
 }
 
-// query answers `{columns, rows, truncated}`. The snapshot is eventually
-// consistent: a write shows up once the snapshot projection applied it
-// (usually within milliseconds), not necessarily in the next query.
+// query answers `{columns, rows, truncated}` from a snapshot that has
+// applied the caller's last write (usecase.Query), or 503
+// snapshot_catching_up.
 func (q *QueryAPI) query(w http.ResponseWriter, r *http.Request) error {
 	var req queryRequest
 	if err := q.body.decodeBody(w, r, &req); err != nil {
@@ -51,10 +50,7 @@ func (q *QueryAPI) query(w http.ResponseWriter, r *http.Request) error {
 	if req.SQL == nil {
 		return &domain.ValidationError{Code: "invalid_request", Field: "sql", Message: "sql is required"}
 	}
-	if q.snaps == nil {
-		return errors.New("rest: query snapshots are not configured")
-	}
-	res, err := q.snaps.Query(r.Context(), edge.CallerFrom(r.Context()).UserID, *req.SQL)
+	res, err := q.q.Run(r.Context(), edge.CallerFrom(r.Context()).UserID, *req.SQL)
 	if err != nil {
 		return err
 	}

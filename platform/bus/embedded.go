@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"time"
 
@@ -24,6 +25,16 @@ type EmbeddedConfig struct {
 	// broker addresses, so a broker that restarts while clients live must
 	// come back on the same port.
 	Port int
+
+	// Listen, when set, is the host:port to listen on instead (any
+	// interface, e.g. 0.0.0.0:9092, for clients on other machines); it
+	// overrides Port.
+	Listen string
+	// Advertise is the host:port clients are told to connect to (Kafka
+	// clients reconnect to the address the broker advertises, not the one
+	// they bootstrapped with). Default: Listen, with a wildcard host
+	// replaced by the machine's host name.
+	Advertise string
 
 	// SyncWrites fsyncs every produced batch before acknowledging it.
 	// Without it (Kafka's default too) a machine crash may lose the last
@@ -52,7 +63,14 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 		// Matches our client's default, for topics created by other tools.
 		kfake.DefaultNumPartitions(DefaultTopicPartitions),
 	}
-	if cfg.Port != 0 {
+	if cfg.Listen != "" {
+		fn, err := listenOn(cfg.Listen, cfg.Advertise)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kfake.ListenFn(fn))
+		cfg.Port = 1 // a fixed address: retry while it is still in use
+	} else if cfg.Port != 0 {
 		opts = append(opts, kfake.Ports(cfg.Port))
 	}
 	if cfg.DataDir != "" {
@@ -109,6 +127,53 @@ func (e *Embedded) Close() error {
 	e.unlock()
 	return nil
 }
+
+// listenOn returns a kfake listen function that binds listen (instead of
+// kfake's fixed 127.0.0.1) and reports advertise as the listener's address,
+// which is what the broker tells clients in its metadata.
+func listenOn(listen, advertise string) (func(network, address string) (net.Listener, error), error) {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("bus: broker listen address %q: want host:port, e.g. 0.0.0.0:9092", listen)
+	}
+	if advertise != "" {
+		if _, _, err := net.SplitHostPort(advertise); err != nil {
+			return nil, fmt.Errorf("bus: broker advertised address %q: want host:port", advertise)
+		}
+	}
+	advHost := host
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		if advHost, err = os.Hostname(); err != nil && advertise == "" {
+			return nil, fmt.Errorf("bus: broker listens on every interface and the host name is unknown: give an advertised address: %w", err)
+		}
+	}
+	return func(network, _ string) (net.Listener, error) {
+		ln, err := net.Listen(network, listen)
+		if err != nil {
+			return nil, err
+		}
+		adv := advertise
+		if adv == "" {
+			_, port, _ := net.SplitHostPort(ln.Addr().String())
+			adv = net.JoinHostPort(advHost, port)
+		}
+		return advertised{Listener: ln, addr: advertisedAddr(adv)}, nil
+	}, nil
+}
+
+// advertised is a listener that reports the address clients should use.
+type advertised struct {
+	net.Listener
+	addr net.Addr
+}
+
+func (a advertised) Addr() net.Addr { return a.addr }
+
+// advertisedAddr is a host:port as a net.Addr (the host may be a name).
+type advertisedAddr string
+
+func (a advertisedAddr) Network() string { return "tcp" }
+func (a advertisedAddr) String() string  { return string(a) }
 
 func isListenError(err error) bool {
 	var op *net.OpError

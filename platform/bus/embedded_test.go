@@ -3,6 +3,7 @@ package bus
 import (
 	"context"
 	"net"
+	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -98,4 +99,48 @@ func TestEmbeddedRefusesSharedDataDir(t *testing.T) {
 	require.NoError(t, b1.Close())
 	b2 := startBroker(t, EmbeddedConfig{DataDir: dir})
 	require.NotEmpty(t, b2.Addrs())
+}
+
+// A broker started with Listen binds that address (every interface for
+// 0.0.0.0) and advertises an address other machines can reach: the host
+// name for a wildcard, or the given one. Clients that bootstrap on the
+// advertised address publish and consume through it.
+func TestEmbeddedListensWhereAsked(t *testing.T) {
+	t.Parallel()
+	host, err := os.Hostname()
+	require.NoError(t, err)
+	if _, err := net.LookupHost(host); err != nil {
+		t.Skipf("the host name %q does not resolve here", host)
+	}
+	b, err := StartEmbedded(context.Background(), EmbeddedConfig{Listen: "0.0.0.0:0"})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b.Close() })
+	require.Len(t, b.Addrs(), 1)
+	h, port, err := net.SplitHostPort(b.Addrs()[0])
+	require.NoError(t, err)
+	require.Equal(t, host, h, "a wildcard listener advertises the host name")
+	require.NotEqual(t, "0", port)
+	// Bound on every interface: loopback reaches it too.
+	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", port))
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+
+	topic := uniqueName("listen")
+	cfg := testConfig(b.Addrs(), uniqueName("g"), 1)
+	pub := newPublisher(t, cfg)
+	msgs := keyedMessages(3, 1)
+	require.NoError(t, pub.Publish(topic, msgs...))
+	sub := newSubscriber(t, cfg)
+	ch, err := sub.Subscribe(context.Background(), topic)
+	require.NoError(t, err)
+	require.ElementsMatch(t, uuids(msgs), uuids(readN(t, ch, 3, 30*time.Second)))
+
+	// An explicit advertised address is what clients are told.
+	b2, err := StartEmbedded(context.Background(), EmbeddedConfig{Listen: "127.0.0.1:0", Advertise: "localhost:" + port})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = b2.Close() })
+	require.Equal(t, []string{"localhost:" + port}, b2.Addrs())
+
+	_, err = StartEmbedded(context.Background(), EmbeddedConfig{Listen: "nonsense"})
+	require.ErrorContains(t, err, `broker listen address "nonsense"`)
 }

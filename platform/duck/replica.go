@@ -13,9 +13,15 @@ import (
 // closed when it is retired (stale, evicted, idle or Close) and the last
 // query using it ended.
 type replica struct {
-	db      *sql.DB
-	version uint64 // the owner's snapshot version it was copied at
-	bytes   int64  // DuckDB's memory use after loading
+	db *sql.DB
+	// w is the replica's own connection, through which it follows the
+	// owner's changes (delta.go); used only while the owner's rw lock is
+	// held exclusively.
+	w *sql.Conn
+	// version is the owner's snapshot version the replica holds (guarded by
+	// Snapshots.mu: advance moves it).
+	version uint64
+	bytes   int64 // DuckDB's memory use after loading
 
 	// guarded by Snapshots.mu
 	refs    int
@@ -96,7 +102,10 @@ func (s *Snapshots) acquireReplica(ctx context.Context, o *ownerState, ownerID s
 		if call.err != nil {
 			return nil, call.err
 		}
-		if call.rep.version >= want {
+		s.mu.Lock()
+		fresh := call.rep.version >= want
+		s.mu.Unlock()
+		if fresh {
 			return call.rep, nil
 		}
 		// That build started before a change we must see: build again.
@@ -131,7 +140,10 @@ func (s *Snapshots) retireLocked(o *ownerState) {
 	}
 }
 
-func (r *replica) close() { _ = r.db.Close() }
+func (r *replica) close() {
+	_ = r.w.Close()
+	_ = r.db.Close()
+}
 
 // buildReplica copies ownerID's snapshot into a new replica and installs it,
 // evicting the least recently used replicas beyond ReplicaBytes.
@@ -203,13 +215,46 @@ func (s *Snapshots) compress(ownerID string, o *ownerState, r *replica) {
 		case <-ctx.Done():
 		}
 	}()
+	s.mu.Lock()
+	o.compressing, o.followed = true, nil
+	s.mu.Unlock()
+	done := func() {
+		o.compressing, o.followed = false, nil
+	}
 	c, err := s.newReplica(ctx, ownerID, o, true)
 	if err != nil {
+		s.mu.Lock()
+		done()
+		s.mu.Unlock()
 		return // r keeps serving: slower, still correct
+	}
+	// Changes r followed while the copy was built are applied to it too,
+	// with writers held off (o.rw), so it is as current as r when it
+	// replaces r.
+	o.rw.Lock()
+	defer o.rw.Unlock()
+	s.mu.Lock()
+	var pending []*delta
+	ok := !s.closed && o.rep == r && len(o.followed) < maxFollowed
+	for _, d := range o.followed {
+		if d.version > c.version {
+			pending = append(pending, d)
+		}
+	}
+	s.mu.Unlock()
+	for _, d := range pending {
+		if !ok {
+			break
+		}
+		if err := c.apply(ctx, d); err != nil {
+			ok = false
+		}
+		c.version = d.version
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || o.rep != r || c.version != r.version {
+	done()
+	if !ok || s.closed || o.rep != r || c.version != r.version {
 		go c.close() // r was replaced or went stale meanwhile
 		return
 	}
@@ -230,6 +275,7 @@ func (s *Snapshots) newReplica(ctx context.Context, ownerID string, o *ownerStat
 	if err != nil {
 		return nil, err
 	}
+	s.builds.Add(1)
 	o.rw.RLock()
 	version := o.version.Load()
 	err = s.load(ctx, sb, ownerID, "", true)
@@ -254,10 +300,10 @@ func (s *Snapshots) newReplica(ctx context.Context, ownerID string, o *ownerStat
 		return nil, err
 	}
 	// Every query gets a new DuckDB connection: none is kept idle for reuse.
+	// The loading connection stays the replica's own, for following changes.
 	sb.db.SetMaxIdleConns(0)
-	_ = sb.conn.Close()
-	sb.db.SetMaxOpenConns(s.opts.MaxQueriesPerOwner)
-	return &replica{db: sb.db, version: version, bytes: bytes}, nil
+	sb.db.SetMaxOpenConns(s.opts.MaxQueriesPerOwner + 1)
+	return &replica{db: sb.db, w: sb.conn, version: version, bytes: bytes}, nil
 }
 
 // evictReplicasLocked retires least recently used replicas (other than

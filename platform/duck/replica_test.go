@@ -209,3 +209,40 @@ func TestReplicaIsCompressedWhileServing(t *testing.T) {
 	require.Less(t, r.bytes, before/2)
 	require.Equal(t, r.bytes, s.replicaBytes)
 }
+
+// Changes that arrive while the compressed copy is being built are followed
+// by the serving replica and applied to the copy before it takes over: the
+// copy replaces the replica (compression is not lost to a busy owner), and
+// every change stays visible, without a rebuild.
+func TestReplicaCompressionKeepsUpWithChanges(t *testing.T) {
+	t.Parallel()
+	s, _ := newSnapshots(t, Options{})
+	ctx := context.Background()
+	loadSteps(t, s, "alice", 200_000)
+	builds := s.ReplicaBuilds()
+	require.EqualValues(t, 200_000, count(t, s, "alice", "SELECT count(*) FROM steps"))
+	first := currentReplica(s, "alice")
+	require.NotNil(t, first)
+	for i := range 5 {
+		id := fmt.Sprintf("a%d", i)
+		_, err := s.Apply(ctx, "alice", "ann-"+id, func(tx *Tx) error {
+			tx.TouchAnnotation(id)
+			return tx.UpsertAnnotation(ctx, AnnotationRow{ID: id, TraceID: "t1", Rating: ptrInt(1), CreatedAt: t0})
+		})
+		require.NoError(t, err)
+		require.EqualValues(t, i+1, count(t, s, "alice", "SELECT count(*) FROM annotations"), "the change is visible at once")
+	}
+	require.Eventually(t, func() bool {
+		r := currentReplica(s, "alice")
+		return r != nil && r != first
+	}, 60*time.Second, 5*time.Millisecond, "the compressed copy never replaced the replica")
+	require.EqualValues(t, 5, count(t, s, "alice", "SELECT count(*) FROM annotations"))
+	require.EqualValues(t, 200_000, count(t, s, "alice", "SELECT count(*) FROM steps"))
+	require.Equal(t, builds+2, s.ReplicaBuilds(), "the first query's replica and its compressed copy, no rebuild")
+	s.mu.Lock()
+	r := s.owners["alice"].rep
+	require.Less(t, r.bytes, first.bytes/2)
+	s.mu.Unlock()
+}
+
+func ptrInt(v int) *int { return &v }

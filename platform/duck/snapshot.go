@@ -192,7 +192,14 @@ type Snapshots struct {
 	bg           sync.WaitGroup
 	useTick      uint64
 	replicaBytes int64 // memory held by installed replicas (guarded by mu)
+	// builds counts replicas built from an owner file (ReplicaBuilds).
+	builds atomic.Int64
 }
+
+// ReplicaBuilds is how many replicas were copied from an owner file so far
+// (compressed copies included): a change followed incrementally builds
+// none, so tests and operators can tell "followed" from "rebuilt".
+func (s *Snapshots) ReplicaBuilds() int64 { return s.builds.Load() }
 
 // ownerState serializes access to one owner file. Writers hold rw
 // exclusively; a query or a replica build holds it shared while it reads the
@@ -212,6 +219,11 @@ type ownerState struct {
 	open     bool
 	rep      *replica   // the current replica (LoadReplica)
 	building *buildCall // the replica build in progress
+	// compressing is set while a compressed copy of rep is being built;
+	// the deltas rep follows meanwhile are kept in followed, so the copy
+	// can catch up before it replaces rep (compress).
+	compressing bool
+	followed    []*delta
 }
 
 // ownerIDPattern keeps owner ids safe as file names: the id becomes a path.
@@ -309,6 +321,10 @@ func (s *Snapshots) Close() error {
 	errs = append(errs, s.lock.Close()) // releases the flock
 	return errors.Join(errs...)
 }
+
+// Dir is the snapshot directory (absolute): the projection keeps its log
+// position there beside the owner files.
+func (s *Snapshots) Dir() string { return s.dir }
 
 // Path is where an owner's snapshot file lives. Exposed for operations
 // (backups, `critic replay` dropping a projection), never shown to users.
@@ -497,14 +513,21 @@ func (s *Snapshots) ApplyBatch(ctx context.Context, ownerID string, eventIDs []s
 			return 0, fmt.Errorf("duck: record events: %w", err)
 		}
 	}
-	if err := fn(&Tx{conn: conn}, fresh); err != nil {
+	tx := &Tx{conn: conn}
+	if err := fn(tx, fresh); err != nil {
+		return 0, err
+	}
+	// What the owner's replica needs to follow this change, read inside the
+	// transaction (nil: rebuild it on the next query instead).
+	d, err := s.captureDelta(ctx, o, tx)
+	if err != nil {
 		return 0, err
 	}
 	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
 		return 0, fmt.Errorf("duck: commit: %w", err)
 	}
 	done = true
-	s.changed(o)
+	s.advance(ctx, o, d)
 	return len(fresh), nil
 }
 
@@ -623,8 +646,38 @@ func Rebuild(ctx context.Context, dir string, opts Options, fill func(ctx contex
 // Tx is the handle fn gets inside Apply: row-level helpers the snapshot
 // projection needs, all in the event's transaction. It is only valid during
 // fn.
+//
+// fn says which rows it changed with Touch and TouchAnnotation, so the
+// owner's query replica can be updated by copying just those rows instead
+// of being rebuilt from the whole file (see captureDelta). A transaction
+// that touches nothing is taken to have changed anything: the replica is
+// rebuilt on the next query.
 type Tx struct {
-	conn *sql.Conn
+	conn        *sql.Conn
+	traces      map[string]bool
+	annotations map[string]bool
+}
+
+// Touch records that rows of these traces changed in any user table (their
+// traces, steps, annotations, scores, action_scores, step_labels and
+// task_scores rows are copied to the replica).
+func (t *Tx) Touch(traceIDs ...string) {
+	if t.traces == nil {
+		t.traces = map[string]bool{}
+	}
+	for _, id := range traceIDs {
+		t.traces[id] = true
+	}
+}
+
+// TouchAnnotation records that only these annotation rows changed.
+func (t *Tx) TouchAnnotation(ids ...string) {
+	if t.annotations == nil {
+		t.annotations = map[string]bool{}
+	}
+	for _, id := range ids {
+		t.annotations[id] = true
+	}
 }
 
 // TraceRow is one row of `traces`. JSON fields take any value encoding/json

@@ -309,6 +309,26 @@ func (s *Store) ReadOwnerAfter(ctx context.Context, owner string, after int64, l
 	return collectEnvelopes(rows)
 }
 
+// FirstAfter returns the smallest sequence number stored after after (0
+// when there is none). Appends are serialized, so once a seq is visible no
+// smaller one can still appear: a consumer that saw seq n and finds no
+// event between its position and n knows the gap is permanent (a rolled
+// back append), which is how the snapshot projection proves its position.
+func (s *Store) FirstAfter(ctx context.Context, after int64) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, "SELECT COALESCE(min(seq), 0) FROM events WHERE seq > $1", after).Scan(&n)
+	return n, err
+}
+
+// OwnerHead returns the highest sequence number of owner's events (0 when
+// the owner has none): the log position a read of that owner's data must
+// reflect to include all of its writes.
+func (s *Store) OwnerHead(ctx context.Context, owner string) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, "SELECT COALESCE(max(seq), 0) FROM events WHERE owner_id = $1", uuidArg(owner)).Scan(&n)
+	return n, err
+}
+
 // Head returns the highest sequence number stored (0 for an empty log): the
 // log position a deployment-wide decision (a frozen benchmark) is cut at.
 func (s *Store) Head(ctx context.Context) (int64, error) {

@@ -132,6 +132,7 @@ func (w *writer) flush(ctx context.Context) error {
 	if len(w.order) == 0 {
 		return nil
 	}
+	w.tx.Touch(w.order...)
 	// One statement per 500 imported traces for their revisions.
 	for len(w.revisions) > 0 {
 		n := min(len(w.revisions), 1000)
@@ -209,6 +210,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
+		tx.Touch(p.TraceID)
 		if err := setRevision(ctx, tx, p.TraceID, p.Revision); err != nil {
 			return err
 		}
@@ -252,6 +254,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
+		tx.Touch(p.TraceID)
 		return tx.Exec(ctx, `UPDATE main.traces SET title = ? WHERE id = ?`, p.Title, p.TraceID)
 	case events.TraceContributionSet:
 		var p events.TraceContributionSetV1
@@ -264,6 +267,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
+		tx.Touch(p.TraceID)
 		if err := tx.Exec(ctx, `DELETE FROM main._trace_revisions WHERE trace_id = ?`, p.TraceID); err != nil {
 			return err
 		}
@@ -274,6 +278,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		for _, sc := range p.Scores {
+			tx.Touch(sc.TraceID)
 			// Latest per (trace, model), and only for the current revision.
 			if err := tx.Exec(ctx, `DELETE FROM main.scores WHERE trace_id = ? AND reward_model_id = ?
 				AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
@@ -293,6 +298,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		for _, sc := range p.Scores {
+			tx.Touch(sc.TraceID)
 			if err := tx.Exec(ctx, `DELETE FROM main.action_scores WHERE step_id = ? AND reward_model_id = ?
 				AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
 				sc.StepID, p.ModelID, sc.TraceID, sc.Revision); err != nil {
@@ -331,18 +337,21 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
+		tx.Touch(p.TraceID)
 		return applyStepsLabeled(ctx, tx, p)
 	case events.TraceStepsQualityChecked:
 		var p events.TraceStepsQualityCheckedV1
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
+		tx.Touch(p.TraceID)
 		return applyQualityChecked(ctx, tx, p)
 	case events.AnnotationAdded:
 		var p events.AnnotationAddedV1
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
+		tx.TouchAnnotation(p.AnnotationID)
 		row := duck.AnnotationRow{ID: p.AnnotationID, TraceID: p.TraceID, Rating: p.Rating, Comment: p.Comment,
 			AuthorID: p.AuthorID, AuthorName: p.AuthorName, CreatedAt: e.RecordedAt}
 		if p.Quote != nil {
@@ -363,6 +372,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
+		tx.TouchAnnotation(p.AnnotationID)
 		return tx.Exec(ctx, `UPDATE main.annotations SET rating = ?, comment = ?, label_error = ?, label_error_note = ?
 			WHERE id = ?`, derefInt(p.Rating), derefString(p.Comment), p.LabelError, derefString(p.LabelErrorNote), p.AnnotationID)
 	case events.AnnotationRemoved:
@@ -370,6 +380,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
+		tx.TouchAnnotation(p.AnnotationID)
 		return tx.DeleteAnnotation(ctx, p.AnnotationID)
 	}
 	return nil
@@ -427,6 +438,7 @@ func derefString(p *string) any {
 // it read.
 func Replay(ctx context.Context, dir string, store *eventstore.Store, log *slog.Logger) (int, error) {
 	n := 0
+	var lastSeq int64
 	err := duck.Rebuild(ctx, dir, duck.Options{}, func(ctx context.Context, s *duck.Snapshots) error {
 		p := New(s, store.Blobs(), log)
 		var after int64
@@ -436,8 +448,10 @@ func Replay(ctx context.Context, dir string, store *eventstore.Store, log *slog.
 				return err
 			}
 			if len(batch) == 0 {
-				return nil
+				// The rebuilt files hold every event up to the last one read.
+				return WritePosition(s.Dir(), lastSeq)
 			}
+			lastSeq = batch[len(batch)-1].Seq
 			if err := p.Apply(ctx, batch); err != nil {
 				return err
 			}
