@@ -261,6 +261,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
+		tx.Touch(p.TraceID)
 		return tx.Exec(ctx, `UPDATE main.traces SET contribute = ? WHERE id = ?`, p.Contribute, p.TraceID)
 	case events.TraceDeleted:
 		var p events.TraceDeletedV1
