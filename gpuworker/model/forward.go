@@ -257,7 +257,40 @@ func rmsNorm(x, w *Node, eps float64) *Node {
 	return Mul(y, ExpandLeftToRank(w, y.Rank()))
 }
 
-func silu(x *Node) *Node { return Mul(x, Sigmoid(x)) }
+// silu is x·σ(x) with σ computed without math.Exp and the gradient written from σ:
+// dy·σ·(1 + x·(1 − σ)).
+//
+// Why not Mul(x, Sigmoid(x)): the pure-Go backend runs Logistic (and Exp) as one
+// float64 math.Exp per element, and in the GOEXPERIMENT=simd build that call runs
+// ~130× slower on the OS thread that just ran an AVX-512/AVX2 matmul kernel
+// (compute v0.1.2 never executes VZEROUPPER, and math.Exp's FMA path mixes VEX and
+// legacy-SSE instructions; see gpuworker/scripts/BENCH_TRAIN.md). σ(x) is instead
+// the first row of softmax([x; 0]) over a new leading axis of 2: the backend's fused
+// softmax uses its float32 polynomial exp (relative error < 1e-7), which has no
+// VEX/SSE mix. The two concatenated rows and the row slice are contiguous copies.
+func silu(x *Node) *Node {
+	var dy, s *Node
+	xc := IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
+		if dy == nil {
+			panic("silu: output gradient not recorded before the input's")
+		}
+		one := ScalarOne(x.Graph(), x.DType())
+		return Mul(dy, Mul(s, Add(one, Mul(x, Sub(one, s)))))
+	})
+	s = sigmoid(xc)
+	y := Mul(xc, s)
+	return IdentityWithCustomGradient(y, func(_, v *Node) *Node { dy = v; return v })
+}
+
+// sigmoid is σ(x) = softmax([x; 0])[0] = 1/(1 + e^−x), through the fused softmax (see
+// silu for why). Its own gradient is never taken: silu replaces it.
+func sigmoid(x *Node) *Node {
+	dims := x.Shape().Dimensions
+	flat := Reshape(x, 1, x.Shape().Size())
+	pair := Concatenate([]*Node{flat, ZerosLike(flat)}, 0) // [2, N]
+	s := SliceAxis(Softmax(pair, 0), 0, AxisRange(0, 1))
+	return Reshape(s, dims...)
+}
 
 // ropeTables returns cos, sin [T, D] as HF's default rotary embedding computes them in
 // float32: inv_freq = 1/theta^(2i/D), freqs = pos*inv_freq (f32 product), emb =

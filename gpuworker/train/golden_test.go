@@ -214,7 +214,9 @@ func TestTorchLiveFamilies(t *testing.T) {
 					req.GradParams = append(req.GradParams, name)
 				}
 			}
-			req.GradParams = append(req.GradParams, "model.layers.0.self_attn.q_proj.weight")
+			// q_proj through attention; gate/up through silu (its custom gradient).
+			req.GradParams = append(req.GradParams, "model.layers.0.self_attn.q_proj.weight",
+				"model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight")
 			if cfg.AttentionBias {
 				req.GradParams = append(req.GradParams, "model.layers.0.self_attn.v_proj.bias")
 			}
