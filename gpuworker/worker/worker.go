@@ -283,7 +283,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		topics[i] = c.topic
 	}
 	w.log.Info("worker consuming", "topics", topics, "group", w.cfg.ConsumerGroup,
-		"brokers", strings.Join(w.cfg.Brokers, ","))
+		"brokers", strings.Join(w.cfg.Brokers, ","), "cpu_kernels", model.CPUKernels())
+	if advice := model.CPUKernelsAdvice(); advice != "" {
+		w.log.Warn(advice)
+	}
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err
