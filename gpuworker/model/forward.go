@@ -78,7 +78,7 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 			allowed := LogicalAnd(BroadcastToDims(Reshape(causal, 1, T, T), B, T, T), // [B,T,S]
 				BroadcastToDims(Reshape(keyOK, B, 1, T), B, T, T))
 			allowed = BroadcastToDims(Reshape(allowed, B, 1, 1, T, T), B, nKV, G, T, T)
-			scores = Where(allowed, scores, BroadcastToDims(minF32, B, nKV, G, T, T))
+			scores = Where(allowed, scores, minF32) // scalar: the backend never materializes it
 			probs := softmax(scores)
 			attn := attnValues(probs, v) // [B,KV,G,T,D]
 			attn = Reshape(TransposeAllDims(attn, 0, 3, 1, 2, 4), B, T, nH*D)
@@ -111,7 +111,7 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 		causalF := ConvertDType(causal, dtypes.Float32)
 		rowOK := GreaterThan(DotGeneral(pool, []int{1}, nil, causalF, []int{0}, nil), Scalar(g, dtypes.Float32, 0.5)) // [B,S]
 		allowed := BroadcastToDims(Reshape(LogicalAnd(rowOK, keyOK), B, 1, 1, 1, T), B, nKV, G, 1, T)
-		scores = Where(allowed, scores, BroadcastToDims(minF32, B, nKV, G, 1, T))
+		scores = Where(allowed, scores, minF32)
 		probs := softmax(scores)
 		attn := Reshape(attnValues(probs, v), B, nH*D) // [B,KV,G,1,D] is head-major already
 		xp = Add(xp, linear(attn, pw("self_attn.o_proj.weight"), pw("self_attn.o_proj.bias")))
