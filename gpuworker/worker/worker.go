@@ -282,8 +282,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	for i, c := range consumers {
 		topics[i] = c.topic
 	}
+	gogc := model.SetEngineGC() // this process scores and trains: see model.EngineGCPercent
 	w.log.Info("worker consuming", "topics", topics, "group", w.cfg.ConsumerGroup,
-		"brokers", strings.Join(w.cfg.Brokers, ","), "cpu_kernels", model.CPUKernels())
+		"brokers", strings.Join(w.cfg.Brokers, ","), "cpu_kernels", model.CPUKernels(), "gogc", gogc)
 	if advice := model.CPUKernelsAdvice(); advice != "" {
 		w.log.Warn(advice)
 	}
