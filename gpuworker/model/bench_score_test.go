@@ -54,6 +54,7 @@ func BenchmarkScoreEngine(b *testing.B) {
 	}
 	spec := model.TinySpec{Family: model.FamilyQwen3, Hidden: 1024, Layers: layers, Heads: 16,
 		KVHeads: 8, HeadDim: 128, MLP: 3072, Vocab: 151936, PadTokenID: 151643}
+	model.SetEngineGC() // as the worker runs
 	backend, err := model.NewBackend()
 	require.NoError(b, err)
 	cfg, err := model.NewBaseConfig(spec)
