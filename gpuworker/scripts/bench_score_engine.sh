@@ -9,6 +9,7 @@
 #
 #   gpuworker/scripts/bench_score_engine.sh            # from the repository root
 #   BENCH_LAYERS=2    keep 2 of the 28 layers (minutes instead of ~an hour on 2 cores)
+#   CRITIC_BENCH_SCORE_ONLY=8x1024   run only that scenario (or mix64-1024)
 #   BENCH_SIMD=0      build Go without GOEXPERIMENT=simd (default: as `make build`, i.e.
 #                     GOEXPERIMENT=simd on amd64: compute's AVX-512/AVX2 kernels)
 #
