@@ -7,6 +7,19 @@ BIN       := bin/critic
 FUZZTIME  ?= 5s
 TEST_TIMEOUT ?= 25m
 
+# GoMLX's AVX-512/AVX2 matmul kernels (github.com/gomlx/compute) exist only in a
+# GOEXPERIMENT=simd build (Go >= 1.26, amd64): 2-4x faster CPU training and scoring.
+# compute picks them at start-up from the CPU's features and falls back to its
+# portable kernels on CPUs without them, so every target builds and tests that way
+# on amd64 (gpuworker/scripts/BENCH_TRAIN.md). CRITIC_SIMD=0, or any GOEXPERIMENT of
+# your own, opts out.
+ifeq ($(shell PATH="$(PATH)" $(GO) env GOARCH 2>/dev/null),amd64)
+ifneq ($(CRITIC_SIMD),0)
+GOEXPERIMENT ?= simd
+export GOEXPERIMENT
+endif
+endif
+
 .PHONY: help run build test test-race lint generate verify bench bench-workers bench-ingest bench-otlp bench-extract bench-gepa bench-label demo deps web bench-ui
 
 help: ## list the targets

@@ -54,6 +54,7 @@ func BenchmarkScoreEngine(b *testing.B) {
 	}
 	spec := model.TinySpec{Family: model.FamilyQwen3, Hidden: 1024, Layers: layers, Heads: 16,
 		KVHeads: 8, HeadDim: 128, MLP: 3072, Vocab: 151936, PadTokenID: 151643}
+	model.SetEngineGC() // as the worker runs
 	backend, err := model.NewBackend()
 	require.NoError(b, err)
 	cfg, err := model.NewBaseConfig(spec)
@@ -80,6 +81,16 @@ func BenchmarkScoreEngine(b *testing.B) {
 	}
 	full := []int{1024, 1024, 1024, 1024, 1024, 1024, 1024, 1024}
 	scenarios := []*scoreBenchScenario{{Name: "8x1024", Seqs: seqsOf(full)}, {Name: "mix64-1024", Seqs: seqsOf(scoreBenchLens(rng))}}
+	if only := os.Getenv("CRITIC_BENCH_SCORE_ONLY"); only != "" { // one scenario by name (8x1024, mix64-1024), to profile it
+		var kept []*scoreBenchScenario
+		for _, s := range scenarios {
+			if s.Name == only {
+				kept = append(kept, s)
+			}
+		}
+		require.NotEmpty(b, kept, "CRITIC_BENCH_SCORE_ONLY=%q names no scenario", only)
+		scenarios = kept
+	}
 	for range b.N {
 		for _, s := range scenarios {
 			lens := make([]int, len(s.Seqs))
@@ -100,8 +111,9 @@ func BenchmarkScoreEngine(b *testing.B) {
 		}
 	}
 	peak := procStatusGiB("VmHWM")
-	b.ReportMetric(float64(len(scenarios[0].Seqs))/scenarios[0].Seconds, "seq/s_8x1024")
-	b.ReportMetric(float64(len(scenarios[1].Seqs))/scenarios[1].Seconds, "seq/s_mix")
+	for _, s := range scenarios {
+		b.ReportMetric(float64(len(s.Seqs))/s.Seconds, "seq/s_"+strings.TrimSuffix(s.Name, "64-1024"))
+	}
 	b.ReportMetric(peak, "peakRSS_GiB")
 	if out := os.Getenv("CRITIC_BENCH_SCORE_OUT"); out != "" {
 		data, err := json.Marshal(map[string]any{"layers": layers, "pad": spec.PadTokenID, "vocab": spec.Vocab,

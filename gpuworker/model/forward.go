@@ -64,22 +64,21 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 			q := Reshape(qkv[0], B, T, nH, D)
 			k := Reshape(qkv[1], B, T, nKV, D)
 			v := Reshape(qkv[2], B, T, nKV, D)
+			q = scaleQuery(q, pw("self_attn.q_norm.weight"), c)
 			if c.QKNorm {
-				q = rmsNorm(q, pw("self_attn.q_norm.weight"), c.RMSNormEps)
 				k = rmsNorm(k, pw("self_attn.k_norm.weight"), c.RMSNormEps)
 			}
 			q = applyRope(q, cos, sin)
 			k = applyRope(k, cos, sin)
 			// Query heads h = kv*G + g share kv head kv, as HF's repeat_kv expands them.
-			q = TransposeAllDims(Reshape(q, B, T, nKV, G, D), 0, 2, 3, 1, 4) // [B,KV,G,T,D]
-			k = TransposeAllDims(k, 0, 2, 1, 3)                              // [B,KV,S,D]
-			v = TransposeAllDims(v, 0, 2, 1, 3)                              // [B,KV,S,D]
-			scores := attnScores(q, k)                                       // [B,KV,G,T,S]
-			scores = MulScalar(scores, 1/math.Sqrt(float64(D)))
+			q = TransposeAllDims(Reshape(q, B, T, nKV, G, D), 0, 2, 3, 1, 4)          // [B,KV,G,T,D]
+			k = TransposeAllDims(k, 0, 2, 1, 3)                                       // [B,KV,S,D]
+			v = TransposeAllDims(v, 0, 2, 1, 3)                                       // [B,KV,S,D]
+			scores := attnScores(q, k)                                                // [B,KV,G,T,S], already scaled
 			allowed := LogicalAnd(BroadcastToDims(Reshape(causal, 1, T, T), B, T, T), // [B,T,S]
 				BroadcastToDims(Reshape(keyOK, B, 1, T), B, T, T))
 			allowed = BroadcastToDims(Reshape(allowed, B, 1, 1, T, T), B, nKV, G, T, T)
-			scores = Where(allowed, scores, BroadcastToDims(minF32, B, nKV, G, T, T))
+			scores = Where(allowed, scores, minF32) // scalar: the backend never materializes it
 			probs := softmax(scores)
 			attn := attnValues(probs, v) // [B,KV,G,T,D]
 			attn = Reshape(TransposeAllDims(attn, 0, 3, 1, 2, 4), B, T, nH*D)
@@ -96,23 +95,23 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 		xp := selectRows(x) // [B,H]
 		hp := rmsNorm(xp, pw("input_layernorm.weight"), c.RMSNormEps)
 		q := Reshape(linear(hp, pw("self_attn.q_proj.weight"), pw("self_attn.q_proj.bias")), B, 1, nH, D)
+		q = scaleQuery(q, pw("self_attn.q_norm.weight"), c)
 		if c.QKNorm {
-			q = rmsNorm(q, pw("self_attn.q_norm.weight"), c.RMSNormEps)
 			k = rmsNorm(k, pw("self_attn.k_norm.weight"), c.RMSNormEps)
 		}
 		posCos := Reshape(DotGeneral(pool, []int{1}, nil, cos, []int{0}, nil), B, 1, 1, D) // row of the pooled position
 		posSin := Reshape(DotGeneral(pool, []int{1}, nil, sin, []int{0}, nil), B, 1, 1, D)
 		q = rotate(q, BroadcastToDims(posCos, B, 1, nH, D), BroadcastToDims(posSin, B, 1, nH, D))
 		k = applyRope(k, cos, sin)
-		q = Reshape(q, B, nKV, G, 1, D)                                // [B,KV,G,1,D]
-		k = TransposeAllDims(k, 0, 2, 1, 3)                            // [B,KV,S,D]
-		v = TransposeAllDims(v, 0, 2, 1, 3)                            // [B,KV,S,D]
-		scores := MulScalar(attnScores(q, k), 1/math.Sqrt(float64(D))) // [B,KV,G,1,S]
+		q = Reshape(q, B, nKV, G, 1, D)     // [B,KV,G,1,D]
+		k = TransposeAllDims(k, 0, 2, 1, 3) // [B,KV,S,D]
+		v = TransposeAllDims(v, 0, 2, 1, 3) // [B,KV,S,D]
+		scores := attnScores(q, k)          // [B,KV,G,1,S], already scaled
 		// Pooled query at position t sees keys s <= t that are not padding.
 		causalF := ConvertDType(causal, dtypes.Float32)
 		rowOK := GreaterThan(DotGeneral(pool, []int{1}, nil, causalF, []int{0}, nil), Scalar(g, dtypes.Float32, 0.5)) // [B,S]
 		allowed := BroadcastToDims(Reshape(LogicalAnd(rowOK, keyOK), B, 1, 1, 1, T), B, nKV, G, 1, T)
-		scores = Where(allowed, scores, BroadcastToDims(minF32, B, nKV, G, 1, T))
+		scores = Where(allowed, scores, minF32)
 		probs := softmax(scores)
 		attn := Reshape(attnValues(probs, v), B, nH*D) // [B,KV,G,1,D] is head-major already
 		xp = Add(xp, linear(attn, pw("self_attn.o_proj.weight"), pw("self_attn.o_proj.bias")))
@@ -123,6 +122,19 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 	}
 	x = rmsNorm(x, p["model.norm.weight"], c.RMSNormEps) // [B,H]
 	return Reshape(linear(x, p[ScoreWeight], nil), B)
+}
+
+// scaleQuery applies the attention's 1/√D to the queries [..., D] instead of to the
+// scores: the scores tensor is S/D times larger (8× for 1024 tokens of 128-wide heads),
+// so this drops one full pass over it in the forward and one in the backward. With
+// QK-norm the factor goes into the norm's [D] weight (free); otherwise one pass over q.
+// RoPE is linear, so scaling before it is the same function.
+func scaleQuery(q, qNormW *Node, c *Config) *Node {
+	scale := 1 / math.Sqrt(float64(c.HeadDim))
+	if c.QKNorm {
+		return rmsNorm(q, MulScalar(qNormW, scale), c.RMSNormEps)
+	}
+	return MulScalar(q, scale)
 }
 
 // softmax over the last axis with the gradient written from the probabilities,
@@ -257,11 +269,45 @@ func rmsNorm(x, w *Node, eps float64) *Node {
 	return Mul(y, ExpandLeftToRank(w, y.Rank()))
 }
 
-func silu(x *Node) *Node { return Mul(x, Sigmoid(x)) }
+// silu is x·σ(x) with σ computed without math.Exp and the gradient written from σ:
+// dy·σ·(1 + x·(1 − σ)).
+//
+// Why not Mul(x, Sigmoid(x)): the pure-Go backend runs Logistic (and Exp) as one
+// float64 math.Exp per element, and in the GOEXPERIMENT=simd build that call runs
+// ~130× slower on the OS thread that just ran an AVX-512/AVX2 matmul kernel
+// (compute v0.1.2 never executes VZEROUPPER, and math.Exp's FMA path mixes VEX and
+// legacy-SSE instructions; see gpuworker/scripts/BENCH_TRAIN.md). σ(x) is instead
+// the first row of softmax([x; 0]) over a new leading axis of 2: the backend's fused
+// softmax uses its float32 polynomial exp (relative error < 1e-7), which has no
+// VEX/SSE mix. The two concatenated rows and the row slice are contiguous copies.
+func silu(x *Node) *Node {
+	var dy, s *Node
+	xc := IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
+		if dy == nil {
+			panic("silu: output gradient not recorded before the input's")
+		}
+		one := ScalarOne(x.Graph(), x.DType())
+		return Mul(dy, Mul(s, Add(one, Mul(x, Sub(one, s)))))
+	})
+	s = sigmoid(xc)
+	y := Mul(xc, s)
+	return IdentityWithCustomGradient(y, func(_, v *Node) *Node { dy = v; return v })
+}
+
+// sigmoid is σ(x) = softmax([x; 0])[0] = 1/(1 + e^−x), through the fused softmax (see
+// silu for why). Its own gradient is never taken: silu replaces it.
+func sigmoid(x *Node) *Node {
+	dims := x.Shape().Dimensions
+	flat := Reshape(x, 1, x.Shape().Size())
+	pair := Concatenate([]*Node{flat, ZerosLike(flat)}, 0) // [2, N]
+	s := SliceAxis(Softmax(pair, 0), 0, AxisRange(0, 1))
+	return Reshape(s, dims...)
+}
 
 // ropeTables returns cos, sin [T, D] as HF's default rotary embedding computes them in
 // float32: inv_freq = 1/theta^(2i/D), freqs = pos*inv_freq (f32 product), emb =
 // cat(freqs, freqs). Rounding the product to f32 first matters at long positions.
+// The first half of sin is stored negated, so rotate needs no Neg (see rotate).
 func ropeTables(g *Graph, T, D int, theta float64) (*Node, *Node) {
 	cos := make([]float32, T*D)
 	sin := make([]float32, T*D)
@@ -272,7 +318,7 @@ func ropeTables(g *Graph, T, D int, theta float64) (*Node, *Node) {
 			f := float64(float32(t) * invFreq)
 			cv, sv := float32(math.Cos(f)), float32(math.Sin(f))
 			cos[t*D+i], cos[t*D+i+half] = cv, cv
-			sin[t*D+i], sin[t*D+i+half] = sv, sv
+			sin[t*D+i], sin[t*D+i+half] = -sv, sv
 		}
 	}
 	return Const(g, reshape2(cos, T, D)), Const(g, reshape2(sin, T, D))
@@ -287,7 +333,7 @@ func reshape2(flat []float32, rows, cols int) [][]float32 {
 }
 
 // applyRope rotates x [B,T,heads,D] as HF: x*cos + rotate_half(x)*sin with
-// rotate_half(x) = cat(-x[..., D/2:], x[..., :D/2]).
+// rotate_half(x) = cat(-x[..., D/2:], x[..., :D/2]); sin as ropeTables returns it.
 func applyRope(x, cos, sin *Node) *Node {
 	dims := x.Shape().Dimensions
 	T, D := dims[1], dims[3]
@@ -296,12 +342,14 @@ func applyRope(x, cos, sin *Node) *Node {
 	return rotate(x, c, s)
 }
 
-// rotate is x*c + rotate_half(x)*s for c, s already broadcast to x's shape [..., D].
-func rotate(x, c, s *Node) *Node {
+// rotate is x*c + rotate_half(x)*s for c, s already broadcast to x's shape [..., D],
+// with s's first half negated (ropeTables): rotate_half(x)*s = cat(-x2, x1)*cat(s1, s2)
+// = cat(x2, x1)*cat(-s1, s2), exactly, one element-wise pass (and its gradient) fewer.
+func rotate(x, c, sSigned *Node) *Node {
 	r := x.Rank()
 	D := x.Shape().Dimensions[r-1]
 	x1 := SliceAxis(x, r-1, AxisRange(0, D/2))
 	x2 := SliceAxis(x, r-1, AxisRange(D/2, D))
-	rot := Concatenate([]*Node{Neg(x2), x1}, r-1)
-	return Add(Mul(x, c), Mul(rot, s))
+	swapped := Concatenate([]*Node{x2, x1}, r-1)
+	return Add(Mul(x, c), Mul(swapped, sSigned))
 }

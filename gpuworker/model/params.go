@@ -160,6 +160,12 @@ func NewRandom(backend compute.Backend, cfg *Config, seed uint64) (*Model, error
 func fillInit(t *tensors.Tensor, spec ParamSpec, std float64, rng *rand.Rand) {
 	tensors.MustMutableFlatData(t, func(flat []float32) {
 		for i := range flat {
+			if i%4096 == 0 {
+				// NormFloat64 calls math.Exp: keep this thread (which may just have run
+				// a SIMD matmul, or may be another after a reschedule) clean of dirty
+				// upper vector state. See clearAVXUpper.
+				clearAVXUpper()
+			}
 			switch spec.init {
 			case initNormal:
 				flat[i] = float32(rng.NormFloat64() * std)

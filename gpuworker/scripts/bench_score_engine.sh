@@ -9,7 +9,9 @@
 #
 #   gpuworker/scripts/bench_score_engine.sh            # from the repository root
 #   BENCH_LAYERS=2    keep 2 of the 28 layers (minutes instead of ~an hour on 2 cores)
-#   BENCH_SIMD=1      build Go with GOEXPERIMENT=simd (default: the default build)
+#   CRITIC_BENCH_SCORE_ONLY=8x1024   run only that scenario (or mix64-1024)
+#   BENCH_SIMD=0      build Go without GOEXPERIMENT=simd (default: as `make build`, i.e.
+#                     GOEXPERIMENT=simd on amd64: compute's AVX-512/AVX2 kernels)
 #
 # Each side runs every scenario once untimed (Go: graph compile; torch: allocator warm-up)
 # and once timed. Go runs first, then torch, so their peak RSS do not add up.
@@ -22,11 +24,11 @@ LAYERS=${BENCH_LAYERS:-28}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-build=default
-env=()
-if [[ "${BENCH_SIMD:-0}" != 0 ]]; then build=simd; env=(GOEXPERIMENT=simd); fi
-echo "building the test binary ($build build)..."
-env "${env[@]}" go test -c -o "$tmp/model.test" ./gpuworker/model
+exp=${GOEXPERIMENT-}
+[[ $(go env GOARCH) == amd64 && "${CRITIC_SIMD:-1}" != 0 && -z ${GOEXPERIMENT+x} ]] && exp=simd
+[[ "${BENCH_SIMD:-1}" == 0 ]] && exp=
+echo "building the test binary (GOEXPERIMENT=${exp:-<none>})..."
+GOEXPERIMENT=$exp go test -c -o "$tmp/model.test" ./gpuworker/model
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) on $NCPU CPUs"
 echo "go: Qwen3-0.6B-shaped, $LAYERS layers, GOMAXPROCS=$NCPU..."
 (cd gpuworker/model && CRITIC_BENCH_SCORE=1 CRITIC_BENCH_SCORE_LAYERS=$LAYERS CRITIC_BENCH_SCORE_OUT=$tmp/plan.json \

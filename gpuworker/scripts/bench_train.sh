@@ -8,8 +8,12 @@
 #
 #   gpuworker/scripts/bench_train.sh                 # from the repository root
 #   REPS=7 STEPS=10 gpuworker/scripts/bench_train.sh
-#   BENCH_SIMD=0   skip the GOEXPERIMENT=simd build   (default: measure it too)
-#   BENCH_06B=0    skip the 0.6B scoring run           (default: run it, ~1-3 min)
+#   BENCH_PORTABLE=0  skip the build without GOEXPERIMENT=simd (default: measure it too)
+#   BENCH_06B=0       skip the 0.6B scoring run          (default: run it, ~1-3 min)
+#
+# "default" is the build `make build` makes: GOEXPERIMENT=simd on amd64 (compute's
+# AVX-512/AVX2 kernels, chosen at start-up from the CPU). "portable" is a plain
+# `go build` without it (compute's scalar kernels).
 #
 # Each figure is the median over REPS runs of STEPS timed steps (after a warm-up step);
 # Go and torch runs alternate so machine noise hits both alike.
@@ -24,21 +28,21 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 echo "building test binaries..."
-go test -c -o "$tmp/train.test" ./gpuworker/train
+defexp=${GOEXPERIMENT-}
+[[ $(go env GOARCH) == amd64 && "${CRITIC_SIMD:-1}" != 0 && -z ${GOEXPERIMENT+x} ]] && defexp=simd
+GOEXPERIMENT=$defexp go test -c -o "$tmp/train.test" ./gpuworker/train
 builds=(default)
-if [[ "${BENCH_SIMD:-1}" != 0 ]]; then
-  if GOEXPERIMENT=simd go test -c -o "$tmp/train_simd.test" ./gpuworker/train 2>"$tmp/simd.err"; then
-    builds+=(simd)
-  else
-    echo "GOEXPERIMENT=simd build failed (needs Go >= 1.26 on amd64):"; cat "$tmp/simd.err"
-  fi
+if [[ "${BENCH_PORTABLE:-1}" != 0 && -n $defexp ]]; then
+  GOEXPERIMENT= go test -c -o "$tmp/train_portable.test" ./gpuworker/train
+  builds+=(portable)
 fi
+echo "default build: GOEXPERIMENT=${defexp:-<none>}; load $(cut -d' ' -f1-3 /proc/loadavg) on $NCPU CPUs"
 
 median() { sort -g | awk '{a[NR]=$1} END{if(NR%2)print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 go_step() { # build cpus procs -> seconds/step
   local bin=$tmp/train.test
-  [[ $1 == simd ]] && bin=$tmp/train_simd.test
+  [[ $1 == portable ]] && bin=$tmp/train_portable.test
   (cd gpuworker/train && GOMAXPROCS=$3 taskset -c "$2" "$bin" -test.run XXX \
     -test.bench 'BenchmarkTrainStep$' -test.benchtime "${STEPS}x") |
     awk '/^BenchmarkTrainStep/{print $3/1e9}'
@@ -80,9 +84,8 @@ for b in "${builds[@]}"; do
 done
 
 if [[ "${BENCH_06B:-1}" != 0 ]]; then
-  b=${builds[-1]}
+  b=default
   bin=$tmp/train.test
-  [[ $b == simd ]] && bin=$tmp/train_simd.test
   echo "Qwen3-0.6B-shaped random model, one 1024-token sequence ($b build, GOMAXPROCS=$NCPU, 1 timed call after compile+first call):"
   (cd gpuworker/train && CRITIC_BENCH_06B=1 GOMAXPROCS=$NCPU taskset -c "$ALLCPUS" "$bin" -test.run XXX \
     -test.bench 'BenchmarkScore06B$' -test.benchtime 1x -test.timeout 60m -test.v) |

@@ -8,6 +8,7 @@
 #   PJRT_PLUGIN=/path/xla_cuda_plugin.so  use this plugin instead of searching the Python
 #   PHASE_TIMEOUT=600   seconds allowed to each phase;  SKIP_06B=1  skip the 0.6B timing
 #   BIN_DIR=DIR         use prebuilt critic, gpustep and model.test (no Go toolchain needed):
+#     export GOEXPERIMENT=simd  # as `make build` on amd64: the pure-Go side runs compute's AVX-512/AVX2 kernels
 #     go build -o DIR/critic ./cmd/critic && go build -o DIR/gpustep ./gpuworker/scripts/gpustep &&
 #     go test -c -o DIR/model.test ./gpuworker/model
 #
@@ -108,7 +109,10 @@ if [[ -n ${BIN_DIR:-} ]]; then
   log "prebuilt binaries from $BIN_DIR"
   cp "$BIN_DIR/critic" "$BIN_DIR/gpustep" "$BIN_DIR/model.test" "$work/"
 else
-  log "building"
+  # Build as `make build` does: GOEXPERIMENT=simd on amd64, so the pure-Go references
+  # (phases 2 and 3) run the kernels users get; CRITIC_SIMD=0 builds without.
+  if [[ $(go env GOARCH) == amd64 && ${CRITIC_SIMD:-1} != 0 && -z ${GOEXPERIMENT+x} ]]; then export GOEXPERIMENT=simd; fi
+  log "building (GOEXPERIMENT=${GOEXPERIMENT:-<none>})"
   go build -o "$work/critic" ./cmd/critic
   go build -o "$work/gpustep" ./gpuworker/scripts/gpustep
   go test -c -o "$work/model.test" ./gpuworker/model

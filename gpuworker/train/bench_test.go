@@ -35,6 +35,7 @@ func randomSeqs(n, length, vocab int) [][]int {
 
 // BenchmarkTrainStep times one AdamW step on 4 pairs × 128 tokens (compile excluded).
 func BenchmarkTrainStep(b *testing.B) {
+	model.SetEngineGC() // as the worker runs
 	backend, err := model.NewBackend()
 	require.NoError(b, err)
 	cfg, err := model.NewBaseConfig(benchSpec())
@@ -69,6 +70,7 @@ func BenchmarkScore06B(b *testing.B) {
 		require.NoError(b, err, "CRITIC_BENCH_06B_LAYERS")
 		layers = n
 	}
+	model.SetEngineGC() // as the worker runs
 	backend, err := model.NewBackend()
 	require.NoError(b, err)
 	cfg, err := model.NewBaseConfig(model.TinySpec{Family: model.FamilyQwen3, Hidden: 1024, Layers: layers, Heads: 16,

@@ -22,6 +22,7 @@ func CLI(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) == 0 {
 		return errors.New("usage: critic model init|train|score|tokenize ...")
 	}
+	model.SetEngineGC()
 	switch args[0] {
 	case "init":
 		return cliInit(args[1:], stdout, stderr)

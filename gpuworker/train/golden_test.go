@@ -171,6 +171,7 @@ func TestTorchGolden(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(data, &want))
 	got := goRef(t, goldenReq(modelDir))
+	t.Logf("CPU kernels: %s", model.CPUKernels())
 	requireClose(t, want, got, 1e-4)
 	require.Greater(t, abs(want.RewardsChosen[0]-want.RewardsRejected[0]), 1e-3, "golden must not be degenerate")
 }
@@ -214,7 +215,9 @@ func TestTorchLiveFamilies(t *testing.T) {
 					req.GradParams = append(req.GradParams, name)
 				}
 			}
-			req.GradParams = append(req.GradParams, "model.layers.0.self_attn.q_proj.weight")
+			// q_proj through attention; gate/up through silu (its custom gradient).
+			req.GradParams = append(req.GradParams, "model.layers.0.self_attn.q_proj.weight",
+				"model.layers.0.mlp.gate_proj.weight", "model.layers.0.mlp.up_proj.weight")
 			if cfg.AttentionBias {
 				req.GradParams = append(req.GradParams, "model.layers.0.self_attn.v_proj.bias")
 			}

@@ -319,8 +319,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	for i, c := range consumers {
 		topics[i] = c.topic
 	}
+	gogc := model.SetEngineGC() // this process scores and trains: see model.EngineGCPercent
 	w.log.Info("worker consuming", "topics", topics, "group", w.cfg.ConsumerGroup,
-		"brokers", strings.Join(w.cfg.Brokers, ","))
+		"brokers", strings.Join(w.cfg.Brokers, ","), "cpu_kernels", model.CPUKernels(), "gogc", gogc)
+	if advice := model.CPUKernelsAdvice(); advice != "" {
+		w.log.Warn(advice)
+	}
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		return err

@@ -1,0 +1,56 @@
+package train
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/gpuworker/model"
+)
+
+// A GOEXPERIMENT=simd build (what `make build` produces on amd64) must give the golden
+// rewards and gradients on any amd64 CPU: compute picks its kernels at start-up from
+// the CPU's features. Each case re-runs TestTorchGolden in a fresh process with the
+// features masked — GODEBUG=cpu.avx2=off is Go's own CPU-feature mask, which
+// archsimd.X86.AVX2() obeys; AVX-512 detection is not masked by GODEBUG in Go 1.26
+// (cpu.X86.HasAVX512 is derived before GODEBUG applies), so compute's
+// GOMLX_SIMD_AVX512=false stands in for a CPU without it — and checks both the
+// kernels the process reports and the numbers.
+func TestSIMDBuildFallsBackOnOlderCPUs(t *testing.T) {
+	if !model.SIMDBuild() {
+		t.Skip("built without GOEXPERIMENT=simd: only the portable kernels exist")
+	}
+	if os.Getenv("CRITIC_FALLBACK_CHILD") != "" {
+		t.Skip("child process")
+	}
+	cases := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"no AVX-512", []string{"GOMLX_SIMD_AVX512=false"}, model.KernelsAVX2},
+		{"no AVX-512, no AVX2", []string{"GOMLX_SIMD_AVX512=false", "GODEBUG=cpu.avx2=off"}, model.KernelsPortable},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run", "^TestTorchGolden$", "-test.v", "-test.count=1")
+			cmd.Env = append(append(os.Environ(), "CRITIC_FALLBACK_CHILD=1"), c.env...)
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "%s", out)
+			want := c.want
+			if model.CPUKernels() == model.KernelsPortable {
+				want = model.KernelsPortable // this CPU has no AVX2 at all
+			}
+			require.Contains(t, string(out), "CPU kernels: "+want)
+			for _, line := range strings.Split(string(out), "\n") {
+				if strings.Contains(line, "max |torch") {
+					t.Log(strings.TrimSpace(line))
+				}
+			}
+			require.Contains(t, string(out), "--- PASS: TestTorchGolden")
+		})
+	}
+}
