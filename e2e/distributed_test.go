@@ -183,7 +183,9 @@ func TestDistributed(t *testing.T) {
 		keys = append(keys, m[1])
 	}
 	base := filepath.Join(root, "base")
-	cli("model", "init", "--arch", "qwen3", "--hidden", "32", "--layers", "1", "--heads", "2", "--kv-heads", "1",
+	// The size TestDistributedWorkers trains: a run lasts long enough for a
+	// kill to land mid-training and for both workers to be busy at once.
+	cli("model", "init", "--arch", "qwen3", "--hidden", "64", "--layers", "2", "--heads", "2", "--kv-heads", "1",
 		"--head-dim", "16", "--intermediate", "64", "--tokenizer", filepath.Join(pgtest.ModuleRoot(t), "gpuworker", "testdata", "tinytok"), "--out", base)
 	pool, err := pg.Connect(context.Background(), dbURL)
 	require.NoError(t, err)
@@ -328,7 +330,7 @@ func TestDistributed(t *testing.T) {
 		}
 		for i := range 2 {
 			name := fmt.Sprintf("model %d-%d", n, i)
-			out := write(i, "/api/v1/rm/reward-models", keys[1], name, map[string]any{"name": name, "trace_ids": rated, "base_model": base, "epochs": 4})
+			out := write(i, "/api/v1/rm/reward-models", keys[1], name, map[string]any{"name": name, "trace_ids": rated, "base_model": base, "epochs": 12})
 			if out == nil {
 				continue
 			}
