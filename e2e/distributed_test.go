@@ -539,12 +539,27 @@ func TestDistributed(t *testing.T) {
 	}
 	schedule = append(schedule, blow{dup: true})
 	rng.Shuffle(len(schedule), func(i, j int) { schedule[i], schedule[j] = schedule[j], schedule[i] })
+	// trainingOn: the worker's live incarnation holds a running model.
+	trainingOn := func(w *distMember) bool {
+		id, _ := w.alive(0)
+		return q(`SELECT count(*) FROM rm_reward_models WHERE status = 'running' AND worker_id = $1`, id) > 0
+	}
 	time.Sleep(3 * time.Second)
 	check("start")
 	var done []string
 	for _, b := range schedule {
 		time.Sleep(time.Duration(1500+rng.Intn(3000)) * time.Millisecond)
-		var step string
+		var step, during string
+		if !b.dup && b.who.worker {
+			// A worker is hit while it trains when it gets work within a
+			// few seconds, so hand-back and lease expiry both happen.
+			for deadline := time.Now().Add(6 * time.Second); time.Now().Before(deadline) && !trainingOn(b.who); {
+				time.Sleep(50 * time.Millisecond)
+			}
+			if trainingOn(b.who) {
+				during = " (training)"
+			}
+		}
 		switch {
 		case b.dup:
 			victim := rng.Intn(len(apis))
@@ -571,6 +586,7 @@ func TestDistributed(t *testing.T) {
 			time.Sleep(time.Duration(300+rng.Intn(2000)) * time.Millisecond)
 			b.who.start(t)
 		}
+		step += during
 		t.Logf("%s: %s", time.Since(began).Round(time.Second), step)
 		done = append(done, step)
 		check(step)
@@ -642,6 +658,7 @@ func TestDistributed(t *testing.T) {
 	}
 
 	requeued := q(`SELECT count(*) FROM events WHERE type = 'reward_model.training_requeued.v1'`)
+	require.Positive(t, requeued, "a worker stopped or killed mid-training handed its run back or lost it")
 	testNote("distributed: %d acknowledged writes (%d imports, %d annotations, %d models: %d succeeded, %d failed after 3 lost runs), "+
 		"%d retries, %d interrupted, %d given up, %d training requeues; %s; %s; seed %d",
 		len(got.imports)+len(got.annotations)+len(got.models), len(got.imports), len(got.annotations), len(got.models), succeeded, failed,
