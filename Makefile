@@ -130,3 +130,7 @@ chaos: deps ## kill -9 the API, a consumer and the worker under load; every ackn
 
 failover: deps ## two API instances, each kill -9'd and SIGTERMed under idempotent writes; nothing lost or doubled (CRITIC_CHAOS_SEED=N repeats)
 	CRITIC_CHAOS=1 $(GO) test -count=1 -run '^TestDistributedFailover$$' -v -timeout 10m ./e2e/
+
+.PHONY: distributed
+distributed: deps ## issue 19's scenario: two APIs, two workers, the broker, each kill -9'd and SIGTERMed, a duplicate instance id; checks after every step (CRITIC_CHAOS_SEED=N repeats)
+	CRITIC_CHAOS=1 $(GO) test -count=1 -run '^TestDistributed$$' -v -timeout 15m ./e2e/

@@ -32,9 +32,21 @@ type ErrorBody struct {
 func Classify(err error) (int, ErrorBody) {
 	status, body := classify(err)
 	if status == http.StatusInternalServerError {
-		slog.Error("internal error", "err", err)
+		logInternal(context.Background(), err)
 	}
 	return status, body
+}
+
+// logInternal logs an internal error at ERROR — unless it is only the
+// request's context ending (the client hung up: a worker stopping mid
+// heartbeat, a browser tab closed), which is routine and logged at DEBUG, so
+// `level=ERROR` keeps meaning something an operator must look at.
+func logInternal(ctx context.Context, err error, attrs ...any) {
+	if errors.Is(err, context.Canceled) {
+		slog.DebugContext(ctx, "request canceled before it finished", append([]any{"err", err}, attrs...)...)
+		return
+	}
+	slog.ErrorContext(ctx, "internal error", append([]any{"err", err}, attrs...)...)
 }
 
 func classify(err error) (int, ErrorBody) {
@@ -90,7 +102,7 @@ func WriteError(w http.ResponseWriter, err error) {
 	status, body := classify(err)
 	body.RequestID = w.Header().Get(requestid.Header)
 	if status == http.StatusInternalServerError {
-		slog.Error("internal error", "err", err, "request_id", body.RequestID)
+		logInternal(context.Background(), err, "request_id", body.RequestID)
 	}
 	WriteJSON(w, status, body)
 }
@@ -115,7 +127,7 @@ func ConnectError(err error) error {
 func ConnectErrorContext(ctx context.Context, err error) error {
 	status, body := classify(err)
 	if status == http.StatusInternalServerError {
-		slog.ErrorContext(ctx, "internal error", "err", err)
+		logInternal(ctx, err)
 	}
 	return connectError(status, body)
 }

@@ -30,6 +30,12 @@ type Observing struct {
 	Log *slog.Logger
 }
 
+// StatusClientClosedRequest (nginx's 499) is what Observe records for a
+// request whose client hung up before the answer: the 5xx its handler wrote
+// (its context was canceled) reached nobody and says nothing about the
+// server, so it must not count as an error in the 5xx ratio or the logs.
+const StatusClientClosedRequest = 499
+
 // unmatchedRoute labels requests no route matched, so scanners probing
 // random paths cannot mint new series.
 const unmatchedRoute = "unmatched"
@@ -70,6 +76,9 @@ func Observe(next http.Handler, o Observing) http.Handler {
 		status := sw.status
 		if status == 0 {
 			status = http.StatusOK
+		}
+		if status >= 500 && r.Context().Err() != nil {
+			status = StatusClientClosedRequest
 		}
 		route := rpcRoute(r.Pattern, r.URL.Path)
 		if route == "" {
