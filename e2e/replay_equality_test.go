@@ -235,6 +235,12 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return in.do("POST", jobs.GepaPath(gepaRunning, "claim"), "e2e-worker-token", hand).Status == http.StatusOK
 	}, time.Minute, 100*time.Millisecond)
+	// Handed back (gepa_run.requeued.v1), then claimed again.
+	r = in.do("POST", jobs.GepaPath(gepaRunning, "handback"), "e2e-worker-token", map[string]any{"worker_id": "by-hand", "reason": "stopping"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Eventually(t, func() bool {
+		return in.do("POST", jobs.GepaPath(gepaRunning, "claim"), "e2e-worker-token", hand).Status == http.StatusOK
+	}, time.Minute, 100*time.Millisecond)
 	r = in.do("POST", jobs.GepaPath(gepaRunning, "heartbeat"), "e2e-worker-token", map[string]any{"worker_id": "by-hand",
 		"progress": map[string]any{"iteration": 1, "metric_calls": 4, "max_metric_calls": 12, "best_score": 0.5}})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))

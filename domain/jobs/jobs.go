@@ -222,7 +222,16 @@ const (
 	RouteGepaCandidate = "POST /gepa/{run_id}/candidate"
 	RouteGepaSucceeded = "POST /gepa/{run_id}/succeeded"
 	RouteGepaFailed    = "POST /gepa/{run_id}/failed"
+	// RouteGepaHandBack returns a running run to the queue (the worker is
+	// stopping): the next free worker runs it from the start.
+	RouteGepaHandBack = "POST /gepa/{run_id}/handback"
 )
+
+// GepaHandBack is a RouteGepaHandBack request; Reason is one line.
+type GepaHandBack struct {
+	GepaRequest
+	Reason string `json:"reason"`
+}
 
 // GepaPath is the URL path of a GEPA route's action ("claim", "heartbeat",
 // "candidate", "succeeded", "failed") for an escaped run id.

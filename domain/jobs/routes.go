@@ -11,7 +11,7 @@ func Routes() []string {
 		RouteClaimScoring, RouteScoringFinished,
 		RouteClaimExtraction, RouteExtractionProgress, RouteExtractionFindings, RouteExtractionFinished,
 		RouteTitleSource, RouteTitleRecord,
-		RouteClaimGepa, RouteGepaHeartbeat, RouteGepaCandidate, RouteGepaSucceeded, RouteGepaFailed,
+		RouteClaimGepa, RouteGepaHeartbeat, RouteGepaCandidate, RouteGepaSucceeded, RouteGepaFailed, RouteGepaHandBack,
 		RouteLabelSource, RouteLabelRecord, RouteLabelFailed,
 		RouteAssessSource, RouteAssessRecord,
 		RouteQualityCheckSource, RouteQualityCheckRecord,

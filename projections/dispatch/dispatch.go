@@ -142,6 +142,13 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		return d.publish(GepaTopic, p.RunID, e.CorrelationID, jobs.GepaJob{RunID: p.RunID, OwnerID: e.OwnerID})
+	case events.GepaRunRequeued:
+		// Handed back or lease expired: the next free worker runs it.
+		var p events.GepaRunRequeuedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		return d.publish(GepaTopic, p.RunID, e.CorrelationID, jobs.GepaJob{RunID: p.RunID, OwnerID: e.OwnerID})
 	}
 	return nil
 }
