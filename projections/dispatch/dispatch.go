@@ -244,7 +244,7 @@ func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, i
 				log.Warn("GEPA lease sweep: expire", "run", id, "err", err)
 			} else if res.LastEventID != "" {
 				expired("gepa")
-				log.Info("lease expired: GEPA run failed", "run", id)
+				log.Info("lease expired: GEPA run requeued (or failed after its third lost run)", "run", id)
 			}
 		}
 		runs, err := q.StuckScoringRuns(ctx, now.Add(-ScoringTimeout))
