@@ -62,8 +62,8 @@ const DefaultShortJobs = 2
 // How a job topic is consumed so that a busy worker never holds back a job
 // a free worker could run (README "Workers: who takes which job"):
 //
-//   - long jobs (minutes: GEPA, feedback extraction, scoring, evaluator
-//     candidates) release: once one has run ReleaseBusyAfter, the
+//   - long jobs (minutes: GEPA, scoring, evaluator candidates) release:
+//     once one has run ReleaseBusyAfter, the
 //     consumer leaves the topic's group, its partitions move to the other
 //     workers, and the jobs queued behind it run there. The job's message
 //     stays uncommitted, so a crash before the claim loses nothing; its
@@ -73,9 +73,15 @@ const DefaultShortJobs = 2
 //     call does not stop the kind; leaving the group per job would cost a
 //     rebalance of every topic of the group for each one.
 //   - labels run LabelJobs at a time; training is pulled (trainLoop).
+//   - feedback extraction does not release yet: a redelivered extraction
+//     whose lease another worker holds is retried until that lease runs
+//     out (it is how a dead holder's extraction resumes), so a released
+//     message would only keep the next owner waiting on the same job.
+//     Releasing it needs a sweep that republishes an extraction whose
+//     lease expired, so a held redelivery can be skipped.
 func releasesWhileBusy(topic string) bool {
 	switch topic {
-	case TopicGepa, TopicExtract, TopicScore, TopicEvaluatorTrain:
+	case TopicGepa, TopicScore, TopicEvaluatorTrain:
 		return true
 	}
 	return false
@@ -162,8 +168,8 @@ type Config struct {
 	// this worker runs at once per kind (default 2): short jobs keep
 	// being consumed while one of them waits on a model.
 	ShortJobs int
-	// ReleaseBusyAfter is how long a long job (GEPA, feedback extraction,
-	// scoring, evaluator candidate) runs before its consumer gives the
+	// ReleaseBusyAfter is how long a long job (GEPA, scoring, evaluator
+	// candidate) runs before its consumer gives the
 	// topic's partitions up (default 2 s), so the jobs queued behind it go
 	// to free workers; the consumer rejoins when the job ends.
 	ReleaseBusyAfter time.Duration
