@@ -172,6 +172,25 @@ func (c *Commands) FinishScoring(ctx context.Context, workerID, traceID, modelID
 	})
 }
 
+// HandBackScoring returns the holder's running run to the queue (the worker
+// is stopping); the dispatch projection publishes the job again.
+func (c *Commands) HandBackScoring(ctx context.Context, workerID, traceID, modelID, runID, reason string) (Result, error) {
+	sc, _, owner, err := c.loadScoring(ctx, traceID, modelID)
+	if err != nil {
+		return Result{}, err
+	}
+	if sc.RunID != runID || sc.Status != rewardmodels.RunRunning || sc.WorkerID != workerID {
+		return Result{}, &domain.ConflictError{Code: "not_claimable", Message: "worker " + workerID + " does not hold scoring run " + runID}
+	}
+	if reason == "" {
+		reason = "worker " + workerID + " stopped"
+	}
+	stream := events.ScoringStream(traceID, modelID)
+	return c.append(ctx, workerActor(workerID), map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
+		Type: events.ScoringRunRequeued, Payload: events.ScoringRunRequeuedV1{RunID: runID, TraceID: traceID, ModelID: modelID, WorkerID: workerID,
+			Reason: events.RequeueHandedBack, Detail: tail(reason, 500)}}})
+}
+
 // ExpireScoringRun fails a run that has been running longer than timeout at
 // now: scoring runs have no heartbeat, so a worker that died mid-run would
 // otherwise leave it running forever. Requesting the score again starts a

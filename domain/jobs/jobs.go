@@ -59,7 +59,16 @@ const (
 	RouteFailed          = "POST /training/{model_id}/failed"
 	RouteClaimScoring    = "POST /scoring/{run_id}/claim"
 	RouteScoringFinished = "POST /scoring/{run_id}/finished"
+	// RouteScoringHandBack returns a running scoring run to the queue (the
+	// worker is stopping); the next free worker scores it.
+	RouteScoringHandBack = "POST /scoring/{run_id}/handback"
 )
+
+// ScoringHandBack is a RouteScoringHandBack request; Reason is one line.
+type ScoringHandBack struct {
+	ScoringRequest
+	Reason string `json:"reason"`
+}
 
 // TrainingPath is the URL path of a training route's action ("claim",
 // "heartbeat", "succeeded", "failed") for an escaped model id.

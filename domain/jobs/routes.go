@@ -8,7 +8,7 @@ func Routes() []string {
 	return []string{
 		RouteHello, RouteClaimNextTraining, RouteHandBack,
 		RouteClaimTraining, RouteHeartbeat, RouteSucceeded, RouteFailed,
-		RouteClaimScoring, RouteScoringFinished,
+		RouteClaimScoring, RouteScoringFinished, RouteScoringHandBack,
 		RouteClaimExtraction, RouteExtractionProgress, RouteExtractionFindings, RouteExtractionFinished,
 		RouteTitleSource, RouteTitleRecord,
 		RouteClaimGepa, RouteGepaHeartbeat, RouteGepaCandidate, RouteGepaSucceeded, RouteGepaFailed, RouteGepaHandBack,

@@ -91,6 +91,7 @@ func TestPathBuildersHitTheirRoutes(t *testing.T) {
 		jobs.GepaPath("g1", "candidate"):               jobs.RouteGepaCandidate,
 		jobs.GepaPath("g1", "succeeded"):               jobs.RouteGepaSucceeded,
 		jobs.GepaPath("g1", "failed"):                  jobs.RouteGepaFailed,
+		jobs.ScoringPath("r1", "handback"):             jobs.RouteScoringHandBack,
 		jobs.GepaPath("g1", "handback"):                jobs.RouteGepaHandBack,
 		jobs.LabelSourcePath("t1"):                     jobs.RouteLabelSource,
 		jobs.LabelRecordPath("t1"):                     jobs.RouteLabelRecord,

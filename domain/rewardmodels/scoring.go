@@ -40,6 +40,8 @@ func (s *ScoringState) Apply(e events.Envelope) error {
 			return err
 		}
 		s.Status, s.WorkerID = RunRunning, p.WorkerID
+	case events.ScoringRunRequeued:
+		s.Status, s.WorkerID = RunQueued, ""
 	case events.ScoringRunSucceeded:
 		s.Status = RunSucceeded
 	case events.ScoringRunFailed:

@@ -861,10 +861,15 @@ func (w *Worker) HandleScore(ctx context.Context, payload []byte) bool {
 	rctx := ctx
 	if err != nil {
 		if ctx.Err() != nil {
-			err = errors.New("scoring interrupted: the worker shut down; run it again")
-			var cancel context.CancelFunc
-			rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			// Stopping: hand the run back; the next free worker scores it.
+			outcome = "interrupted"
+			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
+			log.Warn("worker shutting down: handing the scoring run back to the queue")
+			if err := w.client.ScoringHandBack(hctx, m.RunID, m.TraceID, m.ModelID, "worker "+w.client.WorkerID+" is shutting down"); err != nil {
+				log.Error("could not hand the scoring run back; it fails once it has run too long", "error", err)
+			}
+			return false
 		}
 		log.Error("scoring failed", "error", err)
 		f.ActionScores, f.Error = nil, truncate(err.Error(), ErrorTailChars)

@@ -130,6 +130,13 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		return d.publish(ScoreTopic, p.RunID, e.CorrelationID, jobs.ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})
+	case events.ScoringRunRequeued:
+		// Handed back by a stopping worker: the next free worker scores it.
+		var p events.ScoringRunRequeuedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		return d.publish(ScoreTopic, p.RunID, e.CorrelationID, jobs.ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})
 	case events.EvaluatorCandidateRequested:
 		var p events.EvaluatorCandidateRequestedV1
 		if err := e.DecodeOrFail(&p); err != nil {
