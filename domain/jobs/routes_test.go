@@ -103,6 +103,7 @@ func TestPathBuildersHitTheirRoutes(t *testing.T) {
 		jobs.EvaluatorCandidatePath("c1", "claim"):     jobs.RouteClaimEvaluatorCandidate,
 		jobs.EvaluatorCandidatePath("c1", "succeeded"): jobs.RouteEvaluatorCandidateSucceeded,
 		jobs.EvaluatorCandidatePath("c1", "failed"):    jobs.RouteEvaluatorCandidateFailed,
+		jobs.EvaluatorCandidatePath("c1", "handback"):  jobs.RouteEvaluatorCandidateHandBack,
 		jobs.EvaluatorScoringPath("t1", "claim"):       jobs.RouteClaimEvaluatorScoring,
 		jobs.EvaluatorScoringPath("t1", "scored"):      jobs.RouteEvaluatorScoringScored,
 		jobs.EvaluatorScoringPath("t1", "failed"):      jobs.RouteEvaluatorScoringFailed,

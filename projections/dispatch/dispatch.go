@@ -143,6 +143,13 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		return d.publish(jobs.TopicEvaluatorTrain, p.CandidateID, e.CorrelationID, jobs.EvaluatorTrainJob{CandidateID: p.CandidateID})
+	case events.EvaluatorCandidateRequeued:
+		// Handed back by a stopping worker: the next free worker trains it.
+		var p events.EvaluatorCandidateRequeuedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		return d.publish(jobs.TopicEvaluatorTrain, p.CandidateID, e.CorrelationID, jobs.EvaluatorTrainJob{CandidateID: p.CandidateID})
 	case events.GepaRunRequested:
 		var p events.GepaRunRequestedV1
 		if err := e.Decode(&p); err != nil {
