@@ -203,7 +203,8 @@ const (
 	ScoringRunSucceeded = "scoring_run.succeeded.v1"
 	ScoringRunFailed    = "scoring_run.failed.v1"
 	// ScoringRunRequeued hands a running run back to the queue: its worker
-	// stopped (SIGTERM). The dispatch projection publishes the job again.
+	// stopped (SIGTERM), or gave no result in time with tries left. The
+	// dispatch projection publishes the job again.
 	ScoringRunRequeued = "scoring_run.requeued.v1"
 )
 
@@ -213,7 +214,7 @@ type ScoringRunRequeuedV1 struct {
 	TraceID  string `json:"trace_id"`
 	ModelID  string `json:"model_id"`
 	WorkerID string `json:"worker_id"`
-	Reason   string `json:"reason"` // handed_back
+	Reason   string `json:"reason"` // handed_back | lease_expired
 	Detail   string `json:"detail"`
 }
 

@@ -271,6 +271,7 @@ func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, i
 				log.Warn("scoring sweep: expire", "run", r.ID, "err", err)
 			} else if res.LastEventID != "" {
 				expired("score")
+				log.Info("scoring run gave no result in time: requeued (or failed after its third lost run)", "run", r.ID)
 			}
 		}
 	}
