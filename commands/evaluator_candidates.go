@@ -226,6 +226,29 @@ func (c *Commands) FailCandidate(ctx context.Context, workerID, id, msg string) 
 	})
 }
 
+// HandBackCandidate returns the holder's running candidate to the queue
+// (the worker is stopping); the dispatch projection publishes its job
+// again and the next free worker trains it from the start.
+func (c *Commands) HandBackCandidate(ctx context.Context, workerID, id, reason string) (Result, error) {
+	if reason == "" {
+		reason = "worker " + workerID + " stopped"
+	}
+	if r := []rune(reason); len(r) > 500 {
+		reason = string(r[:500])
+	}
+	return retryOnConflict(func() (Result, error) {
+		s, err := c.EvaluatorState(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		if _, err := s.DecideReport(id, workerID); err != nil {
+			return Result{}, err
+		}
+		return c.appendEvaluator(ctx, workerActor(workerID), s, events.EvaluatorCandidateRequeued,
+			events.EvaluatorCandidateRequeuedV1{CandidateID: id, WorkerID: workerID, Reason: events.RequeueHandedBack, Detail: reason})
+	})
+}
+
 // candidateOrLatest returns the named candidate, or the last trained one.
 func candidateOrLatest(s *evaluator.State, id string) (*evaluator.Candidate, error) {
 	if id != "" {

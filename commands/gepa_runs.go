@@ -288,18 +288,41 @@ func (c *Commands) FailGepa(ctx context.Context, workerID, runID, msg string) (R
 	return c.appendToGepa(ctx, workerActor(workerID), st, events.GepaRunFailed, events.GepaRunFailedV1{RunID: runID, Error: tail(msg, 2000)})
 }
 
-// ExpireGepaLease fails a running run whose worker stopped heartbeating
-// (the stream decides; the read model only nominates).
+// ExpireGepaLease handles a running run whose worker stopped heartbeating
+// (the stream decides; the read model only nominates): it goes back to the
+// queue for the next free worker, or fails once MaxLostRuns runs were lost.
 func (c *Commands) ExpireGepaLease(ctx context.Context, runID string, now time.Time) (Result, error) {
-	st, err := c.loadGepa(ctx, runID)
-	if err != nil {
-		return Result{}, err
-	}
-	if st.Status != rewardmodels.RunRunning || now.Sub(st.LastBeat) < st.Lease {
-		return Result{}, nil
-	}
-	return c.appendToGepa(ctx, Actor{}, st, events.GepaRunFailed, events.GepaRunFailedV1{RunID: runID,
-		Error: fmt.Sprintf("worker %s stopped reporting (no heartbeat for %s, the lease); start a new run", st.WorkerID, st.Lease)})
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.loadGepa(ctx, runID)
+		if err != nil {
+			return Result{}, err
+		}
+		out, expired := rewardmodels.DecideGepaLeaseExpiry(st, runID, now)
+		switch {
+		case !expired:
+			return Result{}, nil
+		case out.Requeue != nil:
+			return c.appendToGepa(ctx, Actor{}, st, events.GepaRunRequeued, *out.Requeue)
+		default:
+			return c.appendToGepa(ctx, Actor{}, st, events.GepaRunFailed, *out.Fail)
+		}
+	})
+}
+
+// HandBackGepa returns the holder's running run to the queue (the worker is
+// stopping); the dispatch projection publishes the job again.
+func (c *Commands) HandBackGepa(ctx context.Context, workerID, runID, reason string) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.loadGepa(ctx, runID)
+		if err != nil {
+			return Result{}, err
+		}
+		p, err := rewardmodels.DecideGepaHandBack(st, runID, workerID, reason)
+		if err != nil {
+			return Result{}, err
+		}
+		return c.appendToGepa(ctx, workerActor(workerID), st, events.GepaRunRequeued, p)
+	})
 }
 
 func tail(s string, n int) string {

@@ -3,6 +3,7 @@ package commands_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -165,16 +166,39 @@ func TestStuckScoringRunsExpire(t *testing.T) {
 	r, err := cmds.ExpireScoringRun(ctx, "t1", "m1", "r1", started, started.Add(time.Minute), 10*time.Minute)
 	require.NoError(t, err)
 	require.Empty(t, r.LastEventID, "still within its time")
-	r, err = cmds.ExpireScoringRun(ctx, "t1", "m1", "r1", started, started.Add(11*time.Minute), 10*time.Minute)
-	require.NoError(t, err)
-	require.NotEmpty(t, r.LastEventID)
-	loaded, err := store.LoadStreams(ctx, []string{stream})
-	require.NoError(t, err)
-	last := loaded[stream][len(loaded[stream])-1]
-	require.Equal(t, events.ScoringRunFailed, last.Type)
-	require.Contains(t, string(last.Payload), "did not finish within 10m0s")
-	// The worker can no longer report it.
-	_, err = cmds.FinishScoring(ctx, "w", "t1", "m1", "r1", nil, "")
-	var conflict *domain.ConflictError
-	require.ErrorAs(t, err, &conflict)
+	// Lost twice: back to the queue each time, for another worker.
+	workers := []string{"w", "w2", "w3"}
+	for i, w := range workers {
+		if i > 0 {
+			_, err := cmds.ClaimScoring(ctx, w, "t1", "m1", "r1")
+			require.NoError(t, err, "the requeued run is claimable again")
+		}
+		r, err = cmds.ExpireScoringRun(ctx, "t1", "m1", "r1", started, started.Add(11*time.Minute), 10*time.Minute)
+		require.NoError(t, err)
+		require.NotEmpty(t, r.LastEventID)
+		// The lost worker can no longer report it.
+		_, err = cmds.FinishScoring(ctx, w, "t1", "m1", "r1", nil, "")
+		var conflict *domain.ConflictError
+		require.ErrorAs(t, err, &conflict)
+		loaded, err := store.LoadStreams(ctx, []string{stream})
+		require.NoError(t, err)
+		last := loaded[stream][len(loaded[stream])-1]
+		if i < len(workers)-1 {
+			require.Equal(t, events.ScoringRunRequeued, last.Type)
+			var p events.ScoringRunRequeuedV1
+			require.NoError(t, last.Decode(&p))
+			require.Equal(t, events.RequeueLeaseExpired, p.Reason)
+			require.Equal(t, w, p.WorkerID)
+			continue
+		}
+		require.Equal(t, events.ScoringRunFailed, last.Type)
+		var p events.ScoringRunFailedV1
+		require.NoError(t, last.Decode(&p))
+		lines := strings.Split(p.Error, "\n")
+		require.Equal(t, "scoring failed: the worker was lost 3 times (no result within 10m0s each time); request scoring again once the workers are healthy", lines[0])
+		require.Len(t, lines, 4)
+		for j, l := range lines[1:] {
+			require.True(t, strings.HasPrefix(l, fmt.Sprintf("run %d: worker %s did not finish within 10m0s", j+1, workers[j])), l)
+		}
+	}
 }

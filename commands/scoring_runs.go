@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/criticml/critic/domain"
@@ -172,10 +174,30 @@ func (c *Commands) FinishScoring(ctx context.Context, workerID, traceID, modelID
 	})
 }
 
-// ExpireScoringRun fails a run that has been running longer than timeout at
-// now: scoring runs have no heartbeat, so a worker that died mid-run would
-// otherwise leave it running forever. Requesting the score again starts a
-// new run.
+// HandBackScoring returns the holder's running run to the queue (the worker
+// is stopping); the dispatch projection publishes the job again.
+func (c *Commands) HandBackScoring(ctx context.Context, workerID, traceID, modelID, runID, reason string) (Result, error) {
+	sc, _, owner, err := c.loadScoring(ctx, traceID, modelID)
+	if err != nil {
+		return Result{}, err
+	}
+	if sc.RunID != runID || sc.Status != rewardmodels.RunRunning || sc.WorkerID != workerID {
+		return Result{}, &domain.ConflictError{Code: "not_claimable", Message: "worker " + workerID + " does not hold scoring run " + runID}
+	}
+	if reason == "" {
+		reason = "worker " + workerID + " stopped"
+	}
+	stream := events.ScoringStream(traceID, modelID)
+	return c.append(ctx, workerActor(workerID), map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
+		Type: events.ScoringRunRequeued, Payload: events.ScoringRunRequeuedV1{RunID: runID, TraceID: traceID, ModelID: modelID, WorkerID: workerID,
+			Reason: events.RequeueHandedBack, Detail: tail(reason, 500)}}})
+}
+
+// ExpireScoringRun handles a run that has been running longer than timeout
+// at now (scoring runs have no heartbeat: timeout is their lease): it goes
+// back to the queue for the next free worker, and the run whose worker is
+// lost for the rewardmodels.MaxLostRuns-th time fails with a readable
+// reason (first line what happened, then one line per lost run).
 func (c *Commands) ExpireScoringRun(ctx context.Context, traceID, modelID, runID string, startedAt, now time.Time, timeout time.Duration) (Result, error) {
 	sc, _, owner, err := c.loadScoring(ctx, traceID, modelID)
 	if err != nil {
@@ -185,7 +207,20 @@ func (c *Commands) ExpireScoringRun(ctx context.Context, traceID, modelID, runID
 		return Result{}, nil
 	}
 	stream := events.ScoringStream(traceID, modelID)
+	detail := fmt.Sprintf("worker %s did not finish within %s (started %s): it stopped, crashed or lost its connection",
+		sc.WorkerID, timeout, startedAt.UTC().Format(time.RFC3339))
+	lost := append(slices.Clone(sc.Lost), detail)
+	if len(lost) < rewardmodels.MaxLostRuns {
+		return c.append(ctx, Actor{}, map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
+			Type: events.ScoringRunRequeued, Payload: events.ScoringRunRequeuedV1{RunID: runID, TraceID: traceID, ModelID: modelID,
+				WorkerID: sc.WorkerID, Reason: events.RequeueLeaseExpired, Detail: detail}}})
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "scoring failed: the worker was lost %d times (no result within %s each time); request scoring again once the workers are healthy", len(lost), timeout)
+	for i, d := range lost {
+		fmt.Fprintf(&b, "\nrun %d: %s", i+1, d)
+	}
 	return c.append(ctx, Actor{}, map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
 		Type: events.ScoringRunFailed, Payload: events.ScoringRunFailedV1{RunID: runID, TraceID: traceID, ModelID: modelID,
-			Error: fmt.Sprintf("worker %s did not finish within %s; request scoring again", sc.WorkerID, timeout)}}})
+			Error: rewardmodels.FitError(b.String())}}})
 }

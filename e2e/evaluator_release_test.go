@@ -128,7 +128,13 @@ func evaluatorWithoutWorker(t *testing.T, in *instance, key string) {
 	require.Eventually(t, func() bool {
 		return in.do("POST", jobs.EvaluatorCandidatePath(id, "claim"), "e2e-worker-token", hand).Status == http.StatusOK
 	}, time.Minute, 100*time.Millisecond)
-	r := in.do("POST", jobs.EvaluatorCandidatePath(id, "failed"), "e2e-worker-token", map[string]any{"worker_id": "by-hand", "error": "the GPU fell off the bus"})
+	// Handed back (evaluator.candidate_requeued.v1), then claimed again.
+	r := in.do("POST", jobs.EvaluatorCandidatePath(id, "handback"), "e2e-worker-token", map[string]any{"worker_id": "by-hand", "reason": "stopping"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Eventually(t, func() bool {
+		return in.do("POST", jobs.EvaluatorCandidatePath(id, "claim"), "e2e-worker-token", hand).Status == http.StatusOK
+	}, time.Minute, 100*time.Millisecond)
+	r = in.do("POST", jobs.EvaluatorCandidatePath(id, "failed"), "e2e-worker-token", map[string]any{"worker_id": "by-hand", "error": "the GPU fell off the bus"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 
 	late := in.importTraces(key, "stash", `{"id":"ev-late","steps":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`)[0]

@@ -185,10 +185,11 @@ func TestGepaRunEndToEnd(t *testing.T) {
 	require.Equal(t, calls, task.Calls()+refl.Calls(), "replay never calls a model")
 }
 
-// A worker killed mid-run fails the run on lease expiry (naming the worker)
-// after the run showed its progress; a new run on the same model, picked up
-// by another worker, succeeds.
-func TestGepaWorkerKilledMidRunFailsOnLeaseExpiry(t *testing.T) {
+// A worker killed mid-run loses the run on lease expiry (after the run
+// showed its progress): it goes back to the queue by itself
+// (gepa_run.requeued.v1, reason lease_expired, naming the worker), and
+// another worker runs it to success — no new run needed.
+func TestGepaWorkerKilledMidRunIsRetriedOnAnotherWorker(t *testing.T) {
 	task, refl := llmtest.New(t), llmtest.New(t)
 	task.Handle(func(r llmtest.Request) llmtest.Reply {
 		return llmtest.Reply{Content: "Sure! Refund issued.", Delay: 700 * time.Millisecond} // slow enough to interrupt
@@ -228,14 +229,21 @@ func TestGepaWorkerKilledMidRunFailsOnLeaseExpiry(t *testing.T) {
 	}
 	require.NoError(t, w1.Process.Signal(syscall.SIGKILL))
 	_, _ = w1.Process.Wait()
-	failed := in.waitGepa(t, key, id, "failed", "succeeded")
-	require.Equal(t, "failed", failed["status"])
-	require.Contains(t, failed["error"], "worker w1 stopped reporting")
+	var reason, worker string
+	require.Eventually(t, func() bool {
+		err := in.pool.QueryRow(context.Background(), `SELECT payload->>'reason', payload->>'worker_id' FROM events
+			WHERE type = 'gepa_run.requeued.v1' AND payload->>'run_id' = $1`, id).Scan(&reason, &worker)
+		return err == nil
+	}, time.Minute, 100*time.Millisecond, "the lost run was never requeued\n%s", in.logText())
+	require.Equal(t, "lease_expired", reason)
+	require.Equal(t, "w1", worker)
+	require.Eventually(t, func() bool { return in.do("GET", "/api/v1/rm/gepa-runs/"+id, key, nil).JSON(t)["status"] == "queued" },
+		time.Minute, 100*time.Millisecond)
 
 	startWorkerWith(t, in, kafkaPort, "w2", "OPENAI_BASE_URL="+refl.URL)
-	body["max_metric_calls"] = 8
-	r = in.do("POST", "/api/v1/rm/gepa-runs", key, body)
-	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
-	again := in.waitGepa(t, key, r.JSON(t)["id"].(string), "succeeded", "failed")
+	again := in.waitGepa(t, key, id, "succeeded", "failed")
 	require.Equal(t, "succeeded", again["status"], "%v", again["error"])
+	var holder string
+	require.NoError(t, in.pool.QueryRow(context.Background(), `SELECT worker_id FROM rm_gepa_runs WHERE id = $1`, id).Scan(&holder))
+	require.Equal(t, "w2", holder)
 }

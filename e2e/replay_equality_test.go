@@ -221,6 +221,13 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	require.Eventually(t, func() bool {
 		return in.do("POST", jobs.ServicePrefix+"/scoring/"+failRun+"/claim", "e2e-worker-token", job).Status == http.StatusOK
 	}, time.Minute, 100*time.Millisecond)
+	// Handed back (scoring_run.requeued.v1), then claimed again.
+	r = in.do("POST", jobs.ScoringPath(failRun, "handback"), "e2e-worker-token", map[string]any{"worker_id": "by-hand", "trace_id": ids[1],
+		"model_id": good, "reason": "stopping"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Eventually(t, func() bool {
+		return in.do("POST", jobs.ServicePrefix+"/scoring/"+failRun+"/claim", "e2e-worker-token", job).Status == http.StatusOK
+	}, time.Minute, 100*time.Millisecond)
 	job["error"] = "the scorer ran out of memory"
 	job["action_scores"] = []any{}
 	r = in.do("POST", jobs.ServicePrefix+"/scoring/"+failRun+"/finished", "e2e-worker-token", job)
@@ -232,6 +239,12 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	gepaRunning := r.JSON(t)["id"].(string)
 	hand := map[string]any{"worker_id": "by-hand"}
+	require.Eventually(t, func() bool {
+		return in.do("POST", jobs.GepaPath(gepaRunning, "claim"), "e2e-worker-token", hand).Status == http.StatusOK
+	}, time.Minute, 100*time.Millisecond)
+	// Handed back (gepa_run.requeued.v1), then claimed again.
+	r = in.do("POST", jobs.GepaPath(gepaRunning, "handback"), "e2e-worker-token", map[string]any{"worker_id": "by-hand", "reason": "stopping"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	require.Eventually(t, func() bool {
 		return in.do("POST", jobs.GepaPath(gepaRunning, "claim"), "e2e-worker-token", hand).Status == http.StatusOK
 	}, time.Minute, 100*time.Millisecond)

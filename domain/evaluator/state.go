@@ -73,6 +73,13 @@ func (s *State) Apply(e events.Envelope) {
 				c.Status, c.WorkerID = CandidateRunning, p.WorkerID
 			}
 		}
+	case events.EvaluatorCandidateRequeued:
+		var p events.EvaluatorCandidateRequeuedV1
+		if e.Decode(&p) == nil {
+			if c := s.Candidate(p.CandidateID); c != nil {
+				c.Status, c.WorkerID = CandidateQueued, ""
+			}
+		}
 	case events.EvaluatorCandidateTrained:
 		var p events.EvaluatorCandidateTrainedV1
 		if e.Decode(&p) == nil {

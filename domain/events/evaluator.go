@@ -71,6 +71,10 @@ const (
 	EvaluatorCandidateTrained = "evaluator.candidate_trained.v1"
 	// EvaluatorCandidateFailed: training or benchmark scoring failed.
 	EvaluatorCandidateFailed = "evaluator.candidate_failed.v1"
+	// EvaluatorCandidateRequeued: the running candidate's worker stopped
+	// (SIGTERM) and handed it back; it is queued again and the dispatch
+	// projection publishes its job again.
+	EvaluatorCandidateRequeued = "evaluator.candidate_requeued.v1"
 	// EvaluatorReleased: a candidate passed the gates and is now the
 	// released evaluator; the report and the policy that passed it are
 	// recorded, so replay shows why it shipped.
@@ -209,4 +213,12 @@ type EvaluatorTraceScoringFailedV1 struct {
 	Release       int    `json:"release"`
 	WorkerID      string `json:"worker_id"`
 	Error         string `json:"error"`
+}
+
+// EvaluatorCandidateRequeuedV1 puts a running candidate back in the queue.
+type EvaluatorCandidateRequeuedV1 struct {
+	CandidateID string `json:"candidate_id"`
+	WorkerID    string `json:"worker_id"`
+	Reason      string `json:"reason"` // handed_back
+	Detail      string `json:"detail"`
 }

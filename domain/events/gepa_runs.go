@@ -12,7 +12,23 @@ const (
 	GepaRunCandidateEvaluated = "gepa_run.candidate_evaluated.v1"
 	GepaRunSucceeded          = "gepa_run.succeeded.v1"
 	GepaRunFailed             = "gepa_run.failed.v1"
+	// GepaRunRequeued hands a running run back to the queue: its worker
+	// stopped (SIGTERM) or its lease expired with tries left. The next free
+	// worker runs it from the start.
+	GepaRunRequeued = "gepa_run.requeued.v1"
 )
+
+// GepaRunRequeuedV1 puts a running run back in the queue. Detail says what
+// happened, for the failure message should the last try be lost too;
+// LostRuns counts the runs that ended with an expired lease, this one
+// included (0 for a hand-back that follows none).
+type GepaRunRequeuedV1 struct {
+	RunID    string `json:"run_id"`
+	WorkerID string `json:"worker_id"`
+	Reason   string `json:"reason"` // handed_back | lease_expired
+	Detail   string `json:"detail"`
+	LostRuns int    `json:"lost_runs"`
+}
 
 // GepaRunStream names a run's stream.
 func GepaRunStream(id string) string { return "gepa_run/" + id }

@@ -202,7 +202,21 @@ const (
 	ScoringRunStarted   = "scoring_run.started.v1"
 	ScoringRunSucceeded = "scoring_run.succeeded.v1"
 	ScoringRunFailed    = "scoring_run.failed.v1"
+	// ScoringRunRequeued hands a running run back to the queue: its worker
+	// stopped (SIGTERM), or gave no result in time with tries left. The
+	// dispatch projection publishes the job again.
+	ScoringRunRequeued = "scoring_run.requeued.v1"
 )
+
+// ScoringRunRequeuedV1 puts a running run back in the queue.
+type ScoringRunRequeuedV1 struct {
+	RunID    string `json:"run_id"`
+	TraceID  string `json:"trace_id"`
+	ModelID  string `json:"model_id"`
+	WorkerID string `json:"worker_id"`
+	Reason   string `json:"reason"` // handed_back | lease_expired
+	Detail   string `json:"detail"`
+}
 
 // ScoringStream names the runs of one (trace, model).
 func ScoringStream(traceID, modelID string) string { return "scoring/" + traceID + "/" + modelID }

@@ -22,7 +22,17 @@ const (
 	RouteClaimEvaluatorCandidate     = "POST /evaluator/candidates/{candidate_id}/claim"
 	RouteEvaluatorCandidateSucceeded = "POST /evaluator/candidates/{candidate_id}/succeeded"
 	RouteEvaluatorCandidateFailed    = "POST /evaluator/candidates/{candidate_id}/failed"
+	// RouteEvaluatorCandidateHandBack returns a running candidate to the
+	// queue (the worker is stopping); the next free worker trains it.
+	RouteEvaluatorCandidateHandBack = "POST /evaluator/candidates/{candidate_id}/handback"
 )
+
+// EvaluatorCandidateHandBack is a RouteEvaluatorCandidateHandBack request;
+// Reason is one line.
+type EvaluatorCandidateHandBack struct {
+	EvaluatorCandidateRequest
+	Reason string `json:"reason"`
+}
 
 // EvaluatorCandidatePath is the URL path of a candidate route's action
 // ("claim", "succeeded", "failed") for an escaped candidate id.

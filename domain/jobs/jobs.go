@@ -59,7 +59,16 @@ const (
 	RouteFailed          = "POST /training/{model_id}/failed"
 	RouteClaimScoring    = "POST /scoring/{run_id}/claim"
 	RouteScoringFinished = "POST /scoring/{run_id}/finished"
+	// RouteScoringHandBack returns a running scoring run to the queue (the
+	// worker is stopping); the next free worker scores it.
+	RouteScoringHandBack = "POST /scoring/{run_id}/handback"
 )
+
+// ScoringHandBack is a RouteScoringHandBack request; Reason is one line.
+type ScoringHandBack struct {
+	ScoringRequest
+	Reason string `json:"reason"`
+}
 
 // TrainingPath is the URL path of a training route's action ("claim",
 // "heartbeat", "succeeded", "failed") for an escaped model id.
@@ -222,7 +231,16 @@ const (
 	RouteGepaCandidate = "POST /gepa/{run_id}/candidate"
 	RouteGepaSucceeded = "POST /gepa/{run_id}/succeeded"
 	RouteGepaFailed    = "POST /gepa/{run_id}/failed"
+	// RouteGepaHandBack returns a running run to the queue (the worker is
+	// stopping): the next free worker runs it from the start.
+	RouteGepaHandBack = "POST /gepa/{run_id}/handback"
 )
+
+// GepaHandBack is a RouteGepaHandBack request; Reason is one line.
+type GepaHandBack struct {
+	GepaRequest
+	Reason string `json:"reason"`
+}
 
 // GepaPath is the URL path of a GEPA route's action ("claim", "heartbeat",
 // "candidate", "succeeded", "failed") for an escaped run id.

@@ -8,14 +8,14 @@ func Routes() []string {
 	return []string{
 		RouteHello, RouteClaimNextTraining, RouteHandBack,
 		RouteClaimTraining, RouteHeartbeat, RouteSucceeded, RouteFailed,
-		RouteClaimScoring, RouteScoringFinished,
+		RouteClaimScoring, RouteScoringFinished, RouteScoringHandBack,
 		RouteClaimExtraction, RouteExtractionProgress, RouteExtractionFindings, RouteExtractionFinished,
 		RouteTitleSource, RouteTitleRecord,
-		RouteClaimGepa, RouteGepaHeartbeat, RouteGepaCandidate, RouteGepaSucceeded, RouteGepaFailed,
+		RouteClaimGepa, RouteGepaHeartbeat, RouteGepaCandidate, RouteGepaSucceeded, RouteGepaFailed, RouteGepaHandBack,
 		RouteLabelSource, RouteLabelRecord, RouteLabelFailed,
 		RouteAssessSource, RouteAssessRecord,
 		RouteQualityCheckSource, RouteQualityCheckRecord,
-		RouteClaimEvaluatorCandidate, RouteEvaluatorCandidateSucceeded, RouteEvaluatorCandidateFailed,
+		RouteClaimEvaluatorCandidate, RouteEvaluatorCandidateSucceeded, RouteEvaluatorCandidateFailed, RouteEvaluatorCandidateHandBack,
 		RouteClaimEvaluatorScoring, RouteEvaluatorScoringScored, RouteEvaluatorScoringFailed,
 	}
 }

@@ -29,6 +29,8 @@ type GepaState struct {
 	WorkerID  string
 	Lease     time.Duration
 	LastBeat  time.Time
+	// Lost is one line per run that ended with an expired lease.
+	Lost []string
 }
 
 // Apply folds one gepa_run event. An unreadable payload is an error (an
@@ -49,6 +51,15 @@ func (s *GepaState) Apply(e events.Envelope) error {
 		s.Status, s.WorkerID, s.Lease, s.LastBeat = RunRunning, p.WorkerID, time.Duration(p.LeaseSeconds)*time.Second, e.RecordedAt
 	case events.GepaRunHeartbeat, events.GepaRunCandidateEvaluated:
 		s.LastBeat = e.RecordedAt
+	case events.GepaRunRequeued:
+		var p events.GepaRunRequeuedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		s.Status, s.WorkerID = RunQueued, ""
+		if p.Reason == events.RequeueLeaseExpired {
+			s.Lost = append(s.Lost, p.Detail)
+		}
 	case events.GepaRunSucceeded:
 		s.Status = RunSucceeded
 	case events.GepaRunFailed:
@@ -141,4 +152,48 @@ func GepaExampleOf(tr traces.State, findings []events.Finding) (GepaExample, boo
 		ex.Feedback = append(ex.Feedback, fmt.Sprintf("Evidence (%s, step %d): %q — %s", f.Label, f.StepIndex, *f.EvidenceQuote, f.Reason))
 	}
 	return ex, true
+}
+
+// DecideGepaHandBack returns a running run to the queue at its worker's
+// request (the worker is stopping): the next free worker runs it from the
+// start. A hand-back is no failure and does not count against MaxLostRuns.
+func DecideGepaHandBack(s GepaState, runID, workerID, detail string) (events.GepaRunRequeuedV1, error) {
+	if err := CheckGepaHolder(s, runID, workerID); err != nil {
+		return events.GepaRunRequeuedV1{}, err
+	}
+	if detail == "" {
+		detail = "worker " + workerID + " stopped"
+	}
+	return events.GepaRunRequeuedV1{RunID: runID, WorkerID: workerID, Reason: events.RequeueHandedBack,
+		Detail: firstLine(detail, 500), LostRuns: len(s.Lost)}, nil
+}
+
+// GepaLeaseExpiry is what an expired GEPA lease leads to: exactly one of
+// Requeue (tries left) and Fail (the MaxLostRuns-th lost run).
+type GepaLeaseExpiry struct {
+	Requeue *events.GepaRunRequeuedV1
+	Fail    *events.GepaRunFailedV1
+}
+
+// DecideGepaLeaseExpiry handles a running run whose worker stopped renewing
+// its lease before now, as DecideLeaseExpiry does for training: back to
+// the queue, or, once MaxLostRuns runs were lost, failed with a message
+// whose first line says so and whose next lines list each lost run.
+func DecideGepaLeaseExpiry(s GepaState, runID string, now time.Time) (GepaLeaseExpiry, bool) {
+	if s.Status != RunRunning || now.Sub(s.LastBeat) < s.Lease {
+		return GepaLeaseExpiry{}, false
+	}
+	detail := fmt.Sprintf("worker %s stopped reporting (no heartbeat for %s, the lease; last at %s): it stopped, crashed or lost its connection",
+		s.WorkerID, s.Lease, s.LastBeat.UTC().Format(time.RFC3339))
+	lost := append(slices.Clone(s.Lost), detail)
+	if len(lost) < MaxLostRuns {
+		return GepaLeaseExpiry{Requeue: &events.GepaRunRequeuedV1{RunID: runID, WorkerID: s.WorkerID,
+			Reason: events.RequeueLeaseExpired, Detail: detail, LostRuns: len(lost)}}, true
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "GEPA run failed: the worker was lost %d times (lease expired each time); start a new run once the workers are healthy", len(lost))
+	for i, d := range lost {
+		fmt.Fprintf(&b, "\nrun %d: %s", i+1, d)
+	}
+	return GepaLeaseExpiry{Fail: &events.GepaRunFailedV1{RunID: runID, Error: FitError(b.String())}}, true
 }

@@ -22,6 +22,9 @@ type ScoringState struct {
 	Status   string
 	Revision int
 	WorkerID string
+	// Lost is one line per run of the current request whose worker gave
+	// no result in time (requeued with reason lease_expired).
+	Lost []string
 }
 
 // Apply folds one scoring-run event.
@@ -33,13 +36,22 @@ func (s *ScoringState) Apply(e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		s.RunID, s.Status, s.Revision, s.WorkerID = p.RunID, RunQueued, p.TraceRevision, ""
+		s.RunID, s.Status, s.Revision, s.WorkerID, s.Lost = p.RunID, RunQueued, p.TraceRevision, "", nil
 	case events.ScoringRunStarted:
 		var p events.ScoringRunStartedV1
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		s.Status, s.WorkerID = RunRunning, p.WorkerID
+	case events.ScoringRunRequeued:
+		var p events.ScoringRunRequeuedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		s.Status, s.WorkerID = RunQueued, ""
+		if p.Reason == events.RequeueLeaseExpired {
+			s.Lost = append(s.Lost, p.Detail)
+		}
 	case events.ScoringRunSucceeded:
 		s.Status = RunSucceeded
 	case events.ScoringRunFailed:

@@ -217,6 +217,13 @@ func (c *Client) ClaimScoring(ctx context.Context, runID, traceID, modelID strin
 	return &out, nil
 }
 
+// ScoringHandBack returns a running scoring run to the queue (this worker
+// is stopping); reason is one line.
+func (c *Client) ScoringHandBack(ctx context.Context, runID, traceID, modelID, reason string) error {
+	return c.post(ctx, jobs.ScoringPath(url.PathEscape(runID), "handback"), jobs.ScoringHandBack{
+		ScoringRequest: jobs.ScoringRequest{WorkerID: c.WorkerID, TraceID: traceID, ModelID: modelID}, Reason: reason}, nil)
+}
+
 // ScoringFinished reports a scoring run's result (or its error).
 func (c *Client) ScoringFinished(ctx context.Context, runID string, f ScoringFinished) error {
 	if f.ActionScores == nil {

@@ -37,3 +37,9 @@ func (c *Client) GepaSucceeded(ctx context.Context, runID string, result json.Ra
 func (c *Client) GepaFailed(ctx context.Context, runID, msg string) error {
 	return c.post(ctx, jobs.GepaPath(url.PathEscape(runID), "failed"), jobs.GepaFailed{GepaRequest: jobs.GepaRequest{WorkerID: c.WorkerID}, Error: msg}, nil)
 }
+
+// GepaHandBack returns a running run to the queue (this worker is
+// stopping); reason is one line.
+func (c *Client) GepaHandBack(ctx context.Context, runID, reason string) error {
+	return c.post(ctx, jobs.GepaPath(url.PathEscape(runID), "handback"), jobs.GepaHandBack{GepaRequest: jobs.GepaRequest{WorkerID: c.WorkerID}, Reason: reason}, nil)
+}

@@ -38,6 +38,13 @@ func (c *Client) CandidateSucceeded(ctx context.Context, id string, s jobs.Evalu
 	return c.post(ctx, jobs.EvaluatorCandidatePath(url.PathEscape(id), "succeeded"), s, nil)
 }
 
+// CandidateHandBack returns a running candidate to the queue (this worker
+// is stopping); reason is one line.
+func (c *Client) CandidateHandBack(ctx context.Context, id, reason string) error {
+	return c.post(ctx, jobs.EvaluatorCandidatePath(url.PathEscape(id), "handback"),
+		jobs.EvaluatorCandidateHandBack{EvaluatorCandidateRequest: jobs.EvaluatorCandidateRequest{WorkerID: c.WorkerID}, Reason: reason}, nil)
+}
+
 // CandidateFailed reports a failed candidate; msg is the end of its log.
 func (c *Client) CandidateFailed(ctx context.Context, id, msg string) error {
 	return c.post(ctx, jobs.EvaluatorCandidatePath(url.PathEscape(id), "failed"),
@@ -95,17 +102,19 @@ func (w *Worker) HandleEvaluatorTrain(ctx context.Context, payload []byte) bool 
 		log.Error("the API rejected the candidate report", "error", err)
 	}
 	jobErr = err
-	rctx := ctx
 	if ctx.Err() != nil {
+		// Stopping: hand it back; the next free worker trains it.
 		outcome = "interrupted"
-		var cancel context.CancelFunc
-		rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		log.Warn("worker shutting down: candidate training interrupted")
-	} else {
-		log.Error("evaluator candidate failed", "error", err)
+		log.Warn("worker shutting down: handing the evaluator candidate back to the queue")
+		if err := w.client.CandidateHandBack(hctx, m.CandidateID, "worker "+w.client.WorkerID+" is shutting down"); err != nil {
+			log.Error("could not hand the candidate back", "error", err)
+		}
+		return false
 	}
-	if _, rerr := retry(rctx, w.cfg.ReportRetryFor, log, "reporting the candidate failure", func(ctx context.Context) (struct{}, error) {
+	log.Error("evaluator candidate failed", "error", err)
+	if _, rerr := retry(ctx, w.cfg.ReportRetryFor, log, "reporting the candidate failure", func(ctx context.Context) (struct{}, error) {
 		return struct{}{}, w.client.CandidateFailed(ctx, m.CandidateID, tail.String())
 	}); rerr != nil {
 		log.Error("could not report the candidate failure", "error", rerr)

@@ -354,3 +354,57 @@ func scoredEvents(t *testing.T, w *evaluatorWorld, traceID string) []events.Eval
 	}
 	return out
 }
+
+// A worker stopped (its context ends, as on SIGTERM) while it trains an
+// evaluator candidate hands the candidate back instead of failing it: the
+// candidate is queued again (evaluator.candidate_requeued.v1) and the next
+// worker trains it to success.
+func TestShutdownMidCandidateHandsItBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w := newEvaluatorWorld(t)
+	alice, traces := w.reviewedAccount(t, "alice"+time.Now().Format("150405.000000"), 30)
+	for _, id := range traces {
+		_, err := w.cmds.SetContribution(ctx, alice, id, true)
+		require.NoError(t, err)
+	}
+	_, err := w.cmds.FreezeBenchmark(ctx, "op")
+	require.NoError(t, err)
+	req, err := w.cmds.RequestCandidate(ctx, commands.RequestCandidate{BaseModel: w.base, Epochs: 1, Operator: "op"})
+	require.NoError(t, err)
+	id := req.Candidate.CandidateID
+	msg := mustJSON(t, jobs.EvaluatorTrainJob{CandidateID: id})
+
+	jobCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	stopping, err := New(Config{Client: NewClient(w.srv.URL, testToken, "w-stop"), Blobs: w.blobs, DataDir: t.TempDir(), Log: testLogger(t),
+		TrainOptions: func(o *train.Options) {
+			progress := o.Progress
+			o.Progress = func(step, total int, loss, tps float64) {
+				if progress != nil {
+					progress(step, total, loss, tps)
+				}
+				stop() // stopped mid-training
+			}
+		}})
+	require.NoError(t, err)
+	defer stopping.Close()
+	require.False(t, stopping.HandleEvaluatorTrain(jobCtx, msg), "an interrupted job is not acknowledged")
+	got := w.candidate(t, id)
+	require.Equal(t, evaluator.CandidateQueued, got.Status, got.Error)
+	require.Empty(t, got.Error, "a stop is no failure")
+	loaded, err := w.store.LoadStreams(ctx, []string{events.EvaluatorStream})
+	require.NoError(t, err)
+	evs := loaded[events.EvaluatorStream]
+	last := evs[len(evs)-1]
+	require.Equal(t, events.EvaluatorCandidateRequeued, last.Type)
+	var p events.EvaluatorCandidateRequeuedV1
+	require.NoError(t, last.Decode(&p))
+	require.Equal(t, events.EvaluatorCandidateRequeuedV1{CandidateID: id, WorkerID: "w-stop", Reason: events.RequeueHandedBack,
+		Detail: "worker w-stop is shutting down"}, p)
+
+	require.True(t, w.worker(t, "w-next", 3e-3, 1).HandleEvaluatorTrain(ctx, msg))
+	got = w.candidate(t, id)
+	require.Equal(t, evaluator.CandidateSucceeded, got.Status, got.Error)
+	require.Equal(t, "w-next", got.WorkerID)
+}

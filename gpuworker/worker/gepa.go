@@ -90,8 +90,10 @@ func (w *Worker) HandleGepa(ctx context.Context, payload []byte) bool {
 			outcome = "interrupted"
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
-			log.Warn("worker shutting down: GEPA run interrupted")
-			_ = w.client.GepaFailed(rctx, m.RunID, tail.String())
+			log.Warn("worker shutting down: handing the GEPA run back to the queue")
+			if err := w.client.GepaHandBack(rctx, m.RunID, "worker "+w.client.WorkerID+" is shutting down"); err != nil {
+				log.Error("could not hand the GEPA run back; its lease will expire and requeue it", "error", err)
+			}
 			return false
 		}
 		log.Error("GEPA run failed", "error", err)

@@ -3,8 +3,10 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,21 +139,88 @@ func TestGepaJobFailureReportsLogTail(t *testing.T) {
 	require.LessOrEqual(t, len(p.Error), 2000)
 }
 
-// A worker that dies mid-run fails the run on lease expiry, with a reason.
-func TestGepaLeaseExpiryFailsTheRun(t *testing.T) {
+// A worker that dies mid-run loses the run on lease expiry: it goes back to
+// the queue twice (another worker may take it; the dead one's late report
+// is refused), and the third lost run fails it with a readable reason.
+func TestGepaLeaseExpiryRequeuesThenFails(t *testing.T) {
 	g := newGepaWorld(t)
 	runID := g.request(t, 14)
-	_, err := g.api.client("w-dead").ClaimGepa(context.Background(), runID)
-	require.NoError(t, err)
-	res, err := g.api.cmds.ExpireGepaLease(context.Background(), runID, time.Now().Add(10*time.Second))
-	require.NoError(t, err)
-	require.Empty(t, res.LastEventID, "not before the lease ends")
-	_, err = g.api.cmds.ExpireGepaLease(context.Background(), runID, time.Now().Add(time.Minute))
-	require.NoError(t, err)
+	for run := 1; run <= rewardmodels.MaxLostRuns; run++ {
+		dead := fmt.Sprintf("w-dead-%d", run)
+		_, err := g.api.client(dead).ClaimGepa(context.Background(), runID)
+		require.NoError(t, err, "run %d", run)
+		res, err := g.api.cmds.ExpireGepaLease(context.Background(), runID, time.Now().Add(10*time.Second))
+		require.NoError(t, err)
+		require.Empty(t, res.LastEventID, "not before the lease ends")
+		_, err = g.api.cmds.ExpireGepaLease(context.Background(), runID, time.Now().Add(time.Minute))
+		require.NoError(t, err)
+		// Its late report is refused.
+		err = g.api.client(dead).GepaSucceeded(context.Background(), runID, json.RawMessage(`{}`))
+		require.ErrorIs(t, err, ErrNotClaimable)
+		st, evs := g.stream(t, runID)
+		last := evs[len(evs)-1]
+		if run < rewardmodels.MaxLostRuns {
+			require.Equal(t, rewardmodels.RunQueued, st.Status)
+			require.Equal(t, events.GepaRunRequeued, last.Type)
+			var p events.GepaRunRequeuedV1
+			require.NoError(t, last.Decode(&p))
+			require.Equal(t, events.GepaRunRequeuedV1{RunID: runID, WorkerID: dead, Reason: events.RequeueLeaseExpired, Detail: p.Detail, LostRuns: run}, p)
+			require.Contains(t, p.Detail, "worker "+dead+" stopped reporting")
+			continue
+		}
+		require.Equal(t, rewardmodels.RunFailed, st.Status)
+		var p events.GepaRunFailedV1
+		require.NoError(t, last.Decode(&p))
+		lines := strings.Split(p.Error, "\n")
+		require.Equal(t, "GEPA run failed: the worker was lost 3 times (lease expired each time); start a new run once the workers are healthy", lines[0])
+		require.Len(t, lines, 4)
+		for i, l := range lines[1:] {
+			require.True(t, strings.HasPrefix(l, fmt.Sprintf("run %d: worker w-dead-%d stopped reporting", i+1, i+1)), l)
+		}
+	}
+}
+
+// A worker that stops (SIGTERM: its context ends) mid-run hands the run
+// back instead of failing it: the run is queued again, and the next worker
+// runs it to the end.
+func TestShutdownMidGepaHandsTheRunBack(t *testing.T) {
+	g := newGepaWorld(t)
+	runID := g.request(t, 14)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var once sync.Once
+	g.task.Handle(func(r llmtest.Request) llmtest.Reply {
+		once.Do(stop) // the worker is told to stop while the search runs
+		return llmtest.Reply{Content: "no"}
+	})
+	msg := mustJSON(t, jobs.GepaJob{RunID: runID, OwnerID: g.api.owner.UserID})
+	require.False(t, g.w.HandleGepa(ctx, msg), "an interrupted job is not acknowledged")
+	hb := g.api.requests("/gepa/" + runID + "/handback")
+	require.Len(t, hb, 1)
+	require.Equal(t, http.StatusOK, hb[0].Status, string(hb[0].Raw))
+	require.Empty(t, g.api.requests("/gepa/"+runID+"/failed"))
 	st, evs := g.stream(t, runID)
-	require.Equal(t, rewardmodels.RunFailed, st.Status)
-	require.Contains(t, string(evs[len(evs)-1].Payload), "worker w-dead stopped reporting")
-	// Its late report is refused.
-	err = g.api.client("w-dead").GepaSucceeded(context.Background(), runID, json.RawMessage(`{}`))
-	require.ErrorIs(t, err, ErrNotClaimable)
+	require.Equal(t, rewardmodels.RunQueued, st.Status)
+	var p events.GepaRunRequeuedV1
+	require.Equal(t, events.GepaRunRequeued, evs[len(evs)-1].Type)
+	require.NoError(t, evs[len(evs)-1].Decode(&p))
+	require.Equal(t, events.GepaRunRequeuedV1{RunID: runID, WorkerID: "w-gepa", Reason: events.RequeueHandedBack,
+		Detail: "worker w-gepa is shutting down"}, p)
+
+	// The next worker takes it from the start and finishes it.
+	g.task.Handle(func(r llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "the answer is right"} })
+	cfg := g.config(t, "w-next")
+	cfg.DataDir = t.TempDir()
+	cfg.Getenv = func(k string) string {
+		if k == "OPENAI_BASE_URL" {
+			return g.refl.URL
+		}
+		return ""
+	}
+	next, err := New(cfg)
+	require.NoError(t, err)
+	require.True(t, next.HandleGepa(context.Background(), msg))
+	st, _ = g.stream(t, runID)
+	require.Equal(t, rewardmodels.RunSucceeded, st.Status)
+	require.Equal(t, "w-next", st.WorkerID)
 }

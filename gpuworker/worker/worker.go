@@ -8,8 +8,10 @@
 // address and blob-store access, never database credentials.
 //
 // A job's Kafka offset is committed only after the job finished — succeeded,
-// or its failure was reported. A worker that dies mid-job leaves the message
-// uncommitted; the API expires the lease and fails the model, and a
+// or its failure was reported — or, for a long job that released its
+// topic's partitions (releasesWhileBusy), by whichever worker gets its
+// redelivery and is refused by the claim. A worker that dies mid-job
+// leaves the message uncommitted; the API expires the lease, and a
 // redelivery is refused by the claim.
 package worker
 
@@ -53,6 +55,41 @@ const (
 
 // DefaultLabelJobs is Config.LabelJobs's default.
 const DefaultLabelJobs = 4
+
+// DefaultShortJobs is Config.ShortJobs's default.
+const DefaultShortJobs = 2
+
+// How a job topic is consumed so that a busy worker never holds back a job
+// a free worker could run (README "Workers: who takes which job"):
+//
+//   - long jobs (minutes: GEPA, scoring, evaluator candidates) release:
+//     once one has run ReleaseBusyAfter, the
+//     consumer leaves the topic's group, its partitions move to the other
+//     workers, and the jobs queued behind it run there. The job's message
+//     stays uncommitted, so a crash before the claim loses nothing; its
+//     redelivery is refused by the claim (the run is no longer queued).
+//   - short jobs (seconds: titles, assessments, automatic scoring) run
+//     ShortJobs at a time, each its own group member, so one slow model
+//     call does not stop the kind; leaving the group per job would cost a
+//     rebalance of every topic of the group for each one.
+//   - labels run LabelJobs at a time; training is pulled (trainLoop).
+//   - feedback extraction does not release yet: a redelivered extraction
+//     whose lease another worker holds is retried until that lease runs
+//     out (it is how a dead holder's extraction resumes), so a released
+//     message would only keep the next owner waiting on the same job.
+//     Releasing it needs a sweep that republishes an extraction whose
+//     lease expired, so a held redelivery can be skipped.
+func releasesWhileBusy(topic string) bool {
+	switch topic {
+	case TopicGepa, TopicScore, TopicEvaluatorTrain:
+		return true
+	}
+	return false
+}
+
+func shortJob(topic string) bool {
+	return topic == TopicTitle || topic == TopicAssess || topic == TopicEvaluatorScore
+}
 
 // TrainMessage is a critic.jobs.train value (key = model id).
 type TrainMessage = jobs.TrainJob
@@ -127,6 +164,15 @@ type Config struct {
 	// the rest of the cap idle. Each is its own consumer of
 	// critic.jobs.label in the group (the topic has 8 partitions).
 	LabelJobs int
+	// ShortJobs is how many title, assessment and automatic-scoring jobs
+	// this worker runs at once per kind (default 2): short jobs keep
+	// being consumed while one of them waits on a model.
+	ShortJobs int
+	// ReleaseBusyAfter is how long a long job (GEPA, scoring, evaluator
+	// candidate) runs before its consumer gives the
+	// topic's partitions up (default 2 s), so the jobs queued behind it go
+	// to free workers; the consumer rejoins when the job ends.
+	ReleaseBusyAfter time.Duration
 }
 
 // Observer is what the worker reports about its jobs; package telemetry
@@ -211,6 +257,12 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.LabelJobs <= 0 {
 		cfg.LabelJobs = DefaultLabelJobs
 	}
+	if cfg.ShortJobs <= 0 {
+		cfg.ShortJobs = DefaultShortJobs
+	}
+	if cfg.ReleaseBusyAfter <= 0 {
+		cfg.ReleaseBusyAfter = 2 * time.Second
+	}
 	if cfg.Compute == "" {
 		cfg.Compute = rewardmodels.ComputeWorker
 	}
@@ -238,8 +290,9 @@ func (w *Worker) handlers() map[string]func(context.Context, []byte) bool {
 }
 
 // Run checks the API (address and token), then pulls training attempts
-// whenever it is free and consumes the other job topics concurrently (one
-// job at a time per topic) until ctx ends, then returns nil. An in-flight
+// whenever it is free and consumes the other job topics concurrently (see
+// releasesWhileBusy for how many at a time, and how a long job lets the
+// others go) until ctx ends, then returns nil. An in-flight
 // training attempt is stopped and handed back to the queue, where the next
 // free worker takes it.
 func Run(ctx context.Context, cfg Config) error {
@@ -284,6 +337,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		switch {
 		case !ok:
 			return fmt.Errorf("this worker has no handler for job topic %s", topic)
+		case shortJob(topic):
+			for range w.cfg.ShortJobs {
+				consumers = append(consumers, consumer{topic, h})
+			}
 		case topic != TopicLabel:
 			consumers = append(consumers, consumer{topic, h})
 		case w.cfg.StepLabel != nil:
@@ -383,17 +440,55 @@ func (w *Worker) consume(ctx context.Context, sub *bus.Subscriber, topic string,
 				break
 			}
 			// The job keeps the correlation id of the request that caused it.
-			if !handle(requestid.With(ctx, msg.Metadata.Get(requestid.MetadataKey)), msg.Payload) {
+			jctx := requestid.With(ctx, msg.Metadata.Get(requestid.MetadataKey))
+			if !releasesWhileBusy(topic) {
+				if !handle(jctx, msg.Payload) {
+					leave()
+					return nil
+				}
+				msg.Ack()
+				continue
+			}
+			finished, released := w.runReleasing(jctx, topic, msg.Payload, handle, func() {
+				leave()
+				for range msgs {
+				}
+			})
+			if !finished {
 				leave()
 				return nil
 			}
+			if released {
+				break // rejoin the group
+			}
 			msg.Ack()
 		}
-		leave() // the API is down: give the partitions up
+		leave() // the API is down or a long job released the partitions
 		for range msgs {
 		}
 		attempt = 0
 	}
+}
+
+// runReleasing runs a long job; once it has run ReleaseBusyAfter it calls
+// release (the consumer leaves the topic's group, so the jobs queued behind
+// this one go to free workers) and waits for the job. finished is handle's
+// answer; released says the partitions were given up, so the message cannot
+// be acknowledged: whoever owns its partition next gets it again, and its
+// claim refuses it (the run is no longer queued) and commits it.
+func (w *Worker) runReleasing(ctx context.Context, topic string, payload []byte, handle func(context.Context, []byte) bool, release func()) (finished, released bool) {
+	done := make(chan bool, 1)
+	go func() { done <- handle(ctx, payload) }()
+	t := time.NewTimer(w.cfg.ReleaseBusyAfter)
+	defer t.Stop()
+	select {
+	case finished = <-done:
+		return finished, false
+	case <-t.C:
+	}
+	w.log.Info("long job running: leaving the topic's consumer group until it ends, so free workers take the jobs behind it", "topic", topic)
+	release()
+	return <-done, true
 }
 
 // withRequestID adds the job's request id to a job logger's attributes, so
@@ -770,10 +865,15 @@ func (w *Worker) HandleScore(ctx context.Context, payload []byte) bool {
 	rctx := ctx
 	if err != nil {
 		if ctx.Err() != nil {
-			err = errors.New("scoring interrupted: the worker shut down; run it again")
-			var cancel context.CancelFunc
-			rctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			// Stopping: hand the run back; the next free worker scores it.
+			outcome = "interrupted"
+			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
+			log.Warn("worker shutting down: handing the scoring run back to the queue")
+			if err := w.client.ScoringHandBack(hctx, m.RunID, m.TraceID, m.ModelID, "worker "+w.client.WorkerID+" is shutting down"); err != nil {
+				log.Error("could not hand the scoring run back; it fails once it has run too long", "error", err)
+			}
+			return false
 		}
 		log.Error("scoring failed", "error", err)
 		f.ActionScores, f.Error = nil, truncate(err.Error(), ErrorTailChars)

@@ -392,3 +392,79 @@ func TestScoringWithoutActionStatsReportsError(t *testing.T) {
 	require.Equal(t, events.ScoringRunFailed, evs[len(evs)-1].Type)
 	require.Contains(t, string(evs[len(evs)-1].Payload), "action_reward_stats.json")
 }
+
+// stopOnRead is the real blob store; reading key first stops the worker
+// (as SIGTERM does: the job's context ends), so the job is interrupted
+// after its claim, at a known point.
+type stopOnRead struct {
+	blob.Store
+	key  string
+	stop context.CancelFunc
+}
+
+func (s stopOnRead) Get(ctx context.Context, key string) ([]byte, error) {
+	if key == s.key {
+		s.stop()
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return s.Store.Get(ctx, key)
+}
+
+// A worker stopped mid-scoring hands the run back instead of failing it:
+// the run is queued again (scoring_run.requeued.v1), and the next worker
+// scores it to success.
+func TestShutdownMidScoringHandsTheRunBack(t *testing.T) {
+	s := newSetup(t)
+	ctx := context.Background()
+	id, _ := s.api.queueTraining(t, s.base)
+	trainer, err := New(s.config(t, "w-train"))
+	require.NoError(t, err)
+	claim, err := s.api.client("w-train").ClaimNextTraining(ctx, "worker")
+	require.NoError(t, err)
+	require.True(t, trainer.RunTraining(ctx, claim))
+	traceID := s.api.traces[0]
+	run, err := s.api.cmds.RequestScoring(ctx, s.api.owner, traceID, id)
+	require.NoError(t, err)
+	msg := mustJSON(t, ScoreMessage{RunID: run.RunID, TraceID: traceID, ModelID: id, OwnerID: s.api.owner.UserID})
+
+	jobCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	cfg := s.config(t, "w-stop")
+	cfg.DataDir = t.TempDir()
+	loaded, err := s.api.store.LoadStreams(ctx, []string{events.ScoringStream(traceID, id)})
+	require.NoError(t, err)
+	var req events.ScoringRunRequestedV1
+	require.NoError(t, loaded[events.ScoringStream(traceID, id)][0].Decode(&req))
+	cfg.Blobs = stopOnRead{Store: s.blobs, key: req.ItemsKey, stop: stop}
+	w, err := New(cfg)
+	require.NoError(t, err)
+	defer w.Close()
+	require.False(t, w.HandleScore(jobCtx, msg), "an interrupted job is not acknowledged")
+	require.Empty(t, s.api.requests("/scoring/"+run.RunID+"/finished"), "a stop is no failure")
+	back := s.api.requests("/scoring/" + run.RunID + "/handback")
+	require.Len(t, back, 1)
+	require.Equal(t, http.StatusOK, back[0].Status, string(back[0].Raw))
+	loaded, err = s.api.store.LoadStreams(ctx, []string{events.ScoringStream(traceID, id)})
+	require.NoError(t, err)
+	evs := loaded[events.ScoringStream(traceID, id)]
+	require.Equal(t, events.ScoringRunRequeued, evs[len(evs)-1].Type)
+	var p events.ScoringRunRequeuedV1
+	require.NoError(t, evs[len(evs)-1].Decode(&p))
+	require.Equal(t, events.ScoringRunRequeuedV1{RunID: run.RunID, TraceID: traceID, ModelID: id, WorkerID: "w-stop",
+		Reason: events.RequeueHandedBack, Detail: "worker w-stop is shutting down"}, p)
+
+	// The next worker scores it.
+	w2, err := New(s.config(t, "w-next"))
+	require.NoError(t, err)
+	defer w2.Close()
+	require.True(t, w2.HandleScore(ctx, msg))
+	fin := s.api.requests("/scoring/" + run.RunID + "/finished")
+	require.Len(t, fin, 1)
+	require.Equal(t, http.StatusOK, fin[0].Status, string(fin[0].Raw))
+	require.Empty(t, fin[0].Body["error"])
+	loaded, err = s.api.store.LoadStreams(ctx, []string{events.ScoringStream(traceID, id)})
+	require.NoError(t, err)
+	evs = loaded[events.ScoringStream(traceID, id)]
+	require.Equal(t, events.ScoringRunSucceeded, evs[len(evs)-1].Type)
+}

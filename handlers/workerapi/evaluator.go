@@ -14,6 +14,7 @@ func (a *API) registerEvaluator(route func(string, func(*http.Request) (any, err
 	route(jobs.RouteClaimEvaluatorCandidate, a.claimCandidate)
 	route(jobs.RouteEvaluatorCandidateSucceeded, a.candidateSucceeded)
 	route(jobs.RouteEvaluatorCandidateFailed, a.candidateFailed)
+	route(jobs.RouteEvaluatorCandidateHandBack, a.candidateHandBack)
 	route(jobs.RouteClaimEvaluatorScoring, a.claimEvaluatorScoring)
 	route(jobs.RouteEvaluatorScoringScored, a.evaluatorScored)
 	route(jobs.RouteEvaluatorScoringFailed, a.evaluatorScoringFailed)
@@ -49,6 +50,16 @@ func (a *API) candidateFailed(r *http.Request) (any, error) {
 	}
 	_, err := a.cmds.FailCandidate(r.Context(), req.WorkerID, r.PathValue("candidate_id"), req.Error)
 	a.reported("evaluator_train", "failed", err)
+	return jobs.Ack{OK: err == nil}, err
+}
+
+func (a *API) candidateHandBack(r *http.Request) (any, error) {
+	var req jobs.EvaluatorCandidateHandBack
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	_, err := a.cmds.HandBackCandidate(r.Context(), req.WorkerID, r.PathValue("candidate_id"), req.Reason)
+	a.reported("evaluator_train", "handed_back", err)
 	return jobs.Ack{OK: err == nil}, err
 }
 

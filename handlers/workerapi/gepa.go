@@ -16,6 +16,7 @@ func (a *API) registerGepa(route func(string, func(*http.Request) (any, error)))
 	route(jobs.RouteGepaCandidate, a.gepaCandidate)
 	route(jobs.RouteGepaSucceeded, a.gepaSucceeded)
 	route(jobs.RouteGepaFailed, a.gepaFailed)
+	route(jobs.RouteGepaHandBack, a.gepaHandBack)
 }
 
 func (a *API) claimGepa(r *http.Request) (any, error) {
@@ -66,5 +67,15 @@ func (a *API) gepaFailed(r *http.Request) (any, error) {
 	}
 	_, err := a.cmds.FailGepa(r.Context(), req.WorkerID, r.PathValue("run_id"), req.Error)
 	a.reported("gepa", "failed", err)
+	return jobs.Ack{OK: err == nil}, err
+}
+
+func (a *API) gepaHandBack(r *http.Request) (any, error) {
+	var req jobs.GepaHandBack
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	_, err := a.cmds.HandBackGepa(r.Context(), req.WorkerID, r.PathValue("run_id"), req.Reason)
+	a.reported("gepa", "handed_back", err)
 	return jobs.Ack{OK: err == nil}, err
 }

@@ -106,6 +106,7 @@ func (a *API) Register(mux Mux) {
 	route(jobs.RouteFailed, a.failed)
 	route(jobs.RouteClaimScoring, a.claimScoring)
 	route(jobs.RouteScoringFinished, a.finishScoring)
+	route(jobs.RouteScoringHandBack, a.handBackScoring)
 	route(jobs.RouteClaimExtraction, a.claimExtraction)
 	route(jobs.RouteExtractionProgress, a.extractionProgress)
 	route(jobs.RouteExtractionFindings, a.extractionFindings)
@@ -196,6 +197,16 @@ func (a *API) claimScoring(r *http.Request) (any, error) {
 	key, err := a.cmds.ClaimScoring(r.Context(), req.WorkerID, req.TraceID, req.ModelID, r.PathValue("run_id"))
 	a.claimed("score", err)
 	return jobs.ScoringClaim{ItemsKey: key}, err
+}
+
+func (a *API) handBackScoring(r *http.Request) (any, error) {
+	var req jobs.ScoringHandBack
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	_, err := a.cmds.HandBackScoring(r.Context(), req.WorkerID, req.TraceID, req.ModelID, r.PathValue("run_id"), req.Reason)
+	a.reported("score", "handed_back", err)
+	return jobs.Ack{OK: err == nil}, err
 }
 
 func (a *API) finishScoring(r *http.Request) (any, error) {

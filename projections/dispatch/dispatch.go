@@ -130,8 +130,22 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		return d.publish(ScoreTopic, p.RunID, e.CorrelationID, jobs.ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})
+	case events.ScoringRunRequeued:
+		// Handed back by a stopping worker: the next free worker scores it.
+		var p events.ScoringRunRequeuedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		return d.publish(ScoreTopic, p.RunID, e.CorrelationID, jobs.ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})
 	case events.EvaluatorCandidateRequested:
 		var p events.EvaluatorCandidateRequestedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		return d.publish(jobs.TopicEvaluatorTrain, p.CandidateID, e.CorrelationID, jobs.EvaluatorTrainJob{CandidateID: p.CandidateID})
+	case events.EvaluatorCandidateRequeued:
+		// Handed back by a stopping worker: the next free worker trains it.
+		var p events.EvaluatorCandidateRequeuedV1
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
@@ -139,6 +153,13 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 	case events.GepaRunRequested:
 		var p events.GepaRunRequestedV1
 		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		return d.publish(GepaTopic, p.RunID, e.CorrelationID, jobs.GepaJob{RunID: p.RunID, OwnerID: e.OwnerID})
+	case events.GepaRunRequeued:
+		// Handed back or lease expired: the next free worker runs it.
+		var p events.GepaRunRequeuedV1
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		return d.publish(GepaTopic, p.RunID, e.CorrelationID, jobs.GepaJob{RunID: p.RunID, OwnerID: e.OwnerID})
@@ -237,7 +258,7 @@ func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, i
 				log.Warn("GEPA lease sweep: expire", "run", id, "err", err)
 			} else if res.LastEventID != "" {
 				expired("gepa")
-				log.Info("lease expired: GEPA run failed", "run", id)
+				log.Info("lease expired: GEPA run requeued (or failed after its third lost run)", "run", id)
 			}
 		}
 		runs, err := q.StuckScoringRuns(ctx, now.Add(-ScoringTimeout))
@@ -250,6 +271,7 @@ func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, i
 				log.Warn("scoring sweep: expire", "run", r.ID, "err", err)
 			} else if res.LastEventID != "" {
 				expired("score")
+				log.Info("scoring run gave no result in time: requeued (or failed after its third lost run)", "run", r.ID)
 			}
 		}
 	}

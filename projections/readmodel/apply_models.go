@@ -123,6 +123,12 @@ func applyModel(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error)
 			return true, err
 		}
 		return exec(`UPDATE rm_scoring_runs SET status = 'running', started_at = $2 WHERE id = $1`, p.RunID, e.RecordedAt)
+	case events.ScoringRunRequeued:
+		var p events.ScoringRunRequeuedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return true, err
+		}
+		return exec(`UPDATE rm_scoring_runs SET status = 'queued', started_at = NULL WHERE id = $1`, p.RunID)
 	case events.ScoringRunSucceeded:
 		var p events.ScoringRunSucceededV1
 		if err := e.DecodeOrFail(&p); err != nil {

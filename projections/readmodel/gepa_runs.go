@@ -46,6 +46,12 @@ func applyGepa(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error) 
 			return true, err
 		}
 		return exec(`UPDATE rm_gepa_runs SET last_beat = $2, progress = $3 WHERE id = $1`, p.RunID, e.RecordedAt, jsonOrNil(p.Progress))
+	case events.GepaRunRequeued:
+		var p events.GepaRunRequeuedV1
+		if err := e.Decode(&p); err != nil {
+			return true, err
+		}
+		return exec(`UPDATE rm_gepa_runs SET status = 'queued', worker_id = NULL, last_beat = NULL, started_at = NULL, progress = NULL WHERE id = $1`, p.RunID)
 	case events.GepaRunSucceeded:
 		var p events.GepaRunSucceededV1
 		if err := e.Decode(&p); err != nil {
