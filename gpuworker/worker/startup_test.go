@@ -1,7 +1,6 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,25 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/platform/bus"
+	"github.com/criticml/critic/platform/logtest"
 )
-
-// syncBuffer is a log sink a test reads while the worker writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // A wrong token stops the worker at start with a message naming the
 // variable to fix; it never subscribes or claims anything.
@@ -63,7 +44,7 @@ func TestUnreachableAPIIsRetriedBeforeAnyJob(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close()) // nothing listens there yet
-	var logs syncBuffer
+	var logs logtest.Buffer
 	w, err := New(Config{Client: NewClient("http://"+addr, testToken, "w-wait"), Blobs: s.blobs, DataDir: s.data,
 		Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	require.NoError(t, err)
@@ -149,7 +130,7 @@ func TestWorkerWithoutAPIReleasesItsJobs(t *testing.T) {
 		s.api.srv.Config.Handler.ServeHTTP(w, r)
 	}))
 	defer proxy.Close()
-	var logsA syncBuffer
+	var logsA logtest.Buffer
 	run := func(c *Client, log *slog.Logger) chan error {
 		cfg := Config{Client: c, Blobs: s.blobs, DataDir: t.TempDir(), Log: log, Brokers: broker.Addrs(), ClaimPollInterval: 100 * time.Millisecond}
 		done := make(chan error, 1)

@@ -24,6 +24,7 @@ import (
 	"github.com/criticml/critic/handlers/rest"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/logtest"
 	"github.com/criticml/critic/platform/metrics/metricstest"
 	"github.com/criticml/critic/platform/pg"
 	"github.com/criticml/critic/platform/pg/pgtest"
@@ -40,26 +41,9 @@ type opsEnv struct {
 	userID string
 	pool   *pgxpool.Pool
 	tel    *telemetry.Telemetry
-	logs   *syncBuffer
+	logs   *logtest.Buffer
 	store  *eventstore.Store // the server's event store (and its blobs)
 	blobs  blob.Store
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func startOps(t *testing.T, adjust func(*apiserver.Config)) *opsEnv {
@@ -70,7 +54,7 @@ func startOps(t *testing.T, adjust func(*apiserver.Config)) *opsEnv {
 	t.Cleanup(pool.Close)
 	blobs, err := blob.NewLocal(t.TempDir())
 	require.NoError(t, err)
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	log := slog.New(requestid.NewLogHandler(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	tel, err := telemetry.New(ctx, telemetry.Options{Service: "critic-api-test", Metrics: true}, log)
 	require.NoError(t, err)

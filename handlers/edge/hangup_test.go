@@ -1,39 +1,21 @@
 package edge_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/platform/logtest"
 	"github.com/criticml/critic/platform/metrics"
 	"github.com/criticml/critic/platform/metrics/metricstest"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestClientHangUpIsNoServerError: a client that hangs up mid-request (a
 // worker stopping during a heartbeat — TestDistributed's SIGTERM of a worker
@@ -44,7 +26,7 @@ func (s *syncBuffer) String() string {
 //
 // Not parallel: it swaps the default logger, which WriteError logs to.
 func TestClientHangUpIsNoServerError(t *testing.T) {
-	var logs syncBuffer
+	var logs logtest.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	prev := slog.Default()
 	slog.SetDefault(logger)

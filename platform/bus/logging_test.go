@@ -1,47 +1,18 @@
 package bus
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
 	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/criticml/critic/platform/logtest"
 	"github.com/stretchr/testify/require"
 )
-
-// syncBuffer is a log sink safe for kafka-go's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func (s *syncBuffer) lines(substr string) []string {
-	var out []string
-	for _, l := range strings.Split(s.String(), "\n") {
-		if strings.Contains(l, substr) {
-			out = append(out, l)
-		}
-	}
-	return out
-}
 
 // TestBrokerErrorsLoggedAtTheirLevel: the consumer-group protocol's routine
 // answers are DEBUG, a burst of transient network errors is one WARN (then
@@ -49,7 +20,7 @@ func (s *syncBuffer) lines(substr string) []string {
 // held back), and anything else stays ERROR.
 func TestBrokerErrorsLoggedAtTheirLevel(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out logtest.Buffer
 	l := newBusLog(Config{Logger: slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))}, nil, "consumer_group", "g")
 	k := kafkaLogger{l: l, error: true}
 	k.Printf("Failed to join group %s: %v", "g", errors.New("[27] Rebalance In Progress: the coordinator has begun rebalancing the group"))
@@ -58,21 +29,21 @@ func TestBrokerErrorsLoggedAtTheirLevel(t *testing.T) {
 	}
 	k.Printf("%v", errors.New("[3] Unknown Topic Or Partition"))
 
-	require.Len(t, out.lines("level=ERROR"), 1, out.String())
-	require.Contains(t, out.lines("level=ERROR")[0], "Unknown Topic Or Partition")
-	require.Len(t, out.lines("level=WARN"), 1, "one WARN for the burst")
-	require.Contains(t, out.lines("level=WARN")[0], "i/o timeout")
-	require.Len(t, out.lines("Rebalance In Progress"), 1)
-	require.Contains(t, out.lines("Rebalance In Progress")[0], "level=DEBUG")
-	require.Contains(t, out.lines("level=WARN")[0], "consumer_group=g")
+	require.Len(t, out.Lines("level=ERROR"), 1, out.String())
+	require.Contains(t, out.Lines("level=ERROR")[0], "Unknown Topic Or Partition")
+	require.Len(t, out.Lines("level=WARN"), 1, "one WARN for the burst")
+	require.Contains(t, out.Lines("level=WARN")[0], "i/o timeout")
+	require.Len(t, out.Lines("Rebalance In Progress"), 1)
+	require.Contains(t, out.Lines("Rebalance In Progress")[0], "level=DEBUG")
+	require.Contains(t, out.Lines("level=WARN")[0], "consumer_group=g")
 
 	// After the interval, the next one is a WARN again and counts the rest.
 	l.mu.Lock()
 	l.nextWarn = time.Now().Add(-time.Second)
 	l.mu.Unlock()
 	k.Printf("%v", errors.New("write tcp: i/o timeout"))
-	require.Len(t, out.lines("level=WARN"), 2)
-	require.Contains(t, out.lines("level=WARN")[1], "similar_since_last=99")
+	require.Len(t, out.Lines("level=WARN"), 2)
+	require.Contains(t, out.Lines("level=WARN")[1], "similar_since_last=99")
 }
 
 // TestGroupMembersLogPartitionMoves: two members of one group each log,
@@ -83,8 +54,8 @@ func TestGroupMembersLogPartitionMoves(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, EmbeddedConfig{})
 	group, topic := uniqueName("g"), uniqueName("t")
-	var outA, outB syncBuffer
-	cfg := func(out *syncBuffer) Config {
+	var outA, outB logtest.Buffer
+	cfg := func(out *logtest.Buffer) Config {
 		c := testConfig(b.Addrs(), group, 4)
 		c.RebalanceTimeout = 2 * time.Second
 		c.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -97,30 +68,30 @@ func TestGroupMembersLogPartitionMoves(t *testing.T) {
 	}
 	a := newSubscriber(t, cfg(&outA))
 	go consume(a, ctx)
-	require.Eventually(t, func() bool { return len(outA.lines("partitions moved")) >= 1 }, 60*time.Second, 50*time.Millisecond)
-	require.Contains(t, outA.lines("partitions moved")[0], "holds=\"[0 1 2 3]\"")
+	require.Eventually(t, func() bool { return len(outA.Lines("partitions moved")) >= 1 }, 60*time.Second, 50*time.Millisecond)
+	require.Contains(t, outA.Lines("partitions moved")[0], "holds=\"[0 1 2 3]\"")
 
 	bctx, bcancel := context.WithCancel(ctx)
 	bsub := newSubscriber(t, cfg(&outB))
 	bdone := make(chan struct{})
 	go func() { defer close(bdone); consume(bsub, bctx) }()
 	require.Eventually(t, func() bool {
-		return len(outB.lines("partitions moved")) >= 1 && len(outA.lines("partitions moved")) >= 2
+		return len(outB.Lines("partitions moved")) >= 1 && len(outA.Lines("partitions moved")) >= 2
 	}, 60*time.Second, 50*time.Millisecond)
-	movedA := outA.lines("partitions moved")[1]
+	movedA := outA.Lines("partitions moved")[1]
 	require.Contains(t, movedA, "level=INFO")
 	require.Regexp(t, `revoked="\[\d`, movedA, "A names what it gave up")
-	require.Regexp(t, `assigned="\[\d`, outB.lines("partitions moved")[0], "B names what it took")
+	require.Regexp(t, `assigned="\[\d`, outB.Lines("partitions moved")[0], "B names what it took")
 
 	bcancel()
 	<-bdone
 	require.Contains(t, outB.String(), `revoked="[`, "B logs giving its partitions back")
 	require.Eventually(t, func() bool {
-		l := outA.lines("partitions moved")
+		l := outA.Lines("partitions moved")
 		return strings.Contains(l[len(l)-1], "holds=\"[0 1 2 3]\"")
 	}, 60*time.Second, 50*time.Millisecond)
-	require.Empty(t, outA.lines("level=ERROR"), outA.String())
-	require.Empty(t, outB.lines("level=ERROR"), outB.String())
+	require.Empty(t, outA.Lines("level=ERROR"), outA.String())
+	require.Empty(t, outB.Lines("level=ERROR"), outB.String())
 }
 
 // TestBrokerErrorsLevelsThroughWatermill: a subscriber given only a
@@ -129,15 +100,15 @@ func TestGroupMembersLogPartitionMoves(t *testing.T) {
 // are no ERROR lines.
 func TestBrokerErrorsLevelsThroughWatermill(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out logtest.Buffer
 	wm := watermill.NewSlogLogger(slog.New(slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	k := kafkaLogger{l: newBusLog(Config{}, wm, "consumer_group", "workers"), error: true}
 	k.Printf("Failed to join group %s: %v", "workers", errors.New("[27] Rebalance In Progress: the coordinator has begun rebalancing the group"))
 	for range 50 {
 		k.Printf("%v", errors.New("read tcp 127.0.0.1:1->127.0.0.1:2: i/o timeout"))
 	}
-	require.Empty(t, out.lines("level=ERROR"), out.String())
-	require.Contains(t, out.lines("Rebalance In Progress")[0], "level=DEBUG")
-	require.Len(t, out.lines("level=INFO"), 1)
-	require.Contains(t, out.lines("level=INFO")[0], "consumer_group=workers")
+	require.Empty(t, out.Lines("level=ERROR"), out.String())
+	require.Contains(t, out.Lines("Rebalance In Progress")[0], "level=DEBUG")
+	require.Len(t, out.Lines("level=INFO"), 1)
+	require.Contains(t, out.Lines("level=INFO")[0], "consumer_group=workers")
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/bus"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/logtest"
 	"github.com/criticml/critic/platform/pg/pgtest"
 	"github.com/criticml/critic/platform/relay"
 )
@@ -105,25 +106,6 @@ func TestRelaySurvivesBrokerOutage(t *testing.T) {
 	mu.Unlock()
 }
 
-// lockedBuffer is a log sink safe for the relay's goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b = append(l.b, p...)
-	return len(p), nil
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.b)
-}
-
 // TestRelayHandsOverAndSaysSo: of two relays on one database one publishes
 // and the other stands by, each saying so once in its log; when the
 // publisher stops, the other takes over (and says so) and events keep
@@ -141,7 +123,7 @@ func TestRelayHandsOverAndSaysSo(t *testing.T) {
 	pub, err := bus.NewPublisher(bus.Config{Brokers: broker.Addrs(), TopicPartitions: 1}, nil)
 	require.NoError(t, err)
 	defer pub.Close()
-	var logA, logB lockedBuffer
+	var logA, logB logtest.Buffer
 	actx, stopA := context.WithCancel(ctx)
 	aDone := make(chan struct{})
 	go func() {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/logtest"
 	"github.com/criticml/critic/platform/pg/pgtest"
 	"github.com/criticml/critic/projections/readmodel"
 )
@@ -133,7 +133,7 @@ func TestStandbyAppliesWhatNobodyWaitsFor(t *testing.T) {
 	require.NoError(t, err)
 	store := eventstore.New(pool, blobs)
 	cmds := commands.New(store)
-	var logs syncBuffer
+	var logs logtest.Buffer
 	p := readmodel.New(pool, blobs, slog.New(slog.DiscardHandler))
 	done := make(chan struct{})
 	go func() {
@@ -171,22 +171,4 @@ func TestStandbyAppliesWhatNobodyWaitsFor(t *testing.T) {
 	cancel()
 	<-done
 	require.Contains(t, logs.String(), "level=WARN msg=\"read-model projection lagging")
-}
-
-// syncBuffer is a log sink safe to read while another goroutine logs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
