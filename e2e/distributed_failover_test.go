@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand"
 	"net/http"
 	"os"
@@ -123,29 +122,7 @@ func TestDistributedFailover(t *testing.T) {
 	cli("model", "init", "--arch", "qwen3", "--hidden", "32", "--layers", "1", "--heads", "2", "--kv-heads", "1",
 		"--head-dim", "16", "--intermediate", "64", "--tokenizer", filepath.Join(pgtest.ModuleRoot(t), "gpuworker", "testdata", "tinytok"), "--out", base)
 
-	client := &http.Client{Timeout: 15 * time.Second}
-	send := func(method, url, path, key, idemKey string, body []byte) (int, map[string]any, error) {
-		req, err := http.NewRequest(method, url+path, bytes.NewReader(body))
-		if err != nil {
-			return 0, nil, err
-		}
-		req.Header.Set("Authorization", "Bearer "+key)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if idemKey != "" {
-			req.Header.Set("Idempotency-Key", idemKey)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, nil, err
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var out map[string]any
-		_ = json.Unmarshal(b, &out)
-		return resp.StatusCode, out, nil
-	}
+	send := keyedSender(15 * time.Second)
 	got := &failoverLedger{imports: map[string]string{}, annotations: map[string]string{}, models: map[string]string{},
 		interrupted: map[string]bool{}, gaveUp: map[string]bool{}}
 	// write sends one logical write under one key until it is answered for

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand"
 	"net/http"
 	"os"
@@ -192,29 +191,7 @@ func TestDistributed(t *testing.T) {
 	require.NoError(t, err)
 	defer pool.Close()
 
-	client := &http.Client{Timeout: 15 * time.Second}
-	send := func(method, url, path, key, idemKey string, body []byte) (int, map[string]any, error) {
-		req, err := http.NewRequest(method, url+path, bytes.NewReader(body))
-		if err != nil {
-			return 0, nil, err
-		}
-		req.Header.Set("Authorization", "Bearer "+key)
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if idemKey != "" {
-			req.Header.Set("Idempotency-Key", idemKey)
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return 0, nil, err
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		var out map[string]any
-		_ = json.Unmarshal(b, &out)
-		return resp.StatusCode, out, nil
-	}
+	send := keyedSender(15 * time.Second)
 	got := &distLedger{imports: map[string]string{}, annotations: map[string]string{}, models: map[string]string{}, interrupted: map[string]bool{}}
 	// write sends one logical write under one key until it is answered for
 	// good, moving to the other instance on errors and 503s.
