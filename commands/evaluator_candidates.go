@@ -293,14 +293,32 @@ func (c *Commands) ExpireCandidateLease(ctx context.Context, id string, now time
 	})
 }
 
-// RunningCandidates is the ids of the candidates a worker holds now: the
-// lease sweep's nominees (the shared stream is small enough to read).
-func (c *Commands) RunningCandidates(ctx context.Context) ([]string, error) {
-	s, err := c.EvaluatorState(ctx)
+// candidateLifecycle is every event type that moves a candidate's status
+// or lease: the lease sweep folds only these, not the benchmarks (their
+// items are the bulk of the evaluator stream).
+var candidateLifecycle = []string{events.EvaluatorCandidateRequested, events.EvaluatorCandidateStarted,
+	events.EvaluatorCandidateHeartbeat, events.EvaluatorCandidateRequeued, events.EvaluatorCandidateTrained,
+	events.EvaluatorCandidateFailed}
+
+// ExpiredCandidateLeases nominates the running candidates whose lease ran
+// out before now (fallback: the lease of a claim that recorded none), for
+// ExpireCandidateLease to decide on the whole stream.
+func (c *Commands) ExpiredCandidateLeases(ctx context.Context, now time.Time, fallback time.Duration) ([]string, error) {
+	evs, err := c.store.LoadStreamTypes(ctx, events.EvaluatorStream, candidateLifecycle)
 	if err != nil {
 		return nil, err
 	}
-	return s.Running(), nil
+	var s evaluator.State
+	for _, e := range evs {
+		s.Apply(e)
+	}
+	var ids []string
+	for _, id := range s.Running() {
+		if _, expired := s.DecideLeaseExpiry(id, now, fallback); expired {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 // candidateOrLatest returns the named candidate, or the last trained one.

@@ -262,7 +262,7 @@ func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, i
 				log.Info("lease expired: GEPA run requeued (or failed after its third lost run)", "run", id)
 			}
 		}
-		cands, err := cmds.RunningCandidates(ctx)
+		cands, err := cmds.ExpiredCandidateLeases(ctx, now, lease)
 		if err != nil {
 			log.Warn("evaluator candidate lease sweep", "err", err)
 		}
