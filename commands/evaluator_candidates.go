@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/evaluator"
@@ -142,9 +143,10 @@ func CandidateJobDataset(id string, b events.EvaluatorBenchmarkFrozenV1, pairs [
 	return ds
 }
 
-// ClaimCandidate starts a queued candidate for one worker; anything else
-// (a duplicate delivery, another worker was first) is a ConflictError.
-func (c *Commands) ClaimCandidate(ctx context.Context, workerID, id string) (jobs.EvaluatorCandidateClaim, error) {
+// ClaimCandidate starts a queued candidate for one worker under lease;
+// anything else (a duplicate delivery, another worker was first) is a
+// ConflictError.
+func (c *Commands) ClaimCandidate(ctx context.Context, workerID, id string, lease time.Duration) (jobs.EvaluatorCandidateClaim, error) {
 	var claim jobs.EvaluatorCandidateClaim
 	_, err := retryOnConflict(func() (Result, error) {
 		s, err := c.EvaluatorState(ctx)
@@ -155,10 +157,11 @@ func (c *Commands) ClaimCandidate(ctx context.Context, workerID, id string) (job
 		if err != nil {
 			return Result{}, err
 		}
+		secs := int(lease / time.Second)
 		claim = jobs.EvaluatorCandidateClaim{CandidateID: id, BaseModel: cand.BaseModel, Epochs: cand.Epochs, DatasetKey: cand.DatasetKey,
-			ArtifactKey: cand.ArtifactKey, IncumbentArtifactKey: cand.IncumbentArtifactKey}
+			ArtifactKey: cand.ArtifactKey, IncumbentArtifactKey: cand.IncumbentArtifactKey, LeaseSeconds: secs}
 		return c.appendEvaluator(ctx, workerActor(workerID), s, events.EvaluatorCandidateStarted,
-			events.EvaluatorCandidateStartedV1{CandidateID: id, WorkerID: workerID})
+			events.EvaluatorCandidateStartedV1{CandidateID: id, WorkerID: workerID, LeaseSeconds: secs})
 	})
 	return claim, err
 }
@@ -247,6 +250,75 @@ func (c *Commands) HandBackCandidate(ctx context.Context, workerID, id, reason s
 		return c.appendEvaluator(ctx, workerActor(workerID), s, events.EvaluatorCandidateRequeued,
 			events.EvaluatorCandidateRequeuedV1{CandidateID: id, WorkerID: workerID, Reason: events.RequeueHandedBack, Detail: reason})
 	})
+}
+
+// CandidateHeartbeat renews the holder's lease on a running candidate; a
+// worker that no longer holds it (its lease expired, it was cancelled) is
+// refused with a ConflictError and stops.
+func (c *Commands) CandidateHeartbeat(ctx context.Context, workerID, id string) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		s, err := c.EvaluatorState(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		if _, err := s.DecideReport(id, workerID); err != nil {
+			return Result{}, err
+		}
+		return c.appendEvaluator(ctx, workerActor(workerID), s, events.EvaluatorCandidateHeartbeat,
+			events.EvaluatorCandidateHeartbeatV1{CandidateID: id, WorkerID: workerID})
+	})
+}
+
+// ExpireCandidateLease handles a running candidate whose worker stopped
+// heartbeating (the stream decides): it goes back to the queue for the
+// next free worker (evaluator.candidate_requeued, reason lease_expired),
+// or fails once rewardmodels.MaxLostRuns runs were lost. fallback is the
+// lease of a claim recorded before candidates had one. Nothing is appended
+// while the lease runs.
+func (c *Commands) ExpireCandidateLease(ctx context.Context, id string, now time.Time, fallback time.Duration) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		s, err := c.EvaluatorState(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		out, expired := s.DecideLeaseExpiry(id, now, fallback)
+		switch {
+		case !expired:
+			return Result{}, nil
+		case out.Requeue != nil:
+			return c.appendEvaluator(ctx, Actor{}, s, events.EvaluatorCandidateRequeued, *out.Requeue)
+		default:
+			return c.appendEvaluator(ctx, Actor{}, s, events.EvaluatorCandidateFailed, *out.Fail)
+		}
+	})
+}
+
+// candidateLifecycle is every event type that moves a candidate's status
+// or lease: the lease sweep folds only these, not the benchmarks (their
+// items are the bulk of the evaluator stream).
+var candidateLifecycle = []string{events.EvaluatorCandidateRequested, events.EvaluatorCandidateStarted,
+	events.EvaluatorCandidateHeartbeat, events.EvaluatorCandidateRequeued, events.EvaluatorCandidateTrained,
+	events.EvaluatorCandidateFailed}
+
+// ExpiredCandidateLeases nominates the running candidates whose lease ran
+// out before now (fallback: the lease of a claim that recorded none), for
+// ExpireCandidateLease to decide on the whole stream.
+func (c *Commands) ExpiredCandidateLeases(ctx context.Context, now time.Time, fallback time.Duration) ([]string, error) {
+	evs, err := c.store.LoadStreamTypes(ctx, events.EvaluatorStream, candidateLifecycle)
+	if err != nil {
+		return nil, err
+	}
+	var s evaluator.State
+	for _, e := range evs {
+		s.Apply(e)
+	}
+	var ids []string
+	for _, id := range s.Running() {
+		if _, expired := s.DecideLeaseExpiry(id, now, fallback); expired {
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 // candidateOrLatest returns the named candidate, or the last trained one.
@@ -451,8 +523,9 @@ func (c *Commands) ScheduledCandidate(ctx context.Context, base string) (res Req
 }
 
 // CancelCandidate is `critic evaluator cancel ID`: an operator fails a
-// queued or running candidate (a worker died mid-candidate: candidates have
-// no lease yet), so the schedule and reports move on. A worker still
+// queued or running candidate (one not worth finishing; a dead worker's
+// candidate is requeued on lease expiry without it), so the schedule and
+// reports move on. A worker still
 // running it is refused when it reports.
 func (c *Commands) CancelCandidate(ctx context.Context, id, by string) (Result, error) {
 	return retryOnConflict(func() (Result, error) {

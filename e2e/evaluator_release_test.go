@@ -134,6 +134,9 @@ func evaluatorWithoutWorker(t *testing.T, in *instance, key string) {
 	require.Eventually(t, func() bool {
 		return in.do("POST", jobs.EvaluatorCandidatePath(id, "claim"), "e2e-worker-token", hand).Status == http.StatusOK
 	}, time.Minute, 100*time.Millisecond)
+	// A heartbeat renews its lease (evaluator.candidate_heartbeat.v1).
+	r = in.do("POST", jobs.EvaluatorCandidatePath(id, "heartbeat"), "e2e-worker-token", hand)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	r = in.do("POST", jobs.EvaluatorCandidatePath(id, "failed"), "e2e-worker-token", map[string]any{"worker_id": "by-hand", "error": "the GPU fell off the bus"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 

@@ -3,9 +3,13 @@ package evaluator
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/rewardmodels"
 )
 
 // Candidate statuses.
@@ -21,8 +25,15 @@ type Candidate struct {
 	events.EvaluatorCandidateRequestedV1
 	Status   string
 	WorkerID string
-	Trained  *events.EvaluatorCandidateTrainedV1
-	Error    string
+	// Lease is the running claim's lease (0: recorded before candidates
+	// had leases) and LastBeat its start or latest heartbeat, on the
+	// event store's clock.
+	Lease    time.Duration
+	LastBeat time.Time
+	// Lost is one line per run that ended with an expired lease.
+	Lost    []string
+	Trained *events.EvaluatorCandidateTrainedV1
+	Error   string
 	// Released is the release version it became (0: never released).
 	Released int
 }
@@ -71,6 +82,14 @@ func (s *State) Apply(e events.Envelope) {
 		if e.Decode(&p) == nil {
 			if c := s.Candidate(p.CandidateID); c != nil {
 				c.Status, c.WorkerID = CandidateRunning, p.WorkerID
+				c.Lease, c.LastBeat = time.Duration(p.LeaseSeconds)*time.Second, e.RecordedAt
+			}
+		}
+	case events.EvaluatorCandidateHeartbeat:
+		var p events.EvaluatorCandidateHeartbeatV1
+		if e.Decode(&p) == nil {
+			if c := s.Candidate(p.CandidateID); c != nil && c.Status == CandidateRunning && c.WorkerID == p.WorkerID {
+				c.LastBeat = e.RecordedAt
 			}
 		}
 	case events.EvaluatorCandidateRequeued:
@@ -78,6 +97,9 @@ func (s *State) Apply(e events.Envelope) {
 		if e.Decode(&p) == nil {
 			if c := s.Candidate(p.CandidateID); c != nil {
 				c.Status, c.WorkerID = CandidateQueued, ""
+				if p.Reason == events.RequeueLeaseExpired {
+					c.Lost = append(c.Lost, p.Detail)
+				}
 			}
 		}
 	case events.EvaluatorCandidateTrained:
@@ -318,4 +340,58 @@ func figures(c Comparison) events.EvaluatorSliceFigures {
 // PolicyFromEvent is the policy a release recorded.
 func PolicyFromEvent(p events.EvaluatorPolicyV1) Policy {
 	return Policy{MinSlice: p.MinSlice, Tolerance: p.Tolerance, Rounds: p.Rounds, Seed: p.Seed}
+}
+
+// LeaseExpiry is what an expired candidate lease leads to: exactly one of
+// Requeue (tries left) and Fail (the rewardmodels.MaxLostRuns-th lost run).
+type LeaseExpiry struct {
+	Requeue *events.EvaluatorCandidateRequeuedV1
+	Fail    *events.EvaluatorCandidateFailedV1
+}
+
+// DecideLeaseExpiry handles a running candidate whose worker stopped
+// renewing its lease before now, as training and GEPA do: back to the
+// queue for another worker, or, once rewardmodels.MaxLostRuns runs were
+// lost, failed with a message whose first line says so and whose next
+// lines list each lost run. fallback is the lease of a claim that recorded
+// none. expired is false while the lease runs (or the candidate is not
+// running).
+func (s *State) DecideLeaseExpiry(id string, now time.Time, fallback time.Duration) (out LeaseExpiry, expired bool) {
+	c := s.Candidate(id)
+	if c == nil || c.Status != CandidateRunning {
+		return out, false
+	}
+	lease := c.Lease
+	if lease <= 0 {
+		lease = fallback
+	}
+	if lease <= 0 || now.Sub(c.LastBeat) < lease {
+		return out, false
+	}
+	detail := fmt.Sprintf("worker %s stopped reporting (no heartbeat for %s, the lease; last at %s): it stopped, crashed or lost its connection",
+		c.WorkerID, lease, c.LastBeat.UTC().Format(time.RFC3339))
+	lost := append(slices.Clone(c.Lost), detail)
+	if len(lost) < rewardmodels.MaxLostRuns {
+		return LeaseExpiry{Requeue: &events.EvaluatorCandidateRequeuedV1{CandidateID: id, WorkerID: c.WorkerID,
+			Reason: events.RequeueLeaseExpired, Detail: detail, LostRuns: len(lost)}}, true
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Evaluator candidate failed: the worker was lost %d times (lease expired each time); "+
+		"request a new candidate (critic evaluator train) once the workers are healthy", len(lost))
+	for i, d := range lost {
+		fmt.Fprintf(&b, "\nrun %d: %s", i+1, d)
+	}
+	return LeaseExpiry{Fail: &events.EvaluatorCandidateFailedV1{CandidateID: id, WorkerID: c.WorkerID, Error: rewardmodels.FitError(b.String())}}, true
+}
+
+// Running is the ids of the candidates a worker holds now, in request
+// order: the ones whose lease the sweep checks.
+func (s *State) Running() []string {
+	var ids []string
+	for _, c := range s.Candidates {
+		if c.Status == CandidateRunning {
+			ids = append(ids, c.CandidateID)
+		}
+	}
+	return ids
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -108,4 +109,42 @@ func TestReleaseChain(t *testing.T) {
 	require.Equal(t, 2, st.s.Live)
 	_, err = st.s.DecideClaim("c3")
 	require.ErrorAs(t, err, &conflict, "a trained candidate cannot be claimed again")
+}
+
+// TestCandidateLeaseOnTheStreamsClock: a claim's lease runs from its
+// recorded time and each heartbeat of its holder (another worker's beat
+// renews nothing); a claim recorded before candidates had leases uses the
+// sweep's lease; a candidate that is not running never expires.
+func TestCandidateLeaseOnTheStreamsClock(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	var st stream
+	at := func(typ string, p any, when time.Time) {
+		raw, err := json.Marshal(p)
+		require.NoError(t, err)
+		st.v++
+		st.s.Apply(events.Envelope{Type: typ, Version: st.v, Payload: raw, RecordedAt: when})
+	}
+	at(events.EvaluatorCandidateRequested, events.EvaluatorCandidateRequestedV1{CandidateID: "c"}, t0)
+	_, expired := st.s.DecideLeaseExpiry("c", t0.Add(time.Hour), time.Second)
+	require.False(t, expired, "a queued candidate holds no lease")
+	at(events.EvaluatorCandidateStarted, events.EvaluatorCandidateStartedV1{CandidateID: "c", WorkerID: "w", LeaseSeconds: 30}, t0)
+	at(events.EvaluatorCandidateHeartbeat, events.EvaluatorCandidateHeartbeatV1{CandidateID: "c", WorkerID: "w"}, t0.Add(20*time.Second))
+	at(events.EvaluatorCandidateHeartbeat, events.EvaluatorCandidateHeartbeatV1{CandidateID: "c", WorkerID: "other"}, t0.Add(45*time.Second))
+	_, expired = st.s.DecideLeaseExpiry("c", t0.Add(49*time.Second), time.Hour)
+	require.False(t, expired, "the holder's beat renewed it")
+	out, expired := st.s.DecideLeaseExpiry("c", t0.Add(50*time.Second), time.Hour)
+	require.True(t, expired, "another worker's beat renews nothing")
+	require.NotNil(t, out.Requeue)
+	require.Equal(t, 1, out.Requeue.LostRuns)
+	require.Equal(t, "worker w stopped reporting (no heartbeat for 30s, the lease; last at 2026-01-01T12:00:20Z): it stopped, crashed or lost its connection",
+		out.Requeue.Detail)
+
+	at(events.EvaluatorCandidateRequested, events.EvaluatorCandidateRequestedV1{CandidateID: "old"}, t0)
+	at(events.EvaluatorCandidateStarted, events.EvaluatorCandidateStartedV1{CandidateID: "old", WorkerID: "w"}, t0)
+	_, expired = st.s.DecideLeaseExpiry("old", t0.Add(59*time.Second), time.Minute)
+	require.False(t, expired)
+	_, expired = st.s.DecideLeaseExpiry("old", t0.Add(time.Minute), time.Minute)
+	require.True(t, expired, "a claim without a recorded lease has the sweep's")
+	require.Equal(t, []string{"c", "old"}, st.s.Running())
 }

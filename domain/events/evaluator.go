@@ -71,9 +71,13 @@ const (
 	EvaluatorCandidateTrained = "evaluator.candidate_trained.v1"
 	// EvaluatorCandidateFailed: training or benchmark scoring failed.
 	EvaluatorCandidateFailed = "evaluator.candidate_failed.v1"
+	// EvaluatorCandidateHeartbeat: the worker running the candidate renews
+	// its lease (it is still training or scoring).
+	EvaluatorCandidateHeartbeat = "evaluator.candidate_heartbeat.v1"
 	// EvaluatorCandidateRequeued: the running candidate's worker stopped
-	// (SIGTERM) and handed it back; it is queued again and the dispatch
-	// projection publishes its job again.
+	// (SIGTERM) and handed it back, or its lease expired with tries left;
+	// it is queued again and the dispatch projection publishes its job
+	// again.
 	EvaluatorCandidateRequeued = "evaluator.candidate_requeued.v1"
 	// EvaluatorReleased: a candidate passed the gates and is now the
 	// released evaluator; the report and the policy that passed it are
@@ -111,6 +115,16 @@ type EvaluatorCandidateRequestedV1 struct {
 
 // EvaluatorCandidateStartedV1 is a claimed candidate.
 type EvaluatorCandidateStartedV1 struct {
+	CandidateID string `json:"candidate_id"`
+	WorkerID    string `json:"worker_id"`
+	// LeaseSeconds is how long the claim lives without a heartbeat (0 in
+	// claims recorded before candidates had leases: the sweep's lease
+	// applies).
+	LeaseSeconds int `json:"lease_seconds,omitempty"`
+}
+
+// EvaluatorCandidateHeartbeatV1 renews a running candidate's lease.
+type EvaluatorCandidateHeartbeatV1 struct {
 	CandidateID string `json:"candidate_id"`
 	WorkerID    string `json:"worker_id"`
 }
@@ -216,9 +230,13 @@ type EvaluatorTraceScoringFailedV1 struct {
 }
 
 // EvaluatorCandidateRequeuedV1 puts a running candidate back in the queue.
+// Detail says what happened, for the failure message should the last try
+// be lost too; LostRuns counts the runs that ended with an expired lease,
+// this one included (0 for a hand-back that follows none).
 type EvaluatorCandidateRequeuedV1 struct {
 	CandidateID string `json:"candidate_id"`
 	WorkerID    string `json:"worker_id"`
-	Reason      string `json:"reason"` // handed_back
+	Reason      string `json:"reason"` // handed_back | lease_expired
 	Detail      string `json:"detail"`
+	LostRuns    int    `json:"lost_runs,omitempty"`
 }

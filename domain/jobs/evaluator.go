@@ -25,6 +25,9 @@ const (
 	// RouteEvaluatorCandidateHandBack returns a running candidate to the
 	// queue (the worker is stopping); the next free worker trains it.
 	RouteEvaluatorCandidateHandBack = "POST /evaluator/candidates/{candidate_id}/handback"
+	// RouteEvaluatorCandidateHeartbeat renews the holder's lease while it
+	// trains and scores; 409 means the lease is lost (stop, report nothing).
+	RouteEvaluatorCandidateHeartbeat = "POST /evaluator/candidates/{candidate_id}/heartbeat"
 )
 
 // EvaluatorCandidateHandBack is a RouteEvaluatorCandidateHandBack request;
@@ -35,7 +38,7 @@ type EvaluatorCandidateHandBack struct {
 }
 
 // EvaluatorCandidatePath is the URL path of a candidate route's action
-// ("claim", "succeeded", "failed") for an escaped candidate id.
+// ("claim", "heartbeat", "succeeded", "failed", "handback") for an escaped candidate id.
 func EvaluatorCandidatePath(escapedID, action string) string {
 	return ServicePrefix + "/evaluator/candidates/" + escapedID + "/" + action
 }
@@ -56,6 +59,9 @@ type EvaluatorCandidateClaim struct {
 	// IncumbentArtifactKey is the live release's checkpoint the benchmark
 	// is also scored with ("" before the first release).
 	IncumbentArtifactKey string `json:"incumbent_artifact_key"`
+	// LeaseSeconds is how long the claim lives without a heartbeat; the
+	// worker renews it every third of that.
+	LeaseSeconds int `json:"lease_seconds"`
 }
 
 // EvaluatorCandidateSucceeded reports a trained candidate: the checkpoint

@@ -16,6 +16,7 @@ func Routes() []string {
 		RouteAssessSource, RouteAssessRecord,
 		RouteQualityCheckSource, RouteQualityCheckRecord,
 		RouteClaimEvaluatorCandidate, RouteEvaluatorCandidateSucceeded, RouteEvaluatorCandidateFailed, RouteEvaluatorCandidateHandBack,
+		RouteEvaluatorCandidateHeartbeat,
 		RouteClaimEvaluatorScoring, RouteEvaluatorScoringScored, RouteEvaluatorScoringFailed,
 	}
 }

@@ -104,6 +104,7 @@ func TestPathBuildersHitTheirRoutes(t *testing.T) {
 		jobs.EvaluatorCandidatePath("c1", "succeeded"): jobs.RouteEvaluatorCandidateSucceeded,
 		jobs.EvaluatorCandidatePath("c1", "failed"):    jobs.RouteEvaluatorCandidateFailed,
 		jobs.EvaluatorCandidatePath("c1", "handback"):  jobs.RouteEvaluatorCandidateHandBack,
+		jobs.EvaluatorCandidatePath("c1", "heartbeat"): jobs.RouteEvaluatorCandidateHeartbeat,
 		jobs.EvaluatorScoringPath("t1", "claim"):       jobs.RouteClaimEvaluatorScoring,
 		jobs.EvaluatorScoringPath("t1", "scored"):      jobs.RouteEvaluatorScoringScored,
 		jobs.EvaluatorScoringPath("t1", "failed"):      jobs.RouteEvaluatorScoringFailed,

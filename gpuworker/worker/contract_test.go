@@ -130,6 +130,7 @@ func TestClientCallsServedRoutes(t *testing.T) {
 	require.NoError(t, c.GepaFailed(ctx, "g1", "boom"))
 	_, err = c.ClaimCandidate(ctx, "c1")
 	require.NoError(t, err)
+	require.NoError(t, c.CandidateHeartbeat(ctx, "c1"))
 	require.NoError(t, c.CandidateSucceeded(ctx, "c1", jobs.EvaluatorCandidateSucceeded{}))
 	require.NoError(t, c.CandidateFailed(ctx, "c1", "boom"))
 	_, err = c.ClaimEvaluatorScoring(ctx, "t1")
@@ -142,7 +143,7 @@ func TestClientCallsServedRoutes(t *testing.T) {
 		jobs.RouteClaimScoring, jobs.RouteScoringFinished,
 		jobs.RouteClaimExtraction, jobs.RouteExtractionProgress, jobs.RouteExtractionFindings, jobs.RouteExtractionFinished,
 		jobs.RouteClaimGepa, jobs.RouteGepaHeartbeat, jobs.RouteGepaCandidate, jobs.RouteGepaSucceeded, jobs.RouteGepaFailed,
-		jobs.RouteClaimEvaluatorCandidate, jobs.RouteEvaluatorCandidateSucceeded, jobs.RouteEvaluatorCandidateFailed,
+		jobs.RouteClaimEvaluatorCandidate, jobs.RouteEvaluatorCandidateHeartbeat, jobs.RouteEvaluatorCandidateSucceeded, jobs.RouteEvaluatorCandidateFailed,
 		jobs.RouteClaimEvaluatorScoring, jobs.RouteEvaluatorScoringScored, jobs.RouteEvaluatorScoringFailed}
 	slices.Sort(want)
 	slices.Sort(hit)

@@ -45,6 +45,12 @@ func (c *Client) CandidateHandBack(ctx context.Context, id, reason string) error
 		jobs.EvaluatorCandidateHandBack{EvaluatorCandidateRequest: jobs.EvaluatorCandidateRequest{WorkerID: c.WorkerID}, Reason: reason}, nil)
 }
 
+// CandidateHeartbeat renews the lease on a running candidate; 409 means it
+// is lost (stop, report nothing).
+func (c *Client) CandidateHeartbeat(ctx context.Context, id string) error {
+	return c.post(ctx, jobs.EvaluatorCandidatePath(url.PathEscape(id), "heartbeat"), jobs.EvaluatorCandidateRequest{WorkerID: c.WorkerID}, nil)
+}
+
 // CandidateFailed reports a failed candidate; msg is the end of its log.
 func (c *Client) CandidateFailed(ctx context.Context, id, msg string) error {
 	return c.post(ctx, jobs.EvaluatorCandidatePath(url.PathEscape(id), "failed"),
@@ -83,8 +89,21 @@ func (w *Worker) HandleEvaluatorTrain(ctx context.Context, payload []byte) bool 
 		log.Error("skipping evaluator candidate: claim refused", "error", err)
 		return true
 	}
-	log.Info("claimed evaluator candidate", "base_model", claim.BaseModel, "epochs", claim.Epochs, "incumbent", claim.IncumbentArtifactKey)
-	report, err := w.trainCandidate(ctx, log, claim)
+	log.Info("claimed evaluator candidate", "base_model", claim.BaseModel, "epochs", claim.Epochs, "incumbent", claim.IncumbentArtifactKey,
+		"lease_seconds", claim.LeaseSeconds)
+	// The lease is renewed while the candidate trains, scores and reports;
+	// a refused heartbeat (the lease expired and the candidate went to
+	// another worker, or an operator cancelled it) stops the job.
+	jobCtx, cancelJob := context.WithCancelCause(ctx)
+	defer cancelJob(nil)
+	stopBeats := beatCandidate(jobCtx, w.client, m.CandidateID, claim.LeaseSeconds, log, func() { cancelJob(errLeaseLost) })
+	defer stopBeats()
+	report, err := w.trainCandidate(jobCtx, log, claim)
+	if errors.Is(context.Cause(jobCtx), errLeaseLost) {
+		outcome, jobErr = "lease_lost", errLeaseLost
+		log.Warn("lease lost: stopping the evaluator candidate without reporting")
+		return true
+	}
 	if err == nil {
 		_, err = retry(ctx, w.cfg.ReportRetryFor, log, "reporting the candidate", func(ctx context.Context) (struct{}, error) {
 			return struct{}{}, w.client.CandidateSucceeded(ctx, m.CandidateID, *report)
@@ -352,4 +371,35 @@ func (w *Worker) scoreEvaluator(ctx context.Context, log *slog.Logger, claim *jo
 		out[i] = jobs.EvaluatorActionScore{StepID: in.StepID, Score: rs[i], Credit: rm.ActionStats.Credit(rs[i])}
 	}
 	return out, ctx.Err()
+}
+
+// beatCandidate renews a candidate's lease every third of it until stop is
+// called; a 409 calls lost. Other errors are retried at the next beat: a
+// short API outage costs nothing while it is shorter than the lease.
+func beatCandidate(ctx context.Context, c *Client, id string, leaseSeconds int, log *slog.Logger, lost func()) (stop func()) {
+	if leaseSeconds <= 0 {
+		leaseSeconds = 60
+	}
+	period := max(time.Duration(leaseSeconds)*time.Second/3, time.Second)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if err := c.CandidateHeartbeat(ctx, id); errors.Is(err, ErrNotClaimable) {
+				lost()
+				return
+			} else if err != nil && ctx.Err() == nil {
+				log.Warn("evaluator candidate heartbeat failed; retrying at the next beat", "error", err)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }

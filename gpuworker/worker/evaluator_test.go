@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/commands"
@@ -34,6 +35,7 @@ type evaluatorWorld struct {
 	store *eventstore.Store
 	blobs *blob.Local
 	srv   *httptest.Server
+	pool  *pgxpool.Pool
 	base  string
 	data  string
 }
@@ -42,8 +44,9 @@ func newEvaluatorWorld(t *testing.T) *evaluatorWorld {
 	t.Helper()
 	blobs, err := blob.NewLocal(t.TempDir())
 	require.NoError(t, err)
-	store := eventstore.New(pgtest.NewPool(t), blobs)
-	w := &evaluatorWorld{cmds: commands.New(store, commands.WithFeedbackModel("openai/test", "")), store: store, blobs: blobs,
+	pool := pgtest.NewPool(t)
+	store := eventstore.New(pool, blobs)
+	w := &evaluatorWorld{cmds: commands.New(store, commands.WithFeedbackModel("openai/test", "")), store: store, blobs: blobs, pool: pool,
 		base: writeTinyBase(t), data: t.TempDir()}
 	mux := http.NewServeMux()
 	workerapi.New(w.cmds, testToken, 30*time.Second).Register(mux)
@@ -325,7 +328,7 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 
 	// A candidate whose worker died is cancelled by the operator; the
 	// schedule then moves on, and a late report from that worker is refused.
-	_, err = w.cmds.ClaimCandidate(ctx, "dead", res.Candidate.CandidateID)
+	_, err = w.cmds.ClaimCandidate(ctx, "dead", res.Candidate.CandidateID, 30*time.Second)
 	require.NoError(t, err)
 	_, skip, err = w.cmds.ScheduledCandidate(ctx, w.base)
 	require.NoError(t, err)

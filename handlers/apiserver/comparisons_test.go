@@ -306,7 +306,7 @@ func TestEvaluatorStatus(t *testing.T) {
 	}
 	req, err := cmds.RequestCandidate(ctx, commands.RequestCandidate{BaseModel: "tiny", Operator: "op"})
 	require.NoError(t, err)
-	_, err = cmds.ClaimCandidate(ctx, "w1", req.Candidate.CandidateID)
+	_, err = cmds.ClaimCandidate(ctx, "w1", req.Candidate.CandidateID, 30*time.Second)
 	require.NoError(t, err)
 	require.NoError(t, e.blobs.Put(ctx, req.Candidate.ArtifactKey, []byte("checkpoint")))
 	margins := map[string]float64{res.Benchmark.Items[0].ID: 1.5}

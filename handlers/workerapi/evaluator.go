@@ -8,13 +8,15 @@ import (
 )
 
 // registerEvaluator mounts the shared-evaluator candidate routes: a claim
-// (only a queued candidate can be claimed), the trained report with the
+// (only a queued candidate can be claimed) under lease, its heartbeat, the
+// hand-back of a stopping worker, the trained report with the
 // benchmark margins, and the failure report.
 func (a *API) registerEvaluator(route func(string, func(*http.Request) (any, error))) {
 	route(jobs.RouteClaimEvaluatorCandidate, a.claimCandidate)
 	route(jobs.RouteEvaluatorCandidateSucceeded, a.candidateSucceeded)
 	route(jobs.RouteEvaluatorCandidateFailed, a.candidateFailed)
 	route(jobs.RouteEvaluatorCandidateHandBack, a.candidateHandBack)
+	route(jobs.RouteEvaluatorCandidateHeartbeat, a.candidateHeartbeat)
 	route(jobs.RouteClaimEvaluatorScoring, a.claimEvaluatorScoring)
 	route(jobs.RouteEvaluatorScoringScored, a.evaluatorScored)
 	route(jobs.RouteEvaluatorScoringFailed, a.evaluatorScoringFailed)
@@ -28,9 +30,18 @@ func (a *API) claimCandidate(r *http.Request) (any, error) {
 	if req.WorkerID == "" {
 		return nil, domain.Invalid("worker_id is required")
 	}
-	c, err := a.cmds.ClaimCandidate(r.Context(), req.WorkerID, r.PathValue("candidate_id"))
+	c, err := a.cmds.ClaimCandidate(r.Context(), req.WorkerID, r.PathValue("candidate_id"), a.lease)
 	a.claimed("evaluator_train", err)
 	return c, err
+}
+
+func (a *API) candidateHeartbeat(r *http.Request) (any, error) {
+	var req jobs.EvaluatorCandidateRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	_, err := a.cmds.CandidateHeartbeat(r.Context(), req.WorkerID, r.PathValue("candidate_id"))
+	return jobs.Ack{OK: err == nil}, err
 }
 
 func (a *API) candidateSucceeded(r *http.Request) (any, error) {

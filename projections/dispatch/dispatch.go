@@ -206,7 +206,8 @@ const ScoringTimeout = 10 * time.Minute
 // live jobs, and one that runs behind would keep dead ones. The grace
 // period after start is this process's own elapsed (monotonic) time.
 //
-// onExpire, when given, is told the kind ("train", "score", "gepa") of every job it
+// onExpire, when given, is told the kind ("train", "score", "gepa",
+// "evaluator_train") of every job it
 // failed (the lease-expiry metric).
 func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, interval, lease time.Duration, log *slog.Logger, onExpire ...func(kind string)) error {
 	expired := func(kind string) {
@@ -259,6 +260,18 @@ func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, i
 			} else if res.LastEventID != "" {
 				expired("gepa")
 				log.Info("lease expired: GEPA run requeued (or failed after its third lost run)", "run", id)
+			}
+		}
+		cands, err := cmds.ExpiredCandidateLeases(ctx, now, lease)
+		if err != nil {
+			log.Warn("evaluator candidate lease sweep", "err", err)
+		}
+		for _, id := range cands {
+			if res, err := cmds.ExpireCandidateLease(ctx, id, now, lease); err != nil {
+				log.Warn("evaluator candidate lease sweep: expire", "candidate", id, "err", err)
+			} else if res.LastEventID != "" {
+				expired("evaluator_train")
+				log.Warn("lease expired: evaluator candidate requeued (or failed after its third lost run)", "candidate", id)
 			}
 		}
 		runs, err := q.StuckScoringRuns(ctx, now.Add(-ScoringTimeout))
