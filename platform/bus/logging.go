@@ -111,11 +111,12 @@ const (
 )
 
 // churnMarks are the consumer-group protocol's routine answers during a
-// rebalance; transientMarks are network or broker hiccups a retry outlives.
+// rebalance, and the dials a reader cancels itself when it stops (a
+// rebalance or a shutdown); transientMarks are network or broker hiccups a retry outlives.
 var (
 	churnMarks = []string{"Rebalance In Progress", "Unknown Member", "Illegal Generation", "Not Coordinator",
 		"Coordinator Not Available", "Coordinator Load In Progress", "Group Coordinator Not Available", "Leader Not Available",
-		"Not Leader For Partition", "Not Leader Or Follower"}
+		"Not Leader For Partition", "Not Leader Or Follower", "operation was canceled", "context canceled"}
 	transientMarks = []string{"i/o timeout", "connection refused", "connection reset", "broken pipe", "EOF",
 		"context deadline exceeded", "use of closed network connection", "no such host", "Request Timed Out", "network is unreachable"}
 )

@@ -15,7 +15,7 @@ import (
 )
 
 // TestBrokerErrorsLoggedAtTheirLevel: the consumer-group protocol's routine
-// answers are DEBUG, a burst of transient network errors is one WARN (then
+// answers (and a stopping reader's own canceled dials) are DEBUG, a burst of transient network errors is one WARN (then
 // DEBUG until the interval passes, and the next WARN says how many were
 // held back), and anything else stays ERROR.
 func TestBrokerErrorsLoggedAtTheirLevel(t *testing.T) {
@@ -27,6 +27,7 @@ func TestBrokerErrorsLoggedAtTheirLevel(t *testing.T) {
 	for range 100 {
 		k.Printf("%v", errors.New("read tcp 127.0.0.1:1->127.0.0.1:2: i/o timeout"))
 	}
+	k.Printf("%v", errors.New("error initializing the kafka reader for partition 2 of critic.events: failed to dial: failed to open connection to 127.0.0.1:1: dial tcp 127.0.0.1:1: operation was canceled"))
 	k.Printf("%v", errors.New("[3] Unknown Topic Or Partition"))
 
 	require.Len(t, out.Lines("level=ERROR"), 1, out.String())
@@ -36,6 +37,8 @@ func TestBrokerErrorsLoggedAtTheirLevel(t *testing.T) {
 	require.Len(t, out.Lines("Rebalance In Progress"), 1)
 	require.Contains(t, out.Lines("Rebalance In Progress")[0], "level=DEBUG")
 	require.Contains(t, out.Lines("level=WARN")[0], "consumer_group=g")
+	require.Len(t, out.Lines("operation was canceled"), 1)
+	require.Contains(t, out.Lines("operation was canceled")[0], "level=DEBUG", "a reader's own canceled dial is routine")
 
 	// After the interval, the next one is a WARN again and counts the rest.
 	l.mu.Lock()
