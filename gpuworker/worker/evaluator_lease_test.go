@@ -29,7 +29,7 @@ import (
 func queuedCandidate(t *testing.T, w *evaluatorWorld) string {
 	t.Helper()
 	ctx := context.Background()
-	alice, traces := w.reviewedAccount(t, "alice"+time.Now().Format("150405.000000"), 30)
+	alice, traces := w.reviewedAccount(t, "alice"+time.Now().Format("150405.000000"), "alice", 30, 10)
 	for _, id := range traces {
 		_, err := w.cmds.SetContribution(ctx, alice, id, true)
 		require.NoError(t, err)

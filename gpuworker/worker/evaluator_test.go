@@ -58,31 +58,64 @@ func newEvaluatorWorld(t *testing.T) *evaluatorWorld {
 // worker returns a worker whose trainer uses lr (the spec's 1e-5 cannot
 // move a tiny random model in a few steps; a test picks what it needs).
 func (w *evaluatorWorld) worker(t *testing.T, id string, lr float64, epochs int) *Worker {
+	return w.workerWith(t, id, func(o *train.Options) { o.LR, o.Epochs = lr, epochs })
+}
+
+// workerWith returns a worker whose trainer options are set by opts.
+func (w *evaluatorWorld) workerWith(t *testing.T, id string, opts func(*train.Options)) *Worker {
 	t.Helper()
 	wk, err := New(Config{Client: NewClient(w.srv.URL, testToken, id), Blobs: w.blobs, DataDir: w.data, Log: testLogger(t),
-		TrainOptions: func(o *train.Options) { o.LR, o.Epochs = lr, epochs }})
+		TrainOptions: opts})
 	require.NoError(t, err)
 	t.Cleanup(wk.Close)
 	return wk
 }
 
-// reviewedAccount imports n corrected conversations for a new account, runs
-// a feedback extraction over them through the worker commands (one finding
-// with an alternative each, as a scripted classifier and reviewer would
-// answer) and reviews every comparison, preferring the alternative.
-func (w *evaluatorWorld) reviewedAccount(t *testing.T, name string, n int) (commands.Actor, []string) {
+// groupsFor names a trace group for each of n traces of owner so that
+// exactly inBench of them (0 < inBench ≤ n), spread evenly so that their
+// numbers interleave with the training side's, land on the benchmark side
+// of the fixed split (evaluator.InBenchmark). Owner and trace ids are
+// random per run, so without explicit groups the benchmark's size and
+// membership would vary from run to run; with them every run freezes the
+// same shape.
+func groupsFor(owner string, n, inBench int) []string {
+	out := make([]string, 0, n)
+	j := 0
+	for i := range n {
+		want := i%(n/inBench) == 0 && i/(n/inBench) < inBench
+		for ; evaluator.InBenchmark(owner+"/g"+fmt.Sprint(j)) != want; j++ {
+		}
+		out = append(out, "g"+fmt.Sprint(j))
+		j++
+	}
+	return out
+}
+
+// reviewedAccount imports n corrected conversations for a new account,
+// inBench of them in benchmark-side trace groups (groupsFor), runs a feedback
+// extraction over them through the worker commands (one finding with an
+// alternative each, as a scripted classifier and reviewer would answer) and
+// reviews every comparison, preferring the alternative. Every text is fixed
+// by tag and index (the correct sort is the alternative), so the models see
+// the same data in every run; tag appears in every text of the account.
+func (w *evaluatorWorld) reviewedAccount(t *testing.T, name, tag string, n, inBench int) (commands.Actor, []string) {
 	t.Helper()
 	ctx := context.Background()
 	u, err := w.cmds.CreateUser(ctx, name, false)
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
 	var lines []string
-	for i := range n {
-		lines = append(lines, fmt.Sprintf(`{"id":"%s-%d","metadata":{"domain":"math"},"steps":[{"role":"user","content":"Sort %d,1,2"},{"role":"assistant","content":"%d,2,1"},{"role":"user","content":"No, that's the wrong order."}]}`,
-			name, i, i+3, i+3))
+	for i, g := range groupsFor(u.UserID, n, inBench) {
+		lines = append(lines, fmt.Sprintf(`{"id":"%s-%d","metadata":{"domain":"math","group":"%s"},"steps":[{"role":"user","content":"Sort %d,1,2 for %s"},{"role":"assistant","content":"%d,2,1"},{"role":"user","content":"No, that's the wrong order."}]}`,
+			tag, i, g, i+3, tag, i+3))
 	}
 	imp, err := w.cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(strings.Join(lines, "\n"))})
 	require.NoError(t, err)
+	require.Len(t, imp.TraceIDs, n)
+	sorted := map[string]string{} // trace id → the correct answer
+	for i, id := range imp.TraceIDs {
+		sorted[id] = fmt.Sprintf("1,2,%d", i+3)
+	}
 	req, err := w.cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: name, TraceIDs: imp.TraceIDs})
 	require.NoError(t, err)
 	_, err = w.cmds.BuildDataset(ctx, req.ModelID)
@@ -96,7 +129,8 @@ func (w *evaluatorWorld) reviewedAccount(t *testing.T, name string, n int) (comm
 	var fs []events.Finding
 	for _, tr := range in.Traces {
 		tg := feedback.Targets(tr)[0]
-		id, quote, alt := tg.Evidence[0].ID, "wrong order", "1,2,"+tr.ID[:4]
+		id, quote, alt := tg.Evidence[0].ID, "wrong order", sorted[tr.ID]
+		require.NotEmpty(t, alt, "trace %s is one of the import's", tr.ID)
 		f, review, _ := feedback.FromFeedback(tg, feedback.FeedbackAnswer{Label: "negative", Confidence: "high", About: "agent",
 			EvidenceID: &id, EvidenceQuote: &quote, Alternative: &alt, Reason: "scripted"}, "openai/test", feedback.ConfigHash(feedback.DefaultCriteria))
 		require.True(t, review)
@@ -160,8 +194,9 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 	ctx := context.Background()
 	w := newEvaluatorWorld(t)
 	stamp := time.Now().Format("150405.000000")
-	alice, aliceTraces := w.reviewedAccount(t, "alice"+stamp, 30)
-	bob, bobTraces := w.reviewedAccount(t, "bob"+stamp, 12)
+	// 10 of alice's 30 traces are benchmark groups; bob's 12 are 4 and 8.
+	alice, aliceTraces := w.reviewedAccount(t, "alice"+stamp, "alice", 30, 10)
+	bob, bobTraces := w.reviewedAccount(t, "bob"+stamp, "bob", 12, 4)
 	for _, id := range aliceTraces {
 		_, err := w.cmds.SetContribution(ctx, alice, id, true)
 		require.NoError(t, err)
@@ -192,7 +227,11 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 	for _, it := range bench.Benchmark.Items {
 		inBench[it.TraceID] = true
 	}
-	require.GreaterOrEqual(t, len(bench.Benchmark.Items), 4)
+	require.Len(t, bench.Benchmark.Items, 10, "alice's benchmark-side groups, one reviewed comparison each; bob opted out")
+	for _, it := range bench.Benchmark.Items {
+		require.Equal(t, "math", it.Slices[evaluator.SliceDomain])
+		require.Contains(t, it.Chosen, "for alice")
+	}
 
 	// Candidate 1: requested, its dataset checked, trained by the worker.
 	req, err := w.cmds.RequestCandidate(ctx, commands.RequestCandidate{BaseModel: w.base, Epochs: 1, Operator: "op"})
@@ -208,7 +247,7 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 		require.Len(t, p.TraceIDs, 1)
 		require.False(t, isBob[p.TraceIDs[0]], "the opted-out account's data is absent from the candidate's dataset")
 		require.False(t, inBench[p.TraceIDs[0]], "benchmark trace groups never train")
-		require.NotContains(t, p.Chosen+p.Rejected, "bob"+stamp)
+		require.NotContains(t, p.Chosen+p.Rejected, "for bob", "no text of the opted-out account trains")
 		require.Contains(t, []string{evaluator.PairReviewedComparison, evaluator.PairCorrection, evaluator.PairExplicitRating}, p.Source,
 			"human supervision only: an evaluator prediction is never a label")
 	}
@@ -239,6 +278,7 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 	require.True(t, rep.Pass, "candidate 1 beats chance: %v (overall %+v)", rep.Reasons, rep.Overall)
 	require.InDelta(t, 0.5, rep.Overall.Incumbent, 1e-9, "without a release the incumbent is chance")
 	require.Greater(t, rep.Overall.Low, 0.0)
+	t.Logf("overall: candidate 1 %.3f over %d items, interval [%.3f, %.3f]", rep.Overall.Candidate, rep.Overall.Items, rep.Overall.Low, rep.Overall.High)
 	rel, err := w.cmds.ReleaseCandidate(ctx, "", policy, "op")
 	require.NoError(t, err)
 	require.Equal(t, 1, rel.Release.Release)
@@ -274,15 +314,36 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 		require.True(t, a.Credit >= -1 && a.Credit <= 1)
 	}
 
-	// Candidate 2 barely moves from the random base: it regresses on the
-	// populated domain slice against release 1 and is refused.
+	// Candidate 2 regresses by construction: its worker's trainer swaps
+	// every pair's chosen and rejected (a labelling bug), so it learns the
+	// opposite preference with candidate 1's settings and ranks the math
+	// slice worse than release 1 whichever items the slice holds. (A
+	// near-untrained candidate is no regression by construction: the random
+	// base ranks a few items right by chance, sometimes all of them.)
 	req2, err := w.cmds.RequestCandidate(ctx, commands.RequestCandidate{BaseModel: w.base, Operator: "op"})
 	require.NoError(t, err)
 	require.Equal(t, 1, req2.Candidate.IncumbentRelease)
 	require.Equal(t, c1.ArtifactKey, req2.Candidate.IncumbentArtifactKey)
-	w.worker(t, "w1", 1e-9, 1).HandleEvaluatorTrain(ctx, mustJSON(t, jobs.EvaluatorTrainJob{CandidateID: req2.Candidate.CandidateID}))
+	w.workerWith(t, "w1", func(o *train.Options) {
+		o.LR, o.Epochs = 3e-3, 4
+		for i, p := range o.Pairs {
+			o.Pairs[i].Chosen, o.Pairs[i].Rejected = p.Rejected, p.Chosen
+		}
+	}).HandleEvaluatorTrain(ctx, mustJSON(t, jobs.EvaluatorTrainJob{CandidateID: req2.Candidate.CandidateID}))
 	c2 := w.candidate(t, req2.Candidate.CandidateID)
 	require.Equal(t, evaluator.CandidateSucceeded, c2.Status, c2.Error)
+	_, rep2, err := w.cmds.CandidateReport(ctx, "", policy)
+	require.NoError(t, err)
+	require.False(t, rep2.Pass)
+	var mathSlice *evaluator.Comparison
+	for i := range rep2.Slices {
+		if rep2.Slices[i].Name == "domain=math" {
+			mathSlice = &rep2.Slices[i]
+		}
+	}
+	require.NotNil(t, mathSlice, "the benchmark has a domain slice: %+v", rep2.Slices)
+	t.Logf("math slice: release 1 %.3f, candidate 2 %.3f over %d items", mathSlice.Incumbent, mathSlice.Candidate, mathSlice.Items)
+	require.True(t, mathSlice.Populated && mathSlice.Regressed, "candidate 2 regresses on the math slice: %+v", *mathSlice)
 	for id, m := range w.candidate(t, c1.CandidateID).Trained.CandidateMargins {
 		require.InDelta(t, m, c2.Trained.IncumbentMargins[id], 1e-4, "the incumbent is scored with release 1's checkpoint")
 	}
@@ -366,7 +427,7 @@ func TestShutdownMidCandidateHandsItBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	w := newEvaluatorWorld(t)
-	alice, traces := w.reviewedAccount(t, "alice"+time.Now().Format("150405.000000"), 30)
+	alice, traces := w.reviewedAccount(t, "alice"+time.Now().Format("150405.000000"), "alice", 30, 10)
 	for _, id := range traces {
 		_, err := w.cmds.SetContribution(ctx, alice, id, true)
 		require.NoError(t, err)
