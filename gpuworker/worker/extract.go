@@ -31,26 +31,19 @@ func (w *Worker) HandleExtract(ctx context.Context, payload []byte) bool {
 		return true
 	}
 	log := w.log.With("job", "extract", "model_id", m.ModelID, "attempt", m.Attempt)
-	var claim *ExtractionClaim
-	var err error
-	for held := 0; ; held++ {
-		claim, err = retry(ctx, 0, log, "claiming extraction", func(ctx context.Context) (*ExtractionClaim, error) {
-			return w.client.ClaimExtraction(ctx, m.ModelID, m.Attempt)
-		})
-		var ae *APIError
-		// A live lease of another worker: that worker may have died with
-		// this message redelivered to us; try again after its lease.
-		if !errors.As(err, &ae) || ae.Code != rewardmodels.ExtractionHeld || held >= 20 {
-			break
-		}
-		log.Info("extraction held by another worker; retrying after its lease", "detail", ae.Detail)
-		if !sleep(ctx, w.extractionLease()) {
-			return false
-		}
-	}
+	claim, err := retry(ctx, 0, log, "claiming extraction", func(ctx context.Context) (*ExtractionClaim, error) {
+		return w.client.ClaimExtraction(ctx, m.ModelID, m.Attempt)
+	})
+	var ae *APIError
 	switch {
 	case ctx.Err() != nil:
 		return false
+	case errors.As(err, &ae) && ae.Code == rewardmodels.ExtractionHeld:
+		// Another worker's lease is live (this is a redelivery after that
+		// worker let the partition go): skip it. Should that worker die, the
+		// API's lease sweep requeues the extraction and publishes it again.
+		log.Info("skipping extraction job: another worker holds its lease", "detail", ae.Detail)
+		return true
 	case errors.Is(err, ErrNotClaimable):
 		log.Info("skipping extraction job: not claimable (a duplicate or stale delivery)", "detail", err.Error())
 		return true
@@ -61,7 +54,7 @@ func (w *Worker) HandleExtract(ctx context.Context, payload []byte) bool {
 	log.Info("claimed extraction", "classifier_model", claim.ClassifierModel, "targets", claim.TargetsTotal, "reused", claim.TargetsDone)
 	runErr := w.extract(ctx, claim)
 	if ctx.Err() != nil && runErr != nil {
-		log.Warn("worker shutting down: extraction interrupted; its recorded findings stay and a new claim continues after the lease")
+		log.Warn("worker shutting down: extraction interrupted; its recorded findings stay and the lease sweep requeues it once the lease has run out")
 		return false
 	}
 	msg := ""
@@ -76,14 +69,6 @@ func (w *Worker) HandleExtract(ctx context.Context, payload []byte) bool {
 		log.Error("could not report the end of the extraction", "error", err)
 	}
 	return true
-}
-
-// extractionLease is how long to wait for a held extraction's lease.
-func (w *Worker) extractionLease() time.Duration {
-	if w.cfg.HeartbeatMinInterval > 0 && w.cfg.HeartbeatMinInterval < time.Second {
-		return 10 * w.cfg.HeartbeatMinInterval // tests
-	}
-	return 30 * time.Second
 }
 
 func (w *Worker) extract(ctx context.Context, claim *ExtractionClaim) error {
