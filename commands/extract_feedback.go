@@ -246,3 +246,20 @@ func (c *Commands) ExpireExtractionLease(ctx context.Context, modelID string, no
 		return c.appendToModel(ctx, Actor{}, st, events.RewardModelExtractionRequeued, p)
 	})
 }
+
+// HandBackExtraction returns the holder's running extraction to the queue
+// (the worker is stopping); its findings stay and the dispatch projection
+// publishes the job again.
+func (c *Commands) HandBackExtraction(ctx context.Context, workerID, modelID string, attempt int, reason string) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.loadModel(ctx, "", modelID)
+		if err != nil {
+			return Result{}, err
+		}
+		p, err := rewardmodels.DecideExtractionHandBack(st, attempt, workerID, reason)
+		if err != nil {
+			return Result{}, err
+		}
+		return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelExtractionRequeued, p)
+	})
+}

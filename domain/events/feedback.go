@@ -23,8 +23,9 @@ const (
 	// is built from the log after it.
 	RewardModelExtractionFinished = "reward_model.extraction_finished.v1"
 	// RewardModelExtractionRequeued ends a running extraction whose worker
-	// stopped renewing its lease: the findings it recorded stay, and the
-	// dispatch projection publishes the job again for the next free worker.
+	// stopped renewing its lease or handed it back while stopping: the
+	// findings it recorded stay, and the dispatch projection publishes the
+	// job again for the next free worker.
 	RewardModelExtractionRequeued = "reward_model.extraction_requeued.v1"
 )
 
@@ -187,12 +188,14 @@ type RewardModelExtractionFinishedV1 struct {
 	Error    string `json:"error,omitempty"`
 }
 
-// RewardModelExtractionRequeued V1: the holder's lease ran out (Reason
-// lease_expired) before it finished; the next claim continues after the
-// traces it recorded.
+// RewardModelExtractionRequeuedV1: the holder's lease ran out (Reason
+// lease_expired) or it handed the extraction back (handed_back, Detail
+// says why) before it finished; the next claim continues after the traces
+// it recorded.
 type RewardModelExtractionRequeuedV1 struct {
 	ModelID  string `json:"model_id"`
 	Attempt  int    `json:"attempt"`
 	WorkerID string `json:"worker_id"`
-	Reason   string `json:"reason"` // lease_expired
+	Reason   string `json:"reason"` // lease_expired | handed_back
+	Detail   string `json:"detail,omitempty"`
 }

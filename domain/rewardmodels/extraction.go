@@ -203,6 +203,20 @@ func DecideClaimExtraction(s State, attempt int, workerID string, lease time.Dur
 	return nil
 }
 
+// DecideExtractionHandBack returns the holder's running extraction to the
+// queue (its worker is stopping): the next worker continues it at once,
+// with the findings recorded so far, instead of after the lease.
+func DecideExtractionHandBack(s State, attempt int, workerID, detail string) (events.RewardModelExtractionRequeuedV1, error) {
+	if err := CheckExtractionHolder(s, attempt, workerID); err != nil {
+		return events.RewardModelExtractionRequeuedV1{}, err
+	}
+	if detail == "" {
+		detail = "worker " + workerID + " stopped"
+	}
+	return events.RewardModelExtractionRequeuedV1{ModelID: s.ID, Attempt: attempt, WorkerID: workerID, Reason: events.RequeueHandedBack,
+		Detail: firstLine(detail, 500)}, nil
+}
+
 // CheckExtractionHolder: workerID holds the attempt's running extraction.
 func CheckExtractionHolder(s State, attempt int, workerID string) error {
 	x := s.Extraction

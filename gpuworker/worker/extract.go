@@ -54,7 +54,12 @@ func (w *Worker) HandleExtract(ctx context.Context, payload []byte) bool {
 	log.Info("claimed extraction", "classifier_model", claim.ClassifierModel, "targets", claim.TargetsTotal, "reused", claim.TargetsDone)
 	runErr := w.extract(ctx, claim)
 	if ctx.Err() != nil && runErr != nil {
-		log.Warn("worker shutting down: extraction interrupted; its recorded findings stay and the lease sweep requeues it once the lease has run out")
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		log.Warn("worker shutting down: handing the extraction back to the queue (its recorded findings stay)")
+		if err := w.client.ExtractionHandBack(rctx, m.ModelID, m.Attempt, "worker "+w.client.WorkerID+" is shutting down"); err != nil {
+			log.Error("could not hand the extraction back; the lease sweep requeues it once its lease has run out", "error", err)
+		}
 		return false
 	}
 	msg := ""

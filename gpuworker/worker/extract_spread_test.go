@@ -106,3 +106,43 @@ func TestBusyWorkerLeavesTheNextExtractionToAFreeWorker(t *testing.T) {
 	wg.Wait()
 	require.Nil(t, failed.Load())
 }
+
+// A worker stopped (SIGTERM cancels its context) in the middle of an
+// extraction hands it back at once: the model stays queued with nobody
+// holding the extraction (reward_model.extraction_requeued.v1, reason
+// handed_back), and another worker's claim succeeds right away instead of
+// after the 30 s lease.
+func TestStoppingWorkerHandsItsExtractionBack(t *testing.T) {
+	t.Parallel()
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	api := newServiceWith(t, blobs, commands.WithFeedbackModel("openai/test", ""))
+	ctx := context.Background()
+	imp, err := api.cmds.ImportTraces(ctx, api.owner, commands.ImportTraces{Format: "stash", Data: []byte(
+		`{"id":"x","steps":[{"role":"user","content":"Sort 3,1,2"},{"role":"assistant","content":"3,2,1"},{"role":"user","content":"No, that's the wrong order."}]}`)})
+	require.NoError(t, err)
+	req, err := api.cmds.RequestTraining(ctx, api.owner, commands.RequestTraining{Name: "m", TraceIDs: imp.TraceIDs})
+	require.NoError(t, err)
+
+	jctx, stop := context.WithCancel(ctx)
+	defer stop()
+	srv := llmtest.New(t)
+	srv.Handle(func(llmtest.Request) llmtest.Reply {
+		stop() // SIGTERM while the feedback model is being asked
+		<-time.After(100 * time.Millisecond)
+		return llmtest.Status(500)
+	})
+	w, err := New(Config{Client: api.client("w-stopping"), Blobs: blobs, DataDir: t.TempDir(), Log: testLogger(t),
+		Feedback: llm.New(llm.Model{Provider: llm.ProviderOpenAI, Name: "test", APIBase: srv.URL}, llm.Options{MaxRetries: llm.NoRetries})})
+	require.NoError(t, err)
+	msg := mustJSON(t, jobs.ExtractJob{ModelID: req.ModelID, Attempt: 1, OwnerID: api.owner.UserID})
+	require.False(t, w.HandleExtract(jctx, msg), "an interrupted extraction is not done")
+
+	require.Len(t, api.requests("/extraction/"+req.ModelID+"/handback"), 1)
+	require.Empty(t, api.requests("/extraction/"+req.ModelID+"/finished"), "a stopped worker does not fail the model")
+	m := api.status(t, req.ModelID)
+	require.Equal(t, "queued", string(m.Status))
+	require.Nil(t, m.Extraction, "nobody holds the extraction")
+	_, err = api.client("w-next").ClaimExtraction(ctx, req.ModelID, 1)
+	require.NoError(t, err, "the next worker claims it at once")
+}
