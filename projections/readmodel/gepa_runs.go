@@ -199,23 +199,3 @@ func (q *Queries) ExpiredGepaLeases(ctx context.Context, now time.Time) ([]strin
 	}
 	return ids, rows.Err()
 }
-
-// ExtractingModels lists queued models whose extraction a worker claimed and
-// has not finished (progress stage "extracting"): the lease sweep's nominees,
-// whose streams decide whether the lease ran out.
-func (q *Queries) ExtractingModels(ctx context.Context) ([]string, error) {
-	rows, err := q.pool.Query(ctx, `SELECT id FROM rm_reward_models WHERE status = 'queued' AND progress->>'stage' = 'extracting'`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
-}
