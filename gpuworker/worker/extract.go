@@ -23,7 +23,9 @@ type ExtractMessage = jobs.ExtractJob
 // HandleExtract runs one extraction job: claim, read the inputs, call the
 // feedback model, report each trace's findings, finish. A worker without a
 // feedback model fails the extraction with what to set rather than leave
-// the model queued. It returns false only when ctx ended mid-job.
+// the model queued. A claim another live worker holds is skipped (the
+// lease sweep republishes it if that worker dies); a worker stopped mid-job
+// hands the extraction back. It returns false only when ctx ended mid-job.
 func (w *Worker) HandleExtract(ctx context.Context, payload []byte) bool {
 	var m ExtractMessage
 	if err := json.Unmarshal(payload, &m); err != nil || !safeID(m.ModelID) || m.Attempt < 1 {
