@@ -228,3 +228,38 @@ func (c *Commands) FinishExtraction(ctx context.Context, workerID, modelID strin
 		return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelExtractionFinished, fin, extra...)
 	})
 }
+
+// ExpireExtractionLease requeues a running extraction whose worker stopped
+// renewing its lease before now (Postgres's clock, as for training); the
+// dispatch projection then publishes the job again. A live lease or an
+// extraction that is not running appends nothing (an empty Result).
+func (c *Commands) ExpireExtractionLease(ctx context.Context, modelID string, now time.Time) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.loadModel(ctx, "", modelID)
+		if err != nil {
+			return Result{}, err
+		}
+		p, expired := rewardmodels.DecideExtractionLeaseExpiry(st, now)
+		if !expired {
+			return Result{}, nil
+		}
+		return c.appendToModel(ctx, Actor{}, st, events.RewardModelExtractionRequeued, p)
+	})
+}
+
+// HandBackExtraction returns the holder's running extraction to the queue
+// (the worker is stopping); its findings stay and the dispatch projection
+// publishes the job again.
+func (c *Commands) HandBackExtraction(ctx context.Context, workerID, modelID string, attempt int, reason string) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.loadModel(ctx, "", modelID)
+		if err != nil {
+			return Result{}, err
+		}
+		p, err := rewardmodels.DecideExtractionHandBack(st, attempt, workerID, reason)
+		if err != nil {
+			return Result{}, err
+		}
+		return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelExtractionRequeued, p)
+	})
+}

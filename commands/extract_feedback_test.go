@@ -253,3 +253,65 @@ func TestTrainingConfigIsChecked(t *testing.T) {
 	require.Equal(t, events.TrainingConfig{AnnotationSource: "explicit", InputVersion: 3, Criteria: []string{"be brief"}}, *res.Requested.TrainingConfig)
 	require.Nil(t, res.Requested.FeedbackPlan, "explicit trains on ratings only")
 }
+
+// TestAHandedBackOrExpiredExtractionContinuesWithItsFindings: a stopping
+// worker hands its extraction back (only the holder may), another worker's
+// claim then succeeds at once and starts after the trace already recorded;
+// when that worker dies, the expired lease is requeued the same way (a live
+// one is not), and the findings still stay.
+func TestAHandedBackOrExpiredExtractionContinuesWithItsFindings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cmds, store, actor := setupWith(t, commands.WithFeedbackModel("openai/test", ""))
+	ids := conversations(t, cmds, actor)
+	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ids})
+	require.NoError(t, err)
+	claim, err := cmds.ClaimExtraction(ctx, "w1", req.ModelID, 1, time.Minute)
+	require.NoError(t, err)
+	in := readInputs(t, store, claim.InputsKey)
+	_, err = cmds.RecordFeedback(ctx, "w1", req.ModelID, finding(t, in.Traces[0], "negative", "wrong order", "1,2,3"))
+	require.NoError(t, err)
+
+	var conflict *domain.ConflictError
+	_, err = cmds.HandBackExtraction(ctx, "w2", req.ModelID, 1, "stopping")
+	require.ErrorAs(t, err, &conflict, "only the holder hands back")
+	_, err = cmds.HandBackExtraction(ctx, "w1", req.ModelID, 1, "worker w1 is shutting down")
+	require.NoError(t, err)
+	m, err := cmds.Model(ctx, req.ModelID)
+	require.NoError(t, err)
+	require.Equal(t, rewardmodels.StatusQueued, m.Status)
+	require.Nil(t, m.Extraction, "nobody holds it")
+	require.Len(t, m.Extracted, 1, "the recorded findings stay")
+	_, err = cmds.FinishExtraction(ctx, "w1", req.ModelID, 1, "")
+	require.ErrorAs(t, err, &conflict, "the worker that handed it back holds nothing")
+
+	claim2, err := cmds.ClaimExtraction(ctx, "w2", req.ModelID, 1, time.Second)
+	require.NoError(t, err, "claimed at once, not after w1's lease")
+	require.Equal(t, 1, claim2.TargetsDone, "the recorded trace is not asked again")
+	require.Len(t, readInputs(t, store, claim2.InputsKey).Traces, 1)
+
+	res, err := cmds.ExpireExtractionLease(ctx, req.ModelID, time.Now())
+	require.NoError(t, err)
+	require.Empty(t, res.LastEventID, "a live lease is not expired")
+	res, err = cmds.ExpireExtractionLease(ctx, req.ModelID, time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	require.NotEmpty(t, res.LastEventID)
+	m, err = cmds.Model(ctx, req.ModelID)
+	require.NoError(t, err)
+	require.Nil(t, m.Extraction)
+	require.Len(t, m.Extracted, 1)
+	loaded, err := store.LoadStreams(ctx, []string{events.RewardModelStream(req.ModelID)})
+	require.NoError(t, err)
+	var reasons []string
+	for _, e := range loaded[events.RewardModelStream(req.ModelID)] {
+		if e.Type == events.RewardModelExtractionRequeued {
+			var p events.RewardModelExtractionRequeuedV1
+			require.NoError(t, json.Unmarshal(e.Payload, &p))
+			reasons = append(reasons, p.Reason+" "+p.WorkerID)
+		}
+	}
+	require.Equal(t, []string{"handed_back w1", "lease_expired w2"}, reasons)
+	claim3, err := cmds.ClaimExtraction(ctx, "w3", req.ModelID, 1, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, 1, claim3.TargetsDone)
+}

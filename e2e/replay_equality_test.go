@@ -258,6 +258,15 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	// With a feedback model configured every model waits for the
 	// extraction worker first, so this one stays queued, without a dataset.
 	require.Equal(t, "queued", in.do("GET", "/api/v1/rm/reward-models/"+queued, key, nil).JSON(t)["status"])
+	// Its extraction claimed by hand and handed back
+	// (reward_model.extraction_requeued.v1): still queued, nobody holds it.
+	extraction := map[string]any{"worker_id": "by-hand", "attempt": 1}
+	require.Eventually(t, func() bool {
+		return in.do("POST", jobs.ExtractionPath(queued, "claim"), "e2e-worker-token", extraction).Status == http.StatusOK
+	}, time.Minute, 100*time.Millisecond)
+	r = in.do("POST", jobs.ExtractionPath(queued, "handback"), "e2e-worker-token", map[string]any{"worker_id": "by-hand", "attempt": 1, "reason": "stopping"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Equal(t, "queued", in.do("GET", "/api/v1/rm/reward-models/"+queued, key, nil).JSON(t)["status"])
 
 	// Traces: re-import (replaces steps, drops scores and step annotations),
 	// deletion, a source name, annotations edited and removed.

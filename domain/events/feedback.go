@@ -22,6 +22,11 @@ const (
 	// RewardModelExtractionFinished ends an attempt's extraction; the dataset
 	// is built from the log after it.
 	RewardModelExtractionFinished = "reward_model.extraction_finished.v1"
+	// RewardModelExtractionRequeued ends a running extraction whose worker
+	// stopped renewing its lease or handed it back while stopping: the
+	// findings it recorded stay, and the dispatch projection publishes the
+	// job again for the next free worker.
+	RewardModelExtractionRequeued = "reward_model.extraction_requeued.v1"
 )
 
 // Annotation sources of a training request (training_config.annotation_source).
@@ -181,4 +186,16 @@ type RewardModelExtractionFinishedV1 struct {
 	Attempt  int    `json:"attempt"`
 	WorkerID string `json:"worker_id"`
 	Error    string `json:"error,omitempty"`
+}
+
+// RewardModelExtractionRequeuedV1: the holder's lease ran out (Reason
+// lease_expired) or it handed the extraction back (handed_back, Detail
+// says why) before it finished; the next claim continues after the traces
+// it recorded.
+type RewardModelExtractionRequeuedV1 struct {
+	ModelID  string `json:"model_id"`
+	Attempt  int    `json:"attempt"`
+	WorkerID string `json:"worker_id"`
+	Reason   string `json:"reason"` // lease_expired | handed_back
+	Detail   string `json:"detail,omitempty"`
 }

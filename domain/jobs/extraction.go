@@ -29,10 +29,13 @@ const (
 	RouteExtractionProgress = "POST /extraction/{model_id}/progress"
 	RouteExtractionFindings = "POST /extraction/{model_id}/findings"
 	RouteExtractionFinished = "POST /extraction/{model_id}/finished"
+	// RouteExtractionHandBack returns a stopping worker's extraction to the
+	// queue at once (its findings stay) instead of after its lease.
+	RouteExtractionHandBack = "POST /extraction/{model_id}/handback"
 )
 
 // ExtractionPath is the URL path of an extraction route's action ("claim",
-// "progress", "findings", "finished") for an escaped model id.
+// "progress", "findings", "finished", "handback") for an escaped model id.
 func ExtractionPath(escapedModelID, action string) string {
 	return ServicePrefix + "/extraction/" + escapedModelID + "/" + action
 }
@@ -68,6 +71,13 @@ type ExtractionFindings struct {
 type ExtractionFinished struct {
 	AttemptRequest
 	Error string `json:"error"`
+}
+
+// ExtractionHandBack returns the holder's extraction to the queue (the
+// worker is stopping); Reason says why, for the log.
+type ExtractionHandBack struct {
+	AttemptRequest
+	Reason string `json:"reason"`
 }
 
 // ExtractionInputsKey is where an attempt's extraction inputs live.

@@ -9,7 +9,7 @@ func Routes() []string {
 		RouteHello, RouteClaimNextTraining, RouteHandBack,
 		RouteClaimTraining, RouteHeartbeat, RouteSucceeded, RouteFailed,
 		RouteClaimScoring, RouteScoringFinished, RouteScoringHandBack,
-		RouteClaimExtraction, RouteExtractionProgress, RouteExtractionFindings, RouteExtractionFinished,
+		RouteClaimExtraction, RouteExtractionProgress, RouteExtractionFindings, RouteExtractionFinished, RouteExtractionHandBack,
 		RouteTitleSource, RouteTitleRecord,
 		RouteClaimGepa, RouteGepaHeartbeat, RouteGepaCandidate, RouteGepaSucceeded, RouteGepaFailed, RouteGepaHandBack,
 		RouteLabelSource, RouteLabelRecord, RouteLabelFailed,

@@ -84,6 +84,7 @@ func TestPathBuildersHitTheirRoutes(t *testing.T) {
 		jobs.ExtractionPath("m1", "progress"):          jobs.RouteExtractionProgress,
 		jobs.ExtractionPath("m1", "findings"):          jobs.RouteExtractionFindings,
 		jobs.ExtractionPath("m1", "finished"):          jobs.RouteExtractionFinished,
+		jobs.ExtractionPath("m1", "handback"):          jobs.RouteExtractionHandBack,
 		jobs.TitleSourcePath("t1"):                     jobs.RouteTitleSource,
 		jobs.TitleRecordPath("t1"):                     jobs.RouteTitleRecord,
 		jobs.GepaPath("g1", "claim"):                   jobs.RouteClaimGepa,

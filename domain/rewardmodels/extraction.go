@@ -105,8 +105,30 @@ func (s *State) applyExtraction(e events.Envelope) error {
 		if x := s.Extraction; x != nil && x.Attempt == p.Attempt {
 			x.Finished, x.Error = true, p.Error
 		}
+	case events.RewardModelExtractionRequeued:
+		var p events.RewardModelExtractionRequeuedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		// Nobody holds it now; the recorded findings (Extracted) stay.
+		if x := s.Extraction; x != nil && x.Attempt == p.Attempt && !x.Finished {
+			s.Extraction = nil
+		}
 	}
 	return nil
+}
+
+// DecideExtractionLeaseExpiry requeues a running extraction whose worker
+// stopped renewing its lease before now (ok false: nothing to do — none is
+// running, or its lease is alive). The dispatch projection republishes the
+// job, so a worker that was handed the message while the lease was alive
+// could skip it instead of waiting.
+func DecideExtractionLeaseExpiry(s State, now time.Time) (events.RewardModelExtractionRequeuedV1, bool) {
+	x := s.Extraction
+	if s.Status != StatusQueued || s.Dataset != nil || x == nil || x.Attempt != s.Attempt || x.Finished || now.Before(x.LastBeat.Add(x.Lease)) {
+		return events.RewardModelExtractionRequeuedV1{}, false
+	}
+	return events.RewardModelExtractionRequeuedV1{ModelID: s.ID, Attempt: x.Attempt, WorkerID: x.WorkerID, Reason: events.RequeueLeaseExpired}, true
 }
 
 // takePending returns the finding events that precede a record, in order.
@@ -156,8 +178,9 @@ func (s State) Reusable(traceID string, revision int, inputHash, model, configHa
 }
 
 // ExtractionHeld is the conflict code of a claim refused because another
-// worker's lease is live: the job is redelivered when that worker died, so
-// the new holder of the message retries once the lease has run out.
+// worker's lease is live: the worker that got the message skips it; if the
+// holder died, the lease sweep requeues the extraction once the lease has
+// run out and the job is published again.
 const ExtractionHeld = "extraction_held"
 
 // DecideClaimExtraction lets one worker extract an attempt's feedback: the
@@ -178,6 +201,20 @@ func DecideClaimExtraction(s State, attempt int, workerID string, lease time.Dur
 		}
 	}
 	return nil
+}
+
+// DecideExtractionHandBack returns the holder's running extraction to the
+// queue (its worker is stopping): the next worker continues it at once,
+// with the findings recorded so far, instead of after the lease.
+func DecideExtractionHandBack(s State, attempt int, workerID, detail string) (events.RewardModelExtractionRequeuedV1, error) {
+	if err := CheckExtractionHolder(s, attempt, workerID); err != nil {
+		return events.RewardModelExtractionRequeuedV1{}, err
+	}
+	if detail == "" {
+		detail = "worker " + workerID + " stopped"
+	}
+	return events.RewardModelExtractionRequeuedV1{ModelID: s.ID, Attempt: attempt, WorkerID: workerID, Reason: events.RequeueHandedBack,
+		Detail: firstLine(detail, 500)}, nil
 }
 
 // CheckExtractionHolder: workerID holds the attempt's running extraction.

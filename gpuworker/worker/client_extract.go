@@ -40,3 +40,10 @@ func (c *Client) ExtractionFinished(ctx context.Context, modelID string, attempt
 	return c.post(ctx, jobs.ExtractionPath(url.PathEscape(modelID), "finished"),
 		jobs.ExtractionFinished{AttemptRequest: jobs.AttemptRequest{WorkerID: c.WorkerID, Attempt: attempt}, Error: errMsg}, nil)
 }
+
+// ExtractionHandBack returns the extraction to the queue (this worker is
+// stopping); its findings stay and the next worker continues it.
+func (c *Client) ExtractionHandBack(ctx context.Context, modelID string, attempt int, reason string) error {
+	return c.post(ctx, jobs.ExtractionPath(url.PathEscape(modelID), "handback"),
+		jobs.ExtractionHandBack{AttemptRequest: jobs.AttemptRequest{WorkerID: c.WorkerID, Attempt: attempt}, Reason: reason}, nil)
+}

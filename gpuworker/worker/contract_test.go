@@ -122,6 +122,7 @@ func TestClientCallsServedRoutes(t *testing.T) {
 	require.NoError(t, c.ExtractionProgress(ctx, "m1", 1, 2))
 	require.NoError(t, c.RecordFindings(ctx, "m1", events.RewardModelFeedbackExtractedV1{}))
 	require.NoError(t, c.ExtractionFinished(ctx, "m1", 1, ""))
+	require.NoError(t, c.ExtractionHandBack(ctx, "m1", 1, "stopping"))
 	_, err = c.ClaimGepa(ctx, "g1")
 	require.NoError(t, err)
 	require.NoError(t, c.GepaHeartbeat(ctx, "g1", events.GepaProgress{}))
@@ -141,7 +142,7 @@ func TestClientCallsServedRoutes(t *testing.T) {
 	require.Empty(t, stray, "the client called paths the worker service does not serve")
 	want := []string{jobs.RouteHello, jobs.RouteClaimNextTraining, jobs.RouteHandBack, jobs.RouteClaimTraining, jobs.RouteHeartbeat, jobs.RouteSucceeded, jobs.RouteFailed,
 		jobs.RouteClaimScoring, jobs.RouteScoringFinished,
-		jobs.RouteClaimExtraction, jobs.RouteExtractionProgress, jobs.RouteExtractionFindings, jobs.RouteExtractionFinished,
+		jobs.RouteClaimExtraction, jobs.RouteExtractionProgress, jobs.RouteExtractionFindings, jobs.RouteExtractionFinished, jobs.RouteExtractionHandBack,
 		jobs.RouteClaimGepa, jobs.RouteGepaHeartbeat, jobs.RouteGepaCandidate, jobs.RouteGepaSucceeded, jobs.RouteGepaFailed,
 		jobs.RouteClaimEvaluatorCandidate, jobs.RouteEvaluatorCandidateHeartbeat, jobs.RouteEvaluatorCandidateSucceeded, jobs.RouteEvaluatorCandidateFailed,
 		jobs.RouteClaimEvaluatorScoring, jobs.RouteEvaluatorScoringScored, jobs.RouteEvaluatorScoringFailed}

@@ -23,7 +23,9 @@ type ExtractMessage = jobs.ExtractJob
 // HandleExtract runs one extraction job: claim, read the inputs, call the
 // feedback model, report each trace's findings, finish. A worker without a
 // feedback model fails the extraction with what to set rather than leave
-// the model queued. It returns false only when ctx ended mid-job.
+// the model queued. A claim another live worker holds is skipped (the
+// lease sweep republishes it if that worker dies); a worker stopped mid-job
+// hands the extraction back. It returns false only when ctx ended mid-job.
 func (w *Worker) HandleExtract(ctx context.Context, payload []byte) bool {
 	var m ExtractMessage
 	if err := json.Unmarshal(payload, &m); err != nil || !safeID(m.ModelID) || m.Attempt < 1 {
@@ -31,26 +33,19 @@ func (w *Worker) HandleExtract(ctx context.Context, payload []byte) bool {
 		return true
 	}
 	log := w.log.With("job", "extract", "model_id", m.ModelID, "attempt", m.Attempt)
-	var claim *ExtractionClaim
-	var err error
-	for held := 0; ; held++ {
-		claim, err = retry(ctx, 0, log, "claiming extraction", func(ctx context.Context) (*ExtractionClaim, error) {
-			return w.client.ClaimExtraction(ctx, m.ModelID, m.Attempt)
-		})
-		var ae *APIError
-		// A live lease of another worker: that worker may have died with
-		// this message redelivered to us; try again after its lease.
-		if !errors.As(err, &ae) || ae.Code != rewardmodels.ExtractionHeld || held >= 20 {
-			break
-		}
-		log.Info("extraction held by another worker; retrying after its lease", "detail", ae.Detail)
-		if !sleep(ctx, w.extractionLease()) {
-			return false
-		}
-	}
+	claim, err := retry(ctx, 0, log, "claiming extraction", func(ctx context.Context) (*ExtractionClaim, error) {
+		return w.client.ClaimExtraction(ctx, m.ModelID, m.Attempt)
+	})
+	var ae *APIError
 	switch {
 	case ctx.Err() != nil:
 		return false
+	case errors.As(err, &ae) && ae.Code == rewardmodels.ExtractionHeld:
+		// Another worker's lease is live (this is a redelivery after that
+		// worker let the partition go): skip it. Should that worker die, the
+		// API's lease sweep requeues the extraction and publishes it again.
+		log.Info("skipping extraction job: another worker holds its lease", "detail", ae.Detail)
+		return true
 	case errors.Is(err, ErrNotClaimable):
 		log.Info("skipping extraction job: not claimable (a duplicate or stale delivery)", "detail", err.Error())
 		return true
@@ -61,7 +56,12 @@ func (w *Worker) HandleExtract(ctx context.Context, payload []byte) bool {
 	log.Info("claimed extraction", "classifier_model", claim.ClassifierModel, "targets", claim.TargetsTotal, "reused", claim.TargetsDone)
 	runErr := w.extract(ctx, claim)
 	if ctx.Err() != nil && runErr != nil {
-		log.Warn("worker shutting down: extraction interrupted; its recorded findings stay and a new claim continues after the lease")
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		log.Warn("worker shutting down: handing the extraction back to the queue (its recorded findings stay)")
+		if err := w.client.ExtractionHandBack(rctx, m.ModelID, m.Attempt, "worker "+w.client.WorkerID+" is shutting down"); err != nil {
+			log.Error("could not hand the extraction back; the lease sweep requeues it once its lease has run out", "error", err)
+		}
 		return false
 	}
 	msg := ""
@@ -76,14 +76,6 @@ func (w *Worker) HandleExtract(ctx context.Context, payload []byte) bool {
 		log.Error("could not report the end of the extraction", "error", err)
 	}
 	return true
-}
-
-// extractionLease is how long to wait for a held extraction's lease.
-func (w *Worker) extractionLease() time.Duration {
-	if w.cfg.HeartbeatMinInterval > 0 && w.cfg.HeartbeatMinInterval < time.Second {
-		return 10 * w.cfg.HeartbeatMinInterval // tests
-	}
-	return 30 * time.Second
 }
 
 func (w *Worker) extract(ctx context.Context, claim *ExtractionClaim) error {

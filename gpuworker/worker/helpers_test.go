@@ -111,9 +111,16 @@ type service struct {
 // ratings, tool calls and answers: pairs of both kinds and action items).
 func newService(t testing.TB, blobs blob.Store) *service {
 	t.Helper()
+	return newServiceWith(t, blobs)
+}
+
+// newServiceWith is newService with the API's command options (a feedback
+// model, for extraction).
+func newServiceWith(t testing.TB, blobs blob.Store, opts ...commands.Option) *service {
+	t.Helper()
 	pool := pgtest.NewPool(t)
 	store := eventstore.New(pool, blobs)
-	s := &service{t: t, cmds: commands.New(store), store: store, notify: make(chan string, 1000)}
+	s := &service{t: t, cmds: commands.New(store, opts...), store: store, notify: make(chan string, 1000)}
 	queue := &liveQueue{store: store, proj: readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		q: readmodel.NewQueries(pool)}
 	mux := http.NewServeMux()

@@ -62,7 +62,8 @@ const DefaultShortJobs = 2
 // How a job topic is consumed so that a busy worker never holds back a job
 // a free worker could run (README "Workers: who takes which job"):
 //
-//   - long jobs (minutes: GEPA, scoring, evaluator candidates) release:
+//   - long jobs (minutes: GEPA, scoring, evaluator candidates, feedback
+//     extraction) release:
 //     once one has run ReleaseBusyAfter, the
 //     consumer leaves the topic's group, its partitions move to the other
 //     workers, and the jobs queued behind it run there. The job's message
@@ -73,15 +74,13 @@ const DefaultShortJobs = 2
 //     call does not stop the kind; leaving the group per job would cost a
 //     rebalance of every topic of the group for each one.
 //   - labels run LabelJobs at a time; training is pulled (trainLoop).
-//   - feedback extraction does not release yet: a redelivered extraction
-//     whose lease another worker holds is retried until that lease runs
-//     out (it is how a dead holder's extraction resumes), so a released
-//     message would only keep the next owner waiting on the same job.
-//     Releasing it needs a sweep that republishes an extraction whose
-//     lease expired, so a held redelivery can be skipped.
+//   - feedback extraction releases like the long jobs: a redelivered
+//     extraction whose lease another worker holds is skipped (committed),
+//     and the API's lease sweep requeues and republishes one whose holder
+//     died, so it resumes on the next free worker with its findings kept.
 func releasesWhileBusy(topic string) bool {
 	switch topic {
-	case TopicGepa, TopicScore, TopicEvaluatorTrain:
+	case TopicGepa, TopicScore, TopicEvaluatorTrain, TopicExtract:
 		return true
 	}
 	return false

@@ -9,7 +9,7 @@ import (
 
 // The extraction routes: an extraction worker claims an attempt, renews its
 // lease with progress, reports each trace's findings, and finishes (or
-// fails) the extraction. Findings are checked against the source here, by
+// fails) the extraction, or hands it back when it stops. Findings are checked against the source here, by
 // the same domain rules the worker used.
 
 func (a *API) claimExtraction(r *http.Request) (any, error) {
@@ -52,5 +52,14 @@ func (a *API) extractionFinished(r *http.Request) (any, error) {
 		return nil, err
 	}
 	_, err := a.cmds.FinishExtraction(r.Context(), req.WorkerID, r.PathValue("model_id"), req.Attempt, req.Error)
+	return jobs.Ack{OK: err == nil}, err
+}
+
+func (a *API) extractionHandBack(r *http.Request) (any, error) {
+	var req jobs.ExtractionHandBack
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	_, err := a.cmds.HandBackExtraction(r.Context(), req.WorkerID, r.PathValue("model_id"), req.Attempt, req.Reason)
 	return jobs.Ack{OK: err == nil}, err
 }

@@ -111,6 +111,7 @@ func (a *API) Register(mux Mux) {
 	route(jobs.RouteExtractionProgress, a.extractionProgress)
 	route(jobs.RouteExtractionFindings, a.extractionFindings)
 	route(jobs.RouteExtractionFinished, a.extractionFinished)
+	route(jobs.RouteExtractionHandBack, a.extractionHandBack)
 	route(jobs.RouteTitleSource, a.titleSource)
 	route(jobs.RouteTitleRecord, a.recordTitle)
 	a.registerGepa(route)

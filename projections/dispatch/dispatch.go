@@ -100,6 +100,17 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		}
 		_, err := d.cmds.BuildDataset(ctx, p.ModelID)
 		return err
+	case events.RewardModelExtractionRequeued:
+		// The holder's lease ran out: the next free worker continues it.
+		var p events.RewardModelExtractionRequeuedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		job, ok, err := d.extractJob(ctx, p.ModelID, e.OwnerID)
+		if err != nil || !ok {
+			return err // already claimed again, finished or failed: nothing to publish
+		}
+		return d.publish(ExtractTopic, job.ModelID, e.CorrelationID, job)
 	case events.RewardModelExtractionFinished:
 		var p events.RewardModelExtractionFinishedV1
 		if err := e.Decode(&p); err != nil {
@@ -189,6 +200,7 @@ type LeaseQueries interface {
 	ExpiredLeases(ctx context.Context, now time.Time) ([]string, error)
 	StuckScoringRuns(ctx context.Context, cutoff time.Time) ([]readmodel.StuckRun, error)
 	ExpiredGepaLeases(ctx context.Context, now time.Time) ([]string, error)
+	ExtractingModels(ctx context.Context) ([]string, error)
 }
 
 // ScoringTimeout is how long a scoring run may run before it is failed.
@@ -206,8 +218,12 @@ const ScoringTimeout = 10 * time.Minute
 // live jobs, and one that runs behind would keep dead ones. The grace
 // period after start is this process's own elapsed (monotonic) time.
 //
+// Feedback extractions whose lease ran out are requeued the same way
+// (reward_model.extraction_requeued.v1; Apply publishes the job again), so
+// a worker handed a held extraction can skip it rather than wait.
+//
 // onExpire, when given, is told the kind ("train", "score", "gepa",
-// "evaluator_train") of every job it
+// "evaluator_train", "extract") of every job it
 // failed (the lease-expiry metric).
 func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, interval, lease time.Duration, log *slog.Logger, onExpire ...func(kind string)) error {
 	expired := func(kind string) {
@@ -272,6 +288,18 @@ func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, i
 			} else if res.LastEventID != "" {
 				expired("evaluator_train")
 				log.Warn("lease expired: evaluator candidate requeued (or failed after its third lost run)", "candidate", id)
+			}
+		}
+		extracting, err := q.ExtractingModels(ctx)
+		if err != nil {
+			log.Warn("extraction lease sweep", "err", err)
+		}
+		for _, id := range extracting {
+			if res, err := cmds.ExpireExtractionLease(ctx, id, now); err != nil {
+				log.Warn("extraction lease sweep: expire", "model", id, "err", err)
+			} else if res.LastEventID != "" {
+				expired("extract")
+				log.Warn("lease expired: feedback extraction requeued for another worker (its recorded findings stay)", "model", id)
 			}
 		}
 		runs, err := q.StuckScoringRuns(ctx, now.Add(-ScoringTimeout))

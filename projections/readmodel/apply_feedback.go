@@ -122,6 +122,13 @@ func applyFeedbackEvent(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool
 			return true, err
 		}
 		return exec(`UPDATE rm_traces SET title = $2 WHERE id = $1 AND revision = $3`, p.TraceID, p.Title, p.Revision)
+	case events.RewardModelExtractionRequeued:
+		var p events.RewardModelExtractionRequeuedV1
+		if err := e.Decode(&p); err != nil {
+			return true, err
+		}
+		// Queued again with nobody extracting: no progress until a claim.
+		return exec(`UPDATE rm_reward_models SET progress = NULL WHERE id = $1 AND attempt = $2`, p.ModelID, p.Attempt)
 	case events.RewardModelExtractionFinished:
 		var p events.RewardModelExtractionFinishedV1
 		if err := e.Decode(&p); err != nil {

@@ -105,3 +105,23 @@ func (q *Queries) feedbackOf(ctx context.Context, d *RewardModelDetail) error {
 	d.Feedback = raw
 	return err
 }
+
+// ExtractingModels lists queued models whose extraction a worker claimed and
+// has not finished (progress stage "extracting"): the lease sweep's nominees,
+// whose streams decide whether the lease ran out.
+func (q *Queries) ExtractingModels(ctx context.Context) ([]string, error) {
+	rows, err := q.pool.Query(ctx, `SELECT id FROM rm_reward_models WHERE status = 'queued' AND progress->>'stage' = 'extracting'`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
