@@ -335,7 +335,8 @@ test("sections: breadcrumbs with generated titles and scores follow the selected
   // axis: credit ±1 on the left, completion 0–100% on the right.
   const minimap = page.locator("figure.minimap");
   await expect(minimap.getByRole("img", { name: "Action credit over 6 steps: no model has scored this trace" })).toBeVisible();
-  const credit = (await minimap.getByRole("img", { name: /^Action credit/ }).boundingBox())!;
+  const creditImg = minimap.getByRole("img", { name: /^Action credit/ });
+  const credit = (await creditImg.boundingBox())!;
   const cb = (await curve.boundingBox())!;
   expect([cb.x, cb.y, cb.width, cb.height].map(Math.round)).toEqual([credit.x, credit.y, credit.width, credit.height].map(Math.round));
   await expect(minimap.locator(".axis.left")).toHaveText("+1−1");
@@ -347,9 +348,10 @@ test("sections: breadcrumbs with generated titles and scores follow the selected
   // overshoots its neighbours (step 3 is step 2's tool result: its row's
   // checkpoint is step 2's, and the curve passes it between 2 and 4).
   const preview = minimap.locator(".strip-preview");
-  await page.mouse.move(cb.x + cb.width * (3.5 / 6), cb.y + cb.height / 2);
+  // (The overlay lets the pointer through to the bars, so the hover is aimed at them.)
+  await creditImg.hover({ position: { x: credit.width * (3.5 / 6), y: credit.height / 2 } });
   await expect(preview).toContainText(/^Step 4 · assistant create_refund: .+ · not scored · completion 65% — checkpoint 2 of 3$/);
-  await page.mouse.move(cb.x + cb.width * (2.5 / 6), cb.y + cb.height / 2);
+  await creditImg.hover({ position: { x: credit.width * (2.5 / 6), y: credit.height / 2 } });
   await expect(preview).toContainText(/^Step 3 · tool lookup_order: .+ · not scored · completion \d+% \(interpolated between steps 2 and 4\)$/);
   const between = Number((await preview.locator(".curve-value").textContent())!.match(/completion (\d+)%/)![1]);
   expect(between).toBeGreaterThanOrEqual(40);
