@@ -368,16 +368,16 @@ export function TraceViewer() {
             <button type="button" className="ghost" onClick={() => showCards(cardPathOf(t.sections!, selected))}>
               Back to sections
             </button>
-          <SectionCrumbs
-            traceId={t.id}
-            steps={steps}
-            sections={t.sections!}
-            selected={selected}
-            onPick={(i) => {
-              select(i);
-              virt.scrollToIndex(stepRow[i], { align: "start" });
-            }}
-          />
+            <SectionCrumbs
+              traceId={t.id}
+              steps={steps}
+              sections={t.sections!}
+              selected={selected}
+              onPick={(i) => {
+                select(i);
+                virt.scrollToIndex(stepRow[i], { align: "start" });
+              }}
+            />
           </div>
         )}
         {t.spans.length > 0 && <Timeline spans={t.spans} onPick={(i) => { select(i); virt.scrollToIndex(stepRow[i], { align: "start" }); }} />}
