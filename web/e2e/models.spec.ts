@@ -328,24 +328,72 @@ test("sections: breadcrumbs with generated titles and scores follow the selected
   await expect(page).toHaveURL(/step=1$/);
   await expect(crumbs.locator("[aria-current=location]")).toHaveText(gen(inspecting));
 
-  // The completion curve: a checkpoint per assistant step; a point opens its step.
+  // The completion curve, overlaid on the minimap: a checkpoint per assistant step; a point opens its step.
   const curve = page.getByRole("img", { name: "Completion of I want a refund for order 1183: step 2 40%, step 4 65%, step 6 90%" });
   await expect(curve).toBeVisible({ timeout: 60_000 });
-  // Hover reads the curve: at a checkpoint its estimate and reason, between
-  // two the smooth curve's value, which never overshoots its neighbours.
+  // The same strip as the credit bars (none scored yet), each on its own
+  // axis: credit ±1 on the left, completion 0–100% on the right.
+  const minimap = page.locator("figure.minimap");
+  await expect(minimap.getByRole("img", { name: "Action credit over 6 steps: no model has scored this trace" })).toBeVisible();
+  const creditImg = minimap.getByRole("img", { name: /^Action credit/ });
+  const credit = (await creditImg.boundingBox())!;
   const cb = (await curve.boundingBox())!;
-  const preview = page.locator(".completion-curve .strip-preview");
-  await page.mouse.move(cb.x + cb.width * (3.5 / 6), cb.y + cb.height / 2);
-  await expect(preview).toHaveText("Step 4 · 65% — checkpoint 2 of 3");
-  await page.mouse.move(cb.x + cb.width * (2.5 / 6), cb.y + cb.height / 2);
-  await expect(preview).toHaveText(/^Step 3 · \d+% \(interpolated between steps 2 and 4\)$/);
-  const between = Number((await preview.textContent())!.match(/· (\d+)%/)![1]);
+  expect([cb.x, cb.y, cb.width, cb.height].map(Math.round)).toEqual([credit.x, credit.y, credit.width, credit.height].map(Math.round));
+  await expect(minimap.locator(".axis.left")).toHaveText("+1−1");
+  await expect(minimap.locator(".axis.right")).toHaveText("100%0%");
+  await minimap.getByRole("group", { name: "Credit scale" }).getByRole("button", { name: "Fit" }).click();
+  await expect(minimap.locator(".axis.right")).toHaveText("100%0%");
+  // Hover reads the curve on the one preview line: at a checkpoint its
+  // estimate and reason, between two the smooth curve's value, which never
+  // overshoots its neighbours (step 3 is step 2's tool result: its row's
+  // checkpoint is step 2's, and the curve passes it between 2 and 4).
+  const preview = minimap.locator(".strip-preview");
+  // (The overlay lets the pointer through to the bars, so the hover is aimed at them.)
+  await creditImg.hover({ position: { x: credit.width * (3.5 / 6), y: credit.height / 2 } });
+  await expect(preview).toContainText(/^Step 4 · assistant create_refund: .+ · not scored · completion 65% — checkpoint 2 of 3$/);
+  await creditImg.hover({ position: { x: credit.width * (2.5 / 6), y: credit.height / 2 } });
+  await expect(preview).toContainText(/^Step 3 · tool lookup_order: .+ · not scored · completion \d+% \(interpolated between steps 2 and 4\)$/);
+  const between = Number((await preview.locator(".curve-value").textContent())!.match(/completion (\d+)%/)![1]);
   expect(between).toBeGreaterThanOrEqual(40);
   expect(between).toBeLessThanOrEqual(65);
-  await expect(page.locator(".completion-curve .axis")).toHaveText("100%0%");
   await curve.locator("rect.point").nth(1).click();
   await expect(page).toHaveURL(/step=4$/);
   await expect(crumbs.locator("[aria-current=location]")).toHaveText(gen(editing));
+});
+
+test("section cards: Back to sections opens the task cards, a leaf card opens the trace at its first step", async ({ page }) => {
+  type Sec = { kind: string; title: string; first_step_id: string; first_step_index: number; children: Sec[] | null };
+  const detail = await (await page.request.get(`/api/v1/rm/traces/${env.sectionedTrace}`, { headers: { Authorization: "Bearer " + env.labelsKey } })).json();
+  const top = detail.sections as Sec[];
+  const gen = (s: Sec) => `Reviewed part ${s.first_step_id.slice(0, 8)}`;
+  await signIn(page, env.labelsKey, `/traces/${env.sectionedTrace}?step=6`);
+  await expect(page.getByRole("region", { name: "Step 6" })).toBeVisible();
+  await page.getByRole("button", { name: "Back to sections" }).click();
+  await expect(page).toHaveURL(/[?&]sections=1/);
+  const overview = page.getByRole("region", { name: "Sections of this trace" });
+  // One card per top-level section, each a button named by its generated title.
+  await expect(overview.getByRole("listitem")).toHaveCount(top.length);
+  await expect(overview.getByRole("heading", { level: 2 })).toHaveText(top.map(gen), { timeout: 60_000 });
+  await expect(overview.getByRole("listitem").first()).toContainText(`${top[0].kind} · steps ${top[0].first_step_index + 1}–`);
+  await expect(overview.getByRole("listitem").first()).toContainText("score 0.80");
+  // The top level has no inert "Sections" breadcrumb row, the step list is gone.
+  await expect(page.getByRole("navigation", { name: "Sections" })).toHaveCount(0);
+  await expect(page.getByRole("button", { name: "Back to sections" })).toHaveCount(0);
+  await expect(page.getByRole("region", { name: "Step 6" })).toHaveCount(0);
+  await a11y(page, "section cards");
+  await shot(page, "viewer-section-cards");
+  // The URL holds the view: a reload shows the cards again.
+  await page.reload();
+  await expect(overview.getByRole("button", { name: gen(top[0]) })).toBeVisible();
+  // The task has phases, not subtasks: it is a leaf card and opens the
+  // complete trace at its first step.
+  await overview.getByRole("button", { name: gen(top[0]) }).click();
+  await expect(page).toHaveURL(new RegExp(`step=${top[0].first_step_index + 1}$`));
+  expect(page.url()).not.toContain("sections=");
+  await expect(page.getByRole("region", { name: `Step ${top[0].first_step_index + 1}` })).toBeInViewport();
+  await expect(page.getByRole("region", { name: "Step 6" })).toBeVisible();
+  await expect(page.getByRole("navigation", { name: "Sections" }).locator("[aria-current=location]")).toHaveText(gen(top[0].children![0]));
+  await expect(page.getByRole("button", { name: "Back to sections" })).toBeVisible();
 });
 
 test("a read-only key sees models, SQL and credit, but no Create reward model, Retry or Score actions", async ({ page }) => {

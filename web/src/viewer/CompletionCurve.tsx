@@ -1,22 +1,14 @@
-import { useState } from "react";
 import { useQuery } from "@tanstack/react-query";
 import { api, type Schemas, type Step } from "../api/client";
+import type { Row } from "./rows";
 import "./completionCurve.css";
 
 type Completion = Schemas["Completion"];
 type Point = { i: number; v: number | null; why: string };
+type Seg = { r: { i: number; v: number; why: string }[]; xs: number[]; ys: number[]; m: number[] };
 
-/**
- * The displayed row a checkpoint belongs to: a tool result shares the row
- * of the call right before it (spec 001: tool-result checkpoints map to
- * their paired displayed row).
- */
-function rowIndex(steps: Step[], i: number): number {
-  const s = steps[i];
-  const prev = i > 0 ? steps[i - 1] : undefined;
-  if (s.role === "tool" && prev && prev.role === "assistant" && prev.tool_name && prev.tool_call_id && prev.tool_call_id === s.tool_call_id) return i - 1;
-  return i;
-}
+/** One task's curve: its checkpoints (on their displayed rows), the unbroken runs between null estimates, and its step range. */
+export type TaskCurve = { objective: string; first: number; last: number; points: Point[]; segs: Seg[] };
 
 /** Runs of consecutive estimated points: a null estimate breaks the line. */
 function runs(points: Point[]): { i: number; v: number; why: string }[][] {
@@ -67,119 +59,110 @@ function valueAt(xs: number[], ys: number[], m: number[], k: number, x: number):
 }
 
 /**
- * The completion curve of each graded task (POST /traces/{id}/completion):
- * the estimated progress toward each independent request, on a fixed
- * 0–100% axis, a smooth line through the checkpoints that never overshoots
- * them; a null estimate and the end of a task break the line. Hovering
- * reads the value at any step, saying when it lies between checkpoints
- * (interpolated); clicking opens the step. It asks once per
- * trace revision, polls only while the worker tier is still answering
- * (pending), and says why when the server has no model for it
- * (unavailable).
+ * useCompletion asks POST /traces/{id}/completion once per trace revision
+ * (the step ids), and again every two seconds only while the worker tier is
+ * still answering (pending). enabled is false when no section is graded:
+ * there is nothing to estimate then, so nothing is asked.
  */
-export function CompletionCurve({ traceId, steps, onPick }: { traceId: string; steps: Step[]; onPick: (i: number) => void }) {
+export function useCompletion(traceId: string, steps: Step[], enabled: boolean) {
   const key = steps.map((s) => s.id).join(",");
-  const [hover, setHover] = useState<{ task: number; i: number } | null>(null);
-  const q = useQuery({
+  return useQuery({
     queryKey: ["completion", traceId, key],
     queryFn: () => api<Completion>(`/traces/${traceId}/completion`, { method: "POST", json: {} }),
     refetchInterval: (s) => (s.state.data?.pending ? 2000 : false),
     staleTime: Infinity,
+    enabled,
   });
-  const c = q.data;
-  if (!c) return null;
-  if (c.unavailable) return <p className="muted small-text">Completion curve unavailable: {c.unavailable_reason}</p>;
-  const tasks = (c.tasks ?? []).filter((t) => (t.checkpoints ?? []).some((p) => p.completion != null));
-  if (tasks.length === 0) return c.pending ? <p className="muted small-text">Estimating completion…</p> : null;
+}
+
+/**
+ * The curves of the tasks that have at least one estimate. A checkpoint
+ * sits on its displayed row: a tool result's on the row's first step, the
+ * call it is paired with (spec 001), so the point lies where the reader
+ * sees it in the list. A null estimate and a task's end break the line.
+ */
+export function completionCurves(c: Completion | undefined, steps: Step[], rows: Row[], stepRow: number[]): TaskCurve[] {
+  if (!c || c.unavailable) return [];
   const at = new Map(steps.map((s, i) => [s.id, i]));
-  const n = steps.length;
-  const W = 1000;
-  const H = 60;
-  const X = (i: number) => ((i + 0.5) / n) * W;
-  const Y = (v: number) => H - 4 - v * (H - 8);
-  const stepAt = (clientX: number, el: Element) => {
-    const r = el.getBoundingClientRect();
-    return Math.min(n - 1, Math.max(0, Math.floor(((clientX - r.left) / r.width) * n)));
-  };
-  const model = tasks.map((t) => {
-    const points: Point[] = (t.checkpoints ?? []).filter((p) => at.has(p.step_id)).map((p) => ({ i: rowIndex(steps, at.get(p.step_id)!), v: p.completion ?? null, why: p.reason }));
-    const segs = runs(points).map((r) => {
-      const xs = r.map((p) => p.i);
-      const ys = r.map((p) => p.v);
-      return { r, xs, ys, m: tangents(xs, ys) };
+  const rowStart = (i: number) => rows[stepRow[i]]?.steps[0].index ?? i;
+  return (c.tasks ?? [])
+    .filter((t) => (t.checkpoints ?? []).some((p) => p.completion != null))
+    .map((t) => {
+      const points: Point[] = (t.checkpoints ?? []).filter((p) => at.has(p.step_id)).map((p) => ({ i: rowStart(at.get(p.step_id)!), v: p.completion ?? null, why: p.reason }));
+      const segs = runs(points).map((r) => {
+        const xs = r.map((p) => p.i);
+        const ys = r.map((p) => p.v);
+        return { r, xs, ys, m: tangents(xs, ys) };
+      });
+      return { objective: t.objective ?? "a task", first: at.get(t.first_step_id) ?? 0, last: at.get(t.last_step_id) ?? steps.length - 1, points, segs };
     });
-    return { t, points, segs };
-  });
-  const describe = (task: number, i: number): string => {
-    const { points, segs } = model[task];
-    const exact = points.find((p) => p.i === i);
-    if (exact) return exact.v != null ? `${Math.round(exact.v * 100)}% — ${exact.why}` : `no estimate — ${exact.why}`;
-    for (const s of segs) {
-      for (let k = 0; k + 1 < s.xs.length; k++) {
-        if (s.xs[k] < i && i < s.xs[k + 1]) return `${Math.round(valueAt(s.xs, s.ys, s.m, k, i) * 100)}% (interpolated between steps ${s.xs[k] + 1} and ${s.xs[k + 1] + 1})`;
-      }
+}
+
+/**
+ * What the curve says at step i: a checkpoint's estimate and reason, or the
+ * smooth curve's value between two checkpoints, marked interpolated; null
+ * outside every task's line.
+ */
+export function describeCompletion(curves: TaskCurve[], i: number): string | null {
+  const t = curves.find((c) => c.first <= i && i <= c.last);
+  if (!t) return null;
+  const exact = t.points.find((p) => p.i === i);
+  if (exact) return exact.v != null ? `${Math.round(exact.v * 100)}% — ${exact.why}` : `no estimate — ${exact.why}`;
+  for (const s of t.segs) {
+    for (let k = 0; k + 1 < s.xs.length; k++) {
+      if (s.xs[k] < i && i < s.xs[k + 1]) return `${Math.round(valueAt(s.xs, s.ys, s.m, k, i) * 100)}% (interpolated between steps ${s.xs[k] + 1} and ${s.xs[k + 1] + 1})`;
     }
-    return "no estimate here";
-  };
+  }
+  return "no estimate here";
+}
+
+/** The accessible name of the overlay: every task's checkpoints, in order. */
+export function completionLabel(curves: TaskCurve[]): string {
+  return curves.map((t) => `Completion of ${t.objective}: ${t.points.map((p) => `step ${p.i + 1} ${p.v != null ? Math.round(p.v * 100) + "%" : "no estimate"}`).join(", ")}`).join("; ");
+}
+
+/**
+ * The completion overlay drawn over the credit minimap (spec 001): a faint
+ * teal curve on the minimap's fixed 0–100% right axis, a smooth line
+ * through each task's checkpoints that never overshoots them. It lies on
+ * top of the credit bars and takes the pointer for both; the minimap
+ * handles hover and clicks, so a checkpoint's point opens its step too.
+ */
+export function CompletionLayer({ curves, n, W, H }: { curves: TaskCurve[]; n: number; W: number; H: number }) {
+  const X = (i: number) => ((i + 0.5) / n) * W;
+  const Y = (v: number) => H - 3 - v * (H - 6);
   return (
-    <figure className="credit-strip completion-curve">
-      <figcaption className="muted small-text">Estimated completion of each request (0–100%, a model&apos;s estimate, not a measured ratio); click to open a step.</figcaption>
-      <p className="strip-preview small-text" aria-live="polite">
-        {hover ? (
-          <>
-            <strong>Step {hover.i + 1}</strong> · {describe(hover.task, hover.i)}
-          </>
-        ) : (
-          <span className="muted">Hover for the estimate at a step.</span>
-        )}
-      </p>
-      {model.map(({ t, points, segs }, ti) => (
-        <div key={t.first_step_id} className="curve-row">
-          <svg
-            viewBox={`0 0 ${W} ${H}`}
-            preserveAspectRatio="none"
-            role="img"
-            aria-label={`Completion of ${t.objective ?? "a task"}: ${points.map((p) => `step ${p.i + 1} ${p.v != null ? Math.round(p.v * 100) + "%" : "no estimate"}`).join(", ")}`}
-            onMouseMove={(e) => setHover({ task: ti, i: stepAt(e.clientX, e.currentTarget) })}
-            onClick={(e) => onPick(stepAt(e.clientX, e.currentTarget))}
-            onMouseLeave={() => setHover(null)}
-          >
-            <line x1={0} x2={W} y1={Y(0)} y2={Y(0)} className="base" />
-            <line x1={0} x2={W} y1={Y(1)} y2={Y(1)} className="base faint" />
-            {segs.map((s) => (
-              <path
-                key={s.xs[0]}
-                className="curve"
-                fill="none"
-                vectorEffect="non-scaling-stroke"
-                d={s.r
-                  .map((p, k) => {
-                    if (k === 0) return `M${X(p.i).toFixed(1)},${Y(p.v).toFixed(1)}`;
-                    const h = s.xs[k] - s.xs[k - 1];
-                    const c1x = X(s.xs[k - 1] + h / 3);
-                    const c1y = Y(s.ys[k - 1] + (s.m[k - 1] * h) / 3);
-                    const c2x = X(s.xs[k] - h / 3);
-                    const c2y = Y(s.ys[k] - (s.m[k] * h) / 3);
-                    return `C${c1x.toFixed(1)},${c1y.toFixed(1)} ${c2x.toFixed(1)},${c2y.toFixed(1)} ${X(p.i).toFixed(1)},${Y(p.v).toFixed(1)}`;
-                  })
-                  .join(" ")}
-              />
-            ))}
-            {points
-              .filter((p) => p.v != null)
-              .map((p) => (
-                <rect key={p.i} x={X(p.i) - 4} y={Y(p.v!) - 4} width={8} height={8} className="point">
-                  <title>{`Step ${p.i + 1}: ${Math.round(p.v! * 100)}% — ${p.why}`}</title>
-                </rect>
-              ))}
-            {hover?.task === ti && <rect x={(hover.i / n) * W} width={Math.max(W / n, 2)} y={0} height={H} className="hov" />}
-          </svg>
-          <div className="axis small-text muted" aria-hidden="true">
-            <span>100%</span>
-            <span>0%</span>
-          </div>
-        </div>
-      ))}
-    </figure>
+    <svg viewBox={`0 0 ${W} ${H}`} preserveAspectRatio="none" role="img" aria-label={completionLabel(curves)} className="completion-layer">
+      {curves.flatMap((t, ti) =>
+        t.segs.map((s) => (
+          <path
+            key={ti + ":" + s.xs[0]}
+            className="curve"
+            fill="none"
+            vectorEffect="non-scaling-stroke"
+            d={s.r
+              .map((p, k) => {
+                if (k === 0) return `M${X(p.i).toFixed(1)},${Y(p.v).toFixed(1)}`;
+                const h = s.xs[k] - s.xs[k - 1];
+                const c1x = X(s.xs[k - 1] + h / 3);
+                const c1y = Y(s.ys[k - 1] + (s.m[k - 1] * h) / 3);
+                const c2x = X(s.xs[k] - h / 3);
+                const c2y = Y(s.ys[k] - (s.m[k] * h) / 3);
+                return `C${c1x.toFixed(1)},${c1y.toFixed(1)} ${c2x.toFixed(1)},${c2y.toFixed(1)} ${X(p.i).toFixed(1)},${Y(p.v).toFixed(1)}`;
+              })
+              .join(" ")}
+          />
+        )),
+      )}
+      {curves.flatMap((t, ti) =>
+        t.points
+          .filter((p) => p.v != null)
+          .map((p) => (
+            <rect key={ti + ":" + p.i} x={X(p.i) - 4} y={Y(p.v!) - 3} width={8} height={6} className="point">
+              <title>{`Step ${p.i + 1}: ${Math.round(p.v! * 100)}% — ${p.why}`}</title>
+            </rect>
+          )),
+      )}
+    </svg>
   );
 }

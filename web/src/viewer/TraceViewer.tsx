@@ -14,7 +14,8 @@ import { CreditStrip } from "./CreditStrip";
 import { ScoreActions } from "./ScoreActions";
 import { TaskCard } from "./TaskCard";
 import { SectionCrumbs } from "./SectionCrumbs";
-import { CompletionCurve } from "./CompletionCurve";
+import { SectionCards, cardPathOf } from "./SectionCards";
+import { completionCurves, useCompletion } from "./CompletionCurve";
 import { ShortcutsDialog, typingIn } from "./Shortcuts";
 import { ConsentNoticeLine, ContributeSwitch, OPT_OUT_WARNING, type ConsentNotice } from "../traces/Contribution";
 
@@ -79,6 +80,15 @@ export function TraceViewer() {
     for (const tk of d?.step_scores?.tasks ?? []) m.set(tk.first_step_id, tk);
     return m;
   }, [d]);
+  // The completion estimate is asked only when a section is graded (there is
+  // agent work to estimate); it is overlaid on the credit minimap.
+  const completion = useCompletion(id, steps, !!d?.sections?.some((s) => s.graded));
+  const curves = useMemo(() => completionCurves(completion.data, steps, rows, stepRow), [completion.data, steps, rows, stepRow]);
+  const completionNote = completion.data?.unavailable
+    ? `Completion curve unavailable: ${completion.data.unavailable_reason}`
+    : completion.data?.pending && curves.length === 0
+      ? "Estimating completion…"
+      : undefined;
   const taskSection = (taskId: string) => (d?.sections ?? []).find((s) => s.task_id === taskId);
 
   const selected = Math.min(Math.max(0, Number(params.get("step") ?? "1") - 1), Math.max(0, steps.length - 1));
@@ -103,10 +113,42 @@ export function TraceViewer() {
     [setParams],
   );
 
+  // The section overview (?sections=1, ?in= the card path below the top
+  // level) replaces the step list with task/subtask cards; entering a leaf
+  // leaves it for the complete trace at the section's first step.
+  const overview = params.get("sections") === "1" && (d?.sections?.length ?? 0) > 0;
+  const cardPath = params.get("in") ?? "";
+  const enterAt = useRef<number | null>(null);
+  const showCards = useCallback(
+    (path: string) =>
+      setParams((prev) => {
+        const next = new URLSearchParams(prev);
+        next.set("sections", "1");
+        if (path) next.set("in", path);
+        else next.delete("in");
+        return next;
+      }),
+    [setParams],
+  );
+  const enterSection = useCallback(
+    (first: number) => {
+      enterAt.current = first;
+      selRef.current = first;
+      setParams((prev) => {
+        const next = new URLSearchParams(prev);
+        next.delete("sections");
+        next.delete("in");
+        next.set("step", String(first + 1));
+        return next;
+      });
+    },
+    [setParams],
+  );
+
   const [margin, setMargin] = useState(0);
   useEffect(() => {
     if (listRef.current) setMargin(listRef.current.offsetTop);
-  }, [d, traceAnns.length, composing]);
+  }, [d, traceAnns.length, composing, overview]);
   const virt = useVirtualizer({
     count: rows.length,
     getScrollElement: () => scrollRef.current,
@@ -124,6 +166,14 @@ export function TraceViewer() {
     if (selected > 0) requestAnimationFrame(() => virt.scrollToIndex(stepRow[selected], { align: "center" }));
   }, [d, rows, selected, stepRow, virt]);
 
+  // Entering a leaf section scrolls the list, once it is back, to its first step.
+  useEffect(() => {
+    if (overview || enterAt.current == null || rows.length === 0) return;
+    const i = enterAt.current;
+    enterAt.current = null;
+    requestAnimationFrame(() => virt.scrollToIndex(stepRow[i], { align: "start" }));
+  }, [overview, rows, stepRow, virt]);
+
   const toggleExpand = useCallback((stepId: string) => {
     setExpanded((s) => {
       const n = new Set(s);
@@ -137,7 +187,7 @@ export function TraceViewer() {
   // Keyboard: j/k, +/-, c, e, ?, Escape. Nothing fires while typing in a field or with a modifier.
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
-      if (help) return;
+      if (help || overview) return;
       if (e.ctrlKey || e.metaKey || e.altKey || typingIn(e) || steps.length === 0) return;
       const cur = selRef.current;
       const step = steps[cur];
@@ -187,7 +237,7 @@ export function TraceViewer() {
     };
     window.addEventListener("keydown", onKey);
     return () => window.removeEventListener("keydown", onKey);
-  }, [help, steps, select, virt, stepRow, canWrite, me, ann, byStep, composing, expanded, toggleExpand]);
+  }, [help, overview, steps, select, virt, stepRow, canWrite, me, ann, byStep, composing, expanded, toggleExpand]);
 
   if (trace.isPending)
     return (
@@ -299,6 +349,8 @@ export function TraceViewer() {
               ? t.evaluator.status === "scoring"
               : t.scoring_runs.some((r) => r.reward_model_id === creditModel && (r.status === "queued" || r.status === "running"))
           }
+          curves={curves}
+          completionNote={completionNote}
           onPick={(i) => {
             select(i);
             virt.scrollToIndex(stepRow[i], { align: "start" });
@@ -311,32 +363,29 @@ export function TraceViewer() {
             {t.step_scores.problems.length > 0 && <span className="warn-text"> · {t.step_scores.problems.length} label problem(s): {t.step_scores.problems.map((p) => `step ${p.step_index + 1}: ${p.message}`).join("; ")}</span>}
           </p>
         )}
-        {(t.sections?.length ?? 0) > 0 && steps.length > 0 && (
-          <SectionCrumbs
-            traceId={t.id}
-            steps={steps}
-            sections={t.sections!}
-            selected={selected}
-            onPick={(i) => {
-              select(i);
-              virt.scrollToIndex(stepRow[i], { align: "start" });
-            }}
-          />
-        )}
-        {t.sections?.some((s) => s.graded) && (
-          <CompletionCurve
-            traceId={t.id}
-            steps={steps}
-            onPick={(i) => {
-              select(i);
-              virt.scrollToIndex(stepRow[i], { align: "start" });
-            }}
-          />
+        {(t.sections?.length ?? 0) > 0 && steps.length > 0 && !overview && (
+          <div className="row wrap section-bar">
+            <button type="button" className="ghost" onClick={() => showCards(cardPathOf(t.sections!, selected))}>
+              Back to sections
+            </button>
+            <SectionCrumbs
+              traceId={t.id}
+              steps={steps}
+              sections={t.sections!}
+              selected={selected}
+              onPick={(i) => {
+                select(i);
+                virt.scrollToIndex(stepRow[i], { align: "start" });
+              }}
+            />
+          </div>
         )}
         {t.spans.length > 0 && <Timeline spans={t.spans} onPick={(i) => { select(i); virt.scrollToIndex(stepRow[i], { align: "start" }); }} />}
       </header>
 
-      {steps.length === 0 ? (
+      {overview ? (
+        <SectionCards traceId={t.id} stepsKey={steps.map((s) => s.id).join(",")} sections={t.sections!} path={cardPath} onPath={showCards} onEnter={(s) => enterSection(s.first_step_index)} />
+      ) : steps.length === 0 ? (
         <p className="state muted">This trace has no steps.</p>
       ) : (
         <div ref={listRef} className="steps" style={{ height: virt.getTotalSize(), position: "relative" }}>
