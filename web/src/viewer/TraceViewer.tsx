@@ -93,14 +93,24 @@ export function TraceViewer() {
 
   const selected = Math.min(Math.max(0, Number(params.get("step") ?? "1") - 1), Math.max(0, steps.length - 1));
   // Key presses can arrive faster than React re-renders: the latest selection
-  // is kept here too, so two quick j presses move two steps.
+  // is kept here too, so two quick j presses move two steps. A render of an
+  // older step while a newer one is still on its way to the URL must not
+  // pull the selection back (that lost a press): only a URL change this
+  // page did not ask for, or the arrival of the one it asked for, syncs it.
   const selRef = useRef(selected);
+  const requested = useRef<number | null>(null);
+  const inURL = useRef(selected);
   useEffect(() => {
-    selRef.current = selected;
+    inURL.current = selected;
+    if (requested.current === null || requested.current === selected) {
+      selRef.current = selected;
+      requested.current = null;
+    }
   }, [selected]);
   const select = useCallback(
     (index: number) => {
       selRef.current = index;
+      requested.current = index === inURL.current ? null : index; // no URL change is coming for the current step
       setParams(
         (prev) => {
           const next = new URLSearchParams(prev);
@@ -134,6 +144,7 @@ export function TraceViewer() {
     (first: number) => {
       enterAt.current = first;
       selRef.current = first;
+      requested.current = first === inURL.current ? null : first;
       setParams((prev) => {
         const next = new URLSearchParams(prev);
         next.delete("sections");
