@@ -76,18 +76,8 @@ func (w *Worker) HandleEvaluatorTrain(ctx context.Context, payload []byte) bool 
 	claim, err := retry(ctx, 0, log, "claiming the evaluator candidate", func(ctx context.Context) (*jobs.EvaluatorCandidateClaim, error) {
 		return w.client.ClaimCandidate(ctx, m.CandidateID)
 	})
-	switch {
-	case ctx.Err() != nil:
-		outcome = "interrupted"
-		return false
-	case errors.Is(err, ErrNotClaimable):
-		outcome = "refused"
-		log.Info("skipping evaluator candidate: not claimable (a duplicate or stale delivery)", "detail", err.Error())
-		return true
-	case err != nil:
-		outcome, jobErr = "refused", err
-		log.Error("skipping evaluator candidate: claim refused", "error", err)
-		return true
+	if stop, ack := settleClaim(ctx, err, log, "evaluator candidate", slog.LevelInfo, &outcome, &jobErr); stop {
+		return ack
 	}
 	log.Info("claimed evaluator candidate", "base_model", claim.BaseModel, "epochs", claim.Epochs, "incumbent", claim.IncumbentArtifactKey,
 		"lease_seconds", claim.LeaseSeconds)
@@ -288,18 +278,8 @@ func (w *Worker) HandleEvaluatorScore(ctx context.Context, payload []byte) bool 
 	claim, err := retry(ctx, 0, log, "claiming evaluator scoring", func(ctx context.Context) (*jobs.EvaluatorScoringClaim, error) {
 		return w.client.ClaimEvaluatorScoring(ctx, m.TraceID)
 	})
-	switch {
-	case ctx.Err() != nil:
-		outcome = "interrupted"
-		return false
-	case errors.Is(err, ErrNotClaimable):
-		outcome = "refused"
-		log.Debug("skipping evaluator scoring: not claimable", "detail", err.Error())
-		return true
-	case err != nil:
-		outcome, jobErr = "refused", err
-		log.Error("skipping evaluator scoring: claim refused", "error", err)
-		return true
+	if stop, ack := settleClaim(ctx, err, log, "evaluator scoring", slog.LevelDebug, &outcome, &jobErr); stop {
+		return ack
 	}
 	req := jobs.EvaluatorScoringRequest{TraceRevision: claim.TraceRevision, Release: claim.Release}
 	start := time.Now()

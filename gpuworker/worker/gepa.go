@@ -41,18 +41,8 @@ func (w *Worker) HandleGepa(ctx context.Context, payload []byte) bool {
 	claim, err := retry(ctx, 0, log, "claiming the GEPA run", func(ctx context.Context) (*jobs.GepaClaim, error) {
 		return w.client.ClaimGepa(ctx, m.RunID)
 	})
-	switch {
-	case ctx.Err() != nil:
-		outcome = "interrupted"
-		return false
-	case errors.Is(err, ErrNotClaimable):
-		outcome = "refused"
-		log.Info("skipping GEPA job: not claimable (a duplicate or stale delivery)", "detail", err.Error())
-		return true
-	case err != nil:
-		outcome, jobErr = "refused", err
-		log.Error("skipping GEPA job: claim refused", "error", err)
-		return true
+	if stop, ack := settleClaim(ctx, err, log, "GEPA job", slog.LevelInfo, &outcome, &jobErr); stop {
+		return ack
 	}
 	log.Info("claimed GEPA run", "task_model", claim.Job.TaskModel, "reflection_model", claim.Job.ReflectionModel,
 		"max_metric_calls", claim.Job.MaxMetricCalls)

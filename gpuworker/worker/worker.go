@@ -601,18 +601,8 @@ func (w *Worker) HandleTrain(ctx context.Context, payload []byte) bool {
 	claim, err := retry(ctx, 0, log, "claiming training", func(ctx context.Context) (*TrainingClaim, error) {
 		return w.client.ClaimTraining(ctx, m.ModelID, m.Attempt)
 	})
-	switch {
-	case ctx.Err() != nil:
-		outcome = "interrupted"
-		return false
-	case errors.Is(err, ErrNotClaimable):
-		outcome = "refused"
-		log.Info("skipping training job: not claimable (a duplicate or stale delivery)", "detail", err.Error())
-		return true
-	case err != nil:
-		outcome, jobErr = "refused", err
-		log.Error("skipping training job: claim refused", "error", err)
-		return true
+	if stop, ack := settleClaim(ctx, err, log, "training job", slog.LevelInfo, &outcome, &jobErr); stop {
+		return ack
 	}
 	var finished bool
 	outcome, jobErr, finished = w.runClaimed(ctx, log, tail, m, claim)
@@ -838,18 +828,8 @@ func (w *Worker) HandleScore(ctx context.Context, payload []byte) bool {
 	claim, err := retry(ctx, 0, log, "claiming scoring", func(ctx context.Context) (*ScoringClaim, error) {
 		return w.client.ClaimScoring(ctx, m.RunID, m.TraceID, m.ModelID)
 	})
-	switch {
-	case ctx.Err() != nil:
-		outcome = "interrupted"
-		return false
-	case errors.Is(err, ErrNotClaimable):
-		outcome = "refused"
-		log.Info("skipping scoring job: not claimable (a duplicate or stale delivery)", "detail", err.Error())
-		return true
-	case err != nil:
-		outcome, jobErr = "refused", err
-		log.Error("skipping scoring job: claim refused", "error", err)
-		return true
+	if stop, ack := settleClaim(ctx, err, log, "scoring job", slog.LevelInfo, &outcome, &jobErr); stop {
+		return ack
 	}
 	log.Info("claimed scoring job", "items_key", claim.ItemsKey)
 	scoreStart := time.Now()
@@ -1139,4 +1119,27 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// settleClaim ends a job whose claim did not succeed, the same way for every
+// job kind. ctx ended: "interrupted", and the message stays unacknowledged.
+// Not claimable (a duplicate or stale delivery): "refused" and acknowledged,
+// logged at quiet. Any other refusal: "refused", logged as an error and
+// kept as the job's error. It reports whether the handler stops and, when it
+// does, what it returns.
+func settleClaim(ctx context.Context, err error, log *slog.Logger, job string, quiet slog.Level, outcome *string, jobErr *error) (stop, ack bool) {
+	switch {
+	case ctx.Err() != nil:
+		*outcome = "interrupted"
+		return true, false
+	case errors.Is(err, ErrNotClaimable):
+		*outcome = "refused"
+		log.Log(ctx, quiet, "skipping "+job+": not claimable (a duplicate or stale delivery)", "detail", err.Error())
+		return true, true
+	case err != nil:
+		*outcome, *jobErr = "refused", err
+		log.Error("skipping "+job+": claim refused", "error", err)
+		return true, true
+	}
+	return false, false
 }
