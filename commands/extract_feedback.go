@@ -231,7 +231,8 @@ func (c *Commands) FinishExtraction(ctx context.Context, workerID, modelID strin
 
 // ExpireExtractionLease requeues a running extraction whose worker stopped
 // renewing its lease before now (Postgres's clock, as for training); the
-// dispatch projection then publishes the job again. A live lease or an
+// dispatch projection then publishes the job again. The attempt's
+// MaxLostRuns-th lost run fails the model instead. A live lease or an
 // extraction that is not running appends nothing (an empty Result).
 func (c *Commands) ExpireExtractionLease(ctx context.Context, modelID string, now time.Time) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
@@ -239,11 +240,14 @@ func (c *Commands) ExpireExtractionLease(ctx context.Context, modelID string, no
 		if err != nil {
 			return Result{}, err
 		}
-		p, expired := rewardmodels.DecideExtractionLeaseExpiry(st, now)
-		if !expired {
+		requeue, fail, expired := rewardmodels.DecideExtractionLeaseExpiry(st, now)
+		switch {
+		case !expired:
 			return Result{}, nil
+		case fail != nil:
+			return c.appendToModel(ctx, Actor{}, st, events.RewardModelTrainingFailed, *fail)
 		}
-		return c.appendToModel(ctx, Actor{}, st, events.RewardModelExtractionRequeued, p)
+		return c.appendToModel(ctx, Actor{}, st, events.RewardModelExtractionRequeued, *requeue)
 	})
 }
 

@@ -3,6 +3,8 @@ package commands_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -311,7 +313,34 @@ func TestAHandedBackOrExpiredExtractionContinuesWithItsFindings(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{"handed_back w1", "lease_expired w2"}, reasons)
-	claim3, err := cmds.ClaimExtraction(ctx, "w3", req.ModelID, 1, time.Minute)
+	claim3, err := cmds.ClaimExtraction(ctx, "w3", req.ModelID, 1, time.Second)
 	require.NoError(t, err)
 	require.Equal(t, 1, claim3.TargetsDone)
+
+	// The hand-back was no lost run; w2 was the first. w3 dying is the
+	// second (requeued), w4 dying the third: the model fails, saying why.
+	res, err = cmds.ExpireExtractionLease(ctx, req.ModelID, time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	require.NotEmpty(t, res.LastEventID)
+	m, err = cmds.Model(ctx, req.ModelID)
+	require.NoError(t, err)
+	require.Equal(t, rewardmodels.StatusQueued, m.Status, "two lost runs: still queued")
+	require.Len(t, m.LostRuns, 2)
+	_, err = cmds.ClaimExtraction(ctx, "w4", req.ModelID, 1, time.Second)
+	require.NoError(t, err)
+	res, err = cmds.ExpireExtractionLease(ctx, req.ModelID, time.Now().Add(time.Minute))
+	require.NoError(t, err)
+	require.NotEmpty(t, res.LastEventID)
+	m, err = cmds.Model(ctx, req.ModelID)
+	require.NoError(t, err)
+	require.Equal(t, rewardmodels.StatusFailed, m.Status, "the third lost run fails the model")
+	lines := strings.Split(m.Error, "\n")
+	require.Equal(t, "training failed: the worker was lost 3 times (lease expired each time); retry the model once the workers are healthy", lines[0])
+	require.Len(t, lines, 4)
+	for i, w := range []string{"w2", "w3", "w4"} {
+		require.True(t, strings.HasPrefix(lines[i+1], fmt.Sprintf("run %d: worker %s sent no feedback-extraction heartbeat", i+1, w)), lines[i+1])
+	}
+	res, err = cmds.ExpireExtractionLease(ctx, req.ModelID, time.Now().Add(time.Hour))
+	require.NoError(t, err)
+	require.Empty(t, res.LastEventID, "a failed model's extraction is not requeued")
 }

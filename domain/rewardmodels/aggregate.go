@@ -297,13 +297,20 @@ func DecideLeaseExpiry(s State, now time.Time) (LeaseExpiry, bool) {
 		return LeaseExpiry{Requeue: &events.RewardModelTrainingRequeuedV1{ModelID: s.ID, Attempt: s.Attempt, WorkerID: s.WorkerID,
 			Reason: events.RequeueLeaseExpired, Detail: detail, LostRuns: len(lost)}}, true
 	}
+	return LeaseExpiry{Fail: lostRunsFailure(s, lost)}, true
+}
+
+// lostRunsFailure fails the attempt after its MaxLostRuns-th lost run
+// (training's or feedback extraction's: they count together, since either
+// way a worker died holding the attempt): the first line says what
+// happened, one line per lost run follows.
+func lostRunsFailure(s State, lost []string) *events.RewardModelTrainingFailedV1 {
 	var b strings.Builder
 	fmt.Fprintf(&b, "training failed: the worker was lost %d times (lease expired each time); retry the model once the workers are healthy", len(lost))
 	for i, d := range lost {
 		fmt.Fprintf(&b, "\nrun %d: %s", i+1, d)
 	}
-	return LeaseExpiry{Fail: &events.RewardModelTrainingFailedV1{ModelID: s.ID, Attempt: s.Attempt,
-		Reason: events.FailureLeaseExpired, Error: FitError(b.String())}}, true
+	return &events.RewardModelTrainingFailedV1{ModelID: s.ID, Attempt: s.Attempt, Reason: events.FailureLeaseExpired, Error: FitError(b.String())}
 }
 
 // DecideRetry re-queues a failed model as a new attempt (409 otherwise).

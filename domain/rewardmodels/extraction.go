@@ -2,6 +2,7 @@ package rewardmodels
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/criticml/critic/domain"
@@ -113,22 +114,38 @@ func (s *State) applyExtraction(e events.Envelope) error {
 		// Nobody holds it now; the recorded findings (Extracted) stay.
 		if x := s.Extraction; x != nil && x.Attempt == p.Attempt && !x.Finished {
 			s.Extraction = nil
+			if p.Reason == events.RequeueLeaseExpired {
+				detail := p.Detail
+				if detail == "" { // recorded before the detail was kept
+					detail = "worker " + p.WorkerID + " stopped renewing its feedback-extraction lease"
+				}
+				s.LostRuns = append(s.LostRuns, detail)
+			}
 		}
 	}
 	return nil
 }
 
-// DecideExtractionLeaseExpiry requeues a running extraction whose worker
+// DecideExtractionLeaseExpiry handles a running extraction whose worker
 // stopped renewing its lease before now (ok false: nothing to do — none is
-// running, or its lease is alive). The dispatch projection republishes the
-// job, so a worker that was handed the message while the lease was alive
-// could skip it instead of waiting.
-func DecideExtractionLeaseExpiry(s State, now time.Time) (events.RewardModelExtractionRequeuedV1, bool) {
+// running, or its lease is alive). It goes back to the queue (the dispatch
+// projection republishes the job, so a worker handed the message while the
+// lease was alive could skip it instead of waiting), or, once the attempt
+// lost MaxLostRuns runs (extraction and training together), the model
+// fails as training does.
+func DecideExtractionLeaseExpiry(s State, now time.Time) (requeue *events.RewardModelExtractionRequeuedV1, fail *events.RewardModelTrainingFailedV1, ok bool) {
 	x := s.Extraction
 	if s.Status != StatusQueued || s.Dataset != nil || x == nil || x.Attempt != s.Attempt || x.Finished || now.Before(x.LastBeat.Add(x.Lease)) {
-		return events.RewardModelExtractionRequeuedV1{}, false
+		return nil, nil, false
 	}
-	return events.RewardModelExtractionRequeuedV1{ModelID: s.ID, Attempt: x.Attempt, WorkerID: x.WorkerID, Reason: events.RequeueLeaseExpired}, true
+	detail := fmt.Sprintf("worker %s sent no feedback-extraction heartbeat for %s (last at %s): it stopped, crashed or lost its connection",
+		x.WorkerID, x.Lease, x.LastBeat.UTC().Format(time.RFC3339))
+	lost := append(slices.Clone(s.LostRuns), detail)
+	if len(lost) < MaxLostRuns {
+		return &events.RewardModelExtractionRequeuedV1{ModelID: s.ID, Attempt: x.Attempt, WorkerID: x.WorkerID,
+			Reason: events.RequeueLeaseExpired, Detail: detail}, nil, true
+	}
+	return nil, lostRunsFailure(s, lost), true
 }
 
 // takePending returns the finding events that precede a record, in order.

@@ -248,72 +248,113 @@ func SweepLeases(ctx context.Context, q LeaseQueries, cmds *commands.Commands, i
 			log.Warn("lease sweep: read the database clock", "err", err)
 			continue
 		}
-		ids, err := q.ExpiredLeases(ctx, now)
+		for _, k := range leaseKinds(q, cmds, lease) {
+			sweepKind(ctx, k, now, log, expired)
+		}
+	}
+}
+
+// leaseKind is one kind of leased job the sweep looks after: which jobs may
+// have lost their worker (the read model nominates), and the command that
+// lets the job's stream decide (an empty Result: nothing expired).
+type leaseKind struct {
+	kind   string // the lease-expiry metric's label
+	what   string // log noun
+	list   func(ctx context.Context, now time.Time) ([]leased, error)
+	expire func(ctx context.Context, j leased, now time.Time) (commands.Result, error)
+	// expired logs what happened to an expired job (requeued or failed).
+	expired func(ctx context.Context, log *slog.Logger, id string)
+}
+
+// leased names one nominated job; scoring runs also need their trace,
+// model and start.
+type leased struct {
+	id  string
+	run readmodel.StuckRun
+}
+
+func ids(list []string, err error) ([]leased, error) {
+	out := make([]leased, len(list))
+	for i, id := range list {
+		out[i] = leased{id: id}
+	}
+	return out, err
+}
+
+func leaseKinds(q LeaseQueries, cmds *commands.Commands, lease time.Duration) []leaseKind {
+	logAs := func(level slog.Level, msg, key string) func(context.Context, *slog.Logger, string) {
+		return func(ctx context.Context, log *slog.Logger, id string) { log.Log(ctx, level, msg, key, id) }
+	}
+	return []leaseKind{{
+		kind: "train", what: "model",
+		list: func(ctx context.Context, now time.Time) ([]leased, error) { return ids(q.ExpiredLeases(ctx, now)) },
+		expire: func(ctx context.Context, j leased, now time.Time) (commands.Result, error) {
+			return cmds.ExpireLease(ctx, j.id, now)
+		},
+		expired: func(ctx context.Context, log *slog.Logger, id string) {
+			if m, err := cmds.Model(ctx, id); err == nil && m.Status == rewardmodels.StatusQueued {
+				log.Warn("lease expired: training requeued for another worker", "model", id,
+					"lost_runs", len(m.LostRuns), "max_lost_runs", rewardmodels.MaxLostRuns)
+			} else {
+				log.Warn("lease expired: model failed", "model", id, "max_lost_runs", rewardmodels.MaxLostRuns)
+			}
+		},
+	}, {
+		kind: "gepa", what: "run",
+		list: func(ctx context.Context, now time.Time) ([]leased, error) { return ids(q.ExpiredGepaLeases(ctx, now)) },
+		expire: func(ctx context.Context, j leased, now time.Time) (commands.Result, error) {
+			return cmds.ExpireGepaLease(ctx, j.id, now)
+		},
+		expired: logAs(slog.LevelInfo, "lease expired: GEPA run requeued (or failed after its third lost run)", "run"),
+	}, {
+		kind: "evaluator_train", what: "candidate",
+		list: func(ctx context.Context, now time.Time) ([]leased, error) {
+			return ids(cmds.ExpiredCandidateLeases(ctx, now, lease))
+		},
+		expire: func(ctx context.Context, j leased, now time.Time) (commands.Result, error) {
+			return cmds.ExpireCandidateLease(ctx, j.id, now, lease)
+		},
+		expired: logAs(slog.LevelWarn, "lease expired: evaluator candidate requeued (or failed after its third lost run)", "candidate"),
+	}, {
+		kind: "extract", what: "model",
+		list: func(ctx context.Context, _ time.Time) ([]leased, error) { return ids(q.ExtractingModels(ctx)) },
+		expire: func(ctx context.Context, j leased, now time.Time) (commands.Result, error) {
+			return cmds.ExpireExtractionLease(ctx, j.id, now)
+		},
+		expired: logAs(slog.LevelWarn, "lease expired: feedback extraction requeued for another worker, its recorded findings kept (or the model failed after its third lost run)", "model"),
+	}, {
+		kind: "score", what: "run",
+		list: func(ctx context.Context, now time.Time) ([]leased, error) {
+			runs, err := q.StuckScoringRuns(ctx, now.Add(-ScoringTimeout))
+			out := make([]leased, len(runs))
+			for i, r := range runs {
+				out[i] = leased{id: r.ID, run: r}
+			}
+			return out, err
+		},
+		expire: func(ctx context.Context, j leased, now time.Time) (commands.Result, error) {
+			return cmds.ExpireScoringRun(ctx, j.run.TraceID, j.run.ModelID, j.run.ID, j.run.StartedAt, now, ScoringTimeout)
+		},
+		expired: logAs(slog.LevelInfo, "scoring run gave no result in time: requeued (or failed after its third lost run)", "run"),
+	}}
+}
+
+// sweepKind expires one kind's nominated jobs whose stream agrees.
+func sweepKind(ctx context.Context, k leaseKind, now time.Time, log *slog.Logger, expired func(string)) {
+	jobs, err := k.list(ctx, now)
+	if err != nil {
+		log.Warn("lease sweep: list", "kind", k.kind, "err", err)
+		return
+	}
+	for _, j := range jobs {
+		res, err := k.expire(ctx, j, now)
 		if err != nil {
-			log.Warn("lease sweep", "err", err)
+			log.Warn("lease sweep: expire", "kind", k.kind, k.what, j.id, "err", err)
 			continue
 		}
-		for _, id := range ids {
-			if res, err := cmds.ExpireLease(ctx, id, now); err != nil {
-				log.Warn("lease sweep: expire", "model", id, "err", err)
-			} else if res.LastEventID != "" {
-				expired("train")
-				if m, err := cmds.Model(ctx, id); err == nil && m.Status == rewardmodels.StatusQueued {
-					log.Warn("lease expired: training requeued for another worker", "model", id,
-						"lost_runs", len(m.LostRuns), "max_lost_runs", rewardmodels.MaxLostRuns)
-				} else {
-					log.Warn("lease expired: model failed", "model", id, "max_lost_runs", rewardmodels.MaxLostRuns)
-				}
-			}
-		}
-		gepaRuns, err := q.ExpiredGepaLeases(ctx, now)
-		if err != nil {
-			log.Warn("GEPA lease sweep", "err", err)
-		}
-		for _, id := range gepaRuns {
-			if res, err := cmds.ExpireGepaLease(ctx, id, now); err != nil {
-				log.Warn("GEPA lease sweep: expire", "run", id, "err", err)
-			} else if res.LastEventID != "" {
-				expired("gepa")
-				log.Info("lease expired: GEPA run requeued (or failed after its third lost run)", "run", id)
-			}
-		}
-		cands, err := cmds.ExpiredCandidateLeases(ctx, now, lease)
-		if err != nil {
-			log.Warn("evaluator candidate lease sweep", "err", err)
-		}
-		for _, id := range cands {
-			if res, err := cmds.ExpireCandidateLease(ctx, id, now, lease); err != nil {
-				log.Warn("evaluator candidate lease sweep: expire", "candidate", id, "err", err)
-			} else if res.LastEventID != "" {
-				expired("evaluator_train")
-				log.Warn("lease expired: evaluator candidate requeued (or failed after its third lost run)", "candidate", id)
-			}
-		}
-		extracting, err := q.ExtractingModels(ctx)
-		if err != nil {
-			log.Warn("extraction lease sweep", "err", err)
-		}
-		for _, id := range extracting {
-			if res, err := cmds.ExpireExtractionLease(ctx, id, now); err != nil {
-				log.Warn("extraction lease sweep: expire", "model", id, "err", err)
-			} else if res.LastEventID != "" {
-				expired("extract")
-				log.Warn("lease expired: feedback extraction requeued for another worker (its recorded findings stay)", "model", id)
-			}
-		}
-		runs, err := q.StuckScoringRuns(ctx, now.Add(-ScoringTimeout))
-		if err != nil {
-			log.Warn("scoring sweep", "err", err)
-			continue
-		}
-		for _, r := range runs {
-			if res, err := cmds.ExpireScoringRun(ctx, r.TraceID, r.ModelID, r.ID, r.StartedAt, now, ScoringTimeout); err != nil {
-				log.Warn("scoring sweep: expire", "run", r.ID, "err", err)
-			} else if res.LastEventID != "" {
-				expired("score")
-				log.Info("scoring run gave no result in time: requeued (or failed after its third lost run)", "run", r.ID)
-			}
+		if res.LastEventID != "" {
+			expired(k.kind)
+			k.expired(ctx, log, j.id)
 		}
 	}
 }

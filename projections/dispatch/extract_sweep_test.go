@@ -114,7 +114,8 @@ func TestSweepRequeuesAnExpiredExtractionAndPublishesItAgain(t *testing.T) {
 	require.Len(t, requeued, 1, "exactly the dead extraction is requeued, once")
 	var p events.RewardModelExtractionRequeuedV1
 	require.NoError(t, json.Unmarshal(requeued[0].Payload, &p))
-	require.Equal(t, events.RewardModelExtractionRequeuedV1{ModelID: dead, Attempt: 1, WorkerID: "w-dead", Reason: events.RequeueLeaseExpired}, p)
+	require.Contains(t, p.Detail, "worker w-dead sent no feedback-extraction heartbeat")
+	require.Equal(t, events.RewardModelExtractionRequeuedV1{ModelID: dead, Attempt: 1, WorkerID: "w-dead", Reason: events.RequeueLeaseExpired, Detail: p.Detail}, p)
 	require.NoError(t, proj.Apply(ctx, later))
 	rec := &recorder{msgs: map[string][]*message.Message{}}
 	require.NoError(t, dispatch.New(cmds, rec, discard).Apply(ctx, requeued))

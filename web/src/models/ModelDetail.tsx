@@ -116,11 +116,11 @@ export function ModelDetail() {
           <span className="muted">{progressText(d)}</span>
         </p>
         <p className="muted small-text">
-          {d.base_model} · {d.compute}
+          {d.base_model} · {d.worker_id && d.compute === "worker" ? "" : d.compute}
           {d.worker_id && (
             <>
-              {" "}
-              on worker <span aria-label="Worker">{d.worker_id}</span>
+              {d.compute === "worker" ? "" : " · "}
+              {d.status === "succeeded" ? "trained by" : "on"} worker <span aria-label="Worker">{d.worker_id}</span>
             </>
           )}{" "}
           · {d.epochs} epoch{d.epochs === 1 ? "" : "s"} · max {d.max_pairs} pairs · {d.trace_count} traces · created{" "}
