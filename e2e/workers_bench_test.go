@@ -1,9 +1,11 @@
 package e2e
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,12 +66,36 @@ func BenchmarkWorkers(b *testing.B) {
 		}
 		took := time.Since(start)
 		trainedBy := map[string]int{}
-		var busy float64 // the workers' own training time (metrics.seconds), summed
+		var busy float64                  // the workers' own training time (metrics.seconds), summed
+		runs := map[string][][2]float64{} // per worker: each model's start and finish, seconds after the clock started
+		var waits []float64               // each model's wait in the queue (created → started)
+		at := func(m map[string]any, k string) time.Time {
+			t, err := time.Parse(time.RFC3339Nano, m[k].(string))
+			require.NoError(b, err, "%s of %v", k, m)
+			return t
+		}
 		for _, id := range ids {
 			m := in.do("GET", "/api/v1/rm/reward-models/"+id, key, nil).JSON(b)
-			trainedBy[m["worker_id"].(string)]++
+			w := m["worker_id"].(string)
+			trainedBy[w]++
 			busy += m["metrics"].(map[string]any)["seconds"].(float64)
+			started, finished := at(m, "started_at"), at(m, "finished_at")
+			waits = append(waits, started.Sub(at(m, "created_at")).Seconds())
+			runs[w] = append(runs[w], [2]float64{started.Sub(start).Seconds(), finished.Sub(start).Seconds()})
 		}
+		// Where the wall time went: when each worker started and ended each
+		// model (gaps between are a worker idling while models wait), and
+		// how long models waited in the queue.
+		slices.Sort(waits)
+		for w, r := range runs {
+			slices.SortFunc(r, func(a, b [2]float64) int { return cmp.Compare(a[0], b[0]) })
+			var spans []string
+			for _, x := range r {
+				spans = append(spans, fmt.Sprintf("%.1f→%.1f", x[0], x[1]))
+			}
+			fmt.Printf("bench-workers:   %s trained %s (s after the first request)\n", w, strings.Join(spans, ", "))
+		}
+		fmt.Printf("bench-workers:   queue wait per model (created → started): min %.1fs, median %.1fs, max %.1fs\n", waits[0], waits[len(waits)/2], waits[len(waits)-1])
 		for _, p := range procs {
 			p.signal(syscall.SIGTERM)
 		}

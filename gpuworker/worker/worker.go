@@ -73,7 +73,8 @@ const DefaultShortJobs = 2
 //     ShortJobs at a time, each its own group member, so one slow model
 //     call does not stop the kind; leaving the group per job would cost a
 //     rebalance of every topic of the group for each one.
-//   - labels run LabelJobs at a time; training is pulled (trainLoop).
+//   - labels run LabelJobs at a time; training is pulled (trainLoop), and
+//     its wake-up messages reach every worker (WakeGroup).
 //   - feedback extraction releases like the long jobs: a redelivered
 //     extraction whose lease another worker holds is skipped (committed),
 //     and the API's lease sweep requeues and republishes one whose holder
@@ -322,10 +323,23 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	defer sub.Close()
+	// Train messages only wake an idle training loop, so every worker must
+	// see every one: in the shared group a wake-up lands on whichever member
+	// holds its partition — often a busy one — and the idle worker waited
+	// for its next claim poll. A group of this worker's own (new ones start
+	// at the topic's beginning, and any number of old wake-ups is one claim)
+	// hands it all of them.
+	wakeSub, err := bus.NewSubscriber(bus.Config{Brokers: w.cfg.Brokers, ConsumerGroup: w.WakeGroup(),
+		ClientID: "critic-worker", CommitInterval: time.Second, Logger: w.log}, watermill.NewSlogLogger(w.log))
+	if err != nil {
+		return err
+	}
+	defer wakeSub.Close()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	type consumer struct {
+		sub    *bus.Subscriber
 		topic  string
 		handle func(context.Context, []byte) bool
 	}
@@ -336,15 +350,17 @@ func (w *Worker) Run(ctx context.Context) error {
 		switch {
 		case !ok:
 			return fmt.Errorf("this worker has no handler for job topic %s", topic)
+		case topic == TopicTrain:
+			consumers = append(consumers, consumer{wakeSub, topic, h})
 		case shortJob(topic):
 			for range w.cfg.ShortJobs {
-				consumers = append(consumers, consumer{topic, h})
+				consumers = append(consumers, consumer{sub, topic, h})
 			}
 		case topic != TopicLabel:
-			consumers = append(consumers, consumer{topic, h})
+			consumers = append(consumers, consumer{sub, topic, h})
 		case w.cfg.StepLabel != nil:
 			for range w.cfg.LabelJobs {
-				consumers = append(consumers, consumer{topic, h})
+				consumers = append(consumers, consumer{sub, topic, h})
 			}
 			if w.cfg.Grader == nil {
 				w.log.Info("no quality checks: step scores are the rules alone", "reason", w.cfg.GraderUnavailable)
@@ -361,7 +377,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.consume(ctx, sub, t.topic, t.handle); err != nil {
+			if err := w.consume(ctx, t.sub, t.topic, t.handle); err != nil {
 				cancel(err)
 			}
 		}()
@@ -376,7 +392,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		topics[i] = c.topic
 	}
 	gogc := model.SetEngineGC() // this process scores and trains: see model.EngineGCPercent
-	w.log.Info("worker consuming", "topics", topics, "group", w.cfg.ConsumerGroup,
+	w.log.Info("worker consuming", "topics", topics, "group", w.cfg.ConsumerGroup, "wake_group", w.WakeGroup(),
 		"brokers", strings.Join(w.cfg.Brokers, ","), "cpu_kernels", model.CPUKernels(), "gogc", gogc)
 	if advice := model.CPUKernelsAdvice(); advice != "" {
 		w.log.Warn(advice)
@@ -510,6 +526,10 @@ func (w *Worker) Close() {
 }
 
 var errLeaseLost = errors.New("lease lost")
+
+// WakeGroup is the consumer group of this worker alone that reads
+// critic.jobs.train (see Run): "<group>.wake.<worker id>".
+func (w *Worker) WakeGroup() string { return w.cfg.ConsumerGroup + ".wake." + w.client.WorkerID }
 
 // WakeTraining handles a critic.jobs.train message: it is only a wake-up
 // (a model became claimable). The attempt itself is pulled by the
