@@ -114,12 +114,9 @@ func (w *Worker) HandleEvaluatorTrain(ctx context.Context, payload []byte) bool 
 	if ctx.Err() != nil {
 		// Stopping: hand it back; the next free worker trains it.
 		outcome = "interrupted"
-		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		log.Warn("worker shutting down: handing the evaluator candidate back to the queue")
-		if err := w.client.CandidateHandBack(hctx, m.CandidateID, "worker "+w.client.WorkerID+" is shutting down"); err != nil {
-			log.Error("could not hand the candidate back", "error", err)
-		}
+		w.handBack(ctx, log, "evaluator candidate", "its lease will expire and requeue it", func(ctx context.Context, reason string) error {
+			return w.client.CandidateHandBack(ctx, m.CandidateID, reason)
+		})
 		return false
 	}
 	log.Error("evaluator candidate failed", "error", err)

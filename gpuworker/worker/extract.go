@@ -56,12 +56,9 @@ func (w *Worker) HandleExtract(ctx context.Context, payload []byte) bool {
 	log.Info("claimed extraction", "classifier_model", claim.ClassifierModel, "targets", claim.TargetsTotal, "reused", claim.TargetsDone)
 	runErr := w.extract(ctx, claim)
 	if ctx.Err() != nil && runErr != nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		log.Warn("worker shutting down: handing the extraction back to the queue (its recorded findings stay)")
-		if err := w.client.ExtractionHandBack(rctx, m.ModelID, m.Attempt, "worker "+w.client.WorkerID+" is shutting down"); err != nil {
-			log.Error("could not hand the extraction back; the lease sweep requeues it once its lease has run out", "error", err)
-		}
+		w.handBack(ctx, log, "extraction (its recorded findings stay)", "the lease sweep requeues it once its lease has run out", func(ctx context.Context, reason string) error {
+			return w.client.ExtractionHandBack(ctx, m.ModelID, m.Attempt, reason)
+		})
 		return false
 	}
 	msg := ""

@@ -78,12 +78,9 @@ func (w *Worker) HandleGepa(ctx context.Context, payload []byte) bool {
 		jobErr = err
 		if ctx.Err() != nil {
 			outcome = "interrupted"
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			log.Warn("worker shutting down: handing the GEPA run back to the queue")
-			if err := w.client.GepaHandBack(rctx, m.RunID, "worker "+w.client.WorkerID+" is shutting down"); err != nil {
-				log.Error("could not hand the GEPA run back; its lease will expire and requeue it", "error", err)
-			}
+			w.handBack(ctx, log, "GEPA run", "its lease will expire and requeue it", func(ctx context.Context, reason string) error {
+				return w.client.GepaHandBack(ctx, m.RunID, reason)
+			})
 			return false
 		}
 		log.Error("GEPA run failed", "error", err)

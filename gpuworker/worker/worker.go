@@ -527,6 +527,18 @@ func (w *Worker) Close() {
 
 var errLeaseLost = errors.New("lease lost")
 
+// handBack returns a job this stopping worker holds to the queue (hand
+// with reason "worker <id> is shutting down"), within 10 s of ctx ending;
+// ifFailed says what happens to the job when the API cannot be told.
+func (w *Worker) handBack(ctx context.Context, log *slog.Logger, what, ifFailed string, hand func(ctx context.Context, reason string) error) {
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	log.Warn("worker shutting down: handing the " + what + " back to the queue")
+	if err := hand(hctx, "worker "+w.client.WorkerID+" is shutting down"); err != nil {
+		log.Error("could not hand the "+what+" back; "+ifFailed, "error", err)
+	}
+}
+
 // WakeGroup is the consumer group of this worker alone that reads
 // critic.jobs.train (see Run): "<group>.wake.<worker id>".
 func (w *Worker) WakeGroup() string { return w.cfg.ConsumerGroup + ".wake." + w.client.WorkerID }
@@ -866,12 +878,9 @@ func (w *Worker) HandleScore(ctx context.Context, payload []byte) bool {
 		if ctx.Err() != nil {
 			// Stopping: hand the run back; the next free worker scores it.
 			outcome = "interrupted"
-			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			defer cancel()
-			log.Warn("worker shutting down: handing the scoring run back to the queue")
-			if err := w.client.ScoringHandBack(hctx, m.RunID, m.TraceID, m.ModelID, "worker "+w.client.WorkerID+" is shutting down"); err != nil {
-				log.Error("could not hand the scoring run back; it fails once it has run too long", "error", err)
-			}
+			w.handBack(ctx, log, "scoring run", "it fails once it has run too long", func(ctx context.Context, reason string) error {
+				return w.client.ScoringHandBack(ctx, m.RunID, m.TraceID, m.ModelID, reason)
+			})
 			return false
 		}
 		log.Error("scoring failed", "error", err)
