@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"net/http"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,6 +54,10 @@ func BenchmarkWorkers(b *testing.B) {
 			}
 			return true
 		}, time.Minute, 50*time.Millisecond, "the workers did not start:\n%s", in.logText())
+		apiCPU, workerCPU := cpuSeconds(in.cmd.Process.Pid), 0.0
+		for _, p := range procs {
+			workerCPU -= cpuSeconds(p.cmd.Process.Pid)
+		}
 		start := time.Now()
 		var ids []string
 		for i := range n {
@@ -65,6 +71,10 @@ func BenchmarkWorkers(b *testing.B) {
 			require.Equal(b, "succeeded", m["status"], "%v", m["error"])
 		}
 		took := time.Since(start)
+		apiCPU = cpuSeconds(in.cmd.Process.Pid) - apiCPU
+		for _, p := range procs {
+			workerCPU += cpuSeconds(p.cmd.Process.Pid)
+		}
 		trainedBy := map[string]int{}
 		var busy float64                  // the workers' own training time (metrics.seconds), summed
 		runs := map[string][][2]float64{} // per worker: each model's start and finish, seconds after the clock started
@@ -95,6 +105,11 @@ func BenchmarkWorkers(b *testing.B) {
 			}
 			fmt.Printf("bench-workers:   %s trained %s (s after the first request)\n", w, strings.Join(spans, ", "))
 		}
+		// What else ran on the machine's cores meanwhile: the API process
+		// (with the embedded broker and the projections) competes with the
+		// workers for the same CPUs, more so when two workers fill them.
+		fmt.Printf("bench-workers:   CPU: API process %.1fs, worker processes %.1fs, during %.1fs on %d cores\n",
+			apiCPU, workerCPU, took.Seconds(), runtime.NumCPU())
 		fmt.Printf("bench-workers:   queue wait per model (created → started): min %.1fs, median %.1fs, max %.1fs\n", waits[0], waits[len(waits)/2], waits[len(waits)-1])
 		for _, p := range procs {
 			p.signal(syscall.SIGTERM)
@@ -118,4 +133,21 @@ func BenchmarkWorkers(b *testing.B) {
 		b.ReportMetric(two.Seconds(), "s_2workers")
 		b.ReportMetric(ratio, "ratio")
 	}
+}
+
+// cpuSeconds is the user+system CPU time a process used so far, from
+// /proc/<pid>/stat (0 where it cannot be read).
+func cpuSeconds(pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: fields count from the ')'.
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100 // USER_HZ, 100 on Linux
 }
