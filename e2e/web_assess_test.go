@@ -11,20 +11,23 @@ import (
 
 var (
 	webSectionRe = regexp.MustCompile(`<section first="([^"]+)"`)
-	webTaskRe    = regexp.MustCompile(`<task index="`)
+	webTaskRe    = regexp.MustCompile(`<task index="\d+" first="([^"]+)" last="([^"]+)">`)
 	webEventRe   = regexp.MustCompile(`<event step="([^"]+)" role="(\w+)">`)
 )
 
 // webAssessor starts the browser suite's fast model (CRITIC_FAST_MODEL),
 // scripted so the viewer's section breadcrumbs and completion curve have
 // something to show that a test can predict: a section is titled "Reviewed
-// part <first 8 characters of its first step id>" (so a title shown in a
-// breadcrumb proves it was bound to that exact range); it scores 0.8 when
+// part <last 8 characters of its first step id>" (the random end of the
+// id — its start is the import time, alike for every step of a trace — so a
+// title shown in a breadcrumb proves it was bound to that exact range); it scores 0.8 when
 // it holds the labeled trace's answer ("refund is on its way") and is
 // Unscored, with the reason, otherwise. A single-request trace gets one
 // checkpoint per assistant event in the evidence, from 0.4 rising evenly
-// to 0.9, with the first user message as the objective. Titles are refused
-// (the derived titles the other pages expect stay).
+// to 0.9, with the first user message as the objective; in a trace of
+// several tasks each task's assistant events rise evenly from 0.2 to 0.8,
+// with the task's own first user message as its objective. Titles are
+// refused (the derived titles the other pages expect stay).
 func webAssessor(t *testing.T) string {
 	srv := llmtest.New(t)
 	srv.Handle(func(r llmtest.Request) llmtest.Reply {
@@ -38,38 +41,58 @@ func webAssessor(t *testing.T) string {
 				return llmtest.Status(400)
 			}
 			inside := p[strings.Index(p, "<section"):]
-			out := map[string]any{"title": "Reviewed part " + m[1][:8], "summary": "The agent worked on the customer's request.",
+			out := map[string]any{"title": "Reviewed part " + m[1][len(m[1])-8:], "summary": "The agent worked on the customer's request.",
 				"objective": "settle the refund request", "score": nil, "reason": "the evidence does not show whether it worked"}
 			if strings.Contains(inside, "refund is on its way") {
 				out["score"], out["reason"] = 0.8, "the agent looked the order up, then confirmed the refund"
 			}
 			return llmtest.JSON(out)
 		}
-		tasks := len(webTaskRe.FindAllString(p, -1))
-		objective := "the request"
-		if i := strings.Index(p, `role="user">`); i >= 0 {
-			rest := strings.TrimSpace(p[i+len(`role="user">`):])
-			if j := strings.Index(rest, "</event>"); j >= 0 {
-				objective = strings.TrimSpace(rest[:j])
+		type event struct{ id, role, text string }
+		var evs []event
+		for _, m := range webEventRe.FindAllStringSubmatchIndex(p, -1) {
+			text := p[m[1]:]
+			if j := strings.Index(text, "</event>"); j >= 0 {
+				text = text[:j]
 			}
+			evs = append(evs, event{p[m[2]:m[3]], p[m[4]:m[5]], strings.TrimSpace(text)})
 		}
-		var assistant []string
-		for _, m := range webEventRe.FindAllStringSubmatch(p, -1) {
-			if m[2] == "assistant" {
-				assistant = append(assistant, m[1])
-			}
-		}
-		out := make([]any, tasks)
-		for k := range out {
-			cps := []any{}
-			if tasks == 1 {
-				for i, id := range assistant {
-					v := 0.9
-					if len(assistant) > 1 {
-						v = 0.4 + 0.5*float64(i)/float64(len(assistant)-1)
-					}
-					cps = append(cps, map[string]any{"step_id": id, "completion": v, "reason": fmt.Sprintf("checkpoint %d of %d", i+1, len(assistant))})
+		pos := func(id string) int {
+			for i, e := range evs {
+				if e.id == id {
+					return i
 				}
+			}
+			return -1
+		}
+		tasks := webTaskRe.FindAllStringSubmatch(p, -1)
+		out := make([]any, len(tasks))
+		for k, task := range tasks {
+			lo, hi := 0, len(evs)-1
+			if len(tasks) > 1 {
+				lo, hi = pos(task[1]), pos(task[2])
+			}
+			objective := "the request"
+			var assistant []string
+			for i := lo; i >= 0 && i <= hi; i++ {
+				switch {
+				case evs[i].role == "user" && objective == "the request":
+					objective = evs[i].text
+				case evs[i].role == "assistant":
+					assistant = append(assistant, evs[i].id)
+				}
+			}
+			from, to := 0.4, 0.9
+			if len(tasks) > 1 {
+				from, to = 0.2, 0.8
+			}
+			cps := []any{}
+			for i, id := range assistant {
+				v := to
+				if len(assistant) > 1 {
+					v = from + (to-from)*float64(i)/float64(len(assistant)-1)
+				}
+				cps = append(cps, map[string]any{"step_id": id, "completion": v, "reason": fmt.Sprintf("checkpoint %d of %d", i+1, len(assistant))})
 			}
 			out[k] = map[string]any{"objective": objective, "checkpoints": cps}
 		}
@@ -118,4 +141,30 @@ func sectionedTrace() string {
 		`{"role":"assistant","content":"","tool_name":"create_refund","tool_input":{"order_id":"1183"},"tool_call_id":"c2"},` +
 		`{"role":"tool","content":"{\"refund\": \"started\"}","tool_name":"create_refund","tool_call_id":"c2"},` +
 		`{"role":"assistant","content":"Your refund is on its way."}]}`
+}
+
+// twoTaskTrace is two independent requests: a refund looked up and
+// answered, then an account set up along a recorded plan (TodoWrite), so
+// the second task has subtasks — for the section cards' nesting and the
+// completion curve's break between tasks.
+func twoTaskTrace() string {
+	todo := func(id, first, second string) string {
+		return `{"role":"assistant","content":"","tool_name":"TodoWrite","tool_call_id":"` + id + `","tool_input":{"todos":[` +
+			`{"content":"Create the account","status":"` + first + `","activeForm":"Creating the account"},` +
+			`{"content":"Send the welcome email","status":"` + second + `","activeForm":"Sending the welcome email"}]}},` +
+			`{"role":"tool","content":"Todos updated","tool_name":"TodoWrite","tool_call_id":"` + id + `"},`
+	}
+	return `{"id":"two-tasks","title":"Two requests","steps":[` +
+		`{"role":"user","content":"Refund order 2210 please"},` +
+		`{"role":"assistant","content":"","tool_name":"lookup_order","tool_input":{"order_id":"2210"},"tool_call_id":"c1"},` +
+		`{"role":"tool","content":"{\"status\": \"delivered\"}","tool_name":"lookup_order","tool_call_id":"c1"},` +
+		`{"role":"assistant","content":"Your refund is on its way."},` +
+		`{"role":"user","content":"Now set up my account and send the welcome email"},` +
+		todo("c2", "in_progress", "pending") +
+		`{"role":"assistant","content":"","tool_name":"create_account","tool_input":{"email":"a@example.com"},"tool_call_id":"c3"},` +
+		`{"role":"tool","content":"{\"account\": \"created\"}","tool_name":"create_account","tool_call_id":"c3"},` +
+		todo("c4", "completed", "in_progress") +
+		`{"role":"assistant","content":"","tool_name":"send_email","tool_input":{"template":"welcome"},"tool_call_id":"c5"},` +
+		`{"role":"tool","content":"{\"sent\": true}","tool_name":"send_email","tool_call_id":"c5"},` +
+		`{"role":"assistant","content":"Your account is ready and the welcome email is sent."}]}`
 }

@@ -114,6 +114,7 @@ func TestWebApp(t *testing.T) {
 	labelsKey := in.newUser("labeler", false)
 	labeled := in.importTraces(labelsKey, "stash", labeledTrace(true))
 	sectioned := in.importTraces(labelsKey, "stash", sectionedTrace())
+	twoTasks := in.importTraces(labelsKey, "stash", twoTaskTrace())
 	// Ten rated traces on their own account: a GEPA run over them holds
 	// two out and reports held-out scores.
 	holdoutKey := in.newUser("holdout", false)
@@ -140,7 +141,7 @@ func TestWebApp(t *testing.T) {
 		"CRITIC_E2E_OTHER_TRACE="+other[0], "CRITIC_E2E_BIG_TRACE="+big[0], "CRITIC_E2E_SPANS_TRACE="+spans[0],
 		"CRITIC_E2E_TRAINER_KEY="+trainerKey, "CRITIC_E2E_TRAINER_READONLY_KEY="+trainerRO, "CRITIC_E2E_LABELS_KEY="+labelsKey, "CRITIC_E2E_LABELED_TRACE="+labeled[0], "CRITIC_E2E_BASE_MODEL="+base, "CRITIC_E2E_GEPA_TASK_BASE="+gepaTask, "CRITIC_E2E_GEPA_GATE="+gepaGate, "CRITIC_E2E_HOLDOUT_KEY="+holdoutKey, "CRITIC_E2E_SECTIONED_TRACE="+sectioned[0],
 		"CRITIC_E2E_REPORT="+report, "CRITIC_CHROMIUM="+chromiumPath(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1", "CI=1")
-	cmd.Env = append(cmd.Env, "CRITIC_E2E_CONSENT_KEY="+consentKey)
+	cmd.Env = append(cmd.Env, "CRITIC_E2E_CONSENT_KEY="+consentKey, "CRITIC_E2E_TWO_TASK_TRACE="+twoTasks[0])
 	if d := os.Getenv("CRITIC_E2E_SHOTS"); d != "" {
 		cmd.Env = append(cmd.Env, "CRITIC_E2E_SHOTS="+d)
 	}

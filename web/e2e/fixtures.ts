@@ -106,6 +106,7 @@ export const env = {
   gepaGate: process.env.CRITIC_E2E_GEPA_GATE ?? "",
   holdoutKey: process.env.CRITIC_E2E_HOLDOUT_KEY ?? "",
   sectionedTrace: process.env.CRITIC_E2E_SECTIONED_TRACE ?? "",
+  twoTaskTrace: process.env.CRITIC_E2E_TWO_TASK_TRACE ?? "",
   shots: process.env.CRITIC_E2E_SHOTS ?? path.join(here, "../screenshots"),
 };
 

@@ -277,7 +277,7 @@ test("step labels: task score cards before each task, label chips, step scores, 
   // generated title and score (e2e/web_assess_test.go's scripted fast model).
   const task = (await (await page.request.get(`/api/v1/rm/traces/${env.labeledTrace}`, { headers: { Authorization: "Bearer " + env.labelsKey } })).json()).sections[0];
   const crumbs = page.getByRole("navigation", { name: "Sections" });
-  await expect(crumbs.locator("[aria-current=location]")).toHaveText(`Reviewed part ${task.first_step_id.slice(0, 8)}`, { timeout: 60_000 });
+  await expect(crumbs.locator("[aria-current=location]")).toHaveText(`Reviewed part ${task.first_step_id.slice(-8)}`, { timeout: 60_000 });
   await expect(crumbs.getByRole("button")).toHaveCount(0);
   await expect(crumbs.locator(".score-value")).toHaveText("score 0.80");
   // The completion curve: one checkpoint per assistant step, 40% rising to 90%.
@@ -293,7 +293,7 @@ test("sections: breadcrumbs with generated titles and scores follow the selected
   const [task] = detail.sections as Sec[];
   const [inspecting, editing] = task.children!;
   expect([task.kind, inspecting.title, editing.title]).toEqual(["task", "Inspecting", "Editing"]);
-  const gen = (s: Sec) => `Reviewed part ${s.first_step_id.slice(0, 8)}`;
+  const gen = (s: Sec) => `Reviewed part ${s.first_step_id.slice(-8)}`;
 
   await signIn(page, env.labelsKey, `/traces/${env.sectionedTrace}?step=2`);
   const crumbs = page.getByRole("navigation", { name: "Sections" });
@@ -365,7 +365,7 @@ test("section cards: Back to sections opens the task cards, a leaf card opens th
   type Sec = { kind: string; title: string; first_step_id: string; first_step_index: number; children: Sec[] | null };
   const detail = await (await page.request.get(`/api/v1/rm/traces/${env.sectionedTrace}`, { headers: { Authorization: "Bearer " + env.labelsKey } })).json();
   const top = detail.sections as Sec[];
-  const gen = (s: Sec) => `Reviewed part ${s.first_step_id.slice(0, 8)}`;
+  const gen = (s: Sec) => `Reviewed part ${s.first_step_id.slice(-8)}`;
   await signIn(page, env.labelsKey, `/traces/${env.sectionedTrace}?step=6`);
   await expect(page.getByRole("region", { name: "Step 6" })).toBeVisible();
   await page.getByRole("button", { name: "Back to sections" }).click();
@@ -394,6 +394,63 @@ test("section cards: Back to sections opens the task cards, a leaf card opens th
   await expect(page.getByRole("region", { name: "Step 6" })).toBeVisible();
   await expect(page.getByRole("navigation", { name: "Sections" }).locator("[aria-current=location]")).toHaveText(gen(top[0].children![0]));
   await expect(page.getByRole("button", { name: "Back to sections" })).toBeVisible();
+});
+
+test("two tasks: a task with subtasks opens them as cards; the completion curve breaks between the tasks", async ({ page }) => {
+  type Sec = { kind: string; title: string; first_step_id: string; first_step_index: number; last_step_index: number; children: Sec[] | null };
+  const detail = await (await page.request.get(`/api/v1/rm/traces/${env.twoTaskTrace}`, { headers: { Authorization: "Bearer " + env.labelsKey } })).json();
+  const top = detail.sections as Sec[];
+  // Two requests, two tasks; the second followed a recorded plan, so it has subtasks.
+  expect(top.map((s) => [s.kind, s.first_step_index + 1, s.last_step_index + 1])).toEqual([["task", 1, 4], ["task", 5, 14]]);
+  const subtasks = top[1].children!.filter((c) => c.kind === "subtask");
+  expect(subtasks.map((c) => c.title).slice(-2)).toEqual(["Create the account", "Send the welcome email"]);
+  const gen = (s: Sec) => `Reviewed part ${s.first_step_id.slice(-8)}`;
+
+  await signIn(page, env.labelsKey, `/traces/${env.twoTaskTrace}?sections=1`);
+  const overview = page.getByRole("region", { name: "Sections of this trace" });
+  await expect(overview.getByRole("heading", { level: 2 })).toHaveText(top.map(gen), { timeout: 60_000 });
+  await expect(overview.getByRole("listitem").nth(0)).not.toContainText("subtask");
+  await expect(overview.getByRole("listitem").nth(1)).toContainText(`task · steps 5–14 · ${subtasks.length} subtasks`);
+  // The task with subtasks opens them as cards, under a breadcrumb back up.
+  // (Its first subtask starts where it does, so the scripted titles match: the card is picked by position.)
+  await overview.getByRole("listitem").nth(1).getByRole("button", { name: gen(top[1]) }).click();
+  await expect(page).toHaveURL(/[?&]in=1(&|$)/);
+  await expect(overview.getByRole("heading", { level: 2 })).toHaveText(subtasks.map(gen), { timeout: 60_000 });
+  const crumbs = overview.getByRole("navigation", { name: "Sections" });
+  await expect(crumbs.locator("[aria-current=location]")).toHaveText(gen(top[1]));
+  await a11y(page, "subtask cards");
+  await shot(page, "viewer-subtask-cards");
+  // A subtask is a leaf: it opens the whole trace at its first step.
+  const last = subtasks[subtasks.length - 1];
+  await overview.getByRole("button", { name: gen(last) }).click();
+  await expect(page).toHaveURL(new RegExp(`step=${last.first_step_index + 1}$`));
+  await expect(page.getByRole("region", { name: `Step ${last.first_step_index + 1}` })).toBeInViewport();
+  await expect(page.getByRole("navigation", { name: "Sections" }).locator("[aria-current=location]")).toHaveText(gen(last), { timeout: 60_000 });
+  // Back to sections returns to the cards that hold the step: the subtasks.
+  await page.getByRole("button", { name: "Back to sections" }).click();
+  await expect(overview.getByRole("heading", { level: 2 })).toHaveText(subtasks.map(gen));
+
+  // One curve per task, each with its own objective and checkpoints, and
+  // no line joining the first task's end to the second's start.
+  await page.goto(`/traces/${env.twoTaskTrace}?step=1`);
+  const curve = page.getByRole("img", {
+    name:
+      "Completion of Refund order 2210 please: step 2 20%, step 4 80%; " +
+      "Completion of Now set up my account and send the welcome email: step 6 20%, step 8 35%, step 10 50%, step 12 65%, step 14 80%",
+  });
+  await expect(curve).toBeVisible({ timeout: 60_000 });
+  await expect(curve.locator("path.curve")).toHaveCount(2);
+  const minimap = page.locator("figure.minimap");
+  const creditImg = minimap.getByRole("img", { name: /^Action credit/ });
+  const box = (await creditImg.boundingBox())!;
+  const preview = minimap.locator(".strip-preview");
+  // Step 3 lies inside the first task's line; step 5, the second request, on neither line.
+  await creditImg.hover({ position: { x: box.width * (2.5 / 14), y: box.height / 2 } });
+  await expect(preview).toContainText(/^Step 3 · .+ · completion \d+% \(interpolated between steps 2 and 4\)$/);
+  await creditImg.hover({ position: { x: box.width * (4.5 / 14), y: box.height / 2 } });
+  await expect(preview).toContainText(/^Step 5 · user: /);
+  await expect(preview).not.toContainText("interpolated");
+  await expect(preview).not.toContainText(/\d+%/);
 });
 
 test("a read-only key sees models, SQL and credit, but no Create reward model, Retry or Score actions", async ({ page }) => {
