@@ -350,7 +350,16 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 				}
 			}
 			log.Info("query snapshot: caught up with the log as of start", "group", group, "applied", pos.Applied())
-			s.goRun("snapshot-watch", func() error { watchPosition(ctx, log, group, pos); return nil })
+			// A position stuck behind an event the bus never delivered
+			// reads that event from the log (the source of truth) itself.
+			heal := func(ctx context.Context) error {
+				head, err := deps.Store.Head(ctx)
+				if err != nil {
+					return err
+				}
+				return snapshot.CatchUp(ctx, deps.Store, guard.ApplyLog, pos, head)
+			}
+			s.goRun("snapshot-watch", func() error { watchPosition(ctx, log, group, pos, heal); return nil })
 			return guard.Run(ctx,
 				func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
 					return snapSub.ConsumeBatches(ctx, topic, n, wait, h)
@@ -425,11 +434,15 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	return s, nil
 }
 
-// watchPosition logs, once per episode, a snapshot position that stopped
-// moving while later events wait behind a missing one: queries that need
-// it answer 503 snapshot_catching_up until it arrives, and an operator
-// should know (`critic replay snapshot` rebuilds the snapshot from the log).
-func watchPosition(ctx context.Context, log *slog.Logger, group string, pos *snapshot.Position) {
+// watchPosition looks after a snapshot position that stopped moving while
+// later events wait behind a missing one (the bus lost or has not
+// delivered it: queries that need it answer 503 snapshot_catching_up). It
+// logs that once per episode and then reads the missing events from the
+// event log itself (heal: CatchUp to the log's head; events already
+// applied are skipped), so the snapshot does not wait for an operator's
+// `critic replay snapshot`. A heal that fails is logged and tried again at
+// the next check.
+func watchPosition(ctx context.Context, log *slog.Logger, group string, pos *snapshot.Position, heal func(context.Context) error) {
 	const after = 30 * time.Second
 	warned := false
 	for {
@@ -440,11 +453,19 @@ func watchPosition(ctx context.Context, log *slog.Logger, group string, pos *sna
 		}
 		applied, pending, stuck := pos.Stuck(after)
 		switch {
-		case stuck && !warned:
-			log.Warn("query snapshot: stuck behind an event the bus has not delivered; queries needing it answer 503 snapshot_catching_up",
-				"group", group, "applied", applied, "missing_seq_after", applied, "pending", pending)
-			warned = true
-		case !stuck && warned:
+		case stuck:
+			if !warned {
+				log.Warn("query snapshot: stuck behind an event the bus has not delivered; reading it from the event log (queries needing it answer 503 snapshot_catching_up meanwhile)",
+					"group", group, "applied", applied, "missing_seq_after", applied, "pending", pending)
+				warned = true
+			}
+			if err := heal(ctx); err != nil && ctx.Err() == nil {
+				log.Warn("query snapshot: reading the missing events from the event log failed; trying again", "group", group, "err", err)
+			} else if err == nil {
+				log.Info("query snapshot: moving again (the missing events were read from the event log)", "group", group, "applied", pos.Applied())
+				warned = false
+			}
+		case warned:
 			log.Info("query snapshot: moving again", "group", group, "applied", applied)
 			warned = false
 		}

@@ -133,3 +133,36 @@ func TestCatchUpFromTheLog(t *testing.T) {
 	require.Equal(t, seqs, got, "the batch read reaches past the target; all of it is applied")
 	require.Equal(t, seqs[4], p.Applied())
 }
+
+// A position stuck behind an event the bus never delivered (2 and 3 seen,
+// 1 lost) is completed by catching up from the log: the missing event is
+// read and applied, the ones already applied are handed over again (the
+// projection's dedupe skips them), and the position reaches the head.
+func TestCatchUpCompletesAStuckPosition(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := newStore(t)
+	p, err := OpenPosition(t.TempDir(), store.FirstAfter)
+	require.NoError(t, err)
+	seqs := appendN(t, store, uuid.NewString(), 3)
+	require.NoError(t, p.Processed(ctx, seqs[1:]))
+	applied, pending, stuck := p.Stuck(0)
+	require.Equal(t, []any{int64(0), 2, true}, []any{applied, pending, stuck})
+
+	var got []int64
+	apply := func(ctx context.Context, envs []events.Envelope) error {
+		var s []int64
+		for _, e := range envs {
+			s = append(s, e.Seq)
+		}
+		got = append(got, s...)
+		return p.Processed(ctx, s)
+	}
+	head, err := store.Head(ctx)
+	require.NoError(t, err)
+	require.NoError(t, CatchUp(ctx, store, apply, p, head))
+	require.Equal(t, seqs, got)
+	require.Equal(t, seqs[2], p.Applied())
+	_, pending, stuck = p.Stuck(0)
+	require.Equal(t, []any{0, false}, []any{pending, stuck})
+}
