@@ -6,6 +6,7 @@
 // performance.now() around fetch + JSON.parse in the same browser, in the
 // same run. Prints one line per figure and a JSON summary on the last line.
 import { chromium } from "playwright-core";
+import { cpuProfile, profile } from "./bench-profile.mjs";
 
 const url = process.env.CRITIC_E2E_URL;
 const key = process.env.CRITIC_E2E_KEY;
@@ -172,6 +173,21 @@ const listApp = await app(`/traces`, { sel: "tbody tr" }, {
     return t;
   },
 });
+const profiles = [];
+if (process.env.CRITIC_BENCH_PROFILE) {
+  const cold = (path, want) => profile(browser, () => page({ [path]: want }), async (p) => {
+    await p.goto(url + path, { waitUntil: "commit" });
+    return p.evaluate(shown);
+  });
+  profiles.push("profile, trace first screen: " + (await cold(`/traces/${trace}`, { sel: 'section[aria-label="Step 1"]' })));
+  profiles.push("profile, list first screen: " + (await cold(`/traces`, { sel: "tbody tr" })));
+  const cpu = (path, want) => cpuProfile(() => page({ [path]: want }), async (p) => {
+    await p.goto(url + path, { waitUntil: "commit" });
+    return p.evaluate(shown);
+  });
+  profiles.push("trace first screen, " + (await cpu(`/traces/${trace}`, { sel: 'section[aria-label="Step 1"]' })));
+  profiles.push("list first screen, " + (await cpu(`/traces`, { sel: "tbody tr" })));
+}
 await browser.close();
 
 const r = (a, b) => (a / b).toFixed(2) + "×";
@@ -179,6 +195,7 @@ const ms = (x) => x.toFixed(0) + " ms";
 console.log(`trace, ${steps} steps: first screen ${ms(traceApp.first)}, scroll to the end ${ms(traceApp.end)}; fetch+parse (limit) ${ms(traceLimit)}; first/limit ${r(traceApp.first, traceLimit)}, (first+end)/limit ${r(traceApp.first + traceApp.end, traceLimit)}`);
 console.log(`list, ${total} traces: first screen ${ms(listApp.first)}, last page ${ms(listApp.end)}; fetch+parse first page ${ms(listLimit)}, last page ${ms(lastLimit)}; first/limit ${r(listApp.first, listLimit)}, last/limit ${r(listApp.end, lastLimit)}`);
 console.log(`harness wall clock (navigation request to Playwright seeing it): trace first ${ms(traceApp.firstWall)} (${r(traceApp.firstWall, traceLimit)}), end ${ms(traceApp.endWall)}; list first ${ms(listApp.firstWall)} (${r(listApp.firstWall, listLimit)}), last page ${ms(listApp.endWall)} (${r(listApp.endWall, lastLimit)})`);
+for (const l of profiles) console.log(l);
 console.log(
   JSON.stringify({
     traceFirst: traceApp.first, traceEnd: traceApp.end, traceLimit, listFirst: listApp.first, listEnd: listApp.end, listLimit, lastLimit,
