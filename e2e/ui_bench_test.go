@@ -22,7 +22,10 @@ import (
 // the limit the app is measured against (target ≤ 2×). App times are cold
 // loads measured by the page's clock from navigation start to the painted
 // frame (web/e2e/bench-ui.mjs says how); the harness's wall clock is
-// printed beside them.
+// printed beside them. In the same run: the cold floor (the same cold
+// navigation to a page with no app code that fetches, parses and paints the
+// same JSON) and in-app navigation (the app open on another page, a click
+// on the link, click to painted screen), each against the same limit.
 func BenchmarkUI(b *testing.B) {
 	if _, err := os.Stat(chromiumPath()); err != nil {
 		b.Skipf("no Chromium at %s (apt-get install chromium, or set CRITIC_CHROMIUM)", chromiumPath())
@@ -86,4 +89,13 @@ func BenchmarkUI(b *testing.B) {
 	// Playwright seeing the element), which adds CDP round trips and polling.
 	b.ReportMetric(m["traceFirstWall"]/m["traceLimit"], "trace-first-wall/limit")
 	b.ReportMetric(m["listEndWall"]/m["lastLimit"], "list-last-wall/limit")
+	// The cold floor: the same cold navigation to a page with no app code
+	// that fetches, parses and paints the same JSON (public/bench-floor.html).
+	b.ReportMetric(m["traceFirst"]/m["traceFloor"], "trace-first/floor")
+	b.ReportMetric(m["listFirst"]/m["listFloor"], "list-first/floor")
+	b.ReportMetric(m["traceFloor"]/m["traceLimit"], "trace-floor/limit")
+	b.ReportMetric(m["listFloor"]/m["listLimit"], "list-floor/limit")
+	// In-app navigation: the app already open, a click on the link.
+	b.ReportMetric(m["traceNav"]/m["traceLimit"], "trace-nav/limit")
+	b.ReportMetric(m["listNav"]/m["listLimit"], "list-nav/limit")
 }

@@ -173,6 +173,77 @@ const listApp = await app(`/traces`, { sel: "tbody tr" }, {
     return t;
   },
 });
+// The cold floor: the same fresh-context cold navigation, on the same
+// server, to the smallest page that fetches and parses the same JSON and
+// paints one element from it (public/bench-floor.html: a static file beside
+// the app's, so the same handler, headers and CSP; no app code). Playwright's
+// route() could serve it without shipping a file, but intercepting any
+// request makes Chromium pause every request of the page for a CDP round
+// trip, the API call too, which would slow the floor and flatter the app.
+async function floor(api) {
+  const path = `/bench-floor.html?api=${encodeURIComponent(api)}`;
+  const out = [];
+  for (let i = 0; i < runs; i++) {
+    const p = await page({ [path]: { sel: "#floor" } });
+    await p.goto(url + path, { waitUntil: "commit" });
+    out.push(await p.evaluate(shown));
+    await p.context().close();
+  }
+  return median(out);
+}
+
+// In-app navigation: the app open on another page (cold-loaded, then left
+// until the network is idle), a click on the link a user would click, timed
+// by the page's clock from the click event to the frame that shows `want`
+// (the same paint check as watch()). The route's chunk was not preloaded
+// (preload.js only fetches the current page's), so it is part of the time.
+async function inApp(from, ready, link, want) {
+  const out = [];
+  for (let i = 0; i < runs; i++) {
+    const p = await page({ [from]: ready });
+    await p.goto(url + from, { waitUntil: "commit" });
+    await p.evaluate(shown);
+    await p.waitForLoadState("networkidle");
+    await p.evaluate((want) => {
+      window.__benchNav = new Promise((resolve) => {
+        let t0 = null;
+        let queued = false;
+        let done = false;
+        addEventListener("click", (e) => (t0 = e.timeStamp), { capture: true, once: true });
+        const check = () => {
+          queued = false;
+          if (done || t0 === null) return;
+          const el = [...document.querySelectorAll(want.sel)].find((e) => !want.text || e.textContent.includes(want.text));
+          if (!el) return;
+          const r = el.getBoundingClientRect();
+          if (r.width === 0 || r.height === 0) return;
+          done = true;
+          mo.disconnect();
+          const c = new MessageChannel();
+          c.port1.onmessage = () => resolve(performance.now() - t0);
+          c.port2.postMessage(0);
+        };
+        const mo = new MutationObserver(() => {
+          if (!queued) (queued = true), requestAnimationFrame(check);
+        });
+        mo.observe(document, { childList: true, subtree: true, characterData: true });
+      });
+    }, want);
+    await p.click(link);
+    out.push(await p.evaluate(() => Promise.race([window.__benchNav, new Promise((_, fail) => setTimeout(() => fail(new Error("in-app navigation: the screen was not shown in 120 s")), 120_000))])));
+    await p.context().close();
+  }
+  return median(out);
+}
+
+const traceFloor = await floor(`/traces/${trace}`);
+const listFloor = await floor(`/traces?limit=50&offset=0`);
+const lastFloor = await floor(`/traces?limit=50&offset=${lastPage * 50}`);
+// From the list (its first page) to the 2,500-step trace, the newest row.
+const traceNav = await inApp(`/traces`, { sel: "tbody tr" }, `a[href="/traces/${trace}"]`, { sel: 'section[aria-label="Step 1"]' });
+// From the models page to the list, by the sidebar's Traces link.
+const listNav = await inApp(`/models`, { sel: 'nav a[href="/traces"]' }, 'nav a[href="/traces"]', { sel: "span", text: `1–50 of ${total}` });
+
 const profiles = [];
 if (process.env.CRITIC_BENCH_PROFILE) {
   const cold = (path, want) => profile(browser, () => page({ [path]: want }), async (p) => {
@@ -195,10 +266,13 @@ const ms = (x) => x.toFixed(0) + " ms";
 console.log(`trace, ${steps} steps: first screen ${ms(traceApp.first)}, scroll to the end ${ms(traceApp.end)}; fetch+parse (limit) ${ms(traceLimit)}; first/limit ${r(traceApp.first, traceLimit)}, (first+end)/limit ${r(traceApp.first + traceApp.end, traceLimit)}`);
 console.log(`list, ${total} traces: first screen ${ms(listApp.first)}, last page ${ms(listApp.end)}; fetch+parse first page ${ms(listLimit)}, last page ${ms(lastLimit)}; first/limit ${r(listApp.first, listLimit)}, last/limit ${r(listApp.end, lastLimit)}`);
 console.log(`harness wall clock (navigation request to Playwright seeing it): trace first ${ms(traceApp.firstWall)} (${r(traceApp.firstWall, traceLimit)}), end ${ms(traceApp.endWall)}; list first ${ms(listApp.firstWall)} (${r(listApp.firstWall, listLimit)}), last page ${ms(listApp.endWall)} (${r(listApp.endWall, lastLimit)})`);
+console.log(`cold floor (a page with no app code: fetch, parse, paint one element; fresh context like the app's): trace ${ms(traceFloor)}, list first page ${ms(listFloor)}, last page ${ms(lastFloor)}; app/floor: trace first ${r(traceApp.first, traceFloor)}, list first ${r(listApp.first, listFloor)}; floor/limit: trace ${r(traceFloor, traceLimit)}, list ${r(listFloor, listLimit)}`);
+console.log(`in-app navigation (app open on another page, click → painted screen): list → trace ${ms(traceNav)} (${r(traceNav, traceLimit)} the limit), models → list ${ms(listNav)} (${r(listNav, listLimit)} the limit)`);
 for (const l of profiles) console.log(l);
 console.log(
   JSON.stringify({
     traceFirst: traceApp.first, traceEnd: traceApp.end, traceLimit, listFirst: listApp.first, listEnd: listApp.end, listLimit, lastLimit,
     traceFirstWall: traceApp.firstWall, traceEndWall: traceApp.endWall, listFirstWall: listApp.firstWall, listEndWall: listApp.endWall,
+    traceFloor, listFloor, lastFloor, traceNav, listNav,
   }),
 );
