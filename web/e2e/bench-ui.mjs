@@ -95,6 +95,8 @@ async function app(path, first, end) {
   const out = { first: [], end: [], firstWall: [], endWall: [] };
   for (let i = 0; i < runs; i++) {
     const p = await page({ [path]: first, ...(end.path ? { [end.path]: end.want } : {}) });
+    const apiCalls = [];
+    if (i === runs - 1 && process.env.CRITIC_BENCH_DETAIL) p.on("request", (q) => q.url().includes("/api/") && apiCalls.push(q.method() + " " + new URL(q.url()).pathname.replace("/api/v1/rm", "")));
     const t0 = Date.now();
     await p.goto(url + path, { waitUntil: "commit" });
     out.first.push(await p.evaluate(shown));
@@ -104,6 +106,7 @@ async function app(path, first, end) {
     const t1 = Date.now();
     out.end.push(await end.run(p));
     out.endWall.push(Date.now() - t1);
+    if (apiCalls.length) console.log("detail " + path + ": API requests to the end: " + apiCalls.join(", "));
     await p.context().close();
   }
   return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, median(v)]));
@@ -112,7 +115,7 @@ async function app(path, first, end) {
 // Where the time went on the last run: resource timings and the app's marks.
 function detail() {
   const n = performance.getEntriesByType("navigation")[0];
-  const res = performance.getEntriesByType("resource").map((r) => `${new URL(r.name).pathname.slice(0, 40)} ${r.startTime.toFixed(0)}→${r.responseEnd.toFixed(0)}`);
+  const res = performance.getEntriesByType("resource").map((r) => `${new URL(r.name).pathname.replace(/^(.{24}).{24,}(.{24})$/, "$1…$2")} ${r.startTime.toFixed(0)}→${r.responseEnd.toFixed(0)}`);
   const marks = performance.getEntriesByType("mark").map((m) => `${m.name} ${m.startTime.toFixed(0)}`);
   return `html ${n.responseEnd.toFixed(0)} dcl ${n.domContentLoadedEventEnd.toFixed(0)} | ${marks.join(", ")} | ` + res.join(", ");
 }
