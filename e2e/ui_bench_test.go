@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -79,6 +81,25 @@ func BenchmarkUI(b *testing.B) {
 	for _, l := range lines[:len(lines)-1] {
 		fmt.Println("bench-ui:", l)
 	}
+	// The server's own share of the limit: the same GETs from a Go client
+	// (body read, nothing parsed), after the browser is done, median of 5.
+	server := func(path string) (float64, int) {
+		var ds []float64
+		n := 0
+		for range 5 {
+			t0 := time.Now()
+			r := in.do("GET", path, key, nil)
+			ds = append(ds, float64(time.Since(t0).Microseconds())/1000)
+			require.Equal(b, 200, r.Status, "%s", r.Body)
+			n = len(r.Body)
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2], n
+	}
+	st, sn := server("/api/v1/rm/traces/" + big[0])
+	sf, _ := server("/api/v1/rm/traces?limit=50&offset=0")
+	sl, _ := server(fmt.Sprintf("/api/v1/rm/traces?limit=50&offset=%d", (traces+49)/50*50-50))
+	fmt.Printf("bench-ui: server alone (Go client, body read, no browser): trace %.0f ms (%d kB), list first page %.0f ms, last page %.0f ms\n", st, sn/1000, sf, sl)
 	var m map[string]float64
 	require.NoError(b, json.Unmarshal([]byte(lines[len(lines)-1]), &m))
 	b.ReportMetric(m["traceFirst"]/m["traceLimit"], "trace-first/limit")
