@@ -107,7 +107,7 @@ bench-train: ## reward-model train step (tiny config) GoMLX vs PyTorch, same CPU
 bench-score-engine: ## Qwen3-0.6B-shaped scoring, 8×1024 tokens and a 64–1024 mix, GoMLX (bucketed batches) vs PyTorch forward: seq/s, peak RSS, ratios (BENCH_LAYERS=n for fewer layers)
 	gpuworker/scripts/bench_score_engine.sh
 
-bench-ui: deps web ## a 2,500-step trace and a 20,000-trace list in Chromium: first screen and scroll-to-end vs fetch+parse of the same JSON
+bench-ui: deps web ## a 2,500-step trace and a 20,000-trace list in Chromium: first screen and scroll-to-end vs fetch+parse of the same JSON, beside a cold floor and in-app navigation
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkUI -benchtime 1x -timeout 30m ./e2e/
 
 bench-extract: ## feedback extraction, 200 traces × 10 actions at 200 ms per call: calls/s vs the concurrency limit, ratio (target >= 0.8)

@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -22,7 +24,10 @@ import (
 // the limit the app is measured against (target ≤ 2×). App times are cold
 // loads measured by the page's clock from navigation start to the painted
 // frame (web/e2e/bench-ui.mjs says how); the harness's wall clock is
-// printed beside them.
+// printed beside them. In the same run: the cold floor (the same cold
+// navigation to a page with no app code that fetches, parses and paints the
+// same JSON) and in-app navigation (the app open on another page, a click
+// on the link, click to painted screen), each against the same limit.
 func BenchmarkUI(b *testing.B) {
 	if _, err := os.Stat(chromiumPath()); err != nil {
 		b.Skipf("no Chromium at %s (apt-get install chromium, or set CRITIC_CHROMIUM)", chromiumPath())
@@ -76,6 +81,25 @@ func BenchmarkUI(b *testing.B) {
 	for _, l := range lines[:len(lines)-1] {
 		fmt.Println("bench-ui:", l)
 	}
+	// The server's own share of the limit: the same GETs from a Go client
+	// (body read, nothing parsed), after the browser is done, median of 5.
+	server := func(path string) (float64, int) {
+		var ds []float64
+		n := 0
+		for range 5 {
+			t0 := time.Now()
+			r := in.do("GET", path, key, nil)
+			ds = append(ds, float64(time.Since(t0).Microseconds())/1000)
+			require.Equal(b, 200, r.Status, "%s", r.Body)
+			n = len(r.Body)
+		}
+		slices.Sort(ds)
+		return ds[len(ds)/2], n
+	}
+	st, sn := server("/api/v1/rm/traces/" + big[0])
+	sf, _ := server("/api/v1/rm/traces?limit=50&offset=0")
+	sl, _ := server(fmt.Sprintf("/api/v1/rm/traces?limit=50&offset=%d", (traces+49)/50*50-50))
+	fmt.Printf("bench-ui: server alone (Go client, body read, no browser): trace %.0f ms (%d kB), list first page %.0f ms, last page %.0f ms\n", st, sn/1000, sf, sl)
 	var m map[string]float64
 	require.NoError(b, json.Unmarshal([]byte(lines[len(lines)-1]), &m))
 	b.ReportMetric(m["traceFirst"]/m["traceLimit"], "trace-first/limit")
@@ -86,4 +110,13 @@ func BenchmarkUI(b *testing.B) {
 	// Playwright seeing the element), which adds CDP round trips and polling.
 	b.ReportMetric(m["traceFirstWall"]/m["traceLimit"], "trace-first-wall/limit")
 	b.ReportMetric(m["listEndWall"]/m["lastLimit"], "list-last-wall/limit")
+	// The cold floor: the same cold navigation to a page with no app code
+	// that fetches, parses and paints the same JSON (public/bench-floor.html).
+	b.ReportMetric(m["traceFirst"]/m["traceFloor"], "trace-first/floor")
+	b.ReportMetric(m["listFirst"]/m["listFloor"], "list-first/floor")
+	b.ReportMetric(m["traceFloor"]/m["traceLimit"], "trace-floor/limit")
+	b.ReportMetric(m["listFloor"]/m["listLimit"], "list-floor/limit")
+	// In-app navigation: the app already open, a click on the link.
+	b.ReportMetric(m["traceNav"]/m["traceLimit"], "trace-nav/limit")
+	b.ReportMetric(m["listNav"]/m["listLimit"], "list-nav/limit")
 }

@@ -78,4 +78,25 @@ func TestListTracesSearchAndSort(t *testing.T) {
 	require.Equal(t, []string{refund, deploy}, got)
 	got, _ = ids(readmodel.ListFilter{Sort: readmodel.SortSourceDesc})
 	require.Equal(t, []string{deploy, refund}, got)
+	// Pages of one: each page is the row at its offset in the sort's order
+	// (the page's ids are chosen before the summaries are joined), and the
+	// total counts every match, not the page.
+	for sort, want := range map[readmodel.ListSort][]string{
+		readmodel.SortImported:   {deploy, refund},
+		readmodel.SortSource:     {refund, deploy},
+		readmodel.SortSourceDesc: {deploy, refund},
+	} {
+		for off, id := range append(want, "") {
+			page, total, err := q.ListTraces(ctx, u.UserID, readmodel.ListFilter{Sort: sort, Limit: 1, Offset: off})
+			require.NoError(t, err)
+			require.Equal(t, 2, total)
+			if id == "" {
+				require.Empty(t, page, "sort %v, offset %d", sort, off)
+				continue
+			}
+			require.Len(t, page, 1, "sort %v, offset %d", sort, off)
+			require.Equal(t, id, page[0].ID, "sort %v, offset %d", sort, off)
+			require.NotEmpty(t, page[0].SourceName)
+		}
+	}
 }

@@ -127,8 +127,17 @@ func (q *Queries) ListTraces(ctx context.Context, owner string, f ListFilter) ([
 	case SortSourceDesc:
 		order = sourceNameExpr + ` DESC, t.import_seq DESC`
 	}
-	rows, err := q.pool.Query(ctx, `SELECT `+summaryCols+summaryFrom+` WHERE `+where+`
-		ORDER BY `+order+` LIMIT $6 OFFSET $7`, append(args, f.Limit, f.Offset)...)
+	// The page's ids first, from the traces alone (the owner's import_seq
+	// index walks straight to the offset), then the summaries of those rows
+	// only: with the lateral joins in the paged query, every row before
+	// OFFSET paid its annotation counts and latest score (the last of 400
+	// pages took 150–230 ms).
+	page := `SELECT t.id FROM rm_traces t
+		LEFT JOIN rm_trace_sources src ON src.owner_id = t.owner_id AND src.source_id = t.source_id
+		JOIN rm_users u ON u.id = t.owner_id
+		WHERE ` + where + ` ORDER BY ` + order + ` LIMIT $6 OFFSET $7`
+	rows, err := q.pool.Query(ctx, `SELECT `+summaryCols+summaryFrom+` WHERE t.id = ANY(ARRAY(`+page+`))
+		ORDER BY `+order, append(args, f.Limit, f.Offset)...)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -6,6 +6,7 @@
 // performance.now() around fetch + JSON.parse in the same browser, in the
 // same run. Prints one line per figure and a JSON summary on the last line.
 import { chromium } from "playwright-core";
+import { cpuProfile, profile } from "./bench-profile.mjs";
 
 const url = process.env.CRITIC_E2E_URL;
 const key = process.env.CRITIC_E2E_KEY;
@@ -94,6 +95,8 @@ async function app(path, first, end) {
   const out = { first: [], end: [], firstWall: [], endWall: [] };
   for (let i = 0; i < runs; i++) {
     const p = await page({ [path]: first, ...(end.path ? { [end.path]: end.want } : {}) });
+    const apiCalls = [];
+    if (i === runs - 1 && process.env.CRITIC_BENCH_DETAIL) p.on("request", (q) => q.url().includes("/api/") && apiCalls.push(q.method() + " " + new URL(q.url()).pathname.replace("/api/v1/rm", "")));
     const t0 = Date.now();
     await p.goto(url + path, { waitUntil: "commit" });
     out.first.push(await p.evaluate(shown));
@@ -103,6 +106,7 @@ async function app(path, first, end) {
     const t1 = Date.now();
     out.end.push(await end.run(p));
     out.endWall.push(Date.now() - t1);
+    if (apiCalls.length) console.log("detail " + path + ": API requests to the end: " + apiCalls.join(", "));
     await p.context().close();
   }
   return Object.fromEntries(Object.entries(out).map(([k, v]) => [k, median(v)]));
@@ -111,7 +115,7 @@ async function app(path, first, end) {
 // Where the time went on the last run: resource timings and the app's marks.
 function detail() {
   const n = performance.getEntriesByType("navigation")[0];
-  const res = performance.getEntriesByType("resource").map((r) => `${new URL(r.name).pathname.slice(0, 40)} ${r.startTime.toFixed(0)}→${r.responseEnd.toFixed(0)}`);
+  const res = performance.getEntriesByType("resource").map((r) => `${new URL(r.name).pathname.replace(/^(.{24}).{24,}(.{24})$/, "$1…$2")} ${r.startTime.toFixed(0)}→${r.responseEnd.toFixed(0)}`);
   const marks = performance.getEntriesByType("mark").map((m) => `${m.name} ${m.startTime.toFixed(0)}`);
   return `html ${n.responseEnd.toFixed(0)} dcl ${n.domContentLoadedEventEnd.toFixed(0)} | ${marks.join(", ")} | ` + res.join(", ");
 }
@@ -172,6 +176,92 @@ const listApp = await app(`/traces`, { sel: "tbody tr" }, {
     return t;
   },
 });
+// The cold floor: the same fresh-context cold navigation, on the same
+// server, to the smallest page that fetches and parses the same JSON and
+// paints one element from it (public/bench-floor.html: a static file beside
+// the app's, so the same handler, headers and CSP; no app code). Playwright's
+// route() could serve it without shipping a file, but intercepting any
+// request makes Chromium pause every request of the page for a CDP round
+// trip, the API call too, which would slow the floor and flatter the app.
+async function floor(api) {
+  const path = `/bench-floor.html?api=${encodeURIComponent(api)}`;
+  const out = [];
+  for (let i = 0; i < runs; i++) {
+    const p = await page({ [path]: { sel: "#floor" } });
+    await p.goto(url + path, { waitUntil: "commit" });
+    out.push(await p.evaluate(shown));
+    await p.context().close();
+  }
+  return median(out);
+}
+
+// In-app navigation: the app open on another page (cold-loaded, then left
+// until the network is idle), a click on the link a user would click, timed
+// by the page's clock from the click event to the frame that shows `want`
+// (the same paint check as watch()). The route's chunk was not preloaded
+// (preload.js only fetches the current page's), so it is part of the time.
+async function inApp(from, ready, link, want) {
+  const out = [];
+  for (let i = 0; i < runs; i++) {
+    const p = await page({ [from]: ready });
+    await p.goto(url + from, { waitUntil: "commit" });
+    await p.evaluate(shown);
+    await p.waitForLoadState("networkidle");
+    await p.evaluate((want) => {
+      window.__benchNav = new Promise((resolve) => {
+        let t0 = null;
+        let queued = false;
+        let done = false;
+        addEventListener("click", (e) => (t0 = e.timeStamp), { capture: true, once: true });
+        const check = () => {
+          queued = false;
+          if (done || t0 === null) return;
+          const el = [...document.querySelectorAll(want.sel)].find((e) => !want.text || e.textContent.includes(want.text));
+          if (!el) return;
+          const r = el.getBoundingClientRect();
+          if (r.width === 0 || r.height === 0) return;
+          done = true;
+          mo.disconnect();
+          const c = new MessageChannel();
+          c.port1.onmessage = () => resolve(performance.now() - t0);
+          c.port2.postMessage(0);
+        };
+        const mo = new MutationObserver(() => {
+          if (!queued) (queued = true), requestAnimationFrame(check);
+        });
+        mo.observe(document, { childList: true, subtree: true, characterData: true });
+      });
+    }, want);
+    await p.click(link);
+    out.push(await p.evaluate(() => Promise.race([window.__benchNav, new Promise((_, fail) => setTimeout(() => fail(new Error("in-app navigation: the screen was not shown in 120 s")), 120_000))])));
+    await p.context().close();
+  }
+  return median(out);
+}
+
+const traceFloor = await floor(`/traces/${trace}`);
+const listFloor = await floor(`/traces?limit=50&offset=0`);
+const lastFloor = await floor(`/traces?limit=50&offset=${lastPage * 50}`);
+// From the list (its first page) to the 2,500-step trace, the newest row.
+const traceNav = await inApp(`/traces`, { sel: "tbody tr" }, `a[href="/traces/${trace}"]`, { sel: 'section[aria-label="Step 1"]' });
+// From the models page to the list, by the sidebar's Traces link.
+const listNav = await inApp(`/models`, { sel: 'nav a[href="/traces"]' }, 'nav a[href="/traces"]', { sel: "span", text: `1–50 of ${total}` });
+
+const profiles = [];
+if (process.env.CRITIC_BENCH_PROFILE) {
+  const cold = (path, want) => profile(browser, () => page({ [path]: want }), async (p) => {
+    await p.goto(url + path, { waitUntil: "commit" });
+    return p.evaluate(shown);
+  });
+  profiles.push("profile, trace first screen: " + (await cold(`/traces/${trace}`, { sel: 'section[aria-label="Step 1"]' })));
+  profiles.push("profile, list first screen: " + (await cold(`/traces`, { sel: "tbody tr" })));
+  const cpu = (path, want) => cpuProfile(() => page({ [path]: want }), async (p) => {
+    await p.goto(url + path, { waitUntil: "commit" });
+    return p.evaluate(shown);
+  });
+  profiles.push("trace first screen, " + (await cpu(`/traces/${trace}`, { sel: 'section[aria-label="Step 1"]' })));
+  profiles.push("list first screen, " + (await cpu(`/traces`, { sel: "tbody tr" })));
+}
 await browser.close();
 
 const r = (a, b) => (a / b).toFixed(2) + "×";
@@ -179,9 +269,13 @@ const ms = (x) => x.toFixed(0) + " ms";
 console.log(`trace, ${steps} steps: first screen ${ms(traceApp.first)}, scroll to the end ${ms(traceApp.end)}; fetch+parse (limit) ${ms(traceLimit)}; first/limit ${r(traceApp.first, traceLimit)}, (first+end)/limit ${r(traceApp.first + traceApp.end, traceLimit)}`);
 console.log(`list, ${total} traces: first screen ${ms(listApp.first)}, last page ${ms(listApp.end)}; fetch+parse first page ${ms(listLimit)}, last page ${ms(lastLimit)}; first/limit ${r(listApp.first, listLimit)}, last/limit ${r(listApp.end, lastLimit)}`);
 console.log(`harness wall clock (navigation request to Playwright seeing it): trace first ${ms(traceApp.firstWall)} (${r(traceApp.firstWall, traceLimit)}), end ${ms(traceApp.endWall)}; list first ${ms(listApp.firstWall)} (${r(listApp.firstWall, listLimit)}), last page ${ms(listApp.endWall)} (${r(listApp.endWall, lastLimit)})`);
+console.log(`cold floor (a page with no app code: fetch, parse, paint one element; fresh context like the app's): trace ${ms(traceFloor)}, list first page ${ms(listFloor)}, last page ${ms(lastFloor)}; app/floor: trace first ${r(traceApp.first, traceFloor)}, list first ${r(listApp.first, listFloor)}; floor/limit: trace ${r(traceFloor, traceLimit)}, list ${r(listFloor, listLimit)}`);
+console.log(`in-app navigation (app open on another page, click → painted screen): list → trace ${ms(traceNav)} (${r(traceNav, traceLimit)} the limit), models → list ${ms(listNav)} (${r(listNav, listLimit)} the limit)`);
+for (const l of profiles) console.log(l);
 console.log(
   JSON.stringify({
     traceFirst: traceApp.first, traceEnd: traceApp.end, traceLimit, listFirst: listApp.first, listEnd: listApp.end, listLimit, lastLimit,
     traceFirstWall: traceApp.firstWall, traceEndWall: traceApp.endWall, listFirstWall: listApp.firstWall, listEndWall: listApp.endWall,
+    traceFloor, listFloor, lastFloor, traceNav, listNav,
   }),
 );

@@ -70,3 +70,30 @@ test("a page whose code cannot be fetched says so and offers a reload", async ({
   await expect(page.getByRole("heading", { name: "SQL", level: 1 })).toBeVisible();
   await expect(page.getByRole("heading", { name: "This page could not be loaded" })).toHaveCount(0);
 });
+
+test("the sidebar's Traces link asks for the list's first page on the click, alongside the list's code, and only once", async ({ page }) => {
+  await signIn(page);
+  await page.goto("/models");
+  const nav = page.getByRole("navigation", { name: "Main" });
+  await expect(nav.getByRole("link", { name: "Models" })).toBeVisible();
+  await page.waitForLoadState("networkidle");
+  const lists: string[] = [];
+  page.on("request", (r) => {
+    const u = new URL(r.url());
+    if (u.pathname === "/api/v1/rm/traces") lists.push(u.search);
+  });
+  // Hold the list's chunk: its first page must not wait for the code.
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  await page.route(/\/assets\/TracesPage-[^/]+\.js$/, async (route) => {
+    await held;
+    await route.continue();
+  });
+  await nav.getByRole("link", { name: "Traces" }).click();
+  await expect.poll(() => lists).toContain("?limit=50&offset=0");
+  release();
+  await expect(page.getByRole("heading", { name: "Traces", level: 1 })).toBeVisible();
+  await expect(page.getByText(/^1–\d+ of \d+$/)).toBeVisible();
+  await page.waitForLoadState("networkidle");
+  expect(lists).toEqual(["?limit=50&offset=0"]);
+});

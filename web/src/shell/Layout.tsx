@@ -1,11 +1,21 @@
-import { NavLink } from "react-router";
+import { NavLink, useLocation } from "react-router";
 import { useState, type ReactNode } from "react";
+import { useQueryClient } from "@tanstack/react-query";
 import { useAuth } from "../auth/auth";
+import { FIRST_PAGE, listQuery } from "../traces/listQuery";
 import { saveTheme, storedTheme, type Theme } from "../theme/theme";
 
 /** The left sidebar (navigation, account, theme toggle at the bottom) and the page. */
 export function Layout({ children }: { children: ReactNode }) {
   const { me, signOut } = useAuth();
+  const qc = useQueryClient();
+  const { pathname } = useLocation();
+  // Opening the list from another page: its first page is asked for on the
+  // click, while the list's chunk loads, not once the chunk has rendered
+  // (the list's own query takes the request in flight or its answer).
+  const openList = () => {
+    if (pathname !== "/traces") void qc.prefetchQuery({ ...listQuery(FIRST_PAGE), staleTime: 2000 });
+  };
   const [theme, setTheme] = useState<Theme>(storedTheme());
   const toggle = () => {
     const t = theme === "dark" ? "light" : "dark";
@@ -19,7 +29,9 @@ export function Layout({ children }: { children: ReactNode }) {
           <span className="logo">✓</span> Critic
         </div>
         <nav aria-label="Main">
-          <NavLink to="/traces">Traces</NavLink>
+          <NavLink to="/traces" onClick={openList}>
+            Traces
+          </NavLink>
           <NavLink to="/review">Review</NavLink>
           <NavLink to="/models">Models</NavLink>
           <NavLink to="/skills">Skills</NavLink>

@@ -1,7 +1,7 @@
 import { useMemo, useState } from "react";
 import { Link, useSearchParams } from "react-router";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
-import { api, qs, type TraceList } from "../api/client";
+import { api, type TraceList } from "../api/client";
 import { useAuth } from "../auth/auth";
 import { ImportPanel } from "./ImportPanel";
 import { ConnectDialog } from "./ConnectDialog";
@@ -9,11 +9,10 @@ import { RenameSource } from "./RenameSource";
 import { TrainPanel } from "./TrainPanel";
 import { ConsentNoticeLine, ContributeSelection, ContributeSwitch, type ConsentNotice } from "./Contribution";
 import { formatDate, formatScore } from "./format";
+import { listQuery, PAGE } from "./listQuery";
 
-const PAGE = 50;
 // The browser's time zone, asked only when a date filter needs it: the first
 // Intl call in a tab costs tens of milliseconds (ICU warm-up).
-const tz = () => Intl.DateTimeFormat().resolvedOptions().timeZone;
 
 /** The trace list: every filter, the sort and the page live in the URL, so a view is a link. */
 export function TracesPage() {
@@ -40,9 +39,10 @@ export function TracesPage() {
   };
 
   const list = useQuery({
-    queryKey: ["traces", { q, source, from, to, sort, page }],
-    queryFn: () =>
-      api<TraceList>("/traces" + qs({ limit: PAGE, offset: page * PAGE, q, source_id: source, from, to, tz: from || to ? tz() : "", sort })),
+    ...listQuery({ q, source, from, to, sort, page }),
+    // A page the sidebar's click just fetched is not asked for again on
+    // mount; every write that changes the list invalidates ["traces"].
+    staleTime: 2000,
     placeholderData: keepPreviousData,
   });
   // Sources for the filter: from the newest 1000 traces (there is no

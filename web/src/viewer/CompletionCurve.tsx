@@ -60,14 +60,13 @@ function valueAt(xs: number[], ys: number[], m: number[], k: number, x: number):
 
 /**
  * useCompletion asks POST /traces/{id}/completion once per trace revision
- * (the step ids), and again every two seconds only while the worker tier is
+ * (the step ids' revisionKey), and again every two seconds only while the worker tier is
  * still answering (pending). enabled is false when no section is graded:
  * there is nothing to estimate then, so nothing is asked.
  */
-export function useCompletion(traceId: string, steps: Step[], enabled: boolean) {
-  const key = steps.map((s) => s.id).join(",");
+export function useCompletion(traceId: string, stepsKey: string, enabled: boolean) {
   return useQuery({
-    queryKey: ["completion", traceId, key],
+    queryKey: ["completion", traceId, stepsKey],
     queryFn: () => api<Completion>(`/traces/${traceId}/completion`, { method: "POST", json: {} }),
     refetchInterval: (s) => (s.state.data?.pending ? 2000 : false),
     staleTime: Infinity,

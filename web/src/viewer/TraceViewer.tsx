@@ -5,7 +5,7 @@ import { useVirtualizer } from "@tanstack/react-virtual";
 import { api, ApiError, type TraceDetail } from "../api/client";
 import { useAuth } from "../auth/auth";
 import { formatDate, formatScore } from "../traces/format";
-import { buildRows, rowOfStep } from "./rows";
+import { buildRows, revisionKey, rowOfStep } from "./rows";
 import { StepCard } from "./StepCard";
 import { AnnotationList, Composer } from "./Annotations";
 import { myRating, rate, useAnnotate } from "./useAnnotate";
@@ -48,6 +48,7 @@ export function TraceViewer() {
   const steps = useMemo(() => d?.steps ?? [], [d]);
   const rows = useMemo(() => buildRows(steps), [steps]);
   const stepRow = useMemo(() => rowOfStep(rows), [rows]);
+  const stepsKey = useMemo(() => revisionKey(steps), [steps]);
   const byStep = useMemo(() => {
     const m = new Map<string, TraceDetail["annotations"]>();
     for (const a of d?.annotations ?? []) if (a.step_id) m.set(a.step_id, [...(m.get(a.step_id) ?? []), a]);
@@ -82,7 +83,7 @@ export function TraceViewer() {
   }, [d]);
   // The completion estimate is asked only when a section is graded (there is
   // agent work to estimate); it is overlaid on the credit minimap.
-  const completion = useCompletion(id, steps, !!d?.sections?.some((s) => s.graded));
+  const completion = useCompletion(id, stepsKey, !!d?.sections?.some((s) => s.graded));
   const curves = useMemo(() => completionCurves(completion.data, steps, rows, stepRow), [completion.data, steps, rows, stepRow]);
   const completionNote = completion.data?.unavailable
     ? `Completion curve unavailable: ${completion.data.unavailable_reason}`
@@ -395,7 +396,7 @@ export function TraceViewer() {
       </header>
 
       {overview ? (
-        <SectionCards traceId={t.id} stepsKey={steps.map((s) => s.id).join(",")} sections={t.sections!} path={cardPath} onPath={showCards} onEnter={(s) => enterSection(s.first_step_index)} />
+        <SectionCards traceId={t.id} stepsKey={stepsKey} sections={t.sections!} path={cardPath} onPath={showCards} onEnter={(s) => enterSection(s.first_step_index)} />
       ) : steps.length === 0 ? (
         <p className="state muted">This trace has no steps.</p>
       ) : (
