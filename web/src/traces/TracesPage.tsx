@@ -11,9 +11,6 @@ import { ConsentNoticeLine, ContributeSelection, ContributeSwitch, type ConsentN
 import { formatDate, formatScore } from "./format";
 import { listQuery, PAGE } from "./listQuery";
 
-// The browser's time zone, asked only when a date filter needs it: the first
-// Intl call in a tab costs tens of milliseconds (ICU warm-up).
-
 /** The trace list: every filter, the sort and the page live in the URL, so a view is a link. */
 export function TracesPage() {
   const { canWrite } = useAuth();

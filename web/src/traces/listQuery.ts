@@ -9,6 +9,8 @@ export type ListView = { q: string; source: string; from: string; to: string; so
 /** The unfiltered first page, where the sidebar's Traces link goes. */
 export const FIRST_PAGE: ListView = { q: "", source: "", from: "", to: "", sort: "", page: 0 };
 
+// The browser's time zone, asked only when a date filter needs it: the first
+// Intl call in a tab costs tens of milliseconds (ICU warm-up).
 const tz = () => Intl.DateTimeFormat().resolvedOptions().timeZone;
 
 /**
