@@ -217,16 +217,41 @@ func fusedLinear(x *Node, ws, bs []*Node) []*Node {
 			b = Concatenate(bs, 0)
 		}
 	}
-	y := linear(x, w, b)
-	r := y.Rank()
-	outs := make([]*Node, len(ws))
-	start := 0
+	sizes := make([]int, len(ws))
 	for i, wi := range ws {
-		n := wi.Shape().Dimensions[0]
-		outs[i] = SliceAxis(y, r-1, AxisRange(start, start+n))
+		sizes[i] = wi.Shape().Dimensions[0]
+	}
+	return splitLast(linear(x, w, b), sizes)
+}
+
+// splitLast cuts y along its last axis into parts of the given sizes. Its gradient is
+// the parts' gradients concatenated (zeros for a part with none): one copy of y's
+// size, where the generic rule pads every part's gradient to y's full shape and sums
+// the pads (len(sizes) Pads and len(sizes)−1 Adds, each a pass over y). Routing as in
+// customGrad: the parts' identities record their gradients, and y's identity (created
+// first, so visited last) returns their concatenation instead of the padded sum, which
+// is left dead and pruned.
+func splitLast(y *Node, sizes []int) []*Node {
+	r := y.Rank()
+	dys := make([]*Node, len(sizes))
+	parts := make([]*Node, len(sizes))
+	yc := IdentityWithCustomGradient(y, func(_, _ *Node) *Node {
+		grads := make([]*Node, len(sizes))
+		for i, dy := range dys {
+			if dy == nil {
+				dy = ZerosLike(parts[i])
+			}
+			grads[i] = dy
+		}
+		return Concatenate(grads, r-1)
+	})
+	start := 0
+	for i, n := range sizes {
+		part := SliceAxis(yc, r-1, AxisRange(start, start+n))
+		parts[i] = IdentityWithCustomGradient(part, func(_, v *Node) *Node { dys[i] = v; return v })
 		start += n
 	}
-	return outs
+	return parts
 }
 
 // attnScores is q·k over D: q [B,KV,G,T,D], k [B,KV,S,D] -> [B,KV,G,T,S]. The k
@@ -345,11 +370,27 @@ func applyRope(x, cos, sin *Node) *Node {
 // rotate is x*c + rotate_half(x)*s for c, s already broadcast to x's shape [..., D],
 // with s's first half negated (ropeTables): rotate_half(x)*s = cat(-x2, x1)*cat(s1, s2)
 // = cat(x2, x1)*cat(-s1, s2), exactly, one element-wise pass (and its gradient) fewer.
+//
+// Its gradient is written out, dx = dy·c + swapHalves(dy·s): the swap is its own
+// inverse, so the backward is two slices and a concatenation where the generic rule
+// slices, pads each half back to x's full shape and adds the pads. c and s are never
+// differentiated (tables of constants, or the pooled row of them). x's only user is
+// the routing identity, so in the forward that identity hands x's buffer on (no copy).
 func rotate(x, c, sSigned *Node) *Node {
+	var dy *Node
+	xc := IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
+		if dy == nil {
+			panic("rotate: output gradient not recorded before the input's")
+		}
+		return Add(Mul(dy, c), swapHalves(Mul(dy, sSigned)))
+	})
+	y := Add(Mul(xc, c), Mul(swapHalves(xc), sSigned))
+	return IdentityWithCustomGradient(y, func(_, v *Node) *Node { dy = v; return v })
+}
+
+// swapHalves is cat(x[..., D/2:], x[..., :D/2]).
+func swapHalves(x *Node) *Node {
 	r := x.Rank()
 	D := x.Shape().Dimensions[r-1]
-	x1 := SliceAxis(x, r-1, AxisRange(0, D/2))
-	x2 := SliceAxis(x, r-1, AxisRange(D/2, D))
-	swapped := Concatenate([]*Node{x2, x1}, r-1)
-	return Add(Mul(x, c), Mul(swapped, sSigned))
+	return Concatenate([]*Node{SliceAxis(x, r-1, AxisRange(D/2, D)), SliceAxis(x, r-1, AxisRange(0, D/2))}, r-1)
 }
