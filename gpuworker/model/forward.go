@@ -57,9 +57,10 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 	for l := range c.NumHiddenLayers {
 		pre := "model.layers." + itoa(l) + "."
 		pw := func(name string) *Node { return p[pre+name] }
-		h := rmsNorm(x, pw("input_layernorm.weight"), c.RMSNormEps)
+		inNorm := pw("input_layernorm.weight")
+		h := rmsScale(x, c.RMSNormEps) // the norm's weight is folded into the projections
 		if l < last {
-			qkv := fusedLinear(h, []*Node{pw("self_attn.q_proj.weight"), pw("self_attn.k_proj.weight"), pw("self_attn.v_proj.weight")},
+			qkv := fusedLinear(h, inNorm, []*Node{pw("self_attn.q_proj.weight"), pw("self_attn.k_proj.weight"), pw("self_attn.v_proj.weight")},
 				[]*Node{pw("self_attn.q_proj.bias"), pw("self_attn.k_proj.bias"), pw("self_attn.v_proj.bias")})
 			q := Reshape(qkv[0], B, T, nH, D)
 			k := Reshape(qkv[1], B, T, nKV, D)
@@ -88,13 +89,13 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 		}
 
 		// Last layer: keys/values for every token, everything else for the pooled one.
-		kv := fusedLinear(h, []*Node{pw("self_attn.k_proj.weight"), pw("self_attn.v_proj.weight")},
+		kv := fusedLinear(h, inNorm, []*Node{pw("self_attn.k_proj.weight"), pw("self_attn.v_proj.weight")},
 			[]*Node{pw("self_attn.k_proj.bias"), pw("self_attn.v_proj.bias")})
 		k := Reshape(kv[0], B, T, nKV, D)
 		v := Reshape(kv[1], B, T, nKV, D)
 		xp := selectRows(x) // [B,H]
-		hp := rmsNorm(xp, pw("input_layernorm.weight"), c.RMSNormEps)
-		q := Reshape(linear(hp, pw("self_attn.q_proj.weight"), pw("self_attn.q_proj.bias")), B, 1, nH, D)
+		hp := rmsScale(xp, c.RMSNormEps)
+		q := Reshape(linear(hp, foldNorm(pw("self_attn.q_proj.weight"), inNorm), pw("self_attn.q_proj.bias")), B, 1, nH, D)
 		q = scaleQuery(q, pw("self_attn.q_norm.weight"), c)
 		if c.QKNorm {
 			k = rmsNorm(k, pw("self_attn.k_norm.weight"), c.RMSNormEps)
@@ -120,8 +121,8 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 	if c.NumHiddenLayers == 0 {
 		x = selectRows(x)
 	}
-	x = rmsNorm(x, p["model.norm.weight"], c.RMSNormEps) // [B,H]
-	return Reshape(linear(x, p[ScoreWeight], nil), B)
+	x = rmsScale(x, c.RMSNormEps) // [B,H]; the final norm's weight is folded into the head
+	return Reshape(linear(x, foldNorm(p[ScoreWeight], p["model.norm.weight"]), nil), B)
 }
 
 // scaleQuery applies the attention's 1/√D to the queries [..., D] instead of to the
@@ -152,8 +153,8 @@ func softmax(x *Node) *Node {
 }
 
 func mlp(x *Node, p map[string]*Node, pre string, eps float64) *Node {
-	h := rmsNorm(x, p[pre+"post_attention_layernorm.weight"], eps)
-	gu := fusedLinear(h, []*Node{p[pre+"mlp.gate_proj.weight"], p[pre+"mlp.up_proj.weight"]}, []*Node{nil, nil})
+	h := rmsScale(x, eps)
+	gu := fusedLinear(h, p[pre+"post_attention_layernorm.weight"], []*Node{p[pre+"mlp.gate_proj.weight"], p[pre+"mlp.up_proj.weight"]}, []*Node{nil, nil})
 	return Add(x, linear(Mul(silu(gu[0]), gu[1]), p[pre+"mlp.down_proj.weight"], nil))
 }
 
@@ -204,11 +205,16 @@ func weightGrad(x, dy *Node) *Node {
 }
 
 // fusedLinear applies several linears sharing the input x as one matmul over the
-// concatenated weights (bias entries may be nil; all nil or all present).
-func fusedLinear(x *Node, ws, bs []*Node) []*Node {
+// concatenated weights (bias entries may be nil; all nil or all present). A non-nil
+// normW is the weight of an RMSNorm applied to x just before (x is then rmsScale's
+// output), folded into the concatenated weights (see foldNorm).
+func fusedLinear(x, normW *Node, ws, bs []*Node) []*Node {
 	w := ws[0]
 	if len(ws) > 1 {
 		w = Concatenate(ws, 0)
+	}
+	if normW != nil {
+		w = foldNorm(w, normW)
 	}
 	var b *Node
 	if bs[0] != nil {
@@ -288,10 +294,26 @@ func itoa(i int) string {
 // rmsNorm matches HF's Qwen3RMSNorm/LlamaRMSNorm in float32:
 // w * x * rsqrt(mean(x², -1) + eps).
 func rmsNorm(x, w *Node, eps float64) *Node {
+	y := rmsScale(x, eps)
+	return Mul(y, ExpandLeftToRank(w, y.Rank()))
+}
+
+// rmsScale is RMSNorm without its weight: x * rsqrt(mean(x², -1) + eps).
+func rmsScale(x *Node, eps float64) *Node {
 	variance := ReduceAndKeep(Square(x), ReduceMean, -1)
 	// 1/sqrt rather than Rsqrt: GoMLX v0.28.2 defines no gradient for Rsqrt.
-	y := Mul(x, Reciprocal(Sqrt(AddScalar(variance, eps))))
-	return Mul(y, ExpandLeftToRank(w, y.Rank()))
+	return Mul(x, Reciprocal(Sqrt(AddScalar(variance, eps))))
+}
+
+// foldNorm returns the weight w [out, in] of a linear whose input is rmsScale(x), with
+// the preceding RMSNorm's weight normW [in] folded in: (y ⊙ normW)·wᵀ = y·(w ⊙ normW)ᵀ.
+// The broadcast multiply (and, in the backward, its gradient and the reduction for
+// normW's) then runs over the weight instead of every token's activations: for the
+// tiny train config 256 or 768 × 128 weight entries instead of 1024 tokens × 128, for
+// 8 × 1024 tokens of the 0.6B shape 4096 or 6144 × 1024 instead of 8192 × 1024. Same
+// function; only the rounding order of one product changes (HF rounds y ⊙ normW).
+func foldNorm(w, normW *Node) *Node {
+	return Mul(w, Reshape(normW, 1, normW.Shape().Dimensions[0]))
 }
 
 // silu is x·σ(x) with σ computed without math.Exp and the gradient written from σ:
