@@ -57,9 +57,10 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 	for l := range c.NumHiddenLayers {
 		pre := "model.layers." + itoa(l) + "."
 		pw := func(name string) *Node { return p[pre+name] }
-		h := rmsNorm(x, pw("input_layernorm.weight"), c.RMSNormEps)
+		inNorm := pw("input_layernorm.weight")
+		h := rmsScale(x, c.RMSNormEps) // the norm's weight is folded into the projections
 		if l < last {
-			qkv := fusedLinear(h, []*Node{pw("self_attn.q_proj.weight"), pw("self_attn.k_proj.weight"), pw("self_attn.v_proj.weight")},
+			qkv := fusedLinear(h, inNorm, []*Node{pw("self_attn.q_proj.weight"), pw("self_attn.k_proj.weight"), pw("self_attn.v_proj.weight")},
 				[]*Node{pw("self_attn.q_proj.bias"), pw("self_attn.k_proj.bias"), pw("self_attn.v_proj.bias")})
 			q := Reshape(qkv[0], B, T, nH, D)
 			k := Reshape(qkv[1], B, T, nKV, D)
@@ -88,13 +89,13 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 		}
 
 		// Last layer: keys/values for every token, everything else for the pooled one.
-		kv := fusedLinear(h, []*Node{pw("self_attn.k_proj.weight"), pw("self_attn.v_proj.weight")},
+		kv := fusedLinear(h, inNorm, []*Node{pw("self_attn.k_proj.weight"), pw("self_attn.v_proj.weight")},
 			[]*Node{pw("self_attn.k_proj.bias"), pw("self_attn.v_proj.bias")})
 		k := Reshape(kv[0], B, T, nKV, D)
 		v := Reshape(kv[1], B, T, nKV, D)
 		xp := selectRows(x) // [B,H]
-		hp := rmsNorm(xp, pw("input_layernorm.weight"), c.RMSNormEps)
-		q := Reshape(linear(hp, pw("self_attn.q_proj.weight"), pw("self_attn.q_proj.bias")), B, 1, nH, D)
+		hp := rmsScale(xp, c.RMSNormEps)
+		q := Reshape(linear(hp, foldNorm(pw("self_attn.q_proj.weight"), inNorm), pw("self_attn.q_proj.bias")), B, 1, nH, D)
 		q = scaleQuery(q, pw("self_attn.q_norm.weight"), c)
 		if c.QKNorm {
 			k = rmsNorm(k, pw("self_attn.k_norm.weight"), c.RMSNormEps)
@@ -120,8 +121,8 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 	if c.NumHiddenLayers == 0 {
 		x = selectRows(x)
 	}
-	x = rmsNorm(x, p["model.norm.weight"], c.RMSNormEps) // [B,H]
-	return Reshape(linear(x, p[ScoreWeight], nil), B)
+	x = rmsScale(x, c.RMSNormEps) // [B,H]; the final norm's weight is folded into the head
+	return Reshape(linear(x, foldNorm(p[ScoreWeight], p["model.norm.weight"]), nil), B)
 }
 
 // scaleQuery applies the attention's 1/√D to the queries [..., D] instead of to the
@@ -152,8 +153,8 @@ func softmax(x *Node) *Node {
 }
 
 func mlp(x *Node, p map[string]*Node, pre string, eps float64) *Node {
-	h := rmsNorm(x, p[pre+"post_attention_layernorm.weight"], eps)
-	gu := fusedLinear(h, []*Node{p[pre+"mlp.gate_proj.weight"], p[pre+"mlp.up_proj.weight"]}, []*Node{nil, nil})
+	h := rmsScale(x, eps)
+	gu := fusedLinear(h, p[pre+"post_attention_layernorm.weight"], []*Node{p[pre+"mlp.gate_proj.weight"], p[pre+"mlp.up_proj.weight"]}, []*Node{nil, nil})
 	return Add(x, linear(Mul(silu(gu[0]), gu[1]), p[pre+"mlp.down_proj.weight"], nil))
 }
 
@@ -204,11 +205,16 @@ func weightGrad(x, dy *Node) *Node {
 }
 
 // fusedLinear applies several linears sharing the input x as one matmul over the
-// concatenated weights (bias entries may be nil; all nil or all present).
-func fusedLinear(x *Node, ws, bs []*Node) []*Node {
+// concatenated weights (bias entries may be nil; all nil or all present). A non-nil
+// normW is the weight of an RMSNorm applied to x just before (x is then rmsScale's
+// output), folded into the concatenated weights (see foldNorm).
+func fusedLinear(x, normW *Node, ws, bs []*Node) []*Node {
 	w := ws[0]
 	if len(ws) > 1 {
 		w = Concatenate(ws, 0)
+	}
+	if normW != nil {
+		w = foldNorm(w, normW)
 	}
 	var b *Node
 	if bs[0] != nil {
@@ -217,16 +223,41 @@ func fusedLinear(x *Node, ws, bs []*Node) []*Node {
 			b = Concatenate(bs, 0)
 		}
 	}
-	y := linear(x, w, b)
-	r := y.Rank()
-	outs := make([]*Node, len(ws))
-	start := 0
+	sizes := make([]int, len(ws))
 	for i, wi := range ws {
-		n := wi.Shape().Dimensions[0]
-		outs[i] = SliceAxis(y, r-1, AxisRange(start, start+n))
+		sizes[i] = wi.Shape().Dimensions[0]
+	}
+	return splitLast(linear(x, w, b), sizes)
+}
+
+// splitLast cuts y along its last axis into parts of the given sizes. Its gradient is
+// the parts' gradients concatenated (zeros for a part with none): one copy of y's
+// size, where the generic rule pads every part's gradient to y's full shape and sums
+// the pads (len(sizes) Pads and len(sizes)−1 Adds, each a pass over y). Routing as in
+// customGrad: the parts' identities record their gradients, and y's identity (created
+// first, so visited last) returns their concatenation instead of the padded sum, which
+// is left dead and pruned.
+func splitLast(y *Node, sizes []int) []*Node {
+	r := y.Rank()
+	dys := make([]*Node, len(sizes))
+	parts := make([]*Node, len(sizes))
+	yc := IdentityWithCustomGradient(y, func(_, _ *Node) *Node {
+		grads := make([]*Node, len(sizes))
+		for i, dy := range dys {
+			if dy == nil {
+				dy = ZerosLike(parts[i])
+			}
+			grads[i] = dy
+		}
+		return Concatenate(grads, r-1)
+	})
+	start := 0
+	for i, n := range sizes {
+		part := SliceAxis(yc, r-1, AxisRange(start, start+n))
+		parts[i] = IdentityWithCustomGradient(part, func(_, v *Node) *Node { dys[i] = v; return v })
 		start += n
 	}
-	return outs
+	return parts
 }
 
 // attnScores is q·k over D: q [B,KV,G,T,D], k [B,KV,S,D] -> [B,KV,G,T,S]. The k
@@ -263,10 +294,26 @@ func itoa(i int) string {
 // rmsNorm matches HF's Qwen3RMSNorm/LlamaRMSNorm in float32:
 // w * x * rsqrt(mean(x², -1) + eps).
 func rmsNorm(x, w *Node, eps float64) *Node {
+	y := rmsScale(x, eps)
+	return Mul(y, ExpandLeftToRank(w, y.Rank()))
+}
+
+// rmsScale is RMSNorm without its weight: x * rsqrt(mean(x², -1) + eps).
+func rmsScale(x *Node, eps float64) *Node {
 	variance := ReduceAndKeep(Square(x), ReduceMean, -1)
 	// 1/sqrt rather than Rsqrt: GoMLX v0.28.2 defines no gradient for Rsqrt.
-	y := Mul(x, Reciprocal(Sqrt(AddScalar(variance, eps))))
-	return Mul(y, ExpandLeftToRank(w, y.Rank()))
+	return Mul(x, Reciprocal(Sqrt(AddScalar(variance, eps))))
+}
+
+// foldNorm returns the weight w [out, in] of a linear whose input is rmsScale(x), with
+// the preceding RMSNorm's weight normW [in] folded in: (y ⊙ normW)·wᵀ = y·(w ⊙ normW)ᵀ.
+// The broadcast multiply (and, in the backward, its gradient and the reduction for
+// normW's) then runs over the weight instead of every token's activations: for the
+// tiny train config 256 or 768 × 128 weight entries instead of 1024 tokens × 128, for
+// 8 × 1024 tokens of the 0.6B shape 4096 or 6144 × 1024 instead of 8192 × 1024. Same
+// function; only the rounding order of one product changes (HF rounds y ⊙ normW).
+func foldNorm(w, normW *Node) *Node {
+	return Mul(w, Reshape(normW, 1, normW.Shape().Dimensions[0]))
 }
 
 // silu is x·σ(x) with σ computed without math.Exp and the gradient written from σ:
@@ -345,11 +392,27 @@ func applyRope(x, cos, sin *Node) *Node {
 // rotate is x*c + rotate_half(x)*s for c, s already broadcast to x's shape [..., D],
 // with s's first half negated (ropeTables): rotate_half(x)*s = cat(-x2, x1)*cat(s1, s2)
 // = cat(x2, x1)*cat(-s1, s2), exactly, one element-wise pass (and its gradient) fewer.
+//
+// Its gradient is written out, dx = dy·c + swapHalves(dy·s): the swap is its own
+// inverse, so the backward is two slices and a concatenation where the generic rule
+// slices, pads each half back to x's full shape and adds the pads. c and s are never
+// differentiated (tables of constants, or the pooled row of them). x's only user is
+// the routing identity, so in the forward that identity hands x's buffer on (no copy).
 func rotate(x, c, sSigned *Node) *Node {
+	var dy *Node
+	xc := IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
+		if dy == nil {
+			panic("rotate: output gradient not recorded before the input's")
+		}
+		return Add(Mul(dy, c), swapHalves(Mul(dy, sSigned)))
+	})
+	y := Add(Mul(xc, c), Mul(swapHalves(xc), sSigned))
+	return IdentityWithCustomGradient(y, func(_, v *Node) *Node { dy = v; return v })
+}
+
+// swapHalves is cat(x[..., D/2:], x[..., :D/2]).
+func swapHalves(x *Node) *Node {
 	r := x.Rank()
 	D := x.Shape().Dimensions[r-1]
-	x1 := SliceAxis(x, r-1, AxisRange(0, D/2))
-	x2 := SliceAxis(x, r-1, AxisRange(D/2, D))
-	swapped := Concatenate([]*Node{x2, x1}, r-1)
-	return Add(Mul(x, c), Mul(swapped, sSigned))
+	return Concatenate([]*Node{SliceAxis(x, r-1, AxisRange(D/2, D)), SliceAxis(x, r-1, AxisRange(0, D/2))}, r-1)
 }

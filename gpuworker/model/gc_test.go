@@ -2,6 +2,7 @@ package model
 
 import (
 	"runtime/debug"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,7 +13,7 @@ func TestSetEngineGCUnlessGOGCIsSet(t *testing.T) {
 	defer debug.SetGCPercent(prev)
 
 	t.Setenv("GOGC", "")
-	require.Equal(t, "25", SetEngineGC())
+	require.Equal(t, strconv.Itoa(EngineGCPercent), SetEngineGC())
 	require.Equal(t, EngineGCPercent, debug.SetGCPercent(100), "GC target after SetEngineGC")
 
 	t.Setenv("GOGC", "80") // the user's choice: left alone
