@@ -135,8 +135,14 @@ type CompleteTraining struct {
 	ScoresKey, ActionScoresKey string
 }
 
-// CompleteTraining records a succeeded attempt with its scores.
+// CompleteTraining records a succeeded attempt with its scores. A heartbeat
+// of the same attempt racing with it makes it decide again (it used to
+// answer 409 concurrent_write, which the worker took for a lost lease).
 func (c *Commands) CompleteTraining(ctx context.Context, in CompleteTraining) (Result, error) {
+	return retryOnConflict(func() (Result, error) { return c.completeTraining(ctx, in) })
+}
+
+func (c *Commands) completeTraining(ctx context.Context, in CompleteTraining) (Result, error) {
 	st, err := c.loadModel(ctx, "", in.ModelID)
 	if err != nil {
 		return Result{}, err

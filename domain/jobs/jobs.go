@@ -50,6 +50,11 @@ type ScoreJob struct {
 // ServicePrefix is where the worker service lives on the API.
 const ServicePrefix = "/api/v1/worker"
 
+// CodeConcurrentWrite is the error code of a 409 that says another write to
+// the same stream won a race: unlike the worker service's other 409s (the
+// job is not claimable), the same request may succeed when sent again.
+const CodeConcurrentWrite = "concurrent_write"
+
 // Worker-service routes, relative to ServicePrefix, as net/http patterns;
 // TrainingPath and ScoringPath build the URLs a client calls.
 const (

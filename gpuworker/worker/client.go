@@ -41,14 +41,17 @@ func (e *APIError) Error() string {
 	return msg
 }
 
-// Is makes errors.Is(err, ErrNotClaimable) true for a 409.
+// Is makes errors.Is(err, ErrNotClaimable) true for a 409, except a
+// concurrent write (jobs.CodeConcurrentWrite: another write to the same
+// stream won a race; the same request decides again on a retry).
 func (e *APIError) Is(target error) bool {
-	return target == ErrNotClaimable && e.Status == http.StatusConflict
+	return target == ErrNotClaimable && e.Status == http.StatusConflict && e.Code != jobs.CodeConcurrentWrite
 }
 
 // Transient reports whether retrying the same request later may succeed: network
-// errors, timeouts, 429 and 5xx (and 401/403, which an operator fixes by correcting
-// the token, not by dropping the job). Other 4xx answers are final.
+// errors, timeouts, 429, 5xx and a 409 concurrent write (and 401/403, which an
+// operator fixes by correcting the token, not by dropping the job). Other 4xx
+// answers are final.
 func Transient(err error) bool {
 	if err == nil {
 		return false
@@ -56,7 +59,7 @@ func Transient(err error) bool {
 	var ae *APIError
 	if errors.As(err, &ae) {
 		switch {
-		case ae.Status == http.StatusTooManyRequests, ae.Status >= 500,
+		case ae.Status == http.StatusTooManyRequests, ae.Status >= 500, ae.Code == jobs.CodeConcurrentWrite,
 			ae.Status == http.StatusUnauthorized, ae.Status == http.StatusForbidden:
 			return true
 		}

@@ -156,3 +156,15 @@ func TestClientAgainstTheService(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, ae.Status)
 	require.True(t, Transient(err))
 }
+
+// A 409 that says another write won a race is retried, not taken for a
+// lost job (a success report racing a heartbeat was dropped that way, and
+// the model waited for its lease to expire); every other 409 is final.
+func TestConcurrentWriteIsRetriedNotALostJob(t *testing.T) {
+	race := &APIError{Method: "POST", Path: "/x/succeeded", Status: http.StatusConflict, Code: jobs.CodeConcurrentWrite}
+	require.False(t, errors.Is(race, ErrNotClaimable))
+	require.True(t, Transient(race))
+	gone := &APIError{Method: "POST", Path: "/x/succeeded", Status: http.StatusConflict, Code: "not_claimable"}
+	require.True(t, errors.Is(gone, ErrNotClaimable))
+	require.False(t, Transient(gone))
+}

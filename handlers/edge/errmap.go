@@ -10,6 +10,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/platform/requestid"
 )
 
@@ -75,7 +76,7 @@ func classify(err error) (int, ErrorBody) {
 	case errors.As(err, &cf):
 		return http.StatusConflict, ErrorBody{Detail: cf.Error(), Code: cf.Code}
 	case errors.As(err, &vc):
-		return http.StatusConflict, ErrorBody{Detail: "another write changed the same data; retry", Code: "concurrent_write"}
+		return http.StatusConflict, ErrorBody{Detail: "another write changed the same data; retry", Code: jobs.CodeConcurrentWrite}
 	case errors.As(err, &ua):
 		return http.StatusUnauthorized, ErrorBody{Detail: ua.Error(), Code: "unauthorized"}
 	case errors.As(err, &fb):
