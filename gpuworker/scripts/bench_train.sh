@@ -53,6 +53,12 @@ torch_step() { # cpus threads -> seconds/step
 }
 
 echo "torch $("$PY" -c 'import torch; print(torch.__version__)') (Debian python3-torch; libblas -> $(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || echo '?'))"
+case "$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null)" in
+*/blas/libblas.so.*)
+  # python3-torch alone pulls in the reference BLAS (~10× slower than
+  # OpenBLAS here): a ratio against it flatters Go.
+  echo "WARNING: torch runs on the reference BLAS, not OpenBLAS: the torch figures are not a fair reference (apt-get install libopenblas0-pthread)" ;;
+esac
 echo "tiny config train step, median of $REPS runs × $STEPS steps (go test -bench BenchmarkTrainStep vs torch_reference.py bench)"
 declare -A best_g=()
 best_t=
