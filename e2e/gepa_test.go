@@ -92,7 +92,12 @@ func TestGepaRunEndToEnd(t *testing.T) {
 	w1 := startWorkerWith(t, in, kafkaPort, "w1")
 	m := in.waitModel(t, key, modelID, "succeeded", "failed")
 	require.Equal(t, "succeeded", m["status"], "%v", m["error"])
-	require.NoError(t, w1.Process.Kill())
+	// w1 stops the way a deployment stops it (SIGTERM: it leaves the consumer
+	// group). A kill -9 leaves its members in the embedded broker's group
+	// until their session expires, and kfake has been seen to keep the runs'
+	// partitions with the dead member for minutes (platform/bus/
+	// KFAKE_JOIN_EXPIRY.md); a worker lost mid-run is the next test's subject.
+	require.NoError(t, w1.Process.Signal(syscall.SIGTERM))
 	_, _ = w1.Process.Wait()
 
 	require.Equal(t, http.StatusNotFound, in.do("POST", "/api/v1/rm/gepa-runs", other, map[string]any{"reward_model_id": modelID}).Status)

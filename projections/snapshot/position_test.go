@@ -120,17 +120,9 @@ func TestCatchUpFromTheLog(t *testing.T) {
 	require.True(t, p.Known())
 
 	seqs := appendN(t, store, uuid.NewString(), 5)
-	var got []int64
-	apply := func(ctx context.Context, envs []events.Envelope) error {
-		var s []int64
-		for _, e := range envs {
-			s = append(s, e.Seq)
-		}
-		got = append(got, s...)
-		return p.Processed(ctx, s)
-	}
+	got, apply := recordingApplier(p)
 	require.NoError(t, CatchUp(ctx, store, apply, p, seqs[3]))
-	require.Equal(t, seqs, got, "the batch read reaches past the target; all of it is applied")
+	require.Equal(t, seqs, *got, "the batch read reaches past the target; all of it is applied")
 	require.Equal(t, seqs[4], p.Applied())
 }
 
@@ -149,8 +141,21 @@ func TestCatchUpCompletesAStuckPosition(t *testing.T) {
 	applied, pending, stuck := p.Stuck(0)
 	require.Equal(t, []any{int64(0), 2, true}, []any{applied, pending, stuck})
 
+	got, apply := recordingApplier(p)
+	head, err := store.Head(ctx)
+	require.NoError(t, err)
+	require.NoError(t, CatchUp(ctx, store, apply, p, head))
+	require.Equal(t, seqs, *got)
+	require.Equal(t, seqs[2], p.Applied())
+	_, pending, stuck = p.Stuck(0)
+	require.Equal(t, []any{0, false}, []any{pending, stuck})
+}
+
+// recordingApplier applies a log batch by reporting its seqs to the
+// position, and records them in order.
+func recordingApplier(p *Position) (*[]int64, LogApplier) {
 	var got []int64
-	apply := func(ctx context.Context, envs []events.Envelope) error {
+	return &got, func(ctx context.Context, envs []events.Envelope) error {
 		var s []int64
 		for _, e := range envs {
 			s = append(s, e.Seq)
@@ -158,11 +163,4 @@ func TestCatchUpCompletesAStuckPosition(t *testing.T) {
 		got = append(got, s...)
 		return p.Processed(ctx, s)
 	}
-	head, err := store.Head(ctx)
-	require.NoError(t, err)
-	require.NoError(t, CatchUp(ctx, store, apply, p, head))
-	require.Equal(t, seqs, got)
-	require.Equal(t, seqs[2], p.Applied())
-	_, pending, stuck = p.Stuck(0)
-	require.Equal(t, []any{0, false}, []any{pending, stuck})
 }

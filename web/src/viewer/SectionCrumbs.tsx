@@ -1,7 +1,6 @@
 import { useCallback, useEffect, useId, useMemo, useRef, useState } from "react";
 import { api, type Schemas, type TraceDetail } from "../api/client";
 import { sectionPath } from "./TaskCard";
-import { revisionKey } from "./rows";
 import "./sectionCrumbs.css";
 
 type Section = NonNullable<TraceDetail["sections"]>[number];
@@ -117,8 +116,7 @@ export function useSectionSummaries(traceId: string, stepsKey: string, wanted: S
  * 0–1 local success estimate, or Unscored with the reason; hovering or
  * focusing it shows the objective and the rationale.
  */
-export function SectionCrumbs({ traceId, steps, sections, selected, onPick }: { traceId: string; steps: { id: string }[]; sections: Section[]; selected: number; onPick: (index: number) => void }) {
-  const stepsKey = useMemo(() => revisionKey(steps), [steps]);
+export function SectionCrumbs({ traceId, stepsKey, sections, selected, onPick }: { traceId: string; stepsKey: string; sections: Section[]; selected: number; onPick: (index: number) => void }) {
   const path = useMemo(() => sectionPath(sections, selected), [sections, selected]);
   const known = useSectionSummaries(traceId, stepsKey, path);
   const unavailable = path.map((s) => known.get(rangeKey(s))).find((k): k is Extract<Known, { state: "unavailable" }> => k?.state === "unavailable");

@@ -382,7 +382,7 @@ export function TraceViewer() {
             </button>
             <SectionCrumbs
               traceId={t.id}
-              steps={steps}
+              stepsKey={stepsKey}
               sections={t.sections!}
               selected={selected}
               onPick={(i) => {
