@@ -55,6 +55,34 @@ function routeChunks(): Plugin {
 export default defineConfig({
   base: "/",
   plugins: [react(), routeChunks()],
-  build: { outDir: "dist", assetsDir: "assets", sourcemap: false, chunkSizeWarningLimit: 1500 },
+  // The app is written against React's API (types from @types/react) and
+  // bundled with Preact's implementation of it (preact/compat, Preact 11,
+  // which follows React 19: refs as props, useId, useSyncExternalStore).
+  // react-dom alone was two thirds of the entry (303 kB → 103 kB): a cold
+  // first screen went from 590–890 ms to 350–450 ms (make bench-ui,
+  // web/BENCH_UI.md); the whole browser suite runs on this build.
+  resolve: {
+    alias: [
+      { find: /^react-dom\/client$/, replacement: "preact/compat/client" },
+      { find: /^react-dom$/, replacement: "preact/compat" },
+      { find: /^react\/jsx-runtime$/, replacement: "preact/jsx-runtime" },
+      { find: /^react\/jsx-dev-runtime$/, replacement: "preact/jsx-dev-runtime" },
+      { find: /^react$/, replacement: "preact/compat" },
+    ],
+  },
+  build: {
+    outDir: "dist",
+    assetsDir: "assets",
+    sourcemap: false,
+    chunkSizeWarningLimit: 1500,
+    rolldownOptions: {
+      // react-router feature-detects React 19's useOptimistic and falls back
+      // when it is absent, as it is from preact/compat: not a problem.
+      onwarn(w, warn) {
+        if (w.code === "IMPORT_IS_UNDEFINED" && w.message.includes("useOptimistic")) return;
+        warn(w);
+      },
+    },
+  },
   server: { proxy: { "/api": "http://127.0.0.1:8080" } },
 });

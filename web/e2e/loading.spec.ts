@@ -16,9 +16,10 @@ test("the viewer's chunk is modulepreloaded before the app runs, ICU warms up in
   expect(new URL((await worker).url()).pathname).toBe("/warm-intl.js");
   const routes = JSON.parse((await page.locator('meta[name="critic-route-chunks"]').getAttribute("content")) ?? "{}") as Record<string, string[]>;
   expect(Object.keys(routes)).toEqual(expect.arrayContaining(["TracesPage", "TraceViewer", "ReviewPage", "SqlPage", "markdown"]));
-  const preloaded = await page.locator('link[rel="modulepreload"]').evaluateAll((ls) => ls.map((l) => new URL((l as HTMLLinkElement).href).pathname));
+  // preload.js's links (the idle ones come later: PreloadPages).
+  const preloaded = await page.locator('link[rel="modulepreload"]:not([data-idle])').evaluateAll((ls) => ls.map((l) => new URL((l as HTMLLinkElement).href).pathname));
   expect(preloaded).toEqual(expect.arrayContaining(routes.TraceViewer));
-  // Only the current route's files: the list's own chunk is not fetched here.
+  // Only the current route's files before the first screen: the list's own chunk is not fetched here.
   const listOnly = routes.TracesPage.filter((f) => !routes.TraceViewer.includes(f));
   expect(listOnly.length).toBeGreaterThan(0);
   for (const f of listOnly) expect(preloaded).not.toContain(f);
@@ -53,8 +54,9 @@ test("the first screen does not wait for the markdown renderer: plain text first
 });
 
 test("a page whose code cannot be fetched says so and offers a reload", async ({ page }) => {
-  await signIn(page);
+  // Gone from the start: the idle preload of the pages one click away must not have fetched it first.
   await page.route(/\/assets\/SqlPage-[^/]+\.js$/, (route) => route.fulfill({ status: 404, body: "404 page not found" }));
+  await signIn(page);
   await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "SQL" }).click();
   await expect(page.getByRole("heading", { name: "This page could not be loaded" })).toBeVisible();
   await expect(page.getByRole("alert")).toContainText("reloading fetches the new version");
@@ -96,4 +98,37 @@ test("the sidebar's Traces link asks for the list's first page on the click, alo
   await expect(page.getByText(/^1–\d+ of \d+$/)).toBeVisible();
   await page.waitForLoadState("networkidle");
   expect(lists).toEqual(["?limit=50&offset=0"]);
+});
+
+test("once the first screen's data is in, the pages one click away are preloaded while idle, and a trace link asks for its trace on the click", async ({ page }) => {
+  test.skip(!env.bigTrace, "no big trace seeded");
+  // Hold the viewer's chunk from the start: the trace must be asked for before the viewer's code has arrived.
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  await page.route(/\/assets\/TraceViewer-[^/]+\.js$/, async (route) => {
+    await held;
+    await route.continue();
+  });
+  await signIn(page, env.key, "/traces?q=" + encodeURIComponent("2,000-step session"));
+  const link = page.getByRole("link", { name: "A 2,000-step session" });
+  await expect(link).toBeVisible();
+  const routes = JSON.parse((await page.locator('meta[name="critic-route-chunks"]').getAttribute("content")) ?? "{}") as Record<string, string[]>;
+  const linked = (sel: string) => page.locator(sel).evaluateAll((ls) => ls.map((l) => new URL((l as HTMLLinkElement).href).pathname));
+  await expect.poll(() => linked('link[rel="modulepreload"]')).toEqual(expect.arrayContaining([...routes.TraceViewer, ...routes.SqlPage, ...routes.markdown]));
+  // The viewer's own files came from the idle preload, and nothing is linked twice.
+  expect(await linked('link[rel="modulepreload"][data-idle]')).toEqual(expect.arrayContaining(routes.TraceViewer.filter((f) => !routes.TracesPage.includes(f))));
+  const all = await linked('link[rel="modulepreload"]');
+  expect(all.length).toBe(new Set(all).size);
+
+  const asked: string[] = [];
+  page.on("request", (r) => {
+    const u = new URL(r.url());
+    if (u.pathname.startsWith("/api/v1/rm/traces/")) asked.push(u.pathname.slice("/api/v1/rm".length));
+  });
+  await link.click();
+  await expect.poll(() => asked).toContain(`/traces/${env.bigTrace}`);
+  release();
+  await expect(page.getByRole("region", { name: "Step 1", exact: true })).toBeVisible();
+  await page.waitForLoadState("networkidle");
+  expect(asked.filter((p) => p === `/traces/${env.bigTrace}`)).toHaveLength(1);
 });

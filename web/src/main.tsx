@@ -7,6 +7,7 @@ import { AuthProvider, useAuth } from "./auth/auth";
 import { SignIn } from "./signin/SignIn";
 import { Layout } from "./shell/Layout";
 import { ChunkBoundary, page } from "./shell/lazyPage";
+import { PreloadPages } from "./shell/PreloadPages";
 import "./styles.css";
 
 // Every page is its own chunk, so a screen evaluates only its own code; the
@@ -48,6 +49,7 @@ function Gate() {
             <ChunkBoundary>
               <Suspense fallback={<PageLoading />}>
                 <Outlet />
+                <PreloadPages />
               </Suspense>
             </ChunkBoundary>
           </Layout>

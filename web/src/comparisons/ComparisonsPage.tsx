@@ -1,10 +1,10 @@
 import { useEffect, useState } from "react";
-import { Link } from "react-router";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, type Schemas } from "../api/client";
 import { useAuth } from "../auth/auth";
 import { ShortcutsDialog, typingIn } from "../viewer/Shortcuts";
 import "./comparisons.css";
+import { TraceLink } from "../traces/TraceLink";
 
 type QueueItem = Schemas["ComparisonQueueItem"];
 type Choice = "left" | "right" | "tie";
@@ -137,7 +137,9 @@ function ComparisonCard({
     <article className="comparison-card" aria-label="Comparison">
       <header>
         <h2>
-          <Link to={`/traces/${item.trace_id}?step=${item.step_index + 1}`}>{item.trace_title || "(untitled)"}</Link>
+          <TraceLink id={item.trace_id} step={item.step_index + 1}>
+            {item.trace_title || "(untitled)"}
+          </TraceLink>
         </h2>
         <p className="muted">
           Step {item.step_index + 1}

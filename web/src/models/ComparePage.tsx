@@ -3,6 +3,7 @@ import { Link, useSearchParams } from "react-router";
 import { useQuery } from "@tanstack/react-query";
 import { api, type QueryResult, type RewardModel } from "../api/client";
 import { formatScore } from "../traces/format";
+import { TraceLink } from "../traces/TraceLink";
 
 /** Spearman rank correlation (average ranks for ties); null under 2 points. */
 export function spearman(a: number[], b: number[]): number | null {
@@ -130,7 +131,7 @@ export function ComparePage() {
                     {ranked.map((r) => (
                       <tr key={r.id}>
                         <td>
-                          <Link to={`/traces/${r.id}`}>{r.title || r.id}</Link>
+                          <TraceLink id={r.id}>{r.title || r.id}</TraceLink>
                         </td>
                         <td className="num">{formatScore(r.a)}</td>
                         <td className="num">{r.ra}</td>
@@ -152,9 +153,9 @@ export function ComparePage() {
                 <ul className="plain">
                   {(actions.data.rows as [string, string, number, number, number][]).map(([tid, title, idx, ca, cb]) => (
                     <li key={tid + idx}>
-                      <Link to={`/traces/${tid}?step=${idx + 1}`}>
+                      <TraceLink id={tid} step={idx + 1}>
                         {title || tid}, step {idx + 1}
-                      </Link>{" "}
+                      </TraceLink>{" "}
                       <span className="muted">
                         credit {ca.toFixed(3)} vs {cb.toFixed(3)}
                       </span>

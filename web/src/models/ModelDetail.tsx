@@ -7,6 +7,7 @@ import { formatDate } from "../traces/format";
 import { accuracyText, progressText, TRUST_MIN_PAIRS } from "./status";
 import { LossCurve, type LossPoint } from "./LossCurve";
 import { ModelSkills } from "../skills/ModelSkills";
+import { TraceLink } from "../traces/TraceLink";
 
 /**
  * One reward model: its status live while it trains, the metrics with their
@@ -258,7 +259,9 @@ function Feedback({ entries }: { entries: FeedbackEntry[] | null }) {
                 <span>confidence {f.confidence}</span>
                 <span>source {f.source}</span>
                 <span className={f.included_in_training ? "ok" : "muted"}>{f.included_in_training ? "included in training" : `not included (${f.outcome})`}</span>
-                <Link to={`/traces/${f.trace_id}?step=${f.step_index + 1}`}>Step {f.step_index + 1}</Link>
+                <TraceLink id={f.trace_id} step={f.step_index + 1}>
+                  Step {f.step_index + 1}
+                </TraceLink>
               </div>
               {f.evidence_quote && <blockquote className="quote">“{f.evidence_quote}”</blockquote>}
               <p className="comment-text">{f.reason}</p>
@@ -286,7 +289,7 @@ function TrainedOn({ ids }: { ids: string[] }) {
       <ul className="plain">
         {ids.map((t) => (
           <li key={t}>
-            <Link to={`/traces/${t}`}>{titles.get(t) || t}</Link>
+            <TraceLink id={t}>{titles.get(t) || t}</TraceLink>
           </li>
         ))}
       </ul>

@@ -1,11 +1,12 @@
 import { useEffect, useMemo, useState } from "react";
-import { Link, useSearchParams } from "react-router";
+import { useSearchParams } from "react-router";
 import { useQuery } from "@tanstack/react-query";
 import { api, type RewardModel, type Schemas, type TraceDetail } from "../api/client";
 import { useAuth } from "../auth/auth";
 import { canRender, renderMarkdown } from "../viewer/markdown";
 import { myRating, rate, useAnnotate } from "../viewer/useAnnotate";
 import { ShortcutsDialog, typingIn } from "../viewer/Shortcuts";
+import { TraceLink } from "../traces/TraceLink";
 
 type ReviewQueue = Schemas["ReviewQueue"];
 type Item = Schemas["ReviewItem"];
@@ -168,7 +169,9 @@ function ReviewItem({ item, canWrite, onNext, onPrev, help, setHelp }: { item: I
     <article className="review-card" aria-label="Review item">
       <header>
         <h2>
-          <Link to={`/traces/${item.trace_id}${target ? `?step=${target.index + 1}` : ""}`}>{d!.title || "(untitled)"}</Link>
+          <TraceLink id={item.trace_id} step={target ? target.index + 1 : undefined}>
+            {d!.title || "(untitled)"}
+          </TraceLink>
         </h2>
         <p className="muted">
           {target ? `Step ${target.index + 1} (${target.role}${target.tool_name ? " · " + target.tool_name : ""})` : `Whole trace · ${d!.step_count} steps`}

@@ -1,5 +1,5 @@
 import { useMemo, useState } from "react";
-import { Link, useSearchParams } from "react-router";
+import { useSearchParams } from "react-router";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
 import { api, type TraceList } from "../api/client";
 import { useAuth } from "../auth/auth";
@@ -10,6 +10,7 @@ import { TrainPanel } from "./TrainPanel";
 import { ConsentNoticeLine, ContributeSelection, ContributeSwitch, type ConsentNotice } from "./Contribution";
 import { formatDate, formatScore } from "./format";
 import { listQuery, PAGE } from "./listQuery";
+import { TraceLink } from "./TraceLink";
 
 /** The trace list: every filter, the sort and the page live in the URL, so a view is a link. */
 export function TracesPage() {
@@ -241,7 +242,7 @@ export function TracesPage() {
                     <input type="checkbox" aria-label={`Select ${t.title}`} checked={selected.has(t.id)} onChange={() => toggle(t.id)} />
                   </td>
                   <td className="title">
-                    <Link to={`/traces/${t.id}`}>{t.title || "(untitled)"}</Link>
+                    <TraceLink id={t.id}>{t.title || "(untitled)"}</TraceLink>
                     {t.label_error_count > 0 && <span className="badge warn">{t.label_error_count} flagged</span>}
                   </td>
                   <td>

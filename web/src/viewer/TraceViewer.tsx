@@ -2,7 +2,7 @@ import { Fragment, useCallback, useEffect, useMemo, useRef, useState } from "rea
 import { Link, useParams, useSearchParams } from "react-router";
 import { useQuery } from "@tanstack/react-query";
 import { useVirtualizer } from "@tanstack/react-virtual";
-import { api, ApiError, type TraceDetail } from "../api/client";
+import { ApiError, type TraceDetail } from "../api/client";
 import { useAuth } from "../auth/auth";
 import { formatDate, formatScore } from "../traces/format";
 import { buildRows, revisionKey, rowOfStep } from "./rows";
@@ -18,6 +18,7 @@ import { SectionCards, cardPathOf } from "./SectionCards";
 import { completionCurves, useCompletion } from "./CompletionCurve";
 import { ShortcutsDialog, typingIn } from "./Shortcuts";
 import { ConsentNoticeLine, ContributeSwitch, OPT_OUT_WARNING, type ConsentNotice } from "../traces/Contribution";
+import { traceQuery } from "../traces/traceQuery";
 
 /**
  * The trace viewer: every message in recorded order, virtualized so a
@@ -29,8 +30,7 @@ export function TraceViewer() {
   const { me, canWrite } = useAuth();
   const [params, setParams] = useSearchParams();
   const trace = useQuery({
-    queryKey: ["trace", id],
-    queryFn: () => api<TraceDetail>(`/traces/${id}`),
+    ...traceQuery(id),
     retry: (n, e) => n < 2 && (e as ApiError).status >= 500,
     // While a scoring run is queued or running, refresh until it ends.
     refetchInterval: (q) => (q.state.data?.scoring_runs.some((r) => r.status === "queued" || r.status === "running") ? 1000 : false),
