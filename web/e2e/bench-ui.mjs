@@ -198,8 +198,10 @@ async function floor(api) {
 // In-app navigation: the app open on another page (cold-loaded, then left
 // until the network is idle), a click on the link a user would click, timed
 // by the page's clock from the click event to the frame that shows `want`
-// (the same paint check as watch()). The route's chunk was not preloaded
-// (preload.js only fetches the current page's), so it is part of the time.
+// (the same paint check as watch()). Waiting for the network to be idle
+// lets the app modulepreload the pages one click away (PreloadPages, once
+// the first screen's data is in), as it does for a user who reads the page
+// before clicking; the click itself starts the trace's request (TraceLink).
 async function inApp(from, ready, link, want) {
   const out = [];
   for (let i = 0; i < runs; i++) {
