@@ -205,47 +205,59 @@ async function floor(api) {
 async function inApp(from, ready, link, want) {
   const out = [];
   for (let i = 0; i < runs; i++) {
-    const p = await page({ [from]: ready });
-    await p.goto(url + from, { waitUntil: "commit" });
-    await p.evaluate(shown);
-    await p.waitForLoadState("networkidle");
-    await p.evaluate((want) => {
-      window.__benchNav = new Promise((resolve) => {
-        let t0 = null;
-        let queued = false;
-        let done = false;
-        addEventListener("click", (e) => (t0 = e.timeStamp), { capture: true, once: true });
-        const check = () => {
-          queued = false;
-          if (done || t0 === null) return;
-          const el = [...document.querySelectorAll(want.sel)].find((e) => !want.text || e.textContent.includes(want.text));
-          if (!el) return;
-          const r = el.getBoundingClientRect();
-          if (r.width === 0 || r.height === 0) return;
-          done = true;
-          mo.disconnect();
-          const c = new MessageChannel();
-          c.port1.onmessage = () => resolve(performance.now() - t0);
-          c.port2.postMessage(0);
-        };
-        const mo = new MutationObserver(() => {
-          if (!queued) (queued = true), requestAnimationFrame(check);
-        });
-        mo.observe(document, { childList: true, subtree: true, characterData: true });
-      });
-    }, want);
-    await p.click(link);
-    out.push(await p.evaluate(() => Promise.race([window.__benchNav, new Promise((_, fail) => setTimeout(() => fail(new Error("in-app navigation: the screen was not shown in 120 s")), 120_000))])));
+    const p = await openAt(from, ready);
+    out.push((await clickThrough(p, link, want)).took);
     await p.context().close();
   }
   return median(out);
+}
+
+/** A fresh context with the app cold-loaded at from, left until the network is idle. */
+async function openAt(from, ready) {
+  const p = await page({ [from]: ready });
+  await p.goto(url + from, { waitUntil: "commit" });
+  await p.evaluate(shown);
+  await p.waitForLoadState("networkidle");
+  return p;
+}
+
+/** Clicks link and resolves when `want` is painted: took = click → painted, at = painted (ms since navigation start). */
+async function clickThrough(p, link, want) {
+  await p.evaluate((want) => {
+    window.__benchNav = new Promise((resolve) => {
+      let t0 = null;
+      let queued = false;
+      let done = false;
+      addEventListener("click", (e) => (t0 = e.timeStamp), { capture: true, once: true });
+      const check = () => {
+        queued = false;
+        if (done || t0 === null) return;
+        const el = [...document.querySelectorAll(want.sel)].find((e) => !want.text || e.textContent.includes(want.text));
+        if (!el) return;
+        const r = el.getBoundingClientRect();
+        if (r.width === 0 || r.height === 0) return;
+        done = true;
+        mo.disconnect();
+        const c = new MessageChannel();
+        c.port1.onmessage = () => resolve({ took: performance.now() - t0, at: performance.now() });
+        c.port2.postMessage(0);
+      };
+      const mo = new MutationObserver(() => {
+        if (!queued) (queued = true), requestAnimationFrame(check);
+      });
+      mo.observe(document, { childList: true, subtree: true, characterData: true });
+    });
+  }, want);
+  await p.click(link);
+  return p.evaluate(() => Promise.race([window.__benchNav, new Promise((_, fail) => setTimeout(() => fail(new Error("in-app navigation: the screen was not shown in 120 s")), 120_000))]));
 }
 
 const traceFloor = await floor(`/traces/${trace}`);
 const listFloor = await floor(`/traces?limit=50&offset=0`);
 const lastFloor = await floor(`/traces?limit=50&offset=${lastPage * 50}`);
 // From the list (its first page) to the 2,500-step trace, the newest row.
-const traceNav = await inApp(`/traces`, { sel: "tbody tr" }, `a[href="/traces/${trace}"]`, { sel: 'section[aria-label="Step 1"]' });
+const toTrace = [`/traces`, { sel: "tbody tr" }, `a[href="/traces/${trace}"]`, { sel: 'section[aria-label="Step 1"]' }];
+const traceNav = await inApp(...toTrace);
 // From the models page to the list, by the sidebar's Traces link.
 const listNav = await inApp(`/models`, { sel: 'nav a[href="/traces"]' }, 'nav a[href="/traces"]', { sel: "span", text: `1–50 of ${total}` });
 
@@ -257,6 +269,9 @@ if (process.env.CRITIC_BENCH_PROFILE) {
   });
   profiles.push("profile, trace first screen: " + (await cold(`/traces/${trace}`, { sel: 'section[aria-label="Step 1"]' })));
   profiles.push("profile, list first screen: " + (await cold(`/traces`, { sel: "tbody tr" })));
+  // In-app, sampled from just before the click (the page was opened and left idle first) to the painted frame.
+  const [from, ready, link, want] = toTrace;
+  profiles.push("in-app list → trace, " + (await cpuProfile(() => openAt(from, ready), async (p) => (await clickThrough(p, link, want)).took)));
   const cpu = (path, want) => cpuProfile(() => page({ [path]: want }), async (p) => {
     await p.goto(url + path, { waitUntil: "commit" });
     return p.evaluate(shown);
