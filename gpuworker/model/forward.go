@@ -188,9 +188,14 @@ func mlp(x *Node, p map[string]*Node, pre string, eps float64) *Node {
 // identity, and the pure-Go backend executes an identity Transpose as a full copy
 // through its per-element iterator (~4 ns an element here: 1.6 M elements a tiny
 // train step, ~6 % of it).
-func customGrad(a, b *Node, fwd func(a, b *Node) *Node, aGrad, bGrad func(dy *Node) *Node) *Node {
-	var dy *Node
-	route := func(x *Node, grad func(dy *Node) *Node) *Node {
+//
+// The gradient functions get the routed a and b (the identities' outputs), not the
+// originals: the backend executes an Identity as a hand-over of its input's buffer when
+// it is that buffer's last user and as a full copy otherwise, so the backward must not
+// keep the originals alive.
+func customGrad(a, b *Node, fwd func(a, b *Node) *Node, aGrad, bGrad func(dy, a, b *Node) *Node) *Node {
+	var dy, ac, bc *Node
+	route := func(x *Node, grad func(dy, a, b *Node) *Node) *Node {
 		if grad == nil {
 			return x
 		}
@@ -198,10 +203,10 @@ func customGrad(a, b *Node, fwd func(a, b *Node) *Node, aGrad, bGrad func(dy *No
 			if dy == nil {
 				panic("customGrad: output gradient not recorded before the input's")
 			}
-			return grad(dy)
+			return grad(dy, ac, bc)
 		})
 	}
-	ac, bc := route(a, aGrad), route(b, bGrad)
+	ac, bc = route(a, aGrad), route(b, bGrad)
 	y := fwd(ac, bc)
 	return IdentityWithCustomGradient(y, func(_, v *Node) *Node {
 		dy = v
@@ -214,9 +219,9 @@ func linear(x, w, b *Node) *Node {
 	r := x.Rank()
 	y := customGrad(x, w, func(x, w *Node) *Node {
 		return DotGeneral(x, []int{r - 1}, nil, w, []int{1}, nil)
-	}, func(dy *Node) *Node { // dx = dy·w: [..., out]×[out, in], no transpose
+	}, func(dy, _, w *Node) *Node { // dx = dy·w: [..., out]×[out, in], no transpose
 		return DotGeneral(dy, []int{r - 1}, nil, w, []int{0}, nil)
-	}, func(dy *Node) *Node { return weightGrad(x, dy) })
+	}, func(dy, x, _ *Node) *Node { return weightGrad(x, dy) })
 	if b != nil {
 		y = Add(y, ExpandLeftToRank(b, y.Rank()))
 	}
@@ -298,9 +303,9 @@ func splitLast(y *Node, sizes []int) []*Node {
 func attnScores(q, k *Node) *Node {
 	return customGrad(q, k, func(q, k *Node) *Node {
 		return DotGeneral(q, []int{4}, []int{0, 1}, k, []int{3}, []int{0, 1})
-	}, func(dy *Node) *Node { // dq = dy·k: [B,KV,G,T,S]×[B,KV,S,D]
+	}, func(dy, _, k *Node) *Node { // dq = dy·k: [B,KV,G,T,S]×[B,KV,S,D]
 		return DotGeneral(dy, []int{4}, []int{0, 1}, k, []int{2}, []int{0, 1})
-	}, func(dy *Node) *Node {
+	}, func(dy, q, _ *Node) *Node {
 		qT := TransposeAllDims(q, 0, 1, 4, 2, 3)                                      // [B,KV,D,G,T]
 		dkT := DotGeneral(qT, []int{3, 4}, []int{0, 1}, dy, []int{2, 3}, []int{0, 1}) // [B,KV,D,S]
 		return TransposeAllDims(dkT, 0, 1, 3, 2)
@@ -312,9 +317,9 @@ func attnScores(q, k *Node) *Node {
 func attnValues(probs, v *Node) *Node {
 	return customGrad(probs, v, func(probs, v *Node) *Node {
 		return DotGeneral(probs, []int{4}, []int{0, 1}, v, []int{2}, []int{0, 1})
-	}, func(dy *Node) *Node { // dprobs = dy·vᵀ: [B,KV,G,T,D]×[B,KV,S,D] over D
+	}, func(dy, _, v *Node) *Node { // dprobs = dy·vᵀ: [B,KV,G,T,D]×[B,KV,S,D] over D
 		return DotGeneral(dy, []int{4}, []int{0, 1}, v, []int{3}, []int{0, 1})
-	}, func(dy *Node) *Node {
+	}, func(dy, probs, _ *Node) *Node {
 		dyT := TransposeAllDims(dy, 0, 1, 4, 2, 3)                                        // [B,KV,D,G,T]
 		dvT := DotGeneral(dyT, []int{3, 4}, []int{0, 1}, probs, []int{2, 3}, []int{0, 1}) // [B,KV,D,S]
 		return TransposeAllDims(dvT, 0, 1, 3, 2)
