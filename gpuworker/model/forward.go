@@ -79,7 +79,7 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 			allowed := LogicalAnd(BroadcastToDims(Reshape(causal, 1, T, T), B, T, T), // [B,T,S]
 				BroadcastToDims(Reshape(keyOK, B, 1, T), B, T, T))
 			allowed = BroadcastToDims(Reshape(allowed, B, 1, 1, T, T), B, nKV, G, T, T)
-			scores = Where(allowed, scores, minF32) // scalar: the backend never materializes it
+			scores = masked(allowed, scores, minF32) // scalar: the backend never materializes it
 			probs := softmax(scores)
 			attn := attnValues(probs, v) // [B,KV,G,T,D]
 			attn = Reshape(TransposeAllDims(attn, 0, 3, 1, 2, 4), B, T, nH*D)
@@ -112,7 +112,7 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 		causalF := ConvertDType(causal, dtypes.Float32)
 		rowOK := GreaterThan(DotGeneral(pool, []int{1}, nil, causalF, []int{0}, nil), Scalar(g, dtypes.Float32, 0.5)) // [B,S]
 		allowed := BroadcastToDims(Reshape(LogicalAnd(rowOK, keyOK), B, 1, 1, 1, T), B, nKV, G, 1, T)
-		scores = Where(allowed, scores, minF32)
+		scores = masked(allowed, scores, minF32)
 		probs := softmax(scores)
 		attn := Reshape(attnValues(probs, v), B, nH*D) // [B,KV,G,1,D] is head-major already
 		xp = Add(xp, linear(attn, pw("self_attn.o_proj.weight"), pw("self_attn.o_proj.bias")))
@@ -138,6 +138,24 @@ func scaleQuery(q, qNormW *Node, c *Config) *Node {
 	return MulScalar(q, scale)
 }
 
+// masked is Where(allowed, scores, fill) with the gradient passed through unchanged.
+// Every user of it is the attention softmax, which gives a masked score a probability
+// of exactly 0 (fill is −MaxFloat32), so the softmax's gradient p·(dp − Σ dp·p) is
+// already exactly 0 there; the generic rule, Where(allowed, dy, 0), would copy a
+// scores-sized tensor and fill another with zeros ([B,KV,G,T,S] each) to keep it so.
+// Routing as in customGrad.
+func masked(allowed, scores, fill *Node) *Node {
+	var dy *Node
+	sc := IdentityWithCustomGradient(scores, func(_, _ *Node) *Node {
+		if dy == nil {
+			panic("masked: output gradient not recorded before the input's")
+		}
+		return dy
+	})
+	y := Where(allowed, sc, fill)
+	return IdentityWithCustomGradient(y, func(_, v *Node) *Node { dy = v; return v })
+}
+
 // softmax over the last axis with the gradient written from the probabilities,
 // p·(dp − Σ dp·p): the generic rule rebuilds the unfused softmax (an Exp per score).
 func softmax(x *Node) *Node {
@@ -158,20 +176,38 @@ func mlp(x *Node, p map[string]*Node, pre string, eps float64) *Node {
 	return Add(x, linear(Mul(silu(gu[0]), gu[1]), p[pre+"mlp.down_proj.weight"], nil))
 }
 
-// customGrad returns fwd(a, b) whose gradient with respect to b is bGrad(dy) instead
-// of the generic DotGeneral rule (the gradient with respect to a stays generic). It
-// works by routing: the identity on the output records dy, the identity on b
-// replaces its incoming gradient (left dead and pruned by the compiler) with bGrad(dy).
-// Reverse autodiff visits the output identity first (it is created last).
-func customGrad(a, b *Node, fwd func(a, b *Node) *Node, bGrad func(dy *Node) *Node) *Node {
-	var dy *Node
-	bc := IdentityWithCustomGradient(b, func(_, _ *Node) *Node {
-		if dy == nil {
-			panic("customGrad: output gradient not recorded before the input's")
+// customGrad returns fwd(a, b) whose gradients with respect to a and b are aGrad(dy)
+// and bGrad(dy) instead of the generic DotGeneral rule (a nil aGrad keeps the generic
+// rule for a). It works by routing: the identity on the output records dy, the
+// identities on a and b replace their incoming gradients (left dead and pruned by the
+// compiler) with aGrad(dy) and bGrad(dy). Reverse autodiff visits the output identity
+// first (it is created last).
+//
+// Why a's gradient too: GoMLX v0.28.2's dotGeneralVJP ends every operand gradient with
+// a Transpose back to the operand's axis order, even when that permutation is the
+// identity, and the pure-Go backend executes an identity Transpose as a full copy
+// through its per-element iterator (~4 ns an element here: 1.6 M elements a tiny
+// train step, ~6 % of it).
+//
+// The gradient functions get the routed a and b (the identities' outputs), not the
+// originals: the backend executes an Identity as a hand-over of its input's buffer when
+// it is that buffer's last user and as a full copy otherwise, so the backward must not
+// keep the originals alive.
+func customGrad(a, b *Node, fwd func(a, b *Node) *Node, aGrad, bGrad func(dy, a, b *Node) *Node) *Node {
+	var dy, ac, bc *Node
+	route := func(x *Node, grad func(dy, a, b *Node) *Node) *Node {
+		if grad == nil {
+			return x
 		}
-		return bGrad(dy)
-	})
-	y := fwd(a, bc)
+		return IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
+			if dy == nil {
+				panic("customGrad: output gradient not recorded before the input's")
+			}
+			return grad(dy, ac, bc)
+		})
+	}
+	ac, bc = route(a, aGrad), route(b, bGrad)
+	y := fwd(ac, bc)
 	return IdentityWithCustomGradient(y, func(_, v *Node) *Node {
 		dy = v
 		return v
@@ -183,7 +219,9 @@ func linear(x, w, b *Node) *Node {
 	r := x.Rank()
 	y := customGrad(x, w, func(x, w *Node) *Node {
 		return DotGeneral(x, []int{r - 1}, nil, w, []int{1}, nil)
-	}, func(dy *Node) *Node { return weightGrad(x, dy) })
+	}, func(dy, _, w *Node) *Node { // dx = dy·w: [..., out]×[out, in], no transpose
+		return DotGeneral(dy, []int{r - 1}, nil, w, []int{0}, nil)
+	}, func(dy, x, _ *Node) *Node { return weightGrad(x, dy) })
 	if b != nil {
 		y = Add(y, ExpandLeftToRank(b, y.Rank()))
 	}
@@ -265,7 +303,9 @@ func splitLast(y *Node, sizes []int) []*Node {
 func attnScores(q, k *Node) *Node {
 	return customGrad(q, k, func(q, k *Node) *Node {
 		return DotGeneral(q, []int{4}, []int{0, 1}, k, []int{3}, []int{0, 1})
-	}, func(dy *Node) *Node {
+	}, func(dy, _, k *Node) *Node { // dq = dy·k: [B,KV,G,T,S]×[B,KV,S,D]
+		return DotGeneral(dy, []int{4}, []int{0, 1}, k, []int{2}, []int{0, 1})
+	}, func(dy, q, _ *Node) *Node {
 		qT := TransposeAllDims(q, 0, 1, 4, 2, 3)                                      // [B,KV,D,G,T]
 		dkT := DotGeneral(qT, []int{3, 4}, []int{0, 1}, dy, []int{2, 3}, []int{0, 1}) // [B,KV,D,S]
 		return TransposeAllDims(dkT, 0, 1, 3, 2)
@@ -277,7 +317,9 @@ func attnScores(q, k *Node) *Node {
 func attnValues(probs, v *Node) *Node {
 	return customGrad(probs, v, func(probs, v *Node) *Node {
 		return DotGeneral(probs, []int{4}, []int{0, 1}, v, []int{2}, []int{0, 1})
-	}, func(dy *Node) *Node {
+	}, func(dy, _, v *Node) *Node { // dprobs = dy·vᵀ: [B,KV,G,T,D]×[B,KV,S,D] over D
+		return DotGeneral(dy, []int{4}, []int{0, 1}, v, []int{3}, []int{0, 1})
+	}, func(dy, probs, _ *Node) *Node {
 		dyT := TransposeAllDims(dy, 0, 1, 4, 2, 3)                                        // [B,KV,D,G,T]
 		dvT := DotGeneral(dyT, []int{3, 4}, []int{0, 1}, probs, []int{2, 3}, []int{0, 1}) // [B,KV,D,S]
 		return TransposeAllDims(dvT, 0, 1, 3, 2)

@@ -14,10 +14,12 @@
 #                     GOEXPERIMENT=simd on amd64: compute's AVX-512/AVX2 kernels)
 #
 # Each side runs every scenario once untimed (Go: graph compile; torch: allocator warm-up)
-# and once timed. Go runs first, then torch, so their peak RSS do not add up.
+# and once timed. Go runs first, then torch, so their peak RSS do not add up. torch runs
+# in the setup torch_env.sh picks (OpenBLAS's OpenMP build, its AVX-512 kernels).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${CRITIC_PYTHON:-/usr/bin/python3}
+. gpuworker/scripts/torch_env.sh
 NCPU=$(nproc)
 ALLCPUS="0-$((NCPU - 1))"
 LAYERS=${BENCH_LAYERS:-28}
@@ -34,8 +36,9 @@ echo "go: Qwen3-0.6B-shaped, $LAYERS layers, GOMAXPROCS=$NCPU..."
 (cd gpuworker/model && CRITIC_BENCH_SCORE=1 CRITIC_BENCH_SCORE_LAYERS=$LAYERS CRITIC_BENCH_SCORE_OUT=$tmp/plan.json \
   GOMAXPROCS=$NCPU taskset -c "$ALLCPUS" "$tmp/model.test" -test.run XXX -test.bench 'BenchmarkScoreEngine$' \
   -test.benchtime 1x -test.timeout 180m -test.v) | grep -E '^Benchmark|seq/s|first' | sed 's/^/  /'
-echo "torch $("$PY" -c 'import torch; print(torch.__version__)'), $NCPU threads, same batches..."
-taskset -c "$ALLCPUS" "$PY" gpuworker/scripts/torch_reference.py score-bench --plan "$tmp/plan.json" \
+torch_env_init
+echo "torch: $NCPU threads, same batches..."
+torch_run "$ALLCPUS" "$NCPU" gpuworker/scripts/torch_reference.py score-bench --plan "$tmp/plan.json" \
   --threads "$NCPU" >"$tmp/torch.json"
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 "$PY" - "$tmp/plan.json" "$tmp/torch.json" <<'PYEOF'

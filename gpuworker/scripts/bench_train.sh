@@ -16,10 +16,13 @@
 # `go build` without it (compute's scalar kernels).
 #
 # Each figure is the median over REPS runs of STEPS timed steps (after a warm-up step);
-# Go and torch runs alternate so machine noise hits both alike.
+# Go and torch runs alternate so machine noise hits both alike. torch runs in the
+# setup torch_env.sh picks (OpenBLAS's OpenMP build, its AVX-512 kernels, threads =
+# the run's), and the script prints what that was.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${CRITIC_PYTHON:-/usr/bin/python3}
+. gpuworker/scripts/torch_env.sh
 REPS=${REPS:-5}
 STEPS=${STEPS:-10}
 NCPU=$(nproc)
@@ -48,17 +51,11 @@ go_step() { # build cpus procs -> seconds/step
     awk '/^BenchmarkTrainStep/{print $3/1e9}'
 }
 torch_step() { # cpus threads -> seconds/step
-  taskset -c "$1" "$PY" gpuworker/scripts/torch_reference.py bench --steps "$STEPS" --threads "$2" |
+  torch_run "$1" "$2" gpuworker/scripts/torch_reference.py bench --steps "$STEPS" --threads "$2" |
     "$PY" -c 'import json,sys; print(json.load(sys.stdin)["torch_step_seconds"])'
 }
 
-echo "torch $("$PY" -c 'import torch; print(torch.__version__)') (Debian python3-torch; libblas -> $(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null || echo '?'))"
-case "$(readlink -f /usr/lib/x86_64-linux-gnu/libblas.so.3 2>/dev/null)" in
-*/blas/libblas.so.*)
-  # python3-torch alone pulls in the reference BLAS (~10× slower than
-  # OpenBLAS here): a ratio against it flatters Go.
-  echo "WARNING: torch runs on the reference BLAS, not OpenBLAS: the torch figures are not a fair reference (apt-get install libopenblas0-pthread)" ;;
-esac
+torch_env_init
 echo "tiny config train step, median of $REPS runs × $STEPS steps (go test -bench BenchmarkTrainStep vs torch_reference.py bench)"
 declare -A best_g=()
 best_t=
