@@ -101,10 +101,12 @@ bench-otlp: deps ## OTLP/HTTP spans/s end to end (512-span protobuf exports, 1 a
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkOTLP -benchtime 1x -timeout 30m ./e2e/
 
 bench-train: ## reward-model train step (tiny config) GoMLX vs PyTorch, same CPUs/threads, ratio; Qwen3-0.6B-shaped scoring seq/s + peak RSS
+	@CRITIC_WITH_TORCH=1 scripts/ensure-deps.sh
 	gpuworker/scripts/bench_train.sh
 
 .PHONY: bench-score-engine
 bench-score-engine: ## Qwen3-0.6B-shaped scoring, 8×1024 tokens and a 64–1024 mix, GoMLX (bucketed batches) vs PyTorch forward: seq/s, peak RSS, ratios (BENCH_LAYERS=n for fewer layers)
+	@CRITIC_WITH_TORCH=1 scripts/ensure-deps.sh
 	gpuworker/scripts/bench_score_engine.sh
 
 bench-ui: deps web ## a 2,500-step trace and a 20,000-trace list in Chromium: first screen and scroll-to-end vs fetch+parse of the same JSON, beside a cold floor and in-app navigation

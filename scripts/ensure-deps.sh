@@ -13,7 +13,13 @@ command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
 command -v runuser >/dev/null 2>&1 || need+=(util-linux)
-[ "${CRITIC_WITH_TORCH:-0}" = 1 ] && { python3 -c 'import torch' >/dev/null 2>&1 || need+=(python3-torch libopenblas0-pthread); }
+# PyTorch, the reference of the engine's golden tests and benchmarks, on OpenBLAS's
+# OpenMP build: python3-torch alone brings the reference BLAS (~10× slower), and the
+# pthread build spins against torch's own OpenMP threads (gpuworker/scripts/torch_env.sh).
+if [ "${CRITIC_WITH_TORCH:-0}" = 1 ]; then
+  "${CRITIC_PYTHON:-/usr/bin/python3}" -c 'import torch' >/dev/null 2>&1 || need+=(python3-torch) # Debian's torch is Debian's python's
+  [ -e /usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3 ] || [ "$(uname -m)" != x86_64 ] || need+=(libopenblas0-openmp)
+fi
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "installing: ${need[*]}"
