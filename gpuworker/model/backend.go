@@ -30,10 +30,34 @@ type BackendSpec struct {
 	Plugin string
 }
 
+// The pure-Go backend's options when GOMLX_BACKEND gives none ("", "go", "go:").
+//
+// Scoring runs ops one at a time (each matmul still fans out over the cores inside):
+// op-parallel scoring measured the same speed and a higher peak RSS (Qwen3-0.6B shape,
+// 2 layers, 8 × 1024 tokens, 2 cores: 7.6 vs 7.9 s, 2.63 vs 3.05 GiB).
+//
+// Training runs independent ops in parallel on an unlimited pool: the tiny train step
+// at 2 cores took 0.053–0.063 s instead of 0.081–0.099 s, the same at 1 core, and
+// stays deterministic (TestTrainEndToEnd). The pool must be unlimited: with a bounded
+// one compute v0.1.2 deadlocks (see NewBackend); with parallelism=-1 each matmul's
+// Saturate waits only for the GOMAXPROCS tasks it started itself, never for a global
+// slot (internal/gobackend/workerspool), so the cycle cannot form.
+const (
+	scoringGoOptions  = "ops_sequential"
+	trainingGoOptions = "ops_parallel,parallelism=-1"
+)
+
 // ParseBackendSpec parses a GOMLX_BACKEND value. Empty means the default pure-Go
-// backend. A plugin given as a relative path (it contains a "/" or ends in .so) is
-// made absolute, since go-xla would otherwise treat it as a plugin name.
+// backend, with scoring's options. A plugin given as a relative path (it contains a
+// "/" or ends in .so) is made absolute, since go-xla would otherwise treat it as a
+// plugin name.
 func ParseBackendSpec(spec string) (BackendSpec, error) {
+	return parseBackendSpec(spec, scoringGoOptions)
+}
+
+// parseBackendSpec is ParseBackendSpec with goDefault as the pure-Go backend's
+// options when spec gives none.
+func parseBackendSpec(spec, goDefault string) (BackendSpec, error) {
 	bad := func(why string) (BackendSpec, error) {
 		return BackendSpec{}, fmt.Errorf("%s=%q: %s; accepted forms: %s", BackendEnv, spec, why, backendForms)
 	}
@@ -44,7 +68,7 @@ func ParseBackendSpec(spec string) (BackendSpec, error) {
 			return bad("missing backend name before ':'")
 		}
 		if opts == "" {
-			opts = "ops_sequential"
+			opts = goDefault
 		}
 		return BackendSpec{Kind: gobackend.BackendName, Config: opts}, nil
 	case "xla":
@@ -69,14 +93,14 @@ func ParseBackendSpec(spec string) (BackendSpec, error) {
 	return bad(fmt.Sprintf("unknown backend %q", name))
 }
 
-// NewBackend returns the compute backend named by GOMLX_BACKEND (see ParseBackendSpec);
-// the default is the pure-Go backend with ops_sequential.
+// NewBackend returns the compute backend named by GOMLX_BACKEND (see ParseBackendSpec)
+// for scoring; the default is the pure-Go backend with ops_sequential.
 //
-// Why ops_sequential: with parallel op execution, compute v0.1.2's worker pool
-// deadlocks — every pool slot can be held by an op goroutine blocked in
+// Why not compute's default (parallel op execution on a pool of 2 × GOMAXPROCS): that
+// bounded pool deadlocks — every pool slot can be held by an op goroutine blocked in
 // workerspool.Pool.Saturate (matmul) waiting for a free slot that only those same
-// goroutines could release (see gpuworker/scripts/GOMLX_DEADLOCK.md). Sequential op
-// scheduling still parallelises inside each matmul and measured faster here.
+// goroutines could release (see gpuworker/scripts/GOMLX_DEADLOCK.md). Training uses
+// an unlimited pool instead (NewTrainingBackend).
 //
 // "xla:<plugin>" loads a PJRT plugin with dlopen at run time (github.com/gomlx/go-xla);
 // e.g. JAX's CUDA plugin, .../site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so
@@ -85,9 +109,20 @@ func NewBackend() (compute.Backend, error) {
 	return NewBackendFrom(os.Getenv(BackendEnv))
 }
 
+// NewTrainingBackend is NewBackend for a training run: without options in
+// GOMLX_BACKEND the pure-Go backend runs independent ops in parallel on an unlimited
+// pool (trainingGoOptions says why).
+func NewTrainingBackend() (compute.Backend, error) {
+	return newBackendFrom(os.Getenv(BackendEnv), trainingGoOptions)
+}
+
 // NewBackendFrom is NewBackend for an explicit GOMLX_BACKEND value.
 func NewBackendFrom(spec string) (compute.Backend, error) {
-	s, err := ParseBackendSpec(spec)
+	return newBackendFrom(spec, scoringGoOptions)
+}
+
+func newBackendFrom(spec, goDefault string) (compute.Backend, error) {
+	s, err := parseBackendSpec(spec, goDefault)
 	if err != nil {
 		return nil, err
 	}

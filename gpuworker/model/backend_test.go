@@ -35,6 +35,12 @@ func TestParseBackendSpec(t *testing.T) {
 		require.NoError(t, err, c.spec)
 		require.Equal(t, c.want, got, c.spec)
 	}
+	// Training's default runs ops in parallel on an unlimited pool; a spec with options is kept.
+	for spec, want := range map[string]string{"": "ops_parallel,parallelism=-1", "go": "ops_parallel,parallelism=-1", "go:ops_sequential": "ops_sequential"} {
+		got, err := parseBackendSpec(spec, trainingGoOptions)
+		require.NoError(t, err, spec)
+		require.Equal(t, BackendSpec{Kind: "go", Config: want}, got, spec)
+	}
 	for _, spec := range []string{"xla", "xla:", "xla:,notf32", "cuda", "gpu:0", "XLA:/p.so", ":ops_sequential", "stablehlo:cpu", "torch"} {
 		_, err := ParseBackendSpec(spec)
 		require.Error(t, err, spec)
