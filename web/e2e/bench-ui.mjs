@@ -29,29 +29,33 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 // latency to what is measured (Playwright's waitForSelector polls every
 // frame and answers over CDP, which on a loaded machine added 100+ ms).
 function watch(targets) {
-  const want = targets[location.pathname + location.search];
-  if (!want) return;
-  window.__benchShown = new Promise((resolve) => {
-    let queued = false;
-    let done = false;
-    const check = () => {
-      queued = false;
-      if (done) return;
-      const el = [...document.querySelectorAll(want.sel)].find((e) => !want.text || e.textContent.includes(want.text));
-      if (!el) return;
-      const r = el.getBoundingClientRect();
-      if (r.width === 0 || r.height === 0) return;
-      done = true;
-      mo.disconnect();
-      const c = new MessageChannel();
-      c.port1.onmessage = () => resolve(performance.now());
-      c.port2.postMessage(0);
-    };
-    const mo = new MutationObserver(() => {
-      if (!queued) (queued = true), requestAnimationFrame(check);
+  // Resolves with performance.now() at the first painted frame that shows
+  // `want` (selector, optional text) once ready() holds; used for the cold
+  // load's screen below and for in-app navigation (clickThrough).
+  window.__benchPainted = (want, ready = () => true) =>
+    new Promise((resolve) => {
+      let queued = false;
+      let done = false;
+      const check = () => {
+        queued = false;
+        if (done || !ready()) return;
+        const el = [...document.querySelectorAll(want.sel)].find((e) => !want.text || e.textContent.includes(want.text));
+        if (!el) return;
+        const r = el.getBoundingClientRect();
+        if (r.width === 0 || r.height === 0) return;
+        done = true;
+        mo.disconnect();
+        const c = new MessageChannel();
+        c.port1.onmessage = () => resolve(performance.now());
+        c.port2.postMessage(0);
+      };
+      const mo = new MutationObserver(() => {
+        if (!queued) (queued = true), requestAnimationFrame(check);
+      });
+      mo.observe(document, { childList: true, subtree: true, characterData: true });
     });
-    mo.observe(document, { childList: true, subtree: true, characterData: true });
-  });
+  const want = targets[location.pathname + location.search];
+  if (want) window.__benchShown = window.__benchPainted(want);
 }
 
 // In the page: when watch() saw its screen painted (ms since navigation start).
@@ -224,29 +228,9 @@ async function openAt(from, ready) {
 /** Clicks link and resolves when `want` is painted: took = click → painted, at = painted (ms since navigation start). */
 async function clickThrough(p, link, want) {
   await p.evaluate((want) => {
-    window.__benchNav = new Promise((resolve) => {
-      let t0 = null;
-      let queued = false;
-      let done = false;
-      addEventListener("click", (e) => (t0 = e.timeStamp), { capture: true, once: true });
-      const check = () => {
-        queued = false;
-        if (done || t0 === null) return;
-        const el = [...document.querySelectorAll(want.sel)].find((e) => !want.text || e.textContent.includes(want.text));
-        if (!el) return;
-        const r = el.getBoundingClientRect();
-        if (r.width === 0 || r.height === 0) return;
-        done = true;
-        mo.disconnect();
-        const c = new MessageChannel();
-        c.port1.onmessage = () => resolve({ took: performance.now() - t0, at: performance.now() });
-        c.port2.postMessage(0);
-      };
-      const mo = new MutationObserver(() => {
-        if (!queued) (queued = true), requestAnimationFrame(check);
-      });
-      mo.observe(document, { childList: true, subtree: true, characterData: true });
-    });
+    let t0 = null;
+    addEventListener("click", (e) => (t0 = e.timeStamp), { capture: true, once: true });
+    window.__benchNav = window.__benchPainted(want, () => t0 !== null).then((at) => ({ took: at - t0, at }));
   }, want);
   await p.click(link);
   return p.evaluate(() => Promise.race([window.__benchNav, new Promise((_, fail) => setTimeout(() => fail(new Error("in-app navigation: the screen was not shown in 120 s")), 120_000))]));
