@@ -11,7 +11,13 @@ import { traceQuery } from "./traceQuery";
 export function TraceLink({ id, step, children }: { id: string; step?: number; children: ReactNode }) {
   const qc = useQueryClient();
   return (
-    <Link to={`/traces/${id}${step ? `?step=${step}` : ""}`} onClick={() => void qc.prefetchQuery(traceQuery(id))}>
+    <Link
+      to={`/traces/${id}${step ? `?step=${step}` : ""}`}
+      onClick={(e) => {
+        // A click that opens another tab or window leaves this one where it is.
+        if (e.button === 0 && !e.metaKey && !e.ctrlKey && !e.shiftKey && !e.altKey) void qc.prefetchQuery(traceQuery(id));
+      }}
+    >
       {children}
     </Link>
   );
