@@ -30,15 +30,25 @@
   } catch (e) {
     chunks = {};
   }
-  for (var i = 0; i < routes.length; i++) {
-    if (!routes[i][0].test(path)) continue;
-    var files = chunks[routes[i][1]] || [];
+  // Modulepreloads the files of the chunk called name that no link names
+  // yet; the app calls it too (PreloadPages: the pages one click away, marked
+  // data-idle), so both read the one route map.
+  var linked = {};
+  window.__criticPreloadChunk = function (name, idle) {
+    var files = chunks[name] || [];
     for (var j = 0; j < files.length; j++) {
+      if (linked[files[j]]) continue;
+      linked[files[j]] = true;
       var link = document.createElement("link");
       link.rel = "modulepreload";
       link.href = files[j];
+      if (idle) link.setAttribute("data-idle", "");
       document.head.appendChild(link);
     }
+  };
+  for (var i = 0; i < routes.length; i++) {
+    if (!routes[i][0].test(path)) continue;
+    window.__criticPreloadChunk(routes[i][1], false);
     break;
   }
   try {

@@ -5,6 +5,7 @@ import { useAuth } from "../auth/auth";
 import { ShortcutsDialog, typingIn } from "../viewer/Shortcuts";
 import "./comparisons.css";
 import { TraceLink } from "../traces/TraceLink";
+import { traceQuery } from "../traces/traceQuery";
 
 type QueueItem = Schemas["ComparisonQueueItem"];
 type Choice = "left" | "right" | "tie";
@@ -205,7 +206,7 @@ function ComparisonCard({
  */
 function Contribution({ traceId, canWrite }: { traceId: string; canWrite: boolean }) {
   const qc = useQueryClient();
-  const trace = useQuery({ queryKey: ["trace", traceId], queryFn: () => api<Schemas["TraceDetail"]>(`/traces/${traceId}`) });
+  const trace = useQuery(traceQuery(traceId));
   // What the reviewer chose shows at once; a failed request puts it back.
   const [chosen, setChosen] = useState<boolean | undefined>(undefined);
   const set = useMutation({

@@ -1,12 +1,13 @@
 import { useEffect, useMemo, useState } from "react";
 import { useSearchParams } from "react-router";
 import { useQuery } from "@tanstack/react-query";
-import { api, type RewardModel, type Schemas, type TraceDetail } from "../api/client";
+import { api, type RewardModel, type Schemas } from "../api/client";
 import { useAuth } from "../auth/auth";
 import { canRender, renderMarkdown } from "../viewer/markdown";
 import { myRating, rate, useAnnotate } from "../viewer/useAnnotate";
 import { ShortcutsDialog, typingIn } from "../viewer/Shortcuts";
 import { TraceLink } from "../traces/TraceLink";
+import { traceQuery } from "../traces/traceQuery";
 
 type ReviewQueue = Schemas["ReviewQueue"];
 type Item = Schemas["ReviewItem"];
@@ -126,7 +127,7 @@ export function ReviewPage() {
 
 function ReviewItem({ item, canWrite, onNext, onPrev, help, setHelp }: { item: Item; canWrite: boolean; onNext: () => void; onPrev: () => void; help: boolean; setHelp: (v: boolean) => void }) {
   const { me } = useAuth();
-  const trace = useQuery({ queryKey: ["trace", item.trace_id], queryFn: () => api<TraceDetail>(`/traces/${item.trace_id}`) });
+  const trace = useQuery(traceQuery(item.trace_id));
   const ann = useAnnotate(item.trace_id);
   const d = trace.data;
   const shown = useMemo(() => {

@@ -44,23 +44,12 @@ function whenSettled(qc: QueryClient, run: () => void): () => void {
   };
 }
 
-/** Adds a modulepreload link (marked data-idle) for each file of NEXT the page has not linked yet. */
+/**
+ * Links NEXT's files through public/preload.js's __criticPreloadChunk (it
+ * holds the build's route map and knows what is linked already); absent on a
+ * development server's page, which has no route map.
+ */
 function preloadNext() {
-  let routes: Record<string, string[]> = {};
-  try {
-    routes = JSON.parse(document.querySelector('meta[name="critic-route-chunks"]')?.getAttribute("content") || "{}");
-  } catch {
-    return; // a development server's page has no route map
-  }
-  const linked = new Set([...document.querySelectorAll('link[rel="modulepreload"]')].map((l) => new URL((l as HTMLLinkElement).href).pathname));
-  for (const name of NEXT)
-    for (const file of routes[name] ?? []) {
-      if (linked.has(file)) continue;
-      linked.add(file);
-      const link = document.createElement("link");
-      link.rel = "modulepreload";
-      link.href = file;
-      link.dataset.idle = "";
-      document.head.appendChild(link);
-    }
+  const preload = (window as { __criticPreloadChunk?: (name: string, idle: boolean) => void }).__criticPreloadChunk;
+  for (const name of NEXT) preload?.(name, true);
 }
