@@ -121,7 +121,11 @@ function detail() {
   const n = performance.getEntriesByType("navigation")[0];
   const res = performance.getEntriesByType("resource").map((r) => `${new URL(r.name).pathname.replace(/^(.{24}).{24,}(.{24})$/, "$1…$2")} ${r.startTime.toFixed(0)}→${r.responseEnd.toFixed(0)}`);
   const marks = performance.getEntriesByType("mark").map((m) => `${m.name} ${m.startTime.toFixed(0)}`);
-  return `html ${n.responseEnd.toFixed(0)} dcl ${n.domContentLoadedEventEnd.toFixed(0)} | ${marks.join(", ")} | ` + res.join(", ");
+  // The DOM the first screen laid out: elements in all, and under each of main's children.
+  const main = document.querySelector("main") ?? document.body;
+  const parts = [...main.children].map((c) => `${c.tagName.toLowerCase()}${c.className ? "." + String(c.className).split(" ")[0] : ""} ${c.getElementsByTagName("*").length}`);
+  const dom = `dom ${document.getElementsByTagName("*").length} elements (main: ${parts.join(", ")})`;
+  return `html ${n.responseEnd.toFixed(0)} dcl ${n.domContentLoadedEventEnd.toFixed(0)} | ${dom} | ${marks.join(", ")} | ` + res.join(", ");
 }
 
 // Wait until the server is idle: the snapshot projection behind /query has

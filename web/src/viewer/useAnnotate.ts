@@ -1,3 +1,4 @@
+import { useMemo } from "react";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { api, type AddAnnotation, type Annotation, type EditAnnotation, type TraceDetail } from "../api/client";
 
@@ -31,7 +32,18 @@ export function useAnnotate(traceId: string) {
     onSettled: settle,
   });
   const error = (add.error ?? edit.error ?? remove.error) as Error | null;
-  return { add, edit, remove, error };
+  // One object per mutation state, not per render: every StepCard takes it,
+  // and useMutation's result is a fresh object on every render, which
+  // defeated their memo (each of the viewer's renders — the data's arrival,
+  // the virtualizer's measuring, the list's offset — re-rendered every
+  // visible step). mutate is stable; what callers read of the rest
+  // (isPending, error) follows the state below.
+  const state = (m: typeof add | typeof edit | typeof remove) => [m.status, m.submittedAt, m.error, m.data] as const;
+  return useMemo(
+    () => ({ add, edit, remove, error }),
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- keyed on the mutations' states, not their per-render wrappers
+    [...state(add), ...state(edit), ...state(remove), error],
+  );
 }
 
 export type Annotate = ReturnType<typeof useAnnotate>;
