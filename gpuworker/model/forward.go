@@ -80,8 +80,7 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 				BroadcastToDims(Reshape(keyOK, B, 1, T), B, T, T))
 			allowed = BroadcastToDims(Reshape(allowed, B, 1, 1, T, T), B, nKV, G, T, T)
 			scores = masked(allowed, scores, minF32) // scalar: the backend never materializes it
-			probs := softmax(scores)
-			attn := attnValues(probs, v) // [B,KV,G,T,D]
+			attn := attend(scores, v)                // softmax(scores)·v: [B,KV,G,T,D]
 			attn = Reshape(TransposeAllDims(attn, 0, 3, 1, 2, 4), B, T, nH*D)
 			x = Add(x, linear(attn, pw("self_attn.o_proj.weight"), pw("self_attn.o_proj.bias")))
 			x = mlp(x, p, pre, c.RMSNormEps)
@@ -113,8 +112,7 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 		rowOK := GreaterThan(DotGeneral(pool, []int{1}, nil, causalF, []int{0}, nil), Scalar(g, dtypes.Float32, 0.5)) // [B,S]
 		allowed := BroadcastToDims(Reshape(LogicalAnd(rowOK, keyOK), B, 1, 1, 1, T), B, nKV, G, 1, T)
 		scores = masked(allowed, scores, minF32)
-		probs := softmax(scores)
-		attn := Reshape(attnValues(probs, v), B, nH*D) // [B,KV,G,1,D] is head-major already
+		attn := Reshape(attend(scores, v), B, nH*D) // [B,KV,G,1,D] is head-major already
 		xp = Add(xp, linear(attn, pw("self_attn.o_proj.weight"), pw("self_attn.o_proj.bias")))
 		x = mlp(xp, p, pre, c.RMSNormEps) // [B,H]
 	}
@@ -154,20 +152,6 @@ func masked(allowed, scores, fill *Node) *Node {
 	})
 	y := Where(allowed, sc, fill)
 	return IdentityWithCustomGradient(y, func(_, v *Node) *Node { dy = v; return v })
-}
-
-// softmax over the last axis with the gradient written from the probabilities,
-// p·(dp − Σ dp·p): the generic rule rebuilds the unfused softmax (an Exp per score).
-func softmax(x *Node) *Node {
-	var dp, p *Node
-	xc := IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
-		if dp == nil {
-			panic("softmax: output gradient not recorded before the input's")
-		}
-		return Mul(p, Sub(dp, ReduceAndKeep(Mul(dp, p), ReduceSum, -1)))
-	})
-	p = Softmax(xc, -1)
-	return IdentityWithCustomGradient(p, func(_, v *Node) *Node { dp = v; return v })
 }
 
 func mlp(x *Node, p map[string]*Node, pre string, eps float64) *Node {
@@ -300,9 +284,21 @@ func splitLast(y *Node, sizes []int) []*Node {
 
 // attnScores is q·k over D: q [B,KV,G,T,D], k [B,KV,S,D] -> [B,KV,G,T,S]. The k
 // gradient is computed as (qᵀ·dy)ᵀ so only q (not the [T,S] gradient) is transposed.
+//
+// Every matmul here contracts the RHS over its *leading* non-batch axis
+// ([B,N,K]×[B,K,M]), which is why the forward transposes k to [B,KV,D,S] first: the
+// other layout the backend runs directly, [B,N,K]×[B,M,K], is executed below its
+// small-matmul threshold (compute v0.1.2: N·M·K < 4 M, i.e. every per-head attention
+// matmul of the tiny train config) by a kernel that ends each output element with a
+// horizontal vector sum and scalar float adds. On the AVX2 path that measured
+// 139 ns an output ([16,256,32]×[16,128,32]: 73 ms) against 9 ns for the same
+// product as [16,256,32]×[16,32,128] (4.8 ms; 1 thread, AMD EPYC without AVX-512);
+// transposing k ([8,128,2,32], 65 k elements) costs 0.45 ms. On the large-matmul path
+// (the 0.6B shapes) both layouts are packed into the same panels.
 func attnScores(q, k *Node) *Node {
 	return customGrad(q, k, func(q, k *Node) *Node {
-		return DotGeneral(q, []int{4}, []int{0, 1}, k, []int{3}, []int{0, 1})
+		kT := TransposeAllDims(k, 0, 1, 3, 2)                                  // [B,KV,D,S]
+		return DotGeneral(q, []int{4}, []int{0, 1}, kT, []int{2}, []int{0, 1}) // [B,KV,G,T,S]
 	}, func(dy, _, k *Node) *Node { // dq = dy·k: [B,KV,G,T,S]×[B,KV,S,D]
 		return DotGeneral(dy, []int{4}, []int{0, 1}, k, []int{2}, []int{0, 1})
 	}, func(dy, q, _ *Node) *Node {
@@ -312,18 +308,42 @@ func attnScores(q, k *Node) *Node {
 	})
 }
 
-// attnValues is probs·v: probs [B,KV,G,T,S], v [B,KV,S,D] -> [B,KV,G,T,D], with the v
-// gradient computed as (dyᵀ·probs)ᵀ so probs is never transposed.
-func attnValues(probs, v *Node) *Node {
-	return customGrad(probs, v, func(probs, v *Node) *Node {
-		return DotGeneral(probs, []int{4}, []int{0, 1}, v, []int{2}, []int{0, 1})
-	}, func(dy, _, v *Node) *Node { // dprobs = dy·vᵀ: [B,KV,G,T,D]×[B,KV,S,D] over D
-		return DotGeneral(dy, []int{4}, []int{0, 1}, v, []int{3}, []int{0, 1})
-	}, func(dy, probs, _ *Node) *Node {
-		dyT := TransposeAllDims(dy, 0, 1, 4, 2, 3)                                        // [B,KV,D,G,T]
-		dvT := DotGeneral(dyT, []int{3, 4}, []int{0, 1}, probs, []int{2, 3}, []int{0, 1}) // [B,KV,D,S]
+// attend is softmax(scores)·v: scores [B,KV,G,T,S] (softmax over S), v [B,KV,S,D] ->
+// o [B,KV,G,T,D], with both gradients written out:
+//
+//	dscores = p·(dp − δ), dp = do·vᵀ, δ = Σ_S dp·p = Σ_D do·o
+//	dv      = (doᵀ·p)ᵀ
+//
+// Written from the probabilities p: the generic rule rebuilds the unfused softmax
+// (an Exp per score). δ comes from the output (the FlashAttention identity
+// Σ_s p_s·(do·v_s) = do·Σ_s p_s·v_s), a reduction over D of [B,KV,G,T,D] instead of a
+// scores-sized product and reduction over S; and −δ joins the dp matmul as one more
+// contracting row, [do | δ]·[vᵀ; −1], so the backward has no scores-sized broadcast
+// Sub either (compute v0.1.2 runs any broadcast through a per-element index iterator,
+// ~4.5 ns an element, against ~0.3 ns a multiply-add in the matmul). Per tiny train
+// step that replaces three passes over 524 k scores by passes over 131 k outputs.
+//
+// The matmuls contract the RHS over its leading axis, v transposed to [B,KV,D,S] for
+// dp (see attnScores); dv is computed as (doᵀ·p)ᵀ so p is never transposed.
+func attend(scores, v *Node) *Node {
+	var p, o *Node
+	o = customGrad(scores, v, func(scores, v *Node) *Node {
+		p = Softmax(scores, -1)
+		return DotGeneral(p, []int{4}, []int{0, 1}, v, []int{2}, []int{0, 1})
+	}, func(dy, _, v *Node) *Node {
+		delta := ReduceAndKeep(Mul(dy, o), ReduceSum, -1)                               // [B,KV,G,T,1]
+		vT := TransposeAllDims(v, 0, 1, 3, 2)                                           // [B,KV,D,S]
+		d := vT.Shape().Dimensions                                                      //
+		minus := BroadcastToDims(Scalar(v.Graph(), v.DType(), -1), d[0], d[1], 1, d[3]) // [B,KV,1,S]
+		lhs := Concatenate([]*Node{dy, delta}, 4)                                       // [B,KV,G,T,D+1]
+		rhs := Concatenate([]*Node{vT, minus}, 2)                                       // [B,KV,D+1,S]
+		return Mul(p, DotGeneral(lhs, []int{4}, []int{0, 1}, rhs, []int{2}, []int{0, 1}))
+	}, func(dy, _, _ *Node) *Node {
+		dyT := TransposeAllDims(dy, 0, 1, 4, 2, 3)                                    // [B,KV,D,G,T]
+		dvT := DotGeneral(dyT, []int{3, 4}, []int{0, 1}, p, []int{2, 3}, []int{0, 1}) // [B,KV,D,S]
 		return TransposeAllDims(dvT, 0, 1, 3, 2)
 	})
+	return o
 }
 
 func itoa(i int) string {
