@@ -42,7 +42,7 @@ export function useAnnotate(traceId: string) {
   return useMemo(
     () => ({ add, edit, remove, error }),
     // eslint-disable-next-line react-hooks/exhaustive-deps -- keyed on the mutations' states, not their per-render wrappers
-    [...state(add), ...state(edit), ...state(remove), error],
+    [...state(add), ...state(edit), ...state(remove)], // error follows from the three states
   );
 }
 
