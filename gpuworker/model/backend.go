@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/gomlx/compute"
@@ -30,34 +32,30 @@ type BackendSpec struct {
 	Plugin string
 }
 
-// The pure-Go backend's options when GOMLX_BACKEND gives none ("", "go", "go:").
+// defaultGoOptions are the pure-Go backend's options when GOMLX_BACKEND gives none
+// ("", "go", "go:"), for scoring and training alike: independent ops run in parallel
+// on an unlimited pool.
 //
-// Scoring runs ops one at a time (each matmul still fans out over the cores inside):
-// op-parallel scoring measured the same speed and a higher peak RSS (Qwen3-0.6B shape,
-// 2 layers, 8 × 1024 tokens, 2 cores: 7.6 vs 7.9 s, 2.63 vs 3.05 GiB).
+// Training: the tiny train step at 2 cores took 0.053–0.063 s instead of 0.081–0.099 s
+// with ops one at a time, the same at 1 core, and stays deterministic
+// (TestTrainEndToEnd). Scoring: once the attention runs in causal query blocks
+// (selfAttention), the blocks' softmaxes and masks — single-threaded ops in compute
+// v0.1.2 — run side by side; Qwen3-0.6B shape, 4 layers, 8 × 1024 tokens, 2 cores:
+// 10.3–12.1 s against 13.7–15.8 s one op at a time, peak RSS 2.85–2.95 against
+// 2.60–2.74 GiB (BENCH_TRAIN.md, sixth pass). Before the blocks it measured the same
+// speed as sequential scoring.
 //
-// Training runs independent ops in parallel on an unlimited pool: the tiny train step
-// at 2 cores took 0.053–0.063 s instead of 0.081–0.099 s, the same at 1 core, and
-// stays deterministic (TestTrainEndToEnd). The pool must be unlimited: with a bounded
-// one compute v0.1.2 deadlocks (see NewBackend); with parallelism=-1 each matmul's
-// Saturate waits only for the GOMAXPROCS tasks it started itself, never for a global
-// slot (internal/gobackend/workerspool), so the cycle cannot form.
-const (
-	scoringGoOptions  = "ops_sequential"
-	trainingGoOptions = "ops_parallel,parallelism=-1"
-)
+// The pool must be unlimited: with a bounded one compute v0.1.2 deadlocks (see
+// NewBackend); with parallelism=-1 each matmul's Saturate waits only for the
+// GOMAXPROCS tasks it started itself, never for a global slot
+// (internal/gobackend/workerspool), so the cycle cannot form.
+const defaultGoOptions = "ops_parallel,parallelism=-1"
 
 // ParseBackendSpec parses a GOMLX_BACKEND value. Empty means the default pure-Go
-// backend, with scoring's options. A plugin given as a relative path (it contains a
+// backend with defaultGoOptions. A plugin given as a relative path (it contains a
 // "/" or ends in .so) is made absolute, since go-xla would otherwise treat it as a
 // plugin name.
 func ParseBackendSpec(spec string) (BackendSpec, error) {
-	return parseBackendSpec(spec, scoringGoOptions)
-}
-
-// parseBackendSpec is ParseBackendSpec with goDefault as the pure-Go backend's
-// options when spec gives none.
-func parseBackendSpec(spec, goDefault string) (BackendSpec, error) {
 	bad := func(why string) (BackendSpec, error) {
 		return BackendSpec{}, fmt.Errorf("%s=%q: %s; accepted forms: %s", BackendEnv, spec, why, backendForms)
 	}
@@ -68,7 +66,7 @@ func parseBackendSpec(spec, goDefault string) (BackendSpec, error) {
 			return bad("missing backend name before ':'")
 		}
 		if opts == "" {
-			opts = goDefault
+			opts = defaultGoOptions
 		}
 		return BackendSpec{Kind: gobackend.BackendName, Config: opts}, nil
 	case "xla":
@@ -94,13 +92,12 @@ func parseBackendSpec(spec, goDefault string) (BackendSpec, error) {
 }
 
 // NewBackend returns the compute backend named by GOMLX_BACKEND (see ParseBackendSpec)
-// for scoring; the default is the pure-Go backend with ops_sequential.
+// for scoring and training; the default is the pure-Go backend with defaultGoOptions.
 //
 // Why not compute's default (parallel op execution on a pool of 2 × GOMAXPROCS): that
 // bounded pool deadlocks — every pool slot can be held by an op goroutine blocked in
 // workerspool.Pool.Saturate (matmul) waiting for a free slot that only those same
-// goroutines could release (see gpuworker/scripts/GOMLX_DEADLOCK.md). Training uses
-// an unlimited pool instead (NewTrainingBackend).
+// goroutines could release (see gpuworker/scripts/GOMLX_DEADLOCK.md).
 //
 // "xla:<plugin>" loads a PJRT plugin with dlopen at run time (github.com/gomlx/go-xla);
 // e.g. JAX's CUDA plugin, .../site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so
@@ -109,20 +106,9 @@ func NewBackend() (compute.Backend, error) {
 	return NewBackendFrom(os.Getenv(BackendEnv))
 }
 
-// NewTrainingBackend is NewBackend for a training run: without options in
-// GOMLX_BACKEND the pure-Go backend runs independent ops in parallel on an unlimited
-// pool (trainingGoOptions says why).
-func NewTrainingBackend() (compute.Backend, error) {
-	return newBackendFrom(os.Getenv(BackendEnv), trainingGoOptions)
-}
-
 // NewBackendFrom is NewBackend for an explicit GOMLX_BACKEND value.
 func NewBackendFrom(spec string) (compute.Backend, error) {
-	return newBackendFrom(spec, scoringGoOptions)
-}
-
-func newBackendFrom(spec, goDefault string) (compute.Backend, error) {
-	s, err := parseBackendSpec(spec, goDefault)
+	s, err := ParseBackendSpec(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -139,12 +125,63 @@ func newBackendFrom(spec, goDefault string) (compute.Backend, error) {
 		}
 		return b, nil
 	default:
-		b, err := gobackend.New(s.Config)
+		b, err := newGoBackend(s.Config)
 		if err != nil {
 			return nil, fmt.Errorf("%s=%q: %w", BackendEnv, spec, err)
 		}
 		return b, nil
 	}
+}
+
+// newGoBackend is gobackend.New(config), except that a "parallelism=N" option is
+// applied without compute v0.1.2's fmt.Printf to standard output ("Go backend:
+// parallelism set to N"), which would otherwise be printed every time a model is
+// loaded, into the output of commands whose stdout is data. The option is applied as
+// compute applies it, by the pool's exported SetMaxParallelism, reached by reflection
+// because the backend's type lives in an internal package; if a later compute moves
+// it, the option goes through gobackend.New as before (and prints).
+func newGoBackend(config string) (compute.Backend, error) {
+	var rest []string
+	parallelism, quiet := 0, false
+	for _, part := range strings.Split(config, ",") {
+		if v, ok := strings.CutPrefix(part, "parallelism="); ok && !quiet {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return nil, fmt.Errorf("parallelism=%q: needs an integer", v)
+			}
+			parallelism, quiet = n, true
+			continue
+		}
+		rest = append(rest, part)
+	}
+	b, err := gobackend.New(strings.Join(rest, ","))
+	if err != nil || !quiet {
+		return b, err
+	}
+	if setMaxParallelism(b, parallelism) {
+		return b, nil
+	}
+	b.Finalize()
+	return gobackend.New(config)
+}
+
+// setMaxParallelism calls b.Workers.SetMaxParallelism(n) on the pure-Go backend,
+// reporting whether that method was found.
+func setMaxParallelism(b compute.Backend, n int) bool {
+	v := reflect.ValueOf(b)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	pool := v.Elem().FieldByName("Workers")
+	if !pool.IsValid() || (pool.Kind() == reflect.Pointer && pool.IsNil()) {
+		return false
+	}
+	set := pool.MethodByName("SetMaxParallelism")
+	if !set.IsValid() || set.Type().NumIn() != 1 || set.Type().In(0).Kind() != reflect.Int {
+		return false
+	}
+	set.Call([]reflect.Value{reflect.ValueOf(n)})
+	return true
 }
 
 func unwrapPathError(err error) error {

@@ -1,8 +1,10 @@
 package model
 
 import (
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/gomlx/compute"
@@ -16,9 +18,9 @@ func TestParseBackendSpec(t *testing.T) {
 		spec string
 		want BackendSpec
 	}{
-		{"", BackendSpec{Kind: "go", Config: "ops_sequential"}},
-		{"go", BackendSpec{Kind: "go", Config: "ops_sequential"}},
-		{"go:", BackendSpec{Kind: "go", Config: "ops_sequential"}},
+		{"", BackendSpec{Kind: "go", Config: "ops_parallel,parallelism=-1"}},
+		{"go", BackendSpec{Kind: "go", Config: "ops_parallel,parallelism=-1"}},
+		{"go:", BackendSpec{Kind: "go", Config: "ops_parallel,parallelism=-1"}},
 		{"go:parallelism=8", BackendSpec{Kind: "go", Config: "parallelism=8"}},
 		{" go:ops_sequential ", BackendSpec{Kind: "go", Config: "ops_sequential"}},
 		{"xla:/opt/jax_plugins/xla_cuda13/xla_cuda_plugin.so", BackendSpec{Kind: "xla",
@@ -35,12 +37,6 @@ func TestParseBackendSpec(t *testing.T) {
 		require.NoError(t, err, c.spec)
 		require.Equal(t, c.want, got, c.spec)
 	}
-	// Training's default runs ops in parallel on an unlimited pool; a spec with options is kept.
-	for spec, want := range map[string]string{"": "ops_parallel,parallelism=-1", "go": "ops_parallel,parallelism=-1", "go:ops_sequential": "ops_sequential"} {
-		got, err := parseBackendSpec(spec, trainingGoOptions)
-		require.NoError(t, err, spec)
-		require.Equal(t, BackendSpec{Kind: "go", Config: want}, got, spec)
-	}
 	for _, spec := range []string{"xla", "xla:", "xla:,notf32", "cuda", "gpu:0", "XLA:/p.so", ":ops_sequential", "stablehlo:cpu", "torch"} {
 		_, err := ParseBackendSpec(spec)
 		require.Error(t, err, spec)
@@ -48,6 +44,29 @@ func TestParseBackendSpec(t *testing.T) {
 		require.ErrorContains(t, err, `"go:<options>"`, "the error lists the accepted forms")
 		require.ErrorContains(t, err, "xla:<path to a PJRT plugin .so or plugin name>")
 	}
+}
+
+// The default backend's unlimited pool is set without compute's "Go backend:
+// parallelism set to -1" on standard output (commands print data there), and an
+// explicit parallelism is applied the same way.
+func TestGoBackendParallelismIsQuiet(t *testing.T) {
+	for spec, want := range map[string]int{"go": -1, "go:ops_parallel,parallelism=3": 3} {
+		r, w, err := os.Pipe()
+		require.NoError(t, err)
+		stdout := os.Stdout
+		os.Stdout = w
+		b, err := NewBackendFrom(spec)
+		os.Stdout = stdout
+		require.NoError(t, w.Close())
+		printed, _ := io.ReadAll(r)
+		require.NoError(t, err, spec)
+		require.Empty(t, string(printed), spec)
+		pool := reflect.ValueOf(b).Elem().FieldByName("Workers")
+		require.Equal(t, want, int(pool.MethodByName("MaxParallelism").Call(nil)[0].Int()), spec)
+		b.Finalize()
+	}
+	_, err := NewBackendFrom("go:parallelism=many")
+	require.ErrorContains(t, err, `parallelism="many": needs an integer`)
 }
 
 func TestNewBackendErrors(t *testing.T) {

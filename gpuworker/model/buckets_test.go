@@ -57,6 +57,25 @@ func TestBucketedScoringMatchesOneAtATime(t *testing.T) {
 		want[i] = r[0]
 	}
 
+	// 16 texts padded to 256 tokens: enough for Forward's two independent chains of
+	// sequences; each text still gets its reward alone.
+	var chained [][]int
+	var chainedWant []float64
+	for i, seq := range seqs {
+		if len(seq) > 0 && len(seq) <= 256 && len(chained) < 16 {
+			chained, chainedWant = append(chained, seq), append(chainedWant, want[i])
+		}
+	}
+	chained[0] = seqs[13] // 250 tokens: the batch pads to 256
+	chainedWant[0] = want[13]
+	require.Len(t, chained, 16)
+	chainedGot, err := alone.Rewards(chained)
+	require.NoError(t, err)
+	require.Contains(t, alone.Shapes(), [2]int{16, 256})
+	for i := range chained {
+		require.InDelta(t, chainedWant[i], chainedGot[i], 1e-5, "chained batch, text %d (%d tokens)", i, len(chained[i]))
+	}
+
 	sc, err := m.NewScorer()
 	require.NoError(t, err)
 	const budget = 1024 // 16 rows of 64, 4 of 256, 1 of 768: several full and partial batches

@@ -26,7 +26,41 @@ import (
 //   - the last layer computes queries, attention output, MLP and head only for the
 //     pooled token (its keys/values still see every token): no other position of the
 //     last layer can reach the reward.
+//
+// A batch of many tokens runs as independent chains of sequences (forwardChunks),
+// which the backend's op-parallel execution runs side by side.
 func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
+	B, T := ids.Shape().Dimensions[0], ids.Shape().Dimensions[1]
+	n := forwardChunks(B, T)
+	if n == 1 {
+		return c.forward(params, ids, keyMask, pool)
+	}
+	parts := make([]*Node, n)
+	for i := range n {
+		rows := AxisRange(i*B/n, (i+1)*B/n)
+		parts[i] = c.forward(params, SliceAxis(ids, 0, rows), SliceAxis(keyMask, 0, rows), SliceAxis(pool, 0, rows))
+	}
+	return Concatenate(parts, 0)
+}
+
+// forwardChunkTokens is the fewest padded tokens a chain of forwardChunks gets.
+const forwardChunkTokens = 2048
+
+// forwardChunks is how many independent chains Forward splits a [B,T] batch into:
+// two when each gets at least forwardChunkTokens tokens, else one. Why: compute
+// v0.1.2 runs every element-wise op (norms, silu, softmax, masks, RoPE, slices) on
+// one goroutine, and only its matmuls use every core; two chains let two of those ops
+// run at once. Sequences never mix in the graph, so each one's reward is the same
+// whichever chain it is in. The count does not depend on the machine, so a graph (and
+// training's summation order) is the same on every CPU.
+func forwardChunks(B, T int) int {
+	if B >= 2 && B/2*T >= forwardChunkTokens {
+		return 2
+	}
+	return 1
+}
+
+func (c *Config) forward(params []*Node, ids, keyMask, pool *Node) *Node {
 	g := ids.Graph()
 	p := make(map[string]*Node, len(params))
 	for i, s := range c.ParamSpecs() {
@@ -42,9 +76,11 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 	// Attention mask [B,KV,G,T,S]: causal and key not padded.
 	row := Iota(g, shapes.Make(dtypes.Int32, T, T), 0)
 	col := Iota(g, shapes.Make(dtypes.Int32, T, T), 1)
-	causal := LessOrEqual(col, row)                              // [T,S]
-	keyOK := GreaterThan(keyMask, ScalarZero(g, dtypes.Float32)) // [B,S]
-	minF32 := Scalar(g, dtypes.Float32, -math.MaxFloat32)
+	causal := LessOrEqual(col, row)                                           // [T,S]
+	keyOK := GreaterThan(keyMask, ScalarZero(g, dtypes.Float32))              // [B,S]
+	minF32 := Scalar(g, dtypes.Float32, -math.MaxFloat32)                     // scalar: the backend never materializes it
+	allowed := LogicalAnd(BroadcastToDims(Reshape(causal, 1, T, T), B, T, T), // [B,T,S]
+		BroadcastToDims(Reshape(keyOK, B, 1, T), B, T, T))
 
 	cos, sin := ropeTables(g, T, D, c.RopeTheta)
 
@@ -72,15 +108,10 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 			q = applyRope(q, cos, sin)
 			k = applyRope(k, cos, sin)
 			// Query heads h = kv*G + g share kv head kv, as HF's repeat_kv expands them.
-			q = TransposeAllDims(Reshape(q, B, T, nKV, G, D), 0, 2, 3, 1, 4)          // [B,KV,G,T,D]
-			k = TransposeAllDims(k, 0, 2, 1, 3)                                       // [B,KV,S,D]
-			v = TransposeAllDims(v, 0, 2, 1, 3)                                       // [B,KV,S,D]
-			scores := attnScores(q, k)                                                // [B,KV,G,T,S], already scaled
-			allowed := LogicalAnd(BroadcastToDims(Reshape(causal, 1, T, T), B, T, T), // [B,T,S]
-				BroadcastToDims(Reshape(keyOK, B, 1, T), B, T, T))
-			allowed = BroadcastToDims(Reshape(allowed, B, 1, 1, T, T), B, nKV, G, T, T)
-			scores = masked(allowed, scores, minF32) // scalar: the backend never materializes it
-			attn := attend(scores, v)                // softmax(scores)·v: [B,KV,G,T,D]
+			q = TransposeAllDims(Reshape(q, B, T, nKV, G, D), 0, 2, 3, 1, 4) // [B,KV,G,T,D]
+			k = TransposeAllDims(k, 0, 2, 1, 3)                              // [B,KV,S,D]
+			v = TransposeAllDims(v, 0, 2, 1, 3)                              // [B,KV,S,D]
+			attn := selfAttention(q, k, v, allowed, minF32)                  // [B,KV,G,T,D]
 			attn = Reshape(TransposeAllDims(attn, 0, 3, 1, 2, 4), B, T, nH*D)
 			x = Add(x, linear(attn, pw("self_attn.o_proj.weight"), pw("self_attn.o_proj.bias")))
 			x = mlp(x, p, pre, c.RMSNormEps)

@@ -36,8 +36,8 @@ func randomSeqs(n, length, vocab int) [][]int {
 
 // BenchmarkTrainStep times one AdamW step on 4 pairs × 128 tokens (compile excluded).
 func BenchmarkTrainStep(b *testing.B) {
-	model.SetEngineGC()                        // as the worker runs
-	backend, err := model.NewTrainingBackend() // what a training run uses
+	model.SetEngineGC()                // as the worker runs
+	backend, err := model.NewBackend() // what a training run uses
 	require.NoError(b, err)
 	cfg, err := model.NewBaseConfig(benchSpec())
 	require.NoError(b, err)

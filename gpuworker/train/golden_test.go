@@ -84,7 +84,7 @@ func runTorch(t *testing.T, req goldenRequest) goldenResult {
 // goRef computes the same quantities with the Go model.
 func goRef(t *testing.T, req goldenRequest) goldenResult {
 	t.Helper()
-	backend, err := model.NewTrainingBackend() // the gradients as a training run computes them
+	backend, err := model.NewBackend() // the gradients as a training run computes them
 	require.NoError(t, err)
 	m, err := model.Load(backend, req.ModelDir, 0)
 	require.NoError(t, err)

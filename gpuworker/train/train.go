@@ -106,7 +106,7 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 	}
 	split := SplitByTrace(pairs, o.Seed)
 
-	backend, err := model.NewTrainingBackend()
+	backend, err := model.NewBackend()
 	if err != nil {
 		return nil, err
 	}
