@@ -111,10 +111,12 @@ func BenchmarkAttention(b *testing.B) {
 }
 
 // Forward splits a batch into two chains only when each gets forwardChunkTokens
-// tokens (TestBucketedScoringMatchesOneAtATime scores such a batch, 16 × 256).
+// tokens (TestBucketedScoringMatchesOneAtATime scores such batches; the tiny train
+// step, 8 rows of 128, is one).
 func TestForwardChunks(t *testing.T) {
 	require.Equal(t, 2, forwardChunks(16, 256))
 	require.Equal(t, 2, forwardChunks(8, 1024))
-	require.Equal(t, 1, forwardChunks(8, 128), "the tiny train step's batch stays one chain")
+	require.Equal(t, 2, forwardChunks(8, 128))
+	require.Equal(t, 1, forwardChunks(4, 128), "two chains of 256 tokens are not worth it")
 	require.Equal(t, 1, forwardChunks(1, 1024), "one sequence cannot be split")
 }
