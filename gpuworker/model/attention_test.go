@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The causal blocks of selfAttention (3 query blocks of 128 here) give the same outputs
+// The causal blocks of selfAttention (3 query blocks here) give the same outputs
 // and the same q/k/v gradients as the full masked square, with right padding in one
 // sequence (padded keys masked, padded query rows still attending to the real prefix).
 func TestBlockedAttentionMatchesFullSquare(t *testing.T) {

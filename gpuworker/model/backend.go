@@ -142,23 +142,26 @@ func NewBackendFrom(spec string) (compute.Backend, error) {
 // it, the option goes through gobackend.New as before (and prints).
 func newGoBackend(config string) (compute.Backend, error) {
 	var rest []string
-	parallelism, quiet := 0, false
+	parallelism := ""
 	for _, part := range strings.Split(config, ",") {
-		if v, ok := strings.CutPrefix(part, "parallelism="); ok && !quiet {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return nil, fmt.Errorf("parallelism=%q: needs an integer", v)
-			}
-			parallelism, quiet = n, true
+		if v, ok := strings.CutPrefix(part, "parallelism="); ok {
+			parallelism = v
 			continue
 		}
 		rest = append(rest, part)
 	}
-	b, err := gobackend.New(strings.Join(rest, ","))
-	if err != nil || !quiet {
-		return b, err
+	if parallelism == "" {
+		return gobackend.New(config)
 	}
-	if setMaxParallelism(b, parallelism) {
+	n, err := strconv.Atoi(parallelism)
+	if err != nil {
+		return nil, fmt.Errorf("parallelism=%q: needs an integer", parallelism)
+	}
+	b, err := gobackend.New(strings.Join(rest, ","))
+	if err != nil {
+		return nil, err
+	}
+	if setMaxParallelism(b, n) {
 		return b, nil
 	}
 	b.Finalize()

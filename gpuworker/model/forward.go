@@ -77,7 +77,7 @@ func (c *Config) forward(params []*Node, ids, keyMask, pool *Node) *Node {
 
 	x := Gather(p["model.embed_tokens.weight"], ExpandAxes(ids, -1)) // [B,T,H]
 
-	// Attention mask [B,KV,G,T,S]: causal and key not padded.
+	// Attention mask [B,T,S]: causal and key not padded.
 	row := Iota(g, shapes.Make(dtypes.Int32, T, T), 0)
 	col := Iota(g, shapes.Make(dtypes.Int32, T, T), 1)
 	causal := LessOrEqual(col, row)                                           // [T,S]
