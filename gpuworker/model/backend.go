@@ -141,6 +141,7 @@ func NewBackendFrom(spec string) (compute.Backend, error) {
 // because the backend's type lives in an internal package; if a later compute moves
 // it, the option goes through gobackend.New as before (and prints).
 func newGoBackend(config string) (compute.Backend, error) {
+	_ = installMatmul() // where it cannot, compute's kernels stay; MatmulKernel says why
 	var rest []string
 	parallelism := ""
 	for _, part := range strings.Split(config, ",") {

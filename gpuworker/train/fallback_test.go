@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/criticml/critic/gpuworker/matmul"
 	"github.com/criticml/critic/gpuworker/model"
 )
 
@@ -18,7 +19,9 @@ import (
 // archsimd.X86.AVX2() obeys; AVX-512 detection is not masked by GODEBUG in Go 1.26
 // (cpu.X86.HasAVX512 is derived before GODEBUG applies), so compute's
 // GOMLX_SIMD_AVX512=false stands in for a CPU without it — and checks both the
-// kernels the process reports and the numbers.
+// kernels the process reports and the numbers. CRITIC_MATMUL=compute keeps compute's
+// float32 matmul in place of gpuworker/matmul's, which the parent's own
+// TestTorchGolden runs (on an AVX-512F CPU).
 func TestSIMDBuildFallsBackOnOlderCPUs(t *testing.T) {
 	if !model.SIMDBuild() {
 		t.Skip("built without GOEXPERIMENT=simd: only the portable kernels exist")
@@ -26,13 +29,23 @@ func TestSIMDBuildFallsBackOnOlderCPUs(t *testing.T) {
 	if os.Getenv("CRITIC_FALLBACK_CHILD") != "" {
 		t.Skip("child process")
 	}
+	computes := "compute (" + model.MatmulEnv + "=compute)"
 	cases := []struct {
-		name string
-		env  []string
-		want string
+		name         string
+		env          []string
+		want, matmul string
 	}{
-		{"no AVX-512", []string{"GOMLX_SIMD_AVX512=false"}, model.KernelsAVX2},
-		{"no AVX-512, no AVX2", []string{"GOMLX_SIMD_AVX512=false", "GODEBUG=cpu.avx2=off"}, model.KernelsPortable},
+		{"compute's kernels", []string{"CRITIC_MATMUL=compute"}, model.CPUKernels(), computes},
+		{"no AVX-512", []string{"CRITIC_MATMUL=compute", "GOMLX_SIMD_AVX512=false"}, model.KernelsAVX2, computes},
+		{"no AVX-512, no AVX2", []string{"CRITIC_MATMUL=compute", "GOMLX_SIMD_AVX512=false", "GODEBUG=cpu.avx2=off"}, model.KernelsPortable, computes},
+	}
+	if matmul.Available() && model.MatmulKernel() != "critic:avx2-6x16" {
+		// gpuworker/matmul's AVX2 kernel, as a CPU without AVX-512 runs it.
+		cases = append(cases, struct {
+			name         string
+			env          []string
+			want, matmul string
+		}{"critic's AVX2 kernel", []string{"CRITIC_MATMUL=avx2-6x16"}, model.CPUKernels(), "critic:avx2-6x16"})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -45,6 +58,7 @@ func TestSIMDBuildFallsBackOnOlderCPUs(t *testing.T) {
 				want = model.KernelsPortable // this CPU has no AVX2 at all
 			}
 			require.Contains(t, string(out), "CPU kernels: "+want)
+			require.Contains(t, string(out), "float32 matmul: "+c.matmul)
 			for _, line := range strings.Split(string(out), "\n") {
 				if strings.Contains(line, "max |torch") {
 					t.Log(strings.TrimSpace(line))
