@@ -2,6 +2,7 @@ package model
 
 import (
 	"runtime"
+	"strings"
 
 	"github.com/gomlx/compute/support/envutil"
 )
@@ -51,13 +52,19 @@ func envBool(name string) bool {
 }
 
 // CPUKernelsAdvice is the start-up warning for an amd64 binary built without
-// GOEXPERIMENT=simd (plain `go build`), which never has the SIMD kernels whatever
-// the CPU; "" otherwise.
+// GOEXPERIMENT=simd (plain `go build`), which never has compute's SIMD kernels
+// whatever the CPU; "" otherwise. Where gpuworker/matmul's kernels run (MatmulKernel)
+// they carry the large matmuls in any build, and only the small ones left to compute
+// are slower (the tiny train step ~5 %, BENCH_TRAIN.md seventh pass).
 func CPUKernelsAdvice() string {
 	if simdBuild || runtime.GOARCH != "amd64" {
 		return ""
 	}
+	fix := "; build with `make build` or `GOEXPERIMENT=simd go build ./cmd/critic` (Go >= 1.26)"
+	if strings.HasPrefix(MatmulKernel(), criticMatmulPrefix) {
+		return "built without GOEXPERIMENT=simd: matmuls too small for " + MatmulKernel() +
+			" use GoMLX's portable scalar code" + fix
+	}
 	return "built without GOEXPERIMENT=simd: CPU scoring and training use GoMLX's portable scalar matmul " +
-		"(2-4x slower than its AVX-512/AVX2 kernels); build with `make build` or " +
-		"`GOEXPERIMENT=simd go build ./cmd/critic` (Go >= 1.26)"
+		"(2-4x slower than its AVX-512/AVX2 kernels)" + fix
 }
