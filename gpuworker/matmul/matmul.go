@@ -188,7 +188,7 @@ func packA(dst, a []float32, mr, k, p0, pk, ic, ih int) {
 	for ir := 0; ir < ih; ir += mr {
 		panel := dst[ir/mr*pk*mr:][:pk*mr]
 		if ir+mr > ih {
-			packAEdge(panel, a, mr, k, p0, pk, ic+ir, ih-ir)
+			interleave(panel, a, mr, k, p0, pk, ic+ir, ih-ir)
 			continue
 		}
 		for r := range mr {
@@ -212,17 +212,19 @@ func packA(dst, a []float32, mr, k, p0, pk, ic, ih int) {
 	}
 }
 
-// packAEdge packs a last panel of only rows < mr real rows, zero below.
-func packAEdge(panel, a []float32, mr, k, p0, pk, row0, rows int) {
-	for r := range mr {
-		if r >= rows {
+// interleave writes count rows of a [·,k] matrix, from row first, columns p0..p0+pk,
+// as the w columns of a [pk][w] panel, columns past count zero: an A panel's edge, or
+// a B panel from a transposed B.
+func interleave(panel, src []float32, w, k, p0, pk, first, count int) {
+	for r := range w {
+		if r >= count {
 			for p := range pk {
-				panel[p*mr+r] = 0
+				panel[p*w+r] = 0
 			}
 			continue
 		}
-		for p, v := range a[(row0+r)*k+p0:][:pk] {
-			panel[p*mr+r] = v
+		for p, v := range src[(first+r)*k+p0:][:pk] {
+			panel[p*w+r] = v
 		}
 	}
 }
@@ -244,19 +246,7 @@ func packB(dst, b []float32, nr, n, p0, pk, j0, j1 int) {
 // packBTransposed is packB for b stored [n,k] (out = a · bᵀ).
 func packBTransposed(dst, b []float32, nr, k, p0, pk, j0, j1 int) {
 	for jr := j0; jr < j1; jr += nr {
-		panel := dst[(jr-j0)/nr*pk*nr:][:pk*nr]
-		jw := min(nr, j1-jr)
-		for j := range nr {
-			if j >= jw {
-				for p := range pk {
-					panel[p*nr+j] = 0
-				}
-				continue
-			}
-			for p, v := range b[(jr+j)*k+p0:][:pk] {
-				panel[p*nr+j] = v
-			}
-		}
+		interleave(dst[(jr-j0)/nr*pk*nr:][:pk*nr], b, nr, k, p0, pk, jr, min(nr, j1-jr))
 	}
 }
 
