@@ -59,20 +59,32 @@ func Kernel() string { return active.name }
 // must support; "" picks the fastest again. For comparisons: call it before any
 // Float32 call is in flight.
 func Use(name string) error {
+	t, err := lookup(name)
+	if err == nil {
+		active = t
+	}
+	return err
+}
+
+// Check reports whether Use(name) would succeed, without changing the kernel.
+func Check(name string) error {
+	_, err := lookup(name)
+	return err
+}
+
+func lookup(name string) (tile, error) {
 	if name == "" {
-		active = fastest()
-		return nil
+		return fastest(), nil
 	}
 	for _, t := range tiles {
 		if t.name == name {
 			if !t.ok {
-				return fmt.Errorf("matmul kernel %s: this CPU lacks its instructions", name)
+				return tile{}, fmt.Errorf("matmul kernel %s: this CPU lacks its instructions", name)
 			}
-			active = t
-			return nil
+			return t, nil
 		}
 	}
-	return fmt.Errorf("no matmul kernel %q (have avx512-8x32, avx2-6x16 on amd64)", name)
+	return tile{}, fmt.Errorf("no matmul kernel %q (have avx512-8x32, avx2-6x16 on amd64)", name)
 }
 
 // Float32 computes, for each of batch matrices, out = lhs · rhs where lhs is [m,k]

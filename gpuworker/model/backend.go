@@ -125,6 +125,9 @@ func NewBackendFrom(spec string) (compute.Backend, error) {
 		}
 		return b, nil
 	default:
+		if err := checkMatmulEnv(); err != nil {
+			return nil, err
+		}
 		b, err := newGoBackend(s.Config)
 		if err != nil {
 			return nil, fmt.Errorf("%s=%q: %w", BackendEnv, spec, err)

@@ -74,14 +74,31 @@ func MatmulKernel() string {
 	return criticMatmulPrefix + matmul.Kernel()
 }
 
+// checkMatmulEnv rejects a MatmulEnv value that names no kernel this CPU runs, so a
+// typo fails the backend's construction instead of silently keeping compute's kernels.
+func checkMatmulEnv() error {
+	switch v := os.Getenv(MatmulEnv); v {
+	case "", "critic", "compute":
+		return nil
+	default:
+		if err := matmul.Check(v); err != nil {
+			return fmt.Errorf("%s=%q: %w; want \"critic\", \"compute\" or a kernel's name", MatmulEnv, v, err)
+		}
+		return nil
+	}
+}
+
 func replaceFloat32Matmul() error {
+	if err := checkMatmulEnv(); err != nil {
+		return err
+	}
 	switch v := os.Getenv(MatmulEnv); v {
 	case "compute":
 		return errors.New(MatmulEnv + "=compute")
 	case "", "critic":
 	default:
 		if err := matmul.Use(v); err != nil {
-			return fmt.Errorf("%s=%q: %w; want \"critic\", \"compute\" or a kernel's name", MatmulEnv, v, err)
+			return err
 		}
 	}
 	if !matmul.Available() {

@@ -79,6 +79,15 @@ func TestCriticMatmulInstalled(t *testing.T) {
 	}
 }
 
+// A CRITIC_MATMUL naming no kernel fails the backend's construction, naming the
+// variable and the value.
+func TestBadMatmulEnvFailsBackend(t *testing.T) {
+	t.Setenv(MatmulEnv, "avx1024")
+	_, err := NewBackend()
+	require.ErrorContains(t, err, `CRITIC_MATMUL="avx1024"`)
+	require.ErrorContains(t, err, "no matmul kernel")
+}
+
 // BenchmarkBackendMatmul times a projection-shaped DotGeneral ([tokens, in] ×
 // [out, in]ᵀ) through the pure-Go backend, so the float32 matmuls can be compared in
 // one binary: as is (gpuworker/matmul's fastest kernel), CRITIC_MATMUL=avx2-6x16,
