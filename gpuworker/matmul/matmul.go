@@ -7,8 +7,9 @@
 // compiler keeps its accumulators moving between registers and spills the loop's
 // pointers (gpuworker/scripts/BENCH_TRAIN.md, seventh pass). The kernels here keep
 // an 8×32 tile in 16 of AVX-512's 32 ZMM registers, or a 6×16 tile in 12 of AVX2's
-// 16 YMM registers, inside the blocked, packed loop nest of BLIS/GotoBLAS: B in panels of kc × nc (L2), A in panels of mc × kc, the micro-kernel
-// over mr × nr tiles. Each output tile is computed by one task in a fixed order, so
+// 16 YMM registers, inside the blocked, packed loop nest of BLIS/GotoBLAS: B in
+// panels of kc × nc (L2), A in panels of mc × kc, the micro-kernel over mr × nr
+// tiles. Each output tile is computed by one task in a fixed order, so
 // results do not depend on the number of workers or their scheduling.
 package matmul
 

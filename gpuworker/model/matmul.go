@@ -56,7 +56,7 @@ var (
 
 // installMatmul makes gpuworker/matmul the float32 DotGeneral of every pure-Go
 // backend in the process (the registry is global), once, unless MatmulEnv says
-// "compute" or the CPU lacks AVX-512F. Why: compute's kernel runs at about half
+// "compute" or the CPU has neither AVX-512F nor AVX2 + FMA. Why: compute's kernel runs at about half
 // OpenBLAS's rate, and the matmuls are most of scoring's time (BENCH_TRAIN.md,
 // seventh pass). Shapes too small to fill a tile go to compute's kernel.
 func installMatmul() error {
