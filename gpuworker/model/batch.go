@@ -85,7 +85,7 @@ func (m *Model) NewScorer() (*Scorer, error) {
 	n := len(m.Specs)
 	cfg := m.Config
 	exec, err := graph.NewExec(m.Backend, func(inputs []*graph.Node) *graph.Node {
-		return cfg.Forward(inputs[:n], inputs[n], inputs[n+1], inputs[n+2])
+		return cfg.ForwardNoGrad(inputs[:n], inputs[n], inputs[n+1], inputs[n+2])
 	})
 	if err != nil {
 		return nil, err

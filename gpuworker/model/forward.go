@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"sync"
 
 	"github.com/gomlx/compute/dtypes"
 	"github.com/gomlx/compute/shapes"
@@ -41,6 +42,36 @@ func (c *Config) Forward(params []*Node, ids, keyMask, pool *Node) *Node {
 		parts[i] = c.forward(params, SliceAxis(ids, 0, rows), SliceAxis(keyMask, 0, rows), SliceAxis(pool, 0, rows))
 	}
 	return Concatenate(parts, 0)
+}
+
+// noGradGraphs holds the graphs being built by ForwardNoGrad.
+var noGradGraphs sync.Map // *Graph → struct{}
+
+// ForwardNoGrad is Forward for a graph no gradient is taken of (the Scorer's). The
+// custom-gradient routing of the forward (gradIdentity) and the gradient stop in
+// after are left out of it: the pure-Go backend executes an Identity whose input has
+// other users as a full copy, so in a scoring pass they only cost time and memory
+// (Qwen3-0.6B shape, 8 layers, 8 × 1024 tokens: 292 MB of the 1.8 GB of activations
+// live at the peak were such copies; BENCH_TRAIN.md, seventh pass).
+func (c *Config) ForwardNoGrad(params []*Node, ids, keyMask, pool *Node) *Node {
+	g := ids.Graph()
+	noGradGraphs.Store(g, struct{}{})
+	defer noGradGraphs.Delete(g)
+	return c.Forward(params, ids, keyMask, pool)
+}
+
+func noGrad(g *Graph) bool {
+	_, ok := noGradGraphs.Load(g)
+	return ok
+}
+
+// gradIdentity is IdentityWithCustomGradient(x, grad), or x itself in a graph built by
+// ForwardNoGrad.
+func gradIdentity(x *Node, grad func(x, v *Node) *Node) *Node {
+	if noGrad(x.Graph()) {
+		return x
+	}
+	return IdentityWithCustomGradient(x, grad)
 }
 
 // forwardChunkTokens is the fewest padded tokens a chain of forwardChunks gets.
@@ -179,14 +210,14 @@ func scaleQuery(q, qNormW *Node, c *Config) *Node {
 // Routing as in customGrad.
 func masked(allowed, scores, fill *Node) *Node {
 	var dy *Node
-	sc := IdentityWithCustomGradient(scores, func(_, _ *Node) *Node {
+	sc := gradIdentity(scores, func(_, _ *Node) *Node {
 		if dy == nil {
 			panic("masked: output gradient not recorded before the input's")
 		}
 		return dy
 	})
 	y := Where(allowed, sc, fill)
-	return IdentityWithCustomGradient(y, func(_, v *Node) *Node { dy = v; return v })
+	return gradIdentity(y, func(_, v *Node) *Node { dy = v; return v })
 }
 
 func mlp(x *Node, p map[string]*Node, pre string, eps float64) *Node {
@@ -218,7 +249,7 @@ func customGrad(a, b *Node, fwd func(a, b *Node) *Node, aGrad, bGrad func(dy, a,
 		if grad == nil {
 			return x
 		}
-		return IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
+		return gradIdentity(x, func(_, _ *Node) *Node {
 			if dy == nil {
 				panic("customGrad: output gradient not recorded before the input's")
 			}
@@ -227,7 +258,7 @@ func customGrad(a, b *Node, fwd func(a, b *Node) *Node, aGrad, bGrad func(dy, a,
 	}
 	ac, bc = route(a, aGrad), route(b, bGrad)
 	y := fwd(ac, bc)
-	return IdentityWithCustomGradient(y, func(_, v *Node) *Node {
+	return gradIdentity(y, func(_, v *Node) *Node {
 		dy = v
 		return v
 	})
@@ -308,7 +339,7 @@ func splitLast(y *Node, sizes []int) []*Node {
 	r := y.Rank()
 	dys := make([]*Node, len(sizes))
 	parts := make([]*Node, len(sizes))
-	yc := IdentityWithCustomGradient(y, func(_, _ *Node) *Node {
+	yc := gradIdentity(y, func(_, _ *Node) *Node {
 		grads := make([]*Node, len(sizes))
 		for i, dy := range dys {
 			if dy == nil {
@@ -321,7 +352,7 @@ func splitLast(y *Node, sizes []int) []*Node {
 	start := 0
 	for i, n := range sizes {
 		part := SliceAxis(yc, r-1, AxisRange(start, start+n))
-		parts[i] = IdentityWithCustomGradient(part, func(_, v *Node) *Node { dys[i] = v; return v })
+		parts[i] = gradIdentity(part, func(_, v *Node) *Node { dys[i] = v; return v })
 		start += n
 	}
 	return parts
@@ -418,7 +449,10 @@ func rmsScale(x *Node, eps float64) *Node {
 // weight-only computation (a fold, a concatenation) made to depend on the layer's
 // input runs when the layer does instead of at the start of the pass.
 func after(w, x *Node) *Node {
-	d := StopGradient(x)
+	d := x
+	if !noGrad(x.Graph()) {
+		d = StopGradient(x)
+	}
 	for axis := range d.Rank() {
 		d = SliceAxis(d, axis, AxisRange(0, 1))
 	}
@@ -450,7 +484,7 @@ func foldNorm(w, normW *Node) *Node {
 // VEX/SSE mix. The two concatenated rows and the row slice are contiguous copies.
 func silu(x *Node) *Node {
 	var dy, s *Node
-	xc := IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
+	xc := gradIdentity(x, func(_, _ *Node) *Node {
 		if dy == nil {
 			panic("silu: output gradient not recorded before the input's")
 		}
@@ -459,7 +493,7 @@ func silu(x *Node) *Node {
 	})
 	s = sigmoid(xc)
 	y := Mul(xc, s)
-	return IdentityWithCustomGradient(y, func(_, v *Node) *Node { dy = v; return v })
+	return gradIdentity(y, func(_, v *Node) *Node { dy = v; return v })
 }
 
 // sigmoid is σ(x) = softmax([x; 0])[0] = 1/(1 + e^−x), through the fused softmax (see
@@ -521,14 +555,14 @@ func applyRope(x, cos, sin *Node) *Node {
 // the routing identity, so in the forward that identity hands x's buffer on (no copy).
 func rotate(x, c, sSigned *Node) *Node {
 	var dy *Node
-	xc := IdentityWithCustomGradient(x, func(_, _ *Node) *Node {
+	xc := gradIdentity(x, func(_, _ *Node) *Node {
 		if dy == nil {
 			panic("rotate: output gradient not recorded before the input's")
 		}
 		return Add(Mul(dy, c), swapHalves(Mul(dy, sSigned)))
 	})
 	y := Add(Mul(xc, c), Mul(swapHalves(xc), sSigned))
-	return IdentityWithCustomGradient(y, func(_, v *Node) *Node { dy = v; return v })
+	return gradIdentity(y, func(_, v *Node) *Node { dy = v; return v })
 }
 
 // swapHalves is cat(x[..., D/2:], x[..., :D/2]).
