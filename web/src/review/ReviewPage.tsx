@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useState } from "react";
+import { useLayoutEffect, useMemo, useState } from "react";
 import { useSearchParams } from "react-router";
 import { useQuery } from "@tanstack/react-query";
 import { api, type RewardModel, type Schemas } from "../api/client";
@@ -149,7 +149,10 @@ function ReviewItem({ item, canWrite, onNext, onPrev, help, setHelp }: { item: I
     rate(ann, d.annotations, me.user_id, item.step_id, v);
     onNext();
   };
-  useEffect(() => {
+  // A layout effect: the item's keys work from the frame it is shown in. With a plain
+  // effect the new item is painted before its listener is added (the previous item's
+  // is already gone), and a reviewer's quick "+" in between is lost.
+  useLayoutEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (help || e.ctrlKey || e.metaKey || e.altKey || typingIn(e)) return;
       if (e.key === "+" || e.key === "=") doRate(1);
