@@ -56,8 +56,8 @@ var (
 
 // installMatmul makes gpuworker/matmul the float32 DotGeneral of every pure-Go
 // backend in the process (the registry is global), once, unless MatmulEnv says
-// "compute" or the CPU has neither AVX-512F nor AVX2 + FMA. Why: compute's kernel runs at about half
-// OpenBLAS's rate, and the matmuls are most of scoring's time (BENCH_TRAIN.md,
+// "compute" or the CPU has neither AVX-512F nor AVX2 + FMA. Why: compute's kernel
+// runs at about half OpenBLAS's rate, and the matmuls are most of scoring's time (BENCH_TRAIN.md,
 // seventh pass). Shapes too small to fill a tile go to compute's kernel.
 func installMatmul() error {
 	matmulOnce.Do(func() { matmulErr = replaceFloat32Matmul() })
@@ -82,23 +82,24 @@ func checkMatmulEnv() error {
 		return nil
 	default:
 		if err := matmul.Check(v); err != nil {
-			return fmt.Errorf("%s=%q: %w; want \"critic\", \"compute\" or a kernel's name", MatmulEnv, v, err)
+			return badMatmulEnv(v, err)
 		}
 		return nil
 	}
 }
 
+func badMatmulEnv(v string, err error) error {
+	return fmt.Errorf("%s=%q: %w; want \"critic\", \"compute\" or a kernel's name", MatmulEnv, v, err)
+}
+
 func replaceFloat32Matmul() error {
-	if err := checkMatmulEnv(); err != nil {
-		return err
-	}
 	switch v := os.Getenv(MatmulEnv); v {
 	case "compute":
 		return errors.New(MatmulEnv + "=compute")
 	case "", "critic":
 	default:
 		if err := matmul.Use(v); err != nil {
-			return err
+			return badMatmulEnv(v, err)
 		}
 	}
 	if !matmul.Available() {
