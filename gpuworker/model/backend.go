@@ -128,6 +128,9 @@ func NewBackendFrom(spec string) (compute.Backend, error) {
 		if err := checkMatmulEnv(); err != nil {
 			return nil, err
 		}
+		if err := checkOpsEnv(); err != nil {
+			return nil, err
+		}
 		b, err := newGoBackend(s.Config)
 		if err != nil {
 			return nil, fmt.Errorf("%s=%q: %w", BackendEnv, spec, err)
@@ -145,6 +148,14 @@ func NewBackendFrom(spec string) (compute.Backend, error) {
 // it, the option goes through gobackend.New as before (and prints).
 func newGoBackend(config string) (compute.Backend, error) {
 	_ = installMatmul() // where it cannot, compute's kernels stay; MatmulKernel says why
+	b, err := goBackend(config)
+	if err == nil {
+		_ = installExecutors(b) // likewise; ExecutorsStatus says why
+	}
+	return b, err
+}
+
+func goBackend(config string) (compute.Backend, error) {
 	var rest []string
 	parallelism := ""
 	for _, part := range strings.Split(config, ",") {
