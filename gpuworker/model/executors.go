@@ -12,6 +12,7 @@ import (
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
+	"github.com/gomlx/compute/gobackend"
 	"github.com/gomlx/compute/shapes"
 
 	"github.com/criticml/critic/gpuworker/cpuops"
@@ -83,6 +84,7 @@ var (
 	executorsOnce  sync.Once
 	executorsErr   error        // why compute's executors stayed, nil when ours are installed
 	criticOpCalls  atomic.Int64 // nodes run by our executors, for the tests
+	criticOpsOn    atomic.Bool  // our executors are installed
 	executorsNames []string     // the ops ours run, for ExecutorsStatus
 )
 
@@ -137,7 +139,15 @@ func replaceExecutors(backend compute.Backend) error {
 		nodeExecutors[op] = ours(orig)
 		executorsNames = append(executorsNames, op.String())
 	}
+	criticOpsOn.Store(true)
 	return nil
+}
+
+// fastLogistic says whether backend runs Logistic without math.Exp's VEX/SSE
+// transitions (see silu): any backend but compute's pure-Go one, and that one once
+// our executors are installed.
+func fastLogistic(backend compute.Backend) bool {
+	return backend.String() != gobackend.BackendName || criticOpsOn.Load()
 }
 
 // checkComputeVersion refuses any compute release but the one the mirrors were read

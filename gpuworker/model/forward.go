@@ -474,14 +474,14 @@ func foldNorm(w, normW *Node) *Node {
 // silu is x·σ(x) with σ computed without math.Exp and the gradient written from σ:
 // dy·σ·(1 + x·(1 − σ)).
 //
-// Why not Mul(x, Sigmoid(x)): the pure-Go backend runs Logistic (and Exp) as one
-// float64 math.Exp per element, and in the GOEXPERIMENT=simd build that call runs
-// ~130× slower on the OS thread that just ran an AVX-512/AVX2 matmul kernel
-// (compute v0.1.2 never executes VZEROUPPER, and math.Exp's FMA path mixes VEX and
-// legacy-SSE instructions; see gpuworker/scripts/BENCH_TRAIN.md). σ(x) is instead
-// the first row of softmax([x; 0]) over a new leading axis of 2: the backend's fused
-// softmax uses its float32 polynomial exp (relative error < 1e-7), which has no
-// VEX/SSE mix. The two concatenated rows and the row slice are contiguous copies.
+// Why not GoMLX's Sigmoid: compute v0.1.2's own Logistic (and Exp) is one float64
+// math.Exp per element, and in the GOEXPERIMENT=simd build that call runs ~130×
+// slower on the OS thread that just ran an AVX-512/AVX2 kernel (compute never
+// executes VZEROUPPER, and math.Exp's FMA path mixes VEX and legacy-SSE
+// instructions; see gpuworker/scripts/BENCH_TRAIN.md). Where our executors are
+// installed, Logistic is gpuworker/cpuops' float32 polynomial one; where they are
+// not, σ(x) is the first row of softmax([x; 0]) over a new leading axis of 2 (the
+// fused softmax's polynomial exp, relative error < 1e-7, no VEX/SSE mix).
 func silu(x *Node) *Node {
 	var dy, s *Node
 	xc := gradIdentity(x, func(_, _ *Node) *Node {
@@ -496,9 +496,13 @@ func silu(x *Node) *Node {
 	return gradIdentity(y, func(_, v *Node) *Node { dy = v; return v })
 }
 
-// sigmoid is σ(x) = softmax([x; 0])[0] = 1/(1 + e^−x), through the fused softmax (see
-// silu for why). Its own gradient is never taken: silu replaces it.
+// sigmoid is σ(x) = 1/(1 + e^−x): Logistic where that is fast, else softmax([x; 0])[0]
+// through the fused softmax (see silu for why). Its own gradient is never taken: silu
+// replaces it.
 func sigmoid(x *Node) *Node {
+	if fastLogistic(x.Graph().Backend()) {
+		return Logistic(x)
+	}
 	dims := x.Shape().Dimensions
 	flat := Reshape(x, 1, x.Shape().Size())
 	pair := Concatenate([]*Node{flat, ZerosLike(flat)}, 0) // [2, N]
