@@ -95,16 +95,28 @@ func installExecutors(backend compute.Backend) error {
 	return executorsErr
 }
 
-// ExecutorsStatus names the ops the pure-Go backend runs with Critic's executors, or
-// says why compute's own run. The worker logs it beside the matmul kernel.
+// ExecutorsStatus says whether the pure-Go backend runs the ops in criticExecutors
+// with Critic's executors ("critic (8 ops)") or why compute's own run. The worker logs
+// it beside the matmul kernel. Called before any backend exists, it makes one to
+// install them (the check needs a live backend's types).
 func ExecutorsStatus() string {
-	if executorsErr != nil {
-		return "compute (" + executorsErr.Error() + ")"
-	}
-	if len(executorsNames) == 0 {
-		return "compute (no pure-Go backend yet)"
+	err := installExecutorsProbe()
+	if err != nil {
+		return "compute (" + err.Error() + ")"
 	}
 	return fmt.Sprintf("critic (%d ops)", len(executorsNames))
+}
+
+func installExecutorsProbe() error {
+	if err := checkOpsEnv(); err != nil {
+		return err
+	}
+	b, err := goBackend("")
+	if err != nil {
+		return err
+	}
+	defer b.Finalize()
+	return installExecutors(b)
 }
 
 // OpsEnv names the environment variable that picks the pure-Go backend's executors

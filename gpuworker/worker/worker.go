@@ -393,7 +393,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	gogc := model.SetEngineGC() // this process scores and trains: see model.EngineGCPercent
 	w.log.Info("worker consuming", "topics", topics, "group", w.cfg.ConsumerGroup, "wake_group", w.WakeGroup(),
-		"brokers", strings.Join(w.cfg.Brokers, ","), "cpu_kernels", model.CPUKernels(), "matmul", model.MatmulKernel(), "gogc", gogc)
+		"brokers", strings.Join(w.cfg.Brokers, ","), "cpu_kernels", model.CPUKernels(), "matmul", model.MatmulKernel(), "ops", model.ExecutorsStatus(), "gogc", gogc)
 	if advice := model.CPUKernelsAdvice(); advice != "" {
 		w.log.Warn(advice)
 	}
