@@ -133,11 +133,11 @@ func apply(op BinaryOp, a, b float32) float32 {
 func binaryLoop(op BinaryOp, lhsVaries, rhsVaries bool) func(o, a, b []float32) {
 	switch {
 	case lhsVaries && rhsVaries:
-		return vectorLoops[op]
+		return withAVX(op, loopVV, vectorLoops[op], true, true)
 	case lhsVaries:
-		return scalarRightLoops[op]
+		return withAVX(op, loopVS, scalarRightLoops[op], true, false)
 	case rhsVaries:
-		return scalarLeftLoops[op]
+		return withAVX(op, loopSV, scalarLeftLoops[op], false, true)
 	default:
 		return func(o, a, b []float32) {
 			v := apply(op, a[0], b[0])
@@ -147,6 +147,37 @@ func binaryLoop(op BinaryOp, lhsVaries, rhsVaries bool) func(o, a, b []float32) 
 		}
 	}
 }
+
+// withAVX runs the loop's first multiple of 16 elements with the AVX loop where the
+// CPU has AVX (binary_amd64.s), the rest, or all of it elsewhere, in Go. Both give the
+// same bits: each lane is one IEEE single-precision operation either way.
+func withAVX(op BinaryOp, avx func(op BinaryOp, o, a, b *float32, n int) int, loop func(o, a, b []float32),
+	aVaries, bVaries bool) func(o, a, b []float32) {
+	if !useAVX {
+		return loop
+	}
+	return func(o, a, b []float32) {
+		if len(o) < 16 {
+			loop(o, a, b)
+			return
+		}
+		done := avx(op, &o[0], &a[0], &b[0], len(o))
+		if done == len(o) {
+			return
+		}
+		// The tail: an operand that varies moves with o, a broadcast one stays.
+		if aVaries {
+			a = a[done:]
+		}
+		if bVaries {
+			b = b[done:]
+		}
+		loop(o[done:], a, b)
+	}
+}
+
+// useAVX is hasAVX unless a test turns it off to compare the two paths.
+var useAVX = hasAVX
 
 var vectorLoops = [...]func(o, a, b []float32){
 	Add: func(o, a, b []float32) {

@@ -45,7 +45,17 @@ func ravel(idx, dims []int) int {
 	return i
 }
 
+// With and without the AVX loops (where the CPU has them): the same bits.
 func TestBinaryBroadcasts(t *testing.T) {
+	t.Run("avx", testBinaryBroadcasts)
+	if useAVX {
+		useAVX = false
+		defer func() { useAVX = true }()
+		t.Run("go", testBinaryBroadcasts)
+	}
+}
+
+func testBinaryBroadcasts(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, c := range []struct{ lhs, rhs, out []int }{
 		{[]int{5, 7}, []int{5, 7}, []int{5, 7}},
@@ -56,6 +66,10 @@ func TestBinaryBroadcasts(t *testing.T) {
 		{[]int{1, 1}, []int{6, 2}, []int{6, 2}},
 		{[]int{1}, []int{1}, []int{1}},
 		{[]int{3, 1, 2, 1}, []int{3, 4, 2, 6}, []int{3, 4, 2, 6}},
+		{[]int{3, 70}, []int{3, 70}, []int{3, 70}}, // AVX loop and tail, each side
+		{[]int{3, 70}, []int{3, 1}, []int{3, 70}},
+		{[]int{3, 1}, []int{3, 70}, []int{3, 70}},
+		{[]int{2, 64}, []int{1, 64}, []int{2, 64}}, // no tail
 	} {
 		for _, op := range []BinaryOp{Add, Sub, Mul, Div} {
 			lhs, rhs := random(rng, size(c.lhs)), random(rng, size(c.rhs))

@@ -6,8 +6,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gomlx/compute/dtypes"
-	"github.com/gomlx/compute/shapes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified
 	"github.com/gomlx/gomlx/core/tensors"
 	"github.com/stretchr/testify/require"
@@ -27,15 +25,8 @@ func TestCriticExecutorsInstalled(t *testing.T) {
 	require.Contains(t, ExecutorsStatus(), "critic (8 ops)")
 
 	rng := rand.New(rand.NewPCG(11, 12))
-	fill := func(dims ...int) (*tensors.Tensor, []float32) {
-		flat := make([]float32, shapes.Make(dtypes.Float32, dims...).Size())
-		for i := range flat {
-			flat[i] = float32(rng.NormFloat64())
-		}
-		return tensors.FromFlatDataAndDimensions(flat, dims...), flat
-	}
-	x, xs := fill(3, 4, 5) // [3,4,5]
-	r, rs := fill(3, 4, 1) // broadcast along the last axis
+	x, xs := randomTensor(rng, 3, 4, 5) // [3,4,5]
+	r, rs := randomTensor(rng, 3, 4, 1) // broadcast along the last axis
 	run := func(f func(x, r *Node) *Node) []float32 {
 		t.Helper()
 		before := criticOpCalls.Load()

@@ -32,13 +32,7 @@ func TestCriticMatmulInstalled(t *testing.T) {
 	require.Equal(t, criticMatmulPrefix+matmul.Kernel(), MatmulKernel())
 
 	rng := rand.New(rand.NewPCG(5, 6))
-	fill := func(dims ...int) (*tensors.Tensor, []float32) {
-		flat := make([]float32, shapes.Make(dtypes.Float32, dims...).Size())
-		for i := range flat {
-			flat[i] = float32(rng.NormFloat64())
-		}
-		return tensors.FromFlatDataAndDimensions(flat, dims...), flat
-	}
+	fill := func(dims ...int) (*tensors.Tensor, []float32) { return randomTensor(rng, dims...) }
 	for _, c := range []struct {
 		name       string
 		m, n, k    int
@@ -77,6 +71,15 @@ func TestCriticMatmulInstalled(t *testing.T) {
 			}
 		})
 	}
+}
+
+// randomTensor is a float32 tensor of standard normal values, with its flat data.
+func randomTensor(rng *rand.Rand, dims ...int) (*tensors.Tensor, []float32) {
+	flat := make([]float32, shapes.Make(dtypes.Float32, dims...).Size())
+	for i := range flat {
+		flat[i] = float32(rng.NormFloat64())
+	}
+	return tensors.FromFlatDataAndDimensions(flat, dims...), flat
 }
 
 // A CRITIC_MATMUL naming no kernel fails the backend's construction, naming the
