@@ -20,8 +20,9 @@ import (
 // (cpu.X86.HasAVX512 is derived before GODEBUG applies), so compute's
 // GOMLX_SIMD_AVX512=false stands in for a CPU without it — and checks both the
 // kernels the process reports and the numbers. CRITIC_MATMUL=compute keeps compute's
-// float32 matmul in place of gpuworker/matmul's, which the parent's own
-// TestTorchGolden runs (on an AVX-512F CPU).
+// float32 matmul in place of gpuworker/matmul's, and CRITIC_OPS=compute compute's
+// executors in place of gpuworker/cpuops' (with σ through the softmax trick), both of
+// which the parent's own TestTorchGolden runs (on an AVX-512F CPU).
 func TestSIMDBuildFallsBackOnOlderCPUs(t *testing.T) {
 	if !model.SIMDBuild() {
 		t.Skip("built without GOEXPERIMENT=simd: only the portable kernels exist")
@@ -30,22 +31,23 @@ func TestSIMDBuildFallsBackOnOlderCPUs(t *testing.T) {
 		t.Skip("child process")
 	}
 	computes := "compute (" + model.MatmulEnv + "=compute)"
-	cases := []struct {
-		name         string
-		env          []string
-		want, matmul string
-	}{
-		{"compute's kernels", []string{"CRITIC_MATMUL=compute"}, model.CPUKernels(), computes},
-		{"no AVX-512", []string{"CRITIC_MATMUL=compute", "GOMLX_SIMD_AVX512=false"}, model.KernelsAVX2, computes},
-		{"no AVX-512, no AVX2", []string{"CRITIC_MATMUL=compute", "GOMLX_SIMD_AVX512=false", "GODEBUG=cpu.avx2=off"}, model.KernelsPortable, computes},
+	computeOps := "compute (" + model.OpsEnv + "=compute)"
+	type fallback struct {
+		name              string
+		env               []string
+		want, matmul, ops string
+	}
+	computeOnly := []string{"CRITIC_MATMUL=compute", "CRITIC_OPS=compute"}
+	cases := []fallback{
+		{"compute's kernels", computeOnly, model.CPUKernels(), computes, computeOps},
+		{"no AVX-512", append(computeOnly, "GOMLX_SIMD_AVX512=false"), model.KernelsAVX2, computes, computeOps},
+		{"no AVX-512, no AVX2", append(computeOnly, "GOMLX_SIMD_AVX512=false", "GODEBUG=cpu.avx2=off"), model.KernelsPortable, computes, computeOps},
+		// Our executors on a CPU without AVX2 (their Go loops, not the AVX ones).
+		{"critic's ops, no AVX", []string{"CRITIC_MATMUL=compute", "GOMLX_SIMD_AVX512=false", "GODEBUG=cpu.avx=off,cpu.avx2=off"}, model.KernelsPortable, computes, "critic (8 ops)"},
 	}
 	if matmul.Available() && model.MatmulKernel() != "critic:avx2-6x16" {
 		// gpuworker/matmul's AVX2 kernel, as a CPU without AVX-512 runs it.
-		cases = append(cases, struct {
-			name         string
-			env          []string
-			want, matmul string
-		}{"critic's AVX2 kernel", []string{"CRITIC_MATMUL=avx2-6x16"}, model.CPUKernels(), "critic:avx2-6x16"})
+		cases = append(cases, fallback{"critic's AVX2 kernel", []string{"CRITIC_MATMUL=avx2-6x16"}, model.CPUKernels(), "critic:avx2-6x16", "critic (8 ops)"})
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -59,6 +61,7 @@ func TestSIMDBuildFallsBackOnOlderCPUs(t *testing.T) {
 			}
 			require.Contains(t, string(out), "CPU kernels: "+want)
 			require.Contains(t, string(out), "float32 matmul: "+c.matmul)
+			require.Contains(t, string(out), "ops: "+c.ops)
 			for _, line := range strings.Split(string(out), "\n") {
 				if strings.Contains(line, "max |torch") {
 					t.Log(strings.TrimSpace(line))

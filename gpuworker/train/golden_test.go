@@ -173,6 +173,7 @@ func TestTorchGolden(t *testing.T) {
 	got := goRef(t, goldenReq(modelDir))
 	t.Logf("CPU kernels: %s", model.CPUKernels())
 	t.Logf("float32 matmul: %s", model.MatmulKernel())
+	t.Logf("ops: %s", model.ExecutorsStatus())
 	requireClose(t, want, got, 1e-4)
 	require.Greater(t, abs(want.RewardsChosen[0]-want.RewardsRejected[0]), 1e-3, "golden must not be degenerate")
 }
