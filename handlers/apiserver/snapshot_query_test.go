@@ -54,7 +54,9 @@ func TestQueryNeverAnswersFromASnapshotBehindTheCallersWrite(t *testing.T) {
 	e := startOps(t, func(c *apiserver.Config) {
 		c.KafkaBrokers = broker.Addrs()
 		c.SnapshotDir = snapDir
-		c.QueryWait = 300 * time.Millisecond
+		// Long enough for the first query to see its write under a loaded `make
+		// test` (300 ms was not, on 2 cores); the bus-down query waits it out.
+		c.QueryWait = 5 * time.Second
 		c.ReadyMaxLag = 1
 		c.WaitTimeout = 30 * time.Second
 	})
