@@ -85,13 +85,17 @@ var (
 	executorsErr   error        // why compute's executors stayed, nil when ours are installed
 	criticOpCalls  atomic.Int64 // nodes run by our executors, for the tests
 	criticOpsOn    atomic.Bool  // our executors are installed
+	executorsTried atomic.Bool  // installExecutors has run
 	executorsNames []string     // the ops ours run, for ExecutorsStatus
 )
 
 // installExecutors replaces compute's executors of the ops in criticExecutors, once per
 // process (the table is global), after checking the mirrors against backend's types.
 func installExecutors(backend compute.Backend) error {
-	executorsOnce.Do(func() { executorsErr = replaceExecutors(backend) })
+	executorsOnce.Do(func() {
+		executorsErr = replaceExecutors(backend)
+		executorsTried.Store(true)
+	})
 	return executorsErr
 }
 
@@ -108,6 +112,9 @@ func ExecutorsStatus() string {
 }
 
 func installExecutorsProbe() error {
+	if executorsTried.Load() {
+		return installExecutors(nil) // done: its result
+	}
 	if err := checkOpsEnv(); err != nil {
 		return err
 	}
@@ -143,12 +150,14 @@ func replaceExecutors(backend compute.Backend) error {
 	if err := checkMirrors(backend); err != nil {
 		return err
 	}
-	for op, ours := range criticExecutors() {
-		orig := nodeExecutors[op]
-		if orig == nil {
+	ours := criticExecutors()
+	for op := range ours { // all or none
+		if nodeExecutors[op] == nil {
 			return fmt.Errorf("compute has no executor for %s", op)
 		}
-		nodeExecutors[op] = ours(orig)
+	}
+	for op, wrap := range ours {
+		nodeExecutors[op] = wrap(nodeExecutors[op])
 		executorsNames = append(executorsNames, op.String())
 	}
 	criticOpsOn.Store(true)
