@@ -4,13 +4,8 @@ package cpuops
 // in's axis perm[i]. Axes of extent 1 are dropped and runs of axes that stay
 // neighbours are merged first, so e.g. [B,T,H,D] → [B,H,T,D] copies rows of D.
 func Transpose(in []float32, dims, perm []int, out []float32) {
-	// in's strides, then the output's axes in order with the input stride of each.
-	strides := make([]int, len(dims))
-	s := 1
-	for a := len(dims) - 1; a >= 0; a-- {
-		strides[a] = s
-		s *= dims[a]
-	}
+	// The output's axes in order, with in's stride along each.
+	strides := rowMajorStrides(dims)
 	var axes []strideAxis
 	for _, a := range perm {
 		if dims[a] == 1 {
@@ -24,6 +19,17 @@ func Transpose(in []float32, dims, perm []int, out []float32) {
 		axes = append(axes, strideAxis{dim: dims[a], stride: strides[a]})
 	}
 	gather(in, 0, axes, out)
+}
+
+// rowMajorStrides are the element strides of each axis of a row-major array.
+func rowMajorStrides(dims []int) []int {
+	strides := make([]int, len(dims))
+	s := 1
+	for a := len(dims) - 1; a >= 0; a-- {
+		strides[a] = s
+		s *= dims[a]
+	}
+	return strides
 }
 
 // strideAxis is one axis of a strided read: its extent and the source's stride along it.
@@ -113,12 +119,7 @@ func gatherTransposed(src []float32, base int, axes []strideAxis, out []float32)
 // Slice sets out (dimensions outDims) to in (dimensions dims) from starts, stepping
 // by strides along each axis.
 func Slice(in []float32, dims, starts, strides, outDims []int, out []float32) {
-	inStrides := make([]int, len(dims))
-	s := 1
-	for a := len(dims) - 1; a >= 0; a-- {
-		inStrides[a] = s
-		s *= dims[a]
-	}
+	inStrides := rowMajorStrides(dims)
 	base := 0
 	var axes []strideAxis
 	for a := range dims {

@@ -147,12 +147,9 @@ func NewBackendFrom(spec string) (compute.Backend, error) {
 // because the backend's type lives in an internal package; if a later compute moves
 // it, the option goes through gobackend.New as before (and prints).
 func newGoBackend(config string) (compute.Backend, error) {
-	_ = installMatmul() // where it cannot, compute's kernels stay; MatmulKernel says why
-	b, err := goBackend(config)
-	if err == nil {
-		_ = installExecutors(b) // likewise; ExecutorsStatus says why
-	}
-	return b, err
+	_ = installMatmul()    // where it cannot, compute's kernels stay; MatmulKernel says why
+	_ = installExecutors() // likewise; ExecutorsStatus says why
+	return goBackend(config)
 }
 
 func goBackend(config string) (compute.Backend, error) {

@@ -55,7 +55,7 @@ func envBool(name string) bool {
 // GOEXPERIMENT=simd (plain `go build`), which never has compute's SIMD kernels
 // whatever the CPU; "" otherwise. Where gpuworker/matmul's kernels run (MatmulKernel)
 // they carry the large matmuls in any build, and only the small ones left to compute
-// are slower (the tiny train step ~5 %, BENCH_TRAIN.md seventh pass).
+// are slower (the tiny train step ~8 %, BENCH_TRAIN.md eighth pass).
 func CPUKernelsAdvice() string {
 	if simdBuild || runtime.GOARCH != "amd64" {
 		return ""

@@ -85,45 +85,25 @@ var (
 	executorsErr   error        // why compute's executors stayed, nil when ours are installed
 	criticOpCalls  atomic.Int64 // nodes run by our executors, for the tests
 	criticOpsOn    atomic.Bool  // our executors are installed
-	executorsTried atomic.Bool  // installExecutors has run
 	executorsNames []string     // the ops ours run, for ExecutorsStatus
 )
 
 // installExecutors replaces compute's executors of the ops in criticExecutors, once per
-// process (the table is global), after checking the mirrors against backend's types.
-func installExecutors(backend compute.Backend) error {
-	executorsOnce.Do(func() {
-		executorsErr = replaceExecutors(backend)
-		executorsTried.Store(true)
-	})
+// process (the table is global), after checking the mirrors against the types of a
+// backend made for the check.
+func installExecutors() error {
+	executorsOnce.Do(func() { executorsErr = replaceExecutors() })
 	return executorsErr
 }
 
 // ExecutorsStatus says whether the pure-Go backend runs the ops in criticExecutors
-// with Critic's executors ("critic (8 ops)") or why compute's own run. The worker logs
-// it beside the matmul kernel. Called before any backend exists, it makes one to
-// install them (the check needs a live backend's types).
+// with Critic's executors ("critic (8 ops)") or why compute's own run, installing them
+// if no backend has yet. The worker logs it beside the matmul kernel.
 func ExecutorsStatus() string {
-	err := installExecutorsProbe()
-	if err != nil {
+	if err := installExecutors(); err != nil {
 		return "compute (" + err.Error() + ")"
 	}
 	return fmt.Sprintf("critic (%d ops)", len(executorsNames))
-}
-
-func installExecutorsProbe() error {
-	if executorsTried.Load() {
-		return installExecutors(nil) // done: its result
-	}
-	if err := checkOpsEnv(); err != nil {
-		return err
-	}
-	b, err := goBackend("")
-	if err != nil {
-		return err
-	}
-	defer b.Finalize()
-	return installExecutors(b)
 }
 
 // OpsEnv names the environment variable that picks the pure-Go backend's executors
@@ -140,23 +120,31 @@ func checkOpsEnv() error {
 	}
 }
 
-func replaceExecutors(backend compute.Backend) error {
+func replaceExecutors() error {
+	if err := checkOpsEnv(); err != nil {
+		return err
+	}
 	if os.Getenv(OpsEnv) == "compute" {
 		return errors.New(OpsEnv + "=compute")
 	}
 	if err := checkComputeVersion(); err != nil {
 		return err
 	}
+	backend, err := goBackend("")
+	if err != nil {
+		return fmt.Errorf("a backend to check the mirrors against: %w", err)
+	}
+	defer backend.Finalize()
 	if err := checkMirrors(backend); err != nil {
 		return err
 	}
-	ours := criticExecutors()
-	for op := range ours { // all or none
+	table := criticExecutors()
+	for op := range table { // all or none
 		if nodeExecutors[op] == nil {
 			return fmt.Errorf("compute has no executor for %s", op)
 		}
 	}
-	for op, wrap := range ours {
+	for op, wrap := range table {
 		nodeExecutors[op] = wrap(nodeExecutors[op])
 		executorsNames = append(executorsNames, op.String())
 	}
@@ -226,9 +214,9 @@ func checkMirrors(backend compute.Backend) error {
 	return sameLayout(nodeType.Elem(), reflect.TypeFor[gbNode]())
 }
 
-// sameLayout checks mirror has real's fields: names, offsets, sizes and kinds (an
-// unsafe.Pointer stands for any pointer), and the very type wherever the mirror names
-// a type of its own package's outside (shapes.Shape, []byte, any).
+// sameLayout checks mirror has real's fields: names, offsets, sizes and kinds, and
+// the very type wherever the mirror's field type does not stand for one of compute's
+// internal types (standsForInternal).
 func sameLayout(real, mirror reflect.Type) error {
 	if real.Kind() != reflect.Struct || real.NumField() != mirror.NumField() || real.Size() != mirror.Size() {
 		return fmt.Errorf("%v changed: %d fields, %d bytes (mirror %d, %d)", real, real.NumField(), real.Size(),
@@ -238,11 +226,7 @@ func sameLayout(real, mirror reflect.Type) error {
 		r, m := real.Field(i), mirror.Field(i)
 		kind := r.Type.Kind() == m.Type.Kind() || (r.Type.Kind() == reflect.Pointer && m.Type.Kind() == reflect.UnsafePointer)
 		same := r.Name == m.Name && r.Offset == m.Offset && r.Type.Size() == m.Type.Size() && kind
-		if same && m.Type.Kind() != reflect.UnsafePointer && m.Type.PkgPath() != "" && m.Type.PkgPath() != reflect.TypeFor[gbNode]().PkgPath() {
-			same = r.Type == m.Type
-		}
-		if same && m.Type.Kind() == reflect.Slice && m.Type.Elem().PkgPath() != reflect.TypeFor[gbNode]().PkgPath() &&
-			m.Type.Elem().Kind() != reflect.Pointer && m.Type.Elem().Kind() != reflect.Slice {
+		if same && !standsForInternal(m.Type) {
 			same = r.Type == m.Type
 		}
 		if !same {
@@ -251,6 +235,16 @@ func sameLayout(real, mirror reflect.Type) error {
 		}
 	}
 	return nil
+}
+
+// standsForInternal says whether a mirror's field type is, or points or slices down
+// to, a stand-in for an internal type (a gb* mirror, unsafe.Pointer), which can only
+// be compared by shape.
+func standsForInternal(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+		t = t.Elem()
+	}
+	return t.Kind() == reflect.UnsafePointer || t.PkgPath() == reflect.TypeFor[gbNode]().PkgPath()
 }
 
 // criticExecutors are the ops ours run, each given compute's executor for the cases it
@@ -271,6 +265,29 @@ func criticExecutors() map[compute.OpType]func(orig nodeExecutor) nodeExecutor {
 	}
 }
 
+// ours is a nodeExecutor that runs plan's kernel where plan accepts the node, and
+// orig, compute's executor, for the rest: other dtypes, dynamic or empty shapes
+// (float32Static), and whatever plan declines. plan reads the inputs it needs and
+// returns the kernel, which writes the output, and the inputs the output may take over.
+func ours(orig nodeExecutor, plan func(node *gbNode, inputs []*gbBuffer) (kernel func(out []float32), reusable []int, ok bool)) nodeExecutor {
+	return func(backend *gbBackend, node *gbNode, inputs []*gbBuffer, inputsOwned []bool) (*gbBuffer, error) {
+		if !float32Static(node, inputs) {
+			return orig(backend, node, inputs, inputsOwned)
+		}
+		kernel, reusable, ok := plan(node, inputs)
+		if !ok {
+			return orig(backend, node, inputs, inputsOwned)
+		}
+		out, err := outputBuffer(backend, node, inputs, inputsOwned, reusable)
+		if err != nil {
+			return nil, err
+		}
+		criticOpCalls.Add(1)
+		kernel(out.Flat.([]float32))
+		return out, nil
+	}
+}
+
 // float32Static says whether a node and its inputs are float32 with static, non-empty
 // shapes: the only case our executors run.
 func float32Static(node *gbNode, inputs []*gbBuffer) bool {
@@ -285,10 +302,10 @@ func float32Static(node *gbNode, inputs []*gbBuffer) bool {
 	return true
 }
 
-// outputBuffer is where an op writes: the owned input i of the output's shape (taken
-// over: inputs[i] = nil tells the executor loop, as compute's own ops do), or a buffer
-// from the backend's pool.
-func outputBuffer(backend *gbBackend, node *gbNode, inputs []*gbBuffer, inputsOwned []bool, reusable ...int) (*gbBuffer, error) {
+// outputBuffer is where an op writes: the first owned input in reusable with the
+// output's shape (taken over: inputs[i] = nil tells the executor loop, as compute's own
+// ops do), or a buffer from the backend's pool.
+func outputBuffer(backend *gbBackend, node *gbNode, inputs []*gbBuffer, inputsOwned []bool, reusable []int) (*gbBuffer, error) {
 	for _, i := range reusable {
 		if inputsOwned[i] && inputs[i].RawShape.Equal(node.Shape) {
 			out := inputs[i]
@@ -300,25 +317,13 @@ func outputBuffer(backend *gbBackend, node *gbNode, inputs []*gbBuffer, inputsOw
 }
 
 func binaryExecutor(op cpuops.BinaryOp, orig nodeExecutor) nodeExecutor {
-	return func(backend *gbBackend, node *gbNode, inputs []*gbBuffer, inputsOwned []bool) (*gbBuffer, error) {
-		if !float32Static(node, inputs) {
-			return orig(backend, node, inputs, inputsOwned)
-		}
+	return ours(orig, func(node *gbNode, inputs []*gbBuffer) (func([]float32), []int, bool) {
 		outDims := node.Shape.Dimensions
 		lhsDims, ok1 := broadcastDims(inputs[0].RawShape, len(outDims))
 		rhsDims, ok2 := broadcastDims(inputs[1].RawShape, len(outDims))
-		if !ok1 || !ok2 {
-			return orig(backend, node, inputs, inputsOwned)
-		}
 		lhs, rhs := inputs[0].Flat.([]float32), inputs[1].Flat.([]float32)
-		out, err := outputBuffer(backend, node, inputs, inputsOwned, 1, 0)
-		if err != nil {
-			return nil, err
-		}
-		criticOpCalls.Add(1)
-		cpuops.Binary(op, lhs, lhsDims, rhs, rhsDims, out.Flat.([]float32), outDims)
-		return out, nil
-	}
+		return func(out []float32) { cpuops.Binary(op, lhs, lhsDims, rhs, rhsDims, out, outDims) }, []int{1, 0}, ok1 && ok2
+	})
 }
 
 // broadcastDims is an operand's dimensions at the output's rank: its own, or all 1s
@@ -338,19 +343,12 @@ func broadcastDims(s shapes.Shape, rank int) ([]int, bool) {
 }
 
 func transposeExecutor(orig nodeExecutor) nodeExecutor {
-	return func(backend *gbBackend, node *gbNode, inputs []*gbBuffer, inputsOwned []bool) (*gbBuffer, error) {
+	return ours(orig, func(node *gbNode, inputs []*gbBuffer) (func([]float32), []int, bool) {
 		perm, ok := node.Data.([]int)
-		if !ok || !float32Static(node, inputs) || len(perm) != inputs[0].RawShape.Rank() {
-			return orig(backend, node, inputs, inputsOwned)
-		}
-		out, err := backendGetBuffer(backend, node.Shape) // never in place: it is not done by swaps
-		if err != nil {
-			return nil, err
-		}
-		criticOpCalls.Add(1)
-		cpuops.Transpose(inputs[0].Flat.([]float32), inputs[0].RawShape.Dimensions, perm, out.Flat.([]float32))
-		return out, nil
-	}
+		in, dims := inputs[0].Flat.([]float32), inputs[0].RawShape.Dimensions
+		// Never in place (no reusable input): a transpose is not done by swaps.
+		return func(out []float32) { cpuops.Transpose(in, dims, perm, out) }, nil, ok && len(perm) == len(dims)
+	})
 }
 
 // gbSliceNode mirrors ops.sliceNode, a Slice node's data; sliceParams checks the
@@ -373,53 +371,25 @@ func sliceParams(data any) (*gbSliceNode, bool) {
 }
 
 func sliceExecutor(orig nodeExecutor) nodeExecutor {
-	return func(backend *gbBackend, node *gbNode, inputs []*gbBuffer, inputsOwned []bool) (*gbBuffer, error) {
+	return ours(orig, func(node *gbNode, inputs []*gbBuffer) (func([]float32), []int, bool) {
 		p, ok := sliceParams(node.Data)
-		if !ok || !float32Static(node, inputs) {
-			return orig(backend, node, inputs, inputsOwned)
-		}
-		dims := inputs[0].RawShape.Dimensions
-		if len(p.starts) != len(dims) || len(p.strides) != len(dims) || node.Shape.Rank() != len(dims) {
-			return orig(backend, node, inputs, inputsOwned)
-		}
-		out, err := backendGetBuffer(backend, node.Shape)
-		if err != nil {
-			return nil, err
-		}
-		criticOpCalls.Add(1)
-		cpuops.Slice(inputs[0].Flat.([]float32), dims, p.starts, p.strides, node.Shape.Dimensions, out.Flat.([]float32))
-		return out, nil
-	}
+		in, dims := inputs[0].Flat.([]float32), inputs[0].RawShape.Dimensions
+		ok = ok && len(p.starts) == len(dims) && len(p.strides) == len(dims) && node.Shape.Rank() == len(dims)
+		return func(out []float32) { cpuops.Slice(in, dims, p.starts, p.strides, node.Shape.Dimensions, out) }, nil, ok
+	})
 }
 
 func reduceSumExecutor(orig nodeExecutor) nodeExecutor {
-	return func(backend *gbBackend, node *gbNode, inputs []*gbBuffer, inputsOwned []bool) (*gbBuffer, error) {
+	return ours(orig, func(node *gbNode, inputs []*gbBuffer) (func([]float32), []int, bool) {
 		axes, ok := node.Data.([]int)
-		if !ok || len(axes) == 0 || !float32Static(node, inputs) {
-			return orig(backend, node, inputs, inputsOwned)
-		}
-		out, err := backendGetBuffer(backend, node.Shape)
-		if err != nil {
-			return nil, err
-		}
-		criticOpCalls.Add(1)
-		cpuops.ReduceSum(inputs[0].Flat.([]float32), inputs[0].RawShape.Dimensions, axes, out.Flat.([]float32))
-		return out, nil
-	}
+		in, dims := inputs[0].Flat.([]float32), inputs[0].RawShape.Dimensions
+		return func(out []float32) { cpuops.ReduceSum(in, dims, axes, out) }, nil, ok && len(axes) > 0
+	})
 }
 
 func logisticExecutor(orig nodeExecutor) nodeExecutor {
-	return func(backend *gbBackend, node *gbNode, inputs []*gbBuffer, inputsOwned []bool) (*gbBuffer, error) {
-		if !float32Static(node, inputs) {
-			return orig(backend, node, inputs, inputsOwned)
-		}
+	return ours(orig, func(_ *gbNode, inputs []*gbBuffer) (func([]float32), []int, bool) {
 		in := inputs[0].Flat.([]float32)
-		out, err := outputBuffer(backend, node, inputs, inputsOwned, 0)
-		if err != nil {
-			return nil, err
-		}
-		criticOpCalls.Add(1)
-		cpuops.Logistic(in, out.Flat.([]float32))
-		return out, nil
-	}
+		return func(out []float32) { cpuops.Logistic(in, out) }, []int{0}, true
+	})
 }

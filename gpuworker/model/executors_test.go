@@ -21,7 +21,7 @@ func TestCriticExecutorsInstalled(t *testing.T) {
 	}
 	backend, err := NewBackend()
 	require.NoError(t, err)
-	require.NoError(t, installExecutors(backend))
+	require.NoError(t, installExecutors())
 	require.Contains(t, ExecutorsStatus(), "critic (8 ops)")
 
 	rng := rand.New(rand.NewPCG(11, 12))

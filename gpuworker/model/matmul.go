@@ -161,10 +161,33 @@ func criticDot(orig reflect.Value, args []reflect.Value) []reflect.Value {
 
 // backendFanOut runs a matmul's tasks on the backend's worker pool, as compute's own
 // kernels do (Workers.Saturate, at most AdjustedMaxParallelism at once), so op-parallel
-// execution does not start more matmul goroutines than the pool allows.
+// execution does not start more matmul goroutines than the pool allows. The field and
+// the methods are looked up once (poolMethodsOf), not on every matmul.
 func backendFanOut(backend reflect.Value) (int, func(func())) {
-	pool := backend.Elem().FieldByName("Workers")
-	workers := int(pool.MethodByName("AdjustedMaxParallelism").Call(nil)[0].Int())
-	saturate := pool.MethodByName("Saturate")
-	return workers, func(task func()) { saturate.Call([]reflect.Value{reflect.ValueOf(task)}) }
+	m := poolMethodsOf(backend.Type())
+	pool := backend.Elem().Field(m.field)
+	workers := int(m.maxParallelism.Call([]reflect.Value{pool})[0].Int())
+	return workers, func(task func()) { m.saturate.Call([]reflect.Value{pool, reflect.ValueOf(task)}) }
+}
+
+// poolMethods locate a backend's Workers field and its pool type's
+// AdjustedMaxParallelism and Saturate (method functions: the receiver first).
+type poolMethods struct {
+	field                    int
+	maxParallelism, saturate reflect.Value
+}
+
+var (
+	poolMethodsOnce  sync.Once
+	poolMethodsFound poolMethods
+)
+
+func poolMethodsOf(backendType reflect.Type) poolMethods {
+	poolMethodsOnce.Do(func() {
+		f, _ := backendType.Elem().FieldByName("Workers")
+		maxPar, _ := f.Type.MethodByName("AdjustedMaxParallelism")
+		saturate, _ := f.Type.MethodByName("Saturate")
+		poolMethodsFound = poolMethods{f.Index[0], maxPar.Func, saturate.Func}
+	})
+	return poolMethodsFound
 }

@@ -9,7 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// silu (σ through the fused softmax, custom gradient) equals x·σ(x) and its derivative
+// silu (σ through cpuops' Logistic where our executors run, custom gradient; σ
+// through the fused softmax is covered by the fallback test's golden runs with
+// CRITIC_OPS=compute) equals x·σ(x) and its derivative
 // σ·(1 + x·(1 − σ)) computed in float64, over the whole float32 range an activation
 // sees, including saturated inputs where e^−x overflows or underflows float32.
 func TestSiluMatchesFloat64(t *testing.T) {
