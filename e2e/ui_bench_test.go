@@ -119,4 +119,10 @@ func BenchmarkUI(b *testing.B) {
 	// In-app navigation: the app already open, a click on the link.
 	b.ReportMetric(m["traceNav"]/m["traceLimit"], "trace-nav/limit")
 	b.ReportMetric(m["listNav"]/m["listLimit"], "list-nav/limit")
+	// The in-page floor: the same JSON fetched and parsed in the open app
+	// page, then the screen's own DOM (captured from the app) painted.
+	b.ReportMetric(m["traceScreen"]/m["traceLimit"], "trace-screen/limit")
+	b.ReportMetric(m["listScreen"]/m["listLimit"], "list-screen/limit")
+	b.ReportMetric(m["traceNav"]/m["traceScreen"], "trace-nav/screen")
+	b.ReportMetric(m["listNav"]/m["listScreen"], "list-nav/screen")
 }

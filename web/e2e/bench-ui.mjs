@@ -234,10 +234,60 @@ async function clickThrough(p, link, want) {
   await p.evaluate((want) => {
     let t0 = null;
     addEventListener("click", (e) => (t0 = e.timeStamp), { capture: true, once: true });
-    window.__benchNav = window.__benchPainted(want, () => t0 !== null).then((at) => ({ took: at - t0, at }));
+    // The painted screen's <main> is kept (after the time is taken, in the
+    // same task: nothing later, such as the markdown upgrade, is in it) for screenFloor.
+    window.__benchNav = window.__benchPainted(want, () => t0 !== null).then((at) => {
+      window.__benchScreen = document.querySelector("main")?.outerHTML;
+      return { took: at - t0, at };
+    });
   }, want);
   await p.click(link);
   return p.evaluate(() => Promise.race([window.__benchNav, new Promise((_, fail) => setTimeout(() => fail(new Error("in-app navigation: the screen was not shown in 120 s")), 120_000))]));
+}
+
+// The in-page floor: the screen's own cost without the app's code. The app
+// open on `from` as for inApp; one click gives the painted screen's <main>
+// (its elements, classes, text and inline styles, as the app built it);
+// then, in fresh contexts opened the same way, the page's clock around
+// fetch + JSON.parse of the same response (the limit's work), putting that
+// DOM in place of <main> (the parser builds it: no app code runs), and the
+// frame that paints it (the same layout check and frame as watch()). What
+// the app adds beyond this is its own code (router, query cache, rendering);
+// what this adds beyond the limit is the browser's cost of the screen itself
+// (DOM, style, layout, text shaping, paint) on this machine.
+async function screenFloor(from, ready, link, want, api) {
+  let p = await openAt(from, ready);
+  await clickThrough(p, link, want);
+  const html = await p.evaluate(() => window.__benchScreen);
+  await p.context().close();
+  const out = [];
+  for (let i = 0; i < runs; i++) {
+    p = await openAt(from, ready);
+    out.push(
+      await p.evaluate(
+        async ([html, api, key, sel]) => {
+          const t0 = performance.now();
+          const r = await fetch(api, { headers: { Authorization: "Bearer " + key } });
+          if (!(await r.json())) throw new Error("empty");
+          const t = document.createElement("template");
+          t.innerHTML = html;
+          document.querySelector("main").replaceWith(t.content);
+          await new Promise((done) =>
+            requestAnimationFrame(() => {
+              document.querySelector(sel).getBoundingClientRect();
+              const c = new MessageChannel();
+              c.port1.onmessage = done;
+              c.port2.postMessage(0);
+            }),
+          );
+          return performance.now() - t0;
+        },
+        [html, api, key, want.sel],
+      ),
+    );
+    await p.context().close();
+  }
+  return median(out);
 }
 
 const traceFloor = await floor(`/traces/${trace}`);
@@ -247,7 +297,10 @@ const lastFloor = await floor(`/traces?limit=50&offset=${lastPage * 50}`);
 const toTrace = [`/traces`, { sel: "tbody tr" }, `a[href="/traces/${trace}"]`, { sel: 'section[aria-label="Step 1"]' }];
 const traceNav = await inApp(...toTrace);
 // From the models page to the list, by the sidebar's Traces link.
-const listNav = await inApp(`/models`, { sel: 'nav a[href="/traces"]' }, 'nav a[href="/traces"]', { sel: "span", text: `1–50 of ${total}` });
+const toList = [`/models`, { sel: 'nav a[href="/traces"]' }, 'nav a[href="/traces"]', { sel: "span", text: `1–50 of ${total}` }];
+const listNav = await inApp(...toList);
+const traceScreen = await screenFloor(...toTrace, `/api/v1/rm/traces/${trace}`);
+const listScreen = await screenFloor(...toList, `/api/v1/rm/traces?limit=50&offset=0`);
 
 const profiles = [];
 if (process.env.CRITIC_BENCH_PROFILE) {
@@ -276,11 +329,12 @@ console.log(`list, ${total} traces: first screen ${ms(listApp.first)}, last page
 console.log(`harness wall clock (navigation request to Playwright seeing it): trace first ${ms(traceApp.firstWall)} (${r(traceApp.firstWall, traceLimit)}), end ${ms(traceApp.endWall)}; list first ${ms(listApp.firstWall)} (${r(listApp.firstWall, listLimit)}), last page ${ms(listApp.endWall)} (${r(listApp.endWall, lastLimit)})`);
 console.log(`cold floor (a page with no app code: fetch, parse, paint one element; fresh context like the app's): trace ${ms(traceFloor)}, list first page ${ms(listFloor)}, last page ${ms(lastFloor)}; app/floor: trace first ${r(traceApp.first, traceFloor)}, list first ${r(listApp.first, listFloor)}; floor/limit: trace ${r(traceFloor, traceLimit)}, list ${r(listFloor, listLimit)}`);
 console.log(`in-app navigation (app open on another page, click → painted screen): list → trace ${ms(traceNav)} (${r(traceNav, traceLimit)} the limit), models → list ${ms(listNav)} (${r(listNav, listLimit)} the limit)`);
+console.log(`in-page floor (the open app page: fetch + parse the same JSON, then the screen's own DOM, captured from the app, in place of <main>, painted; no app code): trace ${ms(traceScreen)} (${r(traceScreen, traceLimit)} the limit), list ${ms(listScreen)} (${r(listScreen, listLimit)} the limit); in-app/in-page floor: list → trace ${r(traceNav, traceScreen)}, models → list ${r(listNav, listScreen)}`);
 for (const l of profiles) console.log(l);
 console.log(
   JSON.stringify({
     traceFirst: traceApp.first, traceEnd: traceApp.end, traceLimit, listFirst: listApp.first, listEnd: listApp.end, listLimit, lastLimit,
     traceFirstWall: traceApp.firstWall, traceEndWall: traceApp.endWall, listFirstWall: listApp.firstWall, listEndWall: listApp.endWall,
-    traceFloor, listFloor, lastFloor, traceNav, listNav,
+    traceFloor, listFloor, lastFloor, traceNav, listNav, traceScreen, listScreen,
   }),
 );
