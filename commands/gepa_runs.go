@@ -94,9 +94,15 @@ func (c *Commands) RequestGepaRun(ctx context.Context, actor Actor, in RequestGe
 	}
 	var buf bytes.Buffer
 	n := 0
+	// One read of the log for the model's traces; a failed read fails the
+	// request (it used to drop the trace as if deleted).
+	owned, err := c.ownedTraces(ctx, Actor{UserID: m.OwnerID}, m.Requested.TraceIDs)
+	if err != nil {
+		return RequestGepaResult{}, err
+	}
 	for _, id := range m.Requested.TraceIDs {
-		tr, err := c.ownedTrace(ctx, Actor{UserID: m.OwnerID}, id)
-		if err != nil {
+		tr, ok := owned[id]
+		if !ok {
 			continue // deleted since training: nothing to replay
 		}
 		ex, ok := rewardmodels.GepaExampleOf(tr, findings)

@@ -26,6 +26,31 @@ func (c *Commands) ownedTrace(ctx context.Context, actor Actor, traceID string) 
 	return st, nil
 }
 
+// ownedTraces is ownedTrace for many traces in one read of the log: the
+// states of those of ids that exist and are the actor's (the others are
+// absent), by id.
+func (c *Commands) ownedTraces(ctx context.Context, actor Actor, ids []string) (map[string]traces.State, error) {
+	streams := make([]string, len(ids))
+	for i, id := range ids {
+		streams[i] = events.TraceStream(id)
+	}
+	loaded, err := c.store.LoadStreams(ctx, streams)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]traces.State, len(ids))
+	for i, id := range ids {
+		st, err := traces.Fold(id, loaded[streams[i]])
+		if err != nil {
+			return nil, err
+		}
+		if st.Exists && st.OwnerID == actor.UserID {
+			out[id] = st
+		}
+	}
+	return out, nil
+}
+
 // appendToTrace appends one event to a loaded trace's stream at its version.
 func (c *Commands) appendToTrace(ctx context.Context, actor Actor, st traces.State, typ string, payload any) (Result, error) {
 	stream := events.TraceStream(st.ID)

@@ -34,7 +34,7 @@ func foldStates(t *testing.T, loaded map[string][]events.Envelope, ids ...string
 
 // scoredModel trains a model on traceIDs as a worker would report it: its
 // action scores are the given scores by step id.
-func scoredModel(t *testing.T, e *opsEnv, name string, traceIDs []string, scores map[string]float64, traceOf map[string]string) string {
+func scoredModel(t testing.TB, e *opsEnv, name string, traceIDs []string, scores map[string]float64, traceOf map[string]string) string {
 	t.Helper()
 	ctx := context.Background()
 	r := e.do(t, "POST", "/api/v1/rm/reward-models", map[string]any{"name": name, "trace_ids": traceIDs,

@@ -46,7 +46,7 @@ type opsEnv struct {
 	blobs  blob.Store
 }
 
-func startOps(t *testing.T, adjust func(*apiserver.Config)) *opsEnv {
+func startOps(t testing.TB, adjust func(*apiserver.Config)) *opsEnv {
 	t.Helper()
 	ctx := context.Background()
 	pool, err := pg.Connect(ctx, pgtest.NewDatabase(t))
@@ -87,7 +87,7 @@ type reply struct {
 	body   []byte
 }
 
-func (e *opsEnv) do(t *testing.T, method, path string, body any, headers ...string) reply {
+func (e *opsEnv) do(t testing.TB, method, path string, body any, headers ...string) reply {
 	t.Helper()
 	var rd io.Reader
 	if body != nil {
