@@ -132,3 +132,32 @@ test("once the first screen's data is in, the pages one click away are preloaded
   await page.waitForLoadState("networkidle");
   expect(asked.filter((p) => p === `/traces/${env.bigTrace}`)).toHaveLength(1);
 });
+
+test("the viewer's first screen does not wait for what sits beside it: section titles, the completion estimate and the models to score with are asked once it is painted", async ({ page }) => {
+  test.skip(!env.sectionedTrace || !env.labelsKey, "no sectioned trace seeded");
+  await page.addInitScript(() => {
+    // The frame that first shows Step 1: its animation-frame callback runs
+    // after the task that built the screen, just before the paint.
+    const w = window as unknown as { __firstFrame?: number };
+    const mo = new MutationObserver(() => {
+      if (!document.querySelector('section[aria-label="Step 1"]')) return;
+      mo.disconnect();
+      requestAnimationFrame(() => (w.__firstFrame = performance.now()));
+    });
+    mo.observe(document, { childList: true, subtree: true });
+  });
+  const asked = ["section-summaries", "completion", "reward-models"].map((p) => page.waitForResponse((r) => new URL(r.url()).pathname.endsWith("/" + p)));
+  await signIn(page, env.labelsKey, `/traces/${env.sectionedTrace}`);
+  await expect(page.getByRole("region", { name: "Step 1", exact: true })).toBeVisible();
+  await Promise.all(asked);
+  const t = await page.evaluate(() => ({
+    frame: (window as unknown as { __firstFrame: number }).__firstFrame,
+    starts: performance
+      .getEntriesByType("resource")
+      .filter((r) => /\/(section-summaries|completion|reward-models)$/.test(new URL(r.name).pathname))
+      .map((r) => [new URL(r.name).pathname.split("/").pop()!, r.startTime] as const),
+  }));
+  expect(t.frame).toBeGreaterThan(0);
+  expect(new Set(t.starts.map(([p]) => p))).toEqual(new Set(["section-summaries", "completion", "reward-models"]));
+  for (const [p, start] of t.starts) expect(start, `${p} was asked at ${start.toFixed(1)} ms, the first screen's frame began at ${t.frame.toFixed(1)} ms`).toBeGreaterThan(t.frame);
+});

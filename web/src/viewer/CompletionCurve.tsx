@@ -1,4 +1,5 @@
 import { useQuery } from "@tanstack/react-query";
+import { usePainted } from "./afterPaint";
 import { api, type Schemas, type Step } from "../api/client";
 import type { Row } from "./rows";
 import "./completionCurve.css";
@@ -62,15 +63,17 @@ function valueAt(xs: number[], ys: number[], m: number[], k: number, x: number):
  * useCompletion asks POST /traces/{id}/completion once per trace revision
  * (the step ids' revisionKey), and again every two seconds only while the worker tier is
  * still answering (pending). enabled is false when no section is graded:
- * there is nothing to estimate then, so nothing is asked.
+ * there is nothing to estimate then, so nothing is asked. It is asked
+ * once the viewer's first screen is painted (afterPaint.ts).
  */
 export function useCompletion(traceId: string, stepsKey: string, enabled: boolean) {
+  const painted = usePainted(enabled); // enabled arrives with the trace's data
   return useQuery({
     queryKey: ["completion", traceId, stepsKey],
     queryFn: () => api<Completion>(`/traces/${traceId}/completion`, { method: "POST", json: {} }),
     refetchInterval: (s) => (s.state.data?.pending ? 2000 : false),
     staleTime: Infinity,
-    enabled,
+    enabled: painted,
   });
 }
 

@@ -1,5 +1,6 @@
 import { useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { usePainted } from "./afterPaint";
 import { api, type RewardModel, type ScoringRun, type TraceDetail } from "../api/client";
 
 /**
@@ -10,7 +11,9 @@ import { api, type RewardModel, type ScoringRun, type TraceDetail } from "../api
  */
 export function ScoreActions({ trace, onScored }: { trace: TraceDetail; onScored: (modelId: string) => void }) {
   const qc = useQueryClient();
-  const models = useQuery({ queryKey: ["reward-models"], queryFn: () => api<RewardModel[]>("/reward-models"), staleTime: 10_000 });
+  // Asked once the trace's first screen is painted (afterPaint.ts); the control appears when the models are in.
+  const painted = usePainted();
+  const models = useQuery({ queryKey: ["reward-models"], queryFn: () => api<RewardModel[]>("/reward-models"), staleTime: 10_000, enabled: painted });
   const ok = (models.data ?? []).filter((m) => m.status === "succeeded");
   const [pick, setPick] = useState("");
   const model = pick || ok[0]?.id || "";

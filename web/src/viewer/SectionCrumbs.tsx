@@ -1,4 +1,5 @@
 import { useCallback, useEffect, useId, useMemo, useRef, useState } from "react";
+import { usePainted } from "./afterPaint";
 import { api, type Schemas, type TraceDetail } from "../api/client";
 import { sectionPath } from "./TaskCard";
 import "./sectionCrumbs.css";
@@ -22,8 +23,9 @@ const rangeKey = (s: { first_step_id: string; last_step_id: string }) => s.first
  * sections it is given, each at most once per trace revision (stepsKey):
  * in batches of four ranges, at most two requests in flight, a range
  * answered pending asked again every two seconds until the worker tier has
- * answered. Ordinary trace refreshes (same steps) ask nothing again; a
- * failed request leaves the derived titles and says why.
+ * answered, starting once the viewer's first screen is painted. Ordinary
+ * trace refreshes (same steps) ask nothing again; a failed request leaves
+ * the derived titles and says why.
  */
 export function useSectionSummaries(traceId: string, stepsKey: string, wanted: Section[]) {
   const [known, setKnown] = useState<Map<string, Known>>(new Map());
@@ -91,7 +93,9 @@ export function useSectionSummaries(traceId: string, stepsKey: string, wanted: S
   }, [traceId]);
 
   const wantedKey = wanted.map(rangeKey).join(",");
+  const painted = usePainted(); // asked once the first screen is on it (afterPaint.ts)
   useEffect(() => {
+    if (!painted) return;
     let added = false;
     for (const s of wanted) {
       if (asked.current.has(rangeKey(s))) continue;
@@ -102,7 +106,7 @@ export function useSectionSummaries(traceId: string, stepsKey: string, wanted: S
     if (added) pump();
     // wantedKey stands for wanted's ranges.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [wantedKey, stepsKey, pump]);
+  }, [wantedKey, stepsKey, pump, painted]);
 
   return known;
 }

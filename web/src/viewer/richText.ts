@@ -6,6 +6,7 @@
 // scrolls out of the virtualized window and back is not parsed again.
 import { useEffect, useSyncExternalStore } from "react";
 import { prettyJSON } from "./text";
+import { afterPaint } from "./afterPaint";
 
 type Markdown = typeof import("./markdown");
 
@@ -30,11 +31,6 @@ export function loadMarkdown(): Promise<Markdown | null> {
   return loading;
 }
 
-// After the next paint: requestAnimationFrame runs just before it, and a
-// task queued from there runs once it is on screen.
-function afterPaint(f: () => void) {
-  requestAnimationFrame(() => setTimeout(f, 0));
-}
 
 const subscribe = (l: () => void) => {
   listeners.add(l);
