@@ -40,14 +40,7 @@ func BenchmarkComparisonQueueModels(b *testing.B) {
 	traceOf := map[string]string{}
 	sa, sb := map[string]float64{}, map[string]float64{}
 	for i, id := range imp.TraceIDs {
-		r := e.do(b, "GET", "/api/v1/rm/traces/"+id, nil)
-		var d struct {
-			Steps []struct {
-				ID string `json:"id"`
-			} `json:"steps"`
-		}
-		require.NoError(b, json.Unmarshal(r.body, &d))
-		s := d.Steps[1].ID
+		s := e.stepID(b, id, 1)
 		traceOf[s] = id
 		// Rollout k of a prompt: a ranks it k, b ranks it 9 − k.
 		k := float64(i / prompts)

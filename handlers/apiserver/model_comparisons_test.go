@@ -32,6 +32,21 @@ func foldStates(t *testing.T, loaded map[string][]events.Envelope, ids ...string
 	return out
 }
 
+// stepID is the id of step i of a trace, as GET /traces/{id} shows it.
+func (e *opsEnv) stepID(t testing.TB, traceID string, i int) string {
+	t.Helper()
+	r := e.do(t, "GET", "/api/v1/rm/traces/"+traceID, nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var d struct {
+		Steps []struct {
+			ID string `json:"id"`
+		} `json:"steps"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &d))
+	require.Greater(t, len(d.Steps), i, "trace %s has no step %d", traceID, i)
+	return d.Steps[i].ID
+}
+
 // scoredModel trains a model on traceIDs as a worker would report it: its
 // action scores are the given scores by step id.
 func scoredModel(t testing.TB, e *opsEnv, name string, traceIDs []string, scores map[string]float64, traceOf map[string]string) string {
@@ -86,18 +101,11 @@ func TestModelsComparisons(t *testing.T) {
 	step := map[string]string{}
 	traceOf := map[string]string{}
 	for _, id := range imp.TraceIDs {
-		r := e.do(t, "GET", "/api/v1/rm/traces/"+id, nil)
-		var d struct {
-			Steps []struct {
-				ID string `json:"id"`
-			} `json:"steps"`
-		}
-		require.NoError(t, json.Unmarshal(r.body, &d))
-		step[id] = d.Steps[1].ID
-		traceOf[d.Steps[1].ID] = id
+		step[id] = e.stepID(t, id, 1)
+		traceOf[step[id]] = id
 		// Ratings so each model has pairs to train on.
 		rating := map[bool]int{true: 1, false: -1}[id == t1]
-		for _, body := range []map[string]any{{"rating": rating}, {"step_id": d.Steps[1].ID, "rating": rating}} {
+		for _, body := range []map[string]any{{"rating": rating}, {"step_id": step[id], "rating": rating}} {
 			r := e.do(t, "POST", "/api/v1/rm/traces/"+id+"/annotations", body)
 			require.Equal(t, http.StatusOK, r.status, string(r.body))
 		}
