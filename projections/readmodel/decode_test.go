@@ -45,6 +45,9 @@ func TestDecodeImportedMatchesDecode(t *testing.T) {
 		`{"steps": [{"tool_input": {"a":}}]}`,
 		`{"steps": [{"metadata": [}]}`,
 		`{"trace_id": "t"`,
+		`{"title": "Refund 5521", "title_derived": true, "steps": [{"id": "a", "role": "user", "index": 0, "content": "x"}], "trace_id": "t"}`,
+		`{"title_derived": tru}`,
+		`{"title_derived": [}`,
 	} {
 		var fast, slow importedTrace
 		ferr := decodeImported(events.Envelope{Payload: json.RawMessage(raw)}, &fast)
@@ -64,9 +67,13 @@ func TestDecodeImportedMatchesDecode(t *testing.T) {
 			t.Fatalf("%s: metadata %#v vs %#v", raw, fast.Metadata, slow.Metadata)
 		}
 	}
-	var p importedTrace
-	if !decodeImportedFast(full, &p) {
-		t.Fatal("the scanner handed off a payload the event store writes")
+	untitled, _ := json.Marshal(events.TraceImportedV1{TraceID: "t2", Title: "Refund order 5521", TitleDerived: true, SourceFormat: "stash", Revision: 1,
+		Steps: []events.StepRecord{{ID: "s1", Step: domain.Step{Role: "user", Content: "Refund order 5521"}}}})
+	for _, raw := range [][]byte{full, untitled} {
+		var p importedTrace
+		if !decodeImportedFast(raw, &p) {
+			t.Fatalf("the scanner handed off a payload the event store writes: %s", raw)
+		}
 	}
 }
 
