@@ -226,6 +226,32 @@ func (s *Scanner) Object(field func(key []byte) bool) bool {
 	}
 }
 
+// Array calls elem for each element of the array at the cursor; elem reads
+// the element (or reports false to give up).
+func (s *Scanner) Array(elem func() bool) bool {
+	if !s.Expect('[') {
+		return false
+	}
+	if s.Peek() == ']' {
+		s.I++
+		return true
+	}
+	for {
+		if !elem() {
+			return false
+		}
+		switch s.Peek() {
+		case ',':
+			s.I++
+		case ']':
+			s.I++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
 // skipString returns the index after the JSON string starting at b[i].
 func skipString(b []byte, i int) (int, bool) {
 	for j := i + 1; j < len(b); j++ {

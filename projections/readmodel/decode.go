@@ -62,30 +62,18 @@ func decodeImportedFast(b []byte, p *importedTrace) bool {
 				p.Steps = nil
 				return true
 			}
-			if p.Steps != nil || !s.Expect('[') { // a repeated key reuses elements in encoding/json
+			if p.Steps != nil { // a repeated key reuses elements in encoding/json
 				return false
 			}
 			p.Steps = make([]importedStep, 0, 32)
-			if s.Peek() == ']' {
-				s.I++
-				return true
-			}
-			for {
+			return s.Array(func() bool {
 				var st importedStep
 				if !s.Object(func(k []byte) bool { return st.field(s, k) }) {
 					return false
 				}
 				p.Steps = append(p.Steps, st)
-				switch s.Peek() {
-				case ',':
-					s.I++
-				case ']':
-					s.I++
-					return true
-				default:
-					return false
-				}
-			}
+				return true
+			})
 		}
 		return false // a key this path does not know: encoding/json decides
 	})

@@ -189,7 +189,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 	switch e.Type {
 	case events.TraceImported:
 		var p events.TraceImportedV1
-		if err := e.DecodeOrFail(&p); err != nil {
+		if err := decodeImported(e, &p); err != nil {
 			return err
 		}
 		if _, ok := w.pending[p.TraceID]; !ok {
