@@ -9,7 +9,6 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
-	"github.com/criticml/critic/domain/traces"
 )
 
 // RequestTraining is POST /reward-models.
@@ -110,24 +109,19 @@ func (c *Commands) RequestTraining(ctx context.Context, actor Actor, in RequestT
 		return RequestTrainingResult{}, err
 	}
 	seen := map[string]bool{}
-	var ids, streams []string
+	var ids []string
 	for _, id := range in.TraceIDs {
 		if !seen[id] {
 			seen[id] = true
 			ids = append(ids, id)
-			streams = append(streams, events.TraceStream(id))
 		}
 	}
-	loaded, err := c.store.LoadStreams(ctx, streams)
+	owned, err := c.ownedTraces(ctx, actor, ids)
 	if err != nil {
 		return RequestTrainingResult{}, err
 	}
-	for i, id := range ids {
-		st, err := traces.Fold(id, loaded[streams[i]])
-		if err != nil {
-			return RequestTrainingResult{}, err
-		}
-		if !st.Exists || st.OwnerID != actor.UserID {
+	for _, id := range ids {
+		if _, ok := owned[id]; !ok {
 			return RequestTrainingResult{}, domain.NotFound("trace", id)
 		}
 	}

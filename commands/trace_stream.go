@@ -11,24 +11,20 @@ import (
 // ownedTrace loads a trace's stream; a trace that does not exist, was
 // deleted, or belongs to someone else is not found.
 func (c *Commands) ownedTrace(ctx context.Context, actor Actor, traceID string) (traces.State, error) {
-	stream := events.TraceStream(traceID)
-	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	owned, err := c.ownedTraces(ctx, actor, []string{traceID})
 	if err != nil {
 		return traces.State{}, err
 	}
-	st, err := traces.Fold(traceID, loaded[stream])
-	if err != nil {
-		return traces.State{}, err
-	}
-	if !st.Exists || st.OwnerID != actor.UserID {
+	st, ok := owned[traceID]
+	if !ok {
 		return traces.State{}, domain.NotFound("trace", traceID)
 	}
 	return st, nil
 }
 
-// ownedTraces is ownedTrace for many traces in one read of the log: the
-// states of those of ids that exist and are the actor's (the others are
-// absent), by id.
+// ownedTraces loads many traces' streams in one read of the log: the states
+// of those of ids that exist and are the actor's (the others are absent),
+// by id.
 func (c *Commands) ownedTraces(ctx context.Context, actor Actor, ids []string) (map[string]traces.State, error) {
 	streams := make([]string, len(ids))
 	for i, id := range ids {

@@ -12,6 +12,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/jsonscan"
+	"github.com/criticml/critic/projections"
 )
 
 // writer applies events inside one transaction. Step rows of imports are
@@ -70,15 +71,8 @@ func toolInputOrNil(m map[string]any) any {
 // steps' free-form objects stay raw JSON and go to their jsonb columns as
 // they are, instead of being decoded into maps and encoded again.
 type importedTrace struct {
-	TraceID      string         `json:"trace_id"`
-	ExternalID   string         `json:"external_id"`
-	Title        string         `json:"title"`
-	SourceFormat string         `json:"source_format"`
-	SourceID     string         `json:"source_id"`
-	Metadata     map[string]any `json:"metadata"`
-	Revision     int            `json:"revision"`
-	Steps        []importedStep `json:"steps"`
-	Spans        []domain.Span  `json:"spans"`
+	projections.ImportedHeader
+	Steps []importedStep `json:"steps"`
 }
 
 // importedStep is events.StepRecord (with domain.Step's fields inline).

@@ -55,7 +55,7 @@ func TestDecodeImportedMatchesDecode(t *testing.T) {
 		`{"steps": [{"tool_input": {"a":}}]}`,
 		`{"trace_id": "t"`,
 	} {
-		var fast, slow events.TraceImportedV1
+		var fast, slow importedTrace
 		ferr := decodeImported(events.Envelope{Payload: json.RawMessage(raw)}, &fast)
 		serr := events.Envelope{Payload: json.RawMessage(raw)}.Decode(&slow)
 		if (ferr == nil) != (serr == nil) {
@@ -66,7 +66,7 @@ func TestDecodeImportedMatchesDecode(t *testing.T) {
 		}
 	}
 	for _, raw := range [][]byte{full, untitled} {
-		var p events.TraceImportedV1
+		var p importedTrace
 		if !decodeImportedFast(raw, &p) {
 			t.Fatalf("the scanner handed off a payload the event store writes: %s", raw)
 		}
@@ -76,7 +76,7 @@ func TestDecodeImportedMatchesDecode(t *testing.T) {
 func FuzzDecodeImported(f *testing.F) {
 	f.Add([]byte(`{"title": "", "title_derived": true, "spans": null, "steps": [{"id": "a", "role": "user", "index": 0, "content": "x\n", "metadata": {"n": 1}, "tool_input": {}}], "revision": 1, "trace_id": "t"}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		var fast, slow events.TraceImportedV1
+		var fast, slow importedTrace
 		ferr := decodeImported(events.Envelope{Payload: raw}, &fast)
 		serr := events.Envelope{Payload: raw}.Decode(&slow)
 		if serr != nil {

@@ -188,7 +188,7 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 	tx := w.tx
 	switch e.Type {
 	case events.TraceImported:
-		var p events.TraceImportedV1
+		var p importedTrace
 		if err := decodeImported(e, &p); err != nil {
 			return err
 		}

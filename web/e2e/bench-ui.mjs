@@ -256,10 +256,11 @@ async function clickThrough(p, link, want) {
 // then, in fresh contexts opened the same way, the page's clock around
 // fetch + JSON.parse of the same response (the limit's work), putting that
 // DOM in place of <main> (the parser builds it: no app code runs), and the
-// frame that paints it (the same layout check and frame as watch()). What
-// the app adds beyond this is its own code (router, query cache, rendering);
-// what this adds beyond the limit is the browser's cost of the screen itself
-// (DOM, style, layout, text shaping, paint) on this machine.
+// frame that paints it (watch()'s own check: the same element, text and
+// frame as the app's figure). What the app adds beyond this is its own code
+// (router, query cache, rendering); what this adds beyond the limit is the
+// browser's cost of the screen itself (DOM, style, layout, text shaping,
+// paint) on this machine.
 async function screenFloor(from, ready, link, want, api) {
   let p = await openAt(from, ready);
   await clickThrough(p, link, want);
@@ -270,24 +271,17 @@ async function screenFloor(from, ready, link, want, api) {
     p = await openAt(from, ready);
     out.push(
       await p.evaluate(
-        async ([html, api, key, sel]) => {
+        async ([html, api, key, want]) => {
           const t0 = performance.now();
           const r = await fetch(api, { headers: { Authorization: "Bearer " + key } });
           if (!(await r.json())) throw new Error("empty");
+          const painted = window.__benchPainted(want);
           const t = document.createElement("template");
           t.innerHTML = html;
           document.querySelector("main").replaceWith(t.content);
-          await new Promise((done) =>
-            requestAnimationFrame(() => {
-              document.querySelector(sel).getBoundingClientRect();
-              const c = new MessageChannel();
-              c.port1.onmessage = done;
-              c.port2.postMessage(0);
-            }),
-          );
-          return performance.now() - t0;
+          return (await painted) - t0;
         },
-        [html, api, key, want.sel],
+        [html, api, key, want],
       ),
     );
     await p.context().close();

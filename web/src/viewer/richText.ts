@@ -31,7 +31,6 @@ export function loadMarkdown(): Promise<Markdown | null> {
   return loading;
 }
 
-
 const subscribe = (l: () => void) => {
   listeners.add(l);
   return () => listeners.delete(l);
