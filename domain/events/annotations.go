@@ -46,6 +46,7 @@ type AnnotationEditedV1 struct {
 const (
 	RemovedByUser      = "deleted"
 	RemovedStepRemoved = "step_removed" // its step disappeared in a re-import
+	RemovedReplaced    = "replaced"     // its author rated the same target again
 )
 
 // AnnotationRemovedV1 removes an annotation.

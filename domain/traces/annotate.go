@@ -110,6 +110,40 @@ func DecideEditAnnotation(s State, in EditAnnotationInput) (events.AnnotationEdi
 	return out, nil
 }
 
+// PriorRatings is what becomes of an author's earlier ratings on a target
+// when they rate it again: one reviewer has one vote per trace or step, or
+// training would count a reviewer twice (two +1s) or let a change of mind
+// cancel out (+1 and -1). A prior rating with a comment keeps its comment
+// and loses its rating (Edits); one without a comment is removed.
+type PriorRatings struct {
+	Edits    []events.AnnotationEditedV1
+	Removals []events.AnnotationRemovedV1
+}
+
+// SupersedeRatings returns what the author's other rated annotations on the
+// target (stepID "" = the whole trace) become once keepID carries their
+// rating. Quoted annotations count as ratings of their step, as training
+// sums them.
+func SupersedeRatings(s State, authorID, stepID, keepID string) PriorRatings {
+	var out PriorRatings
+	if authorID == "" {
+		return out
+	}
+	for _, id := range sortedKeys(s.Annotations) {
+		a := s.Annotations[id]
+		if id == keepID || a.AuthorID != authorID || a.StepID != stepID || a.Rating == nil {
+			continue
+		}
+		if a.Comment == nil {
+			out.Removals = append(out.Removals, events.AnnotationRemovedV1{AnnotationID: id, TraceID: s.ID, Reason: events.RemovedReplaced})
+			continue
+		}
+		out.Edits = append(out.Edits, events.AnnotationEditedV1{AnnotationID: id, TraceID: s.ID, Comment: a.Comment,
+			LabelError: a.LabelError, LabelErrorNote: a.LabelErrorNote, EditorID: authorID})
+	}
+	return out
+}
+
 // DecideRemoveAnnotation removes a live annotation.
 func DecideRemoveAnnotation(s State, annotationID string) (events.AnnotationRemovedV1, error) {
 	if !s.Exists || s.Annotations[annotationID] == nil {
