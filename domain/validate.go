@@ -10,7 +10,15 @@ import (
 // that are unique, acyclic, time-ordered and point at existing steps. line is
 // the JSONL line the trace came from (0 when not line-oriented) so the error
 // tells the user where to look.
+//
+// Every string in the trace (ids, title, content, tool inputs, metadata,
+// span fields) must also pass CheckText: every format and the OTLP
+// receiver build their traces through here, so this is where imported text
+// is made safe for the stores.
 func ValidateTrace(t Trace, line int) error {
+	if err := validateTraceText(t); err != nil {
+		return AtLine(err, line)
+	}
 	if len(t.Steps) == 0 {
 		return InvalidAt(line, "steps", "a trace needs at least one step")
 	}
@@ -39,6 +47,66 @@ func ValidateTrace(t Trace, line int) error {
 		return InvalidAt(line, "steps", "a trace with only system steps has nothing to review")
 	}
 	return ValidateSpans(t.Spans, len(t.Steps), line)
+}
+
+// validateTraceText applies CheckText to every string of t.
+func validateTraceText(t Trace) error {
+	if err := CheckText("id", t.ExternalID, MaxIDBytes); err != nil {
+		return err
+	}
+	if err := CheckText("title", t.Title, MaxTitleBytes); err != nil {
+		return err
+	}
+	if err := CheckValue("metadata", t.Metadata); err != nil {
+		return err
+	}
+	for i, s := range t.Steps {
+		field := fmt.Sprintf("steps[%d]", i)
+		if err := CheckText(field+".role", string(s.Role), MaxNameBytes); err != nil {
+			return err
+		}
+		if err := CheckText(field+".content", s.Content, 0); err != nil {
+			return err
+		}
+		if err := CheckText(field+".tool_name", s.ToolName, MaxNameBytes); err != nil {
+			return err
+		}
+		if err := CheckText(field+".tool_call_id", s.ToolCallID, MaxIDBytes); err != nil {
+			return err
+		}
+		if err := CheckValue(field+".tool_input", s.ToolInput); err != nil {
+			return err
+		}
+		if err := CheckValue(field+".metadata", s.Metadata); err != nil {
+			return err
+		}
+	}
+	for i, sp := range t.Spans {
+		field := fmt.Sprintf("spans[%d]", i)
+		if err := CheckText(field+".id", sp.ID, MaxIDBytes); err != nil {
+			return err
+		}
+		if sp.ParentID != nil {
+			if err := CheckText(field+".parent_id", *sp.ParentID, MaxIDBytes); err != nil {
+				return err
+			}
+		}
+		if err := CheckText(field+".name", sp.Name, 0); err != nil {
+			return err
+		}
+		if sp.Kind != nil {
+			if err := CheckText(field+".kind", *sp.Kind, MaxNameBytes); err != nil {
+				return err
+			}
+		}
+		if err := CheckJSON(field+".input", sp.Input); err != nil {
+			return err
+		}
+		if err := CheckJSON(field+".output", sp.Output); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ValidateSpans checks the Span rules of the spec: unique ids, no parent cycle,
