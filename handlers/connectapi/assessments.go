@@ -18,8 +18,12 @@ func (s *TraceService) WithAssessments(a usecase.Assessments) *TraceService {
 	return s
 }
 
-// SummarizeSections is REST's POST /traces/{id}/section-summaries.
+// SummarizeSections is REST's POST /traces/{id}/section-summaries; like it,
+// it needs write access (it records events and spends provider budget).
 func (s *TraceService) SummarizeSections(ctx context.Context, req *connect.Request[criticv1.SummarizeSectionsRequest]) (*connect.Response[criticv1.SummarizeSectionsResponse], error) {
+	if err := edge.RequireWrite(edge.CallerFrom(ctx)); err != nil {
+		return nil, err
+	}
 	ranges := make([]sections.Range, len(req.Msg.Ranges))
 	for i, r := range req.Msg.Ranges {
 		ranges[i] = sections.Range{FirstStepID: r.FirstStepId, LastStepID: r.LastStepId}
@@ -35,8 +39,11 @@ func (s *TraceService) SummarizeSections(ctx context.Context, req *connect.Reque
 	return connect.NewResponse(out), nil
 }
 
-// EstimateCompletion is REST's POST /traces/{id}/completion.
+// EstimateCompletion is REST's POST /traces/{id}/completion (write access).
 func (s *TraceService) EstimateCompletion(ctx context.Context, req *connect.Request[criticv1.EstimateCompletionRequest]) (*connect.Response[criticv1.EstimateCompletionResponse], error) {
+	if err := edge.RequireWrite(edge.CallerFrom(ctx)); err != nil {
+		return nil, err
+	}
 	res, err := usecase.EstimateCompletion(ctx, s.queries, s.assessments, edge.CallerFrom(ctx).UserID, req.Msg.TraceId)
 	if err != nil {
 		return nil, err

@@ -46,8 +46,14 @@ func TestAssessmentsOverConnect(t *testing.T) {
 	requireCode(t, err, connect.CodeNotFound)
 	_, err = c.SummarizeSections(ctx, withKey(e.alice, &criticv1.SummarizeSectionsRequest{TraceId: id}))
 	requireCode(t, err, connect.CodeInvalidArgument)
-	sum, err := c.SummarizeSections(ctx, withKey(e.aliceRO, &criticv1.SummarizeSectionsRequest{TraceId: id, Ranges: rng}))
-	require.NoError(t, err, "reading an assessment needs no write access")
+	// Generating an assessment records events and spends provider budget:
+	// a read-only key may not trigger it.
+	_, err = c.SummarizeSections(ctx, withKey(e.aliceRO, &criticv1.SummarizeSectionsRequest{TraceId: id, Ranges: rng}))
+	requireCode(t, err, connect.CodePermissionDenied)
+	_, err = c.EstimateCompletion(ctx, withKey(e.aliceRO, &criticv1.EstimateCompletionRequest{TraceId: id}))
+	requireCode(t, err, connect.CodePermissionDenied)
+	sum, err := c.SummarizeSections(ctx, withKey(e.alice, &criticv1.SummarizeSectionsRequest{TraceId: id, Ranges: rng}))
+	require.NoError(t, err)
 	require.True(t, sum.Msg.Unavailable)
 	require.False(t, sum.Msg.Pending)
 	require.Contains(t, sum.Msg.GetUnavailableReason(), "CRITIC_FAST_MODEL")

@@ -16,7 +16,12 @@ type sectionSummariesRequest struct {
 // sectionSummaries is POST /traces/{trace_id}/section-summaries (spec 001
 // "Trace sections"): 1–4 ranges of the caller's trace → their generated
 // titles, summaries, objectives and 0–1 scores, or pending / unavailable.
+// It needs write access: generating a summary records events and spends the
+// operator's provider budget, which a read-only key must not trigger.
 func (a *API) sectionSummaries(w http.ResponseWriter, r *http.Request) error {
+	if err := edge.RequireWrite(edge.CallerFrom(r.Context())); err != nil {
+		return err
+	}
 	var req sectionSummariesRequest
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
@@ -34,8 +39,11 @@ func (a *API) sectionSummaries(w http.ResponseWriter, r *http.Request) error {
 
 // completion is POST /traces/{trace_id}/completion: progress estimates
 // toward each independent request of the caller's trace. It takes no body
-// (an empty one or {}).
+// (an empty one or {}). Write access, as for section summaries.
 func (a *API) completion(w http.ResponseWriter, r *http.Request) error {
+	if err := edge.RequireWrite(edge.CallerFrom(r.Context())); err != nil {
+		return err
+	}
 	body, err := a.readBody(w, r)
 	if err != nil {
 		return err
