@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/criticml/critic/platform/pg/pgtest"
 	"github.com/stretchr/testify/require"
 )
 
@@ -487,4 +488,67 @@ func TestCodexHookUploadsEachTurnAndKeepsTheUsersNotify(t *testing.T) {
 	raw, err = os.ReadFile(cfg)
 	require.NoError(t, err)
 	require.Equal(t, orig, string(raw))
+}
+
+// TestSessionsSyncReadsAMisorderedSessionInChainOrder grows an interactive
+// Claude Code session whose prompts were written after the replies they
+// started (domain/formats/testdata/claude_code_misordered.jsonl) one line at
+// a time, syncing after each line: whenever the trace exists its first step
+// is the prompt, every sync appends (step ids kept), and a review made early
+// survives to the end.
+func TestSessionsSyncReadsAMisorderedSessionInChainOrder(t *testing.T) {
+	in := startServe(t)
+	key := in.newUser("misordered", false)
+	c := newClientEnv(t, "CRITIC_URL="+in.url, "CRITIC_API_KEY="+key)
+	raw, err := os.ReadFile(filepath.Join(pgtest.ModuleRoot(t), "domain", "formats", "testdata", "claude_code_misordered.jsonl"))
+	require.NoError(t, err)
+	const sid = "7d1c2b3a-4e5f-4a6b-8c7d-0e1f2a3b4c5d"
+	lines := strings.SplitAfter(strings.TrimSuffix(string(raw), "\n"), "\n")
+	path := filepath.Join(c.home, ".claude", "projects", "-home-dev-shop", sid+".jsonl")
+	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
+	var ids []string
+	annotated := false
+	for n := 1; n <= len(lines); n++ {
+		require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines[:n], "")), 0o600))
+		out, code := c.run("", "sessions", "sync")
+		require.Equal(t, 0, code, out)
+		require.NotContains(t, out, "diverged   ", "line %d", n)
+		d, ok := in.traceByExternalID(t, key, sid)
+		if !ok {
+			require.Empty(t, ids, "line %d: the trace disappeared", n)
+			continue
+		}
+		require.Equal(t, "user", d.Steps[0]["role"], "line %d", n)
+		require.Equal(t, "Why is the cart total off by one cent?", d.Steps[0]["content"], "line %d", n)
+		got := stepIDs(d)
+		require.GreaterOrEqual(t, len(got), len(ids), "line %d", n)
+		require.Equal(t, ids, got[:len(ids)], "line %d: step ids changed", n)
+		ids = got
+		if !annotated && len(got) >= 2 {
+			r := in.do("POST", "/api/v1/rm/traces/"+d.ID+"/annotations", key, map[string]any{"step_id": got[1], "rating": 1, "comment": "Reads the code before answering."})
+			require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+			annotated = true
+		}
+	}
+	d, ok := in.traceByExternalID(t, key, sid)
+	require.True(t, ok)
+	var roles []string
+	for _, s := range d.Steps {
+		roles = append(roles, strOf(s["role"])+":"+strOf(s["content"]))
+	}
+	require.Equal(t, []string{
+		"user:Why is the cart total off by one cent?",
+		"assistant:The cart total is computed in cart.py; read it first.",
+		"assistant:Let me look at how the total is computed.",
+		"assistant:",
+		"tool:def total(items):\n    return round(sum(i.price for i in items), 2) - coupon",
+		"assistant:The total is rounded before the coupon is subtracted.",
+		"user:Fix it and run the tests.",
+		"assistant:I'll move the rounding after the coupon.",
+		"assistant:",
+		"tool:3 passed",
+		"assistant:Fixed: rounding now happens after the coupon; the tests pass.",
+	}, roles)
+	require.True(t, annotated)
+	require.Len(t, d.Annotations, 1)
 }

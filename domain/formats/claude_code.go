@@ -2,6 +2,7 @@ package formats
 
 import (
 	"bytes"
+	"container/heap"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -190,17 +191,11 @@ func (ClaudeCode) parseJSONL(data []byte) ([]domain.Trace, error) {
 	var summaries []struct{ leaf, text string }
 	allSidechain, messages := true, 0
 
-	err := eachLine(data, func(line int, raw []byte) error {
-		if firstJSONByte(raw) != '{' {
-			return domain.InvalidAt(line, "", "expected a JSON object")
-		}
-		var kind struct {
-			Type json.RawMessage `json:"type"`
-		}
-		if err := decodeJSON(raw, &kind); err != nil {
-			return err
-		}
-		typ, _ := asJSONString(kind.Type)
+	recs, err := ccReadLines(data)
+	if err != nil {
+		return nil, err
+	}
+	err = ccEach(recs, func(line int, raw []byte, typ string) error {
 		switch typ {
 		case "user", "assistant", "system", "attachment":
 		case "summary", "custom-title", "ai-title":
@@ -422,4 +417,177 @@ func ensureMeta(s *domain.Step) map[string]any {
 		s.Metadata = map[string]any{}
 	}
 	return s.Metadata
+}
+
+// ccRec is one transcript record before conversion: where it is in the file
+// and where it sits in the parentUuid chain.
+type ccRec struct {
+	line         int
+	raw          []byte
+	typ          string
+	uuid, parent string
+}
+
+// ccReadLines reads every record's type and chain links, in file order, so
+// a malformed line is reported before anything is converted.
+func ccReadLines(data []byte) ([]ccRec, error) {
+	var out []ccRec
+	err := eachLine(data, func(line int, raw []byte) error {
+		if firstJSONByte(raw) != '{' {
+			return domain.InvalidAt(line, "", "expected a JSON object")
+		}
+		var r struct {
+			Type   json.RawMessage `json:"type"`
+			UUID   json.RawMessage `json:"uuid"`
+			Parent json.RawMessage `json:"parentUuid"`
+		}
+		if err := decodeJSON(raw, &r); err != nil {
+			return err
+		}
+		l := ccRec{line: line, raw: raw}
+		l.typ, _ = asJSONString(r.Type)
+		l.uuid, _ = asJSONString(r.UUID)
+		l.parent, _ = asJSONString(r.Parent)
+		out = append(out, l)
+		return nil
+	})
+	return out, err
+}
+
+// ccEach calls fn for each record in reading order (ccOrder), with errors
+// located at the record's own line.
+func ccEach(recs []ccRec, fn func(line int, raw []byte, typ string) error) error {
+	for _, i := range ccOrder(recs) {
+		r := recs[i]
+		if err := fn(r.line, r.raw, r.typ); err != nil {
+			return domain.AtLine(err, r.line)
+		}
+	}
+	return nil
+}
+
+// ccOrder is the order records are read in: file order, except that a
+// record never comes before its parent (parentUuid). Interactive Claude
+// Code sometimes writes a turn's user record after the first assistant
+// records that answer it; their parentUuid chain (and timestamps) put the
+// prompt first, and Claude Code itself follows the chain on --resume.
+//
+// It is a topological order that always takes the earliest record in the
+// file among those whose parent is placed (or not in the file: a transcript
+// cut at the head). Taking file order rather than timestamps among ready
+// records is what keeps a growing file appending: when every record of a
+// prefix has its parent in that prefix, the prefix's order is a prefix of
+// the grown file's order, so session sync appends and keeps step ids. (A
+// record whose parent is not written yet is the one case that could move;
+// `critic sessions sync` holds such records back until the parent arrives,
+// see client.SettledClaudeCode.) Parallel tool calls branch the chain (both
+// results hang off their calls), which file order among ready records keeps
+// as Claude Code wrote them; ordering siblings by timestamp would also move
+// a record written late with an early timestamp in front of steps already
+// synced. Records in a cycle (a corrupt file) come last, in file order.
+func ccOrder(recs []ccRec) []int {
+	pos := make(map[string]int, len(recs))
+	for i, r := range recs {
+		if r.uuid != "" {
+			if _, dup := pos[r.uuid]; !dup {
+				pos[r.uuid] = i
+			}
+		}
+	}
+	children := map[int][]int{}
+	ready := &intHeap{}
+	inOrder := true
+	for i, r := range recs {
+		if p, ok := pos[r.parent]; ok && r.parent != "" && p != i {
+			children[p] = append(children[p], i)
+			if p > i {
+				inOrder = false
+			}
+			continue
+		}
+		heap.Push(ready, i)
+	}
+	order := make([]int, 0, len(recs))
+	if inOrder {
+		for i := range recs {
+			order = append(order, i)
+		}
+		return order
+	}
+	placed := make([]bool, len(recs))
+	for ready.Len() > 0 {
+		i := heap.Pop(ready).(int)
+		placed[i] = true
+		order = append(order, i)
+		for _, c := range children[i] {
+			heap.Push(ready, c)
+		}
+	}
+	for i := range recs {
+		if !placed[i] {
+			order = append(order, i)
+		}
+	}
+	return order
+}
+
+// intHeap is a min-heap of record indexes (container/heap).
+type intHeap []int
+
+func (h intHeap) Len() int           { return len(h) }
+func (h intHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h intHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *intHeap) Push(v any)        { *h = append(*h, v.(int)) }
+func (h *intHeap) Pop() any {
+	old := *h
+	v := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return v
+}
+
+// ClaudeCodeSettled returns the part of a growing transcript whose reading
+// order can no longer change: the file up to the first record whose parent
+// (parentUuid) is not in the file yet. Claude Code can write a prompt after
+// the assistant records that answer it; uploading those records first would
+// put them before the prompt, and the prompt's arrival would then reorder
+// steps already synced (a divergent session). Held-back records go up once
+// their parent is written. A record whose parent never comes (a transcript
+// cut at the head) is held back too, so the caller decides when a file has
+// been quiet long enough to be read whole. Lines that are not JSON objects
+// are left for the parser to report.
+func ClaudeCodeSettled(data []byte) []byte {
+	type link struct {
+		start  int
+		parent string
+	}
+	var links []link
+	uuids := map[string]bool{}
+	off := 0
+	for off < len(data) {
+		end := bytes.IndexByte(data[off:], '\n')
+		next := len(data)
+		if end >= 0 {
+			next = off + end + 1
+		}
+		var r struct {
+			UUID   string `json:"uuid"`
+			Parent string `json:"parentUuid"`
+		}
+		raw := data[off:next]
+		if firstJSONByte(raw) == '{' && json.Unmarshal(raw, &r) == nil {
+			if r.UUID != "" {
+				uuids[r.UUID] = true
+			}
+			if r.Parent != "" {
+				links = append(links, link{off, r.Parent})
+			}
+		}
+		off = next
+	}
+	for _, l := range links {
+		if !uuids[l.parent] {
+			return data[:l.start]
+		}
+	}
+	return data
 }

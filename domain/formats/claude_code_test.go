@@ -189,3 +189,96 @@ func FuzzClaudeCode(f *testing.F) {
 	f.Add([]byte(ccLine("user", "1", `"a"`) + "\n" + ccLine("assistant", "2", `[{"type":"tool_use","id":"x","name":"A","input":{}}]`)))
 	f.Fuzz(func(t *testing.T, data []byte) { parseInvariants(t, ClaudeCode{}, data) })
 }
+
+// TestClaudeCodeMisorderedInteractiveSession: interactive Claude Code wrote
+// each prompt after the assistant records answering it; the parentUuid
+// chain (and the timestamps) put the prompt first, and so does Critic.
+func TestClaudeCodeMisorderedInteractiveSession(t *testing.T) {
+	data := readTestdata(t, "claude_code_misordered.jsonl")
+	tr := mustParse(t, ClaudeCode{}, data)[0]
+	type rc struct{ role, content string }
+	want := []rc{
+		{"user", "Why is the cart total off by one cent?"},
+		{"assistant", "The cart total is computed in cart.py; read it first."},
+		{"assistant", "Let me look at how the total is computed."},
+		{"assistant", ""}, // Read
+		{"tool", "def total(items):\n    return round(sum(i.price for i in items), 2) - coupon"},
+		{"assistant", "The total is rounded before the coupon is subtracted."},
+		{"user", "Fix it and run the tests."},
+		{"assistant", "I'll move the rounding after the coupon."},
+		{"assistant", ""}, // Bash
+		{"tool", "3 passed"},
+		{"assistant", "Fixed: rounding now happens after the coupon; the tests pass."},
+	}
+	var got []rc
+	for _, s := range tr.Steps {
+		got = append(got, rc{string(s.Role), s.Content})
+	}
+	requireJSONEqual(t, got, want)
+	if tr.Steps[3].ToolName != "Read" || tr.Steps[4].Metadata["unmatched_tool_call_id"] != nil {
+		t.Fatalf("the tool result is not matched to its call: %+v %+v", tr.Steps[3], tr.Steps[4])
+	}
+}
+
+// TestClaudeCodeMisorderedSessionGrowsByAppending grows the misordered
+// session line by line the way `critic sessions sync` reads it
+// (ClaudeCodeSettled, then the parser): every snapshot's steps are a prefix
+// of the whole session's, so each sync appends, and once the prompt is in
+// the file it is step 1.
+func TestClaudeCodeMisorderedSessionGrowsByAppending(t *testing.T) {
+	data := readTestdata(t, "claude_code_misordered.jsonl")
+	full := mustParse(t, ClaudeCode{}, data)[0].Steps
+	lines := strings.SplitAfter(string(data), "\n")
+	prev := 0
+	for n := 1; n <= len(lines); n++ {
+		snap := ClaudeCodeSettled([]byte(strings.Join(lines[:n], "")))
+		var steps []domain.Step
+		if len(strings.TrimSpace(string(snap))) > 0 {
+			traces, err := ClaudeCode{}.Parse(snap)
+			if err != nil && !strings.Contains(err.Error(), "at least one step") {
+				t.Fatalf("prefix %d: %v", n, err)
+			}
+			if err == nil {
+				steps = traces[0].Steps
+			}
+		}
+		if len(steps) < prev || len(steps) > len(full) {
+			t.Fatalf("prefix %d: %d steps after %d (whole session %d)", n, len(steps), prev, len(full))
+		}
+		for i, s := range steps {
+			if s.Role != full[i].Role || s.Content != full[i].Content || s.ToolCallID != full[i].ToolCallID {
+				t.Fatalf("prefix %d: step %d is %s %q, the whole session has %s %q there", n, i, s.Role, s.Content, full[i].Role, full[i].Content)
+			}
+		}
+		if len(steps) > 0 && steps[0].Content != "Why is the cart total off by one cent?" {
+			t.Fatalf("prefix %d: step 1 is %q", n, steps[0].Content)
+		}
+		prev = len(steps)
+	}
+	if prev != len(full) {
+		t.Fatalf("the whole file gave %d steps, want %d", prev, len(full))
+	}
+}
+
+// TestClaudeCodeOrderKeepsParallelToolCallsAsWritten: two tool calls in
+// one message branch the chain (each result hangs off its own call); the
+// chain order must not move the first result behind the rest of the turn.
+func TestClaudeCodeOrderKeepsParallelToolCallsAsWritten(t *testing.T) {
+	rec := func(typ, uuid, parent, content string) string {
+		l := ccLine(typ, uuid, content)
+		return strings.Replace(l, `"uuid":`, `"parentUuid":`+parent+`,"uuid":`, 1)
+	}
+	data := strings.Join([]string{
+		rec("user", "u1", "null", `"check both files"`),
+		rec("assistant", "a1", `"u1"`, `[{"type":"tool_use","id":"t1","name":"Read","input":{"p":"a"}}]`),
+		rec("assistant", "a2", `"a1"`, `[{"type":"tool_use","id":"t2","name":"Read","input":{"p":"b"}}]`),
+		rec("user", "r1", `"a1"`, `[{"type":"tool_result","tool_use_id":"t1","content":"A"}]`),
+		rec("user", "r2", `"a2"`, `[{"type":"tool_result","tool_use_id":"t2","content":"B"}]`),
+		rec("assistant", "a3", `"r2"`, `[{"type":"text","text":"both read"}]`),
+	}, "\n")
+	var got []string
+	for _, s := range mustParse(t, ClaudeCode{}, []byte(data))[0].Steps {
+		got = append(got, string(s.Role)+":"+s.Content+s.ToolCallID)
+	}
+	requireJSONEqual(t, got, []string{"user:check both files", "assistant:t1", "assistant:t2", "tool:At1", "tool:Bt2", "assistant:both read"})
+}

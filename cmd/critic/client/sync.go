@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/criticml/critic/domain/formats"
 )
 
 // SessionState is what the last successful upload of a session sent: a
@@ -25,6 +27,10 @@ type SessionState struct {
 	SHA256   string    `json:"sha256"`
 	TraceID  string    `json:"trace_id"`
 	SyncedAt time.Time `json:"synced_at"`
+	// Held says the upload left records out whose parent was not written
+	// yet (see formats.ClaudeCodeSettled): the file is read again even if
+	// it did not change, so they go up once it has been quiet.
+	Held bool `json:"held,omitempty"`
 }
 
 // SyncState is the client's record of uploaded sessions, keyed by
@@ -107,7 +113,7 @@ func SyncSession(ctx context.Context, up *Uploader, st *SyncState, s Session) Sy
 		return o
 	}
 	prev, had := st.Sessions[s.Key]
-	if had && prev.Path == s.Path && prev.Size == info.Size() && prev.ModTime.Equal(info.ModTime()) {
+	if had && !prev.Held && prev.Path == s.Path && prev.Size == info.Size() && prev.ModTime.Equal(info.ModTime()) {
 		o.Outcome, o.TraceID = "unchanged", prev.TraceID
 		return o
 	}
@@ -117,10 +123,16 @@ func SyncSession(ctx context.Context, up *Uploader, st *SyncState, s Session) Sy
 		return o
 	}
 	data = CompleteRecords(data)
+	held := false
+	if s.Agent == "claude-code" && time.Since(info.ModTime()) < SettleWait {
+		if settled := formats.ClaudeCodeSettled(data); len(settled) < len(data) {
+			data, held = settled, true
+		}
+	}
 	sum := sha256.Sum256(data)
 	hash := hex.EncodeToString(sum[:])
 	if had && prev.SHA256 == hash {
-		prev.Path, prev.Size, prev.ModTime = s.Path, info.Size(), info.ModTime()
+		prev.Path, prev.Size, prev.ModTime, prev.Held = s.Path, info.Size(), info.ModTime(), held
 		st.Sessions[s.Key] = prev
 		o.Outcome, o.TraceID = "unchanged", prev.TraceID
 		return o
@@ -140,7 +152,7 @@ func SyncSession(ctx context.Context, up *Uploader, st *SyncState, s Session) Sy
 			// No conversation yet (a session just started, or a file of
 			// summary records only): nothing to sync until it grows.
 			o.Outcome = "empty"
-			st.Sessions[s.Key] = SessionState{Path: s.Path, Size: info.Size(), ModTime: info.ModTime(), SHA256: hash, SyncedAt: time.Now().UTC()}
+			st.Sessions[s.Key] = SessionState{Path: s.Path, Size: info.Size(), ModTime: info.ModTime(), SHA256: hash, SyncedAt: time.Now().UTC(), Held: held}
 		case fail.Code == "trace_sync_error":
 			o.Outcome, o.Detail = "diverged", fail.Message
 		case strings.HasPrefix(fail.Message, "cannot reach the Critic server") || fail.Code == "unavailable":
@@ -157,9 +169,15 @@ func SyncSession(ctx context.Context, up *Uploader, st *SyncState, s Session) Sy
 	if res.Traces > 0 && res.Unchanged == res.Traces {
 		o.Outcome = "unchanged"
 	}
-	st.Sessions[s.Key] = SessionState{Path: s.Path, Size: info.Size(), ModTime: info.ModTime(), SHA256: hash, TraceID: o.TraceID, SyncedAt: time.Now().UTC()}
+	st.Sessions[s.Key] = SessionState{Path: s.Path, Size: info.Size(), ModTime: info.ModTime(), SHA256: hash, TraceID: o.TraceID, SyncedAt: time.Now().UTC(), Held: held}
 	return o
 }
+
+// SettleWait is how long a Claude Code transcript must be left unchanged
+// before records whose parent is not in it are uploaded anyway: Claude
+// Code writes a late prompt within moments, so a parent missing after this
+// long is never coming (a transcript cut at the head).
+const SettleWait = time.Minute
 
 // ClaudeSessions lists ~/.claude/projects/**/*.jsonl.
 func ClaudeSessions(dir string) ([]Session, error) {
