@@ -12,6 +12,12 @@ import (
 // RenameTraceSource upserts the caller's alias for a source id (it may name
 // traces that do not exist yet: aliases apply to future traces too).
 func (c *Commands) RenameTraceSource(ctx context.Context, actor Actor, sourceID, name string) (Result, error) {
+	if err := domain.CheckText("source_id", sourceID, domain.MaxIDBytes); err != nil {
+		return Result{}, err
+	}
+	if err := domain.CheckText("name", name, domain.MaxNameBytes); err != nil {
+		return Result{}, err
+	}
 	if n := utf8.RuneCountInString(sourceID); n < 1 || n > 200 {
 		return Result{}, &domain.ValidationError{Code: "invalid_request", Field: "source_id", Message: "source_id must be 1–200 characters"}
 	}

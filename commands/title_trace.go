@@ -49,7 +49,14 @@ func (c *Commands) TitleSourceOf(ctx context.Context, traceID string, revision i
 // has its derived title; otherwise it is a no-op (a newer import, an
 // explicit title, or a duplicate job won).
 func (c *Commands) RecordTitle(ctx context.Context, workerID, traceID string, revision int, title, model string, usage []events.LLMUsage) (Result, error) {
+	// A model's answer is outside text too.
+	if err := domain.CheckText("model", model, domain.MaxNameBytes); err != nil {
+		return Result{}, err
+	}
 	title = domain.CleanTitle(title)
+	if err := domain.CheckText("title", title, domain.MaxTitleBytes); err != nil {
+		return Result{}, err
+	}
 	if title == "" {
 		return Result{}, domain.Invalid("the title is empty")
 	}

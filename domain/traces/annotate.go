@@ -26,6 +26,9 @@ func DecideAddAnnotation(s State, in AddAnnotationInput) (events.AnnotationAdded
 	if !s.Exists {
 		return events.AnnotationAddedV1{}, domain.NotFound("trace", s.ID)
 	}
+	if err := checkAddText(in); err != nil {
+		return events.AnnotationAddedV1{}, err
+	}
 	comment := normComment(in.Comment)
 	if err := checkRating(in.Rating); err != nil {
 		return events.AnnotationAddedV1{}, err
@@ -58,6 +61,47 @@ func DecideAddAnnotation(s State, in AddAnnotationInput) (events.AnnotationAdded
 		Comment: comment, Quote: in.Quote, AuthorID: in.AuthorID, AuthorName: in.AuthorName, TraceRevision: s.Revision}, nil
 }
 
+// checkAddText applies the edge's text rule (domain.CheckText) to every
+// string of a new annotation: a comment or quote is at most
+// domain.MaxCommentBytes, ids and names at their limits.
+func checkAddText(in AddAnnotationInput) error {
+	type text struct {
+		field string
+		s     *string
+		limit int
+	}
+	checks := []text{{"step_id", &in.StepID, domain.MaxIDBytes}, {"comment", in.Comment, domain.MaxCommentBytes},
+		{"author_name", &in.AuthorName, domain.MaxNameBytes}}
+	if q := in.Quote; q != nil {
+		checks = append(checks, text{"quote.text", &q.Text, domain.MaxCommentBytes}, text{"quote.prefix", &q.Prefix, domain.MaxCommentBytes},
+			text{"quote.suffix", &q.Suffix, domain.MaxCommentBytes})
+	}
+	for _, c := range checks {
+		if c.s == nil {
+			continue
+		}
+		if err := domain.CheckText(c.field, *c.s, c.limit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkEditText is checkAddText for an edit's texts.
+func checkEditText(in EditAnnotationInput) error {
+	if in.Comment.Value != nil {
+		if err := domain.CheckText("comment", *in.Comment.Value, domain.MaxCommentBytes); err != nil {
+			return err
+		}
+	}
+	if in.LabelErrorNote.Value != nil {
+		if err := domain.CheckText("label_error_note", *in.LabelErrorNote.Value, domain.MaxCommentBytes); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Optional is a PATCH field: Set says whether the request named it (a null
 // value clears it).
 type Optional[T any] struct {
@@ -81,6 +125,9 @@ func DecideEditAnnotation(s State, in EditAnnotationInput) (events.AnnotationEdi
 	a := s.Annotations[in.AnnotationID]
 	if !s.Exists || a == nil {
 		return events.AnnotationEditedV1{}, domain.NotFound("annotation", in.AnnotationID)
+	}
+	if err := checkEditText(in); err != nil {
+		return events.AnnotationEditedV1{}, err
 	}
 	out := events.AnnotationEditedV1{AnnotationID: a.ID, TraceID: s.ID, Rating: a.Rating, Comment: a.Comment,
 		LabelError: a.LabelError, LabelErrorNote: a.LabelErrorNote, EditorID: in.EditorID}

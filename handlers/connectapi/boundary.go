@@ -3,10 +3,12 @@ package connectapi
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/handlers/edge"
@@ -28,6 +30,11 @@ func (b *boundary) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		if err != nil {
 			return nil, connectError(ctx, err)
 		}
+		if m, ok := req.Any().(proto.Message); ok {
+			if err := checkMessageText("", m.ProtoReflect()); err != nil {
+				return nil, connectError(ctx, err)
+			}
+		}
 		res, err := next(edge.WithCaller(ctx, c), req)
 		if err != nil {
 			return nil, connectError(ctx, err)
@@ -48,6 +55,52 @@ func (b *boundary) WrapStreamingHandler(next connect.StreamingHandlerFunc) conne
 		}
 		return connectError(ctx, next(edge.WithCaller(ctx, c), conn))
 	}
+}
+
+// checkMessageText is the Connect edge's text rule (domain.CheckText, as
+// REST applies it to bodies, path ids and query parameters): every string
+// of a request, nested and repeated ones and map keys included, named by
+// its proto field path. The decoders already refuse invalid UTF-8 in
+// string fields; U+0000 is valid UTF-8 and only this refuses it.
+func checkMessageText(prefix string, m protoreflect.Message) error {
+	var err error
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		name := string(fd.Name())
+		if prefix != "" {
+			name = prefix + "." + name
+		}
+		switch {
+		case fd.IsList():
+			l := v.List()
+			for i := 0; i < l.Len() && err == nil; i++ {
+				err = checkProtoValue(fmt.Sprintf("%s[%d]", name, i), fd, l.Get(i))
+			}
+		case fd.IsMap():
+			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				if s, ok := k.Interface().(string); ok {
+					err = domain.CheckText(name, s, 0)
+				}
+				if err == nil {
+					err = checkProtoValue(name+"."+k.String(), fd.MapValue(), mv)
+				}
+				return err == nil
+			})
+		default:
+			err = checkProtoValue(name, fd, v)
+		}
+		return err == nil
+	})
+	return err
+}
+
+func checkProtoValue(field string, fd protoreflect.FieldDescriptor, v protoreflect.Value) error {
+	switch fd.Kind() {
+	case protoreflect.StringKind:
+		return domain.CheckText(field, v.String(), 0)
+	case protoreflect.MessageKind, protoreflect.GroupKind:
+		return checkMessageText(field, v.Message())
+	}
+	return nil
 }
 
 // connectError maps err with edge.ConnectErrorContext (an internal error is

@@ -10,6 +10,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
+	"sort"
 	"strings"
 
 	"github.com/criticml/critic/commands"
@@ -65,8 +67,13 @@ func (a *API) WithAssessments(s usecase.Assessments) *API {
 func (a *API) Register(mux Mux) {
 	route := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
 		method, path, _ := strings.Cut(pattern, " ")
+		wildcards := pathWildcards(path)
 		mux.Handle(method+" "+Prefix+path, a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if err := h(w, r); err != nil {
+			err := checkRequestText(r, wildcards)
+			if err == nil {
+				err = h(w, r)
+			}
+			if err != nil {
 				edge.WriteError(w, err)
 			}
 		})))
@@ -105,7 +112,11 @@ func (a *API) Register(mux Mux) {
 	route("GET /export/pairs", a.exportPairs)
 	// The native upload path of session recorders lives outside /rm.
 	mux.Handle("POST "+TranscriptsPath, a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := a.uploadTranscript(w, r); err != nil {
+		err := checkRequestText(r, nil)
+		if err == nil {
+			err = a.uploadTranscript(w, r)
+		}
+		if err != nil {
 			edge.WriteError(w, err)
 		}
 	})))
@@ -114,6 +125,53 @@ func (a *API) Register(mux Mux) {
 	mux.Handle(Prefix+"/", a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		edge.WriteError(w, &domain.NotFoundError{What: "route " + r.Method + " " + r.URL.Path})
 	})))
+}
+
+// pathWildcards lists the {names} of a route pattern's path.
+func pathWildcards(path string) []string {
+	var out []string
+	for _, seg := range strings.Split(path, "/") {
+		if name, ok := strings.CutPrefix(seg, "{"); ok {
+			out = append(out, strings.TrimSuffix(strings.TrimSuffix(name, "}"), "..."))
+		}
+	}
+	return out
+}
+
+// checkRequestText is the REST edge's text rule (domain.CheckText) for
+// what reaches a handler outside the body: every path id and every query
+// parameter (name and values), decoded, is checked before any handler
+// sees it, so no handler has to remember to. A query string that cannot
+// be decoded (a bad percent escape) is refused, not silently dropped.
+func checkRequestText(r *http.Request, wildcards []string) error {
+	for _, name := range wildcards {
+		if err := domain.CheckText(name, r.PathValue(name), domain.MaxIDBytes); err != nil {
+			return err
+		}
+	}
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return &domain.ValidationError{Code: "invalid_text", Field: "query", Message: "the query string cannot be decoded: " + err.Error()}
+	}
+	names := make([]string, 0, len(q))
+	for name := range q {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if err := domain.CheckText("query", name, domain.MaxNameBytes); err != nil {
+			return err
+		}
+		for _, v := range q[name] {
+			if err := domain.CheckText(name, v, domain.MaxQueryParamBytes); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // decodeBody reads a JSON body strictly: unknown fields and trailing data are
@@ -141,6 +199,12 @@ func (a *API) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 
 // decodeBodyBytes decodes a read body strictly (see decodeBody).
 func decodeBodyBytes(body []byte, v any) error {
+	// Every string of every JSON body passes the edge's text rule, named
+	// by its path (encoding/json would silently turn invalid UTF-8 into
+	// U+FFFD and keep U+0000, which the stores refuse).
+	if err := domain.CheckJSON("", body); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
