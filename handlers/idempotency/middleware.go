@@ -80,7 +80,7 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
-		m.serve(w, r, next, caller.UserID, key, fingerprint(r, body))
+		m.serve(w, r, next, caller.UserID, key, fingerprint(r, caller.KeyID, body))
 	})
 }
 
@@ -112,11 +112,14 @@ func parseKey(values []string) (string, error) {
 	return k, nil
 }
 
-// fingerprint is what makes two requests "the same": method, path, query,
-// how the body is encoded, and the body.
-func fingerprint(r *http.Request, body []byte) []byte {
+// fingerprint is what makes two requests "the same": the API key that sent
+// it, method, path, query, how the body is encoded, and the body. Keys are
+// scoped to the account, so the API key is part of it: another key of the
+// same account (a read-only one above all) must not receive the stored answer
+// of a write it could not have made.
+func fingerprint(r *http.Request, apiKeyID string, body []byte) []byte {
 	h := sha256.New()
-	for _, s := range []string{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Content-Type"), r.Header.Get("Content-Encoding")} {
+	for _, s := range []string{apiKeyID, r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Content-Type"), r.Header.Get("Content-Encoding")} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -143,7 +146,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			if !bytes.Equal(rec.fingerprint, fp) {
 				m.fail(w, r, &domain.ValidationError{Code: "idempotency_key_reused", Field: Header,
 					Message: "this Idempotency-Key was already used for a different request (" + rec.method + " " + rec.path +
-						" or a different body); use a new key for a new request"})
+						", a different body or another API key); use a new key for a new request"})
 				return
 			}
 			switch {

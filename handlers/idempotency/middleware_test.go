@@ -108,3 +108,66 @@ func TestServerErrorsFreeTheKeyOnlyWhenNothingWasStored(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM idempotency_keys WHERE key IN ('a', 'c')`).Scan(&left))
 	require.Zero(t, left, "freed keys leave no row")
 }
+
+// TestReplayNeedsTheSameAPIKey: the stored answer of a full key's write is
+// replayed to that key only. Another key of the same account, a read-only
+// one in particular, sending the same Idempotency-Key and body is told the
+// key was used for another request, and the handler does not run for it.
+func TestReplayNeedsTheSameAPIKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	store := eventstore.New(pool, blobs)
+	cmds := commands.New(store)
+	u, err := cmds.CreateUser(ctx, "idem-keys", false)
+	require.NoError(t, err)
+	ro, err := cmds.IssueAPIKey(ctx, u.UserID, true)
+	require.NoError(t, err)
+	all, err := store.ReadAfter(ctx, 0, 100)
+	require.NoError(t, err)
+	log := slog.New(slog.DiscardHandler)
+	require.NoError(t, readmodel.New(pool, blobs, log).Apply(ctx, all))
+	auth := edge.NewAuthenticator(readmodel.NewQueries(pool))
+
+	var runs atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /writes", func(w http.ResponseWriter, r *http.Request) {
+		runs.Add(1)
+		c, err := auth.Authenticate(r.Context(), r.Header)
+		require.NoError(t, err)
+		if err := edge.RequireWrite(c); err != nil {
+			edge.WriteError(w, err)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+		_, _ = io.WriteString(w, `{"id":"created-by-the-full-key"}`)
+	})
+	srv := httptest.NewServer(edge.Observe(idempotency.New(idempotency.NewStore(pool, 0, 0), auth, 1<<20, log).Wrap(mux), edge.Observing{}))
+	defer srv.Close()
+	post := func(apiKey string) (int, string) {
+		req, err := http.NewRequest("POST", srv.URL+"/writes", strings.NewReader(`{"name":"x"}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+apiKey)
+		req.Header.Set("Idempotency-Key", "shared")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+
+	status, body := post(u.APIKey)
+	require.Equal(t, http.StatusCreated, status, body)
+	status, body = post(ro.APIKey)
+	require.Equal(t, http.StatusUnprocessableEntity, status, body)
+	require.Contains(t, body, "idempotency_key_reused")
+	require.NotContains(t, body, "created-by-the-full-key")
+	require.EqualValues(t, 1, runs.Load())
+	// The key that made the write still gets its answer back.
+	status, body = post(u.APIKey)
+	require.Equal(t, http.StatusCreated, status)
+	require.Contains(t, body, "created-by-the-full-key")
+	require.EqualValues(t, 1, runs.Load())
+}
