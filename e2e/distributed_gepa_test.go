@@ -32,7 +32,11 @@ func TestDistributedGepa(t *testing.T) {
 	in, kafkaPort := startServeForJobs(t, "CRITIC_WORKER_LEASE=5s")
 	key := in.newUser("gepa-dist", false)
 	traces := ratedTraces(t, in, key)
-	env := []string{"OPENAI_BASE_URL=" + refl.URL, "OPENAI_API_KEY=test-key"}
+	// The runs' task models (tenant-named bases on loopback) are allowed by
+	// the operator, without a key.
+	tasks := []*llmtest.Server{llmtest.New(t), llmtest.New(t), llmtest.New(t)}
+	env := []string{"OPENAI_BASE_URL=" + refl.URL, "OPENAI_API_KEY=test-key",
+		"CRITIC_ALLOWED_API_BASES=" + tasks[0].URL + "," + tasks[1].URL + "," + tasks[2].URL}
 	workers := []*workerProc{newWorkerProc(t, in, kafkaPort, "ga", env...), newWorkerProc(t, in, kafkaPort, "gb", env...)}
 	for _, w := range workers {
 		w.start()
@@ -58,7 +62,7 @@ func TestDistributedGepa(t *testing.T) {
 	}
 	var runs []string
 	for i := range 2 {
-		task := llmtest.New(t)
+		task := tasks[i]
 		task.Handle(func(llmtest.Request) llmtest.Reply {
 			mu.Lock()
 			inFlight[i]++
@@ -92,7 +96,7 @@ func TestDistributedGepa(t *testing.T) {
 	// runs it to success.
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	task := llmtest.New(t)
+	task := tasks[2]
 	task.Handle(func(llmtest.Request) llmtest.Reply {
 		once.Do(func() { close(started) })
 		select {

@@ -132,7 +132,7 @@ func TestGepaRunEndToEnd(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, in.do("GET", "/api/v1/rm/gepa-runs/"+id, other, nil).Status)
 
 	// The default run fails: no Anthropic key in the worker's environment.
-	startWorkerWith(t, in, kafkaPort, "w2", "OPENAI_BASE_URL="+refl.URL)
+	startWorkerWith(t, in, kafkaPort, "w2", "OPENAI_BASE_URL="+refl.URL, "CRITIC_ALLOWED_API_BASES="+task.URL)
 	done := in.waitGepa(t, key, id, "succeeded", "failed")
 	require.Equal(t, "succeeded", done["status"], "%v\n%s", done["error"], in.logText())
 	require.Equal(t, "refund-policy", done["skill_name"])
@@ -209,7 +209,7 @@ func TestGepaWorkerKilledMidRunIsRetriedOnAnotherWorker(t *testing.T) {
 	key := in.newUser("gepa-faults", false)
 	ids := ratedTraces(t, in, key)
 	base := tinyBase(t, in)
-	w1 := startWorkerWith(t, in, kafkaPort, "w1", "OPENAI_BASE_URL="+refl.URL)
+	w1 := startWorkerWith(t, in, kafkaPort, "w1", "OPENAI_BASE_URL="+refl.URL, "CRITIC_ALLOWED_API_BASES="+task.URL)
 	r := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "refunds", "trace_ids": ids, "base_model": base})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	modelID := r.JSON(t)["id"].(string)
@@ -245,7 +245,7 @@ func TestGepaWorkerKilledMidRunIsRetriedOnAnotherWorker(t *testing.T) {
 	require.Eventually(t, func() bool { return in.do("GET", "/api/v1/rm/gepa-runs/"+id, key, nil).JSON(t)["status"] == "queued" },
 		time.Minute, 100*time.Millisecond)
 
-	startWorkerWith(t, in, kafkaPort, "w2", "OPENAI_BASE_URL="+refl.URL)
+	startWorkerWith(t, in, kafkaPort, "w2", "OPENAI_BASE_URL="+refl.URL, "CRITIC_ALLOWED_API_BASES="+task.URL)
 	again := in.waitGepa(t, key, id, "succeeded", "failed")
 	require.Equal(t, "succeeded", again["status"], "%v", again["error"])
 	var holder string

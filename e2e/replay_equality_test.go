@@ -103,7 +103,7 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	// Models: trained (scores, action scores), then a scoring run.
 	ids := ratedTraces(t, in, key)
 	base := tinyBase(t, in)
-	worker := startWorkerWith(t, in, kafkaPort, "w1", append(llmEnv, "OPENAI_BASE_URL="+refl.URL)...)
+	worker := startWorkerWith(t, in, kafkaPort, "w1", append(llmEnv, "OPENAI_BASE_URL="+refl.URL, "CRITIC_ALLOWED_API_BASES="+task.URL)...)
 	r := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "good", "trace_ids": ids, "base_model": base, "epochs": 1})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	good := r.JSON(t)["id"].(string)
@@ -207,7 +207,7 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	require.NoError(t, worker.Process.Signal(syscall.SIGTERM))
 	_, _ = worker.Process.Wait()
 	require.Equal(t, 1, in.countEvents(t, "reward_model.training_requeued.v1", running), in.logText())
-	worker = startWorkerWith(t, in, kafkaPort, "w2", append(llmEnv, "OPENAI_BASE_URL="+refl.URL)...)
+	worker = startWorkerWith(t, in, kafkaPort, "w2", append(llmEnv, "OPENAI_BASE_URL="+refl.URL, "CRITIC_ALLOWED_API_BASES="+task.URL)...)
 	in.waitRunningWithProgress(t, key, running)
 	require.NoError(t, worker.Process.Kill())
 	_, _ = worker.Process.Wait()

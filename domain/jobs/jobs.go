@@ -261,14 +261,18 @@ type GepaRequest struct {
 // GepaJobSpec is the job.json of a GEPA run (spec 001 job contract), plus
 // where the worker finds its examples and the model's rendering.
 type GepaJobSpec struct {
-	Kind            string  `json:"kind"` // "gepa"
-	RewardModelKey  string  `json:"reward_model_key"`
-	TaskModel       string  `json:"task_model"`
-	TaskAPIBase     *string `json:"task_api_base"`
-	ReflectionModel string  `json:"reflection_model"`
-	MaxMetricCalls  int     `json:"max_metric_calls"`
-	ExamplesKey     string  `json:"examples_key"`
-	InputVersion    int     `json:"input_version,omitempty"`
+	Kind           string  `json:"kind"` // "gepa"
+	RewardModelKey string  `json:"reward_model_key"`
+	TaskModel      string  `json:"task_model"`
+	TaskAPIBase    *string `json:"task_api_base"`
+	// TaskAPIKey is the key the requester supplied for TaskAPIBase,
+	// decrypted by the API for the claiming worker only; it travels in the
+	// claim answer, never in a Kafka message, event or read model.
+	TaskAPIKey      string `json:"task_api_key,omitempty"`
+	ReflectionModel string `json:"reflection_model"`
+	MaxMetricCalls  int    `json:"max_metric_calls"`
+	ExamplesKey     string `json:"examples_key"`
+	InputVersion    int    `json:"input_version,omitempty"`
 }
 
 // GepaClaim is the answer to a GEPA claim.

@@ -80,9 +80,10 @@ func CLI(ctx context.Context, args []string, getenv llm.Getenv, stdout, stderr i
 	return nil
 }
 
-// ResolveModel turns a job's model string and optional api base into an
-// llm.Model with the provider's key from the environment; the error names
-// the variable to set.
+// ResolveModel turns an operator's model string and optional api base (the
+// CLI's flags, the environment) into an llm.Model with the provider's key
+// from the environment; the error names the variable to set. A base from a
+// tenant's request goes through ResolveTenantModel instead.
 func ResolveModel(getenv llm.Getenv, role, modelString, apiBase string) (llm.Model, error) {
 	if getenv == nil {
 		getenv = os.Getenv
@@ -105,6 +106,18 @@ func ResolveModel(getenv llm.Getenv, role, modelString, apiBase string) (llm.Mod
 		ce.Role = role + "_model"
 	}
 	return m, err
+}
+
+// ResolveTenantModel resolves a run's model as its request named it. An
+// api base from the request is a tenant's URL: it goes through
+// llm.ResolveTenant (the tenant's own key or the operator's allow-list,
+// never the provider key; the egress guard on every connection). Without
+// one the model uses the operator's provider configuration, as ResolveModel.
+func ResolveTenantModel(getenv llm.Getenv, role, modelString, apiBase, apiKey string) (llm.Model, error) {
+	if apiBase == "" {
+		return ResolveModel(getenv, role, modelString, "")
+	}
+	return llm.ResolveTenant(getenv, role+"_api_base", modelString, apiBase, apiKey)
 }
 
 // ReadExamples reads gepa_examples.jsonl, strictly: a line that is not an

@@ -106,7 +106,7 @@ func (w *Worker) gepa(ctx context.Context, log *slog.Logger, runID string, claim
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	task, err := gepa.ResolveModel(getenv, "task", job.TaskModel, deref(job.TaskAPIBase))
+	task, err := gepa.ResolveTenantModel(getenv, "task", job.TaskModel, deref(job.TaskAPIBase), job.TaskAPIKey)
 	if err != nil {
 		return nil, err
 	}

@@ -32,12 +32,7 @@ func newGepaWorld(t *testing.T) *gepaWorld {
 	s := newSetup(t)
 	g := &gepaWorld{setup: s, task: llmtest.New(t), refl: llmtest.New(t)}
 	cfg := s.config(t, "w-gepa")
-	cfg.Getenv = func(k string) string {
-		if k == "OPENAI_BASE_URL" {
-			return g.refl.URL
-		}
-		return ""
-	}
+	cfg.Getenv = g.env
 	var err error
 	g.w, err = New(cfg)
 	require.NoError(t, err)
@@ -59,6 +54,19 @@ func newGepaWorld(t *testing.T) *gepaWorld {
 		return llmtest.Reply{Content: "<new_skill_body>\nCall lookup before answering. Variant " + time.Now().Format("150405.000000000") + "\n</new_skill_body>"}
 	})
 	return g
+}
+
+// env is the workers' environment: the reflection model is the operator's
+// OpenAI base, and the task server (a tenant-named base on loopback) is
+// allowed by the operator, without a key.
+func (g *gepaWorld) env(k string) string {
+	switch k {
+	case "OPENAI_BASE_URL":
+		return g.refl.URL
+	case "CRITIC_ALLOWED_API_BASES":
+		return g.task.URL
+	}
+	return ""
 }
 
 func (g *gepaWorld) request(t *testing.T, budget int) string {
@@ -211,12 +219,7 @@ func TestShutdownMidGepaHandsTheRunBack(t *testing.T) {
 	g.task.Handle(func(r llmtest.Request) llmtest.Reply { return llmtest.Reply{Content: "the answer is right"} })
 	cfg := g.config(t, "w-next")
 	cfg.DataDir = t.TempDir()
-	cfg.Getenv = func(k string) string {
-		if k == "OPENAI_BASE_URL" {
-			return g.refl.URL
-		}
-		return ""
-	}
+	cfg.Getenv = g.env
 	next, err := New(cfg)
 	require.NoError(t, err)
 	require.True(t, next.HandleGepa(context.Background(), msg))

@@ -106,8 +106,11 @@ func TestBusyWorkerLeavesTheNextGepaRunToAFreeWorker(t *testing.T) {
 		cfg.DataDir = t.TempDir()
 		cfg.Brokers = broker.Addrs()
 		cfg.Getenv = func(k string) string {
-			if k == "OPENAI_BASE_URL" {
+			switch k {
+			case "OPENAI_BASE_URL":
 				return g.refl.URL
+			case "CRITIC_ALLOWED_API_BASES":
+				return tasks[0].URL + "," + tasks[1].URL
 			}
 			return ""
 		}

@@ -100,6 +100,9 @@ func New(m Model, opts Options) *Client {
 	cfg := openai.DefaultConfig(m.APIKey)
 	cfg.BaseURL = strings.TrimRight(m.APIBase, "/")
 	hc := opts.HTTPClient
+	if m.HTTPClient != nil {
+		hc = m.HTTPClient // a tenant-named base: the egress guard is not optional
+	}
 	if hc == nil {
 		hc = &http.Client{}
 	}

@@ -15,8 +15,11 @@ package llm
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
+
+	"github.com/criticml/critic/platform/egress"
 )
 
 // Providers a model string can name (LiteLLM's prefixes).
@@ -59,6 +62,10 @@ type Model struct {
 	APIKey string
 	// Role is the variable the model string came from (for error messages).
 	Role string
+	// HTTPClient, set by ResolveTenant for a base a tenant named, is the
+	// egress-guarded client every request to it must go through; it wins
+	// over Options.HTTPClient.
+	HTTPClient *http.Client
 }
 
 // String is the LiteLLM model string, which is also what findings record as
@@ -136,6 +143,55 @@ func ResolveRole(getenv Getenv, role, def string) (Model, error) {
 			return m, &ConfigError{Role: role, Model: s, Variable: "ANTHROPIC_API_KEY", Reason: "no Anthropic API key is configured"}
 		}
 	}
+	return m, nil
+}
+
+// ResolveTenant resolves a model string and api base that came with a
+// tenant's request (field names the request field, for errors). The rule
+// (platform/egress): a tenant-named base never gets an operator credential.
+// It gets the key the tenant supplied (apiKey), else — when an operator
+// allowed its prefix in CRITIC_ALLOWED_API_BASES with a key variable — that
+// variable's key, else no key at all (no Authorization header). Only a base
+// equal to the provider's own (OPENAI_BASE_URL / ANTHROPIC_BASE_URL or the
+// public default) is the operator's endpoint and keeps the provider's key,
+// exactly as if no base had been named. Every other base is reached through
+// egress.Policy.Client, which refuses non-public addresses unless allowed.
+func ResolveTenant(getenv Getenv, field, modelString, apiBase, apiKey string) (Model, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	m, err := ParseModel(modelString)
+	if err != nil {
+		return Model{}, &ConfigError{Role: field, Reason: err.Error()}
+	}
+	m.Role = field
+	if err := egress.CheckURL(apiBase); err != nil {
+		return Model{}, &ConfigError{Role: field, Reason: "its api base " + err.Error()}
+	}
+	policy, err := egress.Parse(getenv(egress.EnvAllowedAPIBases))
+	if err != nil {
+		return Model{}, &ConfigError{Role: field, Reason: err.Error()}
+	}
+	m.APIBase = apiBase
+	keyVar, own := "OPENAI_API_KEY", firstNonEmpty(getenv("OPENAI_BASE_URL"), DefaultOpenAIBaseURL)
+	if m.Provider == ProviderAnthropic {
+		keyVar, own = "ANTHROPIC_API_KEY", firstNonEmpty(getenv("ANTHROPIC_BASE_URL"), DefaultAnthropicBaseURL)
+	}
+	if apiKey == "" && egress.SameURL(apiBase, own) {
+		m.APIKey = getenv(keyVar)
+		if m.APIKey == "" {
+			return m, &ConfigError{Role: field, Model: m.String(), Variable: keyVar, Reason: "no " + m.Provider + " API key is configured"}
+		}
+		return m, nil
+	}
+	m.APIKey = apiKey
+	if a, ok := policy.Covers(apiBase); ok && apiKey == "" && a.KeyVar != "" {
+		if m.APIKey = getenv(a.KeyVar); m.APIKey == "" {
+			return m, &ConfigError{Role: field, Model: m.String(), Variable: a.KeyVar,
+				Reason: egress.EnvAllowedAPIBases + " names " + a.KeyVar + " as the key of " + a.Prefix + " but it is empty"}
+		}
+	}
+	m.HTTPClient = policy.Client(apiBase)
 	return m, nil
 }
 
