@@ -24,7 +24,10 @@ type AddAnnotationResult struct {
 }
 
 // AddAnnotation validates the annotation against the trace as its stream
-// describes it and appends annotation.added to that stream.
+// describes it and appends annotation.added to that stream. A rating
+// replaces the author's earlier rating on the same target in the same
+// append (traces.SupersedeRatings), so the log never holds two live votes
+// of one reviewer and replay arrives at the same one.
 func (c *Commands) AddAnnotation(ctx context.Context, actor Actor, in AddAnnotation) (AddAnnotationResult, error) {
 	id := newID()
 	r, err := retryOnConflict(func() (Result, error) {
@@ -37,7 +40,27 @@ func (c *Commands) AddAnnotation(ctx context.Context, actor Actor, in AddAnnotat
 		if err != nil {
 			return Result{}, err
 		}
-		return c.appendToTrace(ctx, actor, st, events.AnnotationAdded, p)
+		var prior traces.PriorRatings
+		if p.Rating != nil {
+			prior = traces.SupersedeRatings(st, p.AuthorID, p.StepID, p.AnnotationID)
+		}
+		return c.appendWithPrior(ctx, actor, st, events.AnnotationAdded, p, prior)
 	})
 	return AddAnnotationResult{Result: r, AnnotationID: id}, err
+}
+
+// appendWithPrior appends an annotation event after the changes to the
+// author's earlier ratings it supersedes, in one append at the stream's
+// version: either all of them are recorded or none.
+func (c *Commands) appendWithPrior(ctx context.Context, actor Actor, st traces.State, typ string, payload any, prior traces.PriorRatings) (Result, error) {
+	stream := events.TraceStream(st.ID)
+	evs := make([]events.New, 0, 1+len(prior.Edits)+len(prior.Removals))
+	for _, e := range prior.Edits {
+		evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: events.AnnotationEdited, Payload: e})
+	}
+	for _, r := range prior.Removals {
+		evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: events.AnnotationRemoved, Payload: r})
+	}
+	evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: typ, Payload: payload})
+	return c.append(ctx, actor, map[string]int64{stream: st.Version}, evs)
 }

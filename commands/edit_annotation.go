@@ -21,7 +21,12 @@ func (c *Commands) EditAnnotation(ctx context.Context, actor Actor, traceID stri
 		if err != nil {
 			return Result{}, err
 		}
-		return c.appendToTrace(ctx, actor, st, events.AnnotationEdited, p)
+		var prior traces.PriorRatings
+		if in.Rating.Set && p.Rating != nil {
+			a := st.Annotations[in.AnnotationID]
+			prior = traces.SupersedeRatings(st, a.AuthorID, a.StepID, a.ID)
+		}
+		return c.appendWithPrior(ctx, actor, st, events.AnnotationEdited, p, prior)
 	})
 }
 
