@@ -2,6 +2,8 @@ package commands
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"unicode/utf8"
 
@@ -43,6 +45,10 @@ type ImportResult struct {
 	// content again, or an older session snapshot): clients such as
 	// `critic import` report them apart from what was imported.
 	Unchanged int
+	// AnnotationsRemoved counts the step annotations the revisions removed
+	// because their steps changed (kept steps keep theirs): what a re-import
+	// cost the review, said in the answer rather than discovered later.
+	AnnotationsRemoved int
 }
 
 // ImportTraces parses the whole payload first (all traces or none), then
@@ -67,7 +73,7 @@ func (c *Commands) ImportTraces(ctx context.Context, actor Actor, in ImportTrace
 		return ImportResult{}, err
 	}
 	var ids []string
-	var unchanged int
+	var unchanged, removed int
 	r, err := retryOnConflict(func() (Result, error) {
 		var evs []events.New
 		var expected map[string]int64
@@ -75,6 +81,7 @@ func (c *Commands) ImportTraces(ctx context.Context, actor Actor, in ImportTrace
 		ids, evs, consent, expected, err = c.decideImports(ctx, actor, parsed, format, in.SourceID, in.Contribute)
 		// A consent change alone leaves the trace's content unchanged.
 		unchanged = countUnchanged(ids, evs)
+		removed = countRemovals(evs)
 		if err != nil {
 			return Result{}, err
 		}
@@ -83,7 +90,7 @@ func (c *Commands) ImportTraces(ctx context.Context, actor Actor, in ImportTrace
 	if err != nil {
 		return ImportResult{}, err
 	}
-	return ImportResult{Result: r, Format: format, TraceIDs: ids, Unchanged: unchanged}, nil
+	return ImportResult{Result: r, Format: format, TraceIDs: ids, Unchanged: unchanged, AnnotationsRemoved: removed}, nil
 }
 
 // countUnchanged counts the trace ids no decided event touches.
@@ -101,16 +108,42 @@ func countUnchanged(ids []string, evs []events.New) int {
 	return n
 }
 
+// contentKey is the identity of a trace that came without an id: what it
+// says (title, metadata, steps, spans). The same file imported again meets
+// its earlier import and is unchanged instead of a duplicate; any other
+// content is another trace. The NUL prefix keeps it apart from every
+// external id (outside text never holds U+0000).
+func contentKey(t domain.Trace) string {
+	raw, err := json.Marshal(t)
+	if err != nil {
+		// Parsed JSON always marshals; an impossible failure must not merge traces.
+		return "\x00content:" + newID()
+	}
+	sum := sha256.Sum256(raw)
+	return "\x00content:" + hex.EncodeToString(sum[:])
+}
+
+// countRemovals counts the annotation removals among the decided events.
+func countRemovals(evs []events.New) int {
+	n := 0
+	for _, e := range evs {
+		if e.Type == events.AnnotationRemoved {
+			n++
+		}
+	}
+	return n
+}
+
 func (c *Commands) decideImports(ctx context.Context, actor Actor, parsed []domain.Trace, format, sourceID string, contribute *bool) ([]string, []events.New, []events.New, map[string]int64, error) {
 	ids := make([]string, len(parsed))
-	var keyed []string
+	keyed := make([]string, len(parsed))
 	for i, t := range parsed {
-		if t.ExternalID != "" {
-			ids[i] = TraceIDFor(actor.UserID, t.ExternalID)
-			keyed = append(keyed, events.TraceStream(ids[i]))
-		} else {
-			ids[i] = newID()
+		key := t.ExternalID
+		if key == "" {
+			key = contentKey(t)
 		}
+		ids[i] = TraceIDFor(actor.UserID, key)
+		keyed[i] = events.TraceStream(ids[i])
 	}
 	loaded, err := c.store.LoadStreams(ctx, keyed)
 	if err != nil {

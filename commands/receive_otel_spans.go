@@ -81,7 +81,7 @@ func (c *Commands) ReceiveOTelSpans(ctx context.Context, actor Actor, raws []for
 			if !hasLLM {
 				continue
 			}
-			d, err := traces.DecideImport(st, traces.ImportInput{TraceID: traceID, Trace: t, Format: formats.OTel{}.Name(), ExplicitSourceID: sourceID, NewID: newID, Live: true})
+			d, err := traces.DecideImport(st, traces.ImportInput{TraceID: traceID, Trace: t, Format: formats.OTel{}.Name(), ExplicitSourceID: sourceID, NewID: newID})
 			if err != nil {
 				return Result{}, err
 			}

@@ -255,13 +255,17 @@ func outcomeLine(o importOutcome, dry bool) string {
 	case o.res.Traces > 0 && o.res.Unchanged == o.res.Traces:
 		return fmt.Sprintf("unchanged  %s: %d traces (%s)", o.in.name, o.res.Traces, o.res.Format)
 	}
-	return fmt.Sprintf("imported   %s: %d traces (%s), %d unchanged", o.in.name, o.res.Traces, o.res.Format, o.res.Unchanged)
+	line := fmt.Sprintf("imported   %s: %d traces (%s), %d unchanged", o.in.name, o.res.Traces, o.res.Format, o.res.Unchanged)
+	if o.res.AnnotationsRemoved > 0 {
+		line += fmt.Sprintf(", %d annotation(s) removed with changed steps", o.res.AnnotationsRemoved)
+	}
+	return line
 }
 
 // importSummary prints the totals and every failure with its line and
 // field; it returns an error (non-zero exit) when any input failed.
 func importSummary(w io.Writer, outs []importOutcome, dry bool, rate float64) error {
-	var imported, unchanged, failed, skipped, traces int
+	var imported, unchanged, failed, skipped, traces, removed int
 	var bytes int64
 	var fails []importOutcome
 	for _, o := range outs {
@@ -269,6 +273,7 @@ func importSummary(w io.Writer, outs []importOutcome, dry bool, rate float64) er
 			continue // never started (aborted)
 		}
 		bytes += o.res.Sent
+		removed += o.res.AnnotationsRemoved
 		switch {
 		case o.fail != nil:
 			failed++
@@ -289,6 +294,9 @@ func importSummary(w io.Writer, outs []importOutcome, dry bool, rate float64) er
 	fmt.Fprintf(w, "%s %d file(s) (%d traces), unchanged %d, failed %d", verb, imported, traces, unchanged, failed)
 	if skipped > 0 {
 		fmt.Fprintf(w, ", skipped %d empty", skipped)
+	}
+	if removed > 0 {
+		fmt.Fprintf(w, ", %d annotation(s) removed with changed steps", removed)
 	}
 	if !dry && bytes > 0 {
 		fmt.Fprintf(w, "; %s at %.1f MB/s", client.HumanBytes(bytes), rate)

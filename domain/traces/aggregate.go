@@ -224,12 +224,6 @@ type ImportInput struct {
 	Format           string
 	ExplicitSourceID string
 	NewID            func() string // fresh step ids; the command supplies them
-	// Live marks a trace rebuilt from a source that re-sends what it sent
-	// before (the OTLP receiver: exporters retry whole batches). Such a
-	// re-send must not cost the trace its step ids and review: the same
-	// trace is a no-op, one that only adds steps at the end appends, and only
-	// a change in earlier steps replaces them.
-	Live bool
 }
 
 // Decision is the event an import produces (Type, Payload), or none for a
@@ -247,7 +241,15 @@ type Decision struct {
 //     trace.revised in "appended" mode, keeping every existing step id;
 //     one that is equal to or a prefix of the stored steps: a no-op;
 //     one that diverges: a SyncError, the stored trace untouched;
-//   - anything else: trace.revised in "replaced" mode with new step ids.
+//   - anything else that says the same (steps, title, metadata, spans): a
+//     no-op, so re-importing a file changes nothing and keeps every review;
+//   - the same steps followed by more: trace.revised in "appended" mode;
+//   - a real change: trace.revised in "replaced" mode where every step
+//     unchanged in content and position keeps its id (and annotations), and
+//     only the annotations on the other stored steps are removed.
+//
+// Files and live OTLP traces (re-sent whole by retrying exporters, rebuilt
+// as spans arrive) decide alike.
 func DecideImport(s State, in ImportInput) (Decision, error) {
 	t := in.Trace
 	title, derived := t.Title, false
@@ -299,9 +301,10 @@ func DecideImport(s State, in ImportInput) (Decision, error) {
 		}}, nil
 	}
 
-	if in.Live && extends(s.Steps, t.Steps) {
+	ids, removed := keptStepIDs(s.Steps, t.Steps, in.NewID)
+	if len(removed) == 0 && sameStepMetadata(s.Steps, t.Steps) {
 		if derived && s.Generated {
-			// A re-sent or growing live trace keeps the title the fast model wrote.
+			// A re-sent or growing trace keeps the title the fast model wrote.
 			title, derived = s.Title, false
 		}
 		if len(t.Steps) == len(s.Steps) && title == s.Title && equalJSON(meta, s.Metadata) && equalJSON(t.Spans, s.Spans) {
@@ -316,25 +319,49 @@ func DecideImport(s State, in ImportInput) (Decision, error) {
 		}}, nil
 	}
 
-	removed := make([]string, len(s.Steps))
-	for i, st := range s.Steps {
-		removed[i] = st.ID
+	// A real change: the whole step list again, each step that says what it
+	// said at the same position keeping its id (so its annotations), the
+	// others new; only annotations on steps that are gone are removed.
+	out := make([]events.StepRecord, len(t.Steps))
+	for i, st := range t.Steps {
+		out[i] = events.StepRecord{ID: ids[i], Index: i, Step: st}
 	}
 	return Decision{Type: events.TraceRevised, Payload: events.TraceRevisedV1{
 		TraceID: in.TraceID, Revision: s.Revision + 1, Mode: events.RevisionReplaced,
 		Title: title, SourceFormat: in.Format, SourceID: sourceID, Metadata: meta,
-		Steps: records(t.Steps, 0, in.NewID), RemovedStepIDs: removed, Spans: t.Spans, TitleDerived: derived,
-	}, Removals: s.stepAnnotationRemovals(in.TraceID)}, nil
+		Steps: out, RemovedStepIDs: removed, Spans: t.Spans, TitleDerived: derived,
+	}, Removals: s.stepAnnotationRemovals(in.TraceID, removed)}, nil
 }
 
-// extends reports whether next holds every stored step, unchanged and in
-// place, possibly followed by more.
-func extends(stored []events.StepRecord, next []domain.Step) bool {
-	if len(next) < len(stored) {
-		return false
+// keptStepIDs gives each of next's steps its id: the stored step's at the
+// same position when that step says the same thing (role, content, tool
+// call), a fresh one otherwise. removed lists the stored ids not kept, in
+// order. A step's position is part of what it is: an inserted step shifts
+// the ones after it, and they are new steps to review (pairs render a step
+// with everything before it).
+func keptStepIDs(stored []events.StepRecord, next []domain.Step, newID func() string) (ids, removed []string) {
+	ids = make([]string, len(next))
+	for i, st := range next {
+		if i < len(stored) && sameStep(stored[i].Step, st) {
+			ids[i] = stored[i].ID
+		} else {
+			ids[i] = newID()
+		}
 	}
+	for i, st := range stored {
+		if i >= len(next) || ids[i] != st.ID {
+			removed = append(removed, st.ID)
+		}
+	}
+	return ids, removed
+}
+
+// sameStepMetadata reports whether the stored steps' metadata (timestamps,
+// model, usage) is what next says at the same positions: a re-import that
+// only changes it is a revision that keeps every id, not a no-op.
+func sameStepMetadata(stored []events.StepRecord, next []domain.Step) bool {
 	for i := range stored {
-		if !sameStep(stored[i].Step, next[i]) {
+		if i >= len(next) || !equalJSON(stored[i].Metadata, next[i].Metadata) {
 			return false
 		}
 	}
@@ -374,12 +401,16 @@ func canonical(v any) (any, error) {
 	return out, err
 }
 
-// stepAnnotationRemovals removes every step-level annotation: a replacement
-// gives all steps new ids. Trace-level annotations survive.
-func (s State) stepAnnotationRemovals(traceID string) []events.AnnotationRemovedV1 {
+// stepAnnotationRemovals removes the step-level annotations on the removed
+// steps. Trace-level annotations and those on kept steps survive.
+func (s State) stepAnnotationRemovals(traceID string, removedSteps []string) []events.AnnotationRemovedV1 {
+	gone := make(map[string]bool, len(removedSteps))
+	for _, id := range removedSteps {
+		gone[id] = true
+	}
 	var out []events.AnnotationRemovedV1
 	for _, id := range sortedKeys(s.Annotations) {
-		if s.Annotations[id].StepID != "" {
+		if step := s.Annotations[id].StepID; step != "" && gone[step] {
 			out = append(out, events.AnnotationRemovedV1{AnnotationID: id, TraceID: traceID, Reason: events.RemovedStepRemoved})
 		}
 	}
@@ -414,9 +445,7 @@ func sameStep(a, b domain.Step) bool {
 	}
 	// Inputs may have gone through JSON once (stored) and not yet (parsed):
 	// compare their canonical JSON.
-	ja, _ := json.Marshal(a.ToolInput)
-	jb, _ := json.Marshal(b.ToolInput)
-	return reflect.DeepEqual(ja, jb)
+	return bytes.Equal(domain.CanonicalToolInput(a.ToolInput), domain.CanonicalToolInput(b.ToolInput))
 }
 
 func copyMap(m map[string]any) map[string]any {

@@ -94,8 +94,61 @@ func TestReimportReplacesAndRemovesStepAnnotations(t *testing.T) {
 	require.NoError(t, err)
 	p := d.Payload.(events.TraceRevisedV1)
 	require.Equal(t, events.RevisionReplaced, p.Mode)
-	require.Equal(t, []string{"s0", "s1"}, p.RemovedStepIDs)
+	require.Equal(t, []string{"s1"}, p.RemovedStepIDs, "only the changed step goes")
+	require.Equal(t, []string{"s0", "n"}, []string{p.Steps[0].ID, p.Steps[1].ID}, "the unchanged step keeps its id")
 	require.Equal(t, []events.AnnotationRemovedV1{{AnnotationID: "ann-step", TraceID: "t1", Reason: events.RemovedStepRemoved}}, d.Removals)
+}
+
+// TestReimportKeepsWhatDidNotChange: a file imported again is a no-op, and
+// a revision removes only the annotations on steps whose content or
+// position changed.
+func TestReimportKeepsWhatDidNotChange(t *testing.T) {
+	st := stored(t, "a", "b", "c", "d")
+	one := 1
+	for i, step := range []string{"s0", "s1", "s2", "s3", ""} {
+		raw, _ := json.Marshal(events.AnnotationAddedV1{AnnotationID: fmt.Sprintf("ann%d", i), TraceID: "t1", StepID: step, Rating: &one})
+		require.NoError(t, st.Apply(events.Envelope{Type: events.AnnotationAdded, Version: st.Version + 1, Payload: raw}))
+	}
+	n := 0
+	decide := func(tr domain.Trace) Decision {
+		tr.ExternalID = "x"
+		d, err := DecideImport(st, ImportInput{TraceID: "t1", Format: "stash", NewID: func() string { n++; return fmt.Sprintf("n%d", n) }, Trace: tr})
+		require.NoError(t, err)
+		return d
+	}
+	require.True(t, decide(domain.Trace{Steps: steps("a", "b", "c", "d")}).NoOp, "the same content again")
+
+	withInput := stored(t, "a")
+	withInput.Steps[0].ToolInput = map[string]any{"n": json.Number("1.0")}
+	d, err := DecideImport(withInput, ImportInput{TraceID: "t1", Format: "stash", NewID: func() string { return "z" },
+		Trace: domain.Trace{ExternalID: "x", Steps: []domain.Step{{Role: domain.RoleUser, Content: "a", ToolInput: map[string]any{"n": 1.0}}}}})
+	require.NoError(t, err)
+	require.True(t, d.NoOp, "a tool input read back from the log says the same as the parsed one")
+
+	p := decide(domain.Trace{Steps: steps("a", "B", "c", "d", "e")}).Payload.(events.TraceRevisedV1)
+	require.Equal(t, events.RevisionReplaced, p.Mode)
+	ids := []string{}
+	for _, r := range p.Steps {
+		ids = append(ids, r.ID)
+	}
+	require.Equal(t, []string{"s0", "n1", "s2", "s3", "n2"}, ids)
+	require.Equal(t, []string{"s1"}, p.RemovedStepIDs)
+
+	d = decide(domain.Trace{Steps: steps("a", "b")})
+	require.Equal(t, []string{"s2", "s3"}, d.Payload.(events.TraceRevisedV1).RemovedStepIDs, "a shorter trace drops its tail")
+	require.Equal(t, []string{"ann2", "ann3"}, []string{d.Removals[0].AnnotationID, d.Removals[1].AnnotationID})
+
+	meta := steps("a", "b", "c", "d")
+	meta[1].Metadata = map[string]any{"model": "m"}
+	d = decide(domain.Trace{Steps: meta})
+	p = d.Payload.(events.TraceRevisedV1)
+	require.Empty(t, p.RemovedStepIDs, "new step metadata keeps every step")
+	require.Empty(t, d.Removals)
+	require.Equal(t, "m", p.Steps[1].Metadata["model"])
+
+	d = decide(domain.Trace{Steps: steps("a", "b", "c", "d"), Title: "Named"})
+	require.Equal(t, events.RevisionAppended, d.Payload.(events.TraceRevisedV1).Mode, "a new title alone keeps every step")
+	require.Empty(t, d.Removals)
 }
 
 func TestExplicitSourceIDSurvivesUpsert(t *testing.T) {
@@ -135,7 +188,7 @@ func TestLiveTraceResendIsANoOpAndGrowthAppends(t *testing.T) {
 	base := stored(t, "a", "b")
 	newID := func() string { return "new" }
 	decide := func(contents ...string) Decision {
-		d, err := DecideImport(base, ImportInput{TraceID: "t1", Format: "claude_code", NewID: newID, Live: true,
+		d, err := DecideImport(base, ImportInput{TraceID: "t1", Format: "claude_code", NewID: newID,
 			Trace: domain.Trace{ExternalID: "sess", Steps: steps(contents...)}})
 		require.NoError(t, err)
 		return d
@@ -147,7 +200,7 @@ func TestLiveTraceResendIsANoOpAndGrowthAppends(t *testing.T) {
 	require.Equal(t, 2, p.Steps[0].Index)
 	p = decide("a", "X").Payload.(events.TraceRevisedV1)
 	require.Equal(t, events.RevisionReplaced, p.Mode, "a changed earlier step replaces")
-	require.Equal(t, []string{"s0", "s1"}, p.RemovedStepIDs)
+	require.Equal(t, []string{"s1"}, p.RemovedStepIDs, "only the changed step")
 	p = decide("a").Payload.(events.TraceRevisedV1)
 	require.Equal(t, events.RevisionReplaced, p.Mode, "a shorter trace is a change, not a re-send")
 }

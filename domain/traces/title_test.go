@@ -35,7 +35,8 @@ func TestAGrowingSessionKeepsItsGeneratedTitle(t *testing.T) {
 	require.False(t, rev.TitleDerived, "no new title job for a growing session")
 
 	// A replacement derives a title again.
-	d, err = traces.DecideImport(s, traces.ImportInput{TraceID: "t", Format: "stash", NewID: newID, Trace: domain.Trace{Steps: grown}})
+	changed := append([]domain.Step{{Role: domain.RoleUser, Content: "Fix the other test"}}, grown[1:]...)
+	d, err = traces.DecideImport(s, traces.ImportInput{TraceID: "t", Format: "stash", NewID: newID, Trace: domain.Trace{Steps: changed}})
 	require.NoError(t, err)
 	require.True(t, d.Payload.(events.TraceRevisedV1).TitleDerived)
 }

@@ -77,6 +77,9 @@ type importResponse struct {
 	// Unchanged is how many of trace_ids the payload left as they were
 	// (beyond spec 001's shape, additive: `critic import` reports it).
 	Unchanged int `json:"unchanged"`
+	// AnnotationsRemoved counts the step annotations removed because their
+	// steps changed (additive too): a re-import says what it cost the review.
+	AnnotationsRemoved int `json:"annotations_removed"`
 }
 
 func (a *API) importTraces(w http.ResponseWriter, r *http.Request) error {
@@ -195,7 +198,7 @@ func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat s
 	if err := a.settle(r.Context(), res.Result); err != nil {
 		return err
 	}
-	edge.WriteJSON(w, http.StatusOK, importResponse{Format: res.Format, Imported: len(res.TraceIDs), TraceIDs: res.TraceIDs, Unchanged: res.Unchanged})
+	edge.WriteJSON(w, http.StatusOK, importResponse{Format: res.Format, Imported: len(res.TraceIDs), TraceIDs: res.TraceIDs, Unchanged: res.Unchanged, AnnotationsRemoved: res.AnnotationsRemoved})
 	return nil
 }
 

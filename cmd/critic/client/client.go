@@ -95,6 +95,9 @@ type ImportResponse struct {
 	Imported  int      `json:"imported"`
 	TraceIDs  []string `json:"trace_ids"`
 	Unchanged int      `json:"unchanged"`
+	// AnnotationsRemoved: step annotations the revisions removed because
+	// their steps changed.
+	AnnotationsRemoved int `json:"annotations_removed"`
 }
 
 // ImportPath and TranscriptsPath are the two upload routes.

@@ -60,8 +60,11 @@ type Result struct {
 	Traces    int // distinct traces the server answered with
 	TraceIDs  []string
 	Unchanged int // of which the server left unchanged
-	Requests  int
-	Sent      int64 // input bytes sent
+	// AnnotationsRemoved is how many step annotations the server removed
+	// because their steps changed (kept steps keep theirs).
+	AnnotationsRemoved int
+	Requests           int
+	Sent               int64 // input bytes sent
 }
 
 // Uploader sends inputs, each cut into requests under MaxRequest bytes.
@@ -125,6 +128,7 @@ func (u *Uploader) Upload(ctx context.Context, format string, data []byte, sourc
 		}
 		res.Traces += newTraces
 		res.Unchanged += out.Unchanged
+		res.AnnotationsRemoved += out.AnnotationsRemoved
 		if u.OnChunk != nil {
 			u.OnChunk(c.Bytes, newTraces)
 		}
