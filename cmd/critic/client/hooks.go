@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"sort"
 	"strings"
 )
 
@@ -21,176 +23,375 @@ func isCriticClaudeHook(command string) bool {
 	return strings.Contains(command, "hooks run claude-code")
 }
 
-// field is one key of a JSON object, kept in its original order with its
-// value's original bytes.
-type field struct {
-	Key string
-	Val json.RawMessage
+// EditClaudeSettings adds (command != "") or removes (command == "") the
+// Critic hook in a Claude Code settings.json. It edits the file's text in
+// place: only Critic's own hook entries (and the "hooks" object, event
+// arrays and groups it added to hold them) are inserted or cut out, so every
+// other byte (the user's commands with their && and >, unicode, indentation
+// and key order) stays as it was, and uninstall after install gives back the
+// same bytes. It returns the new file.
+func EditClaudeSettings(raw []byte, command string) ([]byte, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = []byte("{\n}\n")
+	}
+	if !json.Valid(raw) {
+		var v any
+		err := json.Unmarshal(raw, &v)
+		return nil, fmt.Errorf("not a valid settings.json: %v", err)
+	}
+	out, err := removeCriticHooks(raw)
+	if err != nil || command == "" {
+		return out, err
+	}
+	return addCriticHooks(out, command)
 }
 
-func decodeObject(raw []byte) ([]field, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("not a JSON object")
-	}
-	var out []field
-	for dec.More() {
-		k, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, field{Key: k.(string), Val: v})
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err == nil {
-		return nil, errors.New("unexpected data after the object")
-	}
-	return out, nil
+// jsonItem is one member of an object (from its key) or one element of an
+// array, as byte offsets into the document; val is the value's span.
+type jsonItem struct {
+	start    int
+	key      string
+	valStart int
+	valEnd   int
 }
 
-func encodeObject(fs []field) json.RawMessage {
+// jsonContainer is an object or array value: open is the offset of its
+// bracket, close that of its closing one.
+type jsonContainer struct {
+	open, close int
+	items       []jsonItem
+}
+
+// skipSpace returns the offset of the first non-space byte at or after i.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// valueEnd returns the offset just after the JSON value starting at i (the
+// document is known to be valid JSON).
+func valueEnd(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				return i + 1
+			}
+		default:
+			if depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+				return i
+			}
+		}
+	}
+	return i
+}
+
+// container reads the object or array whose opening bracket is at open.
+func container(b []byte, open int) jsonContainer {
+	c := jsonContainer{open: open}
+	isObj := b[open] == '{'
+	i := skipSpace(b, open+1)
+	for b[i] != '}' && b[i] != ']' {
+		it := jsonItem{start: i}
+		if isObj {
+			ke := valueEnd(b, i)
+			_ = json.Unmarshal(b[i:ke], &it.key)
+			i = skipSpace(b, ke) + 1 // the colon
+			i = skipSpace(b, i)
+		}
+		it.valStart, it.valEnd = i, valueEnd(b, i)
+		c.items = append(c.items, it)
+		i = skipSpace(b, it.valEnd)
+		if b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+	}
+	c.close = i
+	return c
+}
+
+func (c jsonContainer) member(key string) (jsonItem, bool) {
+	for _, it := range c.items {
+		if it.key == key {
+			return it, true
+		}
+	}
+	return jsonItem{}, false
+}
+
+// edit replaces b[start:end] with s.
+type edit struct {
+	start, end int
+	s          string
+}
+
+func applyEdits(b []byte, es []edit) []byte {
+	sort.Slice(es, func(i, j int) bool { return es[i].start > es[j].start })
+	out := append([]byte(nil), b...)
+	for _, e := range es {
+		out = append(out[:e.start:e.start], append([]byte(e.s), out[e.end:]...)...)
+	}
+	return out
+}
+
+// removals cuts the items of c whose index is in drop, with the comma and
+// space that joined each to its neighbour, the inverse of appendItem.
+func removals(c jsonContainer, drop map[int]bool) []edit {
+	var es []edit
+	n := len(c.items)
+	for i := 0; i < n; {
+		if !drop[i] {
+			i++
+			continue
+		}
+		j := i
+		for j+1 < n && drop[j+1] {
+			j++
+		}
+		switch {
+		case i > 0:
+			es = append(es, edit{c.items[i-1].valEnd, c.items[j].valEnd, ""})
+		case j < n-1:
+			es = append(es, edit{c.items[0].start, c.items[j+1].start, ""})
+		default:
+			es = append(es, edit{c.open + 1, c.close, ""})
+		}
+		i = j + 1
+	}
+	return es
+}
+
+// removeCriticHooks cuts every Critic hook entry out of hooks.<event>, and
+// the groups, event arrays and "hooks" object left empty by it.
+func removeCriticHooks(b []byte) ([]byte, error) {
+	i := skipSpace(b, 0)
+	if b[i] != '{' {
+		return nil, errors.New("not a valid settings.json: not a JSON object")
+	}
+	top := container(b, i)
+	hm, ok := top.member("hooks")
+	if !ok || string(b[hm.valStart:hm.valEnd]) == "null" {
+		return b, nil
+	}
+	if b[hm.valStart] != '{' {
+		return nil, errors.New(`settings.json: "hooks" is not an object`)
+	}
+	hooks := container(b, hm.valStart)
+	var es []edit
+	dropEvents := map[int]bool{}
+	for k, ev := range hooks.items {
+		if !slices.Contains(ClaudeHookEvents, ev.key) || string(b[ev.valStart:ev.valEnd]) == "null" {
+			continue
+		}
+		if b[ev.valStart] != '[' {
+			return nil, fmt.Errorf("settings.json: hooks.%s is not an array", ev.key)
+		}
+		groups := container(b, ev.valStart)
+		dropGroups := map[int]bool{}
+		var inner []edit
+		for g, grp := range groups.items {
+			if b[grp.valStart] != '{' {
+				continue // not ours to judge
+			}
+			gc := container(b, grp.valStart)
+			hl, ok := gc.member("hooks")
+			if !ok || b[hl.valStart] != '[' {
+				continue
+			}
+			entries := container(b, hl.valStart)
+			drop := map[int]bool{}
+			for e, it := range entries.items {
+				var h struct {
+					Command string `json:"command"`
+				}
+				if json.Unmarshal(b[it.valStart:it.valEnd], &h) == nil && isCriticClaudeHook(h.Command) {
+					drop[e] = true
+				}
+			}
+			switch {
+			case len(drop) == 0:
+			case len(drop) == len(entries.items):
+				dropGroups[g] = true
+			default:
+				inner = append(inner, removals(entries, drop)...)
+			}
+		}
+		if len(dropGroups) > 0 && len(dropGroups) == len(groups.items) {
+			dropEvents[k] = true
+			continue
+		}
+		es = append(es, inner...)
+		es = append(es, removals(groups, dropGroups)...)
+	}
+	if len(dropEvents) > 0 && len(dropEvents) == len(hooks.items) {
+		_, idx := topIndex(top, "hooks")
+		es = append(es, removals(top, map[int]bool{idx: true})...)
+	} else {
+		es = append(es, removals(hooks, dropEvents)...)
+	}
+	return applyEdits(b, es), nil
+}
+
+func topIndex(c jsonContainer, key string) (jsonItem, int) {
+	for i, it := range c.items {
+		if it.key == key {
+			return it, i
+		}
+	}
+	return jsonItem{}, -1
+}
+
+// addCriticHooks appends a Critic group to hooks.Stop and hooks.SessionEnd,
+// creating the arrays and the "hooks" object where missing, in the style
+// (indentation, one line or many) of the items around them.
+func addCriticHooks(b []byte, command string) ([]byte, error) {
+	type entry struct {
+		Type    string `json:"type"`
+		Command string `json:"command"`
+		Timeout int    `json:"timeout"`
+	}
+	type group struct {
+		Hooks []entry `json:"hooks"`
+	}
+	ours := group{Hooks: []entry{{Type: "command", Command: command, Timeout: 30}}}
+	unit := indentUnit(b)
+	top := container(b, skipSpace(b, 0))
+	hm, ok := top.member("hooks")
+	if !ok || string(b[hm.valStart:hm.valEnd]) == "null" {
+		var evs []jsonField
+		for _, ev := range ClaudeHookEvents {
+			evs = append(evs, jsonField{ev, []group{ours}})
+		}
+		if ok {
+			return applyEdits(b, []edit{{hm.valStart, hm.valEnd, formatJSON(orderedObject(evs), lineIndent(b, hm.start), unit)}}), nil
+		}
+		return applyEdits(b, []edit{appendItem(b, top, `"hooks": `, orderedObject(evs), unit)}), nil
+	}
+	hooks := container(b, hm.valStart)
+	var es []edit
+	for _, ev := range ClaudeHookEvents {
+		em, ok := hooks.member(ev)
+		switch {
+		case !ok:
+			key, _ := json.Marshal(ev)
+			es = append(es, appendItem(b, hooks, string(key)+": ", []group{ours}, unit))
+		case string(b[em.valStart:em.valEnd]) == "null":
+			es = append(es, edit{em.valStart, em.valEnd, formatJSON([]group{ours}, lineIndent(b, em.start), unit)})
+		default:
+			es = append(es, appendItem(b, container(b, em.valStart), "", ours, unit))
+		}
+	}
+	// Two new events in one object go in as one edit, in order.
+	if len(es) == 2 && es[0].start == es[1].start {
+		es = []edit{{es[0].start, es[0].end, es[0].s + es[1].s}}
+	}
+	return applyEdits(b, es), nil
+}
+
+// jsonField and orderedObject marshal an object with its keys in order.
+type jsonField struct {
+	key string
+	val any
+}
+
+type orderedObject []jsonField
+
+func (o orderedObject) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
-	for i, f := range fs {
+	for i, f := range o {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		k, _ := json.Marshal(f.Key)
+		k, _ := json.Marshal(f.key)
 		b.Write(k)
 		b.WriteByte(':')
-		b.Write(f.Val)
+		v, err := marshalNoEscape(f.val)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(v)
 	}
 	b.WriteByte('}')
-	return b.Bytes()
+	return b.Bytes(), nil
 }
 
-func getField(fs []field, key string) (json.RawMessage, int) {
-	for i, f := range fs {
-		if f.Key == key {
-			return f.Val, i
-		}
-	}
-	return nil, -1
-}
-
-func setField(fs []field, key string, v json.RawMessage) []field {
-	if _, i := getField(fs, key); i >= 0 {
-		fs[i].Val = v
-		return fs
-	}
-	return append(fs, field{Key: key, Val: v})
-}
-
-func delField(fs []field, key string) []field {
-	if _, i := getField(fs, key); i >= 0 {
-		return append(fs[:i], fs[i+1:]...)
-	}
-	return fs
-}
-
-// EditClaudeSettings adds (command != "") or removes (command == "") the
-// Critic hook in a Claude Code settings.json, leaving every other key,
-// event and hook as it was. It returns the new file.
-func EditClaudeSettings(raw []byte, command string) ([]byte, error) {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		raw = []byte("{}")
-	}
-	top, err := decodeObject(raw)
-	if err != nil {
-		return nil, fmt.Errorf("not a valid settings.json: %v", err)
-	}
-	hooksRaw, _ := getField(top, "hooks")
-	var hooks []field
-	if len(hooksRaw) > 0 && string(hooksRaw) != "null" {
-		if hooks, err = decodeObject(hooksRaw); err != nil {
-			return nil, fmt.Errorf("settings.json: \"hooks\" is not an object: %v", err)
-		}
-	}
-	for _, ev := range ClaudeHookEvents {
-		groupsRaw, _ := getField(hooks, ev)
-		var groups []json.RawMessage
-		if len(groupsRaw) > 0 && string(groupsRaw) != "null" {
-			if err := json.Unmarshal(groupsRaw, &groups); err != nil {
-				return nil, fmt.Errorf("settings.json: hooks.%s is not an array: %v", ev, err)
-			}
-		}
-		kept := groups[:0]
-		for _, g := range groups {
-			ng, drop, err := withoutCriticHook(g)
-			if err != nil {
-				return nil, fmt.Errorf("settings.json: hooks.%s: %v", ev, err)
-			}
-			if !drop {
-				kept = append(kept, ng)
-			}
-		}
-		groups = kept
-		if command != "" {
-			ours, _ := json.Marshal(map[string]any{"hooks": []any{map[string]any{"type": "command", "command": command, "timeout": 30}}})
-			groups = append(groups, ours)
-		}
-		if len(groups) == 0 {
-			hooks = delField(hooks, ev)
-			continue
-		}
-		arr, _ := json.Marshal(groups)
-		hooks = setField(hooks, ev, arr)
-	}
-	if len(hooks) == 0 {
-		top = delField(top, "hooks")
-	} else {
-		top = setField(top, "hooks", encodeObject(hooks))
+// formatJSON writes v unescaped, indented by unit below a line indented by
+// prefix (one line when unit is empty).
+func formatJSON(v any, prefix, unit string) string {
+	raw, _ := marshalNoEscape(v)
+	if unit == "" {
+		return string(raw)
 	}
 	var out bytes.Buffer
-	if err := json.Indent(&out, encodeObject(top), "", "  "); err != nil {
-		return nil, err
-	}
-	out.WriteByte('\n')
-	return out.Bytes(), nil
+	_ = json.Indent(&out, raw, prefix, unit)
+	return out.String()
 }
 
-// withoutCriticHook removes Critic's command from one matcher group; drop
-// says the group held nothing else. Groups without it come back unchanged.
-func withoutCriticHook(g json.RawMessage) (json.RawMessage, bool, error) {
-	fs, err := decodeObject(g)
-	if err != nil {
-		return g, false, nil // not ours to judge
-	}
-	hr, _ := getField(fs, "hooks")
-	var entries []json.RawMessage
-	if json.Unmarshal(hr, &entries) != nil {
-		return g, false, nil
-	}
-	kept := entries[:0]
-	found := false
-	for _, e := range entries {
-		var h struct {
-			Command string `json:"command"`
+// appendItem inserts key+v as the last item of c, joined the way the last
+// item is joined to the one before it (or, in an empty container, on its
+// own line one unit deeper than the container's line).
+func appendItem(b []byte, c jsonContainer, key string, v any, unit string) edit {
+	if len(c.items) == 0 {
+		ind := lineIndent(b, c.open)
+		if unit == "" {
+			return edit{c.open + 1, c.open + 1, key + formatJSON(v, "", "")}
 		}
-		if json.Unmarshal(e, &h) == nil && isCriticClaudeHook(h.Command) {
-			found = true
-			continue
+		return edit{c.open + 1, c.close, "\n" + ind + unit + key + formatJSON(v, ind+unit, unit) + "\n" + ind}
+	}
+	last := c.items[len(c.items)-1]
+	from := c.open + 1
+	if len(c.items) > 1 {
+		prev := c.items[len(c.items)-2]
+		from = skipSpace(b, prev.valEnd) + 1 // after its comma
+	}
+	sep := string(b[from:last.start])
+	ind := ""
+	if k := strings.LastIndexByte(sep, '\n'); k >= 0 {
+		ind = sep[k+1:]
+	} else {
+		unit = ""
+	}
+	return edit{last.valEnd, last.valEnd, "," + sep + key + formatJSON(v, ind, unit)}
+}
+
+// lineIndent is the leading white space of the line holding offset i.
+func lineIndent(b []byte, i int) string {
+	s := bytes.LastIndexByte(b[:i], '\n') + 1
+	e := s
+	for e < len(b) && (b[e] == ' ' || b[e] == '\t') {
+		e++
+	}
+	return string(b[s:e])
+}
+
+// indentUnit guesses the file's indentation step from its first indented
+// line ("" for a file on one line).
+func indentUnit(b []byte) string {
+	for _, l := range bytes.Split(b, []byte("\n"))[1:] {
+		if ind := lineIndent(l, 0); ind != "" && len(bytes.TrimSpace(l)) > 0 {
+			return ind
 		}
-		kept = append(kept, e)
 	}
-	if !found {
-		return g, false, nil
+	if bytes.Contains(bytes.TrimSpace(b), []byte("\n")) {
+		return "  "
 	}
-	if len(kept) == 0 {
-		return nil, true, nil
-	}
-	arr, _ := json.Marshal(kept)
-	return encodeObject(setField(fs, "hooks", arr)), false, nil
+	return ""
 }
 
 // ClaudeHookInstalled lists the events whose hooks run Critic.

@@ -80,3 +80,36 @@ func TestEditClaudeSettingsKeepsOtherHooks(t *testing.T) {
 	_, err = EditClaudeSettings([]byte(`{"hooks": [1]}`), cmd)
 	require.ErrorContains(t, err, "not an object")
 }
+
+// TestEditClaudeSettingsKeepsEveryOtherByte: the user's settings (commands
+// with &&, > and <, unicode, tabs and three-space indentation, their own
+// Stop and SessionEnd hooks) come back byte for byte after install and
+// uninstall; install only adds Critic's entries, unescaped.
+func TestEditClaudeSettingsKeepsEveryOtherByte(t *testing.T) {
+	t.Parallel()
+	cmd := "'/opt/critic dir/critic' hooks run claude-code"
+	cases := map[string]string{
+		"tabs, existing Stop and SessionEnd": "{\n\t\"model\": \"opus\",\n\t\"statusLine\": {\"type\": \"command\", \"command\": \"git status --short | wc -l > /tmp/n && echo ✓ < /dev/null\"},\n\t\"hooks\": {\n\t\t\"Stop\": [\n\t\t\t{\"hooks\": [{\"type\": \"command\", \"command\": \"make lint && say 'fertig — ok' > /dev/null\"}]}\n\t\t],\n\t\t\"SessionEnd\": [{\"matcher\": \"\", \"hooks\": [ {\"type\":\"command\",\"command\":\"a && b > c < d\"} ]}]\n\t}\n}\n",
+		"three spaces, no hooks yet":         "{\n   \"env\": {\"GREETING\": \"héllo <wörld> & co\"},\n   \"permissions\": {\n      \"allow\": [\"Bash(npm run test:*)\"]\n   }\n}",
+		"hooks with other events only":       "{\"hooks\":{\"PreToolUse\":[{\"matcher\":\"Bash\",\"hooks\":[{\"type\":\"command\",\"command\":\"x && y\"}]}]}}",
+		"empty object":                       "{}",
+	}
+	for name, orig := range cases {
+		got, err := EditClaudeSettings([]byte(orig), cmd)
+		require.NoError(t, err, name)
+		require.Equal(t, []string{"SessionEnd", "Stop"}, ClaudeHookInstalled(got), name)
+		require.True(t, json.Valid(got), "%s:\n%s", name, got)
+		require.NotContains(t, string(got), `\u00`, name)
+		for _, s := range []string{"&&", " > ", "✓", "héllo <wörld> & co", "'fertig — ok'", "a && b > c < d"} {
+			require.Equal(t, strings.Count(orig, s), strings.Count(string(got), s), "%s: %q", name, s)
+		}
+		again, err := EditClaudeSettings(got, cmd)
+		require.NoError(t, err, name)
+		require.Equal(t, string(got), string(again), "%s: installing twice changes nothing", name)
+		back, err := EditClaudeSettings(got, "")
+		require.NoError(t, err, name)
+		require.Equal(t, orig, string(back), "%s: uninstall gives back the same bytes", name)
+	}
+	tabs, _ := EditClaudeSettings([]byte(cases["tabs, existing Stop and SessionEnd"]), cmd)
+	require.Contains(t, string(tabs), "\n\t\t\t{\"hooks\": [{\"type\": \"command\", \"command\": \"make lint && say 'fertig — ok' > /dev/null\"}]},\n\t\t\t{\n\t\t\t\t\"hooks\": [", "the user's Stop group untouched, Critic's appended in the file's indentation")
+}
