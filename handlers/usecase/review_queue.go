@@ -73,8 +73,9 @@ func ReviewLimit(raw string) (int, error) {
 // succeeded model): whole traces nobody rated, by calibrated score nearest
 // 0.5, interleaved with unrated actions by credit nearest zero, on one
 // uncertainty scale (rewardmodels.TraceUncertainty); only scores of a
-// trace's current revision count. Without one: every trace, fewest
-// annotations first.
+// trace's current revision count; thinking steps are never actions. Without
+// one: the traces the caller has not rated as a whole, fewest annotations
+// first.
 func (b Backend) ReviewQueue(ctx context.Context, caller *readmodel.Caller, modelID string, limit int) (ReviewQueue, error) {
 	if modelID == "" {
 		cands, err := b.Queries.LeastAnnotatedTraces(ctx, caller.UserID, limit)

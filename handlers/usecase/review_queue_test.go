@@ -38,9 +38,10 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 	imp, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
 		`{"id":"d","title":"D","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"maybe"}]}` + "\n" +
 			`{"id":"e","title":"E","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"great"}]}` + "\n" +
-			`{"id":"g","title":"G","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"one"},{"role":"assistant","content":"two"}]}`)})
+			`{"id":"g","title":"G","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"one"},{"role":"assistant","content":"two"}]}` + "\n" +
+			`{"id":"h","title":"H","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"let me think","metadata":{"thinking":true}},{"role":"assistant","content":"answer"}]}`)})
 	require.NoError(t, err)
-	d, e, g := imp.TraceIDs[0], imp.TraceIDs[1], imp.TraceIDs[2]
+	d, e, g, h := imp.TraceIDs[0], imp.TraceIDs[1], imp.TraceIDs[2], imp.TraceIDs[3]
 	f.catchUp(t)
 	step := func(trace string, i int) string {
 		td, err := f.b.Queries.GetTrace(ctx, f.caller.UserID, trace)
@@ -59,7 +60,9 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 	require.NoError(t, err)
 	f.catchUp(t)
 
-	// Without a model: fewest annotations first, newest first among equals.
+	// Without a model: fewest annotations first, newest first among equals;
+	// what the caller rated as a whole (a, b, c) has left their queue, a
+	// rating flagged as a label error (d) does not count as judged.
 	q, err := f.b.ReviewQueue(ctx, f.caller, "", usecase.DefaultReviewLimit)
 	require.NoError(t, err)
 	require.Equal(t, usecase.RankUnannotated, q.Ranking)
@@ -74,7 +77,7 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 			got[i] = fmt.Sprintf("%s:%d", n, *it.AnnotationCount)
 		}
 	}
-	require.Equal(t, []string{"G:0", "E:1", "D:1", "c:1", "b:1", "a:1"}, got)
+	require.Equal(t, []string{"H:0", "G:0", "E:1", "D:1"}, got)
 
 	// A model, queued: nothing to rank by yet.
 	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: f.ids, MaxPairs: 10})
@@ -93,12 +96,12 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 	require.NoError(t, f.store.Blobs().Put(ctx, job.ArtifactKey, []byte("checkpoint")))
 	traceScore := map[string]float64{f.ids[0]: 3, f.ids[1]: -2, f.ids[2]: 1, d: 1.2, e: 5, g: -1}
 	credit := map[string]float64{step(f.ids[0], 1): 0.01, step(f.ids[1], 1): -0.5, step(f.ids[2], 1): 0.95, step(d, 1): 0.3,
-		step(e, 1): -0.04, step(g, 1): 0, step(g, 2): 0.02}
+		step(e, 1): -0.04, step(g, 1): 0, step(g, 2): 0.02, step(h, 1): 0.001}
 	var sl, al []string
 	for id, s := range traceScore {
 		sl = append(sl, fmt.Sprintf(`{"trace_id":%q,"score":%v}`, id, s))
 	}
-	for _, tr := range []string{f.ids[0], f.ids[1], f.ids[2], d, e, g} {
+	for _, tr := range []string{f.ids[0], f.ids[1], f.ids[2], d, e, g, h} {
 		td, err := f.b.Queries.GetTrace(ctx, f.caller.UserID, tr)
 		require.NoError(t, err)
 		for _, s := range td.Steps {
@@ -157,6 +160,8 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 		rows = append(rows, r)
 	}
 	u := func(z float64) float64 { return math.Round(math.Abs(math.Tanh(z/2))*1e4) / 1e4 }
+	// h's thinking step has the credit nearest zero but is not an action a
+	// reviewer rates: it is never queued.
 	require.Equal(t, []row{
 		{"action", f.ids[0], 1, 0.01},
 		{"trace", d, -1, u(0.1)}, // (1.2 − 1) / 2

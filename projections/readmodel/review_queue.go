@@ -47,12 +47,14 @@ func (q *Queries) UncertainTraces(ctx context.Context, owner, model string, mean
 
 // UncertainActions lists the actions of an owner's traces that model
 // scored at the trace's current revision and nobody rated, credit nearest
-// zero first.
+// zero first. Thinking (metadata.thinking) is the model's reasoning before
+// a reply, not an action: it is never offered.
 func (q *Queries) UncertainActions(ctx context.Context, owner, model string, limit int) ([]ReviewCandidate, error) {
 	rows, err := q.pool.Query(ctx, `SELECT t.id, t.title, s.step_id::text, st.idx, s.score, s.credit
 		FROM rm_action_scores s JOIN rm_traces t ON t.id = s.trace_id AND t.revision = s.revision JOIN rm_steps st ON st.id = s.step_id
 		WHERE s.model_id = $1 AND s.owner_id = $2 AND t.owner_id = $2
 		  AND NOT EXISTS (SELECT 1 FROM rm_annotations a WHERE a.step_id = s.step_id AND a.rating IS NOT NULL AND NOT a.label_error)
+		  AND (st.metadata->'thinking') IS DISTINCT FROM 'true'::jsonb
 		ORDER BY abs(s.credit), t.import_seq DESC, st.idx LIMIT $3`, model, owner, limit)
 	if err != nil {
 		return nil, err
@@ -75,10 +77,15 @@ func (q *Queries) UncertainActions(ctx context.Context, owner, model string, lim
 
 // LeastAnnotatedTraces lists an owner's traces with the fewest
 // annotations first (flagged ones still count: someone looked), newest
-// first among equals: the queue without a model.
+// first among equals: the queue without a model. A trace the owner has
+// rated as a whole (a rating not flagged as a label error) has been judged
+// and leaves it: the queue is a to-do list, not a sort order.
 func (q *Queries) LeastAnnotatedTraces(ctx context.Context, owner string, limit int) ([]ReviewCandidate, error) {
 	rows, err := q.pool.Query(ctx, `SELECT t.id, t.title, (SELECT count(*) FROM rm_annotations a WHERE a.trace_id = t.id) AS n
-		FROM rm_traces t WHERE t.owner_id = $1 ORDER BY n, t.import_seq DESC, t.id LIMIT $2`, owner, limit)
+		FROM rm_traces t WHERE t.owner_id = $1
+		  AND NOT EXISTS (SELECT 1 FROM rm_annotations a WHERE a.trace_id = t.id AND a.step_id IS NULL AND a.author_id = $1
+		                  AND a.rating IS NOT NULL AND NOT a.label_error)
+		ORDER BY n, t.import_seq DESC, t.id LIMIT $2`, owner, limit)
 	if err != nil {
 		return nil, err
 	}
