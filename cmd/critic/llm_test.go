@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -18,7 +22,7 @@ var titleSchema = llm.Object(map[string]*llm.Schema{"title": llm.String("a title
 // TestWorkerMetricsCountLLMCalls wires the model roles the way `critic
 // worker` and `critic run` do, calls them against a scripted provider and
 // scrapes the worker's /metrics: each provider request counts once under
-// its model and role, failures as errors, with the tokens the provider
+// its provider and role, failures as errors, with the tokens the provider
 // reported.
 func TestWorkerMetricsCountLLMCalls(t *testing.T) {
 	provider := llmtest.New(t)
@@ -61,8 +65,8 @@ func TestWorkerMetricsCountLLMCalls(t *testing.T) {
 	require.Equal(t, 4, provider.Calls())
 
 	f := metricstest.Scrape(t, "http://"+addr+"/metrics")
-	fast := []string{"model=openai/fast-test", "role=fast"}
-	feedback := []string{"model=openai/feedback-test", "role=feedback"}
+	fast := []string{"provider=openai", "role=fast"}
+	feedback := []string{"provider=openai", "role=feedback"}
 	require.Equal(t, 2.0, f.Value("critic_llm_requests_total", append(fast, "outcome=ok")...))
 	require.Equal(t, 1.0, f.Value("critic_llm_requests_total", append(fast, "outcome=error")...))
 	require.Equal(t, 1.0, f.Value("critic_llm_requests_total", append(feedback, "outcome=ok")...))
@@ -73,6 +77,24 @@ func TestWorkerMetricsCountLLMCalls(t *testing.T) {
 	require.Equal(t, 8.0, f.Value("critic_llm_tokens_total", append(fast, "direction=completion")...))
 	require.Equal(t, 7.0, f.Value("critic_llm_tokens_total", append(feedback, "direction=prompt")...))
 	require.Equal(t, 2.0, f.Value("critic_llm_tokens_total", append(feedback, "direction=completion")...))
+
+	// A GEPA run's model is the tenant's string: it is counted under its
+	// provider and never appears on the unauthenticated /metrics.
+	tenantModel := "tenant-model-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	gepaTask := llm.New(llm.Model{Provider: llm.ProviderOpenAI, Name: tenantModel, APIBase: provider.URL, APIKey: "test-key"},
+		llm.Options{Role: "gepa_task", Observer: wc.LLMObserver})
+	provider.Enqueue(llmtest.JSON(map[string]any{"title": "gepa"}).WithUsage(3, 1))
+	_, err = gepaTask.Call(ctx, req)
+	require.NoError(t, err)
+	f = metricstest.Scrape(t, "http://"+addr+"/metrics")
+	require.Equal(t, 1.0, f.Value("critic_llm_requests_total", "provider=openai", "role=gepa_task", "outcome=ok"))
+	res, err := http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	page, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.NotContains(t, string(page), tenantModel)
+	require.NotContains(t, string(page), "fast-test", "no model name is a label, configured ones included")
 }
 
 // TestLLMObserverOffWithoutMetrics: with metrics off there is no observer

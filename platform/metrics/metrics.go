@@ -7,13 +7,15 @@
 // process without metrics (or a test) passes nothing and pays nothing.
 //
 // Label values are bounded by construction: route patterns (never raw
-// paths), projection names, job kinds, outcomes, configured model names.
-// No trace, owner, model or request id is ever a label.
+// paths), projection names, job kinds, outcomes, model providers from a
+// fixed set. No trace, owner, model or request id, and no string a tenant
+// chose (GEPA runs name their own models), is ever a label.
 package metrics
 
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,10 +103,10 @@ func New() *Metrics {
 	m.workerScored = f.counter("worker_scored_sequences_total", "Sequences (actions) the worker scored on request.")
 	m.workerScoringRate = f.gauge("worker_scoring_sequences_per_second", "Scoring throughput of the latest scoring job.")
 
-	m.llmCalls = f.counterVec("llm_requests_total", "Model-provider calls, by model, role and outcome (ok, error).", "model", "role", "outcome")
-	m.llmDuration = f.histogramVec("llm_request_duration_seconds", "Latency of model-provider calls, by model and role.",
-		[]float64{.1, .25, .5, 1, 2.5, 5, 10, 20, 40, 80, 160}, "model", "role")
-	m.llmTokens = f.counterVec("llm_tokens_total", "Tokens spent on model-provider calls, by model, role and direction (prompt, completion).", "model", "role", "direction")
+	m.llmCalls = f.counterVec("llm_requests_total", "Model-provider calls, by provider, role and outcome (ok, error).", "provider", "role", "outcome")
+	m.llmDuration = f.histogramVec("llm_request_duration_seconds", "Latency of model-provider calls, by provider and role.",
+		[]float64{.1, .25, .5, 1, 2.5, 5, 10, 20, 40, 80, 160}, "provider", "role")
+	m.llmTokens = f.counterVec("llm_tokens_total", "Tokens spent on model-provider calls, by provider, role and direction (prompt, completion).", "provider", "role", "direction")
 
 	m.queryDuration = f.histogramVec("query_duration_seconds", "Time to answer POST /query in DuckDB, by outcome (ok, rejected, error).",
 		[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "outcome")
@@ -218,22 +220,38 @@ func (m *Metrics) WorkerScored(n int, elapsed time.Duration) {
 	}
 }
 
-// LLMCall records one model-provider call. model is the configured model
-// string (bounded: server configuration), role the server role
-// (feedback, fast, step_label, gepa_task, gepa_reflection).
+// LLMCall records one model-provider call. model is the LiteLLM model
+// string ("openai/gpt-4.1-mini"); only its provider becomes a label
+// (providerLabel), because the model of a GEPA run is the tenant's choice and
+// /metrics is unauthenticated: a name there would leak one tenant's string to
+// anyone and let tenants grow the series without bound. role is the server
+// role (feedback, fast, step_label, gepa_task, gepa_reflection); the model
+// of each configured role is in the operator's own configuration.
 func (m *Metrics) LLMCall(model, role string, elapsed time.Duration, promptTokens, completionTokens int, err error) {
 	outcome := "ok"
 	if err != nil {
 		outcome = "error"
 	}
-	m.llmCalls.WithLabelValues(model, role, outcome).Inc()
-	m.llmDuration.WithLabelValues(model, role).Observe(elapsed.Seconds())
+	provider := providerLabel(model)
+	m.llmCalls.WithLabelValues(provider, role, outcome).Inc()
+	m.llmDuration.WithLabelValues(provider, role).Observe(elapsed.Seconds())
 	if promptTokens > 0 {
-		m.llmTokens.WithLabelValues(model, role, "prompt").Add(float64(promptTokens))
+		m.llmTokens.WithLabelValues(provider, role, "prompt").Add(float64(promptTokens))
 	}
 	if completionTokens > 0 {
-		m.llmTokens.WithLabelValues(model, role, "completion").Add(float64(completionTokens))
+		m.llmTokens.WithLabelValues(provider, role, "completion").Add(float64(completionTokens))
 	}
+}
+
+// providerLabel maps a model string to a fixed set: "openai", "anthropic" or
+// "other".
+func providerLabel(model string) string {
+	provider, _, _ := strings.Cut(model, "/")
+	switch provider {
+	case "openai", "anthropic":
+		return provider
+	}
+	return "other"
 }
 
 // QueryDone records one POST /query; outcome is ok, rejected (the user's SQL
