@@ -158,12 +158,11 @@ func TestImportFolderWithABrokenFile(t *testing.T) {
 	_, ok = in.traceByExternalID(t, key, "broken-0")
 	require.False(t, ok, "a failed file stores none of its traces")
 
-	// Again: the sessions are unchanged on the server (a session snapshot
-	// that adds nothing is a no-op); canonical traces with ids are
-	// re-imported in place (replaced, not duplicated).
+	// Again: every file is unchanged on the server (a session snapshot
+	// that adds nothing, or the same canonical traces, is a no-op).
 	out, code = c.run("", "import", "exports/stash.jsonl", "exports/sessions")
 	require.Equal(t, 0, code, out)
-	require.Contains(t, out, "imported 1 file(s) (3 traces), unchanged 2, failed 0")
+	require.Contains(t, out, "imported 0 file(s) (0 traces), unchanged 3, failed 0")
 	require.Contains(t, out, "unchanged  exports/sessions/7d3f1c2e.jsonl: 1 traces (claude_code)")
 	require.Equal(t, 8, in.traceTotal(t, key))
 
@@ -506,7 +505,7 @@ func TestSessionsSyncReadsAMisorderedSessionInChainOrder(t *testing.T) {
 	lines := strings.SplitAfter(strings.TrimSuffix(string(raw), "\n"), "\n")
 	path := filepath.Join(c.home, ".claude", "projects", "-home-dev-shop", sid+".jsonl")
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-	var ids []string
+	ids := []string{}
 	annotated := false
 	for n := 1; n <= len(lines); n++ {
 		require.NoError(t, os.WriteFile(path, []byte(strings.Join(lines[:n], "")), 0o600))

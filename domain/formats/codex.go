@@ -50,6 +50,9 @@ import (
 //     git_repository and instructions (the session's user instructions,
 //     kept as metadata rather than a step because newer rollouts repeat them
 //     as a <user_instructions> message); turn_context gives metadata.model.
+//   - session_meta.base_instructions (Codex ≥ 0.171: {"text": …}, or a
+//     string) is the model's system prompt: it becomes the trace's first
+//     step, a system step with metadata.base_instructions = true.
 //
 // Every step recorded with a timestamp has metadata.timestamp.
 type Codex struct{}
@@ -175,7 +178,7 @@ func (Codex) Parse(data []byte) ([]domain.Trace, error) {
 		case rec["record_type"] != nil:
 			return nil
 		case isFirst && rec["type"] == nil && rec["id"] != nil:
-			return p.sessionMeta(line, raw, "")
+			return p.sessionMeta(line, raw, "", stamp)
 		default:
 			if !codexItemTypes[typ] && !strings.HasSuffix(typ, "_call") && !strings.HasSuffix(typ, "_call_output") {
 				return nil // ghost_snapshot and other bookkeeping items
@@ -219,7 +222,7 @@ func (p *codexParser) envelope(line int, typ string, payload json.RawMessage, st
 	}
 	switch typ {
 	case "session_meta":
-		return p.sessionMeta(line, payload, "payload.")
+		return p.sessionMeta(line, payload, "payload.", stamp)
 	case "response_item":
 		return p.item(line, payload, stamp, "payload.")
 	case "turn_context":
@@ -266,7 +269,7 @@ func (p *codexParser) envelope(line int, typ string, payload json.RawMessage, st
 
 // sessionMeta reads the session header (the first session_meta wins: forked
 // rollouts may repeat their parent's).
-func (p *codexParser) sessionMeta(line int, raw json.RawMessage, prefix string) error {
+func (p *codexParser) sessionMeta(line int, raw json.RawMessage, prefix, stamp string) error {
 	var sm struct {
 		ID            json.RawMessage `json:"id"`
 		SessionID     json.RawMessage `json:"session_id"`
@@ -275,8 +278,11 @@ func (p *codexParser) sessionMeta(line int, raw json.RawMessage, prefix string) 
 		CLIVersion    json.RawMessage `json:"cli_version"`
 		ModelProvider json.RawMessage `json:"model_provider"`
 		Instructions  json.RawMessage `json:"instructions"`
-		Git           json.RawMessage `json:"git"`
-		HistoryBase   json.RawMessage `json:"history_base"`
+		// BaseInstructions (Codex ≥ 0.171) is the model's system prompt,
+		// {"text": …} or a string.
+		BaseInstructions json.RawMessage `json:"base_instructions"`
+		Git              json.RawMessage `json:"git"`
+		HistoryBase      json.RawMessage `json:"history_base"`
 	}
 	if err := decodeJSON(raw, &sm); err != nil {
 		return domain.InvalidAt(line, strings.TrimSuffix(prefix, "."), "%v", err)
@@ -301,6 +307,18 @@ func (p *codexParser) sessionMeta(line int, raw json.RawMessage, prefix string) 
 		id, _ = asJSONString(sm.SessionID)
 	}
 	p.t.ExternalID = id
+	base, ok := asJSONString(sm.BaseInstructions)
+	if !ok && firstJSONByte(sm.BaseInstructions) == '{' {
+		var bi struct {
+			Text json.RawMessage `json:"text"`
+		}
+		if json.Unmarshal(sm.BaseInstructions, &bi) == nil {
+			base, _ = asJSONString(bi.Text)
+		}
+	}
+	if strings.TrimSpace(base) != "" {
+		p.add(line, stamp, false, domain.Step{Role: domain.RoleSystem, Content: base, Metadata: map[string]any{"base_instructions": true}})
+	}
 	for key, v := range map[string]json.RawMessage{
 		"cwd": sm.Cwd, "originator": sm.Originator, "version": sm.CLIVersion,
 		"model_provider": sm.ModelProvider, "instructions": sm.Instructions,

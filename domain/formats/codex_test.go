@@ -195,3 +195,31 @@ func TestCodexRefusesUnresolvedHistoryBasePage(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "0199f0c1-aaaa-7bbb-8ccc-000000000002", traces[0].ExternalID)
 }
+
+// TestCodex0171BaseInstructions: Codex 0.171 keeps the system prompt in
+// session_meta.base_instructions ({"text": …}); it is the trace's first
+// step, before the prompt, as a string spelling is too.
+func TestCodex0171BaseInstructions(t *testing.T) {
+	tr := mustParse(t, Codex{}, readTestdata(t, "codex_0171.jsonl"))[0]
+	if tr.ExternalID != "019c2f4e-7a31-7d20-9b1e-5f0a2c3d4e5f" || tr.Metadata["version"] != "0.171.0" || tr.Metadata["model"] != "gpt-5.3-codex" {
+		t.Fatalf("id/metadata = %q %v", tr.ExternalID, tr.Metadata)
+	}
+	first := tr.Steps[0]
+	if first.Role != domain.RoleSystem || first.Content != "You are Codex, a coding agent running in a terminal. Keep changes small and run the tests." || first.Metadata["base_instructions"] != true {
+		t.Fatalf("first step = %+v", first)
+	}
+	var user []string
+	for _, s := range tr.Steps {
+		if s.Role == domain.RoleUser {
+			user = append(user, s.Content)
+		}
+	}
+	requireJSONEqual(t, user, []string{"Why is the cart total off by one cent?"})
+
+	str := `{"timestamp":"2026-05-12T09:30:00Z","type":"session_meta","payload":{"id":"s2","cli_version":"0.171.0","base_instructions":"Be brief."}}` + "\n" +
+		`{"timestamp":"2026-05-12T09:30:01Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}`
+	steps := mustParse(t, Codex{}, []byte(str))[0].Steps
+	if len(steps) != 2 || steps[0].Role != domain.RoleSystem || steps[0].Content != "Be brief." || steps[1].Content != "hi" {
+		t.Fatalf("string base_instructions: %+v", steps)
+	}
+}
