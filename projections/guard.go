@@ -31,7 +31,10 @@ import (
 // while every other owner's are applied. `critic projections retry EVENT_ID`
 // asks the running projection to apply the parked event again and, when it
 // succeeds, the held events from the log, in order; then the owner flows
-// again.
+// again. When the event can never apply, `critic projections skip EVENT_ID
+// --reason …` appends projection.event_skipped: on reading it the guard
+// passes over the event from then on (it is never handed to the applier,
+// even when the bus redelivers it) and releases the owner the same way.
 //
 // Transient outages of the projection's own database do not park anything:
 // parking needs that database, so the batch fails and is redelivered.
@@ -49,9 +52,10 @@ type Guard struct {
 	// and skipped events included); nil: nobody.
 	processed func(ctx context.Context, seqs []int64) error
 
-	mu     sync.Mutex        // one batch or one operator retry at a time
-	held   map[string]string // owner → its parked event
-	loaded bool              // held was read from projection_parked
+	mu      sync.Mutex        // one batch or one operator retry at a time
+	held    map[string]string // owner → its parked event
+	skipped Skipped           // events an operator skipped, never applied
+	loaded  bool              // held and skipped were read
 	// heldView is a copy of held for Held, which must not wait for a batch
 	// in progress (g.mu is held while a batch applies).
 	heldView atomic.Pointer[map[string]string]
@@ -188,9 +192,59 @@ func (g *Guard) loadHeld(ctx context.Context) error {
 	if err := rows.Err(); err != nil {
 		return fmt.Errorf("%s: load parked events: %w", g.name, err)
 	}
-	g.held, g.loaded = held, true
+	skipped, err := LoadSkipped(ctx, g.store)
+	if err != nil {
+		return fmt.Errorf("%s: %w", g.name, err)
+	}
+	g.held, g.skipped, g.loaded = held, skipped, true
 	g.publishHeld()
 	return nil
+}
+
+// Skipped is the set of event ids operators skipped
+// (projection.event_skipped): no projection applies them, live or in a
+// replay.
+type Skipped map[string]bool
+
+// LoadSkipped reads every skip from the log. A replay loads it before it
+// starts, since a skip is appended after the event it skips.
+func LoadSkipped(ctx context.Context, store *eventstore.Store) (Skipped, error) {
+	rows, err := store.Pool().Query(ctx, `SELECT payload->>'event_id' FROM events WHERE type = $1`, events.ProjectionEventSkipped)
+	if err != nil {
+		return nil, fmt.Errorf("load skipped events: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("load skipped events: %w", err)
+	}
+	out := make(Skipped, len(ids))
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// Without returns envs less the skipped events (envs itself when none is).
+func (s Skipped) Without(envs []events.Envelope) []events.Envelope {
+	if len(s) == 0 {
+		return envs
+	}
+	n := 0
+	for _, e := range envs {
+		if s[e.ID] {
+			n++
+		}
+	}
+	if n == 0 {
+		return envs
+	}
+	out := make([]events.Envelope, 0, len(envs)-n)
+	for _, e := range envs {
+		if !s[e.ID] {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // Handle applies one bus batch (the ConsumeBatches handler). It fails only
@@ -237,9 +291,16 @@ func (g *Guard) Handle(ctx context.Context, batch []*message.Message) error {
 // applyBatch applies envs (minus held owners' events), isolating failures,
 // then reports seqs and records maxSeq (g.mu held).
 func (g *Guard) applyBatch(ctx context.Context, start time.Time, all []events.Envelope, seqs []int64, maxSeq int64) error {
+	for _, e := range all {
+		if e.Type == events.ProjectionEventSkipped {
+			if err := g.skip(ctx, e); err != nil {
+				return err
+			}
+		}
+	}
 	envs := make([]events.Envelope, 0, len(all))
 	for _, e := range all {
-		if _, held := g.held[e.OwnerID]; !held {
+		if _, held := g.held[e.OwnerID]; !held && !g.skipped[e.ID] {
 			envs = append(envs, e)
 		}
 	}
@@ -399,37 +460,73 @@ func (g *Guard) retry(ctx context.Context, id string) error {
 		return g.park(ctx, e, err, 1)
 	}
 	g.log.Info(g.name+": parked event applied on retry; applying the owner's held events", "event", id, "owner", e.OwnerID)
-	after := e.Seq
+	return g.release(ctx, e.OwnerID, id, e.Seq)
+}
+
+// skip acts on a projection.event_skipped event (g.mu held): the skipped
+// event is never applied from now on, and when it is the event holding its
+// owner here, the owner's held events are applied and the owner released.
+func (g *Guard) skip(ctx context.Context, e events.Envelope) error {
+	var p events.ProjectionEventSkippedV1
+	if err := e.Decode(&p); err != nil || p.EventID == "" {
+		g.log.Error(g.name+": unreadable skip event; nothing skipped", "event", e.ID, "err", err)
+		return nil
+	}
+	if g.skipped[p.EventID] && g.held[e.OwnerID] != p.EventID {
+		return nil // already acted on (a redelivery)
+	}
+	g.skipped[p.EventID] = true
+	if g.held[e.OwnerID] != p.EventID {
+		// Not what holds the owner here (parked by another projection
+		// only): nothing to release, but it is never applied from now on.
+		_, err := g.pool.Exec(ctx, `DELETE FROM projection_parked WHERE projection = $1 AND event_id = $2`, g.name, p.EventID)
+		return err
+	}
+	g.log.Warn(g.name+": parked event skipped by an operator; applying the owner's held events", "event", p.EventID,
+		"type", p.EventType, "owner", e.OwnerID, "reason", p.Reason)
+	defer g.publishHeld()
+	return g.release(ctx, e.OwnerID, p.EventID, p.Seq)
+}
+
+// release lets owner flow again once its parked event id (at seq) was
+// applied on retry or skipped: the owner's held events are applied from the
+// log, in order (skipped ones passed over), then the parked row goes
+// (g.mu held). A held event that fails is parked in its turn and holds the
+// owner again; its own retry or skip resumes from there.
+func (g *Guard) release(ctx context.Context, owner, id string, seq int64) error {
+	after := seq
 	for {
-		batch, err := g.store.ReadOwnerAfter(ctx, e.OwnerID, after, 1000)
+		batch, err := g.store.ReadOwnerAfter(ctx, owner, after, 1000)
 		if err != nil {
 			return err
 		}
 		if len(batch) == 0 {
 			break
 		}
+		after = batch[len(batch)-1].Seq
+		batch = g.skipped.Without(batch)
+		if len(batch) == 0 {
+			continue
+		}
 		if err := g.a.Apply(ctx, batch); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			// Find the one that fails: it is parked in its turn and holds the
-			// owner again (its own retry resumes from there).
-			delete(g.held, e.OwnerID)
+			delete(g.held, owner)
 			if err := g.isolate(ctx, batch, err); err != nil {
-				g.held[e.OwnerID] = id
+				g.held[owner] = id
 				return err
 			}
-			if _, held := g.held[e.OwnerID]; held {
+			if _, held := g.held[owner]; held {
 				_, err := g.pool.Exec(ctx, `DELETE FROM projection_parked WHERE projection = $1 AND event_id = $2`, g.name, id)
 				return err
 			}
 		}
-		after = batch[len(batch)-1].Seq
 	}
 	if _, err := g.pool.Exec(ctx, `DELETE FROM projection_parked WHERE projection = $1 AND event_id = $2`, g.name, id); err != nil {
 		return err
 	}
-	delete(g.held, e.OwnerID)
+	delete(g.held, owner)
 	return nil
 }
 

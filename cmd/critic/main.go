@@ -23,6 +23,7 @@ Usage:
   critic replay readmodel          rebuild the Postgres read model from the event log
   critic projections status        each projection's position, lag and parked events
   critic projections retry EVENT_ID|all   retry a parked event after fixing its cause
+  critic projections skip EVENT_ID --reason TEXT   pass over a parked event that can never apply
   critic replay snapshot           rebuild the DuckDB query snapshots from the log (stop the server first)
   critic users create --name NAME [--read-only-key]
   critic users issue-key --name NAME [--read-only-key]

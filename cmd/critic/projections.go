@@ -4,18 +4,23 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/projections"
 )
 
-const projectionsUsage = "usage: critic projections status | critic projections retry EVENT_ID|all"
+const projectionsUsage = "usage: critic projections status | critic projections retry EVENT_ID|all | critic projections skip EVENT_ID --reason TEXT"
 
 // cmdProjections is the operator's view of the projections: how far each
 // has come, and the events parked because they could not be applied (each
 // holds back its owner's later events in that projection until retried).
 func cmdProjections(ctx context.Context, args []string) error {
+	if len(args) > 0 && args[0] == "skip" {
+		return cmdProjectionsSkip(ctx, args[1:])
+	}
 	if len(args) == 0 || (args[0] != "status" && args[0] != "retry") || (args[0] == "retry" && len(args) != 2) || (args[0] == "status" && len(args) != 1) {
 		return usageError{projectionsUsage}
 	}
@@ -124,4 +129,76 @@ func printProjectionStatus(ctx context.Context, in *infra) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// cmdProjectionsSkip is `critic projections skip EVENT_ID --reason TEXT`:
+// the way out for a parked event that can never apply (retrying it fails
+// whatever the operator fixes). It records projection.event_skipped; every
+// projection then passes over the event and applies the owner's held
+// events, and replays leave it out, so the read model and a replay agree.
+func cmdProjectionsSkip(ctx context.Context, args []string) error {
+	var id, reason string
+	haveReason := false
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "--reason" && i+1 < len(args):
+			reason, haveReason = args[i+1], true
+			i++
+		case strings.HasPrefix(a, "--reason="):
+			reason, haveReason = strings.TrimPrefix(a, "--reason="), true
+		case id == "" && !strings.HasPrefix(a, "-"):
+			id = a
+		default:
+			return usageError{projectionsUsage}
+		}
+	}
+	if id == "" || !haveReason {
+		return usageError{projectionsUsage}
+	}
+	in, err := boot(ctx)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	parkedBy := func() ([]projections.Parked, error) {
+		_, parked, err := projections.Status(ctx, in.pool)
+		var out []projections.Parked
+		for _, p := range parked {
+			if p.EventID == id {
+				out = append(out, p)
+			}
+		}
+		return out, err
+	}
+	before, err := parkedBy()
+	if err != nil {
+		return err
+	}
+	if len(before) == 0 {
+		return fmt.Errorf("event %s is not parked by any projection (see `critic projections status`); only a parked event can be skipped", id)
+	}
+	if _, err := commands.New(in.store).SkipProjectionEvent(ctx, id, reason); err != nil {
+		return err
+	}
+	fmt.Printf("recorded the skip of event %s (%s, owner %s): %s\n", id, before[0].EventType, before[0].OwnerID, strings.TrimSpace(reason))
+	// The running projections act on the skip as it reaches them.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		left, err := parkedBy()
+		if err != nil {
+			return err
+		}
+		if len(left) == 0 {
+			fmt.Printf("skipped: %d projection(s) passed over it and applied the owner's held events\n", len(before))
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the skip is recorded but %s still holds the event after a minute; is `critic serve` (or `critic run`) running against this database? It applies the skip when it starts", left[0].Projection)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

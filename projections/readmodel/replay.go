@@ -13,6 +13,7 @@ import (
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/projections"
 )
 
 // rebuildSchema holds the tables a replay builds while the live ones serve.
@@ -31,7 +32,8 @@ const replayLockKey = 7_210_011
 // Events the live projection parked (and the owner's events after them)
 // are held back exactly as the live projection holds them, so a replay
 // equals the live read model; `critic projections retry` applies them to
-// whichever tables are live. An event that fails here and is not parked
+// whichever tables are live. Events an operator skipped (`critic
+// projections skip`) are left out, as the live projection leaves them out. An event that fails here and is not parked
 // fails the replay, naming it, and leaves the live tables as they were.
 func (p *Projection) Replay(ctx context.Context, store *eventstore.Store) (int, error) {
 	conn, err := p.pool.Acquire(ctx)
@@ -57,6 +59,10 @@ func (p *Projection) Replay(ctx context.Context, store *eventstore.Store) (int, 
 	if err != nil {
 		return 0, err
 	}
+	skipped, err := projections.LoadSkipped(ctx, store)
+	if err != nil {
+		return 0, err
+	}
 
 	// Build: one transaction nobody else sees into.
 	n := 0
@@ -76,7 +82,7 @@ func (p *Projection) Replay(ctx context.Context, store *eventstore.Store) (int, 
 			if len(batch) == 0 {
 				return nil
 			}
-			if err := p.replayBatch(ctx, tx, batch, held); err != nil {
+			if err := p.replayBatch(ctx, tx, batch, held, skipped); err != nil {
 				return err
 			}
 			n += len(batch)
@@ -99,7 +105,7 @@ func (p *Projection) Replay(ctx context.Context, store *eventstore.Store) (int, 
 			if err != nil || len(batch) == 0 {
 				return err
 			}
-			if err := p.replayBatch(ctx, tx, batch, held); err != nil {
+			if err := p.replayBatch(ctx, tx, batch, held, skipped); err != nil {
 				return err
 			}
 			caught += len(batch)
@@ -150,6 +156,10 @@ func (p *Projection) swap(ctx context.Context, conn interface {
 		if err != nil {
 			return err
 		}
+		skipped, err := projections.LoadSkipped(ctx, store) // skips appended meanwhile
+		if err != nil {
+			return err
+		}
 		for owner, seq := range held {
 			if now[owner] == seq {
 				continue
@@ -165,7 +175,7 @@ func (p *Projection) swap(ctx context.Context, conn interface {
 				if len(batch) == 0 {
 					break
 				}
-				if err := p.replayBatch(ctx, tx, batch, now); err != nil {
+				if err := p.replayBatch(ctx, tx, batch, now, skipped); err != nil {
 					return err
 				}
 				from = batch[len(batch)-1].Seq
@@ -180,7 +190,7 @@ func (p *Projection) swap(ctx context.Context, conn interface {
 			if len(batch) == 0 {
 				break
 			}
-			if err := p.replayBatch(ctx, tx, batch, now); err != nil {
+			if err := p.replayBatch(ctx, tx, batch, now, skipped); err != nil {
 				return err
 			}
 			n += len(batch)
@@ -212,11 +222,11 @@ func (p *Projection) swap(ctx context.Context, conn interface {
 
 // replayBatch applies a batch of the log into whatever tables the search
 // path names, holding back the events the live projection holds.
-func (p *Projection) replayBatch(ctx context.Context, tx pgx.Tx, batch []events.Envelope, held map[string]int64) error {
-	keep := batch
+func (p *Projection) replayBatch(ctx context.Context, tx pgx.Tx, batch []events.Envelope, held map[string]int64, skipped projections.Skipped) error {
+	keep := skipped.Without(batch)
 	if len(held) > 0 {
 		keep = make([]events.Envelope, 0, len(batch))
-		for _, e := range batch {
+		for _, e := range skipped.Without(batch) {
 			if seq, ok := held[e.OwnerID]; ok && e.Seq >= seq {
 				continue
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/duck"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/projections"
 )
 
 // Name is the projection's consumer group. Every process that serves
@@ -442,6 +443,12 @@ func Replay(ctx context.Context, dir string, store *eventstore.Store, log *slog.
 	var lastSeq int64
 	err := duck.Rebuild(ctx, dir, duck.Options{}, func(ctx context.Context, s *duck.Snapshots) error {
 		p := New(s, store.Blobs(), log)
+		// Events an operator skipped are left out, as the live projection's
+		// guard leaves them out.
+		skipped, err := projections.LoadSkipped(ctx, store)
+		if err != nil {
+			return err
+		}
 		var after int64
 		for {
 			batch, err := store.ReadAfter(ctx, after, 5000)
@@ -453,7 +460,7 @@ func Replay(ctx context.Context, dir string, store *eventstore.Store, log *slog.
 				return WritePosition(s.Dir(), lastSeq)
 			}
 			lastSeq = batch[len(batch)-1].Seq
-			if err := p.Apply(ctx, batch); err != nil {
+			if err := p.Apply(ctx, skipped.Without(batch)); err != nil {
 				return err
 			}
 			n += len(batch)

@@ -1,0 +1,54 @@
+package commands
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+)
+
+// MaxSkipReasonBytes bounds the reason an operator gives for a skip.
+const MaxSkipReasonBytes = 2000
+
+// SkipProjectionEvent records that the event eventID can never be applied
+// (projection.event_skipped): every projection then passes over it and
+// releases the owner it held behind it, and replays leave it out. It is
+// the operator's way out when `critic projections retry` cannot succeed
+// (an event stored before the edge refused what it holds, a bug in old
+// code). Skipping an event twice is a conflict; skipping a skip is refused.
+func (c *Commands) SkipProjectionEvent(ctx context.Context, eventID, reason string) (Result, error) {
+	if _, err := uuid.Parse(eventID); err != nil {
+		return Result{}, &domain.ValidationError{Code: "invalid_request", Field: "event_id",
+			Message: "is not an event id (a UUID, as `critic projections status` lists them)"}
+	}
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return Result{}, &domain.ValidationError{Code: "invalid_request", Field: "reason", Message: "say why the event is skipped (--reason)"}
+	}
+	if err := domain.CheckText("reason", reason, MaxSkipReasonBytes); err != nil {
+		return Result{}, err
+	}
+	e, err := c.store.ReadByID(ctx, eventID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Result{}, domain.NotFound("event", eventID)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	if e.Type == events.ProjectionEventSkipped {
+		return Result{}, &domain.ValidationError{Code: "invalid_request", Field: "event_id", Message: "is itself a skip; it cannot be skipped"}
+	}
+	stream := events.ProjectionSkipStream(eventID)
+	r, err := c.append(ctx, Actor{}, map[string]int64{stream: 0}, []events.New{{ID: newID(), Stream: stream, OwnerID: e.OwnerID,
+		Type: events.ProjectionEventSkipped, Payload: events.ProjectionEventSkippedV1{EventID: e.ID, EventType: e.Type, Seq: e.Seq, Reason: reason}}})
+	var vc *domain.VersionConflictError
+	if errors.As(err, &vc) {
+		return Result{}, &domain.ConflictError{Code: "already_skipped", Message: "event " + eventID + " is already skipped"}
+	}
+	return r, err
+}
