@@ -28,6 +28,8 @@ type Commands struct {
 	stepLabelModel, stepLabelUnavailable string
 	// compute is the compute a new request records (WithCompute).
 	compute string
+	// locks serializes this process's writers of one trace (live OTLP).
+	locks streamLocks
 }
 
 // WithStepLabelModel says the deployment labels steps with model (a LiteLLM

@@ -109,9 +109,15 @@ func TestOTLPReceiverWithTheGoSDK(t *testing.T) {
 		require.Equal(t, http.StatusUnsupportedMediaType, r.Status)
 		r = postOTLP(t, in, key, "application/x-protobuf", "", []byte("\xff\xff not protobuf"))
 		require.Equal(t, http.StatusBadRequest, r.Status)
+		// Spans that parse but whose content cannot be used: accepted, the
+		// trace rejected in partial_success (a 400 would make the exporter
+		// drop every other trace of its batch), nothing stored.
 		r = postOTLP(t, in, key, "application/json", "", otlpJSON("0102030405060708090a0b0c0d0e0f10", "00000000000000bb", `not json`, `[]`))
-		require.Equal(t, http.StatusBadRequest, r.Status, string(r.Body))
-		require.Contains(t, r.JSON(t)["detail"], "gen_ai.input.messages")
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+		ps := r.JSON(t)["partialSuccess"].(map[string]any)
+		require.Equal(t, "1", fmt.Sprint(ps["rejectedSpans"]))
+		require.Contains(t, ps["errorMessage"], "gen_ai.input.messages")
+		require.Contains(t, ps["errorMessage"], "0102030405060708090a0b0c0d0e0f10")
 		ro, err := in.cli("users", "issue-key", "--name", "agent", "--read-only-key")
 		require.NoError(t, err)
 		r = postOTLP(t, in, keyRe.FindStringSubmatch(ro)[1], "application/json", "", otlpJSON(traceHex, "00000000000000cc", call1, out1))
@@ -236,12 +242,14 @@ func TestOTLPResentSpansKeepTheReview(t *testing.T) {
 	require.Equal(t, appended, stepIDs(in.getTrace(t, key, traceID)))
 
 	// The first call's span, re-sent with a different earlier message: a
-	// real change, so the steps are replaced and their annotations removed.
+	// real change to that step only, so it gets a new id while the
+	// unchanged answer after it keeps its id and its annotation.
 	changed := bytes.Replace(first, []byte("Paris"), []byte("Lyon"), 1) // same span id, same times
 	require.NotEqual(t, first, changed)
 	send(changed)
 	d = in.getTrace(t, key, traceID)
-	require.NotEqual(t, ids[0], stepIDs(d)[0], "a changed earlier message replaces the steps")
-	require.Empty(t, d.Annotations)
+	require.NotEqual(t, ids[0], stepIDs(d)[0], "the changed message is a new step")
+	require.Equal(t, ids[1], stepIDs(d)[1], "the unchanged answer keeps its id")
+	require.Len(t, d.Annotations, 1, "only annotations on changed steps are removed")
 	require.Equal(t, 2, countType("trace.revised.v1"))
 }

@@ -348,11 +348,13 @@ func roleMessageSteps(role domain.Role, m map[string]any) []domain.Step {
 					reasoning = append(reasoning, t)
 				}
 			case "tool_call", "tool_use", "function_call", "server_tool_use":
-				calls = append(calls, toolCallStep(firstString(pm["id"], pm["call_id"]), anyString(pm["name"]), firstNonNil(pm["arguments"], pm["input"], pm["args"])))
+				// A Responses function_call part has both an item id (fc_…) and
+				// the call_id its output answers: the call_id pairs them.
+				calls = append(calls, toolCallStep(firstString(pm["call_id"], pm["id"]), anyString(pm["name"]), firstNonNil(pm["arguments"], pm["input"], pm["args"])))
 			case "tool_call_response", "tool_result", "function_call_output":
 				results = append(results, domain.Step{Role: domain.RoleTool,
 					Content:    anyContentText(firstNonNil(pm["response"], pm["content"], pm["output"], pm["result"])),
-					ToolCallID: firstString(pm["id"], pm["tool_use_id"], pm["call_id"], pm["tool_call_id"])})
+					ToolCallID: firstString(pm["call_id"], pm["id"], pm["tool_use_id"], pm["tool_call_id"])})
 			case "tool-call":
 				calls = append(calls, vercelToolCall(pm))
 			case "tool-result":

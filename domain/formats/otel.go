@@ -29,6 +29,7 @@ package formats
 // without pdata's transitive dependencies in go.sum.
 
 import (
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -198,12 +199,96 @@ func SplitSpans(data []byte) ([]RawSpan, error) {
 	return out, nil
 }
 
+// logKeyPrefix marks a stored log record among a trace's spans: the live
+// receiver keeps log records (the GenAI instrumentations' message events)
+// in the same per-trace store, keyed "log:<span id>:<time>:<index>:<hash>"
+// so that sorting the keys puts them after the spans, in time order, and a
+// re-sent record (an exporter retry) overwrites itself.
+const logKeyPrefix = "log:"
+
+// IsLog says whether the record is a log record (not a span).
+func (r RawSpan) IsLog() bool { return strings.HasPrefix(r.SpanID, logKeyPrefix) }
+
+// SplitLogs splits an OTLP/JSON logs request into one RawSpan per GenAI
+// log record (event name gen_ai.*), keyed as logKeyPrefix says. A record
+// without a trace id cannot be joined to any conversation, and other log
+// records (application logs sharing the exporter) hold no conversation:
+// neither is returned; they are counted in unjoinable and other. The request
+// is validated as Parse would, so a malformed request is rejected before
+// anything is stored.
+func SplitLogs(data []byte) (out []RawSpan, unjoinable, other int, err error) {
+	var v any
+	if err := decodeJSON(data, &v); err != nil {
+		return nil, 0, 0, err
+	}
+	var recs otelRecords
+	if err := recs.addRequest(v, 0, ""); err != nil {
+		return nil, 0, 0, err
+	}
+	root, _ := v.(map[string]any)
+	index := 0
+	for _, rl := range anyList(pickKey(root, "resourceLogs", "resource_logs")) {
+		rlm, _ := rl.(map[string]any)
+		for _, sl := range anyList(pickKey(rlm, "scopeLogs", "scope_logs", "instrumentationLibraryLogs")) {
+			slm, _ := sl.(map[string]any)
+			for _, lr := range anyList(pickKey(slm, "logRecords", "log_records")) {
+				lrm, _ := lr.(map[string]any)
+				index++
+				attrs, _ := otelAttrs(pickKey(lrm, "attributes"), 0, "attributes")
+				if name := firstString(pickKey(lrm, "eventName", "event_name"), attrs["event.name"]); !strings.HasPrefix(name, "gen_ai.") {
+					other++
+					continue
+				}
+				tid, _ := otelID(pickKey(lrm, "traceId", "trace_id"), 16, 0, "traceId")
+				if tid == "" {
+					unjoinable++
+					continue
+				}
+				sid, _ := otelID(pickKey(lrm, "spanId", "span_id"), 8, 0, "spanId")
+				ts, _ := otelNanos(pickKey(lrm, "timeUnixNano", "time_unix_nano"), 0, "timeUnixNano")
+				if ts == 0 {
+					ts, _ = otelNanos(pickKey(lrm, "observedTimeUnixNano", "observed_time_unix_nano"), 0, "observedTimeUnixNano")
+				}
+				req := map[string]any{"resourceLogs": []any{map[string]any{
+					"resource": pickKey(rlm, "resource"),
+					"scopeLogs": []any{map[string]any{
+						"scope":      pickKey(slm, "scope", "instrumentationLibrary"),
+						"logRecords": []any{lrm},
+					}},
+				}}}
+				b, err := json.Marshal(req)
+				if err != nil {
+					return nil, 0, 0, domain.Invalid("log record %d: %v", index, err)
+				}
+				sum := sha256.Sum256(b)
+				key := fmt.Sprintf("%s%s:%020d:%06d:%s", logKeyPrefix, sid, ts, index, hex.EncodeToString(sum[:8]))
+				out = append(out, RawSpan{TraceID: tid, SpanID: key, JSON: b})
+			}
+		}
+	}
+	return out, unjoinable, other, nil
+}
+
+// logContentHash is the content part of a log record's key: a record re-sent
+// in a differently grouped batch gets another index but the same hash.
+func logContentHash(key string) string {
+	return key[strings.LastIndexByte(key, ':')+1:]
+}
+
 // RebuildTrace builds the canonical trace from all stored spans of one
 // trace. hasLLM is false (and the trace empty) while none of the spans
 // carries LLM messages.
 func RebuildTrace(spans []RawSpan) (t domain.Trace, hasLLM bool, err error) {
 	var recs otelRecords
+	seenLogs := map[string]bool{}
 	for i, rs := range spans {
+		if rs.IsLog() {
+			h := logContentHash(rs.SpanID)
+			if seenLogs[h] {
+				continue // the same record re-sent in another batch
+			}
+			seenLogs[h] = true
+		}
 		var v any
 		if err := decodeJSON(rs.JSON, &v); err != nil {
 			return t, false, domain.AtLine(err, 0)
@@ -752,6 +837,11 @@ func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent) (domain.Trac
 		plain[i] = c.llmCall
 	}
 	steps, produced := joinCalls(plain)
+	if !hasReviewableStep(steps) {
+		// Only system instructions so far (the messages come in a later
+		// request, or as log records): stored, not listed yet.
+		return domain.Trace{}, false, nil
+	}
 	indices := make([][]int, len(spans))
 	for i, c := range calls {
 		if c.span >= 0 {
@@ -860,4 +950,15 @@ func checkGenAIMessagesJSON(s otelSpan) error {
 		}
 	}
 	return nil
+}
+
+// hasReviewableStep says whether steps hold anything but system
+// instructions: a trace of system steps alone has nothing to review.
+func hasReviewableStep(steps []domain.Step) bool {
+	for _, st := range steps {
+		if st.Role != domain.RoleSystem {
+			return true
+		}
+	}
+	return false
 }

@@ -9,9 +9,13 @@ import (
 )
 
 // This file reads the messages of one LLM call from a span's attributes and
-// events, in the three conventions instrumentations use. The first
-// convention that yields messages wins, newest first: an instrumentation
-// emitting both (OpenLLMetry's migration) records the same call twice.
+// events (span events or log records joined to the span), in the
+// conventions instrumentations use. The first message convention that yields
+// messages wins, newest first: an instrumentation emitting both (OpenLLMetry's
+// migration) records the same call twice. Span-level system instructions
+// (gen_ai.system_instructions) are merged with whichever convention carries
+// the messages, because instrumentations put them on the span even when the
+// messages travel as events or log records.
 
 // otelCallMessages returns the call's input and output messages, and whether
 // the span is an LLM call at all. Tool and agent spans are not LLM calls:
@@ -20,33 +24,28 @@ func otelCallMessages(a map[string]any, events []otelEvent) (in, out []domain.St
 	if otelIsOtherSpan(a) {
 		return nil, nil, false
 	}
-	if in, out, ok := genAIMessages(a); ok {
-		return in, out, true
+	genAI := genAIAttrs(a, events)
+	sys := genAISystem(genAI)
+	withSys := func(in []domain.Step) []domain.Step {
+		if len(sys) == 0 || (len(in) > 0 && in[0].Role == domain.RoleSystem) {
+			return in
+		}
+		return append(append([]domain.Step(nil), sys...), in...)
 	}
-	for _, e := range events {
-		if e.Name == "gen_ai.client.inference.operation.details" {
-			attrs := e.Attrs
-			if body, ok := e.Body.(map[string]any); ok && len(attrs) == 0 {
-				attrs = body
-			}
-			if in, out, ok := genAIMessages(attrs); ok {
-				return in, out, true
-			}
+	if in, out, ok := genAIMessages(genAI); ok && len(in)+len(out) > 0 {
+		return withSys(in), out, true
+	}
+	for _, conv := range []func(map[string]any) ([]domain.Step, []domain.Step, bool){
+		openInferenceMessages, openLLMetryMessages, vercelAIMessages, langfuseMessages,
+	} {
+		if in, out, ok := conv(a); ok && len(in)+len(out) > 0 {
+			return withSys(in), out, true
 		}
 	}
-	if in, out, ok := openInferenceMessages(a); ok {
-		return in, out, true
-	}
-	if in, out, ok := openLLMetryMessages(a); ok {
-		return in, out, true
-	}
-	if in, out, ok := vercelAIMessages(a); ok {
-		return in, out, true
-	}
 	if in, out, ok := genAIEventMessages(events); ok {
-		return in, out, true
+		return withSys(in), out, true
 	}
-	if !otelIsLLMSpan(a) {
+	if !otelIsLLMSpan(a) && len(sys) == 0 {
 		return nil, nil, false
 	}
 	// An LLM span without message attributes: OpenInference still records
@@ -57,7 +56,39 @@ func otelCallMessages(a map[string]any, events []otelEvent) (in, out []domain.St
 	if s, ok := a["output.value"].(string); ok {
 		out = outputToSteps(parseJSONString(s))
 	}
-	return in, out, true
+	return withSys(in), out, true
+}
+
+// genAIAttrs gathers the current GenAI message attributes of a call: those
+// on the span, then those of its gen_ai.client.inference.operation.details
+// events or log records. The Responses API instrumentation emits one such
+// record for the input and another for the output, so every record counts,
+// not only the first; a key already set keeps its first value.
+func genAIAttrs(a map[string]any, events []otelEvent) map[string]any {
+	keys := []string{"gen_ai.system_instructions", "gen_ai.input.messages", "gen_ai.output.messages"}
+	out := map[string]any{}
+	add := func(m map[string]any) {
+		for _, k := range keys {
+			if v, ok := m[k]; ok {
+				if _, set := out[k]; !set {
+					out[k] = v
+				}
+			}
+		}
+	}
+	add(a)
+	sorted := append([]otelEvent(nil), events...)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Seq < sorted[j].Seq })
+	for _, e := range sorted {
+		if e.Name != "gen_ai.client.inference.operation.details" {
+			continue
+		}
+		add(e.Attrs)
+		if body, ok := e.Body.(map[string]any); ok {
+			add(body)
+		}
+	}
+	return out
 }
 
 // otelIsOtherSpan recognises spans that declare themselves something other
@@ -76,6 +107,10 @@ func otelIsOtherSpan(a map[string]any) bool {
 	case "workflow", "task", "agent", "tool":
 		return true
 	}
+	switch strings.ToLower(anyString(a["langfuse.observation.type"])) {
+	case "span", "agent", "tool", "chain", "retriever", "evaluator", "embedding", "guardrail", "event":
+		return true
+	}
 	return false
 }
 
@@ -86,36 +121,66 @@ func otelIsLLMSpan(a map[string]any) bool {
 		return true
 	}
 	return strings.EqualFold(anyString(a["openinference.span.kind"]), "LLM") ||
+		strings.EqualFold(anyString(a["langfuse.observation.type"]), "generation") ||
 		strings.EqualFold(anyString(a["traceloop.span.kind"]), "llm") ||
 		strings.EqualFold(anyString(a["langsmith.span.kind"]), "llm")
 }
 
-// genAIMessages reads the current OTel GenAI attributes. Each holds JSON as a
-// string or as structured AnyValue arrays.
-func genAIMessages(a map[string]any) (in, out []domain.Step, ok bool) {
-	sys, hasSys := a["gen_ai.system_instructions"]
-	inp, hasIn := a["gen_ai.input.messages"]
-	outp, hasOut := a["gen_ai.output.messages"]
-	if !hasSys && !hasIn && !hasOut {
+// langfuseMessages reads Langfuse's OTel SDK attributes: a generation
+// observation (langfuse.observation.type "generation") records the messages
+// it was sent as langfuse.observation.input and its completion as
+// langfuse.observation.output, both JSON strings in any chat dialect; a plain
+// string input is the user's prompt.
+func langfuseMessages(a map[string]any) (in, out []domain.Step, ok bool) {
+	if !strings.EqualFold(anyString(a["langfuse.observation.type"]), "generation") {
 		return nil, nil, false
 	}
-	decode := func(v any) any {
-		if s, isStr := v.(string); isStr {
-			return parseJSONString(s)
-		}
-		return v
-	}
-	switch s := decode(sys).(type) {
+	switch v := decodeAttrJSON(a["langfuse.observation.input"]).(type) {
 	case string:
-		if s != "" {
-			in = append(in, domain.Step{Role: domain.RoleSystem, Content: s})
+		if strings.TrimSpace(v) != "" {
+			in = []domain.Step{{Role: domain.RoleUser, Content: v}}
+		}
+	default:
+		in = messagesToSteps(v)
+	}
+	out = outputToSteps(decodeAttrJSON(a["langfuse.observation.output"]))
+	return in, out, true
+}
+
+// genAISystem reads gen_ai.system_instructions (a string, a list of parts
+// or one part, as JSON or structured AnyValues) as system steps.
+func genAISystem(a map[string]any) []domain.Step {
+	switch s := decodeAttrJSON(a["gen_ai.system_instructions"]).(type) {
+	case string:
+		if strings.TrimSpace(s) != "" {
+			return []domain.Step{{Role: domain.RoleSystem, Content: s}}
 		}
 	case []any:
-		in = append(in, roleMessageSteps(domain.RoleSystem, map[string]any{"content": s})...)
+		return roleMessageSteps(domain.RoleSystem, map[string]any{"content": s})
 	case map[string]any:
-		in = append(in, roleMessageSteps(domain.RoleSystem, map[string]any{"content": []any{s}})...)
+		return roleMessageSteps(domain.RoleSystem, map[string]any{"content": []any{s}})
 	}
-	switch v := decode(inp).(type) {
+	return nil
+}
+
+func decodeAttrJSON(v any) any {
+	if s, isStr := v.(string); isStr {
+		return parseJSONString(s)
+	}
+	return v
+}
+
+// genAIMessages reads the current OTel GenAI message attributes
+// (gen_ai.input.messages, gen_ai.output.messages), each JSON as a string or
+// structured AnyValue arrays. The system instructions are not included:
+// otelCallMessages merges them.
+func genAIMessages(a map[string]any) (in, out []domain.Step, ok bool) {
+	inp, hasIn := a["gen_ai.input.messages"]
+	outp, hasOut := a["gen_ai.output.messages"]
+	if !hasIn && !hasOut {
+		return nil, nil, false
+	}
+	switch v := decodeAttrJSON(inp).(type) {
 	case string:
 		if v != "" {
 			in = append(in, domain.Step{Role: domain.RoleUser, Content: v})
@@ -123,7 +188,7 @@ func genAIMessages(a map[string]any) (in, out []domain.Step, ok bool) {
 	default:
 		in = append(in, messagesToSteps(v)...)
 	}
-	out = outputToSteps(decode(outp))
+	out = outputToSteps(decodeAttrJSON(outp))
 	return in, out, true
 }
 

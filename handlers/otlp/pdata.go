@@ -21,6 +21,16 @@ func SplitPData(td ptrace.Traces) ([]formats.RawSpan, error) {
 	return formats.SplitSpans(b)
 }
 
+// SplitPLogs splits a decoded logs request into the GenAI log records to
+// store per trace (see formats.SplitLogs).
+func SplitPLogs(ld plog.Logs) (recs []formats.RawSpan, unjoinable, other int, err error) {
+	b, err := (&plog.JSONMarshaler{}).MarshalLogs(ld)
+	if err != nil {
+		return nil, 0, 0, domain.Invalid("re-encoding logs: %v", err)
+	}
+	return formats.SplitLogs(b)
+}
+
 // TracesFromOTLP builds the canonical traces of decoded traces and logs
 // (either may be empty), exactly as the `otel` import would.
 func TracesFromOTLP(td ptrace.Traces, ld plog.Logs) ([]domain.Trace, error) {
