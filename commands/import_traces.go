@@ -74,7 +74,7 @@ func (c *Commands) ImportTraces(ctx context.Context, actor Actor, in ImportTrace
 	}
 	var ids []string
 	var unchanged, removed int
-	r, err := retryOnConflict(func() (Result, error) {
+	r, err := retryContended(ctx, func() (Result, error) {
 		var evs []events.New
 		var expected map[string]int64
 		var consent []events.New
