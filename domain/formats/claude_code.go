@@ -187,8 +187,18 @@ func (ClaudeCode) parseJSONL(data []byte) ([]domain.Trace, error) {
 	seenBlock := map[string]bool{} // message.id + block, for re-written records
 	answered := map[string]bool{}  // tool_use ids that already have a result
 	uuids := map[string]bool{}
-	var sessionID, agentID, customTitle, aiTitle string
-	var summaries []struct{ leaf, text string }
+	var sessionID, agentID string
+	// Title records and summaries, with the session they belong to: a
+	// forked session's file starts with its parent's records, titles
+	// included, and those must not name the fork.
+	type titled struct{ session, leaf, text string }
+	var customTitles, aiTitles, summaries []titled
+	uuidSession := map[string]string{}
+	type sessionStart struct {
+		id   string
+		step int
+	}
+	var starts []sessionStart // where each session's records begin in t.Steps
 	allSidechain, messages := true, 0
 
 	recs, err := ccReadLines(data)
@@ -204,18 +214,20 @@ func (ClaudeCode) parseJSONL(data []byte) ([]domain.Trace, error) {
 				LeafUUID    json.RawMessage `json:"leafUuid"`
 				CustomTitle json.RawMessage `json:"customTitle"`
 				AITitle     json.RawMessage `json:"aiTitle"`
+				SessionID   json.RawMessage `json:"sessionId"`
 			}
 			if json.Unmarshal(raw, &r) == nil {
+				sid, _ := asJSONString(r.SessionID)
 				s, _ := asJSONString(r.Summary)
 				leaf, _ := asJSONString(r.LeafUUID)
 				if s != "" {
-					summaries = append(summaries, struct{ leaf, text string }{leaf, s})
+					summaries = append(summaries, titled{sid, leaf, s})
 				}
 				if s, _ := asJSONString(r.CustomTitle); s != "" {
-					customTitle = s
+					customTitles = append(customTitles, titled{sid, "", s})
 				}
 				if s, _ := asJSONString(r.AITitle); s != "" {
-					aiTitle = s
+					aiTitles = append(aiTitles, titled{sid, "", s})
 				}
 			}
 			return nil
@@ -247,8 +259,12 @@ func (ClaudeCode) parseJSONL(data []byte) ([]domain.Trace, error) {
 		}
 		if r.UUID != "" {
 			uuids[r.UUID] = true
+			uuidSession[r.UUID] = r.SessionID
 		}
 		if r.SessionID != "" {
+			if r.SessionID != sessionID {
+				starts = append(starts, sessionStart{r.SessionID, len(t.Steps)})
+			}
 			sessionID = r.SessionID
 		}
 		if !r.IsSidechain || r.AgentID == "" {
@@ -326,8 +342,12 @@ func (ClaudeCode) parseJSONL(data []byte) ([]domain.Trace, error) {
 					if c := ccCommandRE.FindStringSubmatch(s.Content); c != nil {
 						setStepMeta(s, "command", c[1])
 					}
-					if strings.Contains(s.Content, "<local-command-stdout>") {
+					if strings.Contains(s.Content, "<local-command-stdout>") || strings.Contains(s.Content, "<local-command-stderr>") {
 						setStepMeta(s, "command_output", true)
+					}
+					if kind := ccHarnessKind(r, s); kind != "" {
+						setStepMeta(s, "harness", true)
+						setStepMeta(s, "harness_kind", kind)
 					}
 				case s.Role == domain.RoleAssistant:
 					if r.IsAPIErrorMessage || m.Model == "<synthetic>" {
@@ -338,6 +358,9 @@ func (ClaudeCode) parseJSONL(data []byte) ([]domain.Trace, error) {
 		}
 		for k := range steps {
 			s := &steps[k]
+			if s.Role != domain.RoleTool {
+				s.Content = stripTerminalCodes(s.Content)
+			}
 			putString(ensureMeta(s), "timestamp", stamp)
 			putString(s.Metadata, "uuid", r.UUID)
 			if r.IsSidechain {
@@ -359,17 +382,41 @@ func (ClaudeCode) parseJSONL(data []byte) ([]domain.Trace, error) {
 		meta["agent_id"] = agentID
 	}
 	t.Metadata = meta
-	t.Title = customTitle
-	if t.Title == "" && len(summaries) > 0 {
-		t.Title = summaries[len(summaries)-1].text
-		for _, s := range summaries {
+	own := func(ts []titled) []titled {
+		var out []titled
+		for _, x := range ts {
+			if x.session == "" && x.leaf != "" {
+				x.session = uuidSession[x.leaf]
+			}
+			if x.session == "" || x.session == sessionID {
+				out = append(out, x)
+			}
+		}
+		return out
+	}
+	if c := own(customTitles); len(c) > 0 {
+		t.Title = c[len(c)-1].text
+	}
+	if sum := own(summaries); t.Title == "" && len(sum) > 0 {
+		t.Title = sum[len(sum)-1].text
+		for _, s := range sum {
 			if uuids[s.leaf] {
 				t.Title = s.text
 			}
 		}
 	}
-	if t.Title == "" {
-		t.Title = aiTitle
+	if a := own(aiTitles); t.Title == "" && len(a) > 0 {
+		t.Title = a[len(a)-1].text
+	}
+	if t.Title == "" && len(starts) > 1 && starts[len(starts)-1].id == sessionID {
+		// A fork (or a resumed copy) without a title of its own: name it by
+		// its own first prompt, not the parent's that opens the file.
+		for _, s := range t.Steps[starts[len(starts)-1].step:] {
+			if s.Role == domain.RoleUser && s.Metadata["harness"] == nil && strings.TrimSpace(s.Content) != "" {
+				t.Title = domain.DefaultTitle([]domain.Step{s})
+				break
+			}
+		}
 	}
 	t.Steps = finishSteps(t.Steps)
 	if err := validateSession(t, stepLines); err != nil {
@@ -590,4 +637,49 @@ func ClaudeCodeSettled(data []byte) []byte {
 		}
 	}
 	return data
+}
+
+// ccHarnessKind says whether a user record is Claude Code's own doing
+// rather than the person's words, and what kind: "command" (a slash command
+// such as /exit or /compact), "command_output" (its printed output),
+// "command_caveat" (the note Claude Code puts before local command
+// output), "hook_feedback" (a hook's message to the model),
+// "compact_summary" (the summary /compact writes) or "meta" (any other
+// isMeta record: skill bodies, reminders). Harness steps stay user steps,
+// as the model saw them, with metadata.harness = true and
+// metadata.harness_kind, so readers and feedback extraction can tell them
+// from what the user said. Queued messages (typed by the user while the
+// agent worked) are the user's.
+func ccHarnessKind(r ccRecord, s *domain.Step) string {
+	switch {
+	case r.IsCompactSummary:
+		return "compact_summary"
+	case strings.Contains(s.Content, "<local-command-caveat>"):
+		return "command_caveat"
+	case s.Metadata["command"] != nil:
+		return "command"
+	case s.Metadata["command_output"] != nil:
+		return "command_output"
+	case ccHookFeedbackRE.MatchString(s.Content):
+		return "hook_feedback"
+	case r.IsMeta:
+		return "meta"
+	}
+	return ""
+}
+
+var ccHookFeedbackRE = regexp.MustCompile(`^\s*(?:[A-Za-z]+ )?hook (?:feedback|blocking error)\b`)
+
+// terminalCodeRE matches ANSI terminal control sequences: CSI (colours,
+// cursor moves), OSC (titles, hyperlinks; ended by BEL or ST) and the
+// two-byte escapes. Claude Code keeps them in local command output such as
+// /compact's; they are noise in a trace.
+var terminalCodeRE = regexp.MustCompile(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]`)
+
+// stripTerminalCodes removes terminal control sequences from s.
+func stripTerminalCodes(s string) string {
+	if !strings.Contains(s, "\x1b") {
+		return s
+	}
+	return terminalCodeRE.ReplaceAllString(s, "")
 }
