@@ -54,6 +54,11 @@ type Trace struct {
 	// RatedSteps are steps with a live explicit rating: explicit ratings
 	// take precedence over AI judgments at the same scope.
 	RatedSteps map[string]bool `json:"rated_steps,omitempty"`
+	// HarnessSteps are user steps the agent's harness wrote (slash
+	// commands, their output, hook feedback: step metadata.harness): the
+	// model saw them, but they are not what the user said, so they are
+	// never evidence.
+	HarnessSteps map[string]bool `json:"harness_steps,omitempty"`
 }
 
 // InputHash identifies what extraction reads of a trace: its revision,
@@ -128,7 +133,7 @@ func Targets(tr Trace) []Target {
 			ToolInput: st.ToolInput, Content: st.Content, IsToolCall: st.IsToolCall(),
 			Action: domain.RenderUpTo([]domain.PairStep{st}, 0), Context: domain.RenderUpTo(tr.Steps, i-1),
 			Rated: tr.RatedSteps[st.ID]}
-		t.Evidence = append(t.Evidence, laterUserMessages(tr.Steps, i)...)
+		t.Evidence = append(t.Evidence, laterUserMessages(tr.Steps, i, tr.HarnessSteps)...)
 		for _, c := range tr.Comments {
 			if c.StepID == st.ID && !c.Flagged && strings.TrimSpace(c.Text) != "" {
 				t.Evidence = append(t.Evidence, Evidence{ID: "annotation:" + c.AnnotationID, Kind: EvidenceComment, Text: c.Text})
@@ -139,11 +144,13 @@ func Targets(tr Trace) []Target {
 	return out
 }
 
-func laterUserMessages(steps []domain.PairStep, i int) []Evidence {
+func laterUserMessages(steps []domain.PairStep, i int, harness map[string]bool) []Evidence {
 	var out []Evidence
 	for k := i + 1; k < len(steps); k++ {
 		st := steps[k]
 		switch {
+		case st.Role == domain.RoleUser && harness[st.ID]:
+			// Not the user's words; what follows may still be.
 		case st.Role == domain.RoleUser:
 			out = append(out, Evidence{ID: "step:" + st.ID, Kind: EvidenceUserMessage, Text: st.Content})
 		case len(out) > 0:

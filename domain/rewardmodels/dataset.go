@@ -329,6 +329,14 @@ func findingPairs(selected []traces.State, ratings []domain.Rating, records []ev
 func FeedbackTrace(s traces.State) feedback.Trace {
 	pt := PairTrace(s)
 	ft := feedback.Trace{ID: s.ID, Revision: s.Revision, Steps: pt.Steps, RatedSteps: map[string]bool{}}
+	for _, st := range s.Steps {
+		if h, _ := st.Metadata["harness"].(bool); h {
+			if ft.HarnessSteps == nil {
+				ft.HarnessSteps = map[string]bool{}
+			}
+			ft.HarnessSteps[st.ID] = true
+		}
+	}
 	ids := make([]string, 0, len(s.Annotations))
 	for id := range s.Annotations {
 		ids = append(ids, id)

@@ -63,3 +63,21 @@ func TestRatingsComeFirstAndFindingsFillUpToMaxPairs(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ds.Pairs, 2)
 }
+
+// TestHarnessStepsAreNeverWhatTheUserSaid: a step an agent's harness wrote
+// as a user message (metadata.harness: hook feedback, /exit) is not
+// evidence; the user's own message after it still is.
+func TestHarnessStepsAreNeverWhatTheUserSaid(t *testing.T) {
+	t.Parallel()
+	harness := map[string]any{"harness": true, "harness_kind": "hook_feedback"}
+	s := traces.State{ID: "h", Exists: true, Revision: 1, Steps: []events.StepRecord{
+		{ID: "h-u", Index: 0, Step: domain.Step{Role: domain.RoleUser, Content: "fix the cart total"}},
+		{ID: "h-a", Index: 1, Step: domain.Step{Role: domain.RoleAssistant, Content: "Fixed."}},
+		{ID: "h-hook", Index: 2, Step: domain.Step{Role: domain.RoleUser, Content: "Stop hook feedback: lint found 2 warnings", Metadata: harness}},
+		{ID: "h-exit", Index: 3, Step: domain.Step{Role: domain.RoleUser, Content: "<command-name>/exit</command-name>", Metadata: map[string]any{"harness": true, "harness_kind": "command"}}},
+		{ID: "h-me", Index: 4, Step: domain.Step{Role: domain.RoleUser, Content: "the total is still wrong"}},
+	}, Annotations: map[string]*traces.Annotation{}}
+	ts := feedback.Targets(rewardmodels.FeedbackTrace(s))
+	require.Len(t, ts, 1)
+	require.Equal(t, []feedback.Evidence{{ID: "step:h-me", Kind: feedback.EvidenceUserMessage, Text: "the total is still wrong"}}, ts[0].Evidence)
+}
