@@ -28,6 +28,9 @@ type Commands struct {
 	stepLabelModel, stepLabelUnavailable string
 	// compute is the compute a new request records (WithCompute).
 	compute string
+	// modelRoots are the directories a local base_model may lie in
+	// (WithModelRoots); none means hub ids only.
+	modelRoots []string
 	// locks serializes this process's writers of one trace (live OTLP).
 	locks streamLocks
 }
@@ -41,6 +44,14 @@ func WithStepLabelModel(model, unavailable string) Option {
 
 // Option configures Commands.
 type Option func(*Commands)
+
+// WithModelRoots says where a tenant's local base_model may lie: the data
+// directory's models folder (the base models this deployment created or
+// downloaded) and CRITIC_MODEL_ROOTS, all absolute. Anything else — /etc,
+// another owner's checkpoint cache — is refused at request time.
+func WithModelRoots(roots ...string) Option {
+	return func(c *Commands) { c.modelRoots = append(c.modelRoots, roots...) }
+}
 
 // WithFeedbackModel says the deployment extracts feedback with model (a
 // LiteLLM model string); unavailable, when model is "", says why not and

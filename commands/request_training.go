@@ -92,6 +92,9 @@ func (c *Commands) RequestTraining(ctx context.Context, actor Actor, in RequestT
 	if in.BaseModel == "" {
 		in.BaseModel = rewardmodels.DefaultBaseModel
 	}
+	if err := rewardmodels.CheckBaseModel(in.BaseModel, c.modelRoots); err != nil {
+		return RequestTrainingResult{}, err
+	}
 	if in.Epochs == 0 {
 		in.Epochs = rewardmodels.DefaultEpochs
 	}

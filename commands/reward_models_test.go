@@ -202,3 +202,32 @@ func TestStuckScoringRunsExpire(t *testing.T) {
 		}
 	}
 }
+
+// base_model is a hub id or a directory under the deployment's model roots:
+// /etc and another owner's checkpoint cache are 422s naming base_model and
+// no server path, and nothing is recorded.
+func TestRequestTrainingConfinesLocalBaseModels(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	store := eventstore.New(pgtest.NewPool(t), blobs)
+	data := t.TempDir()
+	cmds := commands.New(store, commands.WithModelRoots(data+"/models"))
+	u, err := cmds.CreateUser(ctx, "roots", false)
+	require.NoError(t, err)
+	actor := commands.Actor{UserID: u.UserID}
+	ids := ratedPair(t, cmds, actor)
+	for _, bad := range []string{"/etc", data + "/worker/checkpoints/0a1b2c/model", data + "/models/../worker/checkpoints/0a1b2c", "../../etc", "gpt2"} {
+		_, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ids, BaseModel: bad})
+		var ve *domain.ValidationError
+		require.ErrorAs(t, err, &ve, bad)
+		require.Equal(t, "base_model", ve.Field)
+		require.NotContains(t, ve.Message, data)
+		require.NotContains(t, ve.Message, "/etc")
+	}
+	_, err = cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ids, BaseModel: data + "/models/demo"})
+	require.NoError(t, err)
+	_, err = cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ids, BaseModel: "Qwen/Qwen3-0.6B"})
+	require.NoError(t, err)
+}

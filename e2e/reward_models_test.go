@@ -57,6 +57,11 @@ func startWorker(t testing.TB, in *instance, kafkaPort int, id string) *exec.Cmd
 // tinyBase writes a tiny random Qwen3 base model with the test tokenizer.
 func tinyBase(t testing.TB, in *instance) string { return sizedBase(t, in, "32", "1") }
 
+// The tests' base models are written under the temporary directory, which
+// every process they start (inheriting this environment) allows as a
+// model root, as an operator would with CRITIC_MODEL_ROOTS.
+func init() { os.Setenv("CRITIC_MODEL_ROOTS", os.TempDir()) }
+
 // sizedBase writes a random Qwen3 base of the given hidden size and layers.
 func sizedBase(t testing.TB, in *instance, hidden, layers string) string {
 	out := filepath.Join(t.TempDir(), "base")

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/handlers/apiserver"
 	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/egress"
 	"github.com/criticml/critic/platform/instance"
 )
 
@@ -63,6 +65,10 @@ type config struct {
 	HTTP apiserver.Timeouts
 	// LLM is the model roles (cmd/critic/llm.go).
 	LLM llmRoles
+	// ModelRoots is where a tenant's local base_model may lie: DataDir/models
+	// (the demo base, the hub cache) and the absolute directories of
+	// CRITIC_MODEL_ROOTS. Workers apply the same rule on their own side.
+	ModelRoots []string
 }
 
 func loadConfig() (config, error) {
@@ -163,6 +169,15 @@ func loadConfig() (config, error) {
 	}
 	if c.BlobURL == "" {
 		c.BlobURL = "file://" + filepath.Join(c.DataDir, "blobs")
+	}
+	roots, err := rewardmodels.ParseModelRoots(os.Getenv(rewardmodels.EnvModelRoots))
+	if err != nil {
+		return c, err
+	}
+	c.ModelRoots = append([]string{filepath.Join(c.DataDir, "models")}, roots...)
+	// Read by the workers at each GEPA job; a bad list fails here, at start.
+	if _, err := egress.Parse(os.Getenv(egress.EnvAllowedAPIBases)); err != nil {
+		return c, err
 	}
 	return c, c.Validate()
 }

@@ -17,6 +17,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/criticml/critic/domain/rewardmodels"
 )
 
 // DefaultEndpoint is the public hub; HF_ENDPOINT overrides it (mirrors, tests).
@@ -28,6 +30,26 @@ type Client struct {
 	Token    string // HF_TOKEN, sent as a bearer token when set
 	CacheDir string // models are cached under CacheDir/<id>/<revision>
 	HTTP     *http.Client
+	// Roots, when non-nil, confine a local base model to directories inside
+	// them: a worker sets its CacheDir and CRITIC_MODEL_ROOTS, because the
+	// path came from a tenant's request (defence in depth behind the API's
+	// check). Nil — the operator's own CLI — reads any directory.
+	Roots []string
+}
+
+// ModelRoots is where a worker lets a tenant's local base model lie: its
+// base-model cache and the directories of CRITIC_MODEL_ROOTS, absolute.
+// Checkpoints of other owners (DataDir/worker/…) are never under them.
+func ModelRoots(cacheDir string, getenv func(string) string) ([]string, error) {
+	extra, err := rewardmodels.ParseModelRoots(getenv(rewardmodels.EnvModelRoots))
+	if err != nil {
+		return nil, err
+	}
+	cache, err := filepath.Abs(cacheDir)
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{cache}, extra...), nil
 }
 
 // NewFromEnv reads HF_ENDPOINT, HF_TOKEN and CRITIC_DATA_DIR (default ".data").
@@ -55,11 +77,25 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Z
 // Resolve returns a local directory for base: base itself when it is an existing
 // directory (a local path is used as is), else the cached download of the hub model
 // id at rev (default "main").
+//
+// With Roots set, a local path outside them is refused before it is
+// touched, and errors name no server path (whether /etc or another
+// owner's cache exists is not the tenant's to learn).
 func (c *Client) Resolve(ctx context.Context, base, rev string) (string, error) {
+	if c.Roots != nil && rewardmodels.IsLocalBase(base) {
+		abs, err := filepath.Abs(base)
+		if err != nil || !rewardmodels.UnderRoot(abs, c.Roots) {
+			return "", errors.New(rewardmodels.ErrBaseModel.Message)
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return "", errors.New("the local base model directory does not exist on this worker")
+		}
+		return abs, nil
+	}
 	if st, err := os.Stat(base); err == nil && st.IsDir() {
 		return base, nil
 	}
-	if strings.HasPrefix(base, ".") || strings.HasPrefix(base, "/") {
+	if rewardmodels.IsLocalBase(base) {
 		return "", fmt.Errorf("base model directory %s does not exist", base)
 	}
 	return c.Download(ctx, base, rev)

@@ -120,7 +120,7 @@ func newServiceWith(t testing.TB, blobs blob.Store, opts ...commands.Option) *se
 	t.Helper()
 	pool := pgtest.NewPool(t)
 	store := eventstore.New(pool, blobs)
-	s := &service{t: t, cmds: commands.New(store, opts...), store: store, notify: make(chan string, 1000)}
+	s := &service{t: t, cmds: commands.New(store, append([]commands.Option{commands.WithModelRoots(os.TempDir())}, opts...)...), store: store, notify: make(chan string, 1000)}
 	queue := &liveQueue{store: store, proj: readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		q: readmodel.NewQueries(pool)}
 	mux := http.NewServeMux()
@@ -323,3 +323,7 @@ func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// The tests' base models are written under the temporary directory: it is
+// the operator's model root here, as CRITIC_MODEL_ROOTS would name it.
+func init() { os.Setenv("CRITIC_MODEL_ROOTS", os.TempDir()) }

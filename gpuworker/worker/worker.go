@@ -276,6 +276,13 @@ func New(cfg Config) (*Worker, error) {
 	if w.hub == nil {
 		w.hub = hub.NewFromEnv()
 		w.hub.CacheDir = filepath.Join(cfg.DataDir, "models")
+		// Base models come from tenants' requests: local ones only from
+		// the cache and the operator's roots.
+		roots, err := hub.ModelRoots(w.hub.CacheDir, os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		w.hub.Roots = roots
 	}
 	return w, nil
 }
