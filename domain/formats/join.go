@@ -410,7 +410,10 @@ func roleMessageSteps(role domain.Role, m map[string]any) []domain.Step {
 		}
 		return append(out, s)
 	case domain.RoleAssistant:
-		if text != "" || (len(calls) == 0 && len(out) == 0) {
+		// An assistant message with neither text nor a tool call (a
+		// streamed turn whose content was not recorded, a reasoning-only
+		// turn) is no step: an empty step gives a reviewer nothing to rate.
+		if text != "" {
 			out = append(out, domain.Step{Role: role, Content: text})
 		}
 		return append(out, calls...)

@@ -807,6 +807,7 @@ func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent) (domain.Trac
 		if !isLLM || len(in)+len(out) == 0 {
 			continue
 		}
+		out = withCallMetadata(out, otelCallMetadata(s.Attrs))
 		calls = append(calls, call{llmCall: llmCall{Input: in, Output: out,
 			InputTime: rfc3339Nanos(s.Start), OutputTime: rfc3339Nanos(s.End)}, start: s.Start, seq: s.Seq, span: i})
 	}
@@ -895,7 +896,14 @@ func otelMetadata(spans []otelSpan, firstLLM int) map[string]any {
 		a := spans[i].Attrs
 		set("model", a["gen_ai.request.model"], a["gen_ai.response.model"], a["llm.model_name"], a["llm.request.model"], a["ai.model.id"])
 		set("provider", a["gen_ai.provider.name"], a["gen_ai.system"], a["llm.provider"], a["llm.system"], a["ai.model.provider"])
-		set("agent", a["gen_ai.agent.name"])
+		// The Vercel AI SDK names the agent ai.telemetry.functionId up to
+		// v6 and gen_ai.agent.name from v7: the same source either way.
+		set("agent", a["gen_ai.agent.name"], a["ai.telemetry.functionId"], a["langfuse.trace.name"])
+		if _, ok := md["tools"]; !ok {
+			if tools := otelToolDefinitions(a); len(tools) > 0 {
+				md["tools"] = tools
+			}
+		}
 	}
 	for _, s := range spans {
 		if svc := anyString(s.Resource["service.name"]); svc != "" && !strings.HasPrefix(svc, "unknown_service") {
@@ -961,4 +969,135 @@ func hasReviewableStep(steps []domain.Step) bool {
 		}
 	}
 	return false
+}
+
+// otelCallMetadata is what one LLM call recorded about itself: the model
+// that answered and its token usage, in the GenAI, OpenInference,
+// OpenLLMetry, Vercel AI SDK and Langfuse spellings. It goes on the steps the
+// call produced, so usage and model are per call, not per trace.
+func otelCallMetadata(a map[string]any) map[string]any {
+	md := map[string]any{}
+	if m := firstString(a["gen_ai.response.model"], a["gen_ai.request.model"], a["llm.model_name"], a["llm.response.model"],
+		a["llm.request.model"], a["ai.response.model"], a["ai.model.id"], a["langfuse.observation.model.name"]); m != "" {
+		md["model"] = m
+	}
+	usage := map[string]any{}
+	num := func(key string, vals ...any) {
+		if _, ok := usage[key]; ok {
+			return
+		}
+		for _, v := range vals {
+			switch x := v.(type) {
+			case int64:
+				usage[key] = x
+				return
+			case float64:
+				usage[key] = int64(x)
+				return
+			case json.Number:
+				if n, err := x.Int64(); err == nil {
+					usage[key] = n
+					return
+				}
+			case string:
+				if n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
+					usage[key] = n
+					return
+				}
+			}
+		}
+	}
+	lf, _ := decodeAttrJSON(a["langfuse.observation.usage_details"]).(map[string]any)
+	num("input_tokens", a["gen_ai.usage.input_tokens"], a["gen_ai.usage.prompt_tokens"], a["llm.token_count.prompt"],
+		a["llm.usage.prompt_tokens"], a["ai.usage.inputTokens"], a["ai.usage.promptTokens"], lf["input"], lf["prompt_tokens"], lf["input_tokens"])
+	num("output_tokens", a["gen_ai.usage.output_tokens"], a["gen_ai.usage.completion_tokens"], a["llm.token_count.completion"],
+		a["llm.usage.completion_tokens"], a["ai.usage.outputTokens"], a["ai.usage.completionTokens"], lf["output"], lf["completion_tokens"], lf["output_tokens"])
+	num("total_tokens", a["gen_ai.usage.total_tokens"], a["llm.token_count.total"], a["llm.usage.total_tokens"],
+		a["ai.usage.totalTokens"], lf["total"], lf["total_tokens"])
+	num("cached_input_tokens", a["gen_ai.usage.cache_read.input_tokens"], a["gen_ai.usage.cache_read_input_tokens"],
+		a["llm.token_count.prompt_details.cache_read"], a["gen_ai.usage.cached_tokens"], a["ai.usage.cachedInputTokens"],
+		lf["cache_read_input_tokens"], lf["input_cached_tokens"], lf["cached_tokens"])
+	if _, ok := usage["total_tokens"]; !ok {
+		in, hasIn := usage["input_tokens"].(int64)
+		out, hasOut := usage["output_tokens"].(int64)
+		if hasIn && hasOut {
+			usage["total_tokens"] = in + out
+		}
+	}
+	if len(usage) > 0 {
+		md["usage"] = usage
+	}
+	return md
+}
+
+// withCallMetadata puts a call's model and usage on the steps it produced
+// (keeping what a step already says).
+func withCallMetadata(steps []domain.Step, md map[string]any) []domain.Step {
+	if len(md) == 0 {
+		return steps
+	}
+	out := make([]domain.Step, len(steps))
+	for i, st := range steps {
+		m := make(map[string]any, len(st.Metadata)+len(md))
+		for k, v := range md {
+			m[k] = v
+		}
+		for k, v := range st.Metadata {
+			m[k] = v
+		}
+		st.Metadata = m
+		out[i] = st
+	}
+	return out
+}
+
+// otelToolDefinitions reads the tools an LLM call was offered:
+// gen_ai.tool.definitions (JSON), the Vercel AI SDK's ai.prompt.tools (a
+// list of JSON strings), OpenInference's llm.tools.N.tool.json_schema and
+// OpenLLMetry's llm.request.functions.N.{name,description,parameters}.
+func otelToolDefinitions(a map[string]any) []any {
+	var tools []any
+	add := func(v any) {
+		if s, ok := v.(string); ok {
+			v = parseJSONString(s)
+		}
+		if m, ok := v.(map[string]any); ok {
+			tools = append(tools, m)
+		}
+	}
+	switch v := decodeAttrJSON(a["gen_ai.tool.definitions"]).(type) {
+	case []any:
+		for _, t := range v {
+			add(t)
+		}
+	case map[string]any:
+		add(v)
+	}
+	if len(tools) == 0 {
+		if list, ok := decodeAttrJSON(a["ai.prompt.tools"]).([]any); ok {
+			for _, t := range list {
+				add(t)
+			}
+		}
+	}
+	if len(tools) == 0 {
+		for _, n := range indexedChildren(unflattenAttrs(a, "llm.tools.")) {
+			if tool, ok := n["tool"].(map[string]any); ok {
+				add(tool["json_schema"])
+			}
+		}
+	}
+	if len(tools) == 0 {
+		for _, n := range indexedChildren(unflattenAttrs(a, "llm.request.functions.")) {
+			t := map[string]any{"name": n["name"]}
+			if d, ok := n["description"]; ok {
+				t["description"] = d
+			}
+			if p, ok := n["parameters"]; ok {
+				t["parameters"] = decodeAttrJSON(p)
+			}
+			tools = append(tools, t)
+		}
+	}
+	return tools
 }

@@ -1,0 +1,111 @@
+package formats
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/domain"
+)
+
+// otelSpansReq builds an OTLP/JSON request of spans with string attributes.
+func otelSpansReq(t *testing.T, service string, spans ...map[string]any) []byte {
+	t.Helper()
+	var list []any
+	for i, s := range spans {
+		var attrs []any
+		for k, v := range s {
+			attrs = append(attrs, map[string]any{"key": k, "value": map[string]any{"stringValue": v}})
+		}
+		list = append(list, map[string]any{"traceId": "0102030405060708090a0b0c0d0e0f10", "spanId": "00000000000000" + string(rune('a'+i)) + "1",
+			"name": "call", "startTimeUnixNano": otelT0 + int64(i)*otelS, "endTimeUnixNano": otelT0 + int64(i)*otelS + 1000, "attributes": attrs})
+	}
+	b, err := json.Marshal(map[string]any{"resourceSpans": []any{map[string]any{
+		"resource":   map[string]any{"attributes": []any{map[string]any{"key": "service.name", "value": map[string]any{"stringValue": service}}}},
+		"scopeSpans": []any{map[string]any{"spans": list}},
+	}}})
+	require.NoError(t, err)
+	return b
+}
+
+// TestOTelCallMetadataAndDialects: model and token usage per LLM call on the
+// steps it produced, tool definitions on the trace, the Vercel AI SDK's
+// functionId (v6) and gen_ai.agent.name (v7) giving the same agent, and no
+// empty assistant step for a turn with neither text nor a tool call.
+func TestOTelCallMetadataAndDialects(t *testing.T) {
+	vercel := func(agentKey string) domain.Trace {
+		data := otelSpansReq(t, "unknown_service:node",
+			map[string]any{"ai.operationId": "ai.generateText.doGenerate", agentKey: "support-bot", "ai.model.id": "gpt-4o-mini",
+				"ai.prompt.messages":    `[{"role":"user","content":[{"type":"text","text":"Hi"}]}]`,
+				"ai.prompt.tools":       `["{\"type\":\"function\",\"name\":\"lookup\",\"parameters\":{\"type\":\"object\"}}"]`,
+				"ai.response.text":      "Hello!",
+				"ai.usage.inputTokens":  "7",
+				"ai.usage.outputTokens": "2"},
+			map[string]any{"ai.operationId": "ai.generateText.doGenerate", agentKey: "support-bot",
+				"ai.prompt.messages": `[{"role":"user","content":[{"type":"text","text":"Hi"}]},{"role":"assistant","content":[{"type":"text","text":"Hello!"}]},{"role":"assistant","content":[]},{"role":"user","content":"Bye"}]`,
+				"ai.response.text":   ""})
+		ts, err := OTel{}.Parse(data)
+		require.NoError(t, err)
+		require.Len(t, ts, 1)
+		return ts[0]
+	}
+	v6, v7 := vercel("ai.telemetry.functionId"), vercel("gen_ai.agent.name")
+	require.Equal(t, "support-bot", v6.Metadata["agent"])
+	require.Equal(t, v6.Metadata["agent"], v7.Metadata["agent"], "v6 and v7 give the same source")
+	require.Equal(t, []any{map[string]any{"type": "function", "name": "lookup", "parameters": map[string]any{"type": "object"}}}, v6.Metadata["tools"])
+	roles := []domain.Role{}
+	for _, s := range v6.Steps {
+		roles = append(roles, s.Role)
+		require.False(t, s.Role == domain.RoleAssistant && s.Content == "" && s.ToolName == "", "no empty assistant step")
+	}
+	require.Equal(t, []domain.Role{domain.RoleUser, domain.RoleAssistant, domain.RoleUser}, roles)
+	require.Equal(t, "gpt-4o-mini", v6.Steps[1].Metadata["model"])
+	require.Equal(t, map[string]any{"input_tokens": int64(7), "output_tokens": int64(2), "total_tokens": int64(9)}, v6.Steps[1].Metadata["usage"])
+
+	// Langfuse's OTel SDK: a generation observation's input/output, model
+	// and usage_details; its wrapping span is not a call.
+	ts, err := OTel{}.Parse(otelSpansReq(t, "app",
+		map[string]any{"langfuse.observation.type": "span", "langfuse.observation.input": `"Sum 2+2"`, "langfuse.observation.output": `"4"`},
+		map[string]any{"langfuse.observation.type": "generation", "langfuse.observation.model.name": "gpt-4o",
+			"langfuse.observation.input":         `[{"role":"user","content":"Sum 2+2"}]`,
+			"langfuse.observation.output":        `{"role":"assistant","content":"4"}`,
+			"langfuse.observation.usage_details": `{"input":5,"output":1,"total":6,"cache_read_input_tokens":2}`}))
+	require.NoError(t, err)
+	require.Len(t, ts[0].Steps, 2)
+	require.Equal(t, "4", ts[0].Steps[1].Content)
+	require.Equal(t, "gpt-4o", ts[0].Steps[1].Metadata["model"])
+	require.Equal(t, map[string]any{"input_tokens": int64(5), "output_tokens": int64(1), "total_tokens": int64(6), "cached_input_tokens": int64(2)},
+		ts[0].Steps[1].Metadata["usage"])
+}
+
+// TestOTelSystemInstructionsMergeWithEvents: the span carries
+// gen_ai.system_instructions, the messages come as log records; before, the
+// span's attributes won alone and the trace was system-only.
+func TestOTelSystemInstructionsMergeWithEvents(t *testing.T) {
+	spans := otelSpansReq(t, "svc", map[string]any{"gen_ai.operation.name": "chat", "gen_ai.system_instructions": `[{"type":"text","content":"Be brief."}]`})
+	logs := `{"resourceLogs":[{"scopeLogs":[{"logRecords":[` +
+		`{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"00000000000000a1","eventName":"gen_ai.user.message","body":{"kvlistValue":{"values":[{"key":"content","value":{"stringValue":"Hi"}}]}}},` +
+		`{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"00000000000000a1","eventName":"gen_ai.choice","body":{"kvlistValue":{"values":[{"key":"message","value":{"kvlistValue":{"values":[{"key":"content","value":{"stringValue":"Hello."}}]}}}]}}}]}]}]}`
+	ts, err := OTel{}.Parse(append(append(spans, '\n'), []byte(logs)...))
+	require.NoError(t, err)
+	require.Equal(t, []domain.Role{domain.RoleSystem, domain.RoleUser, domain.RoleAssistant},
+		[]domain.Role{ts[0].Steps[0].Role, ts[0].Steps[1].Role, ts[0].Steps[2].Role})
+	require.Equal(t, "Be brief.", ts[0].Steps[0].Content)
+
+	// Spans alone: system instructions only, nothing to review yet.
+	var raws []RawSpan
+	split, err := SplitSpans(spans)
+	require.NoError(t, err)
+	raws = append(raws, split...)
+	_, hasLLM, err := RebuildTrace(raws)
+	require.NoError(t, err)
+	require.False(t, hasLLM, "a system-only trace is stored, not listed")
+	lr, unjoinable, other, err := SplitLogs([]byte(logs))
+	require.NoError(t, err)
+	require.Zero(t, unjoinable+other)
+	tr, hasLLM, err := RebuildTrace(append(raws, lr...))
+	require.NoError(t, err)
+	require.True(t, hasLLM)
+	require.Len(t, tr.Steps, 3)
+}
