@@ -11,7 +11,7 @@ export function ConnectDialog({ onClose }: { onClose: () => void }) {
   const { me } = useAuth();
   const origin = window.location.origin;
   const otlp = `${origin}/api/v1/rm/otel`;
-  const env = `export OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=${otlp}/v1/traces\nexport OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf\nexport OTEL_EXPORTER_OTLP_TRACES_HEADERS="Authorization=Bearer $CRITIC_API_KEY"`;
+  const env = `export OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=${otlp}/v1/traces\nexport OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/protobuf\nexport OTEL_EXPORTER_OTLP_TRACES_HEADERS="Authorization=Bearer $CRITIC_API_KEY"\nexport OTEL_EXPORTER_OTLP_LOGS_ENDPOINT=${otlp}/v1/logs\nexport OTEL_EXPORTER_OTLP_LOGS_PROTOCOL=http/protobuf\nexport OTEL_EXPORTER_OTLP_LOGS_HEADERS="Authorization=Bearer $CRITIC_API_KEY"\nexport OTEL_LOGS_EXPORTER=otlp\nexport OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true\nexport OTEL_METRICS_EXPORTER=none`;
   const curl = `curl -X POST ${origin}/api/v1/me/transcripts \\\n  -H "Authorization: Bearer $CRITIC_API_KEY" -H "Content-Type: application/json" \\\n  -d "$(jq -Rs '{format: "claude_code", data: .}' < ~/.claude/projects/<project>/<session>.jsonl)"`;
   const readOnly = me?.read_only;
   return (
@@ -21,7 +21,7 @@ export function ConnectDialog({ onClose }: { onClose: () => void }) {
         {readOnly ? " — it cannot send traces; issue a full-access key (critic users issue-key) for the agent." : "; put an API key in CRITIC_API_KEY on the agent's machine."}
       </p>
       <h3>OpenTelemetry (GenAI spans)</h3>
-      <p className="muted">Any OTLP/HTTP exporter works: protobuf or JSON, gzip optional. Spans of one trace become one conversation.</p>
+      <p className="muted">Any OTLP/HTTP exporter works: protobuf or JSON, gzip optional. Spans and GenAI log records of one trace become one conversation (the OpenTelemetry GenAI instrumentations send message content as logs). Langfuse SDK: set LANGFUSE_BASE_URL={origin} and LANGFUSE_SECRET_KEY to the API key.</p>
       <div className="copy-block">
         <pre aria-label="OTLP settings" tabIndex={0}>{env}</pre>
         <CopyButton text={env} label="Copy OTLP settings" />
