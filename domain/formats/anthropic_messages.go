@@ -10,7 +10,12 @@ import (
 
 // AnthropicMessages reads Anthropic Messages API conversations: JSONL with one
 // {"system"?: string | [text blocks], "messages": [...], "id"?, "title"?,
-// "metadata"?} per line.
+// "metadata"?} per line, or one API call as a proxy or SDK hook captures it,
+// {"request": {"system"?, "messages", "model"?}, "response": {"id",
+// "type": "message", "role": "assistant", "content": [...], "model"?}}: the
+// request's conversation followed by the response as the last assistant
+// turn; the response id is the trace's id (unless the line has its own), so
+// the same capture imported again is the same trace.
 //
 // The system prompt becomes the first step. Content blocks map as described
 // on anthropicConverter: text joined per run, tool_use as its own assistant
@@ -24,7 +29,7 @@ type AnthropicMessages struct{}
 
 func (AnthropicMessages) Name() string { return "anthropic_messages" }
 func (AnthropicMessages) Description() string {
-	return `Anthropic Messages JSONL: one {"system": ..., "messages": [...]} per line; content blocks text, tool_use, tool_result, thinking.`
+	return `Anthropic Messages JSONL: one {"system": ..., "messages": [...]} per line, or captured calls {"request": ..., "response": ...}; content blocks text, tool_use, tool_result, thinking.`
 }
 
 // Detect: JSONL of {"messages": [...]} with a top-level "system" key or an
@@ -37,24 +42,45 @@ func (AnthropicMessages) Parse(data []byte) ([]domain.Trace, error) {
 		if firstJSONByte(raw) != '{' {
 			return domain.InvalidAt(line, "", `expected a JSON object with "messages"`)
 		}
-		var rec struct {
-			traceHeader
-			System   json.RawMessage `json:"system"`
-			Messages json.RawMessage `json:"messages"`
-		}
+		var rec anthropicRecord
 		if err := decodeJSON(raw, &rec); err != nil {
 			return err
 		}
+		var resp *anthropicResponse
+		msgField := "messages"
+		if isJSONNull(rec.Messages) && !isJSONNull(rec.Request) {
+			var err error
+			if resp, err = rec.exchange(line); err != nil {
+				return err
+			}
+			msgField = "request.messages"
+		}
 		if isJSONNull(rec.Messages) || firstJSONByte(rec.Messages) != '[' {
+			if resp != nil {
+				return domain.InvalidAt(line, msgField, `missing "messages" array in "request"`)
+			}
 			return domain.InvalidAt(line, "messages", `missing "messages" array`)
 		}
 		var msgs []json.RawMessage
 		if err := decodeJSON(rec.Messages, &msgs); err != nil {
-			return domain.InvalidAt(line, "messages", "%v", err)
+			return domain.InvalidAt(line, msgField, "%v", err)
 		}
 		t := domain.Trace{Steps: []domain.Step{}}
 		if err := rec.traceHeader.apply(&t); err != nil {
 			return err
+		}
+		if resp != nil {
+			if t.ExternalID == "" {
+				t.ExternalID = resp.ID
+			}
+			if resp.Model != "" {
+				if t.Metadata == nil {
+					t.Metadata = map[string]any{}
+				}
+				if _, set := t.Metadata["model"]; !set {
+					t.Metadata["model"] = resp.Model
+				}
+			}
 		}
 		conv := newAnthropicConverter()
 		if !isJSONNull(rec.System) {
@@ -74,7 +100,7 @@ func (AnthropicMessages) Parse(data []byte) ([]domain.Trace, error) {
 			}
 		}
 		for i, mraw := range msgs {
-			field := fmt.Sprintf("messages[%d]", i)
+			field := fmt.Sprintf("%s[%d]", msgField, i)
 			if firstJSONByte(mraw) != '{' {
 				return domain.InvalidAt(line, field, "a message must be a JSON object")
 			}
@@ -117,6 +143,13 @@ func (AnthropicMessages) Parse(data []byte) ([]domain.Trace, error) {
 			}
 			t.Steps = append(t.Steps, steps...)
 		}
+		if resp != nil {
+			steps, err := conv.steps(domain.RoleAssistant, resp.Content, "response.content")
+			if err != nil {
+				return err
+			}
+			t.Steps = append(t.Steps, steps...)
+		}
 		if err := domain.ValidateTrace(t, line); err != nil {
 			return err
 		}
@@ -130,4 +163,73 @@ func (AnthropicMessages) Parse(data []byte) ([]domain.Trace, error) {
 		return nil, domain.Invalid("the payload holds no traces")
 	}
 	return out, nil
+}
+
+// anthropicResponse is the part of a Messages API response a trace keeps.
+type anthropicResponse struct {
+	ID      string          `json:"id"`
+	Type    string          `json:"type"`
+	Role    string          `json:"role"`
+	Model   string          `json:"model"`
+	Content json.RawMessage `json:"content"`
+}
+
+// isAnthropicExchange reports whether request and response are one Messages
+// API call: a request with messages and a response that is an assistant
+// message with content blocks (an OpenAI response has choices instead).
+func isAnthropicExchange(request, response json.RawMessage) bool {
+	if firstJSONByte(request) != '{' || firstJSONByte(response) != '{' {
+		return false
+	}
+	var req struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	var resp anthropicResponse
+	if json.Unmarshal(request, &req) != nil || firstJSONByte(req.Messages) != '[' || json.Unmarshal(response, &resp) != nil {
+		return false
+	}
+	return (resp.Type == "message" || resp.Role == "assistant") && firstJSONByte(resp.Content) == '['
+}
+
+// anthropicRecord is one line: a conversation, or one captured call.
+type anthropicRecord struct {
+	traceHeader
+	System   json.RawMessage `json:"system"`
+	Messages json.RawMessage `json:"messages"`
+	Request  json.RawMessage `json:"request"`
+	Response json.RawMessage `json:"response"`
+}
+
+// exchange reads a captured {request, response} call: the request's system
+// and messages become the line's, and the response, whose content is the
+// conversation's last assistant turn, is returned.
+func (rec *anthropicRecord) exchange(line int) (*anthropicResponse, error) {
+	if firstJSONByte(rec.Request) != '{' {
+		return nil, domain.InvalidAt(line, "request", "request must be a JSON object")
+	}
+	var req struct {
+		System   json.RawMessage `json:"system"`
+		Messages json.RawMessage `json:"messages"`
+	}
+	if err := decodeJSON(rec.Request, &req); err != nil {
+		return nil, domain.InvalidAt(line, "request", "%v", err)
+	}
+	rec.Messages = req.Messages
+	if isJSONNull(rec.System) {
+		rec.System = req.System
+	}
+	if isJSONNull(rec.Response) {
+		return nil, domain.InvalidAt(line, "response", `missing "response": the call's answer is the trace's last assistant turn`)
+	}
+	var resp anthropicResponse
+	if firstJSONByte(rec.Response) != '{' || decodeJSON(rec.Response, &resp) != nil {
+		return nil, domain.InvalidAt(line, "response", "response must be a Messages API response object")
+	}
+	if resp.Role != "" && resp.Role != "assistant" {
+		return nil, domain.InvalidAt(line, "response.role", "unknown role %q (a response is the assistant's)", resp.Role)
+	}
+	if firstJSONByte(resp.Content) != '[' {
+		return nil, domain.InvalidAt(line, "response.content", `missing "content" array of blocks`)
+	}
+	return &resp, nil
 }

@@ -474,6 +474,12 @@ func classifyChat(data []byte) chatKind {
 				Role    *string         `json:"role"`
 				Content json.RawMessage `json:"content"`
 			} `json:"messages"`
+			Request  json.RawMessage `json:"request"`
+			Response json.RawMessage `json:"response"`
+		}
+		if n == 1 && firstJSONByte(raw) == '{' && json.Unmarshal(raw, &probe) == nil && probe.Messages == nil && isAnthropicExchange(probe.Request, probe.Response) {
+			kind = chatAnthropic
+			return errStopScan
 		}
 		if firstJSONByte(raw) != '{' || json.Unmarshal(raw, &probe) != nil || probe.Messages == nil {
 			if n == 1 {

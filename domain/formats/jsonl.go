@@ -13,7 +13,15 @@ import (
 // eachLine calls fn for every non-blank line of a JSONL payload with its
 // 1-based line number. Lines split on LF only (a trailing CR is dropped), so
 // Unicode line separators inside JSON strings stay where they are.
+//
+// A payload that is one JSON object written over several lines (a record
+// pretty-printed by an editor or `jq .`) is that one record, at the line
+// where it starts: every format that takes objects takes it as written.
 func eachLine(data []byte, fn func(line int, raw []byte) error) error {
+	if obj, at, ok := oneObject(data); ok {
+		return domain.AtLine(fn(at, obj), at)
+	}
+	multi := bytes.Count(bytes.TrimSpace(data), []byte{'\n'}) > 0
 	line := 0
 	for len(data) > 0 {
 		line++
@@ -28,6 +36,9 @@ func eachLine(data []byte, fn func(line int, raw []byte) error) error {
 			continue
 		}
 		if err := fn(line, raw); err != nil {
+			if multi && !json.Valid(raw) {
+				err = perLineHint(err)
+			}
 			return domain.AtLine(err, line)
 		}
 	}
@@ -74,6 +85,51 @@ func firstJSONByte(data []byte) byte {
 		return b
 	}
 	return 0
+}
+
+// oneObjectHint is what a JSONL parse error adds when the payload holds
+// several lines and the failing one is not JSON by itself: the usual cause
+// is a pretty-printed object (or several) where JSONL was expected.
+const oneObjectHint = "one JSON object per line expected"
+
+// perLineHint adds oneObjectHint to a malformed-JSON error.
+func perLineHint(err error) error {
+	var v *domain.ValidationError
+	if !errors.As(err, &v) || v.Code != "invalid_json" {
+		return err
+	}
+	c := *v
+	c.Message += " (" + oneObjectHint + ")"
+	return &c
+}
+
+// oneObject reports whether data is a single JSON object spread over
+// several lines rather than JSONL, and returns it compacted onto one line
+// with the 1-based line it starts on. JSONL's first line is a value by
+// itself, so the check costs one line's scan for every JSONL payload.
+func oneObject(data []byte) (obj []byte, line int, ok bool) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 || trimmed[0] != '{' || bytes.IndexByte(trimmed, '\n') < 0 {
+		return nil, 0, false
+	}
+	if json.Valid(firstLine(data)) || !json.Valid(trimmed) {
+		return nil, 0, false
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, trimmed) != nil {
+		return nil, 0, false
+	}
+	lead := data[:bytes.IndexByte(data, '{')]
+	return buf.Bytes(), bytes.Count(lead, []byte{'\n'}) + 1, true
+}
+
+// firstRecord is the first record of a JSONL payload: its first line, or
+// the whole payload compacted when it is one pretty-printed object.
+func firstRecord(data []byte) []byte {
+	if obj, _, ok := oneObject(data); ok {
+		return obj
+	}
+	return firstLine(data)
 }
 
 // firstLine returns the first non-blank line of data.

@@ -22,7 +22,7 @@ func (LangSmith) Description() string {
 // Detect: the first run (first line, or first element of an array) has
 // run_type and trace_id, which only LangSmith runs carry together.
 func (LangSmith) Detect(data []byte) bool {
-	line := firstLine(data)
+	line := firstRecord(data)
 	var probe struct {
 		RunType json.RawMessage `json:"run_type"`
 		TraceID json.RawMessage `json:"trace_id"`

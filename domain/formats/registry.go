@@ -1,7 +1,11 @@
 package formats
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/criticml/critic/domain"
@@ -69,6 +73,73 @@ func DetectFormat(data []byte) (Adapter, error) {
 		}
 		tried = append(tried, a.Name())
 	}
+	if line, why := parseProblem(data); why != "" {
+		// No format matched because the file is not JSON where it breaks:
+		// say where and why, which is what the user has to fix.
+		return nil, &domain.ValidationError{Code: "invalid_json", Field: "data", Line: line,
+			Message: "could not detect the format: malformed JSON: " + why + "; tried " + strings.Join(tried, ", ")}
+	}
 	return nil, &domain.ValidationError{Code: "unknown_format", Field: "data",
 		Message: "could not detect the format; tried " + strings.Join(tried, ", ")}
+}
+
+// parseProblem finds why data is not JSON or JSONL: the 1-based line and
+// the parse error ("" when every record parses, or when the data does not
+// look like JSON at all). A payload whose first line is a value by itself is
+// read as JSONL (the first line that is not JSON); any other as one JSON
+// document (the line where it breaks).
+func parseProblem(data []byte) (int, string) {
+	switch firstJSONByte(data) {
+	case '{', '[':
+	default:
+		return 0, ""
+	}
+	trimmed := bytes.TrimSpace(data)
+	if json.Valid(trimmed) {
+		return 0, ""
+	}
+	if json.Valid(firstLine(data)) {
+		line, bad := 0, ""
+		_ = eachLine(data, func(n int, raw []byte) error {
+			var v any
+			if err := json.Unmarshal(raw, &v); err != nil {
+				line, bad = n, jsonErrorText(err)+" ("+oneObjectHint+")"
+				return errStopScan
+			}
+			return nil
+		})
+		return line, bad
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	err := dec.Decode(&v)
+	if err == nil {
+		// One value, then more: several pretty-printed objects, say.
+		off := dec.InputOffset()
+		return bytes.Count(data[:off], []byte{'\n'}) + 1 + leadingNewlines(data[off:]),
+			"unexpected data after the first value (" + oneObjectHint + ")"
+	}
+	var syn *json.SyntaxError
+	if errors.As(err, &syn) {
+		return bytes.Count(data[:syn.Offset], []byte{'\n'}) + 1, syn.Error()
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return bytes.Count(trimmed, []byte{'\n'}) + 1, "unexpected end of JSON input"
+	}
+	return 1, err.Error()
+}
+
+// leadingNewlines counts the line breaks before data's first non-space byte.
+func leadingNewlines(data []byte) int {
+	n := 0
+	for _, b := range data {
+		switch b {
+		case '\n':
+			n++
+		case ' ', '\t', '\r':
+		default:
+			return n
+		}
+	}
+	return n
 }

@@ -22,7 +22,7 @@ func (Stash) Detect(data []byte) bool {
 	var probe struct {
 		Steps []json.RawMessage `json:"steps"`
 	}
-	line := firstLine(data)
+	line := firstRecord(data)
 	return firstJSONByte(line) == '{' && json.Unmarshal(line, &probe) == nil && probe.Steps != nil
 }
 
