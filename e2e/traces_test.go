@@ -107,7 +107,8 @@ func TestTraceLifecycleThroughTheAPI(t *testing.T) {
 	require.Equal(t, ids[0], again[0])
 	d2 := in.getTrace(t, alice, ids[0])
 	require.Equal(t, "Your order was delivered on Monday.", d2.Steps[4]["content"])
-	require.NotEqual(t, oldStepID, d2.Steps[1]["id"], "replaced steps get new ids")
+	require.Equal(t, oldStepID, d2.Steps[1]["id"], "an unchanged step keeps its id")
+	require.NotEqual(t, d.Steps[4]["id"], d2.Steps[4]["id"], "the changed step is new")
 	var revisions int
 	require.NoError(t, in.pool.QueryRow(context.Background(), "SELECT revision FROM rm_traces WHERE id = $1", ids[0]).Scan(&revisions))
 	require.Equal(t, 2, revisions)
