@@ -31,6 +31,8 @@ type Commands struct {
 	// modelRoots are the directories a local base_model may lie in
 	// (WithModelRoots); none means hub ids only.
 	modelRoots []string
+	// sealKey seals tenant-supplied keys (WithSecret); nil refuses them.
+	sealKey []byte
 	// locks serializes this process's writers of one trace (live OTLP).
 	locks streamLocks
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -16,14 +15,18 @@ import (
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/platform/egress"
 )
 
 // RequestGepa is POST /gepa-runs after decoding; nil fields take the spec's
 // defaults.
 type RequestGepa struct {
-	ModelID         string
-	TaskModel       *string
-	TaskAPIBase     *string
+	ModelID     string
+	TaskModel   *string
+	TaskAPIBase *string
+	// TaskAPIKey is the requester's own key for TaskAPIBase (sealed in the
+	// event, never shown back).
+	TaskAPIKey      *string
 	ReflectionModel *string
 	MaxMetricCalls  *int
 }
@@ -63,13 +66,28 @@ func (c *Commands) RequestGepaRun(ctx context.Context, actor Actor, in RequestGe
 	}
 	var base *string
 	if in.TaskAPIBase != nil {
-		u, err := url.Parse(*in.TaskAPIBase)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return RequestGepaResult{}, &domain.ValidationError{Code: "invalid_request", Field: "task_api_base",
-				Message: "task_api_base must be an http(s) URL such as http://gpu-box.internal:8000/v1"}
+		// The syntax here; where it may connect is checked by the worker on
+		// every dial (platform/egress).
+		if err := egress.CheckURL(*in.TaskAPIBase); err != nil {
+			return RequestGepaResult{}, &domain.ValidationError{Code: "invalid_request", Field: "task_api_base", Message: "task_api_base " + err.Error()}
 		}
 		b := *in.TaskAPIBase
 		base = &b
+	}
+	var sealed string
+	if in.TaskAPIKey != nil && *in.TaskAPIKey != "" {
+		if base == nil {
+			return RequestGepaResult{}, &domain.ValidationError{Code: "invalid_request", Field: "task_api_key",
+				Message: "task_api_key is sent only to task_api_base: set task_api_base too"}
+		}
+		if len(*in.TaskAPIKey) > 4096 || strings.ContainsAny(*in.TaskAPIKey, "\x00\r\n") {
+			return RequestGepaResult{}, &domain.ValidationError{Code: "invalid_request", Field: "task_api_key",
+				Message: "task_api_key must be at most 4096 bytes on one line"}
+		}
+		var err error
+		if sealed, err = c.seal(*in.TaskAPIKey); err != nil {
+			return RequestGepaResult{}, &domain.ValidationError{Code: "invalid_request", Field: "task_api_key", Message: "task_api_key cannot be accepted: " + err.Error()}
+		}
 	}
 	m, err := c.loadModel(ctx, actor.UserID, in.ModelID)
 	if err != nil {
@@ -120,7 +138,7 @@ func (c *Commands) RequestGepaRun(ctx context.Context, actor Actor, in RequestGe
 	}
 	stream := events.GepaRunStream(runID)
 	r, err := c.append(ctx, actor, map[string]int64{stream: 0}, []events.New{{ID: newID(), Stream: stream, OwnerID: actor.UserID,
-		Type: events.GepaRunRequested, Payload: events.GepaRunRequestedV1{RunID: runID, ModelID: m.ID, TaskModel: task, TaskAPIBase: base,
+		Type: events.GepaRunRequested, Payload: events.GepaRunRequestedV1{RunID: runID, ModelID: m.ID, TaskModel: task, TaskAPIBase: base, TaskAPIKeySealed: sealed,
 			ReflectionModel: refl, MaxMetricCalls: budget, ExamplesKey: key, Examples: n, ArtifactKey: m.Success.ArtifactKey,
 			InputVersion: m.Config.InputVersion}}})
 	return RequestGepaResult{Result: r, RunID: runID}, err
@@ -164,8 +182,14 @@ func (c *Commands) ClaimGepa(ctx context.Context, workerID, runID string, lease 
 		return jobs.GepaClaim{}, err
 	}
 	rq := st.Requested
+	var key string
+	if rq.TaskAPIKeySealed != "" {
+		if key, err = c.open(rq.TaskAPIKeySealed); err != nil {
+			return jobs.GepaClaim{}, &domain.ConflictError{Code: "not_claimable", Message: "GEPA run " + runID + ": task_api_key: " + err.Error()}
+		}
+	}
 	return jobs.GepaClaim{RunID: runID, OwnerID: st.OwnerID, LeaseSeconds: p.LeaseSeconds, Job: jobs.GepaJobSpec{Kind: "gepa",
-		RewardModelKey: rq.ArtifactKey, TaskModel: rq.TaskModel, TaskAPIBase: rq.TaskAPIBase, ReflectionModel: rq.ReflectionModel,
+		RewardModelKey: rq.ArtifactKey, TaskModel: rq.TaskModel, TaskAPIBase: rq.TaskAPIBase, TaskAPIKey: key, ReflectionModel: rq.ReflectionModel,
 		MaxMetricCalls: rq.MaxMetricCalls, ExamplesKey: rq.ExamplesKey, InputVersion: rq.InputVersion}}, nil
 }
 

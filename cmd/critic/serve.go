@@ -153,7 +153,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		MetricsAddr:    cfg.MetricsAddr,
 		ReadyMaxLag:    int64(cfg.ReadyMaxLag),
 		HTTP:           cfg.HTTP,
-		CommandOptions: append(cfg.LLM.commandOptions(), commands.WithCompute(computeOf(in)), commands.WithModelRoots(cfg.ModelRoots...)),
+		CommandOptions: append(cfg.LLM.commandOptions(), commands.WithCompute(computeOf(in)), commands.WithModelRoots(cfg.ModelRoots...), commands.WithSecret(token)),
 		StepLabelModel: cfg.LLM.stepLabelModel(),
 	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
 		gen := assessments(cfg.LLM, a)

@@ -37,16 +37,19 @@ func GepaRunStream(id string) string { return "gepa_run/" + id }
 // model's selected traces at request time and stored under ExamplesKey
 // (gepa_examples.jsonl), so the worker reads exactly what was requested.
 type GepaRunRequestedV1 struct {
-	RunID           string  `json:"run_id"`
-	ModelID         string  `json:"model_id"`
-	TaskModel       string  `json:"task_model"`
-	TaskAPIBase     *string `json:"task_api_base"`
-	ReflectionModel string  `json:"reflection_model"`
-	MaxMetricCalls  int     `json:"max_metric_calls"`
-	ExamplesKey     string  `json:"examples_key"`
-	Examples        int     `json:"examples"`
-	ArtifactKey     string  `json:"artifact_key"`
-	InputVersion    int     `json:"input_version"`
+	RunID       string  `json:"run_id"`
+	ModelID     string  `json:"model_id"`
+	TaskModel   string  `json:"task_model"`
+	TaskAPIBase *string `json:"task_api_base"`
+	// TaskAPIKeySealed is the key the requester sent for TaskAPIBase,
+	// sealed (commands/sealed.go): never in the clear, never projected.
+	TaskAPIKeySealed string `json:"task_api_key_sealed,omitempty"`
+	ReflectionModel  string `json:"reflection_model"`
+	MaxMetricCalls   int    `json:"max_metric_calls"`
+	ExamplesKey      string `json:"examples_key"`
+	Examples         int    `json:"examples"`
+	ArtifactKey      string `json:"artifact_key"`
+	InputVersion     int    `json:"input_version"`
 }
 
 // GepaRunStartedV1 is a worker's claim; only a queued run can be claimed.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
@@ -86,4 +87,34 @@ func TestGepaAllowedBaseGetsItsOwnKeyNotTheProviderKey(t *testing.T) {
 	for _, r := range g.refl.Requests()[len(g.refl.Requests())-1:] {
 		require.Equal(t, "Bearer "+canary, r.Header.Get("Authorization"))
 	}
+}
+
+// A key the tenant sends with its request reaches its own (allowed) base
+// and nothing else; the event log holds it only sealed.
+func TestGepaTenantKeyReachesItsBaseSealed(t *testing.T) {
+	g := newGepaWorld(t)
+	task, refl, base, budget, key := "openai/task", "openai/reflection", g.task.URL, 14, "sk-tenant-own-91c"
+	res, err := g.api.cmds.RequestGepaRun(context.Background(), g.api.owner, commands.RequestGepa{ModelID: g.modelID,
+		TaskModel: &task, TaskAPIBase: &base, TaskAPIKey: &key, ReflectionModel: &refl, MaxMetricCalls: &budget})
+	require.NoError(t, err)
+	w := g.workerWith(t, map[string]string{"CRITIC_ALLOWED_API_BASES": g.task.URL + "=VLLM_KEY", "VLLM_KEY": "vllm-key-1"})
+	st, errText := g.run(t, w, res.RunID)
+	require.Equal(t, rewardmodels.RunSucceeded, st.Status, errText)
+	reqs := g.task.Requests()
+	require.NotEmpty(t, reqs)
+	for _, r := range reqs {
+		require.Equal(t, "Bearer "+key, r.Header.Get("Authorization"), "the tenant's key wins over the allow-list's")
+	}
+	for _, r := range g.refl.Requests() {
+		require.NotContains(t, r.Header.Get("Authorization"), key)
+	}
+	_, evs := g.stream(t, res.RunID)
+	for _, e := range evs {
+		require.NotContains(t, string(e.Payload), key, e.Type)
+	}
+	require.Contains(t, string(evs[0].Payload), `"task_api_key_sealed": "v1:`)
+
+	// A key without a base to send it to is refused, naming the field.
+	_, err = g.api.cmds.RequestGepaRun(context.Background(), g.api.owner, commands.RequestGepa{ModelID: g.modelID, TaskAPIKey: &key})
+	require.ErrorContains(t, err, "task_api_key")
 }

@@ -120,7 +120,7 @@ func newServiceWith(t testing.TB, blobs blob.Store, opts ...commands.Option) *se
 	t.Helper()
 	pool := pgtest.NewPool(t)
 	store := eventstore.New(pool, blobs)
-	s := &service{t: t, cmds: commands.New(store, append([]commands.Option{commands.WithModelRoots(os.TempDir())}, opts...)...), store: store, notify: make(chan string, 1000)}
+	s := &service{t: t, cmds: commands.New(store, append([]commands.Option{commands.WithModelRoots(os.TempDir()), commands.WithSecret(testToken)}, opts...)...), store: store, notify: make(chan string, 1000)}
 	queue := &liveQueue{store: store, proj: readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		q: readmodel.NewQueries(pool)}
 	mux := http.NewServeMux()

@@ -11,6 +11,7 @@ type gepaBody struct {
 	RewardModelID   *string `json:"reward_model_id"`
 	TaskModel       *string `json:"task_model"`
 	TaskAPIBase     *string `json:"task_api_base"`
+	TaskAPIKey      *string `json:"task_api_key"`
 	ReflectionModel *string `json:"reflection_model"`
 	MaxMetricCalls  *int    `json:"max_metric_calls"`
 }
@@ -27,7 +28,7 @@ func (a *API) createGepaRun(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	run, err := a.backend().CreateGepaRun(r.Context(), caller, usecase.GepaRequest{RewardModelID: body.RewardModelID,
-		TaskModel: body.TaskModel, TaskAPIBase: body.TaskAPIBase, ReflectionModel: body.ReflectionModel, MaxMetricCalls: body.MaxMetricCalls})
+		TaskModel: body.TaskModel, TaskAPIBase: body.TaskAPIBase, TaskAPIKey: body.TaskAPIKey, ReflectionModel: body.ReflectionModel, MaxMetricCalls: body.MaxMetricCalls})
 	if err != nil {
 		return err
 	}

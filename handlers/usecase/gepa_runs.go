@@ -13,6 +13,7 @@ type GepaRequest struct {
 	RewardModelID   *string
 	TaskModel       *string
 	TaskAPIBase     *string
+	TaskAPIKey      *string
 	ReflectionModel *string
 	MaxMetricCalls  *int
 }
@@ -24,7 +25,7 @@ func (b Backend) CreateGepaRun(ctx context.Context, caller *readmodel.Caller, re
 		return nil, &domain.ValidationError{Code: "invalid_request", Field: "reward_model_id", Message: "reward_model_id is required"}
 	}
 	res, err := b.Cmds.RequestGepaRun(ctx, Actor(caller), commands.RequestGepa{ModelID: *req.RewardModelID, TaskModel: req.TaskModel,
-		TaskAPIBase: req.TaskAPIBase, ReflectionModel: req.ReflectionModel, MaxMetricCalls: req.MaxMetricCalls})
+		TaskAPIBase: req.TaskAPIBase, TaskAPIKey: req.TaskAPIKey, ReflectionModel: req.ReflectionModel, MaxMetricCalls: req.MaxMetricCalls})
 	if err != nil {
 		return nil, err
 	}
