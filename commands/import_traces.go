@@ -57,6 +57,12 @@ func (c *Commands) ImportTraces(ctx context.Context, actor Actor, in ImportTrace
 	if in.SourceID != "" && utf8.RuneCountInString(in.SourceID) > 200 {
 		return ImportResult{}, &domain.ValidationError{Code: "invalid_request", Field: "source_id", Message: "source_id must be 1–200 characters"}
 	}
+	if err := domain.CheckText("source_id", in.SourceID, domain.MaxIDBytes); err != nil {
+		return ImportResult{}, err
+	}
+	if err := domain.CheckRawText("data", in.Data); err != nil {
+		return ImportResult{}, err
+	}
 	adapter, err := formats.Lookup(in.Format)
 	if err != nil {
 		return ImportResult{}, err

@@ -68,6 +68,23 @@ func firstInvalidUTF8(s string) int {
 	return len(s)
 }
 
+// CheckRawText checks a raw payload (an import's JSON or JSONL) before a
+// decoder reads it: encoding/json would silently replace invalid UTF-8 with
+// U+FFFD, and a raw NUL byte is never text. The error names the line.
+// Escaped NULs (\u0000) are found by ValidateTrace, with their field.
+func CheckRawText(field string, b []byte) error {
+	if utf8.Valid(b) && bytes.IndexByte(b, 0) < 0 {
+		return nil
+	}
+	bad := bytes.IndexByte(b, 0)
+	what := "a NUL byte (U+0000); text may not contain U+0000"
+	if i := firstInvalidUTF8(string(b)); i < len(b) && (bad < 0 || i < bad) {
+		bad, what = i, "bytes that are not valid UTF-8"
+	}
+	line := 1 + bytes.Count(b[:bad], []byte("\n"))
+	return &ValidationError{Code: "invalid_text", Field: field, Line: line, Message: "contains " + what}
+}
+
 // CheckNumber refuses a JSON number jsonb cannot store (beyond float64's
 // range, which is also what every reader of the number decodes it into).
 func CheckNumber(field string, n json.Number) error {

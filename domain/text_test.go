@@ -53,6 +53,18 @@ func TestCheckJSONNamesTheField(t *testing.T) {
 	require.NoError(t, domain.CheckJSON("body", []byte(`{"a":"\\u0000","n":1e10,"m":"1e400"}`)))
 }
 
+func TestCheckRawTextNamesTheLine(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, domain.CheckRawText("data", []byte("{\"a\":\"é\"}\n{}")))
+	v := textErr(t, domain.CheckRawText("data", []byte("{}\n{}\n{\"a\":\"\xff\"}")))
+	require.Equal(t, 3, v.Line)
+	require.Equal(t, "data", v.Field)
+	require.Contains(t, v.Error(), "valid UTF-8")
+	v = textErr(t, domain.CheckRawText("data", []byte("{}\n\x00")))
+	require.Equal(t, 2, v.Line)
+	require.Contains(t, v.Error(), "U+0000")
+}
+
 func TestValidateTraceRefusesUnsafeText(t *testing.T) {
 	t.Parallel()
 	ok := domain.Trace{Steps: []domain.Step{{Role: domain.RoleUser, Content: "hi"}}}
