@@ -38,7 +38,8 @@ func TestListTracesSearchAndSort(t *testing.T) {
 		return res.TraceIDs
 	}
 	refund := imp("zeta", `{"title":"Refund for order 1182","steps":[{"role":"user","content":"money back please"},{"role":"assistant","content":"ok"}]}`)[0]
-	deploy := imp("alpha", `{"title":"Deploy the site","steps":[{"role":"user","content":"ship it"},{"role":"assistant","content":"Ran 100% of the TESTS_ok"}]}`)[0]
+	deploy := imp("alpha", `{"title":"Deploy the site","steps":[{"role":"user","content":"ship it"},{"role":"assistant","content":"Ran 100% of the TESTS_ok"},`+
+		`{"role":"assistant","content":"","tool_name":"run_shell","tool_input":{"command":"kubectl rollout restart web"},"tool_call_id":"c1"}]}`)[0]
 	_, err = cmds.ImportTraces(ctx, commands.Actor{UserID: other.UserID}, commands.ImportTraces{Format: "stash",
 		Data: []byte(`{"title":"Refund elsewhere","steps":[{"role":"user","content":"refund"}]}`)})
 	require.NoError(t, err)
@@ -68,6 +69,8 @@ func TestListTracesSearchAndSort(t *testing.T) {
 		"1%":         {},               // "1%" appears nowhere literally
 		"":           {deploy, refund}, // no query: newest first
 		"elsewhere":  {},               // another owner's trace
+		"ROLLOUT":    {deploy},         // a tool call's input
+		"run_shell":  {deploy},         // a tool call's name
 	} {
 		got, total := ids(readmodel.ListFilter{Query: query})
 		require.Equal(t, want, got, "q=%q", query)

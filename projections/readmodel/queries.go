@@ -107,14 +107,16 @@ const sourceNameExpr = `COALESCE(src.name, CASE t.source_id WHEN 'claude-code' T
 
 // ListTraces returns one page of the owner's traces, newest first unless
 // f.Sort says otherwise, and the total matching the filter. A text query
-// matches titles and step content case-insensitively; it is a scan of the
+// matches titles, step content and tool calls (name and input: an agent's
+// action is often all in its input) case-insensitively; it is a scan of the
 // owner's steps (strpos, so no LIKE wildcards to escape), fine for the
 // accounts a reviewer browses.
 func (q *Queries) ListTraces(ctx context.Context, owner string, f ListFilter) ([]TraceSummary, int, error) {
 	where := `t.owner_id = $1 AND ($2 = '' OR t.source_id = $2)
 		AND ($3::timestamptz IS NULL OR t.created_at >= $3) AND ($4::timestamptz IS NULL OR t.created_at < $4)
 		AND ($5 = '' OR strpos(lower(t.title), $5) > 0
-			OR EXISTS (SELECT 1 FROM rm_steps s WHERE s.trace_id = t.id AND strpos(lower(s.content), $5) > 0))`
+			OR EXISTS (SELECT 1 FROM rm_steps s WHERE s.trace_id = t.id AND (strpos(lower(s.content), $5) > 0
+				OR strpos(lower(s.tool_name), $5) > 0 OR strpos(lower(s.tool_input::text), $5) > 0)))`
 	args := []any{owner, f.SourceID, f.From, f.To, strings.ToLower(f.Query)}
 	var total int
 	if err := q.pool.QueryRow(ctx, `SELECT count(*) FROM rm_traces t WHERE `+where, args...).Scan(&total); err != nil {

@@ -132,8 +132,9 @@ type ListFilter struct {
 	Limit, Offset int
 	SourceID      string
 	From, To      *time.Time // inclusive import-date range
-	// Query, when set, keeps traces whose title or any step's content
-	// contains it, case-insensitively (the web app's search box).
+	// Query, when set, keeps traces whose title or any step's content,
+	// tool name or tool input contains it, case-insensitively (the web
+	// app's search box).
 	Query string
 	// Sort orders the page: SortImported (newest first, the default),
 	// SortSource or SortSourceDesc (by displayed source name, newest first
