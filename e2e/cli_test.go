@@ -551,3 +551,61 @@ func TestSessionsSyncReadsAMisorderedSessionInChainOrder(t *testing.T) {
 	require.True(t, annotated)
 	require.Len(t, d.Annotations, 1)
 }
+
+// TestClientAcceptsTheURLsTheProductShows: `critic login` takes the web
+// app's address or the API's as the "Connect an agent" dialog shows it
+// (…/api/v1, …/api/v1/rm, trailing slashes) and stores the base; a URL
+// that is not a Critic server is refused with what to do and nothing is
+// stored. Sync that finds no session names the folders it searched; an
+// unknown agent is a short error naming the known ones; hooks install and
+// uninstall give back the user's settings byte for byte.
+func TestClientAcceptsTheURLsTheProductShows(t *testing.T) {
+	in := startServe(t)
+	key := in.newUser("connector", false)
+	c := newClientEnv(t)
+	cfg := filepath.Join(c.home, ".config", "critic", "config.json")
+	stored := func() string {
+		var s struct{ URL string }
+		raw, err := os.ReadFile(cfg)
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(raw, &s))
+		return s.URL
+	}
+	for _, u := range []string{in.url + "/api/v1", in.url + "/api/v1/rm/", in.url + "/"} {
+		out, code := c.run(key+"\n", "login", "--url", u)
+		require.Equal(t, 0, code, out)
+		require.Contains(t, out, "logged in to "+in.url+" ")
+		require.Equal(t, in.url, stored())
+	}
+	out, code := c.run(key+"\n", "login", "--url", in.url+"/critic-app")
+	require.NotEqual(t, 0, code, out)
+	require.Contains(t, out, "does not answer as a Critic server")
+	require.Contains(t, out, "address of the Critic web app")
+	require.NotContains(t, out, "no-verify")
+	require.Equal(t, in.url, stored(), "nothing stored")
+
+	// The dialog's form works for every command, from the environment too.
+	out, code = c.with("CRITIC_URL="+in.url+"/api/v1/", "CRITIC_API_KEY="+key).run("", "sessions", "sync")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "no Claude Code or Codex sessions found: searched "+filepath.Join(c.home, ".claude", "projects")+" and "+filepath.Join(c.home, ".codex", "sessions"))
+
+	out, code = c.run("", "hooks", "install", "claude-cod")
+	require.NotEqual(t, 0, code)
+	require.Contains(t, out, `unknown agent "claude-cod": the known agents are claude-code and codex`)
+	require.NotContains(t, out, "Usage:", "not the whole usage")
+
+	orig := "{\n\t\"statusLine\": {\"type\": \"command\", \"command\": \"git status | wc -l > /tmp/n && echo ✓ < /dev/null\"},\n\t\"hooks\": {\n\t   \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"make lint && say done > /dev/null\"}]}]\n\t}\n}\n"
+	settings := c.write(".claude/settings.json", orig)
+	out, code = c.run("", "hooks", "install", "claude-code")
+	require.Equal(t, 0, code, out)
+	raw, err := os.ReadFile(settings)
+	require.NoError(t, err)
+	require.Contains(t, string(raw), "{\"hooks\": [{\"type\": \"command\", \"command\": \"make lint && say done > /dev/null\"}]}", "the user's hook untouched")
+	require.Contains(t, string(raw), "hooks run claude-code")
+	require.NotContains(t, string(raw), `\u00`)
+	out, code = c.run("", "hooks", "uninstall", "claude-code")
+	require.Equal(t, 0, code, out)
+	raw, err = os.ReadFile(settings)
+	require.NoError(t, err)
+	require.Equal(t, orig, string(raw), "uninstall gives back the same bytes")
+}

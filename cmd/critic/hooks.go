@@ -137,7 +137,7 @@ func hooksInstall(agent string, install bool) error {
 		}
 		return nil
 	}
-	return usageError{"unknown agent " + agent + " (claude-code or codex)"}
+	return fmt.Errorf("unknown agent %q: the known agents are claude-code and codex (e.g. critic hooks install claude-code)", agent)
 }
 
 // warnTemporaryBinary says when the hook would point at a binary that will

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -25,8 +26,8 @@ func cmdLogin(ctx context.Context, args []string) error {
 	if len(pos) > 0 || flags["url"] == "" {
 		return usageError{"usage: critic login --url URL   (API key on stdin or in CRITIC_API_KEY)"}
 	}
-	url := strings.TrimRight(strings.TrimSpace(flags["url"]), "/")
-	if err := client.CheckURL(url); err != nil {
+	url, err := client.NormalizeURL(flags["url"])
+	if err != nil {
 		return err
 	}
 	key := strings.TrimSpace(os.Getenv("CRITIC_API_KEY"))
@@ -47,7 +48,7 @@ func cmdLogin(ctx context.Context, args []string) error {
 		c := client.New(url, key, 30*time.Second)
 		var formats []map[string]any
 		if err := c.Get(ctx, "/api/v1/rm/formats", &formats); err != nil {
-			return fmt.Errorf("the server did not accept this login: %v (pass --no-verify to store it anyway)", err)
+			return loginError(url, err)
 		}
 	}
 	p, err := client.SaveSettings(client.Settings{URL: url, APIKey: key})
@@ -56,4 +57,20 @@ func cmdLogin(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("logged in to %s (saved to %s, readable only by you)\n", url, p)
 	return nil
+}
+
+// loginError says what to do when the check before storing a login fails;
+// nothing is stored.
+func loginError(url string, err error) error {
+	var ae *client.APIError
+	switch {
+	case client.IsUnreachable(err):
+		return fmt.Errorf("nothing stored: %v (check the URL and that the server is running)", err)
+	case errors.As(err, &ae) && ae.Status == http.StatusUnauthorized:
+		return fmt.Errorf("nothing stored: the server at %s did not accept the API key (create one in the web app under API keys, then run `critic login --url %s` again)", url, url)
+	case !errors.As(err, &ae) || ae.Status == http.StatusNotFound || ae.Status == http.StatusMethodNotAllowed:
+		// A 404, or a page that is not the API's JSON (a web server's).
+		return fmt.Errorf("nothing stored: %s does not answer as a Critic server (GET %s/api/v1/rm/formats: %v); give the address of the Critic web app, e.g. http://127.0.0.1:8080", url, url, err)
+	}
+	return fmt.Errorf("nothing stored: the server at %s did not accept this login: %v", url, err)
 }

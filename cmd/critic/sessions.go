@@ -59,6 +59,13 @@ func cmdSessions(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	found := 0
+	for _, n := range tally {
+		found += n
+	}
+	if found == 0 {
+		fmt.Printf("no Claude Code or Codex sessions found: searched %s and %s (point --claude-dir / --codex-dir, CLAUDE_CONFIG_DIR or CODEX_HOME at where your agents keep them)\n", claudeDir, codexDir)
+	}
 	fmt.Printf("sessions: %d synced, %d unchanged, %d diverged, %d failed", tally["synced"], tally["unchanged"], tally["diverged"], tally["failed"])
 	if tally["empty"] > 0 {
 		fmt.Printf(", %d without a conversation yet", tally["empty"])

@@ -45,9 +45,11 @@ func SettingsPath() (string, error) {
 // SaveSettings writes the login readable by the user only (0600 in a 0700
 // directory): it holds an API key.
 func SaveSettings(s Settings) (string, error) {
-	if err := CheckURL(s.URL); err != nil {
+	u, err := NormalizeURL(s.URL)
+	if err != nil {
 		return "", err
 	}
+	s.URL = u
 	p, err := SettingsPath()
 	if err != nil {
 		return "", err
@@ -87,7 +89,9 @@ func LoadSettings() (Settings, error) {
 	if v := strings.TrimSpace(os.Getenv("CRITIC_API_KEY")); v != "" {
 		s.APIKey = v
 	}
-	s.URL = strings.TrimRight(s.URL, "/")
+	if u, err := NormalizeURL(s.URL); err == nil {
+		s.URL = u
+	}
 	return s, nil
 }
 
@@ -96,7 +100,7 @@ func (s Settings) Require() error {
 	if s.URL == "" {
 		return errors.New("no Critic server configured: run `critic login --url URL` or set CRITIC_URL")
 	}
-	if err := CheckURL(s.URL); err != nil {
+	if _, err := NormalizeURL(s.URL); err != nil {
 		return err
 	}
 	if s.APIKey == "" {
@@ -105,13 +109,25 @@ func (s Settings) Require() error {
 	return nil
 }
 
-// CheckURL accepts absolute http(s) URLs only.
-func CheckURL(raw string) error {
+// NormalizeURL turns any address of a Critic server the product shows a
+// user into the server's base URL, which the client puts API paths after:
+// the web app's address (http://host:8080, with or without a trailing
+// slash or a page path after #), the API's (…/api/v1, as the "Connect an
+// agent" dialog shows it) or the REST API's (…/api/v1/rm). A path before
+// /api (a server behind a path prefix) is kept; query and fragment (a
+// sign-in link's key) are dropped. Only absolute http(s) URLs are accepted.
+func NormalizeURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("server URL %q is not an absolute http(s) URL (e.g. http://127.0.0.1:8080)", raw)
+		return "", fmt.Errorf("server URL %q is not an absolute http(s) URL: give the address of the Critic web app, e.g. http://127.0.0.1:8080", raw)
 	}
-	return nil
+	p := strings.TrimRight(u.Path, "/")
+	if i := strings.Index(p+"/", "/api/"); i >= 0 {
+		p = p[:i]
+	}
+	u.Path, u.RawPath, u.RawQuery, u.Fragment, u.RawFragment = p, "", "", "", ""
+	return u.String(), nil
 }
 
 // WriteFileAtomic replaces path with data via a temporary file and a
