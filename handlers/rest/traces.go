@@ -159,6 +159,11 @@ func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat s
 		if err != nil {
 			return err
 		}
+		// The fast decoder, like encoding/json, would turn invalid UTF-8
+		// into U+FFFD: the edge's text rule reads the bytes first.
+		if err := domain.CheckJSON("", body); err != nil {
+			return err
+		}
 		if !decodeImportRequest(body, &req) {
 			req = importRequest{}
 			if err := decodeBodyBytes(body, &req); err != nil {
