@@ -180,7 +180,9 @@ func (c *Commands) decideImports(ctx context.Context, actor Actor, parsed []doma
 			states[stream] = st
 			expected[stream] = st.Version
 		}
-		d, err := traces.DecideImport(*st, traces.ImportInput{TraceID: ids[i], Trace: t, Format: format, ExplicitSourceID: sourceID, NewID: newID})
+		traceID := ids[i]
+		d, err := traces.DecideImport(*st, traces.ImportInput{TraceID: traceID, Trace: t, Format: format, ExplicitSourceID: sourceID, NewID: newID,
+			AuthorID: actor.UserID, AnnotationID: func(key string) string { return TraceIDFor(traceID, "\x00annotation:"+key) }})
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}
@@ -188,21 +190,33 @@ func (c *Commands) decideImports(ctx context.Context, actor Actor, parsed []doma
 			seen[ids[i]] = true
 			out = append(out, ids[i])
 		}
-		if d.NoOp {
+		if d.NoOp && len(d.Annotations) == 0 {
 			continue
 		}
-		evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: d.Type, Payload: d.Payload})
+		if !d.NoOp {
+			evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: d.Type, Payload: d.Payload})
+		}
 		for _, rm := range d.Removals {
 			evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: events.AnnotationRemoved, Payload: rm})
+		}
+		for _, a := range d.Annotations {
+			evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: events.AnnotationAdded, Payload: a})
 		}
 		if occurrences[ids[i]]--; occurrences[ids[i]] > 0 {
 			// A later line of the same payload touches this trace again: it
 			// must decide on the state these events produce.
-			if err := apply(st, actor.UserID, d.Type, d.Payload); err != nil {
-				return nil, nil, nil, nil, err
+			if !d.NoOp {
+				if err := apply(st, actor.UserID, d.Type, d.Payload); err != nil {
+					return nil, nil, nil, nil, err
+				}
 			}
 			for _, rm := range d.Removals {
 				if err := apply(st, actor.UserID, events.AnnotationRemoved, rm); err != nil {
+					return nil, nil, nil, nil, err
+				}
+			}
+			for _, a := range d.Annotations {
+				if err := apply(st, actor.UserID, events.AnnotationAdded, a); err != nil {
 					return nil, nil, nil, nil, err
 				}
 			}

@@ -68,6 +68,20 @@ type Trace struct {
 	// Codex): a re-import appends new steps and keeps existing step ids instead
 	// of replacing them.
 	SessionSync bool `json:"-"`
+	// Annotations are the reviews the source kept with the trace (Langfuse
+	// scores), imported as annotations authored by the source so a team
+	// that migrates keeps its evaluations.
+	Annotations []ImportedAnnotation `json:"-"`
+}
+
+// ImportedAnnotation is one review a source recorded on a whole trace.
+type ImportedAnnotation struct {
+	// Key identifies it within its source (a score id): the same review
+	// imported again is not added twice.
+	Key     string
+	Rating  *int // +1 / -1 for a boolean verdict; nil for other scores
+	Comment string
+	Author  string // the source, e.g. "import:langfuse"
 }
 
 // CanonicalToolInput is a tool input's JSON in one spelling whatever

@@ -79,9 +79,9 @@ func TestReimportOfEveryFixtureKeepsItsReview(t *testing.T) {
 		before := map[string][2][]string{}
 		for _, id := range first.TraceIDs {
 			d := in.getTrace(t, key, id)
-			rated := 0
+			rated := len(d.Annotations) // a source's own reviews (Langfuse scores)
 			for _, s := range d.Steps {
-				if s["role"] == "system" || rated == 2 {
+				if s["role"] == "system" || rated == len(d.Annotations)+2 {
 					continue
 				}
 				r := in.do("POST", "/api/v1/rm/traces/"+id+"/annotations", key,
@@ -166,4 +166,47 @@ func TestReimportRemovesOnlyTheChangedStepsAnnotations(t *testing.T) {
 	require.NotEqual(t, s3[2], s4[2])
 	require.Equal(t, s3[3:], s4[3:], "the steps after it are unchanged in content and place")
 	require.Len(t, a4, 3)
+}
+
+// TestLangfuseScoresBecomeAnnotations: a Langfuse export's scores are kept
+// as annotations that say the score, its value, its source and evaluator,
+// authored by the import; importing the export again adds none twice.
+func TestLangfuseScoresBecomeAnnotations(t *testing.T) {
+	in := startServe(t)
+	key := in.newUser("migrator", false)
+	raw, err := os.ReadFile(filepath.Join("..", "domain", "formats", "testdata", "langfuse_public.json"))
+	require.NoError(t, err)
+	var exports []map[string]any
+	require.NoError(t, json.Unmarshal(raw, &exports))
+	exports[0]["scores"] = []any{
+		map[string]any{"id": "sc-1", "name": "toxicity", "value": 0.8, "dataType": "NUMERIC", "source": "EVAL", "configId": "cfg-7", "comment": "dismissive"},
+		map[string]any{"id": "sc-2", "name": "resolved", "value": 0, "dataType": "BOOLEAN", "source": "ANNOTATION", "authorUserId": "u-42"},
+	}
+	data, err := json.Marshal(exports)
+	require.NoError(t, err)
+	first := in.importAnswer(t, key, "langfuse", data)
+	d := in.getTrace(t, key, first.TraceIDs[0])
+	require.Len(t, d.Annotations, 2)
+	byComment := map[string]map[string]any{}
+	for _, a := range d.Annotations {
+		m := a.(map[string]any)
+		require.Equal(t, "import:langfuse", m["author_name"])
+		require.Nil(t, m["step_id"])
+		byComment[m["comment"].(string)] = m
+	}
+	num := byComment["Langfuse score toxicity = 0.8 (EVAL, evaluator cfg-7): dismissive"]
+	require.NotNil(t, num, "%v", byComment)
+	require.Nil(t, num["rating"], "a numeric score's polarity is unknown: no rating")
+	boolean := byComment["Langfuse score resolved = 0 (ANNOTATION, author u-42)"]
+	require.NotNil(t, boolean, "%v", byComment)
+	require.Equal(t, float64(-1), boolean["rating"])
+
+	again := in.importAnswer(t, key, "langfuse", data)
+	require.Equal(t, len(again.TraceIDs), again.Unchanged)
+	require.Len(t, in.getTrace(t, key, first.TraceIDs[0]).Annotations, 2, "no score imported twice")
+
+	// A reviewer deletes an imported score; the next import does not bring it back.
+	require.Equal(t, http.StatusNoContent, in.do("DELETE", "/api/v1/rm/annotations/"+num["id"].(string), key, nil).Status)
+	in.importAnswer(t, key, "langfuse", data)
+	require.Len(t, in.getTrace(t, key, first.TraceIDs[0]).Annotations, 1)
 }

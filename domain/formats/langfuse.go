@@ -92,6 +92,60 @@ func (Langfuse) Parse(data []byte) ([]domain.Trace, error) {
 	return out, nil
 }
 
+// langfuseScores keeps a trace's scores as annotations: a boolean score is
+// a rating (1 → +1, 0 → −1); a numeric or categorical one says its value in
+// the comment, since whether 0.8 is good depends on the score (toxicity or
+// correctness). The comment names the score, its value, its source (EVAL,
+// API, ANNOTATION) and its author or evaluator, then the score's comment.
+func langfuseScores(scores []any) []domain.ImportedAnnotation {
+	var out []domain.ImportedAnnotation
+	for _, raw := range scores {
+		sc, ok := raw.(map[string]any)
+		if !ok {
+			continue
+		}
+		id, name := anyString(sc["id"]), anyString(sc["name"])
+		if id == "" || name == "" {
+			continue
+		}
+		value := anyString(sc["stringValue"])
+		if value == "" {
+			value = anyString(sc["value"])
+		}
+		a := domain.ImportedAnnotation{Key: "langfuse-score:" + id, Author: "import:langfuse"}
+		if strings.EqualFold(anyString(sc["dataType"]), "BOOLEAN") {
+			r := -1
+			if v := anyString(sc["value"]); v == "1" || strings.EqualFold(v, "true") {
+				r = 1
+			}
+			a.Rating = &r
+		}
+		by := []string{}
+		if src := anyString(sc["source"]); src != "" {
+			by = append(by, src)
+		}
+		if u := anyString(sc["authorUserId"]); u != "" {
+			by = append(by, "author "+u)
+		}
+		if c := anyString(sc["configId"]); c != "" {
+			by = append(by, "evaluator "+c)
+		}
+		text := fmt.Sprintf("Langfuse score %s = %s", name, value)
+		if obs := anyString(sc["observationId"]); obs != "" {
+			text += " on observation " + obs
+		}
+		if len(by) > 0 {
+			text += " (" + strings.Join(by, ", ") + ")"
+		}
+		if c := anyString(sc["comment"]); c != "" {
+			text += ": " + c
+		}
+		a.Comment = text
+		out = append(out, a)
+	}
+	return out
+}
+
 type lfObservation struct {
 	ID, Parent, Type, Name string
 	Start, End             int64
@@ -205,6 +259,16 @@ func langfuseTrace(v any, field string) (domain.Trace, error) {
 			sp.StepIndices = []int{}
 		}
 		t.Spans = append(t.Spans, sp)
+	}
+	scores, _ := tr["scores"].([]any)
+	if top, ok := obj["scores"].([]any); ok && len(scores) == 0 {
+		scores = top
+	}
+	t.Annotations = langfuseScores(scores)
+	for i, a := range t.Annotations {
+		if err := domain.CheckText(at(fmt.Sprintf("scores[%d].comment", i)), a.Comment, domain.MaxCommentBytes); err != nil {
+			return domain.Trace{}, err
+		}
 	}
 	if err := domain.ValidateTrace(t, 0); err != nil {
 		var ve *domain.ValidationError

@@ -36,6 +36,10 @@ type State struct {
 	OTelSpans map[string]json.RawMessage
 	// Annotations are the trace's live annotations, by id.
 	Annotations map[string]*Annotation
+	// EverAnnotated holds the id of every annotation added since the trace
+	// was (re)imported, removed ones too: an imported review (a Langfuse
+	// score) a reviewer deleted is not brought back by the next import.
+	EverAnnotated map[string]bool
 	// Title is the current title; TitleDerived when it is the fallback
 	// awaiting a generated one, Generated when the fast model wrote it.
 	Title        string
@@ -155,7 +159,7 @@ func (s *State) Apply(e events.Envelope) error {
 		s.Steps = nil
 		s.Title, s.Metadata, s.Spans = "", nil, nil
 		s.OTelSpans = nil
-		s.Annotations = nil
+		s.Annotations, s.EverAnnotated = nil, nil
 		s.Contribute = false
 		s.Compared = nil
 		s.Comparisons = nil
@@ -180,6 +184,10 @@ func (s *State) Apply(e events.Envelope) error {
 			s.Annotations = map[string]*Annotation{}
 		}
 		s.Annotations[p.AnnotationID] = &Annotation{ID: p.AnnotationID, StepID: p.StepID, Rating: p.Rating, Comment: p.Comment, AuthorID: p.AuthorID}
+		if s.EverAnnotated == nil {
+			s.EverAnnotated = map[string]bool{}
+		}
+		s.EverAnnotated[p.AnnotationID] = true
 	case events.AnnotationEdited:
 		var p events.AnnotationEditedV1
 		if err := e.DecodeOrFail(&p); err != nil {
@@ -224,6 +232,12 @@ type ImportInput struct {
 	Format           string
 	ExplicitSourceID string
 	NewID            func() string // fresh step ids; the command supplies them
+	// AnnotationID gives an imported annotation (Trace.Annotations) its id
+	// from its key, the same for every import of it.
+	AnnotationID func(key string) string
+	// AuthorID is the importing user, who answers for imported annotations
+	// (their author name says the source).
+	AuthorID string
 }
 
 // Decision is the event an import produces (Type, Payload), or none for a
@@ -233,6 +247,9 @@ type Decision struct {
 	Payload  any
 	NoOp     bool
 	Removals []events.AnnotationRemovedV1
+	// Annotations are the source's reviews not imported before, added
+	// after the content event (a NoOp decision may still carry some).
+	Annotations []events.AnnotationAddedV1
 }
 
 // DecideImport decides what importing in means for the stored trace s:
@@ -251,6 +268,31 @@ type Decision struct {
 // Files and live OTLP traces (re-sent whole by retrying exporters, rebuilt
 // as spans arrive) decide alike.
 func DecideImport(s State, in ImportInput) (Decision, error) {
+	d, err := decideContent(s, in)
+	if err != nil || len(in.Trace.Annotations) == 0 || in.AnnotationID == nil {
+		return d, err
+	}
+	revision, ever := s.Revision, s.EverAnnotated
+	if !d.NoOp {
+		revision = s.Revision + 1
+	}
+	if !s.Exists {
+		ever = nil // a deleted trace imported again starts its review afresh
+	}
+	for _, a := range in.Trace.Annotations {
+		id := in.AnnotationID(a.Key)
+		if ever[id] {
+			continue
+		}
+		comment := a.Comment
+		d.Annotations = append(d.Annotations, events.AnnotationAddedV1{AnnotationID: id, TraceID: in.TraceID,
+			Rating: a.Rating, Comment: &comment, AuthorID: in.AuthorID, AuthorName: a.Author, TraceRevision: revision})
+	}
+	return d, nil
+}
+
+// decideContent decides the content event of an import (see DecideImport).
+func decideContent(s State, in ImportInput) (Decision, error) {
 	t := in.Trace
 	title, derived := t.Title, false
 	if title == "" {
