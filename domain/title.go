@@ -15,14 +15,14 @@ const maxTitleRunes = 80
 func DefaultTitle(steps []Step) string {
 	pick := ""
 	for _, s := range steps {
-		if s.Role == RoleUser && strings.TrimSpace(s.Content) != "" {
+		if s.Role == RoleUser && !s.IsHarness() && strings.TrimSpace(s.Content) != "" {
 			pick = s.Content
 			break
 		}
 	}
 	if pick == "" {
 		for _, s := range steps {
-			if s.Role != RoleSystem && strings.TrimSpace(s.Content) != "" {
+			if s.Role != RoleSystem && !s.IsHarness() && strings.TrimSpace(s.Content) != "" {
 				pick = s.Content
 				break
 			}
