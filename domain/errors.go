@@ -126,8 +126,15 @@ type UnsupportedMediaError struct{ Message string }
 func (e *UnsupportedMediaError) Error() string { return e.Message }
 
 // UnavailableError says a dependency the request needs is not there yet (the
-// read model did not catch up in time). Maps to 503.
-type UnavailableError struct{ Message string }
+// read model did not catch up in time, or a capacity limit is full). Maps to
+// 503, with Retry-After when RetryAfterSeconds is set.
+type UnavailableError struct {
+	Message string
+	// Code replaces the generic "unavailable" when set (e.g. "query_capacity").
+	Code string
+	// RetryAfterSeconds, when positive, is sent as Retry-After.
+	RetryAfterSeconds int
+}
 
 func (e *UnavailableError) Error() string { return e.Message }
 

@@ -37,6 +37,9 @@ type config struct {
 	// "copy" (a brand-new in-memory DuckDB per query, ~10× slower on large
 	// accounts).
 	QueryIsolation duck.LoadMode
+	// QueryLimits are the CRITIC_QUERY_* bounds of POST /query
+	// (loadQueryLimits).
+	QueryLimits duck.Options
 	// InstanceID is CRITIC_INSTANCE_ID: each API instance builds its own
 	// query snapshots under its own consumer group, so ids must differ
 	// between live instances (a second start with a live id is refused).
@@ -132,6 +135,9 @@ func loadConfig() (config, error) {
 		if c.QueryWait == 0 {
 			c.QueryWait = -1 // apiserver: negative is "do not wait"
 		}
+	}
+	if c.QueryLimits, err = loadQueryLimits(); err != nil {
+		return c, err
 	}
 	if c.LLM, err = loadLLMRoles(); err != nil {
 		return c, err

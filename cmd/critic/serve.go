@@ -20,7 +20,6 @@ import (
 	"github.com/criticml/critic/handlers/rest"
 	"github.com/criticml/critic/handlers/workerapi"
 	"github.com/criticml/critic/platform/blob"
-	"github.com/criticml/critic/platform/duck"
 	"github.com/criticml/critic/platform/instance"
 	"github.com/criticml/critic/platform/requestid"
 	"github.com/criticml/critic/platform/telemetry"
@@ -146,7 +145,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		WaitTimeout:    5 * time.Second,
 		MaxBody:        cfg.MaxBody,
 		SnapshotDir:    filepath.Join(cfg.DataDir, "snapshots"),
-		Query:          duck.Options{Load: cfg.QueryIsolation},
+		Query:          cfg.queryOptions(),
 		InstanceID:     id,
 		QueryWait:      cfg.QueryWait,
 		Telemetry:      tel,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"connectrpc.com/connect"
 
@@ -92,7 +93,11 @@ func classify(err error) (int, ErrorBody) {
 	case errors.As(err, &sc):
 		return http.StatusServiceUnavailable, ErrorBody{Detail: sc.Error(), Code: "snapshot_catching_up"}
 	case errors.As(err, &una):
-		return http.StatusServiceUnavailable, ErrorBody{Detail: una.Error(), Code: "unavailable"}
+		code := una.Code
+		if code == "" {
+			code = "unavailable"
+		}
+		return http.StatusServiceUnavailable, ErrorBody{Detail: una.Error(), Code: code}
 	}
 	return http.StatusInternalServerError, ErrorBody{Detail: "internal error", Code: "internal"}
 }
@@ -101,6 +106,9 @@ func classify(err error) (int, ErrorBody) {
 // id Observe put in the response headers.
 func WriteError(w http.ResponseWriter, err error) {
 	status, body := classify(err)
+	if una := (*domain.UnavailableError)(nil); errors.As(err, &una) && una.RetryAfterSeconds > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(una.RetryAfterSeconds))
+	}
 	body.RequestID = w.Header().Get(requestid.Header)
 	if status == http.StatusInternalServerError {
 		logInternal(context.Background(), err, "request_id", body.RequestID)

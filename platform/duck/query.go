@@ -13,11 +13,14 @@ import (
 	"math"
 	"math/big"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
+	"github.com/duckdb/duckdb-go/v2/mapping"
 
 	"github.com/criticml/critic/domain"
 )
@@ -132,26 +135,71 @@ func (s *Snapshots) discard(sb *sandbox) {
 // down before the SQL is looked at: with LoadReplica (the default) a fresh
 // connection to the owner's cached replica, rebuilt when the snapshot has
 // changed since; with LoadCopy/LoadAttach a new DuckDB instance. Rejected
-// statements, SQL errors and the time limit come back as
-// *domain.ValidationError with a message meant for the user; other errors
-// are internal. The time limit covers building a replica.
+// statements, SQL errors, the time limit and the size limits come back as
+// *domain.ValidationError with a message meant for the user; a full server
+// as *domain.UnavailableError; other errors are internal. The time limit
+// covers waiting for the owner's turn, building a replica, preparing and
+// running.
 func (s *Snapshots) Query(ctx context.Context, ownerID, query string) (*Result, error) {
 	if s.opts.OnQuery == nil {
-		return s.query(ctx, ownerID, query)
+		return s.boundedQuery(ctx, ownerID, query)
 	}
 	start := time.Now()
-	res, err := s.query(ctx, ownerID, query)
+	res, err := s.boundedQuery(ctx, ownerID, query)
 	s.opts.OnQuery(time.Since(start), err)
 	return res, err
 }
 
-func (s *Snapshots) query(ctx context.Context, ownerID, query string) (*Result, error) {
+// boundedQuery applies the limits that hold before DuckDB sees the text
+// (checkStatement), then takes the owner's turn and a process-wide slot.
+func (s *Snapshots) boundedQuery(ctx context.Context, ownerID, query string) (*Result, error) {
+	if err := checkStatement(query, s.opts.MaxStatementBytes, s.opts.MaxSetOperations); err != nil {
+		return nil, err
+	}
 	o, err := s.owner(ownerID)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
+	select {
+	case o.turns <- struct{}{}:
+		defer func() { <-o.turns }()
+	case <-ctx.Done():
+		return nil, s.queryError(ctx, ctx.Err(), "")
+	}
+	release, err := s.takeSlot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	return s.query(ctx, ownerID, o, query)
+}
+
+// takeSlot waits up to QueueWait for one of the MaxConcurrent process-wide
+// query slots; a server still full after that answers 503 naming the limit
+// rather than queueing without bound.
+func (s *Snapshots) takeSlot(ctx context.Context) (func(), error) {
+	release := func() { <-s.slots }
+	select {
+	case s.slots <- struct{}{}:
+		return release, nil
+	default:
+	}
+	t := time.NewTimer(s.opts.QueueWait)
+	defer t.Stop()
+	select {
+	case s.slots <- struct{}{}:
+		return release, nil
+	case <-t.C:
+		return nil, &domain.UnavailableError{Code: "query_capacity", RetryAfterSeconds: 1,
+			Message: fmt.Sprintf("the server is running its limit of %d concurrent queries (all accounts together); retry shortly", s.opts.MaxConcurrent)}
+	case <-ctx.Done():
+		return nil, s.queryError(ctx, ctx.Err(), "")
+	}
+}
+
+func (s *Snapshots) query(ctx context.Context, ownerID string, o *ownerState, query string) (*Result, error) {
 	if s.opts.Load == LoadReplica {
 		return s.queryReplica(ctx, ownerID, o, query)
 	}
@@ -181,7 +229,7 @@ func (s *Snapshots) query(ctx context.Context, ownerID, query string) (*Result, 
 	if err := s.lockDown(ctx, sb, s.opts.Load == LoadCopy); err != nil {
 		return nil, s.queryError(ctx, err, "")
 	}
-	res, err := run(ctx, sb.conn, query, s.opts.MaxRows)
+	res, err := s.run(ctx, sb.conn, query)
 	if err != nil {
 		return nil, s.queryError(ctx, err, query)
 	}
@@ -293,33 +341,36 @@ func (s *Snapshots) lockDown(ctx context.Context, sb *sandbox, noFiles bool) err
 	return nil
 }
 
-// run validates and executes the user's SQL on the sandbox's connection.
+// run validates and executes the user's SQL on conn, preparing it once and
+// inside the time limit.
 //
 // Validation uses the driver's non-context Prepare on purpose: PrepareContext,
 // QueryContext and ExecContext execute every statement of a string but the
 // last, so `SELECT 1; DROP TABLE steps` would drop the table before any check.
 // Prepare refuses strings with more than one statement and executes nothing.
-func run(ctx context.Context, conn *sql.Conn, query string, maxRows int) (*Result, error) {
+//
+// Neither Prepare nor the driver's PrepareContext can be cancelled, and
+// planning can take long (a wide UNION, heavy constant folding), so while
+// run works an interrupter calls duckdb_interrupt on the connection once ctx
+// ends (interruptOnDone): DuckDB's planner and executor stop at their next
+// check. Constant folding does not check, so a statement like
+// `list_sort(range(3e7))` still runs its folding to the end; it holds its
+// owner's turn and its process-wide slot until then.
+func (s *Snapshots) run(ctx context.Context, conn *sql.Conn, query string) (*Result, error) {
 	var res *Result
 	err := conn.Raw(func(dc any) error {
-		conn, ok := dc.(driver.Conn)
+		c, ok := dc.(*duckdb.Conn)
 		if !ok {
 			return errors.New("duck: unexpected driver connection")
 		}
-		stmt, err := prepareSelect(conn, query)
+		stop, err := interruptOnDone(ctx, c)
 		if err != nil {
 			return err
 		}
-		// Run `SELECT * FROM (<query>) LIMIT maxRows+1` when it is an
-		// equivalent single SELECT: the driver materializes whole results,
-		// and the limit lets DuckDB stop after the rows we return.
-		if limited, err := prepareSelect(conn, limitedQuery(query, maxRows+1)); err == nil {
-			if sameColumns(stmt, limited) {
-				_ = stmt.Close()
-				stmt = limited
-			} else {
-				_ = limited.Close()
-			}
+		defer stop()
+		stmt, err := s.prepareBounded(c, query)
+		if err != nil {
+			return err
 		}
 		defer stmt.Close()
 		rows, err := stmt.QueryContext(ctx, nil)
@@ -327,21 +378,118 @@ func run(ctx context.Context, conn *sql.Conn, query string, maxRows int) (*Resul
 			return err
 		}
 		defer rows.Close()
-		res, err = readRows(rows, maxRows)
+		res, err = readRows(rows, s.opts.MaxRows, s.opts.MaxResultBytes)
 		return err
 	})
 	return res, err
+}
+
+// interruptOnDone interrupts c's DuckDB connection when ctx ends, and again
+// every 100 ms (DuckDB clears the flag between phases) until stop is called;
+// stop returns once no interrupt can follow, so the connection is safe to
+// reuse or close.
+func interruptOnDone(ctx context.Context, c *duckdb.Conn) (stop func(), err error) {
+	handle, err := connHandle(c)
+	if err != nil {
+		return nil, err
+	}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		select {
+		case <-done:
+			return
+		case <-ctx.Done():
+		}
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			mapping.Interrupt(handle)
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(done); <-finished }, nil
+}
+
+// connHandle reads the DuckDB connection handle of a driver connection.
+// duckdb-go (v2.10506.0) keeps it unexported and interrupts only execution
+// on context cancellation, never Prepare; duckdb_interrupt on the handle is
+// the C API's own way to stop a connection's work from another thread. The
+// field is looked up by name and type, so a driver that changes it makes
+// every query fail here (and the tests with it) instead of misbehaving.
+func connHandle(c *duckdb.Conn) (mapping.Connection, error) {
+	f := reflect.ValueOf(c).Elem().FieldByName("conn")
+	if !f.IsValid() || f.Type() != reflect.TypeOf(mapping.Connection{}) {
+		return mapping.Connection{}, errors.New("duck: the DuckDB driver's connection handle is not where this version expects it; cannot bound query preparation")
+	}
+	return *(*mapping.Connection)(unsafe.Pointer(f.UnsafeAddr())), nil
+}
+
+// prepareBounded prepares the user's query once, as the statement that
+// bounds its result: `SELECT * FROM (<query>) AS _critic_row WHERE <the
+// row's JSON fits MaxRowBytes> LIMIT MaxRows+1`. The driver materializes
+// whole results: the LIMIT lets DuckDB stop after the rows we return, and
+// the row check fails a row too large to send inside DuckDB, under its
+// memory limit, before the driver copies it into Go. DuckDB's parser first
+// checks that the text as written is exactly one SELECT (writtenAsSelect,
+// parse only), so the wrapper wraps a whole statement; the wrapper itself is
+// checked like the user's SQL (prepareSelect). The user's text is prepared
+// as written only when it does not parse (DuckDB's error then names the
+// user's own positions), when the wrapper does not prepare, or when DuckDB
+// renamed duplicate column names inside it; the result byte cap still
+// holds then.
+func (s *Snapshots) prepareBounded(conn *duckdb.Conn, query string) (*duckdb.Stmt, error) {
+	switch err := writtenAsSelect(conn, query); {
+	case err == nil:
+		stmt, werr := prepareSelect(conn, boundedQuery(query, s.opts.MaxRows+1, s.opts.MaxRowBytes))
+		if werr == nil {
+			if !renamedDuplicates(stmt) {
+				return stmt, nil
+			}
+			orig, err := prepareSelect(conn, query)
+			if err != nil {
+				_ = stmt.Close()
+				return nil, err
+			}
+			if sameColumns(stmt, orig) {
+				_ = orig.Close()
+				return stmt, nil
+			}
+			_ = stmt.Close()
+			return orig, nil
+		}
+		var de *duckdb.Error
+		if errors.As(werr, &de) && de.Type == duckdb.ErrorTypeInterrupt {
+			return nil, werr
+		}
+	case !errors.Is(err, errUnparsed):
+		return nil, err
+	}
+	stmt, err := prepareSelect(conn, query)
+	if err != nil {
+		return nil, err
+	}
+	if err := writtenAsSelect(conn, query); err != nil {
+		_ = stmt.Close()
+		if errors.Is(err, errUnparsed) {
+			err = errRewritten
+		}
+		return nil, err
+	}
+	return stmt, nil
 }
 
 // errNotSelect marks statements that parse but are not a single SELECT.
 var errNotSelect = &domain.ValidationError{Code: "invalid_query", Message: "only a single SELECT statement is allowed"}
 
 // prepareSelect prepares query with the non-context Prepare and accepts it
-// only if it is exactly one SELECT-type statement without parameters.
+// only if it is exactly one SELECT-type statement without parameters. The
+// caller checks it was written as a SELECT (writtenAsSelect).
 func prepareSelect(conn driver.Conn, query string) (*duckdb.Stmt, error) {
-	if strings.TrimSpace(query) == "" {
-		return nil, &domain.ValidationError{Code: "invalid_query", Message: "empty query"}
-	}
 	ds, err := conn.Prepare(query)
 	if err != nil {
 		if strings.Contains(err.Error(), "multi-statement") {
@@ -366,10 +514,6 @@ func prepareSelect(conn driver.Conn, query string) (*duckdb.Stmt, error) {
 		_ = stmt.Close()
 		return nil, &domain.ValidationError{Code: "invalid_query", Message: "query parameters ($1, ?) are not supported"}
 	}
-	if err := writtenAsSelect(conn, query); err != nil {
-		_ = stmt.Close()
-		return nil, err
-	}
 	return stmt, nil
 }
 
@@ -377,18 +521,23 @@ func prepareSelect(conn driver.Conn, query string) (*duckdb.Stmt, error) {
 var errRewritten = &domain.ValidationError{Code: "invalid_query",
 	Message: "only a single SELECT statement is allowed: PRAGMA, SHOW, DESCRIBE, SUMMARIZE, PIVOT and UNPIVOT statements are not (query the tables, or duckdb_tables()/duckdb_columns(), with a SELECT)"}
 
+// errUnparsed is writtenAsSelect's answer for text DuckDB's parser refuses
+// to serialize: a syntax error, or a statement other than a SELECT.
+var errUnparsed = errors.New("duck: the statement does not parse as a SELECT")
+
 // writtenAsSelect checks that query is a SELECT as the user wrote it, not a
 // statement DuckDB rewrites into one: the prepared statement type alone says
 // SELECT for `PRAGMA show_tables`, `SHOW`, `DESCRIBE` or `SUMMARIZE`, which
 // run internal queries the sandbox never vetted. DuckDB's own parser decides,
 // through json_serialize_sql (parse only, nothing runs): it refuses to
 // serialize anything but a SELECT, so PRAGMA, CALL, EXPLAIN and the PIVOT
-// statement fail there, and SHOW/DESCRIBE/SUMMARIZE/UNPIVOT statements
-// come back as a SELECT node whose select list is a star the parser made up
-// (no position in the text) over a SHOW or PIVOT reference. The same
-// constructs inside a SELECT the user wrote (`SELECT * FROM (DESCRIBE
-// steps)`, `FROM steps UNPIVOT …`) are that user's SELECT and pass; so do
-// DuckDB's SELECT shorthands `FROM steps`, `TABLE steps` and `VALUES …`.
+// statement fail there (errUnparsed, as does a syntax error), and
+// SHOW/DESCRIBE/SUMMARIZE/UNPIVOT statements come back as a SELECT node
+// whose select list is a star the parser made up (no position in the text)
+// over a SHOW or PIVOT reference. The same constructs inside a SELECT the
+// user wrote (`SELECT * FROM (DESCRIBE steps)`, `FROM steps UNPIVOT …`) are
+// that user's SELECT and pass; so do DuckDB's SELECT shorthands
+// `FROM steps`, `TABLE steps` and `VALUES …`.
 func writtenAsSelect(conn driver.Conn, query string) error {
 	ps, err := conn.Prepare("SELECT json_serialize_sql($1::VARCHAR)::VARCHAR")
 	if err != nil {
@@ -423,8 +572,11 @@ func writtenAsSelect(conn driver.Conn, query string) error {
 	if err := json.Unmarshal([]byte(text), &parsed); err != nil {
 		return fmt.Errorf("duck: parser check: %w", err)
 	}
-	if parsed.Error || len(parsed.Statements) != 1 {
-		return errRewritten
+	if parsed.Error {
+		return errUnparsed
+	}
+	if len(parsed.Statements) != 1 {
+		return errNotSelect
 	}
 	n := parsed.Statements[0].Node
 	if n.Type == "SELECT_NODE" && (n.FromTable.Type == "SHOW_REF" || n.FromTable.Type == "PIVOT") &&
@@ -434,12 +586,46 @@ func writtenAsSelect(conn driver.Conn, query string) error {
 	return nil
 }
 
-// limitedQuery wraps query in an outer LIMIT. The newlines keep a trailing
-// `-- comment` from swallowing the wrapper; the result is validated like the
-// user's own SQL, so a wrapper that changes meaning is refused, not run.
-func limitedQuery(query string, limit int) string {
+// rowTooLarge is the marker of the row check's error, for queryError.
+const rowTooLarge = "critic: result row too large"
+
+// boundedQuery wraps query in the row check and an outer LIMIT. The
+// newlines keep a trailing `-- comment` from swallowing the wrapper; the
+// result is validated like the user's own SQL, so a wrapper that changes
+// meaning is refused, not run. The row's size is its JSON (to_json of the
+// whole row), measured by DuckDB.
+func boundedQuery(query string, limit, maxRowBytes int) string {
 	q := strings.TrimRight(query, " \t\r\n;")
-	return "SELECT * FROM (\n" + q + "\n) LIMIT " + strconv.Itoa(limit)
+	return "SELECT * FROM (\n" + q + "\n) AS _critic_row WHERE CASE WHEN strlen(CAST(to_json(_critic_row) AS VARCHAR)) > " +
+		strconv.Itoa(maxRowBytes) + " THEN error('" + rowTooLarge + "') ELSE true END LIMIT " + strconv.Itoa(limit)
+}
+
+// renamedDuplicates says whether a wrapped statement's columns look renamed
+// by DuckDB, which makes duplicate names in a subquery unique (a, a →
+// a, a_1): some column is another column's name plus _<digits>.
+func renamedDuplicates(stmt *duckdb.Stmt) bool {
+	n, err := stmt.ColumnCount()
+	if err != nil {
+		return true
+	}
+	names := make(map[string]bool, n)
+	cols := make([]string, 0, n)
+	for i := 0; i < n; i++ {
+		c, err := stmt.ColumnName(i)
+		if err != nil {
+			return true
+		}
+		c = strings.ToLower(c)
+		names[c] = true
+		cols = append(cols, c)
+	}
+	for _, c := range cols {
+		i := strings.LastIndexByte(c, '_')
+		if i > 0 && i < len(c)-1 && strings.Trim(c[i+1:], "0123456789") == "" && names[c[:i]] {
+			return true
+		}
+	}
+	return false
 }
 
 func sameColumns(a, b *duckdb.Stmt) bool {
@@ -458,7 +644,9 @@ func sameColumns(a, b *duckdb.Stmt) bool {
 	return true
 }
 
-func readRows(rows driver.Rows, maxRows int) (*Result, error) {
+// readRows converts at most maxRows rows, and stops before the row that
+// would take the result's JSON past maxBytes; either sets Truncated.
+func readRows(rows driver.Rows, maxRows, maxBytes int) (*Result, error) {
 	cols := rows.Columns()
 	types := make([]string, len(cols))
 	if tn, ok := rows.(driver.RowsColumnTypeDatabaseTypeName); ok {
@@ -467,6 +655,10 @@ func readRows(rows driver.Rows, maxRows int) (*Result, error) {
 		}
 	}
 	res := &Result{Columns: append([]string{}, cols...), Rows: [][]any{}}
+	size := 0
+	for _, c := range cols {
+		size += jsonSize(c) + 1
+	}
 	dest := make([]driver.Value, len(cols))
 	for {
 		err := rows.Next(dest)
@@ -481,11 +673,55 @@ func readRows(rows driver.Rows, maxRows int) (*Result, error) {
 			return res, nil
 		}
 		row := make([]any, len(cols))
+		n := 2
 		for i, v := range dest {
 			row[i] = jsonValue(v, types[i])
+			n += jsonSize(row[i]) + 1
 		}
+		if size+n > maxBytes {
+			res.Truncated = true
+			return res, nil
+		}
+		size += n
 		res.Rows = append(res.Rows, row)
 	}
+}
+
+// jsonSize is how many bytes v (a jsonValue result) takes as JSON, close
+// enough for a cap: exact for strings and structure, 24 for any number.
+func jsonSize(v any) int {
+	switch x := v.(type) {
+	case nil:
+		return 4
+	case bool:
+		return 5
+	case string:
+		n := len(x) + 2
+		for i := 0; i < len(x); i++ {
+			switch c := x[i]; {
+			case c < 0x20:
+				n += 5
+			case c == '"' || c == '\\':
+				n++
+			}
+		}
+		return n
+	case json.Number:
+		return len(x)
+	case []any:
+		n := 2
+		for _, e := range x {
+			n += jsonSize(e) + 1
+		}
+		return n
+	case map[string]any:
+		n := 2
+		for k, e := range x {
+			n += jsonSize(k) + 2 + jsonSize(e)
+		}
+		return n
+	}
+	return 24
 }
 
 // jsonValue converts a driver value to the JSON shape documented on Result.
@@ -596,10 +832,85 @@ func (s *Snapshots) queryError(ctx context.Context, err error, query string) err
 	var de *duckdb.Error
 	if errors.As(err, &de) {
 		msg := de.Msg
-		if de.Type == duckdb.ErrorTypePermission || strings.Contains(msg, "disabled by configuration") {
+		switch {
+		case strings.Contains(msg, rowTooLarge):
+			return &domain.ValidationError{Code: "query_row_too_large",
+				Message: fmt.Sprintf("a row of the result is larger than the limit of %d bytes as JSON; select fewer or shorter columns (substr, len)", s.opts.MaxRowBytes)}
+		case de.Type == duckdb.ErrorTypeOutOfMemory:
+			return &domain.ValidationError{Code: "query_out_of_memory",
+				Message: fmt.Sprintf("the query needs more memory than its limit of %s: aggregate or filter more, or select fewer rows", s.opts.MemoryLimit)}
+		case de.Type == duckdb.ErrorTypePermission || strings.Contains(msg, "disabled by configuration"):
 			msg = "external access is disabled: " + msg
 		}
 		return &domain.ValidationError{Code: "invalid_query", Message: msg}
 	}
 	return err
+}
+
+// checkStatement applies the limits that hold before DuckDB sees the text:
+// its length, and the number of set operations (UNION, INTERSECT, EXCEPT,
+// counted as words outside strings, quoted names and comments, so DuckDB's
+// `SELECT * EXCEPT (col)` counts too: the count errs high). DuckDB plans
+// outside its memory limit, and a 380 KB 20,000-way UNION ALL took 7 GB to
+// plan. A text with no statement at all (only comments, semicolons, white
+// space or a byte order mark) is refused here too.
+func checkStatement(query string, maxBytes, maxSetOps int) error {
+	if len(query) > maxBytes {
+		return &domain.ValidationError{Code: "query_too_long", Field: "sql",
+			Message: fmt.Sprintf("the statement is %d bytes; the limit is %d bytes", len(query), maxBytes)}
+	}
+	words, setOps := 0, 0
+	for i := 0; i < len(query); {
+		c := query[i]
+		switch {
+		case c == '\'' || c == '"':
+			j := strings.IndexByte(query[i+1:], c)
+			if j < 0 {
+				i = len(query)
+			} else {
+				i += j + 2
+			}
+			words++
+		case strings.HasPrefix(query[i:], "--"):
+			j := strings.IndexByte(query[i:], '\n')
+			if j < 0 {
+				j = len(query) - i
+			}
+			i += j
+		case strings.HasPrefix(query[i:], "/*"):
+			j := strings.Index(query[i+2:], "*/")
+			if j < 0 {
+				i = len(query)
+			} else {
+				i += j + 4
+			}
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80:
+			j := i
+			for j < len(query) && (query[j] == '_' || query[j] >= 'a' && query[j] <= 'z' || query[j] >= 'A' && query[j] <= 'Z' ||
+				query[j] >= '0' && query[j] <= '9' || query[j] >= 0x80) {
+				j++
+			}
+			w := query[i:j]
+			if w != "\uFEFF" {
+				words++
+			}
+			if strings.EqualFold(w, "union") || strings.EqualFold(w, "intersect") || strings.EqualFold(w, "except") {
+				setOps++
+			}
+			i = j
+		case c == ';' || c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f' || c == '\v':
+			i++
+		default:
+			words++
+			i++
+		}
+	}
+	if words == 0 {
+		return &domain.ValidationError{Code: "invalid_query", Field: "sql", Message: "empty query: the statement has no SQL, only comments, semicolons or white space"}
+	}
+	if setOps > maxSetOps {
+		return &domain.ValidationError{Code: "query_too_complex", Field: "sql",
+			Message: fmt.Sprintf("the statement has %d set operations (UNION, INTERSECT, EXCEPT); the limit is %d", setOps, maxSetOps)}
+	}
+	return nil
 }

@@ -50,7 +50,7 @@ func (s *Snapshots) queryReplica(ctx context.Context, ownerID string, o *ownerSt
 		return nil, s.queryError(ctx, err, "")
 	}
 	defer conn.Close()
-	res, err := run(ctx, conn, query, s.opts.MaxRows)
+	res, err := s.run(ctx, conn, query)
 	if err != nil {
 		return nil, s.queryError(ctx, err, query)
 	}

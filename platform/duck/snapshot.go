@@ -56,9 +56,35 @@ type Options struct {
 	// ReplicaIdle drops a replica nobody queried for this long (default 10
 	// minutes), so a burst of queries does not pin memory for good.
 	ReplicaIdle time.Duration
-	// MaxQueriesPerOwner bounds concurrent queries on one owner's replica
-	// (default 4); more wait for a turn within their time limit.
+	// MaxQueriesPerOwner bounds concurrent queries of one owner (default
+	// 2, half of MaxConcurrent); more wait for a turn within their time
+	// limit.
 	MaxQueriesPerOwner int
+	// MaxConcurrent bounds the queries running in this process, all owners
+	// together (default 4). A query that finds no free slot within
+	// QueueWait is refused as unavailable (503) naming the limit, so a few
+	// accounts cannot stack up memory and threads for everyone.
+	MaxConcurrent int
+	// QueueWait is how long a query waits for a free slot (default 1 s).
+	QueueWait time.Duration
+	// QueryMemory, when set, is the DuckDB memory budget in bytes of all
+	// queries together: each sandbox's memory_limit becomes QueryMemory /
+	// MaxConcurrent, overriding MemoryLimit (whose 2 GB default is the
+	// share of an 8 GB budget over the default 4 slots).
+	QueryMemory int64
+	// MaxStatementBytes caps the length of the SQL text (default 64 KiB):
+	// DuckDB plans outside its memory limit, and planning grows with text.
+	MaxStatementBytes int
+	// MaxSetOperations caps UNION/INTERSECT/EXCEPT in one statement
+	// (default 64), counted in the text before DuckDB sees it: a 20,000-way
+	// UNION ALL took gigabytes to plan.
+	MaxSetOperations int
+	// MaxResultBytes caps the JSON size of a result (default 16 MiB): rows
+	// stop being read once it is passed, and the result says truncated.
+	MaxResultBytes int
+	// MaxRowBytes caps one row's JSON size (default 4 MiB), checked inside
+	// DuckDB before the row reaches Go; a larger row fails the query (422).
+	MaxRowBytes int
 }
 
 // LoadMode says how a query gets the owner's rows. See Snapshots for the
@@ -116,7 +142,28 @@ func (o Options) withDefaults() Options {
 		o.ReplicaIdle = 10 * time.Minute
 	}
 	if o.MaxQueriesPerOwner <= 0 {
-		o.MaxQueriesPerOwner = 4
+		o.MaxQueriesPerOwner = 2
+	}
+	if o.MaxConcurrent <= 0 {
+		o.MaxConcurrent = 4
+	}
+	if o.QueryMemory > 0 {
+		o.MemoryLimit = fmt.Sprintf("%dMiB", max(o.QueryMemory/int64(o.MaxConcurrent)>>20, 1))
+	}
+	if o.QueueWait <= 0 {
+		o.QueueWait = time.Second
+	}
+	if o.MaxStatementBytes <= 0 {
+		o.MaxStatementBytes = 64 << 10
+	}
+	if o.MaxSetOperations <= 0 {
+		o.MaxSetOperations = 64
+	}
+	if o.MaxResultBytes <= 0 {
+		o.MaxResultBytes = 16 << 20
+	}
+	if o.MaxRowBytes <= 0 {
+		o.MaxRowBytes = 4 << 20
 	}
 	return o
 }
@@ -194,6 +241,8 @@ type Snapshots struct {
 	replicaBytes int64 // memory held by installed replicas (guarded by mu)
 	// builds counts replicas built from an owner file (ReplicaBuilds).
 	builds atomic.Int64
+	// slots holds one token per running query (Options.MaxConcurrent).
+	slots chan struct{}
 }
 
 // ReplicaBuilds is how many replicas were copied from an owner file so far
@@ -224,6 +273,11 @@ type ownerState struct {
 	// can catch up before it replaces rep (compress).
 	compressing bool
 	followed    []*delta
+
+	// turns holds one token per query of this owner running or loading
+	// (Options.MaxQueriesPerOwner), taken before a process-wide slot so
+	// one account's queued queries never hold slots others could use.
+	turns chan struct{}
 }
 
 // ownerIDPattern keeps owner ids safe as file names: the id becomes a path.
@@ -252,6 +306,7 @@ func New(dir string, opts Options) (*Snapshots, error) {
 		owners: map[string]*ownerState{},
 		stop:   make(chan struct{}),
 	}
+	s.slots = make(chan struct{}, s.opts.MaxConcurrent)
 	if s.opts.Prewarm > 0 {
 		s.pool = make(chan *sandbox, s.opts.Prewarm)
 		s.bg.Add(1)
@@ -350,7 +405,7 @@ func (s *Snapshots) owner(ownerID string) (*ownerState, error) {
 	}
 	o := s.owners[ownerID]
 	if o == nil {
-		o = &ownerState{}
+		o = &ownerState{turns: make(chan struct{}, s.opts.MaxQueriesPerOwner)}
 		s.owners[ownerID] = o
 	}
 	s.useTick++
