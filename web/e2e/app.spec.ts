@@ -116,10 +116,10 @@ test("open a trace: rate, quote, comment, flag, edit, delete, and it all survive
   // System steps take comments only.
   const system = page.getByRole("region", { name: "Step 1", exact: true });
   await expect(system.getByRole("button", { name: "Comment" })).toBeVisible();
-  await expect(system.getByRole("button", { name: "Rate up" })).toHaveCount(0);
+  await expect(system.getByRole("button", { name: /^Rate up, step \d+$/ })).toHaveCount(0);
 
   // Rate the tool call up.
-  const up = call.getByRole("button", { name: "Rate up" });
+  const up = call.getByRole("button", { name: "Rate up, step 3" });
   await expect(up).toHaveAttribute("aria-pressed", "false");
   await up.click();
   await expect(up).toHaveAttribute("aria-pressed", "true");
@@ -185,7 +185,7 @@ test("open a trace: rate, quote, comment, flag, edit, delete, and it all survive
   await shot(page, "viewer-annotated");
 
   await page.reload();
-  await expect(call.getByRole("button", { name: "Rate up" })).toHaveAttribute("aria-pressed", "true");
+  await expect(call.getByRole("button", { name: "Rate up, step 3" })).toHaveAttribute("aria-pressed", "true");
   await expect(answer.locator("blockquote mark")).toHaveText("full refund");
   await expect(answer).toContainText("Label error: the policy allows it");
   await expect(user).toContainText("Clear request with an order number");
@@ -220,10 +220,10 @@ test("keyboard: j/k move, +/- rate, c comments, e expands, ? lists shortcuts, ty
   const answer = page.getByRole("region", { name: "Step 5", exact: true });
   await expect(answer).toHaveAttribute("aria-current", "true");
   await page.keyboard.press("-");
-  await expect(answer.getByRole("button", { name: "Rate down" })).toHaveAttribute("aria-pressed", "true");
+  await expect(answer.getByRole("button", { name: "Rate down, step 5" })).toHaveAttribute("aria-pressed", "true");
   await page.keyboard.press("+");
-  await expect(answer.getByRole("button", { name: "Rate up" })).toHaveAttribute("aria-pressed", "true");
-  await expect(answer.getByRole("button", { name: "Rate down" })).toHaveAttribute("aria-pressed", "false");
+  await expect(answer.getByRole("button", { name: "Rate up, step 5" })).toHaveAttribute("aria-pressed", "true");
+  await expect(answer.getByRole("button", { name: "Rate down, step 5" })).toHaveAttribute("aria-pressed", "false");
   await page.keyboard.press("e");
   await expect(answer).toContainText("The END of the message.");
   await page.keyboard.press("Escape");
@@ -234,7 +234,7 @@ test("keyboard: j/k move, +/- rate, c comments, e expands, ? lists shortcuts, ty
   await box.pressSequentially("just keep typing: j k + - e c ?");
   await expect(box).toHaveValue("just keep typing: j k + - e c ?");
   await expect(answer).toHaveAttribute("aria-current", "true");
-  await expect(answer.getByRole("button", { name: "Rate up" })).toHaveAttribute("aria-pressed", "true");
+  await expect(answer.getByRole("button", { name: "Rate up, step 5" })).toHaveAttribute("aria-pressed", "true");
   await expect(page.getByRole("dialog")).toHaveCount(0);
   await box.press("Control+Enter");
   await expect(answer.locator(".comment-text", { hasText: "just keep typing" })).toBeVisible();
@@ -316,7 +316,7 @@ test("a read-only key sees no write controls", async ({ page }) => {
   await expect(page.locator("tbody tr").first()).toBeVisible();
   await page.locator("tbody tr td.title a").first().click();
   await expect(page.getByRole("region", { name: "Step 1", exact: true })).toBeVisible();
-  await expect(page.getByRole("button", { name: "Rate up" })).toHaveCount(0);
+  await expect(page.getByRole("button", { name: /^Rate up, step \d+$/ })).toHaveCount(0);
   await expect(page.getByRole("button", { name: "Comment" })).toHaveCount(0);
   await expect(page.getByRole("button", { name: "Flag label error" })).toHaveCount(0);
   void link;

@@ -1,4 +1,4 @@
-import { useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import type { Annotation } from "../api/client";
 import type { Annotate } from "./useAnnotate";
 import { formatDate } from "../traces/format";
@@ -48,11 +48,21 @@ function AnnotationItem({ a, ann, canWrite }: { a: Annotation; ann: Annotate; ca
             e.preventDefault();
             ann.edit.mutate({ id: a.id, body: { comment: text.trim() || null } }, { onSuccess: () => setEditing(false) });
           }}
+          onKeyDown={(e) => {
+            if (e.key === "Escape") {
+              e.stopPropagation();
+              setEditing(false);
+            }
+            if (e.key === "Enter" && (e.metaKey || e.ctrlKey)) {
+              e.preventDefault();
+              e.currentTarget.requestSubmit();
+            }
+          }}
         >
           <label className="sr-only" htmlFor={`edit-${a.id}`}>
             Edit comment text
           </label>
-          <textarea id={`edit-${a.id}`} value={text} rows={3} onChange={(e) => setText(e.target.value)} autoFocus />
+          <FocusedTextarea id={`edit-${a.id}`} value={text} onChange={setText} />
           <button type="submit" className="primary">
             Save comment
           </button>
@@ -108,6 +118,42 @@ function AnnotationItem({ a, ann, canWrite }: { a: Annotation; ann: Annotate; ca
   );
 }
 
+/**
+ * A textarea that takes the focus when it appears, so what the reviewer
+ * types next goes into it and never runs as a shortcut (autoFocus alone lost
+ * it when the opening button kept the focus through a re-render).
+ */
+function FocusedTextarea({ id, value, onChange, placeholder }: { id?: string; value: string; onChange: (v: string) => void; placeholder?: string }) {
+  const ref = useRef<HTMLTextAreaElement>(null);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el) return;
+    el.focus({ preventScroll: true });
+    const end = el.value.length;
+    el.setSelectionRange(end, end);
+    // A re-render in the same frame (the list measuring its rows) can take
+    // the focus back to the button that opened the form: take it again.
+    const raf = requestAnimationFrame(() => {
+      if (document.activeElement !== el && el.isConnected) el.focus({ preventScroll: true });
+    });
+    return () => cancelAnimationFrame(raf);
+  }, []);
+  return <textarea id={id} ref={ref} value={value} rows={3} onChange={(e) => onChange(e.target.value)} placeholder={placeholder} />;
+}
+
+/** The undo bar after a comment was deleted (useAnnotate keeps it for UNDO_MS). */
+export function UndoDelete({ ann }: { ann: Annotate }) {
+  if (!ann.removed) return null;
+  return (
+    <div className="undo-bar" role="status">
+      <span>Comment deleted.</span>
+      <button type="button" className="small" onClick={ann.undo}>
+        Undo
+      </button>
+    </div>
+  );
+}
+
 /** The comment form for a step or the trace, optionally with a quote. */
 export function Composer({
   onSave,
@@ -146,7 +192,7 @@ export function Composer({
       )}
       <label className="field">
         <span>Comment text</span>
-        <textarea value={text} rows={3} onChange={(e) => setText(e.target.value)} autoFocus placeholder="What was good or wrong here? (Ctrl+Enter saves)" />
+        <FocusedTextarea value={text} onChange={setText} placeholder="What was good or wrong here? (Ctrl+Enter saves)" />
       </label>
       <div className="row">
         <button type="submit" className="primary" disabled={!text.trim() || busy}>

@@ -6,7 +6,7 @@ export const SHORTCUTS: [string, string][] = [
   ["c", "comment on the selected step"],
   ["e", "expand or collapse the selected step"],
   ["Esc", "collapse the expanded message, close a form or this list"],
-  ["Ctrl+Enter", "save the comment being written"],
+  ["Ctrl+Enter", "save the comment being written or edited"],
   ["?", "show these shortcuts"],
 ];
 
@@ -37,11 +37,19 @@ export function ShortcutsDialog({ onClose, extra }: { onClose: () => void; extra
   );
 }
 
-/** True when a key event belongs to a field or a control that uses keys itself. */
+/**
+ * True when a key event belongs to a text field, a select, editable content,
+ * a dialog or another control that uses keys itself: shortcuts never fire
+ * then, or typing "lacks a source - guessed?" would rate a step.
+ */
 export function typingIn(e: KeyboardEvent): boolean {
-  const t = e.target as HTMLElement | null;
-  if (!t) return false;
-  if (t.isContentEditable) return true;
-  const tag = t.tagName;
-  return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT";
+  for (const el of [e.target, document.activeElement]) {
+    if (!(el instanceof HTMLElement)) continue;
+    if (el.isContentEditable) return true;
+    const tag = el.tagName;
+    if (tag === "TEXTAREA" || tag === "SELECT") return true;
+    if (tag === "INPUT" && !["button", "checkbox", "radio", "submit", "reset"].includes((el as HTMLInputElement).type)) return true;
+    if (el.closest('[role="dialog"],dialog,[role="textbox"],[role="combobox"],[role="listbox"],[role="menu"],[role="slider"]')) return true;
+  }
+  return false;
 }

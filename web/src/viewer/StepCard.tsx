@@ -6,6 +6,9 @@ import { messageHTML, useMarkdown } from "./richText";
 import { anchorQuote, type Quote } from "./quote";
 import { AnnotationList, Composer } from "./Annotations";
 import { myRating, rate, type Annotate } from "./useAnnotate";
+import { DIFF_KEYS, DiffView, FileChanges, ToolInputView, fileChanges, isError, isHarness, isRateable, isThinking, isVerbatim, looksLikePatch, patchLines, roleLabel } from "./agentView";
+
+const NO_KEYS = new Set<string>();
 
 const PREVIEW_CHARS = 1200;
 const PREVIEW_LINES = 18;
@@ -86,17 +89,29 @@ function LabelChips({ metadata }: { metadata: Step["metadata"] }) {
 }
 
 /**
- * Message content: markdown (or pretty JSON for tool output) with a raw
- * toggle. Until the markdown renderer has loaded (richText.ts) it is the
- * same text, plain: the first screen does not wait for it.
+ * Message content. Assistant prose is Markdown with a raw toggle; tool
+ * output, tool input strings, user and harness text and thinking are
+ * verbatim (monospace, whitespace kept: `__pycache__/` must not turn bold),
+ * tool output that is JSON is pretty-printed and a patch is a diff. Until
+ * the markdown renderer has loaded (richText.ts) prose is the same text,
+ * plain: the first screen does not wait for it.
  */
-function Content({ text, raw, isTool, quotes }: { text: string; raw: boolean; isTool: boolean; quotes: string[] }) {
+function Content({ text, raw, isTool, verbatim, quotes }: { text: string; raw: boolean; isTool: boolean; verbatim: boolean; quotes: string[] }) {
   const md = useMarkdown();
-  const html = useMemo(() => (raw || !md || !canRender(text) ? null : messageHTML(md, text, isTool)), [md, text, raw, isTool]);
-  const json = useMemo(() => (html === null && !raw && isTool ? prettyJSON(text) : null), [html, raw, text, isTool]);
+  const json = useMemo(() => (verbatim && isTool ? prettyJSON(text) : null), [verbatim, isTool, text]);
+  const patch = verbatim && isTool && json === null && looksLikePatch(text);
+  const html = useMemo(() => (verbatim || raw || !md || !canRender(text) ? null : messageHTML(md, text, isTool)), [md, text, raw, isTool, verbatim]);
   const ref = useRef<HTMLDivElement & HTMLPreElement>(null);
   const key = quotes.join("\u0000");
-  useEffect(() => (ref.current ? highlightQuotes(ref.current, key ? key.split("\u0000") : []) : undefined), [html, key, text]);
+  useEffect(() => (ref.current ? highlightQuotes(ref.current, key ? key.split("\u0000") : []) : undefined), [html, key, text, verbatim]);
+  if (verbatim) {
+    if (patch) return <DiffView lines={patchLines(text)} label="Patch" />;
+    return (
+      <pre className="verbatim" ref={ref}>
+        {json ?? text}
+      </pre>
+    );
+  }
   if (html !== null) return <div className="md" ref={ref} dangerouslySetInnerHTML={{ __html: html }} />;
   if (raw || !canRender(text))
     return (
@@ -104,24 +119,11 @@ function Content({ text, raw, isTool, quotes }: { text: string; raw: boolean; is
         {text}
       </pre>
     );
-  return json !== null ? (
-    <div className="md" ref={ref}>
-      <pre className="code">
-        <code className="hljs language-json">{json}</code>
-      </pre>
-    </div>
-  ) : (
+  return (
     <div className="md plain" ref={ref}>
       {text}
     </div>
   );
-}
-
-/** Tool input as pretty JSON: highlighted once the renderer has loaded, plain text until then. */
-function ToolInputCode({ json }: { json: string }) {
-  const md = useMarkdown();
-  const html = useMemo(() => (md ? md.highlight(json, "json") : null), [md, json]);
-  return <pre className="code">{html !== null ? <code className="hljs language-json" dangerouslySetInnerHTML={{ __html: html }} /> : <code className="hljs language-json">{json}</code>}</pre>;
 }
 
 /** One step: a region "Step N" with its number in the gutter, role heading, content and annotations. */
@@ -133,7 +135,12 @@ export const StepCard = memo(function StepCard(p: StepProps) {
   const [quoteError, setQuoteError] = useState<string | null>(null);
   const long = isLong(step.content);
   const shown = long && !p.expanded ? preview(step.content) : step.content;
-  const rateable = p.canWrite && (step.role === "assistant" || step.role === "tool");
+  const thinking = isThinking(step);
+  const harness = isHarness(step);
+  const failed = isError(step);
+  const verbatim = isVerbatim(step);
+  const rateable = p.canWrite && isRateable(step);
+  const changes = useMemo(() => fileChanges(step), [step]);
   const mine = myRating(p.annotations, p.me, step.id);
   const ts = (step.metadata as { timestamp?: string } | null)?.timestamp;
   const quoteTexts = useMemo(() => p.annotations.filter((a) => a.quote && !a.label_error).map((a) => a.quote!.text), [p.annotations]);
@@ -156,12 +163,14 @@ export const StepCard = memo(function StepCard(p: StepProps) {
 
   return (
     <section
-      className={"step role-" + step.role + (p.selected ? " selected" : "")}
+      className={"step role-" + step.role + (thinking ? " thinking" : "") + (harness ? " harness" : "") + (failed ? " is-error" : "") + (p.selected ? " selected" : "")}
       aria-label={`Step ${n}`}
       aria-current={p.selected ? "true" : undefined}
       data-step={n}
-      onClick={(e) => {
-        if (!(e.target as HTMLElement).closest("button,a,input,textarea,select,summary")) p.onSelect(step.index);
+      // Any click in a step makes it the current step, buttons included:
+      // "c" after clicking Rate up on step 3 comments on step 3.
+      onClickCapture={() => {
+        if (!p.selected) p.onSelect(step.index);
       }}
     >
       <div className="gutter" aria-hidden="true">
@@ -169,10 +178,11 @@ export const StepCard = memo(function StepCard(p: StepProps) {
       </div>
       <div className="step-body">
         <header className="step-head">
-          <h3>
-            {step.role}
+          <h3 title={harness ? "Written by the agent's harness (hook feedback, reminders, command output), not by the user" : undefined}>
+            {roleLabel(step)}
             {step.tool_name && <span className="tool-name"> · {step.tool_name}</span>}
           </h3>
+          {failed && <span className="chip neg">Error</span>}
           {ts && (
             <time className="muted" dateTime={ts}>
               {new Date(ts).toLocaleTimeString()}
@@ -185,30 +195,42 @@ export const StepCard = memo(function StepCard(p: StepProps) {
           )}
           <LabelChips metadata={step.metadata} />
           <span className="spacer" />
-          <button type="button" className="small" aria-pressed={raw} onClick={() => setRaw(!raw)}>
-            Raw
-          </button>
+          {p.expanded && long && (
+            <button type="button" className="small" onClick={() => p.onToggleExpand(step.id)}>
+              Show less
+            </button>
+          )}
+          {!verbatim && (
+            <button type="button" className="small" aria-pressed={raw} onClick={() => setRaw(!raw)}>
+              Raw
+            </button>
+          )}
           <Copy text={step.content} label={step.role === "tool" ? "Copy tool output" : "Copy message"} />
         </header>
-        {p.expanded && long && (
-          <button type="button" className="show-less small" onClick={() => p.onToggleExpand(step.id)}>
-            Show less
-          </button>
-        )}
         {toolInput && (
           <details className="disclosure" open>
             <summary>Tool input</summary>
             <div className="disclosure-actions">
               <Copy text={toolInput} label="Copy tool input" />
             </div>
-            <ToolInputCode json={toolInput} />
+            {changes.length > 0 && <FileChanges changes={changes} />}
+            <ToolInputView input={step.tool_input} skip={changes.length > 0 ? DIFF_KEYS : NO_KEYS} />
           </details>
         )}
-        <div className="content" onMouseUp={takeSelection} onKeyUp={takeSelection}>
-          {step.content === "" && !toolInput ? <p className="muted">(empty)</p> : step.content !== "" && <Content text={shown} raw={raw} isTool={step.role === "tool"} quotes={quoteTexts} />}
-          {long && !p.expanded && <div className="fade" aria-hidden="true" />}
-        </div>
-        {long && !p.expanded && (
+        {thinking ? (
+          <details className="thinking-body">
+            <summary>Thinking · {step.content.length.toLocaleString()} characters</summary>
+            <div className="content" onMouseUp={takeSelection} onKeyUp={takeSelection}>
+              <Content text={step.content} raw={raw} isTool={false} verbatim quotes={quoteTexts} />
+            </div>
+          </details>
+        ) : (
+          <div className="content" onMouseUp={takeSelection} onKeyUp={takeSelection}>
+            {step.content === "" && !toolInput ? <p className="muted">(empty)</p> : step.content !== "" && <Content text={shown} raw={raw} isTool={step.role === "tool"} verbatim={verbatim} quotes={quoteTexts} />}
+            {long && !p.expanded && <div className="fade" aria-hidden="true" />}
+          </div>
+        )}
+        {long && !p.expanded && !thinking && (
           <button type="button" className="small" onClick={() => p.onToggleExpand(step.id)}>
             Read full message
           </button>
@@ -217,16 +239,16 @@ export const StepCard = memo(function StepCard(p: StepProps) {
           <div className="step-actions">
             {rateable && (
               <>
-                <button type="button" className={"rate up" + (mine?.rating === 1 ? " on" : "")} aria-pressed={mine?.rating === 1} onClick={() => rate(p.ann, p.annotations, p.me, step.id, 1)}>
+                <button type="button" className={"rate up" + (mine?.rating === 1 ? " on" : "")} aria-pressed={mine?.rating === 1} aria-label={`Rate up, step ${n}`} onClick={() => rate(p.ann, p.annotations, p.me, step.id, 1)}>
                   <span aria-hidden="true">▲</span> Rate up
                 </button>
-                <button type="button" className={"rate down" + (mine?.rating === -1 ? " on" : "")} aria-pressed={mine?.rating === -1} onClick={() => rate(p.ann, p.annotations, p.me, step.id, -1)}>
+                <button type="button" className={"rate down" + (mine?.rating === -1 ? " on" : "")} aria-pressed={mine?.rating === -1} aria-label={`Rate down, step ${n}`} onClick={() => rate(p.ann, p.annotations, p.me, step.id, -1)}>
                   <span aria-hidden="true">▼</span> Rate down
                 </button>
               </>
             )}
             {p.canWrite && (
-              <button type="button" onClick={() => p.onCompose(step.id)} aria-expanded={p.composing}>
+              <button type="button" onClick={() => p.onCompose(step.id)} aria-expanded={p.composing} aria-label={`Comment on step ${n}`}>
                 Comment
               </button>
             )}

@@ -7,7 +7,7 @@ import { useAuth } from "../auth/auth";
 import { formatDate, formatScore } from "../traces/format";
 import { buildRows, revisionKey, rowOfStep } from "./rows";
 import { StepCard } from "./StepCard";
-import { AnnotationList, Composer } from "./Annotations";
+import { AnnotationList, Composer, UndoDelete } from "./Annotations";
 import { myRating, rate, useAnnotate } from "./useAnnotate";
 import { Timeline } from "./Timeline";
 import { CreditStrip } from "./CreditStrip";
@@ -19,6 +19,7 @@ import { completionCurves, useCompletion } from "./CompletionCurve";
 import { ShortcutsDialog, typingIn } from "./Shortcuts";
 import { ConsentNoticeLine, ContributeSwitch, OPT_OUT_WARNING, type ConsentNotice } from "../traces/Contribution";
 import { traceQuery } from "../traces/traceQuery";
+import { isRateable } from "./agentView";
 
 /**
  * The trace viewer: every message in recorded order, virtualized so a
@@ -219,7 +220,7 @@ export function TraceViewer() {
         case "=":
         case "-":
         case "_":
-          if (!canWrite || !me || !(step.role === "assistant" || step.role === "tool")) return;
+          if (!canWrite || !me || !isRateable(step)) return;
           rate(ann, byStep.get(step.id) ?? [], me.user_id, step.id, e.key === "+" || e.key === "=" ? 1 : -1);
           break;
         case "c":
@@ -435,6 +436,7 @@ export function TraceViewer() {
           })}
         </div>
       )}
+      <UndoDelete ann={ann} />
       {help && <ShortcutsDialog onClose={() => setHelp(false)} />}
     </main>
   );

@@ -1,4 +1,4 @@
-import { useMemo } from "react";
+import { useCallback, useEffect, useMemo, useState } from "react";
 import { useMutation, useQueryClient } from "@tanstack/react-query";
 import { api, type AddAnnotation, type Annotation, type EditAnnotation, type TraceDetail } from "../api/client";
 
@@ -16,21 +16,51 @@ export function useAnnotate(traceId: string) {
     void qc.invalidateQueries({ queryKey: key });
     void qc.invalidateQueries({ queryKey: ["traces"] });
   };
+  // A new rating replaces the author's earlier one on the same target
+  // (the server strips it, keeping any comment); the cache does the same at
+  // once so the step never shows two votes of one reviewer.
   const add = useMutation({
     mutationFn: (body: AddAnnotation) => api<Annotation>(`/traces/${traceId}/annotations`, { method: "POST", json: body }),
-    onSuccess: (a) => patch((l) => [...l, a]),
+    onSuccess: (a) => patch((l) => [...supersede(l, a), a]),
     onSettled: settle,
   });
   const edit = useMutation({
     mutationFn: ({ id, body }: { id: string; body: EditAnnotation }) => api<Annotation>(`/annotations/${id}`, { method: "PATCH", json: body }),
-    onSuccess: (a) => patch((l) => l.map((x) => (x.id === a.id ? a : x))),
+    onSuccess: (a) => patch((l) => supersede(l, a).map((x) => (x.id === a.id ? a : x))),
     onSettled: settle,
   });
+  // A deleted annotation can be put back for UNDO_MS (Undo re-adds it with
+  // the same target, rating, comment and quote; its id is new).
+  const [removed, setRemoved] = useState<Annotation | null>(null);
   const remove = useMutation({
     mutationFn: (id: string) => api<void>(`/annotations/${id}`, { method: "DELETE" }).then(() => id),
-    onSuccess: (id) => patch((l) => l.filter((x) => x.id !== id)),
+    onMutate: (id) => {
+      const a = qc.getQueryData<TraceDetail>(key)?.annotations.find((x) => x.id === id);
+      return { a };
+    },
+    onSuccess: (id, _v, ctx) => {
+      patch((l) => l.filter((x) => x.id !== id));
+      if (ctx?.a && (ctx.a.comment != null || ctx.a.quote != null)) setRemoved(ctx.a);
+    },
     onSettled: settle,
   });
+  useEffect(() => {
+    if (!removed) return;
+    const t = setTimeout(() => setRemoved(null), UNDO_MS);
+    return () => clearTimeout(t);
+  }, [removed]);
+  const undo = useCallback(() => {
+    if (!removed) return;
+    const a = removed;
+    setRemoved(null);
+    add.mutate({
+      ...(a.step_id ? { step_id: a.step_id } : {}),
+      ...(a.rating != null ? { rating: a.rating } : {}),
+      ...(a.comment != null ? { comment: a.comment } : {}),
+      ...(a.quote ? { quote: a.quote } : {}),
+    });
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- add.mutate is stable
+  }, [removed]);
   const error = (add.error ?? edit.error ?? remove.error) as Error | null;
   // One object per mutation state, not per render: every StepCard takes it,
   // and useMutation's result is a fresh object on every render, which
@@ -40,26 +70,44 @@ export function useAnnotate(traceId: string) {
   // (isPending, error) follows the state below.
   const state = (m: typeof add | typeof edit | typeof remove) => [m.status, m.submittedAt, m.error, m.data] as const;
   return useMemo(
-    () => ({ add, edit, remove, error }),
+    () => ({ add, edit, remove, error, removed, undo }),
     // eslint-disable-next-line react-hooks/exhaustive-deps -- keyed on the mutations' states, not their per-render wrappers
-    [...state(add), ...state(edit), ...state(remove)], // error follows from the three states
+    [...state(add), ...state(edit), ...state(remove), removed, undo], // error follows from the three states
   );
 }
 
 export type Annotate = ReturnType<typeof useAnnotate>;
 
-/**
- * The caller's thumb on a target (trace: stepId null): a rating with no
- * comment, by them. Rating again with the same value removes it; the other
- * value changes it.
- */
-export function myRating(annotations: Annotation[], me: string, stepId: string | null): Annotation | undefined {
-  return annotations.find((a) => a.author_id === me && a.step_id === stepId && a.rating != null && a.comment == null);
+/** How long a deleted comment can be brought back. */
+export const UNDO_MS = 8000;
+
+/** The annotations after a: the author's other ratings on a's target lose their rating (those without a comment go). */
+function supersede(l: Annotation[], a: Annotation): Annotation[] {
+  if (a.rating == null) return l;
+  return l.flatMap((x) => {
+    if (x.id === a.id || x.author_id !== a.author_id || (x.step_id ?? null) !== (a.step_id ?? null) || x.rating == null) return [x];
+    return x.comment != null ? [{ ...x, rating: null }] : [];
+  });
 }
 
+/**
+ * The caller's vote on a target (trace: stepId null): their annotation
+ * there that carries a rating, with or without a comment. The server keeps
+ * one per reviewer and target.
+ */
+export function myRating(annotations: Annotation[], me: string, stepId: string | null): Annotation | undefined {
+  return annotations.find((a) => a.author_id === me && (a.step_id ?? null) === stepId && a.rating != null);
+}
+
+/**
+ * Presses a rate button: the same value again takes the vote back (a
+ * comment on it stays), the other value changes it, and no vote adds one.
+ */
 export function rate(ann: Annotate, annotations: Annotation[], me: string, stepId: string | null, value: 1 | -1) {
   const cur = myRating(annotations, me, stepId);
-  if (cur && cur.rating === value) ann.remove.mutate(cur.id);
-  else if (cur) ann.edit.mutate({ id: cur.id, body: { rating: value } });
+  if (cur && cur.rating === value) {
+    if (cur.comment != null) ann.edit.mutate({ id: cur.id, body: { rating: null } });
+    else ann.remove.mutate(cur.id);
+  } else if (cur) ann.edit.mutate({ id: cur.id, body: { rating: value } });
   else ann.add.mutate(stepId ? { step_id: stepId, rating: value } : { rating: value });
 }

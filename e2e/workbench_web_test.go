@@ -1,0 +1,82 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/platform/pg/pgtest"
+)
+
+// TestReviewWorkbench runs web/e2e/workbench.spec.ts in Chromium against
+// the real binary: a reviewer's typing, clicks and keys write exactly the
+// labels they meant (checked through the API), and agent actions are shown
+// as they happened (verbatim text, diffs, thinking, harness, errors). Its
+// own account and traces; no worker is needed.
+func TestReviewWorkbench(t *testing.T) {
+	if _, err := os.Stat(chromiumPath()); err != nil {
+		t.Skipf("\n\n*** BROWSER TESTS SKIPPED: no Chromium at %s (apt-get install chromium, or set CRITIC_CHROMIUM) ***\n\n", chromiumPath())
+	}
+	webDir := filepath.Join(pgtest.ModuleRoot(t), "web")
+	_, err := os.Stat(filepath.Join(webDir, "dist", "index.html"))
+	require.NoError(t, err, "the web app is not built: run `make web` (make test does) before this test")
+	_, err = os.Stat(filepath.Join(webDir, "node_modules", "@playwright", "test"))
+	require.NoError(t, err, "web/node_modules is missing: run `make web` (npm ci in web/)")
+
+	in := startServe(t)
+	key := in.newUser("workbench", false)
+	ids := in.importTraces(key, "stash", strings.Join([]string{workbenchIntegrityTrace, workbenchActionsTrace(t)}, "\n"))
+	require.Len(t, ids, 2)
+
+	report := filepath.Join(t.TempDir(), "report.json")
+	cmd := exec.Command("npx", "playwright", "test", "-c", "e2e/playwright.config.ts", "workbench.spec.ts")
+	cmd.Dir = webDir
+	cmd.Env = append(os.Environ(), "CRITIC_E2E_URL="+in.url, "CRITIC_E2E_KEY="+key,
+		"CRITIC_E2E_WORKBENCH_TRACE="+ids[0], "CRITIC_E2E_ACTIONS_TRACE="+ids[1],
+		"CRITIC_E2E_REPORT="+report, "CRITIC_CHROMIUM="+chromiumPath(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1", "CI=1")
+	if d := os.Getenv("CRITIC_E2E_SHOTS"); d != "" {
+		cmd.Env = append(cmd.Env, "CRITIC_E2E_SHOTS="+d)
+	}
+	output, runErr := cmd.CombinedOutput()
+	t.Logf("playwright:\n%s", output)
+	raw, err := os.ReadFile(report)
+	require.NoError(t, err, "playwright wrote no report (%v):\n%s", runErr, output)
+	var rep playwrightReport
+	require.NoError(t, json.Unmarshal(raw, &rep))
+	fmt.Printf("browser (workbench): %d passed, %d failed, %d skipped\n", rep.Stats.Expected+rep.Stats.Flaky, rep.Stats.Unexpected, rep.Stats.Skipped)
+	require.Zero(t, rep.Stats.Unexpected, "browser tests failed (details above)")
+	require.NoError(t, runErr)
+	require.Greater(t, rep.Stats.Expected+rep.Stats.Flaky, 0, "no browser test ran")
+}
+
+// workbenchIntegrityTrace: four steps to rate and comment on.
+const workbenchIntegrityTrace = `{"title":"Workbench: labels","steps":[{"role":"user","content":"Where does the cache live?"},` +
+	`{"role":"assistant","content":"In ~/.cache, I think."},{"role":"assistant","content":"It is configurable with XDG_CACHE_HOME."},` +
+	`{"role":"assistant","content":"So: $XDG_CACHE_HOME or ~/.cache."}]}`
+
+// workbenchActionsTrace is a coding-agent session as the importers record
+// it: user text that Markdown would mangle, thinking before a reply, a
+// Claude Code Edit, a failed command, hook feedback (isMeta) and prose.
+func workbenchActionsTrace(t *testing.T) string {
+	steps := []map[string]any{
+		{"role": "user", "content": "Clean the repo:\n  remove __pycache__/ and *.pyc\n    but keep setup.py"},
+		{"role": "assistant", "content": "The user wants the build droppings gone; check .gitignore first.", "metadata": map[string]any{"thinking": true}},
+		{"role": "assistant", "content": "I'll fix the version first."},
+		{"role": "assistant", "content": "", "tool_name": "Edit", "tool_call_id": "toolu_1",
+			"tool_input": map[string]any{"file_path": "/repo/app.py", "old_string": "def version():\n    return 1\n", "new_string": "def version():\n    return 2\n"}},
+		{"role": "tool", "content": "The file /repo/app.py has been updated.", "tool_name": "Edit", "tool_call_id": "toolu_1"},
+		{"role": "assistant", "content": "", "tool_name": "Bash", "tool_call_id": "toolu_2", "tool_input": map[string]any{"command": "rm -r __pycache__/ *.pyc"}},
+		{"role": "tool", "content": "rm: cannot remove '*.pyc': No such file or directory\n    (exit 1)", "tool_name": "Bash", "tool_call_id": "toolu_2", "metadata": map[string]any{"is_error": true}},
+		{"role": "user", "content": "Stop hook feedback:\n- run the tests before finishing", "metadata": map[string]any{"meta": true}},
+		{"role": "assistant", "content": "Done: **version 2**, caches removed."},
+	}
+	raw, err := json.Marshal(map[string]any{"title": "Workbench: agent actions", "steps": steps})
+	require.NoError(t, err)
+	return string(raw)
+}

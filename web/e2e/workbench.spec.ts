@@ -1,0 +1,150 @@
+// The reviewer's workbench (issue 33), driven with real input — clicks,
+// then page.keyboard.type, never fill() for a comment — and checked through
+// the API: what the reviewer typed and pressed is exactly what was stored.
+// Run by e2e/workbench_web_test.go on its own account and traces.
+import { test, expect, env, signIn, a11y, shot } from "./fixtures";
+import type { Page } from "@playwright/test";
+
+const labels = process.env.CRITIC_E2E_WORKBENCH_TRACE ?? "";
+const actions = process.env.CRITIC_E2E_ACTIONS_TRACE ?? "";
+test.skip(!labels || !actions, "run by e2e/workbench_web_test.go");
+
+type Ann = { id: string; step_id: string | null; rating: number | null; comment: string | null; author_id: string };
+type Trace = { steps: { id: string }[]; annotations: Ann[] };
+
+async function stored(page: Page, id: string): Promise<Trace> {
+  const r = await page.request.get(`/api/v1/rm/traces/${id}`, { headers: { Authorization: `Bearer ${env.key}` } });
+  expect(r.status()).toBe(200);
+  return (await r.json()) as Trace;
+}
+
+async function onStep(page: Page, id: string, n: number): Promise<Ann[]> {
+  const t = await stored(page, id);
+  return t.annotations.filter((a) => a.step_id === t.steps[n - 1].id);
+}
+
+const step = (page: Page, n: number) => page.getByRole("region", { name: `Step ${n}`, exact: true });
+
+test("typing a comment full of shortcut keys stores exactly that text and no rating", async ({ page }) => {
+  await signIn(page, env.key, `/traces/${labels}`);
+  await step(page, 2).getByRole("button", { name: "Comment on step 2" }).click();
+  const box = step(page, 2).getByLabel("Comment text");
+  await expect(box).toBeFocused();
+  const text = "lacks a source - guessed? +1 j k c ?";
+  await page.keyboard.type(text);
+  await expect(box).toHaveValue(text);
+  await expect(page.getByRole("dialog")).toHaveCount(0);
+  await page.keyboard.press("Control+Enter");
+  await expect(step(page, 2).locator(".comment-text")).toHaveText(text);
+  const t = await stored(page, labels);
+  expect(t.annotations.map((a) => ({ comment: a.comment, rating: a.rating, step: a.step_id }))).toEqual([{ comment: text, rating: null, step: t.steps[1].id }]);
+
+  // The trace composer takes the focus too.
+  await page.getByRole("button", { name: "Comment on trace" }).click();
+  await expect(page.locator(".trace-head").getByLabel("Comment text")).toBeFocused();
+  await page.keyboard.type("k-j");
+  await page.keyboard.press("Escape");
+  expect((await stored(page, labels)).annotations).toHaveLength(1);
+});
+
+test("a rating with a comment is my rating: pressed, and pressing it again takes the vote back and keeps the comment", async ({ page }) => {
+  await signIn(page);
+  const t = await stored(page, labels);
+  const r = await page.request.post(`/api/v1/rm/traces/${labels}/annotations`, {
+    headers: { Authorization: `Bearer ${env.key}` },
+    data: { step_id: t.steps[2].id, rating: 1, comment: "good: names the variable" },
+  });
+  expect(r.status()).toBe(200);
+  await page.goto(`/traces/${labels}`);
+  const up = step(page, 3).getByRole("button", { name: "Rate up, step 3" });
+  await expect(up).toHaveAttribute("aria-pressed", "true");
+  await up.click();
+  await expect(up).toHaveAttribute("aria-pressed", "false");
+  await expect.poll(async () => (await onStep(page, labels, 3)).map((a) => [a.rating, a.comment])).toEqual([[null, "good: names the variable"]]);
+  await up.click();
+  await expect(up).toHaveAttribute("aria-pressed", "true");
+  await expect.poll(async () => (await onStep(page, labels, 3)).filter((a) => a.rating !== null).map((a) => a.rating)).toEqual([1]);
+});
+
+test("a click selects the step; re-rating down stores one −1; c comments on the clicked step", async ({ page }) => {
+  await signIn(page, env.key, `/traces/${labels}`);
+  await expect(step(page, 1)).toHaveAttribute("aria-current", "true");
+  await step(page, 4).getByRole("button", { name: "Rate up, step 4" }).click();
+  await expect(step(page, 4)).toHaveAttribute("aria-current", "true");
+  await expect(step(page, 1)).not.toHaveAttribute("aria-current", "true");
+  await expect(page.locator("section.step.selected")).toHaveCount(1);
+  await expect(step(page, 4).getByRole("button", { name: "Rate up, step 4" })).toHaveAttribute("aria-pressed", "true");
+  await step(page, 4).getByRole("button", { name: "Rate down, step 4" }).click();
+  await expect(step(page, 4).getByRole("button", { name: "Rate down, step 4" })).toHaveAttribute("aria-pressed", "true");
+  await expect.poll(async () => (await onStep(page, labels, 4)).map((a) => a.rating)).toEqual([-1]);
+  // The keyboard works on the clicked step too: - again takes the vote back.
+  await page.keyboard.press("-");
+  await expect.poll(async () => (await onStep(page, labels, 4)).length).toBe(0);
+  await page.keyboard.press("+");
+  await expect.poll(async () => (await onStep(page, labels, 4)).map((a) => a.rating)).toEqual([1]);
+  await page.keyboard.press("c");
+  const box = step(page, 4).getByLabel("Comment text");
+  await expect(box).toBeFocused();
+  await page.keyboard.type("why -?");
+  await page.keyboard.press("Control+Enter");
+  await expect(step(page, 4).locator(".comment-text")).toHaveText("why -?");
+  const anns = await onStep(page, labels, 4);
+  expect(anns.map((a) => [a.rating, a.comment]).sort()).toEqual([[1, null], [null, "why -?"]].sort());
+});
+
+test("Ctrl+Enter saves an edit; Delete offers Undo", async ({ page }) => {
+  await signIn(page, env.key, `/traces/${labels}`);
+  const s2 = step(page, 2);
+  await s2.getByRole("button", { name: "Edit" }).click();
+  await expect(s2.getByLabel("Edit comment text")).toBeFocused();
+  await page.keyboard.type(" (edited)");
+  await page.keyboard.press("Control+Enter");
+  await expect(s2.locator(".comment-text")).toHaveText("lacks a source - guessed? +1 j k c ? (edited)");
+  expect((await onStep(page, labels, 2)).map((a) => a.comment)).toEqual(["lacks a source - guessed? +1 j k c ? (edited)"]);
+  await s2.getByRole("button", { name: "Delete" }).click();
+  await expect(s2.locator(".comment-text")).toHaveCount(0);
+  await expect.poll(async () => (await onStep(page, labels, 2)).length).toBe(0);
+  await page.locator(".undo-bar").getByRole("button", { name: "Undo" }).click();
+  await expect(s2.locator(".comment-text")).toHaveText("lacks a source - guessed? +1 j k c ? (edited)");
+  expect((await onStep(page, labels, 2)).map((a) => [a.rating, a.comment])).toEqual([[null, "lacks a source - guessed? +1 j k c ? (edited)"]]);
+});
+
+test("agent actions as they happened: verbatim text, an Edit as a diff, thinking collapsed, hook feedback as Harness, errors", async ({ page }) => {
+  await page.setViewportSize({ width: 1366, height: 860 });
+  await signIn(page, env.key, `/traces/${actions}`);
+  const user = step(page, 1);
+  const text = user.locator("pre.verbatim");
+  await expect(text).toHaveText("Clean the repo:\n  remove __pycache__/ and *.pyc\n    but keep setup.py");
+  await expect(user.locator("strong, em")).toHaveCount(0);
+
+  const thinking = step(page, 2);
+  await expect(thinking.getByRole("heading", { name: "Thinking" })).toBeVisible();
+  await expect(thinking.getByText("check .gitignore first")).toBeHidden();
+  await expect(thinking.getByRole("button", { name: /, step 2$/ })).toHaveCount(0);
+  await thinking.getByText(/^Thinking · /).click();
+  await expect(thinking.getByText("check .gitignore first")).toBeVisible();
+
+  const edit = step(page, 4);
+  await expect(edit.locator("pre.diff .dl.del")).toContainText(["    return 1"]);
+  await expect(edit.locator("pre.diff .dl.add")).toContainText(["    return 2"]);
+  await expect(edit.getByText("/repo/app.py")).toBeVisible();
+
+  const failed = step(page, 7);
+  await expect(failed).toHaveClass(/is-error/);
+  await expect(failed.getByText("Error", { exact: true })).toBeVisible();
+  await expect(failed.locator("pre.verbatim")).toHaveText("rm: cannot remove '*.pyc': No such file or directory\n    (exit 1)");
+
+  const hook = step(page, 8);
+  await expect(hook.getByRole("heading", { name: "Harness" })).toBeVisible();
+  await expect(hook.getByRole("heading", { name: "user" })).toHaveCount(0);
+
+  // Assistant prose is Markdown, with a raw toggle.
+  const prose = step(page, 9);
+  await expect(prose.locator("strong")).toHaveText("version 2");
+  await prose.getByRole("button", { name: "Raw" }).click();
+  await expect(prose.locator("pre.raw")).toHaveText("Done: **version 2**, caches removed.");
+  await a11y(page, "workbench-viewer");
+  await shot(page, "workbench-viewer-1366");
+  await page.setViewportSize({ width: 390, height: 844 });
+  await shot(page, "workbench-viewer-390");
+});
