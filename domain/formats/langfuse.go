@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -108,17 +109,19 @@ func langfuseScores(scores []any) []domain.ImportedAnnotation {
 		if id == "" || name == "" {
 			continue
 		}
+		raw := anyString(sc["value"])
+		if b, isBool := sc["value"].(bool); isBool {
+			raw = strconv.FormatBool(b)
+		}
 		value := anyString(sc["stringValue"])
 		if value == "" {
-			value = anyString(sc["value"])
+			value = raw
 		}
 		a := domain.ImportedAnnotation{Key: "langfuse-score:" + id, Author: "import:langfuse"}
 		if strings.EqualFold(anyString(sc["dataType"]), "BOOLEAN") {
-			r := -1
-			if v := anyString(sc["value"]); v == "1" || strings.EqualFold(v, "true") {
-				r = 1
+			if r, ok := langfuseBoolRating(raw, anyString(sc["stringValue"])); ok {
+				a.Rating = &r
 			}
-			a.Rating = &r
 		}
 		by := []string{}
 		if src := anyString(sc["source"]); src != "" {
@@ -144,6 +147,27 @@ func langfuseScores(scores []any) []domain.ImportedAnnotation {
 		out = append(out, a)
 	}
 	return out
+}
+
+// langfuseBoolRating reads a boolean score (1/0, true/false, or its
+// stringValue "True"/"False") as a rating; a value it cannot read gives no
+// rating rather than a guessed one.
+func langfuseBoolRating(value, stringValue string) (int, bool) {
+	for _, v := range []string{value, stringValue} {
+		if b, err := strconv.ParseBool(strings.ToLower(strings.TrimSpace(v))); err == nil {
+			if b {
+				return 1, true
+			}
+			return -1, true
+		}
+		if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && (f == 0 || f == 1) {
+			if f == 1 {
+				return 1, true
+			}
+			return -1, true
+		}
+	}
+	return 0, false
 }
 
 type lfObservation struct {

@@ -138,3 +138,26 @@ func FuzzLangfuse(f *testing.F) {
 	f.Add([]byte(`{"id":"t","observations":[{"id":"g","type":"GENERATION","input":"x","output":"y"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzParse(t, Langfuse{}, data) })
 }
+
+func TestLangfuseBooleanScoresOfEveryEncodingAreRatings(t *testing.T) {
+	scores := []any{
+		map[string]any{"id": "a", "name": "ok", "dataType": "BOOLEAN", "value": true},
+		map[string]any{"id": "b", "name": "ok", "dataType": "BOOLEAN", "value": false},
+		map[string]any{"id": "c", "name": "ok", "dataType": "BOOLEAN", "value": json.Number("1.0")},
+		map[string]any{"id": "d", "name": "ok", "dataType": "BOOLEAN", "value": json.Number("0"), "stringValue": "False"},
+		map[string]any{"id": "e", "name": "ok", "dataType": "BOOLEAN", "stringValue": "True"},
+		map[string]any{"id": "f", "name": "ok", "dataType": "BOOLEAN", "value": "maybe"},
+	}
+	got := map[string]any{}
+	for _, a := range langfuseScores(scores) {
+		if a.Rating == nil {
+			got[a.Key] = nil
+			continue
+		}
+		got[a.Key] = *a.Rating
+	}
+	require.Equal(t, map[string]any{
+		"langfuse-score:a": 1, "langfuse-score:b": -1, "langfuse-score:c": 1,
+		"langfuse-score:d": -1, "langfuse-score:e": 1, "langfuse-score:f": nil,
+	}, got)
+}
