@@ -179,6 +179,16 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		return err
 	}
 	switch e.Type {
+	case events.ProjectionEventSkipped:
+		// The skipped event counts as handled (passed over), so the lag,
+		// the standby's and a write's catch-up never try it again; a
+		// replay reaches the same row through the same skip event.
+		var p events.ProjectionEventSkippedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO readmodel_applied (event_id, seq) VALUES ($1, $2) ON CONFLICT DO NOTHING`, p.EventID, p.Seq)
+		return err
 	case events.UserCreated:
 		var p events.UserCreatedV1
 		if err := e.DecodeOrFail(&p); err != nil {
