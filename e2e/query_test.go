@@ -1,9 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,4 +159,132 @@ func TestQueryThroughTheAPI(t *testing.T) {
 	})
 
 	require.NotContains(t, strings.ToLower(in.logText()), "snapshot stopped")
+}
+
+// postQuery posts sql to /query with key and returns the status, the
+// Retry-After header and the body; safe from any goroutine.
+func postQuery(url, key, sql string) (int, string, []byte, error) {
+	raw, _ := json.Marshal(map[string]any{"sql": sql})
+	req, err := http.NewRequest("POST", url+"/api/v1/rm/query", bytes.NewReader(raw))
+	if err != nil {
+		return 0, "", nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Retry-After"), body, err
+}
+
+// heavySQL keeps a query busy until its time limit (10 s).
+const heavySQL = "SELECT count(*) FROM range(100000000000) a WHERE a.range % 7 = 3"
+
+// TestQueryLimitsThroughTheAPI: /query's limits answer 422 or 503 naming the
+// limit through REST and Connect; text with no statement is 422, not 500; a
+// result is cut at CRITIC_QUERY_MAX_BYTES; and while one account runs heavy
+// queries another account's small queries are served (none refused), the
+// process-wide limit refusing only once every slot is busy.
+func TestQueryLimitsThroughTheAPI(t *testing.T) {
+	in := startServe(t, "CRITIC_QUERY_MAX_STATEMENT_BYTES=4KiB", "CRITIC_QUERY_MAX_SET_OPERATIONS=4",
+		"CRITIC_QUERY_MAX_BYTES=1MiB", "CRITIC_QUERY_MAX_CONCURRENT=3")
+	alice := in.newUser("alice", false)
+	bob := in.newUser("bob", false)
+	carol := in.newUser("carol", false)
+
+	t.Run("no statement is 422 over REST and Connect", func(t *testing.T) {
+		for _, sql := range []string{"-- only a comment", ";", "\uFEFF", "/* x */ ;\n"} {
+			r := in.do("POST", "/api/v1/rm/query", alice, map[string]any{"sql": sql})
+			require.Equal(t, http.StatusUnprocessableEntity, r.Status, "%q: %s", sql, r.Body)
+			require.Equal(t, "invalid_query", r.JSON(t)["code"])
+			require.Contains(t, r.JSON(t)["detail"], "empty query")
+			raw, _ := json.Marshal(map[string]any{"sql": sql})
+			c := in.do("POST", "/critic.v1.QueryService/Query", alice, raw)
+			require.Equal(t, http.StatusBadRequest, c.Status, "%q: %s", sql, c.Body)
+			require.Equal(t, "invalid_argument", c.JSON(t)["code"])
+		}
+	})
+
+	t.Run("statement limits are 422 naming the limit", func(t *testing.T) {
+		r := in.do("POST", "/api/v1/rm/query", alice, map[string]any{"sql": "SELECT '" + strings.Repeat("x", 5000) + "'"})
+		require.Equal(t, http.StatusUnprocessableEntity, r.Status, string(r.Body))
+		require.Equal(t, "query_too_long", r.JSON(t)["code"])
+		require.Contains(t, r.JSON(t)["detail"], "the limit is 4096 bytes")
+		r = in.do("POST", "/api/v1/rm/query", alice, map[string]any{"sql": "SELECT 1" + strings.Repeat(" UNION ALL SELECT 1", 5)})
+		require.Equal(t, http.StatusUnprocessableEntity, r.Status, string(r.Body))
+		require.Equal(t, "query_too_complex", r.JSON(t)["code"])
+		require.Contains(t, r.JSON(t)["detail"], "the limit is 4")
+	})
+
+	t.Run("result bytes capped", func(t *testing.T) {
+		r := in.do("POST", "/api/v1/rm/query", alice, map[string]any{"sql": "SELECT repeat('x', 100000) AS big FROM range(600)"})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body[:min(len(r.Body), 500)]))
+		var res queryResult
+		require.NoError(t, json.Unmarshal(r.Body, &res))
+		require.True(t, res.Truncated)
+		require.Len(t, res.Rows, 10)
+		require.Less(t, len(r.Body), 1<<20+4096)
+	})
+
+	t.Run("a heavy account leaves the others served", func(t *testing.T) {
+		light := func(n int) []time.Duration {
+			var took []time.Duration
+			for range n {
+				start := time.Now()
+				status, _, body, err := postQuery(in.url, carol, "SELECT count(*) FROM steps")
+				require.NoError(t, err)
+				require.Equal(t, http.StatusOK, status, string(body))
+				took = append(took, time.Since(start))
+			}
+			return took
+		}
+		before := light(10)
+
+		// Bob sends three heavy queries: two run (his per-account turns),
+		// the third waits for a turn without holding a process-wide slot.
+		var wg sync.WaitGroup
+		heavy := make(chan string, 4)
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				status, _, body, err := postQuery(in.url, bob, heavySQL)
+				heavy <- fmt.Sprint(status, " ", string(body), err)
+			}()
+		}
+		time.Sleep(time.Second)
+		during := light(10)
+		t.Logf("another account's small query: p50 %s before, %s while one account runs heavy queries", median(before), median(during))
+
+		// Alice's heavy query takes the last slot: now a fourth query
+		// waits 1 s and is refused, naming the limit.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status, _, body, err := postQuery(in.url, alice, heavySQL)
+			heavy <- fmt.Sprint(status, " ", string(body), err)
+		}()
+		time.Sleep(time.Second)
+		status, retry, body, err := postQuery(in.url, carol, "SELECT 1")
+		require.NoError(t, err)
+		require.Equal(t, http.StatusServiceUnavailable, status, string(body))
+		require.Equal(t, "1", retry)
+		require.Contains(t, string(body), "query_capacity")
+		require.Contains(t, string(body), "limit of 3 concurrent queries")
+		wg.Wait()
+		close(heavy)
+		for h := range heavy {
+			require.Contains(t, h, "query_timeout", "heavy queries end at the time limit")
+		}
+		light(1) // slots are free again
+	})
+}
+
+func median(d []time.Duration) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
 }
