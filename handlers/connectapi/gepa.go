@@ -36,7 +36,7 @@ func (s *GepaService) CreateGepaRun(ctx context.Context, req *connect.Request[cr
 	}
 	m := req.Msg
 	run, err := s.d.backend().CreateGepaRun(ctx, caller, usecase.GepaRequest{RewardModelID: nonEmpty(m.RewardModelId), TaskModel: m.TaskModel,
-		TaskAPIBase: m.TaskApiBase, ReflectionModel: m.ReflectionModel, MaxMetricCalls: intPtr(m.MaxMetricCalls)})
+		TaskAPIBase: m.TaskApiBase, TaskAPIKey: m.TaskApiKey, ReflectionModel: m.ReflectionModel, MaxMetricCalls: intPtr(m.MaxMetricCalls)})
 	if err != nil {
 		return nil, err
 	}

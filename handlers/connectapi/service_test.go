@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -19,11 +20,13 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/handlers/apiserver"
 	"github.com/criticml/critic/handlers/connectapi"
 	"github.com/criticml/critic/handlers/rest"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/logtest"
 	"github.com/criticml/critic/platform/pg"
 	"github.com/criticml/critic/platform/pg/pgtest"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
@@ -41,6 +44,9 @@ const twoTraces = `{"id":"refund-1","title":"Refund for order 1","metadata":{"ag
 type env struct {
 	srv      *apiserver.Server
 	url      string
+	pool     *pgxpool.Pool
+	blobs    *blob.Local
+	logs     *logtest.Buffer // everything the server logged, debug included
 	aliceID  string
 	alice    string // full-access key
 	aliceRO  string // read-only key of the same account
@@ -56,8 +62,10 @@ func start(t *testing.T) *env {
 	t.Cleanup(pool.Close)
 	blobs, err := blob.NewLocal(t.TempDir())
 	require.NoError(t, err)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv, err := apiserver.Start(ctx, apiserver.Config{Addr: "127.0.0.1:0", WaitTimeout: 30 * time.Second, SnapshotDir: t.TempDir()},
+	logs := &logtest.Buffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv, err := apiserver.Start(ctx, apiserver.Config{Addr: "127.0.0.1:0", WaitTimeout: 30 * time.Second, SnapshotDir: t.TempDir(),
+		CommandOptions: []commands.Option{commands.WithSecret("connectapi-test-worker-token")}},
 		apiserver.Deps{Pool: pool, Store: eventstore.New(pool, blobs), Blobs: blobs, Log: log},
 		func(mux *http.ServeMux, s *apiserver.Server) {
 			rest.New(s.Cmds, s.Queries, s.Waiter, s.Auth, 1<<20).WithBlobs(blobs).Register(mux)
@@ -68,7 +76,7 @@ func start(t *testing.T) *env {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Shutdown() })
 
-	e := &env{srv: srv, url: "http://" + srv.Addr}
+	e := &env{srv: srv, url: "http://" + srv.Addr, pool: pool, blobs: blobs, logs: logs}
 	user := func(name string) (string, string) {
 		res, err := srv.Cmds.CreateUser(ctx, name, false)
 		require.NoError(t, err)

@@ -39,8 +39,11 @@ type CreateGepaRunRequest struct {
 	ReflectionModel *string `protobuf:"bytes,4,opt,name=reflection_model,json=reflectionModel,proto3,oneof" json:"reflection_model,omitempty"`
 	// Hard cap on scored task-model calls, 1–10000; unset is 40.
 	MaxMetricCalls *int32 `protobuf:"varint,5,opt,name=max_metric_calls,json=maxMetricCalls,proto3,oneof" json:"max_metric_calls,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The requester's own key for task_api_base (requires it). Stored sealed,
+	// sent only to that base, never returned by any method nor logged.
+	TaskApiKey    *string `protobuf:"bytes,6,opt,name=task_api_key,json=taskApiKey,proto3,oneof" json:"task_api_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CreateGepaRunRequest) Reset() {
@@ -106,6 +109,13 @@ func (x *CreateGepaRunRequest) GetMaxMetricCalls() int32 {
 		return *x.MaxMetricCalls
 	}
 	return 0
+}
+
+func (x *CreateGepaRunRequest) GetTaskApiKey() string {
+	if x != nil && x.TaskApiKey != nil {
+		return *x.TaskApiKey
+	}
+	return ""
 }
 
 type CreateGepaRunResponse struct {
@@ -811,18 +821,21 @@ var File_critic_v1_gepa_proto protoreflect.FileDescriptor
 
 const file_critic_v1_gepa_proto_rawDesc = "" +
 	"\n" +
-	"\x14critic/v1/gepa.proto\x12\tcritic.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb5\x02\n" +
+	"\x14critic/v1/gepa.proto\x12\tcritic.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xed\x02\n" +
 	"\x14CreateGepaRunRequest\x12&\n" +
 	"\x0freward_model_id\x18\x01 \x01(\tR\rrewardModelId\x12\"\n" +
 	"\n" +
 	"task_model\x18\x02 \x01(\tH\x00R\ttaskModel\x88\x01\x01\x12'\n" +
 	"\rtask_api_base\x18\x03 \x01(\tH\x01R\vtaskApiBase\x88\x01\x01\x12.\n" +
 	"\x10reflection_model\x18\x04 \x01(\tH\x02R\x0freflectionModel\x88\x01\x01\x12-\n" +
-	"\x10max_metric_calls\x18\x05 \x01(\x05H\x03R\x0emaxMetricCalls\x88\x01\x01B\r\n" +
+	"\x10max_metric_calls\x18\x05 \x01(\x05H\x03R\x0emaxMetricCalls\x88\x01\x01\x12%\n" +
+	"\ftask_api_key\x18\x06 \x01(\tH\x04R\n" +
+	"taskApiKey\x88\x01\x01B\r\n" +
 	"\v_task_modelB\x10\n" +
 	"\x0e_task_api_baseB\x13\n" +
 	"\x11_reflection_modelB\x13\n" +
-	"\x11_max_metric_calls\"F\n" +
+	"\x11_max_metric_callsB\x0f\n" +
+	"\r_task_api_key\"F\n" +
 	"\x15CreateGepaRunResponse\x12-\n" +
 	"\bgepa_run\x18\x01 \x01(\v2\x12.critic.v1.GepaRunR\agepaRun\"\x15\n" +
 	"\x13ListGepaRunsRequest\"G\n" +
