@@ -807,6 +807,7 @@ func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent) (domain.Trac
 		if !isLLM || len(in)+len(out) == 0 {
 			continue
 		}
+		in = keepToolKeyOrder(in, s.Attrs, s.Events)
 		out = withCallMetadata(out, otelCallMetadata(s.Attrs))
 		calls = append(calls, call{llmCall: llmCall{Input: in, Output: out,
 			InputTime: rfc3339Nanos(s.Start), OutputTime: rfc3339Nanos(s.End)}, start: s.Start, seq: s.Seq, span: i})
@@ -817,6 +818,7 @@ func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent) (domain.Trac
 		if !isLLM || len(in)+len(out) == 0 {
 			continue
 		}
+		in = keepToolKeyOrder(in, nil, evs)
 		start, end := evs[0].Time, evs[0].Time
 		for _, e := range evs {
 			start, end = min(start, e.Time), max(end, e.Time)

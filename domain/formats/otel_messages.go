@@ -323,9 +323,7 @@ func vercelAIMessages(a map[string]any) (in, out []domain.Step, ok bool) {
 // log records): gen_ai.{system,user,assistant,tool}.message are the input,
 // gen_ai.choice the output.
 func genAIEventMessages(events []otelEvent) (in, out []domain.Step, ok bool) {
-	sorted := append([]otelEvent(nil), events...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Seq < sorted[j].Seq })
-	for _, e := range sorted {
+	for _, e := range orderGenAIEvents(events) {
 		var role string
 		switch e.Name {
 		case "gen_ai.system.message":
