@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/gpuworker/hub"
 	"github.com/criticml/critic/handlers/apiserver"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/egress"
@@ -183,6 +184,10 @@ func loadConfig() (config, error) {
 	c.ModelRoots = append([]string{filepath.Join(c.DataDir, "models")}, roots...)
 	// Read by the workers at each GEPA job; a bad list fails here, at start.
 	if _, err := egress.Parse(os.Getenv(egress.EnvAllowedAPIBases)); err != nil {
+		return c, err
+	}
+	// Read by the workers' hub (which ids HF_TOKEN is sent for).
+	if _, err := hub.ParseTokenModels(os.Getenv(hub.EnvTokenModels)); err != nil {
 		return c, err
 	}
 	return c, c.Validate()

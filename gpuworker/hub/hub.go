@@ -35,6 +35,63 @@ type Client struct {
 	// path came from a tenant's request (defence in depth behind the API's
 	// check). Nil — the operator's own CLI — reads any directory.
 	Roots []string
+	// TokenModels, with Roots set, are the hub ids (org/name) and org
+	// prefixes (org/) that may be downloaded with Token besides
+	// rewardmodels.DefaultBaseModel; any other id a tenant names is fetched
+	// anonymously. Otherwise a tenant could name the operator's private
+	// model, train on it, and download it back as its checkpoint.
+	TokenModels []string
+}
+
+// EnvTokenModels is the comma-separated list behind Client.TokenModels.
+const EnvTokenModels = "CRITIC_HF_TOKEN_MODELS"
+
+// ParseTokenModels reads CRITIC_HF_TOKEN_MODELS: hub ids (org/name) and
+// org prefixes (org/), separated by commas; empty entries are skipped.
+func ParseTokenModels(s string) ([]string, error) {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e == "" {
+			continue
+		}
+		org, rest, hasSlash := strings.Cut(e, "/")
+		ok := hasSlash && orgPattern.MatchString(org) && (rest == "" || (idPattern.MatchString(e) && !strings.Contains(e, "..")))
+		if !ok {
+			return nil, fmt.Errorf("%s: %q is neither a hub model id (org/name) nor an org prefix (org/)", EnvTokenModels, e)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// ForTenants confines c to what a tenant's base_model may use: local
+// directories under its cache and CRITIC_MODEL_ROOTS, and the operator's
+// HF_TOKEN only for the default base model and CRITIC_HF_TOKEN_MODELS.
+func (c *Client) ForTenants(getenv func(string) string) error {
+	roots, err := ModelRoots(c.CacheDir, getenv)
+	if err != nil {
+		return err
+	}
+	models, err := ParseTokenModels(getenv(EnvTokenModels))
+	if err != nil {
+		return err
+	}
+	c.Roots, c.TokenModels = roots, models
+	return nil
+}
+
+// tokenFor is the token to send for id: Token for the operator's own CLI
+// (no Roots), else only for the default base model and TokenModels.
+func (c *Client) tokenFor(id string) string {
+	if c.Roots == nil || id == rewardmodels.DefaultBaseModel {
+		return c.Token
+	}
+	for _, m := range c.TokenModels {
+		if id == m || (strings.HasSuffix(m, "/") && strings.HasPrefix(id, m)) {
+			return c.Token
+		}
+	}
+	return ""
 }
 
 // ModelRoots is where a worker lets a tenant's local base model lie: its
@@ -72,7 +129,10 @@ var (
 	OptionalFiles = []string{"tokenizer_config.json", "chat_template.jinja", "special_tokens_map.json", "generation_config.json"}
 )
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$`)
+var (
+	idPattern  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$`)
+	orgPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+)
 
 // Resolve returns a local directory for base: base itself when it is an existing
 // directory (a local path is used as is), else the cached download of the hub model
@@ -200,8 +260,9 @@ func (c *Client) fetch(ctx context.Context, id, rev, file, dir string, required 
 	if err != nil {
 		return err
 	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
+	token := c.tokenFor(id)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	hc := c.HTTP
 	if hc == nil {
@@ -219,7 +280,11 @@ func (c *Client) fetch(ctx context.Context, id, rev, file, dir string, required 
 		}
 		return fmt.Errorf("hub: %s@%s has no %s: %w", id, rev, file, errNotFound)
 	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		if c.Token == "" {
+		if token == "" && c.Token != "" {
+			return fmt.Errorf("hub: %s@%s/%s needs authentication (HTTP %d): a base model named in a request is fetched without the server's HF_TOKEN unless the operator lists it in %s",
+				id, rev, file, resp.StatusCode, EnvTokenModels)
+		}
+		if token == "" {
 			return fmt.Errorf("hub: %s@%s/%s needs authentication (HTTP %d): set HF_TOKEN", id, rev, file, resp.StatusCode)
 		}
 		return fmt.Errorf("hub: HF_TOKEN was refused for %s@%s/%s (HTTP %d)", id, rev, file, resp.StatusCode)

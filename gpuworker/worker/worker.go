@@ -277,12 +277,11 @@ func New(cfg Config) (*Worker, error) {
 		w.hub = hub.NewFromEnv()
 		w.hub.CacheDir = filepath.Join(cfg.DataDir, "models")
 		// Base models come from tenants' requests: local ones only from
-		// the cache and the operator's roots.
-		roots, err := hub.ModelRoots(w.hub.CacheDir, os.Getenv)
-		if err != nil {
+		// the cache and the operator's roots, HF_TOKEN only for the models
+		// the operator lists.
+		if err := w.hub.ForTenants(os.Getenv); err != nil {
 			return nil, err
 		}
-		w.hub.Roots = roots
 	}
 	return w, nil
 }
