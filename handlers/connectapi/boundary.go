@@ -53,8 +53,22 @@ func (b *boundary) WrapStreamingHandler(next connect.StreamingHandlerFunc) conne
 		if err != nil {
 			return connectError(ctx, err)
 		}
-		return connectError(ctx, next(edge.WithCaller(ctx, c), conn))
+		return connectError(ctx, next(edge.WithCaller(ctx, c), checkedConn{conn}))
 	}
+}
+
+// checkedConn applies checkMessageText to every message a streaming call
+// receives, as WrapUnary does to a unary request.
+type checkedConn struct{ connect.StreamingHandlerConn }
+
+func (c checkedConn) Receive(msg any) error {
+	if err := c.StreamingHandlerConn.Receive(msg); err != nil {
+		return err
+	}
+	if m, ok := msg.(proto.Message); ok {
+		return checkMessageText("", m.ProtoReflect())
+	}
+	return nil
 }
 
 // checkMessageText is the Connect edge's text rule (domain.CheckText, as

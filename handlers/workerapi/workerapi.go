@@ -6,8 +6,10 @@
 package workerapi
 
 import (
+	"bytes"
 	"crypto/subtle"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -130,8 +132,19 @@ func (a *API) authorized(r *http.Request) bool {
 	return ok && a.token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) == 1
 }
 
+// decode reads a worker's report. What a worker reports is mostly a
+// model's answer about trace content (titles, labels, findings, skills):
+// outside text, so it passes the edge's text rule (domain.CheckJSON) like
+// a client's body before anything is appended.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, 64<<20))
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 64<<20))
+	if err != nil {
+		return domain.Invalid("malformed request: %v", err)
+	}
+	if err := domain.CheckJSON("", body); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return domain.Invalid("malformed request: %v", err)
