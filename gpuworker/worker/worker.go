@@ -22,10 +22,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -699,9 +701,56 @@ func (w *Worker) runClaimed(ctx context.Context, log *slog.Logger, tail *LogTail
 		}
 		return "handed_back", err, false
 	}
-	log.Error("training failed", "error", err)
-	w.reportFailure(ctx, log, m, "training failed: "+err.Error(), tail)
+	// The job's log is the model's error, which its owner reads: the full
+	// error (with the worker's paths) goes to the worker's own log only.
+	public := w.pathFree(err)
+	if public != err.Error() {
+		w.log.Error("training failed", "model_id", m.ModelID, "attempt", m.Attempt, "error", err)
+	}
+	log.Error("training failed", "error", public)
+	w.reportFailure(ctx, log, m, "training failed: "+public, tail)
 	return "failed", err, true
+}
+
+// pathFree is err as a tenant may read it: the paths its file-system errors
+// name (mkdir, rename, open under the data dir, the hub cache) and the
+// data dir itself are replaced by "<worker path>", so a model's error never
+// tells its owner how the worker's disk is laid out.
+func (w *Worker) pathFree(err error) string {
+	var paths []string
+	var walk func(error)
+	walk = func(e error) {
+		switch x := e.(type) {
+		case *fs.PathError:
+			paths = append(paths, x.Path)
+		case *os.LinkError:
+			paths = append(paths, x.Old, x.New)
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() error }:
+			if next := u.Unwrap(); next != nil {
+				walk(next)
+			}
+		case interface{ Unwrap() []error }:
+			for _, next := range u.Unwrap() {
+				walk(next)
+			}
+		}
+	}
+	walk(err)
+	if abs, aerr := filepath.Abs(w.cfg.DataDir); aerr == nil {
+		paths = append(paths, abs)
+	}
+	paths = append(paths, w.cfg.DataDir)
+	// Longest first, so a path is not half-replaced through its parent.
+	sort.Slice(paths, func(i, j int) bool { return len(paths[i]) > len(paths[j]) })
+	s := err.Error()
+	for _, p := range paths {
+		if p != "" && p != "." && p != "/" {
+			s = strings.ReplaceAll(s, p, "<worker path>")
+		}
+	}
+	return s
 }
 
 func (w *Worker) reportSuccess(ctx context.Context, log *slog.Logger, m TrainMessage, s *Succeeded) error {
