@@ -94,7 +94,7 @@ bench-ingest-metrics: deps ## bulk import with CRITIC_METRICS=off vs on in the s
 bench-workers: deps ## N small models (tiny config) on 2 workers vs 1 worker, same run; wall times and the ratio 2/1 (target ≤ 0.6)
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkWorkers -benchtime 1x -timeout 30m ./e2e/
 
-bench-query: deps ## group-by over 1,000,000 steps via POST /query vs direct DuckDB, and the first query after a write; p50/p99, ratios
+bench-query: deps ## group-by over 1,000,000 steps via POST /query vs direct DuckDB, the first query after a write, and another account's small query while one runs heavy ones; p50/p99, ratios
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkQuery -benchtime 1x -timeout 30m ./e2e/
 
 bench-otlp: deps ## OTLP/HTTP spans/s end to end (512-span protobuf exports, 1 and 4 senders) vs in-process decode

@@ -205,3 +205,65 @@ func pctl(d []time.Duration) (p50, p99 time.Duration) {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[len(s)/2], s[(len(s)*99)/100]
 }
+
+// BenchmarkQueryNeighbours measures what one account's heavy queries cost
+// another account (part of `make bench-query`): 50 small queries of a light
+// account alone, then 50 while a heavy account keeps its two per-account
+// turns busy with queries that run to the time limit. It prints p50/p99 of
+// both and their ratio; every light query must be answered (no 503), which
+// the per-account turn (CRITIC_QUERY_MAX_PER_ACCOUNT) guarantees while the
+// process has slots left.
+func BenchmarkQueryNeighbours(b *testing.B) {
+	for range b.N {
+		in := startServe(b)
+		heavyKey := in.newUser("heavy", false)
+		lightKey := in.newUser("light", false)
+		light := func(n int) []time.Duration {
+			var took []time.Duration
+			for range n {
+				t := time.Now()
+				queryOnce(b, in, lightKey, "SELECT count(*) FROM steps")
+				took = append(took, time.Since(t))
+			}
+			return took
+		}
+		// Warm: until the snapshot has caught up with the new accounts
+		// (503 snapshot_catching_up meanwhile), then the light replica.
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			status, body := queryStatus(b, in, lightKey, "SELECT 1")
+			if status == http.StatusOK {
+				break
+			}
+			require.True(b, time.Now().Before(deadline), "%d %s", status, body)
+		}
+		light(5)
+		before := light(50)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					_, _, _, _ = postQuery(in.url, heavyKey, heavySQL)
+				}
+			}()
+		}
+		time.Sleep(time.Second)
+		during := light(50)
+		close(stop)
+		wg.Wait()
+		b50, b99 := pctl(before)
+		d50, d99 := pctl(during)
+		ratio := float64(d50) / float64(b50)
+		b.ReportMetric(d50.Seconds()*1000, "neighbour-p50-ms")
+		b.ReportMetric(ratio, "neighbour-p50-ratio")
+		fmt.Printf("bench-query: another account's small query: alone p50 %s p99 %s | while one account runs heavy queries p50 %s p99 %s | p50 ratio %.2f×\n",
+			b50.Round(10*time.Microsecond), b99.Round(10*time.Microsecond), d50.Round(10*time.Microsecond), d99.Round(10*time.Microsecond), ratio)
+	}
+}
