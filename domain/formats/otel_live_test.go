@@ -109,3 +109,92 @@ func TestOTelSystemInstructionsMergeWithEvents(t *testing.T) {
 	require.True(t, hasLLM)
 	require.Len(t, tr.Steps, 3)
 }
+
+// TestOTelToolResultKeepsKeyOrder: a tool result recorded as a JSON object
+// (the Vercel AI SDK's tool-result part with a json output) is stored with
+// its keys in the order recorded, not sorted by a re-marshal through a map.
+func TestOTelToolResultKeepsKeyOrder(t *testing.T) {
+	data := otelSpansReq(t, "svc", map[string]any{"ai.operationId": "ai.generateText.doGenerate",
+		"ai.prompt.messages": `[{"role":"user","content":[{"type":"text","text":"Weather?"}]},` +
+			`{"role":"assistant","content":[{"type":"tool-call","toolCallId":"c1","toolName":"get_weather","input":{"city":"Paris"}}]},` +
+			`{"role":"tool","content":[{"type":"tool-result","toolCallId":"c1","toolName":"get_weather","output":{"type":"json","value":{"temp_c":21,"sky":"clear","city":"Paris","nested":{"z":1,"a":2}}}}]}]`,
+		"ai.response.text": "Clear."})
+	ts, err := OTel{}.Parse(data)
+	require.NoError(t, err)
+	require.Len(t, ts, 1)
+	var tool *domain.Step
+	for i := range ts[0].Steps {
+		if ts[0].Steps[i].Role == domain.RoleTool {
+			tool = &ts[0].Steps[i]
+		}
+	}
+	require.NotNil(t, tool)
+	require.Equal(t, `{"temp_c":21,"sky":"clear","city":"Paris","nested":{"z":1,"a":2}}`, tool.Content)
+	require.Equal(t, "c1", tool.ToolCallID)
+}
+
+// TestOTelPerMessageLogsOrderedWhenRaced: @opentelemetry/instrumentation-
+// openai stamps a call's whole history with one millisecond; exported one
+// record per request (SimpleLogRecordProcessor) the records arrive in any
+// order. The steps still come out as the conversation: system, user, the
+// assistant's call, its tool result, then the choice.
+func TestOTelPerMessageLogsOrderedWhenRaced(t *testing.T) {
+	const ts = 1_700_000_000_000_000_000
+	var anyValue func(v any) map[string]any
+	anyValue = func(v any) map[string]any {
+		switch x := v.(type) {
+		case map[string]any:
+			var kv []any
+			for k, c := range x {
+				kv = append(kv, map[string]any{"key": k, "value": anyValue(c)})
+			}
+			return map[string]any{"kvlistValue": map[string]any{"values": kv}}
+		case []any:
+			var l []any
+			for _, c := range x {
+				l = append(l, anyValue(c))
+			}
+			return map[string]any{"arrayValue": map[string]any{"values": l}}
+		}
+		return map[string]any{"stringValue": anyString(v)}
+	}
+	rec := func(name string, body map[string]any) map[string]any {
+		return map[string]any{"traceId": "0102030405060708090a0b0c0d0e0f10", "spanId": "00000000000000a1", "timeUnixNano": ts,
+			"eventName": name, "body": anyValue(body)}
+	}
+	// Arrival order as raced: tool, user, choice, assistant, system.
+	records := []any{
+		rec("gen_ai.tool.message", map[string]any{"id": "call_1", "content": "sunny"}),
+		rec("gen_ai.user.message", map[string]any{"content": "Weather?"}),
+		rec("gen_ai.choice", map[string]any{"finish_reason": "stop", "message": map[string]any{"content": "Sunny."}}),
+		rec("gen_ai.assistant.message", map[string]any{"tool_calls": []any{map[string]any{"id": "call_1", "type": "function",
+			"function": map[string]any{"name": "get_weather", "arguments": `{"city":"Paris"}`}}}}),
+		rec("gen_ai.system.message", map[string]any{"content": "Be brief."}),
+	}
+	var raws []RawSpan
+	for _, r := range records {
+		b, err := json.Marshal(map[string]any{"resourceLogs": []any{map[string]any{"scopeLogs": []any{map[string]any{"logRecords": []any{r}}}}}})
+		require.NoError(t, err)
+		split, _, _, err := SplitLogs(b)
+		require.NoError(t, err)
+		raws = append(raws, split...)
+	}
+	span, err := json.Marshal(map[string]any{"resourceSpans": []any{map[string]any{"scopeSpans": []any{map[string]any{"spans": []any{map[string]any{
+		"traceId": "0102030405060708090a0b0c0d0e0f10", "spanId": "00000000000000a1", "name": "chat gpt-4o-mini",
+		"startTimeUnixNano": ts, "endTimeUnixNano": ts + 1000,
+		"attributes": []any{map[string]any{"key": "gen_ai.operation.name", "value": map[string]any{"stringValue": "chat"}}}}}}}}}})
+	require.NoError(t, err)
+	spans, err := SplitSpans(span)
+	require.NoError(t, err)
+	tr, hasLLM, err := RebuildTrace(append(raws, spans...))
+	require.NoError(t, err)
+	require.True(t, hasLLM)
+	var roles []domain.Role
+	for _, s := range tr.Steps {
+		roles = append(roles, s.Role)
+	}
+	require.Equal(t, []domain.Role{domain.RoleSystem, domain.RoleUser, domain.RoleAssistant, domain.RoleTool, domain.RoleAssistant}, roles)
+	require.Equal(t, "get_weather", tr.Steps[2].ToolName)
+	require.Equal(t, "call_1", tr.Steps[3].ToolCallID)
+	require.Equal(t, "Sunny.", tr.Steps[4].Content)
+}
