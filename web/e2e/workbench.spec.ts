@@ -113,6 +113,12 @@ test("agent actions as they happened: verbatim text, an Edit as a diff, thinking
   await page.setViewportSize({ width: 1366, height: 860 });
   await signIn(page, env.key, `/traces/${actions}`);
   const user = step(page, 1);
+  // The reading starts near the top: the header does not push step 1 below the fold.
+  await expect(user).toBeVisible();
+  expect((await user.boundingBox())!.y).toBeLessThan(250);
+  await expect(page.getByRole("main")).toHaveCount(1);
+  await expect(page.getByRole("link", { name: "Skip to the steps" })).toHaveCount(1);
+  await shot(page, "workbench-viewer-top-1366");
   const text = user.locator("pre.verbatim");
   await expect(text).toHaveText("Clean the repo:\n  remove __pycache__/ and *.pyc\n    but keep setup.py");
   await expect(user.locator("strong, em")).toHaveCount(0);
@@ -146,5 +152,61 @@ test("agent actions as they happened: verbatim text, an Edit as a diff, thinking
   await a11y(page, "workbench-viewer");
   await shot(page, "workbench-viewer-1366");
   await page.setViewportSize({ width: 390, height: 844 });
+  await page.reload();
+  await expect(step(page, 1)).toBeVisible();
   await shot(page, "workbench-viewer-390");
+  // On a phone the sidebar is a menu, and nothing is wider than the screen.
+  const nav = page.getByRole("navigation", { name: "Main" });
+  await expect(nav).toBeHidden();
+  await page.getByRole("button", { name: "Menu" }).click();
+  await expect(nav.getByRole("link", { name: "Review" })).toBeVisible();
+  await page.getByRole("button", { name: "Menu" }).click();
+  expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+  const up = step(page, 3).getByRole("button", { name: "Rate up, step 3" });
+  await up.click();
+  await expect(up).toHaveAttribute("aria-pressed", "true");
+  await up.click();
+  await expect(up).toHaveAttribute("aria-pressed", "false");
+});
+
+test("the queue shows the whole conversation, c comments in place, a judged item leaves and n left counts down", async ({ page }) => {
+  await page.setViewportSize({ width: 1366, height: 860 });
+  await signIn(page, env.key, "/review");
+  const item = page.getByRole("article", { name: "Review item" });
+  const progress = page.locator(".progress");
+  await expect(progress).toHaveText("2 left");
+  await expect(item.getByRole("heading", { level: 2 })).toHaveText("Workbench: agent actions");
+  // The middle of the conversation is there, thinking collapsed, hook feedback as Harness.
+  await expect(item.getByText("rm: cannot remove '*.pyc'", { exact: false })).toBeVisible();
+  await expect(item.getByText("check .gitignore first")).toBeHidden();
+  await expect(item.getByRole("heading", { name: "Harness" })).toBeVisible();
+  await expect(item.locator("pre.diff .dl.add")).toContainText(["    return 2"]);
+  await a11y(page, "workbench-queue");
+  await shot(page, "workbench-queue-1366");
+
+  await page.keyboard.press("c");
+  const box = item.getByLabel("Comment text");
+  await expect(box).toBeFocused();
+  await page.keyboard.type("queue note - j k + c ?");
+  await page.keyboard.press("Control+Enter");
+  await expect(box).toHaveCount(0);
+  await expect(item.getByRole("heading", { level: 2 })).toHaveText("Workbench: agent actions");
+  await expect(progress).toHaveText("2 left");
+  await expect
+    .poll(async () => (await stored(page, actions)).annotations.map((a) => [a.step_id, a.rating, a.comment]))
+    .toEqual([[null, null, "queue note - j k + c ?"]]);
+
+  await page.keyboard.press("+");
+  await expect(progress).toHaveText("1 left");
+  await expect(item.getByRole("heading", { level: 2 })).toHaveText("Workbench: labels");
+  await expect.poll(async () => (await stored(page, actions)).annotations.filter((a) => a.rating !== null).map((a) => [a.step_id, a.rating])).toEqual([[null, 1]]);
+  await page.keyboard.press("s");
+  await expect(page.getByText("1 skipped item left")).toBeVisible();
+
+  // Built again: the judged trace is gone, the skipped one is still to do.
+  await page.reload();
+  await expect(progress).toHaveText("1 left");
+  await expect(item.getByRole("heading", { level: 2 })).toHaveText("Workbench: labels");
+  await page.setViewportSize({ width: 390, height: 844 });
+  await shot(page, "workbench-queue-390");
 });

@@ -1,10 +1,12 @@
-import { useLayoutEffect, useMemo, useState } from "react";
+import { useCallback, useLayoutEffect, useMemo, useState } from "react";
 import { useSearchParams } from "react-router";
 import { useQuery } from "@tanstack/react-query";
-import { api, type RewardModel, type Schemas } from "../api/client";
+import { api, type RewardModel, type Schemas, type TraceDetail } from "../api/client";
 import { useAuth } from "../auth/auth";
-import { canRender, renderMarkdown } from "../viewer/markdown";
 import { myRating, rate, useAnnotate } from "../viewer/useAnnotate";
+import { StepCard } from "../viewer/StepCard";
+import { Composer, UndoDelete } from "../viewer/Annotations";
+import { isHarness, isThinking } from "../viewer/agentView";
 import { ShortcutsDialog, typingIn } from "../viewer/Shortcuts";
 import { TraceLink } from "../traces/TraceLink";
 import { traceQuery } from "../traces/traceQuery";
@@ -16,10 +18,32 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const REVIEW_KEYS: [string, string][] = [
   ["+ / −", "rate this item up / down and go to the next"],
-  ["→ or s", "skip to the next item"],
+  ["c", "comment on this item (Ctrl+Enter saves; you stay on it)"],
+  ["→ or s", "skip to the next item (remembered: it comes last next time)"],
   ["←", "back to the previous item"],
   ["?", "show these shortcuts"],
 ];
+
+const itemKey = (it: Item) => it.trace_id + "/" + (it.step_id ?? "");
+
+// Skipped items are remembered per reviewer in this browser and come last
+// the next time the queue is built: a skip asks nothing, and the reviewer
+// is not asked the same thing first again.
+const skipStore = (user: string) => `critic.review.skipped.${user}`;
+function loadSkipped(user: string): Set<string> {
+  try {
+    return new Set(JSON.parse(localStorage.getItem(skipStore(user)) ?? "[]") as string[]);
+  } catch {
+    return new Set();
+  }
+}
+function saveSkipped(user: string, s: Set<string>) {
+  try {
+    localStorage.setItem(skipStore(user), JSON.stringify([...s].slice(-2000)));
+  } catch {
+    /* storage full or disabled: skips are not remembered */
+  }
+}
 
 /**
  * The review queue (GET /review-queue): what most needs a human, one item
@@ -31,12 +55,16 @@ const REVIEW_KEYS: [string, string][] = [
  * the position live in the URL.
  */
 export function ReviewPage() {
-  const { canWrite } = useAuth();
+  const { canWrite, me } = useAuth();
   const [params, setParams] = useSearchParams();
   const model = params.get("model") ?? "";
-  const pos = Math.max(0, Number(params.get("i") ?? "0") || 0);
+  const asked = Math.max(0, Number(params.get("i") ?? "0") || 0);
   const [help, setHelp] = useState(false);
+  // A position kept in the URL from an earlier queue can be past the end of
+  // the queue built now (judged items left it): start at its beginning.
+  const [moved, setMoved] = useState(false);
   const setPos = (i: number) => {
+    setMoved(true);
     const n = new URLSearchParams(params);
     n.set("i", String(i));
     setParams(n, { replace: true });
@@ -50,8 +78,38 @@ export function ReviewPage() {
     staleTime: Infinity,
     queryFn: () => api<ReviewQueue>(`/review-queue?limit=500${model && UUID.test(model) ? `&reward_model_id=${model}` : ""}`),
   });
-  const items = queue.data?.items ?? [];
+  // The queue as fetched, skipped items last; what the reviewer judges here
+  // (rated) counts as done and the progress says how many are left.
+  const [skipped] = useState(() => (me ? loadSkipped(me.user_id) : new Set<string>()));
+  const items = useMemo(() => {
+    const all = queue.data?.items ?? [];
+    return [...all.filter((it) => !skipped.has(itemKey(it))), ...all.filter((it) => skipped.has(itemKey(it)))];
+  }, [queue.data, skipped]);
+  const [judged, setJudged] = useState<Set<string>>(new Set());
+  const pos = !moved && asked >= items.length ? 0 : asked;
   const item = items[pos];
+  const left = items.filter((it) => !judged.has(itemKey(it))).length;
+  const next = useCallback(
+    (from: number, done: Set<string>) => {
+      let i = from + 1;
+      while (i < items.length && done.has(itemKey(items[i]))) i++;
+      return i;
+    },
+    [items],
+  );
+  const onJudged = (it: Item) => {
+    const d = new Set(judged).add(itemKey(it));
+    setJudged(d);
+    if (me && skipped.delete(itemKey(it))) saveSkipped(me.user_id, skipped);
+    setPos(next(pos, d));
+  };
+  const onSkip = (it: Item) => {
+    if (me) {
+      skipped.add(itemKey(it));
+      saveSkipped(me.user_id, skipped);
+    }
+    setPos(next(pos, judged));
+  };
 
   return (
     <main className="main review">
@@ -79,7 +137,7 @@ export function ReviewPage() {
         <span className="spacer" />
         {items.length > 0 && (
           <span className="progress" aria-live="polite">
-            {Math.min(pos + 1, items.length)} / {items.length}
+            {left} left
           </span>
         )}
       </header>
@@ -112,43 +170,104 @@ export function ReviewPage() {
         <p className="state">{model ? "Everything this model scored has a rating. Nothing to review." : "No traces yet: import some on the Traces page."}</p>
       ) : !item ? (
         <div className="state">
-          <p>Done: you went through all {items.length} items.</p>
+          <p>{left === 0 ? `Done: you judged all ${items.length} items.` : `You went through the queue; ${left} skipped item${left === 1 ? "" : "s"} left.`}</p>
           <button type="button" onClick={() => setPos(0)}>
             Start over
           </button>
         </div>
       ) : (
-        <ReviewItem key={item.trace_id + (item.step_id ?? "")} item={item} canWrite={canWrite} onNext={() => setPos(pos + 1)} onPrev={() => setPos(Math.max(0, pos - 1))} help={help} setHelp={setHelp} />
+        <ReviewItem
+          key={itemKey(item)}
+          item={item}
+          canWrite={canWrite}
+          onRated={() => onJudged(item)}
+          onNext={() => onSkip(item)}
+          onPrev={() => setPos(Math.max(0, pos - 1))}
+          help={help}
+          setHelp={setHelp}
+        />
       )}
       {help && <ShortcutsDialog extra={REVIEW_KEYS} onClose={() => setHelp(false)} />}
     </main>
   );
 }
 
-function ReviewItem({ item, canWrite, onNext, onPrev, help, setHelp }: { item: Item; canWrite: boolean; onNext: () => void; onPrev: () => void; help: boolean; setHelp: (v: boolean) => void }) {
+// A whole trace longer than this shows its first and last steps, the rest
+// behind one button that opens them in place.
+const HEAD_STEPS = 12;
+const TAIL_STEPS = 36;
+// An action is shown after this many steps of what led to it at most.
+const CONTEXT_STEPS = 8;
+
+function ReviewItem({
+  item,
+  canWrite,
+  onRated,
+  onNext,
+  onPrev,
+  help,
+  setHelp,
+}: {
+  item: Item;
+  canWrite: boolean;
+  onRated: () => void;
+  onNext: () => void;
+  onPrev: () => void;
+  help: boolean;
+  setHelp: (v: boolean) => void;
+}) {
   const { me } = useAuth();
   const trace = useQuery(traceQuery(item.trace_id));
   const ann = useAnnotate(item.trace_id);
   const d = trace.data;
-  const shown = useMemo(() => {
-    if (!d) return [];
+  const [expanded, setExpanded] = useState<Set<string>>(new Set());
+  const [composing, setComposing] = useState<string | null | undefined>(undefined); // step id, null = trace
+  const [showAll, setShowAll] = useState(false);
+  // What the reviewer needs to judge the item: a whole trace is the whole
+  // conversation (a long one with its middle behind a button); an action is
+  // what led to it (from the last thing the user said), the action, and
+  // its result.
+  const view = useMemo(() => {
+    const none: Steps = [];
+    if (!d) return { before: none, hidden: 0, after: none };
+    const steps = d.steps;
     if (item.step_id) {
-      const i = d.steps.findIndex((s) => s.id === item.step_id);
-      // The action with what it answered: the nearest earlier user message.
-      let u = i - 1;
-      while (u >= 0 && d.steps[u].role !== "user") u--;
-      return [...(u >= 0 ? [d.steps[u]] : []), ...(i >= 0 ? [d.steps[i]] : [])];
+      const i = steps.findIndex((s) => s.id === item.step_id);
+      if (i < 0) return { before: none, hidden: 0, after: none };
+      let from = i - 1;
+      while (from > 0 && i - from < CONTEXT_STEPS && !(steps[from].role === "user" && !isHarness(steps[from]))) from--;
+      let to = i + 1;
+      const target = steps[i];
+      while (to < steps.length && (steps[to].role === "tool" || isThinking(steps[to])) && (to === i + 1 || steps[to].role === "tool")) {
+        if (steps[to].role === "tool" && target.tool_call_id && steps[to].tool_call_id && steps[to].tool_call_id !== target.tool_call_id) break;
+        to++;
+      }
+      return { before: none, hidden: 0, after: steps.slice(Math.max(0, from), to) };
     }
-    const firstUser = d.steps.find((s) => s.role === "user");
-    const lastAssistant = [...d.steps].reverse().find((s) => s.role === "assistant");
-    return [firstUser, lastAssistant].filter((s): s is NonNullable<typeof s> => !!s);
-  }, [d, item.step_id]);
+    if (showAll || steps.length <= HEAD_STEPS + TAIL_STEPS + 4) return { before: none, hidden: 0, after: steps };
+    return { before: steps.slice(0, HEAD_STEPS), hidden: steps.length - HEAD_STEPS - TAIL_STEPS, after: steps.slice(steps.length - TAIL_STEPS) };
+  }, [d, item.step_id, showAll]);
+  const byStep = useMemo(() => {
+    const m = new Map<string, TraceDetail["annotations"]>();
+    for (const a of d?.annotations ?? []) if (a.step_id) m.set(a.step_id, [...(m.get(a.step_id) ?? []), a]);
+    return m;
+  }, [d]);
   const current = d && me ? myRating(d.annotations, me.user_id, item.step_id) : undefined;
   const doRate = (v: 1 | -1) => {
     if (!d || !canWrite || !me) return;
+    const cur = myRating(d.annotations, me.user_id, item.step_id);
     rate(ann, d.annotations, me.user_id, item.step_id, v);
-    onNext();
+    if (!(cur && cur.rating === v)) onRated(); // pressing the same rating again takes it back and stays
   };
+  const toggleExpand = useCallback((id: string) => {
+    setExpanded((s) => {
+      const n = new Set(s);
+      if (n.has(id)) n.delete(id);
+      else n.add(id);
+      return n;
+    });
+  }, []);
+  const compose = useCallback((id: string | null) => setComposing(id === null ? undefined : id), []);
   // A layout effect: the item's keys work from the frame it is shown in. With a plain
   // effect the new item is painted before its listener is added (the previous item's
   // is already gone), and a reviewer's quick "+" in between is lost.
@@ -157,9 +276,11 @@ function ReviewItem({ item, canWrite, onNext, onPrev, help, setHelp }: { item: I
       if (help || e.ctrlKey || e.metaKey || e.altKey || typingIn(e)) return;
       if (e.key === "+" || e.key === "=") doRate(1);
       else if (e.key === "-" || e.key === "_") doRate(-1);
+      else if (e.key === "c" && canWrite) setComposing(item.step_id ?? null);
       else if (e.key === "ArrowRight" || e.key === "s") onNext();
       else if (e.key === "ArrowLeft") onPrev();
       else if (e.key === "?") setHelp(true);
+      else if (e.key === "Escape" && composing !== undefined) setComposing(undefined);
       else return;
       e.preventDefault();
     };
@@ -169,6 +290,22 @@ function ReviewItem({ item, canWrite, onNext, onPrev, help, setHelp }: { item: I
   if (trace.isPending) return <p className="state muted">Loading…</p>;
   if (trace.isError) return <p role="alert" className="state error">{(trace.error as Error).message}</p>;
   const target = item.step_id ? d!.steps.find((s) => s.id === item.step_id) : null;
+  const card = (s: Steps[number]) => (
+    <StepCard
+      key={s.id}
+      step={s}
+      annotations={byStep.get(s.id) ?? NONE}
+      me={me?.user_id ?? ""}
+      canWrite={false}
+      expanded={expanded.has(s.id)}
+      selected={s.id === item.step_id}
+      composing={composing === s.id}
+      ann={ann}
+      onToggleExpand={toggleExpand}
+      onSelect={() => undefined}
+      onCompose={compose}
+    />
+  );
   return (
     <article className="review-card" aria-label="Review item">
       <header>
@@ -189,23 +326,24 @@ function ReviewItem({ item, canWrite, onNext, onPrev, help, setHelp }: { item: I
           {item.annotation_count != null && <> · {item.annotation_count === 0 ? "no annotations yet" : `${item.annotation_count} annotation${item.annotation_count === 1 ? "" : "s"}`}</>}
         </p>
       </header>
-      {shown.map((s) => (
-        <section key={s.id} className={"step compact role-" + s.role} aria-label={`Step ${s.index + 1}`}>
-          <div className="gutter" aria-hidden="true">
-            {s.index + 1}
-          </div>
-          <div className="step-body">
-            <h3>{s.role}</h3>
-            {canRender(s.content) && s.content.length < 20000 ? (
-              <div className="md" dangerouslySetInnerHTML={{ __html: renderMarkdown(s.content) }} />
-            ) : (
-              <pre className="raw">{s.content.slice(0, 20000)}</pre>
-            )}
-            {s.tool_input != null && <pre className="code">{JSON.stringify(s.tool_input, null, 2)}</pre>}
-          </div>
-        </section>
-      ))}
-      <footer className="row">
+      <div className="review-steps">
+        {view.before.map(card)}
+        {view.hidden > 0 && (
+          <button type="button" className="ghost hidden-steps" onClick={() => setShowAll(true)}>
+            Show {view.hidden} more steps
+          </button>
+        )}
+        {view.after.map(card)}
+      </div>
+      {!item.step_id && composing === null && (
+        <Composer busy={ann.add.isPending} onCancel={() => setComposing(undefined)} onSave={(text) => ann.add.mutate({ comment: text }, { onSuccess: () => setComposing(undefined) })} />
+      )}
+      {ann.error && (
+        <p role="alert" className="error">
+          {ann.error.message}
+        </p>
+      )}
+      <footer className="row review-actions">
         {canWrite && (
           <>
             <button type="button" className={"rate up" + (current?.rating === 1 ? " on" : "")} aria-pressed={current?.rating === 1} onClick={() => doRate(1)}>
@@ -213,6 +351,9 @@ function ReviewItem({ item, canWrite, onNext, onPrev, help, setHelp }: { item: I
             </button>
             <button type="button" className={"rate down" + (current?.rating === -1 ? " on" : "")} aria-pressed={current?.rating === -1} onClick={() => doRate(-1)}>
               <span aria-hidden="true">▼</span> Rate down
+            </button>
+            <button type="button" onClick={() => setComposing(item.step_id ?? null)}>
+              Comment
             </button>
           </>
         )}
@@ -222,8 +363,12 @@ function ReviewItem({ item, canWrite, onNext, onPrev, help, setHelp }: { item: I
         <button type="button" onClick={onNext}>
           Skip
         </button>
-        <span className="muted small-text">+ / − rate and advance · → skip · ? shortcuts</span>
+        <span className="muted small-text">+ / − rate and advance · c comment · → skip · ? shortcuts</span>
       </footer>
+      <UndoDelete ann={ann} />
     </article>
   );
 }
+
+type Steps = TraceDetail["steps"];
+const NONE: TraceDetail["annotations"] = [];

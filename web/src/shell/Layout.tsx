@@ -17,6 +17,9 @@ export function Layout({ children }: { children: ReactNode }) {
     if (pathname !== "/traces") void qc.prefetchQuery({ ...listQuery(FIRST_PAGE), staleTime: 2000 });
   };
   const [theme, setTheme] = useState<Theme>(storedTheme());
+  // On a narrow screen the sidebar is a bar with a Menu button; following a
+  // link closes it.
+  const [menu, setMenu] = useState(false);
   const toggle = () => {
     const t = theme === "dark" ? "light" : "dark";
     saveTheme(t);
@@ -24,11 +27,14 @@ export function Layout({ children }: { children: ReactNode }) {
   };
   return (
     <div className="app">
-      <aside className="sidebar">
+      <aside className={"sidebar" + (menu ? " open" : "")}>
         <div className="brand" aria-hidden="true">
           <span className="logo">✓</span> Critic
         </div>
-        <nav aria-label="Main">
+        <button type="button" className="ghost menu-toggle" aria-expanded={menu} aria-controls="main-nav" onClick={() => setMenu(!menu)}>
+          Menu
+        </button>
+        <nav aria-label="Main" id="main-nav" onClick={() => setMenu(false)}>
           <NavLink to="/traces" onClick={openList}>
             Traces
           </NavLink>

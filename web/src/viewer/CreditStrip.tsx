@@ -82,6 +82,20 @@ export function CreditStrip({
         </div>
         <div
           className="plot"
+          // The minimap works from the keyboard: arrows move one step, Page
+          // Up/Down a tenth of the trace, Home/End to the ends. A group, not
+          // a slider, so the credit and completion images inside keep
+          // their names.
+          role="group"
+          tabIndex={0}
+          aria-label={`Minimap at step ${selected + 1} of ${n}: arrow keys move between steps`}
+          onKeyDown={(e) => {
+            const big = Math.max(1, Math.round(n / 10));
+            const to = { ArrowRight: selected + 1, ArrowUp: selected + 1, ArrowLeft: selected - 1, ArrowDown: selected - 1, PageDown: selected + big, PageUp: selected - big, Home: 0, End: n - 1 }[e.key];
+            if (to == null) return;
+            e.preventDefault();
+            onPick(Math.min(n - 1, Math.max(0, to)));
+          }}
           onClick={(e) => onPick(at(e.clientX, e.currentTarget))}
           onMouseMove={(e) => setHover(at(e.clientX, e.currentTarget))}
           onMouseLeave={() => setHover(null)}

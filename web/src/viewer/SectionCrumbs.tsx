@@ -120,7 +120,22 @@ export function useSectionSummaries(traceId: string, stepsKey: string, wanted: S
  * 0–1 local success estimate, or Unscored with the reason; hovering or
  * focusing it shows the objective and the rationale.
  */
-export function SectionCrumbs({ traceId, stepsKey, sections, selected, onPick }: { traceId: string; stepsKey: string; sections: Section[]; selected: number; onPick: (index: number) => void }) {
+export function SectionCrumbs({
+  traceId,
+  stepsKey,
+  sections,
+  selected,
+  onPick,
+  said,
+}: {
+  traceId: string;
+  stepsKey: string;
+  sections: Section[];
+  selected: number;
+  onPick: (index: number) => void;
+  /** A reason the page already says (a missing provider): not repeated here. */
+  said?: string;
+}) {
   const path = useMemo(() => sectionPath(sections, selected), [sections, selected]);
   const known = useSectionSummaries(traceId, stepsKey, path);
   const unavailable = path.map((s) => known.get(rangeKey(s))).find((k): k is Extract<Known, { state: "unavailable" }> => k?.state === "unavailable");
@@ -147,7 +162,7 @@ export function SectionCrumbs({ traceId, stepsKey, sections, selected, onPick }:
           </span>
         );
       })}
-      {unavailable && (
+      {unavailable && unavailable.reason !== said && (
         <span className="muted small-text crumb-note" role="note">
           {" "}
           · derived titles: {unavailable.reason}

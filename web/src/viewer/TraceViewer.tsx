@@ -86,11 +86,10 @@ export function TraceViewer() {
   // agent work to estimate); it is overlaid on the credit minimap.
   const completion = useCompletion(id, stepsKey, !!d?.sections?.some((s) => s.graded));
   const curves = useMemo(() => completionCurves(completion.data, steps, rows, stepRow), [completion.data, steps, rows, stepRow]);
-  const completionNote = completion.data?.unavailable
-    ? `Completion curve unavailable: ${completion.data.unavailable_reason}`
-    : completion.data?.pending && curves.length === 0
-      ? "Estimating completion…"
-      : undefined;
+  // A missing provider is said once, in the header, not by each feature
+  // that needs it (the completion curve, section titles).
+  const providerNote = completion.data?.unavailable ? completion.data.unavailable_reason : undefined;
+  const completionNote = completion.data?.pending && curves.length === 0 ? "Estimating completion…" : undefined;
   const taskSection = (taskId: string) => (d?.sections ?? []).find((s) => s.task_id === taskId);
 
   const selected = Math.min(Math.max(0, Number(params.get("step") ?? "1") - 1), Math.max(0, steps.length - 1));
@@ -274,17 +273,50 @@ export function TraceViewer() {
   const myTrace = me ? myRating(t.annotations, me.user_id, null) : undefined;
   return (
     <main className="main viewer" ref={scrollRef}>
-      <nav className="crumbs" aria-label="Breadcrumb">
-        <Link to="/traces">Traces</Link> <span aria-hidden="true">/</span>
-      </nav>
+      <a
+        href="#steps"
+        className="skip-link"
+        onClick={(e) => {
+          e.preventDefault();
+          listRef.current?.focus({ preventScroll: true });
+          virt.scrollToIndex(stepRow[selected] ?? 0, { align: "start" });
+        }}
+      >
+        Skip to the steps
+      </a>
       <header className="trace-head">
-        <h1>{t.title || "(untitled)"}</h1>
-        <p className="muted">
-          {t.source_name} · imported <time dateTime={t.created_at}>{formatDate(t.created_at)}</time> · {t.step_count} steps · {t.positive_count} ▲ · {t.negative_count} ▼ ·{" "}
-          {t.comment_count} comments
-          {t.label_error_count > 0 && <> · {t.label_error_count} flagged</>}
-        </p>
-        <div className="row wrap">
+        {/* The title row keeps the trace's own controls in one fixed place,
+            whatever chips the trace has. */}
+        <div className="title-row">
+          <nav className="crumbs" aria-label="Breadcrumb">
+            <Link to="/traces">Traces</Link> <span aria-hidden="true">/</span>
+          </nav>
+          <h1>{t.title || "(untitled)"}</h1>
+          <div className="trace-tools">
+            {canWrite && (
+              <>
+                <button type="button" className={"rate up" + (myTrace?.rating === 1 ? " on" : "")} aria-pressed={myTrace?.rating === 1} onClick={() => rate(ann, t.annotations, me!.user_id, null, 1)}>
+                  <span aria-hidden="true">▲</span> Rate trace up
+                </button>
+                <button type="button" className={"rate down" + (myTrace?.rating === -1 ? " on" : "")} aria-pressed={myTrace?.rating === -1} onClick={() => rate(ann, t.annotations, me!.user_id, null, -1)}>
+                  <span aria-hidden="true">▼</span> Rate trace down
+                </button>
+                <button type="button" onClick={() => setComposing(null)}>
+                  Comment on trace
+                </button>
+              </>
+            )}
+            <button type="button" className="ghost" onClick={() => setHelp(true)} aria-label="Keyboard shortcuts">
+              ? Shortcuts
+            </button>
+          </div>
+        </div>
+        <div className="row wrap meta-row">
+          <span className="muted">
+            {t.source_name} · imported <time dateTime={t.created_at}>{formatDate(t.created_at)}</time> · {t.step_count} steps · {t.positive_count} ▲ · {t.negative_count} ▼ ·{" "}
+            {t.comment_count} comments
+            {t.label_error_count > 0 && <> · {t.label_error_count} flagged</>}
+          </span>
           {t.scores.map((s) => (
             <span key={s.reward_model_id} className="chip" title={`Scored ${formatDate(s.created_at)}`}>
               {s.reward_model_name}: {formatScore(s.score)}
@@ -313,25 +345,8 @@ export function TraceViewer() {
             </label>
           )}
           {canWrite && <ScoreActions trace={t} onScored={setModel} />}
-          <span className="spacer" />
-          {canWrite && (
-            <>
-              <button type="button" className={"rate up" + (myTrace?.rating === 1 ? " on" : "")} aria-pressed={myTrace?.rating === 1} onClick={() => rate(ann, t.annotations, me!.user_id, null, 1)}>
-                <span aria-hidden="true">▲</span> Rate trace up
-              </button>
-              <button type="button" className={"rate down" + (myTrace?.rating === -1 ? " on" : "")} aria-pressed={myTrace?.rating === -1} onClick={() => rate(ann, t.annotations, me!.user_id, null, -1)}>
-                <span aria-hidden="true">▼</span> Rate trace down
-              </button>
-              <button type="button" onClick={() => setComposing(null)}>
-                Comment on trace
-              </button>
-            </>
-          )}
-          <button type="button" className="ghost" onClick={() => setHelp(true)} aria-label="Keyboard shortcuts">
-            ? Shortcuts
-          </button>
         </div>
-        <div className="row wrap">
+        <div className="row consent-row">
           <ContributeSwitch
             traceId={t.id}
             name="Contribute this trace to the shared evaluator"
@@ -340,11 +355,16 @@ export function TraceViewer() {
             canWrite={canWrite}
             onNotice={setConsent}
           />
-          <span className="muted small-text">
+          <span className="muted small-text one-line" title={t.contribute ? OPT_OUT_WARNING : undefined}>
             {t.contribute ? OPT_OUT_WARNING : "Off: its corrections, step ratings and reviewed comparisons train no shared evaluator candidate. Scoring never contributes data."}
           </span>
         </div>
         <ConsentNoticeLine notice={consent} />
+        {providerNote && (
+          <p className="muted small-text one-line" role="note" title={providerNote}>
+            Completion curve and section summaries unavailable: {providerNote}
+          </p>
+        )}
         {ann.error && (
           <p role="alert" className="error">
             {ann.error.message}
@@ -386,6 +406,7 @@ export function TraceViewer() {
               stepsKey={stepsKey}
               sections={t.sections!}
               selected={selected}
+              said={providerNote ?? undefined}
               onPick={(i) => {
                 select(i);
                 virt.scrollToIndex(stepRow[i], { align: "start" });
@@ -401,7 +422,7 @@ export function TraceViewer() {
       ) : steps.length === 0 ? (
         <p className="state muted">This trace has no steps.</p>
       ) : (
-        <div ref={listRef} className="steps" style={{ height: virt.getTotalSize(), position: "relative" }}>
+        <div ref={listRef} id="steps" tabIndex={-1} aria-label="Steps" role="group" className="steps" style={{ height: virt.getTotalSize(), position: "relative" }}>
           {virt.getVirtualItems().map((v) => {
             const row = rows[v.index];
             return (

@@ -12,6 +12,11 @@ export function useAnnotate(traceId: string) {
   const key = ["trace", traceId];
   const patch = (f: (a: Annotation[]) => Annotation[]) =>
     qc.setQueryData<TraceDetail>(key, (d) => (d ? { ...d, annotations: f(d.annotations) } : d));
+  // A refetch that started before a write answers with the trace as it was
+  // before it, and would put a removed vote back into the cache (a quick
+  // "-" then "+" then edited a deleted annotation): each write cancels it,
+  // and its own settle fetches again.
+  const cancel = () => qc.cancelQueries({ queryKey: key });
   const settle = () => {
     void qc.invalidateQueries({ queryKey: key });
     void qc.invalidateQueries({ queryKey: ["traces"] });
@@ -21,11 +26,13 @@ export function useAnnotate(traceId: string) {
   // once so the step never shows two votes of one reviewer.
   const add = useMutation({
     mutationFn: (body: AddAnnotation) => api<Annotation>(`/traces/${traceId}/annotations`, { method: "POST", json: body }),
+    onMutate: cancel,
     onSuccess: (a) => patch((l) => [...supersede(l, a), a]),
     onSettled: settle,
   });
   const edit = useMutation({
     mutationFn: ({ id, body }: { id: string; body: EditAnnotation }) => api<Annotation>(`/annotations/${id}`, { method: "PATCH", json: body }),
+    onMutate: cancel,
     onSuccess: (a) => patch((l) => supersede(l, a).map((x) => (x.id === a.id ? a : x))),
     onSettled: settle,
   });
@@ -34,7 +41,8 @@ export function useAnnotate(traceId: string) {
   const [removed, setRemoved] = useState<Annotation | null>(null);
   const remove = useMutation({
     mutationFn: (id: string) => api<void>(`/annotations/${id}`, { method: "DELETE" }).then(() => id),
-    onMutate: (id) => {
+    onMutate: async (id) => {
+      await cancel();
       const a = qc.getQueryData<TraceDetail>(key)?.annotations.find((x) => x.id === id);
       return { a };
     },
