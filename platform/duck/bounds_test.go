@@ -210,3 +210,18 @@ func TestQueryMemoryBounded(t *testing.T) {
 
 	require.Less(t, rise(), int64(900<<20), "resident size rose by %d MB", rise()>>20)
 }
+
+// TestQueryAnswersAtTheDeadlineWhileFoldingGoesOn: DuckDB's constant
+// folding does not check for interrupts, so a statement folding a huge
+// constant keeps working past the deadline. The caller still hears back at
+// the deadline, and the leftover work keeps its process-wide slot until it
+// really ends, so it counts against the limit.
+func TestQueryAnswersAtTheDeadlineWhileFoldingGoesOn(t *testing.T) {
+	t.Parallel()
+	s, _ := newSnapshots(t, Options{Timeout: 300 * time.Millisecond})
+	_, err := s.Query(context.Background(), "alice", "SELECT len(list_sort(range(5000000)))")
+	v := requireInvalid(t, err, "query exceeded the time limit")
+	require.Equal(t, "query_timeout", v.Code)
+	require.Len(t, s.slots, 1, "the folding was still running when the caller got its answer, holding its slot")
+	require.Eventually(t, func() bool { return len(s.slots) == 0 }, 5*time.Minute, 100*time.Millisecond, "the slot is given back when DuckDB ends")
+}

@@ -164,16 +164,47 @@ func (s *Snapshots) boundedQuery(ctx context.Context, ownerID, query string) (*R
 	defer cancel()
 	select {
 	case o.turns <- struct{}{}:
-		defer func() { <-o.turns }()
 	case <-ctx.Done():
 		return nil, s.queryError(ctx, ctx.Err(), "")
 	}
 	release, err := s.takeSlot(ctx)
 	if err != nil {
+		<-o.turns
 		return nil, err
 	}
-	defer release()
-	return s.query(ctx, ownerID, o, query)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		release()
+		<-o.turns
+		return nil, errors.New("duck: snapshots closed")
+	}
+	s.bg.Add(1)
+	s.mu.Unlock()
+
+	// The query runs on its own goroutine so the caller hears back at the
+	// deadline even when DuckDB does not stop at once: the interrupt is
+	// seen at DuckDB's next check, and constant folding has none. Until the
+	// work really ends it keeps its owner's turn and its slot, so such
+	// leftovers count against the limits like running queries.
+	type outcome struct {
+		res *Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		defer s.bg.Done()
+		defer func() { <-o.turns }()
+		defer release()
+		res, err := s.query(ctx, ownerID, o, query)
+		done <- outcome{res, err}
+	}()
+	select {
+	case out := <-done:
+		return out.res, out.err
+	case <-ctx.Done():
+		return nil, s.queryError(ctx, ctx.Err(), "")
+	}
 }
 
 // takeSlot waits up to QueueWait for one of the MaxConcurrent process-wide
