@@ -88,9 +88,11 @@ func CheckRawText(field string, b []byte) error {
 // CheckNumber refuses a JSON number jsonb cannot store (beyond float64's
 // range, which is also what every reader of the number decodes it into).
 func CheckNumber(field string, n json.Number) error {
-	if _, err := strconv.ParseFloat(string(n), 64); err != nil {
+	f, err := strconv.ParseFloat(string(n), 64)
+	mantissa, _, _ := strings.Cut(strings.ToLower(string(n)), "e")
+	if err != nil || len(n) > maxNumberLen || (f == 0 && strings.ContainsAny(mantissa, "123456789")) {
 		return &ValidationError{Code: "invalid_text", Field: field,
-			Message: fmt.Sprintf("the number %.40s is out of range (it must fit a 64-bit float)", string(n))}
+			Message: fmt.Sprintf("the number %.40s is out of range (it must fit a 64-bit float, in at most %d characters)", string(n), maxNumberLen)}
 	}
 	return nil
 }
@@ -160,25 +162,92 @@ func CheckValue(field string, v any) error {
 }
 
 // CheckJSON checks raw JSON text (a request body, a stored span) the way
-// CheckValue checks a decoded value: the bytes must be UTF-8 and no string
-// (key or value) may hold U+0000, escaped or not, and every number must be
-// in range. Text without a backslash-u escape, a NUL byte or a non-ASCII
-// byte needs no walk, so the common case costs one scan. Malformed JSON is
-// left to the decoder that reads it.
+// CheckValue checks a decoded value: the bytes must be UTF-8, no string
+// (key or value) may hold U+0000, escaped or not, or an unpaired UTF-16
+// surrogate escape such as \ud800 (jsonb refuses it; encoding/json would
+// hide it as U+FFFD, so raw JSON kept as sent must be checked as sent),
+// and every number must be one jsonb and a float64 can hold. Text without
+// any of these needs no walk, so the common case costs a few scans.
+// Malformed JSON is left to the decoder that reads it.
 func CheckJSON(field string, raw []byte) error {
-	if utf8.Valid(raw) && bytes.IndexByte(raw, 0) < 0 && !bytes.Contains(raw, []byte(`\u0000`)) && !hasBigExponent(raw) {
+	if utf8.Valid(raw) && bytes.IndexByte(raw, 0) < 0 && !bytes.Contains(raw, []byte(`\u0000`)) &&
+		!mayHoldOddNumber(raw) && loneSurrogate(raw) < 0 {
 		return nil
 	}
+	// Name the field when the structure can be walked.
+	if err := walkJSON(field, raw, true); err != nil {
+		return err
+	}
 	if !utf8.Valid(raw) {
-		// Name the field when the structure can be walked; the decoder
-		// would silently replace the bytes with U+FFFD.
-		if err := walkJSON(field, raw, true); err != nil {
-			return err
-		}
 		return &ValidationError{Code: "invalid_text", Field: field,
 			Message: fmt.Sprintf("is not valid UTF-8 (first bad byte at %d)", firstInvalidUTF8(string(raw)))}
 	}
-	return walkJSON(field, raw, false)
+	if i := loneSurrogate(raw); i >= 0 {
+		return &ValidationError{Code: "invalid_text", Field: field,
+			Message: fmt.Sprintf("has an unpaired UTF-16 surrogate escape at byte %d", i)}
+	}
+	return nil
+}
+
+// loneSurrogate returns the offset of the first \uXXXX escape in raw that
+// is half of a UTF-16 surrogate pair without its other half, or -1.
+func loneSurrogate(raw []byte) int {
+	hex4 := func(i int) (rune, bool) { // the escape at raw[i] = '\\'
+		if i+6 > len(raw) || raw[i+1] != 'u' {
+			return 0, false
+		}
+		v, err := strconv.ParseUint(string(raw[i+2:i+6]), 16, 32)
+		return rune(v), err == nil
+	}
+	for i := bytes.IndexByte(raw, '\\'); i >= 0 && i < len(raw); {
+		r, ok := hex4(i)
+		switch {
+		case ok && r >= 0xD800 && r < 0xDC00:
+			if lo, ok := hex4(i + 6); ok && lo >= 0xDC00 && lo < 0xE000 && i+6 < len(raw) && raw[i+6] == '\\' {
+				i += 12
+			} else {
+				return i
+			}
+		case ok && r >= 0xDC00 && r < 0xE000:
+			return i
+		default:
+			i += 2 // any escape is at least two bytes; \\ is skipped whole
+		}
+		if i >= len(raw) {
+			break
+		}
+		j := bytes.IndexByte(raw[i:], '\\')
+		if j < 0 {
+			break
+		}
+		i += j
+	}
+	return -1
+}
+
+// maxNumberLen bounds a JSON number's spelling: jsonb's numeric holds at
+// most 16383 digits after the point, and no real measurement needs more
+// than a few dozen.
+const maxNumberLen = 1000
+
+// mayHoldOddNumber reports whether raw may hold a number CheckNumber
+// refuses: one with an exponent of three digits or more, or a run of
+// hundreds of digits.
+func mayHoldOddNumber(raw []byte) bool {
+	if hasBigExponent(raw) {
+		return true
+	}
+	run := 0
+	for _, c := range raw {
+		if c >= '0' && c <= '9' {
+			if run++; run >= 300 {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
 }
 
 // hasBigExponent reports whether raw may hold a number with an exponent of
@@ -224,7 +293,8 @@ func (f *jsonFrame) done() {
 
 // walkJSON walks raw token by token keeping the path, and checks every
 // string and number. With rawStrings, each string is also checked as its
-// raw bytes (the decoder would have replaced invalid UTF-8 with U+FFFD).
+// raw bytes (the decoder would have replaced invalid UTF-8 and unpaired
+// surrogate escapes with U+FFFD).
 func walkJSON(field string, raw []byte, rawStrings bool) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -269,8 +339,13 @@ func walkJSON(field string, raw []byte, rawStrings bool) error {
 				return err
 			}
 			if rawStrings {
-				if s := lastRawString(raw, dec.InputOffset()); !utf8.ValidString(s) {
+				s := lastRawString(raw, dec.InputOffset())
+				if !utf8.ValidString(s) {
 					return CheckText(path(), s, 0)
+				}
+				if i := loneSurrogate([]byte(s)); i >= 0 {
+					return &ValidationError{Code: "invalid_text", Field: path(),
+						Message: fmt.Sprintf("has an unpaired UTF-16 surrogate escape (%.6s), which the stores refuse", s[i:])}
 				}
 			}
 			if isKey {

@@ -44,13 +44,18 @@ func TestCheckJSONNamesTheField(t *testing.T) {
 		{`{"a":1,"k\u0000":2}`, "body.k\x00", "U+0000"},
 		{"{\"a\":[1,{\"c\":\"\xff\"}]}", "body.a[1].c", "not valid UTF-8"},
 		{`{"n":1e400}`, "body.n", "out of range"},
+		{`{"n":[1e-400]}`, "body.n[0]", "out of range"}, // underflows a float64 (1e-16384 and below jsonb refuses too)
+		{`{"n":1` + strings.Repeat("0", 1200) + `}`, "body.n", "out of range"},
+		{`{"a":"x\ud800"}`, "body.a", "unpaired UTF-16 surrogate"},
+		{`{"a":"\udc00\ud83d"}`, "body.a", "unpaired UTF-16 surrogate"},
+		{`{"\ud83dk":1}`, "body.\ufffdk", "unpaired UTF-16 surrogate"},
 	} {
 		v := textErr(t, domain.CheckJSON("body", []byte(c.in)))
 		require.Equal(t, c.field, v.Field, c.in)
 		require.Contains(t, v.Error(), c.want)
 	}
 	// An escaped backslash before u0000 is text, not a NUL.
-	require.NoError(t, domain.CheckJSON("body", []byte(`{"a":"\\u0000","n":1e10,"m":"1e400"}`)))
+	require.NoError(t, domain.CheckJSON("body", []byte(`{"a":"\\u0000","n":1e10,"m":"1e400","z":0e-999,"s":"\ud83d\ude00 \\ud800 \u00e9"}`)))
 }
 
 func TestCheckRawTextNamesTheLine(t *testing.T) {
@@ -100,7 +105,7 @@ func TestValidateTraceRefusesUnsafeText(t *testing.T) {
 // escaped or not) and round-trips unchanged, so an event holding it can
 // always be projected.
 func FuzzTextIsStoreSafe(f *testing.F) {
-	for _, s := range []string{"", "plain", "a\x00b", "\xff", "\xed\xa0\x80", `\u0000`, "é🎉", `{"a":"\u0000"}`, `{"a":1e400}`, `["\\u0000"]`} {
+	for _, s := range []string{"", "plain", "a\x00b", "\xff", "\xed\xa0\x80", `\u0000`, "é🎉", `{"a":"\u0000"}`, `{"a":1e400}`, `["\\u0000"]`, `{"a":"\ud800"}`, `[1e-99999]`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
