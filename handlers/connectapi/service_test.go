@@ -131,7 +131,15 @@ func TestTraceService(t *testing.T) {
 	require.Equal(t, "stash", imp.Msg.Format)
 	require.EqualValues(t, 2, imp.Msg.Imported)
 	require.Len(t, imp.Msg.TraceIds, 2)
+	require.EqualValues(t, 0, imp.Msg.Unchanged)
 	refundID, shippingID := imp.Msg.TraceIds[0], imp.Msg.TraceIds[1]
+
+	// The same payload again is unchanged, and says so through Connect too.
+	same, err := c.ImportTraces(ctx, withKey(e.alice, &criticv1.ImportTracesRequest{Format: "stash", Data: twoTraces, SourceId: proto.String("ci")}))
+	require.NoError(t, err)
+	require.Equal(t, []string{refundID, shippingID}, same.Msg.TraceIds)
+	require.EqualValues(t, 2, same.Msg.Unchanged)
+	require.EqualValues(t, 0, same.Msg.AnnotationsRemoved)
 
 	list, err := c.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{}))
 	require.NoError(t, err)

@@ -271,9 +271,15 @@ type ImportTracesResponse struct {
 	// How many distinct traces the payload held (= len(trace_ids)).
 	Imported int32 `protobuf:"varint,2,opt,name=imported,proto3" json:"imported,omitempty"`
 	// The traces' ids in payload order, each once.
-	TraceIds      []string `protobuf:"bytes,3,rep,name=trace_ids,json=traceIds,proto3" json:"trace_ids,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TraceIds []string `protobuf:"bytes,3,rep,name=trace_ids,json=traceIds,proto3" json:"trace_ids,omitempty"`
+	// How many of trace_ids the payload left as they were (the same content
+	// imported again).
+	Unchanged int32 `protobuf:"varint,4,opt,name=unchanged,proto3" json:"unchanged,omitempty"`
+	// Step annotations removed because their steps really changed; steps
+	// unchanged in content and position keep their ids and annotations.
+	AnnotationsRemoved int32 `protobuf:"varint,5,opt,name=annotations_removed,json=annotationsRemoved,proto3" json:"annotations_removed,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *ImportTracesResponse) Reset() {
@@ -325,6 +331,20 @@ func (x *ImportTracesResponse) GetTraceIds() []string {
 		return x.TraceIds
 	}
 	return nil
+}
+
+func (x *ImportTracesResponse) GetUnchanged() int32 {
+	if x != nil {
+		return x.Unchanged
+	}
+	return 0
+}
+
+func (x *ImportTracesResponse) GetAnnotationsRemoved() int32 {
+	if x != nil {
+		return x.AnnotationsRemoved
+	}
+	return 0
 }
 
 type ListTracesRequest struct {
@@ -1762,11 +1782,13 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"contribute\x88\x01\x01B\f\n" +
 	"\n" +
 	"_source_idB\r\n" +
-	"\v_contribute\"g\n" +
+	"\v_contribute\"\xb6\x01\n" +
 	"\x14ImportTracesResponse\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\tR\x06format\x12\x1a\n" +
 	"\bimported\x18\x02 \x01(\x05R\bimported\x12\x1b\n" +
-	"\ttrace_ids\x18\x03 \x03(\tR\btraceIds\"\xea\x01\n" +
+	"\ttrace_ids\x18\x03 \x03(\tR\btraceIds\x12\x1c\n" +
+	"\tunchanged\x18\x04 \x01(\x05R\tunchanged\x12/\n" +
+	"\x13annotations_removed\x18\x05 \x01(\x05R\x12annotationsRemoved\"\xea\x01\n" +
 	"\x11ListTracesRequest\x12\x19\n" +
 	"\x05limit\x18\x01 \x01(\x05H\x00R\x05limit\x88\x01\x01\x12\x1b\n" +
 	"\x06offset\x18\x02 \x01(\x05H\x01R\x06offset\x88\x01\x01\x12 \n" +
