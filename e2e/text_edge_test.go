@@ -52,6 +52,41 @@ func TestNULInALargeImportIsRefusedAndTheAccountKeepsWorking(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 }
 
+// TestOTLPSpanWithNULIsRejectedAndTheAccountKeepsWorking is the same hole
+// through the live receiver: a tool result that read a binary file, over
+// 512 KiB, in a span. Its trace is rejected in partial_success (an exporter
+// drops a whole batch on a 400), naming U+0000; nothing of it is stored,
+// and the account's next spans are received and shown.
+func TestOTLPSpanWithNULIsRejectedAndTheAccountKeepsWorking(t *testing.T) {
+	in := startServe(t)
+	key := in.newUser("otlp", false)
+	before := in.userEvents("otlp")
+	call := `[{"role":"user","parts":[{"type":"text","content":"cat the file"}]}]`
+	binary, err := json.Marshal(strings.Repeat("binary file contents ", 30_000) + "\x00 after the NUL")
+	require.NoError(t, err)
+	out := `[{"role":"assistant","parts":[{"type":"text","content":` + string(binary) + `}]}]`
+	for _, c := range []struct{ name, trace, input, output string }{
+		{"NUL in the messages", "0102030405060708090a0b0c0d0e0f11", call, out},
+		{"NUL in the attribute", "0102030405060708090a0b0c0d0e0f12", call + "\x00", `[]`},
+	} {
+		r := postOTLP(t, in, key, "application/json", "", otlpJSON(c.trace, "00000000000000aa", c.input, c.output))
+		require.Equal(t, http.StatusOK, r.Status, c.name+": "+string(r.Body))
+		ps, _ := r.JSON(t)["partialSuccess"].(map[string]any)
+		require.NotNil(t, ps, c.name+": "+string(r.Body))
+		require.Equal(t, "1", fmt.Sprint(ps["rejectedSpans"]), c.name)
+		require.Contains(t, ps["errorMessage"], "U+0000", c.name)
+	}
+	require.Equal(t, before, in.userEvents("otlp"), "nothing of the rejected traces is stored")
+
+	r := postOTLP(t, in, key, "application/json", "", otlpJSON("0102030405060708090a0b0c0d0e0f13", "00000000000000ab", call,
+		`[{"role":"assistant","parts":[{"type":"text","content":"it is text"}]}]`))
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	in.eventually("the good trace to be listed", func() bool {
+		r := in.do("GET", "/api/v1/rm/traces", key, nil)
+		return r.Status == http.StatusOK && r.JSON(t)["total"] == float64(1)
+	})
+}
+
 // TestOutsideTextIsRefusedWith422NamingTheField: U+0000 and invalid UTF-8
 // anywhere a client can put text — titles, comments, source and model
 // names, ids in paths, query parameters, import content — used to answer
