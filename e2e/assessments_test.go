@@ -156,7 +156,7 @@ func TestSectionSummariesAndCompletionFromTheWorkerTier(t *testing.T) {
 
 	// The worker's /metrics counted every request the provider answered,
 	// under the fast role, with the tokens it reported (10 in, 5 out each).
-	fast := []string{"model=openai/scripted-fast", "role=fast"}
+	fast := []string{"provider=openai", "role=fast"}
 	var m metricstest.Families
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		m = metricstest.Scrape(t, "http://"+metricsAddr+"/metrics")
