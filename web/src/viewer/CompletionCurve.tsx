@@ -1,5 +1,6 @@
 import { useQuery } from "@tanstack/react-query";
 import { usePainted } from "./afterPaint";
+import { useAuth } from "../auth/auth";
 import { api, type Schemas, type Step } from "../api/client";
 import type { Row } from "./rows";
 import "./completionCurve.css";
@@ -67,7 +68,9 @@ function valueAt(xs: number[], ys: number[], m: number[], k: number, x: number):
  * once the viewer's first screen is painted (afterPaint.ts).
  */
 export function useCompletion(traceId: string, stepsKey: string, enabled: boolean) {
-  const painted = usePainted(enabled); // enabled arrives with the trace's data
+  // Estimating spends the operator's model budget: never for a read-only key (403).
+  const { canWrite } = useAuth();
+  const painted = usePainted(enabled && canWrite); // enabled arrives with the trace's data
   return useQuery({
     queryKey: ["completion", traceId, stepsKey],
     queryFn: () => api<Completion>(`/traces/${traceId}/completion`, { method: "POST", json: {} }),

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useId, useMemo, useRef, useState } from "react";
 import { usePainted } from "./afterPaint";
+import { useAuth } from "../auth/auth";
 import { api, type Schemas, type TraceDetail } from "../api/client";
 import { sectionPath } from "./TaskCard";
 import "./sectionCrumbs.css";
@@ -94,8 +95,11 @@ export function useSectionSummaries(traceId: string, stepsKey: string, wanted: S
 
   const wantedKey = wanted.map(rangeKey).join(",");
   const painted = usePainted(); // asked once the first screen is on it (afterPaint.ts)
+  // Generating summaries spends the operator's model budget: a read-only
+  // key may not (403), so it keeps the derived titles and asks nothing.
+  const { canWrite } = useAuth();
   useEffect(() => {
-    if (!painted) return;
+    if (!painted || !canWrite) return;
     let added = false;
     for (const s of wanted) {
       if (asked.current.has(rangeKey(s))) continue;
@@ -106,7 +110,7 @@ export function useSectionSummaries(traceId: string, stepsKey: string, wanted: S
     if (added) pump();
     // wantedKey stands for wanted's ranges.
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [wantedKey, stepsKey, pump, painted]);
+  }, [wantedKey, stepsKey, pump, painted, canWrite]);
 
   return known;
 }
