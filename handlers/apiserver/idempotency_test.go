@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -15,8 +16,10 @@ import (
 	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
 
-// anonymousTrace is an import without an external id: every run of it
-// creates a new trace, so a duplicate write would show.
+// anonymousTrace is an import without an external id. Its trace is keyed
+// by its content, so a second run of it is "unchanged" (spec: re-import keeps
+// review work): a duplicate execution shows in the answer's unchanged count
+// rather than in a second trace.
 const anonymousTrace = `{"steps":[{"role":"user","content":"Refund my order"},{"role":"assistant","content":"Done."}]}`
 
 func (e *opsEnv) traceCount(t *testing.T) int {
@@ -68,9 +71,13 @@ func TestIdempotencyKeyOnREST(t *testing.T) {
 	require.Equal(t, http.StatusUnprocessableEntity, otherPath.status)
 	require.Equal(t, events, eventCount(t, e.pool))
 
-	// Without a key, the same request is a new write.
-	require.Equal(t, http.StatusOK, e.do(t, "POST", "/api/v1/rm/traces/import", imp).status)
-	require.Equal(t, 2, e.traceCount(t))
+	// Without a key, the same request runs again: the same content is
+	// unchanged, not a second trace.
+	rerun := e.do(t, "POST", "/api/v1/rm/traces/import", imp)
+	require.Equal(t, http.StatusOK, rerun.status)
+	require.Empty(t, rerun.header.Get(idempotency.ReplayedHeader))
+	require.Contains(t, string(rerun.body), `"unchanged":1`)
+	require.Equal(t, 1, e.traceCount(t))
 	events = eventCount(t, e.pool)
 
 	// Still in flight (its instance renews the lease): 409, retry later.
@@ -96,16 +103,20 @@ func TestIdempotencyKeyOnREST(t *testing.T) {
 	taken := e.do(t, "POST", "/api/v1/rm/traces/import", imp, "Idempotency-Key", "k-1")
 	require.Equal(t, http.StatusOK, taken.status, string(taken.body))
 	require.Empty(t, taken.header.Get(idempotency.ReplayedHeader))
-	require.Equal(t, 3, e.traceCount(t))
+	require.Contains(t, string(taken.body), `"unchanged":1`, "it ran against the stored trace")
+	require.Equal(t, 1, e.traceCount(t))
 	replayed := e.do(t, "POST", "/api/v1/rm/traces/import", imp, "Idempotency-Key", "k-1")
 	require.Equal(t, string(taken.body), string(replayed.body), "and its answer is the one kept")
-	require.Equal(t, 3, e.traceCount(t))
+	require.Equal(t, "true", replayed.header.Get(idempotency.ReplayedHeader))
+	require.Equal(t, 1, e.traceCount(t))
 
 	// Expired keys are forgotten (and swept).
 	_, err = e.pool.Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key = 'k-1'`)
 	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, e.do(t, "POST", "/api/v1/rm/traces/import", imp, "Idempotency-Key", "k-1").status)
-	require.Equal(t, 4, e.traceCount(t))
+	fresh := e.do(t, "POST", "/api/v1/rm/traces/import", imp, "Idempotency-Key", "k-1")
+	require.Equal(t, http.StatusOK, fresh.status)
+	require.Empty(t, fresh.header.Get(idempotency.ReplayedHeader), "a forgotten key runs the request again")
+	require.Equal(t, 1, e.traceCount(t))
 	var expiresIn float64
 	require.NoError(t, e.pool.QueryRow(ctx, `SELECT extract(epoch FROM expires_at - created_at) FROM idempotency_keys WHERE key = 'k-1'`).Scan(&expiresIn))
 	require.InDelta(t, 24*3600, expiresIn, 1, "keys live 24 h")
@@ -166,11 +177,14 @@ func TestIdempotencyKeyOnConnect(t *testing.T) {
 			req.Header().Set("Idempotency-Key", key)
 			return c.ImportTraces(context.Background(), req)
 		}
-		first, err := call("c-"+name, anonymousTrace)
+		// Each client imports content of its own: the same content would be
+		// the same (unchanged) trace.
+		data := strings.Replace(anonymousTrace, "Refund my order", "Refund my order via "+name, 1)
+		first, err := call("c-"+name, data)
 		require.NoError(t, err, name)
 		imported++
 		events := eventCount(t, e.pool)
-		again, err := call("c-"+name, anonymousTrace)
+		again, err := call("c-"+name, data)
 		require.NoError(t, err, name)
 		require.Equal(t, first.Msg.TraceIds, again.Msg.TraceIds, name)
 		require.Equal(t, "true", again.Header().Get(idempotency.ReplayedHeader), name)
