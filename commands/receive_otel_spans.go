@@ -53,12 +53,46 @@ func (c *Commands) ReceiveOTelSpans(ctx context.Context, actor Actor, raws []for
 		}
 		byTrace[r.TraceID] = append(byTrace[r.TraceID], r)
 	}
-	streams := make([]string, len(order))
-	for i, hexID := range order {
-		streams[i] = events.TraceStream(TraceIDFor(actor.UserID, hexID))
+	// Where each OTel trace may go is read from its content before the
+	// lock, so every stream a decision can touch is locked and loaded.
+	threads := map[string]formats.Thread{}
+	var streams []string
+	for _, hexID := range order {
+		th := formats.ThreadOf(byTrace[hexID])
+		threads[hexID] = th
+		streams = append(streams, events.TraceStream(TraceIDFor(actor.UserID, hexID)))
+		if key := conversationKey(th); key != "" {
+			streams = append(streams, events.TraceStream(TraceIDFor(actor.UserID, key)))
+		}
 	}
+	// Earlier calls first, so a batch holding several calls of one
+	// conversation files them in the order they happened.
+	sort.SliceStable(order, func(i, j int) bool { return threads[order[i]].Start() < threads[order[j]].Start() })
+	for {
+		receipt, err := c.receiveOTel(ctx, actor, order, byTrace, threads, streams, sourceID)
+		var more errFiledElsewhere
+		if !errors.As(err, &more) {
+			return receipt, err
+		}
+		// A trace filed earlier into a conversation its content no longer
+		// names (a re-sent span that changed): lock that one too.
+		streams = append(streams, events.TraceStream(TraceIDFor(actor.UserID, string(more))))
+	}
+}
+
+// errFiledElsewhere names a conversation key a trace's own stream points to
+// that the attempt had not locked.
+type errFiledElsewhere string
+
+func (e errFiledElsewhere) Error() string { return "filed in " + string(e) }
+
+func (c *Commands) receiveOTel(ctx context.Context, actor Actor, order []string, byTrace map[string][]formats.RawSpan, threads map[string]formats.Thread, streams []string, sourceID string) (OTelReceipt, error) {
 	unlock := c.locks.lock(streams)
 	defer unlock()
+	locked := map[string]bool{}
+	for _, s := range streams {
+		locked[s] = true
+	}
 
 	var receipt OTelReceipt
 	res, err := retryContended(ctx, func() (Result, error) {
@@ -68,32 +102,78 @@ func (c *Commands) ReceiveOTelSpans(ctx context.Context, actor Actor, raws []for
 		if err != nil {
 			return Result{}, err
 		}
-		expected := map[string]int64{}
-		var evs []events.New
-		for i, hexID := range order {
-			traceID := TraceIDFor(actor.UserID, hexID)
-			st, err := traces.Fold(traceID, loaded[streams[i]])
+		convs := map[string]*otelConversation{}
+		var convOrder []string
+		open := func(key string) (*otelConversation, error) {
+			traceID := TraceIDFor(actor.UserID, key)
+			stream := events.TraceStream(traceID)
+			if cv := convs[stream]; cv != nil {
+				return cv, nil
+			}
+			st, err := traces.Fold(traceID, loaded[stream])
+			if err != nil {
+				return nil, err
+			}
+			cv := &otelConversation{stream: stream, traceID: traceID, st: st, external: st.ExternalID, all: map[string]formats.RawSpan{}, hexID: key}
+			for id, raw := range st.OTelSpans {
+				cv.all[id] = formats.RawSpan{SpanID: id, JSON: raw}
+			}
+			convs[stream] = cv
+			convOrder = append(convOrder, stream)
+			return cv, nil
+		}
+		reject := func(hexID string, err error) {
+			for _, r := range byTrace[hexID] {
+				if r.IsLog() {
+					receipt.RejectedLogs++
+				} else {
+					receipt.RejectedSpans++
+				}
+			}
+			problems = append(problems, fmt.Sprintf("trace %s: %s", hexID, err.Error()))
+		}
+		for _, hexID := range order {
+			own, err := open(hexID)
 			if err != nil {
 				return Result{}, err
 			}
-			tevs, err := c.receiveTrace(actor, st, streams[i], traceID, hexID, byTrace[hexID], sourceID)
+			cv, filed, err := fileOTelTrace(own, open, threads[hexID])
+			if err != nil {
+				return Result{}, err
+			}
+			if !locked[cv.stream] {
+				return Result{}, errFiledElsewhere(own.st.OTelFiledIn)
+			}
+			added, err := cv.add(hexID, byTrace[hexID])
 			var v *domain.ValidationError
 			if errors.As(err, &v) {
-				for _, r := range byTrace[hexID] {
-					if r.IsLog() {
-						receipt.RejectedLogs++
-					} else {
-						receipt.RejectedSpans++
-					}
+				reject(hexID, v)
+				continue
+			}
+			if err != nil {
+				return Result{}, err
+			}
+			if added && filed != "" {
+				own.filedIn, own.filedHex = filed, hexID
+			}
+		}
+		expected := map[string]int64{}
+		var evs []events.New
+		for _, stream := range convOrder {
+			cv := convs[stream]
+			tevs, err := cv.decide(actor, sourceID)
+			var v *domain.ValidationError
+			if errors.As(err, &v) {
+				for _, hexID := range cv.otelIDs {
+					reject(hexID, v)
 				}
-				problems = append(problems, fmt.Sprintf("trace %s: %s", hexID, v.Error()))
 				continue
 			}
 			if err != nil {
 				return Result{}, err
 			}
 			if len(tevs) > 0 {
-				expected[streams[i]] = st.Version
+				expected[stream] = cv.st.Version
 				evs = append(evs, tevs...)
 			}
 		}
@@ -104,54 +184,169 @@ func (c *Commands) ReceiveOTelSpans(ctx context.Context, actor Actor, raws []for
 	return receipt, err
 }
 
-// receiveTrace decides the events that one trace's new records cause: the
-// records not stored yet, and the trace rebuilt from all of them when it has
-// reviewable messages. A *domain.ValidationError rejects this trace's
-// records.
-func (c *Commands) receiveTrace(actor Actor, st traces.State, stream, traceID, hexID string, recs []formats.RawSpan, sourceID string) ([]events.New, error) {
-	received := events.OTelSpansReceivedV1{TraceID: traceID, OTelTraceID: hexID}
-	all := map[string]formats.RawSpan{}
-	for id, raw := range st.OTelSpans {
-		all[id] = formats.RawSpan{TraceID: hexID, SpanID: id, JSON: raw}
+// conversationKey is the external id under which a thread's conversation
+// stream is keyed ("" when its content names none): "session:<id>" for a
+// named conversation, "otel-opening:<hash>" for a rootless call.
+func conversationKey(th formats.Thread) string {
+	switch {
+	case th.Conversation != "":
+		return "session:" + th.Conversation
+	case th.Opening != "":
+		return "otel-opening:" + th.Opening
 	}
-	for _, r := range recs {
-		if stored, ok := all[r.SpanID]; ok && traces.SameSpanJSON(stored.JSON, r.JSON) {
-			continue // a re-sent record (exporter retry): nothing to store
+	return ""
+}
+
+// fileOTelTrace decides which conversation an OTel trace's records go to
+// (formats.ThreadOf says why): the conversation the trace was filed into
+// before, the trace's own stream once it has records, the named
+// conversation, the conversation its rootless call continues, or its own.
+// filed is the conversation's key when this is the trace's first filing
+// into a conversation other than its own (recorded in its own stream, so
+// its later records follow whatever they hold).
+func fileOTelTrace(own *otelConversation, open func(key string) (*otelConversation, error), th formats.Thread) (cv *otelConversation, filed string, err error) {
+	if key := own.st.OTelFiledIn; key != "" {
+		cv, err := open(key)
+		if err != nil {
+			return nil, "", err
 		}
-		if err := domain.CheckJSON("span "+r.SpanID, r.JSON); err != nil {
-			return nil, err // stored as sent, so it must be safe as sent (domain/text.go)
+		return cv.named(key, th, own.hexID), "", nil
+	}
+	if own.st.Version > 0 || len(own.new) > 0 {
+		return own, "", nil
+	}
+	hexID := own.hexID
+	key := conversationKey(th)
+	if key == "" {
+		return own, "", nil
+	}
+	if cv, err = open(key); err != nil {
+		return nil, "", err
+	}
+	if th.Conversation != "" || len(cv.all) == 0 {
+		return cv.named(key, th, hexID), key, nil
+	}
+	stored, err := formats.ConversationOf(cv.records(), cv.external)
+	if err != nil || !th.Continues(stored) {
+		return own, "", nil // not this conversation: a conversation of its own
+	}
+	return cv.named(key, th, hexID), key, nil
+}
+
+// otelConversation is one trace stream the request writes: the records it
+// holds (stored and new) and the spans-received events adding to it.
+type otelConversation struct {
+	stream, traceID string
+	// external is the trace's external id: the OTel trace id for a trace
+	// of its own, "session:<id>" or the first call's trace id for a joined
+	// conversation.
+	external string
+	joined   bool
+	st       traces.State
+	all      map[string]formats.RawSpan
+	new      []events.OTelSpansReceivedV1
+	otelIDs  []string
+	trace    domain.Trace
+	hasLLM   bool
+	// hexID is the OTel trace id when this is an OTel trace's own stream;
+	// filedIn, set there, records its first filing into the conversation
+	// keyed so (filedHex being its OTel trace id).
+	hexID, filedIn, filedHex string
+}
+
+// named marks the conversation as joined and gives a new one its external
+// id: the session's, or the first call's OTel trace id.
+func (cv *otelConversation) named(key string, th formats.Thread, hexID string) *otelConversation {
+	cv.joined = true
+	if cv.external == "" {
+		cv.external = hexID
+		if th.Conversation != "" {
+			cv.external = key
 		}
-		all[r.SpanID] = r
-		received.Spans = append(received.Spans, events.RawSpanRecord{SpanID: r.SpanID, JSON: r.JSON})
 	}
-	if len(received.Spans) == 0 {
-		return nil, nil // every record of this trace was already stored as sent
-	}
-	ids := make([]string, 0, len(all))
-	for id := range all {
+	return cv
+}
+
+func (cv *otelConversation) records() []formats.RawSpan {
+	ids := make([]string, 0, len(cv.all))
+	for id := range cv.all {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	spans := make([]formats.RawSpan, len(ids))
+	out := make([]formats.RawSpan, len(ids))
 	for j, id := range ids {
-		spans[j] = all[id]
+		out[j] = cv.all[id]
 	}
-	t, hasLLM, err := formats.RebuildTrace(spans)
+	return out
+}
+
+// add files one OTel trace's records into the conversation: the records not
+// stored yet, kept only if the conversation still builds with them (a
+// *domain.ValidationError rejects this trace's records alone).
+func (cv *otelConversation) add(hexID string, recs []formats.RawSpan) (added bool, err error) {
+	if cv.external == "" {
+		cv.external = hexID
+	}
+	received := events.OTelSpansReceivedV1{TraceID: cv.traceID, OTelTraceID: hexID}
+	if cv.joined {
+		received.Conversation = cv.external
+	}
+	trial := make(map[string]formats.RawSpan, len(cv.all)+len(recs))
+	for id, r := range cv.all {
+		trial[id] = r
+	}
+	for _, r := range recs {
+		if stored, ok := trial[r.SpanID]; ok && traces.SameSpanJSON(stored.JSON, r.JSON) {
+			continue // a re-sent record (exporter retry): nothing to store
+		}
+		if err := domain.CheckJSON("span "+r.SpanID, r.JSON); err != nil {
+			return false, err // stored as sent, so it must be safe as sent (domain/text.go)
+		}
+		trial[r.SpanID] = r
+		received.Spans = append(received.Spans, events.RawSpanRecord{SpanID: r.SpanID, JSON: r.JSON})
+	}
+	if len(received.Spans) == 0 {
+		return false, nil // every record of this trace was already stored as sent
+	}
+	prev := cv.all
+	cv.all = trial
+	t, hasLLM, err := formats.RebuildConversation(cv.records(), cv.external)
 	if err != nil {
-		return nil, err
+		cv.all = prev
+		return false, err
 	}
-	evs := []events.New{{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: events.OTelSpansReceived, Payload: received}}
-	if !hasLLM {
+	cv.trace, cv.hasLLM = t, hasLLM
+	cv.new = append(cv.new, received)
+	cv.otelIDs = append(cv.otelIDs, hexID)
+	return true, nil
+}
+
+// decide returns the events the conversation's new records cause: the
+// records, and the trace rebuilt from all of them decided as a re-import
+// when it has reviewable messages.
+func (cv *otelConversation) decide(actor Actor, sourceID string) ([]events.New, error) {
+	var evs []events.New
+	if cv.filedIn != "" {
+		evs = append(evs, events.New{ID: newID(), Stream: cv.stream, OwnerID: actor.UserID, Type: events.OTelSpansReceived,
+			Payload: events.OTelSpansReceivedV1{TraceID: cv.traceID, OTelTraceID: cv.filedHex, FiledIn: cv.filedIn}})
+	}
+	if len(cv.new) == 0 {
 		return evs, nil
 	}
-	d, err := traces.DecideImport(st, traces.ImportInput{TraceID: traceID, Trace: t, Format: formats.OTel{}.Name(), ExplicitSourceID: sourceID, NewID: newID})
+	for _, p := range cv.new {
+		evs = append(evs, events.New{ID: newID(), Stream: cv.stream, OwnerID: actor.UserID, Type: events.OTelSpansReceived, Payload: p})
+	}
+	if !cv.hasLLM {
+		return evs, nil
+	}
+	d, err := traces.DecideImport(cv.st, traces.ImportInput{TraceID: cv.traceID, Trace: cv.trace, Format: formats.OTel{}.Name(), ExplicitSourceID: sourceID, NewID: newID})
 	if err != nil {
 		return nil, err
 	}
 	if !d.NoOp {
-		evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: d.Type, Payload: d.Payload})
+		evs = append(evs, events.New{ID: newID(), Stream: cv.stream, OwnerID: actor.UserID, Type: d.Type, Payload: d.Payload})
 		for _, rm := range d.Removals {
-			evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: events.AnnotationRemoved, Payload: rm})
+			evs = append(evs, events.New{ID: newID(), Stream: cv.stream, OwnerID: actor.UserID, Type: events.AnnotationRemoved, Payload: rm})
 		}
 	}
 	return evs, nil

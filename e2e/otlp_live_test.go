@@ -394,3 +394,105 @@ func TestOTLPLangfuseExporterPath(t *testing.T) {
 	require.Equal(t, http.StatusUnauthorized, r.Status)
 	require.True(t, strings.Contains(string(r.Body), "unauthorized"), string(r.Body))
 }
+
+// TestOTLPJoinsRootlessCalls is client-only instrumentation (the
+// OpenInference and OpenLLMetry quick-starts: no span around the agent's
+// loop): every LLM call is an OTel trace of its own re-sending the history.
+// Calls naming a session (session.id, gen_ai.conversation.id) form that
+// session's conversation; otherwise a call whose input strictly extends a
+// conversation of the same service joins it. Two conversations of one
+// service stay apart, and a call that extends no conversation is its own.
+// Before, every call was listed as a truncated duplicate.
+func TestOTLPJoinsRootlessCalls(t *testing.T) {
+	in := startServe(t)
+	key := in.newUser("agent", false)
+	now := time.Now().UnixNano()
+	send := func(body []byte) {
+		t.Helper()
+		r, err := sendOTLP(in.url+"/api/v1/rm/otel/v1/traces", "Bearer "+key, "application/json", body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+		require.NotContains(t, string(r.Body), "rejected", string(r.Body))
+	}
+	call := func(trace, span string, start int64, extra map[string]string, input []any, output ...any) otlpSpan {
+		attrs := map[string]string{
+			"gen_ai.operation.name":  "chat",
+			"gen_ai.input.messages":  mustJSON(input),
+			"gen_ai.output.messages": mustJSON(output),
+		}
+		for k, v := range extra {
+			attrs[k] = v
+		}
+		return otlpSpan{trace: trace, id: span, name: "chat", start: start, attrs: attrs}
+	}
+	sys := genAIText("system", "You are a weather agent.")
+	askParis := genAIText("user", "Weather in Paris?")
+	toolCall := map[string]any{"role": "assistant", "parts": []any{map[string]any{"type": "tool_call", "id": "call_1", "name": "get_weather", "arguments": map[string]any{"city": "Paris"}}}}
+	toolResult := map[string]any{"role": "tool", "parts": []any{map[string]any{"type": "tool_call_response", "id": "call_1", "response": "21C"}}}
+	answer := genAIText("assistant", "21°C in Paris.")
+	const a1, a2, a3 = "a1000000000000000000000000000000", "a2000000000000000000000000000000", "a3000000000000000000000000000000"
+
+	// Conversation A, call by call (each its own OTel trace), a retry of the
+	// first call in between; then a follow-up question.
+	send(otlpSpans("agent", call(a1, "a100000000000001", now, nil, []any{sys, askParis}, toolCall)))
+	send(otlpSpans("agent", call(a2, "a200000000000001", now+1e9, nil, []any{sys, askParis, toolCall, toolResult}, answer)))
+	send(otlpSpans("agent", call(a1, "a100000000000001", now, nil, []any{sys, askParis}, toolCall)))
+	follow := genAIText("user", "And tomorrow?")
+	send(otlpSpans("agent", call(a3, "a300000000000001", now+2e9, nil, []any{sys, askParis, toolCall, toolResult, answer, follow}, genAIText("assistant", "Rain."))))
+
+	// Conversation B of the same service, sent in one batch with its calls
+	// out of order: apart from A, its calls joined.
+	const b1, b2 = "b1000000000000000000000000000000", "b2000000000000000000000000000000"
+	askRome := genAIText("user", "Weather in Rome?")
+	romeAnswer := genAIText("assistant", "Sunny in Rome.")
+	send(otlpSpans("agent",
+		call(b2, "b200000000000001", now+4e9, nil, []any{sys, askRome, romeAnswer, follow}, genAIText("assistant", "Sunny too."))))
+	send(otlpSpans("agent", call(b1, "b100000000000001", now+3e9, nil, []any{sys, askRome}, romeAnswer)))
+
+	// A call that begins like A but does not extend it (another tool
+	// result): a conversation of its own.
+	const c1 = "c1000000000000000000000000000000"
+	other := map[string]any{"role": "tool", "parts": []any{map[string]any{"type": "tool_call_response", "id": "call_1", "response": "unknown city"}}}
+	send(otlpSpans("agent", call(c1, "c100000000000001", now+5e9, nil, []any{sys, askParis, toolCall, other}, genAIText("assistant", "Sorry."))))
+
+	// A session named by session.id (OpenInference) or
+	// gen_ai.conversation.id: its calls form one conversation even though
+	// the second re-sends no history.
+	const s1, s2 = "d1000000000000000000000000000000", "d2000000000000000000000000000000"
+	send(otlpSpans("agent", call(s1, "d100000000000001", now+6e9, map[string]string{"session.id": "chat-42"}, []any{genAIText("user", "Hi")}, genAIText("assistant", "Hello!"))))
+	send(otlpSpans("other-service", call(s2, "d200000000000001", now+7e9, map[string]string{"gen_ai.conversation.id": "chat-42"}, []any{genAIText("user", "Bye")}, genAIText("assistant", "Goodbye!"))))
+
+	list := in.do("GET", "/api/v1/rm/traces?limit=100", key, nil).JSON(t)
+	var externals []string
+	for _, s := range list["traces"].([]any) {
+		externals = append(externals, s.(map[string]any)["external_id"].(string))
+	}
+	require.ElementsMatch(t, []string{a1, b2, c1, "session:chat-42"}, externals,
+		"A, B (first received call), the call extending nothing, the session")
+
+	d := in.getTraceByExternal(t, key, a1)
+	require.Equal(t, []string{"system", "user", "assistant", "tool", "assistant", "user", "assistant"}, stepRoles(d), stepsDump(d))
+	require.Equal(t, "Rain.", d.Steps[6]["content"])
+	d = in.getTraceByExternal(t, key, b2)
+	require.Equal(t, []string{"system", "user", "assistant", "user", "assistant"}, stepRoles(d), stepsDump(d))
+	require.Equal(t, "Sunny in Rome.", d.Steps[2]["content"])
+	d = in.getTraceByExternal(t, key, c1)
+	require.Equal(t, "unknown city", d.Steps[3]["content"], stepsDump(d))
+	d = in.getTraceByExternal(t, key, "session:chat-42")
+	require.Equal(t, []string{"user", "assistant", "user", "assistant"}, stepRoles(d), stepsDump(d))
+
+	// The decision is in the event log: each joined call's spans-received
+	// event names the conversation it joined, and the call's own stream
+	// says where its records went.
+	var conv, filed string
+	require.NoError(t, in.pool.QueryRow(t.Context(), "SELECT payload->>'conversation' FROM events WHERE type = 'otel.spans_received.v1' AND payload->>'otel_trace_id' = $1 AND payload->>'filed_in' IS NULL", a3).Scan(&conv))
+	require.Equal(t, a1, conv)
+	require.NoError(t, in.pool.QueryRow(t.Context(), "SELECT payload->>'filed_in' FROM events WHERE type = 'otel.spans_received.v1' AND payload->>'otel_trace_id' = $1 AND payload->>'filed_in' IS NOT NULL", a3).Scan(&filed))
+	require.True(t, strings.HasPrefix(filed, "otel-opening:"), filed)
+
+	// Replay reaches the same traces without deciding again.
+	before := dumpReadModel(t, in)
+	out, err := in.cli("replay", "readmodel")
+	require.NoError(t, err, out)
+	require.Equal(t, before, dumpReadModel(t, in), "the read model equals a replay of the log")
+}

@@ -17,7 +17,17 @@ type RawSpanRecord struct {
 // OTelSpansReceivedV1 carries the spans of one OTel trace from one request.
 // A span id seen before overwrites the earlier copy (retries never duplicate).
 type OTelSpansReceivedV1 struct {
-	TraceID     string          `json:"trace_id"`      // Critic trace id
-	OTelTraceID string          `json:"otel_trace_id"` // lowercase hex
-	Spans       []RawSpanRecord `json:"spans"`
+	TraceID     string `json:"trace_id"`      // Critic trace id
+	OTelTraceID string `json:"otel_trace_id"` // lowercase hex
+	// Conversation is the external id of the conversation these spans
+	// joined when the receiver filed a call (its own OTel trace) into a
+	// conversation of several (formats.ThreadOf): the first call's trace id,
+	// or "session:<id>". Empty when the stream is this OTel trace's own.
+	Conversation string `json:"conversation,omitempty"`
+	// FiledIn, in an OTel trace's own stream, says its records were filed
+	// into the conversation keyed so ("session:<id>", "otel-opening:<hash>"),
+	// and so are all of that trace's later records; such an event holds no
+	// spans.
+	FiledIn string          `json:"filed_in,omitempty"`
+	Spans   []RawSpanRecord `json:"spans"`
 }

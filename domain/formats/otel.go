@@ -279,6 +279,14 @@ func logContentHash(key string) string {
 // trace. hasLLM is false (and the trace empty) while none of the spans
 // carries LLM messages.
 func RebuildTrace(spans []RawSpan) (t domain.Trace, hasLLM bool, err error) {
+	return RebuildConversation(spans, "")
+}
+
+// RebuildConversation is RebuildTrace for a conversation the live receiver
+// joined from several OTel traces (see ThreadOf): the calls of all of them
+// form one trace whose external id is externalID. With externalID "" the
+// records must be of one OTel trace, whose id is the external id.
+func RebuildConversation(spans []RawSpan, externalID string) (t domain.Trace, hasLLM bool, err error) {
 	var recs otelRecords
 	seenLogs := map[string]bool{}
 	for i, rs := range spans {
@@ -301,10 +309,19 @@ func RebuildTrace(spans []RawSpan) (t domain.Trace, hasLLM bool, err error) {
 	if len(order) == 0 {
 		return t, false, nil
 	}
-	if len(order) > 1 {
-		return t, false, domain.Invalid("spans of %d different traces given to RebuildTrace", len(order))
+	if externalID == "" {
+		if len(order) > 1 {
+			return t, false, domain.Invalid("spans of %d different traces given to RebuildTrace", len(order))
+		}
+		externalID = order[0]
 	}
-	return buildOTelTrace(order[0], recs.spansOf(order[0]), recs.logsOf(order[0]))
+	var spansAll []otelSpan
+	var logsAll []otelEvent
+	for _, tid := range order {
+		spansAll = append(spansAll, recs.spansOf(tid)...)
+		logsAll = append(logsAll, recs.logsOf(tid)...)
+	}
+	return buildOTelTrace(externalID, spansAll, logsAll)
 }
 
 // ---------------------------------------------------------------------------

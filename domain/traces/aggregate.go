@@ -34,6 +34,10 @@ type State struct {
 	Steps        []events.StepRecord
 	// OTelSpans holds the raw spans the live receiver stored, by span id.
 	OTelSpans map[string]json.RawMessage
+	// OTelFiledIn is set in an OTel trace's own stream when the receiver
+	// filed the trace into a conversation of several: that conversation's
+	// key (events.OTelSpansReceivedV1.FiledIn).
+	OTelFiledIn string
 	// Annotations are the trace's live annotations, by id.
 	Annotations map[string]*Annotation
 	// EverAnnotated holds the id of every annotation added since the trace
@@ -215,6 +219,12 @@ func (s *State) Apply(e events.Envelope) error {
 		}
 		s.ID = p.TraceID
 		s.ExternalID = p.OTelTraceID
+		if p.Conversation != "" {
+			s.ExternalID = p.Conversation
+		}
+		if p.FiledIn != "" {
+			s.OTelFiledIn = p.FiledIn
+		}
 		if s.OTelSpans == nil {
 			s.OTelSpans = map[string]json.RawMessage{}
 		}

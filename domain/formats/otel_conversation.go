@@ -1,0 +1,173 @@
+package formats
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/criticml/critic/domain"
+)
+
+// Client-only instrumentation (the OpenInference and OpenLLMetry
+// quick-starts: no span around the agent's loop) exports every LLM call as
+// an OTel trace of its own, each re-sending the history. The live receiver
+// joins such calls into one conversation, deciding from content alone:
+//
+//   - A trace whose spans or resource carry gen_ai.conversation.id or
+//     session.id belongs to that conversation, whatever its shape.
+//   - Otherwise a rootless call (the trace is one parentless LLM span) is
+//     filed under its opening: its service and the conversation's messages
+//     up to and including the first assistant message. Every later call of
+//     the same conversation re-sends that opening, so it computes the same
+//     key. It joins the conversation already filed there only when its
+//     input strictly extends that conversation's messages (or, arriving
+//     late, its messages are a prefix of them) and it started at most
+//     ConversationWindow after the conversation's last call ended; any
+//     other call is a conversation of its own.
+//
+// The receiver records the decision in the event log (the spans-received
+// event is appended to the joined conversation's stream and names it), so a
+// replay rebuilds the same traces without deciding again.
+
+// ConversationWindow is how long after a conversation's last call a rootless
+// call may still join it.
+const ConversationWindow = 30 * time.Minute
+
+// Thread is where one OTel trace's records belong, as far as their content
+// says.
+type Thread struct {
+	// Conversation is the trace's gen_ai.conversation.id or session.id,
+	// "" when it names none.
+	Conversation string
+	// Opening is set for a rootless LLM call: a hash of its service and the
+	// conversation's messages through the first assistant message.
+	Opening string
+
+	input, messages []domain.Step // the call's input; input then output
+	start           int64
+}
+
+// Conversation is a stored conversation as a rootless call is compared with
+// it: its messages and when its last call ended.
+type Conversation struct {
+	steps []domain.Step
+	end   int64
+}
+
+// ThreadOf reads where one OTel trace's records (all of one trace id)
+// belong. Records that do not decode give the zero Thread: they stay in
+// their own trace, whose rebuild reports the error.
+func ThreadOf(recs []RawSpan) Thread {
+	var r otelRecords
+	for _, rs := range recs {
+		var v any
+		if decodeJSON(rs.JSON, &v) != nil || r.addRequest(v, 0, "") != nil {
+			return Thread{}
+		}
+	}
+	var th Thread
+	for _, s := range r.spans {
+		if id := conversationAttr(s.Attrs, s.Resource); id != "" {
+			th.Conversation = id
+			return th
+		}
+	}
+	for _, l := range r.logs {
+		if id := conversationAttr(l.Attrs, nil); id != "" {
+			th.Conversation = id
+			return th
+		}
+	}
+	if len(r.logs) > 0 || len(r.spans) != 1 || r.spans[0].ParentID != "" {
+		return th
+	}
+	s := r.spans[0]
+	in, out, isLLM := otelCallMessages(s.Attrs, s.Events)
+	if !isLLM || len(in) == 0 {
+		return th
+	}
+	out = outputAfterInput(in, out)
+	th.input = withoutReasoning(in)
+	th.messages = append(append([]domain.Step(nil), th.input...), withoutReasoning(out)...)
+	th.start = s.Start
+	first := -1
+	for i, m := range th.messages {
+		if m.Role == domain.RoleAssistant {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return th // no answer yet: nothing a later call could be matched on
+	}
+	h := sha256.New()
+	h.Write([]byte(anyString(s.Resource["service.name"])))
+	for _, m := range th.messages[:first+1] {
+		ti, _ := json.Marshal(m.ToolInput)
+		for _, part := range []string{string(m.Role), strings.TrimSpace(m.Content), m.ToolCallID, m.ToolName, string(ti)} {
+			h.Write([]byte{0})
+			h.Write([]byte(part))
+		}
+	}
+	th.Opening = hex.EncodeToString(h.Sum(nil))
+	return th
+}
+
+// conversationAttr is the conversation id a span, log record or resource
+// names: gen_ai.conversation.id (GenAI conventions), else session.id
+// (OpenInference, Langfuse, OpenLLMetry's association properties).
+func conversationAttr(attrs, resource map[string]any) string {
+	for _, m := range []map[string]any{attrs, resource} {
+		for _, k := range []string{"gen_ai.conversation.id", "session.id", "langfuse.session.id", "traceloop.association.properties.session_id"} {
+			if id := strings.TrimSpace(anyString(m[k])); id != "" {
+				return id
+			}
+		}
+	}
+	return ""
+}
+
+// ConversationOf reads a stored conversation from its records.
+func ConversationOf(recs []RawSpan, externalID string) (Conversation, error) {
+	t, _, err := RebuildConversation(recs, externalID)
+	if err != nil {
+		return Conversation{}, err
+	}
+	c := Conversation{steps: withoutReasoning(t.Steps)}
+	for _, sp := range t.Spans {
+		c.end = max(c.end, sp.EndNs)
+	}
+	return c, nil
+}
+
+// Continues says whether a rootless call joins the stored conversation c:
+// its input strictly extends c's messages, or (an earlier call arriving
+// late) its input and output are a prefix of them; and it started at most
+// ConversationWindow after c's last call ended.
+func (th Thread) Continues(c Conversation) bool {
+	if th.start-c.end > int64(ConversationWindow) {
+		return false
+	}
+	if len(th.input) > len(c.steps) && stepsPrefix(c.steps, th.input) {
+		return true
+	}
+	return len(th.messages) <= len(c.steps) && stepsPrefix(th.messages, c.steps)
+}
+
+// stepsPrefix says whether a is a prefix of b, message by message.
+func stepsPrefix(a, b []domain.Step) bool {
+	if len(a) > len(b) {
+		return false
+	}
+	for i := range a {
+		if !sameStep(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// Start is when the trace's rootless call started (0 for other traces).
+func (th Thread) Start() int64 { return th.start }

@@ -1,0 +1,85 @@
+package formats
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// rootlessCall is one client-only LLM call: its own trace, one parentless
+// span with GenAI messages.
+func rootlessCall(t *testing.T, service string, start int64, attrs map[string]any, in []any, out ...any) []RawSpan {
+	t.Helper()
+	ib, _ := json.Marshal(in)
+	ob, _ := json.Marshal(out)
+	a := map[string]any{"gen_ai.operation.name": "chat", "gen_ai.input.messages": string(ib), "gen_ai.output.messages": string(ob)}
+	for k, v := range attrs {
+		a[k] = v
+	}
+	var list []any
+	for k, v := range a {
+		list = append(list, map[string]any{"key": k, "value": map[string]any{"stringValue": v}})
+	}
+	b, err := json.Marshal(map[string]any{"resourceSpans": []any{map[string]any{
+		"resource": map[string]any{"attributes": []any{map[string]any{"key": "service.name", "value": map[string]any{"stringValue": service}}}},
+		"scopeSpans": []any{map[string]any{"spans": []any{map[string]any{"traceId": "0102030405060708090a0b0c0d0e0f10", "spanId": "0000000000000001",
+			"name": "chat", "startTimeUnixNano": start, "endTimeUnixNano": start + 1000, "attributes": list}}}},
+	}}})
+	require.NoError(t, err)
+	return []RawSpan{{TraceID: "0102030405060708090a0b0c0d0e0f10", SpanID: "0000000000000001", JSON: b}}
+}
+
+func msg(role, text string) map[string]any {
+	return map[string]any{"role": role, "parts": []any{map[string]any{"type": "text", "content": text}}}
+}
+
+// TestThreadOfRootlessCalls: the calls of one conversation share an opening
+// key and each continues the conversation so far; another conversation of
+// the same service has another key; a call that does not extend the
+// conversation, or comes after the window, does not continue it; a session
+// id names the conversation whatever the shape.
+func TestThreadOfRootlessCalls(t *testing.T) {
+	sys, q, a := msg("system", "Be brief."), msg("user", "Capital of France?"), msg("assistant", "Paris.")
+	q2, a2 := msg("user", "And Italy?"), msg("assistant", "Rome.")
+	first := rootlessCall(t, "bot", otelT0, nil, []any{sys, q}, a)
+	second := rootlessCall(t, "bot", otelT0+otelS, nil, []any{sys, q, a, q2}, a2)
+	t1, t2 := ThreadOf(first), ThreadOf(second)
+	require.NotEmpty(t, t1.Opening)
+	require.Equal(t, t1.Opening, t2.Opening, "a later call re-sends the opening")
+	require.Empty(t, t1.Conversation)
+
+	conv, err := ConversationOf(first, "x")
+	require.NoError(t, err)
+	require.True(t, t2.Continues(conv), "the input strictly extends the conversation")
+	require.False(t, ThreadOf(rootlessCall(t, "bot", otelT0+otelS, nil, []any{sys, q}, msg("assistant", "Lyon?"))).Continues(conv),
+		"same opening question, a different history: not an extension")
+	require.False(t, ThreadOf(rootlessCall(t, "bot", otelT0+otelS, nil, []any{sys, q, msg("assistant", "Lyon."), q2}, a2)).Continues(conv))
+	late := rootlessCall(t, "bot", otelT0+int64(ConversationWindow)+int64(time.Minute), nil, []any{sys, q, a, q2}, a2)
+	require.False(t, ThreadOf(late).Continues(conv), "after the window: a conversation of its own")
+
+	both, err := ConversationOf(append(append([]RawSpan(nil), first...), RawSpan{TraceID: "x", SpanID: "0000000000000002", JSON: rewriteIDs(t, second[0].JSON)}), "x")
+	require.NoError(t, err)
+	require.True(t, t1.Continues(both), "an earlier call arriving late is a prefix of the conversation")
+
+	require.NotEqual(t, t1.Opening, ThreadOf(rootlessCall(t, "bot", otelT0, nil, []any{sys, msg("user", "Capital of Spain?")}, msg("assistant", "Madrid."))).Opening,
+		"another conversation of the same service")
+	require.NotEqual(t, t1.Opening, ThreadOf(rootlessCall(t, "other", otelT0, nil, []any{sys, q}, a)).Opening, "another service")
+
+	s := ThreadOf(rootlessCall(t, "bot", otelT0, map[string]any{"session.id": "s-1"}, []any{q}, a))
+	require.Equal(t, "s-1", s.Conversation)
+	require.Equal(t, "c-9", ThreadOf(rootlessCall(t, "bot", otelT0, map[string]any{"gen_ai.conversation.id": "c-9", "session.id": "s-1"}, []any{q}, a)).Conversation)
+}
+
+// rewriteIDs gives a call's span another trace and span id, as the next
+// call of client-only instrumentation has.
+func rewriteIDs(t *testing.T, b []byte) []byte {
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(b, &v))
+	sp := v["resourceSpans"].([]any)[0].(map[string]any)["scopeSpans"].([]any)[0].(map[string]any)["spans"].([]any)[0].(map[string]any)
+	sp["traceId"], sp["spanId"] = "1102030405060708090a0b0c0d0e0f10", "0000000000000002"
+	out, err := json.Marshal(v)
+	require.NoError(t, err)
+	return out
+}
