@@ -34,11 +34,20 @@ func TestReviewWorkbench(t *testing.T) {
 	ids := in.importTraces(key, "stash", strings.Join([]string{workbenchIntegrityTrace, workbenchActionsTrace(t)}, "\n"))
 	require.Len(t, ids, 2)
 
+	// The real Claude Code session in ../shared/fixtures (hook feedback,
+	// Edit calls), when this checkout has it, on an account of its own so
+	// the first account's queue holds exactly the two traces above.
+	var claude, claudeKey string
+	if raw, err := os.ReadFile(filepath.Join(pgtest.ModuleRoot(t), "..", "shared", "fixtures", "claude-code", "claude-reliability_coverage-test-fix_transcript.jsonl")); err == nil {
+		claudeKey = in.newUser("workbench-claude", false)
+		claude = in.importTraces(claudeKey, "claude_code", string(raw))[0]
+	}
+
 	report := filepath.Join(t.TempDir(), "report.json")
 	cmd := exec.Command("npx", "playwright", "test", "-c", "e2e/playwright.config.ts", "workbench.spec.ts")
 	cmd.Dir = webDir
 	cmd.Env = append(os.Environ(), "CRITIC_E2E_URL="+in.url, "CRITIC_E2E_KEY="+key,
-		"CRITIC_E2E_WORKBENCH_TRACE="+ids[0], "CRITIC_E2E_ACTIONS_TRACE="+ids[1],
+		"CRITIC_E2E_WORKBENCH_TRACE="+ids[0], "CRITIC_E2E_ACTIONS_TRACE="+ids[1], "CRITIC_E2E_CLAUDE_TRACE="+claude, "CRITIC_E2E_CLAUDE_KEY="+claudeKey,
 		"CRITIC_E2E_REPORT="+report, "CRITIC_CHROMIUM="+chromiumPath(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1", "CI=1")
 	if d := os.Getenv("CRITIC_E2E_SHOTS"); d != "" {
 		cmd.Env = append(cmd.Env, "CRITIC_E2E_SHOTS="+d)

@@ -210,3 +210,33 @@ test("the queue shows the whole conversation, c comments in place, a judged item
   await page.setViewportSize({ width: 390, height: 844 });
   await shot(page, "workbench-queue-390");
 });
+
+test("a real Claude Code session: hook feedback is Harness, Edit calls are diffs, paths and globs verbatim", async ({ page }) => {
+  const claude = process.env.CRITIC_E2E_CLAUDE_TRACE ?? "";
+  test.skip(!claude, "no ../shared/fixtures in this checkout");
+  await page.setViewportSize({ width: 1366, height: 860 });
+  const key = process.env.CRITIC_E2E_CLAUDE_KEY ?? env.key;
+  await signIn(page, key, `/traces/${claude}`);
+  await expect(step(page, 1)).toBeVisible();
+  const r = await page.request.get(`/api/v1/rm/traces/${claude}`, { headers: { Authorization: `Bearer ${key}` } });
+  const t = (await r.json()) as { steps: { index: number; role: string; content: string; tool_name: string | null }[] };
+  const hook = t.steps.find((s) => s.role === "user" && s.content.startsWith("Stop hook feedback"))!;
+  const edit = t.steps.find((s) => s.tool_name === "Edit")!;
+  expect(hook && edit).toBeTruthy();
+  for (const s of [hook, edit]) {
+    await page.goto(`/traces/${claude}?step=${s.index + 1}`);
+    await expect(step(page, s.index + 1)).toHaveAttribute("aria-current", "true");
+  }
+  await page.goto(`/traces/${claude}?step=${hook.index + 1}`);
+  const h = step(page, hook.index + 1);
+  await expect(h.getByRole("heading", { name: "Harness" })).toBeVisible();
+  await expect(h.locator("pre.verbatim")).toContainText("${CLAUDE_PLUGIN_ROOT}/scripts/hooks/stop.sh");
+  await page.goto(`/traces/${claude}?step=${edit.index + 1}`);
+  const e = step(page, edit.index + 1);
+  // The first Edit adds multiply_numbers after add_numbers: added lines
+  // and the unchanged ones around them, indentation kept.
+  await expect(e.locator("pre.diff .dl.add", { hasText: "def multiply_numbers(a: int, b: int) -> int:" })).toBeVisible();
+  expect(await e.locator("pre.diff .dl.add", { hasText: "return a * b" }).textContent()).toBe("+    return a * b\n");
+  await expect(e.locator("pre.diff .dl.ctx", { hasText: "def add_numbers" })).toBeVisible();
+  await shot(page, "workbench-claude-code-edit");
+});
