@@ -83,7 +83,7 @@ func TestQueryShapes(t *testing.T) {
 		{"  select 'x' as s ;  ", []string{"s"}, [][]any{{"x"}}},
 		{"VALUES (1, 'a')", []string{"col0", "col1"}, [][]any{{int32(1), "a"}}},
 		{"FROM (SELECT 2 AS n)", []string{"n"}, [][]any{{int32(2)}}},
-		{"SELECT count(*) AS n FROM (DESCRIBE steps)", []string{"n"}, [][]any{{int64(9)}}},
+		{"SELECT count(*) AS n FROM (DESCRIBE steps)", []string{"n"}, [][]any{{int64(14)}}},
 		{"SELECT TIMESTAMPTZ '2026-09-29 03:12:00+02' AS ts, DATE '2026-01-02' AS d, TIME '10:11:12.5' AS t",
 			[]string{"ts", "d", "t"}, [][]any{{"2026-09-29T01:12:00Z", "2026-01-02", "10:11:12.5"}}},
 		{"SELECT 170141183460469231731687303715884105727::HUGEINT AS h, 12.50::DECIMAL(10,2) AS d",

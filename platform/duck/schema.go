@@ -9,9 +9,13 @@ var userTables = []struct{ name, ddl string }{
 	{"traces", `CREATE TABLE IF NOT EXISTS %s.traces(
 		id VARCHAR, external_id VARCHAR, title VARCHAR, source_format VARCHAR, source_id VARCHAR,
 		step_count INTEGER, metadata JSON, created_at TIMESTAMPTZ, updated_at TIMESTAMPTZ, contribute BOOLEAN)`},
+	// steps: model and token usage are the LLM call's that produced the
+	// step (metadata.model and metadata.usage, as the OTLP and per-call
+	// formats record them), NULL where the source gave none.
 	{"steps", `CREATE TABLE IF NOT EXISTS %s.steps(
 		id VARCHAR, trace_id VARCHAR, step_index INTEGER, role VARCHAR, content VARCHAR,
-		tool_name VARCHAR, tool_input JSON, tool_call_id VARCHAR, metadata JSON)`},
+		tool_name VARCHAR, tool_input JSON, tool_call_id VARCHAR, metadata JSON,
+		model VARCHAR, input_tokens INTEGER, output_tokens INTEGER, total_tokens INTEGER, cached_tokens INTEGER)`},
 	{"annotations", `CREATE TABLE IF NOT EXISTS %s.annotations(
 		id VARCHAR, trace_id VARCHAR, step_id VARCHAR, step_index INTEGER, rating INTEGER,
 		comment VARCHAR, quote JSON, label_error BOOLEAN, label_error_note VARCHAR,
@@ -50,6 +54,15 @@ var userTables = []struct{ name, ddl string }{
 // its values stay false until `critic replay snapshot` rebuilds the file,
 // because that file never saw the consent events.
 const tracesContributeDDL = `ALTER TABLE main.traces ADD COLUMN IF NOT EXISTS contribute BOOLEAN DEFAULT false`
+
+// stepsUsageDDL adds the steps' model and token columns to an owner file
+// written before they existed; its older rows keep NULL there until
+// `critic replay snapshot` rebuilds the file.
+const stepsUsageDDL = `ALTER TABLE main.steps ADD COLUMN IF NOT EXISTS model VARCHAR;
+ALTER TABLE main.steps ADD COLUMN IF NOT EXISTS input_tokens INTEGER;
+ALTER TABLE main.steps ADD COLUMN IF NOT EXISTS output_tokens INTEGER;
+ALTER TABLE main.steps ADD COLUMN IF NOT EXISTS total_tokens INTEGER;
+ALTER TABLE main.steps ADD COLUMN IF NOT EXISTS cached_tokens INTEGER`
 
 // appliedDDL is the projection's dedupe table: an event id is inserted in the
 // same transaction as the rows it produced, so a redelivered event is a no-op.

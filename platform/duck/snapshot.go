@@ -443,6 +443,11 @@ func (s *Snapshots) openWriter(ctx context.Context, ownerID string, o *ownerStat
 		_ = db.Close()
 		return fmt.Errorf("duck: add traces.contribute: %w", err)
 	}
+	if _, err := conn.ExecContext(ctx, stepsUsageDDL); err != nil {
+		_ = conn.Close()
+		_ = db.Close()
+		return fmt.Errorf("duck: add steps usage columns: %w", err)
+	}
 	if _, err := conn.ExecContext(ctx, appliedDDL); err != nil {
 		_ = conn.Close()
 		_ = db.Close()
@@ -756,6 +761,10 @@ type StepRow struct {
 	ToolInput   any
 	ToolCallID  string
 	Metadata    any
+	// Model and the token counts are the producing LLM call's ("" and nil
+	// when the source recorded none).
+	Model                                                string
+	InputTokens, OutputTokens, TotalTokens, CachedTokens *int32
 }
 
 // AnnotationRow is one row of `annotations`. Nil pointers are SQL NULL:
@@ -963,7 +972,8 @@ func (t *Tx) AppendSteps(ctx context.Context, steps []StepRow) error {
 				return fmt.Errorf("duck: step %s metadata: %w", st.ID, err)
 			}
 			if err := a.AppendRow(st.ID, st.TraceID, int32(st.Index), st.Role, st.Content,
-				nullString(st.ToolName), in, nullString(st.ToolCallID), meta); err != nil {
+				nullString(st.ToolName), in, nullString(st.ToolCallID), meta,
+				nullString(st.Model), nullInt32(st.InputTokens), nullInt32(st.OutputTokens), nullInt32(st.TotalTokens), nullInt32(st.CachedTokens)); err != nil {
 				_ = a.Close()
 				return fmt.Errorf("duck: append step %s: %w", st.ID, err)
 			}
@@ -1063,6 +1073,13 @@ func nullString(s string) any {
 		return nil
 	}
 	return s
+}
+
+func nullInt32(n *int32) any {
+	if n == nil {
+		return nil
+	}
+	return *n
 }
 
 func nullTime(t time.Time) any {

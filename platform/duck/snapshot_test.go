@@ -245,3 +245,30 @@ func TestOldFileGainsContributeColumn(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, [][]any{{"t0", false}, {"t1", true}}, res.Rows)
 }
+
+// An owner file written before the steps' model and token columns existed
+// gains them when its writer opens (NULL for its older rows).
+func TestOldFileGainsStepUsageColumns(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ctx := context.Background()
+	old, err := sql.Open("duckdb", filepath.Join(dir, "alice.duckdb"))
+	require.NoError(t, err)
+	_, err = old.Exec(`CREATE TABLE main.steps(id VARCHAR, trace_id VARCHAR, step_index INTEGER, role VARCHAR, content VARCHAR,
+		tool_name VARCHAR, tool_input JSON, tool_call_id VARCHAR, metadata JSON);
+		INSERT INTO main.steps (id, trace_id, step_index, role, content) VALUES ('s0', 't0', 0, 'user', 'before the columns')`)
+	require.NoError(t, err)
+	require.NoError(t, old.Close())
+
+	s, err := New(dir, Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	in := int32(7)
+	_, err = s.Apply(ctx, "alice", "ev-1", func(tx *Tx) error {
+		return tx.AppendSteps(ctx, []StepRow{{ID: "s1", TraceID: "t1", Role: "assistant", Content: "hi", Model: "m", InputTokens: &in}})
+	})
+	require.NoError(t, err)
+	res, err := s.Query(ctx, "alice", "SELECT id, model, input_tokens, output_tokens FROM steps ORDER BY id")
+	require.NoError(t, err)
+	require.Equal(t, [][]any{{"s0", nil, nil, nil}, {"s1", "m", int32(7), nil}}, res.Rows)
+}

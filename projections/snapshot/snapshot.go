@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 
 	"github.com/criticml/critic/domain"
@@ -398,9 +399,47 @@ func stepRows(traceID string, steps []events.StepRecord) []duck.StepRow {
 		}
 		if len(s.Metadata) > 0 {
 			out[i].Metadata = s.Metadata
+			out[i].Model, _ = s.Metadata["model"].(string)
+			if u, ok := s.Metadata["usage"].(map[string]any); ok {
+				out[i].InputTokens = tokenCount(u["input_tokens"])
+				out[i].OutputTokens = tokenCount(u["output_tokens"])
+				out[i].TotalTokens = tokenCount(u["total_tokens"])
+				out[i].CachedTokens = tokenCount(u["cached_input_tokens"])
+			}
 		}
 	}
 	return out
+}
+
+// tokenCount reads a token count of a step's metadata.usage (as decoded
+// from the event: a JSON number of whatever Go type) for its steps column;
+// nil (SQL NULL) when absent or not a whole count that fits the column.
+func tokenCount(v any) *int32 {
+	var n int64
+	switch x := v.(type) {
+	case int64:
+		n = x
+	case int:
+		n = int64(x)
+	case float64:
+		if x != math.Trunc(x) || x < 0 || x > math.MaxInt32 {
+			return nil
+		}
+		n = int64(x)
+	case json.Number:
+		i, err := x.Int64()
+		if err != nil {
+			return nil
+		}
+		n = i
+	default:
+		return nil
+	}
+	if n < 0 || n > math.MaxInt32 {
+		return nil
+	}
+	c := int32(n)
+	return &c
 }
 
 // objectOrEmpty keeps trace metadata a JSON object ({} when absent), as the

@@ -223,3 +223,27 @@ func TestBulkImport(t *testing.T) {
 	t.Logf("applied %d traces × %d steps in %s", traces, per, time.Since(start).Round(time.Millisecond))
 	require.Equal(t, [][]any{{int64(traces * per), int64(traces)}}, f.rows("alice", "SELECT count(*), count(DISTINCT trace_id) FROM steps"))
 }
+
+// Model and token usage of the LLM call that produced a step (its
+// metadata.model and metadata.usage, as the OTLP adapter writes them) are
+// columns of steps, so SQL can sum usage per model; NULL where none was
+// recorded.
+func TestStepsUsageColumns(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s := steps("t1", "user", "assistant", "tool", "assistant")
+	s[1].Metadata = map[string]any{"model": "gpt-4o", "usage": map[string]any{"input_tokens": 120, "output_tokens": 15, "total_tokens": 135, "cached_input_tokens": 64}}
+	s[3].Metadata = map[string]any{"model": "gpt-4o-mini", "usage": map[string]any{"input_tokens": 160, "output_tokens": 9, "total_tokens": 169}}
+	require.NoError(t, f.proj.Apply(ctx, []events.Envelope{
+		f.ev("alice", events.TraceImported, events.TraceImportedV1{TraceID: "t1", Title: "Live", SourceFormat: "otel", Revision: 1, Steps: s[:2]}),
+		f.ev("alice", events.TraceRevised, events.TraceRevisedV1{TraceID: "t1", Revision: 2, Mode: events.RevisionAppended, Steps: s[2:]}),
+	}))
+	require.Equal(t, [][]any{
+		{int32(0), nil, nil, nil, nil, nil},
+		{int32(1), "gpt-4o", int32(120), int32(15), int32(135), int32(64)},
+		{int32(2), nil, nil, nil, nil, nil},
+		{int32(3), "gpt-4o-mini", int32(160), int32(9), int32(169), nil},
+	}, f.rows("alice", "SELECT step_index, model, input_tokens, output_tokens, total_tokens, cached_tokens FROM steps ORDER BY step_index"))
+	require.Equal(t, [][]any{{"gpt-4o", float64(135)}, {"gpt-4o-mini", float64(169)}},
+		f.rows("alice", "SELECT model, sum(total_tokens)::DOUBLE FROM steps WHERE model IS NOT NULL GROUP BY model ORDER BY model"))
+}
