@@ -15,8 +15,9 @@ import (
 // an OTel trace of its own, each re-sending the history. The live receiver
 // joins such calls into one conversation, deciding from content alone:
 //
-//   - A trace whose spans or resource carry gen_ai.conversation.id or
-//     session.id belongs to that conversation, whatever its shape.
+//   - A rootless trace (every span parentless: no span around the calls)
+//     whose spans, log records or resource carry gen_ai.conversation.id or
+//     session.id belongs to that conversation.
 //   - Otherwise a rootless call (the trace is one parentless LLM span) is
 //     filed under its opening: its service and the conversation's messages
 //     up to and including the first assistant message. Every later call of
@@ -68,6 +69,18 @@ func ThreadOf(recs []RawSpan) Thread {
 		}
 	}
 	var th Thread
+	// Only traces without a root span around their calls (every span its
+	// own root) are joined: a rooted trace is one conversation already, and
+	// its spans arrive in several requests (children first), so filing it by
+	// an attribute only some of them carry would split it.
+	if len(r.spans) == 0 {
+		return th
+	}
+	for _, s := range r.spans {
+		if s.ParentID != "" {
+			return th
+		}
+	}
 	for _, s := range r.spans {
 		if id := conversationAttr(s.Attrs, s.Resource); id != "" {
 			th.Conversation = id
@@ -80,7 +93,7 @@ func ThreadOf(recs []RawSpan) Thread {
 			return th
 		}
 	}
-	if len(r.logs) > 0 || len(r.spans) != 1 || r.spans[0].ParentID != "" {
+	if len(r.logs) > 0 || len(r.spans) != 1 {
 		return th
 	}
 	s := r.spans[0]

@@ -83,3 +83,15 @@ func rewriteIDs(t *testing.T, b []byte) []byte {
 	require.NoError(t, err)
 	return out
 }
+
+// A rooted trace (a span with a parent) is never filed by its session: its
+// spans arrive in several requests and only some carry the attribute.
+func TestThreadOfRootedTraceIsItsOwn(t *testing.T) {
+	call := rootlessCall(t, "bot", otelT0, map[string]any{"session.id": "s-1"}, []any{msg("user", "Hi")}, msg("assistant", "Hello"))
+	var v map[string]any
+	require.NoError(t, json.Unmarshal(call[0].JSON, &v))
+	v["resourceSpans"].([]any)[0].(map[string]any)["scopeSpans"].([]any)[0].(map[string]any)["spans"].([]any)[0].(map[string]any)["parentSpanId"] = "00000000000000ff"
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	require.Equal(t, Thread{}, ThreadOf([]RawSpan{{TraceID: call[0].TraceID, SpanID: call[0].SpanID, JSON: b}}))
+}
