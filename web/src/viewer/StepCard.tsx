@@ -100,7 +100,7 @@ function Content({ text, raw, isTool, verbatim, quotes }: { text: string; raw: b
   const md = useMarkdown();
   const json = useMemo(() => (verbatim && isTool ? prettyJSON(text) : null), [verbatim, isTool, text]);
   const patch = verbatim && isTool && json === null && looksLikePatch(text);
-  const html = useMemo(() => (verbatim || raw || !md || !canRender(text) ? null : messageHTML(md, text, isTool)), [md, text, raw, isTool, verbatim]);
+  const html = useMemo(() => (verbatim || raw || !md || !canRender(text) ? null : messageHTML(md, text)), [md, text, raw, verbatim]);
   const ref = useRef<HTMLDivElement & HTMLPreElement>(null);
   const key = quotes.join("\u0000");
   useEffect(() => (ref.current ? highlightQuotes(ref.current, key ? key.split("\u0000") : []) : undefined), [html, key, text, verbatim]);

@@ -5,7 +5,6 @@
 // upgrades in place. Rendered HTML is kept per message text, so a step that
 // scrolls out of the virtualized window and back is not parsed again.
 import { useEffect, useSyncExternalStore } from "react";
-import { prettyJSON } from "./text";
 import { afterPaint } from "./afterPaint";
 
 type Markdown = typeof import("./markdown");
@@ -48,17 +47,15 @@ export function useMarkdown(): Markdown | null {
 const CACHE = 600;
 const cache = new Map<string, string>();
 
-/** A message's HTML (pretty, highlighted JSON for tool output; markdown otherwise), cached by content. */
-export function messageHTML(m: Markdown, text: string, isTool: boolean): string {
-  const k = (isTool ? "t" : "m") + text;
-  let html = cache.get(k);
+/** Assistant prose as HTML (markdown), cached by content. Everything else is shown verbatim (agentView.tsx). */
+export function messageHTML(m: Markdown, text: string): string {
+  let html = cache.get(text);
   if (html !== undefined) {
-    cache.delete(k); // re-inserted below: the Map's order is recency
+    cache.delete(text); // re-inserted below: the Map's order is recency
   } else {
-    const json = isTool ? prettyJSON(text) : null;
-    html = json ? `<pre class="code"><code class="hljs language-json">${m.highlight(json, "json")}</code></pre>` : m.renderMarkdown(text);
+    html = m.renderMarkdown(text);
     if (cache.size >= CACHE) cache.delete(cache.keys().next().value!);
   }
-  cache.set(k, html);
+  cache.set(text, html);
   return html;
 }
