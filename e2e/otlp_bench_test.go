@@ -28,7 +28,10 @@ import (
 // the Go SDK's BatchSpanProcessor sends (up to 512 spans per export,
 // protobuf), sent one at a time and by 4 concurrent senders. Beside it, the
 // in-process limit: decoding the same requests with pdata and rebuilding every
-// touched trace from all its spans with formats.RebuildTrace.
+// touched trace from all its spans with formats.RebuildTrace. Then the logs
+// path (otlp_bench_logs_test.go: spans plus GenAI log records vs their
+// in-process decode) and a contention run (every span its own request, many
+// per trace at once: throughput, p99, no failure).
 func BenchmarkOTLP(b *testing.B) {
 	for range b.N {
 		runOTLPBench(b)
@@ -311,4 +314,7 @@ func runOTLPBench(b *testing.B) {
 	b.ReportMetric(seqRate, "spans/s-1sender")
 	b.ReportMetric(parRate, "spans/s-4senders")
 	b.ReportMetric(decRate, "spans/s-inprocess")
+
+	runOTLPLogsBench(b, in, key)
+	runOTLPContentionBench(b, in, key)
 }

@@ -249,7 +249,7 @@ func genAILogs(traceHex, spanHex string, ts int64, recs ...logRec) []byte {
 	return b
 }
 
-func (in *instance) getTraceByExternal(t *testing.T, key, external string) traceDetail {
+func (in *instance) getTraceByExternal(t testing.TB, key, external string) traceDetail {
 	t.Helper()
 	list := in.do("GET", "/api/v1/rm/traces?limit=100", key, nil).JSON(t)
 	for _, s := range list["traces"].([]any) {

@@ -16,8 +16,8 @@ import (
 // joins such calls into one conversation, deciding from content alone:
 //
 //   - A rootless trace (every span parentless: no span around the calls)
-//     whose spans, log records or resource carry gen_ai.conversation.id or
-//     session.id belongs to that conversation.
+//     holding an LLM call whose spans, log records or resource carry
+//     gen_ai.conversation.id or session.id belongs to that conversation.
 //   - Otherwise a rootless call (the trace is one parentless LLM span) is
 //     filed under its opening: its service and the conversation's messages
 //     up to and including the first assistant message. Every later call of
@@ -61,10 +61,30 @@ type Conversation struct {
 // belong. Records that do not decode give the zero Thread: they stay in
 // their own trace, whose rebuild reports the error.
 func ThreadOf(recs []RawSpan) Thread {
+	// Spans first, each checked as it is decoded, so a rooted trace (the
+	// common case) costs one span's decoding here, and logs-only records
+	// none.
 	var r otelRecords
+	sorted := make([]RawSpan, 0, len(recs))
 	for _, rs := range recs {
+		if !rs.IsLog() {
+			sorted = append(sorted, rs)
+		}
+	}
+	if len(sorted) == 0 {
+		return Thread{}
+	}
+	for _, rs := range recs {
+		if rs.IsLog() {
+			sorted = append(sorted, rs)
+		}
+	}
+	for _, rs := range sorted {
 		var v any
 		if decodeJSON(rs.JSON, &v) != nil || r.addRequest(v, 0, "") != nil {
+			return Thread{}
+		}
+		if n := len(r.spans); !rs.IsLog() && n > 0 && r.spans[n-1].ParentID != "" {
 			return Thread{}
 		}
 	}
@@ -80,6 +100,18 @@ func ThreadOf(recs []RawSpan) Thread {
 		if s.ParentID != "" {
 			return th
 		}
+	}
+	// ... and only traces holding an LLM call: a rooted trace's root span
+	// (an agent span naming the session) can arrive alone, before or after
+	// its children, and must stay with them.
+	llm := false
+	for _, s := range r.spans {
+		if in, out, isLLM := otelCallMessages(s.Attrs, s.Events); isLLM && len(in)+len(out) > 0 {
+			llm = true
+		}
+	}
+	if !llm {
+		return th
 	}
 	for _, s := range r.spans {
 		if id := conversationAttr(s.Attrs, s.Resource); id != "" {

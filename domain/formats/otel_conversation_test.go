@@ -95,3 +95,16 @@ func TestThreadOfRootedTraceIsItsOwn(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, Thread{}, ThreadOf([]RawSpan{{TraceID: call[0].TraceID, SpanID: call[0].SpanID, JSON: b}}))
 }
+
+// A rooted trace's root span arriving alone (an agent span naming the
+// session, no LLM call) stays with its trace.
+func TestThreadOfLoneRootSpanIsItsOwn(t *testing.T) {
+	b, err := json.Marshal(map[string]any{"resourceSpans": []any{map[string]any{
+		"scopeSpans": []any{map[string]any{"spans": []any{map[string]any{"traceId": "0102030405060708090a0b0c0d0e0f10", "spanId": "0000000000000001",
+			"name": "invoke_agent", "startTimeUnixNano": otelT0, "endTimeUnixNano": otelT0 + 1000, "attributes": []any{
+				map[string]any{"key": "gen_ai.operation.name", "value": map[string]any{"stringValue": "invoke_agent"}},
+				map[string]any{"key": "gen_ai.conversation.id", "value": map[string]any{"stringValue": "conv-1"}}}}}}},
+	}}})
+	require.NoError(t, err)
+	require.Equal(t, Thread{}, ThreadOf([]RawSpan{{TraceID: "0102030405060708090a0b0c0d0e0f10", SpanID: "0000000000000001", JSON: b}}))
+}
