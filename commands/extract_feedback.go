@@ -61,7 +61,7 @@ func (c *Commands) ClaimExtraction(ctx context.Context, workerID, modelID string
 	var pts []domain.PairTrace
 	var ratings []domain.Rating
 	for _, s := range selected {
-		pts = append(pts, rewardmodels.PairTrace(s))
+		pts = append(pts, rewardmodels.PairTraceFor(s, st.Config))
 		ratings = append(ratings, rewardmodels.Ratings(s)...)
 	}
 	have := len(domain.BuildPairsRendered(pts, ratings, st.Requested.MaxPairs, st.Config.InputVersion))

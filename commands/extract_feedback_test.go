@@ -252,7 +252,7 @@ func TestTrainingConfigIsChecked(t *testing.T) {
 	res, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ids,
 		Config: &commands.TrainingConfig{AnnotationSource: str("explicit"), InputVersion: num(3), Criteria: []string{"be brief"}, CriteriaSet: true}})
 	require.NoError(t, err)
-	require.Equal(t, events.TrainingConfig{AnnotationSource: "explicit", InputVersion: 3, Criteria: []string{"be brief"}}, *res.Requested.TrainingConfig)
+	require.Equal(t, events.TrainingConfig{AnnotationSource: "explicit", InputVersion: 3, Criteria: []string{"be brief"}, ThinkingExcluded: true}, *res.Requested.TrainingConfig)
 	require.Nil(t, res.Requested.FeedbackPlan, "explicit trains on ratings only")
 }
 

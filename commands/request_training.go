@@ -34,7 +34,7 @@ type TrainingConfig struct {
 // checkConfig applies training_config's defaults and refuses what cannot
 // run, naming the field.
 func checkConfig(in *TrainingConfig) (events.TrainingConfig, error) {
-	cfg := events.TrainingConfig{AnnotationSource: events.SourceFeedback, InputVersion: 1}
+	cfg := events.TrainingConfig{AnnotationSource: events.SourceFeedback, InputVersion: 1, ThinkingExcluded: true}
 	if in == nil {
 		return cfg, nil
 	}

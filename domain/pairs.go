@@ -23,6 +23,19 @@ type PairStep struct {
 	Content   string         `json:"content"`
 	ToolName  string         `json:"tool_name,omitempty"`
 	ToolInput map[string]any `json:"tool_input,omitempty"`
+	// Thinking marks the model's reasoning before a reply
+	// (metadata.thinking): not an action, so not a rated target. It is
+	// not part of the rendered text or of any JSON shape.
+	Thinking bool `json:"-"`
+}
+
+// IsThinking reports whether a step's metadata marks it as the model's
+// reasoning (metadata.thinking = true, as the importers set it): context
+// for the reply it precedes, never an action a reviewer rates or a model
+// scores.
+func IsThinking(metadata map[string]any) bool {
+	t, _ := metadata["thinking"].(bool)
+	return t
 }
 
 // IsToolCall reports whether the step is an assistant action calling a tool;
@@ -85,8 +98,8 @@ type target struct {
 // "Annotations to preference pairs", spec 001 "Annotations", DESIGN §6):
 //
 //  1. drop label-error annotations (and, defensively, ratings other than ±1,
-//     ratings on unknown traces or steps, and ratings on system steps, which
-//     the API refuses);
+//     ratings on unknown traces or steps, and ratings on system or thinking
+//     steps, which the API refuses);
 //  2. sum the ratings per trace (trace-level annotations) and per step;
 //     a positive sum makes the target chosen, a negative one rejected, zero
 //     neither;
@@ -138,7 +151,7 @@ func BuildPairsRendered(traces []PairTrace, ratings []Rating, maxPairs, inputVer
 		si := -1
 		if r.StepID != "" {
 			si, ok = stepIdx[stepKey{r.TraceID, r.StepID}]
-			if !ok || traces[ti].Steps[si].Role == RoleSystem {
+			if !ok || traces[ti].Steps[si].Role == RoleSystem || traces[ti].Steps[si].Thinking {
 				continue
 			}
 		}

@@ -42,6 +42,11 @@ type TrainingConfig struct {
 	AnnotationSource string   `json:"annotation_source"`
 	InputVersion     int      `json:"input_version"`
 	Criteria         []string `json:"criteria,omitempty"`
+	// ThinkingExcluded: thinking steps (metadata.thinking) are neither
+	// rated targets nor scored actions in the dataset. Every request sets
+	// it since the rule came in; requests made before lack it, so their
+	// datasets rebuild as they were built (`critic audit`).
+	ThinkingExcluded bool `json:"thinking_excluded,omitempty"`
 }
 
 // FeedbackPlan says, at request or retry time, whether this deployment

@@ -5,6 +5,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/assessment"
+	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/stepscores"
 	"github.com/criticml/critic/domain/traces"
 )
@@ -35,7 +36,8 @@ type autoTarget struct {
 // separately per credit method so a pair never compares two kinds of
 // number, and every pair records chosen_credit, rejected_credit and
 // credit_method.
-func automaticPairs(selected []traces.State, maxPairs, inputVersion int) []DatasetPair {
+func automaticPairs(selected []traces.State, maxPairs int, cfg events.TrainingConfig) []DatasetPair {
+	inputVersion := cfg.InputVersion
 	var pts []domain.PairTrace
 	revision := map[string]int{}
 	byMethod := map[string][]domain.Rating{}
@@ -52,7 +54,7 @@ func automaticPairs(selected []traces.State, maxPairs, inputVersion int) []Datas
 		byMethod[t.method] = append(byMethod[t.method], domain.Rating{AnnotationID: id, TraceID: traceID, StepID: stepID, Rating: r})
 	}
 	for _, s := range selected {
-		pt := PairTrace(s)
+		pt := PairTraceFor(s, cfg)
 		pts = append(pts, pt)
 		revision[s.ID] = s.Revision
 		steps := make([]domain.Step, len(s.Steps))

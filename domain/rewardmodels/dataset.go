@@ -81,11 +81,25 @@ type Dataset struct {
 	MaxLength    int `json:"max_length,omitempty"`
 }
 
-// PairTrace converts a trace's state into what pair construction reads.
+// PairTrace converts a trace's state into what pair construction reads,
+// thinking steps marked (not rated targets, not scored actions).
 func PairTrace(s traces.State) domain.PairTrace {
+	return pairTrace(s, true)
+}
+
+// PairTraceFor is PairTrace under a model's rules: a model requested before
+// thinking was excluded (cfg.ThinkingExcluded false) sees thinking steps as
+// the assistant steps they were then, so its dataset rebuilds byte for byte
+// as it was built and stored.
+func PairTraceFor(s traces.State, cfg events.TrainingConfig) domain.PairTrace {
+	return pairTrace(s, cfg.ThinkingExcluded)
+}
+
+func pairTrace(s traces.State, markThinking bool) domain.PairTrace {
 	pt := domain.PairTrace{ID: s.ID, Steps: make([]domain.PairStep, len(s.Steps))}
 	for i, st := range s.Steps {
-		pt.Steps[i] = domain.PairStep{ID: st.ID, Role: st.Role, Content: st.Content, ToolName: st.ToolName, ToolInput: st.ToolInput}
+		pt.Steps[i] = domain.PairStep{ID: st.ID, Role: st.Role, Content: st.Content, ToolName: st.ToolName, ToolInput: st.ToolInput,
+			Thinking: markThinking && domain.IsThinking(st.Metadata)}
 	}
 	return pt
 }
@@ -149,7 +163,7 @@ func BuildDatasetFrom(in DatasetInputs) (Dataset, error) {
 	var ratings []domain.Rating
 	revision := map[string]int{}
 	for _, s := range selected {
-		pts = append(pts, PairTrace(s))
+		pts = append(pts, PairTraceFor(s, in.Config))
 		ratings = append(ratings, Ratings(s)...)
 		revision[s.ID] = s.Revision
 	}
@@ -157,7 +171,7 @@ func BuildDatasetFrom(in DatasetInputs) (Dataset, error) {
 	if in.Config.AnnotationSource == events.SourceAutomatic {
 		// The automatic annotation alone: no ratings, no findings.
 		ratings, in.Extracted = nil, nil
-		for _, p := range automaticPairs(selected, maxPairs, in.Config.InputVersion) {
+		for _, p := range automaticPairs(selected, maxPairs, in.Config) {
 			ds.Pairs = append(ds.Pairs, p)
 			for _, id := range p.TraceIDs {
 				sources[id] = true
@@ -208,7 +222,7 @@ func BuildDatasetFrom(in DatasetInputs) (Dataset, error) {
 		return ds, tooFew(ds, selected, in)
 	}
 	for _, s := range all {
-		pt := PairTrace(s)
+		pt := PairTraceFor(s, in.Config)
 		ds.ScoreItems = append(ds.ScoreItems, ScoreItem{TraceID: s.ID, Revision: s.Revision, Text: domain.RenderVersion(in.Config.InputVersion, pt.Steps, len(pt.Steps)-1, true)})
 		for i, st := range pt.Steps {
 			if IsScorableAction(st) {
@@ -220,9 +234,10 @@ func BuildDatasetFrom(in DatasetInputs) (Dataset, error) {
 }
 
 // IsScorableAction: nonempty assistant responses and tool calls get action
-// scores; user, system and tool-result steps are observations.
+// scores; user, system and tool-result steps are observations, and a
+// thinking step is the reasoning behind the action that follows it.
 func IsScorableAction(st domain.PairStep) bool {
-	return st.Role == domain.RoleAssistant && (st.ToolName != "" || strings.TrimSpace(st.Content) != "")
+	return st.Role == domain.RoleAssistant && !st.Thinking && (st.ToolName != "" || strings.TrimSpace(st.Content) != "")
 }
 
 // TooFewPairsError is the actionable failure of a dataset that cannot train.

@@ -1,6 +1,7 @@
 package traces
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/criticml/critic/domain"
@@ -46,6 +47,9 @@ func DecideAddAnnotation(s State, in AddAnnotationInput) (events.AnnotationAdded
 		}
 		if step.Role == domain.RoleSystem && in.Rating != nil {
 			return events.AnnotationAddedV1{}, &domain.ValidationError{Code: "invalid_annotation", Field: "rating", Message: "system steps are context, not agent actions: they take comments but not ratings"}
+		}
+		if in.Rating != nil && domain.IsThinking(step.Metadata) {
+			return events.AnnotationAddedV1{}, thinkingRated(step)
 		}
 		if in.Quote != nil {
 			if in.Quote.Text == "" {
@@ -152,6 +156,10 @@ func DecideEditAnnotation(s State, in EditAnnotationInput) (events.AnnotationEdi
 	if out.Rating != nil && a.StepID != "" {
 		if step, ok := s.step(a.StepID); ok && step.Role == domain.RoleSystem {
 			return out, &domain.ValidationError{Code: "invalid_annotation", Field: "rating", Message: "system steps take comments but not ratings"}
+		} else if ok && domain.IsThinking(step.Metadata) && (a.Rating == nil || *a.Rating != *out.Rating) {
+			// A rating recorded before the rule may stay as it was (an
+			// edit of its comment); none is given or changed now.
+			return out, thinkingRated(step)
 		}
 	}
 	return out, nil
@@ -197,6 +205,15 @@ func DecideRemoveAnnotation(s State, annotationID string) (events.AnnotationRemo
 		return events.AnnotationRemovedV1{}, domain.NotFound("annotation", annotationID)
 	}
 	return events.AnnotationRemovedV1{AnnotationID: annotationID, TraceID: s.ID, Reason: events.RemovedByUser}, nil
+}
+
+// thinkingRated refuses a rating on a thinking step (metadata.thinking):
+// the model's reasoning is context for the reply it precedes, not a reply
+// or an action, so training would learn from a label on text the user was
+// never shown. Comments on it stay allowed.
+func thinkingRated(step events.StepRecord) error {
+	return &domain.ValidationError{Code: "invalid_annotation", Field: "rating",
+		Message: fmt.Sprintf("step %d (%s) is thinking, the model's reasoning before its reply, not a reply or an action: it takes comments but not ratings; rate the reply or action it precedes", step.Index+1, step.ID)}
 }
 
 func (s State) step(id string) (events.StepRecord, bool) {
