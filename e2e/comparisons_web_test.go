@@ -2,11 +2,8 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +12,6 @@ import (
 
 	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/platform/llm/llmtest"
-	"github.com/criticml/critic/platform/pg/pgtest"
 )
 
 // TestComparisonPage: the feedback model's alternatives, recorded by a real
@@ -24,14 +20,7 @@ import (
 // verdict is a comparison.reviewed event naming the side the reviewer saw
 // and the finding it came from.
 func TestComparisonPage(t *testing.T) {
-	if _, err := os.Stat(chromiumPath()); err != nil {
-		t.Skipf("\n\n*** BROWSER TESTS SKIPPED: no Chromium at %s (apt-get install chromium, or set CRITIC_CHROMIUM) ***\n\n", chromiumPath())
-	}
-	webDir := filepath.Join(pgtest.ModuleRoot(t), "web")
-	_, err := os.Stat(filepath.Join(webDir, "dist", "index.html"))
-	require.NoError(t, err, "the web app is not built: run `make web` (make test does) before this test")
-	_, err = os.Stat(filepath.Join(webDir, "node_modules", "@playwright", "test"))
-	require.NoError(t, err, "web/node_modules is missing: run `make web` (npm ci in web/)")
+	webDir := requireBrowser(t)
 
 	srv := llmtest.New(t)
 	srv.Handle(scriptedClassifier)
@@ -54,24 +43,7 @@ func TestComparisonPage(t *testing.T) {
 	require.Equal(t, http.StatusOK, q.Status, string(q.Body))
 	require.Len(t, q.JSON(t)["items"], 2, string(q.Body))
 
-	report := filepath.Join(t.TempDir(), "report.json")
-	cmd := exec.Command("npx", "playwright", "test", "-c", "e2e/playwright.config.ts", "comparisons.spec.ts")
-	cmd.Dir = webDir
-	cmd.Env = append(os.Environ(), "CRITIC_E2E_URL="+in.url, "CRITIC_E2E_KEY="+key, "CRITIC_E2E_COMPARE=1",
-		"CRITIC_E2E_REPORT="+report, "CRITIC_CHROMIUM="+chromiumPath(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1", "CI=1")
-	if d := os.Getenv("CRITIC_E2E_SHOTS"); d != "" {
-		cmd.Env = append(cmd.Env, "CRITIC_E2E_SHOTS="+d)
-	}
-	output, runErr := cmd.CombinedOutput()
-	t.Logf("playwright:\n%s", output)
-	raw, err := os.ReadFile(report)
-	require.NoError(t, err, "playwright wrote no report (%v):\n%s", runErr, output)
-	var rep playwrightReport
-	require.NoError(t, json.Unmarshal(raw, &rep))
-	fmt.Printf("browser (comparisons): %d passed, %d failed, %d skipped\n", rep.Stats.Expected+rep.Stats.Flaky, rep.Stats.Unexpected, rep.Stats.Skipped)
-	require.Zero(t, rep.Stats.Unexpected, "browser tests failed (details above)")
-	require.NoError(t, runErr)
-	require.Equal(t, 1, rep.Stats.Expected+rep.Stats.Flaky)
+	require.Equal(t, 1, runSpec(t, webDir, "comparisons", "comparisons.spec.ts", in.url, key, "CRITIC_E2E_COMPARE=1"))
 
 	// What the browser did is in the log, with the presentation it showed.
 	rows, err := in.pool.Query(context.Background(), `SELECT payload FROM events WHERE type = 'comparison.reviewed.v1' ORDER BY seq`)

@@ -2,12 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/domain/jobs"
-	"github.com/criticml/critic/platform/pg/pgtest"
 )
 
 // TestModelsComparisonPage: two rollouts of one prompt, two reward models
@@ -26,12 +20,7 @@ import (
 // the reviewer picks one with the keyboard, and the verdict is a
 // comparison.reviewed of source "models" naming both models.
 func TestModelsComparisonPage(t *testing.T) {
-	if _, err := os.Stat(chromiumPath()); err != nil {
-		t.Skipf("\n\n*** BROWSER TESTS SKIPPED: no Chromium at %s (apt-get install chromium, or set CRITIC_CHROMIUM) ***\n\n", chromiumPath())
-	}
-	webDir := filepath.Join(pgtest.ModuleRoot(t), "web")
-	_, err := os.Stat(filepath.Join(webDir, "dist", "index.html"))
-	require.NoError(t, err, "the web app is not built: run `make web` (make test does) before this test")
+	webDir := requireBrowser(t)
 
 	in, kafkaPort := startServeForJobs(t)
 	key := in.newUser("model-comparer", false)
@@ -91,24 +80,7 @@ func TestModelsComparisonPage(t *testing.T) {
 		return len(items) == 1 && items[0].(map[string]any)["source"] == "models"
 	}, time.Minute, 200*time.Millisecond)
 
-	report := filepath.Join(t.TempDir(), "report.json")
-	cmd := exec.Command("npx", "playwright", "test", "-c", "e2e/playwright.config.ts", "comparisons-models.spec.ts")
-	cmd.Dir = webDir
-	cmd.Env = append(os.Environ(), "CRITIC_E2E_URL="+in.url, "CRITIC_E2E_KEY="+key, "CRITIC_E2E_COMPARE_MODELS=1",
-		"CRITIC_E2E_REPORT="+report, "CRITIC_CHROMIUM="+chromiumPath(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1", "CI=1")
-	if d := os.Getenv("CRITIC_E2E_SHOTS"); d != "" {
-		cmd.Env = append(cmd.Env, "CRITIC_E2E_SHOTS="+d)
-	}
-	output, runErr := cmd.CombinedOutput()
-	t.Logf("playwright:\n%s", output)
-	raw, err := os.ReadFile(report)
-	require.NoError(t, err, "playwright wrote no report (%v):\n%s", runErr, output)
-	var rep playwrightReport
-	require.NoError(t, json.Unmarshal(raw, &rep))
-	fmt.Printf("browser (models comparisons): %d passed, %d failed, %d skipped\n", rep.Stats.Expected+rep.Stats.Flaky, rep.Stats.Unexpected, rep.Stats.Skipped)
-	require.Zero(t, rep.Stats.Unexpected, "browser tests failed (details above)")
-	require.NoError(t, runErr)
-	require.Equal(t, 1, rep.Stats.Expected+rep.Stats.Flaky)
+	require.Equal(t, 1, runSpec(t, webDir, "models comparisons", "comparisons-models.spec.ts", in.url, key, "CRITIC_E2E_COMPARE_MODELS=1"))
 
 	// The verdict in the log: both models, both sides, the ascending one won.
 	var p map[string]any

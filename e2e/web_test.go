@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/platform/llm/llmtest"
-	"github.com/criticml/critic/platform/pg/pgtest"
 )
 
 // chromiumPath is Debian's Chromium (apt-get install chromium), or
@@ -46,15 +45,7 @@ type playwrightReport struct {
 // OpenAPI document. It prints `N passed, N failed` and fails on any
 // failure.
 func TestWebApp(t *testing.T) {
-	if _, err := os.Stat(chromiumPath()); err != nil {
-		t.Skipf("\n\n*** BROWSER TESTS SKIPPED: no Chromium at %s (apt-get install chromium, or set CRITIC_CHROMIUM) ***\n\n", chromiumPath())
-	}
-	root := pgtest.ModuleRoot(t)
-	webDir := filepath.Join(root, "web")
-	_, err := os.Stat(filepath.Join(webDir, "dist", "index.html"))
-	require.NoError(t, err, "the web app is not built: run `make web` (make test does) before this test")
-	_, err = os.Stat(filepath.Join(webDir, "node_modules", "@playwright", "test"))
-	require.NoError(t, err, "web/node_modules is missing: run `make web` (npm ci in web/)")
+	webDir := requireBrowser(t)
 
 	// A worker joins (as in reward_models_test.go) so the models pages can
 	// watch a tiny model train to succeeded and score actions.

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,14 +18,7 @@ import (
 // as they happened (verbatim text, diffs, thinking, harness, errors). Its
 // own account and traces; no worker is needed.
 func TestReviewWorkbench(t *testing.T) {
-	if _, err := os.Stat(chromiumPath()); err != nil {
-		t.Skipf("\n\n*** BROWSER TESTS SKIPPED: no Chromium at %s (apt-get install chromium, or set CRITIC_CHROMIUM) ***\n\n", chromiumPath())
-	}
-	webDir := filepath.Join(pgtest.ModuleRoot(t), "web")
-	_, err := os.Stat(filepath.Join(webDir, "dist", "index.html"))
-	require.NoError(t, err, "the web app is not built: run `make web` (make test does) before this test")
-	_, err = os.Stat(filepath.Join(webDir, "node_modules", "@playwright", "test"))
-	require.NoError(t, err, "web/node_modules is missing: run `make web` (npm ci in web/)")
+	webDir := requireBrowser(t)
 
 	in := startServe(t)
 	key := in.newUser("workbench", false)
@@ -43,25 +34,7 @@ func TestReviewWorkbench(t *testing.T) {
 		claude = in.importTraces(claudeKey, "claude_code", string(raw))[0]
 	}
 
-	report := filepath.Join(t.TempDir(), "report.json")
-	cmd := exec.Command("npx", "playwright", "test", "-c", "e2e/playwright.config.ts", "workbench.spec.ts")
-	cmd.Dir = webDir
-	cmd.Env = append(os.Environ(), "CRITIC_E2E_URL="+in.url, "CRITIC_E2E_KEY="+key,
-		"CRITIC_E2E_WORKBENCH_TRACE="+ids[0], "CRITIC_E2E_ACTIONS_TRACE="+ids[1], "CRITIC_E2E_CLAUDE_TRACE="+claude, "CRITIC_E2E_CLAUDE_KEY="+claudeKey,
-		"CRITIC_E2E_REPORT="+report, "CRITIC_CHROMIUM="+chromiumPath(), "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1", "CI=1")
-	if d := os.Getenv("CRITIC_E2E_SHOTS"); d != "" {
-		cmd.Env = append(cmd.Env, "CRITIC_E2E_SHOTS="+d)
-	}
-	output, runErr := cmd.CombinedOutput()
-	t.Logf("playwright:\n%s", output)
-	raw, err := os.ReadFile(report)
-	require.NoError(t, err, "playwright wrote no report (%v):\n%s", runErr, output)
-	var rep playwrightReport
-	require.NoError(t, json.Unmarshal(raw, &rep))
-	fmt.Printf("browser (workbench): %d passed, %d failed, %d skipped\n", rep.Stats.Expected+rep.Stats.Flaky, rep.Stats.Unexpected, rep.Stats.Skipped)
-	require.Zero(t, rep.Stats.Unexpected, "browser tests failed (details above)")
-	require.NoError(t, runErr)
-	require.Greater(t, rep.Stats.Expected+rep.Stats.Flaky, 0, "no browser test ran")
+	require.Greater(t, runSpec(t, webDir, "workbench", "workbench.spec.ts", in.url, key, "CRITIC_E2E_WORKBENCH_TRACE="+ids[0], "CRITIC_E2E_ACTIONS_TRACE="+ids[1], "CRITIC_E2E_CLAUDE_TRACE="+claude, "CRITIC_E2E_CLAUDE_KEY="+claudeKey), 0, "no browser test ran")
 }
 
 // workbenchIntegrityTrace: four steps to rate and comment on.
