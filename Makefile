@@ -20,7 +20,7 @@ export GOEXPERIMENT
 endif
 endif
 
-.PHONY: help run build test test-race lint generate verify bench bench-workers bench-ingest bench-otlp bench-extract bench-gepa bench-label demo deps web bench-ui bench-comparisons
+.PHONY: help run build test test-race lint generate verify bench bench-workers bench-ingest bench-otlp bench-extract bench-gepa bench-label demo deps web bench-ui bench-review bench-comparisons
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -111,6 +111,9 @@ bench-score-engine: ## Qwen3-0.6B-shaped scoring, 8×1024 tokens and a 64–1024
 
 bench-ui: deps web ## a 2,500-step trace and a 20,000-trace list in Chromium: first screen and scroll-to-end vs fetch+parse of the same JSON, beside a cold floor and in-app navigation
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkUI -benchtime 1x -timeout 30m ./e2e/
+
+bench-review: deps web ## a keyboard-only reviewer in Chromium rates and comments 100 queue items: items/min, keys per rating with a reason; the viewer's first step on a 2,500-step trace vs bench-ui's cold floor
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkReview -benchtime 1x -timeout 30m ./e2e/
 
 bench-comparisons: deps ## the comparison queue's models half over 2,000 traces scored by 2 models vs reading the same streams from the log; ms, ratio
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkComparisonQueueModels -benchtime 1x -timeout 20m ./handlers/apiserver/

@@ -7,6 +7,7 @@
 // same run. Prints one line per figure and a JSON summary on the last line.
 import { chromium } from "playwright-core";
 import { cpuProfile, profile } from "./bench-profile.mjs";
+import { coldFloor, coldPage, median, shown } from "./bench-paint.mjs";
 
 const url = process.env.CRITIC_E2E_URL;
 const key = process.env.CRITIC_E2E_KEY;
@@ -19,55 +20,9 @@ const browser = await chromium.launch({
   executablePath: process.env.CRITIC_CHROMIUM ?? "/usr/bin/chromium",
   args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
 });
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
-// Each navigation to a path in `targets` records, in the page and by the
-// page's own clock, when what that screen is waiting for is first painted:
-// a MutationObserver notices the element, the next animation frame checks
-// it has a box (Playwright's "visible"), and the time is taken once that
-// frame has been produced. Nothing polls, so the harness adds no work or
-// latency to what is measured (Playwright's waitForSelector polls every
-// frame and answers over CDP, which on a loaded machine added 100+ ms).
-function watch(targets) {
-  // Resolves with performance.now() at the first painted frame that shows
-  // `want` (selector, optional text) once ready() holds; used for the cold
-  // load's screen below and for in-app navigation (clickThrough).
-  window.__benchPainted = (want, ready = () => true) =>
-    new Promise((resolve) => {
-      let queued = false;
-      let done = false;
-      const check = () => {
-        queued = false;
-        if (done || !ready()) return;
-        const el = [...document.querySelectorAll(want.sel)].find((e) => !want.text || e.textContent.includes(want.text));
-        if (!el) return;
-        const r = el.getBoundingClientRect();
-        if (r.width === 0 || r.height === 0) return;
-        done = true;
-        mo.disconnect();
-        const c = new MessageChannel();
-        c.port1.onmessage = () => resolve(performance.now());
-        c.port2.postMessage(0);
-      };
-      const mo = new MutationObserver(() => {
-        if (!queued) (queued = true), requestAnimationFrame(check);
-      });
-      mo.observe(document, { childList: true, subtree: true, characterData: true });
-    });
-  const want = targets[location.pathname + location.search];
-  if (want) window.__benchShown = window.__benchPainted(want);
-}
-
-// In the page: when watch() saw its screen painted (ms since navigation start).
-function shown() {
-  return Promise.race([window.__benchShown, new Promise((_, fail) => setTimeout(() => fail(new Error(`${location.pathname}${location.search}: the screen was not shown in 120 s`)), 120_000))]);
-}
-
-async function page(targets = {}) {
-  const ctx = await browser.newContext({ viewport: { width: 1360, height: 860 } });
-  await ctx.addInitScript((k) => localStorage.setItem("critic.apiKey", k), key);
-  await ctx.addInitScript(watch, targets);
-  return ctx.newPage();
+function page(targets = {}) {
+  return coldPage(browser, key, targets);
 }
 
 // The limit: fetch + JSON.parse of the same response, in the same browser,
@@ -189,23 +144,9 @@ const listApp = await app(`/traces`, { sel: "tbody tr" }, {
     return t;
   },
 });
-// The cold floor: the same fresh-context cold navigation, on the same
-// server, to the smallest page that fetches and parses the same JSON and
-// paints one element from it (public/bench-floor.html: a static file beside
-// the app's, so the same handler, headers and CSP; no app code). Playwright's
-// route() could serve it without shipping a file, but intercepting any
-// request makes Chromium pause every request of the page for a CDP round
-// trip, the API call too, which would slow the floor and flatter the app.
-async function floor(api) {
-  const path = `/bench-floor.html?api=${encodeURIComponent(api)}`;
-  const out = [];
-  for (let i = 0; i < runs; i++) {
-    const p = await page({ [path]: { sel: "#floor" } });
-    await p.goto(url + path, { waitUntil: "commit" });
-    out.push(await p.evaluate(shown));
-    await p.context().close();
-  }
-  return median(out);
+// The cold floor (bench-paint.mjs says what it is).
+function floor(api) {
+  return coldFloor(browser, key, url, api, runs);
 }
 
 // In-app navigation: the app open on another page (cold-loaded, then left
