@@ -29,6 +29,10 @@ type OTelReceipt struct {
 // per (owner, trace id, span id or log key) and rebuilds every trace the
 // request touched from all of that trace's stored spans and log records,
 // upserting it like a re-import (external id = hex trace id, format otel).
+// Client-only instrumentation sends one OTel trace per LLM call: such calls
+// are filed into one conversation's stream instead (by session id, or the
+// conversation their input extends; formats.ThreadOf), the decision recorded
+// in the events so that a replay needs no deciding.
 // A trace with no reviewable LLM messages yet (none, or only system
 // instructions) is stored but not listed. A trace whose records cannot be
 // built is rejected alone: none of its new records are stored and the
