@@ -496,3 +496,26 @@ func TestOTLPJoinsRootlessCalls(t *testing.T) {
 	require.NoError(t, err, out)
 	require.Equal(t, before, dumpReadModel(t, in), "the read model equals a replay of the log")
 }
+
+// TestOTLPUsageInSQL: the model and token usage an LLM call's span reports
+// are columns of the steps it produced in POST /query, so usage can be
+// summed per model. Before, they were only inside steps.metadata.
+func TestOTLPUsageInSQL(t *testing.T) {
+	in := startServe(t)
+	key := in.newUser("agent", false)
+	now := time.Now().UnixNano()
+	body := otlpSpans("agent", otlpSpan{trace: "e1000000000000000000000000000000", id: "e100000000000001", name: "chat", start: now, attrs: map[string]string{
+		"gen_ai.operation.name":                "chat",
+		"gen_ai.response.model":                "gpt-4o-2024-08-06",
+		"gen_ai.usage.input_tokens":            "120",
+		"gen_ai.usage.output_tokens":           "15",
+		"gen_ai.usage.cache_read.input_tokens": "64",
+		"gen_ai.input.messages":                mustJSON([]any{genAIText("user", "Hi")}),
+		"gen_ai.output.messages":               mustJSON([]any{genAIText("assistant", "Hello!")}),
+	}})
+	r, err := sendOTLP(in.url+"/api/v1/rm/otel/v1/traces", "Bearer "+key, "application/json", body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	in.awaitQuery(t, key, "SELECT role, model, input_tokens, output_tokens, total_tokens, cached_tokens FROM steps ORDER BY step_index",
+		[][]any{{"user", nil, nil, nil, nil, nil}, {"assistant", "gpt-4o-2024-08-06", 120, 15, 135, 64}})
+}
