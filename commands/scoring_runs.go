@@ -78,7 +78,10 @@ func (c *Commands) RequestScoring(ctx context.Context, actor Actor, traceID, mod
 
 func scoringItems(tr traces.State, m rewardmodels.State) ScoringItems {
 	pt := rewardmodels.PairTrace(tr)
-	v := m.Config.InputVersion // training and scoring render alike
+	// Training and scoring render alike. Thinking steps are never scored,
+	// whatever rules the model's dataset was built under: a score on
+	// reasoning would show as an action's credit and queue it for review.
+	v := m.Config.InputVersion
 	items := ScoringItems{ModelID: m.ID, ArtifactKey: m.Success.ArtifactKey,
 		Trace: rewardmodels.ScoreItem{TraceID: tr.ID, Revision: tr.Revision, Text: domain.RenderVersion(v, pt.Steps, len(pt.Steps)-1, true)}}
 	if v == 3 {
