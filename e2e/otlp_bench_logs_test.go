@@ -168,17 +168,7 @@ func decodeLogsInProcess(tb testing.TB, bodies []otlpBody) (records int, d time.
 				continue
 			}
 			seen[tid] = true
-			ids := make([]string, 0, len(stored[tid]))
-			for id := range stored[tid] {
-				ids = append(ids, id)
-			}
-			sort.Strings(ids)
-			all := make([]formats.RawSpan, len(ids))
-			for i, id := range ids {
-				all[i] = stored[tid][id]
-			}
-			_, _, err := formats.RebuildTrace(all)
-			require.NoError(tb, err)
+			rebuildStored(tb, stored[tid])
 		}
 	}
 	return records, time.Since(start)

@@ -190,20 +190,27 @@ func decodeInProcess(tb testing.TB, bodies [][]byte) (spans int, d time.Duration
 			stored[r.TraceID][r.SpanID] = r
 		}
 		for _, tid := range touched {
-			ids := make([]string, 0, len(stored[tid]))
-			for id := range stored[tid] {
-				ids = append(ids, id)
-			}
-			sort.Strings(ids)
-			all := make([]formats.RawSpan, len(ids))
-			for i, id := range ids {
-				all[i] = stored[tid][id]
-			}
-			_, _, err := formats.RebuildTrace(all)
-			require.NoError(tb, err)
+			rebuildStored(tb, stored[tid])
 		}
 	}
 	return spans, time.Since(start)
+}
+
+// rebuildStored rebuilds one trace from its stored spans in span-id order,
+// as the receiver's command does after each request: the decode-only
+// reference does the same work minus the HTTP and the event store.
+func rebuildStored(tb testing.TB, spans map[string]formats.RawSpan) {
+	ids := make([]string, 0, len(spans))
+	for id := range spans {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	all := make([]formats.RawSpan, len(ids))
+	for i, id := range ids {
+		all[i] = spans[id]
+	}
+	_, _, err := formats.RebuildTrace(all)
+	require.NoError(tb, err)
 }
 
 func postProto(url, key string, body []byte) error {
