@@ -94,10 +94,10 @@ func retryContended(ctx context.Context, fn func() (Result, error)) (Result, err
 		}
 		select {
 		case <-ctx.Done():
-			return Result{}, &domain.UnavailableError{Message: "other writes to the same trace kept this request from applying before it ended; retry"}
+			return Result{}, &domain.UnavailableError{Message: "other writes to the same trace kept this request from applying before it ended; retry", RetryAfterSeconds: 1}
 		case <-time.After(sleep):
 		}
 		backoff = min(backoff*2, 500*time.Millisecond)
 	}
-	return Result{}, &domain.UnavailableError{Message: "the trace is being written by many requests at once; retry after the Retry-After delay"}
+	return Result{}, &domain.UnavailableError{Message: "the trace is being written by many requests at once; retry after the Retry-After delay", RetryAfterSeconds: 1}
 }
