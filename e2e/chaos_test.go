@@ -294,7 +294,7 @@ func TestChaos(t *testing.T) {
 				}
 				id := out["trace_ids"].([]any)[0].(string)
 				for ctx.Err() == nil {
-					status, ann := postJSON("/api/v1/rm/traces/"+id+"/annotations", key, map[string]any{"rating": map[bool]int{true: 1, false: -1}[i%2 == 0]})
+					status, ann := postJSON("/api/v1/rm/traces/"+id+"/annotations", key, map[string]any{"rating": map[bool]int{true: 1, false: -1}[i%2 == 0], "comment": fmt.Sprintf("rated %d", i)})
 					if status == http.StatusOK {
 						got.add(got.annotations, ann["id"].(string), id)
 						break
@@ -385,7 +385,9 @@ func TestChaos(t *testing.T) {
 	drain()
 	require.Zero(t, q(`SELECT count(*) FROM projection_parked`), "nothing was parked")
 
-	// Every acknowledged write is there, once.
+	// Every acknowledged write is there, once. (Each annotation carries a
+	// comment: a reviewer's later rating of the same target takes the
+	// rating over, and an earlier one with a comment stays as that comment.)
 	for id := range got.imports {
 		require.Equal(t, 2, q(`SELECT count(*) FROM rm_steps WHERE trace_id = $1`, id), "acknowledged import %s", id)
 	}

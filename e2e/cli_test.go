@@ -523,8 +523,11 @@ func TestSessionsSyncReadsAMisorderedSessionInChainOrder(t *testing.T) {
 		require.GreaterOrEqual(t, len(got), len(ids), "line %d", n)
 		require.Equal(t, ids, got[:len(ids)], "line %d: step ids changed", n)
 		ids = got
-		if !annotated && len(got) >= 2 {
-			r := in.do("POST", "/api/v1/rm/traces/"+d.ID+"/annotations", key, map[string]any{"step_id": got[1], "rating": 1, "comment": "Reads the code before answering."})
+		for i := 1; !annotated && i < len(d.Steps); i++ {
+			if thinkingStep(d.Steps[i]) { // reasoning takes no rating
+				continue
+			}
+			r := in.do("POST", "/api/v1/rm/traces/"+d.ID+"/annotations", key, map[string]any{"step_id": got[i], "rating": 1, "comment": "Reads the code before answering."})
 			require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 			annotated = true
 		}

@@ -81,7 +81,7 @@ func TestReimportOfEveryFixtureKeepsItsReview(t *testing.T) {
 			d := in.getTrace(t, key, id)
 			rated := len(d.Annotations) // a source's own reviews (Langfuse scores)
 			for _, s := range d.Steps {
-				if s["role"] == "system" || rated == len(d.Annotations)+2 {
+				if s["role"] == "system" || thinkingStep(s) || rated == len(d.Annotations)+2 {
 					continue
 				}
 				r := in.do("POST", "/api/v1/rm/traces/"+id+"/annotations", key,
@@ -209,4 +209,12 @@ func TestLangfuseScoresBecomeAnnotations(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, in.do("DELETE", "/api/v1/rm/annotations/"+num["id"].(string), key, nil).Status)
 	in.importAnswer(t, key, "langfuse", data)
 	require.Len(t, in.getTrace(t, key, first.TraceIDs[0]).Annotations, 1)
+}
+
+// thinkingStep reports whether a step of GET /traces/{id} is the model's
+// reasoning (metadata.thinking), which takes comments but not ratings.
+func thinkingStep(s map[string]any) bool {
+	m, _ := s["metadata"].(map[string]any)
+	t, _ := m["thinking"].(bool)
+	return t
 }

@@ -58,7 +58,9 @@ func TestWebApp(t *testing.T) {
 		"CRITIC_FAST_MODEL=openai/scripted-fast", "CRITIC_FAST_API_BASE=" + webAssessor(t)}
 	in, kafkaPort := startServeForJobs(t, llmEnv...)
 	gepaTask, gepaReflection, gepaGate := webGepaModels(t)
-	startWorkerWith(t, in, kafkaPort, "web-w1", append(llmEnv, "OPENAI_BASE_URL="+gepaReflection)...)
+	// The GEPA task model is a loopback test server: the operator allows it
+	// (tenant-named bases on loopback are refused otherwise).
+	startWorkerWith(t, in, kafkaPort, "web-w1", append(llmEnv, "OPENAI_BASE_URL="+gepaReflection, "CRITIC_ALLOWED_API_BASES="+gepaTask)...)
 	base := tinyBase(t, in)
 	key := in.newUser("reviewer", false)
 	out, err := in.cli("users", "issue-key", "--name", "reviewer", "--read-only-key")

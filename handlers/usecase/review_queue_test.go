@@ -96,7 +96,9 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 	require.NoError(t, f.store.Blobs().Put(ctx, job.ArtifactKey, []byte("checkpoint")))
 	traceScore := map[string]float64{f.ids[0]: 3, f.ids[1]: -2, f.ids[2]: 1, d: 1.2, e: 5, g: -1}
 	credit := map[string]float64{step(f.ids[0], 1): 0.01, step(f.ids[1], 1): -0.5, step(f.ids[2], 1): 0.95, step(d, 1): 0.3,
-		step(e, 1): -0.04, step(g, 1): 0, step(g, 2): 0.02, step(h, 1): 0.001}
+		step(e, 1): -0.04, step(g, 1): 0, step(g, 2): 0.02}
+	// h's thinking step is not an action: the model never scores it (a
+	// credit for it is refused as not an action of the dataset).
 	var sl, al []string
 	for id, s := range traceScore {
 		sl = append(sl, fmt.Sprintf(`{"trace_id":%q,"score":%v}`, id, s))
@@ -160,8 +162,8 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 		rows = append(rows, r)
 	}
 	u := func(z float64) float64 { return math.Round(math.Abs(math.Tanh(z/2))*1e4) / 1e4 }
-	// h's thinking step has the credit nearest zero but is not an action a
-	// reviewer rates: it is never queued.
+	// h's thinking step is not an action a reviewer rates: it is never
+	// scored, so never queued.
 	require.Equal(t, []row{
 		{"action", f.ids[0], 1, 0.01},
 		{"trace", d, -1, u(0.1)}, // (1.2 − 1) / 2

@@ -41,10 +41,12 @@ test("the first screen does not wait for the markdown renderer: plain text first
     await route.continue();
   });
   await page.goto(`/traces/${env.bigTrace}`);
-  const step = page.getByRole("region", { name: "Step 1", exact: true });
+  // Step 2 is the assistant's (Markdown is for assistant prose; the user's
+  // step 1 is always shown verbatim).
+  const step = page.getByRole("region", { name: "Step 2", exact: true });
   await expect(step).toBeVisible();
   // The message as written, markers and all, and no markdown yet.
-  await expect(step).toContainText("message 1 of a long session: **bold** and `code`");
+  await expect(step).toContainText("message 2 of a long session: **bold** and `code`");
   await expect(step.locator("strong")).toHaveCount(0);
   release();
   await expect(step.locator("strong")).toHaveText("bold");

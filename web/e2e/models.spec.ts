@@ -163,7 +163,7 @@ test("review queue with a model: the trace nobody rated by calibrated score, the
   await asTrainer(page, "/review");
   await page.getByLabel("Reward model").selectOption({ label: "refunds-ui: what it is least sure of" });
   await expect(page).toHaveURL(new RegExp(`model=${model.id}`));
-  await expect(page.locator(".progress")).toHaveText("1 / 2");
+  await expect(page.locator(".progress")).toHaveText("2 left");
   await expect(page.getByText(/Calibrated score = sigmoid\(\(score − mean\) \/ std\)/)).toContainText(
     `with mean ${stats.mean.toFixed(3)} and std ${stats.std.toFixed(3)} of its ${stats.count} training rewards`,
   );
@@ -177,10 +177,10 @@ test("review queue with a model: the trace nobody rated by calibrated score, the
   await shot(page, "review-model");
   // Rate each as it was rated before: one key, and the queue advances.
   await page.keyboard.press(key(order[0][1] as number));
-  await expect(page.locator(".progress")).toHaveText("2 / 2");
+  await expect(page.locator(".progress")).toHaveText("1 left");
   await expect(card.locator("header p")).toHaveText(order[1][0] as RegExp | string);
   await page.keyboard.press(key(order[1][1] as number));
-  await expect(page.getByText("Done: you went through all 2 items.")).toBeVisible();
+  await expect(page.getByText("Done: you judged all 2 items.")).toBeVisible();
   await expect(async () => {
     const [x2, y2] = [await get(x.id), await get(y.id)];
     expect(x2.annotations.filter((a) => a.step_id === null && a.rating !== null).map((a) => a.rating)).toEqual([whole.rating]);
