@@ -44,21 +44,31 @@ const workbenchIntegrityTrace = `{"title":"Workbench: labels","steps":[{"role":"
 
 // workbenchActionsTrace is a coding-agent session as the importers record
 // it: user text that Markdown would mangle, thinking before a reply, a
-// Claude Code Edit, a failed command, hook feedback (isMeta) and prose.
+// Claude Code Edit, a failed command, hook feedback (isMeta) and prose; and
+// what the SDKs record about the LLM calls (issue 32): the model and token
+// usage on the steps a call produced (steps 3 and 4 are one call, step 6
+// another) and the tools the agent was given on the trace.
 func workbenchActionsTrace(t *testing.T) string {
+	firstCall := map[string]any{"model": "gpt-4o-mini", "usage": map[string]any{"input_tokens": 812, "output_tokens": 96, "cached_tokens": 512}}
 	steps := []map[string]any{
 		{"role": "user", "content": "Clean the repo:\n  remove __pycache__/ and *.pyc\n    but keep setup.py"},
 		{"role": "assistant", "content": "The user wants the build droppings gone; check .gitignore first.", "metadata": map[string]any{"thinking": true}},
-		{"role": "assistant", "content": "I'll fix the version first."},
-		{"role": "assistant", "content": "", "tool_name": "Edit", "tool_call_id": "toolu_1",
+		{"role": "assistant", "content": "I'll fix the version first.", "metadata": firstCall},
+		{"role": "assistant", "content": "", "tool_name": "Edit", "tool_call_id": "toolu_1", "metadata": firstCall,
 			"tool_input": map[string]any{"file_path": "/repo/app.py", "old_string": "def version():\n    return 1\n", "new_string": "def version():\n    return 2\n"}},
 		{"role": "tool", "content": "The file /repo/app.py has been updated.", "tool_name": "Edit", "tool_call_id": "toolu_1"},
-		{"role": "assistant", "content": "", "tool_name": "Bash", "tool_call_id": "toolu_2", "tool_input": map[string]any{"command": "rm -r __pycache__/ *.pyc"}},
+		{"role": "assistant", "content": "", "tool_name": "Bash", "tool_call_id": "toolu_2", "tool_input": map[string]any{"command": "rm -r __pycache__/ *.pyc"},
+			"metadata": map[string]any{"model": "gpt-4o-mini", "usage": map[string]any{"input_tokens": 1204, "output_tokens": 40, "total_tokens": 1244}}},
 		{"role": "tool", "content": "rm: cannot remove '*.pyc': No such file or directory\n    (exit 1)", "tool_name": "Bash", "tool_call_id": "toolu_2", "metadata": map[string]any{"is_error": true}},
 		{"role": "user", "content": "Stop hook feedback:\n- run the tests before finishing", "metadata": map[string]any{"meta": true}},
 		{"role": "assistant", "content": "Done: **version 2**, caches removed."},
 	}
-	raw, err := json.Marshal(map[string]any{"title": "Workbench: agent actions", "steps": steps})
+	tools := []any{
+		map[string]any{"type": "function", "name": "Edit", "description": "Replace a string in a file",
+			"parameters": map[string]any{"type": "object", "properties": map[string]any{"file_path": map[string]any{"type": "string"}}, "required": []string{"file_path"}}},
+		map[string]any{"type": "function", "name": "Bash", "description": "Run a shell command"},
+	}
+	raw, err := json.Marshal(map[string]any{"title": "Workbench: agent actions", "metadata": map[string]any{"tools": tools}, "steps": steps})
 	require.NoError(t, err)
 	return string(raw)
 }

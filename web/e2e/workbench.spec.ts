@@ -119,6 +119,14 @@ test("agent actions as they happened: verbatim text, an Edit as a diff, thinking
   await expect(page.getByRole("main")).toHaveCount(1);
   await expect(page.getByRole("link", { name: "Skip to the steps" })).toHaveCount(1);
   await shot(page, "workbench-viewer-top-1366");
+  // What the SDK recorded about each LLM call, as one quiet line of text on
+  // the call's first step (steps 3 and 4 are one call), and the tokens over
+  // the trace (908 + 1,244) on the meta line.
+  await expect(step(page, 3).getByText("gpt-4o-mini · 812 in · 96 out · 512 cached", { exact: true })).toBeVisible();
+  await expect(step(page, 4).getByText(/gpt-4o-mini/)).toHaveCount(0);
+  await expect(step(page, 6).getByText("gpt-4o-mini · 1,204 in · 40 out", { exact: true })).toBeVisible();
+  await expect(step(page, 1).getByText(/ in · /)).toHaveCount(0);
+  await expect(page.locator(".trace-head").getByText(/· 2,152 tokens/)).toBeVisible();
   const text = user.locator("pre.verbatim");
   await expect(text).toHaveText("Clean the repo:\n  remove __pycache__/ and *.pyc\n    but keep setup.py");
   await expect(user.locator("strong, em")).toHaveCount(0);
@@ -149,11 +157,23 @@ test("agent actions as they happened: verbatim text, an Edit as a diff, thinking
   await expect(prose.locator("strong")).toHaveText("version 2");
   await prose.getByRole("button", { name: "Raw" }).click();
   await expect(prose.locator("pre.raw")).toHaveText("Done: **version 2**, caches removed.");
+  // The tools the agent was given: collapsed, then listed with a click.
+  const tools = page.getByRole("list", { name: "Tools the agent was given" });
+  await expect(tools).toBeHidden();
+  await page.locator(".trace-head").getByText("Tools (2)", { exact: true }).click();
+  await expect(tools.getByRole("listitem")).toHaveCount(2);
+  await expect(tools.getByText("Edit", { exact: true })).toBeVisible();
+  await expect(tools.getByRole("listitem").first()).toContainText("Replace a string in a file");
+  await expect(tools.getByRole("listitem").first().locator("pre")).toContainText('"file_path"');
+  await expect(tools.getByText("Bash", { exact: true })).toBeVisible();
   await a11y(page, "workbench-viewer");
   await shot(page, "workbench-viewer-1366");
   await page.setViewportSize({ width: 390, height: 844 });
   await page.reload();
   await expect(step(page, 1)).toBeVisible();
+  await expect(step(page, 3).getByText("gpt-4o-mini · 812 in · 96 out · 512 cached", { exact: true })).toBeVisible();
+  await page.locator(".trace-head").getByText("Tools (2)", { exact: true }).click();
+  await expect(tools.getByText("Edit", { exact: true })).toBeVisible();
   await shot(page, "workbench-viewer-390");
   // On a phone the sidebar is a menu, and nothing is wider than the screen.
   const nav = page.getByRole("navigation", { name: "Main" });

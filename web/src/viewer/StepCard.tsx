@@ -6,6 +6,7 @@ import { messageHTML, useMarkdown } from "./richText";
 import { anchorQuote, type Quote } from "./quote";
 import { AnnotationList, Composer } from "./Annotations";
 import { myRating, rate, type Annotate } from "./useAnnotate";
+import { CallUsage } from "./CallUsage";
 import { DIFF_KEYS, DiffView, FileChanges, ToolInputView, fileChanges, isError, isHarness, isRateable, isThinking, isVerbatim, looksLikePatch, patchLines, roleLabel } from "./agentView";
 
 const NO_KEYS = new Set<string>();
@@ -26,6 +27,8 @@ export type StepProps = {
   step: Step;
   annotations: Annotation[];
   credit?: number;
+  /** This step repeats the previous step's LLM call (same model and usage): its line is not shown again. */
+  sameCall?: boolean;
   me: string;
   canWrite: boolean;
   expanded: boolean;
@@ -188,6 +191,7 @@ export const StepCard = memo(function StepCard(p: StepProps) {
               {new Date(ts).toLocaleTimeString()}
             </time>
           )}
+          {!p.sameCall && <CallUsage step={step} />}
           {p.credit != null && (
             <span className={"chip credit " + (p.credit > 0.05 ? "pos" : p.credit < -0.05 ? "neg" : "")} title="Action credit: tanh((score − mean) / (2·std))">
               credit {(p.credit >= 0 ? "+" : "") + p.credit.toFixed(2)}

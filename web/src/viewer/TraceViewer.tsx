@@ -20,6 +20,8 @@ import { ShortcutsDialog, typingIn } from "./Shortcuts";
 import { ConsentNoticeLine, ContributeSwitch, OPT_OUT_WARNING, type ConsentNotice } from "../traces/Contribution";
 import { traceQuery } from "../traces/traceQuery";
 import { isRateable } from "./agentView";
+import { TraceTokens, repeatedCalls } from "./CallUsage";
+import { ToolList } from "./ToolList";
 
 /**
  * The trace viewer: every message in recorded order, virtualized so a
@@ -42,6 +44,7 @@ export function TraceViewer() {
   const [help, setHelp] = useState(false);
   const [model, setModel] = useState<string>("");
   const [consent, setConsent] = useState<ConsentNotice | null>(null);
+  const [toolsOpen, setToolsOpen] = useState(false);
   const scrollRef = useRef<HTMLElement>(null);
   const listRef = useRef<HTMLDivElement>(null);
 
@@ -50,6 +53,7 @@ export function TraceViewer() {
   const rows = useMemo(() => buildRows(steps), [steps]);
   const stepRow = useMemo(() => rowOfStep(rows), [rows]);
   const stepsKey = useMemo(() => revisionKey(steps), [steps]);
+  const repeated = useMemo(() => repeatedCalls(steps), [steps]);
   const byStep = useMemo(() => {
     const m = new Map<string, TraceDetail["annotations"]>();
     for (const a of d?.annotations ?? []) if (a.step_id) m.set(a.step_id, [...(m.get(a.step_id) ?? []), a]);
@@ -160,7 +164,7 @@ export function TraceViewer() {
   const [margin, setMargin] = useState(0);
   useEffect(() => {
     if (listRef.current) setMargin(listRef.current.offsetTop);
-  }, [d, traceAnns.length, composing, overview]);
+  }, [d, traceAnns.length, composing, overview, toolsOpen]);
   const virt = useVirtualizer({
     count: rows.length,
     getScrollElement: () => scrollRef.current,
@@ -316,6 +320,7 @@ export function TraceViewer() {
             {t.source_name} · imported <time dateTime={t.created_at}>{formatDate(t.created_at)}</time> · {t.step_count} steps · {t.positive_count} ▲ · {t.negative_count} ▼ ·{" "}
             {t.comment_count} comments
             {t.label_error_count > 0 && <> · {t.label_error_count} flagged</>}
+            <TraceTokens steps={steps} repeated={repeated} />
           </span>
           {t.scores.map((s) => (
             <span key={s.reward_model_id} className="chip" title={`Scored ${formatDate(s.created_at)}`}>
@@ -345,6 +350,7 @@ export function TraceViewer() {
             </label>
           )}
           {canWrite && <ScoreActions trace={t} onScored={setModel} />}
+          <ToolList metadata={t.metadata} onToggle={setToolsOpen} />
         </div>
         <div className="row consent-row">
           <ContributeSwitch
@@ -440,6 +446,7 @@ export function TraceViewer() {
                     step={s}
                     annotations={byStep.get(s.id) ?? EMPTY}
                     credit={credit.get(s.id)}
+                    sameCall={repeated.has(s.id)}
                     me={me?.user_id ?? ""}
                     canWrite={canWrite}
                     expanded={expanded.has(s.id)}
