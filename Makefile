@@ -5,7 +5,7 @@ export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
 GO        ?= go
 BIN       := bin/critic
 FUZZTIME  ?= 5s
-TEST_TIMEOUT ?= 25m
+TEST_TIMEOUT ?= 45m
 
 # GoMLX's AVX-512/AVX2 matmul kernels (github.com/gomlx/compute) exist only in a
 # GOEXPERIMENT=simd build (Go >= 1.26, amd64): 2-4x faster CPU training and scoring.
