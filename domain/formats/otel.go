@@ -126,9 +126,13 @@ func (OTel) Parse(data []byte) ([]domain.Trace, error) {
 	if len(recs.spans) == 0 && len(recs.logs) == 0 {
 		return nil, domain.Invalid("the payload holds no spans or log records")
 	}
+	groups, err := joinRootless(&recs)
+	if err != nil {
+		return nil, err
+	}
 	var out []domain.Trace
-	for _, tid := range recs.traceOrder() {
-		t, ok, err := buildOTelTrace(tid, recs.spansOf(tid), recs.logsOf(tid))
+	for _, g := range groups {
+		t, ok, err := recs.buildGroup(g)
 		if err != nil {
 			return nil, err
 		}

@@ -88,6 +88,13 @@ func ThreadOf(recs []RawSpan) Thread {
 			return Thread{}
 		}
 	}
+	return threadOf(r.spans, r.logs)
+}
+
+// threadOf is ThreadOf over decoded records: the live receiver's records of
+// one trace id, or one trace id's records of an imported file.
+func threadOf(spans []otelSpan, logs []otelEvent) Thread {
+	r := otelRecords{spans: spans, logs: logs}
 	var th Thread
 	// Only traces without a root span around their calls (every span its
 	// own root) are joined: a rooted trace is one conversation already, and
@@ -180,11 +187,65 @@ func ConversationOf(recs []RawSpan, externalID string) (Conversation, error) {
 	if err != nil {
 		return Conversation{}, err
 	}
+	return conversationOfTrace(t), nil
+}
+
+func conversationOfTrace(t domain.Trace) Conversation {
 	c := Conversation{steps: withoutReasoning(t.Steps)}
 	for _, sp := range t.Spans {
 		c.end = max(c.end, sp.EndNs)
 	}
-	return c, nil
+	return c
+}
+
+// otelGroup is one conversation of an imported file: its external id and
+// the OTel trace ids whose records it is rebuilt from.
+type otelGroup struct {
+	id   string
+	tids []string
+}
+
+// joinRootless groups an imported file's OTel traces as the live receiver
+// files them (the rules above): rootless calls naming one session form one
+// conversation, and a rootless call that continues an earlier call's
+// conversation joins it. Every other trace is a conversation of its own. The
+// same file therefore gives the same traces as the same records sent live.
+func joinRootless(r *otelRecords) ([]otelGroup, error) {
+	var groups []otelGroup
+	bySession := map[string]int{}
+	byOpening := map[string][]int{}
+	for _, tid := range r.traceOrder() {
+		th := threadOf(r.spansOf(tid), r.logsOf(tid))
+		switch {
+		case th.Conversation != "":
+			if gi, ok := bySession[th.Conversation]; ok {
+				groups[gi].tids = append(groups[gi].tids, tid)
+				continue
+			}
+			bySession[th.Conversation] = len(groups)
+			groups = append(groups, otelGroup{id: "session:" + th.Conversation, tids: []string{tid}})
+			continue
+		case th.Opening != "":
+			joined := false
+			for _, gi := range byOpening[th.Opening] {
+				t, ok, err := r.buildGroup(groups[gi])
+				if err != nil {
+					return nil, err
+				}
+				if ok && th.Continues(conversationOfTrace(t)) {
+					groups[gi].tids = append(groups[gi].tids, tid)
+					joined = true
+					break
+				}
+			}
+			if joined {
+				continue
+			}
+			byOpening[th.Opening] = append(byOpening[th.Opening], len(groups))
+		}
+		groups = append(groups, otelGroup{id: tid, tids: []string{tid}})
+	}
+	return groups, nil
 }
 
 // Continues says whether a rootless call joins the stored conversation c:
@@ -216,3 +277,15 @@ func stepsPrefix(a, b []domain.Step) bool {
 
 // Start is when the trace's rootless call started (0 for other traces).
 func (th Thread) Start() int64 { return th.start }
+
+// buildGroup rebuilds one conversation of an imported file from the records
+// of all its OTel traces.
+func (r *otelRecords) buildGroup(g otelGroup) (domain.Trace, bool, error) {
+	var spans []otelSpan
+	var logs []otelEvent
+	for _, tid := range g.tids {
+		spans = append(spans, r.spansOf(tid)...)
+		logs = append(logs, r.logsOf(tid)...)
+	}
+	return buildOTelTrace(g.id, spans, logs)
+}

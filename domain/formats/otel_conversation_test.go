@@ -2,6 +2,7 @@ package formats
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,4 +108,45 @@ func TestThreadOfLoneRootSpanIsItsOwn(t *testing.T) {
 	}}})
 	require.NoError(t, err)
 	require.Equal(t, Thread{}, ThreadOf([]RawSpan{{TraceID: "0102030405060708090a0b0c0d0e0f10", SpanID: "0000000000000001", JSON: b}}))
+}
+
+// TestOTelFileJoinsRootlessCalls: an OTLP file export of client-only
+// instrumentation (one trace per call, each re-sending the history) imports
+// as the live receiver files it: the calls of one conversation become one
+// trace named by its first call, another conversation of the same service
+// stays apart, and calls naming a session join under it.
+func TestOTelFileJoinsRootlessCalls(t *testing.T) {
+	sys, q, a := msg("system", "Be brief."), msg("user", "Capital of France?"), msg("assistant", "Paris.")
+	q2, a2 := msg("user", "And Italy?"), msg("assistant", "Rome.")
+	withIDs := func(raw []RawSpan, trace string) string {
+		var v map[string]any
+		require.NoError(t, json.Unmarshal(raw[0].JSON, &v))
+		sp := v["resourceSpans"].([]any)[0].(map[string]any)["scopeSpans"].([]any)[0].(map[string]any)["spans"].([]any)[0].(map[string]any)
+		sp["traceId"], sp["spanId"] = trace, trace[16:]
+		b, err := json.Marshal(v)
+		require.NoError(t, err)
+		return string(b)
+	}
+	lines := []string{
+		withIDs(rootlessCall(t, "bot", otelT0, nil, []any{sys, q}, a), "0000000000000000000000000000000a"),
+		withIDs(rootlessCall(t, "bot", otelT0+otelS, nil, []any{sys, msg("user", "Capital of Spain?")}, msg("assistant", "Madrid.")), "0000000000000000000000000000000b"),
+		withIDs(rootlessCall(t, "bot", otelT0+2*otelS, nil, []any{sys, q, a, q2}, a2), "0000000000000000000000000000000c"),
+		withIDs(rootlessCall(t, "bot", otelT0+3*otelS, map[string]any{"session.id": "s-7"}, []any{msg("user", "Hi")}, msg("assistant", "Hello.")), "0000000000000000000000000000000d"),
+		withIDs(rootlessCall(t, "bot", otelT0+4*otelS, map[string]any{"session.id": "s-7"}, []any{msg("user", "Hi"), msg("assistant", "Hello."), msg("user", "Bye")}, msg("assistant", "Bye.")), "0000000000000000000000000000000e"),
+	}
+	traces, err := OTel{}.Parse([]byte(lines[0] + "\n" + lines[1] + "\n" + lines[2] + "\n" + lines[3] + "\n" + lines[4] + "\n"))
+	require.NoError(t, err)
+	var got []string
+	for _, tr := range traces {
+		var contents []string
+		for _, s := range tr.Steps {
+			contents = append(contents, string(s.Role)+":"+s.Content)
+		}
+		got = append(got, tr.ExternalID+" "+strings.Join(contents, " | "))
+	}
+	require.Equal(t, []string{
+		"0000000000000000000000000000000a system:Be brief. | user:Capital of France? | assistant:Paris. | user:And Italy? | assistant:Rome.",
+		"0000000000000000000000000000000b system:Be brief. | user:Capital of Spain? | assistant:Madrid.",
+		"session:s-7 user:Hi | assistant:Hello. | user:Bye | assistant:Bye.",
+	}, got)
 }
