@@ -10,12 +10,14 @@ import (
 )
 
 // emptyArgsInputs has, for every adapter, a conversation whose one tool call
-// has an empty-object argument list ("run" called with {}).
+// has an empty-object argument list ("run" called with {}). The id-less
+// ones differ in content: id-less traces are keyed by their content, so two
+// identical conversations would be one trace.
 var emptyArgsInputs = map[string]string{
 	"stash": `{"id":"stash-1","steps":[{"role":"user","content":"go"},{"role":"assistant","content":"","tool_name":"run","tool_input":{},"tool_call_id":"c1"},{"role":"tool","content":"ok","tool_name":"run","tool_call_id":"c1"}]}`,
 	"openai_chat": `{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"run","arguments":"{}"}}]},` +
 		`{"role":"tool","tool_call_id":"c1","content":"ok"}]}`,
-	"anthropic_messages": `{"messages":[{"role":"user","content":"go"},{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"run","input":{}}]},` +
+	"anthropic_messages": `{"messages":[{"role":"user","content":"go now"},{"role":"assistant","content":[{"type":"tool_use","id":"c1","name":"run","input":{}}]},` +
 		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"ok"}]}]}`,
 	"claude_code": `{"type":"user","sessionId":"s","uuid":"1","timestamp":"2026-01-01T00:00:00Z","message":{"role":"user","content":"go"}}` + "\n" +
 		`{"type":"assistant","sessionId":"s","uuid":"2","timestamp":"2026-01-01T00:00:01Z","message":{"id":"m-2","role":"assistant","content":[{"type":"tool_use","id":"c1","name":"run","input":{}}]}}` + "\n" +
