@@ -106,8 +106,8 @@ func classify(err error) (int, ErrorBody) {
 // id Observe put in the response headers.
 func WriteError(w http.ResponseWriter, err error) {
 	status, body := classify(err)
-	if una := (*domain.UnavailableError)(nil); errors.As(err, &una) && una.RetryAfterSeconds > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(una.RetryAfterSeconds))
+	if s := retryAfter(err); s > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(s))
 	}
 	body.RequestID = w.Header().Get(requestid.Header)
 	if status == http.StatusInternalServerError {
@@ -128,7 +128,17 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 // ConnectError maps err to a Connect error with the matching code.
 func ConnectError(err error) error {
 	status, body := Classify(err)
-	return connectError(status, body)
+	return connectError(status, body, retryAfter(err))
+}
+
+// retryAfter is the delay, in seconds, an unavailable answer asks the client
+// to wait before retrying (0: none named). REST sends it as the Retry-After
+// header, Connect as the same key in the error's metadata.
+func retryAfter(err error) int {
+	if una := (*domain.UnavailableError)(nil); errors.As(err, &una) {
+		return una.RetryAfterSeconds
+	}
+	return 0
 }
 
 // ConnectErrorContext is ConnectError for a call whose context is known: an
@@ -138,10 +148,10 @@ func ConnectErrorContext(ctx context.Context, err error) error {
 	if status == http.StatusInternalServerError {
 		logInternal(ctx, err)
 	}
-	return connectError(status, body)
+	return connectError(status, body, retryAfter(err))
 }
 
-func connectError(status int, body ErrorBody) error {
+func connectError(status int, body ErrorBody, retryAfterSeconds int) error {
 	code := connect.CodeInternal
 	switch status {
 	case http.StatusUnprocessableEntity:
@@ -162,5 +172,9 @@ func connectError(status int, body ErrorBody) error {
 	case http.StatusServiceUnavailable:
 		code = connect.CodeUnavailable
 	}
-	return connect.NewError(code, errors.New(body.Detail))
+	ce := connect.NewError(code, errors.New(body.Detail))
+	if retryAfterSeconds > 0 {
+		ce.Meta().Set("Retry-After", strconv.Itoa(retryAfterSeconds))
+	}
+	return ce
 }
