@@ -16,7 +16,7 @@ import (
 // requireBrowser skips the test when this machine has no Chromium and
 // fails it when the web app or its test runner is missing (make test builds
 // both), returning the web app's folder.
-func requireBrowser(t *testing.T) string {
+func requireBrowser(t testing.TB) string {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath()); err != nil {
 		t.Skipf("\n\n*** BROWSER TESTS SKIPPED: no Chromium at %s (apt-get install chromium, or set CRITIC_CHROMIUM) ***\n\n", chromiumPath())

@@ -178,34 +178,18 @@ func decodeLogsInProcess(tb testing.TB, bodies []otlpBody) (records int, d time.
 // `senders` concurrent exporters (one pair per sender at a time, as one
 // process's span and log exporters).
 func sendPairs(tb testing.TB, base, key string, bodies []otlpBody, senders int) time.Duration {
-	jobs := make(chan []otlpBody)
-	errs := make(chan error, len(bodies))
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for pair := range jobs {
-				for _, b := range pair {
-					if err := postProtoAccepted(base+b.path, key, b.body); err != nil {
-						errs <- err
-					}
-				}
-			}
-		}()
-	}
+	var pairs [][]otlpBody
 	for i := 0; i < len(bodies); i += 2 {
-		jobs <- bodies[i : i+2]
+		pairs = append(pairs, bodies[i:i+2])
 	}
-	close(jobs)
-	wg.Wait()
-	d := time.Since(start)
-	close(errs)
-	for err := range errs {
-		require.NoError(tb, err)
-	}
-	return d
+	return fanOut(tb, pairs, senders, func(pair []otlpBody) error {
+		for _, b := range pair {
+			if err := postProtoAccepted(base+b.path, key, b.body); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // postProtoAccepted is postProto for a request that may answer a partial

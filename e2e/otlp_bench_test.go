@@ -236,23 +236,30 @@ func postProto(url, key string, body []byte) error {
 // sendAll posts bodies in order with `senders` concurrent exporters and
 // returns how long it took until the last one was answered.
 func sendAll(tb testing.TB, url, key string, bodies [][]byte, senders int) time.Duration {
-	jobs := make(chan []byte)
-	errs := make(chan error, len(bodies))
+	return fanOut(tb, bodies, senders, func(body []byte) error { return postProto(url, key, body) })
+}
+
+// fanOut hands items in order to `senders` concurrent workers running send,
+// fails on any error, and returns how long it took until the last send was
+// answered.
+func fanOut[T any](tb testing.TB, items []T, senders int, send func(T) error) time.Duration {
+	jobs := make(chan T)
+	errs := make(chan error, len(items))
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range senders {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for body := range jobs {
-				if err := postProto(url, key, body); err != nil {
+			for it := range jobs {
+				if err := send(it); err != nil {
 					errs <- err
 				}
 			}
 		}()
 	}
-	for _, body := range bodies {
-		jobs <- body
+	for _, it := range items {
+		jobs <- it
 	}
 	close(jobs)
 	wg.Wait()

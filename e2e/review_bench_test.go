@@ -7,14 +7,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/criticml/critic/platform/pg/pgtest"
 )
 
 // BenchmarkReview is make bench-review: the built binary serving the
@@ -27,12 +24,7 @@ import (
 // first-step-visible time on a 2,500-step trace (bench-ui's session)
 // beside bench-ui's cold floor, measured in the same run.
 func BenchmarkReview(b *testing.B) {
-	if _, err := os.Stat(chromiumPath()); err != nil {
-		b.Skipf("no Chromium at %s (apt-get install chromium, or set CRITIC_CHROMIUM)", chromiumPath())
-	}
-	webDir := filepath.Join(pgtest.ModuleRoot(b), "web")
-	_, err := os.Stat(filepath.Join(webDir, "dist", "index.html"))
-	require.NoError(b, err, "run make web first")
+	webDir := requireBrowser(b)
 
 	const items, steps = 100, 2500
 	in := startServe(b)

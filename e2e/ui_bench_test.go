@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/criticml/critic/platform/pg/pgtest"
 )
 
 // BenchmarkUI is make bench-ui: the built binary serving the embedded app,
@@ -29,12 +26,7 @@ import (
 // same JSON) and in-app navigation (the app open on another page, a click
 // on the link, click to painted screen), each against the same limit.
 func BenchmarkUI(b *testing.B) {
-	if _, err := os.Stat(chromiumPath()); err != nil {
-		b.Skipf("no Chromium at %s (apt-get install chromium, or set CRITIC_CHROMIUM)", chromiumPath())
-	}
-	webDir := filepath.Join(pgtest.ModuleRoot(b), "web")
-	_, err := os.Stat(filepath.Join(webDir, "dist", "index.html"))
-	require.NoError(b, err, "run make web first")
+	webDir := requireBrowser(b)
 
 	const steps, traces = 2500, 20000
 	in := startServe(b)
