@@ -22,6 +22,7 @@
     [/^\/skills\/[^/]+$/, "GepaRunPage"],
     [/^\/sql$/, "SqlPage"],
     [/^\/comparisons$/, "ComparisonsPage"],
+    [/^\/criteria$/, "CriteriaPage"],
   ];
   var meta = document.querySelector('meta[name="critic-route-chunks"]');
   var chunks = {};

@@ -24,6 +24,7 @@ const SkillsPage = page("SkillsPage", () => import("./skills/SkillsPage"));
 const GepaRunPage = page("GepaRunPage", () => import("./skills/GepaRunPage"));
 const SqlPage = page("SqlPage", () => import("./sql/SqlPage"));
 const ComparisonsPage = page("ComparisonsPage", () => import("./comparisons/ComparisonsPage"));
+const CriteriaPage = page("CriteriaPage", () => import("./criteria/CriteriaPage"));
 
 // The entry and everything it imports have been evaluated (make bench-ui
 // reports the marks it finds; DevTools shows them in the timing track).
@@ -66,6 +67,7 @@ function Gate() {
         <Route path="skills/:id" element={<GepaRunPage />} />
         <Route path="sql" element={<SqlPage />} />
         <Route path="comparisons" element={<ComparisonsPage />} />
+        <Route path="criteria" element={<CriteriaPage />} />
         <Route path="*" element={<NotFoundPage />} />
       </Route>
     </Routes>

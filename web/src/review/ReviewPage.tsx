@@ -10,6 +10,9 @@ import { isHarness, isThinking } from "../viewer/agentView";
 import { ShortcutsDialog, typingIn } from "../viewer/Shortcuts";
 import { TraceLink } from "../traces/TraceLink";
 import { traceQuery } from "../traces/traceQuery";
+import { CriteriaForm, criteriaHint, useCriteria, useCriteriaKeys, type Row } from "../criteria/CriteriaForm";
+import { GuidelinesPanel } from "../criteria/Guidelines";
+import { myValue, targetOf } from "../criteria/criteria";
 
 type ReviewQueue = Schemas["ReviewQueue"];
 type Item = Schemas["ReviewItem"];
@@ -19,7 +22,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const REVIEW_KEYS: [string, string][] = [
   ["+ / −", "rate this item up / down and go to the next"],
   ["c", "comment on this item (Ctrl+Enter saves; you stay on it)"],
-  ["→ or s", "skip to the next item (remembered: it comes last next time)"],
+  ["1–9, 0", "pick a choice of the first criterion beside the item (again removes it)"],
+  ["letter, digit", "pick a choice of the criterion with that letter"],
+  ["→ or s", "skip to the next item (remembered: it comes last next time); with a criterion value set, the item is judged and leaves"],
   ["←", "back to the previous item"],
   ["?", "show these shortcuts"],
 ];
@@ -268,6 +273,19 @@ function ReviewItem({
     });
   }, []);
   const compose = useCallback((id: string | null) => setComposing(id === null ? undefined : id), []);
+  // The criteria that apply to the item (the trace, or its action), beside
+  // it; an item the reviewer gave a value is judged when they move on.
+  const crit = useCriteria();
+  const rows = useMemo<Row[]>(() => {
+    if (!d) return [];
+    if (!item.step_id) return crit.forTarget("trace").map((c) => ({ criterion: c, stepId: null, annotations: d.annotations.filter((a) => !a.step_id) }));
+    const s = d.steps.find((x) => x.id === item.step_id);
+    return s ? crit.forTarget(targetOf(s)).map((c) => ({ criterion: c, stepId: s.id, stepNumber: s.index + 1, annotations: byStep.get(s.id) ?? NONE })) : [];
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- forTarget follows crit.criteria
+  }, [d, item.step_id, crit.criteria, byStep]);
+  const armed = useCriteriaKeys(rows, crit.letters, me?.user_id ?? "", ann, canWrite && !help);
+  const valued = !!me && rows.some((r) => myValue(r.annotations, me.user_id, r.criterion.criterion_id, r.stepId));
+  const onMove = valued ? onRated : onNext;
   // A layout effect: the item's keys work from the frame it is shown in. With a plain
   // effect the new item is painted before its listener is added (the previous item's
   // is already gone), and a reviewer's quick "+" in between is lost.
@@ -277,7 +295,7 @@ function ReviewItem({
       if (e.key === "+" || e.key === "=") doRate(1);
       else if (e.key === "-" || e.key === "_") doRate(-1);
       else if (e.key === "c" && canWrite) setComposing(item.step_id ?? null);
-      else if (e.key === "ArrowRight" || e.key === "s") onNext();
+      else if (e.key === "ArrowRight" || e.key === "s") onMove();
       else if (e.key === "ArrowLeft") onPrev();
       else if (e.key === "?") setHelp(true);
       else if (e.key === "Escape" && composing !== undefined) setComposing(undefined);
@@ -307,6 +325,7 @@ function ReviewItem({
     />
   );
   return (
+    <div className="review-layout">
     <article className="review-card" aria-label="Review item">
       <header>
         <h2>
@@ -360,13 +379,28 @@ function ReviewItem({
         <button type="button" onClick={onPrev}>
           Previous
         </button>
-        <button type="button" onClick={onNext}>
-          Skip
+        <button type="button" onClick={onMove}>
+          {valued ? "Next" : "Skip"}
         </button>
         <span className="muted small-text">+ / − rate and advance · c comment · → skip · ? shortcuts</span>
       </footer>
       <UndoDelete ann={ann} />
     </article>
+      <div className="side-panel">
+        <GuidelinesPanel />
+        <CriteriaForm
+          rows={rows}
+          letters={crit.letters}
+          me={me?.user_id ?? ""}
+          ann={ann}
+          canWrite={canWrite}
+          armed={armed}
+          digits={rows[0]?.criterion.criterion_id ?? null}
+          title={target ? `Criteria, step ${target.index + 1}` : "Criteria, this trace"}
+        />
+        {rows.length > 0 && <p className="muted small-text criteria-hint">{criteriaHint(rows, armed)}</p>}
+      </div>
+    </div>
   );
 }
 

@@ -43,6 +43,7 @@ export function Layout({ children }: { children: ReactNode }) {
           <NavLink to="/skills">Skills</NavLink>
           <NavLink to="/sql">SQL</NavLink>
           <NavLink to="/comparisons">Comparisons</NavLink>
+          <NavLink to="/criteria">Criteria</NavLink>
         </nav>
         <div className="sidebar-bottom">
           {me && (

@@ -1,4 +1,4 @@
-import { memo, useEffect, useMemo, useRef, useState } from "react";
+import { memo, useEffect, useMemo, useRef, useState, type ReactNode } from "react";
 import { highlightQuotes } from "./quoteHighlight";
 import type { Annotation, Step } from "../api/client";
 import { canRender, prettyJSON } from "./text";
@@ -38,6 +38,8 @@ export type StepProps = {
   onToggleExpand: (stepId: string) => void;
   onSelect: (index: number) => void;
   onCompose: (stepId: string | null) => void;
+  /** Shown under the step's actions: the criteria form of the selected step. */
+  extra?: ReactNode;
 };
 
 function Copy({ text, label }: { text: string; label: string }) {
@@ -263,6 +265,7 @@ export const StepCard = memo(function StepCard(p: StepProps) {
             )}
           </div>
         )}
+        {p.extra}
         {quoteError && (
           <p role="alert" className="error small-text">
             {quoteError}

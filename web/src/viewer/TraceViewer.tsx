@@ -22,6 +22,9 @@ import { traceQuery } from "../traces/traceQuery";
 import { isRateable } from "./agentView";
 import { TraceTokens, repeatedCalls } from "./CallUsage";
 import { ToolList } from "./ToolList";
+import { CriteriaForm, criteriaHint, useCriteria, useCriteriaKeys, type Row } from "../criteria/CriteriaForm";
+import { GuidelinesPanel } from "../criteria/Guidelines";
+import { guidelinesQuery, targetOf } from "../criteria/criteria";
 
 /**
  * The trace viewer: every message in recorded order, virtualized so a
@@ -161,10 +164,37 @@ export function TraceViewer() {
     [setParams],
   );
 
+  // The criteria of the selected step (it is their target) and of the
+  // trace, and the guidelines: beside the steps on a wide screen, above them
+  // on a narrow one. Digits pick for the first row, a letter arms another.
+  const crit = useCriteria();
+  const guide = useQuery(guidelinesQuery);
+  const cur = steps[selected];
+  const stepRows = useMemo<Row[]>(
+    () => (cur ? crit.forTarget(targetOf(cur)).map((c) => ({ criterion: c, stepId: cur.id, stepNumber: cur.index + 1, annotations: byStep.get(cur.id) ?? EMPTY })) : []),
+    // eslint-disable-next-line react-hooks/exhaustive-deps -- forTarget follows crit.criteria
+    [cur, crit.criteria, byStep],
+  );
+  const traceRows = useMemo<Row[]>(() => crit.forTarget("trace").map((c) => ({ criterion: c, stepId: null, annotations: traceAnns })), [crit.criteria, traceAnns]); // eslint-disable-line react-hooks/exhaustive-deps
+  const critRows = useMemo(() => (overview ? [] : [...stepRows, ...traceRows]), [overview, stepRows, traceRows]);
+  const armed = useCriteriaKeys(critRows, crit.letters, me?.user_id ?? "", ann, canWrite && !help);
+  const hint = criteriaHint(critRows, armed);
+  const hasSide = traceRows.length > 0 || !!guide.data?.markdown.trim();
+  const sideRef = useRef<HTMLDivElement>(null);
+
   const [margin, setMargin] = useState(0);
   useEffect(() => {
     if (listRef.current) setMargin(listRef.current.offsetTop);
   }, [d, traceAnns.length, composing, overview, toolsOpen]);
+  // On a narrow screen the side panel is above the steps: opening the
+  // guidelines moves the list.
+  useEffect(() => {
+    const el = sideRef.current;
+    if (!el) return;
+    const ro = new ResizeObserver(() => listRef.current && setMargin(listRef.current.offsetTop));
+    ro.observe(el);
+    return () => ro.disconnect();
+  }, [hasSide]);
   const virt = useVirtualizer({
     count: rows.length,
     getScrollElement: () => scrollRef.current,
@@ -276,7 +306,7 @@ export function TraceViewer() {
   const t = d!;
   const myTrace = me ? myRating(t.annotations, me.user_id, null) : undefined;
   return (
-    <main className="main viewer" ref={scrollRef}>
+    <main className={"main viewer" + (hasSide ? " with-side" : "")} ref={scrollRef}>
       <a
         href="#steps"
         className="skip-link"
@@ -422,6 +452,13 @@ export function TraceViewer() {
         )}
         {t.spans.length > 0 && <Timeline spans={t.spans} onPick={(i) => { select(i); virt.scrollToIndex(stepRow[i], { align: "start" }); }} />}
       </header>
+      {hasSide && (
+        <div className="side-panel" ref={sideRef}>
+          <GuidelinesPanel />
+          <CriteriaForm rows={traceRows} letters={crit.letters} me={me?.user_id ?? ""} ann={ann} canWrite={canWrite} armed={armed} digits={critRows[0]?.criterion.criterion_id ?? null} title="This trace" />
+          {traceRows.length > 0 && stepRows.length === 0 && <p className="muted small-text criteria-hint">{hint}</p>}
+        </div>
+      )}
 
       {overview ? (
         <SectionCards traceId={t.id} stepsKey={stepsKey} sections={t.sections!} path={cardPath} onPath={showCards} onEnter={(s) => enterSection(s.first_step_index)} />
@@ -456,6 +493,14 @@ export function TraceViewer() {
                     onToggleExpand={toggleExpand}
                     onSelect={select}
                     onCompose={compose}
+                    extra={
+                      s.index === selected && stepRows.length > 0 ? (
+                        <>
+                          <CriteriaForm rows={stepRows} letters={crit.letters} me={me?.user_id ?? ""} ann={ann} canWrite={canWrite} armed={armed} digits={critRows[0]?.criterion.criterion_id ?? null} title={`Criteria, step ${s.index + 1}`} />
+                          <p className="muted small-text criteria-hint">{hint}</p>
+                        </>
+                      ) : undefined
+                    }
                   />
                   </Fragment>
                 ))}

@@ -89,8 +89,14 @@ export type Annotate = ReturnType<typeof useAnnotate>;
 /** How long a deleted comment can be brought back. */
 export const UNDO_MS = 8000;
 
-/** The annotations after a: the author's other ratings on a's target lose their rating (those without a comment go). */
+/**
+ * The annotations after a: the author's other ratings on a's target lose
+ * their rating (those without a comment go); a criterion value replaces the
+ * author's earlier value of that criterion on the target.
+ */
 function supersede(l: Annotation[], a: Annotation): Annotation[] {
+  const crit = (x: Annotation) => (x as { criterion_id?: string | null }).criterion_id ?? null;
+  if (crit(a) != null) return l.filter((x) => x.id === a.id || x.author_id !== a.author_id || (x.step_id ?? null) !== (a.step_id ?? null) || crit(x) !== crit(a));
   if (a.rating == null) return l;
   return l.flatMap((x) => {
     if (x.id === a.id || x.author_id !== a.author_id || (x.step_id ?? null) !== (a.step_id ?? null) || x.rating == null) return [x];
