@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/traces"
@@ -15,6 +16,10 @@ type AddAnnotation struct {
 	Comment    *string
 	Quote      *events.Quote
 	AuthorName string
+	// CriterionID and Value give a criterion's value instead of a rating
+	// or comment.
+	CriterionID string
+	Value       json.RawMessage
 }
 
 // AddAnnotationResult carries the new annotation's id.
@@ -27,7 +32,8 @@ type AddAnnotationResult struct {
 // describes it and appends annotation.added to that stream. A rating
 // replaces the author's earlier rating on the same target in the same
 // append (traces.SupersedeRatings), so the log never holds two live votes
-// of one reviewer and replay arrives at the same one.
+// of one reviewer and replay arrives at the same one; a criterion's value
+// likewise replaces the author's earlier value of that criterion there.
 func (c *Commands) AddAnnotation(ctx context.Context, actor Actor, in AddAnnotation) (AddAnnotationResult, error) {
 	id := newID()
 	r, err := retryOnConflict(func() (Result, error) {
@@ -35,14 +41,25 @@ func (c *Commands) AddAnnotation(ctx context.Context, actor Actor, in AddAnnotat
 		if err != nil {
 			return Result{}, err
 		}
-		p, err := traces.DecideAddAnnotation(st, traces.AddAnnotationInput{AnnotationID: id, StepID: in.StepID, Rating: in.Rating,
-			Comment: in.Comment, Quote: in.Quote, AuthorID: actor.UserID, AuthorName: in.AuthorName})
+		dec := traces.AddAnnotationInput{AnnotationID: id, StepID: in.StepID, Rating: in.Rating, Comment: in.Comment,
+			Quote: in.Quote, AuthorID: actor.UserID, AuthorName: in.AuthorName, CriterionID: in.CriterionID, Value: in.Value}
+		if in.CriterionID != "" {
+			cs, err := c.criteria(ctx, actor.UserID)
+			if err != nil {
+				return Result{}, err
+			}
+			dec.Criterion, _ = cs.Get(in.CriterionID)
+		}
+		p, err := traces.DecideAddAnnotation(st, dec)
 		if err != nil {
 			return Result{}, err
 		}
 		var prior traces.PriorRatings
-		if p.Rating != nil {
+		switch {
+		case p.Rating != nil:
 			prior = traces.SupersedeRatings(st, p.AuthorID, p.StepID, p.AnnotationID)
+		case p.CriterionID != "":
+			prior = traces.SupersedeValues(st, p.AuthorID, p.StepID, p.CriterionID, p.AnnotationID)
 		}
 		return c.appendWithPrior(ctx, actor, st, events.AnnotationAdded, p, prior)
 	})

@@ -17,6 +17,13 @@ func (c *Commands) EditAnnotation(ctx context.Context, actor Actor, traceID stri
 		if err != nil {
 			return Result{}, asAnnotationNotFound(err, in.AnnotationID)
 		}
+		if a := st.Annotations[in.AnnotationID]; a != nil && a.CriterionID != "" {
+			cs, err := c.criteria(ctx, actor.UserID)
+			if err != nil {
+				return Result{}, err
+			}
+			in.Criterion, _ = cs.Get(a.CriterionID)
+		}
 		p, err := traces.DecideEditAnnotation(st, in)
 		if err != nil {
 			return Result{}, err

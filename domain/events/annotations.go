@@ -1,5 +1,7 @@
 package events
 
+import "encoding/json"
+
 // Annotation events live in their trace's stream: a re-import that removes
 // steps removes the annotations on them in the same append, and every
 // annotation records the trace revision it was made on (for `critic audit`).
@@ -17,7 +19,9 @@ type Quote struct {
 	Suffix string `json:"suffix"`
 }
 
-// AnnotationAddedV1 is a rating, a comment or both on a trace or one step.
+// AnnotationAddedV1 is a rating, a comment or both on a trace or one step
+// — or a criterion's value (CriterionID and Value set, no rating or
+// comment). Events written before criteria existed decode with neither.
 type AnnotationAddedV1 struct {
 	AnnotationID  string  `json:"annotation_id"`
 	TraceID       string  `json:"trace_id"`
@@ -28,6 +32,11 @@ type AnnotationAddedV1 struct {
 	AuthorID      string  `json:"author_id"`
 	AuthorName    string  `json:"author_name"`
 	TraceRevision int     `json:"trace_revision"`
+	// CriterionID and Value are a criterion's value: "yes"/"no" (binary),
+	// a label name (categorical) or an integer 1..scale_max (scale), as
+	// the JSON the reviewer sent.
+	CriterionID string          `json:"criterion_id,omitempty"`
+	Value       json.RawMessage `json:"value,omitempty"`
 }
 
 // AnnotationEditedV1 carries the annotation's values after the edit (not a
@@ -40,13 +49,16 @@ type AnnotationEditedV1 struct {
 	LabelError     bool    `json:"label_error"`
 	LabelErrorNote *string `json:"label_error_note"`
 	EditorID       string  `json:"editor_id"`
+	// Value is a criterion value's value after the edit (absent for
+	// ratings and comments, and in events written before criteria).
+	Value json.RawMessage `json:"value,omitempty"`
 }
 
 // Reasons an annotation is removed.
 const (
 	RemovedByUser      = "deleted"
 	RemovedStepRemoved = "step_removed" // its step disappeared in a re-import
-	RemovedReplaced    = "replaced"     // its author rated the same target again
+	RemovedReplaced    = "replaced"     // its author rated the same target again (or gave the same criterion a new value)
 )
 
 // AnnotationRemovedV1 removes an annotation.

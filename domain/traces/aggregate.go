@@ -86,6 +86,10 @@ type Annotation struct {
 	LabelError     bool
 	LabelErrorNote *string
 	AuthorID       string
+	// CriterionID and Value are a criterion's value ("" and nil for a
+	// rating or comment).
+	CriterionID string
+	Value       json.RawMessage
 }
 
 // Apply folds one event of the trace's stream into the state. An event in
@@ -187,7 +191,8 @@ func (s *State) Apply(e events.Envelope) error {
 		if s.Annotations == nil {
 			s.Annotations = map[string]*Annotation{}
 		}
-		s.Annotations[p.AnnotationID] = &Annotation{ID: p.AnnotationID, StepID: p.StepID, Rating: p.Rating, Comment: p.Comment, AuthorID: p.AuthorID}
+		s.Annotations[p.AnnotationID] = &Annotation{ID: p.AnnotationID, StepID: p.StepID, Rating: p.Rating, Comment: p.Comment, AuthorID: p.AuthorID,
+			CriterionID: p.CriterionID, Value: p.Value}
 		if s.EverAnnotated == nil {
 			s.EverAnnotated = map[string]bool{}
 		}
@@ -199,6 +204,9 @@ func (s *State) Apply(e events.Envelope) error {
 		}
 		if a := s.Annotations[p.AnnotationID]; a != nil {
 			a.Rating, a.Comment, a.LabelError, a.LabelErrorNote = p.Rating, p.Comment, p.LabelError, p.LabelErrorNote
+			if a.CriterionID != "" {
+				a.Value = p.Value
+			}
 		}
 	case events.TraceTitled:
 		var p events.TraceTitledV1

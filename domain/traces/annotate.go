@@ -1,10 +1,12 @@
 package traces
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/criteria"
 	"github.com/criticml/critic/domain/events"
 )
 
@@ -17,6 +19,12 @@ type AddAnnotationInput struct {
 	Quote        *events.Quote
 	AuthorID     string
 	AuthorName   string
+	// CriterionID and Value are a criterion's value; Criterion is that
+	// criterion as the account's stream describes it (nil: the account
+	// has none with that id).
+	CriterionID string
+	Value       json.RawMessage
+	Criterion   *criteria.Criterion
 }
 
 // DecideAddAnnotation applies the annotation rules of spec 001: a rating is 1
@@ -29,6 +37,9 @@ func DecideAddAnnotation(s State, in AddAnnotationInput) (events.AnnotationAdded
 	}
 	if err := checkAddText(in); err != nil {
 		return events.AnnotationAddedV1{}, err
+	}
+	if in.CriterionID != "" || in.Value != nil {
+		return decideAddValue(s, in)
 	}
 	comment := normComment(in.Comment)
 	if err := checkRating(in.Rating); err != nil {
@@ -63,6 +74,84 @@ func DecideAddAnnotation(s State, in AddAnnotationInput) (events.AnnotationAdded
 	}
 	return events.AnnotationAddedV1{AnnotationID: in.AnnotationID, TraceID: s.ID, StepID: in.StepID, Rating: in.Rating,
 		Comment: comment, Quote: in.Quote, AuthorID: in.AuthorID, AuthorName: in.AuthorName, TraceRevision: s.Revision}, nil
+}
+
+// decideAddValue is DecideAddAnnotation for a criterion's value: a value
+// alone (no rating, comment or quote: a value is its own annotation, so
+// replacing it never touches a rating), of a live criterion of the
+// account, valid for its kind, on the kind of target it applies to.
+func decideAddValue(s State, in AddAnnotationInput) (events.AnnotationAddedV1, error) {
+	bad := func(field, format string, args ...any) (events.AnnotationAddedV1, error) {
+		return events.AnnotationAddedV1{}, &domain.ValidationError{Code: "invalid_annotation", Field: field, Message: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case in.CriterionID == "":
+		return bad("criterion_id", "a value needs the criterion_id it answers")
+	case in.Rating != nil:
+		return bad("rating", "a criterion value is its own annotation: send the rating in another request")
+	case in.Comment != nil:
+		return bad("comment", "a criterion value is its own annotation: send the comment in another request")
+	case in.Quote != nil:
+		return bad("quote", "a criterion value takes no quote")
+	case in.Criterion == nil:
+		return bad("criterion_id", "the account has no criterion %s", in.CriterionID)
+	case in.Criterion.Archived:
+		return bad("criterion_id", "criterion %q is archived: it takes no new values", in.Criterion.Name)
+	}
+	c := in.Criterion
+	value, err := c.CheckValue(in.Value)
+	if err != nil {
+		return events.AnnotationAddedV1{}, err
+	}
+	if err := checkTarget(s, c, in.StepID); err != nil {
+		return events.AnnotationAddedV1{}, err
+	}
+	return events.AnnotationAddedV1{AnnotationID: in.AnnotationID, TraceID: s.ID, StepID: in.StepID, AuthorID: in.AuthorID,
+		AuthorName: in.AuthorName, TraceRevision: s.Revision, CriterionID: c.ID, Value: value}, nil
+}
+
+// checkTarget refuses a value on a target its criterion does not apply to:
+// a trace criterion takes no step_id; an assistant criterion takes an
+// assistant reply (not a tool call, not thinking); a tool_call criterion
+// an assistant tool call.
+func checkTarget(s State, c *criteria.Criterion, stepID string) error {
+	bad := func(field, format string, args ...any) error {
+		return &domain.ValidationError{Code: "invalid_annotation", Field: field, Message: fmt.Sprintf(format, args...)}
+	}
+	if c.AppliesTo == criteria.AppliesToTrace {
+		if stepID != "" {
+			return bad("step_id", "criterion %q applies to whole traces: give no step_id", c.Name)
+		}
+		return nil
+	}
+	if stepID == "" {
+		return bad("step_id", "criterion %q applies to %s steps: give the step_id", c.Name, c.AppliesTo)
+	}
+	step, ok := s.step(stepID)
+	if !ok {
+		return bad("step_id", "step %s is not a step of this trace", stepID)
+	}
+	isCall := step.Role == domain.RoleAssistant && step.ToolName != ""
+	isReply := step.Role == domain.RoleAssistant && step.ToolName == "" && !domain.IsThinking(step.Metadata)
+	switch {
+	case c.AppliesTo == criteria.AppliesToAssistant && !isReply:
+		return bad("step_id", "criterion %q applies to assistant replies; step %d (%s) is %s", c.Name, step.Index+1, step.ID, describeStep(step))
+	case c.AppliesTo == criteria.AppliesToToolCall && !isCall:
+		return bad("step_id", "criterion %q applies to tool calls; step %d (%s) is %s", c.Name, step.Index+1, step.ID, describeStep(step))
+	}
+	return nil
+}
+
+func describeStep(st events.StepRecord) string {
+	switch {
+	case st.Role == domain.RoleAssistant && st.ToolName != "":
+		return "a tool call (" + st.ToolName + ")"
+	case st.Role == domain.RoleAssistant && domain.IsThinking(st.Metadata):
+		return "thinking"
+	case st.Role == domain.RoleAssistant:
+		return "an assistant reply"
+	}
+	return "a " + string(st.Role) + " step"
 }
 
 // checkAddText applies the edge's text rule (domain.CheckText) to every
@@ -120,7 +209,11 @@ type EditAnnotationInput struct {
 	Comment        Optional[string]
 	LabelError     Optional[bool]
 	LabelErrorNote Optional[string]
+	Value          Optional[json.RawMessage]
 	EditorID       string
+	// Criterion is the edited annotation's criterion when it is a value
+	// (the command looks it up); nil otherwise.
+	Criterion *criteria.Criterion
 }
 
 // DecideEditAnnotation returns the annotation's values after the edit; the
@@ -134,7 +227,13 @@ func DecideEditAnnotation(s State, in EditAnnotationInput) (events.AnnotationEdi
 		return events.AnnotationEditedV1{}, err
 	}
 	out := events.AnnotationEditedV1{AnnotationID: a.ID, TraceID: s.ID, Rating: a.Rating, Comment: a.Comment,
-		LabelError: a.LabelError, LabelErrorNote: a.LabelErrorNote, EditorID: in.EditorID}
+		LabelError: a.LabelError, LabelErrorNote: a.LabelErrorNote, EditorID: in.EditorID, Value: a.Value}
+	if a.CriterionID != "" {
+		return decideEditValue(a, in, out)
+	}
+	if in.Value.Set {
+		return out, &domain.ValidationError{Code: "invalid_annotation", Field: "value", Message: "this annotation is a rating or comment, not a criterion value: it has no value"}
+	}
 	if in.Rating.Set {
 		if err := checkRating(in.Rating.Value); err != nil {
 			return out, err
@@ -163,6 +262,64 @@ func DecideEditAnnotation(s State, in EditAnnotationInput) (events.AnnotationEdi
 		}
 	}
 	return out, nil
+}
+
+// decideEditValue is DecideEditAnnotation for a criterion's value: the
+// value may change (checked as when added, and not on an archived
+// criterion) and it may be flagged as a label error; it never gains a
+// rating or a comment.
+func decideEditValue(a *Annotation, in EditAnnotationInput, out events.AnnotationEditedV1) (events.AnnotationEditedV1, error) {
+	bad := func(field, msg string) (events.AnnotationEditedV1, error) {
+		return out, &domain.ValidationError{Code: "invalid_annotation", Field: field, Message: msg}
+	}
+	if in.Rating.Set && in.Rating.Value != nil {
+		return bad("rating", "a criterion value takes no rating: rate the target in another annotation")
+	}
+	if in.Comment.Set && in.Comment.Value != nil {
+		return bad("comment", "a criterion value takes no comment: comment in another annotation")
+	}
+	if in.Value.Set {
+		c := in.Criterion
+		if in.Value.Value == nil {
+			return bad("value", "a criterion value cannot be cleared: DELETE the annotation instead")
+		}
+		if c == nil {
+			return bad("value", "the annotation's criterion "+a.CriterionID+" is gone")
+		}
+		if c.Archived {
+			return bad("value", fmt.Sprintf("criterion %q is archived: its values are kept but not changed", c.Name))
+		}
+		v, err := c.CheckValue(*in.Value.Value)
+		if err != nil {
+			return out, err
+		}
+		out.Value = v
+	}
+	if in.LabelError.Set {
+		out.LabelError = in.LabelError.Value != nil && *in.LabelError.Value
+	}
+	if in.LabelErrorNote.Set {
+		out.LabelErrorNote = normComment(in.LabelErrorNote.Value)
+	}
+	return out, nil
+}
+
+// SupersedeValues returns the removals of the author's other values of the
+// same criterion on the same target once keepID carries their value: one
+// reviewer has one answer per criterion per target, as with ratings.
+func SupersedeValues(s State, authorID, stepID, criterionID, keepID string) PriorRatings {
+	var out PriorRatings
+	if authorID == "" || criterionID == "" {
+		return out
+	}
+	for _, id := range sortedKeys(s.Annotations) {
+		a := s.Annotations[id]
+		if id == keepID || a.AuthorID != authorID || a.StepID != stepID || a.CriterionID != criterionID {
+			continue
+		}
+		out.Removals = append(out.Removals, events.AnnotationRemovedV1{AnnotationID: id, TraceID: s.ID, Reason: events.RemovedReplaced})
+	}
+	return out
 }
 
 // PriorRatings is what becomes of an author's earlier ratings on a target

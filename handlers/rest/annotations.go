@@ -15,6 +15,9 @@ type addAnnotationRequest struct {
 	Rating  *int          `json:"rating"`
 	Comment *string       `json:"comment"`
 	Quote   *events.Quote `json:"quote"`
+	// CriterionID and Value give a criterion's value instead.
+	CriterionID *string         `json:"criterion_id"`
+	Value       json.RawMessage `json:"value"`
 }
 
 func (a *API) addAnnotation(w http.ResponseWriter, r *http.Request) error {
@@ -29,6 +32,12 @@ func (a *API) addAnnotation(w http.ResponseWriter, r *http.Request) error {
 	in := commands.AddAnnotation{TraceID: r.PathValue("trace_id"), Rating: req.Rating, Comment: req.Comment, Quote: req.Quote}
 	if req.StepID != nil {
 		in.StepID = *req.StepID
+	}
+	if req.CriterionID != nil {
+		in.CriterionID = *req.CriterionID
+	}
+	if len(req.Value) > 0 && string(req.Value) != "null" {
+		in.Value = req.Value
 	}
 	ann, err := a.backend().AddAnnotation(r.Context(), caller, in)
 	if err != nil {

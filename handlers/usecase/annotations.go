@@ -81,6 +81,8 @@ func AnnotationPatchJSON(id string, raw map[string]json.RawMessage) (traces.Edit
 			err = setOptional(v, &in.LabelError)
 		case "label_error_note":
 			err = setOptional(v, &in.LabelErrorNote)
+		case "value":
+			err = setOptional(v, &in.Value)
 		default:
 			unknown = append(unknown, k)
 			continue

@@ -13,7 +13,7 @@ import (
 )
 
 const annotationCols = `a.id, a.trace_id, a.step_id, a.rating, a.comment, a.quote, a.label_error, a.label_error_note,
-	a.author_id, a.author_name, a.created_at`
+	a.author_id, a.author_name, a.created_at, a.criterion_id, a.value`
 
 func (q *Queries) annotations(ctx context.Context, where string, args ...any) ([]Annotation, error) {
 	rows, err := q.pool.Query(ctx, `SELECT `+annotationCols+` FROM rm_annotations a WHERE `+where+` ORDER BY a.seq`, args...)
@@ -24,12 +24,13 @@ func (q *Queries) annotations(ctx context.Context, where string, args ...any) ([
 	out := []Annotation{}
 	for rows.Next() {
 		var a Annotation
-		var quote []byte
+		var quote, value []byte
 		var rating *int16
 		if err := rows.Scan(&a.ID, &a.TraceID, &a.StepID, &rating, &a.Comment, &quote, &a.LabelError, &a.LabelErrorNote,
-			&a.AuthorID, &a.AuthorName, &a.CreatedAt); err != nil {
+			&a.AuthorID, &a.AuthorName, &a.CreatedAt, &a.CriterionID, &value); err != nil {
 			return nil, err
 		}
+		a.Value = rawOrNull(value)
 		if rating != nil {
 			r := int(*rating)
 			a.Rating = &r
@@ -79,12 +80,15 @@ type exportAnnotation struct {
 	LabelError      bool            `json:"label_error"`
 	Author          string          `json:"author"`
 	CreatedAt       time.Time       `json:"created_at"`
+	CriterionID     *string         `json:"criterion_id"`
+	Value           json.RawMessage `json:"value"`
 }
 
 // ExportAnnotations writes the owner's annotations as JSONL in the shape of
 // spec 001 "Annotations", oldest first.
 func (q *Queries) ExportAnnotations(ctx context.Context, owner string, w io.Writer) error {
-	rows, err := q.pool.Query(ctx, `SELECT a.trace_id, t.external_id, s.idx, a.rating, a.comment, a.quote, a.label_error, a.author_name, a.created_at
+	rows, err := q.pool.Query(ctx, `SELECT a.trace_id, t.external_id, s.idx, a.rating, a.comment, a.quote, a.label_error, a.author_name, a.created_at,
+		a.criterion_id, a.value
 		FROM rm_annotations a JOIN rm_traces t ON t.id = a.trace_id LEFT JOIN rm_steps s ON s.id = a.step_id
 		WHERE a.owner_id = $1 ORDER BY a.seq`, owner)
 	if err != nil {
@@ -95,11 +99,13 @@ func (q *Queries) ExportAnnotations(ctx context.Context, owner string, w io.Writ
 	enc.SetEscapeHTML(false)
 	for rows.Next() {
 		var e exportAnnotation
-		var quote []byte
+		var quote, value []byte
 		var rating *int16
-		if err := rows.Scan(&e.TraceID, &e.TraceExternalID, &e.StepIndex, &rating, &e.Comment, &quote, &e.LabelError, &e.Author, &e.CreatedAt); err != nil {
+		if err := rows.Scan(&e.TraceID, &e.TraceExternalID, &e.StepIndex, &rating, &e.Comment, &quote, &e.LabelError, &e.Author, &e.CreatedAt,
+			&e.CriterionID, &value); err != nil {
 			return err
 		}
+		e.Value = rawOrNull(value)
 		if rating != nil {
 			r := int(*rating)
 			e.Rating = &r

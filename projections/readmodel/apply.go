@@ -396,18 +396,21 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			quote = jsonOrNil(p.Quote)
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO rm_annotations (id, trace_id, owner_id, step_id, rating, comment, quote, author_id, author_name,
-			trace_revision, created_at, seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			trace_revision, created_at, seq, criterion_id, value) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 			p.AnnotationID, p.TraceID, e.OwnerID, nilIfEmpty(p.StepID), p.Rating, p.Comment, quote, p.AuthorID, p.AuthorName,
-			p.TraceRevision, e.RecordedAt, e.Seq)
+			p.TraceRevision, e.RecordedAt, e.Seq, nilIfEmpty(p.CriterionID), jsonOrNil(p.Value))
 		return err
 	case events.AnnotationEdited:
 		var p events.AnnotationEditedV1
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE rm_annotations SET rating = $2, comment = $3, label_error = $4, label_error_note = $5 WHERE id = $1`,
-			p.AnnotationID, p.Rating, p.Comment, p.LabelError, p.LabelErrorNote)
+		_, err := tx.Exec(ctx, `UPDATE rm_annotations SET rating = $2, comment = $3, label_error = $4, label_error_note = $5,
+			value = CASE WHEN criterion_id IS NULL THEN NULL ELSE $6::jsonb END WHERE id = $1`,
+			p.AnnotationID, p.Rating, p.Comment, p.LabelError, p.LabelErrorNote, jsonOrNil(p.Value))
 		return err
+	case events.CriterionDefined, events.CriterionChanged, events.CriterionArchived, events.GuidelinesSet:
+		return applyCriteria(ctx, tx, e)
 	case events.AnnotationRemoved:
 		var p events.AnnotationRemovedV1
 		if err := e.DecodeOrFail(&p); err != nil {

@@ -165,4 +165,8 @@ type Annotation struct {
 	AuthorID       string          `json:"author_id"`
 	AuthorName     string          `json:"author_name"`
 	CreatedAt      time.Time       `json:"created_at"`
+	// CriterionID and Value are a criterion's value (null for ratings and
+	// comments): "yes"/"no", a label name, or an integer of a scale.
+	CriterionID *string         `json:"criterion_id"`
+	Value       json.RawMessage `json:"value"`
 }

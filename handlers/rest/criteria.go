@@ -1,0 +1,160 @@
+package rest
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/criteria"
+	"github.com/criticml/critic/handlers/edge"
+)
+
+type criterionLabelRequest struct {
+	Name  *string `json:"name"`
+	Score *int    `json:"score"`
+}
+
+type defineCriterionRequest struct {
+	Name        *string                 `json:"name"`
+	Description *string                 `json:"description"`
+	Kind        *string                 `json:"kind"`
+	Labels      []criterionLabelRequest `json:"labels"`
+	ScaleMax    *int                    `json:"scale_max"`
+	AppliesTo   *string                 `json:"applies_to"`
+}
+
+type changeCriterionRequest struct {
+	Name        *string                 `json:"name"`
+	Description *string                 `json:"description"`
+	Labels      []criterionLabelRequest `json:"labels"`
+}
+
+// criterionLabels turns a request's labels into the domain's, naming a
+// label without a name.
+func criterionLabels(in []criterionLabelRequest) ([]criteria.LabelInput, error) {
+	if in == nil {
+		return nil, nil
+	}
+	out := make([]criteria.LabelInput, len(in))
+	for i, l := range in {
+		if l.Name == nil {
+			return nil, &domain.ValidationError{Code: "invalid_criterion", Field: "labels[" + strconv.Itoa(i) + "].name", Message: "every label needs a name"}
+		}
+		out[i] = criteria.LabelInput{Name: *l.Name, Score: l.Score}
+	}
+	return out, nil
+}
+
+// listCriteria is GET /criteria: the caller's active criteria in creation
+// order (?include_archived=true adds the archived ones).
+func (a *API) listCriteria(w http.ResponseWriter, r *http.Request) error {
+	caller := edge.CallerFrom(r.Context())
+	include := false
+	switch v := r.URL.Query().Get("include_archived"); v {
+	case "", "false":
+	case "true":
+		include = true
+	default:
+		return &domain.ValidationError{Code: "invalid_request", Field: "include_archived", Message: "include_archived must be true or false, not " + v}
+	}
+	cs, err := a.queries.ListCriteria(r.Context(), caller.UserID, include)
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"criteria": cs})
+	return nil
+}
+
+// defineCriterion is POST /criteria.
+func (a *API) defineCriterion(w http.ResponseWriter, r *http.Request) error {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
+		return err
+	}
+	var req defineCriterionRequest
+	if err := a.decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	labels, err := criterionLabels(req.Labels)
+	if err != nil {
+		return err
+	}
+	c, err := a.backend().DefineCriterion(r.Context(), caller, criteria.DefineInput{Name: req.Name, Description: req.Description,
+		Kind: req.Kind, Labels: labels, LabelsSet: req.Labels != nil, ScaleMax: req.ScaleMax, AppliesTo: req.AppliesTo})
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusCreated, c)
+	return nil
+}
+
+// changeCriterion is PATCH /criteria/{criterion_id}.
+func (a *API) changeCriterion(w http.ResponseWriter, r *http.Request) error {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
+		return err
+	}
+	var req changeCriterionRequest
+	if err := a.decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	labels, err := criterionLabels(req.Labels)
+	if err != nil {
+		return err
+	}
+	id := r.PathValue("criterion_id")
+	c, err := a.backend().ChangeCriterion(r.Context(), caller, criteria.ChangeInput{CriterionID: id, Name: req.Name,
+		Description: req.Description, Labels: labels, LabelsSet: req.Labels != nil})
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusOK, c)
+	return nil
+}
+
+// archiveCriterion is DELETE /criteria/{criterion_id}: archived, not
+// erased — its values stay.
+func (a *API) archiveCriterion(w http.ResponseWriter, r *http.Request) error {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
+		return err
+	}
+	id := r.PathValue("criterion_id")
+	if err := a.backend().ArchiveCriterion(r.Context(), caller, id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// getGuidelines is GET /guidelines.
+func (a *API) getGuidelines(w http.ResponseWriter, r *http.Request) error {
+	g, err := a.queries.GetGuidelines(r.Context(), edge.CallerFrom(r.Context()).UserID)
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusOK, g)
+	return nil
+}
+
+type setGuidelinesRequest struct {
+	Markdown *string `json:"markdown"`
+}
+
+// setGuidelines is PUT /guidelines.
+func (a *API) setGuidelines(w http.ResponseWriter, r *http.Request) error {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
+		return err
+	}
+	var req setGuidelinesRequest
+	if err := a.decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	g, err := a.backend().SetGuidelines(r.Context(), caller, req.Markdown)
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusOK, g)
+	return nil
+}

@@ -1,0 +1,57 @@
+package usecase
+
+import (
+	"context"
+
+	"github.com/criticml/critic/domain/criteria"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// DefineCriterion creates one of the caller's criteria and returns it once
+// readable.
+func (b Backend) DefineCriterion(ctx context.Context, caller *readmodel.Caller, in criteria.DefineInput) (*readmodel.Criterion, error) {
+	res, err := b.Cmds.DefineCriterion(ctx, Actor(caller), in)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Settle(ctx, res.Result); err != nil {
+		return nil, err
+	}
+	return b.Queries.GetCriterion(ctx, caller.UserID, res.CriterionID)
+}
+
+// ChangeCriterion applies a PATCH to one of the caller's criteria and
+// returns it once readable.
+func (b Backend) ChangeCriterion(ctx context.Context, caller *readmodel.Caller, in criteria.ChangeInput) (*readmodel.Criterion, error) {
+	res, err := b.Cmds.ChangeCriterion(ctx, Actor(caller), in)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Settle(ctx, res); err != nil {
+		return nil, err
+	}
+	return b.Queries.GetCriterion(ctx, caller.UserID, in.CriterionID)
+}
+
+// ArchiveCriterion archives one of the caller's criteria and returns once
+// the read model shows it archived.
+func (b Backend) ArchiveCriterion(ctx context.Context, caller *readmodel.Caller, id string) error {
+	res, err := b.Cmds.ArchiveCriterion(ctx, Actor(caller), id)
+	if err != nil {
+		return err
+	}
+	return b.Settle(ctx, res)
+}
+
+// SetGuidelines replaces the caller's guidelines and returns them once
+// readable.
+func (b Backend) SetGuidelines(ctx context.Context, caller *readmodel.Caller, markdown *string) (readmodel.Guidelines, error) {
+	res, err := b.Cmds.SetGuidelines(ctx, Actor(caller), markdown)
+	if err != nil {
+		return readmodel.Guidelines{}, err
+	}
+	if err := b.Settle(ctx, res); err != nil {
+		return readmodel.Guidelines{}, err
+	}
+	return b.Queries.GetGuidelines(ctx, caller.UserID)
+}
