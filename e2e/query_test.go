@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -287,4 +290,80 @@ func median(d []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), d...)
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	return s[len(s)/2]
+}
+
+// TestQueryMemoryIsTheQueryProcesss: a statement whose lists DuckDB builds
+// outside its memory_limit (constant folding at plan time, where neither
+// the limit nor the interrupt applies) fails in the query process, under
+// its CRITIC_QUERY_PROCESS_MEMORY, and the API process's memory stays
+// where it was; the next query is served. Run in one process, the same
+// statement took the API to 3 GB resident.
+func TestQueryMemoryIsTheQueryProcesss(t *testing.T) {
+	in := startServe(t, "CRITIC_QUERY_PROCESS_MEMORY=768MiB", "CRITIC_QUERY_MEMORY=256MiB")
+	alice := in.newUser("alice", false)
+	r := in.do("POST", "/api/v1/rm/query", alice, map[string]any{"sql": "SELECT 1 AS one"})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+
+	children := childPIDs(t, in.cmd.Process.Pid)
+	require.Len(t, children, 1, "serve runs one query process")
+	before := peakRSS(t, in.cmd.Process.Pid)
+
+	r = in.do("POST", "/api/v1/rm/query", alice, map[string]any{"sql": "SELECT len(range(300000000)) AS n"})
+	t.Logf("the oversized statement: %d %s", r.Status, r.Body)
+	switch r.Status {
+	case http.StatusUnprocessableEntity:
+		require.Contains(t, strings.ToLower(string(r.Body)), "memory")
+	case http.StatusServiceUnavailable:
+		require.Contains(t, string(r.Body), "query_process_restarting")
+		require.Contains(t, string(r.Body), "768 MiB")
+	default:
+		t.Fatalf("want 422 or 503, got %d %s", r.Status, r.Body)
+	}
+	limits, _ := os.ReadFile(fmt.Sprintf("/proc/%d/limits", children[0]))
+	t.Logf("query process limits:\n%s", limits)
+	after := peakRSS(t, in.cmd.Process.Pid)
+	t.Logf("API peak resident memory: %d MiB before, %d MiB after", before>>20, after>>20)
+	require.Less(t, after-before, int64(256<<20), "the API's memory did not grow with the query")
+
+	require.Eventually(t, func() bool {
+		r := in.do("POST", "/api/v1/rm/query", alice, map[string]any{"sql": "SELECT 2 AS two"})
+		return r.Status == http.StatusOK && strings.Contains(string(r.Body), `"rows":[[2]]`)
+	}, 30*time.Second, 250*time.Millisecond, "queries are served again")
+}
+
+// childPIDs lists the processes whose parent is pid (each thread lists the
+// children it started).
+func childPIDs(t *testing.T, pid int) []int {
+	t.Helper()
+	files, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	require.NoError(t, err)
+	var all []string
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		all = append(all, strings.Fields(string(raw))...)
+	}
+	var out []int
+	for _, f := range all {
+		n, err := strconv.Atoi(f)
+		require.NoError(t, err)
+		out = append(out, n)
+	}
+	return out
+}
+
+// peakRSS is a process's peak resident memory (VmHWM) in bytes.
+func peakRSS(t *testing.T, pid int) int64 {
+	t.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for _, l := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			require.NoError(t, err)
+			return n << 10
+		}
+	}
+	t.Fatal("no VmHWM in /proc status")
+	return 0
 }

@@ -41,6 +41,8 @@ type config struct {
 	// QueryLimits are the CRITIC_QUERY_* bounds of POST /query
 	// (loadQueryLimits).
 	QueryLimits duck.Options
+	// QueryProcess is CRITIC_QUERY_PROCESS{,_MEMORY} (queryProcess).
+	QueryProcess apiserver.QueryProcess
 	// InstanceID is CRITIC_INSTANCE_ID: each API instance builds its own
 	// query snapshots under its own consumer group, so ids must differ
 	// between live instances (a second start with a live id is refused).
@@ -138,6 +140,9 @@ func loadConfig() (config, error) {
 		}
 	}
 	if c.QueryLimits, err = loadQueryLimits(); err != nil {
+		return c, err
+	}
+	if c.QueryProcess, err = queryProcess(c.QueryLimits); err != nil {
 		return c, err
 	}
 	if c.LLM, err = loadLLMRoles(); err != nil {

@@ -6,9 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/criticml/critic/handlers/queryhost"
 )
 
 const usage = `critic — turn AI-agent traces into reward models
@@ -77,6 +80,12 @@ func dispatch(ctx context.Context, args []string) error {
 		return cmdRun(ctx, rest)
 	case "serve":
 		return cmdServe(ctx, rest)
+	case "query-host":
+		// Started by serve and run, never by hand (handlers/queryhost). The
+		// parent decides when it stops (by closing its standard input), so a
+		// Ctrl-C sent to the whole process group does not cut it short.
+		signal.Ignore(os.Interrupt, syscall.SIGTERM)
+		return queryhost.Serve(os.Stdin, os.Stdout, slog.New(slog.NewTextHandler(os.Stderr, nil)).With("process", "query-host"))
 	case "worker":
 		return cmdWorker(ctx, rest)
 	case "migrate":

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/criticml/critic/handlers/apiserver"
 	"github.com/criticml/critic/platform/duck"
 )
 
@@ -85,4 +86,35 @@ func (c config) queryOptions() duck.Options {
 	o := c.QueryLimits
 	o.Load = c.QueryIsolation
 	return o
+}
+
+// queryProcess reads CRITIC_QUERY_PROCESS (on by default: the snapshots run
+// in a child process under an OS memory limit, see handlers/queryhost) and
+// CRITIC_QUERY_PROCESS_MEMORY, the child's limit: by default DuckDB's query
+// budget plus the replica budget plus 1 GiB for the process itself.
+func queryProcess(o duck.Options) (apiserver.QueryProcess, error) {
+	switch v := strings.ToLower(os.Getenv("CRITIC_QUERY_PROCESS")); v {
+	case "", "on", "1", "true":
+	case "off", "0", "false":
+		return apiserver.QueryProcess{}, nil
+	default:
+		return apiserver.QueryProcess{}, fmt.Errorf("CRITIC_QUERY_PROCESS must be on or off, got %q", v)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return apiserver.QueryProcess{}, fmt.Errorf("CRITIC_QUERY_PROCESS: find this executable to start the query process: %w", err)
+	}
+	replicas := o.ReplicaBytes
+	if replicas == 0 {
+		replicas = duck.DefaultReplicaBytes
+	}
+	p := apiserver.QueryProcess{Command: []string{exe, "query-host"}, MemoryLimit: o.QueryMemory + replicas + 1<<30}
+	if raw := os.Getenv("CRITIC_QUERY_PROCESS_MEMORY"); raw != "" {
+		n, err := parseSize(raw)
+		if err != nil || n < 256<<20 {
+			return p, fmt.Errorf("CRITIC_QUERY_PROCESS_MEMORY must be a size of at least 256MiB (such as 12GiB), got %q", raw)
+		}
+		p.MemoryLimit = n
+	}
+	return p, nil
 }

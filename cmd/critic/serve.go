@@ -146,6 +146,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		MaxBody:        cfg.MaxBody,
 		SnapshotDir:    filepath.Join(cfg.DataDir, "snapshots"),
 		Query:          cfg.queryOptions(),
+		QueryProcess:   cfg.QueryProcess,
 		InstanceID:     id,
 		QueryWait:      cfg.QueryWait,
 		Telemetry:      tel,

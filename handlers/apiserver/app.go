@@ -29,6 +29,7 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/idempotency"
+	"github.com/criticml/critic/handlers/queryhost"
 	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/bus"
@@ -73,6 +74,10 @@ type Config struct {
 	SnapshotDir string
 	// Query tunes the /query sandbox; the zero value is production's.
 	Query duck.Options
+	// QueryProcess, when its Command is set, runs the snapshots in a child
+	// process under an OS memory limit (handlers/queryhost); otherwise they
+	// run in this process (tests of other surfaces).
+	QueryProcess QueryProcess
 	// HTTP bounds slow and stalled clients (zero fields: defaults).
 	HTTP Timeouts
 	// InstanceID names this API instance: its snapshot files are its own, so
@@ -166,7 +171,9 @@ type Server struct {
 	// snapPos is the snapshot's log position and snapStart the log head
 	// when the instance started (nil/0 without snapshots): /readyz reports
 	// the instance not ready until the snapshot reached snapStart.
-	snapPos   *snapshot.Position
+	snapPos *snapshot.Position
+	// queryProc is the query process when the snapshots run in one.
+	queryProc *queryhost.Process
 	snapStart int64
 	// claim holds this instance's id (nil without Config.InstanceID); lost
 	// receives why the instance must stop when another took the id over.
@@ -298,11 +305,10 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	s.goRun("readmodel-standby", func() error { proj.RunStandby(ctx, deps.Store, 0, -1, log); return nil })
 
 	if cfg.SnapshotDir != "" {
-		snaps, err := duck.New(cfg.SnapshotDir, cfg.Query)
+		snaps, applier, err := s.openSnapshots(ctx, cfg, deps, log)
 		if err != nil {
-			return fail(fmt.Errorf("query snapshots in %s: %w", cfg.SnapshotDir, err))
+			return fail(err)
 		}
-		s.Snapshots = snaps
 		group := snapshot.Name
 		if cfg.InstanceID != "" {
 			group += "-" + cfg.InstanceID
@@ -312,8 +318,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 			return fail(err)
 		}
 		s.closers = append([]func() error{snapSub.Close}, s.closers...)
-		snapProj := snapshot.New(snaps, deps.Blobs, log)
-		pos, err := snapshot.OpenPosition(snaps.Dir(), deps.Store.FirstAfter)
+		pos, err := snapshot.OpenPosition(cfg.SnapshotDir, deps.Store.FirstAfter)
 		if err != nil {
 			return fail(err)
 		}
@@ -322,7 +327,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 			return fail(fmt.Errorf("read the event log head: %w", err))
 		}
 		s.snapPos, s.snapStart = pos, start
-		guard := projections.NewGuard(group, deps.Pool, deps.Store, snapProj, log, cfg.Guard).Observe(s.Observed(snapshot.Name)...).
+		guard := projections.NewGuard(group, deps.Pool, deps.Store, applier, log, cfg.Guard).Observe(s.Observed(snapshot.Name)...).
 			OnProcessed(pos.Processed)
 		wait := cfg.QueryWait
 		if wait < 0 {
@@ -554,6 +559,9 @@ func (s *Server) Shutdown() error {
 		if s.Snapshots != nil {
 			// After the projection stopped: closing checkpoints the files.
 			_ = s.Snapshots.Close()
+		}
+		if s.queryProc != nil {
+			s.queryProc.Wait() // the child checkpoints its files as it exits
 		}
 		if s.claim != nil {
 			_ = s.claim.Release()

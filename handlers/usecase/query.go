@@ -30,7 +30,7 @@ const DefaultQueryWait = 2 * time.Second
 // whose snapshot lags, would answer from partial data (0 rows for a while)
 // and look healthy doing it.
 type Query struct {
-	snaps *duck.Snapshots
+	snaps Snapshots
 	pos   *snapshot.Position
 	log   QueryLog
 	held  func(owner string) (eventID string, held bool)
@@ -39,12 +39,18 @@ type Query struct {
 	wait  time.Duration
 }
 
+// Snapshots answers one query over an owner's snapshot: duck.Snapshots in
+// this process, or the query process (handlers/queryhost).
+type Snapshots interface {
+	Query(ctx context.Context, owner, sql string) (*duck.Result, error)
+}
+
 // NewQuery returns the use case over snaps. pos is the snapshot's position
 // (nil: answer from whatever the files hold, for tests of other surfaces);
 // start is the log head when the instance started; held reports owners
 // whose snapshot updates are parked (projections.Guard.Held, group being its
 // name); wait ≤ 0 is DefaultQueryWait.
-func NewQuery(snaps *duck.Snapshots, pos *snapshot.Position, log QueryLog, held func(string) (string, bool), group string,
+func NewQuery(snaps Snapshots, pos *snapshot.Position, log QueryLog, held func(string) (string, bool), group string,
 	start int64, wait time.Duration) *Query {
 	if wait <= 0 {
 		wait = DefaultQueryWait

@@ -24,7 +24,7 @@ import (
 type Options struct {
 	// OnQuery, when set, is told how long each Query took and how it ended
 	// (the query-latency metric).
-	OnQuery func(elapsed time.Duration, err error)
+	OnQuery func(elapsed time.Duration, err error) `json:"-"`
 	// Timeout bounds one query, loading included (default 10 s). On expiry
 	// DuckDB is interrupted and the caller gets a ValidationError.
 	Timeout time.Duration
@@ -87,6 +87,9 @@ type Options struct {
 	MaxRowBytes int
 }
 
+// DefaultReplicaBytes is Options.ReplicaBytes when unset.
+const DefaultReplicaBytes = 4 << 30
+
 // LoadMode says how a query gets the owner's rows. See Snapshots for the
 // measurements behind the default.
 type LoadMode int
@@ -136,7 +139,7 @@ func (o Options) withDefaults() Options {
 		o.MaxOpenWriters = 32
 	}
 	if o.ReplicaBytes <= 0 {
-		o.ReplicaBytes = 4 << 30
+		o.ReplicaBytes = DefaultReplicaBytes
 	}
 	if o.ReplicaIdle <= 0 {
 		o.ReplicaIdle = 10 * time.Minute

@@ -67,6 +67,10 @@ var handled = map[string]bool{
 	events.EvaluatorTraceScored: true,
 }
 
+// Handles reports whether the snapshot projection applies events of type t
+// (the query process is sent only those).
+func Handles(t string) bool { return handled[t] }
+
 // Apply applies a Kafka batch: its events are grouped by owner (one owner's
 // events keep their order) and each owner's group is applied in one DuckDB
 // transaction with its event ids, so a redelivered event changes nothing and
