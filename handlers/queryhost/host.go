@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"syscall"
 
 	"github.com/criticml/critic/domain/events"
@@ -37,7 +38,12 @@ func Serve(in io.Reader, out io.Writer, log *slog.Logger) error {
 			return fmt.Errorf("query host: limit memory to %d bytes: %w", cfg.MemoryLimit, err)
 		}
 	}
-	snaps, err := duck.New(cfg.Dir, cfg.Options)
+	opts := cfg.Options
+	opts.OnOverrun = func() {
+		log.Error("a query's work went on past its deadline without seeing its interrupt; ending the query process to stop it (the API starts a new one)")
+		os.Exit(3)
+	}
+	snaps, err := duck.New(cfg.Dir, opts)
 	if err != nil {
 		return err
 	}

@@ -187,10 +187,6 @@ func (s *Snapshots) boundedQuery(ctx context.Context, ownerID, query string) (*R
 	// seen at DuckDB's next check, and constant folding has none. Until the
 	// work really ends it keeps its owner's turn and its slot, so such
 	// leftovers count against the limits like running queries.
-	type outcome struct {
-		res *Result
-		err error
-	}
 	done := make(chan outcome, 1)
 	go func() {
 		defer s.bg.Done()
@@ -203,8 +199,34 @@ func (s *Snapshots) boundedQuery(ctx context.Context, ownerID, query string) (*R
 	case out := <-done:
 		return out.res, out.err
 	case <-ctx.Done():
+		if s.opts.OnOverrun != nil {
+			go s.watchOverrun(done)
+		}
 		return nil, s.queryError(ctx, ctx.Err(), "")
 	}
+}
+
+// overrunGrace is how long work may go on after its deadline before
+// OnOverrun is told: an interrupt is seen within milliseconds wherever
+// DuckDB checks for one.
+const overrunGrace = 5 * time.Second
+
+// watchOverrun calls OnOverrun when a query's work has not ended
+// overrunGrace after its deadline (the query process then ends itself).
+func (s *Snapshots) watchOverrun(done <-chan outcome) {
+	t := time.NewTimer(overrunGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.opts.OnOverrun()
+	}
+}
+
+// outcome is how a query's work ended.
+type outcome struct {
+	res *Result
+	err error
 }
 
 // takeSlot waits up to QueueWait for one of the MaxConcurrent process-wide

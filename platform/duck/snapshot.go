@@ -25,6 +25,11 @@ type Options struct {
 	// OnQuery, when set, is told how long each Query took and how it ended
 	// (the query-latency metric).
 	OnQuery func(elapsed time.Duration, err error) `json:"-"`
+	// OnOverrun, when set, is called when a query's work goes on 5 s past
+	// its deadline: DuckDB checks no interrupt while it folds constants at
+	// plan time, so only ending the process stops it (the query process
+	// does; in the API process nothing is set and the work runs out).
+	OnOverrun func() `json:"-"`
 	// Timeout bounds one query, loading included (default 10 s). On expiry
 	// DuckDB is interrupted and the caller gets a ValidationError.
 	Timeout time.Duration
