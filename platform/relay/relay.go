@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/bus"
 	"github.com/criticml/critic/platform/eventstore"
 	"github.com/criticml/critic/platform/jsonscan"
 )
@@ -23,10 +24,6 @@ import (
 // Topic carries every event, keyed by owner id so one owner's events keep
 // their order.
 const Topic = "critic.events"
-
-// PartitionKeyMetadata is the watermill metadata key the bus publisher uses as
-// the Kafka message key.
-const PartitionKeyMetadata = "partition_key"
 
 const leaderLockKey = 7_210_002
 
@@ -104,7 +101,7 @@ func Message(e events.Envelope) (*message.Message, error) {
 	}
 	b = append(b, '}')
 	m := message.NewMessage(e.ID, b)
-	m.Metadata.Set(PartitionKeyMetadata, e.OwnerID)
+	m.Metadata.Set(bus.MetadataPartitionKey, e.OwnerID)
 	m.Metadata.Set("type", e.Type)
 	return m, nil
 }

@@ -88,7 +88,7 @@ func TestRelaySurvivesBrokerOutage(t *testing.T) {
 			for _, m := range batch {
 				var e events.Envelope
 				require.NoError(t, json.Unmarshal(m.Payload, &e))
-				require.Equal(t, owner, m.Metadata.Get(relay.PartitionKeyMetadata))
+				require.Equal(t, owner, m.Metadata.Get(bus.MetadataPartitionKey))
 				if ids[e.ID] {
 					continue // at-least-once: duplicates are allowed, consumers dedupe
 				}

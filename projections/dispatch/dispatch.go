@@ -20,6 +20,7 @@ import (
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/platform/bus"
 	"github.com/criticml/critic/platform/requestid"
 	"github.com/criticml/critic/projections/readmodel"
 )
@@ -186,7 +187,7 @@ func (d *Dispatcher) publish(topic, key, correlationID string, job any) error {
 		return err
 	}
 	m := message.NewMessage(uuid.NewString(), raw)
-	m.Metadata.Set("partition_key", key)
+	m.Metadata.Set(bus.MetadataPartitionKey, key)
 	if correlationID != "" {
 		m.Metadata.Set(requestid.MetadataKey, correlationID)
 	}

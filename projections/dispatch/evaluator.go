@@ -9,6 +9,7 @@ import (
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/platform/bus"
 	"github.com/criticml/critic/platform/requestid"
 )
 
@@ -82,7 +83,7 @@ func (d *Dispatcher) publishScoring(correlationID string, traceIDs []string) err
 				return err
 			}
 			m := message.NewMessage(uuid.NewString(), raw)
-			m.Metadata.Set("partition_key", id)
+			m.Metadata.Set(bus.MetadataPartitionKey, id)
 			if correlationID != "" {
 				m.Metadata.Set(requestid.MetadataKey, correlationID)
 			}

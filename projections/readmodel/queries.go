@@ -343,19 +343,6 @@ func exportLine(d *TraceDetail) exportTrace {
 	return t
 }
 
-// TraceOwner returns the owner of a trace id, or NotFound.
-func (q *Queries) TraceOwner(ctx context.Context, id string) (string, error) {
-	if !validUUID(id) {
-		return "", domain.NotFound("trace", id)
-	}
-	var owner string
-	err := q.pool.QueryRow(ctx, `SELECT owner_id FROM rm_traces WHERE id = $1`, id).Scan(&owner)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", domain.NotFound("trace", id)
-	}
-	return owner, err
-}
-
 func rawOrNull(b []byte) json.RawMessage {
 	if len(b) == 0 {
 		return json.RawMessage("null")
