@@ -58,8 +58,14 @@ func (a *Authenticator) noteUse(ctx context.Context, keyID string) {
 }
 
 // Authenticate checks the request's key. An account with reward models
-// disabled is answered as if the route did not exist (404), data kept.
+// disabled is answered as if the route did not exist (404), data kept. A
+// request already authenticated on its way in (the idempotency middleware
+// must know the account before the handler runs) carries its caller in
+// ctx, and is not looked up again.
 func (a *Authenticator) Authenticate(ctx context.Context, header http.Header) (*readmodel.Caller, error) {
+	if c := CallerFrom(ctx); c != nil {
+		return c, nil
+	}
 	h := header.Get("Authorization")
 	key, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok || strings.TrimSpace(key) == "" {

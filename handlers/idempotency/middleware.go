@@ -80,6 +80,7 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		r = r.WithContext(edge.WithCaller(r.Context(), caller)) // the handler authenticates no second time
 		m.serve(w, r, next, caller.UserID, key, fingerprint(r, caller.KeyID, body))
 	})
 }

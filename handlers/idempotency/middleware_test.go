@@ -135,8 +135,13 @@ func TestReplayNeedsTheSameAPIKey(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /writes", func(w http.ResponseWriter, r *http.Request) {
 		runs.Add(1)
+		// The middleware authenticated the request once and hands the
+		// caller on: the handler's Authenticate looks nothing up again.
+		passed := edge.CallerFrom(r.Context())
+		require.NotNil(t, passed, "the idempotency middleware passes its caller on")
 		c, err := auth.Authenticate(r.Context(), r.Header)
 		require.NoError(t, err)
+		require.Same(t, passed, c)
 		if err := edge.RequireWrite(c); err != nil {
 			edge.WriteError(w, err)
 			return
