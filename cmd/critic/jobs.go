@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
-	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/criticml/critic/handlers/apiserver"
 	"github.com/criticml/critic/platform/bus"
@@ -25,10 +23,7 @@ func startJobs(a *apiserver.Server, in *infra) {
 	d := jobdispatch.New(a.Cmds, a.Publisher, in.log).WithTitles(in.cfg.LLM.Fast != nil).WithLabeler(in.cfg.LLM.StepLabel != nil).
 		WithAssessments(in.cfg.LLM.Fast != nil)
 	a.Go("dispatch", func() error {
-		return projections.NewGuard(jobdispatch.Name, in.pool, in.store, d, in.log, projections.GuardOptions{}).Observe(a.Observed(jobdispatch.Name)...).Run(a.Ctx,
-			func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
-				return sub.ConsumeBatches(ctx, topic, n, wait, h)
-			}, relay.Topic)
+		return projections.NewGuard(jobdispatch.Name, in.pool, in.store, d, in.log, projections.GuardOptions{}).Observe(a.Observed(jobdispatch.Name)...).Run(a.Ctx, sub.ConsumeBatches, relay.Topic)
 	}, sub.Close)
 	var onExpire []func(string)
 	if a.Telemetry != nil && a.Telemetry.Metrics != nil {

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill"
-	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/criticml/critic/commands"
@@ -296,82 +295,28 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	}
 	s.goRun("relay", func() error { return rel.Run(ctx) })
 	s.goRun("readmodel", func() error {
-		return projections.NewGuard(readmodel.Name, deps.Pool, deps.Store, proj, log, cfg.Guard).Observe(s.Observed(readmodel.Name)...).Run(ctx,
-			func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
-				return sub.ConsumeBatches(ctx, topic, n, wait, h)
-			}, relay.Topic)
+		return projections.NewGuard(readmodel.Name, deps.Pool, deps.Store, proj, log, cfg.Guard).Observe(s.Observed(readmodel.Name)...).Run(ctx, sub.ConsumeBatches, relay.Topic)
 	})
 	s.goRun("waiter", func() error { s.Waiter.Listen(ctx); return nil })
 	s.goRun("readmodel-standby", func() error { proj.RunStandby(ctx, deps.Store, 0, -1, log); return nil })
 
 	if cfg.SnapshotDir != "" {
-		snaps, applier, err := s.openSnapshots(ctx, cfg, deps, log)
-		if err != nil {
+		if err := s.startSnapshots(ctx, cfg, deps, brokers, wlog); err != nil {
 			return fail(err)
 		}
-		group := snapshot.Name
-		if cfg.InstanceID != "" {
-			group += "-" + cfg.InstanceID
-		}
-		snapSub, err := bus.NewSubscriber(bus.Config{Brokers: brokers, ConsumerGroup: group, Logger: log}, wlog)
-		if err != nil {
-			return fail(err)
-		}
-		s.closers = append([]func() error{snapSub.Close}, s.closers...)
-		pos, err := snapshot.OpenPosition(cfg.SnapshotDir, deps.Store.FirstAfter)
-		if err != nil {
-			return fail(err)
-		}
-		start, err := deps.Store.Head(ctx)
-		if err != nil {
-			return fail(fmt.Errorf("read the event log head: %w", err))
-		}
-		s.snapPos, s.snapStart = pos, start
-		guard := projections.NewGuard(group, deps.Pool, deps.Store, applier, log, cfg.Guard).Observe(s.Observed(snapshot.Name)...).
-			OnProcessed(pos.Processed)
-		wait := cfg.QueryWait
-		if wait < 0 {
-			wait = time.Nanosecond
-		}
-		s.Query = usecase.NewQuery(snaps, pos, deps.Store, guard.Held, group, start, wait)
-		log.Info("query snapshot: catching up with the event log", "group", group, "applied", pos.Applied(), "log_head", start,
-			"position_recorded", pos.Known())
-		s.goRun("snapshot", func() error {
-			// First straight from the log up to its head at start (no
-			// waiting for the consumer group to join), then from the bus.
-			for {
-				err := snapshot.CatchUp(ctx, deps.Store, guard.ApplyLog, pos, start)
-				if err == nil {
-					break
-				}
-				if ctx.Err() != nil {
-					return nil
-				}
-				log.Warn("query snapshot: catching up from the log failed; retrying", "err", err)
-				select {
-				case <-ctx.Done():
-					return nil
-				case <-time.After(time.Second):
-				}
-			}
-			log.Info("query snapshot: caught up with the log as of start", "group", group, "applied", pos.Applied())
-			// A position stuck behind an event the bus never delivered
-			// reads that event from the log (the source of truth) itself.
-			heal := func(ctx context.Context) error {
-				head, err := deps.Store.Head(ctx)
-				if err != nil {
-					return err
-				}
-				return snapshot.CatchUp(ctx, deps.Store, guard.ApplyLog, pos, head)
-			}
-			s.goRun("snapshot-watch", func() error { watchPosition(ctx, log, group, pos, heal); return nil })
-			return guard.Run(ctx,
-				func(ctx context.Context, topic string, n int, wait time.Duration, h func(context.Context, []*message.Message) error) error {
-					return snapSub.ConsumeBatches(ctx, topic, n, wait, h)
-				}, relay.Topic)
-		})
 	}
 
+	if err := s.serveHTTP(ctx, cfg, deps, mount); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+// serveHTTP mounts the health, readiness and metrics routes and the
+// caller's, wraps them in the idempotency and observing middleware and
+// starts serving on cfg.Addr.
+func (s *Server) serveHTTP(ctx context.Context, cfg Config, deps Deps, mount Mount) error {
+	log, tel := s.log, cfg.Telemetry
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		edge.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -400,7 +345,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		if cfg.MetricsAddr == "" {
 			mux.Handle("GET /metrics", m.Handler())
 		} else if err := s.serveMetrics(cfg.MetricsAddr, m); err != nil {
-			return fail(err)
+			return err
 		}
 	}
 	if mount != nil {
@@ -420,7 +365,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return fail(fmt.Errorf("CRITIC_ADDR %s: %w", cfg.Addr, err))
+		return fmt.Errorf("CRITIC_ADDR %s: %w", cfg.Addr, err)
 	}
 	s.Addr = ln.Addr().String()
 	to := cfg.HTTP.withDefaults()
@@ -436,7 +381,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		}
 		return nil
 	})
-	return s, nil
+	return nil
 }
 
 // watchPosition looks after a snapshot position that stopped moving while

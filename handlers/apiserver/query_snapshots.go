@@ -4,10 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
 
 	"github.com/criticml/critic/handlers/queryhost"
 	"github.com/criticml/critic/handlers/usecase"
+	"github.com/criticml/critic/platform/bus"
 	"github.com/criticml/critic/platform/duck"
+	"github.com/criticml/critic/platform/relay"
 	"github.com/criticml/critic/projections"
 	"github.com/criticml/critic/projections/snapshot"
 )
@@ -43,4 +48,74 @@ func (s *Server) openSnapshots(ctx context.Context, cfg Config, deps Deps, log *
 	}
 	s.queryProc = proc
 	return proc, proc, nil
+}
+
+// startSnapshots opens the query snapshots and runs their projection: first
+// straight from the event log up to its head at start, then from the bus,
+// healing a position stuck behind an event the bus never delivered.
+func (s *Server) startSnapshots(ctx context.Context, cfg Config, deps Deps, brokers []string, wlog watermill.LoggerAdapter) error {
+	log := s.log
+	snaps, applier, err := s.openSnapshots(ctx, cfg, deps, log)
+	if err != nil {
+		return err
+	}
+	group := snapshot.Name
+	if cfg.InstanceID != "" {
+		group += "-" + cfg.InstanceID
+	}
+	snapSub, err := bus.NewSubscriber(bus.Config{Brokers: brokers, ConsumerGroup: group, Logger: log}, wlog)
+	if err != nil {
+		return err
+	}
+	s.closers = append([]func() error{snapSub.Close}, s.closers...)
+	pos, err := snapshot.OpenPosition(cfg.SnapshotDir, deps.Store.FirstAfter)
+	if err != nil {
+		return err
+	}
+	start, err := deps.Store.Head(ctx)
+	if err != nil {
+		return fmt.Errorf("read the event log head: %w", err)
+	}
+	s.snapPos, s.snapStart = pos, start
+	guard := projections.NewGuard(group, deps.Pool, deps.Store, applier, log, cfg.Guard).Observe(s.Observed(snapshot.Name)...).
+		OnProcessed(pos.Processed)
+	wait := cfg.QueryWait
+	if wait < 0 {
+		wait = time.Nanosecond
+	}
+	s.Query = usecase.NewQuery(snaps, pos, deps.Store, guard.Held, group, start, wait)
+	log.Info("query snapshot: catching up with the event log", "group", group, "applied", pos.Applied(), "log_head", start,
+		"position_recorded", pos.Known())
+	s.goRun("snapshot", func() error {
+		// First straight from the log up to its head at start (no
+		// waiting for the consumer group to join), then from the bus.
+		for {
+			err := snapshot.CatchUp(ctx, deps.Store, guard.ApplyLog, pos, start)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return nil
+			}
+			log.Warn("query snapshot: catching up from the log failed; retrying", "err", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(time.Second):
+			}
+		}
+		log.Info("query snapshot: caught up with the log as of start", "group", group, "applied", pos.Applied())
+		// A position stuck behind an event the bus never delivered
+		// reads that event from the log (the source of truth) itself.
+		heal := func(ctx context.Context) error {
+			head, err := deps.Store.Head(ctx)
+			if err != nil {
+				return err
+			}
+			return snapshot.CatchUp(ctx, deps.Store, guard.ApplyLog, pos, head)
+		}
+		s.goRun("snapshot-watch", func() error { watchPosition(ctx, log, group, pos, heal); return nil })
+		return guard.Run(ctx, snapSub.ConsumeBatches, relay.Topic)
+	})
+	return nil
 }

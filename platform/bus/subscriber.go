@@ -236,7 +236,7 @@ func (s *Subscriber) commit(ctx context.Context, r *kafka.Reader, kms ...kafka.M
 
 // BatchHandler processes one batch. Returning an error makes ConsumeBatches
 // retry the same batch; nothing after it is committed until it succeeds.
-type BatchHandler func(ctx context.Context, batch []*message.Message) error
+type BatchHandler = func(ctx context.Context, batch []*message.Message) error
 
 // ConsumeBatches is the projections' high-throughput path: it collects up to
 // maxBatch messages (waiting at most maxWait after the first one), calls
