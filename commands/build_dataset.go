@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/criticml/critic/domain/criteria"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/domain/traces"
@@ -110,6 +111,18 @@ func (c *Commands) Dataset(ctx context.Context, st rewardmodels.State, asOf int6
 		MaxPairs: st.Requested.MaxPairs, Config: st.Config, Unavailable: st.Plan.Unavailable}
 	if st.NeedsExtraction() {
 		in.Extracted = st.Extracted
+	}
+	if id := st.Config.Criterion; id != "" {
+		stream := events.CriteriaStream(st.OwnerID)
+		loaded, err := c.store.LoadStreamsAsOf(ctx, []string{stream}, asOf)
+		if err != nil {
+			return rewardmodels.Dataset{}, err
+		}
+		cs, err := criteria.Fold(loaded[stream])
+		if err != nil {
+			return rewardmodels.Dataset{}, err
+		}
+		in.Criterion, _ = cs.Get(id)
 	}
 	return rewardmodels.BuildDatasetFrom(in)
 }

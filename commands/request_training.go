@@ -29,6 +29,8 @@ type TrainingConfig struct {
 	Criteria         []string
 	// CriteriaSet distinguishes "criteria": [] (refused) from absent.
 	CriteriaSet bool
+	// Criterion is the id of a criterion of the account to train on.
+	Criterion *string
 }
 
 // checkConfig applies training_config's defaults and refuses what cannot
@@ -111,6 +113,11 @@ func (c *Commands) RequestTraining(ctx context.Context, actor Actor, in RequestT
 	if err != nil {
 		return RequestTrainingResult{}, err
 	}
+	if in.Config != nil && in.Config.Criterion != nil {
+		if cfg, err = c.criterionConfig(ctx, actor, cfg, in.Config); err != nil {
+			return RequestTrainingResult{}, err
+		}
+	}
 	seen := map[string]bool{}
 	var ids []string
 	for _, id := range in.TraceIDs {
@@ -167,4 +174,27 @@ func (c *Commands) appendToModel(ctx context.Context, actor Actor, st rewardmode
 // Model returns any model's state (operator tools: audit).
 func (c *Commands) Model(ctx context.Context, modelID string) (rewardmodels.State, error) {
 	return c.loadModel(ctx, "", modelID)
+}
+
+// criterionConfig is training_config.criterion: a criterion of the
+// account (archived ones too: their values stay), whose values replace
+// ratings as the model's only supervision — so annotation_source is
+// explicit, and asking for another source with it is refused.
+func (c *Commands) criterionConfig(ctx context.Context, actor Actor, cfg events.TrainingConfig, in *TrainingConfig) (events.TrainingConfig, error) {
+	bad := func(field, msg string) error {
+		return &domain.ValidationError{Code: "invalid_request", Field: "training_config." + field, Message: msg}
+	}
+	if in.AnnotationSource != nil && *in.AnnotationSource != events.SourceExplicit {
+		return cfg, bad("annotation_source", fmt.Sprintf("a model trained on a criterion learns from its values alone: annotation_source must be explicit or absent, not %q", *in.AnnotationSource))
+	}
+	st, err := c.criteria(ctx, actor.UserID)
+	if err != nil {
+		return cfg, err
+	}
+	cr, ok := st.Get(*in.Criterion)
+	if !ok {
+		return cfg, bad("criterion", fmt.Sprintf("the account has no criterion %q (GET /criteria lists them)", *in.Criterion))
+	}
+	cfg.AnnotationSource, cfg.Criterion, cfg.CriterionName = events.SourceExplicit, cr.ID, cr.Name
+	return cfg, nil
 }

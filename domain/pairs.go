@@ -49,6 +49,10 @@ type Rating struct {
 	StepID       string
 	Rating       int
 	LabelError   bool
+	// Weighted marks a criterion's value (training_config.criterion):
+	// Rating is then its signed weight (criteria.Criterion.Weight), any
+	// integer, summed like ratings.
+	Weighted bool
 }
 
 // Granularities of a Pair.
@@ -97,9 +101,10 @@ type target struct {
 // BuildPairs turns explicit ratings into preference pairs (spec 000
 // "Annotations to preference pairs", spec 001 "Annotations", DESIGN §6):
 //
-//  1. drop label-error annotations (and, defensively, ratings other than ±1,
-//     ratings on unknown traces or steps, and ratings on system or thinking
-//     steps, which the API refuses);
+//  1. drop label-error annotations (and, defensively, ratings other than ±1
+//     — a criterion's weighted value may be any integer but 0 —, ratings on
+//     unknown traces or steps, and ratings on system or thinking steps,
+//     which the API refuses);
 //  2. sum the ratings per trace (trace-level annotations) and per step;
 //     a positive sum makes the target chosen, a negative one rejected, zero
 //     neither;
@@ -141,7 +146,7 @@ func BuildPairsRendered(traces []PairTrace, ratings []Rating, maxPairs, inputVer
 	type targetKey struct{ trace, step int }
 	targets := map[targetKey]*target{}
 	for _, r := range ratings {
-		if r.LabelError || (r.Rating != 1 && r.Rating != -1) {
+		if r.LabelError || (!r.Weighted && r.Rating != 1 && r.Rating != -1) || r.Rating == 0 {
 			continue
 		}
 		ti, ok := traceIdx[r.TraceID]

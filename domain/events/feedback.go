@@ -47,6 +47,13 @@ type TrainingConfig struct {
 	// it since the rule came in; requests made before lack it, so their
 	// datasets rebuild as they were built (`critic audit`).
 	ThinkingExcluded bool `json:"thinking_excluded,omitempty"`
+	// Criterion, when set, is the criterion whose values the model learns
+	// from instead of ratings (explicit only: no findings, comparisons or
+	// automatic pairs); CriterionName is its name when the model was
+	// requested, what the model page shows. Requests without it build
+	// their datasets as before.
+	Criterion     string `json:"criterion,omitempty"`
+	CriterionName string `json:"criterion_name,omitempty"`
 }
 
 // FeedbackPlan says, at request or retry time, whether this deployment

@@ -7,6 +7,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/comparisons"
+	"github.com/criticml/critic/domain/criteria"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/feedback"
 	"github.com/criticml/critic/domain/traces"
@@ -121,6 +122,29 @@ func Ratings(s traces.State) []domain.Rating {
 	return out
 }
 
+// CriterionRatings lists a trace's values of criterion c, in id order, as
+// the weighted ratings pair construction sums (criteria.Criterion.Weight):
+// what a model trained on c (training_config.criterion) learns from
+// instead of ratings. A value c does not know counts for nothing.
+func CriterionRatings(s traces.State, c *criteria.Criterion) []domain.Rating {
+	var out []domain.Rating
+	ids := make([]string, 0, len(s.Annotations))
+	for id := range s.Annotations {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		a := s.Annotations[id]
+		if a.CriterionID != c.ID {
+			continue
+		}
+		if w, ok := c.Weight(a.Value); ok {
+			out = append(out, domain.Rating{AnnotationID: a.ID, TraceID: s.ID, StepID: a.StepID, Rating: w, LabelError: a.LabelError, Weighted: true})
+		}
+	}
+	return out
+}
+
 // BuildDataset builds an attempt's dataset: pairs from the selected traces'
 // ratings (in selection order), and the texts to score from every trace the
 // owner has. It fails, before any model is loaded, when the selection gives
@@ -142,6 +166,9 @@ type DatasetInputs struct {
 	// extract); Unavailable is why it did not, when a provider was missing.
 	Extracted   []events.RewardModelFeedbackExtractedV1
 	Unavailable string
+	// Criterion is Config.Criterion's definition as of AsOfSeq (nil when
+	// the model trains on ratings): its values replace the ratings.
+	Criterion *criteria.Criterion
 }
 
 // BuildDatasetFrom builds an attempt's dataset: explicit-rating pairs first
@@ -164,7 +191,13 @@ func BuildDatasetFrom(in DatasetInputs) (Dataset, error) {
 	revision := map[string]int{}
 	for _, s := range selected {
 		pts = append(pts, PairTraceFor(s, in.Config))
-		ratings = append(ratings, Ratings(s)...)
+		if in.Config.Criterion != "" {
+			if in.Criterion != nil {
+				ratings = append(ratings, CriterionRatings(s, in.Criterion)...)
+			}
+		} else {
+			ratings = append(ratings, Ratings(s)...)
+		}
 		revision[s.ID] = s.Revision
 	}
 	sources := map[string]bool{}
@@ -252,9 +285,16 @@ type TooFewPairsError struct {
 	Extracted        bool
 	// Automatic is set when the pairs came from the automatic annotation.
 	Automatic bool
+	// Criterion is the name of the criterion the model trains on, if any.
+	Criterion string
 }
 
 func (e *TooFewPairsError) Error() string {
+	if e.Criterion != "" {
+		return fmt.Sprintf("training needs at least 2 preference pairs from at least 2 source traces (the held-out split is by trace); "+
+			"the values of criterion %q on the selected traces give %d pair(s) from %d trace(s). Give it values that count for and against "+
+			"(binary yes and no, labels scored 1 and -1, scale values above and below the middle) on at least two traces, then retry.", e.Criterion, e.Pairs, e.Traces)
+	}
 	if e.Automatic {
 		return fmt.Sprintf("training needs at least 2 preference pairs from at least 2 source traces (the held-out split is by trace); "+
 			"the automatic annotation of the selected traces gives %d pair(s) from %d trace(s): comparisons need labeled actions with positive and negative credit. "+
@@ -381,7 +421,8 @@ func hasTargets(selected []traces.State) bool {
 }
 
 func tooFew(ds Dataset, selected []traces.State, in DatasetInputs) error {
-	e := &TooFewPairsError{Pairs: len(ds.Pairs), Traces: ds.SourceTraces, Automatic: in.Config.AnnotationSource == events.SourceAutomatic}
+	e := &TooFewPairsError{Pairs: len(ds.Pairs), Traces: ds.SourceTraces, Automatic: in.Config.AnnotationSource == events.SourceAutomatic,
+		Criterion: in.Config.CriterionName}
 	if in.Unavailable != "" && in.Config.AnnotationSource == events.SourceFeedback && hasTargets(selected) {
 		e.Unavailable = in.Unavailable
 	}

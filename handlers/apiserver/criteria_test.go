@@ -334,6 +334,21 @@ func TestCriterionValues(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{correct.CriterionID: `"yes"`, tone.CriterionID: `"impolite"`, tool.CriterionID: `2`}, byCriterion)
 
+	// SQL: the annotations' criterion_id and value (as text), and the criteria.
+	status, q := e.query(t, `SELECT c.name, a.value, a.rating FROM annotations a JOIN criteria c USING (criterion_id) ORDER BY c.name`)
+	require.Equal(t, http.StatusOK, status, q.Detail)
+	require.Equal(t, [][]any{{"Correct", "yes", nil}, {"Tone", "impolite", nil}, {"Tool choice", "2", nil}}, q.Rows)
+	status, q = e.query(t, `SELECT name, kind, applies_to, scale_max, labels::VARCHAR, archived FROM criteria ORDER BY created_at`)
+	require.Equal(t, http.StatusOK, status, q.Detail)
+	require.Equal(t, [][]any{
+		{"Correct", "binary", "trace", nil, "[]", true},
+		{"Tone", "categorical", "assistant", nil, `[{"name":"good","score":1},{"name":"impolite","score":-1}]`, false},
+		{"Tool choice", "scale", "tool_call", float64(5), "[]", false},
+	}, q.Rows)
+	status, q = e.query(t, `SELECT count(*) FROM annotations WHERE criterion_id IS NULL AND value IS NULL AND rating = 1`)
+	require.Equal(t, http.StatusOK, status, q.Detail)
+	require.Equal(t, [][]any{{float64(1)}}, q.Rows, "a rating has no criterion and no value")
+
 	// DELETE removes a value.
 	r = e.do(t, "DELETE", "/api/v1/rm/annotations/"+a3.ID, nil)
 	require.Equal(t, http.StatusNoContent, r.status, string(r.body))
@@ -376,4 +391,77 @@ func TestGuidelines(t *testing.T) {
 	_, err := readmodel.New(e.pool, e.blobs, nil).Replay(context.Background(), eventstore.New(e.pool, e.blobs))
 	require.NoError(t, err)
 	require.Equal(t, before, dumpTables(t, e, "rm_guidelines"))
+}
+
+// TestTrainingOnACriterion: POST /reward-models with
+// training_config.criterion stores it, the model shows the criterion's id
+// and name, and its dataset's pairs follow the criterion's values, not the
+// (contrary) ratings on the same traces; an unknown criterion, or another
+// annotation source with it, is a 422 naming the field.
+func TestTrainingOnACriterion(t *testing.T) {
+	e := startOps(t, nil)
+	ctx := context.Background()
+	r := e.importTraces(t, "crit-a", "crit-b", "crit-c")
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var imported struct {
+		TraceIDs []string `json:"trace_ids"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &imported))
+	ids := imported.TraceIDs
+	correct := e.defineCriterion(t, map[string]any{"name": "Correct", "kind": "binary", "applies_to": "trace"})
+	for i, v := range []string{"yes", "no", "no"} {
+		r := e.do(t, "POST", "/api/v1/rm/traces/"+ids[i]+"/annotations", map[string]any{"criterion_id": correct.CriterionID, "value": v})
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+		rating := map[string]int{"yes": -1, "no": 1}[v] // the ratings say the opposite
+		r = e.do(t, "POST", "/api/v1/rm/traces/"+ids[i]+"/annotations", map[string]any{"rating": rating})
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+	}
+
+	requireField(t, e.do(t, "POST", "/api/v1/rm/reward-models", map[string]any{"name": "m", "trace_ids": ids,
+		"training_config": map[string]any{"criterion": "00000000-0000-0000-0000-000000000000"}}), http.StatusUnprocessableEntity, "training_config.criterion")
+	requireField(t, e.do(t, "POST", "/api/v1/rm/reward-models", map[string]any{"name": "m", "trace_ids": ids,
+		"training_config": map[string]any{"criterion": correct.CriterionID, "annotation_source": "feedback"}}), http.StatusUnprocessableEntity, "training_config.annotation_source")
+	requireField(t, e.do(t, "POST", "/api/v1/rm/reward-models", map[string]any{"name": "m", "trace_ids": ids,
+		"training_config": map[string]any{"criterion": 7}}), http.StatusUnprocessableEntity, "training_config.criterion")
+
+	r = e.do(t, "POST", "/api/v1/rm/reward-models", map[string]any{"name": "on correctness", "trace_ids": ids,
+		"training_config": map[string]any{"criterion": correct.CriterionID}})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var m struct {
+		ID             string `json:"id"`
+		TrainingConfig struct {
+			AnnotationSource string  `json:"annotation_source"`
+			Criterion        *string `json:"criterion"`
+			CriterionName    *string `json:"criterion_name"`
+		} `json:"training_config"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &m))
+	r = e.do(t, "GET", "/api/v1/rm/reward-models/"+m.ID, nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	requireSchema(t, "RewardModelDetail", r.body)
+	require.NoError(t, json.Unmarshal(r.body, &m))
+	require.Equal(t, correct.CriterionID, *m.TrainingConfig.Criterion)
+	require.Equal(t, "Correct", *m.TrainingConfig.CriterionName)
+	require.Equal(t, "explicit", m.TrainingConfig.AnnotationSource)
+	r = e.do(t, "GET", "/api/v1/rm/reward-models", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Contains(t, string(r.body), `"criterion_name":"Correct"`)
+
+	// A model on ratings shows no criterion.
+	r = e.do(t, "POST", "/api/v1/rm/reward-models", map[string]any{"name": "on ratings", "trace_ids": ids})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Contains(t, string(r.body), `"criterion":null,"criterion_name":null`)
+
+	_, err := e.srv.Cmds.BuildDataset(ctx, m.ID)
+	require.NoError(t, err)
+	model, err := e.srv.Cmds.Model(ctx, m.ID)
+	require.NoError(t, err)
+	require.NotNil(t, model.Dataset, "the dataset was built (%s)", model.Error)
+	pairs, err := e.srv.Cmds.Dataset(ctx, model, model.Dataset.AsOfSeq)
+	require.NoError(t, err)
+	require.Len(t, pairs.Pairs, 2, "crit-a (yes) over crit-b and crit-c (no)")
+	for _, p := range pairs.Pairs {
+		require.Equal(t, ids[0], p.TraceIDs[0], "chosen by the criterion, though rated -1")
+		require.Contains(t, p.Chosen, "Refund order crit-a")
+	}
 }

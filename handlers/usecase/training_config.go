@@ -11,7 +11,7 @@ import (
 )
 
 // ParseTrainingConfig reads POST /reward-models' training_config:
-// {annotation_source?, input_version?, criteria?}. Absent or null is the
+// {annotation_source?, input_version?, criteria?, criterion?}. Absent or null is the
 // defaults; an unknown field or a wrong type is a 422 naming
 // training_config.<field>. Values are checked by the command.
 func ParseTrainingConfig(raw json.RawMessage) (*commands.TrainingConfig, error) {
@@ -60,8 +60,17 @@ func ParseTrainingConfig(raw json.RawMessage) (*commands.TrainingConfig, error) 
 				return nil, bad(name, err.Error())
 			}
 			cfg.Criteria, cfg.CriteriaSet = cs, true
+		case "criterion":
+			if isNull {
+				continue
+			}
+			var id string
+			if err := json.Unmarshal(v, &id); err != nil {
+				return nil, bad(name, "must be a criterion id (a string)")
+			}
+			cfg.Criterion = &id
 		default:
-			return nil, bad(name, "unknown field (allowed: annotation_source, input_version, criteria)")
+			return nil, bad(name, "unknown field (allowed: annotation_source, input_version, criteria, criterion)")
 		}
 	}
 	return cfg, nil

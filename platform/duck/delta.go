@@ -72,6 +72,8 @@ func (d *delta) predicate(table string) (string, []any) {
 			return "", nil
 		}
 		return in("id", d.traces), d.traces
+	case table == "criteria":
+		return "", nil // not trace-keyed: a criteria change rebuilds (TouchAll)
 	case table == "annotations":
 		var parts []string
 		var args []any
@@ -100,7 +102,7 @@ func (s *Snapshots) captureDelta(ctx context.Context, o *ownerState, tx *Tx) (*d
 	r := o.rep
 	current := r != nil && !r.retired && r.version == o.version.Load() && o.building == nil
 	s.mu.Unlock()
-	if !current || len(tx.traces)+len(tx.annotations) == 0 ||
+	if !current || tx.all || len(tx.traces)+len(tx.annotations) == 0 ||
 		len(tx.traces) > deltaMaxTraces || len(tx.annotations) > 4*deltaMaxTraces {
 		return nil, nil
 	}

@@ -19,7 +19,14 @@ var userTables = []struct{ name, ddl string }{
 	{"annotations", `CREATE TABLE IF NOT EXISTS %s.annotations(
 		id VARCHAR, trace_id VARCHAR, step_id VARCHAR, step_index INTEGER, rating INTEGER,
 		comment VARCHAR, quote JSON, label_error BOOLEAN, label_error_note VARCHAR,
-		author_id VARCHAR, author_name VARCHAR, created_at TIMESTAMPTZ)`},
+		author_id VARCHAR, author_name VARCHAR, created_at TIMESTAMPTZ,
+		criterion_id VARCHAR, value VARCHAR)`},
+	// criteria: the account's review criteria (issue 33), archived ones
+	// too, whose values are the annotations with a criterion_id (value is
+	// the value's text: yes/no, a label name, or a scale's integer).
+	{"criteria", `CREATE TABLE IF NOT EXISTS %s.criteria(
+		criterion_id VARCHAR, name VARCHAR, description VARCHAR, kind VARCHAR, applies_to VARCHAR,
+		scale_max INTEGER, labels JSON, archived BOOLEAN, created_at TIMESTAMPTZ)`},
 	{"scores", `CREATE TABLE IF NOT EXISTS %s.scores(
 		trace_id VARCHAR, reward_model_id VARCHAR, reward_model_name VARCHAR, score DOUBLE,
 		created_at TIMESTAMPTZ)`},
@@ -63,6 +70,12 @@ ALTER TABLE main.steps ADD COLUMN IF NOT EXISTS input_tokens INTEGER;
 ALTER TABLE main.steps ADD COLUMN IF NOT EXISTS output_tokens INTEGER;
 ALTER TABLE main.steps ADD COLUMN IF NOT EXISTS total_tokens INTEGER;
 ALTER TABLE main.steps ADD COLUMN IF NOT EXISTS cached_tokens INTEGER`
+
+// annotationsCriteriaDDL adds the annotations' criterion columns to an
+// owner file written before criteria existed (it holds no values, so
+// nothing is lost).
+const annotationsCriteriaDDL = `ALTER TABLE main.annotations ADD COLUMN IF NOT EXISTS criterion_id VARCHAR;
+ALTER TABLE main.annotations ADD COLUMN IF NOT EXISTS value VARCHAR`
 
 // appliedDDL is the projection's dedupe table: an event id is inserted in the
 // same transaction as the rows it produced, so a redelivered event is a no-op.

@@ -456,6 +456,11 @@ func (s *Snapshots) openWriter(ctx context.Context, ownerID string, o *ownerStat
 		_ = db.Close()
 		return fmt.Errorf("duck: add steps usage columns: %w", err)
 	}
+	if _, err := conn.ExecContext(ctx, annotationsCriteriaDDL); err != nil {
+		_ = conn.Close()
+		_ = db.Close()
+		return fmt.Errorf("duck: add annotations criterion columns: %w", err)
+	}
 	if _, err := conn.ExecContext(ctx, appliedDDL); err != nil {
 		_ = conn.Close()
 		_ = db.Close()
@@ -724,6 +729,8 @@ type Tx struct {
 	conn        *sql.Conn
 	traces      map[string]bool
 	annotations map[string]bool
+	// all is set by TouchAll: the change is not trace- or annotation-keyed.
+	all bool
 }
 
 // Touch records that rows of these traces changed in any user table (their
@@ -737,6 +744,10 @@ func (t *Tx) Touch(traceIDs ...string) {
 		t.traces[id] = true
 	}
 }
+
+// TouchAll records a change no Touch describes (the account's criteria):
+// the replica is rebuilt on the next query.
+func (t *Tx) TouchAll() { t.all = true }
 
 // TouchAnnotation records that only these annotation rows changed.
 func (t *Tx) TouchAnnotation(ids ...string) {
@@ -790,6 +801,9 @@ type AnnotationRow struct {
 	AuthorID       string
 	AuthorName     string
 	CreatedAt      time.Time
+	// CriterionID and Value are a criterion's value (nil for ratings and
+	// comments); Value is its text (yes, a label name, 4).
+	CriterionID, Value *string
 }
 
 // ScoreRow is one row of `scores`: a raw trace reward from one model.
@@ -1000,10 +1014,10 @@ func (t *Tx) UpsertAnnotation(ctx context.Context, r AnnotationRow) error {
 	if err := t.DeleteAnnotation(ctx, r.ID); err != nil {
 		return err
 	}
-	return t.Exec(ctx, `INSERT INTO main.annotations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	return t.Exec(ctx, `INSERT INTO main.annotations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.TraceID, derefString(r.StepID), derefInt(r.StepIndex), derefInt(r.Rating), derefString(r.Comment),
 		quote, r.LabelError, derefString(r.LabelErrorNote), nullString(r.AuthorID), nullString(r.AuthorName),
-		nullTime(r.CreatedAt))
+		nullTime(r.CreatedAt), derefString(r.CriterionID), derefString(r.Value))
 }
 
 // DeleteAnnotation removes one annotation.

@@ -23,9 +23,10 @@ func applyModel(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error)
 		if err := e.DecodeOrFail(&p); err != nil {
 			return true, err
 		}
-		return exec(`INSERT INTO rm_reward_models (id, owner_id, name, base_model, compute, epochs, max_pairs, trace_ids, status, attempt, created_at, seq)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', 1, $9, $10) ON CONFLICT (id) DO NOTHING`,
-			p.ModelID, e.OwnerID, p.Name, p.BaseModel, p.Compute, p.Epochs, p.MaxPairs, p.TraceIDs, e.RecordedAt, e.Seq)
+		return exec(`INSERT INTO rm_reward_models (id, owner_id, name, base_model, compute, epochs, max_pairs, trace_ids, status, attempt, created_at, seq,
+			training_config) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'queued', 1, $9, $10, $11) ON CONFLICT (id) DO NOTHING`,
+			p.ModelID, e.OwnerID, p.Name, p.BaseModel, p.Compute, p.Epochs, p.MaxPairs, p.TraceIDs, e.RecordedAt, e.Seq,
+			jsonOrNil(rewardmodels.ConfigOf(p)))
 	case events.RewardModelDatasetBuilt:
 		var p events.RewardModelDatasetBuiltV1
 		if err := e.DecodeOrFail(&p); err != nil {

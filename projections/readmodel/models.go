@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
 )
 
@@ -43,6 +44,36 @@ type RewardModel struct {
 	// tanh((s − mean) / (2·std)) uses; null for a model not trained on
 	// action comparisons.
 	ActionRewardStats *rewardmodels.RewardStats `json:"action_reward_stats"`
+	// TrainingConfig is what the model learns from, as requested.
+	TrainingConfig ModelTrainingConfig `json:"training_config"`
+}
+
+// ModelTrainingConfig is a model's training_config as GET /reward-models
+// shows it: the supervision it learns from, and the criterion (id and
+// name when requested) when it learns from a criterion's values instead
+// of ratings.
+type ModelTrainingConfig struct {
+	AnnotationSource string  `json:"annotation_source"`
+	InputVersion     int     `json:"input_version"`
+	Criterion        *string `json:"criterion"`
+	CriterionName    *string `json:"criterion_name"`
+}
+
+// modelTrainingConfig reads the stored training_config (the request's,
+// defaults applied).
+func modelTrainingConfig(raw []byte) (ModelTrainingConfig, error) {
+	cfg := events.TrainingConfig{AnnotationSource: events.SourceFeedback, InputVersion: 1}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &cfg); err != nil {
+			return ModelTrainingConfig{}, err
+		}
+	}
+	out := ModelTrainingConfig{AnnotationSource: cfg.AnnotationSource, InputVersion: cfg.InputVersion}
+	if cfg.Criterion != "" {
+		id, name := cfg.Criterion, cfg.CriterionName
+		out.Criterion, out.CriterionName = &id, &name
+	}
+	return out, nil
 }
 
 // RewardModelDetail is GET /reward-models/{id}: spec 001's
@@ -58,12 +89,16 @@ type RewardModelDetail struct {
 }
 
 const modelCols = `m.id, m.name, m.base_model, m.compute, m.epochs, m.max_pairs, cardinality(m.trace_ids), m.status, m.num_pairs,
-	m.metrics, m.error, m.progress, m.created_at, m.started_at, m.finished_at, m.reward_stats, m.action_reward_stats, m.worker_id`
+	m.metrics, m.error, m.progress, m.created_at, m.started_at, m.finished_at, m.reward_stats, m.action_reward_stats, m.worker_id, m.training_config`
 
 func scanModel(row pgx.Row, m *RewardModel, extra ...any) error {
-	var metrics, progress []byte
+	var metrics, progress, cfg []byte
 	if err := row.Scan(append([]any{&m.ID, &m.Name, &m.BaseModel, &m.Compute, &m.Epochs, &m.MaxPairs, &m.TraceCount, &m.Status, &m.NumPairs,
-		&metrics, &m.Error, &progress, &m.CreatedAt, &m.StartedAt, &m.FinishedAt, &m.RewardStats, &m.ActionRewardStats, &m.WorkerID}, extra...)...); err != nil {
+		&metrics, &m.Error, &progress, &m.CreatedAt, &m.StartedAt, &m.FinishedAt, &m.RewardStats, &m.ActionRewardStats, &m.WorkerID, &cfg}, extra...)...); err != nil {
+		return err
+	}
+	var err error
+	if m.TrainingConfig, err = modelTrainingConfig(cfg); err != nil {
 		return err
 	}
 	m.Metrics, m.Progress = rawOrNull(metrics), rawOrNull(progress)

@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/criteria"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/duck"
@@ -65,6 +66,11 @@ var handled = map[string]bool{
 	events.TraceStepsQualityChecked: true,
 	// The shared evaluator's automatic scores.
 	events.EvaluatorTraceScored: true,
+	// The account's criteria (the `criteria` table; a label rename renames
+	// the values in `annotations`).
+	events.CriterionDefined:  true,
+	events.CriterionChanged:  true,
+	events.CriterionArchived: true,
 }
 
 // Handles reports whether the snapshot projection applies events of type t
@@ -360,7 +366,10 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		}
 		tx.TouchAnnotation(p.AnnotationID)
 		row := duck.AnnotationRow{ID: p.AnnotationID, TraceID: p.TraceID, Rating: p.Rating, Comment: p.Comment,
-			AuthorID: p.AuthorID, AuthorName: p.AuthorName, CreatedAt: e.RecordedAt}
+			AuthorID: p.AuthorID, AuthorName: p.AuthorName, CreatedAt: e.RecordedAt, Value: criteria.ValueText(p.Value)}
+		if p.CriterionID != "" {
+			row.CriterionID = &p.CriterionID
+		}
 		if p.Quote != nil {
 			row.Quote = p.Quote
 		}
@@ -380,8 +389,13 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 		tx.TouchAnnotation(p.AnnotationID)
-		return tx.Exec(ctx, `UPDATE main.annotations SET rating = ?, comment = ?, label_error = ?, label_error_note = ?
-			WHERE id = ?`, derefInt(p.Rating), derefString(p.Comment), p.LabelError, derefString(p.LabelErrorNote), p.AnnotationID)
+		return tx.Exec(ctx, `UPDATE main.annotations SET rating = ?, comment = ?, label_error = ?, label_error_note = ?,
+			value = CASE WHEN criterion_id IS NULL THEN NULL ELSE ? END
+			WHERE id = ?`, derefInt(p.Rating), derefString(p.Comment), p.LabelError, derefString(p.LabelErrorNote),
+			derefString(criteria.ValueText(p.Value)), p.AnnotationID)
+	case events.CriterionDefined, events.CriterionChanged, events.CriterionArchived:
+		tx.TouchAll()
+		return applyCriterion(ctx, tx, e)
 	case events.AnnotationRemoved:
 		var p events.AnnotationRemovedV1
 		if err := e.DecodeOrFail(&p); err != nil {
