@@ -806,41 +806,11 @@ type AnnotationRow struct {
 	CriterionID, Value *string
 }
 
-// ScoreRow is one row of `scores`: a raw trace reward from one model.
-type ScoreRow struct {
-	TraceID, RewardModelID, RewardModelName string
-	Score                                   float64
-	CreatedAt                               time.Time
-}
-
-// ActionScoreRow is one row of `action_scores`.
-type ActionScoreRow struct {
-	TraceID, StepID                string
-	StepIndex                      int
-	RewardModelID, RewardModelName string
-	Score, Credit                  float64
-	CreatedAt                      time.Time
-}
-
 // Exec runs one trusted statement in the transaction, for changes the
 // helpers do not cover (a title change, say). Never pass user input as SQL.
 func (t *Tx) Exec(ctx context.Context, query string, args ...any) error {
 	_, err := t.conn.ExecContext(ctx, query, args...)
 	return err
-}
-
-// UpsertTrace inserts or replaces the trace row with r.ID.
-func (t *Tx) UpsertTrace(ctx context.Context, r TraceRow) error {
-	meta, err := jsonText(r.Metadata)
-	if err != nil {
-		return fmt.Errorf("duck: trace %s metadata: %w", r.ID, err)
-	}
-	if err := t.Exec(ctx, "DELETE FROM main.traces WHERE id = ?", r.ID); err != nil {
-		return err
-	}
-	return t.Exec(ctx, `INSERT INTO main.traces VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, nullString(r.ExternalID), nullString(r.Title), nullString(r.SourceFormat), nullString(r.SourceID),
-		r.StepCount, meta, nullTime(r.CreatedAt), nullTime(r.UpdatedAt), r.Contribute)
 }
 
 // DeleteTrace removes a trace and every row that hangs off it.
@@ -1025,37 +995,9 @@ func (t *Tx) DeleteAnnotation(ctx context.Context, annotationID string) error {
 	return t.Exec(ctx, "DELETE FROM main.annotations WHERE id = ?", annotationID)
 }
 
-// InsertScore records a trace reward. Scores are a history (one row per
-// scoring), so this appends; DeleteScores clears a trace's history.
-func (t *Tx) InsertScore(ctx context.Context, r ScoreRow) error {
-	return t.Exec(ctx, `INSERT INTO main.scores VALUES (?, ?, ?, ?, ?)`,
-		r.TraceID, r.RewardModelID, nullString(r.RewardModelName), r.Score, nullTime(r.CreatedAt))
-}
-
 // DeleteScores clears a trace's trace-level scores (for a reimport).
 func (t *Tx) DeleteScores(ctx context.Context, traceID string) error {
 	return t.Exec(ctx, "DELETE FROM main.scores WHERE trace_id = ?", traceID)
-}
-
-// InsertActionScores bulk-appends action scores (one scoring run).
-func (t *Tx) InsertActionScores(ctx context.Context, rows []ActionScoreRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	return t.conn.Raw(func(dc any) error {
-		a, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "main", "action_scores")
-		if err != nil {
-			return fmt.Errorf("duck: action_scores appender: %w", err)
-		}
-		for _, r := range rows {
-			if err := a.AppendRow(r.TraceID, r.StepID, int32(r.StepIndex), r.RewardModelID,
-				nullString(r.RewardModelName), r.Score, r.Credit, nullTime(r.CreatedAt)); err != nil {
-				_ = a.Close()
-				return fmt.Errorf("duck: append action score: %w", err)
-			}
-		}
-		return a.Close()
-	})
 }
 
 // jsonRaw encodes v for the appender, which marshals what it gets: a
