@@ -22,7 +22,7 @@ import (
 	"github.com/criticml/critic/platform/pg/pgtest"
 )
 
-// TestDistributedInstances runs what the README's "Running it distributed"
+// TestDistributedInstances runs what docs/operations.md's "Running it distributed"
 // describes, on loopback: one PostgreSQL, `critic broker --listen`, and
 // several `critic serve` processes with their own data directories (so
 // their own generated instance ids), and checks what an operator relies on:

@@ -50,7 +50,7 @@ Client commands (talk to a server over HTTP; no database, no broker):
 Configuration is read from the environment: DATABASE_URL, KAFKA_BROKERS,
 BLOB_URL, CRITIC_DATA_DIR, CRITIC_ADDR, CRITIC_FEEDBACK_MODEL, CRITIC_FAST_MODEL,
 OPENAI_API_KEY, ANTHROPIC_API_KEY; client commands read CRITIC_URL,
-CRITIC_API_KEY, CRITIC_CONFIG_DIR (see README).
+CRITIC_API_KEY, CRITIC_CONFIG_DIR (see docs/configuration.md).
 `
 
 func main() {

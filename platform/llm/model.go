@@ -35,7 +35,7 @@ const (
 )
 
 // Server roles: each is a model string read from its variable, with a
-// documented default (README "LLM providers").
+// documented default (docs/configuration.md).
 const (
 	// EnvFeedbackModel is the classifier for comments and user reactions,
 	// the AI judgments and their independent reviews.
