@@ -33,7 +33,8 @@ import (
 // event type declared in domain/events but those replayUnproduced names —
 // accounts, keys issued and revoked, the reward-model switch, imports,
 // re-imports, deletions, source names, OTLP spans, session sync,
-// annotations added, edited and removed, reward models queued, running,
+// annotations added, edited and removed, criteria and their values,
+// guidelines, reward models queued, running,
 // succeeded, failed and retried, feedback extraction and its findings,
 // heartbeats, trace and action scores, scoring runs that succeed and fail,
 // titles, step labels and the grading model's quality checks, section
@@ -281,6 +282,36 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	require.Equal(t, http.StatusOK, in.do("PATCH", "/api/v1/rm/annotations/"+ann, key, map[string]any{"label_error": true, "label_error_note": "fine"}).Status)
 	ann2 := in.do("POST", "/api/v1/rm/traces/"+ids[2]+"/annotations", key, map[string]any{"comment": "to remove"}).JSON(t)["id"].(string)
 	require.Equal(t, http.StatusNoContent, in.do("DELETE", "/api/v1/rm/annotations/"+ann2, key, nil).Status)
+
+	// Criteria: defined, a label renamed (its stored value renamed with
+	// it), one archived; values given, replaced by a second one, edited;
+	// guidelines set.
+	reply := ""
+	for _, st := range d.Steps {
+		if st["role"] == "assistant" && st["tool_name"] == nil {
+			reply = st["id"].(string)
+		}
+	}
+	require.NotEmpty(t, reply, "trace %s has an assistant reply", ids[2])
+	r = in.do("POST", "/api/v1/rm/criteria", key, map[string]any{"name": "Tone", "kind": "categorical", "applies_to": "assistant",
+		"labels": []map[string]any{{"name": "good", "score": 1}, {"name": "bad", "score": -1}}})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	tone := r.JSON(t)["criterion_id"].(string)
+	r = in.do("POST", "/api/v1/rm/criteria", key, map[string]any{"name": "Correct", "kind": "binary", "applies_to": "trace"})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	correct := r.JSON(t)["criterion_id"].(string)
+	for _, body := range []map[string]any{
+		{"criterion_id": tone, "step_id": reply, "value": "good"},
+		{"criterion_id": tone, "step_id": reply, "value": "bad"}, // replaces the first
+		{"criterion_id": correct, "value": "no"},
+	} {
+		r = in.do("POST", "/api/v1/rm/traces/"+ids[2]+"/annotations", key, body)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	}
+	require.Equal(t, http.StatusOK, in.do("PATCH", "/api/v1/rm/annotations/"+r.JSON(t)["id"].(string), key, map[string]any{"value": "yes"}).Status)
+	require.Equal(t, http.StatusOK, in.do("PATCH", "/api/v1/rm/criteria/"+tone, key, map[string]any{"labels": []map[string]any{{"name": "good", "score": 1}, {"name": "rude", "score": -1}}}).Status)
+	require.Equal(t, http.StatusNoContent, in.do("DELETE", "/api/v1/rm/criteria/"+correct, key, nil).Status)
+	require.Equal(t, http.StatusOK, in.do("PUT", "/api/v1/rm/guidelines", key, map[string]any{"markdown": "# Guidelines\n\nA guessed id is **bad**."}).Status)
 
 	// OTLP spans: a first call, then a grown conversation (appended).
 	const traceHex = "5bf92f3577b34da6a3ce929d0e0e4737"

@@ -40,6 +40,8 @@ type annotationFact struct {
 	comment           *string
 	revision          int
 	labelError        bool
+	// criterion and value are a criterion value's (training_config.criterion).
+	criterion, value string
 }
 
 func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID string, out io.Writer) error {
@@ -127,6 +129,9 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 			if f.comment != nil {
 				line += fmt.Sprintf(", comment %q", *f.comment)
 			}
+			if f.criterion != "" {
+				line += fmt.Sprintf(", criterion %s value %s", f.criterion, f.value)
+			}
 			fmt.Fprintln(out, line)
 		}
 	}
@@ -163,7 +168,8 @@ func annotationFacts(ctx context.Context, in *infra, owner string, asOf int64) (
 					return nil, err
 				}
 				facts[p.AnnotationID] = &annotationFact{author: p.AuthorName, at: e.RecordedAt.UTC().Format("2006-01-02T15:04:05Z"),
-					trace: p.TraceID, rating: p.Rating, comment: p.Comment, revision: p.TraceRevision}
+					trace: p.TraceID, rating: p.Rating, comment: p.Comment, revision: p.TraceRevision,
+					criterion: p.CriterionID, value: string(p.Value)}
 			case events.AnnotationEdited:
 				var p events.AnnotationEditedV1
 				if err := e.Decode(&p); err != nil {
@@ -171,6 +177,9 @@ func annotationFacts(ctx context.Context, in *infra, owner string, asOf int64) (
 				}
 				if f := facts[p.AnnotationID]; f != nil {
 					f.rating, f.comment, f.labelError = p.Rating, p.Comment, p.LabelError
+					if p.Value != nil {
+						f.value = string(p.Value)
+					}
 				}
 			}
 		}
