@@ -149,7 +149,6 @@ type DefineInput struct {
 	Description *string
 	Kind        *string
 	Labels      []LabelInput
-	LabelsSet   bool
 	ScaleMax    *int
 	AppliesTo   *string
 }
@@ -190,7 +189,7 @@ func DecideDefine(s State, in DefineInput) (events.CriterionDefinedV1, error) {
 	out = events.CriterionDefinedV1{CriterionID: in.CriterionID, Name: name, Description: desc, Kind: *in.Kind, AppliesTo: *in.AppliesTo}
 	switch *in.Kind {
 	case KindBinary:
-		if in.LabelsSet && in.Labels != nil {
+		if len(in.Labels) > 0 {
 			return out, invalid("labels", "a binary criterion has no labels: its values are yes and no")
 		}
 		if in.ScaleMax != nil {
@@ -206,7 +205,7 @@ func DecideDefine(s State, in DefineInput) (events.CriterionDefinedV1, error) {
 		}
 		out.Labels = labels
 	case KindScale:
-		if in.LabelsSet && in.Labels != nil {
+		if len(in.Labels) > 0 {
 			return out, invalid("labels", "a scale criterion has no labels: its values are 1..scale_max")
 		}
 		if in.ScaleMax == nil {

@@ -80,7 +80,7 @@ func (a *API) defineCriterion(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	c, err := a.backend().DefineCriterion(r.Context(), caller, criteria.DefineInput{Name: req.Name, Description: req.Description,
-		Kind: req.Kind, Labels: labels, LabelsSet: req.Labels != nil, ScaleMax: req.ScaleMax, AppliesTo: req.AppliesTo})
+		Kind: req.Kind, Labels: labels, ScaleMax: req.ScaleMax, AppliesTo: req.AppliesTo})
 	if err != nil {
 		return err
 	}
