@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -337,10 +338,28 @@ func TestQueryMemoryIsTheQueryProcesss(t *testing.T) {
 	}
 	t.Logf("API peak resident memory: %d MiB before, %d MiB after", before>>20, peakRSS(t, in.cmd.Process.Pid)>>20)
 
-	require.Eventually(t, func() bool {
-		r := in.do("POST", "/api/v1/rm/query", alice, map[string]any{"sql": "SELECT 2 AS two"})
-		return r.Status == http.StatusOK && strings.Contains(string(r.Body), `"rows":[[2]]`)
-	}, 60*time.Second, 250*time.Millisecond, "queries are served again")
+	served := func(msg string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			r := in.do("POST", "/api/v1/rm/query", alice, map[string]any{"sql": "SELECT 2 AS two"})
+			if r.Status == http.StatusServiceUnavailable {
+				require.Contains(t, string(r.Body), "query_process_restarting")
+			}
+			return r.Status == http.StatusOK && strings.Contains(string(r.Body), `"rows":[[2]]`)
+		}, 60*time.Second, 250*time.Millisecond, msg)
+	}
+	served("queries are served again")
+
+	// A query process that dies is replaced; the API answers meanwhile.
+	old := childPIDs(t, in.cmd.Process.Pid)
+	require.Len(t, old, 1)
+	require.NoError(t, syscall.Kill(old[0], syscall.SIGKILL))
+	served("queries are served by a new query process")
+	now := childPIDs(t, in.cmd.Process.Pid)
+	require.Len(t, now, 1)
+	require.NotEqual(t, old[0], now[0])
+	r = in.do("GET", "/readyz", "", nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 }
 
 // childPIDs lists the processes whose parent is pid (each thread lists the
