@@ -25,7 +25,8 @@ func ModelAsOf(evs []events.Envelope, throughEventID string) (m RewardModel, ok 
 			}
 			m = RewardModel{ID: p.ModelID, Name: p.Name, BaseModel: p.BaseModel, Compute: p.Compute, Epochs: p.Epochs,
 				MaxPairs: p.MaxPairs, TraceCount: len(p.TraceIDs), Status: rewardmodels.StatusQueued,
-				Metrics: json.RawMessage("null"), Progress: json.RawMessage("null"), CreatedAt: e.RecordedAt.UTC()}
+				Metrics: json.RawMessage("null"), Progress: json.RawMessage("null"), CreatedAt: e.RecordedAt.UTC(),
+				TrainingConfig: trainingConfigView(rewardmodels.ConfigOf(p))}
 			ok = true
 		case events.RewardModelDatasetBuilt:
 			var p events.RewardModelDatasetBuiltV1

@@ -68,12 +68,17 @@ func modelTrainingConfig(raw []byte) (ModelTrainingConfig, error) {
 			return ModelTrainingConfig{}, err
 		}
 	}
+	return trainingConfigView(cfg), nil
+}
+
+// trainingConfigView is what a model shows of its training config.
+func trainingConfigView(cfg events.TrainingConfig) ModelTrainingConfig {
 	out := ModelTrainingConfig{AnnotationSource: cfg.AnnotationSource, InputVersion: cfg.InputVersion}
 	if cfg.Criterion != "" {
 		id, name := cfg.Criterion, cfg.CriterionName
 		out.Criterion, out.CriterionName = &id, &name
 	}
-	return out, nil
+	return out
 }
 
 // RewardModelDetail is GET /reward-models/{id}: spec 001's
