@@ -159,121 +159,42 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 	}
-	tx := w.tx
-	if handled, err := applyModel(ctx, tx, e); handled {
-		if err != nil {
-			return err
-		}
-		return applyFeedback(ctx, tx, e)
+	if a, ok := appliers[e.Type]; ok {
+		return a(ctx, w, e)
 	}
-	if handled, err := applyGepa(ctx, tx, e); handled {
-		return err
-	}
-	if handled, err := applyFeedbackEvent(ctx, tx, e); handled {
-		return err
-	}
-	if handled, err := applyAssessments(ctx, tx, e); handled {
-		return err
-	}
-	if handled, err := applyLabels(ctx, tx, e); handled {
-		return err
-	}
-	switch e.Type {
-	case events.ProjectionEventSkipped:
-		// The skipped event counts as handled (passed over), so the lag,
-		// the standby's and a write's catch-up never try it again; a
-		// replay reaches the same row through the same skip event.
-		var p events.ProjectionEventSkippedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO readmodel_applied (event_id, seq) VALUES ($1, $2) ON CONFLICT DO NOTHING`, p.EventID, p.Seq)
-		return err
-	case events.UserCreated:
-		var p events.UserCreatedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
+	return nil
+}
+
+// coreAppliers project accounts, keys, traces, annotations, the shared
+// evaluator and skipped events.
+var coreAppliers = map[string]applier{
+	// The skipped event counts as handled (passed over), so the lag, the
+	// standby's and a write's catch-up never try it again; a replay reaches
+	// the same row through the same skip event.
+	events.ProjectionEventSkipped: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.ProjectionEventSkippedV1) error {
+		return exec(ctx, tx, `INSERT INTO readmodel_applied (event_id, seq) VALUES ($1, $2) ON CONFLICT DO NOTHING`, p.EventID, p.Seq)
+	}),
+	events.UserCreated: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.UserCreatedV1) error {
 		_, err := tx.Exec(ctx, `INSERT INTO rm_users (id, name, reward_models_enabled, created_at) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (id) DO NOTHING`, p.UserID, p.Name, p.RewardModelsEnabled, e.RecordedAt)
 		return err
-	case events.APIKeyIssued:
-		var p events.APIKeyIssuedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
+	}),
+	events.APIKeyIssued: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.APIKeyIssuedV1) error {
 		_, err := tx.Exec(ctx, `INSERT INTO rm_api_keys (key_hash, key_id, user_id, read_only, created_at, key_prefix) VALUES ($1, $2, $3, $4, $5, $6)
 			ON CONFLICT DO NOTHING`, p.KeyHash, p.KeyID, p.UserID, p.ReadOnly, e.RecordedAt, nilIfEmpty(p.KeyPrefix))
 		return err
-	case events.APIKeyRevoked:
-		var p events.APIKeyRevokedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
+	}),
+	events.APIKeyRevoked: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.APIKeyRevokedV1) error {
 		_, err := tx.Exec(ctx, `UPDATE rm_api_keys SET revoked = true, revoked_at = COALESCE(revoked_at, $2) WHERE key_id = $1`, p.KeyID, e.RecordedAt)
 		return err
-	case events.UserRewardModelsEnabledChanged:
-		var p events.UserRewardModelsEnabledChangedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
+	}),
+	events.UserRewardModelsEnabledChanged: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.UserRewardModelsEnabledChangedV1) error {
 		_, err := tx.Exec(ctx, `UPDATE rm_users SET reward_models_enabled = $2 WHERE id = $1`, p.UserID, p.Enabled)
 		return err
-	case events.TraceImported:
-		var p importedTrace
-		if err := decodeImported(e, &p); err != nil {
-			return err
-		}
-		// trace.deleted removed any earlier row of this id, so this is an insert.
-		meta := jsonOrNil(p.Metadata)
-		if meta == nil {
-			meta = "{}"
-		}
-		w.traces = append(w.traces, []any{uuidArg(p.TraceID), uuidArg(e.OwnerID), nilIfEmpty(p.ExternalID), p.Title, p.SourceFormat,
-			domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat), meta, p.Revision, len(p.Steps), e.RecordedAt, e.RecordedAt, e.Seq})
-		if err := w.bufferImportedSteps(p.TraceID, e.OwnerID, p.Steps); err != nil {
-			return err
-		}
-		return insertSpans(ctx, tx, p.TraceID, p.Spans)
-	case events.TraceRevised:
-		var p events.TraceRevisedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
-		if p.Mode != events.RevisionAppended {
-			if _, err := tx.Exec(ctx, `DELETE FROM rm_steps WHERE trace_id = $1`, p.TraceID); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `DELETE FROM rm_action_scores WHERE trace_id = $1`, p.TraceID); err != nil {
-				return err
-			}
-		}
-		// A new revision makes the whole-trace scores stale.
-		if _, err := tx.Exec(ctx, `DELETE FROM rm_trace_scores WHERE trace_id = $1`, p.TraceID); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE rm_traces SET title = $2, source_format = $3, source_id = $4,
-			metadata = COALESCE($5::jsonb, '{}'), revision = $6, updated_at = $7 WHERE id = $1`,
-			p.TraceID, p.Title, p.SourceFormat, domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat),
-			jsonOrNil(p.Metadata), p.Revision, e.RecordedAt); err != nil {
-			return err
-		}
-		w.bufferSteps(p.TraceID, e.OwnerID, p.Steps)
-		if err := w.flush(ctx); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE rm_traces SET step_count = (SELECT count(*) FROM rm_steps WHERE trace_id = $1) WHERE id = $1`, p.TraceID); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM rm_spans WHERE trace_id = $1`, p.TraceID); err != nil {
-			return err
-		}
-		return insertSpans(ctx, tx, p.TraceID, p.Spans)
-	case events.TraceDeleted:
-		var p events.TraceDeletedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
+	}),
+	events.TraceImported: applyTraceImported,
+	events.TraceRevised:  applyTraceRevised,
+	events.TraceDeleted: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.TraceDeletedV1) error {
 		for _, q := range []string{`DELETE FROM rm_steps WHERE trace_id = $1`, `DELETE FROM rm_spans WHERE trace_id = $1`,
 			`DELETE FROM rm_annotations WHERE trace_id = $1`, `DELETE FROM rm_trace_scores WHERE trace_id = $1`,
 			`DELETE FROM rm_action_scores WHERE trace_id = $1`, `DELETE FROM rm_scoring_runs WHERE trace_id = $1`, `DELETE FROM rm_step_labels WHERE trace_id = $1`, `DELETE FROM rm_step_quality_checks WHERE trace_id = $1`, `DELETE FROM rm_trace_labeling WHERE trace_id = $1`, `DELETE FROM rm_assessments WHERE trace_id = $1`,
@@ -283,11 +204,9 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 				return err
 			}
 		}
-	case events.EvaluatorBenchmarkFrozen:
-		var p events.EvaluatorBenchmarkFrozenV1
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
+		return nil
+	}),
+	events.EvaluatorBenchmarkFrozen: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.EvaluatorBenchmarkFrozenV1) error {
 		counts, err := json.Marshal(p.SliceCounts)
 		if err != nil {
 			return err
@@ -295,11 +214,8 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		_, err = tx.Exec(ctx, `INSERT INTO rm_evaluator_benchmarks (version, as_of_seq, items, slice_counts, frozen_at)
 			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (version) DO NOTHING`, p.Version, p.AsOfSeq, len(p.Items), counts, e.RecordedAt)
 		return err
-	case events.EvaluatorReleased:
-		var p events.EvaluatorReleasedV1
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
+	}),
+	events.EvaluatorReleased: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.EvaluatorReleasedV1) error {
 		overall, err := json.Marshal(p.Overall)
 		if err != nil {
 			return err
@@ -319,11 +235,8 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			VALUES ($1, $2, $3, $4, $5, $6, $7, true, $8) ON CONFLICT (release) DO NOTHING`,
 			p.Release, p.CandidateID, p.BenchmarkVersion, p.Replaces, overall, slices, policy, e.RecordedAt)
 		return err
-	case events.EvaluatorTraceScored:
-		var p events.EvaluatorTraceScoredV1
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
+	}),
+	events.EvaluatorTraceScored: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.EvaluatorTraceScoredV1) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM rm_evaluator_scores WHERE trace_id = $1`, p.TraceID); err != nil {
 			return err
 		}
@@ -338,31 +251,22 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			trace_revision = EXCLUDED.trace_revision, status = EXCLUDED.status, error = NULL, at = EXCLUDED.at`,
 			p.TraceID, e.OwnerID, p.Release, p.TraceRevision, e.RecordedAt)
 		return err
-	case events.EvaluatorTraceScoringFailed:
-		var p events.EvaluatorTraceScoringFailedV1
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
+	}),
+	events.EvaluatorTraceScoringFailed: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.EvaluatorTraceScoringFailedV1) error {
 		_, err := tx.Exec(ctx, `INSERT INTO rm_evaluator_scoring (trace_id, owner_id, release, trace_revision, status, error, at)
 			VALUES ($1, $2, $3, $4, 'failed', $5, $6) ON CONFLICT (trace_id) DO UPDATE SET release = EXCLUDED.release,
 			trace_revision = EXCLUDED.trace_revision, status = EXCLUDED.status, error = EXCLUDED.error, at = EXCLUDED.at`,
 			p.TraceID, e.OwnerID, p.Release, p.TraceRevision, p.Error, e.RecordedAt)
 		return err
-	case events.EvaluatorRolledBack:
-		var p events.EvaluatorRolledBackV1
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
+	}),
+	events.EvaluatorRolledBack: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.EvaluatorRolledBackV1) error {
 		if _, err := tx.Exec(ctx, `UPDATE rm_evaluator_releases SET live = false, rolled_back_at = $2 WHERE release = $1`, p.From, e.RecordedAt); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `UPDATE rm_evaluator_releases SET live = true WHERE release = $1`, p.To)
 		return err
-	case events.ComparisonReviewed:
-		var p events.ComparisonReviewedV1
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
+	}),
+	events.ComparisonReviewed: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.ComparisonReviewedV1) error {
 		raw, err := json.Marshal(p)
 		if err != nil {
 			return err
@@ -371,26 +275,17 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			comparison, created_at, seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
 			p.ComparisonID, e.OwnerID, p.TraceID, p.TraceRevision, p.StepID, p.ReviewerID, p.FindingID, p.ModelID, raw, e.RecordedAt, e.Seq)
 		return err
-	case events.TraceContributionSet:
-		var p events.TraceContributionSetV1
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
+	}),
+	events.TraceContributionSet: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.TraceContributionSetV1) error {
 		_, err := tx.Exec(ctx, `UPDATE rm_traces SET contribute = $2 WHERE id = $1`, p.TraceID, p.Contribute)
 		return err
-	case events.TraceSourceRenamed:
-		var p events.TraceSourceRenamedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
+	}),
+	events.TraceSourceRenamed: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.TraceSourceRenamedV1) error {
 		_, err := tx.Exec(ctx, `INSERT INTO rm_trace_sources (owner_id, source_id, name) VALUES ($1, $2, $3)
 			ON CONFLICT (owner_id, source_id) DO UPDATE SET name = EXCLUDED.name`, e.OwnerID, p.SourceID, p.Name)
 		return err
-	case events.AnnotationAdded:
-		var p events.AnnotationAddedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
+	}),
+	events.AnnotationAdded: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.AnnotationAddedV1) error {
 		var quote any
 		if p.Quote != nil {
 			quote = jsonOrNil(p.Quote)
@@ -400,26 +295,77 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			p.AnnotationID, p.TraceID, e.OwnerID, nilIfEmpty(p.StepID), p.Rating, p.Comment, quote, p.AuthorID, p.AuthorName,
 			p.TraceRevision, e.RecordedAt, e.Seq, nilIfEmpty(p.CriterionID), jsonOrNil(p.Value))
 		return err
-	case events.AnnotationEdited:
-		var p events.AnnotationEditedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
+	}),
+	events.AnnotationEdited: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.AnnotationEditedV1) error {
 		_, err := tx.Exec(ctx, `UPDATE rm_annotations SET rating = $2, comment = $3, label_error = $4, label_error_note = $5,
 			value = CASE WHEN criterion_id IS NULL THEN NULL ELSE $6::jsonb END WHERE id = $1`,
 			p.AnnotationID, p.Rating, p.Comment, p.LabelError, p.LabelErrorNote, jsonOrNil(p.Value))
 		return err
-	case events.CriterionDefined, events.CriterionChanged, events.CriterionArchived, events.GuidelinesSet:
-		return applyCriteria(ctx, tx, e)
-	case events.AnnotationRemoved:
-		var p events.AnnotationRemovedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
+	}),
+	events.AnnotationRemoved: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.AnnotationRemovedV1) error {
 		_, err := tx.Exec(ctx, `DELETE FROM rm_annotations WHERE id = $1`, p.AnnotationID)
 		return err
+	}),
+}
+
+// applyTraceImported buffers the trace's row and steps for one COPY with
+// the batch's other imports.
+func applyTraceImported(ctx context.Context, w *writer, e events.Envelope) error {
+	tx := w.tx
+	var p importedTrace
+	if err := decodeImported(e, &p); err != nil {
+		return err
 	}
-	return nil
+	// trace.deleted removed any earlier row of this id, so this is an insert.
+	meta := jsonOrNil(p.Metadata)
+	if meta == nil {
+		meta = "{}"
+	}
+	w.traces = append(w.traces, []any{uuidArg(p.TraceID), uuidArg(e.OwnerID), nilIfEmpty(p.ExternalID), p.Title, p.SourceFormat,
+		domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat), meta, p.Revision, len(p.Steps), e.RecordedAt, e.RecordedAt, e.Seq})
+	if err := w.bufferImportedSteps(p.TraceID, e.OwnerID, p.Steps); err != nil {
+		return err
+	}
+	return insertSpans(ctx, tx, p.TraceID, p.Spans)
+}
+
+// applyTraceRevised replaces (or, appending, extends) a trace's steps and
+// spans and drops its now stale whole-trace scores.
+func applyTraceRevised(ctx context.Context, w *writer, e events.Envelope) error {
+	var p events.TraceRevisedV1
+	if err := e.DecodeOrFail(&p); err != nil {
+		return err
+	}
+	tx := w.tx
+	if p.Mode != events.RevisionAppended {
+		if _, err := tx.Exec(ctx, `DELETE FROM rm_steps WHERE trace_id = $1`, p.TraceID); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM rm_action_scores WHERE trace_id = $1`, p.TraceID); err != nil {
+			return err
+		}
+	}
+	// A new revision makes the whole-trace scores stale.
+	if _, err := tx.Exec(ctx, `DELETE FROM rm_trace_scores WHERE trace_id = $1`, p.TraceID); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE rm_traces SET title = $2, source_format = $3, source_id = $4,
+		metadata = COALESCE($5::jsonb, '{}'), revision = $6, updated_at = $7 WHERE id = $1`,
+		p.TraceID, p.Title, p.SourceFormat, domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat),
+		jsonOrNil(p.Metadata), p.Revision, e.RecordedAt); err != nil {
+		return err
+	}
+	w.bufferSteps(p.TraceID, e.OwnerID, p.Steps)
+	if err := w.flush(ctx); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `UPDATE rm_traces SET step_count = (SELECT count(*) FROM rm_steps WHERE trace_id = $1) WHERE id = $1`, p.TraceID); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM rm_spans WHERE trace_id = $1`, p.TraceID); err != nil {
+		return err
+	}
+	return insertSpans(ctx, tx, p.TraceID, p.Spans)
 }
 
 func insertSpans(ctx context.Context, tx pgx.Tx, traceID string, spans []domain.Span) error {

@@ -10,48 +10,36 @@ import (
 	"github.com/criticml/critic/domain/events"
 )
 
-// applyAssessments projects the assessment events into rm_assessments. A
+// assessmentAppliers project the assessment events into rm_assessments. A
 // request marks its keys pending (a key already answered stays answered);
 // an answer or a failure replaces the key's state.
-func applyAssessments(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error) {
-	switch e.Type {
-	case events.TraceAssessmentRequested:
-		var p events.TraceAssessmentRequestedV1
-		if err := e.Decode(&p); err != nil {
-			return true, err
-		}
+var assessmentAppliers = map[string]applier{
+	events.TraceAssessmentRequested: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.TraceAssessmentRequestedV1) error {
 		for _, it := range p.Items {
 			if _, err := tx.Exec(ctx, `INSERT INTO rm_assessments (trace_id, kind, key, version, state, requested_at, lease_seconds, updated_at)
 				SELECT $1, $2, $3, $4, 'pending', $5, $6, $5 WHERE EXISTS (SELECT 1 FROM rm_traces WHERE id = $1)
 				ON CONFLICT (trace_id, kind, key) DO UPDATE SET state = 'pending', requested_at = EXCLUDED.requested_at,
 					lease_seconds = EXCLUDED.lease_seconds, error = NULL, updated_at = EXCLUDED.updated_at
 				WHERE rm_assessments.state <> 'done'`, p.TraceID, p.Kind, it.Key, p.Version, e.RecordedAt, p.LeaseSeconds); err != nil {
-				return true, err
+				return err
 			}
 		}
-		return true, nil
-	case events.TraceAssessmentRecorded:
-		var p events.TraceAssessmentRecordedV1
-		if err := e.Decode(&p); err != nil {
-			return true, err
-		}
+		return nil
+	}),
+	events.TraceAssessmentRecorded: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.TraceAssessmentRecordedV1) error {
 		var result any = p.Tasks
 		if p.Kind == events.AssessmentSections {
 			result = p.Section
 		}
 		b, err := json.Marshal(result)
 		if err != nil {
-			return true, err
+			return err
 		}
-		return true, upsertAssessment(ctx, tx, p.TraceID, p.Kind, p.Key, p.Version, "done", b, nil, p.Model, e.RecordedAt)
-	case events.TraceAssessmentFailed:
-		var p events.TraceAssessmentFailedV1
-		if err := e.Decode(&p); err != nil {
-			return true, err
-		}
-		return true, upsertAssessment(ctx, tx, p.TraceID, p.Kind, p.Key, p.Version, "failed", nil, &p.Error, p.Model, e.RecordedAt)
-	}
-	return false, nil
+		return upsertAssessment(ctx, tx, p.TraceID, p.Kind, p.Key, p.Version, "done", b, nil, p.Model, e.RecordedAt)
+	}),
+	events.TraceAssessmentFailed: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.TraceAssessmentFailedV1) error {
+		return upsertAssessment(ctx, tx, p.TraceID, p.Kind, p.Key, p.Version, "failed", nil, &p.Error, p.Model, e.RecordedAt)
+	}),
 }
 
 func upsertAssessment(ctx context.Context, tx pgx.Tx, traceID, kind, key, version, state string, result []byte, msg *string, model string, at time.Time) error {

@@ -11,16 +11,11 @@ import (
 	"github.com/criticml/critic/domain/events"
 )
 
-// applyCriteria applies an account's criterion definitions and guidelines.
+// criteriaAppliers apply an account's criterion definitions and guidelines.
 // A label rename also renames the stored values that name the label, so a
 // value keeps showing the choice the reviewer made.
-func applyCriteria(ctx context.Context, tx pgx.Tx, e events.Envelope) error {
-	switch e.Type {
-	case events.CriterionDefined:
-		var p events.CriterionDefinedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
+var criteriaAppliers = map[string]applier{
+	events.CriterionDefined: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.CriterionDefinedV1) error {
 		var scaleMax any
 		if p.ScaleMax > 0 {
 			scaleMax = p.ScaleMax
@@ -29,11 +24,8 @@ func applyCriteria(ctx context.Context, tx pgx.Tx, e events.Envelope) error {
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`,
 			p.CriterionID, e.OwnerID, p.Name, p.Description, p.Kind, labelsJSON(p.Labels), scaleMax, p.AppliesTo, e.RecordedAt, e.Seq)
 		return err
-	case events.CriterionChanged:
-		var p events.CriterionChangedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
+	}),
+	events.CriterionChanged: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.CriterionChangedV1) error {
 		var oldRaw []byte
 		err := tx.QueryRow(ctx, `SELECT labels FROM rm_criteria WHERE id = $1`, p.CriterionID).Scan(&oldRaw)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -55,24 +47,17 @@ func applyCriteria(ctx context.Context, tx pgx.Tx, e events.Envelope) error {
 		_, err = tx.Exec(ctx, `UPDATE rm_criteria SET name = $2, description = $3, labels = $4 WHERE id = $1`,
 			p.CriterionID, p.Name, p.Description, labelsJSON(p.Labels))
 		return err
-	case events.CriterionArchived:
-		var p events.CriterionArchivedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
+	}),
+	events.CriterionArchived: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.CriterionArchivedV1) error {
 		_, err := tx.Exec(ctx, `UPDATE rm_criteria SET archived = true WHERE id = $1`, p.CriterionID)
 		return err
-	case events.GuidelinesSet:
-		var p events.GuidelinesSetV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
+	}),
+	events.GuidelinesSet: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.GuidelinesSetV1) error {
 		_, err := tx.Exec(ctx, `INSERT INTO rm_guidelines (owner_id, markdown, updated_at) VALUES ($1, $2, $3)
 			ON CONFLICT (owner_id) DO UPDATE SET markdown = EXCLUDED.markdown, updated_at = EXCLUDED.updated_at`,
 			e.OwnerID, p.Markdown, e.RecordedAt)
 		return err
-	}
-	return nil
+	}),
 }
 
 // labelsJSON is a criterion's labels for the jsonb column ([] when none).

@@ -11,51 +11,37 @@ import (
 	"github.com/criticml/critic/domain/labels"
 )
 
-// applyLabels projects trace.steps_labeled: each label replaces the stored
-// one of its chunk. It reports whether it handled the event type.
-func applyLabels(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error) {
-	switch e.Type {
-	case events.TraceLabelingFailed:
-		var p events.TraceLabelingFailedV1
-		if err := e.Decode(&p); err != nil {
-			return true, err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO rm_trace_labeling (trace_id, revision, model, failed, error, failed_at)
+// labelAppliers project step labels and labeling state: each label
+// replaces the stored one of its chunk.
+var labelAppliers = map[string]applier{
+	events.TraceLabelingFailed: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.TraceLabelingFailedV1) error {
+		return exec(ctx, tx, `INSERT INTO rm_trace_labeling (trace_id, revision, model, failed, error, failed_at)
 			SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM rm_traces WHERE id = $1)
 			ON CONFLICT (trace_id) DO UPDATE SET revision = EXCLUDED.revision, model = EXCLUDED.model, failed = EXCLUDED.failed,
 				error = EXCLUDED.error, failed_at = EXCLUDED.failed_at`, p.TraceID, p.Revision, p.Model, p.Failed, p.Error, e.RecordedAt)
-		return true, err
-	case events.TraceLabelingRequested:
-		var p events.TraceLabelingRequestedV1
-		if err := e.Decode(&p); err != nil {
-			return true, err
+	}),
+	events.TraceLabelingRequested: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.TraceLabelingRequestedV1) error {
+		return exec(ctx, tx, `DELETE FROM rm_trace_labeling WHERE trace_id = $1`, p.TraceID)
+	}),
+	events.TraceStepsQualityChecked: func(ctx context.Context, w *writer, e events.Envelope) error {
+		return applyQualityChecks(ctx, w.tx, e)
+	},
+	events.TraceStepsLabeled: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.TraceStepsLabeledV1) error {
+		for _, l := range p.Labels {
+			b, err := json.Marshal(l)
+			if err != nil {
+				return err
+			}
+			if err := exec(ctx, tx, `INSERT INTO rm_step_labels (trace_id, chunk_id, label, revision, model, prompt_version, labeled_at)
+				SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM rm_traces WHERE id = $1)
+				ON CONFLICT (trace_id, chunk_id) DO UPDATE SET label = EXCLUDED.label, revision = EXCLUDED.revision,
+					model = EXCLUDED.model, prompt_version = EXCLUDED.prompt_version, labeled_at = EXCLUDED.labeled_at`,
+				p.TraceID, l.ChunkID, b, p.Revision, p.Model, p.PromptVersion, e.RecordedAt); err != nil {
+				return err
+			}
 		}
-		_, err := tx.Exec(ctx, `DELETE FROM rm_trace_labeling WHERE trace_id = $1`, p.TraceID)
-		return true, err
-	case events.TraceStepsQualityChecked:
-		return true, applyQualityChecks(ctx, tx, e)
-	case events.TraceStepsLabeled:
-	default:
-		return false, nil
-	}
-	var p events.TraceStepsLabeledV1
-	if err := e.Decode(&p); err != nil {
-		return true, err
-	}
-	for _, l := range p.Labels {
-		b, err := json.Marshal(l)
-		if err != nil {
-			return true, err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO rm_step_labels (trace_id, chunk_id, label, revision, model, prompt_version, labeled_at)
-			SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM rm_traces WHERE id = $1)
-			ON CONFLICT (trace_id, chunk_id) DO UPDATE SET label = EXCLUDED.label, revision = EXCLUDED.revision,
-				model = EXCLUDED.model, prompt_version = EXCLUDED.prompt_version, labeled_at = EXCLUDED.labeled_at`,
-			p.TraceID, l.ChunkID, b, p.Revision, p.Model, p.PromptVersion, e.RecordedAt); err != nil {
-			return true, err
-		}
-	}
-	return true, nil
+		return nil
+	}),
 }
 
 // storedLabels returns the model-made labels of a trace by chunk id.

@@ -12,60 +12,32 @@ import (
 	"github.com/criticml/critic/domain/events"
 )
 
-// applyGepa projects gepa_run.* events into rm_gepa_runs.
-func applyGepa(ctx context.Context, tx pgx.Tx, e events.Envelope) (bool, error) {
-	exec := func(sql string, args ...any) (bool, error) {
-		_, err := tx.Exec(ctx, sql, args...)
-		return true, err
-	}
-	switch e.Type {
-	case events.GepaRunRequested:
-		var p events.GepaRunRequestedV1
-		if err := e.Decode(&p); err != nil {
-			return true, err
-		}
-		return exec(`INSERT INTO rm_gepa_runs (id, owner_id, model_id, status, task_model, task_api_base, reflection_model, max_metric_calls,
+// gepaAppliers project gepa_run.* events into rm_gepa_runs.
+var gepaAppliers = map[string]applier{
+	events.GepaRunRequested: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.GepaRunRequestedV1) error {
+		return exec(ctx, tx, `INSERT INTO rm_gepa_runs (id, owner_id, model_id, status, task_model, task_api_base, reflection_model, max_metric_calls,
 			examples, created_at, seq) VALUES ($1, $2, $3, 'queued', $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`,
 			p.RunID, e.OwnerID, p.ModelID, p.TaskModel, p.TaskAPIBase, p.ReflectionModel, p.MaxMetricCalls, p.Examples, e.RecordedAt, e.Seq)
-	case events.GepaRunStarted:
-		var p events.GepaRunStartedV1
-		if err := e.Decode(&p); err != nil {
-			return true, err
-		}
-		return exec(`UPDATE rm_gepa_runs SET status = 'running', worker_id = $2, lease_seconds = $3, last_beat = $4, started_at = $4 WHERE id = $1`,
+	}),
+	events.GepaRunStarted: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.GepaRunStartedV1) error {
+		return exec(ctx, tx, `UPDATE rm_gepa_runs SET status = 'running', worker_id = $2, lease_seconds = $3, last_beat = $4, started_at = $4 WHERE id = $1`,
 			p.RunID, p.WorkerID, p.LeaseSeconds, e.RecordedAt)
-	case events.GepaRunHeartbeat:
-		var p events.GepaRunHeartbeatV1
-		if err := e.Decode(&p); err != nil {
-			return true, err
-		}
-		return exec(`UPDATE rm_gepa_runs SET last_beat = $2, progress = $3 WHERE id = $1`, p.RunID, e.RecordedAt, jsonOrNil(p.Progress))
-	case events.GepaRunCandidateEvaluated:
-		var p events.GepaRunCandidateEvaluatedV1
-		if err := e.Decode(&p); err != nil {
-			return true, err
-		}
-		return exec(`UPDATE rm_gepa_runs SET last_beat = $2, progress = $3 WHERE id = $1`, p.RunID, e.RecordedAt, jsonOrNil(p.Progress))
-	case events.GepaRunRequeued:
-		var p events.GepaRunRequeuedV1
-		if err := e.Decode(&p); err != nil {
-			return true, err
-		}
-		return exec(`UPDATE rm_gepa_runs SET status = 'queued', worker_id = NULL, last_beat = NULL, started_at = NULL, progress = NULL WHERE id = $1`, p.RunID)
-	case events.GepaRunSucceeded:
-		var p events.GepaRunSucceededV1
-		if err := e.Decode(&p); err != nil {
-			return true, err
-		}
-		return exec(`UPDATE rm_gepa_runs SET status = 'succeeded', result = $2, finished_at = $3 WHERE id = $1`, p.RunID, jsonOrNil(p.Result), e.RecordedAt)
-	case events.GepaRunFailed:
-		var p events.GepaRunFailedV1
-		if err := e.Decode(&p); err != nil {
-			return true, err
-		}
-		return exec(`UPDATE rm_gepa_runs SET status = 'failed', error = $2, finished_at = $3 WHERE id = $1`, p.RunID, p.Error, e.RecordedAt)
-	}
-	return false, nil
+	}),
+	events.GepaRunHeartbeat: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.GepaRunHeartbeatV1) error {
+		return exec(ctx, tx, `UPDATE rm_gepa_runs SET last_beat = $2, progress = $3 WHERE id = $1`, p.RunID, e.RecordedAt, jsonOrNil(p.Progress))
+	}),
+	events.GepaRunCandidateEvaluated: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.GepaRunCandidateEvaluatedV1) error {
+		return exec(ctx, tx, `UPDATE rm_gepa_runs SET last_beat = $2, progress = $3 WHERE id = $1`, p.RunID, e.RecordedAt, jsonOrNil(p.Progress))
+	}),
+	events.GepaRunRequeued: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.GepaRunRequeuedV1) error {
+		return exec(ctx, tx, `UPDATE rm_gepa_runs SET status = 'queued', worker_id = NULL, last_beat = NULL, started_at = NULL, progress = NULL WHERE id = $1`, p.RunID)
+	}),
+	events.GepaRunSucceeded: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.GepaRunSucceededV1) error {
+		return exec(ctx, tx, `UPDATE rm_gepa_runs SET status = 'succeeded', result = $2, finished_at = $3 WHERE id = $1`, p.RunID, jsonOrNil(p.Result), e.RecordedAt)
+	}),
+	events.GepaRunFailed: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.GepaRunFailedV1) error {
+		return exec(ctx, tx, `UPDATE rm_gepa_runs SET status = 'failed', error = $2, finished_at = $3 WHERE id = $1`, p.RunID, p.Error, e.RecordedAt)
+	}),
 }
 
 // GepaCandidate is one entry of GepaRun.candidates: a full SKILL.md and its score.

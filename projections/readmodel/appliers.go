@@ -1,0 +1,62 @@
+package readmodel
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/criticml/critic/domain/events"
+)
+
+// applier applies one event type to the read model inside the batch's
+// transaction.
+type applier func(ctx context.Context, w *writer, e events.Envelope) error
+
+// appliers is the read model: each event type it projects and how. An
+// event type missing here changes nothing in Postgres (the snapshot or a
+// dispatcher may still use it).
+var appliers = buildAppliers()
+
+// buildAppliers joins the per-area tables; a type claimed twice is a
+// programming error caught by every test that starts the package.
+func buildAppliers() map[string]applier {
+	all := map[string]applier{}
+	for _, table := range []map[string]applier{coreAppliers, criteriaAppliers, modelAppliers, extractionAppliers,
+		gepaAppliers, assessmentAppliers, labelAppliers} {
+		for typ, a := range table {
+			if all[typ] != nil {
+				panic("readmodel: two appliers for " + typ)
+			}
+			all[typ] = a
+		}
+	}
+	for typ, extra := range feedbackColumnAppliers {
+		first := all[typ]
+		all[typ] = func(ctx context.Context, w *writer, e events.Envelope) error {
+			if err := first(ctx, w, e); err != nil {
+				return err
+			}
+			return extra(ctx, w, e)
+		}
+	}
+	return all
+}
+
+// on is the applier of payload type P: it decodes the payload (one that
+// cannot be decoded parks the event, since retrying cannot help) and passes
+// it to fn with the transaction.
+func on[P any](fn func(ctx context.Context, tx pgx.Tx, e events.Envelope, p P) error) applier {
+	return func(ctx context.Context, w *writer, e events.Envelope) error {
+		var p P
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		return fn(ctx, w.tx, e, p)
+	}
+}
+
+// exec runs one statement of an applier.
+func exec(ctx context.Context, tx pgx.Tx, sql string, args ...any) error {
+	_, err := tx.Exec(ctx, sql, args...)
+	return err
+}
