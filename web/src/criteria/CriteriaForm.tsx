@@ -114,11 +114,13 @@ export function CriteriaForm({
                     type="button"
                     className={"choice small" + (on ? " on" : "")}
                     aria-pressed={on}
-                    aria-label={`${c.name}: ${ch.label}, ${target}`}
                     disabled={!canWrite || !me}
                     onClick={() => pick(ann, r.annotations, me, r.stepId, c, ch.value)}
                   >
-                    <kbd aria-hidden="true">{ch.key}</kbd> {ch.label}
+                    {/* Named "Correctness: yes, step 4" by its content, not aria-label: the visible choice stays inside the name. */}
+                    <span className="sr-only">{`${c.name}: ${ch.label}, ${target}`}</span>
+                    {/* A scale's value is its own key (but 10, whose key is 0): shown once. */}
+                    <span aria-hidden="true">{ch.key === ch.label ? <kbd>{ch.key}</kbd> : <><kbd>{ch.key}</kbd> {ch.label}</>}</span>
                   </button>
                 );
               })}

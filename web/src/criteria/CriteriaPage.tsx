@@ -112,7 +112,7 @@ function CriterionCard({ c, canWrite }: { c: Criterion; canWrite: boolean }) {
       <p className="small-text">
         Choices:{" "}
         {c.kind === "categorical"
-          ? c.labels.map((l) => `${l.name} (${l.score > 0 ? "+" : ""}${l.score})`).join(" · ")
+          ? c.labels.map((l) => `${l.name} (${(l.score ?? 0) > 0 ? "+" : ""}${l.score ?? 0})`).join(" · ")
           : choicesOf(c)
               .map((ch) => ch.label)
               .join(" · ")}
@@ -139,7 +139,8 @@ function CriterionCard({ c, canWrite }: { c: Criterion; canWrite: boolean }) {
   );
 }
 
-type LabelDraft = { name: string; score: number; stored: boolean };
+type Score = -1 | 0 | 1;
+type LabelDraft = { name: string; score: Score; stored: boolean };
 
 /** Label rows: a name and a score each; stored labels can be renamed and re-scored, never removed. */
 function LabelRows({ labels, onChange }: { labels: LabelDraft[]; onChange: (l: LabelDraft[]) => void }) {
@@ -151,7 +152,7 @@ function LabelRows({ labels, onChange }: { labels: LabelDraft[]; onChange: (l: L
         {labels.map((l, i) => (
           <div key={i} className="label-row">
             <input type="text" aria-label={`Label ${i + 1} name`} value={l.name} maxLength={40} onChange={(e) => set(i, { name: e.target.value })} />
-            <select aria-label={`Label ${i + 1} score`} value={l.score} onChange={(e) => set(i, { score: Number(e.target.value) })}>
+            <select aria-label={`Label ${i + 1} score`} value={l.score} onChange={(e) => set(i, { score: Number(e.target.value) as Score })}>
               <option value={1}>+1 good</option>
               <option value={0}>0 neutral</option>
               <option value={-1}>−1 bad</option>
@@ -264,7 +265,7 @@ function CriterionEditor({ c, onDone }: { c: Criterion; onDone: () => void }) {
   const saved = useSaved();
   const [name, setName] = useState(c.name);
   const [description, setDescription] = useState(c.description ?? "");
-  const [labels, setLabels] = useState<LabelDraft[]>(c.labels.map((l) => ({ ...l, stored: true })));
+  const [labels, setLabels] = useState<LabelDraft[]>(c.labels.map((l) => ({ name: l.name, score: l.score ?? 0, stored: true })));
   const edit = useMutation({
     mutationFn: (body: CriterionEdit) => api<Criterion>(`/criteria/${c.criterion_id}`, { method: "PATCH", json: body }),
     onSuccess: () => {
@@ -279,7 +280,7 @@ function CriterionEditor({ c, onDone }: { c: Criterion; onDone: () => void }) {
     if (description.trim() !== (c.description ?? "")) body.description = description.trim();
     if (c.kind === "categorical") {
       const next = labels.map((l) => ({ name: l.name.trim(), score: l.score }));
-      if (JSON.stringify(next) !== JSON.stringify(c.labels.map((l) => ({ name: l.name, score: l.score })))) body.labels = next;
+      if (JSON.stringify(next) !== JSON.stringify(c.labels.map((l) => ({ name: l.name, score: l.score ?? 0 })))) body.labels = next;
     }
     if (Object.keys(body).length === 0) onDone();
     else edit.mutate(body);

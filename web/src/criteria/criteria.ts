@@ -2,7 +2,7 @@
 // criterion offers, which step a criterion applies to, and the reviewer's
 // value on a target (annotations with a criterion_id, one per reviewer,
 // target and criterion, as the server keeps them).
-import { api, type AddAnnotation, type EditAnnotation, type Step } from "../api/client";
+import { api, type Step } from "../api/client";
 import { isThinking } from "../viewer/agentView";
 import type { Annotate } from "../viewer/useAnnotate";
 import type { AppliesTo, Criterion, Guidelines, Value, ValueAnnotation } from "./types";
@@ -65,6 +65,6 @@ export function myValue(annotations: ValueAnnotation[], me: string, criterionId:
 export function pick(ann: Annotate, annotations: ValueAnnotation[], me: string, stepId: string | null, c: Criterion, value: Value) {
   const cur = myValue(annotations, me, c.criterion_id, stepId);
   if (cur && String(cur.value) === String(value)) ann.remove.mutate(cur.id);
-  else if (cur) ann.edit.mutate({ id: cur.id, body: { value } as EditAnnotation });
-  else ann.add.mutate({ ...(stepId ? { step_id: stepId } : {}), criterion_id: c.criterion_id, value } as AddAnnotation);
+  else if (cur) ann.edit.mutate({ id: cur.id, body: { value } });
+  else ann.add.mutate({ ...(stepId ? { step_id: stepId } : {}), criterion_id: c.criterion_id, value });
 }

@@ -3,7 +3,6 @@ import type { Annotation } from "../api/client";
 import type { Annotate } from "./useAnnotate";
 import { formatDate } from "../traces/format";
 import { ValueChip } from "../criteria/CriteriaForm";
-import type { ValueAnnotation } from "../criteria/types";
 
 /** The annotations on one target, each editable, deletable and flaggable as a label error. */
 export function AnnotationList({ items, ann, canWrite }: { items: Annotation[]; ann: Annotate; canWrite: boolean }) {
@@ -27,7 +26,7 @@ function AnnotationItem({ a, ann, canWrite }: { a: Annotation; ann: Annotate; ca
       <div className="annotation-head">
         {a.rating === 1 && <span className="chip pos">▲ +1</span>}
         {a.rating === -1 && <span className="chip neg">▼ −1</span>}
-        {(a as ValueAnnotation).criterion_id && (a as ValueAnnotation).value != null && <ValueChip criterionId={(a as ValueAnnotation).criterion_id!} value={(a as ValueAnnotation).value!} />}
+        {a.criterion_id && a.value != null && <ValueChip criterionId={a.criterion_id} value={a.value} />}
         <span className="muted">
           {a.author_name} · <time dateTime={a.created_at}>{formatDate(a.created_at)}</time>
         </span>

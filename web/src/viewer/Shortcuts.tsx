@@ -4,6 +4,8 @@ export const SHORTCUTS: [string, string][] = [
   ["j / k", "next / previous step"],
   ["+ / −", "rate the selected step up / down (again removes it)"],
   ["c", "comment on the selected step"],
+  ["1–9, 0", "pick a choice of the first criterion shown (the selected step's, else the trace's); again removes it"],
+  ["letter, digit", "pick a choice of the criterion with that letter"],
   ["e", "expand or collapse the selected step"],
   ["Esc", "collapse the expanded message, close a form or this list"],
   ["Ctrl+Enter", "save the comment being written or edited"],

@@ -95,7 +95,7 @@ export const UNDO_MS = 8000;
  * author's earlier value of that criterion on the target.
  */
 function supersede(l: Annotation[], a: Annotation): Annotation[] {
-  const crit = (x: Annotation) => (x as { criterion_id?: string | null }).criterion_id ?? null;
+  const crit = (x: Annotation) => x.criterion_id ?? null;
   if (crit(a) != null) return l.filter((x) => x.id === a.id || x.author_id !== a.author_id || (x.step_id ?? null) !== (a.step_id ?? null) || crit(x) !== crit(a));
   if (a.rating == null) return l;
   return l.flatMap((x) => {
