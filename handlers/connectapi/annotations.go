@@ -2,6 +2,7 @@ package connectapi
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 
 	"connectrpc.com/connect"
@@ -41,6 +42,16 @@ func (s *AnnotationService) AddAnnotation(ctx context.Context, req *connect.Requ
 	if q := m.Quote; q != nil {
 		in.Quote = &events.Quote{Text: q.Text, Prefix: q.Prefix, Suffix: q.Suffix}
 	}
+	in.CriterionID = m.GetCriterionId()
+	if m.Value != nil {
+		raw, err := protojson.Marshal(m.Value)
+		if err != nil {
+			return nil, &domain.ValidationError{Code: "invalid_request", Field: "value", Message: err.Error()}
+		}
+		if string(raw) != "null" {
+			in.Value = raw
+		}
+	}
 	ann, err := s.d.backend().AddAnnotation(ctx, caller, in)
 	if err != nil {
 		return nil, err
@@ -73,6 +84,17 @@ func (s *AnnotationService) EditAnnotation(ctx context.Context, req *connect.Req
 	}
 	if in.LabelErrorNote, err = patch(m.LabelErrorNote, m.ClearLabelErrorNote, "label_error_note"); err != nil {
 		return nil, err
+	}
+	if m.Value != nil {
+		raw, err := protojson.Marshal(m.Value)
+		if err != nil {
+			return nil, &domain.ValidationError{Code: "invalid_request", Field: "value", Message: err.Error()}
+		}
+		v := json.RawMessage(raw)
+		in.Value = traces.Optional[json.RawMessage]{Set: true, Value: &v}
+		if string(raw) == "null" {
+			in.Value.Value = nil
+		}
 	}
 	ann, err := s.d.backend().EditAnnotation(ctx, caller, in)
 	if err != nil {

@@ -19,6 +19,7 @@ package criticv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -41,7 +42,14 @@ type AddAnnotationRequest struct {
 	Rating  *int32  `protobuf:"varint,3,opt,name=rating,proto3,oneof" json:"rating,omitempty"`
 	Comment *string `protobuf:"bytes,4,opt,name=comment,proto3,oneof" json:"comment,omitempty"`
 	// A passage of the step's content; needs step_id.
-	Quote         *Quote `protobuf:"bytes,5,opt,name=quote,proto3" json:"quote,omitempty"`
+	Quote *Quote `protobuf:"bytes,5,opt,name=quote,proto3" json:"quote,omitempty"`
+	// A criterion's value instead of a rating or comment (none of rating,
+	// comment or quote with it): value is "yes"/"no" (binary), a label name
+	// (categorical) or an integer 1..scale_max (scale), on the target the
+	// criterion applies to. It replaces the caller's earlier value of that
+	// criterion on the target.
+	CriterionId   *string         `protobuf:"bytes,6,opt,name=criterion_id,json=criterionId,proto3,oneof" json:"criterion_id,omitempty"`
+	Value         *structpb.Value `protobuf:"bytes,7,opt,name=value,proto3" json:"value,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -107,6 +115,20 @@ func (x *AddAnnotationRequest) GetComment() string {
 func (x *AddAnnotationRequest) GetQuote() *Quote {
 	if x != nil {
 		return x.Quote
+	}
+	return nil
+}
+
+func (x *AddAnnotationRequest) GetCriterionId() string {
+	if x != nil && x.CriterionId != nil {
+		return *x.CriterionId
+	}
+	return ""
+}
+
+func (x *AddAnnotationRequest) GetValue() *structpb.Value {
+	if x != nil {
+		return x.Value
 	}
 	return nil
 }
@@ -181,8 +203,11 @@ type EditAnnotationRequest struct {
 	ClearRating         bool    `protobuf:"varint,6,opt,name=clear_rating,json=clearRating,proto3" json:"clear_rating,omitempty"`
 	ClearComment        bool    `protobuf:"varint,7,opt,name=clear_comment,json=clearComment,proto3" json:"clear_comment,omitempty"`
 	ClearLabelErrorNote bool    `protobuf:"varint,8,opt,name=clear_label_error_note,json=clearLabelErrorNote,proto3" json:"clear_label_error_note,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// A criterion value's new value (set: changed; unset: kept). Values are
+	// never cleared: remove the annotation instead.
+	Value         *structpb.Value `protobuf:"bytes,9,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *EditAnnotationRequest) Reset() {
@@ -269,6 +294,13 @@ func (x *EditAnnotationRequest) GetClearLabelErrorNote() bool {
 		return x.ClearLabelErrorNote
 	}
 	return false
+}
+
+func (x *EditAnnotationRequest) GetValue() *structpb.Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
 }
 
 type EditAnnotationResponse struct {
@@ -490,8 +522,12 @@ type ExportedAnnotation struct {
 	Quote      *Quote  `protobuf:"bytes,6,opt,name=quote,proto3" json:"quote,omitempty"`
 	LabelError bool    `protobuf:"varint,7,opt,name=label_error,json=labelError,proto3" json:"label_error,omitempty"`
 	// The author's display name.
-	Author        string                 `protobuf:"bytes,8,opt,name=author,proto3" json:"author,omitempty"`
-	CreatedAt     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	Author    string                 `protobuf:"bytes,8,opt,name=author,proto3" json:"author,omitempty"`
+	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// A criterion value's criterion and value (unset and null for ratings
+	// and comments).
+	CriterionId   *string         `protobuf:"bytes,10,opt,name=criterion_id,json=criterionId,proto3,oneof" json:"criterion_id,omitempty"`
+	Value         *structpb.Value `protobuf:"bytes,11,opt,name=value,proto3" json:"value,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -585,6 +621,20 @@ func (x *ExportedAnnotation) GetAuthor() string {
 func (x *ExportedAnnotation) GetCreatedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *ExportedAnnotation) GetCriterionId() string {
+	if x != nil && x.CriterionId != nil {
+		return *x.CriterionId
+	}
+	return ""
+}
+
+func (x *ExportedAnnotation) GetValue() *structpb.Value {
+	if x != nil {
+		return x.Value
 	}
 	return nil
 }
@@ -881,22 +931,25 @@ var File_critic_v1_annotations_proto protoreflect.FileDescriptor
 
 const file_critic_v1_annotations_proto_rawDesc = "" +
 	"\n" +
-	"\x1bcritic/v1/annotations.proto\x12\tcritic.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16critic/v1/traces.proto\"\xd6\x01\n" +
+	"\x1bcritic/v1/annotations.proto\x12\tcritic.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16critic/v1/traces.proto\"\xbd\x02\n" +
 	"\x14AddAnnotationRequest\x12\x19\n" +
 	"\btrace_id\x18\x01 \x01(\tR\atraceId\x12\x1c\n" +
 	"\astep_id\x18\x02 \x01(\tH\x00R\x06stepId\x88\x01\x01\x12\x1b\n" +
 	"\x06rating\x18\x03 \x01(\x05H\x01R\x06rating\x88\x01\x01\x12\x1d\n" +
 	"\acomment\x18\x04 \x01(\tH\x02R\acomment\x88\x01\x01\x12&\n" +
-	"\x05quote\x18\x05 \x01(\v2\x10.critic.v1.QuoteR\x05quoteB\n" +
+	"\x05quote\x18\x05 \x01(\v2\x10.critic.v1.QuoteR\x05quote\x12&\n" +
+	"\fcriterion_id\x18\x06 \x01(\tH\x03R\vcriterionId\x88\x01\x01\x12,\n" +
+	"\x05value\x18\a \x01(\v2\x16.google.protobuf.ValueR\x05valueB\n" +
 	"\n" +
 	"\b_step_idB\t\n" +
 	"\a_ratingB\n" +
 	"\n" +
-	"\b_comment\"N\n" +
+	"\b_commentB\x0f\n" +
+	"\r_criterion_id\"N\n" +
 	"\x15AddAnnotationResponse\x125\n" +
 	"\n" +
 	"annotation\x18\x01 \x01(\v2\x15.critic.v1.AnnotationR\n" +
-	"annotation\"\x86\x03\n" +
+	"annotation\"\xb4\x03\n" +
 	"\x15EditAnnotationRequest\x12#\n" +
 	"\rannotation_id\x18\x01 \x01(\tR\fannotationId\x12\x1b\n" +
 	"\x06rating\x18\x02 \x01(\x05H\x00R\x06rating\x88\x01\x01\x12\x1d\n" +
@@ -906,7 +959,8 @@ const file_critic_v1_annotations_proto_rawDesc = "" +
 	"\x10label_error_note\x18\x05 \x01(\tH\x03R\x0elabelErrorNote\x88\x01\x01\x12!\n" +
 	"\fclear_rating\x18\x06 \x01(\bR\vclearRating\x12#\n" +
 	"\rclear_comment\x18\a \x01(\bR\fclearComment\x123\n" +
-	"\x16clear_label_error_note\x18\b \x01(\bR\x13clearLabelErrorNoteB\t\n" +
+	"\x16clear_label_error_note\x18\b \x01(\bR\x13clearLabelErrorNote\x12,\n" +
+	"\x05value\x18\t \x01(\v2\x16.google.protobuf.ValueR\x05valueB\t\n" +
 	"\a_ratingB\n" +
 	"\n" +
 	"\b_commentB\x0e\n" +
@@ -923,7 +977,7 @@ const file_critic_v1_annotations_proto_rawDesc = "" +
 	"\x19ExportAnnotationsResponse\x12=\n" +
 	"\n" +
 	"annotation\x18\x01 \x01(\v2\x1d.critic.v1.ExportedAnnotationR\n" +
-	"annotation\"\x98\x03\n" +
+	"annotation\"\xff\x03\n" +
 	"\x12ExportedAnnotation\x12\x19\n" +
 	"\btrace_id\x18\x01 \x01(\tR\atraceId\x12/\n" +
 	"\x11trace_external_id\x18\x02 \x01(\tH\x00R\x0ftraceExternalId\x88\x01\x01\x12\"\n" +
@@ -936,12 +990,16 @@ const file_critic_v1_annotations_proto_rawDesc = "" +
 	"labelError\x12\x16\n" +
 	"\x06author\x18\b \x01(\tR\x06author\x129\n" +
 	"\n" +
-	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\x14\n" +
+	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12&\n" +
+	"\fcriterion_id\x18\n" +
+	" \x01(\tH\x04R\vcriterionId\x88\x01\x01\x12,\n" +
+	"\x05value\x18\v \x01(\v2\x16.google.protobuf.ValueR\x05valueB\x14\n" +
 	"\x12_trace_external_idB\r\n" +
 	"\v_step_indexB\t\n" +
 	"\a_ratingB\n" +
 	"\n" +
-	"\b_comment\"\x85\x01\n" +
+	"\b_commentB\x0f\n" +
+	"\r_criterion_id\"\x85\x01\n" +
 	"\x12ExportPairsRequest\x12 \n" +
 	"\tmax_pairs\x18\x01 \x01(\x05H\x00R\bmaxPairs\x88\x01\x01\x12+\n" +
 	"\x0freward_model_id\x18\x02 \x01(\tH\x01R\rrewardModelId\x88\x01\x01B\f\n" +
@@ -1001,34 +1059,38 @@ var file_critic_v1_annotations_proto_goTypes = []any{
 	(*RenameTraceSourceRequest)(nil),  // 12: critic.v1.RenameTraceSourceRequest
 	(*RenameTraceSourceResponse)(nil), // 13: critic.v1.RenameTraceSourceResponse
 	(*Quote)(nil),                     // 14: critic.v1.Quote
-	(*Annotation)(nil),                // 15: critic.v1.Annotation
-	(*timestamppb.Timestamp)(nil),     // 16: google.protobuf.Timestamp
+	(*structpb.Value)(nil),            // 15: google.protobuf.Value
+	(*Annotation)(nil),                // 16: critic.v1.Annotation
+	(*timestamppb.Timestamp)(nil),     // 17: google.protobuf.Timestamp
 }
 var file_critic_v1_annotations_proto_depIdxs = []int32{
 	14, // 0: critic.v1.AddAnnotationRequest.quote:type_name -> critic.v1.Quote
-	15, // 1: critic.v1.AddAnnotationResponse.annotation:type_name -> critic.v1.Annotation
-	15, // 2: critic.v1.EditAnnotationResponse.annotation:type_name -> critic.v1.Annotation
-	8,  // 3: critic.v1.ExportAnnotationsResponse.annotation:type_name -> critic.v1.ExportedAnnotation
-	14, // 4: critic.v1.ExportedAnnotation.quote:type_name -> critic.v1.Quote
-	16, // 5: critic.v1.ExportedAnnotation.created_at:type_name -> google.protobuf.Timestamp
-	11, // 6: critic.v1.ExportPairsResponse.pair:type_name -> critic.v1.PreferencePair
-	0,  // 7: critic.v1.AnnotationService.AddAnnotation:input_type -> critic.v1.AddAnnotationRequest
-	2,  // 8: critic.v1.AnnotationService.EditAnnotation:input_type -> critic.v1.EditAnnotationRequest
-	4,  // 9: critic.v1.AnnotationService.RemoveAnnotation:input_type -> critic.v1.RemoveAnnotationRequest
-	6,  // 10: critic.v1.AnnotationService.ExportAnnotations:input_type -> critic.v1.ExportAnnotationsRequest
-	9,  // 11: critic.v1.AnnotationService.ExportPairs:input_type -> critic.v1.ExportPairsRequest
-	12, // 12: critic.v1.AnnotationService.RenameTraceSource:input_type -> critic.v1.RenameTraceSourceRequest
-	1,  // 13: critic.v1.AnnotationService.AddAnnotation:output_type -> critic.v1.AddAnnotationResponse
-	3,  // 14: critic.v1.AnnotationService.EditAnnotation:output_type -> critic.v1.EditAnnotationResponse
-	5,  // 15: critic.v1.AnnotationService.RemoveAnnotation:output_type -> critic.v1.RemoveAnnotationResponse
-	7,  // 16: critic.v1.AnnotationService.ExportAnnotations:output_type -> critic.v1.ExportAnnotationsResponse
-	10, // 17: critic.v1.AnnotationService.ExportPairs:output_type -> critic.v1.ExportPairsResponse
-	13, // 18: critic.v1.AnnotationService.RenameTraceSource:output_type -> critic.v1.RenameTraceSourceResponse
-	13, // [13:19] is the sub-list for method output_type
-	7,  // [7:13] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	15, // 1: critic.v1.AddAnnotationRequest.value:type_name -> google.protobuf.Value
+	16, // 2: critic.v1.AddAnnotationResponse.annotation:type_name -> critic.v1.Annotation
+	15, // 3: critic.v1.EditAnnotationRequest.value:type_name -> google.protobuf.Value
+	16, // 4: critic.v1.EditAnnotationResponse.annotation:type_name -> critic.v1.Annotation
+	8,  // 5: critic.v1.ExportAnnotationsResponse.annotation:type_name -> critic.v1.ExportedAnnotation
+	14, // 6: critic.v1.ExportedAnnotation.quote:type_name -> critic.v1.Quote
+	17, // 7: critic.v1.ExportedAnnotation.created_at:type_name -> google.protobuf.Timestamp
+	15, // 8: critic.v1.ExportedAnnotation.value:type_name -> google.protobuf.Value
+	11, // 9: critic.v1.ExportPairsResponse.pair:type_name -> critic.v1.PreferencePair
+	0,  // 10: critic.v1.AnnotationService.AddAnnotation:input_type -> critic.v1.AddAnnotationRequest
+	2,  // 11: critic.v1.AnnotationService.EditAnnotation:input_type -> critic.v1.EditAnnotationRequest
+	4,  // 12: critic.v1.AnnotationService.RemoveAnnotation:input_type -> critic.v1.RemoveAnnotationRequest
+	6,  // 13: critic.v1.AnnotationService.ExportAnnotations:input_type -> critic.v1.ExportAnnotationsRequest
+	9,  // 14: critic.v1.AnnotationService.ExportPairs:input_type -> critic.v1.ExportPairsRequest
+	12, // 15: critic.v1.AnnotationService.RenameTraceSource:input_type -> critic.v1.RenameTraceSourceRequest
+	1,  // 16: critic.v1.AnnotationService.AddAnnotation:output_type -> critic.v1.AddAnnotationResponse
+	3,  // 17: critic.v1.AnnotationService.EditAnnotation:output_type -> critic.v1.EditAnnotationResponse
+	5,  // 18: critic.v1.AnnotationService.RemoveAnnotation:output_type -> critic.v1.RemoveAnnotationResponse
+	7,  // 19: critic.v1.AnnotationService.ExportAnnotations:output_type -> critic.v1.ExportAnnotationsResponse
+	10, // 20: critic.v1.AnnotationService.ExportPairs:output_type -> critic.v1.ExportPairsResponse
+	13, // 21: critic.v1.AnnotationService.RenameTraceSource:output_type -> critic.v1.RenameTraceSourceResponse
+	16, // [16:22] is the sub-list for method output_type
+	10, // [10:16] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_critic_v1_annotations_proto_init() }

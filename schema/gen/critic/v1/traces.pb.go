@@ -1332,8 +1332,14 @@ type Annotation struct {
 	AuthorId       string                 `protobuf:"bytes,9,opt,name=author_id,json=authorId,proto3" json:"author_id,omitempty"`
 	AuthorName     string                 `protobuf:"bytes,10,opt,name=author_name,json=authorName,proto3" json:"author_name,omitempty"`
 	CreatedAt      *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The criterion this annotation is a value of (REST /criteria); unset for
+	// ratings and comments.
+	CriterionId *string `protobuf:"bytes,13,opt,name=criterion_id,json=criterionId,proto3,oneof" json:"criterion_id,omitempty"`
+	// The criterion's value: "yes"/"no" (binary), a label name (categorical)
+	// or a number 1..scale_max (scale); null for ratings and comments.
+	Value         *structpb.Value `protobuf:"bytes,14,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Annotation) Reset() {
@@ -1439,6 +1445,20 @@ func (x *Annotation) GetAuthorName() string {
 func (x *Annotation) GetCreatedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *Annotation) GetCriterionId() string {
+	if x != nil && x.CriterionId != nil {
+		return *x.CriterionId
+	}
+	return ""
+}
+
+func (x *Annotation) GetValue() *structpb.Value {
+	if x != nil {
+		return x.Value
 	}
 	return nil
 }
@@ -1884,7 +1904,7 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"\fstep_indices\x18\t \x03(\x05R\vstepIndicesB\f\n" +
 	"\n" +
 	"_parent_idB\a\n" +
-	"\x05_kind\"\xc0\x03\n" +
+	"\x05_kind\"\xa7\x04\n" +
 	"\n" +
 	"Annotation\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
@@ -1901,13 +1921,16 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	" \x01(\tR\n" +
 	"authorName\x129\n" +
 	"\n" +
-	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAtB\n" +
+	"created_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12&\n" +
+	"\fcriterion_id\x18\r \x01(\tH\x04R\vcriterionId\x88\x01\x01\x12,\n" +
+	"\x05value\x18\x0e \x01(\v2\x16.google.protobuf.ValueR\x05valueB\n" +
 	"\n" +
 	"\b_step_idB\t\n" +
 	"\a_ratingB\n" +
 	"\n" +
 	"\b_commentB\x13\n" +
-	"\x11_label_error_noteJ\x04\b\x06\x10\a\"K\n" +
+	"\x11_label_error_noteB\x0f\n" +
+	"\r_criterion_idJ\x04\b\x06\x10\a\"K\n" +
 	"\x05Quote\x12\x12\n" +
 	"\x04text\x18\x01 \x01(\tR\x04text\x12\x16\n" +
 	"\x06prefix\x18\x02 \x01(\tR\x06prefix\x12\x16\n" +
@@ -2026,34 +2049,35 @@ var file_critic_v1_traces_proto_depIdxs = []int32{
 	28, // 19: critic.v1.Span.output:type_name -> google.protobuf.Value
 	19, // 20: critic.v1.Annotation.quote:type_name -> critic.v1.Quote
 	23, // 21: critic.v1.Annotation.created_at:type_name -> google.protobuf.Timestamp
-	23, // 22: critic.v1.TraceScore.created_at:type_name -> google.protobuf.Timestamp
-	23, // 23: critic.v1.ActionScore.created_at:type_name -> google.protobuf.Timestamp
-	23, // 24: critic.v1.ScoringRun.created_at:type_name -> google.protobuf.Timestamp
-	23, // 25: critic.v1.ScoringRun.started_at:type_name -> google.protobuf.Timestamp
-	23, // 26: critic.v1.ScoringRun.finished_at:type_name -> google.protobuf.Timestamp
-	0,  // 27: critic.v1.TraceService.ListFormats:input_type -> critic.v1.ListFormatsRequest
-	3,  // 28: critic.v1.TraceService.ImportTraces:input_type -> critic.v1.ImportTracesRequest
-	5,  // 29: critic.v1.TraceService.ListTraces:input_type -> critic.v1.ListTracesRequest
-	7,  // 30: critic.v1.TraceService.GetTrace:input_type -> critic.v1.GetTraceRequest
-	9,  // 31: critic.v1.TraceService.DeleteTrace:input_type -> critic.v1.DeleteTraceRequest
-	11, // 32: critic.v1.TraceService.ExportTraces:input_type -> critic.v1.ExportTracesRequest
-	29, // 33: critic.v1.TraceService.SummarizeSections:input_type -> critic.v1.SummarizeSectionsRequest
-	30, // 34: critic.v1.TraceService.EstimateCompletion:input_type -> critic.v1.EstimateCompletionRequest
-	31, // 35: critic.v1.TraceService.RetryLabeling:input_type -> critic.v1.RetryLabelingRequest
-	1,  // 36: critic.v1.TraceService.ListFormats:output_type -> critic.v1.ListFormatsResponse
-	4,  // 37: critic.v1.TraceService.ImportTraces:output_type -> critic.v1.ImportTracesResponse
-	6,  // 38: critic.v1.TraceService.ListTraces:output_type -> critic.v1.ListTracesResponse
-	8,  // 39: critic.v1.TraceService.GetTrace:output_type -> critic.v1.GetTraceResponse
-	10, // 40: critic.v1.TraceService.DeleteTrace:output_type -> critic.v1.DeleteTraceResponse
-	12, // 41: critic.v1.TraceService.ExportTraces:output_type -> critic.v1.ExportTracesResponse
-	32, // 42: critic.v1.TraceService.SummarizeSections:output_type -> critic.v1.SummarizeSectionsResponse
-	33, // 43: critic.v1.TraceService.EstimateCompletion:output_type -> critic.v1.EstimateCompletionResponse
-	34, // 44: critic.v1.TraceService.RetryLabeling:output_type -> critic.v1.RetryLabelingResponse
-	36, // [36:45] is the sub-list for method output_type
-	27, // [27:36] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	28, // 22: critic.v1.Annotation.value:type_name -> google.protobuf.Value
+	23, // 23: critic.v1.TraceScore.created_at:type_name -> google.protobuf.Timestamp
+	23, // 24: critic.v1.ActionScore.created_at:type_name -> google.protobuf.Timestamp
+	23, // 25: critic.v1.ScoringRun.created_at:type_name -> google.protobuf.Timestamp
+	23, // 26: critic.v1.ScoringRun.started_at:type_name -> google.protobuf.Timestamp
+	23, // 27: critic.v1.ScoringRun.finished_at:type_name -> google.protobuf.Timestamp
+	0,  // 28: critic.v1.TraceService.ListFormats:input_type -> critic.v1.ListFormatsRequest
+	3,  // 29: critic.v1.TraceService.ImportTraces:input_type -> critic.v1.ImportTracesRequest
+	5,  // 30: critic.v1.TraceService.ListTraces:input_type -> critic.v1.ListTracesRequest
+	7,  // 31: critic.v1.TraceService.GetTrace:input_type -> critic.v1.GetTraceRequest
+	9,  // 32: critic.v1.TraceService.DeleteTrace:input_type -> critic.v1.DeleteTraceRequest
+	11, // 33: critic.v1.TraceService.ExportTraces:input_type -> critic.v1.ExportTracesRequest
+	29, // 34: critic.v1.TraceService.SummarizeSections:input_type -> critic.v1.SummarizeSectionsRequest
+	30, // 35: critic.v1.TraceService.EstimateCompletion:input_type -> critic.v1.EstimateCompletionRequest
+	31, // 36: critic.v1.TraceService.RetryLabeling:input_type -> critic.v1.RetryLabelingRequest
+	1,  // 37: critic.v1.TraceService.ListFormats:output_type -> critic.v1.ListFormatsResponse
+	4,  // 38: critic.v1.TraceService.ImportTraces:output_type -> critic.v1.ImportTracesResponse
+	6,  // 39: critic.v1.TraceService.ListTraces:output_type -> critic.v1.ListTracesResponse
+	8,  // 40: critic.v1.TraceService.GetTrace:output_type -> critic.v1.GetTraceResponse
+	10, // 41: critic.v1.TraceService.DeleteTrace:output_type -> critic.v1.DeleteTraceResponse
+	12, // 42: critic.v1.TraceService.ExportTraces:output_type -> critic.v1.ExportTracesResponse
+	32, // 43: critic.v1.TraceService.SummarizeSections:output_type -> critic.v1.SummarizeSectionsResponse
+	33, // 44: critic.v1.TraceService.EstimateCompletion:output_type -> critic.v1.EstimateCompletionResponse
+	34, // 45: critic.v1.TraceService.RetryLabeling:output_type -> critic.v1.RetryLabelingResponse
+	37, // [37:46] is the sub-list for method output_type
+	28, // [28:37] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_critic_v1_traces_proto_init() }

@@ -1,0 +1,70 @@
+package connectapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"connectrpc.com/connect"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
+	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
+)
+
+// TestCriterionValuesOverConnect: a criterion's value (criteria defined
+// over REST) is added, edited and exported over Connect with REST's rules
+// and answers: criterion_id and value on the annotation, on the trace, in
+// the export; a value on the wrong target is INVALID_ARGUMENT naming
+// step_id.
+func TestCriterionValuesOverConnect(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	c := criticv1connect.NewAnnotationServiceClient(http.DefaultClient, e.url)
+	refund, _ := e.importTwo(t, e.alice)
+	call := refund.Steps[1] // lookup_order
+	status, body := e.rest(t, "POST", "/criteria", e.alice, map[string]any{"name": "Tool choice", "kind": "scale", "scale_max": 5, "applies_to": "tool_call"})
+	require.Equal(t, http.StatusCreated, status, string(body))
+	var crit struct {
+		CriterionID string `json:"criterion_id"`
+	}
+	require.NoError(t, json.Unmarshal(body, &crit))
+
+	added, err := c.AddAnnotation(ctx, withKey(e.alice, &criticv1.AddAnnotationRequest{TraceId: refund.Summary.Id, StepId: proto.String(call.Id),
+		CriterionId: proto.String(crit.CriterionID), Value: structpb.NewNumberValue(4)}))
+	require.NoError(t, err)
+	a := added.Msg.Annotation
+	require.Equal(t, crit.CriterionID, a.GetCriterionId())
+	require.EqualValues(t, 4, a.Value.GetNumberValue())
+	require.Nil(t, a.Rating)
+
+	_, err = c.AddAnnotation(ctx, withKey(e.alice, &criticv1.AddAnnotationRequest{TraceId: refund.Summary.Id, StepId: proto.String(refund.Steps[3].Id),
+		CriterionId: proto.String(crit.CriterionID), Value: structpb.NewNumberValue(4)}))
+	var ce *connect.Error
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, connect.CodeInvalidArgument, ce.Code())
+	requireDetail(t, ce, "invalid_annotation", "step_id")
+
+	edited, err := c.EditAnnotation(ctx, withKey(e.alice, &criticv1.EditAnnotationRequest{AnnotationId: a.Id, Value: structpb.NewNumberValue(2)}))
+	require.NoError(t, err)
+	require.EqualValues(t, 2, edited.Msg.Annotation.Value.GetNumberValue())
+
+	got, err := e.client().GetTrace(ctx, withKey(e.alice, &criticv1.GetTraceRequest{TraceId: refund.Summary.Id}))
+	require.NoError(t, err)
+	require.Len(t, got.Msg.Trace.Annotations, 1)
+	require.True(t, proto.Equal(edited.Msg.Annotation, got.Msg.Trace.Annotations[0]))
+
+	stream, err := c.ExportAnnotations(ctx, withKey(e.alice, &criticv1.ExportAnnotationsRequest{}))
+	require.NoError(t, err)
+	var exported []*criticv1.ExportedAnnotation
+	for stream.Receive() {
+		exported = append(exported, stream.Msg().Annotation)
+	}
+	require.NoError(t, stream.Err())
+	require.Len(t, exported, 1)
+	require.Equal(t, crit.CriterionID, exported[0].GetCriterionId())
+	require.EqualValues(t, 2, exported[0].Value.GetNumberValue())
+}
