@@ -189,6 +189,9 @@ func rewardModelToProto(m *readmodel.RewardModel) (*criticv1.RewardModel, error)
 		StartedAt:  timestampOrNil(m.StartedAt),
 		FinishedAt: timestampOrNil(m.FinishedAt),
 		WorkerId:   m.WorkerID,
+		TrainingConfig: &criticv1.ModelTrainingConfig{AnnotationSource: m.TrainingConfig.AnnotationSource,
+			InputVersion: int32(m.TrainingConfig.InputVersion), Criterion: m.TrainingConfig.Criterion,
+			CriterionName: m.TrainingConfig.CriterionName},
 	}
 	if m.NumPairs != nil {
 		n := int32(*m.NumPairs)

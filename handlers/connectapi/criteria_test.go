@@ -19,7 +19,8 @@ import (
 // over REST) is added, edited and exported over Connect with REST's rules
 // and answers: criterion_id and value on the annotation, on the trace, in
 // the export; a value on the wrong target is INVALID_ARGUMENT naming
-// step_id.
+// step_id; CreateRewardModel takes training_config.criterion and the
+// model shows it with the criterion's name.
 func TestCriterionValuesOverConnect(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
@@ -67,4 +68,20 @@ func TestCriterionValuesOverConnect(t *testing.T) {
 	require.Len(t, exported, 1)
 	require.Equal(t, crit.CriterionID, exported[0].GetCriterionId())
 	require.EqualValues(t, 2, exported[0].Value.GetNumberValue())
+
+	// Training on the criterion: stored and shown with its name.
+	models := criticv1connect.NewRewardModelServiceClient(http.DefaultClient, e.url)
+	_, err = models.CreateRewardModel(ctx, withKey(e.alice, &criticv1.CreateRewardModelRequest{Name: "x", TraceIds: []string{refund.Summary.Id},
+		TrainingConfig: &criticv1.TrainingConfig{Criterion: proto.String("00000000-0000-0000-0000-000000000000")}}))
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, connect.CodeInvalidArgument, ce.Code())
+	requireDetail(t, ce, "invalid_request", "training_config.criterion")
+	created, err := models.CreateRewardModel(ctx, withKey(e.alice, &criticv1.CreateRewardModelRequest{Name: "on tool choice", TraceIds: []string{refund.Summary.Id},
+		TrainingConfig: &criticv1.TrainingConfig{Criterion: proto.String(crit.CriterionID)}}))
+	require.NoError(t, err)
+	m, err := models.GetRewardModel(ctx, withKey(e.alice, &criticv1.GetRewardModelRequest{RewardModelId: created.Msg.RewardModel.Id}))
+	require.NoError(t, err)
+	require.Equal(t, crit.CriterionID, m.Msg.RewardModel.TrainingConfig.GetCriterion())
+	require.Equal(t, "Tool choice", m.Msg.RewardModel.TrainingConfig.GetCriterionName())
+	require.Equal(t, "explicit", m.Msg.RewardModel.TrainingConfig.AnnotationSource)
 }

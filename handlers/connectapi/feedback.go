@@ -22,6 +22,7 @@ func trainingConfigFromProto(c *criticv1.TrainingConfig) *commands.TrainingConfi
 	if len(c.Criteria) > 0 {
 		out.Criteria, out.CriteriaSet = c.Criteria, true
 	}
+	out.Criterion = c.Criterion
 	return out
 }
 

@@ -444,7 +444,12 @@ type TrainingConfig struct {
 	// 1 (the default) or 3 (labelled context sections, 4,096-token window).
 	InputVersion *int32 `protobuf:"varint,2,opt,name=input_version,json=inputVersion,proto3,oneof" json:"input_version,omitempty"`
 	// Replaces the four default criteria of AI judgments; empty keeps them.
-	Criteria      []string `protobuf:"bytes,3,rep,name=criteria,proto3" json:"criteria,omitempty"`
+	Criteria []string `protobuf:"bytes,3,rep,name=criteria,proto3" json:"criteria,omitempty"`
+	// Train on this criterion's values (REST /criteria) instead of ratings:
+	// binary yes +1 / no -1, categorical the label's score, scale
+	// v - (scale_max+1)/2, summed and signed per target as ratings are.
+	// annotation_source is then explicit.
+	Criterion     *string `protobuf:"bytes,4,opt,name=criterion,proto3,oneof" json:"criterion,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -498,6 +503,13 @@ func (x *TrainingConfig) GetCriteria() []string {
 		return x.Criteria
 	}
 	return nil
+}
+
+func (x *TrainingConfig) GetCriterion() string {
+	if x != nil && x.Criterion != nil {
+		return *x.Criterion
+	}
+	return ""
 }
 
 type CreateRewardModelResponse struct {
@@ -1418,9 +1430,11 @@ type RewardModel struct {
 	ActionRewardStats *RewardStats `protobuf:"bytes,17,opt,name=action_reward_stats,json=actionRewardStats,proto3" json:"action_reward_stats,omitempty"`
 	// The worker that runs or ran the current attempt (its CRITIC_WORKER_ID);
 	// unset while queued.
-	WorkerId      *string `protobuf:"bytes,18,opt,name=worker_id,json=workerId,proto3,oneof" json:"worker_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	WorkerId *string `protobuf:"bytes,18,opt,name=worker_id,json=workerId,proto3,oneof" json:"worker_id,omitempty"`
+	// What the model learns from, as requested (defaults applied).
+	TrainingConfig *ModelTrainingConfig `protobuf:"bytes,19,opt,name=training_config,json=trainingConfig,proto3" json:"training_config,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *RewardModel) Reset() {
@@ -1579,6 +1593,84 @@ func (x *RewardModel) GetWorkerId() string {
 	return ""
 }
 
+func (x *RewardModel) GetTrainingConfig() *ModelTrainingConfig {
+	if x != nil {
+		return x.TrainingConfig
+	}
+	return nil
+}
+
+// ModelTrainingConfig is a model's training_config as it shows it.
+type ModelTrainingConfig struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	AnnotationSource string                 `protobuf:"bytes,1,opt,name=annotation_source,json=annotationSource,proto3" json:"annotation_source,omitempty"`
+	InputVersion     int32                  `protobuf:"varint,2,opt,name=input_version,json=inputVersion,proto3" json:"input_version,omitempty"`
+	// The criterion the model learns from, and its name when it was
+	// requested ("Trained on criterion: <name>"); unset for ratings.
+	Criterion     *string `protobuf:"bytes,3,opt,name=criterion,proto3,oneof" json:"criterion,omitempty"`
+	CriterionName *string `protobuf:"bytes,4,opt,name=criterion_name,json=criterionName,proto3,oneof" json:"criterion_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ModelTrainingConfig) Reset() {
+	*x = ModelTrainingConfig{}
+	mi := &file_critic_v1_reward_models_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelTrainingConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelTrainingConfig) ProtoMessage() {}
+
+func (x *ModelTrainingConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_reward_models_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelTrainingConfig.ProtoReflect.Descriptor instead.
+func (*ModelTrainingConfig) Descriptor() ([]byte, []int) {
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ModelTrainingConfig) GetAnnotationSource() string {
+	if x != nil {
+		return x.AnnotationSource
+	}
+	return ""
+}
+
+func (x *ModelTrainingConfig) GetInputVersion() int32 {
+	if x != nil {
+		return x.InputVersion
+	}
+	return 0
+}
+
+func (x *ModelTrainingConfig) GetCriterion() string {
+	if x != nil && x.Criterion != nil {
+		return *x.Criterion
+	}
+	return ""
+}
+
+func (x *ModelTrainingConfig) GetCriterionName() string {
+	if x != nil && x.CriterionName != nil {
+		return *x.CriterionName
+	}
+	return ""
+}
+
 var File_critic_v1_reward_models_proto protoreflect.FileDescriptor
 
 const file_critic_v1_reward_models_proto_rawDesc = "" +
@@ -1634,13 +1726,16 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\a_epochsB\f\n" +
 	"\n" +
 	"_max_pairsB\x12\n" +
-	"\x10_training_config\"\xb0\x01\n" +
+	"\x10_training_config\"\xe1\x01\n" +
 	"\x0eTrainingConfig\x120\n" +
 	"\x11annotation_source\x18\x01 \x01(\tH\x00R\x10annotationSource\x88\x01\x01\x12(\n" +
 	"\rinput_version\x18\x02 \x01(\x05H\x01R\finputVersion\x88\x01\x01\x12\x1a\n" +
-	"\bcriteria\x18\x03 \x03(\tR\bcriteriaB\x14\n" +
+	"\bcriteria\x18\x03 \x03(\tR\bcriteria\x12!\n" +
+	"\tcriterion\x18\x04 \x01(\tH\x02R\tcriterion\x88\x01\x01B\x14\n" +
 	"\x12_annotation_sourceB\x10\n" +
-	"\x0e_input_version\"V\n" +
+	"\x0e_input_versionB\f\n" +
+	"\n" +
+	"_criterion\"V\n" +
 	"\x19CreateRewardModelResponse\x129\n" +
 	"\freward_model\x18\x01 \x01(\v2\x16.critic.v1.RewardModelR\vrewardModel\"\x19\n" +
 	"\x17ListRewardModelsRequest\"W\n" +
@@ -1713,7 +1808,7 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\x0freward_model_id\x18\x02 \x01(\tR\rrewardModelId\"L\n" +
 	"\x12ScoreTraceResponse\x126\n" +
 	"\vscoring_run\x18\x01 \x01(\v2\x15.critic.v1.ScoringRunR\n" +
-	"scoringRun\"\xfa\x05\n" +
+	"scoringRun\"\xc3\x06\n" +
 	"\vRewardModel\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
@@ -1738,12 +1833,21 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"finishedAt\x129\n" +
 	"\freward_stats\x18\x10 \x01(\v2\x16.critic.v1.RewardStatsR\vrewardStats\x12F\n" +
 	"\x13action_reward_stats\x18\x11 \x01(\v2\x16.critic.v1.RewardStatsR\x11actionRewardStats\x12 \n" +
-	"\tworker_id\x18\x12 \x01(\tH\x02R\bworkerId\x88\x01\x01B\f\n" +
+	"\tworker_id\x18\x12 \x01(\tH\x02R\bworkerId\x88\x01\x01\x12G\n" +
+	"\x0ftraining_config\x18\x13 \x01(\v2\x1e.critic.v1.ModelTrainingConfigR\x0etrainingConfigB\f\n" +
 	"\n" +
 	"_num_pairsB\b\n" +
 	"\x06_errorB\f\n" +
 	"\n" +
-	"_worker_id2\xfd\x04\n" +
+	"_worker_id\"\xd7\x01\n" +
+	"\x13ModelTrainingConfig\x12+\n" +
+	"\x11annotation_source\x18\x01 \x01(\tR\x10annotationSource\x12#\n" +
+	"\rinput_version\x18\x02 \x01(\x05R\finputVersion\x12!\n" +
+	"\tcriterion\x18\x03 \x01(\tH\x00R\tcriterion\x88\x01\x01\x12*\n" +
+	"\x0ecriterion_name\x18\x04 \x01(\tH\x01R\rcriterionName\x88\x01\x01B\f\n" +
+	"\n" +
+	"_criterionB\x11\n" +
+	"\x0f_criterion_name2\xfd\x04\n" +
 	"\x12RewardModelService\x12^\n" +
 	"\x11CreateRewardModel\x12#.critic.v1.CreateRewardModelRequest\x1a$.critic.v1.CreateRewardModelResponse\x12`\n" +
 	"\x10ListRewardModels\x12\".critic.v1.ListRewardModelsRequest\x1a#.critic.v1.ListRewardModelsResponse\"\x03\x90\x02\x01\x12Z\n" +
@@ -1767,7 +1871,7 @@ func file_critic_v1_reward_models_proto_rawDescGZIP() []byte {
 	return file_critic_v1_reward_models_proto_rawDescData
 }
 
-var file_critic_v1_reward_models_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_critic_v1_reward_models_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_critic_v1_reward_models_proto_goTypes = []any{
 	(*RewardStats)(nil),               // 0: critic.v1.RewardStats
 	(*ReviewQueueRequest)(nil),        // 1: critic.v1.ReviewQueueRequest
@@ -1790,10 +1894,11 @@ var file_critic_v1_reward_models_proto_goTypes = []any{
 	(*ScoreTraceRequest)(nil),         // 18: critic.v1.ScoreTraceRequest
 	(*ScoreTraceResponse)(nil),        // 19: critic.v1.ScoreTraceResponse
 	(*RewardModel)(nil),               // 20: critic.v1.RewardModel
-	(*ScoringRun)(nil),                // 21: critic.v1.ScoringRun
-	(*structpb.Value)(nil),            // 22: google.protobuf.Value
-	(*structpb.Struct)(nil),           // 23: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),     // 24: google.protobuf.Timestamp
+	(*ModelTrainingConfig)(nil),       // 21: critic.v1.ModelTrainingConfig
+	(*ScoringRun)(nil),                // 22: critic.v1.ScoringRun
+	(*structpb.Value)(nil),            // 23: google.protobuf.Value
+	(*structpb.Struct)(nil),           // 24: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),     // 25: google.protobuf.Timestamp
 }
 var file_critic_v1_reward_models_proto_depIdxs = []int32{
 	2,  // 0: critic.v1.ReviewQueueResponse.items:type_name -> critic.v1.ReviewQueueItem
@@ -1806,33 +1911,34 @@ var file_critic_v1_reward_models_proto_depIdxs = []int32{
 	12, // 7: critic.v1.Finding.review:type_name -> critic.v1.FindingReview
 	13, // 8: critic.v1.Finding.usage:type_name -> critic.v1.LLMUsage
 	20, // 9: critic.v1.RetryRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
-	21, // 10: critic.v1.ScoreTraceResponse.scoring_run:type_name -> critic.v1.ScoringRun
-	22, // 11: critic.v1.RewardModel.metrics:type_name -> google.protobuf.Value
-	23, // 12: critic.v1.RewardModel.progress:type_name -> google.protobuf.Struct
-	24, // 13: critic.v1.RewardModel.created_at:type_name -> google.protobuf.Timestamp
-	24, // 14: critic.v1.RewardModel.started_at:type_name -> google.protobuf.Timestamp
-	24, // 15: critic.v1.RewardModel.finished_at:type_name -> google.protobuf.Timestamp
+	22, // 10: critic.v1.ScoreTraceResponse.scoring_run:type_name -> critic.v1.ScoringRun
+	23, // 11: critic.v1.RewardModel.metrics:type_name -> google.protobuf.Value
+	24, // 12: critic.v1.RewardModel.progress:type_name -> google.protobuf.Struct
+	25, // 13: critic.v1.RewardModel.created_at:type_name -> google.protobuf.Timestamp
+	25, // 14: critic.v1.RewardModel.started_at:type_name -> google.protobuf.Timestamp
+	25, // 15: critic.v1.RewardModel.finished_at:type_name -> google.protobuf.Timestamp
 	0,  // 16: critic.v1.RewardModel.reward_stats:type_name -> critic.v1.RewardStats
 	0,  // 17: critic.v1.RewardModel.action_reward_stats:type_name -> critic.v1.RewardStats
-	4,  // 18: critic.v1.RewardModelService.CreateRewardModel:input_type -> critic.v1.CreateRewardModelRequest
-	7,  // 19: critic.v1.RewardModelService.ListRewardModels:input_type -> critic.v1.ListRewardModelsRequest
-	9,  // 20: critic.v1.RewardModelService.GetRewardModel:input_type -> critic.v1.GetRewardModelRequest
-	14, // 21: critic.v1.RewardModelService.RetryRewardModel:input_type -> critic.v1.RetryRewardModelRequest
-	16, // 22: critic.v1.RewardModelService.GetWeights:input_type -> critic.v1.GetWeightsRequest
-	18, // 23: critic.v1.RewardModelService.ScoreTrace:input_type -> critic.v1.ScoreTraceRequest
-	1,  // 24: critic.v1.RewardModelService.ReviewQueue:input_type -> critic.v1.ReviewQueueRequest
-	6,  // 25: critic.v1.RewardModelService.CreateRewardModel:output_type -> critic.v1.CreateRewardModelResponse
-	8,  // 26: critic.v1.RewardModelService.ListRewardModels:output_type -> critic.v1.ListRewardModelsResponse
-	10, // 27: critic.v1.RewardModelService.GetRewardModel:output_type -> critic.v1.GetRewardModelResponse
-	15, // 28: critic.v1.RewardModelService.RetryRewardModel:output_type -> critic.v1.RetryRewardModelResponse
-	17, // 29: critic.v1.RewardModelService.GetWeights:output_type -> critic.v1.GetWeightsResponse
-	19, // 30: critic.v1.RewardModelService.ScoreTrace:output_type -> critic.v1.ScoreTraceResponse
-	3,  // 31: critic.v1.RewardModelService.ReviewQueue:output_type -> critic.v1.ReviewQueueResponse
-	25, // [25:32] is the sub-list for method output_type
-	18, // [18:25] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	21, // 18: critic.v1.RewardModel.training_config:type_name -> critic.v1.ModelTrainingConfig
+	4,  // 19: critic.v1.RewardModelService.CreateRewardModel:input_type -> critic.v1.CreateRewardModelRequest
+	7,  // 20: critic.v1.RewardModelService.ListRewardModels:input_type -> critic.v1.ListRewardModelsRequest
+	9,  // 21: critic.v1.RewardModelService.GetRewardModel:input_type -> critic.v1.GetRewardModelRequest
+	14, // 22: critic.v1.RewardModelService.RetryRewardModel:input_type -> critic.v1.RetryRewardModelRequest
+	16, // 23: critic.v1.RewardModelService.GetWeights:input_type -> critic.v1.GetWeightsRequest
+	18, // 24: critic.v1.RewardModelService.ScoreTrace:input_type -> critic.v1.ScoreTraceRequest
+	1,  // 25: critic.v1.RewardModelService.ReviewQueue:input_type -> critic.v1.ReviewQueueRequest
+	6,  // 26: critic.v1.RewardModelService.CreateRewardModel:output_type -> critic.v1.CreateRewardModelResponse
+	8,  // 27: critic.v1.RewardModelService.ListRewardModels:output_type -> critic.v1.ListRewardModelsResponse
+	10, // 28: critic.v1.RewardModelService.GetRewardModel:output_type -> critic.v1.GetRewardModelResponse
+	15, // 29: critic.v1.RewardModelService.RetryRewardModel:output_type -> critic.v1.RetryRewardModelResponse
+	17, // 30: critic.v1.RewardModelService.GetWeights:output_type -> critic.v1.GetWeightsResponse
+	19, // 31: critic.v1.RewardModelService.ScoreTrace:output_type -> critic.v1.ScoreTraceResponse
+	3,  // 32: critic.v1.RewardModelService.ReviewQueue:output_type -> critic.v1.ReviewQueueResponse
+	26, // [26:33] is the sub-list for method output_type
+	19, // [19:26] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_critic_v1_reward_models_proto_init() }
@@ -1848,13 +1954,14 @@ func file_critic_v1_reward_models_proto_init() {
 	file_critic_v1_reward_models_proto_msgTypes[10].OneofWrappers = []any{}
 	file_critic_v1_reward_models_proto_msgTypes[11].OneofWrappers = []any{}
 	file_critic_v1_reward_models_proto_msgTypes[20].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[21].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_critic_v1_reward_models_proto_rawDesc), len(file_critic_v1_reward_models_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
