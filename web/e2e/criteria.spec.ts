@@ -263,3 +263,24 @@ test("the queue shows the guidelines and the item's criteria; a value by key, th
   expect(await overflowing(page)).toEqual([]);
   await shot(page, "criteria-queue-390");
 });
+
+test("a reward model requested on a criterion says which on its page", async ({ page }) => {
+  await signIn(page, env.key, "/traces");
+  await page.getByRole("checkbox", { name: "Select all shown" }).click();
+  await page.getByRole("button", { name: "Create reward model" }).click();
+  const dlg = page.getByRole("dialog", { name: "Create reward model" });
+  await dlg.getByLabel("Model name").click();
+  await page.keyboard.type("helpful-rm");
+  await dlg.getByText("Training options").click();
+  await dlg.getByLabel("Train on").selectOption({ label: "criterion: Helpfulness" });
+  await expect(dlg.getByRole("combobox", { name: /^Annotation source/ })).toBeDisabled();
+  await dlg.getByRole("button", { name: "Train" }).click();
+  await expect(dlg.getByRole("status")).toContainText("Queued helpful-rm");
+  await dlg.getByRole("link", { name: "Watch it train" }).click();
+  await expect(page.getByRole("heading", { name: "helpful-rm" })).toBeVisible();
+  await expect(page.getByText("Trained on criterion: Helpfulness")).toBeVisible();
+  const id = page.url().split("/models/")[1];
+  const cs = (await get<{ criteria: Criterion[] }>(page, "/criteria")).criteria;
+  const m = await get<{ training_config: { criterion: string | null; criterion_name: string | null } }>(page, `/reward-models/${id}`);
+  expect(m.training_config).toMatchObject({ criterion: cs.find((c) => c.name === "Helpfulness")!.criterion_id, criterion_name: "Helpfulness" });
+});

@@ -116,6 +116,11 @@ export function ModelDetail() {
           </strong>{" "}
           <span className="muted">{progressText(d)}</span>
         </p>
+        {d.training_config.criterion_name != null && (
+          <p>
+            Trained on criterion: <strong>{d.training_config.criterion_name}</strong>
+          </p>
+        )}
         <p className="muted small-text">
           {d.base_model} · {d.worker_id && d.compute === "worker" ? "" : d.compute}
           {d.worker_id && (

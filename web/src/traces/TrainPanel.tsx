@@ -1,6 +1,7 @@
 import { useState } from "react";
 import { Link } from "react-router";
-import { useMutation, useQueryClient } from "@tanstack/react-query";
+import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
+import { criteriaQuery } from "../criteria/criteria";
 import { api, type RewardModel } from "../api/client";
 import { Dialog } from "../shell/Dialog";
 
@@ -35,6 +36,8 @@ function CreateModelDialog({ traceIds, onClose }: { traceIds: string[]; onClose:
   const [epochs, setEpochs] = useState("");
   const [maxPairs, setMaxPairs] = useState("");
   const [source, setSource] = useState("");
+  const [criterion, setCriterion] = useState("");
+  const criteria = useQuery(criteriaQuery()).data ?? [];
   const train = useMutation({
     mutationFn: () =>
       api<RewardModel>("/reward-models", {
@@ -45,7 +48,7 @@ function CreateModelDialog({ traceIds, onClose }: { traceIds: string[]; onClose:
           ...(base.trim() ? { base_model: base.trim() } : {}),
           ...(epochs ? { epochs: Number(epochs) } : {}),
           ...(maxPairs ? { max_pairs: Number(maxPairs) } : {}),
-          ...(source ? { training_config: { annotation_source: source } } : {}),
+          ...(criterion ? { training_config: { criterion } } : source ? { training_config: { annotation_source: source } } : {}),
         },
       }),
     onSuccess: () => qc.invalidateQueries({ queryKey: ["reward-models"] }),
@@ -83,9 +86,22 @@ function CreateModelDialog({ traceIds, onClose }: { traceIds: string[]; onClose:
                 <input type="number" min={2} value={maxPairs} onChange={(e) => setMaxPairs(e.target.value)} placeholder="4000" />
               </label>
             </div>
+            {criteria.length > 0 && (
+              <label className="field">
+                <span>Train on</span>
+                <select value={criterion} onChange={(e) => setCriterion(e.target.value)}>
+                  <option value="">ratings and annotations (the source below)</option>
+                  {criteria.map((c) => (
+                    <option key={c.criterion_id} value={c.criterion_id}>
+                      criterion: {c.name}
+                    </option>
+                  ))}
+                </select>
+              </label>
+            )}
             <label className="field">
               <span>Annotation source</span>
-              <select value={source} onChange={(e) => setSource(e.target.value)}>
+              <select value={source} disabled={!!criterion} onChange={(e) => setSource(e.target.value)}>
                 <option value="">feedback (default): ratings, comments, user reactions and AI judgments</option>
                 <option value="explicit">explicit: ratings only</option>
               </select>
