@@ -85,3 +85,56 @@ func TestCriterionValuesOverConnect(t *testing.T) {
 	require.Equal(t, "Tool choice", m.Msg.RewardModel.TrainingConfig.GetCriterionName())
 	require.Equal(t, "explicit", m.Msg.RewardModel.TrainingConfig.AnnotationSource)
 }
+
+// TestCriteriaServiceOverConnect: criteria and guidelines are defined,
+// listed, changed and archived over Connect with REST's rules — a bad
+// definition is INVALID_ARGUMENT naming the field, a taken name ABORTED —
+// and REST sees the same criteria.
+func TestCriteriaServiceOverConnect(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	c := criticv1connect.NewCriteriaServiceClient(http.DefaultClient, e.url)
+	tone, err := c.DefineCriterion(ctx, withKey(e.alice, &criticv1.DefineCriterionRequest{Name: "Tone", Kind: "categorical", AppliesTo: "assistant",
+		Labels: []*criticv1.LabelInput{{Name: "good", Score: proto.Int32(1)}, {Name: "bad", Score: proto.Int32(-1)}}}))
+	require.NoError(t, err)
+	require.Equal(t, "Tone", tone.Msg.Criterion.Name)
+	require.Len(t, tone.Msg.Criterion.Labels, 2)
+	_, err = c.DefineCriterion(ctx, withKey(e.alice, &criticv1.DefineCriterionRequest{Name: "Scale", Kind: "scale", AppliesTo: "trace", ScaleMax: proto.Int32(11)}))
+	var ce *connect.Error
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, connect.CodeInvalidArgument, ce.Code())
+	requireDetail(t, ce, "invalid_criterion", "scale_max")
+	_, err = c.DefineCriterion(ctx, withKey(e.alice, &criticv1.DefineCriterionRequest{Name: "tone", Kind: "binary", AppliesTo: "trace"}))
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, connect.CodeAborted, ce.Code())
+
+	changed, err := c.ChangeCriterion(ctx, withKey(e.alice, &criticv1.ChangeCriterionRequest{CriterionId: tone.Msg.Criterion.CriterionId,
+		SetLabels: true, Labels: []*criticv1.LabelInput{{Name: "good", Score: proto.Int32(1)}, {Name: "rude", Score: proto.Int32(-1)}, {Name: "meh"}}}))
+	require.NoError(t, err)
+	require.Equal(t, "rude", changed.Msg.Criterion.Labels[1].Name)
+	status, body := e.rest(t, "GET", "/criteria", e.alice, nil)
+	require.Equal(t, http.StatusOK, status, string(body))
+	require.Contains(t, string(body), `{"name":"meh","score":0}`)
+
+	_, err = c.ArchiveCriterion(ctx, withKey(e.alice, &criticv1.ArchiveCriterionRequest{CriterionId: tone.Msg.Criterion.CriterionId}))
+	require.NoError(t, err)
+	list, err := c.ListCriteria(ctx, withKey(e.alice, &criticv1.ListCriteriaRequest{}))
+	require.NoError(t, err)
+	require.Empty(t, list.Msg.Criteria)
+	list, err = c.ListCriteria(ctx, withKey(e.alice, &criticv1.ListCriteriaRequest{IncludeArchived: true}))
+	require.NoError(t, err)
+	require.Len(t, list.Msg.Criteria, 1)
+	require.True(t, list.Msg.Criteria[0].Archived)
+
+	g, err := c.GetGuidelines(ctx, withKey(e.alice, &criticv1.GetGuidelinesRequest{}))
+	require.NoError(t, err)
+	require.Empty(t, g.Msg.Markdown)
+	require.Nil(t, g.Msg.UpdatedAt)
+	set, err := c.SetGuidelines(ctx, withKey(e.alice, &criticv1.SetGuidelinesRequest{Markdown: "# Be strict"}))
+	require.NoError(t, err)
+	require.Equal(t, "# Be strict", set.Msg.Markdown)
+	require.NotNil(t, set.Msg.UpdatedAt)
+	status, body = e.rest(t, "GET", "/guidelines", e.alice, nil)
+	require.Equal(t, http.StatusOK, status, string(body))
+	require.Contains(t, string(body), `"markdown":"# Be strict"`)
+}

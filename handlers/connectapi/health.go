@@ -21,6 +21,7 @@ var Services = []string{
 	criticv1connect.GepaServiceName,
 	criticv1connect.QueryServiceName,
 	criticv1connect.EvaluatorServiceName,
+	criticv1connect.CriteriaServiceName,
 }
 
 // RegisterHealthAndReflection mounts grpc.health.v1 (so gRPC load balancers

@@ -78,6 +78,7 @@ func TestReadOnlyKeyCannotWriteAnyRoute(t *testing.T) {
 // read. Every other method of the critic.v1 services must refuse it.
 var connectReads = map[string]bool{
 	"AnnotationService/ExportAnnotations": true, "AnnotationService/ExportPairs": true,
+	"CriteriaService/ListCriteria": true, "CriteriaService/GetGuidelines": true,
 	"EvaluatorService/ComparisonQueue": true, "EvaluatorService/GetEvaluator": true,
 	"GepaService/GetGepaRun": true, "GepaService/GetGepaSkill": true, "GepaService/ListGepaRuns": true,
 	"QueryService/Query":                true,

@@ -102,7 +102,8 @@ type Deps struct {
 }
 
 // Register mounts every Critic service on mux: TraceService,
-// AnnotationService, RewardModelService, GepaService and QueryService.
+// AnnotationService, RewardModelService, GepaService, QueryService,
+// EvaluatorService and CriteriaService.
 func Register(mux *http.ServeMux, d Deps) {
 	New(d.Cmds, d.Queries, d.Waiter, d.Auth, d.MaxBody).WithAssessments(d.Assessments).Register(mux)
 	NewAnnotationService(d).Register(mux)
@@ -110,6 +111,7 @@ func Register(mux *http.ServeMux, d Deps) {
 	NewGepaService(d).Register(mux)
 	NewQueryService(d).Register(mux)
 	NewEvaluatorService(d).Register(mux)
+	NewCriteriaService(d).Register(mux)
 }
 
 func (d Deps) backend() usecase.Backend {

@@ -1,0 +1,137 @@
+package connectapi
+
+import (
+	"context"
+	"net/http"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/criticml/critic/domain/criteria"
+	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/projections/readmodel"
+	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
+	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
+)
+
+// CriteriaService implements critic.v1.CriteriaService with the use cases
+// REST's /criteria and /guidelines routes call, so both answer the same
+// data and errors.
+type CriteriaService struct{ d Deps }
+
+var _ criticv1connect.CriteriaServiceHandler = (*CriteriaService)(nil)
+
+// NewCriteriaService returns the service over d.
+func NewCriteriaService(d Deps) *CriteriaService { return &CriteriaService{d: d} }
+
+// Register mounts the service on mux at /critic.v1.CriteriaService/.
+func (s *CriteriaService) Register(mux *http.ServeMux) {
+	mux.Handle(criticv1connect.NewCriteriaServiceHandler(s, handlerOptions(s.d.Auth, s.d.MaxBody)...))
+}
+
+// ListCriteria is GET /criteria.
+func (s *CriteriaService) ListCriteria(ctx context.Context, req *connect.Request[criticv1.ListCriteriaRequest]) (*connect.Response[criticv1.ListCriteriaResponse], error) {
+	cs, err := s.d.Queries.ListCriteria(ctx, edge.CallerFrom(ctx).UserID, req.Msg.IncludeArchived)
+	if err != nil {
+		return nil, err
+	}
+	out := &criticv1.ListCriteriaResponse{}
+	for i := range cs {
+		out.Criteria = append(out.Criteria, criterionToProto(&cs[i]))
+	}
+	return connect.NewResponse(out), nil
+}
+
+// DefineCriterion is POST /criteria.
+func (s *CriteriaService) DefineCriterion(ctx context.Context, req *connect.Request[criticv1.DefineCriterionRequest]) (*connect.Response[criticv1.DefineCriterionResponse], error) {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	in := criteria.DefineInput{Name: &m.Name, Description: m.Description, Kind: &m.Kind, Labels: labelsFromProto(m.Labels), AppliesTo: &m.AppliesTo}
+	if m.ScaleMax != nil {
+		n := int(*m.ScaleMax)
+		in.ScaleMax = &n
+	}
+	c, err := s.d.backend().DefineCriterion(ctx, caller, in)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.DefineCriterionResponse{Criterion: criterionToProto(c)}), nil
+}
+
+// ChangeCriterion is PATCH /criteria/{id}.
+func (s *CriteriaService) ChangeCriterion(ctx context.Context, req *connect.Request[criticv1.ChangeCriterionRequest]) (*connect.Response[criticv1.ChangeCriterionResponse], error) {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	m := req.Msg
+	c, err := s.d.backend().ChangeCriterion(ctx, caller, criteria.ChangeInput{CriterionID: m.CriterionId, Name: m.Name,
+		Description: m.Description, Labels: labelsFromProto(m.Labels), LabelsSet: m.SetLabels})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.ChangeCriterionResponse{Criterion: criterionToProto(c)}), nil
+}
+
+// ArchiveCriterion is DELETE /criteria/{id}.
+func (s *CriteriaService) ArchiveCriterion(ctx context.Context, req *connect.Request[criticv1.ArchiveCriterionRequest]) (*connect.Response[criticv1.ArchiveCriterionResponse], error) {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	if err := s.d.backend().ArchiveCriterion(ctx, caller, req.Msg.CriterionId); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.ArchiveCriterionResponse{}), nil
+}
+
+// GetGuidelines is GET /guidelines.
+func (s *CriteriaService) GetGuidelines(ctx context.Context, _ *connect.Request[criticv1.GetGuidelinesRequest]) (*connect.Response[criticv1.GetGuidelinesResponse], error) {
+	g, err := s.d.Queries.GetGuidelines(ctx, edge.CallerFrom(ctx).UserID)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.GetGuidelinesResponse{Markdown: g.Markdown, UpdatedAt: timestampOrNil(g.UpdatedAt)}), nil
+}
+
+// SetGuidelines is PUT /guidelines.
+func (s *CriteriaService) SetGuidelines(ctx context.Context, req *connect.Request[criticv1.SetGuidelinesRequest]) (*connect.Response[criticv1.SetGuidelinesResponse], error) {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	g, err := s.d.backend().SetGuidelines(ctx, caller, &req.Msg.Markdown)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.SetGuidelinesResponse{Markdown: g.Markdown, UpdatedAt: timestampOrNil(g.UpdatedAt)}), nil
+}
+
+func labelsFromProto(in []*criticv1.LabelInput) []criteria.LabelInput {
+	var out []criteria.LabelInput
+	for _, l := range in {
+		li := criteria.LabelInput{Name: l.Name}
+		if l.Score != nil {
+			n := int(*l.Score)
+			li.Score = &n
+		}
+		out = append(out, li)
+	}
+	return out
+}
+
+func criterionToProto(c *readmodel.Criterion) *criticv1.Criterion {
+	out := &criticv1.Criterion{CriterionId: c.CriterionID, Name: c.Name, Description: c.Description, Kind: c.Kind,
+		AppliesTo: c.AppliesTo, Archived: c.Archived, CreatedAt: timestamppb.New(c.CreatedAt)}
+	for _, l := range c.Labels {
+		out.Labels = append(out.Labels, &criticv1.CriterionLabel{Name: l.Name, Score: int32(l.Score)})
+	}
+	if c.ScaleMax != nil {
+		n := int32(*c.ScaleMax)
+		out.ScaleMax = &n
+	}
+	return out
+}
