@@ -112,7 +112,7 @@ export function CriteriaForm({
                   <button
                     key={ch.key}
                     type="button"
-                    className={"choice small" + (on ? " on" : "")}
+                    className={"choice small" + (ch.key === ch.label ? " num" : "") + (on ? " on" : "")}
                     aria-pressed={on}
                     disabled={!canWrite || !me}
                     onClick={() => pick(ann, r.annotations, me, r.stepId, c, ch.value)}
