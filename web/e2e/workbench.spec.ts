@@ -9,7 +9,7 @@ const labels = process.env.CRITIC_E2E_WORKBENCH_TRACE ?? "";
 const actions = process.env.CRITIC_E2E_ACTIONS_TRACE ?? "";
 test.skip(!labels || !actions, "run by e2e/workbench_web_test.go");
 
-type Ann = { id: string; step_id: string | null; rating: number | null; comment: string | null; author_id: string };
+type Ann = { id: string; step_id: string | null; rating: number | null; comment: string | null; author_id: string; label_error?: boolean };
 type Trace = { steps: { id: string }[]; annotations: Ann[] };
 
 async function stored(page: Page, id: string): Promise<Trace> {
@@ -90,6 +90,27 @@ test("a click selects the step; re-rating down stores one −1; c comments on th
   await expect(step(page, 4).locator(".comment-text")).toHaveText("why -?");
   const anns = await onStep(page, labels, 4);
   expect(anns.map((a) => [a.rating, a.comment]).sort()).toEqual([[1, null], [null, "why -?"]].sort());
+});
+
+test("a rating is one request: the answer goes into the page, the trace is not fetched again", async ({ page }) => {
+  await signIn(page, env.key, `/traces/${labels}`);
+  await expect(step(page, 4)).toBeVisible();
+  const gets: string[] = [];
+  page.on("request", (r) => {
+    if (r.method() === "GET" && new URL(r.url()).pathname === `/api/v1/rm/traces/${labels}`) gets.push(r.url());
+  });
+  const down = step(page, 4).getByRole("button", { name: "Rate down, step 4" });
+  const answered = page.waitForResponse((r) => r.request().method() !== "GET" && r.url().includes("/annotations"));
+  await down.click();
+  expect((await answered).status()).toBeLessThan(300);
+  await expect(down).toHaveAttribute("aria-pressed", "true");
+  // The header's counts follow without a refetch.
+  const t = await stored(page, labels);
+  const votes = (r: number) => t.annotations.filter((a) => a.rating === r && !a.label_error).length;
+  await expect(page.locator(".meta-row")).toContainText(`${votes(1)} ▲ · ${votes(-1)} ▼ · ${t.annotations.filter((a) => a.comment != null).length} comments`);
+  await page.waitForTimeout(1000); // a refetch would have started by now
+  expect(gets).toEqual([]);
+  expect((await onStep(page, labels, 4)).filter((a) => a.rating != null).map((a) => a.rating)).toEqual([-1]);
 });
 
 test("Ctrl+Enter saves an edit; Delete offers Undo", async ({ page }) => {

@@ -4,21 +4,22 @@ import { api, type AddAnnotation, type Annotation, type EditAnnotation, type Tra
 
 /**
  * Annotation writes for one trace. Each answer is put into the cached trace
- * at once (the API answers after the read model applied it), then the
- * trace and the list's counts are refetched.
+ * at once — the API answers after the read model applied it, so the answer
+ * is what a refetch would say — and only the list's counts are refetched.
+ * A write that failed refetches the trace: a 503 may have stored it.
  */
 export function useAnnotate(traceId: string) {
   const qc = useQueryClient();
   const key = ["trace", traceId];
   const patch = (f: (a: Annotation[]) => Annotation[]) =>
-    qc.setQueryData<TraceDetail>(key, (d) => (d ? { ...d, annotations: f(d.annotations) } : d));
+    qc.setQueryData<TraceDetail>(key, (d) => (d ? withAnnotations(d, f(d.annotations)) : d));
   // A refetch that started before a write answers with the trace as it was
   // before it, and would put a removed vote back into the cache (a quick
   // "-" then "+" then edited a deleted annotation): each write cancels it,
-  // and its own settle fetches again.
+  // and a failed write fetches again.
   const cancel = () => qc.cancelQueries({ queryKey: key });
-  const settle = () => {
-    void qc.invalidateQueries({ queryKey: key });
+  const settle = (_data: unknown, err: Error | null) => {
+    if (err) void qc.invalidateQueries({ queryKey: key });
     void qc.invalidateQueries({ queryKey: ["traces"] });
   };
   // A new rating replaces the author's earlier one on the same target
@@ -85,6 +86,22 @@ export function useAnnotate(traceId: string) {
 }
 
 export type Annotate = ReturnType<typeof useAnnotate>;
+
+/**
+ * The trace with its annotations replaced and its header counts recounted
+ * the way the server counts them (a flagged rating is not a vote).
+ */
+function withAnnotations(d: TraceDetail, annotations: Annotation[]): TraceDetail {
+  const vote = (r: number) => annotations.filter((a) => a.rating === r && !a.label_error).length;
+  return {
+    ...d,
+    annotations,
+    positive_count: vote(1),
+    negative_count: vote(-1),
+    comment_count: annotations.filter((a) => a.comment != null).length,
+    label_error_count: annotations.filter((a) => a.label_error).length,
+  };
+}
 
 /** How long a deleted comment can be brought back. */
 export const UNDO_MS = 8000;
