@@ -272,7 +272,7 @@ func (c *Commands) CandidateHeartbeat(ctx context.Context, workerID, id string) 
 // ExpireCandidateLease handles a running candidate whose worker stopped
 // heartbeating (the stream decides): it goes back to the queue for the
 // next free worker (evaluator.candidate_requeued, reason lease_expired),
-// or fails once rewardmodels.MaxLostRuns runs were lost. fallback is the
+// or fails once lease.MaxLostRuns runs were lost. fallback is the
 // lease of a claim recorded before candidates had one. Nothing is appended
 // while the lease runs.
 func (c *Commands) ExpireCandidateLease(ctx context.Context, id string, now time.Time, fallback time.Duration) (Result, error) {

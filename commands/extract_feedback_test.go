@@ -325,7 +325,7 @@ func TestAHandedBackOrExpiredExtractionContinuesWithItsFindings(t *testing.T) {
 	m, err = cmds.Model(ctx, req.ModelID)
 	require.NoError(t, err)
 	require.Equal(t, rewardmodels.StatusQueued, m.Status, "two lost runs: still queued")
-	require.Len(t, m.LostRuns, 2)
+	require.Len(t, m.Lost, 2)
 	_, err = cmds.ClaimExtraction(ctx, "w4", req.ModelID, 1, time.Second)
 	require.NoError(t, err)
 	res, err = cmds.ExpireExtractionLease(ctx, req.ModelID, time.Now().Add(time.Minute))

@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/domain/jobs/lease"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/domain/traces"
 )
@@ -199,7 +198,7 @@ func (c *Commands) HandBackScoring(ctx context.Context, workerID, traceID, model
 // ExpireScoringRun handles a run that has been running longer than timeout
 // at now (scoring runs have no heartbeat: timeout is their lease): it goes
 // back to the queue for the next free worker, and the run whose worker is
-// lost for the rewardmodels.MaxLostRuns-th time fails with a readable
+// lost for the lease.MaxLostRuns-th time fails with a readable
 // reason (first line what happened, then one line per lost run).
 func (c *Commands) ExpireScoringRun(ctx context.Context, traceID, modelID, runID string, startedAt, now time.Time, timeout time.Duration) (Result, error) {
 	sc, _, owner, err := c.loadScoring(ctx, traceID, modelID)
@@ -209,21 +208,16 @@ func (c *Commands) ExpireScoringRun(ctx context.Context, traceID, modelID, runID
 	if sc.RunID != runID || sc.Status != rewardmodels.RunRunning || now.Sub(startedAt) < timeout {
 		return Result{}, nil
 	}
+	held := sc.Job
+	held.Lease, held.LastBeat = timeout, startedAt
+	x, _ := lease.Rules{Silence: "did not finish within %s (started %s)", Job: "scoring failed",
+		Lapse: "no result within " + timeout.String(), Remedy: "request scoring again once the workers are healthy"}.Expire(held, now)
 	stream := events.ScoringStream(traceID, modelID)
-	detail := fmt.Sprintf("worker %s did not finish within %s (started %s): it stopped, crashed or lost its connection",
-		sc.WorkerID, timeout, startedAt.UTC().Format(time.RFC3339))
-	lost := append(slices.Clone(sc.Lost), detail)
-	if len(lost) < rewardmodels.MaxLostRuns {
+	if x.Fail == "" {
 		return c.append(ctx, Actor{}, map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
 			Type: events.ScoringRunRequeued, Payload: events.ScoringRunRequeuedV1{RunID: runID, TraceID: traceID, ModelID: modelID,
-				WorkerID: sc.WorkerID, Reason: events.RequeueLeaseExpired, Detail: detail}}})
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "scoring failed: the worker was lost %d times (no result within %s each time); request scoring again once the workers are healthy", len(lost), timeout)
-	for i, d := range lost {
-		fmt.Fprintf(&b, "\nrun %d: %s", i+1, d)
+				WorkerID: sc.WorkerID, Reason: events.RequeueLeaseExpired, Detail: x.Detail}}})
 	}
 	return c.append(ctx, Actor{}, map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
-		Type: events.ScoringRunFailed, Payload: events.ScoringRunFailedV1{RunID: runID, TraceID: traceID, ModelID: modelID,
-			Error: rewardmodels.FitError(b.String())}}})
+		Type: events.ScoringRunFailed, Payload: events.ScoringRunFailedV1{RunID: runID, TraceID: traceID, ModelID: modelID, Error: x.Fail}}})
 }

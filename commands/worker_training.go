@@ -210,7 +210,7 @@ func (c *Commands) FailTraining(ctx context.Context, workerID, modelID string, a
 
 // ExpireLease handles a running model whose worker stopped heartbeating:
 // the attempt goes back to the queue (another worker retries it), or fails
-// once rewardmodels.MaxLostRuns runs were lost. It is safe to call for any
+// once lease.MaxLostRuns runs were lost. It is safe to call for any
 // model: one with a live lease is left alone, and a heartbeat racing with
 // it makes it decide again on the new state (the heartbeat may have renewed
 // the lease). Requeued says which of the two happened.

@@ -3,35 +3,27 @@ package evaluator
 import (
 	"fmt"
 	"math"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
-	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/domain/jobs/lease"
 )
 
 // Candidate statuses.
 const (
-	CandidateQueued    = "queued"
-	CandidateRunning   = "running"
-	CandidateSucceeded = "succeeded"
-	CandidateFailed    = "failed"
+	CandidateQueued    = lease.Queued
+	CandidateRunning   = lease.Running
+	CandidateSucceeded = lease.Succeeded
+	CandidateFailed    = lease.Failed
 )
 
 // Candidate is one requested candidate as the evaluator stream tells it.
 type Candidate struct {
 	events.EvaluatorCandidateRequestedV1
-	Status   string
-	WorkerID string
-	// Lease is the running claim's lease (0: recorded before candidates
-	// had leases) and LastBeat its start or latest heartbeat, on the
-	// event store's clock.
-	Lease    time.Duration
-	LastBeat time.Time
-	// Lost is one line per run that ended with an expired lease.
-	Lost    []string
+	// Job is the candidate's claim (a lease of 0: recorded before
+	// candidates had leases).
+	lease.Job
 	Trained *events.EvaluatorCandidateTrainedV1
 	Error   string
 	// Released is the release version it became (0: never released).
@@ -75,31 +67,29 @@ func (s *State) Apply(e events.Envelope) {
 	case events.EvaluatorCandidateRequested:
 		var p events.EvaluatorCandidateRequestedV1
 		if e.Decode(&p) == nil {
-			s.Candidates = append(s.Candidates, &Candidate{EvaluatorCandidateRequestedV1: p, Status: CandidateQueued})
+			c := &Candidate{EvaluatorCandidateRequestedV1: p}
+			c.Queue()
+			s.Candidates = append(s.Candidates, c)
 		}
 	case events.EvaluatorCandidateStarted:
 		var p events.EvaluatorCandidateStartedV1
 		if e.Decode(&p) == nil {
 			if c := s.Candidate(p.CandidateID); c != nil {
-				c.Status, c.WorkerID = CandidateRunning, p.WorkerID
-				c.Lease, c.LastBeat = time.Duration(p.LeaseSeconds)*time.Second, e.RecordedAt
+				c.Claimed(p.WorkerID, p.LeaseSeconds, e.RecordedAt)
 			}
 		}
 	case events.EvaluatorCandidateHeartbeat:
 		var p events.EvaluatorCandidateHeartbeatV1
 		if e.Decode(&p) == nil {
-			if c := s.Candidate(p.CandidateID); c != nil && c.Status == CandidateRunning && c.WorkerID == p.WorkerID {
-				c.LastBeat = e.RecordedAt
+			if c := s.Candidate(p.CandidateID); c != nil && c.HeldBy(p.WorkerID) {
+				c.Beat(e.RecordedAt)
 			}
 		}
 	case events.EvaluatorCandidateRequeued:
 		var p events.EvaluatorCandidateRequeuedV1
 		if e.Decode(&p) == nil {
 			if c := s.Candidate(p.CandidateID); c != nil {
-				c.Status, c.WorkerID = CandidateQueued, ""
-				if p.Reason == events.RequeueLeaseExpired {
-					c.Lost = append(c.Lost, p.Detail)
-				}
+				c.Requeued(p.Reason, p.Detail)
 			}
 		}
 	case events.EvaluatorCandidateTrained:
@@ -343,45 +333,41 @@ func PolicyFromEvent(p events.EvaluatorPolicyV1) Policy {
 }
 
 // LeaseExpiry is what an expired candidate lease leads to: exactly one of
-// Requeue (tries left) and Fail (the rewardmodels.MaxLostRuns-th lost run).
+// Requeue (tries left) and Fail (the lease.MaxLostRuns-th lost run).
 type LeaseExpiry struct {
 	Requeue *events.EvaluatorCandidateRequeuedV1
 	Fail    *events.EvaluatorCandidateFailedV1
 }
 
+var candidateLapse = lease.Rules{Silence: "stopped reporting (no heartbeat for %s, the lease; last at %s)",
+	Job: "Evaluator candidate failed", Lapse: "lease expired",
+	Remedy: "request a new candidate (critic evaluator train) once the workers are healthy"}
+
 // DecideLeaseExpiry handles a running candidate whose worker stopped
-// renewing its lease before now, as training and GEPA do: back to the
-// queue for another worker, or, once rewardmodels.MaxLostRuns runs were
-// lost, failed with a message whose first line says so and whose next
-// lines list each lost run. fallback is the lease of a claim that recorded
-// none. expired is false while the lease runs (or the candidate is not
-// running).
+// renewing its lease before now: the lease sweep rule (lease.Rules.Expire).
+// fallback is the lease of a claim that recorded none; without either,
+// the candidate never expires.
 func (s *State) DecideLeaseExpiry(id string, now time.Time, fallback time.Duration) (out LeaseExpiry, expired bool) {
 	c := s.Candidate(id)
-	if c == nil || c.Status != CandidateRunning {
+	if c == nil {
 		return out, false
 	}
-	lease := c.Lease
-	if lease <= 0 {
-		lease = fallback
+	held := c.Job
+	if held.Lease <= 0 {
+		held.Lease = fallback
 	}
-	if lease <= 0 || now.Sub(c.LastBeat) < lease {
+	if held.Lease <= 0 {
 		return out, false
 	}
-	detail := fmt.Sprintf("worker %s stopped reporting (no heartbeat for %s, the lease; last at %s): it stopped, crashed or lost its connection",
-		c.WorkerID, lease, c.LastBeat.UTC().Format(time.RFC3339))
-	lost := append(slices.Clone(c.Lost), detail)
-	if len(lost) < rewardmodels.MaxLostRuns {
-		return LeaseExpiry{Requeue: &events.EvaluatorCandidateRequeuedV1{CandidateID: id, WorkerID: c.WorkerID,
-			Reason: events.RequeueLeaseExpired, Detail: detail, LostRuns: len(lost)}}, true
+	x, ok := candidateLapse.Expire(held, now)
+	switch {
+	case !ok:
+		return out, false
+	case x.Fail != "":
+		return LeaseExpiry{Fail: &events.EvaluatorCandidateFailedV1{CandidateID: id, WorkerID: c.WorkerID, Error: x.Fail}}, true
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Evaluator candidate failed: the worker was lost %d times (lease expired each time); "+
-		"request a new candidate (critic evaluator train) once the workers are healthy", len(lost))
-	for i, d := range lost {
-		fmt.Fprintf(&b, "\nrun %d: %s", i+1, d)
-	}
-	return LeaseExpiry{Fail: &events.EvaluatorCandidateFailedV1{CandidateID: id, WorkerID: c.WorkerID, Error: rewardmodels.FitError(b.String())}}, true
+	return LeaseExpiry{Requeue: &events.EvaluatorCandidateRequeuedV1{CandidateID: id, WorkerID: c.WorkerID,
+		Reason: events.RequeueLeaseExpired, Detail: x.Detail, LostRuns: x.LostRuns}}, true
 }
 
 // Running is the ids of the candidates a worker holds now, in request

@@ -6,20 +6,19 @@ package rewardmodels
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs/lease"
 )
 
 // Statuses a user sees.
 const (
-	StatusQueued    = "queued"
-	StatusRunning   = "running"
-	StatusSucceeded = "succeeded"
-	StatusFailed    = "failed"
+	StatusQueued    = lease.Queued
+	StatusRunning   = lease.Running
+	StatusSucceeded = lease.Succeeded
+	StatusFailed    = lease.Failed
 )
 
 // Request defaults (spec 001 "Job directory contract").
@@ -36,22 +35,19 @@ type State struct {
 	OwnerID   string
 	Version   int64
 	Requested events.RewardModelRequestedV1
-	Status    string
 	Attempt   int
 	Dataset   *events.RewardModelDatasetBuiltV1 // of the current attempt
-	WorkerID  string
-	Lease     time.Duration
-	LastBeat  time.Time // start or last heartbeat of the running attempt
-	Success   *events.RewardModelTrainingSucceededV1
-	Error     string // of the last failure
+	// Job is the current attempt's training lease; its Lost are the
+	// attempt's runs whose lease expired (training's or feedback
+	// extraction's: either way a worker died holding the attempt), after
+	// lease.MaxLostRuns of which the attempt fails.
+	lease.Job
+	Success *events.RewardModelTrainingSucceededV1
+	Error   string // of the last failure
 	// QueuedBy is the correlation id of the event that queued the current
 	// attempt (the request, or the retry): a worker pulling the attempt
 	// keeps it, so one id leads from the request to the worker's reports.
 	QueuedBy string
-	// LostRuns are the current attempt's runs whose lease expired (what
-	// happened to each, oldest first): after MaxLostRuns the attempt fails
-	// instead of going back to the queue.
-	LostRuns []string
 
 	// Config is the request's training_config with defaults applied.
 	Config events.TrainingConfig
@@ -77,7 +73,8 @@ func (s *State) Apply(e events.Envelope) error {
 		if err := e.DecodeOrFail(&s.Requested); err != nil {
 			return err
 		}
-		s.ID, s.Status, s.Attempt, s.QueuedBy = s.Requested.ModelID, StatusQueued, 1, e.CorrelationID
+		s.ID, s.Attempt, s.QueuedBy = s.Requested.ModelID, 1, e.CorrelationID
+		s.Queue()
 		s.Config = ConfigOf(s.Requested)
 		if s.Requested.FeedbackPlan != nil {
 			s.Plan = *s.Requested.FeedbackPlan
@@ -95,9 +92,9 @@ func (s *State) Apply(e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		s.Status, s.WorkerID, s.Lease, s.LastBeat = StatusRunning, p.WorkerID, time.Duration(p.LeaseSeconds)*time.Second, e.RecordedAt
+		s.Claimed(p.WorkerID, p.LeaseSeconds, e.RecordedAt)
 	case events.RewardModelHeartbeat:
-		s.LastBeat = e.RecordedAt
+		s.Beat(e.RecordedAt)
 	case events.RewardModelTrainingSucceeded:
 		var p events.RewardModelTrainingSucceededV1
 		if err := e.DecodeOrFail(&p); err != nil {
@@ -115,16 +112,14 @@ func (s *State) Apply(e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		s.Status, s.WorkerID = StatusQueued, ""
-		if p.Reason == events.RequeueLeaseExpired {
-			s.LostRuns = append(s.LostRuns, p.Detail)
-		}
+		s.Requeued(p.Reason, p.Detail)
 	case events.RewardModelRetried:
 		var p events.RewardModelRetriedV1
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		s.Status, s.Attempt, s.Dataset, s.WorkerID, s.LostRuns, s.QueuedBy = StatusQueued, p.Attempt, nil, "", nil, e.CorrelationID
+		s.Queue()
+		s.Attempt, s.Dataset, s.QueuedBy = p.Attempt, nil, e.CorrelationID
 		s.Extraction, s.Extracted, s.Plan = nil, nil, events.FeedbackPlan{}
 		if p.FeedbackPlan != nil {
 			s.Plan = *p.FeedbackPlan
@@ -133,10 +128,6 @@ func (s *State) Apply(e events.Envelope) error {
 		return s.applyExtraction(e)
 	}
 	return nil
-}
-
-func notClaimable(format string, args ...any) error {
-	return &domain.ConflictError{Code: "not_claimable", Message: fmt.Sprintf(format, args...)}
 }
 
 // Where a claiming worker runs (RewardModelTrainingStartedV1.Compute).
@@ -148,9 +139,9 @@ const (
 // DecideClaim lets one worker start an attempt: only a queued model whose
 // dataset for that attempt is built can be claimed. compute is where the
 // worker runs (ComputeLocal or ComputeWorker; "" records none).
-func DecideClaim(s State, attempt int, workerID, compute string, lease time.Duration) (events.RewardModelTrainingStartedV1, error) {
+func DecideClaim(s State, attempt int, workerID, compute string, leaseFor time.Duration) (events.RewardModelTrainingStartedV1, error) {
 	if s.Status != StatusQueued || s.Attempt != attempt || s.Dataset == nil {
-		return events.RewardModelTrainingStartedV1{}, notClaimable("model %s attempt %d is not claimable (status %s, attempt %d)", s.ID, attempt, s.Status, s.Attempt)
+		return events.RewardModelTrainingStartedV1{}, lease.NotClaimable("model %s attempt %d is not claimable (status %s, attempt %d)", s.ID, attempt, s.Status, s.Attempt)
 	}
 	switch compute {
 	case "", ComputeLocal, ComputeWorker:
@@ -159,7 +150,7 @@ func DecideClaim(s State, attempt int, workerID, compute string, lease time.Dura
 			Message: fmt.Sprintf("compute must be %q or %q, not %q", ComputeLocal, ComputeWorker, compute)}
 	}
 	return events.RewardModelTrainingStartedV1{ModelID: s.ID, Attempt: attempt, WorkerID: workerID,
-		LeaseSeconds: int(lease / time.Second), Compute: compute}, nil
+		LeaseSeconds: int(leaseFor / time.Second), Compute: compute}, nil
 }
 
 // TrainingCandidate is a model a read model lists as claimable: queued with
@@ -173,22 +164,19 @@ type TrainingCandidate struct {
 // DecideHandBack returns a running attempt to the queue at its worker's
 // request (the worker is stopping): the model is queued again, keeps its
 // dataset, and the next free worker trains it from the start. A hand-back
-// is no failure and does not count against MaxLostRuns.
+// is no failure and does not count against lease.MaxLostRuns.
 func DecideHandBack(s State, attempt int, workerID, detail string) (events.RewardModelTrainingRequeuedV1, error) {
 	if err := checkHolder(s, attempt, workerID); err != nil {
 		return events.RewardModelTrainingRequeuedV1{}, err
 	}
-	if detail == "" {
-		detail = "worker " + workerID + " stopped"
-	}
 	return events.RewardModelTrainingRequeuedV1{ModelID: s.ID, Attempt: attempt, WorkerID: workerID,
-		Reason: events.RequeueHandedBack, Detail: firstLine(detail, 500), LostRuns: len(s.LostRuns)}, nil
+		Reason: events.RequeueHandedBack, Detail: lease.HandBackDetail(workerID, detail), LostRuns: len(s.Lost)}, nil
 }
 
 // checkHolder is true when workerID holds the running attempt.
 func checkHolder(s State, attempt int, workerID string) error {
-	if s.Status != StatusRunning || s.Attempt != attempt || s.WorkerID != workerID {
-		return notClaimable("worker %s does not hold model %s attempt %d (status %s)", workerID, s.ID, attempt, s.Status)
+	if !s.HeldBy(workerID) || s.Attempt != attempt {
+		return lease.NotClaimable("worker %s does not hold model %s attempt %d (status %s)", workerID, s.ID, attempt, s.Status)
 	}
 	return nil
 }
@@ -214,48 +202,6 @@ func DecideSucceed(s State, attempt int, workerID string, metrics json.RawMessag
 		ArtifactKey: artifactKey, NumPairs: s.Dataset.NumPairs, RewardStats: rewardStats, ActionRewardStats: actionStats}, nil
 }
 
-// maxErrorChars is how much of a worker log a failure keeps (spec 002).
-const maxErrorChars = 2000
-
-// MaxErrorChars is maxErrorChars for the worker side, which shapes its
-// report to fit (FitError).
-const MaxErrorChars = maxErrorChars
-
-// FitError shapes a failure message to at most maxErrorChars characters the
-// way a reader wants it: the first line (what happened) is kept, then as
-// much of the end of the rest (the log) as fits, starting at a line
-// boundary, so no line is shown cut at its start. A message that already
-// fits is returned as it is.
-func FitError(msg string) string {
-	r := []rune(msg)
-	if len(r) <= maxErrorChars {
-		return msg
-	}
-	head, rest, _ := strings.Cut(msg, "\n")
-	head = firstLine(head, maxErrorChars/4)
-	const marker = "…\n"
-	room := maxErrorChars - len([]rune(head)) - 1 - len([]rune(marker))
-	tail := []rune(rest)
-	if len(tail) > room {
-		tail = tail[len(tail)-room:]
-		t := string(tail)
-		if i := strings.IndexByte(t, '\n'); i >= 0 && i+1 < len(t) {
-			t = t[i+1:] // start at the next whole line
-		}
-		return head + "\n" + marker + t
-	}
-	return head + "\n" + string(tail)
-}
-
-// firstLine is s's first line, at most n characters.
-func firstLine(s string, n int) string {
-	s, _, _ = strings.Cut(s, "\n")
-	if r := []rune(s); len(r) > n {
-		s = string(r[:n-1]) + "…"
-	}
-	return s
-}
-
 // DecideFail ends the current attempt. A worker may fail only an attempt it
 // holds; the API side (workerID "") may fail a queued attempt (dataset
 // errors) or a running one.
@@ -265,52 +211,39 @@ func DecideFail(s State, attempt int, workerID, reason, msg string) (events.Rewa
 			return events.RewardModelTrainingFailedV1{}, err
 		}
 	} else if (s.Status != StatusQueued && s.Status != StatusRunning) || s.Attempt != attempt {
-		return events.RewardModelTrainingFailedV1{}, notClaimable("model %s attempt %d is %s", s.ID, attempt, s.Status)
+		return events.RewardModelTrainingFailedV1{}, lease.NotClaimable("model %s attempt %d is %s", s.ID, attempt, s.Status)
 	}
-	return events.RewardModelTrainingFailedV1{ModelID: s.ID, Attempt: attempt, Reason: reason, Error: FitError(msg)}, nil
+	return events.RewardModelTrainingFailedV1{ModelID: s.ID, Attempt: attempt, Reason: reason, Error: lease.FitError(msg)}, nil
 }
 
-// MaxLostRuns is how many runs of one attempt may lose their worker (lease
-// expired: the worker crashed, was killed or lost its network) before the
-// attempt fails; until then each one goes back to the queue by itself.
-const MaxLostRuns = 3
-
 // LeaseExpiry is what an expired lease leads to: exactly one of Requeue
-// (tries left) and Fail (the MaxLostRuns-th lost run).
+// (tries left) and Fail (the lease.MaxLostRuns-th lost run).
 type LeaseExpiry struct {
 	Requeue *events.RewardModelTrainingRequeuedV1
 	Fail    *events.RewardModelTrainingFailedV1
 }
 
+// trainingLapse words a lost training run; extraction's runs count
+// against the same attempt and fail it with the same words.
+var trainingLapse = lease.Rules{Silence: "sent no heartbeat for %s (last at %s)",
+	Job: "training failed", Lapse: "lease expired", Remedy: "retry the model once the workers are healthy"}
+
 // DecideLeaseExpiry handles a running attempt whose worker stopped renewing
-// its lease before now: it goes back to the queue, or, once MaxLostRuns
-// runs were lost, fails with a message whose first line says so and whose
-// next lines list each lost run.
+// its lease before now: the lease sweep rule (lease.Rules.Expire).
 func DecideLeaseExpiry(s State, now time.Time) (LeaseExpiry, bool) {
-	if s.Status != StatusRunning || now.Before(s.LastBeat.Add(s.Lease)) {
+	x, ok := trainingLapse.Expire(s.Job, now)
+	if !ok {
 		return LeaseExpiry{}, false
 	}
-	detail := fmt.Sprintf("worker %s sent no heartbeat for %s (last at %s): it stopped, crashed or lost its connection",
-		s.WorkerID, s.Lease, s.LastBeat.UTC().Format(time.RFC3339))
-	lost := append(slices.Clone(s.LostRuns), detail)
-	if len(lost) < MaxLostRuns {
-		return LeaseExpiry{Requeue: &events.RewardModelTrainingRequeuedV1{ModelID: s.ID, Attempt: s.Attempt, WorkerID: s.WorkerID,
-			Reason: events.RequeueLeaseExpired, Detail: detail, LostRuns: len(lost)}}, true
+	if x.Fail != "" {
+		return LeaseExpiry{Fail: lostRunsFailure(s, x.Fail)}, true
 	}
-	return LeaseExpiry{Fail: lostRunsFailure(s, lost)}, true
+	return LeaseExpiry{Requeue: &events.RewardModelTrainingRequeuedV1{ModelID: s.ID, Attempt: s.Attempt, WorkerID: s.WorkerID,
+		Reason: events.RequeueLeaseExpired, Detail: x.Detail, LostRuns: x.LostRuns}}, true
 }
 
-// lostRunsFailure fails the attempt after its MaxLostRuns-th lost run
-// (training's or feedback extraction's: they count together, since either
-// way a worker died holding the attempt): the first line says what
-// happened, one line per lost run follows.
-func lostRunsFailure(s State, lost []string) *events.RewardModelTrainingFailedV1 {
-	var b strings.Builder
-	fmt.Fprintf(&b, "training failed: the worker was lost %d times (lease expired each time); retry the model once the workers are healthy", len(lost))
-	for i, d := range lost {
-		fmt.Fprintf(&b, "\nrun %d: %s", i+1, d)
-	}
-	return &events.RewardModelTrainingFailedV1{ModelID: s.ID, Attempt: s.Attempt, Reason: events.FailureLeaseExpired, Error: FitError(b.String())}
+func lostRunsFailure(s State, msg string) *events.RewardModelTrainingFailedV1 {
+	return &events.RewardModelTrainingFailedV1{ModelID: s.ID, Attempt: s.Attempt, Reason: events.FailureLeaseExpired, Error: msg}
 }
 
 // DecideRetry re-queues a failed model as a new attempt (409 otherwise).

@@ -2,20 +2,20 @@ package rewardmodels
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/feedback"
+	"github.com/criticml/critic/domain/jobs/lease"
 )
 
 // Extraction is an attempt's feedback extraction as its events tell it.
 type Extraction struct {
-	Attempt         int
-	WorkerID        string
-	Lease           time.Duration
-	LastBeat        time.Time
+	Attempt int
+	// Job is the extraction's claim (its Lost stay empty: lost runs
+	// count on the model's lease, training's and extraction's together).
+	lease.Job
 	ClassifierModel string
 	TargetsTotal    int
 	TargetsDone     int
@@ -66,8 +66,8 @@ func (s *State) applyExtraction(e events.Envelope) error {
 			return err
 		}
 		if p.Attempt == s.Attempt {
-			s.Extraction = &Extraction{Attempt: p.Attempt, WorkerID: p.WorkerID, Lease: time.Duration(p.LeaseSeconds) * time.Second,
-				LastBeat: e.RecordedAt, ClassifierModel: p.ClassifierModel, TargetsTotal: p.TargetsTotal, InputsKey: p.InputsKey}
+			s.Extraction = &Extraction{Attempt: p.Attempt, ClassifierModel: p.ClassifierModel, TargetsTotal: p.TargetsTotal, InputsKey: p.InputsKey}
+			s.Extraction.Claimed(p.WorkerID, p.LeaseSeconds, e.RecordedAt)
 		}
 	case events.RewardModelExtractionProgressed:
 		var p events.RewardModelExtractionProgressedV1
@@ -75,7 +75,8 @@ func (s *State) applyExtraction(e events.Envelope) error {
 			return err
 		}
 		if x := s.Extraction; x != nil && x.Attempt == p.Attempt {
-			x.LastBeat, x.TargetsDone = e.RecordedAt, p.TargetsDone
+			x.TargetsDone = p.TargetsDone
+			x.Beat(e.RecordedAt)
 		}
 	case events.RewardModelFindingRecorded:
 		var p events.RewardModelFindingRecordedV1
@@ -95,7 +96,7 @@ func (s *State) applyExtraction(e events.Envelope) error {
 		if p.Attempt == s.Attempt {
 			s.Extracted = append(s.Extracted, p)
 			if x := s.Extraction; x != nil && x.Attempt == p.Attempt {
-				x.LastBeat = e.RecordedAt
+				x.Beat(e.RecordedAt)
 			}
 		}
 	case events.RewardModelExtractionFinished:
@@ -119,33 +120,40 @@ func (s *State) applyExtraction(e events.Envelope) error {
 				if detail == "" { // recorded before the detail was kept
 					detail = "worker " + p.WorkerID + " stopped renewing its feedback-extraction lease"
 				}
-				s.LostRuns = append(s.LostRuns, detail)
+				s.Lost = append(s.Lost, detail)
 			}
 		}
 	}
 	return nil
 }
 
+// extractionLapse words a lost extraction run; the failure is training's.
+var extractionLapse = lease.Rules{Silence: "sent no feedback-extraction heartbeat for %s (last at %s)",
+	Job: trainingLapse.Job, Lapse: trainingLapse.Lapse, Remedy: trainingLapse.Remedy}
+
 // DecideExtractionLeaseExpiry handles a running extraction whose worker
 // stopped renewing its lease before now (ok false: nothing to do — none is
 // running, or its lease is alive). It goes back to the queue (the dispatch
 // projection republishes the job, so a worker handed the message while the
 // lease was alive could skip it instead of waiting), or, once the attempt
-// lost MaxLostRuns runs (extraction and training together), the model
-// fails as training does.
+// lost lease.MaxLostRuns runs (extraction and training together), the
+// model fails as training does.
 func DecideExtractionLeaseExpiry(s State, now time.Time) (requeue *events.RewardModelExtractionRequeuedV1, fail *events.RewardModelTrainingFailedV1, ok bool) {
 	x := s.Extraction
-	if s.Status != StatusQueued || s.Dataset != nil || x == nil || x.Attempt != s.Attempt || x.Finished || now.Before(x.LastBeat.Add(x.Lease)) {
+	if s.Status != StatusQueued || s.Dataset != nil || x == nil || x.Attempt != s.Attempt || x.Finished {
 		return nil, nil, false
 	}
-	detail := fmt.Sprintf("worker %s sent no feedback-extraction heartbeat for %s (last at %s): it stopped, crashed or lost its connection",
-		x.WorkerID, x.Lease, x.LastBeat.UTC().Format(time.RFC3339))
-	lost := append(slices.Clone(s.LostRuns), detail)
-	if len(lost) < MaxLostRuns {
-		return &events.RewardModelExtractionRequeuedV1{ModelID: s.ID, Attempt: x.Attempt, WorkerID: x.WorkerID,
-			Reason: events.RequeueLeaseExpired, Detail: detail}, nil, true
+	held := x.Job
+	held.Lost = s.Lost
+	out, ok := extractionLapse.Expire(held, now)
+	switch {
+	case !ok:
+		return nil, nil, false
+	case out.Fail != "":
+		return nil, lostRunsFailure(s, out.Fail), true
 	}
-	return nil, lostRunsFailure(s, lost), true
+	return &events.RewardModelExtractionRequeuedV1{ModelID: s.ID, Attempt: x.Attempt, WorkerID: x.WorkerID,
+		Reason: events.RequeueLeaseExpired, Detail: out.Detail}, nil, true
 }
 
 // takePending returns the finding events that precede a record, in order.
@@ -204,13 +212,13 @@ const ExtractionHeld = "extraction_held"
 // model must be queued for that attempt, need extraction and have no
 // dataset yet; a claim held by another worker blocks it until its lease
 // runs out (the worker died; what it recorded stays and is not redone).
-func DecideClaimExtraction(s State, attempt int, workerID string, lease time.Duration, now time.Time) error {
+func DecideClaimExtraction(s State, attempt int, workerID string, leaseFor time.Duration, now time.Time) error {
 	if s.Status != StatusQueued || s.Attempt != attempt || s.Dataset != nil || !s.NeedsExtraction() {
-		return notClaimable("model %s attempt %d has no extraction to claim (status %s, attempt %d)", s.ID, attempt, s.Status, s.Attempt)
+		return lease.NotClaimable("model %s attempt %d has no extraction to claim (status %s, attempt %d)", s.ID, attempt, s.Status, s.Attempt)
 	}
 	if x := s.Extraction; x != nil && x.Attempt == attempt {
 		if x.Finished {
-			return notClaimable("model %s attempt %d: extraction already finished", s.ID, attempt)
+			return lease.NotClaimable("model %s attempt %d: extraction already finished", s.ID, attempt)
 		}
 		if x.WorkerID != workerID && now.Before(x.LastBeat.Add(x.Lease)) {
 			return &domain.ConflictError{Code: ExtractionHeld, Message: fmt.Sprintf("model %s attempt %d: worker %s is extracting (lease until %s)",
@@ -227,18 +235,15 @@ func DecideExtractionHandBack(s State, attempt int, workerID, detail string) (ev
 	if err := CheckExtractionHolder(s, attempt, workerID); err != nil {
 		return events.RewardModelExtractionRequeuedV1{}, err
 	}
-	if detail == "" {
-		detail = "worker " + workerID + " stopped"
-	}
 	return events.RewardModelExtractionRequeuedV1{ModelID: s.ID, Attempt: attempt, WorkerID: workerID, Reason: events.RequeueHandedBack,
-		Detail: firstLine(detail, 500)}, nil
+		Detail: lease.HandBackDetail(workerID, detail)}, nil
 }
 
 // CheckExtractionHolder: workerID holds the attempt's running extraction.
 func CheckExtractionHolder(s State, attempt int, workerID string) error {
 	x := s.Extraction
 	if s.Status != StatusQueued || s.Attempt != attempt || x == nil || x.Attempt != attempt || x.WorkerID != workerID || x.Finished {
-		return notClaimable("worker %s does not hold the extraction of model %s attempt %d", workerID, s.ID, attempt)
+		return lease.NotClaimable("worker %s does not hold the extraction of model %s attempt %d", workerID, s.ID, attempt)
 	}
 	return nil
 }
@@ -254,7 +259,7 @@ func DecideRecordFeedback(s State, workerID string, p events.RewardModelFeedback
 		return domain.Invalid("trace %s is not one of the model's selected traces", p.TraceID)
 	}
 	if s.recordedTrace(p.TraceID) {
-		return notClaimable("model %s attempt %d already has findings for trace %s", s.ID, p.Attempt, p.TraceID)
+		return lease.NotClaimable("model %s attempt %d already has findings for trace %s", s.ID, p.Attempt, p.TraceID)
 	}
 	if p.TraceRevision != tr.Revision {
 		return domain.Invalid("findings for trace %s revision %d, but the model was requested on revision %d", p.TraceID, p.TraceRevision, tr.Revision)

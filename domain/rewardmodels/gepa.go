@@ -8,6 +8,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs/lease"
 	"github.com/criticml/critic/domain/traces"
 )
 
@@ -25,12 +26,7 @@ type GepaState struct {
 	Version   int64
 	OwnerID   string
 	Requested events.GepaRunRequestedV1
-	Status    string
-	WorkerID  string
-	Lease     time.Duration
-	LastBeat  time.Time
-	// Lost is one line per run that ended with an expired lease.
-	Lost []string
+	lease.Job
 }
 
 // Apply folds one gepa_run event. An unreadable payload is an error (an
@@ -42,24 +38,21 @@ func (s *GepaState) Apply(e events.Envelope) error {
 		if err := e.DecodeOrFail(&s.Requested); err != nil {
 			return err
 		}
-		s.Status = RunQueued
+		s.Queue()
 	case events.GepaRunStarted:
 		var p events.GepaRunStartedV1
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		s.Status, s.WorkerID, s.Lease, s.LastBeat = RunRunning, p.WorkerID, time.Duration(p.LeaseSeconds)*time.Second, e.RecordedAt
+		s.Claimed(p.WorkerID, p.LeaseSeconds, e.RecordedAt)
 	case events.GepaRunHeartbeat, events.GepaRunCandidateEvaluated:
-		s.LastBeat = e.RecordedAt
+		s.Beat(e.RecordedAt)
 	case events.GepaRunRequeued:
 		var p events.GepaRunRequeuedV1
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		s.Status, s.WorkerID = RunQueued, ""
-		if p.Reason == events.RequeueLeaseExpired {
-			s.Lost = append(s.Lost, p.Detail)
-		}
+		s.Requeued(p.Reason, p.Detail)
 	case events.GepaRunSucceeded:
 		s.Status = RunSucceeded
 	case events.GepaRunFailed:
@@ -70,8 +63,8 @@ func (s *GepaState) Apply(e events.Envelope) error {
 
 // CheckGepaHolder is nil when workerID holds the running run.
 func CheckGepaHolder(s GepaState, runID, workerID string) error {
-	if s.Status != RunRunning || s.WorkerID != workerID {
-		return notClaimable("worker %s does not hold GEPA run %s (status %s)", workerID, runID, s.Status)
+	if !s.HeldBy(workerID) {
+		return lease.NotClaimable("worker %s does not hold GEPA run %s (status %s)", workerID, runID, s.Status)
 	}
 	return nil
 }
@@ -156,44 +149,36 @@ func GepaExampleOf(tr traces.State, findings []events.Finding) (GepaExample, boo
 
 // DecideGepaHandBack returns a running run to the queue at its worker's
 // request (the worker is stopping): the next free worker runs it from the
-// start. A hand-back is no failure and does not count against MaxLostRuns.
+// start. A hand-back is no failure and does not count against lease.MaxLostRuns.
 func DecideGepaHandBack(s GepaState, runID, workerID, detail string) (events.GepaRunRequeuedV1, error) {
 	if err := CheckGepaHolder(s, runID, workerID); err != nil {
 		return events.GepaRunRequeuedV1{}, err
 	}
-	if detail == "" {
-		detail = "worker " + workerID + " stopped"
-	}
 	return events.GepaRunRequeuedV1{RunID: runID, WorkerID: workerID, Reason: events.RequeueHandedBack,
-		Detail: firstLine(detail, 500), LostRuns: len(s.Lost)}, nil
+		Detail: lease.HandBackDetail(workerID, detail), LostRuns: len(s.Lost)}, nil
 }
 
 // GepaLeaseExpiry is what an expired GEPA lease leads to: exactly one of
-// Requeue (tries left) and Fail (the MaxLostRuns-th lost run).
+// Requeue (tries left) and Fail (the lease.MaxLostRuns-th lost run).
 type GepaLeaseExpiry struct {
 	Requeue *events.GepaRunRequeuedV1
 	Fail    *events.GepaRunFailedV1
 }
 
+// GepaLapse words a lost GEPA run.
+var gepaLapse = lease.Rules{Silence: "stopped reporting (no heartbeat for %s, the lease; last at %s)",
+	Job: "GEPA run failed", Lapse: "lease expired", Remedy: "start a new run once the workers are healthy"}
+
 // DecideGepaLeaseExpiry handles a running run whose worker stopped renewing
-// its lease before now, as DecideLeaseExpiry does for training: back to
-// the queue, or, once MaxLostRuns runs were lost, failed with a message
-// whose first line says so and whose next lines list each lost run.
+// its lease before now: the lease sweep rule (lease.Rules.Expire).
 func DecideGepaLeaseExpiry(s GepaState, runID string, now time.Time) (GepaLeaseExpiry, bool) {
-	if s.Status != RunRunning || now.Sub(s.LastBeat) < s.Lease {
+	x, ok := gepaLapse.Expire(s.Job, now)
+	switch {
+	case !ok:
 		return GepaLeaseExpiry{}, false
+	case x.Fail != "":
+		return GepaLeaseExpiry{Fail: &events.GepaRunFailedV1{RunID: runID, Error: x.Fail}}, true
 	}
-	detail := fmt.Sprintf("worker %s stopped reporting (no heartbeat for %s, the lease; last at %s): it stopped, crashed or lost its connection",
-		s.WorkerID, s.Lease, s.LastBeat.UTC().Format(time.RFC3339))
-	lost := append(slices.Clone(s.Lost), detail)
-	if len(lost) < MaxLostRuns {
-		return GepaLeaseExpiry{Requeue: &events.GepaRunRequeuedV1{RunID: runID, WorkerID: s.WorkerID,
-			Reason: events.RequeueLeaseExpired, Detail: detail, LostRuns: len(lost)}}, true
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "GEPA run failed: the worker was lost %d times (lease expired each time); start a new run once the workers are healthy", len(lost))
-	for i, d := range lost {
-		fmt.Fprintf(&b, "\nrun %d: %s", i+1, d)
-	}
-	return GepaLeaseExpiry{Fail: &events.GepaRunFailedV1{RunID: runID, Error: FitError(b.String())}}, true
+	return GepaLeaseExpiry{Requeue: &events.GepaRunRequeuedV1{RunID: runID, WorkerID: s.WorkerID,
+		Reason: events.RequeueLeaseExpired, Detail: x.Detail, LostRuns: x.LostRuns}}, true
 }

@@ -3,6 +3,7 @@ package rewardmodels_test
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/criticml/critic/domain/jobs/lease"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func TestHandBackRequeuesTheAttempt(t *testing.T) {
 	require.Equal(t, rewardmodels.StatusQueued, s.Status)
 	require.Equal(t, 1, s.Attempt)
 	require.NotNil(t, s.Dataset)
-	require.Empty(t, s.LostRuns, "a hand-back is no lost run")
+	require.Empty(t, s.Lost, "a hand-back is no lost run")
 	_, err = rewardmodels.DecideHeartbeat(s, 1, "w-1", events.Progress{})
 	require.Error(t, err, "the old holder's heartbeat is refused")
 	claim, err := rewardmodels.DecideClaim(s, 1, "w-2", rewardmodels.ComputeWorker, 30*time.Second)
@@ -75,11 +76,11 @@ func TestLeaseExpiryRetriesThenFails(t *testing.T) {
 	_, expired := rewardmodels.DecideLeaseExpiry(s, start.Add(10*time.Second))
 	require.False(t, expired, "a live lease is left alone")
 	at := start
-	for run := 1; run <= rewardmodels.MaxLostRuns; run++ {
+	for run := 1; run <= lease.MaxLostRuns; run++ {
 		at = at.Add(time.Minute)
 		out, expired := rewardmodels.DecideLeaseExpiry(s, at)
 		require.True(t, expired)
-		if run < rewardmodels.MaxLostRuns {
+		if run < lease.MaxLostRuns {
 			require.Nil(t, out.Fail)
 			require.NotNil(t, out.Requeue)
 			require.Equal(t, run, out.Requeue.LostRuns)
@@ -103,20 +104,20 @@ func TestLeaseExpiryRetriesThenFails(t *testing.T) {
 	// A retry starts a new attempt with no lost runs.
 	applyEvent(t, &s, events.RewardModelTrainingFailed, at, events.RewardModelTrainingFailedV1{ModelID: "m", Attempt: 1})
 	applyEvent(t, &s, events.RewardModelRetried, at, events.RewardModelRetriedV1{ModelID: "m", Attempt: 2})
-	require.Empty(t, s.LostRuns)
+	require.Empty(t, s.Lost)
 }
 
 // A long failure keeps its first line and the end of the log from a line
 // boundary; a short one is untouched.
 func TestFitErrorKeepsHeadlineAndWholeLines(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, "boom\nline", rewardmodels.FitError("boom\nline"))
+	require.Equal(t, "boom\nline", lease.FitError("boom\nline"))
 	var log strings.Builder
 	for i := range 200 {
 		fmt.Fprintf(&log, "\nlevel=INFO msg=\"step %d/200 loss 0.6931\"", i+1)
 	}
-	msg := rewardmodels.FitError("training failed: base model x: not found" + log.String())
-	require.LessOrEqual(t, len([]rune(msg)), rewardmodels.MaxErrorChars)
+	msg := lease.FitError("training failed: base model x: not found" + log.String())
+	require.LessOrEqual(t, len([]rune(msg)), lease.MaxErrorChars)
 	lines := strings.Split(msg, "\n")
 	require.Equal(t, "training failed: base model x: not found", lines[0])
 	require.Equal(t, "…", lines[1], "the cut is marked")

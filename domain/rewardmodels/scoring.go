@@ -5,26 +5,25 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs/lease"
 )
 
 // Run statuses of a scoring run.
 const (
-	RunQueued    = "queued"
-	RunRunning   = "running"
-	RunSucceeded = "succeeded"
-	RunFailed    = "failed"
+	RunQueued    = lease.Queued
+	RunRunning   = lease.Running
+	RunSucceeded = lease.Succeeded
+	RunFailed    = lease.Failed
 )
 
 // ScoringState is the runs of one (trace, model) as their stream tells.
 type ScoringState struct {
 	Version  int64
 	RunID    string
-	Status   string
 	Revision int
-	WorkerID string
-	// Lost is one line per run of the current request whose worker gave
-	// no result in time (requeued with reason lease_expired).
-	Lost []string
+	// Job is the run's claim: scoring runs send no heartbeat, so the
+	// sweep times a run from its start (see commands.ExpireScoringRun).
+	lease.Job
 }
 
 // Apply folds one scoring-run event.
@@ -36,22 +35,20 @@ func (s *ScoringState) Apply(e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		s.RunID, s.Status, s.Revision, s.WorkerID, s.Lost = p.RunID, RunQueued, p.TraceRevision, "", nil
+		s.RunID, s.Revision = p.RunID, p.TraceRevision
+		s.Queue()
 	case events.ScoringRunStarted:
 		var p events.ScoringRunStartedV1
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		s.Status, s.WorkerID = RunRunning, p.WorkerID
+		s.Claimed(p.WorkerID, 0, e.RecordedAt)
 	case events.ScoringRunRequeued:
 		var p events.ScoringRunRequeuedV1
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		s.Status, s.WorkerID = RunQueued, ""
-		if p.Reason == events.RequeueLeaseExpired {
-			s.Lost = append(s.Lost, p.Detail)
-		}
+		s.Requeued(p.Reason, p.Detail)
 	case events.ScoringRunSucceeded:
 		s.Status = RunSucceeded
 	case events.ScoringRunFailed:

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"github.com/criticml/critic/domain/jobs/lease"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +18,6 @@ import (
 	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
-	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/gpuworker/train"
 	"github.com/criticml/critic/handlers/workerapi"
 	"github.com/criticml/critic/projections/dispatch"
@@ -57,7 +57,7 @@ func TestCandidateLeaseExpiryRequeuesThenFails(t *testing.T) {
 	ctx := context.Background()
 	w := newEvaluatorWorld(t)
 	id := queuedCandidate(t, w)
-	for run := 1; run <= rewardmodels.MaxLostRuns; run++ {
+	for run := 1; run <= lease.MaxLostRuns; run++ {
 		dead := fmt.Sprintf("w-dead-%d", run)
 		c := NewClient(w.srv.URL, testToken, dead)
 		claim, err := c.ClaimCandidate(ctx, id)
@@ -81,7 +81,7 @@ func TestCandidateLeaseExpiryRequeuesThenFails(t *testing.T) {
 		evs := w.events(t)
 		last := evs[len(evs)-1]
 		got := w.candidate(t, id)
-		if run < rewardmodels.MaxLostRuns {
+		if run < lease.MaxLostRuns {
 			require.Equal(t, evaluator.CandidateQueued, got.Status)
 			require.Equal(t, events.EvaluatorCandidateRequeued, last.Type)
 			var p events.EvaluatorCandidateRequeuedV1

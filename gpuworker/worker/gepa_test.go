@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/criticml/critic/domain/jobs/lease"
 	"net/http"
 	"strings"
 	"sync"
@@ -153,7 +154,7 @@ func TestGepaJobFailureReportsLogTail(t *testing.T) {
 func TestGepaLeaseExpiryRequeuesThenFails(t *testing.T) {
 	g := newGepaWorld(t)
 	runID := g.request(t, 14)
-	for run := 1; run <= rewardmodels.MaxLostRuns; run++ {
+	for run := 1; run <= lease.MaxLostRuns; run++ {
 		dead := fmt.Sprintf("w-dead-%d", run)
 		_, err := g.api.client(dead).ClaimGepa(context.Background(), runID)
 		require.NoError(t, err, "run %d", run)
@@ -167,7 +168,7 @@ func TestGepaLeaseExpiryRequeuesThenFails(t *testing.T) {
 		require.ErrorIs(t, err, ErrNotClaimable)
 		st, evs := g.stream(t, runID)
 		last := evs[len(evs)-1]
-		if run < rewardmodels.MaxLostRuns {
+		if run < lease.MaxLostRuns {
 			require.Equal(t, rewardmodels.RunQueued, st.Status)
 			require.Equal(t, events.GepaRunRequeued, last.Type)
 			var p events.GepaRunRequeuedV1

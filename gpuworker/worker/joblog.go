@@ -3,12 +3,12 @@ package worker
 import (
 	"context"
 	"errors"
+	"github.com/criticml/critic/domain/jobs/lease"
 	"log/slog"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
-	"github.com/criticml/critic/domain/rewardmodels"
 )
 
 // ErrorTailChars is how much of a job's log a failure report carries (spec 002
@@ -109,7 +109,7 @@ func jobLogger(base *slog.Logger, attrs ...any) (*slog.Logger, *LogTail) {
 func FailureReport(headline, log string) string {
 	headline = strings.TrimSpace(headline)
 	if log = strings.TrimRight(log, "\n"); log == "" {
-		return rewardmodels.FitError(headline)
+		return lease.FitError(headline)
 	}
-	return rewardmodels.FitError(headline + "\n" + log)
+	return lease.FitError(headline + "\n" + log)
 }

@@ -306,7 +306,7 @@ func TestLeaseLostStopsWithoutReport(t *testing.T) {
 	require.ErrorIs(t, err, blob.ErrNotFound, "nothing was uploaded")
 	m := s.api.status(t, id)
 	require.Equal(t, rewardmodels.StatusQueued, m.Status, "the lost run went back to the queue")
-	require.Len(t, m.LostRuns, 1)
+	require.Len(t, m.Lost, 1)
 }
 
 // Shutdown mid-training: the job stops, success is not reported, and the
@@ -340,7 +340,7 @@ func TestShutdownMidTrainingHandsTheJobBack(t *testing.T) {
 	m := s.api.status(t, id)
 	require.Equal(t, rewardmodels.StatusQueued, m.Status)
 	require.Equal(t, 1, m.Attempt, "the same attempt, not a retry")
-	require.Empty(t, m.LostRuns)
+	require.Empty(t, m.Lost)
 
 	// Another worker pulls it and trains it to success.
 	w2, err := New(s.config(t, "w-5"))

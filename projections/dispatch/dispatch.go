@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/criticml/critic/domain/jobs/lease"
 	"log/slog"
 	"time"
 
@@ -207,7 +208,7 @@ type LeaseQueries interface {
 // ScoringTimeout is how long a scoring run may run before it is failed.
 const ScoringTimeout = 10 * time.Minute
 
-// SweepLeases requeues (or, after rewardmodels.MaxLostRuns lost runs,
+// SweepLeases requeues (or, after lease.MaxLostRuns lost runs,
 // fails), every interval, the running models whose worker stopped
 // heartbeating. The model's stream decides; the read model only nominates.
 // For one lease after start it expires nothing: workers that kept training
@@ -282,7 +283,7 @@ func ids(list []string, err error) ([]leased, error) {
 	return out, err
 }
 
-func leaseKinds(q LeaseQueries, cmds *commands.Commands, lease time.Duration) []leaseKind {
+func leaseKinds(q LeaseQueries, cmds *commands.Commands, leaseFor time.Duration) []leaseKind {
 	logAs := func(level slog.Level, msg, key string) func(context.Context, *slog.Logger, string) {
 		return func(ctx context.Context, log *slog.Logger, id string) { log.Log(ctx, level, msg, key, id) }
 	}
@@ -295,9 +296,9 @@ func leaseKinds(q LeaseQueries, cmds *commands.Commands, lease time.Duration) []
 		expired: func(ctx context.Context, log *slog.Logger, id string) {
 			if m, err := cmds.Model(ctx, id); err == nil && m.Status == rewardmodels.StatusQueued {
 				log.Warn("lease expired: training requeued for another worker", "model", id,
-					"lost_runs", len(m.LostRuns), "max_lost_runs", rewardmodels.MaxLostRuns)
+					"lost_runs", len(m.Lost), "max_lost_runs", lease.MaxLostRuns)
 			} else {
-				log.Warn("lease expired: model failed", "model", id, "max_lost_runs", rewardmodels.MaxLostRuns)
+				log.Warn("lease expired: model failed", "model", id, "max_lost_runs", lease.MaxLostRuns)
 			}
 		},
 	}, {
@@ -310,10 +311,10 @@ func leaseKinds(q LeaseQueries, cmds *commands.Commands, lease time.Duration) []
 	}, {
 		kind: "evaluator_train", what: "candidate",
 		list: func(ctx context.Context, now time.Time) ([]leased, error) {
-			return ids(cmds.ExpiredCandidateLeases(ctx, now, lease))
+			return ids(cmds.ExpiredCandidateLeases(ctx, now, leaseFor))
 		},
 		expire: func(ctx context.Context, j leased, now time.Time) (commands.Result, error) {
-			return cmds.ExpireCandidateLease(ctx, j.id, now, lease)
+			return cmds.ExpireCandidateLease(ctx, j.id, now, leaseFor)
 		},
 		expired: logAs(slog.LevelWarn, "lease expired: evaluator candidate requeued (or failed after its third lost run)", "candidate"),
 	}, {

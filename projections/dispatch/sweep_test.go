@@ -74,7 +74,7 @@ func TestSweepExpiresADeadLeaseOnTheDatabaseClock(t *testing.T) {
 		m, err := cmds.Model(ctx, dead)
 		require.NoError(t, err)
 		if m.Status == rewardmodels.StatusQueued {
-			require.Len(t, m.LostRuns, 1, "the lost run is requeued, not failed")
+			require.Len(t, m.Lost, 1, "the lost run is requeued, not failed")
 			break
 		}
 		require.True(t, time.Now().Before(deadline), "the dead lease was never expired")
