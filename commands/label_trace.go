@@ -56,8 +56,8 @@ func stateSteps(s traces.State) []domain.Step {
 // revision: the chunks the labeler could not label, and why. A report for
 // a revision that is no longer current is a no-op (the new revision has a
 // job of its own).
-func (c *Commands) RecordLabelingFailure(ctx context.Context, workerID, traceID string, in jobs.LabelFailure) (Result, error) {
-	msg := strings.TrimSpace(in.Error)
+func (c *Commands) RecordLabelingFailure(ctx context.Context, workerID, traceID string, revision int, in jobs.LabelFailure, errMsg string) (Result, error) {
+	msg := strings.TrimSpace(errMsg)
 	if msg == "" {
 		return Result{}, domain.Invalid("error is required: say why labeling failed")
 	}
@@ -73,13 +73,13 @@ func (c *Commands) RecordLabelingFailure(ctx context.Context, workerID, traceID 
 		if err != nil {
 			return Result{}, err
 		}
-		if !s.Exists || s.Revision != in.Revision {
+		if !s.Exists || s.Revision != revision {
 			return Result{}, nil
 		}
 		stream := events.TraceStream(traceID)
 		return c.append(ctx, workerActor(workerID), map[string]int64{stream: s.Version}, []events.New{{ID: newID(), Stream: stream,
 			OwnerID: s.OwnerID, Type: events.TraceLabelingFailed, Payload: events.TraceLabelingFailedV1{TraceID: traceID,
-				Revision: in.Revision, Model: in.Model, Failed: in.Failed, Error: msg}}})
+				Revision: revision, Model: in.Model, Failed: in.Failed, Error: msg}}})
 	})
 }
 

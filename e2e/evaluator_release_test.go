@@ -124,34 +124,34 @@ func evaluatorWithoutWorker(t *testing.T, in *instance, key string) {
 	out, err := in.cli("evaluator", "train")
 	require.NoError(t, err, out)
 	id := candidateRe.FindStringSubmatch(out)[1]
-	hand := map[string]any{"worker_id": "by-hand"}
+	hand := map[string]any{"worker_id": "by-hand", "job": map[string]any{"candidate_id": id}}
 	require.Eventually(t, func() bool {
-		return in.do("POST", jobs.EvaluatorCandidatePath(id, "claim"), "e2e-worker-token", hand).Status == http.StatusOK
+		return in.do("POST", jobs.JobPath(jobs.KindEvaluatorTrain, id, jobs.Claim), "e2e-worker-token", hand).Status == http.StatusOK
 	}, time.Minute, 100*time.Millisecond)
 	// Handed back (evaluator.candidate_requeued.v1), then claimed again.
-	r := in.do("POST", jobs.EvaluatorCandidatePath(id, "handback"), "e2e-worker-token", map[string]any{"worker_id": "by-hand", "reason": "stopping"})
+	r := in.do("POST", jobs.JobPath(jobs.KindEvaluatorTrain, id, jobs.HandBack), "e2e-worker-token", map[string]any{"worker_id": "by-hand", "reason": "stopping"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	require.Eventually(t, func() bool {
-		return in.do("POST", jobs.EvaluatorCandidatePath(id, "claim"), "e2e-worker-token", hand).Status == http.StatusOK
+		return in.do("POST", jobs.JobPath(jobs.KindEvaluatorTrain, id, jobs.Claim), "e2e-worker-token", hand).Status == http.StatusOK
 	}, time.Minute, 100*time.Millisecond)
 	// A heartbeat renews its lease (evaluator.candidate_heartbeat.v1).
-	r = in.do("POST", jobs.EvaluatorCandidatePath(id, "heartbeat"), "e2e-worker-token", hand)
+	r = in.do("POST", jobs.JobPath(jobs.KindEvaluatorTrain, id, jobs.Beat), "e2e-worker-token", hand)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
-	r = in.do("POST", jobs.EvaluatorCandidatePath(id, "failed"), "e2e-worker-token", map[string]any{"worker_id": "by-hand", "error": "the GPU fell off the bus"})
+	r = in.do("POST", jobs.JobPath(jobs.KindEvaluatorTrain, id, jobs.Fail), "e2e-worker-token", map[string]any{"worker_id": "by-hand", "error": "the GPU fell off the bus"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 
 	late := in.importTraces(key, "stash", `{"id":"ev-late","steps":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`)[0]
 	var claim map[string]any
 	require.Eventually(t, func() bool {
-		r := in.do("POST", jobs.EvaluatorScoringPath(late, "claim"), "e2e-worker-token", hand)
+		r := in.do("POST", jobs.JobPath(jobs.KindEvaluatorScore, late, jobs.Claim), "e2e-worker-token", hand)
 		if r.Status != http.StatusOK {
 			return false
 		}
 		claim = r.JSON(t)
 		return true
 	}, time.Minute, 100*time.Millisecond)
-	r = in.do("POST", jobs.EvaluatorScoringPath(late, "failed"), "e2e-worker-token", map[string]any{"worker_id": "by-hand",
-		"trace_revision": claim["trace_revision"], "release": claim["release"], "error": "the scorer ran out of memory"})
+	r = in.do("POST", jobs.JobPath(jobs.KindEvaluatorScore, late, jobs.Fail), "e2e-worker-token", map[string]any{"worker_id": "by-hand",
+		"body": map[string]any{"trace_revision": claim["trace_revision"], "release": claim["release"]}, "error": "the scorer ran out of memory"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	require.Eventually(t, func() bool {
 		ev := in.do("GET", "/api/v1/rm/traces/"+late, key, nil).JSON(t)["evaluator"].(map[string]any)

@@ -61,16 +61,16 @@ func TestModelsComparisonPage(t *testing.T) {
 			r := in.do("POST", "/api/v1/rm/traces/"+id+"/score", key, map[string]any{"reward_model_id": m})
 			require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
 			run := r.JSON(t)["id"].(string)
-			job := map[string]any{"worker_id": "by-hand", "trace_id": id, "model_id": m}
+			job := map[string]any{"worker_id": "by-hand", "job": map[string]any{"run_id": run, "trace_id": id, "model_id": m}}
 			require.Eventually(t, func() bool {
-				return in.do("POST", jobs.ServicePrefix+"/scoring/"+run+"/claim", "e2e-worker-token", job).Status == http.StatusOK
+				return in.do("POST", jobs.JobPath(jobs.KindScore, run, jobs.Claim), "e2e-worker-token", job).Status == http.StatusOK
 			}, time.Minute, 100*time.Millisecond)
 			score := -1.0
 			if prefers[m] == id {
 				score = 1
 			}
-			job["action_scores"] = []map[string]any{{"trace_id": id, "step_id": action[id], "score": score, "credit": 0}}
-			r = in.do("POST", jobs.ServicePrefix+"/scoring/"+run+"/finished", "e2e-worker-token", job)
+			job["body"] = map[string]any{"action_scores": []map[string]any{{"trace_id": id, "step_id": action[id], "score": score, "credit": 0}}}
+			r = in.do("POST", jobs.JobPath(jobs.KindScore, run, jobs.Finish), "e2e-worker-token", job)
 			require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 		}
 	}

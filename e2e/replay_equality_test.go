@@ -219,20 +219,20 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	sr = in.do("POST", "/api/v1/rm/traces/"+ids[1]+"/score", key, map[string]any{"reward_model_id": good})
 	require.Equal(t, http.StatusAccepted, sr.Status, string(sr.Body))
 	failRun := sr.JSON(t)["id"].(string)
-	job := map[string]any{"worker_id": "by-hand", "trace_id": ids[1], "model_id": good}
+	scoreJob := map[string]any{"run_id": failRun, "trace_id": ids[1], "model_id": good}
+	job := map[string]any{"worker_id": "by-hand", "job": scoreJob}
 	require.Eventually(t, func() bool {
-		return in.do("POST", jobs.ServicePrefix+"/scoring/"+failRun+"/claim", "e2e-worker-token", job).Status == http.StatusOK
+		return in.do("POST", jobs.JobPath(jobs.KindScore, failRun, jobs.Claim), "e2e-worker-token", job).Status == http.StatusOK
 	}, time.Minute, 100*time.Millisecond)
 	// Handed back (scoring_run.requeued.v1), then claimed again.
-	r = in.do("POST", jobs.ScoringPath(failRun, "handback"), "e2e-worker-token", map[string]any{"worker_id": "by-hand", "trace_id": ids[1],
-		"model_id": good, "reason": "stopping"})
+	r = in.do("POST", jobs.JobPath(jobs.KindScore, failRun, jobs.HandBack), "e2e-worker-token", map[string]any{"worker_id": "by-hand",
+		"job": scoreJob, "reason": "stopping"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	require.Eventually(t, func() bool {
-		return in.do("POST", jobs.ServicePrefix+"/scoring/"+failRun+"/claim", "e2e-worker-token", job).Status == http.StatusOK
+		return in.do("POST", jobs.JobPath(jobs.KindScore, failRun, jobs.Claim), "e2e-worker-token", job).Status == http.StatusOK
 	}, time.Minute, 100*time.Millisecond)
 	job["error"] = "the scorer ran out of memory"
-	job["action_scores"] = []any{}
-	r = in.do("POST", jobs.ServicePrefix+"/scoring/"+failRun+"/finished", "e2e-worker-token", job)
+	r = in.do("POST", jobs.JobPath(jobs.KindScore, failRun, jobs.Fail), "e2e-worker-token", job)
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	// A GEPA run the test claims and heartbeats as a worker; it is still
 	// running (the lease is a minute) when the replay runs.
@@ -242,16 +242,16 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	gepaRunning := r.JSON(t)["id"].(string)
 	hand := map[string]any{"worker_id": "by-hand"}
 	require.Eventually(t, func() bool {
-		return in.do("POST", jobs.GepaPath(gepaRunning, "claim"), "e2e-worker-token", hand).Status == http.StatusOK
+		return in.do("POST", jobs.JobPath(jobs.KindGepa, gepaRunning, jobs.Claim), "e2e-worker-token", hand).Status == http.StatusOK
 	}, time.Minute, 100*time.Millisecond)
 	// Handed back (gepa_run.requeued.v1), then claimed again.
-	r = in.do("POST", jobs.GepaPath(gepaRunning, "handback"), "e2e-worker-token", map[string]any{"worker_id": "by-hand", "reason": "stopping"})
+	r = in.do("POST", jobs.JobPath(jobs.KindGepa, gepaRunning, jobs.HandBack), "e2e-worker-token", map[string]any{"worker_id": "by-hand", "reason": "stopping"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	require.Eventually(t, func() bool {
-		return in.do("POST", jobs.GepaPath(gepaRunning, "claim"), "e2e-worker-token", hand).Status == http.StatusOK
+		return in.do("POST", jobs.JobPath(jobs.KindGepa, gepaRunning, jobs.Claim), "e2e-worker-token", hand).Status == http.StatusOK
 	}, time.Minute, 100*time.Millisecond)
-	r = in.do("POST", jobs.GepaPath(gepaRunning, "heartbeat"), "e2e-worker-token", map[string]any{"worker_id": "by-hand",
-		"progress": map[string]any{"iteration": 1, "metric_calls": 4, "max_metric_calls": 12, "best_score": 0.5}})
+	r = in.do("POST", jobs.JobPath(jobs.KindGepa, gepaRunning, jobs.Beat), "e2e-worker-token", map[string]any{"worker_id": "by-hand",
+		"body": map[string]any{"iteration": 1, "metric_calls": 4, "max_metric_calls": 12, "best_score": 0.5}})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	// Queued: no worker left to claim it.
 	r = in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "waiting", "trace_ids": ids, "base_model": base})
@@ -262,11 +262,12 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	require.Equal(t, "queued", in.do("GET", "/api/v1/rm/reward-models/"+queued, key, nil).JSON(t)["status"])
 	// Its extraction claimed by hand and handed back
 	// (reward_model.extraction_requeued.v1): still queued, nobody holds it.
-	extraction := map[string]any{"worker_id": "by-hand", "attempt": 1}
+	extractJob := map[string]any{"model_id": queued, "attempt": 1}
+	extraction := map[string]any{"worker_id": "by-hand", "job": extractJob}
 	require.Eventually(t, func() bool {
-		return in.do("POST", jobs.ExtractionPath(queued, "claim"), "e2e-worker-token", extraction).Status == http.StatusOK
+		return in.do("POST", jobs.JobPath(jobs.KindExtract, queued, jobs.Claim), "e2e-worker-token", extraction).Status == http.StatusOK
 	}, time.Minute, 100*time.Millisecond)
-	r = in.do("POST", jobs.ExtractionPath(queued, "handback"), "e2e-worker-token", map[string]any{"worker_id": "by-hand", "attempt": 1, "reason": "stopping"})
+	r = in.do("POST", jobs.JobPath(jobs.KindExtract, queued, jobs.HandBack), "e2e-worker-token", map[string]any{"worker_id": "by-hand", "job": extractJob, "reason": "stopping"})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	require.Equal(t, "queued", in.do("GET", "/api/v1/rm/reward-models/"+queued, key, nil).JSON(t)["status"])
 

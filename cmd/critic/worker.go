@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/gpuworker/worker"
 	"github.com/criticml/critic/platform/telemetry"
 )
@@ -69,7 +70,7 @@ func cmdWorker(ctx context.Context, args []string) error {
 		}
 	}
 	fmt.Printf("Critic worker %s: API %s, Kafka %s (group %s), blobs %s, data %s\n",
-		wc.WorkerID, wc.APIURL, strings.Join(wc.Brokers, ","), worker.ConsumerGroup, cfg.BlobURL, cfg.DataDir)
+		wc.WorkerID, wc.APIURL, strings.Join(wc.Brokers, ","), jobs.ConsumerGroup, cfg.BlobURL, cfg.DataDir)
 	return worker.Run(ctx, wc)
 }
 

@@ -16,38 +16,6 @@ type EvaluatorTrainJob struct {
 	CandidateID string `json:"candidate_id"`
 }
 
-// Evaluator-candidate worker-service routes, relative to ServicePrefix;
-// EvaluatorCandidatePath builds them.
-const (
-	RouteClaimEvaluatorCandidate     = "POST /evaluator/candidates/{candidate_id}/claim"
-	RouteEvaluatorCandidateSucceeded = "POST /evaluator/candidates/{candidate_id}/succeeded"
-	RouteEvaluatorCandidateFailed    = "POST /evaluator/candidates/{candidate_id}/failed"
-	// RouteEvaluatorCandidateHandBack returns a running candidate to the
-	// queue (the worker is stopping); the next free worker trains it.
-	RouteEvaluatorCandidateHandBack = "POST /evaluator/candidates/{candidate_id}/handback"
-	// RouteEvaluatorCandidateHeartbeat renews the holder's lease while it
-	// trains and scores; 409 means the lease is lost (stop, report nothing).
-	RouteEvaluatorCandidateHeartbeat = "POST /evaluator/candidates/{candidate_id}/heartbeat"
-)
-
-// EvaluatorCandidateHandBack is a RouteEvaluatorCandidateHandBack request;
-// Reason is one line.
-type EvaluatorCandidateHandBack struct {
-	EvaluatorCandidateRequest
-	Reason string `json:"reason"`
-}
-
-// EvaluatorCandidatePath is the URL path of a candidate route's action
-// ("claim", "heartbeat", "succeeded", "failed", "handback") for an escaped candidate id.
-func EvaluatorCandidatePath(escapedID, action string) string {
-	return ServicePrefix + "/evaluator/candidates/" + escapedID + "/" + action
-}
-
-// EvaluatorCandidateRequest names the worker a candidate call is from.
-type EvaluatorCandidateRequest struct {
-	WorkerID string `json:"worker_id"`
-}
-
 // EvaluatorCandidateClaim is what a claimed candidate trains and where its
 // inputs and outputs live, all chosen by the API.
 type EvaluatorCandidateClaim struct {
@@ -64,22 +32,14 @@ type EvaluatorCandidateClaim struct {
 	LeaseSeconds int `json:"lease_seconds"`
 }
 
-// EvaluatorCandidateSucceeded reports a trained candidate: the checkpoint
-// is at the claim's ArtifactKey before this is sent; margins are
-// r(chosen) − r(rejected) per benchmark item id.
+// EvaluatorCandidateSucceeded is a trained candidate (the result of
+// KindEvaluatorTrain): the checkpoint is at the claim's ArtifactKey before
+// this is sent; margins are r(chosen) − r(rejected) per benchmark item id.
 type EvaluatorCandidateSucceeded struct {
-	EvaluatorCandidateRequest
 	Metrics           json.RawMessage    `json:"metrics"`
 	ActionRewardStats json.RawMessage    `json:"action_reward_stats"`
 	CandidateMargins  map[string]float64 `json:"candidate_margins"`
 	IncumbentMargins  map[string]float64 `json:"incumbent_margins"`
-}
-
-// EvaluatorCandidateFailed reports a failed candidate; Error is the end of
-// the job's log.
-type EvaluatorCandidateFailed struct {
-	EvaluatorCandidateRequest
-	Error string `json:"error"`
 }
 
 // EvaluatorBenchmarkItem is one benchmark comparison the worker scores.
@@ -120,20 +80,6 @@ type EvaluatorScoreJob struct {
 	TraceID string `json:"trace_id"`
 }
 
-// Automatic-scoring worker-service routes, relative to ServicePrefix;
-// EvaluatorScoringPath builds them.
-const (
-	RouteClaimEvaluatorScoring  = "POST /evaluator/scoring/{trace_id}/claim"
-	RouteEvaluatorScoringScored = "POST /evaluator/scoring/{trace_id}/scored"
-	RouteEvaluatorScoringFailed = "POST /evaluator/scoring/{trace_id}/failed"
-)
-
-// EvaluatorScoringPath is the URL path of an automatic-scoring route's
-// action ("claim", "scored", "failed") for an escaped trace id.
-func EvaluatorScoringPath(escapedTraceID, action string) string {
-	return ServicePrefix + "/evaluator/scoring/" + escapedTraceID + "/" + action
-}
-
 // EvaluatorScoringClaim is what a claimed scoring job scores: the trace
 // revision's actions rendered as the evaluator reads them, and the live
 // release's checkpoint.
@@ -151,15 +97,17 @@ type EvaluatorActionInput struct {
 	Text   string `json:"text"`
 }
 
-// EvaluatorScoringRequest names the worker and what a scoring report is
-// about (the claim's revision and release).
+// EvaluatorScoringRequest names what a scoring report is about (the
+// claim's revision and release); it is the body of KindEvaluatorScore's
+// fail, and WorkerID is the call's.
 type EvaluatorScoringRequest struct {
-	WorkerID      string `json:"worker_id"`
+	WorkerID      string `json:"-"`
 	TraceRevision int    `json:"trace_revision"`
 	Release       int    `json:"release"`
 }
 
-// EvaluatorScored reports the scores of every claimed input.
+// EvaluatorScored is the scores of every claimed input (the result of
+// KindEvaluatorScore).
 type EvaluatorScored struct {
 	EvaluatorScoringRequest
 	Scores []EvaluatorActionScore `json:"scores"`
@@ -172,8 +120,9 @@ type EvaluatorActionScore struct {
 	Credit float64 `json:"credit"`
 }
 
-// EvaluatorScoringFailed reports a failed scoring job.
+// EvaluatorScoringFailed is a failed scoring job: what it was about and
+// the call's error.
 type EvaluatorScoringFailed struct {
 	EvaluatorScoringRequest
-	Error string `json:"error"`
+	Error string `json:"-"`
 }

@@ -3,7 +3,6 @@ package jobs
 import (
 	"fmt"
 
-	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/feedback"
 )
 
@@ -21,25 +20,6 @@ type ExtractJob struct {
 	OwnerID string `json:"owner_id"`
 }
 
-// Extraction routes of the worker service, relative to ServicePrefix; an
-// extraction worker claims an attempt, renews its lease with progress,
-// reports each trace's findings and finishes (or fails) the extraction.
-const (
-	RouteClaimExtraction    = "POST /extraction/{model_id}/claim"
-	RouteExtractionProgress = "POST /extraction/{model_id}/progress"
-	RouteExtractionFindings = "POST /extraction/{model_id}/findings"
-	RouteExtractionFinished = "POST /extraction/{model_id}/finished"
-	// RouteExtractionHandBack returns a stopping worker's extraction to the
-	// queue at once (its findings stay) instead of after its lease.
-	RouteExtractionHandBack = "POST /extraction/{model_id}/handback"
-)
-
-// ExtractionPath is the URL path of an extraction route's action ("claim",
-// "progress", "findings", "finished", "handback") for an escaped model id.
-func ExtractionPath(escapedModelID, action string) string {
-	return ServicePrefix + "/extraction/" + escapedModelID + "/" + action
-}
-
 // ExtractionClaim is the answer to an extraction claim: where the attempt's
 // inputs are and how far an earlier claim got.
 type ExtractionClaim struct {
@@ -53,31 +33,11 @@ type ExtractionClaim struct {
 	TargetsDone     int    `json:"targets_done"`
 }
 
-// ExtractionProgress renews an extraction lease with the targets done.
+// ExtractionProgress is an extraction's heartbeat (KindExtract's beat):
+// how many targets are done. Each trace's findings are a report (an
+// events.RewardModelFeedbackExtractedV1, whose worker_id the API sets).
 type ExtractionProgress struct {
-	AttemptRequest
 	TargetsDone int `json:"targets_done"`
-}
-
-// ExtractionFindings reports one trace's findings. WorkerID names the
-// reporter; the embedded record's own worker_id is shadowed by it, so the
-// API, not the worker, decides what the stored event says.
-type ExtractionFindings struct {
-	WorkerID string `json:"worker_id"`
-	events.RewardModelFeedbackExtractedV1
-}
-
-// ExtractionFinished ends an extraction; a non-empty Error fails the model.
-type ExtractionFinished struct {
-	AttemptRequest
-	Error string `json:"error"`
-}
-
-// ExtractionHandBack returns the holder's extraction to the queue (the
-// worker is stopping); Reason says why, for the log.
-type ExtractionHandBack struct {
-	AttemptRequest
-	Reason string `json:"reason"`
 }
 
 // ExtractionInputsKey is where an attempt's extraction inputs live.

@@ -11,8 +11,9 @@
 // (e.g. what an LLM feedback-extraction job needs); a field an older worker
 // does not know is ignored by its JSON decoding. The worker service decodes
 // strictly (unknown fields are 422), so roll out the API before the workers
-// that send a new field. A new kind of job gets its own topic constant, job
-// message and service routes here.
+// that send a new field. A new kind of job gets a Kind, its topic, its
+// message (a Message) and the payloads of its claim answer and result
+// here; every kind shares the one route RouteJob (kinds.go).
 //
 // Pure types and functions: no I/O.
 package jobs
@@ -55,44 +56,6 @@ const ServicePrefix = "/api/v1/worker"
 // job is not claimable), the same request may succeed when sent again.
 const CodeConcurrentWrite = "concurrent_write"
 
-// Worker-service routes, relative to ServicePrefix, as net/http patterns;
-// TrainingPath and ScoringPath build the URLs a client calls.
-const (
-	RouteClaimTraining   = "POST /training/{model_id}/claim"
-	RouteHeartbeat       = "POST /training/{model_id}/heartbeat"
-	RouteSucceeded       = "POST /training/{model_id}/succeeded"
-	RouteFailed          = "POST /training/{model_id}/failed"
-	RouteClaimScoring    = "POST /scoring/{run_id}/claim"
-	RouteScoringFinished = "POST /scoring/{run_id}/finished"
-	// RouteScoringHandBack returns a running scoring run to the queue (the
-	// worker is stopping); the next free worker scores it.
-	RouteScoringHandBack = "POST /scoring/{run_id}/handback"
-)
-
-// ScoringHandBack is a RouteScoringHandBack request; Reason is one line.
-type ScoringHandBack struct {
-	ScoringRequest
-	Reason string `json:"reason"`
-}
-
-// TrainingPath is the URL path of a training route's action ("claim",
-// "heartbeat", "succeeded", "failed") for an escaped model id.
-func TrainingPath(escapedModelID, action string) string {
-	return ServicePrefix + "/training/" + escapedModelID + "/" + action
-}
-
-// ScoringPath is the URL path of a scoring route's action ("claim",
-// "finished") for an escaped run id.
-func ScoringPath(escapedRunID, action string) string {
-	return ServicePrefix + "/scoring/" + escapedRunID + "/" + action
-}
-
-// AttemptRequest names the worker and the attempt a training call is about.
-type AttemptRequest struct {
-	WorkerID string `json:"worker_id"`
-	Attempt  int    `json:"attempt"`
-}
-
 // TrainingClaim is the answer to a training claim: what the attempt trains
 // and where its inputs and outputs are, all chosen by the API.
 type TrainingClaim struct {
@@ -114,38 +77,18 @@ type TrainingClaim struct {
 // event stores.
 type Progress = events.Progress
 
-// Heartbeat renews a lease and reports progress.
-type Heartbeat struct {
-	AttemptRequest
-	Progress Progress `json:"progress"`
-}
-
-// Succeeded reports a finished training attempt. The checkpoint archive and
-// the score files are in the blob store, under the keys ArtifactKey,
-// ScoresKey and ActionScoresKey derive from the claim, before it is sent.
-// ScoresKey/ActionScoresKey restate those keys ("" for action scores when
-// the model has none); the API reads only the keys it derives itself and
-// refuses a report naming any other.
+// Succeeded is a finished training attempt (the result of KindTrain). The
+// checkpoint archive and the score files are in the blob store, under the
+// keys ArtifactKey, ScoresKey and ActionScoresKey derive from the claim,
+// before it is sent. ScoresKey/ActionScoresKey restate those keys ("" for
+// action scores when the model has none); the API reads only the keys it
+// derives itself and refuses a report naming any other.
 type Succeeded struct {
-	AttemptRequest
 	Metrics           json.RawMessage `json:"metrics"`
 	RewardStats       json.RawMessage `json:"reward_stats"`
 	ActionRewardStats json.RawMessage `json:"action_reward_stats"` // null when none
 	ScoresKey         string          `json:"scores_key"`
 	ActionScoresKey   string          `json:"action_scores_key"`
-}
-
-// Failed reports a failed attempt; Error is the end of the job's log.
-type Failed struct {
-	AttemptRequest
-	Error string `json:"error"`
-}
-
-// ScoringRequest names the worker and the run a scoring call is about.
-type ScoringRequest struct {
-	WorkerID string `json:"worker_id"`
-	TraceID  string `json:"trace_id"`
-	ModelID  string `json:"model_id"`
 }
 
 // ScoringClaim is the answer to a scoring claim.
@@ -162,11 +105,9 @@ type ActionScore struct {
 	Credit  float64 `json:"credit"`
 }
 
-// ScoringFinished reports a scoring run; a non-empty Error fails it.
+// ScoringFinished is a scoring run's result (of KindScore).
 type ScoringFinished struct {
-	ScoringRequest
 	ActionScores []ActionScore `json:"action_scores"`
-	Error        string        `json:"error"`
 }
 
 // Ack is the worker service's answer to a report.
@@ -229,35 +170,6 @@ type GepaJob struct {
 	OwnerID string `json:"owner_id"`
 }
 
-// GEPA worker-service routes, relative to ServicePrefix; GepaPath builds them.
-const (
-	RouteClaimGepa     = "POST /gepa/{run_id}/claim"
-	RouteGepaHeartbeat = "POST /gepa/{run_id}/heartbeat"
-	RouteGepaCandidate = "POST /gepa/{run_id}/candidate"
-	RouteGepaSucceeded = "POST /gepa/{run_id}/succeeded"
-	RouteGepaFailed    = "POST /gepa/{run_id}/failed"
-	// RouteGepaHandBack returns a running run to the queue (the worker is
-	// stopping): the next free worker runs it from the start.
-	RouteGepaHandBack = "POST /gepa/{run_id}/handback"
-)
-
-// GepaHandBack is a RouteGepaHandBack request; Reason is one line.
-type GepaHandBack struct {
-	GepaRequest
-	Reason string `json:"reason"`
-}
-
-// GepaPath is the URL path of a GEPA route's action ("claim", "heartbeat",
-// "candidate", "succeeded", "failed") for an escaped run id.
-func GepaPath(escapedRunID, action string) string {
-	return ServicePrefix + "/gepa/" + escapedRunID + "/" + action
-}
-
-// GepaRequest names the worker a GEPA call is from.
-type GepaRequest struct {
-	WorkerID string `json:"worker_id"`
-}
-
 // GepaJobSpec is the job.json of a GEPA run (spec 001 job contract), plus
 // where the worker finds its examples and the model's rendering.
 type GepaJobSpec struct {
@@ -281,30 +193,6 @@ type GepaClaim struct {
 	OwnerID      string      `json:"owner_id"`
 	Job          GepaJobSpec `json:"job"`
 	LeaseSeconds int         `json:"lease_seconds"`
-}
-
-// GepaHeartbeat renews a GEPA lease and reports progress.
-type GepaHeartbeat struct {
-	GepaRequest
-	Progress events.GepaProgress `json:"progress"`
-}
-
-// GepaCandidate reports one evaluated proposal.
-type GepaCandidate struct {
-	GepaRequest
-	Candidate events.GepaRunCandidateEvaluatedV1 `json:"candidate"`
-}
-
-// GepaSucceeded reports result.json.
-type GepaSucceeded struct {
-	GepaRequest
-	Result json.RawMessage `json:"result"`
-}
-
-// GepaFailed reports a failed run; Error is the end of the job's log.
-type GepaFailed struct {
-	GepaRequest
-	Error string `json:"error"`
 }
 
 // GepaExamplesKey is where a run's gepa_examples.jsonl lives.

@@ -20,37 +20,7 @@ type LabelJob struct {
 	OwnerID  string `json:"owner_id"`
 }
 
-// Step-label routes of the worker service, relative to ServicePrefix.
-const (
-	RouteLabelSource   = "POST /labels/{trace_id}/source"
-	RouteLabelRecord   = "POST /labels/{trace_id}"
-	RouteLabelFailed   = "POST /labels/{trace_id}/failed"
-	labelsPathPrefix   = ServicePrefix + "/labels/"
-	labelSourceAction  = "/source"
-	labelFailureAction = "/failed"
-)
-
-// LabelSourcePath, LabelRecordPath and LabelFailedPath are the URLs a
-// labeler calls for an escaped trace id.
-func LabelSourcePath(escapedTraceID string) string {
-	return labelsPathPrefix + escapedTraceID + labelSourceAction
-}
-
-// LabelRecordPath: see LabelSourcePath.
-func LabelRecordPath(escapedTraceID string) string { return labelsPathPrefix + escapedTraceID }
-
-// LabelFailedPath: see LabelSourcePath.
-func LabelFailedPath(escapedTraceID string) string {
-	return labelsPathPrefix + escapedTraceID + labelFailureAction
-}
-
-// LabelSourceRequest asks for what a revision's labeler needs.
-type LabelSourceRequest struct {
-	WorkerID string `json:"worker_id"`
-	Revision int    `json:"revision"`
-}
-
-// LabelSource is the answer: the revision's steps and the chunk ids that
+// LabelSource is the answer to a KindLabel claim: the revision's steps and the chunk ids that
 // already carry a label (recorded by a model, or imported in step
 // metadata). Needed is false when the revision is no longer current, the
 // trace is gone, the agent has not responded yet, or nothing is left to
@@ -63,24 +33,21 @@ type LabelSource struct {
 	Labeled  []string      `json:"labeled"`
 }
 
-// LabelReport records labels for chunks of a revision (a batch; a labeler
-// reports as it goes, so progress shows while a large trace is labeled).
+// LabelReport records labels for chunks of a revision (a KindLabel report:
+// a labeler reports batches as it goes, so progress shows while a large
+// trace is labeled).
 type LabelReport struct {
-	WorkerID      string          `json:"worker_id"`
-	Revision      int             `json:"revision"`
 	Model         string          `json:"model"`
 	PromptVersion string          `json:"prompt_version"`
 	Labels        []labels.Label  `json:"labels"`
 	Usage         events.LLMUsage `json:"usage"`
 }
 
-// LabelFailure reports chunks a labeling run could not label.
+// LabelFailure is what a failed labeling run could not label (the body of
+// KindLabel's fail; the call's error is the message).
 type LabelFailure struct {
-	WorkerID string `json:"worker_id"`
-	Revision int    `json:"revision"`
-	Model    string `json:"model"`
-	Failed   int    `json:"failed"`
-	Error    string `json:"error"`
+	Model  string `json:"model"`
+	Failed int    `json:"failed"`
 }
 
 // MaxLabelError bounds the reason a failure stores.

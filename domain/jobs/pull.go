@@ -1,24 +1,22 @@
 package jobs
 
 // Training is pulled, not pushed: a free worker asks the worker service for
-// the next queued training attempt (RouteClaimNextTraining), so whichever
-// worker is idle takes the oldest waiting model and a busy worker never
-// holds one back. Messages on TopicTrain only wake idle workers early; a
-// worker also asks every few seconds. A worker that stops hands its attempt
-// back (RouteHandBack) and the model is queued again for the next free
+// the next queued training attempt (RouteClaimNext), so whichever worker is
+// idle takes the oldest waiting model and a busy worker never holds one
+// back. Messages on TopicTrain only wake idle workers early; a worker also
+// asks every few seconds. A worker that stops hands its attempt back
+// (RouteJob's handback) and the model is queued again for the next free
 // worker. RouteHello checks the API address and the worker token at start.
 const (
-	RouteHello             = "POST /hello"
-	RouteClaimNextTraining = "POST /training/claim"
-	RouteHandBack          = "POST /training/{model_id}/handback"
+	RouteHello     = "POST /hello"
+	RouteClaimNext = "POST /jobs/{kind}/claim"
 )
 
-// HelloPath and ClaimNextTrainingPath are the URLs of RouteHello and
-// RouteClaimNextTraining; RouteHandBack is TrainingPath(id, "handback").
+// HelloPath is the URL of RouteHello.
 func HelloPath() string { return ServicePrefix + "/hello" }
 
-// ClaimNextTrainingPath: see HelloPath.
-func ClaimNextTrainingPath() string { return ServicePrefix + "/training/claim" }
+// ClaimNextPath is the URL of RouteClaimNext for a pulled kind (KindTrain).
+func ClaimNextPath(kind Kind) string { return ServicePrefix + "/jobs/" + string(kind) + "/claim" }
 
 // Hello is a worker's start-up check.
 type Hello struct {
@@ -42,11 +40,4 @@ type ClaimNextTraining struct {
 // NextTrainingClaim is the answer: Job is null when nothing is waiting.
 type NextTrainingClaim struct {
 	Job *TrainingClaim `json:"job"`
-}
-
-// HandBack returns a running attempt to the queue; Reason is one line
-// saying why (e.g. the worker is shutting down).
-type HandBack struct {
-	AttemptRequest
-	Reason string `json:"reason"`
 }

@@ -71,44 +71,15 @@ func TestPathBuildersHitTheirRoutes(t *testing.T) {
 		mux.HandleFunc(method+" "+jobs.ServicePrefix+path, func(http.ResponseWriter, *http.Request) {})
 	}
 	cases := map[string]string{
-		jobs.HelloPath():                               jobs.RouteHello,
-		jobs.ClaimNextTrainingPath():                   jobs.RouteClaimNextTraining,
-		jobs.TrainingPath("m1", "handback"):            jobs.RouteHandBack,
-		jobs.TrainingPath("m%2F1", "claim"):            jobs.RouteClaimTraining,
-		jobs.TrainingPath("m1", "heartbeat"):           jobs.RouteHeartbeat,
-		jobs.TrainingPath("m1", "succeeded"):           jobs.RouteSucceeded,
-		jobs.TrainingPath("m1", "failed"):              jobs.RouteFailed,
-		jobs.ScoringPath("r1", "claim"):                jobs.RouteClaimScoring,
-		jobs.ScoringPath("r1", "finished"):             jobs.RouteScoringFinished,
-		jobs.ExtractionPath("m1", "claim"):             jobs.RouteClaimExtraction,
-		jobs.ExtractionPath("m1", "progress"):          jobs.RouteExtractionProgress,
-		jobs.ExtractionPath("m1", "findings"):          jobs.RouteExtractionFindings,
-		jobs.ExtractionPath("m1", "finished"):          jobs.RouteExtractionFinished,
-		jobs.ExtractionPath("m1", "handback"):          jobs.RouteExtractionHandBack,
-		jobs.TitleSourcePath("t1"):                     jobs.RouteTitleSource,
-		jobs.TitleRecordPath("t1"):                     jobs.RouteTitleRecord,
-		jobs.GepaPath("g1", "claim"):                   jobs.RouteClaimGepa,
-		jobs.GepaPath("g1", "heartbeat"):               jobs.RouteGepaHeartbeat,
-		jobs.GepaPath("g1", "candidate"):               jobs.RouteGepaCandidate,
-		jobs.GepaPath("g1", "succeeded"):               jobs.RouteGepaSucceeded,
-		jobs.GepaPath("g1", "failed"):                  jobs.RouteGepaFailed,
-		jobs.ScoringPath("r1", "handback"):             jobs.RouteScoringHandBack,
-		jobs.GepaPath("g1", "handback"):                jobs.RouteGepaHandBack,
-		jobs.LabelSourcePath("t1"):                     jobs.RouteLabelSource,
-		jobs.LabelRecordPath("t1"):                     jobs.RouteLabelRecord,
-		jobs.LabelFailedPath("t1"):                     jobs.RouteLabelFailed,
-		jobs.AssessSourcePath("t1"):                    jobs.RouteAssessSource,
-		jobs.AssessRecordPath("t1"):                    jobs.RouteAssessRecord,
-		jobs.QualityCheckSourcePath("t1"):              jobs.RouteQualityCheckSource,
-		jobs.QualityCheckRecordPath("t1"):              jobs.RouteQualityCheckRecord,
-		jobs.EvaluatorCandidatePath("c1", "claim"):     jobs.RouteClaimEvaluatorCandidate,
-		jobs.EvaluatorCandidatePath("c1", "succeeded"): jobs.RouteEvaluatorCandidateSucceeded,
-		jobs.EvaluatorCandidatePath("c1", "failed"):    jobs.RouteEvaluatorCandidateFailed,
-		jobs.EvaluatorCandidatePath("c1", "handback"):  jobs.RouteEvaluatorCandidateHandBack,
-		jobs.EvaluatorCandidatePath("c1", "heartbeat"): jobs.RouteEvaluatorCandidateHeartbeat,
-		jobs.EvaluatorScoringPath("t1", "claim"):       jobs.RouteClaimEvaluatorScoring,
-		jobs.EvaluatorScoringPath("t1", "scored"):      jobs.RouteEvaluatorScoringScored,
-		jobs.EvaluatorScoringPath("t1", "failed"):      jobs.RouteEvaluatorScoringFailed,
+		jobs.HelloPath():                                jobs.RouteHello,
+		jobs.ClaimNextPath(jobs.KindTrain):              jobs.RouteClaimNext,
+		jobs.JobPath(jobs.KindTrain, "m/1", jobs.Claim): jobs.RouteJob,
+	}
+	for _, k := range []jobs.Kind{jobs.KindTrain, jobs.KindScore, jobs.KindExtract, jobs.KindTitle, jobs.KindGepa, jobs.KindLabel,
+		jobs.KindQualityCheck, jobs.KindAssess, jobs.KindEvaluatorTrain, jobs.KindEvaluatorScore} {
+		for _, action := range []string{jobs.Claim, jobs.Beat, jobs.Report, jobs.Finish, jobs.Fail, jobs.HandBack} {
+			cases[jobs.JobPath(k, "x1", action)] = jobs.RouteJob
+		}
 	}
 	var covered []string
 	for path, route := range cases {
@@ -118,6 +89,7 @@ func TestPathBuildersHitTheirRoutes(t *testing.T) {
 		covered = append(covered, route)
 	}
 	slices.Sort(covered)
+	covered = slices.Compact(covered)
 	all := jobs.Routes()
 	slices.Sort(all)
 	require.Equal(t, all, covered, "a route has no URL builder checked here")

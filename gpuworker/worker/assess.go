@@ -3,16 +3,13 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"net/url"
+	"errors"
 	"strconv"
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/platform/llm"
 )
-
-// TopicAssess carries section-summary and completion jobs (domain/jobs).
-const TopicAssess = jobs.TopicAssess
 
 var (
 	sectionSchema = llm.Object(map[string]*llm.Schema{
@@ -34,88 +31,81 @@ var (
 	})
 )
 
-// HandleAssess runs one critic.jobs.assess message with the fast model: it
-// fetches the prompts of the items still current (a stale or duplicate job
-// calls no model), makes one schema-bound call per item, and reports each
-// answer or failure; the API validates answers against the trace (exact
-// ranges, references, 0–1 bounds) before caching them.
-func (w *Worker) HandleAssess(ctx context.Context, payload []byte) bool {
-	var m jobs.AssessJob
-	if err := json.Unmarshal(payload, &m); err != nil || !safeID(m.TraceID) {
-		w.log.Error("dropping malformed assessment message", "payload", truncate(string(payload), 300), "error", err)
-		return true
-	}
-	log := w.log.With(withRequestID(ctx, "job", "assess", "trace_id", m.TraceID, "kind", m.Kind)...)
-	if w.cfg.Fast == nil {
-		log.Warn("no fast model on this worker: assessments stay pending until a worker with one takes them", "reason", w.cfg.FastUnavailable)
-		return true
-	}
-	esc := url.PathEscape(m.TraceID)
-	src, err := retry(ctx, w.cfg.ReportRetryFor, log, "fetching the assessment source", func(ctx context.Context) (jobs.AssessSource, error) {
-		var s jobs.AssessSource
-		err := w.client.post(ctx, jobs.AssessSourcePath(esc), jobs.AssessSourceRequest{WorkerID: w.client.WorkerID, Kind: m.Kind, Items: m.Items}, &s)
-		return s, err
-	})
-	if ctx.Err() != nil {
-		return false
-	}
-	if err != nil {
-		log.Warn("assessment source unavailable; skipping", "error", err)
-		return true
-	}
-	model := w.cfg.Fast.Model().String()
-	for _, in := range src.Inputs {
-		schema := sectionSchema
-		if m.Kind == events.AssessmentCompletion {
-			schema = completionSchema
+// assessments runs one critic.jobs.assess job with the fast model: the
+// claim answers the prompts of the items still current (a stale or
+// duplicate job calls no model); it makes one schema-bound call per item
+// and reports each answer or failure; the API validates answers against
+// the trace (exact ranges, references, 0–1 bounds) before caching them.
+var assessments = Kind[jobs.AssessJob, jobs.AssessSource, struct{}]{
+	Kind: jobs.KindAssess, What: "assessment job", IDKey: "trace_id", NoFinish: true,
+	Ready: func(w *Worker) error {
+		if w.cfg.Fast == nil {
+			return errors.New("no fast model on this worker: assessments stay pending until a worker with one takes them (" + w.cfg.FastUnavailable + ")")
 		}
-		res, err := w.cfg.Fast.Call(ctx, llm.Request{Name: "assessment", Instructions: in.Instructions, Input: in.Input, Schema: schema, MaxTokens: 2000})
-		if ctx.Err() != nil {
-			return false
+		return nil
+	},
+	Claimed: func(a jobs.AssessSource) []any { return []any{"items", len(a.Inputs)} },
+	Work: func(ctx context.Context, j *Job[jobs.AssessSource]) (struct{}, error) {
+		fast := j.w.cfg.Fast
+		model := fast.Model().String()
+		for _, in := range j.Args.Inputs {
+			rep := assess(ctx, fast, j.Args.Kind, in)
+			if ctx.Err() != nil {
+				return struct{}{}, RetryLater(ctx.Err())
+			}
+			rep.Model, rep.Usage.Model = model, model
+			if err := j.Report(ctx, rep, nil); ctx.Err() != nil {
+				return struct{}{}, RetryLater(ctx.Err())
+			} else if err != nil {
+				j.Log.Warn("could not record the assessment", "error", err)
+			}
 		}
-		u := res.Usage
-		rep := jobs.AssessReport{WorkerID: w.client.WorkerID, Kind: m.Kind, Item: in.Item, Model: model,
-			Usage: events.LLMUsage{Model: model, Calls: u.Calls, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}}
-		if err != nil {
-			rep.Error = err.Error()
-		} else if m.Kind == events.AssessmentCompletion {
-			var out struct {
-				Tasks []struct {
-					Objective   string              `json:"objective"`
-					Checkpoints []events.Checkpoint `json:"checkpoints"`
-				} `json:"tasks"`
+		return struct{}{}, nil
+	},
+}
+
+// assess asks the fast model about one item: a section summary or a
+// completion estimate, or the error that says why not.
+func assess(ctx context.Context, fast *llm.Client, kind string, in jobs.AssessInput) jobs.AssessReport {
+	model := fast.Model().String()
+	schema := sectionSchema
+	if kind == events.AssessmentCompletion {
+		schema = completionSchema
+	}
+	res, err := fast.Call(ctx, llm.Request{Name: "assessment", Instructions: in.Instructions, Input: in.Input, Schema: schema, MaxTokens: 2000})
+	u := res.Usage
+	rep := jobs.AssessReport{Item: in.Item, Usage: events.LLMUsage{Calls: u.Calls, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}}
+	switch {
+	case err != nil:
+		rep.Error = err.Error()
+	case kind == events.AssessmentCompletion:
+		var out struct {
+			Tasks []struct {
+				Objective   string              `json:"objective"`
+				Checkpoints []events.Checkpoint `json:"checkpoints"`
+			} `json:"tasks"`
+		}
+		if err := json.Unmarshal(res.JSON, &out); err != nil {
+			rep.Error = model + ": malformed answer: " + err.Error()
+		}
+		for k, t := range out.Tasks {
+			if k >= len(in.Item.Tasks) {
+				break // the API refuses a count mismatch by the lengths below
 			}
-			if err := json.Unmarshal(res.JSON, &out); err != nil {
-				rep.Error = model + ": malformed answer: " + err.Error()
-			}
-			for k, t := range out.Tasks {
-				if k >= len(in.Item.Tasks) {
-					break // the API refuses a count mismatch by the lengths below
-				}
-				obj := t.Objective
-				rep.Tasks = append(rep.Tasks, events.CompletionTask{FirstStepID: in.Item.Tasks[k].FirstStepID, LastStepID: in.Item.Tasks[k].LastStepID,
-					Objective: &obj, Checkpoints: t.Checkpoints})
-			}
-			if len(out.Tasks) != len(in.Item.Tasks) && rep.Error == "" {
-				rep.Error = model + ": the answer has " + strconv.Itoa(len(out.Tasks)) + " tasks for " + strconv.Itoa(len(in.Item.Tasks)) + " requested"
-			}
+			obj := t.Objective
+			rep.Tasks = append(rep.Tasks, events.CompletionTask{FirstStepID: in.Item.Tasks[k].FirstStepID, LastStepID: in.Item.Tasks[k].LastStepID,
+				Objective: &obj, Checkpoints: t.Checkpoints})
+		}
+		if len(out.Tasks) != len(in.Item.Tasks) && rep.Error == "" {
+			rep.Error = model + ": the answer has " + strconv.Itoa(len(out.Tasks)) + " tasks for " + strconv.Itoa(len(in.Item.Tasks)) + " requested"
+		}
+	default:
+		var s jobs.SectionAnswer
+		if err := json.Unmarshal(res.JSON, &s); err != nil {
+			rep.Error = model + ": malformed answer: " + err.Error()
 		} else {
-			var s jobs.SectionAnswer
-			if err := json.Unmarshal(res.JSON, &s); err != nil {
-				rep.Error = model + ": malformed answer: " + err.Error()
-			} else {
-				rep.Section = &s
-			}
-		}
-		_, err = retry(ctx, w.cfg.ReportRetryFor, log, "recording an assessment", func(ctx context.Context) (struct{}, error) {
-			return struct{}{}, w.client.post(ctx, jobs.AssessRecordPath(esc), rep, nil)
-		})
-		if ctx.Err() != nil {
-			return false
-		}
-		if err != nil {
-			log.Warn("could not record the assessment", "error", err)
+			rep.Section = &s
 		}
 	}
-	return true
+	return rep
 }

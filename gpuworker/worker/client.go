@@ -141,99 +141,20 @@ func (c *Client) Hello(ctx context.Context) (*jobs.HelloAnswer, error) {
 // ClaimNextTraining claims the oldest queued training attempt for this
 // free worker; nil (and no error) when nothing is waiting. compute is
 // where this worker runs ("worker", or "local" for the in-process one).
-func (c *Client) ClaimNextTraining(ctx context.Context, compute string) (*TrainingClaim, error) {
+func (c *Client) ClaimNextTraining(ctx context.Context, compute string) (*jobs.TrainingClaim, error) {
 	var out jobs.NextTrainingClaim
-	if err := c.post(ctx, jobs.ClaimNextTrainingPath(), jobs.ClaimNextTraining{WorkerID: c.WorkerID, Compute: compute}, &out); err != nil {
+	if err := c.post(ctx, jobs.ClaimNextPath(jobs.KindTrain), jobs.ClaimNextTraining{WorkerID: c.WorkerID, Compute: compute}, &out); err != nil {
 		return nil, err
 	}
 	return out.Job, nil
 }
 
-// HandBack returns the attempt this worker holds to the queue (it is
-// stopping); reason is one line for the model's history.
-func (c *Client) HandBack(ctx context.Context, modelID string, attempt int, reason string) error {
-	return c.post(ctx, jobs.TrainingPath(url.PathEscape(modelID), "handback"),
-		jobs.HandBack{AttemptRequest: jobs.AttemptRequest{WorkerID: c.WorkerID, Attempt: attempt}, Reason: reason}, nil)
-}
-
-// The wire types are the contract's (domain/jobs), named here as the
-// worker's code has always named them.
-type (
-	// TrainingClaim is the answer to a training claim: what the attempt trains.
-	TrainingClaim = jobs.TrainingClaim
-	// Progress is a heartbeat's progress report.
-	Progress = jobs.Progress
-	// Succeeded is a training success report.
-	Succeeded = jobs.Succeeded
-	// ScoringClaim is the answer to a scoring claim.
-	ScoringClaim = jobs.ScoringClaim
-	// ActionScore is one scored action.
-	ActionScore = jobs.ActionScore
-	// ScoringFinished reports a scoring run; a non-empty Error fails it.
-	ScoringFinished = jobs.ScoringFinished
-)
-
-// ClaimTraining claims attempt of modelID. A model that is not queued for this
-// attempt answers 409 (errors.Is(err, ErrNotClaimable)).
-func (c *Client) ClaimTraining(ctx context.Context, modelID string, attempt int) (*TrainingClaim, error) {
-	var out TrainingClaim
-	err := c.post(ctx, jobs.TrainingPath(url.PathEscape(modelID), "claim"),
-		jobs.AttemptRequest{WorkerID: c.WorkerID, Attempt: attempt}, &out)
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
-}
-
-// Heartbeat renews the lease; 409 means the lease is lost: stop, report nothing.
-func (c *Client) Heartbeat(ctx context.Context, modelID string, attempt int, p Progress) error {
-	return c.post(ctx, jobs.TrainingPath(url.PathEscape(modelID), "heartbeat"),
-		jobs.Heartbeat{AttemptRequest: jobs.AttemptRequest{WorkerID: c.WorkerID, Attempt: attempt}, Progress: p}, nil)
-}
-
-// TrainingSucceeded reports a finished attempt.
-func (c *Client) TrainingSucceeded(ctx context.Context, modelID string, s Succeeded) error {
-	if s.ActionRewardStats == nil {
-		s.ActionRewardStats = json.RawMessage("null")
-	}
-	if s.Metrics == nil {
-		s.Metrics = json.RawMessage("null")
-	}
-	s.WorkerID = c.WorkerID
-	return c.post(ctx, jobs.TrainingPath(url.PathEscape(modelID), "succeeded"), s, nil)
-}
-
-// TrainingFailed reports a failed attempt; msg is the end of the job's log.
-func (c *Client) TrainingFailed(ctx context.Context, modelID string, attempt int, msg string) error {
-	return c.post(ctx, jobs.TrainingPath(url.PathEscape(modelID), "failed"),
-		jobs.Failed{AttemptRequest: jobs.AttemptRequest{WorkerID: c.WorkerID, Attempt: attempt}, Error: msg}, nil)
-}
-
-// ClaimScoring claims a scoring run.
-func (c *Client) ClaimScoring(ctx context.Context, runID, traceID, modelID string) (*ScoringClaim, error) {
-	var out ScoringClaim
-	err := c.post(ctx, jobs.ScoringPath(url.PathEscape(runID), "claim"),
-		jobs.ScoringRequest{WorkerID: c.WorkerID, TraceID: traceID, ModelID: modelID}, &out)
-	if err != nil {
-		return nil, err
-	}
-	return &out, nil
-}
-
-// ScoringHandBack returns a running scoring run to the queue (this worker
-// is stopping); reason is one line.
-func (c *Client) ScoringHandBack(ctx context.Context, runID, traceID, modelID, reason string) error {
-	return c.post(ctx, jobs.ScoringPath(url.PathEscape(runID), "handback"), jobs.ScoringHandBack{
-		ScoringRequest: jobs.ScoringRequest{WorkerID: c.WorkerID, TraceID: traceID, ModelID: modelID}, Reason: reason}, nil)
-}
-
-// ScoringFinished reports a scoring run's result (or its error).
-func (c *Client) ScoringFinished(ctx context.Context, runID string, f ScoringFinished) error {
-	if f.ActionScores == nil {
-		f.ActionScores = []ActionScore{}
-	}
-	f.WorkerID = c.WorkerID
-	return c.post(ctx, jobs.ScoringPath(url.PathEscape(runID), "finished"), f, nil)
+// Job sends action about the job id of kind (jobs.RouteJob), naming this
+// worker; out, when not nil, receives the answer. A 409 is ErrNotClaimable:
+// the job is not (or no longer) this worker's.
+func (c *Client) Job(ctx context.Context, kind jobs.Kind, id, action string, call jobs.Call, out any) error {
+	call.WorkerID = c.WorkerID
+	return c.post(ctx, jobs.JobPath(kind, id, action), call, out)
 }
 
 // post sends one call, failing over between the instances of BaseURL: it

@@ -42,42 +42,45 @@ func TestClientContract(t *testing.T) {
 		"artifact_key":"reward-models/u1/m1.tar.gz","attempt":2,"epochs":3,"lease_seconds":90}`
 	claim, err := c.ClaimTraining(ctx, "m1", 2)
 	require.NoError(t, err)
-	require.Equal(t, TrainingClaim{ModelID: "m1", OwnerID: "u1", Name: "n", BaseModel: "Qwen/Qwen3-0.6B",
+	require.Equal(t, jobs.TrainingClaim{ModelID: "m1", OwnerID: "u1", Name: "n", BaseModel: "Qwen/Qwen3-0.6B",
 		DatasetKey: "datasets/m1/1.json", ArtifactKey: "reward-models/u1/m1.tar.gz", Attempt: 2, Epochs: 3, LeaseSeconds: 90}, *claim)
-	require.Equal(t, call{"/api/v1/worker/training/m1/claim", "Bearer tok-1", "application/json",
-		map[string]any{"worker_id": "w-1", "attempt": 2.0}}, last())
+	job := map[string]any{"model_id": "m1", "attempt": 2.0, "owner_id": ""}
+	require.Equal(t, call{"/api/v1/worker/jobs/train/m1/claim", "Bearer tok-1", "application/json",
+		map[string]any{"worker_id": "w-1", "job": job}}, last())
 
 	answer = `{}`
-	require.NoError(t, c.Heartbeat(ctx, "m1", 2, Progress{Phase: "training", Step: 3, TotalSteps: 10, Loss: 0.5, TokensPerSec: 100}))
-	require.Equal(t, "/api/v1/worker/training/m1/heartbeat", last().path)
-	require.Equal(t, map[string]any{"worker_id": "w-1", "attempt": 2.0, "progress": map[string]any{
+	require.NoError(t, c.Heartbeat(ctx, "m1", 2, jobs.Progress{Phase: "training", Step: 3, TotalSteps: 10, Loss: 0.5, TokensPerSec: 100}))
+	require.Equal(t, "/api/v1/worker/jobs/train/m1/beat", last().path)
+	require.Equal(t, map[string]any{"worker_id": "w-1", "job": job, "body": map[string]any{
 		"phase": "training", "step": 3.0, "total_steps": 10.0, "loss": 0.5, "tokens_per_sec": 100.0}}, last().body)
 
-	require.NoError(t, c.TrainingSucceeded(ctx, "m1", Succeeded{AttemptRequest: jobs.AttemptRequest{Attempt: 2}, Metrics: json.RawMessage(`{"train_pairs": 4}`),
+	require.NoError(t, c.TrainingSucceeded(ctx, "m1", 2, jobs.Succeeded{Metrics: json.RawMessage(`{"train_pairs": 4}`),
 		RewardStats: json.RawMessage(`{"mean":1,"std":2,"count":8}`), ScoresKey: "jobs/m1/attempt-2/scores.jsonl"}))
-	require.Equal(t, "/api/v1/worker/training/m1/succeeded", last().path)
-	require.Equal(t, map[string]any{"worker_id": "w-1", "attempt": 2.0, "metrics": map[string]any{"train_pairs": 4.0},
+	require.Equal(t, "/api/v1/worker/jobs/train/m1/finish", last().path)
+	require.Equal(t, map[string]any{"worker_id": "w-1", "job": job, "body": map[string]any{"metrics": map[string]any{"train_pairs": 4.0},
 		"reward_stats": map[string]any{"mean": 1.0, "std": 2.0, "count": 8.0}, "action_reward_stats": nil,
-		"scores_key": "jobs/m1/attempt-2/scores.jsonl", "action_scores_key": ""}, last().body)
+		"scores_key": "jobs/m1/attempt-2/scores.jsonl", "action_scores_key": ""}}, last().body)
 
 	require.NoError(t, c.TrainingFailed(ctx, "m1", 2, "boom"))
-	require.Equal(t, call{"/api/v1/worker/training/m1/failed", "Bearer tok-1", "application/json",
-		map[string]any{"worker_id": "w-1", "attempt": 2.0, "error": "boom"}}, last())
+	require.Equal(t, call{"/api/v1/worker/jobs/train/m1/fail", "Bearer tok-1", "application/json",
+		map[string]any{"worker_id": "w-1", "job": job, "error": "boom"}}, last())
 
 	answer = `{"items_key":"scoring/r1/items.json"}`
 	sc, err := c.ClaimScoring(ctx, "r1", "t1", "m1")
 	require.NoError(t, err)
 	require.Equal(t, "scoring/r1/items.json", sc.ItemsKey)
-	require.Equal(t, call{"/api/v1/worker/scoring/r1/claim", "Bearer tok-1", "application/json",
-		map[string]any{"worker_id": "w-1", "trace_id": "t1", "model_id": "m1"}}, last())
+	run := map[string]any{"run_id": "r1", "trace_id": "t1", "model_id": "m1", "owner_id": ""}
+	require.Equal(t, call{"/api/v1/worker/jobs/score/r1/claim", "Bearer tok-1", "application/json",
+		map[string]any{"worker_id": "w-1", "job": run}}, last())
 
 	answer = `{}`
-	require.NoError(t, c.ScoringFinished(ctx, "r1", ScoringFinished{ScoringRequest: jobs.ScoringRequest{TraceID: "t1", ModelID: "m1"},
-		ActionScores: []ActionScore{{TraceID: "t1", StepID: "s1", Score: 1.5, Credit: 0.25}}}))
-	require.Equal(t, map[string]any{"worker_id": "w-1", "trace_id": "t1", "model_id": "m1", "error": "",
-		"action_scores": []any{map[string]any{"trace_id": "t1", "step_id": "s1", "score": 1.5, "credit": 0.25}}}, last().body)
-	require.NoError(t, c.ScoringFinished(ctx, "r1", ScoringFinished{ScoringRequest: jobs.ScoringRequest{TraceID: "t1", ModelID: "m1"}, Error: "bad"}))
-	require.Equal(t, []any{}, last().body["action_scores"], "an empty list, not null")
+	require.NoError(t, c.ScoringFinished(ctx, "r1", "t1", "m1", jobs.ScoringFinished{
+		ActionScores: []jobs.ActionScore{{TraceID: "t1", StepID: "s1", Score: 1.5, Credit: 0.25}}}, ""))
+	require.Equal(t, map[string]any{"worker_id": "w-1", "job": run, "body": map[string]any{
+		"action_scores": []any{map[string]any{"trace_id": "t1", "step_id": "s1", "score": 1.5, "credit": 0.25}}}}, last().body)
+	require.NoError(t, c.ScoringFinished(ctx, "r1", "t1", "m1", jobs.ScoringFinished{}, "bad"))
+	require.Equal(t, "/api/v1/worker/jobs/score/r1/fail", last().path)
+	require.Equal(t, "bad", last().body["error"])
 
 	// Errors.
 	status, answer = http.StatusConflict, `{"detail":"model m1 is not queued","code":"not_claimable"}`
@@ -88,7 +91,7 @@ func TestClientContract(t *testing.T) {
 	require.True(t, errors.As(err, &ae))
 	require.Equal(t, "not_claimable", ae.Code)
 	require.Equal(t, "model m1 is not queued", ae.Detail)
-	require.ErrorIs(t, c.Heartbeat(ctx, "m1", 2, Progress{}), ErrNotClaimable)
+	require.ErrorIs(t, c.Heartbeat(ctx, "m1", 2, jobs.Progress{}), ErrNotClaimable)
 
 	status, answer = http.StatusServiceUnavailable, `upstream down`
 	err = c.TrainingFailed(ctx, "m1", 2, "x")
@@ -97,7 +100,7 @@ func TestClientContract(t *testing.T) {
 	require.ErrorContains(t, err, "upstream down")
 
 	status, answer = http.StatusUnprocessableEntity, `{"detail":"the checkpoint is not in the blob store","code":"invalid"}`
-	err = c.TrainingSucceeded(ctx, "m1", Succeeded{})
+	err = c.TrainingSucceeded(ctx, "m1", 2, jobs.Succeeded{})
 	require.False(t, Transient(err))
 	require.ErrorContains(t, err, "422 invalid: the checkpoint is not in the blob store")
 
@@ -120,18 +123,18 @@ func TestClientAgainstTheService(t *testing.T) {
 	claim, err := c.ClaimTraining(ctx, id, 1)
 	require.NoError(t, err)
 	owner := svc.owner.UserID
-	require.Equal(t, TrainingClaim{ModelID: id, OwnerID: owner, Name: "rm", BaseModel: "some/base",
+	require.Equal(t, jobs.TrainingClaim{ModelID: id, OwnerID: owner, Name: "rm", BaseModel: "some/base",
 		DatasetKey: claim.DatasetKey, ArtifactKey: jobs.ArtifactKey(owner, id), Attempt: 1, Epochs: 2, LeaseSeconds: 30}, *claim)
 	require.NotEmpty(t, claim.DatasetKey)
 	_, err = c.ClaimTraining(ctx, id, 1)
 	require.ErrorIs(t, err, ErrNotClaimable, "claimed once")
-	require.NoError(t, c.Heartbeat(ctx, id, 1, Progress{Phase: "training", Step: 1, TotalSteps: 2}))
-	require.ErrorIs(t, svc.client("w-2").Heartbeat(ctx, id, 1, Progress{}), ErrNotClaimable, "only the holder")
+	require.NoError(t, c.Heartbeat(ctx, id, 1, jobs.Progress{Phase: "training", Step: 1, TotalSteps: 2}))
+	require.ErrorIs(t, svc.client("w-2").Heartbeat(ctx, id, 1, jobs.Progress{}), ErrNotClaimable, "only the holder")
 
 	// A success report naming a key the job did not issue is refused (422,
 	// final), and nothing is read from it.
 	require.NoError(t, blobs.Put(ctx, claim.ArtifactKey, []byte("checkpoint")))
-	err = c.TrainingSucceeded(ctx, id, Succeeded{AttemptRequest: jobs.AttemptRequest{Attempt: 1}, Metrics: json.RawMessage(`{}`),
+	err = c.TrainingSucceeded(ctx, id, 1, jobs.Succeeded{Metrics: json.RawMessage(`{}`),
 		ScoresKey: claim.DatasetKey})
 	require.ErrorContains(t, err, "422")
 	require.ErrorContains(t, err, "scores_key must be "+jobs.ScoresKey(owner, id, 1))
@@ -142,7 +145,7 @@ func TestClientAgainstTheService(t *testing.T) {
 		lines = append(lines, []byte(`{"trace_id":"`+it.TraceID+`","score":0.5}`+"\n")...)
 	}
 	require.NoError(t, blobs.Put(ctx, jobs.ScoresKey(owner, id, 1), lines))
-	require.NoError(t, c.TrainingSucceeded(ctx, id, Succeeded{AttemptRequest: jobs.AttemptRequest{Attempt: 1},
+	require.NoError(t, c.TrainingSucceeded(ctx, id, 1, jobs.Succeeded{
 		Metrics: json.RawMessage(`{"eval_pairs":0}`), RewardStats: json.RawMessage(`{"mean":0,"std":1,"count":5}`),
 		ScoresKey: jobs.ScoresKey(owner, id, 1)}))
 	require.Equal(t, "succeeded", svc.status(t, id).Status)

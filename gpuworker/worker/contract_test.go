@@ -18,7 +18,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 )
 
@@ -72,7 +71,7 @@ func TestCallsOnlyContractPaths(t *testing.T) {
 			return true
 		})
 	}
-	require.Greater(t, posts, 20, "the scan found too few worker-service calls: is it still looking at the right code?")
+	require.GreaterOrEqual(t, posts, 3, "the scan found too few worker-service calls: is it still looking at the right code?")
 }
 
 // TestClientCallsServedRoutes runs every Client method against a server
@@ -108,47 +107,18 @@ func TestClientCallsServedRoutes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.ClaimNextTraining(ctx, "worker")
 	require.NoError(t, err)
-	require.NoError(t, c.HandBack(ctx, "m1", 1, "stopping"))
-	_, err = c.ClaimTraining(ctx, "m/1", 1)
-	require.NoError(t, err)
-	require.NoError(t, c.Heartbeat(ctx, "m1", 1, Progress{}))
-	require.NoError(t, c.TrainingSucceeded(ctx, "m1", Succeeded{}))
-	require.NoError(t, c.TrainingFailed(ctx, "m1", 1, "boom"))
-	_, err = c.ClaimScoring(ctx, "r1", "t1", "m1")
-	require.NoError(t, err)
-	require.NoError(t, c.ScoringFinished(ctx, "r1", ScoringFinished{}))
-	_, err = c.ClaimExtraction(ctx, "m1", 1)
-	require.NoError(t, err)
-	require.NoError(t, c.ExtractionProgress(ctx, "m1", 1, 2))
-	require.NoError(t, c.RecordFindings(ctx, "m1", events.RewardModelFeedbackExtractedV1{}))
-	require.NoError(t, c.ExtractionFinished(ctx, "m1", 1, ""))
-	require.NoError(t, c.ExtractionHandBack(ctx, "m1", 1, "stopping"))
-	_, err = c.ClaimGepa(ctx, "g1")
-	require.NoError(t, err)
-	require.NoError(t, c.GepaHeartbeat(ctx, "g1", events.GepaProgress{}))
-	require.NoError(t, c.GepaCandidate(ctx, "g1", events.GepaRunCandidateEvaluatedV1{}))
-	require.NoError(t, c.GepaSucceeded(ctx, "g1", []byte(`{}`)))
-	require.NoError(t, c.GepaFailed(ctx, "g1", "boom"))
-	_, err = c.ClaimCandidate(ctx, "c1")
-	require.NoError(t, err)
-	require.NoError(t, c.CandidateHeartbeat(ctx, "c1"))
-	require.NoError(t, c.CandidateSucceeded(ctx, "c1", jobs.EvaluatorCandidateSucceeded{}))
-	require.NoError(t, c.CandidateFailed(ctx, "c1", "boom"))
-	_, err = c.ClaimEvaluatorScoring(ctx, "t1")
-	require.NoError(t, err)
-	require.NoError(t, c.EvaluatorScored(ctx, "t1", jobs.EvaluatorScored{}))
-	require.NoError(t, c.EvaluatorScoringFailed(ctx, "t1", jobs.EvaluatorScoringFailed{}))
+	for _, k := range []jobs.Kind{jobs.KindTrain, jobs.KindScore, jobs.KindExtract, jobs.KindTitle, jobs.KindGepa, jobs.KindLabel,
+		jobs.KindQualityCheck, jobs.KindAssess, jobs.KindEvaluatorTrain, jobs.KindEvaluatorScore} {
+		for _, action := range []string{jobs.Claim, jobs.Beat, jobs.Report, jobs.Finish, jobs.Fail, jobs.HandBack} {
+			require.NoError(t, c.Job(ctx, k, "m/1", action, jobs.Call{}, nil))
+		}
+	}
 
 	require.Empty(t, stray, "the client called paths the worker service does not serve")
-	want := []string{jobs.RouteHello, jobs.RouteClaimNextTraining, jobs.RouteHandBack, jobs.RouteClaimTraining, jobs.RouteHeartbeat, jobs.RouteSucceeded, jobs.RouteFailed,
-		jobs.RouteClaimScoring, jobs.RouteScoringFinished,
-		jobs.RouteClaimExtraction, jobs.RouteExtractionProgress, jobs.RouteExtractionFindings, jobs.RouteExtractionFinished, jobs.RouteExtractionHandBack,
-		jobs.RouteClaimGepa, jobs.RouteGepaHeartbeat, jobs.RouteGepaCandidate, jobs.RouteGepaSucceeded, jobs.RouteGepaFailed,
-		jobs.RouteClaimEvaluatorCandidate, jobs.RouteEvaluatorCandidateHeartbeat, jobs.RouteEvaluatorCandidateSucceeded, jobs.RouteEvaluatorCandidateFailed,
-		jobs.RouteClaimEvaluatorScoring, jobs.RouteEvaluatorScoringScored, jobs.RouteEvaluatorScoringFailed}
+	want := jobs.Routes()
 	slices.Sort(want)
 	slices.Sort(hit)
-	require.Equal(t, want, hit)
+	require.Equal(t, want, slices.Compact(hit))
 }
 
 // TestImportsNoAPICode fails when the worker, directly or through any
@@ -181,8 +151,10 @@ func TestImportsNoAPICode(t *testing.T) {
 func TestHandlesEveryJobTopic(t *testing.T) {
 	t.Parallel()
 	var handled []string
-	for topic := range (&Worker{}).handlers() {
-		handled = append(handled, topic)
+	for _, topic := range jobs.Topics() {
+		if (&Worker{}).Handle(topic) != nil {
+			handled = append(handled, topic)
+		}
 	}
 	want := jobs.Topics()
 	slices.Sort(handled)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -16,116 +15,32 @@ import (
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/gpuworker/model"
 	"github.com/criticml/critic/gpuworker/train"
-	"github.com/criticml/critic/platform/requestid"
 )
 
-// TopicEvaluatorTrain carries shared-evaluator candidate jobs (domain/jobs).
-const TopicEvaluatorTrain = jobs.TopicEvaluatorTrain
-
-// ClaimCandidate claims a queued shared-evaluator candidate; 409 when it is
-// not queued.
-func (c *Client) ClaimCandidate(ctx context.Context, id string) (*jobs.EvaluatorCandidateClaim, error) {
-	var out jobs.EvaluatorCandidateClaim
-	if err := c.post(ctx, jobs.EvaluatorCandidatePath(url.PathEscape(id), "claim"), jobs.EvaluatorCandidateRequest{WorkerID: c.WorkerID}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
-}
-
-// CandidateSucceeded reports a trained candidate and its benchmark margins.
-func (c *Client) CandidateSucceeded(ctx context.Context, id string, s jobs.EvaluatorCandidateSucceeded) error {
-	s.WorkerID = c.WorkerID
-	return c.post(ctx, jobs.EvaluatorCandidatePath(url.PathEscape(id), "succeeded"), s, nil)
-}
-
-// CandidateHandBack returns a running candidate to the queue (this worker
-// is stopping); reason is one line.
-func (c *Client) CandidateHandBack(ctx context.Context, id, reason string) error {
-	return c.post(ctx, jobs.EvaluatorCandidatePath(url.PathEscape(id), "handback"),
-		jobs.EvaluatorCandidateHandBack{EvaluatorCandidateRequest: jobs.EvaluatorCandidateRequest{WorkerID: c.WorkerID}, Reason: reason}, nil)
-}
-
-// CandidateHeartbeat renews the lease on a running candidate; 409 means it
-// is lost (stop, report nothing).
-func (c *Client) CandidateHeartbeat(ctx context.Context, id string) error {
-	return c.post(ctx, jobs.EvaluatorCandidatePath(url.PathEscape(id), "heartbeat"), jobs.EvaluatorCandidateRequest{WorkerID: c.WorkerID}, nil)
-}
-
-// CandidateFailed reports a failed candidate; msg is the end of its log.
-func (c *Client) CandidateFailed(ctx context.Context, id, msg string) error {
-	return c.post(ctx, jobs.EvaluatorCandidatePath(url.PathEscape(id), "failed"),
-		jobs.EvaluatorCandidateFailed{EvaluatorCandidateRequest: jobs.EvaluatorCandidateRequest{WorkerID: c.WorkerID}, Error: msg}, nil)
-}
-
-// HandleEvaluatorTrain runs one critic.jobs.evaluator_train message: claim
-// the candidate, train it on its dataset exactly as a personal model
-// trains (spec 002 "Training settings"), score every benchmark item's two
-// sides with it and with the incumbent release, upload the checkpoint and
-// report the margins the release gates read. It returns false only when
-// ctx ended mid-job (the message stays unacknowledged).
-func (w *Worker) HandleEvaluatorTrain(ctx context.Context, payload []byte) bool {
-	var m jobs.EvaluatorTrainJob
-	if err := json.Unmarshal(payload, &m); err != nil || !safeID(m.CandidateID) {
-		w.log.Error("dropping malformed evaluator training message", "payload", truncate(string(payload), 300), "error", err)
-		return true
-	}
-	log, tail := jobLogger(w.log, withRequestID(ctx, "job", "evaluator_train", "candidate_id", m.CandidateID)...)
-	ctx, endJob := w.cfg.Observer.JobStarted(ctx, "evaluator_train", requestid.From(ctx))
-	outcome, jobErr := "failed", error(nil)
-	defer func() { endJob(outcome, jobErr) }()
-	claim, err := retry(ctx, 0, log, "claiming the evaluator candidate", func(ctx context.Context) (*jobs.EvaluatorCandidateClaim, error) {
-		return w.client.ClaimCandidate(ctx, m.CandidateID)
-	})
-	if stop, ack := settleClaim(ctx, err, log, "evaluator candidate", slog.LevelInfo, &outcome, &jobErr); stop {
-		return ack
-	}
-	log.Info("claimed evaluator candidate", "base_model", claim.BaseModel, "epochs", claim.Epochs, "incumbent", claim.IncumbentArtifactKey,
-		"lease_seconds", claim.LeaseSeconds)
-	// The lease is renewed while the candidate trains, scores and reports;
-	// a refused heartbeat (the lease expired and the candidate went to
-	// another worker, or an operator cancelled it) stops the job.
-	jobCtx, cancelJob := context.WithCancelCause(ctx)
-	defer cancelJob(nil)
-	stopBeats := beatCandidate(jobCtx, w.client, m.CandidateID, claim.LeaseSeconds, log, func() { cancelJob(errLeaseLost) })
-	defer stopBeats()
-	report, err := w.trainCandidate(jobCtx, log, claim)
-	if errors.Is(context.Cause(jobCtx), errLeaseLost) {
-		outcome, jobErr = "lease_lost", errLeaseLost
-		log.Warn("lease lost: stopping the evaluator candidate without reporting")
-		return true
-	}
-	if err == nil {
-		_, err = retry(ctx, w.cfg.ReportRetryFor, log, "reporting the candidate", func(ctx context.Context) (struct{}, error) {
-			return struct{}{}, w.client.CandidateSucceeded(ctx, m.CandidateID, *report)
-		})
-		if err == nil {
-			outcome = "succeeded"
-			log.Info("evaluator candidate trained", "artifact_key", claim.ArtifactKey, "benchmark_items", len(report.CandidateMargins))
-			return true
+// evaluatorCandidates trains one shared-evaluator candidate: train it on
+// its dataset exactly as a personal model trains (spec 002 "Training
+// settings"), score every benchmark item's two sides with it and with the
+// incumbent release, upload the checkpoint and report the margins the
+// release gates read. The lease is renewed while the candidate trains,
+// scores and reports; a refused heartbeat (the lease expired and the
+// candidate went to another worker, or an operator cancelled it) stops it.
+var evaluatorCandidates = Kind[jobs.EvaluatorTrainJob, jobs.EvaluatorCandidateClaim, jobs.EvaluatorCandidateSucceeded]{
+	Kind: jobs.KindEvaluatorTrain, What: "evaluator candidate", IDKey: "candidate_id", HandBack: true,
+	Claimed: func(c jobs.EvaluatorCandidateClaim) []any {
+		return []any{"base_model", c.BaseModel, "epochs", c.Epochs, "incumbent", c.IncumbentArtifactKey, "lease_seconds", c.LeaseSeconds}
+	},
+	Lease: func(c jobs.EvaluatorCandidateClaim) int { return c.LeaseSeconds },
+	Fail: func(j *Job[jobs.EvaluatorCandidateClaim], err error) (string, any) {
+		j.Log.Error("evaluator candidate failed", "error", err)
+		return j.Tail(), nil
+	},
+	Work: func(ctx context.Context, j *Job[jobs.EvaluatorCandidateClaim]) (jobs.EvaluatorCandidateSucceeded, error) {
+		out, err := j.w.trainCandidate(ctx, j.Log, &j.Args)
+		if err != nil {
+			return jobs.EvaluatorCandidateSucceeded{}, err
 		}
-		if errors.Is(err, ErrNotClaimable) {
-			outcome, jobErr = "lease_lost", err
-			log.Warn("the API refused the candidate report", "error", err)
-			return true
-		}
-		log.Error("the API rejected the candidate report", "error", err)
-	}
-	jobErr = err
-	if ctx.Err() != nil {
-		// Stopping: hand it back; the next free worker trains it.
-		outcome = "interrupted"
-		w.handBack(ctx, log, "evaluator candidate", "its lease will expire and requeue it", func(ctx context.Context, reason string) error {
-			return w.client.CandidateHandBack(ctx, m.CandidateID, reason)
-		})
-		return false
-	}
-	log.Error("evaluator candidate failed", "error", err)
-	if _, rerr := retry(ctx, w.cfg.ReportRetryFor, log, "reporting the candidate failure", func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, w.client.CandidateFailed(ctx, m.CandidateID, tail.String())
-	}); rerr != nil {
-		log.Error("could not report the candidate failure", "error", rerr)
-	}
-	return ctx.Err() == nil
+		return *out, nil
+	},
 }
 
 // trainCandidate trains and scores a claimed candidate up to the report.
@@ -233,89 +148,32 @@ func benchmarkMargins(modelDir string, items []jobs.EvaluatorBenchmarkItem) (map
 	return out, nil
 }
 
-// TopicEvaluatorScore carries automatic-scoring jobs (domain/jobs).
-const TopicEvaluatorScore = jobs.TopicEvaluatorScore
-
-// ClaimEvaluatorScoring claims a trace for the live release; 409 when
-// there is none, the trace is gone, or its revision is already scored.
-func (c *Client) ClaimEvaluatorScoring(ctx context.Context, traceID string) (*jobs.EvaluatorScoringClaim, error) {
-	var out jobs.EvaluatorScoringClaim
-	if err := c.post(ctx, jobs.EvaluatorScoringPath(url.PathEscape(traceID), "claim"), jobs.EvaluatorCandidateRequest{WorkerID: c.WorkerID}, &out); err != nil {
-		return nil, err
-	}
-	return &out, nil
-}
-
-// EvaluatorScored reports a trace revision's evaluator scores.
-func (c *Client) EvaluatorScored(ctx context.Context, traceID string, s jobs.EvaluatorScored) error {
-	s.WorkerID = c.WorkerID
-	return c.post(ctx, jobs.EvaluatorScoringPath(url.PathEscape(traceID), "scored"), s, nil)
-}
-
-// EvaluatorScoringFailed reports a failed scoring job.
-func (c *Client) EvaluatorScoringFailed(ctx context.Context, traceID string, f jobs.EvaluatorScoringFailed) error {
-	f.WorkerID = c.WorkerID
-	return c.post(ctx, jobs.EvaluatorScoringPath(url.PathEscape(traceID), "failed"), f, nil)
-}
-
-// HandleEvaluatorScore runs one critic.jobs.evaluator_score message: claim
-// the trace, score each action input with the live release's checkpoint
-// (kept loaded between jobs), and report the scores with their credit, or
-// the failure. It returns false only when ctx ended mid-job.
-func (w *Worker) HandleEvaluatorScore(ctx context.Context, payload []byte) bool {
-	var m jobs.EvaluatorScoreJob
-	if err := json.Unmarshal(payload, &m); err != nil || !safeID(m.TraceID) {
-		w.log.Error("dropping malformed evaluator scoring message", "payload", truncate(string(payload), 300), "error", err)
-		return true
-	}
-	log, _ := jobLogger(w.log, withRequestID(ctx, "job", "evaluator_score", "trace_id", m.TraceID)...)
-	ctx, endJob := w.cfg.Observer.JobStarted(ctx, "evaluator_score", requestid.From(ctx))
-	outcome, jobErr := "failed", error(nil)
-	defer func() { endJob(outcome, jobErr) }()
-	claim, err := retry(ctx, 0, log, "claiming evaluator scoring", func(ctx context.Context) (*jobs.EvaluatorScoringClaim, error) {
-		return w.client.ClaimEvaluatorScoring(ctx, m.TraceID)
-	})
-	if stop, ack := settleClaim(ctx, err, log, "evaluator scoring", slog.LevelDebug, &outcome, &jobErr); stop {
-		return ack
-	}
-	req := jobs.EvaluatorScoringRequest{TraceRevision: claim.TraceRevision, Release: claim.Release}
-	start := time.Now()
-	scores, err := w.scoreEvaluator(ctx, log, claim)
-	if err == nil {
-		err = retryReport(ctx, w, log, func(ctx context.Context) error {
-			return w.client.EvaluatorScored(ctx, m.TraceID, jobs.EvaluatorScored{EvaluatorScoringRequest: req, Scores: scores})
-		})
-		if err == nil {
-			outcome = "succeeded"
-			w.cfg.Observer.Scored(len(scores), time.Since(start))
-			log.Info("scored by the shared evaluator", "release", claim.Release, "revision", claim.TraceRevision, "actions", len(scores))
-			return true
+// evaluatorScoring scores one trace's actions with the live release's
+// checkpoint (kept loaded between jobs) and reports the scores with their
+// credit, or the failure; a trace or release that changed meanwhile ends
+// the job without a report (the new one has a job of its own).
+var evaluatorScoring = Kind[jobs.EvaluatorScoreJob, jobs.EvaluatorScoringClaim, jobs.EvaluatorScored]{
+	Kind: jobs.KindEvaluatorScore, What: "evaluator scoring", IDKey: "trace_id",
+	Claimed: func(c jobs.EvaluatorScoringClaim) []any {
+		return []any{"release", c.Release, "revision", c.TraceRevision, "actions", len(c.Inputs)}
+	},
+	Fail: func(j *Job[jobs.EvaluatorScoringClaim], err error) (string, any) {
+		j.Log.Error("evaluator scoring failed", "error", err)
+		return truncate(err.Error(), ErrorTailChars), jobs.EvaluatorScoringRequest{TraceRevision: j.Args.TraceRevision, Release: j.Args.Release}
+	},
+	Work: func(ctx context.Context, j *Job[jobs.EvaluatorScoringClaim]) (jobs.EvaluatorScored, error) {
+		start := time.Now()
+		scores, err := j.w.scoreEvaluator(ctx, j.Log, &j.Args)
+		if err != nil {
+			if ctx.Err() != nil {
+				return jobs.EvaluatorScored{}, RetryLater(err)
+			}
+			return jobs.EvaluatorScored{}, err
 		}
-	}
-	jobErr = err
-	if ctx.Err() != nil {
-		outcome = "interrupted"
-		return false // unacknowledged: redelivered, and the claim decides again
-	}
-	if errors.Is(err, ErrNotClaimable) {
-		outcome = "refused"
-		log.Info("evaluator scores not recorded: the trace or the release changed meanwhile", "detail", err.Error())
-		return true
-	}
-	log.Error("evaluator scoring failed", "error", err)
-	if rerr := retryReport(ctx, w, log, func(ctx context.Context) error {
-		return w.client.EvaluatorScoringFailed(ctx, m.TraceID, jobs.EvaluatorScoringFailed{EvaluatorScoringRequest: req, Error: truncate(err.Error(), ErrorTailChars)})
-	}); rerr != nil {
-		log.Error("could not report the evaluator scoring failure", "error", rerr)
-	}
-	return true
-}
-
-func retryReport(ctx context.Context, w *Worker, log *slog.Logger, fn func(context.Context) error) error {
-	_, err := retry(ctx, w.cfg.ReportRetryFor, log, "reporting evaluator scores", func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, fn(ctx)
-	})
-	return err
+		j.w.cfg.Observer.Scored(len(scores), time.Since(start))
+		return jobs.EvaluatorScored{EvaluatorScoringRequest: jobs.EvaluatorScoringRequest{TraceRevision: j.Args.TraceRevision, Release: j.Args.Release},
+			Scores: scores}, nil
+	},
 }
 
 func (w *Worker) scoreEvaluator(ctx context.Context, log *slog.Logger, claim *jobs.EvaluatorScoringClaim) ([]jobs.EvaluatorActionScore, error) {
@@ -348,35 +206,4 @@ func (w *Worker) scoreEvaluator(ctx context.Context, log *slog.Logger, claim *jo
 		out[i] = jobs.EvaluatorActionScore{StepID: in.StepID, Score: rs[i], Credit: rm.ActionStats.Credit(rs[i])}
 	}
 	return out, ctx.Err()
-}
-
-// beatCandidate renews a candidate's lease every third of it until stop is
-// called; a 409 calls lost. Other errors are retried at the next beat: a
-// short API outage costs nothing while it is shorter than the lease.
-func beatCandidate(ctx context.Context, c *Client, id string, leaseSeconds int, log *slog.Logger, lost func()) (stop func()) {
-	if leaseSeconds <= 0 {
-		leaseSeconds = 60
-	}
-	period := max(time.Duration(leaseSeconds)*time.Second/3, time.Second)
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			if err := c.CandidateHeartbeat(ctx, id); errors.Is(err, ErrNotClaimable) {
-				lost()
-				return
-			} else if err != nil && ctx.Err() == nil {
-				log.Warn("evaluator candidate heartbeat failed; retrying at the next beat", "error", err)
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
 }

@@ -195,7 +195,7 @@ func TestCandidateWorkerHeartbeatsWhileTraining(t *testing.T) {
 	w := newEvaluatorWorld(t)
 	id := queuedCandidate(t, w)
 	rs := newRecordingServer(t, w, 3*time.Second)
-	beat := jobs.EvaluatorCandidatePath(id, "heartbeat")
+	beat := jobs.JobPath(jobs.KindEvaluatorTrain, id, jobs.Beat)
 	var once sync.Once
 	wk, err := New(Config{Client: NewClient(rs.url, testToken, "w-beat"), Blobs: w.blobs, DataDir: t.TempDir(), Log: testLogger(t),
 		TrainOptions: func(o *train.Options) {
@@ -206,7 +206,7 @@ func TestCandidateWorkerHeartbeatsWhileTraining(t *testing.T) {
 		}})
 	require.NoError(t, err)
 	defer wk.Close()
-	require.True(t, wk.HandleEvaluatorTrain(ctx, mustJSON(t, jobs.EvaluatorTrainJob{CandidateID: id})))
+	require.True(t, wk.Handle(jobs.TopicEvaluatorTrain)(ctx, mustJSON(t, jobs.EvaluatorTrainJob{CandidateID: id})))
 	got := w.candidate(t, id)
 	require.Equal(t, evaluator.CandidateSucceeded, got.Status, got.Error)
 	require.Equal(t, http.StatusOK, rs.statuses(beat)[0])
@@ -231,7 +231,7 @@ func TestCandidateWorkerStopsWhenItsLeaseIsLost(t *testing.T) {
 	w := newEvaluatorWorld(t)
 	id := queuedCandidate(t, w)
 	rs := newRecordingServer(t, w, 3*time.Second)
-	beat := jobs.EvaluatorCandidatePath(id, "heartbeat")
+	beat := jobs.JobPath(jobs.KindEvaluatorTrain, id, jobs.Beat)
 	var once sync.Once
 	wk, err := New(Config{Client: NewClient(rs.url, testToken, "w-lost"), Blobs: w.blobs, DataDir: t.TempDir(), Log: testLogger(t),
 		TrainOptions: func(o *train.Options) {
@@ -249,13 +249,13 @@ func TestCandidateWorkerStopsWhenItsLeaseIsLost(t *testing.T) {
 		}})
 	require.NoError(t, err)
 	defer wk.Close()
-	require.True(t, wk.HandleEvaluatorTrain(ctx, mustJSON(t, jobs.EvaluatorTrainJob{CandidateID: id})), "a lost job is acknowledged")
+	require.True(t, wk.Handle(jobs.TopicEvaluatorTrain)(ctx, mustJSON(t, jobs.EvaluatorTrainJob{CandidateID: id})), "a lost job is acknowledged")
 	// Training may end before the refused heartbeat reaches the worker;
 	// then its report is refused as well. Either way nothing is recorded.
-	for _, s := range rs.statuses(jobs.EvaluatorCandidatePath(id, "succeeded")) {
+	for _, s := range rs.statuses(jobs.JobPath(jobs.KindEvaluatorTrain, id, jobs.Finish)) {
 		require.Equal(t, http.StatusConflict, s)
 	}
-	require.Empty(t, rs.statuses(jobs.EvaluatorCandidatePath(id, "failed")), "a lost job reports no failure")
+	require.Empty(t, rs.statuses(jobs.JobPath(jobs.KindEvaluatorTrain, id, jobs.Fail)), "a lost job reports no failure")
 	got := w.candidate(t, id)
 	require.Equal(t, evaluator.CandidateFailed, got.Status)
 	require.Equal(t, "cancelled by op", got.Error)

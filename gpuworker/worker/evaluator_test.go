@@ -255,7 +255,7 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 	_, skip, err = w.cmds.ScheduledCandidate(ctx, w.base)
 	require.NoError(t, err)
 	require.Contains(t, skip, "is still queued", "the schedule never stacks candidates")
-	w.worker(t, "w1", 3e-3, 4).HandleEvaluatorTrain(ctx, mustJSON(t, jobs.EvaluatorTrainJob{CandidateID: c1.CandidateID}))
+	w.worker(t, "w1", 3e-3, 4).Handle(jobs.TopicEvaluatorTrain)(ctx, mustJSON(t, jobs.EvaluatorTrainJob{CandidateID: c1.CandidateID}))
 	_, skip, err = w.cmds.ScheduledCandidate(ctx, w.base)
 	require.NoError(t, err)
 	require.Contains(t, skip, "no new contributed supervision since candidate "+c1.CandidateID)
@@ -268,7 +268,7 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 	require.True(t, ok, "the checkpoint is in the blob store")
 
 	// A duplicate delivery is refused by the claim and changes nothing.
-	w.worker(t, "w2", 3e-3, 4).HandleEvaluatorTrain(ctx, mustJSON(t, jobs.EvaluatorTrainJob{CandidateID: c1.CandidateID}))
+	w.worker(t, "w2", 3e-3, 4).Handle(jobs.TopicEvaluatorTrain)(ctx, mustJSON(t, jobs.EvaluatorTrainJob{CandidateID: c1.CandidateID}))
 	require.Equal(t, "w1", w.candidate(t, c1.CandidateID).WorkerID)
 
 	policy := evaluator.DefaultPolicy()
@@ -302,8 +302,8 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 	require.True(t, strings.HasPrefix(sc.Inputs[0].Text, "system: Sort numbers ascending.\nevaluation_context: {\"task\":\"sort ascending\"}\nuser: Sort 9,1,2\nassistant: [tool_call] sort("), sc.Inputs[0].Text)
 	require.NotContains(t, sc.Inputs[0].Text, "tool: 1,2,9", "an action is scored on its prior context only")
 	scorer := w.worker(t, "scorer", 3e-3, 1)
-	scorer.HandleEvaluatorScore(ctx, mustJSON(t, jobs.EvaluatorScoreJob{TraceID: autoID}))
-	scorer.HandleEvaluatorScore(ctx, mustJSON(t, jobs.EvaluatorScoreJob{TraceID: autoID}))
+	scorer.Handle(jobs.TopicEvaluatorScore)(ctx, mustJSON(t, jobs.EvaluatorScoreJob{TraceID: autoID}))
+	scorer.Handle(jobs.TopicEvaluatorScore)(ctx, mustJSON(t, jobs.EvaluatorScoreJob{TraceID: autoID}))
 	scored := scoredEvents(t, w, autoID)
 	require.Len(t, scored, 1, "a duplicate job is refused by the claim")
 	require.Equal(t, 1, scored[0].Release)
@@ -329,7 +329,7 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 		for i, p := range o.Pairs {
 			o.Pairs[i].Chosen, o.Pairs[i].Rejected = p.Rejected, p.Chosen
 		}
-	}).HandleEvaluatorTrain(ctx, mustJSON(t, jobs.EvaluatorTrainJob{CandidateID: req2.Candidate.CandidateID}))
+	}).Handle(jobs.TopicEvaluatorTrain)(ctx, mustJSON(t, jobs.EvaluatorTrainJob{CandidateID: req2.Candidate.CandidateID}))
 	c2 := w.candidate(t, req2.Candidate.CandidateID)
 	require.Equal(t, evaluator.CandidateSucceeded, c2.Status, c2.Error)
 	_, rep2, err := w.cmds.CandidateReport(ctx, "", policy)
@@ -453,7 +453,7 @@ func TestShutdownMidCandidateHandsItBack(t *testing.T) {
 		}})
 	require.NoError(t, err)
 	defer stopping.Close()
-	require.False(t, stopping.HandleEvaluatorTrain(jobCtx, msg), "an interrupted job is not acknowledged")
+	require.False(t, stopping.Handle(jobs.TopicEvaluatorTrain)(jobCtx, msg), "an interrupted job is not acknowledged")
 	got := w.candidate(t, id)
 	require.Equal(t, evaluator.CandidateQueued, got.Status, got.Error)
 	require.Empty(t, got.Error, "a stop is no failure")
@@ -467,7 +467,7 @@ func TestShutdownMidCandidateHandsItBack(t *testing.T) {
 	require.Equal(t, events.EvaluatorCandidateRequeuedV1{CandidateID: id, WorkerID: "w-stop", Reason: events.RequeueHandedBack,
 		Detail: "worker w-stop is shutting down"}, p)
 
-	require.True(t, w.worker(t, "w-next", 3e-3, 1).HandleEvaluatorTrain(ctx, msg))
+	require.True(t, w.worker(t, "w-next", 3e-3, 1).Handle(jobs.TopicEvaluatorTrain)(ctx, msg))
 	got = w.candidate(t, id)
 	require.Equal(t, evaluator.CandidateSucceeded, got.Status, got.Error)
 	require.Equal(t, "w-next", got.WorkerID)

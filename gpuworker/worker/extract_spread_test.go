@@ -80,7 +80,7 @@ func TestBusyWorkerLeavesTheNextExtractionToAFreeWorker(t *testing.T) {
 	waitStableGroup(t, ctx, broker.Addrs(), 2)
 	claimed := func(model string) []request {
 		var out []request
-		for _, r := range api.requests("/extraction/" + model + "/claim") {
+		for _, r := range api.requests("/jobs/extract/" + model + "/claim") {
 			if r.Status == http.StatusOK {
 				out = append(out, r)
 			}
@@ -92,13 +92,17 @@ func TestBusyWorkerLeavesTheNextExtractionToAFreeWorker(t *testing.T) {
 	publish(t, pub, jobs.TopicExtract, models[1], jobs.ExtractJob{ModelID: models[1], Attempt: 1, OwnerID: api.owner.UserID})
 
 	for _, m := range models {
-		api.waitFor("/extraction/"+m+"/finished", 1, 3*time.Minute)
+		// It ends reported: finished, or failed (the feedback model's answers
+		// here are no findings).
+		require.Eventually(t, func() bool {
+			return len(api.requests("/jobs/extract/"+m+"/finish"))+len(api.requests("/jobs/extract/"+m+"/fail")) == 1
+		}, 3*time.Minute, 50*time.Millisecond)
 		require.Len(t, claimed(m), 1, "model %s was claimed once", m)
 	}
 	require.True(t, ov.Overlapped(), "the second extraction waited for the first instead of going to the free worker")
 	require.NotEqual(t, claimed(models[0])[0].Body["worker_id"], claimed(models[1])[0].Body["worker_id"])
 	var refused bool
-	for _, r := range api.requests("/extraction/" + models[0] + "/claim") {
+	for _, r := range api.requests("/jobs/extract/" + models[0] + "/claim") {
 		refused = refused || r.Status == http.StatusConflict
 	}
 	require.True(t, refused, "the first extraction's redelivery to the worker that took over its partition is refused (held) and skipped")
@@ -136,10 +140,11 @@ func TestStoppingWorkerHandsItsExtractionBack(t *testing.T) {
 		Feedback: llm.New(llm.Model{Provider: llm.ProviderOpenAI, Name: "test", APIBase: srv.URL}, llm.Options{MaxRetries: llm.NoRetries})})
 	require.NoError(t, err)
 	msg := mustJSON(t, jobs.ExtractJob{ModelID: req.ModelID, Attempt: 1, OwnerID: api.owner.UserID})
-	require.False(t, w.HandleExtract(jctx, msg), "an interrupted extraction is not done")
+	require.False(t, w.Handle(jobs.TopicExtract)(jctx, msg), "an interrupted extraction is not done")
 
-	require.Len(t, api.requests("/extraction/"+req.ModelID+"/handback"), 1)
-	require.Empty(t, api.requests("/extraction/"+req.ModelID+"/finished"), "a stopped worker does not fail the model")
+	require.Len(t, api.requests("/jobs/extract/"+req.ModelID+"/handback"), 1)
+	require.Empty(t, api.requests("/jobs/extract/"+req.ModelID+"/finish"), "a stopped worker does not finish the model")
+	require.Empty(t, api.requests("/jobs/extract/"+req.ModelID+"/fail"), "a stopped worker does not fail the model")
 	m := api.status(t, req.ModelID)
 	require.Equal(t, "queued", string(m.Status))
 	require.Nil(t, m.Extraction, "nobody holds the extraction")

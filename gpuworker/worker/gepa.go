@@ -11,89 +11,45 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/gpuworker/gepa"
 	"github.com/criticml/critic/gpuworker/model"
 	"github.com/criticml/critic/platform/llm"
-	"github.com/criticml/critic/platform/requestid"
 )
 
-// TopicGepa carries GEPA run commands (domain/jobs).
-const TopicGepa = jobs.TopicGepa
-
-// HandleGepa runs one critic.jobs.gepa message: claim the run, download the
-// checkpoint into a fresh temporary directory, run the optimizer with every
-// evaluated candidate reported as it happens, and report the result or the
-// end of the job's log. It returns false only when ctx ended mid-job.
-func (w *Worker) HandleGepa(ctx context.Context, payload []byte) bool {
-	var m jobs.GepaJob
-	if err := json.Unmarshal(payload, &m); err != nil || !safeID(m.RunID) {
-		w.log.Error("dropping malformed gepa message", "payload", truncate(string(payload), 300), "error", err)
-		return true
-	}
-	log, tail := jobLogger(w.log, withRequestID(ctx, "job", "gepa", "run_id", m.RunID)...)
-	ctx, endJob := w.cfg.Observer.JobStarted(ctx, "gepa", requestid.From(ctx))
-	outcome, jobErr := "failed", error(nil)
-	defer func() { endJob(outcome, jobErr) }()
-	claim, err := retry(ctx, 0, log, "claiming the GEPA run", func(ctx context.Context) (*jobs.GepaClaim, error) {
-		return w.client.ClaimGepa(ctx, m.RunID)
-	})
-	if stop, ack := settleClaim(ctx, err, log, "GEPA job", slog.LevelInfo, &outcome, &jobErr); stop {
-		return ack
-	}
-	log.Info("claimed GEPA run", "task_model", claim.Job.TaskModel, "reflection_model", claim.Job.ReflectionModel,
-		"max_metric_calls", claim.Job.MaxMetricCalls)
-
-	jobCtx, cancelJob := context.WithCancelCause(ctx)
-	defer cancelJob(nil)
-	beat := &gepaBeats{p: events.GepaProgress{MaxMetricCalls: claim.Job.MaxMetricCalls}}
-	stopBeats := beat.start(jobCtx, w.client, m.RunID, claim.LeaseSeconds, log, func() { cancelJob(errLeaseLost) })
-	defer stopBeats()
-
-	res, err := w.gepa(jobCtx, log, m.RunID, claim, beat)
-	if err == nil && jobCtx.Err() != nil {
-		err = context.Cause(jobCtx)
-	}
-	if errors.Is(context.Cause(jobCtx), errLeaseLost) {
-		outcome = "lease_lost"
-		log.Warn("lease lost: stopping the GEPA run without reporting")
-		return true
-	}
-	report := func(what string, fn func(context.Context) error) error {
-		_, err := retry(ctx, w.cfg.ReportRetryFor, log, what, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
-		return err
-	}
-	if err == nil {
-		raw, _ := json.Marshal(res)
-		if err = report("reporting the GEPA result", func(ctx context.Context) error { return w.client.GepaSucceeded(ctx, m.RunID, raw) }); err == nil {
-			outcome = "succeeded"
-			log.Info("GEPA run succeeded", "best_score", res.BestScore, "seed_score", res.SeedScore, "metric_calls", res.MetricCalls)
-			return true
+// gepaRuns runs one critic.jobs.gepa job: download the checkpoint into a
+// fresh temporary directory, run the optimizer with every evaluated
+// candidate reported as it happens, and report result.json or the end of
+// the job's log.
+var gepaRuns = Kind[jobs.GepaJob, jobs.GepaClaim, json.RawMessage]{
+	Kind: jobs.KindGepa, What: "GEPA run", IDKey: "run_id", HandBack: true,
+	Claimed: func(c jobs.GepaClaim) []any {
+		return []any{"task_model", c.Job.TaskModel, "reflection_model", c.Job.ReflectionModel, "max_metric_calls", c.Job.MaxMetricCalls}
+	},
+	Lease: func(c jobs.GepaClaim) int { return c.LeaseSeconds },
+	Fail: func(j *Job[jobs.GepaClaim], err error) (string, any) {
+		j.Log.Error("GEPA run failed", "error", err)
+		return j.Tail(), nil
+	},
+	Work: func(ctx context.Context, j *Job[jobs.GepaClaim]) (json.RawMessage, error) {
+		res, err := j.w.gepa(ctx, j)
+		if err != nil {
+			return nil, err
 		}
-		log.Error("the API rejected the GEPA result", "error", err)
-	} else {
-		jobErr = err
-		if ctx.Err() != nil {
-			outcome = "interrupted"
-			w.handBack(ctx, log, "GEPA run", "its lease will expire and requeue it", func(ctx context.Context, reason string) error {
-				return w.client.GepaHandBack(ctx, m.RunID, reason)
-			})
-			return false
-		}
-		log.Error("GEPA run failed", "error", err)
-	}
-	if err := report("reporting the GEPA failure", func(ctx context.Context) error { return w.client.GepaFailed(ctx, m.RunID, tail.String()) }); err != nil {
-		log.Error("could not report the failure; the lease will expire", "error", err)
-	}
-	return true
+		j.Log.Info("GEPA run done", "best_score", res.BestScore, "seed_score", res.SeedScore, "metric_calls", res.MetricCalls)
+		return json.Marshal(res)
+	},
 }
 
 // gepa runs a claimed run up to (not including) its report.
-func (w *Worker) gepa(ctx context.Context, log *slog.Logger, runID string, claim *jobs.GepaClaim, beat *gepaBeats) (*gepa.Result, error) {
-	job := claim.Job
+func (w *Worker) gepa(ctx context.Context, j *Job[jobs.GepaClaim]) (*gepa.Result, error) {
+	log, runID := j.Log, j.ID
+	var mu sync.Mutex
+	progress := events.GepaProgress{MaxMetricCalls: j.Args.Job.MaxMetricCalls}
+	j.Progress(progress)
+	job := j.Args.Job
 	raw, err := w.cfg.Blobs.Get(ctx, job.ExamplesKey)
 	if err != nil {
 		return nil, fmt.Errorf("reading the examples %s: %w", job.ExamplesKey, err)
@@ -148,22 +104,24 @@ func (w *Worker) gepa(ctx context.Context, log *slog.Logger, runID string, claim
 	}
 	logw := &logWriter{log: log}
 	var reportErr error
-	var mu sync.Mutex
 	cfg := gepa.Config{Examples: exs, Task: llm.New(task, llm.Options{Role: "gepa_task", Observer: w.cfg.LLMObserver}),
 		Reflection: llm.New(refl, llm.Options{Role: "gepa_reflection", Observer: w.cfg.LLMObserver}), Scorer: sc,
 		MaxMetricCalls: job.MaxMetricCalls, InputVersion: job.InputVersion, Log: logw,
 		Progress: func(p gepa.Progress) {
 			best := p.BestScore
-			beat.set(events.GepaProgress{Iteration: p.Iteration, MetricCalls: p.MetricCalls, MaxMetricCalls: p.MaxMetricCalls, BestScore: &best})
+			mu.Lock()
+			progress = events.GepaProgress{Iteration: p.Iteration, MetricCalls: p.MetricCalls, MaxMetricCalls: p.MaxMetricCalls, BestScore: &best}
+			mu.Unlock()
+			j.Progress(progress)
 		},
 		OnCandidate: func(c gepa.CandidateReport) {
-			prog := beat.get()
+			mu.Lock()
+			prog := progress
+			mu.Unlock()
 			prog.Iteration, prog.MetricCalls = c.Iteration, c.MetricCalls
 			ev := events.GepaRunCandidateEvaluatedV1{RunID: runID, Iteration: c.Iteration, Parent: c.Parent, Index: c.Index, Skill: c.Skill,
 				Accepted: c.Accepted, MinibatchScore: c.MinibatchScore, ParentMinibatchScore: c.ParentMinibatchScore, Score: c.Score, Progress: prog}
-			if _, err := retry(ctx, w.cfg.ReportRetryFor, log, "reporting a GEPA candidate", func(ctx context.Context) (struct{}, error) {
-				return struct{}{}, w.client.GepaCandidate(ctx, runID, ev)
-			}); err != nil {
+			if err := j.Report(ctx, ev, nil); err != nil {
 				mu.Lock()
 				reportErr = errors.Join(reportErr, err)
 				mu.Unlock()
@@ -209,42 +167,4 @@ func (l *logWriter) Write(p []byte) (int, error) {
 		l.log.Info(string(line))
 	}
 	return len(p), nil
-}
-
-// gepaBeats renews a GEPA lease every third of it with the latest progress;
-// a 409 calls lost.
-type gepaBeats struct {
-	mu sync.Mutex
-	p  events.GepaProgress
-}
-
-func (b *gepaBeats) set(p events.GepaProgress) { b.mu.Lock(); b.p = p; b.mu.Unlock() }
-func (b *gepaBeats) get() events.GepaProgress  { b.mu.Lock(); defer b.mu.Unlock(); return b.p }
-
-func (b *gepaBeats) start(ctx context.Context, c *Client, runID string, leaseSeconds int, log *slog.Logger, lost func()) (stop func()) {
-	if leaseSeconds <= 0 {
-		leaseSeconds = 60
-	}
-	period := max(time.Duration(leaseSeconds)*time.Second/3, time.Second)
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(period)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			if err := c.GepaHeartbeat(ctx, runID, b.get()); errors.Is(err, ErrNotClaimable) {
-				lost()
-				return
-			} else if err != nil && ctx.Err() == nil {
-				log.Warn("GEPA heartbeat failed; retrying at the next beat", "error", err)
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
 }

@@ -36,7 +36,7 @@ func (g *gepaWorld) workerWith(t *testing.T, env map[string]string) *Worker {
 }
 
 func (g *gepaWorld) run(t *testing.T, w *Worker, runID string) (rewardmodels.GepaState, string) {
-	require.True(t, w.HandleGepa(context.Background(), mustJSON(t, jobs.GepaJob{RunID: runID})))
+	require.True(t, w.Handle(jobs.TopicGepa)(context.Background(), mustJSON(t, jobs.GepaJob{RunID: runID})))
 	st, evs := g.stream(t, runID)
 	var p events.GepaRunFailedV1
 	if st.Status == rewardmodels.RunFailed {

@@ -103,8 +103,8 @@ func TestGepaJobSucceedsThroughTheWorkerService(t *testing.T) {
 	require.Contains(t, string(raw), `"system":null`)
 
 	msg := mustJSON(t, jobs.GepaJob{RunID: runID, OwnerID: g.api.owner.UserID})
-	require.True(t, g.w.HandleGepa(context.Background(), msg))
-	succ := g.api.requests("/gepa/" + runID + "/succeeded")
+	require.True(t, g.w.Handle(jobs.TopicGepa)(context.Background(), msg))
+	succ := g.api.requests("/jobs/gepa/" + runID + "/finish")
 	require.Len(t, succ, 1)
 	require.Equal(t, http.StatusOK, succ[0].Status, string(succ[0].Raw))
 	st, evs := g.stream(t, runID)
@@ -127,9 +127,9 @@ func TestGepaJobSucceedsThroughTheWorkerService(t *testing.T) {
 	require.Equal(t, res.MetricCalls, g.task.Calls())
 	require.True(t, strings.HasPrefix(res.BestSkill, "---\nname: greeting\ndescription: Use when a user says hi.\n---\n\n"))
 
-	require.True(t, g.w.HandleGepa(context.Background(), msg), "a duplicate is acknowledged")
-	require.Equal(t, http.StatusConflict, g.api.requests("/gepa/" + runID + "/claim")[1].Status)
-	require.Len(t, g.api.requests("/gepa/"+runID+"/succeeded"), 1)
+	require.True(t, g.w.Handle(jobs.TopicGepa)(context.Background(), msg), "a duplicate is acknowledged")
+	require.Equal(t, http.StatusConflict, g.api.requests("/jobs/gepa/" + runID + "/claim")[1].Status)
+	require.Len(t, g.api.requests("/jobs/gepa/"+runID+"/finish"), 1)
 }
 
 // A failing run reports the end of its log as the run's error.
@@ -137,7 +137,7 @@ func TestGepaJobFailureReportsLogTail(t *testing.T) {
 	g := newGepaWorld(t)
 	g.refl.Handle(func(llmtest.Request) llmtest.Reply { return llmtest.Reply{Status: 401, Message: "bad key"} })
 	runID := g.request(t, 14)
-	require.True(t, g.w.HandleGepa(context.Background(), mustJSON(t, jobs.GepaJob{RunID: runID})))
+	require.True(t, g.w.Handle(jobs.TopicGepa)(context.Background(), mustJSON(t, jobs.GepaJob{RunID: runID})))
 	st, evs := g.stream(t, runID)
 	require.Equal(t, rewardmodels.RunFailed, st.Status)
 	var p events.GepaRunFailedV1
@@ -203,11 +203,11 @@ func TestShutdownMidGepaHandsTheRunBack(t *testing.T) {
 		return llmtest.Reply{Content: "no"}
 	})
 	msg := mustJSON(t, jobs.GepaJob{RunID: runID, OwnerID: g.api.owner.UserID})
-	require.False(t, g.w.HandleGepa(ctx, msg), "an interrupted job is not acknowledged")
-	hb := g.api.requests("/gepa/" + runID + "/handback")
+	require.False(t, g.w.Handle(jobs.TopicGepa)(ctx, msg), "an interrupted job is not acknowledged")
+	hb := g.api.requests("/jobs/gepa/" + runID + "/handback")
 	require.Len(t, hb, 1)
 	require.Equal(t, http.StatusOK, hb[0].Status, string(hb[0].Raw))
-	require.Empty(t, g.api.requests("/gepa/"+runID+"/failed"))
+	require.Empty(t, g.api.requests("/jobs/gepa/"+runID+"/fail"))
 	st, evs := g.stream(t, runID)
 	require.Equal(t, rewardmodels.RunQueued, st.Status)
 	var p events.GepaRunRequeuedV1
@@ -223,7 +223,7 @@ func TestShutdownMidGepaHandsTheRunBack(t *testing.T) {
 	cfg.Getenv = g.env
 	next, err := New(cfg)
 	require.NoError(t, err)
-	require.True(t, next.HandleGepa(context.Background(), msg))
+	require.True(t, next.Handle(jobs.TopicGepa)(context.Background(), msg))
 	st, _ = g.stream(t, runID)
 	require.Equal(t, rewardmodels.RunSucceeded, st.Status)
 	require.Equal(t, "w-next", st.WorkerID)

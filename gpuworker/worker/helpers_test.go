@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/criticml/critic/domain/jobs"
 	"io"
 	"log/slog"
 	"net/http"
@@ -227,8 +228,8 @@ func (s *service) queueTraining(t testing.TB, base string) (string, rewardmodels
 }
 
 // trainMessage is the job the dispatch projection publishes for a model.
-func (s *service) trainMessage(modelID string) TrainMessage {
-	return TrainMessage{ModelID: modelID, Attempt: 1, OwnerID: s.owner.UserID}
+func (s *service) trainMessage(modelID string) jobs.TrainJob {
+	return jobs.TrainJob{ModelID: modelID, Attempt: 1, OwnerID: s.owner.UserID}
 }
 
 // status is the model's status as its stream says.
@@ -275,6 +276,17 @@ func (s *service) requests(suffix string) []request {
 	var out []request
 	for _, r := range s.reqs {
 		if strings.HasSuffix(r.Path, suffix) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// requestsOf are the requests about jobs of kind whose path ends with suffix.
+func (s *service) requestsOf(kind jobs.Kind, suffix string) []request {
+	var out []request
+	for _, r := range s.requests(suffix) {
+		if strings.Contains(r.Path, "/jobs/"+string(kind)+"/") {
 			out = append(out, r)
 		}
 	}

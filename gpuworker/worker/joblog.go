@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
-
 )
 
 // ErrorTailChars is how much of a job's log a failure report carries (spec 002

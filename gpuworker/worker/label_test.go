@@ -62,7 +62,7 @@ func TestLabelJobRecordsLabelsAndLabelsOnlyNewChunks(t *testing.T) {
 		return mustJSON(t, jobs.LabelJob{TraceID: tr, Revision: rev, OwnerID: api.owner.UserID})
 	}
 
-	require.True(t, w.HandleLabel(ctx, job(1)))
+	require.True(t, w.Handle(jobs.TopicLabel)(ctx, job(1)))
 	require.Equal(t, 3, srv.Calls(), "user message, tool call with its result, answer")
 	labeled := api.traceEvents(t, tr, events.TraceStepsLabeled)
 	require.Len(t, labeled, 1)
@@ -75,7 +75,7 @@ func TestLabelJobRecordsLabelsAndLabelsOnlyNewChunks(t *testing.T) {
 	require.Equal(t, "worker:w-label", labeled[0].Actor)
 
 	// A duplicate delivery: nothing left to label, no call.
-	require.True(t, w.HandleLabel(ctx, job(1)))
+	require.True(t, w.Handle(jobs.TopicLabel)(ctx, job(1)))
 	require.Equal(t, 3, srv.Calls())
 
 	// The session grows by one user message (a re-import of the same id).
@@ -85,9 +85,9 @@ func TestLabelJobRecordsLabelsAndLabelsOnlyNewChunks(t *testing.T) {
 		`{"role":"user","content":"and tomorrow?"}]}`)})
 	require.NoError(t, err)
 	require.Equal(t, 2, api.traceState(t, tr).Revision)
-	require.True(t, w.HandleLabel(ctx, job(1)), "a stale job")
+	require.True(t, w.Handle(jobs.TopicLabel)(ctx, job(1)), "a stale job")
 	require.Equal(t, 3, srv.Calls(), "a job for an old revision calls no model")
-	require.True(t, w.HandleLabel(ctx, job(2)))
+	require.True(t, w.Handle(jobs.TopicLabel)(ctx, job(2)))
 	require.Equal(t, 4, srv.Calls(), "re-labeling a trace grown by one chunk makes exactly one model call")
 	labeled = api.traceEvents(t, tr, events.TraceStepsLabeled)
 	require.Len(t, labeled, 2)
@@ -118,7 +118,7 @@ func TestLabelFailureIsRecordedAndRetryable(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	tr := api.traces[1]
-	require.True(t, w.HandleLabel(ctx, mustJSON(t, jobs.LabelJob{TraceID: tr, Revision: 1, OwnerID: api.owner.UserID})))
+	require.True(t, w.Handle(jobs.TopicLabel)(ctx, mustJSON(t, jobs.LabelJob{TraceID: tr, Revision: 1, OwnerID: api.owner.UserID})))
 
 	failed := api.traceEvents(t, tr, events.TraceLabelingFailed)
 	require.Len(t, failed, 1)
@@ -151,7 +151,7 @@ func TestLabelFailureIsRecordedAndRetryable(t *testing.T) {
 	// The retried job labels only the missing chunk.
 	srv.Handle(labeltest.Reply)
 	calls := srv.Calls()
-	require.True(t, w.HandleLabel(ctx, mustJSON(t, jobs.LabelJob{TraceID: tr, Revision: 1, OwnerID: api.owner.UserID})))
+	require.True(t, w.Handle(jobs.TopicLabel)(ctx, mustJSON(t, jobs.LabelJob{TraceID: tr, Revision: 1, OwnerID: api.owner.UserID})))
 	require.Equal(t, calls+1, srv.Calls())
 	src, err = api.cmds.LabelSourceOf(ctx, tr, 1)
 	require.NoError(t, err)

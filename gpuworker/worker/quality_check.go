@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"errors"
-	"log/slog"
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
@@ -14,74 +13,66 @@ import (
 )
 
 // qualityCheck runs the quality checks of a labeled revision (spec 001
-// "Step scores"): it asks the worker service which open steps have no
-// check yet (none for a stale revision, a trace with imported labels, or
-// one checked already — a duplicate or replayed job costs no call), asks
-// the grading model about each, and reports the answers that validated as
-// one trace.steps_quality_checked event. Without a grading model it does
-// nothing: the step scores are the rules alone. A failed check leaves the
-// step scored by the rules and is logged; the next label job of the trace
-// asks again. It returns false only when ctx ended.
-func (w *Worker) qualityCheck(ctx context.Context, log *slog.Logger, esc string, revision int) bool {
-	if w.cfg.Grader == nil {
-		return true
+// "Step scores") within its label job: it claims the open steps of the
+// revision that have no check yet (none for a stale revision, a trace with
+// imported labels, or one checked already — a duplicate or replayed job
+// costs no call), asks the grading model about each, and reports the
+// answers that validated as one trace.steps_quality_checked event. Without
+// a grading model it does nothing: the step scores are the rules alone. A
+// failed check leaves the step scored by the rules and is logged; the next
+// label job of the trace asks again. Its error is only the job's end
+// (RetryLater when ctx ended).
+func qualityCheck(ctx context.Context, j *Job[jobs.LabelSource]) error {
+	grader := j.w.cfg.Grader
+	if grader == nil {
+		return nil
 	}
-	src, err := retry(ctx, w.cfg.ReportRetryFor, log, "fetching the quality-check source", func(ctx context.Context) (jobs.QualityCheckSource, error) {
-		var s jobs.QualityCheckSource
-		err := w.client.post(ctx, jobs.QualityCheckSourcePath(esc), jobs.QualityCheckSourceRequest{WorkerID: w.client.WorkerID, Revision: revision}, &s)
-		return s, err
-	})
+	var src jobs.QualityCheckSource
+	err := j.Call(ctx, jobs.KindQualityCheck, jobs.Claim, nil, &src)
 	switch {
 	case ctx.Err() != nil:
-		return false
+		return RetryLater(ctx.Err())
 	case errors.Is(err, ErrNotClaimable):
-		return true
+		return nil
 	case err != nil:
-		log.Warn("quality checks skipped: the source could not be read", "error", err)
-		return true
+		j.Log.Warn("quality checks skipped: the source could not be read", "error", err)
+		return nil
 	case !src.Needed:
-		return true
+		return nil
 	}
 	open := make(map[string]stepscores.Question, len(src.Open))
 	for _, o := range src.Open {
 		open[o.ChunkID] = o.Question
 	}
-	res := w.cfg.Grader.Check(ctx, src.Steps, open)
+	res := grader.Check(ctx, src.Steps, open)
 	if ctx.Err() != nil {
-		return false
+		return RetryLater(ctx.Err())
 	}
-	log = log.With("open", len(src.Open), "checked", len(res.Checks), "check_failed", len(res.Failed), "check_calls", res.Usage.Calls)
+	log := j.Log.With("open", len(src.Open), "checked", len(res.Checks), "check_failed", len(res.Failed), "check_calls", res.Usage.Calls)
 	if len(res.Failed) > 0 {
 		log.Warn("some quality checks failed; those steps keep the rules' scores", "error", res.Err)
 	}
 	if len(res.Checks) == 0 {
-		return true
+		return nil
 	}
-	if err := w.reportChecks(ctx, log, esc, revision, res); err != nil {
-		if ctx.Err() != nil {
-			return false
-		}
-		log.Warn("could not record the quality checks", "error", err)
-		return true
-	}
-	log.Info("quality checks recorded")
-	return true
-}
-
-func (w *Worker) reportChecks(ctx context.Context, log *slog.Logger, esc string, revision int, res grade.Result) error {
-	model := w.cfg.Grader.Model()
+	model := grader.Model()
 	checks := make([]stepscores.Check, len(res.Checks))
 	for i, c := range res.Checks {
 		c.Model = ""
 		checks[i] = c
 	}
 	u := res.Usage
-	_, err := retry(ctx, w.cfg.ReportRetryFor, log, "recording quality checks", func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, w.client.post(ctx, jobs.QualityCheckRecordPath(esc), jobs.QualityCheckReport{WorkerID: w.client.WorkerID,
-			Revision: revision, Model: model, PromptVersion: grade.PromptVersion, Checks: checks,
-			Usage: events.LLMUsage{Model: model, Calls: u.Calls, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}}, nil)
-	})
-	return err
+	err = j.Call(ctx, jobs.KindQualityCheck, jobs.Finish, jobs.QualityCheckReport{Model: model, PromptVersion: grade.PromptVersion, Checks: checks,
+		Usage: events.LLMUsage{Model: model, Calls: u.Calls, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}}, nil)
+	switch {
+	case ctx.Err() != nil:
+		return RetryLater(ctx.Err())
+	case err != nil:
+		log.Warn("could not record the quality checks", "error", err)
+	default:
+		log.Info("quality checks recorded")
+	}
+	return nil
 }
 
 // NewGrader is the quality-check grader a worker runs with a grading model.

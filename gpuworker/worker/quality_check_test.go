@@ -53,7 +53,7 @@ func TestLabelJobRunsQualityChecks(t *testing.T) {
 		return mustJSON(t, jobs.LabelJob{TraceID: tr, Revision: rev, OwnerID: api.owner.UserID})
 	}
 
-	require.True(t, w.HandleLabel(ctx, job(1)))
+	require.True(t, w.Handle(jobs.TopicLabel)(ctx, job(1)))
 	require.Equal(t, 5, srv.Calls(), "three labels, two quality checks")
 	require.Equal(t, int32(2), grades.Load())
 	checked := api.traceEvents(t, tr, events.TraceStepsQualityChecked)
@@ -82,7 +82,7 @@ func TestLabelJobRunsQualityChecks(t *testing.T) {
 	require.NotNil(t, a.Rewards[3]["quality_check"])
 
 	// A duplicate delivery asks nothing again.
-	require.True(t, w.HandleLabel(ctx, job(1)))
+	require.True(t, w.Handle(jobs.TopicLabel)(ctx, job(1)))
 	require.Equal(t, 5, srv.Calls())
 
 	// The trace grows by one user message: one label call, no new check
@@ -92,7 +92,7 @@ func TestLabelJobRunsQualityChecks(t *testing.T) {
 		`{"role":"tool","content":"0","tool_name":"lookup","tool_call_id":"c0"},{"role":"assistant","content":"the answer is right 0"},` +
 		`{"role":"user","content":"and tomorrow?"}]}`)})
 	require.NoError(t, err)
-	require.True(t, w.HandleLabel(ctx, job(2)))
+	require.True(t, w.Handle(jobs.TopicLabel)(ctx, job(2)))
 	require.Equal(t, 6, srv.Calls())
 	require.Equal(t, int32(2), grades.Load())
 }
@@ -112,7 +112,7 @@ func TestQualityChecksAreValidated(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 	tr := api.traces[2]
-	require.True(t, w.HandleLabel(ctx, mustJSON(t, jobs.LabelJob{TraceID: tr, Revision: 1, OwnerID: api.owner.UserID})))
+	require.True(t, w.Handle(jobs.TopicLabel)(ctx, mustJSON(t, jobs.LabelJob{TraceID: tr, Revision: 1, OwnerID: api.owner.UserID})))
 	require.Empty(t, api.traceEvents(t, tr, events.TraceStepsQualityChecked), "no grading model: no checks, the rules alone")
 
 	src, err := api.cmds.QualityCheckSourceOf(ctx, tr, 1)
@@ -188,13 +188,13 @@ func TestFailedQualityChecksKeepTheRules(t *testing.T) {
 	ctx := context.Background()
 	tr := api.traces[1]
 	job := mustJSON(t, jobs.LabelJob{TraceID: tr, Revision: 1, OwnerID: api.owner.UserID})
-	require.True(t, w.HandleLabel(ctx, job))
+	require.True(t, w.Handle(jobs.TopicLabel)(ctx, job))
 	require.Len(t, api.traceEvents(t, tr, events.TraceStepsLabeled), 1)
 	require.Empty(t, api.traceEvents(t, tr, events.TraceStepsQualityChecked))
 	require.Empty(t, api.traceEvents(t, tr, events.TraceLabelingFailed), "a failed check is not a labeling failure")
 
 	down.Store(false)
-	require.True(t, w.HandleLabel(ctx, job), "a redelivered job asks the checks again")
+	require.True(t, w.Handle(jobs.TopicLabel)(ctx, job), "a redelivered job asks the checks again")
 	checked := api.traceEvents(t, tr, events.TraceStepsQualityChecked)
 	require.Len(t, checked, 1)
 	var p events.TraceStepsQualityCheckedV1

@@ -129,7 +129,7 @@ func TestBusyWorkerLeavesTheNextGepaRunToAFreeWorker(t *testing.T) {
 	publish(t, pub, jobs.TopicGepa, runs[0], jobs.GepaJob{RunID: runs[0], OwnerID: g.api.owner.UserID})
 	claimed := func(run string) []request {
 		var out []request
-		for _, r := range g.api.requests("/gepa/" + run + "/claim") {
+		for _, r := range g.api.requests("/jobs/gepa/" + run + "/claim") {
 			if r.Status == http.StatusOK {
 				out = append(out, r)
 			}
@@ -140,7 +140,7 @@ func TestBusyWorkerLeavesTheNextGepaRunToAFreeWorker(t *testing.T) {
 	publish(t, pub, jobs.TopicGepa, runs[1], jobs.GepaJob{RunID: runs[1], OwnerID: g.api.owner.UserID})
 
 	for _, run := range runs {
-		g.api.waitFor("/gepa/"+run+"/succeeded", 1, 3*time.Minute)
+		g.api.waitFor("/jobs/gepa/"+run+"/finish", 1, 3*time.Minute)
 		st, _ := g.stream(t, run)
 		require.Equal(t, rewardmodels.RunSucceeded, st.Status, run)
 		require.Len(t, claimed(run), 1, "run %s was started once", run)
@@ -148,7 +148,7 @@ func TestBusyWorkerLeavesTheNextGepaRunToAFreeWorker(t *testing.T) {
 	require.True(t, ov.Overlapped(), "the second run waited for the first instead of going to the free worker")
 	require.NotEqual(t, claimed(runs[0])[0].Body["worker_id"], claimed(runs[1])[0].Body["worker_id"])
 	var refused bool
-	for _, r := range g.api.requests("/gepa/" + runs[0] + "/claim") {
+	for _, r := range g.api.requests("/jobs/gepa/" + runs[0] + "/claim") {
 		refused = refused || r.Status == http.StatusConflict
 	}
 	require.True(t, refused, "the first run's redelivery to the worker that took over its partition is refused by the claim")
@@ -164,7 +164,7 @@ func waitStableGroup(t *testing.T, ctx context.Context, brokers []string, n int)
 	per := 0
 	for _, topic := range jobs.Topics() {
 		switch {
-		case topic == TopicLabel, topic == TopicTrain: // no label model here; wake-ups are read in each worker's own group
+		case topic == jobs.TopicLabel, topic == jobs.TopicTrain: // no label model here; wake-ups are read in each worker's own group
 		case shortJob(topic):
 			per += DefaultShortJobs
 		default:
@@ -173,7 +173,7 @@ func waitStableGroup(t *testing.T, ctx context.Context, brokers []string, n int)
 	}
 	kc := &kafka.Client{Addr: kafka.TCP(brokers...)}
 	require.Eventually(t, func() bool {
-		res, err := kc.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{ConsumerGroup}})
+		res, err := kc.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{jobs.ConsumerGroup}})
 		if err != nil || len(res.Groups) != 1 {
 			return false
 		}

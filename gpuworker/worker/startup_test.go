@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"github.com/criticml/critic/domain/jobs"
 	"io"
 	"log/slog"
 	"net"
@@ -93,7 +94,7 @@ func TestClientFailsOverBetweenAPIURLs(t *testing.T) {
 	claim, err := c.ClaimNextTraining(context.Background(), "worker")
 	require.NoError(t, err)
 	require.Nil(t, claim, "nothing is queued")
-	require.Len(t, s.api.requests("/training/claim"), 1)
+	require.Len(t, s.api.requests("/jobs/train/claim"), 1)
 
 	// All down: the error names the instances and is transient (retried).
 	c = NewClient(dead+","+down.URL, testToken, "w-multi")
@@ -144,21 +145,21 @@ func TestWorkerWithoutAPIReleasesItsJobs(t *testing.T) {
 	down.Store(true)
 	require.Eventually(t, func() bool { return strings.Contains(logsA.String(), "leaving the job topics") }, time.Minute, 50*time.Millisecond)
 	// Jobs on every partition: all are taken by B (their claims name it).
-	const jobs = 8
-	for i := range jobs {
+	const n = 8
+	for i := range n {
 		run := fmt.Sprintf("run-%d", i)
-		publish(t, pub, TopicScore, run, ScoreMessage{RunID: run, TraceID: "t", ModelID: "m", OwnerID: s.api.owner.UserID})
+		publish(t, pub, jobs.TopicScore, run, jobs.ScoreJob{RunID: run, TraceID: "t", ModelID: "m", OwnerID: s.api.owner.UserID})
 	}
 	scoring := func() []request {
 		var out []request
 		for _, r := range s.api.requests("/claim") {
-			if strings.Contains(r.Path, "/scoring/") {
+			if strings.Contains(r.Path, "/jobs/score/") {
 				out = append(out, r)
 			}
 		}
 		return out
 	}
-	require.Eventually(t, func() bool { return len(scoring()) >= jobs }, 2*time.Minute, 50*time.Millisecond)
+	require.Eventually(t, func() bool { return len(scoring()) >= n }, 2*time.Minute, 50*time.Millisecond)
 	for _, c := range scoring() {
 		require.Equal(t, "w-b", c.Body["worker_id"], "%s was taken by the worker without an API", c.Path)
 	}

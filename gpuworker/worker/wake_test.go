@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"github.com/criticml/critic/domain/jobs"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ func TestEveryIdleWorkerWakesOnATrainMessage(t *testing.T) {
 	require.NoError(t, err)
 	defer pub.Close()
 	// Creates the topic with its one partition before any worker asks.
-	publish(t, pub, TopicTrain, "none", TrainMessage{ModelID: "none", Attempt: 1, OwnerID: s.api.owner.UserID})
+	publish(t, pub, jobs.TopicTrain, "none", jobs.TrainJob{ModelID: "none", Attempt: 1, OwnerID: s.api.owner.UserID})
 
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 2)
@@ -40,13 +41,13 @@ func TestEveryIdleWorkerWakesOnATrainMessage(t *testing.T) {
 	}
 	// Both loops asked once at start (nothing queued) and now wait for a
 	// wake-up; the first message reached both (a claim each after it).
-	s.api.waitFor("/training/claim", 4, time.Minute)
+	s.api.waitFor("/jobs/train/claim", 4, time.Minute)
 
 	a, _ := s.api.queueTraining(t, s.base)
 	b, _ := s.api.queueTraining(t, s.base)
-	publish(t, pub, TopicTrain, a, s.api.trainMessage(a))
-	publish(t, pub, TopicTrain, b, s.api.trainMessage(b))
-	s.api.waitFor("/succeeded", 2, 2*time.Minute)
+	publish(t, pub, jobs.TopicTrain, a, s.api.trainMessage(a))
+	publish(t, pub, jobs.TopicTrain, b, s.api.trainMessage(b))
+	s.api.waitFor("/finish", 2, 2*time.Minute) // trainings only: no other kind runs here
 	by := map[string]string{a: s.api.status(t, a).WorkerID, b: s.api.status(t, b).WorkerID}
 	require.ElementsMatch(t, []string{"w-1", "w-2"}, []string{by[a], by[b]}, "each worker trained one model: %v", by)
 

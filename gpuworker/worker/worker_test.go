@@ -82,29 +82,29 @@ func TestRunTrainsAndScores(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- Run(runCtx, cfg) }()
 
-	publish(t, pub, TopicTrain, id, s.api.trainMessage(id))
-	succ := s.api.waitFor("/training/"+id+"/succeeded", 1, 2*time.Minute)
+	publish(t, pub, jobs.TopicTrain, id, s.api.trainMessage(id))
+	succ := s.api.waitFor("/jobs/train/"+id+"/finish", 1, 2*time.Minute)
 	require.Equal(t, http.StatusOK, succ[0].Status, string(succ[0].Raw))
 	// The worker checked the API first, then pulled the attempt from the
 	// queue (the message only woke it): no claim names the model.
 	hello := s.api.requests("/hello")
 	require.Len(t, hello, 1)
 	require.Equal(t, http.StatusOK, hello[0].Status)
-	require.Empty(t, s.api.requests("/training/"+id+"/claim"))
-	pulls := s.api.requests("/training/claim")
+	require.Empty(t, s.api.requests("/jobs/train/"+id+"/claim"))
+	pulls := s.api.requests("/jobs/train/claim")
 	require.NotEmpty(t, pulls)
 	require.Equal(t, map[string]any{"worker_id": "w-1", "compute": "worker"}, pulls[0].Body)
-	require.Empty(t, s.api.requests("/failed"))
+	require.Empty(t, s.api.requestsOf(jobs.KindTrain, "/fail"))
 	require.Equal(t, "w-1", s.api.status(t, id).WorkerID)
 
 	// Heartbeats carried progress through every phase, and the service
 	// accepted them.
 	phases := map[string]bool{}
-	for _, hb := range s.api.requests("/training/" + id + "/heartbeat") {
+	for _, hb := range s.api.requests("/jobs/train/" + id + "/beat") {
 		require.Equal(t, http.StatusOK, hb.Status)
 		require.Equal(t, "w-1", hb.Body["worker_id"])
-		require.Equal(t, 1.0, hb.Body["attempt"])
-		phases[hb.Body["progress"].(map[string]any)["phase"].(string)] = true
+		require.Equal(t, 1.0, hb.Body["job"].(map[string]any)["attempt"])
+		phases[hb.Body["body"].(map[string]any)["phase"].(string)] = true
 	}
 	require.True(t, phases["training"], "phases %v", phases)
 	for p := range phases {
@@ -112,18 +112,23 @@ func TestRunTrainsAndScores(t *testing.T) {
 	}
 
 	// The success report, and what the service made of it.
-	var rep struct {
-		WorkerID          string             `json:"worker_id"`
-		Attempt           int                `json:"attempt"`
-		Metrics           map[string]any     `json:"metrics"`
-		RewardStats       model.RewardStats  `json:"reward_stats"`
-		ActionRewardStats *model.RewardStats `json:"action_reward_stats"`
-		ScoresKey         string             `json:"scores_key"`
-		ActionScoresKey   string             `json:"action_scores_key"`
+	var call struct {
+		WorkerID string `json:"worker_id"`
+		Job      struct {
+			Attempt int `json:"attempt"`
+		} `json:"job"`
+		Body struct {
+			Metrics           map[string]any     `json:"metrics"`
+			RewardStats       model.RewardStats  `json:"reward_stats"`
+			ActionRewardStats *model.RewardStats `json:"action_reward_stats"`
+			ScoresKey         string             `json:"scores_key"`
+			ActionScoresKey   string             `json:"action_scores_key"`
+		} `json:"body"`
 	}
-	require.NoError(t, json.Unmarshal(succ[0].Raw, &rep))
-	require.Equal(t, "w-1", rep.WorkerID)
-	require.Equal(t, 1, rep.Attempt)
+	require.NoError(t, json.Unmarshal(succ[0].Raw, &call))
+	rep := call.Body
+	require.Equal(t, "w-1", call.WorkerID)
+	require.Equal(t, 1, call.Job.Attempt)
 	require.Equal(t, "jobs/"+owner+"/"+id+"/attempt-1/scores.jsonl", rep.ScoresKey)
 	require.Equal(t, "jobs/"+owner+"/"+id+"/attempt-1/action_scores.jsonl", rep.ActionScoresKey)
 	for _, k := range []string{"train_pairs", "eval_pairs", "eval_accuracy", "eval_split", "excluded_cross_trace_pairs",
@@ -161,7 +166,7 @@ func TestRunTrainsAndScores(t *testing.T) {
 	require.NotEmpty(t, loaded[events.ScoresStream(id)], "the service appended the score events")
 	raw, err = s.blobs.Get(ctx, rep.ActionScoresKey)
 	require.NoError(t, err)
-	trained := readJSONLines[ActionScore](t, raw)
+	trained := readJSONLines[jobs.ActionScore](t, raw)
 	require.Len(t, trained, len(ds.ActionScoreItems))
 	for i, a := range trained {
 		require.Equal(t, ds.ActionScoreItems[i].StepID, a.StepID)
@@ -171,33 +176,35 @@ func TestRunTrainsAndScores(t *testing.T) {
 
 	// A duplicate delivery only wakes the worker: the queue has nothing,
 	// and nothing is trained again.
-	heartbeats := len(s.api.requests("/heartbeat"))
-	before := len(s.api.requests("/training/claim"))
-	publish(t, pub, TopicTrain, id, s.api.trainMessage(id))
-	s.api.waitFor("/training/claim", before+1, time.Minute)
+	heartbeats := len(s.api.requestsOf(jobs.KindTrain, "/beat"))
+	before := len(s.api.requests("/jobs/train/claim"))
+	publish(t, pub, jobs.TopicTrain, id, s.api.trainMessage(id))
+	s.api.waitFor("/jobs/train/claim", before+1, time.Minute)
 
 	// Scoring one trace with the uploaded checkpoint: the same texts get
 	// the same scores and credit as at training time.
 	traceID := s.api.traces[0]
 	run, err := s.api.cmds.RequestScoring(ctx, s.api.owner, traceID, id)
 	require.NoError(t, err)
-	publish(t, pub, TopicScore, run.RunID, ScoreMessage{RunID: run.RunID, TraceID: traceID, ModelID: id, OwnerID: owner})
-	fin := s.api.waitFor("/scoring/"+run.RunID+"/finished", 1, time.Minute)
+	publish(t, pub, jobs.TopicScore, run.RunID, jobs.ScoreJob{RunID: run.RunID, TraceID: traceID, ModelID: id, OwnerID: owner})
+	fin := s.api.waitFor("/jobs/score/"+run.RunID+"/finish", 1, time.Minute)
 	require.Equal(t, http.StatusOK, fin[0].Status, string(fin[0].Raw))
-	require.Equal(t, map[string]any{"worker_id": "w-1", "trace_id": traceID, "model_id": id},
-		s.api.requests("/scoring/" + run.RunID + "/claim")[0].Body)
+	require.Equal(t, map[string]any{"worker_id": "w-1", "job": map[string]any{"run_id": run.RunID, "trace_id": traceID, "model_id": id, "owner_id": owner}},
+		s.api.requests("/jobs/score/" + run.RunID + "/claim")[0].Body)
 	var f struct {
-		ActionScores []ActionScore `json:"action_scores"`
-		Error        string        `json:"error"`
+		Body struct {
+			ActionScores []jobs.ActionScore `json:"action_scores"`
+		} `json:"body"`
+		Error string `json:"error"`
 	}
 	require.NoError(t, json.Unmarshal(fin[0].Raw, &f))
 	require.Equal(t, "", f.Error)
-	byStep := map[string]ActionScore{}
+	byStep := map[string]jobs.ActionScore{}
 	for _, a := range trained {
 		byStep[a.StepID] = a
 	}
-	require.NotEmpty(t, f.ActionScores)
-	for _, a := range f.ActionScores {
+	require.NotEmpty(t, f.Body.ActionScores)
+	for _, a := range f.Body.ActionScores {
 		want, ok := byStep[a.StepID]
 		require.True(t, ok, "step %s was an action item at training time", a.StepID)
 		require.Equal(t, traceID, a.TraceID)
@@ -209,8 +216,8 @@ func TestRunTrainsAndScores(t *testing.T) {
 	require.Len(t, entries, 1, "the checkpoint is cached once")
 
 	// A duplicate score message is skipped too.
-	publish(t, pub, TopicScore, run.RunID, ScoreMessage{RunID: run.RunID, TraceID: traceID, ModelID: id, OwnerID: owner})
-	dupRun := s.api.waitFor("/scoring/"+run.RunID+"/claim", 2, time.Minute)
+	publish(t, pub, jobs.TopicScore, run.RunID, jobs.ScoreJob{RunID: run.RunID, TraceID: traceID, ModelID: id, OwnerID: owner})
+	dupRun := s.api.waitFor("/jobs/score/"+run.RunID+"/claim", 2, time.Minute)
 	require.Equal(t, http.StatusConflict, dupRun[1].Status)
 
 	stop()
@@ -220,10 +227,10 @@ func TestRunTrainsAndScores(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("Run did not return after cancel")
 	}
-	require.Len(t, s.api.requests("/succeeded"), 1, "no second training")
-	require.Len(t, s.api.requests("/heartbeat"), heartbeats, "no heartbeat after the duplicate")
-	require.Len(t, s.api.requests("/scoring/"+run.RunID+"/finished"), 1)
-	require.Empty(t, s.api.requests("/failed"))
+	require.Len(t, s.api.requestsOf(jobs.KindTrain, "/finish"), 1, "no second training")
+	require.Len(t, s.api.requestsOf(jobs.KindTrain, "/beat"), heartbeats, "no heartbeat after the duplicate")
+	require.Len(t, s.api.requests("/jobs/score/"+run.RunID+"/finish"), 1)
+	require.Empty(t, s.api.requestsOf(jobs.KindTrain, "/fail"))
 }
 
 // A base model the hub cannot serve fails the job; /failed carries the end of
@@ -239,10 +246,10 @@ func TestTrainFailureReportsLogTail(t *testing.T) {
 	id, _ := s.api.queueTraining(t, "Qwen/Qwen3-0.6B")
 
 	require.True(t, w.HandleTrain(context.Background(), mustJSON(t, s.api.trainMessage(id))))
-	failed := s.api.requests("/training/" + id + "/failed")
+	failed := s.api.requests("/jobs/train/" + id + "/fail")
 	require.Len(t, failed, 1)
 	require.Equal(t, http.StatusOK, failed[0].Status)
-	require.Empty(t, s.api.requests("/succeeded"))
+	require.Empty(t, s.api.requestsOf(jobs.KindTrain, "/finish"))
 	msg := failed[0].Body["error"].(string)
 	require.LessOrEqual(t, len([]rune(msg)), ErrorTailChars)
 	first, _, _ := strings.Cut(msg, "\n")
@@ -254,7 +261,7 @@ func TestTrainFailureReportsLogTail(t *testing.T) {
 	require.Contains(t, last, "training failed")
 	require.Contains(t, last, "hub: Qwen/Qwen3-0.6B@main has no config.json: not found")
 	require.Equal(t, "w-2", failed[0].Body["worker_id"])
-	require.Equal(t, 1.0, failed[0].Body["attempt"])
+	require.Equal(t, 1.0, failed[0].Body["job"].(map[string]any)["attempt"])
 	require.Equal(t, rewardmodels.StatusFailed, s.api.status(t, id).Status)
 	evs, err := s.api.cmds.ModelEvents(context.Background(), s.api.owner.UserID, id)
 	require.NoError(t, err)
@@ -262,14 +269,14 @@ func TestTrainFailureReportsLogTail(t *testing.T) {
 
 	// The duplicate: 409 → skipped, acknowledged, nothing reported.
 	require.True(t, w.HandleTrain(context.Background(), mustJSON(t, s.api.trainMessage(id))))
-	require.Equal(t, http.StatusConflict, s.api.requests("/training/" + id + "/claim")[1].Status)
-	require.Len(t, s.api.requests("/failed"), 1)
+	require.Equal(t, http.StatusConflict, s.api.requests("/jobs/train/" + id + "/claim")[1].Status)
+	require.Len(t, s.api.requestsOf(jobs.KindTrain, "/fail"), 1)
 
 	// Malformed messages are dropped (acknowledged) without calling the API.
 	n := len(s.api.requests(""))
 	require.True(t, w.HandleTrain(context.Background(), []byte(`{"model_id":"../x","attempt":1}`)))
 	require.True(t, w.HandleTrain(context.Background(), []byte(`not json`)))
-	require.True(t, w.HandleScore(context.Background(), []byte(`{}`)))
+	require.True(t, w.Handle(jobs.TopicScore)(context.Background(), []byte(`{}`)))
 	require.Len(t, s.api.requests(""), n)
 }
 
@@ -297,11 +304,11 @@ func TestLeaseLostStopsWithoutReport(t *testing.T) {
 	require.NoError(t, err)
 
 	require.True(t, w.HandleTrain(context.Background(), mustJSON(t, s.api.trainMessage(id))))
-	hbs := s.api.requests("/training/" + id + "/heartbeat")
+	hbs := s.api.requests("/jobs/train/" + id + "/beat")
 	require.NotEmpty(t, hbs)
 	require.Equal(t, http.StatusConflict, hbs[len(hbs)-1].Status)
-	require.Empty(t, s.api.requests("/succeeded"))
-	require.Empty(t, s.api.requests("/failed"))
+	require.Empty(t, s.api.requestsOf(jobs.KindTrain, "/finish"))
+	require.Empty(t, s.api.requestsOf(jobs.KindTrain, "/fail"))
 	_, err = s.blobs.Get(context.Background(), jobs.ArtifactKey(s.api.owner.UserID, id))
 	require.ErrorIs(t, err, blob.ErrNotFound, "nothing was uploaded")
 	m := s.api.status(t, id)
@@ -331,9 +338,9 @@ func TestShutdownMidTrainingHandsTheJobBack(t *testing.T) {
 	require.NotNil(t, claim)
 	require.Equal(t, id, claim.ModelID)
 	require.False(t, w.RunTraining(ctx, claim))
-	require.Empty(t, s.api.requests("/succeeded"))
-	require.Empty(t, s.api.requests("/failed"), "a stop is no failure")
-	back := s.api.requests("/training/" + id + "/handback")
+	require.Empty(t, s.api.requestsOf(jobs.KindTrain, "/finish"))
+	require.Empty(t, s.api.requestsOf(jobs.KindTrain, "/fail"), "a stop is no failure")
+	back := s.api.requests("/jobs/train/" + id + "/handback")
 	require.Len(t, back, 1)
 	require.Equal(t, http.StatusOK, back[0].Status)
 	require.Contains(t, back[0].Body["reason"], "worker w-4 stopped (shutting down) during training")
@@ -352,7 +359,7 @@ func TestShutdownMidTrainingHandsTheJobBack(t *testing.T) {
 	m = s.api.status(t, id)
 	require.Equal(t, rewardmodels.StatusSucceeded, m.Status)
 	require.Equal(t, "w-5", m.WorkerID)
-	require.Len(t, s.api.requests("/succeeded"), 1)
+	require.Len(t, s.api.requestsOf(jobs.KindTrain, "/finish"), 1)
 }
 
 // A model recorded with action stats whose archive lacks
@@ -380,12 +387,13 @@ func TestScoringWithoutActionStatsReportsError(t *testing.T) {
 	traceID := s.api.traces[0]
 	run, err := s.api.cmds.RequestScoring(ctx, s.api.owner, traceID, id)
 	require.NoError(t, err)
-	require.True(t, w.HandleScore(ctx, mustJSON(t, ScoreMessage{RunID: run.RunID, TraceID: traceID, ModelID: id, OwnerID: s.api.owner.UserID})))
-	fin := s.api.requests("/scoring/" + run.RunID + "/finished")
+	require.True(t, w.Handle(jobs.TopicScore)(ctx, mustJSON(t, jobs.ScoreJob{RunID: run.RunID, TraceID: traceID, ModelID: id, OwnerID: s.api.owner.UserID})))
+	require.Empty(t, s.api.requests("/jobs/score/"+run.RunID+"/finish"))
+	fin := s.api.requests("/jobs/score/" + run.RunID + "/fail")
 	require.Len(t, fin, 1)
 	require.Equal(t, http.StatusOK, fin[0].Status)
 	require.Contains(t, fin[0].Body["error"], "action_reward_stats.json")
-	require.Equal(t, []any{}, fin[0].Body["action_scores"])
+	require.Nil(t, fin[0].Body["body"], "a failure reports no scores")
 	loaded, err := s.api.store.LoadStreams(ctx, []string{events.ScoringStream(traceID, id)})
 	require.NoError(t, err)
 	evs := loaded[events.ScoringStream(traceID, id)]
@@ -426,7 +434,7 @@ func TestShutdownMidScoringHandsTheRunBack(t *testing.T) {
 	traceID := s.api.traces[0]
 	run, err := s.api.cmds.RequestScoring(ctx, s.api.owner, traceID, id)
 	require.NoError(t, err)
-	msg := mustJSON(t, ScoreMessage{RunID: run.RunID, TraceID: traceID, ModelID: id, OwnerID: s.api.owner.UserID})
+	msg := mustJSON(t, jobs.ScoreJob{RunID: run.RunID, TraceID: traceID, ModelID: id, OwnerID: s.api.owner.UserID})
 
 	jobCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -440,9 +448,9 @@ func TestShutdownMidScoringHandsTheRunBack(t *testing.T) {
 	w, err := New(cfg)
 	require.NoError(t, err)
 	defer w.Close()
-	require.False(t, w.HandleScore(jobCtx, msg), "an interrupted job is not acknowledged")
-	require.Empty(t, s.api.requests("/scoring/"+run.RunID+"/finished"), "a stop is no failure")
-	back := s.api.requests("/scoring/" + run.RunID + "/handback")
+	require.False(t, w.Handle(jobs.TopicScore)(jobCtx, msg), "an interrupted job is not acknowledged")
+	require.Empty(t, s.api.requests("/jobs/score/"+run.RunID+"/finish"), "a stop is no failure")
+	back := s.api.requests("/jobs/score/" + run.RunID + "/handback")
 	require.Len(t, back, 1)
 	require.Equal(t, http.StatusOK, back[0].Status, string(back[0].Raw))
 	loaded, err = s.api.store.LoadStreams(ctx, []string{events.ScoringStream(traceID, id)})
@@ -458,8 +466,8 @@ func TestShutdownMidScoringHandsTheRunBack(t *testing.T) {
 	w2, err := New(s.config(t, "w-next"))
 	require.NoError(t, err)
 	defer w2.Close()
-	require.True(t, w2.HandleScore(ctx, msg))
-	fin := s.api.requests("/scoring/" + run.RunID + "/finished")
+	require.True(t, w2.Handle(jobs.TopicScore)(ctx, msg))
+	fin := s.api.requests("/jobs/score/" + run.RunID + "/finish")
 	require.Len(t, fin, 1)
 	require.Equal(t, http.StatusOK, fin[0].Status, string(fin[0].Raw))
 	require.Empty(t, fin[0].Body["error"])

@@ -1,65 +1,47 @@
 package workerapi
 
 import (
-	"net/http"
+	"context"
 
-	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 )
 
-// The extraction routes: an extraction worker claims an attempt, renews its
-// lease with progress, reports each trace's findings, and finishes (or
-// fails) the extraction, or hands it back when it stops. Findings are checked against the source here, by
-// the same domain rules the worker used.
-
-func (a *API) claimExtraction(r *http.Request) (any, error) {
-	var req jobs.AttemptRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
+// extraction is KindExtract: an attempt's feedback extraction, claimed
+// under a lease renewed with the targets done; each trace's findings are a
+// report, checked against the source here by the same domain rules the
+// worker used; a hand-back keeps the findings for the next worker.
+func (a *API) extraction() actions {
+	type c[B any] = call[jobs.ExtractJob, B]
+	return actions{
+		jobs.Claim: on(func(ctx context.Context, r c[struct{}]) (any, error) {
+			x, err := a.cmds.ClaimExtraction(ctx, r.Worker, r.ID, r.Job.Attempt, a.lease)
+			if err != nil {
+				return nil, err
+			}
+			return jobs.ExtractionClaim{ModelID: x.ModelID, OwnerID: x.OwnerID, Attempt: x.Attempt, InputsKey: x.InputsKey,
+				ClassifierModel: x.ClassifierModel, LeaseSeconds: x.LeaseSeconds, TargetsTotal: x.TargetsTotal, TargetsDone: x.TargetsDone}, nil
+		}),
+		jobs.Beat: on(func(ctx context.Context, r c[jobs.ExtractionProgress]) (any, error) {
+			return ack(a.cmds.ExtractionProgress(ctx, r.Worker, r.ID, r.Job.Attempt, r.Body.TargetsDone))
+		}),
+		// The record's own worker_id is overwritten by the call's: the
+		// API, not the worker, decides what the stored event says.
+		jobs.Report: on(func(ctx context.Context, r c[events.RewardModelFeedbackExtractedV1]) (any, error) {
+			return ack(a.cmds.RecordFeedback(ctx, r.Worker, r.ID, r.Body))
+		}),
+		jobs.Finish: on(func(ctx context.Context, r c[struct{}]) (any, error) {
+			return ack(a.cmds.FinishExtraction(ctx, r.Worker, r.ID, r.Job.Attempt, ""))
+		}),
+		jobs.Fail: on(func(ctx context.Context, r c[struct{}]) (any, error) {
+			msg := r.Error
+			if msg == "" {
+				msg = "the worker reported a failure without a log"
+			}
+			return ack(a.cmds.FinishExtraction(ctx, r.Worker, r.ID, r.Job.Attempt, msg))
+		}),
+		jobs.HandBack: on(func(ctx context.Context, r c[struct{}]) (any, error) {
+			return ack(a.cmds.HandBackExtraction(ctx, r.Worker, r.ID, r.Job.Attempt, r.Reason))
+		}),
 	}
-	if req.WorkerID == "" {
-		return nil, domain.Invalid("worker_id is required")
-	}
-	c, err := a.cmds.ClaimExtraction(r.Context(), req.WorkerID, r.PathValue("model_id"), req.Attempt, a.lease)
-	if err != nil {
-		return nil, err
-	}
-	return jobs.ExtractionClaim{ModelID: c.ModelID, OwnerID: c.OwnerID, Attempt: c.Attempt, InputsKey: c.InputsKey,
-		ClassifierModel: c.ClassifierModel, LeaseSeconds: c.LeaseSeconds, TargetsTotal: c.TargetsTotal, TargetsDone: c.TargetsDone}, nil
-}
-
-func (a *API) extractionProgress(r *http.Request) (any, error) {
-	var req jobs.ExtractionProgress
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	_, err := a.cmds.ExtractionProgress(r.Context(), req.WorkerID, r.PathValue("model_id"), req.Attempt, req.TargetsDone)
-	return jobs.Ack{OK: err == nil}, err
-}
-
-func (a *API) extractionFindings(r *http.Request) (any, error) {
-	var req jobs.ExtractionFindings
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	_, err := a.cmds.RecordFeedback(r.Context(), req.WorkerID, r.PathValue("model_id"), req.RewardModelFeedbackExtractedV1)
-	return jobs.Ack{OK: err == nil}, err
-}
-
-func (a *API) extractionFinished(r *http.Request) (any, error) {
-	var req jobs.ExtractionFinished
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	_, err := a.cmds.FinishExtraction(r.Context(), req.WorkerID, r.PathValue("model_id"), req.Attempt, req.Error)
-	return jobs.Ack{OK: err == nil}, err
-}
-
-func (a *API) extractionHandBack(r *http.Request) (any, error) {
-	var req jobs.ExtractionHandBack
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	_, err := a.cmds.HandBackExtraction(r.Context(), req.WorkerID, r.PathValue("model_id"), req.Attempt, req.Reason)
-	return jobs.Ack{OK: err == nil}, err
 }

@@ -1,81 +1,36 @@
 package workerapi
 
 import (
-	"net/http"
+	"context"
+	"encoding/json"
 
-	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 )
 
-// registerGepa mounts the GEPA routes: claim, heartbeat, one call per
-// evaluated candidate (recorded as gepa_run.candidate_evaluated), and the
-// result or failure.
-func (a *API) registerGepa(route func(string, func(*http.Request) (any, error))) {
-	route(jobs.RouteClaimGepa, a.claimGepa)
-	route(jobs.RouteGepaHeartbeat, a.gepaHeartbeat)
-	route(jobs.RouteGepaCandidate, a.gepaCandidate)
-	route(jobs.RouteGepaSucceeded, a.gepaSucceeded)
-	route(jobs.RouteGepaFailed, a.gepaFailed)
-	route(jobs.RouteGepaHandBack, a.gepaHandBack)
-}
-
-func (a *API) claimGepa(r *http.Request) (any, error) {
-	var req jobs.GepaRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
+// gepa is KindGepa: a GEPA run under a lease renewed with its progress;
+// every evaluated candidate is a report (gepa_run.candidate_evaluated) and
+// the result is result.json.
+func (a *API) gepa() actions {
+	type c[B any] = call[jobs.GepaJob, B]
+	return actions{
+		jobs.Claim: on(func(ctx context.Context, r c[struct{}]) (any, error) {
+			return a.cmds.ClaimGepa(ctx, r.Worker, r.ID, a.lease)
+		}),
+		jobs.Beat: on(func(ctx context.Context, r c[events.GepaProgress]) (any, error) {
+			return ack(a.cmds.GepaHeartbeat(ctx, r.Worker, r.ID, r.Body))
+		}),
+		jobs.Report: on(func(ctx context.Context, r c[events.GepaRunCandidateEvaluatedV1]) (any, error) {
+			return ack(a.cmds.RecordGepaCandidate(ctx, r.Worker, r.ID, r.Body))
+		}),
+		jobs.Finish: on(func(ctx context.Context, r c[json.RawMessage]) (any, error) {
+			return ack(a.cmds.SucceedGepa(ctx, r.Worker, r.ID, r.Body))
+		}),
+		jobs.Fail: on(func(ctx context.Context, r c[struct{}]) (any, error) {
+			return ack(a.cmds.FailGepa(ctx, r.Worker, r.ID, r.Error))
+		}),
+		jobs.HandBack: on(func(ctx context.Context, r c[struct{}]) (any, error) {
+			return ack(a.cmds.HandBackGepa(ctx, r.Worker, r.ID, r.Reason))
+		}),
 	}
-	if req.WorkerID == "" {
-		return nil, domain.Invalid("worker_id is required")
-	}
-	c, err := a.cmds.ClaimGepa(r.Context(), req.WorkerID, r.PathValue("run_id"), a.lease)
-	a.claimed("gepa", err)
-	return c, err
-}
-
-func (a *API) gepaHeartbeat(r *http.Request) (any, error) {
-	var req jobs.GepaHeartbeat
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	_, err := a.cmds.GepaHeartbeat(r.Context(), req.WorkerID, r.PathValue("run_id"), req.Progress)
-	return jobs.Ack{OK: err == nil}, err
-}
-
-func (a *API) gepaCandidate(r *http.Request) (any, error) {
-	var req jobs.GepaCandidate
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	_, err := a.cmds.RecordGepaCandidate(r.Context(), req.WorkerID, r.PathValue("run_id"), req.Candidate)
-	return jobs.Ack{OK: err == nil}, err
-}
-
-func (a *API) gepaSucceeded(r *http.Request) (any, error) {
-	var req jobs.GepaSucceeded
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	_, err := a.cmds.SucceedGepa(r.Context(), req.WorkerID, r.PathValue("run_id"), req.Result)
-	a.reported("gepa", "succeeded", err)
-	return jobs.Ack{OK: err == nil}, err
-}
-
-func (a *API) gepaFailed(r *http.Request) (any, error) {
-	var req jobs.GepaFailed
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	_, err := a.cmds.FailGepa(r.Context(), req.WorkerID, r.PathValue("run_id"), req.Error)
-	a.reported("gepa", "failed", err)
-	return jobs.Ack{OK: err == nil}, err
-}
-
-func (a *API) gepaHandBack(r *http.Request) (any, error) {
-	var req jobs.GepaHandBack
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	_, err := a.cmds.HandBackGepa(r.Context(), req.WorkerID, r.PathValue("run_id"), req.Reason)
-	a.reported("gepa", "handed_back", err)
-	return jobs.Ack{OK: err == nil}, err
 }

@@ -1,56 +1,50 @@
 package workerapi
 
 import (
-	"net/http"
+	"context"
 
 	"github.com/criticml/critic/commands"
-	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/traces"
 )
 
-// The step-label routes: a labeler fetches a revision's steps and the chunks
-// already labeled, reports labels in batches as it goes (each batch a
-// trace.steps_labeled event, checked by traces.DecideStepLabels against the
-// revision it describes), and reports the chunks it could not label.
-
-func (a *API) labelSource(r *http.Request) (any, error) {
-	var req jobs.LabelSourceRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
+// labels is KindLabel: the claim answers a revision's steps and the chunks
+// already labeled; labels are reported in batches as they arrive (each a
+// trace.steps_labeled event, checked by traces.DecideStepLabels against
+// the revision it describes); a failure records the chunks it could not
+// label; finish ends a run that labeled everything it was asked.
+func (a *API) labels() actions {
+	type c[B any] = call[jobs.LabelJob, B]
+	return actions{
+		jobs.Claim: on(func(ctx context.Context, r c[struct{}]) (any, error) {
+			return a.cmds.LabelSourceOf(ctx, r.ID, r.Job.Revision)
+		}),
+		jobs.Report: on(func(ctx context.Context, r c[jobs.LabelReport]) (any, error) {
+			return ack(a.cmds.RecordStepLabels(ctx, commands.WorkerActor(r.Worker), traces.StepLabelsInput{
+				TraceID: r.ID, Revision: r.Job.Revision, Model: r.Body.Model, PromptVersion: r.Body.PromptVersion,
+				Labels: r.Body.Labels, InputTokens: r.Body.Usage.InputTokens, OutputTokens: r.Body.Usage.OutputTokens}))
+		}),
+		jobs.Finish: on(func(context.Context, c[struct{}]) (any, error) { return jobs.Ack{OK: true}, nil }),
+		jobs.Fail: on(func(ctx context.Context, r c[jobs.LabelFailure]) (any, error) {
+			return ack(a.cmds.RecordLabelingFailure(ctx, r.Worker, r.ID, r.Job.Revision, r.Body, r.Error))
+		}),
 	}
-	if req.WorkerID == "" {
-		return nil, domain.Invalid("worker_id is required")
-	}
-	src, err := a.cmds.LabelSourceOf(r.Context(), r.PathValue("trace_id"), req.Revision)
-	a.claimed("label", err)
-	return src, err
 }
 
-func (a *API) recordLabels(r *http.Request) (any, error) {
-	var req jobs.LabelReport
-	if err := decode(r, &req); err != nil {
-		return nil, err
+// qualityChecks is KindQualityCheck, run within a label job after its
+// labels (its job is the label job's message): the claim answers the open
+// steps without a check, the result is the grading model's answers (a
+// trace.steps_quality_checked event, checked by traces.DecideQualityChecks).
+func (a *API) qualityChecks() actions {
+	type c[B any] = call[jobs.LabelJob, B]
+	return actions{
+		jobs.Claim: on(func(ctx context.Context, r c[struct{}]) (any, error) {
+			return a.cmds.QualityCheckSourceOf(ctx, r.ID, r.Job.Revision)
+		}),
+		jobs.Finish: on(func(ctx context.Context, r c[jobs.QualityCheckReport]) (any, error) {
+			return ack(a.cmds.RecordQualityChecks(ctx, commands.WorkerActor(r.Worker), traces.QualityChecksInput{
+				TraceID: r.ID, Revision: r.Job.Revision, Model: r.Body.Model, PromptVersion: r.Body.PromptVersion,
+				Checks: r.Body.Checks, InputTokens: r.Body.Usage.InputTokens, OutputTokens: r.Body.Usage.OutputTokens}))
+		}),
 	}
-	if req.WorkerID == "" {
-		return nil, domain.Invalid("worker_id is required")
-	}
-	_, err := a.cmds.RecordStepLabels(r.Context(), commands.WorkerActor(req.WorkerID), traces.StepLabelsInput{
-		TraceID: r.PathValue("trace_id"), Revision: req.Revision, Model: req.Model, PromptVersion: req.PromptVersion,
-		Labels: req.Labels, InputTokens: req.Usage.InputTokens, OutputTokens: req.Usage.OutputTokens})
-	a.reported("label", "succeeded", err)
-	return jobs.Ack{OK: err == nil}, err
-}
-
-func (a *API) labelingFailed(r *http.Request) (any, error) {
-	var req jobs.LabelFailure
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	if req.WorkerID == "" {
-		return nil, domain.Invalid("worker_id is required")
-	}
-	_, err := a.cmds.RecordLabelingFailure(r.Context(), req.WorkerID, r.PathValue("trace_id"), req)
-	a.reported("label", "failed", err)
-	return jobs.Ack{OK: err == nil}, err
 }

@@ -1,31 +1,27 @@
 package workerapi
 
 import (
-	"net/http"
+	"context"
 
 	"github.com/criticml/critic/domain/jobs"
 )
 
-// The title routes: a title worker fetches a trace's bounded excerpt and
-// reports the fast model's title, which becomes trace.titled.
-
-func (a *API) titleSource(r *http.Request) (any, error) {
-	var req jobs.TitleSourceRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
+// titles is KindTitle: the claim answers a trace's bounded excerpt (Needed
+// false when the revision is stale or titled: a duplicate job costs no
+// model call) and the result becomes trace.titled.
+func (a *API) titles() actions {
+	type c[B any] = call[jobs.TitleJob, B]
+	return actions{
+		jobs.Claim: on(func(ctx context.Context, r c[struct{}]) (any, error) {
+			s, err := a.cmds.TitleSourceOf(ctx, r.ID, r.Job.Revision)
+			if err != nil {
+				return nil, err
+			}
+			return jobs.TitleSource{TraceID: s.TraceID, Revision: s.Revision, Input: s.Input, Needed: s.Needed}, nil
+		}),
+		jobs.Finish: on(func(ctx context.Context, r c[jobs.TitleReport]) (any, error) {
+			res, err := a.cmds.RecordTitle(ctx, r.Worker, r.ID, r.Job.Revision, r.Body.Title, r.Body.Model, r.Body.Usage)
+			return jobs.TitleRecorded{Recorded: err == nil && res.LastEventID != ""}, err
+		}),
 	}
-	s, err := a.cmds.TitleSourceOf(r.Context(), r.PathValue("trace_id"), req.Revision)
-	if err != nil {
-		return nil, err
-	}
-	return jobs.TitleSource{TraceID: s.TraceID, Revision: s.Revision, Input: s.Input, Needed: s.Needed}, nil
-}
-
-func (a *API) recordTitle(r *http.Request) (any, error) {
-	var req jobs.TitleReport
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	res, err := a.cmds.RecordTitle(r.Context(), req.WorkerID, r.PathValue("trace_id"), req.Revision, req.Title, req.Model, req.Usage)
-	return jobs.TitleRecorded{Recorded: err == nil && res.LastEventID != ""}, err
 }

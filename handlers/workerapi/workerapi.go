@@ -3,10 +3,16 @@
 // access — never database credentials — and report claims, heartbeats and
 // results here; the service runs the matching commands, which append the
 // events.
+//
+// Every kind of job is served by one route (jobs.RouteJob:
+// /jobs/{kind}/{id}/{claim|beat|report|finish|fail|handback}); a kind
+// contributes only its table of actions (one file per kind), each a typed
+// function of the job's message and the action's body.
 package workerapi
 
 import (
 	"bytes"
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"io"
@@ -16,8 +22,8 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
-	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/handlers/edge"
 )
 
@@ -34,6 +40,7 @@ type API struct {
 	lease time.Duration
 	obs   Observer
 	queue TrainingQueue
+	kinds map[jobs.Kind]actions
 }
 
 // Observer counts claims and reports by job kind ("train", "score"); the
@@ -49,22 +56,17 @@ func (a *API) WithObserver(o Observer) *API {
 	return a
 }
 
-func (a *API) claimed(kind string, err error) {
-	if a.obs != nil {
-		a.obs.JobClaimed(kind, err != nil)
-	}
+// TrainingQueue nominates claimable training attempts, oldest first (the
+// read model's ClaimableTraining); the model's stream decides each claim.
+type TrainingQueue interface {
+	ClaimableTraining(ctx context.Context, limit int) ([]rewardmodels.TrainingCandidate, error)
 }
 
-// reported counts a result report: outcome when the API accepted it,
-// "rejected" when it refused it (a lost lease, a bad payload).
-func (a *API) reported(kind, outcome string, err error) {
-	if a.obs == nil {
-		return
-	}
-	if err != nil {
-		outcome = "rejected"
-	}
-	a.obs.JobReported(kind, outcome)
+// WithTrainingQueue lets free workers pull training attempts
+// (jobs.RouteClaimNext).
+func (a *API) WithTrainingQueue(q TrainingQueue) *API {
+	a.queue = q
+	return a
 }
 
 // New returns the worker service; token is the shared worker token.
@@ -72,7 +74,13 @@ func New(cmds *commands.Commands, token string, lease time.Duration) *API {
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	return &API{cmds: cmds, token: token, lease: lease}
+	a := &API{cmds: cmds, token: token, lease: lease}
+	a.kinds = map[jobs.Kind]actions{
+		jobs.KindTrain: a.training(), jobs.KindScore: a.scoring(), jobs.KindExtract: a.extraction(),
+		jobs.KindTitle: a.titles(), jobs.KindGepa: a.gepa(), jobs.KindLabel: a.labels(), jobs.KindQualityCheck: a.qualityChecks(),
+		jobs.KindAssess: a.assessments(), jobs.KindEvaluatorTrain: a.evaluatorCandidates(), jobs.KindEvaluatorScore: a.evaluatorScoring(),
+	}
+	return a
 }
 
 // Mux is where Register mounts the routes (an *http.ServeMux); an interface
@@ -100,31 +108,8 @@ func (a *API) Register(mux Mux) {
 		})
 	}
 	route(jobs.RouteHello, a.hello)
-	route(jobs.RouteClaimNextTraining, a.claimNextTraining)
-	route(jobs.RouteHandBack, a.handBack)
-	route(jobs.RouteClaimTraining, a.claimTraining)
-	route(jobs.RouteHeartbeat, a.heartbeat)
-	route(jobs.RouteSucceeded, a.succeeded)
-	route(jobs.RouteFailed, a.failed)
-	route(jobs.RouteClaimScoring, a.claimScoring)
-	route(jobs.RouteScoringFinished, a.finishScoring)
-	route(jobs.RouteScoringHandBack, a.handBackScoring)
-	route(jobs.RouteClaimExtraction, a.claimExtraction)
-	route(jobs.RouteExtractionProgress, a.extractionProgress)
-	route(jobs.RouteExtractionFindings, a.extractionFindings)
-	route(jobs.RouteExtractionFinished, a.extractionFinished)
-	route(jobs.RouteExtractionHandBack, a.extractionHandBack)
-	route(jobs.RouteTitleSource, a.titleSource)
-	route(jobs.RouteTitleRecord, a.recordTitle)
-	a.registerGepa(route)
-	route(jobs.RouteLabelSource, a.labelSource)
-	route(jobs.RouteLabelRecord, a.recordLabels)
-	route(jobs.RouteLabelFailed, a.labelingFailed)
-	route(jobs.RouteQualityCheckSource, a.qualityCheckSource)
-	route(jobs.RouteQualityCheckRecord, a.recordQualityChecks)
-	route(jobs.RouteAssessSource, a.assessSource)
-	route(jobs.RouteAssessRecord, a.assessRecord)
-	a.registerEvaluator(route)
+	route(jobs.RouteClaimNext, a.claimNext)
+	route(jobs.RouteJob, a.job)
 }
 
 func (a *API) authorized(r *http.Request) bool {
@@ -132,10 +117,10 @@ func (a *API) authorized(r *http.Request) bool {
 	return ok && a.token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) == 1
 }
 
-// decode reads a worker's report. What a worker reports is mostly a
-// model's answer about trace content (titles, labels, findings, skills):
-// outside text, so it passes the edge's text rule (domain.CheckJSON) like
-// a client's body before anything is appended.
+// decode reads a worker's call. What a worker reports is mostly a model's
+// answer about trace content (titles, labels, findings, skills): outside
+// text, so it passes the edge's text rule (domain.CheckJSON) like a
+// client's body before anything is appended.
 func decode(r *http.Request, v any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 64<<20))
 	if err != nil {
@@ -144,99 +129,29 @@ func decode(r *http.Request, v any) error {
 	if err := domain.CheckJSON("", body); err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
+	return strict(body, v, "")
+}
+
+// strict decodes raw into v, refusing unknown fields; field names what the
+// raw JSON is (a call's "body"), for the error.
+func strict(raw []byte, v any, field string) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if field != "" {
+			return &domain.ValidationError{Code: "invalid_request", Field: field, Message: "malformed " + field + ": " + err.Error()}
+		}
 		return domain.Invalid("malformed request: %v", err)
 	}
 	return nil
 }
 
-func (a *API) claimTraining(r *http.Request) (any, error) {
-	var req jobs.AttemptRequest
+// hello answers a worker's start-up check: reaching it at all proves the
+// address, and the route's token check proves the token.
+func (a *API) hello(r *http.Request) (any, error) {
+	var req jobs.Hello
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	if req.WorkerID == "" {
-		return nil, domain.Invalid("worker_id is required")
-	}
-	j, err := a.cmds.ClaimTraining(r.Context(), req.WorkerID, r.PathValue("model_id"), req.Attempt, a.lease)
-	a.claimed("train", err)
-	if err != nil {
-		return nil, err
-	}
-	return jobs.TrainingClaim{ModelID: j.ModelID, OwnerID: j.OwnerID, Name: j.Name, BaseModel: j.BaseModel, DatasetKey: j.DatasetKey,
-		ArtifactKey: j.ArtifactKey, Attempt: j.Attempt, Epochs: j.Epochs, LeaseSeconds: j.LeaseSeconds}, nil
-}
-
-func (a *API) heartbeat(r *http.Request) (any, error) {
-	var req jobs.Heartbeat
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	_, err := a.cmds.Heartbeat(r.Context(), req.WorkerID, r.PathValue("model_id"), req.Attempt, req.Progress)
-	return jobs.Ack{OK: err == nil}, err
-}
-
-func (a *API) succeeded(r *http.Request) (any, error) {
-	var req jobs.Succeeded
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	if string(req.ActionRewardStats) == "null" {
-		req.ActionRewardStats = nil
-	}
-	_, err := a.cmds.CompleteTraining(r.Context(), commands.CompleteTraining{WorkerID: req.WorkerID, ModelID: r.PathValue("model_id"),
-		Attempt: req.Attempt, Metrics: req.Metrics, RewardStats: req.RewardStats, ActionStats: req.ActionRewardStats,
-		ScoresKey: req.ScoresKey, ActionScoresKey: req.ActionScoresKey})
-	a.reported("train", "succeeded", err)
-	return jobs.Ack{OK: err == nil}, err
-}
-
-func (a *API) failed(r *http.Request) (any, error) {
-	var req jobs.Failed
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	_, err := a.cmds.FailTraining(r.Context(), req.WorkerID, r.PathValue("model_id"), req.Attempt, req.Error)
-	a.reported("train", "failed", err)
-	return jobs.Ack{OK: err == nil}, err
-}
-
-func (a *API) claimScoring(r *http.Request) (any, error) {
-	var req jobs.ScoringRequest
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	key, err := a.cmds.ClaimScoring(r.Context(), req.WorkerID, req.TraceID, req.ModelID, r.PathValue("run_id"))
-	a.claimed("score", err)
-	return jobs.ScoringClaim{ItemsKey: key}, err
-}
-
-func (a *API) handBackScoring(r *http.Request) (any, error) {
-	var req jobs.ScoringHandBack
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	_, err := a.cmds.HandBackScoring(r.Context(), req.WorkerID, req.TraceID, req.ModelID, r.PathValue("run_id"), req.Reason)
-	a.reported("score", "handed_back", err)
-	return jobs.Ack{OK: err == nil}, err
-}
-
-func (a *API) finishScoring(r *http.Request) (any, error) {
-	var req jobs.ScoringFinished
-	if err := decode(r, &req); err != nil {
-		return nil, err
-	}
-	scores := make([]events.ActionScore, len(req.ActionScores))
-	for i, s := range req.ActionScores {
-		scores[i] = events.ActionScore{TraceID: s.TraceID, StepID: s.StepID, Score: s.Score, Credit: s.Credit}
-	}
-	_, err := a.cmds.FinishScoring(r.Context(), req.WorkerID, req.TraceID, req.ModelID, r.PathValue("run_id"), scores, req.Error)
-	outcome := "succeeded"
-	if req.Error != "" {
-		outcome = "failed"
-	}
-	a.reported("score", outcome, err)
-	return jobs.Ack{OK: err == nil}, err
+	return jobs.HelloAnswer{OK: true, LeaseSeconds: int(a.lease.Seconds())}, nil
 }

@@ -35,7 +35,9 @@ func readLog(t *testing.T, name string) []events.Envelope {
 // state machine was shared: replaying an old log decides the same.
 func TestOldLogsFoldToTheRecordedState(t *testing.T) {
 	t.Parallel()
-	at := func(s int) time.Time { return time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(s) * time.Second) }
+	at := func(s int) time.Time {
+		return time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(s) * time.Second)
+	}
 	got := map[string]any{}
 
 	// Training and extraction: fold the model up to each point and ask.

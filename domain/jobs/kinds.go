@@ -1,0 +1,117 @@
+package jobs
+
+import (
+	"encoding/json"
+	"net/url"
+)
+
+// Kind names a kind of worker job. Every kind is one leased job to the
+// worker service: a worker claims it, renews its lease (beat), reports
+// partial results as it goes (report), and finishes, fails or hands it
+// back, all on one route (RouteJob). What differs between kinds is only
+// the job's message (what its topic carries), the claim's answer (what the
+// worker works on), and the payloads of its reports and result.
+type Kind string
+
+// The kinds of worker job.
+const (
+	KindTrain          Kind = "train"
+	KindScore          Kind = "score"
+	KindExtract        Kind = "extract"
+	KindTitle          Kind = "title"
+	KindGepa           Kind = "gepa"
+	KindLabel          Kind = "label"
+	KindQualityCheck   Kind = "quality_check"
+	KindAssess         Kind = "assess"
+	KindEvaluatorTrain Kind = "evaluator_train"
+	KindEvaluatorScore Kind = "evaluator_score"
+)
+
+// The actions on one job (the {action} of RouteJob).
+const (
+	// Claim takes the job (409 not_claimable: a duplicate or stale
+	// delivery, or another worker holds it) and answers what to work on.
+	Claim = "claim"
+	// Beat renews the lease, with the kind's progress as the body.
+	Beat = "beat"
+	// Report records a partial result (findings, a GEPA candidate, a batch
+	// of labels, an assessment) while the job runs.
+	Report = "report"
+	// Finish records the result; the kind's domain decision turns it into
+	// its events.
+	Finish = "finish"
+	// Fail ends the job with the end of its log as the error.
+	Fail = "fail"
+	// HandBack returns the job to the queue (the worker is stopping); the
+	// next free worker takes it. A hand-back is no failure and no lost run.
+	HandBack = "handback"
+)
+
+// RouteJob is the one worker-service route about a job, relative to
+// ServicePrefix; JobPath builds its URLs.
+const RouteJob = "POST /jobs/{kind}/{id}/{action}"
+
+// JobPath is the URL path of action on the job id of kind.
+func JobPath(kind Kind, id, action string) string {
+	return ServicePrefix + "/jobs/" + string(kind) + "/" + url.PathEscape(id) + "/" + action
+}
+
+// Call is the body of every RouteJob call: who calls, the job as its topic
+// carried it (its attempt, revision or trace, which every answer of the
+// API checks against the job's stream), and the action's payload.
+type Call struct {
+	WorkerID string          `json:"worker_id"`
+	Job      json.RawMessage `json:"job"`
+	// Body is the action's payload: the kind's progress (beat), a partial
+	// result (report), the result (finish), or what failed (fail).
+	Body json.RawMessage `json:"body,omitempty"`
+	// Error is a failure's message (fail), Reason a hand-back's one line.
+	Error  string `json:"error,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Message is a job message (what a kind's topic carries): it names its job.
+type Message interface {
+	// JobID is the id the job's calls are about; "" for a malformed message.
+	JobID() string
+}
+
+// JobID implements Message.
+func (m TrainJob) JobID() string { return attempted(m.ModelID, m.Attempt) }
+
+// JobID implements Message.
+func (m ExtractJob) JobID() string { return attempted(m.ModelID, m.Attempt) }
+
+// JobID implements Message.
+func (m ScoreJob) JobID() string {
+	if m.TraceID == "" || m.ModelID == "" {
+		return ""
+	}
+	return m.RunID
+}
+
+// JobID implements Message.
+func (m TitleJob) JobID() string { return m.TraceID }
+
+// JobID implements Message.
+func (m LabelJob) JobID() string { return m.TraceID }
+
+// JobID implements Message.
+func (m AssessJob) JobID() string { return m.TraceID }
+
+// JobID implements Message.
+func (m GepaJob) JobID() string { return m.RunID }
+
+// JobID implements Message.
+func (m EvaluatorTrainJob) JobID() string { return m.CandidateID }
+
+// JobID implements Message.
+func (m EvaluatorScoreJob) JobID() string { return m.TraceID }
+
+// attempted is id when the attempt is a real one (from 1).
+func attempted(id string, attempt int) string {
+	if attempt < 1 {
+		return ""
+	}
+	return id
+}

@@ -1,0 +1,297 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill"
+	"github.com/ThreeDotsLabs/watermill/message"
+
+	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/gpuworker/model"
+	"github.com/criticml/critic/platform/bus"
+	"github.com/criticml/critic/platform/requestid"
+)
+
+// How a job topic is consumed so that a busy worker never holds back a job
+// a free worker could run (README "Workers: who takes which job"):
+//
+//   - long jobs (minutes: GEPA, scoring, evaluator candidates, feedback
+//     extraction) release:
+//     once one has run ReleaseBusyAfter, the
+//     consumer leaves the topic's group, its partitions move to the other
+//     workers, and the jobs queued behind it run there. The job's message
+//     stays uncommitted, so a crash before the claim loses nothing; its
+//     redelivery is refused by the claim (the run is no longer queued).
+//   - short jobs (seconds: titles, assessments, automatic scoring) run
+//     ShortJobs at a time, each its own group member, so one slow model
+//     call does not stop the kind; leaving the group per job would cost a
+//     rebalance of every topic of the group for each one.
+//   - labels run LabelJobs at a time; training is pulled (trainLoop), and
+//     its wake-up messages reach every worker (WakeGroup).
+//   - feedback extraction releases like the long jobs: a redelivered
+//     extraction whose lease another worker holds is skipped (committed),
+//     and the API's lease sweep requeues and republishes one whose holder
+//     died, so it resumes on the next free worker with its findings kept.
+func releasesWhileBusy(topic string) bool {
+	switch topic {
+	case jobs.TopicGepa, jobs.TopicScore, jobs.TopicEvaluatorTrain, jobs.TopicExtract:
+		return true
+	}
+	return false
+}
+
+func shortJob(topic string) bool {
+	return topic == jobs.TopicTitle || topic == jobs.TopicAssess || topic == jobs.TopicEvaluatorScore
+}
+
+// Handle is what a job topic's consumer runs for each message (nil for a
+// topic this worker does not know): a kind's runner, or the training
+// wake-up. It returns false only when ctx ended before the job finished.
+func (w *Worker) Handle(topic string) func(context.Context, []byte) bool {
+	switch topic {
+	case jobs.TopicTrain:
+		return w.WakeTraining
+	case jobs.TopicScore:
+		return scoring.handle(w)
+	case jobs.TopicExtract:
+		return extraction.handle(w)
+	case jobs.TopicTitle:
+		return titles.handle(w)
+	case jobs.TopicAssess:
+		return assessments.handle(w)
+	case jobs.TopicGepa:
+		return gepaRuns.handle(w)
+	case jobs.TopicLabel:
+		return stepLabels.handle(w)
+	case jobs.TopicEvaluatorTrain:
+		return evaluatorCandidates.handle(w)
+	case jobs.TopicEvaluatorScore:
+		return evaluatorScoring.handle(w)
+	}
+	return nil
+}
+
+// Run checks the API (address and token), then pulls training attempts
+// whenever it is free and consumes the other job topics concurrently (see
+// releasesWhileBusy for how many at a time, and how a long job lets the
+// others go) until ctx ends, then returns nil. An in-flight
+// training attempt is stopped and handed back to the queue, where the next
+// free worker takes it.
+func Run(ctx context.Context, cfg Config) error {
+	w, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	return w.Run(ctx)
+}
+
+// Run is the package-level Run for an existing Worker.
+func (w *Worker) Run(ctx context.Context) error {
+	if len(w.cfg.Brokers) == 0 {
+		return errors.New("worker: no Kafka brokers (KAFKA_BROKERS)")
+	}
+	// No job before the API answers: a worker that cannot report would
+	// only hold work other workers could do.
+	if err := w.AwaitAPI(ctx); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	sub, err := bus.NewSubscriber(bus.Config{Brokers: w.cfg.Brokers, ConsumerGroup: w.cfg.ConsumerGroup,
+		ClientID: "critic-worker", CommitInterval: -1, Logger: w.log}, watermill.NewSlogLogger(w.log))
+	if err != nil {
+		return err
+	}
+	defer sub.Close()
+	// Train messages only wake an idle training loop, so every worker must
+	// see every one: in the shared group a wake-up lands on whichever member
+	// holds its partition — often a busy one — and the idle worker waited
+	// for its next claim poll. A group of this worker's own (new ones start
+	// at the topic's beginning, and any number of old wake-ups is one claim)
+	// hands it all of them.
+	wakeSub, err := bus.NewSubscriber(bus.Config{Brokers: w.cfg.Brokers, ConsumerGroup: w.WakeGroup(),
+		ClientID: "critic-worker", CommitInterval: time.Second, Logger: w.log}, watermill.NewSlogLogger(w.log))
+	if err != nil {
+		return err
+	}
+	defer wakeSub.Close()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	type consumer struct {
+		sub    *bus.Subscriber
+		topic  string
+		handle func(context.Context, []byte) bool
+	}
+	var consumers []consumer
+	for _, topic := range jobs.Topics() {
+		h := w.Handle(topic)
+		switch {
+		case h == nil:
+			return fmt.Errorf("this worker has no handler for job topic %s", topic)
+		case topic == jobs.TopicTrain:
+			consumers = append(consumers, consumer{wakeSub, topic, h})
+		case shortJob(topic):
+			for range w.cfg.ShortJobs {
+				consumers = append(consumers, consumer{sub, topic, h})
+			}
+		case topic != jobs.TopicLabel:
+			consumers = append(consumers, consumer{sub, topic, h})
+		case w.cfg.StepLabel != nil:
+			for range w.cfg.LabelJobs {
+				consumers = append(consumers, consumer{sub, topic, h})
+			}
+			if w.cfg.Grader == nil {
+				w.log.Info("no quality checks: step scores are the rules alone", "reason", w.cfg.GraderUnavailable)
+			} else {
+				w.log.Info("quality checks on", "grading_model", w.cfg.Grader.Model())
+			}
+		default:
+			// A worker without a step-label model leaves label jobs to
+			// workers that have one (it would only drop them).
+			w.log.Info("not consuming label jobs: no step-label model", "reason", w.cfg.StepLabelUnavailable)
+		}
+	}
+	for _, t := range consumers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := w.consume(ctx, t.sub, t.topic, t.handle); err != nil {
+				cancel(err)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w.trainLoop(ctx)
+	}()
+	topics := make([]string, len(consumers))
+	for i, c := range consumers {
+		topics[i] = c.topic
+	}
+	gogc := model.SetEngineGC() // this process scores and trains: see model.EngineGCPercent
+	w.log.Info("worker consuming", "topics", topics, "group", w.cfg.ConsumerGroup, "wake_group", w.WakeGroup(),
+		"brokers", strings.Join(w.cfg.Brokers, ","), "cpu_kernels", model.CPUKernels(), "matmul", model.MatmulKernel(), "ops", model.ExecutorsStatus(), "gogc", gogc)
+	if advice := model.CPUKernelsAdvice(); advice != "" {
+		w.log.Warn(advice)
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// consume hands each message of topic to handle and acknowledges it (committing
+// its offset) once handle reports the job finished. handle returns false only
+// when ctx ended mid-job: the message is then left unacknowledged. While the
+// API cannot be reached it holds no subscription: it leaves the topic's
+// group between jobs (its partitions go to the other workers) and joins
+// again once the API answers.
+func (w *Worker) consume(ctx context.Context, sub *bus.Subscriber, topic string, handle func(context.Context, []byte) bool) error {
+	for attempt := 1; ; attempt++ {
+		if !w.api.waitUp(ctx) {
+			return nil
+		}
+		sctx, leave := context.WithCancel(ctx)
+		msgs, err := sub.Subscribe(sctx, topic)
+		if err != nil {
+			leave()
+			if ctx.Err() != nil {
+				return nil
+			}
+			w.log.Error("subscribing; retrying", "topic", topic, "error", err)
+			if !sleep(ctx, backoff(attempt, 30*time.Second)) {
+				return nil
+			}
+			continue
+		}
+		for {
+			down, changed := w.api.state()
+			if down {
+				break
+			}
+			var msg *message.Message
+			var ok bool
+			select {
+			case <-ctx.Done():
+				leave()
+				return nil
+			case <-changed:
+				continue
+			case msg, ok = <-msgs:
+			}
+			if !ok {
+				leave()
+				if ctx.Err() != nil {
+					return nil
+				}
+				return fmt.Errorf("worker: subscription to %s ended", topic)
+			}
+			if down, _ := w.api.state(); down {
+				msg.Nack() // not started: the next owner of the partition gets it
+				break
+			}
+			// The job keeps the correlation id of the request that caused it.
+			jctx := requestid.With(ctx, msg.Metadata.Get(requestid.MetadataKey))
+			if !releasesWhileBusy(topic) {
+				if !handle(jctx, msg.Payload) {
+					leave()
+					return nil
+				}
+				msg.Ack()
+				continue
+			}
+			finished, released := w.runReleasing(jctx, topic, msg.Payload, handle, func() {
+				leave()
+				for range msgs {
+				}
+			})
+			if !finished {
+				leave()
+				return nil
+			}
+			if released {
+				break // rejoin the group
+			}
+			msg.Ack()
+		}
+		leave() // the API is down or a long job released the partitions
+		for range msgs {
+		}
+		attempt = 0
+	}
+}
+
+// runReleasing runs a long job; once it has run ReleaseBusyAfter it calls
+// release (the consumer leaves the topic's group, so the jobs queued behind
+// this one go to free workers) and waits for the job. finished is handle's
+// answer; released says the partitions were given up, so the message cannot
+// be acknowledged: whoever owns its partition next gets it again, and its
+// claim refuses it (the run is no longer queued) and commits it.
+func (w *Worker) runReleasing(ctx context.Context, topic string, payload []byte, handle func(context.Context, []byte) bool, release func()) (finished, released bool) {
+	done := make(chan bool, 1)
+	go func() { done <- handle(ctx, payload) }()
+	t := time.NewTimer(w.cfg.ReleaseBusyAfter)
+	defer t.Stop()
+	select {
+	case finished = <-done:
+		return finished, false
+	case <-t.C:
+	}
+	w.log.Info("long job running: leaving the topic's consumer group until it ends, so free workers take the jobs behind it", "topic", topic)
+	release()
+	return <-done, true
+}
+
+// WakeGroup is the consumer group of this worker alone that reads
+// critic.jobs.train (see Run): "<group>.wake.<worker id>".
+func (w *Worker) WakeGroup() string { return w.cfg.ConsumerGroup + ".wake." + w.client.WorkerID }

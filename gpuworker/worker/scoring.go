@@ -1,0 +1,146 @@
+package worker
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/gpuworker/model"
+)
+
+// scoring runs one scoring run: score every action of the trace with the
+// model's checkpoint (kept loaded between jobs); the result is the action
+// scores with their credit, a failure its error.
+var scoring = Kind[jobs.ScoreJob, jobs.ScoringClaim, jobs.ScoringFinished]{
+	Kind: jobs.KindScore, What: "scoring job", IDKey: "run_id", HandBack: true,
+	Claimed: func(c jobs.ScoringClaim) []any { return []any{"items_key", c.ItemsKey} },
+	Fail: func(j *Job[jobs.ScoringClaim], err error) (string, any) {
+		j.Log.Error("scoring failed", "error", err)
+		return truncate(err.Error(), ErrorTailChars), nil
+	},
+	Work: func(ctx context.Context, j *Job[jobs.ScoringClaim]) (jobs.ScoringFinished, error) {
+		start := time.Now()
+		scores, err := j.w.score(ctx, j.Log, j.Args.ItemsKey)
+		if err != nil {
+			return jobs.ScoringFinished{}, err
+		}
+		j.w.cfg.Observer.Scored(len(scores), time.Since(start))
+		j.Log.Info("scored", "actions", len(scores))
+		return jobs.ScoringFinished{ActionScores: scores}, nil
+	},
+}
+
+func (w *Worker) score(ctx context.Context, log *slog.Logger, itemsKey string) ([]jobs.ActionScore, error) {
+	raw, err := w.cfg.Blobs.Get(ctx, itemsKey)
+	if err != nil {
+		return nil, fmt.Errorf("reading the scoring items %s: %w", itemsKey, err)
+	}
+	var items jobs.ScoringItems
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("decoding the scoring items %s: %w", itemsKey, err)
+	}
+	if items.ArtifactKey == "" {
+		return nil, fmt.Errorf("the scoring items %s name no artifact_key", itemsKey)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	rm, err := w.rewardModel(ctx, log, items.ArtifactKey)
+	if err != nil {
+		return nil, err
+	}
+	if rm.ActionStats == nil {
+		return nil, errors.New("the model has no action_reward_stats.json: it was not trained on action comparisons; " +
+			"train a new model with ratings on assistant responses or tool calls")
+	}
+	texts := make([]string, len(items.ActionScoreItems))
+	for i, it := range items.ActionScoreItems {
+		texts[i] = it.Text
+	}
+	rm.MaxLen = model.DefaultMaxLen
+	if items.MaxLength > 0 {
+		rm.MaxLen = items.MaxLength
+	}
+	rs, err := rm.Score(texts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]jobs.ActionScore, len(rs))
+	for i, it := range items.ActionScoreItems {
+		if math.IsNaN(rs[i]) || math.IsInf(rs[i], 0) {
+			return nil, fmt.Errorf("step %s: the model produced a non-finite score", it.StepID)
+		}
+		out[i] = jobs.ActionScore{TraceID: it.TraceID, StepID: it.StepID, Score: rs[i], Credit: rm.ActionStats.Credit(rs[i])}
+	}
+	return out, ctx.Err()
+}
+
+// rewardModel returns the loaded checkpoint of key, keeping the last one loaded.
+// Callers hold w.mu.
+func (w *Worker) rewardModel(ctx context.Context, log *slog.Logger, key string) (*model.RewardModel, error) {
+	if w.loaded != nil && w.loaded.key == key {
+		return w.loaded.rm, nil
+	}
+	dir, err := w.Checkpoint(ctx, log, key)
+	if err != nil {
+		return nil, err
+	}
+	rm, err := model.LoadRewardModel(dir)
+	if err != nil {
+		return nil, fmt.Errorf("loading the checkpoint %s: %w", key, err)
+	}
+	if w.loaded != nil {
+		w.loaded.rm.Model.Finalize()
+	}
+	w.loaded = &loadedModel{key: key, rm: rm}
+	return rm, nil
+}
+
+// Checkpoint returns the extracted checkpoint directory of the archive at key,
+// downloading and extracting it once into DataDir/worker/checkpoints/<hash>/.
+// Artifacts of succeeded models never change, so the cache is not revalidated.
+func (w *Worker) Checkpoint(ctx context.Context, log *slog.Logger, key string) (string, error) {
+	root := filepath.Join(w.cfg.DataDir, "worker", "checkpoints")
+	sum := sha256.Sum256([]byte(key))
+	final := filepath.Join(root, hex.EncodeToString(sum[:16]))
+	modelDir := filepath.Join(final, ArchiveRoot)
+	if _, err := os.Stat(filepath.Join(modelDir, "config.json")); err == nil {
+		return modelDir, nil
+	}
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(root, ".download-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	log.Info("downloading checkpoint", "artifact_key", key)
+	archive := filepath.Join(tmp, "archive.tar.gz")
+	if err := w.cfg.Blobs.GetToFile(ctx, key, archive); err != nil {
+		return "", fmt.Errorf("downloading the checkpoint %s: %w", key, err)
+	}
+	extracted := filepath.Join(tmp, "x")
+	if _, err := ExtractArchive(archive, extracted); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(extracted, "artifact_key"), []byte(key+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(extracted, final); err != nil {
+		// Another process sharing DataDir may have finished first.
+		if _, serr := os.Stat(filepath.Join(modelDir, "config.json")); serr != nil {
+			os.RemoveAll(final) // an incomplete leftover; the next job retries
+			return "", fmt.Errorf("caching the checkpoint %s: %w", key, err)
+		}
+	}
+	return modelDir, nil
+}
