@@ -7,6 +7,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/sections"
 	"github.com/criticml/critic/domain/traces"
 )
@@ -180,4 +181,35 @@ func truncateRunes(s string, n int) string {
 		return s
 	}
 	return string(r[:n])
+}
+
+// assessJob is KindAssess: the claim answers the prompts of the job's
+// items still current; each item's answer (or failure) is a report, which
+// the command validates against the trace before it becomes the cached
+// assessment.
+func (c *Commands) assessJob() jobActions {
+	type call[B any] = jobCall[jobs.AssessJob, B]
+	return jobActions{
+		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			in, err := c.AssessmentSourceOf(ctx, r.ID, r.Job.Kind, r.Job.Items)
+			if err != nil {
+				return nil, err
+			}
+			out := jobs.AssessSource{Kind: r.Job.Kind, Inputs: make([]jobs.AssessInput, len(in))}
+			for i, x := range in {
+				out.Inputs[i] = jobs.AssessInput{Item: x.Item, Instructions: x.Instructions, Input: x.Input}
+			}
+			return out, nil
+		}),
+		jobs.Report: onJob(func(ctx context.Context, r call[jobs.AssessReport]) (any, error) {
+			b := r.Body
+			ans := AssessmentAnswer{Kind: r.Job.Kind, Item: b.Item, Tasks: b.Tasks, Model: b.Model, Usage: b.Usage, Error: b.Error}
+			if s := b.Section; s != nil && b.Item.Range != nil {
+				ans.Section = &sections.Summary{FirstStepID: b.Item.Range.FirstStepID, LastStepID: b.Item.Range.LastStepID,
+					Title: &s.Title, Summary: &s.Summary, Objective: &s.Objective, Score: s.Score, Reason: &s.Reason}
+			}
+			return jobAck(c.RecordAssessment(ctx, r.Worker, r.ID, ans))
+		}),
+		jobs.Finish: onJob(func(context.Context, call[struct{}]) (any, error) { return jobs.Ack{OK: true}, nil }),
+	}
 }

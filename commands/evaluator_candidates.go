@@ -544,3 +544,27 @@ func (c *Commands) CancelCandidate(ctx context.Context, id, by string) (Result, 
 			events.EvaluatorCandidateFailedV1{CandidateID: id, Error: "cancelled by " + by})
 	})
 }
+
+// candidateJob is KindEvaluatorTrain: a shared-evaluator candidate
+// (only a queued one can be claimed) under a lease; its result is the
+// trained report with the benchmark margins the release gates read.
+func (c *Commands) candidateJob() jobActions {
+	type call[B any] = jobCall[jobs.EvaluatorTrainJob, B]
+	return jobActions{
+		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return c.ClaimCandidate(ctx, r.Worker, r.ID, r.Lease)
+		}),
+		jobs.Beat: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return jobAck(c.CandidateHeartbeat(ctx, r.Worker, r.ID))
+		}),
+		jobs.Finish: onJob(func(ctx context.Context, r call[jobs.EvaluatorCandidateSucceeded]) (any, error) {
+			return jobAck(c.CompleteCandidate(ctx, r.Worker, r.ID, r.Body))
+		}),
+		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return jobAck(c.FailCandidate(ctx, r.Worker, r.ID, r.Error))
+		}),
+		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return jobAck(c.HandBackCandidate(ctx, r.Worker, r.ID, r.Reason))
+		}),
+	}
+}

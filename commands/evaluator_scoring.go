@@ -208,3 +208,23 @@ func (c *Commands) EvaluatorLive(ctx context.Context) (bool, error) {
 	live, err := c.liveRelease(ctx)
 	return live != nil, err
 }
+
+// evaluatorScoringJob is KindEvaluatorScore: score a trace's actions with the
+// live release; the result (and a failure) names the revision and release
+// the claim answered, which must still be current.
+func (c *Commands) evaluatorScoringJob() jobActions {
+	type call[B any] = jobCall[jobs.EvaluatorScoreJob, B]
+	return jobActions{
+		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return c.ClaimEvaluatorScoring(ctx, r.ID)
+		}),
+		jobs.Finish: onJob(func(ctx context.Context, r call[jobs.EvaluatorScored]) (any, error) {
+			r.Body.WorkerID = r.Worker
+			return jobAck(c.RecordEvaluatorScores(ctx, r.ID, r.Body))
+		}),
+		jobs.Fail: onJob(func(ctx context.Context, r call[jobs.EvaluatorScoringRequest]) (any, error) {
+			r.Body.WorkerID = r.Worker
+			return jobAck(c.FailEvaluatorScoring(ctx, r.ID, jobs.EvaluatorScoringFailed{EvaluatorScoringRequest: r.Body, Error: r.Error}))
+		}),
+	}
+}

@@ -267,3 +267,42 @@ func (c *Commands) HandBackExtraction(ctx context.Context, workerID, modelID str
 		return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelExtractionRequeued, p)
 	})
 }
+
+// extractionJob is KindExtract: an attempt's feedback extraction, claimed
+// under a lease renewed with the targets done; each trace's findings are a
+// report, checked against the source here by the same domain rules the
+// worker used; a hand-back keeps the findings for the next worker.
+func (c *Commands) extractionJob() jobActions {
+	type call[B any] = jobCall[jobs.ExtractJob, B]
+	return jobActions{
+		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			x, err := c.ClaimExtraction(ctx, r.Worker, r.ID, r.Job.Attempt, r.Lease)
+			if err != nil {
+				return nil, err
+			}
+			return jobs.ExtractionClaim{ModelID: x.ModelID, OwnerID: x.OwnerID, Attempt: x.Attempt, InputsKey: x.InputsKey,
+				ClassifierModel: x.ClassifierModel, LeaseSeconds: x.LeaseSeconds, TargetsTotal: x.TargetsTotal, TargetsDone: x.TargetsDone}, nil
+		}),
+		jobs.Beat: onJob(func(ctx context.Context, r call[jobs.ExtractionProgress]) (any, error) {
+			return jobAck(c.ExtractionProgress(ctx, r.Worker, r.ID, r.Job.Attempt, r.Body.TargetsDone))
+		}),
+		// The record's own worker_id is overwritten by the call's: the
+		// API, not the worker, decides what the stored event says.
+		jobs.Report: onJob(func(ctx context.Context, r call[events.RewardModelFeedbackExtractedV1]) (any, error) {
+			return jobAck(c.RecordFeedback(ctx, r.Worker, r.ID, r.Body))
+		}),
+		jobs.Finish: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return jobAck(c.FinishExtraction(ctx, r.Worker, r.ID, r.Job.Attempt, ""))
+		}),
+		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			msg := r.Error
+			if msg == "" {
+				msg = "the worker reported a failure without a log"
+			}
+			return jobAck(c.FinishExtraction(ctx, r.Worker, r.ID, r.Job.Attempt, msg))
+		}),
+		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return jobAck(c.HandBackExtraction(ctx, r.Worker, r.ID, r.Job.Attempt, r.Reason))
+		}),
+	}
+}

@@ -365,3 +365,30 @@ func tail(s string, n int) string {
 	}
 	return s
 }
+
+// gepaJob is KindGepa: a GEPA run under a lease renewed with its progress;
+// every evaluated candidate is a report (gepa_run.candidate_evaluated) and
+// the result is result.json.
+func (c *Commands) gepaJob() jobActions {
+	type call[B any] = jobCall[jobs.GepaJob, B]
+	return jobActions{
+		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return c.ClaimGepa(ctx, r.Worker, r.ID, r.Lease)
+		}),
+		jobs.Beat: onJob(func(ctx context.Context, r call[events.GepaProgress]) (any, error) {
+			return jobAck(c.GepaHeartbeat(ctx, r.Worker, r.ID, r.Body))
+		}),
+		jobs.Report: onJob(func(ctx context.Context, r call[events.GepaRunCandidateEvaluatedV1]) (any, error) {
+			return jobAck(c.RecordGepaCandidate(ctx, r.Worker, r.ID, r.Body))
+		}),
+		jobs.Finish: onJob(func(ctx context.Context, r call[json.RawMessage]) (any, error) {
+			return jobAck(c.SucceedGepa(ctx, r.Worker, r.ID, r.Body))
+		}),
+		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return jobAck(c.FailGepa(ctx, r.Worker, r.ID, r.Error))
+		}),
+		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return jobAck(c.HandBackGepa(ctx, r.Worker, r.ID, r.Reason))
+		}),
+	}
+}

@@ -114,3 +114,26 @@ func (c *Commands) RetryLabeling(ctx context.Context, actor Actor, traceID strin
 		return c.appendToTrace(ctx, actor, s, events.TraceLabelingRequested, events.TraceLabelingRequestedV1{TraceID: traceID, Revision: s.Revision})
 	})
 }
+
+// labelJob is KindLabel: the claim answers a revision's steps and the chunks
+// already labeled; labels are reported in batches as they arrive (each a
+// trace.steps_labeled event, checked by traces.DecideStepLabels against
+// the revision it describes); a failure records the chunks it could not
+// label; finish ends a run that labeled everything it was asked.
+func (c *Commands) labelJob() jobActions {
+	type call[B any] = jobCall[jobs.LabelJob, B]
+	return jobActions{
+		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return c.LabelSourceOf(ctx, r.ID, r.Job.Revision)
+		}),
+		jobs.Report: onJob(func(ctx context.Context, r call[jobs.LabelReport]) (any, error) {
+			return jobAck(c.RecordStepLabels(ctx, WorkerActor(r.Worker), traces.StepLabelsInput{
+				TraceID: r.ID, Revision: r.Job.Revision, Model: r.Body.Model, PromptVersion: r.Body.PromptVersion,
+				Labels: r.Body.Labels, InputTokens: r.Body.Usage.InputTokens, OutputTokens: r.Body.Usage.OutputTokens}))
+		}),
+		jobs.Finish: onJob(func(context.Context, call[struct{}]) (any, error) { return jobs.Ack{OK: true}, nil }),
+		jobs.Fail: onJob(func(ctx context.Context, r call[jobs.LabelFailure]) (any, error) {
+			return jobAck(c.RecordLabelingFailure(ctx, r.Worker, r.ID, r.Job.Revision, r.Body, r.Error))
+		}),
+	}
+}

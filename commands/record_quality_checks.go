@@ -62,3 +62,21 @@ func (c *Commands) RecordQualityChecks(ctx context.Context, actor Actor, in trac
 			ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: events.TraceStepsQualityChecked, Payload: ev}})
 	})
 }
+
+// qualityCheckJob is KindQualityCheck, run within a label job after its
+// labels (its job is the label job's message): the claim answers the open
+// steps without a check, the result is the grading model's answers (a
+// trace.steps_quality_checked event, checked by traces.DecideQualityChecks).
+func (c *Commands) qualityCheckJob() jobActions {
+	type call[B any] = jobCall[jobs.LabelJob, B]
+	return jobActions{
+		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return c.QualityCheckSourceOf(ctx, r.ID, r.Job.Revision)
+		}),
+		jobs.Finish: onJob(func(ctx context.Context, r call[jobs.QualityCheckReport]) (any, error) {
+			return jobAck(c.RecordQualityChecks(ctx, WorkerActor(r.Worker), traces.QualityChecksInput{
+				TraceID: r.ID, Revision: r.Job.Revision, Model: r.Body.Model, PromptVersion: r.Body.PromptVersion,
+				Checks: r.Body.Checks, InputTokens: r.Body.Usage.InputTokens, OutputTokens: r.Body.Usage.OutputTokens}))
+		}),
+	}
+}

@@ -221,3 +221,32 @@ func (c *Commands) ExpireScoringRun(ctx context.Context, traceID, modelID, runID
 	return c.append(ctx, Actor{}, map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
 		Type: events.ScoringRunFailed, Payload: events.ScoringRunFailedV1{RunID: runID, TraceID: traceID, ModelID: modelID, Error: x.Fail}}})
 }
+
+// scoringJob is KindScore: a scoring run of one (trace, model); its result
+// appends the action scores. Runs send no heartbeat: the sweep times them.
+func (c *Commands) scoringJob() jobActions {
+	type call[B any] = jobCall[jobs.ScoreJob, B]
+	return jobActions{
+		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			key, err := c.ClaimScoring(ctx, r.Worker, r.Job.TraceID, r.Job.ModelID, r.ID)
+			return jobs.ScoringClaim{ItemsKey: key}, err
+		}),
+		jobs.Finish: onJob(func(ctx context.Context, r call[jobs.ScoringFinished]) (any, error) {
+			scores := make([]events.ActionScore, len(r.Body.ActionScores))
+			for i, s := range r.Body.ActionScores {
+				scores[i] = events.ActionScore{TraceID: s.TraceID, StepID: s.StepID, Score: s.Score, Credit: s.Credit}
+			}
+			return jobAck(c.FinishScoring(ctx, r.Worker, r.Job.TraceID, r.Job.ModelID, r.ID, scores, ""))
+		}),
+		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			msg := r.Error
+			if msg == "" {
+				msg = "the worker reported a failure without a log"
+			}
+			return jobAck(c.FinishScoring(ctx, r.Worker, r.Job.TraceID, r.Job.ModelID, r.ID, nil, msg))
+		}),
+		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return jobAck(c.HandBackScoring(ctx, r.Worker, r.Job.TraceID, r.Job.ModelID, r.ID, r.Reason))
+		}),
+	}
+}

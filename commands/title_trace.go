@@ -5,6 +5,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/traces"
 )
 
@@ -90,4 +91,24 @@ func (c *Commands) loadTraceFor(ctx context.Context, actor Actor, traceID string
 		return traces.State{}, domain.NotFound("trace", traceID)
 	}
 	return st, nil
+}
+
+// titleJob is KindTitle: the claim answers a trace's bounded excerpt (Needed
+// false when the revision is stale or titled: a duplicate job costs no
+// model call) and the result becomes trace.titled.
+func (c *Commands) titleJob() jobActions {
+	type call[B any] = jobCall[jobs.TitleJob, B]
+	return jobActions{
+		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			s, err := c.TitleSourceOf(ctx, r.ID, r.Job.Revision)
+			if err != nil {
+				return nil, err
+			}
+			return jobs.TitleSource{TraceID: s.TraceID, Revision: s.Revision, Input: s.Input, Needed: s.Needed}, nil
+		}),
+		jobs.Finish: onJob(func(ctx context.Context, r call[jobs.TitleReport]) (any, error) {
+			res, err := c.RecordTitle(ctx, r.Worker, r.ID, r.Job.Revision, r.Body.Title, r.Body.Model, r.Body.Usage)
+			return jobs.TitleRecorded{Recorded: err == nil && res.LastEventID != ""}, err
+		}),
+	}
 }

@@ -355,3 +355,43 @@ func chunk[T any](xs []T, n int) [][]T {
 	}
 	return out
 }
+
+// trainingJob is KindTrain: the claim starts the attempt under a lease, beats
+// carry the progress, the result appends training_succeeded with the
+// scores the worker wrote (the model's domain decision).
+func (c *Commands) trainingJob() jobActions {
+	type call[B any] = jobCall[jobs.TrainJob, B]
+	return jobActions{
+		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			j, err := c.ClaimTraining(ctx, r.Worker, r.ID, r.Job.Attempt, r.Lease)
+			if err != nil {
+				return nil, err
+			}
+			j.CorrelationID = "" // the message that named the attempt carries it
+			return j.Claim(), nil
+		}),
+		jobs.Beat: onJob(func(ctx context.Context, r call[jobs.Progress]) (any, error) {
+			return jobAck(c.Heartbeat(ctx, r.Worker, r.ID, r.Job.Attempt, r.Body))
+		}),
+		jobs.Finish: onJob(func(ctx context.Context, r call[jobs.Succeeded]) (any, error) {
+			s := r.Body
+			if string(s.ActionRewardStats) == "null" {
+				s.ActionRewardStats = nil
+			}
+			return jobAck(c.CompleteTraining(ctx, CompleteTraining{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt,
+				Metrics: s.Metrics, RewardStats: s.RewardStats, ActionStats: s.ActionRewardStats, ScoresKey: s.ScoresKey, ActionScoresKey: s.ActionScoresKey}))
+		}),
+		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return jobAck(c.FailTraining(ctx, r.Worker, r.ID, r.Job.Attempt, r.Error))
+		}),
+		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return jobAck(c.HandBackTraining(ctx, r.Worker, r.ID, r.Job.Attempt, r.Reason))
+		}),
+	}
+}
+
+// Claim is the claim's answer as a worker reads it.
+func (j ClaimedJob) Claim() jobs.TrainingClaim {
+	return jobs.TrainingClaim{ModelID: j.ModelID, OwnerID: j.OwnerID, Name: j.Name, BaseModel: j.BaseModel, DatasetKey: j.DatasetKey,
+		ArtifactKey: j.ArtifactKey, Attempt: j.Attempt, Epochs: j.Epochs, LeaseSeconds: j.LeaseSeconds, CorrelationID: j.CorrelationID}
+}

@@ -142,8 +142,9 @@ func evaluatorWithoutWorker(t *testing.T, in *instance, key string) {
 
 	late := in.importTraces(key, "stash", `{"id":"ev-late","steps":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`)[0]
 	var claim map[string]any
+	scoring := map[string]any{"worker_id": "by-hand", "job": map[string]any{"trace_id": late}}
 	require.Eventually(t, func() bool {
-		r := in.do("POST", jobs.JobPath(jobs.KindEvaluatorScore, late, jobs.Claim), "e2e-worker-token", hand)
+		r := in.do("POST", jobs.JobPath(jobs.KindEvaluatorScore, late, jobs.Claim), "e2e-worker-token", scoring)
 		if r.Status != http.StatusOK {
 			return false
 		}

@@ -27,6 +27,12 @@ const (
 	KindEvaluatorScore Kind = "evaluator_score"
 )
 
+// Kinds is every kind of worker job: the worker service serves exactly
+// these, and the worker runs each.
+func Kinds() []Kind {
+	return []Kind{KindTrain, KindScore, KindExtract, KindTitle, KindGepa, KindLabel, KindQualityCheck, KindAssess, KindEvaluatorTrain, KindEvaluatorScore}
+}
+
 // The actions on one job (the {action} of RouteJob).
 const (
 	// Claim takes the job (409 not_claimable: a duplicate or stale

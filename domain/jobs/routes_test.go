@@ -75,8 +75,7 @@ func TestPathBuildersHitTheirRoutes(t *testing.T) {
 		jobs.ClaimNextPath(jobs.KindTrain):              jobs.RouteClaimNext,
 		jobs.JobPath(jobs.KindTrain, "m/1", jobs.Claim): jobs.RouteJob,
 	}
-	for _, k := range []jobs.Kind{jobs.KindTrain, jobs.KindScore, jobs.KindExtract, jobs.KindTitle, jobs.KindGepa, jobs.KindLabel,
-		jobs.KindQualityCheck, jobs.KindAssess, jobs.KindEvaluatorTrain, jobs.KindEvaluatorScore} {
+	for _, k := range jobs.Kinds() {
 		for _, action := range []string{jobs.Claim, jobs.Beat, jobs.Report, jobs.Finish, jobs.Fail, jobs.HandBack} {
 			cases[jobs.JobPath(k, "x1", action)] = jobs.RouteJob
 		}

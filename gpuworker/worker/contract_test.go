@@ -107,8 +107,7 @@ func TestClientCallsServedRoutes(t *testing.T) {
 	require.NoError(t, err)
 	_, err = c.ClaimNextTraining(ctx, "worker")
 	require.NoError(t, err)
-	for _, k := range []jobs.Kind{jobs.KindTrain, jobs.KindScore, jobs.KindExtract, jobs.KindTitle, jobs.KindGepa, jobs.KindLabel,
-		jobs.KindQualityCheck, jobs.KindAssess, jobs.KindEvaluatorTrain, jobs.KindEvaluatorScore} {
+	for _, k := range jobs.Kinds() {
 		for _, action := range []string{jobs.Claim, jobs.Beat, jobs.Report, jobs.Finish, jobs.Fail, jobs.HandBack} {
 			require.NoError(t, c.Job(ctx, k, "m/1", action, jobs.Call{}, nil))
 		}

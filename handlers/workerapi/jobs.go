@@ -1,68 +1,24 @@
 package workerapi
 
 import (
-	"context"
 	"net/http"
+	"slices"
 
-	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/jobs"
 )
 
-// actions is a kind's table: what each action it supports does. An action
-// a kind lacks is a 404, like an unknown kind.
-type actions map[string]func(ctx context.Context, c jobs.Call, id string) (any, error)
-
-// call is one RouteJob call as a kind's action sees it: the job's message
-// decoded as M, the body as B.
-type call[M, B any] struct {
-	Worker, ID string
-	Job        M
-	Body       B
-	Error      string
-	Reason     string
-}
-
-// on makes a typed action: it decodes the job's message into M and the
-// body into B (strictly: an unknown field is 422; an absent body is B's
-// zero value) before fn runs.
-func on[M, B any](fn func(ctx context.Context, c call[M, B]) (any, error)) func(context.Context, jobs.Call, string) (any, error) {
-	return func(ctx context.Context, raw jobs.Call, id string) (any, error) {
-		c := call[M, B]{Worker: raw.WorkerID, ID: id, Error: raw.Error, Reason: raw.Reason}
-		if len(raw.Job) > 0 {
-			if err := strict(raw.Job, &c.Job, "job"); err != nil {
-				return nil, err
-			}
-		}
-		if len(raw.Body) > 0 && string(raw.Body) != "null" {
-			if err := strict(raw.Body, &c.Body, "body"); err != nil {
-				return nil, err
-			}
-		}
-		return fn(ctx, c)
-	}
-}
-
-// ack is the answer to a report: ok when it was recorded.
-func ack(_ commands.Result, err error) (any, error) { return jobs.Ack{OK: err == nil}, err }
-
 // job serves RouteJob: the kind's action on the job, counted by the
-// observer (claims; finish, fail and hand-back as the job's outcome).
+// observer (claims; finish, fail and hand-back as the job's outcome). The
+// command side decides what the action does for the kind (commands.Job).
 func (a *API) job(r *http.Request) (any, error) {
 	kind, action := jobs.Kind(r.PathValue("kind")), r.PathValue("action")
-	fn := a.kinds[kind][action]
-	if fn == nil {
-		return nil, domain.NotFound("worker-service action", string(kind)+"/"+action)
-	}
 	var c jobs.Call
 	if err := decode(r, &c); err != nil {
 		return nil, err
 	}
-	if c.WorkerID == "" {
-		return nil, &domain.ValidationError{Code: "invalid_request", Field: "worker_id", Message: "worker_id is required"}
-	}
-	out, err := fn(r.Context(), c, r.PathValue("id"))
-	if a.obs != nil {
+	out, err := a.cmds.Job(r.Context(), kind, r.PathValue("id"), action, c, a.lease)
+	if a.obs != nil && slices.Contains(jobs.Kinds(), kind) { // a path's kind becomes a label only when it is one
 		switch action {
 		case jobs.Claim:
 			a.obs.JobClaimed(string(kind), err != nil)
@@ -118,6 +74,6 @@ func (a *API) claimNext(r *http.Request) (any, error) {
 	if a.obs != nil {
 		a.obs.JobClaimed(string(jobs.KindTrain), false)
 	}
-	claim := trainingClaim(j)
+	claim := j.Claim()
 	return jobs.NextTrainingClaim{Job: &claim}, nil
 }

@@ -5,9 +5,8 @@
 // events.
 //
 // Every kind of job is served by one route (jobs.RouteJob:
-// /jobs/{kind}/{id}/{claim|beat|report|finish|fail|handback}); a kind
-// contributes only its table of actions (one file per kind), each a typed
-// function of the job's message and the action's body.
+// /jobs/{kind}/{id}/{claim|beat|report|finish|fail|handback}) and one
+// command handler (commands.Job), which runs the kind's action.
 package workerapi
 
 import (
@@ -40,7 +39,6 @@ type API struct {
 	lease time.Duration
 	obs   Observer
 	queue TrainingQueue
-	kinds map[jobs.Kind]actions
 }
 
 // Observer counts claims and reports by job kind ("train", "score"); the
@@ -74,13 +72,7 @@ func New(cmds *commands.Commands, token string, lease time.Duration) *API {
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	a := &API{cmds: cmds, token: token, lease: lease}
-	a.kinds = map[jobs.Kind]actions{
-		jobs.KindTrain: a.training(), jobs.KindScore: a.scoring(), jobs.KindExtract: a.extraction(),
-		jobs.KindTitle: a.titles(), jobs.KindGepa: a.gepa(), jobs.KindLabel: a.labels(), jobs.KindQualityCheck: a.qualityChecks(),
-		jobs.KindAssess: a.assessments(), jobs.KindEvaluatorTrain: a.evaluatorCandidates(), jobs.KindEvaluatorScore: a.evaluatorScoring(),
-	}
-	return a
+	return &API{cmds: cmds, token: token, lease: lease}
 }
 
 // Mux is where Register mounts the routes (an *http.ServeMux); an interface
@@ -129,18 +121,9 @@ func decode(r *http.Request, v any) error {
 	if err := domain.CheckJSON("", body); err != nil {
 		return err
 	}
-	return strict(body, v, "")
-}
-
-// strict decodes raw into v, refusing unknown fields; field names what the
-// raw JSON is (a call's "body"), for the error.
-func strict(raw []byte, v any, field string) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		if field != "" {
-			return &domain.ValidationError{Code: "invalid_request", Field: field, Message: "malformed " + field + ": " + err.Error()}
-		}
 		return domain.Invalid("malformed request: %v", err)
 	}
 	return nil

@@ -1,0 +1,85 @@
+package commands
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/jobs"
+)
+
+// Job runs one worker call about a leased job (jobs.RouteJob): the kind's
+// action on the job id, with the call's message and body decoded as the
+// kind declares them. Every kind is the same lease to this handler — claim,
+// beat, report, finish, fail, hand back — and contributes only its table
+// (jobKinds): each action a typed function that loads the job's stream and
+// appends what the kind's domain decision says (on finish, the result's
+// events). lease is how long a claim lives without a heartbeat.
+func (c *Commands) Job(ctx context.Context, kind jobs.Kind, id, action string, call jobs.Call, lease time.Duration) (any, error) {
+	fn := c.jobKinds()[kind][action]
+	if fn == nil {
+		return nil, domain.NotFound("worker-service action", string(kind)+"/"+action)
+	}
+	if call.WorkerID == "" {
+		return nil, &domain.ValidationError{Code: "invalid_request", Field: "worker_id", Message: "worker_id is required"}
+	}
+	return fn(ctx, call, id, lease)
+}
+
+// jobActions is a kind's table: what each action it supports does. An
+// action a kind lacks is a 404, like an unknown kind.
+type jobActions map[string]func(ctx context.Context, c jobs.Call, id string, lease time.Duration) (any, error)
+
+func (c *Commands) jobKinds() map[jobs.Kind]jobActions {
+	return map[jobs.Kind]jobActions{
+		jobs.KindTrain: c.trainingJob(), jobs.KindScore: c.scoringJob(), jobs.KindExtract: c.extractionJob(),
+		jobs.KindTitle: c.titleJob(), jobs.KindGepa: c.gepaJob(), jobs.KindLabel: c.labelJob(), jobs.KindQualityCheck: c.qualityCheckJob(),
+		jobs.KindAssess: c.assessJob(), jobs.KindEvaluatorTrain: c.candidateJob(), jobs.KindEvaluatorScore: c.evaluatorScoringJob(),
+	}
+}
+
+// jobCall is one call as a kind's action sees it: the job's message
+// decoded as M, the body as B.
+type jobCall[M, B any] struct {
+	Worker, ID string
+	Job        M
+	Body       B
+	Error      string
+	Reason     string
+	Lease      time.Duration
+}
+
+// onJob makes a typed action: it decodes the job's message into M and the
+// body into B (strictly: an unknown field is 422; an absent body is B's
+// zero value) before fn runs.
+func onJob[M, B any](fn func(ctx context.Context, c jobCall[M, B]) (any, error)) func(context.Context, jobs.Call, string, time.Duration) (any, error) {
+	return func(ctx context.Context, raw jobs.Call, id string, lease time.Duration) (any, error) {
+		c := jobCall[M, B]{Worker: raw.WorkerID, ID: id, Error: raw.Error, Reason: raw.Reason, Lease: lease}
+		if err := strictField(raw.Job, &c.Job, "job"); err != nil {
+			return nil, err
+		}
+		if err := strictField(raw.Body, &c.Body, "body"); err != nil {
+			return nil, err
+		}
+		return fn(ctx, c)
+	}
+}
+
+// strictField decodes a call's part (absent or null: nothing), refusing
+// unknown fields, with the part named in the error.
+func strictField(raw json.RawMessage, v any, field string) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return &domain.ValidationError{Code: "invalid_request", Field: field, Message: "malformed " + field + ": " + err.Error()}
+	}
+	return nil
+}
+
+// jobAck is the answer to a report: ok when it was recorded.
+func jobAck(_ Result, err error) (any, error) { return jobs.Ack{OK: err == nil}, err }
