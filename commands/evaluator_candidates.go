@@ -216,16 +216,9 @@ func (c *Commands) FailCandidate(ctx context.Context, workerID, id, msg string) 
 	if r := []rune(msg); len(r) > 2000 {
 		msg = string(r[len(r)-2000:])
 	}
-	return retryOnConflict(func() (Result, error) {
-		s, err := c.EvaluatorState(ctx)
-		if err != nil {
-			return Result{}, err
-		}
-		if _, err := s.DecideReport(id, workerID); err != nil {
-			return Result{}, err
-		}
-		return c.appendEvaluator(ctx, workerActor(workerID), s, events.EvaluatorCandidateFailed,
-			events.EvaluatorCandidateFailedV1{CandidateID: id, WorkerID: workerID, Error: msg})
+	return c.onEvaluator(ctx, workerActor(workerID), func(s evaluator.State) (string, any, error) {
+		_, err := s.DecideReport(id, workerID)
+		return events.EvaluatorCandidateFailed, events.EvaluatorCandidateFailedV1{CandidateID: id, WorkerID: workerID, Error: msg}, err
 	})
 }
 
@@ -239,16 +232,9 @@ func (c *Commands) HandBackCandidate(ctx context.Context, workerID, id, reason s
 	if r := []rune(reason); len(r) > 500 {
 		reason = string(r[:500])
 	}
-	return retryOnConflict(func() (Result, error) {
-		s, err := c.EvaluatorState(ctx)
-		if err != nil {
-			return Result{}, err
-		}
-		if _, err := s.DecideReport(id, workerID); err != nil {
-			return Result{}, err
-		}
-		return c.appendEvaluator(ctx, workerActor(workerID), s, events.EvaluatorCandidateRequeued,
-			events.EvaluatorCandidateRequeuedV1{CandidateID: id, WorkerID: workerID, Reason: events.RequeueHandedBack, Detail: reason})
+	return c.onEvaluator(ctx, workerActor(workerID), func(s evaluator.State) (string, any, error) {
+		_, err := s.DecideReport(id, workerID)
+		return events.EvaluatorCandidateRequeued, events.EvaluatorCandidateRequeuedV1{CandidateID: id, WorkerID: workerID, Reason: events.RequeueHandedBack, Detail: reason}, err
 	})
 }
 
@@ -256,16 +242,9 @@ func (c *Commands) HandBackCandidate(ctx context.Context, workerID, id, reason s
 // worker that no longer holds it (its lease expired, it was cancelled) is
 // refused with a ConflictError and stops.
 func (c *Commands) CandidateHeartbeat(ctx context.Context, workerID, id string) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		s, err := c.EvaluatorState(ctx)
-		if err != nil {
-			return Result{}, err
-		}
-		if _, err := s.DecideReport(id, workerID); err != nil {
-			return Result{}, err
-		}
-		return c.appendEvaluator(ctx, workerActor(workerID), s, events.EvaluatorCandidateHeartbeat,
-			events.EvaluatorCandidateHeartbeatV1{CandidateID: id, WorkerID: workerID})
+	return c.onEvaluator(ctx, workerActor(workerID), func(s evaluator.State) (string, any, error) {
+		_, err := s.DecideReport(id, workerID)
+		return events.EvaluatorCandidateHeartbeat, events.EvaluatorCandidateHeartbeatV1{CandidateID: id, WorkerID: workerID}, err
 	})
 }
 
@@ -276,20 +255,9 @@ func (c *Commands) CandidateHeartbeat(ctx context.Context, workerID, id string) 
 // lease of a claim recorded before candidates had one. Nothing is appended
 // while the lease runs.
 func (c *Commands) ExpireCandidateLease(ctx context.Context, id string, now time.Time, fallback time.Duration) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		s, err := c.EvaluatorState(ctx)
-		if err != nil {
-			return Result{}, err
-		}
-		out, expired := s.DecideLeaseExpiry(id, now, fallback)
-		switch {
-		case !expired:
-			return Result{}, nil
-		case out.Requeue != nil:
-			return c.appendEvaluator(ctx, Actor{}, s, events.EvaluatorCandidateRequeued, *out.Requeue)
-		default:
-			return c.appendEvaluator(ctx, Actor{}, s, events.EvaluatorCandidateFailed, *out.Fail)
-		}
+	return c.onEvaluator(ctx, Actor{}, func(s evaluator.State) (string, any, error) {
+		out, _ := s.DecideLeaseExpiry(id, now, fallback)
+		return expiry(events.EvaluatorCandidateRequeued, out.Requeue, events.EvaluatorCandidateFailed, out.Fail)
 	})
 }
 

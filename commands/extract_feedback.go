@@ -235,19 +235,9 @@ func (c *Commands) FinishExtraction(ctx context.Context, workerID, modelID strin
 // MaxLostRuns-th lost run fails the model instead. A live lease or an
 // extraction that is not running appends nothing (an empty Result).
 func (c *Commands) ExpireExtractionLease(ctx context.Context, modelID string, now time.Time) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.loadModel(ctx, "", modelID)
-		if err != nil {
-			return Result{}, err
-		}
-		requeue, fail, expired := rewardmodels.DecideExtractionLeaseExpiry(st, now)
-		switch {
-		case !expired:
-			return Result{}, nil
-		case fail != nil:
-			return c.appendToModel(ctx, Actor{}, st, events.RewardModelTrainingFailed, *fail)
-		}
-		return c.appendToModel(ctx, Actor{}, st, events.RewardModelExtractionRequeued, *requeue)
+	return c.onModel(ctx, modelID, Actor{}, func(st rewardmodels.State) (string, any, error) {
+		requeue, fail, _ := rewardmodels.DecideExtractionLeaseExpiry(st, now)
+		return expiry(events.RewardModelExtractionRequeued, requeue, events.RewardModelTrainingFailed, fail)
 	})
 }
 
@@ -255,16 +245,9 @@ func (c *Commands) ExpireExtractionLease(ctx context.Context, modelID string, no
 // (the worker is stopping); its findings stay and the dispatch projection
 // publishes the job again.
 func (c *Commands) HandBackExtraction(ctx context.Context, workerID, modelID string, attempt int, reason string) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.loadModel(ctx, "", modelID)
-		if err != nil {
-			return Result{}, err
-		}
+	return c.onModel(ctx, modelID, workerActor(workerID), func(st rewardmodels.State) (string, any, error) {
 		p, err := rewardmodels.DecideExtractionHandBack(st, attempt, workerID, reason)
-		if err != nil {
-			return Result{}, err
-		}
-		return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelExtractionRequeued, p)
+		return events.RewardModelExtractionRequeued, p, err
 	})
 }
 

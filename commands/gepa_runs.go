@@ -195,15 +195,8 @@ func (c *Commands) ClaimGepa(ctx context.Context, workerID, runID string, lease 
 
 // GepaHeartbeat renews the holder's lease with its progress.
 func (c *Commands) GepaHeartbeat(ctx context.Context, workerID, runID string, p events.GepaProgress) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.loadGepa(ctx, runID)
-		if err != nil {
-			return Result{}, err
-		}
-		if err := rewardmodels.CheckGepaHolder(st, runID, workerID); err != nil {
-			return Result{}, err
-		}
-		return c.appendToGepa(ctx, workerActor(workerID), st, events.GepaRunHeartbeat, events.GepaRunHeartbeatV1{RunID: runID, WorkerID: workerID, Progress: p})
+	return c.onGepa(ctx, runID, workerActor(workerID), func(st rewardmodels.GepaState) (string, any, error) {
+		return events.GepaRunHeartbeat, events.GepaRunHeartbeatV1{RunID: runID, WorkerID: workerID, Progress: p}, rewardmodels.CheckGepaHolder(st, runID, workerID)
 	})
 }
 
@@ -216,18 +209,14 @@ func (c *Commands) RecordGepaCandidate(ctx context.Context, workerID, runID stri
 		return Result{}, domain.Invalid("progress.metric_calls must not be negative")
 	}
 	cand.RunID = runID
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.loadGepa(ctx, runID)
-		if err != nil {
-			return Result{}, err
-		}
+	return c.onGepa(ctx, runID, workerActor(workerID), func(st rewardmodels.GepaState) (string, any, error) {
 		if err := rewardmodels.CheckGepaHolder(st, runID, workerID); err != nil {
-			return Result{}, err
+			return "", nil, err
 		}
 		if cand.Progress.MetricCalls > st.Requested.MaxMetricCalls {
-			return Result{}, domain.Invalid("progress.metric_calls %d exceeds the run's max_metric_calls %d", cand.Progress.MetricCalls, st.Requested.MaxMetricCalls)
+			return "", nil, domain.Invalid("progress.metric_calls %d exceeds the run's max_metric_calls %d", cand.Progress.MetricCalls, st.Requested.MaxMetricCalls)
 		}
-		return c.appendToGepa(ctx, workerActor(workerID), st, events.GepaRunCandidateEvaluated, cand)
+		return events.GepaRunCandidateEvaluated, cand, nil
 	})
 }
 
@@ -293,65 +282,38 @@ func CheckGepaResult(raw json.RawMessage, budget int) (GepaResult, error) {
 
 // SucceedGepa records the holder's validated result.
 func (c *Commands) SucceedGepa(ctx context.Context, workerID, runID string, raw json.RawMessage) (Result, error) {
-	st, err := c.loadGepa(ctx, runID)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := rewardmodels.CheckGepaHolder(st, runID, workerID); err != nil {
-		return Result{}, err
-	}
-	if _, err := CheckGepaResult(raw, st.Requested.MaxMetricCalls); err != nil {
-		return Result{}, err
-	}
-	return c.appendToGepa(ctx, workerActor(workerID), st, events.GepaRunSucceeded, events.GepaRunSucceededV1{RunID: runID, Result: raw})
+	return c.onGepa(ctx, runID, workerActor(workerID), func(st rewardmodels.GepaState) (string, any, error) {
+		if err := rewardmodels.CheckGepaHolder(st, runID, workerID); err != nil {
+			return "", nil, err
+		}
+		_, err := CheckGepaResult(raw, st.Requested.MaxMetricCalls)
+		return events.GepaRunSucceeded, events.GepaRunSucceededV1{RunID: runID, Result: raw}, err
+	})
 }
 
 // FailGepa records the holder's failure; msg is the end of the worker log.
 func (c *Commands) FailGepa(ctx context.Context, workerID, runID, msg string) (Result, error) {
-	st, err := c.loadGepa(ctx, runID)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := rewardmodels.CheckGepaHolder(st, runID, workerID); err != nil {
-		return Result{}, err
-	}
-	return c.appendToGepa(ctx, workerActor(workerID), st, events.GepaRunFailed, events.GepaRunFailedV1{RunID: runID, Error: tail(msg, 2000)})
+	return c.onGepa(ctx, runID, workerActor(workerID), func(st rewardmodels.GepaState) (string, any, error) {
+		return events.GepaRunFailed, events.GepaRunFailedV1{RunID: runID, Error: tail(msg, 2000)}, rewardmodels.CheckGepaHolder(st, runID, workerID)
+	})
 }
 
 // ExpireGepaLease handles a running run whose worker stopped heartbeating
 // (the stream decides; the read model only nominates): it goes back to the
 // queue for the next free worker, or fails once MaxLostRuns runs were lost.
 func (c *Commands) ExpireGepaLease(ctx context.Context, runID string, now time.Time) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.loadGepa(ctx, runID)
-		if err != nil {
-			return Result{}, err
-		}
-		out, expired := rewardmodels.DecideGepaLeaseExpiry(st, runID, now)
-		switch {
-		case !expired:
-			return Result{}, nil
-		case out.Requeue != nil:
-			return c.appendToGepa(ctx, Actor{}, st, events.GepaRunRequeued, *out.Requeue)
-		default:
-			return c.appendToGepa(ctx, Actor{}, st, events.GepaRunFailed, *out.Fail)
-		}
+	return c.onGepa(ctx, runID, Actor{}, func(st rewardmodels.GepaState) (string, any, error) {
+		out, _ := rewardmodels.DecideGepaLeaseExpiry(st, runID, now)
+		return expiry(events.GepaRunRequeued, out.Requeue, events.GepaRunFailed, out.Fail)
 	})
 }
 
 // HandBackGepa returns the holder's running run to the queue (the worker is
 // stopping); the dispatch projection publishes the job again.
 func (c *Commands) HandBackGepa(ctx context.Context, workerID, runID, reason string) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.loadGepa(ctx, runID)
-		if err != nil {
-			return Result{}, err
-		}
+	return c.onGepa(ctx, runID, workerActor(workerID), func(st rewardmodels.GepaState) (string, any, error) {
 		p, err := rewardmodels.DecideGepaHandBack(st, runID, workerID, reason)
-		if err != nil {
-			return Result{}, err
-		}
-		return c.appendToGepa(ctx, workerActor(workerID), st, events.GepaRunRequeued, p)
+		return events.GepaRunRequeued, p, err
 	})
 }
 

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/domain/rewardmodels"
 )
 
 // Job runs one worker call about a leased job (jobs.RouteJob): the kind's
@@ -83,3 +85,55 @@ func strictField(raw json.RawMessage, v any, field string) error {
 
 // jobAck is the answer to a report: ok when it was recorded.
 func jobAck(_ Result, err error) (any, error) { return jobs.Ack{OK: err == nil}, err }
+
+// decideOn is how a job's command runs: load the job's stream, decide the
+// one event it leads to (typ "": nothing to append), and append it at the
+// version read; a concurrent write (a heartbeat racing a report) makes it
+// decide again on the new state.
+func decideOn[S any](ctx context.Context, load func(context.Context) (S, error), write func(context.Context, Actor, S, string, any) (Result, error),
+	actor Actor, decide func(S) (typ string, payload any, err error)) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		s, err := load(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		typ, payload, err := decide(s)
+		if err != nil || typ == "" {
+			return Result{}, err
+		}
+		return write(ctx, actor, s, typ, payload)
+	})
+}
+
+// onModel decides one event on a reward model's stream (training and
+// feedback extraction).
+func (c *Commands) onModel(ctx context.Context, modelID string, actor Actor, decide func(rewardmodels.State) (string, any, error)) (Result, error) {
+	load := func(ctx context.Context) (rewardmodels.State, error) { return c.loadModel(ctx, "", modelID) }
+	write := func(ctx context.Context, a Actor, st rewardmodels.State, typ string, p any) (Result, error) {
+		return c.appendToModel(ctx, a, st, typ, p)
+	}
+	return decideOn(ctx, load, write, actor, decide)
+}
+
+// onGepa decides one event on a GEPA run's stream.
+func (c *Commands) onGepa(ctx context.Context, runID string, actor Actor, decide func(rewardmodels.GepaState) (string, any, error)) (Result, error) {
+	load := func(ctx context.Context) (rewardmodels.GepaState, error) { return c.loadGepa(ctx, runID) }
+	return decideOn(ctx, load, c.appendToGepa, actor, decide)
+}
+
+// onEvaluator decides one event on the shared evaluator's stream.
+func (c *Commands) onEvaluator(ctx context.Context, actor Actor, decide func(evaluator.State) (string, any, error)) (Result, error) {
+	return decideOn(ctx, c.EvaluatorState, c.appendEvaluator, actor, decide)
+}
+
+// expiry is the event a lease expiry appends: the requeue while the job
+// has runs left, else the failure (nil pointers: the lease runs).
+func expiry[R, F any](requeueType string, requeue *R, failType string, fail *F) (string, any, error) {
+	switch {
+	case requeue != nil:
+		return requeueType, *requeue, nil
+	case fail != nil:
+		return failType, *fail, nil
+	}
+	return "", nil, nil
+}

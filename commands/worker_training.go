@@ -69,16 +69,9 @@ func (c *Commands) ClaimNextTraining(ctx context.Context, workerID, compute stri
 // HandBackTraining returns a running attempt to the queue at its worker's
 // request (the worker is stopping): another worker trains it from the start.
 func (c *Commands) HandBackTraining(ctx context.Context, workerID, modelID string, attempt int, reason string) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.loadModel(ctx, "", modelID)
-		if err != nil {
-			return Result{}, err
-		}
+	return c.onModel(ctx, modelID, workerActor(workerID), func(st rewardmodels.State) (string, any, error) {
 		p, err := rewardmodels.DecideHandBack(st, attempt, workerID, reason)
-		if err != nil {
-			return Result{}, err
-		}
-		return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelTrainingRequeued, p)
+		return events.RewardModelTrainingRequeued, p, err
 	})
 }
 
@@ -110,16 +103,9 @@ func workerActor(id string) Actor { return Actor{UserID: "", worker: id} }
 
 // Heartbeat renews the lease of the worker holding the attempt.
 func (c *Commands) Heartbeat(ctx context.Context, workerID, modelID string, attempt int, p events.Progress) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.loadModel(ctx, "", modelID)
-		if err != nil {
-			return Result{}, err
-		}
+	return c.onModel(ctx, modelID, workerActor(workerID), func(st rewardmodels.State) (string, any, error) {
 		ev, err := rewardmodels.DecideHeartbeat(st, attempt, workerID, p)
-		if err != nil {
-			return Result{}, err
-		}
-		return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelHeartbeat, ev)
+		return events.RewardModelHeartbeat, ev, err
 	})
 }
 
@@ -195,16 +181,9 @@ func (c *Commands) completeTraining(ctx context.Context, in CompleteTraining) (R
 // FailTraining is a worker's failure report; msg is the end of its log. A
 // heartbeat of the same attempt racing with it makes it decide again.
 func (c *Commands) FailTraining(ctx context.Context, workerID, modelID string, attempt int, msg string) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.loadModel(ctx, "", modelID)
-		if err != nil {
-			return Result{}, err
-		}
+	return c.onModel(ctx, modelID, workerActor(workerID), func(st rewardmodels.State) (string, any, error) {
 		p, err := rewardmodels.DecideFail(st, attempt, workerID, events.FailureWorkerError, msg)
-		if err != nil {
-			return Result{}, err
-		}
-		return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelTrainingFailed, p)
+		return events.RewardModelTrainingFailed, p, err
 	})
 }
 
@@ -215,20 +194,9 @@ func (c *Commands) FailTraining(ctx context.Context, workerID, modelID string, a
 // it makes it decide again on the new state (the heartbeat may have renewed
 // the lease). Requeued says which of the two happened.
 func (c *Commands) ExpireLease(ctx context.Context, modelID string, now time.Time) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.loadModel(ctx, "", modelID)
-		if err != nil {
-			return Result{}, err
-		}
-		out, expired := rewardmodels.DecideLeaseExpiry(st, now)
-		switch {
-		case !expired:
-			return Result{}, nil
-		case out.Requeue != nil:
-			return c.appendToModel(ctx, Actor{}, st, events.RewardModelTrainingRequeued, *out.Requeue)
-		default:
-			return c.appendToModel(ctx, Actor{}, st, events.RewardModelTrainingFailed, *out.Fail)
-		}
+	return c.onModel(ctx, modelID, Actor{}, func(st rewardmodels.State) (string, any, error) {
+		out, _ := rewardmodels.DecideLeaseExpiry(st, now)
+		return expiry(events.RewardModelTrainingRequeued, out.Requeue, events.RewardModelTrainingFailed, out.Fail)
 	})
 }
 
