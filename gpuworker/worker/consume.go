@@ -53,25 +53,16 @@ func shortJob(topic string) bool {
 // topic this worker does not know): a kind's runner, or the training
 // wake-up. It returns false only when ctx ended before the job finished.
 func (w *Worker) Handle(topic string) func(context.Context, []byte) bool {
-	switch topic {
-	case jobs.TopicTrain:
+	if topic == jobs.TopicTrain {
 		return w.WakeTraining
-	case jobs.TopicScore:
-		return scoring.handle(w)
-	case jobs.TopicExtract:
-		return extraction.handle(w)
-	case jobs.TopicTitle:
-		return titles.handle(w)
-	case jobs.TopicAssess:
-		return assessments.handle(w)
-	case jobs.TopicGepa:
-		return gepaRuns.handle(w)
-	case jobs.TopicLabel:
-		return stepLabels.handle(w)
-	case jobs.TopicEvaluatorTrain:
-		return evaluatorCandidates.handle(w)
-	case jobs.TopicEvaluatorScore:
-		return evaluatorScoring.handle(w)
+	}
+	runs := map[string]func(*Worker) func(context.Context, []byte) bool{
+		jobs.TopicScore: scoring.handle, jobs.TopicExtract: extraction.handle, jobs.TopicTitle: titles.handle,
+		jobs.TopicAssess: assessments.handle, jobs.TopicGepa: gepaRuns.handle, jobs.TopicLabel: stepLabels.handle,
+		jobs.TopicEvaluatorTrain: evaluatorCandidates.handle, jobs.TopicEvaluatorScore: evaluatorScoring.handle,
+	}
+	if run := runs[topic]; run != nil {
+		return run(w)
 	}
 	return nil
 }
