@@ -13,6 +13,7 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/eventstore"
@@ -71,7 +72,7 @@ func TestClaimIsExclusiveAndLeasesExpire(t *testing.T) {
 
 	job, err := cmds.ClaimTraining(ctx, "w1", req.ModelID, 1, 2*time.Second)
 	require.NoError(t, err)
-	require.Equal(t, commands.ArtifactKey(actor.UserID, req.ModelID), job.ArtifactKey)
+	require.Equal(t, jobs.ArtifactKey(actor.UserID, req.ModelID), job.ArtifactKey)
 	// A duplicate delivery, to the same or another worker, cannot start it twice.
 	for _, w := range []string{"w1", "w2"} {
 		_, err = cmds.ClaimTraining(ctx, w, req.ModelID, 1, time.Minute)

@@ -22,9 +22,6 @@ type RequestScoringResult struct {
 	RunID string
 }
 
-// ScoringItems is what a scoring worker reads; the contract is jobs'.
-type ScoringItems = jobs.ScoringItems
-
 // RequestScoring is POST /traces/{id}/score.
 func (c *Commands) RequestScoring(ctx context.Context, actor Actor, traceID, modelID string) (RequestScoringResult, error) {
 	m, err := c.loadModel(ctx, actor.UserID, modelID)
@@ -75,13 +72,13 @@ func (c *Commands) RequestScoring(ctx context.Context, actor Actor, traceID, mod
 	return res, err
 }
 
-func scoringItems(tr traces.State, m rewardmodels.State) ScoringItems {
+func scoringItems(tr traces.State, m rewardmodels.State) jobs.ScoringItems {
 	pt := rewardmodels.PairTrace(tr)
 	// Training and scoring render alike. Thinking steps are never scored,
 	// whatever rules the model's dataset was built under: a score on
 	// reasoning would show as an action's credit and queue it for review.
 	v := m.Config.InputVersion
-	items := ScoringItems{ModelID: m.ID, ArtifactKey: m.Success.ArtifactKey,
+	items := jobs.ScoringItems{ModelID: m.ID, ArtifactKey: m.Success.ArtifactKey,
 		Trace: rewardmodels.ScoreItem{TraceID: tr.ID, Revision: tr.Revision, Text: domain.RenderVersion(v, pt.Steps, len(pt.Steps)-1, true)}}
 	if v == 3 {
 		items.MaxLength = rewardmodels.InputV3MaxLength

@@ -31,24 +31,17 @@ type ClaimedJob struct {
 	CorrelationID string
 }
 
-// ArtifactKey is where a model's checkpoint archive lives (spec 001); see
-// jobs.ArtifactKey.
-func ArtifactKey(ownerID, modelID string) string { return jobs.ArtifactKey(ownerID, modelID) }
-
 // ClaimTraining starts an attempt for one worker. A model that is not queued
 // (a duplicate delivery, another worker was first) is a ConflictError.
 func (c *Commands) ClaimTraining(ctx context.Context, workerID, modelID string, attempt int, lease time.Duration) (ClaimedJob, error) {
 	return c.claimTraining(ctx, workerID, "", modelID, attempt, lease)
 }
 
-// TrainingCandidate is a model the read model lists as claimable.
-type TrainingCandidate = rewardmodels.TrainingCandidate
-
 // ClaimNextTraining claims the first of candidates (oldest first) that is
 // still claimable for a free worker; compute is where that worker runs.
 // A candidate another worker claimed first, or that changed since the read
 // model listed it, is skipped. ok is false when none could be claimed.
-func (c *Commands) ClaimNextTraining(ctx context.Context, workerID, compute string, candidates []TrainingCandidate, lease time.Duration) (ClaimedJob, bool, error) {
+func (c *Commands) ClaimNextTraining(ctx context.Context, workerID, compute string, candidates []rewardmodels.TrainingCandidate, lease time.Duration) (ClaimedJob, bool, error) {
 	for _, cand := range candidates {
 		j, err := c.claimTraining(ctx, workerID, compute, cand.ModelID, cand.Attempt, lease)
 		var conflict *domain.ConflictError
@@ -95,7 +88,7 @@ func (c *Commands) claimTraining(ctx context.Context, workerID, compute, modelID
 		return ClaimedJob{}, err // a concurrent claim loses at the version check
 	}
 	return ClaimedJob{Result: r, ModelID: st.ID, OwnerID: st.OwnerID, Name: st.Requested.Name, BaseModel: st.Requested.BaseModel,
-		DatasetKey: st.Dataset.DatasetKey, ArtifactKey: ArtifactKey(st.OwnerID, st.ID), Attempt: attempt,
+		DatasetKey: st.Dataset.DatasetKey, ArtifactKey: jobs.ArtifactKey(st.OwnerID, st.ID), Attempt: attempt,
 		Epochs: st.Requested.Epochs, LeaseSeconds: p.LeaseSeconds, CorrelationID: st.QueuedBy}, nil
 }
 
@@ -133,7 +126,7 @@ func (c *Commands) completeTraining(ctx context.Context, in CompleteTraining) (R
 	if err != nil {
 		return Result{}, err
 	}
-	p, err := rewardmodels.DecideSucceed(st, in.Attempt, in.WorkerID, in.Metrics, ArtifactKey(st.OwnerID, st.ID), in.RewardStats, in.ActionStats)
+	p, err := rewardmodels.DecideSucceed(st, in.Attempt, in.WorkerID, in.Metrics, jobs.ArtifactKey(st.OwnerID, st.ID), in.RewardStats, in.ActionStats)
 	if err != nil {
 		return Result{}, err
 	}
@@ -338,7 +331,7 @@ func (c *Commands) trainingJob() jobActions {
 			j.CorrelationID = "" // the message that named the attempt carries it
 			return j.Claim(), nil
 		}),
-		jobs.Beat: onJob(func(ctx context.Context, r call[jobs.Progress]) (any, error) {
+		jobs.Beat: onJob(func(ctx context.Context, r call[events.Progress]) (any, error) {
 			return jobAck(c.Heartbeat(ctx, r.Worker, r.ID, r.Job.Attempt, r.Body))
 		}),
 		jobs.Finish: onJob(func(ctx context.Context, r call[jobs.Succeeded]) (any, error) {

@@ -22,7 +22,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
 )
 
@@ -72,10 +71,6 @@ type TrainingClaim struct {
 	// worker that pulled it logs and reports under it.
 	CorrelationID string `json:"correlation_id,omitempty"`
 }
-
-// Progress is a heartbeat's progress report; the same shape the heartbeat
-// event stores.
-type Progress = events.Progress
 
 // Succeeded is a finished training attempt (the result of KindTrain). The
 // checkpoint archive and the score files are in the blob store, under the

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"github.com/criticml/critic/domain/events"
 
 	"github.com/criticml/critic/domain/jobs"
 )
@@ -23,7 +24,7 @@ func (c *Client) ClaimTraining(ctx context.Context, modelID string, attempt int)
 	return &out, nil
 }
 
-func (c *Client) Heartbeat(ctx context.Context, modelID string, attempt int, p jobs.Progress) error {
+func (c *Client) Heartbeat(ctx context.Context, modelID string, attempt int, p events.Progress) error {
 	call := trainJob(modelID, attempt)
 	call.Body = raw(p)
 	return c.Job(ctx, jobs.KindTrain, modelID, jobs.Beat, call, nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/criticml/critic/domain/events"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -49,7 +50,7 @@ func TestClientContract(t *testing.T) {
 		map[string]any{"worker_id": "w-1", "job": job}}, last())
 
 	answer = `{}`
-	require.NoError(t, c.Heartbeat(ctx, "m1", 2, jobs.Progress{Phase: "training", Step: 3, TotalSteps: 10, Loss: 0.5, TokensPerSec: 100}))
+	require.NoError(t, c.Heartbeat(ctx, "m1", 2, events.Progress{Phase: "training", Step: 3, TotalSteps: 10, Loss: 0.5, TokensPerSec: 100}))
 	require.Equal(t, "/api/v1/worker/jobs/train/m1/beat", last().path)
 	require.Equal(t, map[string]any{"worker_id": "w-1", "job": job, "body": map[string]any{
 		"phase": "training", "step": 3.0, "total_steps": 10.0, "loss": 0.5, "tokens_per_sec": 100.0}}, last().body)
@@ -91,7 +92,7 @@ func TestClientContract(t *testing.T) {
 	require.True(t, errors.As(err, &ae))
 	require.Equal(t, "not_claimable", ae.Code)
 	require.Equal(t, "model m1 is not queued", ae.Detail)
-	require.ErrorIs(t, c.Heartbeat(ctx, "m1", 2, jobs.Progress{}), ErrNotClaimable)
+	require.ErrorIs(t, c.Heartbeat(ctx, "m1", 2, events.Progress{}), ErrNotClaimable)
 
 	status, answer = http.StatusServiceUnavailable, `upstream down`
 	err = c.TrainingFailed(ctx, "m1", 2, "x")
@@ -128,8 +129,8 @@ func TestClientAgainstTheService(t *testing.T) {
 	require.NotEmpty(t, claim.DatasetKey)
 	_, err = c.ClaimTraining(ctx, id, 1)
 	require.ErrorIs(t, err, ErrNotClaimable, "claimed once")
-	require.NoError(t, c.Heartbeat(ctx, id, 1, jobs.Progress{Phase: "training", Step: 1, TotalSteps: 2}))
-	require.ErrorIs(t, svc.client("w-2").Heartbeat(ctx, id, 1, jobs.Progress{}), ErrNotClaimable, "only the holder")
+	require.NoError(t, c.Heartbeat(ctx, id, 1, events.Progress{Phase: "training", Step: 1, TotalSteps: 2}))
+	require.ErrorIs(t, svc.client("w-2").Heartbeat(ctx, id, 1, events.Progress{}), ErrNotClaimable, "only the holder")
 
 	// A success report naming a key the job did not issue is refused (422,
 	// final), and nothing is read from it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/criticml/critic/domain/events"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -50,7 +51,7 @@ var training = Kind[jobs.TrainJob, jobs.TrainingClaim, jobs.Succeeded]{
 // phase is the last phase a training job reported ("training" before
 // any), for messages.
 func phase(p any) string {
-	pr, _ := p.(jobs.Progress)
+	pr, _ := p.(events.Progress)
 	switch {
 	case pr.Phase == "":
 		return "training"
@@ -221,7 +222,7 @@ func (w *Worker) train(ctx context.Context, j *Job[jobs.TrainingClaim]) (jobs.Su
 			os.Remove(filepath.Dir(dir)) // the model's folder, when no other attempt is in it
 		}()
 	}
-	j.Progress(jobs.Progress{Phase: "training"})
+	j.Progress(events.Progress{Phase: "training"})
 
 	raw, err := w.cfg.Blobs.Get(ctx, claim.DatasetKey)
 	if err != nil {
@@ -250,10 +251,10 @@ func (w *Worker) train(ctx context.Context, j *Job[jobs.TrainingClaim]) (jobs.Su
 	o.Progress = func(step, total int, loss, tps float64) {
 		log.Info(fmt.Sprintf("step %d/%d loss %.4f tokens/s %.0f", step, total, loss, tps))
 		w.cfg.Observer.TrainStep(tps)
-		j.Progress(jobs.Progress{Phase: "training", Step: step, TotalSteps: total, Loss: loss, TokensPerSec: tps})
+		j.Progress(events.Progress{Phase: "training", Step: step, TotalSteps: total, Loss: loss, TokensPerSec: tps})
 		if step == total {
 			log.Info("evaluating and scoring", "score_items", len(o.ScoreItems), "action_score_items", len(o.ActionScoreItems))
-			j.Progress(jobs.Progress{Phase: "scoring", Step: step, TotalSteps: total, Loss: loss})
+			j.Progress(events.Progress{Phase: "scoring", Step: step, TotalSteps: total, Loss: loss})
 		}
 	}
 	if w.cfg.TrainOptions != nil {
@@ -270,7 +271,7 @@ func (w *Worker) train(ctx context.Context, j *Job[jobs.TrainingClaim]) (jobs.Su
 		return jobs.Succeeded{}, err
 	}
 
-	j.Progress(jobs.Progress{Phase: "uploading"})
+	j.Progress(events.Progress{Phase: "uploading"})
 	archive := filepath.Join(dir, ArchiveRoot+".tar.gz")
 	if err := WriteArchive(res.ModelDir, archive); err != nil {
 		return jobs.Succeeded{}, err
