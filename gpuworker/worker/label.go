@@ -28,7 +28,7 @@ func (f *labelFailure) Error() string { return f.msg }
 // chunks it could not label as a labeling failure the owner can retry,
 // then runs the revision's quality checks.
 var stepLabels = Kind[jobs.LabelJob, jobs.LabelSource, struct{}]{
-	Kind: jobs.KindLabel, What: "label job", IDKey: "trace_id", NoFinish: true,
+	Kind: jobs.KindLabel, What: "label job", IDKey: "trace_id", NoFinish: true, RefusedAs: "the label source could not be read",
 	Ready: func(w *Worker) error {
 		if w.cfg.StepLabel == nil {
 			return errors.New("no step-label model on this worker: the trace stays unlabeled (" + w.cfg.StepLabelUnavailable + ")")

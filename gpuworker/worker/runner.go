@@ -64,7 +64,12 @@ type Kind[Msg jobs.Message, Args, Result any] struct {
 	// NoFinish: the kind's result is recorded by its reports (labels,
 	// assessments); the runner sends no finish.
 	NoFinish bool
-	Work     Work[Args, Result]
+	// RefusedAs, when set, reports a claim the API refused for good (not a
+	// duplicate) as the job's failure, with this headline: the owner sees
+	// it (a label job's trace shows failed and retryable instead of queued
+	// for ever).
+	RefusedAs string
+	Work      Work[Args, Result]
 }
 
 // cancelled is Cancel's error.
@@ -185,6 +190,9 @@ func (k Kind[Msg, Args, Result]) run(ctx context.Context, w *Worker, id string, 
 			return a, w.client.Job(ctx, k.Kind, id, jobs.Claim, jobs.Call{Job: msg}, &a)
 		})
 		if stop, ack := settleClaim(ctx, err, log, k.What, slog.LevelInfo, &outcome, &jobErr); stop {
+			if k.RefusedAs != "" && jobErr != nil {
+				k.reportFailure(ctx, j, fmt.Errorf("%s: %w", k.RefusedAs, jobErr))
+			}
 			return ack
 		}
 		j.Args = args
