@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 var (
@@ -97,7 +98,7 @@ func anchors(md string) map[string]bool {
 			switch {
 			case r == ' ':
 				b.WriteRune('-')
-			case r == '-' || r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r > 127 && isLetter(r):
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
 				b.WriteRune(r)
 			}
 		}
@@ -105,8 +106,6 @@ func anchors(md string) map[string]bool {
 	}
 	return out
 }
-
-func isLetter(r rune) bool { return strings.ContainsRune("éèàçüöäñ", r) }
 
 func read(t *testing.T, path string) string {
 	t.Helper()

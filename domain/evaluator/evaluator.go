@@ -302,13 +302,7 @@ func CandidateDataset(states []traces.State, corrections Corrections) []Training
 			pt.Steps = append(pt.Steps, domain.PairStep{ID: st.ID, Role: st.Role, Content: st.Content, ToolName: st.ToolName, ToolInput: st.ToolInput})
 		}
 		var ratings []domain.Rating
-		ids := make([]string, 0, len(s.Annotations))
-		for id := range s.Annotations {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		for _, id := range ids {
-			a := s.Annotations[id]
+		for _, a := range s.AnnotationsInOrder() {
 			if a.Rating != nil && a.StepID != "" {
 				ratings = append(ratings, domain.Rating{AnnotationID: a.ID, TraceID: s.ID, StepID: a.StepID, Rating: *a.Rating, LabelError: a.LabelError})
 			}

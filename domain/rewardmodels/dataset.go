@@ -2,7 +2,6 @@ package rewardmodels
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/criticml/critic/domain"
@@ -108,13 +107,7 @@ func pairTrace(s traces.State, markThinking bool) domain.PairTrace {
 // Ratings lists a trace's rating annotations in id order.
 func Ratings(s traces.State) []domain.Rating {
 	var out []domain.Rating
-	ids := make([]string, 0, len(s.Annotations))
-	for id := range s.Annotations {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		a := s.Annotations[id]
+	for _, a := range s.AnnotationsInOrder() {
 		if a.Rating != nil {
 			out = append(out, domain.Rating{AnnotationID: a.ID, TraceID: s.ID, StepID: a.StepID, Rating: *a.Rating, LabelError: a.LabelError})
 		}
@@ -128,13 +121,7 @@ func Ratings(s traces.State) []domain.Rating {
 // instead of ratings. A value c does not know counts for nothing.
 func CriterionRatings(s traces.State, c *criteria.Criterion) []domain.Rating {
 	var out []domain.Rating
-	ids := make([]string, 0, len(s.Annotations))
-	for id := range s.Annotations {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		a := s.Annotations[id]
+	for _, a := range s.AnnotationsInOrder() {
 		if a.CriterionID != c.ID {
 			continue
 		}
@@ -392,13 +379,7 @@ func FeedbackTrace(s traces.State) feedback.Trace {
 			ft.HarnessSteps[st.ID] = true
 		}
 	}
-	ids := make([]string, 0, len(s.Annotations))
-	for id := range s.Annotations {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		a := s.Annotations[id]
+	for _, a := range s.AnnotationsInOrder() {
 		if a.Comment != nil && strings.TrimSpace(*a.Comment) != "" {
 			ft.Comments = append(ft.Comments, feedback.Comment{AnnotationID: a.ID, StepID: a.StepID, Text: *a.Comment, Flagged: a.LabelError})
 		}

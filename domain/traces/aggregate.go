@@ -92,6 +92,22 @@ type Annotation struct {
 	Value       json.RawMessage
 }
 
+// AnnotationsInOrder lists the live annotations in id order: the order
+// pair construction and feedback read them in, so a rebuild from the log
+// gives the same dataset.
+func (s State) AnnotationsInOrder() []*Annotation {
+	ids := make([]string, 0, len(s.Annotations))
+	for id := range s.Annotations {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	out := make([]*Annotation, len(ids))
+	for i, id := range ids {
+		out[i] = s.Annotations[id]
+	}
+	return out
+}
+
 // Apply folds one event of the trace's stream into the state. An event in
 // the log is a fact, so the only failure is a payload that cannot be read
 // (an UnreadableError): the caller must stop rather than decide on a state
