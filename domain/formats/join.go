@@ -22,6 +22,12 @@ type llmCall struct {
 	// the output steps (the call's end); "" leaves steps untimed.
 	InputTime  string
 	OutputTime string
+	// Unordered says the input's order is partly unknown: it came as one
+	// log record per message, several stamped with the same millisecond
+	// (SimpleLogRecordProcessor), in requests that race. joinCalls then
+	// takes the re-sent history in the order the conversation already
+	// holds it (alignToConversation).
+	Unordered bool
 }
 
 // joinCalls turns calls (already in start order) into one conversation.
@@ -46,14 +52,17 @@ type llmCall struct {
 func joinCalls(calls []llmCall) (steps []domain.Step, produced [][]int) {
 	produced = make([][]int, len(calls))
 	for ci, c := range calls {
-		c.Output = outputAfterInput(c.Input, c.Output)
-		input := withoutReasoning(c.Input)
 		conv := []int{} // indices of non-reasoning steps of the conversation
 		for i, s := range steps {
 			if !isReasoning(s) {
 				conv = append(conv, i)
 			}
 		}
+		if c.Unordered {
+			c.Input = alignToConversation(c.Input, steps, conv)
+		}
+		c.Output = outputAfterInput(c.Input, c.Output)
+		input := withoutReasoning(c.Input)
 		common := 0
 		for common < len(conv) && common < len(input) && sameStep(steps[conv[common]], input[common]) {
 			common++
@@ -83,6 +92,38 @@ func joinCalls(calls []llmCall) (steps []domain.Step, produced [][]int) {
 		}
 	}
 	return finishSteps(steps), produced
+}
+
+// alignToConversation reorders an input whose order is partly unknown so
+// that the history it re-sends comes first, in the conversation's order, and
+// its other messages follow in the order given. When the input does not hold
+// every message of the conversation (the history was edited or truncated),
+// it is returned as given and joinCalls's other rules apply.
+func alignToConversation(input, steps []domain.Step, conv []int) []domain.Step {
+	if len(conv) == 0 {
+		return input
+	}
+	used := make([]bool, len(input))
+	head := make([]domain.Step, 0, len(input))
+	for _, ci := range conv {
+		found := false
+		for j, s := range input {
+			if !used[j] && sameStep(s, steps[ci]) {
+				used[j], found = true, true
+				head = append(head, s)
+				break
+			}
+		}
+		if !found {
+			return input
+		}
+	}
+	for j, s := range input {
+		if !used[j] {
+			head = append(head, s)
+		}
+	}
+	return head
 }
 
 // outputAfterInput drops a re-sent history from an output: some frameworks

@@ -830,7 +830,7 @@ func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent) (domain.Trac
 		}
 		in = keepToolKeyOrder(in, s.Attrs, s.Events)
 		out = withCallMetadata(out, otelCallMetadata(s.Attrs))
-		calls = append(calls, call{llmCall: llmCall{Input: in, Output: out,
+		calls = append(calls, call{llmCall: llmCall{Input: in, Output: out, Unordered: tiedMessageEvents(s.Events),
 			InputTime: rfc3339Nanos(s.Start), OutputTime: rfc3339Nanos(s.End)}, start: s.Start, seq: s.Seq, span: i})
 	}
 	for _, sid := range orphanOrder {
@@ -844,7 +844,7 @@ func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent) (domain.Trac
 		for _, e := range evs {
 			start, end = min(start, e.Time), max(end, e.Time)
 		}
-		calls = append(calls, call{llmCall: llmCall{Input: in, Output: out,
+		calls = append(calls, call{llmCall: llmCall{Input: in, Output: out, Unordered: tiedMessageEvents(evs),
 			InputTime: rfc3339Nanos(start), OutputTime: rfc3339Nanos(end)}, start: start, seq: evs[0].Seq, span: -1})
 	}
 	if len(calls) == 0 {

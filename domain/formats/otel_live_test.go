@@ -133,6 +133,25 @@ func TestOTelToolResultKeepsKeyOrder(t *testing.T) {
 	require.Equal(t, "c1", tool.ToolCallID)
 }
 
+// otlpAnyValue is v as an OTLP/JSON AnyValue.
+func otlpAnyValue(v any) map[string]any {
+	switch x := v.(type) {
+	case map[string]any:
+		var kv []any
+		for k, c := range x {
+			kv = append(kv, map[string]any{"key": k, "value": otlpAnyValue(c)})
+		}
+		return map[string]any{"kvlistValue": map[string]any{"values": kv}}
+	case []any:
+		var l []any
+		for _, c := range x {
+			l = append(l, otlpAnyValue(c))
+		}
+		return map[string]any{"arrayValue": map[string]any{"values": l}}
+	}
+	return map[string]any{"stringValue": anyString(v)}
+}
+
 // TestOTelPerMessageLogsOrderedWhenRaced: @opentelemetry/instrumentation-
 // openai stamps a call's whole history with one millisecond; exported one
 // record per request (SimpleLogRecordProcessor) the records arrive in any
@@ -140,27 +159,9 @@ func TestOTelToolResultKeepsKeyOrder(t *testing.T) {
 // assistant's call, its tool result, then the choice.
 func TestOTelPerMessageLogsOrderedWhenRaced(t *testing.T) {
 	const ts = 1_700_000_000_000_000_000
-	var anyValue func(v any) map[string]any
-	anyValue = func(v any) map[string]any {
-		switch x := v.(type) {
-		case map[string]any:
-			var kv []any
-			for k, c := range x {
-				kv = append(kv, map[string]any{"key": k, "value": anyValue(c)})
-			}
-			return map[string]any{"kvlistValue": map[string]any{"values": kv}}
-		case []any:
-			var l []any
-			for _, c := range x {
-				l = append(l, anyValue(c))
-			}
-			return map[string]any{"arrayValue": map[string]any{"values": l}}
-		}
-		return map[string]any{"stringValue": anyString(v)}
-	}
 	rec := func(name string, body map[string]any) map[string]any {
 		return map[string]any{"traceId": "0102030405060708090a0b0c0d0e0f10", "spanId": "00000000000000a1", "timeUnixNano": ts,
-			"eventName": name, "body": anyValue(body)}
+			"eventName": name, "body": otlpAnyValue(body)}
 	}
 	// Arrival order as raced: tool, user, choice, assistant, system.
 	records := []any{
@@ -196,5 +197,59 @@ func TestOTelPerMessageLogsOrderedWhenRaced(t *testing.T) {
 	require.Equal(t, []domain.Role{domain.RoleSystem, domain.RoleUser, domain.RoleAssistant, domain.RoleTool, domain.RoleAssistant}, roles)
 	require.Equal(t, "get_weather", tr.Steps[2].ToolName)
 	require.Equal(t, "call_1", tr.Steps[3].ToolCallID)
+	require.Equal(t, "Sunny.", tr.Steps[4].Content)
+}
+
+// TestOTelRacedHistoryFollowsTheConversation: the second call of a rooted
+// trace re-sends the history as log records of one millisecond that arrive
+// in an order that is plausible but wrong (system, the assistant's call,
+// user, tool). The re-sent history is taken in the order the conversation
+// already holds it, so the user's question is not repeated after the call.
+func TestOTelRacedHistoryFollowsTheConversation(t *testing.T) {
+	const t1, t2 = 1_700_000_000_000_000_000, 1_700_000_000_100_000_000
+	const tid = "0102030405060708090a0b0c0d0e0f10"
+	rec := func(span string, ts int64, name string, body map[string]any) map[string]any {
+		return map[string]any{"traceId": tid, "spanId": span, "timeUnixNano": ts, "eventName": name, "body": otlpAnyValue(body)}
+	}
+	toolCall := map[string]any{"id": "call_1", "type": "function", "function": map[string]any{"name": "get_weather", "arguments": `{"city":"Paris"}`}}
+	records := []any{
+		rec("00000000000000a1", t1, "gen_ai.system.message", map[string]any{"content": "Be brief."}),
+		rec("00000000000000a1", t1, "gen_ai.user.message", map[string]any{"content": "Weather?"}),
+		rec("00000000000000a1", t1+50, "gen_ai.choice", map[string]any{"finish_reason": "tool_calls", "message": map[string]any{"tool_calls": []any{toolCall}}}),
+		rec("00000000000000a2", t2, "gen_ai.system.message", map[string]any{"content": "Be brief."}),
+		rec("00000000000000a2", t2, "gen_ai.assistant.message", map[string]any{"tool_calls": []any{toolCall}}),
+		rec("00000000000000a2", t2, "gen_ai.user.message", map[string]any{"content": "Weather?"}),
+		rec("00000000000000a2", t2, "gen_ai.tool.message", map[string]any{"id": "call_1", "content": "sunny"}),
+		rec("00000000000000a2", t2+50, "gen_ai.choice", map[string]any{"finish_reason": "stop", "message": map[string]any{"content": "Sunny."}}),
+	}
+	var raws []RawSpan
+	for _, r := range records {
+		b, err := json.Marshal(map[string]any{"resourceLogs": []any{map[string]any{"scopeLogs": []any{map[string]any{"logRecords": []any{r}}}}}})
+		require.NoError(t, err)
+		split, _, _, err := SplitLogs(b)
+		require.NoError(t, err)
+		raws = append(raws, split...)
+	}
+	chat := map[string]any{"key": "gen_ai.operation.name", "value": map[string]any{"stringValue": "chat"}}
+	var spans []any
+	for _, sp := range []struct {
+		id         string
+		start, end int64
+	}{{"00000000000000a1", t1, t1 + 60}, {"00000000000000a2", t2, t2 + 60}} {
+		spans = append(spans, map[string]any{"traceId": tid, "spanId": sp.id, "parentSpanId": "00000000000000ff", "name": "chat gpt-4o-mini",
+			"startTimeUnixNano": sp.start, "endTimeUnixNano": sp.end, "attributes": []any{chat}})
+	}
+	body, err := json.Marshal(map[string]any{"resourceSpans": []any{map[string]any{"scopeSpans": []any{map[string]any{"spans": spans}}}}})
+	require.NoError(t, err)
+	split, err := SplitSpans(body)
+	require.NoError(t, err)
+	tr, hasLLM, err := RebuildTrace(append(raws, split...))
+	require.NoError(t, err)
+	require.True(t, hasLLM)
+	var roles []domain.Role
+	for _, s := range tr.Steps {
+		roles = append(roles, s.Role)
+	}
+	require.Equal(t, []domain.Role{domain.RoleSystem, domain.RoleUser, domain.RoleAssistant, domain.RoleTool, domain.RoleAssistant}, roles)
 	require.Equal(t, "Sunny.", tr.Steps[4].Content)
 }

@@ -207,3 +207,20 @@ func plausibleEventOrder(events []otelEvent) bool {
 	}
 	return true
 }
+
+// tiedMessageEvents says whether two or more of a call's per-message events
+// carry the same time: their order is then unknown (see orderGenAIEvents),
+// and joinCalls aligns the call's input to the conversation it re-sends.
+func tiedMessageEvents(events []otelEvent) bool {
+	seen := map[int64]bool{}
+	for _, e := range events {
+		switch e.Name {
+		case "gen_ai.system.message", "gen_ai.user.message", "gen_ai.assistant.message", "gen_ai.tool.message":
+			if seen[e.Time] {
+				return true
+			}
+			seen[e.Time] = true
+		}
+	}
+	return false
+}
