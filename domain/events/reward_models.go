@@ -228,6 +228,47 @@ type ScoringRunRequestedV1 struct {
 	ModelID       string `json:"model_id"`
 	TraceRevision int    `json:"trace_revision"`
 	ItemsKey      string `json:"items_key"` // blob: the trace's rendered texts to score
+	// Automatic marks a run background scoring requested (spec 001
+	// "Learned action credit"): its failures count against the revision's
+	// automatic attempts. Absent on explicit requests and older logs.
+	Automatic bool `json:"automatic,omitempty"`
+	// BatchID is the background batch the run belongs to, if any.
+	BatchID string `json:"batch_id,omitempty"`
+}
+
+// ScoringBatchRequested is background scoring's batch: up to eight traces
+// one worker scores with one loaded checkpoint. It is appended in the same
+// append as its runs' ScoringRunRequested events (stream
+// scoringbatch/<batch id>); each run keeps its own stream and outcome.
+const ScoringBatchRequested = "scoring_batch.requested.v1"
+
+// ScoringBatchStream names a background batch's stream.
+func ScoringBatchStream(batchID string) string { return "scoringbatch/" + batchID }
+
+// ScoringBatchRun is one trace's run in a batch.
+type ScoringBatchRun struct {
+	TraceID string `json:"trace_id"`
+	RunID   string `json:"run_id"`
+}
+
+// ScoringBatchRequestedV1 names a batch's model and runs.
+type ScoringBatchRequestedV1 struct {
+	BatchID string            `json:"batch_id"`
+	ModelID string            `json:"model_id"`
+	Runs    []ScoringBatchRun `json:"runs"`
+}
+
+// Background scoring of a ready model is paused and resumed by its owner
+// (stream reward_model/<id>); a paused model still scores on request.
+const (
+	RewardModelScoringPaused  = "reward_model.scoring_paused.v1"
+	RewardModelScoringResumed = "reward_model.scoring_resumed.v1"
+)
+
+// RewardModelScoringPausedV1 is PUT /reward-models/{id}/background-scoring
+// {"paused": true}; RewardModelScoringResumed carries the same payload.
+type RewardModelScoringPausedV1 struct {
+	ModelID string `json:"model_id"`
 }
 
 // ScoringRunStartedV1 is a worker's claim on a run.

@@ -61,6 +61,9 @@ type State struct {
 	// Recorded are every attempt's feedback records with their event ids:
 	// what a retry may reuse.
 	Recorded []RecordedFeedback
+	// ScoringPaused: the owner paused background scoring (spec 001
+	// "Learned action credit"); explicit scoring still runs.
+	ScoringPaused bool
 	// pending are finding events not yet closed by their record.
 	pending []events.RewardModelFindingRecordedV1
 }
@@ -124,6 +127,10 @@ func (s *State) Apply(e events.Envelope) error {
 		if p.FeedbackPlan != nil {
 			s.Plan = *p.FeedbackPlan
 		}
+	case events.RewardModelScoringPaused:
+		s.ScoringPaused = true
+	case events.RewardModelScoringResumed:
+		s.ScoringPaused = false
 	default:
 		return s.applyExtraction(e)
 	}
