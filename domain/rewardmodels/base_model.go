@@ -82,3 +82,74 @@ func ParseModelRoots(s string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// Where a base model a worker can load comes from (BaseChoice.Source).
+const (
+	// BaseSourceDemo is the tiny demo base `critic run` creates under
+	// DataDir/models/demo-qwen3-tiny.
+	BaseSourceDemo = "demo"
+	// BaseSourceCache is a hub model already downloaded into the worker's
+	// cache (DataDir/models/<org>/<name>/<revision>).
+	BaseSourceCache = "cache"
+	// BaseSourceLocal is a checkpoint directory under CRITIC_MODEL_ROOTS or
+	// another directory of the cache.
+	BaseSourceLocal = "local"
+	// BaseSourceHub is a model fetched from the hub at training time.
+	BaseSourceHub = "hub"
+)
+
+// DemoBaseName is the directory name of the demo base under DataDir/models.
+const DemoBaseName = "demo-qwen3-tiny"
+
+// BaseChoice is one base model a worker can train from now, as workers
+// report it with their claim polls and GET /base-models lists it. ID is
+// what base_model takes: a hub id, or an absolute directory under the
+// worker's model roots.
+type BaseChoice struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Source    string `json:"source"`
+	Reachable bool   `json:"reachable"`
+	// Params is the parameter count read from the checkpoint's
+	// safetensors headers; nil when unknown (a hub model not downloaded).
+	Params *int64 `json:"params"`
+	// SizeBytes is the weights' size on disk; nil when unknown.
+	SizeBytes *int64 `json:"size_bytes"`
+}
+
+// HubUnreachablePhrase begins every "the hub cannot be reached" failure,
+// so a client can tell that failure from others (the web app offers Retry
+// for it only once something changed).
+const HubUnreachablePhrase = "cannot reach the Hugging Face hub"
+
+// HubUnreachableError is a base model download that never reached the hub
+// (DNS, refused connection, timeout). A raw "lookup huggingface.co: no
+// such host" tells a new user nothing; this says which settings decide
+// where the hub is (HF_ENDPOINT, HF_TOKEN) and which bases need no hub.
+type HubUnreachableError struct {
+	Endpoint string // the hub address tried
+	Model    string // the hub id being fetched
+	Cause    string // the network error, short
+	Local    []string
+}
+
+func (e *HubUnreachableError) Error() string {
+	var b strings.Builder
+	b.WriteString(HubUnreachablePhrase + " at " + e.Endpoint + " to download " + e.Model)
+	if e.Cause != "" {
+		b.WriteString(" (" + e.Cause + ")")
+	}
+	b.WriteString(". " + HubAdvice(e.Local))
+	return b.String()
+}
+
+// HubAdvice is what to change when the hub cannot be reached: the worker's
+// HF_ENDPOINT (a reachable hub or mirror) and HF_TOKEN (if that hub needs
+// one), or a base that needs no hub — those named in local.
+func HubAdvice(local []string) string {
+	s := "Set HF_ENDPOINT on the workers to a hub or mirror they can reach (and HF_TOKEN if it needs one)"
+	if len(local) == 0 {
+		return s + ", or put a checkpoint directory under a model root (CRITIC_MODEL_ROOTS) and choose it as the base model."
+	}
+	return s + ", or choose a base model this server has locally: " + strings.Join(local, ", ") + "."
+}

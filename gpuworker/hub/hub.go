@@ -270,7 +270,7 @@ func (c *Client) fetch(ctx context.Context, id, rev, file, dir string, required 
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("hub: %s: %w", u, err)
+		return c.unreachable(ctx, id, err)
 	}
 	defer resp.Body.Close()
 	switch {
