@@ -39,6 +39,7 @@ func (c *Commands) jobKinds() map[jobs.Kind]jobActions {
 		jobs.KindTrain: c.trainingJob(), jobs.KindScore: c.scoringJob(), jobs.KindExtract: c.extractionJob(),
 		jobs.KindTitle: c.titleJob(), jobs.KindGepa: c.gepaJob(), jobs.KindLabel: c.labelJob(), jobs.KindQualityCheck: c.qualityCheckJob(),
 		jobs.KindAssess: c.assessJob(), jobs.KindEvaluatorTrain: c.candidateJob(), jobs.KindEvaluatorScore: c.evaluatorScoringJob(),
+		jobs.KindScoreBatch: c.scoreBatchJob(),
 	}
 }
 

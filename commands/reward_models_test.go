@@ -178,7 +178,7 @@ func TestStuckScoringRunsExpire(t *testing.T) {
 		require.NoError(t, err)
 		require.NotEmpty(t, r.LastEventID)
 		// The lost worker can no longer report it.
-		_, err = cmds.FinishScoring(ctx, w, "t1", "m1", "r1", nil, "")
+		_, err = cmds.FinishScoring(ctx, w, "t1", "m1", "r1", nil, nil, "")
 		var conflict *domain.ConflictError
 		require.ErrorAs(t, err, &conflict)
 		loaded, err := store.LoadStreams(ctx, []string{stream})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/criticml/critic/domain"
@@ -48,28 +49,40 @@ func (c *Commands) RequestScoring(ctx context.Context, actor Actor, traceID, mod
 				return Result{}, err
 			}
 		}
-		if sc.Active() || (sc.Status == rewardmodels.RunSucceeded && sc.Revision == tr.Revision) {
+		if rewardmodels.DecideScoring(sc, tr.Revision, false) == rewardmodels.ReuseRun {
 			res.RunID = sc.RunID
 			return Result{}, nil
 		}
-		items := scoringItems(tr, m)
-		if len(items.ActionScoreItems) == 0 {
-			return Result{}, &domain.ValidationError{Code: "no_actions", Field: "trace_id", Message: "the trace has no assistant responses or tool calls to score"}
-		}
-		runID := newID()
-		items.RunID = runID
-		raw, _ := json.Marshal(items)
-		key := fmt.Sprintf("scoring/%s/%s.json", actor.UserID, runID)
-		if err := c.store.Blobs().Put(ctx, key, raw); err != nil {
+		ev, err := c.scoringRunRequest(ctx, tr, m, false, "")
+		if err != nil {
 			return Result{}, err
 		}
-		res.RunID = runID
-		return c.append(ctx, actor, map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: actor.UserID,
-			Type: events.ScoringRunRequested, Payload: events.ScoringRunRequestedV1{RunID: runID, TraceID: traceID, ModelID: modelID,
-				TraceRevision: tr.Revision, ItemsKey: key}}})
+		res.RunID = ev.Payload.(events.ScoringRunRequestedV1).RunID
+		return c.append(ctx, actor, map[string]int64{stream: sc.Version}, []events.New{ev})
 	})
 	res.Result = r
 	return res, err
+}
+
+// scoringRunRequest stores a new run's items (the trace's actions and the
+// whole trace, rendered as training renders them) and returns the event
+// that requests it; a trace without a scorable action is a validation
+// error.
+func (c *Commands) scoringRunRequest(ctx context.Context, tr traces.State, m rewardmodels.State, automatic bool, batchID string) (events.New, error) {
+	items := scoringItems(tr, m)
+	if len(items.ActionScoreItems) == 0 {
+		return events.New{}, &domain.ValidationError{Code: "no_actions", Field: "trace_id", Message: "the trace has no assistant responses or tool calls to score"}
+	}
+	runID := newID()
+	items.RunID = runID
+	raw, _ := json.Marshal(items)
+	key := fmt.Sprintf("scoring/%s/%s.json", m.OwnerID, runID)
+	if err := c.store.Blobs().Put(ctx, key, raw); err != nil {
+		return events.New{}, err
+	}
+	return events.New{ID: newID(), Stream: events.ScoringStream(tr.ID, m.ID), OwnerID: m.OwnerID,
+		Type: events.ScoringRunRequested, Payload: events.ScoringRunRequestedV1{RunID: runID, TraceID: tr.ID, ModelID: m.ID,
+			TraceRevision: tr.Revision, ItemsKey: key, Automatic: automatic, BatchID: batchID}}, nil
 }
 
 func scoringItems(tr traces.State, m rewardmodels.State) jobs.ScoringItems {
@@ -97,10 +110,16 @@ func (c *Commands) loadScoring(ctx context.Context, traceID, modelID string) (re
 	if err != nil {
 		return rewardmodels.ScoringState{}, events.ScoringRunRequestedV1{}, "", err
 	}
+	return foldScoring(loaded[stream])
+}
+
+// foldScoring folds one (trace, model) scoring stream: its state, the
+// current run's request and the stream's owner.
+func foldScoring(stream []events.Envelope) (rewardmodels.ScoringState, events.ScoringRunRequestedV1, string, error) {
 	var sc rewardmodels.ScoringState
 	var req events.ScoringRunRequestedV1
 	owner := ""
-	for _, e := range loaded[stream] {
+	for _, e := range stream {
 		if err := sc.Apply(e); err != nil {
 			return rewardmodels.ScoringState{}, events.ScoringRunRequestedV1{}, "", err
 		}
@@ -132,7 +151,10 @@ func (c *Commands) ClaimScoring(ctx context.Context, workerID, traceID, modelID,
 // FinishScoring records a run's outcome. Scores for a trace whose revision
 // changed since the request fail the run instead (the trace was re-imported
 // or grew while it was scored).
-func (c *Commands) FinishScoring(ctx context.Context, workerID, traceID, modelID, runID string, scores []events.ActionScore, failure string) (Result, error) {
+//
+// traceScore, when the worker sent one, is the whole trace's raw reward:
+// it publishes as the model's trace score in the same append.
+func (c *Commands) FinishScoring(ctx context.Context, workerID, traceID, modelID, runID string, scores []events.ActionScore, traceScore *float64, failure string) (Result, error) {
 	sc, req, owner, err := c.loadScoring(ctx, traceID, modelID)
 	if err != nil {
 		return Result{}, err
@@ -166,11 +188,20 @@ func (c *Commands) FinishScoring(ctx context.Context, workerID, traceID, modelID
 		}
 		scores[i].Revision = tr.Revision
 	}
-	return c.append(ctx, workerActor(workerID), map[string]int64{stream: sc.Version}, []events.New{
+	evs := []events.New{
 		{ID: newID(), Stream: stream, OwnerID: owner, Type: events.ScoringRunSucceeded, Payload: events.ScoringRunSucceededV1{RunID: runID, TraceID: traceID, ModelID: modelID}},
 		{ID: newID(), Stream: events.ScoresStream(modelID), OwnerID: owner, Type: events.ActionsScored,
 			Payload: events.ActionsScoredV1{ModelID: modelID, ModelName: m.Requested.Name, RunID: runID, Scores: scores}},
-	})
+	}
+	if traceScore != nil {
+		if math.IsNaN(*traceScore) || math.IsInf(*traceScore, 0) {
+			return Result{}, &domain.ValidationError{Code: "invalid_request", Field: "trace_score", Message: "the trace score must be a finite number"}
+		}
+		evs = append(evs, events.New{ID: newID(), Stream: events.ScoresStream(modelID), OwnerID: owner, Type: events.TracesScored,
+			Payload: events.TracesScoredV1{ModelID: modelID, ModelName: m.Requested.Name,
+				Scores: []events.TraceScore{{TraceID: traceID, Revision: tr.Revision, Score: *traceScore}}}})
+	}
+	return c.append(ctx, workerActor(workerID), map[string]int64{stream: sc.Version}, evs)
 }
 
 // HandBackScoring returns the holder's running run to the queue (the worker
@@ -233,14 +264,14 @@ func (c *Commands) scoringJob() jobActions {
 			for i, s := range r.Body.ActionScores {
 				scores[i] = events.ActionScore{TraceID: s.TraceID, StepID: s.StepID, Score: s.Score, Credit: s.Credit}
 			}
-			return jobAck(c.FinishScoring(ctx, r.Worker, r.Job.TraceID, r.Job.ModelID, r.ID, scores, ""))
+			return jobAck(c.FinishScoring(ctx, r.Worker, r.Job.TraceID, r.Job.ModelID, r.ID, scores, r.Body.TraceScore, ""))
 		}),
 		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
 			msg := r.Error
 			if msg == "" {
 				msg = "the worker reported a failure without a log"
 			}
-			return jobAck(c.FinishScoring(ctx, r.Worker, r.Job.TraceID, r.Job.ModelID, r.ID, nil, msg))
+			return jobAck(c.FinishScoring(ctx, r.Worker, r.Job.TraceID, r.Job.ModelID, r.ID, nil, nil, msg))
 		}),
 		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
 			return jobAck(c.HandBackScoring(ctx, r.Worker, r.Job.TraceID, r.Job.ModelID, r.ID, r.Reason))

@@ -103,6 +103,9 @@ type ActionScore struct {
 // ScoringFinished is a scoring run's result (of KindScore).
 type ScoringFinished struct {
 	ActionScores []ActionScore `json:"action_scores"`
+	// TraceScore is the whole trace's raw reward (ScoringItems.Trace);
+	// absent from workers older than it.
+	TraceScore *float64 `json:"trace_score,omitempty"`
 }
 
 // Ack is the worker service's answer to a report.

@@ -25,12 +25,13 @@ const (
 	KindAssess         Kind = "assess"
 	KindEvaluatorTrain Kind = "evaluator_train"
 	KindEvaluatorScore Kind = "evaluator_score"
+	KindScoreBatch     Kind = "score_batch"
 )
 
 // Kinds is every kind of worker job: the worker service serves exactly
 // these, and the worker runs each.
 func Kinds() []Kind {
-	return []Kind{KindTrain, KindScore, KindExtract, KindTitle, KindGepa, KindLabel, KindQualityCheck, KindAssess, KindEvaluatorTrain, KindEvaluatorScore}
+	return []Kind{KindTrain, KindScore, KindExtract, KindTitle, KindGepa, KindLabel, KindQualityCheck, KindAssess, KindEvaluatorTrain, KindEvaluatorScore, KindScoreBatch}
 }
 
 // The actions on one job (the {action} of RouteJob).
@@ -94,6 +95,14 @@ func (m ScoreJob) JobID() string {
 		return ""
 	}
 	return m.RunID
+}
+
+// JobID implements Message.
+func (m ScoreBatchJob) JobID() string {
+	if m.ModelID == "" {
+		return ""
+	}
+	return m.BatchID
 }
 
 // JobID implements Message.

@@ -11,5 +11,5 @@ func Routes() []string {
 // Topics is every job topic the dispatch projection publishes and a worker
 // consumes.
 func Topics() []string {
-	return []string{TopicTrain, TopicScore, TopicExtract, TopicTitle, TopicGepa, TopicLabel, TopicAssess, TopicEvaluatorTrain, TopicEvaluatorScore}
+	return []string{TopicTrain, TopicScore, TopicExtract, TopicTitle, TopicGepa, TopicLabel, TopicAssess, TopicEvaluatorTrain, TopicEvaluatorScore, TopicScoreBatch}
 }

@@ -1,0 +1,154 @@
+package commands
+
+import (
+	"context"
+	"slices"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/domain/rewardmodels"
+)
+
+// loadBatch reads a background batch's request; a batch that does not
+// exist, or of another model than the job names, is not claimable.
+func (c *Commands) loadBatch(ctx context.Context, batchID, modelID string) (events.ScoringBatchRequestedV1, error) {
+	stream := events.ScoringBatchStream(batchID)
+	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	if err != nil {
+		return events.ScoringBatchRequestedV1{}, err
+	}
+	var b events.ScoringBatchRequestedV1
+	for _, e := range loaded[stream] {
+		if e.Type == events.ScoringBatchRequested {
+			if err := e.DecodeOrFail(&b); err != nil {
+				return events.ScoringBatchRequestedV1{}, err
+			}
+		}
+	}
+	if b.BatchID == "" || b.ModelID != modelID {
+		return events.ScoringBatchRequestedV1{}, &domain.ConflictError{Code: "not_claimable", Message: "scoring batch " + batchID + " of model " + modelID + " does not exist"}
+	}
+	return b, nil
+}
+
+// ClaimScoreBatch starts, for one worker, every run of the batch that is
+// still queued under the batch's run id (a run an explicit request
+// superseded, or one already claimed alone after a hand-back, is skipped),
+// in one append, and answers their items keys; 409 not_claimable when none
+// is left (a duplicate delivery).
+func (c *Commands) ClaimScoreBatch(ctx context.Context, workerID, batchID, modelID string) (jobs.ScoreBatchClaim, error) {
+	var claim jobs.ScoreBatchClaim
+	_, err := retryOnConflict(func() (Result, error) {
+		claim = jobs.ScoreBatchClaim{ModelID: modelID}
+		b, err := c.loadBatch(ctx, batchID, modelID)
+		if err != nil {
+			return Result{}, err
+		}
+		streams := make([]string, len(b.Runs))
+		for i, r := range b.Runs {
+			streams[i] = events.ScoringStream(r.TraceID, modelID)
+		}
+		loaded, err := c.store.LoadStreams(ctx, streams)
+		if err != nil {
+			return Result{}, err
+		}
+		expected := map[string]int64{}
+		var evs []events.New
+		for i, r := range b.Runs {
+			sc, req, owner, err := foldScoring(loaded[streams[i]])
+			if err != nil {
+				return Result{}, err
+			}
+			if sc.RunID != r.RunID || sc.Status != rewardmodels.RunQueued {
+				continue
+			}
+			expected[streams[i]] = sc.Version
+			evs = append(evs, events.New{ID: newID(), Stream: streams[i], OwnerID: owner, Type: events.ScoringRunStarted,
+				Payload: events.ScoringRunStartedV1{RunID: r.RunID, TraceID: r.TraceID, ModelID: modelID, WorkerID: workerID}})
+			claim.Runs = append(claim.Runs, jobs.ScoreBatchRun{TraceID: r.TraceID, RunID: r.RunID, ItemsKey: req.ItemsKey})
+		}
+		if len(evs) == 0 {
+			return Result{}, &domain.ConflictError{Code: "not_claimable", Message: "scoring batch " + batchID + " has no queued run left"}
+		}
+		return c.append(ctx, workerActor(workerID), expected, evs)
+	})
+	return claim, err
+}
+
+// settleBatch ends each run of the batch that workerID still runs:
+// end is FinishScoring's failure or HandBackScoring for one run.
+func (c *Commands) settleBatch(ctx context.Context, workerID, batchID, modelID string, end func(traceID, runID string) (Result, error)) (Result, error) {
+	b, err := c.loadBatch(ctx, batchID, modelID)
+	if err != nil {
+		return Result{}, err
+	}
+	var last Result
+	for _, r := range b.Runs {
+		sc, _, _, err := c.loadScoring(ctx, r.TraceID, modelID)
+		if err != nil {
+			return Result{}, err
+		}
+		if sc.RunID != r.RunID || sc.Status != rewardmodels.RunRunning || sc.WorkerID != workerID {
+			continue
+		}
+		res, err := end(r.TraceID, r.RunID)
+		if err != nil {
+			return Result{}, err
+		}
+		last = res
+	}
+	return last, nil
+}
+
+// scoreBatchJob is KindScoreBatch: background scoring's batch. Each trace's
+// result is a report (its scores publish at once, or that trace's run
+// fails — an automatic attempt); finish fails the runs the worker gave no
+// result for; fail and hand-back end or requeue the worker's running runs
+// (a requeued run is published alone as a score job). Like single runs,
+// batches send no heartbeat: the sweep times each run from its start.
+func (c *Commands) scoreBatchJob() jobActions {
+	type call[B any] = jobCall[jobs.ScoreBatchJob, B]
+	return jobActions{
+		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return c.ClaimScoreBatch(ctx, r.Worker, r.ID, r.Job.ModelID)
+		}),
+		jobs.Report: onJob(func(ctx context.Context, r call[jobs.ScoreBatchReport]) (any, error) {
+			b, err := c.loadBatch(ctx, r.ID, r.Job.ModelID)
+			if err != nil {
+				return nil, err
+			}
+			if !slices.Contains(b.Runs, events.ScoringBatchRun{TraceID: r.Body.TraceID, RunID: r.Body.RunID}) {
+				return nil, &domain.ValidationError{Code: "invalid_request", Field: "body.run_id",
+					Message: "run " + r.Body.RunID + " of trace " + r.Body.TraceID + " is not in scoring batch " + r.ID}
+			}
+			if r.Body.Error != "" {
+				return jobAck(c.FinishScoring(ctx, r.Worker, r.Body.TraceID, r.Job.ModelID, r.Body.RunID, nil, nil, tail(r.Body.Error, 2000)))
+			}
+			scores := make([]events.ActionScore, len(r.Body.ActionScores))
+			for i, s := range r.Body.ActionScores {
+				scores[i] = events.ActionScore{TraceID: s.TraceID, StepID: s.StepID, Score: s.Score, Credit: s.Credit}
+			}
+			return jobAck(c.FinishScoring(ctx, r.Worker, r.Body.TraceID, r.Job.ModelID, r.Body.RunID, scores, r.Body.TraceScore, ""))
+		}),
+		jobs.Finish: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return jobAck(c.settleBatch(ctx, r.Worker, r.ID, r.Job.ModelID, func(traceID, runID string) (Result, error) {
+				return c.FinishScoring(ctx, r.Worker, traceID, r.Job.ModelID, runID, nil, nil, "no result for this trace: the worker finished its batch without scoring it")
+			}))
+		}),
+		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			msg := r.Error
+			if msg == "" {
+				msg = "the worker reported a failure without a log"
+			}
+			return jobAck(c.settleBatch(ctx, r.Worker, r.ID, r.Job.ModelID, func(traceID, runID string) (Result, error) {
+				return c.FinishScoring(ctx, r.Worker, traceID, r.Job.ModelID, runID, nil, nil, msg)
+			}))
+		}),
+		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return jobAck(c.settleBatch(ctx, r.Worker, r.ID, r.Job.ModelID, func(traceID, runID string) (Result, error) {
+				return c.HandBackScoring(ctx, r.Worker, traceID, r.Job.ModelID, runID, r.Reason)
+			}))
+		}),
+	}
+}
