@@ -73,8 +73,9 @@ lint: ## go vet and gofmt
 generate: ## regenerate code (protobuf/Connect)
 	scripts/gen-proto.sh
 
-verify: ## fail if regenerating code changes a committed file
+verify: ## fail on drift: regenerated protobuf/Connect code, openapi.json vs the Go types the handlers encode
 	scripts/gen-proto.sh --verify
+	$(GO) test -count=1 -run 'TestOpenAPI' ./handlers/rest/
 
 bench: bench-ingest bench-otlp bench-query bench-train bench-score bench-extract bench-gepa bench-label bench-comparisons ## all benchmarks
 
