@@ -39,7 +39,7 @@ import (
 //     died, so it resumes on the next free worker with its findings kept.
 func releasesWhileBusy(topic string) bool {
 	switch topic {
-	case jobs.TopicGepa, jobs.TopicScore, jobs.TopicEvaluatorTrain, jobs.TopicExtract:
+	case jobs.TopicGepa, jobs.TopicScore, jobs.TopicScoreBatch, jobs.TopicEvaluatorTrain, jobs.TopicExtract:
 		return true
 	}
 	return false
@@ -60,6 +60,7 @@ func (w *Worker) Handle(topic string) func(context.Context, []byte) bool {
 		jobs.TopicScore: scoring.handle, jobs.TopicExtract: extraction.handle, jobs.TopicTitle: titles.handle,
 		jobs.TopicAssess: assessments.handle, jobs.TopicGepa: gepaRuns.handle, jobs.TopicLabel: stepLabels.handle,
 		jobs.TopicEvaluatorTrain: evaluatorCandidates.handle, jobs.TopicEvaluatorScore: evaluatorScoring.handle,
+		jobs.TopicScoreBatch: scoreBatches.handle,
 	}
 	if run := runs[topic]; run != nil {
 		return run(w)

@@ -29,58 +29,66 @@ var scoring = Kind[jobs.ScoreJob, jobs.ScoringClaim, jobs.ScoringFinished]{
 	},
 	Work: func(ctx context.Context, j *Job[jobs.ScoringClaim]) (jobs.ScoringFinished, error) {
 		start := time.Now()
-		scores, err := j.w.score(ctx, j.Log, j.Args.ItemsKey)
+		res, err := j.w.score(ctx, j.Log, j.Args.ItemsKey)
 		if err != nil {
 			return jobs.ScoringFinished{}, err
 		}
-		j.w.cfg.Observer.Scored(len(scores), time.Since(start))
-		j.Log.Info("scored", "actions", len(scores))
-		return jobs.ScoringFinished{ActionScores: scores}, nil
+		j.w.cfg.Observer.Scored(len(res.ActionScores)+1, time.Since(start))
+		j.Log.Info("scored", "actions", len(res.ActionScores))
+		return res, nil
 	},
 }
 
-func (w *Worker) score(ctx context.Context, log *slog.Logger, itemsKey string) ([]jobs.ActionScore, error) {
+// score scores one run's items: every action, and the whole trace (its
+// trace score), with the checkpoint the items name (kept loaded, so a
+// batch of one model loads it once).
+func (w *Worker) score(ctx context.Context, log *slog.Logger, itemsKey string) (jobs.ScoringFinished, error) {
 	raw, err := w.cfg.Blobs.Get(ctx, itemsKey)
 	if err != nil {
-		return nil, fmt.Errorf("reading the scoring items %s: %w", itemsKey, err)
+		return jobs.ScoringFinished{}, fmt.Errorf("reading the scoring items %s: %w", itemsKey, err)
 	}
 	var items jobs.ScoringItems
 	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, fmt.Errorf("decoding the scoring items %s: %w", itemsKey, err)
+		return jobs.ScoringFinished{}, fmt.Errorf("decoding the scoring items %s: %w", itemsKey, err)
 	}
 	if items.ArtifactKey == "" {
-		return nil, fmt.Errorf("the scoring items %s name no artifact_key", itemsKey)
+		return jobs.ScoringFinished{}, fmt.Errorf("the scoring items %s name no artifact_key", itemsKey)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	rm, err := w.rewardModel(ctx, log, items.ArtifactKey)
 	if err != nil {
-		return nil, err
+		return jobs.ScoringFinished{}, err
 	}
 	if rm.ActionStats == nil {
-		return nil, errors.New("the model has no action_reward_stats.json: it was not trained on action comparisons; " +
+		return jobs.ScoringFinished{}, errors.New("the model has no action_reward_stats.json: it was not trained on action comparisons; " +
 			"train a new model with ratings on assistant responses or tool calls")
 	}
-	texts := make([]string, len(items.ActionScoreItems))
-	for i, it := range items.ActionScoreItems {
-		texts[i] = it.Text
+	texts := make([]string, 0, len(items.ActionScoreItems)+1)
+	for _, it := range items.ActionScoreItems {
+		texts = append(texts, it.Text)
 	}
+	texts = append(texts, items.Trace.Text)
 	rm.MaxLen = model.DefaultMaxLen
 	if items.MaxLength > 0 {
 		rm.MaxLen = items.MaxLength
 	}
 	rs, err := rm.Score(texts)
 	if err != nil {
-		return nil, err
+		return jobs.ScoringFinished{}, err
 	}
-	out := make([]jobs.ActionScore, len(rs))
+	out := make([]jobs.ActionScore, len(items.ActionScoreItems))
 	for i, it := range items.ActionScoreItems {
 		if math.IsNaN(rs[i]) || math.IsInf(rs[i], 0) {
-			return nil, fmt.Errorf("step %s: the model produced a non-finite score", it.StepID)
+			return jobs.ScoringFinished{}, fmt.Errorf("step %s: the model produced a non-finite score", it.StepID)
 		}
 		out[i] = jobs.ActionScore{TraceID: it.TraceID, StepID: it.StepID, Score: rs[i], Credit: rm.ActionStats.Credit(rs[i])}
 	}
-	return out, ctx.Err()
+	res := jobs.ScoringFinished{ActionScores: out}
+	if ts := rs[len(rs)-1]; !math.IsNaN(ts) && !math.IsInf(ts, 0) {
+		res.TraceScore = &ts
+	}
+	return res, ctx.Err()
 }
 
 // rewardModel returns the loaded checkpoint of key, keeping the last one loaded.
