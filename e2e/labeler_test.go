@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -46,10 +47,15 @@ func (in *instance) labeling(t *testing.T, key, id string) labelingView {
 // owner's retry labels only what is missing.
 func TestTracesAreLabeledByTheWorkerTier(t *testing.T) {
 	srv := llmtest.New(t)
-	var failUser atomic.Bool
+	var failUser, followUp atomic.Bool
 	srv.Handle(func(r llmtest.Request) llmtest.Reply {
-		if _, actor := labeltest.Target(r); actor == "user" && failUser.Load() && strings.Contains(r.Text(), "broken request") {
+		id, actor := labeltest.Target(r)
+		if actor == "user" && failUser.Load() && strings.Contains(r.Text(), "broken request") {
 			return llmtest.Status(400)
+		}
+		if actor == "user" && followUp.Load() { // the model's second opinion, after a rescore
+			return llmtest.JSON(map[string]any{"chunk_id": id, "task_id": "t1", "actor": "user", "intent": "follow_up",
+				"verdict": "none", "verdict_target": nil, "sentiment": "neutral", "evidence": "", "note": ""})
 		}
 		return labeltest.Reply(r)
 	})
@@ -75,6 +81,23 @@ func TestTracesAreLabeledByTheWorkerTier(t *testing.T) {
 	require.NotNil(t, v.StepScores)
 	require.Equal(t, "labels", v.StepScores.Source)
 	require.Equal(t, 3, srv.Calls(), "one call per chunk")
+	// The model's labels are shown where imported ones are: on the first
+	// step of each chunk as steps[].metadata.label (the tool result shares
+	// its call's chunk and label).
+	shown := in.stepLabels(t, key, id)
+	require.Equal(t, []string{"user/request", "agent/tool_call", "", "agent/answer"}, shown)
+
+	// The rescore control labels every chunk anew, not only missing ones:
+	// three more calls, and the new answers supersede the old labels.
+	followUp.Store(true)
+	r := in.do("POST", "/api/v1/rm/traces/"+id+"/labeling/rescore", key, nil)
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
+	require.Eventually(t, func() bool { return in.stepLabels(t, key, id)[0] == "user/follow_up" }, time.Minute, 200*time.Millisecond)
+	require.Eventually(t, func() bool { return srv.Calls() == 6 }, time.Minute, 200*time.Millisecond, "a rescore asks for every chunk")
+	require.Equal(t, []string{"user/follow_up", "agent/tool_call", "", "agent/answer"}, in.stepLabels(t, key, id))
+	require.Equal(t, "labeled", in.labeling(t, key, id).Labeling.State)
+	require.Equal(t, http.StatusNotFound, in.do("POST", "/api/v1/rm/traces/"+id+"/labeling/rescore", other, nil).Status, "another owner's trace")
+	followUp.Store(false)
 
 	// The trace grows by one chunk: one more call.
 	in.importTraces(key, "stash", strings.Replace(trace, "%s", `,{"role":"user","content":"thanks"}`, 1))
@@ -82,7 +105,7 @@ func TestTracesAreLabeledByTheWorkerTier(t *testing.T) {
 		l := in.labeling(t, key, id).Labeling
 		return l.State == "labeled" && l.Labeled == 4
 	}, time.Minute, 200*time.Millisecond)
-	require.Equal(t, 4, srv.Calls(), "re-labeling a trace grown by one chunk makes exactly one model call")
+	require.Equal(t, 7, srv.Calls(), "re-labeling a trace grown by one chunk makes exactly one model call")
 
 	// A run that fails: state failed, the reason, retryable.
 	failUser.Store(true)
@@ -94,7 +117,7 @@ func TestTracesAreLabeledByTheWorkerTier(t *testing.T) {
 	require.Contains(t, *f.Reason, "HTTP 400")
 	require.Equal(t, 1, f.Labeled, "the agent's answer was labeled")
 
-	r := in.do("POST", "/api/v1/rm/traces/"+bad+"/labeling/retry", other, nil)
+	r = in.do("POST", "/api/v1/rm/traces/"+bad+"/labeling/retry", other, nil)
 	require.Equal(t, http.StatusNotFound, r.Status, "another owner's trace")
 	// A duplicate delivery of the label job (at least once: a consumer
 	// group rebalancing at start redelivers) may still be calling the model:
@@ -124,6 +147,26 @@ func TestTracesAreLabeledByTheWorkerTier(t *testing.T) {
 	require.Equal(t, before, dumpReadModel(t, in))
 	require.JSONEq(t, string(detail), string(in.do("GET", "/api/v1/rm/traces/"+id, key, nil).Body))
 	require.Equal(t, calls, srv.Calls(), "replay never calls a model")
+}
+
+// stepLabels is each step's metadata.label on GET /traces/{id} as
+// "actor/kind" (a user label's intent, an agent label's type), "" for none.
+func (in *instance) stepLabels(t *testing.T, key, id string) []string {
+	t.Helper()
+	d := in.labeledDetail(t, key, id)
+	out := make([]string, len(d.Steps))
+	for i, s := range d.Steps {
+		l, ok := s.Metadata["label"].(map[string]any)
+		if !ok {
+			continue
+		}
+		kind := l["type"]
+		if l["actor"] == "user" {
+			kind = l["intent"]
+		}
+		out[i] = fmt.Sprintf("%v/%v", l["actor"], kind)
+	}
+	return out
 }
 
 // TestLabelingOffSaysWhatToSet: without a step-label model, the trace says

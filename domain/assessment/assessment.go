@@ -239,6 +239,21 @@ func maxInt(xs []int) int {
 	return m
 }
 
+// ModelLabels places the labels a labeling model recorded on the steps
+// they describe: out[i] is the label of the chunk whose first step is i,
+// when that chunk's label came from a model rather than from the steps' own
+// metadata (an import, which wins), nil otherwise. Only labels that
+// validated — those the scores are computed from — are placed.
+func (a Assessment) ModelLabels() []*labels.Label {
+	out := make([]*labels.Label, len(a.Rewards))
+	for ci, l := range a.Labels.Labels {
+		if l != nil && !a.Labels.Imported[ci] {
+			out[a.Labels.Chunks[ci].Steps[0]] = l
+		}
+	}
+	return out
+}
+
 // Row is one labeled chunk as the /query snapshot's step_labels table holds
 // it: the label's fields with the step's score, ordinal credit and expected
 // credit (nil when the step has no distribution).

@@ -42,12 +42,17 @@ type TraceLabelingFailedV1 struct {
 }
 
 // TraceLabelingRequested is a user asking for the trace's missing labels
-// again (POST /traces/{id}/labeling/retry): the dispatch projection queues
-// a label job for the revision. Labels already recorded are kept.
+// again (POST /traces/{id}/labeling/retry) or for all of them anew (the
+// rescore control, POST /traces/{id}/labeling/rescore): the dispatch
+// projection queues a label job for the revision. Labels already recorded
+// are kept until a new label of the same chunk supersedes them.
 const TraceLabelingRequested = "trace.labeling_requested.v1"
 
 // TraceLabelingRequestedV1 names the revision to label.
 type TraceLabelingRequestedV1 struct {
 	TraceID  string `json:"trace_id"`
 	Revision int    `json:"revision"`
+	// Relabel asks for every chunk, not only those without a label: the
+	// labels recorded before it count as missing until superseded.
+	Relabel bool `json:"relabel,omitempty"`
 }

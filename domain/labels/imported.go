@@ -22,6 +22,9 @@ type Labeling struct {
 	// Present is true when any step carried a label: the trace was labeled
 	// offline and is used as it is, never sent to a model.
 	Present bool
+	// Imported[i] is true when Labels[i] came from the steps' own metadata
+	// (an import) rather than from a labeling model.
+	Imported []bool
 }
 
 // Problem is a label that was recorded but fails validation; its chunk is
@@ -42,6 +45,7 @@ type Problem struct {
 func FromSteps(steps []domain.Step, stored map[string]Label) Labeling {
 	l := Labeling{Chunks: Chunks(steps)}
 	l.Labels = make([]*Label, len(l.Chunks))
+	l.Imported = make([]bool, len(l.Chunks))
 	at := make([]int, len(l.Chunks)) // step index each label came from
 	known := map[string]Actor{}
 	for _, c := range l.Chunks {
@@ -77,7 +81,7 @@ func FromSteps(steps []domain.Step, stored map[string]Label) Labeling {
 			if lb.ChunkID != "" {
 				known[lb.ChunkID], imported[lb.ChunkID] = lb.Actor, true
 			}
-			l.Labels[ci], at[ci] = &lb, si
+			l.Labels[ci], at[ci], l.Imported[ci] = &lb, si, true
 			break
 		}
 	}

@@ -57,6 +57,10 @@ type State struct {
 	// what training from automatic annotations scores, as of any point of
 	// the log.
 	StepLabels map[string]labels.Label
+	// Stale holds the labeled chunk ids a rescore (a relabel request) asked
+	// to label anew: their labels still count until a new one supersedes
+	// them, but the labeler treats them as missing.
+	Stale map[string]bool
 	// QualityChecks are the grading model's answers by chunk id (the latest
 	// for each chunk, trace.steps_quality_checked): what the step scores
 	// blend, as of any point of the log.
@@ -155,6 +159,7 @@ func (s *State) Apply(e events.Envelope) error {
 		for _, l := range p.Labels {
 			s.Labeled[l.ChunkID] = true
 			s.StepLabels[l.ChunkID] = l
+			delete(s.Stale, l.ChunkID)
 		}
 	case events.TraceStepsQualityChecked:
 		var p events.TraceStepsQualityCheckedV1
@@ -176,9 +181,19 @@ func (s *State) Apply(e events.Envelope) error {
 		s.LabelingFailed, s.LabelingFailedError = p.Revision, p.Error
 	case events.TraceLabelingRequested:
 		s.LabelingFailed, s.LabelingFailedError = 0, ""
+		var p events.TraceLabelingRequestedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		if p.Relabel {
+			s.Stale = make(map[string]bool, len(s.Labeled))
+			for id := range s.Labeled {
+				s.Stale[id] = true
+			}
+		}
 	case events.TraceDeleted:
 		s.Exists = false
-		s.Labeled, s.StepLabels, s.Metadata = nil, nil, nil
+		s.Labeled, s.StepLabels, s.Stale, s.Metadata = nil, nil, nil, nil
 		s.LabelingFailed, s.LabelingFailedError = 0, ""
 		s.Steps = nil
 		s.Title, s.Metadata, s.Spans = "", nil, nil

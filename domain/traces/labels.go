@@ -86,3 +86,15 @@ func DecideStepLabels(s State, in StepLabelsInput) (events.TraceStepsLabeledV1, 
 	return events.TraceStepsLabeledV1{TraceID: in.TraceID, Revision: in.Revision, Model: in.Model, PromptVersion: in.PromptVersion,
 		SchemaVersion: labels.SchemaVersion, Labels: in.Labels, InputTokens: in.InputTokens, OutputTokens: in.OutputTokens}, nil
 }
+
+// CurrentLabels is the chunk ids whose recorded label the labeler need not
+// ask for again: every labeled chunk except those a rescore marked stale.
+func (s State) CurrentLabels() map[string]bool {
+	out := make(map[string]bool, len(s.Labeled))
+	for id := range s.Labeled {
+		if !s.Stale[id] {
+			out[id] = true
+		}
+	}
+	return out
+}

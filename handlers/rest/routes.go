@@ -104,6 +104,7 @@ func (a *API) Register(mux Mux) {
 	route("POST /traces/{trace_id}/section-summaries", a.sectionSummaries)
 	route("POST /traces/{trace_id}/completion", a.completion)
 	route("POST /traces/{trace_id}/labeling/retry", a.retryLabeling)
+	route("POST /traces/{trace_id}/labeling/rescore", a.rescoreLabels)
 	route("POST /reward-models", a.createRewardModel)
 	route("GET /reward-models", a.listRewardModels)
 	route("GET /reward-models/{model_id}", a.getRewardModel)

@@ -278,3 +278,20 @@ func (a *API) retryLabeling(w http.ResponseWriter, r *http.Request) error {
 	edge.WriteJSON(w, http.StatusAccepted, st)
 	return nil
 }
+
+// rescoreLabels is POST /traces/{id}/labeling/rescore, the viewer's rescore
+// control: every chunk is labeled anew and so scored anew. 202 with the
+// labeling status; 404 unowned trace, 409 when the trace carries its own
+// labels or the agent has not responded, 503 without a step-label model.
+func (a *API) rescoreLabels(w http.ResponseWriter, r *http.Request) error {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
+		return err
+	}
+	st, err := a.backend().RelabelTrace(r.Context(), caller, r.PathValue("trace_id"))
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusAccepted, st)
+	return nil
+}

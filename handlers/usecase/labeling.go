@@ -3,6 +3,7 @@ package usecase
 import (
 	"context"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/assessment"
 	"github.com/criticml/critic/projections/readmodel"
 )
@@ -13,7 +14,19 @@ import (
 // answer is the trace's labeling status once the read model has the
 // request. Recorded labels are kept: only chunks without one are sent.
 func (b Backend) RetryLabeling(ctx context.Context, caller *readmodel.Caller, traceID string) (*assessment.LabelingStatus, error) {
-	res, err := b.Cmds.RetryLabeling(ctx, Actor(caller), traceID)
+	return b.labelingRequested(ctx, caller, traceID, b.Cmds.RetryLabeling)
+}
+
+// RelabelTrace is POST /traces/{id}/labeling/rescore, the viewer's rescore
+// control: every chunk is labeled anew (and so scored anew); the recorded
+// labels stay until the new ones supersede them.
+func (b Backend) RelabelTrace(ctx context.Context, caller *readmodel.Caller, traceID string) (*assessment.LabelingStatus, error) {
+	return b.labelingRequested(ctx, caller, traceID, b.Cmds.RelabelTrace)
+}
+
+func (b Backend) labelingRequested(ctx context.Context, caller *readmodel.Caller, traceID string,
+	request func(context.Context, commands.Actor, string) (commands.Result, error)) (*assessment.LabelingStatus, error) {
+	res, err := request(ctx, Actor(caller), traceID)
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,12 @@ var modelAppliers = map[string]applier{
 			num_pairs = NULL, dataset_key = NULL, worker_id = NULL, started_at = NULL, finished_at = NULL, reward_stats = NULL,
 			action_reward_stats = NULL WHERE id = $1`, p.ModelID, p.Attempt)
 	}),
+	events.RewardModelScoringPaused: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.RewardModelScoringPausedV1) error {
+		return exec(ctx, tx, `UPDATE rm_reward_models SET scoring_paused = true WHERE id = $1`, p.ModelID)
+	}),
+	events.RewardModelScoringResumed: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.RewardModelScoringPausedV1) error {
+		return exec(ctx, tx, `UPDATE rm_reward_models SET scoring_paused = false WHERE id = $1`, p.ModelID)
+	}),
 	events.TracesScored: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.TracesScoredV1) error {
 		ids, revs, scores := make([]string, len(p.Scores)), make([]int32, len(p.Scores)), make([]float64, len(p.Scores))
 		for i, s := range p.Scores {
@@ -76,8 +82,18 @@ var modelAppliers = map[string]applier{
 			p.ModelID, p.ModelName, e.RecordedAt, steps, traces, revs, scores, credits, e.OwnerID)
 	}),
 	events.ScoringRunRequested: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.ScoringRunRequestedV1) error {
-		return exec(ctx, tx, `INSERT INTO rm_scoring_runs (id, trace_id, model_id, owner_id, status, created_at, seq) VALUES ($1, $2, $3, $4, 'queued', $5, $6)
-			ON CONFLICT (id) DO NOTHING`, p.RunID, p.TraceID, p.ModelID, e.OwnerID, e.RecordedAt, e.Seq)
+		// A new run while one is queued supersedes it (an explicit request
+		// over a queued automatic run): the old run never starts, so it
+		// ends here, and is no automatic attempt (nor does its batch stay
+		// active).
+		if err := exec(ctx, tx, `UPDATE rm_scoring_runs SET status = 'failed', automatic = false, finished_at = $4,
+			error = 'superseded by an explicit request to score this trace' WHERE trace_id = $1 AND model_id = $2 AND status = 'queued' AND id <> $3`,
+			p.TraceID, p.ModelID, p.RunID, e.RecordedAt); err != nil {
+			return err
+		}
+		return exec(ctx, tx, `INSERT INTO rm_scoring_runs (id, trace_id, model_id, owner_id, status, created_at, seq, revision, automatic, batch_id)
+			VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8, NULLIF($9, '')::uuid)
+			ON CONFLICT (id) DO NOTHING`, p.RunID, p.TraceID, p.ModelID, e.OwnerID, e.RecordedAt, e.Seq, p.TraceRevision, p.Automatic, p.BatchID)
 	}),
 	events.ScoringRunStarted: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.ScoringRunStartedV1) error {
 		return exec(ctx, tx, `UPDATE rm_scoring_runs SET status = 'running', started_at = $2 WHERE id = $1`, p.RunID, e.RecordedAt)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/assessment"
+	"github.com/criticml/critic/domain/labels"
 )
 
 // assess adds the automatic annotation to a trace detail: each scored step's
@@ -40,8 +41,15 @@ func (q *Queries) assess(ctx context.Context, d *TraceDetail) error {
 		return err
 	}
 	a := assessment.Of(steps, ids, meta, stored, checks)
-	for i, r := range a.Rewards {
-		if r == nil {
+	// A label the step-label model made is shown where an imported one is
+	// (steps[].metadata.label on the chunk's first step), so every reader —
+	// the viewer's chips among them — sees automatic labels too. A chunk
+	// with an imported label keeps it: the import is used as it is (spec
+	// 001 "Step labels"), so the model's label never shows over it.
+	modelLabels := a.ModelLabels()
+	for i := range d.Steps {
+		r, lb := a.Rewards[i], modelLabels[i]
+		if r == nil && lb == nil {
 			continue
 		}
 		md := map[string]json.RawMessage{}
@@ -50,11 +58,20 @@ func (q *Queries) assess(ctx context.Context, d *TraceDetail) error {
 				return fmt.Errorf("readmodel: step %s metadata: %w", d.Steps[i].ID, err)
 			}
 		}
-		b, err := json.Marshal(r)
-		if err != nil {
-			return err
+		if r != nil {
+			b, err := json.Marshal(r)
+			if err != nil {
+				return err
+			}
+			md[assessment.RewardKey] = b
 		}
-		md[assessment.RewardKey] = b
+		if lb != nil {
+			b, err := json.Marshal(lb)
+			if err != nil {
+				return err
+			}
+			md[labels.MetadataKey] = b
+		}
 		out, err := json.Marshal(md)
 		if err != nil {
 			return err

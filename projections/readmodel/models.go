@@ -91,6 +91,9 @@ type RewardModelDetail struct {
 	Feedback            json.RawMessage `json:"feedback"`
 	FeedbackUnavailable *string         `json:"feedback_unavailable"`
 	LLMUsage            []LLMUsage      `json:"llm_usage"`
+	// BackgroundScoring is the model's background scoring (spec 001
+	// "Learned action credit"): paused or not, and its traces by state.
+	BackgroundScoring BackgroundScoring `json:"background_scoring"`
 }
 
 const modelCols = `m.id, m.name, m.base_model, m.compute, m.epochs, m.max_pairs, cardinality(m.trace_ids), m.status, m.num_pairs,
@@ -146,6 +149,9 @@ func (q *Queries) GetRewardModel(ctx context.Context, owner, id string) (*Reward
 		return nil, domain.NotFound("reward model", id)
 	}
 	if err != nil {
+		return nil, err
+	}
+	if d.BackgroundScoring, err = q.BackgroundScoringOf(ctx, owner, id); err != nil {
 		return nil, err
 	}
 	return d, q.feedbackOf(ctx, d)

@@ -1,0 +1,111 @@
+package readmodel
+
+import (
+	"context"
+	"time"
+
+	"github.com/criticml/critic/domain/rewardmodels"
+)
+
+// BackgroundModel is a model background scoring serves (spec 001 "Learned
+// action credit"): succeeded, trained on action comparisons, not paused;
+// ActiveBatches is how many of its automatic batches are queued or running.
+type BackgroundModel struct {
+	ID, OwnerID   string
+	ActiveBatches int
+}
+
+// maxBackgroundModels bounds one tick's list of models.
+const maxBackgroundModels = 1000
+
+// BackgroundModels lists the models background scoring serves, oldest
+// first. The models' streams decide; this only nominates.
+func (q *Queries) BackgroundModels(ctx context.Context) ([]BackgroundModel, error) {
+	rows, err := q.pool.Query(ctx, `SELECT m.id, m.owner_id,
+			(SELECT count(DISTINCT r.batch_id) FROM rm_scoring_runs r
+			 WHERE r.status IN ('queued', 'running') AND r.model_id = m.id AND r.automatic)
+		FROM rm_reward_models m
+		WHERE m.status = 'succeeded' AND NOT m.scoring_paused AND m.metrics->>'action_scoring_version' = '1'
+		ORDER BY m.seq LIMIT $1`, maxBackgroundModels)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []BackgroundModel
+	for rows.Next() {
+		var m BackgroundModel
+		if err := rows.Scan(&m.ID, &m.OwnerID, &m.ActiveBatches); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// BackgroundCandidates nominates up to limit of the owner's traces the
+// model should score in the background, oldest change first: last changed
+// before changedBefore (the idle debounce), with an assistant action, not
+// scored by the model at their current revision (by training or a run),
+// no run of the model active, fewer than rewardmodels.MaxAutomaticAttempts
+// automatic failures at that revision, and not in skip (traces the
+// command found nothing to score in). It walks rm_traces_owner_updated and
+// stops at limit; the traces' scoring streams decide.
+func (q *Queries) BackgroundCandidates(ctx context.Context, ownerID, modelID string, changedBefore time.Time, skip []string, limit int) ([]string, error) {
+	if skip == nil {
+		skip = []string{}
+	}
+	rows, err := q.pool.Query(ctx, `SELECT t.id FROM rm_traces t
+		WHERE t.owner_id = $1 AND t.updated_at <= $2 AND t.id <> ALL($4::uuid[])
+		  AND EXISTS (SELECT 1 FROM rm_steps s WHERE s.trace_id = t.id AND s.role = 'assistant'
+		              AND (s.tool_name IS NOT NULL OR btrim(s.content) <> ''))
+		  AND NOT EXISTS (SELECT 1 FROM rm_trace_scores ts WHERE ts.trace_id = t.id AND ts.model_id = $3 AND ts.revision = t.revision)
+		  AND NOT EXISTS (SELECT 1 FROM rm_scoring_runs r WHERE r.trace_id = t.id AND r.model_id = $3
+		                  AND (r.status IN ('queued', 'running') OR (r.status = 'succeeded' AND r.revision = t.revision)))
+		  AND (SELECT count(*) FROM rm_scoring_runs r WHERE r.trace_id = t.id AND r.model_id = $3 AND r.revision = t.revision
+		       AND r.automatic AND r.status = 'failed') < $5
+		ORDER BY t.updated_at, t.id LIMIT $6`, ownerID, changedBefore, modelID, skip, rewardmodels.MaxAutomaticAttempts, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// BackgroundScoring is a model's background scoring as its page shows it
+// (GET /reward-models/{id}): whether it is paused, and its traces by state
+// — scored at their current revision, queued, running, and failed (a
+// revision that used up its automatic attempts and has no score).
+type BackgroundScoring struct {
+	Paused  bool `json:"paused"`
+	Scored  int  `json:"scored"`
+	Queued  int  `json:"queued"`
+	Running int  `json:"running"`
+	Failed  int  `json:"failed"`
+}
+
+// BackgroundScoringOf counts one of the owner's models' traces by state.
+func (q *Queries) BackgroundScoringOf(ctx context.Context, ownerID, modelID string) (BackgroundScoring, error) {
+	var b BackgroundScoring
+	err := q.pool.QueryRow(ctx, `SELECT m.scoring_paused,
+		(SELECT count(*) FROM rm_trace_scores s JOIN rm_traces t ON t.id = s.trace_id AND t.revision = s.revision
+		 WHERE s.model_id = m.id AND s.owner_id = m.owner_id),
+		(SELECT count(DISTINCT r.trace_id) FROM rm_scoring_runs r WHERE r.status = 'queued' AND r.model_id = m.id),
+		(SELECT count(DISTINCT r.trace_id) FROM rm_scoring_runs r WHERE r.status = 'running' AND r.model_id = m.id),
+		(SELECT count(*) FROM (SELECT r.trace_id FROM rm_scoring_runs r JOIN rm_traces t ON t.id = r.trace_id AND t.revision = r.revision
+		  WHERE r.model_id = m.id AND r.owner_id = m.owner_id AND r.automatic AND r.status = 'failed'
+		    AND NOT EXISTS (SELECT 1 FROM rm_trace_scores s WHERE s.trace_id = t.id AND s.model_id = m.id AND s.revision = t.revision)
+		    AND NOT EXISTS (SELECT 1 FROM rm_scoring_runs a WHERE a.trace_id = t.id AND a.model_id = m.id AND a.status IN ('queued', 'running', 'succeeded')
+		                    AND a.revision = t.revision)
+		  GROUP BY r.trace_id HAVING count(*) >= $3) f)
+		FROM rm_reward_models m WHERE m.id = $1 AND m.owner_id = $2`, modelID, ownerID, rewardmodels.MaxAutomaticAttempts).
+		Scan(&b.Paused, &b.Scored, &b.Queued, &b.Running, &b.Failed)
+	return b, err
+}
