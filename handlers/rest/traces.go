@@ -226,8 +226,11 @@ func (a *API) listTraces(w http.ResponseWriter, r *http.Request) error {
 }
 
 // parseListFilter reads ?limit&offset (default 50/0, limit ≤ 1000), ?q (text
-// in a title or step), ?sort (source, -source),
-// ?source_id, and the inclusive import-date range ?from=YYYY-MM-DD&to=YYYY-MM-DD
+// in a title or step), ?sort (source, -source, or a score column ascending
+// or with "-" descending: action_credit, scored_actions, trace_score,
+// outcome, latest_score), ?outcome (repeatable or a comma list), the
+// inclusive score bounds ?action_credit_min/_max, ?trace_score_min/_max,
+// ?latest_score_min/_max, ?source_id, and the inclusive import-date range ?from=YYYY-MM-DD&to=YYYY-MM-DD
 // interpreted in ?tz (an IANA zone, default UTC) — the user's local calendar.
 // The rules are shared with the Connect API (usecase.ListParams).
 func parseListFilter(r *http.Request) (readmodel.ListFilter, error) {

@@ -1,12 +1,16 @@
 package usecase
 
 import (
+	"math"
 	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/formats"
+	"github.com/criticml/critic/domain/stepscores"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -36,7 +40,31 @@ type ListParams struct {
 	From, To      string // inclusive import dates, YYYY-MM-DD
 	TZ            string // IANA zone of From/To; "" → UTC
 	Q             string // text in a title or any step's content
-	Sort          string // "" (newest first), "source", "-source"
+	Sort          string // "" (newest first), "source", "-source", or a score column (readmodel.ListSorts)
+	// Outcomes keeps traces with one of these automatic outcomes.
+	Outcomes []string
+	// The score bounds, inclusive (nil: unbounded).
+	ActionCreditMin, ActionCreditMax *float64
+	TraceScoreMin, TraceScoreMax     *float64
+	LatestScoreMin, LatestScoreMax   *float64
+}
+
+// listOutcomes are the values ?outcome takes: the automatic annotation's
+// outcomes (spec 001 "Step scores").
+var listOutcomes = []string{stepscores.OutcomeSuccess, stepscores.OutcomePartialSuccess, stepscores.OutcomeFailure, stepscores.OutcomeInsufficientEvidence}
+
+// scoreBounds names each score bound of p as the query string does, in the
+// order they are checked.
+func (p *ListParams) scoreBounds() []struct {
+	name string
+	dst  **float64
+} {
+	return []struct {
+		name string
+		dst  **float64
+	}{{"action_credit_min", &p.ActionCreditMin}, {"action_credit_max", &p.ActionCreditMax},
+		{"trace_score_min", &p.TraceScoreMin}, {"trace_score_max", &p.TraceScoreMax},
+		{"latest_score_min", &p.LatestScoreMin}, {"latest_score_max", &p.LatestScoreMax}}
 }
 
 // The bounds of ?limit and ?offset.
@@ -51,11 +79,40 @@ const (
 // includes the whole of that local day.
 func (p ListParams) Filter() (readmodel.ListFilter, error) {
 	f := readmodel.ListFilter{Limit: 50, SourceID: p.SourceID, Query: p.Q}
-	switch s := readmodel.ListSort(p.Sort); s {
-	case readmodel.SortImported, readmodel.SortSource, readmodel.SortSourceDesc:
-		f.Sort = s
-	default:
-		return f, &domain.ValidationError{Code: "invalid_request", Field: "sort", Message: "sort must be source or -source (omit it for newest first)"}
+	sorts := readmodel.ListSorts()
+	if !slices.Contains(sorts, readmodel.ListSort(p.Sort)) {
+		names := make([]string, 0, len(sorts)-1)
+		for _, s := range sorts[1:] {
+			names = append(names, string(s))
+		}
+		return f, &domain.ValidationError{Code: "invalid_request", Field: "sort",
+			Message: "sort must be one of " + strings.Join(names, ", ") + " (omit it for newest first)"}
+	}
+	f.Sort = readmodel.ListSort(p.Sort)
+	for _, o := range p.Outcomes {
+		if !slices.Contains(listOutcomes, o) {
+			return f, &domain.ValidationError{Code: "invalid_request", Field: "outcome",
+				Message: "outcome must be one of " + strings.Join(listOutcomes, ", ") + ", not " + strconv.Quote(o)}
+		}
+	}
+	f.Outcomes = p.Outcomes
+	for _, b := range p.scoreBounds() {
+		if v := *b.dst; v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
+			return f, &domain.ValidationError{Code: "invalid_request", Field: b.name, Message: b.name + " must be a finite number"}
+		}
+	}
+	for _, r := range []struct {
+		name     string
+		min, max *float64
+		dst      *readmodel.Range
+	}{{"action_credit", p.ActionCreditMin, p.ActionCreditMax, &f.ActionCredit},
+		{"trace_score", p.TraceScoreMin, p.TraceScoreMax, &f.TraceScore},
+		{"latest_score", p.LatestScoreMin, p.LatestScoreMax, &f.LatestScore}} {
+		if r.min != nil && r.max != nil && *r.min > *r.max {
+			return f, &domain.ValidationError{Code: "invalid_request", Field: r.name + "_min",
+				Message: r.name + "_min must not be greater than " + r.name + "_max"}
+		}
+		*r.dst = readmodel.Range{Min: r.min, Max: r.max}
 	}
 	if len(p.Q) > maxQueryLen {
 		return f, &domain.ValidationError{Code: "invalid_request", Field: "q", Message: "q must be at most " + strconv.Itoa(maxQueryLen) + " characters"}
@@ -100,7 +157,9 @@ func (p ListParams) Filter() (readmodel.ListFilter, error) {
 	return f, nil
 }
 
-// ListParamsFromQuery reads ?limit&offset&source_id&from&to&tz&q&sort. A limit or
+// ListParamsFromQuery reads ?limit&offset&source_id&from&to&tz&q&sort, the
+// repeatable ?outcome (each also a comma-separated list) and the score
+// bounds (?action_credit_min … ?latest_score_max, numbers). A limit or
 // offset that is not an integer gets the same error as one out of range;
 // each is checked in order so the first bad parameter is the one reported.
 func ListParamsFromQuery(q url.Values) (ListParams, error) {
@@ -122,6 +181,24 @@ func ListParamsFromQuery(q url.Values) (ListParams, error) {
 			return p, err
 		}
 		*ip.dst = &n
+	}
+	for _, v := range q["outcome"] {
+		for _, o := range strings.Split(v, ",") {
+			if o = strings.TrimSpace(o); o != "" {
+				p.Outcomes = append(p.Outcomes, o)
+			}
+		}
+	}
+	for _, b := range p.scoreBounds() {
+		v := q.Get(b.name)
+		if v == "" {
+			continue
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
+			return p, &domain.ValidationError{Code: "invalid_request", Field: b.name, Message: b.name + " must be a finite number, not " + strconv.Quote(v)}
+		}
+		*b.dst = &x
 	}
 	return p, nil
 }

@@ -30,16 +30,26 @@ func buildAppliers() map[string]applier {
 			all[typ] = a
 		}
 	}
-	for typ, extra := range feedbackColumnAppliers {
-		first := all[typ]
-		all[typ] = func(ctx context.Context, w *writer, e events.Envelope) error {
-			if err := first(ctx, w, e); err != nil {
-				return err
-			}
-			return extra(ctx, w, e)
+	for _, extras := range []map[string]applier{feedbackColumnAppliers, listColumnAppliers} {
+		for typ, extra := range extras {
+			all[typ] = then(all[typ], extra)
 		}
 	}
 	return all
+}
+
+// then is first followed by extra in the same transaction (first may be
+// nil: extra alone).
+func then(first, extra applier) applier {
+	if first == nil {
+		return extra
+	}
+	return func(ctx context.Context, w *writer, e events.Envelope) error {
+		if err := first(ctx, w, e); err != nil {
+			return err
+		}
+		return extra(ctx, w, e)
+	}
 }
 
 // on is the applier of payload type P: it decodes the payload (one that

@@ -46,7 +46,13 @@ var labelAppliers = map[string]applier{
 
 // storedLabels returns the model-made labels of a trace by chunk id.
 func (q *Queries) storedLabels(ctx context.Context, traceID string) (map[string]labels.Label, error) {
-	rows, err := q.pool.Query(ctx, `SELECT label FROM rm_step_labels WHERE trace_id = $1`, traceID)
+	return storedLabelsIn(ctx, q.pool, traceID)
+}
+
+// storedLabelsIn is storedLabels through db (the pool, or an applier's
+// transaction).
+func storedLabelsIn(ctx context.Context, db querier, traceID string) (map[string]labels.Label, error) {
+	rows, err := db.Query(ctx, `SELECT label FROM rm_step_labels WHERE trace_id = $1`, traceID)
 	if err != nil {
 		return nil, err
 	}

@@ -36,7 +36,13 @@ func applyQualityChecks(ctx context.Context, tx pgx.Tx, e events.Envelope) error
 // storedQualityChecks returns the grading model's answers for a trace by
 // chunk id (empty when no grading model ever checked it).
 func (q *Queries) storedQualityChecks(ctx context.Context, traceID string) (map[string]stepscores.Check, error) {
-	rows, err := q.pool.Query(ctx, `SELECT chunk_id, question, probabilities, model FROM rm_step_quality_checks WHERE trace_id = $1`, traceID)
+	return storedQualityChecksIn(ctx, q.pool, traceID)
+}
+
+// storedQualityChecksIn is storedQualityChecks through db (the pool, or an
+// applier's transaction).
+func storedQualityChecksIn(ctx context.Context, db querier, traceID string) (map[string]stepscores.Check, error) {
+	rows, err := db.Query(ctx, `SELECT chunk_id, question, probabilities, model FROM rm_step_quality_checks WHERE trace_id = $1`, traceID)
 	if err != nil {
 		return nil, err
 	}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -71,9 +73,11 @@ func (q *Queries) UserIDByName(ctx context.Context, name string) (string, error)
 
 // summaryCols and summaryFrom select a TraceSummary; the annotation counts
 // exclude label errors from positive/negative, so they count what trains.
+// The scores are the trace row's own columns (list_scores.go keeps them).
 const summaryCols = `t.id, t.external_id, t.title, t.source_format, t.source_id, ` + sourceNameExpr + `,
 	t.owner_id, t.step_count, t.created_at,
-	c.positive, c.negative, c.comments, c.label_errors, ls.model_id, ls.model_name, ls.score, t.contribute`
+	c.positive, c.negative, c.comments, c.label_errors, t.latest_score_model_id, ls.model_name, t.latest_score, t.contribute,
+	t.action_credit, t.scored_actions, t.credit_model_id, t.trace_score, t.outcome`
 
 const summaryFrom = ` FROM rm_traces t LEFT JOIN LATERAL (SELECT
 		count(*) FILTER (WHERE a.rating = 1 AND NOT a.label_error) AS positive,
@@ -82,19 +86,19 @@ const summaryFrom = ` FROM rm_traces t LEFT JOIN LATERAL (SELECT
 		count(*) FILTER (WHERE a.label_error) AS label_errors
 	FROM rm_annotations a WHERE a.trace_id = t.id) c ON true
 	LEFT JOIN rm_trace_sources src ON src.owner_id = t.owner_id AND src.source_id = t.source_id
-	LEFT JOIN LATERAL (SELECT model_id, model_name, score FROM rm_trace_scores sc WHERE sc.trace_id = t.id
-		ORDER BY sc.created_at DESC, sc.model_id LIMIT 1) ls ON true
+	LEFT JOIN rm_trace_scores ls ON ls.trace_id = t.id AND ls.model_id = t.latest_score_model_id
 	JOIN rm_users u ON u.id = t.owner_id`
 
 func scanSummary(row pgx.Row, s *TraceSummary, extra ...any) error {
 	var lsID, lsName *string
 	var lsScore *float64
 	dest := append([]any{&s.ID, &s.ExternalID, &s.Title, &s.SourceFormat, &s.SourceID, &s.SourceName, &s.SourceOwnerID, &s.StepCount, &s.CreatedAt,
-		&s.PositiveCount, &s.NegativeCount, &s.CommentCount, &s.LabelErrorCount, &lsID, &lsName, &lsScore, &s.Contribute}, extra...)
+		&s.PositiveCount, &s.NegativeCount, &s.CommentCount, &s.LabelErrorCount, &lsID, &lsName, &lsScore, &s.Contribute,
+		&s.ActionCredit, &s.ScoredActions, &s.CreditModelID, &s.TraceScore, &s.Outcome}, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return err
 	}
-	if lsID != nil {
+	if lsID != nil && lsName != nil && lsScore != nil {
 		s.LatestScore = &LatestScore{RewardModelID: *lsID, RewardModelName: *lsName, Score: *lsScore}
 	}
 	s.CreatedAt = s.CreatedAt.UTC()
@@ -116,18 +120,34 @@ func (q *Queries) ListTraces(ctx context.Context, owner string, f ListFilter) ([
 		AND ($3::timestamptz IS NULL OR t.created_at >= $3) AND ($4::timestamptz IS NULL OR t.created_at < $4)
 		AND ($5 = '' OR strpos(lower(t.title), $5) > 0
 			OR EXISTS (SELECT 1 FROM rm_steps s WHERE s.trace_id = t.id AND (strpos(lower(s.content), $5) > 0
-				OR strpos(lower(s.tool_name), $5) > 0 OR strpos(lower(s.tool_input::text), $5) > 0)))`
-	args := []any{owner, f.SourceID, f.From, f.To, strings.ToLower(f.Query)}
+				OR strpos(lower(s.tool_name), $5) > 0 OR strpos(lower(s.tool_input::text), $5) > 0)))
+		AND (COALESCE(cardinality($6::text[]), 0) = 0 OR t.outcome = ANY($6))
+		AND ($7::float8 IS NULL OR t.action_credit >= $7) AND ($8::float8 IS NULL OR t.action_credit <= $8)
+		AND ($9::float8 IS NULL OR t.trace_score >= $9) AND ($10::float8 IS NULL OR t.trace_score <= $10)
+		AND ($11::float8 IS NULL OR t.latest_score >= $11) AND ($12::float8 IS NULL OR t.latest_score <= $12)`
+	args := []any{owner, f.SourceID, f.From, f.To, strings.ToLower(f.Query), f.Outcomes,
+		f.ActionCredit.Min, f.ActionCredit.Max, f.TraceScore.Min, f.TraceScore.Max, f.LatestScore.Min, f.LatestScore.Max}
 	var total int
 	if err := q.pool.QueryRow(ctx, `SELECT count(*) FROM rm_traces t WHERE `+where, args...).Scan(&total); err != nil {
 		return nil, 0, err
 	}
 	order := `t.import_seq DESC`
 	switch f.Sort {
+	case SortImported:
 	case SortSource:
 		order = sourceNameExpr + ` ASC, t.import_seq DESC`
 	case SortSourceDesc:
 		order = sourceNameExpr + ` DESC, t.import_seq DESC`
+	default:
+		col, dir := strings.TrimPrefix(string(f.Sort), "-"), "ASC"
+		if strings.HasPrefix(string(f.Sort), "-") {
+			dir = "DESC"
+		}
+		if !slices.Contains(scoreSorts, col) {
+			return nil, 0, fmt.Errorf("readmodel: unknown trace sort %q", f.Sort)
+		}
+		// Each has an index in this order (migration 00068).
+		order = `t.` + col + ` ` + dir + ` NULLS LAST, t.import_seq DESC`
 	}
 	// The page's ids first, from the traces alone (the owner's import_seq
 	// index walks straight to the offset), then the summaries of those rows
@@ -137,7 +157,7 @@ func (q *Queries) ListTraces(ctx context.Context, owner string, f ListFilter) ([
 	page := `SELECT t.id FROM rm_traces t
 		LEFT JOIN rm_trace_sources src ON src.owner_id = t.owner_id AND src.source_id = t.source_id
 		JOIN rm_users u ON u.id = t.owner_id
-		WHERE ` + where + ` ORDER BY ` + order + ` LIMIT $6 OFFSET $7`
+		WHERE ` + where + ` ORDER BY ` + order + ` LIMIT $13 OFFSET $14`
 	rows, err := q.pool.Query(ctx, `SELECT `+summaryCols+summaryFrom+` WHERE t.id = ANY(ARRAY(`+page+`))
 		ORDER BY `+order, append(args, f.Limit, f.Offset)...)
 	if err != nil {
@@ -198,7 +218,12 @@ func (q *Queries) GetTrace(ctx context.Context, owner, id string) (*TraceDetail,
 
 // stepsOf returns the steps of the given traces, in order, by trace id.
 func (q *Queries) stepsOf(ctx context.Context, ids []string) (map[string][]Step, error) {
-	rows, err := q.pool.Query(ctx, `SELECT trace_id, id, idx, role, content, tool_name, tool_input, tool_call_id, metadata
+	return stepsIn(ctx, q.pool, ids)
+}
+
+// stepsIn is stepsOf through db (the pool, or an applier's transaction).
+func stepsIn(ctx context.Context, db querier, ids []string) (map[string][]Step, error) {
+	rows, err := db.Query(ctx, `SELECT trace_id, id, idx, role, content, tool_name, tool_input, tool_call_id, metadata
 		FROM rm_steps WHERE trace_id = ANY($1) ORDER BY trace_id, idx`, ids)
 	if err != nil {
 		return nil, err

@@ -35,6 +35,17 @@ type TraceSummary struct {
 	LabelErrorCount int          `json:"label_error_count"`
 	CreatedAt       time.Time    `json:"created_at"`
 	LatestScore     *LatestScore `json:"latest_score"`
+	// ActionCredit is the mean credit of the trace's actions as the model
+	// that scored them most recently (CreditModelID) scored them, null
+	// when none is scored; ScoredActions how many it scored (spec 002
+	// "Action credit": the list shows both, apart from LatestScore).
+	ActionCredit  *float64 `json:"action_credit"`
+	ScoredActions int      `json:"scored_actions"`
+	CreditModelID *string  `json:"credit_model_id"`
+	// TraceScore and Outcome are the automatic annotation's (spec 001
+	// "Step scores", as step_scores on the trace), null without one.
+	TraceScore *float64 `json:"trace_score"`
+	Outcome    *string  `json:"outcome"`
 	// Contribute is the trace's consent to train the shared evaluator
 	// (PUT /traces/{id}/contribution); false unless opted in.
 	Contribute bool `json:"contribute"`
@@ -138,9 +149,18 @@ type ListFilter struct {
 	Query string
 	// Sort orders the page: SortImported (newest first, the default),
 	// SortSource or SortSourceDesc (by displayed source name, newest first
-	// within a source).
+	// within a source), or a score column (see ListSorts).
 	Sort ListSort
+	// Outcomes, when set, keeps traces whose automatic annotation has one
+	// of these outcomes.
+	Outcomes []string
+	// The score ranges, inclusive; a bound leaves out traces without that
+	// score.
+	ActionCredit, TraceScore, LatestScore Range
 }
+
+// Range bounds a score column (nil: unbounded).
+type Range struct{ Min, Max *float64 }
 
 // ListSort is the order of a trace list.
 type ListSort string
@@ -151,6 +171,20 @@ const (
 	SortSource     ListSort = "source"
 	SortSourceDesc ListSort = "-source"
 )
+
+// scoreSorts are the score columns ?sort also takes, each ascending as
+// named and descending with a leading "-". Traces without the value come
+// last either way; ties keep the newest import first.
+var scoreSorts = []string{"action_credit", "scored_actions", "trace_score", "outcome", "latest_score"}
+
+// ListSorts is every order ?sort accepts, the default ("") first.
+func ListSorts() []ListSort {
+	out := []ListSort{SortImported, SortSource, SortSourceDesc}
+	for _, c := range scoreSorts {
+		out = append(out, ListSort(c), ListSort("-"+c))
+	}
+	return out
+}
 
 // Annotation is the Annotation shape of spec 001.
 type Annotation struct {
