@@ -165,7 +165,7 @@ func (c *Commands) FinishScoring(ctx context.Context, workerID, traceID, modelID
 	stream := events.ScoringStream(traceID, modelID)
 	fail := func(msg string) (Result, error) {
 		return c.append(ctx, workerActor(workerID), map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
-			Type: events.ScoringRunFailed, Payload: events.ScoringRunFailedV1{RunID: runID, TraceID: traceID, ModelID: modelID, Error: msg}}})
+			Type: events.ScoringRunFailed, Payload: events.ScoringRunFailedV1{RunID: runID, TraceID: traceID, ModelID: modelID, Error: msg, Automatic: sc.Automatic}}})
 	}
 	if failure != "" {
 		return fail(failure)
@@ -189,7 +189,7 @@ func (c *Commands) FinishScoring(ctx context.Context, workerID, traceID, modelID
 		scores[i].Revision = tr.Revision
 	}
 	evs := []events.New{
-		{ID: newID(), Stream: stream, OwnerID: owner, Type: events.ScoringRunSucceeded, Payload: events.ScoringRunSucceededV1{RunID: runID, TraceID: traceID, ModelID: modelID}},
+		{ID: newID(), Stream: stream, OwnerID: owner, Type: events.ScoringRunSucceeded, Payload: events.ScoringRunSucceededV1{RunID: runID, TraceID: traceID, ModelID: modelID, Automatic: sc.Automatic}},
 		{ID: newID(), Stream: events.ScoresStream(modelID), OwnerID: owner, Type: events.ActionsScored,
 			Payload: events.ActionsScoredV1{ModelID: modelID, ModelName: m.Requested.Name, RunID: runID, Scores: scores}},
 	}
@@ -247,7 +247,7 @@ func (c *Commands) ExpireScoringRun(ctx context.Context, traceID, modelID, runID
 				WorkerID: sc.WorkerID, Reason: events.RequeueLeaseExpired, Detail: x.Detail}}})
 	}
 	return c.append(ctx, Actor{}, map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
-		Type: events.ScoringRunFailed, Payload: events.ScoringRunFailedV1{RunID: runID, TraceID: traceID, ModelID: modelID, Error: x.Fail}}})
+		Type: events.ScoringRunFailed, Payload: events.ScoringRunFailedV1{RunID: runID, TraceID: traceID, ModelID: modelID, Error: x.Fail, Automatic: sc.Automatic}}})
 }
 
 // scoringJob is KindScore: a scoring run of one (trace, model); its result

@@ -16,6 +16,7 @@ import (
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/egress"
 	"github.com/criticml/critic/platform/instance"
+	jobdispatch "github.com/criticml/critic/projections/dispatch"
 )
 
 // config is read once from the environment; every default is embedded so a
@@ -33,6 +34,13 @@ type config struct {
 	MaxBody      int64         // CRITIC_MAX_BODY_BYTES; default 64 MiB
 	PProfAddr    string        // CRITIC_PPROF_ADDR: loopback-only /debug/pprof listener, never the API port; "" → off (CRITIC_PPROF=1 → 127.0.0.1:6060)
 	WorkerLease  time.Duration // CRITIC_WORKER_LEASE: how long a job claim lives without a heartbeat (default 30s)
+	// BackgroundScoring is CRITIC_BACKGROUND_SCORING (on, the default, or
+	// off): ready models score their owners' traces without a request
+	// (spec 001 "Learned action credit"); ScoringDebounce is
+	// CRITIC_SCORING_DEBOUNCE, the idle time before a new or changed trace
+	// is scored (default 30s).
+	BackgroundScoring bool
+	ScoringDebounce   time.Duration
 	// QueryIsolation is CRITIC_QUERY_ISOLATION: "replica" (default: a
 	// per-account locked-down in-memory copy, fresh connection per query) or
 	// "copy" (a brand-new in-memory DuckDB per query, ~10× slower on large
@@ -152,6 +160,19 @@ func loadConfig() (config, error) {
 	if v := os.Getenv("CRITIC_WORKER_LEASE"); v != "" {
 		if c.WorkerLease, err = time.ParseDuration(v); err != nil || c.WorkerLease < time.Second {
 			return c, fmt.Errorf("CRITIC_WORKER_LEASE must be a duration of at least 1s (e.g. 30s), got %q", v)
+		}
+	}
+	switch v := os.Getenv("CRITIC_BACKGROUND_SCORING"); v {
+	case "", "on":
+		c.BackgroundScoring = true
+	case "off":
+	default:
+		return c, fmt.Errorf("CRITIC_BACKGROUND_SCORING must be on or off, got %q", v)
+	}
+	c.ScoringDebounce = jobdispatch.DefaultScoringDebounce
+	if v := os.Getenv("CRITIC_SCORING_DEBOUNCE"); v != "" {
+		if c.ScoringDebounce, err = time.ParseDuration(v); err != nil || c.ScoringDebounce < 0 {
+			return c, fmt.Errorf("CRITIC_SCORING_DEBOUNCE must be a duration (e.g. 30s), got %q", v)
 		}
 	}
 	for _, d := range []struct {

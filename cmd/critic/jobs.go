@@ -22,6 +22,9 @@ func startJobs(a *apiserver.Server, in *infra) {
 	}
 	d := jobdispatch.New(a.Cmds, a.Publisher, in.log).WithTitles(in.cfg.LLM.Fast != nil).WithLabeler(in.cfg.LLM.StepLabel != nil).
 		WithAssessments(in.cfg.LLM.Fast != nil)
+	if a.Telemetry != nil && a.Telemetry.Metrics != nil {
+		d = d.WithBackgroundMetrics(a.Telemetry.Metrics.BackgroundBatch, a.Telemetry.Metrics.BackgroundOutcome)
+	}
 	a.Go("dispatch", func() error {
 		return projections.NewGuard(jobdispatch.Name, in.pool, in.store, d, in.log, projections.GuardOptions{}).Observe(a.Observed(jobdispatch.Name)...).Run(a.Ctx, sub.ConsumeBatches, relay.Topic)
 	}, sub.Close)
@@ -32,4 +35,15 @@ func startJobs(a *apiserver.Server, in *infra) {
 	a.Go("lease-sweeper", func() error {
 		return jobdispatch.SweepLeases(a.Ctx, a.Queries, a.Cmds, time.Second, in.cfg.WorkerLease, in.log, onExpire...)
 	}, nil)
+	if in.cfg.BackgroundScoring {
+		a.Go("background-scoring", func() error {
+			return jobdispatch.RunBackgroundScoring(a.Ctx, a.Queries, a.Cmds, backgroundScoringTick(in.cfg.ScoringDebounce), in.cfg.ScoringDebounce, in.log)
+		}, nil)
+	}
+}
+
+// backgroundScoringTick is how often background scoring looks for work: a
+// few seconds, or the debounce when that is shorter (tests set it small).
+func backgroundScoringTick(debounce time.Duration) time.Duration {
+	return max(min(3*time.Second, debounce), 200*time.Millisecond)
 }

@@ -284,6 +284,9 @@ type ScoringRunSucceededV1 struct {
 	RunID   string `json:"run_id"`
 	TraceID string `json:"trace_id"`
 	ModelID string `json:"model_id"`
+	// Automatic restates the run's request (background scoring's metrics
+	// count its outcomes); absent on explicit runs and older logs.
+	Automatic bool `json:"automatic,omitempty"`
 }
 
 // ScoringRunFailedV1 ends a run with an error the user sees.
@@ -292,4 +295,6 @@ type ScoringRunFailedV1 struct {
 	TraceID string `json:"trace_id"`
 	ModelID string `json:"model_id"`
 	Error   string `json:"error"`
+	// Automatic: see ScoringRunSucceededV1.
+	Automatic bool `json:"automatic,omitempty"`
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/platform/blob"
@@ -83,6 +84,33 @@ func (a *API) retryRewardModel(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	edge.WriteJSON(w, http.StatusAccepted, m)
+	return nil
+}
+
+type backgroundScoringBody struct {
+	Paused *bool `json:"paused"`
+}
+
+// setBackgroundScoring is PUT /reward-models/{id}/background-scoring
+// {"paused": bool}: 200 with the model's background_scoring; 404 for a
+// model that is not the caller's, 409 model_not_ready before it succeeded.
+func (a *API) setBackgroundScoring(w http.ResponseWriter, r *http.Request) error {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
+		return err
+	}
+	var body backgroundScoringBody
+	if err := a.decodeBody(w, r, &body); err != nil {
+		return err
+	}
+	if body.Paused == nil {
+		return &domain.ValidationError{Code: "invalid_request", Field: "paused", Message: "paused is required (true or false)"}
+	}
+	bg, err := a.backend().SetBackgroundScoring(r.Context(), caller, r.PathValue("model_id"), *body.Paused)
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusOK, bg)
 	return nil
 }
 

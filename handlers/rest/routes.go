@@ -109,6 +109,7 @@ func (a *API) Register(mux Mux) {
 	route("GET /reward-models", a.listRewardModels)
 	route("GET /reward-models/{model_id}", a.getRewardModel)
 	route("POST /reward-models/{model_id}/retry", a.retryRewardModel)
+	route("PUT /reward-models/{model_id}/background-scoring", a.setBackgroundScoring)
 	route("GET /reward-models/{model_id}/weights", a.weights)
 	route("POST /gepa-runs", a.createGepaRun)
 	route("GET /gepa-runs", a.listGepaRuns)

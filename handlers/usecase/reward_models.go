@@ -124,3 +124,21 @@ func (b Backend) ScoreTrace(ctx context.Context, caller *readmodel.Caller, trace
 	}
 	return b.Queries.GetScoringRun(ctx, caller.UserID, res.RunID)
 }
+
+// SetBackgroundScoring pauses or resumes background scoring of one of the
+// caller's ready models (spec 001 "Learned action credit") and answers the
+// model's background_scoring once the read model applied the change: 404
+// for a model that is not the caller's, 409 model_not_ready before it
+// succeeded.
+func (b Backend) SetBackgroundScoring(ctx context.Context, caller *readmodel.Caller, id string, paused bool) (readmodel.BackgroundScoring, error) {
+	res, err := b.Cmds.SetBackgroundScoring(ctx, Actor(caller), id, paused)
+	if err != nil {
+		return readmodel.BackgroundScoring{}, err
+	}
+	if err := b.Settle(ctx, res); err != nil {
+		return readmodel.BackgroundScoring{}, err
+	}
+	bg, err := b.Queries.BackgroundScoringOf(ctx, caller.UserID, id)
+	bg.Paused = paused // what the write decided, even if a later one landed first
+	return bg, err
+}

@@ -53,6 +53,9 @@ type Metrics struct {
 	jobReports    *prometheus.CounterVec
 	leaseExpiries *prometheus.CounterVec
 
+	backgroundBatches prometheus.Counter
+	backgroundTraces  *prometheus.CounterVec
+
 	workerJobs        *prometheus.HistogramVec
 	workerTokensRate  prometheus.Gauge
 	workerTrainSteps  prometheus.Counter
@@ -95,6 +98,10 @@ func New() *Metrics {
 	m.jobClaims = f.counterVec("job_claims_total", "Job claims workers made, by kind and outcome (claimed, refused).", "kind", "outcome")
 	m.jobReports = f.counterVec("job_reports_total", "Job results workers reported, by kind and outcome (succeeded, failed, rejected).", "kind", "outcome")
 	m.leaseExpiries = f.counterVec("job_lease_expiries_total", "Jobs failed because their worker stopped heartbeating or never finished.", "kind")
+
+	m.backgroundBatches = f.counter("background_scoring_batches_total", "Background scoring batches requested (spec 001: up to eight traces each).")
+	m.backgroundTraces = f.counterVec("background_scoring_traces_total",
+		"Traces of background scoring, by outcome: requested (in a batch), scored, failed (an automatic attempt).", "outcome")
 
 	m.workerJobs = f.histogramVec("worker_job_duration_seconds", "Wall time of a job on a worker, from claim to report, by kind and outcome.",
 		[]float64{.1, .5, 1, 5, 10, 30, 60, 300, 600, 1800, 3600, 7200, 21600}, "kind", "outcome")
@@ -200,6 +207,18 @@ func (m *Metrics) JobReported(kind, outcome string) {
 
 // LeaseExpired records a job failed by the lease sweeper.
 func (m *Metrics) LeaseExpired(kind string) { m.leaseExpiries.WithLabelValues(kind).Inc() }
+
+// BackgroundBatch records a background scoring batch of traces traces.
+func (m *Metrics) BackgroundBatch(traces int) {
+	m.backgroundBatches.Inc()
+	m.backgroundTraces.WithLabelValues("requested").Add(float64(traces))
+}
+
+// BackgroundOutcome records an automatic scoring run that ended: "scored"
+// or "failed".
+func (m *Metrics) BackgroundOutcome(outcome string) {
+	m.backgroundTraces.WithLabelValues(outcome).Inc()
+}
 
 // WorkerJobDone records a job's wall time on the worker.
 func (m *Metrics) WorkerJobDone(kind, outcome string, elapsed time.Duration) {

@@ -52,6 +52,9 @@ type Dispatcher struct {
 	labeler bool
 	// assess: publish section-summary and completion jobs (WithAssessments).
 	assess bool
+	// bgBatch and bgOutcome count background scoring (WithBackgroundMetrics).
+	bgBatch   func(traces int)
+	bgOutcome func(outcome string)
 }
 
 // New returns the dispatcher.
@@ -75,6 +78,7 @@ func (d *Dispatcher) Apply(ctx context.Context, envs []events.Envelope) error {
 func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 	// What this event causes (a dataset, a job) keeps its request's id.
 	ctx = requestid.With(ctx, e.CorrelationID)
+	d.countBackground(e)
 	if job, ok := d.labelJob(e); ok {
 		if err := d.publish(LabelTopic, job.TraceID, e.CorrelationID, job); err != nil {
 			return err
@@ -142,7 +146,16 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
+		if p.BatchID != "" {
+			return nil // its batch's job runs it (ScoringBatchRequested)
+		}
 		return d.publish(ScoreTopic, p.RunID, e.CorrelationID, jobs.ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})
+	case events.ScoringBatchRequested:
+		var p events.ScoringBatchRequestedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		return d.publish(jobs.TopicScoreBatch, p.BatchID, e.CorrelationID, jobs.ScoreBatchJob{BatchID: p.BatchID, ModelID: p.ModelID, OwnerID: e.OwnerID})
 	case events.ScoringRunRequeued:
 		// Handed back by a stopping worker: the next free worker scores it.
 		var p events.ScoringRunRequeuedV1
