@@ -149,6 +149,35 @@ func TestTracesAreLabeledByTheWorkerTier(t *testing.T) {
 	require.Equal(t, calls, srv.Calls(), "replay never calls a model")
 }
 
+// TestAutomaticLabelsInTheViewer: labels the step-label model made (a real
+// worker, the scripted model) show in the browser as the chips imported
+// labels get, and the viewer's rescore icon labels the trace anew
+// (web/e2e/auto-labels.spec.ts).
+func TestAutomaticLabelsInTheViewer(t *testing.T) {
+	webDir := requireBrowser(t)
+	srv := llmtest.New(t)
+	var followUp atomic.Bool
+	srv.Handle(func(r llmtest.Request) llmtest.Reply {
+		if id, actor := labeltest.Target(r); actor == "user" && followUp.Load() {
+			return llmtest.JSON(map[string]any{"chunk_id": id, "task_id": "t1", "actor": "user", "intent": "follow_up",
+				"verdict": "none", "verdict_target": nil, "sentiment": "neutral", "evidence": "", "note": ""})
+		}
+		return labeltest.Reply(r)
+	})
+	env := []string{"CRITIC_STEP_LABEL_MODEL=openai/scripted-labeler", "CRITIC_STEP_LABEL_API_BASE=" + srv.URL, "OPENAI_API_KEY=test-key"}
+	in, kafkaPort := startServeForJobs(t, env...)
+	key := in.newUser("viewer-labels", false)
+	startWorkerWith(t, in, kafkaPort, "lw-web", env...)
+	id := in.importTraces(key, "stash", `{"id":"inv-web","steps":[{"role":"user","content":"find invoice 7"},`+
+		`{"role":"assistant","content":"","tool_name":"search","tool_input":{"q":"7"},"tool_call_id":"c1"},`+
+		`{"role":"tool","content":"invoice 7: paid","tool_name":"search","tool_call_id":"c1"},`+
+		`{"role":"assistant","content":"Invoice 7 is paid."}]}`)[0]
+	require.Eventually(t, func() bool { return in.labeling(t, key, id).Labeling.State == "labeled" }, time.Minute, 200*time.Millisecond)
+	followUp.Store(true)
+	require.Equal(t, 1, runSpec(t, webDir, "automatic labels", "auto-labels.spec.ts", in.url, key, "CRITIC_E2E_AUTO_LABELED_TRACE="+id))
+	require.Equal(t, []string{"user/follow_up", "agent/tool_call", "", "agent/answer"}, in.stepLabels(t, key, id))
+}
+
 // stepLabels is each step's metadata.label on GET /traces/{id} as
 // "actor/kind" (a user label's intent, an agent label's type), "" for none.
 func (in *instance) stepLabels(t *testing.T, key, id string) []string {

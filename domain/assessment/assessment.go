@@ -339,8 +339,9 @@ type LabelingStatus struct {
 	Labeled int     `json:"labeled"`
 	ToLabel int     `json:"to_label"`
 	Reason  *string `json:"reason"`
-	// Model is the step-label model that labels (or failed to label) the
-	// missing chunks; null when none is configured.
+	// Model is the step-label model that labels the trace (or failed to,
+	// and that a rescore asks); null when none is configured or the trace
+	// carries its own labels.
 	Model *string `json:"model"`
 	// Retryable is true when POST /traces/{id}/labeling/retry would queue
 	// the missing chunks again (a failed run).
@@ -353,11 +354,11 @@ type LabelingStatus struct {
 // that run failed. Without a model and without a failure the status stays
 // as Status made it, naming the variable to set.
 func WithRun(st LabelingStatus, model string, failure *string) LabelingStatus {
+	if model != "" && st.State != LabelingImported {
+		st.Model = &model // the model a rescore (POST /traces/{id}/labeling/rescore) would ask
+	}
 	if st.State != LabelingUnlabeled && st.State != LabelingPartial {
 		return st
-	}
-	if model != "" {
-		st.Model = &model
 	}
 	switch {
 	case failure != nil:

@@ -79,13 +79,13 @@ func (q *Queries) assess(ctx context.Context, d *TraceDetail) error {
 		d.Steps[i].Metadata = out
 	}
 	lab := a.Labeling
+	var failure *string
 	if lab.State == assessment.LabelingUnlabeled || lab.State == assessment.LabelingPartial {
-		failure, err := q.labelingFailure(ctx, d.ID)
-		if err != nil {
+		if failure, err = q.labelingFailure(ctx, d.ID); err != nil {
 			return err
 		}
-		lab = assessment.WithRun(lab, q.labeler, failure)
 	}
+	lab = assessment.WithRun(lab, q.labeler, failure)
 	d.StepScores, d.Sections, d.Labeling = a.StepScores, a.Sections, &lab
 	return nil
 }

@@ -12,6 +12,7 @@ import { myRating, rate, useAnnotate } from "./useAnnotate";
 import { Timeline } from "./Timeline";
 import { CreditStrip } from "./CreditStrip";
 import { ScoreActions } from "./ScoreActions";
+import { Rescore } from "./Rescore";
 import { TaskCard } from "./TaskCard";
 import { SectionCrumbs } from "./SectionCrumbs";
 import { SectionCards, cardPathOf } from "./SectionCards";
@@ -35,11 +36,14 @@ export function TraceViewer() {
   const { id = "" } = useParams();
   const { me, canWrite } = useAuth();
   const [params, setParams] = useSearchParams();
+  // Until when a rescore's new labels are awaited (Rescore.tsx).
+  const [relabelUntil, setRelabelUntil] = useState(0);
   const trace = useQuery({
     ...traceQuery(id),
     retry: (n, e) => n < 2 && (e as ApiError).status >= 500,
-    // While a scoring run is queued or running, refresh until it ends.
-    refetchInterval: (q) => (q.state.data?.scoring_runs.some((r) => r.status === "queued" || r.status === "running") ? 1000 : false),
+    // While a scoring run is queued or running, or a rescore's labels are awaited, refresh until it ends.
+    refetchInterval: (q) =>
+      q.state.data?.scoring_runs.some((r) => r.status === "queued" || r.status === "running") || Date.now() < relabelUntil ? 1000 : false,
   });
   const ann = useAnnotate(id);
   const [expanded, setExpanded] = useState<Set<string>>(new Set());
@@ -340,6 +344,7 @@ export function TraceViewer() {
                 </button>
               </>
             )}
+            {canWrite && <Rescore trace={t} onWatch={setRelabelUntil} />}
             <button type="button" className="ghost" onClick={() => setHelp(true)} aria-label="Keyboard shortcuts">
               ? Shortcuts
             </button>
