@@ -157,8 +157,9 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		StepLabelModel: cfg.LLM.stepLabelModel(),
 	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
 		gen := assessments(cfg.LLM, a)
-		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).WithAssessments(gen).WithEvaluatorPolicy(evalPolicy).Register(mux)
-		wapi := workerapi.New(a.Cmds, token, cfg.WorkerLease).WithTrainingQueue(a.Queries)
+		fleet := workerapi.NewFleet(time.Now)
+		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).WithAssessments(gen).WithEvaluatorPolicy(evalPolicy).WithWorkers(fleet).Register(mux)
+		wapi := workerapi.New(a.Cmds, token, cfg.WorkerLease).WithTrainingQueue(a.Queries).WithFleet(fleet)
 		if tel.Metrics != nil {
 			wapi.WithObserver(tel.Metrics)
 		}

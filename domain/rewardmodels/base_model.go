@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/criticml/critic/domain"
@@ -152,4 +153,151 @@ func HubAdvice(local []string) string {
 		return s + ", or put a checkpoint directory under a model root (CRITIC_MODEL_ROOTS) and choose it as the base model."
 	}
 	return s + ", or choose a base model this server has locally: " + strings.Join(local, ", ") + "."
+}
+
+// WorkerBases is one worker's latest presence report: its device and the
+// bases it can load (jobs.ClaimNextTraining).
+type WorkerBases struct {
+	Device   string
+	Bases    []BaseChoice
+	HubError string
+}
+
+// ListedBase is a base model as GET /base-models lists it.
+type ListedBase struct {
+	BaseChoice
+	// Default marks the spec's default base model (DefaultBaseModel).
+	Default bool `json:"default"`
+	// SecondsPerPair is the training-time estimate of one pair on the
+	// best device a worker reported (SecondsPerPair); nil without workers.
+	SecondsPerPair *float64 `json:"seconds_per_pair"`
+}
+
+// BaseCompute is what the workers computing now are: how many reported in
+// the presence window, how many of them on a GPU, and the device the
+// estimates assume (the best one: a GPU when any worker has one).
+type BaseCompute struct {
+	Workers    int     `json:"workers"`
+	GPUWorkers int     `json:"gpu_workers"`
+	Device     *string `json:"device"`
+}
+
+// BaseList is GET /base-models.
+type BaseList struct {
+	Bases   []ListedBase `json:"bases"`
+	Hint    *string      `json:"hint"`
+	Compute BaseCompute  `json:"compute"`
+}
+
+// ListBases merges what the workers reported into the list the create
+// dialog offers: every base some worker has, reachable when every worker
+// reporting can load it (any free worker may claim the training), the
+// default first when it is reachable, then the demo base, cached and
+// local ones by name, unreachable ones last. Without any worker the hub
+// default is listed unreachable. Hint says what to change when the
+// default cannot be reached, or when no worker reported.
+func ListBases(workers []WorkerBases, noWorkersHint string) BaseList {
+	out := BaseList{Bases: []ListedBase{}, Compute: BaseCompute{Workers: len(workers)}}
+	device := ""
+	byID := map[string]*ListedBase{}
+	var order []string
+	hubErr := ""
+	for _, w := range workers {
+		if w.Device == DeviceGPU {
+			out.Compute.GPUWorkers++
+			device = DeviceGPU
+		} else if device == "" {
+			device = DeviceCPU
+		}
+		if w.HubError != "" && hubErr == "" {
+			hubErr = w.HubError
+		}
+		for _, b := range w.Bases {
+			if lb, ok := byID[b.ID]; ok {
+				lb.Reachable = lb.Reachable && b.Reachable
+				continue
+			}
+			byID[b.ID] = &ListedBase{BaseChoice: b, Default: b.ID == DefaultBaseModel}
+			order = append(order, b.ID)
+		}
+	}
+	for id, lb := range byID { // a base some worker lacks is not loadable by every worker
+		for _, w := range workers {
+			if !hasBase(w.Bases, id) {
+				lb.Reachable = false
+			}
+		}
+	}
+	if _, ok := byID[DefaultBaseModel]; !ok {
+		byID[DefaultBaseModel] = &ListedBase{BaseChoice: BaseChoice{ID: DefaultBaseModel, Name: DefaultBaseModel, Source: BaseSourceHub}, Default: true}
+		order = append(order, DefaultBaseModel)
+	}
+	if device != "" {
+		out.Compute.Device = &device
+	}
+	for _, id := range order {
+		lb := byID[id]
+		if device != "" {
+			params := int64(0)
+			if lb.Params != nil {
+				params = *lb.Params
+			} else if !lb.Default {
+				params = -1
+			}
+			if params >= 0 {
+				s := SecondsPerPair(device, params)
+				lb.SecondsPerPair = &s
+			}
+		}
+		out.Bases = append(out.Bases, *lb)
+	}
+	rank := func(b ListedBase) int {
+		switch {
+		case !b.Reachable:
+			return 9
+		case b.Default:
+			return 0
+		case b.Source == BaseSourceDemo:
+			return 1
+		case b.Source == BaseSourceCache:
+			return 2
+		case b.Source == BaseSourceLocal:
+			return 3
+		}
+		return 4
+	}
+	sort.SliceStable(out.Bases, func(i, j int) bool {
+		ri, rj := rank(out.Bases[i]), rank(out.Bases[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return out.Bases[i].Name < out.Bases[j].Name
+	})
+	switch {
+	case len(workers) == 0:
+		out.Hint = &noWorkersHint
+	case !byID[DefaultBaseModel].Reachable:
+		var local []string
+		for _, b := range out.Bases {
+			if b.Reachable {
+				local = append(local, b.Name)
+			}
+		}
+		h := "The default base model " + DefaultBaseModel + " cannot be loaded: the workers " + HubUnreachablePhrase
+		if hubErr != "" {
+			h += " (" + hubErr + ")"
+		}
+		h += ". " + HubAdvice(local)
+		out.Hint = &h
+	}
+	return out
+}
+
+func hasBase(bs []BaseChoice, id string) bool {
+	for _, b := range bs {
+		if b.ID == id {
+			return true
+		}
+	}
+	return false
 }

@@ -142,8 +142,18 @@ func (c *Client) Hello(ctx context.Context) (*jobs.HelloAnswer, error) {
 // free worker; nil (and no error) when nothing is waiting. compute is
 // where this worker runs ("worker", or "local" for the in-process one).
 func (c *Client) ClaimNextTraining(ctx context.Context, compute string) (*jobs.TrainingClaim, error) {
+	return c.claimNextTraining(ctx, compute, nil)
+}
+
+// claimNextTraining is ClaimNextTraining with the worker's presence report
+// (device, bases) added by report when it is not nil.
+func (c *Client) claimNextTraining(ctx context.Context, compute string, report func(*jobs.ClaimNextTraining)) (*jobs.TrainingClaim, error) {
+	req := jobs.ClaimNextTraining{WorkerID: c.WorkerID, Compute: compute}
+	if report != nil {
+		report(&req)
+	}
 	var out jobs.NextTrainingClaim
-	if err := c.post(ctx, jobs.ClaimNextPath(jobs.KindTrain), jobs.ClaimNextTraining{WorkerID: c.WorkerID, Compute: compute}, &out); err != nil {
+	if err := c.post(ctx, jobs.ClaimNextPath(jobs.KindTrain), req, &out); err != nil {
 		return nil, err
 	}
 	return out.Job, nil

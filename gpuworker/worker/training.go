@@ -79,8 +79,10 @@ func (w *Worker) WakeTraining(_ context.Context, _ []byte) bool {
 // reached it takes nothing, and says so once (and once when it is back).
 func (w *Worker) trainLoop(ctx context.Context) {
 	failures := 0
+	pres := newPresence(w.hub, backendEnv())
+	go pres.run(ctx)
 	for ctx.Err() == nil {
-		claim, err := w.client.ClaimNextTraining(ctx, w.cfg.Compute)
+		claim, err := w.client.claimNextTraining(ctx, w.cfg.Compute, pres.fill)
 		switch {
 		case ctx.Err() != nil:
 			return

@@ -45,6 +45,8 @@ type API struct {
 	assessments usecase.Assessments
 	// evaluatorPolicy is what GET /evaluator reports; nil → spec defaults.
 	evaluatorPolicy *evaluator.Policy
+	// workers is what GET /base-models lists from; nil → no worker known.
+	workers Workers
 }
 
 // New returns the REST API.
@@ -105,6 +107,7 @@ func (a *API) Register(mux Mux) {
 	route("POST /traces/{trace_id}/completion", a.completion)
 	route("POST /traces/{trace_id}/labeling/retry", a.retryLabeling)
 	route("POST /traces/{trace_id}/labeling/rescore", a.rescoreLabels)
+	route("GET /base-models", a.listBaseModels)
 	route("POST /reward-models", a.createRewardModel)
 	route("GET /reward-models", a.listRewardModels)
 	route("GET /reward-models/{model_id}", a.getRewardModel)

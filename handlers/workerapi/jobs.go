@@ -17,6 +17,9 @@ func (a *API) job(r *http.Request) (any, error) {
 	if err := decode(r, &c); err != nil {
 		return nil, err
 	}
+	if a.fleet != nil && c.WorkerID != "" {
+		a.fleet.touched(c.WorkerID)
+	}
 	out, err := a.cmds.Job(r.Context(), kind, r.PathValue("id"), action, c, a.lease)
 	if a.obs != nil && slices.Contains(jobs.Kinds(), kind) { // a path's kind becomes a label only when it is one
 		switch action {
@@ -56,6 +59,9 @@ func (a *API) claimNext(r *http.Request) (any, error) {
 	}
 	if req.WorkerID == "" {
 		return nil, &domain.ValidationError{Code: "invalid_request", Field: "worker_id", Message: "worker_id is required"}
+	}
+	if a.fleet != nil {
+		a.fleet.polled(req)
 	}
 	if a.queue == nil {
 		return nil, &domain.UnavailableError{Message: "this API instance serves no training queue (workerapi.WithTrainingQueue is not wired)"}

@@ -39,6 +39,14 @@ type API struct {
 	lease time.Duration
 	obs   Observer
 	queue TrainingQueue
+	fleet *Fleet
+}
+
+// WithFleet records every worker's presence report (device, bases) in f,
+// which GET /base-models reads.
+func (a *API) WithFleet(f *Fleet) *API {
+	a.fleet = f
+	return a
 }
 
 // Observer counts claims and reports by job kind ("train", "score"); the
