@@ -155,6 +155,10 @@ type Holdout struct {
 
 // Result is result.json (spec 001 job contract) plus what the reference's
 // users asked for: the held-out scores and the calls the run used.
+// BestScore and SeedScore are means over every example, search and held-out
+// alike (the spec's figures); Candidates' scores are over the search
+// examples, the ones every candidate ran on, so they compare with each
+// other; Holdout has the held-out means alone.
 type Result struct {
 	SkillName        string      `json:"skill_name"`
 	SkillDescription string      `json:"skill_description"`
@@ -387,6 +391,10 @@ func Optimize(ctx context.Context, cfg Config) (*Result, error) {
 	for _, c := range r.pool {
 		res.Candidates = append(res.Candidates, Candidate{Skill: Render(id, c.body), Score: c.mean()})
 	}
+	// seed_score and best_score are over every example (spec 001 "Skill
+	// creation (GEPA)": the same reward model on the same examples), the
+	// held-out ones included once they are scored; the held-out means stay
+	// beside them as Holdout, the number the search never saw.
 	res.SeedSkill, res.SeedScore = res.Candidates[0].Skill, res.Candidates[0].Score
 	res.BestSkill, res.BestScore = res.Candidates[best].Skill, res.Candidates[best].Score
 	if len(r.holdout) > 0 {
@@ -395,17 +403,18 @@ func Optimize(ctx context.Context, cfg Config) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		h.SeedScore = meanOf(seedH)
-		h.BestScore = h.SeedScore
+		bestH := seedH
 		if best != 0 {
-			bestH, err := r.evaluate(ctx, r.pool[best].body, r.holdout, allIdx(len(r.holdout)))
-			if err != nil {
+			if bestH, err = r.evaluate(ctx, r.pool[best].body, r.holdout, allIdx(len(r.holdout))); err != nil {
 				return nil, err
 			}
-			h.BestScore = meanOf(bestH)
 		}
+		h.SeedScore, h.BestScore = meanOf(seedH), meanOf(bestH)
 		res.Holdout = h
-		r.logf("held out (%d examples): seed %.4f, best %.4f", h.Examples, h.SeedScore, h.BestScore)
+		res.SeedScore = meanOf(append(slices.Clone(seed.evals), seedH...))
+		res.BestScore = meanOf(append(slices.Clone(r.pool[best].evals), bestH...))
+		r.logf("held out (%d examples): seed %.4f, best %.4f; over all %d examples: seed %.4f, best %.4f",
+			h.Examples, h.SeedScore, h.BestScore, len(exs), res.SeedScore, res.BestScore)
 	}
 	res.MetricCalls = r.used
 	r.logf("done: best candidate %d scores %.4f against the seed's %.4f; %d proposals, %d accepted, %d/%d metric calls",

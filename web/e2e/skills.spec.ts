@@ -155,7 +155,9 @@ test("with ten examples a GEPA run holds two traces out and the page shows the h
   await expect(scores.getByRole("row", { name: /^Held-out best \(2 traces\)/ })).toContainText(
     `${run.holdout.best_score.toFixed(3)} (${(d >= 0 ? "+" : "−") + Math.abs(d).toFixed(3)} over the seed)`,
   );
-  await expect(scores).toContainText("The held-out scores are on 2 traces the search never saw: the honest number.");
+  await expect(scores).toContainText("The held-out scores are on the 2 traces the search never saw: the honest number.");
+  // Seed and best are over every example, the held-out ones included (spec 001).
+  await expect(scores).toContainText("on the same examples, every one of them, so treat their gain as in-sample");
   await expect(scores).not.toContainText("No held-out score");
   await a11y(page, "GEPA run with held-out scores");
   await shot(page, "skill-run-holdout");

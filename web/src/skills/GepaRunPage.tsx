@@ -169,10 +169,10 @@ function Result({ run }: { run: GepaRun }) {
           </tbody>
         </table>
         <p className="muted small-text">
-          Means of the calibrated score sigmoid((reward − mean) / std) of the reward model, 0 to 1, 0.5 = the calibration mean; seed and best come from the same model on the same examples.{" "}
+          Means of the calibrated score sigmoid((reward − mean) / std) of the reward model, 0 to 1, 0.5 = the calibration mean; seed and best come from the same model on the same examples, every one of them, so treat their gain as in-sample.{" "}
           {h
-            ? `The held-out scores are on ${h.examples} traces the search never saw: the honest number.`
-            : "No held-out score: with fewer than 8 examples every example both proposes and ranks skills, so treat the gain as in-sample."}
+            ? `The held-out scores are on the ${h.examples} traces the search never saw: the honest number.`
+            : "No held-out score: with fewer than 8 examples every example both proposes and ranks skills."}
         </p>
       </section>
       <section className="panel" aria-labelledby="best-h">
