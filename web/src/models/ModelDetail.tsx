@@ -7,6 +7,7 @@ import { formatDate } from "../traces/format";
 import { accuracyText, progressText, TRUST_MIN_PAIRS } from "./status";
 import { LossCurve, type LossPoint } from "./LossCurve";
 import { ModelSkills } from "../skills/ModelSkills";
+import { BackgroundScoring } from "./BackgroundScoring";
 import { TraceLink } from "../traces/TraceLink";
 
 /**
@@ -240,6 +241,7 @@ export function ModelDetail() {
           )}
         </section>
       )}
+      {d.status === "succeeded" && <BackgroundScoring model={d} />}
       {d.status === "succeeded" && <ModelSkills modelId={d.id} />}
       <Feedback entries={d.feedback} />
       <TrainedOn ids={d.trace_ids} />
