@@ -64,6 +64,18 @@ type State struct {
 	// ScoringPaused: the owner paused background scoring (spec 001
 	// "Learned action credit"); explicit scoring still runs.
 	ScoringPaused bool
+
+	// What the model's page shows beyond the lease (one fold for the
+	// command side and the answer to a write, readmodel.ModelAsOf):
+	// CreatedAt is the request's time; StartedAt and FinishedAt the current
+	// attempt's claim and end; Compute where it runs (the request's, then
+	// the claiming worker's); NumPairs the dataset's or the result's pair
+	// count; Progress the latest heartbeat's (nil: none).
+	CreatedAt             time.Time
+	StartedAt, FinishedAt *time.Time
+	Compute               string
+	NumPairs              *int
+	Progress              json.RawMessage
 	// pending are finding events not yet closed by their record.
 	pending []events.RewardModelFindingRecordedV1
 }
@@ -77,6 +89,7 @@ func (s *State) Apply(e events.Envelope) error {
 			return err
 		}
 		s.ID, s.Attempt, s.QueuedBy = s.Requested.ModelID, 1, e.CorrelationID
+		s.CreatedAt, s.Compute = e.RecordedAt.UTC(), s.Requested.Compute
 		s.Queue()
 		s.Config = ConfigOf(s.Requested)
 		if s.Requested.FeedbackPlan != nil {
@@ -90,32 +103,48 @@ func (s *State) Apply(e events.Envelope) error {
 		if p.Attempt == s.Attempt {
 			s.Dataset = &p
 		}
+		n := p.NumPairs
+		s.NumPairs = &n
 	case events.RewardModelTrainingStarted:
 		var p events.RewardModelTrainingStartedV1
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		s.Claimed(p.WorkerID, p.LeaseSeconds, e.RecordedAt)
+		t := e.RecordedAt.UTC()
+		s.StartedAt, s.Progress = &t, nil
+		if p.Compute != "" {
+			s.Compute = p.Compute
+		}
 	case events.RewardModelHeartbeat:
 		s.Beat(e.RecordedAt)
+		var p events.RewardModelHeartbeatV1
+		if e.Decode(&p) == nil {
+			if b, err := json.Marshal(p.Progress); err == nil {
+				s.Progress = b
+			}
+		}
 	case events.RewardModelTrainingSucceeded:
 		var p events.RewardModelTrainingSucceededV1
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		s.Status, s.Success = StatusSucceeded, &p
+		t, n := e.RecordedAt.UTC(), p.NumPairs
+		s.Status, s.Success, s.FinishedAt, s.NumPairs, s.Progress = StatusSucceeded, &p, &t, &n, nil
 	case events.RewardModelTrainingFailed:
 		var p events.RewardModelTrainingFailedV1
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		s.Status, s.Error = StatusFailed, p.Error
+		t := e.RecordedAt.UTC()
+		s.Status, s.Error, s.FinishedAt = StatusFailed, p.Error, &t
 	case events.RewardModelTrainingRequeued:
 		var p events.RewardModelTrainingRequeuedV1
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		s.Requeued(p.Reason, p.Detail)
+		s.StartedAt, s.Progress = nil, nil
 	case events.RewardModelRetried:
 		var p events.RewardModelRetriedV1
 		if err := e.DecodeOrFail(&p); err != nil {
@@ -123,6 +152,7 @@ func (s *State) Apply(e events.Envelope) error {
 		}
 		s.Queue()
 		s.Attempt, s.Dataset, s.QueuedBy = p.Attempt, nil, e.CorrelationID
+		s.NumPairs, s.StartedAt, s.FinishedAt, s.Progress = nil, nil, nil, nil
 		s.Extraction, s.Extracted, s.Plan = nil, nil, events.FeedbackPlan{}
 		if p.FeedbackPlan != nil {
 			s.Plan = *p.FeedbackPlan
