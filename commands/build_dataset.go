@@ -79,7 +79,8 @@ func (c *Commands) BuildDataset(ctx context.Context, modelID string) (Result, er
 		return c.appendToModel(ctx, Actor{}, st, events.RewardModelDatasetBuilt, events.RewardModelDatasetBuiltV1{
 			ModelID: st.ID, Attempt: st.Attempt, DatasetKey: key, DatasetSHA256: hex.EncodeToString(sum[:]),
 			NumPairs: len(ds.Pairs), SourceTraces: ds.SourceTraces, ScoreItems: len(ds.ScoreItems),
-			ActionScoreItems: len(ds.ActionScoreItems), AsOfSeq: asOf, IncludedFindings: includedFindings(ds)})
+			ActionScoreItems: len(ds.ActionScoreItems), AsOfSeq: asOf, IncludedFindings: includedFindings(ds),
+			EvaluationFindings: rewardmodels.EvaluationFindings(ds)})
 	})
 }
 

@@ -177,6 +177,19 @@ func TestModelTrainedOnCommentsAndReactions(t *testing.T) {
 	require.Equal(t, "should have asked which currency", fromComment["evidence_quote"])
 	require.True(t, strings.HasPrefix(fromComment["evidence_id"].(string), "annotation:"))
 	require.Equal(t, true, fromComment["included_in_training"])
+	// The trainer holds one of the three source traces out: the finding
+	// behind its pair is included_in_evaluation, as many as eval_pairs.
+	evaluated := 0
+	for _, x := range fb {
+		f := x.(map[string]any)
+		require.Contains(t, f, "included_in_evaluation")
+		if f["included_in_evaluation"] == true {
+			evaluated++
+			require.Equal(t, true, f["included_in_training"], "an evaluated finding is in the dataset")
+		}
+	}
+	require.Equal(t, 1, evaluated)
+	require.EqualValues(t, 1, m["metrics"].(map[string]any)["eval_pairs"])
 	require.Nil(t, m["feedback_unavailable"])
 	usage := m["llm_usage"].([]any)
 	require.Len(t, usage, 1)

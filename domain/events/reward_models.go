@@ -58,6 +58,10 @@ type RewardModelDatasetBuiltV1 struct {
 	AsOfSeq int64 `json:"as_of_seq"`
 	// IncludedFindings are the findings whose pairs the dataset trains on.
 	IncludedFindings []string `json:"included_findings,omitempty"`
+	// EvaluationFindings are those of them whose pairs the trainer holds
+	// out to evaluate (rewardmodels.EvaluationFindings; the learning
+	// report's included_in_evaluation). Absent in datasets built before.
+	EvaluationFindings []string `json:"evaluation_findings,omitempty"`
 }
 
 // RewardModelTrainingStartedV1 is a worker's claim on an attempt. Only a

@@ -5,9 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/criticml/critic/domain"
-	"math/rand/v2"
+	"github.com/criticml/critic/domain/rewardmodels"
 	"os"
-	"slices"
 )
 
 // Pair is one line of pairs.jsonl (spec 001 "Job directory contract"). Evidence fields
@@ -85,75 +84,18 @@ func ReadJSONL[T any](path string) ([]T, error) {
 	return out, sc.Err()
 }
 
-// TraceSplit is the trace-level held-out split of spec 002.
-type TraceSplit struct {
-	Train, Eval   []int // indices into the pairs
-	ExcludedCross int   // pairs whose traces span both partitions
-	Usable        bool  // false: every pair trains and eval metrics are null
-}
+// TraceSplit is the trace-level held-out split of spec 002 (domain/rewardmodels).
+type TraceSplit = rewardmodels.TraceSplit
 
 // EvalFraction of source traces is held out (spec 002 "Training settings").
-const EvalFraction = 0.1
+const EvalFraction = rewardmodels.EvalFraction
 
-// SplitByTrace holds out max(1, ⌊10% of distinct source traces⌋) traces, chosen by a
-// shuffle seeded with seed over the sorted trace ids. A pair goes to eval when all its
-// traces are held out, to train when none is, and is excluded otherwise. The split is
-// usable only with ≥2 traces and at least one pair on each side; otherwise all pairs
-// train and nothing is excluded. Pairs without a trace id count as one trace "".
+// SplitByTrace is rewardmodels.SplitByTrace over the pairs' source traces:
+// the learning report computes the same split from the dataset.
 func SplitByTrace(pairs []Pair, seed uint64) TraceSplit {
-	set := map[string]bool{}
-	for _, p := range pairs {
-		ts := p.Traces()
-		if len(ts) == 0 {
-			ts = []string{""}
-		}
-		for _, t := range ts {
-			set[t] = true
-		}
-	}
-	traces := make([]string, 0, len(set))
-	for t := range set {
-		traces = append(traces, t)
-	}
-	slices.Sort(traces)
-	all := TraceSplit{}
-	for i := range pairs {
-		all.Train = append(all.Train, i)
-	}
-	if len(traces) < 2 {
-		return all
-	}
-	rng := rand.New(rand.NewPCG(seed, 0xc417))
-	rng.Shuffle(len(traces), func(i, j int) { traces[i], traces[j] = traces[j], traces[i] })
-	nEval := max(1, int(float64(len(traces))*EvalFraction))
-	held := map[string]bool{}
-	for _, t := range traces[:nEval] {
-		held[t] = true
-	}
-	var s TraceSplit
+	traces := make([][]string, len(pairs))
 	for i, p := range pairs {
-		ts := p.Traces()
-		if len(ts) == 0 {
-			ts = []string{""}
-		}
-		nh := 0
-		for _, t := range ts {
-			if held[t] {
-				nh++
-			}
-		}
-		switch nh {
-		case 0:
-			s.Train = append(s.Train, i)
-		case len(ts):
-			s.Eval = append(s.Eval, i)
-		default:
-			s.ExcludedCross++
-		}
+		traces[i] = p.Traces()
 	}
-	if len(s.Eval) == 0 || len(s.Train) == 0 {
-		return all
-	}
-	s.Usable = true
-	return s
+	return rewardmodels.SplitByTrace(traces, seed)
 }

@@ -36,8 +36,15 @@ var feedbackColumnAppliers = map[string]applier{
 		if len(p.IncludedFindings) == 0 {
 			return nil
 		}
-		return exec(ctx, tx, `UPDATE rm_model_findings SET included = true WHERE model_id = $1 AND attempt = $2 AND finding_id = ANY($3)`,
-			p.ModelID, p.Attempt, p.IncludedFindings)
+		if err := exec(ctx, tx, `UPDATE rm_model_findings SET included = true WHERE model_id = $1 AND attempt = $2 AND finding_id = ANY($3)`,
+			p.ModelID, p.Attempt, p.IncludedFindings); err != nil {
+			return err
+		}
+		if len(p.EvaluationFindings) == 0 {
+			return nil
+		}
+		return exec(ctx, tx, `UPDATE rm_model_findings SET evaluation = true WHERE model_id = $1 AND attempt = $2 AND finding_id = ANY($3)`,
+			p.ModelID, p.Attempt, p.EvaluationFindings)
 	}),
 }
 

@@ -39,6 +39,10 @@ type FeedbackEntry struct {
 	AlternativeAction  *string               `json:"alternative_action"`
 	Review             *events.FindingReview `json:"review"`
 	Usage              *events.LLMUsage      `json:"usage"`
+	// IncludedInEvaluation: the finding's pairs landed on the held-out side
+	// of the training split (spec 001 learning report), so they measure the
+	// model rather than train it.
+	IncludedInEvaluation bool `json:"included_in_evaluation"`
 }
 
 // feedbackOf fills a detail's learning report and usage.
@@ -68,7 +72,7 @@ func (q *Queries) feedbackOf(ctx context.Context, d *RewardModelDetail) error {
 		d.Feedback = json.RawMessage("null")
 		return rows.Err()
 	}
-	rows, err = q.pool.Query(ctx, `SELECT f.finding, f.included FROM rm_model_findings f
+	rows, err = q.pool.Query(ctx, `SELECT f.finding, f.included, f.evaluation FROM rm_model_findings f
 		JOIN rm_reward_models m ON m.id = f.model_id AND m.attempt = f.attempt
 		WHERE f.model_id = $1 ORDER BY f.seq, f.ord`, d.ID)
 	if err != nil {
@@ -78,8 +82,8 @@ func (q *Queries) feedbackOf(ctx context.Context, d *RewardModelDetail) error {
 	out := []FeedbackEntry{}
 	for rows.Next() {
 		var raw []byte
-		var included bool
-		if err := rows.Scan(&raw, &included); err != nil {
+		var included, evaluation bool
+		if err := rows.Scan(&raw, &included, &evaluation); err != nil {
 			return err
 		}
 		var f events.Finding
@@ -88,7 +92,7 @@ func (q *Queries) feedbackOf(ctx context.Context, d *RewardModelDetail) error {
 		}
 		e := FeedbackEntry{TraceID: f.TraceID, StepIndex: f.StepIndex, Label: f.Label, Confidence: f.Confidence, Source: f.Source,
 			EvidenceID: f.EvidenceID, EvidenceQuote: f.EvidenceQuote, Reason: f.Reason, ClassifierModel: f.ClassifierModel,
-			IncludedInTraining: included, ID: f.ID, StepID: f.StepID, Outcome: f.Outcome, PromptVersion: f.PromptVersion,
+			IncludedInTraining: included, IncludedInEvaluation: evaluation, ID: f.ID, StepID: f.StepID, Outcome: f.Outcome, PromptVersion: f.PromptVersion,
 			Criteria: f.Criteria, OriginalAction: f.OriginalAction, AlternativeAction: f.AlternativeAction, Review: f.Review, Usage: f.Usage}
 		if e.Criteria == nil {
 			e.Criteria = []string{}

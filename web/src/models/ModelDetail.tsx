@@ -266,6 +266,7 @@ function Feedback({ entries }: { entries: FeedbackEntry[] | null }) {
                 <span>confidence {f.confidence}</span>
                 <span>source {f.source}</span>
                 <span className={f.included_in_training ? "ok" : "muted"}>{f.included_in_training ? "included in training" : `not included (${f.outcome})`}</span>
+                {f.included_in_evaluation && <span className="chip" title="Its pairs landed on the held-out side of the training split: they measure the model rather than train it.">held out for evaluation</span>}
                 <TraceLink id={f.trace_id} step={f.step_index + 1}>
                   Step {f.step_index + 1}
                 </TraceLink>
