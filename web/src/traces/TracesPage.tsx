@@ -11,6 +11,7 @@ import { ConsentNoticeLine, ContributeSelection, ContributeSwitch, type ConsentN
 import { formatDate, formatScore } from "./format";
 import { listQuery, PAGE } from "./listQuery";
 import { TraceLink } from "./TraceLink";
+import { CreditCell, formatTraceScore, OUTCOMES, OutcomeCell, SORTS, SortHeader } from "./ListScores";
 
 /** The trace list: every filter, the sort and the page live in the URL, so a view is a link. */
 export function TracesPage() {
@@ -21,6 +22,8 @@ export function TracesPage() {
   const from = params.get("from") ?? "";
   const to = params.get("to") ?? "";
   const sort = params.get("sort") ?? "";
+  const outcome = params.get("outcome") ?? "";
+  const creditMax = params.get("action_credit_max") ?? "";
   const page = Math.max(0, Number(params.get("page") ?? "0") || 0);
   const [search, setSearch] = useState(q);
   const [selected, setSelected] = useState<Set<string>>(new Set());
@@ -37,7 +40,7 @@ export function TracesPage() {
   };
 
   const list = useQuery({
-    ...listQuery({ q, source, from, to, sort, page }),
+    ...listQuery({ q, source, from, to, sort, page, outcome, creditMax }),
     // A page the sidebar's click just fetched is not asked for again on
     // mount; every write that changes the list invalidates ["traces"].
     staleTime: 2000,
@@ -67,7 +70,7 @@ export function TracesPage() {
   const shownSelected = shownIds.filter((id) => selected.has(id)).length;
   const hidden = selected.size - shownSelected;
   const allShown = rows.length > 0 && shownSelected === rows.length;
-  const filtered = !!(q || source || from || to);
+  const filtered = !!(q || source || from || to || outcome || creditMax);
 
   const toggleAllShown = () => {
     const next = new Set(selected);
@@ -135,6 +138,31 @@ export function TracesPage() {
           <span>Imported to</span>
           <input type="date" value={to} min={from || undefined} onChange={(e) => set({ to: e.target.value })} />
         </label>
+        <label className="field">
+          <span>Outcome</span>
+          <select aria-label="Outcome" value={outcome} onChange={(e) => set({ outcome: e.target.value })}>
+            <option value="">All outcomes</option>
+            {OUTCOMES.map(([v, name]) => (
+              <option key={v} value={v}>
+                {name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label className="field inline credit-filter" title="Only traces whose mean action credit is zero or below">
+          <input type="checkbox" checked={creditMax === "0"} onChange={(e) => set({ action_credit_max: e.target.checked ? "0" : "" })} />
+          <span>Credit ≤ 0</span>
+        </label>
+        <label className="field narrow-only">
+          <span>Sort</span>
+          <select aria-label="Sort" value={sort} onChange={(e) => set({ sort: e.target.value })}>
+            {SORTS.map(([v, name]) => (
+              <option key={v} value={v}>
+                {name}
+              </option>
+            ))}
+          </select>
+        </label>
         <button type="submit">Search</button>
         {filtered && (
           <button
@@ -188,7 +216,7 @@ export function TracesPage() {
       ) : rows.length === 0 ? (
         <div className="state">
           {filtered ? (
-            <p>No traces match these filters. Change the search, source or dates, or clear the filters.</p>
+            <p>No traces match these filters. Change the search, source, dates, outcome or credit, or clear the filters.</p>
           ) : (
             <p>
               No traces yet.{" "}
@@ -207,11 +235,7 @@ export function TracesPage() {
                   <input type="checkbox" aria-label="Select all shown" checked={allShown} onChange={toggleAllShown} />
                 </th>
                 <th scope="col">Title</th>
-                <th scope="col" aria-sort={sort === "source" ? "ascending" : sort === "-source" ? "descending" : "none"}>
-                  <button type="button" className="sort" onClick={() => set({ sort: sort === "source" ? "-source" : sort === "-source" ? "" : "source" })}>
-                    Source {sort === "source" ? "▲" : sort === "-source" ? "▼" : ""}
-                  </button>
-                </th>
+                <SortHeader col="source" label="Source" sort={sort} onSort={(s) => set({ sort: s })} />
                 <th scope="col">Imported</th>
                 <th scope="col" className="num">
                   Steps
@@ -227,9 +251,11 @@ export function TracesPage() {
                 <th scope="col" className="num">
                   Comments
                 </th>
-                <th scope="col" className="num">
-                  Latest score
-                </th>
+                <SortHeader col="action_credit" label="Credit" sort={sort} onSort={(s) => set({ sort: s })} className="num score" title="Mean action credit (−1..+1) of the newest model that scored the trace's actions" />
+                <SortHeader col="scored_actions" label="Actions scored" sort={sort} onSort={(s) => set({ sort: s })} className="num wrap score lesser" />
+                <SortHeader col="trace_score" label="Trace score" sort={sort} onSort={(s) => set({ sort: s })} className="num wrap score" title="The automatic annotation's trace score (step labels)" />
+                <SortHeader col="outcome" label="Outcome" sort={sort} onSort={(s) => set({ sort: s })} className="score" title="The automatic annotation's outcome; sorted worst first" />
+                <SortHeader col="latest_score" label="Model score" sort={sort} onSort={(s) => set({ sort: s })} className="num wrap score" title="The newest personal reward model's whole-trace score" />
                 <th scope="col" title="Consent to train the shared evaluator with this trace's corrections, step ratings and reviewed comparisons">
                   Contributes
                 </th>
@@ -257,7 +283,17 @@ export function TracesPage() {
                   <td className="num pos">{t.positive_count}</td>
                   <td className="num neg">{t.negative_count}</td>
                   <td className="num">{t.comment_count}</td>
-                  <td className="num">
+                  <td className="num score" data-label="Credit">
+                    <CreditCell credit={t.action_credit} actions={t.scored_actions} />
+                  </td>
+                  <td className="num lesser">{t.scored_actions}</td>
+                  <td className="num score" data-label="Trace score">
+                    {t.trace_score != null ? formatTraceScore(t.trace_score) : <span className="muted">—</span>}
+                  </td>
+                  <td className="score" data-label="Outcome">
+                    <OutcomeCell outcome={t.outcome} />
+                  </td>
+                  <td className="num score" data-label="Model score">
                     {t.latest_score ? <span title={t.latest_score.reward_model_name}>{formatScore(t.latest_score.score)}</span> : <span className="muted">—</span>}
                   </td>
                   <td className="consent">
