@@ -77,7 +77,7 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 		"CRITIC_FAST_MODEL=openai/scripted-fast", "CRITIC_FAST_API_BASE=" + fast.URL,
 		"CRITIC_STEP_LABEL_MODEL=openai/scripted-labeler", "CRITIC_STEP_LABEL_API_BASE=" + labels.URL,
 		"CRITIC_GRADING_MODEL=openai/scripted-grader", "CRITIC_GRADING_API_BASE=" + labels.URL, "TYPESAFE_API_KEY=ts-key"}
-	in, kafkaPort := startServeForJobs(t, append([]string{"CRITIC_WORKER_LEASE=60s"}, llmEnv...)...)
+	in, kafkaPort := startServeForJobs(t, append([]string{"CRITIC_WORKER_LEASE=60s", "CRITIC_SCORING_DEBOUNCE=1s"}, llmEnv...)...)
 	key := in.newUser("replayer", false)
 	// The sorting traces share a trace group on the benchmark side of the
 	// shared evaluator's split (a fixed hash of owner and group), so their
@@ -117,6 +117,19 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 		_ = in.pool.QueryRow(context.Background(), "SELECT status FROM rm_scoring_runs WHERE id = $1", runID).Scan(&status)
 		return status == "succeeded"
 	}, time.Minute, 100*time.Millisecond)
+	// Background scoring: a new trace scored in a batch, then the model
+	// paused, resumed and paused again (no batch starts while the log is
+	// compared below).
+	in.importTraces(key, "stash", `{"id":"bg-1","steps":[{"role":"user","content":"Refund order 9"},{"role":"assistant","content":"Refund started."}]}`)
+	require.Eventually(t, func() bool {
+		var n int
+		_ = in.pool.QueryRow(context.Background(), "SELECT count(*) FROM rm_scoring_runs WHERE automatic AND status = 'succeeded'").Scan(&n)
+		return n > 0
+	}, time.Minute, 100*time.Millisecond, "a background batch scores the new trace")
+	for _, paused := range []bool{true, false, true} {
+		r := in.do("PUT", "/api/v1/rm/reward-models/"+good+"/background-scoring", key, map[string]any{"paused": paused})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	}
 	// Feedback extraction: a model trained on a reviewer's comment and a
 	// user's reaction (findings recorded, extraction started, progressed
 	// and finished).
@@ -131,7 +144,11 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	r = in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "from-feedback", "trace_ids": fb, "base_model": base, "epochs": 1,
 		"training_config": map[string]any{"annotation_source": "feedback", "input_version": 1}})
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
-	in.waitModel(t, key, r.JSON(t)["id"].(string), "succeeded", "failed")
+	if fbm := in.waitModel(t, key, r.JSON(t)["id"].(string), "succeeded", "failed"); fbm["status"] == "succeeded" {
+		// No background batch of this model while the log is compared.
+		r := in.do("PUT", "/api/v1/rm/reward-models/"+fbm["id"].(string)+"/background-scoring", key, map[string]any{"paused": true})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	}
 	// The shared evaluator: consent, reviewed comparisons, a benchmark, a
 	// candidate trained by the worker, its release and automatic scoring.
 	bootstrapEvaluator(t, in, key, base)
@@ -378,6 +395,11 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 	// The live read model has applied every event in the log (the projection is
 	// asynchronous: a dump taken while it lags compares a model behind the log with
 	// the replay of the whole log).
+	require.Eventually(t, func() bool {
+		var active int
+		_ = in.pool.QueryRow(context.Background(), "SELECT count(*) FROM rm_scoring_runs WHERE automatic AND status IN ('queued', 'running')").Scan(&active)
+		return active == 0
+	}, time.Minute, 100*time.Millisecond, "background batches started before the models were paused end")
 	require.Eventually(t, func() bool {
 		lag, err := readmodel.Lag(context.Background(), in.pool, math.MaxInt32) // the whole log
 		return err == nil && lag == 0

@@ -125,7 +125,9 @@ func (in *instance) waitModel(t testing.TB, key, id string, want ...string) map[
 }
 
 func TestRewardModelEndToEnd(t *testing.T) {
-	in, kafkaPort := startServeForJobs(t)
+	// The scores as training and explicit requests leave them: background
+	// scoring (which would rescore the re-imported trace) has its own test.
+	in, kafkaPort := startServeForJobs(t, "CRITIC_BACKGROUND_SCORING=off")
 	key := in.newUser("trainer", false)
 	other := in.newUser("stranger", false)
 	ids := ratedTraces(t, in, key)
