@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -152,7 +153,9 @@ func TestTracesAreLabeledByTheWorkerTier(t *testing.T) {
 // TestAutomaticLabelsInTheViewer: labels the step-label model made (a real
 // worker, the scripted model) show in the browser as the chips imported
 // labels get, and the viewer's rescore icon labels the trace anew
-// (web/e2e/auto-labels.spec.ts).
+// (web/e2e/auto-labels.spec.ts). The same trace view links to the model
+// trained on the trace (spec 001 "Trace messages"), and GET /traces/{id}
+// lists the owner's models whose selection included it.
 func TestAutomaticLabelsInTheViewer(t *testing.T) {
 	webDir := requireBrowser(t)
 	srv := llmtest.New(t)
@@ -173,6 +176,25 @@ func TestAutomaticLabelsInTheViewer(t *testing.T) {
 		`{"role":"tool","content":"invoice 7: paid","tool_name":"search","tool_call_id":"c1"},`+
 		`{"role":"assistant","content":"Invoice 7 is paid."}]}`)[0]
 	require.Eventually(t, func() bool { return in.labeling(t, key, id).Labeling.State == "labeled" }, time.Minute, 200*time.Millisecond)
+
+	// A model trained on the trace (one trace is too few: it fails, and is
+	// still the model trained on it); another trace of the account is in
+	// no model's selection.
+	other := in.importTraces(key, "stash", `{"id":"inv-other","steps":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`)[0]
+	r := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "invoices", "trace_ids": []string{id}, "base_model": filepath.Join(t.TempDir(), "no-base")})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	modelID := r.JSON(t)["id"].(string)
+	in.waitModel(t, key, modelID, "failed", "succeeded")
+	models := func(trace string) []any {
+		d := in.do("GET", "/api/v1/rm/traces/"+trace, key, nil)
+		require.Equal(t, http.StatusOK, d.Status, string(d.Body))
+		return d.JSON(t)["reward_models"].([]any)
+	}
+	got := models(id)
+	require.Len(t, got, 1)
+	require.Equal(t, map[string]any{"id": modelID, "name": "invoices", "status": in.do("GET", "/api/v1/rm/reward-models/"+modelID, key, nil).JSON(t)["status"]}, got[0])
+	require.Empty(t, models(other))
+
 	followUp.Store(true)
 	require.Equal(t, 1, runSpec(t, webDir, "automatic labels", "auto-labels.spec.ts", in.url, key, "CRITIC_E2E_AUTO_LABELED_TRACE="+id))
 	require.Equal(t, []string{"user/follow_up", "agent/tool_call", "", "agent/answer"}, in.stepLabels(t, key, id))

@@ -213,6 +213,9 @@ func (q *Queries) GetTrace(ctx context.Context, owner, id string) (*TraceDetail,
 	if err := q.evaluatorOf(ctx, d); err != nil {
 		return nil, err
 	}
+	if err := q.modelsOf(ctx, owner, d); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 

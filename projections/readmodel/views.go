@@ -88,6 +88,9 @@ type TraceDetail struct {
 	// Evaluator is the shared evaluator's scoring of this trace, apart
 	// from personal models' scores and action_scores.
 	Evaluator TraceEvaluator `json:"evaluator"`
+	// RewardModels are the owner's reward models trained on this trace
+	// (their selection included it), newest first.
+	RewardModels []TraceModel `json:"reward_models"`
 }
 
 // TraceEvaluator is GET /traces/{id}'s shared-evaluator block: the live

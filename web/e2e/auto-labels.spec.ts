@@ -6,7 +6,7 @@ import { test, expect, signIn, a11y } from "./fixtures";
 
 const trace = process.env.CRITIC_E2E_AUTO_LABELED_TRACE ?? "";
 
-test("automatic labels: the model's labels show as chips, and the rescore icon labels the trace anew", async ({ page }) => {
+test("automatic labels: the model's labels show as chips, the rescore icon labels the trace anew, and the model trained on the trace is a link", async ({ page }) => {
   test.skip(!trace, "no automatically labeled trace seeded");
   await signIn(page, undefined, `/traces/${trace}`);
   const ask = page.getByRole("region", { name: "Step 1" });
@@ -22,4 +22,11 @@ test("automatic labels: the model's labels show as chips, and the rescore icon l
   await rescore.click();
   await expect(ask.getByText("intent: follow_up")).toBeVisible({ timeout: 30_000 });
   await expect(ask.getByText("intent: request")).toHaveCount(0);
+
+  // The model trained on this trace, with its status, links to its page.
+  const trained = page.getByRole("group", { name: "Models trained on this trace" });
+  await expect(trained).toContainText("invoices failed");
+  await trained.getByRole("link", { name: "invoices" }).click();
+  await expect(page).toHaveURL(/\/models\/[0-9a-f-]{36}$/);
+  await expect(page.getByRole("heading", { level: 1 })).toContainText("invoices");
 });

@@ -13,6 +13,7 @@ import { Timeline } from "./Timeline";
 import { CreditStrip } from "./CreditStrip";
 import { ScoreActions } from "./ScoreActions";
 import { Rescore } from "./Rescore";
+import { TrainedModels } from "./TrainedModels";
 import { TaskCard } from "./TaskCard";
 import { SectionCrumbs } from "./SectionCrumbs";
 import { SectionCards, cardPathOf } from "./SectionCards";
@@ -385,6 +386,7 @@ export function TraceViewer() {
             </label>
           )}
           {canWrite && <ScoreActions trace={t} onScored={setModel} />}
+          <TrainedModels models={t.reward_models} />
           <ToolList metadata={t.metadata} onToggle={setToolsOpen} />
         </div>
         <div className="row consent-row">
