@@ -183,6 +183,8 @@ func truncateRunes(s string, n int) string {
 	return string(r[:n])
 }
 
+var _ = onKind(jobs.KindAssess, (*Commands).assessJob)
+
 // assessJob is KindAssess: the claim answers the prompts of the job's
 // items still current; each item's answer (or failure) is a report, which
 // the command validates against the trace before it becomes the cached

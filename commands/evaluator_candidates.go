@@ -513,6 +513,8 @@ func (c *Commands) CancelCandidate(ctx context.Context, id, by string) (Result, 
 	})
 }
 
+var _ = onKind(jobs.KindEvaluatorTrain, (*Commands).candidateJob)
+
 // candidateJob is KindEvaluatorTrain: a shared-evaluator candidate
 // (only a queued one can be claimed) under a lease; its result is the
 // trained report with the benchmark margins the release gates read.

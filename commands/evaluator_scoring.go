@@ -39,6 +39,12 @@ func (c *Commands) loadEvaluatorTrace(ctx context.Context, traceID string) (eval
 				t.scored[[2]int{p.TraceRevision, p.Release}] = true
 			}
 		}
+		if e.Type == events.EvaluatorTraceRescoreRequested { // "Score again": one more scoring may be claimed
+			var p events.EvaluatorTraceRescoreRequestedV1
+			if e.Decode(&p) == nil {
+				delete(t.scored, [2]int{p.TraceRevision, p.Release})
+			}
+		}
 	}
 	return t, nil
 }
@@ -208,6 +214,8 @@ func (c *Commands) EvaluatorLive(ctx context.Context) (bool, error) {
 	live, err := c.liveRelease(ctx)
 	return live != nil, err
 }
+
+var _ = onKind(jobs.KindEvaluatorScore, (*Commands).evaluatorScoringJob)
 
 // evaluatorScoringJob is KindEvaluatorScore: score a trace's actions with the
 // live release; the result (and a failure) names the revision and release

@@ -251,6 +251,8 @@ func (c *Commands) HandBackExtraction(ctx context.Context, workerID, modelID str
 	})
 }
 
+var _ = onKind(jobs.KindExtract, (*Commands).extractionJob)
+
 // extractionJob is KindExtract: an attempt's feedback extraction, claimed
 // under a lease renewed with the targets done; each trace's findings are a
 // report, checked against the source here by the same domain rules the

@@ -328,6 +328,8 @@ func tail(s string, n int) string {
 	return s
 }
 
+var _ = onKind(jobs.KindGepa, (*Commands).gepaJob)
+
 // gepaJob is KindGepa: a GEPA run under a lease renewed with its progress;
 // every evaluated candidate is a report (gepa_run.candidate_evaluated) and
 // the result is result.json.

@@ -16,11 +16,15 @@ import (
 // action on the job id, with the call's message and body decoded as the
 // kind declares them. Every kind is the same lease to this handler — claim,
 // beat, report, finish, fail, hand back — and contributes only its table
-// (jobKinds): each action a typed function that loads the job's stream and
-// appends what the kind's domain decision says (on finish, the result's
-// events). lease is how long a claim lives without a heartbeat.
+// (registered with onKind by the kind's own file): each action a typed
+// function that loads the job's stream and appends what the kind's domain
+// decision says (on finish, the result's events). lease is how long a
+// claim lives without a heartbeat.
 func (c *Commands) Job(ctx context.Context, kind jobs.Kind, id, action string, call jobs.Call, lease time.Duration) (any, error) {
-	fn := c.jobKinds()[kind][action]
+	var fn func(context.Context, jobs.Call, string, time.Duration) (any, error)
+	if table := jobTables[kind]; table != nil {
+		fn = table(c)[action]
+	}
 	if fn == nil {
 		return nil, domain.NotFound("worker-service action", string(kind)+"/"+action)
 	}
@@ -34,13 +38,18 @@ func (c *Commands) Job(ctx context.Context, kind jobs.Kind, id, action string, c
 // action a kind lacks is a 404, like an unknown kind.
 type jobActions map[string]func(ctx context.Context, c jobs.Call, id string, lease time.Duration) (any, error)
 
-func (c *Commands) jobKinds() map[jobs.Kind]jobActions {
-	return map[jobs.Kind]jobActions{
-		jobs.KindTrain: c.trainingJob(), jobs.KindScore: c.scoringJob(), jobs.KindExtract: c.extractionJob(),
-		jobs.KindTitle: c.titleJob(), jobs.KindGepa: c.gepaJob(), jobs.KindLabel: c.labelJob(), jobs.KindQualityCheck: c.qualityCheckJob(),
-		jobs.KindAssess: c.assessJob(), jobs.KindEvaluatorTrain: c.candidateJob(), jobs.KindEvaluatorScore: c.evaluatorScoringJob(),
-		jobs.KindScoreBatch: c.scoreBatchJob(),
+// jobTables is every kind's table, each registered by the kind's own file
+// (`var _ = onKind(jobs.KindX, (*Commands).xJob)`).
+var jobTables = map[jobs.Kind]func(*Commands) jobActions{}
+
+// onKind registers kind's table; a kind registered twice is a programming
+// error caught when the package loads.
+func onKind(kind jobs.Kind, table func(*Commands) jobActions) bool {
+	if _, dup := jobTables[kind]; dup {
+		panic("commands: job kind " + string(kind) + " registered twice")
 	}
+	jobTables[kind] = table
+	return true
 }
 
 // jobCall is one call as a kind's action sees it: the job's message

@@ -15,10 +15,10 @@ import (
 // handler serves exactly the kinds the contract names.
 func TestEveryJobKindHasActions(t *testing.T) {
 	t.Parallel()
-	kinds := (&Commands{}).jobKinds()
-	require.Len(t, kinds, len(jobs.Kinds()))
+	require.Len(t, jobTables, len(jobs.Kinds()))
 	for _, k := range jobs.Kinds() {
-		require.NotNil(t, kinds[k][jobs.Claim], "kind %s has no claim", k)
+		require.NotNil(t, jobTables[k], "kind %s has no table", k)
+		require.NotNil(t, jobTables[k](&Commands{})[jobs.Claim], "kind %s has no claim", k)
 	}
 }
 

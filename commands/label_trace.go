@@ -130,6 +130,8 @@ func (c *Commands) requestLabels(ctx context.Context, actor Actor, traceID strin
 	})
 }
 
+var _ = onKind(jobs.KindLabel, (*Commands).labelJob)
+
 // labelJob is KindLabel: the claim answers a revision's steps and the chunks
 // already labeled; labels are reported in batches as they arrive (each a
 // trace.steps_labeled event, checked by traces.DecideStepLabels against

@@ -63,6 +63,8 @@ func (c *Commands) RecordQualityChecks(ctx context.Context, actor Actor, in trac
 	})
 }
 
+var _ = onKind(jobs.KindQualityCheck, (*Commands).qualityCheckJob)
+
 // qualityCheckJob is KindQualityCheck, run within a label job after its
 // labels (its job is the label job's message): the claim answers the open
 // steps without a check, the result is the grading model's answers (a

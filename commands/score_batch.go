@@ -101,6 +101,8 @@ func (c *Commands) settleBatch(ctx context.Context, workerID, batchID, modelID s
 	return last, nil
 }
 
+var _ = onKind(jobs.KindScoreBatch, (*Commands).scoreBatchJob)
+
 // scoreBatchJob is KindScoreBatch: background scoring's batch. Each trace's
 // result is a report (its scores publish at once, or that trace's run
 // fails — an automatic attempt); finish fails the runs the worker gave no

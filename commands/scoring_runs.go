@@ -250,6 +250,8 @@ func (c *Commands) ExpireScoringRun(ctx context.Context, traceID, modelID, runID
 		Type: events.ScoringRunFailed, Payload: events.ScoringRunFailedV1{RunID: runID, TraceID: traceID, ModelID: modelID, Error: x.Fail, Automatic: sc.Automatic}}})
 }
 
+var _ = onKind(jobs.KindScore, (*Commands).scoringJob)
+
 // scoringJob is KindScore: a scoring run of one (trace, model); its result
 // appends the action scores. Runs send no heartbeat: the sweep times them.
 func (c *Commands) scoringJob() jobActions {

@@ -93,6 +93,8 @@ func (c *Commands) loadTraceFor(ctx context.Context, actor Actor, traceID string
 	return st, nil
 }
 
+var _ = onKind(jobs.KindTitle, (*Commands).titleJob)
+
 // titleJob is KindTitle: the claim answers a trace's bounded excerpt (Needed
 // false when the revision is stale or titled: a duplicate job costs no
 // model call) and the result becomes trace.titled.

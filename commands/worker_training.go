@@ -317,6 +317,8 @@ func chunk[T any](xs []T, n int) [][]T {
 	return out
 }
 
+var _ = onKind(jobs.KindTrain, (*Commands).trainingJob)
+
 // trainingJob is KindTrain: the claim starts the attempt under a lease, beats
 // carry the progress, the result appends training_succeeded with the
 // scores the worker wrote (the model's domain decision).

@@ -7,6 +7,9 @@ import "github.com/criticml/critic/domain/events"
 // deployment has a fast model.
 const TopicAssess = "critic.jobs.assess"
 
+// KindAssess is a trace's section summaries and completion check.
+var KindAssess = register("assess", TopicAssess)
+
 // AssessJob is a critic.jobs.assess value (key = trace id).
 type AssessJob struct {
 	TraceID string                  `json:"trace_id"`

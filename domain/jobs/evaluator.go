@@ -11,6 +11,9 @@ import (
 // frozen benchmark with it and with the incumbent.
 const TopicEvaluatorTrain = "critic.jobs.evaluator_train"
 
+// KindEvaluatorTrain trains a shared-evaluator candidate.
+var KindEvaluatorTrain = register("evaluator_train", TopicEvaluatorTrain)
+
 // EvaluatorTrainJob is a critic.jobs.evaluator_train value.
 type EvaluatorTrainJob struct {
 	CandidateID string `json:"candidate_id"`
@@ -74,6 +77,9 @@ func EvaluatorArtifactKey(candidateID string) string {
 // The dispatch projection publishes one per imported or revised trace
 // while a release is live, and one per trace when a release ships.
 const TopicEvaluatorScore = "critic.jobs.evaluator_score"
+
+// KindEvaluatorScore scores a trace with the shared evaluator.
+var KindEvaluatorScore = register("evaluator_score", TopicEvaluatorScore)
 
 // EvaluatorScoreJob is a critic.jobs.evaluator_score value.
 type EvaluatorScoreJob struct {

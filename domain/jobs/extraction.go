@@ -12,6 +12,9 @@ import (
 // run in the API).
 const TopicExtract = "critic.jobs.extract"
 
+// KindExtract is a model attempt's feedback extraction.
+var KindExtract = register("extract", TopicExtract)
+
 // ExtractJob is a critic.jobs.extract value (key = model id): extract one
 // attempt's feedback.
 type ExtractJob struct {

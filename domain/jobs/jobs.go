@@ -11,9 +11,11 @@
 // (e.g. what an LLM feedback-extraction job needs); a field an older worker
 // does not know is ignored by its JSON decoding. The worker service decodes
 // strictly (unknown fields are 422), so roll out the API before the workers
-// that send a new field. A new kind of job gets a Kind, its topic, its
-// message (a Message) and the payloads of its claim answer and result
-// here; every kind shares the one route RouteJob (kinds.go).
+// that send a new field. A new kind of job is one file here (its topic, its
+// Kind registered with register, its message — a Message — and the payloads
+// of its claim answer and result), one in commands (its actions, registered
+// with onKind) and one in gpuworker/worker (its runner, registered with
+// register); every kind shares the one route RouteJob (kinds.go).
 //
 // Pure types and functions: no I/O.
 package jobs
@@ -30,6 +32,13 @@ const (
 	TopicTrain    = "critic.jobs.train"
 	TopicScore    = "critic.jobs.score"
 	ConsumerGroup = "workers"
+)
+
+// The kinds declared in this file: training (pulled; its topic carries
+// wake-ups) and explicit scoring.
+var (
+	KindTrain = register("train", TopicTrain)
+	KindScore = register("score", TopicScore)
 )
 
 // TrainJob is a critic.jobs.train value (key = model id): train one attempt.
@@ -161,6 +170,9 @@ func MaxScoreFileBytes(items int) int64 {
 
 // TopicGepa carries GEPA run commands.
 const TopicGepa = "critic.jobs.gepa"
+
+// KindGepa is a GEPA run.
+var KindGepa = register("gepa", TopicGepa)
 
 // GepaJob is a critic.jobs.gepa value (key = run id): run one GEPA search.
 type GepaJob struct {

@@ -13,25 +13,48 @@ import (
 // worker works on), and the payloads of its reports and result.
 type Kind string
 
-// The kinds of worker job.
-const (
-	KindTrain          Kind = "train"
-	KindScore          Kind = "score"
-	KindExtract        Kind = "extract"
-	KindTitle          Kind = "title"
-	KindGepa           Kind = "gepa"
-	KindLabel          Kind = "label"
-	KindQualityCheck   Kind = "quality_check"
-	KindAssess         Kind = "assess"
-	KindEvaluatorTrain Kind = "evaluator_train"
-	KindEvaluatorScore Kind = "evaluator_score"
-	KindScoreBatch     Kind = "score_batch"
-)
+// registered is every kind with its topic, in the order the kinds' files
+// declare them (each file of this package that defines a kind registers
+// it: `var KindX = register("x", TopicX)`), so a new kind is one file here.
+var registered []struct {
+	kind  Kind
+	topic string
+}
+
+// register declares a kind of worker job whose jobs are published on topic
+// ("" for a kind a worker reports on within another kind's job, such as
+// quality checks within label jobs).
+func register(name, topic string) Kind {
+	for _, r := range registered {
+		if string(r.kind) == name {
+			panic("jobs: kind " + name + " registered twice")
+		}
+	}
+	registered = append(registered, struct {
+		kind  Kind
+		topic string
+	}{Kind(name), topic})
+	return Kind(name)
+}
 
 // Kinds is every kind of worker job: the worker service serves exactly
 // these, and the worker runs each.
 func Kinds() []Kind {
-	return []Kind{KindTrain, KindScore, KindExtract, KindTitle, KindGepa, KindLabel, KindQualityCheck, KindAssess, KindEvaluatorTrain, KindEvaluatorScore, KindScoreBatch}
+	out := make([]Kind, len(registered))
+	for i, r := range registered {
+		out[i] = r.kind
+	}
+	return out
+}
+
+// TopicOf is the topic k's jobs are published on ("" for none).
+func TopicOf(k Kind) string {
+	for _, r := range registered {
+		if r.kind == k {
+			return r.topic
+		}
+	}
+	return ""
 }
 
 // The actions on one job (the {action} of RouteJob).

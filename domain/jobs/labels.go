@@ -12,6 +12,9 @@ import (
 // the deployment has a step-label model.
 const TopicLabel = "critic.jobs.label"
 
+// KindLabel labels a trace's chunks with the step-label model.
+var KindLabel = register("label", TopicLabel)
+
 // LabelJob is a critic.jobs.label value (key = trace id): label the chunks
 // of one revision that have no label yet.
 type LabelJob struct {

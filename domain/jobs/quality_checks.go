@@ -7,6 +7,10 @@ import (
 	"github.com/criticml/critic/domain/stepscores"
 )
 
+// KindQualityCheck is a label job's quality checks: a worker claims and
+// reports them within the label job, so the kind has no topic of its own.
+var KindQualityCheck = register("quality_check", "")
+
 // OpenStep is a step to ask about and the question to ask.
 type OpenStep struct {
 	ChunkID  string              `json:"chunk_id"`

@@ -9,7 +9,13 @@ func Routes() []string {
 }
 
 // Topics is every job topic the dispatch projection publishes and a worker
-// consumes.
+// consumes: the registered kinds' (Kinds).
 func Topics() []string {
-	return []string{TopicTrain, TopicScore, TopicExtract, TopicTitle, TopicGepa, TopicLabel, TopicAssess, TopicEvaluatorTrain, TopicEvaluatorScore, TopicScoreBatch}
+	var out []string
+	for _, r := range registered {
+		if r.topic != "" {
+			out = append(out, r.topic)
+		}
+	}
+	return out
 }

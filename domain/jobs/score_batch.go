@@ -5,6 +5,10 @@ package jobs
 // checkpoint, each trace's result reported as soon as it exists.
 const TopicScoreBatch = "critic.jobs.score_batch"
 
+// KindScoreBatch is a background scoring batch (spec 001 "Learned action
+// credit").
+var KindScoreBatch = register("score_batch", TopicScoreBatch)
+
 // ScoreBatchJob is a critic.jobs.score_batch value (key = batch id).
 type ScoreBatchJob struct {
 	BatchID string `json:"batch_id"`

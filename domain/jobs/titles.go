@@ -7,6 +7,9 @@ import "github.com/criticml/critic/domain/events"
 // on deployments without a fast model, the derived title shows.
 const TopicTitle = "critic.jobs.title"
 
+// KindTitle titles a trace revision.
+var KindTitle = register("title", TopicTitle)
+
 // TitleJob is a critic.jobs.title value (key = trace id): title one
 // revision of a trace.
 type TitleJob struct {

@@ -36,8 +36,9 @@ var (
 // duplicate job calls no model); it makes one schema-bound call per item
 // and reports each answer or failure; the API validates answers against
 // the trace (exact ranges, references, 0–1 bounds) before caching them.
-var assessments = Kind[jobs.AssessJob, jobs.AssessSource, struct{}]{
-	Kind: jobs.KindAssess, What: "assessment job", IDKey: "trace_id", NoFinish: true,
+var assessments = register(Kind[jobs.AssessJob, jobs.AssessSource, struct{}]{
+	Consume: short,
+	Kind:    jobs.KindAssess, What: "assessment job", IDKey: "trace_id", NoFinish: true,
 	Ready: func(w *Worker) error {
 		if w.cfg.Fast == nil {
 			return errors.New("no fast model on this worker: assessments stay pending until a worker with one takes them (" + w.cfg.FastUnavailable + ")")
@@ -62,7 +63,7 @@ var assessments = Kind[jobs.AssessJob, jobs.AssessSource, struct{}]{
 		}
 		return struct{}{}, nil
 	},
-}
+})
 
 // assess asks the fast model about one item: a section summary or a
 // completion estimate, or the error that says why not.

@@ -37,16 +37,16 @@ import (
 //     extraction whose lease another worker holds is skipped (committed),
 //     and the API's lease sweep requeues and republishes one whose holder
 //     died, so it resumes on the next free worker with its findings kept.
+//
+// Each kind says which in its Consume field.
 func releasesWhileBusy(topic string) bool {
-	switch topic {
-	case jobs.TopicGepa, jobs.TopicScore, jobs.TopicScoreBatch, jobs.TopicEvaluatorTrain, jobs.TopicExtract:
-		return true
-	}
-	return false
+	k, ok := byTopic[topic]
+	return ok && k.consume == releasing
 }
 
 func shortJob(topic string) bool {
-	return topic == jobs.TopicTitle || topic == jobs.TopicAssess || topic == jobs.TopicEvaluatorScore
+	k, ok := byTopic[topic]
+	return ok && k.consume == short
 }
 
 // Handle is what a job topic's consumer runs for each message (nil for a
@@ -56,14 +56,8 @@ func (w *Worker) Handle(topic string) func(context.Context, []byte) bool {
 	if topic == jobs.TopicTrain {
 		return w.WakeTraining
 	}
-	runs := map[string]func(*Worker) func(context.Context, []byte) bool{
-		jobs.TopicScore: scoring.handle, jobs.TopicExtract: extraction.handle, jobs.TopicTitle: titles.handle,
-		jobs.TopicAssess: assessments.handle, jobs.TopicGepa: gepaRuns.handle, jobs.TopicLabel: stepLabels.handle,
-		jobs.TopicEvaluatorTrain: evaluatorCandidates.handle, jobs.TopicEvaluatorScore: evaluatorScoring.handle,
-		jobs.TopicScoreBatch: scoreBatches.handle,
-	}
-	if run := runs[topic]; run != nil {
-		return run(w)
+	if k, ok := byTopic[topic]; ok {
+		return k.handle(w)
 	}
 	return nil
 }
@@ -134,7 +128,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			for range w.cfg.ShortJobs {
 				consumers = append(consumers, consumer{sub, topic, h})
 			}
-		case topic != jobs.TopicLabel:
+		case byTopic[topic].consume != labelSlots:
 			consumers = append(consumers, consumer{sub, topic, h})
 		case w.cfg.StepLabel != nil:
 			for range w.cfg.LabelJobs {

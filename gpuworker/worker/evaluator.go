@@ -24,7 +24,7 @@ import (
 // release gates read. The lease is renewed while the candidate trains,
 // scores and reports; a refused heartbeat (the lease expired and the
 // candidate went to another worker, or an operator cancelled it) stops it.
-var evaluatorCandidates = Kind[jobs.EvaluatorTrainJob, jobs.EvaluatorCandidateClaim, jobs.EvaluatorCandidateSucceeded]{
+var evaluatorCandidates = register(Kind[jobs.EvaluatorTrainJob, jobs.EvaluatorCandidateClaim, jobs.EvaluatorCandidateSucceeded]{
 	Kind: jobs.KindEvaluatorTrain, What: "evaluator candidate", IDKey: "candidate_id", HandBack: true,
 	Claimed: func(c jobs.EvaluatorCandidateClaim) []any {
 		return []any{"base_model", c.BaseModel, "epochs", c.Epochs, "incumbent", c.IncumbentArtifactKey, "lease_seconds", c.LeaseSeconds}
@@ -41,7 +41,7 @@ var evaluatorCandidates = Kind[jobs.EvaluatorTrainJob, jobs.EvaluatorCandidateCl
 		}
 		return *out, nil
 	},
-}
+})
 
 // trainCandidate trains and scores a claimed candidate up to the report.
 func (w *Worker) trainCandidate(ctx context.Context, log *slog.Logger, claim *jobs.EvaluatorCandidateClaim) (*jobs.EvaluatorCandidateSucceeded, error) {
@@ -152,8 +152,9 @@ func benchmarkMargins(modelDir string, items []jobs.EvaluatorBenchmarkItem) (map
 // checkpoint (kept loaded between jobs) and reports the scores with their
 // credit, or the failure; a trace or release that changed meanwhile ends
 // the job without a report (the new one has a job of its own).
-var evaluatorScoring = Kind[jobs.EvaluatorScoreJob, jobs.EvaluatorScoringClaim, jobs.EvaluatorScored]{
-	Kind: jobs.KindEvaluatorScore, What: "evaluator scoring", IDKey: "trace_id",
+var evaluatorScoring = register(Kind[jobs.EvaluatorScoreJob, jobs.EvaluatorScoringClaim, jobs.EvaluatorScored]{
+	Consume: short,
+	Kind:    jobs.KindEvaluatorScore, What: "evaluator scoring", IDKey: "trace_id",
 	Claimed: func(c jobs.EvaluatorScoringClaim) []any {
 		return []any{"release", c.Release, "revision", c.TraceRevision, "actions", len(c.Inputs)}
 	},
@@ -174,7 +175,7 @@ var evaluatorScoring = Kind[jobs.EvaluatorScoreJob, jobs.EvaluatorScoringClaim, 
 		return jobs.EvaluatorScored{EvaluatorScoringRequest: jobs.EvaluatorScoringRequest{TraceRevision: j.Args.TraceRevision, Release: j.Args.Release},
 			Scores: scores}, nil
 	},
-}
+})
 
 func (w *Worker) scoreEvaluator(ctx context.Context, log *slog.Logger, claim *jobs.EvaluatorScoringClaim) ([]jobs.EvaluatorActionScore, error) {
 	out := make([]jobs.EvaluatorActionScore, len(claim.Inputs))

@@ -17,7 +17,7 @@ import (
 // the model queued. A claim another live worker holds is skipped (the
 // lease sweep republishes it if that worker dies); a worker stopped mid-job
 // hands the extraction back, and its findings stay for the next worker.
-var extraction = Kind[jobs.ExtractJob, jobs.ExtractionClaim, struct{}]{
+var extraction = register(Kind[jobs.ExtractJob, jobs.ExtractionClaim, struct{}]{
 	Kind: jobs.KindExtract, What: "extraction", IDKey: "model_id", HandBack: true,
 	Claimed: func(c jobs.ExtractionClaim) []any {
 		return []any{"attempt", c.Attempt, "classifier_model", c.ClassifierModel, "targets", c.TargetsTotal, "reused", c.TargetsDone}
@@ -49,7 +49,7 @@ var extraction = Kind[jobs.ExtractJob, jobs.ExtractionClaim, struct{}]{
 		x := &extract.Extractor{LLM: w.cfg.Feedback, ProgressEvery: max(time.Duration(claim.LeaseSeconds)*time.Second/3, time.Second)}
 		return struct{}{}, x.Run(ctx, in, reporter{j}, claim.TargetsDone)
 	},
-}
+})
 
 // reporter reports an extraction's findings and progress through its job.
 type reporter struct{ j *Job[jobs.ExtractionClaim] }

@@ -23,7 +23,7 @@ import (
 // fresh temporary directory, run the optimizer with every evaluated
 // candidate reported as it happens, and report result.json or the end of
 // the job's log.
-var gepaRuns = Kind[jobs.GepaJob, jobs.GepaClaim, json.RawMessage]{
+var gepaRuns = register(Kind[jobs.GepaJob, jobs.GepaClaim, json.RawMessage]{
 	Kind: jobs.KindGepa, What: "GEPA run", IDKey: "run_id", HandBack: true,
 	Claimed: func(c jobs.GepaClaim) []any {
 		return []any{"task_model", c.Job.TaskModel, "reflection_model", c.Job.ReflectionModel, "max_metric_calls", c.Job.MaxMetricCalls}
@@ -41,7 +41,7 @@ var gepaRuns = Kind[jobs.GepaJob, jobs.GepaClaim, json.RawMessage]{
 		j.Log.Info("GEPA run done", "best_score", res.BestScore, "seed_score", res.SeedScore, "metric_calls", res.MetricCalls)
 		return json.Marshal(res)
 	},
-}
+})
 
 // gepa runs a claimed run up to (not including) its report.
 func (w *Worker) gepa(ctx context.Context, j *Job[jobs.GepaClaim]) (*gepa.Result, error) {

@@ -27,8 +27,9 @@ func (f *labelFailure) Error() string { return f.msg }
 // batches as they arrive (progress shows on GET /traces/{id}), reports the
 // chunks it could not label as a labeling failure the owner can retry,
 // then runs the revision's quality checks.
-var stepLabels = Kind[jobs.LabelJob, jobs.LabelSource, struct{}]{
-	Kind: jobs.KindLabel, What: "label job", IDKey: "trace_id", NoFinish: true, RefusedAs: "the label source could not be read",
+var stepLabels = register(Kind[jobs.LabelJob, jobs.LabelSource, struct{}]{
+	Consume: labelSlots,
+	Kind:    jobs.KindLabel, What: "label job", IDKey: "trace_id", NoFinish: true, RefusedAs: "the label source could not be read",
 	Ready: func(w *Worker) error {
 		if w.cfg.StepLabel == nil {
 			return errors.New("no step-label model on this worker: the trace stays unlabeled (" + w.cfg.StepLabelUnavailable + ")")
@@ -77,7 +78,7 @@ var stepLabels = Kind[jobs.LabelJob, jobs.LabelSource, struct{}]{
 		j.Log.Info("trace labeled")
 		return struct{}{}, qualityCheck(ctx, j)
 	},
-}
+})
 
 // NewLabeler is the step labeler a worker runs with a step-label model.
 func NewLabeler(c *llm.Client) *label.Labeler { return label.New(c, labels.DefaultLimits) }

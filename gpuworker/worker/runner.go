@@ -69,7 +69,46 @@ type Kind[Msg jobs.Message, Args, Result any] struct {
 	// it (a label job's trace shows failed and retryable instead of queued
 	// for ever).
 	RefusedAs string
-	Work      Work[Args, Result]
+	// Consume is how a worker consumes the kind's topic (consume.go).
+	Consume consumption
+	Work    Work[Args, Result]
+}
+
+// consumption is how a worker consumes a kind's topic so that a busy
+// worker never holds back a job a free worker could run (consume.go).
+type consumption int
+
+const (
+	// releasing: one consumer, which leaves the topic's group once a job
+	// has run ReleaseBusyAfter (long jobs: minutes).
+	releasing consumption = iota
+	// short: Config.ShortJobs consumers at a time, each its own group
+	// member (seconds: one slow model call does not stop the kind).
+	short
+	// labelSlots: Config.LabelJobs consumers, and none on a worker without
+	// a step-label model.
+	labelSlots
+)
+
+// topicKind is a registered kind as the consumer sees it.
+type topicKind struct {
+	consume consumption
+	handle  func(*Worker) func(context.Context, []byte) bool
+}
+
+// byTopic is every kind a worker consumes, by its topic; each kind's file
+// registers its own (`var x = register(Kind[...]{...})`), so a new kind is
+// one file here. Training is pulled instead (Handle).
+var byTopic = map[string]topicKind{}
+
+// register makes k's topic (jobs.TopicOf) consumed by k's runner.
+func register[Msg jobs.Message, Args, Result any](k Kind[Msg, Args, Result]) Kind[Msg, Args, Result] {
+	topic := jobs.TopicOf(k.Kind)
+	if _, dup := byTopic[topic]; dup || topic == "" {
+		panic("worker: kind " + string(k.Kind) + " has no topic of its own or is registered twice")
+	}
+	byTopic[topic] = topicKind{consume: k.Consume, handle: k.handle}
+	return k
 }
 
 // cancelled is Cancel's error.

@@ -14,7 +14,7 @@ import (
 // its action scores and trace score, or its error — reported as soon as it
 // exists, so the first trace's scores do not wait for the rest. The
 // finish that follows fails any run left without a result.
-var scoreBatches = Kind[jobs.ScoreBatchJob, jobs.ScoreBatchClaim, struct{}]{
+var scoreBatches = register(Kind[jobs.ScoreBatchJob, jobs.ScoreBatchClaim, struct{}]{
 	Kind: jobs.KindScoreBatch, What: "scoring batch", IDKey: "batch_id", HandBack: true,
 	Claimed: func(c jobs.ScoreBatchClaim) []any { return []any{"model_id", c.ModelID, "traces", len(c.Runs)} },
 	Fail: func(j *Job[jobs.ScoreBatchClaim], err error) (string, any) {
@@ -49,4 +49,4 @@ var scoreBatches = Kind[jobs.ScoreBatchJob, jobs.ScoreBatchClaim, struct{}]{
 		j.Log.Info("scored batch", "traces", len(j.Args.Runs))
 		return struct{}{}, nil
 	},
-}
+})

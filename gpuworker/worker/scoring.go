@@ -20,7 +20,7 @@ import (
 // scoring runs one scoring run: score every action of the trace with the
 // model's checkpoint (kept loaded between jobs); the result is the action
 // scores with their credit, a failure its error.
-var scoring = Kind[jobs.ScoreJob, jobs.ScoringClaim, jobs.ScoringFinished]{
+var scoring = register(Kind[jobs.ScoreJob, jobs.ScoringClaim, jobs.ScoringFinished]{
 	Kind: jobs.KindScore, What: "scoring job", IDKey: "run_id", HandBack: true,
 	Claimed: func(c jobs.ScoringClaim) []any { return []any{"items_key", c.ItemsKey} },
 	Fail: func(j *Job[jobs.ScoringClaim], err error) (string, any) {
@@ -37,7 +37,7 @@ var scoring = Kind[jobs.ScoreJob, jobs.ScoringClaim, jobs.ScoringFinished]{
 		j.Log.Info("scored", "actions", len(res.ActionScores))
 		return res, nil
 	},
-}
+})
 
 // score scores one run's items: every action, and the whole trace (its
 // trace score), with the checkpoint the items name (kept loaded, so a

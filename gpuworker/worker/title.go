@@ -18,8 +18,9 @@ var titleSchema = llm.Object(map[string]*llm.Schema{"title": llm.String("the tit
 // titles titles one trace revision with the fast model. A failure is
 // logged and dropped: the derived title stays, and imports never depend on
 // a model.
-var titles = Kind[jobs.TitleJob, jobs.TitleSource, jobs.TitleReport]{
-	Kind: jobs.KindTitle, What: "title job", IDKey: "trace_id",
+var titles = register(Kind[jobs.TitleJob, jobs.TitleSource, jobs.TitleReport]{
+	Consume: short,
+	Kind:    jobs.KindTitle, What: "title job", IDKey: "trace_id",
 	Ready: func(w *Worker) error {
 		if w.cfg.Fast == nil {
 			return errors.New("no fast model on this worker: the derived title stays (" + w.cfg.FastUnavailable + ")")
@@ -46,4 +47,4 @@ var titles = Kind[jobs.TitleJob, jobs.TitleSource, jobs.TitleReport]{
 		return jobs.TitleReport{Title: out.Title, Model: model,
 			Usage: []events.LLMUsage{{Model: model, Calls: u.Calls, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}}}, nil
 	},
-}
+})
