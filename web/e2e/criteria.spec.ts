@@ -271,9 +271,7 @@ test("a reward model requested on a criterion says which on its page", async ({ 
   const dlg = page.getByRole("dialog", { name: "Create reward model" });
   await dlg.getByLabel("Model name").click();
   await page.keyboard.type("helpful-rm");
-  await dlg.getByText("Training options").click();
-  await dlg.getByLabel("Train on").selectOption({ label: "criterion: Helpfulness" });
-  await expect(dlg.getByRole("combobox", { name: /^Annotation source/ })).toBeDisabled();
+  await dlg.getByRole("radio", { name: /^Criterion: Helpfulness/ }).check();
   await dlg.getByRole("button", { name: "Train" }).click();
   await expect(dlg.getByRole("status")).toContainText("Queued helpful-rm");
   await dlg.getByRole("link", { name: "Watch it train" }).click();

@@ -44,8 +44,10 @@ test("create a reward model from the selection, watch it reach succeeded, read i
   await page.getByRole("button", { name: "Create reward model" }).click();
   const dlg = page.getByRole("dialog", { name: "Create reward model" });
   await dlg.getByLabel("Model name").fill("refunds-ui");
+  // The reviewer's comments are this model's supervision, not the automatic annotations.
+  await dlg.getByRole("radio", { name: /^Ratings, comments and reactions/ }).check();
   await dlg.getByText("Training options").click();
-  await dlg.getByLabel("Base model").fill(env.baseModel);
+  await dlg.getByLabel("Other base model (hub id or checkpoint directory)").fill(env.baseModel);
   await dlg.getByLabel("Epochs").fill("2");
   await a11y(page, "create model dialog");
   await shot(page, "create-model");

@@ -9,6 +9,7 @@ import { LossCurve, type LossPoint } from "./LossCurve";
 import { ModelSkills } from "../skills/ModelSkills";
 import { BackgroundScoring } from "./BackgroundScoring";
 import { TraceLink } from "../traces/TraceLink";
+import { useRetryGate } from "./RetryGate";
 
 /**
  * One reward model: its status live while it trains, the metrics with their
@@ -51,6 +52,7 @@ export function ModelDetail() {
       qc.invalidateQueries({ queryKey: ["reward-models"] });
     },
   });
+  const gate = useRetryGate(m ?? { status: "", base_model: "" });
   const weights = useMutation({
     mutationFn: () => api<{ url: string }>(`/reward-models/${id}/weights`),
     onSuccess: (w) => {
@@ -98,7 +100,7 @@ export function ModelDetail() {
             Download weights
           </button>
         )}
-        {d.status === "failed" && canWrite && (
+        {d.status === "failed" && canWrite && gate.canRetry && (
           <button type="button" className="primary" onClick={() => retry.mutate()} disabled={retry.isPending}>
             Retry
           </button>
@@ -144,6 +146,11 @@ export function ModelDetail() {
             <p className="error" aria-label="Failure reason">
               {d.error.split("\n")[0]}
             </p>
+            {gate.advice && canWrite && (
+              <p role="note" aria-label="What to change">
+                {gate.advice}
+              </p>
+            )}
             {d.error.includes("\n") && (
               <details open className="disclosure">
                 <summary>Worker log (last 2,000 characters)</summary>
