@@ -244,6 +244,15 @@ func TestTraceListScores(t *testing.T) {
 		require.Contains(t, string(r.Body), param, "?%s names the parameter", query)
 	}
 
+	// SQL reads the same columns from the trace_list view.
+	in.awaitQuery(t, s.key, `SELECT title, action_credit, scored_actions, credit_model_id, round(trace_score, 2), outcome, latest_score
+		FROM trace_list ORDER BY action_credit NULLS LAST, title`, [][]any{
+		{"Refund failure", -0.6, 1, s.first, -0.78, "failure", -2},
+		{"Refund success", 0.1, 1, s.second, 0.97, "success", 1.5},
+		{"Plain chat", nil, 0, nil, nil, nil, 0.3},
+		{"Refund partial", nil, 0, nil, 0.22, "partial_success", nil},
+	})
+
 	// A changed re-import is a new revision: the old revision's model
 	// scores no longer describe it, so they leave the list with it; the
 	// labels of the new content give it a new outcome.
@@ -258,6 +267,8 @@ func TestTraceListScores(t *testing.T) {
 	require.Equal(t, []string{s.failure, s.plain, s.partial, s.success}, got)
 	got, _ = in.list(t, s.key, url.Values{"outcome": {"success"}}.Encode())
 	require.Empty(t, got)
+	in.awaitQuery(t, s.key, `SELECT action_credit, scored_actions, latest_score, outcome FROM trace_list WHERE title = 'Refund success'`,
+		[][]any{{nil, 0, nil, "partial_success"}})
 
 	// The columns are the read model's: a replay of the log rebuilds the
 	// same list.

@@ -34,6 +34,11 @@ func summaryToProto(s *readmodel.TraceSummary) *criticv1.TraceSummary {
 		LabelErrorCount: int32(s.LabelErrorCount),
 		CreatedAt:       timestamppb.New(s.CreatedAt),
 		Contribute:      s.Contribute,
+		ActionCredit:    s.ActionCredit,
+		ScoredActions:   int32(s.ScoredActions),
+		CreditModelId:   s.CreditModelID,
+		TraceScore:      s.TraceScore,
+		Outcome:         s.Outcome,
 	}
 	if l := s.LatestScore; l != nil {
 		out.LatestScore = &criticv1.LatestScore{RewardModelId: l.RewardModelID, RewardModelName: l.RewardModelName, Score: l.Score}

@@ -164,7 +164,9 @@ func (s *TraceService) ImportTraces(ctx context.Context, req *connect.Request[cr
 // ListTraces pages through the caller's traces with REST's filter rules.
 func (s *TraceService) ListTraces(ctx context.Context, req *connect.Request[criticv1.ListTracesRequest]) (*connect.Response[criticv1.ListTracesResponse], error) {
 	m := req.Msg
-	p := usecase.ListParams{SourceID: m.GetSourceId(), From: m.GetFrom(), To: m.GetTo(), TZ: m.GetTz()}
+	p := usecase.ListParams{SourceID: m.GetSourceId(), From: m.GetFrom(), To: m.GetTo(), TZ: m.GetTz(), Q: m.GetQ(), Sort: m.GetSort(),
+		Outcomes: m.GetOutcome(), ActionCreditMin: m.ActionCreditMin, ActionCreditMax: m.ActionCreditMax,
+		TraceScoreMin: m.TraceScoreMin, TraceScoreMax: m.TraceScoreMax, LatestScoreMin: m.LatestScoreMin, LatestScoreMax: m.LatestScoreMax}
 	if m.Limit != nil {
 		n := int(*m.Limit)
 		p.Limit = &n

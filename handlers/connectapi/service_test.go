@@ -171,6 +171,24 @@ func TestTraceService(t *testing.T) {
 	require.Contains(t, ce.Message(), "limit must be an integer from 1 to 1000")
 	_, err = c.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{Tz: proto.String("Mars/Olympus")}))
 	requireCode(t, err, connect.CodeInvalidArgument)
+	// The list's scores and their sort and filters, as REST has them:
+	// nothing is scored or labeled here, so every trace is unscored.
+	scored, err := c.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{Sort: proto.String("-action_credit")}))
+	require.NoError(t, err)
+	require.EqualValues(t, 2, scored.Msg.Total)
+	for _, s := range scored.Msg.Traces {
+		require.Nil(t, s.ActionCredit)
+		require.Zero(t, s.ScoredActions)
+		require.Nil(t, s.TraceScore)
+		require.Nil(t, s.Outcome)
+	}
+	failures, err := c.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{Outcome: []string{"failure"}, ActionCreditMax: proto.Float64(0)}))
+	require.NoError(t, err)
+	require.Zero(t, failures.Msg.Total)
+	_, err = c.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{Outcome: []string{"great"}}))
+	require.Contains(t, requireCode(t, err, connect.CodeInvalidArgument).Message(), "outcome must be one of")
+	_, err = c.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{Sort: proto.String("credit")}))
+	require.Contains(t, requireCode(t, err, connect.CodeInvalidArgument).Message(), "sort must be one of")
 
 	got, err := c.GetTrace(ctx, withKey(e.alice, &criticv1.GetTraceRequest{TraceId: refundID}))
 	require.NoError(t, err)

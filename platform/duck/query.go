@@ -313,6 +313,14 @@ func (s *Snapshots) load(ctx context.Context, sb *sandbox, ownerID, query string
 		}
 	}
 	lower := strings.ToLower(query)
+	viewDeps := map[string]bool{} // tables a view named in the query reads
+	for _, v := range userViews {
+		if needsTable(lower, v.name) {
+			for _, d := range v.deps {
+				viewDeps[d] = true
+			}
+		}
+	}
 	for _, t := range userTables {
 		switch {
 		case exists && !have[t.name]:
@@ -321,12 +329,15 @@ func (s *Snapshots) load(ctx context.Context, sb *sandbox, ownerID, query string
 			b.WriteString(fmt.Sprintf(t.ddl, "main") + ";\n")
 		case exists && s.opts.Load == LoadAttach && !all:
 			fmt.Fprintf(&b, "CREATE VIEW main.%[1]s AS FROM snap.main.%[1]s;\n", t.name)
-		case exists && (all || needsTable(lower, t.name)):
+		case exists && (all || needsTable(lower, t.name) || viewDeps[t.name]):
 			b.WriteString(fmt.Sprintf(t.ddl, "main") + ";\n")
 			fmt.Fprintf(&b, "INSERT INTO main.%[1]s BY NAME FROM snap.main.%[1]s;\n", t.name)
 		default:
 			b.WriteString(fmt.Sprintf(t.ddl, "main") + ";\n")
 		}
+	}
+	for _, v := range userViews {
+		b.WriteString(v.ddl + ";\n")
 	}
 	if exists && (all || s.opts.Load == LoadCopy) {
 		b.WriteString("DETACH snap;\n")

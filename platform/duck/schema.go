@@ -56,6 +56,40 @@ var userTables = []struct{ name, ddl string }{
 		trace_score DOUBLE, trace_outcome VARCHAR, policy VARCHAR, source VARCHAR)`},
 }
 
+// userViews are views over userTables that a user's SQL can see, created
+// after the tables; deps are the tables each reads (a copying sandbox loads
+// them when a query names the view). Part of the POST /query contract too.
+var userViews = []struct {
+	name string
+	deps []string
+	ddl  string
+}{
+	// trace_list: every trace with the scores the trace list shows (GET
+	// /traces, by the same rules): action_credit, the mean credit of the
+	// actions scored by the model that scored the trace's actions most
+	// recently (credit_model_id), and how many (scored_actions); the
+	// automatic annotation's trace_score and outcome; and the newest
+	// whole-trace score (latest_score, latest_score_model_id).
+	{"trace_list", []string{"traces", "action_scores", "task_scores", "scores"}, `CREATE VIEW main.trace_list AS
+		WITH credit AS (
+			SELECT trace_id, reward_model_id, avg(credit) AS action_credit, count(*)::INTEGER AS scored_actions, max(created_at) AS at
+			FROM main.action_scores GROUP BY trace_id, reward_model_id
+			QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY max(created_at) DESC, reward_model_id) = 1),
+		annotation AS (
+			SELECT trace_id, any_value(trace_score) AS trace_score, any_value(trace_outcome) AS outcome
+			FROM main.task_scores GROUP BY trace_id),
+		latest AS (
+			SELECT trace_id, reward_model_id, score FROM main.scores
+			QUALIFY row_number() OVER (PARTITION BY trace_id ORDER BY created_at DESC, reward_model_id) = 1)
+		SELECT t.id, t.title, t.source_id, t.created_at,
+			c.action_credit, COALESCE(c.scored_actions, 0) AS scored_actions, c.reward_model_id AS credit_model_id,
+			a.trace_score, a.outcome, l.score AS latest_score, l.reward_model_id AS latest_score_model_id
+		FROM main.traces t
+		LEFT JOIN credit c ON c.trace_id = t.id
+		LEFT JOIN annotation a ON a.trace_id = t.id
+		LEFT JOIN latest l ON l.trace_id = t.id`},
+}
+
 // tracesContributeDDL adds `traces.contribute` (the trace's consent to train
 // the shared evaluator) to an owner file written before the column existed;
 // its values stay false until `critic replay snapshot` rebuilds the file,

@@ -4,7 +4,7 @@ import { useMutation, useQuery } from "@tanstack/react-query";
 import { api, type QueryResult } from "../api/client";
 import { ResultChart, chartable } from "./ResultChart";
 
-const TABLES = ["traces", "steps", "annotations", "scores", "action_scores", "step_labels", "task_scores"];
+const TABLES = ["traces", "trace_list", "steps", "annotations", "scores", "action_scores", "step_labels", "task_scores"];
 
 const EXAMPLES: [string, string][] = [
   ["Traces per source", "SELECT source_id, count(*) AS traces, sum(step_count) AS steps FROM traces GROUP BY source_id ORDER BY traces DESC"],

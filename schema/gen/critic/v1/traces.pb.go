@@ -359,9 +359,26 @@ type ListTracesRequest struct {
 	From *string `protobuf:"bytes,4,opt,name=from,proto3,oneof" json:"from,omitempty"`
 	To   *string `protobuf:"bytes,5,opt,name=to,proto3,oneof" json:"to,omitempty"`
 	// IANA time zone for `from`/`to` (e.g. "Europe/Paris"); unset is UTC.
-	Tz            *string `protobuf:"bytes,6,opt,name=tz,proto3,oneof" json:"tz,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Tz *string `protobuf:"bytes,6,opt,name=tz,proto3,oneof" json:"tz,omitempty"`
+	// Text in the title or any step, case-insensitive (REST's ?q).
+	Q *string `protobuf:"bytes,7,opt,name=q,proto3,oneof" json:"q,omitempty"`
+	// The order, as REST's ?sort: unset is newest first; "source",
+	// "action_credit", "scored_actions", "trace_score", "outcome" or
+	// "latest_score" ascending, with a leading "-" descending (traces
+	// without the value last either way).
+	Sort *string `protobuf:"bytes,8,opt,name=sort,proto3,oneof" json:"sort,omitempty"`
+	// Only these automatic outcomes: success, partial_success, failure,
+	// insufficient_evidence.
+	Outcome []string `protobuf:"bytes,9,rep,name=outcome,proto3" json:"outcome,omitempty"`
+	// Inclusive score bounds; a bound leaves out traces without that score.
+	ActionCreditMin *float64 `protobuf:"fixed64,10,opt,name=action_credit_min,json=actionCreditMin,proto3,oneof" json:"action_credit_min,omitempty"`
+	ActionCreditMax *float64 `protobuf:"fixed64,11,opt,name=action_credit_max,json=actionCreditMax,proto3,oneof" json:"action_credit_max,omitempty"`
+	TraceScoreMin   *float64 `protobuf:"fixed64,12,opt,name=trace_score_min,json=traceScoreMin,proto3,oneof" json:"trace_score_min,omitempty"`
+	TraceScoreMax   *float64 `protobuf:"fixed64,13,opt,name=trace_score_max,json=traceScoreMax,proto3,oneof" json:"trace_score_max,omitempty"`
+	LatestScoreMin  *float64 `protobuf:"fixed64,14,opt,name=latest_score_min,json=latestScoreMin,proto3,oneof" json:"latest_score_min,omitempty"`
+	LatestScoreMax  *float64 `protobuf:"fixed64,15,opt,name=latest_score_max,json=latestScoreMax,proto3,oneof" json:"latest_score_max,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ListTracesRequest) Reset() {
@@ -434,6 +451,69 @@ func (x *ListTracesRequest) GetTz() string {
 		return *x.Tz
 	}
 	return ""
+}
+
+func (x *ListTracesRequest) GetQ() string {
+	if x != nil && x.Q != nil {
+		return *x.Q
+	}
+	return ""
+}
+
+func (x *ListTracesRequest) GetSort() string {
+	if x != nil && x.Sort != nil {
+		return *x.Sort
+	}
+	return ""
+}
+
+func (x *ListTracesRequest) GetOutcome() []string {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
+}
+
+func (x *ListTracesRequest) GetActionCreditMin() float64 {
+	if x != nil && x.ActionCreditMin != nil {
+		return *x.ActionCreditMin
+	}
+	return 0
+}
+
+func (x *ListTracesRequest) GetActionCreditMax() float64 {
+	if x != nil && x.ActionCreditMax != nil {
+		return *x.ActionCreditMax
+	}
+	return 0
+}
+
+func (x *ListTracesRequest) GetTraceScoreMin() float64 {
+	if x != nil && x.TraceScoreMin != nil {
+		return *x.TraceScoreMin
+	}
+	return 0
+}
+
+func (x *ListTracesRequest) GetTraceScoreMax() float64 {
+	if x != nil && x.TraceScoreMax != nil {
+		return *x.TraceScoreMax
+	}
+	return 0
+}
+
+func (x *ListTracesRequest) GetLatestScoreMin() float64 {
+	if x != nil && x.LatestScoreMin != nil {
+		return *x.LatestScoreMin
+	}
+	return 0
+}
+
+func (x *ListTracesRequest) GetLatestScoreMax() float64 {
+	if x != nil && x.LatestScoreMax != nil {
+		return *x.LatestScoreMax
+	}
+	return 0
 }
 
 type ListTracesResponse struct {
@@ -759,7 +839,16 @@ type TraceSummary struct {
 	// The newest whole-trace score; unset until the trace is scored.
 	LatestScore *LatestScore `protobuf:"bytes,14,opt,name=latest_score,json=latestScore,proto3" json:"latest_score,omitempty"`
 	// The trace's consent to train the shared evaluator; false unless opted in.
-	Contribute    bool `protobuf:"varint,15,opt,name=contribute,proto3" json:"contribute,omitempty"`
+	Contribute bool `protobuf:"varint,15,opt,name=contribute,proto3" json:"contribute,omitempty"`
+	// Mean credit (-1..1) of the actions scored by the model that scored the
+	// trace's actions most recently (credit_model_id), and how many; unset
+	// and 0 when none is scored.
+	ActionCredit  *float64 `protobuf:"fixed64,16,opt,name=action_credit,json=actionCredit,proto3,oneof" json:"action_credit,omitempty"`
+	ScoredActions int32    `protobuf:"varint,17,opt,name=scored_actions,json=scoredActions,proto3" json:"scored_actions,omitempty"`
+	CreditModelId *string  `protobuf:"bytes,18,opt,name=credit_model_id,json=creditModelId,proto3,oneof" json:"credit_model_id,omitempty"`
+	// The automatic annotation's trace score and outcome; unset without one.
+	TraceScore    *float64 `protobuf:"fixed64,19,opt,name=trace_score,json=traceScore,proto3,oneof" json:"trace_score,omitempty"`
+	Outcome       *string  `protobuf:"bytes,20,opt,name=outcome,proto3,oneof" json:"outcome,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -897,6 +986,41 @@ func (x *TraceSummary) GetContribute() bool {
 		return x.Contribute
 	}
 	return false
+}
+
+func (x *TraceSummary) GetActionCredit() float64 {
+	if x != nil && x.ActionCredit != nil {
+		return *x.ActionCredit
+	}
+	return 0
+}
+
+func (x *TraceSummary) GetScoredActions() int32 {
+	if x != nil {
+		return x.ScoredActions
+	}
+	return 0
+}
+
+func (x *TraceSummary) GetCreditModelId() string {
+	if x != nil && x.CreditModelId != nil {
+		return *x.CreditModelId
+	}
+	return ""
+}
+
+func (x *TraceSummary) GetTraceScore() float64 {
+	if x != nil && x.TraceScore != nil {
+		return *x.TraceScore
+	}
+	return 0
+}
+
+func (x *TraceSummary) GetOutcome() string {
+	if x != nil && x.Outcome != nil {
+		return *x.Outcome
+	}
+	return ""
 }
 
 type LatestScore struct {
@@ -1808,21 +1932,40 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"\bimported\x18\x02 \x01(\x05R\bimported\x12\x1b\n" +
 	"\ttrace_ids\x18\x03 \x03(\tR\btraceIds\x12\x1c\n" +
 	"\tunchanged\x18\x04 \x01(\x05R\tunchanged\x12/\n" +
-	"\x13annotations_removed\x18\x05 \x01(\x05R\x12annotationsRemoved\"\xea\x01\n" +
+	"\x13annotations_removed\x18\x05 \x01(\x05R\x12annotationsRemoved\"\xd7\x05\n" +
 	"\x11ListTracesRequest\x12\x19\n" +
 	"\x05limit\x18\x01 \x01(\x05H\x00R\x05limit\x88\x01\x01\x12\x1b\n" +
 	"\x06offset\x18\x02 \x01(\x05H\x01R\x06offset\x88\x01\x01\x12 \n" +
 	"\tsource_id\x18\x03 \x01(\tH\x02R\bsourceId\x88\x01\x01\x12\x17\n" +
 	"\x04from\x18\x04 \x01(\tH\x03R\x04from\x88\x01\x01\x12\x13\n" +
 	"\x02to\x18\x05 \x01(\tH\x04R\x02to\x88\x01\x01\x12\x13\n" +
-	"\x02tz\x18\x06 \x01(\tH\x05R\x02tz\x88\x01\x01B\b\n" +
+	"\x02tz\x18\x06 \x01(\tH\x05R\x02tz\x88\x01\x01\x12\x11\n" +
+	"\x01q\x18\a \x01(\tH\x06R\x01q\x88\x01\x01\x12\x17\n" +
+	"\x04sort\x18\b \x01(\tH\aR\x04sort\x88\x01\x01\x12\x18\n" +
+	"\aoutcome\x18\t \x03(\tR\aoutcome\x12/\n" +
+	"\x11action_credit_min\x18\n" +
+	" \x01(\x01H\bR\x0factionCreditMin\x88\x01\x01\x12/\n" +
+	"\x11action_credit_max\x18\v \x01(\x01H\tR\x0factionCreditMax\x88\x01\x01\x12+\n" +
+	"\x0ftrace_score_min\x18\f \x01(\x01H\n" +
+	"R\rtraceScoreMin\x88\x01\x01\x12+\n" +
+	"\x0ftrace_score_max\x18\r \x01(\x01H\vR\rtraceScoreMax\x88\x01\x01\x12-\n" +
+	"\x10latest_score_min\x18\x0e \x01(\x01H\fR\x0elatestScoreMin\x88\x01\x01\x12-\n" +
+	"\x10latest_score_max\x18\x0f \x01(\x01H\rR\x0elatestScoreMax\x88\x01\x01B\b\n" +
 	"\x06_limitB\t\n" +
 	"\a_offsetB\f\n" +
 	"\n" +
 	"_source_idB\a\n" +
 	"\x05_fromB\x05\n" +
 	"\x03_toB\x05\n" +
-	"\x03_tz\"[\n" +
+	"\x03_tzB\x04\n" +
+	"\x02_qB\a\n" +
+	"\x05_sortB\x14\n" +
+	"\x12_action_credit_minB\x14\n" +
+	"\x12_action_credit_maxB\x12\n" +
+	"\x10_trace_score_minB\x12\n" +
+	"\x10_trace_score_maxB\x13\n" +
+	"\x11_latest_score_minB\x13\n" +
+	"\x11_latest_score_max\"[\n" +
 	"\x12ListTracesResponse\x12/\n" +
 	"\x06traces\x18\x01 \x03(\v2\x17.critic.v1.TraceSummaryR\x06traces\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\x05R\x05total\",\n" +
@@ -1835,7 +1978,7 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"\x13DeleteTraceResponse\"\x15\n" +
 	"\x13ExportTracesRequest\"*\n" +
 	"\x14ExportTracesResponse\x12\x12\n" +
-	"\x04line\x18\x01 \x01(\tR\x04line\"\xc9\x04\n" +
+	"\x04line\x18\x01 \x01(\tR\x04line\"\xce\x06\n" +
 	"\fTraceSummary\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12$\n" +
 	"\vexternal_id\x18\x02 \x01(\tH\x00R\n" +
@@ -1858,8 +2001,19 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"\flatest_score\x18\x0e \x01(\v2\x16.critic.v1.LatestScoreR\vlatestScore\x12\x1e\n" +
 	"\n" +
 	"contribute\x18\x0f \x01(\bR\n" +
-	"contributeB\x0e\n" +
-	"\f_external_id\"w\n" +
+	"contribute\x12(\n" +
+	"\raction_credit\x18\x10 \x01(\x01H\x01R\factionCredit\x88\x01\x01\x12%\n" +
+	"\x0escored_actions\x18\x11 \x01(\x05R\rscoredActions\x12+\n" +
+	"\x0fcredit_model_id\x18\x12 \x01(\tH\x02R\rcreditModelId\x88\x01\x01\x12$\n" +
+	"\vtrace_score\x18\x13 \x01(\x01H\x03R\n" +
+	"traceScore\x88\x01\x01\x12\x1d\n" +
+	"\aoutcome\x18\x14 \x01(\tH\x04R\aoutcome\x88\x01\x01B\x0e\n" +
+	"\f_external_idB\x10\n" +
+	"\x0e_action_creditB\x12\n" +
+	"\x10_credit_model_idB\x0e\n" +
+	"\f_trace_scoreB\n" +
+	"\n" +
+	"\b_outcome\"w\n" +
 	"\vLatestScore\x12&\n" +
 	"\x0freward_model_id\x18\x01 \x01(\tR\rrewardModelId\x12*\n" +
 	"\x11reward_model_name\x18\x02 \x01(\tR\x0frewardModelName\x12\x14\n" +
