@@ -28,13 +28,16 @@ type UserNameClaimedV1 struct {
 // once and never stored. KeyPrefix is its first characters (the "critic_"
 // marker and 8 of the 43 random ones, 48 bits), enough for an operator to
 // recognise and revoke a key and useless for guessing it; keys issued before
-// prefixes existed have none.
+// prefixes existed have none. MemberID is the member the key belongs to;
+// keys issued before members existed have none and belong to the account's
+// implicit admin (member id = user id).
 type APIKeyIssuedV1 struct {
 	KeyID     string `json:"key_id"`
 	UserID    string `json:"user_id"`
 	KeyHash   string `json:"key_hash"`
 	ReadOnly  bool   `json:"read_only"`
 	KeyPrefix string `json:"key_prefix,omitempty"`
+	MemberID  string `json:"member_id,omitempty"`
 }
 
 // APIKeyRevokedV1 disables a key for good: every API instance refuses it
