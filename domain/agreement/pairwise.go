@@ -1,0 +1,43 @@
+package agreement
+
+import "sort"
+
+// PairFigure is two members' agreement: the share of the targets both
+// judged where they gave the same value.
+type PairFigure struct {
+	A      string `json:"member_a"`
+	B      string `json:"member_b"`
+	Figure Figure `json:"agreement"`
+}
+
+// Pairwise is every pair of members who judged at least one target in
+// common, A < B, sorted by A then B. N is the number of co-rated targets.
+func Pairwise(js []Judgment) []PairFigure {
+	type tally struct{ agree, n int }
+	by := map[[2]string]*tally{}
+	for _, u := range units(js) {
+		for i, a := range u.members {
+			for _, b := range u.members[i+1:] {
+				k := [2]string{a, b}
+				if by[k] == nil {
+					by[k] = &tally{}
+				}
+				by[k].n++
+				if agree(u.values[a], u.values[b]) {
+					by[k].agree++
+				}
+			}
+		}
+	}
+	out := make([]PairFigure, 0, len(by))
+	for k, t := range by {
+		out = append(out, PairFigure{A: k[0], B: k[1], Figure: share(t.agree, t.n)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].A != out[j].A {
+			return out[i].A < out[j].A
+		}
+		return out[i].B < out[j].B
+	})
+	return out
+}
