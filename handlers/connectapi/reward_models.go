@@ -9,6 +9,7 @@ import (
 
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
+	"github.com/criticml/critic/projections/readmodel"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
@@ -73,7 +74,8 @@ func (s *RewardModelService) GetRewardModel(ctx context.Context, req *connect.Re
 	if err != nil {
 		return nil, err
 	}
-	out := &criticv1.GetRewardModelResponse{RewardModel: rm, TraceIds: d.TraceIDs, FeedbackUnavailable: d.FeedbackUnavailable}
+	out := &criticv1.GetRewardModelResponse{RewardModel: rm, TraceIds: d.TraceIDs, FeedbackUnavailable: d.FeedbackUnavailable,
+		BackgroundScoring: backgroundScoringToProto(d.BackgroundScoring)}
 	if err := feedbackToProto(d, out); err != nil {
 		return nil, err
 	}
@@ -95,6 +97,24 @@ func (s *RewardModelService) RetryRewardModel(ctx context.Context, req *connect.
 		return nil, err
 	}
 	return connect.NewResponse(&criticv1.RetryRewardModelResponse{RewardModel: out}), nil
+}
+
+// SetBackgroundScoring pauses or resumes one of the caller's succeeded
+// models' background scoring (REST's PUT .../background-scoring).
+func (s *RewardModelService) SetBackgroundScoring(ctx context.Context, req *connect.Request[criticv1.SetBackgroundScoringRequest]) (*connect.Response[criticv1.SetBackgroundScoringResponse], error) {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	bg, err := s.d.backend().SetBackgroundScoring(ctx, caller, req.Msg.RewardModelId, req.Msg.Paused)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.SetBackgroundScoringResponse{BackgroundScoring: backgroundScoringToProto(bg)}), nil
+}
+
+func backgroundScoringToProto(b readmodel.BackgroundScoring) *criticv1.BackgroundScoring {
+	return &criticv1.BackgroundScoring{Paused: b.Paused, Scored: int32(b.Scored), Queued: int32(b.Queued), Running: int32(b.Running), Failed: int32(b.Failed)}
 }
 
 // GetWeights signs a download link of a succeeded model's checkpoint.

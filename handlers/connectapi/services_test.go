@@ -372,6 +372,19 @@ func TestRewardModelService(t *testing.T) {
 	rcode, _ = e.rest(t, http.MethodPost, "/reward-models/"+m.Id+"/retry", e.alice, nil)
 	require.Equal(t, http.StatusConflict, rcode)
 
+	// Background scoring: shown on the model; pausing needs a succeeded
+	// model (REST's 409 model_not_ready), the owner and a full-access key.
+	require.True(t, proto.Equal(&criticv1.BackgroundScoring{}, got.Msg.BackgroundScoring), "%v", got.Msg.BackgroundScoring)
+	_, err = c.SetBackgroundScoring(ctx, withKey(e.alice, &criticv1.SetBackgroundScoringRequest{RewardModelId: m.Id, Paused: true}))
+	ce = requireCode(t, err, connect.CodeAborted)
+	require.Contains(t, ce.Message(), "background scoring starts once it has succeeded")
+	rcode, _ = e.rest(t, http.MethodPut, "/reward-models/"+m.Id+"/background-scoring", e.alice, map[string]any{"paused": true})
+	require.Equal(t, http.StatusConflict, rcode)
+	_, err = c.SetBackgroundScoring(ctx, withKey(e.bob, &criticv1.SetBackgroundScoringRequest{RewardModelId: m.Id, Paused: true}))
+	requireCode(t, err, connect.CodeNotFound)
+	_, err = c.SetBackgroundScoring(ctx, withKey(e.aliceRO, &criticv1.SetBackgroundScoringRequest{RewardModelId: m.Id, Paused: true}))
+	requireCode(t, err, connect.CodePermissionDenied)
+
 	// The review queue: a queued model has nothing to rank by (REST's 409);
 	// without a model, the traces nobody annotated, as REST lists them.
 	_, err = c.ReviewQueue(ctx, withKey(e.aliceRO, &criticv1.ReviewQueueRequest{RewardModelId: m.Id}))

@@ -33,6 +33,181 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// BackgroundScoring is a model's background scoring: whether the owner
+// paused it, and the owner's traces by state for this model (failed:
+// revisions that used up their three automatic attempts).
+type BackgroundScoring struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Paused        bool                   `protobuf:"varint,1,opt,name=paused,proto3" json:"paused,omitempty"`
+	Scored        int32                  `protobuf:"varint,2,opt,name=scored,proto3" json:"scored,omitempty"`
+	Queued        int32                  `protobuf:"varint,3,opt,name=queued,proto3" json:"queued,omitempty"`
+	Running       int32                  `protobuf:"varint,4,opt,name=running,proto3" json:"running,omitempty"`
+	Failed        int32                  `protobuf:"varint,5,opt,name=failed,proto3" json:"failed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackgroundScoring) Reset() {
+	*x = BackgroundScoring{}
+	mi := &file_critic_v1_reward_models_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackgroundScoring) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackgroundScoring) ProtoMessage() {}
+
+func (x *BackgroundScoring) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_reward_models_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackgroundScoring.ProtoReflect.Descriptor instead.
+func (*BackgroundScoring) Descriptor() ([]byte, []int) {
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *BackgroundScoring) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *BackgroundScoring) GetScored() int32 {
+	if x != nil {
+		return x.Scored
+	}
+	return 0
+}
+
+func (x *BackgroundScoring) GetQueued() int32 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *BackgroundScoring) GetRunning() int32 {
+	if x != nil {
+		return x.Running
+	}
+	return 0
+}
+
+func (x *BackgroundScoring) GetFailed() int32 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+type SetBackgroundScoringRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RewardModelId string                 `protobuf:"bytes,1,opt,name=reward_model_id,json=rewardModelId,proto3" json:"reward_model_id,omitempty"`
+	Paused        bool                   `protobuf:"varint,2,opt,name=paused,proto3" json:"paused,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetBackgroundScoringRequest) Reset() {
+	*x = SetBackgroundScoringRequest{}
+	mi := &file_critic_v1_reward_models_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetBackgroundScoringRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetBackgroundScoringRequest) ProtoMessage() {}
+
+func (x *SetBackgroundScoringRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_reward_models_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetBackgroundScoringRequest.ProtoReflect.Descriptor instead.
+func (*SetBackgroundScoringRequest) Descriptor() ([]byte, []int) {
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SetBackgroundScoringRequest) GetRewardModelId() string {
+	if x != nil {
+		return x.RewardModelId
+	}
+	return ""
+}
+
+func (x *SetBackgroundScoringRequest) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+type SetBackgroundScoringResponse struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	BackgroundScoring *BackgroundScoring     `protobuf:"bytes,1,opt,name=background_scoring,json=backgroundScoring,proto3" json:"background_scoring,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *SetBackgroundScoringResponse) Reset() {
+	*x = SetBackgroundScoringResponse{}
+	mi := &file_critic_v1_reward_models_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetBackgroundScoringResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetBackgroundScoringResponse) ProtoMessage() {}
+
+func (x *SetBackgroundScoringResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_reward_models_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetBackgroundScoringResponse.ProtoReflect.Descriptor instead.
+func (*SetBackgroundScoringResponse) Descriptor() ([]byte, []int) {
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SetBackgroundScoringResponse) GetBackgroundScoring() *BackgroundScoring {
+	if x != nil {
+		return x.BackgroundScoring
+	}
+	return nil
+}
+
 // RewardStats are a succeeded model's reward statistics
 // (reward_stats.json): mean and population std of its rewards over the
 // training texts, and how many texts.
@@ -47,7 +222,7 @@ type RewardStats struct {
 
 func (x *RewardStats) Reset() {
 	*x = RewardStats{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[0]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -59,7 +234,7 @@ func (x *RewardStats) String() string {
 func (*RewardStats) ProtoMessage() {}
 
 func (x *RewardStats) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[0]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -72,7 +247,7 @@ func (x *RewardStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewardStats.ProtoReflect.Descriptor instead.
 func (*RewardStats) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{0}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RewardStats) GetMean() float64 {
@@ -108,7 +283,7 @@ type ReviewQueueRequest struct {
 
 func (x *ReviewQueueRequest) Reset() {
 	*x = ReviewQueueRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[1]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -120,7 +295,7 @@ func (x *ReviewQueueRequest) String() string {
 func (*ReviewQueueRequest) ProtoMessage() {}
 
 func (x *ReviewQueueRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[1]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -133,7 +308,7 @@ func (x *ReviewQueueRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewQueueRequest.ProtoReflect.Descriptor instead.
 func (*ReviewQueueRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{1}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReviewQueueRequest) GetRewardModelId() string {
@@ -176,7 +351,7 @@ type ReviewQueueItem struct {
 
 func (x *ReviewQueueItem) Reset() {
 	*x = ReviewQueueItem{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[2]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -188,7 +363,7 @@ func (x *ReviewQueueItem) String() string {
 func (*ReviewQueueItem) ProtoMessage() {}
 
 func (x *ReviewQueueItem) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[2]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -201,7 +376,7 @@ func (x *ReviewQueueItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewQueueItem.ProtoReflect.Descriptor instead.
 func (*ReviewQueueItem) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{2}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReviewQueueItem) GetKind() string {
@@ -288,7 +463,7 @@ type ReviewQueueResponse struct {
 
 func (x *ReviewQueueResponse) Reset() {
 	*x = ReviewQueueResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[3]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -300,7 +475,7 @@ func (x *ReviewQueueResponse) String() string {
 func (*ReviewQueueResponse) ProtoMessage() {}
 
 func (x *ReviewQueueResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[3]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -313,7 +488,7 @@ func (x *ReviewQueueResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReviewQueueResponse.ProtoReflect.Descriptor instead.
 func (*ReviewQueueResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{3}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReviewQueueResponse) GetRewardModelId() string {
@@ -364,7 +539,7 @@ type CreateRewardModelRequest struct {
 
 func (x *CreateRewardModelRequest) Reset() {
 	*x = CreateRewardModelRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[4]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -376,7 +551,7 @@ func (x *CreateRewardModelRequest) String() string {
 func (*CreateRewardModelRequest) ProtoMessage() {}
 
 func (x *CreateRewardModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[4]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -389,7 +564,7 @@ func (x *CreateRewardModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRewardModelRequest.ProtoReflect.Descriptor instead.
 func (*CreateRewardModelRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{4}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CreateRewardModelRequest) GetName() string {
@@ -456,7 +631,7 @@ type TrainingConfig struct {
 
 func (x *TrainingConfig) Reset() {
 	*x = TrainingConfig{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[5]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -468,7 +643,7 @@ func (x *TrainingConfig) String() string {
 func (*TrainingConfig) ProtoMessage() {}
 
 func (x *TrainingConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[5]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -481,7 +656,7 @@ func (x *TrainingConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TrainingConfig.ProtoReflect.Descriptor instead.
 func (*TrainingConfig) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{5}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TrainingConfig) GetAnnotationSource() string {
@@ -522,7 +697,7 @@ type CreateRewardModelResponse struct {
 
 func (x *CreateRewardModelResponse) Reset() {
 	*x = CreateRewardModelResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[6]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -534,7 +709,7 @@ func (x *CreateRewardModelResponse) String() string {
 func (*CreateRewardModelResponse) ProtoMessage() {}
 
 func (x *CreateRewardModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[6]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -547,7 +722,7 @@ func (x *CreateRewardModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRewardModelResponse.ProtoReflect.Descriptor instead.
 func (*CreateRewardModelResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{6}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreateRewardModelResponse) GetRewardModel() *RewardModel {
@@ -565,7 +740,7 @@ type ListRewardModelsRequest struct {
 
 func (x *ListRewardModelsRequest) Reset() {
 	*x = ListRewardModelsRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[7]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -577,7 +752,7 @@ func (x *ListRewardModelsRequest) String() string {
 func (*ListRewardModelsRequest) ProtoMessage() {}
 
 func (x *ListRewardModelsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[7]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -590,7 +765,7 @@ func (x *ListRewardModelsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRewardModelsRequest.ProtoReflect.Descriptor instead.
 func (*ListRewardModelsRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{7}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{10}
 }
 
 type ListRewardModelsResponse struct {
@@ -602,7 +777,7 @@ type ListRewardModelsResponse struct {
 
 func (x *ListRewardModelsResponse) Reset() {
 	*x = ListRewardModelsResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[8]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -614,7 +789,7 @@ func (x *ListRewardModelsResponse) String() string {
 func (*ListRewardModelsResponse) ProtoMessage() {}
 
 func (x *ListRewardModelsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[8]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -627,7 +802,7 @@ func (x *ListRewardModelsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRewardModelsResponse.ProtoReflect.Descriptor instead.
 func (*ListRewardModelsResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{8}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListRewardModelsResponse) GetRewardModels() []*RewardModel {
@@ -646,7 +821,7 @@ type GetRewardModelRequest struct {
 
 func (x *GetRewardModelRequest) Reset() {
 	*x = GetRewardModelRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[9]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -658,7 +833,7 @@ func (x *GetRewardModelRequest) String() string {
 func (*GetRewardModelRequest) ProtoMessage() {}
 
 func (x *GetRewardModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[9]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -671,7 +846,7 @@ func (x *GetRewardModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRewardModelRequest.ProtoReflect.Descriptor instead.
 func (*GetRewardModelRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{9}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetRewardModelRequest) GetRewardModelId() string {
@@ -695,14 +870,16 @@ type GetRewardModelResponse struct {
 	// set; unset when it is.
 	FeedbackUnavailable *string `protobuf:"bytes,5,opt,name=feedback_unavailable,json=feedbackUnavailable,proto3,oneof" json:"feedback_unavailable,omitempty"`
 	// What the model calls of the extraction cost, per model.
-	LlmUsage      []*LLMUsage `protobuf:"bytes,6,rep,name=llm_usage,json=llmUsage,proto3" json:"llm_usage,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LlmUsage []*LLMUsage `protobuf:"bytes,6,rep,name=llm_usage,json=llmUsage,proto3" json:"llm_usage,omitempty"`
+	// The model's background scoring.
+	BackgroundScoring *BackgroundScoring `protobuf:"bytes,7,opt,name=background_scoring,json=backgroundScoring,proto3" json:"background_scoring,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *GetRewardModelResponse) Reset() {
 	*x = GetRewardModelResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[10]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -714,7 +891,7 @@ func (x *GetRewardModelResponse) String() string {
 func (*GetRewardModelResponse) ProtoMessage() {}
 
 func (x *GetRewardModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[10]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -727,7 +904,7 @@ func (x *GetRewardModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRewardModelResponse.ProtoReflect.Descriptor instead.
 func (*GetRewardModelResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{10}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetRewardModelResponse) GetRewardModel() *RewardModel {
@@ -772,6 +949,13 @@ func (x *GetRewardModelResponse) GetLlmUsage() []*LLMUsage {
 	return nil
 }
 
+func (x *GetRewardModelResponse) GetBackgroundScoring() *BackgroundScoring {
+	if x != nil {
+		return x.BackgroundScoring
+	}
+	return nil
+}
+
 // Finding is one entry of the learning report (spec 001 RewardModelDetail
 // feedback, plus provenance).
 type Finding struct {
@@ -809,7 +993,7 @@ type Finding struct {
 
 func (x *Finding) Reset() {
 	*x = Finding{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[11]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -821,7 +1005,7 @@ func (x *Finding) String() string {
 func (*Finding) ProtoMessage() {}
 
 func (x *Finding) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[11]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -834,7 +1018,7 @@ func (x *Finding) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Finding.ProtoReflect.Descriptor instead.
 func (*Finding) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{11}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Finding) GetTraceId() string {
@@ -991,7 +1175,7 @@ type FindingReview struct {
 
 func (x *FindingReview) Reset() {
 	*x = FindingReview{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[12]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1003,7 +1187,7 @@ func (x *FindingReview) String() string {
 func (*FindingReview) ProtoMessage() {}
 
 func (x *FindingReview) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[12]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1016,7 +1200,7 @@ func (x *FindingReview) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FindingReview.ProtoReflect.Descriptor instead.
 func (*FindingReview) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{12}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FindingReview) GetPreferred() string {
@@ -1061,7 +1245,7 @@ type LLMUsage struct {
 
 func (x *LLMUsage) Reset() {
 	*x = LLMUsage{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[13]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1073,7 +1257,7 @@ func (x *LLMUsage) String() string {
 func (*LLMUsage) ProtoMessage() {}
 
 func (x *LLMUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[13]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1086,7 +1270,7 @@ func (x *LLMUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LLMUsage.ProtoReflect.Descriptor instead.
 func (*LLMUsage) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{13}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *LLMUsage) GetModel() string {
@@ -1133,7 +1317,7 @@ type RetryRewardModelRequest struct {
 
 func (x *RetryRewardModelRequest) Reset() {
 	*x = RetryRewardModelRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[14]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1145,7 +1329,7 @@ func (x *RetryRewardModelRequest) String() string {
 func (*RetryRewardModelRequest) ProtoMessage() {}
 
 func (x *RetryRewardModelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[14]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1158,7 +1342,7 @@ func (x *RetryRewardModelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryRewardModelRequest.ProtoReflect.Descriptor instead.
 func (*RetryRewardModelRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{14}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *RetryRewardModelRequest) GetRewardModelId() string {
@@ -1178,7 +1362,7 @@ type RetryRewardModelResponse struct {
 
 func (x *RetryRewardModelResponse) Reset() {
 	*x = RetryRewardModelResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[15]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1374,7 @@ func (x *RetryRewardModelResponse) String() string {
 func (*RetryRewardModelResponse) ProtoMessage() {}
 
 func (x *RetryRewardModelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[15]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1387,7 @@ func (x *RetryRewardModelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RetryRewardModelResponse.ProtoReflect.Descriptor instead.
 func (*RetryRewardModelResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{15}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RetryRewardModelResponse) GetRewardModel() *RewardModel {
@@ -1222,7 +1406,7 @@ type GetWeightsRequest struct {
 
 func (x *GetWeightsRequest) Reset() {
 	*x = GetWeightsRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[16]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1418,7 @@ func (x *GetWeightsRequest) String() string {
 func (*GetWeightsRequest) ProtoMessage() {}
 
 func (x *GetWeightsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[16]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1431,7 @@ func (x *GetWeightsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWeightsRequest.ProtoReflect.Descriptor instead.
 func (*GetWeightsRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{16}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetWeightsRequest) GetRewardModelId() string {
@@ -1266,7 +1450,7 @@ type GetWeightsResponse struct {
 
 func (x *GetWeightsResponse) Reset() {
 	*x = GetWeightsResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[17]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1278,7 +1462,7 @@ func (x *GetWeightsResponse) String() string {
 func (*GetWeightsResponse) ProtoMessage() {}
 
 func (x *GetWeightsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[17]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1291,7 +1475,7 @@ func (x *GetWeightsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWeightsResponse.ProtoReflect.Descriptor instead.
 func (*GetWeightsResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{17}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetWeightsResponse) GetUrl() string {
@@ -1311,7 +1495,7 @@ type ScoreTraceRequest struct {
 
 func (x *ScoreTraceRequest) Reset() {
 	*x = ScoreTraceRequest{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[18]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1507,7 @@ func (x *ScoreTraceRequest) String() string {
 func (*ScoreTraceRequest) ProtoMessage() {}
 
 func (x *ScoreTraceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[18]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1520,7 @@ func (x *ScoreTraceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreTraceRequest.ProtoReflect.Descriptor instead.
 func (*ScoreTraceRequest) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{18}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ScoreTraceRequest) GetTraceId() string {
@@ -1362,7 +1546,7 @@ type ScoreTraceResponse struct {
 
 func (x *ScoreTraceResponse) Reset() {
 	*x = ScoreTraceResponse{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[19]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1374,7 +1558,7 @@ func (x *ScoreTraceResponse) String() string {
 func (*ScoreTraceResponse) ProtoMessage() {}
 
 func (x *ScoreTraceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[19]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1387,7 +1571,7 @@ func (x *ScoreTraceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScoreTraceResponse.ProtoReflect.Descriptor instead.
 func (*ScoreTraceResponse) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{19}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ScoreTraceResponse) GetScoringRun() *ScoringRun {
@@ -1439,7 +1623,7 @@ type RewardModel struct {
 
 func (x *RewardModel) Reset() {
 	*x = RewardModel{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[20]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1451,7 +1635,7 @@ func (x *RewardModel) String() string {
 func (*RewardModel) ProtoMessage() {}
 
 func (x *RewardModel) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[20]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1464,7 +1648,7 @@ func (x *RewardModel) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RewardModel.ProtoReflect.Descriptor instead.
 func (*RewardModel) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{20}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RewardModel) GetId() string {
@@ -1615,7 +1799,7 @@ type ModelTrainingConfig struct {
 
 func (x *ModelTrainingConfig) Reset() {
 	*x = ModelTrainingConfig{}
-	mi := &file_critic_v1_reward_models_proto_msgTypes[21]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1627,7 +1811,7 @@ func (x *ModelTrainingConfig) String() string {
 func (*ModelTrainingConfig) ProtoMessage() {}
 
 func (x *ModelTrainingConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_critic_v1_reward_models_proto_msgTypes[21]
+	mi := &file_critic_v1_reward_models_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1640,7 +1824,7 @@ func (x *ModelTrainingConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModelTrainingConfig.ProtoReflect.Descriptor instead.
 func (*ModelTrainingConfig) Descriptor() ([]byte, []int) {
-	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{21}
+	return file_critic_v1_reward_models_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ModelTrainingConfig) GetAnnotationSource() string {
@@ -1675,7 +1859,18 @@ var File_critic_v1_reward_models_proto protoreflect.FileDescriptor
 
 const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\n" +
-	"\x1dcritic/v1/reward_models.proto\x12\tcritic.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16critic/v1/traces.proto\"I\n" +
+	"\x1dcritic/v1/reward_models.proto\x12\tcritic.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16critic/v1/traces.proto\"\x8d\x01\n" +
+	"\x11BackgroundScoring\x12\x16\n" +
+	"\x06paused\x18\x01 \x01(\bR\x06paused\x12\x16\n" +
+	"\x06scored\x18\x02 \x01(\x05R\x06scored\x12\x16\n" +
+	"\x06queued\x18\x03 \x01(\x05R\x06queued\x12\x18\n" +
+	"\arunning\x18\x04 \x01(\x05R\arunning\x12\x16\n" +
+	"\x06failed\x18\x05 \x01(\x05R\x06failed\"]\n" +
+	"\x1bSetBackgroundScoringRequest\x12&\n" +
+	"\x0freward_model_id\x18\x01 \x01(\tR\rrewardModelId\x12\x16\n" +
+	"\x06paused\x18\x02 \x01(\bR\x06paused\"k\n" +
+	"\x1cSetBackgroundScoringResponse\x12K\n" +
+	"\x12background_scoring\x18\x01 \x01(\v2\x1c.critic.v1.BackgroundScoringR\x11backgroundScoring\"I\n" +
 	"\vRewardStats\x12\x12\n" +
 	"\x04mean\x18\x01 \x01(\x01R\x04mean\x12\x10\n" +
 	"\x03std\x18\x02 \x01(\x01R\x03std\x12\x14\n" +
@@ -1742,14 +1937,15 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\x18ListRewardModelsResponse\x12;\n" +
 	"\rreward_models\x18\x01 \x03(\v2\x16.critic.v1.RewardModelR\frewardModels\"?\n" +
 	"\x15GetRewardModelRequest\x12&\n" +
-	"\x0freward_model_id\x18\x01 \x01(\tR\rrewardModelId\"\xd0\x02\n" +
+	"\x0freward_model_id\x18\x01 \x01(\tR\rrewardModelId\"\x9d\x03\n" +
 	"\x16GetRewardModelResponse\x129\n" +
 	"\freward_model\x18\x01 \x01(\v2\x16.critic.v1.RewardModelR\vrewardModel\x12\x1b\n" +
 	"\ttrace_ids\x18\x02 \x03(\tR\btraceIds\x12.\n" +
 	"\bfeedback\x18\x03 \x03(\v2\x12.critic.v1.FindingR\bfeedback\x12+\n" +
 	"\x11feedback_recorded\x18\x04 \x01(\bR\x10feedbackRecorded\x126\n" +
 	"\x14feedback_unavailable\x18\x05 \x01(\tH\x00R\x13feedbackUnavailable\x88\x01\x01\x120\n" +
-	"\tllm_usage\x18\x06 \x03(\v2\x13.critic.v1.LLMUsageR\bllmUsageB\x17\n" +
+	"\tllm_usage\x18\x06 \x03(\v2\x13.critic.v1.LLMUsageR\bllmUsage\x12K\n" +
+	"\x12background_scoring\x18\a \x01(\v2\x1c.critic.v1.BackgroundScoringR\x11backgroundScoringB\x17\n" +
 	"\x15_feedback_unavailable\"\xa1\x06\n" +
 	"\aFinding\x12\x19\n" +
 	"\btrace_id\x18\x01 \x01(\tR\atraceId\x12\x1d\n" +
@@ -1847,7 +2043,7 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\x0ecriterion_name\x18\x04 \x01(\tH\x01R\rcriterionName\x88\x01\x01B\f\n" +
 	"\n" +
 	"_criterionB\x11\n" +
-	"\x0f_criterion_name2\xfd\x04\n" +
+	"\x0f_criterion_name2\xe6\x05\n" +
 	"\x12RewardModelService\x12^\n" +
 	"\x11CreateRewardModel\x12#.critic.v1.CreateRewardModelRequest\x1a$.critic.v1.CreateRewardModelResponse\x12`\n" +
 	"\x10ListRewardModels\x12\".critic.v1.ListRewardModelsRequest\x1a#.critic.v1.ListRewardModelsResponse\"\x03\x90\x02\x01\x12Z\n" +
@@ -1857,7 +2053,8 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"GetWeights\x12\x1c.critic.v1.GetWeightsRequest\x1a\x1d.critic.v1.GetWeightsResponse\"\x03\x90\x02\x01\x12I\n" +
 	"\n" +
 	"ScoreTrace\x12\x1c.critic.v1.ScoreTraceRequest\x1a\x1d.critic.v1.ScoreTraceResponse\x12Q\n" +
-	"\vReviewQueue\x12\x1d.critic.v1.ReviewQueueRequest\x1a\x1e.critic.v1.ReviewQueueResponse\"\x03\x90\x02\x01B:Z8github.com/criticml/critic/schema/gen/critic/v1;criticv1b\x06proto3"
+	"\vReviewQueue\x12\x1d.critic.v1.ReviewQueueRequest\x1a\x1e.critic.v1.ReviewQueueResponse\"\x03\x90\x02\x01\x12g\n" +
+	"\x14SetBackgroundScoring\x12&.critic.v1.SetBackgroundScoringRequest\x1a'.critic.v1.SetBackgroundScoringResponseB:Z8github.com/criticml/critic/schema/gen/critic/v1;criticv1b\x06proto3"
 
 var (
 	file_critic_v1_reward_models_proto_rawDescOnce sync.Once
@@ -1871,74 +2068,81 @@ func file_critic_v1_reward_models_proto_rawDescGZIP() []byte {
 	return file_critic_v1_reward_models_proto_rawDescData
 }
 
-var file_critic_v1_reward_models_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_critic_v1_reward_models_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_critic_v1_reward_models_proto_goTypes = []any{
-	(*RewardStats)(nil),               // 0: critic.v1.RewardStats
-	(*ReviewQueueRequest)(nil),        // 1: critic.v1.ReviewQueueRequest
-	(*ReviewQueueItem)(nil),           // 2: critic.v1.ReviewQueueItem
-	(*ReviewQueueResponse)(nil),       // 3: critic.v1.ReviewQueueResponse
-	(*CreateRewardModelRequest)(nil),  // 4: critic.v1.CreateRewardModelRequest
-	(*TrainingConfig)(nil),            // 5: critic.v1.TrainingConfig
-	(*CreateRewardModelResponse)(nil), // 6: critic.v1.CreateRewardModelResponse
-	(*ListRewardModelsRequest)(nil),   // 7: critic.v1.ListRewardModelsRequest
-	(*ListRewardModelsResponse)(nil),  // 8: critic.v1.ListRewardModelsResponse
-	(*GetRewardModelRequest)(nil),     // 9: critic.v1.GetRewardModelRequest
-	(*GetRewardModelResponse)(nil),    // 10: critic.v1.GetRewardModelResponse
-	(*Finding)(nil),                   // 11: critic.v1.Finding
-	(*FindingReview)(nil),             // 12: critic.v1.FindingReview
-	(*LLMUsage)(nil),                  // 13: critic.v1.LLMUsage
-	(*RetryRewardModelRequest)(nil),   // 14: critic.v1.RetryRewardModelRequest
-	(*RetryRewardModelResponse)(nil),  // 15: critic.v1.RetryRewardModelResponse
-	(*GetWeightsRequest)(nil),         // 16: critic.v1.GetWeightsRequest
-	(*GetWeightsResponse)(nil),        // 17: critic.v1.GetWeightsResponse
-	(*ScoreTraceRequest)(nil),         // 18: critic.v1.ScoreTraceRequest
-	(*ScoreTraceResponse)(nil),        // 19: critic.v1.ScoreTraceResponse
-	(*RewardModel)(nil),               // 20: critic.v1.RewardModel
-	(*ModelTrainingConfig)(nil),       // 21: critic.v1.ModelTrainingConfig
-	(*ScoringRun)(nil),                // 22: critic.v1.ScoringRun
-	(*structpb.Value)(nil),            // 23: google.protobuf.Value
-	(*structpb.Struct)(nil),           // 24: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil),     // 25: google.protobuf.Timestamp
+	(*BackgroundScoring)(nil),            // 0: critic.v1.BackgroundScoring
+	(*SetBackgroundScoringRequest)(nil),  // 1: critic.v1.SetBackgroundScoringRequest
+	(*SetBackgroundScoringResponse)(nil), // 2: critic.v1.SetBackgroundScoringResponse
+	(*RewardStats)(nil),                  // 3: critic.v1.RewardStats
+	(*ReviewQueueRequest)(nil),           // 4: critic.v1.ReviewQueueRequest
+	(*ReviewQueueItem)(nil),              // 5: critic.v1.ReviewQueueItem
+	(*ReviewQueueResponse)(nil),          // 6: critic.v1.ReviewQueueResponse
+	(*CreateRewardModelRequest)(nil),     // 7: critic.v1.CreateRewardModelRequest
+	(*TrainingConfig)(nil),               // 8: critic.v1.TrainingConfig
+	(*CreateRewardModelResponse)(nil),    // 9: critic.v1.CreateRewardModelResponse
+	(*ListRewardModelsRequest)(nil),      // 10: critic.v1.ListRewardModelsRequest
+	(*ListRewardModelsResponse)(nil),     // 11: critic.v1.ListRewardModelsResponse
+	(*GetRewardModelRequest)(nil),        // 12: critic.v1.GetRewardModelRequest
+	(*GetRewardModelResponse)(nil),       // 13: critic.v1.GetRewardModelResponse
+	(*Finding)(nil),                      // 14: critic.v1.Finding
+	(*FindingReview)(nil),                // 15: critic.v1.FindingReview
+	(*LLMUsage)(nil),                     // 16: critic.v1.LLMUsage
+	(*RetryRewardModelRequest)(nil),      // 17: critic.v1.RetryRewardModelRequest
+	(*RetryRewardModelResponse)(nil),     // 18: critic.v1.RetryRewardModelResponse
+	(*GetWeightsRequest)(nil),            // 19: critic.v1.GetWeightsRequest
+	(*GetWeightsResponse)(nil),           // 20: critic.v1.GetWeightsResponse
+	(*ScoreTraceRequest)(nil),            // 21: critic.v1.ScoreTraceRequest
+	(*ScoreTraceResponse)(nil),           // 22: critic.v1.ScoreTraceResponse
+	(*RewardModel)(nil),                  // 23: critic.v1.RewardModel
+	(*ModelTrainingConfig)(nil),          // 24: critic.v1.ModelTrainingConfig
+	(*ScoringRun)(nil),                   // 25: critic.v1.ScoringRun
+	(*structpb.Value)(nil),               // 26: google.protobuf.Value
+	(*structpb.Struct)(nil),              // 27: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),        // 28: google.protobuf.Timestamp
 }
 var file_critic_v1_reward_models_proto_depIdxs = []int32{
-	2,  // 0: critic.v1.ReviewQueueResponse.items:type_name -> critic.v1.ReviewQueueItem
-	5,  // 1: critic.v1.CreateRewardModelRequest.training_config:type_name -> critic.v1.TrainingConfig
-	20, // 2: critic.v1.CreateRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
-	20, // 3: critic.v1.ListRewardModelsResponse.reward_models:type_name -> critic.v1.RewardModel
-	20, // 4: critic.v1.GetRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
-	11, // 5: critic.v1.GetRewardModelResponse.feedback:type_name -> critic.v1.Finding
-	13, // 6: critic.v1.GetRewardModelResponse.llm_usage:type_name -> critic.v1.LLMUsage
-	12, // 7: critic.v1.Finding.review:type_name -> critic.v1.FindingReview
-	13, // 8: critic.v1.Finding.usage:type_name -> critic.v1.LLMUsage
-	20, // 9: critic.v1.RetryRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
-	22, // 10: critic.v1.ScoreTraceResponse.scoring_run:type_name -> critic.v1.ScoringRun
-	23, // 11: critic.v1.RewardModel.metrics:type_name -> google.protobuf.Value
-	24, // 12: critic.v1.RewardModel.progress:type_name -> google.protobuf.Struct
-	25, // 13: critic.v1.RewardModel.created_at:type_name -> google.protobuf.Timestamp
-	25, // 14: critic.v1.RewardModel.started_at:type_name -> google.protobuf.Timestamp
-	25, // 15: critic.v1.RewardModel.finished_at:type_name -> google.protobuf.Timestamp
-	0,  // 16: critic.v1.RewardModel.reward_stats:type_name -> critic.v1.RewardStats
-	0,  // 17: critic.v1.RewardModel.action_reward_stats:type_name -> critic.v1.RewardStats
-	21, // 18: critic.v1.RewardModel.training_config:type_name -> critic.v1.ModelTrainingConfig
-	4,  // 19: critic.v1.RewardModelService.CreateRewardModel:input_type -> critic.v1.CreateRewardModelRequest
-	7,  // 20: critic.v1.RewardModelService.ListRewardModels:input_type -> critic.v1.ListRewardModelsRequest
-	9,  // 21: critic.v1.RewardModelService.GetRewardModel:input_type -> critic.v1.GetRewardModelRequest
-	14, // 22: critic.v1.RewardModelService.RetryRewardModel:input_type -> critic.v1.RetryRewardModelRequest
-	16, // 23: critic.v1.RewardModelService.GetWeights:input_type -> critic.v1.GetWeightsRequest
-	18, // 24: critic.v1.RewardModelService.ScoreTrace:input_type -> critic.v1.ScoreTraceRequest
-	1,  // 25: critic.v1.RewardModelService.ReviewQueue:input_type -> critic.v1.ReviewQueueRequest
-	6,  // 26: critic.v1.RewardModelService.CreateRewardModel:output_type -> critic.v1.CreateRewardModelResponse
-	8,  // 27: critic.v1.RewardModelService.ListRewardModels:output_type -> critic.v1.ListRewardModelsResponse
-	10, // 28: critic.v1.RewardModelService.GetRewardModel:output_type -> critic.v1.GetRewardModelResponse
-	15, // 29: critic.v1.RewardModelService.RetryRewardModel:output_type -> critic.v1.RetryRewardModelResponse
-	17, // 30: critic.v1.RewardModelService.GetWeights:output_type -> critic.v1.GetWeightsResponse
-	19, // 31: critic.v1.RewardModelService.ScoreTrace:output_type -> critic.v1.ScoreTraceResponse
-	3,  // 32: critic.v1.RewardModelService.ReviewQueue:output_type -> critic.v1.ReviewQueueResponse
-	26, // [26:33] is the sub-list for method output_type
-	19, // [19:26] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	0,  // 0: critic.v1.SetBackgroundScoringResponse.background_scoring:type_name -> critic.v1.BackgroundScoring
+	5,  // 1: critic.v1.ReviewQueueResponse.items:type_name -> critic.v1.ReviewQueueItem
+	8,  // 2: critic.v1.CreateRewardModelRequest.training_config:type_name -> critic.v1.TrainingConfig
+	23, // 3: critic.v1.CreateRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
+	23, // 4: critic.v1.ListRewardModelsResponse.reward_models:type_name -> critic.v1.RewardModel
+	23, // 5: critic.v1.GetRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
+	14, // 6: critic.v1.GetRewardModelResponse.feedback:type_name -> critic.v1.Finding
+	16, // 7: critic.v1.GetRewardModelResponse.llm_usage:type_name -> critic.v1.LLMUsage
+	0,  // 8: critic.v1.GetRewardModelResponse.background_scoring:type_name -> critic.v1.BackgroundScoring
+	15, // 9: critic.v1.Finding.review:type_name -> critic.v1.FindingReview
+	16, // 10: critic.v1.Finding.usage:type_name -> critic.v1.LLMUsage
+	23, // 11: critic.v1.RetryRewardModelResponse.reward_model:type_name -> critic.v1.RewardModel
+	25, // 12: critic.v1.ScoreTraceResponse.scoring_run:type_name -> critic.v1.ScoringRun
+	26, // 13: critic.v1.RewardModel.metrics:type_name -> google.protobuf.Value
+	27, // 14: critic.v1.RewardModel.progress:type_name -> google.protobuf.Struct
+	28, // 15: critic.v1.RewardModel.created_at:type_name -> google.protobuf.Timestamp
+	28, // 16: critic.v1.RewardModel.started_at:type_name -> google.protobuf.Timestamp
+	28, // 17: critic.v1.RewardModel.finished_at:type_name -> google.protobuf.Timestamp
+	3,  // 18: critic.v1.RewardModel.reward_stats:type_name -> critic.v1.RewardStats
+	3,  // 19: critic.v1.RewardModel.action_reward_stats:type_name -> critic.v1.RewardStats
+	24, // 20: critic.v1.RewardModel.training_config:type_name -> critic.v1.ModelTrainingConfig
+	7,  // 21: critic.v1.RewardModelService.CreateRewardModel:input_type -> critic.v1.CreateRewardModelRequest
+	10, // 22: critic.v1.RewardModelService.ListRewardModels:input_type -> critic.v1.ListRewardModelsRequest
+	12, // 23: critic.v1.RewardModelService.GetRewardModel:input_type -> critic.v1.GetRewardModelRequest
+	17, // 24: critic.v1.RewardModelService.RetryRewardModel:input_type -> critic.v1.RetryRewardModelRequest
+	19, // 25: critic.v1.RewardModelService.GetWeights:input_type -> critic.v1.GetWeightsRequest
+	21, // 26: critic.v1.RewardModelService.ScoreTrace:input_type -> critic.v1.ScoreTraceRequest
+	4,  // 27: critic.v1.RewardModelService.ReviewQueue:input_type -> critic.v1.ReviewQueueRequest
+	1,  // 28: critic.v1.RewardModelService.SetBackgroundScoring:input_type -> critic.v1.SetBackgroundScoringRequest
+	9,  // 29: critic.v1.RewardModelService.CreateRewardModel:output_type -> critic.v1.CreateRewardModelResponse
+	11, // 30: critic.v1.RewardModelService.ListRewardModels:output_type -> critic.v1.ListRewardModelsResponse
+	13, // 31: critic.v1.RewardModelService.GetRewardModel:output_type -> critic.v1.GetRewardModelResponse
+	18, // 32: critic.v1.RewardModelService.RetryRewardModel:output_type -> critic.v1.RetryRewardModelResponse
+	20, // 33: critic.v1.RewardModelService.GetWeights:output_type -> critic.v1.GetWeightsResponse
+	22, // 34: critic.v1.RewardModelService.ScoreTrace:output_type -> critic.v1.ScoreTraceResponse
+	6,  // 35: critic.v1.RewardModelService.ReviewQueue:output_type -> critic.v1.ReviewQueueResponse
+	2,  // 36: critic.v1.RewardModelService.SetBackgroundScoring:output_type -> critic.v1.SetBackgroundScoringResponse
+	29, // [29:37] is the sub-list for method output_type
+	21, // [21:29] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_critic_v1_reward_models_proto_init() }
@@ -1947,21 +2151,21 @@ func file_critic_v1_reward_models_proto_init() {
 		return
 	}
 	file_critic_v1_traces_proto_init()
-	file_critic_v1_reward_models_proto_msgTypes[2].OneofWrappers = []any{}
-	file_critic_v1_reward_models_proto_msgTypes[3].OneofWrappers = []any{}
-	file_critic_v1_reward_models_proto_msgTypes[4].OneofWrappers = []any{}
 	file_critic_v1_reward_models_proto_msgTypes[5].OneofWrappers = []any{}
-	file_critic_v1_reward_models_proto_msgTypes[10].OneofWrappers = []any{}
-	file_critic_v1_reward_models_proto_msgTypes[11].OneofWrappers = []any{}
-	file_critic_v1_reward_models_proto_msgTypes[20].OneofWrappers = []any{}
-	file_critic_v1_reward_models_proto_msgTypes[21].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[6].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[7].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[8].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[13].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[14].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[23].OneofWrappers = []any{}
+	file_critic_v1_reward_models_proto_msgTypes[24].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_critic_v1_reward_models_proto_rawDesc), len(file_critic_v1_reward_models_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

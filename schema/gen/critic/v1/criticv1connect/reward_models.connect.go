@@ -64,6 +64,9 @@ const (
 	// RewardModelServiceReviewQueueProcedure is the fully-qualified name of the RewardModelService's
 	// ReviewQueue RPC.
 	RewardModelServiceReviewQueueProcedure = "/critic.v1.RewardModelService/ReviewQueue"
+	// RewardModelServiceSetBackgroundScoringProcedure is the fully-qualified name of the
+	// RewardModelService's SetBackgroundScoring RPC.
+	RewardModelServiceSetBackgroundScoringProcedure = "/critic.v1.RewardModelService/SetBackgroundScoring"
 )
 
 // RewardModelServiceClient is a client for the critic.v1.RewardModelService service.
@@ -100,6 +103,12 @@ type RewardModelServiceClient interface {
 	// every trace, fewest annotations first. NOT_FOUND for another owner's
 	// model, ABORTED before it succeeded or without reward statistics.
 	ReviewQueue(context.Context, *connect.Request[v1.ReviewQueueRequest]) (*connect.Response[v1.ReviewQueueResponse], error)
+	// SetBackgroundScoring is PUT /reward-models/{id}/background-scoring:
+	// pauses or resumes a succeeded model's background scoring (spec 001
+	// "Learned action credit"); a paused model still scores on request.
+	// NOT_FOUND for another owner's model, ABORTED before it succeeded.
+	// Needs a full-access key.
+	SetBackgroundScoring(context.Context, *connect.Request[v1.SetBackgroundScoringRequest]) (*connect.Response[v1.SetBackgroundScoringResponse], error)
 }
 
 // NewRewardModelServiceClient constructs a client for the critic.v1.RewardModelService service. By
@@ -159,18 +168,25 @@ func NewRewardModelServiceClient(httpClient connect.HTTPClient, baseURL string, 
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		setBackgroundScoring: connect.NewClient[v1.SetBackgroundScoringRequest, v1.SetBackgroundScoringResponse](
+			httpClient,
+			baseURL+RewardModelServiceSetBackgroundScoringProcedure,
+			connect.WithSchema(rewardModelServiceMethods.ByName("SetBackgroundScoring")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // rewardModelServiceClient implements RewardModelServiceClient.
 type rewardModelServiceClient struct {
-	createRewardModel *connect.Client[v1.CreateRewardModelRequest, v1.CreateRewardModelResponse]
-	listRewardModels  *connect.Client[v1.ListRewardModelsRequest, v1.ListRewardModelsResponse]
-	getRewardModel    *connect.Client[v1.GetRewardModelRequest, v1.GetRewardModelResponse]
-	retryRewardModel  *connect.Client[v1.RetryRewardModelRequest, v1.RetryRewardModelResponse]
-	getWeights        *connect.Client[v1.GetWeightsRequest, v1.GetWeightsResponse]
-	scoreTrace        *connect.Client[v1.ScoreTraceRequest, v1.ScoreTraceResponse]
-	reviewQueue       *connect.Client[v1.ReviewQueueRequest, v1.ReviewQueueResponse]
+	createRewardModel    *connect.Client[v1.CreateRewardModelRequest, v1.CreateRewardModelResponse]
+	listRewardModels     *connect.Client[v1.ListRewardModelsRequest, v1.ListRewardModelsResponse]
+	getRewardModel       *connect.Client[v1.GetRewardModelRequest, v1.GetRewardModelResponse]
+	retryRewardModel     *connect.Client[v1.RetryRewardModelRequest, v1.RetryRewardModelResponse]
+	getWeights           *connect.Client[v1.GetWeightsRequest, v1.GetWeightsResponse]
+	scoreTrace           *connect.Client[v1.ScoreTraceRequest, v1.ScoreTraceResponse]
+	reviewQueue          *connect.Client[v1.ReviewQueueRequest, v1.ReviewQueueResponse]
+	setBackgroundScoring *connect.Client[v1.SetBackgroundScoringRequest, v1.SetBackgroundScoringResponse]
 }
 
 // CreateRewardModel calls critic.v1.RewardModelService.CreateRewardModel.
@@ -208,6 +224,11 @@ func (c *rewardModelServiceClient) ReviewQueue(ctx context.Context, req *connect
 	return c.reviewQueue.CallUnary(ctx, req)
 }
 
+// SetBackgroundScoring calls critic.v1.RewardModelService.SetBackgroundScoring.
+func (c *rewardModelServiceClient) SetBackgroundScoring(ctx context.Context, req *connect.Request[v1.SetBackgroundScoringRequest]) (*connect.Response[v1.SetBackgroundScoringResponse], error) {
+	return c.setBackgroundScoring.CallUnary(ctx, req)
+}
+
 // RewardModelServiceHandler is an implementation of the critic.v1.RewardModelService service.
 type RewardModelServiceHandler interface {
 	// CreateRewardModel queues a model trained on the selected traces. The
@@ -242,6 +263,12 @@ type RewardModelServiceHandler interface {
 	// every trace, fewest annotations first. NOT_FOUND for another owner's
 	// model, ABORTED before it succeeded or without reward statistics.
 	ReviewQueue(context.Context, *connect.Request[v1.ReviewQueueRequest]) (*connect.Response[v1.ReviewQueueResponse], error)
+	// SetBackgroundScoring is PUT /reward-models/{id}/background-scoring:
+	// pauses or resumes a succeeded model's background scoring (spec 001
+	// "Learned action credit"); a paused model still scores on request.
+	// NOT_FOUND for another owner's model, ABORTED before it succeeded.
+	// Needs a full-access key.
+	SetBackgroundScoring(context.Context, *connect.Request[v1.SetBackgroundScoringRequest]) (*connect.Response[v1.SetBackgroundScoringResponse], error)
 }
 
 // NewRewardModelServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -297,6 +324,12 @@ func NewRewardModelServiceHandler(svc RewardModelServiceHandler, opts ...connect
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	rewardModelServiceSetBackgroundScoringHandler := connect.NewUnaryHandler(
+		RewardModelServiceSetBackgroundScoringProcedure,
+		svc.SetBackgroundScoring,
+		connect.WithSchema(rewardModelServiceMethods.ByName("SetBackgroundScoring")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/critic.v1.RewardModelService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case RewardModelServiceCreateRewardModelProcedure:
@@ -313,6 +346,8 @@ func NewRewardModelServiceHandler(svc RewardModelServiceHandler, opts ...connect
 			rewardModelServiceScoreTraceHandler.ServeHTTP(w, r)
 		case RewardModelServiceReviewQueueProcedure:
 			rewardModelServiceReviewQueueHandler.ServeHTTP(w, r)
+		case RewardModelServiceSetBackgroundScoringProcedure:
+			rewardModelServiceSetBackgroundScoringHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -348,4 +383,8 @@ func (UnimplementedRewardModelServiceHandler) ScoreTrace(context.Context, *conne
 
 func (UnimplementedRewardModelServiceHandler) ReviewQueue(context.Context, *connect.Request[v1.ReviewQueueRequest]) (*connect.Response[v1.ReviewQueueResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("critic.v1.RewardModelService.ReviewQueue is not implemented"))
+}
+
+func (UnimplementedRewardModelServiceHandler) SetBackgroundScoring(context.Context, *connect.Request[v1.SetBackgroundScoringRequest]) (*connect.Response[v1.SetBackgroundScoringResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("critic.v1.RewardModelService.SetBackgroundScoring is not implemented"))
 }
