@@ -200,7 +200,19 @@ const (
 	EvaluatorTraceScored = "evaluator.trace_scored.v1"
 	// EvaluatorTraceScoringFailed: scoring that revision failed.
 	EvaluatorTraceScoringFailed = "evaluator.trace_scoring_failed.v1"
+	// EvaluatorTraceRescoreRequested: the trace's owner asked the live
+	// release to score the revision again ("Score again", spec 002): the
+	// saved checkpoint runs once more, with no labeling and no training.
+	EvaluatorTraceRescoreRequested = "evaluator.trace_rescore_requested.v1"
 )
+
+// EvaluatorTraceRescoreRequestedV1 names the revision and the release that
+// is to score it again.
+type EvaluatorTraceRescoreRequestedV1 struct {
+	TraceID       string `json:"trace_id"`
+	TraceRevision int    `json:"trace_revision"`
+	Release       int    `json:"release"`
+}
 
 // EvaluatorActionScore is one action's evaluator score: the raw reward and
 // its credit tanh((s − mean) / (2·std)) over the release's training action

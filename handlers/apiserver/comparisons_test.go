@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/commands"
@@ -436,6 +437,35 @@ func TestEvaluatorStatus(t *testing.T) {
 		return q.status == http.StatusOK && strings.Contains(string(q.body), "[2,1,0.5]") && strings.Contains(string(q.body), "[4,1,-0.5]")
 	}, 20*time.Second, 50*time.Millisecond, "the SQL snapshot never showed the evaluator scores: %s", q.body)
 
+	// "Score again" (spec 002): the live release scores the revision once
+	// more. The trace says scoring, the earlier scores still shown; one more
+	// report is then accepted (and only one), and its scores replace them.
+	r = e.do(t, "POST", "/api/v1/rm/traces/"+autoID+"/evaluator/rescore", nil)
+	require.Equal(t, http.StatusAccepted, r.status, string(r.body))
+	requireSchema(t, "TraceEvaluator", r.body)
+	var again struct {
+		Status       string `json:"status"`
+		ActionScores []any  `json:"action_scores"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &again))
+	require.Equal(t, "scoring", again.Status)
+	require.Len(t, again.ActionScores, 2, "the earlier scores stay until the new ones land")
+	claim, err = cmds.ClaimEvaluatorScoring(ctx, autoID)
+	require.NoError(t, err, "a scored revision may be claimed again once the owner asked")
+	rescored := scored
+	rescored.Scores = []jobs.EvaluatorActionScore{{StepID: claim.Inputs[0].StepID, Score: 0.5, Credit: 0.25}, {StepID: claim.Inputs[1].StepID, Score: 0.25, Credit: 0.125}}
+	sr, err = cmds.RecordEvaluatorScores(ctx, autoID, rescored)
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Waiter.Wait(ctx, sr.LastEventID))
+	_, err = cmds.RecordEvaluatorScores(ctx, autoID, rescored)
+	require.ErrorAs(t, err, &conflict, "one request, one more scoring")
+	r = e.do(t, "GET", "/api/v1/rm/traces/"+autoID, nil)
+	tr = traceEvaluator{}
+	require.NoError(t, json.Unmarshal(r.body, &tr))
+	require.Equal(t, "scored", tr.Evaluator.Status)
+	require.InDelta(t, 0.125, tr.Evaluator.ActionScores[1].Credit, 1e-12)
+	require.Equal(t, http.StatusNotFound, e.do(t, "POST", "/api/v1/rm/traces/"+uuid.NewString()+"/evaluator/rescore", nil).status)
+
 	// A scoring job that fails: the trace says so, with the worker's reason.
 	r = e.do(t, "POST", "/api/v1/rm/traces/import", map[string]any{"format": "stash", "data": `{"id":"auto-2","steps":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`})
 	require.NoError(t, json.Unmarshal(r.body, &imp))
@@ -461,6 +491,9 @@ func TestEvaluatorStatus(t *testing.T) {
 	require.NoError(t, json.Unmarshal(r.body, &live))
 	requireSchema(t, "EvaluatorStatus", r.body)
 	require.Equal(t, "waiting_for_first_release", live.Status, "after rolling back the only release traces wait again")
+	r = e.do(t, "POST", "/api/v1/rm/traces/"+autoID+"/evaluator/rescore", nil)
+	require.Equal(t, http.StatusConflict, r.status, "no release is live to score it again")
+	require.Contains(t, string(r.body), "no shared evaluator release is live")
 	require.Nil(t, live.Release)
 	require.Len(t, live.Releases, 1)
 	require.False(t, live.Releases[0].Live)

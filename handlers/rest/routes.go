@@ -107,6 +107,7 @@ func (a *API) Register(mux Mux) {
 	route("POST /traces/{trace_id}/completion", a.completion)
 	route("POST /traces/{trace_id}/labeling/retry", a.retryLabeling)
 	route("POST /traces/{trace_id}/labeling/rescore", a.rescoreLabels)
+	route("POST /traces/{trace_id}/evaluator/rescore", a.rescoreWithEvaluator)
 	route("GET /base-models", a.listBaseModels)
 	route("POST /reward-models", a.createRewardModel)
 	route("GET /reward-models", a.listRewardModels)

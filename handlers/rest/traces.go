@@ -282,6 +282,22 @@ func (a *API) retryLabeling(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// rescoreWithEvaluator is POST /traces/{id}/evaluator/rescore, "Score
+// again" (spec 002): 202 with the trace's evaluator block (status scoring);
+// 404 unowned trace, 409 while no shared evaluator release is live.
+func (a *API) rescoreWithEvaluator(w http.ResponseWriter, r *http.Request) error {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
+		return err
+	}
+	ev, err := a.backend().RescoreWithEvaluator(r.Context(), caller, r.PathValue("trace_id"))
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusAccepted, ev)
+	return nil
+}
+
 // rescoreLabels is POST /traces/{id}/labeling/rescore, the viewer's rescore
 // control: every chunk is labeled anew and so scored anew. 202 with the
 // labeling status; 404 unowned trace, 409 when the trace carries its own

@@ -14,10 +14,11 @@ import (
 )
 
 // evaluatorScoring publishes the shared evaluator's automatic-scoring
-// jobs of a batch: one per imported or revised trace while a release is
-// live, and one per trace of the deployment when a release ships or a
-// rollback brings one back (the rescore runs in the background; the old
-// scores stay until the new ones land). Whether a release is live is read
+// jobs of a batch: one per imported or revised trace, or trace whose owner
+// asked to score it again, while a release is live, and one per trace of
+// the deployment when a release ships or a rollback brings one back (the
+// rescore runs in the background; the old scores stay until the new ones
+// land). Whether a release is live is read
 // from the event store once per batch, after the batch's trace events were
 // appended, so a trace imported around a release is scored either by its
 // own job or by the release's rescore.
@@ -26,7 +27,7 @@ func (d *Dispatcher) evaluatorScoring(ctx context.Context, envs []events.Envelop
 	var corr string
 	for _, e := range envs {
 		switch e.Type {
-		case events.TraceImported, events.TraceRevised:
+		case events.TraceImported, events.TraceRevised, events.EvaluatorTraceRescoreRequested: // the last: "Score again"
 			var p struct {
 				TraceID string `json:"trace_id"`
 			}

@@ -13,6 +13,7 @@ import { Timeline } from "./Timeline";
 import { CreditStrip } from "./CreditStrip";
 import { ScoreActions } from "./ScoreActions";
 import { Rescore } from "./Rescore";
+import { ScoreAgain } from "./ScoreAgain";
 import { TrainedModels } from "./TrainedModels";
 import { TaskCard } from "./TaskCard";
 import { SectionCrumbs } from "./SectionCrumbs";
@@ -37,14 +38,14 @@ export function TraceViewer() {
   const { id = "" } = useParams();
   const { me, canWrite } = useAuth();
   const [params, setParams] = useSearchParams();
-  // Until when a rescore's new labels are awaited (Rescore.tsx).
-  const [relabelUntil, setRelabelUntil] = useState(0);
+  // Until when a rescore's new labels or a Score again's scores are awaited (Rescore.tsx, ScoreAgain.tsx).
+  const [watchUntil, setWatchUntil] = useState(0);
   const trace = useQuery({
     ...traceQuery(id),
     retry: (n, e) => n < 2 && (e as ApiError).status >= 500,
-    // While a scoring run is queued or running, or a rescore's labels are awaited, refresh until it ends.
+    // While a scoring run is queued or running, or a rescore's labels or scores are awaited, refresh until it ends.
     refetchInterval: (q) =>
-      q.state.data?.scoring_runs.some((r) => r.status === "queued" || r.status === "running") || Date.now() < relabelUntil ? 1000 : false,
+      q.state.data?.scoring_runs.some((r) => r.status === "queued" || r.status === "running") || Date.now() < watchUntil ? 1000 : false,
   });
   const ann = useAnnotate(id);
   const [expanded, setExpanded] = useState<Set<string>>(new Set());
@@ -345,7 +346,7 @@ export function TraceViewer() {
                 </button>
               </>
             )}
-            {canWrite && <Rescore trace={t} onWatch={setRelabelUntil} />}
+            {canWrite && <Rescore trace={t} onWatch={setWatchUntil} />}
             <button type="button" className="ghost" onClick={() => setHelp(true)} aria-label="Keyboard shortcuts">
               ? Shortcuts
             </button>
@@ -373,6 +374,7 @@ export function TraceViewer() {
           <span className={"chip" + (t.evaluator.status === "failed" ? " neg" : "")} title={t.evaluator.error ?? undefined}>
             Shared evaluator: {evaluatorStatusText(t.evaluator)}
           </span>
+          {canWrite && <ScoreAgain trace={t} onWatch={setWatchUntil} />}
           {models.length > 0 && (
             <label className="field inline">
               <span>Credit model</span>

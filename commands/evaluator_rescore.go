@@ -1,0 +1,35 @@
+package commands
+
+import (
+	"context"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+)
+
+// RescoreWithEvaluator is "Score again" on a trace (spec 002): the owner asks
+// the live shared-evaluator release to score the trace's current revision
+// once more — a fresh run of the saved checkpoint, with no labeling call and
+// no training. It appends evaluator.trace_rescore_requested, which lets one
+// more scoring of that revision and release be claimed (loadEvaluatorTrace)
+// and which the dispatch projection turns into a scoring job; the scores
+// already shown stay until the new ones land. Refused while no release is
+// live, since nothing could score it.
+func (c *Commands) RescoreWithEvaluator(ctx context.Context, actor Actor, traceID string) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		st, err := c.ownedTrace(ctx, actor, traceID)
+		if err != nil {
+			return Result{}, err
+		}
+		live, err := c.liveRelease(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		if live == nil {
+			return Result{}, &domain.ConflictError{Code: "no_live_release",
+				Message: "no shared evaluator release is live, so nothing can score the trace again; traces are scored once the first release ships"}
+		}
+		return c.appendToTrace(ctx, actor, st, events.EvaluatorTraceRescoreRequested,
+			events.EvaluatorTraceRescoreRequestedV1{TraceID: traceID, TraceRevision: st.Revision, Release: live.Release})
+	})
+}

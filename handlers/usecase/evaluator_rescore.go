@@ -1,0 +1,27 @@
+package usecase
+
+import (
+	"context"
+
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// RescoreWithEvaluator is POST /traces/{id}/evaluator/rescore ("Score
+// again", spec 002): the live shared-evaluator release scores the trace's
+// current revision once more. The answer is the trace's evaluator block
+// once the read model has the request: status scoring, the earlier scores
+// still listed until the new ones land.
+func (b Backend) RescoreWithEvaluator(ctx context.Context, caller *readmodel.Caller, traceID string) (*readmodel.TraceEvaluator, error) {
+	res, err := b.Cmds.RescoreWithEvaluator(ctx, Actor(caller), traceID)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Settle(ctx, res); err != nil {
+		return nil, err
+	}
+	d, err := b.Queries.GetTrace(ctx, caller.UserID, traceID)
+	if err != nil {
+		return nil, err
+	}
+	return &d.Evaluator, nil
+}
