@@ -37,21 +37,31 @@ type BackgroundQueries interface {
 // maxSkipped bounds the traces remembered as having nothing to score.
 const maxSkipped = 10000
 
-// RunBackgroundScoring requests background batches every interval until
-// ctx ends. debounce is the idle time a trace's last change must be older
-// than (by the database's clock, which times the changes).
+// busyInterval is how often background scoring looks for work while
+// batches are in flight: a batch that ends frees its slot for the next
+// one within this, not a whole interval later.
+const busyInterval = 250 * time.Millisecond
+
+// RunBackgroundScoring requests background batches every interval (every
+// busyInterval while any is in flight) until ctx ends. debounce is the
+// idle time a trace's last change must be older than (by the database's
+// clock, which times the changes).
 func RunBackgroundScoring(ctx context.Context, q BackgroundQueries, cmds *commands.Commands, interval, debounce time.Duration, log *slog.Logger) error {
 	// noActions remembers, per model, traces the command found nothing to
 	// score in (only thinking, say), so they are not nominated every tick.
 	noActions := map[string]map[string]bool{}
-	t := time.NewTicker(interval)
-	defer t.Stop()
+	busy := false
 	for {
+		wait := interval
+		if busy {
+			wait = min(interval, busyInterval)
+		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C:
+		case <-time.After(wait):
 		}
+		busy = false
 		now, err := q.DBNow(ctx)
 		if err != nil {
 			log.Warn("background scoring: read the database clock", "err", err)
@@ -66,6 +76,7 @@ func RunBackgroundScoring(ctx context.Context, q BackgroundQueries, cmds *comman
 			if ctx.Err() != nil {
 				return nil
 			}
+			busy = busy || m.ActiveBatches > 0
 			slots := MaxActiveBatches - m.ActiveBatches
 			if slots <= 0 {
 				continue
@@ -99,6 +110,7 @@ func RunBackgroundScoring(ctx context.Context, q BackgroundQueries, cmds *comman
 					skip[id] = true
 				}
 				if b.BatchID != "" {
+					busy = true
 					log.Info("background scoring: batch requested", "model", m.ID, "batch", b.BatchID, "traces", len(b.TraceIDs))
 				}
 			}
