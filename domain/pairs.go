@@ -53,6 +53,10 @@ type Rating struct {
 	// Rating is then its signed weight (criteria.Criterion.Weight), any
 	// integer, summed like ratings.
 	Weighted bool
+	// Adjudicated marks an admin's final judgment of a disputed target
+	// (annotation.adjudicated): it supersedes the members' ratings of
+	// that target, which are then not summed (issue 36).
+	Adjudicated bool
 }
 
 // Granularities of a Pair.
@@ -107,7 +111,7 @@ type target struct {
 //     which the API refuses);
 //  2. sum the ratings per trace (trace-level annotations) and per step;
 //     a positive sum makes the target chosen, a negative one rejected, zero
-//     neither;
+//     neither; a target with an adjudicated rating counts that alone;
 //  3. pair every chosen target with every rejected target of the same kind
 //     (trace with trace, step with step), chosen targets in (trace order,
 //     step index) order in the outer loop, rejected likewise inner, trace
@@ -144,9 +148,18 @@ func BuildPairsRendered(traces []PairTrace, ratings []Rating, maxPairs, inputVer
 	}
 
 	type targetKey struct{ trace, step int }
+	adjudicated := map[stepKey]bool{}
+	for _, r := range ratings {
+		if r.Adjudicated {
+			adjudicated[stepKey{r.TraceID, r.StepID}] = true
+		}
+	}
 	targets := map[targetKey]*target{}
 	for _, r := range ratings {
 		if r.LabelError || (!r.Weighted && r.Rating != 1 && r.Rating != -1) || r.Rating == 0 {
+			continue
+		}
+		if !r.Adjudicated && adjudicated[stepKey{r.TraceID, r.StepID}] {
 			continue
 		}
 		ti, ok := traceIdx[r.TraceID]

@@ -54,6 +54,10 @@ type TrainingConfig struct {
 	// their datasets as before.
 	Criterion     string `json:"criterion,omitempty"`
 	CriterionName string `json:"criterion_name,omitempty"`
+	// ExcludeDisputed leaves out the ratings (or criterion values) of
+	// targets the members disagree on and no admin has adjudicated, so a
+	// model learns only from what the team agrees on (issue 36).
+	ExcludeDisputed bool `json:"exclude_disputed,omitempty"`
 }
 
 // FeedbackPlan says, at request or retry time, whether this deployment

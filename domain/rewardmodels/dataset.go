@@ -2,9 +2,11 @@ package rewardmodels
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/agreement"
 	"github.com/criticml/critic/domain/comparisons"
 	"github.com/criticml/critic/domain/criteria"
 	"github.com/criticml/critic/domain/events"
@@ -104,12 +106,66 @@ func pairTrace(s traces.State, markThinking bool) domain.PairTrace {
 	return pt
 }
 
-// Ratings lists a trace's rating annotations in id order.
+// Ratings lists a trace's rating annotations in id order, then its
+// adjudicated ratings (which supersede the members' on their targets in
+// domain.BuildPairs; their provenance id is the adjudication's).
 func Ratings(s traces.State) []domain.Rating {
 	var out []domain.Rating
 	for _, a := range s.AnnotationsInOrder() {
 		if a.Rating != nil {
 			out = append(out, domain.Rating{AnnotationID: a.ID, TraceID: s.ID, StepID: a.StepID, Rating: *a.Rating, LabelError: a.LabelError})
+		}
+	}
+	for _, adj := range adjudications(s, "") {
+		out = append(out, domain.Rating{AnnotationID: adj.AdjudicationID, TraceID: s.ID, StepID: adj.StepID, Rating: adj.Rating, Adjudicated: true})
+	}
+	return out
+}
+
+// adjudications are a trace's adjudications of criterion criterionID ("":
+// of ratings), in key order.
+func adjudications(s traces.State, criterionID string) []events.AnnotationAdjudicatedV1 {
+	keys := make([]string, 0, len(s.Adjudications))
+	for k, adj := range s.Adjudications {
+		if adj.CriterionID == criterionID {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	out := make([]events.AnnotationAdjudicatedV1, len(keys))
+	for i, k := range keys {
+		out[i] = s.Adjudications[k]
+	}
+	return out
+}
+
+// withoutDisputed drops the member ratings of a trace's disputed targets
+// (agreement.Disputed over the members' live, unflagged ratings or
+// values: two or more members, not all the same) that have no
+// adjudication: training_config.exclude_disputed. An adjudicated target
+// keeps its adjudication, which supersedes the members anyway.
+func withoutDisputed(s traces.State, ratings []domain.Rating) []domain.Rating {
+	member := map[string]string{}
+	for _, a := range s.Annotations {
+		member[a.ID] = a.AuthorID
+	}
+	var js []agreement.Judgment
+	adjudicated := map[string]bool{}
+	for _, r := range ratings {
+		if r.Adjudicated {
+			adjudicated[r.StepID] = true
+		} else if !r.LabelError {
+			js = append(js, agreement.Judgment{Target: r.StepID, Member: member[r.AnnotationID], Value: float64(r.Rating)})
+		}
+	}
+	disputed := map[string]bool{}
+	for _, d := range agreement.Disputed(js) {
+		disputed[d.Target] = !adjudicated[d.Target]
+	}
+	out := ratings[:0:0]
+	for _, r := range ratings {
+		if r.Adjudicated || !disputed[r.StepID] {
+			out = append(out, r)
 		}
 	}
 	return out
@@ -127,6 +183,11 @@ func CriterionRatings(s traces.State, c *criteria.Criterion) []domain.Rating {
 		}
 		if w, ok := c.Weight(a.Value); ok {
 			out = append(out, domain.Rating{AnnotationID: a.ID, TraceID: s.ID, StepID: a.StepID, Rating: w, LabelError: a.LabelError, Weighted: true})
+		}
+	}
+	for _, adj := range adjudications(s, c.ID) {
+		if w, ok := c.Weight(adj.Value); ok {
+			out = append(out, domain.Rating{AnnotationID: adj.AdjudicationID, TraceID: s.ID, StepID: adj.StepID, Rating: w, Weighted: true, Adjudicated: true})
 		}
 	}
 	return out
@@ -178,13 +239,18 @@ func BuildDatasetFrom(in DatasetInputs) (Dataset, error) {
 	revision := map[string]int{}
 	for _, s := range selected {
 		pts = append(pts, PairTraceFor(s, in.Config))
+		var rs []domain.Rating
 		if in.Config.Criterion != "" {
 			if in.Criterion != nil {
-				ratings = append(ratings, CriterionRatings(s, in.Criterion)...)
+				rs = CriterionRatings(s, in.Criterion)
 			}
 		} else {
-			ratings = append(ratings, Ratings(s)...)
+			rs = Ratings(s)
 		}
+		if in.Config.ExcludeDisputed {
+			rs = withoutDisputed(s, rs)
+		}
+		ratings = append(ratings, rs...)
 		revision[s.ID] = s.Revision
 	}
 	sources := map[string]bool{}

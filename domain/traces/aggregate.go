@@ -79,7 +79,15 @@ type State struct {
 	// Comparisons are the reviewed comparisons of the trace, oldest first
 	// (a replaced revision's are kept in the log; readers match step ids).
 	Comparisons []events.ComparisonReviewedV1
+	// Adjudications are the final judgments of disputed targets by
+	// AdjudicationKey (the latest for each), which training counts instead
+	// of the members' ratings or values there (issue 36).
+	Adjudications map[string]events.AnnotationAdjudicatedV1
 }
+
+// AdjudicationKey names an adjudicated target: a step ("" = the whole
+// trace) and a criterion ("" = the rating).
+func AdjudicationKey(stepID, criterionID string) string { return stepID + "/" + criterionID }
 
 // Annotation is an annotation as the trace aggregate tracks it.
 type Annotation struct {
@@ -202,6 +210,7 @@ func (s *State) Apply(e events.Envelope) error {
 		s.Contribute = false
 		s.Compared = nil
 		s.Comparisons = nil
+		s.Adjudications = nil
 	case events.ComparisonReviewed:
 		var p events.ComparisonReviewedV1
 		_ = e.Decode(&p)
@@ -210,6 +219,15 @@ func (s *State) Apply(e events.Envelope) error {
 		}
 		s.Compared[p.FindingID+"/"+p.ReviewerID] = true
 		s.Comparisons = append(s.Comparisons, p)
+	case events.AnnotationAdjudicated:
+		var p events.AnnotationAdjudicatedV1
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		if s.Adjudications == nil {
+			s.Adjudications = map[string]events.AnnotationAdjudicatedV1{}
+		}
+		s.Adjudications[AdjudicationKey(p.StepID, p.CriterionID)] = p
 	case events.TraceContributionSet:
 		var p events.TraceContributionSetV1
 		_ = e.Decode(&p)
