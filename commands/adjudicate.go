@@ -1,0 +1,63 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/traces"
+)
+
+// Adjudicate is an admin's final judgment of a target the members
+// disagree on (issue 36): POST /traces/{id}/adjudications.
+type Adjudicate struct {
+	TraceID     string
+	StepID      string
+	Rating      *int
+	CriterionID string
+	Value       json.RawMessage
+	Reason      string
+	// By is the adjudicating member ("" = the actor's account).
+	By string
+}
+
+// AdjudicateResult carries the adjudication's id and what was recorded.
+type AdjudicateResult struct {
+	Result
+	Adjudication events.AnnotationAdjudicatedV1
+}
+
+// Adjudicate checks the judgment against the trace as its stream
+// describes it (traces.DecideAdjudicate) and appends
+// annotation.adjudicated to that stream; training then counts it instead
+// of the members' ratings of the target.
+func (c *Commands) Adjudicate(ctx context.Context, actor Actor, in Adjudicate) (AdjudicateResult, error) {
+	id := newID()
+	if in.By == "" {
+		in.By = actor.UserID
+	}
+	var p events.AnnotationAdjudicatedV1
+	r, err := retryOnConflict(func() (Result, error) {
+		st, err := c.ownedTrace(ctx, actor, in.TraceID)
+		if err != nil {
+			return Result{}, err
+		}
+		dec := traces.AdjudicateInput{AdjudicationID: id, StepID: in.StepID, Rating: in.Rating, CriterionID: in.CriterionID,
+			Value: in.Value, Reason: in.Reason, By: in.By}
+		if in.CriterionID != "" {
+			cs, err := c.criteria(ctx, actor.UserID)
+			if err != nil {
+				return Result{}, err
+			}
+			dec.Criterion, _ = cs.Get(in.CriterionID)
+		}
+		p, err = traces.DecideAdjudicate(st, dec)
+		if err != nil {
+			return Result{}, err
+		}
+		stream := events.TraceStream(st.ID)
+		return c.append(ctx, actor, map[string]int64{stream: st.Version}, []events.New{{
+			ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: events.AnnotationAdjudicated, Payload: p}})
+	})
+	return AdjudicateResult{Result: r, Adjudication: p}, err
+}
