@@ -1,11 +1,13 @@
 package traces
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/labels"
 )
 
@@ -61,4 +63,33 @@ func TestDecideStepLabels(t *testing.T) {
 	_, err = DecideStepLabels(gone, in)
 	var nf *domain.NotFoundError
 	require.ErrorAs(t, err, &nf)
+}
+
+// A rescore (a relabel request) makes every recorded label count as missing
+// for the labeler until a new label of its chunk supersedes it; the labels
+// themselves stay for scoring in between.
+func TestRelabelMarksRecordedLabelsStale(t *testing.T) {
+	t.Parallel()
+	var st State
+	apply := func(typ string, p any) {
+		raw, err := json.Marshal(p)
+		require.NoError(t, err)
+		require.NoError(t, st.Apply(events.Envelope{Type: typ, Version: st.Version + 1, Payload: raw}))
+	}
+	a := labels.Label{ChunkID: "a", Actor: labels.ActorUser}
+	b := labels.Label{ChunkID: "b", Actor: labels.ActorAgent}
+	apply(events.TraceStepsLabeled, events.TraceStepsLabeledV1{TraceID: "t1", Labels: []labels.Label{a, b}})
+	require.Equal(t, map[string]bool{"a": true, "b": true}, st.CurrentLabels())
+
+	apply(events.TraceLabelingRequested, events.TraceLabelingRequestedV1{TraceID: "t1"})
+	require.Equal(t, map[string]bool{"a": true, "b": true}, st.CurrentLabels(), "a retry keeps what is labeled")
+
+	apply(events.TraceLabelingRequested, events.TraceLabelingRequestedV1{TraceID: "t1", Relabel: true})
+	require.Empty(t, st.CurrentLabels(), "a rescore asks for every chunk")
+	require.Len(t, st.StepLabels, 2, "the old labels still score the trace")
+
+	a.Intent = labels.IntentFollowUp
+	apply(events.TraceStepsLabeled, events.TraceStepsLabeledV1{TraceID: "t1", Labels: []labels.Label{a}})
+	require.Equal(t, map[string]bool{"a": true}, st.CurrentLabels())
+	require.Equal(t, labels.IntentFollowUp, st.StepLabels["a"].Intent)
 }
