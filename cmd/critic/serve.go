@@ -158,7 +158,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
 		gen := assessments(cfg.LLM, a)
 		fleet := workerapi.NewFleet(time.Now)
-		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).WithAssessments(gen).WithEvaluatorPolicy(evalPolicy).WithWorkers(fleet).Register(mux)
+		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).WithAssessments(gen).WithEvaluatorPolicy(evalPolicy).WithWorkers(fleet, cfg.ModelRoots).Register(mux)
 		wapi := workerapi.New(a.Cmds, token, cfg.WorkerLease).WithTrainingQueue(a.Queries).WithFleet(fleet)
 		if tel.Metrics != nil {
 			wapi.WithObserver(tel.Metrics)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -195,13 +196,16 @@ type BaseList struct {
 // default first when it is reachable, then the demo base, cached and
 // local ones by name, unreachable ones last. Without any worker the hub
 // default is listed unreachable. Hint says what to change when the
-// default cannot be reached, or when no worker reported.
-func ListBases(workers []WorkerBases, noWorkersHint string) BaseList {
+// default cannot be reached, or when no worker reported. A directory a
+// worker has but the API would refuse as base_model (outside roots, the
+// API's model roots) is not offered; the hint names it and the variable.
+func ListBases(workers []WorkerBases, roots []string, noWorkersHint string) BaseList {
 	out := BaseList{Bases: []ListedBase{}, Compute: BaseCompute{Workers: len(workers)}}
 	device := ""
 	byID := map[string]*ListedBase{}
 	var order []string
 	hubErr := ""
+	var refused []string
 	for _, w := range workers {
 		if w.Device == DeviceGPU {
 			out.Compute.GPUWorkers++
@@ -213,6 +217,12 @@ func ListBases(workers []WorkerBases, noWorkersHint string) BaseList {
 			hubErr = w.HubError
 		}
 		for _, b := range w.Bases {
+			if CheckBaseModel(b.ID, roots) != nil {
+				if !slices.Contains(refused, b.Name) {
+					refused = append(refused, b.Name)
+				}
+				continue
+			}
 			if lb, ok := byID[b.ID]; ok {
 				lb.Reachable = lb.Reachable && b.Reachable
 				continue
@@ -288,6 +298,14 @@ func ListBases(workers []WorkerBases, noWorkersHint string) BaseList {
 			h += " (" + hubErr + ")"
 		}
 		h += ". " + HubAdvice(local)
+		out.Hint = &h
+	}
+	if len(refused) > 0 {
+		h := "Not offered: " + strings.Join(refused, ", ") + " — on the workers but outside this API's model roots; add their directories to " +
+			EnvModelRoots + " on the API to offer them."
+		if out.Hint != nil {
+			h = *out.Hint + " " + h
+		}
 		out.Hint = &h
 	}
 	return out

@@ -28,7 +28,8 @@ func TestListBases(t *testing.T) {
 		return out
 	}
 
-	up := ListBases([]WorkerBases{{Device: DeviceCPU, Bases: []BaseChoice{demo, mine, hubUp}}}, "none")
+	roots := []string{"/d/models", "/roots"}
+	up := ListBases([]WorkerBases{{Device: DeviceCPU, Bases: []BaseChoice{demo, mine, hubUp}}}, roots, "none")
 	require.Equal(t, []string{"+" + DefaultBaseModel, "+" + DemoBaseName, "+mine"}, ids(up))
 	require.Nil(t, up.Hint)
 	require.True(t, up.Bases[0].Default)
@@ -39,7 +40,7 @@ func TestListBases(t *testing.T) {
 	down := ListBases([]WorkerBases{
 		{Device: DeviceCPU, Bases: []BaseChoice{demo, mine, hubDown}, HubError: "lookup huggingface.co: no such host"},
 		{Device: DeviceGPU, Bases: []BaseChoice{demo, hubUp}},
-	}, "none")
+	}, roots, "none")
 	require.Equal(t, []string{"+" + DemoBaseName, "-" + DefaultBaseModel, "-mine"}, ids(down)) // unreachable last, by name
 	require.Equal(t, BaseCompute{Workers: 2, GPUWorkers: 1, Device: down.Compute.Device}, down.Compute)
 	require.Equal(t, DeviceGPU, *down.Compute.Device)
@@ -49,7 +50,12 @@ func TestListBases(t *testing.T) {
 		"(lookup huggingface.co: no such host). Set HF_ENDPOINT on the workers to a hub or mirror they can reach (and HF_TOKEN if it needs one), "+
 		"or choose a base model this server has locally: demo-qwen3-tiny.", *down.Hint)
 
-	none := ListBases(nil, "no worker")
+	// A directory outside the API's roots is not offered, and the hint says why.
+	outside := ListBases([]WorkerBases{{Device: DeviceCPU, Bases: []BaseChoice{demo, mine, hubUp}}}, []string{"/d/models"}, "none")
+	require.Equal(t, []string{"+" + DefaultBaseModel, "+" + DemoBaseName}, ids(outside))
+	require.Equal(t, "Not offered: mine — on the workers but outside this API's model roots; add their directories to CRITIC_MODEL_ROOTS on the API to offer them.", *outside.Hint)
+
+	none := ListBases(nil, roots, "no worker")
 	require.Equal(t, []string{"-" + DefaultBaseModel}, ids(none))
 	require.Nil(t, none.Bases[0].SecondsPerPair)
 	require.Equal(t, "no worker", *none.Hint)

@@ -15,9 +15,12 @@ type Workers interface {
 }
 
 // WithWorkers sets where GET /base-models learns which bases the workers
-// can load; without it the list is the hub default, unreachable.
-func (a *API) WithWorkers(w Workers) *API {
-	a.workers = w
+// can load, and modelRoots, where a tenant's local base_model may lie
+// (commands.WithModelRoots: the same rule POST /reward-models applies, so
+// nothing is offered that would be refused); without it the list is the
+// hub default, unreachable.
+func (a *API) WithWorkers(w Workers, modelRoots []string) *API {
+	a.workers, a.modelRoots = w, modelRoots
 	return a
 }
 
@@ -34,6 +37,6 @@ func (a *API) listBaseModels(w http.ResponseWriter, _ *http.Request) error {
 	if a.workers != nil {
 		ws = a.workers.Present()
 	}
-	edge.WriteJSON(w, http.StatusOK, rewardmodels.ListBases(ws, noWorkersHint))
+	edge.WriteJSON(w, http.StatusOK, rewardmodels.ListBases(ws, a.modelRoots, noWorkersHint))
 	return nil
 }

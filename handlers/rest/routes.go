@@ -47,6 +47,9 @@ type API struct {
 	evaluatorPolicy *evaluator.Policy
 	// workers is what GET /base-models lists from; nil → no worker known.
 	workers Workers
+	// modelRoots is where a tenant's local base_model may lie (GET
+	// /base-models offers nothing POST /reward-models would refuse).
+	modelRoots []string
 }
 
 // New returns the REST API.
