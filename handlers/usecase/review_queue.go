@@ -76,9 +76,22 @@ func ReviewLimit(raw string) (int, error) {
 // trace's current revision count; thinking steps are never actions. Without
 // one: the traces the caller has not rated as a whole, fewest annotations
 // first.
+//
+// With several members the queue is the member's: it offers what still
+// needs a judgment under the account's overlap (agreement.NeedsJudgment).
 func (b Backend) ReviewQueue(ctx context.Context, caller *readmodel.Caller, modelID string, limit int) (ReviewQueue, error) {
+	return b.ReviewQueueFor(ctx, caller, caller.UserID, modelID, limit)
+}
+
+// ReviewQueueFor is ReviewQueue for one member of the caller's account
+// (the id their annotations carry as author).
+func (b Backend) ReviewQueueFor(ctx context.Context, caller *readmodel.Caller, member, modelID string, limit int) (ReviewQueue, error) {
+	overlap, err := b.Queries.ReviewOverlap(ctx, caller.UserID)
+	if err != nil {
+		return ReviewQueue{}, err
+	}
 	if modelID == "" {
-		cands, err := b.Queries.LeastAnnotatedTraces(ctx, caller.UserID, limit)
+		cands, err := b.Queries.LeastAnnotatedTraces(ctx, caller.UserID, member, overlap, limit)
 		if err != nil {
 			return ReviewQueue{}, err
 		}
@@ -102,11 +115,11 @@ func (b Backend) ReviewQueue(ctx context.Context, caller *readmodel.Caller, mode
 			Message: "reward model " + modelID + " has no reward statistics (reward_stats.json), so its trace scores cannot be calibrated; retrain it"}
 	}
 	stats := *m.RewardStats
-	traces, err := b.Queries.UncertainTraces(ctx, caller.UserID, modelID, stats.Mean, limit)
+	traces, err := b.Queries.UncertainTraces(ctx, caller.UserID, member, overlap, modelID, stats.Mean, limit)
 	if err != nil {
 		return ReviewQueue{}, err
 	}
-	actions, err := b.Queries.UncertainActions(ctx, caller.UserID, modelID, limit)
+	actions, err := b.Queries.UncertainActions(ctx, caller.UserID, member, overlap, modelID, limit)
 	if err != nil {
 		return ReviewQueue{}, err
 	}

@@ -22,7 +22,7 @@ var appliers = buildAppliers()
 func buildAppliers() map[string]applier {
 	all := map[string]applier{}
 	for _, table := range []map[string]applier{coreAppliers, criteriaAppliers, modelAppliers, extractionAppliers,
-		gepaAppliers, assessmentAppliers, labelAppliers, evaluatorRescoreAppliers} {
+		gepaAppliers, assessmentAppliers, labelAppliers, evaluatorRescoreAppliers, teamAppliers} {
 		for typ, a := range table {
 			if all[typ] != nil {
 				panic("readmodel: two appliers for " + typ)
@@ -30,7 +30,7 @@ func buildAppliers() map[string]applier {
 			all[typ] = a
 		}
 	}
-	for _, extras := range []map[string]applier{feedbackColumnAppliers, listColumnAppliers} {
+	for _, extras := range []map[string]applier{feedbackColumnAppliers, listColumnAppliers, teamExtraAppliers} {
 		for typ, extra := range extras {
 			all[typ] = then(all[typ], extra)
 		}

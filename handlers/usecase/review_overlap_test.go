@@ -1,0 +1,142 @@
+package usecase_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/handlers/usecase"
+	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/pg/pgtest"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// TestReviewQueueOverlapTwoWithThreeReviewers: with overlap 2, three
+// reviewers taking the first item of their own queue in turn until every
+// queue is empty leave each of 20 traces judged by exactly two of them;
+// no queue offers a member what they judged; with overlap 1 (the default)
+// one judgment takes an item out of every queue. The judgments are
+// annotation.added events with the reviewer as author, as members' ratings
+// are recorded, applied to the read model.
+func TestReviewQueueOverlapTwoWithThreeReviewers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	store := eventstore.New(pool, blobs)
+	cmds := commands.New(store)
+	proj := readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	b := usecase.Backend{Cmds: cmds, Queries: readmodel.NewQueries(pool)}
+	u, err := cmds.CreateUser(ctx, "team-overlap", false)
+	require.NoError(t, err)
+	actor := commands.Actor{UserID: u.UserID}
+	caller := &readmodel.Caller{UserID: u.UserID}
+	var lines []string
+	for i := range 20 {
+		lines = append(lines, fmt.Sprintf(`{"id":"t%02d","title":"T%02d","steps":[{"role":"user","content":"q%d"},{"role":"assistant","content":"a%d"}]}`, i, i, i, i))
+	}
+	imp, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(strings.Join(lines, "\n"))})
+	require.NoError(t, err)
+	require.Len(t, imp.TraceIDs, 20)
+	catchUp := func() {
+		all, err := store.ReadAfter(ctx, 0, 100000)
+		require.NoError(t, err)
+		require.NoError(t, proj.Apply(ctx, all))
+	}
+	up := 1
+	judge := func(member, traceID string) {
+		stream := events.TraceStream(traceID)
+		loaded, err := store.LoadStreams(ctx, []string{stream})
+		require.NoError(t, err)
+		evs := loaded[stream]
+		_, err = store.Append(ctx, eventstore.Meta{Actor: "user:" + member}, map[string]int64{stream: evs[len(evs)-1].Version}, []events.New{{
+			ID: uuid.NewString(), Stream: stream, OwnerID: u.UserID, Type: events.AnnotationAdded,
+			Payload: events.AnnotationAddedV1{AnnotationID: uuid.NewString(), TraceID: traceID, Rating: &up, AuthorID: member, AuthorName: member, TraceRevision: 1},
+		}})
+		require.NoError(t, err)
+		catchUp()
+	}
+	queue := func(member string) []string {
+		q, err := b.ReviewQueueFor(ctx, caller, member, "", usecase.DefaultReviewLimit)
+		require.NoError(t, err)
+		var ids []string
+		for _, it := range q.Items {
+			ids = append(ids, it.TraceID)
+		}
+		return ids
+	}
+	reviewers := []string{uuid.NewString(), uuid.NewString(), uuid.NewString()}
+	catchUp()
+
+	// Overlap 1 (the default): the first reviewer's judgment takes the
+	// item out of everyone's queue.
+	require.Len(t, queue(reviewers[1]), 20)
+	judge(reviewers[0], imp.TraceIDs[0])
+	for _, r := range reviewers {
+		require.NotContains(t, queue(r), imp.TraceIDs[0])
+		require.Len(t, queue(r), 19)
+	}
+
+	// Overlap 2: the item goes back to the two who have not judged it.
+	_, err = cmds.SetReviewOverlap(ctx, actor, 0)
+	var ve *domain.ValidationError
+	require.ErrorAs(t, err, &ve)
+	require.Equal(t, "overlap", ve.Field)
+	_, err = cmds.SetReviewOverlap(ctx, actor, 2)
+	require.NoError(t, err)
+	catchUp()
+	require.Len(t, queue(reviewers[1]), 20)
+	require.Len(t, queue(reviewers[0]), 19)
+
+	judgedBy := map[string][]string{imp.TraceIDs[0]: {reviewers[0]}}
+	for turns := 0; ; turns++ {
+		require.Less(t, turns, 200, "the queues never emptied")
+		took := false
+		for _, r := range reviewers {
+			q := queue(r)
+			if len(q) == 0 {
+				continue
+			}
+			for _, id := range q {
+				require.NotContains(t, judgedBy[id], r, "a queue offered %s a trace they judged", r)
+				require.Less(t, len(judgedBy[id]), 2, "a queue offered a trace judged twice")
+			}
+			judge(r, q[0])
+			judgedBy[q[0]] = append(judgedBy[q[0]], r)
+			took = true
+		}
+		if !took {
+			break
+		}
+	}
+	perReviewer := map[string]int{}
+	for _, id := range imp.TraceIDs {
+		require.Len(t, judgedBy[id], 2, "trace %s", id)
+		require.NotEqual(t, judgedBy[id][0], judgedBy[id][1])
+		for _, r := range judgedBy[id] {
+			perReviewer[r]++
+		}
+	}
+	// Three reviewers share 40 judgments: each did about a third.
+	for _, r := range reviewers {
+		require.InDelta(t, 13, perReviewer[r], 1, "reviewer %s", r)
+	}
+	// The read model agrees: every trace has exactly two whole-trace
+	// ratings, by two members; the account's own queue is empty too.
+	var wrong int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM rm_traces t WHERE t.owner_id = $1 AND
+		(SELECT count(DISTINCT a.author_id) FROM rm_annotations a WHERE a.trace_id = t.id AND a.step_id IS NULL AND a.rating IS NOT NULL) <> 2`, u.UserID).Scan(&wrong))
+	require.Zero(t, wrong)
+	require.Empty(t, queue(u.UserID))
+}
