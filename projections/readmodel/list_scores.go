@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
@@ -118,7 +119,7 @@ func refreshAssessment(ctx context.Context, tx pgx.Tx, traceID string) error {
 			OR EXISTS (SELECT 1 FROM rm_step_labels l WHERE l.trace_id = t.id)
 			OR EXISTS (SELECT 1 FROM rm_steps s WHERE s.trace_id = t.id AND s.metadata ? $3)
 		FROM rm_traces t WHERE t.id = $1`, traceID, assessment.RubricSummaryKey, labels.MetadataKey).Scan(&meta, &maybe)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // deleted since
 	}
 	if err != nil {
