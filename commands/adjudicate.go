@@ -17,7 +17,7 @@ type Adjudicate struct {
 	CriterionID string
 	Value       json.RawMessage
 	Reason      string
-	// By is the adjudicating member ("" = the actor's account).
+	// By is the adjudicating member ("" = the actor's member).
 	By string
 }
 
@@ -34,7 +34,7 @@ type AdjudicateResult struct {
 func (c *Commands) Adjudicate(ctx context.Context, actor Actor, in Adjudicate) (AdjudicateResult, error) {
 	id := newID()
 	if in.By == "" {
-		in.By = actor.UserID
+		in.By = actor.Member()
 	}
 	var p events.AnnotationAdjudicatedV1
 	r, err := retryOnConflict(func() (Result, error) {

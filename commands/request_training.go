@@ -31,6 +31,8 @@ type TrainingConfig struct {
 	CriteriaSet bool
 	// Criterion is the id of a criterion of the account to train on.
 	Criterion *string
+	// ExcludeDisputed leaves out disputed, unadjudicated targets (issue 36).
+	ExcludeDisputed *bool
 }
 
 // checkConfig applies training_config's defaults and refuses what cannot
@@ -56,6 +58,9 @@ func checkConfig(in *TrainingConfig) (events.TrainingConfig, error) {
 			return cfg, bad("input_version", fmt.Sprintf("input_version must be 1 or 3, not %d", *in.InputVersion))
 		}
 		cfg.InputVersion = *in.InputVersion
+	}
+	if in.ExcludeDisputed != nil {
+		cfg.ExcludeDisputed = *in.ExcludeDisputed
 	}
 	if in.CriteriaSet {
 		if len(in.Criteria) < 1 || len(in.Criteria) > 12 {

@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/commands"
@@ -21,6 +23,74 @@ import (
 	"github.com/criticml/critic/projections/readmodel"
 )
 
+// teamFixture is an account with n imported traces (t00, t01, …) whose
+// read model a test applies by hand, and a way to record a member's
+// rating as members' ratings are recorded: annotation.added with the
+// member as author.
+type teamFixture struct {
+	b      usecase.Backend
+	cmds   *commands.Commands
+	store  *eventstore.Store
+	pool   *pgxpool.Pool
+	proj   *readmodel.Projection
+	actor  commands.Actor
+	caller *readmodel.Caller
+	ids    []string
+}
+
+func newTeamFixture(t *testing.T, n int) *teamFixture {
+	t.Helper()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	store := eventstore.New(pool, blobs)
+	cmds := commands.New(store)
+	w := readmodel.NewWaiter(pool, 300*time.Millisecond)
+	wctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	go w.Listen(wctx)
+	f := &teamFixture{b: usecase.Backend{Cmds: cmds, Queries: readmodel.NewQueries(pool), Waiter: w}, cmds: cmds, store: store, pool: pool,
+		proj: readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	u, err := cmds.CreateUser(ctx, "team", false)
+	require.NoError(t, err)
+	f.actor, f.caller = commands.Actor{UserID: u.UserID}, &readmodel.Caller{UserID: u.UserID}
+	var lines []string
+	for i := range n {
+		lines = append(lines, fmt.Sprintf(`{"id":"t%02d","title":"T%02d","steps":[{"role":"user","content":"q%d"},{"role":"assistant","content":"a%d"}]}`, i, i, i, i))
+	}
+	imp, err := cmds.ImportTraces(ctx, f.actor, commands.ImportTraces{Format: "stash", Data: []byte(strings.Join(lines, "\n"))})
+	require.NoError(t, err)
+	require.Len(t, imp.TraceIDs, n)
+	f.ids = imp.TraceIDs
+	f.catchUp(t)
+	return f
+}
+
+// catchUp applies every stored event to the read model.
+func (f *teamFixture) catchUp(t *testing.T) {
+	t.Helper()
+	all, err := f.store.ReadAfter(context.Background(), 0, 100000)
+	require.NoError(t, err)
+	require.NoError(t, f.proj.Apply(context.Background(), all))
+}
+
+// rate records member's whole-trace rating and applies it.
+func (f *teamFixture) rate(t *testing.T, member, traceID string, rating int) {
+	t.Helper()
+	ctx := context.Background()
+	stream := events.TraceStream(traceID)
+	loaded, err := f.store.LoadStreams(ctx, []string{stream})
+	require.NoError(t, err)
+	evs := loaded[stream]
+	_, err = f.store.Append(ctx, eventstore.Meta{Actor: "user:" + member}, map[string]int64{stream: evs[len(evs)-1].Version}, []events.New{{
+		ID: uuid.NewString(), Stream: stream, OwnerID: f.caller.UserID, Type: events.AnnotationAdded,
+		Payload: events.AnnotationAddedV1{AnnotationID: uuid.NewString(), TraceID: traceID, Rating: &rating, AuthorID: member, AuthorName: "name of " + member, TraceRevision: 1},
+	}})
+	require.NoError(t, err)
+	f.catchUp(t)
+}
+
 // TestReviewQueueOverlapTwoWithThreeReviewers: with overlap 2, three
 // reviewers taking the first item of their own queue in turn until every
 // queue is empty leave each of 20 traces judged by exactly two of them;
@@ -31,42 +101,10 @@ import (
 func TestReviewQueueOverlapTwoWithThreeReviewers(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	blobs, err := blob.NewLocal(t.TempDir())
-	require.NoError(t, err)
-	store := eventstore.New(pool, blobs)
-	cmds := commands.New(store)
-	proj := readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	b := usecase.Backend{Cmds: cmds, Queries: readmodel.NewQueries(pool)}
-	u, err := cmds.CreateUser(ctx, "team-overlap", false)
-	require.NoError(t, err)
-	actor := commands.Actor{UserID: u.UserID}
-	caller := &readmodel.Caller{UserID: u.UserID}
-	var lines []string
-	for i := range 20 {
-		lines = append(lines, fmt.Sprintf(`{"id":"t%02d","title":"T%02d","steps":[{"role":"user","content":"q%d"},{"role":"assistant","content":"a%d"}]}`, i, i, i, i))
-	}
-	imp, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(strings.Join(lines, "\n"))})
-	require.NoError(t, err)
-	require.Len(t, imp.TraceIDs, 20)
-	catchUp := func() {
-		all, err := store.ReadAfter(ctx, 0, 100000)
-		require.NoError(t, err)
-		require.NoError(t, proj.Apply(ctx, all))
-	}
-	up := 1
-	judge := func(member, traceID string) {
-		stream := events.TraceStream(traceID)
-		loaded, err := store.LoadStreams(ctx, []string{stream})
-		require.NoError(t, err)
-		evs := loaded[stream]
-		_, err = store.Append(ctx, eventstore.Meta{Actor: "user:" + member}, map[string]int64{stream: evs[len(evs)-1].Version}, []events.New{{
-			ID: uuid.NewString(), Stream: stream, OwnerID: u.UserID, Type: events.AnnotationAdded,
-			Payload: events.AnnotationAddedV1{AnnotationID: uuid.NewString(), TraceID: traceID, Rating: &up, AuthorID: member, AuthorName: member, TraceRevision: 1},
-		}})
-		require.NoError(t, err)
-		catchUp()
-	}
+	f := newTeamFixture(t, 20)
+	b, cmds, actor, caller := f.b, f.cmds, f.actor, f.caller
+	catchUp := func() { f.catchUp(t) }
+	judge := func(member, traceID string) { f.rate(t, member, traceID, 1) }
 	queue := func(member string) []string {
 		q, err := b.ReviewQueueFor(ctx, caller, member, "", usecase.DefaultReviewLimit)
 		require.NoError(t, err)
@@ -82,14 +120,14 @@ func TestReviewQueueOverlapTwoWithThreeReviewers(t *testing.T) {
 	// Overlap 1 (the default): the first reviewer's judgment takes the
 	// item out of everyone's queue.
 	require.Len(t, queue(reviewers[1]), 20)
-	judge(reviewers[0], imp.TraceIDs[0])
+	judge(reviewers[0], f.ids[0])
 	for _, r := range reviewers {
-		require.NotContains(t, queue(r), imp.TraceIDs[0])
+		require.NotContains(t, queue(r), f.ids[0])
 		require.Len(t, queue(r), 19)
 	}
 
 	// Overlap 2: the item goes back to the two who have not judged it.
-	_, err = cmds.SetReviewOverlap(ctx, actor, 0)
+	_, err := cmds.SetReviewOverlap(ctx, actor, 0)
 	var ve *domain.ValidationError
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, "overlap", ve.Field)
@@ -99,7 +137,7 @@ func TestReviewQueueOverlapTwoWithThreeReviewers(t *testing.T) {
 	require.Len(t, queue(reviewers[1]), 20)
 	require.Len(t, queue(reviewers[0]), 19)
 
-	judgedBy := map[string][]string{imp.TraceIDs[0]: {reviewers[0]}}
+	judgedBy := map[string][]string{f.ids[0]: {reviewers[0]}}
 	for turns := 0; ; turns++ {
 		require.Less(t, turns, 200, "the queues never emptied")
 		took := false
@@ -121,7 +159,7 @@ func TestReviewQueueOverlapTwoWithThreeReviewers(t *testing.T) {
 		}
 	}
 	perReviewer := map[string]int{}
-	for _, id := range imp.TraceIDs {
+	for _, id := range f.ids {
 		require.Len(t, judgedBy[id], 2, "trace %s", id)
 		require.NotEqual(t, judgedBy[id][0], judgedBy[id][1])
 		for _, r := range judgedBy[id] {
@@ -135,8 +173,8 @@ func TestReviewQueueOverlapTwoWithThreeReviewers(t *testing.T) {
 	// The read model agrees: every trace has exactly two whole-trace
 	// ratings, by two members; the account's own queue is empty too.
 	var wrong int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM rm_traces t WHERE t.owner_id = $1 AND
-		(SELECT count(DISTINCT a.author_id) FROM rm_annotations a WHERE a.trace_id = t.id AND a.step_id IS NULL AND a.rating IS NOT NULL) <> 2`, u.UserID).Scan(&wrong))
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT count(*) FROM rm_traces t WHERE t.owner_id = $1 AND
+		(SELECT count(DISTINCT a.author_id) FROM rm_annotations a WHERE a.trace_id = t.id AND a.step_id IS NULL AND a.rating IS NOT NULL) <> 2`, caller.UserID).Scan(&wrong))
 	require.Zero(t, wrong)
-	require.Empty(t, queue(u.UserID))
+	require.Empty(t, queue(caller.UserID))
 }

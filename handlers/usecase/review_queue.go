@@ -80,7 +80,7 @@ func ReviewLimit(raw string) (int, error) {
 // With several members the queue is the member's: it offers what still
 // needs a judgment under the account's overlap (agreement.NeedsJudgment).
 func (b Backend) ReviewQueue(ctx context.Context, caller *readmodel.Caller, modelID string, limit int) (ReviewQueue, error) {
-	return b.ReviewQueueFor(ctx, caller, caller.UserID, modelID, limit)
+	return b.ReviewQueueFor(ctx, caller, Actor(caller).Member(), modelID, limit)
 }
 
 // ReviewQueueFor is ReviewQueue for one member of the caller's account

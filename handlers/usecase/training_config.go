@@ -11,7 +11,7 @@ import (
 )
 
 // ParseTrainingConfig reads POST /reward-models' training_config:
-// {annotation_source?, input_version?, criteria?, criterion?}. Absent or null is the
+// {annotation_source?, input_version?, criteria?, criterion?, exclude_disputed?}. Absent or null is the
 // defaults; an unknown field or a wrong type is a 422 naming
 // training_config.<field>. Values are checked by the command.
 func ParseTrainingConfig(raw json.RawMessage) (*commands.TrainingConfig, error) {
@@ -69,8 +69,17 @@ func ParseTrainingConfig(raw json.RawMessage) (*commands.TrainingConfig, error) 
 				return nil, bad(name, "must be a criterion id (a string)")
 			}
 			cfg.Criterion = &id
+		case "exclude_disputed":
+			if isNull {
+				continue
+			}
+			var b bool
+			if err := json.Unmarshal(v, &b); err != nil {
+				return nil, bad(name, "must be true or false")
+			}
+			cfg.ExcludeDisputed = &b
 		default:
-			return nil, bad(name, "unknown field (allowed: annotation_source, input_version, criteria, criterion)")
+			return nil, bad(name, "unknown field (allowed: annotation_source, input_version, criteria, criterion, exclude_disputed)")
 		}
 	}
 	return cfg, nil

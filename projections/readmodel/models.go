@@ -57,6 +57,8 @@ type ModelTrainingConfig struct {
 	InputVersion     int     `json:"input_version"`
 	Criterion        *string `json:"criterion"`
 	CriterionName    *string `json:"criterion_name"`
+	// ExcludeDisputed: disputed, unadjudicated targets were left out.
+	ExcludeDisputed bool `json:"exclude_disputed"`
 }
 
 // modelTrainingConfig reads the stored training_config (the request's,
@@ -73,7 +75,7 @@ func modelTrainingConfig(raw []byte) (ModelTrainingConfig, error) {
 
 // trainingConfigView is what a model shows of its training config.
 func trainingConfigView(cfg events.TrainingConfig) ModelTrainingConfig {
-	out := ModelTrainingConfig{AnnotationSource: cfg.AnnotationSource, InputVersion: cfg.InputVersion}
+	out := ModelTrainingConfig{AnnotationSource: cfg.AnnotationSource, InputVersion: cfg.InputVersion, ExcludeDisputed: cfg.ExcludeDisputed}
 	if cfg.Criterion != "" {
 		id, name := cfg.Criterion, cfg.CriterionName
 		out.Criterion, out.CriterionName = &id, &name

@@ -1,0 +1,105 @@
+package rest
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/handlers/edge"
+)
+
+// agreement is GET /agreement?reward_model_id=: how far the account's
+// members agree (issue 36), for the team page.
+func (a *API) agreement(w http.ResponseWriter, r *http.Request) error {
+	rep, err := a.backend().Agreement(r.Context(), edge.CallerFrom(r.Context()), r.URL.Query().Get("reward_model_id"))
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusOK, rep)
+	return nil
+}
+
+// disputed is GET /disputed: the targets the members disagree on, for an
+// admin to adjudicate.
+func (a *API) disputed(w http.ResponseWriter, r *http.Request) error {
+	d, err := a.backend().Disputed(r.Context(), edge.CallerFrom(r.Context()))
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusOK, d)
+	return nil
+}
+
+type adjudicateRequest struct {
+	StepID      *string         `json:"step_id"`
+	Rating      *int            `json:"rating"`
+	CriterionID *string         `json:"criterion_id"`
+	Value       json.RawMessage `json:"value"`
+	Reason      string          `json:"reason"`
+}
+
+// adjudicate is POST /traces/{trace_id}/adjudications: an admin's final
+// judgment of a target, which training counts instead of the members'.
+func (a *API) adjudicate(w http.ResponseWriter, r *http.Request) error {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
+		return err
+	}
+	var req adjudicateRequest
+	if err := a.decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	in := commands.Adjudicate{TraceID: r.PathValue("trace_id"), Rating: req.Rating, Reason: req.Reason}
+	if req.StepID != nil {
+		in.StepID = *req.StepID
+	}
+	if req.CriterionID != nil {
+		in.CriterionID = *req.CriterionID
+	}
+	if len(req.Value) > 0 && string(req.Value) != "null" {
+		in.Value = req.Value
+	}
+	adj, err := a.backend().Adjudicate(r.Context(), caller, in)
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusCreated, adj)
+	return nil
+}
+
+// getReviewOverlap is GET /review-overlap.
+func (a *API) getReviewOverlap(w http.ResponseWriter, r *http.Request) error {
+	o, err := a.backend().GetReviewOverlap(r.Context(), edge.CallerFrom(r.Context()))
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusOK, o)
+	return nil
+}
+
+type setReviewOverlapRequest struct {
+	Overlap *int `json:"overlap"`
+}
+
+// setReviewOverlap is PUT /review-overlap {"overlap": n}: how many
+// members judge each review queue item.
+func (a *API) setReviewOverlap(w http.ResponseWriter, r *http.Request) error {
+	caller := edge.CallerFrom(r.Context())
+	if err := edge.RequireWrite(caller); err != nil {
+		return err
+	}
+	var req setReviewOverlapRequest
+	if err := a.decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if req.Overlap == nil {
+		return &domain.ValidationError{Code: "invalid_request", Field: "overlap", Message: "overlap is required: how many members judge each queue item (1–10)"}
+	}
+	o, err := a.backend().SetReviewOverlap(r.Context(), caller, *req.Overlap)
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusOK, o)
+	return nil
+}

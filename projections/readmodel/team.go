@@ -1,0 +1,134 @@
+package readmodel
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// TeamJudgment is one member's live judgment of a target (issue 36
+// agreement): a whole-trace or step rating, or a criterion's value. A
+// member is the annotation's author_id.
+type TeamJudgment struct {
+	TraceID     string
+	TraceTitle  string
+	StepID      string // "" = the whole trace
+	CriterionID string // "" = a rating
+	Member      string
+	MemberName  string
+	Rating      *int
+	Value       json.RawMessage
+}
+
+// TeamJudgments lists an account's live judgments that count — ratings and
+// criterion values not flagged as label errors — oldest first, so a
+// member's later judgment of a target comes after an earlier one.
+func (q *Queries) TeamJudgments(ctx context.Context, owner string) ([]TeamJudgment, error) {
+	rows, err := q.pool.Query(ctx, `SELECT a.trace_id::text, t.title, coalesce(a.step_id::text, ''), coalesce(a.criterion_id::text, ''),
+		a.author_id::text, a.author_name, a.rating, a.value
+		FROM rm_annotations a JOIN rm_traces t ON t.id = a.trace_id
+		WHERE a.owner_id = $1 AND NOT a.label_error AND (a.rating IS NOT NULL OR a.criterion_id IS NOT NULL)
+		ORDER BY a.seq`, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []TeamJudgment{}
+	for rows.Next() {
+		var j TeamJudgment
+		var rating *int16
+		var value []byte
+		if err := rows.Scan(&j.TraceID, &j.TraceTitle, &j.StepID, &j.CriterionID, &j.Member, &j.MemberName, &rating, &value); err != nil {
+			return nil, err
+		}
+		if rating != nil {
+			r := int(*rating)
+			j.Rating = &r
+		}
+		if value != nil {
+			j.Value = json.RawMessage(value)
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// Adjudication is an admin's final judgment of a target, as GET /disputed
+// shows it.
+type Adjudication struct {
+	AdjudicationID string          `json:"adjudication_id"`
+	TraceID        string          `json:"trace_id"`
+	StepID         *string         `json:"step_id"`
+	CriterionID    *string         `json:"criterion_id"`
+	Rating         *int            `json:"rating"`
+	Value          json.RawMessage `json:"value"`
+	Reason         string          `json:"reason"`
+	By             string          `json:"by"`
+}
+
+// Adjudications lists an account's adjudications (the latest per target).
+func (q *Queries) Adjudications(ctx context.Context, owner string) ([]Adjudication, error) {
+	rows, err := q.pool.Query(ctx, `SELECT id::text, trace_id::text, step_id::text, criterion_id::text, rating, value, reason, adjudicated_by
+		FROM rm_adjudications WHERE owner_id = $1 ORDER BY created_at, id`, owner)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []Adjudication{}
+	for rows.Next() {
+		var a Adjudication
+		var rating *int16
+		var value []byte
+		if err := rows.Scan(&a.AdjudicationID, &a.TraceID, &a.StepID, &a.CriterionID, &rating, &value, &a.Reason, &a.By); err != nil {
+			return nil, err
+		}
+		if rating != nil {
+			r := int(*rating)
+			a.Rating = &r
+		}
+		if value != nil {
+			a.Value = json.RawMessage(value)
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// ModelPreferences is a reward model's scores of an account's targets at
+// their trace's current revision: whole-trace scores by trace id, action
+// credits by step id.
+func (q *Queries) ModelPreferences(ctx context.Context, owner, model string) (traceScores, actionCredits map[string]float64, err error) {
+	traceScores, actionCredits = map[string]float64{}, map[string]float64{}
+	rows, err := q.pool.Query(ctx, `SELECT s.trace_id::text, s.score FROM rm_trace_scores s JOIN rm_traces t ON t.id = s.trace_id AND t.revision = s.revision
+		WHERE s.model_id = $1 AND s.owner_id = $2`, model, owner)
+	if err != nil {
+		return nil, nil, err
+	}
+	for rows.Next() {
+		var id string
+		var s float64
+		if err := rows.Scan(&id, &s); err != nil {
+			rows.Close()
+			return nil, nil, err
+		}
+		traceScores[id] = s
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	rows, err = q.pool.Query(ctx, `SELECT s.step_id::text, s.credit FROM rm_action_scores s JOIN rm_traces t ON t.id = s.trace_id AND t.revision = s.revision
+		WHERE s.model_id = $1 AND s.owner_id = $2 AND s.credit IS NOT NULL`, model, owner)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id string
+		var c float64
+		if err := rows.Scan(&id, &c); err != nil {
+			return nil, nil, err
+		}
+		actionCredits[id] = c
+	}
+	return traceScores, actionCredits, rows.Err()
+}
