@@ -33,7 +33,8 @@ export function ModelsPage() {
       ) : ms.length === 0 ? (
         <div className="state">
           <p>
-            No reward models yet. On <Link to="/traces">Traces</Link>, rate some steps, select at least two traces and choose Create reward model.
+            No reward models yet. On <Link to="/traces">Traces</Link>, select at least two traces and choose Create reward model: it trains from
+            Critic&rsquo;s automatic annotations by default, or from your ratings.
           </p>
         </div>
       ) : (
