@@ -1,13 +1,17 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/domain/events"
 )
 
 // scoredBy says whether a trace has the model's trace score and action
@@ -98,6 +102,18 @@ func TestBackgroundScoringEndToEnd(t *testing.T) {
 	bg := in.do("GET", "/api/v1/rm/reward-models/"+modelID, key, nil).JSON(t)["background_scoring"].(map[string]any)
 	require.Equal(t, map[string]any{"paused": false, "scored": float64(14), "queued": float64(0), "running": float64(0), "failed": float64(0)}, bg,
 		"the four rated traces (two rescored) and the ten new ones")
+
+	// The model page shows the counts; pausing and resuming there is the
+	// API's (web/e2e/background-scoring.spec.ts).
+	if _, err := os.Stat(chromiumPath()); err == nil {
+		runSpec(t, requireBrowser(t), "background scoring", "background-scoring.spec.ts", in.url, key, "CRITIC_E2E_BG_MODEL="+modelID)
+		m = in.do("GET", "/api/v1/rm/reward-models/"+modelID, key, nil).JSON(t)
+		require.Equal(t, false, m["background_scoring"].(map[string]any)["paused"], "paused and resumed in the browser")
+		var toggles int
+		require.NoError(t, in.pool.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE stream = $1 AND type IN ($2, $3)`,
+			"reward_model/"+modelID, events.RewardModelScoringPaused, events.RewardModelScoringResumed).Scan(&toggles))
+		require.Equal(t, 2, toggles, "one pause and one resume")
+	}
 
 	// Pause: only the owner, only with paused.
 	require.Equal(t, http.StatusNotFound, in.do("PUT", "/api/v1/rm/reward-models/"+modelID+"/background-scoring", other, map[string]any{"paused": true}).Status)
