@@ -93,6 +93,8 @@ func TestTracesAreLabeledByTheWorkerTier(t *testing.T) {
 	followUp.Store(true)
 	r := in.do("POST", "/api/v1/rm/traces/"+id+"/labeling/rescore", key, nil)
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
+	require.Contains(t, string(r.Body), `"state":"queued"`, "the labels await their new ones")
+	require.Contains(t, string(r.Body), `"to_label":3`)
 	require.Eventually(t, func() bool { return in.stepLabels(t, key, id)[0] == "user/follow_up" }, time.Minute, 200*time.Millisecond)
 	require.Eventually(t, func() bool { return srv.Calls() == 6 }, time.Minute, 200*time.Millisecond, "a rescore asks for every chunk")
 	require.Equal(t, []string{"user/follow_up", "agent/tool_call", "", "agent/answer"}, in.stepLabels(t, key, id))

@@ -334,7 +334,8 @@ const UnlabeledReason = "no step labels: import the trace with steps[].metadata.
 type LabelingStatus struct {
 	State string `json:"state"`
 	// Chunks is how many chunks the trace has; Labeled how many carry a
-	// usable label; ToLabel how many complete chunks still have none.
+	// usable label; ToLabel how many complete chunks still have none or,
+	// after a rescore, await their new one.
 	Chunks  int     `json:"chunks"`
 	Labeled int     `json:"labeled"`
 	ToLabel int     `json:"to_label"`
@@ -365,6 +366,32 @@ func WithRun(st LabelingStatus, model string, failure *string) LabelingStatus {
 		st.State, st.Reason, st.Retryable = LabelingFailed, failure, model != ""
 	case model != "":
 		st.State, st.Reason = LabelingQueued, nil
+	}
+	return st
+}
+
+// Relabeling adds a rescore in progress to a status: the model-made labels
+// of complete chunks in stale (the chunk ids a rescore asked to label anew
+// that have no new label yet) count as still to label, so a labeled trace
+// reads partial — queued once WithRun adds the model — until every new
+// label is in. The stale labels still score the trace meanwhile. Imported
+// labels are never relabeled.
+func Relabeling(st LabelingStatus, lab labels.Labeling, stale map[string]bool) LabelingStatus {
+	if len(stale) == 0 || st.State == LabelingImported || st.State == LabelingWaiting {
+		return st
+	}
+	n := 0
+	for ci, l := range lab.Labels {
+		if c := lab.Chunks[ci]; l != nil && !lab.Imported[ci] && c.Complete && stale[c.ID] {
+			n++
+		}
+	}
+	if n == 0 {
+		return st
+	}
+	st.ToLabel += n
+	if st.State == LabelingLabeled {
+		st.State = LabelingPartial
 	}
 	return st
 }

@@ -21,6 +21,11 @@ var labelAppliers = map[string]applier{
 				error = EXCLUDED.error, failed_at = EXCLUDED.failed_at`, p.TraceID, p.Revision, p.Model, p.Failed, p.Error, e.RecordedAt)
 	}),
 	events.TraceLabelingRequested: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.TraceLabelingRequestedV1) error {
+		if p.Relabel { // a rescore: every recorded label awaits a new one (traces.State.Stale)
+			if err := exec(ctx, tx, `UPDATE rm_step_labels SET stale = true WHERE trace_id = $1`, p.TraceID); err != nil {
+				return err
+			}
+		}
 		return exec(ctx, tx, `DELETE FROM rm_trace_labeling WHERE trace_id = $1`, p.TraceID)
 	}),
 	events.TraceStepsQualityChecked: func(ctx context.Context, w *writer, e events.Envelope) error {
@@ -35,7 +40,7 @@ var labelAppliers = map[string]applier{
 			if err := exec(ctx, tx, `INSERT INTO rm_step_labels (trace_id, chunk_id, label, revision, model, prompt_version, labeled_at)
 				SELECT $1, $2, $3, $4, $5, $6, $7 WHERE EXISTS (SELECT 1 FROM rm_traces WHERE id = $1)
 				ON CONFLICT (trace_id, chunk_id) DO UPDATE SET label = EXCLUDED.label, revision = EXCLUDED.revision,
-					model = EXCLUDED.model, prompt_version = EXCLUDED.prompt_version, labeled_at = EXCLUDED.labeled_at`,
+					model = EXCLUDED.model, prompt_version = EXCLUDED.prompt_version, labeled_at = EXCLUDED.labeled_at, stale = false`,
 				p.TraceID, l.ChunkID, b, p.Revision, p.Model, p.PromptVersion, e.RecordedAt); err != nil {
 				return err
 			}
@@ -68,6 +73,25 @@ func storedLabelsIn(ctx context.Context, db querier, traceID string) (map[string
 			return nil, err
 		}
 		out[l.ChunkID] = l
+	}
+	return out, rows.Err()
+}
+
+// staleLabels returns the chunk ids whose model-made label a rescore asked
+// to replace and that have no new one yet.
+func (q *Queries) staleLabels(ctx context.Context, traceID string) (map[string]bool, error) {
+	rows, err := q.pool.Query(ctx, `SELECT chunk_id FROM rm_step_labels WHERE trace_id = $1 AND stale`, traceID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
 	}
 	return out, rows.Err()
 }

@@ -78,7 +78,11 @@ func (q *Queries) assess(ctx context.Context, d *TraceDetail) error {
 		}
 		d.Steps[i].Metadata = out
 	}
-	lab := a.Labeling
+	stale, err := q.staleLabels(ctx, d.ID)
+	if err != nil {
+		return err
+	}
+	lab := assessment.Relabeling(a.Labeling, a.Labels, stale)
 	var failure *string
 	if lab.State == assessment.LabelingUnlabeled || lab.State == assessment.LabelingPartial {
 		if failure, err = q.labelingFailure(ctx, d.ID); err != nil {
