@@ -42,7 +42,7 @@ func (c *Commands) AddAnnotation(ctx context.Context, actor Actor, in AddAnnotat
 			return Result{}, err
 		}
 		dec := traces.AddAnnotationInput{AnnotationID: id, StepID: in.StepID, Rating: in.Rating, Comment: in.Comment,
-			Quote: in.Quote, AuthorID: actor.UserID, AuthorName: in.AuthorName, CriterionID: in.CriterionID, Value: in.Value}
+			Quote: in.Quote, AuthorID: actor.Member(), AuthorName: in.AuthorName, CriterionID: in.CriterionID, Value: in.Value}
 		if in.CriterionID != "" {
 			cs, err := c.criteria(ctx, actor.UserID)
 			if err != nil {

@@ -96,7 +96,19 @@ func (c *Commands) feedbackPlan(cfg events.TrainingConfig) *events.FeedbackPlan 
 // Actor is who issues a command: a user (by id), a worker, or the system.
 type Actor struct {
 	UserID string
-	worker string
+	// MemberID is the account's member acting (issue 36); "" is the
+	// account's implicit admin, whose member id is the account's.
+	MemberID string
+	worker   string
+}
+
+// Member is the acting member's id: what an annotation records as its
+// author.
+func (a Actor) Member() string {
+	if a.MemberID != "" {
+		return a.MemberID
+	}
+	return a.UserID
 }
 
 func (a Actor) String() string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/members"
 )
 
 var userNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}$`)
@@ -37,10 +38,16 @@ func (c *Commands) CreateUser(ctx context.Context, name string, readOnlyKey bool
 			Payload: events.UserNameClaimedV1{UserID: userID, Name: name}},
 		{ID: newID(), Stream: events.UserStream(userID), OwnerID: userID, Type: events.UserCreated,
 			Payload: events.UserCreatedV1{UserID: userID, Name: name, RewardModelsEnabled: true}},
+		// The account's first member is its admin, with the account's id
+		// and name: the member an account created before members has
+		// implicitly, so old and new accounts read the same.
+		{ID: newID(), Stream: events.MembersStream(userID), OwnerID: userID, Type: events.MemberAdded,
+			Payload: events.MemberAddedV1{MemberID: userID, Name: name, Role: string(members.Admin)}},
 		{ID: newID(), Stream: events.APIKeyStream(keyID), OwnerID: userID, Type: events.APIKeyIssued,
-			Payload: events.APIKeyIssuedV1{KeyID: keyID, UserID: userID, KeyHash: hash, ReadOnly: readOnlyKey, KeyPrefix: APIKeyPrefix(key)}},
+			Payload: events.APIKeyIssuedV1{KeyID: keyID, UserID: userID, KeyHash: hash, ReadOnly: readOnlyKey, KeyPrefix: APIKeyPrefix(key), MemberID: userID}},
 	}
-	r, err := c.append(ctx, Actor{}, map[string]int64{events.UserNameStream(name): 0, events.UserStream(userID): 0, events.APIKeyStream(keyID): 0}, evs)
+	r, err := c.append(ctx, Actor{}, map[string]int64{events.UserNameStream(name): 0, events.UserStream(userID): 0,
+		events.MembersStream(userID): 0, events.APIKeyStream(keyID): 0}, evs)
 	var vc *domain.VersionConflictError
 	if errors.As(err, &vc) {
 		return CreateUserResult{}, &domain.ConflictError{Code: "user_exists", Message: "a user named " + name + " already exists"}

@@ -182,7 +182,7 @@ func (c *Commands) decideImports(ctx context.Context, actor Actor, parsed []doma
 		}
 		traceID := ids[i]
 		d, err := traces.DecideImport(*st, traces.ImportInput{TraceID: traceID, Trace: t, Format: format, ExplicitSourceID: sourceID, NewID: newID,
-			AuthorID: actor.UserID, AnnotationID: func(key string) string { return TraceIDFor(traceID, "\x00annotation:"+key) }})
+			AuthorID: actor.Member(), AnnotationID: func(key string) string { return TraceIDFor(traceID, "\x00annotation:"+key) }})
 		if err != nil {
 			return nil, nil, nil, nil, err
 		}

@@ -133,7 +133,7 @@ func (c *Commands) reviewModelComparison(ctx context.Context, actor Actor, in Re
 			}
 		}
 		out.Comparison = events.ComparisonReviewedV1{ComparisonID: newID(), TraceID: mc.Trace.ID, TraceRevision: mc.Trace.Revision,
-			StepID: mc.A.StepID, StepIndex: mc.A.StepIndex, ToolName: mc.A.ToolName, ReviewerID: actor.UserID,
+			StepID: mc.A.StepID, StepIndex: mc.A.StepIndex, ToolName: mc.A.ToolName, ReviewerID: actor.Member(),
 			Source: events.ComparisonFromModels, FindingID: mc.Key, ModelID: mc.ModelA, OtherModelID: mc.ModelB, ContextID: mc.ContextID,
 			Context: mc.Context, Left: mc.Left, Right: mc.Right, Choice: in.Choice, Preferred: preferred, Comment: comment}
 		return c.appendToTrace(ctx, actor, mc.Trace, events.ComparisonReviewed, out.Comparison)

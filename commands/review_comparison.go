@@ -98,7 +98,7 @@ func (c *Commands) ReviewComparison(ctx context.Context, actor Actor, in ReviewC
 			}
 		}
 		out.Comparison = events.ComparisonReviewedV1{ComparisonID: newID(), TraceID: st.ID, TraceRevision: st.Revision, StepID: f.StepID,
-			StepIndex: target.StepIndex, ToolName: target.ToolName, ReviewerID: actor.UserID, Source: "finding", FindingID: f.ID,
+			StepIndex: target.StepIndex, ToolName: target.ToolName, ReviewerID: actor.Member(), Source: "finding", FindingID: f.ID,
 			ModelID: in.ModelID, Attempt: rec.Attempt, Context: target.Context, Left: left, Right: right, Choice: in.Choice,
 			Preferred: preferred, Comment: comment}
 		return c.appendToTrace(ctx, actor, st, events.ComparisonReviewed, out.Comparison)

@@ -23,15 +23,18 @@ type Quote struct {
 // — or a criterion's value (CriterionID and Value set, no rating or
 // comment). Events written before criteria existed decode with neither.
 type AnnotationAddedV1 struct {
-	AnnotationID  string  `json:"annotation_id"`
-	TraceID       string  `json:"trace_id"`
-	StepID        string  `json:"step_id,omitempty"` // "" = the whole trace
-	Rating        *int    `json:"rating"`
-	Comment       *string `json:"comment"`
-	Quote         *Quote  `json:"quote,omitempty"`
-	AuthorID      string  `json:"author_id"`
-	AuthorName    string  `json:"author_name"`
-	TraceRevision int     `json:"trace_revision"`
+	AnnotationID string  `json:"annotation_id"`
+	TraceID      string  `json:"trace_id"`
+	StepID       string  `json:"step_id,omitempty"` // "" = the whole trace
+	Rating       *int    `json:"rating"`
+	Comment      *string `json:"comment"`
+	Quote        *Quote  `json:"quote,omitempty"`
+	// AuthorID is the member who made it and AuthorName their name (issue
+	// 36). Before members, it was the account's id: the account's implicit
+	// admin, whose member id is that id, so old events need no rewrite.
+	AuthorID      string `json:"author_id"`
+	AuthorName    string `json:"author_name"`
+	TraceRevision int    `json:"trace_revision"`
 	// CriterionID and Value are a criterion's value: "yes"/"no" (binary),
 	// a label name (categorical) or an integer 1..scale_max (scale), as
 	// the JSON the reviewer sent.

@@ -12,12 +12,14 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/projections/readmodel"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 )
 
-// boundary is what REST's auth middleware and WriteError are for the REST
-// routes: every call is authenticated before the method runs (the caller is
-// in the context, as for REST), and every error a method returns leaves
+// boundary is what REST's auth middleware, edge.Require and WriteError are
+// for the REST routes: every call is authenticated and its role checked
+// before the method runs (the caller is in the context, as for REST), and
+// every error a method returns leaves
 // through edge.ConnectError. Doing both in an interceptor keeps the
 // methods free of either and covers streaming calls too.
 type boundary struct{ auth *edge.Authenticator }
@@ -27,6 +29,9 @@ var _ connect.Interceptor = (*boundary)(nil)
 func (b *boundary) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		c, err := b.auth.Authenticate(ctx, req.Header())
+		if err == nil {
+			err = permit(c, req.Spec().Procedure)
+		}
 		if err != nil {
 			return nil, connectError(ctx, err)
 		}
@@ -50,11 +55,24 @@ func (b *boundary) WrapStreamingClient(next connect.StreamingClientFunc) connect
 func (b *boundary) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		c, err := b.auth.Authenticate(ctx, conn.RequestHeader())
+		if err == nil {
+			err = permit(c, conn.Spec().Procedure)
+		}
 		if err != nil {
 			return connectError(ctx, err)
 		}
 		return connectError(ctx, next(edge.WithCaller(ctx, c), checkedConn{conn}))
 	}
+}
+
+// permit is the role check of every call, before the request is looked at:
+// the method's declared permission (methodPermissions) through edge.Permit.
+func permit(c *readmodel.Caller, procedure string) error {
+	p, err := permissionOf(procedure)
+	if err != nil {
+		return err
+	}
+	return edge.Permit(c, p)
 }
 
 // checkedConn applies checkMessageText to every message a streaming call

@@ -17,6 +17,7 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/formats"
+	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/projections/readmodel"
@@ -158,7 +159,7 @@ func (rc *Receiver) serveLogs(w http.ResponseWriter, r *http.Request)   { rc.ser
 // OTLP exporter retries.
 func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request, sig signal) {
 	caller := edge.CallerFrom(r.Context())
-	if err := edge.RequireWrite(caller); err != nil {
+	if err := edge.Permit(caller, members.Ingest); err != nil {
 		edge.WriteError(w, err)
 		return
 	}

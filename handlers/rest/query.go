@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
 )
@@ -25,14 +26,15 @@ func NewQueryAPI(q *usecase.Query, auth *edge.Authenticator, maxBody int64) *Que
 	return &QueryAPI{q: q, auth: auth, body: &API{maxBody: maxBody}}
 }
 
-// Register adds POST /query to mux behind authentication. Read-only keys may
-// query: nothing a query does can write.
+// Register adds POST /query to mux behind authentication and the query
+// permission (admins). Read-only keys of an admin may query: nothing a
+// query does can write.
 func (q *QueryAPI) Register(mux Mux) {
-	mux.Handle("POST "+Prefix+"/query", q.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("POST "+Prefix+"/query", q.auth.Middleware(edge.Require(members.Query, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := q.query(w, r); err != nil {
 			edge.WriteError(w, err)
 		}
-	})))
+	}))))
 }
 
 type queryRequest struct {

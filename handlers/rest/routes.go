@@ -17,6 +17,7 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/evaluator"
+	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/platform/blob"
@@ -50,6 +51,8 @@ type API struct {
 	// modelRoots is where a tenant's local base_model may lie (GET
 	// /base-models offers nothing POST /reward-models would refuse).
 	modelRoots []string
+	// routes is what Register registered (Routes).
+	routes []Route
 }
 
 // New returns the REST API.
@@ -67,13 +70,24 @@ func (a *API) WithAssessments(s usecase.Assessments) *API {
 	return a
 }
 
+// Route is one registered route and the permission its caller's role
+// needs (domain/members), checked by edge.Require before the handler runs.
+type Route struct {
+	Pattern    string // "METHOD /path" (under Prefix, except TranscriptsPath)
+	Permission members.Permission
+}
+
+// Routes lists what Register registered, for tests that walk every route.
+func (a *API) Routes() []Route { return a.routes }
+
 // Register adds every route to mux, behind authentication (except the
-// OpenAPI document).
+// OpenAPI document), each declaring the permission it needs.
 func (a *API) Register(mux Mux) {
-	route := func(pattern string, h func(http.ResponseWriter, *http.Request) error) {
+	route := func(pattern string, perm members.Permission, h func(http.ResponseWriter, *http.Request) error) {
+		a.routes = append(a.routes, Route{Pattern: pattern, Permission: perm})
 		method, path, _ := strings.Cut(pattern, " ")
 		wildcards := pathWildcards(path)
-		mux.Handle(method+" "+Prefix+path, a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mux.Handle(method+" "+Prefix+path, a.auth.Middleware(edge.Require(perm, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			err := checkRequestText(r, wildcards)
 			if err == nil {
 				err = h(w, r)
@@ -81,52 +95,62 @@ func (a *API) Register(mux Mux) {
 			if err != nil {
 				edge.WriteError(w, err)
 			}
-		})))
+		}))))
 	}
 	mux.Handle("GET "+OpenAPIPath, http.HandlerFunc(serveOpenAPI))
-	route("GET /me", a.me)
-	route("GET /formats", a.listFormats)
-	route("POST /traces/import", a.importTraces)
-	route("GET /traces", a.listTraces)
-	route("GET /traces/{trace_id}", a.getTrace)
-	route("DELETE /traces/{trace_id}", a.deleteTrace)
-	route("PUT /traces/{trace_id}/contribution", a.setContribution)
-	route("GET /comparisons/queue", a.comparisonQueue)
-	route("POST /comparisons", a.reviewComparison)
-	route("GET /review-queue", a.reviewQueue)
-	route("GET /evaluator", a.getEvaluator)
-	route("PUT /trace-sources", a.renameSource)
-	route("GET /criteria", a.listCriteria)
-	route("POST /criteria", a.defineCriterion)
-	route("PATCH /criteria/{criterion_id}", a.changeCriterion)
-	route("DELETE /criteria/{criterion_id}", a.archiveCriterion)
-	route("GET /guidelines", a.getGuidelines)
-	route("PUT /guidelines", a.setGuidelines)
-	route("POST /traces/{trace_id}/annotations", a.addAnnotation)
-	route("PATCH /annotations/{annotation_id}", a.editAnnotation)
-	route("DELETE /annotations/{annotation_id}", a.removeAnnotation)
-	route("POST /traces/{trace_id}/score", a.scoreTrace)
-	route("POST /traces/{trace_id}/section-summaries", a.sectionSummaries)
-	route("POST /traces/{trace_id}/completion", a.completion)
-	route("POST /traces/{trace_id}/labeling/retry", a.retryLabeling)
-	route("POST /traces/{trace_id}/labeling/rescore", a.rescoreLabels)
-	route("POST /traces/{trace_id}/evaluator/rescore", a.rescoreWithEvaluator)
-	route("GET /base-models", a.listBaseModels)
-	route("POST /reward-models", a.createRewardModel)
-	route("GET /reward-models", a.listRewardModels)
-	route("GET /reward-models/{model_id}", a.getRewardModel)
-	route("POST /reward-models/{model_id}/retry", a.retryRewardModel)
-	route("PUT /reward-models/{model_id}/background-scoring", a.setBackgroundScoring)
-	route("GET /reward-models/{model_id}/weights", a.weights)
-	route("POST /gepa-runs", a.createGepaRun)
-	route("GET /gepa-runs", a.listGepaRuns)
-	route("GET /gepa-runs/{run_id}", a.getGepaRun)
-	route("GET /gepa-runs/{run_id}/skill", a.gepaSkill)
-	route("GET /export/traces", a.exportTraces)
-	route("GET /export/annotations", a.exportAnnotations)
-	route("GET /export/pairs", a.exportPairs)
+	route("GET /me", members.Read, a.me)
+	route("GET /formats", members.Read, a.listFormats)
+	route("POST /traces/import", members.Ingest, a.importTraces)
+	route("GET /traces", members.Read, a.listTraces)
+	route("GET /traces/{trace_id}", members.Read, a.getTrace)
+	route("DELETE /traces/{trace_id}", members.Delete, a.deleteTrace)
+	route("PUT /traces/{trace_id}/contribution", members.Manage, a.setContribution)
+	route("GET /comparisons/queue", members.Read, a.comparisonQueue)
+	route("POST /comparisons", members.Annotate, a.reviewComparison)
+	route("GET /review-queue", members.Read, a.reviewQueue)
+	route("GET /review-overlap", members.Read, a.getReviewOverlap)
+	route("PUT /review-overlap", members.Manage, a.setReviewOverlap)
+	route("GET /agreement", members.Read, a.agreement)
+	route("GET /disputed", members.Read, a.disputed)
+	route("POST /traces/{trace_id}/adjudications", members.Manage, a.adjudicate)
+	route("GET /evaluator", members.Read, a.getEvaluator)
+	route("PUT /trace-sources", members.Manage, a.renameSource)
+	route("GET /criteria", members.Read, a.listCriteria)
+	route("POST /criteria", members.Manage, a.defineCriterion)
+	route("PATCH /criteria/{criterion_id}", members.Manage, a.changeCriterion)
+	route("DELETE /criteria/{criterion_id}", members.Manage, a.archiveCriterion)
+	route("GET /guidelines", members.Read, a.getGuidelines)
+	route("PUT /guidelines", members.Manage, a.setGuidelines)
+	route("POST /traces/{trace_id}/annotations", members.Annotate, a.addAnnotation)
+	route("PATCH /annotations/{annotation_id}", members.Annotate, a.editAnnotation)
+	route("DELETE /annotations/{annotation_id}", members.Annotate, a.removeAnnotation)
+	route("POST /traces/{trace_id}/score", members.Train, a.scoreTrace)
+	route("POST /traces/{trace_id}/section-summaries", members.Annotate, a.sectionSummaries)
+	route("POST /traces/{trace_id}/completion", members.Annotate, a.completion)
+	route("POST /traces/{trace_id}/labeling/retry", members.Train, a.retryLabeling)
+	route("POST /traces/{trace_id}/labeling/rescore", members.Train, a.rescoreLabels)
+	route("POST /traces/{trace_id}/evaluator/rescore", members.Train, a.rescoreWithEvaluator)
+	route("GET /base-models", members.Read, a.listBaseModels)
+	route("POST /reward-models", members.Train, a.createRewardModel)
+	route("GET /reward-models", members.Read, a.listRewardModels)
+	route("GET /reward-models/{model_id}", members.Read, a.getRewardModel)
+	route("POST /reward-models/{model_id}/retry", members.Train, a.retryRewardModel)
+	route("PUT /reward-models/{model_id}/background-scoring", members.Train, a.setBackgroundScoring)
+	route("GET /reward-models/{model_id}/weights", members.Read, a.weights)
+	route("POST /gepa-runs", members.Train, a.createGepaRun)
+	route("GET /gepa-runs", members.Read, a.listGepaRuns)
+	route("GET /gepa-runs/{run_id}", members.Read, a.getGepaRun)
+	route("GET /gepa-runs/{run_id}/skill", members.Read, a.gepaSkill)
+	route("GET /export/traces", members.Read, a.exportTraces)
+	route("GET /export/annotations", members.Read, a.exportAnnotations)
+	route("GET /export/pairs", members.Read, a.exportPairs)
+	route("GET /members", members.Read, a.listMembers)
+	route("POST /members", members.Manage, a.addMember)
+	route("PATCH /members/{member_id}", members.Manage, a.changeMember)
+	route("DELETE /members/{member_id}", members.Manage, a.removeMember)
 	// The native upload path of session recorders lives outside /rm.
-	mux.Handle("POST "+TranscriptsPath, a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	a.routes = append(a.routes, Route{Pattern: "POST " + TranscriptsPath, Permission: members.Ingest})
+	mux.Handle("POST "+TranscriptsPath, a.auth.Middleware(edge.Require(members.Ingest, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		err := checkRequestText(r, nil)
 		if err == nil {
 			err = a.uploadTranscript(w, r)
@@ -134,7 +158,7 @@ func (a *API) Register(mux Mux) {
 		if err != nil {
 			edge.WriteError(w, err)
 		}
-	})))
+	}))))
 	// Anything else under the prefix is a 404 in the API's error shape (after
 	// auth, so unauthenticated probing learns nothing).
 	mux.Handle(Prefix+"/", a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -16,10 +16,13 @@ import (
 	"github.com/criticml/critic/projections/readmodel"
 )
 
-// AddAnnotation adds the caller's annotation (authored under the caller's
-// name) and returns it once readable.
+// AddAnnotation adds the caller's annotation (authored by the key's member,
+// under their name) and returns it once readable.
 func (b Backend) AddAnnotation(ctx context.Context, caller *readmodel.Caller, in commands.AddAnnotation) (*readmodel.Annotation, error) {
-	in.AuthorName = caller.Name
+	in.AuthorName = caller.MemberName
+	if in.AuthorName == "" {
+		in.AuthorName = caller.Name
+	}
 	res, err := b.Cmds.AddAnnotation(ctx, Actor(caller), in)
 	if err != nil {
 		return nil, err

@@ -29,4 +29,6 @@ func (b Backend) Settle(ctx context.Context, r commands.Result) error {
 }
 
 // Actor is the command actor of a caller.
-func Actor(c *readmodel.Caller) commands.Actor { return commands.Actor{UserID: c.UserID} }
+func Actor(c *readmodel.Caller) commands.Actor {
+	return commands.Actor{UserID: c.UserID, MemberID: c.MemberID}
+}

@@ -31,6 +31,7 @@ func (q *Queries) annotations(ctx context.Context, where string, args ...any) ([
 			return nil, err
 		}
 		a.Value = rawOrNull(value)
+		a.MemberID = a.AuthorID
 		if rating != nil {
 			r := int(*rating)
 			a.Rating = &r

@@ -177,11 +177,17 @@ var coreAppliers = map[string]applier{
 	events.UserCreated: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.UserCreatedV1) error {
 		_, err := tx.Exec(ctx, `INSERT INTO rm_users (id, name, reward_models_enabled, created_at) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (id) DO NOTHING`, p.UserID, p.Name, p.RewardModelsEnabled, e.RecordedAt)
-		return err
+		if err != nil {
+			return err
+		}
+		return applyImplicitAdmin(ctx, tx, e, p)
 	}),
+	events.MemberAdded:       applyMemberAdded,
+	events.MemberRoleChanged: applyMemberRoleChanged,
+	events.MemberRemoved:     applyMemberRemoved,
 	events.APIKeyIssued: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.APIKeyIssuedV1) error {
-		_, err := tx.Exec(ctx, `INSERT INTO rm_api_keys (key_hash, key_id, user_id, read_only, created_at, key_prefix) VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT DO NOTHING`, p.KeyHash, p.KeyID, p.UserID, p.ReadOnly, e.RecordedAt, nilIfEmpty(p.KeyPrefix))
+		_, err := tx.Exec(ctx, `INSERT INTO rm_api_keys (key_hash, key_id, user_id, read_only, created_at, key_prefix, member_id) VALUES ($1, $2, $3, $4, $5, $6, $7)
+			ON CONFLICT DO NOTHING`, p.KeyHash, p.KeyID, p.UserID, p.ReadOnly, e.RecordedAt, nilIfEmpty(p.KeyPrefix), nilIfEmpty(p.MemberID))
 		return err
 	}),
 	events.APIKeyRevoked: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.APIKeyRevokedV1) error {

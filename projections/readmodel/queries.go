@@ -15,6 +15,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/members"
 )
 
 // Queries reads the read model for the API. Every query is scoped to an
@@ -47,11 +48,14 @@ func (q *Queries) WithLabeler(model string) *Queries {
 // cache the answer of this lookup.
 func (q *Queries) CallerByKeyHash(ctx context.Context, hash string) (*Caller, error) {
 	var c Caller
-	err := q.pool.QueryRow(ctx, `SELECT u.id, u.name, k.read_only, u.reward_models_enabled, k.key_id
+	var role string
+	err := q.pool.QueryRow(ctx, `SELECT u.id, u.name, k.read_only, u.reward_models_enabled, k.key_id, m.member_id, m.name, m.role
 		FROM rm_api_keys k JOIN rm_users u ON u.id = k.user_id
+		JOIN rm_members m ON m.owner_id = k.user_id AND m.member_id = COALESCE(k.member_id, k.user_id) AND NOT m.removed
 		WHERE k.key_hash = $1 AND NOT k.revoked
 		  AND NOT EXISTS (SELECT 1 FROM events e WHERE e.stream = 'api_key/' || k.key_id::text AND e.type = $2)`, hash, events.APIKeyRevoked).
-		Scan(&c.UserID, &c.Name, &c.ReadOnly, &c.RewardModelsEnabled, &c.KeyID)
+		Scan(&c.UserID, &c.Name, &c.ReadOnly, &c.RewardModelsEnabled, &c.KeyID, &c.MemberID, &c.MemberName, &role)
+	c.Role = members.Role(role)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, &domain.UnauthorizedError{Message: "invalid API key"}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/assessment"
+	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/domain/sections"
 )
 
@@ -132,13 +133,19 @@ func WaitingForEvaluator() TraceEvaluator {
 	return TraceEvaluator{Status: EvaluatorWaiting, ActionScores: []EvaluatorActionScore{}}
 }
 
-// Caller is the account behind an API key.
+// Caller is the account behind an API key, and the member it belongs to.
 type Caller struct {
 	UserID              string
 	KeyID               string // the key the request authenticated with
 	Name                string
 	ReadOnly            bool
 	RewardModelsEnabled bool
+	// MemberID, MemberName and Role are the key's member (issue 36); a
+	// read-only key keeps only its role's reading permissions (read, and
+	// query for an admin): see edge.Permit.
+	MemberID   string
+	MemberName string
+	Role       members.Role
 }
 
 // ListFilter narrows GET /traces.
@@ -201,7 +208,10 @@ type Annotation struct {
 	LabelErrorNote *string         `json:"label_error_note"`
 	AuthorID       string          `json:"author_id"`
 	AuthorName     string          `json:"author_name"`
-	CreatedAt      time.Time       `json:"created_at"`
+	// MemberID is the member who made it (issue 36): the author's id, named
+	// for what it is now that an account has members.
+	MemberID  string    `json:"member_id"`
+	CreatedAt time.Time `json:"created_at"`
 	// CriterionID and Value are a criterion's value (null for ratings and
 	// comments): "yes"/"no", a label name, or an integer of a scale.
 	CriterionID *string         `json:"criterion_id"`

@@ -1,0 +1,295 @@
+package connectapi_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/criticml/critic/domain/members"
+	"github.com/criticml/critic/handlers/connectapi"
+	"github.com/criticml/critic/handlers/otlp"
+	"github.com/criticml/critic/handlers/rest"
+)
+
+// team is alice's account with an admin (alice's own key), two reviewers
+// and a viewer, added through POST /members.
+type team struct {
+	keys map[string]string       // member name → key
+	role map[string]members.Role // member name → role
+	ids  map[string]string       // member name → member id
+}
+
+func (e *env) addMember(t *testing.T, name string, role members.Role) (id, key string) {
+	t.Helper()
+	status, body := e.rest(t, "POST", "/members", e.alice, map[string]any{"name": name, "role": string(role)})
+	require.Equal(t, http.StatusCreated, status, string(body))
+	var added struct {
+		Member struct {
+			ID, Name, Role string
+			Removed        bool
+		} `json:"member"`
+		APIKey    string `json:"api_key"`
+		SignInURL string `json:"sign_in_url"`
+	}
+	require.NoError(t, json.Unmarshal(body, &added))
+	require.Equal(t, name, added.Member.Name)
+	require.Equal(t, string(role), added.Member.Role)
+	require.False(t, added.Member.Removed)
+	require.True(t, strings.HasPrefix(added.APIKey, "critic_"), added.APIKey)
+	require.Equal(t, e.url+"/#key="+added.APIKey, added.SignInURL)
+	return added.Member.ID, added.APIKey
+}
+
+func (e *env) team(t *testing.T) team {
+	tm := team{keys: map[string]string{"alice": e.alice}, role: map[string]members.Role{"alice": members.Admin}, ids: map[string]string{"alice": e.aliceID}}
+	for _, m := range []struct {
+		name string
+		role members.Role
+	}{{"rita", members.Reviewer}, {"rob", members.Reviewer}, {"vic", members.Viewer}} {
+		tm.ids[m.name], tm.keys[m.name] = e.addMember(t, m.name, m.role)
+		tm.role[m.name] = m.role
+	}
+	return tm
+}
+
+func errorBody(t *testing.T, body []byte) (code, detail string) {
+	t.Helper()
+	var b struct{ Code, Detail string }
+	require.NoError(t, json.Unmarshal(body, &b), string(body))
+	return b.Code, b.Detail
+}
+
+// TestMembersAndRoles: an admin adds two reviewers and a viewer; each sees
+// itself in GET /me and the whole team in GET /members; a role that may not
+// gets 403 forbidden naming the permission and the role on every REST route
+// that needs more (the list is the route table's, not written here), on
+// /query, on every Connect method and on OTLP; the admin passes every check;
+// bob's account still cannot see alice's ids (404).
+func TestMembersAndRoles(t *testing.T) {
+	e := start(t)
+	refund, _ := e.importTwo(t, e.alice)
+	tm := e.team(t)
+
+	for name, key := range tm.keys {
+		status, body := e.rest(t, "GET", "/me", key, nil)
+		require.Equal(t, http.StatusOK, status, string(body))
+		var me struct {
+			UserID string `json:"user_id"`
+			Member struct{ ID, Name, Role string }
+		}
+		require.NoError(t, json.Unmarshal(body, &me))
+		require.Equal(t, e.aliceID, me.UserID, name)
+		require.Equal(t, tm.ids[name], me.Member.ID, name)
+		require.Equal(t, name, me.Member.Name)
+		require.Equal(t, string(tm.role[name]), me.Member.Role, name)
+	}
+	status, body := e.rest(t, "GET", "/members", tm.keys["vic"], nil)
+	require.Equal(t, http.StatusOK, status, string(body))
+	var list struct {
+		Members []struct{ ID, Name, Role string } `json:"members"`
+	}
+	require.NoError(t, json.Unmarshal(body, &list))
+	var names []string
+	for _, m := range list.Members {
+		names = append(names, m.Name+":"+m.Role)
+	}
+	require.Equal(t, []string{"alice:admin", "rita:reviewer", "rob:reviewer", "vic:viewer"}, names)
+
+	// Every REST route, from the route table.
+	api := rest.New(nil, nil, nil, nil, 0)
+	api.Register(&recorder{})
+	param := regexp.MustCompile(`\{[a-z_]+\}`)
+	concrete := func(path string) string {
+		return param.ReplaceAllStringFunc(path, func(p string) string {
+			switch p {
+			case "{trace_id}":
+				return refund.Summary.Id
+			case "{member_id}":
+				return tm.ids["rob"]
+			}
+			return "x"
+		})
+	}
+	routes := append(api.Routes(), rest.Route{Pattern: "POST /query", Permission: members.Query})
+	refused := 0
+	for _, name := range []string{"rita", "vic"} {
+		role := tm.role[name]
+		for _, r := range routes {
+			if role.May(r.Permission) {
+				continue
+			}
+			method, path, _ := strings.Cut(r.Pattern, " ")
+			status, body := e.do(t, method, concrete(path), tm.keys[name])
+			require.Equal(t, http.StatusForbidden, status, "%s (%s) %s: %s", name, role, r.Pattern, body)
+			code, detail := errorBody(t, body)
+			require.Equal(t, "forbidden", code)
+			require.Contains(t, detail, `permission "`+string(r.Permission)+`"`, r.Pattern)
+			require.Contains(t, detail, string(role), r.Pattern)
+			refused++
+		}
+	}
+	require.Greater(t, refused, 30)
+	// Nothing a refused call sent changed anything: rob is still a reviewer.
+	status, body = e.rest(t, "GET", "/members", e.alice, nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, string(body), `"name":"rob","role":"reviewer"`)
+
+	// A reviewer annotates and reads; the admin passes every route's check
+	// (whatever the handler then says of an empty body).
+	status, body = e.rest(t, "POST", "/traces/"+refund.Summary.Id+"/annotations", tm.keys["rita"], map[string]any{"rating": 1})
+	require.Equal(t, http.StatusOK, status, string(body))
+	for _, r := range routes {
+		method, path, _ := strings.Cut(r.Pattern, " ")
+		if method == "DELETE" {
+			continue // deleting the trace or rob would change what the next routes see
+		}
+		status, body := e.do(t, method, concrete(path), e.alice)
+		require.NotEqual(t, http.StatusForbidden, status, "admin %s: %s", r.Pattern, body)
+	}
+
+	// Another account's member ids are 404, whatever its role.
+	status, _ = e.rest(t, "PATCH", "/members/"+tm.ids["rob"], e.bob, map[string]any{"role": "admin"})
+	require.Equal(t, http.StatusNotFound, status)
+	status, _ = e.rest(t, "GET", "/traces/"+refund.Summary.Id, e.bob, nil)
+	require.Equal(t, http.StatusNotFound, status)
+
+	// Connect: every method a role may not call is permission_denied.
+	checked := 0
+	protoregistry.GlobalFiles.RangeFilesByPackage("critic.v1", func(fd protoreflect.FileDescriptor) bool {
+		for i := 0; i < fd.Services().Len(); i++ {
+			svc := fd.Services().Get(i)
+			for j := 0; j < svc.Methods().Len(); j++ {
+				proc := "/" + string(svc.FullName()) + "/" + string(svc.Methods().Get(j).Name())
+				perm, ok := connectapi.MethodPermission(proc)
+				require.True(t, ok, proc)
+				for _, name := range []string{"rita", "vic"} {
+					if tm.role[name].May(perm) {
+						continue
+					}
+					status, body := e.postJSON(t, proc, tm.keys[name], "{}")
+					require.Equal(t, http.StatusForbidden, status, "%s %s: %s", name, proc, body)
+					require.Contains(t, body, "permission_denied", proc)
+					require.Contains(t, body, string(tm.role[name]), proc)
+					checked++
+				}
+			}
+		}
+		return true
+	})
+	require.Greater(t, checked, 30)
+
+	// OTLP needs the ingest permission.
+	mux := http.NewServeMux()
+	otlp.NewReceiver(e.srv.Cmds, e.srv.Waiter, e.srv.Auth, 1<<20).Register(mux)
+	otel := httptest.NewServer(mux)
+	t.Cleanup(otel.Close)
+	for name, key := range tm.keys {
+		req, err := http.NewRequest("POST", otel.URL+otlp.Path, strings.NewReader("{}"))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = res.Body.Close()
+		if tm.role[name].May(members.Ingest) {
+			require.NotEqual(t, http.StatusForbidden, res.StatusCode, name)
+		} else {
+			require.Equal(t, http.StatusForbidden, res.StatusCode, name)
+		}
+	}
+}
+
+// TestMemberRolesChangeAndRemoval: the last admin can be neither demoted
+// nor removed (409); a removed member's key stops working at once, and
+// their annotations stay attributed to them.
+func TestMemberRolesChangeAndRemoval(t *testing.T) {
+	e := start(t)
+	refund, _ := e.importTwo(t, e.alice)
+	robID, rob := e.addMember(t, "rob", members.Reviewer)
+
+	status, body := e.rest(t, "PATCH", "/members/"+e.aliceID, e.alice, map[string]any{"role": "reviewer"})
+	require.Equal(t, http.StatusConflict, status, string(body))
+	code, _ := errorBody(t, body)
+	require.Equal(t, "last_admin", code)
+	status, body = e.rest(t, "DELETE", "/members/"+e.aliceID, e.alice, nil)
+	require.Equal(t, http.StatusConflict, status, string(body))
+	status, body = e.rest(t, "PATCH", "/members/"+robID, e.alice, map[string]any{"role": "owner"})
+	require.Equal(t, http.StatusUnprocessableEntity, status, string(body))
+	require.Contains(t, string(body), `"field":"role"`)
+	status, body = e.rest(t, "POST", "/members", e.alice, map[string]any{"name": "rob", "role": "viewer"})
+	require.Equal(t, http.StatusConflict, status, string(body))
+
+	status, body = e.rest(t, "POST", "/traces/"+refund.Summary.Id+"/annotations", rob, map[string]any{"rating": -1, "comment": "wrong refund"})
+	require.Equal(t, http.StatusOK, status, string(body))
+
+	// Promote rob, then alice may step down.
+	status, body = e.rest(t, "PATCH", "/members/"+robID, e.alice, map[string]any{"role": "admin"})
+	require.Equal(t, http.StatusOK, status, string(body))
+	require.Contains(t, string(body), `"role":"admin"`)
+	status, body = e.rest(t, "POST", "/criteria", rob, map[string]any{"name": "Polite", "kind": "binary", "applies_to": "trace"})
+	require.NotEqual(t, http.StatusForbidden, status, string(body))
+	status, body = e.rest(t, "PATCH", "/members/"+robID, e.alice, map[string]any{"role": "reviewer"})
+	require.Equal(t, http.StatusOK, status, string(body))
+
+	status, body = e.rest(t, "DELETE", "/members/"+robID+"?reason=left", e.alice, nil)
+	require.Equal(t, http.StatusNoContent, status, string(body))
+	status, _ = e.rest(t, "GET", "/me", rob, nil)
+	require.Equal(t, http.StatusUnauthorized, status, "a removed member's key")
+	status, body = e.rest(t, "DELETE", "/members/"+robID, e.alice, nil)
+	require.Equal(t, http.StatusNotFound, status, string(body))
+
+	status, body = e.rest(t, "GET", "/members", e.alice, nil)
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, string(body), `"name":"rob","role":"reviewer"`)
+	require.Contains(t, string(body), `"removed":true`)
+	status, body = e.rest(t, "GET", "/traces/"+refund.Summary.Id, e.alice, nil)
+	require.Equal(t, http.StatusOK, status)
+	var d struct {
+		Annotations []struct {
+			MemberID   string `json:"member_id"`
+			AuthorName string `json:"author_name"`
+		} `json:"annotations"`
+	}
+	require.NoError(t, json.Unmarshal(body, &d))
+	require.Len(t, d.Annotations, 1)
+	require.Equal(t, robID, d.Annotations[0].MemberID)
+	require.Equal(t, "rob", d.Annotations[0].AuthorName)
+}
+
+// recorder is a mux that only remembers nothing: Register needs one to
+// build the route table.
+type recorder struct{}
+
+func (recorder) Handle(string, http.Handler) {}
+
+// do sends an empty JSON object (or nothing, for GET) to path under /api/v1/rm
+// or, for paths outside it, to the path itself.
+func (e *env) do(t *testing.T, method, path, key string) (int, []byte) {
+	t.Helper()
+	var body any
+	if method != "GET" {
+		body = map[string]any{}
+	}
+	if rel, ok := strings.CutPrefix(path, rest.Prefix); ok {
+		return e.rest(t, method, rel, key, body)
+	}
+	if strings.HasPrefix(path, "/api/") {
+		req, err := http.NewRequest(method, e.url+path, strings.NewReader("{}"))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+key)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b := make([]byte, 4096)
+		n, _ := res.Body.Read(b)
+		return res.StatusCode, b[:n]
+	}
+	return e.rest(t, method, path, key, body)
+}

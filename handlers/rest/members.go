@@ -1,0 +1,166 @@
+package rest
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/members"
+	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// memberJSON is a member as GET /members lists it.
+type memberJSON struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"created_at"`
+	Removed   bool      `json:"removed"`
+}
+
+func toMemberJSON(m readmodel.Member) memberJSON {
+	return memberJSON{ID: m.ID, Name: m.Name, Role: string(m.Role), CreatedAt: m.CreatedAt, Removed: m.Removed}
+}
+
+// listMembers is GET /members: every member of the caller's account, removed
+// ones included (their annotations stay attributed to them).
+func (a *API) listMembers(w http.ResponseWriter, r *http.Request) error {
+	ms, err := a.queries.Members(r.Context(), edge.CallerFrom(r.Context()).UserID)
+	if err != nil {
+		return err
+	}
+	out := make([]memberJSON, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, toMemberJSON(m))
+	}
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"members": out})
+	return nil
+}
+
+type addMemberRequest struct {
+	Name *string `json:"name"`
+	Role *string `json:"role"`
+}
+
+// addMemberResponse carries the new member's key once, and the link that
+// signs them in to the web app with it (the key rides in the fragment,
+// which browsers never send to a server).
+type addMemberResponse struct {
+	Member    memberJSON `json:"member"`
+	APIKey    string     `json:"api_key"`
+	SignInURL string     `json:"sign_in_url"`
+}
+
+// addMember is POST /members {name, role} (admin): 201 with the member, their
+// first API key and a sign-in link to hand over.
+func (a *API) addMember(w http.ResponseWriter, r *http.Request) error {
+	var req addMemberRequest
+	if err := a.decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if req.Name == nil {
+		return &domain.ValidationError{Code: "invalid_request", Field: "name", Message: "name is required"}
+	}
+	if req.Role == nil {
+		return &domain.ValidationError{Code: "invalid_request", Field: "role", Message: "role is required (admin, reviewer or viewer)"}
+	}
+	role, err := members.ParseRole("role", *req.Role)
+	if err != nil {
+		return err
+	}
+	c := edge.CallerFrom(r.Context())
+	res, err := a.cmds.AddMember(r.Context(), c.UserID, c.MemberID, *req.Name, role)
+	if err != nil {
+		return err
+	}
+	if err := a.settle(r.Context(), res.Result); err != nil {
+		return err
+	}
+	m, err := a.member(r, res.Member.ID)
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusCreated, addMemberResponse{Member: toMemberJSON(m), APIKey: res.APIKey, SignInURL: signInURL(r, res.APIKey)})
+	return nil
+}
+
+// member reads one member of the caller's account (404 for another's).
+func (a *API) member(r *http.Request, id string) (readmodel.Member, error) {
+	ms, err := a.queries.Members(r.Context(), edge.CallerFrom(r.Context()).UserID)
+	if err != nil {
+		return readmodel.Member{}, err
+	}
+	for _, m := range ms {
+		if m.ID == id {
+			return m, nil
+		}
+	}
+	return readmodel.Member{}, domain.NotFound("member", id)
+}
+
+// signInURL is the web app's sign-in link for key, on the origin the
+// request reached (as `make run` prints it: /#key=...).
+func signInURL(r *http.Request, key string) string {
+	scheme := "http"
+	if r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https" {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + "/#key=" + key
+}
+
+type changeMemberRequest struct {
+	Role *string `json:"role"`
+}
+
+// changeMember is PATCH /members/{member_id} {role} (admin); demoting the
+// last admin is 409 last_admin.
+func (a *API) changeMember(w http.ResponseWriter, r *http.Request) error {
+	var req changeMemberRequest
+	if err := a.decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	if req.Role == nil {
+		return &domain.ValidationError{Code: "invalid_request", Field: "role", Message: "role is required (admin, reviewer or viewer)"}
+	}
+	role, err := members.ParseRole("role", *req.Role)
+	if err != nil {
+		return err
+	}
+	c, id := edge.CallerFrom(r.Context()), r.PathValue("member_id")
+	if _, err := a.member(r, id); err != nil {
+		return err
+	}
+	res, err := a.cmds.ChangeMemberRole(r.Context(), c.UserID, c.MemberID, id, role)
+	if err != nil {
+		return err
+	}
+	if err := a.settle(r.Context(), res); err != nil {
+		return err
+	}
+	m, err := a.member(r, id)
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusOK, toMemberJSON(m))
+	return nil
+}
+
+// removeMember is DELETE /members/{member_id} (admin): the member's keys are
+// revoked, their annotations stay attributed to them; removing the last
+// admin is 409 last_admin.
+func (a *API) removeMember(w http.ResponseWriter, r *http.Request) error {
+	c, id := edge.CallerFrom(r.Context()), r.PathValue("member_id")
+	if _, err := a.member(r, id); err != nil {
+		return err
+	}
+	res, err := a.cmds.RemoveMember(r.Context(), c.UserID, c.MemberID, id, r.URL.Query().Get("reason"))
+	if err != nil {
+		return err
+	}
+	if err := a.settle(r.Context(), res); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
