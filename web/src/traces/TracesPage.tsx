@@ -271,18 +271,26 @@ export function TracesPage() {
                     <TraceLink id={t.id}>{t.title || "(untitled)"}</TraceLink>
                     {t.label_error_count > 0 && <span className="badge warn">{t.label_error_count} flagged</span>}
                   </td>
-                  <td>
+                  <td className="inline">
                     <button type="button" className="link" onClick={() => set({ source: t.source_id })} title={`Only ${t.source_name}`}>
                       {t.source_name}
                     </button>
                   </td>
-                  <td>
+                  <td className="inline">
                     <time dateTime={t.created_at}>{formatDate(t.created_at)}</time>
                   </td>
-                  <td className="num">{t.step_count}</td>
-                  <td className="num pos">{t.positive_count}</td>
-                  <td className="num neg">{t.negative_count}</td>
-                  <td className="num">{t.comment_count}</td>
+                  <td className="num inline" data-label="Steps">
+                    {t.step_count}
+                  </td>
+                  <td className="num pos inline" data-label="▲">
+                    {t.positive_count}
+                  </td>
+                  <td className="num neg inline" data-label="▼">
+                    {t.negative_count}
+                  </td>
+                  <td className="num inline" data-label="Comments">
+                    {t.comment_count}
+                  </td>
                   <td className="num score" data-label="Credit">
                     <CreditCell credit={t.action_credit} actions={t.scored_actions} />
                   </td>
