@@ -71,3 +71,20 @@ func (s *TraceService) RetryLabeling(ctx context.Context, req *connect.Request[c
 	}
 	return connect.NewResponse(&criticv1.RetryLabelingResponse{Labeling: out}), nil
 }
+
+// RescoreLabels is REST's POST /traces/{id}/labeling/rescore.
+func (s *TraceService) RescoreLabels(ctx context.Context, req *connect.Request[criticv1.RescoreLabelsRequest]) (*connect.Response[criticv1.RescoreLabelsResponse], error) {
+	caller := edge.CallerFrom(ctx)
+	if err := edge.RequireWrite(caller); err != nil {
+		return nil, err
+	}
+	st, err := usecase.Backend{Cmds: s.cmds, Queries: s.queries, Waiter: s.waiter}.RelabelTrace(ctx, caller, req.Msg.TraceId)
+	if err != nil {
+		return nil, err
+	}
+	out := &criticv1.LabelingStatus{}
+	if err := viaRESTJSON(st, out); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.RescoreLabelsResponse{Labeling: out}), nil
+}

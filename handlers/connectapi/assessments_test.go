@@ -77,4 +77,13 @@ func TestAssessmentsOverConnect(t *testing.T) {
 	_, err = c.RetryLabeling(ctx, withKey(e.alice, &criticv1.RetryLabelingRequest{TraceId: id}))
 	requireCode(t, err, connect.CodeUnavailable)
 	require.ErrorContains(t, err, "CRITIC_STEP_LABEL_MODEL")
+
+	// RescoreLabels (the rescore control): the same checks.
+	_, err = c.RescoreLabels(ctx, withKey(e.bob, &criticv1.RescoreLabelsRequest{TraceId: id}))
+	requireCode(t, err, connect.CodeNotFound)
+	_, err = c.RescoreLabels(ctx, withKey(e.aliceRO, &criticv1.RescoreLabelsRequest{TraceId: id}))
+	requireCode(t, err, connect.CodePermissionDenied)
+	_, err = c.RescoreLabels(ctx, withKey(e.alice, &criticv1.RescoreLabelsRequest{TraceId: id}))
+	requireCode(t, err, connect.CodeUnavailable)
+	require.ErrorContains(t, err, "CRITIC_STEP_LABEL_MODEL")
 }

@@ -43,7 +43,7 @@ func feedbackToProto(d *readmodel.RewardModelDetail, out *criticv1.GetRewardMode
 	for _, e := range entries {
 		f := &criticv1.Finding{TraceId: e.TraceID, StepIndex: int32(e.StepIndex), Label: e.Label, Confidence: e.Confidence, Source: e.Source,
 			EvidenceId: e.EvidenceID, EvidenceQuote: e.EvidenceQuote, Reason: e.Reason, ClassifierModel: e.ClassifierModel,
-			IncludedInTraining: e.IncludedInTraining, Id: e.ID, StepId: e.StepID, ToolName: e.ToolName, Outcome: e.Outcome,
+			IncludedInTraining: e.IncludedInTraining, IncludedInEvaluation: e.IncludedInEvaluation, Id: e.ID, StepId: e.StepID, ToolName: e.ToolName, Outcome: e.Outcome,
 			PromptVersion: e.PromptVersion, Criteria: e.Criteria, OriginalAction: e.OriginalAction, AlternativeAction: e.AlternativeAction}
 		if u := e.Usage; u != nil {
 			f.Usage = &criticv1.LLMUsage{Model: u.Model, Calls: int32(u.Calls), InputTokens: int64(u.InputTokens),

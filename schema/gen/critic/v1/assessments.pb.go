@@ -1107,6 +1107,94 @@ func (x *RetryLabelingResponse) GetLabeling() *LabelingStatus {
 	return nil
 }
 
+type RescoreLabelsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TraceId       string                 `protobuf:"bytes,1,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RescoreLabelsRequest) Reset() {
+	*x = RescoreLabelsRequest{}
+	mi := &file_critic_v1_assessments_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RescoreLabelsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RescoreLabelsRequest) ProtoMessage() {}
+
+func (x *RescoreLabelsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_assessments_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RescoreLabelsRequest.ProtoReflect.Descriptor instead.
+func (*RescoreLabelsRequest) Descriptor() ([]byte, []int) {
+	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RescoreLabelsRequest) GetTraceId() string {
+	if x != nil {
+		return x.TraceId
+	}
+	return ""
+}
+
+type RescoreLabelsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Labeling      *LabelingStatus        `protobuf:"bytes,1,opt,name=labeling,proto3" json:"labeling,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RescoreLabelsResponse) Reset() {
+	*x = RescoreLabelsResponse{}
+	mi := &file_critic_v1_assessments_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RescoreLabelsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RescoreLabelsResponse) ProtoMessage() {}
+
+func (x *RescoreLabelsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_assessments_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RescoreLabelsResponse.ProtoReflect.Descriptor instead.
+func (*RescoreLabelsResponse) Descriptor() ([]byte, []int) {
+	return file_critic_v1_assessments_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RescoreLabelsResponse) GetLabeling() *LabelingStatus {
+	if x != nil {
+		return x.Labeling
+	}
+	return nil
+}
+
 var File_critic_v1_assessments_proto protoreflect.FileDescriptor
 
 const file_critic_v1_assessments_proto_rawDesc = "" +
@@ -1221,6 +1309,10 @@ const file_critic_v1_assessments_proto_rawDesc = "" +
 	"\x14RetryLabelingRequest\x12\x19\n" +
 	"\btrace_id\x18\x01 \x01(\tR\atraceId\"N\n" +
 	"\x15RetryLabelingResponse\x125\n" +
+	"\blabeling\x18\x01 \x01(\v2\x19.critic.v1.LabelingStatusR\blabeling\"1\n" +
+	"\x14RescoreLabelsRequest\x12\x19\n" +
+	"\btrace_id\x18\x01 \x01(\tR\atraceId\"N\n" +
+	"\x15RescoreLabelsResponse\x125\n" +
 	"\blabeling\x18\x01 \x01(\v2\x19.critic.v1.LabelingStatusR\blabelingB:Z8github.com/criticml/critic/schema/gen/critic/v1;criticv1b\x06proto3"
 
 var (
@@ -1235,7 +1327,7 @@ func file_critic_v1_assessments_proto_rawDescGZIP() []byte {
 	return file_critic_v1_assessments_proto_rawDescData
 }
 
-var file_critic_v1_assessments_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_critic_v1_assessments_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_critic_v1_assessments_proto_goTypes = []any{
 	(*StepScores)(nil),                 // 0: critic.v1.StepScores
 	(*TaskScore)(nil),                  // 1: critic.v1.TaskScore
@@ -1252,6 +1344,8 @@ var file_critic_v1_assessments_proto_goTypes = []any{
 	(*EstimateCompletionResponse)(nil), // 12: critic.v1.EstimateCompletionResponse
 	(*RetryLabelingRequest)(nil),       // 13: critic.v1.RetryLabelingRequest
 	(*RetryLabelingResponse)(nil),      // 14: critic.v1.RetryLabelingResponse
+	(*RescoreLabelsRequest)(nil),       // 15: critic.v1.RescoreLabelsRequest
+	(*RescoreLabelsResponse)(nil),      // 16: critic.v1.RescoreLabelsResponse
 }
 var file_critic_v1_assessments_proto_depIdxs = []int32{
 	1,  // 0: critic.v1.StepScores.tasks:type_name -> critic.v1.TaskScore
@@ -1262,11 +1356,12 @@ var file_critic_v1_assessments_proto_depIdxs = []int32{
 	10, // 5: critic.v1.CompletionTask.checkpoints:type_name -> critic.v1.CompletionCheckpoint
 	11, // 6: critic.v1.EstimateCompletionResponse.tasks:type_name -> critic.v1.CompletionTask
 	3,  // 7: critic.v1.RetryLabelingResponse.labeling:type_name -> critic.v1.LabelingStatus
-	8,  // [8:8] is the sub-list for method output_type
-	8,  // [8:8] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	3,  // 8: critic.v1.RescoreLabelsResponse.labeling:type_name -> critic.v1.LabelingStatus
+	9,  // [9:9] is the sub-list for method output_type
+	9,  // [9:9] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_critic_v1_assessments_proto_init() }
@@ -1289,7 +1384,7 @@ func file_critic_v1_assessments_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_critic_v1_assessments_proto_rawDesc), len(file_critic_v1_assessments_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

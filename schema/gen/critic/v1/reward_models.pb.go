@@ -986,9 +986,11 @@ type Finding struct {
 	AlternativeAction *string        `protobuf:"bytes,18,opt,name=alternative_action,json=alternativeAction,proto3,oneof" json:"alternative_action,omitempty"`
 	Review            *FindingReview `protobuf:"bytes,19,opt,name=review,proto3,oneof" json:"review,omitempty"`
 	// What the calls behind this finding cost.
-	Usage         *LLMUsage `protobuf:"bytes,20,opt,name=usage,proto3,oneof" json:"usage,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Usage *LLMUsage `protobuf:"bytes,20,opt,name=usage,proto3,oneof" json:"usage,omitempty"`
+	// The finding's pairs landed on the held-out side of the training split.
+	IncludedInEvaluation bool `protobuf:"varint,21,opt,name=included_in_evaluation,json=includedInEvaluation,proto3" json:"included_in_evaluation,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *Finding) Reset() {
@@ -1159,6 +1161,13 @@ func (x *Finding) GetUsage() *LLMUsage {
 		return x.Usage
 	}
 	return nil
+}
+
+func (x *Finding) GetIncludedInEvaluation() bool {
+	if x != nil {
+		return x.IncludedInEvaluation
+	}
+	return false
 }
 
 // FindingReview is the independent review of a finding's comparison.
@@ -1946,7 +1955,7 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\x14feedback_unavailable\x18\x05 \x01(\tH\x00R\x13feedbackUnavailable\x88\x01\x01\x120\n" +
 	"\tllm_usage\x18\x06 \x03(\v2\x13.critic.v1.LLMUsageR\bllmUsage\x12K\n" +
 	"\x12background_scoring\x18\a \x01(\v2\x1c.critic.v1.BackgroundScoringR\x11backgroundScoringB\x17\n" +
-	"\x15_feedback_unavailable\"\xa1\x06\n" +
+	"\x15_feedback_unavailable\"\xd7\x06\n" +
 	"\aFinding\x12\x19\n" +
 	"\btrace_id\x18\x01 \x01(\tR\atraceId\x12\x1d\n" +
 	"\n" +
@@ -1972,7 +1981,8 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\x0foriginal_action\x18\x11 \x01(\tR\x0eoriginalAction\x122\n" +
 	"\x12alternative_action\x18\x12 \x01(\tH\x03R\x11alternativeAction\x88\x01\x01\x125\n" +
 	"\x06review\x18\x13 \x01(\v2\x18.critic.v1.FindingReviewH\x04R\x06review\x88\x01\x01\x12.\n" +
-	"\x05usage\x18\x14 \x01(\v2\x13.critic.v1.LLMUsageH\x05R\x05usage\x88\x01\x01B\x0e\n" +
+	"\x05usage\x18\x14 \x01(\v2\x13.critic.v1.LLMUsageH\x05R\x05usage\x88\x01\x01\x124\n" +
+	"\x16included_in_evaluation\x18\x15 \x01(\bR\x14includedInEvaluationB\x0e\n" +
 	"\f_evidence_idB\x11\n" +
 	"\x0f_evidence_quoteB\f\n" +
 	"\n" +

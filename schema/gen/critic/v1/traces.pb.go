@@ -2117,7 +2117,7 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"started_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x12;\n" +
 	"\vfinished_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAtB\b\n" +
-	"\x06_error2\x8e\x06\n" +
+	"\x06_error2\xe2\x06\n" +
 	"\fTraceService\x12Q\n" +
 	"\vListFormats\x12\x1d.critic.v1.ListFormatsRequest\x1a\x1e.critic.v1.ListFormatsResponse\"\x03\x90\x02\x01\x12O\n" +
 	"\fImportTraces\x12\x1e.critic.v1.ImportTracesRequest\x1a\x1f.critic.v1.ImportTracesResponse\x12N\n" +
@@ -2128,7 +2128,8 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"\fExportTraces\x12\x1e.critic.v1.ExportTracesRequest\x1a\x1f.critic.v1.ExportTracesResponse\"\x03\x90\x02\x010\x01\x12^\n" +
 	"\x11SummarizeSections\x12#.critic.v1.SummarizeSectionsRequest\x1a$.critic.v1.SummarizeSectionsResponse\x12a\n" +
 	"\x12EstimateCompletion\x12$.critic.v1.EstimateCompletionRequest\x1a%.critic.v1.EstimateCompletionResponse\x12R\n" +
-	"\rRetryLabeling\x12\x1f.critic.v1.RetryLabelingRequest\x1a .critic.v1.RetryLabelingResponseB:Z8github.com/criticml/critic/schema/gen/critic/v1;criticv1b\x06proto3"
+	"\rRetryLabeling\x12\x1f.critic.v1.RetryLabelingRequest\x1a .critic.v1.RetryLabelingResponse\x12R\n" +
+	"\rRescoreLabels\x12\x1f.critic.v1.RescoreLabelsRequest\x1a .critic.v1.RescoreLabelsResponseB:Z8github.com/criticml/critic/schema/gen/critic/v1;criticv1b\x06proto3"
 
 var (
 	file_critic_v1_traces_proto_rawDescOnce sync.Once
@@ -2176,9 +2177,11 @@ var file_critic_v1_traces_proto_goTypes = []any{
 	(*SummarizeSectionsRequest)(nil),   // 29: critic.v1.SummarizeSectionsRequest
 	(*EstimateCompletionRequest)(nil),  // 30: critic.v1.EstimateCompletionRequest
 	(*RetryLabelingRequest)(nil),       // 31: critic.v1.RetryLabelingRequest
-	(*SummarizeSectionsResponse)(nil),  // 32: critic.v1.SummarizeSectionsResponse
-	(*EstimateCompletionResponse)(nil), // 33: critic.v1.EstimateCompletionResponse
-	(*RetryLabelingResponse)(nil),      // 34: critic.v1.RetryLabelingResponse
+	(*RescoreLabelsRequest)(nil),       // 32: critic.v1.RescoreLabelsRequest
+	(*SummarizeSectionsResponse)(nil),  // 33: critic.v1.SummarizeSectionsResponse
+	(*EstimateCompletionResponse)(nil), // 34: critic.v1.EstimateCompletionResponse
+	(*RetryLabelingResponse)(nil),      // 35: critic.v1.RetryLabelingResponse
+	(*RescoreLabelsResponse)(nil),      // 36: critic.v1.RescoreLabelsResponse
 }
 var file_critic_v1_traces_proto_depIdxs = []int32{
 	2,  // 0: critic.v1.ListFormatsResponse.formats:type_name -> critic.v1.Format
@@ -2218,17 +2221,19 @@ var file_critic_v1_traces_proto_depIdxs = []int32{
 	29, // 34: critic.v1.TraceService.SummarizeSections:input_type -> critic.v1.SummarizeSectionsRequest
 	30, // 35: critic.v1.TraceService.EstimateCompletion:input_type -> critic.v1.EstimateCompletionRequest
 	31, // 36: critic.v1.TraceService.RetryLabeling:input_type -> critic.v1.RetryLabelingRequest
-	1,  // 37: critic.v1.TraceService.ListFormats:output_type -> critic.v1.ListFormatsResponse
-	4,  // 38: critic.v1.TraceService.ImportTraces:output_type -> critic.v1.ImportTracesResponse
-	6,  // 39: critic.v1.TraceService.ListTraces:output_type -> critic.v1.ListTracesResponse
-	8,  // 40: critic.v1.TraceService.GetTrace:output_type -> critic.v1.GetTraceResponse
-	10, // 41: critic.v1.TraceService.DeleteTrace:output_type -> critic.v1.DeleteTraceResponse
-	12, // 42: critic.v1.TraceService.ExportTraces:output_type -> critic.v1.ExportTracesResponse
-	32, // 43: critic.v1.TraceService.SummarizeSections:output_type -> critic.v1.SummarizeSectionsResponse
-	33, // 44: critic.v1.TraceService.EstimateCompletion:output_type -> critic.v1.EstimateCompletionResponse
-	34, // 45: critic.v1.TraceService.RetryLabeling:output_type -> critic.v1.RetryLabelingResponse
-	37, // [37:46] is the sub-list for method output_type
-	28, // [28:37] is the sub-list for method input_type
+	32, // 37: critic.v1.TraceService.RescoreLabels:input_type -> critic.v1.RescoreLabelsRequest
+	1,  // 38: critic.v1.TraceService.ListFormats:output_type -> critic.v1.ListFormatsResponse
+	4,  // 39: critic.v1.TraceService.ImportTraces:output_type -> critic.v1.ImportTracesResponse
+	6,  // 40: critic.v1.TraceService.ListTraces:output_type -> critic.v1.ListTracesResponse
+	8,  // 41: critic.v1.TraceService.GetTrace:output_type -> critic.v1.GetTraceResponse
+	10, // 42: critic.v1.TraceService.DeleteTrace:output_type -> critic.v1.DeleteTraceResponse
+	12, // 43: critic.v1.TraceService.ExportTraces:output_type -> critic.v1.ExportTracesResponse
+	33, // 44: critic.v1.TraceService.SummarizeSections:output_type -> critic.v1.SummarizeSectionsResponse
+	34, // 45: critic.v1.TraceService.EstimateCompletion:output_type -> critic.v1.EstimateCompletionResponse
+	35, // 46: critic.v1.TraceService.RetryLabeling:output_type -> critic.v1.RetryLabelingResponse
+	36, // 47: critic.v1.TraceService.RescoreLabels:output_type -> critic.v1.RescoreLabelsResponse
+	38, // [38:48] is the sub-list for method output_type
+	28, // [28:38] is the sub-list for method input_type
 	28, // [28:28] is the sub-list for extension type_name
 	28, // [28:28] is the sub-list for extension extendee
 	0,  // [0:28] is the sub-list for field type_name

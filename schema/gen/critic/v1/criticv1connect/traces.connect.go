@@ -90,6 +90,9 @@ const (
 	// TraceServiceRetryLabelingProcedure is the fully-qualified name of the TraceService's
 	// RetryLabeling RPC.
 	TraceServiceRetryLabelingProcedure = "/critic.v1.TraceService/RetryLabeling"
+	// TraceServiceRescoreLabelsProcedure is the fully-qualified name of the TraceService's
+	// RescoreLabels RPC.
+	TraceServiceRescoreLabelsProcedure = "/critic.v1.TraceService/RescoreLabels"
 )
 
 // TraceServiceClient is a client for the critic.v1.TraceService service.
@@ -125,6 +128,10 @@ type TraceServiceClient interface {
 	// labeling run (REST POST /traces/{id}/labeling/retry); recorded labels
 	// are kept.
 	RetryLabeling(context.Context, *connect.Request[v1.RetryLabelingRequest]) (*connect.Response[v1.RetryLabelingResponse], error)
+	// RescoreLabels labels every chunk of the trace anew, the viewer's rescore
+	// control (REST POST /traces/{id}/labeling/rescore); recorded labels stay
+	// until the new ones supersede them.
+	RescoreLabels(context.Context, *connect.Request[v1.RescoreLabelsRequest]) (*connect.Response[v1.RescoreLabelsResponse], error)
 }
 
 // NewTraceServiceClient constructs a client for the critic.v1.TraceService service. By default, it
@@ -197,6 +204,12 @@ func NewTraceServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(traceServiceMethods.ByName("RetryLabeling")),
 			connect.WithClientOptions(opts...),
 		),
+		rescoreLabels: connect.NewClient[v1.RescoreLabelsRequest, v1.RescoreLabelsResponse](
+			httpClient,
+			baseURL+TraceServiceRescoreLabelsProcedure,
+			connect.WithSchema(traceServiceMethods.ByName("RescoreLabels")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -211,6 +224,7 @@ type traceServiceClient struct {
 	summarizeSections  *connect.Client[v1.SummarizeSectionsRequest, v1.SummarizeSectionsResponse]
 	estimateCompletion *connect.Client[v1.EstimateCompletionRequest, v1.EstimateCompletionResponse]
 	retryLabeling      *connect.Client[v1.RetryLabelingRequest, v1.RetryLabelingResponse]
+	rescoreLabels      *connect.Client[v1.RescoreLabelsRequest, v1.RescoreLabelsResponse]
 }
 
 // ListFormats calls critic.v1.TraceService.ListFormats.
@@ -258,6 +272,11 @@ func (c *traceServiceClient) RetryLabeling(ctx context.Context, req *connect.Req
 	return c.retryLabeling.CallUnary(ctx, req)
 }
 
+// RescoreLabels calls critic.v1.TraceService.RescoreLabels.
+func (c *traceServiceClient) RescoreLabels(ctx context.Context, req *connect.Request[v1.RescoreLabelsRequest]) (*connect.Response[v1.RescoreLabelsResponse], error) {
+	return c.rescoreLabels.CallUnary(ctx, req)
+}
+
 // TraceServiceHandler is an implementation of the critic.v1.TraceService service.
 type TraceServiceHandler interface {
 	// ListFormats names the import formats ImportTraces accepts, "auto" last.
@@ -291,6 +310,10 @@ type TraceServiceHandler interface {
 	// labeling run (REST POST /traces/{id}/labeling/retry); recorded labels
 	// are kept.
 	RetryLabeling(context.Context, *connect.Request[v1.RetryLabelingRequest]) (*connect.Response[v1.RetryLabelingResponse], error)
+	// RescoreLabels labels every chunk of the trace anew, the viewer's rescore
+	// control (REST POST /traces/{id}/labeling/rescore); recorded labels stay
+	// until the new ones supersede them.
+	RescoreLabels(context.Context, *connect.Request[v1.RescoreLabelsRequest]) (*connect.Response[v1.RescoreLabelsResponse], error)
 }
 
 // NewTraceServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -359,6 +382,12 @@ func NewTraceServiceHandler(svc TraceServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(traceServiceMethods.ByName("RetryLabeling")),
 		connect.WithHandlerOptions(opts...),
 	)
+	traceServiceRescoreLabelsHandler := connect.NewUnaryHandler(
+		TraceServiceRescoreLabelsProcedure,
+		svc.RescoreLabels,
+		connect.WithSchema(traceServiceMethods.ByName("RescoreLabels")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/critic.v1.TraceService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TraceServiceListFormatsProcedure:
@@ -379,6 +408,8 @@ func NewTraceServiceHandler(svc TraceServiceHandler, opts ...connect.HandlerOpti
 			traceServiceEstimateCompletionHandler.ServeHTTP(w, r)
 		case TraceServiceRetryLabelingProcedure:
 			traceServiceRetryLabelingHandler.ServeHTTP(w, r)
+		case TraceServiceRescoreLabelsProcedure:
+			traceServiceRescoreLabelsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -422,4 +453,8 @@ func (UnimplementedTraceServiceHandler) EstimateCompletion(context.Context, *con
 
 func (UnimplementedTraceServiceHandler) RetryLabeling(context.Context, *connect.Request[v1.RetryLabelingRequest]) (*connect.Response[v1.RetryLabelingResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("critic.v1.TraceService.RetryLabeling is not implemented"))
+}
+
+func (UnimplementedTraceServiceHandler) RescoreLabels(context.Context, *connect.Request[v1.RescoreLabelsRequest]) (*connect.Response[v1.RescoreLabelsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("critic.v1.TraceService.RescoreLabels is not implemented"))
 }
