@@ -2,6 +2,7 @@ package rewardmodels
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -153,8 +154,15 @@ func HubAdvice(local []string) string {
 	if len(local) == 0 {
 		return s + ", or put a checkpoint directory under a model root (CRITIC_MODEL_ROOTS) and choose it as the base model."
 	}
+	if len(local) > maxAdvisedBases {
+		local = append(local[:maxAdvisedBases:maxAdvisedBases], fmt.Sprintf("and %d more (GET /base-models lists them)", len(local)-maxAdvisedBases))
+	}
 	return s + ", or choose a base model this server has locally: " + strings.Join(local, ", ") + "."
 }
+
+// maxAdvisedBases is how many local bases HubAdvice names: enough to pick
+// one, short enough to read in an error.
+const maxAdvisedBases = 3
 
 // WorkerBases is one worker's latest presence report: its device and the
 // bases it can load (jobs.ClaimNextTraining).

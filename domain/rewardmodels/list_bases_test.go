@@ -60,4 +60,8 @@ func TestListBases(t *testing.T) {
 	require.Nil(t, none.Bases[0].SecondsPerPair)
 	require.Equal(t, "no worker", *none.Hint)
 	require.Nil(t, none.Compute.Device)
+
+	// Many local bases: the advice names three and counts the rest.
+	require.Equal(t, "Set HF_ENDPOINT on the workers to a hub or mirror they can reach (and HF_TOKEN if it needs one), "+
+		"or choose a base model this server has locally: a, b, c, and 2 more (GET /base-models lists them).", HubAdvice([]string{"a", "b", "c", "d", "e"}))
 }

@@ -26,6 +26,9 @@ const SOURCES = [
   { value: "explicit", label: "Ratings only", note: "Only the thumbs up and down on traces and steps." },
 ] as const;
 
+/** How many bases the picker shows before "Show all". */
+const MAX_SHOWN_BASES = 5;
+
 function trainingConfig(source: string): Record<string, unknown> {
   if (source === "automatic") return { input_version: 3, annotation_source: "automatic" };
   if (source.startsWith("criterion:")) return { criterion: source.slice("criterion:".length) };
@@ -55,6 +58,10 @@ export function CreateModelDialog({ traceIds, onClose }: { traceIds: string[]; o
   const firstReachable = list?.bases.find((b) => b.reachable);
   const baseId = picked ?? firstReachable?.id ?? null;
   const chosen: BaseModel | undefined = list?.bases.find((b) => b.id === baseId);
+  // A worker with many checkpoints: the first few, the chosen one and the default until asked for all.
+  const [allBases, setAllBases] = useState(false);
+  const shownBases = (list?.bases ?? []).filter((b, i) => allBases || i < MAX_SHOWN_BASES || b.id === baseId || b.default);
+  const hiddenBases = (list?.bases.length ?? 0) - shownBases.length;
 
   // The selected traces' summaries the list already loaded (for the estimate).
   const summaries = useMemo(() => {
@@ -142,7 +149,7 @@ export function CreateModelDialog({ traceIds, onClose }: { traceIds: string[]; o
               Could not list the base models ({(bases.error as Error).message}); the server's default is used.
             </p>
           )}
-          {list?.bases.map((b) => (
+          {shownBases.map((b) => (
             <label key={b.id} className={"choice" + (b.reachable ? "" : " unavailable")}>
               <input type="radio" name="base" value={b.id} checked={baseId === b.id} disabled={!b.reachable} onChange={() => setPicked(b.id)} />
               <span>
@@ -161,6 +168,11 @@ export function CreateModelDialog({ traceIds, onClose }: { traceIds: string[]; o
               </small>
             </label>
           ))}
+          {hiddenBases > 0 && (
+            <button type="button" className="ghost small-text" onClick={() => setAllBases(true)}>
+              Show all {list!.bases.length} base models
+            </button>
+          )}
           {list?.hint && (
             <p className="hint" role="note" aria-label="Base model hint">
               {list.hint}
