@@ -293,3 +293,61 @@ func (e *env) do(t *testing.T, method, path, key string) (int, []byte) {
 	}
 	return e.rest(t, method, path, key, body)
 }
+
+// TestOneRatingPerMember: two reviewers rating the same step both count,
+// one each, attributed to each; a second rating by the same member
+// replaces theirs as the one-rating rule always did; the annotation export
+// names each member.
+func TestOneRatingPerMember(t *testing.T) {
+	e := start(t)
+	refund, _ := e.importTwo(t, e.alice)
+	ritaID, rita := e.addMember(t, "rita", members.Reviewer)
+	robID, rob := e.addMember(t, "rob", members.Reviewer)
+	step := refund.Steps[3].Id
+	rate := func(key string, rating int) {
+		t.Helper()
+		status, body := e.rest(t, "POST", "/traces/"+refund.Summary.Id+"/annotations", key, map[string]any{"step_id": step, "rating": rating})
+		require.Equal(t, http.StatusOK, status, string(body))
+	}
+	ratings := func() map[string]int {
+		t.Helper()
+		status, body := e.rest(t, "GET", "/traces/"+refund.Summary.Id, e.alice, nil)
+		require.Equal(t, http.StatusOK, status, string(body))
+		var d struct {
+			Annotations []struct {
+				StepID     *string `json:"step_id"`
+				Rating     *int    `json:"rating"`
+				MemberID   string  `json:"member_id"`
+				AuthorName string  `json:"author_name"`
+			} `json:"annotations"`
+		}
+		require.NoError(t, json.Unmarshal(body, &d))
+		out := map[string]int{}
+		for _, a := range d.Annotations {
+			require.NotNil(t, a.StepID)
+			require.Equal(t, step, *a.StepID)
+			_, dup := out[a.AuthorName+"/"+a.MemberID]
+			require.False(t, dup, "one rating per member")
+			out[a.AuthorName+"/"+a.MemberID] = *a.Rating
+		}
+		return out
+	}
+	rate(rita, 1)
+	rate(rob, 1)
+	require.Equal(t, map[string]int{"rita/" + ritaID: 1, "rob/" + robID: 1}, ratings())
+	rate(rita, -1)
+	require.Equal(t, map[string]int{"rita/" + ritaID: -1, "rob/" + robID: 1}, ratings())
+
+	status, body := e.rest(t, "GET", "/export/annotations", e.alice, nil)
+	require.Equal(t, http.StatusOK, status)
+	byMember := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+		var a struct {
+			Author   string `json:"author"`
+			MemberID string `json:"member_id"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(line), &a))
+		byMember[a.MemberID] = a.Author
+	}
+	require.Equal(t, map[string]string{ritaID: "rita", robID: "rob"}, byMember)
+}

@@ -80,6 +80,7 @@ type exportAnnotation struct {
 	Quote           json.RawMessage `json:"quote"`
 	LabelError      bool            `json:"label_error"`
 	Author          string          `json:"author"`
+	MemberID        string          `json:"member_id"` // the member who made it (issue 36)
 	CreatedAt       time.Time       `json:"created_at"`
 	CriterionID     *string         `json:"criterion_id"`
 	Value           json.RawMessage `json:"value"`
@@ -88,7 +89,7 @@ type exportAnnotation struct {
 // ExportAnnotations writes the owner's annotations as JSONL in the shape of
 // spec 001 "Annotations", oldest first.
 func (q *Queries) ExportAnnotations(ctx context.Context, owner string, w io.Writer) error {
-	rows, err := q.pool.Query(ctx, `SELECT a.trace_id, t.external_id, s.idx, a.rating, a.comment, a.quote, a.label_error, a.author_name, a.created_at,
+	rows, err := q.pool.Query(ctx, `SELECT a.trace_id, t.external_id, s.idx, a.rating, a.comment, a.quote, a.label_error, a.author_name, a.author_id, a.created_at,
 		a.criterion_id, a.value
 		FROM rm_annotations a JOIN rm_traces t ON t.id = a.trace_id LEFT JOIN rm_steps s ON s.id = a.step_id
 		WHERE a.owner_id = $1 ORDER BY a.seq`, owner)
@@ -102,7 +103,7 @@ func (q *Queries) ExportAnnotations(ctx context.Context, owner string, w io.Writ
 		var e exportAnnotation
 		var quote, value []byte
 		var rating *int16
-		if err := rows.Scan(&e.TraceID, &e.TraceExternalID, &e.StepIndex, &rating, &e.Comment, &quote, &e.LabelError, &e.Author, &e.CreatedAt,
+		if err := rows.Scan(&e.TraceID, &e.TraceExternalID, &e.StepIndex, &rating, &e.Comment, &quote, &e.LabelError, &e.Author, &e.MemberID, &e.CreatedAt,
 			&e.CriterionID, &value); err != nil {
 			return err
 		}
