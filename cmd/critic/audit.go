@@ -42,6 +42,9 @@ type annotationFact struct {
 	labelError        bool
 	// criterion and value are a criterion value's (training_config.criterion).
 	criterion, value string
+	// adjudication is the reason of an admin's final judgment (issue 36),
+	// which stands in a pair for the members' ratings of its target.
+	adjudication *string
 }
 
 func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID string, out io.Writer) error {
@@ -122,7 +125,11 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 				problems = append(problems, fmt.Sprintf("pair %d: annotation %s is not in the log", i+1, id))
 				continue
 			}
-			line := fmt.Sprintf("  annotation %s by %s at %s on trace %s revision %d", id, f.author, f.at, f.trace, f.revision)
+			kind := "annotation"
+			if f.adjudication != nil {
+				kind = "adjudication"
+			}
+			line := fmt.Sprintf("  %s %s by %s at %s on trace %s revision %d", kind, id, f.author, f.at, f.trace, f.revision)
 			if f.rating != nil {
 				line += fmt.Sprintf(", rating %+d", *f.rating)
 			}
@@ -131,6 +138,9 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 			}
 			if f.criterion != "" {
 				line += fmt.Sprintf(", criterion %s value %s", f.criterion, f.value)
+			}
+			if f.adjudication != nil {
+				line += fmt.Sprintf(", reason %q (supersedes the members' judgments of this target)", *f.adjudication)
 			}
 			fmt.Fprintln(out, line)
 		}
@@ -181,6 +191,17 @@ func annotationFacts(ctx context.Context, in *infra, owner string, asOf int64) (
 						f.value = string(p.Value)
 					}
 				}
+			case events.AnnotationAdjudicated:
+				var p events.AnnotationAdjudicatedV1
+				if err := e.Decode(&p); err != nil {
+					return nil, err
+				}
+				f := &annotationFact{author: p.By, at: e.RecordedAt.UTC().Format("2006-01-02T15:04:05Z"), trace: p.TraceID,
+					revision: p.TraceRevision, criterion: p.CriterionID, value: string(p.Value), adjudication: &p.Reason}
+				if p.CriterionID == "" {
+					f.rating = &p.Rating
+				}
+				facts[p.AdjudicationID] = f
 			}
 		}
 	}

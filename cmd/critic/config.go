@@ -83,6 +83,13 @@ type config struct {
 	// (the demo base, the hub cache) and the absolute directories of
 	// CRITIC_MODEL_ROOTS. Workers apply the same rule on their own side.
 	ModelRoots []string
+
+	// Encryption (CRITIC_ENCRYPTION, default on) seals trace payloads with
+	// per-trace data keys wrapped by the master key in MasterKeyFile
+	// (CRITIC_MASTER_KEY_FILE; default DataDir/master_key, created on first
+	// start). Off stores payloads in clear, as before (benchmarks compare).
+	Encryption    bool
+	MasterKeyFile string
 }
 
 func loadConfig() (config, error) {
@@ -203,6 +210,14 @@ func loadConfig() (config, error) {
 	if c.BlobURL == "" {
 		c.BlobURL = "file://" + filepath.Join(c.DataDir, "blobs")
 	}
+	switch v := strings.ToLower(os.Getenv("CRITIC_ENCRYPTION")); v {
+	case "", "on":
+		c.Encryption = true
+	case "off":
+	default:
+		return c, fmt.Errorf("CRITIC_ENCRYPTION: want on or off, got %q", v)
+	}
+	c.MasterKeyFile = os.Getenv("CRITIC_MASTER_KEY_FILE")
 	roots, err := rewardmodels.ParseModelRoots(os.Getenv(rewardmodels.EnvModelRoots))
 	if err != nil {
 		return c, err

@@ -28,6 +28,7 @@ Usage:
   critic projections retry EVENT_ID|all   retry a parked event after fixing its cause
   critic projections skip EVENT_ID --reason TEXT   pass over a parked event that can never apply
   critic replay snapshot           rebuild the DuckDB query snapshots from the log (stop the server first)
+  critic keys rotate               re-wrap every trace's data key with a new master key (stop the server first)
   critic users create --name NAME [--read-only-key]
   critic users issue-key --name NAME [--read-only-key]
   critic users disable-reward-models NAME
@@ -92,6 +93,8 @@ func dispatch(ctx context.Context, args []string) error {
 		return cmdMigrate(ctx, rest)
 	case "replay":
 		return cmdReplay(ctx, rest)
+	case "keys":
+		return cmdKeys(ctx, rest)
 	case "projections":
 		return cmdProjections(ctx, rest)
 	case "users":

@@ -11,6 +11,7 @@ import (
 
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/keyring"
 	"github.com/criticml/critic/platform/pg"
 )
 
@@ -58,9 +59,40 @@ func openInfra(ctx context.Context, cfg config, log *slog.Logger) (*infra, error
 		pool.Close()
 		return nil, err
 	}
-	in.store = eventstore.New(pool, in.blobs)
+	var opts []eventstore.Option
+	if cfg.Encryption {
+		ring, err := openKeyring(cfg, pool)
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
+		opts = append(opts, eventstore.WithKeyring(ring))
+	}
+	in.store = eventstore.New(pool, in.blobs, opts...)
 	return in, nil
 }
+
+// openKeyring reads the master key: CRITIC_MASTER_KEY_FILE, which must
+// exist when set (a missing mounted secret must not become a fresh key that
+// opens nothing), else DataDir/master_key, created on first start like the
+// worker token.
+func openKeyring(cfg config, pool *pgxpool.Pool) (*keyring.Ring, error) {
+	var master []byte
+	var err error
+	if cfg.MasterKeyFile != "" {
+		master, err = keyring.ReadMasterKey(cfg.MasterKeyFile)
+	} else {
+		master, err = keyring.CreateMasterKeyFile(defaultMasterKeyFile(cfg))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return keyring.New(pool, master)
+}
+
+// defaultMasterKeyFile is where the master key lives when
+// CRITIC_MASTER_KEY_FILE is unset.
+func defaultMasterKeyFile(cfg config) string { return filepath.Join(cfg.DataDir, "master_key") }
 
 // openBlobs opens the store BLOB_URL names: a local directory whose signed
 // links point at this API (CRITIC_PUBLIC_URL; when unset, startServer sets

@@ -40,7 +40,7 @@ func cmdReplay(ctx context.Context, args []string) error {
 		}
 		fmt.Printf("query snapshots rebuilt from %d events in %s\n", n, time.Since(start).Round(time.Millisecond))
 	default:
-		n, err := readmodel.New(in.pool, in.blobs, log).Replay(ctx, in.store)
+		n, err := readmodel.New(in.pool, in.blobs, log).WithKeyring(in.store.Keyring()).Replay(ctx, in.store)
 		if err != nil {
 			return err
 		}

@@ -30,7 +30,7 @@ func cmdUsers(ctx context.Context, args []string) error {
 	cmds := commands.New(in.store)
 	// With no API instance consuming (all stopped, or the one holding the
 	// partition crashed) the CLI applies its own events, as the API does.
-	waiter := readmodel.NewWaiter(in.pool, 10*time.Second).WithCatchUp(readmodel.New(in.pool, in.blobs, in.log), in.store, 0, in.log)
+	waiter := readmodel.NewWaiter(in.pool, 10*time.Second).WithCatchUp(readmodel.New(in.pool, in.blobs, in.log).WithKeyring(in.store.Keyring()), in.store, 0, in.log)
 
 	switch args[0] {
 	case "create":

@@ -285,7 +285,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	if wait <= 0 {
 		wait = 5 * time.Second
 	}
-	proj := readmodel.New(deps.Pool, deps.Blobs, log)
+	proj := readmodel.New(deps.Pool, deps.Blobs, log).WithKeyring(deps.Store.Keyring())
 	s.Waiter = readmodel.NewWaiter(deps.Pool, wait).WithCatchUp(proj, deps.Store, cfg.CatchUpAfter, log)
 	s.Auth = edge.NewAuthenticator(s.Queries)
 

@@ -37,11 +37,11 @@ func (s *Server) openSnapshots(ctx context.Context, cfg Config, deps Deps, log *
 			return nil, nil, fmt.Errorf("query snapshots in %s: %w", cfg.SnapshotDir, err)
 		}
 		s.Snapshots = snaps
-		return snaps, snapshot.New(snaps, deps.Blobs, log), nil
+		return snaps, snapshot.New(snaps, deps.Blobs, log).WithKeyring(deps.Store.Keyring()), nil
 	}
 	proc, err := queryhost.Start(ctx, queryhost.ProcessOptions{
 		Command: cfg.QueryProcess.Command, Dir: cfg.SnapshotDir, Options: cfg.Query,
-		MemoryLimit: cfg.QueryProcess.MemoryLimit, Blobs: deps.Blobs, Log: log,
+		MemoryLimit: cfg.QueryProcess.MemoryLimit, Blobs: deps.Blobs, Keys: deps.Store.Keyring(), Log: log,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("query snapshots in %s: %w", cfg.SnapshotDir, err)

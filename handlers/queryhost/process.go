@@ -23,6 +23,7 @@ import (
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/duck"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/keyring"
 	"github.com/criticml/critic/projections/snapshot"
 )
 
@@ -33,6 +34,7 @@ type Process struct {
 	command []string
 	cfg     Config
 	blobs   blob.Store
+	keys    *keyring.Ring
 	log     *slog.Logger
 	onQuery func(time.Duration, error)
 
@@ -59,7 +61,9 @@ type ProcessOptions struct {
 	MemoryLimit int64
 	// Blobs resolves claim-checked payloads before they are sent.
 	Blobs blob.Store
-	Log   *slog.Logger
+	// Keys opens sealed payloads before they are sent (nil: stored in clear).
+	Keys *keyring.Ring
+	Log  *slog.Logger
 }
 
 // restartDelay is how long the parent waits before starting a child again,
@@ -86,7 +90,7 @@ func Start(ctx context.Context, o ProcessOptions) (*Process, error) {
 	opts := o.Options
 	opts.OnQuery = nil
 	p := &Process{
-		command: o.Command, blobs: o.Blobs, log: o.Log, onQuery: o.Options.OnQuery,
+		command: o.Command, blobs: o.Blobs, keys: o.Keys, log: o.Log, onQuery: o.Options.OnQuery,
 		cfg:  Config{Dir: o.Dir, Socket: sock, MemoryLimit: o.MemoryLimit, Options: opts},
 		upCh: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -292,7 +296,10 @@ func (p *Process) Apply(ctx context.Context, envs []events.Envelope) error {
 		if !snapshot.Handles(e.Type) || e.OwnerID == "" {
 			continue
 		}
-		r, err := eventstore.Resolve(ctx, p.blobs, e)
+		r, err := eventstore.Resolve(ctx, p.blobs, p.keys, e)
+		if eventstore.IsErased(err) {
+			continue // an erased event projects nothing
+		}
 		if err != nil {
 			return err
 		}

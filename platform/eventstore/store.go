@@ -10,11 +10,14 @@ package eventstore
 
 import (
 	"context"
+	"crypto/cipher"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -26,6 +29,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/keyring"
 )
 
 // MaxInlinePayload is the largest payload stored in the events row itself;
@@ -47,10 +51,42 @@ const Any int64 = -1
 type Store struct {
 	pool  *pgxpool.Pool
 	blobs blob.Store
+	keys  *keyring.Ring
 }
 
+// Option configures a Store.
+type Option func(*Store)
+
+// WithKeyring seals the payloads of trace streams with their trace's data
+// key (crypto-shredding, see Sealed). Without it payloads are stored in
+// clear, as before encryption existed (CRITIC_ENCRYPTION=off).
+func WithKeyring(k *keyring.Ring) Option { return func(s *Store) { s.keys = k } }
+
 // New returns a store over pool; blobs holds payloads over MaxInlinePayload.
-func New(pool *pgxpool.Pool, blobs blob.Store) *Store { return &Store{pool: pool, blobs: blobs} }
+func New(pool *pgxpool.Pool, blobs blob.Store, opts ...Option) *Store {
+	s := &Store{pool: pool, blobs: blobs}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// sealedScope is the data-key scope an event's payload is sealed under, or
+// "" for a payload stored in clear. A trace's stream holds its content, its
+// annotations, comments and quotes: all of it goes under the trace's key.
+// The deletion and erasure facts stay in clear — they hold only ids, and a
+// consumer must read them after the key is gone.
+func sealedScope(stream, typ string) string {
+	if !strings.HasPrefix(stream, "trace/") || typ == events.TraceDeleted || typ == events.TraceErased {
+		return ""
+	}
+	return stream
+}
+
+// sealAAD binds a sealed payload to its envelope.
+func sealAAD(id, stream, typ string) []byte {
+	return []byte(id + "\x00" + stream + "\x00" + typ)
+}
 
 // Meta says who caused an append and why.
 type Meta struct {
@@ -67,11 +103,39 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 	if len(evs) == 0 {
 		return nil, nil
 	}
+	var keys map[string]cipher.AEAD
+	if s.keys != nil {
+		var scopes []string
+		for _, e := range evs {
+			if sc := sealedScope(e.Stream, e.Type); sc != "" && (len(scopes) == 0 || scopes[len(scopes)-1] != sc) {
+				scopes = append(scopes, sc)
+			}
+		}
+		if len(scopes) > 0 {
+			var err error
+			if keys, err = s.keys.Ensure(ctx, scopes); err != nil {
+				return nil, err
+			}
+		}
+	}
 	envs := make([]events.Envelope, len(evs))
 	for i, e := range evs {
 		raw, err := json.Marshal(e.Payload)
 		if err != nil {
 			return nil, fmt.Errorf("encode %s payload: %w", e.Type, err)
+		}
+		if sc := sealedScope(e.Stream, e.Type); keys != nil && sc != "" {
+			k := keys[sc]
+			if k == nil {
+				return nil, &events.ErasedError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Key: sc}
+			}
+			nonce := make([]byte, k.NonceSize())
+			_, _ = rand.Read(nonce)
+			raw, err = json.Marshal(events.SealedPayload{Sealed: &events.Sealed{Key: sc, Nonce: nonce,
+				Ciphertext: k.Seal(nil, nonce, raw, sealAAD(e.ID, e.Stream, e.Type))}})
+			if err != nil {
+				return nil, err
+			}
 		}
 		if len(raw) > MaxInlinePayload {
 			raw, err = s.claimCheck(ctx, e.ID, raw)
@@ -167,9 +231,107 @@ func (s *Store) claimCheck(ctx context.Context, id string, raw []byte) ([]byte, 
 	return json.Marshal(events.ClaimCheckPayload{ClaimCheck: &events.ClaimCheck{Key: key, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(raw))}})
 }
 
-// Resolve replaces a claim-check payload with the stored payload, verifying
-// its SHA-256. Inline payloads are returned unchanged. Every consumer calls it.
-func Resolve(ctx context.Context, blobs blob.Store, e events.Envelope) (events.Envelope, error) {
+// Resolve turns a stored payload into the event's payload: a claim check is
+// replaced with the blob it names, verifying its SHA-256, and a sealed
+// payload is opened with keys. Plain inline payloads (and those of events
+// stored before encryption) are returned unchanged. Every consumer calls it;
+// an event whose data key was destroyed is an *events.ErasedError, which
+// consumers skip: an erased event projects nothing.
+func Resolve(ctx context.Context, blobs blob.Store, keys *keyring.Ring, e events.Envelope) (events.Envelope, error) {
+	e, err := resolveClaimCheck(ctx, blobs, e)
+	if errors.Is(err, blob.ErrNotFound) && keys != nil {
+		// Erasure deletes a sealed trace's blobs with its key.
+		if sc := sealedScope(e.Stream, e.Type); sc != "" {
+			if gone, derr := keys.Destroyed(ctx, sc); derr == nil && gone {
+				return e, &events.ErasedError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Key: sc}
+			}
+		}
+	}
+	if err != nil || !events.IsSealed(e.Payload) {
+		return e, err
+	}
+	var sp events.SealedPayload
+	if err := json.Unmarshal(e.Payload, &sp); err != nil || sp.Sealed == nil {
+		return e, &events.UnreadableError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Err: fmt.Errorf("sealed payload: %v", err)}
+	}
+	if keys == nil {
+		return e, fmt.Errorf("event %s is sealed and this process has no keyring (CRITIC_ENCRYPTION=off): set CRITIC_MASTER_KEY_FILE", e.ID)
+	}
+	plain, err := keys.Open(ctx, sp.Sealed.Key, sp.Sealed.Nonce, sp.Sealed.Ciphertext, sealAAD(e.ID, e.Stream, e.Type))
+	if errors.Is(err, keyring.ErrDestroyed) {
+		return e, &events.ErasedError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Key: sp.Sealed.Key}
+	}
+	if err != nil {
+		return e, fmt.Errorf("event %s: %w", e.ID, err)
+	}
+	e.Payload = plain
+	return e, nil
+}
+
+// IsErased says whether err is an event whose data key was destroyed.
+func IsErased(err error) bool {
+	var ee *events.ErasedError
+	return errors.As(err, &ee)
+}
+
+// Open is Resolve with the store's blob store and keyring.
+func (s *Store) Open(ctx context.Context, e events.Envelope) (events.Envelope, error) {
+	return Resolve(ctx, s.blobs, s.keys, e)
+}
+
+// Keyring is the store's keyring, nil when payloads are stored in clear.
+func (s *Store) Keyring() *keyring.Ring {
+	if s == nil {
+		return nil
+	}
+	return s.keys
+}
+
+// EraseStream crypto-shreds a trace stream: its data key is destroyed (every
+// sealed payload of it, wherever a copy lives, stops opening) and the blobs
+// its events were claim-checked to are deleted. Events stored before
+// encryption stay readable in the log: see docs/operations.md.
+func (s *Store) EraseStream(ctx context.Context, stream string) error {
+	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE stream = $1 ORDER BY version", stream)
+	if err != nil {
+		return err
+	}
+	envs, err := collectEnvelopes(rows)
+	if err != nil {
+		return err
+	}
+	if s.keys != nil {
+		if err := s.keys.Destroy(ctx, stream); err != nil {
+			return err
+		}
+	}
+	for _, e := range envs {
+		if cc := claimCheckOf(e.Payload); cc != nil {
+			if err := s.blobs.Delete(ctx, cc.Key); err != nil && !errors.Is(err, blob.ErrNotFound) {
+				return fmt.Errorf("erase %s: delete blob %s: %w", stream, cc.Key, err)
+			}
+		}
+	}
+	return nil
+}
+
+// IsClaimCheck says whether a stored payload is a claim check, by how it
+// begins: cheap enough for a consumer to test every event.
+func IsClaimCheck(payload []byte) bool { return events.StartsWithObject(payload, "claim_check") }
+
+// claimCheckOf is the claim check a stored payload is, or nil.
+func claimCheckOf(payload []byte) *events.ClaimCheck {
+	if len(payload) == 0 || len(payload) > 1024 || !json.Valid(payload) {
+		return nil
+	}
+	var cc events.ClaimCheckPayload
+	if json.Unmarshal(payload, &cc) != nil {
+		return nil
+	}
+	return cc.ClaimCheck
+}
+
+func resolveClaimCheck(ctx context.Context, blobs blob.Store, e events.Envelope) (events.Envelope, error) {
 	if len(e.Payload) == 0 || len(e.Payload) > 1024 || !json.Valid(e.Payload) {
 		return e, nil
 	}
@@ -229,7 +391,9 @@ func (s *Store) LoadStreamsAsOf(ctx context.Context, streams []string, asOf int6
 		if err != nil {
 			return nil, err
 		}
-		if e, err = Resolve(ctx, s.blobs, e); err != nil {
+		if e, err = Resolve(ctx, s.blobs, s.keys, e); IsErased(err) {
+			continue // erased: as if it had never been appended
+		} else if err != nil {
 			return nil, err
 		}
 		out[e.Stream] = append(out[e.Stream], e)
@@ -390,7 +554,9 @@ func (s *Store) LoadStreamTypes(ctx context.Context, stream string, types []stri
 		if err != nil {
 			return nil, err
 		}
-		if e, err = Resolve(ctx, s.blobs, e); err != nil {
+		if e, err = Resolve(ctx, s.blobs, s.keys, e); IsErased(err) {
+			continue // erased: as if it had never been appended
+		} else if err != nil {
 			return nil, err
 		}
 		out = append(out, e)

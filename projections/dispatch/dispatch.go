@@ -9,6 +9,7 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"github.com/criticml/critic/domain/jobs/lease"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/platform/bus"
+	"github.com/criticml/critic/platform/eventstore"
 	"github.com/criticml/critic/platform/requestid"
 	"github.com/criticml/critic/projections/readmodel"
 )
@@ -64,6 +66,10 @@ func New(cmds *commands.Commands, pub Publisher, log *slog.Logger) *Dispatcher {
 
 // Apply handles a batch in order; an error makes the bus redeliver it.
 func (d *Dispatcher) Apply(ctx context.Context, envs []events.Envelope) error {
+	envs, err := d.open(ctx, envs)
+	if err != nil {
+		return err
+	}
 	for _, e := range envs {
 		if err := d.apply(ctx, e); err != nil {
 			return fmt.Errorf("dispatch %s %s: %w", e.Type, e.ID, err)
@@ -73,6 +79,42 @@ func (d *Dispatcher) Apply(ctx context.Context, envs []events.Envelope) error {
 		return fmt.Errorf("dispatch shared-evaluator scoring: %w", err)
 	}
 	return nil
+}
+
+// open opens the sealed payloads of a batch (a trace's events) and drops
+// erased ones: a job is never published for content that no longer exists.
+func (d *Dispatcher) open(ctx context.Context, envs []events.Envelope) ([]events.Envelope, error) {
+	var out []events.Envelope
+	for i, e := range envs {
+		if !events.IsSealed(e.Payload) && !eventstore.IsClaimCheck(e.Payload) {
+			if out != nil {
+				out = append(out, e)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]events.Envelope, 0, len(envs)), envs[:i]...)
+		}
+		r, err := d.cmds.OpenEvent(ctx, e)
+		if eventstore.IsErased(err) {
+			continue
+		}
+		var unreadable *events.UnreadableError
+		if errors.As(err, &unreadable) {
+			// A lost claim-checked blob: the event goes on as stored, as it
+			// did before payloads were opened here; the read model parks it.
+			out = append(out, e)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("dispatch %s %s: %w", e.Type, e.ID, err)
+		}
+		out = append(out, r)
+	}
+	if out == nil {
+		return envs, nil
+	}
+	return out, nil
 }
 
 func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {

@@ -14,6 +14,7 @@ import (
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/keyring"
 )
 
 // Name is the projection's consumer group and dedupe key.
@@ -33,12 +34,20 @@ var Tables = []string{"rm_users", "rm_members", "rm_api_keys", "rm_traces", "rm_
 type Projection struct {
 	pool  *pgxpool.Pool
 	blobs blob.Store
+	keys  *keyring.Ring
 	log   *slog.Logger
 }
 
 // New returns the projection.
 func New(pool *pgxpool.Pool, blobs blob.Store, log *slog.Logger) *Projection {
 	return &Projection{pool: pool, blobs: blobs, log: log}
+}
+
+// WithKeyring opens sealed payloads with keys (the event store's keyring;
+// nil when the deployment stores payloads in clear).
+func (p *Projection) WithKeyring(keys *keyring.Ring) *Projection {
+	p.keys = keys
+	return p
 }
 
 // Apply applies a batch in one transaction, skipping events already applied.
@@ -107,7 +116,10 @@ func claim(ctx context.Context, tx pgx.Tx, envs []events.Envelope) ([]events.Env
 func (p *Projection) applyAll(ctx context.Context, tx pgx.Tx, envs []events.Envelope) error {
 	w := &writer{tx: tx}
 	for _, e := range envs {
-		e, err := eventstore.Resolve(ctx, p.blobs, e)
+		e, err := eventstore.Resolve(ctx, p.blobs, p.keys, e)
+		if eventstore.IsErased(err) {
+			continue // an erased event projects nothing
+		}
 		if err != nil {
 			return err
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/duck"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/keyring"
 	"github.com/criticml/critic/projections"
 )
 
@@ -35,7 +36,16 @@ const Name = "snapshot"
 type Projection struct {
 	snaps *duck.Snapshots
 	blobs blob.Store
+	keys  *keyring.Ring
 	log   *slog.Logger
+}
+
+// WithKeyring opens sealed payloads with keys (the event store's keyring;
+// nil when payloads are stored in clear or arrive opened, as in the query
+// process).
+func (p *Projection) WithKeyring(keys *keyring.Ring) *Projection {
+	p.keys = keys
+	return p
 }
 
 // New returns the projection writing into snaps.
@@ -109,7 +119,10 @@ func (p *Projection) applyOwner(ctx context.Context, owner string, envs []events
 	_, err := p.snaps.ApplyBatch(ctx, owner, ids, func(tx *duck.Tx, fresh []int) error {
 		w := &writer{tx: tx, pending: map[string]*pendingTrace{}}
 		for _, i := range fresh {
-			e, err := eventstore.Resolve(ctx, p.blobs, envs[i])
+			e, err := eventstore.Resolve(ctx, p.blobs, p.keys, envs[i])
+			if eventstore.IsErased(err) {
+				continue // an erased event projects nothing
+			}
 			if err != nil {
 				return err
 			}
@@ -499,7 +512,7 @@ func Replay(ctx context.Context, dir string, store *eventstore.Store, log *slog.
 	n := 0
 	var lastSeq int64
 	err := duck.Rebuild(ctx, dir, duck.Options{}, func(ctx context.Context, s *duck.Snapshots) error {
-		p := New(s, store.Blobs(), log)
+		p := New(s, store.Blobs(), log).WithKeyring(store.Keyring())
 		// Events an operator skipped are left out, as the live projection's
 		// guard leaves them out.
 		skipped, err := projections.LoadSkipped(ctx, store)

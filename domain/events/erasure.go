@@ -1,0 +1,70 @@
+package events
+
+import "bytes"
+
+// TraceErased records that a trace's data key was destroyed (crypto-
+// shredding): every payload sealed with it is unreadable from then on, in the
+// events table, Kafka segments and backups alike. The payload names who and
+// why; it holds nothing of the trace's content and is stored in clear.
+const TraceErased = "trace.erased.v1"
+
+// TraceErasedV1 is who erased which trace, when and why.
+type TraceErasedV1 struct {
+	TraceID string `json:"trace_id"`
+	By      string `json:"by"`
+	Reason  string `json:"reason"`
+	At      string `json:"at"`
+}
+
+// Sealed is a payload encrypted with AES-256-GCM under the data key of Key
+// (a scope such as "trace/<id>"). The envelope's id, stream and type are the
+// additional data: a sealed payload moved to another event does not open.
+type Sealed struct {
+	Key        string `json:"key"`
+	Nonce      []byte `json:"nonce"`
+	Ciphertext []byte `json:"ciphertext"`
+}
+
+// SealedPayload is the shape of an encrypted event payload.
+type SealedPayload struct {
+	Sealed *Sealed `json:"sealed"`
+}
+
+// IsSealed says whether a stored payload is a SealedPayload. Readers test
+// how it begins instead of parsing it: `{"sealed": {` as written, or as
+// Postgres's jsonb gives it back (with spaces).
+func IsSealed(payload []byte) bool { return StartsWithObject(payload, "sealed") }
+
+// StartsWithObject says whether payload is a JSON object whose first member
+// is named key and holds an object, whitespace allowed between tokens.
+func StartsWithObject(payload []byte, key string) bool {
+	p := skipSpace(payload)
+	if len(p) == 0 || p[0] != '{' {
+		return false
+	}
+	p = skipSpace(p[1:])
+	if len(p) < len(key)+2 || p[0] != '"' || string(p[1:1+len(key)]) != key || p[1+len(key)] != '"' {
+		return false
+	}
+	p = skipSpace(p[2+len(key):])
+	if len(p) == 0 || p[0] != ':' {
+		return false
+	}
+	p = skipSpace(p[1:])
+	return len(p) > 0 && p[0] == '{'
+}
+
+func skipSpace(p []byte) []byte {
+	return bytes.TrimLeft(p, " \t\r\n")
+}
+
+// ErasedError is an event sealed with a data key that was destroyed: its
+// content is gone for good. Consumers project nothing for it; it is not a
+// failure to retry or park.
+type ErasedError struct {
+	EventID, Type, Stream, Key string
+}
+
+func (e *ErasedError) Error() string {
+	return "event " + e.EventID + " (" + e.Type + ") of " + e.Stream + " was erased (data key " + e.Key + " destroyed)"
+}

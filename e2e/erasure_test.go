@@ -1,0 +1,137 @@
+package e2e
+
+import (
+	"context"
+	"io/fs"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// TestDeletedTraceIsShredded imports two traces, each carrying its own
+// marker in a step's content, a tool input, a comment and a quote, the first
+// also in a payload large enough to be claim-checked to the blob store.
+// After DELETE of the first, its marker is nowhere in a pg_dump of the
+// database nor in any file of the blob store, the second's marker still
+// reads through the API, and a replay of the read model equals the live one.
+func TestDeletedTraceIsShredded(t *testing.T) {
+	in := startServe(t)
+	key := in.newUser("shredder", false)
+	const gone, kept = "MARKER-GONE-7f3a", "MARKER-KEPT-91c2"
+	trace := func(id, marker, filler string) string {
+		return `{"id":"` + id + `","steps":[{"role":"user","content":"My order ` + marker + ` is late. ` + filler + `"},` +
+			`{"role":"assistant","content":"","tool_name":"lookup","tool_input":{"order":"` + marker + `"},"tool_call_id":"c1"},` +
+			`{"role":"tool","content":"found","tool_name":"lookup","tool_call_id":"c1"},` +
+			`{"role":"assistant","content":"Sure! Order ` + marker + ` ships today."}]}`
+	}
+	big := strings.Repeat("padding ", eventstore.MaxInlinePayload/8+1024)
+	ids := in.importTraces(key, "stash", trace("gone", gone, big)+"\n"+trace("kept", kept, ""))
+	require.Len(t, ids, 2)
+	for i, marker := range []string{gone, kept} {
+		tr := in.getTrace(t, key, ids[i])
+		r := in.do("POST", "/api/v1/rm/traces/"+ids[i]+"/annotations", key, map[string]any{"step_id": tr.Steps[3]["id"], "rating": 1,
+			"comment": "Customer " + marker + " needs a call.", "quote": map[string]any{"text": "Order " + marker, "prefix": "Sure! ", "suffix": " ships today."}})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	}
+	var blobs int
+	require.NoError(t, in.pool.QueryRow(context.Background(), "SELECT count(*) FROM events WHERE payload ? 'claim_check'").Scan(&blobs))
+	require.Equal(t, 1, blobs, "the large trace is claim-checked to the blob store")
+	var clear int
+	require.NoError(t, in.pool.QueryRow(context.Background(), "SELECT count(*) FROM events WHERE strpos(payload::text, $1) > 0", kept).Scan(&clear))
+	require.Zero(t, clear, "payloads are sealed in the log")
+
+	r := in.do("DELETE", "/api/v1/rm/traces/"+ids[0], key, nil)
+	require.Equal(t, http.StatusNoContent, r.Status, string(r.Body))
+	require.Equal(t, http.StatusNotFound, in.do("GET", "/api/v1/rm/traces/"+ids[0], key, nil).Status)
+	waitReadModel(t, in)
+
+	require.Empty(t, linesWith(pgDump(t, in), gone), "pg_dump holds nothing of the deleted trace")
+	require.NotEmpty(t, linesWith(pgDump(t, in), kept), "pg_dump still holds the other trace (read model)")
+	require.Empty(t, filesWith(t, filepath.Join(in.dataDir, "blobs"), gone), "no blob holds the deleted trace")
+	var erased int
+	require.NoError(t, in.pool.QueryRow(context.Background(), "SELECT count(*) FROM events WHERE type = 'trace.erased.v1' AND payload->>'trace_id' = $1", ids[0]).Scan(&erased))
+	require.Equal(t, 1, erased)
+	var tomb int
+	require.NoError(t, in.pool.QueryRow(context.Background(), "SELECT count(*) FROM data_keys WHERE scope = $1 AND wrapped IS NULL AND destroyed_at IS NOT NULL", "trace/"+ids[0]).Scan(&tomb))
+	require.Equal(t, 1, tomb, "the key is destroyed, its tombstone kept")
+
+	tr := in.do("GET", "/api/v1/rm/traces/"+ids[1], key, nil)
+	require.Equal(t, http.StatusOK, tr.Status)
+	require.Contains(t, string(tr.Body), kept, "the other trace still reads")
+	require.Contains(t, string(tr.Body), "Customer "+kept, "and its comment")
+
+	// The next engineer's part (issue 37): what the broker segments and
+	// query snapshots hold of the deleted trace.
+	for _, dir := range []string{"kafka", "snapshots"} {
+		if hits := filesWith(t, filepath.Join(in.dataDir, dir), gone); len(hits) > 0 {
+			t.Logf("note: %s still holds the deleted trace's marker in clear: %v", dir, hits)
+		}
+	}
+
+	before := dumpReadModel(t, in)
+	out, err := in.cli("replay", "readmodel")
+	require.NoError(t, err, out)
+	after := dumpReadModel(t, in)
+	for table := range before {
+		require.Equal(t, before[table], after[table], "table %s after replay", table)
+	}
+}
+
+func waitReadModel(t *testing.T, in *instance) {
+	require.Eventually(t, func() bool {
+		lag, err := readmodel.Lag(context.Background(), in.pool, math.MaxInt32)
+		return err == nil && lag == 0
+	}, time.Minute, 100*time.Millisecond, "the live read model catches up with the log")
+}
+
+// pgDump is the whole database as pg_dump writes it (data included).
+func pgDump(t *testing.T, in *instance) string {
+	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_dump")
+	require.NotEmpty(t, bins, "pg_dump")
+	out, err := exec.Command(bins[len(bins)-1], "--no-owner", "-d", in.dbURL).Output()
+	require.NoError(t, err)
+	return string(out)
+}
+
+// linesWith lists the lines of text that contain marker.
+func linesWith(text, marker string) []string {
+	var out []string
+	for _, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, marker) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// filesWith lists the files under dir whose bytes contain marker.
+func filesWith(t *testing.T, dir, marker string) []string {
+	var hits []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil // a file the server is rotating
+		}
+		if strings.Contains(string(b), marker) {
+			hits = append(hits, path)
+		}
+		return nil
+	})
+	if !os.IsNotExist(err) {
+		require.NoError(t, err)
+	}
+	return hits
+}

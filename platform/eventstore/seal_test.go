@@ -1,0 +1,150 @@
+package eventstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/keyring"
+	"github.com/criticml/critic/platform/pg/pgtest"
+)
+
+func newSealingStore(t *testing.T) (*eventstore.Store, *keyring.Ring, string) {
+	s, ring, dir, _ := newSealingStoreMaster(t)
+	return s, ring, dir
+}
+
+func newSealingStoreMaster(t *testing.T) (*eventstore.Store, *keyring.Ring, string, []byte) {
+	pool := pgtest.NewPool(t)
+	dir := t.TempDir()
+	blobs, err := blob.NewLocal(dir)
+	require.NoError(t, err)
+	master := make([]byte, keyring.KeySize)
+	_, _ = rand.Read(master)
+	ring, err := keyring.New(pool, master)
+	require.NoError(t, err)
+	return eventstore.New(pool, blobs, eventstore.WithKeyring(ring)), ring, dir, master
+}
+
+// noMarker fails when a file under dir contains marker.
+func noMarker(t *testing.T, dir, marker string) {
+	require.NoError(t, filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		require.NotContains(t, string(b), marker, path)
+		return nil
+	}))
+}
+
+// A trace stream's payloads are stored sealed; every reader opens them; once
+// the trace's key is destroyed they read as erased, the claim-checked blob
+// is gone, and another trace is untouched.
+func TestTracePayloadsAreSealedAndShredded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, ring, dir, master := newSealingStoreMaster(t)
+	meta := eventstore.Meta{Actor: "system"}
+	a, b := "trace/"+uuid.NewString(), "trace/"+uuid.NewString()
+	big := strings.Repeat("MARKER-A ", eventstore.MaxInlinePayload/8)
+	envs, err := s.Append(ctx, meta, nil, []events.New{
+		ev(a, events.TraceImported, map[string]string{"text": "MARKER-A small"}),
+		ev(a, events.AnnotationAdded, map[string]string{"text": big}),
+		ev(b, events.TraceImported, map[string]string{"text": "MARKER-B"}),
+		ev("user/x", "user.created.v1", map[string]string{"name": "clear"}),
+	})
+	require.NoError(t, err)
+
+	var dump string
+	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT string_agg(payload::text, ' ') FROM events").Scan(&dump))
+	require.NotContains(t, dump, "MARKER", "trace payloads are sealed in the row")
+	require.Contains(t, dump, `"clear"`, "other streams stay in clear")
+	require.Contains(t, dump, `"sealed"`)
+
+	loaded, err := s.LoadStreams(ctx, []string{a, b})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"text":"MARKER-A small"}`, string(loaded[a][0].Payload))
+	require.Contains(t, string(loaded[a][1].Payload), "MARKER-A MARKER-A")
+
+	// What the relay forwards (as stored) opens with Resolve.
+	raw, err := s.ReadAfter(ctx, 0, 10)
+	require.NoError(t, err)
+	require.True(t, events.IsSealed(raw[0].Payload))
+	require.True(t, eventstore.IsClaimCheck(raw[1].Payload))
+	opened, err := eventstore.Resolve(ctx, s.Blobs(), ring, raw[1])
+	require.NoError(t, err)
+	require.Contains(t, string(opened.Payload), "MARKER-A")
+	_, err = eventstore.Resolve(ctx, s.Blobs(), nil, raw[0])
+	require.ErrorContains(t, err, "no keyring")
+
+	// A sealed payload copied onto another event does not open.
+	moved := raw[2]
+	moved.Payload = raw[0].Payload
+	_, err = eventstore.Resolve(ctx, s.Blobs(), ring, moved)
+	require.ErrorContains(t, err, "authentication")
+
+	require.NoError(t, s.EraseStream(ctx, a))
+	_, err = eventstore.Resolve(ctx, s.Blobs(), ring, raw[0])
+	var erased *events.ErasedError
+	require.ErrorAs(t, err, &erased)
+	require.Equal(t, envs[0].ID, erased.EventID)
+	exists, err := s.Blobs().Exists(ctx, "events/"+envs[1].ID+".json")
+	require.NoError(t, err)
+	require.False(t, exists, "the claim-checked blob is deleted")
+	noMarker(t, dir, "MARKER-A")
+
+	// A fresh ring (another process) sees the tombstone too.
+	other, err := keyring.New(s.Pool(), master)
+	require.NoError(t, err)
+	_, err = eventstore.Resolve(ctx, s.Blobs(), other, raw[0])
+	require.ErrorAs(t, err, &erased)
+
+	loaded, err = s.LoadStreams(ctx, []string{a, b})
+	require.NoError(t, err)
+	require.Empty(t, loaded[a], "erased events are not loaded")
+	require.JSONEq(t, `{"text":"MARKER-B"}`, string(loaded[b][0].Payload))
+
+	// Nothing new is written under a destroyed key.
+	_, err = s.Append(ctx, meta, nil, []events.New{ev(a, events.AnnotationAdded, map[string]string{"text": "again"})})
+	require.ErrorAs(t, err, &erased)
+	// The erasure facts themselves stay in clear.
+	_, err = s.Append(ctx, meta, nil, []events.New{ev(a, events.TraceErased, events.TraceErasedV1{TraceID: a})})
+	require.NoError(t, err)
+
+	var tomb int
+	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT count(*) FROM data_keys WHERE scope = $1 AND wrapped IS NULL AND destroyed_at IS NOT NULL", a).Scan(&tomb))
+	require.Equal(t, 1, tomb)
+}
+
+// A stream written before encryption (in clear) stays readable by a store
+// that seals.
+func TestPlaintextEventsStayReadable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, ring, _ := newSealingStore(t)
+	plain := eventstore.New(s.Pool(), s.Blobs())
+	a := "trace/" + uuid.NewString()
+	_, err := plain.Append(ctx, eventstore.Meta{Actor: "system"}, nil, []events.New{ev(a, events.TraceImported, map[string]string{"text": "old"})})
+	require.NoError(t, err)
+	_, err = s.Append(ctx, eventstore.Meta{Actor: "system"}, nil, []events.New{ev(a, events.AnnotationAdded, map[string]string{"text": "new"})})
+	require.NoError(t, err)
+	loaded, err := s.LoadStreams(ctx, []string{a})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"text":"old"}`, string(loaded[a][0].Payload))
+	require.JSONEq(t, `{"text":"new"}`, string(loaded[a][1].Payload))
+	require.NotNil(t, ring)
+}

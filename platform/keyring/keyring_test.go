@@ -1,0 +1,88 @@
+package keyring_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/platform/keyring"
+	"github.com/criticml/critic/platform/pg/pgtest"
+)
+
+func randomKey() []byte {
+	k := make([]byte, keyring.KeySize)
+	_, _ = rand.Read(k)
+	return k
+}
+
+// Rotation re-wraps every live key: what was sealed before opens with the
+// new master key only, and a destroyed key stays destroyed.
+func TestRotateRewrapsDataKeys(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	oldKey, newKey := randomKey(), randomKey()
+	ring, err := keyring.New(pool, oldKey)
+	require.NoError(t, err)
+	nonce, ct, err := ring.Seal(ctx, "trace/a", []byte("secret"), []byte("aad"))
+	require.NoError(t, err)
+	_, _, err = ring.Seal(ctx, "trace/b", []byte("other"), nil)
+	require.NoError(t, err)
+	require.NoError(t, ring.Destroy(ctx, "trace/b"))
+
+	n, err := ring.Rotate(ctx, newKey)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+
+	rotated, err := keyring.New(pool, newKey)
+	require.NoError(t, err)
+	plain, err := rotated.Open(ctx, "trace/a", nonce, ct, []byte("aad"))
+	require.NoError(t, err)
+	require.Equal(t, "secret", string(plain))
+	gone, err := rotated.Destroyed(ctx, "trace/b")
+	require.NoError(t, err)
+	require.True(t, gone)
+	_, _, err = rotated.Seal(ctx, "trace/b", []byte("again"), nil)
+	require.ErrorIs(t, err, keyring.ErrDestroyed)
+
+	stale, err := keyring.New(pool, oldKey)
+	require.NoError(t, err)
+	_, err = stale.Open(ctx, "trace/a", nonce, ct, []byte("aad"))
+	require.ErrorContains(t, err, "CRITIC_MASTER_KEY_FILE")
+}
+
+func TestMasterKeyFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sub", "master_key")
+	k, err := keyring.CreateMasterKeyFile(path)
+	require.NoError(t, err)
+	require.Len(t, k, keyring.KeySize)
+	again, err := keyring.CreateMasterKeyFile(path)
+	require.NoError(t, err)
+	require.Equal(t, k, again, "an existing file is kept")
+	st, err := os.Stat(path)
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
+
+	raw := filepath.Join(dir, "raw")
+	require.NoError(t, os.WriteFile(raw, k, 0o600))
+	got, err := keyring.ReadMasterKey(raw)
+	require.NoError(t, err)
+	require.Equal(t, k, got)
+	url := filepath.Join(dir, "url")
+	require.NoError(t, os.WriteFile(url, []byte(base64.RawURLEncoding.EncodeToString(k)+"\n"), 0o600))
+	got, err = keyring.ReadMasterKey(url)
+	require.NoError(t, err)
+	require.Equal(t, k, got)
+
+	short := filepath.Join(dir, "short")
+	require.NoError(t, os.WriteFile(short, []byte("c2hvcnQ="), 0o600))
+	_, err = keyring.ReadMasterKey(short)
+	require.ErrorContains(t, err, "want 32 random bytes")
+}
