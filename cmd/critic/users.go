@@ -14,13 +14,14 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
 // cmdUsers manages accounts. Keys are printed once and stored as SHA-256.
 func cmdUsers(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usageError{"usage: critic users create|issue-key|list-keys|revoke-key|disable-reward-models|enable-reward-models"}
+		return usageError{"usage: critic users create|issue-key|add-member|list-keys|revoke-key|disable-reward-models|enable-reward-models"}
 	}
 	in, err := boot(ctx)
 	if err != nil {
@@ -67,6 +68,8 @@ func cmdUsers(ctx context.Context, args []string) error {
 		printKey(*name, id, res.APIKey, *ro)
 		settleCLI(ctx, waiter, res.Result)
 		return nil
+	case "add-member":
+		return addMember(ctx, in, cmds, waiter, args[1:])
 	case "list-keys":
 		if len(args) != 2 {
 			return usageError{"usage: critic users list-keys NAME"}
@@ -168,6 +171,48 @@ func revokeKey(ctx context.Context, in *infra, cmds *commands.Commands, waiter *
 	if err := waiter.Wait(ctx, res.LastEventID); err != nil {
 		fmt.Println("note: `critic users list-keys` shows it as revoked once a running server applies the event")
 	}
+	return nil
+}
+
+// addMember is `critic users add-member ACCOUNT NAME [--role reviewer]`: a
+// member of the account with their first key, printed once with the web
+// app's sign-in link for it (on CRITIC_PUBLIC_URL, else the listen address).
+func addMember(ctx context.Context, in *infra, cmds *commands.Commands, waiter *readmodel.Waiter, args []string) error {
+	const usage = "usage: critic users add-member ACCOUNT NAME [--role admin|reviewer|viewer] (default reviewer)"
+	fs := flag.NewFlagSet("users add-member", flag.ContinueOnError)
+	role := fs.String("role", string(members.Reviewer), "the member's role")
+	fs.SetOutput(io.Discard)
+	var pos []string
+	for len(args) > 0 { // flags may come before or after the names
+		if err := fs.Parse(args); err != nil {
+			return usageError{usage}
+		}
+		if args = fs.Args(); len(args) > 0 {
+			pos, args = append(pos, args[0]), args[1:]
+		}
+	}
+	if len(pos) != 2 {
+		return usageError{usage}
+	}
+	r, err := members.ParseRole("--role", *role)
+	if err != nil {
+		return err
+	}
+	id, err := userIDByName(ctx, in, pos[0])
+	if err != nil {
+		return err
+	}
+	res, err := cmds.AddMember(ctx, id, "", pos[1], r)
+	if err != nil {
+		return err
+	}
+	base := strings.TrimSuffix(in.cfg.PublicURL, "/")
+	if base == "" {
+		base = "http://" + in.cfg.Addr
+	}
+	fmt.Printf("member:  %s (%s) of %s, role %s\napi key: %s\nsign in: %s/#key=%s\n(the key is shown once and stored only as its SHA-256; the link carries it)\n",
+		res.Member.Name, res.Member.ID, pos[0], r, res.APIKey, base, res.APIKey)
+	settleCLI(ctx, waiter, res.Result)
 	return nil
 }
 
