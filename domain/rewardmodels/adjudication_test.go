@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/criteria"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/domain/traces"
@@ -94,4 +95,32 @@ func TestAdjudicationAndExcludeDisputedChangeTheDataset(t *testing.T) {
 	var gone traces.State = cAdj
 	require.NoError(t, gone.Apply(events.Envelope{Version: gone.Version + 1, Type: events.TraceDeleted, Payload: json.RawMessage(`{}`)}))
 	require.Empty(t, gone.Adjudications)
+}
+
+// TestAdjudicatedCriterionValue: a model trained on a criterion counts an
+// adjudicated value instead of the members' values of that target, by
+// the criterion's weight.
+func TestAdjudicatedCriterionValue(t *testing.T) {
+	t.Parallel()
+	c := &criteria.Criterion{ID: "crit", Name: "Correct", Kind: criteria.KindBinary, AppliesTo: criteria.AppliesToTrace}
+	valued := func(id string, values map[string]string, adjudicated string) traces.State {
+		s := teamTrace(t, id, nil, nil)
+		s.Annotations = map[string]*traces.Annotation{}
+		for member, v := range values {
+			s.Annotations[id+"-"+member] = &traces.Annotation{ID: id + "-" + member, AuthorID: member, CriterionID: c.ID, Value: json.RawMessage(`"` + v + `"`)}
+		}
+		if adjudicated != "" {
+			s.Adjudications = map[string]events.AnnotationAdjudicatedV1{traces.AdjudicationKey("", c.ID): {
+				AdjudicationID: id + "-adj", TraceID: id, CriterionID: c.ID, Value: json.RawMessage(`"` + adjudicated + `"`), Reason: "r", By: "admin"}}
+		}
+		return s
+	}
+	a := valued("a", map[string]string{"ann": "yes", "bob": "yes"}, "no") // adjudicated: rejected
+	b := valued("b", map[string]string{"ann": "no"}, "")                  // rejected
+	d := valued("d", map[string]string{"ann": "no", "bob": "no"}, "yes")  // adjudicated: chosen
+	ds, err := rewardmodels.BuildDatasetFrom(rewardmodels.DatasetInputs{ModelID: "m", Attempt: 1, Selected: []traces.State{a, b, d},
+		All: []traces.State{a, b, d}, Criterion: c,
+		Config: events.TrainingConfig{AnnotationSource: events.SourceExplicit, InputVersion: 1, Criterion: c.ID}})
+	require.NoError(t, err)
+	require.Equal(t, map[string][]string{"d>a": {"a-adj", "d-adj"}, "d>b": {"b-ann", "d-adj"}}, pairsOf(ds))
 }

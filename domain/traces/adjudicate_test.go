@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/criteria"
 )
 
 // TestDecideAdjudicate: a final judgment is a rating of ±1 on the trace or
@@ -42,4 +43,27 @@ func TestDecideAdjudicate(t *testing.T) {
 	_, err = DecideAdjudicate(State{ID: "gone"}, AdjudicateInput{Rating: &up, Reason: "r"})
 	var nf *domain.NotFoundError
 	require.True(t, errors.As(err, &nf), "%v", err)
+}
+
+// TestDecideAdjudicateValue: a criterion's final value is checked as a
+// member's value is: a known value of a live criterion on its kind of target.
+func TestDecideAdjudicateValue(t *testing.T) {
+	st := stored(t, "q", "a")
+	c := &criteria.Criterion{ID: "c1", Name: "Correct", Kind: criteria.KindBinary, AppliesTo: criteria.AppliesToTrace}
+	p, err := DecideAdjudicate(st, AdjudicateInput{CriterionID: "c1", Criterion: c, Value: []byte(`"yes"`), Reason: "r"})
+	require.NoError(t, err)
+	require.Equal(t, "c1", p.CriterionID)
+	require.JSONEq(t, `"yes"`, string(p.Value))
+	require.Zero(t, p.Rating)
+	var ve *domain.ValidationError
+	_, err = DecideAdjudicate(st, AdjudicateInput{CriterionID: "c1", Criterion: c, Value: []byte(`"maybe"`), Reason: "r"})
+	require.True(t, errors.As(err, &ve), "%v", err)
+	require.Equal(t, "value", ve.Field)
+	_, err = DecideAdjudicate(st, AdjudicateInput{CriterionID: "c1", Criterion: c, StepID: "s1", Value: []byte(`"yes"`), Reason: "r"})
+	require.True(t, errors.As(err, &ve), "%v", err)
+	require.Equal(t, "step_id", ve.Field)
+	c.Archived = true
+	_, err = DecideAdjudicate(st, AdjudicateInput{CriterionID: "c1", Criterion: c, Value: []byte(`"yes"`), Reason: "r"})
+	require.True(t, errors.As(err, &ve), "%v", err)
+	require.Equal(t, "criterion_id", ve.Field)
 }
