@@ -45,9 +45,6 @@ func (s *CriteriaService) ListCriteria(ctx context.Context, req *connect.Request
 // DefineCriterion is POST /criteria.
 func (s *CriteriaService) DefineCriterion(ctx context.Context, req *connect.Request[criticv1.DefineCriterionRequest]) (*connect.Response[criticv1.DefineCriterionResponse], error) {
 	caller := edge.CallerFrom(ctx)
-	if err := edge.RequireWrite(caller); err != nil {
-		return nil, err
-	}
 	m := req.Msg
 	in := criteria.DefineInput{Name: &m.Name, Description: m.Description, Kind: &m.Kind, Labels: labelsFromProto(m.Labels), AppliesTo: &m.AppliesTo}
 	if m.ScaleMax != nil {
@@ -64,9 +61,6 @@ func (s *CriteriaService) DefineCriterion(ctx context.Context, req *connect.Requ
 // ChangeCriterion is PATCH /criteria/{id}.
 func (s *CriteriaService) ChangeCriterion(ctx context.Context, req *connect.Request[criticv1.ChangeCriterionRequest]) (*connect.Response[criticv1.ChangeCriterionResponse], error) {
 	caller := edge.CallerFrom(ctx)
-	if err := edge.RequireWrite(caller); err != nil {
-		return nil, err
-	}
 	m := req.Msg
 	c, err := s.d.backend().ChangeCriterion(ctx, caller, criteria.ChangeInput{CriterionID: m.CriterionId, Name: m.Name,
 		Description: m.Description, Labels: labelsFromProto(m.Labels), LabelsSet: m.SetLabels})
@@ -79,9 +73,6 @@ func (s *CriteriaService) ChangeCriterion(ctx context.Context, req *connect.Requ
 // ArchiveCriterion is DELETE /criteria/{id}.
 func (s *CriteriaService) ArchiveCriterion(ctx context.Context, req *connect.Request[criticv1.ArchiveCriterionRequest]) (*connect.Response[criticv1.ArchiveCriterionResponse], error) {
 	caller := edge.CallerFrom(ctx)
-	if err := edge.RequireWrite(caller); err != nil {
-		return nil, err
-	}
 	if err := s.d.backend().ArchiveCriterion(ctx, caller, req.Msg.CriterionId); err != nil {
 		return nil, err
 	}
@@ -100,9 +91,6 @@ func (s *CriteriaService) GetGuidelines(ctx context.Context, _ *connect.Request[
 // SetGuidelines is PUT /guidelines.
 func (s *CriteriaService) SetGuidelines(ctx context.Context, req *connect.Request[criticv1.SetGuidelinesRequest]) (*connect.Response[criticv1.SetGuidelinesResponse], error) {
 	caller := edge.CallerFrom(ctx)
-	if err := edge.RequireWrite(caller); err != nil {
-		return nil, err
-	}
 	g, err := s.d.backend().SetGuidelines(ctx, caller, &req.Msg.Markdown)
 	if err != nil {
 		return nil, err

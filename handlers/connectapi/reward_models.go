@@ -32,9 +32,6 @@ func (s *RewardModelService) Register(mux *http.ServeMux) {
 // proto3 cannot tell them apart.
 func (s *RewardModelService) CreateRewardModel(ctx context.Context, req *connect.Request[criticv1.CreateRewardModelRequest]) (*connect.Response[criticv1.CreateRewardModelResponse], error) {
 	caller := edge.CallerFrom(ctx)
-	if err := edge.RequireWrite(caller); err != nil {
-		return nil, err
-	}
 	m := req.Msg
 	rm, err := s.d.backend().CreateRewardModel(ctx, caller, usecase.TrainingRequest{
 		Name: nonEmpty(m.Name), TraceIDs: m.TraceIds, BaseModel: m.BaseModel, Epochs: intPtr(m.Epochs), MaxPairs: intPtr(m.MaxPairs),
@@ -85,9 +82,6 @@ func (s *RewardModelService) GetRewardModel(ctx context.Context, req *connect.Re
 // RetryRewardModel re-queues one of the caller's failed models.
 func (s *RewardModelService) RetryRewardModel(ctx context.Context, req *connect.Request[criticv1.RetryRewardModelRequest]) (*connect.Response[criticv1.RetryRewardModelResponse], error) {
 	caller := edge.CallerFrom(ctx)
-	if err := edge.RequireWrite(caller); err != nil {
-		return nil, err
-	}
 	rm, err := s.d.backend().RetryRewardModel(ctx, caller, req.Msg.RewardModelId)
 	if err != nil {
 		return nil, err
@@ -103,9 +97,6 @@ func (s *RewardModelService) RetryRewardModel(ctx context.Context, req *connect.
 // models' background scoring (REST's PUT .../background-scoring).
 func (s *RewardModelService) SetBackgroundScoring(ctx context.Context, req *connect.Request[criticv1.SetBackgroundScoringRequest]) (*connect.Response[criticv1.SetBackgroundScoringResponse], error) {
 	caller := edge.CallerFrom(ctx)
-	if err := edge.RequireWrite(caller); err != nil {
-		return nil, err
-	}
 	bg, err := s.d.backend().SetBackgroundScoring(ctx, caller, req.Msg.RewardModelId, req.Msg.Paused)
 	if err != nil {
 		return nil, err
@@ -130,9 +121,6 @@ func (s *RewardModelService) GetWeights(ctx context.Context, req *connect.Reques
 // absent one.
 func (s *RewardModelService) ScoreTrace(ctx context.Context, req *connect.Request[criticv1.ScoreTraceRequest]) (*connect.Response[criticv1.ScoreTraceResponse], error) {
 	caller := edge.CallerFrom(ctx)
-	if err := edge.RequireWrite(caller); err != nil {
-		return nil, err
-	}
 	run, err := s.d.backend().ScoreTrace(ctx, caller, req.Msg.TraceId, nonEmpty(req.Msg.RewardModelId))
 	if err != nil {
 		return nil, err

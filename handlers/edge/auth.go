@@ -104,11 +104,3 @@ func CallerFrom(ctx context.Context) *readmodel.Caller {
 	c, _ := ctx.Value(callerKey{}).(*readmodel.Caller)
 	return c
 }
-
-// RequireWrite refuses read-only keys (403).
-func RequireWrite(c *readmodel.Caller) error {
-	if c.ReadOnly {
-		return &domain.ForbiddenError{Message: "this API key is read-only"}
-	}
-	return nil
-}

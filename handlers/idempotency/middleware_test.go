@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/idempotency"
 	"github.com/criticml/critic/platform/blob"
@@ -142,7 +143,7 @@ func TestReplayNeedsTheSameAPIKey(t *testing.T) {
 		c, err := auth.Authenticate(r.Context(), r.Header)
 		require.NoError(t, err)
 		require.Same(t, passed, c)
-		if err := edge.RequireWrite(c); err != nil {
+		if err := edge.Permit(c, members.Ingest); err != nil {
 			edge.WriteError(w, err)
 			return
 		}

@@ -22,9 +22,6 @@ type addAnnotationRequest struct {
 
 func (a *API) addAnnotation(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
-	if err := edge.RequireWrite(caller); err != nil {
-		return err
-	}
 	var req addAnnotationRequest
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
@@ -51,9 +48,6 @@ func (a *API) addAnnotation(w http.ResponseWriter, r *http.Request) error {
 // it), a field that is absent is kept (usecase.AnnotationPatchJSON).
 func (a *API) editAnnotation(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
-	if err := edge.RequireWrite(caller); err != nil {
-		return err
-	}
 	var raw map[string]json.RawMessage
 	if err := a.decodeBody(w, r, &raw); err != nil {
 		return err
@@ -72,9 +66,6 @@ func (a *API) editAnnotation(w http.ResponseWriter, r *http.Request) error {
 
 func (a *API) removeAnnotation(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
-	if err := edge.RequireWrite(caller); err != nil {
-		return err
-	}
 	if err := a.backend().RemoveAnnotation(r.Context(), caller, r.PathValue("annotation_id")); err != nil {
 		return err
 	}

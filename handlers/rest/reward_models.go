@@ -34,9 +34,6 @@ type requestTrainingBody struct {
 // a `compute` field (or any unknown field) is 422.
 func (a *API) createRewardModel(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
-	if err := edge.RequireWrite(caller); err != nil {
-		return err
-	}
 	var body requestTrainingBody
 	if err := a.decodeBody(w, r, &body); err != nil {
 		return err
@@ -76,9 +73,6 @@ func (a *API) getRewardModel(w http.ResponseWriter, r *http.Request) error {
 // retryRewardModel is POST /reward-models/{id}/retry: 202, 409 unless failed.
 func (a *API) retryRewardModel(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
-	if err := edge.RequireWrite(caller); err != nil {
-		return err
-	}
 	m, err := a.backend().RetryRewardModel(r.Context(), caller, r.PathValue("model_id"))
 	if err != nil {
 		return err
@@ -96,9 +90,6 @@ type backgroundScoringBody struct {
 // model that is not the caller's, 409 model_not_ready before it succeeded.
 func (a *API) setBackgroundScoring(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
-	if err := edge.RequireWrite(caller); err != nil {
-		return err
-	}
 	var body backgroundScoringBody
 	if err := a.decodeBody(w, r, &body); err != nil {
 		return err
@@ -133,9 +124,6 @@ type scoreBody struct {
 // the request (new, active, or already completed for this revision).
 func (a *API) scoreTrace(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
-	if err := edge.RequireWrite(caller); err != nil {
-		return err
-	}
 	var body scoreBody
 	if err := a.decodeBody(w, r, &body); err != nil {
 		return err

@@ -15,9 +15,6 @@ type renameSourceRequest struct {
 // id, applied to existing and future traces.
 func (a *API) renameSource(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
-	if err := edge.RequireWrite(caller); err != nil {
-		return err
-	}
 	var req renameSourceRequest
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err

@@ -115,9 +115,6 @@ func (a *API) uploadTranscript(w http.ResponseWriter, r *http.Request) error {
 // names none, and restrict (when set) may refuse or resolve the format.
 func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat string, restrict func(format string, data []byte) (string, error)) error {
 	caller := edge.CallerFrom(r.Context())
-	if err := edge.RequireWrite(caller); err != nil {
-		return err
-	}
 	var req importRequest
 	var data []byte
 	if rawImport(r) {
@@ -252,9 +249,6 @@ func (a *API) getTrace(w http.ResponseWriter, r *http.Request) error {
 
 func (a *API) deleteTrace(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
-	if err := edge.RequireWrite(caller); err != nil {
-		return err
-	}
 	res, err := a.cmds.DeleteTrace(r.Context(), usecase.Actor(caller), r.PathValue("trace_id"))
 	if err != nil {
 		return err
@@ -271,9 +265,6 @@ func (a *API) deleteTrace(w http.ResponseWriter, r *http.Request) error {
 // the trace carries its own labels, 503 without a step-label model.
 func (a *API) retryLabeling(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
-	if err := edge.RequireWrite(caller); err != nil {
-		return err
-	}
 	st, err := a.backend().RetryLabeling(r.Context(), caller, r.PathValue("trace_id"))
 	if err != nil {
 		return err
@@ -287,9 +278,6 @@ func (a *API) retryLabeling(w http.ResponseWriter, r *http.Request) error {
 // 404 unowned trace, 409 while no shared evaluator release is live.
 func (a *API) rescoreWithEvaluator(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
-	if err := edge.RequireWrite(caller); err != nil {
-		return err
-	}
 	ev, err := a.backend().RescoreWithEvaluator(r.Context(), caller, r.PathValue("trace_id"))
 	if err != nil {
 		return err
@@ -304,9 +292,6 @@ func (a *API) rescoreWithEvaluator(w http.ResponseWriter, r *http.Request) error
 // labels or the agent has not responded, 503 without a step-label model.
 func (a *API) rescoreLabels(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
-	if err := edge.RequireWrite(caller); err != nil {
-		return err
-	}
 	st, err := a.backend().RelabelTrace(r.Context(), caller, r.PathValue("trace_id"))
 	if err != nil {
 		return err

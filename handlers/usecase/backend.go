@@ -11,8 +11,9 @@ import (
 // are the operations REST and Connect share where an operation is more than
 // one command or query call — required fields, defaults, lookups, fallbacks,
 // read-your-writes — so both surfaces answer the same data and the same
-// errors. Each surface keeps its own decoding and its RequireWrite check
-// (before decoding, so a read-only key is refused whatever it sends).
+// errors. Each surface keeps its own decoding; the role check happens before
+// either runs (edge.Permit, from the route's or method's declared
+// permission), so a caller who may not is refused whatever it sends.
 type Backend struct {
 	Cmds    *commands.Commands
 	Queries *readmodel.Queries
