@@ -93,7 +93,9 @@ func TestRunTrainsAndScores(t *testing.T) {
 	require.Empty(t, s.api.requests("/jobs/train/"+id+"/claim"))
 	pulls := s.api.requests("/jobs/train/claim")
 	require.NotEmpty(t, pulls)
-	require.Equal(t, map[string]any{"worker_id": "w-1", "compute": "worker"}, pulls[0].Body)
+	require.Equal(t, "w-1", pulls[0].Body["worker_id"])
+	require.Equal(t, "worker", pulls[0].Body["compute"])
+	require.Contains(t, []any{"cpu", "gpu"}, pulls[0].Body["device"], "the poll reports the worker's device for GET /base-models")
 	require.Empty(t, s.api.requestsOf(jobs.KindTrain, "/fail"))
 	require.Equal(t, "w-1", s.api.status(t, id).WorkerID)
 
