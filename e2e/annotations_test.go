@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -126,8 +125,12 @@ func TestAnnotationsCountsExportsAndPairs(t *testing.T) {
 	// events) and keeps trace-level ones.
 	before := in.eventCount()
 	in.importTraces(key, "stash", `{"id":"pw","steps":[{"role":"user","content":"What's my password?"},{"role":"assistant","content":"I can't see passwords; use the reset link."}]}`)
-	var removed int
-	require.NoError(t, in.pool.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE type = 'annotation.removed.v1' AND payload->>'reason' = 'step_removed'`).Scan(&removed))
+	removed := 0
+	for _, p := range in.openedPayloads(t, "annotation.removed.v1") { // sealed in the log
+		if p["reason"] == "step_removed" {
+			removed++
+		}
+	}
 	require.Equal(t, 2, removed)
 	require.Equal(t, before+3, in.eventCount())
 	d = in.getTrace(t, key, bad)

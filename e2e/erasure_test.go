@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
 	"io/fs"
 	"math"
 	"net/http"
@@ -14,7 +17,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/keyring"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -34,7 +40,11 @@ func TestDeletedTraceIsShredded(t *testing.T) {
 			`{"role":"tool","content":"found","tool_name":"lookup","tool_call_id":"c1"},` +
 			`{"role":"assistant","content":"Sure! Order ` + marker + ` ships today."}]}`
 	}
-	big := strings.Repeat("padding ", eventstore.MaxInlinePayload/8+1024)
+	// Random filler: sealed payloads are compressed first, and this trace
+	// must still be large enough to be claim-checked.
+	noise := make([]byte, eventstore.MaxInlinePayload/2+4096)
+	_, _ = rand.Read(noise)
+	big := hex.EncodeToString(noise)
 	ids := in.importTraces(key, "stash", trace("gone", gone, big)+"\n"+trace("kept", kept, ""))
 	require.Len(t, ids, 2)
 	for i, marker := range []string{gone, kept} {
@@ -94,6 +104,43 @@ func waitReadModel(t *testing.T, in *instance) {
 	}, time.Minute, 100*time.Millisecond, "the live read model catches up with the log")
 }
 
+// openedPayloads returns the payloads of the instance's events of type typ
+// ("" = every type), in log order, opened with its master key: a trace's
+// payloads are sealed in the log, so SQL on the events table sees only the
+// envelopes. Erased events are left out.
+func (in *instance) openedPayloads(t testing.TB, typ string) []map[string]any {
+	t.Helper()
+	ctx := context.Background()
+	master, err := keyring.ReadMasterKey(filepath.Join(in.dataDir, "master_key"))
+	require.NoError(t, err)
+	ring, err := keyring.New(in.pool, master)
+	require.NoError(t, err)
+	blobs, err := blob.NewLocal(filepath.Join(in.dataDir, "blobs"))
+	require.NoError(t, err)
+	store := eventstore.New(in.pool, blobs, eventstore.WithKeyring(ring))
+	rows, err := in.pool.Query(ctx, "SELECT id::text, stream, type, payload FROM events WHERE $1 = '' OR type = $1 ORDER BY seq", typ)
+	require.NoError(t, err)
+	var envs []events.Envelope
+	for rows.Next() {
+		var e events.Envelope
+		require.NoError(t, rows.Scan(&e.ID, &e.Stream, &e.Type, &e.Payload))
+		envs = append(envs, e)
+	}
+	require.NoError(t, rows.Err())
+	var out []map[string]any
+	for _, e := range envs {
+		e, err := store.Open(ctx, e)
+		if eventstore.IsErased(err) {
+			continue
+		}
+		require.NoError(t, err)
+		var p map[string]any
+		require.NoError(t, json.Unmarshal(e.Payload, &p))
+		out = append(out, p)
+	}
+	return out
+}
+
 // pgDump is the whole database as pg_dump writes it (data included).
 func pgDump(t *testing.T, in *instance) string {
 	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_dump")
@@ -134,4 +181,43 @@ func filesWith(t *testing.T, dir, marker string) []string {
 		require.NoError(t, err)
 	}
 	return hits
+}
+
+// TestRotateMasterKey rotates the master key with the server stopped: the
+// old file is kept aside, the new one installed, and the traces stored
+// before still read after a restart.
+func TestRotateMasterKey(t *testing.T) {
+	in := startServe(t)
+	key := in.newUser("rotator", false)
+	ids := in.importTraces(key, "stash", `{"id":"r1","steps":[{"role":"user","content":"Rotate MARKER-ROT"},{"role":"assistant","content":"Done."}]}`)
+	path := filepath.Join(in.dataDir, "master_key")
+	old, err := os.ReadFile(path)
+	require.NoError(t, err)
+	in.stop()
+
+	out, err := in.cli("keys", "rotate")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "re-wrapped 1 data keys")
+	now, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NotEqual(t, old, now, "a new master key is installed")
+	kept, err := filepath.Glob(path + ".old-*")
+	require.NoError(t, err)
+	require.Len(t, kept, 1)
+	b, err := os.ReadFile(kept[0])
+	require.NoError(t, err)
+	require.Equal(t, old, b, "the old key is kept aside")
+
+	in.start()
+	r := in.do("GET", "/api/v1/rm/traces/"+ids[0], key, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Contains(t, string(r.Body), "MARKER-ROT")
+	require.Equal(t, 1, len(in.openedPayloads(t, "trace.imported.v1")), "the log opens with the new key")
+
+	// With the old key the data keys no longer open.
+	require.NoError(t, os.WriteFile(path+".bad", old, 0o600))
+	in.env = append(in.env, "CRITIC_MASTER_KEY_FILE="+path+".bad")
+	out, err = in.cli("replay", "readmodel")
+	require.Error(t, err, out)
+	require.Contains(t, out, "does not open with this master key")
 }

@@ -188,11 +188,17 @@ func TestOTLPBatchWithAnUnusableTrace(t *testing.T) {
 	list := in.do("GET", "/api/v1/rm/traces", key, nil).JSON(t)
 	require.Equal(t, float64(1), list["total"], "the good trace is listed; the system-only one is stored, not listed")
 	require.Equal(t, good, list["traces"].([]any)[0].(map[string]any)["external_id"])
-	var n int
-	require.NoError(t, in.pool.QueryRow(t.Context(), "SELECT count(*) FROM events WHERE type = 'otel.spans_received.v1' AND payload->>'otel_trace_id' = $1", sysOnly).Scan(&n))
+	// A trace's payloads are sealed in the log: read them opened.
+	n := 0
+	for _, p := range in.openedPayloads(t, "otel.spans_received.v1") {
+		if p["otel_trace_id"] == sysOnly {
+			n++
+		}
+	}
 	require.Equal(t, 1, n, "the system-only trace's span is stored")
-	require.NoError(t, in.pool.QueryRow(t.Context(), "SELECT count(*) FROM events WHERE payload->>'otel_trace_id' = $1", bad).Scan(&n))
-	require.Equal(t, 0, n, "nothing of the unusable trace is stored")
+	for _, p := range in.openedPayloads(t, "") {
+		require.NotEqual(t, bad, p["otel_trace_id"], "nothing of the unusable trace is stored")
+	}
 
 	// Its messages arrive as log records: merged with the span's system
 	// instructions.
@@ -485,9 +491,17 @@ func TestOTLPJoinsRootlessCalls(t *testing.T) {
 	// event names the conversation it joined, and the call's own stream
 	// says where its records went.
 	var conv, filed string
-	require.NoError(t, in.pool.QueryRow(t.Context(), "SELECT payload->>'conversation' FROM events WHERE type = 'otel.spans_received.v1' AND payload->>'otel_trace_id' = $1 AND payload->>'filed_in' IS NULL", a3).Scan(&conv))
+	for _, p := range in.openedPayloads(t, "otel.spans_received.v1") { // sealed in the log
+		if p["otel_trace_id"] != a3 {
+			continue
+		}
+		if f, ok := p["filed_in"].(string); ok {
+			filed = f
+		} else {
+			conv, _ = p["conversation"].(string)
+		}
+	}
 	require.Equal(t, a1, conv)
-	require.NoError(t, in.pool.QueryRow(t.Context(), "SELECT payload->>'filed_in' FROM events WHERE type = 'otel.spans_received.v1' AND payload->>'otel_trace_id' = $1 AND payload->>'filed_in' IS NOT NULL", a3).Scan(&filed))
 	require.True(t, strings.HasPrefix(filed, "otel-opening:"), filed)
 
 	// Replay reaches the same traces without deciding again.

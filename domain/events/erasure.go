@@ -23,6 +23,10 @@ type Sealed struct {
 	Key        string `json:"key"`
 	Nonce      []byte `json:"nonce"`
 	Ciphertext []byte `json:"ciphertext"`
+	// Compression is how the plaintext was compressed before sealing:
+	// "s2", or "" for none. Ciphertext does not compress, so the store
+	// compresses first, or the row (and the Kafka message) would grow.
+	Compression string `json:"z,omitempty"`
 }
 
 // SealedPayload is the shape of an encrypted event payload.

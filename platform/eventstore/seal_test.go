@@ -3,10 +3,10 @@ package eventstore_test
 import (
 	"context"
 	"crypto/rand"
+	"encoding/hex"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -60,7 +60,11 @@ func TestTracePayloadsAreSealedAndShredded(t *testing.T) {
 	s, ring, dir, master := newSealingStoreMaster(t)
 	meta := eventstore.Meta{Actor: "system"}
 	a, b := "trace/"+uuid.NewString(), "trace/"+uuid.NewString()
-	big := strings.Repeat("MARKER-A ", eventstore.MaxInlinePayload/8)
+	// Random text: sealed payloads are compressed first, and this one must
+	// still be large enough to be claim-checked.
+	noise := make([]byte, eventstore.MaxInlinePayload/2)
+	_, _ = rand.Read(noise)
+	big := "MARKER-A MARKER-A " + hex.EncodeToString(noise)
 	envs, err := s.Append(ctx, meta, nil, []events.New{
 		ev(a, events.TraceImported, map[string]string{"text": "MARKER-A small"}),
 		ev(a, events.AnnotationAdded, map[string]string{"text": big}),

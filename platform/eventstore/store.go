@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/klauspost/compress/s2"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
@@ -132,7 +133,7 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 			nonce := make([]byte, k.NonceSize())
 			_, _ = rand.Read(nonce)
 			raw, err = json.Marshal(events.SealedPayload{Sealed: &events.Sealed{Key: sc, Nonce: nonce,
-				Ciphertext: k.Seal(nil, nonce, raw, sealAAD(e.ID, e.Stream, e.Type))}})
+				Ciphertext: k.Seal(nil, nonce, s2.Encode(nil, raw), sealAAD(e.ID, e.Stream, e.Type)), Compression: "s2"}})
 			if err != nil {
 				return nil, err
 			}
@@ -263,6 +264,15 @@ func Resolve(ctx context.Context, blobs blob.Store, keys *keyring.Ring, e events
 	}
 	if err != nil {
 		return e, fmt.Errorf("event %s: %w", e.ID, err)
+	}
+	switch sp.Sealed.Compression {
+	case "":
+	case "s2":
+		if plain, err = s2.Decode(nil, plain); err != nil {
+			return e, &events.UnreadableError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Err: fmt.Errorf("sealed payload: %w", err)}
+		}
+	default:
+		return e, &events.UnreadableError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Err: fmt.Errorf("sealed payload: unknown compression %q", sp.Sealed.Compression)}
 	}
 	e.Payload = plain
 	return e, nil

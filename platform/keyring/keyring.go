@@ -37,6 +37,10 @@ const KeySize = 32
 // ErrDestroyed is a scope whose data key was destroyed.
 var ErrDestroyed = errors.New("data key destroyed")
 
+// maxCached bounds each of a ring's caches (unwrapped keys, destroyed
+// scopes): about 20 MB of keys; past it the cache starts over.
+const maxCached = 50_000
+
 // ErrNoKey is a scope that never had a data key.
 var ErrNoKey = errors.New("no data key")
 
@@ -234,6 +238,12 @@ func (r *Ring) fetch(ctx context.Context, scopes []string, out map[string]cipher
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(r.keys)+len(got) > maxCached {
+		r.keys = map[string]cipher.AEAD{} // bounded: start over rather than grow with the log
+	}
+	if len(r.destroyed)+len(got) > maxCached {
+		r.destroyed = map[string]bool{}
+	}
 	for _, x := range got {
 		if x.wrapped == nil {
 			r.destroyed[x.scope] = true
