@@ -23,6 +23,7 @@
     [/^\/sql$/, "SqlPage"],
     [/^\/comparisons$/, "ComparisonsPage"],
     [/^\/criteria$/, "CriteriaPage"],
+    [/^\/team$/, "TeamPage"],
   ];
   var meta = document.querySelector('meta[name="critic-route-chunks"]');
   var chunks = {};

@@ -25,6 +25,7 @@ const GepaRunPage = page("GepaRunPage", () => import("./skills/GepaRunPage"));
 const SqlPage = page("SqlPage", () => import("./sql/SqlPage"));
 const ComparisonsPage = page("ComparisonsPage", () => import("./comparisons/ComparisonsPage"));
 const CriteriaPage = page("CriteriaPage", () => import("./criteria/CriteriaPage"));
+const TeamPage = page("TeamPage", () => import("./team/TeamPage"));
 
 // The entry and everything it imports have been evaluated (make bench-ui
 // reports the marks it finds; DevTools shows them in the timing track).
@@ -68,6 +69,7 @@ function Gate() {
         <Route path="sql" element={<SqlPage />} />
         <Route path="comparisons" element={<ComparisonsPage />} />
         <Route path="criteria" element={<CriteriaPage />} />
+        <Route path="team" element={<TeamPage />} />
         <Route path="*" element={<NotFoundPage />} />
       </Route>
     </Routes>

@@ -34,7 +34,8 @@ function problem(e: unknown): string {
  * it; and write the guidelines reviewers see in the queue and the viewer.
  */
 export function CriteriaPage() {
-  const { canWrite } = useAuth();
+  // Every control gated here is admin-only (import, train, consent, criteria): reviewers and viewers do not see it.
+  const { isAdmin: canWrite } = useAuth();
   const [archived, setArchived] = useState(false);
   const list = useQuery(criteriaQuery(archived));
   return (

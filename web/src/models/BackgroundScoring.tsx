@@ -12,7 +12,8 @@ type Background = RewardModelDetail["background_scoring"];
  * its cost. Explicit "Score actions" works while paused.
  */
 export function BackgroundScoring({ model }: { model: RewardModelDetail }) {
-  const { canWrite } = useAuth();
+  // Every control gated here is admin-only (import, train, consent, criteria): reviewers and viewers do not see it.
+  const { isAdmin: canWrite } = useAuth();
   const qc = useQueryClient();
   const key = ["reward-model", model.id];
   const bg = model.background_scoring;

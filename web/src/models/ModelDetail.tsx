@@ -19,7 +19,8 @@ import { useRetryGate } from "./RetryGate";
  */
 export function ModelDetail() {
   const { id = "" } = useParams();
-  const { canWrite } = useAuth();
+  // Every control gated here is admin-only (import, train, consent, criteria): reviewers and viewers do not see it.
+  const { isAdmin: canWrite } = useAuth();
   const qc = useQueryClient();
   const model = useQuery({
     queryKey: ["reward-model", id],

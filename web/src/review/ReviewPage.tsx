@@ -60,7 +60,7 @@ function saveSkipped(user: string, s: Set<string>) {
  * the position live in the URL.
  */
 export function ReviewPage() {
-  const { canWrite, me } = useAuth();
+  const { canWrite, me, myId } = useAuth();
   const [params, setParams] = useSearchParams();
   const model = params.get("model") ?? "";
   const asked = Math.max(0, Number(params.get("i") ?? "0") || 0);
@@ -85,7 +85,7 @@ export function ReviewPage() {
   });
   // The queue as fetched, skipped items last; what the reviewer judges here
   // (rated) counts as done and the progress says how many are left.
-  const [skipped] = useState(() => (me ? loadSkipped(me.user_id) : new Set<string>()));
+  const [skipped] = useState(() => (me ? loadSkipped(myId) : new Set<string>()));
   const items = useMemo(() => {
     const all = queue.data?.items ?? [];
     return [...all.filter((it) => !skipped.has(itemKey(it))), ...all.filter((it) => skipped.has(itemKey(it)))];
@@ -105,13 +105,13 @@ export function ReviewPage() {
   const onJudged = (it: Item) => {
     const d = new Set(judged).add(itemKey(it));
     setJudged(d);
-    if (me && skipped.delete(itemKey(it))) saveSkipped(me.user_id, skipped);
+    if (me && skipped.delete(itemKey(it))) saveSkipped(myId, skipped);
     setPos(next(pos, d));
   };
   const onSkip = (it: Item) => {
     if (me) {
       skipped.add(itemKey(it));
-      saveSkipped(me.user_id, skipped);
+      saveSkipped(myId, skipped);
     }
     setPos(next(pos, judged));
   };
@@ -221,7 +221,7 @@ function ReviewItem({
   help: boolean;
   setHelp: (v: boolean) => void;
 }) {
-  const { me } = useAuth();
+  const { me, myId } = useAuth();
   const trace = useQuery(traceQuery(item.trace_id));
   const ann = useAnnotate(item.trace_id);
   const d = trace.data;
@@ -257,11 +257,11 @@ function ReviewItem({
     for (const a of d?.annotations ?? []) if (a.step_id) m.set(a.step_id, [...(m.get(a.step_id) ?? []), a]);
     return m;
   }, [d]);
-  const current = d && me ? myRating(d.annotations, me.user_id, item.step_id) : undefined;
+  const current = d && me ? myRating(d.annotations, myId, item.step_id) : undefined;
   const doRate = (v: 1 | -1) => {
     if (!d || !canWrite || !me) return;
-    const cur = myRating(d.annotations, me.user_id, item.step_id);
-    rate(ann, d.annotations, me.user_id, item.step_id, v);
+    const cur = myRating(d.annotations, myId, item.step_id);
+    rate(ann, d.annotations, myId, item.step_id, v);
     if (!(cur && cur.rating === v)) onRated(); // pressing the same rating again takes it back and stays
   };
   const toggleExpand = useCallback((id: string) => {
@@ -283,8 +283,8 @@ function ReviewItem({
     return s ? crit.forTarget(targetOf(s)).map((c) => ({ criterion: c, stepId: s.id, stepNumber: s.index + 1, annotations: byStep.get(s.id) ?? NONE })) : [];
     // eslint-disable-next-line react-hooks/exhaustive-deps -- forTarget follows crit.criteria
   }, [d, item.step_id, crit.criteria, byStep]);
-  const armed = useCriteriaKeys(rows, crit.letters, me?.user_id ?? "", ann, canWrite && !help);
-  const valued = !!me && rows.some((r) => myValue(r.annotations, me.user_id, r.criterion.criterion_id, r.stepId));
+  const armed = useCriteriaKeys(rows, crit.letters, myId, ann, canWrite && !help);
+  const valued = !!me && rows.some((r) => myValue(r.annotations, myId, r.criterion.criterion_id, r.stepId));
   const onMove = valued ? onRated : onNext;
   // A layout effect: the item's keys work from the frame it is shown in. With a plain
   // effect the new item is painted before its listener is added (the previous item's
@@ -313,7 +313,7 @@ function ReviewItem({
       key={s.id}
       step={s}
       annotations={byStep.get(s.id) ?? NONE}
-      me={me?.user_id ?? ""}
+      me={myId}
       canWrite={false}
       expanded={expanded.has(s.id)}
       selected={s.id === item.step_id}
@@ -391,7 +391,7 @@ function ReviewItem({
         <CriteriaForm
           rows={rows}
           letters={crit.letters}
-          me={me?.user_id ?? ""}
+          me={myId}
           ann={ann}
           canWrite={canWrite}
           armed={armed}

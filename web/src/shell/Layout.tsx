@@ -7,7 +7,7 @@ import { saveTheme, storedTheme, type Theme } from "../theme/theme";
 
 /** The left sidebar (navigation, account, theme toggle at the bottom) and the page. */
 export function Layout({ children }: { children: ReactNode }) {
-  const { me, signOut } = useAuth();
+  const { me, signOut, may } = useAuth();
   const qc = useQueryClient();
   const { pathname } = useLocation();
   // Opening the list from another page: its first page is asked for on the
@@ -41,14 +41,16 @@ export function Layout({ children }: { children: ReactNode }) {
           <NavLink to="/review">Review</NavLink>
           <NavLink to="/models">Models</NavLink>
           <NavLink to="/skills">Skills</NavLink>
-          <NavLink to="/sql">SQL</NavLink>
+          {may("query") && <NavLink to="/sql">SQL</NavLink>}
           <NavLink to="/comparisons">Comparisons</NavLink>
           <NavLink to="/criteria">Criteria</NavLink>
+          <NavLink to="/team">Team</NavLink>
         </nav>
         <div className="sidebar-bottom">
           {me && (
             <div className="account">
-              <span title={me.user_id}>{me.name}</span>
+              <span title={me.user_id}>{me.member ? `${me.member.name} · ${me.name}` : me.name}</span>
+              {me.member && <span className="badge">{me.member.role}</span>}
               {me.read_only && <span className="badge">read-only</span>}
             </div>
           )}

@@ -6,7 +6,7 @@ import { useQueryClient, type QueryClient } from "@tanstack/react-query";
  * sidebar's pages, the viewer every trace link opens, and the viewer's
  * markdown renderer.
  */
-const NEXT = ["TracesPage", "TraceViewer", "ReviewPage", "ModelsPage", "SkillsPage", "SqlPage", "ComparisonsPage", "CriteriaPage", "markdown"];
+const NEXT = ["TracesPage", "TraceViewer", "ReviewPage", "ModelsPage", "SkillsPage", "SqlPage", "ComparisonsPage", "CriteriaPage", "TeamPage", "markdown"];
 
 /**
  * Once the current screen's data has arrived and the tab is idle, fetches

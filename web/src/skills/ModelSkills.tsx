@@ -6,7 +6,8 @@ import { gepaProgressText, score, type GepaRun } from "./gepa";
 
 /** On a succeeded model's page: its GEPA runs and the way to start one (the Skills page with the model chosen). */
 export function ModelSkills({ modelId }: { modelId: string }) {
-  const { canWrite } = useAuth();
+  // Every control gated here is admin-only (import, train, consent, criteria): reviewers and viewers do not see it.
+  const { isAdmin: canWrite } = useAuth();
   const runs = useQuery({ queryKey: ["gepa-runs"], queryFn: () => api<GepaRun[]>("/gepa-runs") });
   const mine = (runs.data ?? []).filter((r) => r.reward_model_id === modelId);
   return (

@@ -12,7 +12,8 @@ import { active, DEFAULT_BUDGET, DEFAULT_REFLECTION_MODEL, DEFAULT_TASK_MODEL, g
  * (?model=ID preselects it, which is how the model page links here).
  */
 export function SkillsPage() {
-  const { canWrite } = useAuth();
+  // Every control gated here is admin-only (import, train, consent, criteria): reviewers and viewers do not see it.
+  const { isAdmin: canWrite } = useAuth();
   const runs = useQuery({
     queryKey: ["gepa-runs"],
     queryFn: () => api<GepaRun[]>("/gepa-runs"),

@@ -15,7 +15,8 @@ import { CreditCell, formatTraceScore, OUTCOMES, OutcomeCell, SORTS, SortHeader 
 
 /** The trace list: every filter, the sort and the page live in the URL, so a view is a link. */
 export function TracesPage() {
-  const { canWrite } = useAuth();
+  // Every control gated here is admin-only (import, train, consent, criteria): reviewers and viewers do not see it.
+  const { isAdmin: canWrite } = useAuth();
   const [params, setParams] = useSearchParams();
   const q = params.get("q") ?? "";
   const source = params.get("source") ?? "";

@@ -28,7 +28,8 @@ function AnnotationItem({ a, ann, canWrite }: { a: Annotation; ann: Annotate; ca
         {a.rating === -1 && <span className="chip neg">▼ −1</span>}
         {a.criterion_id && a.value != null && <ValueChip criterionId={a.criterion_id} value={a.value} />}
         <span className="muted">
-          {a.author_name} · <time dateTime={a.created_at}>{formatDate(a.created_at)}</time>
+          {/* Who rated: with several members on an account, the author is what tells ratings apart. */}
+          <strong className="annotation-author">{a.author_name}</strong> · <time dateTime={a.created_at}>{formatDate(a.created_at)}</time>
         </span>
         {a.label_error && (
           <span className="badge warn" title={a.label_error_note ?? undefined}>

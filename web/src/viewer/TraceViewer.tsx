@@ -36,7 +36,7 @@ import { guidelinesQuery, targetOf } from "../criteria/criteria";
  */
 export function TraceViewer() {
   const { id = "" } = useParams();
-  const { me, canWrite } = useAuth();
+  const { me, myId, canWrite, may } = useAuth();
   const [params, setParams] = useSearchParams();
   // Until when a rescore's new labels or a Score again's scores are awaited (Rescore.tsx, ScoreAgain.tsx).
   const [watchUntil, setWatchUntil] = useState(0);
@@ -183,7 +183,7 @@ export function TraceViewer() {
   );
   const traceRows = useMemo<Row[]>(() => crit.forTarget("trace").map((c) => ({ criterion: c, stepId: null, annotations: traceAnns })), [crit.criteria, traceAnns]); // eslint-disable-line react-hooks/exhaustive-deps
   const critRows = useMemo(() => (overview ? [] : [...stepRows, ...traceRows]), [overview, stepRows, traceRows]);
-  const armed = useCriteriaKeys(critRows, crit.letters, me?.user_id ?? "", ann, canWrite && !help);
+  const armed = useCriteriaKeys(critRows, crit.letters, myId, ann, canWrite && !help);
   const hint = criteriaHint(critRows, armed);
   const hasSide = traceRows.length > 0 || !!guide.data?.markdown.trim();
   const sideRef = useRef<HTMLDivElement>(null);
@@ -260,7 +260,7 @@ export function TraceViewer() {
         case "-":
         case "_":
           if (!canWrite || !me || !isRateable(step)) return;
-          rate(ann, byStep.get(step.id) ?? [], me.user_id, step.id, e.key === "+" || e.key === "=" ? 1 : -1);
+          rate(ann, byStep.get(step.id) ?? [], myId, step.id, e.key === "+" || e.key === "=" ? 1 : -1);
           break;
         case "c":
           if (!canWrite) return;
@@ -310,7 +310,7 @@ export function TraceViewer() {
     );
   }
   const t = d!;
-  const myTrace = me ? myRating(t.annotations, me.user_id, null) : undefined;
+  const myTrace = me ? myRating(t.annotations, myId, null) : undefined;
   return (
     <main className={"main viewer" + (hasSide ? " with-side" : "")} ref={scrollRef}>
       <a
@@ -335,10 +335,10 @@ export function TraceViewer() {
           <div className="trace-tools">
             {canWrite && (
               <>
-                <button type="button" className={"rate up" + (myTrace?.rating === 1 ? " on" : "")} aria-pressed={myTrace?.rating === 1} onClick={() => rate(ann, t.annotations, me!.user_id, null, 1)}>
+                <button type="button" className={"rate up" + (myTrace?.rating === 1 ? " on" : "")} aria-pressed={myTrace?.rating === 1} onClick={() => rate(ann, t.annotations, myId, null, 1)}>
                   <span aria-hidden="true">▲</span> Rate trace up
                 </button>
-                <button type="button" className={"rate down" + (myTrace?.rating === -1 ? " on" : "")} aria-pressed={myTrace?.rating === -1} onClick={() => rate(ann, t.annotations, me!.user_id, null, -1)}>
+                <button type="button" className={"rate down" + (myTrace?.rating === -1 ? " on" : "")} aria-pressed={myTrace?.rating === -1} onClick={() => rate(ann, t.annotations, myId, null, -1)}>
                   <span aria-hidden="true">▼</span> Rate trace down
                 </button>
                 <button type="button" onClick={() => setComposing(null)}>
@@ -346,7 +346,7 @@ export function TraceViewer() {
                 </button>
               </>
             )}
-            {canWrite && <Rescore trace={t} onWatch={setWatchUntil} />}
+            {may("train") && <Rescore trace={t} onWatch={setWatchUntil} />}
             <button type="button" className="ghost" onClick={() => setHelp(true)} aria-label="Keyboard shortcuts">
               ? Shortcuts
             </button>
@@ -374,7 +374,7 @@ export function TraceViewer() {
           <span className={"chip" + (t.evaluator.status === "failed" ? " neg" : "")} title={t.evaluator.error ?? undefined}>
             Shared evaluator: {evaluatorStatusText(t.evaluator)}
           </span>
-          {canWrite && <ScoreAgain trace={t} onWatch={setWatchUntil} />}
+          {may("train") && <ScoreAgain trace={t} onWatch={setWatchUntil} />}
           {models.length > 0 && (
             <label className="field inline">
               <span>Credit model</span>
@@ -387,7 +387,7 @@ export function TraceViewer() {
               </select>
             </label>
           )}
-          {canWrite && <ScoreActions trace={t} onScored={setModel} />}
+          {may("train") && <ScoreActions trace={t} onScored={setModel} />}
           <TrainedModels models={t.reward_models} />
           <ToolList metadata={t.metadata} onToggle={setToolsOpen} />
         </div>
@@ -464,7 +464,7 @@ export function TraceViewer() {
       {hasSide && (
         <div className="side-panel" ref={sideRef}>
           <GuidelinesPanel />
-          <CriteriaForm rows={traceRows} letters={crit.letters} me={me?.user_id ?? ""} ann={ann} canWrite={canWrite} armed={armed} digits={critRows[0]?.criterion.criterion_id ?? null} title="This trace" />
+          <CriteriaForm rows={traceRows} letters={crit.letters} me={myId} ann={ann} canWrite={canWrite} armed={armed} digits={critRows[0]?.criterion.criterion_id ?? null} title="This trace" />
           {traceRows.length > 0 && stepRows.length === 0 && <p className="muted small-text criteria-hint">{hint}</p>}
         </div>
       )}
@@ -493,7 +493,7 @@ export function TraceViewer() {
                     annotations={byStep.get(s.id) ?? EMPTY}
                     credit={credit.get(s.id)}
                     sameCall={repeated.has(s.id)}
-                    me={me?.user_id ?? ""}
+                    me={myId}
                     canWrite={canWrite}
                     expanded={expanded.has(s.id)}
                     selected={s.index === selected}
@@ -505,7 +505,7 @@ export function TraceViewer() {
                     extra={
                       s.index === selected && stepRows.length > 0 ? (
                         <>
-                          <CriteriaForm rows={stepRows} letters={crit.letters} me={me?.user_id ?? ""} ann={ann} canWrite={canWrite} armed={armed} digits={critRows[0]?.criterion.criterion_id ?? null} title={`Criteria, step ${s.index + 1}`} />
+                          <CriteriaForm rows={stepRows} letters={crit.letters} me={myId} ann={ann} canWrite={canWrite} armed={armed} digits={critRows[0]?.criterion.criterion_id ?? null} title={`Criteria, step ${s.index + 1}`} />
                           <p className="muted small-text criteria-hint">{hint}</p>
                         </>
                       ) : undefined
