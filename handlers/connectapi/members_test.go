@@ -351,3 +351,29 @@ func TestOneRatingPerMember(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{ritaID: "rita", robID: "rob"}, byMember)
 }
+
+// TestMembersInSQL: the snapshot has a members table (the implicit admin
+// first) and annotations carry member_id, so SQL can filter by member.
+func TestMembersInSQL(t *testing.T) {
+	e := start(t)
+	refund, _ := e.importTwo(t, e.alice)
+	ritaID, rita := e.addMember(t, "rita", members.Reviewer)
+	status, body := e.rest(t, "POST", "/traces/"+refund.Summary.Id+"/annotations", rita, map[string]any{"rating": 1})
+	require.Equal(t, http.StatusOK, status, string(body))
+	query := func(sql string) [][]any {
+		t.Helper()
+		status, body := e.rest(t, "POST", "/query", e.alice, map[string]any{"sql": sql})
+		require.Equal(t, http.StatusOK, status, string(body))
+		var res struct {
+			Rows [][]any `json:"rows"`
+		}
+		require.NoError(t, json.Unmarshal(body, &res))
+		return res.Rows
+	}
+	require.Equal(t, [][]any{{e.aliceID, "alice", "admin", false}, {ritaID, "rita", "reviewer", false}},
+		query("SELECT member_id, name, role, removed FROM members ORDER BY created_at"))
+	require.Equal(t, [][]any{{ritaID, "rita", float64(1)}},
+		query("SELECT a.member_id, m.name, a.rating FROM annotations a JOIN members m USING (member_id)"))
+	status, body = e.rest(t, "POST", "/query", rita, map[string]any{"sql": "SELECT 1"})
+	require.Equal(t, http.StatusForbidden, status, string(body))
+}

@@ -72,8 +72,8 @@ func (d *delta) predicate(table string) (string, []any) {
 			return "", nil
 		}
 		return in("id", d.traces), d.traces
-	case table == "criteria":
-		return "", nil // not trace-keyed: a criteria change rebuilds (TouchAll)
+	case table == "criteria", table == "members":
+		return "", nil // not trace-keyed: a criteria or members change rebuilds (TouchAll)
 	case table == "annotations":
 		var parts []string
 		var args []any

@@ -20,7 +20,7 @@ var userTables = []struct{ name, ddl string }{
 		id VARCHAR, trace_id VARCHAR, step_id VARCHAR, step_index INTEGER, rating INTEGER,
 		comment VARCHAR, quote JSON, label_error BOOLEAN, label_error_note VARCHAR,
 		author_id VARCHAR, author_name VARCHAR, created_at TIMESTAMPTZ,
-		criterion_id VARCHAR, value VARCHAR)`},
+		criterion_id VARCHAR, value VARCHAR, member_id VARCHAR)`},
 	// criteria: the account's review criteria (issue 33), archived ones
 	// too, whose values are the annotations with a criterion_id (value is
 	// the value's text: yes/no, a label name, or a scale's integer).
@@ -54,6 +54,10 @@ var userTables = []struct{ name, ddl string }{
 		trace_id VARCHAR, task_id VARCHAR, first_step_index INTEGER, last_step_index INTEGER,
 		answer_step_index INTEGER, answer_points DOUBLE, work DOUBLE, score DOUBLE, capped BOOLEAN,
 		trace_score DOUBLE, trace_outcome VARCHAR, policy VARCHAR, source VARCHAR)`},
+	// members: the account's members (issue 36), removed ones too; an
+	// annotation's member_id (= author_id) names one of them.
+	{"members", `CREATE TABLE IF NOT EXISTS %s.members(
+		member_id VARCHAR, name VARCHAR, role VARCHAR, created_at TIMESTAMPTZ, removed BOOLEAN)`},
 }
 
 // userViews are views over userTables that a user's SQL can see, created
@@ -110,6 +114,14 @@ ALTER TABLE main.steps ADD COLUMN IF NOT EXISTS cached_tokens INTEGER`
 // nothing is lost).
 const annotationsCriteriaDDL = `ALTER TABLE main.annotations ADD COLUMN IF NOT EXISTS criterion_id VARCHAR;
 ALTER TABLE main.annotations ADD COLUMN IF NOT EXISTS value VARCHAR`
+
+// annotationsMemberDDL adds annotations.member_id to an owner file written
+// before members existed: every annotation's member is its author (the
+// account's implicit admin then), so it is filled from author_id. Such a
+// file's members table stays empty until `critic replay snapshot`
+// rebuilds it (it never saw user.created).
+const annotationsMemberDDL = `ALTER TABLE main.annotations ADD COLUMN IF NOT EXISTS member_id VARCHAR;
+UPDATE main.annotations SET member_id = author_id WHERE member_id IS NULL`
 
 // appliedDDL is the projection's dedupe table: an event id is inserted in the
 // same transaction as the rows it produced, so a redelivered event is a no-op.

@@ -281,10 +281,11 @@ func (t *Tx) UpsertAnnotation(ctx context.Context, r AnnotationRow) error {
 	if err := t.DeleteAnnotation(ctx, r.ID); err != nil {
 		return err
 	}
-	return t.Exec(ctx, `INSERT INTO main.annotations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	// member_id is the author's id: the member who made it (issue 36).
+	return t.Exec(ctx, `INSERT INTO main.annotations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.TraceID, derefString(r.StepID), derefInt(r.StepIndex), derefInt(r.Rating), derefString(r.Comment),
 		quote, r.LabelError, derefString(r.LabelErrorNote), nullString(r.AuthorID), nullString(r.AuthorName),
-		nullTime(r.CreatedAt), derefString(r.CriterionID), derefString(r.Value))
+		nullTime(r.CreatedAt), derefString(r.CriterionID), derefString(r.Value), nullString(r.AuthorID))
 }
 
 // DeleteAnnotation removes one annotation.

@@ -50,6 +50,11 @@ func (s *Snapshots) openWriter(ctx context.Context, ownerID string, o *ownerStat
 		_ = db.Close()
 		return fmt.Errorf("duck: add annotations criterion columns: %w", err)
 	}
+	if _, err := conn.ExecContext(ctx, annotationsMemberDDL); err != nil {
+		_ = conn.Close()
+		_ = db.Close()
+		return fmt.Errorf("duck: add annotations.member_id: %w", err)
+	}
 	if _, err := conn.ExecContext(ctx, appliedDDL); err != nil {
 		_ = conn.Close()
 		_ = db.Close()

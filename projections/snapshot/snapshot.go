@@ -81,6 +81,11 @@ var handled = map[string]bool{
 	events.CriterionDefined:  true,
 	events.CriterionChanged:  true,
 	events.CriterionArchived: true,
+	// The account's members (the `members` table).
+	events.UserCreated:       true,
+	events.MemberAdded:       true,
+	events.MemberRoleChanged: true,
+	events.MemberRemoved:     true,
 }
 
 // Handles reports whether the snapshot projection applies events of type t
@@ -132,7 +137,16 @@ func (p *Projection) applyOwner(ctx context.Context, owner string, envs []events
 		}
 		return w.flush(ctx)
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	for _, e := range envs {
+		if e.Type == events.TraceDeleted {
+			// A deleted trace's rows must leave the file, not only the table.
+			return p.snaps.Shred(ctx, owner)
+		}
+	}
+	return nil
 }
 
 // pendingTrace is an imported trace not yet written: imports are buffered
@@ -409,6 +423,9 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 	case events.CriterionDefined, events.CriterionChanged, events.CriterionArchived:
 		tx.TouchAll()
 		return applyCriterion(ctx, tx, e)
+	case events.UserCreated, events.MemberAdded, events.MemberRoleChanged, events.MemberRemoved:
+		tx.TouchAll()
+		return applyMember(ctx, tx, e)
 	case events.AnnotationRemoved:
 		var p events.AnnotationRemovedV1
 		if err := e.DecodeOrFail(&p); err != nil {
