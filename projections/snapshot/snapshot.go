@@ -137,16 +137,7 @@ func (p *Projection) applyOwner(ctx context.Context, owner string, envs []events
 		}
 		return w.flush(ctx)
 	})
-	if err != nil {
-		return err
-	}
-	for _, e := range envs {
-		if e.Type == events.TraceDeleted {
-			// A deleted trace's rows must leave the file, not only the table.
-			return p.snaps.Shred(ctx, owner)
-		}
-	}
-	return nil
+	return err
 }
 
 // pendingTrace is an imported trace not yet written: imports are buffered
