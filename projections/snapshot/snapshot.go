@@ -137,7 +137,16 @@ func (p *Projection) applyOwner(ctx context.Context, owner string, envs []events
 		}
 		return w.flush(ctx)
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	for _, e := range envs {
+		if e.Type == events.TraceDeleted {
+			// A deleted trace's rows must leave the file, not only the table.
+			return p.snaps.Shred(ctx, owner)
+		}
+	}
+	return nil
 }
 
 // pendingTrace is an imported trace not yet written: imports are buffered
