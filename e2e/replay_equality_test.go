@@ -100,6 +100,15 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 		out, err := in.cli("users", c, "replayer")
 		require.NoError(t, err, out)
 	}
+	// Members: one added by the CLI, one by the API whose role changes
+	// before they are removed (their key revoked with them).
+	out, err = in.cli("users", "add-member", "replayer", "rita")
+	require.NoError(t, err, out)
+	added := in.do("POST", "/api/v1/rm/members", key, map[string]any{"name": "vic", "role": "viewer"})
+	require.Equal(t, http.StatusCreated, added.Status, string(added.Body))
+	vic := added.JSON(t)["member"].(map[string]any)["id"].(string)
+	require.Equal(t, http.StatusOK, in.do("PATCH", "/api/v1/rm/members/"+vic, key, map[string]any{"role": "reviewer"}).Status)
+	require.Equal(t, http.StatusNoContent, in.do("DELETE", "/api/v1/rm/members/"+vic+"?reason=left", key, nil).Status)
 
 	// Models: trained (scores, action scores), then a scoring run.
 	ids := ratedTraces(t, in, key)
