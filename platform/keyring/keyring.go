@@ -160,8 +160,13 @@ func (r *Ring) Open(ctx context.Context, scope string, nonce, ciphertext, aad []
 func (r *Ring) Ensure(ctx context.Context, scopes []string) (map[string]cipher.AEAD, error) {
 	out := make(map[string]cipher.AEAD, len(scopes))
 	var missing []string
+	seen := make(map[string]bool, len(scopes))
 	r.mu.RLock()
 	for _, s := range scopes {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
 		if k, ok := r.keys[s]; ok {
 			out[s] = k
 		} else if r.destroyed[s] {
@@ -175,18 +180,53 @@ func (r *Ring) Ensure(ctx context.Context, scopes []string) (map[string]cipher.A
 		return out, nil
 	}
 	ids := make([]string, len(missing))
+	raws := make([][]byte, len(missing))
 	wrapped := make([][]byte, len(missing))
 	for i, s := range missing {
-		k := make([]byte, KeySize)
-		_, _ = rand.Read(k)
+		raws[i] = make([]byte, KeySize)
+		_, _ = rand.Read(raws[i])
 		ids[i] = uuid.NewString()
-		wrapped[i] = r.wrap(s, ids[i], k)
+		wrapped[i] = r.wrap(s, ids[i], raws[i])
 	}
-	if _, err := r.pool.Exec(ctx, `INSERT INTO data_keys (scope, key_id, wrapped)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[]) ON CONFLICT (scope) DO NOTHING`, missing, ids, wrapped); err != nil {
+	// The keys this insert made come back by RETURNING and need no read;
+	// only scopes another writer made (or destroyed) first are read.
+	rows, err := r.pool.Query(ctx, `INSERT INTO data_keys (scope, key_id, wrapped)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::bytea[]) ON CONFLICT (scope) DO NOTHING RETURNING scope`, missing, ids, wrapped)
+	if err != nil {
 		return nil, fmt.Errorf("create data keys: %w", err)
 	}
-	if err := r.fetch(ctx, missing, out); err != nil {
+	made, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("create data keys: %w", err)
+	}
+	index := make(map[string]int, len(missing))
+	for i, s := range missing {
+		index[s] = i
+	}
+	r.mu.Lock()
+	if len(r.keys)+len(made) > maxCached {
+		r.keys = map[string]cipher.AEAD{}
+	}
+	for _, s := range made {
+		k, err := newAEAD(raws[index[s]])
+		if err != nil {
+			r.mu.Unlock()
+			return nil, err
+		}
+		r.keys[s] = k
+		out[s] = k
+	}
+	r.mu.Unlock()
+	if len(made) == len(missing) {
+		return out, nil
+	}
+	var rest []string
+	for _, s := range missing {
+		if _, ok := out[s]; !ok {
+			rest = append(rest, s)
+		}
+	}
+	if err := r.fetch(ctx, rest, out); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -86,3 +86,22 @@ func TestMasterKeyFile(t *testing.T) {
 	_, err = keyring.ReadMasterKey(short)
 	require.ErrorContains(t, err, "want 32 random bytes")
 }
+
+// A scope named twice in one call gets one key, the one stored.
+func TestEnsureNamesAScopeOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	master := randomKey()
+	ring, err := keyring.New(pool, master)
+	require.NoError(t, err)
+	_, err = ring.Ensure(ctx, []string{"trace/a", "trace/b", "trace/a"})
+	require.NoError(t, err)
+	nonce, ct, err := ring.Seal(ctx, "trace/a", []byte("x"), nil)
+	require.NoError(t, err)
+	fresh, err := keyring.New(pool, master)
+	require.NoError(t, err)
+	plain, err := fresh.Open(ctx, "trace/a", nonce, ct, nil)
+	require.NoError(t, err, "the cached key is the stored one")
+	require.Equal(t, "x", string(plain))
+}
