@@ -350,6 +350,40 @@ func TestOneRatingPerMember(t *testing.T) {
 		byMember[a.MemberID] = a.Author
 	}
 	require.Equal(t, map[string]string{ritaID: "rita", robID: "rob"}, byMember)
+
+	// Pairs sum the members' ratings of a target: the refund trace rated
+	// +1 by both reviewers is chosen against the shipping trace rita
+	// rejects; once rob rates the refund -1 instead, its sum is 0 and no
+	// trace pair is left.
+	shipping := ""
+	status, body = e.rest(t, "GET", "/traces", e.alice, nil)
+	require.Equal(t, http.StatusOK, status)
+	var list struct {
+		Traces []struct{ ID string } `json:"traces"`
+	}
+	require.NoError(t, json.Unmarshal(body, &list))
+	for _, tr := range list.Traces {
+		if tr.ID != refund.Summary.Id {
+			shipping = tr.ID
+		}
+	}
+	rateTrace := func(key, id string, rating int) {
+		t.Helper()
+		status, body := e.rest(t, "POST", "/traces/"+id+"/annotations", key, map[string]any{"rating": rating})
+		require.Equal(t, http.StatusOK, status, string(body))
+	}
+	tracePairs := func() int {
+		t.Helper()
+		status, body := e.rest(t, "GET", "/export/pairs", e.alice, nil)
+		require.Equal(t, http.StatusOK, status, string(body))
+		return strings.Count(string(body), `"granularity":"trace"`)
+	}
+	rateTrace(rita, refund.Summary.Id, 1)
+	rateTrace(rob, refund.Summary.Id, 1)
+	rateTrace(rita, shipping, -1)
+	require.Equal(t, 1, tracePairs())
+	rateTrace(rob, refund.Summary.Id, -1)
+	require.Equal(t, 0, tracePairs(), "+1 (rita) and -1 (rob) sum to 0")
 }
 
 // TestMembersInSQL: the snapshot has a members table (the implicit admin
