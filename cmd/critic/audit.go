@@ -15,6 +15,8 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/domain/traces"
+	"github.com/criticml/critic/projections/readmodel"
 )
 
 // cmdAudit is `critic audit model <id>`: it replays the log to show, for each
@@ -75,7 +77,13 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 	if err != nil {
 		return err
 	}
-	if !bytes.Equal(raw, stored) {
+	// Traces erased since training (issue 37) are gone from the log's
+	// rebuild: the difference is what erasure means, not a fault.
+	erased, err := readmodel.NewQueries(in.pool).ErasedTracesOf(ctx, modelID)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(raw, stored) && erased == 0 {
 		problems = append(problems, "the stored dataset differs from the one rebuilt from the log")
 	}
 	var ds rewardmodels.Dataset
@@ -92,6 +100,9 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 	}
 	fmt.Fprintf(out, "model %s %q — attempt %d, status %s, %d pairs from %d traces, dataset built as of event #%d\n\n",
 		st.ID, st.Requested.Name, st.Attempt, st.Status, len(ds.Pairs), ds.SourceTraces, ds.AsOfSeq)
+	if n := traces.ErasedNotice(erased); n != "" {
+		fmt.Fprintf(out, "%s\n\n", n)
+	}
 	auditReport(out, st)
 	selected, err := cmds.Selection(ctx, st, st.Dataset.AsOfSeq)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/domain/traces"
 )
 
 // RewardModel is the RewardModel shape of spec 001, plus `progress` while it
@@ -96,6 +97,11 @@ type RewardModelDetail struct {
 	// BackgroundScoring is the model's background scoring (spec 001
 	// "Learned action credit"): paused or not, and its traces by state.
 	BackgroundScoring BackgroundScoring `json:"background_scoring"`
+	// ErasedTraces counts the traces it was trained on that were erased
+	// since (issue 37); ErasedNotice says so (null when none): the model
+	// keeps scoring, its weights cannot unlearn them.
+	ErasedTraces int     `json:"erased_traces"`
+	ErasedNotice *string `json:"erased_notice"`
 }
 
 const modelCols = `m.id, m.name, m.base_model, m.compute, m.epochs, m.max_pairs, cardinality(m.trace_ids), m.status, m.num_pairs,
@@ -139,6 +145,15 @@ func (q *Queries) ListRewardModels(ctx context.Context, owner string) ([]RewardM
 	return out, rows.Err()
 }
 
+// ErasedTracesOf counts the traces model id was trained on that are gone
+// from the read model: deleted, which erases them (issue 37).
+func (q *Queries) ErasedTracesOf(ctx context.Context, id string) (int, error) {
+	var n int
+	err := q.pool.QueryRow(ctx, `SELECT count(*) FROM rm_reward_models m, unnest(m.trace_ids) t(id)
+		WHERE m.id = $1 AND NOT EXISTS (SELECT 1 FROM rm_traces r WHERE r.id = t.id)`, id).Scan(&n)
+	return n, err
+}
+
 // GetRewardModel returns one of the owner's models.
 func (q *Queries) GetRewardModel(ctx context.Context, owner, id string) (*RewardModelDetail, error) {
 	if !validUUID(id) {
@@ -155,6 +170,12 @@ func (q *Queries) GetRewardModel(ctx context.Context, owner, id string) (*Reward
 	}
 	if d.BackgroundScoring, err = q.BackgroundScoringOf(ctx, owner, id); err != nil {
 		return nil, err
+	}
+	if d.ErasedTraces, err = q.ErasedTracesOf(ctx, id); err != nil {
+		return nil, err
+	}
+	if n := traces.ErasedNotice(d.ErasedTraces); n != "" {
+		d.ErasedNotice = &n
 	}
 	return d, q.feedbackOf(ctx, d)
 }

@@ -163,6 +163,11 @@ export function ModelDetail() {
           </>
         )}
         {d.feedback_unavailable && <p className="muted">Feedback extraction: {d.feedback_unavailable}</p>}
+        {d.erased_notice && (
+          <p role="note" aria-label="Erased traces">
+            {d.erased_notice}
+          </p>
+        )}
       </section>
 
       {mt && (

@@ -1,0 +1,65 @@
+package readmodel_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/pg/pgtest"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// TestModelSaysWhatWasErased: a model trained on three traces, one of them
+// deleted (erased) afterwards, still reads, and its detail counts the
+// erased trace with the consent wording (weights cannot unlearn).
+func TestModelSaysWhatWasErased(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	store := eventstore.New(pool, blobs)
+	cmds := commands.New(store)
+	q := readmodel.NewQueries(pool)
+	proj := readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var applied int64
+	catchUp := func() {
+		evs, err := store.ReadAfter(ctx, applied, 10000)
+		require.NoError(t, err)
+		require.NoError(t, proj.Apply(ctx, evs))
+		if len(evs) > 0 {
+			applied = evs[len(evs)-1].Seq
+		}
+	}
+	u, err := cmds.CreateUser(ctx, "eraser", false)
+	require.NoError(t, err)
+	actor := commands.Actor{UserID: u.UserID}
+	imp, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
+		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"good"}]}` + "\n" +
+			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"bad"}]}` + "\n" +
+			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}`)})
+	require.NoError(t, err)
+	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: imp.TraceIDs})
+	require.NoError(t, err)
+	catchUp()
+	d, err := q.GetRewardModel(ctx, u.UserID, req.ModelID)
+	require.NoError(t, err)
+	require.Zero(t, d.ErasedTraces)
+	require.Nil(t, d.ErasedNotice)
+
+	_, err = cmds.DeleteTrace(ctx, actor, imp.TraceIDs[1])
+	require.NoError(t, err)
+	catchUp()
+	d, err = q.GetRewardModel(ctx, u.UserID, req.ModelID)
+	require.NoError(t, err)
+	require.Equal(t, 3, d.TraceCount, "the model still names what it was trained on")
+	require.Equal(t, 1, d.ErasedTraces)
+	require.NotNil(t, d.ErasedNotice)
+	require.Equal(t, "Trained on 1 trace since erased. Weights cannot unlearn data they were trained on.", *d.ErasedNotice)
+}
