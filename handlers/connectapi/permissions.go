@@ -57,6 +57,7 @@ var methodPermissions = map[string]members.Permission{
 	"TraceService/SummarizeSections":  members.Annotate,
 	"TraceService/EstimateCompletion": members.Annotate,
 	"TraceService/RetryLabeling":      members.Train,
+	"TraceService/RescoreLabels":      members.Train,
 }
 
 // MethodPermission is the permission a procedure ("/critic.v1.Service/Method")
