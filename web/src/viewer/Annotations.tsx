@@ -3,6 +3,7 @@ import type { Annotation } from "../api/client";
 import type { Annotate } from "./useAnnotate";
 import { formatDate } from "../traces/format";
 import { ValueChip } from "../criteria/CriteriaForm";
+import { useAuth } from "../auth/auth";
 
 /** The annotations on one target, each editable, deletable and flaggable as a label error. */
 export function AnnotationList({ items, ann, canWrite }: { items: Annotation[]; ann: Annotate; canWrite: boolean }) {
@@ -21,6 +22,10 @@ function AnnotationItem({ a, ann, canWrite }: { a: Annotation; ann: Annotate; ca
   const [flagging, setFlagging] = useState(false);
   const [text, setText] = useState(a.comment ?? "");
   const [note, setNote] = useState(a.label_error_note ?? "");
+  // A member edits and deletes their own annotations (an admin anyone's);
+  // anyone who annotates may flag a label error.
+  const { myId, isAdmin } = useAuth();
+  const own = isAdmin || a.author_id === myId;
   return (
     <li className={"annotation" + (a.label_error ? " flagged" : "")}>
       <div className="annotation-head">
@@ -98,7 +103,7 @@ function AnnotationItem({ a, ann, canWrite }: { a: Annotation; ann: Annotate; ca
       )}
       {canWrite && !editing && !flagging && (
         <div className="annotation-actions">
-          {a.comment != null && (
+          {own && a.comment != null && (
             <button type="button" className="small" onClick={() => setEditing(true)}>
               Edit
             </button>
@@ -112,9 +117,11 @@ function AnnotationItem({ a, ann, canWrite }: { a: Annotation; ann: Annotate; ca
               Flag label error
             </button>
           )}
-          <button type="button" className="small danger" onClick={() => ann.remove.mutate(a.id)}>
-            Delete
-          </button>
+          {own && (
+            <button type="button" className="small danger" onClick={() => ann.remove.mutate(a.id)}>
+              Delete
+            </button>
+          )}
         </div>
       )}
     </li>
