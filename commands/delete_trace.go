@@ -40,5 +40,8 @@ func (c *Commands) DeleteTrace(ctx context.Context, actor Actor, traceID string)
 	if err != nil {
 		return r, err
 	}
-	return r, c.store.EraseStream(ctx, events.TraceStream(traceID))
+	if err := c.store.EraseStream(ctx, events.TraceStream(traceID)); err != nil {
+		return r, err
+	}
+	return r, c.eraseDatasets(ctx, actor.UserID, traceID)
 }

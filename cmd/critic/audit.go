@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/domain/traces"
+	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -60,14 +62,12 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 		}
 		return fmt.Errorf("model %s (attempt %d, %s) has no dataset yet", modelID, st.Attempt, st.Status)
 	}
-	stored, err := in.blobs.Get(ctx, st.Dataset.DatasetKey)
+	// Traces erased since training (issue 37) are gone from the log's
+	// rebuild, and the stored dataset that quoted them is deleted: that is
+	// what erasure means, not a fault; what remains is audited.
+	erased, err := readmodel.NewQueries(in.pool).ErasedTracesOf(ctx, modelID)
 	if err != nil {
-		return fmt.Errorf("stored dataset: %w", err)
-	}
-	sum := sha256.Sum256(stored)
-	problems := []string{}
-	if hex.EncodeToString(sum[:]) != st.Dataset.DatasetSHA256 {
-		problems = append(problems, "the stored dataset does not match the SHA-256 recorded in dataset_built")
+		return err
 	}
 	rebuilt, err := cmds.Dataset(ctx, st, st.Dataset.AsOfSeq)
 	if err != nil {
@@ -77,14 +77,21 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 	if err != nil {
 		return err
 	}
-	// Traces erased since training (issue 37) are gone from the log's
-	// rebuild: the difference is what erasure means, not a fault.
-	erased, err := readmodel.NewQueries(in.pool).ErasedTracesOf(ctx, modelID)
-	if err != nil {
-		return err
-	}
-	if !bytes.Equal(raw, stored) && erased == 0 {
-		problems = append(problems, "the stored dataset differs from the one rebuilt from the log")
+	problems := []string{}
+	stored, err := in.blobs.Get(ctx, st.Dataset.DatasetKey)
+	switch {
+	case errors.Is(err, blob.ErrNotFound) && erased > 0:
+		stored = raw
+	case err != nil:
+		return fmt.Errorf("stored dataset: %w", err)
+	default:
+		sum := sha256.Sum256(stored)
+		if hex.EncodeToString(sum[:]) != st.Dataset.DatasetSHA256 {
+			problems = append(problems, "the stored dataset does not match the SHA-256 recorded in dataset_built")
+		}
+		if !bytes.Equal(raw, stored) && erased == 0 {
+			problems = append(problems, "the stored dataset differs from the one rebuilt from the log")
+		}
 	}
 	var ds rewardmodels.Dataset
 	if err := json.Unmarshal(stored, &ds); err != nil {

@@ -17,7 +17,9 @@ import (
 
 // TestModelSaysWhatWasErased: a model trained on three traces, one of them
 // deleted (erased) afterwards, still reads, and its detail counts the
-// erased trace with the consent wording (weights cannot unlearn).
+// erased trace with the consent wording (weights cannot unlearn); its
+// stored dataset, which holds the pairs' text in clear, is deleted, while a
+// model trained on other traces keeps its own.
 func TestModelSaysWhatWasErased(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -43,10 +45,32 @@ func TestModelSaysWhatWasErased(t *testing.T) {
 	imp, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
 		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"good"}]}` + "\n" +
 			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"bad"}]}` + "\n" +
-			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}`)})
+			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}` + "\n" +
+			`{"id":"d","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"nice"}]}` + "\n" +
+			`{"id":"e","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"poor"}]}` + "\n" +
+			`{"id":"f","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"ok"}]}`)})
 	require.NoError(t, err)
-	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: imp.TraceIDs})
+	for i, r := range []int{1, -1, 1, 1, -1, 1} {
+		_, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: imp.TraceIDs[i], Rating: &r, AuthorName: "t"})
+		require.NoError(t, err)
+	}
+	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: imp.TraceIDs[:3]})
 	require.NoError(t, err)
+	other, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "other", TraceIDs: imp.TraceIDs[3:]})
+	require.NoError(t, err)
+	for _, id := range []string{req.ModelID, other.ModelID} {
+		_, err = cmds.BuildDataset(ctx, id)
+		require.NoError(t, err)
+	}
+	dataset := commands.DatasetKey(u.UserID, req.ModelID, 1)
+	otherDataset := commands.DatasetKey(u.UserID, other.ModelID, 1)
+	exists := func(key string) bool {
+		ok, err := blobs.Exists(ctx, key)
+		require.NoError(t, err)
+		return ok
+	}
+	require.True(t, exists(dataset))
+	require.True(t, exists(otherDataset))
 	catchUp()
 	d, err := q.GetRewardModel(ctx, u.UserID, req.ModelID)
 	require.NoError(t, err)
@@ -62,4 +86,6 @@ func TestModelSaysWhatWasErased(t *testing.T) {
 	require.Equal(t, 1, d.ErasedTraces)
 	require.NotNil(t, d.ErasedNotice)
 	require.Equal(t, "Trained on 1 trace since erased. Weights cannot unlearn data they were trained on.", *d.ErasedNotice)
+	require.False(t, exists(dataset), "the dataset quoting the erased trace is deleted")
+	require.True(t, exists(otherDataset), "a model not trained on it keeps its dataset")
 }
