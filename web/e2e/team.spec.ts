@@ -79,6 +79,9 @@ test("an admin invites a reviewer, who rates; the admin sees both ratings and th
   // Rita's Team page is read-only.
   await nav.getByRole("link", { name: "Team" }).click();
   await expect(rita.getByRole("heading", { name: "Members" })).toBeVisible();
+  await expect(rita.getByRole("row", { name: "Member Rita" })).toContainText("reviewer");
+  await expect(rita.getByText("Members per item: 1")).toBeVisible();
+  await expect(rita.getByRole("listitem", { name: /^Disputed: Team: refund request/ })).toBeVisible();
   await expect(rita.getByRole("form", { name: "Add a member" })).toHaveCount(0);
   await expect(rita.getByRole("button", { name: /^Remove/ })).toHaveCount(0);
   await expect(rita.getByRole("button", { name: "Adjudicate" })).toHaveCount(0);

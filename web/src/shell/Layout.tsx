@@ -49,7 +49,7 @@ export function Layout({ children }: { children: ReactNode }) {
         <div className="sidebar-bottom">
           {me && (
             <div className="account">
-              <span title={me.user_id}>{me.member ? `${me.member.name} · ${me.name}` : me.name}</span>
+              <span title={me.user_id}>{me.member && me.member.name !== me.name ? `${me.member.name} · ${me.name}` : me.name}</span>
               {me.member && <span className="badge">{me.member.role}</span>}
               {me.read_only && <span className="badge">read-only</span>}
             </div>

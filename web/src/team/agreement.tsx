@@ -26,6 +26,7 @@ export function AgreementSection() {
     <section className="panel" aria-labelledby="agreement-h">
       <h2 id="agreement-h">Agreement</h2>
       <p className="muted">Over the targets two or more members rated. Alpha is 1 for perfect agreement, 0 for chance; a share is how often two ratings matched.</p>
+      {report.isPending && <p className="muted" aria-busy="true">Loading agreement…</p>}
       {report.error && (
         <p role="alert" className="error">
           Could not load agreement: {report.error.message}

@@ -21,6 +21,7 @@ export function DisputedSection() {
           Could not load the disputed targets: {list.error.message}
         </p>
       )}
+      {list.isPending && <p className="muted" aria-busy="true">Loading disputed targets…</p>}
       {list.data && items.length === 0 && <p className="muted">No target has members who disagree.</p>}
       <ul className="team-disputed">
         {items.map((it) => (

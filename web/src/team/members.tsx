@@ -23,6 +23,7 @@ export function MembersSection() {
   return (
     <section className="panel" aria-labelledby="members-h">
       <h2 id="members-h">Members</h2>
+      {list.isPending && <p className="muted" aria-busy="true">Loading members…</p>}
       {list.error && <p role="alert" className="error">Could not load the members: {list.error.message}</p>}
       <table className="traces team-table" aria-label="Members">
         <thead>
@@ -74,7 +75,7 @@ function MemberRow({ m, admin, self }: { m: Member; admin: boolean; self: boolea
       <td>{new Date(m.created_at).toLocaleDateString()}</td>
       {admin && (
         <td>
-          {confirm ? (
+          {self ? null : confirm ? (
             <span className="row">
               <span>Remove {m.name}? Their keys stop working; their ratings stay theirs.</span>
               <button type="button" className="danger" onClick={() => remove.mutate()} disabled={remove.isPending}>
