@@ -261,6 +261,19 @@ func TestRewardModelEndToEnd(t *testing.T) {
 	}, 20*time.Second, 100*time.Millisecond, "the snapshot never showed the scores")
 	// 3 traces × (tool call + answer); the lowest action is the tool call at step 2.
 	require.Equal(t, []any{float64(3), float64(6), float64(2)}, rows[0])
+
+	// Deleting a training trace erases it (issue 37): the model keeps
+	// scoring, and its page and audit say one trace was erased since.
+	require.Equal(t, http.StatusNoContent, in.do("DELETE", "/api/v1/rm/traces/"+ids[3], key, nil).Status)
+	md := in.do("GET", "/api/v1/rm/reward-models/"+id, key, nil).JSON(t)
+	require.Equal(t, float64(1), md["erased_traces"])
+	require.Equal(t, "Trained on 1 trace since erased. Weights cannot unlearn data they were trained on.", md["erased_notice"])
+	sr = in.do("POST", "/api/v1/rm/traces/"+ids[1]+"/score", key, map[string]any{"reward_model_id": id})
+	require.Contains(t, []int{http.StatusOK, http.StatusAccepted}, sr.Status, string(sr.Body))
+	require.NotEqual(t, "failed", sr.JSON(t)["status"], "the model still scores")
+	out, err = in.cli("audit", "model", id)
+	require.NoError(t, err, out)
+	require.Contains(t, out, "Trained on 1 trace since erased.")
 }
 
 func toAny(xs []string) []any {
