@@ -274,6 +274,11 @@ func TestRewardModelEndToEnd(t *testing.T) {
 	out, err = in.cli("audit", "model", id)
 	require.NoError(t, err, out)
 	require.Contains(t, out, "Trained on 1 trace since erased.")
+	// Its stored dataset quoted the erased trace, so it is gone: the
+	// model's pairs export says why.
+	ex := in.do("GET", "/api/v1/rm/export/pairs?reward_model_id="+id, key, nil)
+	require.Equal(t, http.StatusConflict, ex.Status, string(ex.Body))
+	require.Contains(t, string(ex.Body), "dataset_erased")
 }
 
 func toAny(xs []string) []any {

@@ -160,6 +160,13 @@ func (b Backend) ModelPairs(ctx context.Context, blobs blob.Store, owner, modelI
 		return nil, errors.New("usecase: no blob store to read the model's dataset")
 	}
 	raw, err := blobs.Get(ctx, key)
+	if errors.Is(err, blob.ErrNotFound) {
+		// Deleting a trace deletes the datasets that quote it (issue 37).
+		if n, qerr := b.Queries.ErasedTracesOf(ctx, modelID); qerr == nil && n > 0 {
+			return nil, &domain.ConflictError{Code: "dataset_erased", Message: fmt.Sprintf(
+				"the dataset of reward model %s was deleted when %d of its traces were erased; export the pairs without reward_model_id", modelID, n)}
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read the dataset of reward model %s: %w", modelID, err)
 	}
