@@ -78,7 +78,7 @@ test("an admin invites a reviewer, who rates; the admin sees both ratings and th
 
   // Rita's Team page is read-only.
   await nav.getByRole("link", { name: "Team" }).click();
-  await expect(rita.getByRole("heading", { name: "Members" })).toBeVisible();
+  await expect(rita.getByRole("heading", { name: "Members", exact: true })).toBeVisible();
   await expect(rita.getByRole("row", { name: "Member Rita" })).toContainText("reviewer");
   await expect(rita.getByText("Members per item: 1")).toBeVisible();
   await expect(rita.getByRole("listitem", { name: /^Disputed: Team: refund request/ })).toBeVisible();
@@ -113,7 +113,7 @@ test("an admin invites a reviewer, who rates; the admin sees both ratings and th
   await expect(page.getByLabel(new RegExp(`^Account alpha: ${report.account.value!.toFixed(2).replace("-", "\\-")}, n=${report.account.n}$`))).toBeVisible();
   await expect(page.getByLabel(/^Agreement of (.+ and Bea|Bea and .+): 83%, n=12$/)).toBeVisible();
   await expect(page.getByLabel(/^Agreement of (.+ and Rita|Rita and .+): 0%, n=1, too few to trust$/)).toBeVisible();
-  await expect(page.getByRole("heading", { name: "Disputed" })).toBeVisible();
+  await expect(page.getByRole("heading", { name: "Disputed", exact: true })).toBeVisible();
 
   // The admin settles Rita's disputed step: the final judgment is up.
   const item = page.getByRole("listitem", { name: /^Disputed: Team: refund request, step / });
@@ -129,9 +129,23 @@ test("an admin invites a reviewer, who rates; the admin sees both ratings and th
   expect(settled?.adjudication).toMatchObject({ rating: 1, reason: "The refund did go through." });
   await shot(page, "team-agreement-1366");
 
+  // A viewer, added through the API, reads the trace with no rating or comment control.
+  const v = await page.request.post("/api/v1/rm/members", { headers: { Authorization: `Bearer ${env.key}` }, data: { name: "Vic", role: "viewer" } });
+  expect(v.status()).toBe(201);
+  const vic = (await v.json()) as { api_key: string };
+  const vctx = await browser.newContext({ baseURL: process.env.CRITIC_E2E_URL, viewport: { width: 1366, height: 860 } });
+  const viewer = await vctx.newPage();
+  await viewer.goto(`/traces/${traceId}#key=${encodeURIComponent(vic.api_key)}`);
+  const vstep2 = viewer.getByRole("region", { name: "Step 2", exact: true });
+  await expect(vstep2.getByText("Rita", { exact: true })).toBeVisible();
+  await expect(viewer.getByText("viewer", { exact: true })).toBeVisible();
+  await expect(viewer.getByRole("button", { name: /^Rate|^Comment|Delete|Edit/ })).toHaveCount(0);
+  await expect(viewer.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "SQL" })).toHaveCount(0);
+  await vctx.close();
+
   await page.setViewportSize({ width: 390, height: 844 });
   await page.getByRole("heading", { name: "Team", level: 1 }).scrollIntoViewIfNeeded();
   await shot(page, "team-390");
-  await page.getByRole("heading", { name: "Agreement" }).scrollIntoViewIfNeeded();
+  await page.getByRole("heading", { name: "Agreement", exact: true }).scrollIntoViewIfNeeded();
   await shot(page, "team-agreement-390");
 });

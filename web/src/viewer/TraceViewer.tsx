@@ -397,7 +397,7 @@ export function TraceViewer() {
             name="Contribute this trace to the shared evaluator"
             label="Contribute this trace to the shared evaluator"
             contribute={t.contribute}
-            canWrite={canWrite}
+            canWrite={may("manage")}
             onNotice={setConsent}
           />
           <span className="muted small-text one-line" title={t.contribute ? OPT_OUT_WARNING : undefined}>
