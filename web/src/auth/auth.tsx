@@ -17,10 +17,10 @@ const grants: Record<Role, readonly Permission[]> = {
   viewer: ["read"],
 };
 
-/** Whether the caller may: false until GET /me answers, and for anything but read with a read-only key. */
+/** Whether the caller may (edge.Permit's rule): false until GET /me answers; a read-only key only reads and queries. */
 export function mayDo(me: Me | undefined, p: Permission): boolean {
   if (!me) return false;
-  if (me.read_only && p !== "read") return false;
+  if (me.read_only && p !== "read" && p !== "query") return false;
   return grants[me.member?.role ?? "admin"].includes(p);
 }
 
