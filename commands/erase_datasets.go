@@ -2,12 +2,15 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/platform/blob"
 )
 
@@ -36,6 +39,38 @@ func (c *Commands) eraseDatasets(ctx context.Context, ownerID, traceID string) e
 			if err := c.store.Blobs().Delete(ctx, key); err != nil && !errors.Is(err, blob.ErrNotFound) {
 				return fmt.Errorf("erase trace %s: delete dataset %s: %w", traceID, key, err)
 			}
+		}
+	}
+	return c.eraseCandidateDatasets(ctx, traceID)
+}
+
+// eraseCandidateDatasets deletes the stored datasets of shared-evaluator
+// candidates with a pair from the trace (a contributed trace's text, in
+// clear): the shared evaluator follows the same rule as a user's models.
+// Its released weights keep serving and cannot unlearn it (the consent
+// notice says so).
+func (c *Commands) eraseCandidateDatasets(ctx context.Context, traceID string) error {
+	s, err := c.EvaluatorState(ctx)
+	if err != nil {
+		return err
+	}
+	for _, cand := range s.Candidates {
+		raw, err := c.store.Blobs().Get(ctx, cand.DatasetKey)
+		if errors.Is(err, blob.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("erase trace %s: read candidate dataset %s: %w", traceID, cand.DatasetKey, err)
+		}
+		var ds jobs.EvaluatorDataset
+		if err := json.Unmarshal(raw, &ds); err != nil {
+			return fmt.Errorf("erase trace %s: candidate dataset %s: %w", traceID, cand.DatasetKey, err)
+		}
+		if !slices.ContainsFunc(ds.Pairs, func(p rewardmodels.DatasetPair) bool { return slices.Contains(p.TraceIDs, traceID) }) {
+			continue
+		}
+		if err := c.store.Blobs().Delete(ctx, cand.DatasetKey); err != nil && !errors.Is(err, blob.ErrNotFound) {
+			return fmt.Errorf("erase trace %s: delete candidate dataset %s: %w", traceID, cand.DatasetKey, err)
 		}
 	}
 	return nil

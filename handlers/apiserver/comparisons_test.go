@@ -296,6 +296,7 @@ func TestEvaluatorStatus(t *testing.T) {
 	// A candidate trained and reported through the worker commands (as
 	// the worker service runs them), released, then rolled back.
 	cmds := e.srv.Cmds
+	var trainTrace string
 	for trainSide, i := 0, 0; trainSide == 0 && i < 40; i++ { // a training-side trace: its comparison and correction train
 		traceID, modelID, f := withFindings(t, e, fmt.Sprintf("train-%d", i))
 		e.reviewAlternative(t, modelID, f.ID)
@@ -303,6 +304,7 @@ func TestEvaluatorStatus(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.status, string(r.body))
 		if !evaluator.InBenchmark(e.userID + "/" + traceID) {
 			trainSide++
+			trainTrace = traceID
 		}
 	}
 	req, err := cmds.RequestCandidate(ctx, commands.RequestCandidate{BaseModel: "tiny", Operator: "op"})
@@ -510,6 +512,17 @@ func TestEvaluatorStatus(t *testing.T) {
 	_, err = readmodel.New(e.pool, e.blobs, nil).Replay(ctx, eventstore.New(e.pool, e.blobs))
 	require.NoError(t, err)
 	require.Equal(t, before, dumpTables(t, e, "rm_evaluator_releases", "rm_evaluator_scores", "rm_evaluator_scoring", "rm_evaluator_benchmarks"))
+
+	// Deleting a trace the candidate trained on erases it (issue 37): the
+	// candidate's stored dataset, which quotes it in clear, is deleted.
+	ok, err := e.blobs.Exists(ctx, req.Candidate.DatasetKey)
+	require.NoError(t, err)
+	require.True(t, ok)
+	r = e.do(t, "DELETE", "/api/v1/rm/traces/"+trainTrace, nil)
+	require.Equal(t, http.StatusNoContent, r.status, string(r.body))
+	ok, err = e.blobs.Exists(ctx, req.Candidate.DatasetKey)
+	require.NoError(t, err)
+	require.False(t, ok, "the candidate dataset quoting the erased trace is deleted")
 }
 
 // dumpTables renders each table's rows as JSON, in a stable order.
