@@ -48,7 +48,7 @@ export function ComparisonsPage() {
       <p className="muted small-text">
         Which action is better for this context? Your verdicts train reward models and, on traces that contribute, the shared evaluator.
       </p>
-      {!canWrite && <p className="muted">This key is read-only: you can look through the comparisons but not answer them.</p>}
+      {!canWrite && <p className="muted">This key is read-only (or your role is viewer): you can look through the comparisons but not answer them.</p>}
       {queue.isError ? (
         <div role="alert" className="state error">
           Could not load the comparisons: {(queue.error as Error).message}{" "}
@@ -170,25 +170,32 @@ function ComparisonCard({
         </section>
       </div>
       <Contribution traceId={item.trace_id} canWrite={canWrite} />
-      <label className="field">
-        <span>Comment (optional)</span>
-        <textarea id="comparison-comment" rows={2} value={comment} onChange={(e) => setComment(e.target.value)} disabled={!canWrite} />
-      </label>
+      {canWrite && (
+        <label className="field">
+          <span>Comment (optional)</span>
+          <textarea id="comparison-comment" rows={2} value={comment} onChange={(e) => setComment(e.target.value)} />
+        </label>
+      )}
       {send.isError && (
         <p role="alert" className="error">
           {(send.error as Error).message}
         </p>
       )}
       <footer className="row">
-        <button type="button" onClick={() => answer("left")} disabled={!canWrite || send.isPending}>
-          A is better
-        </button>
-        <button type="button" onClick={() => answer("right")} disabled={!canWrite || send.isPending}>
-          B is better
-        </button>
-        <button type="button" onClick={() => answer("tie")} disabled={!canWrite || send.isPending}>
-          Tie
-        </button>
+        {/* Hidden, not disabled, for a caller who may not annotate. */}
+        {canWrite && (
+          <>
+            <button type="button" onClick={() => answer("left")} disabled={send.isPending}>
+              A is better
+            </button>
+            <button type="button" onClick={() => answer("right")} disabled={send.isPending}>
+              B is better
+            </button>
+            <button type="button" onClick={() => answer("tie")} disabled={send.isPending}>
+              Tie
+            </button>
+          </>
+        )}
         <button type="button" onClick={onSkip}>
           Skip
         </button>

@@ -159,7 +159,7 @@ export function ReviewPage() {
           ; a trace at calibrated c and an action at credit x are equally uncertain when |2c − 1| = |x|.
         </p>
       )}
-      {!canWrite && <p className="muted">This key is read-only: you can look through the queue but not rate.</p>}
+      {!canWrite && <p className="muted">This key is read-only (or your role is viewer): you can look through the queue but not rate.</p>}
       {queue.isError ? (
         <div role="alert" className="state error">
           Could not build the queue: {(queue.error as Error).message}{" "}
