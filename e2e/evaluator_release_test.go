@@ -106,7 +106,9 @@ func bootstrapEvaluator(t *testing.T, in *instance, key, base string) string {
 	// The release rescores every trace in the background.
 	var scored string
 	require.Eventually(t, func() bool {
-		_ = in.pool.QueryRow(context.Background(), `SELECT payload->>'trace_id' FROM events WHERE type = 'evaluator.trace_scored.v1' AND payload->>'trace_id' = $1`, ids[0]).Scan(&scored)
+		// The trace's stream is sealed under its key (the payload is
+		// ciphertext in the table); the envelope's stream and type are clear.
+		_ = in.pool.QueryRow(context.Background(), `SELECT stream FROM events WHERE type = 'evaluator.trace_scored.v1' AND stream = 'trace/' || $1`, ids[0]).Scan(&scored)
 		return scored != ""
 	}, 2*time.Minute, 200*time.Millisecond, "release 1 never scored the traces")
 	d := in.do("GET", "/api/v1/rm/traces/"+ids[0], key, nil).JSON(t)

@@ -27,7 +27,7 @@ const AppliedChannel = "critic_readmodel_applied"
 const applyLockKey = 7_210_010
 
 // Tables lists the read-model tables, in an order safe to truncate and compare.
-var Tables = []string{"rm_users", "rm_members", "rm_api_keys", "rm_traces", "rm_steps", "rm_spans", "rm_annotations", "rm_trace_sources", "rm_criteria", "rm_guidelines",
+var Tables = []string{"rm_users", "rm_members", "rm_api_keys", "rm_traces", "rm_steps", "rm_spans", "rm_annotations", "rm_adjudications", "rm_trace_sources", "rm_criteria", "rm_guidelines",
 	"rm_reward_models", "rm_trace_scores", "rm_action_scores", "rm_scoring_runs", "rm_gepa_runs", "rm_step_labels", "rm_step_quality_checks", "rm_trace_labeling", "rm_assessments", "rm_model_findings", "rm_model_llm_usage", "rm_comparisons", "rm_evaluator_benchmarks", "rm_evaluator_releases", "rm_evaluator_scores", "rm_evaluator_scoring", "readmodel_applied"}
 
 // Projection applies events to the read-model tables.
