@@ -46,15 +46,9 @@ func TestComparisonPage(t *testing.T) {
 	require.Equal(t, 1, runSpec(t, webDir, "comparisons", "comparisons.spec.ts", in.url, key, "CRITIC_E2E_COMPARE=1"))
 
 	// What the browser did is in the log, with the presentation it showed.
-	rows, err := in.pool.Query(context.Background(), `SELECT payload FROM events WHERE type = 'comparison.reviewed.v1' ORDER BY seq`)
-	require.NoError(t, err)
-	defer rows.Close()
-	var got []map[string]any
-	for rows.Next() {
-		var p map[string]any
-		require.NoError(t, rows.Scan(&p))
-		got = append(got, p)
-	}
+	// (Opened with the trace's key: comparisons live on the trace's
+	// sealed stream.)
+	got := in.openedPayloads(t, "comparison.reviewed.v1")
 	require.Len(t, got, 2)
 	byTrace := map[string]map[string]any{}
 	for _, p := range got {

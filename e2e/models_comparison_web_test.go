@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -83,8 +82,9 @@ func TestModelsComparisonPage(t *testing.T) {
 	require.Equal(t, 1, runSpec(t, webDir, "models comparisons", "comparisons-models.spec.ts", in.url, key, "CRITIC_E2E_COMPARE_MODELS=1"))
 
 	// The verdict in the log: both models, both sides, the ascending one won.
-	var p map[string]any
-	require.NoError(t, in.pool.QueryRow(context.Background(), `SELECT payload FROM events WHERE type = 'comparison.reviewed.v1'`).Scan(&p))
+	got := in.openedPayloads(t, "comparison.reviewed.v1") // sealed on the trace's stream
+	require.Len(t, got, 1)
+	p := got[0]
 	require.Equal(t, "models", p["source"])
 	require.ElementsMatch(t, models, []any{p["model_id"], p["other_model_id"]})
 	won := p[p["choice"].(string)].(map[string]any)

@@ -439,7 +439,7 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 // listed type is produced after all.
 var replayUnproduced = map[string]string{
 	"evaluator.trace_rescore_requested.v1": "Score again needs a live shared-evaluator release, which this test does not train; TestEvaluatorStatus produces it",
-	"projection.event_skipped.v1": "an operator's skip of a parked event that can never apply; TestSkipReleasesAnAccountParkedOnAnEventThatCanNeverApply produces it and checks that a replay equals the live read model",
+	"projection.event_skipped.v1":          "an operator's skip of a parked event that can never apply; TestSkipReleasesAnAccountParkedOnAnEventThatCanNeverApply produces it and checks that a replay equals the live read model",
 }
 
 // replayEmptyTables names the read-model tables this test leaves empty
