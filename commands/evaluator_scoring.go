@@ -45,12 +45,6 @@ func (c *Commands) loadEvaluatorTrace(ctx context.Context, traceID string) (eval
 				delete(t.scored, [2]int{p.TraceRevision, p.Release})
 			}
 		}
-		if e.Type == events.EvaluatorTraceRescoreRequested { // "Score again": one more scoring may be claimed
-			var p events.EvaluatorTraceRescoreRequestedV1
-			if e.Decode(&p) == nil {
-				delete(t.scored, [2]int{p.TraceRevision, p.Release})
-			}
-		}
 	}
 	return t, nil
 }
