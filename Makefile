@@ -88,6 +88,10 @@ CRITIC_BENCH_CLIENT_MB ?= 64
 bench-client: deps ## critic import of a folder (CRITIC_BENCH_CLIENT_MB across 1,000 files) vs in-process POST /traces/import; MB/s, ratio
 	CRITIC_BENCH_CLIENT_MB=$(CRITIC_BENCH_CLIENT_MB) $(GO) test -count=1 -run '^$$' -bench BenchmarkClientImport -benchtime 1x -timeout 60m ./e2e/
 
+.PHONY: bench-ingest-encryption
+bench-ingest-encryption: deps ## bulk import with CRITIC_ENCRYPTION=off vs on in the same run; ratio on/off (target ≥ 0.95)
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkEncryptionOverheadIngest -benchtime 1x -timeout 30m ./e2e/
+
 .PHONY: bench-ingest-metrics
 bench-ingest-metrics: deps ## bulk import with CRITIC_METRICS=off vs on in the same run; ratio on/off (target ≥ 0.97)
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkMetricsOverheadIngest -benchtime 1x -timeout 30m ./e2e/
