@@ -149,7 +149,7 @@ func TestChaos(t *testing.T) {
 	kafkaPort, apiPort := freePort(t), freePort(t)
 	apiURL := fmt.Sprintf("http://127.0.0.1:%d", apiPort)
 	common := append(os.Environ(), "DATABASE_URL="+dbURL, fmt.Sprintf("KAFKA_BROKERS=127.0.0.1:%d", kafkaPort),
-		"BLOB_URL=file://"+filepath.Join(root, "blobs"), "CRITIC_WORKER_TOKEN=chaos-token", "CRITIC_WORKER_LEASE=3s")
+		"BLOB_URL=file://"+filepath.Join(root, "blobs"), sharedMasterKey(t, root), "CRITIC_WORKER_TOKEN=chaos-token", "CRITIC_WORKER_LEASE=3s")
 	defer func() {
 		if t.Failed() {
 			logs.mu.Lock()

@@ -81,7 +81,7 @@ func TestDistributedFailover(t *testing.T) {
 	}()
 	kafkaPort := freePort(t)
 	common := append(os.Environ(), "DATABASE_URL="+dbURL, fmt.Sprintf("KAFKA_BROKERS=127.0.0.1:%d", kafkaPort),
-		"BLOB_URL=file://"+filepath.Join(root, "blobs"), "CRITIC_WORKER_TOKEN=failover-token",
+		"BLOB_URL=file://"+filepath.Join(root, "blobs"), sharedMasterKey(t, root), "CRITIC_WORKER_TOKEN=failover-token",
 		"ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "CRITIC_STEP_LABEL_MODEL=off")
 	broker := &chaosProc{name: "broker", bin: bin, args: []string{"broker", "--port", strconv.Itoa(kafkaPort), "--data-dir", filepath.Join(root, "kafka")},
 		env: common, ready: "broker listening", logs: logs}

@@ -5,7 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
 	"time"
+
+	"github.com/criticml/critic/platform/keyring"
+	"github.com/stretchr/testify/require"
 )
 
 // keyedSender returns the client call of the distributed tests: one request
@@ -36,4 +42,18 @@ func keyedSender(timeout time.Duration) func(method, url, path, key, idemKey str
 		_ = json.Unmarshal(b, &out)
 		return resp.StatusCode, out, nil
 	}
+}
+
+// sharedMasterKey creates one master key under root and returns the
+// CRITIC_MASTER_KEY_FILE setting that points every process of a
+// distributed deployment at it: processes that share a database must
+// share the key their trace keys are wrapped with (docs/operations.md).
+func sharedMasterKey(t testing.TB, root string) string {
+	t.Helper()
+	path := filepath.Join(root, "master_key")
+	if _, err := os.Stat(path); err != nil {
+		_, err := keyring.CreateMasterKeyFile(path)
+		require.NoError(t, err)
+	}
+	return "CRITIC_MASTER_KEY_FILE=" + path
 }

@@ -53,7 +53,7 @@ func TestDistributedInstances(t *testing.T) {
 	}()
 	kafkaPort := freePort(t)
 	common := append(os.Environ(), "DATABASE_URL="+dbURL, fmt.Sprintf("KAFKA_BROKERS=127.0.0.1:%d", kafkaPort),
-		"BLOB_URL=file://"+filepath.Join(root, "blobs"), "CRITIC_WORKER_TOKEN=dist-token", "CRITIC_INSTANCE_ID=")
+		"BLOB_URL=file://"+filepath.Join(root, "blobs"), sharedMasterKey(t, root), "CRITIC_WORKER_TOKEN=dist-token", "CRITIC_INSTANCE_ID=")
 	serve := func(name string, extra ...string) (*chaosProc, string) {
 		port := freePort(t)
 		env := append(append([]string{}, common...), fmt.Sprintf("CRITIC_ADDR=127.0.0.1:%d", port),

@@ -126,7 +126,7 @@ func TestDistributed(t *testing.T) {
 
 	kafkaPort := freePort(t)
 	common := append(os.Environ(), "DATABASE_URL="+dbURL, fmt.Sprintf("KAFKA_BROKERS=127.0.0.1:%d", kafkaPort),
-		"BLOB_URL=file://"+filepath.Join(root, "blobs"), "CRITIC_WORKER_TOKEN=dist-token", "CRITIC_INSTANCE_ID=",
+		"BLOB_URL=file://"+filepath.Join(root, "blobs"), sharedMasterKey(t, root), "CRITIC_WORKER_TOKEN=dist-token", "CRITIC_INSTANCE_ID=",
 		"ANTHROPIC_API_KEY=", "OPENAI_API_KEY=", "CRITIC_STEP_LABEL_MODEL=off")
 	broker := &distMember{chaosProc: &chaosProc{name: "broker", bin: bin, logs: logs, ready: "broker listening", env: common,
 		args: []string{"broker", "--listen", fmt.Sprintf("127.0.0.1:%d", kafkaPort), "--data-dir", filepath.Join(root, "kafka")}}}

@@ -158,7 +158,7 @@ func TestOperatingCritic(t *testing.T) {
 	require.Equal(t, float64(1), w.Value("critic_worker_job_duration_seconds", "kind=train"), "no other outcome")
 	require.Greater(t, w.Value("critic_worker_train_steps_total"), float64(0))
 	require.Greater(t, w.Value("critic_worker_train_tokens_per_second"), float64(0))
-	require.Equal(t, float64(2), w.Value("critic_worker_scored_sequences_total"), "the tool call and the final answer of one trace")
+	require.Equal(t, float64(3), w.Value("critic_worker_scored_sequences_total"), "the tool call and the final answer of one trace, and the whole trace")
 	require.Greater(t, w.Value("critic_worker_scoring_sequences_per_second"), float64(0))
 	require.False(t, w.Has("critic_http_requests_total"), "the worker serves no API")
 

@@ -158,6 +158,9 @@ func TestGRPCHealthAndReflection(t *testing.T) {
 	require.Len(t, aresp.GetListServicesResponse().GetService(), len(want))
 	require.NoError(t, alpha.CloseSend())
 
+	// A new account is several events (the user, its admin member, its
+	// key): the query snapshot may trail the read model for a moment.
+	require.Eventually(t, func() bool { return e.srv.Ready(ctx) == nil }, 20*time.Second, 50*time.Millisecond, "the instance becomes ready")
 	health := healthpb.NewHealthClient(conn)
 	for _, svc := range []string{"", "critic.v1.TraceService"} {
 		hr, err := health.Check(ctx, &healthpb.HealthCheckRequest{Service: svc})
