@@ -99,7 +99,10 @@ type Actor struct {
 	// MemberID is the account's member acting (issue 36); "" is the
 	// account's implicit admin, whose member id is the account's.
 	MemberID string
-	worker   string
+	// Moderates: the actor may change or remove other members'
+	// annotations (an admin); anyone else changes only their own.
+	Moderates bool
+	worker    string
 }
 
 // Member is the acting member's id: what an annotation records as its

@@ -17,6 +17,9 @@ func (c *Commands) EditAnnotation(ctx context.Context, actor Actor, traceID stri
 		if err != nil {
 			return Result{}, asAnnotationNotFound(err, in.AnnotationID)
 		}
+		if err := mayChangeAnnotation(st, in.AnnotationID, actor); err != nil {
+			return Result{}, err
+		}
 		if a := st.Annotations[in.AnnotationID]; a != nil && a.CriterionID != "" {
 			cs, err := c.criteria(ctx, actor.UserID)
 			if err != nil {
@@ -44,12 +47,27 @@ func (c *Commands) RemoveAnnotation(ctx context.Context, actor Actor, traceID, a
 		if err != nil {
 			return Result{}, asAnnotationNotFound(err, annotationID)
 		}
+		if err := mayChangeAnnotation(st, annotationID, actor); err != nil {
+			return Result{}, err
+		}
 		p, err := traces.DecideRemoveAnnotation(st, annotationID)
 		if err != nil {
 			return Result{}, err
 		}
 		return c.appendToTrace(ctx, actor, st, events.AnnotationRemoved, p)
 	})
+}
+
+// mayChangeAnnotation: an annotation is changed or removed by its author
+// (the member who made it) or by an admin; another member of the account
+// gets 403, so one reviewer cannot rewrite another's judgment. A missing
+// annotation is left to the decision (404).
+func mayChangeAnnotation(st traces.State, annotationID string, actor Actor) error {
+	a := st.Annotations[annotationID]
+	if a == nil || actor.Moderates || a.AuthorID == actor.Member() {
+		return nil
+	}
+	return &domain.ForbiddenError{Message: "only the annotation's author or an admin may change or remove annotation " + annotationID}
 }
 
 // asAnnotationNotFound reports a missing trace as the missing annotation the

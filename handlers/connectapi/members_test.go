@@ -411,3 +411,39 @@ func TestMembersInSQL(t *testing.T) {
 	status, body = e.rest(t, "POST", "/query", rita, map[string]any{"sql": "SELECT 1"})
 	require.Equal(t, http.StatusForbidden, status, string(body))
 }
+
+// TestOnlyTheAuthorOrAnAdminChangesAnAnnotation: a reviewer cannot edit or
+// remove another member's rating (403, nothing appended), the author can,
+// and so can an admin.
+func TestOnlyTheAuthorOrAnAdminChangesAnAnnotation(t *testing.T) {
+	e := start(t)
+	refund, _ := e.importTwo(t, e.alice)
+	_, rita := e.addMember(t, "rita", members.Reviewer)
+	_, rob := e.addMember(t, "rob", members.Reviewer)
+	rate := func(key, step string) string {
+		t.Helper()
+		status, body := e.rest(t, "POST", "/traces/"+refund.Summary.Id+"/annotations", key, map[string]any{"step_id": step, "rating": 1})
+		require.Equal(t, http.StatusOK, status, string(body))
+		var a struct{ ID string }
+		require.NoError(t, json.Unmarshal(body, &a))
+		require.NotEmpty(t, a.ID, string(body))
+		return a.ID
+	}
+	ritas := rate(rita, refund.Steps[3].Id)
+	status, body := e.rest(t, "PATCH", "/annotations/"+ritas, rob, map[string]any{"rating": -1})
+	require.Equal(t, http.StatusForbidden, status, string(body))
+	require.Contains(t, string(body), "author")
+	status, body = e.rest(t, "DELETE", "/annotations/"+ritas, rob, nil)
+	require.Equal(t, http.StatusForbidden, status, string(body))
+
+	status, body = e.rest(t, "PATCH", "/annotations/"+ritas, rita, map[string]any{"comment": "checked the refund policy"})
+	require.Equal(t, http.StatusOK, status, string(body))
+	status, body = e.rest(t, "PATCH", "/annotations/"+ritas, e.alice, map[string]any{"rating": -1})
+	require.Equal(t, http.StatusOK, status, "an admin moderates: %s", body)
+	status, body = e.rest(t, "DELETE", "/annotations/"+ritas, e.alice, nil)
+	require.Equal(t, http.StatusNoContent, status, string(body))
+
+	robs := rate(rob, refund.Steps[3].Id)
+	status, body = e.rest(t, "DELETE", "/annotations/"+robs, rob, nil)
+	require.Equal(t, http.StatusNoContent, status, "the author removes their own: %s", body)
+}

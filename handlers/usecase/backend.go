@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -31,5 +32,5 @@ func (b Backend) Settle(ctx context.Context, r commands.Result) error {
 
 // Actor is the command actor of a caller.
 func Actor(c *readmodel.Caller) commands.Actor {
-	return commands.Actor{UserID: c.UserID, MemberID: c.MemberID}
+	return commands.Actor{UserID: c.UserID, MemberID: c.MemberID, Moderates: c.Role.May(members.Manage)}
 }
