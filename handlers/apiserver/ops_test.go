@@ -271,6 +271,9 @@ func (e *opsEnv) readyz(t *testing.T) (int, readyReply) {
 func TestReadyzFollowsTheProjection(t *testing.T) {
 	e := startOps(t, func(c *apiserver.Config) { c.ReadyMaxLag = 3 })
 	ctx := context.Background()
+	// A new account is several events (the user, its admin member, its
+	// key): the query snapshot may trail the read model for a moment.
+	require.Eventually(t, func() bool { return e.srv.Ready(ctx) == nil }, 20*time.Second, 50*time.Millisecond, "the instance becomes ready")
 	status, body := e.readyz(t)
 	require.Equal(t, http.StatusOK, status, "%+v", body)
 	require.Equal(t, "ready", body.Status)
