@@ -172,28 +172,10 @@ func TestOTelPerMessageLogsOrderedWhenRaced(t *testing.T) {
 			"function": map[string]any{"name": "get_weather", "arguments": `{"city":"Paris"}`}}}}),
 		rec("gen_ai.system.message", map[string]any{"content": "Be brief."}),
 	}
-	var raws []RawSpan
-	for _, r := range records {
-		b, err := json.Marshal(map[string]any{"resourceLogs": []any{map[string]any{"scopeLogs": []any{map[string]any{"logRecords": []any{r}}}}}})
-		require.NoError(t, err)
-		split, _, _, err := SplitLogs(b)
-		require.NoError(t, err)
-		raws = append(raws, split...)
-	}
-	span, err := json.Marshal(map[string]any{"resourceSpans": []any{map[string]any{"scopeSpans": []any{map[string]any{"spans": []any{map[string]any{
+	tr, roles := rebuildPerMessageLogs(t, records, []any{map[string]any{
 		"traceId": "0102030405060708090a0b0c0d0e0f10", "spanId": "00000000000000a1", "name": "chat gpt-4o-mini",
 		"startTimeUnixNano": ts, "endTimeUnixNano": ts + 1000,
-		"attributes": []any{map[string]any{"key": "gen_ai.operation.name", "value": map[string]any{"stringValue": "chat"}}}}}}}}}})
-	require.NoError(t, err)
-	spans, err := SplitSpans(span)
-	require.NoError(t, err)
-	tr, hasLLM, err := RebuildTrace(append(raws, spans...))
-	require.NoError(t, err)
-	require.True(t, hasLLM)
-	var roles []domain.Role
-	for _, s := range tr.Steps {
-		roles = append(roles, s.Role)
-	}
+		"attributes": []any{map[string]any{"key": "gen_ai.operation.name", "value": map[string]any{"stringValue": "chat"}}}}})
 	require.Equal(t, []domain.Role{domain.RoleSystem, domain.RoleUser, domain.RoleAssistant, domain.RoleTool, domain.RoleAssistant}, roles)
 	require.Equal(t, "get_weather", tr.Steps[2].ToolName)
 	require.Equal(t, "call_1", tr.Steps[3].ToolCallID)
@@ -222,14 +204,6 @@ func TestOTelRacedHistoryFollowsTheConversation(t *testing.T) {
 		rec("00000000000000a2", t2, "gen_ai.tool.message", map[string]any{"id": "call_1", "content": "sunny"}),
 		rec("00000000000000a2", t2+50, "gen_ai.choice", map[string]any{"finish_reason": "stop", "message": map[string]any{"content": "Sunny."}}),
 	}
-	var raws []RawSpan
-	for _, r := range records {
-		b, err := json.Marshal(map[string]any{"resourceLogs": []any{map[string]any{"scopeLogs": []any{map[string]any{"logRecords": []any{r}}}}}})
-		require.NoError(t, err)
-		split, _, _, err := SplitLogs(b)
-		require.NoError(t, err)
-		raws = append(raws, split...)
-	}
 	chat := map[string]any{"key": "gen_ai.operation.name", "value": map[string]any{"stringValue": "chat"}}
 	var spans []any
 	for _, sp := range []struct {
@@ -238,6 +212,24 @@ func TestOTelRacedHistoryFollowsTheConversation(t *testing.T) {
 	}{{"00000000000000a1", t1, t1 + 60}, {"00000000000000a2", t2, t2 + 60}} {
 		spans = append(spans, map[string]any{"traceId": tid, "spanId": sp.id, "parentSpanId": "00000000000000ff", "name": "chat gpt-4o-mini",
 			"startTimeUnixNano": sp.start, "endTimeUnixNano": sp.end, "attributes": []any{chat}})
+	}
+	tr, roles := rebuildPerMessageLogs(t, records, spans)
+	require.Equal(t, []domain.Role{domain.RoleSystem, domain.RoleUser, domain.RoleAssistant, domain.RoleTool, domain.RoleAssistant}, roles)
+	require.Equal(t, "Sunny.", tr.Steps[4].Content)
+}
+
+// rebuildPerMessageLogs sends each log record in its own request (as a
+// SimpleLogRecordProcessor does), then the spans, and rebuilds the trace
+// the live receiver stores: the trace and its steps' roles.
+func rebuildPerMessageLogs(t *testing.T, records, spans []any) (domain.Trace, []domain.Role) {
+	t.Helper()
+	var raws []RawSpan
+	for _, r := range records {
+		b, err := json.Marshal(map[string]any{"resourceLogs": []any{map[string]any{"scopeLogs": []any{map[string]any{"logRecords": []any{r}}}}}})
+		require.NoError(t, err)
+		split, _, _, err := SplitLogs(b)
+		require.NoError(t, err)
+		raws = append(raws, split...)
 	}
 	body, err := json.Marshal(map[string]any{"resourceSpans": []any{map[string]any{"scopeSpans": []any{map[string]any{"spans": spans}}}}})
 	require.NoError(t, err)
@@ -250,6 +242,5 @@ func TestOTelRacedHistoryFollowsTheConversation(t *testing.T) {
 	for _, s := range tr.Steps {
 		roles = append(roles, s.Role)
 	}
-	require.Equal(t, []domain.Role{domain.RoleSystem, domain.RoleUser, domain.RoleAssistant, domain.RoleTool, domain.RoleAssistant}, roles)
-	require.Equal(t, "Sunny.", tr.Steps[4].Content)
+	return tr, roles
 }
