@@ -152,3 +152,52 @@ func TestPlaintextEventsStayReadable(t *testing.T) {
 	require.JSONEq(t, `{"text":"new"}`, string(loaded[a][1].Payload))
 	require.NotNil(t, ring)
 }
+
+// An account's own streams (a reward model, guidelines, member names) are
+// sealed with the account's key, auth's streams stay in clear, and
+// EraseAccountKey makes them read as erased — another account untouched.
+func TestAccountPayloadsAreSealedAndShredded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, ring, dir := newSealingStore(t)
+	meta := eventstore.Meta{Actor: "system"}
+	ownerA, ownerB := uuid.NewString(), uuid.NewString()
+	at := func(owner, stream, text string) events.New {
+		e := ev(stream, "x.v1", map[string]string{"text": text})
+		e.OwnerID = owner
+		return e
+	}
+	noise := make([]byte, eventstore.MaxInlinePayload/2)
+	_, _ = rand.Read(noise)
+	envs, err := s.Append(ctx, meta, nil, []events.New{
+		at(ownerA, "reward_model/"+uuid.NewString(), "ACCT-A model"),
+		at(ownerA, events.GuidelinesStream(ownerA), "ACCT-A ACCT-A "+hex.EncodeToString(noise)),
+		at(ownerA, events.MembersStream(ownerA), "ACCT-A member"),
+		at(ownerA, events.UserNameStream("alice"), "auth-clear"),
+		at(ownerB, "gepa_run/"+uuid.NewString(), "ACCT-B skill"),
+	})
+	require.NoError(t, err)
+	var dump string
+	require.NoError(t, s.Pool().QueryRow(ctx, "SELECT string_agg(payload::text, ' ') FROM events").Scan(&dump))
+	require.NotContains(t, dump, "ACCT-", "account payloads are sealed in the row")
+	require.Contains(t, dump, "auth-clear", "auth's streams stay in clear")
+	require.Contains(t, dump, `"account/`+ownerA+`"`, "sealed with the account's key")
+
+	require.NoError(t, s.EraseAccountKey(ctx, ownerA))
+	raw, err := s.ReadAfter(ctx, 0, 10)
+	require.NoError(t, err)
+	var erased *events.ErasedError
+	for i := range 3 {
+		_, err = eventstore.Resolve(ctx, s.Blobs(), ring, raw[i])
+		require.ErrorAs(t, err, &erased, "event %d", i)
+	}
+	exists, err := s.Blobs().Exists(ctx, "events/"+envs[1].ID+".json")
+	require.NoError(t, err)
+	require.False(t, exists, "the claim-checked blob is deleted")
+	noMarker(t, dir, "ACCT-A")
+	opened, err := eventstore.Resolve(ctx, s.Blobs(), ring, raw[4])
+	require.NoError(t, err)
+	require.Contains(t, string(opened.Payload), "ACCT-B skill")
+	_, err = s.Append(ctx, meta, nil, []events.New{at(ownerA, events.MembersStream(ownerA), "again")})
+	require.ErrorAs(t, err, &erased, "nothing new is written under an erased account's key")
+}

@@ -77,12 +77,37 @@ func New(pool *pgxpool.Pool, blobs blob.Store, opts ...Option) *Store {
 // annotations, comments and quotes: all of it goes under the trace's key.
 // The deletion and erasure facts stay in clear — they hold only ids, and a
 // consumer must read them after the key is gone.
-func sealedScope(stream, typ string) string {
-	if !strings.HasPrefix(stream, "trace/") || typ == events.TraceDeleted || typ == events.TraceErased {
+//
+// An account's own streams that carry text its members wrote or that
+// quotes them (accountSealed) go under the account's key. The streams auth
+// reads to let a caller in (user/, user_name/, api_key/) stay in clear: they
+// are read before any account key could be, hold a login name and a key
+// hash rather than content, and account erasure tombstones them itself.
+// Job and scoring streams hold ids, counts and blob keys; the deployment's
+// own streams (SystemOwnerID) belong to no account.
+func sealedScope(stream, typ, owner string) string {
+	if strings.HasPrefix(stream, "trace/") {
+		if typ == events.TraceDeleted || typ == events.TraceErased {
+			return ""
+		}
+		return stream
+	}
+	if owner == "" || owner == events.SystemOwnerID {
 		return ""
 	}
-	return stream
+	for _, p := range accountSealed {
+		if strings.HasPrefix(stream, p) {
+			return keyring.AccountScope(owner)
+		}
+	}
+	return ""
 }
+
+// accountSealed are the stream prefixes sealed with the owner's account key:
+// reward models (names, configurations, learning reports), their scores
+// (the model's name), skill optimization runs (SKILL.md text), guidelines,
+// criteria, member display names and trace sources (names).
+var accountSealed = []string{"reward_model/", "scores/", "gepa_run/", "guidelines/", "criteria/", "members/", "trace_source/"}
 
 // sealAAD binds a sealed payload to its envelope.
 func sealAAD(id, stream, typ string) []byte {
@@ -108,7 +133,7 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 	if s.keys != nil {
 		var scopes []string
 		for _, e := range evs {
-			if sc := sealedScope(e.Stream, e.Type); sc != "" && (len(scopes) == 0 || scopes[len(scopes)-1] != sc) {
+			if sc := sealedScope(e.Stream, e.Type, e.OwnerID); sc != "" && (len(scopes) == 0 || scopes[len(scopes)-1] != sc) {
 				scopes = append(scopes, sc)
 			}
 		}
@@ -125,7 +150,7 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 		if err != nil {
 			return nil, fmt.Errorf("encode %s payload: %w", e.Type, err)
 		}
-		if sc := sealedScope(e.Stream, e.Type); keys != nil && sc != "" {
+		if sc := sealedScope(e.Stream, e.Type, e.OwnerID); keys != nil && sc != "" {
 			k := keys[sc]
 			if k == nil {
 				return nil, &events.ErasedError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Key: sc}
@@ -242,7 +267,7 @@ func Resolve(ctx context.Context, blobs blob.Store, keys *keyring.Ring, e events
 	e, err := resolveClaimCheck(ctx, blobs, e)
 	if errors.Is(err, blob.ErrNotFound) && keys != nil {
 		// Erasure deletes a sealed trace's blobs with its key.
-		if sc := sealedScope(e.Stream, e.Type); sc != "" {
+		if sc := sealedScope(e.Stream, e.Type, e.OwnerID); sc != "" {
 			if gone, derr := keys.Destroyed(ctx, sc); derr == nil && gone {
 				return e, &events.ErasedError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Key: sc}
 			}
@@ -319,6 +344,45 @@ func (s *Store) EraseStream(ctx context.Context, stream string) error {
 		if cc := claimCheckOf(e.Payload); cc != nil {
 			if err := s.blobs.Delete(ctx, cc.Key); err != nil && !errors.Is(err, blob.ErrNotFound) {
 				return fmt.Errorf("erase %s: delete blob %s: %w", stream, cc.Key, err)
+			}
+		}
+	}
+	return nil
+}
+
+// EraseAccountKey crypto-shreds an account's own content: the account's data
+// key (keyring.AccountScope) is destroyed, so every payload sealed with it —
+// reward models and their learning reports, skills, guidelines, criteria,
+// member names, trace sources — stops opening in the log, in Kafka and in
+// backups, and the blobs such events were claim-checked to are deleted.
+// Account erasure calls it after it has erased the account's traces
+// (EraseStream each); the streams auth reads (user/, user_name/, api_key/)
+// are not sealed and are the erasure's to tombstone. Erasing an account
+// that never had a key leaves a tombstone, so none is made later.
+func (s *Store) EraseAccountKey(ctx context.Context, ownerID string) error {
+	if s.keys == nil {
+		return nil
+	}
+	scope := keyring.AccountScope(ownerID)
+	if err := s.keys.Destroy(ctx, scope); err != nil {
+		return err
+	}
+	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+` FROM events WHERE owner_id = $1 AND NOT starts_with(stream, 'trace/')
+		AND payload ? 'claim_check'`, uuidArg(ownerID))
+	if err != nil {
+		return err
+	}
+	envs, err := collectEnvelopes(rows)
+	if err != nil {
+		return err
+	}
+	for _, e := range envs {
+		if sealedScope(e.Stream, e.Type, e.OwnerID) != scope {
+			continue
+		}
+		if cc := claimCheckOf(e.Payload); cc != nil {
+			if err := s.blobs.Delete(ctx, cc.Key); err != nil && !errors.Is(err, blob.ErrNotFound) {
+				return fmt.Errorf("erase account %s: delete blob %s: %w", ownerID, cc.Key, err)
 			}
 		}
 	}

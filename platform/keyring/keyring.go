@@ -1,5 +1,6 @@
 // Package keyring keeps Critic's data keys for crypto-shredding: one random
-// AES-256 key per scope (a trace: "trace/<id>"), stored in Postgres wrapped
+// AES-256 key per scope (a trace: "trace/<id>"; an account's own content:
+// AccountScope), stored in Postgres wrapped
 // by the deployment's master key, destroyed when the scope is erased.
 //
 // Destroying a key is what "delete" means for an immutable log: the events,
@@ -40,6 +41,12 @@ var ErrDestroyed = errors.New("data key destroyed")
 // maxCached bounds each of a ring's caches (unwrapped keys, destroyed
 // scopes): about 20 MB of keys; past it the cache starts over.
 const maxCached = 50_000
+
+// AccountScope is the data-key scope of an account's own content (reward
+// models, skills, guidelines, criteria, member names, trace sources): its
+// streams are not a trace's, so they need a key of their own, destroyed when
+// the account is erased (eventstore.Store.EraseAccountKey).
+func AccountScope(ownerID string) string { return "account/" + ownerID }
 
 // ErrNoKey is a scope that never had a data key.
 var ErrNoKey = errors.New("no data key")
