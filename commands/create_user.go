@@ -50,7 +50,7 @@ func (c *Commands) CreateUser(ctx context.Context, name string, readOnlyKey bool
 		events.MembersStream(userID): 0, events.APIKeyStream(keyID): 0}, evs)
 	var vc *domain.VersionConflictError
 	if errors.As(err, &vc) {
-		return CreateUserResult{}, &domain.ConflictError{Code: "user_exists", Message: "a user named " + name + " already exists"}
+		return CreateUserResult{}, &domain.ConflictError{Code: "user_exists", Message: "a user named " + name + " already exists (the name of an erased account stays reserved)"}
 	}
 	if err != nil {
 		return CreateUserResult{}, err

@@ -21,7 +21,7 @@ import (
 // cmdUsers manages accounts. Keys are printed once and stored as SHA-256.
 func cmdUsers(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usageError{"usage: critic users create|issue-key|add-member|list-keys|revoke-key|disable-reward-models|enable-reward-models"}
+		return usageError{"usage: critic users create|issue-key|add-member|list-keys|revoke-key|disable-reward-models|enable-reward-models|export|erase"}
 	}
 	in, err := boot(ctx)
 	if err != nil {
@@ -68,6 +68,10 @@ func cmdUsers(ctx context.Context, args []string) error {
 		printKey(*name, id, res.APIKey, *ro)
 		settleCLI(ctx, waiter, res.Result)
 		return nil
+	case "export":
+		return usersExport(ctx, in, cmds, args[1:])
+	case "erase":
+		return usersErase(ctx, in, cmds, waiter, args[1:])
 	case "add-member":
 		return addMember(ctx, in, cmds, waiter, args[1:])
 	case "list-keys":

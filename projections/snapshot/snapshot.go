@@ -86,7 +86,16 @@ var handled = map[string]bool{
 	events.MemberAdded:       true,
 	events.MemberRoleChanged: true,
 	events.MemberRemoved:     true,
+	// An erased account's file loses every row (issue 37).
+	events.AccountErased: true,
 }
+
+// erasedAccountTables are the tables of an owner's file that account
+// erasure empties: every table a user's SQL sees, and the bookkeeping that
+// names traces (the applied event ids stay, so a redelivered event of the
+// erased account changes nothing).
+var erasedAccountTables = []string{"traces", "steps", "annotations", "criteria", "scores", "action_scores", "step_labels",
+	"evaluator_scores", "task_scores", "members", "_trace_revisions", "_step_labels", "_step_quality_checks"}
 
 // Handles reports whether the snapshot projection applies events of type t
 // (the query process is sent only those).
@@ -141,7 +150,7 @@ func (p *Projection) applyOwner(ctx context.Context, owner string, envs []events
 		return err
 	}
 	for _, e := range envs {
-		if e.Type == events.TraceDeleted {
+		if e.Type == events.TraceDeleted || e.Type == events.AccountErased {
 			// A deleted trace's rows must leave the file, not only the table.
 			return p.snaps.Shred(ctx, owner)
 		}
@@ -302,6 +311,15 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 		}
 		tx.Touch(p.TraceID)
 		return tx.Exec(ctx, `UPDATE main.traces SET contribute = ? WHERE id = ?`, p.Contribute, p.TraceID)
+	case events.AccountErased:
+		// Its traces were erased before the tombstone; what is left
+		// (criteria, members) goes, and the file is rewritten after.
+		for _, t := range erasedAccountTables {
+			if err := tx.Exec(ctx, `DELETE FROM main.`+t); err != nil {
+				return err
+			}
+		}
+		return nil
 	case events.TraceDeleted:
 		var p events.TraceDeletedV1
 		if err := e.DecodeOrFail(&p); err != nil {
