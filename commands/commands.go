@@ -35,6 +35,8 @@ type Commands struct {
 	sealKey []byte
 	// locks serializes this process's writers of one trace (live OTLP).
 	locks streamLocks
+	// erased counts erased traces by kind (WithErasureCounter); nil: none.
+	erased func(kind string)
 }
 
 // WithStepLabelModel says the deployment labels steps with model (a LiteLLM

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/traces"
 )
 
 // OpenEvent opens a stored event's payload (claim check, seal) with the
@@ -25,23 +26,57 @@ func (c *Commands) OpenEvent(ctx context.Context, e events.Envelope) (events.Env
 // a deleted trace whose key remains (the error says so), never a live trace
 // whose content is gone.
 func (c *Commands) DeleteTrace(ctx context.Context, actor Actor, traceID string) (Result, error) {
+	return c.eraseTrace(ctx, actor, traceID, ErasedDeleted, actor.String(), "trace deleted", nil)
+}
+
+// Erasure kinds: the label of critic_traces_erased_total{reason} each path
+// that erases a trace passes to eraseTrace.
+const (
+	ErasedDeleted   = "deleted"   // DELETE /traces/{id}
+	ErasedRetention = "retention" // the account's retention period
+	ErasedAccount   = "account"   // the whole account erased
+)
+
+// WithErasureCounter tells the commands whom to tell of every trace they
+// erase, with its kind (ErasedDeleted, ErasedRetention, ErasedAccount): the
+// critic_traces_erased_total metric.
+func WithErasureCounter(count func(kind string)) Option {
+	return func(c *Commands) { c.erased = count }
+}
+
+// eraseTrace is the one way a trace is erased, whichever path asks (a
+// deletion, retention, account erasure): trace.deleted and trace.erased
+// (by, reason) at the stream's version, then the key, blobs and datasets,
+// then the erasure counter. keep, when given, is asked with the loaded
+// trace: true keeps it (nothing is appended, an empty Result), which is how
+// retention erases a trace only while its stream still says it is old.
+func (c *Commands) eraseTrace(ctx context.Context, actor Actor, traceID, kind, by, reason string, keep func(traces.State) bool) (Result, error) {
 	r, err := retryOnConflict(func() (Result, error) {
 		st, err := c.ownedTrace(ctx, actor, traceID)
 		if err != nil {
 			return Result{}, err
 		}
+		if keep != nil && keep(st) {
+			return Result{}, nil
+		}
 		stream := events.TraceStream(st.ID)
 		return c.append(ctx, actor, map[string]int64{stream: st.Version}, []events.New{
 			{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: events.TraceDeleted, Payload: events.TraceDeletedV1{TraceID: traceID}},
 			{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: events.TraceErased, Payload: events.TraceErasedV1{
-				TraceID: traceID, By: actor.String(), Reason: "trace deleted", At: time.Now().UTC().Format(time.RFC3339)}},
+				TraceID: traceID, By: by, Reason: reason, At: time.Now().UTC().Format(time.RFC3339)}},
 		})
 	})
-	if err != nil {
+	if err != nil || r.LastEventID == "" {
 		return r, err
 	}
 	if err := c.store.EraseStream(ctx, events.TraceStream(traceID)); err != nil {
 		return r, err
 	}
-	return r, c.eraseDatasets(ctx, actor.UserID, traceID)
+	if err := c.eraseDatasets(ctx, actor.UserID, traceID); err != nil {
+		return r, err
+	}
+	if c.erased != nil {
+		c.erased(kind)
+	}
+	return r, nil
 }

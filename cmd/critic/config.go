@@ -34,6 +34,10 @@ type config struct {
 	MaxBody      int64         // CRITIC_MAX_BODY_BYTES; default 64 MiB
 	PProfAddr    string        // CRITIC_PPROF_ADDR: loopback-only /debug/pprof listener, never the API port; "" → off (CRITIC_PPROF=1 → 127.0.0.1:6060)
 	WorkerLease  time.Duration // CRITIC_WORKER_LEASE: how long a job claim lives without a heartbeat (default 30s)
+	// RetentionInterval is CRITIC_RETENTION_INTERVAL: how often the API
+	// erases the traces older than their account's retention period
+	// (default 24h).
+	RetentionInterval time.Duration
 	// BackgroundScoring is CRITIC_BACKGROUND_SCORING (on, the default, or
 	// off): ready models score their owners' traces without a request
 	// (spec 001 "Learned action credit"); ScoringDebounce is
@@ -167,6 +171,12 @@ func loadConfig() (config, error) {
 	if v := os.Getenv("CRITIC_WORKER_LEASE"); v != "" {
 		if c.WorkerLease, err = time.ParseDuration(v); err != nil || c.WorkerLease < time.Second {
 			return c, fmt.Errorf("CRITIC_WORKER_LEASE must be a duration of at least 1s (e.g. 30s), got %q", v)
+		}
+	}
+	c.RetentionInterval = 24 * time.Hour
+	if v := os.Getenv("CRITIC_RETENTION_INTERVAL"); v != "" {
+		if c.RetentionInterval, err = time.ParseDuration(v); err != nil || c.RetentionInterval < time.Second {
+			return c, fmt.Errorf("CRITIC_RETENTION_INTERVAL must be a duration of at least 1s (e.g. 24h), got %q", v)
 		}
 	}
 	switch v := os.Getenv("CRITIC_BACKGROUND_SCORING"); v {

@@ -13,7 +13,7 @@ import (
 )
 
 // startJobs runs the API side of the job pipeline: the dispatch projection
-// (datasets, job commands) and the lease sweeper.
+// (datasets, job commands), the lease sweeper and the retention sweep.
 func startJobs(a *apiserver.Server, in *infra) {
 	sub, err := bus.NewSubscriber(bus.Config{Brokers: a.Brokers, ConsumerGroup: jobdispatch.Name, Logger: a.Log}, watermill.NewSlogLogger(a.Log))
 	if err != nil {
@@ -35,6 +35,8 @@ func startJobs(a *apiserver.Server, in *infra) {
 	a.Go("lease-sweeper", func() error {
 		return jobdispatch.SweepLeases(a.Ctx, a.Queries, a.Cmds, time.Second, in.cfg.WorkerLease, in.log, onExpire...)
 	}, nil)
+	sweep := jobdispatch.NewRetention(a.Queries, a.Cmds, in.pool, time.Now, in.log)
+	a.Go("retention", func() error { return sweep.Run(a.Ctx, in.cfg.RetentionInterval) }, nil)
 	if in.cfg.BackgroundScoring {
 		a.Go("background-scoring", func() error {
 			return jobdispatch.RunBackgroundScoring(a.Ctx, a.Queries, a.Cmds, backgroundScoringTick(in.cfg.ScoringDebounce), in.cfg.ScoringDebounce, in.log)

@@ -137,6 +137,10 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	cmdOpts := append(cfg.LLM.commandOptions(), commands.WithCompute(computeOf(in)), commands.WithModelRoots(cfg.ModelRoots...), commands.WithSecret(token))
+	if tel.Metrics != nil {
+		cmdOpts = append(cmdOpts, commands.WithErasureCounter(tel.Metrics.TraceErased))
+	}
 	a, err := apiserver.Start(parent, apiserver.Config{
 		Addr:           cfg.Addr,
 		KafkaBrokers:   cfg.KafkaBrokers,
@@ -153,7 +157,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		MetricsAddr:    cfg.MetricsAddr,
 		ReadyMaxLag:    int64(cfg.ReadyMaxLag),
 		HTTP:           cfg.HTTP,
-		CommandOptions: append(cfg.LLM.commandOptions(), commands.WithCompute(computeOf(in)), commands.WithModelRoots(cfg.ModelRoots...), commands.WithSecret(token)),
+		CommandOptions: cmdOpts,
 		StepLabelModel: cfg.LLM.stepLabelModel(),
 	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
 		gen := assessments(cfg.LLM, a)

@@ -61,6 +61,7 @@ var shapes = map[string]any{
 	"EvaluatorRelease":     usecase.EvaluatorRelease{},
 	"ReviewItem":           usecase.ReviewItem{},
 	"ReviewQueue":          usecase.ReviewQueue{},
+	"Retention":            usecase.Retention{},
 	// Responses and requests of this package.
 	"TraceList":               listResponse{},
 	"ImportRequest":           importRequest{},
@@ -79,6 +80,7 @@ var shapes = map[string]any{
 	"Format":                  usecase.FormatInfo{},
 	"CriterionPatch":          changeCriterionRequest{},
 	"TraceSource":             renameSourceRequest{},
+	"RetentionRequest":        setRetentionRequest{},
 	"Error":                   edge.ErrorBody{},
 }
 

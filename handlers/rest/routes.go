@@ -110,6 +110,8 @@ func (a *API) Register(mux Mux) {
 	route("GET /review-queue", members.Read, a.reviewQueue)
 	route("GET /review-overlap", members.Read, a.getReviewOverlap)
 	route("PUT /review-overlap", members.Manage, a.setReviewOverlap)
+	route("GET /retention", members.Read, a.getRetention)
+	route("PUT /retention", members.Manage, a.setRetention)
 	route("GET /agreement", members.Read, a.agreement)
 	route("GET /disputed", members.Read, a.disputed)
 	route("POST /traces/{trace_id}/adjudications", members.Manage, a.adjudicate)

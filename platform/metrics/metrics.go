@@ -52,6 +52,7 @@ type Metrics struct {
 	jobClaims     *prometheus.CounterVec
 	jobReports    *prometheus.CounterVec
 	leaseExpiries *prometheus.CounterVec
+	tracesErased  *prometheus.CounterVec
 
 	backgroundBatches prometheus.Counter
 	backgroundTraces  *prometheus.CounterVec
@@ -98,6 +99,7 @@ func New() *Metrics {
 	m.jobClaims = f.counterVec("job_claims_total", "Job claims workers made, by kind and outcome (claimed, refused).", "kind", "outcome")
 	m.jobReports = f.counterVec("job_reports_total", "Job results workers reported, by kind and outcome (succeeded, failed, rejected).", "kind", "outcome")
 	m.leaseExpiries = f.counterVec("job_lease_expiries_total", "Jobs failed because their worker stopped heartbeating or never finished.", "kind")
+	m.tracesErased = f.counterVec("traces_erased_total", "Traces this process erased (crypto-shredded), by reason: deleted, retention, account.", "reason")
 
 	m.backgroundBatches = f.counter("background_scoring_batches_total", "Background scoring batches requested (spec 001: up to eight traces each).")
 	m.backgroundTraces = f.counterVec("background_scoring_traces_total",
@@ -207,6 +209,10 @@ func (m *Metrics) JobReported(kind, outcome string) {
 
 // LeaseExpired records a job failed by the lease sweeper.
 func (m *Metrics) LeaseExpired(kind string) { m.leaseExpiries.WithLabelValues(kind).Inc() }
+
+// TraceErased records a trace this process erased; reason is deleted,
+// retention or account.
+func (m *Metrics) TraceErased(reason string) { m.tracesErased.WithLabelValues(reason).Inc() }
 
 // BackgroundBatch records a background scoring batch of traces traces.
 func (m *Metrics) BackgroundBatch(traces int) {
