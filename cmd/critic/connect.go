@@ -13,10 +13,12 @@ import (
 // registerConnect mounts the Connect services (traces, annotations, reward
 // models, query) on the REST port. One handler per service serves the
 // Connect, gRPC and gRPC-Web protocols; gRPC reaches it because the server
-// also speaks h2c. blobs signs weights downloads, as for REST.
-func registerConnect(mux *http.ServeMux, s *apiserver.Server, maxBody int64, blobs blob.Store, gen usecase.Assessments, evalPolicy evaluator.Policy) {
+// also speaks h2c. blobs signs weights downloads, as for REST; workers and
+// modelRoots are what the base-model list offers, as for REST.
+func registerConnect(mux *http.ServeMux, s *apiserver.Server, maxBody int64, blobs blob.Store, gen usecase.Assessments, evalPolicy evaluator.Policy,
+	workers usecase.Workers, modelRoots []string) {
 	connectapi.Register(mux, connectapi.Deps{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter, Auth: s.Auth,
-		Blobs: blobs, Query: s.Query, MaxBody: maxBody, Assessments: gen, EvaluatorPolicy: &evalPolicy})
+		Blobs: blobs, Query: s.Query, MaxBody: maxBody, Assessments: gen, EvaluatorPolicy: &evalPolicy, Workers: workers, ModelRoots: modelRoots})
 }
 
 // assessments is where section summaries and completion estimates come

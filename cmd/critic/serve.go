@@ -173,7 +173,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		}
 		rest.NewQueryAPI(a.Query, a.Auth, cfg.MaxBody).Register(mux)
 		otlp.NewReceiver(a.Cmds, a.Waiter, a.Auth, cfg.MaxBody).Register(mux)
-		registerConnect(mux, a, cfg.MaxBody, in.blobs, gen, evalPolicy)
+		registerConnect(mux, a, cfg.MaxBody, in.blobs, gen, evalPolicy, fleet, cfg.ModelRoots)
 		connectapi.RegisterHealthAndReflection(mux, a.Ready)
 		// The browser app, at / (everything more specific above wins).
 		mux.Handle(web.Pattern, web.Handler())

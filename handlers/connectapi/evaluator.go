@@ -105,6 +105,29 @@ func (s *EvaluatorService) GetEvaluator(ctx context.Context, _ *connect.Request[
 	return connect.NewResponse(out), nil
 }
 
+// RescoreTrace is POST /traces/{id}/evaluator/rescore ("Score again").
+func (s *EvaluatorService) RescoreTrace(ctx context.Context, req *connect.Request[criticv1.RescoreTraceRequest]) (*connect.Response[criticv1.RescoreTraceResponse], error) {
+	ev, err := s.d.backend().RescoreWithEvaluator(ctx, edge.CallerFrom(ctx), req.Msg.TraceId)
+	if err != nil {
+		return nil, err
+	}
+	out := &criticv1.TraceEvaluator{Status: ev.Status, Error: ev.Error, Release: optInt32(ev.Release), LiveRelease: optInt32(ev.LiveRelease)}
+	for _, a := range ev.ActionScores {
+		out.ActionScores = append(out.ActionScores, &criticv1.EvaluatorActionScore{StepId: a.StepID, StepIndex: int32(a.StepIndex), Score: a.Score,
+			Credit: a.Credit, Release: int32(a.Release), ScoredAt: a.ScoredAt.Format(time.RFC3339Nano)})
+	}
+	return connect.NewResponse(&criticv1.RescoreTraceResponse{Evaluator: out}), nil
+}
+
+// optInt32 is an optional int as its proto field.
+func optInt32(n *int) *int32 {
+	if n == nil {
+		return nil
+	}
+	v := int32(*n)
+	return &v
+}
+
 func releaseToProto(r usecase.EvaluatorRelease) *criticv1.EvaluatorRelease {
 	pr := &criticv1.EvaluatorRelease{Version: int32(r.Version), CandidateId: r.CandidateID, BenchmarkVersion: int32(r.BenchmarkVersion),
 		Live: r.Live, ReleasedAt: r.ReleasedAt.Format(time.RFC3339Nano), Items: int32(r.Benchmark.Items), Accuracy: r.Benchmark.Accuracy,

@@ -20,6 +20,8 @@ var methodPermissions = map[string]members.Permission{
 	"AnnotationService/ExportPairs":       members.Read,
 	"AnnotationService/RenameTraceSource": members.Manage,
 
+	"BaseModelService/ListBaseModels": members.Read,
+
 	"CriteriaService/ListCriteria":     members.Read,
 	"CriteriaService/DefineCriterion":  members.Manage,
 	"CriteriaService/ChangeCriterion":  members.Manage,
@@ -31,6 +33,7 @@ var methodPermissions = map[string]members.Permission{
 	"EvaluatorService/ComparisonQueue":      members.Read,
 	"EvaluatorService/ReviewComparison":     members.Annotate,
 	"EvaluatorService/GetEvaluator":         members.Read,
+	"EvaluatorService/RescoreTrace":         members.Train,
 
 	"GepaService/CreateGepaRun": members.Train,
 	"GepaService/ListGepaRuns":  members.Read,

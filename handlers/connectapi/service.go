@@ -99,11 +99,15 @@ type Deps struct {
 	Assessments usecase.Assessments
 	// EvaluatorPolicy is what GetEvaluator reports; nil → spec defaults.
 	EvaluatorPolicy *evaluator.Policy
+	// Workers and ModelRoots are what ListBaseModels lists from, as REST's
+	// WithWorkers; nil Workers → no worker known.
+	Workers    usecase.Workers
+	ModelRoots []string
 }
 
 // Register mounts every Critic service on mux: TraceService,
 // AnnotationService, RewardModelService, GepaService, QueryService,
-// EvaluatorService and CriteriaService.
+// EvaluatorService, CriteriaService and BaseModelService.
 func Register(mux *http.ServeMux, d Deps) {
 	New(d.Cmds, d.Queries, d.Waiter, d.Auth, d.MaxBody).WithAssessments(d.Assessments).Register(mux)
 	NewAnnotationService(d).Register(mux)
@@ -112,6 +116,7 @@ func Register(mux *http.ServeMux, d Deps) {
 	NewQueryService(d).Register(mux)
 	NewEvaluatorService(d).Register(mux)
 	NewCriteriaService(d).Register(mux)
+	NewBaseModelService(d).Register(mux)
 }
 
 func (d Deps) backend() usecase.Backend {
