@@ -40,7 +40,11 @@ func (c *Commands) BuildDataset(ctx context.Context, modelID string) (Result, er
 		if err != nil {
 			return Result{}, err
 		}
-		ds, err := c.Dataset(ctx, st, asOf)
+		in, err := c.DatasetInputs(ctx, st, asOf)
+		var ds rewardmodels.Dataset
+		if err == nil {
+			ds, err = rewardmodels.BuildDatasetFrom(in)
+		}
 		var few *rewardmodels.TooFewPairsError
 		if errors.As(err, &few) {
 			p, derr := rewardmodels.DecideFail(st, st.Attempt, "", events.FailureTooFewPairs, few.Error())
@@ -80,7 +84,7 @@ func (c *Commands) BuildDataset(ctx context.Context, modelID string) (Result, er
 			ModelID: st.ID, Attempt: st.Attempt, DatasetKey: key, DatasetSHA256: hex.EncodeToString(sum[:]),
 			NumPairs: len(ds.Pairs), SourceTraces: ds.SourceTraces, ScoreItems: len(ds.ScoreItems),
 			ActionScoreItems: len(ds.ActionScoreItems), AsOfSeq: asOf, IncludedFindings: includedFindings(ds),
-			EvaluationFindings: rewardmodels.EvaluationFindings(ds)})
+			EvaluationFindings: rewardmodels.EvaluationFindings(ds), Agreement: rewardmodels.TrainingAgreementOf(in)})
 	})
 }
 
@@ -104,9 +108,20 @@ func (c *Commands) queuedAt(ctx context.Context, st rewardmodels.State) (int64, 
 // selected traces, texts to score from every trace the owner had. It is pure
 // given the log, which is what `critic audit` relies on.
 func (c *Commands) Dataset(ctx context.Context, st rewardmodels.State, asOf int64) (rewardmodels.Dataset, error) {
-	selected, every, err := c.selection(ctx, st, asOf)
+	in, err := c.DatasetInputs(ctx, st, asOf)
 	if err != nil {
 		return rewardmodels.Dataset{}, err
+	}
+	return rewardmodels.BuildDatasetFrom(in)
+}
+
+// DatasetInputs reads from the log as of asOf what a model's dataset is
+// built from: the dataset and its agreement (rewardmodels.TrainingAgreementOf)
+// are both pure functions of it.
+func (c *Commands) DatasetInputs(ctx context.Context, st rewardmodels.State, asOf int64) (rewardmodels.DatasetInputs, error) {
+	selected, every, err := c.selection(ctx, st, asOf)
+	if err != nil {
+		return rewardmodels.DatasetInputs{}, err
 	}
 	in := rewardmodels.DatasetInputs{ModelID: st.ID, Attempt: st.Attempt, AsOfSeq: asOf, Selected: selected, All: every,
 		MaxPairs: st.Requested.MaxPairs, Config: st.Config, Unavailable: st.Plan.Unavailable}
@@ -117,15 +132,15 @@ func (c *Commands) Dataset(ctx context.Context, st rewardmodels.State, asOf int6
 		stream := events.CriteriaStream(st.OwnerID)
 		loaded, err := c.store.LoadStreamsAsOf(ctx, []string{stream}, asOf)
 		if err != nil {
-			return rewardmodels.Dataset{}, err
+			return rewardmodels.DatasetInputs{}, err
 		}
 		cs, err := criteria.Fold(loaded[stream])
 		if err != nil {
-			return rewardmodels.Dataset{}, err
+			return rewardmodels.DatasetInputs{}, err
 		}
 		in.Criterion, _ = cs.Get(id)
 	}
-	return rewardmodels.BuildDatasetFrom(in)
+	return in, nil
 }
 
 // includedFindings lists the findings whose pairs are in a dataset that met

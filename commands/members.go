@@ -36,6 +36,14 @@ func (c *Commands) loadTeam(ctx context.Context, accountID string) (*members.Tea
 	return team, version, nil
 }
 
+// Team is an account's members as its stream says now, removed members
+// included: who is behind an annotation or an adjudication (critic audit
+// model names them).
+func (c *Commands) Team(ctx context.Context, accountID string) (*members.Team, error) {
+	team, _, err := c.loadTeam(ctx, accountID)
+	return team, err
+}
+
 // AddMemberResult is the new member and their first API key, shown once.
 type AddMemberResult struct {
 	Result

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -39,11 +40,14 @@ func cmdAudit(ctx context.Context, args []string) error {
 }
 
 type annotationFact struct {
-	author, at, trace string
-	rating            *int
-	comment           *string
-	revision          int
-	labelError        bool
+	// member is the member who made it (an adjudication: who adjudicated);
+	// author is the name the annotation was given, when it differs from
+	// the member's.
+	member, author, at, trace string
+	rating                    *int
+	comment                   *string
+	revision                  int
+	labelError                bool
 	// criterion and value are a criterion value's (training_config.criterion).
 	criterion, value string
 	// adjudication is the reason of an admin's final judgment (issue 36),
@@ -69,7 +73,11 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 	if err != nil {
 		return err
 	}
-	rebuilt, err := cmds.Dataset(ctx, st, st.Dataset.AsOfSeq)
+	inputs, err := cmds.DatasetInputs(ctx, st, st.Dataset.AsOfSeq)
+	if err != nil {
+		return fmt.Errorf("rebuild the dataset from the log: %w", err)
+	}
+	rebuilt, err := rewardmodels.BuildDatasetFrom(inputs)
 	if err != nil {
 		return fmt.Errorf("rebuild the dataset from the log: %w", err)
 	}
@@ -105,12 +113,20 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 	if err != nil {
 		return err
 	}
+	team, err := cmds.Team(ctx, st.OwnerID)
+	if err != nil {
+		return err
+	}
+	names := team.Names()
 	fmt.Fprintf(out, "model %s %q — attempt %d, status %s, %d pairs from %d traces, dataset built as of event #%d\n\n",
 		st.ID, st.Requested.Name, st.Attempt, st.Status, len(ds.Pairs), ds.SourceTraces, ds.AsOfSeq)
 	if n := traces.ErasedNotice(erased); n != "" {
 		fmt.Fprintf(out, "%s\n\n", n)
 	}
 	auditReport(out, st)
+	if p := auditAgreement(out, st.Dataset.Agreement, rewardmodels.TrainingAgreementOf(inputs), st.Config.ExcludeDisputed); p != "" && erased == 0 {
+		problems = append(problems, p)
+	}
 	selected, err := cmds.Selection(ctx, st, st.Dataset.AsOfSeq)
 	if err != nil {
 		return err
@@ -147,7 +163,7 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 			if f.adjudication != nil {
 				kind = "adjudication"
 			}
-			line := fmt.Sprintf("  %s %s by %s at %s on trace %s revision %d", kind, id, f.author, f.at, f.trace, f.revision)
+			line := fmt.Sprintf("  %s %s by %s at %s on trace %s revision %d", kind, id, memberText(names, f), f.at, f.trace, f.revision)
 			if f.rating != nil {
 				line += fmt.Sprintf(", rating %+d", *f.rating)
 			}
@@ -199,7 +215,7 @@ func annotationFacts(ctx context.Context, in *infra, owner string, asOf int64) (
 				if err := e.Decode(&p); err != nil {
 					return nil, err
 				}
-				facts[p.AnnotationID] = &annotationFact{author: p.AuthorName, at: e.RecordedAt.UTC().Format("2006-01-02T15:04:05Z"),
+				facts[p.AnnotationID] = &annotationFact{member: p.AuthorID, author: p.AuthorName, at: e.RecordedAt.UTC().Format("2006-01-02T15:04:05Z"),
 					trace: p.TraceID, rating: p.Rating, comment: p.Comment, revision: p.TraceRevision,
 					criterion: p.CriterionID, value: string(p.Value)}
 			case events.AnnotationEdited:
@@ -218,7 +234,7 @@ func annotationFacts(ctx context.Context, in *infra, owner string, asOf int64) (
 				if err := e.Decode(&p); err != nil {
 					return nil, err
 				}
-				f := &annotationFact{author: p.By, at: e.RecordedAt.UTC().Format("2006-01-02T15:04:05Z"), trace: p.TraceID,
+				f := &annotationFact{member: p.By, at: e.RecordedAt.UTC().Format("2006-01-02T15:04:05Z"), trace: p.TraceID,
 					revision: p.TraceRevision, criterion: p.CriterionID, value: string(p.Value), adjudication: &p.Reason}
 				if p.CriterionID == "" {
 					f.rating = &p.Rating
@@ -228,4 +244,58 @@ func annotationFacts(ctx context.Context, in *infra, owner string, asOf int64) (
 		}
 	}
 	return facts, nil
+}
+
+// memberText names the member behind an annotation or adjudication (issue
+// 36): their display name and id, and the name the annotation was given
+// when that differs (an imported author, or a name set before members).
+func memberText(names map[string]string, f *annotationFact) string {
+	name, ok := names[f.member]
+	switch {
+	case f.member == "":
+		return f.author
+	case !ok:
+		name = "unknown member"
+	}
+	out := fmt.Sprintf("%s (member %s)", name, f.member)
+	if f.author != "" && f.author != name {
+		out += fmt.Sprintf(", author name %q", f.author)
+	}
+	return out
+}
+
+// auditAgreement prints the learning report's agreement (issue 36) as
+// dataset_built recorded it, and returns a problem when the log's rebuild
+// gives other figures. A dataset built before agreement was recorded shows
+// the rebuild's.
+func auditAgreement(out io.Writer, recorded, rebuilt *events.DatasetAgreement, excludeDisputed bool) string {
+	a := recorded
+	if a == nil {
+		a = rebuilt
+	}
+	if a == nil {
+		return ""
+	}
+	excluded := "disputed labels kept"
+	if excludeDisputed {
+		excluded = fmt.Sprintf("%d excluded as disputed", a.Excluded)
+	}
+	alpha := "alpha undefined"
+	if a.Alpha.Value != nil {
+		alpha = fmt.Sprintf("Krippendorff's alpha %.3f", *a.Alpha.Value)
+	}
+	alpha += fmt.Sprintf(" over %d co-rated target(s)", a.Alpha.N)
+	if a.Alpha.TooFew {
+		alpha += ", too few to trust"
+	}
+	fmt.Fprintf(out, "agreement of the training labels: %d labeled target(s), %d rated by two or more members, %d disputed, %d adjudicated, %s; %s",
+		a.Judged, a.CoRated, a.Disputed, a.Adjudicated, excluded, alpha)
+	if recorded == nil {
+		fmt.Fprint(out, " (rebuilt from the log: not recorded when the dataset was built)")
+	}
+	fmt.Fprint(out, "\n\n")
+	if recorded != nil && rebuilt != nil && !reflect.DeepEqual(*recorded, *rebuilt) {
+		return "the agreement recorded in dataset_built differs from the one rebuilt from the log"
+	}
+	return ""
 }

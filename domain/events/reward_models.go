@@ -1,6 +1,10 @@
 package events
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/criticml/critic/domain/agreement"
+)
 
 // Event types of the reward-model aggregate (stream reward_model/<id>). The
 // status a user sees is derived from them: requested/dataset_built/retried →
@@ -62,6 +66,36 @@ type RewardModelDatasetBuiltV1 struct {
 	// out to evaluate (rewardmodels.EvaluationFindings; the learning
 	// report's included_in_evaluation). Absent in datasets built before.
 	EvaluationFindings []string `json:"evaluation_findings,omitempty"`
+	// Agreement is how far the members who labeled the selected traces
+	// agreed (issue 36), as of the dataset: the learning report's
+	// agreement. Absent in datasets built before it, and for a model that
+	// learns from the automatic annotation (no member labels).
+	Agreement *DatasetAgreement `json:"agreement,omitempty"`
+}
+
+// DatasetAgreement is the agreement of the member labels a dataset was
+// built from (rewardmodels.TrainingAgreementOf): a reward model trained on
+// human preferences is only as good as the preferences, so its learning
+// report says how much of its data the team disputed, settled or left out.
+// A target is a trace or one of its steps.
+type DatasetAgreement struct {
+	// Judged counts the targets with at least one member label (live,
+	// not flagged as a label error).
+	Judged int `json:"judged"`
+	// CoRated counts those labeled by two or more members.
+	CoRated int `json:"co_rated"`
+	// Disputed counts the co-rated targets whose members disagree.
+	Disputed int `json:"disputed"`
+	// Adjudicated counts the targets with an admin's final judgment,
+	// which the model learns instead of the members' labels.
+	Adjudicated int `json:"adjudicated"`
+	// Excluded counts the disputed, unadjudicated targets whose labels
+	// training_config.exclude_disputed left out (0 without it).
+	Excluded int `json:"excluded"`
+	// Alpha is Krippendorff's alpha over the members' labels (interval
+	// metric on the values as training weighs them), with its count of
+	// co-rated targets and too_few below agreement.MinSample.
+	Alpha agreement.Figure `json:"alpha"`
 }
 
 // RewardModelTrainingStartedV1 is a worker's claim on an attempt. Only a

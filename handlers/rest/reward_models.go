@@ -62,8 +62,12 @@ func (a *API) listRewardModels(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) getRewardModel(w http.ResponseWriter, r *http.Request) error {
-	m, err := a.queries.GetRewardModel(r.Context(), edge.CallerFrom(r.Context()).UserID, r.PathValue("model_id"))
+	caller := edge.CallerFrom(r.Context())
+	m, err := a.queries.GetRewardModel(r.Context(), caller.UserID, r.PathValue("model_id"))
 	if err != nil {
+		return err
+	}
+	if err := a.backend().WithMemberAgreement(r.Context(), caller, m); err != nil {
 		return err
 	}
 	edge.WriteJSON(w, http.StatusOK, m)

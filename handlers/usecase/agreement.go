@@ -347,3 +347,22 @@ func (b Backend) Adjudicate(ctx context.Context, caller *readmodel.Caller, in co
 	}
 	return out, nil
 }
+
+// WithMemberAgreement fills a model's learning-report agreement with each
+// member's agreement with the model (Agreement with the model chosen), once
+// it succeeded with reward statistics; before that the list stays empty.
+func (b Backend) WithMemberAgreement(ctx context.Context, caller *readmodel.Caller, d *readmodel.RewardModelDetail) error {
+	if d.Agreement == nil || d.Status != rewardmodels.StatusSucceeded || d.RewardStats == nil {
+		return nil
+	}
+	rep, err := b.Agreement(ctx, caller, d.ID)
+	if err != nil {
+		return err
+	}
+	for _, m := range rep.Members {
+		if m.Model != nil {
+			d.Agreement.Members = append(d.Agreement.Members, readmodel.ModelMemberAgreement{Member: m.Member, Name: m.Name, Judged: m.Judged, Model: *m.Model})
+		}
+	}
+	return nil
+}

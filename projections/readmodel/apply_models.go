@@ -19,7 +19,12 @@ var modelAppliers = map[string]applier{
 			jsonOrNil(rewardmodels.ConfigOf(p)))
 	}),
 	events.RewardModelDatasetBuilt: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.RewardModelDatasetBuiltV1) error {
-		return exec(ctx, tx, `UPDATE rm_reward_models SET num_pairs = $2, dataset_key = $3 WHERE id = $1`, p.ModelID, p.NumPairs, p.DatasetKey)
+		var agreed any // NULL for a dataset built before agreement was recorded
+		if p.Agreement != nil {
+			agreed = jsonOrNil(p.Agreement)
+		}
+		return exec(ctx, tx, `UPDATE rm_reward_models SET num_pairs = $2, dataset_key = $3, agreement = $4 WHERE id = $1`, p.ModelID, p.NumPairs, p.DatasetKey,
+			agreed)
 	}),
 	events.RewardModelTrainingStarted: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.RewardModelTrainingStartedV1) error {
 		return exec(ctx, tx, `UPDATE rm_reward_models SET status = 'running', worker_id = $2, lease_seconds = $3, last_beat = $4, started_at = $4,
@@ -42,7 +47,7 @@ var modelAppliers = map[string]applier{
 	}),
 	events.RewardModelRetried: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.RewardModelRetriedV1) error {
 		return exec(ctx, tx, `UPDATE rm_reward_models SET status = 'queued', attempt = $2, error = NULL, metrics = NULL, progress = NULL,
-			num_pairs = NULL, dataset_key = NULL, worker_id = NULL, started_at = NULL, finished_at = NULL, reward_stats = NULL,
+			num_pairs = NULL, dataset_key = NULL, agreement = NULL, worker_id = NULL, started_at = NULL, finished_at = NULL, reward_stats = NULL,
 			action_reward_stats = NULL WHERE id = $1`, p.ModelID, p.Attempt)
 	}),
 	events.RewardModelScoringPaused: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.RewardModelScoringPausedV1) error {

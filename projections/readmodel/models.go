@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/agreement"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/domain/traces"
@@ -102,6 +103,31 @@ type RewardModelDetail struct {
 	// keeps scoring, its weights cannot unlearn them.
 	ErasedTraces int     `json:"erased_traces"`
 	ErasedNotice *string `json:"erased_notice"`
+	// Agreement is the learning report's agreement (issue 36): how much of
+	// the training data the members disputed, adjudicated or left out, and
+	// their alpha; null until the dataset is built (and for datasets built
+	// before it was recorded).
+	Agreement *ModelAgreement `json:"agreement"`
+}
+
+// ModelAgreement is events.DatasetAgreement as a model shows it, with each
+// member's agreement with the model once it has scores.
+type ModelAgreement struct {
+	events.DatasetAgreement
+	// Members are each member's agreement with this model's scores (the
+	// Team page's agreement with a chosen model); [] until it succeeded.
+	Members []ModelMemberAgreement `json:"members"`
+}
+
+// ModelMemberAgreement is one member's agreement with a model.
+type ModelMemberAgreement struct {
+	Member string `json:"member"`
+	Name   string `json:"name"`
+	// Judged is how many targets the member judged.
+	Judged int `json:"judged"`
+	// Model is the share of the member's judgments whose sign the model's
+	// score has, with its count and too_few.
+	Model agreement.Figure `json:"model"`
 }
 
 const modelCols = `m.id, m.name, m.base_model, m.compute, m.epochs, m.max_pairs, cardinality(m.trace_ids), m.status, m.num_pairs,
@@ -160,13 +186,20 @@ func (q *Queries) GetRewardModel(ctx context.Context, owner, id string) (*Reward
 		return nil, domain.NotFound("reward model", id)
 	}
 	d := &RewardModelDetail{Feedback: json.RawMessage("null")}
-	err := scanModel(q.pool.QueryRow(ctx, `SELECT `+modelCols+`, m.trace_ids::text[] FROM rm_reward_models m WHERE m.id = $1 AND m.owner_id = $2`, id, owner),
-		&d.RewardModel, &d.TraceIDs)
+	var agreedRaw []byte
+	err := scanModel(q.pool.QueryRow(ctx, `SELECT `+modelCols+`, m.trace_ids::text[], m.agreement FROM rm_reward_models m WHERE m.id = $1 AND m.owner_id = $2`, id, owner),
+		&d.RewardModel, &d.TraceIDs, &agreedRaw)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, domain.NotFound("reward model", id)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if len(agreedRaw) > 0 {
+		d.Agreement = &ModelAgreement{Members: []ModelMemberAgreement{}}
+		if err := json.Unmarshal(agreedRaw, &d.Agreement.DatasetAgreement); err != nil {
+			return nil, err
+		}
 	}
 	if d.BackgroundScoring, err = q.BackgroundScoringOf(ctx, owner, id); err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import { ModelSkills } from "../skills/ModelSkills";
 import { BackgroundScoring } from "./BackgroundScoring";
 import { TraceLink } from "../traces/TraceLink";
 import { useRetryGate } from "./RetryGate";
+import { LearningAgreement } from "./LearningAgreement";
 
 /**
  * One reward model: its status live while it trains, the metrics with their
@@ -257,6 +258,7 @@ export function ModelDetail() {
       {d.status === "succeeded" && <BackgroundScoring model={d} />}
       {d.status === "succeeded" && <ModelSkills modelId={d.id} />}
       <Feedback entries={d.feedback} />
+      <LearningAgreement model={d} />
       <TrainedOn ids={d.trace_ids} />
     </main>
   );

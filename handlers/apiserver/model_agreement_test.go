@@ -1,0 +1,162 @@
+package apiserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestModelLearningReportAgreement: a reward model's learning report says
+// how much of its training data the team disputed, adjudicated and left
+// out, and the alpha of the labels it learned from (issue 36). A fixed
+// labeling by an admin and two reviewers over six traces — two agreed,
+// one disputed and left alone, one disputed and adjudicated, two rated by
+// one member each — gives exact counts in GET /reward-models/{id}, and an
+// alpha equal to Krippendorff's formula computed here by hand.
+func TestModelLearningReportAgreement(t *testing.T) {
+	e := startOps(t, nil)
+	ctx := context.Background()
+	r := e.importTraces(t, "agree-up", "agree-down", "split", "settled", "solo-admin", "solo-bea")
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var imported struct {
+		TraceIDs []string `json:"trace_ids"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &imported))
+	ids := imported.TraceIDs
+	require.Len(t, ids, 6)
+
+	keyOf := map[string]string{"admin": e.key}
+	for _, name := range []string{"Bea", "Cy"} {
+		r := e.do(t, "POST", "/api/v1/rm/members", map[string]any{"name": name, "role": "reviewer"})
+		require.Equal(t, http.StatusCreated, r.status, string(r.body))
+		var added struct {
+			APIKey string `json:"api_key"`
+		}
+		require.NoError(t, json.Unmarshal(r.body, &added))
+		keyOf[name] = added.APIKey
+	}
+	admin := e.key
+	rate := func(who, trace string, rating int) {
+		t.Helper()
+		e.key = keyOf[who]
+		defer func() { e.key = admin }()
+		r := e.do(t, "POST", "/api/v1/rm/traces/"+trace+"/annotations", map[string]any{"rating": rating})
+		require.Equal(t, http.StatusOK, r.status, string(r.body))
+	}
+	labels := []struct {
+		trace int
+		by    map[string]int
+	}{
+		{0, map[string]int{"admin": 1, "Bea": 1}},
+		{1, map[string]int{"admin": -1, "Bea": -1}},
+		{2, map[string]int{"admin": 1, "Bea": -1}},          // disputed, never settled
+		{3, map[string]int{"admin": -1, "Bea": 1, "Cy": 1}}, // disputed, adjudicated below
+		{4, map[string]int{"admin": 1}},
+		{5, map[string]int{"Bea": -1}},
+	}
+	for _, l := range labels {
+		for who, v := range l.by {
+			rate(who, ids[l.trace], v)
+		}
+	}
+	r = e.do(t, "POST", "/api/v1/rm/traces/"+ids[3]+"/adjudications", map[string]any{"rating": 1, "reason": "the answer cites the policy"})
+	require.Equal(t, http.StatusCreated, r.status, string(r.body))
+
+	r = e.do(t, "POST", "/api/v1/rm/reward-models", map[string]any{"name": "agreed only", "trace_ids": ids,
+		"training_config": map[string]any{"annotation_source": "explicit", "exclude_disputed": true}})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var m struct {
+		ID string `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &m))
+	r = e.do(t, "GET", "/api/v1/rm/reward-models/"+m.ID, nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	require.Contains(t, string(r.body), `"agreement":null`, "no dataset yet, no agreement")
+
+	res, err := e.srv.Cmds.BuildDataset(ctx, m.ID)
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Waiter.Wait(ctx, res.LastEventID))
+	r = e.do(t, "GET", "/api/v1/rm/reward-models/"+m.ID, nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	requireSchema(t, "RewardModelDetail", r.body)
+	var got struct {
+		NumPairs  *int `json:"num_pairs"`
+		Agreement struct {
+			Judged      int `json:"judged"`
+			CoRated     int `json:"co_rated"`
+			Disputed    int `json:"disputed"`
+			Adjudicated int `json:"adjudicated"`
+			Excluded    int `json:"excluded"`
+			Alpha       struct {
+				Value  *float64 `json:"value"`
+				N      int      `json:"n"`
+				TooFew bool     `json:"too_few"`
+			} `json:"alpha"`
+			Members []json.RawMessage `json:"members"`
+		} `json:"agreement"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &got))
+	// Chosen: agree-up (+2), settled (+1, the adjudication), solo-admin;
+	// rejected: agree-down, solo-bea; split is left out.
+	require.NotNil(t, got.NumPairs)
+	require.Equal(t, 6, *got.NumPairs)
+	a := got.Agreement
+	require.Equal(t, 6, a.Judged, "every trace has a member label")
+	require.Equal(t, 4, a.CoRated)
+	require.Equal(t, 2, a.Disputed, "split and settled")
+	require.Equal(t, 1, a.Adjudicated)
+	require.Equal(t, 1, a.Excluded, "split: disputed and not adjudicated")
+	require.Equal(t, 4, a.Alpha.N)
+	require.True(t, a.Alpha.TooFew, "4 co-rated targets are under min_sample")
+	require.NotNil(t, a.Alpha.Value)
+	require.InDelta(t, referenceAlpha(labels), *a.Alpha.Value, 1e-12)
+	require.InDelta(t, 0.2, *a.Alpha.Value, 1e-12)
+	require.Empty(t, a.Members, "the model has no scores to agree with yet")
+}
+
+// referenceAlpha is Krippendorff's alpha with the interval metric
+// δ²(c, k) = (c − k)², straight from the formula: the coincidence matrix
+// o_ck = Σ_u (pairs of values c, k in unit u) / (m_u − 1) over units with
+// m_u ≥ 2, n_c = Σ_k o_ck, n = Σ_c n_c, D_o = Σ o_ck δ² / n,
+// D_e = Σ n_c n_k δ² / (n (n − 1)), alpha = 1 − D_o / D_e.
+func referenceAlpha(labels []struct {
+	trace int
+	by    map[string]int
+}) float64 {
+	o := map[[2]int]float64{}
+	for _, l := range labels {
+		if len(l.by) < 2 {
+			continue
+		}
+		var vs []int
+		for _, v := range l.by {
+			vs = append(vs, v)
+		}
+		for i := range vs {
+			for j := range vs {
+				if i != j {
+					o[[2]int{vs[i], vs[j]}] += 1 / float64(len(vs)-1)
+				}
+			}
+		}
+	}
+	nc := map[int]float64{}
+	var n, do float64
+	for ck, w := range o {
+		nc[ck[0]] += w
+		n += w
+		d := float64(ck[0] - ck[1])
+		do += w * d * d
+	}
+	var de float64
+	for c, a := range nc {
+		for k, b := range nc {
+			d := float64(c - k)
+			de += a * b * d * d
+		}
+	}
+	return 1 - (do/n)/(de/(n*(n-1)))
+}
