@@ -129,6 +129,7 @@ func TestRetentionErasesExactlyTheOldTraces(t *testing.T) {
 // admin changes it (a reviewer's PUT is 403 and changes nothing), and bad
 // input is a 422 naming days with nothing stored; null turns it off. A
 // DELETE counts in the server's critic_traces_erased_total{reason="deleted"}.
+// `critic users retention` sets, previews (--dry-run) and turns it off.
 func TestRetentionIsAnAdminsSetting(t *testing.T) {
 	t.Parallel()
 	in := startServe(t)
@@ -163,4 +164,25 @@ func TestRetentionIsAnAdminsSetting(t *testing.T) {
 	ids := in.importTraces(admin, "stash", retentionTrace("d1", "RET-DEL-77"))
 	require.Equal(t, http.StatusNoContent, in.do("DELETE", "/api/v1/rm/traces/"+ids[0], admin, nil).Status)
 	require.Equal(t, float64(1), metricstest.Scrape(t, in.url+"/metrics").Value("critic_traces_erased_total", "reason=deleted"))
+
+	// The CLI: a dry run counts and stores nothing; a bad number is refused;
+	// DAYS sets the period and erases at once; off turns it off.
+	in.importTraces(admin, "stash", retentionTrace("d2", "RET-CLI-78"))
+	out, err = in.cli("users", "retention", "ret-crew", "30", "--dry-run")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "dry run: 0 traces of ret-crew were last active before")
+	require.Nil(t, in.do("GET", "/api/v1/rm/retention", admin, nil).JSON(t)["days"], "a dry run stores nothing")
+	for _, bad := range [][]string{{"ret-crew", "0"}, {"ret-crew", "soon"}, {"nobody", "30"}, {"ret-crew"}} {
+		out, err = in.cli(append([]string{"users", "retention"}, bad...)...)
+		require.Error(t, err, "%v: %s", bad, out)
+	}
+	require.Nil(t, in.do("GET", "/api/v1/rm/retention", admin, nil).JSON(t)["days"], "nothing stored from refused calls")
+	out, err = in.cli("users", "retention", "ret-crew", "30")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "retention for ret-crew: traces older than 30 days are erased daily; erased 0 now")
+	require.EqualValues(t, 30, in.do("GET", "/api/v1/rm/retention", admin, nil).JSON(t)["days"])
+	out, err = in.cli("users", "retention", "ret-crew", "off")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "retention off for ret-crew")
+	require.Nil(t, in.do("GET", "/api/v1/rm/retention", admin, nil).JSON(t)["days"])
 }

@@ -21,7 +21,7 @@ import (
 // cmdUsers manages accounts. Keys are printed once and stored as SHA-256.
 func cmdUsers(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return usageError{"usage: critic users create|issue-key|add-member|list-keys|revoke-key|disable-reward-models|enable-reward-models|export|erase"}
+		return usageError{"usage: critic users create|issue-key|add-member|list-keys|revoke-key|disable-reward-models|enable-reward-models|export|erase|retention"}
 	}
 	in, err := boot(ctx)
 	if err != nil {
@@ -70,6 +70,8 @@ func cmdUsers(ctx context.Context, args []string) error {
 		return nil
 	case "export":
 		return usersExport(ctx, in, cmds, args[1:])
+	case "retention":
+		return usersRetention(ctx, in, cmds, waiter, args[1:])
 	case "erase":
 		return usersErase(ctx, in, cmds, waiter, args[1:])
 	case "add-member":
