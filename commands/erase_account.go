@@ -152,8 +152,9 @@ func (c *Commands) PlanAccountErasure(ctx context.Context, accountID string) (Ac
 //
 //  1. every API key is revoked (api_key.revoked): from then on every API
 //     instance answers the account's keys with 401, and nothing new arrives;
-//  2. every trace is erased as a deletion erases one (trace.deleted,
-//     trace.erased, its data key destroyed — its content, annotations,
+//  2. every trace is erased as a deletion erases one (eraseTrace:
+//     trace.deleted, trace.erased naming by and the reason, its data key
+//     destroyed, critic_traces_erased_total{reason="account"} — its content, annotations,
 //     comments and quotes stop opening anywhere — its claim-checked blobs
 //     and the datasets quoting it deleted);
 //  3. every blob the account's other streams name (checkpoints, datasets,
@@ -186,7 +187,7 @@ func (c *Commands) EraseAccount(ctx context.Context, accountID, by, reason strin
 	}
 	actor := Actor{UserID: accountID, Moderates: true}
 	for _, id := range p.traceIDs {
-		if _, err := c.DeleteTrace(ctx, actor, id); err != nil {
+		if _, err := c.eraseTrace(ctx, actor, id, ErasedAccount, by, "account erased: "+reason, nil); err != nil {
 			var nf *domain.NotFoundError
 			if !errors.As(err, &nf) { // deleted meanwhile: fine
 				return p, Result{}, fmt.Errorf("erase account %s: erase trace %s: %w", p.Name, id, err)

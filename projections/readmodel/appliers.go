@@ -22,7 +22,7 @@ var appliers = buildAppliers()
 func buildAppliers() map[string]applier {
 	all := map[string]applier{}
 	for _, table := range []map[string]applier{coreAppliers, criteriaAppliers, modelAppliers, extractionAppliers,
-		gepaAppliers, assessmentAppliers, labelAppliers, evaluatorRescoreAppliers, teamAppliers, retentionAppliers} {
+		gepaAppliers, assessmentAppliers, labelAppliers, evaluatorRescoreAppliers, teamAppliers, retentionAppliers, accountErasureAppliers} {
 		for typ, a := range table {
 			if all[typ] != nil {
 				panic("readmodel: two appliers for " + typ)
