@@ -146,6 +146,7 @@ func (a *API) Register(mux Mux) {
 	route("GET /export/traces", members.Read, a.exportTraces)
 	route("GET /export/annotations", members.Read, a.exportAnnotations)
 	route("GET /export/pairs", members.Read, a.exportPairs)
+	route("GET /export/account", members.Manage, a.exportAccount)
 	route("GET /members", members.Read, a.listMembers)
 	route("POST /members", members.Manage, a.addMember)
 	route("PATCH /members/{member_id}", members.Manage, a.changeMember)
