@@ -128,7 +128,7 @@ func TestGRPCHealthAndReflection(t *testing.T) {
 	defer cancel()
 
 	want := []string{"critic.v1.AnnotationService", "critic.v1.CriteriaService", "critic.v1.EvaluatorService", "critic.v1.GepaService", "critic.v1.QueryService", "critic.v1.RewardModelService",
-		"critic.v1.TraceService", "grpc.health.v1.Health"}
+		"critic.v1.TeamService", "critic.v1.TraceService", "grpc.health.v1.Health"}
 	stream, err := reflectionv1.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
 	require.NoError(t, err)
 	require.NoError(t, stream.Send(&reflectionv1.ServerReflectionRequest{

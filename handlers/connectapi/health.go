@@ -22,6 +22,7 @@ var Services = []string{
 	criticv1connect.QueryServiceName,
 	criticv1connect.EvaluatorServiceName,
 	criticv1connect.CriteriaServiceName,
+	criticv1connect.TeamServiceName,
 }
 
 // RegisterHealthAndReflection mounts grpc.health.v1 (so gRPC load balancers

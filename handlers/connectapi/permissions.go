@@ -51,6 +51,16 @@ var methodPermissions = map[string]members.Permission{
 	"RewardModelService/ReviewQueue":          members.Read,
 	"RewardModelService/SetBackgroundScoring": members.Train,
 
+	"TeamService/ListMembers":      members.Read,
+	"TeamService/AddMember":        members.Manage,
+	"TeamService/ChangeMemberRole": members.Manage,
+	"TeamService/RemoveMember":     members.Manage,
+	"TeamService/GetReviewOverlap": members.Read,
+	"TeamService/SetReviewOverlap": members.Manage,
+	"TeamService/GetAgreement":     members.Read,
+	"TeamService/ListDisputed":     members.Read,
+	"TeamService/Adjudicate":       members.Manage,
+
 	"TraceService/ListFormats":        members.Read,
 	"TraceService/ImportTraces":       members.Ingest,
 	"TraceService/ListTraces":         members.Read,

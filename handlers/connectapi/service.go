@@ -117,6 +117,7 @@ func Register(mux *http.ServeMux, d Deps) {
 	NewEvaluatorService(d).Register(mux)
 	NewCriteriaService(d).Register(mux)
 	NewBaseModelService(d).Register(mux)
+	NewTeamService(d).Register(mux)
 }
 
 func (d Deps) backend() usecase.Backend {

@@ -1,0 +1,261 @@
+package connectapi
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/agreement"
+	"github.com/criticml/critic/domain/members"
+	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/handlers/usecase"
+	"github.com/criticml/critic/projections/readmodel"
+	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
+	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
+)
+
+// TeamService implements critic.v1.TeamService (issue 36) with the
+// commands and use cases REST's team routes call, so both answer the same
+// data and errors.
+type TeamService struct{ d Deps }
+
+var _ criticv1connect.TeamServiceHandler = (*TeamService)(nil)
+
+// NewTeamService returns the service over d.
+func NewTeamService(d Deps) *TeamService { return &TeamService{d: d} }
+
+// Register mounts the service on mux at /critic.v1.TeamService/.
+func (s *TeamService) Register(mux *http.ServeMux) {
+	mux.Handle(criticv1connect.NewTeamServiceHandler(s, handlerOptions(s.d.Auth, s.d.MaxBody)...))
+}
+
+func memberToProto(m readmodel.Member) *criticv1.Member {
+	return &criticv1.Member{Id: m.ID, Name: m.Name, Role: string(m.Role), CreatedAt: timestamppb.New(m.CreatedAt), Removed: m.Removed}
+}
+
+// member reads one member of the caller's account: another account's
+// member is not found.
+func (s *TeamService) member(ctx context.Context, id string) (readmodel.Member, error) {
+	ms, err := s.d.Queries.Members(ctx, edge.CallerFrom(ctx).UserID)
+	if err != nil {
+		return readmodel.Member{}, err
+	}
+	for _, m := range ms {
+		if m.ID == id {
+			return m, nil
+		}
+	}
+	return readmodel.Member{}, domain.NotFound("member", id)
+}
+
+// ListMembers is GET /members.
+func (s *TeamService) ListMembers(ctx context.Context, _ *connect.Request[criticv1.ListMembersRequest]) (*connect.Response[criticv1.ListMembersResponse], error) {
+	ms, err := s.d.Queries.Members(ctx, edge.CallerFrom(ctx).UserID)
+	if err != nil {
+		return nil, err
+	}
+	out := &criticv1.ListMembersResponse{Members: []*criticv1.Member{}}
+	for _, m := range ms {
+		out.Members = append(out.Members, memberToProto(m))
+	}
+	return connect.NewResponse(out), nil
+}
+
+// role parses a request's role; proto3 has no absent string, so empty is
+// missing.
+func role(s string) (members.Role, error) {
+	if s == "" {
+		return "", &domain.ValidationError{Code: "invalid_request", Field: "role", Message: "role is required (admin, reviewer or viewer)"}
+	}
+	return members.ParseRole("role", s)
+}
+
+// AddMember is POST /members.
+func (s *TeamService) AddMember(ctx context.Context, req *connect.Request[criticv1.AddMemberRequest]) (*connect.Response[criticv1.AddMemberResponse], error) {
+	c := edge.CallerFrom(ctx)
+	if req.Msg.Name == "" {
+		return nil, &domain.ValidationError{Code: "invalid_request", Field: "name", Message: "name is required"}
+	}
+	r, err := role(req.Msg.Role)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.d.Cmds.AddMember(ctx, c.UserID, c.MemberID, req.Msg.Name, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.d.backend().Settle(ctx, res.Result); err != nil {
+		return nil, err
+	}
+	m, err := s.member(ctx, res.Member.ID)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.AddMemberResponse{Member: memberToProto(m), ApiKey: res.APIKey}), nil
+}
+
+// ChangeMemberRole is PATCH /members/{member_id}.
+func (s *TeamService) ChangeMemberRole(ctx context.Context, req *connect.Request[criticv1.ChangeMemberRoleRequest]) (*connect.Response[criticv1.ChangeMemberRoleResponse], error) {
+	c, id := edge.CallerFrom(ctx), req.Msg.MemberId
+	r, err := role(req.Msg.Role)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.member(ctx, id); err != nil {
+		return nil, err
+	}
+	res, err := s.d.Cmds.ChangeMemberRole(ctx, c.UserID, c.MemberID, id, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.d.backend().Settle(ctx, res); err != nil {
+		return nil, err
+	}
+	m, err := s.member(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.ChangeMemberRoleResponse{Member: memberToProto(m)}), nil
+}
+
+// RemoveMember is DELETE /members/{member_id}.
+func (s *TeamService) RemoveMember(ctx context.Context, req *connect.Request[criticv1.RemoveMemberRequest]) (*connect.Response[criticv1.RemoveMemberResponse], error) {
+	c, id := edge.CallerFrom(ctx), req.Msg.MemberId
+	if _, err := s.member(ctx, id); err != nil {
+		return nil, err
+	}
+	res, err := s.d.Cmds.RemoveMember(ctx, c.UserID, c.MemberID, id, req.Msg.Reason)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.d.backend().Settle(ctx, res); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.RemoveMemberResponse{}), nil
+}
+
+// GetReviewOverlap is GET /review-overlap.
+func (s *TeamService) GetReviewOverlap(ctx context.Context, _ *connect.Request[criticv1.GetReviewOverlapRequest]) (*connect.Response[criticv1.GetReviewOverlapResponse], error) {
+	o, err := s.d.backend().GetReviewOverlap(ctx, edge.CallerFrom(ctx))
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.GetReviewOverlapResponse{Overlap: int32(o.Overlap)}), nil
+}
+
+// SetReviewOverlap is PUT /review-overlap.
+func (s *TeamService) SetReviewOverlap(ctx context.Context, req *connect.Request[criticv1.SetReviewOverlapRequest]) (*connect.Response[criticv1.SetReviewOverlapResponse], error) {
+	if req.Msg.Overlap == nil {
+		return nil, &domain.ValidationError{Code: "invalid_request", Field: "overlap", Message: "overlap is required: how many members judge each queue item (1–10)"}
+	}
+	o, err := s.d.backend().SetReviewOverlap(ctx, edge.CallerFrom(ctx), int(*req.Msg.Overlap))
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.SetReviewOverlapResponse{Overlap: int32(o.Overlap)}), nil
+}
+
+func figureToProto(f agreement.Figure) *criticv1.AgreementFigure {
+	return &criticv1.AgreementFigure{Value: f.Value, N: int32(f.N), TooFew: f.TooFew}
+}
+
+// GetAgreement is GET /agreement.
+func (s *TeamService) GetAgreement(ctx context.Context, req *connect.Request[criticv1.GetAgreementRequest]) (*connect.Response[criticv1.GetAgreementResponse], error) {
+	rep, err := s.d.backend().Agreement(ctx, edge.CallerFrom(ctx), req.Msg.GetRewardModelId())
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(agreementToProto(rep)), nil
+}
+
+func agreementToProto(rep usecase.AgreementReport) *criticv1.GetAgreementResponse {
+	out := &criticv1.GetAgreementResponse{MinSample: int32(rep.MinSample), RewardModelId: rep.RewardModelID, Account: figureToProto(rep.Account),
+		Disputed: int32(rep.Disputed), CoRated: int32(rep.CoRated), Judgments: int32(rep.Judgments)}
+	for _, c := range rep.Criteria {
+		out.Criteria = append(out.Criteria, &criticv1.CriterionAgreement{CriterionId: c.CriterionID, Name: c.Name, Kind: c.Kind, Metric: c.Metric, Alpha: figureToProto(c.Alpha)})
+	}
+	for _, p := range rep.Pairwise {
+		out.Pairwise = append(out.Pairwise, &criticv1.PairAgreement{MemberA: p.A, MemberB: p.B, Agreement: figureToProto(p.Figure)})
+	}
+	for _, m := range rep.Members {
+		pm := &criticv1.MemberAgreement{Member: m.Member, Name: m.Name, Judged: int32(m.Judged), Consensus: figureToProto(m.Consensus)}
+		if m.Model != nil {
+			pm.Model = figureToProto(*m.Model)
+		}
+		out.Members = append(out.Members, pm)
+	}
+	return out
+}
+
+// ListDisputed is GET /disputed.
+func (s *TeamService) ListDisputed(ctx context.Context, _ *connect.Request[criticv1.ListDisputedRequest]) (*connect.Response[criticv1.ListDisputedResponse], error) {
+	d, err := s.d.backend().Disputed(ctx, edge.CallerFrom(ctx))
+	if err != nil {
+		return nil, err
+	}
+	out := &criticv1.ListDisputedResponse{Items: []*criticv1.DisputedItem{}}
+	for _, it := range d.Items {
+		pi := &criticv1.DisputedItem{TraceId: it.TraceID, TraceTitle: it.TraceTitle, StepId: it.StepID, CriterionId: it.CriterionID}
+		for _, v := range it.Values {
+			val, err := jsonValue(v.Value)
+			if err != nil {
+				return nil, err
+			}
+			pi.Values = append(pi.Values, &criticv1.DisputedValue{Member: v.Member, Name: v.Name, Value: val})
+		}
+		if it.Adjudication != nil {
+			if pi.Adjudication, err = adjudicationToProto(*it.Adjudication); err != nil {
+				return nil, err
+			}
+		}
+		out.Items = append(out.Items, pi)
+	}
+	return connect.NewResponse(out), nil
+}
+
+func adjudicationToProto(a readmodel.Adjudication) (*criticv1.Adjudication, error) {
+	out := &criticv1.Adjudication{AdjudicationId: a.AdjudicationID, TraceId: a.TraceID, StepId: a.StepID, CriterionId: a.CriterionID,
+		Reason: a.Reason, By: a.By}
+	if a.Rating != nil {
+		r := int32(*a.Rating)
+		out.Rating = &r
+	}
+	v, err := jsonValue(a.Value)
+	if err != nil {
+		return nil, err
+	}
+	out.Value = v
+	return out, nil
+}
+
+// Adjudicate is POST /traces/{trace_id}/adjudications.
+func (s *TeamService) Adjudicate(ctx context.Context, req *connect.Request[criticv1.AdjudicateRequest]) (*connect.Response[criticv1.AdjudicateResponse], error) {
+	m := req.Msg
+	in := commands.Adjudicate{TraceID: m.TraceId, StepID: m.GetStepId(), CriterionID: m.GetCriterionId(), Reason: m.Reason}
+	if m.Rating != nil {
+		r := int(*m.Rating)
+		in.Rating = &r
+	}
+	if m.Value != nil {
+		raw, err := protojson.Marshal(m.Value)
+		if err != nil {
+			return nil, &domain.ValidationError{Code: "invalid_request", Field: "value", Message: "value is not valid JSON: " + err.Error()}
+		}
+		in.Value = json.RawMessage(raw)
+	}
+	adj, err := s.d.backend().Adjudicate(ctx, edge.CallerFrom(ctx), in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := adjudicationToProto(adj)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.AdjudicateResponse{Adjudication: out}), nil
+}
