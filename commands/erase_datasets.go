@@ -19,8 +19,10 @@ import (
 // (the worker reads it), so a deleted trace would live on there (issue 37).
 // The models keep their weights and keep scoring; their page and
 // `critic audit model` say how many of their traces were erased since.
-// Every attempt's dataset goes; a missing one is fine (an attempt that
-// never built one, a repeated erasure).
+// Every attempt's dataset goes, and its feedback-extraction inputs (the
+// traces' text the worker's classifier read; a claim writes them afresh);
+// a missing one is fine (an attempt that never built one, a repeated
+// erasure).
 func (c *Commands) eraseDatasets(ctx context.Context, ownerID, traceID string) error {
 	streams, err := c.store.OwnerStreams(ctx, ownerID, events.RewardModelStream(""), 0)
 	if err != nil {
@@ -35,9 +37,10 @@ func (c *Commands) eraseDatasets(ctx context.Context, ownerID, traceID string) e
 			continue
 		}
 		for a := 1; a <= st.Attempt; a++ {
-			key := DatasetKey(st.OwnerID, st.ID, a)
-			if err := c.store.Blobs().Delete(ctx, key); err != nil && !errors.Is(err, blob.ErrNotFound) {
-				return fmt.Errorf("erase trace %s: delete dataset %s: %w", traceID, key, err)
+			for _, key := range []string{DatasetKey(st.OwnerID, st.ID, a), jobs.ExtractionInputsKey(st.OwnerID, st.ID, a)} {
+				if err := c.store.Blobs().Delete(ctx, key); err != nil && !errors.Is(err, blob.ErrNotFound) {
+					return fmt.Errorf("erase trace %s: delete %s: %w", traceID, key, err)
+				}
 			}
 		}
 	}

@@ -596,7 +596,7 @@ func TestDistributed(t *testing.T) {
 	for name, id := range got.models {
 		var status, errText string
 		require.NoError(t, pool.QueryRow(context.Background(), `SELECT status, coalesce(error, '') FROM rm_reward_models WHERE id = $1`, id).Scan(&status, &errText))
-		wins := q(`SELECT count(*) FROM events WHERE type = 'reward_model.training_succeeded.v1' AND payload->>'model_id' = $1`, id)
+		wins := q(`SELECT count(*) FROM events WHERE type = 'reward_model.training_succeeded.v1' AND stream = 'reward_model/' || $1`, id)
 		switch status {
 		case "succeeded":
 			succeeded++

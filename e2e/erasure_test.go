@@ -15,12 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/eventstore"
 	"github.com/criticml/critic/platform/keyring"
+	"github.com/criticml/critic/platform/llm/llmtest"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -105,25 +107,41 @@ func waitReadModel(t *testing.T, in *instance) {
 }
 
 // openedPayloads returns the payloads of the instance's events of type typ
-// ("" = every type), in log order, opened with its master key: a trace's
-// payloads are sealed in the log, so SQL on the events table sees only the
-// envelopes. Erased events are left out.
+// ("" = every type), in log order, opened with its master key: trace and
+// account payloads are sealed in the log, so SQL on the events table sees
+// only the envelopes. Erased events are left out.
 func (in *instance) openedPayloads(t testing.TB, typ string) []map[string]any {
 	t.Helper()
+	keyFile, blobDir := filepath.Join(in.dataDir, "master_key"), filepath.Join(in.dataDir, "blobs")
+	for _, kv := range in.env {
+		if v, ok := strings.CutPrefix(kv, "CRITIC_MASTER_KEY_FILE="); ok {
+			keyFile = v
+		}
+		if v, ok := strings.CutPrefix(kv, "BLOB_URL=file://"); ok {
+			blobDir = v
+		}
+	}
+	return openedPayloadsIn(t, in.pool, keyFile, blobDir, typ)
+}
+
+// openedPayloadsIn is openedPayloads for a deployment of separate
+// processes: its database, master key file and local blob directory.
+func openedPayloadsIn(t testing.TB, pool *pgxpool.Pool, keyFile, blobDir, typ string) []map[string]any {
+	t.Helper()
 	ctx := context.Background()
-	master, err := keyring.ReadMasterKey(filepath.Join(in.dataDir, "master_key"))
+	master, err := keyring.ReadMasterKey(keyFile)
 	require.NoError(t, err)
-	ring, err := keyring.New(in.pool, master)
+	ring, err := keyring.New(pool, master)
 	require.NoError(t, err)
-	blobs, err := blob.NewLocal(filepath.Join(in.dataDir, "blobs"))
+	blobs, err := blob.NewLocal(blobDir)
 	require.NoError(t, err)
-	store := eventstore.New(in.pool, blobs, eventstore.WithKeyring(ring))
-	rows, err := in.pool.Query(ctx, "SELECT id::text, stream, type, payload FROM events WHERE $1 = '' OR type = $1 ORDER BY seq", typ)
+	store := eventstore.New(pool, blobs, eventstore.WithKeyring(ring))
+	rows, err := pool.Query(ctx, "SELECT id::text, stream, owner_id::text, type, payload FROM events WHERE $1 = '' OR type = $1 ORDER BY seq", typ)
 	require.NoError(t, err)
 	var envs []events.Envelope
 	for rows.Next() {
 		var e events.Envelope
-		require.NoError(t, rows.Scan(&e.ID, &e.Stream, &e.Type, &e.Payload))
+		require.NoError(t, rows.Scan(&e.ID, &e.Stream, &e.OwnerID, &e.Type, &e.Payload))
 		envs = append(envs, e)
 	}
 	require.NoError(t, rows.Err())
@@ -137,6 +155,18 @@ func (in *instance) openedPayloads(t testing.TB, typ string) []map[string]any {
 		var p map[string]any
 		require.NoError(t, json.Unmarshal(e.Payload, &p))
 		out = append(out, p)
+	}
+	return out
+}
+
+// openedWhere are the opened payloads of type typ whose field equals value.
+func (in *instance) openedWhere(t testing.TB, typ, field string, value any) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, p := range in.openedPayloads(t, typ) {
+		if p[field] == value {
+			out = append(out, p)
+		}
 	}
 	return out
 }
@@ -197,7 +227,7 @@ func TestRotateMasterKey(t *testing.T) {
 
 	out, err := in.cli("keys", "rotate")
 	require.NoError(t, err, out)
-	require.Contains(t, out, "re-wrapped 1 data keys")
+	require.Contains(t, out, "re-wrapped 2 data keys", "the trace's and the account's (its member list is sealed)")
 	now, err := os.ReadFile(path)
 	require.NoError(t, err)
 	require.NotEqual(t, old, now, "a new master key is installed")
@@ -214,10 +244,105 @@ func TestRotateMasterKey(t *testing.T) {
 	require.Contains(t, string(r.Body), "MARKER-ROT")
 	require.Equal(t, 1, len(in.openedPayloads(t, "trace.imported.v1")), "the log opens with the new key")
 
-	// With the old key the data keys no longer open.
+	// A process given the old key refuses to start: the database recorded
+	// the new key's fingerprint.
 	require.NoError(t, os.WriteFile(path+".bad", old, 0o600))
 	in.env = append(in.env, "CRITIC_MASTER_KEY_FILE="+path+".bad")
 	out, err = in.cli("replay", "readmodel")
 	require.Error(t, err, out)
-	require.Contains(t, out, "does not open with this master key")
+	require.Contains(t, out, "CRITIC_MASTER_KEY_FILE holds a master key other than the one this database's data keys are wrapped with")
+	var n int
+	require.NoError(t, in.pool.QueryRow(context.Background(), "SELECT count(*) FROM readmodel_applied").Scan(&n))
+	require.Positive(t, n, "nothing was replayed under the wrong key")
+}
+
+// TestDeletedTracesFindingsAreRedacted: a learning report's findings quote
+// their traces (evidence quote, original and alternative actions). A
+// finding is sealed with its trace's key, so after DELETE of one trace its
+// marker is in neither a pg_dump nor any file of the data directory, the
+// learning report still lists the finding, marked erased and without the
+// quote, another trace's finding still shows its quote, and a replay of the
+// read model equals the live one.
+func TestDeletedTracesFindingsAreRedacted(t *testing.T) {
+	const gone, kept = "FINDING-GONE-5d1e", "FINDING-KEPT-c07b"
+	srv := llmtest.New(t)
+	srv.Handle(func(req llmtest.Request) llmtest.Reply {
+		if req.SchemaName == "feedback" {
+			for _, m := range e2eEvidenceRe.FindAllStringSubmatch(req.Last(), -1) {
+				for _, marker := range []string{gone, kept} {
+					if strings.Contains(m[2], "wrong order "+marker) {
+						return llmtest.JSON(map[string]any{"label": "negative", "confidence": "high", "about": "agent", "evidence_id": m[1],
+							"evidence_quote": "wrong order " + marker, "alternative": "Sorted ascending: 1, 2, 3 for " + marker + ".",
+							"reason": "the user corrects the order"}).WithUsage(300, 40)
+					}
+				}
+			}
+		}
+		return scriptedClassifier(req)
+	})
+	llmEnv := []string{"CRITIC_FEEDBACK_MODEL=openai/scripted-classifier", "CRITIC_FEEDBACK_API_BASE=" + srv.URL, "OPENAI_API_KEY=test-key",
+		"CRITIC_FAST_MODEL=openai/scripted-fast", "CRITIC_FAST_API_BASE=" + srv.URL}
+	in, kafkaPort := startServeForJobs(t, llmEnv...)
+	key := in.newUser("redactor", false)
+	base := tinyBase(t, in)
+	startWorkerWith(t, in, kafkaPort, "fw1", llmEnv...)
+	trace := func(id, marker string) string {
+		return `{"id":"` + id + `","steps":[{"role":"user","content":"Sort 3, 1, 2 ascending"},{"role":"assistant","content":"Sorted: 3, 2, 1 for ` + marker + `."},` +
+			`{"role":"user","content":"No, that's the wrong order ` + marker + `."}]}`
+	}
+	ids := in.importTraces(key, "stash", trace("gone", gone)+"\n"+trace("kept", kept))
+	r := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "from-feedback", "trace_ids": ids, "base_model": base,
+		"training_config": map[string]any{"annotation_source": "feedback", "input_version": 1}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	id := r.JSON(t)["id"].(string)
+	in.waitModel(t, key, id, "succeeded", "failed")
+	findings := func() map[string]map[string]any {
+		out := map[string]map[string]any{}
+		m := in.do("GET", "/api/v1/rm/reward-models/"+id, key, nil).JSON(t)
+		fb, ok := m["feedback"].([]any)
+		require.True(t, ok, "feedback is recorded: %v\n%s", m, in.logText())
+		for _, x := range fb {
+			if f := x.(map[string]any); f["source"] == "user_feedback" {
+				out[f["trace_id"].(string)] = f
+			}
+		}
+		return out
+	}
+	before := findings()
+	require.Equal(t, "wrong order "+gone, before[ids[0]]["evidence_quote"])
+	require.Equal(t, false, before[ids[0]]["erased"])
+	var clear int
+	require.NoError(t, in.pool.QueryRow(context.Background(), "SELECT count(*) FROM events WHERE strpos(payload::text, 'FINDING-') > 0").Scan(&clear))
+	require.Zero(t, clear, "findings are sealed in the log")
+
+	r = in.do("DELETE", "/api/v1/rm/traces/"+ids[0], key, nil)
+	require.Equal(t, http.StatusNoContent, r.Status, string(r.Body))
+	waitReadModel(t, in)
+
+	after := findings()
+	erased := after[ids[0]]
+	require.NotNil(t, erased, "the deleted trace's finding stays in the learning report")
+	require.Equal(t, true, erased["erased"])
+	require.Nil(t, erased["evidence_quote"])
+	require.Nil(t, erased["alternative_action"])
+	require.Equal(t, "", erased["original_action"])
+	require.Equal(t, "negative", erased["label"])
+	require.Equal(t, before[ids[0]]["id"], erased["id"])
+	require.Equal(t, "wrong order "+kept, after[ids[1]]["evidence_quote"], "the other trace's finding keeps its quote")
+	require.Equal(t, false, after[ids[1]]["erased"])
+
+	require.Empty(t, linesWith(pgDump(t, in), gone), "pg_dump holds nothing of the deleted trace's finding")
+	require.NotEmpty(t, linesWith(pgDump(t, in), kept), "pg_dump still holds the other trace's finding (read model)")
+	require.Empty(t, filesWith(t, in.dataDir, gone), "no file of the data directory holds the deleted trace's marker")
+	ps := in.openedWhere(t, events.RewardModelFindingRecorded, "trace_id", ids[0])
+	require.Len(t, ps, 1, "the finding's event still opens, redacted")
+	require.Equal(t, true, ps[0]["finding"].(map[string]any)["erased"])
+
+	live := dumpReadModel(t, in)
+	out, err := in.cli("replay", "readmodel")
+	require.NoError(t, err, out)
+	replayed := dumpReadModel(t, in)
+	for table := range live {
+		require.Equal(t, live[table], replayed[table], "table %s after replay", table)
+	}
 }

@@ -37,7 +37,7 @@ func (in *instance) waitRunningWithProgress(t *testing.T, key, id string) {
 
 func (in *instance) countEvents(t *testing.T, typ, modelID string) int {
 	var n int
-	require.NoError(t, in.pool.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE type = $1 AND payload->>'model_id' = $2`, typ, modelID).Scan(&n))
+	require.NoError(t, in.pool.QueryRow(context.Background(), `SELECT count(*) FROM events WHERE type = $1 AND stream = 'reward_model/' || $2`, typ, modelID).Scan(&n))
 	return n
 }
 

@@ -1,7 +1,7 @@
 package e2e
 
 import (
-	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"syscall"
@@ -58,16 +58,10 @@ func TestFeedbackExtractionSurvivesStoppedAndKilledWorkers(t *testing.T) {
 	require.Eventually(t, func() bool { return in.countEvents(t, "reward_model.extraction_finished.v1", id) == 1 },
 		2*time.Minute, 100*time.Millisecond, in.logText())
 
-	rows, err := in.pool.Query(context.Background(), `SELECT payload->>'reason', payload->>'worker_id' FROM events
-		WHERE type = 'reward_model.extraction_requeued.v1' AND payload->>'model_id' = $1 ORDER BY seq`, id)
-	require.NoError(t, err)
-	var requeues []string
-	for rows.Next() {
-		var reason, worker string
-		require.NoError(t, rows.Scan(&reason, &worker))
-		requeues = append(requeues, reason+" "+worker)
+	var requeues []string // reward_model payloads are sealed: opened, in log order
+	for _, p := range in.openedWhere(t, "reward_model.extraction_requeued.v1", "model_id", id) {
+		requeues = append(requeues, fmt.Sprint(p["reason"])+" "+fmt.Sprint(p["worker_id"]))
 	}
-	rows.Close()
 	// fw3 may get fw2's message again after the lease ran out but before
 	// the sweep's next tick (it claims then); otherwise the sweep requeued
 	// it (the sweep itself: projections/dispatch's extraction sweep test).
@@ -77,9 +71,8 @@ func TestFeedbackExtractionSurvivesStoppedAndKilledWorkers(t *testing.T) {
 		require.Equal(t, "lease_expired fw2", rq)
 	}
 	require.LessOrEqual(t, len(requeues), 2)
-	var finisher string
-	require.NoError(t, in.pool.QueryRow(context.Background(), `SELECT payload->>'worker_id' FROM events
-		WHERE type = 'reward_model.extraction_finished.v1' AND payload->>'model_id' = $1`, id).Scan(&finisher))
-	require.Equal(t, "fw3", finisher)
+	finished := in.openedWhere(t, "reward_model.extraction_finished.v1", "model_id", id)
+	require.Len(t, finished, 1)
+	require.Equal(t, "fw3", finished[0]["worker_id"])
 	require.Equal(t, 3, in.countEvents(t, "reward_model.extraction_started.v1", id))
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -236,9 +237,12 @@ func TestGepaWorkerKilledMidRunIsRetriedOnAnotherWorker(t *testing.T) {
 	_, _ = w1.Process.Wait()
 	var reason, worker string
 	require.Eventually(t, func() bool {
-		err := in.pool.QueryRow(context.Background(), `SELECT payload->>'reason', payload->>'worker_id' FROM events
-			WHERE type = 'gepa_run.requeued.v1' AND payload->>'run_id' = $1`, id).Scan(&reason, &worker)
-		return err == nil
+		ps := in.openedWhere(t, "gepa_run.requeued.v1", "run_id", id) // gepa_run payloads are sealed
+		if len(ps) == 0 {
+			return false
+		}
+		reason, worker = fmt.Sprint(ps[0]["reason"]), fmt.Sprint(ps[0]["worker_id"])
+		return true
 	}, time.Minute, 100*time.Millisecond, "the lost run was never requeued\n%s", in.logText())
 	require.Equal(t, "lease_expired", reason)
 	require.Equal(t, "w1", worker)

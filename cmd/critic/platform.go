@@ -61,7 +61,7 @@ func openInfra(ctx context.Context, cfg config, log *slog.Logger) (*infra, error
 	}
 	var opts []eventstore.Option
 	if cfg.Encryption {
-		ring, err := openKeyring(cfg, pool)
+		ring, err := openKeyring(ctx, cfg, pool)
 		if err != nil {
 			pool.Close()
 			return nil, err
@@ -76,7 +76,7 @@ func openInfra(ctx context.Context, cfg config, log *slog.Logger) (*infra, error
 // exist when set (a missing mounted secret must not become a fresh key that
 // opens nothing), else DataDir/master_key, created on first start like the
 // worker token.
-func openKeyring(cfg config, pool *pgxpool.Pool) (*keyring.Ring, error) {
+func openKeyring(ctx context.Context, cfg config, pool *pgxpool.Pool) (*keyring.Ring, error) {
 	var master []byte
 	var err error
 	if cfg.MasterKeyFile != "" {
@@ -87,7 +87,15 @@ func openKeyring(cfg config, pool *pgxpool.Pool) (*keyring.Ring, error) {
 	if err != nil {
 		return nil, err
 	}
-	return keyring.New(pool, master)
+	ring, err := keyring.New(pool, master)
+	if err != nil {
+		return nil, err
+	}
+	// Refuse to start with a key other than the one the database recorded.
+	if err := ring.CheckMaster(ctx); err != nil {
+		return nil, err
+	}
+	return ring, nil
 }
 
 // defaultMasterKeyFile is where the master key lives when

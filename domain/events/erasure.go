@@ -27,6 +27,23 @@ type Sealed struct {
 	// "s2", or "" for none. Ciphertext does not compress, so the store
 	// compresses first, or the row (and the Kafka message) would grow.
 	Compression string `json:"z,omitempty"`
+	// Redacted is what a TraceQuote payload reads as once the quoted trace
+	// is erased (Key is then that trace's): the payload without the quote,
+	// sealed with the stream's own key. Readers get it, not an error.
+	Redacted *Sealed `json:"redacted,omitempty"`
+}
+
+// TraceQuote is a payload on a stream other than a trace's that quotes one
+// trace's content: a finding's evidence quote, original and alternative
+// actions. The event store seals it with the quoted trace's key, not the
+// stream's, so erasing the trace erases the quote wherever the event was
+// copied, and keeps Redacted beside it under the stream's key.
+type TraceQuote interface {
+	// QuotedTrace is the id of the trace quoted.
+	QuotedTrace() string
+	// Redacted is the payload with everything quoted from the trace
+	// removed: what consumers read after the trace's erasure.
+	Redacted() any
 }
 
 // SealedPayload is the shape of an encrypted event payload.

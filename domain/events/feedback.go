@@ -133,6 +133,18 @@ type Finding struct {
 	// Usage is what the calls behind this finding cost (its classification
 	// or judgment and its review).
 	Usage *LLMUsage `json:"usage,omitempty"`
+	// Erased: the finding's trace was erased, and with it every field that
+	// quoted it (evidence, reason, actions, review); what is left says
+	// which step of which trace the finding was about and what became of it.
+	Erased bool `json:"erased,omitempty"`
+}
+
+// Redacted is the finding without anything quoted from its trace, marked
+// Erased: what the learning report keeps of it after the trace's erasure.
+func (f Finding) Redacted() Finding {
+	return Finding{ID: f.ID, TraceID: f.TraceID, StepIndex: f.StepIndex, StepID: f.StepID, Label: f.Label, Confidence: f.Confidence,
+		Source: f.Source, ClassifierModel: f.ClassifierModel, PromptVersion: f.PromptVersion, Criteria: f.Criteria, Outcome: f.Outcome,
+		Usage: f.Usage, Erased: true}
 }
 
 // RewardModelExtractionStartedV1 claims an attempt's extraction.
@@ -162,6 +174,16 @@ type RewardModelFindingRecordedV1 struct {
 	TraceID       string  `json:"trace_id"`
 	TraceRevision int     `json:"trace_revision"`
 	Finding       Finding `json:"finding"`
+}
+
+// QuotedTrace makes a finding a TraceQuote: its evidence and actions are
+// the trace's words, sealed with the trace's key.
+func (p RewardModelFindingRecordedV1) QuotedTrace() string { return p.TraceID }
+
+// Redacted is the finding as it reads after its trace's erasure.
+func (p RewardModelFindingRecordedV1) Redacted() any {
+	p.Finding = p.Finding.Redacted()
+	return p
 }
 
 // RewardModelFeedbackExtractedV1 is the record of one trace revision in one

@@ -109,6 +109,25 @@ func sealedScope(stream, typ, owner string) string {
 // criteria, member display names and trace sources (names).
 var accountSealed = []string{"reward_model/", "scores/", "gepa_run/", "guidelines/", "criteria/", "members/", "trace_source/"}
 
+// quotedScope is the key scope of the trace an event on another stream
+// quotes (events.TraceQuote), or "". Such a payload is sealed with that
+// trace's key, its redacted form with the stream's: erasing the trace
+// leaves the event readable without the quote.
+func quotedScope(e events.New) string {
+	q, ok := e.Payload.(events.TraceQuote)
+	if !ok || strings.HasPrefix(e.Stream, "trace/") || sealedScope(e.Stream, e.Type, e.OwnerID) == "" || q.QuotedTrace() == "" {
+		return ""
+	}
+	return events.TraceStream(q.QuotedTrace())
+}
+
+// sealWith seals raw (S2-compressed first) under k, the key of scope.
+func sealWith(k cipher.AEAD, scope string, raw, aad []byte) *events.Sealed {
+	nonce := make([]byte, k.NonceSize())
+	_, _ = rand.Read(nonce)
+	return &events.Sealed{Key: scope, Nonce: nonce, Ciphertext: k.Seal(nil, nonce, s2.Encode(nil, raw), aad), Compression: "s2"}
+}
+
 // sealAAD binds a sealed payload to its envelope.
 func sealAAD(id, stream, typ string) []byte {
 	return []byte(id + "\x00" + stream + "\x00" + typ)
@@ -136,6 +155,9 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 			if sc := sealedScope(e.Stream, e.Type, e.OwnerID); sc != "" && (len(scopes) == 0 || scopes[len(scopes)-1] != sc) {
 				scopes = append(scopes, sc)
 			}
+			if q := quotedScope(e); q != "" {
+				scopes = append(scopes, q)
+			}
 		}
 		if len(scopes) > 0 {
 			var err error
@@ -155,11 +177,23 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 			if k == nil {
 				return nil, &events.ErasedError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Key: sc}
 			}
-			nonce := make([]byte, k.NonceSize())
-			_, _ = rand.Read(nonce)
-			raw, err = json.Marshal(events.SealedPayload{Sealed: &events.Sealed{Key: sc, Nonce: nonce,
-				Ciphertext: k.Seal(nil, nonce, s2.Encode(nil, raw), sealAAD(e.ID, e.Stream, e.Type)), Compression: "s2"}})
-			if err != nil {
+			aad := sealAAD(e.ID, e.Stream, e.Type)
+			sealed := sealWith(k, sc, raw, aad)
+			if q := quotedScope(e); q != "" {
+				redacted, err := json.Marshal(e.Payload.(events.TraceQuote).Redacted())
+				if err != nil {
+					return nil, fmt.Errorf("encode %s payload: %w", e.Type, err)
+				}
+				if qk := keys[q]; qk == nil {
+					// The quoted trace is erased already: only what
+					// survives its erasure is written.
+					sealed = sealWith(k, sc, redacted, aad)
+				} else {
+					sealed = sealWith(qk, q, raw, aad)
+					sealed.Redacted = sealWith(k, sc, redacted, aad)
+				}
+			}
+			if raw, err = json.Marshal(events.SealedPayload{Sealed: sealed}); err != nil {
 				return nil, err
 			}
 		}
@@ -276,31 +310,44 @@ func Resolve(ctx context.Context, blobs blob.Store, keys *keyring.Ring, e events
 	if err != nil || !events.IsSealed(e.Payload) {
 		return e, err
 	}
-	var sp events.SealedPayload
-	if err := json.Unmarshal(e.Payload, &sp); err != nil || sp.Sealed == nil {
+	sealed, err := decodeSealed(e.Payload)
+	if err != nil {
 		return e, &events.UnreadableError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Err: fmt.Errorf("sealed payload: %v", err)}
 	}
 	if keys == nil {
 		return e, fmt.Errorf("event %s is sealed and this process has no keyring (CRITIC_ENCRYPTION=off): set CRITIC_MASTER_KEY_FILE", e.ID)
 	}
-	plain, err := keys.Open(ctx, sp.Sealed.Key, sp.Sealed.Nonce, sp.Sealed.Ciphertext, sealAAD(e.ID, e.Stream, e.Type))
-	if errors.Is(err, keyring.ErrDestroyed) {
-		return e, &events.ErasedError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Key: sp.Sealed.Key}
+	plain, err := openSealed(ctx, keys, e, sealed)
+	if IsErased(err) && sealed.Redacted != nil {
+		// The quoted trace is erased: the event reads without the quote.
+		plain, err = openSealed(ctx, keys, e, sealed.Redacted)
 	}
 	if err != nil {
-		return e, fmt.Errorf("event %s: %w", e.ID, err)
-	}
-	switch sp.Sealed.Compression {
-	case "":
-	case "s2":
-		if plain, err = s2.Decode(nil, plain); err != nil {
-			return e, &events.UnreadableError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Err: fmt.Errorf("sealed payload: %w", err)}
-		}
-	default:
-		return e, &events.UnreadableError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Err: fmt.Errorf("sealed payload: unknown compression %q", sp.Sealed.Compression)}
+		return e, err
 	}
 	e.Payload = plain
 	return e, nil
+}
+
+// openSealed opens one sealed payload of e.
+func openSealed(ctx context.Context, keys *keyring.Ring, e events.Envelope, s *events.Sealed) ([]byte, error) {
+	plain, err := keys.Open(ctx, s.Key, s.Nonce, s.Ciphertext, sealAAD(e.ID, e.Stream, e.Type))
+	if errors.Is(err, keyring.ErrDestroyed) {
+		return nil, &events.ErasedError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Key: s.Key}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("event %s: %w", e.ID, err)
+	}
+	switch s.Compression {
+	case "":
+	case "s2":
+		if plain, err = s2.Decode(nil, plain); err != nil {
+			return nil, &events.UnreadableError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Err: fmt.Errorf("sealed payload: %w", err)}
+		}
+	default:
+		return nil, &events.UnreadableError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Err: fmt.Errorf("sealed payload: unknown compression %q", s.Compression)}
+	}
+	return plain, nil
 }
 
 // IsErased says whether err is an event whose data key was destroyed.

@@ -18,7 +18,9 @@ import (
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -53,8 +55,9 @@ var ErrNoKey = errors.New("no data key")
 
 // Ring seals and opens payloads with per-scope data keys.
 type Ring struct {
-	pool   *pgxpool.Pool
-	master cipher.AEAD
+	pool        *pgxpool.Pool
+	master      cipher.AEAD
+	fingerprint []byte
 
 	mu        sync.RWMutex
 	keys      map[string]cipher.AEAD
@@ -67,7 +70,50 @@ func New(pool *pgxpool.Pool, master []byte) (*Ring, error) {
 	if err != nil {
 		return nil, fmt.Errorf("master key: %w", err)
 	}
-	return &Ring{pool: pool, master: m, keys: map[string]cipher.AEAD{}, destroyed: map[string]bool{}}, nil
+	return &Ring{pool: pool, master: m, fingerprint: fingerprint(master), keys: map[string]cipher.AEAD{}, destroyed: map[string]bool{}}, nil
+}
+
+// fingerprint names a master key without revealing it: HMAC-SHA256 of a
+// constant under the key.
+func fingerprint(master []byte) []byte {
+	h := hmac.New(sha256.New, master)
+	h.Write([]byte("critic master key fingerprint v1"))
+	return h.Sum(nil)
+}
+
+// CheckMaster compares the ring's master key with the fingerprint the
+// database recorded, recording it when there is none yet: a process
+// started with another key refuses to start (the error names
+// CRITIC_MASTER_KEY_FILE) instead of making data keys no other process
+// opens and failing later, event by event. A database whose data keys
+// predate the fingerprint records it only if this key opens one of them.
+func (r *Ring) CheckMaster(ctx context.Context) error {
+	var recorded []byte
+	err := r.pool.QueryRow(ctx, `SELECT fingerprint FROM master_key_fingerprint`).Scan(&recorded)
+	if err == nil {
+		if !hmac.Equal(recorded, r.fingerprint) {
+			return fmt.Errorf("CRITIC_MASTER_KEY_FILE holds a master key other than the one this database's data keys are wrapped with "+
+				"(fingerprint %x, recorded %x): start with that key file, or change keys with `critic keys rotate`", r.fingerprint[:6], recorded[:min(6, len(recorded))])
+		}
+		return nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("read master key fingerprint: %w", err)
+	}
+	var scope, id string
+	var w []byte
+	err = r.pool.QueryRow(ctx, `SELECT scope, key_id, wrapped FROM data_keys WHERE wrapped IS NOT NULL LIMIT 1`).Scan(&scope, &id, &w)
+	if err == nil {
+		if _, err := r.unwrap(scope, id, w); err != nil {
+			return err
+		}
+	} else if !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("read data keys: %w", err)
+	}
+	if _, err := r.pool.Exec(ctx, `INSERT INTO master_key_fingerprint (fingerprint) VALUES ($1) ON CONFLICT (id) DO NOTHING`, r.fingerprint); err != nil {
+		return fmt.Errorf("record master key fingerprint: %w", err)
+	}
+	return r.CheckMaster(ctx) // another process may have recorded its own first
 }
 
 func newAEAD(key []byte) (cipher.AEAD, error) {
@@ -338,9 +384,10 @@ func (r *Ring) Destroy(ctx context.Context, scope string) error {
 	return nil
 }
 
-// Rotate re-wraps every live data key with next, in one transaction, and
-// returns how many it re-wrapped. The ring keeps using its old master key:
-// processes must restart with the new key file once Rotate returned.
+// Rotate re-wraps every live data key with next, in one transaction that
+// also records next's fingerprint, and returns how many it re-wrapped. The
+// ring keeps using its old master key: processes must restart with the new
+// key file once Rotate returned.
 func (r *Ring) Rotate(ctx context.Context, next []byte) (int, error) {
 	nm, err := newAEAD(next)
 	if err != nil {
@@ -374,8 +421,12 @@ func (r *Ring) Rotate(ctx context.Context, next []byte) (int, error) {
 			return err
 		}
 		n = len(scopes)
-		_, err = tx.Exec(ctx, `UPDATE data_keys d SET wrapped = u.w FROM unnest($1::text[], $2::bytea[]) AS u(s, w)
-			WHERE d.scope = u.s AND d.wrapped IS NOT NULL`, scopes, rewrapped)
+		if _, err = tx.Exec(ctx, `UPDATE data_keys d SET wrapped = u.w FROM unnest($1::text[], $2::bytea[]) AS u(s, w)
+			WHERE d.scope = u.s AND d.wrapped IS NOT NULL`, scopes, rewrapped); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO master_key_fingerprint (fingerprint) VALUES ($1)
+			ON CONFLICT (id) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, recorded_at = now()`, fingerprint(next))
 		return err
 	})
 	return n, err

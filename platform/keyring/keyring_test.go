@@ -105,3 +105,43 @@ func TestEnsureNamesAScopeOnce(t *testing.T) {
 	require.NoError(t, err, "the cached key is the stored one")
 	require.Equal(t, "x", string(plain))
 }
+
+// The first start records the master key's fingerprint; a ring with another
+// key is refused with an error naming CRITIC_MASTER_KEY_FILE; rotation
+// moves the fingerprint to the new key. A database with data keys but no
+// fingerprint (made before it existed) records one only for a key that
+// opens them.
+func TestMasterKeyFingerprint(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	first, other, next := randomKey(), randomKey(), randomKey()
+	ring, err := keyring.New(pool, first)
+	require.NoError(t, err)
+	_, _, err = ring.Seal(ctx, "trace/a", []byte("secret"), nil)
+	require.NoError(t, err)
+
+	wrong, err := keyring.New(pool, other)
+	require.NoError(t, err)
+	require.ErrorContains(t, wrong.CheckMaster(ctx), "does not open with this master key (CRITIC_MASTER_KEY_FILE",
+		"an older database's data keys decide when no fingerprint is recorded")
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM master_key_fingerprint`).Scan(&n))
+	require.Zero(t, n, "a wrong key records nothing")
+
+	require.NoError(t, ring.CheckMaster(ctx))
+	require.NoError(t, ring.CheckMaster(ctx), "the same key starts again")
+	require.ErrorContains(t, wrong.CheckMaster(ctx), "CRITIC_MASTER_KEY_FILE holds a master key other than")
+
+	_, err = ring.Rotate(ctx, next)
+	require.NoError(t, err)
+	require.ErrorContains(t, ring.CheckMaster(ctx), "CRITIC_MASTER_KEY_FILE", "after rotation the old key is refused")
+	rotated, err := keyring.New(pool, next)
+	require.NoError(t, err)
+	require.NoError(t, rotated.CheckMaster(ctx))
+
+	fresh := pgtest.NewPool(t)
+	empty, err := keyring.New(fresh, other)
+	require.NoError(t, err)
+	require.NoError(t, empty.CheckMaster(ctx), "a new database takes the first key it is given")
+}

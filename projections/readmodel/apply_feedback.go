@@ -46,6 +46,50 @@ var feedbackColumnAppliers = map[string]applier{
 		return exec(ctx, tx, `UPDATE rm_model_findings SET evaluation = true WHERE model_id = $1 AND attempt = $2 AND finding_id = ANY($3)`,
 			p.ModelID, p.Attempt, p.EvaluationFindings)
 	}),
+	// A deleted trace's findings stay in the learning report, redacted:
+	// what a replay reads of their events once the trace's key is gone
+	// (events.TraceQuote), so replay equals the live table.
+	events.TraceDeleted: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.TraceDeletedV1) error {
+		rows, err := tx.Query(ctx, `SELECT model_id::text, attempt, finding_id, finding FROM rm_model_findings WHERE trace_id = $1`, p.TraceID)
+		if err != nil {
+			return err
+		}
+		type row struct {
+			model, finding string
+			attempt        int
+			redacted       []byte
+		}
+		var rs []row
+		for rows.Next() {
+			var r row
+			var raw []byte
+			var f events.Finding
+			if err := rows.Scan(&r.model, &r.attempt, &r.finding, &raw); err != nil {
+				rows.Close()
+				return err
+			}
+			if err := json.Unmarshal(raw, &f); err != nil {
+				rows.Close()
+				return err
+			}
+			if r.redacted, err = json.Marshal(f.Redacted()); err != nil {
+				rows.Close()
+				return err
+			}
+			rs = append(rs, r)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, r := range rs {
+			if err := exec(ctx, tx, `UPDATE rm_model_findings SET finding = $4 WHERE model_id = $1 AND attempt = $2 AND finding_id = $3`,
+				r.model, r.attempt, r.finding, r.redacted); err != nil {
+				return err
+			}
+		}
+		return nil
+	}),
 }
 
 // extractionProgress is RewardModel.progress while a worker extracts.

@@ -43,6 +43,9 @@ type FeedbackEntry struct {
 	// of the training split (spec 001 learning report), so they measure the
 	// model rather than train it.
 	IncludedInEvaluation bool `json:"included_in_evaluation"`
+	// Erased: the finding's trace was deleted; the fields that quoted it
+	// (evidence, reason, actions, review) are empty, the rest stays.
+	Erased bool `json:"erased"`
 }
 
 // feedbackOf fills a detail's learning report and usage.
@@ -93,7 +96,7 @@ func (q *Queries) feedbackOf(ctx context.Context, d *RewardModelDetail) error {
 		e := FeedbackEntry{TraceID: f.TraceID, StepIndex: f.StepIndex, Label: f.Label, Confidence: f.Confidence, Source: f.Source,
 			EvidenceID: f.EvidenceID, EvidenceQuote: f.EvidenceQuote, Reason: f.Reason, ClassifierModel: f.ClassifierModel,
 			IncludedInTraining: included, IncludedInEvaluation: evaluation, ID: f.ID, StepID: f.StepID, Outcome: f.Outcome, PromptVersion: f.PromptVersion,
-			Criteria: f.Criteria, OriginalAction: f.OriginalAction, AlternativeAction: f.AlternativeAction, Review: f.Review, Usage: f.Usage}
+			Criteria: f.Criteria, OriginalAction: f.OriginalAction, AlternativeAction: f.AlternativeAction, Review: f.Review, Usage: f.Usage, Erased: f.Erased}
 		if e.Criteria == nil {
 			e.Criteria = []string{}
 		}

@@ -282,12 +282,18 @@ function Feedback({ entries }: { entries: FeedbackEntry[] | null }) {
                 <span>source {f.source}</span>
                 <span className={f.included_in_training ? "ok" : "muted"}>{f.included_in_training ? "included in training" : `not included (${f.outcome})`}</span>
                 {f.included_in_evaluation && <span className="chip" title="Its pairs landed on the held-out side of the training split: they measure the model rather than train it.">held out for evaluation</span>}
-                <TraceLink id={f.trace_id} step={f.step_index + 1}>
-                  Step {f.step_index + 1}
-                </TraceLink>
+                {f.erased ? (
+                  <span className="chip" title="Its trace was deleted: the evidence, reason and actions that quoted it are erased.">
+                    trace erased · step {f.step_index + 1}
+                  </span>
+                ) : (
+                  <TraceLink id={f.trace_id} step={f.step_index + 1}>
+                    Step {f.step_index + 1}
+                  </TraceLink>
+                )}
               </div>
               {f.evidence_quote && <blockquote className="quote">“{f.evidence_quote}”</blockquote>}
-              <p className="comment-text">{f.reason}</p>
+              {f.reason && <p className="comment-text">{f.reason}</p>}
               {f.alternative_action && (
                 <details className="disclosure">
                   <summary>Better alternative</summary>
