@@ -24,7 +24,7 @@ func newSealingStore(t *testing.T) (*eventstore.Store, *keyring.Ring, string) {
 	return s, ring, dir
 }
 
-func newSealingStoreMaster(t *testing.T) (*eventstore.Store, *keyring.Ring, string, []byte) {
+func newSealingStoreMaster(t testing.TB) (*eventstore.Store, *keyring.Ring, string, []byte) {
 	pool := pgtest.NewPool(t)
 	dir := t.TempDir()
 	blobs, err := blob.NewLocal(dir)
@@ -200,4 +200,63 @@ func TestAccountPayloadsAreSealedAndShredded(t *testing.T) {
 	require.Contains(t, string(opened.Payload), "ACCT-B skill")
 	_, err = s.Append(ctx, meta, nil, []events.New{at(ownerA, events.MembersStream(ownerA), "again")})
 	require.ErrorAs(t, err, &erased, "nothing new is written under an erased account's key")
+}
+
+// A finding on a reward model's stream quotes its trace: it is sealed with
+// the trace's key, so erasing the trace leaves it readable only redacted
+// (marked erased, no quote), and erasing the account leaves nothing.
+func TestTraceQuoteIsRedactedWithItsTrace(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, ring, _ := newSealingStore(t)
+	owner, traceID := uuid.NewString(), uuid.NewString()
+	quote := "QUOTE-of-the-trace"
+	e := ev(events.RewardModelStream(uuid.NewString()), events.RewardModelFindingRecorded, events.RewardModelFindingRecordedV1{
+		ModelID: "m", Attempt: 1, TraceID: traceID, Finding: events.Finding{ID: "f1", TraceID: traceID, Label: "negative", Outcome: events.OutcomePair,
+			EvidenceQuote: &quote, OriginalAction: "QUOTE action", Reason: "QUOTE reason"}})
+	e.OwnerID = owner
+	_, err := s.Append(ctx, eventstore.Meta{Actor: "system"}, nil, []events.New{e})
+	require.NoError(t, err)
+	raw, err := s.ReadAfter(ctx, 0, 10)
+	require.NoError(t, err)
+	require.NotContains(t, string(raw[0].Payload), "QUOTE")
+	require.Contains(t, string(raw[0].Payload), `"trace/`+traceID+`"`, "sealed with the quoted trace's key")
+	require.Contains(t, string(raw[0].Payload), `"account/`+owner+`"`, "its redacted form with the account's")
+
+	read := func() (events.RewardModelFindingRecordedV1, error) {
+		var p events.RewardModelFindingRecordedV1
+		opened, err := eventstore.Resolve(ctx, s.Blobs(), ring, raw[0])
+		if err != nil {
+			return p, err
+		}
+		return p, opened.Decode(&p)
+	}
+	p, err := read()
+	require.NoError(t, err)
+	require.Equal(t, quote, *p.Finding.EvidenceQuote)
+	require.False(t, p.Finding.Erased)
+
+	require.NoError(t, s.EraseStream(ctx, events.TraceStream(traceID)))
+	p, err = read()
+	require.NoError(t, err, "the finding still reads, redacted")
+	require.True(t, p.Finding.Erased)
+	require.Nil(t, p.Finding.EvidenceQuote)
+	require.Empty(t, p.Finding.OriginalAction+p.Finding.Reason)
+	require.Equal(t, "f1", p.Finding.ID)
+	require.Equal(t, events.OutcomePair, p.Finding.Outcome)
+
+	// A finding reported after its trace was erased is stored redacted.
+	late := e
+	late.ID = uuid.NewString()
+	_, err = s.Append(ctx, eventstore.Meta{Actor: "system"}, nil, []events.New{late})
+	require.NoError(t, err)
+	loaded, err := s.LoadStreams(ctx, []string{e.Stream})
+	require.NoError(t, err)
+	require.Len(t, loaded[e.Stream], 2)
+	require.NotContains(t, string(loaded[e.Stream][1].Payload), "QUOTE")
+
+	require.NoError(t, s.EraseAccountKey(ctx, owner))
+	_, err = read()
+	var erased *events.ErasedError
+	require.ErrorAs(t, err, &erased, "the account's erasure takes the redacted form too")
 }
