@@ -3,6 +3,7 @@
 import { AgreementSection } from "./agreement";
 import { DisputedSection } from "./disputed";
 import { MembersSection, OverlapSetting } from "./members";
+import { RetentionSetting } from "./retention";
 import "./team.css";
 
 export function TeamPage() {
@@ -15,6 +16,7 @@ export function TeamPage() {
       <OverlapSetting />
       <AgreementSection />
       <DisputedSection />
+      <RetentionSetting />
     </main>
   );
 }
