@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,18 +19,27 @@ import (
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/gpuworker/model"
 	"github.com/criticml/critic/gpuworker/worker"
+	"github.com/criticml/critic/platform/pg/pgtest"
 )
 
 // BenchmarkScoreBackground is `make bench-score`'s background path (spec
 // 001 "Learned action credit"): once a model is ready, traces that arrive
-// are scored without a request. Burst: 2,000 traces imported at once, from
-// arrival to every trace's published scores (trace score and action
-// credit), in traces/s beside the engine's raw scoring of the same texts
-// in-process with the same checkpoint. Steady: 200 traces arriving one by
-// one at 10/s; each trace's latency from its import (rm_traces.updated_at)
-// to its published trace score (the score event's time), p50 and p99. Both
-// include the 1 s idle debounce this benchmark sets
-// (CRITIC_SCORING_DEBOUNCE; the default is 30 s).
+// are scored without a request. Burst: BENCH_BG_TRACES traces (default
+// 300) imported at once, from arrival to every trace's published scores
+// (trace score and action credit) for each of BENCH_BG_MODELS ready models
+// (default 1; each model has its own two batches in flight, as an account
+// with several models runs), in trace scorings/s beside the engine's raw
+// scoring of the same texts in-process with the same checkpoints, printed
+// both from arrival and from the end of the idle debounce (1 s here,
+// CRITIC_SCORING_DEBOUNCE; the default is 30 s). The model is a random
+// Qwen3 of BENCH_BG_HIDDEN (default 128) × BENCH_BG_LAYERS (default 2),
+// large enough that scoring is a realistic share of a trace's cost (a tiny
+// model scores a trace in about a millisecond, so a ratio against it
+// measures only the pipeline's bookkeeping; BENCH_BG_HIDDEN=32
+// BENCH_BG_LAYERS=1 is that one). Steady: 60 traces arriving one by one at
+// BENCH_BG_RATE a second (default 2); each trace's latency from its
+// import (rm_traces.updated_at) to its published trace score (the score
+// event's time), p50 and p99, debounce included.
 func BenchmarkScoreBackground(b *testing.B) {
 	for range b.N {
 		runScoreBackgroundBench(b)
@@ -37,90 +48,195 @@ func BenchmarkScoreBackground(b *testing.B) {
 
 func runScoreBackgroundBench(b *testing.B) {
 	const debounce = time.Second
-	in, kafkaPort := startServeForJobs(b, "CRITIC_SCORING_DEBOUNCE="+debounce.String())
+	burst := benchEnvInt(b, "BENCH_BG_TRACES", 300)
+	nModels := benchEnvInt(b, "BENCH_BG_MODELS", 1)
+	hidden := benchEnvInt(b, "BENCH_BG_HIDDEN", 128)
+	layers := benchEnvInt(b, "BENCH_BG_LAYERS", 2)
+	env := []string{"CRITIC_SCORING_DEBOUNCE=" + debounce.String()}
+	profileDir := os.Getenv("BENCH_BG_PROFILE")
+	pprofAddr := fmt.Sprintf("127.0.0.1:%d", freePort(b))
+	if profileDir != "" {
+		env = append(env, "CRITIC_PPROF_ADDR="+pprofAddr)
+	}
+	in, kafkaPort := startServeForJobs(b, env...)
 	key := in.newUser("background", false)
 	ids := ratedTraces(b, in, key)
-	base := tinyBase(b, in)
-	startWorker(b, in, kafkaPort, "bench-bg")
-	r := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "bench-bg", "trace_ids": ids, "base_model": base})
-	require.Equal(b, http.StatusOK, r.Status, string(r.Body))
-	modelID := r.JSON(b)["id"].(string)
-	require.Equal(b, "succeeded", in.waitModel(b, key, modelID, "succeeded", "failed")["status"], in.logText())
+	base := filepath.Join(b.TempDir(), "base")
+	heads := max(hidden/64, 2)
+	o, err := in.cli("model", "init", "--arch", "qwen3", "--hidden", strconv.Itoa(hidden), "--layers", strconv.Itoa(layers),
+		"--heads", strconv.Itoa(heads), "--kv-heads", strconv.Itoa(max(heads/2, 1)), "--head-dim", strconv.Itoa(max(hidden/heads, 16)),
+		"--intermediate", strconv.Itoa(3*hidden), "--tokenizer", filepath.Join(pgtest.ModuleRoot(b), "gpuworker", "testdata", "tinytok"), "--out", base)
+	require.NoError(b, err, o)
+	wk := startWorker(b, in, kafkaPort, "bench-bg")
+	var modelIDs []string
+	for i := range nModels {
+		r := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": fmt.Sprintf("bench-bg-%d", i), "trace_ids": ids, "base_model": base})
+		require.Equal(b, http.StatusOK, r.Status, string(r.Body))
+		modelIDs = append(modelIDs, r.JSON(b)["id"].(string))
+	}
+	for _, id := range modelIDs {
+		require.Equal(b, "succeeded", in.waitModel(b, key, id, "succeeded", "failed")["status"], in.logText())
+	}
 	ctx := context.Background()
 	scored := func() int {
 		var n int
 		require.NoError(b, in.pool.QueryRow(ctx, `SELECT count(*) FROM rm_trace_scores s JOIN rm_traces t ON t.id = s.trace_id AND t.revision = s.revision
-			WHERE s.model_id = $1 AND EXISTS (SELECT 1 FROM rm_action_scores a WHERE a.trace_id = t.id AND a.model_id = $1)`, modelID).Scan(&n))
+			WHERE s.model_id = ANY($1) AND EXISTS (SELECT 1 FROM rm_action_scores a WHERE a.trace_id = t.id AND a.model_id = s.model_id)`, modelIDs).Scan(&n))
 		return n
 	}
 	waitScored := func(want int) {
-		deadline := time.Now().Add(20 * time.Minute)
+		deadline := time.Now().Add(30 * time.Minute)
 		for scored() < want {
-			require.True(b, time.Now().Before(deadline), "only %d of %d traces scored", scored(), want)
-			time.Sleep(50 * time.Millisecond)
+			require.True(b, time.Now().Before(deadline), "only %d of %d trace scorings published", scored(), want)
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
 	trace := func(prefix string, i int) string {
-		return fmt.Sprintf(`{"id":"%s-%d","steps":[{"role":"user","content":"Where is order %d?"},`+
+		return fmt.Sprintf(`{"id":"%s-%d","steps":[{"role":"user","content":"Where is order %d? It was due on Monday and the tracking page shows nothing since Friday."},`+
 			`{"role":"assistant","content":"","tool_name":"lookup_order","tool_input":{"order_id":"%d"},"tool_call_id":"c"},`+
-			`{"role":"tool","content":"in transit","tool_call_id":"c"},{"role":"assistant","content":"Order %d is in transit."}]}`, prefix, i, i, i, i)
+			`{"role":"tool","content":"{\"status\": \"in transit\", \"carrier\": \"DHL\", \"last_scan\": \"Friday 18:02, Leipzig hub\"}","tool_call_id":"c"},`+
+			`{"role":"assistant","content":"Order %d is in transit with DHL: it was last scanned on Friday at the Leipzig hub. I have asked the carrier for an update and will write again as soon as they answer."}]}`, prefix, i, i, i, i)
 	}
+	// Traces already scored (the training traces), counted from now on.
+	require.Eventually(b, func() bool { return scored() >= len(ids)*nModels }, 5*time.Minute, 50*time.Millisecond)
+	before := scored()
 
 	// Burst.
-	const burst = 2000
 	var lines []string
 	for i := range burst {
 		lines = append(lines, trace("burst", i))
 	}
+	if profileDir != "" {
+		// The API's CPU profile for most of the burst.
+		go func() {
+			resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/profile?seconds=20")
+			if err != nil {
+				fmt.Printf("score-background: no profile: %v\n", err)
+				return
+			}
+			defer resp.Body.Close()
+			raw, _ := io.ReadAll(resp.Body)
+			_ = os.WriteFile(filepath.Join(profileDir, "api.pprof"), raw, 0o644)
+		}()
+	}
+	apiCPU, workerCPU := procCPU(in.cmd.Process.Pid), procCPU(wk.Process.Pid)
 	start := time.Now()
 	for i := 0; i < burst; i += 1000 {
-		in.importTraces(key, "stash", strings.Join(lines[i:i+1000], "\n"))
+		in.importTraces(key, "stash", strings.Join(lines[i:min(i+1000, burst)], "\n"))
 	}
-	waitScored(len(ids) + burst)
+	imported := time.Now()
+	waitScored(before + burst*nModels)
 	pipeline := time.Since(start)
+	afterDebounce := time.Since(imported.Add(debounce))
+	apiCPU, workerCPU = procCPU(in.cmd.Process.Pid)-apiCPU, procCPU(wk.Process.Pid)-workerCPU
 
-	// The limit: the texts the worker scored (each run's items), the same
-	// checkpoint, in-process.
-	rows, err := in.pool.Query(ctx, `SELECT payload->>'items_key' FROM events WHERE type = 'scoring_run.requested.v1' AND payload->>'automatic' = 'true'`)
-	require.NoError(b, err)
-	var texts []string
-	for rows.Next() {
-		var k string
-		require.NoError(b, rows.Scan(&k))
-		raw, err := os.ReadFile(filepath.Join(in.dataDir, "blobs", k))
+	// Where the wall time went: the worker is busy from a batch's claim
+	// (its runs' start) to its last run's end; the rest of the span from
+	// the debounce's end to the last score is the pipeline's gaps (a
+	// batch not yet requested, published or claimed).
+	var busy, span, firstClaim time.Duration
+	{
+		rows, err := in.pool.Query(ctx, `SELECT s.recorded_at, max(f.recorded_at) FROM events s
+			JOIN events f ON f.stream = s.stream AND f.type IN ('scoring_run.succeeded.v1', 'scoring_run.failed.v1') AND f.version > s.version
+			WHERE s.type = 'scoring_run.started.v1' AND s.recorded_at >= $1 AND split_part(s.stream, '/', 3) = ANY($2)
+			GROUP BY s.recorded_at ORDER BY 1`, imported.Add(debounce), modelIDs)
 		require.NoError(b, err)
-		var items jobs.ScoringItems
-		require.NoError(b, json.Unmarshal(raw, &items))
-		for _, it := range items.ActionScoreItems {
-			texts = append(texts, it.Text)
+		var end, last time.Time
+		eligible := imported.Add(debounce)
+		for rows.Next() {
+			var claimed, done time.Time
+			require.NoError(b, rows.Scan(&claimed, &done))
+			if firstClaim == 0 {
+				firstClaim = claimed.Sub(eligible)
+			}
+			if claimed.Before(end) {
+				claimed = end
+			}
+			if done.After(claimed) {
+				busy += done.Sub(claimed)
+				end = done
+			}
+			if done.After(last) {
+				last = done
+			}
 		}
-		texts = append(texts, items.Trace.Text)
+		rows.Close()
+		span = last.Sub(eligible)
 	}
-	rows.Close()
-	var owner string
-	require.NoError(b, in.pool.QueryRow(ctx, `SELECT owner_id FROM rm_reward_models WHERE id = $1`, modelID).Scan(&owner))
-	modelDir, err := worker.ExtractArchive(filepath.Join(in.dataDir, "blobs", "reward-models", owner, modelID+".tar.gz"), b.TempDir())
-	require.NoError(b, err)
-	rm, err := model.LoadRewardModel(modelDir)
-	require.NoError(b, err)
-	start = time.Now()
-	_, err = rm.Score(texts)
-	require.NoError(b, err)
-	rawDur := time.Since(start)
-	fmt.Printf("score-background: burst of %d traces (%d texts) from arrival to published scores in %s = %.0f traces/s (incl. the %s debounce)\n",
-		burst, len(texts), pipeline.Round(time.Millisecond), burst/pipeline.Seconds(), debounce)
-	fmt.Printf("score-background: raw engine, the same %d texts in %s = %.0f traces/s\n", len(texts), rawDur.Round(time.Millisecond), burst/rawDur.Seconds())
-	fmt.Printf("score-background: ratio background/raw = %.2f (goal ≥ 0.9)\n", rawDur.Seconds()/pipeline.Seconds())
+
+	// The limit: the texts the worker scored (each run's items), with the
+	// same checkpoints, in-process, one model after the other.
+	var rawWhole, rawTraces time.Duration
+	texts := 0
+	for _, modelID := range modelIDs {
+		rows, err := in.pool.Query(ctx, `SELECT payload->>'items_key' FROM events WHERE type = 'scoring_run.requested.v1' AND payload->>'automatic' = 'true'
+			AND payload->>'model_id' = $1`, modelID)
+		require.NoError(b, err)
+		var modelTexts []string
+		var traceTexts [][]string
+		for rows.Next() {
+			var k string
+			require.NoError(b, rows.Scan(&k))
+			raw, err := os.ReadFile(filepath.Join(in.dataDir, "blobs", k))
+			require.NoError(b, err)
+			var items jobs.ScoringItems
+			require.NoError(b, json.Unmarshal(raw, &items))
+			var tt []string
+			for _, it := range items.ActionScoreItems {
+				tt = append(tt, it.Text)
+			}
+			tt = append(tt, items.Trace.Text)
+			traceTexts = append(traceTexts, tt)
+			modelTexts = append(modelTexts, tt...)
+		}
+		rows.Close()
+		var owner string
+		require.NoError(b, in.pool.QueryRow(ctx, `SELECT owner_id FROM rm_reward_models WHERE id = $1`, modelID).Scan(&owner))
+		modelDir, err := worker.ExtractArchive(filepath.Join(in.dataDir, "blobs", "reward-models", owner, modelID+".tar.gz"), b.TempDir())
+		require.NoError(b, err)
+		rm, err := model.LoadRewardModel(modelDir)
+		require.NoError(b, err)
+		// Two ways, the faster counts: every text at once in the
+		// engine's length-bucketed batches, and trace by trace as the
+		// worker scores (each trace's texts in one call).
+		s := time.Now()
+		_, err = rm.Score(modelTexts)
+		require.NoError(b, err)
+		whole := time.Since(s)
+		s = time.Now()
+		for _, tt := range traceTexts {
+			_, err = rm.Score(tt)
+			require.NoError(b, err)
+		}
+		rawWhole += whole
+		rawTraces += time.Since(s)
+		texts += len(modelTexts)
+	}
+	n := float64(burst * nModels)
+	fmt.Printf("score-background: %d model(s) of hidden %d × %d layers; burst of %d traces = %d scorings (%d texts)\n", nModels, hidden, layers, burst, burst*nModels, texts)
+	fmt.Printf("score-background: from arrival to published scores in %s = %.1f scorings/s (incl. the %s debounce); from the debounce's end %s = %.1f/s\n",
+		pipeline.Round(time.Millisecond), n/pipeline.Seconds(), debounce, afterDebounce.Round(time.Millisecond), n/afterDebounce.Seconds())
+	rawDur := min(rawWhole, rawTraces)
+	fmt.Printf("score-background: from the debounce's end to the last score %s: the worker held a batch %s (%.0f%%), the first claim after %s, gaps %s\n",
+		span.Round(time.Millisecond), busy.Round(time.Millisecond), 100*busy.Seconds()/span.Seconds(), firstClaim.Round(time.Millisecond), (span - busy).Round(time.Millisecond))
+	fmt.Printf("score-background: CPU during the burst: API process %.1f s, worker %.1f s (the rest: PostgreSQL, the machine's other work)\n",
+		apiCPU.Seconds(), workerCPU.Seconds())
+	fmt.Printf("score-background: raw engine, the same texts in %s = %.1f scorings/s (all at once %s, trace by trace %s; the faster counts)\n",
+		rawDur.Round(time.Millisecond), n/rawDur.Seconds(), rawWhole.Round(time.Millisecond), rawTraces.Round(time.Millisecond))
+	fmt.Printf("score-background: ratio background/raw = %.2f from arrival, %.2f from the debounce's end (goal ≥ 0.9)\n",
+		rawDur.Seconds()/pipeline.Seconds(), rawDur.Seconds()/afterDebounce.Seconds())
 
 	// Steady arrivals.
-	const steady, rate = 200, 10
+	// A rate the workers sustain here (BENCH_BG_RATE, default 2/s).
+	const steady = 60
+	rate := benchEnvInt(b, "BENCH_BG_RATE", 2)
 	for i := range steady {
 		in.importTraces(key, "stash", trace("steady", i))
-		time.Sleep(time.Second / rate)
+		time.Sleep(time.Second / time.Duration(rate))
 	}
-	waitScored(len(ids) + burst + steady)
-	rows, err = in.pool.Query(ctx, `SELECT extract(epoch FROM s.created_at - t.updated_at) FROM rm_trace_scores s JOIN rm_traces t ON t.id = s.trace_id
-		WHERE s.model_id = $1 AND t.external_id LIKE 'steady-%'`, modelID)
+	waitScored(before + (burst+steady)*nModels)
+	rows, err := in.pool.Query(ctx, `SELECT extract(epoch FROM s.created_at - t.updated_at) FROM rm_trace_scores s JOIN rm_traces t ON t.id = s.trace_id
+		WHERE s.model_id = ANY($1) AND t.external_id LIKE 'steady-%'`, modelIDs)
 	require.NoError(b, err)
 	var lat []float64
 	for rows.Next() {
@@ -129,10 +245,27 @@ func runScoreBackgroundBench(b *testing.B) {
 		lat = append(lat, s)
 	}
 	rows.Close()
-	require.Len(b, lat, steady)
+	require.Len(b, lat, steady*nModels)
 	sort.Float64s(lat)
 	pct := func(p float64) time.Duration {
 		return time.Duration(lat[min(len(lat)-1, int(p*float64(len(lat))))] * float64(time.Second)).Round(time.Millisecond)
 	}
 	fmt.Printf("score-background: steady %d traces/s, arrival → published trace score: p50 %s, p99 %s (incl. the %s debounce)\n", rate, pct(0.5), pct(0.99), debounce)
+}
+
+// procCPU is the CPU time a process has used so far (user + system, from
+// /proc; 0 where that cannot be read).
+func procCPU(pid int) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command (which may hold spaces) start after ")".
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
 }

@@ -22,6 +22,8 @@ func startJobs(a *apiserver.Server, in *infra) {
 	}
 	d := jobdispatch.New(a.Cmds, a.Publisher, in.log).WithTitles(in.cfg.LLM.Fast != nil).WithLabeler(in.cfg.LLM.StepLabel != nil).
 		WithAssessments(in.cfg.LLM.Fast != nil)
+	wake := jobdispatch.NewBackgroundWake()
+	d = d.WithBackgroundWake(wake)
 	if a.Telemetry != nil && a.Telemetry.Metrics != nil {
 		d = d.WithBackgroundMetrics(a.Telemetry.Metrics.BackgroundBatch, a.Telemetry.Metrics.BackgroundOutcome)
 	}
@@ -39,7 +41,7 @@ func startJobs(a *apiserver.Server, in *infra) {
 	a.Go("retention", func() error { return sweep.Run(a.Ctx, in.cfg.RetentionInterval) }, nil)
 	if in.cfg.BackgroundScoring {
 		a.Go("background-scoring", func() error {
-			return jobdispatch.RunBackgroundScoring(a.Ctx, a.Queries, a.Cmds, backgroundScoringTick(in.cfg.ScoringDebounce), in.cfg.ScoringDebounce, in.log)
+			return jobdispatch.RunBackgroundScoring(a.Ctx, a.Queries, a.Cmds, wake, a.Waiter, backgroundScoringTick(in.cfg.ScoringDebounce), in.cfg.ScoringDebounce, in.log)
 		}, nil)
 	}
 }

@@ -12,7 +12,9 @@ import (
 // credit"): every trace of the batch with one loaded checkpoint (the
 // worker keeps it loaded between traces and jobs), each trace's result —
 // its action scores and trace score, or its error — reported as soon as it
-// exists, so the first trace's scores do not wait for the rest. The
+// exists, so the first trace's scores do not wait for the rest. A report
+// travels while the next trace is scored (one at a time, in order): the
+// API's append and the round trip then cost the model no idle time. The
 // finish that follows fails any run left without a result.
 var scoreBatches = register(Kind[jobs.ScoreBatchJob, jobs.ScoreBatchClaim, struct{}]{
 	Kind: jobs.KindScoreBatch, What: "scoring batch", IDKey: "batch_id", HandBack: true,
@@ -22,11 +24,16 @@ var scoreBatches = register(Kind[jobs.ScoreBatchJob, jobs.ScoreBatchClaim, struc
 		return truncate(err.Error(), ErrorTailChars), nil
 	},
 	Work: func(ctx context.Context, j *Job[jobs.ScoreBatchClaim]) (struct{}, error) {
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		reports := make(chan jobs.ScoreBatchReport, len(j.Args.Runs))
+		sent := make(chan error, 1)
+		go func() { sent <- sendBatchReports(ctx, j, reports, cancel) }()
 		for _, run := range j.Args.Runs {
 			start := time.Now()
 			res, err := j.w.score(ctx, j.Log, run.ItemsKey)
 			if ctx.Err() != nil {
-				return struct{}{}, ctx.Err()
+				break
 			}
 			report := jobs.ScoreBatchReport{TraceID: run.TraceID, RunID: run.RunID, ScoringFinished: res}
 			if err != nil {
@@ -35,18 +42,39 @@ var scoreBatches = register(Kind[jobs.ScoreBatchJob, jobs.ScoreBatchClaim, struc
 			} else {
 				j.w.cfg.Observer.Scored(len(res.ActionScores)+1, time.Since(start))
 			}
-			var ack jobs.Ack
-			if err := j.Report(ctx, report, &ack); err != nil {
-				if errors.Is(err, ErrNotClaimable) {
-					// This trace's run moved on (the lease sweep requeued
-					// it, or the trace changed): the others still count.
-					j.Log.Warn("the API refused a trace's result", "trace_id", run.TraceID, "error", err)
-					continue
-				}
-				return struct{}{}, err
-			}
+			reports <- report
+		}
+		close(reports)
+		if err := <-sent; err != nil {
+			return struct{}{}, err
+		}
+		if err := context.Cause(ctx); err != nil {
+			return struct{}{}, err
 		}
 		j.Log.Info("scored batch", "traces", len(j.Args.Runs))
 		return struct{}{}, nil
 	},
 })
+
+// sendBatchReports reports a batch's results in order until reports is
+// closed; a report the API cannot take (other than a run that moved on)
+// stops the batch through cancel.
+func sendBatchReports(ctx context.Context, j *Job[jobs.ScoreBatchClaim], reports <-chan jobs.ScoreBatchReport, cancel context.CancelCauseFunc) error {
+	for report := range reports {
+		var ack jobs.Ack
+		err := j.Report(ctx, report, &ack)
+		if errors.Is(err, ErrNotClaimable) {
+			// This trace's run moved on (the lease sweep requeued it, or
+			// the trace changed): the others still count.
+			j.Log.Warn("the API refused a trace's result", "trace_id", report.TraceID, "error", err)
+			continue
+		}
+		if err != nil {
+			cancel(err)
+			for range reports { // let the scoring loop finish
+			}
+			return err
+		}
+	}
+	return nil
+}

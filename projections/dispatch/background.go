@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/criticml/critic/commands"
@@ -37,85 +38,168 @@ type BackgroundQueries interface {
 // maxSkipped bounds the traces remembered as having nothing to score.
 const maxSkipped = 10000
 
-// busyInterval is how often background scoring looks for work while
-// batches are in flight: a batch that ends frees its slot for the next
-// one within this, not a whole interval later.
-const busyInterval = 250 * time.Millisecond
+// BackgroundWake refills a model's batch slot when its batch ends rather
+// than on the next tick: the dispatch projection (WithBackgroundWake) tells
+// it each automatic run that ended, and RunBackgroundScoring looks at that
+// model again once the read model, which counts the batches in flight, has
+// applied the run's end. With one worker and a model that scores a trace in
+// tens of milliseconds, the slot then waits for no tick, and the scheduler
+// does not poll while batches run. A run whose event another instance's
+// dispatcher consumed wakes that instance; the tick still covers the rest.
+type BackgroundWake struct {
+	mu      sync.Mutex
+	pending map[string]string // model id → its latest ended run's event id
+	ch      chan struct{}
+}
 
-// RunBackgroundScoring requests background batches every interval (every
-// busyInterval while any is in flight) until ctx ends. debounce is the
-// idle time a trace's last change must be older than (by the database's
-// clock, which times the changes).
-func RunBackgroundScoring(ctx context.Context, q BackgroundQueries, cmds *commands.Commands, interval, debounce time.Duration, log *slog.Logger) error {
-	// noActions remembers, per model, traces the command found nothing to
-	// score in (only thinking, say), so they are not nominated every tick.
-	noActions := map[string]map[string]bool{}
-	busy := false
+// NewBackgroundWake returns a wake nothing has signalled yet.
+func NewBackgroundWake() *BackgroundWake {
+	return &BackgroundWake{pending: map[string]string{}, ch: make(chan struct{}, 1)}
+}
+
+// runEnded records that an automatic run of modelID ended in eventID. One
+// owner's events reach the read model in order, so the latest event of a
+// model is the one to wait for.
+func (w *BackgroundWake) runEnded(modelID, eventID string) {
+	w.mu.Lock()
+	w.pending[modelID] = eventID
+	w.mu.Unlock()
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+// take returns and clears the models woken since the last take.
+func (w *BackgroundWake) take() map[string]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.pending
+	w.pending = map[string]string{}
+	return out
+}
+
+// ReadModelWaiter waits until the read model has applied an event
+// (readmodel.Waiter).
+type ReadModelWaiter interface {
+	Wait(ctx context.Context, eventID string) error
+}
+
+// RunBackgroundScoring requests background batches for every model every
+// interval, and for a model woken by wake (nil: ticks only) as soon as the
+// read model has applied the run end that woke it, until ctx ends.
+// debounce is the idle time a trace's last change must be older than (by
+// the database's clock, which times the changes).
+func RunBackgroundScoring(ctx context.Context, q BackgroundQueries, cmds *commands.Commands, wake *BackgroundWake, waiter ReadModelWaiter,
+	interval, debounce time.Duration, log *slog.Logger) error {
+	s := &scheduler{q: q, cmds: cmds, debounce: debounce, log: log, noActions: map[string]map[string]bool{}}
+	var woken <-chan struct{}
+	if wake != nil {
+		woken = wake.ch
+	}
+	tick := time.NewTimer(interval)
+	defer tick.Stop()
 	for {
-		wait := interval
-		if busy {
-			wait = min(interval, busyInterval)
-		}
+		var only map[string]string
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(wait):
-		}
-		busy = false
-		now, err := q.DBNow(ctx)
-		if err != nil {
-			log.Warn("background scoring: read the database clock", "err", err)
-			continue
-		}
-		models, err := q.BackgroundModels(ctx)
-		if err != nil {
-			log.Warn("background scoring: list models", "err", err)
-			continue
-		}
-		for _, m := range models {
-			if ctx.Err() != nil {
-				return nil
-			}
-			busy = busy || m.ActiveBatches > 0
-			slots := MaxActiveBatches - m.ActiveBatches
-			if slots <= 0 {
+		case <-tick.C:
+			tick.Reset(interval)
+		case <-woken:
+			only = wake.take()
+			if len(only) == 0 {
 				continue
 			}
-			skip := noActions[m.ID]
-			if len(skip) > maxSkipped {
-				skip = nil
+			for model, eventID := range only {
+				if err := waiter.Wait(ctx, eventID); err != nil && ctx.Err() == nil {
+					log.Warn("background scoring: waiting for the read model", "model", model, "err", err)
+				}
 			}
-			if skip == nil {
-				skip = map[string]bool{}
-				noActions[m.ID] = skip
-			}
-			skipped := make([]string, 0, len(skip))
-			for id := range skip {
-				skipped = append(skipped, id)
-			}
-			ids, err := q.BackgroundCandidates(ctx, m.OwnerID, m.ID, now.Add(-debounce), skipped, slots*commands.MaxBatchTraces)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.pass(ctx, only)
+	}
+}
+
+// scheduler is RunBackgroundScoring's state between passes.
+type scheduler struct {
+	q        BackgroundQueries
+	cmds     *commands.Commands
+	debounce time.Duration
+	log      *slog.Logger
+	// noActions remembers, per model, traces the command found nothing to
+	// score in (only thinking, say), so they are not nominated every pass.
+	noActions map[string]map[string]bool
+}
+
+// pass fills the free batch slots of every model, or only of the models in
+// only when it is not nil.
+func (s *scheduler) pass(ctx context.Context, only map[string]string) {
+	now, err := s.q.DBNow(ctx)
+	if err != nil {
+		s.log.Warn("background scoring: read the database clock", "err", err)
+		return
+	}
+	models, err := s.q.BackgroundModels(ctx)
+	if err != nil {
+		s.log.Warn("background scoring: list models", "err", err)
+		return
+	}
+	for _, m := range models {
+		if ctx.Err() != nil {
+			return
+		}
+		if _, ok := only[m.ID]; only != nil && !ok {
+			continue
+		}
+		slots := MaxActiveBatches - m.ActiveBatches
+		if slots <= 0 {
+			continue
+		}
+		skip := s.noActions[m.ID]
+		if len(skip) > maxSkipped {
+			skip = nil
+		}
+		if skip == nil {
+			skip = map[string]bool{}
+			s.noActions[m.ID] = skip
+		}
+		skipped := make([]string, 0, len(skip))
+		for id := range skip {
+			skipped = append(skipped, id)
+		}
+		ids, err := s.q.BackgroundCandidates(ctx, m.OwnerID, m.ID, now.Add(-s.debounce), skipped, slots*commands.MaxBatchTraces)
+		if err != nil {
+			s.log.Warn("background scoring: list candidates", "model", m.ID, "err", err)
+			continue
+		}
+		for len(ids) > 0 {
+			n := min(len(ids), commands.MaxBatchTraces)
+			b, err := s.cmds.RequestBackgroundBatch(ctx, m.ID, ids[:n])
+			ids = ids[n:]
 			if err != nil {
-				log.Warn("background scoring: list candidates", "model", m.ID, "err", err)
-				continue
+				s.log.Warn("background scoring: request a batch", "model", m.ID, "err", err)
+				break
 			}
-			for len(ids) > 0 {
-				n := min(len(ids), commands.MaxBatchTraces)
-				b, err := cmds.RequestBackgroundBatch(ctx, m.ID, ids[:n])
-				ids = ids[n:]
-				if err != nil {
-					log.Warn("background scoring: request a batch", "model", m.ID, "err", err)
-					break
-				}
-				for _, id := range b.NoActions {
-					skip[id] = true
-				}
-				if b.BatchID != "" {
-					busy = true
-					log.Info("background scoring: batch requested", "model", m.ID, "batch", b.BatchID, "traces", len(b.TraceIDs))
-				}
+			for _, id := range b.NoActions {
+				skip[id] = true
+			}
+			if b.BatchID != "" {
+				s.log.Info("background scoring: batch requested", "model", m.ID, "batch", b.BatchID, "traces", len(b.TraceIDs))
 			}
 		}
 	}
+}
+
+// WithBackgroundWake makes the dispatcher wake background scoring (w) for
+// every automatic run that ends, so a finished batch's slot is refilled at
+// once.
+func (d *Dispatcher) WithBackgroundWake(w *BackgroundWake) *Dispatcher {
+	d.bgWake = w
+	return d
 }
 
 // WithBackgroundMetrics counts background scoring as the dispatch
@@ -137,10 +221,17 @@ func (d *Dispatcher) countBackground(e events.Envelope) {
 		}
 	case events.ScoringRunSucceeded, events.ScoringRunFailed:
 		var p struct {
-			Automatic bool `json:"automatic"`
+			ModelID   string `json:"model_id"`
+			Automatic bool   `json:"automatic"`
 		}
-		if d.bgOutcome != nil && e.Decode(&p) == nil && p.Automatic {
+		if e.Decode(&p) != nil || !p.Automatic {
+			return
+		}
+		if d.bgOutcome != nil {
 			d.bgOutcome(map[string]string{events.ScoringRunSucceeded: "scored", events.ScoringRunFailed: "failed"}[e.Type])
+		}
+		if d.bgWake != nil {
+			d.bgWake.runEnded(p.ModelID, e.ID)
 		}
 	}
 }

@@ -57,6 +57,8 @@ type Dispatcher struct {
 	// bgBatch and bgOutcome count background scoring (WithBackgroundMetrics).
 	bgBatch   func(traces int)
 	bgOutcome func(outcome string)
+	// bgWake wakes background scoring when a batch's run ends.
+	bgWake *BackgroundWake
 }
 
 // New returns the dispatcher.
