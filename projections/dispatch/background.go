@@ -85,9 +85,10 @@ type ReadModelWaiter interface {
 	Wait(ctx context.Context, eventID string) error
 }
 
-// RunBackgroundScoring requests background batches for every model every
-// interval, and for a model woken by wake (nil: ticks only) as soon as the
-// read model has applied the run end that woke it, until ctx ends.
+// RunBackgroundScoring requests background batches for every model at
+// start and every interval, and for a model woken by wake (nil: ticks
+// only) as soon as the read model has applied the run end that woke it,
+// until ctx ends.
 // debounce is the idle time a trace's last change must be older than (by
 // the database's clock, which times the changes).
 func RunBackgroundScoring(ctx context.Context, q BackgroundQueries, cmds *commands.Commands, wake *BackgroundWake, waiter ReadModelWaiter,
@@ -97,6 +98,7 @@ func RunBackgroundScoring(ctx context.Context, q BackgroundQueries, cmds *comman
 	if wake != nil {
 		woken = wake.ch
 	}
+	s.pass(ctx, nil)
 	tick := time.NewTimer(interval)
 	defer tick.Stop()
 	for {

@@ -1,0 +1,168 @@
+package dispatch_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/pg/pgtest"
+	"github.com/criticml/critic/projections/dispatch"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// TestAFinishedBatchIsRefilledAtOnce: background scoring's tick is an
+// hour here, so after its first look only a batch's end can start the next
+// one. Two batches of a ready model fill both slots; when a worker (played
+// through the worker service's commands) reports the first batch's last
+// trace, the dispatch projection wakes the scheduler, which requests the
+// third batch once the read model counts the first as ended — and not
+// before: one trace still running keeps the slot taken.
+func TestAFinishedBatchIsRefilledAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	store := eventstore.New(pool, blobs)
+	cmds := commands.New(store)
+	q := readmodel.NewQueries(pool)
+	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+	proj := readmodel.New(pool, blobs, discard)
+	rec := &recorder{msgs: map[string][]*message.Message{}}
+	wake := dispatch.NewBackgroundWake()
+	d := dispatch.New(cmds, rec, discard).WithBackgroundWake(wake)
+
+	u, err := cmds.CreateUser(ctx, "refill", false)
+	require.NoError(t, err)
+	actor := commands.Actor{UserID: u.UserID}
+	rated, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
+		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"good"}]}` + "\n" +
+			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"bad"}]}` + "\n" +
+			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}`)})
+	require.NoError(t, err)
+	for i, r := range []int{1, -1, 1} {
+		_, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: rated.TraceIDs[i], Rating: &r, AuthorName: "t"})
+		require.NoError(t, err)
+	}
+	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: rated.TraceIDs})
+	require.NoError(t, err)
+	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	require.NoError(t, err)
+	_, err = cmds.ClaimTraining(ctx, "trainer", req.ModelID, 1, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, blobs.Put(ctx, jobs.ArtifactKey(u.UserID, req.ModelID), []byte("checkpoint")))
+	_, err = cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "trainer", ModelID: req.ModelID, Attempt: 1,
+		Metrics: json.RawMessage(`{"action_scoring_version":1}`), RewardStats: json.RawMessage(`{"mean":0,"std":1}`),
+		ActionStats: json.RawMessage(`{"mean":0,"std":1}`)})
+	require.NoError(t, err)
+	var lines []string
+	for i := range 3 * commands.MaxBatchTraces {
+		lines = append(lines, fmt.Sprintf(`{"id":"new-%d","steps":[{"role":"user","content":"q%d"},{"role":"assistant","content":"answer %d"}]}`, i, i, i))
+	}
+	_, err = cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(strings.Join(lines, "\n"))})
+	require.NoError(t, err)
+
+	// The bus's part, in order: every new event to the read model, then to
+	// the dispatch projection.
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	pumped := make(chan error, 1)
+	go func() {
+		var after int64
+		for pctx.Err() == nil {
+			evs, err := store.ReadAfter(pctx, after, 1000)
+			if err == nil && len(evs) > 0 {
+				if err = proj.Apply(pctx, evs); err == nil {
+					err = d.Apply(pctx, evs)
+				}
+				after = evs[len(evs)-1].Seq
+			}
+			if err != nil && pctx.Err() == nil {
+				pumped <- err
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		pumped <- nil
+	}()
+	waiter := readmodel.NewWaiter(pool, 30*time.Second)
+	go waiter.Listen(pctx)
+	require.Eventually(t, func() bool { // the read model has the ready model and its traces
+		ids, err := q.BackgroundCandidates(ctx, u.UserID, req.ModelID, time.Now().Add(time.Hour), nil, 100)
+		return err == nil && len(ids) == len(rated.TraceIDs)+len(lines)
+	}, 30*time.Second, 20*time.Millisecond)
+	scheduled := make(chan error, 1)
+	go func() {
+		scheduled <- dispatch.RunBackgroundScoring(pctx, q, cmds, wake, waiter, time.Hour, 0, discard)
+	}()
+
+	batches := func() []events.ScoringBatchRequestedV1 {
+		evs, err := store.ReadAfter(ctx, 0, 100000)
+		require.NoError(t, err)
+		var out []events.ScoringBatchRequestedV1
+		for _, e := range evs {
+			if e.Type == events.ScoringBatchRequested {
+				var p events.ScoringBatchRequestedV1
+				require.NoError(t, e.Decode(&p))
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	require.Eventually(t, func() bool { return len(batches()) == 2 }, 30*time.Second, 20*time.Millisecond, "the first look fills both slots")
+
+	// The worker claims the first batch and reports all but one trace.
+	b := batches()[0]
+	job, err := json.Marshal(jobs.ScoreBatchJob{BatchID: b.BatchID, ModelID: req.ModelID})
+	require.NoError(t, err)
+	out, err := cmds.Job(ctx, jobs.KindScoreBatch, b.BatchID, jobs.Claim, jobs.Call{WorkerID: "w1", Job: job}, time.Minute)
+	require.NoError(t, err)
+	claim := out.(jobs.ScoreBatchClaim)
+	require.Len(t, claim.Runs, commands.MaxBatchTraces)
+	report := func(run jobs.ScoreBatchRun) {
+		raw, err := blobs.Get(ctx, run.ItemsKey)
+		require.NoError(t, err)
+		var items jobs.ScoringItems
+		require.NoError(t, json.Unmarshal(raw, &items))
+		score := 0.5
+		var actions []jobs.ActionScore
+		for _, it := range items.ActionScoreItems {
+			actions = append(actions, jobs.ActionScore{TraceID: run.TraceID, StepID: it.StepID, Score: 0.5, Credit: 0.1})
+		}
+		body, err := json.Marshal(jobs.ScoreBatchReport{TraceID: run.TraceID, RunID: run.RunID,
+			ScoringFinished: jobs.ScoringFinished{TraceScore: &score, ActionScores: actions}})
+		require.NoError(t, err)
+		_, err = cmds.Job(ctx, jobs.KindScoreBatch, b.BatchID, jobs.Report, jobs.Call{WorkerID: "w1", Job: job, Body: body}, time.Minute)
+		require.NoError(t, err)
+	}
+	for _, run := range claim.Runs[:len(claim.Runs)-1] {
+		report(run)
+	}
+	// Every report so far has reached the read model and the scheduler.
+	require.Eventually(t, func() bool {
+		n, err := q.BackgroundScoringOf(ctx, u.UserID, req.ModelID)
+		return err == nil && n.Scored == len(claim.Runs)-1
+	}, 30*time.Second, 20*time.Millisecond)
+	time.Sleep(200 * time.Millisecond)
+	require.Len(t, batches(), 2, "a batch with a trace still running holds its slot")
+
+	report(claim.Runs[len(claim.Runs)-1])
+	require.Eventually(t, func() bool { return len(batches()) == 3 }, 30*time.Second, 20*time.Millisecond,
+		"the batch's end refills its slot without waiting for the hourly tick")
+	stop()
+	require.NoError(t, <-scheduled)
+	require.NoError(t, <-pumped)
+}
