@@ -200,6 +200,19 @@ func TestAccountPayloadsAreSealedAndShredded(t *testing.T) {
 	require.Contains(t, string(opened.Payload), "ACCT-B skill")
 	_, err = s.Append(ctx, meta, nil, []events.New{at(ownerA, events.MembersStream(ownerA), "again")})
 	require.ErrorAs(t, err, &erased, "nothing new is written under an erased account's key")
+
+	// An account stream written before account sealing (in clear) still
+	// reads, and the events after it are sealed.
+	plain := eventstore.New(s.Pool(), s.Blobs())
+	stream := events.GuidelinesStream(ownerB)
+	_, err = plain.Append(ctx, meta, nil, []events.New{at(ownerB, stream, "old clear")})
+	require.NoError(t, err)
+	_, err = s.Append(ctx, meta, nil, []events.New{at(ownerB, stream, "new sealed")})
+	require.NoError(t, err)
+	loaded, err := s.LoadStreams(ctx, []string{stream})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"text":"old clear"}`, string(loaded[stream][0].Payload))
+	require.JSONEq(t, `{"text":"new sealed"}`, string(loaded[stream][1].Payload))
 }
 
 // A finding on a reward model's stream quotes its trace: it is sealed with
