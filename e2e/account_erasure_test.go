@@ -66,7 +66,9 @@ func accountContent(t *testing.T, in *instance, key, marker, base string, large 
 // traces re-import into a fresh account with the same steps. Afterwards no
 // marker of the erased account is in a pg_dump of the database or in any
 // file under $CRITIC_DATA_DIR (broker segments, DuckDB files, blobs:
-// its large payload, its model's dataset), its keys get 401, its name stays
+// its large payload, its model's dataset), no event of it opens even with
+// the master key (its trace and account keys are destroyed), its keys get
+// 401, its name stays
 // reserved, the other account's content still reads, and a replay of the
 // read model equals the live one.
 func TestAccountErasure(t *testing.T) {
@@ -188,6 +190,9 @@ func TestAccountErasure(t *testing.T) {
 		"members": 3.0, "api_keys": 3.0}, tomb["counts"])
 	require.NotContains(t, mustJSON(tomb), a, "the tombstone holds counts, not content")
 
+	for _, p := range in.openedPayloads(t, "") {
+		require.NotContains(t, mustJSON(p), a, "no event of the erased account opens, even with the master key")
+	}
 	require.Empty(t, clipped(linesWith(pgDump(t, in), a)), "pg_dump holds nothing of the erased account")
 	require.NotEmpty(t, linesWith(pgDump(t, in), b), "pg_dump still holds the other account (read model)")
 	var hits []string
