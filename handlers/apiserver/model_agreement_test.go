@@ -3,10 +3,16 @@ package apiserver_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain/jobs"
 )
 
 // TestModelLearningReportAgreement: a reward model's learning report says
@@ -115,6 +121,53 @@ func TestModelLearningReportAgreement(t *testing.T) {
 	require.InDelta(t, referenceAlpha(labels), *a.Alpha.Value, 1e-12)
 	require.InDelta(t, 0.2, *a.Alpha.Value, 1e-12)
 	require.Empty(t, a.Members, "the model has no scores to agree with yet")
+
+	// Once it succeeded, each member's agreement with its scores (mean 0:
+	// a trace is preferred when its score is positive).
+	job, err := e.srv.Cmds.ClaimTraining(ctx, "w1", m.ID, 1, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, e.blobs.Put(ctx, job.ArtifactKey, []byte("checkpoint")))
+	var lines []string
+	for i, s := range []int{1, -1, 1, 1, -1, -1} {
+		lines = append(lines, fmt.Sprintf(`{"trace_id":%q,"score":%d}`, ids[i], s))
+	}
+	sk := jobs.ScoresKey(e.userID, m.ID, 1)
+	require.NoError(t, e.blobs.Put(ctx, sk, []byte(strings.Join(lines, "\n"))))
+	res, err = e.srv.Cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "w1", ModelID: m.ID, Attempt: 1,
+		Metrics: json.RawMessage(`{"train_pairs":6,"eval_pairs":0,"eval_accuracy":null}`), RewardStats: json.RawMessage(`{"mean":0,"std":1,"count":6}`), ScoresKey: sk})
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Waiter.Wait(ctx, res.LastEventID))
+	r = e.do(t, "GET", "/api/v1/rm/reward-models/"+m.ID, nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	requireSchema(t, "RewardModelDetail", r.body)
+	var done struct {
+		Status    string `json:"status"`
+		Agreement struct {
+			Disputed int `json:"disputed"`
+			Members  []struct {
+				Name   string `json:"name"`
+				Judged int    `json:"judged"`
+				Model  struct {
+					Value  *float64 `json:"value"`
+					N      int      `json:"n"`
+					TooFew bool     `json:"too_few"`
+				} `json:"model"`
+			} `json:"members"`
+		} `json:"agreement"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &done))
+	require.Equal(t, "succeeded", done.Status)
+	require.Equal(t, 2, done.Agreement.Disputed, "the recorded figures stay")
+	byName := map[string][3]float64{}
+	for _, mf := range done.Agreement.Members {
+		require.NotNil(t, mf.Model.Value, mf.Name)
+		require.True(t, mf.Model.TooFew, mf.Name)
+		byName[mf.Name] = [3]float64{float64(mf.Judged), float64(mf.Model.N), *mf.Model.Value}
+	}
+	// ops (the admin) matches the model's sign on agree-up, agree-down and
+	// split, not on settled or solo-admin; Bea on all but split; Cy on
+	// settled.
+	require.Equal(t, map[string][3]float64{"ops": {5, 5, 0.6}, "Bea": {5, 5, 0.8}, "Cy": {1, 1, 1}}, byName)
 }
 
 // referenceAlpha is Krippendorff's alpha with the interval metric
