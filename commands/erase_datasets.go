@@ -48,8 +48,8 @@ func (c *Commands) eraseDatasets(ctx context.Context, ownerID, traceID string) e
 }
 
 // eraseCandidateDatasets deletes the stored datasets of shared-evaluator
-// candidates with a pair from the trace (a contributed trace's text, in
-// clear): the shared evaluator follows the same rule as a user's models.
+// candidates with a pair from the trace or a benchmark item quoting it (a
+// contributed trace's text, in clear): the shared evaluator follows the same rule as a user's models.
 // Its released weights keep serving and cannot unlearn it (the consent
 // notice says so).
 func (c *Commands) eraseCandidateDatasets(ctx context.Context, traceID string) error {
@@ -69,7 +69,12 @@ func (c *Commands) eraseCandidateDatasets(ctx context.Context, traceID string) e
 		if err := json.Unmarshal(raw, &ds); err != nil {
 			return fmt.Errorf("erase trace %s: candidate dataset %s: %w", traceID, cand.DatasetKey, err)
 		}
-		if !slices.ContainsFunc(ds.Pairs, func(p rewardmodels.DatasetPair) bool { return slices.Contains(p.TraceIDs, traceID) }) {
+		// The dataset also carries its benchmark version's items' text.
+		quoted := false
+		if b := s.Benchmark(cand.BenchmarkVersion); b != nil {
+			quoted = slices.ContainsFunc(b.Items, func(it events.EvaluatorItem) bool { return it.TraceID == traceID || it.RejectedTraceID == traceID })
+		}
+		if !quoted && !slices.ContainsFunc(ds.Pairs, func(p rewardmodels.DatasetPair) bool { return slices.Contains(p.TraceIDs, traceID) }) {
 			continue
 		}
 		if err := c.store.Blobs().Delete(ctx, cand.DatasetKey); err != nil && !errors.Is(err, blob.ErrNotFound) {

@@ -515,14 +515,21 @@ func TestEvaluatorStatus(t *testing.T) {
 
 	// Deleting a trace the candidate trained on erases it (issue 37): the
 	// candidate's stored dataset, which quotes it in clear, is deleted.
+	stored, err := e.blobs.Get(ctx, req.Candidate.DatasetKey)
+	require.NoError(t, err)
+	r = e.do(t, "DELETE", "/api/v1/rm/traces/"+trainTrace, nil)
+	require.Equal(t, http.StatusNoContent, r.status, string(r.body))
 	ok, err := e.blobs.Exists(ctx, req.Candidate.DatasetKey)
 	require.NoError(t, err)
-	require.True(t, ok)
-	r = e.do(t, "DELETE", "/api/v1/rm/traces/"+trainTrace, nil)
+	require.False(t, ok, "the candidate dataset quoting the erased trace is deleted")
+	// The dataset also carries the benchmark items' text: deleting a
+	// trace only a benchmark item quotes deletes it too.
+	require.NoError(t, e.blobs.Put(ctx, req.Candidate.DatasetKey, stored))
+	r = e.do(t, "DELETE", "/api/v1/rm/traces/"+res.Benchmark.Items[0].TraceID, nil)
 	require.Equal(t, http.StatusNoContent, r.status, string(r.body))
 	ok, err = e.blobs.Exists(ctx, req.Candidate.DatasetKey)
 	require.NoError(t, err)
-	require.False(t, ok, "the candidate dataset quoting the erased trace is deleted")
+	require.False(t, ok, "the candidate dataset quoting the erased benchmark trace is deleted")
 }
 
 // dumpTables renders each table's rows as JSON, in a stable order.
