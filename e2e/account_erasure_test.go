@@ -232,3 +232,30 @@ func clipped(lines []string) []string {
 	}
 	return out
 }
+
+// TestEraseWithExportWhileStopped: `critic users erase NAME --export DIR
+// --yes` with no server running writes the export first, then erases; a
+// second export into the same folder is refused; once the server is back
+// the account's key gets 401 and its trace is gone.
+func TestEraseWithExportWhileStopped(t *testing.T) {
+	in := startServe(t)
+	key := in.newUser("leaving-co", false)
+	in.importTraces(key, "stash", `{"id":"l1","steps":[{"role":"user","content":"Refund MARKER-LEAVE-1"},{"role":"assistant","content":"Done."}]}`)
+	in.stop()
+	dir := filepath.Join(t.TempDir(), "out")
+	out, err := in.cli("users", "erase", "leaving-co", "--export", dir, "--yes")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "exported leaving-co")
+	require.Contains(t, out, "erased account leaving-co")
+	body, err := os.ReadFile(filepath.Join(dir, "traces.jsonl"))
+	require.NoError(t, err)
+	require.Contains(t, string(body), "MARKER-LEAVE-1")
+	out, err = in.cli("users", "export", "leaving-co", dir)
+	require.Error(t, err, out)
+	require.Contains(t, out, "is not empty")
+
+	in.start()
+	require.Equal(t, http.StatusUnauthorized, in.do("GET", "/api/v1/rm/traces", key, nil).Status)
+	waitReadModel(t, in)
+	require.Empty(t, clipped(linesWith(pgDump(t, in), "MARKER-LEAVE-1")))
+}

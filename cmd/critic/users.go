@@ -69,7 +69,7 @@ func cmdUsers(ctx context.Context, args []string) error {
 		settleCLI(ctx, waiter, res.Result)
 		return nil
 	case "export":
-		return usersExport(ctx, in, cmds, args[1:])
+		return usersExport(ctx, in, cmds, waiter, args[1:])
 	case "retention":
 		return usersRetention(ctx, in, cmds, waiter, args[1:])
 	case "erase":

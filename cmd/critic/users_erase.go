@@ -61,7 +61,7 @@ func usersErase(ctx context.Context, in *infra, cmds *commands.Commands, waiter 
 	fmt.Printf("  %d GEPA runs and their skills, %d criteria, %s\n", plan.GepaRuns, plan.Criteria, g)
 	fmt.Printf("  %d members and %d active API keys (revoked: they get 401)\n", plan.Members, plan.APIKeys)
 	if *exportDir != "" {
-		m, err := exportAccountTo(ctx, in, cmds, id, name, *exportDir)
+		m, err := exportAccountTo(ctx, in, cmds, waiter, id, name, *exportDir)
 		if err != nil {
 			return fmt.Errorf("not erased: %w", err)
 		}

@@ -21,7 +21,7 @@ const usersExportUsage = "usage: critic users export NAME DIR (DIR is created; i
 // (the files GET /export/account zips) written into a folder, so an operator
 // can hand it over before `critic users erase` and the user can
 // `critic import DIR/traces.jsonl` elsewhere.
-func usersExport(ctx context.Context, in *infra, cmds *commands.Commands, args []string) error {
+func usersExport(ctx context.Context, in *infra, cmds *commands.Commands, waiter *readmodel.Waiter, args []string) error {
 	if len(args) != 2 || args[0] == "" || args[1] == "" {
 		return usageError{usersExportUsage}
 	}
@@ -29,7 +29,7 @@ func usersExport(ctx context.Context, in *infra, cmds *commands.Commands, args [
 	if err != nil {
 		return err
 	}
-	m, err := exportAccountTo(ctx, in, cmds, id, args[0], args[1])
+	m, err := exportAccountTo(ctx, in, cmds, waiter, id, args[0], args[1])
 	if err != nil {
 		return err
 	}
@@ -38,12 +38,22 @@ func usersExport(ctx context.Context, in *infra, cmds *commands.Commands, args [
 }
 
 // exportAccountTo writes the account's export into dir, refusing a folder
-// that already holds files (an export never overwrites another).
-func exportAccountTo(ctx context.Context, in *infra, cmds *commands.Commands, id, name, dir string) (usecase.AccountExport, error) {
+// that already holds files (an export never overwrites another). The export
+// reads the read model, so it first waits until that has applied the
+// account's latest event (applying it itself when no server runs): an
+// export taken before an erasure must not miss the last import.
+func exportAccountTo(ctx context.Context, in *infra, cmds *commands.Commands, waiter *readmodel.Waiter, id, name, dir string) (usecase.AccountExport, error) {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return usecase.AccountExport{}, fmt.Errorf("export folder %s is not empty: give a new or empty folder", dir)
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return usecase.AccountExport{}, fmt.Errorf("export folder %s: %w", dir, err)
+	}
+	var last string
+	if err := in.pool.QueryRow(ctx, `SELECT id::text FROM events WHERE owner_id = $1 ORDER BY seq DESC LIMIT 1`, id).Scan(&last); err != nil {
+		return usecase.AccountExport{}, fmt.Errorf("export %s: the account's latest event: %w", name, err)
+	}
+	if err := waiter.Wait(ctx, last); err != nil {
+		return usecase.AccountExport{}, fmt.Errorf("export %s: the read model has not applied the account's latest event, so the export would miss some of it: %w", name, err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return usecase.AccountExport{}, fmt.Errorf("export folder %s: %w", dir, err)
