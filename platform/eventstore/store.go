@@ -178,8 +178,10 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 				return nil, &events.ErasedError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Key: sc}
 			}
 			aad := sealAAD(e.ID, e.Stream, e.Type)
-			sealed := sealWith(k, sc, raw, aad)
-			if q := quotedScope(e); q != "" {
+			var sealed *events.Sealed
+			if q := quotedScope(e); q == "" {
+				sealed = sealWith(k, sc, raw, aad)
+			} else {
 				redacted, err := json.Marshal(e.Payload.(events.TraceQuote).Redacted())
 				if err != nil {
 					return nil, fmt.Errorf("encode %s payload: %w", e.Type, err)
