@@ -15,9 +15,11 @@ import (
 	"strings"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/domain/traces"
+	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/projections/readmodel"
 )
@@ -126,6 +128,9 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 	auditReport(out, st)
 	if p := auditAgreement(out, st.Dataset.Agreement, rewardmodels.TrainingAgreementOf(inputs), st.Config.ExcludeDisputed); p != "" && erased == 0 {
 		problems = append(problems, p)
+	}
+	if err := auditMemberAgreement(ctx, in, cmds, st, names, out); err != nil {
+		return err
 	}
 	selected, err := cmds.Selection(ctx, st, st.Dataset.AsOfSeq)
 	if err != nil {
@@ -298,4 +303,40 @@ func auditAgreement(out io.Writer, recorded, rebuilt *events.DatasetAgreement, e
 		return "the agreement recorded in dataset_built differs from the one rebuilt from the log"
 	}
 	return ""
+}
+
+// auditMemberAgreement prints each member's agreement with a succeeded
+// model's scores, as the model page shows it (usecase.Agreement with the
+// model chosen, from the read model), each member named as the pairs name
+// them (names: the members stream's); nothing before it succeeded.
+func auditMemberAgreement(ctx context.Context, in *infra, cmds *commands.Commands, st rewardmodels.State, names map[string]string, out io.Writer) error {
+	if st.Status != rewardmodels.StatusSucceeded {
+		return nil
+	}
+	b := usecase.Backend{Cmds: cmds, Queries: readmodel.NewQueries(in.pool)}
+	rep, err := b.Agreement(ctx, &readmodel.Caller{UserID: st.OwnerID}, st.ID)
+	var conflict *domain.ConflictError
+	if errors.As(err, &conflict) {
+		return nil // no reward statistics: nothing to compare with
+	}
+	if err != nil {
+		return err
+	}
+	for _, m := range rep.Members {
+		if m.Model == nil || m.Model.N == 0 {
+			continue
+		}
+		name, ok := names[m.Member]
+		if !ok {
+			name = m.Name
+		}
+		line := fmt.Sprintf("member %s (member %s) agrees with this model on %d of %d target(s)", name, m.Member,
+			int(*m.Model.Value*float64(m.Model.N)+0.5), m.Model.N)
+		if m.Model.TooFew {
+			line += ", too few to trust"
+		}
+		fmt.Fprintln(out, line)
+	}
+	fmt.Fprintln(out)
+	return nil
 }

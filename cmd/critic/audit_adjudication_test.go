@@ -3,15 +3,23 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/eventstore"
 	"github.com/criticml/critic/platform/pg/pgtest"
+	"github.com/criticml/critic/projections/readmodel"
 )
 
 // TestAuditShowsAdjudications: `critic audit model` names an adjudication
@@ -82,4 +90,29 @@ func TestAuditShowsAdjudications(t *testing.T) {
 	require.NotContains(t, out.String(), "rating +1, comment", "a's +1 is superseded")
 	require.NotContains(t, out.String(), "MISMATCH")
 	require.NoError(t, err)
+	require.NotContains(t, out.String(), "agrees with this model", "no scores before it succeeded")
+
+	// Once it succeeded, each member's agreement with its scores (mean 0):
+	// a −1, b +1, c −1. The auditor rated a +1, b −1, c −1 (1 of 3 with
+	// the model); Bea −1 everywhere (2 of 3).
+	job, err := cmds.ClaimTraining(ctx, "w1", req.ModelID, 1, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, blobs.Put(ctx, job.ArtifactKey, []byte("checkpoint")))
+	var lines []string
+	for i, s := range []int{-1, 1, -1} {
+		lines = append(lines, fmt.Sprintf(`{"trace_id":%q,"score":%d}`, imp.TraceIDs[i], s))
+	}
+	sk := jobs.ScoresKey(u.UserID, req.ModelID, 1)
+	require.NoError(t, blobs.Put(ctx, sk, []byte(strings.Join(lines, "\n"))))
+	_, err = cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "w1", ModelID: req.ModelID, Attempt: 1,
+		Metrics: json.RawMessage(`{"train_pairs":2,"eval_pairs":0}`), RewardStats: json.RawMessage(`{"mean":0,"std":1,"count":3}`), ScoresKey: sk})
+	require.NoError(t, err)
+	_, err = readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil))).WithKeyring(store.Keyring()).Replay(ctx, store)
+	require.NoError(t, err)
+	out.Reset()
+	err = auditModel(ctx, in, cmds, req.ModelID, &out)
+	t.Log(out.String())
+	require.NoError(t, err)
+	require.Contains(t, out.String(), "member auditor (member "+u.UserID+") agrees with this model on 1 of 3 target(s), too few to trust\n")
+	require.Contains(t, out.String(), "member Bea (member "+bea.Member.ID+") agrees with this model on 2 of 3 target(s), too few to trust\n")
 }
