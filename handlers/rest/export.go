@@ -20,8 +20,12 @@ func (a *API) exportTraces(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) exportAnnotations(w http.ResponseWriter, r *http.Request) error {
+	member, err := a.memberParam(r)
+	if err != nil {
+		return err
+	}
 	jsonlHeaders(w, "annotations.jsonl")
-	return a.queries.ExportAnnotations(r.Context(), edge.CallerFrom(r.Context()).UserID, w)
+	return a.queries.ExportAnnotationsBy(r.Context(), edge.CallerFrom(r.Context()).UserID, member, w)
 }
 
 // exportPairs writes preference pairs as JSONL. With ?reward_model_id it is
@@ -30,13 +34,17 @@ func (a *API) exportAnnotations(w http.ResponseWriter, r *http.Request) error {
 // max_pairs does not apply: the model's own cap already did). Without it,
 // it is the pairs training would build right now from all of the caller's
 // traces, in the order training would use them (?max_pairs, default 4000):
-// a preview, not any model's dataset.
+// a preview, not any model's dataset; ?member= builds it from that member's
+// ratings alone.
 func (a *API) exportPairs(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	caller := edge.CallerFrom(r.Context())
 	if q.Has("reward_model_id") {
 		if q.Has("max_pairs") {
 			return &domain.ValidationError{Code: "invalid_request", Field: "max_pairs", Message: "max_pairs does not apply with reward_model_id: the model's dataset is exported as it is"}
+		}
+		if q.Has("member") {
+			return &domain.ValidationError{Code: "invalid_request", Field: "member", Message: "member does not apply with reward_model_id: the model's dataset is exported as it is"}
 		}
 		pairs, err := a.backend().ModelPairs(r.Context(), a.blobs, caller.UserID, q.Get("reward_model_id"))
 		if err != nil {
@@ -54,7 +62,11 @@ func (a *API) exportPairs(w http.ResponseWriter, r *http.Request) error {
 		}
 		maxPairs = &n
 	}
-	pairs, err := a.backend().Pairs(r.Context(), caller.UserID, maxPairs)
+	member, err := a.memberParam(r)
+	if err != nil {
+		return err
+	}
+	pairs, err := a.backend().PairsBy(r.Context(), caller.UserID, member, maxPairs)
 	if err != nil {
 		return err
 	}

@@ -80,6 +80,8 @@ var shapes = map[string]any{
 	"Format":                  usecase.FormatInfo{},
 	"CriterionPatch":          changeCriterionRequest{},
 	"TraceSource":             renameSourceRequest{},
+	"MemberProgress":          memberProgressJSON{},
+	"MembersProgress":         membersProgressResponse{},
 	"RetentionRequest":        setRetentionRequest{},
 	"Error":                   edge.ErrorBody{},
 }

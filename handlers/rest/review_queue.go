@@ -10,12 +10,21 @@ import (
 // reviewQueue is GET /review-queue?reward_model_id=&limit=: what most needs
 // a human, for the web app's Review page (issue 11): with a model, the
 // traces and actions it is least sure of; without, unannotated traces first.
+// It is the caller's queue; ?member= is another member's, for an admin.
 func (a *API) reviewQueue(w http.ResponseWriter, r *http.Request) error {
 	limit, err := usecase.ReviewLimit(r.URL.Query().Get("limit"))
 	if err != nil {
 		return err
 	}
-	q, err := a.backend().ReviewQueue(r.Context(), edge.CallerFrom(r.Context()), r.URL.Query().Get("reward_model_id"), limit)
+	member, err := a.othersMember(r)
+	if err != nil {
+		return err
+	}
+	caller := edge.CallerFrom(r.Context())
+	if member == "" {
+		member = callerMember(caller.UserID, caller.MemberID)
+	}
+	q, err := a.backend().ReviewQueueFor(r.Context(), caller, member, r.URL.Query().Get("reward_model_id"), limit)
 	if err != nil {
 		return err
 	}

@@ -148,6 +148,7 @@ func (a *API) Register(mux Mux) {
 	route("GET /export/pairs", members.Read, a.exportPairs)
 	route("GET /export/account", members.Manage, a.exportAccount)
 	route("GET /members", members.Read, a.listMembers)
+	route("GET /members/progress", members.Read, a.membersProgress)
 	route("POST /members", members.Manage, a.addMember)
 	route("PATCH /members/{member_id}", members.Manage, a.changeMember)
 	route("DELETE /members/{member_id}", members.Manage, a.removeMember)

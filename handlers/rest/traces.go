@@ -214,6 +214,9 @@ func (a *API) listTraces(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if f.Member, err = a.memberParam(r); err != nil {
+		return err
+	}
 	traces, total, err := a.queries.ListTraces(r.Context(), edge.CallerFrom(r.Context()).UserID, f)
 	if err != nil {
 		return err
@@ -229,6 +232,7 @@ func (a *API) listTraces(w http.ResponseWriter, r *http.Request) error {
 // inclusive score bounds ?action_credit_min/_max, ?trace_score_min/_max,
 // ?latest_score_min/_max, ?source_id, and the inclusive import-date range ?from=YYYY-MM-DD&to=YYYY-MM-DD
 // interpreted in ?tz (an IANA zone, default UTC) — the user's local calendar.
+// ?member (listTraces: memberParam) keeps the traces that member annotated.
 // The rules are shared with the Connect API (usecase.ListParams).
 func parseListFilter(r *http.Request) (readmodel.ListFilter, error) {
 	p, err := usecase.ListParamsFromQuery(r.URL.Query())

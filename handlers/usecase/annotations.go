@@ -134,6 +134,12 @@ func (b Backend) RenameTraceSource(ctx context.Context, caller *readmodel.Caller
 // the caller's traces, at most maxPairs of them (nil: the training default;
 // below 1: a validation error).
 func (b Backend) Pairs(ctx context.Context, owner string, maxPairs *int) ([]domain.Pair, error) {
+	return b.PairsBy(ctx, owner, "", maxPairs)
+}
+
+// PairsBy is Pairs built from one member's ratings alone (the pairs
+// export's ?member=, issue 36); member "" is every member's.
+func (b Backend) PairsBy(ctx context.Context, owner, member string, maxPairs *int) ([]domain.Pair, error) {
 	n := domain.DefaultMaxPairs
 	if maxPairs != nil {
 		if *maxPairs < 1 {
@@ -141,7 +147,7 @@ func (b Backend) Pairs(ctx context.Context, owner string, maxPairs *int) ([]doma
 		}
 		n = *maxPairs
 	}
-	traces, ratings, err := b.Queries.PairInputs(ctx, owner, nil)
+	traces, ratings, err := b.Queries.PairInputsBy(ctx, owner, member, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -89,10 +89,16 @@ type exportAnnotation struct {
 // ExportAnnotations writes the owner's annotations as JSONL in the shape of
 // spec 001 "Annotations", oldest first.
 func (q *Queries) ExportAnnotations(ctx context.Context, owner string, w io.Writer) error {
+	return q.ExportAnnotationsBy(ctx, owner, "", w)
+}
+
+// ExportAnnotationsBy is ExportAnnotations of one member's annotations
+// (issue 36's ?member= filter); member "" is every member's.
+func (q *Queries) ExportAnnotationsBy(ctx context.Context, owner, member string, w io.Writer) error {
 	rows, err := q.pool.Query(ctx, `SELECT a.trace_id, t.external_id, s.idx, a.rating, a.comment, a.quote, a.label_error, a.author_name, a.author_id, a.created_at,
 		a.criterion_id, a.value
 		FROM rm_annotations a JOIN rm_traces t ON t.id = a.trace_id LEFT JOIN rm_steps s ON s.id = a.step_id
-		WHERE a.owner_id = $1 ORDER BY a.seq`, owner)
+		WHERE a.owner_id = $1 AND ($2 = '' OR a.author_id::text = $2) ORDER BY a.seq`, owner, member)
 	if err != nil {
 		return err
 	}
@@ -125,6 +131,12 @@ func (q *Queries) ExportAnnotations(ctx context.Context, owner string, w io.Writ
 // owner (all of them when traceIDs is nil): the traces with their steps in
 // import order, and every rating on them.
 func (q *Queries) PairInputs(ctx context.Context, owner string, traceIDs []string) ([]domain.PairTrace, []domain.Rating, error) {
+	return q.PairInputsBy(ctx, owner, "", traceIDs)
+}
+
+// PairInputsBy is PairInputs with only one member's ratings (issue 36's
+// ?member= filter on the pairs export); member "" is every member's.
+func (q *Queries) PairInputsBy(ctx context.Context, owner, member string, traceIDs []string) ([]domain.PairTrace, []domain.Rating, error) {
 	rows, err := q.pool.Query(ctx, `SELECT t.id, s.id, s.role, s.content, s.tool_name, s.tool_input
 		FROM rm_traces t JOIN rm_steps s ON s.trace_id = t.id
 		WHERE t.owner_id = $1 AND ($2::uuid[] IS NULL OR t.id = ANY($2))
@@ -163,7 +175,8 @@ func (q *Queries) PairInputs(ctx context.Context, owner string, traceIDs []strin
 	}
 	rows, err = q.pool.Query(ctx, `SELECT a.id, a.trace_id, COALESCE(a.step_id::text, ''), a.rating, a.label_error
 		FROM rm_annotations a WHERE a.owner_id = $1 AND a.rating IS NOT NULL AND ($2::uuid[] IS NULL OR a.trace_id = ANY($2))
-		ORDER BY a.seq`, owner, traceIDs)
+		  AND ($3 = '' OR a.author_id::text = $3)
+		ORDER BY a.seq`, owner, traceIDs, member)
 	if err != nil {
 		return nil, nil, err
 	}

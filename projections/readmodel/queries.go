@@ -128,9 +128,10 @@ func (q *Queries) ListTraces(ctx context.Context, owner string, f ListFilter) ([
 		AND (COALESCE(cardinality($6::text[]), 0) = 0 OR t.outcome = ANY($6))
 		AND ($7::float8 IS NULL OR t.action_credit >= $7) AND ($8::float8 IS NULL OR t.action_credit <= $8)
 		AND ($9::float8 IS NULL OR t.trace_score >= $9) AND ($10::float8 IS NULL OR t.trace_score <= $10)
-		AND ($11::float8 IS NULL OR t.latest_score >= $11) AND ($12::float8 IS NULL OR t.latest_score <= $12)`
+		AND ($11::float8 IS NULL OR t.latest_score >= $11) AND ($12::float8 IS NULL OR t.latest_score <= $12)
+		AND ($13 = '' OR EXISTS (SELECT 1 FROM rm_annotations a WHERE a.trace_id = t.id AND a.author_id::text = $13))`
 	args := []any{owner, f.SourceID, f.From, f.To, strings.ToLower(f.Query), f.Outcomes,
-		f.ActionCredit.Min, f.ActionCredit.Max, f.TraceScore.Min, f.TraceScore.Max, f.LatestScore.Min, f.LatestScore.Max}
+		f.ActionCredit.Min, f.ActionCredit.Max, f.TraceScore.Min, f.TraceScore.Max, f.LatestScore.Min, f.LatestScore.Max, f.Member}
 	var total int
 	if err := q.pool.QueryRow(ctx, `SELECT count(*) FROM rm_traces t WHERE `+where, args...).Scan(&total); err != nil {
 		return nil, 0, err
@@ -161,7 +162,7 @@ func (q *Queries) ListTraces(ctx context.Context, owner string, f ListFilter) ([
 	page := `SELECT t.id FROM rm_traces t
 		LEFT JOIN rm_trace_sources src ON src.owner_id = t.owner_id AND src.source_id = t.source_id
 		JOIN rm_users u ON u.id = t.owner_id
-		WHERE ` + where + ` ORDER BY ` + order + ` LIMIT $13 OFFSET $14`
+		WHERE ` + where + ` ORDER BY ` + order + ` LIMIT $14 OFFSET $15`
 	rows, err := q.pool.Query(ctx, `SELECT `+summaryCols+summaryFrom+` WHERE t.id = ANY(ARRAY(`+page+`))
 		ORDER BY `+order, append(args, f.Limit, f.Offset)...)
 	if err != nil {

@@ -167,6 +167,9 @@ type ListFilter struct {
 	// The score ranges, inclusive; a bound leaves out traces without that
 	// score.
 	ActionCredit, TraceScore, LatestScore Range
+	// Member, when set, keeps traces that member annotated (issue 36): any
+	// annotation of theirs on the trace or one of its steps.
+	Member string
 }
 
 // Range bounds a score column (nil: unbounded).
