@@ -1,9 +1,10 @@
 // The Team page: who is on the account and with which role, the review
-// overlap, how far the members agree, and the targets they disagree on.
+// overlap, who did what, how far the members agree, and the targets they disagree on.
 import { AgreementSection } from "./agreement";
 import { DisputedSection } from "./disputed";
 import { MembersSection, OverlapSetting } from "./members";
 import { RetentionSetting } from "./retention";
+import { ProgressSection } from "./progress";
 import "./team.css";
 
 export function TeamPage() {
@@ -14,6 +15,7 @@ export function TeamPage() {
       </header>
       <MembersSection />
       <OverlapSetting />
+      <ProgressSection />
       <AgreementSection />
       <DisputedSection />
       <RetentionSetting />

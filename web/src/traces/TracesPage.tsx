@@ -1,7 +1,7 @@
 import { useMemo, useState } from "react";
 import { useSearchParams } from "react-router";
 import { keepPreviousData, useQuery } from "@tanstack/react-query";
-import { api, type TraceList } from "../api/client";
+import { api, type Schemas, type TraceList } from "../api/client";
 import { useAuth } from "../auth/auth";
 import { ImportPanel } from "./ImportPanel";
 import { ConnectDialog } from "./ConnectDialog";
@@ -25,6 +25,7 @@ export function TracesPage() {
   const sort = params.get("sort") ?? "";
   const outcome = params.get("outcome") ?? "";
   const creditMax = params.get("action_credit_max") ?? "";
+  const member = params.get("member") ?? "";
   const page = Math.max(0, Number(params.get("page") ?? "0") || 0);
   const [search, setSearch] = useState(q);
   const [selected, setSelected] = useState<Set<string>>(new Set());
@@ -41,7 +42,7 @@ export function TracesPage() {
   };
 
   const list = useQuery({
-    ...listQuery({ q, source, from, to, sort, page, outcome, creditMax }),
+    ...listQuery({ q, source, from, to, sort, page, outcome, creditMax, member }),
     // A page the sidebar's click just fetched is not asked for again on
     // mount; every write that changes the list invalidates ["traces"].
     staleTime: 2000,
@@ -71,7 +72,13 @@ export function TracesPage() {
   const shownSelected = shownIds.filter((id) => selected.has(id)).length;
   const hidden = selected.size - shownSelected;
   const allShown = rows.length > 0 && shownSelected === rows.length;
-  const filtered = !!(q || source || from || to || outcome || creditMax);
+  // Members for an admin's "Annotated by" filter (the Team page's query).
+  const members = useQuery({
+    queryKey: ["members"],
+    queryFn: () => api<Schemas["MemberList"]>("/members"),
+    enabled: canWrite,
+  });
+  const filtered = !!(q || source || from || to || outcome || creditMax || member);
 
   const toggleAllShown = () => {
     const next = new Set(selected);
@@ -150,6 +157,21 @@ export function TracesPage() {
             ))}
           </select>
         </label>
+        {canWrite && (
+          <label className="field">
+            <span>Annotated by</span>
+            <select aria-label="Annotated by" value={member} onChange={(e) => set({ member: e.target.value })}>
+              <option value="">Anyone or no one</option>
+              {(members.data?.members ?? []).map((m) => (
+                <option key={m.id} value={m.id}>
+                  {m.name}
+                  {m.removed ? " (removed)" : ""}
+                </option>
+              ))}
+              {member && !members.data?.members.some((m) => m.id === member) && <option value={member}>{member}</option>}
+            </select>
+          </label>
+        )}
         <label className="field inline credit-filter" title="Only traces whose mean action credit is zero or below">
           <input type="checkbox" checked={creditMax === "0"} onChange={(e) => set({ action_credit_max: e.target.checked ? "0" : "" })} />
           <span>Credit ≤ 0</span>
@@ -217,7 +239,7 @@ export function TracesPage() {
       ) : rows.length === 0 ? (
         <div className="state">
           {filtered ? (
-            <p>No traces match these filters. Change the search, source, dates, outcome or credit, or clear the filters.</p>
+            <p>No traces match these filters. Change the search, source, dates, outcome, credit or member, or clear the filters.</p>
           ) : (
             <p>
               No traces yet.{" "}
