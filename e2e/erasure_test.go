@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -337,6 +338,24 @@ func TestDeletedTracesFindingsAreRedacted(t *testing.T) {
 	ps := in.openedWhere(t, events.RewardModelFindingRecorded, "trace_id", ids[0])
 	require.Len(t, ps, 1, "the finding's event still opens, redacted")
 	require.Equal(t, true, ps[0]["finding"].(map[string]any)["erased"])
+
+	// A finding appended while its trace was being erased (after the
+	// deletion, before the key was destroyed: here, stored in clear) is
+	// projected redacted, as a replay reads it.
+	quote := "wrong order " + gone
+	late := events.Finding{ID: "late-finding", TraceID: ids[0], StepIndex: 1, StepID: "s", Label: "negative", Outcome: events.OutcomePair,
+		EvidenceQuote: &quote, OriginalAction: "Sorted: 3, 2, 1 for " + gone + "."}
+	blobs, err := blob.NewLocal(filepath.Join(in.dataDir, "blobs"))
+	require.NoError(t, err)
+	_, err = eventstore.New(in.pool, blobs).Append(context.Background(), eventstore.Meta{Actor: "system"}, nil, []events.New{{ID: uuid.NewString(),
+		Stream: events.RewardModelStream(id), OwnerID: in.userID("redactor"), Type: events.RewardModelFindingRecorded,
+		Payload: events.RewardModelFindingRecordedV1{ModelID: id, Attempt: 1, TraceID: ids[0], TraceRevision: 1, Finding: late}}})
+	require.NoError(t, err)
+	waitReadModel(t, in)
+	var lateRow string
+	require.NoError(t, in.pool.QueryRow(context.Background(), "SELECT finding::text FROM rm_model_findings WHERE finding_id = 'late-finding'").Scan(&lateRow))
+	require.NotContains(t, lateRow, gone)
+	require.Contains(t, lateRow, `"erased": true`)
 
 	live := dumpReadModel(t, in)
 	out, err := in.cli("replay", "readmodel")

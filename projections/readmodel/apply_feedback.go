@@ -110,7 +110,21 @@ var extractionAppliers = map[string]applier{
 			WHERE id = $1 AND attempt = $2 AND progress ? 'targets_total'`, p.ModelID, p.Attempt, p.TargetsDone)
 	}),
 	events.RewardModelFindingRecorded: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.RewardModelFindingRecordedV1) error {
-		raw, err := json.Marshal(p.Finding)
+		f := p.Finding
+		if !f.Erased {
+			// Recorded after its trace's deletion was projected (a worker
+			// reporting while the trace was erased, before its key was
+			// destroyed): the read model keeps it redacted, as a replay
+			// reads it.
+			var live bool
+			if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM rm_traces WHERE id = $1)`, p.TraceID).Scan(&live); err != nil {
+				return err
+			}
+			if !live {
+				f = f.Redacted()
+			}
+		}
+		raw, err := json.Marshal(f)
 		if err != nil {
 			return err
 		}
