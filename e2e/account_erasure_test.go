@@ -116,6 +116,9 @@ func TestAccountErasure(t *testing.T) {
 		files[name] = string(body)
 	}
 	require.Equal(t, zipped["traces.jsonl"], files["traces.jsonl"], "the zip and the folder hold the same traces")
+	out, err = in.cli("users", "export", "erased-co", dir)
+	require.Error(t, err, out)
+	require.Contains(t, out, "is not empty", "an export never overwrites another")
 	require.Equal(t, 2, strings.Count(files["traces.jsonl"], "\n"))
 	require.Equal(t, 4, strings.Count(files["annotations.jsonl"], "\n"))
 	require.Contains(t, files["annotations.jsonl"], "Customer "+a)
@@ -181,6 +184,9 @@ func TestAccountErasure(t *testing.T) {
 	out, err = in.cli("users", "erase", "erased-co", "--yes")
 	require.Error(t, err, out)
 	require.Contains(t, out, "already erased")
+	out, err = in.cli("users", "issue-key", "--name", "erased-co")
+	require.Error(t, err, out)
+	require.Contains(t, out, "account erased-co is already erased", "an erased account takes no new key")
 
 	tombs := in.openedPayloads(t, "account.erased.v1")
 	require.Len(t, tombs, 2, "fresh-co's and erased-co's")
@@ -234,9 +240,9 @@ func clipped(lines []string) []string {
 }
 
 // TestEraseWithExportWhileStopped: `critic users erase NAME --export DIR
-// --yes` with no server running writes the export first, then erases; a
-// second export into the same folder is refused; once the server is back
-// the account's key gets 401 and its trace is gone.
+// --yes` with no server running writes the export first, then erases; the
+// erased account has nothing left to export; once the server is back its
+// key gets 401 and its trace is gone.
 func TestEraseWithExportWhileStopped(t *testing.T) {
 	in := startServe(t)
 	key := in.newUser("leaving-co", false)
@@ -250,9 +256,9 @@ func TestEraseWithExportWhileStopped(t *testing.T) {
 	body, err := os.ReadFile(filepath.Join(dir, "traces.jsonl"))
 	require.NoError(t, err)
 	require.Contains(t, string(body), "MARKER-LEAVE-1")
-	out, err = in.cli("users", "export", "leaving-co", dir)
+	out, err = in.cli("users", "export", "leaving-co", filepath.Join(t.TempDir(), "again"))
 	require.Error(t, err, out)
-	require.Contains(t, out, "is not empty")
+	require.Contains(t, out, "account leaving-co is already erased", "nothing is left to export")
 
 	in.start()
 	require.Equal(t, http.StatusUnauthorized, in.do("GET", "/api/v1/rm/traces", key, nil).Status)

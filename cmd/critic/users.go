@@ -231,7 +231,8 @@ func printKey(name, id, key string, ro bool) {
 }
 
 // userIDByName reads the name reservation stream: the event log, not the read
-// model, is the authority on who owns a name.
+// model, is the authority on who owns a name. An erased account's name is a
+// conflict.
 func userIDByName(ctx context.Context, in *infra, name string) (string, error) {
 	stream := events.UserNameStream(name)
 	loaded, err := in.store.LoadStreams(ctx, []string{stream})
@@ -245,6 +246,20 @@ func userIDByName(ctx context.Context, in *infra, name string) (string, error) {
 	var p events.UserNameClaimedV1
 	if err := evs[0].Decode(&p); err != nil {
 		return "", err
+	}
+	// An erased account keeps its name but takes nothing more: no key,
+	// member or setting (their events would outlive the erasure).
+	user := events.UserStream(p.UserID)
+	loaded, err = in.store.LoadStreams(ctx, []string{user})
+	if err != nil {
+		return "", err
+	}
+	for _, e := range loaded[user] {
+		if e.Type == events.AccountErased {
+			var er events.AccountErasedV1
+			_ = e.Decode(&er)
+			return "", &domain.ConflictError{Code: "account_erased", Message: "account " + name + " is already erased (" + er.At + "); its name stays reserved"}
+		}
 	}
 	return p.UserID, nil
 }
