@@ -153,16 +153,16 @@ func (c *Commands) PlanAccountErasure(ctx context.Context, accountID string) (Ac
 //  1. every API key is revoked (api_key.revoked): from then on every API
 //     instance answers the account's keys with 401, and nothing new arrives;
 //  2. every trace is erased as a deletion erases one (eraseTrace:
-//     trace.deleted, trace.erased naming by and the reason, its data key
-//     destroyed, critic_traces_erased_total{reason="account"} — its content, annotations,
-//     comments and quotes stop opening anywhere — its claim-checked blobs
-//     and the datasets quoting it deleted);
+//     trace.deleted, trace.erased naming by and the reason; its data key
+//     is destroyed, so its content, annotations, comments and quotes stop
+//     opening anywhere; its claim-checked blobs and the datasets quoting
+//     it are deleted; critic_traces_erased_total{reason="account"});
 //  3. every blob the account's other streams name (checkpoints, datasets,
 //     extraction inputs, score files, scoring inputs, GEPA examples) is
 //     deleted: the events stay, the objects go;
-//  4. the account's own data key is destroyed where the store seals
-//     account content with one (models, skills, criteria, guidelines,
-//     member names);
+//  4. the account's own data key is destroyed (Store.EraseAccountKey):
+//     its models, learning reports, skills, criteria, guidelines, member
+//     and source names stop opening;
 //  5. account.erased is appended to the user stream: read models and
 //     snapshots drop every row the account still has.
 //
