@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/handlers/rest"
 )
 
 // teamOf is the ops account's admin (its own key) plus the members added
@@ -267,4 +269,102 @@ func TestMembersProgress(t *testing.T) {
 	require.Equal(t, tm.ids["rita"], mine.Members[0].ID)
 	require.Equal(t, 2, mine.Members[0].Judged)
 	require.Equal(t, 3, mine.Items)
+}
+
+// TestTeamRoutesAcrossAccounts (issue 36's isolation on every route): the
+// ops account has a reviewer, a disputed trace, overlap 2 and an
+// adjudication; another account's admin calls every REST route of the
+// route table — /members, /members/progress, /review-overlap, /agreement,
+// /disputed and /traces/{id}/adjudications among them — with this
+// account's ids. A route with an id answers 404 (or 422 for a body it
+// refuses first), never 2xx; no answer names this account's traces or
+// members (beyond a refusal echoing the id sent); and what this account reads afterwards is unchanged.
+func TestTeamRoutesAcrossAccounts(t *testing.T) {
+	e := startOps(t, nil)
+	imp := e.importTraces(t, "t1", "t2")
+	require.Equal(t, http.StatusOK, imp.status, string(imp.body))
+	var imported struct {
+		TraceIDs []string `json:"trace_ids"`
+	}
+	require.NoError(t, json.Unmarshal(imp.body, &imported))
+	ids := imported.TraceIDs
+	tm := e.addTeam(t, [2]string{"rita", "reviewer"})
+	require.Equal(t, http.StatusOK, e.do(t, "PUT", "/api/v1/rm/review-overlap", map[string]any{"overlap": 2}).status)
+	r := e.as(t, tm.keys["rita"], "POST", "/api/v1/rm/traces/"+ids[0]+"/annotations", map[string]any{"rating": 1})
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	var ann struct {
+		ID string `json:"id"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &ann))
+	require.Equal(t, http.StatusOK, e.do(t, "POST", "/api/v1/rm/traces/"+ids[0]+"/annotations", map[string]any{"rating": -1}).status)
+	require.Equal(t, http.StatusOK, e.do(t, "POST", "/api/v1/rm/traces/"+ids[1]+"/annotations", map[string]any{"rating": 1}).status)
+	r = e.do(t, "POST", "/api/v1/rm/traces/"+ids[1]+"/adjudications", map[string]any{"rating": -1, "reason": "ours"})
+	require.Equal(t, http.StatusCreated, r.status, string(r.body))
+
+	// What this account reads, before and after the other account's calls.
+	reads := []string{"/traces/" + ids[0], "/traces/" + ids[1], "/members", "/members/progress", "/review-overlap", "/agreement", "/disputed",
+		"/export/annotations", "/review-queue"}
+	state := func() map[string]string {
+		out := map[string]string{}
+		for _, p := range reads {
+			r := e.do(t, "GET", "/api/v1/rm"+p, nil)
+			require.Equal(t, http.StatusOK, r.status, p+": "+string(r.body))
+			out[p] = string(r.body)
+		}
+		return out
+	}
+	before := state()
+	require.Contains(t, before["/disputed"], ids[0])
+	require.Contains(t, before["/members"], "rita")
+
+	other, err := e.srv.Cmds.CreateUser(context.Background(), "other", false)
+	require.NoError(t, err)
+	require.NoError(t, e.srv.Waiter.Wait(context.Background(), other.LastEventID))
+
+	api := rest.New(nil, nil, nil, nil, 0)
+	api.Register(http.NewServeMux())
+	ours := []string{ids[0], ids[1], tm.ids["rita"], e.userID, ann.ID, "rita", "Refund order t1"}
+	bodies := map[string]any{
+		"POST /traces/{trace_id}/adjudications": map[string]any{"rating": 1, "reason": "theirs"},
+		"POST /traces/{trace_id}/annotations":   map[string]any{"rating": 1},
+		"PATCH /annotations/{annotation_id}":    map[string]any{"rating": 1},
+		"PATCH /members/{member_id}":            map[string]any{"role": "admin"},
+		"PUT /review-overlap":                   map[string]any{"overlap": 3},
+		"PUT /traces/{trace_id}/contribution":   map[string]any{"contribute": true},
+	}
+	seen := map[string]bool{}
+	for _, rt := range api.Routes() {
+		method, path, _ := strings.Cut(rt.Pattern, " ")
+		if !strings.HasPrefix(path, "/") || strings.HasPrefix(rt.Pattern, "POST /api/") {
+			continue
+		}
+		concrete := strings.NewReplacer("{trace_id}", ids[0], "{member_id}", tm.ids["rita"], "{annotation_id}", ann.ID,
+			"{model_id}", ids[0], "{run_id}", ids[0], "{criterion_id}", ids[0]).Replace(path)
+		var body any = map[string]any{}
+		if b, ok := bodies[rt.Pattern]; ok {
+			body = b
+		}
+		if method == "GET" || method == "DELETE" {
+			body = nil
+		}
+		r := e.as(t, other.APIKey, method, "/api/v1/rm"+concrete, body)
+		if _, valid := bodies[rt.Pattern]; concrete != path && (valid || body == nil) {
+			require.Equal(t, http.StatusNotFound, r.status, "%s: %s", rt.Pattern, r.body)
+		} else if concrete != path {
+			require.Contains(t, []int{http.StatusNotFound, http.StatusUnprocessableEntity}, r.status, "%s: %s", rt.Pattern, r.body)
+		}
+		for _, s := range ours {
+			if r.status >= 400 && strings.Contains(concrete, s) {
+				continue // a refusal may echo the id the caller sent
+			}
+			require.NotContains(t, string(r.body), s, "%s names this account's %q", rt.Pattern, s)
+		}
+		seen[path] = true
+	}
+	for _, p := range []string{"/members", "/members/progress", "/members/{member_id}", "/review-overlap", "/agreement", "/disputed", "/traces/{trace_id}/adjudications"} {
+		require.True(t, seen[p], p)
+	}
+	require.Equal(t, before, state(), "another account's calls changed nothing here")
+	r = e.as(t, other.APIKey, "GET", "/api/v1/rm/review-overlap", nil)
+	require.JSONEq(t, `{"overlap":3}`, string(r.body), "the other account set its own overlap")
 }
