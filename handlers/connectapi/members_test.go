@@ -185,23 +185,30 @@ func TestMembersAndRoles(t *testing.T) {
 	})
 	require.Greater(t, checked, 30)
 
-	// OTLP needs the ingest permission.
+	// OTLP needs the ingest permission on every endpoint that stores:
+	// traces, logs, and the Langfuse path (Basic auth, the key as password).
 	mux := http.NewServeMux()
 	otlp.NewReceiver(e.srv.Cmds, e.srv.Waiter, e.srv.Auth, 1<<20).Register(mux)
 	otel := httptest.NewServer(mux)
 	t.Cleanup(otel.Close)
 	for name, key := range tm.keys {
-		req, err := http.NewRequest("POST", otel.URL+otlp.Path, strings.NewReader("{}"))
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		_ = res.Body.Close()
-		if tm.role[name].May(members.Ingest) {
-			require.NotEqual(t, http.StatusForbidden, res.StatusCode, name)
-		} else {
-			require.Equal(t, http.StatusForbidden, res.StatusCode, name)
+		for _, path := range []string{otlp.Path, otlp.LogsPath, otlp.LangfusePath} {
+			req, err := http.NewRequest("POST", otel.URL+path, strings.NewReader("{}"))
+			require.NoError(t, err)
+			if path == otlp.LangfusePath {
+				req.SetBasicAuth("pk-lf", key)
+			} else {
+				req.Header.Set("Authorization", "Bearer "+key)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			res, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			_ = res.Body.Close()
+			if tm.role[name].May(members.Ingest) {
+				require.NotEqual(t, http.StatusForbidden, res.StatusCode, name+" "+path)
+			} else {
+				require.Equal(t, http.StatusForbidden, res.StatusCode, name+" "+path)
+			}
 		}
 	}
 }
