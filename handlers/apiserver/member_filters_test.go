@@ -368,3 +368,49 @@ func TestTeamRoutesAcrossAccounts(t *testing.T) {
 	r = e.as(t, other.APIKey, "GET", "/api/v1/rm/review-overlap", nil)
 	require.JSONEq(t, `{"overlap":3}`, string(r.body), "the other account set its own overlap")
 }
+
+// TestDisputedNamesTheStep: a step two members rated differently is listed
+// by GET /disputed with its zero-based step_index beside its step_id (the
+// Team page shows "step 2"); a whole trace's has step_index null.
+func TestDisputedNamesTheStep(t *testing.T) {
+	e := startOps(t, nil)
+	imp := e.importTraces(t, "t1")
+	require.Equal(t, http.StatusOK, imp.status, string(imp.body))
+	var imported struct {
+		TraceIDs []string `json:"trace_ids"`
+	}
+	require.NoError(t, json.Unmarshal(imp.body, &imported))
+	trace := imported.TraceIDs[0]
+	tm := e.addTeam(t, [2]string{"rita", "reviewer"})
+	step := e.stepID(t, trace, 1)
+	for who, rating := range map[string]int{"admin": -1, "rita": 1} {
+		for _, body := range []map[string]any{{"step_id": step, "rating": rating}, {"rating": rating}} {
+			r := e.as(t, tm.keys[who], "POST", "/api/v1/rm/traces/"+trace+"/annotations", body)
+			require.Equal(t, http.StatusOK, r.status, string(r.body))
+		}
+	}
+	r := e.do(t, "GET", "/api/v1/rm/disputed", nil)
+	require.Equal(t, http.StatusOK, r.status, string(r.body))
+	requireSchema(t, "Disputed", r.body)
+	var d struct {
+		Items []struct {
+			StepID    *string `json:"step_id"`
+			StepIndex *int    `json:"step_index"`
+		} `json:"items"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &d))
+	require.Len(t, d.Items, 2, string(r.body))
+	var got []string
+	for _, it := range d.Items {
+		if it.StepID == nil {
+			require.Nil(t, it.StepIndex)
+			got = append(got, "trace")
+			continue
+		}
+		require.Equal(t, step, *it.StepID)
+		require.NotNil(t, it.StepIndex, string(r.body))
+		got = append(got, "step index "+strings.Repeat("I", *it.StepIndex))
+	}
+	sort.Strings(got)
+	require.Equal(t, []string{"step index I", "trace"}, got)
+}

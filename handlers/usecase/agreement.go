@@ -193,6 +193,7 @@ type DisputedItem struct {
 	TraceID      string                  `json:"trace_id"`
 	TraceTitle   string                  `json:"trace_title"`
 	StepID       *string                 `json:"step_id"`
+	StepIndex    *int                    `json:"step_index"` // zero-based; null for the whole trace
 	CriterionID  *string                 `json:"criterion_id"`
 	Values       []DisputedValue         `json:"values"`
 	Adjudication *readmodel.Adjudication `json:"adjudication"`
@@ -267,6 +268,7 @@ func (b Backend) Disputed(ctx context.Context, caller *readmodel.Caller) (Disput
 		}
 		for m, j := range byMember {
 			it.Values = append(it.Values, DisputedValue{Member: m, Name: j.MemberName, Value: valueOf(j)})
+			it.StepIndex = j.StepIndex
 		}
 		sort.Slice(it.Values, func(i, j int) bool { return it.Values[i].Member < it.Values[j].Member })
 		out.Items = append(out.Items, it)

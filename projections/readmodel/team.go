@@ -12,6 +12,7 @@ type TeamJudgment struct {
 	TraceID     string
 	TraceTitle  string
 	StepID      string // "" = the whole trace
+	StepIndex   *int   // the step's zero-based index (nil: the whole trace)
 	CriterionID string // "" = a rating
 	Member      string
 	MemberName  string
@@ -24,8 +25,8 @@ type TeamJudgment struct {
 // member's later judgment of a target comes after an earlier one.
 func (q *Queries) TeamJudgments(ctx context.Context, owner string) ([]TeamJudgment, error) {
 	rows, err := q.pool.Query(ctx, `SELECT a.trace_id::text, t.title, coalesce(a.step_id::text, ''), coalesce(a.criterion_id::text, ''),
-		a.author_id::text, a.author_name, a.rating, a.value
-		FROM rm_annotations a JOIN rm_traces t ON t.id = a.trace_id
+		a.author_id::text, a.author_name, a.rating, a.value, st.idx
+		FROM rm_annotations a JOIN rm_traces t ON t.id = a.trace_id LEFT JOIN rm_steps st ON st.id = a.step_id
 		WHERE a.owner_id = $1 AND NOT a.label_error AND (a.rating IS NOT NULL OR a.criterion_id IS NOT NULL)
 		ORDER BY a.seq`, owner)
 	if err != nil {
@@ -37,7 +38,7 @@ func (q *Queries) TeamJudgments(ctx context.Context, owner string) ([]TeamJudgme
 		var j TeamJudgment
 		var rating *int16
 		var value []byte
-		if err := rows.Scan(&j.TraceID, &j.TraceTitle, &j.StepID, &j.CriterionID, &j.Member, &j.MemberName, &rating, &value); err != nil {
+		if err := rows.Scan(&j.TraceID, &j.TraceTitle, &j.StepID, &j.CriterionID, &j.Member, &j.MemberName, &rating, &value, &j.StepIndex); err != nil {
 			return nil, err
 		}
 		if rating != nil {

@@ -115,6 +115,7 @@ export function CriteriaForm({
                     className={"choice small" + (ch.key === ch.label ? " num" : "") + (on ? " on" : "")}
                     aria-pressed={on}
                     disabled={!canWrite || !me}
+                    title={canWrite ? undefined : "Your role (or a read-only key) may not annotate: the values are shown, not changed"}
                     onClick={() => pick(ann, r.annotations, me, r.stepId, c, ch.value)}
                   >
                     {/* Named "Correctness: yes, step 4" by its content, not aria-label: the visible choice stays inside the name. */}

@@ -40,7 +40,7 @@ function show(v: string | number | null): string {
 
 function DisputedRow({ it, admin }: { it: Item; admin: boolean }) {
   const [open, setOpen] = useState(false);
-  const target = it.step_id ? `step ${it.step_id.slice(0, 8)}` : "the whole trace";
+  const target = it.step_index != null ? `step ${it.step_index + 1}` : it.step_id ? `step ${it.step_id.slice(0, 8)}` : "the whole trace";
   const title = it.trace_title || "(untitled)";
   return (
     <li aria-label={`Disputed: ${title}, ${target}`}>

@@ -58,7 +58,16 @@ export function ContributeSwitch({
   });
   const on = chosen ?? contribute;
   return (
-    <label className="consent-switch" title={on ? OPT_OUT_WARNING : "Let this trace's corrections, step ratings and reviewed comparisons train the shared evaluator"}>
+    <label
+      className="consent-switch"
+      title={
+        !canWrite
+          ? "Only an admin changes a trace's consent: your role may see it, not change it"
+          : on
+            ? OPT_OUT_WARNING
+            : "Let this trace's corrections, step ratings and reviewed comparisons train the shared evaluator"
+      }
+    >
       <input
         type="checkbox"
         role="switch"
