@@ -77,15 +77,26 @@ func (c *Commands) ClaimScoreBatch(ctx context.Context, workerID, batchID, model
 }
 
 // settleBatch ends each run of the batch that workerID still runs:
-// end is FinishScoring's failure or HandBackScoring for one run.
+// end is FinishScoring's failure or HandBackScoring for one run. The runs'
+// streams are read in one query: after a batch that went well (every
+// trace reported) this is all the worker's finish costs before its next
+// claim.
 func (c *Commands) settleBatch(ctx context.Context, workerID, batchID, modelID string, end func(traceID, runID string) (Result, error)) (Result, error) {
 	b, err := c.loadBatch(ctx, batchID, modelID)
 	if err != nil {
 		return Result{}, err
 	}
+	streams := make([]string, len(b.Runs))
+	for i, r := range b.Runs {
+		streams[i] = events.ScoringStream(r.TraceID, modelID)
+	}
+	loaded, err := c.store.LoadStreams(ctx, streams)
+	if err != nil {
+		return Result{}, err
+	}
 	var last Result
-	for _, r := range b.Runs {
-		sc, _, _, err := c.loadScoring(ctx, r.TraceID, modelID)
+	for i, r := range b.Runs {
+		sc, _, _, err := foldScoring(loaded[streams[i]])
 		if err != nil {
 			return Result{}, err
 		}
