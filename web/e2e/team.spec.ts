@@ -116,7 +116,7 @@ test("an admin invites a reviewer, who rates; the admin sees both ratings and th
   await expect(page.getByRole("heading", { name: "Disputed", exact: true })).toBeVisible();
 
   // The admin settles Rita's disputed step: the final judgment is up.
-  const item = page.getByRole("listitem", { name: /^Disputed: Team: refund request, step / });
+  const item = page.getByRole("listitem", { name: "Disputed: Team: refund request, step 2" });
   await expect(item).toContainText("Rita: ▼ down");
   await item.getByRole("button", { name: "Adjudicate" }).click();
   await item.getByLabel("▲ up").click();
