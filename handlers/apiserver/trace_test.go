@@ -127,7 +127,7 @@ func TestGRPCHealthAndReflection(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	want := []string{"critic.v1.AnnotationService", "critic.v1.CriteriaService", "critic.v1.EvaluatorService", "critic.v1.GepaService", "critic.v1.QueryService", "critic.v1.RewardModelService",
+	want := []string{"critic.v1.AnnotationService", "critic.v1.BaseModelService", "critic.v1.CriteriaService", "critic.v1.EvaluatorService", "critic.v1.GepaService", "critic.v1.QueryService", "critic.v1.RewardModelService",
 		"critic.v1.TeamService", "critic.v1.TraceService", "grpc.health.v1.Health"}
 	stream, err := reflectionv1.NewServerReflectionClient(conn).ServerReflectionInfo(ctx)
 	require.NoError(t, err)

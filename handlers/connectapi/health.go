@@ -23,6 +23,7 @@ var Services = []string{
 	criticv1connect.EvaluatorServiceName,
 	criticv1connect.CriteriaServiceName,
 	criticv1connect.TeamServiceName,
+	criticv1connect.BaseModelServiceName,
 }
 
 // RegisterHealthAndReflection mounts grpc.health.v1 (so gRPC load balancers
