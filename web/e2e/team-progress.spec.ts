@@ -1,8 +1,9 @@
 // Who did what (issue 36): after two reviewers rate, the admin's Team page
 // shows each member's annotations, traces judged and what their queue
 // still offers under overlap 2; a member's name opens the trace list
-// filtered to what they annotated, the filter in the address; a reviewer's
-// Team page shows their own row alone. Run by e2e/team_progress_web_test.go,
+// filtered to what they annotated, the filter in the address; the admin
+// reads a reviewer's review queue; a reviewer's Team page shows their own
+// row alone. Run by e2e/team_progress_web_test.go,
 // which seeds the reviewers (Rita, Rob) and their ratings.
 import { test, expect, env, signIn, a11y, shot } from "./fixtures";
 
@@ -39,6 +40,14 @@ test("the admin sees who did what and filters the trace list by member", async (
   await expect(page.getByRole("link", { name: /^Progress: / })).toHaveCount(2);
   await page.getByRole("button", { name: "Clear filters" }).click();
   await expect(page.getByRole("link", { name: /^Progress: / })).toHaveCount(3);
+
+  // The admin looks at Rita's review queue: only t3 is left for her.
+  await page.goto("/review");
+  await expect(page.getByText("2 left")).toBeVisible();
+  await page.getByRole("combobox", { name: "Queue of" }).selectOption({ label: "Rita" });
+  await expect(page.getByText("1 left")).toBeVisible();
+  await expect(page.getByText("Rita's queue: what it still offers them under the review overlap.", { exact: false })).toBeVisible();
+  expect(new URL(page.url()).searchParams.get("member")).toBeTruthy();
 
   // Rita sees her own progress only, and no member filter.
   const ctx = await browser.newContext({ baseURL: process.env.CRITIC_E2E_URL, viewport: { width: 1366, height: 860 } });

@@ -60,9 +60,11 @@ function saveSkipped(user: string, s: Set<string>) {
  * the position live in the URL.
  */
 export function ReviewPage() {
-  const { canWrite, me, myId } = useAuth();
+  const { canWrite, me, myId, isAdmin } = useAuth();
   const [params, setParams] = useSearchParams();
   const model = params.get("model") ?? "";
+  // An admin may look at another member's queue (GET /review-queue?member=).
+  const member = isAdmin ? (params.get("member") ?? "") : "";
   const asked = Math.max(0, Number(params.get("i") ?? "0") || 0);
   const [help, setHelp] = useState(false);
   // A position kept in the URL from an earlier queue can be past the end of
@@ -78,10 +80,16 @@ export function ReviewPage() {
   const ready = (models.data ?? []).filter((m) => m.status === "succeeded");
 
   const chosen = ready.find((m) => m.id === model);
+  const members = useQuery({ queryKey: ["members"], queryFn: () => api<Schemas["MemberList"]>("/members"), enabled: isAdmin });
+  const others = (members.data?.members ?? []).filter((m) => !m.removed && m.id !== myId && m.role !== "viewer");
+  const whose = others.find((m) => m.id === member);
   const queue = useQuery({
-    queryKey: ["review-queue", model],
+    queryKey: ["review-queue", model, member],
     staleTime: Infinity,
-    queryFn: () => api<ReviewQueue>(`/review-queue?limit=500${model && UUID.test(model) ? `&reward_model_id=${model}` : ""}`),
+    queryFn: () =>
+      api<ReviewQueue>(
+        `/review-queue?limit=500${model && UUID.test(model) ? `&reward_model_id=${model}` : ""}${member ? `&member=${encodeURIComponent(member)}` : ""}`,
+      ),
   });
   // The queue as fetched, skipped items last; what the reviewer judges here
   // (rated) counts as done and the progress says how many are left.
@@ -128,6 +136,7 @@ export function ReviewPage() {
             onChange={(e) => {
               const n = new URLSearchParams();
               if (e.target.value) n.set("model", e.target.value);
+              if (member) n.set("member", member);
               setParams(n);
             }}
           >
@@ -139,6 +148,28 @@ export function ReviewPage() {
             ))}
           </select>
         </label>
+        {isAdmin && others.length > 0 && (
+          <label className="field inline">
+            <span>Queue of</span>
+            <select
+              aria-label="Queue of"
+              value={member}
+              onChange={(e) => {
+                const n = new URLSearchParams();
+                if (model) n.set("model", model);
+                if (e.target.value) n.set("member", e.target.value);
+                setParams(n);
+              }}
+            >
+              <option value="">You</option>
+              {others.map((m) => (
+                <option key={m.id} value={m.id}>
+                  {m.name}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
         <span className="spacer" />
         {items.length > 0 && (
           <span className="progress" aria-live="polite">
@@ -159,6 +190,7 @@ export function ReviewPage() {
           ; a trace at calibrated c and an action at credit x are equally uncertain when |2c − 1| = |x|.
         </p>
       )}
+      {whose && <p className="muted">{whose.name}&apos;s queue: what it still offers them under the review overlap. What you rate here is your own rating.</p>}
       {!canWrite && <p className="muted">This key is read-only (or your role is viewer): you can look through the queue but not rate.</p>}
       {queue.isError ? (
         <div role="alert" className="state error">
