@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/criticml/critic/domain/events"
@@ -75,8 +76,27 @@ func (c *Commands) eraseTrace(ctx context.Context, actor Actor, traceID, kind, b
 	if err := c.eraseDatasets(ctx, actor.UserID, traceID); err != nil {
 		return r, err
 	}
+	if err := c.forgetCachedAnswers(ctx, traceID); err != nil {
+		return r, err
+	}
 	if c.erased != nil {
 		c.erased(kind)
 	}
 	return r, nil
+}
+
+// forgetCachedAnswers drops the Idempotency-Key answers the API stored
+// (handlers/idempotency, table idempotency_keys) that name the trace: a
+// request on its path (a comment, an annotation, a score) or an answer
+// whose body holds its id (an import). Such an answer can quote the
+// trace's content in clear for up to the key's lifetime. Exact and cheap:
+// trace ids are UUIDs, and the table holds only the last day's keys. Any
+// account's rows go, since a team member's requests on the trace are
+// stored under the member. A retry of such a request after the erasure is
+// served afresh (and finds the trace gone).
+func (c *Commands) forgetCachedAnswers(ctx context.Context, traceID string) error {
+	if _, err := c.store.Pool().Exec(ctx, `DELETE FROM idempotency_keys WHERE strpos(path, $1) > 0 OR position(convert_to($1, 'UTF8') in body) > 0`, traceID); err != nil {
+		return fmt.Errorf("erase trace %s: forget cached idempotent answers: %w", traceID, err)
+	}
+	return nil
 }

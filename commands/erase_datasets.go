@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,13 +39,96 @@ func (c *Commands) eraseDatasets(ctx context.Context, ownerID, traceID string) e
 		}
 		for a := 1; a <= st.Attempt; a++ {
 			for _, key := range []string{DatasetKey(st.OwnerID, st.ID, a), jobs.ExtractionInputsKey(st.OwnerID, st.ID, a)} {
-				if err := c.store.Blobs().Delete(ctx, key); err != nil && !errors.Is(err, blob.ErrNotFound) {
-					return fmt.Errorf("erase trace %s: delete %s: %w", traceID, key, err)
+				if err := c.deleteBlob(ctx, traceID, key); err != nil {
+					return err
 				}
 			}
 		}
 	}
+	if err := c.eraseScoringInputs(ctx, ownerID, traceID); err != nil {
+		return err
+	}
+	if err := c.eraseGepaExamples(ctx, ownerID, traceID); err != nil {
+		return err
+	}
 	return c.eraseCandidateDatasets(ctx, traceID)
+}
+
+// eraseScoringInputs deletes the items blob of every scoring run of the
+// trace, explicit and background (scoring_run.requested's items_key: the
+// trace's rendered text, in clear, for the worker). A finished run needs it
+// no more; a run still queued or running loses it, and its worker's read
+// fails, which fails the run (the trace is gone anyway). The scoring
+// streams are not sealed, so they still open after the trace's key is
+// destroyed.
+func (c *Commands) eraseScoringInputs(ctx context.Context, ownerID, traceID string) error {
+	streams, err := c.store.OwnerStreams(ctx, ownerID, events.ScoringStream(traceID, ""), 0)
+	if err != nil {
+		return err
+	}
+	loaded, err := c.store.LoadStreams(ctx, streams)
+	if err != nil {
+		return err
+	}
+	for _, s := range streams {
+		for _, e := range loaded[s] {
+			if e.Type != events.ScoringRunRequested {
+				continue
+			}
+			var req events.ScoringRunRequestedV1
+			if err := e.DecodeOrFail(&req); err != nil {
+				return err
+			}
+			if err := c.deleteBlob(ctx, traceID, req.ItemsKey); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// eraseGepaExamples deletes the examples file of every skill-optimization
+// run of the owner that holds one from the trace (gepa_examples.jsonl: one
+// line per trace, its text in clear). The file itself says which traces it
+// holds, so this needs no run's sealed request. A finished run keeps its
+// SKILL.md candidates (they are the optimizer's text, not the trace's).
+func (c *Commands) eraseGepaExamples(ctx context.Context, ownerID, traceID string) error {
+	streams, err := c.store.OwnerStreams(ctx, ownerID, events.GepaRunStream(""), 0)
+	if err != nil {
+		return err
+	}
+	for _, s := range streams {
+		key := jobs.GepaExamplesKey(ownerID, strings.TrimPrefix(s, events.GepaRunStream("")))
+		raw, err := c.store.Blobs().Get(ctx, key)
+		if errors.Is(err, blob.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("erase trace %s: read %s: %w", traceID, key, err)
+		}
+		for _, line := range bytes.Split(raw, []byte("\n")) {
+			var ex rewardmodels.GepaExample
+			if json.Unmarshal(line, &ex) == nil && ex.TraceID == traceID {
+				if err := c.deleteBlob(ctx, traceID, key); err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// deleteBlob deletes one blob the erasure of traceID reaches; a missing one
+// is fine (never written, a repeated erasure).
+func (c *Commands) deleteBlob(ctx context.Context, traceID, key string) error {
+	if key == "" {
+		return nil
+	}
+	if err := c.store.Blobs().Delete(ctx, key); err != nil && !errors.Is(err, blob.ErrNotFound) {
+		return fmt.Errorf("erase trace %s: delete %s: %w", traceID, key, err)
+	}
+	return nil
 }
 
 // eraseCandidateDatasets deletes the stored datasets of shared-evaluator
