@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -70,6 +71,23 @@ func main() {
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
+
+// parseAnywhere parses fs's flags wherever they stand among the positional
+// arguments (`critic users erase NAME --yes` as well as `--yes NAME`), which
+// the flag package alone stops at, and returns the positional ones. A bad
+// flag is the usage error.
+func parseAnywhere(fs *flag.FlagSet, args []string, usage string) ([]string, error) {
+	var pos []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return nil, usageError{usage}
+		}
+		if args = fs.Args(); len(args) > 0 {
+			pos, args = append(pos, args[0]), args[1:]
+		}
+	}
+	return pos, nil
+}
 
 func dispatch(ctx context.Context, args []string) error {
 	if len(args) == 0 {

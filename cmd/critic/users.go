@@ -188,14 +188,9 @@ func addMember(ctx context.Context, in *infra, cmds *commands.Commands, waiter *
 	fs := flag.NewFlagSet("users add-member", flag.ContinueOnError)
 	role := fs.String("role", string(members.Reviewer), "the member's role")
 	fs.SetOutput(io.Discard)
-	var pos []string
-	for len(args) > 0 { // flags may come before or after the names
-		if err := fs.Parse(args); err != nil {
-			return usageError{usage}
-		}
-		if args = fs.Args(); len(args) > 0 {
-			pos, args = append(pos, args[0]), args[1:]
-		}
+	pos, err := parseAnywhere(fs, args, usage)
+	if err != nil {
+		return err
 	}
 	if len(pos) != 2 {
 		return usageError{usage}

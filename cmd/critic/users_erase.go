@@ -27,14 +27,9 @@ func usersErase(ctx context.Context, in *infra, cmds *commands.Commands, waiter 
 	yes := fs.Bool("yes", false, "erase without asking for the account's name")
 	reason := fs.String("reason", "account erased by an operator (critic users erase)", "why, recorded in account.erased")
 	fs.SetOutput(io.Discard)
-	var pos []string
-	for len(args) > 0 { // flags may come before or after the name
-		if err := fs.Parse(args); err != nil {
-			return usageError{usersEraseUsage}
-		}
-		if args = fs.Args(); len(args) > 0 {
-			pos, args = append(pos, args[0]), args[1:]
-		}
+	pos, err := parseAnywhere(fs, args, usersEraseUsage)
+	if err != nil {
+		return err
 	}
 	if len(pos) != 1 || pos[0] == "" {
 		return usageError{usersEraseUsage}
