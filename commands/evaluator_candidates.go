@@ -83,7 +83,10 @@ func (c *Commands) RequestCandidate(ctx context.Context, in RequestCandidate) (R
 		if err := s.DecideRequest(len(pairs)); err != nil {
 			return Result{}, err
 		}
-		b := s.Benchmarks[len(s.Benchmarks)-1]
+		b, erased, err := c.benchmarkText(ctx, s.Benchmarks[len(s.Benchmarks)-1])
+		if err != nil {
+			return Result{}, err
+		}
 		id := newID()
 		ds := CandidateJobDataset(id, b, pairs)
 		raw, err := json.Marshal(ds)
@@ -104,7 +107,7 @@ func (c *Commands) RequestCandidate(ctx context.Context, in RequestCandidate) (R
 		p := events.EvaluatorCandidateRequestedV1{CandidateID: id, BaseModel: in.BaseModel, Epochs: in.Epochs, AsOfSeq: head,
 			BenchmarkVersion: b.Version, DatasetKey: key, DatasetSHA256: hex.EncodeToString(sum[:]), NumPairs: len(pairs),
 			PairSources: sources, SourceTraces: len(traces), Owners: len(owners), IncumbentRelease: s.Live,
-			ArtifactKey: jobs.EvaluatorArtifactKey(id), RequestedBy: in.Operator}
+			ArtifactKey: jobs.EvaluatorArtifactKey(id), RequestedBy: in.Operator, ErasedItems: erased}
 		if live := s.LiveRelease(); live != nil {
 			p.IncumbentArtifactKey = live.ArtifactKey
 		}
@@ -121,7 +124,8 @@ func (c *Commands) RequestCandidate(ctx context.Context, in RequestCandidate) (R
 // CandidateJobDataset is the blob a candidate job reads: its training
 // pairs as step-level action comparisons, each with the trace it came
 // from (the trainer's held-out split is by trace), and the benchmark's
-// items. Deterministic, so a rebuild from the log has the same digest.
+// items (b with its text: benchmarkText). Deterministic, so a rebuild from
+// the log has the same digest.
 func CandidateJobDataset(id string, b events.EvaluatorBenchmarkFrozenV1, pairs []evaluator.TrainingPair) jobs.EvaluatorDataset {
 	ds := jobs.EvaluatorDataset{CandidateID: id, BenchmarkVersion: b.Version, Pairs: make([]rewardmodels.DatasetPair, len(pairs)),
 		Benchmark: make([]jobs.EvaluatorBenchmarkItem, len(b.Items))}
@@ -399,7 +403,11 @@ func (c *Commands) VerifyCandidateDatasets(ctx context.Context) (int, error) {
 		if b == nil {
 			return 0, fmt.Errorf("candidate %s names benchmark version %d, which the stream does not hold", cand.CandidateID, cand.BenchmarkVersion)
 		}
-		raw, err := json.Marshal(CandidateJobDataset(cand.CandidateID, *b, pairs))
+		withText, _, err := c.benchmarkText(ctx, *b)
+		if err != nil {
+			return 0, err
+		}
+		raw, err := json.Marshal(CandidateJobDataset(cand.CandidateID, withText, pairs))
 		if err != nil {
 			return 0, err
 		}
@@ -478,7 +486,11 @@ func (c *Commands) ScheduledCandidate(ctx context.Context, base string) (res Req
 	}
 	if n := len(s.Candidates); n > 0 {
 		last := s.Candidates[n-1]
-		raw, err := json.Marshal(CandidateJobDataset(last.CandidateID, s.Benchmarks[len(s.Benchmarks)-1], pairs))
+		b, _, err := c.benchmarkText(ctx, s.Benchmarks[len(s.Benchmarks)-1])
+		if err != nil {
+			return res, "", err
+		}
+		raw, err := json.Marshal(CandidateJobDataset(last.CandidateID, b, pairs))
 		if err != nil {
 			return res, "", err
 		}

@@ -3,6 +3,7 @@ package evaluator
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/criticml/critic/domain"
@@ -220,11 +221,12 @@ func (s *State) DecideReport(id, workerID string) (*Candidate, error) {
 // candidate's benchmark exactly (and the incumbent's too when there is
 // one) or hold a non-finite number: the gates must read every item.
 func CheckMargins(b *events.EvaluatorBenchmarkFrozenV1, c *Candidate, cand, inc map[string]float64) error {
+	items := c.BenchmarkItems(b)
 	check := func(who string, m map[string]float64) error {
-		if len(m) != len(b.Items) {
-			return domain.Invalid("%s margins cover %d items; benchmark version %d has %d", who, len(m), b.Version, len(b.Items))
+		if len(m) != len(items) {
+			return domain.Invalid("%s margins cover %d items; benchmark version %d has %d", who, len(m), b.Version, len(items))
 		}
-		for _, it := range b.Items {
+		for _, it := range items {
 			v, ok := m[it.ID]
 			if !ok {
 				return domain.Invalid("%s margins miss benchmark item %s", who, it.ID)
@@ -262,7 +264,24 @@ func (s *State) Report(c *Candidate, p Policy) (Report, error) {
 	if c.IncumbentRelease != 0 {
 		inc = c.Trained.IncumbentMargins
 	}
-	return Evaluate(Benchmark{Version: b.Version, AsOfSeq: b.AsOfSeq, Items: b.Items}, inc, c.Trained.CandidateMargins, p), nil
+	return Evaluate(Benchmark{Version: b.Version, AsOfSeq: b.AsOfSeq, Items: c.BenchmarkItems(b)}, inc, c.Trained.CandidateMargins, p), nil
+}
+
+// BenchmarkItems are the items of b the candidate is judged on: all but
+// those whose trace was erased before it was requested (its dataset does
+// not hold them, issue 37). A version with erased items is judged on the
+// rest, under the same gates; the slices count what is left.
+func (c *Candidate) BenchmarkItems(b *events.EvaluatorBenchmarkFrozenV1) []events.EvaluatorItem {
+	if len(c.ErasedItems) == 0 {
+		return b.Items
+	}
+	out := make([]events.EvaluatorItem, 0, len(b.Items))
+	for _, it := range b.Items {
+		if !slices.Contains(c.ErasedItems, it.ID) {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // GateError is a release refused by the gates: every failed gate, one line

@@ -21,15 +21,20 @@ const SystemOwnerID = "00000000-0000-0000-0000-000000000000"
 // EvaluatorItem is one benchmark item: a decided reviewed comparison of a
 // contributing trace, with its group and slices.
 type EvaluatorItem struct {
-	ID        string            `json:"id"`
-	OwnerID   string            `json:"owner_id"`
-	TraceID   string            `json:"trace_id"`
-	Revision  int               `json:"trace_revision"`
-	Group     string            `json:"group"`
-	FindingID string            `json:"finding_id,omitempty"`
-	Chosen    string            `json:"chosen"`
-	Rejected  string            `json:"rejected"`
-	Slices    map[string]string `json:"slices"`
+	ID        string `json:"id"`
+	OwnerID   string `json:"owner_id"`
+	TraceID   string `json:"trace_id"`
+	Revision  int    `json:"trace_revision"`
+	Group     string `json:"group"`
+	FindingID string `json:"finding_id,omitempty"`
+	// Chosen and Rejected are the pair's text. A freeze writes them no
+	// more (issue 37: a system stream must not keep a contributed trace's
+	// words past its erasure); the text is rebuilt from the log as of the
+	// version's AsOfSeq when a candidate needs it. Versions frozen before
+	// still carry it and replay as they are.
+	Chosen   string            `json:"chosen,omitempty"`
+	Rejected string            `json:"rejected,omitempty"`
+	Slices   map[string]string `json:"slices"`
 	// Source is absent for a reviewed comparison and "verified_outcome"
 	// for one decided by verified outcomes: TraceID is then the succeeded
 	// trace, RejectedTraceID the failed one (same prior context), and
@@ -111,6 +116,10 @@ type EvaluatorCandidateRequestedV1 struct {
 	IncumbentArtifactKey string `json:"incumbent_artifact_key,omitempty"`
 	ArtifactKey          string `json:"artifact_key"`
 	RequestedBy          string `json:"requested_by,omitempty"`
+	// ErasedItems are the benchmark version's items whose trace was erased
+	// before the request: the dataset does not hold them, so the margins
+	// do not cover them and the gates judge the candidate on the others.
+	ErasedItems []string `json:"erased_items,omitempty"`
 }
 
 // EvaluatorCandidateStartedV1 is a claimed candidate.
