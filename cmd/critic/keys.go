@@ -10,11 +10,12 @@ import (
 	"github.com/criticml/critic/platform/keyring"
 )
 
-const keysUsage = "usage: critic keys rotate"
+const keysUsage = "usage: critic keys rotate|seal-existing (run with every API instance stopped)"
 
-// cmdKeys manages the master key that wraps the per-trace data keys.
+// cmdKeys manages the master key that wraps the per-trace data keys, and
+// seals the events stored before encryption was on.
 func cmdKeys(ctx context.Context, args []string) error {
-	if len(args) != 1 || args[0] != "rotate" {
+	if len(args) != 1 || (args[0] != "rotate" && args[0] != "seal-existing") {
 		return usageError{keysUsage}
 	}
 	in, err := boot(ctx)
@@ -22,6 +23,9 @@ func cmdKeys(ctx context.Context, args []string) error {
 		return err
 	}
 	defer in.Close()
+	if args[0] == "seal-existing" {
+		return sealExisting(ctx, in)
+	}
 	ring := in.store.Keyring()
 	if ring == nil {
 		return errors.New("critic keys rotate: CRITIC_ENCRYPTION=off, there are no data keys to re-wrap")

@@ -30,6 +30,7 @@ Usage:
   critic projections skip EVENT_ID --reason TEXT   pass over a parked event that can never apply
   critic replay snapshot           rebuild the DuckDB query snapshots from the log (stop the server first)
   critic keys rotate               re-wrap every trace's data key with a new master key (stop the server first)
+  critic keys seal-existing        seal the events stored in clear before encryption was on (stop the server first)
   critic users create --name NAME [--read-only-key]
   critic users issue-key --name NAME [--read-only-key]
   critic users disable-reward-models NAME

@@ -128,6 +128,40 @@ func sealWith(k cipher.AEAD, scope string, raw, aad []byte) *events.Sealed {
 	return &events.Sealed{Key: scope, Nonce: nonce, Ciphertext: k.Seal(nil, nonce, s2.Encode(nil, raw), aad), Compression: "s2"}
 }
 
+// sealPayload is raw, the JSON of e's payload, as the store keeps it: sealed
+// with the key of e's scope (keys holds it, from Ensure) and, for a
+// payload that quotes a trace, with that trace's key and a redacted copy
+// under the stream's; raw unchanged when e's stream is stored in clear.
+func (s *Store) sealPayload(keys map[string]cipher.AEAD, e events.New, raw []byte) ([]byte, error) {
+	sc := sealedScope(e.Stream, e.Type, e.OwnerID)
+	if sc == "" {
+		return raw, nil
+	}
+	k := keys[sc]
+	if k == nil {
+		return nil, &events.ErasedError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Key: sc}
+	}
+	aad := sealAAD(e.ID, e.Stream, e.Type)
+	var sealed *events.Sealed
+	if q := quotedScope(e); q == "" {
+		sealed = sealWith(k, sc, raw, aad)
+	} else {
+		redacted, err := json.Marshal(e.Payload.(events.TraceQuote).Redacted())
+		if err != nil {
+			return nil, fmt.Errorf("encode %s payload: %w", e.Type, err)
+		}
+		if qk := keys[q]; qk == nil {
+			// The quoted trace is erased already: only what
+			// survives its erasure is written.
+			sealed = sealWith(k, sc, redacted, aad)
+		} else {
+			sealed = sealWith(qk, q, raw, aad)
+			sealed.Redacted = sealWith(k, sc, redacted, aad)
+		}
+	}
+	return json.Marshal(events.SealedPayload{Sealed: sealed})
+}
+
 // sealAAD binds a sealed payload to its envelope.
 func sealAAD(id, stream, typ string) []byte {
 	return []byte(id + "\x00" + stream + "\x00" + typ)
@@ -172,35 +206,13 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 		if err != nil {
 			return nil, fmt.Errorf("encode %s payload: %w", e.Type, err)
 		}
-		if sc := sealedScope(e.Stream, e.Type, e.OwnerID); keys != nil && sc != "" {
-			k := keys[sc]
-			if k == nil {
-				return nil, &events.ErasedError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Key: sc}
-			}
-			aad := sealAAD(e.ID, e.Stream, e.Type)
-			var sealed *events.Sealed
-			if q := quotedScope(e); q == "" {
-				sealed = sealWith(k, sc, raw, aad)
-			} else {
-				redacted, err := json.Marshal(e.Payload.(events.TraceQuote).Redacted())
-				if err != nil {
-					return nil, fmt.Errorf("encode %s payload: %w", e.Type, err)
-				}
-				if qk := keys[q]; qk == nil {
-					// The quoted trace is erased already: only what
-					// survives its erasure is written.
-					sealed = sealWith(k, sc, redacted, aad)
-				} else {
-					sealed = sealWith(qk, q, raw, aad)
-					sealed.Redacted = sealWith(k, sc, redacted, aad)
-				}
-			}
-			if raw, err = json.Marshal(events.SealedPayload{Sealed: sealed}); err != nil {
+		if keys != nil {
+			if raw, err = s.sealPayload(keys, e, raw); err != nil {
 				return nil, err
 			}
 		}
 		if len(raw) > MaxInlinePayload {
-			raw, err = s.claimCheck(ctx, e.ID, raw)
+			raw, err = s.claimCheckAt(ctx, "events/"+e.ID+".json", raw)
 			if err != nil {
 				return nil, err
 			}
@@ -284,9 +296,10 @@ func uuidArg(s string) any {
 	return pgtype.UUID{Bytes: u, Valid: true}
 }
 
-func (s *Store) claimCheck(ctx context.Context, id string, raw []byte) ([]byte, error) {
+// claimCheckAt stores raw as the blob key and returns the claim check that
+// names it.
+func (s *Store) claimCheckAt(ctx context.Context, key string, raw []byte) ([]byte, error) {
 	sum := sha256.Sum256(raw)
-	key := "events/" + id + ".json"
 	if err := s.blobs.Put(ctx, key, raw); err != nil {
 		return nil, fmt.Errorf("store large payload: %w", err)
 	}

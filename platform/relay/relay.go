@@ -27,6 +27,10 @@ const Topic = "critic.events"
 
 const leaderLockKey = 7_210_002
 
+// LeaderLockKey is the advisory lock the publishing relay holds: a
+// maintenance command that must not run beside an API instance takes it.
+const LeaderLockKey = leaderLockKey
+
 // leaderPoll is how often a standby relay tries to take over: a crashed
 // leader's events start flowing again within it.
 const leaderPoll = 250 * time.Millisecond
