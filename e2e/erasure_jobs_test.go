@@ -3,12 +3,15 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/domain/evaluator"
 )
 
 // TestDeletedTraceLeavesNoJobInputs: what the jobs and the API keep of a
@@ -64,4 +67,41 @@ func TestDeletedTraceLeavesNoJobInputs(t *testing.T) {
 		"SELECT count(*) FROM idempotency_keys WHERE position(convert_to($1, 'UTF8') in body) > 0", gone).Scan(&cached))
 	require.Zero(t, cached, "no stored idempotent answer quotes the deleted trace")
 	require.Equal(t, http.StatusOK, in.do("GET", "/api/v1/rm/traces/"+rated[0], key, nil).Status, "the other traces stay")
+}
+
+// TestDeletedTraceLeavesTheBenchmark: two contributed rollouts of a
+// benchmark group with verified outcomes make a benchmark item quoting
+// both; after DELETE of the failed one, whose answer carries a marker, the
+// marker is nowhere in a pg_dump (the frozen version's event keeps ids
+// only) and `critic evaluator benchmark verify` still passes.
+func TestDeletedTraceLeavesTheBenchmark(t *testing.T) {
+	in := startServe(t)
+	key := in.newUser("bench-shredder", false)
+	owner := in.do("GET", "/api/v1/rm/me", key, nil).JSON(t)["user_id"].(string)
+	group := ""
+	for i := 0; group == ""; i++ {
+		if g := fmt.Sprintf("rollouts-%d", i); evaluator.InBenchmark(owner + "/" + g) {
+			group = g
+		}
+	}
+	const gone = "MARKER-BENCH-2c7b"
+	rollout := func(id, answer, outcome string) string {
+		return `{"id":"` + id + `","metadata":{"group":"` + group + `","outcome":"` + outcome + `"},"steps":[` +
+			`{"role":"user","content":"Sort 3, 1, 2 ascending"},{"role":"assistant","content":"` + answer + `"}]}`
+	}
+	r := in.do("POST", "/api/v1/rm/traces/import", key, map[string]any{"format": "stash", "contribute": true, "data": rollout("good", "1, 2, 3", "success") + "\n" +
+		rollout("bad", "3, 2, 1 "+gone, "failure")})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	ids := r.JSON(t)["trace_ids"].([]any)
+	out, err := in.cli("evaluator", "benchmark", "freeze")
+	require.NoError(t, err, out)
+	require.Contains(t, out, ": 1 items")
+
+	d := in.do("DELETE", "/api/v1/rm/traces/"+ids[1].(string), key, nil)
+	require.Equal(t, http.StatusNoContent, d.Status, string(d.Body))
+	waitReadModel(t, in)
+	require.Empty(t, linesWith(pgDump(t, in), gone), "pg_dump holds nothing of the deleted trace (the benchmark's event included)")
+	out, err = in.cli("evaluator", "benchmark", "verify")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "1 benchmark version(s) rebuild from the log exactly as frozen")
 }
