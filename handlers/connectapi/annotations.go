@@ -129,7 +129,12 @@ func (s *AnnotationService) RemoveAnnotation(ctx context.Context, req *connect.R
 
 // ExportAnnotations streams the records of REST's annotation export, one per
 // message, converted from the very JSON lines REST writes.
-func (s *AnnotationService) ExportAnnotations(ctx context.Context, _ *connect.Request[criticv1.ExportAnnotationsRequest], stream *connect.ServerStream[criticv1.ExportAnnotationsResponse]) error {
+func (s *AnnotationService) ExportAnnotations(ctx context.Context, req *connect.Request[criticv1.ExportAnnotationsRequest], stream *connect.ServerStream[criticv1.ExportAnnotationsResponse]) error {
+	owner := edge.CallerFrom(ctx).UserID
+	member, err := s.d.backend().MemberFilter(ctx, owner, req.Msg.GetMember())
+	if err != nil {
+		return err
+	}
 	w := &lineWriter{send: func(line []byte) error {
 		a := &criticv1.ExportedAnnotation{}
 		if err := fromRESTJSON.Unmarshal(line, a); err != nil {
@@ -137,7 +142,7 @@ func (s *AnnotationService) ExportAnnotations(ctx context.Context, _ *connect.Re
 		}
 		return stream.Send(&criticv1.ExportAnnotationsResponse{Annotation: a})
 	}}
-	if err := s.d.Queries.ExportAnnotations(ctx, edge.CallerFrom(ctx).UserID, w); err != nil {
+	if err := s.d.Queries.ExportAnnotationsBy(ctx, owner, member, w); err != nil {
 		return err
 	}
 	return w.flush()
@@ -153,9 +158,16 @@ func (s *AnnotationService) ExportPairs(ctx context.Context, req *connect.Reques
 		if req.Msg.MaxPairs != nil {
 			return &domain.ValidationError{Code: "invalid_request", Field: "max_pairs", Message: "max_pairs does not apply with reward_model_id: the model's dataset is exported as it is"}
 		}
+		if req.Msg.Member != nil {
+			return &domain.ValidationError{Code: "invalid_request", Field: "member", Message: "member does not apply with reward_model_id: the model's dataset is exported as it is"}
+		}
 		pairs, err = s.d.backend().ModelPairs(ctx, s.d.Blobs, edge.CallerFrom(ctx).UserID, *req.Msg.RewardModelId)
 	} else {
-		pairs, err = s.d.backend().Pairs(ctx, edge.CallerFrom(ctx).UserID, intPtr(req.Msg.MaxPairs))
+		var member string
+		if member, err = s.d.backend().MemberFilter(ctx, edge.CallerFrom(ctx).UserID, req.Msg.GetMember()); err != nil {
+			return err
+		}
+		pairs, err = s.d.backend().PairsBy(ctx, edge.CallerFrom(ctx).UserID, member, intPtr(req.Msg.MaxPairs))
 	}
 	if err != nil {
 		return err

@@ -141,7 +141,17 @@ func (s *RewardModelService) ReviewQueue(ctx context.Context, req *connect.Reque
 			return nil, err
 		}
 	}
-	q, err := s.d.backend().ReviewQueue(ctx, edge.CallerFrom(ctx), req.Msg.RewardModelId, limit)
+	b, caller := s.d.backend(), edge.CallerFrom(ctx)
+	member, err := b.OthersMember(ctx, caller, req.Msg.GetMember())
+	if err != nil {
+		return nil, err
+	}
+	var q usecase.ReviewQueue
+	if member == "" {
+		q, err = b.ReviewQueue(ctx, caller, req.Msg.RewardModelId, limit)
+	} else {
+		q, err = b.ReviewQueueFor(ctx, caller, member, req.Msg.RewardModelId, limit)
+	}
 	if err != nil {
 		return nil, err
 	}

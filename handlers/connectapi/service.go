@@ -182,6 +182,10 @@ func (s *TraceService) ListTraces(ctx context.Context, req *connect.Request[crit
 	if err != nil {
 		return nil, err
 	}
+	b := usecase.Backend{Queries: s.queries}
+	if f.Member, err = b.MemberFilter(ctx, edge.CallerFrom(ctx).UserID, m.GetMember()); err != nil {
+		return nil, err
+	}
 	traces, total, err := s.queries.ListTraces(ctx, edge.CallerFrom(ctx).UserID, f)
 	if err != nil {
 		return nil, err

@@ -1,53 +1,24 @@
 package rest
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
-	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/handlers/edge"
 )
 
 // memberParam reads ?member= (issue 36's filter by member on the trace
-// list, the review queue and the exports): "" when absent, else the id of
-// a member of the caller's account (a removed one too: their annotations
-// stay theirs). An id the account does not have is 422 unknown_member
-// naming member, whether it is another account's or none at all.
+// list, the review queue and the exports): usecase.MemberFilter, which the
+// Connect methods' member fields share.
 func (a *API) memberParam(r *http.Request) (string, error) {
-	id := r.URL.Query().Get("member")
-	if id == "" {
-		return "", nil
-	}
-	if _, err := a.member(r, id); err != nil {
-		var nf *domain.NotFoundError
-		if errors.As(err, &nf) {
-			return "", &domain.ValidationError{Code: "unknown_member", Field: "member",
-				Message: "member " + id + " is not a member of this account (GET /members lists them)"}
-		}
-		return "", err
-	}
-	return id, nil
+	return a.backend().MemberFilter(r.Context(), edge.CallerFrom(r.Context()).UserID, r.URL.Query().Get("member"))
 }
 
-// othersMember is memberParam where looking at another member's work (their
-// review queue, their progress) is an admin's view: anyone else may name
-// only themselves, or gets 403 from the role's check (the role's, not the
-// key's: a read-only admin key reads, and this is reading). "" means the
-// caller.
+// othersMember is ?member= where another member's work is an admin's view
+// (usecase.OthersMember). "" means the caller.
 func (a *API) othersMember(r *http.Request) (string, error) {
-	id, err := a.memberParam(r)
-	if err != nil || id == "" {
-		return id, err
-	}
-	c := edge.CallerFrom(r.Context())
-	if id != callerMember(c.UserID, c.MemberID) {
-		if err := c.Role.Check(members.Manage); err != nil {
-			return "", &domain.ForbiddenError{Message: "only an admin may look at another member's work (member " + id + "): " + err.Error()}
-		}
-	}
-	return id, nil
+	return a.backend().OthersMember(r.Context(), edge.CallerFrom(r.Context()), r.URL.Query().Get("member"))
 }
 
 // callerMember is the member id a caller's annotations carry: the key's

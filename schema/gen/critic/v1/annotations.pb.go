@@ -428,7 +428,10 @@ func (*RemoveAnnotationResponse) Descriptor() ([]byte, []int) {
 }
 
 type ExportAnnotationsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only this member's annotations (REST ?member=); an id the account does
+	// not have is INVALID_ARGUMENT unknown_member naming member.
+	Member        *string `protobuf:"bytes,1,opt,name=member,proto3,oneof" json:"member,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -461,6 +464,13 @@ func (x *ExportAnnotationsRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use ExportAnnotationsRequest.ProtoReflect.Descriptor instead.
 func (*ExportAnnotationsRequest) Descriptor() ([]byte, []int) {
 	return file_critic_v1_annotations_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ExportAnnotationsRequest) GetMember() string {
+	if x != nil && x.Member != nil {
+		return *x.Member
+	}
+	return ""
 }
 
 type ExportAnnotationsResponse struct {
@@ -526,8 +536,10 @@ type ExportedAnnotation struct {
 	CreatedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// A criterion value's criterion and value (unset and null for ratings
 	// and comments).
-	CriterionId   *string         `protobuf:"bytes,10,opt,name=criterion_id,json=criterionId,proto3,oneof" json:"criterion_id,omitempty"`
-	Value         *structpb.Value `protobuf:"bytes,11,opt,name=value,proto3" json:"value,omitempty"`
+	CriterionId *string         `protobuf:"bytes,10,opt,name=criterion_id,json=criterionId,proto3,oneof" json:"criterion_id,omitempty"`
+	Value       *structpb.Value `protobuf:"bytes,11,opt,name=value,proto3" json:"value,omitempty"`
+	// The member who made it (REST's member_id; issue 36).
+	MemberId      string `protobuf:"bytes,12,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -639,6 +651,13 @@ func (x *ExportedAnnotation) GetValue() *structpb.Value {
 	return nil
 }
 
+func (x *ExportedAnnotation) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
 type ExportPairsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The most pairs to build, >= 1; unset is 4000 (training's default).
@@ -648,6 +667,10 @@ type ExportPairsRequest struct {
 	// stored dataset holds them (REST ?reward_model_id). Unset: the pairs
 	// training would build now from all of the caller's traces.
 	RewardModelId *string `protobuf:"bytes,2,opt,name=reward_model_id,json=rewardModelId,proto3,oneof" json:"reward_model_id,omitempty"`
+	// The preview from this member's ratings alone (REST ?member=); not with
+	// reward_model_id; an id the account does not have is INVALID_ARGUMENT
+	// unknown_member naming member.
+	Member        *string `protobuf:"bytes,3,opt,name=member,proto3,oneof" json:"member,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -692,6 +715,13 @@ func (x *ExportPairsRequest) GetMaxPairs() int32 {
 func (x *ExportPairsRequest) GetRewardModelId() string {
 	if x != nil && x.RewardModelId != nil {
 		return *x.RewardModelId
+	}
+	return ""
+}
+
+func (x *ExportPairsRequest) GetMember() string {
+	if x != nil && x.Member != nil {
+		return *x.Member
 	}
 	return ""
 }
@@ -972,12 +1002,14 @@ const file_critic_v1_annotations_proto_rawDesc = "" +
 	"annotation\">\n" +
 	"\x17RemoveAnnotationRequest\x12#\n" +
 	"\rannotation_id\x18\x01 \x01(\tR\fannotationId\"\x1a\n" +
-	"\x18RemoveAnnotationResponse\"\x1a\n" +
-	"\x18ExportAnnotationsRequest\"Z\n" +
+	"\x18RemoveAnnotationResponse\"B\n" +
+	"\x18ExportAnnotationsRequest\x12\x1b\n" +
+	"\x06member\x18\x01 \x01(\tH\x00R\x06member\x88\x01\x01B\t\n" +
+	"\a_member\"Z\n" +
 	"\x19ExportAnnotationsResponse\x12=\n" +
 	"\n" +
 	"annotation\x18\x01 \x01(\v2\x1d.critic.v1.ExportedAnnotationR\n" +
-	"annotation\"\xff\x03\n" +
+	"annotation\"\x9c\x04\n" +
 	"\x12ExportedAnnotation\x12\x19\n" +
 	"\btrace_id\x18\x01 \x01(\tR\atraceId\x12/\n" +
 	"\x11trace_external_id\x18\x02 \x01(\tH\x00R\x0ftraceExternalId\x88\x01\x01\x12\"\n" +
@@ -993,19 +1025,22 @@ const file_critic_v1_annotations_proto_rawDesc = "" +
 	"created_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tcreatedAt\x12&\n" +
 	"\fcriterion_id\x18\n" +
 	" \x01(\tH\x04R\vcriterionId\x88\x01\x01\x12,\n" +
-	"\x05value\x18\v \x01(\v2\x16.google.protobuf.ValueR\x05valueB\x14\n" +
+	"\x05value\x18\v \x01(\v2\x16.google.protobuf.ValueR\x05value\x12\x1b\n" +
+	"\tmember_id\x18\f \x01(\tR\bmemberIdB\x14\n" +
 	"\x12_trace_external_idB\r\n" +
 	"\v_step_indexB\t\n" +
 	"\a_ratingB\n" +
 	"\n" +
 	"\b_commentB\x0f\n" +
-	"\r_criterion_id\"\x85\x01\n" +
+	"\r_criterion_id\"\xad\x01\n" +
 	"\x12ExportPairsRequest\x12 \n" +
 	"\tmax_pairs\x18\x01 \x01(\x05H\x00R\bmaxPairs\x88\x01\x01\x12+\n" +
-	"\x0freward_model_id\x18\x02 \x01(\tH\x01R\rrewardModelId\x88\x01\x01B\f\n" +
+	"\x0freward_model_id\x18\x02 \x01(\tH\x01R\rrewardModelId\x88\x01\x01\x12\x1b\n" +
+	"\x06member\x18\x03 \x01(\tH\x02R\x06member\x88\x01\x01B\f\n" +
 	"\n" +
 	"_max_pairsB\x12\n" +
-	"\x10_reward_model_id\"D\n" +
+	"\x10_reward_model_idB\t\n" +
+	"\a_member\"D\n" +
 	"\x13ExportPairsResponse\x12-\n" +
 	"\x04pair\x18\x01 \x01(\v2\x19.critic.v1.PreferencePairR\x04pair\"\xb9\x01\n" +
 	"\x0ePreferencePair\x12\x16\n" +
@@ -1101,6 +1136,7 @@ func file_critic_v1_annotations_proto_init() {
 	file_critic_v1_traces_proto_init()
 	file_critic_v1_annotations_proto_msgTypes[0].OneofWrappers = []any{}
 	file_critic_v1_annotations_proto_msgTypes[2].OneofWrappers = []any{}
+	file_critic_v1_annotations_proto_msgTypes[6].OneofWrappers = []any{}
 	file_critic_v1_annotations_proto_msgTypes[8].OneofWrappers = []any{}
 	file_critic_v1_annotations_proto_msgTypes[9].OneofWrappers = []any{}
 	file_critic_v1_annotations_proto_msgTypes[11].OneofWrappers = []any{}

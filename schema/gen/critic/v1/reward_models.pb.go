@@ -276,7 +276,11 @@ type ReviewQueueRequest struct {
 	// Empty: rank without a model (unannotated first).
 	RewardModelId string `protobuf:"bytes,1,opt,name=reward_model_id,json=rewardModelId,proto3" json:"reward_model_id,omitempty"`
 	// 0 is the default (200); otherwise 1-1000.
-	Limit         int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	Limit int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Another member's queue, for an admin (REST ?member=): anyone else
+	// naming someone but themselves is PERMISSION_DENIED; an id the account
+	// does not have is INVALID_ARGUMENT unknown_member naming member.
+	Member        *string `protobuf:"bytes,3,opt,name=member,proto3,oneof" json:"member,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -323,6 +327,13 @@ func (x *ReviewQueueRequest) GetLimit() int32 {
 		return x.Limit
 	}
 	return 0
+}
+
+func (x *ReviewQueueRequest) GetMember() string {
+	if x != nil && x.Member != nil {
+		return *x.Member
+	}
+	return ""
 }
 
 // ReviewQueueItem is a whole trace (step fields unset) or one action.
@@ -1883,10 +1894,12 @@ const file_critic_v1_reward_models_proto_rawDesc = "" +
 	"\vRewardStats\x12\x12\n" +
 	"\x04mean\x18\x01 \x01(\x01R\x04mean\x12\x10\n" +
 	"\x03std\x18\x02 \x01(\x01R\x03std\x12\x14\n" +
-	"\x05count\x18\x03 \x01(\x05R\x05count\"R\n" +
+	"\x05count\x18\x03 \x01(\x05R\x05count\"z\n" +
 	"\x12ReviewQueueRequest\x12&\n" +
 	"\x0freward_model_id\x18\x01 \x01(\tR\rrewardModelId\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\xbb\x03\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\x12\x1b\n" +
+	"\x06member\x18\x03 \x01(\tH\x00R\x06member\x88\x01\x01B\t\n" +
+	"\a_member\"\xbb\x03\n" +
 	"\x0fReviewQueueItem\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x19\n" +
 	"\btrace_id\x18\x02 \x01(\tR\atraceId\x12\x1f\n" +
@@ -2161,6 +2174,7 @@ func file_critic_v1_reward_models_proto_init() {
 		return
 	}
 	file_critic_v1_traces_proto_init()
+	file_critic_v1_reward_models_proto_msgTypes[4].OneofWrappers = []any{}
 	file_critic_v1_reward_models_proto_msgTypes[5].OneofWrappers = []any{}
 	file_critic_v1_reward_models_proto_msgTypes[6].OneofWrappers = []any{}
 	file_critic_v1_reward_models_proto_msgTypes[7].OneofWrappers = []any{}

@@ -377,8 +377,12 @@ type ListTracesRequest struct {
 	TraceScoreMax   *float64 `protobuf:"fixed64,13,opt,name=trace_score_max,json=traceScoreMax,proto3,oneof" json:"trace_score_max,omitempty"`
 	LatestScoreMin  *float64 `protobuf:"fixed64,14,opt,name=latest_score_min,json=latestScoreMin,proto3,oneof" json:"latest_score_min,omitempty"`
 	LatestScoreMax  *float64 `protobuf:"fixed64,15,opt,name=latest_score_max,json=latestScoreMax,proto3,oneof" json:"latest_score_max,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Only traces this member annotated (an id from TeamService.ListMembers,
+	// REST's ?member=); an id the account does not have is INVALID_ARGUMENT
+	// unknown_member naming member.
+	Member        *string `protobuf:"bytes,16,opt,name=member,proto3,oneof" json:"member,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListTracesRequest) Reset() {
@@ -514,6 +518,13 @@ func (x *ListTracesRequest) GetLatestScoreMax() float64 {
 		return *x.LatestScoreMax
 	}
 	return 0
+}
+
+func (x *ListTracesRequest) GetMember() string {
+	if x != nil && x.Member != nil {
+		return *x.Member
+	}
+	return ""
 }
 
 type ListTracesResponse struct {
@@ -1932,7 +1943,7 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"\bimported\x18\x02 \x01(\x05R\bimported\x12\x1b\n" +
 	"\ttrace_ids\x18\x03 \x03(\tR\btraceIds\x12\x1c\n" +
 	"\tunchanged\x18\x04 \x01(\x05R\tunchanged\x12/\n" +
-	"\x13annotations_removed\x18\x05 \x01(\x05R\x12annotationsRemoved\"\xd7\x05\n" +
+	"\x13annotations_removed\x18\x05 \x01(\x05R\x12annotationsRemoved\"\xff\x05\n" +
 	"\x11ListTracesRequest\x12\x19\n" +
 	"\x05limit\x18\x01 \x01(\x05H\x00R\x05limit\x88\x01\x01\x12\x1b\n" +
 	"\x06offset\x18\x02 \x01(\x05H\x01R\x06offset\x88\x01\x01\x12 \n" +
@@ -1950,7 +1961,8 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"R\rtraceScoreMin\x88\x01\x01\x12+\n" +
 	"\x0ftrace_score_max\x18\r \x01(\x01H\vR\rtraceScoreMax\x88\x01\x01\x12-\n" +
 	"\x10latest_score_min\x18\x0e \x01(\x01H\fR\x0elatestScoreMin\x88\x01\x01\x12-\n" +
-	"\x10latest_score_max\x18\x0f \x01(\x01H\rR\x0elatestScoreMax\x88\x01\x01B\b\n" +
+	"\x10latest_score_max\x18\x0f \x01(\x01H\rR\x0elatestScoreMax\x88\x01\x01\x12\x1b\n" +
+	"\x06member\x18\x10 \x01(\tH\x0eR\x06member\x88\x01\x01B\b\n" +
 	"\x06_limitB\t\n" +
 	"\a_offsetB\f\n" +
 	"\n" +
@@ -1965,7 +1977,8 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"\x10_trace_score_minB\x12\n" +
 	"\x10_trace_score_maxB\x13\n" +
 	"\x11_latest_score_minB\x13\n" +
-	"\x11_latest_score_max\"[\n" +
+	"\x11_latest_score_maxB\t\n" +
+	"\a_member\"[\n" +
 	"\x12ListTracesResponse\x12/\n" +
 	"\x06traces\x18\x01 \x03(\v2\x17.critic.v1.TraceSummaryR\x06traces\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\x05R\x05total\",\n" +

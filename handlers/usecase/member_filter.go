@@ -1,0 +1,55 @@
+package usecase
+
+import (
+	"context"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/members"
+	"github.com/criticml/critic/projections/readmodel"
+)
+
+// MemberFilter checks the member of a filter by member (issue 36: REST's
+// ?member= on the trace list, the review queue and the exports, and the
+// same Connect fields): "" when none, else the id of a member of owner's
+// account (a removed one too: their annotations stay theirs). An id the
+// account does not have is 422 unknown_member naming member, whether it is
+// another account's or none at all, so the filter tells nothing about
+// other accounts.
+func (b Backend) MemberFilter(ctx context.Context, owner, id string) (string, error) {
+	if id == "" {
+		return "", nil
+	}
+	ms, err := b.Queries.Members(ctx, owner)
+	if err != nil {
+		return "", err
+	}
+	for _, m := range ms {
+		if m.ID == id {
+			return id, nil
+		}
+	}
+	return "", &domain.ValidationError{Code: "unknown_member", Field: "member",
+		Message: "member " + id + " is not a member of this account (GET /members lists them)"}
+}
+
+// OthersMember is MemberFilter where looking at another member's work
+// (their review queue, their progress) is an admin's view: anyone else may
+// name only themselves, or gets 403 from the role's check (the role's, not
+// the key's: a read-only admin key reads, and this is reading). "" means
+// the caller.
+func (b Backend) OthersMember(ctx context.Context, caller *readmodel.Caller, id string) (string, error) {
+	id, err := b.MemberFilter(ctx, caller.UserID, id)
+	if err != nil || id == "" {
+		return id, err
+	}
+	me := caller.MemberID
+	if me == "" {
+		me = caller.UserID // the account's implicit admin
+	}
+	if id != me {
+		if err := caller.Role.Check(members.Manage); err != nil {
+			return "", &domain.ForbiddenError{Message: "only an admin may look at another member's work (member " + id + "): " + err.Error()}
+		}
+	}
+	return id, nil
+}
