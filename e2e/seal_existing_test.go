@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -27,7 +29,15 @@ import (
 // through the API with encryption on, replay equals live, a second run seals
 // nothing, and after DELETE the marker is in no pg_dump and in no file of
 // the data directory but the embedded broker's segments (docs/operations.md).
+// Following the documented procedure for the broker — delete its segments
+// and have the relay publish the log again from its start — leaves the
+// marker in no file at all, and the deployment works on as before.
 func TestSealExisting(t *testing.T) {
+	t.Run("segments kept", func(t *testing.T) { testSealExisting(t, false) })
+	t.Run("segments deleted, log republished", func(t *testing.T) { testSealExisting(t, true) })
+}
+
+func testSealExisting(t *testing.T, republish bool) {
 	ctx := context.Background()
 	in := startServe(t, "CRITIC_ENCRYPTION=off")
 	key := in.newUser("sealer", false)
@@ -90,6 +100,11 @@ func TestSealExisting(t *testing.T) {
 	_, err = in.pool.Exec(ctx, "UPDATE events SET actor = actor")
 	require.ErrorContains(t, err, "events are immutable", "the trigger still guards the log")
 
+	if republish {
+		require.NoError(t, os.RemoveAll(filepath.Join(in.dataDir, "kafka")))
+		_, err := in.pool.Exec(ctx, "DELETE FROM relay_cursor WHERE name = 'kafka'")
+		require.NoError(t, err)
+	}
 	in.start()
 	after := in.do("GET", "/api/v1/rm/traces/"+ids[0], key, nil)
 	require.Equal(t, http.StatusOK, after.Status)
@@ -102,6 +117,22 @@ func TestSealExisting(t *testing.T) {
 		require.Equal(t, live[table], replayed[table], "table %s after replay", table)
 	}
 
+	if republish {
+		// The republished log carries on: a new comment is projected.
+		r = in.do("POST", "/api/v1/rm/traces/"+ids[0]+"/annotations", key, map[string]any{"step_id": tr.Steps[0]["id"], "rating": -1,
+			"comment": "Second look."})
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+		waitReadModel(t, in)
+		require.Contains(t, string(in.do("GET", "/api/v1/rm/traces/"+ids[0], key, nil).Body), "Second look.")
+		require.Eventually(t, func() bool {
+			var cursor, head int64
+			err := in.pool.QueryRow(ctx, "SELECT (SELECT seq FROM relay_cursor WHERE name = 'kafka'), (SELECT max(seq) FROM events)").Scan(&cursor, &head)
+			return err == nil && cursor == head
+		}, time.Minute, 100*time.Millisecond, "the relay published the whole log again")
+		segs, err := filepath.Glob(filepath.Join(in.dataDir, "kafka", "partitions", "*", "*.dat"))
+		require.NoError(t, err)
+		require.NotEmpty(t, segs, "the broker holds the republished log")
+	}
 	r = in.do("DELETE", "/api/v1/rm/traces/"+ids[0], key, nil)
 	require.Equal(t, http.StatusNoContent, r.Status, string(r.Body))
 	waitReadModel(t, in)
@@ -115,7 +146,9 @@ func TestSealExisting(t *testing.T) {
 		}
 	}
 	require.Empty(t, elsewhere, "no file of the data directory but the broker's segments holds the marker")
-	if len(broker) > 0 {
+	if republish {
+		require.Empty(t, broker, "the republished broker segments hold only sealed payloads")
+	} else if len(broker) > 0 {
 		t.Logf("the embedded broker's segments still hold the marker in clear, published before sealing (docs/operations.md says what to do): %v", broker)
 	}
 }
