@@ -387,7 +387,8 @@ func (s *Store) Keyring() *keyring.Ring {
 // EraseStream crypto-shreds a trace stream: its data key is destroyed (every
 // sealed payload of it, wherever a copy lives, stops opening) and the blobs
 // its events were claim-checked to are deleted. Events stored before
-// encryption stay readable in the log: see docs/operations.md.
+// encryption stay readable in the log until `critic keys seal-existing`
+// (SealExisting) seals them: see docs/operations.md.
 func (s *Store) EraseStream(ctx context.Context, stream string) error {
 	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE stream = $1 ORDER BY version", stream)
 	if err != nil {
