@@ -67,32 +67,48 @@ func (s *Store) SealExisting(ctx context.Context, batch int, progress func(done,
 // unsealed lists the seqs of the events SealExisting must seal: sealed
 // scope, payload not sealed inline nor in the blob it is claim-checked to.
 func (s *Store) unsealed(ctx context.Context) ([]int64, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE NOT payload ? 'sealed' ORDER BY seq")
+	// Only the envelope and claim checks are read here, not every payload:
+	// the log can be far larger than memory.
+	rows, err := s.pool.Query(ctx, `SELECT seq, id::text, stream, type, owner_id::text,
+		CASE WHEN payload ? 'claim_check' THEN payload END FROM events WHERE NOT payload ? 'sealed' ORDER BY seq`)
 	if err != nil {
 		return nil, err
 	}
-	envs, err := collectEnvelopes(rows)
-	if err != nil {
+	type row struct {
+		seq                    int64
+		id, stream, typ, owner string
+		claim                  []byte
+	}
+	var candidates []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.seq, &r.id, &r.stream, &r.typ, &r.owner, &r.claim); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		if sealedScope(r.stream, r.typ, r.owner) != "" {
+			candidates = append(candidates, r)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
 		return nil, err
 	}
 	var out []int64
-	for _, e := range envs {
-		if sealedScope(e.Stream, e.Type, e.OwnerID) == "" || events.IsSealed(e.Payload) {
-			continue
-		}
-		if cc := claimCheckOf(e.Payload); cc != nil {
+	for _, r := range candidates {
+		if cc := claimCheckOf(r.claim); cc != nil {
 			raw, err := s.blobs.Get(ctx, cc.Key)
 			if errors.Is(err, blob.ErrNotFound) {
 				continue // erased with its trace: nothing left to seal
 			}
 			if err != nil {
-				return nil, fmt.Errorf("event %s: read claim-checked payload %s: %w", e.ID, cc.Key, err)
+				return nil, fmt.Errorf("event %s: read claim-checked payload %s: %w", r.id, cc.Key, err)
 			}
 			if events.IsSealed(raw) {
 				continue
 			}
 		}
-		out = append(out, e.Seq)
+		out = append(out, r.seq)
 	}
 	return out, nil
 }
