@@ -54,6 +54,19 @@ func TestTeamWeb(t *testing.T) {
 		}
 		rate(bea.APIKey, id, map[string]any{"rating": v})
 	}
+	// A binary criterion both judge on four traces, apart on one: the Team
+	// page's alpha per criterion is 8/15 (worked in
+	// usecase.TestAgreementPerCriterion) over 4 targets, too few to trust.
+	crit := in.do("POST", "/api/v1/rm/criteria", admin, map[string]any{"name": "Grounded", "kind": "binary", "applies_to": "trace"})
+	require.Equal(t, http.StatusCreated, crit.Status, string(crit.Body))
+	var grounded struct {
+		ID string `json:"criterion_id"`
+	}
+	require.NoError(t, json.Unmarshal(crit.Body, &grounded))
+	for i, v := range [][2]string{{"yes", "yes"}, {"yes", "no"}, {"no", "no"}, {"no", "no"}} {
+		rate(admin, ids[1+i], map[string]any{"criterion_id": grounded.ID, "value": v[0]})
+		rate(bea.APIKey, ids[1+i], map[string]any{"criterion_id": grounded.ID, "value": v[1]})
+	}
 	var tr struct {
 		Steps []struct {
 			ID string `json:"id"`

@@ -113,6 +113,8 @@ test("an admin invites a reviewer, who rates; the admin sees both ratings and th
   await expect(page.getByLabel(new RegExp(`^Account alpha: ${report.account.value!.toFixed(2).replace("-", "\\-")}, n=${report.account.n}$`))).toBeVisible();
   await expect(page.getByLabel(/^Agreement of (.+ and Bea|Bea and .+): 83%, n=12$/)).toBeVisible();
   await expect(page.getByLabel(/^Agreement of (.+ and Rita|Rita and .+): 0%, n=1, too few to trust$/)).toBeVisible();
+  // Per criterion: Grounded, judged by the admin and Bea (seeded), apart on one of four.
+  await expect(page.getByRole("table", { name: "Agreement per criterion" }).getByLabel("Alpha for Grounded: 0.53, n=4, too few to trust")).toBeVisible();
   await expect(page.getByRole("heading", { name: "Disputed", exact: true })).toBeVisible();
 
   // The admin settles Rita's disputed step: the final judgment is up.
