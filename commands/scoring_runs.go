@@ -174,7 +174,7 @@ func (c *Commands) FinishScoring(ctx context.Context, workerID, traceID, modelID
 	if err != nil || tr.Revision != req.TraceRevision {
 		return fail("the trace changed while it was being scored (it was re-imported, grew, or was deleted); request scoring again")
 	}
-	m, err := c.loadModel(ctx, owner, modelID)
+	m, err := c.loadModelRequest(ctx, owner, modelID)
 	if err != nil {
 		return Result{}, err
 	}
