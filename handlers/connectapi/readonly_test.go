@@ -78,7 +78,8 @@ func TestReadOnlyKeyCannotWriteAnyRoute(t *testing.T) {
 // read. Every other method of the critic.v1 services must refuse it.
 var connectReads = map[string]bool{
 	"AnnotationService/ExportAnnotations": true, "AnnotationService/ExportPairs": true,
-	"CriteriaService/ListCriteria": true, "CriteriaService/GetGuidelines": true,
+	"BaseModelService/ListBaseModels": true,
+	"CriteriaService/ListCriteria":    true, "CriteriaService/GetGuidelines": true,
 	"EvaluatorService/ComparisonQueue": true, "EvaluatorService/GetEvaluator": true,
 	"GepaService/GetGepaRun": true, "GepaService/GetGepaSkill": true, "GepaService/ListGepaRuns": true,
 	"QueryService/Query":                true,
@@ -86,6 +87,8 @@ var connectReads = map[string]bool{
 	"RewardModelService/ListRewardModels": true, "RewardModelService/ReviewQueue": true,
 	"TraceService/ExportTraces": true, "TraceService/GetTrace": true, "TraceService/ListFormats": true,
 	"TraceService/ListTraces": true,
+	"TeamService/ListMembers": true, "TeamService/GetReviewOverlap": true, "TeamService/GetAgreement": true,
+	"TeamService/ListDisputed": true,
 }
 
 // TestReadOnlyKeyCannotCallAnyConnectWrite audits every method of every
