@@ -147,6 +147,32 @@ func TestMemberFiltersOverConnect(t *testing.T) {
 	ce := requireCode(t, err, connect.CodePermissionDenied)
 	require.Contains(t, ce.Message(), "only an admin")
 
+	// Progress over Connect (GET /members/progress): the admin sees every
+	// member, rita her own row; overlap 2 over two traces, the refund done.
+	team := criticv1connect.NewTeamServiceClient(http.DefaultClient, e.url)
+	prog, err := team.GetMembersProgress(ctx, withKey(e.alice, &criticv1.GetMembersProgressRequest{}))
+	require.NoError(t, err)
+	require.EqualValues(t, 2, prog.Msg.Overlap)
+	require.EqualValues(t, 2, prog.Msg.Items)
+	require.EqualValues(t, 1, prog.Msg.Complete)
+	rows := map[string]*criticv1.MemberProgress{}
+	for _, r := range prog.Msg.Members {
+		rows[r.Member.Name] = r
+	}
+	require.Len(t, rows, 4)
+	require.EqualValues(t, 2, rows["rob"].Judged)
+	require.EqualValues(t, 0, rows["rob"].GetRemaining())
+	require.NotNil(t, rows["rob"].LastActivityAt)
+	require.Nil(t, rows["vic"].Remaining, "a viewer has nothing to do")
+	require.Nil(t, rows["alice"].LastActivityAt)
+	mine, err := team.GetMembersProgress(ctx, withKey(tm.keys["rita"], &criticv1.GetMembersProgressRequest{}))
+	require.NoError(t, err)
+	require.Len(t, mine.Msg.Members, 1)
+	require.Equal(t, "rita", mine.Msg.Members[0].Member.Name)
+	require.EqualValues(t, 1, mine.Msg.Members[0].Judged)
+	require.EqualValues(t, 1, mine.Msg.Members[0].GetRemaining())
+	require.EqualValues(t, 1, mine.Msg.Complete, "the totals are the account's")
+
 	other, err := e.srv.Cmds.CreateUser(ctx, "other", false)
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, other.LastEventID))

@@ -259,3 +259,25 @@ func (s *TeamService) Adjudicate(ctx context.Context, req *connect.Request[criti
 	}
 	return connect.NewResponse(&criticv1.AdjudicateResponse{Adjudication: out}), nil
 }
+
+// GetMembersProgress is GET /members/progress.
+func (s *TeamService) GetMembersProgress(ctx context.Context, _ *connect.Request[criticv1.GetMembersProgressRequest]) (*connect.Response[criticv1.GetMembersProgressResponse], error) {
+	p, err := s.d.backend().MembersProgress(ctx, edge.CallerFrom(ctx))
+	if err != nil {
+		return nil, err
+	}
+	out := &criticv1.GetMembersProgressResponse{Overlap: int32(p.Overlap), Items: int32(p.Coverage.Items), Complete: int32(p.Coverage.Complete),
+		Members: []*criticv1.MemberProgress{}}
+	for _, m := range p.Members {
+		row := &criticv1.MemberProgress{Member: memberToProto(m.Member), Annotations: int32(m.Annotations), Judged: int32(m.Judged)}
+		if m.Remaining != nil {
+			n := int32(*m.Remaining)
+			row.Remaining = &n
+		}
+		if m.LastActivity != nil {
+			row.LastActivityAt = timestamppb.New(*m.LastActivity)
+		}
+		out.Members = append(out.Members, row)
+	}
+	return connect.NewResponse(out), nil
+}

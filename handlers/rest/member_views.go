@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/handlers/edge"
 )
 
@@ -51,24 +50,14 @@ type membersProgressResponse struct {
 // overlap (issue 36). An admin sees every member; anyone else their own
 // row alone (the queue totals are the account's either way).
 func (a *API) membersProgress(w http.ResponseWriter, r *http.Request) error {
-	c := edge.CallerFrom(r.Context())
-	overlap, err := a.queries.ReviewOverlap(r.Context(), c.UserID)
+	p, err := a.backend().MembersProgress(r.Context(), edge.CallerFrom(r.Context()))
 	if err != nil {
 		return err
 	}
-	ps, cov, err := a.queries.MembersProgress(r.Context(), c.UserID, overlap)
-	if err != nil {
-		return err
-	}
-	all := c.Role.May(members.Manage)
-	me := callerMember(c.UserID, c.MemberID)
-	out := membersProgressResponse{Overlap: overlap, Items: cov.Items, Complete: cov.Complete, Members: []memberProgressJSON{}}
-	for _, p := range ps {
-		if !all && p.ID != me {
-			continue
-		}
-		out.Members = append(out.Members, memberProgressJSON{memberJSON: toMemberJSON(p.Member), Annotations: p.Annotations,
-			Judged: p.Judged, Remaining: p.Remaining, LastActivityAt: p.LastActivity})
+	out := membersProgressResponse{Overlap: p.Overlap, Items: p.Coverage.Items, Complete: p.Coverage.Complete, Members: []memberProgressJSON{}}
+	for _, m := range p.Members {
+		out.Members = append(out.Members, memberProgressJSON{memberJSON: toMemberJSON(m.Member), Annotations: m.Annotations,
+			Judged: m.Judged, Remaining: m.Remaining, LastActivityAt: m.LastActivity})
 	}
 	edge.WriteJSON(w, http.StatusOK, out)
 	return nil

@@ -53,3 +53,37 @@ func (b Backend) OthersMember(ctx context.Context, caller *readmodel.Caller, id 
 	}
 	return id, nil
 }
+
+// MembersProgress is who did what under the current overlap (issue 36;
+// GET /members/progress and TeamService.GetMembersProgress): an admin sees
+// every member, anyone else their own row alone (the queue's totals are
+// the account's either way).
+type MembersProgress struct {
+	Overlap  int
+	Coverage readmodel.QueueCoverage
+	Members  []readmodel.MemberProgress
+}
+
+// MembersProgress reads it for caller.
+func (b Backend) MembersProgress(ctx context.Context, caller *readmodel.Caller) (MembersProgress, error) {
+	overlap, err := b.Queries.ReviewOverlap(ctx, caller.UserID)
+	if err != nil {
+		return MembersProgress{}, err
+	}
+	ps, cov, err := b.Queries.MembersProgress(ctx, caller.UserID, overlap)
+	if err != nil {
+		return MembersProgress{}, err
+	}
+	me := caller.MemberID
+	if me == "" {
+		me = caller.UserID
+	}
+	all := caller.Role.May(members.Manage)
+	out := MembersProgress{Overlap: overlap, Coverage: cov, Members: []readmodel.MemberProgress{}}
+	for _, p := range ps {
+		if all || p.ID == me {
+			out.Members = append(out.Members, p)
+		}
+	}
+	return out, nil
+}

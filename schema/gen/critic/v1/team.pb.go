@@ -1551,6 +1551,194 @@ func (x *AdjudicateResponse) GetAdjudication() *Adjudication {
 	return nil
 }
 
+type GetMembersProgressRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetMembersProgressRequest) Reset() {
+	*x = GetMembersProgressRequest{}
+	mi := &file_critic_v1_team_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMembersProgressRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMembersProgressRequest) ProtoMessage() {}
+
+func (x *GetMembersProgressRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_team_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMembersProgressRequest.ProtoReflect.Descriptor instead.
+func (*GetMembersProgressRequest) Descriptor() ([]byte, []int) {
+	return file_critic_v1_team_proto_rawDescGZIP(), []int{26}
+}
+
+// MemberProgress is one row of REST's GET /members/progress.
+type MemberProgress struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Member *Member                `protobuf:"bytes,1,opt,name=member,proto3" json:"member,omitempty"`
+	// Live annotations the member made (ratings, comments, criterion values,
+	// label-error flags).
+	Annotations int32 `protobuf:"varint,2,opt,name=annotations,proto3" json:"annotations,omitempty"`
+	// Traces the member judged as a whole.
+	Judged int32 `protobuf:"varint,3,opt,name=judged,proto3" json:"judged,omitempty"`
+	// Traces their review queue still offers under the overlap; unset for a
+	// viewer or a removed member.
+	Remaining *int32 `protobuf:"varint,4,opt,name=remaining,proto3,oneof" json:"remaining,omitempty"`
+	// Unset before their first annotation.
+	LastActivityAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=last_activity_at,json=lastActivityAt,proto3" json:"last_activity_at,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *MemberProgress) Reset() {
+	*x = MemberProgress{}
+	mi := &file_critic_v1_team_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MemberProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MemberProgress) ProtoMessage() {}
+
+func (x *MemberProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_team_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MemberProgress.ProtoReflect.Descriptor instead.
+func (*MemberProgress) Descriptor() ([]byte, []int) {
+	return file_critic_v1_team_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *MemberProgress) GetMember() *Member {
+	if x != nil {
+		return x.Member
+	}
+	return nil
+}
+
+func (x *MemberProgress) GetAnnotations() int32 {
+	if x != nil {
+		return x.Annotations
+	}
+	return 0
+}
+
+func (x *MemberProgress) GetJudged() int32 {
+	if x != nil {
+		return x.Judged
+	}
+	return 0
+}
+
+func (x *MemberProgress) GetRemaining() int32 {
+	if x != nil && x.Remaining != nil {
+		return *x.Remaining
+	}
+	return 0
+}
+
+func (x *MemberProgress) GetLastActivityAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastActivityAt
+	}
+	return nil
+}
+
+type GetMembersProgressResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Overlap int32                  `protobuf:"varint,1,opt,name=overlap,proto3" json:"overlap,omitempty"`
+	// Traces in the queue, and those with their overlap of judges.
+	Items         int32             `protobuf:"varint,2,opt,name=items,proto3" json:"items,omitempty"`
+	Complete      int32             `protobuf:"varint,3,opt,name=complete,proto3" json:"complete,omitempty"`
+	Members       []*MemberProgress `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetMembersProgressResponse) Reset() {
+	*x = GetMembersProgressResponse{}
+	mi := &file_critic_v1_team_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetMembersProgressResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetMembersProgressResponse) ProtoMessage() {}
+
+func (x *GetMembersProgressResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_critic_v1_team_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetMembersProgressResponse.ProtoReflect.Descriptor instead.
+func (*GetMembersProgressResponse) Descriptor() ([]byte, []int) {
+	return file_critic_v1_team_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GetMembersProgressResponse) GetOverlap() int32 {
+	if x != nil {
+		return x.Overlap
+	}
+	return 0
+}
+
+func (x *GetMembersProgressResponse) GetItems() int32 {
+	if x != nil {
+		return x.Items
+	}
+	return 0
+}
+
+func (x *GetMembersProgressResponse) GetComplete() int32 {
+	if x != nil {
+		return x.Complete
+	}
+	return 0
+}
+
+func (x *GetMembersProgressResponse) GetMembers() []*MemberProgress {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
 var File_critic_v1_team_proto protoreflect.FileDescriptor
 
 const file_critic_v1_team_proto_rawDesc = "" +
@@ -1669,7 +1857,21 @@ const file_critic_v1_team_proto_rawDesc = "" +
 	"\a_ratingB\x0f\n" +
 	"\r_criterion_id\"Q\n" +
 	"\x12AdjudicateResponse\x12;\n" +
-	"\fadjudication\x18\x01 \x01(\v2\x17.critic.v1.AdjudicationR\fadjudication2\x96\x06\n" +
+	"\fadjudication\x18\x01 \x01(\v2\x17.critic.v1.AdjudicationR\fadjudication\"\x1b\n" +
+	"\x19GetMembersProgressRequest\"\xec\x01\n" +
+	"\x0eMemberProgress\x12)\n" +
+	"\x06member\x18\x01 \x01(\v2\x11.critic.v1.MemberR\x06member\x12 \n" +
+	"\vannotations\x18\x02 \x01(\x05R\vannotations\x12\x16\n" +
+	"\x06judged\x18\x03 \x01(\x05R\x06judged\x12!\n" +
+	"\tremaining\x18\x04 \x01(\x05H\x00R\tremaining\x88\x01\x01\x12D\n" +
+	"\x10last_activity_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x0elastActivityAtB\f\n" +
+	"\n" +
+	"_remaining\"\x9d\x01\n" +
+	"\x1aGetMembersProgressResponse\x12\x18\n" +
+	"\aoverlap\x18\x01 \x01(\x05R\aoverlap\x12\x14\n" +
+	"\x05items\x18\x02 \x01(\x05R\x05items\x12\x1a\n" +
+	"\bcomplete\x18\x03 \x01(\x05R\bcomplete\x123\n" +
+	"\amembers\x18\x04 \x03(\v2\x19.critic.v1.MemberProgressR\amembers2\xfe\x06\n" +
 	"\vTeamService\x12Q\n" +
 	"\vListMembers\x12\x1d.critic.v1.ListMembersRequest\x1a\x1e.critic.v1.ListMembersResponse\"\x03\x90\x02\x01\x12F\n" +
 	"\tAddMember\x12\x1b.critic.v1.AddMemberRequest\x1a\x1c.critic.v1.AddMemberResponse\x12`\n" +
@@ -1680,7 +1882,8 @@ const file_critic_v1_team_proto_rawDesc = "" +
 	"\fGetAgreement\x12\x1e.critic.v1.GetAgreementRequest\x1a\x1f.critic.v1.GetAgreementResponse\"\x03\x90\x02\x01\x12T\n" +
 	"\fListDisputed\x12\x1e.critic.v1.ListDisputedRequest\x1a\x1f.critic.v1.ListDisputedResponse\"\x03\x90\x02\x01\x12I\n" +
 	"\n" +
-	"Adjudicate\x12\x1c.critic.v1.AdjudicateRequest\x1a\x1d.critic.v1.AdjudicateResponseB:Z8github.com/criticml/critic/schema/gen/critic/v1;criticv1b\x06proto3"
+	"Adjudicate\x12\x1c.critic.v1.AdjudicateRequest\x1a\x1d.critic.v1.AdjudicateResponse\x12f\n" +
+	"\x12GetMembersProgress\x12$.critic.v1.GetMembersProgressRequest\x1a%.critic.v1.GetMembersProgressResponse\"\x03\x90\x02\x01B:Z8github.com/criticml/critic/schema/gen/critic/v1;criticv1b\x06proto3"
 
 var (
 	file_critic_v1_team_proto_rawDescOnce sync.Once
@@ -1694,39 +1897,42 @@ func file_critic_v1_team_proto_rawDescGZIP() []byte {
 	return file_critic_v1_team_proto_rawDescData
 }
 
-var file_critic_v1_team_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_critic_v1_team_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_critic_v1_team_proto_goTypes = []any{
-	(*Member)(nil),                   // 0: critic.v1.Member
-	(*ListMembersRequest)(nil),       // 1: critic.v1.ListMembersRequest
-	(*ListMembersResponse)(nil),      // 2: critic.v1.ListMembersResponse
-	(*AddMemberRequest)(nil),         // 3: critic.v1.AddMemberRequest
-	(*AddMemberResponse)(nil),        // 4: critic.v1.AddMemberResponse
-	(*ChangeMemberRoleRequest)(nil),  // 5: critic.v1.ChangeMemberRoleRequest
-	(*ChangeMemberRoleResponse)(nil), // 6: critic.v1.ChangeMemberRoleResponse
-	(*RemoveMemberRequest)(nil),      // 7: critic.v1.RemoveMemberRequest
-	(*RemoveMemberResponse)(nil),     // 8: critic.v1.RemoveMemberResponse
-	(*GetReviewOverlapRequest)(nil),  // 9: critic.v1.GetReviewOverlapRequest
-	(*GetReviewOverlapResponse)(nil), // 10: critic.v1.GetReviewOverlapResponse
-	(*SetReviewOverlapRequest)(nil),  // 11: critic.v1.SetReviewOverlapRequest
-	(*SetReviewOverlapResponse)(nil), // 12: critic.v1.SetReviewOverlapResponse
-	(*AgreementFigure)(nil),          // 13: critic.v1.AgreementFigure
-	(*CriterionAgreement)(nil),       // 14: critic.v1.CriterionAgreement
-	(*PairAgreement)(nil),            // 15: critic.v1.PairAgreement
-	(*MemberAgreement)(nil),          // 16: critic.v1.MemberAgreement
-	(*GetAgreementRequest)(nil),      // 17: critic.v1.GetAgreementRequest
-	(*GetAgreementResponse)(nil),     // 18: critic.v1.GetAgreementResponse
-	(*Adjudication)(nil),             // 19: critic.v1.Adjudication
-	(*DisputedValue)(nil),            // 20: critic.v1.DisputedValue
-	(*DisputedItem)(nil),             // 21: critic.v1.DisputedItem
-	(*ListDisputedRequest)(nil),      // 22: critic.v1.ListDisputedRequest
-	(*ListDisputedResponse)(nil),     // 23: critic.v1.ListDisputedResponse
-	(*AdjudicateRequest)(nil),        // 24: critic.v1.AdjudicateRequest
-	(*AdjudicateResponse)(nil),       // 25: critic.v1.AdjudicateResponse
-	(*timestamppb.Timestamp)(nil),    // 26: google.protobuf.Timestamp
-	(*structpb.Value)(nil),           // 27: google.protobuf.Value
+	(*Member)(nil),                     // 0: critic.v1.Member
+	(*ListMembersRequest)(nil),         // 1: critic.v1.ListMembersRequest
+	(*ListMembersResponse)(nil),        // 2: critic.v1.ListMembersResponse
+	(*AddMemberRequest)(nil),           // 3: critic.v1.AddMemberRequest
+	(*AddMemberResponse)(nil),          // 4: critic.v1.AddMemberResponse
+	(*ChangeMemberRoleRequest)(nil),    // 5: critic.v1.ChangeMemberRoleRequest
+	(*ChangeMemberRoleResponse)(nil),   // 6: critic.v1.ChangeMemberRoleResponse
+	(*RemoveMemberRequest)(nil),        // 7: critic.v1.RemoveMemberRequest
+	(*RemoveMemberResponse)(nil),       // 8: critic.v1.RemoveMemberResponse
+	(*GetReviewOverlapRequest)(nil),    // 9: critic.v1.GetReviewOverlapRequest
+	(*GetReviewOverlapResponse)(nil),   // 10: critic.v1.GetReviewOverlapResponse
+	(*SetReviewOverlapRequest)(nil),    // 11: critic.v1.SetReviewOverlapRequest
+	(*SetReviewOverlapResponse)(nil),   // 12: critic.v1.SetReviewOverlapResponse
+	(*AgreementFigure)(nil),            // 13: critic.v1.AgreementFigure
+	(*CriterionAgreement)(nil),         // 14: critic.v1.CriterionAgreement
+	(*PairAgreement)(nil),              // 15: critic.v1.PairAgreement
+	(*MemberAgreement)(nil),            // 16: critic.v1.MemberAgreement
+	(*GetAgreementRequest)(nil),        // 17: critic.v1.GetAgreementRequest
+	(*GetAgreementResponse)(nil),       // 18: critic.v1.GetAgreementResponse
+	(*Adjudication)(nil),               // 19: critic.v1.Adjudication
+	(*DisputedValue)(nil),              // 20: critic.v1.DisputedValue
+	(*DisputedItem)(nil),               // 21: critic.v1.DisputedItem
+	(*ListDisputedRequest)(nil),        // 22: critic.v1.ListDisputedRequest
+	(*ListDisputedResponse)(nil),       // 23: critic.v1.ListDisputedResponse
+	(*AdjudicateRequest)(nil),          // 24: critic.v1.AdjudicateRequest
+	(*AdjudicateResponse)(nil),         // 25: critic.v1.AdjudicateResponse
+	(*GetMembersProgressRequest)(nil),  // 26: critic.v1.GetMembersProgressRequest
+	(*MemberProgress)(nil),             // 27: critic.v1.MemberProgress
+	(*GetMembersProgressResponse)(nil), // 28: critic.v1.GetMembersProgressResponse
+	(*timestamppb.Timestamp)(nil),      // 29: google.protobuf.Timestamp
+	(*structpb.Value)(nil),             // 30: google.protobuf.Value
 }
 var file_critic_v1_team_proto_depIdxs = []int32{
-	26, // 0: critic.v1.Member.created_at:type_name -> google.protobuf.Timestamp
+	29, // 0: critic.v1.Member.created_at:type_name -> google.protobuf.Timestamp
 	0,  // 1: critic.v1.ListMembersResponse.members:type_name -> critic.v1.Member
 	0,  // 2: critic.v1.AddMemberResponse.member:type_name -> critic.v1.Member
 	0,  // 3: critic.v1.ChangeMemberRoleResponse.member:type_name -> critic.v1.Member
@@ -1738,36 +1944,41 @@ var file_critic_v1_team_proto_depIdxs = []int32{
 	14, // 9: critic.v1.GetAgreementResponse.criteria:type_name -> critic.v1.CriterionAgreement
 	15, // 10: critic.v1.GetAgreementResponse.pairwise:type_name -> critic.v1.PairAgreement
 	16, // 11: critic.v1.GetAgreementResponse.members:type_name -> critic.v1.MemberAgreement
-	27, // 12: critic.v1.Adjudication.value:type_name -> google.protobuf.Value
-	27, // 13: critic.v1.DisputedValue.value:type_name -> google.protobuf.Value
+	30, // 12: critic.v1.Adjudication.value:type_name -> google.protobuf.Value
+	30, // 13: critic.v1.DisputedValue.value:type_name -> google.protobuf.Value
 	20, // 14: critic.v1.DisputedItem.values:type_name -> critic.v1.DisputedValue
 	19, // 15: critic.v1.DisputedItem.adjudication:type_name -> critic.v1.Adjudication
 	21, // 16: critic.v1.ListDisputedResponse.items:type_name -> critic.v1.DisputedItem
-	27, // 17: critic.v1.AdjudicateRequest.value:type_name -> google.protobuf.Value
+	30, // 17: critic.v1.AdjudicateRequest.value:type_name -> google.protobuf.Value
 	19, // 18: critic.v1.AdjudicateResponse.adjudication:type_name -> critic.v1.Adjudication
-	1,  // 19: critic.v1.TeamService.ListMembers:input_type -> critic.v1.ListMembersRequest
-	3,  // 20: critic.v1.TeamService.AddMember:input_type -> critic.v1.AddMemberRequest
-	5,  // 21: critic.v1.TeamService.ChangeMemberRole:input_type -> critic.v1.ChangeMemberRoleRequest
-	7,  // 22: critic.v1.TeamService.RemoveMember:input_type -> critic.v1.RemoveMemberRequest
-	9,  // 23: critic.v1.TeamService.GetReviewOverlap:input_type -> critic.v1.GetReviewOverlapRequest
-	11, // 24: critic.v1.TeamService.SetReviewOverlap:input_type -> critic.v1.SetReviewOverlapRequest
-	17, // 25: critic.v1.TeamService.GetAgreement:input_type -> critic.v1.GetAgreementRequest
-	22, // 26: critic.v1.TeamService.ListDisputed:input_type -> critic.v1.ListDisputedRequest
-	24, // 27: critic.v1.TeamService.Adjudicate:input_type -> critic.v1.AdjudicateRequest
-	2,  // 28: critic.v1.TeamService.ListMembers:output_type -> critic.v1.ListMembersResponse
-	4,  // 29: critic.v1.TeamService.AddMember:output_type -> critic.v1.AddMemberResponse
-	6,  // 30: critic.v1.TeamService.ChangeMemberRole:output_type -> critic.v1.ChangeMemberRoleResponse
-	8,  // 31: critic.v1.TeamService.RemoveMember:output_type -> critic.v1.RemoveMemberResponse
-	10, // 32: critic.v1.TeamService.GetReviewOverlap:output_type -> critic.v1.GetReviewOverlapResponse
-	12, // 33: critic.v1.TeamService.SetReviewOverlap:output_type -> critic.v1.SetReviewOverlapResponse
-	18, // 34: critic.v1.TeamService.GetAgreement:output_type -> critic.v1.GetAgreementResponse
-	23, // 35: critic.v1.TeamService.ListDisputed:output_type -> critic.v1.ListDisputedResponse
-	25, // 36: critic.v1.TeamService.Adjudicate:output_type -> critic.v1.AdjudicateResponse
-	28, // [28:37] is the sub-list for method output_type
-	19, // [19:28] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	0,  // 19: critic.v1.MemberProgress.member:type_name -> critic.v1.Member
+	29, // 20: critic.v1.MemberProgress.last_activity_at:type_name -> google.protobuf.Timestamp
+	27, // 21: critic.v1.GetMembersProgressResponse.members:type_name -> critic.v1.MemberProgress
+	1,  // 22: critic.v1.TeamService.ListMembers:input_type -> critic.v1.ListMembersRequest
+	3,  // 23: critic.v1.TeamService.AddMember:input_type -> critic.v1.AddMemberRequest
+	5,  // 24: critic.v1.TeamService.ChangeMemberRole:input_type -> critic.v1.ChangeMemberRoleRequest
+	7,  // 25: critic.v1.TeamService.RemoveMember:input_type -> critic.v1.RemoveMemberRequest
+	9,  // 26: critic.v1.TeamService.GetReviewOverlap:input_type -> critic.v1.GetReviewOverlapRequest
+	11, // 27: critic.v1.TeamService.SetReviewOverlap:input_type -> critic.v1.SetReviewOverlapRequest
+	17, // 28: critic.v1.TeamService.GetAgreement:input_type -> critic.v1.GetAgreementRequest
+	22, // 29: critic.v1.TeamService.ListDisputed:input_type -> critic.v1.ListDisputedRequest
+	24, // 30: critic.v1.TeamService.Adjudicate:input_type -> critic.v1.AdjudicateRequest
+	26, // 31: critic.v1.TeamService.GetMembersProgress:input_type -> critic.v1.GetMembersProgressRequest
+	2,  // 32: critic.v1.TeamService.ListMembers:output_type -> critic.v1.ListMembersResponse
+	4,  // 33: critic.v1.TeamService.AddMember:output_type -> critic.v1.AddMemberResponse
+	6,  // 34: critic.v1.TeamService.ChangeMemberRole:output_type -> critic.v1.ChangeMemberRoleResponse
+	8,  // 35: critic.v1.TeamService.RemoveMember:output_type -> critic.v1.RemoveMemberResponse
+	10, // 36: critic.v1.TeamService.GetReviewOverlap:output_type -> critic.v1.GetReviewOverlapResponse
+	12, // 37: critic.v1.TeamService.SetReviewOverlap:output_type -> critic.v1.SetReviewOverlapResponse
+	18, // 38: critic.v1.TeamService.GetAgreement:output_type -> critic.v1.GetAgreementResponse
+	23, // 39: critic.v1.TeamService.ListDisputed:output_type -> critic.v1.ListDisputedResponse
+	25, // 40: critic.v1.TeamService.Adjudicate:output_type -> critic.v1.AdjudicateResponse
+	28, // 41: critic.v1.TeamService.GetMembersProgress:output_type -> critic.v1.GetMembersProgressResponse
+	32, // [32:42] is the sub-list for method output_type
+	22, // [22:32] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_critic_v1_team_proto_init() }
@@ -1782,13 +1993,14 @@ func file_critic_v1_team_proto_init() {
 	file_critic_v1_team_proto_msgTypes[19].OneofWrappers = []any{}
 	file_critic_v1_team_proto_msgTypes[21].OneofWrappers = []any{}
 	file_critic_v1_team_proto_msgTypes[24].OneofWrappers = []any{}
+	file_critic_v1_team_proto_msgTypes[27].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_critic_v1_team_proto_rawDesc), len(file_critic_v1_team_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -65,6 +65,9 @@ const (
 	TeamServiceListDisputedProcedure = "/critic.v1.TeamService/ListDisputed"
 	// TeamServiceAdjudicateProcedure is the fully-qualified name of the TeamService's Adjudicate RPC.
 	TeamServiceAdjudicateProcedure = "/critic.v1.TeamService/Adjudicate"
+	// TeamServiceGetMembersProgressProcedure is the fully-qualified name of the TeamService's
+	// GetMembersProgress RPC.
+	TeamServiceGetMembersProgressProcedure = "/critic.v1.TeamService/GetMembersProgress"
 )
 
 // TeamServiceClient is a client for the critic.v1.TeamService service.
@@ -95,6 +98,9 @@ type TeamServiceClient interface {
 	// Adjudicate records an admin's final judgment of a target, with its
 	// reason; training counts it instead of the members'. Admins only.
 	Adjudicate(context.Context, *connect.Request[v1.AdjudicateRequest]) (*connect.Response[v1.AdjudicateResponse], error)
+	// GetMembersProgress is who did what under the current overlap: an admin
+	// gets every member, anyone else their own row alone.
+	GetMembersProgress(context.Context, *connect.Request[v1.GetMembersProgressRequest]) (*connect.Response[v1.GetMembersProgressResponse], error)
 }
 
 // NewTeamServiceClient constructs a client for the critic.v1.TeamService service. By default, it
@@ -168,20 +174,28 @@ func NewTeamServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(teamServiceMethods.ByName("Adjudicate")),
 			connect.WithClientOptions(opts...),
 		),
+		getMembersProgress: connect.NewClient[v1.GetMembersProgressRequest, v1.GetMembersProgressResponse](
+			httpClient,
+			baseURL+TeamServiceGetMembersProgressProcedure,
+			connect.WithSchema(teamServiceMethods.ByName("GetMembersProgress")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // teamServiceClient implements TeamServiceClient.
 type teamServiceClient struct {
-	listMembers      *connect.Client[v1.ListMembersRequest, v1.ListMembersResponse]
-	addMember        *connect.Client[v1.AddMemberRequest, v1.AddMemberResponse]
-	changeMemberRole *connect.Client[v1.ChangeMemberRoleRequest, v1.ChangeMemberRoleResponse]
-	removeMember     *connect.Client[v1.RemoveMemberRequest, v1.RemoveMemberResponse]
-	getReviewOverlap *connect.Client[v1.GetReviewOverlapRequest, v1.GetReviewOverlapResponse]
-	setReviewOverlap *connect.Client[v1.SetReviewOverlapRequest, v1.SetReviewOverlapResponse]
-	getAgreement     *connect.Client[v1.GetAgreementRequest, v1.GetAgreementResponse]
-	listDisputed     *connect.Client[v1.ListDisputedRequest, v1.ListDisputedResponse]
-	adjudicate       *connect.Client[v1.AdjudicateRequest, v1.AdjudicateResponse]
+	listMembers        *connect.Client[v1.ListMembersRequest, v1.ListMembersResponse]
+	addMember          *connect.Client[v1.AddMemberRequest, v1.AddMemberResponse]
+	changeMemberRole   *connect.Client[v1.ChangeMemberRoleRequest, v1.ChangeMemberRoleResponse]
+	removeMember       *connect.Client[v1.RemoveMemberRequest, v1.RemoveMemberResponse]
+	getReviewOverlap   *connect.Client[v1.GetReviewOverlapRequest, v1.GetReviewOverlapResponse]
+	setReviewOverlap   *connect.Client[v1.SetReviewOverlapRequest, v1.SetReviewOverlapResponse]
+	getAgreement       *connect.Client[v1.GetAgreementRequest, v1.GetAgreementResponse]
+	listDisputed       *connect.Client[v1.ListDisputedRequest, v1.ListDisputedResponse]
+	adjudicate         *connect.Client[v1.AdjudicateRequest, v1.AdjudicateResponse]
+	getMembersProgress *connect.Client[v1.GetMembersProgressRequest, v1.GetMembersProgressResponse]
 }
 
 // ListMembers calls critic.v1.TeamService.ListMembers.
@@ -229,6 +243,11 @@ func (c *teamServiceClient) Adjudicate(ctx context.Context, req *connect.Request
 	return c.adjudicate.CallUnary(ctx, req)
 }
 
+// GetMembersProgress calls critic.v1.TeamService.GetMembersProgress.
+func (c *teamServiceClient) GetMembersProgress(ctx context.Context, req *connect.Request[v1.GetMembersProgressRequest]) (*connect.Response[v1.GetMembersProgressResponse], error) {
+	return c.getMembersProgress.CallUnary(ctx, req)
+}
+
 // TeamServiceHandler is an implementation of the critic.v1.TeamService service.
 type TeamServiceHandler interface {
 	// ListMembers lists every member, removed ones included (their
@@ -257,6 +276,9 @@ type TeamServiceHandler interface {
 	// Adjudicate records an admin's final judgment of a target, with its
 	// reason; training counts it instead of the members'. Admins only.
 	Adjudicate(context.Context, *connect.Request[v1.AdjudicateRequest]) (*connect.Response[v1.AdjudicateResponse], error)
+	// GetMembersProgress is who did what under the current overlap: an admin
+	// gets every member, anyone else their own row alone.
+	GetMembersProgress(context.Context, *connect.Request[v1.GetMembersProgressRequest]) (*connect.Response[v1.GetMembersProgressResponse], error)
 }
 
 // NewTeamServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -326,6 +348,13 @@ func NewTeamServiceHandler(svc TeamServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(teamServiceMethods.ByName("Adjudicate")),
 		connect.WithHandlerOptions(opts...),
 	)
+	teamServiceGetMembersProgressHandler := connect.NewUnaryHandler(
+		TeamServiceGetMembersProgressProcedure,
+		svc.GetMembersProgress,
+		connect.WithSchema(teamServiceMethods.ByName("GetMembersProgress")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/critic.v1.TeamService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TeamServiceListMembersProcedure:
@@ -346,6 +375,8 @@ func NewTeamServiceHandler(svc TeamServiceHandler, opts ...connect.HandlerOption
 			teamServiceListDisputedHandler.ServeHTTP(w, r)
 		case TeamServiceAdjudicateProcedure:
 			teamServiceAdjudicateHandler.ServeHTTP(w, r)
+		case TeamServiceGetMembersProgressProcedure:
+			teamServiceGetMembersProgressHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -389,4 +420,8 @@ func (UnimplementedTeamServiceHandler) ListDisputed(context.Context, *connect.Re
 
 func (UnimplementedTeamServiceHandler) Adjudicate(context.Context, *connect.Request[v1.AdjudicateRequest]) (*connect.Response[v1.AdjudicateResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("critic.v1.TeamService.Adjudicate is not implemented"))
+}
+
+func (UnimplementedTeamServiceHandler) GetMembersProgress(context.Context, *connect.Request[v1.GetMembersProgressRequest]) (*connect.Response[v1.GetMembersProgressResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("critic.v1.TeamService.GetMembersProgress is not implemented"))
 }
