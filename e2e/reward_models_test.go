@@ -235,7 +235,7 @@ func TestRewardModelEndToEnd(t *testing.T) {
 	out, err := in.cli("audit", "model", id)
 	require.NoError(t, err, out)
 	require.Contains(t, out, "OK: the stored dataset equals the one rebuilt from the log")
-	require.Contains(t, out, "by trainer at")
+	require.Regexp(t, `annotation \S+ by trainer \(member [0-9a-f-]{36}\) at `, out, "each annotation names its member")
 
 	// Too few pairs: failed with an actionable error, before any model is loaded.
 	r = in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": "one-trace", "trace_ids": ids[1:2], "base_model": base})
