@@ -82,6 +82,16 @@ type ConflictError struct {
 
 func (e *ConflictError) Error() string { return e.Message }
 
+// GoneError is something that existed and is spent for good (a one-time
+// sign-in link used, expired or revoked): asking again cannot succeed.
+// Maps to 410.
+type GoneError struct {
+	Code    string
+	Message string
+}
+
+func (e *GoneError) Error() string { return e.Message }
+
 // VersionConflictError is returned by the event store when a stream moved past
 // the expected version: someone else appended first. Commands retry or report
 // it as a ConflictError; it never overwrites silently.

@@ -24,7 +24,8 @@ func TestUsersAddMember(t *testing.T) {
 	key := keyRe.FindStringSubmatch(out)[1]
 	link := regexp.MustCompile(`sign in: (\S+)`).FindStringSubmatch(out)
 	require.NotNil(t, link, out)
-	require.Regexp(t, `^http://\S+/#key=`+regexp.QuoteMeta(key)+`$`, link[1])
+	require.Regexp(t, `^http://\S+/#invite=\S+$`, link[1])
+	require.NotContains(t, link[1], key, "the link is a one-time invitation, not the key")
 	require.Contains(t, out, "role reviewer")
 
 	me := in.do("GET", "/api/v1/rm/me", key, nil).JSON(t)

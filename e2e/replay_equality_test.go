@@ -100,13 +100,19 @@ func TestReplayEqualsTheLiveReadModel(t *testing.T) {
 		out, err := in.cli("users", c, "replayer")
 		require.NoError(t, err, out)
 	}
-	// Members: one added by the CLI, one by the API whose role changes
-	// before they are removed (their key revoked with them).
+	// Members: one added by the CLI, one by the API who signs in through
+	// their invitation and whose role changes before they are removed
+	// (their keys revoked with them).
 	out, err = in.cli("users", "add-member", "replayer", "rita")
 	require.NoError(t, err, out)
 	added := in.do("POST", "/api/v1/rm/members", key, map[string]any{"name": "vic", "role": "viewer"})
 	require.Equal(t, http.StatusCreated, added.Status, string(added.Body))
 	vic := added.JSON(t)["member"].(map[string]any)["id"].(string)
+	// vic signs in through the one-time link (member.invited came with
+	// member.added; accepting it is member.invitation_accepted and a key).
+	_, token, _ := strings.Cut(added.JSON(t)["sign_in_url"].(string), "#invite=")
+	accepted := in.do("POST", "/api/v1/rm/invitations/accept", "", map[string]any{"token": token})
+	require.Equal(t, http.StatusOK, accepted.Status, string(accepted.Body))
 	require.Equal(t, http.StatusOK, in.do("PATCH", "/api/v1/rm/members/"+vic, key, map[string]any{"role": "reviewer"}).Status)
 	require.Equal(t, http.StatusNoContent, in.do("DELETE", "/api/v1/rm/members/"+vic+"?reason=left", key, nil).Status)
 

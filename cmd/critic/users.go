@@ -211,8 +211,8 @@ func addMember(ctx context.Context, in *infra, cmds *commands.Commands, waiter *
 	if base == "" {
 		base = "http://" + in.cfg.Addr
 	}
-	fmt.Printf("member:  %s (%s) of %s, role %s\napi key: %s\nsign in: %s/#key=%s\n(the key is shown once and stored only as its SHA-256; the link carries it)\n",
-		res.Member.Name, res.Member.ID, pos[0], r, res.APIKey, base, res.APIKey)
+	fmt.Printf("member:  %s (%s) of %s, role %s\napi key: %s\nsign in: %s/#invite=%s\n(the key is shown once and stored only as its SHA-256; the link works once, within 7 days, and issues the member a key of their own)\n",
+		res.Member.Name, res.Member.ID, pos[0], r, res.APIKey, base, res.InviteToken)
 	settleCLI(ctx, waiter, res.Result)
 	return nil
 }

@@ -56,6 +56,7 @@ func classify(err error) (int, ErrorBody) {
 		v   *domain.ValidationError
 		nf  *domain.NotFoundError
 		cf  *domain.ConflictError
+		gn  *domain.GoneError
 		vc  *domain.VersionConflictError
 		se  *domain.SyncError
 		ua  *domain.UnauthorizedError
@@ -76,6 +77,8 @@ func classify(err error) (int, ErrorBody) {
 		return http.StatusConflict, ErrorBody{Detail: se.Error(), Code: "trace_sync_error"}
 	case errors.As(err, &cf):
 		return http.StatusConflict, ErrorBody{Detail: cf.Error(), Code: cf.Code}
+	case errors.As(err, &gn):
+		return http.StatusGone, ErrorBody{Detail: gn.Error(), Code: gn.Code}
 	case errors.As(err, &vc):
 		return http.StatusConflict, ErrorBody{Detail: "another write changed the same data; retry", Code: jobs.CodeConcurrentWrite}
 	case errors.As(err, &ua):
@@ -163,6 +166,8 @@ func connectError(status int, body ErrorBody, retryAfterSeconds int) error {
 		if body.Code == "trace_sync_error" {
 			code = connect.CodeFailedPrecondition
 		}
+	case http.StatusGone:
+		code = connect.CodeFailedPrecondition
 	case http.StatusUnauthorized:
 		code = connect.CodeUnauthenticated
 	case http.StatusForbidden:

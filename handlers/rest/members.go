@@ -43,9 +43,10 @@ type addMemberRequest struct {
 	Role *string `json:"role"`
 }
 
-// addMemberResponse carries the new member's key once, and the link that
-// signs them in to the web app with it (the key rides in the fragment,
-// which browsers never send to a server).
+// addMemberResponse carries the new member's key once (for scripts and the
+// CLI), and a one-time sign-in link to hand over: it issues them a fresh
+// key of their own when opened, once, so a link found later in a chat log
+// is dead.
 type addMemberResponse struct {
 	Member    memberJSON `json:"member"`
 	APIKey    string     `json:"api_key"`
@@ -81,7 +82,7 @@ func (a *API) addMember(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	edge.WriteJSON(w, http.StatusCreated, addMemberResponse{Member: toMemberJSON(m), APIKey: res.APIKey, SignInURL: signInURL(r, res.APIKey)})
+	edge.WriteJSON(w, http.StatusCreated, addMemberResponse{Member: toMemberJSON(m), APIKey: res.APIKey, SignInURL: inviteURL(r, res.InviteToken)})
 	return nil
 }
 
@@ -99,14 +100,13 @@ func (a *API) member(r *http.Request, id string) (readmodel.Member, error) {
 	return readmodel.Member{}, domain.NotFound("member", id)
 }
 
-// signInURL is the web app's sign-in link for key, on the origin the
-// request reached (as `make run` prints it: /#key=...).
-func signInURL(r *http.Request, key string) string {
+// origin is the scheme and host the request reached.
+func origin(r *http.Request) string {
 	scheme := "http"
 	if r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https" {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host + "/#key=" + key
+	return scheme + "://" + r.Host
 }
 
 type changeMemberRequest struct {

@@ -74,6 +74,8 @@ var shapes = map[string]any{
 	"GuidelinesRequest":       setGuidelinesRequest{},
 	"GepaRunRequest":          gepaBody{},
 	"Me":                      meResponse{},
+	"AcceptInvitationRequest": acceptInvitationRequest{},
+	"AcceptedInvitation":      acceptInvitationResponse{},
 	"QueryRequest":            queryRequest{},
 	"RewardModelRequest":      requestTrainingBody{},
 	"ScoreRequest":            scoreBody{},

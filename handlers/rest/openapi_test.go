@@ -128,8 +128,12 @@ func TestOpenAPIPostsTakeIdempotencyKey(t *testing.T) {
 			Parameters []struct {
 				Ref string `json:"$ref"`
 			} `json:"parameters"`
+			Security *[]any `json:"security"`
 		}
 		require.NoError(t, json.Unmarshal(raw, &op))
+		if op.Security != nil && len(*op.Security) == 0 {
+			continue // unauthenticated (a one-time sign-in link): replays are keyed by account, it has none
+		}
 		posts++
 		var refs []string
 		for _, prm := range op.Parameters {

@@ -98,6 +98,11 @@ func (a *API) Register(mux Mux) {
 		}))))
 	}
 	mux.Handle("GET "+OpenAPIPath, http.HandlerFunc(serveOpenAPI))
+	mux.Handle("POST "+Prefix+InvitationsAcceptPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := a.acceptInvitation(w, r); err != nil {
+			edge.WriteError(w, err)
+		}
+	}))
 	route("GET /me", members.Read, a.me)
 	route("GET /formats", members.Read, a.listFormats)
 	route("POST /traces/import", members.Ingest, a.importTraces)
