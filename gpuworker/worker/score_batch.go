@@ -12,13 +12,10 @@ import (
 // credit"): every trace of the batch with one loaded checkpoint (the
 // worker keeps it loaded between traces and jobs), each trace's result —
 // its action scores and trace score, or its error — reported as soon as it
-// exists. The first trace is scored alone, so its scores do not wait for
-// the rest; the others are scored together in one engine call (its
-// length-bucketed batches use every core, where one trace's few texts
-// leave a 2-core machine half idle), their items read while the first is
-// scored. Reports travel while the next texts are scored: the API's
-// append and the round trip then cost the model no idle time. The finish
-// that follows fails any run left without a result.
+// exists, so the first trace's scores do not wait for the rest. A report
+// travels while the next trace is scored (one at a time, in order): the
+// API's append and the round trip then cost the model no idle time. The
+// finish that follows fails any run left without a result.
 var scoreBatches = register(Kind[jobs.ScoreBatchJob, jobs.ScoreBatchClaim, struct{}]{
 	Kind: jobs.KindScoreBatch, What: "scoring batch", IDKey: "batch_id", HandBack: true,
 	Claimed: func(c jobs.ScoreBatchClaim) []any { return []any{"model_id", c.ModelID, "traces", len(c.Runs)} },
@@ -29,33 +26,23 @@ var scoreBatches = register(Kind[jobs.ScoreBatchJob, jobs.ScoreBatchClaim, struc
 	Work: func(ctx context.Context, j *Job[jobs.ScoreBatchClaim]) (struct{}, error) {
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
-		runs := j.Args.Runs
-		reports := make(chan jobs.ScoreBatchReport, len(runs))
+		reports := make(chan jobs.ScoreBatchReport, len(j.Args.Runs))
 		sent := make(chan error, 1)
 		go func() { sent <- sendBatchReports(ctx, j, reports, cancel) }()
-		items := make([]jobs.ScoringItems, len(runs))
-		itemErrs := make([]error, len(runs))
-		read := make(chan struct{})
-		go func() { // the rest's items, while the first is scored
-			defer close(read)
-			for i := 1; i < len(runs); i++ {
-				items[i], itemErrs[i] = j.w.scoringItems(ctx, runs[i].ItemsKey)
+		for _, run := range j.Args.Runs {
+			start := time.Now()
+			res, err := j.w.score(ctx, j.Log, run.ItemsKey)
+			if ctx.Err() != nil {
+				break
 			}
-		}()
-		if len(runs) > 0 {
-			items[0], itemErrs[0] = j.w.scoringItems(ctx, runs[0].ItemsKey)
-			scoreGroup(ctx, j, runs[:1], items[:1], itemErrs[:1], reports)
-		}
-		<-read
-		// The rest in groups of one checkpoint and one maximum length (one
-		// group in a batch of one model).
-		for lo := 1; lo < len(runs) && ctx.Err() == nil; {
-			hi := lo + 1
-			for hi < len(runs) && items[hi].ArtifactKey == items[lo].ArtifactKey && items[hi].MaxLength == items[lo].MaxLength {
-				hi++
+			report := jobs.ScoreBatchReport{TraceID: run.TraceID, RunID: run.RunID, ScoringFinished: res}
+			if err != nil {
+				j.Log.Warn("scoring a trace of the batch failed", "trace_id", run.TraceID, "error", err)
+				report = jobs.ScoreBatchReport{TraceID: run.TraceID, RunID: run.RunID, Error: truncate(err.Error(), ErrorTailChars)}
+			} else {
+				j.w.cfg.Observer.Scored(len(res.ActionScores)+1, time.Since(start))
 			}
-			scoreGroup(ctx, j, runs[lo:hi], items[lo:hi], itemErrs[lo:hi], reports)
-			lo = hi
+			reports <- report
 		}
 		close(reports)
 		if err := <-sent; err != nil {
@@ -64,67 +51,10 @@ var scoreBatches = register(Kind[jobs.ScoreBatchJob, jobs.ScoreBatchClaim, struc
 		if err := context.Cause(ctx); err != nil {
 			return struct{}{}, err
 		}
-		j.Log.Info("scored batch", "traces", len(runs))
+		j.Log.Info("scored batch", "traces", len(j.Args.Runs))
 		return struct{}{}, nil
 	},
 })
-
-// scoreGroup scores runs (their items read, or the error reading them) in
-// one engine call and queues each one's report; where that call fails, each
-// run is scored alone, so a trace's failure is its own.
-func scoreGroup(ctx context.Context, j *Job[jobs.ScoreBatchClaim], runs []jobs.ScoreBatchRun, items []jobs.ScoringItems, itemErrs []error, reports chan<- jobs.ScoreBatchReport) {
-	report := func(run jobs.ScoreBatchRun, res jobs.ScoringFinished, err error, took time.Duration) {
-		if err != nil {
-			j.Log.Warn("scoring a trace of the batch failed", "trace_id", run.TraceID, "error", err)
-			reports <- jobs.ScoreBatchReport{TraceID: run.TraceID, RunID: run.RunID, Error: truncate(err.Error(), ErrorTailChars)}
-			return
-		}
-		j.w.cfg.Observer.Scored(len(res.ActionScores)+1, took)
-		reports <- jobs.ScoreBatchReport{TraceID: run.TraceID, RunID: run.RunID, ScoringFinished: res}
-	}
-	var ok []int
-	for i := range runs {
-		if itemErrs[i] != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			report(runs[i], jobs.ScoringFinished{}, itemErrs[i], 0)
-			continue
-		}
-		ok = append(ok, i)
-	}
-	if len(ok) == 0 {
-		return
-	}
-	group := make([]jobs.ScoringItems, len(ok))
-	for g, i := range ok {
-		group[g] = items[i]
-	}
-	start := time.Now()
-	res, err := j.w.scoreItems(ctx, j.Log, group)
-	if ctx.Err() != nil {
-		return
-	}
-	if err == nil {
-		took := time.Since(start) / time.Duration(len(ok))
-		for g, i := range ok {
-			report(runs[i], res[g], nil, took)
-		}
-		return
-	}
-	for _, i := range ok {
-		start := time.Now()
-		one, err := j.w.scoreItems(ctx, j.Log, items[i:i+1])
-		if ctx.Err() != nil {
-			return
-		}
-		var r jobs.ScoringFinished
-		if err == nil {
-			r = one[0]
-		}
-		report(runs[i], r, err, time.Since(start))
-	}
-}
 
 // sendBatchReports reports a batch's results in order until reports is
 // closed; a report the API cannot take (other than a run that moved on)

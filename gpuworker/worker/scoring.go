@@ -43,81 +43,52 @@ var scoring = register(Kind[jobs.ScoreJob, jobs.ScoringClaim, jobs.ScoringFinish
 // trace score), with the checkpoint the items name (kept loaded, so a
 // batch of one model loads it once).
 func (w *Worker) score(ctx context.Context, log *slog.Logger, itemsKey string) (jobs.ScoringFinished, error) {
-	items, err := w.scoringItems(ctx, itemsKey)
-	if err != nil {
-		return jobs.ScoringFinished{}, err
-	}
-	res, err := w.scoreItems(ctx, log, []jobs.ScoringItems{items})
-	if err != nil {
-		return jobs.ScoringFinished{}, err
-	}
-	return res[0], nil
-}
-
-// scoringItems reads and decodes a run's items.
-func (w *Worker) scoringItems(ctx context.Context, itemsKey string) (jobs.ScoringItems, error) {
 	raw, err := w.cfg.Blobs.Get(ctx, itemsKey)
 	if err != nil {
-		return jobs.ScoringItems{}, fmt.Errorf("reading the scoring items %s: %w", itemsKey, err)
+		return jobs.ScoringFinished{}, fmt.Errorf("reading the scoring items %s: %w", itemsKey, err)
 	}
 	var items jobs.ScoringItems
 	if err := json.Unmarshal(raw, &items); err != nil {
-		return jobs.ScoringItems{}, fmt.Errorf("decoding the scoring items %s: %w", itemsKey, err)
+		return jobs.ScoringFinished{}, fmt.Errorf("decoding the scoring items %s: %w", itemsKey, err)
 	}
 	if items.ArtifactKey == "" {
-		return jobs.ScoringItems{}, fmt.Errorf("the scoring items %s name no artifact_key", itemsKey)
+		return jobs.ScoringFinished{}, fmt.Errorf("the scoring items %s name no artifact_key", itemsKey)
 	}
-	return items, nil
-}
-
-// scoreItems scores several runs' items of one checkpoint and one maximum
-// length in one engine call: the engine groups every text of them into
-// length-bucketed batches, which keep the cores busy where one trace's few
-// texts do not. A non-finite action score fails the whole call (the
-// caller scores such a group again one trace at a time, so only that
-// trace fails).
-func (w *Worker) scoreItems(ctx context.Context, log *slog.Logger, group []jobs.ScoringItems) ([]jobs.ScoringFinished, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	rm, err := w.rewardModel(ctx, log, group[0].ArtifactKey)
+	rm, err := w.rewardModel(ctx, log, items.ArtifactKey)
 	if err != nil {
-		return nil, err
+		return jobs.ScoringFinished{}, err
 	}
 	if rm.ActionStats == nil {
-		return nil, errors.New("the model has no action_reward_stats.json: it was not trained on action comparisons; " +
+		return jobs.ScoringFinished{}, errors.New("the model has no action_reward_stats.json: it was not trained on action comparisons; " +
 			"train a new model with ratings on assistant responses or tool calls")
 	}
-	var texts []string
-	for _, items := range group {
-		for _, it := range items.ActionScoreItems {
-			texts = append(texts, it.Text)
-		}
-		texts = append(texts, items.Trace.Text)
+	texts := make([]string, 0, len(items.ActionScoreItems)+1)
+	for _, it := range items.ActionScoreItems {
+		texts = append(texts, it.Text)
 	}
+	texts = append(texts, items.Trace.Text)
 	rm.MaxLen = model.DefaultMaxLen
-	if group[0].MaxLength > 0 {
-		rm.MaxLen = group[0].MaxLength
+	if items.MaxLength > 0 {
+		rm.MaxLen = items.MaxLength
 	}
 	rs, err := rm.Score(texts)
 	if err != nil {
-		return nil, err
+		return jobs.ScoringFinished{}, err
 	}
-	out := make([]jobs.ScoringFinished, len(group))
-	for g, items := range group {
-		scores := make([]jobs.ActionScore, len(items.ActionScoreItems))
-		for i, it := range items.ActionScoreItems {
-			if math.IsNaN(rs[i]) || math.IsInf(rs[i], 0) {
-				return nil, fmt.Errorf("step %s: the model produced a non-finite score", it.StepID)
-			}
-			scores[i] = jobs.ActionScore{TraceID: it.TraceID, StepID: it.StepID, Score: rs[i], Credit: rm.ActionStats.Credit(rs[i])}
+	out := make([]jobs.ActionScore, len(items.ActionScoreItems))
+	for i, it := range items.ActionScoreItems {
+		if math.IsNaN(rs[i]) || math.IsInf(rs[i], 0) {
+			return jobs.ScoringFinished{}, fmt.Errorf("step %s: the model produced a non-finite score", it.StepID)
 		}
-		out[g].ActionScores = scores
-		if ts := rs[len(items.ActionScoreItems)]; !math.IsNaN(ts) && !math.IsInf(ts, 0) {
-			out[g].TraceScore = &ts
-		}
-		rs = rs[len(items.ActionScoreItems)+1:]
+		out[i] = jobs.ActionScore{TraceID: it.TraceID, StepID: it.StepID, Score: rs[i], Credit: rm.ActionStats.Credit(rs[i])}
 	}
-	return out, ctx.Err()
+	res := jobs.ScoringFinished{ActionScores: out}
+	if ts := rs[len(rs)-1]; !math.IsNaN(ts) && !math.IsInf(ts, 0) {
+		res.TraceScore = &ts
+	}
+	return res, ctx.Err()
 }
 
 // rewardModel returns the loaded checkpoint of key, keeping the last one loaded.
