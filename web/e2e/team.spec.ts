@@ -1,6 +1,7 @@
 // Teams (issue 36), driven with the mouse and the keyboard and checked
 // through the API: the admin invites a reviewer on the Team page, the
-// reviewer signs in with the one-time link in a fresh browser context, is
+// reviewer signs in with the one-time link in a fresh browser context (the
+// same link again says it was already used), is
 // offered no import, train or SQL control and rates a step; the admin sees
 // both members' ratings in the viewer and the agreement figures and the
 // disputed targets on the Team page, and settles one. Run by
@@ -40,7 +41,8 @@ test("an admin invites a reviewer, who rates; the admin sees both ratings and th
   await expect(linkField).toBeVisible();
   await expect(page.getByRole("button", { name: "Copy the sign-in link for Rita" })).toBeVisible();
   const link = await linkField.inputValue();
-  expect(link).toContain("#key=");
+  expect(link).toContain("#invite=");
+  expect(link).not.toContain("critic_"); // a one-time token, not an API key
   await expect(page.getByRole("row", { name: "Member Rita" })).toContainText("reviewer");
   await shot(page, "team-invite-1366");
   await a11y(page, "Team page (admin)");
@@ -60,6 +62,14 @@ test("an admin invites a reviewer, who rates; the admin sees both ratings and th
   await expect(nav.getByRole("link", { name: "Team" })).toBeVisible();
   await expect(nav.getByRole("link", { name: "SQL" })).toHaveCount(0);
   await expect(rita.getByRole("heading", { name: "Traces", level: 1 })).toBeVisible();
+  expect(new URL(rita.url()).hash).toBe(""); // the token left the address bar
+  // The same link again, in another fresh browser, is spent: it says so plainly.
+  const again = await browser.newContext({ baseURL: process.env.CRITIC_E2E_URL, viewport: { width: 1366, height: 860 } });
+  const late = await again.newPage();
+  await late.goto("/" + new URL(link).hash);
+  await expect(late.getByRole("alert")).toContainText("this sign-in link was already used; ask your admin for a new one");
+  await expect(late.getByLabel("API key")).toBeVisible();
+  await again.close();
   await expect(rita.getByRole("link", { name: "Team: refund request" })).toBeVisible();
   await expect(rita.getByRole("button", { name: "Import traces" })).toHaveCount(0);
   // Selecting traces offers no training to a reviewer.

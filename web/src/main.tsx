@@ -1,8 +1,8 @@
-import { StrictMode, Suspense } from "react";
+import { StrictMode, Suspense, useCallback, useState } from "react";
 import { createRoot } from "react-dom/client";
 import { QueryClient, QueryClientProvider } from "@tanstack/react-query";
 import { BrowserRouter, Navigate, Outlet, Route, Routes } from "react-router";
-import { takeKeyFromFragment } from "./api/client";
+import { takeInviteFromFragment, takeKeyFromFragment } from "./api/client";
 import { AuthProvider, useAuth } from "./auth/auth";
 import { SignIn } from "./signin/SignIn";
 import { Layout } from "./shell/Layout";
@@ -33,6 +33,8 @@ performance.mark("critic:shell-evaluated");
 
 // Before anything renders: a #key=… link signs in and leaves the address bar at once.
 takeKeyFromFragment();
+// A one-time #invite=… link leaves the address bar too; SignIn spends it.
+const invite = takeInviteFromFragment();
 
 const queryClient = new QueryClient({
   defaultOptions: { queries: { retry: (n, e: unknown) => n < 2 && !((e as { status?: number }).status! < 500), refetchOnWindowFocus: false } },
@@ -42,7 +44,9 @@ function Gate() {
   // The pages render while GET /me is in flight (their data loads in
   // parallel); write controls appear once it says the key may write.
   const { key, error } = useAuth();
-  if (!key || error) return <SignIn />;
+  const [pending, setPending] = useState(invite);
+  const inviteDone = useCallback(() => setPending(null), []);
+  if (pending || !key || error) return <SignIn invite={pending} onInviteDone={inviteDone} />;
   return (
     <Routes>
       <Route

@@ -43,6 +43,17 @@ export function takeKeyFromFragment(): boolean {
   return true;
 }
 
+/**
+ * Takes a one-time sign-in link's token from the URL fragment (#invite=…)
+ * and removes it from the address bar at once; SignIn spends it.
+ */
+export function takeInviteFromFragment(): string | null {
+  const m = /(?:^#|&)invite=([^&]+)/.exec(window.location.hash);
+  if (!m) return null;
+  history.replaceState(history.state, "", window.location.pathname + window.location.search);
+  return decodeURIComponent(m[1]);
+}
+
 export class ApiError extends Error {
   constructor(
     public status: number,

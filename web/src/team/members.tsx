@@ -145,13 +145,13 @@ function AddMember({ onAdded }: { onAdded: (a: Added) => void }) {
   );
 }
 
-/** The new member's sign-in link, shown once: the server keeps only a hash of the key. */
+/** The new member's one-time sign-in link, shown once: the server keeps only a hash of its token. */
 function SignInLink({ added, onDone }: { added: Added; onDone: () => void }) {
   return (
     <div className="team-link" role="status" aria-label="Sign-in link">
       <p>
-        <strong>{added.member.name}</strong> was added as {added.member.role}. Hand them this sign-in link; it is shown only
-        once (it holds their API key).
+        <strong>{added.member.name}</strong> was added as {added.member.role}. Hand them this sign-in link: it is shown only
+        once, and it works once (within 7 days), signing them in with a key of their own.
       </p>
       <div className="row">
         <input readOnly value={added.sign_in_url} aria-label={`Sign-in link for ${added.member.name}`} onFocus={(e) => e.target.select()} />
