@@ -273,3 +273,43 @@ func TestTraceQuoteIsRedactedWithItsTrace(t *testing.T) {
 	var erased *events.ErasedError
 	require.ErrorAs(t, err, &erased, "the account's erasure takes the redacted form too")
 }
+
+// A key destroyed by another process stops opening here once this process
+// reads the erasure's event, though this process had the key cached: the
+// distributed deployment's API instances each keep their own cache.
+func TestAnotherProcessForgetsAnErasedKeyOnItsEvent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, _, _, master := newSealingStoreMaster(t)
+	other, err := keyring.New(s.Pool(), master) // a second process's ring
+	require.NoError(t, err)
+	meta := eventstore.Meta{Actor: "system"}
+	a, b := "trace/"+uuid.NewString(), "trace/"+uuid.NewString()
+	_, err = s.Append(ctx, meta, nil, []events.New{
+		ev(a, events.TraceImported, map[string]string{"text": "MARKER-A"}),
+		ev(b, events.TraceImported, map[string]string{"text": "MARKER-B"}),
+	})
+	require.NoError(t, err)
+	raw, err := s.ReadAfter(ctx, 0, 10)
+	require.NoError(t, err)
+	_, err = eventstore.Resolve(ctx, s.Blobs(), other, raw[0]) // cached there now
+	require.NoError(t, err)
+
+	// The first process erases a: its events, then its key.
+	_, err = s.Append(ctx, meta, nil, []events.New{ev(a, events.TraceErased, map[string]string{"trace_id": a})})
+	require.NoError(t, err)
+	require.NoError(t, s.EraseStream(ctx, a))
+	_, err = eventstore.Resolve(ctx, s.Blobs(), other, raw[0])
+	require.NoError(t, err, "the second process's cached key still opens, until it reads the erasure")
+
+	all, err := s.ReadAfter(ctx, 0, 10)
+	require.NoError(t, err)
+	_, err = eventstore.Resolve(ctx, s.Blobs(), other, all[2]) // trace.erased, in clear
+	require.NoError(t, err)
+	var erased *events.ErasedError
+	_, err = eventstore.Resolve(ctx, s.Blobs(), other, raw[0])
+	require.ErrorAs(t, err, &erased)
+	opened, err := eventstore.Resolve(ctx, s.Blobs(), other, raw[1])
+	require.NoError(t, err)
+	require.Contains(t, string(opened.Payload), "MARKER-B", "another trace still opens")
+}

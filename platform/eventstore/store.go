@@ -313,6 +313,16 @@ func (s *Store) claimCheckAt(ctx context.Context, key string, raw []byte) ([]byt
 // an event whose data key was destroyed is an *events.ErasedError, which
 // consumers skip: an erased event projects nothing.
 func Resolve(ctx context.Context, blobs blob.Store, keys *keyring.Ring, e events.Envelope) (events.Envelope, error) {
+	if keys != nil {
+		// An erasure read here ends this process's use of the erased key,
+		// wherever it was destroyed (keyring.Ring.Forget).
+		switch e.Type {
+		case events.TraceErased:
+			keys.Forget(e.Stream)
+		case events.AccountErased:
+			keys.Forget(keyring.AccountScope(e.OwnerID))
+		}
+	}
 	e, err := resolveClaimCheck(ctx, blobs, e)
 	if errors.Is(err, blob.ErrNotFound) && keys != nil {
 		// Erasure deletes a sealed trace's blobs with its key.

@@ -10,8 +10,11 @@
 // for it.
 //
 // Unwrapped keys are cached per process. A key destroyed by another process
-// stays usable in this one until it restarts; the single-binary deployment
-// destroys through the same Ring its consumers use.
+// leaves this one's cache when this process reads the erasure's event
+// (Forget, called by eventstore.Resolve for trace.erased and
+// account.erased), which every API instance's read model does within its
+// projection lag; the single-binary deployment destroys through the same
+// Ring its consumers use.
 package keyring
 
 import (
@@ -382,6 +385,20 @@ func (r *Ring) Destroy(ctx context.Context, scope string) error {
 	r.destroyed[scope] = true
 	r.mu.Unlock()
 	return nil
+}
+
+// Forget drops scope's key from this process's cache and treats the scope as
+// destroyed here from now on: the log said it was erased (another process
+// may have destroyed the key, or is about to), so nothing in this process
+// opens its content again, even before the database row is gone.
+func (r *Ring) Forget(scope string) {
+	r.mu.Lock()
+	delete(r.keys, scope)
+	if len(r.destroyed) >= maxCached {
+		r.destroyed = map[string]bool{}
+	}
+	r.destroyed[scope] = true
+	r.mu.Unlock()
 }
 
 // Rotate re-wraps every live data key with next, in one transaction that
