@@ -43,7 +43,8 @@ func (e *env) addMember(t *testing.T, name string, role members.Role) (id, key s
 	require.Equal(t, string(role), added.Member.Role)
 	require.False(t, added.Member.Removed)
 	require.True(t, strings.HasPrefix(added.APIKey, "critic_"), added.APIKey)
-	require.Equal(t, e.url+"/#key="+added.APIKey, added.SignInURL)
+	require.True(t, strings.HasPrefix(added.SignInURL, e.url+"/#invite="), added.SignInURL)
+	require.NotContains(t, added.SignInURL, added.APIKey, "a one-time invitation, not the key")
 	return added.Member.ID, added.APIKey
 }
 
