@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -75,9 +76,23 @@ func startAnother(t *testing.T, in *instance) *instance {
 	other := &instance{t: t, bin: in.bin, dbURL: in.dbURL, dataDir: t.TempDir(), logs: &bytes.Buffer{}, pool: in.pool}
 	other.env = append(os.Environ(),
 		"DATABASE_URL="+in.dbURL, "CRITIC_DATA_DIR="+other.dataDir, "CRITIC_ADDR=127.0.0.1:0",
-		"CRITIC_KAFKA_PORT=0", "KAFKA_BROKERS=", "CRITIC_INSTANCE_ID=second")
+		"CRITIC_KAFKA_PORT=0", "KAFKA_BROKERS=", "CRITIC_INSTANCE_ID=second",
+		// One deployment, one master key: a process with another key
+		// refuses to start (keyring.Ring.CheckMaster).
+		"CRITIC_MASTER_KEY_FILE="+masterKeyFileOf(in))
 	other.start()
 	return other
+}
+
+// masterKeyFileOf is the master key file in's process uses: the one its
+// environment names, else its data dir's default.
+func masterKeyFileOf(in *instance) string {
+	for _, kv := range in.env {
+		if v, ok := strings.CutPrefix(kv, "CRITIC_MASTER_KEY_FILE="); ok && v != "" {
+			return v
+		}
+	}
+	return filepath.Join(in.dataDir, "master_key")
 }
 
 // TestAPIKeysListAndRevoke: list-keys shows prefix, kind, created and last

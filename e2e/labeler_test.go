@@ -93,8 +93,14 @@ func TestTracesAreLabeledByTheWorkerTier(t *testing.T) {
 	followUp.Store(true)
 	r := in.do("POST", "/api/v1/rm/traces/"+id+"/labeling/rescore", key, nil)
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
-	require.Contains(t, string(r.Body), `"state":"queued"`, "the labels await their new ones")
-	require.Contains(t, string(r.Body), `"to_label":3`)
+	if body := string(r.Body); strings.Contains(body, `"state":"labeled"`) {
+		// On an idle machine the worker tier can relabel every chunk
+		// before the answer is read: then all three new calls were made.
+		require.GreaterOrEqual(t, srv.Calls(), 6, "a labeled answer to a rescore means the new labels are in: %s", body)
+	} else {
+		require.Contains(t, body, `"state":"queued"`, "the labels await their new ones")
+		require.Contains(t, body, `"to_label":3`)
+	}
 	require.Eventually(t, func() bool { return in.stepLabels(t, key, id)[0] == "user/follow_up" }, time.Minute, 200*time.Millisecond)
 	require.Eventually(t, func() bool { return srv.Calls() == 6 }, time.Minute, 200*time.Millisecond, "a rescore asks for every chunk")
 	require.Equal(t, []string{"user/follow_up", "agent/tool_call", "", "agent/answer"}, in.stepLabels(t, key, id))
