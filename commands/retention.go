@@ -21,23 +21,12 @@ func (c *Commands) SetRetention(ctx context.Context, actor Actor, days *int) (Re
 			return Result{}, err
 		}
 	}
-	stream := events.UserStream(actor.UserID)
-	loaded, err := c.store.LoadStreams(ctx, []string{stream})
-	if err != nil {
-		return Result{}, err
-	}
-	evs := loaded[stream]
-	if len(evs) == 0 {
-		return Result{}, domain.NotFound("user", actor.UserID)
-	}
 	by := actor.String()
 	if actor.MemberID != "" {
 		by = "member:" + actor.MemberID
 	}
-	return c.append(ctx, actor, map[string]int64{stream: evs[len(evs)-1].Version}, []events.New{{
-		ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: events.UserRetentionSet,
-		Payload: events.UserRetentionSetV1{UserID: actor.UserID, Days: days, By: by},
-	}})
+	return c.appendAccountSetting(ctx, actor, actor.UserID, events.UserRetentionSet,
+		events.UserRetentionSetV1{UserID: actor.UserID, Days: days, By: by})
 }
 
 // EraseExpiredTrace erases one of the account's traces under its retention

@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 
-	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/agreement"
 	"github.com/criticml/critic/domain/events"
 )
@@ -14,17 +13,6 @@ func (c *Commands) SetReviewOverlap(ctx context.Context, actor Actor, overlap in
 	if err := agreement.CheckOverlap(overlap); err != nil {
 		return Result{}, err
 	}
-	stream := events.UserStream(actor.UserID)
-	loaded, err := c.store.LoadStreams(ctx, []string{stream})
-	if err != nil {
-		return Result{}, err
-	}
-	evs := loaded[stream]
-	if len(evs) == 0 {
-		return Result{}, domain.NotFound("user", actor.UserID)
-	}
-	return c.append(ctx, actor, map[string]int64{stream: evs[len(evs)-1].Version}, []events.New{{
-		ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: events.UserReviewOverlapSet,
-		Payload: events.UserReviewOverlapSetV1{UserID: actor.UserID, Overlap: overlap},
-	}})
+	return c.appendAccountSetting(ctx, actor, actor.UserID, events.UserReviewOverlapSet,
+		events.UserReviewOverlapSetV1{UserID: actor.UserID, Overlap: overlap})
 }

@@ -1,0 +1,27 @@
+package commands
+
+import (
+	"context"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+)
+
+// appendAccountSetting records one setting of an account (review overlap,
+// retention, the reward-model switch) as an event of type typ on its user
+// stream, at the stream's current version: an unknown account is not
+// found, and a concurrent change is a conflict the caller may retry.
+func (c *Commands) appendAccountSetting(ctx context.Context, actor Actor, userID, typ string, payload any) (Result, error) {
+	stream := events.UserStream(userID)
+	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	if err != nil {
+		return Result{}, err
+	}
+	evs := loaded[stream]
+	if len(evs) == 0 {
+		return Result{}, domain.NotFound("user", userID)
+	}
+	return c.append(ctx, actor, map[string]int64{stream: evs[len(evs)-1].Version}, []events.New{{
+		ID: newID(), Stream: stream, OwnerID: userID, Type: typ, Payload: payload,
+	}})
+}
