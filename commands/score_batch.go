@@ -32,6 +32,21 @@ func (c *Commands) loadBatch(ctx context.Context, batchID, modelID string) (even
 	return b, nil
 }
 
+// loadBatchRuns reads a batch and, in one query, its runs' scoring streams
+// (streams[i] is b.Runs[i]'s): what claiming and settling a batch fold.
+func (c *Commands) loadBatchRuns(ctx context.Context, batchID, modelID string) (events.ScoringBatchRequestedV1, []string, map[string][]events.Envelope, error) {
+	b, err := c.loadBatch(ctx, batchID, modelID)
+	if err != nil {
+		return b, nil, nil, err
+	}
+	streams := make([]string, len(b.Runs))
+	for i, r := range b.Runs {
+		streams[i] = events.ScoringStream(r.TraceID, modelID)
+	}
+	loaded, err := c.store.LoadStreams(ctx, streams)
+	return b, streams, loaded, err
+}
+
 // ClaimScoreBatch starts, for one worker, every run of the batch that is
 // still queued under the batch's run id (a run an explicit request
 // superseded, or one already claimed alone after a hand-back, is skipped),
@@ -41,15 +56,7 @@ func (c *Commands) ClaimScoreBatch(ctx context.Context, workerID, batchID, model
 	var claim jobs.ScoreBatchClaim
 	_, err := retryOnConflict(func() (Result, error) {
 		claim = jobs.ScoreBatchClaim{ModelID: modelID}
-		b, err := c.loadBatch(ctx, batchID, modelID)
-		if err != nil {
-			return Result{}, err
-		}
-		streams := make([]string, len(b.Runs))
-		for i, r := range b.Runs {
-			streams[i] = events.ScoringStream(r.TraceID, modelID)
-		}
-		loaded, err := c.store.LoadStreams(ctx, streams)
+		b, streams, loaded, err := c.loadBatchRuns(ctx, batchID, modelID)
 		if err != nil {
 			return Result{}, err
 		}
@@ -82,15 +89,7 @@ func (c *Commands) ClaimScoreBatch(ctx context.Context, workerID, batchID, model
 // trace reported) this is all the worker's finish costs before its next
 // claim.
 func (c *Commands) settleBatch(ctx context.Context, workerID, batchID, modelID string, end func(traceID, runID string) (Result, error)) (Result, error) {
-	b, err := c.loadBatch(ctx, batchID, modelID)
-	if err != nil {
-		return Result{}, err
-	}
-	streams := make([]string, len(b.Runs))
-	for i, r := range b.Runs {
-		streams[i] = events.ScoringStream(r.TraceID, modelID)
-	}
-	loaded, err := c.store.LoadStreams(ctx, streams)
+	b, streams, loaded, err := c.loadBatchRuns(ctx, batchID, modelID)
 	if err != nil {
 		return Result{}, err
 	}
