@@ -330,7 +330,7 @@ func auditMemberAgreement(ctx context.Context, in *infra, cmds *commands.Command
 		if !ok {
 			name = m.Name
 		}
-		line := fmt.Sprintf("member %s (member %s) agrees with this model on %d of %d target(s)", name, m.Member,
+		line := fmt.Sprintf("%s (member %s) agrees with this model on %d of %d target(s)", name, m.Member,
 			int(*m.Model.Value*float64(m.Model.N)+0.5), m.Model.N)
 		if m.Model.TooFew {
 			line += ", too few to trust"

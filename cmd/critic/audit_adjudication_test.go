@@ -113,6 +113,7 @@ func TestAuditShowsAdjudications(t *testing.T) {
 	err = auditModel(ctx, in, cmds, req.ModelID, &out)
 	t.Log(out.String())
 	require.NoError(t, err)
-	require.Contains(t, out.String(), "member auditor (member "+u.UserID+") agrees with this model on 1 of 3 target(s), too few to trust\n")
-	require.Contains(t, out.String(), "member Bea (member "+bea.Member.ID+") agrees with this model on 2 of 3 target(s), too few to trust\n")
+	// Each line starts with the member's name, "member" said once.
+	require.Contains(t, out.String(), "\nauditor (member "+u.UserID+") agrees with this model on 1 of 3 target(s), too few to trust\n")
+	require.Contains(t, out.String(), "\nBea (member "+bea.Member.ID+") agrees with this model on 2 of 3 target(s), too few to trust\n")
 }
