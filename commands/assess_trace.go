@@ -45,10 +45,10 @@ type AssessmentInput struct {
 	Input        string                `json:"input"`
 }
 
-// AssessmentSourceOf returns the model inputs of the items still current:
+// assessmentSource returns the model inputs of the items still current:
 // an item whose key no longer matches the trace (it changed, or was
 // deleted) is left out, so a stale job calls no model.
-func (c *Commands) AssessmentSourceOf(ctx context.Context, traceID, kind string, items []events.AssessmentItem) ([]AssessmentInput, error) {
+func (c *Commands) assessmentSource(ctx context.Context, traceID, kind string, items []events.AssessmentItem) ([]AssessmentInput, error) {
 	s, err := c.loadTrace(ctx, traceID)
 	if err != nil {
 		return nil, err
@@ -193,7 +193,7 @@ func (c *Commands) assessJob() jobActions {
 	type call[B any] = jobCall[jobs.AssessJob, B]
 	return jobActions{
 		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			in, err := c.AssessmentSourceOf(ctx, r.ID, r.Job.Kind, r.Job.Items)
+			in, err := c.assessmentSource(ctx, r.ID, r.Job.Kind, r.Job.Items)
 			if err != nil {
 				return nil, err
 			}

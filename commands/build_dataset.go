@@ -36,7 +36,7 @@ func (c *Commands) BuildDataset(ctx context.Context, modelID string) (Result, er
 		if st.NeedsExtraction() && !st.ExtractionDone() {
 			return Result{}, nil // the extraction worker finishes first
 		}
-		asOf, err := c.queuedAt(ctx, st)
+		asOf, err := c.QueuedAt(ctx, st)
 		if err != nil {
 			return Result{}, err
 		}
@@ -88,8 +88,12 @@ func (c *Commands) BuildDataset(ctx context.Context, modelID string) (Result, er
 	})
 }
 
-// queuedAt is the log position of the event that queued the current attempt.
-func (c *Commands) queuedAt(ctx context.Context, st rewardmodels.State) (int64, error) {
+// QueuedAt is the log position of the event that queued the model's current
+// attempt: what its dataset and extraction read the traces as of. A query
+// on the command side because BuildDataset decides with it and `critic
+// audit` must rebuild from the very same position (the read model does not
+// keep event positions).
+func (c *Commands) QueuedAt(ctx context.Context, st rewardmodels.State) (int64, error) {
 	stream := events.RewardModelStream(st.ID)
 	loaded, err := c.store.LoadStreams(ctx, []string{stream})
 	if err != nil {
@@ -104,20 +108,12 @@ func (c *Commands) queuedAt(ctx context.Context, st rewardmodels.State) (int64, 
 	return seq, nil
 }
 
-// Dataset rebuilds a model's dataset from the log as of asOf: pairs from the
-// selected traces, texts to score from every trace the owner had. It is pure
-// given the log, which is what `critic audit` relies on.
-func (c *Commands) Dataset(ctx context.Context, st rewardmodels.State, asOf int64) (rewardmodels.Dataset, error) {
-	in, err := c.DatasetInputs(ctx, st, asOf)
-	if err != nil {
-		return rewardmodels.Dataset{}, err
-	}
-	return rewardmodels.BuildDatasetFrom(in)
-}
-
 // DatasetInputs reads from the log as of asOf what a model's dataset is
 // built from: the dataset and its agreement (rewardmodels.TrainingAgreementOf)
-// are both pure functions of it.
+// are both pure functions of it. It stays on the command side, a query
+// though it is, because BuildDataset builds from it and `critic audit`
+// proves a stored dataset by rebuilding it with the same code: the read
+// model holds traces as they are now, not as of a log position.
 func (c *Commands) DatasetInputs(ctx context.Context, st rewardmodels.State, asOf int64) (rewardmodels.DatasetInputs, error) {
 	selected, every, err := c.selection(ctx, st, asOf)
 	if err != nil {
@@ -186,14 +182,10 @@ func (c *Commands) selection(ctx context.Context, st rewardmodels.State, asOf in
 }
 
 // Selection returns a model's selected traces as of asOf (operator tools:
-// `critic audit` shows the source message behind each finding).
+// `critic audit` shows the source message behind each finding). Like
+// DatasetInputs it folds the log as of a position, which the read model
+// cannot answer.
 func (c *Commands) Selection(ctx context.Context, st rewardmodels.State, asOf int64) ([]traces.State, error) {
 	selected, _, err := c.selection(ctx, st, asOf)
 	return selected, err
-}
-
-// QueuedAt is the log position of the event that queued the model's current
-// attempt: what its dataset and extraction read the traces as of.
-func (c *Commands) QueuedAt(ctx context.Context, st rewardmodels.State) (int64, error) {
-	return c.queuedAt(ctx, st)
 }

@@ -12,6 +12,8 @@ import (
 // OpenEvent opens a stored event's payload (claim check, seal) with the
 // store's blob store and keyring: how a consumer that holds the commands
 // (dispatch) reads a trace's events. An erased one is *events.ErasedError.
+// It is on the command side only because dispatch holds the commands, not
+// the store; it reads and appends nothing.
 func (c *Commands) OpenEvent(ctx context.Context, e events.Envelope) (events.Envelope, error) {
 	return c.store.Open(ctx, e)
 }

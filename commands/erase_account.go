@@ -47,6 +47,8 @@ func (p AccountErasure) Counts() map[string]int {
 
 // PlanAccountErasure reads from the log what erasing the account would
 // take. An unknown account is not found.
+// A query on the command side because EraseAccount erases exactly this
+// plan and `critic users erase` shows it first: one reading of the log.
 func (c *Commands) PlanAccountErasure(ctx context.Context, accountID string) (AccountErasure, error) {
 	p := AccountErasure{AccountID: accountID}
 	user := events.UserStream(accountID)

@@ -19,6 +19,8 @@ import (
 
 // EvaluatorState folds the shared evaluator's stream: benchmarks,
 // candidates, releases and the live release.
+// Every evaluator command decides on it; the read model keeps only the
+// releases and benchmarks, not candidates' leases and margins.
 func (c *Commands) EvaluatorState(ctx context.Context) (evaluator.State, error) {
 	loaded, err := c.store.LoadStreams(ctx, []string{events.EvaluatorStream})
 	if err != nil {
@@ -275,6 +277,7 @@ var candidateLifecycle = []string{events.EvaluatorCandidateRequested, events.Eva
 // ExpiredCandidateLeases nominates the running candidates whose lease ran
 // out before now (fallback: the lease of a claim that recorded none), for
 // ExpireCandidateLease to decide on the whole stream.
+// It folds the log because the read model keeps no candidate leases.
 func (c *Commands) ExpiredCandidateLeases(ctx context.Context, now time.Time, fallback time.Duration) ([]string, error) {
 	evs, err := c.store.LoadStreamTypes(ctx, events.EvaluatorStream, candidateLifecycle)
 	if err != nil {
@@ -312,6 +315,8 @@ func candidateOrLatest(s *evaluator.State, id string) (*evaluator.Candidate, err
 
 // CandidateReport is `critic evaluator report`: the gate report of a
 // candidate (default: the last trained) under policy p.
+// It folds the evaluator stream (EvaluatorState): the gate's inputs are
+// not in the read model.
 func (c *Commands) CandidateReport(ctx context.Context, id string, p evaluator.Policy) (*evaluator.Candidate, evaluator.Report, error) {
 	s, err := c.EvaluatorState(ctx)
 	if err != nil {
@@ -389,6 +394,7 @@ func (c *Commands) RollbackEvaluator(ctx context.Context, by string) (RollbackRe
 // VerifyCandidateDatasets rebuilds every candidate's dataset from the log
 // as of its cut and compares its digest with the one recorded: every
 // candidate, and so every release, is reproducible from the log.
+// A check of the log against itself, so it reads the log, not the read model.
 func (c *Commands) VerifyCandidateDatasets(ctx context.Context) (int, error) {
 	s, err := c.EvaluatorState(ctx)
 	if err != nil {

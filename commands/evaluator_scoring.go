@@ -187,6 +187,8 @@ func (c *Commands) liveRelease(ctx context.Context) (*evaluator.Release, error) 
 // EvaluatorScoringTargets is every trace the live release should score
 // (nil when none is live): what a new release rescores, in the
 // background, one job per trace.
+// It reads the log, not the read model, because dispatch calls it when it
+// meets the release event, which the read model may not have applied yet.
 func (c *Commands) EvaluatorScoringTargets(ctx context.Context) ([]string, error) {
 	live, err := c.liveRelease(ctx)
 	if err != nil || live == nil {
@@ -210,6 +212,7 @@ func (c *Commands) EvaluatorScoringTargets(ctx context.Context) ([]string, error
 }
 
 // EvaluatorLive reports whether a shared evaluator release is live.
+// From the log for the same reason as EvaluatorScoringTargets.
 func (c *Commands) EvaluatorLive(ctx context.Context) (bool, error) {
 	live, err := c.liveRelease(ctx)
 	return live != nil, err

@@ -42,7 +42,7 @@ func (c *Commands) ClaimExtraction(ctx context.Context, workerID, modelID string
 	if err := rewardmodels.DecideClaimExtraction(st, attempt, workerID, lease, time.Now()); err != nil {
 		return ExtractionClaim{}, err
 	}
-	asOf, err := c.queuedAt(ctx, st)
+	asOf, err := c.QueuedAt(ctx, st)
 	if err != nil {
 		return ExtractionClaim{}, err
 	}
@@ -158,7 +158,7 @@ func (c *Commands) RecordFeedback(ctx context.Context, workerID, modelID string,
 			if id != p.TraceID {
 				continue
 			}
-			asOf, err := c.queuedAt(ctx, st)
+			asOf, err := c.QueuedAt(ctx, st)
 			if err != nil {
 				return Result{}, err
 			}

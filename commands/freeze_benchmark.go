@@ -190,6 +190,8 @@ func (c *Commands) VerifyBenchmarks(ctx context.Context) (int, error) {
 
 // CandidateDatasetAsOf is the training data a candidate would get at a log
 // position: contributed human supervision of training-side groups only.
+// Commands (RequestCandidate, the dataset check) build from it; the read
+// model cannot answer as of a log position.
 func (c *Commands) CandidateDatasetAsOf(ctx context.Context, asOf int64) ([]evaluator.TrainingPair, error) {
 	states, err := c.evaluatorTracesAsOf(ctx, asOf)
 	if err != nil {

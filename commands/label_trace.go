@@ -19,6 +19,8 @@ import (
 // trace is gone, the agent has not responded, the trace carries its own
 // (imported) labels, or every complete chunk has a label already; so a
 // duplicate, stale or replayed job never calls a model again.
+// It is the claim's answer (label_trace's job table) and reads the trace's
+// stream, not the read model, to judge the revision the job names.
 func (c *Commands) LabelSourceOf(ctx context.Context, traceID string, revision int) (jobs.LabelSource, error) {
 	s, err := c.loadTrace(ctx, traceID)
 	if err != nil {

@@ -39,6 +39,8 @@ func (c *Commands) loadTeam(ctx context.Context, accountID string) (*members.Tea
 // Team is an account's members as its stream says now, removed members
 // included: who is behind an annotation or an adjudication (critic audit
 // model names them).
+// It folds the team's stream because the audit reads the log, not a
+// read model that may lag or be rebuilt.
 func (c *Commands) Team(ctx context.Context, accountID string) (*members.Team, error) {
 	team, _, err := c.loadTeam(ctx, accountID)
 	return team, err

@@ -30,6 +30,8 @@ type ModelComparison struct {
 // ModelPairs): the models' latest action scores of each trace's current
 // revision, over the traces they scored. Models that are not the actor's
 // or have no action scores contribute nothing.
+// It stays beside the command because ReviewComparison checks a verdict
+// against this very answer: the queue offers only what the command accepts.
 func (c *Commands) ModelComparisons(ctx context.Context, actor Actor, modelIDs []string) ([]ModelComparison, error) {
 	if len(modelIDs) < 2 {
 		return nil, nil

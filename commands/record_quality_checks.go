@@ -17,6 +17,7 @@ import (
 // current, the trace is gone or carries its own labels, or every open step
 // is checked already; so a duplicate, stale or replayed job never calls a
 // model again, and a retry reuses the answers already recorded.
+// It is the claim's answer and reads the trace's stream, as LabelSourceOf.
 func (c *Commands) QualityCheckSourceOf(ctx context.Context, traceID string, revision int) (jobs.QualityCheckSource, error) {
 	s, err := c.loadTrace(ctx, traceID)
 	if err != nil {

@@ -177,6 +177,7 @@ func (c *Commands) appendToModel(ctx context.Context, actor Actor, st rewardmode
 }
 
 // Model returns any model's state (operator tools: audit).
+// Commands decide on this fold; the read model may lag a write.
 func (c *Commands) Model(ctx context.Context, modelID string) (rewardmodels.State, error) {
 	return c.loadModel(ctx, "", modelID)
 }

@@ -28,9 +28,9 @@ type ComparisonResult struct {
 	Comparison events.ComparisonReviewedV1
 }
 
-// ComparisonFinding finds a finding in a model's stream as recorded (the
+// comparisonFinding finds a finding in a model's stream as recorded (the
 // log, not the read model): its attempt, trace revision and the finding.
-func (c *Commands) ComparisonFinding(ctx context.Context, ownerID, modelID, findingID string) (events.RewardModelFindingRecordedV1, error) {
+func (c *Commands) comparisonFinding(ctx context.Context, ownerID, modelID, findingID string) (events.RewardModelFindingRecordedV1, error) {
 	evs, err := c.ModelEvents(ctx, ownerID, modelID)
 	if err != nil {
 		return events.RewardModelFindingRecordedV1{}, err
@@ -65,7 +65,7 @@ func (c *Commands) ReviewComparison(ctx context.Context, actor Actor, in ReviewC
 	if modelB, _, ok := comparisons.ParseModelsKey(in.FindingID); ok {
 		return c.reviewModelComparison(ctx, actor, in, modelB)
 	}
-	rec, err := c.ComparisonFinding(ctx, actor.UserID, in.ModelID, in.FindingID)
+	rec, err := c.comparisonFinding(ctx, actor.UserID, in.ModelID, in.FindingID)
 	if err != nil {
 		return ComparisonResult{}, err
 	}
@@ -142,6 +142,8 @@ type ComparisonItem struct {
 // PresentComparison returns the comparison a finding offers the actor, or
 // false when it offers none (no alternative, a stale trace, already
 // answered). The queue lists only what POST /comparisons would accept.
+// It reads the log for that reason: it shares comparisonTarget with the
+// command.
 func (c *Commands) PresentComparison(ctx context.Context, actor Actor, modelID string, attempt int, f events.Finding) (ComparisonItem, bool, error) {
 	if !comparisons.Reviewable(f) {
 		return ComparisonItem{}, false, nil

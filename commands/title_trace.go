@@ -29,6 +29,7 @@ func (c *Commands) loadTrace(ctx context.Context, traceID string) (traces.State,
 }
 
 // TitleSourceOf returns a trace's title input for revision.
+// It is the claim's answer and reads the trace's stream, as LabelSourceOf.
 func (c *Commands) TitleSourceOf(ctx context.Context, traceID string, revision int) (TitleSource, error) {
 	s, err := c.loadTrace(ctx, traceID)
 	if err != nil {

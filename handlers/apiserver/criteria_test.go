@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/platform/eventstore"
 	"github.com/criticml/critic/projections/readmodel"
 )
@@ -457,7 +458,9 @@ func TestTrainingOnACriterion(t *testing.T) {
 	model, err := e.srv.Cmds.Model(ctx, m.ID)
 	require.NoError(t, err)
 	require.NotNil(t, model.Dataset, "the dataset was built (%s)", model.Error)
-	pairs, err := e.srv.Cmds.Dataset(ctx, model, model.Dataset.AsOfSeq)
+	in, err := e.srv.Cmds.DatasetInputs(ctx, model, model.Dataset.AsOfSeq)
+	require.NoError(t, err)
+	pairs, err := rewardmodels.BuildDatasetFrom(in)
 	require.NoError(t, err)
 	require.Len(t, pairs.Pairs, 2, "crit-a (yes) over crit-b and crit-c (no)")
 	for _, p := range pairs.Pairs {
