@@ -47,8 +47,9 @@ type readyBody struct {
 }
 
 // readyz reports whether this instance should receive traffic: the database
-// answers, a broker answers, and the read model it serves is at most maxLag
-// events behind the log (reads would be stale and read-your-writes would time
+// answers, a broker answers, the query process (when the snapshots run in
+// one) is up, and the read model it serves is at most maxLag events behind
+// the log (reads would be stale and read-your-writes would time
 // out otherwise). /healthz stays the liveness check: a lagging instance is
 // alive and must not be restarted for it.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -101,6 +102,13 @@ func (s *Server) readiness(ctx context.Context) readyBody {
 	}
 	if s.snapPos != nil {
 		s.snapshotReadiness(ctx, maxLag, fail, &body)
+	}
+	if s.queryProc != nil {
+		if err := s.queryProc.Down(); err != nil {
+			fail("query_process", readyCheck{Error: err.Error()})
+		} else {
+			body.Checks["query_process"] = readyCheck{OK: true}
+		}
 	}
 	if err := bus.Ping(ctx, s.Brokers); err != nil {
 		fail("broker", readyCheck{Error: "no Kafka broker answers: " + errText(err)})

@@ -46,6 +46,9 @@ type Process struct {
 	up      bool
 	upCh    chan struct{} // closed when the current child is ready
 	stopped bool
+	// lastExit is how the last child ended (nil before any did): what
+	// Down names while the next one starts.
+	lastExit error
 }
 
 // ProcessOptions configure Start.
@@ -133,6 +136,9 @@ func (p *Process) supervise(ctx context.Context, first chan<- error) {
 			p.mu.Unlock()
 			return
 		}
+		p.mu.Lock()
+		p.lastExit = err
+		p.mu.Unlock()
 		p.log.Error("query process exited; restarting it (queries answer 503 until it is ready)", "err", err, "restarts", n+1)
 		select {
 		case <-ctx.Done():
@@ -231,6 +237,26 @@ func (p *Process) report(first chan<- error, err error) error {
 // Wait returns once the supervisor stopped (its context ended) and the
 // last child exited.
 func (p *Process) Wait() { <-p.done }
+
+// Down returns nil while a child is running and ready, else an error saying
+// why none is (it exited, how, and is being restarted; or the server is
+// stopping). /readyz reports it: meanwhile every query answers 503 and the
+// snapshot falls behind, so a load balancer should send queries elsewhere.
+func (p *Process) Down() error {
+	p.mu.Lock()
+	up, stopped, last := p.up, p.stopped, p.lastExit
+	p.mu.Unlock()
+	switch {
+	case up:
+		return nil
+	case stopped:
+		return errors.New("the query process is stopped: the server is shutting down")
+	case last != nil:
+		return fmt.Errorf("the query process exited (%v) and is restarting; POST /query answers 503 "+
+			"query_process_restarting until it is ready", last)
+	}
+	return errors.New("the query process is starting; POST /query answers 503 query_process_restarting until it is ready")
+}
 
 // waitUp waits (bounded) for a running child.
 func (p *Process) waitUp(ctx context.Context) error {
