@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 
-	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/traces"
 )
@@ -38,43 +37,4 @@ func (c *Commands) EditAnnotation(ctx context.Context, actor Actor, traceID stri
 		}
 		return c.appendWithPrior(ctx, actor, st, events.AnnotationEdited, p, prior)
 	})
-}
-
-// RemoveAnnotation is DELETE /annotations/{id}.
-func (c *Commands) RemoveAnnotation(ctx context.Context, actor Actor, traceID, annotationID string) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.ownedTrace(ctx, actor, traceID)
-		if err != nil {
-			return Result{}, asAnnotationNotFound(err, annotationID)
-		}
-		if err := mayChangeAnnotation(st, annotationID, actor); err != nil {
-			return Result{}, err
-		}
-		p, err := traces.DecideRemoveAnnotation(st, annotationID)
-		if err != nil {
-			return Result{}, err
-		}
-		return c.appendToTrace(ctx, actor, st, events.AnnotationRemoved, p)
-	})
-}
-
-// mayChangeAnnotation: an annotation is changed or removed by its author
-// (the member who made it) or by an admin; another member of the account
-// gets 403, so one reviewer cannot rewrite another's judgment. A missing
-// annotation is left to the decision (404).
-func mayChangeAnnotation(st traces.State, annotationID string, actor Actor) error {
-	a := st.Annotations[annotationID]
-	if a == nil || actor.Moderates || a.AuthorID == actor.Member() {
-		return nil
-	}
-	return &domain.ForbiddenError{Message: "only the annotation's author or an admin may change or remove annotation " + annotationID}
-}
-
-// asAnnotationNotFound reports a missing trace as the missing annotation the
-// caller asked about.
-func asAnnotationNotFound(err error, annotationID string) error {
-	if _, ok := err.(*domain.NotFoundError); ok {
-		return domain.NotFound("annotation", annotationID)
-	}
-	return err
 }

@@ -86,52 +86,6 @@ func (c *Commands) RecordLabelingFailure(ctx context.Context, workerID, traceID 
 	})
 }
 
-// RetryLabeling asks for a trace's missing labels again (after a failed
-// run): it appends trace.labeling_requested, which the dispatch projection
-// turns into a label job. Labels already recorded are kept, so only the
-// chunks still without one cost a model call. Without a step-label model
-// configured it is refused with the variable to set.
-func (c *Commands) RetryLabeling(ctx context.Context, actor Actor, traceID string) (Result, error) {
-	return c.requestLabels(ctx, actor, traceID, false)
-}
-
-// RelabelTrace is the viewer's rescore control (spec 001 "Trace messages":
-// it "reruns automatic labels and scores"): every chunk of the current
-// revision is labeled anew, not only those without a label. The recorded
-// labels stay in use until the new ones supersede them chunk by chunk, so
-// the trace never loses its scores in between, and replay gives the same
-// labels because the new answers are events like the old.
-func (c *Commands) RelabelTrace(ctx context.Context, actor Actor, traceID string) (Result, error) {
-	return c.requestLabels(ctx, actor, traceID, true)
-}
-
-func (c *Commands) requestLabels(ctx context.Context, actor Actor, traceID string, relabel bool) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		s, err := c.ownedTrace(ctx, actor, traceID)
-		if err != nil {
-			return Result{}, err
-		}
-		if c.stepLabelModel == "" { // after the owner check: another owner's trace is a 404
-			reason := c.stepLabelUnavailable
-			if reason == "" {
-				reason = "no step-label model is configured; set CRITIC_STEP_LABEL_MODEL and its provider's key"
-			}
-			return Result{}, &domain.UnavailableError{Message: reason}
-		}
-		steps := stateSteps(s)
-		lab := labels.FromSteps(steps, nil)
-		switch {
-		case lab.Present:
-			return Result{}, &domain.ConflictError{Code: "labels_imported", Message: "the trace carries its own labels (steps[].metadata.label); they are used as they are and never sent to a model"}
-		case !labels.AgentResponded(steps):
-			return Result{}, &domain.ConflictError{Code: "nothing_to_label", Message: "the agent has not responded yet: a trace is labeled once it has an assistant step"}
-		case !relabel && len(labels.ToLabel(lab.Chunks, s.CurrentLabels())) == 0:
-			return Result{}, &domain.ConflictError{Code: "nothing_to_label", Message: "every complete chunk of the trace has a label already; POST /traces/{id}/labeling/rescore labels them anew"}
-		}
-		return c.appendToTrace(ctx, actor, s, events.TraceLabelingRequested, events.TraceLabelingRequestedV1{TraceID: traceID, Revision: s.Revision, Relabel: relabel})
-	})
-}
-
 var _ = onKind(jobs.KindLabel, (*Commands).labelJob)
 
 // labelJob is KindLabel: the claim answers a revision's steps and the chunks

@@ -150,38 +150,6 @@ func (c *Commands) RequestTraining(ctx context.Context, actor Actor, in RequestT
 	return RequestTrainingResult{Result: r, ModelID: modelID, Requested: p}, err
 }
 
-// loadModel returns a model's state; another owner's (ownerID != "") or a
-// missing model is not found.
-func (c *Commands) loadModel(ctx context.Context, ownerID, modelID string) (rewardmodels.State, error) {
-	stream := events.RewardModelStream(modelID)
-	loaded, err := c.store.LoadStreams(ctx, []string{stream})
-	if err != nil {
-		return rewardmodels.State{}, err
-	}
-	st, err := rewardmodels.Fold(loaded[stream])
-	if err != nil {
-		return rewardmodels.State{}, err
-	}
-	if st.ID == "" || (ownerID != "" && st.OwnerID != ownerID) {
-		return rewardmodels.State{}, domain.NotFound("reward model", modelID)
-	}
-	return st, nil
-}
-
-// appendToModel appends events to a loaded model's stream at its version
-// (plus any extra events on other streams, unchecked).
-func (c *Commands) appendToModel(ctx context.Context, actor Actor, st rewardmodels.State, typ string, payload any, extra ...events.New) (Result, error) {
-	stream := events.RewardModelStream(st.ID)
-	evs := append([]events.New{{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: typ, Payload: payload}}, extra...)
-	return c.append(ctx, actor, map[string]int64{stream: st.Version}, evs)
-}
-
-// Model returns any model's state (operator tools: audit).
-// Commands decide on this fold; the read model may lag a write.
-func (c *Commands) Model(ctx context.Context, modelID string) (rewardmodels.State, error) {
-	return c.loadModel(ctx, "", modelID)
-}
-
 // criterionConfig is training_config.criterion: a criterion of the
 // account (archived ones too: their values stay), whose values replace
 // ratings as the model's only supervision — so annotation_source is
