@@ -2,10 +2,6 @@ package commands
 
 import (
 	"context"
-	"fmt"
-	"reflect"
-	"slices"
-	"strings"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/evaluator"
@@ -141,83 +137,4 @@ func (c *Commands) benchmarkText(ctx context.Context, b events.EvaluatorBenchmar
 		out.Items = append(out.Items, it)
 	}
 	return out, erased, nil
-}
-
-// VerifyBenchmarks rebuilds every frozen benchmark version from the log as
-// of its cut and reports the first that differs from what was stored: the
-// check that every version is reproducible from the log. Text is compared
-// where the version stored it (versions frozen before issue 37); an item
-// the rebuild lacks passes only when its traces were erased since.
-func (c *Commands) VerifyBenchmarks(ctx context.Context) (int, error) {
-	prev, _, err := c.benchmarks(ctx)
-	if err != nil {
-		return 0, err
-	}
-	erasedStreams, err := c.store.StreamsWithType(ctx, events.TraceErased, 0)
-	if err != nil {
-		return 0, err
-	}
-	erased := map[string]bool{}
-	for _, s := range erasedStreams {
-		erased[strings.TrimPrefix(s, events.TraceStream(""))] = true
-	}
-	for _, p := range prev {
-		states, err := c.evaluatorTracesAsOf(ctx, p.AsOfSeq)
-		if err != nil {
-			return 0, err
-		}
-		b := evaluator.FreezeWith(p.ItemRules, p.Version, p.AsOfSeq, states)
-		want := make([]events.EvaluatorItem, 0, len(p.Items))
-		for _, it := range p.Items {
-			if erased[it.TraceID] || (it.RejectedTraceID != "" && erased[it.RejectedTraceID]) {
-				continue
-			}
-			want = append(want, it)
-		}
-		got := b.Items
-		if len(want) > 0 && want[0].Chosen == "" {
-			got = withoutText(got)
-		}
-		got = slices.DeleteFunc(slices.Clone(got), func(it events.EvaluatorItem) bool {
-			return erased[it.TraceID] || (it.RejectedTraceID != "" && erased[it.RejectedTraceID])
-		})
-		if !reflect.DeepEqual(got, want) {
-			return 0, fmt.Errorf("benchmark version %d does not match a rebuild from the log as of seq %d", p.Version, p.AsOfSeq)
-		}
-	}
-	return len(prev), nil
-}
-
-// CandidateDatasetAsOf is the training data a candidate would get at a log
-// position: contributed human supervision of training-side groups only.
-// Commands (RequestCandidate, the dataset check) build from it; the read
-// model cannot answer as of a log position.
-func (c *Commands) CandidateDatasetAsOf(ctx context.Context, asOf int64) ([]evaluator.TrainingPair, error) {
-	states, err := c.evaluatorTracesAsOf(ctx, asOf)
-	if err != nil {
-		return nil, err
-	}
-	// Corrections: every finding recorded, by any reward model, as of asOf.
-	streams, err := c.store.StreamsWithType(ctx, events.RewardModelFindingRecorded, asOf)
-	if err != nil {
-		return nil, err
-	}
-	loaded, err := c.store.LoadStreamsAsOf(ctx, streams, asOf)
-	if err != nil {
-		return nil, err
-	}
-	corr := evaluator.Corrections{}
-	for _, stream := range streams {
-		for _, e := range loaded[stream] {
-			if e.Type != events.RewardModelFindingRecorded {
-				continue
-			}
-			var p events.RewardModelFindingRecordedV1
-			if err := e.Decode(&p); err != nil {
-				return nil, err
-			}
-			corr[p.TraceID] = append(corr[p.TraceID], p)
-		}
-	}
-	return evaluator.CandidateDataset(states, corr), nil
 }

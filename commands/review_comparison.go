@@ -2,15 +2,11 @@ package commands
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/comparisons"
 	"github.com/criticml/critic/domain/events"
-	"github.com/criticml/critic/domain/feedback"
-	"github.com/criticml/critic/domain/rewardmodels"
-	"github.com/criticml/critic/domain/traces"
 )
 
 // ReviewComparison is POST /comparisons: a reviewer's verdict on one
@@ -110,57 +106,54 @@ func (c *Commands) ReviewComparison(ctx context.Context, actor Actor, in ReviewC
 	return out, nil
 }
 
-// comparisonTarget is the trace's current action the finding describes, or
-// nil when the trace no longer has it (a re-import replaced the step, or
-// changed what came before it).
-func comparisonTarget(st traces.State, f events.Finding) *feedback.Target {
-	for _, t := range feedback.Targets(rewardmodels.FeedbackTrace(st)) {
-		if t.StepID == f.StepID {
-			if t.Action != f.OriginalAction {
-				return nil
-			}
-			return &t
+// reviewModelComparison records a verdict on a models comparison (the
+// finding id is its key): the comparison is recomputed from the log, so a
+// verdict on models that no longer disagree there, or on a presentation
+// the queue did not give, is refused.
+func (c *Commands) reviewModelComparison(ctx context.Context, actor Actor, in ReviewComparison, modelB string) (ComparisonResult, error) {
+	for _, id := range []string{in.ModelID, modelB} {
+		if _, err := c.ModelEvents(ctx, actor.UserID, id); err != nil {
+			return ComparisonResult{}, err
 		}
 	}
-	return nil
-}
-
-// ComparisonItem is one comparison of a reviewer's queue, as the log says
-// it would be recorded now.
-type ComparisonItem struct {
-	ModelID       string
-	Attempt       int
-	Finding       events.Finding
-	TraceID       string
-	TraceTitle    string
-	TraceRevision int
-	StepIndex     int
-	Context       string
-	Left, Right   events.ComparisonSide
-}
-
-// PresentComparison returns the comparison a finding offers the actor, or
-// false when it offers none (no alternative, a stale trace, already
-// answered). The queue lists only what POST /comparisons would accept.
-// It reads the log for that reason: it shares comparisonTarget with the
-// command.
-func (c *Commands) PresentComparison(ctx context.Context, actor Actor, modelID string, attempt int, f events.Finding) (ComparisonItem, bool, error) {
-	if !comparisons.Reviewable(f) {
-		return ComparisonItem{}, false, nil
-	}
-	st, err := c.ownedTrace(ctx, actor, f.TraceID)
-	var nf *domain.NotFoundError
-	if errors.As(err, &nf) {
-		return ComparisonItem{}, false, nil
-	}
+	var out ComparisonResult
+	r, err := retryOnConflict(func() (Result, error) {
+		all, err := c.ModelComparisons(ctx, actor, []string{in.ModelID, modelB})
+		if err != nil {
+			return Result{}, err
+		}
+		var mc *ModelComparison
+		for i := range all {
+			if all[i].Key == in.FindingID && all[i].ModelA == in.ModelID {
+				mc = &all[i]
+			}
+		}
+		if mc == nil {
+			return Result{}, &domain.ConflictError{Code: "comparison_stale",
+				Message: "these models no longer prefer different actions for this context (a trace or its scores changed): ask the queue again"}
+		}
+		if mc.Reviewed {
+			return Result{}, &domain.ConflictError{Code: "already_compared", Message: "you already reviewed this comparison"}
+		}
+		preferred, err := comparisons.Decide(mc.Left, mc.Right, in.Verdict)
+		if err != nil {
+			return Result{}, err
+		}
+		var comment *string
+		if in.Comment != nil {
+			if s := strings.TrimSpace(*in.Comment); s != "" {
+				comment = &s
+			}
+		}
+		out.Comparison = events.ComparisonReviewedV1{ComparisonID: newID(), TraceID: mc.Trace.ID, TraceRevision: mc.Trace.Revision,
+			StepID: mc.A.StepID, StepIndex: mc.A.StepIndex, ToolName: mc.A.ToolName, ReviewerID: actor.Member(),
+			Source: events.ComparisonFromModels, FindingID: mc.Key, ModelID: mc.ModelA, OtherModelID: mc.ModelB, ContextID: mc.ContextID,
+			Context: mc.Context, Left: mc.Left, Right: mc.Right, Choice: in.Choice, Preferred: preferred, Comment: comment}
+		return c.appendToTrace(ctx, actor, mc.Trace, events.ComparisonReviewed, out.Comparison)
+	})
 	if err != nil {
-		return ComparisonItem{}, false, err
+		return ComparisonResult{}, err
 	}
-	target := comparisonTarget(st, f)
-	if target == nil || st.Compared[f.ID+"/"+actor.UserID] {
-		return ComparisonItem{}, false, nil
-	}
-	left, right := comparisons.Sides(actor.UserID, f.ID, f.OriginalAction, *f.AlternativeAction)
-	return ComparisonItem{ModelID: modelID, Attempt: attempt, Finding: f, TraceID: st.ID, TraceTitle: st.Title, TraceRevision: st.Revision,
-		StepIndex: target.StepIndex, Context: target.Context, Left: left, Right: right}, true, nil
+	out.Result = r
+	return out, nil
 }

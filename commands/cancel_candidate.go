@@ -1,0 +1,33 @@
+package commands
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/evaluator"
+	"github.com/criticml/critic/domain/events"
+)
+
+// CancelCandidate is `critic evaluator cancel ID`: an operator fails a
+// queued or running candidate (one not worth finishing; a dead worker's
+// candidate is requeued on lease expiry without it), so the schedule and
+// reports move on. A worker still
+// running it is refused when it reports.
+func (c *Commands) CancelCandidate(ctx context.Context, id, by string) (Result, error) {
+	return retryOnConflict(func() (Result, error) {
+		s, err := c.EvaluatorState(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		cand := s.Candidate(id)
+		if cand == nil {
+			return Result{}, &domain.NotFoundError{What: "evaluator candidate", ID: id}
+		}
+		if cand.Status != evaluator.CandidateQueued && cand.Status != evaluator.CandidateRunning {
+			return Result{}, &domain.ConflictError{Code: "candidate_finished", Message: fmt.Sprintf("candidate %s is %s: only a queued or running candidate can be cancelled", id, cand.Status)}
+		}
+		return c.appendEvaluator(ctx, Actor{}, s, events.EvaluatorCandidateFailed,
+			events.EvaluatorCandidateFailedV1{CandidateID: id, Error: "cancelled by " + by})
+	})
+}

@@ -1,0 +1,229 @@
+package commands
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/domain/rewardmodels"
+)
+
+func (c *Commands) loadGepa(ctx context.Context, runID string) (rewardmodels.GepaState, error) {
+	stream := events.GepaRunStream(runID)
+	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	if err != nil {
+		return rewardmodels.GepaState{}, err
+	}
+	var st rewardmodels.GepaState
+	for _, e := range loaded[stream] {
+		if err := st.Apply(e); err != nil {
+			return rewardmodels.GepaState{}, err
+		}
+	}
+	if st.Requested.RunID == "" {
+		return st, domain.NotFound("GEPA run", runID)
+	}
+	return st, nil
+}
+
+func (c *Commands) appendToGepa(ctx context.Context, actor Actor, st rewardmodels.GepaState, typ string, payload any) (Result, error) {
+	stream := events.GepaRunStream(st.Requested.RunID)
+	return c.append(ctx, actor, map[string]int64{stream: st.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: typ, Payload: payload}})
+}
+
+// ClaimGepa starts a queued run for one worker; a duplicate delivery loses
+// at the status check or the version check.
+func (c *Commands) ClaimGepa(ctx context.Context, workerID, runID string, lease time.Duration) (jobs.GepaClaim, error) {
+	st, err := c.loadGepa(ctx, runID)
+	if err != nil {
+		return jobs.GepaClaim{}, err
+	}
+	if st.Status != rewardmodels.RunQueued {
+		return jobs.GepaClaim{}, &domain.ConflictError{Code: "not_claimable", Message: "GEPA run " + runID + " is not queued (status " + st.Status + ")"}
+	}
+	p := events.GepaRunStartedV1{RunID: runID, WorkerID: workerID, LeaseSeconds: int(lease / time.Second)}
+	if _, err := c.appendToGepa(ctx, workerActor(workerID), st, events.GepaRunStarted, p); err != nil {
+		return jobs.GepaClaim{}, err
+	}
+	rq := st.Requested
+	var key string
+	if rq.TaskAPIKeySealed != "" {
+		if key, err = c.open(rq.TaskAPIKeySealed); err != nil {
+			return jobs.GepaClaim{}, &domain.ConflictError{Code: "not_claimable", Message: "GEPA run " + runID + ": task_api_key: " + err.Error()}
+		}
+	}
+	return jobs.GepaClaim{RunID: runID, OwnerID: st.OwnerID, LeaseSeconds: p.LeaseSeconds, Job: jobs.GepaJobSpec{Kind: "gepa",
+		RewardModelKey: rq.ArtifactKey, TaskModel: rq.TaskModel, TaskAPIBase: rq.TaskAPIBase, TaskAPIKey: key, ReflectionModel: rq.ReflectionModel,
+		MaxMetricCalls: rq.MaxMetricCalls, ExamplesKey: rq.ExamplesKey, InputVersion: rq.InputVersion}}, nil
+}
+
+// GepaHeartbeat renews the holder's lease with its progress.
+func (c *Commands) GepaHeartbeat(ctx context.Context, workerID, runID string, p events.GepaProgress) (Result, error) {
+	return c.onGepa(ctx, runID, workerActor(workerID), func(st rewardmodels.GepaState) (string, any, error) {
+		return events.GepaRunHeartbeat, events.GepaRunHeartbeatV1{RunID: runID, WorkerID: workerID, Progress: p}, rewardmodels.CheckGepaHolder(st, runID, workerID)
+	})
+}
+
+// RecordGepaCandidate records one evaluated proposal (it also renews the lease).
+func (c *Commands) RecordGepaCandidate(ctx context.Context, workerID, runID string, cand events.GepaRunCandidateEvaluatedV1) (Result, error) {
+	if cand.Score != nil && !unit(*cand.Score) || !unit(cand.MinibatchScore) || !unit(cand.ParentMinibatchScore) {
+		return Result{}, domain.Invalid("candidate scores must be finite numbers between 0 and 1")
+	}
+	if cand.Progress.MetricCalls < 0 {
+		return Result{}, domain.Invalid("progress.metric_calls must not be negative")
+	}
+	cand.RunID = runID
+	return c.onGepa(ctx, runID, workerActor(workerID), func(st rewardmodels.GepaState) (string, any, error) {
+		if err := rewardmodels.CheckGepaHolder(st, runID, workerID); err != nil {
+			return "", nil, err
+		}
+		if cand.Progress.MetricCalls > st.Requested.MaxMetricCalls {
+			return "", nil, domain.Invalid("progress.metric_calls %d exceeds the run's max_metric_calls %d", cand.Progress.MetricCalls, st.Requested.MaxMetricCalls)
+		}
+		return events.GepaRunCandidateEvaluated, cand, nil
+	})
+}
+
+func unit(x float64) bool { return !math.IsNaN(x) && x >= 0 && x <= 1 }
+
+// GepaResult is result.json as the API checks it before recording it.
+type GepaResult struct {
+	SkillName        string  `json:"skill_name"`
+	SkillDescription string  `json:"skill_description"`
+	BestSkill        string  `json:"best_skill"`
+	BestScore        float64 `json:"best_score"`
+	SeedSkill        string  `json:"seed_skill"`
+	SeedScore        float64 `json:"seed_score"`
+	Candidates       []struct {
+		Skill string  `json:"skill"`
+		Score float64 `json:"score"`
+	} `json:"candidates"`
+	Holdout *struct {
+		Examples  int     `json:"examples"`
+		SeedScore float64 `json:"seed_score"`
+		BestScore float64 `json:"best_score"`
+	} `json:"holdout"`
+	MetricCalls    int `json:"metric_calls"`
+	MaxMetricCalls int `json:"max_metric_calls"`
+}
+
+var skillNameRE = regexp.MustCompile(`^[a-z0-9-]{1,64}$`)
+
+// CheckGepaResult validates a worker's result.json against the contract
+// and the run's budget.
+func CheckGepaResult(raw json.RawMessage, budget int) (GepaResult, error) {
+	var r GepaResult
+	if len(raw) > jobs.MaxGepaResultBytes {
+		return r, domain.Invalid("result is larger than %d bytes", jobs.MaxGepaResultBytes)
+	}
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return r, domain.Invalid("result is not the GEPA result.json: %v", err)
+	}
+	switch {
+	case !skillNameRE.MatchString(r.SkillName):
+		return r, domain.Invalid("skill_name %q must be 1–64 lowercase letters, digits or hyphens", r.SkillName)
+	case utf8.RuneCountInString(r.SkillDescription) < 1 || utf8.RuneCountInString(r.SkillDescription) > 1024:
+		return r, domain.Invalid("skill_description must be 1–1024 characters")
+	case !strings.HasPrefix(r.BestSkill, "---\nname: "+r.SkillName+"\n") || !strings.HasPrefix(r.SeedSkill, "---\nname: "+r.SkillName+"\n"):
+		return r, domain.Invalid("best_skill and seed_skill must be full SKILL.md files with the run's name in their frontmatter")
+	case !unit(r.BestScore) || !unit(r.SeedScore):
+		return r, domain.Invalid("best_score and seed_score must be between 0 and 1")
+	case len(r.Candidates) == 0:
+		return r, domain.Invalid("candidates must list at least the seed")
+	case r.MetricCalls > budget:
+		return r, domain.Invalid("metric_calls %d exceeds max_metric_calls %d", r.MetricCalls, budget)
+	}
+	for i, cd := range r.Candidates {
+		if !unit(cd.Score) || cd.Skill == "" {
+			return r, domain.Invalid("candidates[%d] needs a skill and a score between 0 and 1", i)
+		}
+	}
+	if h := r.Holdout; h != nil && (h.Examples < 1 || !unit(h.SeedScore) || !unit(h.BestScore)) {
+		return r, domain.Invalid("holdout needs examples ≥ 1 and scores between 0 and 1")
+	}
+	return r, nil
+}
+
+// SucceedGepa records the holder's validated result.
+func (c *Commands) SucceedGepa(ctx context.Context, workerID, runID string, raw json.RawMessage) (Result, error) {
+	return c.onGepa(ctx, runID, workerActor(workerID), func(st rewardmodels.GepaState) (string, any, error) {
+		if err := rewardmodels.CheckGepaHolder(st, runID, workerID); err != nil {
+			return "", nil, err
+		}
+		_, err := CheckGepaResult(raw, st.Requested.MaxMetricCalls)
+		return events.GepaRunSucceeded, events.GepaRunSucceededV1{RunID: runID, Result: raw}, err
+	})
+}
+
+// FailGepa records the holder's failure; msg is the end of the worker log.
+func (c *Commands) FailGepa(ctx context.Context, workerID, runID, msg string) (Result, error) {
+	return c.onGepa(ctx, runID, workerActor(workerID), func(st rewardmodels.GepaState) (string, any, error) {
+		return events.GepaRunFailed, events.GepaRunFailedV1{RunID: runID, Error: tail(msg, 2000)}, rewardmodels.CheckGepaHolder(st, runID, workerID)
+	})
+}
+
+// ExpireGepaLease handles a running run whose worker stopped heartbeating
+// (the stream decides; the read model only nominates): it goes back to the
+// queue for the next free worker, or fails once MaxLostRuns runs were lost.
+func (c *Commands) ExpireGepaLease(ctx context.Context, runID string, now time.Time) (Result, error) {
+	return c.onGepa(ctx, runID, Actor{}, func(st rewardmodels.GepaState) (string, any, error) {
+		out, _ := rewardmodels.DecideGepaLeaseExpiry(st, runID, now)
+		return expiry(events.GepaRunRequeued, out.Requeue, events.GepaRunFailed, out.Fail)
+	})
+}
+
+// HandBackGepa returns the holder's running run to the queue (the worker is
+// stopping); the dispatch projection publishes the job again.
+func (c *Commands) HandBackGepa(ctx context.Context, workerID, runID, reason string) (Result, error) {
+	return c.onGepa(ctx, runID, workerActor(workerID), func(st rewardmodels.GepaState) (string, any, error) {
+		p, err := rewardmodels.DecideGepaHandBack(st, runID, workerID, reason)
+		return events.GepaRunRequeued, p, err
+	})
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	for i := 0; i < len(s) && i < 4 && !utf8.RuneStart(s[0]); i++ {
+		s = s[1:]
+	}
+	return s
+}
+
+var _ = onKind(jobs.KindGepa, (*Commands).gepaJob)
+
+// gepaJob is KindGepa: a GEPA run under a lease renewed with its progress;
+// every evaluated candidate is a report (gepa_run.candidate_evaluated) and
+// the result is result.json.
+func (c *Commands) gepaJob() jobActions {
+	type call[B any] = jobCall[jobs.GepaJob, B]
+	return jobActions{
+		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return c.ClaimGepa(ctx, r.Worker, r.ID, r.Lease)
+		}),
+		jobs.Beat: onJob(func(ctx context.Context, r call[events.GepaProgress]) (any, error) {
+			return jobAck(c.GepaHeartbeat(ctx, r.Worker, r.ID, r.Body))
+		}),
+		jobs.Report: onJob(func(ctx context.Context, r call[events.GepaRunCandidateEvaluatedV1]) (any, error) {
+			return jobAck(c.RecordGepaCandidate(ctx, r.Worker, r.ID, r.Body))
+		}),
+		jobs.Finish: onJob(func(ctx context.Context, r call[json.RawMessage]) (any, error) {
+			return jobAck(c.SucceedGepa(ctx, r.Worker, r.ID, r.Body))
+		}),
+		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return jobAck(c.FailGepa(ctx, r.Worker, r.ID, r.Error))
+		}),
+		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
+			return jobAck(c.HandBackGepa(ctx, r.Worker, r.ID, r.Reason))
+		}),
+	}
+}
