@@ -9,12 +9,30 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
 	"github.com/criticml/critic/migrations"
 )
+
+// Querier is what a list query needs: a pool, a connection or a transaction.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Append runs sql and appends each row, scanned with scan (pgx.RowTo[string]
+// for one column), to dst: the one rows loop every list query shares. A nil
+// dst stays nil when there are no rows and an empty one stays empty, so a
+// list encodes in JSON as the loop it replaced encoded it.
+func Append[T any](ctx context.Context, db Querier, dst []T, scan pgx.RowToFunc[T], sql string, args ...any) ([]T, error) {
+	rows, err := db.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.AppendRows(dst, rows, scan)
+}
 
 // Connect opens a pool and checks the database answers.
 func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {

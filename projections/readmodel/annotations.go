@@ -10,25 +10,19 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/platform/pg"
 )
 
 const annotationCols = `a.id, a.trace_id, a.step_id, a.rating, a.comment, a.quote, a.label_error, a.label_error_note,
 	a.author_id, a.author_name, a.created_at, a.criterion_id, a.value`
 
 func (q *Queries) annotations(ctx context.Context, where string, args ...any) ([]Annotation, error) {
-	rows, err := q.pool.Query(ctx, `SELECT `+annotationCols+` FROM rm_annotations a WHERE `+where+` ORDER BY a.seq`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Annotation{}
-	for rows.Next() {
-		var a Annotation
+	return pg.Append(ctx, q.pool, []Annotation{}, func(r pgx.CollectableRow) (a Annotation, err error) {
 		var quote, value []byte
 		var rating *int16
-		if err := rows.Scan(&a.ID, &a.TraceID, &a.StepID, &rating, &a.Comment, &quote, &a.LabelError, &a.LabelErrorNote,
+		if err := r.Scan(&a.ID, &a.TraceID, &a.StepID, &rating, &a.Comment, &quote, &a.LabelError, &a.LabelErrorNote,
 			&a.AuthorID, &a.AuthorName, &a.CreatedAt, &a.CriterionID, &value); err != nil {
-			return nil, err
+			return a, err
 		}
 		a.Value = rawOrNull(value)
 		a.MemberID = a.AuthorID
@@ -38,9 +32,8 @@ func (q *Queries) annotations(ctx context.Context, where string, args ...any) ([
 		}
 		a.Quote = rawOrNull(quote)
 		a.CreatedAt = a.CreatedAt.UTC()
-		out = append(out, a)
-	}
-	return out, rows.Err()
+		return a, nil
+	}, `SELECT `+annotationCols+` FROM rm_annotations a WHERE `+where+` ORDER BY a.seq`, args...)
 }
 
 // GetAnnotation returns one of the owner's annotations.
@@ -173,23 +166,17 @@ func (q *Queries) PairInputsBy(ctx context.Context, owner, member string, traceI
 	if err := rows.Err(); err != nil {
 		return nil, nil, err
 	}
-	rows, err = q.pool.Query(ctx, `SELECT a.id, a.trace_id, COALESCE(a.step_id::text, ''), a.rating, a.label_error
+	ratings, err := pg.Append(ctx, q.pool, nil, func(row pgx.CollectableRow) (r domain.Rating, err error) {
+		var rating int16
+		err = row.Scan(&r.AnnotationID, &r.TraceID, &r.StepID, &rating, &r.LabelError)
+		r.Rating = int(rating)
+		return r, err
+	}, `SELECT a.id, a.trace_id, COALESCE(a.step_id::text, ''), a.rating, a.label_error
 		FROM rm_annotations a WHERE a.owner_id = $1 AND a.rating IS NOT NULL AND ($2::uuid[] IS NULL OR a.trace_id = ANY($2))
 		  AND ($3 = '' OR a.author_id::text = $3)
 		ORDER BY a.seq`, owner, traceIDs, member)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer rows.Close()
-	var ratings []domain.Rating
-	for rows.Next() {
-		var r domain.Rating
-		var rating int16
-		if err := rows.Scan(&r.AnnotationID, &r.TraceID, &r.StepID, &rating, &r.LabelError); err != nil {
-			return nil, nil, err
-		}
-		r.Rating = int(rating)
-		ratings = append(ratings, r)
-	}
-	return traces, ratings, rows.Err()
+	return traces, ratings, nil
 }

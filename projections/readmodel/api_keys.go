@@ -3,6 +3,9 @@ package readmodel
 import (
 	"context"
 	"time"
+
+	"github.com/criticml/critic/platform/pg"
+	"github.com/jackc/pgx/v5"
 )
 
 // APIKeyInfo is what an operator may see of a key: never the key or its
@@ -22,17 +25,9 @@ type APIKeyInfo struct {
 const apiKeyCols = `k.key_id::text, k.user_id::text, u.name, COALESCE(k.key_prefix, ''), k.read_only, k.created_at, g.last_used_at, k.revoked_at, k.revoked`
 
 func (q *Queries) apiKeys(ctx context.Context, where string, args ...any) ([]APIKeyInfo, error) {
-	rows, err := q.pool.Query(ctx, `SELECT `+apiKeyCols+` FROM rm_api_keys k JOIN rm_users u ON u.id = k.user_id
-		LEFT JOIN api_key_usage g ON g.key_id = k.key_id WHERE `+where+` ORDER BY k.created_at, k.key_id`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []APIKeyInfo{}
-	for rows.Next() {
-		var k APIKeyInfo
-		if err := rows.Scan(&k.KeyID, &k.UserID, &k.UserName, &k.Prefix, &k.ReadOnly, &k.CreatedAt, &k.LastUsed, &k.RevokedAt, &k.Revoked); err != nil {
-			return nil, err
+	return pg.Append(ctx, q.pool, []APIKeyInfo{}, func(r pgx.CollectableRow) (k APIKeyInfo, err error) {
+		if err := r.Scan(&k.KeyID, &k.UserID, &k.UserName, &k.Prefix, &k.ReadOnly, &k.CreatedAt, &k.LastUsed, &k.RevokedAt, &k.Revoked); err != nil {
+			return k, err
 		}
 		k.CreatedAt = k.CreatedAt.UTC()
 		for _, t := range []*time.Time{k.LastUsed, k.RevokedAt} {
@@ -40,9 +35,9 @@ func (q *Queries) apiKeys(ctx context.Context, where string, args ...any) ([]API
 				*t = t.UTC()
 			}
 		}
-		out = append(out, k)
-	}
-	return out, rows.Err()
+		return k, nil
+	}, `SELECT `+apiKeyCols+` FROM rm_api_keys k JOIN rm_users u ON u.id = k.user_id
+		LEFT JOIN api_key_usage g ON g.key_id = k.key_id WHERE `+where+` ORDER BY k.created_at, k.key_id`, args...)
 }
 
 // APIKeys lists an account's keys, oldest first, revoked ones included.

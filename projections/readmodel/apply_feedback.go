@@ -8,6 +8,7 @@ import (
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/platform/pg"
 )
 
 // feedbackColumnAppliers add the learning report's columns to a reward
@@ -50,36 +51,24 @@ var feedbackColumnAppliers = map[string]applier{
 	// what a replay reads of their events once the trace's key is gone
 	// (events.TraceQuote), so replay equals the live table.
 	events.TraceDeleted: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.TraceDeletedV1) error {
-		rows, err := tx.Query(ctx, `SELECT model_id::text, attempt, finding_id, finding FROM rm_model_findings WHERE trace_id = $1`, p.TraceID)
-		if err != nil {
-			return err
-		}
 		type row struct {
 			model, finding string
 			attempt        int
 			redacted       []byte
 		}
-		var rs []row
-		for rows.Next() {
-			var r row
+		rs, err := pg.Append(ctx, tx, nil, func(rw pgx.CollectableRow) (r row, err error) {
 			var raw []byte
 			var f events.Finding
-			if err := rows.Scan(&r.model, &r.attempt, &r.finding, &raw); err != nil {
-				rows.Close()
-				return err
+			if err := rw.Scan(&r.model, &r.attempt, &r.finding, &raw); err != nil {
+				return r, err
 			}
 			if err := json.Unmarshal(raw, &f); err != nil {
-				rows.Close()
-				return err
+				return r, err
 			}
-			if r.redacted, err = json.Marshal(f.Redacted()); err != nil {
-				rows.Close()
-				return err
-			}
-			rs = append(rs, r)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			r.redacted, err = json.Marshal(f.Redacted())
+			return r, err
+		}, `SELECT model_id::text, attempt, finding_id, finding FROM rm_model_findings WHERE trace_id = $1`, p.TraceID)
+		if err != nil {
 			return err
 		}
 		for _, r := range rs {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/pg"
 )
 
 // CatchUp applies, from the event store, every event of owner up to and
@@ -195,29 +196,19 @@ func (p *Projection) standbyPass(ctx context.Context, store *eventstore.Store, l
 	if high == low {
 		return low, 0, nil
 	}
-	rows, err := p.pool.Query(ctx, `SELECT e.owner_id::text, max(e.seq) FROM events e
+	type owed struct {
+		owner string
+		upto  int64
+	}
+	todo, err := pg.Append(ctx, p.pool, nil, func(r pgx.CollectableRow) (o owed, err error) {
+		err = r.Scan(&o.owner, &o.upto)
+		return o, err
+	}, `SELECT e.owner_id::text, max(e.seq) FROM events e
 		WHERE e.seq > $1 AND e.seq <= $2
 			AND NOT EXISTS (SELECT 1 FROM readmodel_applied a WHERE a.event_id = e.id)
 			AND NOT EXISTS (SELECT 1 FROM projection_parked pp WHERE pp.projection = $3 AND pp.owner_id = e.owner_id)
 		GROUP BY e.owner_id`, low, high, Name)
 	if err != nil {
-		return low, 0, err
-	}
-	type owed struct {
-		owner string
-		upto  int64
-	}
-	var todo []owed
-	for rows.Next() {
-		var o owed
-		if err := rows.Scan(&o.owner, &o.upto); err != nil {
-			rows.Close()
-			return low, 0, err
-		}
-		todo = append(todo, o)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return low, 0, err
 	}
 	applied := 0

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/pg"
+	"github.com/jackc/pgx/v5"
 )
 
 // ComparisonCandidate is a finding of one of the owner's reward models that
@@ -21,7 +23,16 @@ type ComparisonCandidate struct {
 // finding first, one per finding id (a finding reused by a later attempt or
 // model is one comparison). The caller checks each against the log.
 func (q *Queries) ComparisonCandidates(ctx context.Context, owner, reviewer string, limit int) ([]ComparisonCandidate, error) {
-	rows, err := q.pool.Query(ctx, `SELECT model_id, attempt, finding FROM (
+	return pg.Append(ctx, q.pool, nil, func(r pgx.CollectableRow) (c ComparisonCandidate, err error) {
+		var raw []byte
+		if err := r.Scan(&c.ModelID, &c.Attempt, &raw); err != nil {
+			return c, err
+		}
+		if err := json.Unmarshal(raw, &c.Finding); err != nil {
+			return c, err
+		}
+		return c, nil
+	}, `SELECT model_id, attempt, finding FROM (
 			SELECT DISTINCT ON (f.finding_id) f.model_id::text AS model_id, f.attempt, f.finding, f.seq
 			FROM rm_model_findings f
 			JOIN rm_reward_models m ON m.id = f.model_id AND m.attempt = f.attempt
@@ -30,23 +41,6 @@ func (q *Queries) ComparisonCandidates(ctx context.Context, owner, reviewer stri
 				AND NOT EXISTS (SELECT 1 FROM rm_comparisons c WHERE c.reviewer_id = $2 AND c.finding_id = f.finding_id)
 			ORDER BY f.finding_id, f.seq) x
 		ORDER BY seq, model_id LIMIT $3`, owner, reviewer, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []ComparisonCandidate
-	for rows.Next() {
-		var c ComparisonCandidate
-		var raw []byte
-		if err := rows.Scan(&c.ModelID, &c.Attempt, &raw); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(raw, &c.Finding); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
 }
 
 // EvaluatorBenchmark is a frozen benchmark version's figures. SliceCounts
@@ -62,25 +56,17 @@ type EvaluatorBenchmark struct {
 
 // EvaluatorBenchmarks lists the frozen benchmark versions, newest first.
 func (q *Queries) EvaluatorBenchmarks(ctx context.Context) ([]EvaluatorBenchmark, error) {
-	rows, err := q.pool.Query(ctx, `SELECT version, as_of_seq, items, slice_counts, frozen_at FROM rm_evaluator_benchmarks ORDER BY version DESC`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []EvaluatorBenchmark{}
-	for rows.Next() {
-		var b EvaluatorBenchmark
+	return pg.Append(ctx, q.pool, []EvaluatorBenchmark{}, func(r pgx.CollectableRow) (b EvaluatorBenchmark, err error) {
 		var raw []byte
-		if err := rows.Scan(&b.Version, &b.AsOfSeq, &b.Items, &raw, &b.FrozenAt); err != nil {
-			return nil, err
+		if err := r.Scan(&b.Version, &b.AsOfSeq, &b.Items, &raw, &b.FrozenAt); err != nil {
+			return b, err
 		}
 		if err := json.Unmarshal(raw, &b.SliceCounts); err != nil {
-			return nil, err
+			return b, err
 		}
 		b.FrozenAt = b.FrozenAt.UTC()
-		out = append(out, b)
-	}
-	return out, rows.Err()
+		return b, nil
+	}, `SELECT version, as_of_seq, items, slice_counts, frozen_at FROM rm_evaluator_benchmarks ORDER BY version DESC`)
 }
 
 // MaxComparedModels bounds how many of an account's models the queue asks
@@ -128,28 +114,20 @@ type EvaluatorRelease struct {
 
 // EvaluatorReleases lists every release, newest first.
 func (q *Queries) EvaluatorReleases(ctx context.Context) ([]EvaluatorRelease, error) {
-	rows, err := q.pool.Query(ctx, `SELECT release, candidate_id, benchmark_version, replaces, overall, slices, policy, live, released_at, rolled_back_at
-		FROM rm_evaluator_releases ORDER BY release DESC`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []EvaluatorRelease{}
-	for rows.Next() {
-		var r EvaluatorRelease
+	return pg.Append(ctx, q.pool, []EvaluatorRelease{}, func(row pgx.CollectableRow) (r EvaluatorRelease, err error) {
 		var overall, slices, policy []byte
-		if err := rows.Scan(&r.Release, &r.CandidateID, &r.BenchmarkVersion, &r.Replaces, &overall, &slices, &policy, &r.Live, &r.ReleasedAt, &r.RolledBackAt); err != nil {
-			return nil, err
+		if err := row.Scan(&r.Release, &r.CandidateID, &r.BenchmarkVersion, &r.Replaces, &overall, &slices, &policy, &r.Live, &r.ReleasedAt, &r.RolledBackAt); err != nil {
+			return r, err
 		}
 		if err := errors.Join(json.Unmarshal(overall, &r.Overall), json.Unmarshal(slices, &r.Slices), json.Unmarshal(policy, &r.Policy)); err != nil {
-			return nil, err
+			return r, err
 		}
 		r.ReleasedAt = r.ReleasedAt.UTC()
 		if r.RolledBackAt != nil {
 			t := r.RolledBackAt.UTC()
 			r.RolledBackAt = &t
 		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+		return r, nil
+	}, `SELECT release, candidate_id, benchmark_version, replaces, overall, slices, policy, live, released_at, rolled_back_at
+		FROM rm_evaluator_releases ORDER BY release DESC`)
 }

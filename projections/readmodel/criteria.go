@@ -10,6 +10,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/pg"
 )
 
 // Criterion is one of an account's criteria as GET /criteria shows it.
@@ -35,26 +36,16 @@ type Guidelines struct {
 // ListCriteria returns the owner's criteria in creation order, archived
 // ones only when asked.
 func (q *Queries) ListCriteria(ctx context.Context, owner string, includeArchived bool) ([]Criterion, error) {
-	rows, err := q.pool.Query(ctx, `SELECT id, name, description, kind, labels, scale_max, applies_to, archived, created_at
-		FROM rm_criteria WHERE owner_id = $1 AND ($2 OR NOT archived) ORDER BY seq`, owner, includeArchived)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Criterion{}
-	for rows.Next() {
-		var c Criterion
+	return pg.Append(ctx, q.pool, []Criterion{}, func(r pgx.CollectableRow) (c Criterion, err error) {
 		var labels []byte
-		if err := rows.Scan(&c.CriterionID, &c.Name, &c.Description, &c.Kind, &labels, &c.ScaleMax, &c.AppliesTo, &c.Archived, &c.CreatedAt); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(labels, &c.Labels); err != nil {
-			return nil, err
+		if err := r.Scan(&c.CriterionID, &c.Name, &c.Description, &c.Kind, &labels, &c.ScaleMax, &c.AppliesTo, &c.Archived, &c.CreatedAt); err != nil {
+			return c, err
 		}
 		c.CreatedAt = c.CreatedAt.UTC()
-		out = append(out, c)
-	}
-	return out, rows.Err()
+		err = json.Unmarshal(labels, &c.Labels)
+		return c, err
+	}, `SELECT id, name, description, kind, labels, scale_max, applies_to, archived, created_at
+		FROM rm_criteria WHERE owner_id = $1 AND ($2 OR NOT archived) ORDER BY seq`, owner, includeArchived)
 }
 
 // GetCriterion returns one of the owner's criteria, archived or not.

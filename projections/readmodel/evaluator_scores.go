@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/criticml/critic/platform/pg"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -26,22 +27,14 @@ func (q *Queries) evaluatorOf(ctx context.Context, d *TraceDetail) error {
 	if err := q.pool.QueryRow(ctx, `SELECT revision FROM rm_traces WHERE id = $1`, d.ID).Scan(&revision); err != nil {
 		return err
 	}
-	rows, err := q.pool.Query(ctx, `SELECT e.step_id, s.idx, e.score, e.credit, e.release, e.scored_at FROM rm_evaluator_scores e
+	ev.ActionScores, err = pg.Append(ctx, q.pool, ev.ActionScores, func(r pgx.CollectableRow) (sc EvaluatorActionScore, err error) {
+		err = r.Scan(&sc.StepID, &sc.StepIndex, &sc.Score, &sc.Credit, &sc.Release, &sc.ScoredAt)
+		sc.ScoredAt = sc.ScoredAt.UTC()
+		return sc, err
+	}, `SELECT e.step_id, s.idx, e.score, e.credit, e.release, e.scored_at FROM rm_evaluator_scores e
 		JOIN rm_steps s ON s.trace_id = e.trace_id AND s.id = e.step_id
 		WHERE e.trace_id = $1 AND e.trace_revision = $2 ORDER BY s.idx`, d.ID, revision)
 	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var sc EvaluatorActionScore
-		if err := rows.Scan(&sc.StepID, &sc.StepIndex, &sc.Score, &sc.Credit, &sc.Release, &sc.ScoredAt); err != nil {
-			return err
-		}
-		sc.ScoredAt = sc.ScoredAt.UTC()
-		ev.ActionScores = append(ev.ActionScores, sc)
-	}
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	ev.Status = EvaluatorScoring

@@ -10,6 +10,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/pg"
 )
 
 // gepaAppliers project gepa_run.* events into rm_gepa_runs.
@@ -136,38 +137,13 @@ func (q *Queries) GetGepaRun(ctx context.Context, owner, id string) (*GepaRun, e
 
 // ListGepaRuns returns the owner's GEPA runs, newest first.
 func (q *Queries) ListGepaRuns(ctx context.Context, owner string) ([]GepaRun, error) {
-	rows, err := q.pool.Query(ctx, `SELECT `+gepaCols+` FROM rm_gepa_runs WHERE owner_id = $1 ORDER BY seq DESC`, owner)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []GepaRun{}
-	for rows.Next() {
-		r, err := scanGepa(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return pg.Append(ctx, q.pool, []GepaRun{}, func(r pgx.CollectableRow) (GepaRun, error) { return scanGepa(r) },
+		`SELECT `+gepaCols+` FROM rm_gepa_runs WHERE owner_id = $1 ORDER BY seq DESC`, owner)
 }
 
 // ExpiredGepaLeases lists running GEPA runs whose last heartbeat is older
 // than their lease at now (nominees: the run's stream decides).
 func (q *Queries) ExpiredGepaLeases(ctx context.Context, now time.Time) ([]string, error) {
-	rows, err := q.pool.Query(ctx, `SELECT id FROM rm_gepa_runs WHERE status = 'running'
+	return pg.Append(ctx, q.pool, nil, pgx.RowTo[string], `SELECT id FROM rm_gepa_runs WHERE status = 'running'
 		AND last_beat + make_interval(secs => lease_seconds) < $1`, now)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/criticml/critic/domain/members"
+	"github.com/criticml/critic/platform/pg"
+	"github.com/jackc/pgx/v5"
 )
 
 // MemberProgress is one member's share of the review (issue 36): what the
@@ -42,25 +44,11 @@ func (q *Queries) MembersProgress(ctx context.Context, owner string, overlap int
 		FROM rm_traces t WHERE t.owner_id = $1`, owner, overlap).Scan(&cov.Items, &cov.Complete); err != nil {
 		return nil, cov, err
 	}
-	rows, err := q.pool.Query(ctx, `SELECT m.member_id::text, m.name, m.role, m.created_at, m.removed,
-		(SELECT count(*) FROM rm_annotations a WHERE a.owner_id = $1 AND a.author_id = m.member_id),
-		(SELECT count(*) FROM rm_traces t WHERE t.owner_id = $1 AND EXISTS (SELECT 1 `+wholeTraceJudges+` AND a.author_id = m.member_id)),
-		(SELECT count(*) FROM rm_traces t WHERE t.owner_id = $1
-			AND NOT EXISTS (SELECT 1 `+wholeTraceJudges+` AND a.author_id = m.member_id)
-			AND (SELECT count(DISTINCT a.author_id) `+wholeTraceJudges+`) < $2),
-		(SELECT max(a.created_at) FROM rm_annotations a WHERE a.owner_id = $1 AND a.author_id = m.member_id)
-		FROM rm_members m WHERE m.owner_id = $1 ORDER BY m.created_at, m.member_id`, owner, overlap)
-	if err != nil {
-		return nil, cov, err
-	}
-	defer rows.Close()
-	out := []MemberProgress{}
-	for rows.Next() {
-		var p MemberProgress
+	out, err := pg.Append(ctx, q.pool, []MemberProgress{}, func(r pgx.CollectableRow) (p MemberProgress, err error) {
 		var role string
 		var remaining int
-		if err := rows.Scan(&p.ID, &p.Name, &role, &p.CreatedAt, &p.Removed, &p.Annotations, &p.Judged, &remaining, &p.LastActivity); err != nil {
-			return nil, cov, err
+		if err := r.Scan(&p.ID, &p.Name, &role, &p.CreatedAt, &p.Removed, &p.Annotations, &p.Judged, &remaining, &p.LastActivity); err != nil {
+			return p, err
 		}
 		p.Role, p.CreatedAt = members.Role(role), p.CreatedAt.UTC()
 		if p.LastActivity != nil {
@@ -70,7 +58,14 @@ func (q *Queries) MembersProgress(ctx context.Context, owner string, overlap int
 		if !p.Removed && p.Role.May(members.Annotate) {
 			p.Remaining = &remaining
 		}
-		out = append(out, p)
-	}
-	return out, cov, rows.Err()
+		return p, nil
+	}, `SELECT m.member_id::text, m.name, m.role, m.created_at, m.removed,
+		(SELECT count(*) FROM rm_annotations a WHERE a.owner_id = $1 AND a.author_id = m.member_id),
+		(SELECT count(*) FROM rm_traces t WHERE t.owner_id = $1 AND EXISTS (SELECT 1 `+wholeTraceJudges+` AND a.author_id = m.member_id)),
+		(SELECT count(*) FROM rm_traces t WHERE t.owner_id = $1
+			AND NOT EXISTS (SELECT 1 `+wholeTraceJudges+` AND a.author_id = m.member_id)
+			AND (SELECT count(DISTINCT a.author_id) `+wholeTraceJudges+`) < $2),
+		(SELECT max(a.created_at) FROM rm_annotations a WHERE a.owner_id = $1 AND a.author_id = m.member_id)
+		FROM rm_members m WHERE m.owner_id = $1 ORDER BY m.created_at, m.member_id`, owner, overlap)
+	return out, cov, err
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/members"
+	"github.com/criticml/critic/platform/pg"
 )
 
 // Member is a row of GET /members.
@@ -45,21 +46,13 @@ var (
 // Members lists an account's members in the order they joined, removed
 // ones included (their annotations stay attributed to them).
 func (q *Queries) Members(ctx context.Context, ownerID string) ([]Member, error) {
-	rows, err := q.pool.Query(ctx, `SELECT member_id::text, name, role, created_at, removed FROM rm_members
-		WHERE owner_id = $1 ORDER BY created_at, member_id`, ownerID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Member{}
-	for rows.Next() {
-		var m Member
+	return pg.Append(ctx, q.pool, []Member{}, func(r pgx.CollectableRow) (m Member, err error) {
 		var role string
-		if err := rows.Scan(&m.ID, &m.Name, &role, &m.CreatedAt, &m.Removed); err != nil {
-			return nil, err
+		if err := r.Scan(&m.ID, &m.Name, &role, &m.CreatedAt, &m.Removed); err != nil {
+			return m, err
 		}
 		m.Role, m.CreatedAt = members.Role(role), m.CreatedAt.UTC()
-		out = append(out, m)
-	}
-	return out, rows.Err()
+		return m, nil
+	}, `SELECT member_id::text, name, role, created_at, removed FROM rm_members
+		WHERE owner_id = $1 ORDER BY created_at, member_id`, ownerID)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/domain/traces"
+	"github.com/criticml/critic/platform/pg"
 )
 
 // RewardModel is the RewardModel shape of spec 001, plus `progress` while it
@@ -155,20 +156,10 @@ func scanModel(row pgx.Row, m *RewardModel, extra ...any) error {
 
 // ListRewardModels returns the owner's models, newest first.
 func (q *Queries) ListRewardModels(ctx context.Context, owner string) ([]RewardModel, error) {
-	rows, err := q.pool.Query(ctx, `SELECT `+modelCols+` FROM rm_reward_models m WHERE m.owner_id = $1 ORDER BY m.seq DESC`, owner)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []RewardModel{}
-	for rows.Next() {
-		var m RewardModel
-		if err := scanModel(rows, &m); err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return pg.Append(ctx, q.pool, []RewardModel{}, func(r pgx.CollectableRow) (m RewardModel, err error) {
+		err = scanModel(r, &m)
+		return m, err
+	}, `SELECT `+modelCols+` FROM rm_reward_models m WHERE m.owner_id = $1 ORDER BY m.seq DESC`, owner)
 }
 
 // ErasedTracesOf counts the traces model id was trained on that are gone
@@ -262,21 +253,8 @@ func (q *Queries) DBNow(ctx context.Context) (time.Time, error) {
 // ExpiredLeases lists running models whose last heartbeat is older than their
 // lease at now; the sweeper confirms each on the model's stream.
 func (q *Queries) ExpiredLeases(ctx context.Context, now time.Time) ([]string, error) {
-	rows, err := q.pool.Query(ctx, `SELECT id FROM rm_reward_models WHERE status = 'running'
+	return pg.Append(ctx, q.pool, nil, pgx.RowTo[string], `SELECT id FROM rm_reward_models WHERE status = 'running'
 		AND last_beat + make_interval(secs => lease_seconds) < $1`, now)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
 }
 
 // ClaimableTraining lists up to limit queued models whose dataset is built,
@@ -284,21 +262,11 @@ func (q *Queries) ExpiredLeases(ctx context.Context, now time.Time) ([]string, e
 // order. The model's stream decides each claim; this only nominates, so a
 // lagging read model costs a refused candidate, never a double start.
 func (q *Queries) ClaimableTraining(ctx context.Context, limit int) ([]rewardmodels.TrainingCandidate, error) {
-	rows, err := q.pool.Query(ctx, `SELECT id::text, attempt FROM rm_reward_models
+	return pg.Append(ctx, q.pool, nil, func(r pgx.CollectableRow) (c rewardmodels.TrainingCandidate, err error) {
+		err = r.Scan(&c.ModelID, &c.Attempt)
+		return c, err
+	}, `SELECT id::text, attempt FROM rm_reward_models
 		WHERE status = 'queued' AND dataset_key IS NOT NULL ORDER BY seq LIMIT $1`, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []rewardmodels.TrainingCandidate
-	for rows.Next() {
-		var c rewardmodels.TrainingCandidate
-		if err := rows.Scan(&c.ModelID, &c.Attempt); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
 }
 
 // ScoringRun is the ScoringRun shape of spec 001.
@@ -350,49 +318,27 @@ type ActionScore struct {
 }
 
 // scoresOf fills a detail's scores, action scores and latest runs per model.
-func (q *Queries) scoresOf(ctx context.Context, d *TraceDetail) error {
-	rows, err := q.pool.Query(ctx, `SELECT model_id, model_name, score, created_at FROM rm_trace_scores WHERE trace_id = $1 ORDER BY created_at DESC, model_id`, d.ID)
+func (q *Queries) scoresOf(ctx context.Context, d *TraceDetail) (err error) {
+	d.Scores, err = pg.Append(ctx, q.pool, d.Scores, func(r pgx.CollectableRow) (s TraceScore, err error) {
+		err = r.Scan(&s.RewardModelID, &s.RewardModelName, &s.Score, &s.CreatedAt)
+		s.CreatedAt = s.CreatedAt.UTC()
+		return s, err
+	}, `SELECT model_id, model_name, score, created_at FROM rm_trace_scores WHERE trace_id = $1 ORDER BY created_at DESC, model_id`, d.ID)
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var s TraceScore
-		if err := rows.Scan(&s.RewardModelID, &s.RewardModelName, &s.Score, &s.CreatedAt); err != nil {
-			rows.Close()
-			return err
-		}
+	d.ActionScores, err = pg.Append(ctx, q.pool, d.ActionScores, func(r pgx.CollectableRow) (s ActionScore, err error) {
+		err = r.Scan(&s.RewardModelID, &s.RewardModelName, &s.StepID, &s.Score, &s.Credit, &s.CreatedAt)
 		s.CreatedAt = s.CreatedAt.UTC()
-		d.Scores = append(d.Scores, s)
-	}
-	rows.Close()
-	rows, err = q.pool.Query(ctx, `SELECT a.model_id, a.model_name, a.step_id, a.score, a.credit, a.created_at FROM rm_action_scores a
+		return s, err
+	}, `SELECT a.model_id, a.model_name, a.step_id, a.score, a.credit, a.created_at FROM rm_action_scores a
 		JOIN rm_steps s ON s.id = a.step_id WHERE a.trace_id = $1 ORDER BY a.model_id, s.idx`, d.ID)
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var s ActionScore
-		if err := rows.Scan(&s.RewardModelID, &s.RewardModelName, &s.StepID, &s.Score, &s.Credit, &s.CreatedAt); err != nil {
-			rows.Close()
-			return err
-		}
-		s.CreatedAt = s.CreatedAt.UTC()
-		d.ActionScores = append(d.ActionScores, s)
-	}
-	rows.Close()
-	rows, err = q.pool.Query(ctx, `SELECT DISTINCT ON (r.model_id) `+runCols+` FROM rm_scoring_runs r WHERE r.trace_id = $1 ORDER BY r.model_id, r.seq DESC`, d.ID)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return err
-		}
-		d.ScoringRuns = append(d.ScoringRuns, r)
-	}
-	return rows.Err()
+	d.ScoringRuns, err = pg.Append(ctx, q.pool, d.ScoringRuns, func(r pgx.CollectableRow) (ScoringRun, error) { return scanRun(r) },
+		`SELECT DISTINCT ON (r.model_id) `+runCols+` FROM rm_scoring_runs r WHERE r.trace_id = $1 ORDER BY r.model_id, r.seq DESC`, d.ID)
+	return err
 }
 
 // StuckRun is a scoring run running since StartedAt.
@@ -403,18 +349,8 @@ type StuckRun struct {
 
 // StuckScoringRuns lists runs that have been running since before cutoff.
 func (q *Queries) StuckScoringRuns(ctx context.Context, cutoff time.Time) ([]StuckRun, error) {
-	rows, err := q.pool.Query(ctx, `SELECT id, trace_id, model_id, started_at FROM rm_scoring_runs WHERE status = 'running' AND started_at < $1`, cutoff)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []StuckRun
-	for rows.Next() {
-		var r StuckRun
-		if err := rows.Scan(&r.ID, &r.TraceID, &r.ModelID, &r.StartedAt); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return pg.Append(ctx, q.pool, nil, func(row pgx.CollectableRow) (r StuckRun, err error) {
+		err = row.Scan(&r.ID, &r.TraceID, &r.ModelID, &r.StartedAt)
+		return r, err
+	}, `SELECT id, trace_id, model_id, started_at FROM rm_scoring_runs WHERE status = 'running' AND started_at < $1`, cutoff)
 }

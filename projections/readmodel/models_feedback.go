@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/pg"
 )
 
 // LLMUsage is what a model's extraction cost with one LLM.
@@ -51,47 +54,33 @@ type FeedbackEntry struct {
 // feedbackOf fills a detail's learning report and usage.
 func (q *Queries) feedbackOf(ctx context.Context, d *RewardModelDetail) error {
 	var recorded bool
-	if err := q.pool.QueryRow(ctx, `SELECT feedback_recorded, feedback_unavailable FROM rm_reward_models WHERE id = $1`, d.ID).
-		Scan(&recorded, &d.FeedbackUnavailable); err != nil {
+	err := q.pool.QueryRow(ctx, `SELECT feedback_recorded, feedback_unavailable FROM rm_reward_models WHERE id = $1`, d.ID).
+		Scan(&recorded, &d.FeedbackUnavailable)
+	if err != nil {
 		return err
 	}
-	d.LLMUsage = []LLMUsage{}
-	rows, err := q.pool.Query(ctx, `SELECT u.model, sum(u.calls), sum(u.input_tokens), sum(u.output_tokens), sum(u.cached_tokens)
+	d.LLMUsage, err = pg.Append(ctx, q.pool, []LLMUsage{}, func(r pgx.CollectableRow) (u LLMUsage, err error) {
+		err = r.Scan(&u.Model, &u.Calls, &u.InputTokens, &u.OutputTokens, &u.CachedTokens)
+		return u, err
+	}, `SELECT u.model, sum(u.calls), sum(u.input_tokens), sum(u.output_tokens), sum(u.cached_tokens)
 		FROM rm_model_llm_usage u JOIN rm_reward_models m ON m.id = u.model_id AND m.attempt = u.attempt
 		WHERE u.model_id = $1 GROUP BY u.model ORDER BY u.model`, d.ID)
 	if err != nil {
 		return err
 	}
-	for rows.Next() {
-		var u LLMUsage
-		if err := rows.Scan(&u.Model, &u.Calls, &u.InputTokens, &u.OutputTokens, &u.CachedTokens); err != nil {
-			rows.Close()
-			return err
-		}
-		d.LLMUsage = append(d.LLMUsage, u)
-	}
-	rows.Close()
 	if !recorded {
 		d.Feedback = json.RawMessage("null")
-		return rows.Err()
+		return nil
 	}
-	rows, err = q.pool.Query(ctx, `SELECT f.finding, f.included, f.evaluation FROM rm_model_findings f
-		JOIN rm_reward_models m ON m.id = f.model_id AND m.attempt = f.attempt
-		WHERE f.model_id = $1 ORDER BY f.seq, f.ord`, d.ID)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	out := []FeedbackEntry{}
-	for rows.Next() {
+	out, err := pg.Append(ctx, q.pool, []FeedbackEntry{}, func(r pgx.CollectableRow) (FeedbackEntry, error) {
 		var raw []byte
 		var included, evaluation bool
-		if err := rows.Scan(&raw, &included, &evaluation); err != nil {
-			return err
+		if err := r.Scan(&raw, &included, &evaluation); err != nil {
+			return FeedbackEntry{}, err
 		}
 		var f events.Finding
 		if err := json.Unmarshal(raw, &f); err != nil {
-			return err
+			return FeedbackEntry{}, err
 		}
 		e := FeedbackEntry{TraceID: f.TraceID, StepIndex: f.StepIndex, Label: f.Label, Confidence: f.Confidence, Source: f.Source,
 			EvidenceID: f.EvidenceID, EvidenceQuote: f.EvidenceQuote, Reason: f.Reason, ClassifierModel: f.ClassifierModel,
@@ -103,9 +92,11 @@ func (q *Queries) feedbackOf(ctx context.Context, d *RewardModelDetail) error {
 		if f.ToolName != "" {
 			e.ToolName = &f.ToolName
 		}
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+		return e, nil
+	}, `SELECT f.finding, f.included, f.evaluation FROM rm_model_findings f
+		JOIN rm_reward_models m ON m.id = f.model_id AND m.attempt = f.attempt
+		WHERE f.model_id = $1 ORDER BY f.seq, f.ord`, d.ID)
+	if err != nil {
 		return err
 	}
 	raw, err := json.Marshal(out)
@@ -117,18 +108,5 @@ func (q *Queries) feedbackOf(ctx context.Context, d *RewardModelDetail) error {
 // has not finished (progress stage "extracting"): the lease sweep's nominees,
 // whose streams decide whether the lease ran out.
 func (q *Queries) ExtractingModels(ctx context.Context) ([]string, error) {
-	rows, err := q.pool.Query(ctx, `SELECT id FROM rm_reward_models WHERE status = 'queued' AND progress->>'stage' = 'extracting'`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return pg.Append(ctx, q.pool, nil, pgx.RowTo[string], `SELECT id FROM rm_reward_models WHERE status = 'queued' AND progress->>'stage' = 'extracting'`)
 }

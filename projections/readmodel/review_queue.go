@@ -3,6 +3,9 @@ package readmodel
 import (
 	"context"
 	"fmt"
+
+	"github.com/criticml/critic/platform/pg"
+	"github.com/jackc/pgx/v5"
 )
 
 // ReviewCandidate is a trace or one of its actions the review queue may
@@ -41,25 +44,17 @@ func needsJudgment(judges string, m, o int) string {
 // nearest the given mean first: the whole traces the model is least sure
 // of. A stale score (of an older revision) is not offered.
 func (q *Queries) UncertainTraces(ctx context.Context, owner, member string, overlap int, model string, mean float64, limit int) ([]ReviewCandidate, error) {
-	rows, err := q.pool.Query(ctx, `SELECT t.id, t.title, s.score FROM rm_trace_scores s JOIN rm_traces t ON t.id = s.trace_id AND t.revision = s.revision
+	return pg.Append(ctx, q.pool, []ReviewCandidate{}, func(r pgx.CollectableRow) (c ReviewCandidate, err error) {
+		var s float64
+		if err := r.Scan(&c.TraceID, &c.TraceTitle, &s); err != nil {
+			return c, err
+		}
+		c.Score = &s
+		return c, nil
+	}, `SELECT t.id, t.title, s.score FROM rm_trace_scores s JOIN rm_traces t ON t.id = s.trace_id AND t.revision = s.revision
 		WHERE s.model_id = $1 AND s.owner_id = $2 AND t.owner_id = $2
 		  AND `+needsJudgment(wholeTraceJudges, 5, 6)+`
 		ORDER BY abs(s.score - $3), t.import_seq DESC, t.id LIMIT $4`, model, owner, mean, limit, member, overlap)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []ReviewCandidate{}
-	for rows.Next() {
-		var c ReviewCandidate
-		var s float64
-		if err := rows.Scan(&c.TraceID, &c.TraceTitle, &s); err != nil {
-			return nil, err
-		}
-		c.Score = &s
-		out = append(out, c)
-	}
-	return out, rows.Err()
 }
 
 // UncertainActions lists the actions of an owner's traces that model
@@ -68,29 +63,21 @@ func (q *Queries) UncertainTraces(ctx context.Context, owner, member string, ove
 // (metadata.thinking) is the model's reasoning before a reply, not an
 // action: it is never offered.
 func (q *Queries) UncertainActions(ctx context.Context, owner, member string, overlap int, model string, limit int) ([]ReviewCandidate, error) {
-	rows, err := q.pool.Query(ctx, `SELECT t.id, t.title, s.step_id::text, st.idx, s.score, s.credit
+	return pg.Append(ctx, q.pool, []ReviewCandidate{}, func(r pgx.CollectableRow) (c ReviewCandidate, err error) {
+		var step string
+		var idx int
+		var s, cr float64
+		if err := r.Scan(&c.TraceID, &c.TraceTitle, &step, &idx, &s, &cr); err != nil {
+			return c, err
+		}
+		c.StepID, c.StepIndex, c.Score, c.Credit = &step, &idx, &s, &cr
+		return c, nil
+	}, `SELECT t.id, t.title, s.step_id::text, st.idx, s.score, s.credit
 		FROM rm_action_scores s JOIN rm_traces t ON t.id = s.trace_id AND t.revision = s.revision JOIN rm_steps st ON st.id = s.step_id
 		WHERE s.model_id = $1 AND s.owner_id = $2 AND t.owner_id = $2
 		  AND `+needsJudgment(actionJudges, 4, 5)+`
 		  AND (st.metadata->'thinking') IS DISTINCT FROM 'true'::jsonb
 		ORDER BY abs(s.credit), t.import_seq DESC, st.idx LIMIT $3`, model, owner, limit, member, overlap)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []ReviewCandidate{}
-	for rows.Next() {
-		var c ReviewCandidate
-		var step string
-		var idx int
-		var s, cr float64
-		if err := rows.Scan(&c.TraceID, &c.TraceTitle, &step, &idx, &s, &cr); err != nil {
-			return nil, err
-		}
-		c.StepID, c.StepIndex, c.Score, c.Credit = &step, &idx, &s, &cr
-		out = append(out, c)
-	}
-	return out, rows.Err()
 }
 
 // LeastAnnotatedTraces lists an owner's traces with the fewest
@@ -99,21 +86,13 @@ func (q *Queries) UncertainActions(ctx context.Context, owner, member string, ov
 // by member or by overlap members (needsJudgment) leaves it: the queue is
 // a to-do list, not a sort order.
 func (q *Queries) LeastAnnotatedTraces(ctx context.Context, owner, member string, overlap, limit int) ([]ReviewCandidate, error) {
-	rows, err := q.pool.Query(ctx, `SELECT t.id, t.title, (SELECT count(*) FROM rm_annotations a WHERE a.trace_id = t.id) AS n
+	return pg.Append(ctx, q.pool, []ReviewCandidate{}, func(r pgx.CollectableRow) (c ReviewCandidate, err error) {
+		if err := r.Scan(&c.TraceID, &c.TraceTitle, &c.Annotations); err != nil {
+			return c, err
+		}
+		return c, nil
+	}, `SELECT t.id, t.title, (SELECT count(*) FROM rm_annotations a WHERE a.trace_id = t.id) AS n
 		FROM rm_traces t WHERE t.owner_id = $1
 		  AND `+needsJudgment(wholeTraceJudges, 3, 4)+`
 		ORDER BY n, t.import_seq DESC, t.id LIMIT $2`, owner, limit, member, overlap)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []ReviewCandidate{}
-	for rows.Next() {
-		var c ReviewCandidate
-		if err := rows.Scan(&c.TraceID, &c.TraceTitle, &c.Annotations); err != nil {
-			return nil, err
-		}
-		out = append(out, c)
-	}
-	return out, rows.Err()
 }

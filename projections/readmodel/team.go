@@ -3,6 +3,9 @@ package readmodel
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/criticml/critic/platform/pg"
+	"github.com/jackc/pgx/v5"
 )
 
 // TeamJudgment is one member's live judgment of a target (issue 36
@@ -24,22 +27,11 @@ type TeamJudgment struct {
 // criterion values not flagged as label errors — oldest first, so a
 // member's later judgment of a target comes after an earlier one.
 func (q *Queries) TeamJudgments(ctx context.Context, owner string) ([]TeamJudgment, error) {
-	rows, err := q.pool.Query(ctx, `SELECT a.trace_id::text, t.title, coalesce(a.step_id::text, ''), coalesce(a.criterion_id::text, ''),
-		a.author_id::text, a.author_name, a.rating, a.value, st.idx
-		FROM rm_annotations a JOIN rm_traces t ON t.id = a.trace_id LEFT JOIN rm_steps st ON st.id = a.step_id
-		WHERE a.owner_id = $1 AND NOT a.label_error AND (a.rating IS NOT NULL OR a.criterion_id IS NOT NULL)
-		ORDER BY a.seq`, owner)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []TeamJudgment{}
-	for rows.Next() {
-		var j TeamJudgment
+	return pg.Append(ctx, q.pool, []TeamJudgment{}, func(r pgx.CollectableRow) (j TeamJudgment, err error) {
 		var rating *int16
 		var value []byte
-		if err := rows.Scan(&j.TraceID, &j.TraceTitle, &j.StepID, &j.CriterionID, &j.Member, &j.MemberName, &rating, &value, &j.StepIndex); err != nil {
-			return nil, err
+		if err := r.Scan(&j.TraceID, &j.TraceTitle, &j.StepID, &j.CriterionID, &j.Member, &j.MemberName, &rating, &value, &j.StepIndex); err != nil {
+			return j, err
 		}
 		if rating != nil {
 			r := int(*rating)
@@ -48,9 +40,12 @@ func (q *Queries) TeamJudgments(ctx context.Context, owner string) ([]TeamJudgme
 		if value != nil {
 			j.Value = json.RawMessage(value)
 		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+		return j, nil
+	}, `SELECT a.trace_id::text, t.title, coalesce(a.step_id::text, ''), coalesce(a.criterion_id::text, ''),
+		a.author_id::text, a.author_name, a.rating, a.value, st.idx
+		FROM rm_annotations a JOIN rm_traces t ON t.id = a.trace_id LEFT JOIN rm_steps st ON st.id = a.step_id
+		WHERE a.owner_id = $1 AND NOT a.label_error AND (a.rating IS NOT NULL OR a.criterion_id IS NOT NULL)
+		ORDER BY a.seq`, owner)
 }
 
 // Adjudication is an admin's final judgment of a target, as GET /disputed
@@ -68,19 +63,11 @@ type Adjudication struct {
 
 // Adjudications lists an account's adjudications (the latest per target).
 func (q *Queries) Adjudications(ctx context.Context, owner string) ([]Adjudication, error) {
-	rows, err := q.pool.Query(ctx, `SELECT id::text, trace_id::text, step_id::text, criterion_id::text, rating, value, reason, adjudicated_by
-		FROM rm_adjudications WHERE owner_id = $1 ORDER BY created_at, id`, owner)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []Adjudication{}
-	for rows.Next() {
-		var a Adjudication
+	return pg.Append(ctx, q.pool, []Adjudication{}, func(r pgx.CollectableRow) (a Adjudication, err error) {
 		var rating *int16
 		var value []byte
-		if err := rows.Scan(&a.AdjudicationID, &a.TraceID, &a.StepID, &a.CriterionID, &rating, &value, &a.Reason, &a.By); err != nil {
-			return nil, err
+		if err := r.Scan(&a.AdjudicationID, &a.TraceID, &a.StepID, &a.CriterionID, &rating, &value, &a.Reason, &a.By); err != nil {
+			return a, err
 		}
 		if rating != nil {
 			r := int(*rating)
@@ -89,9 +76,9 @@ func (q *Queries) Adjudications(ctx context.Context, owner string) ([]Adjudicati
 		if value != nil {
 			a.Value = json.RawMessage(value)
 		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+		return a, nil
+	}, `SELECT id::text, trace_id::text, step_id::text, criterion_id::text, rating, value, reason, adjudicated_by
+		FROM rm_adjudications WHERE owner_id = $1 ORDER BY created_at, id`, owner)
 }
 
 // ModelPreferences is a reward model's scores of an account's targets at
