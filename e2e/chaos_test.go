@@ -377,7 +377,10 @@ func TestChaos(t *testing.T) {
 			var detail string
 			_ = pool.QueryRow(context.Background(), `SELECT string_agg(m.id || ' ' || m.status || ': ' || (SELECT string_agg(e.type || '@' || e.seq, ' ' ORDER BY e.seq)
 				FROM events e WHERE e.stream = 'reward_model/' || m.id), E'\n') FROM rm_reward_models m WHERE m.status IN ('queued', 'running')`).Scan(&detail)
-			t.Fatalf("models still queued or running:\n%s", detail)
+			var parked string // a parked event holds its account's later events
+			_ = pool.QueryRow(context.Background(), `SELECT coalesce(string_agg(projection || ' parked ' || event_type || '@' || seq || ' of ' || owner_id || ': ' || error, E'\n'), 'none')
+				FROM projection_parked`).Scan(&parked)
+			t.Fatalf("models still queued or running:\n%s\nparked events: %s", detail, parked)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

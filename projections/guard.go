@@ -36,8 +36,9 @@ import (
 // passes over the event from then on (it is never handed to the applier,
 // even when the bus redelivers it) and releases the owner the same way.
 //
-// Transient outages of the projection's own database do not park anything:
-// parking needs that database, so the batch fails and is redelivered.
+// Outages do not park anything (transient.go): a dropped connection, a
+// database or broker that is restarting, a concurrent writer that won a
+// version check fail the batch, and the bus redelivers it until they pass.
 type Guard struct {
 	name  string
 	pool  *pgxpool.Pool
@@ -294,6 +295,11 @@ func (g *Guard) isolate(ctx context.Context, envs []events.Envelope, batchErr er
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if transient(err) {
+			// An outage or a race, not this event's fault: nothing is parked
+			// and no owner held; the bus redelivers the batch with backoff.
+			return fmt.Errorf("%s: event %s (%s) failed %d times on an outage; the batch is redelivered: %w", g.name, e.ID, e.Type, g.opts.Tries, err)
 		}
 		if err := g.park(ctx, e, err, g.opts.Tries); err != nil {
 			return err

@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
@@ -249,7 +250,12 @@ func (d *Dispatcher) publish(topic, key, correlationID string, job any) error {
 	if correlationID != "" {
 		m.Metadata.Set(requestid.MetadataKey, correlationID)
 	}
-	return d.pub.Publish(topic, m)
+	if err := d.pub.Publish(topic, m); err != nil {
+		// The broker is unreachable or slow: an outage, not a fault of the
+		// event, so the guard redelivers the batch instead of parking it.
+		return &domain.UnavailableError{Message: fmt.Sprintf("publish a job on %s: %v", topic, err)}
+	}
+	return nil
 }
 
 // LeaseQueries finds running models whose lease ran out and scoring runs
