@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/criticml/critic/platform/pg"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -32,39 +34,23 @@ type Position struct {
 
 // Status reads every projection's position and parked events.
 func Status(ctx context.Context, pool *pgxpool.Pool) ([]Position, []Parked, error) {
-	rows, err := pool.Query(ctx, `SELECT p.projection, p.seq, (SELECT count(*) FROM events e WHERE e.seq > p.seq), p.updated_at
+	pos, err := pg.Append(ctx, pool, nil, func(r pgx.CollectableRow) (p Position, err error) {
+		err = r.Scan(&p.Projection, &p.Seq, &p.Lag, &p.UpdatedAt)
+		return p, err
+	}, `SELECT p.projection, p.seq, (SELECT count(*) FROM events e WHERE e.seq > p.seq), p.updated_at
 		FROM projection_positions p ORDER BY p.projection`)
 	if err != nil {
 		return nil, nil, err
 	}
-	var pos []Position
-	for rows.Next() {
-		var p Position
-		if err := rows.Scan(&p.Projection, &p.Seq, &p.Lag, &p.UpdatedAt); err != nil {
-			rows.Close()
-			return nil, nil, err
-		}
-		pos = append(pos, p)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	rows, err = pool.Query(ctx, `SELECT projection, event_id::text, seq, owner_id::text, event_type, error, attempts, parked_at,
+	parked, err := pg.Append(ctx, pool, nil, func(r pgx.CollectableRow) (p Parked, err error) {
+		err = r.Scan(&p.Projection, &p.EventID, &p.Seq, &p.OwnerID, &p.EventType, &p.Error, &p.Attempts, &p.ParkedAt, &p.RetryRequested)
+		return p, err
+	}, `SELECT projection, event_id::text, seq, owner_id::text, event_type, error, attempts, parked_at,
 		retry_requested_at IS NOT NULL FROM projection_parked ORDER BY projection, seq`)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer rows.Close()
-	var parked []Parked
-	for rows.Next() {
-		var p Parked
-		if err := rows.Scan(&p.Projection, &p.EventID, &p.Seq, &p.OwnerID, &p.EventType, &p.Error, &p.Attempts, &p.ParkedAt, &p.RetryRequested); err != nil {
-			return nil, nil, err
-		}
-		parked = append(parked, p)
-	}
-	return pos, parked, rows.Err()
+	return pos, parked, nil
 }
 
 // RequestRetry asks the running projections that parked eventID to retry

@@ -31,6 +31,7 @@ import (
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/keyring"
+	"github.com/criticml/critic/platform/pg"
 )
 
 // MaxInlinePayload is the largest payload stored in the events row itself;
@@ -551,21 +552,8 @@ func (s *Store) LoadStreamsAsOf(ctx context.Context, streams []string, asOf int6
 // OwnerStreams lists an owner's streams whose name starts with prefix and
 // that had events at or before asOf (0 = now), in first-event order.
 func (s *Store) OwnerStreams(ctx context.Context, owner, prefix string, asOf int64) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT stream FROM events WHERE owner_id = $1 AND starts_with(stream, $2) AND ($3 = 0 OR seq <= $3)
+	return pg.Append(ctx, s.pool, nil, pgx.RowTo[string], `SELECT stream FROM events WHERE owner_id = $1 AND starts_with(stream, $2) AND ($3 = 0 OR seq <= $3)
 		GROUP BY stream ORDER BY min(seq)`, owner, prefix, asOf)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var st string
-		if err := rows.Scan(&st); err != nil {
-			return nil, err
-		}
-		out = append(out, st)
-	}
-	return out, rows.Err()
 }
 
 // ReadAfter returns up to limit events with seq > after, in seq order, with
@@ -653,21 +641,8 @@ func (s *Store) Head(ctx context.Context) (int64, error) {
 // deployment-wide command finds the traces it reads (the shared evaluator
 // reads every trace with a reviewed comparison).
 func (s *Store) StreamsWithType(ctx context.Context, typ string, asOf int64) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT stream FROM events WHERE type = $1 AND ($2 = 0 OR seq <= $2)
+	return pg.Append(ctx, s.pool, nil, pgx.RowTo[string], `SELECT stream FROM events WHERE type = $1 AND ($2 = 0 OR seq <= $2)
 		GROUP BY stream ORDER BY min(seq)`, typ, asOf)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var st string
-		if err := rows.Scan(&st); err != nil {
-			return nil, err
-		}
-		out = append(out, st)
-	}
-	return out, rows.Err()
 }
 
 // collectEnvelopes scans every row of a "SELECT "+selectCols query and

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/platform/pg"
+	"github.com/jackc/pgx/v5"
 )
 
 // BackgroundModel is a model background scoring serves (spec 001 "Learned
@@ -21,25 +23,15 @@ const maxBackgroundModels = 1000
 // BackgroundModels lists the models background scoring serves, oldest
 // first. The models' streams decide; this only nominates.
 func (q *Queries) BackgroundModels(ctx context.Context) ([]BackgroundModel, error) {
-	rows, err := q.pool.Query(ctx, `SELECT m.id, m.owner_id,
+	return pg.Append(ctx, q.pool, nil, func(r pgx.CollectableRow) (m BackgroundModel, err error) {
+		err = r.Scan(&m.ID, &m.OwnerID, &m.ActiveBatches)
+		return m, err
+	}, `SELECT m.id, m.owner_id,
 			(SELECT count(DISTINCT r.batch_id) FROM rm_scoring_runs r
 			 WHERE r.status IN ('queued', 'running') AND r.model_id = m.id AND r.automatic)
 		FROM rm_reward_models m
 		WHERE m.status = 'succeeded' AND NOT m.scoring_paused AND m.metrics->>'action_scoring_version' = '1'
 		ORDER BY m.seq LIMIT $1`, maxBackgroundModels)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []BackgroundModel
-	for rows.Next() {
-		var m BackgroundModel
-		if err := rows.Scan(&m.ID, &m.OwnerID, &m.ActiveBatches); err != nil {
-			return nil, err
-		}
-		out = append(out, m)
-	}
-	return out, rows.Err()
 }
 
 // BackgroundCandidates nominates up to limit of the owner's traces the
@@ -54,7 +46,7 @@ func (q *Queries) BackgroundCandidates(ctx context.Context, ownerID, modelID str
 	if skip == nil {
 		skip = []string{}
 	}
-	rows, err := q.pool.Query(ctx, `SELECT t.id FROM rm_traces t
+	return pg.Append(ctx, q.pool, nil, pgx.RowTo[string], `SELECT t.id FROM rm_traces t
 		WHERE t.owner_id = $1 AND t.updated_at <= $2 AND t.id <> ALL($4::uuid[])
 		  AND EXISTS (SELECT 1 FROM rm_steps s WHERE s.trace_id = t.id AND s.role = 'assistant'
 		              AND (s.tool_name IS NOT NULL OR btrim(s.content) <> ''))
@@ -64,19 +56,6 @@ func (q *Queries) BackgroundCandidates(ctx context.Context, ownerID, modelID str
 		  AND (SELECT count(*) FROM rm_scoring_runs r WHERE r.trace_id = t.id AND r.model_id = $3 AND r.revision = t.revision
 		       AND r.automatic AND r.status = 'failed') < $5
 		ORDER BY t.updated_at, t.id LIMIT $6`, ownerID, changedBefore, modelID, skip, rewardmodels.MaxAutomaticAttempts, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
 }
 
 // BackgroundScoring is a model's background scoring as its page shows it

@@ -78,21 +78,8 @@ const MaxComparedModels = 20
 // that scored actions, the most recently scoring first: the candidates of
 // the queue's models comparisons (the log decides each one).
 func (q *Queries) ScoringModels(ctx context.Context, owner string) ([]string, error) {
-	rows, err := q.pool.Query(ctx, `SELECT model_id::text FROM rm_action_scores WHERE owner_id = $1
+	return pg.Append(ctx, q.pool, nil, pgx.RowTo[string], `SELECT model_id::text FROM rm_action_scores WHERE owner_id = $1
 		GROUP BY model_id ORDER BY max(created_at) DESC, model_id LIMIT $2`, owner, MaxComparedModels)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out = append(out, id)
-	}
-	return out, rows.Err()
 }
 
 // EvaluatorRelease is a shared-evaluator release as the read model keeps

@@ -16,6 +16,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/members"
+	"github.com/criticml/critic/platform/pg"
 )
 
 // Queries reads the read model for the API. Every query is scoped to an
@@ -163,21 +164,12 @@ func (q *Queries) ListTraces(ctx context.Context, owner string, f ListFilter) ([
 		LEFT JOIN rm_trace_sources src ON src.owner_id = t.owner_id AND src.source_id = t.source_id
 		JOIN rm_users u ON u.id = t.owner_id
 		WHERE ` + where + ` ORDER BY ` + order + ` LIMIT $14 OFFSET $15`
-	rows, err := q.pool.Query(ctx, `SELECT `+summaryCols+summaryFrom+` WHERE t.id = ANY(ARRAY(`+page+`))
+	out, err := pg.Append(ctx, q.pool, []TraceSummary{}, func(r pgx.CollectableRow) (s TraceSummary, err error) {
+		err = scanSummary(r, &s)
+		return s, err
+	}, `SELECT `+summaryCols+summaryFrom+` WHERE t.id = ANY(ARRAY(`+page+`))
 		ORDER BY `+order, append(args, f.Limit, f.Offset)...)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	out := []TraceSummary{}
-	for rows.Next() {
-		var s TraceSummary
-		if err := scanSummary(rows, &s); err != nil {
-			return nil, 0, err
-		}
-		out = append(out, s)
-	}
-	return out, total, rows.Err()
+	return out, total, err
 }
 
 // GetTrace returns the owner's trace with its steps and spans.

@@ -1,6 +1,11 @@
 package readmodel
 
-import "context"
+import (
+	"context"
+
+	"github.com/criticml/critic/platform/pg"
+	"github.com/jackc/pgx/v5"
+)
 
 // TraceModel is one entry of TraceDetail.reward_models: a reward model of
 // the trace's owner whose selection included the trace (spec 001 "Trace
@@ -15,19 +20,11 @@ type TraceModel struct {
 // traces include d, newest first. The owner scope is the trace's, so
 // another account's models never show.
 func (q *Queries) modelsOf(ctx context.Context, owner string, d *TraceDetail) error {
-	rows, err := q.pool.Query(ctx, `SELECT id, name, status FROM rm_reward_models
+	var err error
+	d.RewardModels, err = pg.Append(ctx, q.pool, []TraceModel{}, func(r pgx.CollectableRow) (m TraceModel, err error) {
+		err = r.Scan(&m.ID, &m.Name, &m.Status)
+		return m, err
+	}, `SELECT id, name, status FROM rm_reward_models
 		WHERE owner_id = $1 AND $2::uuid = ANY(trace_ids) ORDER BY seq DESC`, owner, d.ID)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	d.RewardModels = []TraceModel{}
-	for rows.Next() {
-		var m TraceModel
-		if err := rows.Scan(&m.ID, &m.Name, &m.Status); err != nil {
-			return err
-		}
-		d.RewardModels = append(d.RewardModels, m)
-	}
-	return rows.Err()
+	return err
 }
