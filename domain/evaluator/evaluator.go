@@ -358,15 +358,3 @@ func correctionPairs(s traces.State, recs []events.RewardModelFindingRecordedV1)
 	}
 	return out
 }
-
-// Eligible is the set of trace ids whose data a candidate may hold: the
-// contributing traces (a check for datasets, and for audits of them).
-func Eligible(states []traces.State) map[string]bool {
-	out := map[string]bool{}
-	for _, s := range states {
-		if s.Exists && s.Contribute {
-			out[s.ID] = true
-		}
-	}
-	return out
-}

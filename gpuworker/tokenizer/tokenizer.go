@@ -35,7 +35,6 @@ type Tokenizer struct {
 
 	vocab     map[string]int // token string (byte-level alphabet) -> id
 	added     map[string]int // added token content -> id
-	idBytes   map[int][]byte // decoded bytes of ids outside the dense table
 	dense     [][]byte       // decoded bytes per id, index = id
 	vocabSize int
 

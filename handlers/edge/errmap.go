@@ -29,16 +29,6 @@ type ErrorBody struct {
 	RequestID string `json:"request_id,omitempty"`
 }
 
-// Classify maps an error to its HTTP status and body. Unknown errors are
-// internal: logged, and reported without details (no SQL, no stack).
-func Classify(err error) (int, ErrorBody) {
-	status, body := classify(err)
-	if status == http.StatusInternalServerError {
-		logInternal(context.Background(), err)
-	}
-	return status, body
-}
-
 // logInternal logs an internal error at ERROR — unless it is only the
 // request's context ending (the client hung up: a worker stopping mid
 // heartbeat, a browser tab closed), which is routine and logged at DEBUG, so
@@ -128,12 +118,6 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// ConnectError maps err to a Connect error with the matching code.
-func ConnectError(err error) error {
-	status, body := Classify(err)
-	return connectError(status, body, retryAfter(err))
-}
-
 // retryAfter is the delay, in seconds, an unavailable answer asks the client
 // to wait before retrying (0: none named). REST sends it as the Retry-After
 // header, Connect as the same key in the error's metadata.
@@ -144,8 +128,8 @@ func retryAfter(err error) int {
 	return 0
 }
 
-// ConnectErrorContext is ConnectError for a call whose context is known: an
-// internal error is logged with the call's request id.
+// ConnectErrorContext maps err to a Connect error with the matching code;
+// an internal error is logged with the call's request id.
 func ConnectErrorContext(ctx context.Context, err error) error {
 	status, body := classify(err)
 	if status == http.StatusInternalServerError {

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -24,10 +25,10 @@ func TestUnavailableAnswersNameTheirRetryDelay(t *testing.T) {
 	require.Equal(t, "2", rec.Header().Get("Retry-After"))
 
 	var ce *connect.Error
-	require.True(t, errors.As(ConnectError(busy), &ce))
+	require.True(t, errors.As(ConnectErrorContext(context.Background(), busy), &ce))
 	require.Equal(t, connect.CodeUnavailable, ce.Code())
 	require.Equal(t, "2", ce.Meta().Get("Retry-After"))
 
-	require.True(t, errors.As(ConnectError(&domain.UnavailableError{Message: "behind"}), &ce))
+	require.True(t, errors.As(ConnectErrorContext(context.Background(), &domain.UnavailableError{Message: "behind"}), &ce))
 	require.Empty(t, ce.Meta().Get("Retry-After"), "no delay named, none sent")
 }
