@@ -37,11 +37,7 @@ func (a *API) addAnnotation(w http.ResponseWriter, r *http.Request) error {
 		in.Value = req.Value
 	}
 	ann, err := a.backend().AddAnnotation(r.Context(), caller, in)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, ann)
-	return nil
+	return reply(w, http.StatusOK, ann, err)
 }
 
 // editAnnotation is PATCH: a field that is present is changed (null clears
@@ -57,11 +53,7 @@ func (a *API) editAnnotation(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ann, err := a.backend().EditAnnotation(r.Context(), caller, in)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, ann)
-	return nil
+	return reply(w, http.StatusOK, ann, err)
 }
 
 func (a *API) removeAnnotation(w http.ResponseWriter, r *http.Request) error {

@@ -27,11 +27,7 @@ func (a *API) sectionSummaries(w http.ResponseWriter, r *http.Request) error {
 		return &domain.ValidationError{Code: "invalid_request", Field: "ranges", Message: "ranges is required: 1 to 4 {first_step_id, last_step_id}"}
 	}
 	out, err := usecase.AssessSections(r.Context(), a.queries, a.assessments, edge.CallerFrom(r.Context()).UserID, r.PathValue("trace_id"), *req.Ranges)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return reply(w, http.StatusOK, out, err)
 }
 
 // completion is POST /traces/{trace_id}/completion: progress estimates
@@ -49,9 +45,5 @@ func (a *API) completion(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	out, err := usecase.EstimateCompletion(r.Context(), a.queries, a.assessments, edge.CallerFrom(r.Context()).UserID, r.PathValue("trace_id"))
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return reply(w, http.StatusOK, out, err)
 }

@@ -17,11 +17,7 @@ func (a *API) comparisonQueue(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q, err := a.backend().ComparisonQueue(r.Context(), edge.CallerFrom(r.Context()), limit)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, q)
-	return nil
+	return reply(w, http.StatusOK, q, err)
 }
 
 type comparisonRequest struct {
@@ -42,9 +38,5 @@ func (a *API) reviewComparison(w http.ResponseWriter, r *http.Request) error {
 	}
 	c, err := a.backend().ReviewComparison(r.Context(), caller, commands.ReviewComparison{ModelID: req.ModelID, FindingID: req.FindingID,
 		Verdict: comparisons.Verdict{Left: req.Left, Choice: req.Choice, Comment: req.Comment}})
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusCreated, c)
-	return nil
+	return reply(w, http.StatusCreated, c, err)
 }

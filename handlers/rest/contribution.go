@@ -24,9 +24,5 @@ func (a *API) setContribution(w http.ResponseWriter, r *http.Request) error {
 		return &domain.ValidationError{Code: "invalid_request", Field: "contribute", Message: "contribute is required (true or false)"}
 	}
 	out, err := a.backend().SetContribution(r.Context(), caller, r.PathValue("trace_id"), *req.Contribute)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, out)
-	return nil
+	return reply(w, http.StatusOK, out, err)
 }

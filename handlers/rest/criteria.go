@@ -58,11 +58,7 @@ func (a *API) listCriteria(w http.ResponseWriter, r *http.Request) error {
 		return &domain.ValidationError{Code: "invalid_request", Field: "include_archived", Message: "include_archived must be true or false, not " + v}
 	}
 	cs, err := a.queries.ListCriteria(r.Context(), caller.UserID, include)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, map[string]any{"criteria": cs})
-	return nil
+	return reply(w, http.StatusOK, map[string]any{"criteria": cs}, err)
 }
 
 // defineCriterion is POST /criteria.
@@ -78,11 +74,7 @@ func (a *API) defineCriterion(w http.ResponseWriter, r *http.Request) error {
 	}
 	c, err := a.backend().DefineCriterion(r.Context(), caller, criteria.DefineInput{Name: req.Name, Description: req.Description,
 		Kind: req.Kind, Labels: labels, ScaleMax: req.ScaleMax, AppliesTo: req.AppliesTo})
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusCreated, c)
-	return nil
+	return reply(w, http.StatusCreated, c, err)
 }
 
 // changeCriterion is PATCH /criteria/{criterion_id}.
@@ -99,11 +91,7 @@ func (a *API) changeCriterion(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("criterion_id")
 	c, err := a.backend().ChangeCriterion(r.Context(), caller, criteria.ChangeInput{CriterionID: id, Name: req.Name,
 		Description: req.Description, Labels: labels, LabelsSet: req.Labels != nil})
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, c)
-	return nil
+	return reply(w, http.StatusOK, c, err)
 }
 
 // archiveCriterion is DELETE /criteria/{criterion_id}: archived, not
@@ -121,11 +109,7 @@ func (a *API) archiveCriterion(w http.ResponseWriter, r *http.Request) error {
 // getGuidelines is GET /guidelines.
 func (a *API) getGuidelines(w http.ResponseWriter, r *http.Request) error {
 	g, err := a.queries.GetGuidelines(r.Context(), edge.CallerFrom(r.Context()).UserID)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, g)
-	return nil
+	return reply(w, http.StatusOK, g, err)
 }
 
 type setGuidelinesRequest struct {
@@ -140,9 +124,5 @@ func (a *API) setGuidelines(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	g, err := a.backend().SetGuidelines(r.Context(), caller, req.Markdown)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, g)
-	return nil
+	return reply(w, http.StatusOK, g, err)
 }

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/criticml/critic/domain/evaluator"
-	"github.com/criticml/critic/handlers/edge"
 )
 
 // WithEvaluatorPolicy sets the release policy GET /evaluator reports
@@ -23,9 +22,5 @@ func (a *API) getEvaluator(w http.ResponseWriter, r *http.Request) error {
 		p = *a.evaluatorPolicy
 	}
 	st, err := a.backend().Evaluator(r.Context(), p)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, st)
-	return nil
+	return reply(w, http.StatusOK, st, err)
 }

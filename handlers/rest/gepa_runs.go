@@ -26,29 +26,17 @@ func (a *API) createGepaRun(w http.ResponseWriter, r *http.Request) error {
 	}
 	run, err := a.backend().CreateGepaRun(r.Context(), caller, usecase.GepaRequest{RewardModelID: body.RewardModelID,
 		TaskModel: body.TaskModel, TaskAPIBase: body.TaskAPIBase, TaskAPIKey: body.TaskAPIKey, ReflectionModel: body.ReflectionModel, MaxMetricCalls: body.MaxMetricCalls})
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, run)
-	return nil
+	return reply(w, http.StatusOK, run, err)
 }
 
 func (a *API) listGepaRuns(w http.ResponseWriter, r *http.Request) error {
 	runs, err := a.queries.ListGepaRuns(r.Context(), edge.CallerFrom(r.Context()).UserID)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, runs)
-	return nil
+	return reply(w, http.StatusOK, runs, err)
 }
 
 func (a *API) getGepaRun(w http.ResponseWriter, r *http.Request) error {
 	run, err := a.queries.GetGepaRun(r.Context(), edge.CallerFrom(r.Context()).UserID, r.PathValue("run_id"))
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, run)
-	return nil
+	return reply(w, http.StatusOK, run, err)
 }
 
 // gepaSkill is GET /gepa-runs/{id}/skill: the best skill as a SKILL.md

@@ -53,9 +53,5 @@ func (q *QueryAPI) query(w http.ResponseWriter, r *http.Request) error {
 		return &domain.ValidationError{Code: "invalid_request", Field: "sql", Message: "sql is required"}
 	}
 	res, err := q.q.Run(r.Context(), edge.CallerFrom(r.Context()).UserID, *req.SQL)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, res)
-	return nil
+	return reply(w, http.StatusOK, res, err)
 }

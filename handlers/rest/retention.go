@@ -22,11 +22,7 @@ func (a *API) getRetention(w http.ResponseWriter, r *http.Request) error {
 		preview = &n
 	}
 	ret, err := a.backend().GetRetention(r.Context(), edge.CallerFrom(r.Context()), preview)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, ret)
-	return nil
+	return reply(w, http.StatusOK, ret, err)
 }
 
 type setRetentionRequest struct {
@@ -55,9 +51,5 @@ func (a *API) setRetention(w http.ResponseWriter, r *http.Request) error {
 		days = &n
 	}
 	ret, err := a.backend().SetRetention(r.Context(), edge.CallerFrom(r.Context()), days)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, ret)
-	return nil
+	return reply(w, http.StatusOK, ret, err)
 }

@@ -25,9 +25,5 @@ func (a *API) reviewQueue(w http.ResponseWriter, r *http.Request) error {
 		member = callerMember(caller.UserID, caller.MemberID)
 	}
 	q, err := a.backend().ReviewQueueFor(r.Context(), caller, member, r.URL.Query().Get("reward_model_id"), limit)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, q)
-	return nil
+	return reply(w, http.StatusOK, q, err)
 }

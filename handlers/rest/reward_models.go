@@ -45,20 +45,12 @@ func (a *API) createRewardModel(w http.ResponseWriter, r *http.Request) error {
 	m, err := a.backend().CreateRewardModel(r.Context(), caller, usecase.TrainingRequest{
 		Name: body.Name, TraceIDs: body.TraceIDs, BaseModel: body.BaseModel, Epochs: body.Epochs, MaxPairs: body.MaxPairs,
 		TrainingConfig: cfg})
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, m)
-	return nil
+	return reply(w, http.StatusOK, m, err)
 }
 
 func (a *API) listRewardModels(w http.ResponseWriter, r *http.Request) error {
 	ms, err := a.queries.ListRewardModels(r.Context(), edge.CallerFrom(r.Context()).UserID)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, ms)
-	return nil
+	return reply(w, http.StatusOK, ms, err)
 }
 
 func (a *API) getRewardModel(w http.ResponseWriter, r *http.Request) error {
@@ -78,11 +70,7 @@ func (a *API) getRewardModel(w http.ResponseWriter, r *http.Request) error {
 func (a *API) retryRewardModel(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
 	m, err := a.backend().RetryRewardModel(r.Context(), caller, r.PathValue("model_id"))
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusAccepted, m)
-	return nil
+	return reply(w, http.StatusAccepted, m, err)
 }
 
 type backgroundScoringBody struct {
@@ -102,22 +90,14 @@ func (a *API) setBackgroundScoring(w http.ResponseWriter, r *http.Request) error
 		return &domain.ValidationError{Code: "invalid_request", Field: "paused", Message: "paused is required (true or false)"}
 	}
 	bg, err := a.backend().SetBackgroundScoring(r.Context(), caller, r.PathValue("model_id"), *body.Paused)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, bg)
-	return nil
+	return reply(w, http.StatusOK, bg, err)
 }
 
 // weights is GET /reward-models/{id}/weights: a five-minute signed URL that
 // needs no API key; 404 unless the caller owns the model and it succeeded.
 func (a *API) weights(w http.ResponseWriter, r *http.Request) error {
 	url, err := a.backend().WeightsURL(r.Context(), a.blobs, edge.CallerFrom(r.Context()), r.PathValue("model_id"))
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, map[string]string{"url": url})
-	return nil
+	return reply(w, http.StatusOK, map[string]string{"url": url}, err)
 }
 
 type scoreBody struct {
@@ -133,9 +113,5 @@ func (a *API) scoreTrace(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	run, err := a.backend().ScoreTrace(r.Context(), caller, r.PathValue("trace_id"), body.RewardModelID)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusAccepted, run)
-	return nil
+	return reply(w, http.StatusAccepted, run, err)
 }

@@ -222,6 +222,16 @@ func checkRequestText(r *http.Request, wildcards []string) error {
 	return nil
 }
 
+// reply writes v with status, or returns err for the route's error
+// mapping: the end every handler that answers a value shares.
+func reply(w http.ResponseWriter, status int, v any, err error) error {
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, status, v)
+	return nil
+}
+
 // decodeBody reads a JSON body strictly: unknown fields and trailing data are
 // 422 naming the field, a body over the limit is 413.
 func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {

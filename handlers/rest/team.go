@@ -13,22 +13,14 @@ import (
 // members agree (issue 36), for the team page.
 func (a *API) agreement(w http.ResponseWriter, r *http.Request) error {
 	rep, err := a.backend().Agreement(r.Context(), edge.CallerFrom(r.Context()), r.URL.Query().Get("reward_model_id"))
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, rep)
-	return nil
+	return reply(w, http.StatusOK, rep, err)
 }
 
 // disputed is GET /disputed: the targets the members disagree on, for an
 // admin to adjudicate.
 func (a *API) disputed(w http.ResponseWriter, r *http.Request) error {
 	d, err := a.backend().Disputed(r.Context(), edge.CallerFrom(r.Context()))
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, d)
-	return nil
+	return reply(w, http.StatusOK, d, err)
 }
 
 type adjudicateRequest struct {
@@ -58,21 +50,13 @@ func (a *API) adjudicate(w http.ResponseWriter, r *http.Request) error {
 		in.Value = req.Value
 	}
 	adj, err := a.backend().Adjudicate(r.Context(), caller, in)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusCreated, adj)
-	return nil
+	return reply(w, http.StatusCreated, adj, err)
 }
 
 // getReviewOverlap is GET /review-overlap.
 func (a *API) getReviewOverlap(w http.ResponseWriter, r *http.Request) error {
 	o, err := a.backend().GetReviewOverlap(r.Context(), edge.CallerFrom(r.Context()))
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, o)
-	return nil
+	return reply(w, http.StatusOK, o, err)
 }
 
 type setReviewOverlapRequest struct {
@@ -91,9 +75,5 @@ func (a *API) setReviewOverlap(w http.ResponseWriter, r *http.Request) error {
 		return &domain.ValidationError{Code: "invalid_request", Field: "overlap", Message: "overlap is required: how many members judge each queue item (1–10)"}
 	}
 	o, err := a.backend().SetReviewOverlap(r.Context(), caller, *req.Overlap)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, o)
-	return nil
+	return reply(w, http.StatusOK, o, err)
 }

@@ -218,11 +218,7 @@ func (a *API) listTraces(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	traces, total, err := a.queries.ListTraces(r.Context(), edge.CallerFrom(r.Context()).UserID, f)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, listResponse{Traces: traces, Total: total})
-	return nil
+	return reply(w, http.StatusOK, listResponse{Traces: traces, Total: total}, err)
 }
 
 // parseListFilter reads ?limit&offset (default 50/0, limit ≤ 1000), ?q (text
@@ -244,11 +240,7 @@ func parseListFilter(r *http.Request) (readmodel.ListFilter, error) {
 
 func (a *API) getTrace(w http.ResponseWriter, r *http.Request) error {
 	d, err := a.queries.GetTrace(r.Context(), edge.CallerFrom(r.Context()).UserID, r.PathValue("trace_id"))
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, d)
-	return nil
+	return reply(w, http.StatusOK, d, err)
 }
 
 func (a *API) deleteTrace(w http.ResponseWriter, r *http.Request) error {
@@ -270,11 +262,7 @@ func (a *API) deleteTrace(w http.ResponseWriter, r *http.Request) error {
 func (a *API) retryLabeling(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
 	st, err := a.backend().RetryLabeling(r.Context(), caller, r.PathValue("trace_id"))
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusAccepted, st)
-	return nil
+	return reply(w, http.StatusAccepted, st, err)
 }
 
 // rescoreWithEvaluator is POST /traces/{id}/evaluator/rescore, "Score
@@ -283,11 +271,7 @@ func (a *API) retryLabeling(w http.ResponseWriter, r *http.Request) error {
 func (a *API) rescoreWithEvaluator(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
 	ev, err := a.backend().RescoreWithEvaluator(r.Context(), caller, r.PathValue("trace_id"))
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusAccepted, ev)
-	return nil
+	return reply(w, http.StatusAccepted, ev, err)
 }
 
 // rescoreLabels is POST /traces/{id}/labeling/rescore, the viewer's rescore
@@ -297,9 +281,5 @@ func (a *API) rescoreWithEvaluator(w http.ResponseWriter, r *http.Request) error
 func (a *API) rescoreLabels(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
 	st, err := a.backend().RelabelTrace(r.Context(), caller, r.PathValue("trace_id"))
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusAccepted, st)
-	return nil
+	return reply(w, http.StatusAccepted, st, err)
 }
