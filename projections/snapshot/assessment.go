@@ -145,50 +145,38 @@ func assessRecords(ctx context.Context, tx *duck.Tx, traceID string, recs []even
 	return writeAssessment(ctx, tx, traceID, steps, ids, meta, true)
 }
 
-// applyStepsLabeled records model-made labels and rescores the trace. Labels
-// for a trace the snapshot no longer has (deleted since) are dropped.
+// applyStepsLabeled records model-made labels and rescores the trace.
 func applyStepsLabeled(ctx context.Context, tx *duck.Tx, p events.TraceStepsLabeledV1) error {
-	md, ok, err := tx.TraceMetadata(ctx, p.TraceID)
-	if err != nil || !ok {
-		return err
-	}
-	byChunk := make(map[string]json.RawMessage, len(p.Labels))
-	for _, l := range p.Labels {
-		b, err := json.Marshal(l)
-		if err != nil {
-			return err
-		}
-		byChunk[l.ChunkID] = b
-	}
-	if err := tx.PutStoredLabels(ctx, p.TraceID, byChunk); err != nil {
-		return err
-	}
-	var meta map[string]any
-	if len(md) > 0 {
-		if err := json.Unmarshal(md, &meta); err != nil {
-			return err
-		}
-	}
-	return reassess(ctx, tx, p.TraceID, meta)
+	return putChunksAndReassess(ctx, tx, p.TraceID, p.Labels, func(l labels.Label) (string, any) { return l.ChunkID, l }, tx.PutStoredLabels)
 }
 
 // applyQualityChecked records a grading model's quality checks and rescores
-// the trace. Checks for a trace the snapshot no longer has are dropped.
+// the trace.
 func applyQualityChecked(ctx context.Context, tx *duck.Tx, p events.TraceStepsQualityCheckedV1) error {
-	md, ok, err := tx.TraceMetadata(ctx, p.TraceID)
+	return putChunksAndReassess(ctx, tx, p.TraceID, p.Checks, func(c stepscores.Check) (string, any) {
+		c.Model = p.Model
+		return c.ChunkID, c
+	}, tx.PutQualityChecks)
+}
+
+// putChunksAndReassess stores a trace's per-chunk rows (labels or quality
+// checks, each keyed by chunk id) with put and rescores the trace: both
+// change what a step scores. Rows for a trace the snapshot no longer has
+// (deleted since) are dropped.
+func putChunksAndReassess[T any](ctx context.Context, tx *duck.Tx, traceID string, items []T, chunk func(T) (string, any),
+	put func(context.Context, string, map[string]json.RawMessage) error) error {
+	md, ok, err := tx.TraceMetadata(ctx, traceID)
 	if err != nil || !ok {
 		return err
 	}
-	byChunk := make(map[string]json.RawMessage, len(p.Checks))
-	for _, c := range p.Checks {
-		c.Model = p.Model
-		b, err := json.Marshal(c)
-		if err != nil {
+	byChunk := make(map[string]json.RawMessage, len(items))
+	for _, it := range items {
+		id, v := chunk(it)
+		if byChunk[id], err = json.Marshal(v); err != nil {
 			return err
 		}
-		byChunk[c.ChunkID] = b
 	}
-	if err := tx.PutQualityChecks(ctx, p.TraceID, byChunk); err != nil {
+	if err := put(ctx, traceID, byChunk); err != nil {
 		return err
 	}
 	var meta map[string]any
@@ -197,5 +185,5 @@ func applyQualityChecked(ctx context.Context, tx *duck.Tx, p events.TraceStepsQu
 			return err
 		}
 	}
-	return reassess(ctx, tx, p.TraceID, meta)
+	return reassess(ctx, tx, traceID, meta)
 }
