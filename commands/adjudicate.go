@@ -34,7 +34,7 @@ type AdjudicateResult struct {
 func (c *Commands) Adjudicate(ctx context.Context, actor Actor, in Adjudicate) (AdjudicateResult, error) {
 	id := newID()
 	if in.By == "" {
-		in.By = actingMember(actor)
+		in.By = actor.Member()
 	}
 	var p events.AnnotationAdjudicatedV1
 	r, err := retryOnConflict(func() (Result, error) {
@@ -55,19 +55,7 @@ func (c *Commands) Adjudicate(ctx context.Context, actor Actor, in Adjudicate) (
 		if err != nil {
 			return Result{}, err
 		}
-		stream := events.TraceStream(st.ID)
-		return c.append(ctx, actor, map[string]int64{stream: st.Version}, []events.New{{
-			ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: events.AnnotationAdjudicated, Payload: p}})
+		return c.appendToTrace(ctx, actor, st, events.AnnotationAdjudicated, p)
 	})
 	return AdjudicateResult{Result: r, Adjudication: p}, err
-}
-
-// actingMember is the member an actor acts as (Actor.Member once the
-// members work defines it; the account otherwise), asked through an
-// interface so this file builds on either side of that change.
-func actingMember(a Actor) string {
-	if m, ok := any(a).(interface{ Member() string }); ok {
-		return m.Member()
-	}
-	return a.UserID
 }

@@ -132,21 +132,17 @@ func (c *Commands) RecordAssessment(ctx context.Context, workerID, traceID strin
 		default:
 			return Result{}, domain.Invalid("unknown assessment kind %q", a.Kind)
 		}
-		stream := events.TraceStream(traceID)
-		ev := events.New{ID: newID(), Stream: stream, OwnerID: s.OwnerID}
 		msg := strings.TrimSpace(a.Error)
 		if problem != nil {
 			msg = a.Model + ": the answer failed validation: " + problem.Error()
 		}
 		if msg != "" {
-			ev.Type, ev.Payload = events.TraceAssessmentFailed, events.TraceAssessmentFailedV1{TraceID: traceID, Kind: a.Kind, Version: version,
-				Key: a.Item.Key, Model: a.Model, Error: truncateRunes(msg, 2000)}
-		} else {
-			ev.Type, ev.Payload = events.TraceAssessmentRecorded, events.TraceAssessmentRecordedV1{TraceID: traceID, Kind: a.Kind, Version: version,
-				Key: a.Item.Key, EvidenceHash: a.Item.EvidenceHash, Section: a.Section, Tasks: a.Tasks, Model: a.Model,
-				PromptVersion: sections.PromptVersion, Usage: a.Usage}
+			return c.appendToTrace(ctx, workerActor(workerID), s, events.TraceAssessmentFailed, events.TraceAssessmentFailedV1{TraceID: traceID,
+				Kind: a.Kind, Version: version, Key: a.Item.Key, Model: a.Model, Error: truncateRunes(msg, 2000)})
 		}
-		return c.append(ctx, workerActor(workerID), map[string]int64{stream: s.Version}, []events.New{ev})
+		return c.appendToTrace(ctx, workerActor(workerID), s, events.TraceAssessmentRecorded, events.TraceAssessmentRecordedV1{TraceID: traceID,
+			Kind: a.Kind, Version: version, Key: a.Item.Key, EvidenceHash: a.Item.EvidenceHash, Section: a.Section, Tasks: a.Tasks,
+			Model: a.Model, PromptVersion: sections.PromptVersion, Usage: a.Usage})
 	})
 }
 

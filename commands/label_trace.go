@@ -79,10 +79,8 @@ func (c *Commands) RecordLabelingFailure(ctx context.Context, workerID, traceID 
 		if !s.Exists || s.Revision != revision {
 			return Result{}, nil
 		}
-		stream := events.TraceStream(traceID)
-		return c.append(ctx, workerActor(workerID), map[string]int64{stream: s.Version}, []events.New{{ID: newID(), Stream: stream,
-			OwnerID: s.OwnerID, Type: events.TraceLabelingFailed, Payload: events.TraceLabelingFailedV1{TraceID: traceID,
-				Revision: revision, Model: in.Model, Failed: in.Failed, Error: msg}}})
+		return c.appendToTrace(ctx, workerActor(workerID), s, events.TraceLabelingFailed, events.TraceLabelingFailedV1{TraceID: traceID,
+			Revision: revision, Model: in.Model, Failed: in.Failed, Error: msg})
 	})
 }
 

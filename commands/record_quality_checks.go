@@ -54,13 +54,11 @@ func (c *Commands) RecordQualityChecks(ctx context.Context, actor Actor, in trac
 		if err != nil {
 			return Result{}, err
 		}
-		stream := events.TraceStream(in.TraceID)
 		ev, err := traces.DecideQualityChecks(st, in)
 		if err != nil {
 			return Result{}, err
 		}
-		return c.append(ctx, actor, map[string]int64{stream: st.Version}, []events.New{{
-			ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: events.TraceStepsQualityChecked, Payload: ev}})
+		return c.appendToTrace(ctx, actor, st, events.TraceStepsQualityChecked, ev)
 	})
 }
 

@@ -19,13 +19,11 @@ func (c *Commands) RecordStepLabels(ctx context.Context, actor Actor, in traces.
 		if err != nil {
 			return Result{}, err
 		}
-		stream := events.TraceStream(in.TraceID)
 		ev, err := traces.DecideStepLabels(st, in)
 		if err != nil {
 			return Result{}, err
 		}
-		return c.append(ctx, actor, map[string]int64{stream: st.Version}, []events.New{{
-			ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: events.TraceStepsLabeled, Payload: ev}})
+		return c.appendToTrace(ctx, actor, st, events.TraceStepsLabeled, ev)
 	})
 }
 

@@ -73,10 +73,8 @@ func (c *Commands) RecordTitle(ctx context.Context, workerID, traceID string, re
 		if usage == nil {
 			usage = []events.LLMUsage{}
 		}
-		stream := events.TraceStream(traceID)
-		return c.append(ctx, workerActor(workerID), map[string]int64{stream: s.Version}, []events.New{{ID: newID(), Stream: stream,
-			OwnerID: s.OwnerID, Type: events.TraceTitled, Payload: events.TraceTitledV1{TraceID: traceID, Revision: revision, Title: title,
-				Model: model, PromptVersion: domain.TitlePromptVersion, Usage: usage}}})
+		return c.appendToTrace(ctx, workerActor(workerID), s, events.TraceTitled, events.TraceTitledV1{TraceID: traceID, Revision: revision,
+			Title: title, Model: model, PromptVersion: domain.TitlePromptVersion, Usage: usage})
 	})
 }
 

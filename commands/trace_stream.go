@@ -47,9 +47,10 @@ func (c *Commands) ownedTraces(ctx context.Context, actor Actor, ids []string) (
 	return out, nil
 }
 
-// appendToTrace appends one event to a loaded trace's stream at its version.
+// appendToTrace appends one event to a loaded trace's stream at its version,
+// owned as the stream is (a worker's report has no owner of its own).
 func (c *Commands) appendToTrace(ctx context.Context, actor Actor, st traces.State, typ string, payload any) (Result, error) {
 	stream := events.TraceStream(st.ID)
 	return c.append(ctx, actor, map[string]int64{stream: st.Version}, []events.New{{
-		ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: typ, Payload: payload}})
+		ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: typ, Payload: payload}})
 }
