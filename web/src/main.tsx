@@ -6,6 +6,7 @@ import { takeInviteFromFragment, takeKeyFromFragment } from "./api/client";
 import { AuthProvider, useAuth } from "./auth/auth";
 import { SignIn } from "./signin/SignIn";
 import { Layout } from "./shell/Layout";
+import { RetryNotice } from "./api/RetryNotice";
 import { ChunkBoundary, page } from "./shell/lazyPage";
 import { PreloadPages } from "./shell/PreloadPages";
 import "./styles.css";
@@ -106,6 +107,7 @@ createRoot(document.getElementById("root")!).render(
       <BrowserRouter>
         <AuthProvider>
           <Gate />
+          <RetryNotice />
         </AuthProvider>
       </BrowserRouter>
     </QueryClientProvider>

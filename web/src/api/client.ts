@@ -1,6 +1,9 @@
 // The REST client: every call sends the stored key as a bearer token (never
 // in a URL) and turns error bodies into ApiError with the server's detail.
+// A POST carries an Idempotency-Key and is retried while the server is
+// briefly unavailable (postWithRetries).
 import type { components } from "./schema";
+import { retried, retrying, retryId } from "./retries";
 
 export type Schemas = components["schemas"];
 export type TraceSummary = Schemas["TraceSummary"];
@@ -89,8 +92,18 @@ export async function api<T>(path: string, init: RequestInit & { json?: unknown 
     headers.set("Content-Type", "application/json");
     body = JSON.stringify(init.json);
   }
-  const res = await (preloaded(path, init, key) ?? fetch(API + path, { ...init, headers, body }));
+  const req = { ...init, headers, body };
+  const res = await (preloaded(path, init, key) ??
+    // The server honours an Idempotency-Key on a POST with credentials only.
+    (key && (init.method ?? "GET").toUpperCase() === "POST" ? postWithRetries(API + path, req) : fetch(API + path, req)));
   if (res.status === 204) return undefined as T;
+  const { data, error } = await read(res);
+  if (error) throw error;
+  return data as T;
+}
+
+/** An answer's JSON body, and the ApiError it stands for when it is an error. */
+async function read(res: Response): Promise<{ data: unknown; error?: ApiError }> {
   const text = await res.text();
   let data: unknown = null;
   try {
@@ -98,11 +111,101 @@ export async function api<T>(path: string, init: RequestInit & { json?: unknown 
   } catch {
     data = null;
   }
-  if (!res.ok) {
-    const e = (data ?? {}) as { detail?: string; code?: string; line?: number; field?: string; request_id?: string };
-    throw new ApiError(res.status, e.code ?? "error", e.detail ?? `HTTP ${res.status}`, e.line, e.field, e.request_id);
+  if (res.ok) return { data };
+  const e = (data ?? {}) as { detail?: string; code?: string; line?: number; field?: string; request_id?: string };
+  return { data, error: new ApiError(res.status, e.code ?? "error", e.detail ?? `HTTP ${res.status}`, e.line, e.field, e.request_id) };
+}
+
+/** How long a write keeps being retried before the client gives up. */
+export const RETRY_BUDGET_S = 20;
+
+/**
+ * Sends a POST with an Idempotency-Key — one per call, that is per user
+ * action, kept across its retries — and sends it again while the server
+ * cannot take it: 502/503/504 (starting, draining, a dependency briefly
+ * down, a proxy between instances), 409 idempotency_key_in_flight (the
+ * first try is still running), or a connection that failed. The key makes
+ * every retry safe: the server runs a keyed request at most once and
+ * answers a retry of one that stored its write with the first answer
+ * (docs/api.md), so a rating or comment is never lost to a brief outage
+ * and never stored twice. Waits follow Retry-After, else back off from
+ * 0.5 s to 4 s, for up to RETRY_BUDGET_S; then the last problem is thrown,
+ * saying the client gave up. A replayed answer is final whatever its
+ * status, and so is 503 projection_parked (it needs an operator).
+ */
+async function postWithRetries(url: string, init: RequestInit): Promise<Response> {
+  const headers = new Headers(init.headers);
+  if (!headers.has("Idempotency-Key")) headers.set("Idempotency-Key", idempotencyKey());
+  const started = Date.now();
+  const id = retryId();
+  try {
+    for (let attempt = 1; ; attempt++) {
+      let res: Response | undefined;
+      let lost: unknown;
+      try {
+        res = await fetch(url, { ...init, headers });
+      } catch (e) {
+        if (init.signal?.aborted) throw e;
+        lost = e;
+      }
+      if (res && !(await mayRetry(res))) return res;
+      const why = res
+        ? `the server answered ${res.status}${res.status === 409 ? " (the first try is still running)" : " (unavailable)"}`
+        : "the connection to the server failed";
+      const after = res ? retryAfterMs(res) : undefined;
+      const wait = after ?? Math.min(500 * 2 ** (attempt - 1), 4000);
+      const spent = Date.now() - started;
+      if (spent + wait > RETRY_BUDGET_S * 1000) {
+        const tried = `gave up after ${attempt} ${attempt === 1 ? "try" : "tries"} in ${Math.round(spent / 1000)} s` +
+          (after !== undefined && spent + after > RETRY_BUDGET_S * 1000 ? ` (the server asked to wait ${Math.round(after / 1000)} s more)` : "");
+        if (!res) {
+          throw new ApiError(0, "unreachable", `Could not reach the server (${(lost as Error)?.message ?? lost}); ${tried}. Reload to see whether it was saved.`);
+        }
+        const { error } = await read(res);
+        throw new ApiError(res.status, error!.code, `${error!.message} — ${tried}. Reload to see whether it was saved.`, error!.line, error!.field, error!.requestId);
+      }
+      retrying(id, { why, attempts: attempt });
+      await sleep(wait, init.signal);
+    }
+  } finally {
+    retried(id);
   }
-  return data as T;
+}
+
+/** Whether a keyed POST's answer asks for another try. */
+async function mayRetry(res: Response): Promise<boolean> {
+  if (res.headers.get("Idempotent-Replayed") === "true") return false;
+  if (res.status !== 409 && res.status !== 502 && res.status !== 503 && res.status !== 504) return false;
+  let code = "";
+  try {
+    code = ((await res.clone().json()) as { code?: string }).code ?? "";
+  } catch {
+    // a proxy's page, not the API's JSON
+  }
+  if (res.status === 409) return code === "idempotency_key_in_flight";
+  return code !== "projection_parked";
+}
+
+/** Retry-After (seconds or an HTTP date) in milliseconds; undefined when absent. */
+function retryAfterMs(res: Response): number | undefined {
+  const v = res.headers.get("Retry-After");
+  if (!v) return undefined;
+  if (/^\d+$/.test(v.trim())) return Number(v.trim()) * 1000;
+  const t = Date.parse(v);
+  return Number.isNaN(t) ? undefined : Math.max(t - Date.now(), 0);
+}
+
+function sleep(ms: number, signal?: AbortSignal | null): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => (clearTimeout(t), reject(signal.reason)), { once: true });
+  });
+}
+
+/** 128 random bits in hex (crypto.randomUUID needs a secure context; an instance may be served over plain http). */
+function idempotencyKey(): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(16)), (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 export function qs(params: Record<string, string | number | undefined | null>): string {
