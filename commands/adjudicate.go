@@ -37,25 +37,19 @@ func (c *Commands) Adjudicate(ctx context.Context, actor Actor, in Adjudicate) (
 		in.By = actor.Member()
 	}
 	var p events.AnnotationAdjudicatedV1
-	r, err := retryOnConflict(func() (Result, error) {
-		st, err := c.ownedTrace(ctx, actor, in.TraceID)
-		if err != nil {
-			return Result{}, err
-		}
+	r, err := c.onTrace(ctx, actor, in.TraceID, func(st traces.State) (string, any, error) {
 		dec := traces.AdjudicateInput{AdjudicationID: id, StepID: in.StepID, Rating: in.Rating, CriterionID: in.CriterionID,
 			Value: in.Value, Reason: in.Reason, By: in.By}
 		if in.CriterionID != "" {
 			cs, err := c.criteria(ctx, actor.UserID)
 			if err != nil {
-				return Result{}, err
+				return "", nil, err
 			}
 			dec.Criterion, _ = cs.Get(in.CriterionID)
 		}
+		var err error
 		p, err = traces.DecideAdjudicate(st, dec)
-		if err != nil {
-			return Result{}, err
-		}
-		return c.appendToTrace(ctx, actor, st, events.AnnotationAdjudicated, p)
+		return events.AnnotationAdjudicated, p, err
 	})
 	return AdjudicateResult{Result: r, Adjudication: p}, err
 }

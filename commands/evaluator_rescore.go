@@ -5,6 +5,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/traces"
 )
 
 // RescoreWithEvaluator is "Score again" on a trace (spec 002): the owner asks
@@ -16,20 +17,16 @@ import (
 // already shown stay until the new ones land. Refused while no release is
 // live, since nothing could score it.
 func (c *Commands) RescoreWithEvaluator(ctx context.Context, actor Actor, traceID string) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.ownedTrace(ctx, actor, traceID)
-		if err != nil {
-			return Result{}, err
-		}
+	return c.onTrace(ctx, actor, traceID, func(st traces.State) (string, any, error) {
 		live, err := c.liveRelease(ctx)
 		if err != nil {
-			return Result{}, err
+			return "", nil, err
 		}
 		if live == nil {
-			return Result{}, &domain.ConflictError{Code: "no_live_release",
+			return "", nil, &domain.ConflictError{Code: "no_live_release",
 				Message: "no shared evaluator release is live, so nothing can score the trace again; traces are scored once the first release ships"}
 		}
-		return c.appendToTrace(ctx, actor, st, events.EvaluatorTraceRescoreRequested,
-			events.EvaluatorTraceRescoreRequestedV1{TraceID: traceID, TraceRevision: st.Revision, Release: live.Release})
+		return events.EvaluatorTraceRescoreRequested,
+			events.EvaluatorTraceRescoreRequestedV1{TraceID: traceID, TraceRevision: st.Revision, Release: live.Release}, nil
 	})
 }

@@ -138,9 +138,8 @@ func (c *Commands) RecordEvaluatorScores(ctx context.Context, traceID string, in
 			}
 			scores[i] = events.EvaluatorActionScore{StepID: sc.StepID, Score: sc.Score, Credit: sc.Credit}
 		}
-		return c.append(ctx, workerActor(in.WorkerID), map[string]int64{events.TraceStream(traceID): t.Version}, []events.New{{ID: newID(),
-			Stream: events.TraceStream(traceID), OwnerID: t.OwnerID, Type: events.EvaluatorTraceScored,
-			Payload: events.EvaluatorTraceScoredV1{TraceID: traceID, TraceRevision: t.Revision, Release: live.Release, WorkerID: in.WorkerID, Scores: scores}}})
+		return c.appendToTrace(ctx, workerActor(in.WorkerID), t.State, events.EvaluatorTraceScored,
+			events.EvaluatorTraceScoredV1{TraceID: traceID, TraceRevision: t.Revision, Release: live.Release, WorkerID: in.WorkerID, Scores: scores})
 	})
 }
 
@@ -163,9 +162,8 @@ func (c *Commands) FailEvaluatorScoring(ctx context.Context, traceID string, in 
 		if err := checkReport(t, live, in.EvaluatorScoringRequest); err != nil {
 			return Result{}, err
 		}
-		return c.append(ctx, workerActor(in.WorkerID), map[string]int64{events.TraceStream(traceID): t.Version}, []events.New{{ID: newID(),
-			Stream: events.TraceStream(traceID), OwnerID: t.OwnerID, Type: events.EvaluatorTraceScoringFailed,
-			Payload: events.EvaluatorTraceScoringFailedV1{TraceID: traceID, TraceRevision: t.Revision, Release: live.Release, WorkerID: in.WorkerID, Error: msg}}})
+		return c.appendToTrace(ctx, workerActor(in.WorkerID), t.State, events.EvaluatorTraceScoringFailed,
+			events.EvaluatorTraceScoringFailedV1{TraceID: traceID, TraceRevision: t.Revision, Release: live.Release, WorkerID: in.WorkerID, Error: msg})
 	})
 }
 

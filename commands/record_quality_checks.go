@@ -49,16 +49,9 @@ func (c *Commands) QualityCheckSourceOf(ctx context.Context, traceID string, rev
 // traces.DecideQualityChecks. The grader runs in the worker tier and
 // reports through the API's worker service, never in a request.
 func (c *Commands) RecordQualityChecks(ctx context.Context, actor Actor, in traces.QualityChecksInput) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.loadTraceFor(ctx, actor, in.TraceID)
-		if err != nil {
-			return Result{}, err
-		}
+	return c.onTrace(ctx, actor, in.TraceID, func(st traces.State) (string, any, error) {
 		ev, err := traces.DecideQualityChecks(st, in)
-		if err != nil {
-			return Result{}, err
-		}
-		return c.appendToTrace(ctx, actor, st, events.TraceStepsQualityChecked, ev)
+		return events.TraceStepsQualityChecked, ev, err
 	})
 }
 

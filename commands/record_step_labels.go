@@ -14,16 +14,9 @@ import (
 // own. Every reader (GET /traces/{id}, /query) scores them like imported
 // labels.
 func (c *Commands) RecordStepLabels(ctx context.Context, actor Actor, in traces.StepLabelsInput) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.loadTraceFor(ctx, actor, in.TraceID)
-		if err != nil {
-			return Result{}, err
-		}
+	return c.onTrace(ctx, actor, in.TraceID, func(st traces.State) (string, any, error) {
 		ev, err := traces.DecideStepLabels(st, in)
-		if err != nil {
-			return Result{}, err
-		}
-		return c.appendToTrace(ctx, actor, st, events.TraceStepsLabeled, ev)
+		return events.TraceStepsLabeled, ev, err
 	})
 }
 

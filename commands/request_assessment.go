@@ -6,6 +6,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/sections"
+	"github.com/criticml/critic/domain/traces"
 )
 
 // RequestAssessment records that the owner asked for section summaries or
@@ -23,12 +24,8 @@ func (c *Commands) RequestAssessment(ctx context.Context, actor Actor, traceID, 
 	} else if kind != events.AssessmentSections {
 		return Result{}, domain.Invalid("unknown assessment kind %q", kind)
 	}
-	return retryOnConflict(func() (Result, error) {
-		s, err := c.ownedTrace(ctx, actor, traceID)
-		if err != nil {
-			return Result{}, err
-		}
-		return c.appendToTrace(ctx, actor, s, events.TraceAssessmentRequested, events.TraceAssessmentRequestedV1{TraceID: traceID,
-			Revision: s.Revision, Kind: kind, Version: version, Items: items, LeaseSeconds: lease})
+	return c.onTrace(ctx, actor, traceID, func(s traces.State) (string, any, error) {
+		return events.TraceAssessmentRequested, events.TraceAssessmentRequestedV1{TraceID: traceID,
+			Revision: s.Revision, Kind: kind, Version: version, Items: items, LeaseSeconds: lease}, nil
 	})
 }

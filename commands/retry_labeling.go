@@ -6,6 +6,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/labels"
+	"github.com/criticml/critic/domain/traces"
 )
 
 // RetryLabeling asks for a trace's missing labels again (after a failed
@@ -18,28 +19,24 @@ func (c *Commands) RetryLabeling(ctx context.Context, actor Actor, traceID strin
 }
 
 func (c *Commands) requestLabels(ctx context.Context, actor Actor, traceID string, relabel bool) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		s, err := c.ownedTrace(ctx, actor, traceID)
-		if err != nil {
-			return Result{}, err
-		}
+	return c.onTrace(ctx, actor, traceID, func(s traces.State) (string, any, error) {
 		if c.stepLabelModel == "" { // after the owner check: another owner's trace is a 404
 			reason := c.stepLabelUnavailable
 			if reason == "" {
 				reason = "no step-label model is configured; set CRITIC_STEP_LABEL_MODEL and its provider's key"
 			}
-			return Result{}, &domain.UnavailableError{Message: reason}
+			return "", nil, &domain.UnavailableError{Message: reason}
 		}
 		steps := stateSteps(s)
 		lab := labels.FromSteps(steps, nil)
 		switch {
 		case lab.Present:
-			return Result{}, &domain.ConflictError{Code: "labels_imported", Message: "the trace carries its own labels (steps[].metadata.label); they are used as they are and never sent to a model"}
+			return "", nil, &domain.ConflictError{Code: "labels_imported", Message: "the trace carries its own labels (steps[].metadata.label); they are used as they are and never sent to a model"}
 		case !labels.AgentResponded(steps):
-			return Result{}, &domain.ConflictError{Code: "nothing_to_label", Message: "the agent has not responded yet: a trace is labeled once it has an assistant step"}
+			return "", nil, &domain.ConflictError{Code: "nothing_to_label", Message: "the agent has not responded yet: a trace is labeled once it has an assistant step"}
 		case !relabel && len(labels.ToLabel(lab.Chunks, s.CurrentLabels())) == 0:
-			return Result{}, &domain.ConflictError{Code: "nothing_to_label", Message: "every complete chunk of the trace has a label already; POST /traces/{id}/labeling/rescore labels them anew"}
+			return "", nil, &domain.ConflictError{Code: "nothing_to_label", Message: "every complete chunk of the trace has a label already; POST /traces/{id}/labeling/rescore labels them anew"}
 		}
-		return c.appendToTrace(ctx, actor, s, events.TraceLabelingRequested, events.TraceLabelingRequestedV1{TraceID: traceID, Revision: s.Revision, Relabel: relabel})
+		return events.TraceLabelingRequested, events.TraceLabelingRequestedV1{TraceID: traceID, Revision: s.Revision, Relabel: relabel}, nil
 	})
 }

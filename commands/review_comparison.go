@@ -7,6 +7,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/comparisons"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/traces"
 )
 
 // ReviewComparison is POST /comparisons: a reviewer's verdict on one
@@ -70,34 +71,25 @@ func (c *Commands) ReviewComparison(ctx context.Context, actor Actor, in ReviewC
 		return ComparisonResult{}, &domain.ValidationError{Code: "not_comparable", Field: "finding_id", Message: "finding " + f.ID + " offers no alternative action to compare"}
 	}
 	var out ComparisonResult
-	r, err := retryOnConflict(func() (Result, error) {
-		st, err := c.ownedTrace(ctx, actor, rec.TraceID)
-		if err != nil {
-			return Result{}, err
-		}
+	r, err := c.onTrace(ctx, actor, rec.TraceID, func(st traces.State) (string, any, error) {
 		target := comparisonTarget(st, f)
 		if target == nil {
-			return Result{}, &domain.ConflictError{Code: "comparison_stale", Message: "the trace changed since this alternative was generated: its action is no longer the one the finding compared"}
+			return "", nil, &domain.ConflictError{Code: "comparison_stale", Message: "the trace changed since this alternative was generated: its action is no longer the one the finding compared"}
 		}
 		if st.Compared[f.ID+"/"+actor.UserID] {
-			return Result{}, &domain.ConflictError{Code: "already_compared", Message: "you already reviewed this comparison"}
+			return "", nil, &domain.ConflictError{Code: "already_compared", Message: "you already reviewed this comparison"}
 		}
 		left, right := comparisons.Sides(actor.UserID, f.ID, f.OriginalAction, *f.AlternativeAction)
 		preferred, err := comparisons.Decide(left, right, in.Verdict)
 		if err != nil {
-			return Result{}, err
+			return "", nil, err
 		}
-		var comment *string
-		if in.Comment != nil {
-			if s := strings.TrimSpace(*in.Comment); s != "" {
-				comment = &s
-			}
-		}
+		comment := trimmedComment(in.Comment)
 		out.Comparison = events.ComparisonReviewedV1{ComparisonID: newID(), TraceID: st.ID, TraceRevision: st.Revision, StepID: f.StepID,
 			StepIndex: target.StepIndex, ToolName: target.ToolName, ReviewerID: actor.Member(), Source: "finding", FindingID: f.ID,
 			ModelID: in.ModelID, Attempt: rec.Attempt, Context: target.Context, Left: left, Right: right, Choice: in.Choice,
 			Preferred: preferred, Comment: comment}
-		return c.appendToTrace(ctx, actor, st, events.ComparisonReviewed, out.Comparison)
+		return events.ComparisonReviewed, out.Comparison, nil
 	})
 	if err != nil {
 		return ComparisonResult{}, err
@@ -139,12 +131,7 @@ func (c *Commands) reviewModelComparison(ctx context.Context, actor Actor, in Re
 		if err != nil {
 			return Result{}, err
 		}
-		var comment *string
-		if in.Comment != nil {
-			if s := strings.TrimSpace(*in.Comment); s != "" {
-				comment = &s
-			}
-		}
+		comment := trimmedComment(in.Comment)
 		out.Comparison = events.ComparisonReviewedV1{ComparisonID: newID(), TraceID: mc.Trace.ID, TraceRevision: mc.Trace.Revision,
 			StepID: mc.A.StepID, StepIndex: mc.A.StepIndex, ToolName: mc.A.ToolName, ReviewerID: actor.Member(),
 			Source: events.ComparisonFromModels, FindingID: mc.Key, ModelID: mc.ModelA, OtherModelID: mc.ModelB, ContextID: mc.ContextID,
@@ -156,4 +143,16 @@ func (c *Commands) reviewModelComparison(ctx context.Context, actor Actor, in Re
 	}
 	out.Result = r
 	return out, nil
+}
+
+// trimmedComment is a verdict's comment as recorded: trimmed, and nil when
+// nothing is left.
+func trimmedComment(c *string) *string {
+	if c == nil {
+		return nil
+	}
+	if s := strings.TrimSpace(*c); s != "" {
+		return &s
+	}
+	return nil
 }

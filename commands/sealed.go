@@ -34,15 +34,21 @@ func WithSecret(secret string) Option {
 
 var errNoSealKey = errors.New("this deployment has no secret to seal keys with")
 
+// sealAEAD is AES-GCM under the deployment's seal key: what seal and open
+// both use.
+func (c *Commands) sealAEAD() (cipher.AEAD, error) {
+	block, err := aes.NewCipher(c.sealKey)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
 func (c *Commands) seal(plain string) (string, error) {
 	if c.sealKey == nil {
 		return "", errNoSealKey
 	}
-	block, err := aes.NewCipher(c.sealKey)
-	if err != nil {
-		return "", err
-	}
-	gcm, err := cipher.NewGCM(block)
+	gcm, err := c.sealAEAD()
 	if err != nil {
 		return "", err
 	}
@@ -61,11 +67,7 @@ func (c *Commands) open(sealed string) (string, error) {
 	if err != nil {
 		return "", errors.New("the sealed key is malformed")
 	}
-	block, err := aes.NewCipher(c.sealKey)
-	if err != nil {
-		return "", err
-	}
-	gcm, err := cipher.NewGCM(block)
+	gcm, err := c.sealAEAD()
 	if err != nil {
 		return "", err
 	}

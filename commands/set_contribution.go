@@ -21,17 +21,13 @@ type ContributionResult struct {
 // has appends nothing.
 func (c *Commands) SetContribution(ctx context.Context, actor Actor, traceID string, contribute bool) (ContributionResult, error) {
 	out := ContributionResult{TraceID: traceID, Contribute: contribute}
-	r, err := retryOnConflict(func() (Result, error) {
-		st, err := c.ownedTrace(ctx, actor, traceID)
-		if err != nil {
-			return Result{}, err
-		}
+	r, err := c.onTrace(ctx, actor, traceID, func(st traces.State) (string, any, error) {
 		ev, changed := traces.DecideContribution(st, contribute, events.ContributionViaAPI)
 		out.Changed = changed
 		if !changed {
-			return Result{}, nil
+			return "", nil, nil
 		}
-		return c.appendToTrace(ctx, actor, st, events.TraceContributionSet, ev)
+		return events.TraceContributionSet, ev, nil
 	})
 	if err != nil {
 		return ContributionResult{}, err

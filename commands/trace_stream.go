@@ -54,3 +54,12 @@ func (c *Commands) appendToTrace(ctx context.Context, actor Actor, st traces.Sta
 	return c.append(ctx, actor, map[string]int64{stream: st.Version}, []events.New{{
 		ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: typ, Payload: payload}})
 }
+
+// onTrace is decideOn for a trace's stream: it loads the trace actor may
+// write to (loadTraceFor: a user's own, any for a worker), decides one event
+// on it (typ "": nothing) and appends it at the version read, deciding again
+// when another writer moved the stream in between.
+func (c *Commands) onTrace(ctx context.Context, actor Actor, traceID string, decide func(traces.State) (string, any, error)) (Result, error) {
+	load := func(ctx context.Context) (traces.State, error) { return c.loadTraceFor(ctx, actor, traceID) }
+	return decideOn(ctx, load, c.appendToTrace, actor, decide)
+}
