@@ -16,6 +16,7 @@ import (
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/pg"
 )
 
 // Guard keeps one bad event from freezing a projection for every account.
@@ -176,21 +177,13 @@ func (g *Guard) Run(ctx context.Context, consume ConsumeFunc, topic string) erro
 // loadHeld reads which owners are held from projection_parked (g.mu held):
 // parked events outlive the process.
 func (g *Guard) loadHeld(ctx context.Context) error {
-	rows, err := g.pool.Query(ctx, `SELECT DISTINCT ON (owner_id) owner_id::text, event_id::text FROM projection_parked
-		WHERE projection = $1 ORDER BY owner_id, seq`, g.name)
-	if err != nil {
-		return fmt.Errorf("%s: load parked events: %w", g.name, err)
-	}
-	defer rows.Close()
 	held := map[string]string{}
-	for rows.Next() {
-		var owner, id string
-		if err := rows.Scan(&owner, &id); err != nil {
-			return err
-		}
+	var owner, id string
+	if err := pg.Each(ctx, g.pool, []any{&owner, &id}, func() error {
 		held[owner] = id
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}, `SELECT DISTINCT ON (owner_id) owner_id::text, event_id::text FROM projection_parked
+		WHERE projection = $1 ORDER BY owner_id, seq`, g.name); err != nil {
 		return fmt.Errorf("%s: load parked events: %w", g.name, err)
 	}
 	skipped, err := LoadSkipped(ctx, g.store)

@@ -67,19 +67,12 @@ func RequestRetry(ctx context.Context, pool *pgxpool.Pool, eventID string) (int6
 // critic_projection_parked_events gauge): a number above zero means an
 // account is held until an operator runs `critic projections retry`.
 func ParkedCounts(ctx context.Context, pool *pgxpool.Pool) (map[string]int64, error) {
-	rows, err := pool.Query(ctx, `SELECT projection, count(*) FROM projection_parked GROUP BY projection`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	out := map[string]int64{}
-	for rows.Next() {
-		var name string
-		var n int64
-		if err := rows.Scan(&name, &n); err != nil {
-			return nil, err
-		}
+	var name string
+	var n int64
+	err := pg.Each(ctx, pool, []any{&name, &n}, func() error {
 		out[name] = n
-	}
-	return out, rows.Err()
+		return nil
+	}, `SELECT projection, count(*) FROM projection_parked GROUP BY projection`)
+	return out, err
 }

@@ -238,19 +238,12 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 			}
 		}
 		current := make(map[string]int64, len(names))
-		rows, err := tx.Query(ctx, "SELECT stream, max(version) FROM events WHERE stream = ANY($1) GROUP BY stream", names)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var st string
-			var v int64
-			if err := rows.Scan(&st, &v); err != nil {
-				return err
-			}
+		var st string
+		var v int64
+		if err := pg.Each(ctx, tx, []any{&st, &v}, func() error {
 			current[st] = v
-		}
-		if err := rows.Err(); err != nil {
+			return nil
+		}, "SELECT stream, max(version) FROM events WHERE stream = ANY($1) GROUP BY stream", names); err != nil {
 			return err
 		}
 		for st, want := range expected {
@@ -263,7 +256,7 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 			envs[i].Version = current[envs[i].Stream]
 			envs[i].RecordedAt = now
 		}
-		_, err = tx.CopyFrom(ctx, pgx.Identifier{"events"},
+		_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"},
 			[]string{"id", "stream", "version", "owner_id", "type", "actor", "causation_id", "correlation_id", "recorded_at", "payload"},
 			pgx.CopyFromSlice(len(envs), func(i int) ([]any, error) {
 				e := envs[i]

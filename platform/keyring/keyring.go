@@ -32,6 +32,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/criticml/critic/platform/pg"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -412,29 +413,19 @@ func (r *Ring) Rotate(ctx context.Context, next []byte) (int, error) {
 	}
 	n := 0
 	err = pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `SELECT scope, key_id, wrapped FROM data_keys WHERE wrapped IS NOT NULL FOR UPDATE`)
-		if err != nil {
-			return err
-		}
 		var scopes, ids []string
 		var rewrapped [][]byte
-		for rows.Next() {
-			var scope, id string
-			var w []byte
-			if err := rows.Scan(&scope, &id, &w); err != nil {
-				rows.Close()
-				return err
-			}
+		var scope, id string
+		var w []byte
+		if err := pg.Each(ctx, tx, []any{&scope, &id, &w}, func() error {
 			raw, err := r.unwrap(scope, id, w)
 			if err != nil {
-				rows.Close()
 				return err
 			}
 			scopes, ids = append(scopes, scope), append(ids, id)
 			rewrapped = append(rewrapped, seal(nm, raw, []byte(scope+"\x00"+id)))
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		}, `SELECT scope, key_id, wrapped FROM data_keys WHERE wrapped IS NOT NULL FOR UPDATE`); err != nil {
 			return err
 		}
 		n = len(scopes)

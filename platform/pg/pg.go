@@ -34,6 +34,18 @@ func Append[T any](ctx context.Context, db Querier, dst []T, scan pgx.RowToFunc[
 	return pgx.AppendRows(dst, rows, scan)
 }
 
+// Each runs sql and calls fn after scanning each row into scans (plain
+// values: the same variables are scanned into for every row): the one rows
+// loop of a query that fills a map.
+func Each(ctx context.Context, db Querier, scans []any, fn func() error, sql string, args ...any) error {
+	rows, err := db.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	_, err = pgx.ForEachRow(rows, scans, fn)
+	return err
+}
+
 // Connect opens a pool and checks the database answers.
 func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)

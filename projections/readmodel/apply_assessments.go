@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/pg"
 )
 
 // assessmentAppliers project the assessment events into rm_assessments. A
@@ -67,24 +68,17 @@ const FailedRetryAfterSeconds = 60
 
 // Assessments returns the cached assessments of a trace's keys.
 func (q *Queries) Assessments(ctx context.Context, traceID, kind string, keys []string) (map[string]Assessment, error) {
-	rows, err := q.pool.Query(ctx, `SELECT key, state, result, coalesce(error, ''),
+	out := map[string]Assessment{}
+	var k string
+	var a Assessment
+	var res []byte
+	err := pg.Each(ctx, q.pool, []any{&k, &a.State, &res, &a.Error, &a.Leased}, func() error {
+		a.Result = res
+		out[k] = a
+		return nil
+	}, `SELECT key, state, result, coalesce(error, ''),
 			CASE WHEN state = 'pending' THEN requested_at + make_interval(secs => lease_seconds)
 				ELSE updated_at + make_interval(secs => $4) END > now()
 		FROM rm_assessments WHERE trace_id = $1 AND kind = $2 AND key = ANY($3)`, traceID, kind, keys, FailedRetryAfterSeconds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]Assessment{}
-	for rows.Next() {
-		var k string
-		var a Assessment
-		var res []byte
-		if err := rows.Scan(&k, &a.State, &res, &a.Error, &a.Leased); err != nil {
-			return nil, err
-		}
-		a.Result = res
-		out[k] = a
-	}
-	return out, rows.Err()
+	return out, err
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/labels"
+	"github.com/criticml/critic/platform/pg"
 )
 
 // labelAppliers project step labels and labeling state: each label
@@ -57,43 +58,29 @@ func (q *Queries) storedLabels(ctx context.Context, traceID string) (map[string]
 // storedLabelsIn is storedLabels through db (the pool, or an applier's
 // transaction).
 func storedLabelsIn(ctx context.Context, db querier, traceID string) (map[string]labels.Label, error) {
-	rows, err := db.Query(ctx, `SELECT label FROM rm_step_labels WHERE trace_id = $1`, traceID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	out := map[string]labels.Label{}
-	for rows.Next() {
-		var b []byte
-		if err := rows.Scan(&b); err != nil {
-			return nil, err
-		}
+	var b []byte
+	err := pg.Each(ctx, db, []any{&b}, func() error {
 		var l labels.Label
 		if err := json.Unmarshal(b, &l); err != nil {
-			return nil, err
+			return err
 		}
 		out[l.ChunkID] = l
-	}
-	return out, rows.Err()
+		return nil
+	}, `SELECT label FROM rm_step_labels WHERE trace_id = $1`, traceID)
+	return out, err
 }
 
 // staleLabels returns the chunk ids whose model-made label a rescore asked
 // to replace and that have no new one yet.
 func (q *Queries) staleLabels(ctx context.Context, traceID string) (map[string]bool, error) {
-	rows, err := q.pool.Query(ctx, `SELECT chunk_id FROM rm_step_labels WHERE trace_id = $1 AND stale`, traceID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	out := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
+	var id string
+	err := pg.Each(ctx, q.pool, []any{&id}, func() error {
 		out[id] = true
-	}
-	return out, rows.Err()
+		return nil
+	}, `SELECT chunk_id FROM rm_step_labels WHERE trace_id = $1 AND stale`, traceID)
+	return out, err
 }
 
 // labelingFailure is the failure of the trace's current revision, if any:

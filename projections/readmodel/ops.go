@@ -3,6 +3,7 @@ package readmodel
 import (
 	"context"
 
+	"github.com/criticml/critic/platform/pg"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -30,30 +31,23 @@ type JobCount struct {
 // runs and GEPA runs: the job queue's depth (partial indexes of migration 00023 keep it
 // cheap).
 func UnfinishedJobs(ctx context.Context, pool *pgxpool.Pool) ([]JobCount, error) {
-	rows, err := pool.Query(ctx, `
-		SELECT 'train', status, count(*) FROM rm_reward_models WHERE status IN ('queued', 'running') GROUP BY status
-		UNION ALL
-		SELECT 'score', status, count(*) FROM rm_scoring_runs WHERE status IN ('queued', 'running') GROUP BY status
-		UNION ALL
-		SELECT 'gepa', status, count(*) FROM rm_gepa_runs WHERE status IN ('queued', 'running') GROUP BY status`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	// Both statuses of both kinds are always reported, zero included, so a
 	// drained queue reads 0 rather than vanishing from the dashboard.
 	out := []JobCount{{"train", "queued", 0}, {"train", "running", 0}, {"score", "queued", 0}, {"score", "running", 0},
 		{"gepa", "queued", 0}, {"gepa", "running", 0}}
-	for rows.Next() {
-		var c JobCount
-		if err := rows.Scan(&c.Kind, &c.Status, &c.N); err != nil {
-			return nil, err
-		}
+	var c JobCount
+	err := pg.Each(ctx, pool, []any{&c.Kind, &c.Status, &c.N}, func() error {
 		for i := range out {
 			if out[i].Kind == c.Kind && out[i].Status == c.Status {
 				out[i].N = c.N
 			}
 		}
-	}
-	return out, rows.Err()
+		return nil
+	}, `
+		SELECT 'train', status, count(*) FROM rm_reward_models WHERE status IN ('queued', 'running') GROUP BY status
+		UNION ALL
+		SELECT 'score', status, count(*) FROM rm_scoring_runs WHERE status IN ('queued', 'running') GROUP BY status
+		UNION ALL
+		SELECT 'gepa', status, count(*) FROM rm_gepa_runs WHERE status IN ('queued', 'running') GROUP BY status`)
+	return out, err
 }

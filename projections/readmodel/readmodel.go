@@ -15,6 +15,7 @@ import (
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/eventstore"
 	"github.com/criticml/critic/platform/keyring"
+	"github.com/criticml/critic/platform/pg"
 )
 
 // Name is the projection's consumer group and dedupe key.
@@ -87,20 +88,13 @@ func claim(ctx context.Context, tx pgx.Tx, envs []events.Envelope) ([]events.Env
 	for i, e := range envs {
 		ids[i], seqs[i] = e.ID, e.Seq
 	}
-	rows, err := tx.Query(ctx, `INSERT INTO readmodel_applied (event_id, seq)
-		SELECT * FROM unnest($1::uuid[], $2::bigint[]) ON CONFLICT DO NOTHING RETURNING event_id::text`, ids, seqs)
-	if err != nil {
-		return nil, err
-	}
 	isNew := map[string]bool{}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
+	var id string
+	if err := pg.Each(ctx, tx, []any{&id}, func() error {
 		isNew[id] = true
-	}
-	if err := rows.Err(); err != nil {
+		return nil
+	}, `INSERT INTO readmodel_applied (event_id, seq)
+		SELECT * FROM unnest($1::uuid[], $2::bigint[]) ON CONFLICT DO NOTHING RETURNING event_id::text`, ids, seqs); err != nil {
 		return nil, err
 	}
 	out := envs[:0:0]

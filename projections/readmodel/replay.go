@@ -13,6 +13,7 @@ import (
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/pg"
 	"github.com/criticml/critic/projections"
 )
 
@@ -242,24 +243,15 @@ func (p *Projection) replayBatch(ctx context.Context, tx pgx.Tx, batch []events.
 
 // parkedOwners maps each owner the live projection holds to the position
 // of its parked event.
-func parkedOwners(ctx context.Context, q interface {
-	Query(context.Context, string, ...any) (pgx.Rows, error)
-}) (map[string]int64, error) {
-	rows, err := q.Query(ctx, `SELECT owner_id::text, min(seq) FROM projection_parked WHERE projection = $1 GROUP BY owner_id`, Name)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
+func parkedOwners(ctx context.Context, q pg.Querier) (map[string]int64, error) {
 	out := map[string]int64{}
-	for rows.Next() {
-		var owner string
-		var seq int64
-		if err := rows.Scan(&owner, &seq); err != nil {
-			return nil, err
-		}
+	var owner string
+	var seq int64
+	err := pg.Each(ctx, q, []any{&owner, &seq}, func() error {
 		out[owner] = seq
-	}
-	return out, rows.Err()
+		return nil
+	}, `SELECT owner_id::text, min(seq) FROM projection_parked WHERE projection = $1 GROUP BY owner_id`, Name)
+	return out, err
 }
 
 var indexDefRe = regexp.MustCompile(`^(CREATE (?:UNIQUE )?INDEX) \S+ ON \S+ (.*)$`)

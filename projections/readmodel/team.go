@@ -86,37 +86,19 @@ func (q *Queries) Adjudications(ctx context.Context, owner string) ([]Adjudicati
 // credits by step id.
 func (q *Queries) ModelPreferences(ctx context.Context, owner, model string) (traceScores, actionCredits map[string]float64, err error) {
 	traceScores, actionCredits = map[string]float64{}, map[string]float64{}
-	rows, err := q.pool.Query(ctx, `SELECT s.trace_id::text, s.score FROM rm_trace_scores s JOIN rm_traces t ON t.id = s.trace_id AND t.revision = s.revision
-		WHERE s.model_id = $1 AND s.owner_id = $2`, model, owner)
-	if err != nil {
+	var id string
+	var v float64
+	if err := pg.Each(ctx, q.pool, []any{&id, &v}, func() error {
+		traceScores[id] = v
+		return nil
+	}, `SELECT s.trace_id::text, s.score FROM rm_trace_scores s JOIN rm_traces t ON t.id = s.trace_id AND t.revision = s.revision
+		WHERE s.model_id = $1 AND s.owner_id = $2`, model, owner); err != nil {
 		return nil, nil, err
 	}
-	for rows.Next() {
-		var id string
-		var s float64
-		if err := rows.Scan(&id, &s); err != nil {
-			rows.Close()
-			return nil, nil, err
-		}
-		traceScores[id] = s
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, nil, err
-	}
-	rows, err = q.pool.Query(ctx, `SELECT s.step_id::text, s.credit FROM rm_action_scores s JOIN rm_traces t ON t.id = s.trace_id AND t.revision = s.revision
+	err = pg.Each(ctx, q.pool, []any{&id, &v}, func() error {
+		actionCredits[id] = v
+		return nil
+	}, `SELECT s.step_id::text, s.credit FROM rm_action_scores s JOIN rm_traces t ON t.id = s.trace_id AND t.revision = s.revision
 		WHERE s.model_id = $1 AND s.owner_id = $2 AND s.credit IS NOT NULL`, model, owner)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var c float64
-		if err := rows.Scan(&id, &c); err != nil {
-			return nil, nil, err
-		}
-		actionCredits[id] = c
-	}
-	return traceScores, actionCredits, rows.Err()
+	return traceScores, actionCredits, err
 }
