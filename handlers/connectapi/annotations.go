@@ -3,7 +3,6 @@ package connectapi
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -14,22 +13,11 @@ import (
 	"github.com/criticml/critic/domain/traces"
 	"github.com/criticml/critic/handlers/edge"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
-	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
 
 // AnnotationService implements critic.v1.AnnotationService over the
 // operations REST's annotation, export and trace-source routes use.
 type AnnotationService struct{ d Deps }
-
-var _ criticv1connect.AnnotationServiceHandler = (*AnnotationService)(nil)
-
-// NewAnnotationService returns the service over d.
-func NewAnnotationService(d Deps) *AnnotationService { return &AnnotationService{d: d} }
-
-// Register mounts the service on mux at /critic.v1.AnnotationService/.
-func (s *AnnotationService) Register(mux *http.ServeMux) {
-	mux.Handle(criticv1connect.NewAnnotationServiceHandler(s, handlerOptions(s.d.Auth, s.d.MaxBody)...))
-}
 
 // AddAnnotation adds the caller's annotation and answers it once readable.
 func (s *AnnotationService) AddAnnotation(ctx context.Context, req *connect.Request[criticv1.AddAnnotationRequest]) (*connect.Response[criticv1.AddAnnotationResponse], error) {

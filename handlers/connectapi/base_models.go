@@ -2,28 +2,16 @@ package connectapi
 
 import (
 	"context"
-	"net/http"
 
 	"connectrpc.com/connect"
 
 	"github.com/criticml/critic/handlers/usecase"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
-	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
 
 // BaseModelService implements critic.v1.BaseModelService with the use case
 // GET /base-models calls, so both list the same bases.
 type BaseModelService struct{ d Deps }
-
-var _ criticv1connect.BaseModelServiceHandler = (*BaseModelService)(nil)
-
-// NewBaseModelService returns the service over d (d.Workers, d.ModelRoots).
-func NewBaseModelService(d Deps) *BaseModelService { return &BaseModelService{d: d} }
-
-// Register mounts the service on mux at /critic.v1.BaseModelService/.
-func (s *BaseModelService) Register(mux *http.ServeMux) {
-	mux.Handle(criticv1connect.NewBaseModelServiceHandler(s, handlerOptions(s.d.Auth, s.d.MaxBody)...))
-}
 
 // ListBaseModels is GET /base-models.
 func (s *BaseModelService) ListBaseModels(context.Context, *connect.Request[criticv1.ListBaseModelsRequest]) (*connect.Response[criticv1.ListBaseModelsResponse], error) {

@@ -2,7 +2,6 @@ package connectapi
 
 import (
 	"context"
-	"net/http"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -11,23 +10,12 @@ import (
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/projections/readmodel"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
-	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
 
 // CriteriaService implements critic.v1.CriteriaService with the use cases
 // REST's /criteria and /guidelines routes call, so both answer the same
 // data and errors.
 type CriteriaService struct{ d Deps }
-
-var _ criticv1connect.CriteriaServiceHandler = (*CriteriaService)(nil)
-
-// NewCriteriaService returns the service over d.
-func NewCriteriaService(d Deps) *CriteriaService { return &CriteriaService{d: d} }
-
-// Register mounts the service on mux at /critic.v1.CriteriaService/.
-func (s *CriteriaService) Register(mux *http.ServeMux) {
-	mux.Handle(criticv1connect.NewCriteriaServiceHandler(s, handlerOptions(s.d.Auth, s.d.MaxBody)...))
-}
 
 // ListCriteria is GET /criteria.
 func (s *CriteriaService) ListCriteria(ctx context.Context, req *connect.Request[criticv1.ListCriteriaRequest]) (*connect.Response[criticv1.ListCriteriaResponse], error) {

@@ -2,7 +2,6 @@ package connectapi
 
 import (
 	"context"
-	"net/http"
 	"time"
 
 	"connectrpc.com/connect"
@@ -15,23 +14,12 @@ import (
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
-	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
 
 // EvaluatorService implements critic.v1.EvaluatorService with the use cases
 // REST's consent, comparison and evaluator routes call, so both answer the
 // same data and errors.
 type EvaluatorService struct{ d Deps }
-
-var _ criticv1connect.EvaluatorServiceHandler = (*EvaluatorService)(nil)
-
-// NewEvaluatorService returns the service over d.
-func NewEvaluatorService(d Deps) *EvaluatorService { return &EvaluatorService{d: d} }
-
-// Register mounts the service on mux at /critic.v1.EvaluatorService/.
-func (s *EvaluatorService) Register(mux *http.ServeMux) {
-	mux.Handle(criticv1connect.NewEvaluatorServiceHandler(s, handlerOptions(s.d.Auth, s.d.MaxBody)...))
-}
 
 // SetTraceContribution is PUT /traces/{id}/contribution.
 func (s *EvaluatorService) SetTraceContribution(ctx context.Context, req *connect.Request[criticv1.SetTraceContributionRequest]) (*connect.Response[criticv1.SetTraceContributionResponse], error) {

@@ -2,7 +2,6 @@ package connectapi
 
 import (
 	"context"
-	"net/http"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -11,22 +10,11 @@ import (
 	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/projections/readmodel"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
-	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
 
 // GepaService implements critic.v1.GepaService over the use cases REST's
 // /gepa-runs routes call, so both answer the same data and errors.
 type GepaService struct{ d Deps }
-
-var _ criticv1connect.GepaServiceHandler = (*GepaService)(nil)
-
-// NewGepaService returns the service over d.
-func NewGepaService(d Deps) *GepaService { return &GepaService{d: d} }
-
-// Register mounts the service on mux at /critic.v1.GepaService/.
-func (s *GepaService) Register(mux *http.ServeMux) {
-	mux.Handle(criticv1connect.NewGepaServiceHandler(s, handlerOptions(s.d.Auth, s.d.MaxBody)...))
-}
 
 // CreateGepaRun queues a run.
 func (s *GepaService) CreateGepaRun(ctx context.Context, req *connect.Request[criticv1.CreateGepaRunRequest]) (*connect.Response[criticv1.CreateGepaRunResponse], error) {

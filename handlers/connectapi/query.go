@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -12,22 +11,11 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/handlers/edge"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
-	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
 
 // QueryService implements critic.v1.QueryService over the snapshots REST's
 // POST /query reads.
 type QueryService struct{ d Deps }
-
-var _ criticv1connect.QueryServiceHandler = (*QueryService)(nil)
-
-// NewQueryService returns the service over d.Query.
-func NewQueryService(d Deps) *QueryService { return &QueryService{d: d} }
-
-// Register mounts the service on mux at /critic.v1.QueryService/.
-func (s *QueryService) Register(mux *http.ServeMux) {
-	mux.Handle(criticv1connect.NewQueryServiceHandler(s, handlerOptions(s.d.Auth, s.d.MaxBody)...))
-}
 
 // Query runs read-only SQL over the caller's snapshot; read-only keys may
 // query. An empty sql is an absent one, as proto3 cannot tell them apart.

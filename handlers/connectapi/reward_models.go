@@ -2,7 +2,6 @@ package connectapi
 
 import (
 	"context"
-	"net/http"
 	"strconv"
 
 	"connectrpc.com/connect"
@@ -11,22 +10,11 @@ import (
 	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/projections/readmodel"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
-	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
 
 // RewardModelService implements critic.v1.RewardModelService over the
 // operations REST's /reward-models and /traces/{id}/score routes use.
 type RewardModelService struct{ d Deps }
-
-var _ criticv1connect.RewardModelServiceHandler = (*RewardModelService)(nil)
-
-// NewRewardModelService returns the service over d.
-func NewRewardModelService(d Deps) *RewardModelService { return &RewardModelService{d: d} }
-
-// Register mounts the service on mux at /critic.v1.RewardModelService/.
-func (s *RewardModelService) Register(mux *http.ServeMux) {
-	mux.Handle(criticv1connect.NewRewardModelServiceHandler(s, handlerOptions(s.d.Auth, s.d.MaxBody)...))
-}
 
 // CreateRewardModel queues a model. An empty name is an absent one, as
 // proto3 cannot tell them apart.

@@ -110,14 +110,15 @@ type Deps struct {
 // EvaluatorService, CriteriaService and BaseModelService.
 func Register(mux *http.ServeMux, d Deps) {
 	New(d.Cmds, d.Queries, d.Waiter, d.Auth, d.MaxBody).WithAssessments(d.Assessments).Register(mux)
-	NewAnnotationService(d).Register(mux)
-	NewRewardModelService(d).Register(mux)
-	NewGepaService(d).Register(mux)
-	NewQueryService(d).Register(mux)
-	NewEvaluatorService(d).Register(mux)
-	NewCriteriaService(d).Register(mux)
-	NewBaseModelService(d).Register(mux)
-	NewTeamService(d).Register(mux)
+	opts := handlerOptions(d.Auth, d.MaxBody)
+	mux.Handle(criticv1connect.NewAnnotationServiceHandler(&AnnotationService{d}, opts...))
+	mux.Handle(criticv1connect.NewRewardModelServiceHandler(&RewardModelService{d}, opts...))
+	mux.Handle(criticv1connect.NewGepaServiceHandler(&GepaService{d}, opts...))
+	mux.Handle(criticv1connect.NewQueryServiceHandler(&QueryService{d}, opts...))
+	mux.Handle(criticv1connect.NewEvaluatorServiceHandler(&EvaluatorService{d}, opts...))
+	mux.Handle(criticv1connect.NewCriteriaServiceHandler(&CriteriaService{d}, opts...))
+	mux.Handle(criticv1connect.NewBaseModelServiceHandler(&BaseModelService{d}, opts...))
+	mux.Handle(criticv1connect.NewTeamServiceHandler(&TeamService{d}, opts...))
 }
 
 func (d Deps) backend() usecase.Backend {

@@ -3,7 +3,6 @@ package connectapi
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -17,23 +16,12 @@ import (
 	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/projections/readmodel"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
-	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
 
 // TeamService implements critic.v1.TeamService (issue 36) with the
 // commands and use cases REST's team routes call, so both answer the same
 // data and errors.
 type TeamService struct{ d Deps }
-
-var _ criticv1connect.TeamServiceHandler = (*TeamService)(nil)
-
-// NewTeamService returns the service over d.
-func NewTeamService(d Deps) *TeamService { return &TeamService{d: d} }
-
-// Register mounts the service on mux at /critic.v1.TeamService/.
-func (s *TeamService) Register(mux *http.ServeMux) {
-	mux.Handle(criticv1connect.NewTeamServiceHandler(s, handlerOptions(s.d.Auth, s.d.MaxBody)...))
-}
 
 func memberToProto(m readmodel.Member) *criticv1.Member {
 	return &criticv1.Member{Id: m.ID, Name: m.Name, Role: string(m.Role), CreatedAt: timestamppb.New(m.CreatedAt), Removed: m.Removed}
