@@ -93,9 +93,8 @@ export async function api<T>(path: string, init: RequestInit & { json?: unknown 
     body = JSON.stringify(init.json);
   }
   const req = { ...init, headers, body };
-  const res = await (preloaded(path, init, key) ??
-    // The server honours an Idempotency-Key on a POST with credentials only.
-    (key && (init.method ?? "GET").toUpperCase() === "POST" ? postWithRetries(API + path, req) : fetch(API + path, req)));
+  const write = key && (init.method ?? "GET").toUpperCase() === "POST" && !POST_READS.test(path);
+  const res = await (preloaded(path, init, key) ?? (write ? postWithRetries(API + path, req) : fetch(API + path, req)));
   if (res.status === 204) return undefined as T;
   const { data, error } = await read(res);
   if (error) throw error;
@@ -115,6 +114,14 @@ async function read(res: Response): Promise<{ data: unknown; error?: ApiError }>
   const e = (data ?? {}) as { detail?: string; code?: string; line?: number; field?: string; request_id?: string };
   return { data, error: new ApiError(res.status, e.code ?? "error", e.detail ?? `HTTP ${res.status}`, e.line, e.field, e.request_id) };
 }
+
+/**
+ * POSTs that only read (a SQL query, a trace's section titles or completion
+ * estimate): no Idempotency-Key — the server would keep each answer, up to
+ * 16 MiB, for a day — and no retries here; their queries retry themselves.
+ * (Writes need credentials too: the server keys only a POST that has them.)
+ */
+const POST_READS = /^\/query$|^\/traces\/[^/]+\/(section-summaries|completion)$/;
 
 /** How long a write keeps being retried before the client gives up. */
 export const RETRY_BUDGET_S = 20;
