@@ -12,15 +12,11 @@ import (
 // streams, so exports, SQL and models trained on it keep them. Archiving
 // an archived criterion appends nothing.
 func (c *Commands) ArchiveCriterion(ctx context.Context, actor Actor, criterionID string) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.criteria(ctx, actor.UserID)
-		if err != nil {
-			return Result{}, err
-		}
+	return c.onCriteria(ctx, actor, func(st criteria.State) (string, any, error) {
 		p, changed, err := criteria.DecideArchive(st, criterionID)
 		if err != nil || !changed {
-			return Result{}, err
+			return "", nil, err
 		}
-		return c.appendToCriteria(ctx, actor, st, events.CriterionArchived, p)
+		return events.CriterionArchived, p, nil
 	})
 }

@@ -15,19 +15,15 @@ import (
 // reports move on. A worker still
 // running it is refused when it reports.
 func (c *Commands) CancelCandidate(ctx context.Context, id, by string) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		s, err := c.EvaluatorState(ctx)
-		if err != nil {
-			return Result{}, err
-		}
+	return c.onEvaluator(ctx, Actor{}, func(s evaluator.State) (string, any, error) {
 		cand := s.Candidate(id)
 		if cand == nil {
-			return Result{}, &domain.NotFoundError{What: "evaluator candidate", ID: id}
+			return "", nil, &domain.NotFoundError{What: "evaluator candidate", ID: id}
 		}
 		if cand.Status != evaluator.CandidateQueued && cand.Status != evaluator.CandidateRunning {
-			return Result{}, &domain.ConflictError{Code: "candidate_finished", Message: fmt.Sprintf("candidate %s is %s: only a queued or running candidate can be cancelled", id, cand.Status)}
+			return "", nil, &domain.ConflictError{Code: "candidate_finished", Message: fmt.Sprintf("candidate %s is %s: only a queued or running candidate can be cancelled", id, cand.Status)}
 		}
-		return c.appendEvaluator(ctx, Actor{}, s, events.EvaluatorCandidateFailed,
-			events.EvaluatorCandidateFailedV1{CandidateID: id, Error: "cancelled by " + by})
+		return events.EvaluatorCandidateFailed,
+			events.EvaluatorCandidateFailedV1{CandidateID: id, Error: "cancelled by " + by}, nil
 	})
 }

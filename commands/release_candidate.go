@@ -20,22 +20,18 @@ type ReleaseResult struct {
 // failed gate and nothing is appended. The report and policy are recorded.
 func (c *Commands) ReleaseCandidate(ctx context.Context, id string, p evaluator.Policy, by string) (ReleaseResult, error) {
 	var out ReleaseResult
-	r, err := retryOnConflict(func() (Result, error) {
-		s, err := c.EvaluatorState(ctx)
-		if err != nil {
-			return Result{}, err
-		}
+	r, err := c.onEvaluator(ctx, Actor{}, func(s evaluator.State) (string, any, error) {
 		cand, err := candidateOrLatest(&s, id)
 		if err != nil {
-			return Result{}, err
+			return "", nil, err
 		}
 		ev, rep, err := s.DecideRelease(cand, p, by)
 		out.Report = rep
 		if err != nil {
-			return Result{}, err
+			return "", nil, err
 		}
 		out.Release = ev
-		return c.appendEvaluator(ctx, Actor{}, s, events.EvaluatorReleased, ev)
+		return events.EvaluatorReleased, ev, nil
 	})
 	out.Result = r
 	return out, err

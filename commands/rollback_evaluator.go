@@ -3,6 +3,7 @@ package commands
 import (
 	"context"
 
+	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/domain/events"
 )
 
@@ -17,17 +18,10 @@ type RollbackResult struct {
 // a release again).
 func (c *Commands) RollbackEvaluator(ctx context.Context, by string) (RollbackResult, error) {
 	var out RollbackResult
-	r, err := retryOnConflict(func() (Result, error) {
-		s, err := c.EvaluatorState(ctx)
-		if err != nil {
-			return Result{}, err
-		}
+	r, err := c.onEvaluator(ctx, Actor{}, func(s evaluator.State) (string, any, error) {
 		ev, err := s.DecideRollback(by)
-		if err != nil {
-			return Result{}, err
-		}
 		out.Rollback = ev
-		return c.appendEvaluator(ctx, Actor{}, s, events.EvaluatorRolledBack, ev)
+		return events.EvaluatorRolledBack, ev, err
 	})
 	out.Result = r
 	return out, err
