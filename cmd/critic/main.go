@@ -96,50 +96,29 @@ func dispatch(ctx context.Context, args []string) error {
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
-	case "run":
-		return cmdRun(ctx, rest)
-	case "serve":
-		return cmdServe(ctx, rest)
 	case "query-host":
 		// Started by serve and run, never by hand (handlers/queryhost). The
 		// parent decides when it stops (by closing its standard input), so a
 		// Ctrl-C sent to the whole process group does not cut it short.
 		signal.Ignore(os.Interrupt, syscall.SIGTERM)
 		return queryhost.Serve(os.Stdin, os.Stdout, slog.New(slog.NewTextHandler(os.Stderr, nil)).With("process", "query-host"))
-	case "worker":
-		return cmdWorker(ctx, rest)
-	case "migrate":
-		return cmdMigrate(ctx, rest)
-	case "replay":
-		return cmdReplay(ctx, rest)
-	case "keys":
-		return cmdKeys(ctx, rest)
-	case "projections":
-		return cmdProjections(ctx, rest)
-	case "users":
-		return cmdUsers(ctx, rest)
-	case "broker":
-		return cmdBroker(ctx, rest)
-	case "eval":
-		return cmdEval(ctx, rest)
-	case "audit":
-		return cmdAudit(ctx, rest)
-	case "evaluator":
-		return cmdEvaluator(ctx, rest)
 	case "model":
 		return modelCommand(rest)
-	// Client commands: they never boot infrastructure.
-	case "login":
-		return cmdLogin(ctx, rest)
-	case "import":
-		return cmdImport(ctx, rest)
-	case "sessions":
-		return cmdSessions(ctx, rest)
-	case "hooks":
-		return cmdHooks(ctx, rest)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return nil
 	}
+	if run, ok := subcommands[cmd]; ok {
+		return run(ctx, rest)
+	}
 	return usageError{fmt.Sprintf("unknown command %q", cmd)}
+}
+
+// subcommands are critic's commands that take the context and their
+// arguments; the client ones (login, import, sessions, hooks) never boot
+// infrastructure.
+var subcommands = map[string]func(ctx context.Context, args []string) error{
+	"run": cmdRun, "serve": cmdServe, "worker": cmdWorker, "migrate": cmdMigrate, "replay": cmdReplay, "keys": cmdKeys,
+	"projections": cmdProjections, "users": cmdUsers, "broker": cmdBroker, "eval": cmdEval, "audit": cmdAudit,
+	"evaluator": cmdEvaluator, "login": cmdLogin, "import": cmdImport, "sessions": cmdSessions, "hooks": cmdHooks,
 }
