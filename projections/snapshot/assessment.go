@@ -145,20 +145,6 @@ func assessRecords(ctx context.Context, tx *duck.Tx, traceID string, recs []even
 	return writeAssessment(ctx, tx, traceID, steps, ids, meta, true)
 }
 
-// applyStepsLabeled records model-made labels and rescores the trace.
-func applyStepsLabeled(ctx context.Context, tx *duck.Tx, p events.TraceStepsLabeledV1) error {
-	return putChunksAndReassess(ctx, tx, p.TraceID, p.Labels, func(l labels.Label) (string, any) { return l.ChunkID, l }, tx.PutStoredLabels)
-}
-
-// applyQualityChecked records a grading model's quality checks and rescores
-// the trace.
-func applyQualityChecked(ctx context.Context, tx *duck.Tx, p events.TraceStepsQualityCheckedV1) error {
-	return putChunksAndReassess(ctx, tx, p.TraceID, p.Checks, func(c stepscores.Check) (string, any) {
-		c.Model = p.Model
-		return c.ChunkID, c
-	}, tx.PutQualityChecks)
-}
-
 // putChunksAndReassess stores a trace's per-chunk rows (labels or quality
 // checks, each keyed by chunk id) with put and rescores the trace: both
 // change what a step scores. Rows for a trace the snapshot no longer has

@@ -19,6 +19,8 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/criteria"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/labels"
+	"github.com/criticml/critic/domain/stepscores"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/duck"
 	"github.com/criticml/critic/platform/eventstore"
@@ -56,38 +58,205 @@ func New(snaps *duck.Snapshots, blobs blob.Store, log *slog.Logger) *Projection 
 	return &Projection{snaps: snaps, blobs: blobs, log: log}
 }
 
-// handled lists the event types that change a snapshot. Everything else
-// (users, keys, OTel raw spans, source names) is skipped without being
+// appliers are the event types that change a snapshot, and how. Everything
+// else (users' keys, OTel raw spans, source names) is skipped without being
 // recorded, so it costs nothing.
-var handled = map[string]bool{
-	events.TraceImported: true,
-	events.TraceRevised:  true,
-	events.TraceDeleted:  true,
-	events.TraceTitled:   true,
+var appliers = map[string]applier{
+	events.TraceImported: func(ctx context.Context, w *writer, e events.Envelope) error {
+		var p importedTrace
+		if err := decodeImported(e, &p); err != nil {
+			return err
+		}
+		if _, ok := w.pending[p.TraceID]; !ok {
+			w.order = append(w.order, p.TraceID)
+		}
+		w.revisions = append(w.revisions, p.TraceID, p.Revision)
+		w.pending[p.TraceID] = &pendingTrace{
+			row: duck.TraceRow{ID: p.TraceID, ExternalID: p.ExternalID, Title: p.Title, SourceFormat: p.SourceFormat,
+				SourceID: domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat), StepCount: len(p.Steps),
+				Metadata: objectOrEmpty(p.Metadata), CreatedAt: e.RecordedAt, UpdatedAt: e.RecordedAt},
+			steps:   stepRows(p.TraceID, p.Steps),
+			records: p.Steps,
+			meta:    p.Metadata,
+		}
+		return nil
+	},
+	events.TraceRevised: on(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.TraceRevisedV1) error {
+		tx.Touch(p.TraceID)
+		if err := setRevision(ctx, tx, p.TraceID, p.Revision); err != nil {
+			return err
+		}
+		// A new revision makes the trace's whole-trace scores stale, and
+		// the shared evaluator's (the live release scores it again).
+		if err := tx.DeleteScores(ctx, p.TraceID); err != nil {
+			return err
+		}
+		if err := tx.Exec(ctx, `DELETE FROM main.evaluator_scores WHERE trace_id = ?`, p.TraceID); err != nil {
+			return err
+		}
+		if p.Mode == events.RevisionAppended {
+			if err := tx.AppendSteps(ctx, stepRows(p.TraceID, p.Steps)); err != nil {
+				return err
+			}
+		} else {
+			if err := tx.ReplaceSteps(ctx, p.TraceID, stepRows(p.TraceID, p.Steps)); err != nil {
+				return err
+			}
+			// Kept steps keep their ids but may move; annotations follow
+			// them (those on removed steps go by their own events).
+			if err := tx.Exec(ctx, `UPDATE main.annotations SET step_index = s.step_index FROM main.steps s
+			WHERE annotations.trace_id = ? AND s.trace_id = annotations.trace_id AND s.id = annotations.step_id`,
+				p.TraceID); err != nil {
+				return err
+			}
+		}
+		meta, err := json.Marshal(objectOrEmpty(p.Metadata))
+		if err != nil {
+			return err
+		}
+		if err := tx.Exec(ctx, `UPDATE main.traces SET title = ?, source_format = ?, source_id = ?, metadata = ?,
+		step_count = (SELECT count(*) FROM main.steps WHERE trace_id = ?), updated_at = ? WHERE id = ?`,
+			nullIfEmpty(p.Title), nullIfEmpty(p.SourceFormat), domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat),
+			string(meta), p.TraceID, e.RecordedAt, p.TraceID); err != nil {
+			return err
+		}
+		return reassess(ctx, tx, p.TraceID, p.Metadata)
+	}),
+	events.TraceTitled: onLenient(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.TraceTitledV1) error {
+		tx.Touch(p.TraceID)
+		return tx.Exec(ctx, `UPDATE main.traces SET title = ? WHERE id = ?`, p.Title, p.TraceID)
+	}),
 	// Consent is the `contribute` column of `traces`.
-	events.TraceContributionSet: true,
-	events.AnnotationAdded:      true,
-	events.AnnotationEdited:     true,
-	events.AnnotationRemoved:    true,
-	events.TracesScored:         true,
-	events.ActionsScored:        true,
-	events.TraceStepsLabeled:    true,
-	// A grading model's quality checks rescore the trace's step scores.
-	events.TraceStepsQualityChecked: true,
+	events.TraceContributionSet: on(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.TraceContributionSetV1) error {
+		tx.Touch(p.TraceID)
+		return tx.Exec(ctx, `UPDATE main.traces SET contribute = ? WHERE id = ?`, p.Contribute, p.TraceID)
+	}),
+	// An erased account's file loses every row (issue 37).
+	events.AccountErased: func(ctx context.Context, w *writer, e events.Envelope) error {
+		tx := w.tx
+		// Its traces were erased before the tombstone; what is left
+		// (criteria, members) goes, and the file is rewritten after.
+		for _, t := range erasedAccountTables {
+			if err := tx.Exec(ctx, `DELETE FROM main.`+t); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+	events.TraceDeleted: on(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.TraceDeletedV1) error {
+		tx.Touch(p.TraceID)
+		if err := tx.Exec(ctx, `DELETE FROM main._trace_revisions WHERE trace_id = ?`, p.TraceID); err != nil {
+			return err
+		}
+		return tx.DeleteTrace(ctx, p.TraceID)
+	}),
+	events.TracesScored: on(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.TracesScoredV1) error {
+		for _, sc := range p.Scores {
+			tx.Touch(sc.TraceID)
+			// Latest per (trace, model), and only for the current revision.
+			if err := tx.Exec(ctx, `DELETE FROM main.scores WHERE trace_id = ? AND reward_model_id = ?
+			AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
+				sc.TraceID, p.ModelID, sc.TraceID, sc.Revision); err != nil {
+				return err
+			}
+			if err := tx.Exec(ctx, `INSERT INTO main.scores SELECT ?, ?, ?, ?, ?
+			WHERE EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
+				sc.TraceID, p.ModelID, p.ModelName, sc.Score, e.RecordedAt, sc.TraceID, sc.Revision); err != nil {
+				return err
+			}
+		}
+		return nil
+	}),
+	events.ActionsScored: on(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.ActionsScoredV1) error {
+		for _, sc := range p.Scores {
+			tx.Touch(sc.TraceID)
+			if err := tx.Exec(ctx, `DELETE FROM main.action_scores WHERE step_id = ? AND reward_model_id = ?
+			AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
+				sc.StepID, p.ModelID, sc.TraceID, sc.Revision); err != nil {
+				return err
+			}
+			if err := tx.Exec(ctx, `INSERT INTO main.action_scores SELECT s.trace_id, s.id, s.step_index, ?, ?, ?, ?, ?
+			FROM main.steps s WHERE s.id = ? AND s.trace_id = ?
+			AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
+				p.ModelID, p.ModelName, sc.Score, sc.Credit, e.RecordedAt, sc.StepID, sc.TraceID, sc.TraceID, sc.Revision); err != nil {
+				return err
+			}
+		}
+		return nil
+	}),
 	// The shared evaluator's automatic scores.
-	events.EvaluatorTraceScored: true,
+	events.EvaluatorTraceScored: onLenient(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.EvaluatorTraceScoredV1) error {
+		// Only the current revision's scores land; they replace the
+		// trace's earlier ones (an earlier release's).
+		if err := tx.Exec(ctx, `DELETE FROM main.evaluator_scores WHERE trace_id = ?
+		AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`, p.TraceID, p.TraceID, p.TraceRevision); err != nil {
+			return err
+		}
+		for _, sc := range p.Scores {
+			if err := tx.Exec(ctx, `INSERT INTO main.evaluator_scores SELECT s.trace_id, s.id, s.step_index, ?, ?, ?, ?, ?
+			FROM main.steps s WHERE s.id = ? AND s.trace_id = ?
+			AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
+				p.Release, p.TraceRevision, sc.Score, sc.Credit, e.RecordedAt, sc.StepID, p.TraceID, p.TraceID, p.TraceRevision); err != nil {
+				return err
+			}
+		}
+		return nil
+	}),
+	// Model-made labels rescore the trace.
+	events.TraceStepsLabeled: onLenient(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.TraceStepsLabeledV1) error {
+		tx.Touch(p.TraceID)
+		return putChunksAndReassess(ctx, tx, p.TraceID, p.Labels, func(l labels.Label) (string, any) { return l.ChunkID, l }, tx.PutStoredLabels)
+	}),
+	// A grading model's quality checks rescore the trace's step scores.
+	events.TraceStepsQualityChecked: onLenient(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.TraceStepsQualityCheckedV1) error {
+		tx.Touch(p.TraceID)
+		return putChunksAndReassess(ctx, tx, p.TraceID, p.Checks, func(c stepscores.Check) (string, any) {
+			c.Model = p.Model
+			return c.ChunkID, c
+		}, tx.PutQualityChecks)
+	}),
+	events.AnnotationAdded: on(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.AnnotationAddedV1) error {
+		tx.TouchAnnotation(p.AnnotationID)
+		row := duck.AnnotationRow{ID: p.AnnotationID, TraceID: p.TraceID, Rating: p.Rating, Comment: p.Comment,
+			AuthorID: p.AuthorID, AuthorName: p.AuthorName, CreatedAt: e.RecordedAt, Value: criteria.ValueText(p.Value)}
+		if p.CriterionID != "" {
+			row.CriterionID = &p.CriterionID
+		}
+		if p.Quote != nil {
+			row.Quote = p.Quote
+		}
+		if p.StepID != "" {
+			stepID := p.StepID
+			row.StepID = &stepID
+			idx, err := tx.StepIndex(ctx, p.TraceID, p.StepID)
+			if err != nil {
+				return err
+			}
+			row.StepIndex = idx // nil if the step is gone: the row still says which step
+		}
+		return tx.UpsertAnnotation(ctx, row)
+	}),
+	events.AnnotationEdited: on(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.AnnotationEditedV1) error {
+		tx.TouchAnnotation(p.AnnotationID)
+		return tx.Exec(ctx, `UPDATE main.annotations SET rating = ?, comment = ?, label_error = ?, label_error_note = ?,
+		value = CASE WHEN criterion_id IS NULL THEN NULL ELSE ? END
+		WHERE id = ?`, deref(p.Rating), deref(p.Comment), p.LabelError, deref(p.LabelErrorNote),
+			deref(criteria.ValueText(p.Value)), p.AnnotationID)
+	}),
 	// The account's criteria (the `criteria` table; a label rename renames
 	// the values in `annotations`).
-	events.CriterionDefined:  true,
-	events.CriterionChanged:  true,
-	events.CriterionArchived: true,
+	events.CriterionDefined:  touchAll(applyCriterion),
+	events.CriterionChanged:  touchAll(applyCriterion),
+	events.CriterionArchived: touchAll(applyCriterion),
 	// The account's members (the `members` table).
-	events.UserCreated:       true,
-	events.MemberAdded:       true,
-	events.MemberRoleChanged: true,
-	events.MemberRemoved:     true,
-	// An erased account's file loses every row (issue 37).
-	events.AccountErased: true,
+	events.UserCreated:       touchAll(applyMember),
+	events.MemberAdded:       touchAll(applyMember),
+	events.MemberRoleChanged: touchAll(applyMember),
+	events.MemberRemoved:     touchAll(applyMember),
+	events.AnnotationRemoved: on(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.AnnotationRemovedV1) error {
+		tx.TouchAnnotation(p.AnnotationID)
+		return tx.DeleteAnnotation(ctx, p.AnnotationID)
+	}),
 }
 
 // erasedAccountTables are the tables of an owner's file that account
@@ -99,7 +268,7 @@ var erasedAccountTables = []string{"traces", "steps", "annotations", "criteria",
 
 // Handles reports whether the snapshot projection applies events of type t
 // (the query process is sent only those).
-func Handles(t string) bool { return handled[t] }
+func Handles(t string) bool { return appliers[t] != nil }
 
 // Apply applies a Kafka batch: its events are grouped by owner (one owner's
 // events keep their order) and each owner's group is applied in one DuckDB
@@ -109,7 +278,7 @@ func (p *Projection) Apply(ctx context.Context, envs []events.Envelope) error {
 	var order []string
 	groups := map[string][]events.Envelope{}
 	for _, e := range envs {
-		if !handled[e.Type] || e.OwnerID == "" {
+		if !Handles(e.Type) || e.OwnerID == "" {
 			continue
 		}
 		if _, ok := groups[e.OwnerID]; !ok {
@@ -233,226 +402,45 @@ func (w *writer) apply(ctx context.Context, e events.Envelope) error {
 			return err
 		}
 	}
-	tx := w.tx
-	switch e.Type {
-	case events.TraceImported:
-		var p importedTrace
-		if err := decodeImported(e, &p); err != nil {
-			return err
-		}
-		if _, ok := w.pending[p.TraceID]; !ok {
-			w.order = append(w.order, p.TraceID)
-		}
-		w.revisions = append(w.revisions, p.TraceID, p.Revision)
-		w.pending[p.TraceID] = &pendingTrace{
-			row: duck.TraceRow{ID: p.TraceID, ExternalID: p.ExternalID, Title: p.Title, SourceFormat: p.SourceFormat,
-				SourceID: domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat), StepCount: len(p.Steps),
-				Metadata: objectOrEmpty(p.Metadata), CreatedAt: e.RecordedAt, UpdatedAt: e.RecordedAt},
-			steps:   stepRows(p.TraceID, p.Steps),
-			records: p.Steps,
-			meta:    p.Metadata,
-		}
-		return nil
-	case events.TraceRevised:
-		var p events.TraceRevisedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
-		tx.Touch(p.TraceID)
-		if err := setRevision(ctx, tx, p.TraceID, p.Revision); err != nil {
-			return err
-		}
-		// A new revision makes the trace's whole-trace scores stale, and
-		// the shared evaluator's (the live release scores it again).
-		if err := tx.DeleteScores(ctx, p.TraceID); err != nil {
-			return err
-		}
-		if err := tx.Exec(ctx, `DELETE FROM main.evaluator_scores WHERE trace_id = ?`, p.TraceID); err != nil {
-			return err
-		}
-		if p.Mode == events.RevisionAppended {
-			if err := tx.AppendSteps(ctx, stepRows(p.TraceID, p.Steps)); err != nil {
-				return err
-			}
-		} else {
-			if err := tx.ReplaceSteps(ctx, p.TraceID, stepRows(p.TraceID, p.Steps)); err != nil {
-				return err
-			}
-			// Kept steps keep their ids but may move; annotations follow
-			// them (those on removed steps go by their own events).
-			if err := tx.Exec(ctx, `UPDATE main.annotations SET step_index = s.step_index FROM main.steps s
-				WHERE annotations.trace_id = ? AND s.trace_id = annotations.trace_id AND s.id = annotations.step_id`,
-				p.TraceID); err != nil {
-				return err
-			}
-		}
-		meta, err := json.Marshal(objectOrEmpty(p.Metadata))
-		if err != nil {
-			return err
-		}
-		if err := tx.Exec(ctx, `UPDATE main.traces SET title = ?, source_format = ?, source_id = ?, metadata = ?,
-			step_count = (SELECT count(*) FROM main.steps WHERE trace_id = ?), updated_at = ? WHERE id = ?`,
-			nullIfEmpty(p.Title), nullIfEmpty(p.SourceFormat), domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat),
-			string(meta), p.TraceID, e.RecordedAt, p.TraceID); err != nil {
-			return err
-		}
-		return reassess(ctx, tx, p.TraceID, p.Metadata)
-	case events.TraceTitled:
-		var p events.TraceTitledV1
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
-		tx.Touch(p.TraceID)
-		return tx.Exec(ctx, `UPDATE main.traces SET title = ? WHERE id = ?`, p.Title, p.TraceID)
-	case events.TraceContributionSet:
-		var p events.TraceContributionSetV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
-		tx.Touch(p.TraceID)
-		return tx.Exec(ctx, `UPDATE main.traces SET contribute = ? WHERE id = ?`, p.Contribute, p.TraceID)
-	case events.AccountErased:
-		// Its traces were erased before the tombstone; what is left
-		// (criteria, members) goes, and the file is rewritten after.
-		for _, t := range erasedAccountTables {
-			if err := tx.Exec(ctx, `DELETE FROM main.`+t); err != nil {
-				return err
-			}
-		}
-		return nil
-	case events.TraceDeleted:
-		var p events.TraceDeletedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
-		tx.Touch(p.TraceID)
-		if err := tx.Exec(ctx, `DELETE FROM main._trace_revisions WHERE trace_id = ?`, p.TraceID); err != nil {
-			return err
-		}
-		return tx.DeleteTrace(ctx, p.TraceID)
-	case events.TracesScored:
-		var p events.TracesScoredV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
-		for _, sc := range p.Scores {
-			tx.Touch(sc.TraceID)
-			// Latest per (trace, model), and only for the current revision.
-			if err := tx.Exec(ctx, `DELETE FROM main.scores WHERE trace_id = ? AND reward_model_id = ?
-				AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
-				sc.TraceID, p.ModelID, sc.TraceID, sc.Revision); err != nil {
-				return err
-			}
-			if err := tx.Exec(ctx, `INSERT INTO main.scores SELECT ?, ?, ?, ?, ?
-				WHERE EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
-				sc.TraceID, p.ModelID, p.ModelName, sc.Score, e.RecordedAt, sc.TraceID, sc.Revision); err != nil {
-				return err
-			}
-		}
-		return nil
-	case events.ActionsScored:
-		var p events.ActionsScoredV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
-		for _, sc := range p.Scores {
-			tx.Touch(sc.TraceID)
-			if err := tx.Exec(ctx, `DELETE FROM main.action_scores WHERE step_id = ? AND reward_model_id = ?
-				AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
-				sc.StepID, p.ModelID, sc.TraceID, sc.Revision); err != nil {
-				return err
-			}
-			if err := tx.Exec(ctx, `INSERT INTO main.action_scores SELECT s.trace_id, s.id, s.step_index, ?, ?, ?, ?, ?
-				FROM main.steps s WHERE s.id = ? AND s.trace_id = ?
-				AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
-				p.ModelID, p.ModelName, sc.Score, sc.Credit, e.RecordedAt, sc.StepID, sc.TraceID, sc.TraceID, sc.Revision); err != nil {
-				return err
-			}
-		}
-		return nil
-	case events.EvaluatorTraceScored:
-		var p events.EvaluatorTraceScoredV1
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
-		// Only the current revision's scores land; they replace the
-		// trace's earlier ones (an earlier release's).
-		if err := tx.Exec(ctx, `DELETE FROM main.evaluator_scores WHERE trace_id = ?
-			AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`, p.TraceID, p.TraceID, p.TraceRevision); err != nil {
-			return err
-		}
-		for _, sc := range p.Scores {
-			if err := tx.Exec(ctx, `INSERT INTO main.evaluator_scores SELECT s.trace_id, s.id, s.step_index, ?, ?, ?, ?, ?
-				FROM main.steps s WHERE s.id = ? AND s.trace_id = ?
-				AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
-				p.Release, p.TraceRevision, sc.Score, sc.Credit, e.RecordedAt, sc.StepID, p.TraceID, p.TraceID, p.TraceRevision); err != nil {
-				return err
-			}
-		}
-		return nil
-	case events.TraceStepsLabeled:
-		var p events.TraceStepsLabeledV1
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
-		tx.Touch(p.TraceID)
-		return applyStepsLabeled(ctx, tx, p)
-	case events.TraceStepsQualityChecked:
-		var p events.TraceStepsQualityCheckedV1
-		if err := e.Decode(&p); err != nil {
-			return err
-		}
-		tx.Touch(p.TraceID)
-		return applyQualityChecked(ctx, tx, p)
-	case events.AnnotationAdded:
-		var p events.AnnotationAddedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
-		tx.TouchAnnotation(p.AnnotationID)
-		row := duck.AnnotationRow{ID: p.AnnotationID, TraceID: p.TraceID, Rating: p.Rating, Comment: p.Comment,
-			AuthorID: p.AuthorID, AuthorName: p.AuthorName, CreatedAt: e.RecordedAt, Value: criteria.ValueText(p.Value)}
-		if p.CriterionID != "" {
-			row.CriterionID = &p.CriterionID
-		}
-		if p.Quote != nil {
-			row.Quote = p.Quote
-		}
-		if p.StepID != "" {
-			stepID := p.StepID
-			row.StepID = &stepID
-			idx, err := tx.StepIndex(ctx, p.TraceID, p.StepID)
-			if err != nil {
-				return err
-			}
-			row.StepIndex = idx // nil if the step is gone: the row still says which step
-		}
-		return tx.UpsertAnnotation(ctx, row)
-	case events.AnnotationEdited:
-		var p events.AnnotationEditedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
-		tx.TouchAnnotation(p.AnnotationID)
-		return tx.Exec(ctx, `UPDATE main.annotations SET rating = ?, comment = ?, label_error = ?, label_error_note = ?,
-			value = CASE WHEN criterion_id IS NULL THEN NULL ELSE ? END
-			WHERE id = ?`, derefInt(p.Rating), derefString(p.Comment), p.LabelError, derefString(p.LabelErrorNote),
-			derefString(criteria.ValueText(p.Value)), p.AnnotationID)
-	case events.CriterionDefined, events.CriterionChanged, events.CriterionArchived:
-		tx.TouchAll()
-		return applyCriterion(ctx, tx, e)
-	case events.UserCreated, events.MemberAdded, events.MemberRoleChanged, events.MemberRemoved:
-		tx.TouchAll()
-		return applyMember(ctx, tx, e)
-	case events.AnnotationRemoved:
-		var p events.AnnotationRemovedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
-		tx.TouchAnnotation(p.AnnotationID)
-		return tx.DeleteAnnotation(ctx, p.AnnotationID)
+	if a := appliers[e.Type]; a != nil {
+		return a(ctx, w, e)
 	}
 	return nil
+}
+
+// applier applies one event to an owner's file.
+type applier func(ctx context.Context, w *writer, e events.Envelope) error
+
+// on is an applier of a payload P, decoded strictly (an unreadable
+// payload is an events.UnreadableError).
+func on[P any](fn func(ctx context.Context, tx *duck.Tx, e events.Envelope, p P) error) applier {
+	return func(ctx context.Context, w *writer, e events.Envelope) error {
+		var p P
+		if err := e.DecodeOrFail(&p); err != nil {
+			return err
+		}
+		return fn(ctx, w.tx, e, p)
+	}
+}
+
+// touchAll is an applier of an event that may change every trace's rows.
+func touchAll(fn func(ctx context.Context, tx *duck.Tx, e events.Envelope) error) applier {
+	return func(ctx context.Context, w *writer, e events.Envelope) error {
+		w.tx.TouchAll()
+		return fn(ctx, w.tx, e)
+	}
+}
+
+// onLenient is on for the payloads a worker reports (labels, quality
+// checks, scores, titles), whose decoding error is returned as it is.
+func onLenient[P any](fn func(ctx context.Context, tx *duck.Tx, e events.Envelope, p P) error) applier {
+	return func(ctx context.Context, w *writer, e events.Envelope) error {
+		var p P
+		if err := e.Decode(&p); err != nil {
+			return err
+		}
+		return fn(ctx, w.tx, e, p)
+	}
 }
 
 func stepRows(traceID string, steps []events.StepRecord) []duck.StepRow {
@@ -517,25 +505,19 @@ func objectOrEmpty(m map[string]any) map[string]any {
 	return m
 }
 
+// deref is *p as a statement argument, NULL when p is nil.
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
 func nullIfEmpty(s string) any {
 	if s == "" {
 		return nil
 	}
 	return s
-}
-
-func derefInt(p *int) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
-func derefString(p *string) any {
-	if p == nil {
-		return nil
-	}
-	return *p
 }
 
 // Replay rebuilds every owner's snapshot from the whole event log into a new
