@@ -67,26 +67,12 @@ func (t *Tx) InsertAssessment(ctx context.Context, labels []StepLabelRow, tasks 
 	}
 	for _, r := range tasks {
 		if err := t.Exec(ctx, `INSERT INTO main.task_scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.TraceID, r.TaskID, derefInt(r.FirstStepIndex), derefInt(r.LastStepIndex), derefInt(r.AnswerStepIndex),
-			derefFloat(r.AnswerPoints), r.Work, r.Score, r.Capped, derefFloat(r.TraceScore), r.TraceOutcome, r.Policy, r.Source); err != nil {
+			r.TraceID, r.TaskID, deref(r.FirstStepIndex), deref(r.LastStepIndex), deref(r.AnswerStepIndex),
+			deref(r.AnswerPoints), r.Work, r.Score, r.Capped, deref(r.TraceScore), r.TraceOutcome, r.Policy, r.Source); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func derefFloat(p *float64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
-func derefBool(p *bool) any {
-	if p == nil {
-		return nil
-	}
-	return *p
 }
 
 // appendStepLabels bulk-inserts label rows through DuckDB's appender: a bulk
@@ -103,10 +89,10 @@ func (t *Tx) appendStepLabels(rows []StepLabelRow) error {
 				credit = int32(*r.Credit)
 			}
 			if err := a.AppendRow(r.TraceID, r.StepID, int32(r.StepIndex), r.ChunkID, r.TaskID, r.Actor,
-				nullString(r.Intent), nullString(r.Verdict), derefString(r.VerdictTarget), nullString(r.Sentiment),
-				nullString(r.Type), nullString(r.Effect), nullString(r.Result), derefString(r.DuplicateOf), derefBool(r.IsOutput),
+				nullString(r.Intent), nullString(r.Verdict), deref(r.VerdictTarget), nullString(r.Sentiment),
+				nullString(r.Type), nullString(r.Effect), nullString(r.Result), deref(r.DuplicateOf), deref(r.IsOutput),
 				nullString(r.Outcome), nullString(r.Stance), nullString(r.Coverage), r.Evidence, r.Note,
-				derefFloat(r.Score), credit, derefFloat(r.ExpectedCredit)); err != nil {
+				deref(r.Score), credit, deref(r.ExpectedCredit)); err != nil {
 				_ = a.Close()
 				return fmt.Errorf("duck: append step label %s: %w", r.ChunkID, err)
 			}
@@ -152,58 +138,52 @@ func (t *Tx) TraceSteps(ctx context.Context, traceID string) ([]StepRow, error) 
 // PutStoredLabels records model-made labels (JSON by chunk id) of a trace
 // in the hidden table, replacing earlier labels of the same chunks.
 func (t *Tx) PutStoredLabels(ctx context.Context, traceID string, labels map[string]json.RawMessage) error {
-	for chunk, l := range labels {
-		if err := t.Exec(ctx, `INSERT OR REPLACE INTO main._step_labels VALUES (?, ?, ?)`, traceID, chunk, string(l)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return t.putByChunk(ctx, "_step_labels", traceID, labels)
 }
 
 // StoredLabels returns a trace's model-made labels by chunk id.
 func (t *Tx) StoredLabels(ctx context.Context, traceID string) (map[string]json.RawMessage, error) {
-	rows, err := t.conn.QueryContext(ctx, `SELECT chunk_id, label FROM main._step_labels WHERE trace_id = ?`, traceID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]json.RawMessage{}
-	for rows.Next() {
-		var c, l string
-		if err := rows.Scan(&c, &l); err != nil {
-			return nil, err
-		}
-		out[c] = json.RawMessage(l)
-	}
-	return out, rows.Err()
+	return t.byChunk(ctx, `SELECT chunk_id, label FROM main._step_labels WHERE trace_id = ?`, traceID)
 }
 
 // PutQualityChecks records a grading model's quality checks (JSON by chunk
 // id) of a trace in the hidden table, replacing earlier checks of the same
 // chunks.
 func (t *Tx) PutQualityChecks(ctx context.Context, traceID string, checks map[string]json.RawMessage) error {
-	for chunk, c := range checks {
-		if err := t.Exec(ctx, `INSERT OR REPLACE INTO main._step_quality_checks VALUES (?, ?, ?)`, traceID, chunk, string(c)); err != nil {
+	return t.putByChunk(ctx, "_step_quality_checks", traceID, checks)
+}
+
+// QualityChecks returns a trace's quality checks by chunk id.
+func (t *Tx) QualityChecks(ctx context.Context, traceID string) (map[string]json.RawMessage, error) {
+	return t.byChunk(ctx, `SELECT chunk_id, "check" FROM main._step_quality_checks WHERE trace_id = ?`, traceID)
+}
+
+// putByChunk writes a trace's JSON rows by chunk id into one of the hidden
+// tables (trace_id, chunk_id, JSON), replacing earlier rows of the same
+// chunks.
+func (t *Tx) putByChunk(ctx context.Context, table, traceID string, byChunk map[string]json.RawMessage) error {
+	for chunk, v := range byChunk {
+		if err := t.Exec(ctx, `INSERT OR REPLACE INTO main.`+table+` VALUES (?, ?, ?)`, traceID, chunk, string(v)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// QualityChecks returns a trace's quality checks by chunk id.
-func (t *Tx) QualityChecks(ctx context.Context, traceID string) (map[string]json.RawMessage, error) {
-	rows, err := t.conn.QueryContext(ctx, `SELECT chunk_id, "check" FROM main._step_quality_checks WHERE trace_id = ?`, traceID)
+// byChunk reads a (chunk id, JSON) query into a map by chunk id.
+func (t *Tx) byChunk(ctx context.Context, query string, args ...any) (map[string]json.RawMessage, error) {
+	rows, err := t.conn.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	out := map[string]json.RawMessage{}
 	for rows.Next() {
-		var c, l string
-		if err := rows.Scan(&c, &l); err != nil {
+		var c, v string
+		if err := rows.Scan(&c, &v); err != nil {
 			return nil, err
 		}
-		out[c] = json.RawMessage(l)
+		out[c] = json.RawMessage(v)
 	}
 	return out, rows.Err()
 }

@@ -262,7 +262,7 @@ func (t *Tx) AppendSteps(ctx context.Context, steps []StepRow) error {
 			}
 			if err := a.AppendRow(st.ID, st.TraceID, int32(st.Index), st.Role, st.Content,
 				nullString(st.ToolName), in, nullString(st.ToolCallID), meta,
-				nullString(st.Model), nullInt32(st.InputTokens), nullInt32(st.OutputTokens), nullInt32(st.TotalTokens), nullInt32(st.CachedTokens)); err != nil {
+				nullString(st.Model), deref(st.InputTokens), deref(st.OutputTokens), deref(st.TotalTokens), deref(st.CachedTokens)); err != nil {
 				_ = a.Close()
 				return fmt.Errorf("duck: append step %s: %w", st.ID, err)
 			}
@@ -283,9 +283,9 @@ func (t *Tx) UpsertAnnotation(ctx context.Context, r AnnotationRow) error {
 	}
 	// member_id is the author's id: the member who made it (issue 36).
 	return t.Exec(ctx, `INSERT INTO main.annotations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.TraceID, derefString(r.StepID), derefInt(r.StepIndex), derefInt(r.Rating), derefString(r.Comment),
-		quote, r.LabelError, derefString(r.LabelErrorNote), nullString(r.AuthorID), nullString(r.AuthorName),
-		nullTime(r.CreatedAt), derefString(r.CriterionID), derefString(r.Value), nullString(r.AuthorID))
+		r.ID, r.TraceID, deref(r.StepID), deref(r.StepIndex), deref(r.Rating), deref(r.Comment),
+		quote, r.LabelError, deref(r.LabelErrorNote), nullString(r.AuthorID), nullString(r.AuthorName),
+		nullTime(r.CreatedAt), deref(r.CriterionID), deref(r.Value), nullString(r.AuthorID))
 }
 
 // DeleteAnnotation removes one annotation.
@@ -337,11 +337,12 @@ func nullString(s string) any {
 	return s
 }
 
-func nullInt32(n *int32) any {
-	if n == nil {
+// deref is *p as a statement argument, NULL when p is nil.
+func deref[T any](p *T) any {
+	if p == nil {
 		return nil
 	}
-	return *n
+	return *p
 }
 
 func nullTime(t time.Time) any {
@@ -349,18 +350,4 @@ func nullTime(t time.Time) any {
 		return nil
 	}
 	return t
-}
-
-func derefString(p *string) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
-func derefInt(p *int) any {
-	if p == nil {
-		return nil
-	}
-	return *p
 }
