@@ -127,16 +127,9 @@ func pairFindings(r events.RewardModelFeedbackExtractedV1) int {
 
 // ExtractionProgress renews the holder's lease and records targets done.
 func (c *Commands) ExtractionProgress(ctx context.Context, workerID, modelID string, attempt, done int) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.loadModel(ctx, "", modelID)
-		if err != nil {
-			return Result{}, err
-		}
-		if err := rewardmodels.CheckExtractionHolder(st, attempt, workerID); err != nil {
-			return Result{}, err
-		}
-		return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelExtractionProgressed,
-			events.RewardModelExtractionProgressedV1{ModelID: st.ID, Attempt: attempt, WorkerID: workerID, TargetsDone: done})
+	return c.onModel(ctx, modelID, workerActor(workerID), func(st rewardmodels.State) (string, any, error) {
+		return events.RewardModelExtractionProgressed, events.RewardModelExtractionProgressedV1{ModelID: st.ID, Attempt: attempt,
+			WorkerID: workerID, TargetsDone: done}, rewardmodels.CheckExtractionHolder(st, attempt, workerID)
 	})
 }
 
