@@ -312,13 +312,7 @@ type ReviewOverlap struct {
 // and answers the setting once the read model has it.
 func (b Backend) SetReviewOverlap(ctx context.Context, caller *readmodel.Caller, overlap int) (ReviewOverlap, error) {
 	res, err := b.Cmds.SetReviewOverlap(ctx, Actor(caller), overlap)
-	if err != nil {
-		return ReviewOverlap{}, err
-	}
-	if err := b.Settle(ctx, res); err != nil {
-		return ReviewOverlap{}, err
-	}
-	return b.GetReviewOverlap(ctx, caller)
+	return settled(ctx, b, res, err, func() (ReviewOverlap, error) { return b.GetReviewOverlap(ctx, caller) })
 }
 
 // GetReviewOverlap is the account's review overlap.

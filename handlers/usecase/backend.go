@@ -30,6 +30,19 @@ func (b Backend) Settle(ctx context.Context, r commands.Result) error {
 	return b.Waiter.Wait(ctx, r.LastEventID)
 }
 
+// settled answers a write with what it wrote: err (the command's error) as
+// it is, else read once the read model has applied the command's result.
+func settled[T any](ctx context.Context, b Backend, res commands.Result, err error, read func() (T, error)) (T, error) {
+	if err == nil {
+		err = b.Settle(ctx, res)
+	}
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return read()
+}
+
 // Actor is the command actor of a caller.
 func Actor(c *readmodel.Caller) commands.Actor {
 	return commands.Actor{UserID: c.UserID, MemberID: c.MemberID, Moderates: c.Role.May(members.Manage)}

@@ -24,13 +24,9 @@ func (b Backend) DefineCriterion(ctx context.Context, caller *readmodel.Caller, 
 // returns it once readable.
 func (b Backend) ChangeCriterion(ctx context.Context, caller *readmodel.Caller, in criteria.ChangeInput) (*readmodel.Criterion, error) {
 	res, err := b.Cmds.ChangeCriterion(ctx, Actor(caller), in)
-	if err != nil {
-		return nil, err
-	}
-	if err := b.Settle(ctx, res); err != nil {
-		return nil, err
-	}
-	return b.Queries.GetCriterion(ctx, caller.UserID, in.CriterionID)
+	return settled(ctx, b, res, err, func() (*readmodel.Criterion, error) {
+		return b.Queries.GetCriterion(ctx, caller.UserID, in.CriterionID)
+	})
 }
 
 // ArchiveCriterion archives one of the caller's criteria and returns once
@@ -47,11 +43,5 @@ func (b Backend) ArchiveCriterion(ctx context.Context, caller *readmodel.Caller,
 // readable.
 func (b Backend) SetGuidelines(ctx context.Context, caller *readmodel.Caller, markdown *string) (readmodel.Guidelines, error) {
 	res, err := b.Cmds.SetGuidelines(ctx, Actor(caller), markdown)
-	if err != nil {
-		return readmodel.Guidelines{}, err
-	}
-	if err := b.Settle(ctx, res); err != nil {
-		return readmodel.Guidelines{}, err
-	}
-	return b.Queries.GetGuidelines(ctx, caller.UserID)
+	return settled(ctx, b, res, err, func() (readmodel.Guidelines, error) { return b.Queries.GetGuidelines(ctx, caller.UserID) })
 }

@@ -45,11 +45,5 @@ func (b Backend) GetRetention(ctx context.Context, caller *readmodel.Caller, pre
 // Nothing is erased until the next sweep.
 func (b Backend) SetRetention(ctx context.Context, caller *readmodel.Caller, days *int) (Retention, error) {
 	res, err := b.Cmds.SetRetention(ctx, Actor(caller), days)
-	if err != nil {
-		return Retention{}, err
-	}
-	if err := b.Settle(ctx, res); err != nil {
-		return Retention{}, err
-	}
-	return b.GetRetention(ctx, caller, nil)
+	return settled(ctx, b, res, err, func() (Retention, error) { return b.GetRetention(ctx, caller, nil) })
 }

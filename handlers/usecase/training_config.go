@@ -28,25 +28,12 @@ func ParseTrainingConfig(raw json.RawMessage) (*commands.TrainingConfig, error) 
 	}
 	for name, v := range fields {
 		isNull := string(bytes.TrimSpace(v)) == "null"
+		msg := ""
 		switch name {
 		case "annotation_source":
-			if isNull {
-				continue
-			}
-			var s string
-			if err := json.Unmarshal(v, &s); err != nil {
-				return nil, bad(name, "must be a string: explicit, feedback or automatic")
-			}
-			cfg.AnnotationSource = &s
+			msg = setting(v, &cfg.AnnotationSource, "must be a string: explicit, feedback or automatic")
 		case "input_version":
-			if isNull {
-				continue
-			}
-			var n int
-			if err := json.Unmarshal(v, &n); err != nil {
-				return nil, bad(name, "must be the integer 1 or 3")
-			}
-			cfg.InputVersion = &n
+			msg = setting(v, &cfg.InputVersion, "must be the integer 1 or 3")
 		case "criteria":
 			if isNull {
 				continue
@@ -61,26 +48,29 @@ func ParseTrainingConfig(raw json.RawMessage) (*commands.TrainingConfig, error) 
 			}
 			cfg.Criteria, cfg.CriteriaSet = cs, true
 		case "criterion":
-			if isNull {
-				continue
-			}
-			var id string
-			if err := json.Unmarshal(v, &id); err != nil {
-				return nil, bad(name, "must be a criterion id (a string)")
-			}
-			cfg.Criterion = &id
+			msg = setting(v, &cfg.Criterion, "must be a criterion id (a string)")
 		case "exclude_disputed":
-			if isNull {
-				continue
-			}
-			var b bool
-			if err := json.Unmarshal(v, &b); err != nil {
-				return nil, bad(name, "must be true or false")
-			}
-			cfg.ExcludeDisputed = &b
+			msg = setting(v, &cfg.ExcludeDisputed, "must be true or false")
 		default:
-			return nil, bad(name, "unknown field (allowed: annotation_source, input_version, criteria, criterion, exclude_disputed)")
+			msg = "unknown field (allowed: annotation_source, input_version, criteria, criterion, exclude_disputed)"
+		}
+		if msg != "" {
+			return nil, bad(name, msg)
 		}
 	}
 	return cfg, nil
+}
+
+// setting decodes one training_config setting into a new *T (null leaves
+// it unset: the default) and answers msg when the value is not a T.
+func setting[T any](v json.RawMessage, dst **T, msg string) string {
+	if string(bytes.TrimSpace(v)) == "null" {
+		return ""
+	}
+	var x T
+	if json.Unmarshal(v, &x) != nil {
+		return msg
+	}
+	*dst = &x
+	return ""
 }
