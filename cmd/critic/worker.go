@@ -69,6 +69,14 @@ func cmdWorker(ctx context.Context, args []string) error {
 			log.Warn("worker metrics not served: the default address is taken; set CRITIC_WORKER_METRICS_ADDR", "err", err)
 		}
 	}
+	if cfg.PProfAddr != "" {
+		ps, addr, err := startPProf(cfg.PProfAddr)
+		if err != nil {
+			return err
+		}
+		defer ps.Close()
+		fmt.Printf("profiler (unauthenticated, loopback only) on http://%s/debug/pprof/\n", addr)
+	}
 	fmt.Printf("Critic worker %s: API %s, Kafka %s (group %s), blobs %s, data %s\n",
 		wc.WorkerID, wc.APIURL, strings.Join(wc.Brokers, ","), jobs.ConsumerGroup, cfg.BlobURL, cfg.DataDir)
 	return worker.Run(ctx, wc)

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/gomlx/compute"
 )
 
 // Tokenizer is what the reward model needs from gpuworker/tokenizer.
@@ -146,6 +148,28 @@ func LoadRewardModelWith(dir string, tok Tokenizer) (*RewardModel, error) {
 	if err != nil {
 		return nil, err
 	}
+	return loadRewardModelOn(backend, dir, tok)
+}
+
+// LoadRewardModelOn is LoadRewardModel on the backend spec names (a
+// GOMLX_BACKEND value; "" is the default): a caller that knows what it will
+// run — the worker's scoring of small models — picks the engine's options.
+func LoadRewardModelOn(dir, spec string) (*RewardModel, error) {
+	if _, err := LoadConfig(dir); err != nil { // report a bad config before tokenizer problems
+		return nil, err
+	}
+	tok, err := LoadTokenizer(dir)
+	if err != nil {
+		return nil, err
+	}
+	backend, err := NewBackendFrom(spec)
+	if err != nil {
+		return nil, err
+	}
+	return loadRewardModelOn(backend, dir, tok)
+}
+
+func loadRewardModelOn(backend compute.Backend, dir string, tok Tokenizer) (*RewardModel, error) {
 	cfg, err := LoadConfig(dir)
 	if err != nil {
 		return nil, err

@@ -101,7 +101,7 @@ func (w *Worker) rewardModel(ctx context.Context, log *slog.Logger, key string) 
 	if err != nil {
 		return nil, err
 	}
-	rm, err := model.LoadRewardModel(dir)
+	rm, err := LoadScoringModel(dir)
 	if err != nil {
 		return nil, fmt.Errorf("loading the checkpoint %s: %w", key, err)
 	}
@@ -110,6 +110,47 @@ func (w *Worker) rewardModel(ctx context.Context, log *slog.Logger, key string) 
 	}
 	w.loaded = &loadedModel{key: key, rm: rm}
 	return rm, nil
+}
+
+// smallScoringHidden is the hidden size under which the worker scores on
+// the pure-Go backend with its ops one at a time (each matmul still spread
+// over the cores) instead of the default op-parallel execution. A small
+// model's ops take microseconds, so op-parallel scoring is a stream of
+// cross-thread hand-offs, and on a machine whose cores the API, PostgreSQL
+// or anything else also want (a worker beside the server, `critic run`),
+// each hand-off can wait a scheduler slice: a 128×2 Qwen3 scoring 300
+// three-text traces on 2 busy cores (load ~10) ran 5.1–9.0 traces/s
+// op-parallel and 31–36/s with ops in sequence, at the same CPU time
+// (bench-score's background part, docs/development.md). Large models keep
+// the default, which measured faster for them (Qwen3-0.6B's shape, 8×1024
+// tokens: 10.3–12.1 s against 13.7–15.8 s; model.defaultGoOptions).
+const smallScoringHidden = 512
+
+// smallScoringBackend is the engine options for models under
+// smallScoringHidden (a GOMLX_BACKEND value).
+const smallScoringBackend = "go:ops_sequential,parallelism=-1"
+
+// ScoringBackend is the GOMLX_BACKEND value the worker scores cfg's model
+// on: the operator's GOMLX_BACKEND when set, else smallScoringBackend for a
+// small model and the default ("") for the rest.
+func ScoringBackend(cfg model.Config) string {
+	if spec := os.Getenv(model.BackendEnv); spec != "" {
+		return spec
+	}
+	if cfg.HiddenSize < smallScoringHidden {
+		return smallScoringBackend
+	}
+	return ""
+}
+
+// LoadScoringModel loads the checkpoint in dir as the worker scores with
+// it (ScoringBackend); bench-score's raw reference loads it the same way.
+func LoadScoringModel(dir string) (*model.RewardModel, error) {
+	cfg, err := model.LoadConfig(dir)
+	if err != nil {
+		return nil, err
+	}
+	return model.LoadRewardModelOn(dir, ScoringBackend(*cfg))
 }
 
 // Checkpoint returns the extracted checkpoint directory of the archive at key,
