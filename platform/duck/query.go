@@ -350,20 +350,9 @@ func (s *Snapshots) load(ctx context.Context, sb *sandbox, ownerID, query string
 
 // snapTables lists the user tables present in the attached owner file.
 func snapTables(ctx context.Context, sb *sandbox) (map[string]bool, error) {
-	rows, err := sb.conn.QueryContext(ctx, `SELECT table_name FROM duckdb_tables() WHERE database_name = 'snap' AND schema_name = 'main'`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	out := map[string]bool{}
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return nil, err
-		}
-		out[n] = true
-	}
-	return out, rows.Err()
+	err := addStrings(ctx, sb.conn, out, `SELECT table_name FROM duckdb_tables() WHERE database_name = 'snap' AND schema_name = 'main'`)
+	return out, err
 }
 
 // dynamicRefs are SQL fragments through which a query can reach a table

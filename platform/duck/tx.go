@@ -153,19 +153,7 @@ func (t *Tx) ExistingTraces(ctx context.Context, ids []string) (map[string]bool,
 	out := map[string]bool{}
 	for lo := 0; lo < len(ids); lo += idChunk {
 		chunk := anySlice(ids[lo:min(lo+idChunk, len(ids))])
-		rows, err := t.conn.QueryContext(ctx, "SELECT id FROM main.traces WHERE id IN ("+placeholders(len(chunk))+")", chunk...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				_ = rows.Close()
-				return nil, err
-			}
-			out[id] = true
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		if err := addStrings(ctx, t.conn, out, "SELECT id FROM main.traces WHERE id IN ("+placeholders(len(chunk))+")", chunk...); err != nil {
 			return nil, err
 		}
 	}
@@ -335,6 +323,26 @@ func nullString(s string) any {
 		return nil
 	}
 	return s
+}
+
+// addStrings adds the one-column rows of query to set: the loop of every
+// lookup that answers which of some ids exist.
+func addStrings(ctx context.Context, db interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, set map[string]bool, query string, args ...any) error {
+	rows, err := db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return err
+		}
+		set[s] = true
+	}
+	return rows.Err()
 }
 
 // deref is *p as a statement argument, NULL when p is nil.

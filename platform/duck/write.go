@@ -210,21 +210,9 @@ func appliedAmong(ctx context.Context, conn *sql.Conn, ids []string) (map[string
 		for i, id := range chunk {
 			args[i] = id
 		}
-		rows, err := conn.QueryContext(ctx, "SELECT event_id FROM main._applied WHERE event_id IN ("+
-			strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",")+")", args...)
-		if err != nil {
+		if err := addStrings(ctx, conn, seen, "SELECT event_id FROM main._applied WHERE event_id IN ("+
+			strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",")+")", args...); err != nil {
 			return nil, fmt.Errorf("duck: look up applied events: %w", err)
-		}
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				_ = rows.Close()
-				return nil, err
-			}
-			seen[id] = true
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return nil, err
 		}
 	}
 	return seen, nil
