@@ -522,24 +522,12 @@ func (s *Store) LoadStreamsAsOf(ctx context.Context, streams []string, asOf int6
 	if len(streams) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE stream = ANY($1) AND ($2 = 0 OR seq <= $2) ORDER BY stream, version", streams, asOf)
+	err := s.eachResolved(ctx, func(e events.Envelope) { out[e.Stream] = append(out[e.Stream], e) },
+		"SELECT "+selectCols+" FROM events WHERE stream = ANY($1) AND ($2 = 0 OR seq <= $2) ORDER BY stream, version", streams, asOf)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		e, err := scanEnvelope(rows)
-		if err != nil {
-			return nil, err
-		}
-		if e, err = Resolve(ctx, s.blobs, s.keys, e); IsErased(err) {
-			continue // erased: as if it had never been appended
-		} else if err != nil {
-			return nil, err
-		}
-		out[e.Stream] = append(out[e.Stream], e)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // OwnerStreams lists an owner's streams whose name starts with prefix and
@@ -658,23 +646,35 @@ func collectEnvelopes(rows pgx.Rows) ([]events.Envelope, error) {
 // only some facts of a long stream (which shared-evaluator release is
 // live, without every benchmark and margin) reads only those.
 func (s *Store) LoadStreamTypes(ctx context.Context, stream string, types []string) ([]events.Envelope, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE stream = $1 AND type = ANY($2) ORDER BY version", stream, types)
+	var out []events.Envelope
+	err := s.eachResolved(ctx, func(e events.Envelope) { out = append(out, e) },
+		"SELECT "+selectCols+" FROM events WHERE stream = $1 AND type = ANY($2) ORDER BY version", stream, types)
 	if err != nil {
 		return nil, err
 	}
+	return out, nil
+}
+
+// eachResolved calls add with each event of a "SELECT "+selectCols query,
+// its claim check resolved; an erased event is passed over, as if it had
+// never been appended.
+func (s *Store) eachResolved(ctx context.Context, add func(events.Envelope), sql string, args ...any) error {
+	rows, err := s.pool.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
 	defer rows.Close()
-	var out []events.Envelope
 	for rows.Next() {
 		e, err := scanEnvelope(rows)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if e, err = Resolve(ctx, s.blobs, s.keys, e); IsErased(err) {
-			continue // erased: as if it had never been appended
+			continue
 		} else if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, e)
+		add(e)
 	}
-	return out, rows.Err()
+	return rows.Err()
 }
