@@ -30,10 +30,7 @@ var evaluatorCandidates = register(Kind[jobs.EvaluatorTrainJob, jobs.EvaluatorCa
 		return []any{"base_model", c.BaseModel, "epochs", c.Epochs, "incumbent", c.IncumbentArtifactKey, "lease_seconds", c.LeaseSeconds}
 	},
 	Lease: func(c jobs.EvaluatorCandidateClaim) int { return c.LeaseSeconds },
-	Fail: func(j *Job[jobs.EvaluatorCandidateClaim], err error) (string, any) {
-		j.Log.Error("evaluator candidate failed", "error", err)
-		return j.Tail(), nil
-	},
+	Fail:  failWithTail[jobs.EvaluatorCandidateClaim]("evaluator candidate failed"),
 	Work: func(ctx context.Context, j *Job[jobs.EvaluatorCandidateClaim]) (jobs.EvaluatorCandidateSucceeded, error) {
 		out, err := j.w.trainCandidate(ctx, j.Log, &j.Args)
 		if err != nil {

@@ -29,10 +29,7 @@ var gepaRuns = register(Kind[jobs.GepaJob, jobs.GepaClaim, json.RawMessage]{
 		return []any{"task_model", c.Job.TaskModel, "reflection_model", c.Job.ReflectionModel, "max_metric_calls", c.Job.MaxMetricCalls}
 	},
 	Lease: func(c jobs.GepaClaim) int { return c.LeaseSeconds },
-	Fail: func(j *Job[jobs.GepaClaim], err error) (string, any) {
-		j.Log.Error("GEPA run failed", "error", err)
-		return j.Tail(), nil
-	},
+	Fail:  failWithTail[jobs.GepaClaim]("GEPA run failed"),
 	Work: func(ctx context.Context, j *Job[jobs.GepaClaim]) (json.RawMessage, error) {
 		res, err := j.w.gepa(ctx, j)
 		if err != nil {

@@ -168,6 +168,15 @@ func (j *Job[Args]) Call(ctx context.Context, kind jobs.Kind, action string, bod
 // Tail is the end of the job's log, as a failure report carries it.
 func (j *Job[Args]) Tail() string { return j.tail.String() }
 
+// failWithTail is a Kind's Fail that logs msg with the error and reports
+// the end of the job's log (what its owner reads of a long job).
+func failWithTail[Args any](msg string) func(j *Job[Args], err error) (string, any) {
+	return func(j *Job[Args], err error) (string, any) {
+		j.Log.Error(msg, "error", err)
+		return j.Tail(), nil
+	}
+}
+
 func (j *Job[Args]) send(ctx context.Context, what, action string, c jobs.Call, out any) error {
 	c.Job = j.msg
 	_, err := retry(ctx, j.w.cfg.ReportRetryFor, j.Log, what, func(ctx context.Context) (struct{}, error) {
