@@ -7,16 +7,12 @@ import (
 	"github.com/criticml/critic/handlers/usecase"
 )
 
-// Workers is usecase.Workers: where GET /base-models learns which bases
-// the workers can load.
-type Workers = usecase.Workers
-
 // WithWorkers sets where GET /base-models learns which bases the workers
 // can load, and modelRoots, where a tenant's local base_model may lie
 // (commands.WithModelRoots: the same rule POST /reward-models applies, so
 // nothing is offered that would be refused); without it the list is the
 // hub default, unreachable.
-func (a *API) WithWorkers(w Workers, modelRoots []string) *API {
+func (a *API) WithWorkers(w usecase.Workers, modelRoots []string) *API {
 	a.workers, a.modelRoots = w, modelRoots
 	return a
 }

@@ -47,7 +47,7 @@ type API struct {
 	// evaluatorPolicy is what GET /evaluator reports; nil → spec defaults.
 	evaluatorPolicy *evaluator.Policy
 	// workers is what GET /base-models lists from; nil → no worker known.
-	workers Workers
+	workers usecase.Workers
 	// modelRoots is where a tenant's local base_model may lie (GET
 	// /base-models offers nothing POST /reward-models would refuse).
 	modelRoots []string

@@ -32,14 +32,6 @@ import (
 // Name is the projection's consumer group.
 const Name = "dispatch"
 
-// Job topics and their messages: the worker's contract, defined once in
-// domain/jobs.
-const (
-	TrainTopic = jobs.TopicTrain
-	ScoreTopic = jobs.TopicScore
-	GepaTopic  = jobs.TopicGepa
-)
-
 // Publisher publishes job commands.
 type Publisher interface {
 	Publish(topic string, msgs ...*message.Message) error
@@ -125,15 +117,15 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 	ctx = requestid.With(ctx, e.CorrelationID)
 	d.countBackground(e)
 	if job, ok := d.labelJob(e); ok {
-		if err := d.publish(LabelTopic, job.TraceID, e.CorrelationID, job); err != nil {
+		if err := d.publish(jobs.TopicLabel, job.TraceID, e.CorrelationID, job); err != nil {
 			return err
 		}
 	}
 	if job, ok := d.assessJob(e); ok {
-		return d.publish(AssessTopic, job.TraceID, e.CorrelationID, job)
+		return d.publish(jobs.TopicAssess, job.TraceID, e.CorrelationID, job)
 	}
 	if job, ok := d.titleJob(e); ok {
-		return d.publish(TitleTopic, job.TraceID, e.CorrelationID, job)
+		return d.publish(jobs.TopicTitle, job.TraceID, e.CorrelationID, job)
 	}
 	switch e.Type {
 	case events.RewardModelRequested, events.RewardModelRetried:
@@ -147,7 +139,7 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 			if err != nil {
 				return err
 			}
-			return d.publish(ExtractTopic, job.ModelID, e.CorrelationID, job)
+			return d.publish(jobs.TopicExtract, job.ModelID, e.CorrelationID, job)
 		}
 		_, err := d.cmds.BuildDataset(ctx, p.ModelID)
 		return err
@@ -161,7 +153,7 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		if err != nil || !ok {
 			return err // already claimed again, finished or failed: nothing to publish
 		}
-		return d.publish(ExtractTopic, job.ModelID, e.CorrelationID, job)
+		return d.publish(jobs.TopicExtract, job.ModelID, e.CorrelationID, job)
 	case events.RewardModelExtractionFinished:
 		var p events.RewardModelExtractionFinishedV1
 		if err := e.Decode(&p); err != nil {
@@ -177,7 +169,7 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		return d.publish(TrainTopic, p.ModelID, e.CorrelationID, jobs.TrainJob{ModelID: p.ModelID, Attempt: p.Attempt, OwnerID: e.OwnerID})
+		return d.publish(jobs.TopicTrain, p.ModelID, e.CorrelationID, jobs.TrainJob{ModelID: p.ModelID, Attempt: p.Attempt, OwnerID: e.OwnerID})
 	case events.RewardModelTrainingRequeued:
 		// A handed-back or lost attempt is claimable again: wake a free
 		// worker now rather than at its next poll.
@@ -185,7 +177,7 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		return d.publish(TrainTopic, p.ModelID, e.CorrelationID, jobs.TrainJob{ModelID: p.ModelID, Attempt: p.Attempt, OwnerID: e.OwnerID})
+		return d.publish(jobs.TopicTrain, p.ModelID, e.CorrelationID, jobs.TrainJob{ModelID: p.ModelID, Attempt: p.Attempt, OwnerID: e.OwnerID})
 	case events.ScoringRunRequested:
 		var p events.ScoringRunRequestedV1
 		if err := e.DecodeOrFail(&p); err != nil {
@@ -194,7 +186,7 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		if p.BatchID != "" {
 			return nil // its batch's job runs it (ScoringBatchRequested)
 		}
-		return d.publish(ScoreTopic, p.RunID, e.CorrelationID, jobs.ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})
+		return d.publish(jobs.TopicScore, p.RunID, e.CorrelationID, jobs.ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})
 	case events.ScoringBatchRequested:
 		var p events.ScoringBatchRequestedV1
 		if err := e.DecodeOrFail(&p); err != nil {
@@ -207,7 +199,7 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		return d.publish(ScoreTopic, p.RunID, e.CorrelationID, jobs.ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})
+		return d.publish(jobs.TopicScore, p.RunID, e.CorrelationID, jobs.ScoreJob{RunID: p.RunID, TraceID: p.TraceID, ModelID: p.ModelID, OwnerID: e.OwnerID})
 	case events.EvaluatorCandidateRequested:
 		var p events.EvaluatorCandidateRequestedV1
 		if err := e.DecodeOrFail(&p); err != nil {
@@ -226,14 +218,14 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.Decode(&p); err != nil {
 			return err
 		}
-		return d.publish(GepaTopic, p.RunID, e.CorrelationID, jobs.GepaJob{RunID: p.RunID, OwnerID: e.OwnerID})
+		return d.publish(jobs.TopicGepa, p.RunID, e.CorrelationID, jobs.GepaJob{RunID: p.RunID, OwnerID: e.OwnerID})
 	case events.GepaRunRequeued:
 		// Handed back or lease expired: the next free worker runs it.
 		var p events.GepaRunRequeuedV1
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		return d.publish(GepaTopic, p.RunID, e.CorrelationID, jobs.GepaJob{RunID: p.RunID, OwnerID: e.OwnerID})
+		return d.publish(jobs.TopicGepa, p.RunID, e.CorrelationID, jobs.GepaJob{RunID: p.RunID, OwnerID: e.OwnerID})
 	}
 	return nil
 }

@@ -5,9 +5,6 @@ import (
 	"github.com/criticml/critic/domain/jobs"
 )
 
-// LabelTopic carries step-label jobs (domain/jobs).
-const LabelTopic = jobs.TopicLabel
-
 // WithLabeler turns step-label jobs on (the deployment has a step-label
 // model). Every import and revision — first import, re-import, session
 // sync, OTLP rebuild — and every labeling retry queues the trace; the
@@ -37,9 +34,6 @@ func (d *Dispatcher) labelJob(e events.Envelope) (jobs.LabelJob, bool) {
 	}
 	return jobs.LabelJob{}, false
 }
-
-// AssessTopic carries section-summary and completion jobs (domain/jobs).
-const AssessTopic = jobs.TopicAssess
 
 // WithAssessments turns assessment jobs on (the deployment has a fast
 // model): every trace.assessment_requested becomes a job for the worker
