@@ -31,7 +31,8 @@ const MaxKeyLen = 255
 // result, never a write's answer) is not kept, and its key is freed.
 const MaxStoredBody = 16 << 20
 
-// Middleware applies Idempotency-Key to every POST of the handler it wraps.
+// Middleware applies Idempotency-Key to every write (POST, PATCH, PUT,
+// DELETE) of the handler it wraps.
 type Middleware struct {
 	store   *Store
 	auth    *edge.Authenticator
@@ -49,13 +50,13 @@ func New(store *Store, auth *edge.Authenticator, maxBody int64, log *slog.Logger
 	return &Middleware{store: store, auth: auth, maxBody: maxBody, log: log, cerr: connect.NewErrorWriter()}
 }
 
-// Wrap returns next behind the middleware. Requests that are not POSTs,
+// Wrap returns next behind the middleware. Requests that are not writes,
 // carry no key, or do not authenticate as an account (the handler answers
 // those) pass straight through.
 func (m *Middleware) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, has := r.Header[Header]
-		if r.Method != http.MethodPost || !has {
+		if !writes[r.Method] || !has {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -84,6 +85,13 @@ func (m *Middleware) Wrap(next http.Handler) http.Handler {
 		m.serve(w, r, next, caller.UserID, key, fingerprint(r, caller.KeyID, body))
 	})
 }
+
+// writes are the methods a key applies to. A PATCH, PUT or DELETE is not
+// always idempotent by itself (a PATCH that toggles, a DELETE whose retry
+// would answer 404 after the first removed the thing), and a client retrying
+// a lost answer needs the first answer back as much as for a POST. GET, HEAD
+// and OPTIONS change nothing: their keys are ignored.
+var writes = map[string]bool{http.MethodPost: true, http.MethodPatch: true, http.MethodPut: true, http.MethodDelete: true}
 
 type readCloser struct {
 	io.Reader

@@ -1,16 +1,16 @@
-// Package idempotency makes every POST safe to retry. A client that sends
-// an `Idempotency-Key` header (IETF draft-ietf-httpapi-idempotency-key-header)
-// gets, for a retry with the same key, the answer of the first request —
-// status, headers and body — and nothing is appended again; the same key
-// with a different request is refused (422), and a retry while the first
-// request still runs is told so (409). So a client that lost an answer (a
-// timeout, a 503, an instance that crashed mid-request) retries without
-// writing twice.
+// Package idempotency makes every write (POST, PATCH, PUT, DELETE) safe to
+// retry. A client that sends an `Idempotency-Key` header (IETF
+// draft-ietf-httpapi-idempotency-key-header) gets, for a retry with the
+// same key, the answer of the first request — status, headers and body —
+// and nothing is appended again; the same key with a different request is
+// refused (422), and a retry while the first request still runs is told so
+// (409). So a client that lost an answer (a timeout, a 503, an instance that
+// crashed mid-request) retries without writing twice.
 //
 // Keys are scoped to the account of the API key that sent them and kept in
 // Postgres (table idempotency_keys) for a day by default, so a retry may go
 // to any API instance. It is one HTTP middleware in front of every surface
-// (REST, OTLP, Connect/gRPC), because all of them answer POSTs.
+// (REST, OTLP, Connect/gRPC), because all of them take writes.
 package idempotency
 
 import (
