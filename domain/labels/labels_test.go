@@ -344,3 +344,12 @@ func TestFromStepsWithStoredLabels(t *testing.T) {
 	require.Equal(t, "a1", l.Labels[3].ChunkID)
 	require.False(t, FromSteps(trace(), nil).Present)
 }
+
+// SchemaJSON is Schema(a) encoded, as a labeler sends it to a provider.
+func SchemaJSON(a Actor) []byte {
+	b, err := json.Marshal(Schema(a))
+	if err != nil {
+		panic(err) // only maps, strings and numbers: cannot fail
+	}
+	return b
+}

@@ -1,7 +1,6 @@
 package labels
 
 import (
-	"encoding/json"
 	"sort"
 )
 
@@ -55,15 +54,6 @@ func Schema(a Actor) map[string]any {
 		"required":             toAny(required),
 		"additionalProperties": false,
 	}
-}
-
-// SchemaJSON is Schema(a) encoded, as a labeler sends it to a provider.
-func SchemaJSON(a Actor) []byte {
-	b, err := json.Marshal(Schema(a))
-	if err != nil {
-		panic(err) // only maps, strings and numbers: cannot fail
-	}
-	return b
 }
 
 func toAny(ss []string) []any {

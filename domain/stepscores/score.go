@@ -74,14 +74,10 @@ type Result struct {
 	Outcome    string
 }
 
-// Score applies the rules to a labeled trace: chunks in trace order and
-// their labels (nil = unlabeled, which scores nothing).
-func Score(chunks []labels.Chunk, ls []*labels.Label) Result {
-	return ScoreWith(chunks, ls, nil)
-}
-
-// ScoreWith is Score with the quality checks a grading model answered, by
-// chunk id (nil or empty: exactly Score). A check changes only the step it
+// ScoreWith applies the rules to a labeled trace: chunks in trace order and
+// their labels (nil = unlabeled, which scores nothing), with the quality
+// checks a grading model answered, by chunk id (nil or empty: none). A
+// check changes only the step it
 // is about, only when that step is open to its question (see QuestionFor)
 // and its distribution is well formed (see Blend); the result's Policy then
 // names CheckPolicy too.

@@ -327,3 +327,9 @@ func TestExpectedCredit(t *testing.T) {
 		require.False(t, ok, name)
 	}
 }
+
+// Score applies the rules to a labeled trace: chunks in trace order and
+// their labels (nil = unlabeled, which scores nothing).
+func Score(chunks []labels.Chunk, ls []*labels.Label) Result {
+	return ScoreWith(chunks, ls, nil)
+}

@@ -264,10 +264,6 @@ func convert(m map[string]any) (*llm.Schema, error) {
 	return s, nil
 }
 
-// SchemaJSON is the schema sent for an actor (tests compare it with
-// labels.Schema).
-func SchemaJSON(a labels.Actor) ([]byte, error) { return json.Marshal(schemaFor(a)) }
-
 // quoted reports whether evidence is empty or occurs in the chunk's text
 // (content, tool name, tool input), ignoring case and runs of whitespace:
 // a label's evidence is checked against the source by code, never taken on

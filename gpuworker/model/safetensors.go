@@ -271,20 +271,3 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
-
-// F32Bytes streams a float32 slice as little-endian bytes.
-func F32Bytes(data []float32) func(io.Writer) error {
-	return func(w io.Writer) error {
-		buf := make([]byte, 0, 64<<10)
-		for i, v := range data {
-			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(v))
-			if len(buf) == cap(buf) || i == len(data)-1 {
-				if _, err := w.Write(buf); err != nil {
-					return err
-				}
-				buf = buf[:0]
-			}
-		}
-		return nil
-	}
-}

@@ -84,15 +84,12 @@ func ReadJSONL[T any](path string) ([]T, error) {
 	return out, sc.Err()
 }
 
-// TraceSplit is the trace-level held-out split of spec 002 (domain/rewardmodels).
-type TraceSplit = rewardmodels.TraceSplit
-
 // EvalFraction of source traces is held out (spec 002 "Training settings").
 const EvalFraction = rewardmodels.EvalFraction
 
 // SplitByTrace is rewardmodels.SplitByTrace over the pairs' source traces:
 // the learning report computes the same split from the dataset.
-func SplitByTrace(pairs []Pair, seed uint64) TraceSplit {
+func SplitByTrace(pairs []Pair, seed uint64) rewardmodels.TraceSplit {
 	traces := make([][]string, len(pairs))
 	for i, p := range pairs {
 		traces[i] = p.Traces()

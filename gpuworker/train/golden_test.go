@@ -234,3 +234,12 @@ func abs(x float64) float64 {
 	}
 	return x
 }
+
+// batchArgs is params followed by the batch tensors, as graph arguments.
+func batchArgs(ps []*tensors.Tensor, b model.Batch) []any {
+	args := make([]any, 0, len(ps)+3)
+	for _, p := range ps {
+		args = append(args, p)
+	}
+	return append(args, b.IDs, b.KeyMask, b.Pool)
+}

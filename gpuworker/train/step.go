@@ -3,7 +3,6 @@ package train
 import (
 	"github.com/gomlx/compute/dtypes"
 	. "github.com/gomlx/gomlx/core/graph" //nolint:revive // graph code reads better unqualified
-	"github.com/gomlx/gomlx/core/tensors"
 
 	"github.com/criticml/critic/gpuworker/model"
 )
@@ -86,13 +85,4 @@ func newExec(m *model.Model, fn func(g *Graph, in []*Node) []*Node) (*Exec, erro
 	}
 	e.SetMaxCache(-1)
 	return e, nil
-}
-
-// batchArgs is params followed by the batch tensors, as graph arguments.
-func batchArgs(ps []*tensors.Tensor, b model.Batch) []any {
-	args := make([]any, 0, len(ps)+3)
-	for _, p := range ps {
-		args = append(args, p)
-	}
-	return append(args, b.IDs, b.KeyMask, b.Pool)
 }

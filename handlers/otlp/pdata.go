@@ -30,26 +30,3 @@ func SplitPLogs(ld plog.Logs) (recs []formats.RawSpan, unjoinable, other int, er
 	}
 	return formats.SplitLogs(b)
 }
-
-// TracesFromOTLP builds the canonical traces of decoded traces and logs
-// (either may be empty), exactly as the `otel` import would.
-func TracesFromOTLP(td ptrace.Traces, ld plog.Logs) ([]domain.Trace, error) {
-	var payload []byte
-	if td.SpanCount() > 0 {
-		b, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
-		if err != nil {
-			return nil, domain.Invalid("re-encoding spans: %v", err)
-		}
-		payload = append(payload, b...)
-		payload = append(payload, '\n')
-	}
-	if ld.LogRecordCount() > 0 {
-		b, err := (&plog.JSONMarshaler{}).MarshalLogs(ld)
-		if err != nil {
-			return nil, domain.Invalid("re-encoding logs: %v", err)
-		}
-		payload = append(payload, b...)
-		payload = append(payload, '\n')
-	}
-	return formats.OTel{}.Parse(payload)
-}

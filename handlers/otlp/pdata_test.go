@@ -3,9 +3,11 @@ package otlp
 import (
 	"testing"
 
-	"github.com/stretchr/testify/require"
 	"os"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/formats"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -34,4 +36,27 @@ func TestOTelPDataBridge(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, hasLLM)
 	require.Equal(t, want[0], tr)
+}
+
+// TracesFromOTLP builds the canonical traces of decoded traces and logs
+// (either may be empty), exactly as the `otel` import would.
+func TracesFromOTLP(td ptrace.Traces, ld plog.Logs) ([]domain.Trace, error) {
+	var payload []byte
+	if td.SpanCount() > 0 {
+		b, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
+		if err != nil {
+			return nil, domain.Invalid("re-encoding spans: %v", err)
+		}
+		payload = append(payload, b...)
+		payload = append(payload, '\n')
+	}
+	if ld.LogRecordCount() > 0 {
+		b, err := (&plog.JSONMarshaler{}).MarshalLogs(ld)
+		if err != nil {
+			return nil, domain.Invalid("re-encoding logs: %v", err)
+		}
+		payload = append(payload, b...)
+		payload = append(payload, '\n')
+	}
+	return formats.OTel{}.Parse(payload)
 }
