@@ -100,10 +100,10 @@ func TestOpenAPIServedWithoutKey(t *testing.T) {
 	require.JSONEq(t, string(rest.OpenAPI), rec.Body.String())
 }
 
-// TestOpenAPIPostsTakeIdempotencyKey: every POST documents the
-// Idempotency-Key header (handlers/idempotency serves it on all of them),
-// through the one reusable parameter.
-func TestOpenAPIPostsTakeIdempotencyKey(t *testing.T) {
+// TestOpenAPIWritesTakeIdempotencyKey: every POST, PATCH, PUT and DELETE
+// documents the Idempotency-Key header (handlers/idempotency serves it on
+// all of them), through the one reusable parameter.
+func TestOpenAPIWritesTakeIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	var doc struct {
 		Paths      map[string]map[string]json.RawMessage `json:"paths"`
@@ -118,28 +118,32 @@ func TestOpenAPIPostsTakeIdempotencyKey(t *testing.T) {
 	p := doc.Components.Parameters["IdempotencyKey"]
 	require.Equal(t, "Idempotency-Key", p.Name)
 	require.Equal(t, "header", p.In)
-	posts := 0
+	writes := map[string]int{}
 	for path, item := range doc.Paths {
-		raw, ok := item["post"]
-		if !ok {
-			continue
+		for method, raw := range item {
+			if method != "post" && method != "patch" && method != "put" && method != "delete" {
+				continue
+			}
+			var op struct {
+				Parameters []struct {
+					Ref string `json:"$ref"`
+				} `json:"parameters"`
+				Security *[]any `json:"security"`
+			}
+			require.NoError(t, json.Unmarshal(raw, &op))
+			if op.Security != nil && len(*op.Security) == 0 {
+				continue // unauthenticated (a one-time sign-in link): replays are keyed by account, it has none
+			}
+			writes[method]++
+			var refs []string
+			for _, prm := range op.Parameters {
+				refs = append(refs, prm.Ref)
+			}
+			require.Contains(t, refs, "#/components/parameters/IdempotencyKey", "%s %s", strings.ToUpper(method), path)
 		}
-		var op struct {
-			Parameters []struct {
-				Ref string `json:"$ref"`
-			} `json:"parameters"`
-			Security *[]any `json:"security"`
-		}
-		require.NoError(t, json.Unmarshal(raw, &op))
-		if op.Security != nil && len(*op.Security) == 0 {
-			continue // unauthenticated (a one-time sign-in link): replays are keyed by account, it has none
-		}
-		posts++
-		var refs []string
-		for _, prm := range op.Parameters {
-			refs = append(refs, prm.Ref)
-		}
-		require.Contains(t, refs, "#/components/parameters/IdempotencyKey", "POST %s", path)
 	}
-	require.Greater(t, posts, 10)
+	require.Greater(t, writes["post"], 10)
+	require.Positive(t, writes["patch"])
+	require.Positive(t, writes["put"])
+	require.Positive(t, writes["delete"])
 }
