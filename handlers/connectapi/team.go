@@ -27,21 +27,6 @@ func memberToProto(m readmodel.Member) *criticv1.Member {
 	return &criticv1.Member{Id: m.ID, Name: m.Name, Role: string(m.Role), CreatedAt: timestamppb.New(m.CreatedAt), Removed: m.Removed}
 }
 
-// member reads one member of the caller's account: another account's
-// member is not found.
-func (s *TeamService) member(ctx context.Context, id string) (readmodel.Member, error) {
-	ms, err := s.d.Queries.Members(ctx, edge.CallerFrom(ctx).UserID)
-	if err != nil {
-		return readmodel.Member{}, err
-	}
-	for _, m := range ms {
-		if m.ID == id {
-			return m, nil
-		}
-	}
-	return readmodel.Member{}, domain.NotFound("member", id)
-}
-
 // ListMembers is GET /members.
 func (s *TeamService) ListMembers(ctx context.Context, _ *connect.Request[criticv1.ListMembersRequest]) (*connect.Response[criticv1.ListMembersResponse], error) {
 	ms, err := s.d.Queries.Members(ctx, edge.CallerFrom(ctx).UserID)
@@ -81,7 +66,7 @@ func (s *TeamService) AddMember(ctx context.Context, req *connect.Request[critic
 	if err := s.d.backend().Settle(ctx, res.Result); err != nil {
 		return nil, err
 	}
-	m, err := s.member(ctx, res.Member.ID)
+	m, err := s.d.Queries.Member(ctx, edge.CallerFrom(ctx).UserID, res.Member.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +80,7 @@ func (s *TeamService) ChangeMemberRole(ctx context.Context, req *connect.Request
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.member(ctx, id); err != nil {
+	if _, err := s.d.Queries.Member(ctx, edge.CallerFrom(ctx).UserID, id); err != nil {
 		return nil, err
 	}
 	res, err := s.d.Cmds.ChangeMemberRole(ctx, c.UserID, c.MemberID, id, r)
@@ -105,7 +90,7 @@ func (s *TeamService) ChangeMemberRole(ctx context.Context, req *connect.Request
 	if err := s.d.backend().Settle(ctx, res); err != nil {
 		return nil, err
 	}
-	m, err := s.member(ctx, id)
+	m, err := s.d.Queries.Member(ctx, edge.CallerFrom(ctx).UserID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +100,7 @@ func (s *TeamService) ChangeMemberRole(ctx context.Context, req *connect.Request
 // RemoveMember is DELETE /members/{member_id}.
 func (s *TeamService) RemoveMember(ctx context.Context, req *connect.Request[criticv1.RemoveMemberRequest]) (*connect.Response[criticv1.RemoveMemberResponse], error) {
 	c, id := edge.CallerFrom(ctx), req.Msg.MemberId
-	if _, err := s.member(ctx, id); err != nil {
+	if _, err := s.d.Queries.Member(ctx, edge.CallerFrom(ctx).UserID, id); err != nil {
 		return nil, err
 	}
 	res, err := s.d.Cmds.RemoveMember(ctx, c.UserID, c.MemberID, id, req.Msg.Reason)

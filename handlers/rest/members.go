@@ -78,26 +78,12 @@ func (a *API) addMember(w http.ResponseWriter, r *http.Request) error {
 	if err := a.settle(r.Context(), res.Result); err != nil {
 		return err
 	}
-	m, err := a.member(r, res.Member.ID)
+	m, err := a.queries.Member(r.Context(), edge.CallerFrom(r.Context()).UserID, res.Member.ID)
 	if err != nil {
 		return err
 	}
 	edge.WriteJSON(w, http.StatusCreated, addMemberResponse{Member: toMemberJSON(m), APIKey: res.APIKey, SignInURL: inviteURL(r, res.InviteToken)})
 	return nil
-}
-
-// member reads one member of the caller's account (404 for another's).
-func (a *API) member(r *http.Request, id string) (readmodel.Member, error) {
-	ms, err := a.queries.Members(r.Context(), edge.CallerFrom(r.Context()).UserID)
-	if err != nil {
-		return readmodel.Member{}, err
-	}
-	for _, m := range ms {
-		if m.ID == id {
-			return m, nil
-		}
-	}
-	return readmodel.Member{}, domain.NotFound("member", id)
 }
 
 // origin is the scheme and host the request reached.
@@ -128,7 +114,7 @@ func (a *API) changeMember(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	c, id := edge.CallerFrom(r.Context()), r.PathValue("member_id")
-	if _, err := a.member(r, id); err != nil {
+	if _, err := a.queries.Member(r.Context(), edge.CallerFrom(r.Context()).UserID, id); err != nil {
 		return err
 	}
 	res, err := a.cmds.ChangeMemberRole(r.Context(), c.UserID, c.MemberID, id, role)
@@ -138,7 +124,7 @@ func (a *API) changeMember(w http.ResponseWriter, r *http.Request) error {
 	if err := a.settle(r.Context(), res); err != nil {
 		return err
 	}
-	m, err := a.member(r, id)
+	m, err := a.queries.Member(r.Context(), edge.CallerFrom(r.Context()).UserID, id)
 	if err != nil {
 		return err
 	}
@@ -151,7 +137,7 @@ func (a *API) changeMember(w http.ResponseWriter, r *http.Request) error {
 // admin is 409 last_admin.
 func (a *API) removeMember(w http.ResponseWriter, r *http.Request) error {
 	c, id := edge.CallerFrom(r.Context()), r.PathValue("member_id")
-	if _, err := a.member(r, id); err != nil {
+	if _, err := a.queries.Member(r.Context(), edge.CallerFrom(r.Context()).UserID, id); err != nil {
 		return err
 	}
 	res, err := a.cmds.RemoveMember(r.Context(), c.UserID, c.MemberID, id, r.URL.Query().Get("reason"))

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/platform/pg"
@@ -42,6 +43,21 @@ var (
 		return exec(ctx, tx, `UPDATE rm_members SET removed = true WHERE owner_id = $1 AND member_id = $2`, e.OwnerID, p.MemberID)
 	})
 )
+
+// Member reads one member of an account: another account's member is not
+// found.
+func (q *Queries) Member(ctx context.Context, ownerID, id string) (Member, error) {
+	ms, err := q.Members(ctx, ownerID)
+	if err != nil {
+		return Member{}, err
+	}
+	for _, m := range ms {
+		if m.ID == id {
+			return m, nil
+		}
+	}
+	return Member{}, domain.NotFound("member", id)
+}
 
 // Members lists an account's members in the order they joined, removed
 // ones included (their annotations stay attributed to them).
