@@ -135,6 +135,11 @@ func runScoreBackgroundBench(b *testing.B) {
 		in.importTraces(key, "stash", strings.Join(lines[i:min(i+1000, burst)], "\n"))
 	}
 	imported := time.Now()
+	apiImport, pgImport := procCPU(in.cmd.Process.Pid)-apiCPU, time.Duration(0)
+	{
+		_, pg := in.cpuByProcess(b)
+		pgImport = usedSince(pg0, pg)
+	}
 	waitScored(before + burst*nModels)
 	pipeline := time.Since(start)
 	afterDebounce := time.Since(imported.Add(debounce))
@@ -254,6 +259,8 @@ func runScoreBackgroundBench(b *testing.B) {
 	fmt.Printf("score-background: CPU during the burst (%d cores): API process %.1f s, worker %.1f s, PostgreSQL %.1f s, the machine's other work %.1f s; per trace API %.1f ms, PostgreSQL %.1f ms, worker %.1f ms\n",
 		runtime.NumCPU(), apiCPU.Seconds(), workerCPU.Seconds(), pgCPU.Seconds(), (machineBurst - apiCPU - workerCPU - pgCPU).Seconds(),
 		1000*apiCPU.Seconds()/n, 1000*pgCPU.Seconds()/n, 1000*workerCPU.Seconds()/n)
+	fmt.Printf("score-background: of which the import itself (until the import calls answered, %s): API %.1f s, PostgreSQL %.1f s\n",
+		imported.Sub(start).Round(time.Millisecond), apiImport.Seconds(), pgImport.Seconds())
 	for i, name := range []string{"the worker's engine (" + worker.ScoringBackend(model.Config{HiddenSize: hidden}) + ")", "the default engine (op-parallel)"} {
 		fmt.Printf("score-background: raw, the same texts in the worker's engine calls (trace by trace; GOMAXPROCS=%d, as the worker) on %s: %s = %.1f scorings/s (CPU %.1f s, the machine's other work %.1f s)\n",
 			runtime.GOMAXPROCS(0), name, raw[i].wall.Round(time.Millisecond), n/raw[i].wall.Seconds(), raw[i].cpu.Seconds(), (raw[i].machine - raw[i].cpu).Seconds())
