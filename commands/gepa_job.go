@@ -64,33 +64,6 @@ func (c *Commands) ClaimGepa(ctx context.Context, workerID, runID string, lease 
 		MaxMetricCalls: rq.MaxMetricCalls, ExamplesKey: rq.ExamplesKey, InputVersion: rq.InputVersion}}, nil
 }
 
-// GepaHeartbeat renews the holder's lease with its progress.
-func (c *Commands) GepaHeartbeat(ctx context.Context, workerID, runID string, p events.GepaProgress) (Result, error) {
-	return c.onGepa(ctx, runID, workerActor(workerID), func(st rewardmodels.GepaState) (string, any, error) {
-		return events.GepaRunHeartbeat, events.GepaRunHeartbeatV1{RunID: runID, WorkerID: workerID, Progress: p}, rewardmodels.CheckGepaHolder(st, runID, workerID)
-	})
-}
-
-// RecordGepaCandidate records one evaluated proposal (it also renews the lease).
-func (c *Commands) RecordGepaCandidate(ctx context.Context, workerID, runID string, cand events.GepaRunCandidateEvaluatedV1) (Result, error) {
-	if cand.Score != nil && !unit(*cand.Score) || !unit(cand.MinibatchScore) || !unit(cand.ParentMinibatchScore) {
-		return Result{}, domain.Invalid("candidate scores must be finite numbers between 0 and 1")
-	}
-	if cand.Progress.MetricCalls < 0 {
-		return Result{}, domain.Invalid("progress.metric_calls must not be negative")
-	}
-	cand.RunID = runID
-	return c.onGepa(ctx, runID, workerActor(workerID), func(st rewardmodels.GepaState) (string, any, error) {
-		if err := rewardmodels.CheckGepaHolder(st, runID, workerID); err != nil {
-			return "", nil, err
-		}
-		if cand.Progress.MetricCalls > st.Requested.MaxMetricCalls {
-			return "", nil, domain.Invalid("progress.metric_calls %d exceeds the run's max_metric_calls %d", cand.Progress.MetricCalls, st.Requested.MaxMetricCalls)
-		}
-		return events.GepaRunCandidateEvaluated, cand, nil
-	})
-}
-
 func unit(x float64) bool { return !math.IsNaN(x) && x >= 0 && x <= 1 }
 
 // GepaResult is result.json as the API checks it before recording it.
@@ -151,24 +124,6 @@ func CheckGepaResult(raw json.RawMessage, budget int) (GepaResult, error) {
 	return r, nil
 }
 
-// SucceedGepa records the holder's validated result.
-func (c *Commands) SucceedGepa(ctx context.Context, workerID, runID string, raw json.RawMessage) (Result, error) {
-	return c.onGepa(ctx, runID, workerActor(workerID), func(st rewardmodels.GepaState) (string, any, error) {
-		if err := rewardmodels.CheckGepaHolder(st, runID, workerID); err != nil {
-			return "", nil, err
-		}
-		_, err := CheckGepaResult(raw, st.Requested.MaxMetricCalls)
-		return events.GepaRunSucceeded, events.GepaRunSucceededV1{RunID: runID, Result: raw}, err
-	})
-}
-
-// FailGepa records the holder's failure; msg is the end of the worker log.
-func (c *Commands) FailGepa(ctx context.Context, workerID, runID, msg string) (Result, error) {
-	return c.onGepa(ctx, runID, workerActor(workerID), func(st rewardmodels.GepaState) (string, any, error) {
-		return events.GepaRunFailed, events.GepaRunFailedV1{RunID: runID, Error: tail(msg, 2000)}, rewardmodels.CheckGepaHolder(st, runID, workerID)
-	})
-}
-
 // ExpireGepaLease handles a running run whose worker stopped heartbeating
 // (the stream decides; the read model only nominates): it goes back to the
 // queue for the next free worker, or fails once MaxLostRuns runs were lost.
@@ -176,15 +131,6 @@ func (c *Commands) ExpireGepaLease(ctx context.Context, runID string, now time.T
 	return c.onGepa(ctx, runID, Actor{}, func(st rewardmodels.GepaState) (string, any, error) {
 		out, _ := rewardmodels.DecideGepaLeaseExpiry(st, runID, now)
 		return expiry(events.GepaRunRequeued, out.Requeue, events.GepaRunFailed, out.Fail)
-	})
-}
-
-// HandBackGepa returns the holder's running run to the queue (the worker is
-// stopping); the dispatch projection publishes the job again.
-func (c *Commands) HandBackGepa(ctx context.Context, workerID, runID, reason string) (Result, error) {
-	return c.onGepa(ctx, runID, workerActor(workerID), func(st rewardmodels.GepaState) (string, any, error) {
-		p, err := rewardmodels.DecideGepaHandBack(st, runID, workerID, reason)
-		return events.GepaRunRequeued, p, err
 	})
 }
 
@@ -210,20 +156,56 @@ func (c *Commands) gepaJob() jobActions {
 		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
 			return c.ClaimGepa(ctx, r.Worker, r.ID, r.Lease)
 		}),
+		// A beat renews the holder's lease with its progress.
 		jobs.Beat: onJob(func(ctx context.Context, r call[events.GepaProgress]) (any, error) {
-			return jobAck(c.GepaHeartbeat(ctx, r.Worker, r.ID, r.Body))
+			return jobAck(c.onGepa(ctx, r.ID, workerActor(r.Worker), func(st rewardmodels.GepaState) (string, any, error) {
+				return events.GepaRunHeartbeat, events.GepaRunHeartbeatV1{RunID: r.ID, WorkerID: r.Worker, Progress: r.Body},
+					rewardmodels.CheckGepaHolder(st, r.ID, r.Worker)
+			}))
 		}),
+		// A report is one evaluated proposal (it also renews the lease).
 		jobs.Report: onJob(func(ctx context.Context, r call[events.GepaRunCandidateEvaluatedV1]) (any, error) {
-			return jobAck(c.RecordGepaCandidate(ctx, r.Worker, r.ID, r.Body))
+			cand := r.Body
+			if cand.Score != nil && !unit(*cand.Score) || !unit(cand.MinibatchScore) || !unit(cand.ParentMinibatchScore) {
+				return jobAck(Result{}, domain.Invalid("candidate scores must be finite numbers between 0 and 1"))
+			}
+			if cand.Progress.MetricCalls < 0 {
+				return jobAck(Result{}, domain.Invalid("progress.metric_calls must not be negative"))
+			}
+			cand.RunID = r.ID
+			return jobAck(c.onGepa(ctx, r.ID, workerActor(r.Worker), func(st rewardmodels.GepaState) (string, any, error) {
+				if err := rewardmodels.CheckGepaHolder(st, r.ID, r.Worker); err != nil {
+					return "", nil, err
+				}
+				if cand.Progress.MetricCalls > st.Requested.MaxMetricCalls {
+					return "", nil, domain.Invalid("progress.metric_calls %d exceeds the run's max_metric_calls %d", cand.Progress.MetricCalls, st.Requested.MaxMetricCalls)
+				}
+				return events.GepaRunCandidateEvaluated, cand, nil
+			}))
 		}),
+		// The result is the holder's result.json, checked (CheckGepaResult).
 		jobs.Finish: onJob(func(ctx context.Context, r call[json.RawMessage]) (any, error) {
-			return jobAck(c.SucceedGepa(ctx, r.Worker, r.ID, r.Body))
+			return jobAck(c.onGepa(ctx, r.ID, workerActor(r.Worker), func(st rewardmodels.GepaState) (string, any, error) {
+				if err := rewardmodels.CheckGepaHolder(st, r.ID, r.Worker); err != nil {
+					return "", nil, err
+				}
+				_, err := CheckGepaResult(r.Body, st.Requested.MaxMetricCalls)
+				return events.GepaRunSucceeded, events.GepaRunSucceededV1{RunID: r.ID, Result: r.Body}, err
+			}))
 		}),
+		// A failure carries the end of the worker's log.
 		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			return jobAck(c.FailGepa(ctx, r.Worker, r.ID, r.Error))
+			return jobAck(c.onGepa(ctx, r.ID, workerActor(r.Worker), func(st rewardmodels.GepaState) (string, any, error) {
+				return events.GepaRunFailed, events.GepaRunFailedV1{RunID: r.ID, Error: tail(r.Error, 2000)}, rewardmodels.CheckGepaHolder(st, r.ID, r.Worker)
+			}))
 		}),
+		// A hand-back returns the run to the queue (the worker is stopping);
+		// the dispatch projection publishes the job again.
 		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			return jobAck(c.HandBackGepa(ctx, r.Worker, r.ID, r.Reason))
+			return jobAck(c.onGepa(ctx, r.ID, workerActor(r.Worker), func(st rewardmodels.GepaState) (string, any, error) {
+				p, err := rewardmodels.DecideGepaHandBack(st, r.ID, r.Worker, r.Reason)
+				return events.GepaRunRequeued, p, err
+			}))
 		}),
 	}
 }
