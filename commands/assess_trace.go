@@ -86,14 +86,14 @@ type AssessmentAnswer struct {
 	Error   string
 }
 
-// RecordAssessment appends a worker's answer for one item when the item is
+// recordAssessment appends a worker's answer for one item when the item is
 // still current: a section bound to exactly its range with a 0–1 score (or
 // null) and a reason; a completion estimate for exactly the requested
 // tasks, with ordered checkpoints inside them and 0–1 values, no progress
 // earned at a user message. An answer that fails these checks is recorded
 // as a failure naming the check (trace.assessment_failed), never cached as
 // an answer. A stale item is a no-op.
-func (c *Commands) RecordAssessment(ctx context.Context, workerID, traceID string, a AssessmentAnswer) (Result, error) {
+func (c *Commands) recordAssessment(ctx context.Context, workerID, traceID string, a AssessmentAnswer) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
 		s, err := c.loadTrace(ctx, traceID)
 		if err != nil {
@@ -181,7 +181,7 @@ func (c *Commands) assessJob() jobActions {
 				ans.Section = &sections.Summary{FirstStepID: b.Item.Range.FirstStepID, LastStepID: b.Item.Range.LastStepID,
 					Title: &s.Title, Summary: &s.Summary, Objective: &s.Objective, Score: s.Score, Reason: &s.Reason}
 			}
-			return jobAck(c.RecordAssessment(ctx, r.Worker, r.ID, ans))
+			return jobAck(c.recordAssessment(ctx, r.Worker, r.ID, ans))
 		}),
 		jobs.Finish: onJob(func(context.Context, call[struct{}]) (any, error) { return jobs.Ack{OK: true}, nil }),
 	}

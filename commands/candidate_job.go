@@ -92,10 +92,10 @@ func (c *Commands) FailCandidate(ctx context.Context, workerID, id, msg string) 
 	})
 }
 
-// HandBackCandidate returns the holder's running candidate to the queue
+// handBackCandidate returns the holder's running candidate to the queue
 // (the worker is stopping); the dispatch projection publishes its job
 // again and the next free worker trains it from the start.
-func (c *Commands) HandBackCandidate(ctx context.Context, workerID, id, reason string) (Result, error) {
+func (c *Commands) handBackCandidate(ctx context.Context, workerID, id, reason string) (Result, error) {
 	if reason == "" {
 		reason = "worker " + workerID + " stopped"
 	}
@@ -181,7 +181,7 @@ func (c *Commands) candidateJob() jobActions {
 			return jobAck(c.FailCandidate(ctx, r.Worker, r.ID, r.Error))
 		}),
 		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			return jobAck(c.HandBackCandidate(ctx, r.Worker, r.ID, r.Reason))
+			return jobAck(c.handBackCandidate(ctx, r.Worker, r.ID, r.Reason))
 		}),
 	}
 }

@@ -125,8 +125,8 @@ func pairFindings(r events.RewardModelFeedbackExtractedV1) int {
 	return n
 }
 
-// ExtractionProgress renews the holder's lease and records targets done.
-func (c *Commands) ExtractionProgress(ctx context.Context, workerID, modelID string, attempt, done int) (Result, error) {
+// extractionProgress renews the holder's lease and records targets done.
+func (c *Commands) extractionProgress(ctx context.Context, workerID, modelID string, attempt, done int) (Result, error) {
 	return c.onModel(ctx, modelID, workerActor(workerID), func(st rewardmodels.State) (string, any, error) {
 		return events.RewardModelExtractionProgressed, events.RewardModelExtractionProgressedV1{ModelID: st.ID, Attempt: attempt,
 			WorkerID: workerID, TargetsDone: done}, rewardmodels.CheckExtractionHolder(st, attempt, workerID)
@@ -262,7 +262,7 @@ func (c *Commands) extractionJob() jobActions {
 				ClassifierModel: x.ClassifierModel, LeaseSeconds: x.LeaseSeconds, TargetsTotal: x.TargetsTotal, TargetsDone: x.TargetsDone}, nil
 		}),
 		jobs.Beat: onJob(func(ctx context.Context, r call[jobs.ExtractionProgress]) (any, error) {
-			return jobAck(c.ExtractionProgress(ctx, r.Worker, r.ID, r.Job.Attempt, r.Body.TargetsDone))
+			return jobAck(c.extractionProgress(ctx, r.Worker, r.ID, r.Job.Attempt, r.Body.TargetsDone))
 		}),
 		// The record's own worker_id is overwritten by the call's: the
 		// API, not the worker, decides what the stored event says.

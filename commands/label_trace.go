@@ -55,11 +55,11 @@ func stateSteps(s traces.State) []domain.Step {
 	return steps
 }
 
-// RecordLabelingFailure appends trace.labeling_failed for the current
+// recordLabelingFailure appends trace.labeling_failed for the current
 // revision: the chunks the labeler could not label, and why. A report for
 // a revision that is no longer current is a no-op (the new revision has a
 // job of its own).
-func (c *Commands) RecordLabelingFailure(ctx context.Context, workerID, traceID string, revision int, in jobs.LabelFailure, errMsg string) (Result, error) {
+func (c *Commands) recordLabelingFailure(ctx context.Context, workerID, traceID string, revision int, in jobs.LabelFailure, errMsg string) (Result, error) {
 	msg := strings.TrimSpace(errMsg)
 	if msg == "" {
 		return Result{}, domain.Invalid("error is required: say why labeling failed")
@@ -104,7 +104,7 @@ func (c *Commands) labelJob() jobActions {
 		}),
 		jobs.Finish: onJob(func(context.Context, call[struct{}]) (any, error) { return jobs.Ack{OK: true}, nil }),
 		jobs.Fail: onJob(func(ctx context.Context, r call[jobs.LabelFailure]) (any, error) {
-			return jobAck(c.RecordLabelingFailure(ctx, r.Worker, r.ID, r.Job.Revision, r.Body, r.Error))
+			return jobAck(c.recordLabelingFailure(ctx, r.Worker, r.ID, r.Job.Revision, r.Body, r.Error))
 		}),
 	}
 }
