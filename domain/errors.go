@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 )
@@ -48,9 +49,7 @@ func AtLine(err error, line int) error {
 	var v *ValidationError
 	if errors.As(err, &v) {
 		c := *v
-		if c.Line == 0 {
-			c.Line = line
-		}
+		c.Line = cmp.Or(c.Line, line)
 		return &c
 	}
 	return &ValidationError{Code: "invalid_trace", Line: line, Message: err.Error()}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"time"
@@ -21,9 +22,7 @@ type evaluatorSchedule struct {
 
 func loadEvaluatorSchedule() (evaluatorSchedule, error) {
 	s := evaluatorSchedule{Base: os.Getenv("CRITIC_EVALUATOR_BASE_MODEL")}
-	if s.Base == "" {
-		s.Base = rewardmodels.DefaultBaseModel
-	}
+	s.Base = cmp.Or(s.Base, rewardmodels.DefaultBaseModel)
 	if v := os.Getenv("CRITIC_EVALUATOR_TRAIN_EVERY"); v != "" && v != "0" && v != "off" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < time.Minute {

@@ -7,6 +7,7 @@
 package assessment
 
 import (
+	"cmp"
 	"encoding/json"
 
 	"github.com/criticml/critic/domain"
@@ -193,9 +194,7 @@ func rubricSummary(meta map[string]any, ids []string) (*StepScores, bool) {
 	if ss.Tasks == nil {
 		ss.Tasks = []Task{}
 	}
-	if ss.Policy == "" {
-		ss.Policy = "imported"
-	}
+	ss.Policy = cmp.Or(ss.Policy, "imported")
 	ss.Source = SourceImported
 	return &ss, true
 }

@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -70,9 +71,7 @@ func (AnthropicMessages) Parse(data []byte) ([]domain.Trace, error) {
 			return err
 		}
 		if resp != nil {
-			if t.ExternalID == "" {
-				t.ExternalID = resp.ID
-			}
+			t.ExternalID = cmp.Or(t.ExternalID, resp.ID)
 			if resp.Model != "" {
 				if t.Metadata == nil {
 					t.Metadata = map[string]any{}

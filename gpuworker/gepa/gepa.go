@@ -36,6 +36,7 @@
 package gepa
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -237,9 +238,7 @@ type run struct {
 // Optimize runs GEPA and returns the result, or a typed error saying why
 // the run failed.
 func Optimize(ctx context.Context, cfg Config) (*Result, error) {
-	if cfg.MaxMetricCalls == 0 {
-		cfg.MaxMetricCalls = DefaultMaxMetricCalls
-	}
+	cfg.MaxMetricCalls = cmp.Or(cfg.MaxMetricCalls, DefaultMaxMetricCalls)
 	if cfg.MaxMetricCalls < 0 {
 		return nil, fmt.Errorf("max_metric_calls must be positive, got %d", cfg.MaxMetricCalls)
 	}

@@ -5,6 +5,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -112,9 +113,7 @@ func ModelRoots(cacheDir string, getenv func(string) string) ([]string, error) {
 // NewFromEnv reads HF_ENDPOINT, HF_TOKEN and CRITIC_DATA_DIR (default ".data").
 func NewFromEnv() *Client {
 	c := &Client{Endpoint: os.Getenv("HF_ENDPOINT"), Token: os.Getenv("HF_TOKEN"), HTTP: http.DefaultClient}
-	if c.Endpoint == "" {
-		c.Endpoint = DefaultEndpoint
-	}
+	c.Endpoint = cmp.Or(c.Endpoint, DefaultEndpoint)
 	data := os.Getenv("CRITIC_DATA_DIR")
 	if data == "" {
 		data = ".data"

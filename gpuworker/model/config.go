@@ -5,6 +5,7 @@
 package model
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -98,9 +99,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	if v, ok := raw["pad_token_id"].(float64); ok {
 		c.PadTokenID = int(v)
 	}
-	if c.NumKeyValueHeads == 0 {
-		c.NumKeyValueHeads = c.NumAttentionHeads
-	}
+	c.NumKeyValueHeads = cmp.Or(c.NumKeyValueHeads, c.NumAttentionHeads)
 	if c.HeadDim == 0 && c.NumAttentionHeads > 0 {
 		c.HeadDim = c.HiddenSize / c.NumAttentionHeads
 	}

@@ -24,6 +24,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -194,9 +195,7 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	if cfg.ConsumerGroup == "" {
-		cfg.ConsumerGroup = jobs.ConsumerGroup
-	}
+	cfg.ConsumerGroup = cmp.Or(cfg.ConsumerGroup, jobs.ConsumerGroup)
 	if cfg.HeartbeatMinInterval <= 0 {
 		cfg.HeartbeatMinInterval = time.Second
 	}
@@ -215,9 +214,7 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.ReleaseBusyAfter <= 0 {
 		cfg.ReleaseBusyAfter = 2 * time.Second
 	}
-	if cfg.Compute == "" {
-		cfg.Compute = rewardmodels.ComputeWorker
-	}
+	cfg.Compute = cmp.Or(cfg.Compute, rewardmodels.ComputeWorker)
 	if cfg.ClaimPollInterval <= 0 {
 		cfg.ClaimPollInterval = 2 * time.Second
 	}

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -140,24 +141,18 @@ type statusWriter struct {
 }
 
 func (s *statusWriter) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
+	s.status = cmp.Or(s.status, code)
 	s.ResponseWriter.WriteHeader(code)
 }
 
 func (s *statusWriter) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
+	s.status = cmp.Or(s.status, http.StatusOK)
 	return s.ResponseWriter.Write(b)
 }
 
 // Flush forwards to the wrapped writer (streaming exports need it).
 func (s *statusWriter) Flush() {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
+	s.status = cmp.Or(s.status, http.StatusOK)
 	if f, ok := s.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

@@ -1,6 +1,7 @@
 package usecase
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,9 +21,7 @@ import (
 // under their name) and returns it once readable.
 func (b Backend) AddAnnotation(ctx context.Context, caller *readmodel.Caller, in commands.AddAnnotation) (*readmodel.Annotation, error) {
 	in.AuthorName = caller.MemberName
-	if in.AuthorName == "" {
-		in.AuthorName = caller.Name
-	}
+	in.AuthorName = cmp.Or(in.AuthorName, caller.Name)
 	res, err := b.Cmds.AddAnnotation(ctx, Actor(caller), in)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -116,45 +117,19 @@ type Config struct {
 
 // withDefaults returns a copy of c with zero fields set to their defaults.
 func (c Config) withDefaults() Config {
-	if c.ClientID == "" {
-		c.ClientID = "critic"
-	}
-	if c.TopicPartitions == 0 {
-		c.TopicPartitions = DefaultTopicPartitions
-	}
-	if c.PublishTimeout == 0 {
-		c.PublishTimeout = DefaultPublishTimeout
-	}
-	if c.WriteMaxAttempts == 0 {
-		c.WriteMaxAttempts = DefaultWriteMaxAttempts
-	}
-	if c.BatchSize == 0 {
-		c.BatchSize = DefaultBatchSize
-	}
-	if c.BatchBytes == 0 {
-		c.BatchBytes = DefaultBatchBytes
-	}
-	if c.BatchTimeout == 0 {
-		c.BatchTimeout = DefaultBatchTimeout
-	}
-	if c.NackResendDelay == 0 {
-		c.NackResendDelay = DefaultNackResendDelay
-	}
-	if c.HeartbeatInterval == 0 {
-		c.HeartbeatInterval = DefaultHeartbeatInterval
-	}
-	if c.SessionTimeout == 0 {
-		c.SessionTimeout = DefaultSessionTimeout
-	}
-	if c.RebalanceTimeout == 0 {
-		c.RebalanceTimeout = DefaultRebalanceTimeout
-	}
-	if c.CommitInterval == 0 {
-		c.CommitInterval = DefaultCommitInterval
-	}
-	if c.RetryBackoffMax == 0 {
-		c.RetryBackoffMax = DefaultRetryBackoffMax
-	}
+	c.ClientID = cmp.Or(c.ClientID, "critic")
+	c.TopicPartitions = cmp.Or(c.TopicPartitions, DefaultTopicPartitions)
+	c.PublishTimeout = cmp.Or(c.PublishTimeout, DefaultPublishTimeout)
+	c.WriteMaxAttempts = cmp.Or(c.WriteMaxAttempts, DefaultWriteMaxAttempts)
+	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	c.BatchBytes = cmp.Or(c.BatchBytes, DefaultBatchBytes)
+	c.BatchTimeout = cmp.Or(c.BatchTimeout, DefaultBatchTimeout)
+	c.NackResendDelay = cmp.Or(c.NackResendDelay, DefaultNackResendDelay)
+	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, DefaultHeartbeatInterval)
+	c.SessionTimeout = cmp.Or(c.SessionTimeout, DefaultSessionTimeout)
+	c.RebalanceTimeout = cmp.Or(c.RebalanceTimeout, DefaultRebalanceTimeout)
+	c.CommitInterval = cmp.Or(c.CommitInterval, DefaultCommitInterval)
+	c.RetryBackoffMax = cmp.Or(c.RetryBackoffMax, DefaultRetryBackoffMax)
 	return c
 }
 

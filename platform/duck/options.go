@@ -1,6 +1,7 @@
 package duck
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 )
@@ -114,15 +115,11 @@ func (o Options) withDefaults() Options {
 	if o.MaxRows <= 0 {
 		o.MaxRows = 1000
 	}
-	if o.MemoryLimit == "" {
-		o.MemoryLimit = "2GB"
-	}
+	o.MemoryLimit = cmp.Or(o.MemoryLimit, "2GB")
 	if o.Threads <= 0 {
 		o.Threads = 2
 	}
-	if o.Prewarm == 0 {
-		o.Prewarm = 2
-	}
+	o.Prewarm = cmp.Or(o.Prewarm, 2)
 	if o.Prewarm < 0 {
 		o.Prewarm = 0
 	}

@@ -14,6 +14,7 @@
 package llm
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"os"
@@ -133,9 +134,7 @@ func ResolveRole(getenv Getenv, role, def string) (Model, error) {
 		if m.APIKey == "" && m.APIBase == "" {
 			return m, &ConfigError{Role: role, Model: s, Variable: "OPENAI_API_KEY", Reason: "no OpenAI API key is configured"}
 		}
-		if m.APIBase == "" {
-			m.APIBase = DefaultOpenAIBaseURL
-		}
+		m.APIBase = cmp.Or(m.APIBase, DefaultOpenAIBaseURL)
 	case ProviderAnthropic:
 		m.APIKey = getenv("ANTHROPIC_API_KEY")
 		m.APIBase = firstNonEmpty(explicit, getenv("ANTHROPIC_BASE_URL"), DefaultAnthropicBaseURL)
