@@ -89,6 +89,62 @@ test("a rating whose answer was lost after the server stored it is retried and r
   expect(votes).toHaveLength(1);
 });
 
+test("a re-rating (PATCH) answered 503 once and a vote taken back (DELETE) whose answer was lost are each retried with their key and stored once", async ({ page }) => {
+  test.skip(!trace, "no trace seeded for the retry tests");
+  await signIn(page, env.key, `/traces/${trace}`);
+  const step = page.getByRole("region", { name: "Step 4", exact: true });
+  const up = step.getByRole("button", { name: "Rate up, step 4" });
+  const down = step.getByRole("button", { name: "Rate down, step 4" });
+  await up.click();
+  await expect(up).toHaveAttribute("aria-pressed", "true");
+  const r = await page.request.get(`/api/v1/rm/traces/${trace}`, { headers: { Authorization: "Bearer " + env.key } });
+  const stepId = ((await r.json()).steps as { id: string }[])[3].id;
+  const votes = async () => (await stored(page)).filter((a) => a.step_id === stepId && a.rating != null).map((a) => a.rating);
+  expect(await votes()).toEqual([1]);
+
+  const keys: Record<string, (string | undefined)[]> = { PATCH: [], DELETE: [] };
+  await page.route("**/api/v1/rm/annotations/*", async (route) => {
+    const method = route.request().method();
+    if (!(method in keys)) return route.fallback();
+    keys[method].push(route.request().headers()["idempotency-key"]);
+    if (method === "PATCH" && keys.PATCH.length === 1) return unavailable(route, "2");
+    if (method === "DELETE" && keys.DELETE.length === 1) {
+      // The server removes the vote; the connection drops before the
+      // browser sees the 204. Without the key, the retry would be 404.
+      const answer = await route.fetch();
+      expect(answer.status()).toBe(204);
+      return route.abort("connectionreset");
+    }
+    return route.fallback();
+  });
+
+  // Changing the vote is a PATCH of the same annotation.
+  await down.click();
+  const notice = page.getByRole("status").filter({ hasText: "not saved yet" });
+  await expect(notice).toContainText("Your change is not saved yet: the server answered 503 (unavailable). Retrying (try 2");
+  await expect(down).toHaveAttribute("aria-pressed", "true");
+  await expect(up).toHaveAttribute("aria-pressed", "false");
+  await expect(notice).toHaveCount(0);
+  await expect(page.getByRole("alert")).toHaveCount(0);
+  expect(keys.PATCH).toHaveLength(2);
+  expect(keys.PATCH[0]).toMatch(/^[0-9a-f]{32}$/);
+  expect(keys.PATCH[1]).toBe(keys.PATCH[0]);
+  expect(await votes()).toEqual([-1]);
+
+  // The same value again takes the vote back: a DELETE.
+  const replayed = page.waitForResponse((res) => /\/api\/v1\/rm\/annotations\/[^/]+$/.test(res.url()) && res.request().method() === "DELETE");
+  await down.click();
+  const res = await replayed;
+  expect(res.status()).toBe(204);
+  expect(res.headers()["idempotent-replayed"]).toBe("true");
+  await expect(down).toHaveAttribute("aria-pressed", "false");
+  await expect(page.getByRole("alert")).toHaveCount(0);
+  expect(keys.DELETE).toHaveLength(2);
+  expect(keys.DELETE[1]).toBe(keys.DELETE[0]);
+  expect(keys.DELETE[0]).not.toBe(keys.PATCH[0]);
+  expect(await votes()).toEqual([]);
+});
+
 test("a write the server keeps refusing fails with an error that names the problem, and nothing is stored", async ({ page }) => {
   test.skip(!trace, "no trace seeded for the retry tests");
   await signIn(page, env.key, `/traces/${trace}`);

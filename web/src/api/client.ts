@@ -1,7 +1,7 @@
 // The REST client: every call sends the stored key as a bearer token (never
 // in a URL) and turns error bodies into ApiError with the server's detail.
-// A POST carries an Idempotency-Key and is retried while the server is
-// briefly unavailable (postWithRetries).
+// A write (POST, PATCH, PUT, DELETE) carries an Idempotency-Key and is
+// retried while the server is briefly unavailable (writeWithRetries).
 import type { components } from "./schema";
 import { retried, retrying, retryId } from "./retries";
 
@@ -93,8 +93,9 @@ export async function api<T>(path: string, init: RequestInit & { json?: unknown 
     body = JSON.stringify(init.json);
   }
   const req = { ...init, headers, body };
-  const write = key && (init.method ?? "GET").toUpperCase() === "POST" && !POST_READS.test(path);
-  const res = await (preloaded(path, init, key) ?? (write ? postWithRetries(API + path, req) : fetch(API + path, req)));
+  const method = (init.method ?? "GET").toUpperCase();
+  const write = key && WRITES.has(method) && !(method === "POST" && POST_READS.test(path));
+  const res = await (preloaded(path, init, key) ?? (write ? writeWithRetries(API + path, req) : fetch(API + path, req)));
   if (res.status === 204) return undefined as T;
   const { data, error } = await read(res);
   if (error) throw error;
@@ -119,28 +120,36 @@ async function read(res: Response): Promise<{ data: unknown; error?: ApiError }>
  * POSTs that only read (a SQL query, a trace's section titles or completion
  * estimate): no Idempotency-Key — the server would keep each answer, up to
  * 16 MiB, for a day — and no retries here; their queries retry themselves.
- * (Writes need credentials too: the server keys only a POST that has them.)
+ * (Writes need credentials too: the server keys only a write that has them.)
  */
 const POST_READS = /^\/query$|^\/traces\/[^/]+\/(section-summaries|completion)$/;
+
+/**
+ * The methods that write, each keyed and retried alike: the server honours
+ * the key on all four, and a re-rating (PATCH), a removed vote (DELETE) or
+ * a setting (PUT) lost to a restart is as lost as a new comment.
+ */
+const WRITES = new Set(["POST", "PATCH", "PUT", "DELETE"]);
 
 /** How long a write keeps being retried before the client gives up. */
 export const RETRY_BUDGET_S = 20;
 
 /**
- * Sends a POST with an Idempotency-Key — one per call, that is per user
- * action, kept across its retries — and sends it again while the server
- * cannot take it: 502/503/504 (starting, draining, a dependency briefly
- * down, a proxy between instances), 409 idempotency_key_in_flight (the
- * first try is still running), or a connection that failed. The key makes
- * every retry safe: the server runs a keyed request at most once and
- * answers a retry of one that stored its write with the first answer
- * (docs/api.md), so a rating or comment is never lost to a brief outage
- * and never stored twice. Waits follow Retry-After, else back off from
- * 0.5 s to 4 s, for up to RETRY_BUDGET_S; then the last problem is thrown,
- * saying the client gave up. A replayed answer is final whatever its
+ * Sends a write (POST, PATCH, PUT, DELETE) with an Idempotency-Key — one
+ * per call, that is per user action, kept across its retries — and sends
+ * it again while the server cannot take it: 502/503/504 (starting,
+ * draining, a dependency briefly down, a proxy between instances), 409
+ * idempotency_key_in_flight (the first try is still running), or a
+ * connection that failed. The key makes every retry safe: the server runs
+ * a keyed request at most once and answers a retry of one that stored its
+ * write with the first answer (docs/api.md), so a rating, a re-rating or a
+ * comment is never lost to a brief outage and never stored twice (nor a
+ * removal answered 404 for its own retry). Waits follow Retry-After, else
+ * back off from 0.5 s to 4 s, for up to RETRY_BUDGET_S; then the last
+ * problem is thrown, saying the client gave up. A replayed answer is final whatever its
  * status, and so is 503 projection_parked (it needs an operator).
  */
-async function postWithRetries(url: string, init: RequestInit): Promise<Response> {
+async function writeWithRetries(url: string, init: RequestInit): Promise<Response> {
   const headers = new Headers(init.headers);
   if (!headers.has("Idempotency-Key")) headers.set("Idempotency-Key", idempotencyKey());
   const started = Date.now();
@@ -179,7 +188,7 @@ async function postWithRetries(url: string, init: RequestInit): Promise<Response
   }
 }
 
-/** Whether a keyed POST's answer asks for another try. */
+/** Whether a keyed write's answer asks for another try. */
 async function mayRetry(res: Response): Promise<boolean> {
   if (res.headers.get("Idempotent-Replayed") === "true") return false;
   if (res.status !== 409 && res.status !== 502 && res.status !== 503 && res.status !== 504) return false;
