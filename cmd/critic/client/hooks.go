@@ -534,6 +534,19 @@ var trailingComma = regexp.MustCompile(`,\s*]`)
 
 // stripTOMLComment drops a # comment that is outside any string.
 func stripTOMLComment(l string) string {
+	end := len(l)
+	tomlUnquoted(l, func(k int, c byte) bool {
+		if c == '#' {
+			end = k
+		}
+		return c != '#'
+	})
+	return l[:end]
+}
+
+// tomlUnquoted calls fn with each byte of l that is outside a TOML string,
+// and its index, until fn returns false.
+func tomlUnquoted(l string, fn func(k int, c byte) bool) {
 	var quote byte
 	for k := 0; k < len(l); k++ {
 		c := l[k]
@@ -546,11 +559,10 @@ func stripTOMLComment(l string) string {
 			}
 		case c == '"' || c == '\'':
 			quote = c
-		case c == '#':
-			return l[:k]
+		case !fn(k, c):
+			return
 		}
 	}
-	return l
 }
 
 // tomlValueEnd returns the index after the last line of the value that
@@ -562,26 +574,15 @@ func tomlValueEnd(lines []string, i int) int {
 		if j == i {
 			_, l, _ = strings.Cut(l, "=")
 		}
-		var quote byte
-		for k := 0; k < len(l); k++ {
-			c := l[k]
-			switch {
-			case quote != 0:
-				if c == '\\' && quote == '"' {
-					k++
-				} else if c == quote {
-					quote = 0
-				}
-			case c == '"' || c == '\'':
-				quote = c
-			case c == '#':
-				k = len(l)
-			case c == '[':
+		tomlUnquoted(l, func(_ int, c byte) bool {
+			switch c {
+			case '[':
 				depth++
-			case c == ']':
+			case ']':
 				depth--
 			}
-		}
+			return c != '#'
+		})
 		if depth <= 0 {
 			return j + 1
 		}
