@@ -309,37 +309,30 @@ func (f factory) named(name string) {
 	f.mu.Unlock()
 }
 
-func (f factory) counter(name, help string) prometheus.Counter {
+// register records c's name and registers it: the one step every
+// constructor below shares.
+func register[C prometheus.Collector](f factory, name string, c C) C {
 	f.named(name)
-	c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help})
 	f.reg.MustRegister(c)
 	return c
+}
+
+func (f factory) counter(name, help string) prometheus.Counter {
+	return register(f, name, prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}))
 }
 
 func (f factory) counterVec(name, help string, labels ...string) *prometheus.CounterVec {
-	f.named(name)
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
-	f.reg.MustRegister(c)
-	return c
+	return register(f, name, prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels))
 }
 
 func (f factory) gauge(name, help string) prometheus.Gauge {
-	f.named(name)
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help})
-	f.reg.MustRegister(g)
-	return g
+	return register(f, name, prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}))
 }
 
 func (f factory) gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
-	f.named(name)
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, labels)
-	f.reg.MustRegister(g)
-	return g
+	return register(f, name, prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, labels))
 }
 
 func (f factory) histogramVec(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
-	f.named(name)
-	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: name, Help: help, Buckets: buckets}, labels)
-	f.reg.MustRegister(h)
-	return h
+	return register(f, name, prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: name, Help: help, Buckets: buckets}, labels))
 }
