@@ -61,15 +61,7 @@ func (c Cluster) Ensure(ctx context.Context) error {
 		}
 		return c.checkOwnServer(ctx)
 	}
-	bin, err := binDir()
-	if err != nil {
-		return err
-	}
-	runAs, err := serverUser()
-	if err != nil {
-		return err
-	}
-	serverDir, err := c.serverDir()
+	bin, runAs, serverDir, err := c.server()
 	if err != nil {
 		return err
 	}
@@ -132,17 +124,22 @@ func (c Cluster) CreateDatabase(ctx context.Context, db string) error {
 	return err
 }
 
+// server is where the PostgreSQL binaries are, the user the server runs
+// as, and the cluster's directory: what starting and stopping it need.
+func (c Cluster) server() (bin, runAs, serverDir string, err error) {
+	if bin, err = binDir(); err != nil {
+		return
+	}
+	if runAs, err = serverUser(); err != nil {
+		return
+	}
+	serverDir, err = c.serverDir()
+	return
+}
+
 // Stop shuts the cluster down (fast mode: running transactions are rolled back).
 func (c Cluster) Stop() error {
-	bin, err := binDir()
-	if err != nil {
-		return err
-	}
-	runAs, err := serverUser()
-	if err != nil {
-		return err
-	}
-	serverDir, err := c.serverDir()
+	bin, runAs, serverDir, err := c.server()
 	if err != nil {
 		return err
 	}
