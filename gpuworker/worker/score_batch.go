@@ -14,10 +14,14 @@ import (
 // its action scores and trace score, or its error — reported as soon as it
 // exists, so the first trace's scores do not wait for the rest. A report
 // travels while the next trace is scored (one at a time, in order): the
-// API's append and the round trip then cost the model no idle time. The
-// finish that follows fails any run left without a result.
+// API's append and the round trip then cost the model no idle time. No
+// finish follows (NoFinish): a batch that ends well has reported every
+// run, so the API's finish, which fails the runs left without a result,
+// would have nothing to do — it cost a round trip and two reads between
+// one batch and the next claim. A batch that stops early reports its
+// failure or hands its runs back, as before.
 var scoreBatches = register(Kind[jobs.ScoreBatchJob, jobs.ScoreBatchClaim, struct{}]{
-	Kind: jobs.KindScoreBatch, What: "scoring batch", IDKey: "batch_id", HandBack: true,
+	Kind: jobs.KindScoreBatch, What: "scoring batch", IDKey: "batch_id", HandBack: true, NoFinish: true,
 	Claimed: func(c jobs.ScoreBatchClaim) []any { return []any{"model_id", c.ModelID, "traces", len(c.Runs)} },
 	Fail: func(j *Job[jobs.ScoreBatchClaim], err error) (string, any) {
 		j.Log.Error("scoring batch failed", "error", err)
