@@ -58,28 +58,34 @@ type GepaHoldout struct {
 // its progress while running, and the result fields (null until it
 // succeeds).
 type GepaRun struct {
-	ID               string               `json:"id"`
-	RewardModelID    string               `json:"reward_model_id"`
-	Status           string               `json:"status"`
-	TaskModel        string               `json:"task_model"`
-	TaskAPIBase      *string              `json:"task_api_base"`
-	ReflectionModel  string               `json:"reflection_model"`
-	MaxMetricCalls   int                  `json:"max_metric_calls"`
-	Examples         int                  `json:"examples"`
-	Progress         *events.GepaProgress `json:"progress"`
-	SkillName        *string              `json:"skill_name"`
-	SkillDescription *string              `json:"skill_description"`
-	BestSkill        *string              `json:"best_skill"`
-	BestScore        *float64             `json:"best_score"`
-	SeedSkill        *string              `json:"seed_skill"`
-	SeedScore        *float64             `json:"seed_score"`
-	Candidates       []GepaCandidate      `json:"candidates"`
-	Holdout          *GepaHoldout         `json:"holdout"`
-	MetricCalls      *int                 `json:"metric_calls"`
-	Error            *string              `json:"error"`
-	CreatedAt        time.Time            `json:"created_at"`
-	StartedAt        *time.Time           `json:"started_at"`
-	FinishedAt       *time.Time           `json:"finished_at"`
+	ID              string               `json:"id"`
+	RewardModelID   string               `json:"reward_model_id"`
+	Status          string               `json:"status"`
+	TaskModel       string               `json:"task_model"`
+	TaskAPIBase     *string              `json:"task_api_base"`
+	ReflectionModel string               `json:"reflection_model"`
+	MaxMetricCalls  int                  `json:"max_metric_calls"`
+	Examples        int                  `json:"examples"`
+	Progress        *events.GepaProgress `json:"progress"`
+	GepaResult
+	Error      *string    `json:"error"`
+	CreatedAt  time.Time  `json:"created_at"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+}
+
+// GepaResult is what a finished run reported (its result), in the run's
+// JSON at the place of these fields.
+type GepaResult struct {
+	SkillName        *string         `json:"skill_name"`
+	SkillDescription *string         `json:"skill_description"`
+	BestSkill        *string         `json:"best_skill"`
+	BestScore        *float64        `json:"best_score"`
+	SeedSkill        *string         `json:"seed_skill"`
+	SeedScore        *float64        `json:"seed_score"`
+	Candidates       []GepaCandidate `json:"candidates"`
+	Holdout          *GepaHoldout    `json:"holdout"`
+	MetricCalls      *int            `json:"metric_calls"`
 }
 
 const gepaCols = `id, model_id, status, task_model, task_api_base, reflection_model, max_metric_calls, examples, progress, result, error,
@@ -100,22 +106,9 @@ func scanGepa(row pgx.Row) (GepaRun, error) {
 		}
 	}
 	if len(result) > 0 {
-		var res struct {
-			SkillName        *string         `json:"skill_name"`
-			SkillDescription *string         `json:"skill_description"`
-			BestSkill        *string         `json:"best_skill"`
-			BestScore        *float64        `json:"best_score"`
-			SeedSkill        *string         `json:"seed_skill"`
-			SeedScore        *float64        `json:"seed_score"`
-			Candidates       []GepaCandidate `json:"candidates"`
-			Holdout          *GepaHoldout    `json:"holdout"`
-			MetricCalls      *int            `json:"metric_calls"`
-		}
-		if err := json.Unmarshal(result, &res); err != nil {
+		if err := json.Unmarshal(result, &r.GepaResult); err != nil {
 			return r, err
 		}
-		r.SkillName, r.SkillDescription, r.BestSkill, r.BestScore = res.SkillName, res.SkillDescription, res.BestSkill, res.BestScore
-		r.SeedSkill, r.SeedScore, r.Candidates, r.Holdout, r.MetricCalls = res.SeedSkill, res.SeedScore, res.Candidates, res.Holdout, res.MetricCalls
 	}
 	return r, nil
 }
