@@ -11,13 +11,36 @@ import (
 )
 
 type addAnnotationRequest struct {
-	StepID  *string       `json:"step_id"`
+	// judgmentTarget's CriterionID and Value give a criterion's value
+	// instead of a rating.
+	judgmentTarget
 	Rating  *int          `json:"rating"`
 	Comment *string       `json:"comment"`
 	Quote   *events.Quote `json:"quote"`
-	// CriterionID and Value give a criterion's value instead.
+}
+
+// judgmentTarget is what an annotation or an adjudication judges: a step
+// (absent: the whole trace) and a criterion with its value (absent: a
+// rating).
+type judgmentTarget struct {
+	StepID      *string         `json:"step_id"`
 	CriterionID *string         `json:"criterion_id"`
 	Value       json.RawMessage `json:"value"`
+}
+
+// target is the step id, criterion id and value, "" and nil when absent
+// (a JSON null value is absent).
+func (t judgmentTarget) target() (step, criterion string, value json.RawMessage) {
+	if t.StepID != nil {
+		step = *t.StepID
+	}
+	if t.CriterionID != nil {
+		criterion = *t.CriterionID
+	}
+	if len(t.Value) > 0 && string(t.Value) != "null" {
+		value = t.Value
+	}
+	return step, criterion, value
 }
 
 func (a *API) addAnnotation(w http.ResponseWriter, r *http.Request) error {
@@ -27,15 +50,7 @@ func (a *API) addAnnotation(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	in := commands.AddAnnotation{TraceID: r.PathValue("trace_id"), Rating: req.Rating, Comment: req.Comment, Quote: req.Quote}
-	if req.StepID != nil {
-		in.StepID = *req.StepID
-	}
-	if req.CriterionID != nil {
-		in.CriterionID = *req.CriterionID
-	}
-	if len(req.Value) > 0 && string(req.Value) != "null" {
-		in.Value = req.Value
-	}
+	in.StepID, in.CriterionID, in.Value = req.target()
 	ann, err := a.backend().AddAnnotation(r.Context(), caller, in)
 	return reply(w, http.StatusOK, ann, err)
 }

@@ -1,7 +1,6 @@
 package rest
 
 import (
-	"encoding/json"
 	"net/http"
 
 	"github.com/criticml/critic/commands"
@@ -24,11 +23,9 @@ func (a *API) disputed(w http.ResponseWriter, r *http.Request) error {
 }
 
 type adjudicateRequest struct {
-	StepID      *string         `json:"step_id"`
-	Rating      *int            `json:"rating"`
-	CriterionID *string         `json:"criterion_id"`
-	Value       json.RawMessage `json:"value"`
-	Reason      string          `json:"reason"`
+	judgmentTarget
+	Rating *int   `json:"rating"`
+	Reason string `json:"reason"`
 }
 
 // adjudicate is POST /traces/{trace_id}/adjudications: an admin's final
@@ -40,15 +37,7 @@ func (a *API) adjudicate(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	in := commands.Adjudicate{TraceID: r.PathValue("trace_id"), Rating: req.Rating, Reason: req.Reason}
-	if req.StepID != nil {
-		in.StepID = *req.StepID
-	}
-	if req.CriterionID != nil {
-		in.CriterionID = *req.CriterionID
-	}
-	if len(req.Value) > 0 && string(req.Value) != "null" {
-		in.Value = req.Value
-	}
+	in.StepID, in.CriterionID, in.Value = req.target()
 	adj, err := a.backend().Adjudicate(r.Context(), caller, in)
 	return reply(w, http.StatusCreated, adj, err)
 }
