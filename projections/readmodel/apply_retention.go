@@ -38,7 +38,8 @@ func (q *Queries) RetentionAccounts(ctx context.Context) ([]RetentionAccount, er
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (RetentionAccount, error) {
 		var a RetentionAccount
-		return a, r.Scan(&a.UserID, &a.Days)
+		err := r.Scan(&a.UserID, &a.Days) // before a is read: a return's operands have no set order
+		return a, err
 	})
 }
 
@@ -76,6 +77,7 @@ func (q *Queries) ExpiredTraces(ctx context.Context, owner string, cutoff time.T
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ExpiredTrace, error) {
 		var t ExpiredTrace
-		return t, r.Scan(&t.ID, &t.Revision, &t.UpdatedAt)
+		err := r.Scan(&t.ID, &t.Revision, &t.UpdatedAt)
+		return t, err
 	})
 }
