@@ -166,3 +166,109 @@ func TestAFinishedBatchIsRefilledAtOnce(t *testing.T) {
 	require.NoError(t, <-scheduled)
 	require.NoError(t, <-pumped)
 }
+
+// TestANewTraceIsLookedAtOnceItsDebouncePasses: with an hourly tick and no
+// batch ending, a trace imported after the scheduler's first look gets its
+// batch once it has been idle for the debounce — the dispatch projection
+// times it from the import's event — not at the next tick.
+func TestANewTraceIsLookedAtOnceItsDebouncePasses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	store := eventstore.New(pool, blobs)
+	cmds := commands.New(store)
+	q := readmodel.NewQueries(pool)
+	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+	proj := readmodel.New(pool, blobs, discard)
+	rec := &recorder{msgs: map[string][]*message.Message{}}
+	wake := dispatch.NewBackgroundWake()
+	d := dispatch.New(cmds, rec, discard).WithBackgroundWake(wake)
+
+	u, err := cmds.CreateUser(ctx, "debounce", false)
+	require.NoError(t, err)
+	actor := commands.Actor{UserID: u.UserID}
+	rated, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
+		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"good"}]}` + "\n" +
+			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"bad"}]}` + "\n" +
+			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}`)})
+	require.NoError(t, err)
+	for i, r := range []int{1, -1, 1} {
+		_, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: rated.TraceIDs[i], Rating: &r, AuthorName: "t"})
+		require.NoError(t, err)
+	}
+	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: rated.TraceIDs})
+	require.NoError(t, err)
+	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	require.NoError(t, err)
+	_, err = cmds.ClaimTraining(ctx, "trainer", req.ModelID, 1, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, blobs.Put(ctx, jobs.ArtifactKey(u.UserID, req.ModelID), []byte("checkpoint")))
+	_, err = cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "trainer", ModelID: req.ModelID, Attempt: 1,
+		Metrics: json.RawMessage(`{"action_scoring_version":1}`), RewardStats: json.RawMessage(`{"mean":0,"std":1}`),
+		ActionStats: json.RawMessage(`{"mean":0,"std":1}`)})
+	require.NoError(t, err)
+
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	pumped := make(chan error, 1)
+	go func() {
+		var after int64
+		for pctx.Err() == nil {
+			evs, err := store.ReadAfter(pctx, after, 1000)
+			if err == nil && len(evs) > 0 {
+				if err = proj.Apply(pctx, evs); err == nil {
+					err = d.Apply(pctx, evs)
+				}
+				after = evs[len(evs)-1].Seq
+			}
+			if err != nil && pctx.Err() == nil {
+				pumped <- err
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		pumped <- nil
+	}()
+	waiter := readmodel.NewWaiter(pool, 30*time.Second)
+	go waiter.Listen(pctx)
+	const debounce = time.Second
+	require.Eventually(t, func() bool { // the rated traces are idle for the debounce
+		ids, err := q.BackgroundCandidates(ctx, u.UserID, req.ModelID, time.Now().Add(-debounce-100*time.Millisecond), nil, 100)
+		return err == nil && len(ids) == len(rated.TraceIDs)
+	}, 30*time.Second, 20*time.Millisecond)
+	scheduled := make(chan error, 1)
+	go func() {
+		scheduled <- dispatch.RunBackgroundScoring(pctx, q, cmds, wake, waiter, time.Hour, debounce, discard)
+	}()
+	batches := func() [][]string {
+		evs, err := store.ReadAfter(ctx, 0, 100000)
+		require.NoError(t, err)
+		var out [][]string
+		for _, e := range evs {
+			if e.Type == events.ScoringBatchRequested {
+				var p events.ScoringBatchRequestedV1
+				require.NoError(t, e.Decode(&p))
+				var ids []string
+				for _, r := range p.Runs {
+					ids = append(ids, r.TraceID)
+				}
+				out = append(out, ids)
+			}
+		}
+		return out
+	}
+	require.Eventually(t, func() bool { return len(batches()) == 1 }, 30*time.Second, 20*time.Millisecond, "the first look takes the rated traces")
+	require.ElementsMatch(t, rated.TraceIDs, batches()[0])
+
+	late, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
+		`{"id":"late","steps":[{"role":"user","content":"q3"},{"role":"assistant","content":"answer"}]}`)})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return len(batches()) == 2 }, 30*time.Second, 20*time.Millisecond,
+		"the new trace's batch comes once its debounce has passed, not at the hourly tick")
+	require.Equal(t, late.TraceIDs, batches()[1])
+	stop()
+	require.NoError(t, <-scheduled)
+	require.NoError(t, <-pumped)
+}
