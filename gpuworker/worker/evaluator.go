@@ -118,9 +118,9 @@ func (w *Worker) trainCandidate(ctx context.Context, log *slog.Logger, claim *jo
 
 // benchmarkMargins loads a checkpoint and returns r(chosen) − r(rejected)
 // for every benchmark item, with the training window (1024 tokens, left
-// truncation).
+// truncation), on the engine the worker scores it with (LoadScoringModel).
 func benchmarkMargins(modelDir string, items []jobs.EvaluatorBenchmarkItem) (map[string]float64, error) {
-	rm, err := model.LoadRewardModel(modelDir)
+	rm, err := LoadScoringModel(modelDir)
 	if err != nil {
 		return nil, fmt.Errorf("loading the checkpoint %s: %w", modelDir, err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/gpuworker/gepa"
-	"github.com/criticml/critic/gpuworker/model"
 	"github.com/criticml/critic/platform/llm"
 )
 
@@ -87,7 +86,7 @@ func (w *Worker) gepa(ctx context.Context, j *Job[jobs.GepaClaim]) (*gepa.Result
 	if err != nil {
 		return nil, err
 	}
-	rm, err := model.LoadRewardModel(dir)
+	rm, err := LoadScoringModel(dir)
 	if err != nil {
 		return nil, fmt.Errorf("loading the checkpoint %s: %w", job.RewardModelKey, err)
 	}

@@ -144,7 +144,10 @@ func ScoringBackend(cfg model.Config) string {
 }
 
 // LoadScoringModel loads the checkpoint in dir as the worker scores with
-// it (ScoringBackend); bench-score's raw reference loads it the same way.
+// it (ScoringBackend). Every job that scores with a reward model — scoring,
+// the evaluator's benchmark margins, GEPA's scorer — loads it here, so a
+// small model runs with its ops in sequence wherever the worker shares
+// cores; bench-score's raw reference loads it the same way.
 func LoadScoringModel(dir string) (*model.RewardModel, error) {
 	cfg, err := model.LoadConfig(dir)
 	if err != nil {
