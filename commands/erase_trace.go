@@ -73,8 +73,18 @@ func (c *Commands) eraseTrace(ctx context.Context, actor Actor, traceID, kind, b
 // account's rows go, since a team member's requests on the trace are
 // stored under the member. A retry of such a request after the erasure is
 // served afresh (and finds the trace gone).
+//
+// A DELETE on the trace's path is kept: that is the erasure itself
+// (DELETE /traces/{id}, the only DELETE route naming a trace), whose record
+// is still in flight here and whose answer is a 204 (or an error naming at
+// most the id), none of the trace's content. Forgetting it would make a
+// retry of the DELETE with its key (its first answer lost) run again and
+// answer 404. Not "keep the rows without a body": every in-flight record
+// has none, and a POST on the trace still running would then store an
+// answer quoting the trace after the erasure.
 func (c *Commands) forgetCachedAnswers(ctx context.Context, traceID string) error {
-	if _, err := c.store.Pool().Exec(ctx, `DELETE FROM idempotency_keys WHERE strpos(path, $1) > 0 OR position(convert_to($1, 'UTF8') in body) > 0`, traceID); err != nil {
+	if _, err := c.store.Pool().Exec(ctx, `DELETE FROM idempotency_keys
+		WHERE (strpos(path, $1) > 0 OR position(convert_to($1, 'UTF8') in body) > 0) AND NOT (method = 'DELETE' AND strpos(path, $1) > 0)`, traceID); err != nil {
 		return fmt.Errorf("erase trace %s: forget cached idempotent answers: %w", traceID, err)
 	}
 	return nil

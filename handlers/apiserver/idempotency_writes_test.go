@@ -96,3 +96,56 @@ func TestIdempotencyKeyOnPatchPutDelete(t *testing.T) {
 	require.Equal(t, string(put.body), string(putAgain.body))
 	require.Equal(t, all, eventCount(t, e.pool))
 }
+
+// TestKeyedTraceDeletionReplaysItsAnswer: erasing a trace forgets the
+// stored answers that could quote it, but not the DELETE's own. A keyed
+// DELETE /traces/{id} sent twice is answered 204 both times, the second
+// replayed (not 404 from running again), and the trace is gone; a keyed
+// annotation POST on it, whose stored answer quoted its comment, is
+// forgotten: its retry runs afresh and finds the trace gone.
+func TestKeyedTraceDeletionReplaysItsAnswer(t *testing.T) {
+	e := startOps(t, nil)
+	imported := e.importTraces(t, "idem-erased", "idem-kept")
+	require.Equal(t, http.StatusOK, imported.status, string(imported.body))
+	var ids struct {
+		TraceIDs []string `json:"trace_ids"`
+	}
+	require.NoError(t, json.Unmarshal(imported.body, &ids))
+	traceID, kept := ids.TraceIDs[0], ids.TraceIDs[1]
+	const marker = "MARKER-IDEM-7c2f"
+	quoting := func() int {
+		t.Helper()
+		var n int
+		require.NoError(t, e.pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM idempotency_keys WHERE position(convert_to($1, 'UTF8') in body) > 0`, marker).Scan(&n))
+		return n
+	}
+	annotate := func() reply {
+		t.Helper()
+		return e.do(t, "POST", "/api/v1/rm/traces/"+traceID+"/annotations", map[string]any{"rating": 1, "comment": "Call " + marker},
+			"Idempotency-Key", "note-on-erased")
+	}
+	added := annotate()
+	require.Equal(t, http.StatusOK, added.status, string(added.body))
+	require.Equal(t, "true", annotate().header.Get(idempotency.ReplayedHeader), "the annotation's answer is stored")
+	require.Equal(t, 1, quoting(), "the stored answer quotes the comment")
+
+	path := "/api/v1/rm/traces/" + traceID
+	deleted := e.do(t, "DELETE", path, nil, "Idempotency-Key", "erase-it")
+	require.Equal(t, http.StatusNoContent, deleted.status, string(deleted.body))
+	require.Empty(t, deleted.header.Get(idempotency.ReplayedHeader))
+	all := eventCount(t, e.pool)
+	again := e.do(t, "DELETE", path, nil, "Idempotency-Key", "erase-it")
+	require.Equal(t, http.StatusNoContent, again.status, "the first answer, not 404: %s", again.body)
+	require.Equal(t, "true", again.header.Get(idempotency.ReplayedHeader))
+	require.Empty(t, again.body)
+	require.Equal(t, all, eventCount(t, e.pool), "nothing appended by the retry")
+	require.Equal(t, http.StatusNotFound, e.do(t, "GET", path, nil).status, "the trace is gone")
+	require.Equal(t, http.StatusOK, e.do(t, "GET", "/api/v1/rm/traces/"+kept, nil).status, "the other trace stays")
+
+	require.Zero(t, quoting(), "no stored answer quotes the erased trace")
+	retried := annotate()
+	require.Equal(t, http.StatusNotFound, retried.status, "served afresh: %s", retried.body)
+	require.Empty(t, retried.header.Get(idempotency.ReplayedHeader), "the annotation's answer was forgotten")
+	require.NotContains(t, string(retried.body), marker)
+}
