@@ -13,6 +13,8 @@ import (
 	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/stretchr/testify/require"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
@@ -33,46 +35,13 @@ import (
 func TestAFinishedBatchIsRefilledAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	blobs, err := blob.NewLocal(t.TempDir())
-	require.NoError(t, err)
-	store := eventstore.New(pool, blobs)
-	cmds := commands.New(store)
-	q := readmodel.NewQueries(pool)
-	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	proj := readmodel.New(pool, blobs, discard)
-	rec := &recorder{msgs: map[string][]*message.Message{}}
-	wake := dispatch.NewBackgroundWake()
-	d := dispatch.New(cmds, rec, discard).WithBackgroundWake(wake)
-
-	u, err := cmds.CreateUser(ctx, "refill", false)
-	require.NoError(t, err)
-	actor := commands.Actor{UserID: u.UserID}
-	rated, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
-		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"good"}]}` + "\n" +
-			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"bad"}]}` + "\n" +
-			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}`)})
-	require.NoError(t, err)
-	for i, r := range []int{1, -1, 1} {
-		_, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: rated.TraceIDs[i], Rating: &r, AuthorName: "t"})
-		require.NoError(t, err)
-	}
-	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: rated.TraceIDs})
-	require.NoError(t, err)
-	_, err = cmds.BuildDataset(ctx, req.ModelID)
-	require.NoError(t, err)
-	_, err = cmds.ClaimTraining(ctx, "trainer", req.ModelID, 1, time.Minute)
-	require.NoError(t, err)
-	require.NoError(t, blobs.Put(ctx, jobs.ArtifactKey(u.UserID, req.ModelID), []byte("checkpoint")))
-	_, err = cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "trainer", ModelID: req.ModelID, Attempt: 1,
-		Metrics: json.RawMessage(`{"action_scoring_version":1}`), RewardStats: json.RawMessage(`{"mean":0,"std":1}`),
-		ActionStats: json.RawMessage(`{"mean":0,"std":1}`)})
-	require.NoError(t, err)
+	f := readyModel(t, "refill")
+	pool, store, blobs, cmds, q, discard, proj, wake, d, actor := f.pool, f.store, f.blobs, f.cmds, f.q, f.discard, f.proj, f.wake, f.d, f.actor
 	var lines []string
 	for i := range 3 * commands.MaxBatchTraces {
 		lines = append(lines, fmt.Sprintf(`{"id":"new-%d","steps":[{"role":"user","content":"q%d"},{"role":"assistant","content":"answer %d"}]}`, i, i, i))
 	}
-	_, err = cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(strings.Join(lines, "\n"))})
+	_, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(strings.Join(lines, "\n"))})
 	require.NoError(t, err)
 
 	// The bus's part, in order: every new event to the read model, then to
@@ -101,8 +70,8 @@ func TestAFinishedBatchIsRefilledAtOnce(t *testing.T) {
 	waiter := readmodel.NewWaiter(pool, 30*time.Second)
 	go waiter.Listen(pctx)
 	require.Eventually(t, func() bool { // the read model has the ready model and its traces
-		ids, err := q.BackgroundCandidates(ctx, u.UserID, req.ModelID, time.Now().Add(time.Hour), nil, 100)
-		return err == nil && len(ids) == len(rated.TraceIDs)+len(lines)
+		ids, err := q.BackgroundCandidates(ctx, f.userID, f.modelID, time.Now().Add(time.Hour), nil, 100)
+		return err == nil && len(ids) == len(f.ratedIDs)+len(lines)
 	}, 30*time.Second, 20*time.Millisecond)
 	scheduled := make(chan error, 1)
 	go func() {
@@ -126,7 +95,7 @@ func TestAFinishedBatchIsRefilledAtOnce(t *testing.T) {
 
 	// The worker claims the first batch and reports all but one trace.
 	b := batches()[0]
-	job, err := json.Marshal(jobs.ScoreBatchJob{BatchID: b.BatchID, ModelID: req.ModelID})
+	job, err := json.Marshal(jobs.ScoreBatchJob{BatchID: b.BatchID, ModelID: f.modelID})
 	require.NoError(t, err)
 	out, err := cmds.Job(ctx, jobs.KindScoreBatch, b.BatchID, jobs.Claim, jobs.Call{WorkerID: "w1", Job: job}, time.Minute)
 	require.NoError(t, err)
@@ -153,7 +122,7 @@ func TestAFinishedBatchIsRefilledAtOnce(t *testing.T) {
 	}
 	// Every report so far has reached the read model and the scheduler.
 	require.Eventually(t, func() bool {
-		n, err := q.BackgroundScoringOf(ctx, u.UserID, req.ModelID)
+		n, err := q.BackgroundScoringOf(ctx, f.userID, f.modelID)
 		return err == nil && n.Scored == len(claim.Runs)-1
 	}, 30*time.Second, 20*time.Millisecond)
 	time.Sleep(200 * time.Millisecond)
@@ -174,41 +143,8 @@ func TestAFinishedBatchIsRefilledAtOnce(t *testing.T) {
 func TestANewTraceIsLookedAtOnceItsDebouncePasses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	blobs, err := blob.NewLocal(t.TempDir())
-	require.NoError(t, err)
-	store := eventstore.New(pool, blobs)
-	cmds := commands.New(store)
-	q := readmodel.NewQueries(pool)
-	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	proj := readmodel.New(pool, blobs, discard)
-	rec := &recorder{msgs: map[string][]*message.Message{}}
-	wake := dispatch.NewBackgroundWake()
-	d := dispatch.New(cmds, rec, discard).WithBackgroundWake(wake)
-
-	u, err := cmds.CreateUser(ctx, "debounce", false)
-	require.NoError(t, err)
-	actor := commands.Actor{UserID: u.UserID}
-	rated, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
-		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"good"}]}` + "\n" +
-			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"bad"}]}` + "\n" +
-			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}`)})
-	require.NoError(t, err)
-	for i, r := range []int{1, -1, 1} {
-		_, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: rated.TraceIDs[i], Rating: &r, AuthorName: "t"})
-		require.NoError(t, err)
-	}
-	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: rated.TraceIDs})
-	require.NoError(t, err)
-	_, err = cmds.BuildDataset(ctx, req.ModelID)
-	require.NoError(t, err)
-	_, err = cmds.ClaimTraining(ctx, "trainer", req.ModelID, 1, time.Minute)
-	require.NoError(t, err)
-	require.NoError(t, blobs.Put(ctx, jobs.ArtifactKey(u.UserID, req.ModelID), []byte("checkpoint")))
-	_, err = cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "trainer", ModelID: req.ModelID, Attempt: 1,
-		Metrics: json.RawMessage(`{"action_scoring_version":1}`), RewardStats: json.RawMessage(`{"mean":0,"std":1}`),
-		ActionStats: json.RawMessage(`{"mean":0,"std":1}`)})
-	require.NoError(t, err)
+	f := readyModel(t, "debounce")
+	pool, store, cmds, q, discard, proj, wake, d, actor := f.pool, f.store, f.cmds, f.q, f.discard, f.proj, f.wake, f.d, f.actor
 
 	pctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -235,8 +171,8 @@ func TestANewTraceIsLookedAtOnceItsDebouncePasses(t *testing.T) {
 	go waiter.Listen(pctx)
 	const debounce = time.Second
 	require.Eventually(t, func() bool { // the rated traces are idle for the debounce
-		ids, err := q.BackgroundCandidates(ctx, u.UserID, req.ModelID, time.Now().Add(-debounce-100*time.Millisecond), nil, 100)
-		return err == nil && len(ids) == len(rated.TraceIDs)
+		ids, err := q.BackgroundCandidates(ctx, f.userID, f.modelID, time.Now().Add(-debounce-100*time.Millisecond), nil, 100)
+		return err == nil && len(ids) == len(f.ratedIDs)
 	}, 30*time.Second, 20*time.Millisecond)
 	scheduled := make(chan error, 1)
 	go func() {
@@ -260,7 +196,7 @@ func TestANewTraceIsLookedAtOnceItsDebouncePasses(t *testing.T) {
 		return out
 	}
 	require.Eventually(t, func() bool { return len(batches()) == 1 }, 30*time.Second, 20*time.Millisecond, "the first look takes the rated traces")
-	require.ElementsMatch(t, rated.TraceIDs, batches()[0])
+	require.ElementsMatch(t, f.ratedIDs, batches()[0])
 
 	late, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
 		`{"id":"late","steps":[{"role":"user","content":"q3"},{"role":"assistant","content":"answer"}]}`)})
@@ -271,4 +207,65 @@ func TestANewTraceIsLookedAtOnceItsDebouncePasses(t *testing.T) {
 	stop()
 	require.NoError(t, <-scheduled)
 	require.NoError(t, <-pumped)
+}
+
+// bgFixture is a dispatcher with background scoring over a fresh database,
+// and an account with one trained model ready to score new traces.
+type bgFixture struct {
+	pool    *pgxpool.Pool
+	blobs   *blob.Local
+	store   *eventstore.Store
+	cmds    *commands.Commands
+	q       *readmodel.Queries
+	discard *slog.Logger
+	proj    *readmodel.Projection
+	rec     *recorder
+	wake    *dispatch.BackgroundWake
+	d       *dispatch.Dispatcher
+	userID  string
+	actor   commands.Actor
+	modelID string
+	// ratedIDs are the three rated traces the model was trained on.
+	ratedIDs []string
+}
+
+func readyModel(t *testing.T, account string) bgFixture {
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	store := eventstore.New(pool, blobs)
+	cmds := commands.New(store)
+	q := readmodel.NewQueries(pool)
+	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
+	proj := readmodel.New(pool, blobs, discard)
+	rec := &recorder{msgs: map[string][]*message.Message{}}
+	wake := dispatch.NewBackgroundWake()
+	d := dispatch.New(cmds, rec, discard).WithBackgroundWake(wake)
+
+	u, err := cmds.CreateUser(ctx, account, false)
+	require.NoError(t, err)
+	actor := commands.Actor{UserID: u.UserID}
+	rated, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
+		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"good"}]}` + "\n" +
+			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"bad"}]}` + "\n" +
+			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}`)})
+	require.NoError(t, err)
+	for i, r := range []int{1, -1, 1} {
+		_, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: rated.TraceIDs[i], Rating: &r, AuthorName: "t"})
+		require.NoError(t, err)
+	}
+	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: rated.TraceIDs})
+	require.NoError(t, err)
+	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	require.NoError(t, err)
+	_, err = cmds.ClaimTraining(ctx, "trainer", req.ModelID, 1, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, blobs.Put(ctx, jobs.ArtifactKey(u.UserID, req.ModelID), []byte("checkpoint")))
+	_, err = cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "trainer", ModelID: req.ModelID, Attempt: 1,
+		Metrics: json.RawMessage(`{"action_scoring_version":1}`), RewardStats: json.RawMessage(`{"mean":0,"std":1}`),
+		ActionStats: json.RawMessage(`{"mean":0,"std":1}`)})
+	require.NoError(t, err)
+	return bgFixture{pool: pool, blobs: blobs, store: store, cmds: cmds, q: q, discard: discard, proj: proj, rec: rec, wake: wake, d: d,
+		userID: u.UserID, actor: actor, modelID: req.ModelID, ratedIDs: rated.TraceIDs}
 }
