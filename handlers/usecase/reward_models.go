@@ -8,6 +8,7 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/projections/readmodel"
 )
@@ -70,17 +71,29 @@ func (b Backend) RetryRewardModel(ctx context.Context, caller *readmodel.Caller,
 	return b.modelAfter(ctx, caller, res, id)
 }
 
-// modelAfter answers a write with the model as of the events it appended,
-// folded from the model's stream (readmodel.ModelAsOf): every field is what
-// the log says at that point — created_at is the request event's time, not
-// the clock when the read model lagged, and a fast worker's later claim or
-// result is left for the next GET rather than painted over. It still waits
-// for the read model first (bounded), so a GET right after agrees; a read
-// model that lags past that wait does not fail the stored write.
+// modelAfter answers a write that queued the model (a request or a retry)
+// with the model as that write left it: queued, before any dataset. Once the
+// read model has applied the write (the bounded wait) it answers from the
+// read model's row, the one GET shows. Only when that row is not the
+// write's state does it fold the model's stream through the write's last
+// event (readmodel.ModelAsOf): a read model that lags past the wait (the
+// stored write still answers, created_at the request event's time, not the
+// clock) or one a fast worker already moved on (its dataset, claim or
+// result is the next GET's, not this answer's: spec 001 answers queued).
 func (b Backend) modelAfter(ctx context.Context, caller *readmodel.Caller, res commands.Result, id string) (*readmodel.RewardModel, error) {
 	var lag *domain.UnavailableError
-	if err := b.Settle(ctx, res); err != nil && !errors.As(err, &lag) {
+	err := b.Settle(ctx, res)
+	if err != nil && !errors.As(err, &lag) {
 		return nil, err
+	}
+	if err == nil {
+		m, err := b.Queries.RewardModel(ctx, caller.UserID, id)
+		if err != nil {
+			return nil, err
+		}
+		if justQueued(m) {
+			return &m, nil
+		}
 	}
 	evs, err := b.Cmds.ModelEvents(ctx, caller.UserID, id)
 	if err != nil {
@@ -91,6 +104,16 @@ func (b Backend) modelAfter(ctx context.Context, caller *readmodel.Caller, res c
 		return nil, fmt.Errorf("usecase: reward model %s has no request event", id)
 	}
 	return &m, nil
+}
+
+// justQueued reports whether m is the state a request or a retry leaves
+// (rewardmodels.State.Queue): queued with no dataset (num_pairs), no
+// extraction progress and no worker yet. A later event either changes one
+// of these (a requeue keeps the dataset's num_pairs) or nothing a
+// RewardModel shows, so such a row is the write's answer.
+func justQueued(m readmodel.RewardModel) bool {
+	return m.Status == rewardmodels.StatusQueued && m.NumPairs == nil && m.WorkerID == nil && m.StartedAt == nil &&
+		(len(m.Progress) == 0 || string(m.Progress) == "null")
 }
 
 // WeightsURL signs a WeightsURLTTL download link of the model's checkpoint,

@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/commands"
@@ -24,6 +28,7 @@ import (
 // decides whether it lags behind a write or runs ahead of it.
 type modelFixture struct {
 	b      usecase.Backend
+	pool   *pgxpool.Pool
 	store  *eventstore.Store
 	proj   *readmodel.Projection
 	caller *readmodel.Caller
@@ -38,7 +43,7 @@ func newModelFixture(t *testing.T) *modelFixture {
 	require.NoError(t, err)
 	store := eventstore.New(pool, blobs)
 	cmds := commands.New(store)
-	f := &modelFixture{store: store, proj: readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil)))}
+	f := &modelFixture{pool: pool, store: store, proj: readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil)))}
 	w := readmodel.NewWaiter(pool, 300*time.Millisecond)
 	wctx, cancel := context.WithCancel(ctx)
 	t.Cleanup(cancel)
@@ -101,6 +106,90 @@ func TestCreateAnswersFromTheEventsWhenTheReadModelLags(t *testing.T) {
 	got, err := f.b.Queries.GetRewardModel(context.Background(), f.caller.UserID, m.ID)
 	require.NoError(t, err)
 	require.Equal(t, *m, got.RewardModel)
+}
+
+// eventReads records the event-log queries a pool runs once it has
+// appended (COPY into events): what a write reads after its own append.
+type eventReads struct {
+	mu       sync.Mutex
+	appended bool
+	reads    []string
+}
+
+func (r *eventReads) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.appended && strings.Contains(d.SQL, "FROM events") {
+		r.reads = append(r.reads, d.SQL)
+	}
+	return ctx
+}
+
+func (r *eventReads) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (r *eventReads) TraceCopyFromStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceCopyFromStartData) context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(d.TableName) == 1 && d.TableName[0] == "events" {
+		r.appended, r.reads = true, nil
+	}
+	return ctx
+}
+
+func (r *eventReads) TraceCopyFromEnd(context.Context, *pgx.Conn, pgx.TraceCopyFromEndData) {}
+
+// TestWritesAnswerFromTheReadModelTheyWaitedFor: once the read model has
+// applied a request or a retry, the answer is its row (what GET shows), and
+// the write reads nothing of the event log after its append: no re-fold of
+// the model's stream (issue 34, needless hops).
+func TestWritesAnswerFromTheReadModelTheyWaitedFor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := newModelFixture(t)
+	f.catchUp(t)
+	cfg, err := pgxpool.ParseConfig(f.pool.Config().ConnString())
+	require.NoError(t, err)
+	tr := &eventReads{}
+	cfg.ConnConfig.Tracer = tr
+	traced, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(traced.Close)
+	cmds := commands.New(eventstore.New(traced, f.store.Blobs()))
+	// The waiter applies the write's events itself (no bus here), so the
+	// wait ends with the read model caught up.
+	w := readmodel.NewWaiter(f.pool, 10*time.Second).WithCatchUp(f.proj, f.store, 20*time.Millisecond, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	wctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	go w.Listen(wctx)
+	b := f.b
+	b.Cmds, b.Waiter = cmds, w
+
+	name := "answered"
+	m, err := b.CreateRewardModel(ctx, f.caller, usecase.TrainingRequest{Name: &name, TraceIDs: f.ids})
+	require.NoError(t, err)
+	require.Empty(t, tr.reads, "the create answer reads no event after its append")
+	require.Equal(t, rewardmodels.StatusQueued, m.Status)
+	require.Equal(t, f.requestedAt(t, m.ID), m.CreatedAt)
+	got, err := b.Queries.GetRewardModel(ctx, f.caller.UserID, m.ID)
+	require.NoError(t, err)
+	require.Equal(t, got.RewardModel, *m)
+
+	_, err = cmds.BuildDataset(ctx, m.ID)
+	require.NoError(t, err)
+	_, err = cmds.ClaimTraining(ctx, "w1", m.ID, 1, time.Minute)
+	require.NoError(t, err)
+	_, err = cmds.FailTraining(ctx, "w1", m.ID, 1, "boom")
+	require.NoError(t, err)
+	f.catchUp(t)
+	r, err := b.RetryRewardModel(ctx, f.caller, m.ID)
+	require.NoError(t, err)
+	require.Empty(t, tr.reads, "the retry answer reads no event after its append")
+	require.Equal(t, rewardmodels.StatusQueued, r.Status)
+	require.Nil(t, r.Error)
+	require.Nil(t, r.NumPairs)
+	got, err = b.Queries.GetRewardModel(ctx, f.caller.UserID, m.ID)
+	require.NoError(t, err)
+	require.Equal(t, got.RewardModel, *r)
 }
 
 // TestRetryAnswersTheRetriedStateNotALaterOne: a worker that claims the

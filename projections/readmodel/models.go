@@ -171,6 +171,21 @@ func (q *Queries) ErasedTracesOf(ctx context.Context, id string) (int, error) {
 	return n, err
 }
 
+// RewardModel returns one of the owner's models as the list shows it: one
+// row, without the detail's trace ids, agreement, feedback and background
+// scoring, so a write that only answers the model reads nothing else.
+func (q *Queries) RewardModel(ctx context.Context, owner, id string) (RewardModel, error) {
+	var m RewardModel
+	if !validUUID(id) {
+		return m, domain.NotFound("reward model", id)
+	}
+	err := scanModel(q.pool.QueryRow(ctx, `SELECT `+modelCols+` FROM rm_reward_models m WHERE m.id = $1 AND m.owner_id = $2`, id, owner), &m)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return m, domain.NotFound("reward model", id)
+	}
+	return m, err
+}
+
 // GetRewardModel returns one of the owner's models.
 func (q *Queries) GetRewardModel(ctx context.Context, owner, id string) (*RewardModelDetail, error) {
 	if !validUUID(id) {
