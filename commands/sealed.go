@@ -1,7 +1,6 @@
 package commands
 
 import (
-	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
@@ -9,8 +8,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"strings"
-
-	"github.com/criticml/critic/domain/events"
 )
 
 // A key a tenant sends for its own model endpoint (task_api_key) is stored
@@ -79,13 +76,4 @@ func (c *Commands) open(sealed string) (string, error) {
 		return "", errors.New("the sealed key cannot be opened (the worker token changed since the run was requested); request the run again")
 	}
 	return string(plain), nil
-}
-
-// OpenEvent opens a stored event's payload (claim check, seal) with the
-// store's blob store and keyring: how a consumer that holds the commands
-// (dispatch) reads a trace's events. An erased one is *events.ErasedError.
-// It is on the command side only because dispatch holds the commands, not
-// the store; it reads and appends nothing.
-func (c *Commands) OpenEvent(ctx context.Context, e events.Envelope) (events.Envelope, error) {
-	return c.store.Open(ctx, e)
 }

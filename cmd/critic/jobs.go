@@ -20,7 +20,7 @@ func startJobs(a *apiserver.Server, in *infra) {
 		in.log.Error("dispatch: subscriber", "err", err)
 		return
 	}
-	d := jobdispatch.New(a.Cmds, a.Publisher, in.log).WithTitles(in.cfg.LLM.Fast != nil).WithLabeler(in.cfg.LLM.StepLabel != nil).
+	d := jobdispatch.New(a.Cmds, in.store, a.Publisher, in.log).WithTitles(in.cfg.LLM.Fast != nil).WithLabeler(in.cfg.LLM.StepLabel != nil).
 		WithAssessments(in.cfg.LLM.Fast != nil)
 	wake := jobdispatch.NewBackgroundWake()
 	d = d.WithBackgroundWake(wake)

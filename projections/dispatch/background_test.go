@@ -241,7 +241,7 @@ func readyModel(t *testing.T, account string) bgFixture {
 	proj := readmodel.New(pool, blobs, discard)
 	rec := &recorder{msgs: map[string][]*message.Message{}}
 	wake := dispatch.NewBackgroundWake()
-	d := dispatch.New(cmds, rec, discard).WithBackgroundWake(wake)
+	d := dispatch.New(cmds, store, rec, discard).WithBackgroundWake(wake)
 
 	u, err := cmds.CreateUser(ctx, account, false)
 	require.NoError(t, err)

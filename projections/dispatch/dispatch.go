@@ -37,9 +37,16 @@ type Publisher interface {
 	Publish(topic string, msgs ...*message.Message) error
 }
 
+// Opener opens a stored event's payload (claim check, seal):
+// eventstore.Store.Open. An erased one is *events.ErasedError.
+type Opener interface {
+	Open(ctx context.Context, e events.Envelope) (events.Envelope, error)
+}
+
 // Dispatcher is the dispatch projection.
 type Dispatcher struct {
 	cmds   *commands.Commands
+	opener Opener
 	pub    Publisher
 	log    *slog.Logger
 	titles bool
@@ -54,9 +61,10 @@ type Dispatcher struct {
 	bgWake *BackgroundWake
 }
 
-// New returns the dispatcher.
-func New(cmds *commands.Commands, pub Publisher, log *slog.Logger) *Dispatcher {
-	return &Dispatcher{cmds: cmds, pub: pub, log: log}
+// New returns the dispatcher. opener is the store the events come from (the
+// one cmds writes to): it opens a batch's sealed and claim-checked payloads.
+func New(cmds *commands.Commands, opener Opener, pub Publisher, log *slog.Logger) *Dispatcher {
+	return &Dispatcher{cmds: cmds, opener: opener, pub: pub, log: log}
 }
 
 // Apply handles a batch in order; an error makes the bus redeliver it.
@@ -90,7 +98,7 @@ func (d *Dispatcher) open(ctx context.Context, envs []events.Envelope) ([]events
 		if out == nil {
 			out = append(make([]events.Envelope, 0, len(envs)), envs[:i]...)
 		}
-		r, err := d.cmds.OpenEvent(ctx, e)
+		r, err := d.opener.Open(ctx, e)
 		if eventstore.IsErased(err) {
 			continue
 		}

@@ -118,7 +118,7 @@ func TestSweepRequeuesAnExpiredExtractionAndPublishesItAgain(t *testing.T) {
 	require.Equal(t, events.RewardModelExtractionRequeuedV1{ModelID: dead, Attempt: 1, WorkerID: "w-dead", Reason: events.RequeueLeaseExpired, Detail: p.Detail}, p)
 	require.NoError(t, proj.Apply(ctx, later))
 	rec := &recorder{msgs: map[string][]*message.Message{}}
-	require.NoError(t, dispatch.New(cmds, rec, discard).Apply(ctx, requeued))
+	require.NoError(t, dispatch.New(cmds, store, rec, discard).Apply(ctx, requeued))
 	require.Len(t, rec.msgs[jobs.TopicExtract], 1)
 	var job jobs.ExtractJob
 	require.NoError(t, json.Unmarshal(rec.msgs[jobs.TopicExtract][0].Payload, &job))

@@ -74,7 +74,7 @@ func TestABrokerOutageParksNothing(t *testing.T) {
 
 	broker := &downBroker{recorder: recorder{msgs: map[string][]*message.Message{}}, down: 6}
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g := projections.NewGuard(dispatch.Name, pool, store, dispatch.New(cmds, broker, discard).WithTitles(true), discard,
+	g := projections.NewGuard(dispatch.Name, pool, store, dispatch.New(cmds, store, broker, discard).WithTitles(true), discard,
 		projections.GuardOptions{Tries: 2, Backoff: time.Millisecond, Poll: time.Hour})
 
 	err = g.Handle(ctx, batch)
