@@ -104,10 +104,24 @@ test("a rating is one request: the answer goes into the page, the trace is not f
   await down.click();
   expect((await answered).status()).toBeLessThan(300);
   await expect(down).toHaveAttribute("aria-pressed", "true");
-  // The header's counts follow without a refetch.
-  const t = await stored(page, labels);
-  const votes = (r: number) => t.annotations.filter((a) => a.rating === r && !a.label_error).length;
-  await expect(page.locator(".meta-row")).toContainText(`${votes(1)} ▲ · ${votes(-1)} ▼ · ${t.annotations.filter((a) => a.comment != null).length} comments`);
+  // The header's counts follow without a refetch: they are what the API stored.
+  const header = async () => {
+    const t = await stored(page, labels);
+    const votes = (r: number) => t.annotations.filter((a) => a.rating === r && !a.label_error).length;
+    await expect(page.locator(".meta-row")).toContainText(`${votes(1)} ▲ · ${votes(-1)} ▼ · ${t.annotations.filter((a) => a.comment != null).length} comments`);
+  };
+  await header();
+  // The keyboard on the clicked step: - again takes the vote back (DELETE),
+  // + adds one (POST), - changes it (PATCH); none fetches the trace again.
+  const up = step(page, 4).getByRole("button", { name: "Rate up, step 4" });
+  for (const [key, pressed] of [["-", "none"], ["+", "up"], ["-", "down"]] as const) {
+    const answer = page.waitForResponse((r) => r.request().method() !== "GET" && r.url().includes("/annotations"));
+    await page.keyboard.press(key);
+    expect((await answer).status()).toBeLessThan(300);
+    await expect(up).toHaveAttribute("aria-pressed", String(pressed === "up"));
+    await expect(down).toHaveAttribute("aria-pressed", String(pressed === "down"));
+    await header();
+  }
   await page.waitForTimeout(1000); // a refetch would have started by now
   expect(gets).toEqual([]);
   expect((await onStep(page, labels, 4)).filter((a) => a.rating != null).map((a) => a.rating)).toEqual([-1]);
