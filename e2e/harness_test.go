@@ -32,6 +32,16 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the binary criticBin built (137 MB a run: left behind,
+// the runs of a working day filled a disk).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // criticBin builds the binary once per test run.
 func criticBin(t testing.TB) string {
 	buildOnce.Do(func() {
