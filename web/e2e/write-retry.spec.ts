@@ -4,7 +4,7 @@
 // a dropped connection) is sent again with the same Idempotency-Key, so it
 // is neither lost nor stored twice.
 import type { Page, Route } from "@playwright/test";
-import { test, expect, env, signIn } from "./fixtures";
+import { test, expect, env, signIn, shot } from "./fixtures";
 
 const trace = process.env.CRITIC_E2E_RETRY_TRACE ?? "";
 const annotations = `**/api/v1/rm/traces/${trace}/annotations`;
@@ -45,6 +45,7 @@ test("a comment answered 503 once is retried with the same key, saved and stored
   // The user sees the change is not saved yet, and why.
   const notice = page.getByRole("status").filter({ hasText: "not saved yet" });
   await expect(notice).toContainText("Your change is not saved yet: the server answered 503 (unavailable). Retrying (try 2");
+  await shot(page, "write-retry-notice-1366");
   await expect(step.locator(".comment-text", { hasText: "asked for the order number first" })).toBeVisible();
   await expect(notice).toHaveCount(0);
   await expect(page.getByRole("alert")).toHaveCount(0);
@@ -148,6 +149,7 @@ test("a re-rating (PATCH) answered 503 once and a vote taken back (DELETE) whose
 test("a write the server keeps refusing fails with an error that names the problem, and nothing is stored", async ({ page }) => {
   test.skip(!trace, "no trace seeded for the retry tests");
   await signIn(page, env.key, `/traces/${trace}`);
+  await page.setViewportSize({ width: 390, height: 844 }); // a reviewer on a phone
   const step = page.getByRole("region", { name: "Step 1", exact: true });
   await expect(step).toHaveAttribute("aria-current", "true");
   let posts = 0;
@@ -165,6 +167,7 @@ test("a write the server keeps refusing fails with an error that names the probl
   await expect(page.getByRole("alert")).toContainText(
     /the service is starting; retry shortly — gave up after 1 try in \d+ s \(the server asked to wait 60 s more\)\. Reload to see whether it was saved\./,
   );
+  await shot(page, "write-retry-gave-up-390");
   expect(posts).toBe(1);
   expect((await stored(page)).filter((a) => a.comment === "this one cannot be saved")).toHaveLength(0);
 });
