@@ -111,8 +111,13 @@ func bootstrapEvaluator(t *testing.T, in *instance, key, base string) string {
 		_ = in.pool.QueryRow(context.Background(), `SELECT stream FROM events WHERE type = 'evaluator.trace_scored.v1' AND stream = 'trace/' || $1`, ids[0]).Scan(&scored)
 		return scored != ""
 	}, 2*time.Minute, 200*time.Millisecond, "release 1 never scored the traces")
-	d := in.do("GET", "/api/v1/rm/traces/"+ids[0], key, nil).JSON(t)
-	ev := d["evaluator"].(map[string]any)
+	// The read model applies the event after it is in the log: the trace
+	// shows it once it has (a GET does not wait for it).
+	var ev map[string]any
+	require.Eventually(t, func() bool {
+		ev = in.do("GET", "/api/v1/rm/traces/"+ids[0], key, nil).JSON(t)["evaluator"].(map[string]any)
+		return ev["status"] != "scoring"
+	}, time.Minute, 100*time.Millisecond, "the read model never applied the trace's score")
 	require.Equal(t, "scored", ev["status"])
 	require.Len(t, ev["action_scores"], 1, "the one assistant action")
 	return scored
