@@ -317,6 +317,15 @@ func TestDistributedFailover(t *testing.T) {
 		require.NoError(t, pool.QueryRow(context.Background(), sql, args...).Scan(&n), sql)
 		return n
 	}
+	// The dispatcher has built (here: failed) every queued model's dataset.
+	// Its consumer group may still be re-forming after the kills — writes
+	// apply their own events to the read model meanwhile, the dispatcher has
+	// no such path — and what it appends later would land between the dump
+	// and the replay below.
+	for deadline := time.Now().Add(90 * time.Second); q(`SELECT count(*) FROM rm_reward_models WHERE status = 'queued' AND dataset_key IS NULL`) > 0; {
+		require.False(t, time.Now().After(deadline), "the dispatcher never built the queued models' datasets")
+		time.Sleep(200 * time.Millisecond)
+	}
 	for deadline := time.Now().Add(60 * time.Second); q(`SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM readmodel_applied a WHERE a.event_id = e.id)`) > 0; {
 		require.False(t, time.Now().After(deadline), "the read model never caught up with the log")
 		time.Sleep(200 * time.Millisecond)
