@@ -36,7 +36,7 @@ func TestAFinishedBatchIsRefilledAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := readyModel(t, "refill")
-	pool, store, blobs, cmds, q, discard, proj, wake, d, actor := f.pool, f.store, f.blobs, f.cmds, f.q, f.discard, f.proj, f.wake, f.d, f.actor
+	pool, store, blobs, cmds, q, discard, wake, actor := f.pool, f.store, f.blobs, f.cmds, f.q, f.discard, f.wake, f.actor
 	var lines []string
 	for i := range 3 * commands.MaxBatchTraces {
 		lines = append(lines, fmt.Sprintf(`{"id":"new-%d","steps":[{"role":"user","content":"q%d"},{"role":"assistant","content":"answer %d"}]}`, i, i, i))
@@ -48,25 +48,7 @@ func TestAFinishedBatchIsRefilledAtOnce(t *testing.T) {
 	// the dispatch projection.
 	pctx, stop := context.WithCancel(ctx)
 	defer stop()
-	pumped := make(chan error, 1)
-	go func() {
-		var after int64
-		for pctx.Err() == nil {
-			evs, err := store.ReadAfter(pctx, after, 1000)
-			if err == nil && len(evs) > 0 {
-				if err = proj.Apply(pctx, evs); err == nil {
-					err = d.Apply(pctx, evs)
-				}
-				after = evs[len(evs)-1].Seq
-			}
-			if err != nil && pctx.Err() == nil {
-				pumped <- err
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		pumped <- nil
-	}()
+	pumped := f.pump(pctx)
 	waiter := readmodel.NewWaiter(pool, 30*time.Second)
 	go waiter.Listen(pctx)
 	require.Eventually(t, func() bool { // the read model has the ready model and its traces
@@ -144,29 +126,11 @@ func TestANewTraceIsLookedAtOnceItsDebouncePasses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := readyModel(t, "debounce")
-	pool, store, cmds, q, discard, proj, wake, d, actor := f.pool, f.store, f.cmds, f.q, f.discard, f.proj, f.wake, f.d, f.actor
+	pool, store, cmds, q, discard, wake, actor := f.pool, f.store, f.cmds, f.q, f.discard, f.wake, f.actor
 
 	pctx, stop := context.WithCancel(ctx)
 	defer stop()
-	pumped := make(chan error, 1)
-	go func() {
-		var after int64
-		for pctx.Err() == nil {
-			evs, err := store.ReadAfter(pctx, after, 1000)
-			if err == nil && len(evs) > 0 {
-				if err = proj.Apply(pctx, evs); err == nil {
-					err = d.Apply(pctx, evs)
-				}
-				after = evs[len(evs)-1].Seq
-			}
-			if err != nil && pctx.Err() == nil {
-				pumped <- err
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		pumped <- nil
-	}()
+	pumped := f.pump(pctx)
 	waiter := readmodel.NewWaiter(pool, 30*time.Second)
 	go waiter.Listen(pctx)
 	const debounce = time.Second
@@ -268,4 +232,30 @@ func readyModel(t *testing.T, account string) bgFixture {
 	require.NoError(t, err)
 	return bgFixture{pool: pool, blobs: blobs, store: store, cmds: cmds, q: q, discard: discard, proj: proj, rec: rec, wake: wake, d: d,
 		userID: u.UserID, actor: actor, modelID: req.ModelID, ratedIDs: rated.TraceIDs}
+}
+
+// pump plays the bus's part until ctx ends: every new event of the log to
+// the read model, then to the dispatch projection, in order. The channel
+// gets the first error, or nil once ctx ended.
+func (f bgFixture) pump(ctx context.Context) <-chan error {
+	pumped := make(chan error, 1)
+	go func() {
+		var after int64
+		for ctx.Err() == nil {
+			evs, err := f.store.ReadAfter(ctx, after, 1000)
+			if err == nil && len(evs) > 0 {
+				if err = f.proj.Apply(ctx, evs); err == nil {
+					err = f.d.Apply(ctx, evs)
+				}
+				after = evs[len(evs)-1].Seq
+			}
+			if err != nil && ctx.Err() == nil {
+				pumped <- err
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		pumped <- nil
+	}()
+	return pumped
 }
