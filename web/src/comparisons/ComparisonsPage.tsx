@@ -1,4 +1,4 @@
-import { useEffect, useState } from "react";
+import { useLayoutEffect, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, type Schemas } from "../api/client";
 import { useAuth } from "../auth/auth";
@@ -114,7 +114,12 @@ function ComparisonCard({
     if (!canWrite || send.isPending) return;
     send.mutate(c);
   };
-  useEffect(() => {
+  // A layout effect, as on the review page: the listener is replaced in the
+  // same task as the render a keystroke caused. With a plain effect it is
+  // replaced only after the next frame, and a reviewer who types a comment,
+  // tabs out and presses E within that frame sent the comment as it was one
+  // keystroke earlier ("both fin").
+  useLayoutEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       // A focused checkbox (the consent toggle) takes no text: keys still answer.
       const box = e.target instanceof HTMLInputElement && e.target.type === "checkbox";

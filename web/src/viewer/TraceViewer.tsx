@@ -1,4 +1,4 @@
-import { Fragment, useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { Fragment, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
 import { useQuery } from "@tanstack/react-query";
 import { useVirtualizer } from "@tanstack/react-virtual";
@@ -237,7 +237,11 @@ export function TraceViewer() {
   const compose = useCallback((stepId: string | null) => setComposing(stepId === null ? undefined : stepId), []);
 
   // Keyboard: j/k, +/-, c, e, ?, Escape. Nothing fires while typing in a field or with a modifier.
-  useEffect(() => {
+  // A layout effect, as on the review and comparison pages: the listener is
+  // replaced in the task that rendered the state it reads (a plain effect
+  // waits for the next frame, and a key pressed before it acted on the state
+  // of one render earlier).
+  useLayoutEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       if (help || overview) return;
       if (e.ctrlKey || e.metaKey || e.altKey || typingIn(e) || steps.length === 0) return;
