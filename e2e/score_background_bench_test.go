@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -41,6 +42,18 @@ import (
 // BENCH_BG_RATE a second (default 2); each trace's latency from its
 // import (rm_traces.updated_at) to its published trace score (the score
 // event's time), p50 and p99, debounce included.
+//
+// BENCH_BG_PIN=1 (two or more cores) gives the worker tier a core of its
+// own, as it has its own machine in a deployment (the workers are GPU
+// machines; the API and PostgreSQL run elsewhere): the worker process is
+// pinned to the last core and the API, its query process, PostgreSQL and
+// this process to the others, each Go process with as many threads as its
+// cores, and the raw reference runs on the worker's core with the worker's
+// GOMAXPROCS — the same compute as the worker. By default every process
+// may use every core (the raw reference then has them all, while the
+// worker shares them with the API and PostgreSQL). BENCH_BG_PGSTAT=1
+// prints the statements PostgreSQL ran during the burst (its cluster must
+// preload pg_stat_statements: docs/development.md).
 func BenchmarkScoreBackground(b *testing.B) {
 	for range b.N {
 		runScoreBackgroundBench(b)
@@ -59,6 +72,17 @@ func runScoreBackgroundBench(b *testing.B) {
 	if profileDir != "" {
 		env = append(env, "CRITIC_PPROF_ADDR="+pprofAddr)
 	}
+	pin := runtime.NumCPU() >= 2 && os.Getenv("BENCH_BG_PIN") == "1"
+	workerCores, restCores := fmt.Sprint(runtime.NumCPU()-1), fmt.Sprintf("0-%d", runtime.NumCPU()-2)
+	workerProcs := runtime.NumCPU() // the worker's GOMAXPROCS, and the raw reference's
+	var workerEnv []string
+	if pin {
+		// Each Go process as many threads as the cores it is pinned to, as
+		// in a container of that many cores (more would spin on the one).
+		workerProcs = 1
+		env = append(env, fmt.Sprintf("GOMAXPROCS=%d", runtime.NumCPU()-1))
+		workerEnv = append(workerEnv, "GOMAXPROCS=1")
+	}
 	in, kafkaPort := startServeForJobs(b, env...)
 	key := in.newUser("background", false)
 	ids := ratedTraces(b, in, key)
@@ -69,11 +93,16 @@ func runScoreBackgroundBench(b *testing.B) {
 		"--intermediate", strconv.Itoa(3*hidden), "--tokenizer", filepath.Join(pgtest.ModuleRoot(b), "gpuworker", "testdata", "tinytok"), "--out", base)
 	require.NoError(b, err, o)
 	workerPProf := fmt.Sprintf("127.0.0.1:%d", freePort(b))
-	var workerEnv []string
 	if profileDir != "" {
 		workerEnv = append(workerEnv, "CRITIC_PPROF_ADDR="+workerPProf)
 	}
 	wk := startWorkerWith(b, in, kafkaPort, "bench-bg", workerEnv...)
+	if pin {
+		pinTree(b, wk.Process.Pid, workerCores)
+		pinTree(b, in.cmd.Process.Pid, restCores)
+		pinTree(b, postmasterPid(b, in), restCores)
+		pinTree(b, os.Getpid(), restCores)
+	}
 	var modelIDs []string
 	for i := range nModels {
 		r := in.do("POST", "/api/v1/rm/reward-models", key, map[string]any{"name": fmt.Sprintf("bench-bg-%d", i), "trace_ids": ids, "base_model": base})
@@ -119,21 +148,34 @@ func runScoreBackgroundBench(b *testing.B) {
 	}
 	if profileDir != "" {
 		// The API's and the worker's CPU profiles for most of the burst.
-		for name, addr := range map[string]string{"api": pprofAddr, "worker": workerPProf} {
+		// And 5 s of the worker's execution trace (go tool trace
+		// worker.trace): where its scoring waits.
+		for name, url := range map[string]string{"api.pprof": pprofAddr + "/debug/pprof/profile?seconds=20", "worker.pprof": workerPProf + "/debug/pprof/profile?seconds=20",
+			"worker.trace": workerPProf + "/debug/pprof/trace?seconds=5"} {
 			go func() {
-				resp, err := http.Get("http://" + addr + "/debug/pprof/profile?seconds=20")
+				resp, err := http.Get("http://" + url)
 				if err != nil {
 					fmt.Printf("score-background: no %s profile: %v\n", name, err)
 					return
 				}
 				defer resp.Body.Close()
 				raw, _ := io.ReadAll(resp.Body)
-				_ = os.WriteFile(filepath.Join(profileDir, name+".pprof"), raw, 0o644)
+				_ = os.WriteFile(filepath.Join(profileDir, name), raw, 0o644)
 			}()
 		}
 	}
+	pgStat := os.Getenv("BENCH_BG_PGSTAT") != ""
+	if pgStat {
+		// The statements PostgreSQL ran during the burst (the cluster must
+		// preload pg_stat_statements; see docs/development.md).
+		_, err := in.pool.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+		require.NoError(b, err)
+		_, err = in.pool.Exec(ctx, "SELECT pg_stat_statements_reset()")
+		require.NoError(b, err)
+	}
 	apiCPU, workerCPU := procCPU(in.cmd.Process.Pid), procCPU(wk.Process.Pid)
-	_, pg0 := in.cpuByProcess(b)
+	critic0, pg0 := in.cpuByProcess(b)
+	self0 := procCPU(os.Getpid())
 	machine0 := machineCPU()
 	start := time.Now()
 	for i := 0; i < burst; i += 1000 {
@@ -150,8 +192,24 @@ func runScoreBackgroundBench(b *testing.B) {
 	afterDebounce := time.Since(imported.Add(debounce))
 	apiCPU, workerCPU = procCPU(in.cmd.Process.Pid)-apiCPU, procCPU(wk.Process.Pid)-workerCPU
 	machineBurst := machineCPU() - machine0
-	_, pg1 := in.cpuByProcess(b)
+	critic1, pg1 := in.cpuByProcess(b)
+	queryCPU := usedSince(critic0, critic1) - apiCPU // the API's query process
+	selfCPU := procCPU(os.Getpid()) - self0
 	pgCPU := usedSince(pg0, pg1)
+
+	if pgStat {
+		rows, err := in.pool.Query(ctx, `SELECT calls, total_exec_time, rows, left(regexp_replace(query, '\s+', ' ', 'g'), 160)
+			FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 25`)
+		require.NoError(b, err)
+		for rows.Next() {
+			var calls, nrows int64
+			var ms float64
+			var q string
+			require.NoError(b, rows.Scan(&calls, &ms, &nrows, &q))
+			fmt.Printf("score-background: pg %7d calls %8.0f ms %7d rows  %s\n", calls, ms, nrows, q)
+		}
+		rows.Close()
+	}
 
 	// Where the wall time went: the worker is busy from a batch's claim
 	// (its runs' start) to its last run's end; the rest of the span from
@@ -189,6 +247,10 @@ func runScoreBackgroundBench(b *testing.B) {
 
 	// The limit: the texts the worker scored (each run's items), with the
 	// same checkpoints, in-process, one model after the other.
+	if pin {
+		pinTree(b, os.Getpid(), workerCores)
+	}
+	procs := runtime.GOMAXPROCS(workerProcs)
 	var rawWhole time.Duration
 	var raw [2]struct{ wall, cpu, machine time.Duration } // the worker's engine, the default one
 	texts := 0
@@ -219,7 +281,7 @@ func runScoreBackgroundBench(b *testing.B) {
 		modelDir, err := worker.ExtractArchive(filepath.Join(in.dataDir, "blobs", "reward-models", owner, modelID+".tar.gz"), b.TempDir())
 		require.NoError(b, err)
 		// The reference: the engine calls the worker makes, in this
-		// process with as many threads (GOMAXPROCS, every core) — trace
+		// process with as many threads as the worker (GOMAXPROCS) on its cores — trace
 		// by trace, each trace's texts in one call — on the engine the
 		// worker scores with (worker.LoadScoringModel: ops in sequence for
 		// a small model) and on the default engine (op-parallel), the
@@ -251,6 +313,11 @@ func runScoreBackgroundBench(b *testing.B) {
 		texts += len(modelTexts)
 	}
 	n := float64(burst * nModels)
+	runtime.GOMAXPROCS(procs)
+	if pin {
+		pinTree(b, os.Getpid(), restCores)
+		fmt.Printf("score-background: the worker and the raw reference on core %s; the API, PostgreSQL and this process on cores %s (BENCH_BG_PIN=1)\n", workerCores, restCores)
+	}
 	fmt.Printf("score-background: %d model(s) of hidden %d × %d layers; burst of %d traces = %d scorings (%d texts)\n", nModels, hidden, layers, burst, burst*nModels, texts)
 	fmt.Printf("score-background: from arrival to published scores in %s = %.1f scorings/s (incl. the %s debounce); from the debounce's end %s = %.1f/s\n",
 		pipeline.Round(time.Millisecond), n/pipeline.Seconds(), debounce, afterDebounce.Round(time.Millisecond), n/afterDebounce.Seconds())
@@ -261,14 +328,14 @@ func runScoreBackgroundBench(b *testing.B) {
 	rawDur := raw[best].wall
 	fmt.Printf("score-background: from the debounce's end to the last score %s: the worker held a batch %s (%.0f%%), the first claim after %s, gaps %s\n",
 		span.Round(time.Millisecond), busy.Round(time.Millisecond), 100*busy.Seconds()/span.Seconds(), firstClaim.Round(time.Millisecond), (span - busy).Round(time.Millisecond))
-	fmt.Printf("score-background: CPU during the burst (%d cores): API process %.1f s, worker %.1f s, PostgreSQL %.1f s, the machine's other work %.1f s; per trace API %.1f ms, PostgreSQL %.1f ms, worker %.1f ms\n",
-		runtime.NumCPU(), apiCPU.Seconds(), workerCPU.Seconds(), pgCPU.Seconds(), (machineBurst - apiCPU - workerCPU - pgCPU).Seconds(),
+	fmt.Printf("score-background: CPU during the burst (%d cores): API process %.1f s, its query process %.1f s, worker %.1f s, PostgreSQL %.1f s, this process %.1f s, the machine's other work %.1f s; per trace API %.1f ms, PostgreSQL %.1f ms, worker %.1f ms\n",
+		runtime.NumCPU(), apiCPU.Seconds(), queryCPU.Seconds(), workerCPU.Seconds(), pgCPU.Seconds(), selfCPU.Seconds(), (machineBurst - apiCPU - queryCPU - workerCPU - pgCPU - selfCPU).Seconds(),
 		1000*apiCPU.Seconds()/n, 1000*pgCPU.Seconds()/n, 1000*workerCPU.Seconds()/n)
 	fmt.Printf("score-background: of which the import itself (until the import calls answered, %s): API %.1f s, PostgreSQL %.1f s\n",
 		imported.Sub(start).Round(time.Millisecond), apiImport.Seconds(), pgImport.Seconds())
 	for i, name := range []string{"the worker's engine (" + worker.ScoringBackend(model.Config{HiddenSize: hidden}) + ")", "the default engine (op-parallel)"} {
-		fmt.Printf("score-background: raw, the same texts in the worker's engine calls (trace by trace; GOMAXPROCS=%d, as the worker) on %s: %s = %.1f scorings/s (CPU %.1f s, the machine's other work %.1f s)\n",
-			runtime.GOMAXPROCS(0), name, raw[i].wall.Round(time.Millisecond), n/raw[i].wall.Seconds(), raw[i].cpu.Seconds(), (raw[i].machine - raw[i].cpu).Seconds())
+		fmt.Printf("score-background: raw, the same texts in the worker's engine calls (trace by trace; GOMAXPROCS=%d, as the worker; on the worker's cores) on %s: %s = %.1f scorings/s (CPU %.1f s, the machine's other work %.1f s)\n",
+			workerProcs, name, raw[i].wall.Round(time.Millisecond), n/raw[i].wall.Seconds(), raw[i].cpu.Seconds(), (raw[i].machine - raw[i].cpu).Seconds())
 	}
 	fmt.Printf("score-background: raw reference = the faster, %s = %.1f scorings/s; for reading: all at once on the worker's engine %s = %.1f/s\n",
 		rawDur.Round(time.Millisecond), n/rawDur.Seconds(), rawWhole.Round(time.Millisecond), n/rawWhole.Seconds())
@@ -300,6 +367,36 @@ func runScoreBackgroundBench(b *testing.B) {
 		return time.Duration(lat[min(len(lat)-1, int(p*float64(len(lat))))] * float64(time.Second)).Round(time.Millisecond)
 	}
 	fmt.Printf("score-background: steady %d traces/s, arrival → published trace score: p50 %s, p99 %s (incl. the %s debounce)\n", rate, pct(0.5), pct(0.99), debounce)
+}
+
+// pinTree pins a process, every thread of it and its child processes (the
+// API's query process, PostgreSQL's backends) to cores (taskset's list
+// form); processes they start later inherit it.
+func pinTree(b *testing.B, pid int, cores string) {
+	out, err := exec.Command("taskset", "-a", "-c", "-p", cores, strconv.Itoa(pid)).CombinedOutput()
+	require.NoError(b, err, "BENCH_BG_PIN=1 pins the bench's processes with taskset (util-linux): %s", out)
+	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range files {
+		raw, _ := os.ReadFile(f)
+		for _, c := range strings.Fields(string(raw)) {
+			if n, err := strconv.Atoi(c); err == nil {
+				pinTree(b, n, cores)
+			}
+		}
+	}
+}
+
+// postmasterPid is the PostgreSQL server's main process: the parent of this
+// instance's backends, from which new connections fork.
+func postmasterPid(b *testing.B, in *instance) int {
+	var backend int32
+	require.NoError(b, in.pool.QueryRow(b.Context(), "SELECT pg_backend_pid()").Scan(&backend))
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", backend))
+	require.NoError(b, err)
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	ppid, err := strconv.Atoi(f[1])
+	require.NoError(b, err)
+	return ppid
 }
 
 // machineCPU is the CPU time every process on the machine has used so far

@@ -1,6 +1,7 @@
 package projections
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -77,6 +78,12 @@ type GuardOptions struct {
 	Tries   int           // attempts per event before parking it (default 4)
 	Backoff time.Duration // wait before the second attempt, doubling after (default 250 ms)
 	Poll    time.Duration // how often to look for operator retries (default 1 s)
+	// Gather is how long a batch gathers events after its first one
+	// (default 1 ms: only what is already in flight). A projection whose
+	// readers do not wait on each event and whose transactions cost more
+	// than their events (the DuckDB snapshot: a commit per batch) takes a
+	// longer gather, so a stream of small appends lands in fewer commits.
+	Gather time.Duration
 }
 
 // NewGuard wraps a projection named name (its consumer group) that applies
@@ -168,7 +175,7 @@ func (g *Guard) Run(ctx context.Context, consume ConsumeFunc, topic string) erro
 		defer close(done)
 		g.serveRetries(ctx)
 	}()
-	err = consume(ctx, topic, maxBatch, maxWait, g.Handle)
+	err = consume(ctx, topic, maxBatch, cmp.Or(g.opts.Gather, maxWait), g.Handle)
 	cancel()
 	<-done
 	return err

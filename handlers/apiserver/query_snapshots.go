@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -50,6 +51,16 @@ func (s *Server) openSnapshots(ctx context.Context, cfg Config, deps Deps, log *
 	return proc, proc, nil
 }
 
+// SnapshotGather is how long the snapshot projection gathers events into
+// one batch after the first: each batch is a DuckDB commit per owner, which
+// costs far more than its rows, and with events arriving one append at a
+// time (a worker reporting each scored trace) the commits were most of the
+// query process's CPU (bench-score's background part: 4.9 s for 300 traces,
+// a third of what the API's side of the pipeline used). SQL answers wait
+// for the snapshot to reach the caller's last write (usecase.Query), so a
+// query right after a write waits up to this much longer.
+const SnapshotGather = 100 * time.Millisecond
+
 // startSnapshots opens the query snapshots and runs their projection: first
 // straight from the event log up to its head at start, then from the bus,
 // healing a position stuck behind an event the bus never delivered.
@@ -77,7 +88,9 @@ func (s *Server) startSnapshots(ctx context.Context, cfg Config, deps Deps, brok
 		return fmt.Errorf("read the event log head: %w", err)
 	}
 	s.snapPos, s.snapStart = pos, start
-	guard := projections.NewGuard(group, deps.Pool, deps.Store, applier, log, cfg.Guard).Observe(s.Observed(snapshot.Name)...).
+	gopts := cfg.Guard
+	gopts.Gather = cmp.Or(gopts.Gather, SnapshotGather)
+	guard := projections.NewGuard(group, deps.Pool, deps.Store, applier, log, gopts).Observe(s.Observed(snapshot.Name)...).
 		OnProcessed(pos.Processed)
 	wait := cfg.QueryWait
 	if wait < 0 {

@@ -1,7 +1,7 @@
 // Package pgtest gives each test its own migrated database in a real local
 // PostgreSQL cluster. The cluster is started once (under .data/pgtest at the
-// module root, or at CRITIC_TEST_DATABASE_URL's server when set) and shared by
-// every test package of the run.
+// module root, on port Port or CRITIC_TEST_PG_PORT) and shared by every test
+// package of the run.
 package pgtest
 
 import (
