@@ -138,12 +138,19 @@ func testSealExisting(t *testing.T, republish bool) {
 	waitReadModel(t, in)
 	require.Empty(t, linesWith(pgDump(t, in), marker), "pg_dump holds nothing of the deleted trace")
 	var elsewhere, broker []string
-	for _, f := range filesWith(t, in.dataDir, marker) {
-		if strings.HasPrefix(f, filepath.Join(in.dataDir, "kafka")+string(filepath.Separator)) {
-			broker = append(broker, f)
-		} else {
-			elsewhere = append(elsewhere, f)
+	for range 100 { // the query snapshot follows the log shortly after (docs/operations.md "Downstream of the log")
+		elsewhere, broker = nil, nil
+		for _, f := range filesWith(t, in.dataDir, marker) {
+			if strings.HasPrefix(f, filepath.Join(in.dataDir, "kafka")+string(filepath.Separator)) {
+				broker = append(broker, f)
+			} else {
+				elsewhere = append(elsewhere, f)
+			}
 		}
+		if len(elsewhere) == 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	require.Empty(t, elsewhere, "no file of the data directory but the broker's segments holds the marker")
 	if republish {
