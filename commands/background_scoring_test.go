@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/commands/commandstest"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
@@ -21,7 +22,7 @@ import (
 func readyActionModel(t *testing.T, cmds *commands.Commands, store *eventstore.Store, actor commands.Actor) string {
 	t.Helper()
 	ctx := context.Background()
-	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ratedPair(t, cmds, actor)})
+	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: commandstest.RatedTraces(t, cmds, actor)})
 	require.NoError(t, err)
 	_, err = cmds.BuildDataset(ctx, req.ModelID)
 	require.NoError(t, err)

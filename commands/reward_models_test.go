@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/commands/commandstest"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
@@ -31,27 +32,11 @@ func setup(t *testing.T) (*commands.Commands, *eventstore.Store, commands.Actor)
 	return cmds, store, commands.Actor{UserID: u.UserID}
 }
 
-// ratedPair imports two traces rated +1 and -1 and returns their ids.
-func ratedPair(t *testing.T, cmds *commands.Commands, actor commands.Actor) []string {
-	ctx := context.Background()
-	res, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
-		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"good"}]}` + "\n" +
-			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"bad"}]}` + "\n" +
-			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}`)})
-	require.NoError(t, err)
-	for i, r := range []int{1, -1, 1} {
-		r := r
-		_, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: res.TraceIDs[i], Rating: &r, AuthorName: "t"})
-		require.NoError(t, err)
-	}
-	return res.TraceIDs
-}
-
 func TestClaimIsExclusiveAndLeasesExpire(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	cmds, _, actor := setup(t)
-	ids := ratedPair(t, cmds, actor)
+	ids := commandstest.RatedTraces(t, cmds, actor)
 	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ids})
 	require.NoError(t, err)
 
@@ -129,7 +114,7 @@ func TestTooFewPairsFailsBeforeTraining(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	cmds, _, actor := setup(t)
-	ids := ratedPair(t, cmds, actor)
+	ids := commandstest.RatedTraces(t, cmds, actor)
 	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ids[:1]})
 	require.NoError(t, err)
 	_, err = cmds.BuildDataset(ctx, req.ModelID)
@@ -144,7 +129,7 @@ func TestRequestTrainingNamesTheFirstForeignTrace(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	cmds, _, actor := setup(t)
-	ids := ratedPair(t, cmds, actor)
+	ids := commandstest.RatedTraces(t, cmds, actor)
 	_, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: []string{ids[0], "not-mine", "also-not"}})
 	var nf *domain.NotFoundError
 	require.True(t, errors.As(err, &nf))
@@ -218,7 +203,7 @@ func TestRequestTrainingConfinesLocalBaseModels(t *testing.T) {
 	u, err := cmds.CreateUser(ctx, "roots", false)
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
-	ids := ratedPair(t, cmds, actor)
+	ids := commandstest.RatedTraces(t, cmds, actor)
 	for _, bad := range []string{"/etc", data + "/worker/checkpoints/0a1b2c/model", data + "/models/../worker/checkpoints/0a1b2c", "../../etc", "gpt2"} {
 		_, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ids, BaseModel: bad})
 		var ve *domain.ValidationError

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/commands/commandstest"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
@@ -25,7 +26,7 @@ func TestCompleteTrainingReadsOnlyTheKeysOfTheJob(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	cmds, store, actor := setup(t)
-	ids := ratedPair(t, cmds, actor)
+	ids := commandstest.RatedTraces(t, cmds, actor)
 	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ids})
 	require.NoError(t, err)
 	_, err = cmds.BuildDataset(ctx, req.ModelID)

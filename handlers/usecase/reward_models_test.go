@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/commands/commandstest"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/handlers/usecase"
@@ -53,17 +54,8 @@ func newModelFixture(t *testing.T) *modelFixture {
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
 	f.caller = &readmodel.Caller{UserID: u.UserID}
-	imp, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
-		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"good"}]}` + "\n" +
-			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"bad"}]}` + "\n" +
-			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}`)})
-	require.NoError(t, err)
-	for i, r := range []int{1, -1, 1} {
-		r := r
-		_, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: imp.TraceIDs[i], Rating: &r, AuthorName: "t"})
-		require.NoError(t, err)
-	}
-	f.ids = imp.TraceIDs
+	impIDs := commandstest.RatedTraces(t, cmds, actor)
+	f.ids = impIDs
 	return f
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/commands/commandstest"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/platform/blob"
@@ -210,16 +211,8 @@ func readyModel(t *testing.T, account string) bgFixture {
 	u, err := cmds.CreateUser(ctx, account, false)
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
-	rated, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
-		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"good"}]}` + "\n" +
-			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"bad"}]}` + "\n" +
-			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}`)})
-	require.NoError(t, err)
-	for i, r := range []int{1, -1, 1} {
-		_, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: rated.TraceIDs[i], Rating: &r, AuthorName: "t"})
-		require.NoError(t, err)
-	}
-	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: rated.TraceIDs})
+	ratedIDs := commandstest.RatedTraces(t, cmds, actor)
+	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ratedIDs})
 	require.NoError(t, err)
 	_, err = cmds.BuildDataset(ctx, req.ModelID)
 	require.NoError(t, err)
@@ -231,7 +224,7 @@ func readyModel(t *testing.T, account string) bgFixture {
 		ActionStats: json.RawMessage(`{"mean":0,"std":1}`)})
 	require.NoError(t, err)
 	return bgFixture{pool: pool, blobs: blobs, store: store, cmds: cmds, q: q, discard: discard, proj: proj, rec: rec, wake: wake, d: d,
-		userID: u.UserID, actor: actor, modelID: req.ModelID, ratedIDs: rated.TraceIDs}
+		userID: u.UserID, actor: actor, modelID: req.ModelID, ratedIDs: ratedIDs}
 }
 
 // pump plays the bus's part until ctx ends: every new event of the log to

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/commands/commandstest"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/eventstore"
@@ -36,18 +37,9 @@ func TestSweepExpiresADeadLeaseOnTheDatabaseClock(t *testing.T) {
 	u, err := cmds.CreateUser(ctx, "sweeper", false)
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
-	imp, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
-		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"good"}]}` + "\n" +
-			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"bad"}]}` + "\n" +
-			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}`)})
-	require.NoError(t, err)
-	for i, r := range []int{1, -1, 1} {
-		r := r
-		_, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: imp.TraceIDs[i], Rating: &r, AuthorName: "t"})
-		require.NoError(t, err)
-	}
+	impIDs := commandstest.RatedTraces(t, cmds, actor)
 	running := func(lease time.Duration) string {
-		req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: imp.TraceIDs})
+		req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: impIDs})
 		require.NoError(t, err)
 		_, err = cmds.BuildDataset(ctx, req.ModelID)
 		require.NoError(t, err)

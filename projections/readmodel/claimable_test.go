@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/commands/commandstest"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/eventstore"
@@ -45,22 +46,14 @@ func TestClaimableTrainingFollowsClaimsAndHandBacks(t *testing.T) {
 	u, err := cmds.CreateUser(ctx, "queue", false)
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
-	imp, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
-		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"good"}]}` + "\n" +
-			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"bad"}]}` + "\n" +
-			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}`)})
-	require.NoError(t, err)
-	for i, r := range []int{1, -1, 1} {
-		_, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: imp.TraceIDs[i], Rating: &r, AuthorName: "t"})
-		require.NoError(t, err)
-	}
+	impIDs := commandstest.RatedTraces(t, cmds, actor)
 	var ids []string
 	for range 2 {
-		req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: imp.TraceIDs})
+		req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: impIDs})
 		require.NoError(t, err)
 		ids = append(ids, req.ModelID)
 	}
-	unbuilt, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "later", TraceIDs: imp.TraceIDs})
+	unbuilt, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "later", TraceIDs: impIDs})
 	require.NoError(t, err)
 	for _, id := range ids {
 		_, err = cmds.BuildDataset(ctx, id)
