@@ -70,8 +70,15 @@ func TestObserveLabelsByPattern(t *testing.T) {
 	require.Equal(t, float64(1), f.Value("critic_http_requests_total", "route=GET /stream", "code=200"))
 	require.Equal(t, float64(1), f.Value("critic_http_requests_total", "route=unmatched", "code=404"))
 	require.Equal(t, float64(1), f.Value("critic_http_requests_total", "route=GET /boom", "code=500"))
-	require.ElementsMatch(t, []string{"GET /items/{id}", "GET /stream", "unmatched", "GET /boom"},
-		f.LabelValues("critic_http_requests_total", "route"))
+	// An earlier scrape of the loop above is a request of its own, counted
+	// under its route: every other route is one the test requested.
+	var routes []string
+	for _, r := range f.LabelValues("critic_http_requests_total", "route") {
+		if r != "GET /metrics" {
+			routes = append(routes, r)
+		}
+	}
+	require.ElementsMatch(t, []string{"GET /items/{id}", "GET /stream", "unmatched", "GET /boom"}, routes)
 	require.Equal(t, float64(1), f.Value("critic_http_requests_in_flight"), "the scrape itself is in flight")
 }
 
