@@ -41,7 +41,7 @@ func (s *AnnotationService) AddAnnotation(ctx context.Context, req *connect.Requ
 	if err != nil {
 		return nil, err
 	}
-	out, err := annotationToProto(ann)
+	out, err := shape[*criticv1.Annotation](ann)
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +82,7 @@ func (s *AnnotationService) EditAnnotation(ctx context.Context, req *connect.Req
 	if err != nil {
 		return nil, err
 	}
-	out, err := annotationToProto(ann)
+	out, err := shape[*criticv1.Annotation](ann)
 	if err != nil {
 		return nil, err
 	}
@@ -201,6 +201,3 @@ func nonEmpty(s string) *string {
 	}
 	return &s
 }
-
-// fromRESTJSON reads the REST JSON of a read-model view into its message.
-var fromRESTJSON = protojson.UnmarshalOptions{DiscardUnknown: true}

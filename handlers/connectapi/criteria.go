@@ -4,11 +4,9 @@ import (
 	"context"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/criticml/critic/domain/criteria"
 	"github.com/criticml/critic/handlers/edge"
-	"github.com/criticml/critic/projections/readmodel"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 )
 
@@ -23,11 +21,11 @@ func (s *CriteriaService) ListCriteria(ctx context.Context, req *connect.Request
 	if err != nil {
 		return nil, err
 	}
-	out := &criticv1.ListCriteriaResponse{}
-	for i := range cs {
-		out.Criteria = append(out.Criteria, criterionToProto(&cs[i]))
+	list, err := shapes[*criticv1.Criterion](cs)
+	if err != nil {
+		return nil, err
 	}
-	return connect.NewResponse(out), nil
+	return connect.NewResponse(&criticv1.ListCriteriaResponse{Criteria: list}), nil
 }
 
 // DefineCriterion is POST /criteria.
@@ -43,7 +41,11 @@ func (s *CriteriaService) DefineCriterion(ctx context.Context, req *connect.Requ
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&criticv1.DefineCriterionResponse{Criterion: criterionToProto(c)}), nil
+	out, err := shape[*criticv1.Criterion](c)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.DefineCriterionResponse{Criterion: out}), nil
 }
 
 // ChangeCriterion is PATCH /criteria/{id}.
@@ -55,7 +57,11 @@ func (s *CriteriaService) ChangeCriterion(ctx context.Context, req *connect.Requ
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&criticv1.ChangeCriterionResponse{Criterion: criterionToProto(c)}), nil
+	out, err := shape[*criticv1.Criterion](c)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.ChangeCriterionResponse{Criterion: out}), nil
 }
 
 // ArchiveCriterion is DELETE /criteria/{id}.
@@ -73,7 +79,11 @@ func (s *CriteriaService) GetGuidelines(ctx context.Context, _ *connect.Request[
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&criticv1.GetGuidelinesResponse{Markdown: g.Markdown, UpdatedAt: timestampOrNil(g.UpdatedAt)}), nil
+	out, err := shape[*criticv1.GetGuidelinesResponse](g)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(out), nil
 }
 
 // SetGuidelines is PUT /guidelines.
@@ -83,7 +93,11 @@ func (s *CriteriaService) SetGuidelines(ctx context.Context, req *connect.Reques
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&criticv1.SetGuidelinesResponse{Markdown: g.Markdown, UpdatedAt: timestampOrNil(g.UpdatedAt)}), nil
+	out, err := shape[*criticv1.SetGuidelinesResponse](g)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(out), nil
 }
 
 func labelsFromProto(in []*criticv1.LabelInput) []criteria.LabelInput {
@@ -95,19 +109,6 @@ func labelsFromProto(in []*criticv1.LabelInput) []criteria.LabelInput {
 			li.Score = &n
 		}
 		out = append(out, li)
-	}
-	return out
-}
-
-func criterionToProto(c *readmodel.Criterion) *criticv1.Criterion {
-	out := &criticv1.Criterion{CriterionId: c.CriterionID, Name: c.Name, Description: c.Description, Kind: c.Kind,
-		AppliesTo: c.AppliesTo, Archived: c.Archived, CreatedAt: timestamppb.New(c.CreatedAt)}
-	for _, l := range c.Labels {
-		out.Labels = append(out.Labels, &criticv1.CriterionLabel{Name: l.Name, Score: int32(l.Score)})
-	}
-	if c.ScaleMax != nil {
-		n := int32(*c.ScaleMax)
-		out.ScaleMax = &n
 	}
 	return out
 }

@@ -2,7 +2,6 @@ package connectapi
 
 import (
 	"context"
-	"time"
 
 	"connectrpc.com/connect"
 
@@ -10,7 +9,6 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/comparisons"
 	"github.com/criticml/critic/domain/evaluator"
-	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
@@ -44,11 +42,9 @@ func (s *EvaluatorService) ComparisonQueue(ctx context.Context, req *connect.Req
 	if err != nil {
 		return nil, err
 	}
-	out := &criticv1.ComparisonQueueResponse{}
-	for _, it := range q.Items {
-		out.Items = append(out.Items, &criticv1.ComparisonQueueItem{ModelId: it.ModelID, FindingId: it.FindingID, TraceId: it.TraceID,
-			TraceTitle: it.TraceTitle, TraceRevision: int32(it.TraceRevision), StepId: it.StepID, StepIndex: int32(it.StepIndex), ToolName: it.ToolName,
-			Source: it.Source, Context: it.Context, Left: sideToProto(it.Left), Right: sideToProto(it.Right)})
+	out, err := shape[*criticv1.ComparisonQueueResponse](q)
+	if err != nil {
+		return nil, err
 	}
 	return connect.NewResponse(out), nil
 }
@@ -62,10 +58,11 @@ func (s *EvaluatorService) ReviewComparison(ctx context.Context, req *connect.Re
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&criticv1.ReviewComparisonResponse{ComparisonId: c.ComparisonID, TraceId: c.TraceID, TraceRevision: int32(c.TraceRevision),
-		StepId: c.StepID, ReviewerId: c.ReviewerID, FindingId: c.FindingID, ModelId: c.ModelID, Left: sideToProto(c.Left), Right: sideToProto(c.Right),
-		Choice: c.Choice, Preferred: c.Preferred, Comment: c.Comment,
-		Source: c.Source, OtherModelId: optString(c.OtherModelID), ContextId: optString(c.ContextID)}), nil
+	out, err := shape[*criticv1.ReviewComparisonResponse](c)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(out), nil
 }
 
 // GetEvaluator is GET /evaluator.
@@ -78,17 +75,9 @@ func (s *EvaluatorService) GetEvaluator(ctx context.Context, _ *connect.Request[
 	if err != nil {
 		return nil, err
 	}
-	out := &criticv1.GetEvaluatorResponse{Status: st.Status, Message: st.Message, MinSlice: int32(st.Policy.MinSlice), SliceTolerance: st.Policy.SliceTolerance}
-	for _, b := range st.Benchmarks {
-		out.Benchmarks = append(out.Benchmarks, &criticv1.EvaluatorBenchmark{Version: int32(b.Version), AsOfSeq: b.AsOfSeq, Items: int32(b.Items),
-			FrozenAt: b.FrozenAt.Format(time.RFC3339Nano)})
-	}
-	for _, r := range st.Releases {
-		pr := releaseToProto(r)
-		out.Releases = append(out.Releases, pr)
-		if r.Live {
-			out.Release = pr
-		}
+	out, err := evaluatorToProto(st)
+	if err != nil {
+		return nil, err
 	}
 	return connect.NewResponse(out), nil
 }
@@ -99,46 +88,32 @@ func (s *EvaluatorService) RescoreTrace(ctx context.Context, req *connect.Reques
 	if err != nil {
 		return nil, err
 	}
-	out := &criticv1.TraceEvaluator{Status: ev.Status, Error: ev.Error, Release: optInt32(ev.Release), LiveRelease: optInt32(ev.LiveRelease)}
-	for _, a := range ev.ActionScores {
-		out.ActionScores = append(out.ActionScores, &criticv1.EvaluatorActionScore{StepId: a.StepID, StepIndex: int32(a.StepIndex), Score: a.Score,
-			Credit: a.Credit, Release: int32(a.Release), ScoredAt: a.ScoredAt.Format(time.RFC3339Nano)})
+	out, err := shape[*criticv1.TraceEvaluator](ev)
+	if err != nil {
+		return nil, err
 	}
 	return connect.NewResponse(&criticv1.RescoreTraceResponse{Evaluator: out}), nil
 }
 
-// optInt32 is an optional int as its proto field.
-func optInt32(n *int) *int32 {
-	if n == nil {
-		return nil
+// evaluatorToProto is GET /evaluator's answer: REST nests the policy and
+// each release's benchmark figures, the message has them flat.
+func evaluatorToProto(st usecase.EvaluatorStatus) (*criticv1.GetEvaluatorResponse, error) {
+	out, err := shape[*criticv1.GetEvaluatorResponse](st)
+	if err != nil {
+		return nil, err
 	}
-	v := int32(*n)
-	return &v
-}
-
-func releaseToProto(r usecase.EvaluatorRelease) *criticv1.EvaluatorRelease {
-	pr := &criticv1.EvaluatorRelease{Version: int32(r.Version), CandidateId: r.CandidateID, BenchmarkVersion: int32(r.BenchmarkVersion),
-		Live: r.Live, ReleasedAt: r.ReleasedAt.Format(time.RFC3339Nano), Items: int32(r.Benchmark.Items), Accuracy: r.Benchmark.Accuracy,
-		IncumbentAccuracy: r.Benchmark.IncumbentAccuracy, Diff: r.Benchmark.Diff, DiffLow: r.Benchmark.DiffLow, DiffHigh: r.Benchmark.DiffHigh,
-		Slices: int32(r.Benchmark.Slices), GatedSlices: int32(r.Benchmark.GatedSlices)}
-	if r.Replaces != nil {
-		pr.Replaces = int32(*r.Replaces)
+	if err := flatten(out, st.Policy); err != nil {
+		return nil, err
 	}
-	if r.RolledBackAt != nil {
-		pr.RolledBackAt = r.RolledBackAt.Format(time.RFC3339Nano)
+	for i, r := range st.Releases {
+		if err := flatten(out.Releases[i], r.Benchmark); err != nil {
+			return nil, err
+		}
 	}
-	return pr
-}
-
-func sideToProto(s events.ComparisonSide) *criticv1.ComparisonSide {
-	return &criticv1.ComparisonSide{Kind: s.Kind, Action: s.Action, ModelId: optString(s.ModelID), TraceId: optString(s.TraceID), StepId: optString(s.StepID)}
-}
-
-// optString is nil for an empty string: the optional fields of models
-// comparisons are absent on other comparisons, as in the REST JSON.
-func optString(s string) *string {
-	if s == "" {
-		return nil
+	if st.Release != nil {
+		if err := flatten(out.Release, st.Release.Benchmark); err != nil {
+			return nil, err
+		}
 	}
-	return &s
+	return out, nil
 }

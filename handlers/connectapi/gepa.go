@@ -4,11 +4,9 @@ import (
 	"context"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
-	"github.com/criticml/critic/projections/readmodel"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 )
 
@@ -25,7 +23,11 @@ func (s *GepaService) CreateGepaRun(ctx context.Context, req *connect.Request[cr
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&criticv1.CreateGepaRunResponse{GepaRun: gepaRunToProto(run)}), nil
+	out, err := shape[*criticv1.GepaRun](run)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.CreateGepaRunResponse{GepaRun: out}), nil
 }
 
 // ListGepaRuns lists the caller's runs, newest first.
@@ -34,11 +36,11 @@ func (s *GepaService) ListGepaRuns(ctx context.Context, _ *connect.Request[criti
 	if err != nil {
 		return nil, err
 	}
-	out := &criticv1.ListGepaRunsResponse{GepaRuns: make([]*criticv1.GepaRun, len(runs))}
-	for i := range runs {
-		out.GepaRuns[i] = gepaRunToProto(&runs[i])
+	list, err := shapes[*criticv1.GepaRun](runs)
+	if err != nil {
+		return nil, err
 	}
-	return connect.NewResponse(out), nil
+	return connect.NewResponse(&criticv1.ListGepaRunsResponse{GepaRuns: list}), nil
 }
 
 // GetGepaRun returns one of the caller's runs.
@@ -47,7 +49,11 @@ func (s *GepaService) GetGepaRun(ctx context.Context, req *connect.Request[criti
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&criticv1.GetGepaRunResponse{GepaRun: gepaRunToProto(run)}), nil
+	out, err := shape[*criticv1.GepaRun](run)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.GetGepaRunResponse{GepaRun: out}), nil
 }
 
 // GetGepaSkill returns the best skill of a succeeded run.
@@ -57,26 +63,4 @@ func (s *GepaService) GetGepaSkill(ctx context.Context, req *connect.Request[cri
 		return nil, err
 	}
 	return connect.NewResponse(&criticv1.GetGepaSkillResponse{SkillMd: skill}), nil
-}
-
-func gepaRunToProto(r *readmodel.GepaRun) *criticv1.GepaRun {
-	out := &criticv1.GepaRun{Id: r.ID, RewardModelId: r.RewardModelID, Status: r.Status, TaskModel: r.TaskModel, TaskApiBase: r.TaskAPIBase,
-		ReflectionModel: r.ReflectionModel, MaxMetricCalls: int32(r.MaxMetricCalls), Examples: int32(r.Examples),
-		SkillName: r.SkillName, SkillDescription: r.SkillDescription, BestSkill: r.BestSkill, BestScore: r.BestScore,
-		SeedSkill: r.SeedSkill, SeedScore: r.SeedScore, Error: r.Error, CreatedAt: timestamppb.New(r.CreatedAt),
-		StartedAt: timestampOrNil(r.StartedAt), FinishedAt: timestampOrNil(r.FinishedAt)}
-	if r.MetricCalls != nil {
-		n := int32(*r.MetricCalls)
-		out.MetricCalls = &n
-	}
-	if p := r.Progress; p != nil {
-		out.Progress = &criticv1.GepaProgress{Iteration: int32(p.Iteration), MetricCalls: int32(p.MetricCalls), MaxMetricCalls: int32(p.MaxMetricCalls), BestScore: p.BestScore}
-	}
-	for _, c := range r.Candidates {
-		out.Candidates = append(out.Candidates, &criticv1.GepaCandidate{Skill: c.Skill, Score: c.Score})
-	}
-	if h := r.Holdout; h != nil {
-		out.Holdout = &criticv1.GepaHoldout{Examples: int32(h.Examples), SeedScore: h.SeedScore, BestScore: h.BestScore}
-	}
-	return out
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
-	"github.com/criticml/critic/projections/readmodel"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 )
 
@@ -27,7 +26,7 @@ func (s *RewardModelService) CreateRewardModel(ctx context.Context, req *connect
 	if err != nil {
 		return nil, err
 	}
-	out, err := rewardModelToProto(rm)
+	out, err := shape[*criticv1.RewardModel](rm)
 	if err != nil {
 		return nil, err
 	}
@@ -40,13 +39,11 @@ func (s *RewardModelService) ListRewardModels(ctx context.Context, _ *connect.Re
 	if err != nil {
 		return nil, err
 	}
-	out := &criticv1.ListRewardModelsResponse{RewardModels: make([]*criticv1.RewardModel, len(ms))}
-	for i := range ms {
-		if out.RewardModels[i], err = rewardModelToProto(&ms[i]); err != nil {
-			return nil, err
-		}
+	list, err := shapes[*criticv1.RewardModel](ms)
+	if err != nil {
+		return nil, err
 	}
-	return connect.NewResponse(out), nil
+	return connect.NewResponse(&criticv1.ListRewardModelsResponse{RewardModels: list}), nil
 }
 
 // GetRewardModel returns one of the caller's models with its selection.
@@ -55,15 +52,15 @@ func (s *RewardModelService) GetRewardModel(ctx context.Context, req *connect.Re
 	if err != nil {
 		return nil, err
 	}
-	rm, err := rewardModelToProto(&d.RewardModel)
+	out, err := shape[*criticv1.GetRewardModelResponse](d)
 	if err != nil {
 		return nil, err
 	}
-	out := &criticv1.GetRewardModelResponse{RewardModel: rm, TraceIds: d.TraceIDs, FeedbackUnavailable: d.FeedbackUnavailable,
-		BackgroundScoring: backgroundScoringToProto(d.BackgroundScoring)}
-	if err := feedbackToProto(d, out); err != nil {
+	if out.RewardModel, err = shape[*criticv1.RewardModel](&d.RewardModel); err != nil {
 		return nil, err
 	}
+	// REST's feedback is null until extraction recorded findings.
+	out.FeedbackRecorded = len(d.Feedback) > 0 && string(d.Feedback) != "null"
 	return connect.NewResponse(out), nil
 }
 
@@ -74,7 +71,7 @@ func (s *RewardModelService) RetryRewardModel(ctx context.Context, req *connect.
 	if err != nil {
 		return nil, err
 	}
-	out, err := rewardModelToProto(rm)
+	out, err := shape[*criticv1.RewardModel](rm)
 	if err != nil {
 		return nil, err
 	}
@@ -89,11 +86,11 @@ func (s *RewardModelService) SetBackgroundScoring(ctx context.Context, req *conn
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&criticv1.SetBackgroundScoringResponse{BackgroundScoring: backgroundScoringToProto(bg)}), nil
-}
-
-func backgroundScoringToProto(b readmodel.BackgroundScoring) *criticv1.BackgroundScoring {
-	return &criticv1.BackgroundScoring{Paused: b.Paused, Scored: int32(b.Scored), Queued: int32(b.Queued), Running: int32(b.Running), Failed: int32(b.Failed)}
+	out, err := shape[*criticv1.BackgroundScoring](bg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.SetBackgroundScoringResponse{BackgroundScoring: out}), nil
 }
 
 // GetWeights signs a download link of a succeeded model's checkpoint.

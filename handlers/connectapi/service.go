@@ -191,11 +191,11 @@ func (s *TraceService) ListTraces(ctx context.Context, req *connect.Request[crit
 	if err != nil {
 		return nil, err
 	}
-	out := &criticv1.ListTracesResponse{Total: int32(total), Traces: make([]*criticv1.TraceSummary, len(traces))}
-	for i := range traces {
-		out.Traces[i] = summaryToProto(&traces[i])
+	list, err := shapes[*criticv1.TraceSummary](traces)
+	if err != nil {
+		return nil, err
 	}
-	return connect.NewResponse(out), nil
+	return connect.NewResponse(&criticv1.ListTracesResponse{Total: int32(total), Traces: list}), nil
 }
 
 // GetTrace returns one of the caller's traces.

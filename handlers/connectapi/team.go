@@ -6,15 +6,11 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
-	"github.com/criticml/critic/domain/agreement"
 	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/handlers/edge"
-	"github.com/criticml/critic/handlers/usecase"
-	"github.com/criticml/critic/projections/readmodel"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 )
 
@@ -23,21 +19,17 @@ import (
 // data and errors.
 type TeamService struct{ d Deps }
 
-func memberToProto(m readmodel.Member) *criticv1.Member {
-	return &criticv1.Member{Id: m.ID, Name: m.Name, Role: string(m.Role), CreatedAt: timestamppb.New(m.CreatedAt), Removed: m.Removed}
-}
-
 // ListMembers is GET /members.
 func (s *TeamService) ListMembers(ctx context.Context, _ *connect.Request[criticv1.ListMembersRequest]) (*connect.Response[criticv1.ListMembersResponse], error) {
 	ms, err := s.d.Queries.Members(ctx, edge.CallerFrom(ctx).UserID)
 	if err != nil {
 		return nil, err
 	}
-	out := &criticv1.ListMembersResponse{Members: []*criticv1.Member{}}
-	for _, m := range ms {
-		out.Members = append(out.Members, memberToProto(m))
+	list, err := shapes[*criticv1.Member](ms)
+	if err != nil {
+		return nil, err
 	}
-	return connect.NewResponse(out), nil
+	return connect.NewResponse(&criticv1.ListMembersResponse{Members: list}), nil
 }
 
 // role parses a request's role; proto3 has no absent string, so empty is
@@ -70,7 +62,11 @@ func (s *TeamService) AddMember(ctx context.Context, req *connect.Request[critic
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&criticv1.AddMemberResponse{Member: memberToProto(m), ApiKey: res.APIKey}), nil
+	out, err := shape[*criticv1.Member](m)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.AddMemberResponse{Member: out, ApiKey: res.APIKey}), nil
 }
 
 // ChangeMemberRole is PATCH /members/{member_id}.
@@ -94,7 +90,11 @@ func (s *TeamService) ChangeMemberRole(ctx context.Context, req *connect.Request
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&criticv1.ChangeMemberRoleResponse{Member: memberToProto(m)}), nil
+	out, err := shape[*criticv1.Member](m)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&criticv1.ChangeMemberRoleResponse{Member: out}), nil
 }
 
 // RemoveMember is DELETE /members/{member_id}.
@@ -134,36 +134,17 @@ func (s *TeamService) SetReviewOverlap(ctx context.Context, req *connect.Request
 	return connect.NewResponse(&criticv1.SetReviewOverlapResponse{Overlap: int32(o.Overlap)}), nil
 }
 
-func figureToProto(f agreement.Figure) *criticv1.AgreementFigure {
-	return &criticv1.AgreementFigure{Value: f.Value, N: int32(f.N), TooFew: f.TooFew}
-}
-
 // GetAgreement is GET /agreement.
 func (s *TeamService) GetAgreement(ctx context.Context, req *connect.Request[criticv1.GetAgreementRequest]) (*connect.Response[criticv1.GetAgreementResponse], error) {
 	rep, err := s.d.backend().Agreement(ctx, edge.CallerFrom(ctx), req.Msg.GetRewardModelId())
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(agreementToProto(rep)), nil
-}
-
-func agreementToProto(rep usecase.AgreementReport) *criticv1.GetAgreementResponse {
-	out := &criticv1.GetAgreementResponse{MinSample: int32(rep.MinSample), RewardModelId: rep.RewardModelID, Account: figureToProto(rep.Account),
-		Disputed: int32(rep.Disputed), CoRated: int32(rep.CoRated), Judgments: int32(rep.Judgments)}
-	for _, c := range rep.Criteria {
-		out.Criteria = append(out.Criteria, &criticv1.CriterionAgreement{CriterionId: c.CriterionID, Name: c.Name, Kind: c.Kind, Metric: c.Metric, Alpha: figureToProto(c.Alpha)})
+	out, err := shape[*criticv1.GetAgreementResponse](rep)
+	if err != nil {
+		return nil, err
 	}
-	for _, p := range rep.Pairwise {
-		out.Pairwise = append(out.Pairwise, &criticv1.PairAgreement{MemberA: p.A, MemberB: p.B, Agreement: figureToProto(p.Figure)})
-	}
-	for _, m := range rep.Members {
-		pm := &criticv1.MemberAgreement{Member: m.Member, Name: m.Name, Judged: int32(m.Judged), Consensus: figureToProto(m.Consensus)}
-		if m.Model != nil {
-			pm.Model = figureToProto(*m.Model)
-		}
-		out.Members = append(out.Members, pm)
-	}
-	return out
+	return connect.NewResponse(out), nil
 }
 
 // ListDisputed is GET /disputed.
@@ -172,39 +153,11 @@ func (s *TeamService) ListDisputed(ctx context.Context, _ *connect.Request[criti
 	if err != nil {
 		return nil, err
 	}
-	out := &criticv1.ListDisputedResponse{Items: []*criticv1.DisputedItem{}}
-	for _, it := range d.Items {
-		pi := &criticv1.DisputedItem{TraceId: it.TraceID, TraceTitle: it.TraceTitle, StepId: it.StepID, CriterionId: it.CriterionID}
-		for _, v := range it.Values {
-			val, err := jsonValue(v.Value)
-			if err != nil {
-				return nil, err
-			}
-			pi.Values = append(pi.Values, &criticv1.DisputedValue{Member: v.Member, Name: v.Name, Value: val})
-		}
-		if it.Adjudication != nil {
-			if pi.Adjudication, err = adjudicationToProto(*it.Adjudication); err != nil {
-				return nil, err
-			}
-		}
-		out.Items = append(out.Items, pi)
-	}
-	return connect.NewResponse(out), nil
-}
-
-func adjudicationToProto(a readmodel.Adjudication) (*criticv1.Adjudication, error) {
-	out := &criticv1.Adjudication{AdjudicationId: a.AdjudicationID, TraceId: a.TraceID, StepId: a.StepID, CriterionId: a.CriterionID,
-		Reason: a.Reason, By: a.By}
-	if a.Rating != nil {
-		r := int32(*a.Rating)
-		out.Rating = &r
-	}
-	v, err := jsonValue(a.Value)
+	out, err := shape[*criticv1.ListDisputedResponse](d)
 	if err != nil {
 		return nil, err
 	}
-	out.Value = v
-	return out, nil
+	return connect.NewResponse(out), nil
 }
 
 // Adjudicate is POST /traces/{trace_id}/adjudications.
@@ -226,7 +179,7 @@ func (s *TeamService) Adjudicate(ctx context.Context, req *connect.Request[criti
 	if err != nil {
 		return nil, err
 	}
-	out, err := adjudicationToProto(adj)
+	out, err := shape[*criticv1.Adjudication](adj)
 	if err != nil {
 		return nil, err
 	}
@@ -239,18 +192,14 @@ func (s *TeamService) GetMembersProgress(ctx context.Context, _ *connect.Request
 	if err != nil {
 		return nil, err
 	}
-	out := &criticv1.GetMembersProgressResponse{Overlap: int32(p.Overlap), Items: int32(p.Coverage.Items), Complete: int32(p.Coverage.Complete),
-		Members: []*criticv1.MemberProgress{}}
-	for _, m := range p.Members {
-		row := &criticv1.MemberProgress{Member: memberToProto(m.Member), Annotations: int32(m.Annotations), Judged: int32(m.Judged)}
-		if m.Remaining != nil {
-			n := int32(*m.Remaining)
-			row.Remaining = &n
+	out, err := shape[*criticv1.GetMembersProgressResponse](p)
+	if err != nil {
+		return nil, err
+	}
+	for i, m := range p.Members { // REST flattens the member into its row
+		if out.Members[i].Member, err = shape[*criticv1.Member](m.Member); err != nil {
+			return nil, err
 		}
-		if m.LastActivity != nil {
-			row.LastActivityAt = timestamppb.New(*m.LastActivity)
-		}
-		out.Members = append(out.Members, row)
 	}
 	return connect.NewResponse(out), nil
 }

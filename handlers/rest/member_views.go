@@ -2,7 +2,6 @@ package rest
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/criticml/critic/handlers/edge"
 )
@@ -29,23 +28,6 @@ func callerMember(userID, memberID string) string {
 	return memberID
 }
 
-// memberProgressJSON is one member's row of GET /members/progress.
-type memberProgressJSON struct {
-	memberJSON
-	Annotations    int        `json:"annotations"`
-	Judged         int        `json:"judged"`
-	Remaining      *int       `json:"remaining"`
-	LastActivityAt *time.Time `json:"last_activity_at"`
-}
-
-// membersProgressResponse is GET /members/progress.
-type membersProgressResponse struct {
-	Overlap  int                  `json:"overlap"`
-	Items    int                  `json:"items"`
-	Complete int                  `json:"complete"`
-	Members  []memberProgressJSON `json:"members"`
-}
-
 // membersProgress is GET /members/progress: who did what under the current
 // overlap (issue 36). An admin sees every member; anyone else their own
 // row alone (the queue totals are the account's either way).
@@ -54,11 +36,6 @@ func (a *API) membersProgress(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := membersProgressResponse{Overlap: p.Overlap, Items: p.Coverage.Items, Complete: p.Coverage.Complete, Members: []memberProgressJSON{}}
-	for _, m := range p.Members {
-		out.Members = append(out.Members, memberProgressJSON{memberJSON: toMemberJSON(m.Member), Annotations: m.Annotations,
-			Judged: m.Judged, Remaining: m.Remaining, LastActivityAt: m.LastActivity})
-	}
-	edge.WriteJSON(w, http.StatusOK, out)
+	edge.WriteJSON(w, http.StatusOK, p)
 	return nil
 }

@@ -2,26 +2,12 @@ package rest
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/projections/readmodel"
 )
-
-// memberJSON is a member as GET /members lists it.
-type memberJSON struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Role      string    `json:"role"`
-	CreatedAt time.Time `json:"created_at"`
-	Removed   bool      `json:"removed"`
-}
-
-func toMemberJSON(m readmodel.Member) memberJSON {
-	return memberJSON{ID: m.ID, Name: m.Name, Role: string(m.Role), CreatedAt: m.CreatedAt, Removed: m.Removed}
-}
 
 // listMembers is GET /members: every member of the caller's account, removed
 // ones included (their annotations stay attributed to them).
@@ -30,11 +16,10 @@ func (a *API) listMembers(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := make([]memberJSON, 0, len(ms))
-	for _, m := range ms {
-		out = append(out, toMemberJSON(m))
+	if ms == nil {
+		ms = []readmodel.Member{}
 	}
-	edge.WriteJSON(w, http.StatusOK, map[string]any{"members": out})
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"members": ms})
 	return nil
 }
 
@@ -48,9 +33,9 @@ type addMemberRequest struct {
 // key of their own when opened, once, so a link found later in a chat log
 // is dead.
 type addMemberResponse struct {
-	Member    memberJSON `json:"member"`
-	APIKey    string     `json:"api_key"`
-	SignInURL string     `json:"sign_in_url"`
+	Member    readmodel.Member `json:"member"`
+	APIKey    string           `json:"api_key"`
+	SignInURL string           `json:"sign_in_url"`
 }
 
 // addMember is POST /members {name, role} (admin): 201 with the member, their
@@ -82,7 +67,7 @@ func (a *API) addMember(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	edge.WriteJSON(w, http.StatusCreated, addMemberResponse{Member: toMemberJSON(m), APIKey: res.APIKey, SignInURL: inviteURL(r, res.InviteToken)})
+	edge.WriteJSON(w, http.StatusCreated, addMemberResponse{Member: m, APIKey: res.APIKey, SignInURL: inviteURL(r, res.InviteToken)})
 	return nil
 }
 
@@ -128,7 +113,7 @@ func (a *API) changeMember(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	edge.WriteJSON(w, http.StatusOK, toMemberJSON(m))
+	edge.WriteJSON(w, http.StatusOK, m)
 	return nil
 }
 

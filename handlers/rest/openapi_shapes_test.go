@@ -82,8 +82,9 @@ var shapes = map[string]any{
 	"Format":                  usecase.FormatInfo{},
 	"CriterionPatch":          changeCriterionRequest{},
 	"TraceSource":             renameSourceRequest{},
-	"MemberProgress":          memberProgressJSON{},
-	"MembersProgress":         membersProgressResponse{},
+	"Member":                  readmodel.Member{},
+	"MemberProgress":          readmodel.MemberProgress{},
+	"MembersProgress":         usecase.MembersProgress{},
 	"RetentionRequest":        setRetentionRequest{},
 	"Error":                   edge.ErrorBody{},
 }

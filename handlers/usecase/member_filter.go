@@ -59,9 +59,9 @@ func (b Backend) OthersMember(ctx context.Context, caller *readmodel.Caller, id 
 // every member, anyone else their own row alone (the queue's totals are
 // the account's either way).
 type MembersProgress struct {
-	Overlap  int
-	Coverage readmodel.QueueCoverage
-	Members  []readmodel.MemberProgress
+	Overlap int `json:"overlap"`
+	readmodel.QueueCoverage
+	Members []readmodel.MemberProgress `json:"members"`
 }
 
 // MembersProgress reads it for caller.
@@ -79,7 +79,7 @@ func (b Backend) MembersProgress(ctx context.Context, caller *readmodel.Caller) 
 		me = caller.UserID
 	}
 	all := caller.Role.May(members.Manage)
-	out := MembersProgress{Overlap: overlap, Coverage: cov, Members: []readmodel.MemberProgress{}}
+	out := MembersProgress{Overlap: overlap, QueueCoverage: cov, Members: []readmodel.MemberProgress{}}
 	for _, p := range ps {
 		if all || p.ID == me {
 			out.Members = append(out.Members, p)

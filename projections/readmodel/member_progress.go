@@ -15,22 +15,23 @@ type MemberProgress struct {
 	Member
 	// Annotations counts every live annotation the member made (ratings,
 	// comments, criterion values, label-error flags).
-	Annotations int
+	Annotations int `json:"annotations"`
 	// Judged counts the traces the member judged as a whole: the queue's
 	// items (wholeTraceJudges) that name them as a judge.
-	Judged int
+	Judged int `json:"judged"`
 	// Remaining counts the traces the review queue would still offer the
 	// member under the overlap (needsJudgment); nil for a member who may
 	// not annotate (a viewer) or was removed: nothing is theirs to do.
-	Remaining *int
+	Remaining *int `json:"remaining"`
 	// LastActivity is when the member last annotated (nil: never).
-	LastActivity *time.Time
+	LastActivity *time.Time `json:"last_activity_at"`
 }
 
 // QueueCoverage is the review queue as a whole under the overlap: how many
 // traces there are and how many overlap members have judged.
 type QueueCoverage struct {
-	Items, Complete int
+	Items    int `json:"items"`
+	Complete int `json:"complete"`
 }
 
 // MembersProgress lists every member of an owner (as Members orders them)

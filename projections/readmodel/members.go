@@ -14,11 +14,11 @@ import (
 
 // Member is a row of GET /members.
 type Member struct {
-	ID        string
-	Name      string
-	Role      members.Role
-	CreatedAt time.Time
-	Removed   bool
+	ID        string       `json:"id"`
+	Name      string       `json:"name"`
+	Role      members.Role `json:"role"`
+	CreatedAt time.Time    `json:"created_at"`
+	Removed   bool         `json:"removed"`
 }
 
 // applyImplicitAdmin gives every new account its implicit admin (member id
