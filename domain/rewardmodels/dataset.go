@@ -193,15 +193,6 @@ func CriterionRatings(s traces.State, c *criteria.Criterion) []domain.Rating {
 	return out
 }
 
-// BuildDataset builds an attempt's dataset: pairs from the selected traces'
-// ratings (in selection order), and the texts to score from every trace the
-// owner has. It fails, before any model is loaded, when the selection gives
-// fewer than 2 pairs or pairs from fewer than 2 source traces (the held-out
-// split is by trace).
-func BuildDataset(modelID string, attempt int, asOfSeq int64, selected, all []traces.State, maxPairs int) (Dataset, error) {
-	return BuildDatasetFrom(DatasetInputs{ModelID: modelID, Attempt: attempt, AsOfSeq: asOfSeq, Selected: selected, All: all, MaxPairs: maxPairs})
-}
-
 // DatasetInputs is everything a dataset is built from.
 type DatasetInputs struct {
 	ModelID       string

@@ -114,15 +114,3 @@ func detailToProto(d *readmodel.TraceDetail) (*criticv1.TraceDetail, error) {
 	out.Summary, err = shape[*criticv1.TraceSummary](&d.TraceSummary)
 	return out, err
 }
-
-// jsonValue converts any JSON (null → unset).
-func jsonValue(raw json.RawMessage) (*structpb.Value, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	v := &structpb.Value{}
-	if err := protojson.Unmarshal(raw, v); err != nil {
-		return nil, fmt.Errorf("stored JSON value is not valid: %w", err)
-	}
-	return v, nil
-}

@@ -174,9 +174,6 @@ func Acquire(ctx context.Context, pool *pgxpool.Pool, id string, opts Options) (
 	return &Claim{id: id, conn: conn}, nil
 }
 
-// ID is the claimed id.
-func (c *Claim) ID() string { return c.id }
-
 // Alive reports whether the claim still holds: its connection answers. A
 // lost connection lost the lock too, and another instance may now hold the
 // id; the caller should stop serving SQL from this one.
