@@ -18,6 +18,9 @@ type AssessJob struct {
 	Items   []events.AssessmentItem `json:"items"`
 }
 
+// JobID implements Message.
+func (m AssessJob) JobID() string { return m.TraceID }
+
 // AssessInput is one item still current, with its prompt.
 type AssessInput struct {
 	Item         events.AssessmentItem `json:"item"`

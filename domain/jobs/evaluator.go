@@ -19,6 +19,9 @@ type EvaluatorTrainJob struct {
 	CandidateID string `json:"candidate_id"`
 }
 
+// JobID implements Message.
+func (m EvaluatorTrainJob) JobID() string { return m.CandidateID }
+
 // EvaluatorCandidateClaim is what a claimed candidate trains and where its
 // inputs and outputs live, all chosen by the API.
 type EvaluatorCandidateClaim struct {
@@ -85,6 +88,9 @@ var KindEvaluatorScore = register("evaluator_score", TopicEvaluatorScore)
 type EvaluatorScoreJob struct {
 	TraceID string `json:"trace_id"`
 }
+
+// JobID implements Message.
+func (m EvaluatorScoreJob) JobID() string { return m.TraceID }
 
 // EvaluatorScoringClaim is what a claimed scoring job scores: the trace
 // revision's actions rendered as the evaluator reads them, and the live

@@ -23,6 +23,9 @@ type ExtractJob struct {
 	OwnerID string `json:"owner_id"`
 }
 
+// JobID implements Message.
+func (m ExtractJob) JobID() string { return attempted(m.ModelID, m.Attempt) }
+
 // ExtractionClaim is the answer to an extraction claim: where the attempt's
 // inputs are and how far an earlier claim got.
 type ExtractionClaim struct {

@@ -48,12 +48,23 @@ type TrainJob struct {
 	OwnerID string `json:"owner_id"`
 }
 
+// JobID implements Message.
+func (m TrainJob) JobID() string { return attempted(m.ModelID, m.Attempt) }
+
 // ScoreJob is a critic.jobs.score value (key = run id): run one scoring run.
 type ScoreJob struct {
 	RunID   string `json:"run_id"`
 	TraceID string `json:"trace_id"`
 	ModelID string `json:"model_id"`
 	OwnerID string `json:"owner_id"`
+}
+
+// JobID implements Message.
+func (m ScoreJob) JobID() string {
+	if m.TraceID == "" || m.ModelID == "" {
+		return ""
+	}
+	return m.RunID
 }
 
 // ServicePrefix is where the worker service lives on the API.
@@ -179,6 +190,9 @@ type GepaJob struct {
 	RunID   string `json:"run_id"`
 	OwnerID string `json:"owner_id"`
 }
+
+// JobID implements Message.
+func (m GepaJob) JobID() string { return m.RunID }
 
 // GepaJobSpec is the job.json of a GEPA run (spec 001 job contract), plus
 // where the worker finds its examples and the model's rendering.

@@ -106,46 +106,6 @@ type Message interface {
 	JobID() string
 }
 
-// JobID implements Message.
-func (m TrainJob) JobID() string { return attempted(m.ModelID, m.Attempt) }
-
-// JobID implements Message.
-func (m ExtractJob) JobID() string { return attempted(m.ModelID, m.Attempt) }
-
-// JobID implements Message.
-func (m ScoreJob) JobID() string {
-	if m.TraceID == "" || m.ModelID == "" {
-		return ""
-	}
-	return m.RunID
-}
-
-// JobID implements Message.
-func (m ScoreBatchJob) JobID() string {
-	if m.ModelID == "" {
-		return ""
-	}
-	return m.BatchID
-}
-
-// JobID implements Message.
-func (m TitleJob) JobID() string { return m.TraceID }
-
-// JobID implements Message.
-func (m LabelJob) JobID() string { return m.TraceID }
-
-// JobID implements Message.
-func (m AssessJob) JobID() string { return m.TraceID }
-
-// JobID implements Message.
-func (m GepaJob) JobID() string { return m.RunID }
-
-// JobID implements Message.
-func (m EvaluatorTrainJob) JobID() string { return m.CandidateID }
-
-// JobID implements Message.
-func (m EvaluatorScoreJob) JobID() string { return m.TraceID }
-
 // attempted is id when the attempt is a real one (from 1).
 func attempted(id string, attempt int) string {
 	if attempt < 1 {

@@ -23,6 +23,9 @@ type LabelJob struct {
 	OwnerID  string `json:"owner_id"`
 }
 
+// JobID implements Message.
+func (m LabelJob) JobID() string { return m.TraceID }
+
 // LabelSource is the answer to a KindLabel claim: the revision's steps and the chunk ids that
 // already carry a label (recorded by a model, or imported in step
 // metadata). Needed is false when the revision is no longer current, the

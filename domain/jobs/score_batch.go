@@ -16,6 +16,14 @@ type ScoreBatchJob struct {
 	OwnerID string `json:"owner_id,omitempty"`
 }
 
+// JobID implements Message.
+func (m ScoreBatchJob) JobID() string {
+	if m.ModelID == "" {
+		return ""
+	}
+	return m.BatchID
+}
+
 // ScoreBatchRun is one trace of a claimed batch: its run and the blob of
 // its ScoringItems.
 type ScoreBatchRun struct {

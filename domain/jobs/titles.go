@@ -18,6 +18,9 @@ type TitleJob struct {
 	OwnerID  string `json:"owner_id"`
 }
 
+// JobID implements Message.
+func (m TitleJob) JobID() string { return m.TraceID }
+
 // TitleSource is the answer to a KindTitle claim: the excerpt the fast model titles. Needed is
 // false when the revision is no longer current, the trace is gone, or it
 // has its title already — a duplicate job then costs no model call.
