@@ -151,56 +151,51 @@ var appliers = map[string]applier{
 		return tx.DeleteTrace(ctx, p.TraceID)
 	}),
 	events.TracesScored: on(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.TracesScoredV1) error {
-		for _, sc := range p.Scores {
-			tx.Touch(sc.TraceID)
-			// Latest per (trace, model), and only for the current revision.
-			if err := tx.Exec(ctx, `DELETE FROM main.scores WHERE trace_id = ? AND reward_model_id = ?
-			AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
-				sc.TraceID, p.ModelID, sc.TraceID, sc.Revision); err != nil {
-				return err
-			}
-			if err := tx.Exec(ctx, `INSERT INTO main.scores SELECT ?, ?, ?, ?, ?
-			WHERE EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
-				sc.TraceID, p.ModelID, p.ModelName, sc.Score, e.RecordedAt, sc.TraceID, sc.Revision); err != nil {
-				return err
+		// Latest per (trace, model), and only for the current revision.
+		cur, err := currentOf(ctx, tx, p.Scores, func(s events.TraceScore) string { return s.TraceID })
+		if err != nil {
+			return err
+		}
+		var rows []duck.TraceScore
+		for _, sc := range lastPer(p.Scores, func(s events.TraceScore) string { return s.TraceID }) {
+			if rev, ok := cur[sc.TraceID]; ok && rev == sc.Revision {
+				rows = append(rows, duck.TraceScore{TraceID: sc.TraceID, Score: sc.Score})
 			}
 		}
-		return nil
+		return tx.ReplaceTraceScores(ctx, p.ModelID, p.ModelName, e.RecordedAt, rows)
 	}),
 	events.ActionsScored: on(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.ActionsScoredV1) error {
-		for _, sc := range p.Scores {
-			tx.Touch(sc.TraceID)
-			if err := tx.Exec(ctx, `DELETE FROM main.action_scores WHERE step_id = ? AND reward_model_id = ?
-			AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
-				sc.StepID, p.ModelID, sc.TraceID, sc.Revision); err != nil {
-				return err
-			}
-			if err := tx.Exec(ctx, `INSERT INTO main.action_scores SELECT s.trace_id, s.id, s.step_index, ?, ?, ?, ?, ?
-			FROM main.steps s WHERE s.id = ? AND s.trace_id = ?
-			AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
-				p.ModelID, p.ModelName, sc.Score, sc.Credit, e.RecordedAt, sc.StepID, sc.TraceID, sc.TraceID, sc.Revision); err != nil {
-				return err
+		cur, err := currentOf(ctx, tx, p.Scores, func(s events.ActionScore) string { return s.TraceID })
+		if err != nil {
+			return err
+		}
+		var rows []duck.StepScore
+		for _, sc := range lastPer(p.Scores, func(s events.ActionScore) string { return s.StepID }) {
+			if rev, ok := cur[sc.TraceID]; ok && rev == sc.Revision {
+				rows = append(rows, duck.StepScore{TraceID: sc.TraceID, StepID: sc.StepID, Score: sc.Score, Credit: sc.Credit})
 			}
 		}
-		return nil
+		return tx.ReplaceActionScores(ctx, p.ModelID, p.ModelName, e.RecordedAt, rows)
 	}),
 	// The shared evaluator's automatic scores.
 	events.EvaluatorTraceScored: onLenient(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.EvaluatorTraceScoredV1) error {
 		// Only the current revision's scores land; they replace the
 		// trace's earlier ones (an earlier release's).
-		if err := tx.Exec(ctx, `DELETE FROM main.evaluator_scores WHERE trace_id = ?
-		AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`, p.TraceID, p.TraceID, p.TraceRevision); err != nil {
+		cur, err := tx.CurrentRevisions(ctx, []string{p.TraceID})
+		if err != nil {
 			return err
 		}
-		for _, sc := range p.Scores {
-			if err := tx.Exec(ctx, `INSERT INTO main.evaluator_scores SELECT s.trace_id, s.id, s.step_index, ?, ?, ?, ?, ?
-			FROM main.steps s WHERE s.id = ? AND s.trace_id = ?
-			AND EXISTS (SELECT 1 FROM main._trace_revisions r WHERE r.trace_id = ? AND r.revision = ?)`,
-				p.Release, p.TraceRevision, sc.Score, sc.Credit, e.RecordedAt, sc.StepID, p.TraceID, p.TraceID, p.TraceRevision); err != nil {
-				return err
-			}
+		if rev, ok := cur[p.TraceID]; !ok || rev != p.TraceRevision {
+			return nil
 		}
-		return nil
+		if err := tx.Exec(ctx, `DELETE FROM main.evaluator_scores WHERE trace_id = ?`, p.TraceID); err != nil {
+			return err
+		}
+		rows := make([]duck.StepScore, len(p.Scores))
+		for i, sc := range p.Scores {
+			rows[i] = duck.StepScore{TraceID: p.TraceID, StepID: sc.StepID, Score: sc.Score, Credit: sc.Credit}
+		}
+		return tx.InsertEvaluatorScores(ctx, p.Release, p.TraceRevision, e.RecordedAt, rows)
 	}),
 	// Model-made labels rescore the trace.
 	events.TraceStepsLabeled: onLenient(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.TraceStepsLabeledV1) error {

@@ -1,0 +1,127 @@
+package duck
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// Scores land set-wise: a report of one trace's action scores is one
+// DELETE and one INSERT per chunk, not two statements a step — each
+// statement scans its table, and background scoring reports trace by
+// trace into accounts of thousands of scored steps (BenchmarkScoreReports).
+
+// scoreChunk bounds the rows of one statement (four parameters a row).
+const scoreChunk = 250
+
+// StepScore is one action's score from one scoring.
+type StepScore struct {
+	TraceID, StepID string
+	Score, Credit   float64
+}
+
+// TraceScore is one trace's score from one scoring.
+type TraceScore struct {
+	TraceID string
+	Score   float64
+}
+
+// CurrentRevisions returns the revision the snapshot holds of each of ids
+// (ids it does not hold are absent).
+func (t *Tx) CurrentRevisions(ctx context.Context, ids []string) (map[string]int, error) {
+	out := map[string]int{}
+	for lo := 0; lo < len(ids); lo += idChunk {
+		chunk := anySlice(ids[lo:min(lo+idChunk, len(ids))])
+		rows, err := t.conn.QueryContext(ctx, "SELECT trace_id, revision FROM main._trace_revisions WHERE trace_id IN ("+placeholders(len(chunk))+")", chunk...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id string
+			var rev int
+			if err := rows.Scan(&id, &rev); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[id] = rev
+		}
+		if err := rows.Close(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ReplaceActionScores makes scores model's latest scores of their steps,
+// at the steps' current positions; a step the snapshot does not hold is
+// skipped. The caller keeps one score a step.
+func (t *Tx) ReplaceActionScores(ctx context.Context, modelID, modelName string, at time.Time, scores []StepScore) error {
+	for lo := 0; lo < len(scores); lo += scoreChunk {
+		chunk := scores[lo:min(lo+scoreChunk, len(scores))]
+		ids := make([]any, 0, len(chunk)+1)
+		ids = append(ids, modelID)
+		for _, s := range chunk {
+			ids = append(ids, s.StepID)
+		}
+		if err := t.Exec(ctx, "DELETE FROM main.action_scores WHERE reward_model_id = ? AND step_id IN ("+placeholders(len(chunk))+")", ids...); err != nil {
+			return err
+		}
+		args := []any{modelID, modelName, at}
+		for _, s := range chunk {
+			args = append(args, s.TraceID, s.StepID, s.Score, s.Credit)
+		}
+		if err := t.Exec(ctx, `INSERT INTO main.action_scores
+			SELECT s.trace_id, s.id, s.step_index, ?, ?, v.score, v.credit, ?
+			FROM main.steps s JOIN (VALUES `+valueRows(len(chunk), "(?::VARCHAR, ?::VARCHAR, ?::DOUBLE, ?::DOUBLE)")+`) v(trace_id, step_id, score, credit)
+			ON s.id = v.step_id AND s.trace_id = v.trace_id`, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ReplaceTraceScores makes scores model's latest scores of their traces.
+// The caller keeps one score a trace.
+func (t *Tx) ReplaceTraceScores(ctx context.Context, modelID, modelName string, at time.Time, scores []TraceScore) error {
+	for lo := 0; lo < len(scores); lo += scoreChunk {
+		chunk := scores[lo:min(lo+scoreChunk, len(scores))]
+		ids := make([]any, 0, len(chunk)+1)
+		ids = append(ids, modelID)
+		for _, s := range chunk {
+			ids = append(ids, s.TraceID)
+		}
+		if err := t.Exec(ctx, "DELETE FROM main.scores WHERE reward_model_id = ? AND trace_id IN ("+placeholders(len(chunk))+")", ids...); err != nil {
+			return err
+		}
+		var args []any
+		for _, s := range chunk {
+			args = append(args, s.TraceID, modelID, modelName, s.Score, at)
+		}
+		if err := t.Exec(ctx, "INSERT INTO main.scores VALUES "+valueRows(len(chunk), "(?, ?, ?, ?, ?)"), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// InsertEvaluatorScores adds a release's scores of one trace revision's
+// steps (the caller cleared the trace's earlier ones).
+func (t *Tx) InsertEvaluatorScores(ctx context.Context, release, revision int, at time.Time, scores []StepScore) error {
+	for lo := 0; lo < len(scores); lo += scoreChunk {
+		chunk := scores[lo:min(lo+scoreChunk, len(scores))]
+		args := []any{release, revision, at}
+		for _, s := range chunk {
+			args = append(args, s.TraceID, s.StepID, s.Score, s.Credit)
+		}
+		if err := t.Exec(ctx, `INSERT INTO main.evaluator_scores
+			SELECT s.trace_id, s.id, s.step_index, ?, ?, v.score, v.credit, ?
+			FROM main.steps s JOIN (VALUES `+valueRows(len(chunk), "(?::VARCHAR, ?::VARCHAR, ?::DOUBLE, ?::DOUBLE)")+`) v(trace_id, step_id, score, credit)
+			ON s.id = v.step_id AND s.trace_id = v.trace_id`, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// valueRows is n copies of row, comma-separated.
+func valueRows(n int, row string) string { return strings.TrimSuffix(strings.Repeat(row+",", n), ",") }
