@@ -105,12 +105,42 @@ func unsetNulls(m protoreflect.Message) {
 }
 
 // detailToProto is a trace's detail: REST flattens the summary into the
-// detail, the message nests it.
+// detail, the message nests it. Steps are converted field by field: they
+// are most of a large trace's bytes, and protojson reading their text took
+// a 2,500-step trace from ~20 to ~55 ms (TestShapesFillEveryField holds
+// them to the view as well).
 func detailToProto(d *readmodel.TraceDetail) (*criticv1.TraceDetail, error) {
-	out, err := shape[*criticv1.TraceDetail](d)
+	rest := *d
+	rest.Steps = nil
+	out, err := shape[*criticv1.TraceDetail](&rest)
 	if err != nil {
 		return nil, err
 	}
-	out.Summary, err = shape[*criticv1.TraceSummary](&d.TraceSummary)
-	return out, err
+	if out.Summary, err = shape[*criticv1.TraceSummary](&d.TraceSummary); err != nil {
+		return nil, err
+	}
+	out.Steps = make([]*criticv1.Step, len(d.Steps))
+	for i, s := range d.Steps {
+		p := &criticv1.Step{Id: s.ID, Index: int32(s.Index), Role: s.Role, Content: s.Content, ToolName: s.ToolName, ToolCallId: s.ToolCallID}
+		if p.ToolInput, err = jsonObject(s.ToolInput); err != nil {
+			return nil, err
+		}
+		if p.Metadata, err = jsonObject(s.Metadata); err != nil {
+			return nil, err
+		}
+		out.Steps[i] = p
+	}
+	return out, nil
+}
+
+// jsonObject is a stored JSON object as a Struct (null: unset).
+func jsonObject(raw json.RawMessage) (*structpb.Struct, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	s := &structpb.Struct{}
+	if err := protojson.Unmarshal(raw, s); err != nil {
+		return nil, fmt.Errorf("stored step JSON is not an object: %w", err)
+	}
+	return s, nil
 }
