@@ -21,6 +21,18 @@ type AssessJob struct {
 // JobID implements Message.
 func (m AssessJob) JobID() string { return m.TraceID }
 
+var _ = triggeredBy(KindAssess, assessJobOf)
+
+// assessJobOf is the job a trace.assessment_requested asks for: the worker
+// tier calls the model; the request handler never does.
+func assessJobOf(e events.Envelope) (Message, bool) {
+	var p events.TraceAssessmentRequestedV1
+	if e.Type != events.TraceAssessmentRequested || e.Decode(&p) != nil || p.TraceID == "" || len(p.Items) == 0 {
+		return nil, false
+	}
+	return AssessJob{TraceID: p.TraceID, OwnerID: e.OwnerID, Kind: p.Kind, Items: p.Items}, true
+}
+
 // AssessInput is one item still current, with its prompt.
 type AssessInput struct {
 	Item         events.AssessmentItem `json:"item"`

@@ -3,6 +3,8 @@ package jobs
 import (
 	"encoding/json"
 	"net/url"
+
+	"github.com/criticml/critic/domain/events"
 )
 
 // Kind names a kind of worker job. Every kind is one leased job to the
@@ -98,6 +100,50 @@ type Call struct {
 	// Error is a failure's message (fail), Reason a hand-back's one line.
 	Error  string `json:"error,omitempty"`
 	Reason string `json:"reason,omitempty"`
+}
+
+// Trigger is the job one log event asks for, if any, for a kind whose jobs
+// follow from an event alone (a trace imported without a title asks for a
+// title job). Kinds whose jobs need the command side first (a model's
+// dataset, a scoring batch) are published by the dispatch projection
+// itself.
+type Trigger func(e events.Envelope) (Message, bool)
+
+// triggers is every kind's trigger, each registered by the kind's own file
+// (`var _ = triggeredBy(KindX, xJobOf)`).
+var triggers []struct {
+	kind Kind
+	fn   Trigger
+}
+
+// triggeredBy registers kind's trigger.
+func triggeredBy(kind Kind, fn Trigger) bool {
+	triggers = append(triggers, struct {
+		kind Kind
+		fn   Trigger
+	}{kind, fn})
+	return true
+}
+
+// Triggered is a job an event asks for: its kind and its message.
+type Triggered struct {
+	Kind Kind
+	Job  Message
+}
+
+// TriggeredBy lists the jobs e asks for of the kinds on says this
+// deployment runs.
+func TriggeredBy(e events.Envelope, on func(Kind) bool) []Triggered {
+	var out []Triggered
+	for _, t := range triggers {
+		if !on(t.kind) {
+			continue
+		}
+		if job, ok := t.fn(e); ok {
+			out = append(out, Triggered{t.kind, job})
+		}
+	}
+	return out
 }
 
 // Message is a job message (what a kind's topic carries): it names its job.

@@ -26,6 +26,27 @@ type LabelJob struct {
 // JobID implements Message.
 func (m LabelJob) JobID() string { return m.TraceID }
 
+var _ = triggeredBy(KindLabel, labelJobOf)
+
+// labelJobOf is the label job an event asks for: every import and revision
+// (first import, re-import, session sync, OTLP rebuild) and every labeling
+// retry queues the trace; the worker service answers "not needed" for
+// revisions without an agent response, with imported labels, or with
+// nothing new to label, so a job with nothing to do costs no model call.
+func labelJobOf(e events.Envelope) (Message, bool) {
+	var p struct {
+		TraceID  string `json:"trace_id"`
+		Revision int    `json:"revision"`
+	}
+	switch e.Type {
+	case events.TraceImported, events.TraceRevised, events.TraceLabelingRequested:
+		if e.Decode(&p) == nil && p.TraceID != "" {
+			return LabelJob{TraceID: p.TraceID, Revision: p.Revision, OwnerID: e.OwnerID}, true
+		}
+	}
+	return nil, false
+}
+
 // LabelSource is the answer to a KindLabel claim: the revision's steps and the chunk ids that
 // already carry a label (recorded by a model, or imported in step
 // metadata). Needed is false when the revision is no longer current, the

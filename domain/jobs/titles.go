@@ -21,6 +21,23 @@ type TitleJob struct {
 // JobID implements Message.
 func (m TitleJob) JobID() string { return m.TraceID }
 
+var _ = triggeredBy(KindTitle, titleJobOf)
+
+// titleJobOf is the title job an import or a revision asks for: a trace
+// imported without a title gets one from the fast model in the worker
+// tier, asynchronously.
+func titleJobOf(e events.Envelope) (Message, bool) {
+	var p struct {
+		TraceID      string `json:"trace_id"`
+		Revision     int    `json:"revision"`
+		TitleDerived bool   `json:"title_derived"`
+	}
+	if (e.Type != events.TraceImported && e.Type != events.TraceRevised) || e.Decode(&p) != nil || !p.TitleDerived {
+		return nil, false
+	}
+	return TitleJob{TraceID: p.TraceID, Revision: p.Revision, OwnerID: e.OwnerID}, true
+}
+
 // TitleSource is the answer to a KindTitle claim: the excerpt the fast model titles. Needed is
 // false when the revision is no longer current, the trace is gone, or it
 // has its title already — a duplicate job then costs no model call.

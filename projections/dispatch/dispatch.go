@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/criticml/critic/domain/jobs/lease"
 	"log/slog"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/domain/jobs/lease"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/platform/bus"
 	"github.com/criticml/critic/platform/eventstore"
@@ -49,11 +49,9 @@ type Dispatcher struct {
 	opener Opener
 	pub    Publisher
 	log    *slog.Logger
-	titles bool
-	// labeler: publish step-label jobs (WithLabeler).
-	labeler bool
-	// assess: publish section-summary and completion jobs (WithAssessments).
-	assess bool
+	// triggered are the kinds whose jobs an event alone asks for that this
+	// deployment runs (jobs.TriggeredBy).
+	triggered map[jobs.Kind]bool
 	// bgBatch and bgOutcome count background scoring (WithBackgroundMetrics).
 	bgBatch   func(traces int)
 	bgOutcome func(outcome string)
@@ -65,6 +63,25 @@ type Dispatcher struct {
 // one cmds writes to): it opens a batch's sealed and claim-checked payloads.
 func New(cmds *commands.Commands, opener Opener, pub Publisher, log *slog.Logger) *Dispatcher {
 	return &Dispatcher{cmds: cmds, opener: opener, pub: pub, log: log}
+}
+
+// WithTitles turns title jobs on (the deployment has a fast model).
+func (d *Dispatcher) WithTitles(on bool) *Dispatcher { return d.turn(jobs.KindTitle, on) }
+
+// WithLabeler turns step-label jobs on (the deployment has a step-label
+// model).
+func (d *Dispatcher) WithLabeler(on bool) *Dispatcher { return d.turn(jobs.KindLabel, on) }
+
+// WithAssessments turns section-summary and completion jobs on (the
+// deployment has a fast model).
+func (d *Dispatcher) WithAssessments(on bool) *Dispatcher { return d.turn(jobs.KindAssess, on) }
+
+func (d *Dispatcher) turn(kind jobs.Kind, on bool) *Dispatcher {
+	if d.triggered == nil {
+		d.triggered = map[jobs.Kind]bool{}
+	}
+	d.triggered[kind] = on
+	return d
 }
 
 // Apply handles a batch in order; an error makes the bus redeliver it.
@@ -124,16 +141,10 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 	// What this event causes (a dataset, a job) keeps its request's id.
 	ctx = requestid.With(ctx, e.CorrelationID)
 	d.countBackground(e)
-	if job, ok := d.labelJob(e); ok {
-		if err := d.publish(jobs.TopicLabel, job.TraceID, e.CorrelationID, job); err != nil {
+	for _, t := range jobs.TriggeredBy(e, func(k jobs.Kind) bool { return d.triggered[k] }) {
+		if err := d.publish(jobs.TopicOf(t.Kind), t.Job.JobID(), e.CorrelationID, t.Job); err != nil {
 			return err
 		}
-	}
-	if job, ok := d.assessJob(e); ok {
-		return d.publish(jobs.TopicAssess, job.TraceID, e.CorrelationID, job)
-	}
-	if job, ok := d.titleJob(e); ok {
-		return d.publish(jobs.TopicTitle, job.TraceID, e.CorrelationID, job)
 	}
 	switch e.Type {
 	case events.RewardModelRequested, events.RewardModelRetried:
