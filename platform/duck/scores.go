@@ -66,14 +66,7 @@ func (t *Tx) ReplaceActionScores(ctx context.Context, modelID, modelName string,
 		if err := t.Exec(ctx, "DELETE FROM main.action_scores WHERE reward_model_id = ? AND step_id IN ("+placeholders(len(chunk))+")", ids...); err != nil {
 			return err
 		}
-		args := []any{modelID, modelName, at}
-		for _, s := range chunk {
-			args = append(args, s.TraceID, s.StepID, s.Score, s.Credit)
-		}
-		if err := t.Exec(ctx, `INSERT INTO main.action_scores
-			SELECT s.trace_id, s.id, s.step_index, ?, ?, v.score, v.credit, ?
-			FROM main.steps s JOIN (VALUES `+valueRows(len(chunk), "(?::VARCHAR, ?::VARCHAR, ?::DOUBLE, ?::DOUBLE)")+`) v(trace_id, step_id, score, credit)
-			ON s.id = v.step_id AND s.trace_id = v.trace_id`, args...); err != nil {
+		if err := t.insertStepScores(ctx, "action_scores", modelID, modelName, at, chunk); err != nil {
 			return err
 		}
 	}
@@ -108,19 +101,26 @@ func (t *Tx) ReplaceTraceScores(ctx context.Context, modelID, modelName string, 
 // steps (the caller cleared the trace's earlier ones).
 func (t *Tx) InsertEvaluatorScores(ctx context.Context, release, revision int, at time.Time, scores []StepScore) error {
 	for lo := 0; lo < len(scores); lo += scoreChunk {
-		chunk := scores[lo:min(lo+scoreChunk, len(scores))]
-		args := []any{release, revision, at}
-		for _, s := range chunk {
-			args = append(args, s.TraceID, s.StepID, s.Score, s.Credit)
-		}
-		if err := t.Exec(ctx, `INSERT INTO main.evaluator_scores
-			SELECT s.trace_id, s.id, s.step_index, ?, ?, v.score, v.credit, ?
-			FROM main.steps s JOIN (VALUES `+valueRows(len(chunk), "(?::VARCHAR, ?::VARCHAR, ?::DOUBLE, ?::DOUBLE)")+`) v(trace_id, step_id, score, credit)
-			ON s.id = v.step_id AND s.trace_id = v.trace_id`, args...); err != nil {
+		if err := t.insertStepScores(ctx, "evaluator_scores", release, revision, at, scores[lo:min(lo+scoreChunk, len(scores))]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// insertStepScores inserts a row into table (action_scores,
+// evaluator_scores) for each score whose step the snapshot holds: the
+// step's trace, id and position, the scoring's two columns (a model's id
+// and name, a release and revision), score, credit and at.
+func (t *Tx) insertStepScores(ctx context.Context, table string, col1, col2 any, at time.Time, chunk []StepScore) error {
+	args := []any{col1, col2, at}
+	for _, s := range chunk {
+		args = append(args, s.TraceID, s.StepID, s.Score, s.Credit)
+	}
+	return t.Exec(ctx, `INSERT INTO main.`+table+`
+		SELECT s.trace_id, s.id, s.step_index, ?, ?, v.score, v.credit, ?
+		FROM main.steps s JOIN (VALUES `+valueRows(len(chunk), "(?::VARCHAR, ?::VARCHAR, ?::DOUBLE, ?::DOUBLE)")+`) v(trace_id, step_id, score, credit)
+		ON s.id = v.step_id AND s.trace_id = v.trace_id`, args...)
 }
 
 // valueRows is n copies of row, comma-separated.
