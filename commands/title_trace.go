@@ -9,16 +9,6 @@ import (
 	"github.com/criticml/critic/domain/traces"
 )
 
-// TitleSource is what a title worker sends the fast model for a trace
-// imported without a title. Needed is false when the revision is no longer
-// current, the trace is gone, or it has its title already.
-type TitleSource struct {
-	TraceID  string
-	Revision int
-	Input    string
-	Needed   bool
-}
-
 func (c *Commands) loadTrace(ctx context.Context, traceID string) (traces.State, error) {
 	stream := events.TraceStream(traceID)
 	loaded, err := c.store.LoadStreams(ctx, []string{stream})
@@ -28,14 +18,16 @@ func (c *Commands) loadTrace(ctx context.Context, traceID string) (traces.State,
 	return traces.Fold(traceID, loaded[stream])
 }
 
-// TitleSourceOf returns a trace's title input for revision.
-// It is the claim's answer and reads the trace's stream, as LabelSourceOf.
-func (c *Commands) TitleSourceOf(ctx context.Context, traceID string, revision int) (TitleSource, error) {
+// TitleSourceOf returns a trace's title input for revision (Needed false
+// when the revision is no longer current, the trace is gone, or it has its
+// title already). It is the claim's answer and reads the trace's stream, as
+// LabelSourceOf.
+func (c *Commands) TitleSourceOf(ctx context.Context, traceID string, revision int) (jobs.TitleSource, error) {
 	s, err := c.loadTrace(ctx, traceID)
 	if err != nil {
-		return TitleSource{}, err
+		return jobs.TitleSource{}, err
 	}
-	out := TitleSource{TraceID: traceID, Revision: s.Revision}
+	out := jobs.TitleSource{TraceID: traceID, Revision: s.Revision}
 	if !s.Exists || s.Revision != revision || !s.TitleDerived {
 		return out, nil
 	}
@@ -101,11 +93,7 @@ func (c *Commands) titleJob() jobActions {
 	type call[B any] = jobCall[jobs.TitleJob, B]
 	return jobActions{
 		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			s, err := c.TitleSourceOf(ctx, r.ID, r.Job.Revision)
-			if err != nil {
-				return nil, err
-			}
-			return jobs.TitleSource{TraceID: s.TraceID, Revision: s.Revision, Input: s.Input, Needed: s.Needed}, nil
+			return c.TitleSourceOf(ctx, r.ID, r.Job.Revision)
 		}),
 		jobs.Finish: onJob(func(ctx context.Context, r call[jobs.TitleReport]) (any, error) {
 			res, err := c.RecordTitle(ctx, r.Worker, r.ID, r.Job.Revision, r.Body.Title, r.Body.Model, r.Body.Usage)
