@@ -21,12 +21,11 @@ import (
 // appended here — before the dataset and its minimum-pair check, so a model
 // that fails keeps its learning report.
 
-// ExtractionClaim is the answer to a claim.
+// ExtractionClaim is the answer to a claim (the job contract's) with the
+// claim's append.
 type ExtractionClaim struct {
 	Result
-	ModelID, OwnerID, InputsKey, ClassifierModel string
-	Attempt, LeaseSeconds                        int
-	TargetsTotal, TargetsDone                    int
+	jobs.ExtractionClaim
 }
 
 // ClaimExtraction gives one worker an attempt's extraction. Findings already
@@ -111,8 +110,8 @@ func (c *Commands) ClaimExtraction(ctx context.Context, workerID, modelID string
 	if err != nil {
 		return ExtractionClaim{}, err
 	}
-	return ExtractionClaim{Result: r, ModelID: st.ID, OwnerID: st.OwnerID, InputsKey: key, ClassifierModel: st.Plan.Model,
-		Attempt: attempt, LeaseSeconds: started.LeaseSeconds, TargetsTotal: total, TargetsDone: done}, nil
+	return ExtractionClaim{Result: r, ExtractionClaim: jobs.ExtractionClaim{ModelID: st.ID, OwnerID: st.OwnerID, InputsKey: key, ClassifierModel: st.Plan.Model,
+		Attempt: attempt, LeaseSeconds: started.LeaseSeconds, TargetsTotal: total, TargetsDone: done}}, nil
 }
 
 func pairFindings(r events.RewardModelFeedbackExtractedV1) int {
@@ -258,8 +257,7 @@ func (c *Commands) extractionJob() jobActions {
 			if err != nil {
 				return nil, err
 			}
-			return jobs.ExtractionClaim{ModelID: x.ModelID, OwnerID: x.OwnerID, Attempt: x.Attempt, InputsKey: x.InputsKey,
-				ClassifierModel: x.ClassifierModel, LeaseSeconds: x.LeaseSeconds, TargetsTotal: x.TargetsTotal, TargetsDone: x.TargetsDone}, nil
+			return x.ExtractionClaim, nil
 		}),
 		jobs.Beat: onJob(func(ctx context.Context, r call[jobs.ExtractionProgress]) (any, error) {
 			return jobAck(c.extractionProgress(ctx, r.Worker, r.ID, r.Job.Attempt, r.Body.TargetsDone))

@@ -21,14 +21,11 @@ import (
 // The commands in this file are what the API's worker service runs for a
 // worker: workers never write events themselves.
 
-// ClaimedJob is what a worker needs to train an attempt it claimed.
+// ClaimedJob is what a worker needs to train an attempt it claimed (the
+// job contract's claim) with the claim's append.
 type ClaimedJob struct {
 	Result
-	ModelID, OwnerID, Name, BaseModel, DatasetKey, ArtifactKey string
-	Attempt, Epochs                                            int
-	LeaseSeconds                                               int
-	// CorrelationID is the id of the request that queued the attempt.
-	CorrelationID string
+	jobs.TrainingClaim
 }
 
 // ClaimTraining starts an attempt for one worker. A model that is not queued
@@ -87,9 +84,9 @@ func (c *Commands) claimTraining(ctx context.Context, workerID, compute, modelID
 	if err != nil {
 		return ClaimedJob{}, err // a concurrent claim loses at the version check
 	}
-	return ClaimedJob{Result: r, ModelID: st.ID, OwnerID: st.OwnerID, Name: st.Requested.Name, BaseModel: st.Requested.BaseModel,
+	return ClaimedJob{Result: r, TrainingClaim: jobs.TrainingClaim{ModelID: st.ID, OwnerID: st.OwnerID, Name: st.Requested.Name, BaseModel: st.Requested.BaseModel,
 		DatasetKey: st.Dataset.DatasetKey, ArtifactKey: jobs.ArtifactKey(st.OwnerID, st.ID), Attempt: attempt,
-		Epochs: st.Requested.Epochs, LeaseSeconds: p.LeaseSeconds, CorrelationID: st.QueuedBy}, nil
+		Epochs: st.Requested.Epochs, LeaseSeconds: p.LeaseSeconds, CorrelationID: st.QueuedBy}}, nil
 }
 
 func workerActor(id string) Actor { return Actor{UserID: "", worker: id} }
@@ -331,7 +328,7 @@ func (c *Commands) trainingJob() jobActions {
 				return nil, err
 			}
 			j.CorrelationID = "" // the message that named the attempt carries it
-			return j.Claim(), nil
+			return j.TrainingClaim, nil
 		}),
 		jobs.Beat: onJob(func(ctx context.Context, r call[events.Progress]) (any, error) {
 			return jobAck(c.Heartbeat(ctx, r.Worker, r.ID, r.Job.Attempt, r.Body))
@@ -351,10 +348,4 @@ func (c *Commands) trainingJob() jobActions {
 			return jobAck(c.HandBackTraining(ctx, r.Worker, r.ID, r.Job.Attempt, r.Reason))
 		}),
 	}
-}
-
-// Claim is the claim's answer as a worker reads it.
-func (j ClaimedJob) Claim() jobs.TrainingClaim {
-	return jobs.TrainingClaim{ModelID: j.ModelID, OwnerID: j.OwnerID, Name: j.Name, BaseModel: j.BaseModel, DatasetKey: j.DatasetKey,
-		ArtifactKey: j.ArtifactKey, Attempt: j.Attempt, Epochs: j.Epochs, LeaseSeconds: j.LeaseSeconds, CorrelationID: j.CorrelationID}
 }

@@ -80,6 +80,5 @@ func (a *API) claimNext(r *http.Request) (any, error) {
 	if a.obs != nil {
 		a.obs.JobClaimed(string(jobs.KindTrain), false)
 	}
-	claim := j.Claim()
-	return jobs.NextTrainingClaim{Job: &claim}, nil
+	return jobs.NextTrainingClaim{Job: &j.TrainingClaim}, nil
 }
