@@ -160,14 +160,26 @@ func (t *Tx) QualityChecks(ctx context.Context, traceID string) (map[string]json
 
 // putByChunk writes a trace's JSON rows by chunk id into one of the hidden
 // tables (trace_id, chunk_id, JSON), replacing earlier rows of the same
-// chunks.
+// chunks: one statement per scoreChunk rows, as the scores are written.
 func (t *Tx) putByChunk(ctx context.Context, table, traceID string, byChunk map[string]json.RawMessage) error {
+	args := make([]any, 0, 3*min(len(byChunk), scoreChunk))
+	flush := func() error {
+		if len(args) == 0 {
+			return nil
+		}
+		err := t.Exec(ctx, `INSERT OR REPLACE INTO main.`+table+` VALUES `+valueRows(len(args)/3, "(?, ?, ?)"), args...)
+		args = args[:0]
+		return err
+	}
 	for chunk, v := range byChunk {
-		if err := t.Exec(ctx, `INSERT OR REPLACE INTO main.`+table+` VALUES (?, ?, ?)`, traceID, chunk, string(v)); err != nil {
-			return err
+		args = append(args, traceID, chunk, string(v))
+		if len(args) == 3*scoreChunk {
+			if err := flush(); err != nil {
+				return err
+			}
 		}
 	}
-	return nil
+	return flush()
 }
 
 // byChunk reads a (chunk id, JSON) query into a map by chunk id.

@@ -3,6 +3,7 @@ package duck
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"testing"
 
@@ -41,4 +42,41 @@ func TestFileWithoutAssessmentTables(t *testing.T) {
 
 func fmtDDL(ddl string) string {
 	return fmt.Sprintf(ddl, "main")
+}
+
+// A trace's stored labels are put by chunk: a later put replaces the
+// chunks it names and keeps the others, however many rows one put holds
+// (more than one statement's worth here).
+func TestPutStoredLabelsReplacesByChunk(t *testing.T) {
+	t.Parallel()
+	s, _ := newSnapshots(t, Options{})
+	ctx := context.Background()
+	first := map[string]json.RawMessage{}
+	for i := range 2*scoreChunk + 7 {
+		first[fmt.Sprintf("c%04d", i)] = json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))
+	}
+	second := map[string]json.RawMessage{"c0001": json.RawMessage(`{"n":"again"}`), "c9999": json.RawMessage(`{"n":"new"}`)}
+	var got map[string]json.RawMessage
+	for i, put := range []map[string]json.RawMessage{first, second} {
+		_, err := s.ApplyBatch(ctx, "o1", []string{fmt.Sprintf("e%d", i)}, func(tx *Tx, _ []int) error {
+			if err := tx.PutStoredLabels(ctx, "t1", put); err != nil {
+				return err
+			}
+			var err error
+			got, err = tx.StoredLabels(ctx, "t1")
+			return err
+		})
+		require.NoError(t, err)
+	}
+	want := map[string]json.RawMessage{}
+	for k, v := range first {
+		want[k] = v
+	}
+	for k, v := range second {
+		want[k] = v
+	}
+	require.Len(t, got, len(want))
+	for k, v := range want {
+		require.JSONEq(t, string(v), string(got[k]), k)
+	}
 }
