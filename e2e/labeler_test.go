@@ -142,7 +142,12 @@ func TestTracesAreLabeledByTheWorkerTier(t *testing.T) {
 	calls := srv.Calls()
 	r = in.do("POST", "/api/v1/rm/traces/"+bad+"/labeling/retry", key, nil)
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
-	require.Contains(t, string(r.Body), `"state":"queued"`)
+	// A duplicate delivery can still arrive after the quiet spell above (a
+	// full make test saw one label the chunk just before the retry, which
+	// then answered "labeled"); the retry answers queued when none did.
+	if srv.Calls() == calls {
+		require.Contains(t, string(r.Body), `"state":"queued"`)
+	}
 	require.Eventually(t, func() bool { return in.labeling(t, key, bad).Labeling.State == "labeled" }, time.Minute, 200*time.Millisecond)
 	require.Equal(t, calls+1, srv.Calls(), "the retry labels only the missing chunk")
 	r = in.do("POST", "/api/v1/rm/traces/"+bad+"/labeling/retry", key, nil)
