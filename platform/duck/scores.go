@@ -58,12 +58,7 @@ func (t *Tx) CurrentRevisions(ctx context.Context, ids []string) (map[string]int
 func (t *Tx) ReplaceActionScores(ctx context.Context, modelID, modelName string, at time.Time, scores []StepScore) error {
 	for lo := 0; lo < len(scores); lo += scoreChunk {
 		chunk := scores[lo:min(lo+scoreChunk, len(scores))]
-		ids := make([]any, 0, len(chunk)+1)
-		ids = append(ids, modelID)
-		for _, s := range chunk {
-			ids = append(ids, s.StepID)
-		}
-		if err := t.Exec(ctx, "DELETE FROM main.action_scores WHERE reward_model_id = ? AND step_id IN ("+placeholders(len(chunk))+")", ids...); err != nil {
+		if err := deleteModelScores(ctx, t, "action_scores", "step_id", modelID, chunk, func(s StepScore) string { return s.StepID }); err != nil {
 			return err
 		}
 		if err := t.insertStepScores(ctx, "action_scores", modelID, modelName, at, chunk); err != nil {
@@ -78,12 +73,7 @@ func (t *Tx) ReplaceActionScores(ctx context.Context, modelID, modelName string,
 func (t *Tx) ReplaceTraceScores(ctx context.Context, modelID, modelName string, at time.Time, scores []TraceScore) error {
 	for lo := 0; lo < len(scores); lo += scoreChunk {
 		chunk := scores[lo:min(lo+scoreChunk, len(scores))]
-		ids := make([]any, 0, len(chunk)+1)
-		ids = append(ids, modelID)
-		for _, s := range chunk {
-			ids = append(ids, s.TraceID)
-		}
-		if err := t.Exec(ctx, "DELETE FROM main.scores WHERE reward_model_id = ? AND trace_id IN ("+placeholders(len(chunk))+")", ids...); err != nil {
+		if err := deleteModelScores(ctx, t, "scores", "trace_id", modelID, chunk, func(s TraceScore) string { return s.TraceID }); err != nil {
 			return err
 		}
 		var args []any
@@ -95,6 +85,17 @@ func (t *Tx) ReplaceTraceScores(ctx context.Context, modelID, modelName string, 
 		}
 	}
 	return nil
+}
+
+// deleteModelScores deletes model's rows of table whose key column holds
+// the key of one of the chunk's scores.
+func deleteModelScores[S any](ctx context.Context, t *Tx, table, column, modelID string, chunk []S, key func(S) string) error {
+	args := make([]any, 0, len(chunk)+1)
+	args = append(args, modelID)
+	for _, s := range chunk {
+		args = append(args, key(s))
+	}
+	return t.Exec(ctx, "DELETE FROM main."+table+" WHERE reward_model_id = ? AND "+column+" IN ("+placeholders(len(chunk))+")", args...)
 }
 
 // InsertEvaluatorScores adds a release's scores of one trace revision's
