@@ -1,4 +1,4 @@
-import { useLayoutEffect, useState } from "react";
+import { useLayoutEffect, useRef, useState } from "react";
 import { useMutation, useQuery, useQueryClient } from "@tanstack/react-query";
 import { api, type Schemas } from "../api/client";
 import { useAuth } from "../auth/auth";
@@ -101,24 +101,28 @@ function ComparisonCard({
   onDone: () => void;
 }) {
   const [comment, setComment] = useState("");
+  // typed is the comment as the last keystroke left it, set in the change
+  // handler itself: the answer sends it as a mutation variable, never from
+  // a render's closure. TanStack Query hands a mutation its latest options
+  // in an effect after paint, so a mutationFn reading `comment` sent the
+  // comment one keystroke short when E followed the typing within a frame
+  // ("both fin", seen twice in full make test runs).
+  const typed = useRef("");
   const [full, setFull] = useState(false);
   const send = useMutation({
-    mutationFn: (choice: Choice) =>
+    mutationFn: (v: { choice: Choice; comment: string }) =>
       api<Schemas["Comparison"]>("/comparisons", {
         method: "POST",
-        json: { model_id: item.model_id, finding_id: item.finding_id, left: item.left.kind, choice, comment: comment.trim() || null },
+        json: { model_id: item.model_id, finding_id: item.finding_id, left: item.left.kind, choice: v.choice, comment: v.comment.trim() || null },
       }),
     onSuccess: onDone,
   });
   const answer = (c: Choice) => {
     if (!canWrite || send.isPending) return;
-    send.mutate(c);
+    send.mutate({ choice: c, comment: typed.current });
   };
   // A layout effect, as on the review page: the listener is replaced in the
-  // same task as the render a keystroke caused. With a plain effect it is
-  // replaced only after the next frame, and a reviewer who types a comment,
-  // tabs out and presses E within that frame sent the comment as it was one
-  // keystroke earlier ("both fin").
+  // same task as the render a keystroke caused.
   useLayoutEffect(() => {
     const onKey = (e: KeyboardEvent) => {
       // A focused checkbox (the consent toggle) takes no text: keys still answer.
@@ -178,7 +182,15 @@ function ComparisonCard({
       {canWrite && (
         <label className="field">
           <span>Comment (optional)</span>
-          <textarea id="comparison-comment" rows={2} value={comment} onChange={(e) => setComment(e.target.value)} />
+          <textarea
+            id="comparison-comment"
+            rows={2}
+            value={comment}
+            onChange={(e) => {
+              typed.current = e.target.value;
+              setComment(e.target.value);
+            }}
+          />
         </label>
       )}
       {send.isError && (
