@@ -18,15 +18,13 @@ import (
 // same trace's import in the same run: "a report costs N× an import".
 func BenchmarkScoreReports(b *testing.B) {
 	ctx := context.Background()
-	t := &testing.T{}
-	f := newFixture(t)
-	f.t = t
+	f := newFixture(b)
 	const traces, per, reportsPerBatch = 600, 20, 3
 	roles := make([]string, per)
 	for i := range roles {
 		roles[i] = []string{"user", "assistant"}[i%2]
 	}
-	var imports, imported []events.Envelope
+	var imports []events.Envelope
 	for i := range traces {
 		id := fmt.Sprintf("t%05d", i)
 		imports = append(imports, f.ev("alice", events.TraceImported, events.TraceImportedV1{TraceID: id, Title: id,
@@ -39,7 +37,6 @@ func BenchmarkScoreReports(b *testing.B) {
 	}
 	perImport := time.Since(start) / time.Duration(traces/2)
 	require.NoError(b, f.proj.Apply(ctx, imports[traces/2:]))
-	imported = imports
 	report := func(i int, model string) []events.Envelope {
 		id := fmt.Sprintf("t%05d", i)
 		var as []events.ActionScore
@@ -70,7 +67,6 @@ func BenchmarkScoreReports(b *testing.B) {
 	}
 	perReport := b.Elapsed() / time.Duration(b.N*n)
 	require.Equal(b, [][]any{{int64(traces * per / 2)}}, f.rows("alice", "SELECT count(*) FROM action_scores"))
-	_ = imported
 	fmt.Printf("snapshot: a trace's score report %v, its import %v (ratio %.2f; %d reports of %d action scores, %d a batch, %d traces)\n",
 		perReport.Round(time.Microsecond), perImport.Round(time.Microsecond), float64(perReport)/float64(perImport), n, per/2, reportsPerBatch, traces)
 }

@@ -20,14 +20,14 @@ import (
 var t0 = time.Date(2026, 9, 29, 3, 12, 0, 0, time.UTC)
 
 type fixture struct {
-	t     *testing.T
+	t     testing.TB
 	snaps *duck.Snapshots
 	blobs *blob.Local
 	proj  *Projection
 	seq   int64
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	snaps, err := duck.New(t.TempDir(), duck.Options{})
 	require.NoError(t, err)
