@@ -43,15 +43,16 @@ import (
 // import (rm_traces.updated_at) to its published trace score (the score
 // event's time), p50 and p99, debounce included.
 //
-// BENCH_BG_PIN=1 (two or more cores) gives the worker tier a core of its
-// own, as it has its own machine in a deployment (the workers are GPU
-// machines; the API and PostgreSQL run elsewhere): the worker process is
-// pinned to the last core and the API, its query process, PostgreSQL and
-// this process to the others, each Go process with as many threads as its
-// cores, and the raw reference runs on the worker's core with the worker's
-// GOMAXPROCS — the same compute as the worker. By default every process
-// may use every core (the raw reference then has them all, while the
-// worker shares them with the API and PostgreSQL). BENCH_BG_PGSTAT=1
+// On two or more cores the worker tier has a core of its own, as it has
+// its own machine in a deployment (the workers are GPU machines; the API
+// and PostgreSQL run elsewhere): the worker process is pinned to the last
+// core and the API, its query process, PostgreSQL and this process to the
+// others, each Go process with as many threads as its cores, and the raw
+// reference runs on the worker's core with the worker's GOMAXPROCS — the
+// same compute as the worker. BENCH_BG_PIN=0 lets every process use every
+// core instead (the raw reference then has them all, while the worker
+// shares them with the API and PostgreSQL: the ratio then measures how the
+// pipeline's CPU divides one machine, not the pipeline). BENCH_BG_PGSTAT=1
 // prints the statements PostgreSQL ran during the burst (its cluster must
 // preload pg_stat_statements: docs/development.md).
 func BenchmarkScoreBackground(b *testing.B) {
@@ -72,7 +73,7 @@ func runScoreBackgroundBench(b *testing.B) {
 	if profileDir != "" {
 		env = append(env, "CRITIC_PPROF_ADDR="+pprofAddr)
 	}
-	pin := runtime.NumCPU() >= 2 && os.Getenv("BENCH_BG_PIN") == "1"
+	pin := runtime.NumCPU() >= 2 && os.Getenv("BENCH_BG_PIN") != "0"
 	workerCores, restCores := fmt.Sprint(runtime.NumCPU()-1), fmt.Sprintf("0-%d", runtime.NumCPU()-2)
 	workerProcs := runtime.NumCPU() // the worker's GOMAXPROCS, and the raw reference's
 	var workerEnv []string
@@ -101,7 +102,7 @@ func runScoreBackgroundBench(b *testing.B) {
 		pinTree(b, wk.Process.Pid, workerCores)
 		pinTree(b, in.cmd.Process.Pid, restCores)
 		pinTree(b, postmasterPid(b, in), restCores)
-		pinTree(b, os.Getpid(), restCores)
+		pinSelf(b, restCores)
 	}
 	var modelIDs []string
 	for i := range nModels {
@@ -215,8 +216,14 @@ func runScoreBackgroundBench(b *testing.B) {
 	// (its runs' start) to its last run's end; the rest of the span from
 	// the debounce's end to the last score is the pipeline's gaps (a
 	// batch not yet requested, published or claimed).
-	var busy, span, firstClaim time.Duration
+	var busy, span, firstClaim, firstRequest time.Duration
 	{
+		// The first batch's request: the debounce's wake and the
+		// scheduler's pass before it, Kafka and the claim after it.
+		var requested time.Time
+		require.NoError(b, in.pool.QueryRow(ctx, `SELECT min(recorded_at) FROM events WHERE type = 'scoring_batch.requested.v1' AND recorded_at >= $1
+			AND payload->>'model_id' = ANY($2)`, imported, modelIDs).Scan(&requested))
+		firstRequest = requested.Sub(imported.Add(debounce))
 		rows, err := in.pool.Query(ctx, `SELECT s.recorded_at, max(f.recorded_at) FROM events s
 			JOIN events f ON f.stream = s.stream AND f.type IN ('scoring_run.succeeded.v1', 'scoring_run.failed.v1') AND f.version > s.version
 			WHERE s.type = 'scoring_run.started.v1' AND s.recorded_at >= $1 AND split_part(s.stream, '/', 3) = ANY($2)
@@ -248,7 +255,7 @@ func runScoreBackgroundBench(b *testing.B) {
 	// The limit: the texts the worker scored (each run's items), with the
 	// same checkpoints, in-process, one model after the other.
 	if pin {
-		pinTree(b, os.Getpid(), workerCores)
+		pinSelf(b, workerCores)
 	}
 	procs := runtime.GOMAXPROCS(workerProcs)
 	var rawWhole time.Duration
@@ -315,8 +322,10 @@ func runScoreBackgroundBench(b *testing.B) {
 	n := float64(burst * nModels)
 	runtime.GOMAXPROCS(procs)
 	if pin {
-		pinTree(b, os.Getpid(), restCores)
-		fmt.Printf("score-background: the worker and the raw reference on core %s; the API, PostgreSQL and this process on cores %s (BENCH_BG_PIN=1)\n", workerCores, restCores)
+		pinSelf(b, restCores)
+		fmt.Printf("score-background: the worker and the raw reference on core %s; the API, PostgreSQL and this process on cores %s (BENCH_BG_PIN=0 shares every core instead)\n", workerCores, restCores)
+	} else {
+		fmt.Println("score-background: every process on every core (not pinned: BENCH_BG_PIN=0, or one core)")
 	}
 	fmt.Printf("score-background: %d model(s) of hidden %d × %d layers; burst of %d traces = %d scorings (%d texts)\n", nModels, hidden, layers, burst, burst*nModels, texts)
 	fmt.Printf("score-background: from arrival to published scores in %s = %.1f scorings/s (incl. the %s debounce); from the debounce's end %s = %.1f/s\n",
@@ -326,8 +335,8 @@ func runScoreBackgroundBench(b *testing.B) {
 		best = 1
 	}
 	rawDur := raw[best].wall
-	fmt.Printf("score-background: from the debounce's end to the last score %s: the worker held a batch %s (%.0f%%), the first claim after %s, gaps %s\n",
-		span.Round(time.Millisecond), busy.Round(time.Millisecond), 100*busy.Seconds()/span.Seconds(), firstClaim.Round(time.Millisecond), (span - busy).Round(time.Millisecond))
+	fmt.Printf("score-background: from the debounce's end to the last score %s: the worker held a batch %s (%.0f%%), the first batch requested after %s and claimed after %s, gaps %s\n",
+		span.Round(time.Millisecond), busy.Round(time.Millisecond), 100*busy.Seconds()/span.Seconds(), firstRequest.Round(time.Millisecond), firstClaim.Round(time.Millisecond), (span - busy).Round(time.Millisecond))
 	fmt.Printf("score-background: CPU during the burst (%d cores): API process %.1f s, its query process %.1f s, worker %.1f s, PostgreSQL %.1f s, this process %.1f s, the machine's other work %.1f s; per trace API %.1f ms, PostgreSQL %.1f ms, worker %.1f ms\n",
 		runtime.NumCPU(), apiCPU.Seconds(), queryCPU.Seconds(), workerCPU.Seconds(), pgCPU.Seconds(), selfCPU.Seconds(), (machineBurst - apiCPU - queryCPU - workerCPU - pgCPU - selfCPU).Seconds(),
 		1000*apiCPU.Seconds()/n, 1000*pgCPU.Seconds()/n, 1000*workerCPU.Seconds()/n)
@@ -369,12 +378,20 @@ func runScoreBackgroundBench(b *testing.B) {
 	fmt.Printf("score-background: steady %d traces/s, arrival → published trace score: p50 %s, p99 %s (incl. the %s debounce)\n", rate, pct(0.5), pct(0.99), debounce)
 }
 
+// pinSelf pins this process's threads to cores, and not its children: the
+// API and the worker are this process's children, each pinned on its own
+// (pinTree of this process moved the worker onto the API's cores).
+func pinSelf(b *testing.B, cores string) {
+	out, err := exec.Command("taskset", "-a", "-c", "-p", cores, strconv.Itoa(os.Getpid())).CombinedOutput()
+	require.NoError(b, err, "the bench pins its processes with taskset (util-linux; BENCH_BG_PIN=0 does not): %s", out)
+}
+
 // pinTree pins a process, every thread of it and its child processes (the
 // API's query process, PostgreSQL's backends) to cores (taskset's list
 // form); processes they start later inherit it.
 func pinTree(b *testing.B, pid int, cores string) {
 	out, err := exec.Command("taskset", "-a", "-c", "-p", cores, strconv.Itoa(pid)).CombinedOutput()
-	require.NoError(b, err, "BENCH_BG_PIN=1 pins the bench's processes with taskset (util-linux): %s", out)
+	require.NoError(b, err, "the bench pins its processes with taskset (util-linux; BENCH_BG_PIN=0 does not): %s", out)
 	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
 	for _, f := range files {
 		raw, _ := os.ReadFile(f)
