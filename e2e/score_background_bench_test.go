@@ -261,12 +261,14 @@ func runScoreBackgroundBench(b *testing.B) {
 	var rawWhole time.Duration
 	var raw [2]struct{ wall, cpu, machine time.Duration } // the worker's engine, the default one
 	texts := 0
+	maxLen := 0 // the token window the worker scores with (an input-v3 model's is longer)
 	for _, modelID := range modelIDs {
 		rows, err := in.pool.Query(ctx, `SELECT payload->>'items_key' FROM events WHERE type = 'scoring_run.requested.v1' AND payload->>'automatic' = 'true'
 			AND payload->>'model_id' = $1`, modelID)
 		require.NoError(b, err)
 		var modelTexts []string
 		var traceTexts [][]string
+		maxLen = model.DefaultMaxLen
 		for rows.Next() {
 			var k string
 			require.NoError(b, rows.Scan(&k))
@@ -280,6 +282,9 @@ func runScoreBackgroundBench(b *testing.B) {
 			}
 			tt = append(tt, items.Trace.Text)
 			traceTexts = append(traceTexts, tt)
+			if items.MaxLength > 0 {
+				maxLen = items.MaxLength
+			}
 			modelTexts = append(modelTexts, tt...)
 		}
 		rows.Close()
@@ -299,6 +304,7 @@ func runScoreBackgroundBench(b *testing.B) {
 		for i, load := range []func(string) (*model.RewardModel, error){worker.LoadScoringModel, model.LoadRewardModel} {
 			rm, err := load(modelDir)
 			require.NoError(b, err)
+			rm.MaxLen = maxLen
 			_, err = rm.Score(traceTexts[0]) // compile, as the worker's first batch does
 			require.NoError(b, err)
 			s, cpu, mcpu := time.Now(), procCPU(os.Getpid()), machineCPU()
@@ -327,7 +333,7 @@ func runScoreBackgroundBench(b *testing.B) {
 	} else {
 		fmt.Println("score-background: every process on every core (not pinned: BENCH_BG_PIN=0, or one core)")
 	}
-	fmt.Printf("score-background: %d model(s) of hidden %d × %d layers; burst of %d traces = %d scorings (%d texts)\n", nModels, hidden, layers, burst, burst*nModels, texts)
+	fmt.Printf("score-background: %d model(s) of hidden %d × %d layers, a %d-token window; burst of %d traces = %d scorings (%d texts)\n", nModels, hidden, layers, maxLen, burst, burst*nModels, texts)
 	fmt.Printf("score-background: from arrival to published scores in %s = %.1f scorings/s (incl. the %s debounce); from the debounce's end %s = %.1f/s\n",
 		pipeline.Round(time.Millisecond), n/pipeline.Seconds(), debounce, afterDebounce.Round(time.Millisecond), n/afterDebounce.Seconds())
 	best := 0
