@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -307,12 +308,22 @@ func runScoreBackgroundBench(b *testing.B) {
 			rm.MaxLen = maxLen
 			_, err = rm.Score(traceTexts[0]) // compile, as the worker's first batch does
 			require.NoError(b, err)
+			if i == 0 && profileDir != "" {
+				// The raw reference's profile beside the worker's: the
+				// same engine calls, function by function.
+				f, err := os.Create(filepath.Join(profileDir, "raw.pprof"))
+				require.NoError(b, err)
+				require.NoError(b, pprof.StartCPUProfile(f))
+			}
 			s, cpu, mcpu := time.Now(), procCPU(os.Getpid()), machineCPU()
 			for _, tt := range traceTexts {
 				_, err = rm.Score(tt)
 				require.NoError(b, err)
 			}
 			raw[i].wall += time.Since(s)
+			if i == 0 && profileDir != "" {
+				pprof.StopCPUProfile()
+			}
 			raw[i].cpu += procCPU(os.Getpid()) - cpu
 			raw[i].machine += machineCPU() - mcpu
 			if i == 0 {
