@@ -118,12 +118,8 @@ func TestComparisonPage(t *testing.T) {
 
 	// The read model rebuilt from the log is the live one, comparisons,
 	// consent and benchmarks included.
-	before, beforeEval := dumpReadModel(t, in), dumpEvaluatorTables(t, in)
-	require.Len(t, beforeEval[0], 2, "two comparisons")
-	out, err = in.cli("replay", "readmodel")
-	require.NoError(t, err, out)
-	require.Equal(t, before, dumpReadModel(t, in))
-	require.Equal(t, beforeEval, dumpEvaluatorTables(t, in))
+	require.Len(t, dumpEvaluatorTables(t, in)[0], 2, "two comparisons")
+	requireReplayMatches(t, in, func() any { return dumpEvaluatorTables(t, in) })
 }
 
 // dumpEvaluatorTables renders rm_comparisons and rm_evaluator_benchmarks.

@@ -134,13 +134,7 @@ func TestDistributedGepa(t *testing.T) {
 	require.Zero(t, failed)
 	require.NotEqual(t, holder, gepaHolder(t, in, run), "another worker finished it")
 
-	before := dumpReadModel(t, in)
-	out, err := in.cli("replay", "readmodel")
-	require.NoError(t, err, out)
-	after := dumpReadModel(t, in)
-	for table := range before {
-		require.Equal(t, before[table], after[table], "table %s after replay", table)
-	}
+	requireReplayMatches(t, in)
 }
 
 // gepaHolder is the worker the read model says holds (or last held) a run.

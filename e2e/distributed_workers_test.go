@@ -277,11 +277,5 @@ func TestDistributedWorkers(t *testing.T) {
 	t.Logf("%d SIGTERMs, %d kill -9s; %d requeues (%d hand-backs); %d of %d models succeeded", terms, kills, requeued, handedBack, succeeded, models)
 	require.Positive(t, requeued, "the interruptions handed back or lost at least one run")
 
-	before := dumpReadModel(t, in)
-	out, err := in.cli("replay", "readmodel")
-	require.NoError(t, err, out)
-	after := dumpReadModel(t, in)
-	for table := range before {
-		require.Equal(t, before[table], after[table], "table %s after replay", table)
-	}
+	requireReplayMatches(t, in)
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -37,14 +36,7 @@ func TestErasureReachesTheDataDir(t *testing.T) {
 	waitReadModel(t, in)
 	in.awaitQuery(t, key, count, [][]any{{1}})
 
-	var hits []string
-	for i := 0; i < 100; i++ { // the replicas follow the owner file shortly after
-		if hits = filesWith(t, in.dataDir, gone); len(hits) == 0 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	require.Empty(t, hits, "no file under the data dir holds the deleted trace")
+	require.Empty(t, filesLeftWith(t, in.dataDir, gone), "no file under the data dir holds the deleted trace")
 	tr := in.do("GET", "/api/v1/rm/traces/"+ids[1], key, nil)
 	require.Equal(t, http.StatusOK, tr.Status)
 	require.Contains(t, string(tr.Body), kept, "the other trace still reads")

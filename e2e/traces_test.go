@@ -248,3 +248,42 @@ func dumpReadModel(t *testing.T, in *instance) map[string][]string {
 	require.NotEmpty(t, out["rm_steps"])
 	return out
 }
+
+// requireReplayMatches rebuilds the read model from the log (critic replay
+// readmodel) and requires every table, and whatever extra dumps, to be what
+// the live projection wrote. A worker or scheduler may still append while
+// it runs (a title, a scoring run, a finding), and a dump taken before such
+// an event cannot equal one taken after it: the comparison counts only when
+// the log did not move from the live dump to the replayed one, else it is
+// taken again (a real divergence fails every time).
+func requireReplayMatches(t *testing.T, in *instance, extra ...func() any) {
+	t.Helper()
+	position := func() string {
+		var n, head int64
+		require.NoError(t, in.pool.QueryRow(context.Background(), "SELECT count(*), COALESCE(max(seq), 0) FROM events").Scan(&n, &head))
+		return fmt.Sprint(n, "/", head)
+	}
+	dumps := func() (map[string][]string, []any) {
+		var xs []any
+		for _, f := range extra {
+			xs = append(xs, f())
+		}
+		return dumpReadModel(t, in), xs
+	}
+	for attempt := 1; ; attempt++ {
+		at := position()
+		waitReadModel(t, in)
+		live, liveExtra := dumps()
+		out, err := in.cli("replay", "readmodel")
+		require.NoError(t, err, out)
+		replayed, replayedExtra := dumps()
+		if moved := position() != at; moved && attempt < 5 {
+			continue
+		}
+		for table := range live {
+			require.Equal(t, live[table], replayed[table], "table %s after replay", table)
+		}
+		require.Equal(t, liveExtra, replayedExtra, "extra dumps after replay")
+		return
+	}
+}

@@ -60,10 +60,15 @@ func TestBlockedAttentionMatchesFullSquare(t *testing.T) {
 		return flat
 	}
 	want, got := run(fullAttention), run(selfAttention)
+	// The two paths add the same float32 terms in different orders (per
+	// block, and matmuls split over goroutines), so the gradients, sums of
+	// hundreds of terms, differ by rounding: 1.15e-5 was seen on a 0.137.
+	// One key masked differently moves an output by 3.6e-3, far outside.
+	const tolerance = 1e-4
 	for i, name := range []string{"output", "dq", "dk", "dv"} {
 		require.Len(t, got[i], len(want[i]), name)
 		for j := range want[i] {
-			require.InDelta(t, want[i][j], got[i][j], 1e-5*max(1, math.Abs(float64(want[i][j]))), "%s[%d]", name, j)
+			require.InDelta(t, want[i][j], got[i][j], tolerance*max(1, math.Abs(float64(want[i][j]))), "%s[%d]", name, j)
 		}
 	}
 }
