@@ -327,7 +327,7 @@ export function TracesPage() {
                   <td className="num score" data-label="Model score">
                     {t.latest_score ? <span title={t.latest_score.reward_model_name}>{formatScore(t.latest_score.score)}</span> : <span className="muted">—</span>}
                   </td>
-                  <td className="consent">
+                  <td className="consent" data-label="Contributes">
                     <ContributeSwitch
                       traceId={t.id}
                       name={`Contribute ${t.title || "(untitled)"} to the shared evaluator`}
