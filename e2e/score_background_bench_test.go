@@ -308,12 +308,13 @@ func runScoreBackgroundBench(b *testing.B) {
 			rm.MaxLen = maxLen
 			_, err = rm.Score(traceTexts[0]) // compile, as the worker's first batch does
 			require.NoError(b, err)
+			var prof *os.File
 			if i == 0 && profileDir != "" {
 				// The raw reference's profile beside the worker's: the
 				// same engine calls, function by function.
-				f, err := os.Create(filepath.Join(profileDir, "raw.pprof"))
+				prof, err = os.Create(filepath.Join(profileDir, "raw.pprof"))
 				require.NoError(b, err)
-				require.NoError(b, pprof.StartCPUProfile(f))
+				require.NoError(b, pprof.StartCPUProfile(prof))
 			}
 			s, cpu, mcpu := time.Now(), procCPU(os.Getpid()), machineCPU()
 			for _, tt := range traceTexts {
@@ -321,8 +322,9 @@ func runScoreBackgroundBench(b *testing.B) {
 				require.NoError(b, err)
 			}
 			raw[i].wall += time.Since(s)
-			if i == 0 && profileDir != "" {
+			if prof != nil {
 				pprof.StopCPUProfile()
+				require.NoError(b, prof.Close())
 			}
 			raw[i].cpu += procCPU(os.Getpid()) - cpu
 			raw[i].machine += machineCPU() - mcpu
