@@ -223,20 +223,27 @@ func runScoreBackgroundBench(b *testing.B) {
 		// scheduler's pass before it, Kafka and the claim after it.
 		var requested time.Time
 		require.NoError(b, in.pool.QueryRow(ctx, `SELECT min(recorded_at) FROM events WHERE type = 'scoring_batch.requested.v1' AND recorded_at >= $1
-			AND payload->>'model_id' = ANY($2)`, imported, modelIDs).Scan(&requested))
+			AND payload->>'model_id' = ANY($2)`, start, modelIDs).Scan(&requested))
 		firstRequest = requested.Sub(imported.Add(debounce))
 		rows, err := in.pool.Query(ctx, `SELECT s.recorded_at, max(f.recorded_at) FROM events s
 			JOIN events f ON f.stream = s.stream AND f.type IN ('scoring_run.succeeded.v1', 'scoring_run.failed.v1') AND f.version > s.version
 			WHERE s.type = 'scoring_run.started.v1' AND s.recorded_at >= $1 AND split_part(s.stream, '/', 3) = ANY($2)
-			GROUP BY s.recorded_at ORDER BY 1`, imported.Add(debounce), modelIDs)
+			GROUP BY s.recorded_at ORDER BY 1`, start, modelIDs)
 		require.NoError(b, err)
 		var end, last time.Time
+		var seen bool
 		eligible := imported.Add(debounce)
 		for rows.Next() {
 			var claimed, done time.Time
 			require.NoError(b, rows.Scan(&claimed, &done))
-			if firstClaim == 0 {
-				firstClaim = claimed.Sub(eligible)
+			if !seen {
+				// The debounce is timed from the traces' events, which
+				// precede the import's answer (imported): the first
+				// claim may come before eligible (a negative figure).
+				seen, firstClaim = true, claimed.Sub(eligible)
+			}
+			if claimed.Before(eligible) {
+				claimed = eligible // the span starts there
 			}
 			if claimed.Before(end) {
 				claimed = end
