@@ -407,8 +407,11 @@ func runScoreBackgroundBench(b *testing.B) {
 // pinSelf pins this process's threads to cores, and not its children: the
 // API and the worker are this process's children, each pinned on its own
 // (pinTree of this process moved the worker onto the API's cores).
-func pinSelf(b *testing.B, cores string) {
-	out, err := exec.Command("taskset", "-a", "-c", "-p", cores, strconv.Itoa(os.Getpid())).CombinedOutput()
+func pinSelf(b *testing.B, cores string) { pinProcess(b, os.Getpid(), cores) }
+
+// pinProcess pins every thread of one process to cores (taskset's list form).
+func pinProcess(b *testing.B, pid int, cores string) {
+	out, err := exec.Command("taskset", "-a", "-c", "-p", cores, strconv.Itoa(pid)).CombinedOutput()
 	require.NoError(b, err, "the bench pins its processes with taskset (util-linux; BENCH_BG_PIN=0 does not): %s", out)
 }
 
@@ -416,8 +419,7 @@ func pinSelf(b *testing.B, cores string) {
 // API's query process, PostgreSQL's backends) to cores (taskset's list
 // form); processes they start later inherit it.
 func pinTree(b *testing.B, pid int, cores string) {
-	out, err := exec.Command("taskset", "-a", "-c", "-p", cores, strconv.Itoa(pid)).CombinedOutput()
-	require.NoError(b, err, "the bench pins its processes with taskset (util-linux; BENCH_BG_PIN=0 does not): %s", out)
+	pinProcess(b, pid, cores)
 	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
 	for _, f := range files {
 		raw, _ := os.ReadFile(f)

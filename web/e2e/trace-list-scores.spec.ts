@@ -86,6 +86,9 @@ test("at 390 px the scores stay readable and the Sort select orders the cards", 
   await expect(failure.locator(".chip.credit")).toBeVisible();
   await expect(failure.locator(".chip.outcome")).toBeVisible();
   await expect(failure.locator("td.lesser")).toBeHidden();
+  // The card names its consent switch, the header row being gone.
+  await expect(failure.getByRole("switch")).toBeVisible();
+  expect(await failure.locator("td.consent").evaluate((td) => getComputedStyle(td, "::before").content)).toBe('"Contributes "');
   // Nothing overflows the screen sideways.
   expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
   await a11y(page, "trace list at 390 px");
