@@ -298,6 +298,11 @@ test("themes: the toggle at the bottom of the sidebar switches and is remembered
   await expect(html).toHaveAttribute("data-theme", after);
   await page.reload();
   await expect(html).toHaveAttribute("data-theme", after);
+  // Beside the sidebar the whole list fits: a long source name ("E2E
+  // support bot") and the import time wrap instead of pushing the last
+  // column, Contributes, out of sight.
+  await expect(page.getByRole("columnheader", { name: "Contributes" })).toBeVisible();
+  expect(await page.locator(".table-wrap").evaluate((el) => el.scrollWidth - el.clientWidth)).toBeLessThanOrEqual(0);
   await a11y(page, "traces-" + after);
   await shot(page, "traces-" + after);
   await page.getByRole("link", { name: "Refund for order 5521 (e2e)" }).click();

@@ -294,7 +294,7 @@ export function TracesPage() {
                     <TraceLink id={t.id}>{t.title || "(untitled)"}</TraceLink>
                     {t.label_error_count > 0 && <span className="badge warn">{t.label_error_count} flagged</span>}
                   </td>
-                  <td className="inline">
+                  <td className="inline source">
                     <button type="button" className="link" onClick={() => set({ source: t.source_id })} title={`Only ${t.source_name}`}>
                       {t.source_name}
                     </button>
