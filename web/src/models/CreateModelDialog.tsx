@@ -20,7 +20,7 @@ const SOURCES = [
   {
     value: "automatic",
     label: "Automatic annotations (input v3)",
-    note: "The step labels and scores Critic made for these traces; no ratings needed. The spec's default.",
+    note: "The step labels and scores Critic made for these traces; no ratings needed. Recommended.",
   },
   { value: "feedback", label: "Ratings, comments and reactions", note: "Your annotations, what users said next and AI judgments." },
   { value: "explicit", label: "Ratings only", note: "Only the thumbs up and down on traces and steps." },
