@@ -41,7 +41,7 @@ import (
 // Each kind says which in its Consume field.
 func releasesWhileBusy(topic string) bool {
 	k, ok := byTopic[topic]
-	return ok && (k.consume == releasing || k.consume == overlapping)
+	return ok && k.consume == releasing
 }
 
 func shortJob(topic string) bool {
@@ -126,10 +126,6 @@ func (w *Worker) Run(ctx context.Context) error {
 			consumers = append(consumers, consumer{wakeSub, topic, h})
 		case shortJob(topic):
 			for range w.cfg.ShortJobs {
-				consumers = append(consumers, consumer{sub, topic, h})
-			}
-		case byTopic[topic].consume == overlapping:
-			for range overlappingConsumers {
 				consumers = append(consumers, consumer{sub, topic, h})
 			}
 		case byTopic[topic].consume != labelSlots:

@@ -88,16 +88,7 @@ const (
 	// labelSlots: Config.LabelJobs consumers, and none on a worker without
 	// a step-label model.
 	labelSlots
-	// overlapping: overlappingConsumers consumers that release like long
-	// jobs, whose Work takes turns (scoring batches: Worker.batchSlot): the
-	// next job is claimed while this one runs, so neither the claim's round
-	// trip nor this job's last report leaves the engine idle between jobs.
-	overlapping
 )
-
-// overlappingConsumers is how many consumers an overlapping kind has: the
-// job that runs and the one claimed behind it.
-const overlappingConsumers = 2
 
 // topicKind is a registered kind as the consumer sees it.
 type topicKind struct {

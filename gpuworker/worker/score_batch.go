@@ -19,14 +19,9 @@ import (
 // run, so the API's finish, which fails the runs left without a result,
 // would have nothing to do — it cost a round trip and two reads between
 // one batch and the next claim. A batch that stops early reports its
-// failure or hands its runs back, as before. A worker holds two batches
-// (overlapping): the second is claimed while the first scores and starts
-// the moment the first's last trace is scored, while that trace's report
-// travels — the claim's and the last report's round trips had left the
-// engine idle between batches (4-5 % of a 300-trace burst). The batches
-// take turns whole (batchSlot), so one checkpoint serves a whole batch.
+// failure or hands its runs back, as before.
 var scoreBatches = register(Kind[jobs.ScoreBatchJob, jobs.ScoreBatchClaim, struct{}]{
-	Kind: jobs.KindScoreBatch, What: "scoring batch", IDKey: "batch_id", HandBack: true, NoFinish: true, Consume: overlapping,
+	Kind: jobs.KindScoreBatch, What: "scoring batch", IDKey: "batch_id", HandBack: true, NoFinish: true,
 	Claimed: func(c jobs.ScoreBatchClaim) []any { return []any{"model_id", c.ModelID, "traces", len(c.Runs)} },
 	Fail: func(j *Job[jobs.ScoreBatchClaim], err error) (string, any) {
 		j.Log.Error("scoring batch failed", "error", err)
@@ -35,12 +30,6 @@ var scoreBatches = register(Kind[jobs.ScoreBatchJob, jobs.ScoreBatchClaim, struc
 	Work: func(ctx context.Context, j *Job[jobs.ScoreBatchClaim]) (struct{}, error) {
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
-		// The batch claimed while another scores waits for it here.
-		select {
-		case j.w.batchSlot <- struct{}{}:
-		case <-ctx.Done():
-			return struct{}{}, context.Cause(ctx)
-		}
 		reports := make(chan jobs.ScoreBatchReport, len(j.Args.Runs))
 		sent := make(chan error, 1)
 		go func() { sent <- sendBatchReports(ctx, j, reports, cancel) }()
@@ -60,7 +49,6 @@ var scoreBatches = register(Kind[jobs.ScoreBatchJob, jobs.ScoreBatchClaim, struc
 			reports <- report
 		}
 		close(reports)
-		<-j.w.batchSlot // the next batch scores while this one's last report travels
 		if err := <-sent; err != nil {
 			return struct{}{}, err
 		}

@@ -167,8 +167,6 @@ func waitStableGroup(t *testing.T, ctx context.Context, brokers []string, n int)
 		case topic == jobs.TopicLabel, topic == jobs.TopicTrain: // no label model here; wake-ups are read in each worker's own group
 		case shortJob(topic):
 			per += DefaultShortJobs
-		case byTopic[topic].consume == overlapping:
-			per += overlappingConsumers
 		default:
 			per++
 		}

@@ -155,11 +155,6 @@ type Worker struct {
 
 	mu     sync.Mutex // guards loaded (the score loop uses it; Close frees it)
 	loaded *loadedModel
-	// batchSlot is held by the scoring batch whose traces are being
-	// scored: a second batch, claimed meanwhile (see overlapping), waits
-	// for it, so one checkpoint serves a whole batch and the model stays
-	// loaded between batches.
-	batchSlot chan struct{}
 
 	// wake is poked by a critic.jobs.train message: an idle training loop
 	// asks for work now instead of at its next poll.
@@ -223,7 +218,7 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.ClaimPollInterval <= 0 {
 		cfg.ClaimPollInterval = 2 * time.Second
 	}
-	w := &Worker{cfg: cfg, client: cfg.Client, hub: cfg.Hub, log: cfg.Log, wake: make(chan struct{}, 1), batchSlot: make(chan struct{}, 1), api: newAPIHealth()}
+	w := &Worker{cfg: cfg, client: cfg.Client, hub: cfg.Hub, log: cfg.Log, wake: make(chan struct{}, 1), api: newAPIHealth()}
 	if w.client == nil {
 		w.client = NewClient(cfg.APIURL, cfg.Token, cfg.WorkerID)
 	}
