@@ -299,8 +299,8 @@ test("themes: the toggle at the bottom of the sidebar switches and is remembered
   await page.reload();
   await expect(html).toHaveAttribute("data-theme", after);
   // Beside the sidebar the whole list fits: a long source name ("E2E
-  // support bot") and the import time wrap instead of pushing the last
-  // column, Contributes, out of sight.
+  // support bot") wraps instead of pushing the last column, Contributes,
+  // out of sight.
   await expect(page.getByRole("columnheader", { name: "Contributes" })).toBeVisible();
   expect(await page.locator(".table-wrap").evaluate((el) => el.scrollWidth - el.clientWidth)).toBeLessThanOrEqual(0);
   await a11y(page, "traces-" + after);
