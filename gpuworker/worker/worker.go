@@ -122,9 +122,10 @@ type Config struct {
 	// being consumed while one of them waits on a model.
 	ShortJobs int
 	// ReleaseBusyAfter is how long a long job (GEPA, scoring, evaluator
-	// candidate) runs before its consumer gives the
-	// topic's partitions up (default 2 s), so the jobs queued behind it go
-	// to free workers; the consumer rejoins when the job ends.
+	// candidate) runs before its consumer gives the topic's partitions up
+	// if another worker consumes the topic (default 2 s; asked again this
+	// often while the job runs), so the jobs queued behind it go to that
+	// worker; the consumer rejoins when the job ends.
 	ReleaseBusyAfter time.Duration
 }
 

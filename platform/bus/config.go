@@ -45,7 +45,8 @@ type Config struct {
 	// ignored by NewPublisher.
 	ConsumerGroup string
 
-	// ClientID identifies this process in broker logs and quotas.
+	// ClientID identifies this process in broker logs and quotas, and
+	// tells its group members from other processes' (Subscriber.Peers).
 	ClientID string
 
 	// TopicPartitions is the partition count used when a topic is missing and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -133,6 +134,33 @@ func (s *Subscriber) start(ctx context.Context, topic string, queue int, commitI
 		rlog.revokeAll()
 		s.wg.Done()
 	}, nil
+}
+
+// Peers is how many other members of this Subscriber's group consume
+// topic: members subscribed to it whose client id is not this Subscriber's
+// (so each process needs a Config.ClientID of its own). A consumer that
+// holds a long job asks before it gives its partitions up: with no peer,
+// leaving the group would not move the jobs queued behind the running one
+// anywhere, and rejoining after it costs every topic of the group a
+// rebalance (on Kafka, an emptied group also waits out the broker's
+// initial rebalance delay, 3 s by default).
+func (s *Subscriber) Peers(ctx context.Context, topic string) (int, error) {
+	res, err := s.topics.client.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{s.cfg.ConsumerGroup}})
+	if err != nil {
+		return 0, fmt.Errorf("bus: describe group %q: %w", s.cfg.ConsumerGroup, err)
+	}
+	n := 0
+	for _, g := range res.Groups {
+		if g.Error != nil {
+			return 0, fmt.Errorf("bus: describe group %q: %w", s.cfg.ConsumerGroup, g.Error)
+		}
+		for _, m := range g.Members {
+			if m.ClientID != s.cfg.ClientID && slices.Contains(m.MemberMetadata.Topics, topic) {
+				n++
+			}
+		}
+	}
+	return n, nil
 }
 
 func (s *Subscriber) isClosed() bool {
