@@ -132,7 +132,7 @@ bench-gepa: ## GEPA, a 40-call run at 300 ms per model call: wall time vs the ca
 bench-label: ## step labeling, 100 traces × 50 chunks at 200 ms per call: chunks/s vs the concurrency limit, ratio (target >= 0.8)
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkLabel -benchtime 1x -timeout 10m ./gpuworker/label/
 
-bench-score: deps ## 10,000 traces scored through the whole pipeline vs the engine's raw scoring; background scoring: a 300-trace burst on a 128×2 model from arrival to published scores vs raw, the worker's busy share, and arrival → score p50/p99 at 2 traces/s (BENCH_BG_*); the query snapshot's cost of one trace's score report vs its import
+bench-score: deps ## 10,000 traces scored through the whole pipeline vs the engine's raw scoring; background scoring: bursts of 100 traces on a 512×4 model and 300 on a 128×2 one, from arrival to published scores vs raw, the worker's busy share, and arrival → score p50/p99 at a steady rate (BENCH_BG_*); the query snapshot's cost of one trace's score report vs its import
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkScore -benchtime 1x -timeout 30m ./e2e/
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkScoreReports -benchtime 1x ./projections/snapshot/
 
