@@ -277,14 +277,8 @@ func TestDisputed(t *testing.T) {
 	require.Empty(t, Disputed(nil))
 }
 
-func TestNeedsJudgment(t *testing.T) {
+func TestCheckOverlap(t *testing.T) {
 	t.Parallel()
-	require.True(t, NeedsJudgment(nil, "a", 1))
-	require.False(t, NeedsJudgment([]string{"b"}, "a", 1), "overlap 1: one judgment is enough")
-	require.True(t, NeedsJudgment([]string{"b"}, "a", 2))
-	require.False(t, NeedsJudgment([]string{"a"}, "a", 2), "a member never judges an item twice")
-	require.False(t, NeedsJudgment([]string{"b", "c"}, "a", 2))
-	require.True(t, NeedsJudgment([]string{"b", "b"}, "a", 2), "one member counts once")
 	require.NoError(t, CheckOverlap(1))
 	require.NoError(t, CheckOverlap(MaxOverlap))
 	require.Error(t, CheckOverlap(0))

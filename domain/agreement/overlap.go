@@ -11,24 +11,13 @@ import (
 // targets to measure while N reviewers still cover N/overlap times as much
 // as one. The review queue offers a member an item while fewer than
 // overlap members have judged it (a live rating not flagged as a label
-// error) and this member is not one of them.
+// error) and this member is not one of them. The review queue's queries
+// state the rule, in SQL (projections/readmodel's needsJudgment): one
+// statement of it, tested through the queue.
 const (
 	DefaultOverlap = 1
 	MaxOverlap     = 10
 )
-
-// NeedsJudgment is the queue's rule for one item: judgedBy are the members
-// who judged it.
-func NeedsJudgment(judgedBy []string, member string, overlap int) bool {
-	distinct := map[string]bool{}
-	for _, m := range judgedBy {
-		if m == member {
-			return false
-		}
-		distinct[m] = true
-	}
-	return len(distinct) < overlap
-}
 
 // CheckOverlap refuses an overlap outside 1..MaxOverlap.
 func CheckOverlap(n int) error {

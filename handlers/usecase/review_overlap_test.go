@@ -136,6 +136,10 @@ func TestReviewQueueOverlapTwoWithThreeReviewers(t *testing.T) {
 	catchUp()
 	require.Len(t, queue(reviewers[1]), 20)
 	require.Len(t, queue(reviewers[0]), 19)
+	// A member who rates an item again still counts once.
+	judge(reviewers[0], f.ids[0])
+	require.Contains(t, queue(reviewers[1]), f.ids[0])
+	require.NotContains(t, queue(reviewers[0]), f.ids[0])
 
 	judgedBy := map[string][]string{f.ids[0]: {reviewers[0]}}
 	for turns := 0; ; turns++ {

@@ -78,7 +78,8 @@ func ReviewLimit(raw string) (int, error) {
 // first.
 //
 // With several members the queue is the member's: it offers what still
-// needs a judgment under the account's overlap (agreement.NeedsJudgment).
+// needs a judgment under the account's overlap (the rule: readmodel's
+// needsJudgment).
 func (b Backend) ReviewQueue(ctx context.Context, caller *readmodel.Caller, modelID string, limit int) (ReviewQueue, error) {
 	return b.ReviewQueueFor(ctx, caller, reviewer(caller), modelID, limit)
 }

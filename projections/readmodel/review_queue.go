@@ -23,7 +23,7 @@ type ReviewCandidate struct {
 	Annotations int
 }
 
-// Assignment with overlap (agreement.NeedsJudgment): a whole trace
+// Assignment with overlap (package agreement), stated here only: a whole trace
 // (wholeTraceJudges) or an action (actionJudges) is offered to member $M
 // while fewer than $O members judged it — a live rating not flagged as a
 // label error — and $M is not one of them. A member is an annotation's
