@@ -105,6 +105,17 @@ func newGepaSpread(t *testing.T, ctx context.Context) *gepaSpread {
 	return sp
 }
 
+// newOverlappingSpread is a gepaSpread whose runs' task-model calls wait
+// until both runs have one in flight (newOverlap): ov says whether they did.
+func newOverlappingSpread(t *testing.T, ctx context.Context) (*gepaSpread, *overlap) {
+	sp := newGepaSpread(t, ctx)
+	ov := newOverlap(t, 2*time.Minute)
+	for i, task := range sp.tasks {
+		task.Handle(ov.handler(i))
+	}
+	return sp, ov
+}
+
 // start runs a worker until ctx ends; a long job lets go after 200 ms.
 func (sp *gepaSpread) start(t *testing.T, ctx context.Context, id string) {
 	cfg := sp.g.config(t, id)
@@ -168,11 +179,7 @@ func TestBusyWorkerLeavesTheNextGepaRunToAFreeWorker(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	sp := newGepaSpread(t, ctx)
-	ov := newOverlap(t, 2*time.Minute)
-	for i, task := range sp.tasks {
-		task.Handle(ov.handler(i))
-	}
+	sp, ov := newOverlappingSpread(t, ctx)
 	sp.start(t, ctx, "w-a")
 	sp.start(t, ctx, "w-b")
 	// Both workers are in the group and it has settled: from here on only
@@ -233,19 +240,16 @@ func TestLoneWorkerKeepsItsPartitionsThroughALongJob(t *testing.T) {
 }
 
 // A worker that joins while a lone worker runs a long job takes the job
-// queued behind it: the busy worker asks again while its job runs, sees a
-// peer, and gives the partitions up.
+// queued behind it: the rebalance its join starts gives it the partition,
+// or the busy worker, asking again while its job runs, sees the peer and
+// lets go (TestLongJobLetsGoOnceAPeerAppears drives that question).
 func TestWorkerThatJoinsTakesTheJobQueuedBehindALongOne(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a broker and two workers")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	sp := newGepaSpread(t, ctx)
-	ov := newOverlap(t, 2*time.Minute)
-	for i, task := range sp.tasks {
-		task.Handle(ov.handler(i))
-	}
+	sp, ov := newOverlappingSpread(t, ctx)
 	sp.start(t, ctx, "w-first")
 	waitStableGroup(t, ctx, sp.broker.Addrs(), 1)
 	sp.publish(t, 0)
