@@ -52,8 +52,8 @@ func yamlScalar(s string) string {
 	return `"` + r.Replace(s) + `"`
 }
 
-// ParseFrontmatter reads back a rendered SKILL.md's name and description
-// (tests, and the CLI's check of what it wrote).
+// ParseFrontmatter reads back a rendered SKILL.md's name and description:
+// the inverse of Render, which the tests check what GEPA wrote with.
 func ParseFrontmatter(skill string) (Identity, string, error) {
 	rest, ok := strings.CutPrefix(skill, "---\n")
 	if !ok {
