@@ -280,7 +280,9 @@ func runScoreBackgroundBench(b *testing.B, hidden, layers, burst int) {
 	procs := runtime.GOMAXPROCS(workerProcs)
 	// The worker scores a model of this size on the default engine, or on
 	// the one the operator chose for every load (worker.ScoringBackend).
-	sameEngine := worker.ScoringBackend(model.Config{HiddenSize: hidden}) == "" || os.Getenv(model.BackendEnv) != ""
+	backend := worker.ScoringBackend(model.Config{HiddenSize: hidden})
+	sameEngine := backend == "" || os.Getenv(model.BackendEnv) != ""
+	loads := [2]func(string) (*model.RewardModel, error){worker.LoadScoringModel, model.LoadRewardModel} // raw's order
 	const rawRuns = 2
 	var rawWhole time.Duration
 	var raw [2]struct{ wall, cpu, machine time.Duration } // the worker's engine, the default one
@@ -330,7 +332,7 @@ func runScoreBackgroundBench(b *testing.B, hidden, layers, burst int) {
 		// together measured no faster here: 8.2–12.2 s against 8.8–9.3 s
 		// trace by trace for 300 traces, so the worker does not).
 		for k := range 2 * rawRuns {
-			i, load := k%2, []func(string) (*model.RewardModel, error){worker.LoadScoringModel, model.LoadRewardModel}[k%2]
+			i, load := k%2, loads[k%2]
 			if i == 1 && sameEngine {
 				// The worker scores on the default engine: measuring it
 				// twice as often is all a second engine would add.
@@ -399,7 +401,7 @@ func runScoreBackgroundBench(b *testing.B, hidden, layers, burst int) {
 		1000*apiCPU.Seconds()/n, 1000*pgCPU.Seconds()/n, 1000*workerCPU.Seconds()/n)
 	fmt.Printf("score-background: of which the import itself (until the import calls answered, %s): API %.1f s, PostgreSQL %.1f s\n",
 		imported.Sub(start).Round(time.Millisecond), apiImport.Seconds(), pgImport.Seconds())
-	for i, name := range []string{"the worker's engine (" + cmp.Or(worker.ScoringBackend(model.Config{HiddenSize: hidden}), "the default: op-parallel") + ")", "the default engine (op-parallel)"} {
+	for i, name := range []string{"the worker's engine (" + cmp.Or(backend, "the default: op-parallel") + ")", "the default engine (op-parallel)"} {
 		if i == 1 && sameEngine {
 			fmt.Println("score-background: the worker scores on the default engine")
 			continue
