@@ -22,12 +22,13 @@ import (
 //
 //   - long jobs (minutes: GEPA, scoring, evaluator candidates, feedback
 //     extraction) release:
-//     once one has run ReleaseBusyAfter and another worker consumes the
-//     topic, the consumer leaves the topic's group, its partitions move to
-//     the other workers, and the jobs queued behind it run there. The job's
-//     message stays uncommitted, so a crash before the claim loses nothing;
-//     its redelivery is refused by the claim (the run is no longer queued).
-//     A worker alone on the topic keeps its partitions (runReleasing).
+//     once one has run ReleaseBusyAfter while a job waits behind it and
+//     another worker consumes the topic, the consumer leaves the topic's
+//     group, its partitions move to the other workers, and the jobs queued
+//     behind it run there. The job's message stays uncommitted, so a crash
+//     before the claim loses nothing; its redelivery is refused by the
+//     claim (the run is no longer queued). A worker with nothing behind its
+//     job, or alone on the topic, keeps its partitions (runReleasing).
 //   - short jobs (seconds: titles, assessments, automatic scoring) run
 //     ShortJobs at a time, each its own group member, so one slow model
 //     call does not stop the kind; leaving the group per job would cost a
@@ -241,7 +242,7 @@ func (w *Worker) consume(ctx context.Context, sub *bus.Subscriber, topic string,
 				continue
 			}
 			finished, released := w.runReleasing(jctx, topic, msg.Payload, handle, func() bool {
-				return w.alone(ctx, sub, topic)
+				return sub.Waiting(topic) == 0 || w.alone(ctx, sub, topic)
 			}, func() {
 				leave()
 				for range msgs {
@@ -264,18 +265,20 @@ func (w *Worker) consume(ctx context.Context, sub *bus.Subscriber, topic string,
 }
 
 // runReleasing runs a long job; once it has run ReleaseBusyAfter, and again
-// every ReleaseBusyAfter while it runs, it asks whether another worker
-// consumes the topic (alone reports none), and if one does it calls release
+// every ReleaseBusyAfter while it runs, it asks whether to keep the topic's
+// partitions (keep: no job waits behind this one on them, or no other
+// worker consumes the topic), and once the answer is no it calls release
 // (the consumer leaves the topic's group, so the jobs queued behind this
-// one go to that worker) and waits for the job. A worker with no peer keeps
-// its partitions: leaving would move the queued jobs nowhere, and its
-// rejoin after every job cost the next job a rebalance (0.3–1.1 s per
-// scoring batch on the embedded broker; on Kafka an emptied group also
-// waits out the initial rebalance delay). finished is handle's answer;
+// one go to the other worker) and waits for the job. Leaving when nothing
+// waits, or when no one else could take it, would move no job, and the
+// rejoin after the job costs every topic of the group a rebalance and the
+// next job its wait (0.3–1.1 s per scoring batch on the embedded broker;
+// on Kafka an emptied group also waits out the initial rebalance delay)
+// — with two workers each scoring a batch, every batch did. finished is handle's answer;
 // released says the partitions were given up, so the message cannot be
 // acknowledged: whoever owns its partition next gets it again, and its
 // claim refuses it (the run is no longer queued) and commits it.
-func (w *Worker) runReleasing(ctx context.Context, topic string, payload []byte, handle func(context.Context, []byte) bool, alone func() bool, release func()) (finished, released bool) {
+func (w *Worker) runReleasing(ctx context.Context, topic string, payload []byte, handle func(context.Context, []byte) bool, keep func() bool, release func()) (finished, released bool) {
 	done := make(chan bool, 1)
 	go func() { done <- handle(ctx, payload) }()
 	t := time.NewTicker(w.cfg.ReleaseBusyAfter)
@@ -286,7 +289,7 @@ func (w *Worker) runReleasing(ctx context.Context, topic string, payload []byte,
 			return finished, false
 		case <-t.C:
 		}
-		if !alone() {
+		if !keep() {
 			break
 		}
 	}

@@ -80,7 +80,8 @@ type consumption int
 
 const (
 	// releasing: one consumer, which leaves the topic's group once a job
-	// has run ReleaseBusyAfter (long jobs: minutes).
+	// has run ReleaseBusyAfter with another job waiting behind it and
+	// another worker to take it (long jobs: minutes).
 	releasing consumption = iota
 	// short: Config.ShortJobs consumers at a time, each its own group
 	// member (seconds: one slow model call does not stop the kind).

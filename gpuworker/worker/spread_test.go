@@ -207,16 +207,7 @@ func TestLoneWorkerKeepsItsPartitionsThroughALongJob(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	sp := newGepaSpread(t, ctx)
-	for _, task := range sp.tasks {
-		// Each task-model call takes 150 ms: a run's 14 metric calls
-		// outlast the 200 ms after which a worker with a peer lets go.
-		task.Handle(func(r llmtest.Request) llmtest.Reply {
-			if strings.Contains(r.Messages[0].Content, "lookup") {
-				return llmtest.Reply{Content: "the answer is right"}.WithDelay(150 * time.Millisecond)
-			}
-			return llmtest.Reply{Content: "no"}.WithDelay(150 * time.Millisecond)
-		})
-	}
+	slowTaskModels(sp)
 	sp.start(t, ctx, "w-alone")
 	waitStableGroup(t, ctx, sp.broker.Addrs(), 1)
 	sp.publish(t, 0)
@@ -237,6 +228,50 @@ func TestLoneWorkerKeepsItsPartitionsThroughALongJob(t *testing.T) {
 		return time.Time{}
 	}
 	require.False(t, at(sp.runs[1], events.GepaRunStarted).Before(at(sp.runs[0], events.GepaRunSucceeded)), "one worker runs one long job at a time")
+}
+
+// A busy worker keeps its partitions while nothing waits behind its job,
+// even with another worker in the group: leaving would move no job, and its
+// rejoin cost every topic of the group a rebalance — with two workers
+// scoring, every batch did. So each run's message is acknowledged, not
+// redelivered to the other worker (no refused claim).
+func TestBusyWorkerWithNothingBehindKeepsItsPartitions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a broker and two workers")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	sp := newGepaSpread(t, ctx)
+	slowTaskModels(sp)
+	sp.start(t, ctx, "w-a")
+	sp.start(t, ctx, "w-b")
+	waitStableGroup(t, ctx, sp.broker.Addrs(), 2)
+	// One run at a time: the second is published once the first is done,
+	// so neither has a job behind it. Had the first's message been left
+	// uncommitted, it would reach the partition's holder again before the
+	// second.
+	sp.publish(t, 0)
+	sp.g.api.waitFor("/jobs/gepa/"+sp.runs[0]+"/finish", 1, 3*time.Minute)
+	sp.publish(t, 1)
+
+	sp.finish(t, cancel)
+	for i := range sp.runs {
+		require.Empty(t, sp.claims(i, http.StatusConflict), "run %d's message was delivered again: its worker left the group with nothing behind the job", i)
+	}
+}
+
+// slowTaskModels makes each task-model call of both runs take 150 ms: a
+// run's 14 metric calls outlast the 200 ms after which a worker asks
+// whether to let go.
+func slowTaskModels(sp *gepaSpread) {
+	for _, task := range sp.tasks {
+		task.Handle(func(r llmtest.Request) llmtest.Reply {
+			if strings.Contains(r.Messages[0].Content, "lookup") {
+				return llmtest.Reply{Content: "the answer is right"}.WithDelay(150 * time.Millisecond)
+			}
+			return llmtest.Reply{Content: "no"}.WithDelay(150 * time.Millisecond)
+		})
+	}
 }
 
 // A worker that joins while a lone worker runs a long job takes the job
@@ -289,11 +324,12 @@ func waitStableGroup(t *testing.T, ctx context.Context, brokers []string, n int)
 	}, 2*time.Minute, 100*time.Millisecond, "the workers group never held %d stable members", n*per)
 }
 
-// A long job keeps asking whether another worker consumes its topic, and
-// lets the partitions go the first time one does; with no peer it never
-// lets go. (Which member a rebalance gives the partition to is the
-// balancer's choice, so the tests above cannot force a lone worker to keep
-// it when another joins: this one drives the question itself.)
+// A long job keeps asking whether to keep its topic's partitions (a job
+// waits behind it and another worker consumes the topic: consume), and lets
+// them go the first time the answer is no; while it is yes it never lets
+// go. (Which member a rebalance gives the partition to is the balancer's
+// choice, so the tests above cannot force a lone worker to keep it when
+// another joins: this one drives the question itself.)
 func TestLongJobLetsGoOnceAPeerAppears(t *testing.T) {
 	w := &Worker{cfg: Config{ReleaseBusyAfter: 5 * time.Millisecond}, log: slog.New(slog.DiscardHandler)}
 	var asked atomic.Int32
@@ -311,7 +347,7 @@ func TestLongJobLetsGoOnceAPeerAppears(t *testing.T) {
 	finished, gaveUp = w.runReleasing(context.Background(), jobs.TopicGepa, nil,
 		func(context.Context, []byte) bool { <-done; return true },
 		func() bool { return true },
-		func() { t.Error("a worker with no peer gave its partitions up") })
+		func() { t.Error("a worker told to keep its partitions gave them up") })
 	require.True(t, finished)
 	require.False(t, gaveUp)
 }

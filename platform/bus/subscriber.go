@@ -36,6 +36,8 @@ type Subscriber struct {
 
 	mu     sync.Mutex
 	closed bool
+	// readers are the open group members by topic (Waiting).
+	readers map[string]map[*kafka.Reader]struct{}
 }
 
 var (
@@ -124,16 +126,43 @@ func (s *Subscriber) start(ctx context.Context, topic string, queue int, commitI
 	stop := context.AfterFunc(s.ctx, cancel)
 	rlog := newBusLog(s.cfg, s.base, "consumer_group", s.cfg.ConsumerGroup, "topic", topic)
 	r := s.newReader(topic, queue, commitInterval, rlog)
+	if s.readers == nil {
+		s.readers = map[string]map[*kafka.Reader]struct{}{}
+	}
+	if s.readers[topic] == nil {
+		s.readers[topic] = map[*kafka.Reader]struct{}{}
+	}
+	s.readers[topic][r] = struct{}{}
 	s.wg.Add(1)
 	return ctx, r, func() {
 		stop()
 		cancel()
+		s.mu.Lock()
+		delete(s.readers[topic], r)
+		s.mu.Unlock()
 		if err := r.Close(); err != nil {
 			rlog.problem("closing reader", err)
 		}
 		rlog.revokeAll()
 		s.wg.Done()
 	}, nil
+}
+
+// Waiting is how many messages of topic this Subscriber's members have
+// fetched from their partitions and not yet handed out: the jobs queued
+// behind the ones in hand. A member fetches ahead as messages arrive (up
+// to its queue's capacity), so a job published behind a running one is
+// counted within a fetch round trip. A consumer that holds a long job asks
+// before it gives its partitions up: with nothing behind it, leaving would
+// move no job and only cost the group a rebalance.
+func (s *Subscriber) Waiting(topic string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for r := range s.readers[topic] {
+		n += int(r.Stats().QueueLength)
+	}
+	return n
 }
 
 // Peers is how many other members of this Subscriber's group consume
