@@ -20,7 +20,7 @@ export GOEXPERIMENT
 endif
 endif
 
-.PHONY: help run build test test-race lint generate verify bench bench-workers bench-ingest bench-otlp bench-extract bench-gepa bench-label demo deps web bench-ui bench-review bench-comparisons
+.PHONY: help run build test test-race lint generate verify bench bench-workers bench-ingest bench-otlp bench-extract bench-gepa bench-label demo deps web bench-ui bench-review bench-comparisons bench-append
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -77,7 +77,10 @@ verify: ## fail on drift: regenerated protobuf/Connect code, openapi.json vs the
 	scripts/gen-proto.sh --verify
 	$(GO) test -count=1 -run 'TestOpenAPI' ./handlers/rest/
 
-bench: bench-ingest bench-otlp bench-query bench-train bench-score bench-extract bench-gepa bench-label bench-comparisons ## all benchmarks
+bench: bench-ingest bench-otlp bench-query bench-train bench-score bench-extract bench-gepa bench-label bench-comparisons bench-append ## all benchmarks
+
+bench-append: deps ## one event appended to a 20,000-event stream vs to a short one, taking turns; ms per append, ratio (goal ≈ 1)
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkAppendToLongStream -benchtime 1x ./platform/eventstore/
 
 bench-ingest: deps ## import 10,000 traces × 20 steps end to end vs COPY; latency p50/p99
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkIngest -benchtime 1x -timeout 30m ./e2e/

@@ -175,6 +175,15 @@ type Meta struct {
 	CorrelationID string
 }
 
+// streamVersionsSQL reads each named stream's current version (streams
+// with no events are absent). Each stream is its own backward index probe
+// that stops at the first entry: max(version) … GROUP BY stream read every
+// version of every stream, so an append to a long stream — a model's scores
+// stream gains two events per scored trace — cost time in proportion to
+// its length, and background scoring slowed as the account grew.
+const streamVersionsSQL = `SELECT u.stream, e.version FROM unnest($1::text[]) AS u(stream)
+	CROSS JOIN LATERAL (SELECT version FROM events WHERE events.stream = u.stream ORDER BY version DESC LIMIT 1) e`
+
 // Append stores evs in one transaction. expected maps a stream to the version
 // it must be at before the append (0 = the stream must be empty, Any = no
 // check); streams not in the map are not checked. Events of one stream get
@@ -243,7 +252,7 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 		if err := pg.Each(ctx, tx, []any{&st, &v}, func() error {
 			current[st] = v
 			return nil
-		}, "SELECT stream, max(version) FROM events WHERE stream = ANY($1) GROUP BY stream", names); err != nil {
+		}, streamVersionsSQL, names); err != nil {
 			return err
 		}
 		for st, want := range expected {
