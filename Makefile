@@ -135,9 +135,10 @@ bench-gepa: ## GEPA, a 40-call run at 300 ms per model call: wall time vs the ca
 bench-label: ## step labeling, 100 traces × 50 chunks at 200 ms per call: chunks/s vs the concurrency limit, ratio (target >= 0.8)
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkLabel -benchtime 1x -timeout 10m ./gpuworker/label/
 
-bench-score: deps ## 10,000 traces scored through the whole pipeline vs the engine's raw scoring; background scoring: bursts of 100 traces on a 512×4 model and 300 on a 128×2 one, from arrival to published scores vs raw, the worker's busy share, and arrival → score p50/p99 at a steady rate (BENCH_BG_*); the query snapshot's cost of one trace's score report vs its import
+bench-score: deps ## 10,000 traces scored through the whole pipeline vs the engine's raw scoring; background scoring: bursts of 100 traces on a 512×4 model and 300 on a 128×2 one, from arrival to published scores vs raw, the worker's busy share, and arrival → score p50/p99 at a steady rate (BENCH_BG_*); the query snapshot's cost of one trace's score report vs its import; one look for background candidates at 100,000 scored traces, from its cursor vs from the first trace
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkScore -benchtime 1x -timeout 30m ./e2e/
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkScoreReports -benchtime 1x ./projections/snapshot/
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkBackgroundLook -benchtime 1x ./projections/dispatch/
 
 bench-assess: ## automatic annotation (labels → step scores, sections) of a 2,640-step labeled session vs JSON-encoding it
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkAssessLargeSession -benchtime 3x ./domain/assessment/

@@ -33,8 +33,20 @@ const DefaultScoringDebounce = 30 * time.Second
 type BackgroundQueries interface {
 	DBNow(ctx context.Context) (time.Time, error)
 	BackgroundModels(ctx context.Context) ([]readmodel.BackgroundModel, error)
-	BackgroundCandidates(ctx context.Context, ownerID, modelID string, changedBefore time.Time, skip []string, limit int) ([]string, error)
+	BackgroundCandidates(ctx context.Context, ownerID, modelID string, changedBefore time.Time, from readmodel.BackgroundCursor, skip []string, limit int) ([]string, *readmodel.BackgroundCursor, error)
 }
+
+// A model's look at its candidates starts where its last look found the
+// first trace still to score (readmodel.BackgroundCandidates' unsettled),
+// so an account whose traces are scored costs a look at its newest traces,
+// not at all of them. The cursor stays lookBehind short of the debounce's
+// edge: a trace the read model applies late, with a change older than
+// that, is missed by the cursor — fullLookEvery, every model looks at all
+// its traces again, so such a trace waits at most that long.
+const (
+	lookBehind    = time.Minute
+	fullLookEvery = 5 * time.Minute
+)
 
 // maxSkipped bounds the traces remembered as having nothing to score.
 const maxSkipped = 10000
@@ -128,7 +140,8 @@ type ReadModelWaiter interface {
 // the database's clock, which times the changes).
 func RunBackgroundScoring(ctx context.Context, q BackgroundQueries, cmds *commands.Commands, wake *BackgroundWake, waiter ReadModelWaiter,
 	interval, debounce time.Duration, log *slog.Logger) error {
-	s := &scheduler{q: q, cmds: cmds, waiter: waiter, debounce: debounce, log: log, noActions: map[string]map[string]bool{}}
+	s := &scheduler{q: q, cmds: cmds, waiter: waiter, debounce: debounce, log: log, noActions: map[string]map[string]bool{},
+		cursors: map[string]modelCursor{}, now: time.Now}
 	var woken <-chan struct{}
 	if wake != nil {
 		woken = wake.ch
@@ -205,6 +218,42 @@ type scheduler struct {
 	// would otherwise see the slots still free and request a third batch.
 	waiter    ReadModelWaiter
 	requested string
+	// cursors: where each model's next look starts (see lookBehind).
+	cursors map[string]modelCursor
+	now     func() time.Time // this process's clock, which times fullLookEvery
+}
+
+// modelCursor is where a model's next look at its candidates starts, and
+// when it last looked at all of them.
+type modelCursor struct {
+	from     readmodel.BackgroundCursor
+	fullLook time.Time
+}
+
+// from is where model's look starts now: its cursor, or the beginning
+// when its last full look is fullLookEvery old.
+func (s *scheduler) from(model string) readmodel.BackgroundCursor {
+	c := s.cursors[model]
+	if s.now().Sub(c.fullLook) >= fullLookEvery {
+		c = modelCursor{fullLook: s.now()}
+		s.cursors[model] = c
+	}
+	return c.from
+}
+
+// advance moves model's cursor to the first trace its look found still to
+// score, never past lookBehind short of the debounce's edge (changedBefore)
+// and never back.
+func (s *scheduler) advance(model string, changedBefore time.Time, unsettled *readmodel.BackgroundCursor) {
+	c := s.cursors[model]
+	next := readmodel.BackgroundCursor{UpdatedAt: changedBefore.Add(-lookBehind)}
+	if unsettled != nil && unsettled.Before(next) {
+		next = *unsettled
+	}
+	if c.from.Before(next) {
+		c.from = next
+		s.cursors[model] = c
+	}
 }
 
 // pass fills the free batch slots of every model, or only of the models in
@@ -250,11 +299,13 @@ func (s *scheduler) pass(ctx context.Context, only map[string]string) {
 		for id := range skip {
 			skipped = append(skipped, id)
 		}
-		ids, err := s.q.BackgroundCandidates(ctx, m.OwnerID, m.ID, now.Add(-s.debounce), skipped, slots*commands.MaxBatchTraces)
+		changedBefore := now.Add(-s.debounce)
+		ids, unsettled, err := s.q.BackgroundCandidates(ctx, m.OwnerID, m.ID, changedBefore, s.from(m.ID), skipped, slots*commands.MaxBatchTraces)
 		if err != nil {
 			s.log.Warn("background scoring: list candidates", "model", m.ID, "err", err)
 			continue
 		}
+		s.advance(m.ID, changedBefore, unsettled)
 		for len(ids) > 0 {
 			n := min(len(ids), commands.MaxBatchTraces)
 			b, err := s.cmds.RequestBackgroundBatch(ctx, m.ID, ids[:n])

@@ -53,7 +53,7 @@ func TestAFinishedBatchIsRefilledAtOnce(t *testing.T) {
 	waiter := readmodel.NewWaiter(pool, 30*time.Second)
 	go waiter.Listen(pctx)
 	require.Eventually(t, func() bool { // the read model has the ready model and its traces
-		ids, err := q.BackgroundCandidates(ctx, f.userID, f.modelID, time.Now().Add(time.Hour), nil, 100)
+		ids, _, err := q.BackgroundCandidates(ctx, f.userID, f.modelID, time.Now().Add(time.Hour), readmodel.BackgroundCursor{}, nil, 100)
 		return err == nil && len(ids) == len(f.ratedIDs)+len(lines)
 	}, 30*time.Second, 20*time.Millisecond)
 	scheduled := make(chan error, 1)
@@ -136,7 +136,7 @@ func TestANewTraceIsLookedAtOnceItsDebouncePasses(t *testing.T) {
 	go waiter.Listen(pctx)
 	const debounce = time.Second
 	require.Eventually(t, func() bool { // the rated traces are idle for the debounce
-		ids, err := q.BackgroundCandidates(ctx, f.userID, f.modelID, time.Now().Add(-debounce-100*time.Millisecond), nil, 100)
+		ids, _, err := q.BackgroundCandidates(ctx, f.userID, f.modelID, time.Now().Add(-debounce-100*time.Millisecond), readmodel.BackgroundCursor{}, nil, 100)
 		return err == nil && len(ids) == len(f.ratedIDs)
 	}, 30*time.Second, 20*time.Millisecond)
 	scheduled := make(chan error, 1)
@@ -251,4 +251,48 @@ func (f bgFixture) pump(ctx context.Context) <-chan error {
 		pumped <- nil
 	}()
 	return pumped
+}
+
+// BackgroundCandidates walks from a cursor: it nominates only traces at or
+// after it, and names the first trace still to score there — a trace whose
+// run is queued counts (it can fail and be tried again) but is not
+// nominated — so a look that starts there misses nothing.
+func TestCandidatesWalkFromTheFirstTraceStillToScore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := readyModel(t, "cursor")
+	pctx, stop := context.WithCancel(ctx)
+	defer stop()
+	pumped := f.pump(pctx)
+	look := func(from readmodel.BackgroundCursor) ([]string, *readmodel.BackgroundCursor) {
+		ids, unsettled, err := f.q.BackgroundCandidates(ctx, f.userID, f.modelID, time.Now().Add(time.Hour), from, nil, 100)
+		require.NoError(t, err)
+		return ids, unsettled
+	}
+	var all []string
+	require.Eventually(t, func() bool { all, _ = look(readmodel.BackgroundCursor{}); return len(all) == len(f.ratedIDs) },
+		30*time.Second, 20*time.Millisecond)
+	require.GreaterOrEqual(t, len(all), 3)
+	_, first := look(readmodel.BackgroundCursor{})
+	require.NotNil(t, first)
+	require.Equal(t, all[0], first.TraceID, "the first candidate is the first trace still to score")
+
+	// From the third candidate on, only it and those after it.
+	third := readmodel.BackgroundCursor{TraceID: all[2]}
+	require.NoError(t, f.pool.QueryRow(ctx, `SELECT updated_at FROM rm_traces WHERE id = $1`, all[2]).Scan(&third.UpdatedAt))
+	ids, u := look(third)
+	require.Equal(t, all[2:], ids)
+	require.Equal(t, third, *u)
+
+	// The first trace's run is queued: no longer nominated, still the
+	// first trace to score.
+	_, err := f.cmds.RequestBackgroundBatch(ctx, f.modelID, all[:1])
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { ids, _ := look(readmodel.BackgroundCursor{}); return len(ids) == len(all)-1 },
+		30*time.Second, 20*time.Millisecond)
+	ids, u = look(readmodel.BackgroundCursor{})
+	require.Equal(t, all[1:], ids)
+	require.Equal(t, all[0], u.TraceID)
+	stop()
+	require.NoError(t, <-pumped)
 }
