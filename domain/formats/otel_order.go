@@ -3,7 +3,10 @@ package formats
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/criticml/critic/domain"
@@ -70,47 +73,160 @@ func jsonContainer(s string) bool {
 
 // collectOrderedJSON maps the re-marshaled (sorted-key) text of every object
 // or array inside raw, at any depth and inside JSON strings that hold JSON,
-// to its compact text as written.
+// to its compact text as written. raw must be one JSON value; anything else
+// adds nothing.
+//
+// It reads raw once, building each container's re-marshaled and compact
+// text from its children's: decoding, re-marshaling and compacting every
+// container again at each level made it the larger part of rebuilding an
+// OTel trace (a GenAI span's message history is several levels deep), and
+// the receiver rebuilds every touched trace on each export.
 func collectOrderedJSON(raw []byte, into map[string]string, depth int) {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || depth > 32 {
+	if len(raw) == 0 || depth > maxOrderDepth || (raw[0] != '{' && raw[0] != '[' && raw[0] != '"') {
 		return
 	}
-	switch raw[0] {
-	case '{', '[':
-		var v any
-		if decodeJSON(raw, &v) != nil {
-			return
-		}
-		sorted, err := json.Marshal(v)
-		if err != nil {
-			return
-		}
-		var compact bytes.Buffer
-		if json.Compact(&compact, raw) == nil && compact.String() != string(sorted) {
-			into[string(sorted)] = compact.String()
-		}
-		if raw[0] == '{' {
-			var m map[string]json.RawMessage
-			if json.Unmarshal(raw, &m) == nil {
-				for _, c := range m {
-					collectOrderedJSON(c, into, depth+1)
-				}
-			}
-		} else {
-			var l []json.RawMessage
-			if json.Unmarshal(raw, &l) == nil {
-				for _, c := range l {
-					collectOrderedJSON(c, into, depth+1)
-				}
-			}
-		}
-	case '"':
-		var s string
-		if json.Unmarshal(raw, &s) == nil && jsonContainer(s) {
-			collectOrderedJSON([]byte(s), into, depth+1)
-		}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	w := orderWalker{dec: dec, raw: raw, found: map[string]string{}}
+	if _, _, err := w.value(depth); err != nil {
+		return
 	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return // data after the value: not one JSON value
+	}
+	for k, v := range w.found {
+		into[k] = v
+	}
+}
+
+// maxOrderDepth is how deep collectOrderedJSON records containers (levels
+// and JSON held in strings together).
+const maxOrderDepth = 32
+
+// orderWalker is one pass of collectOrderedJSON over raw; found collects
+// what a successful pass adds.
+type orderWalker struct {
+	dec   *json.Decoder
+	raw   []byte
+	found map[string]string
+}
+
+// value reads the next value at depth: its text as json.Marshal writes the
+// value decoded (object keys sorted, strings re-escaped, numbers as
+// written) and its compact text as written.
+func (w *orderWalker) value(depth int) (canon, compact string, err error) {
+	start := w.dec.InputOffset()
+	tok, err := w.dec.Token()
+	if err != nil {
+		return "", "", err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		if t == '{' {
+			canon, compact, err = w.object(depth)
+		} else {
+			canon, compact, err = w.array(depth)
+		}
+		if err == nil && depth <= maxOrderDepth && canon != compact {
+			w.found[canon] = compact
+		}
+		return canon, compact, err
+	case string:
+		if jsonContainer(t) {
+			collectOrderedJSON([]byte(t), w.found, depth+1)
+		}
+		return marshalText(t), w.token(start), nil
+	case json.Number:
+		return t.String(), w.token(start), nil
+	case bool:
+		return strconv.FormatBool(t), w.token(start), nil
+	default: // null
+		return "null", "null", nil
+	}
+}
+
+// token is the text of the token the decoder just read from start, without
+// the whitespace and separator before it.
+func (w *orderWalker) token(start int64) string {
+	return string(bytes.TrimLeft(w.raw[start:w.dec.InputOffset()], " \t\r\n,:"))
+}
+
+func (w *orderWalker) object(depth int) (canon, compact string, err error) {
+	var c strings.Builder
+	c.WriteByte('{')
+	values := map[string]string{} // a repeated key keeps its last value, as decoding does
+	for n := 0; w.dec.More(); n++ {
+		start := w.dec.InputOffset()
+		tok, err := w.dec.Token()
+		if err != nil {
+			return "", "", err
+		}
+		key, _ := tok.(string)
+		keyText := w.token(start)
+		vc, vcompact, err := w.value(depth + 1)
+		if err != nil {
+			return "", "", err
+		}
+		values[key] = vc
+		if n > 0 {
+			c.WriteByte(',')
+		}
+		c.WriteString(keyText)
+		c.WriteByte(':')
+		c.WriteString(vcompact)
+	}
+	if _, err := w.dec.Token(); err != nil { // }
+		return "", "", err
+	}
+	c.WriteByte('}')
+	keys := make([]string, 0, len(values))
+	for k := range values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var m strings.Builder
+	m.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			m.WriteByte(',')
+		}
+		m.WriteString(marshalText(k))
+		m.WriteByte(':')
+		m.WriteString(values[k])
+	}
+	m.WriteByte('}')
+	return m.String(), c.String(), nil
+}
+
+func (w *orderWalker) array(depth int) (canon, compact string, err error) {
+	var m, c strings.Builder
+	m.WriteByte('[')
+	c.WriteByte('[')
+	for n := 0; w.dec.More(); n++ {
+		vc, vcompact, err := w.value(depth + 1)
+		if err != nil {
+			return "", "", err
+		}
+		if n > 0 {
+			m.WriteByte(',')
+			c.WriteByte(',')
+		}
+		m.WriteString(vc)
+		c.WriteString(vcompact)
+	}
+	if _, err := w.dec.Token(); err != nil { // ]
+		return "", "", err
+	}
+	m.WriteByte(']')
+	c.WriteByte(']')
+	return m.String(), c.String(), nil
+}
+
+// marshalText is s as json.Marshal writes a string.
+func marshalText(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }
 
 // orderGenAIEvents puts the per-message events of one call in conversation
