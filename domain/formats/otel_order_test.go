@@ -100,3 +100,18 @@ func TestOrderedJSONWalkAgreesWithDecodingEachLevel(t *testing.T) {
 		require.Equal(t, want, got, "history %d", i)
 	}
 }
+
+// FuzzOrderedJSONWalk: on any input the one-pass walk and the per-level
+// reference record the same. `go test` runs the seeds; `go test -fuzz
+// FuzzOrderedJSONWalk ./domain/formats/` searches further.
+func FuzzOrderedJSONWalk(f *testing.F) {
+	for _, s := range []string{`{"b":1,"a":[2,{"d":1,"c":"<&>"}]}`, `[{"k":"{\"y\":1,\"x\":2}"}]`, `{"a":1,"a":2}`, `"[1,{\"b\":1,\"a\":2}]"`, `{"e":"\u00e9\u2028"}`, `[1.50,-0,1e3]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		want, got := map[string]string{}, map[string]string{}
+		collectOrderedJSONPerLevel(raw, want, 0)
+		collectOrderedJSON(raw, got, 0)
+		require.Equal(t, want, got, "%q", raw)
+	})
+}
