@@ -3,10 +3,7 @@ package formats
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/criticml/critic/domain"
@@ -80,19 +77,19 @@ func jsonContainer(s string) bool {
 // text from its children's: decoding, re-marshaling and compacting every
 // container again at each level made it the larger part of rebuilding an
 // OTel trace (a GenAI span's message history is several levels deep), and
-// the receiver rebuilds every touched trace on each export.
+// the receiver rebuilds every touched trace on each export. The scan is
+// its own (json.Decoder's tokens cost as much again); what it accepts and
+// records is checked against decoding each level (FuzzOrderedJSONWalk).
 func collectOrderedJSON(raw []byte, into map[string]string, depth int) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || depth > maxOrderDepth || (raw[0] != '{' && raw[0] != '[' && raw[0] != '"') {
 		return
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	w := orderWalker{dec: dec, raw: raw, found: map[string]string{}}
-	if _, _, err := w.value(depth); err != nil {
+	w := orderWalker{raw: raw, found: map[string]string{}}
+	if _, _, ok := w.value(depth, 0); !ok {
 		return
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	if w.skipSpace(); w.pos != len(raw) {
 		return // data after the value: not one JSON value
 	}
 	for k, v := range w.found {
@@ -101,83 +98,197 @@ func collectOrderedJSON(raw []byte, into map[string]string, depth int) {
 }
 
 // maxOrderDepth is how deep collectOrderedJSON records containers (levels
-// and JSON held in strings together).
-const maxOrderDepth = 32
+// and JSON held in strings together); maxNesting is where encoding/json
+// stops decoding.
+const (
+	maxOrderDepth = 32
+	maxNesting    = 10000
+)
 
 // orderWalker is one pass of collectOrderedJSON over raw; found collects
 // what a successful pass adds.
 type orderWalker struct {
-	dec   *json.Decoder
 	raw   []byte
+	pos   int
 	found map[string]string
 }
 
-// value reads the next value at depth: its text as json.Marshal writes the
-// value decoded (object keys sorted, strings re-escaped, numbers as
-// written) and its compact text as written.
-func (w *orderWalker) value(depth int) (canon, compact string, err error) {
-	start := w.dec.InputOffset()
-	tok, err := w.dec.Token()
-	if err != nil {
-		return "", "", err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		if t == '{' {
-			canon, compact, err = w.object(depth)
-		} else {
-			canon, compact, err = w.array(depth)
+func (w *orderWalker) skipSpace() {
+	for w.pos < len(w.raw) {
+		switch w.raw[w.pos] {
+		case ' ', '\t', '\n', '\r':
+			w.pos++
+		default:
+			return
 		}
-		if err == nil && depth <= maxOrderDepth && canon != compact {
+	}
+}
+
+// value reads the value at pos (depth counts levels and JSON in strings,
+// nesting only levels): its text as json.Marshal writes the value decoded
+// (object keys sorted, strings re-escaped, numbers as written) and its
+// compact text as written. ok is false for anything that is not JSON.
+func (w *orderWalker) value(depth, nesting int) (canon, compact string, ok bool) {
+	w.skipSpace()
+	if w.pos >= len(w.raw) {
+		return "", "", false
+	}
+	switch c := w.raw[w.pos]; {
+	case c == '{' || c == '[':
+		if nesting >= maxNesting {
+			return "", "", false
+		}
+		w.pos++
+		if c == '{' {
+			canon, compact, ok = w.object(depth, nesting)
+		} else {
+			canon, compact, ok = w.array(depth, nesting)
+		}
+		if ok && depth <= maxOrderDepth && canon != compact {
 			w.found[canon] = compact
 		}
-		return canon, compact, err
-	case string:
-		if jsonContainer(t) {
-			collectOrderedJSON([]byte(t), w.found, depth+1)
+		return canon, compact, ok
+	case c == '"':
+		text, s, ok := w.str()
+		if !ok {
+			return "", "", false
 		}
-		return marshalText(t), w.token(start), nil
-	case json.Number:
-		return t.String(), w.token(start), nil
-	case bool:
-		return strconv.FormatBool(t), w.token(start), nil
-	default: // null
-		return "null", "null", nil
+		if jsonContainer(s) {
+			collectOrderedJSON([]byte(s), w.found, depth+1)
+		}
+		if plainString(text) {
+			return text, text, true
+		}
+		return marshalText(s), text, true
+	case c == '-' || (c >= '0' && c <= '9'):
+		text, ok := w.number()
+		return text, text, ok
 	}
+	for _, lit := range []string{"true", "false", "null"} {
+		if bytes.HasPrefix(w.raw[w.pos:], []byte(lit)) {
+			w.pos += len(lit)
+			return lit, lit, true
+		}
+	}
+	return "", "", false
 }
 
-// token is the text of the token the decoder just read from start, without
-// the whitespace and separator before it.
-func (w *orderWalker) token(start int64) string {
-	return string(bytes.TrimLeft(w.raw[start:w.dec.InputOffset()], " \t\r\n,:"))
+// str reads the string at pos: its text as written and its value.
+func (w *orderWalker) str() (text, value string, ok bool) {
+	start := w.pos
+	w.pos++
+	escaped := false
+	for ; w.pos < len(w.raw); w.pos++ {
+		switch w.raw[w.pos] {
+		case '\\':
+			escaped = true
+			w.pos++
+		case '"':
+			w.pos++
+			text = string(w.raw[start:w.pos])
+			if !escaped && plainString(text) {
+				return text, text[1 : len(text)-1], true
+			}
+			if json.Unmarshal(w.raw[start:w.pos], &value) != nil {
+				return "", "", false
+			}
+			return text, value, true
+		}
+	}
+	return "", "", false
 }
 
-func (w *orderWalker) object(depth int) (canon, compact string, err error) {
+// plainString: a string literal json.Marshal writes back byte for byte —
+// printable ASCII, no escape, nothing it escapes for HTML.
+func plainString(text string) bool {
+	for i := 1; i < len(text)-1; i++ {
+		switch c := text[i]; {
+		case c < 0x20 || c > 0x7e, c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
+}
+
+// number reads the number at pos, as JSON's grammar has it.
+func (w *orderWalker) number() (string, bool) {
+	start, b := w.pos, w.raw
+	digits := func() int {
+		n := 0
+		for w.pos < len(b) && b[w.pos] >= '0' && b[w.pos] <= '9' {
+			w.pos++
+			n++
+		}
+		return n
+	}
+	if b[w.pos] == '-' {
+		w.pos++
+	}
+	switch {
+	case w.pos < len(b) && b[w.pos] == '0':
+		w.pos++
+	case digits() == 0:
+		return "", false
+	}
+	if w.pos < len(b) && b[w.pos] == '.' {
+		w.pos++
+		if digits() == 0 {
+			return "", false
+		}
+	}
+	if w.pos < len(b) && (b[w.pos] == 'e' || b[w.pos] == 'E') {
+		w.pos++
+		if w.pos < len(b) && (b[w.pos] == '+' || b[w.pos] == '-') {
+			w.pos++
+		}
+		if digits() == 0 {
+			return "", false
+		}
+	}
+	return string(b[start:w.pos]), true
+}
+
+// next skips space and reports whether the byte there is c (and steps past it).
+func (w *orderWalker) next(c byte) bool {
+	w.skipSpace()
+	if w.pos < len(w.raw) && w.raw[w.pos] == c {
+		w.pos++
+		return true
+	}
+	return false
+}
+
+func (w *orderWalker) object(depth, nesting int) (canon, compact string, ok bool) {
 	var c strings.Builder
 	c.WriteByte('{')
 	values := map[string]string{} // a repeated key keeps its last value, as decoding does
-	for n := 0; w.dec.More(); n++ {
-		start := w.dec.InputOffset()
-		tok, err := w.dec.Token()
-		if err != nil {
-			return "", "", err
+	if !w.next('}') {
+		for n := 0; ; n++ {
+			if w.skipSpace(); w.pos >= len(w.raw) || w.raw[w.pos] != '"' {
+				return "", "", false
+			}
+			keyText, key, ok := w.str()
+			if !ok || !w.next(':') {
+				return "", "", false
+			}
+			vc, vcompact, ok := w.value(depth+1, nesting+1)
+			if !ok {
+				return "", "", false
+			}
+			values[key] = vc
+			if n > 0 {
+				c.WriteByte(',')
+			}
+			c.WriteString(keyText)
+			c.WriteByte(':')
+			c.WriteString(vcompact)
+			if w.next('}') {
+				break
+			}
+			if !w.next(',') {
+				return "", "", false
+			}
 		}
-		key, _ := tok.(string)
-		keyText := w.token(start)
-		vc, vcompact, err := w.value(depth + 1)
-		if err != nil {
-			return "", "", err
-		}
-		values[key] = vc
-		if n > 0 {
-			c.WriteByte(',')
-		}
-		c.WriteString(keyText)
-		c.WriteByte(':')
-		c.WriteString(vcompact)
-	}
-	if _, err := w.dec.Token(); err != nil { // }
-		return "", "", err
 	}
 	c.WriteByte('}')
 	keys := make([]string, 0, len(values))
@@ -196,31 +307,36 @@ func (w *orderWalker) object(depth int) (canon, compact string, err error) {
 		m.WriteString(values[k])
 	}
 	m.WriteByte('}')
-	return m.String(), c.String(), nil
+	return m.String(), c.String(), true
 }
 
-func (w *orderWalker) array(depth int) (canon, compact string, err error) {
+func (w *orderWalker) array(depth, nesting int) (canon, compact string, ok bool) {
 	var m, c strings.Builder
 	m.WriteByte('[')
 	c.WriteByte('[')
-	for n := 0; w.dec.More(); n++ {
-		vc, vcompact, err := w.value(depth + 1)
-		if err != nil {
-			return "", "", err
+	if !w.next(']') {
+		for n := 0; ; n++ {
+			vc, vcompact, ok := w.value(depth+1, nesting+1)
+			if !ok {
+				return "", "", false
+			}
+			if n > 0 {
+				m.WriteByte(',')
+				c.WriteByte(',')
+			}
+			m.WriteString(vc)
+			c.WriteString(vcompact)
+			if w.next(']') {
+				break
+			}
+			if !w.next(',') {
+				return "", "", false
+			}
 		}
-		if n > 0 {
-			m.WriteByte(',')
-			c.WriteByte(',')
-		}
-		m.WriteString(vc)
-		c.WriteString(vcompact)
-	}
-	if _, err := w.dec.Token(); err != nil { // ]
-		return "", "", err
 	}
 	m.WriteByte(']')
 	c.WriteByte(']')
-	return m.String(), c.String(), nil
+	return m.String(), c.String(), true
 }
 
 // marshalText is s as json.Marshal writes a string.
