@@ -149,17 +149,14 @@ func (w *orderWalker) value(depth, nesting int) (canon, compact string, ok bool)
 		}
 		return canon, compact, ok
 	case c == '"':
-		text, s, ok := w.str()
+		text, s, canon, ok := w.str()
 		if !ok {
 			return "", "", false
 		}
 		if jsonContainer(s) {
 			collectOrderedJSON([]byte(s), w.found, depth+1)
 		}
-		if plainString(text) {
-			return text, text, true
-		}
-		return marshalText(s), text, true
+		return canon, text, true
 	case c == '-' || (c >= '0' && c <= '9'):
 		text, ok := w.number()
 		return text, text, ok
@@ -173,8 +170,9 @@ func (w *orderWalker) value(depth, nesting int) (canon, compact string, ok bool)
 	return "", "", false
 }
 
-// str reads the string at pos: its text as written and its value.
-func (w *orderWalker) str() (text, value string, ok bool) {
+// str reads the string at pos: its text as written, its value, and its
+// text as json.Marshal writes the value.
+func (w *orderWalker) str() (text, value, canon string, ok bool) {
 	start := w.pos
 	w.pos++
 	escaped := false
@@ -187,15 +185,15 @@ func (w *orderWalker) str() (text, value string, ok bool) {
 			w.pos++
 			text = string(w.raw[start:w.pos])
 			if !escaped && plainString(text) {
-				return text, text[1 : len(text)-1], true
+				return text, text[1 : len(text)-1], text, true
 			}
 			if json.Unmarshal(w.raw[start:w.pos], &value) != nil {
-				return "", "", false
+				return "", "", "", false
 			}
-			return text, value, true
+			return text, value, marshalText(value), true
 		}
 	}
-	return "", "", false
+	return "", "", "", false
 }
 
 // plainString: a string literal json.Marshal writes back byte for byte —
@@ -261,13 +259,14 @@ func (w *orderWalker) next(c byte) bool {
 func (w *orderWalker) object(depth, nesting int) (canon, compact string, ok bool) {
 	var c strings.Builder
 	c.WriteByte('{')
-	values := map[string]string{} // a repeated key keeps its last value, as decoding does
+	type entry struct{ key, value string } // both as json.Marshal writes them
+	values := map[string]entry{}           // a repeated key keeps its last value, as decoding does
 	if !w.next('}') {
 		for n := 0; ; n++ {
 			if w.skipSpace(); w.pos >= len(w.raw) || w.raw[w.pos] != '"' {
 				return "", "", false
 			}
-			keyText, key, ok := w.str()
+			keyText, key, keyCanon, ok := w.str()
 			if !ok || !w.next(':') {
 				return "", "", false
 			}
@@ -275,7 +274,7 @@ func (w *orderWalker) object(depth, nesting int) (canon, compact string, ok bool
 			if !ok {
 				return "", "", false
 			}
-			values[key] = vc
+			values[key] = entry{keyCanon, vc}
 			if n > 0 {
 				c.WriteByte(',')
 			}
@@ -302,9 +301,9 @@ func (w *orderWalker) object(depth, nesting int) (canon, compact string, ok bool
 		if i > 0 {
 			m.WriteByte(',')
 		}
-		m.WriteString(marshalText(k))
+		m.WriteString(values[k].key)
 		m.WriteByte(':')
-		m.WriteString(values[k])
+		m.WriteString(values[k].value)
 	}
 	m.WriteByte('}')
 	return m.String(), c.String(), true
