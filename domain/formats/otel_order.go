@@ -175,16 +175,14 @@ func (w *orderWalker) value(depth, nesting int) (canon, compact string, ok bool)
 func (w *orderWalker) str() (text, value, canon string, ok bool) {
 	start := w.pos
 	w.pos++
-	escaped := false
 	for ; w.pos < len(w.raw); w.pos++ {
 		switch w.raw[w.pos] {
 		case '\\':
-			escaped = true
-			w.pos++
+			w.pos++ // the escaped byte cannot end the string
 		case '"':
 			w.pos++
 			text = string(w.raw[start:w.pos])
-			if !escaped && plainString(text) {
+			if plainString(text) { // no escape, nothing to re-escape
 				return text, text[1 : len(text)-1], text, true
 			}
 			if json.Unmarshal(w.raw[start:w.pos], &value) != nil {
@@ -256,38 +254,54 @@ func (w *orderWalker) next(c byte) bool {
 	return false
 }
 
+// elements reads the elements of the object or array opened before pos,
+// up to close, with read (n counts them from 0), and reports whether they
+// were well formed.
+func (w *orderWalker) elements(close byte, read func(n int) bool) bool {
+	if w.next(close) {
+		return true
+	}
+	for n := 0; ; n++ {
+		if !read(n) {
+			return false
+		}
+		if w.next(close) {
+			return true
+		}
+		if !w.next(',') {
+			return false
+		}
+	}
+}
+
 func (w *orderWalker) object(depth, nesting int) (canon, compact string, ok bool) {
 	var c strings.Builder
 	c.WriteByte('{')
 	type entry struct{ key, value string } // both as json.Marshal writes them
 	values := map[string]entry{}           // a repeated key keeps its last value, as decoding does
-	if !w.next('}') {
-		for n := 0; ; n++ {
-			if w.skipSpace(); w.pos >= len(w.raw) || w.raw[w.pos] != '"' {
-				return "", "", false
-			}
-			keyText, key, keyCanon, ok := w.str()
-			if !ok || !w.next(':') {
-				return "", "", false
-			}
-			vc, vcompact, ok := w.value(depth+1, nesting+1)
-			if !ok {
-				return "", "", false
-			}
-			values[key] = entry{keyCanon, vc}
-			if n > 0 {
-				c.WriteByte(',')
-			}
-			c.WriteString(keyText)
-			c.WriteByte(':')
-			c.WriteString(vcompact)
-			if w.next('}') {
-				break
-			}
-			if !w.next(',') {
-				return "", "", false
-			}
+	ok = w.elements('}', func(n int) bool {
+		if w.skipSpace(); w.pos >= len(w.raw) || w.raw[w.pos] != '"' {
+			return false
 		}
+		keyText, key, keyCanon, ok := w.str()
+		if !ok || !w.next(':') {
+			return false
+		}
+		vc, vcompact, ok := w.value(depth+1, nesting+1)
+		if !ok {
+			return false
+		}
+		values[key] = entry{keyCanon, vc}
+		if n > 0 {
+			c.WriteByte(',')
+		}
+		c.WriteString(keyText)
+		c.WriteByte(':')
+		c.WriteString(vcompact)
+		return true
+	})
+	if !ok {
+		return "", "", false
 	}
 	c.WriteByte('}')
 	keys := make([]string, 0, len(values))
@@ -313,25 +327,21 @@ func (w *orderWalker) array(depth, nesting int) (canon, compact string, ok bool)
 	var m, c strings.Builder
 	m.WriteByte('[')
 	c.WriteByte('[')
-	if !w.next(']') {
-		for n := 0; ; n++ {
-			vc, vcompact, ok := w.value(depth+1, nesting+1)
-			if !ok {
-				return "", "", false
-			}
-			if n > 0 {
-				m.WriteByte(',')
-				c.WriteByte(',')
-			}
-			m.WriteString(vc)
-			c.WriteString(vcompact)
-			if w.next(']') {
-				break
-			}
-			if !w.next(',') {
-				return "", "", false
-			}
+	ok = w.elements(']', func(n int) bool {
+		vc, vcompact, ok := w.value(depth+1, nesting+1)
+		if !ok {
+			return false
 		}
+		if n > 0 {
+			m.WriteByte(',')
+			c.WriteByte(',')
+		}
+		m.WriteString(vc)
+		c.WriteString(vcompact)
+		return true
+	})
+	if !ok {
+		return "", "", false
 	}
 	m.WriteByte(']')
 	c.WriteByte(']')

@@ -155,6 +155,14 @@ func (sp *gepaSpread) claims(i, status int) []request {
 	return out
 }
 
+// requireNotRedelivered checks that no run's message reached a worker again
+// (a redelivery's claim is refused with 409); why says what that would mean.
+func (sp *gepaSpread) requireNotRedelivered(t *testing.T, why string) {
+	for i := range sp.runs {
+		require.Empty(t, sp.claims(i, http.StatusConflict), "run %d's message was delivered again: %s", i, why)
+	}
+}
+
 // finish waits for both runs to succeed, each started once, then stops the
 // workers (cancel) and checks they stopped cleanly.
 func (sp *gepaSpread) finish(t *testing.T, cancel context.CancelFunc) {
@@ -214,9 +222,7 @@ func TestLoneWorkerKeepsItsPartitionsThroughALongJob(t *testing.T) {
 	sp.publish(t, 1)
 
 	sp.finish(t, cancel)
-	for i := range sp.runs {
-		require.Empty(t, sp.claims(i, http.StatusConflict), "run %d's message was delivered again: the lone worker left the group", i)
-	}
+	sp.requireNotRedelivered(t, "the lone worker left the group")
 	at := func(run, typ string) time.Time {
 		_, evs := sp.g.stream(t, run)
 		for _, e := range evs {
@@ -255,9 +261,7 @@ func TestBusyWorkerWithNothingBehindKeepsItsPartitions(t *testing.T) {
 	sp.publish(t, 1)
 
 	sp.finish(t, cancel)
-	for i := range sp.runs {
-		require.Empty(t, sp.claims(i, http.StatusConflict), "run %d's message was delivered again: its worker left the group with nothing behind the job", i)
-	}
+	sp.requireNotRedelivered(t, "its worker left the group with nothing behind the job")
 }
 
 // slowTaskModels makes each task-model call of both runs take 150 ms: a

@@ -70,6 +70,7 @@ func NewSubscriber(cfg Config, logger watermill.LoggerAdapter) (*Subscriber, err
 		topics:    newTopicCreator(cfg, transport),
 		ctx:       ctx,
 		cancel:    cancel,
+		readers:   map[string]map[*kafka.Reader]struct{}{},
 	}, nil
 }
 
@@ -126,9 +127,6 @@ func (s *Subscriber) start(ctx context.Context, topic string, queue int, commitI
 	stop := context.AfterFunc(s.ctx, cancel)
 	rlog := newBusLog(s.cfg, s.base, "consumer_group", s.cfg.ConsumerGroup, "topic", topic)
 	r := s.newReader(topic, queue, commitInterval, rlog)
-	if s.readers == nil {
-		s.readers = map[string]map[*kafka.Reader]struct{}{}
-	}
 	if s.readers[topic] == nil {
 		s.readers[topic] = map[*kafka.Reader]struct{}{}
 	}
@@ -160,6 +158,7 @@ func (s *Subscriber) Waiting(topic string) int {
 	defer s.mu.Unlock()
 	n := 0
 	for r := range s.readers[topic] {
+		// Stats also resets kafka-go's counters; nothing else reads them.
 		n += int(r.Stats().QueueLength)
 	}
 	return n
