@@ -42,6 +42,8 @@ const (
 // TraceRevisedV1 is a later revision. With Mode "replaced" Steps holds the whole
 // new step list and RemovedStepIDs the ids that no longer exist; with
 // "appended" Steps holds only the new steps and existing ids are kept.
+// Spans is the whole span tree unless SpansDelta says it holds only the
+// spans that are new or changed (see SpansDelta).
 type TraceRevisedV1 struct {
 	TraceID        string         `json:"trace_id"`
 	Revision       int            `json:"revision"`
@@ -53,6 +55,15 @@ type TraceRevisedV1 struct {
 	Steps          []StepRecord   `json:"steps"`
 	RemovedStepIDs []string       `json:"removed_step_ids,omitempty"`
 	Spans          []domain.Span  `json:"spans,omitempty"`
+	// SpansDelta (appended revisions only): Spans holds the spans that are
+	// new or changed since the previous revision; a changed span keeps its
+	// place, new ones follow the stored ones in order, the others stay as
+	// they were. A live OTLP trace grows a span at a time and each LLM
+	// span's input re-sends the conversation so far: carrying the whole
+	// tree in every revision made a 200-call session write half a
+	// gigabyte of revisions and each new span cost seconds. Revisions
+	// written before it, and replaced ones, carry the whole tree.
+	SpansDelta bool `json:"spans_delta,omitempty"`
 	// TitleDerived: see TraceImportedV1.
 	TitleDerived bool `json:"title_derived,omitempty"`
 }

@@ -34,6 +34,10 @@ type State struct {
 	Steps        []events.StepRecord
 	// OTelSpans holds the raw spans the live receiver stored, by span id.
 	OTelSpans map[string]json.RawMessage
+	// OTelUnbuilt holds the ids of the raw spans stored since the trace
+	// was last imported or revised (while it had nothing to review yet):
+	// every other stored span is in Spans as built from the copy stored.
+	OTelUnbuilt map[string]bool
 	// OTelFiledIn is set in an OTel trace's own stream when the receiver
 	// filed the trace into a conversation of several: that conversation's
 	// key (events.OTelSpansReceivedV1.FiledIn).
@@ -138,6 +142,7 @@ func (s *State) Apply(e events.Envelope) error {
 		s.SourceFormat, s.Metadata = p.SourceFormat, p.Metadata
 		s.Title, s.TitleDerived, s.Generated = p.Title, p.TitleDerived, false
 		s.Metadata, s.Spans = p.Metadata, p.Spans
+		s.OTelUnbuilt = nil
 	case events.TraceRevised:
 		var p events.TraceRevisedV1
 		if err := e.DecodeOrFail(&p); err != nil {
@@ -150,7 +155,12 @@ func (s *State) Apply(e events.Envelope) error {
 			s.Generated = false
 		}
 		s.Title, s.TitleDerived = p.Title, p.TitleDerived
-		s.Metadata, s.Spans = p.Metadata, p.Spans
+		if p.SpansDelta {
+			s.Spans = mergeSpans(s.Spans, p.Spans)
+		} else {
+			s.Spans = p.Spans
+		}
+		s.OTelUnbuilt = nil
 		if p.Mode == events.RevisionAppended {
 			s.Steps = append(s.Steps, p.Steps...)
 		} else {
@@ -205,7 +215,7 @@ func (s *State) Apply(e events.Envelope) error {
 		s.LabelingFailed, s.LabelingFailedError = 0, ""
 		s.Steps = nil
 		s.Title, s.Metadata, s.Spans = "", nil, nil
-		s.OTelSpans = nil
+		s.OTelSpans, s.OTelUnbuilt = nil, nil
 		s.Annotations, s.EverAnnotated = nil, nil
 		s.Contribute = false
 		s.Compared = nil
@@ -285,8 +295,12 @@ func (s *State) Apply(e events.Envelope) error {
 		if s.OTelSpans == nil {
 			s.OTelSpans = map[string]json.RawMessage{}
 		}
+		if s.OTelUnbuilt == nil && len(p.Spans) > 0 {
+			s.OTelUnbuilt = map[string]bool{}
+		}
 		for _, sp := range p.Spans {
 			s.OTelSpans[sp.SpanID] = sp.JSON
+			s.OTelUnbuilt[sp.SpanID] = true
 		}
 	}
 	return nil
@@ -403,11 +417,7 @@ func decideContent(s State, in ImportInput) (Decision, error) {
 			// A growing session keeps the title the fast model wrote.
 			title, derived = s.Title, false
 		}
-		return Decision{Type: events.TraceRevised, Payload: events.TraceRevisedV1{
-			TraceID: in.TraceID, Revision: s.Revision + 1, Mode: events.RevisionAppended,
-			Title: title, SourceFormat: in.Format, SourceID: sourceID, Metadata: meta,
-			Steps: records(t.Steps[len(s.Steps):], len(s.Steps), in.NewID), Spans: t.Spans, TitleDerived: derived,
-		}}, nil
+		return appended(s, in, title, derived, sourceID, meta), nil
 	}
 
 	ids, removed := keptStepIDs(s.Steps, t.Steps, in.NewID)
@@ -416,16 +426,12 @@ func decideContent(s State, in ImportInput) (Decision, error) {
 			// A re-sent or growing trace keeps the title the fast model wrote.
 			title, derived = s.Title, false
 		}
-		if len(t.Steps) == len(s.Steps) && title == s.Title && equalJSON(meta, s.Metadata) && equalJSON(t.Spans, s.Spans) {
+		if len(t.Steps) == len(s.Steps) && title == s.Title && equalJSON(meta, s.Metadata) && sameSpans(t.Spans, s.Spans) {
 			return Decision{NoOp: true}, nil
 		}
 		// New steps at the end, or the same steps with a changed span tree,
 		// title or metadata (a root span arriving last): append, keeping ids.
-		return Decision{Type: events.TraceRevised, Payload: events.TraceRevisedV1{
-			TraceID: in.TraceID, Revision: s.Revision + 1, Mode: events.RevisionAppended,
-			Title: title, SourceFormat: in.Format, SourceID: sourceID, Metadata: meta,
-			Steps: records(t.Steps[len(s.Steps):], len(s.Steps), in.NewID), Spans: t.Spans, TitleDerived: derived,
-		}}, nil
+		return appended(s, in, title, derived, sourceID, meta), nil
 	}
 
 	// A real change: the whole step list again, each step that says what it
@@ -440,6 +446,18 @@ func decideContent(s State, in ImportInput) (Decision, error) {
 		Title: title, SourceFormat: in.Format, SourceID: sourceID, Metadata: meta,
 		Steps: out, RemovedStepIDs: removed, Spans: t.Spans, TitleDerived: derived,
 	}, Removals: s.stepAnnotationRemovals(in.TraceID, removed)}, nil
+}
+
+// appended is the revision that adds the rebuilt trace's steps past the
+// stored ones and records its span tree as a delta where one says it.
+func appended(s State, in ImportInput, title string, derived bool, sourceID string, meta map[string]any) Decision {
+	t := in.Trace
+	spans, delta := spanChanges(s.Spans, t.Spans)
+	return Decision{Type: events.TraceRevised, Payload: events.TraceRevisedV1{
+		TraceID: in.TraceID, Revision: s.Revision + 1, Mode: events.RevisionAppended,
+		Title: title, SourceFormat: in.Format, SourceID: sourceID, Metadata: meta,
+		Steps: records(t.Steps[len(s.Steps):], len(s.Steps), in.NewID), Spans: spans, SpansDelta: delta, TitleDerived: derived,
+	}}
 }
 
 // keptStepIDs gives each of next's steps its id: the stored step's at the

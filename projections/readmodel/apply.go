@@ -368,6 +368,9 @@ func applyTraceRevised(ctx context.Context, w *writer, e events.Envelope) error 
 	if _, err := tx.Exec(ctx, `UPDATE rm_traces SET step_count = (SELECT count(*) FROM rm_steps WHERE trace_id = $1) WHERE id = $1`, p.TraceID); err != nil {
 		return err
 	}
+	if p.SpansDelta {
+		return upsertSpans(ctx, tx, p.TraceID, p.Spans)
+	}
 	if _, err := tx.Exec(ctx, `DELETE FROM rm_spans WHERE trace_id = $1`, p.TraceID); err != nil {
 		return err
 	}
@@ -375,16 +378,41 @@ func applyTraceRevised(ctx context.Context, w *writer, e events.Envelope) error 
 }
 
 func insertSpans(ctx context.Context, tx pgx.Tx, traceID string, spans []domain.Span) error {
+	return writeSpans(ctx, tx, traceID, spans, 0, `INSERT INTO rm_spans (trace_id, span_id, parent_id, name, kind, start_ns, end_ns, input, output, step_indices, ord)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`)
+}
+
+// upsertSpans applies a revision's span delta (events.TraceRevisedV1
+// SpansDelta): a changed span is rewritten where it stands (its ord kept),
+// a new one is ordered after every stored span.
+func upsertSpans(ctx context.Context, tx pgx.Tx, traceID string, spans []domain.Span) error {
+	if len(spans) == 0 {
+		return nil
+	}
+	var next int
+	if err := tx.QueryRow(ctx, `SELECT COALESCE(max(ord) + 1, 0) FROM rm_spans WHERE trace_id = $1`, traceID).Scan(&next); err != nil {
+		return err
+	}
+	return writeSpans(ctx, tx, traceID, spans, next, `INSERT INTO rm_spans (trace_id, span_id, parent_id, name, kind, start_ns, end_ns, input, output, step_indices, ord)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+		ON CONFLICT (trace_id, span_id) DO UPDATE SET parent_id = EXCLUDED.parent_id, name = EXCLUDED.name, kind = EXCLUDED.kind,
+			start_ns = EXCLUDED.start_ns, end_ns = EXCLUDED.end_ns, input = EXCLUDED.input, output = EXCLUDED.output,
+			step_indices = EXCLUDED.step_indices`)
+}
+
+// writeSpans runs one statement per span in a single round trip, the i-th
+// span ordered at from+i.
+func writeSpans(ctx context.Context, tx pgx.Tx, traceID string, spans []domain.Span, from int, sql string) error {
+	if len(spans) == 0 {
+		return nil
+	}
+	batch := &pgx.Batch{}
 	for i, s := range spans {
 		idx := s.StepIndices
 		if idx == nil {
 			idx = []int{}
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO rm_spans (trace_id, span_id, parent_id, name, kind, start_ns, end_ns, input, output, step_indices, ord)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
-			traceID, s.ID, s.ParentID, s.Name, s.Kind, s.StartNs, s.EndNs, jsonOrNil(s.Input), jsonOrNil(s.Output), idx, i); err != nil {
-			return err
-		}
+		batch.Queue(sql, traceID, s.ID, s.ParentID, s.Name, s.Kind, s.StartNs, s.EndNs, jsonOrNil(s.Input), jsonOrNil(s.Output), idx, from+i)
 	}
-	return nil
+	return tx.SendBatch(ctx, batch).Close()
 }
