@@ -105,7 +105,7 @@ bench-workers: deps ## N small models (tiny config) on 2 workers vs 1 worker, sa
 bench-query: deps ## group-by over 1,000,000 steps via POST /query vs direct DuckDB, the first query after a write, and another account's small query while one runs heavy ones; p50/p99, ratios
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkQuery -benchtime 1x -timeout 30m ./e2e/
 
-bench-otlp: deps ## OTLP/HTTP spans/s end to end (512-span protobuf exports, 1 and 4 senders) vs in-process decode; spans+GenAI log records/s vs their decode; contention (every span its own request, many per trace): spans/s, p99, no failure
+bench-otlp: deps ## OTLP/HTTP spans/s end to end (512-span protobuf exports, 1 and 4 senders) vs in-process decode; spans+GenAI log records/s vs their decode; contention (every span its own request, many per trace): spans/s, p99, no failure; a 150-call agent run exported a span at a time: last vs first exports' latency, event-log bytes vs bytes sent
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkOTLP -benchtime 1x -timeout 30m ./e2e/
 
 bench-train: ## reward-model train step (tiny config) GoMLX vs PyTorch, same CPUs/threads, ratio; Qwen3-0.6B-shaped scoring seq/s + peak RSS

@@ -31,7 +31,8 @@ import (
 // touched trace from all its spans with formats.RebuildTrace. Then the logs
 // path (otlp_bench_logs_test.go: spans plus GenAI log records vs their
 // in-process decode) and a contention run (every span its own request, many
-// per trace at once: throughput, p99, no failure).
+// per trace at once: throughput, p99, no failure). BenchmarkOTLPSession,
+// also in bench-otlp, is a long agent run exported a span at a time.
 func BenchmarkOTLP(b *testing.B) {
 	for range b.N {
 		runOTLPBench(b)

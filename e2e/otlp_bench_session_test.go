@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/domain/formats"
+	"github.com/criticml/critic/handlers/otlp"
+)
+
+// BenchmarkOTLPSession is bench-otlp's long agent run: BENCH_OTLP_SESSION_CALLS
+// (default 150) chat calls of one run, each exported alone as a
+// SimpleSpanProcessor sends it, each call's input re-sending the whole
+// conversation so far (as the GenAI conventions record it), then the root
+// span. It prints the latency of the first and the last ten exports, their
+// ratio, the last ones beside one in-process rebuild of the whole run (the
+// work each export cannot avoid while a trace is rebuilt from its spans),
+// and the bytes the run wrote to the event log beside the bytes it sent.
+// Revisions that repeated the whole span tree made the log grow with the
+// square of the run and the 200th export take 13 s, past an exporter's
+// 10 s timeout.
+func BenchmarkOTLPSession(b *testing.B) {
+	for range b.N {
+		in := startServe(b)
+		runOTLPSessionBench(b, in, in.newUser("otel-session", false))
+	}
+}
+
+func runOTLPSessionBench(b *testing.B, in *instance, key string) {
+	calls := benchEnvInt(b, "BENCH_OTLP_SESSION_CALLS", 150)
+	url := in.url + otlp.Path
+	var tid pcommon.TraceID
+	copy(tid[:], "long-agent-run-1")
+	base := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC).UnixNano()
+	var sent int
+	var raws []formats.RawSpan
+	lat := make([]time.Duration, 0, calls)
+	for c := 0; c <= calls; c++ {
+		td := ptrace.NewTraces()
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr("service.name", "coding-agent")
+		sessionSpan(rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty(), tid, base, c, calls)
+		body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
+		require.NoError(b, err)
+		r, err := otlp.SplitPData(td)
+		require.NoError(b, err)
+		raws = append(raws, r...)
+		sent += len(body)
+		start := time.Now()
+		require.NoError(b, postProto(url, key, body))
+		if c < calls { // the root span, last, is not a call
+			lat = append(lat, time.Since(start))
+		}
+	}
+
+	var traceID string
+	require.NoError(b, in.pool.QueryRow(b.Context(), "SELECT id FROM rm_traces WHERE external_id = $1", tid.String()).Scan(&traceID))
+	r := in.do("GET", "/api/v1/rm/traces/"+traceID, key, nil)
+	require.Equal(b, 200, r.Status, string(r.Body))
+	var d traceDetail
+	require.NoError(b, json.Unmarshal(r.Body, &d))
+	require.Len(b, d.Spans, calls+1)
+	require.Len(b, d.Steps, 2*calls, "the request, every tool call and its result, the answer")
+
+	var logged int64
+	require.NoError(b, in.pool.QueryRow(b.Context(), `SELECT sum(COALESCE((payload->'claim_check'->>'size')::bigint, octet_length(payload::text)))
+		FROM events WHERE stream = $1`, events.TraceStream(traceID)).Scan(&logged))
+
+	start := time.Now()
+	_, _, err := formats.RebuildTrace(raws)
+	require.NoError(b, err)
+	rebuild := time.Since(start)
+
+	p50 := func(ds []time.Duration) time.Duration {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	k := min(10, calls/2)
+	first, last := p50(lat[:k]), p50(lat[len(lat)-k:])
+	fmt.Printf("otlp session: %d chat calls of one run, each exported alone (the last one's input %.0f KiB), then the root span\n",
+		calls, float64(len(raws[calls-1].JSON))/1024)
+	fmt.Printf("otlp session: export latency p50, first %d: %s, last %d: %s; ratio last/first = %.1f\n",
+		k, first.Round(100*time.Microsecond), k, last.Round(100*time.Microsecond), last.Seconds()/first.Seconds())
+	fmt.Printf("otlp session: one in-process rebuild of the whole run %s; ratio last export / rebuild = %.1f\n",
+		rebuild.Round(100*time.Microsecond), last.Seconds()/rebuild.Seconds())
+	fmt.Printf("otlp session: event log %.1f MiB as stored (compressed, sealed) for %.1f MiB sent (ratio %.2f)\n",
+		float64(logged)/(1<<20), float64(sent)/(1<<20), float64(logged)/float64(sent))
+	b.ReportMetric(last.Seconds()*1000, "ms/export-last")
+	b.ReportMetric(float64(logged)/float64(sent), "log/sent")
+}
+
+// sessionSpan is call c of a coding agent's run of `calls` calls (the
+// run's root span when c == calls): every call but the last asks for a
+// tool, and each one's input is the request with every earlier call and
+// result.
+func sessionSpan(sp ptrace.Span, tid pcommon.TraceID, base int64, c, calls int) {
+	sp.SetTraceID(tid)
+	var root, id pcommon.SpanID
+	copy(root[:], "run-root")
+	copy(id[:], fmt.Sprintf("c%07d", c))
+	at := func(ns int64) pcommon.Timestamp { return pcommon.Timestamp(ns) }
+	if c == calls {
+		sp.SetSpanID(root)
+		sp.SetName("invoke_agent coding-agent")
+		sp.SetStartTimestamp(at(base))
+		sp.SetEndTimestamp(at(base + int64(calls+1)*int64(time.Second)))
+		sp.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
+		sp.Attributes().PutStr("gen_ai.agent.name", "coding-agent")
+		return
+	}
+	sp.SetSpanID(id)
+	sp.SetParentSpanID(root)
+	sp.SetName("chat gpt-4o")
+	sp.SetKind(ptrace.SpanKindClient)
+	sp.SetStartTimestamp(at(base + int64(c+1)*int64(time.Second)))
+	sp.SetEndTimestamp(at(base + int64(c+1)*int64(time.Second) + int64(800*time.Millisecond)))
+	input := []genAIMsg{{Role: "user", Parts: []map[string]any{{"type": "text", "content": "The test suite fails on main since the last merge; find why and fix it."}}}}
+	for j := range c {
+		call := fmt.Sprintf("call_%d", j)
+		input = append(input,
+			genAIMsg{Role: "assistant", Parts: []map[string]any{{"type": "tool_call", "id": call, "name": "run_shell",
+				"arguments": map[string]any{"command": fmt.Sprintf("go test ./pkg%d/...", j)}}}},
+			genAIMsg{Role: "tool", Parts: []map[string]any{{"type": "tool_call_response", "id": call,
+				"response": fmt.Sprintf("ok  \texample.com/pkg%d\t0.%03ds\n%s", j, j, strings.Repeat("--- PASS: TestSomething (0.00s)\n", 8))}}})
+	}
+	output := []genAIMsg{{Role: "assistant", FinishReason: "tool_call", Parts: []map[string]any{{"type": "tool_call", "id": fmt.Sprintf("call_%d", c),
+		"name": "run_shell", "arguments": map[string]any{"command": fmt.Sprintf("go test ./pkg%d/...", c)}}}}}
+	if c == calls-1 {
+		output = []genAIMsg{{Role: "assistant", FinishReason: "stop", Parts: []map[string]any{{"type": "text", "content": "Fixed: the merge dropped a nil check."}}}}
+	}
+	inJSON, _ := json.Marshal(input)
+	outJSON, _ := json.Marshal(output)
+	a := sp.Attributes()
+	a.PutStr("gen_ai.operation.name", "chat")
+	a.PutStr("gen_ai.provider.name", "openai")
+	a.PutStr("gen_ai.request.model", "gpt-4o")
+	a.PutStr("gen_ai.input.messages", string(inJSON))
+	a.PutStr("gen_ai.output.messages", string(outJSON))
+}
