@@ -11,9 +11,6 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
-	"github.com/criticml/critic/platform/blob"
-	"github.com/criticml/critic/platform/eventstore"
-	"github.com/criticml/critic/platform/pg/pgtest"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -24,11 +21,7 @@ import (
 func TestRevokedKeyIsRefusedBeforeTheProjectionApplies(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	blobs, err := blob.NewLocal(t.TempDir())
-	require.NoError(t, err)
-	store := eventstore.New(pool, blobs)
-	cmds := commands.New(store)
+	pool, blobs, store, cmds := newLog(t)
 	p := readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	q := readmodel.NewQueries(pool)
 	apply := func() {

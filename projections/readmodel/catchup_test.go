@@ -11,10 +11,7 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
-	"github.com/criticml/critic/platform/blob"
-	"github.com/criticml/critic/platform/eventstore"
 	"github.com/criticml/critic/platform/logtest"
-	"github.com/criticml/critic/platform/pg/pgtest"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -27,11 +24,7 @@ import (
 func TestWaitCatchesUpWithoutTheConsumer(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	blobs, err := blob.NewLocal(t.TempDir())
-	require.NoError(t, err)
-	store := eventstore.New(pool, blobs)
-	cmds := commands.New(store)
+	pool, blobs, store, cmds := newLog(t)
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	p := readmodel.New(pool, blobs, log)
@@ -95,11 +88,7 @@ func TestWaitCatchesUpWithoutTheConsumer(t *testing.T) {
 func TestCatchUpLeavesHeldOwnersAlone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	blobs, err := blob.NewLocal(t.TempDir())
-	require.NoError(t, err)
-	store := eventstore.New(pool, blobs)
-	cmds := commands.New(store)
+	pool, blobs, store, cmds := newLog(t)
 	p := readmodel.New(pool, blobs, slog.New(slog.DiscardHandler))
 	alice, err := cmds.CreateUser(ctx, "alice", false)
 	require.NoError(t, err)
@@ -128,11 +117,7 @@ func TestStandbyAppliesWhatNobodyWaitsFor(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	pool := pgtest.NewPool(t)
-	blobs, err := blob.NewLocal(t.TempDir())
-	require.NoError(t, err)
-	store := eventstore.New(pool, blobs)
-	cmds := commands.New(store)
+	pool, blobs, store, cmds := newLog(t)
 	var logs logtest.Buffer
 	p := readmodel.New(pool, blobs, slog.New(slog.DiscardHandler))
 	done := make(chan struct{})

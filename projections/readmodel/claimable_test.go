@@ -12,9 +12,6 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/commands/commandstest"
 	"github.com/criticml/critic/domain/rewardmodels"
-	"github.com/criticml/critic/platform/blob"
-	"github.com/criticml/critic/platform/eventstore"
-	"github.com/criticml/critic/platform/pg/pgtest"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -26,11 +23,7 @@ import (
 func TestClaimableTrainingFollowsClaimsAndHandBacks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	blobs, err := blob.NewLocal(t.TempDir())
-	require.NoError(t, err)
-	store := eventstore.New(pool, blobs)
-	cmds := commands.New(store)
+	pool, blobs, store, cmds := newLog(t)
 	q := readmodel.NewQueries(pool)
 	proj := readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	var applied int64

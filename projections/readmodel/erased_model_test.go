@@ -9,9 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/commands"
-	"github.com/criticml/critic/platform/blob"
-	"github.com/criticml/critic/platform/eventstore"
-	"github.com/criticml/critic/platform/pg/pgtest"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -23,11 +20,7 @@ import (
 func TestModelSaysWhatWasErased(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	blobs, err := blob.NewLocal(t.TempDir())
-	require.NoError(t, err)
-	store := eventstore.New(pool, blobs)
-	cmds := commands.New(store)
+	pool, blobs, store, cmds := newLog(t)
 	q := readmodel.NewQueries(pool)
 	proj := readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	var applied int64

@@ -14,7 +14,6 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/labels"
-	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/eventstore"
 	"github.com/criticml/critic/platform/pg/pgtest"
 	"github.com/criticml/critic/projections/readmodel"
@@ -27,11 +26,7 @@ import (
 func TestListScoresFollowModelLabels(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	blobs, err := blob.NewLocal(t.TempDir())
-	require.NoError(t, err)
-	store := eventstore.New(pool, blobs)
-	cmds := commands.New(store)
+	pool, blobs, store, cmds := newLog(t)
 	u, err := cmds.CreateUser(ctx, "labeled", false)
 	require.NoError(t, err)
 	res, err := cmds.ImportTraces(ctx, commands.Actor{UserID: u.UserID}, commands.ImportTraces{Format: "stash",

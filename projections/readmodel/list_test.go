@@ -9,9 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/commands"
-	"github.com/criticml/critic/platform/blob"
-	"github.com/criticml/critic/platform/eventstore"
-	"github.com/criticml/critic/platform/pg/pgtest"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -22,11 +19,7 @@ import (
 func TestListTracesSearchAndSort(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	blobs, err := blob.NewLocal(t.TempDir())
-	require.NoError(t, err)
-	store := eventstore.New(pool, blobs)
-	cmds := commands.New(store)
+	pool, blobs, store, cmds := newLog(t)
 	u, err := cmds.CreateUser(ctx, "searcher", false)
 	require.NoError(t, err)
 	other, err := cmds.CreateUser(ctx, "other", false)

@@ -22,11 +22,7 @@ import (
 func TestDuplicateDeliveryChangesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	blobs, err := blob.NewLocal(t.TempDir())
-	require.NoError(t, err)
-	store := eventstore.New(pool, blobs)
-	cmds := commands.New(store)
+	pool, blobs, store, cmds := newLog(t)
 	u, err := cmds.CreateUser(ctx, "dup", false)
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
@@ -79,4 +75,16 @@ func dump(t *testing.T, ctx context.Context, pool *pgxpool.Pool) map[string]stri
 	}
 	require.NotEmpty(t, out["rm_steps"])
 	return out
+}
+
+// newLog is a fresh database, an event store over it (blobs in a temporary
+// directory) and the command side writing to it: what each read-model test
+// starts from.
+func newLog(t *testing.T) (*pgxpool.Pool, *blob.Local, *eventstore.Store, *commands.Commands) {
+	t.Helper()
+	pool := pgtest.NewPool(t)
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	store := eventstore.New(pool, blobs)
+	return pool, blobs, store, commands.New(store)
 }

@@ -18,9 +18,6 @@ import (
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/formats"
 	"github.com/criticml/critic/handlers/otlp"
-	"github.com/criticml/critic/platform/blob"
-	"github.com/criticml/critic/platform/eventstore"
-	"github.com/criticml/critic/platform/pg/pgtest"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -35,11 +32,7 @@ import (
 func TestLiveTraceSpansGrowByDelta(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	blobs, err := blob.NewLocal(t.TempDir())
-	require.NoError(t, err)
-	store := eventstore.New(pool, blobs)
-	cmds := commands.New(store)
+	pool, blobs, store, cmds := newLog(t)
 	u, err := cmds.CreateUser(ctx, "live-spans", false)
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
