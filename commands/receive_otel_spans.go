@@ -314,7 +314,7 @@ func (cv *otelConversation) add(hexID string, recs []formats.RawSpan) (added boo
 	}
 	prev := cv.all
 	cv.all = trial
-	t, hasLLM, err := formats.RebuildConversation(cv.records(), cv.external)
+	t, hasLLM, err := formats.RebuildConversation(cv.records(), cv.external, cv.built(received))
 	if err != nil {
 		cv.all = prev
 		return false, err
@@ -343,7 +343,6 @@ func (cv *otelConversation) decide(actor Actor, sourceID string) ([]events.New, 
 	if !cv.hasLLM {
 		return evs, nil
 	}
-	cv.keepStoredIO()
 	d, err := traces.DecideImport(cv.st, traces.ImportInput{TraceID: cv.traceID, Trace: cv.trace, Format: formats.OTel{}.Name(), ExplicitSourceID: sourceID, NewID: newID})
 	if err != nil {
 		return nil, err
@@ -357,30 +356,28 @@ func (cv *otelConversation) decide(actor Actor, sourceID string) ([]events.New, 
 	return evs, nil
 }
 
-// keepStoredIO gives each rebuilt span whose raw span is the one the stored
-// tree was built from the stored tree's input and output. A span's input
-// and output are read from its own attributes alone (formats.otelSpanIO),
-// so they say the same; taking the stored bytes lets the decision compare
-// spans as bytes, where the rebuilt copy (re-encoded) and the stored one
-// (as PostgreSQL's jsonb writes it back) differ in form and each LLM span
-// holds the conversation so far: comparing them as JSON values cost a
-// decode of every span's conversation on every request.
-func (cv *otelConversation) keepStoredIO() {
-	stored := make(map[string]int, len(cv.st.Spans))
-	for i, sp := range cv.st.Spans {
-		stored[sp.ID] = i
-	}
+// built is the input and output of each stored span whose raw span is the
+// one the stored tree was built from: not received in this request (before
+// or now) and not stored since the last revision. The rebuild takes them
+// as they are (formats.RebuildConversation), so the decision compares them
+// as bytes too — the rebuilt copy (re-encoded) and the stored one (as
+// PostgreSQL's jsonb writes it back) differ in form, and comparing them as
+// JSON values cost a decode of every span's conversation on every request.
+func (cv *otelConversation) built(now events.OTelSpansReceivedV1) map[string]formats.SpanIO {
 	fresh := map[string]bool{}
+	for _, r := range now.Spans {
+		fresh[r.SpanID] = true
+	}
 	for _, p := range cv.new {
 		for _, r := range p.Spans {
 			fresh[r.SpanID] = true
 		}
 	}
-	for i, sp := range cv.trace.Spans {
-		j, ok := stored[sp.ID]
-		if !ok || fresh[sp.ID] || cv.st.OTelUnbuilt[sp.ID] {
-			continue
+	out := make(map[string]formats.SpanIO, len(cv.st.Spans))
+	for _, sp := range cv.st.Spans {
+		if !fresh[sp.ID] && !cv.st.OTelUnbuilt[sp.ID] {
+			out[sp.ID] = formats.SpanIO{Input: sp.Input, Output: sp.Output}
 		}
-		cv.trace.Spans[i].Input, cv.trace.Spans[i].Output = cv.st.Spans[j].Input, cv.st.Spans[j].Output
 	}
+	return out
 }

@@ -283,14 +283,24 @@ func logContentHash(key string) string {
 // trace. hasLLM is false (and the trace empty) while none of the spans
 // carries LLM messages.
 func RebuildTrace(spans []RawSpan) (t domain.Trace, hasLLM bool, err error) {
-	return RebuildConversation(spans, "")
+	return RebuildConversation(spans, "", nil)
 }
+
+// SpanIO is a built span's input and output (domain.Span's).
+type SpanIO struct{ Input, Output json.RawMessage }
 
 // RebuildConversation is RebuildTrace for a conversation the live receiver
 // joined from several OTel traces (see ThreadOf): the calls of all of them
 // form one trace whose external id is externalID. With externalID "" the
 // records must be of one OTel trace, whose id is the external id.
-func RebuildConversation(spans []RawSpan, externalID string) (t domain.Trace, hasLLM bool, err error) {
+//
+// built holds, by span id, the input and output of the spans whose records
+// are the ones the stored trace was built from (nil: none). A span's input
+// and output are read from its own attributes alone, so those are taken as
+// they are instead of decoding and encoding its attributes again: a live
+// agent's every LLM span holds the conversation so far, and the receiver
+// rebuilds the trace on each export.
+func RebuildConversation(spans []RawSpan, externalID string, built map[string]SpanIO) (t domain.Trace, hasLLM bool, err error) {
 	var recs otelRecords
 	seenLogs := map[string]bool{}
 	for i, rs := range spans {
@@ -325,7 +335,7 @@ func RebuildConversation(spans []RawSpan, externalID string) (t domain.Trace, ha
 		spansAll = append(spansAll, recs.spansOf(tid)...)
 		logsAll = append(logsAll, recs.logsOf(tid)...)
 	}
-	return buildOTelTrace(externalID, spansAll, logsAll)
+	return buildOTelTrace(externalID, spansAll, logsAll, built)
 }
 
 // ---------------------------------------------------------------------------
@@ -787,7 +797,7 @@ func otelAnyValue(v any, line int, field string) (any, error) {
 // Building a trace
 
 // buildOTelTrace joins a trace's LLM calls. ok is false when it has none.
-func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent) (domain.Trace, bool, error) {
+func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent, built map[string]SpanIO) (domain.Trace, bool, error) {
 	sort.SliceStable(spans, func(i, j int) bool {
 		if spans[i].Start != spans[j].Start {
 			return spans[i].Start < spans[j].Start
@@ -884,7 +894,11 @@ func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent) (domain.Trac
 			p := s.ParentID
 			sp.ParentID = &p
 		}
-		sp.Input, sp.Output = otelSpanIO(s.Attrs)
+		if io, ok := built[s.SpanID]; ok {
+			sp.Input, sp.Output = io.Input, io.Output
+		} else {
+			sp.Input, sp.Output = otelSpanIO(s.Attrs)
+		}
 		t.Spans = append(t.Spans, sp)
 	}
 	if err := domain.ValidateTrace(t, 0); err != nil {

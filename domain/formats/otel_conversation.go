@@ -183,7 +183,7 @@ func conversationAttr(attrs, resource map[string]any) string {
 
 // ConversationOf reads a stored conversation from its records.
 func ConversationOf(recs []RawSpan, externalID string) (Conversation, error) {
-	t, _, err := RebuildConversation(recs, externalID)
+	t, _, err := RebuildConversation(recs, externalID, nil)
 	if err != nil {
 		return Conversation{}, err
 	}
@@ -287,5 +287,5 @@ func (r *otelRecords) buildGroup(g otelGroup) (domain.Trace, bool, error) {
 		spans = append(spans, r.spansOf(tid)...)
 		logs = append(logs, r.logsOf(tid)...)
 	}
-	return buildOTelTrace(g.id, spans, logs)
+	return buildOTelTrace(g.id, spans, logs, nil)
 }

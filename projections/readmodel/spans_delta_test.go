@@ -28,7 +28,8 @@ import (
 // must carry only the new span, not the whole tree again; the root span's
 // arrival reorders the tree, so that revision carries it whole. The trace
 // the API shows must be the one rebuilt from all the spans at once, after
-// the live projection, a second delivery and a replay alike.
+// the live projection, a second delivery and a replay alike. A span re-sent
+// with a changed input is revised alone, its input read again.
 func TestLiveTraceSpansGrowByDelta(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -50,6 +51,12 @@ func TestLiveTraceSpansGrowByDelta(t *testing.T) {
 		send(agentSpan(c))
 	}
 	send(agentSpan(-1))
+	// Chat 3 re-sent with an input.value the SDK added (it is what the
+	// span's input shows; the messages are unchanged): that span alone is
+	// revised, its new input read from the new record.
+	noted := agentSpan(3)
+	noted.Attributes().PutStr("input.value", "lookup, with the customer's note")
+	send(noted)
 
 	var hexID pcommon.TraceID
 	copy(hexID[:], "live-spans-trace")
@@ -64,7 +71,7 @@ func TestLiveTraceSpansGrowByDelta(t *testing.T) {
 			revisions = append(revisions, p)
 		}
 	}
-	require.Len(t, revisions, chats, "one revision per chat span after the first, and one for the root")
+	require.Len(t, revisions, chats+1, "one revision per chat span after the first, one for the root, one for the re-sent span")
 	for i, p := range revisions[:chats-1] {
 		require.True(t, p.SpansDelta, "revision %d carries the whole tree", i)
 		require.Len(t, p.Spans, 1, "revision %d: only the new chat span", i)
@@ -73,8 +80,24 @@ func TestLiveTraceSpansGrowByDelta(t *testing.T) {
 	root := revisions[chats-1]
 	require.False(t, root.SpansDelta, "the root span starts first: the tree is reordered and written whole")
 	require.Len(t, root.Spans, chats+1)
+	resent := revisions[chats]
+	require.True(t, resent.SpansDelta)
+	require.Len(t, resent.Spans, 1)
+	require.JSONEq(t, `"lookup, with the customer's note"`, string(resent.Spans[0].Input))
 
-	want, _, err := formats.RebuildTrace(all)
+	latest := map[string]formats.RawSpan{} // the receiver keeps the last copy of each span
+	var order []string
+	for _, r := range all {
+		if _, ok := latest[r.SpanID]; !ok {
+			order = append(order, r.SpanID)
+		}
+		latest[r.SpanID] = r
+	}
+	var stored []formats.RawSpan
+	for _, id := range order {
+		stored = append(stored, latest[id])
+	}
+	want, _, err := formats.RebuildTrace(stored)
 	require.NoError(t, err)
 	p := readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	q := readmodel.NewQueries(pool)
