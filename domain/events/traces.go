@@ -60,9 +60,9 @@ type TraceRevisedV1 struct {
 	// place, new ones follow the stored ones in order, the others stay as
 	// they were. A live OTLP trace grows a span at a time and each LLM
 	// span's input re-sends the conversation so far: carrying the whole
-	// tree in every revision made a 200-call session write half a
-	// gigabyte of revisions and each new span cost seconds. Revisions
-	// written before it, and replaced ones, carry the whole tree.
+	// tree in every revision made a 200-call run write 284 MB of
+	// revisions and each new span cost seconds. Revisions written before
+	// it, and replaced ones, carry the whole tree.
 	SpansDelta bool `json:"spans_delta,omitempty"`
 	// TitleDerived: see TraceImportedV1.
 	TitleDerived bool `json:"title_derived,omitempty"`

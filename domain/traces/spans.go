@@ -67,10 +67,11 @@ func sameSpans(a, b []domain.Span) bool {
 }
 
 // sameSpan compares a rebuilt span with its stored copy. Input and output
-// are compared as bytes first: both were written by encoding/json, so they
-// are almost always byte-equal, and comparing them as JSON values (what
-// equalJSON does) costs a decode of every LLM span's conversation per
-// request.
+// are compared as bytes first and as JSON values (equalJSON: a decode of
+// the span's whole conversation) only when the bytes differ: the live
+// receiver rebuilds unchanged spans with their stored bytes
+// (formats.RebuildConversation's built), where a re-encoded copy and the
+// one PostgreSQL's jsonb writes back would always differ in form.
 func sameSpan(a, b domain.Span) bool {
 	return a.ID == b.ID && a.Name == b.Name && a.StartNs == b.StartNs && a.EndNs == b.EndNs &&
 		samePtr(a.ParentID, b.ParentID) && samePtr(a.Kind, b.Kind) && slices.Equal(a.StepIndices, b.StepIndices) &&
