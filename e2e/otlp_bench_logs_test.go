@@ -251,7 +251,7 @@ func runOTLPContentionBench(b *testing.B, in *instance, key string) {
 			td := ptrace.NewTraces()
 			rs := td.ResourceSpans().AppendEmpty()
 			rs.Resource().Attributes().PutStr("service.name", "support-agent")
-			fillAgentSpan(rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty(), 4, run, chat,
+			fillAgentSpan(rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty(), 4, run, chat, otlpChatsPerRun,
 				time.Date(2026, 11, 2, 15, 0, 0, 0, time.UTC).UnixNano()+int64(run)*int64(time.Minute))
 			body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
 			require.NoError(b, err)

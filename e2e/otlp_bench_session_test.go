@@ -4,12 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
@@ -39,8 +37,7 @@ func BenchmarkOTLPSession(b *testing.B) {
 func runOTLPSessionBench(b *testing.B, in *instance, key string) {
 	calls := benchEnvInt(b, "BENCH_OTLP_SESSION_CALLS", 150)
 	url := in.url + otlp.Path
-	var tid pcommon.TraceID
-	copy(tid[:], "long-agent-run-1")
+	tid := otlpTraceID(5, 0)
 	base := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC).UnixNano()
 	var sent int
 	var raws []formats.RawSpan
@@ -48,8 +45,12 @@ func runOTLPSessionBench(b *testing.B, in *instance, key string) {
 	for c := 0; c <= calls; c++ {
 		td := ptrace.NewTraces()
 		rs := td.ResourceSpans().AppendEmpty()
-		rs.Resource().Attributes().PutStr("service.name", "coding-agent")
-		sessionSpan(rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty(), tid, base, c, calls)
+		rs.Resource().Attributes().PutStr("service.name", "support-agent")
+		chat := c
+		if c == calls {
+			chat = -1 // the run's root span, last: it ends after every call
+		}
+		fillAgentSpan(rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty(), 5, 0, chat, calls, base)
 		body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
 		require.NoError(b, err)
 		r, err := otlp.SplitPData(td)
@@ -98,53 +99,4 @@ func runOTLPSessionBench(b *testing.B, in *instance, key string) {
 		float64(logged)/(1<<20), float64(sent)/(1<<20), float64(logged)/float64(sent))
 	b.ReportMetric(last.Seconds()*1000, "ms/export-last")
 	b.ReportMetric(float64(logged)/float64(sent), "log/sent")
-}
-
-// sessionSpan is call c of a coding agent's run of `calls` calls (the
-// run's root span when c == calls): every call but the last asks for a
-// tool, and each one's input is the request with every earlier call and
-// result.
-func sessionSpan(sp ptrace.Span, tid pcommon.TraceID, base int64, c, calls int) {
-	sp.SetTraceID(tid)
-	var root, id pcommon.SpanID
-	copy(root[:], "run-root")
-	copy(id[:], fmt.Sprintf("c%07d", c))
-	at := func(ns int64) pcommon.Timestamp { return pcommon.Timestamp(ns) }
-	if c == calls {
-		sp.SetSpanID(root)
-		sp.SetName("invoke_agent coding-agent")
-		sp.SetStartTimestamp(at(base))
-		sp.SetEndTimestamp(at(base + int64(calls+1)*int64(time.Second)))
-		sp.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
-		sp.Attributes().PutStr("gen_ai.agent.name", "coding-agent")
-		return
-	}
-	sp.SetSpanID(id)
-	sp.SetParentSpanID(root)
-	sp.SetName("chat gpt-4o")
-	sp.SetKind(ptrace.SpanKindClient)
-	sp.SetStartTimestamp(at(base + int64(c+1)*int64(time.Second)))
-	sp.SetEndTimestamp(at(base + int64(c+1)*int64(time.Second) + int64(800*time.Millisecond)))
-	input := []genAIMsg{{Role: "user", Parts: []map[string]any{{"type": "text", "content": "The test suite fails on main since the last merge; find why and fix it."}}}}
-	for j := range c {
-		call := fmt.Sprintf("call_%d", j)
-		input = append(input,
-			genAIMsg{Role: "assistant", Parts: []map[string]any{{"type": "tool_call", "id": call, "name": "run_shell",
-				"arguments": map[string]any{"command": fmt.Sprintf("go test ./pkg%d/...", j)}}}},
-			genAIMsg{Role: "tool", Parts: []map[string]any{{"type": "tool_call_response", "id": call,
-				"response": fmt.Sprintf("ok  \texample.com/pkg%d\t0.%03ds\n%s", j, j, strings.Repeat("--- PASS: TestSomething (0.00s)\n", 8))}}})
-	}
-	output := []genAIMsg{{Role: "assistant", FinishReason: "tool_call", Parts: []map[string]any{{"type": "tool_call", "id": fmt.Sprintf("call_%d", c),
-		"name": "run_shell", "arguments": map[string]any{"command": fmt.Sprintf("go test ./pkg%d/...", c)}}}}}
-	if c == calls-1 {
-		output = []genAIMsg{{Role: "assistant", FinishReason: "stop", Parts: []map[string]any{{"type": "text", "content": "Fixed: the merge dropped a nil check."}}}}
-	}
-	inJSON, _ := json.Marshal(input)
-	outJSON, _ := json.Marshal(output)
-	a := sp.Attributes()
-	a.PutStr("gen_ai.operation.name", "chat")
-	a.PutStr("gen_ai.provider.name", "openai")
-	a.PutStr("gen_ai.request.model", "gpt-4o")
-	a.PutStr("gen_ai.input.messages", string(inJSON))
-	a.PutStr("gen_ai.output.messages", string(outJSON))
 }

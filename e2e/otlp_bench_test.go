@@ -76,7 +76,7 @@ func otlpAgentRuns(phase byte, requests int) (bodies [][]byte, runs int) {
 		ss := rs.ScopeSpans().AppendEmpty()
 		ss.Scope().SetName("github.com/example/support-agent")
 		for _, s := range order[i:min(i+otlpBatchSpans, total)] {
-			fillAgentSpan(ss.Spans().AppendEmpty(), phase, s.run, s.chat, base+int64(s.run)*int64(time.Minute))
+			fillAgentSpan(ss.Spans().AppendEmpty(), phase, s.run, s.chat, otlpChatsPerRun, base+int64(s.run)*int64(time.Minute))
 		}
 		body, err := ptraceotlp.NewExportRequestFromTraces(td).MarshalProto()
 		if err != nil {
@@ -108,10 +108,11 @@ type genAIMsg struct {
 	FinishReason string           `json:"finish_reason,omitempty"`
 }
 
-// fillAgentSpan writes one span of agent run `run`: the invoke_agent root
-// (chat -1), or chat call `chat`, whose input re-sends the whole history: the
-// user's request and every earlier tool call with its result.
-func fillAgentSpan(sp ptrace.Span, phase byte, run, chat int, start int64) {
+// fillAgentSpan writes one span of agent run `run` of `calls` chat calls:
+// the invoke_agent root (chat -1), or chat call `chat`, whose input re-sends
+// the whole history: the user's request and every earlier tool call with
+// its result; every call but the last asks for a tool.
+func fillAgentSpan(sp ptrace.Span, phase byte, run, chat, calls int, start int64) {
 	sp.SetTraceID(otlpTraceID(phase, run))
 	sp.SetSpanID(otlpSpanID(run, chat))
 	at := func(ns int64) pcommon.Timestamp { return pcommon.Timestamp(ns) }
@@ -119,7 +120,7 @@ func fillAgentSpan(sp ptrace.Span, phase byte, run, chat int, start int64) {
 		sp.SetName("invoke_agent support-agent")
 		sp.SetKind(ptrace.SpanKindInternal)
 		sp.SetStartTimestamp(at(start))
-		sp.SetEndTimestamp(at(start + int64(otlpChatsPerRun)*int64(2*time.Second) + int64(time.Second)))
+		sp.SetEndTimestamp(at(start + int64(calls)*int64(2*time.Second) + int64(time.Second)))
 		sp.Attributes().PutStr("gen_ai.operation.name", "invoke_agent")
 		sp.Attributes().PutStr("gen_ai.agent.name", "support-agent")
 		sp.Attributes().PutStr("gen_ai.conversation.id", fmt.Sprintf("conv-%d-%d", phase, run))
@@ -145,7 +146,7 @@ func fillAgentSpan(sp ptrace.Span, phase byte, run, chat int, start int64) {
 				1000+run, j, run, j, strings.Repeat("customer reported damage; ", 6))}}})
 	}
 	var output []genAIMsg
-	if chat < otlpChatsPerRun-1 {
+	if chat < calls-1 {
 		output = []genAIMsg{{Role: "assistant", FinishReason: "tool_call", Parts: []map[string]any{{"type": "tool_call", "id": fmt.Sprintf("call_%d_%d", run, chat),
 			"name": "lookup_order", "arguments": map[string]any{"order_id": fmt.Sprint(1000 + run), "include": []string{"items", "shipments", "photos"}, "step": chat}}}}}
 	} else {

@@ -19,13 +19,11 @@ func spanChanges(stored, next []domain.Span) (spans []domain.Span, delta bool) {
 	if len(stored) == 0 || len(next) < len(stored) {
 		return next, false
 	}
+	changes := []domain.Span{}
 	for i := range stored {
 		if stored[i].ID != next[i].ID {
 			return next, false
 		}
-	}
-	changes := []domain.Span{}
-	for i := range stored {
 		if !sameSpan(stored[i], next[i]) {
 			changes = append(changes, next[i])
 		}
