@@ -39,16 +39,24 @@ type AcceptInvitationResult struct {
 // append). A used, expired or unknown link, or one whose member was
 // removed, is 410; two concurrent accepts conflict on the members stream,
 // and the retry sees the link used.
-func (c *Commands) AcceptInvitation(ctx context.Context, token string) (AcceptInvitationResult, error) {
-	token = strings.TrimSpace(token)
-	if token == "" {
+type AcceptInvitation struct {
+	Token string
+}
+
+// AcceptInvitationHandler runs AcceptInvitation.
+type AcceptInvitationHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c AcceptInvitationHandler) Handle(ctx context.Context, cmd AcceptInvitation) (AcceptInvitationResult, error) {
+	cmd.Token = strings.TrimSpace(cmd.Token)
+	if cmd.Token == "" {
 		return AcceptInvitationResult{}, &domain.ValidationError{Code: "invalid_request", Field: "token", Message: "token is required"}
 	}
-	accountID, _, ok := strings.Cut(token, ".")
+	accountID, _, ok := strings.Cut(cmd.Token, ".")
 	if !ok || accountID == "" {
 		return AcceptInvitationResult{}, members.LinkSpentError("is not valid (already used, expired or mistyped)")
 	}
-	hash := HashAPIKey(token)
+	hash := HashAPIKey(cmd.Token)
 	var out AcceptInvitationResult
 	_, err := retryOnConflict(func() (Result, error) {
 		team, version, err := c.loadTeam(ctx, accountID)

@@ -11,7 +11,7 @@ import (
 // retention, the reward-model switch) as an event of type typ on its user
 // stream, at the stream's current version: an unknown account is not
 // found, and a concurrent change is a conflict the caller may retry.
-func (c *Commands) appendAccountSetting(ctx context.Context, actor Actor, userID, typ string, payload any) (Result, error) {
+func (c *Streams) appendAccountSetting(ctx context.Context, actor Actor, userID, typ string, payload any) (Result, error) {
 	stream := events.UserStream(userID)
 	loaded, err := c.store.LoadStreams(ctx, []string{stream})
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"github.com/criticml/critic/domain/traces"
 )
 
-// AddAnnotation is POST /traces/{id}/annotations.
-type AddAnnotation struct {
+// AddAnnotationInput is what POST /traces/{id}/annotations asks.
+type AddAnnotationInput struct {
 	TraceID    string
 	StepID     string
 	Rating     *int
@@ -34,17 +34,27 @@ type AddAnnotationResult struct {
 // append (traces.SupersedeRatings), so the log never holds two live votes
 // of one reviewer and replay arrives at the same one; a criterion's value
 // likewise replaces the author's earlier value of that criterion there.
-func (c *Commands) AddAnnotation(ctx context.Context, actor Actor, in AddAnnotation) (AddAnnotationResult, error) {
+type AddAnnotation struct {
+	Actor Actor
+	Input AddAnnotationInput
+}
+
+// AddAnnotationHandler runs AddAnnotation.
+type AddAnnotationHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c AddAnnotationHandler) Handle(ctx context.Context, cmd AddAnnotation) (AddAnnotationResult, error) {
+	in := cmd.Input
 	id := newID()
 	r, err := retryOnConflict(func() (Result, error) {
-		st, err := c.ownedTrace(ctx, actor, in.TraceID)
+		st, err := c.ownedTrace(ctx, cmd.Actor, in.TraceID)
 		if err != nil {
 			return Result{}, err
 		}
 		dec := traces.AddAnnotationInput{AnnotationID: id, StepID: in.StepID, Rating: in.Rating, Comment: in.Comment,
-			Quote: in.Quote, AuthorID: actor.Member(), AuthorName: in.AuthorName, CriterionID: in.CriterionID, Value: in.Value}
+			Quote: in.Quote, AuthorID: cmd.Actor.Member(), AuthorName: in.AuthorName, CriterionID: in.CriterionID, Value: in.Value}
 		if in.CriterionID != "" {
-			cs, err := c.criteria(ctx, actor.UserID)
+			cs, err := c.criteria(ctx, cmd.Actor.UserID)
 			if err != nil {
 				return Result{}, err
 			}
@@ -61,7 +71,7 @@ func (c *Commands) AddAnnotation(ctx context.Context, actor Actor, in AddAnnotat
 		case p.CriterionID != "":
 			prior = traces.SupersedeValues(st, p.AuthorID, p.StepID, p.CriterionID, p.AnnotationID)
 		}
-		return c.appendWithPrior(ctx, actor, st, events.AnnotationAdded, p, prior)
+		return c.appendWithPrior(ctx, cmd.Actor, st, events.AnnotationAdded, p, prior)
 	})
 	return AddAnnotationResult{Result: r, AnnotationID: id}, err
 }
@@ -69,7 +79,7 @@ func (c *Commands) AddAnnotation(ctx context.Context, actor Actor, in AddAnnotat
 // appendWithPrior appends an annotation event after the changes to the
 // author's earlier ratings it supersedes, in one append at the stream's
 // version: either all of them are recorded or none.
-func (c *Commands) appendWithPrior(ctx context.Context, actor Actor, st traces.State, typ string, payload any, prior traces.PriorRatings) (Result, error) {
+func (c *Streams) appendWithPrior(ctx context.Context, actor Actor, st traces.State, typ string, payload any, prior traces.PriorRatings) (Result, error) {
 	stream := events.TraceStream(st.ID)
 	evs := make([]events.New, 0, 1+len(prior.Edits)+len(prior.Removals))
 	for _, e := range prior.Edits {

@@ -21,32 +21,43 @@ type AddMemberResult struct {
 // and a one-time sign-in link (member.added, member.invited and
 // api_key.issued in one append). by is the acting member
 // ("" from the CLI).
-func (c *Commands) AddMember(ctx context.Context, accountID, by, name string, role members.Role) (AddMemberResult, error) {
+type AddMember struct {
+	AccountID string
+	By        string
+	Name      string
+	Role      members.Role
+}
+
+// AddMemberHandler runs AddMember.
+type AddMemberHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c AddMemberHandler) Handle(ctx context.Context, cmd AddMember) (AddMemberResult, error) {
 	var out AddMemberResult
 	_, err := retryOnConflict(func() (Result, error) {
-		team, version, err := c.loadTeam(ctx, accountID)
+		team, version, err := c.loadTeam(ctx, cmd.AccountID)
 		if err != nil {
 			return Result{}, err
 		}
 		memberID := newID()
-		added, err := team.Add(memberID, name, role, by)
+		added, err := team.Add(memberID, cmd.Name, cmd.Role, cmd.By)
 		if err != nil {
 			return Result{}, err
 		}
 		key, hash := NewAPIKey()
 		keyID := newID()
-		stream := events.MembersStream(accountID)
-		token, invited := newInvitation(accountID, memberID)
-		r, err := c.append(ctx, Actor{UserID: accountID}, map[string]int64{stream: version, events.APIKeyStream(keyID): 0}, []events.New{
-			{ID: newID(), Stream: stream, OwnerID: accountID, Type: events.MemberAdded, Payload: added},
-			{ID: newID(), Stream: stream, OwnerID: accountID, Type: events.MemberInvited, Payload: invited},
-			{ID: newID(), Stream: events.APIKeyStream(keyID), OwnerID: accountID, Type: events.APIKeyIssued,
-				Payload: events.APIKeyIssuedV1{KeyID: keyID, UserID: accountID, KeyHash: hash, KeyPrefix: APIKeyPrefix(key), MemberID: memberID}},
+		stream := events.MembersStream(cmd.AccountID)
+		token, invited := newInvitation(cmd.AccountID, memberID)
+		r, err := c.append(ctx, Actor{UserID: cmd.AccountID}, map[string]int64{stream: version, events.APIKeyStream(keyID): 0}, []events.New{
+			{ID: newID(), Stream: stream, OwnerID: cmd.AccountID, Type: events.MemberAdded, Payload: added},
+			{ID: newID(), Stream: stream, OwnerID: cmd.AccountID, Type: events.MemberInvited, Payload: invited},
+			{ID: newID(), Stream: events.APIKeyStream(keyID), OwnerID: cmd.AccountID, Type: events.APIKeyIssued,
+				Payload: events.APIKeyIssuedV1{KeyID: keyID, UserID: cmd.AccountID, KeyHash: hash, KeyPrefix: APIKeyPrefix(key), MemberID: memberID}},
 		})
 		if err != nil {
 			return Result{}, err
 		}
-		out = AddMemberResult{Result: r, Member: members.Member{ID: memberID, Name: added.Name, Role: role}, APIKey: key, InviteToken: token}
+		out = AddMemberResult{Result: r, Member: members.Member{ID: memberID, Name: added.Name, Role: cmd.Role}, APIKey: key, InviteToken: token}
 		return r, nil
 	})
 	return out, err

@@ -8,9 +8,9 @@ import (
 	"github.com/criticml/critic/domain/traces"
 )
 
-// Adjudicate is an admin's final judgment of a target the members
-// disagree on (issue 36): POST /traces/{id}/adjudications.
-type Adjudicate struct {
+// AdjudicateInput is an admin's final judgment of a target the members
+// disagree on (issue 36): what POST /traces/{id}/adjudications asks.
+type AdjudicateInput struct {
 	TraceID     string
 	StepID      string
 	Rating      *int
@@ -31,17 +31,27 @@ type AdjudicateResult struct {
 // describes it (traces.DecideAdjudicate) and appends
 // annotation.adjudicated to that stream; training then counts it instead
 // of the members' ratings of the target.
-func (c *Commands) Adjudicate(ctx context.Context, actor Actor, in Adjudicate) (AdjudicateResult, error) {
+type Adjudicate struct {
+	Actor Actor
+	Input AdjudicateInput
+}
+
+// AdjudicateHandler runs Adjudicate.
+type AdjudicateHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c AdjudicateHandler) Handle(ctx context.Context, cmd Adjudicate) (AdjudicateResult, error) {
+	in := cmd.Input
 	id := newID()
 	if in.By == "" {
-		in.By = actor.Member()
+		in.By = cmd.Actor.Member()
 	}
 	var p events.AnnotationAdjudicatedV1
-	r, err := c.onTrace(ctx, actor, in.TraceID, func(st traces.State) (string, any, error) {
+	r, err := c.onTrace(ctx, cmd.Actor, in.TraceID, func(st traces.State) (string, any, error) {
 		dec := traces.AdjudicateInput{AdjudicationID: id, StepID: in.StepID, Rating: in.Rating, CriterionID: in.CriterionID,
 			Value: in.Value, Reason: in.Reason, By: in.By}
 		if in.CriterionID != "" {
-			cs, err := c.criteria(ctx, actor.UserID)
+			cs, err := c.criteria(ctx, cmd.Actor.UserID)
 			if err != nil {
 				return "", nil, err
 			}

@@ -11,9 +11,18 @@ import (
 // offered and takes no new values; the values it has stay in the traces'
 // streams, so exports, SQL and models trained on it keep them. Archiving
 // an archived criterion appends nothing.
-func (c *Commands) ArchiveCriterion(ctx context.Context, actor Actor, criterionID string) (Result, error) {
-	return c.onCriteria(ctx, actor, func(st criteria.State) (string, any, error) {
-		p, changed, err := criteria.DecideArchive(st, criterionID)
+type ArchiveCriterion struct {
+	Actor       Actor
+	CriterionID string
+}
+
+// ArchiveCriterionHandler runs ArchiveCriterion.
+type ArchiveCriterionHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c ArchiveCriterionHandler) Handle(ctx context.Context, cmd ArchiveCriterion) (Result, error) {
+	return c.onCriteria(ctx, cmd.Actor, func(st criteria.State) (string, any, error) {
+		p, changed, err := criteria.DecideArchive(st, cmd.CriterionID)
 		if err != nil || !changed {
 			return "", nil, err
 		}

@@ -23,7 +23,7 @@ type AssessmentInput struct {
 // assessmentSource returns the model inputs of the items still current:
 // an item whose key no longer matches the trace (it changed, or was
 // deleted) is left out, so a stale job calls no model.
-func (c *Commands) assessmentSource(ctx context.Context, traceID, kind string, items []events.AssessmentItem) ([]AssessmentInput, error) {
+func (c *Streams) assessmentSource(ctx context.Context, traceID, kind string, items []events.AssessmentItem) ([]AssessmentInput, error) {
 	s, err := c.loadTrace(ctx, traceID)
 	if err != nil {
 		return nil, err
@@ -93,7 +93,7 @@ type AssessmentAnswer struct {
 // earned at a user message. An answer that fails these checks is recorded
 // as a failure naming the check (trace.assessment_failed), never cached as
 // an answer. A stale item is a no-op.
-func (c *Commands) recordAssessment(ctx context.Context, workerID, traceID string, a AssessmentAnswer) (Result, error) {
+func (c *Streams) recordAssessment(ctx context.Context, workerID, traceID string, a AssessmentAnswer) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
 		s, err := c.loadTrace(ctx, traceID)
 		if err != nil {
@@ -154,13 +154,13 @@ func truncateRunes(s string, n int) string {
 	return string(r[:n])
 }
 
-var _ = onKind(jobs.KindAssess, (*Commands).assessJob)
+var _ = onKind(jobs.KindAssess, (*Streams).assessJob)
 
 // assessJob is KindAssess: the claim answers the prompts of the job's
 // items still current; each item's answer (or failure) is a report, which
 // the command validates against the trace before it becomes the cached
 // assessment.
-func (c *Commands) assessJob() jobActions {
+func (c *Streams) assessJob() jobActions {
 	type call[B any] = jobCall[jobs.AssessJob, B]
 	return jobActions{
 		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {

@@ -21,7 +21,7 @@ func ptrTo[T any](v T) *T { return &v }
 func labelAll(t *testing.T, cmds *commands.Commands, traceID, verdict, sentiment string) {
 	t.Helper()
 	ctx := context.Background()
-	src, err := cmds.LabelSourceOf(ctx, traceID, 1)
+	src, err := cmds.Streams.LabelSourceOf(ctx, traceID, 1)
 	require.NoError(t, err)
 	require.True(t, src.Needed)
 	chunks := labels.Chunks(src.Steps)
@@ -44,8 +44,8 @@ func labelAll(t *testing.T, cmds *commands.Commands, traceID, verdict, sentiment
 				VerdictTarget: ptrTo(answer), Sentiment: sentiment})
 		}
 	}
-	_, err = cmds.RecordStepLabels(ctx, commands.WorkerActor("labeler"), traces.StepLabelsInput{TraceID: traceID, Revision: 1, Model: "openai/labeler",
-		PromptVersion: labels.PromptVersion, Labels: out})
+	_, err = cmds.RecordStepLabels.Handle(ctx, commands.RecordStepLabels{Actor: commands.WorkerActor("labeler"), Labels: traces.StepLabelsInput{TraceID: traceID, Revision: 1, Model: "openai/labeler",
+		PromptVersion: labels.PromptVersion, Labels: out}})
 	require.NoError(t, err)
 }
 
@@ -58,28 +58,28 @@ func TestTrainingFromAutomaticAnnotation(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	cmds, store, actor := setupWith(t)
-	imp, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
+	imp, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: actor, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(
 		`{"id":"good","steps":[{"role":"user","content":"find invoice 7"},{"role":"assistant","content":"","tool_name":"search","tool_input":{"q":"7"},"tool_call_id":"c1"},{"role":"tool","content":"paid","tool_name":"search","tool_call_id":"c1"},{"role":"assistant","content":"Invoice 7 is paid."},{"role":"user","content":"great, thanks"}]}` + "\n" +
-			`{"id":"bad","steps":[{"role":"user","content":"find invoice 8"},{"role":"assistant","content":"Invoice 8 does not exist."},{"role":"user","content":"wrong, it does"}]}`)})
+			`{"id":"bad","steps":[{"role":"user","content":"find invoice 8"},{"role":"assistant","content":"Invoice 8 does not exist."},{"role":"user","content":"wrong, it does"}]}`)}})
 	require.NoError(t, err)
 	auto := "automatic"
 
 	// Unlabeled: too few pairs, and the error says what to do.
-	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "auto0", TraceIDs: imp.TraceIDs, Config: &commands.TrainingConfig{AnnotationSource: &auto}})
+	req, err := cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: actor, Input: commands.RequestTrainingInput{Name: "auto0", TraceIDs: imp.TraceIDs, Config: &commands.TrainingConfig{AnnotationSource: &auto}}})
 	require.NoError(t, err)
-	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	_, err = cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: req.ModelID})
 	require.NoError(t, err)
-	m, err := cmds.Model(ctx, req.ModelID)
+	m, err := cmds.Streams.Model(ctx, req.ModelID)
 	require.NoError(t, err)
 	require.Contains(t, m.Error, "CRITIC_STEP_LABEL_MODEL")
 
 	labelAll(t, cmds, imp.TraceIDs[0], labels.VerdictConfirmed, labels.SentimentPositive)
 	labelAll(t, cmds, imp.TraceIDs[1], labels.VerdictRejectedConfident, labels.SentimentNegative)
-	req, err = cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "auto", TraceIDs: imp.TraceIDs, Config: &commands.TrainingConfig{AnnotationSource: &auto}})
+	req, err = cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: actor, Input: commands.RequestTrainingInput{Name: "auto", TraceIDs: imp.TraceIDs, Config: &commands.TrainingConfig{AnnotationSource: &auto}}})
 	require.NoError(t, err)
-	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	_, err = cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: req.ModelID})
 	require.NoError(t, err)
-	m, err = cmds.Model(ctx, req.ModelID)
+	m, err = cmds.Streams.Model(ctx, req.ModelID)
 	require.NoError(t, err)
 	require.NotNil(t, m.Dataset, m.Error)
 	raw, err := store.Blobs().Get(ctx, m.Dataset.DatasetKey)

@@ -22,9 +22,17 @@ func DatasetKey(ownerID, modelID string, attempt int) string {
 // store and appends dataset_built — or fails the attempt, before any model
 // is loaded, when it has too few pairs or the log cannot give its traces. A model that already has its
 // dataset, or is no longer queued, is left alone (duplicate deliveries).
-func (c *Commands) BuildDataset(ctx context.Context, modelID string) (Result, error) {
+type BuildDataset struct {
+	ModelID string
+}
+
+// BuildDatasetHandler runs BuildDataset.
+type BuildDatasetHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c BuildDatasetHandler) Handle(ctx context.Context, cmd BuildDataset) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
-		st, err := c.loadModel(ctx, "", modelID)
+		st, err := c.loadModel(ctx, "", cmd.ModelID)
 		if err != nil {
 			return Result{}, err
 		}

@@ -14,16 +14,25 @@ import (
 // candidate is requeued on lease expiry without it), so the schedule and
 // reports move on. A worker still
 // running it is refused when it reports.
-func (c *Commands) CancelCandidate(ctx context.Context, id, by string) (Result, error) {
+type CancelCandidate struct {
+	ID string
+	By string
+}
+
+// CancelCandidateHandler runs CancelCandidate.
+type CancelCandidateHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c CancelCandidateHandler) Handle(ctx context.Context, cmd CancelCandidate) (Result, error) {
 	return c.onEvaluator(ctx, Actor{}, func(s evaluator.State) (string, any, error) {
-		cand := s.Candidate(id)
+		cand := s.Candidate(cmd.ID)
 		if cand == nil {
-			return "", nil, &domain.NotFoundError{What: "evaluator candidate", ID: id}
+			return "", nil, &domain.NotFoundError{What: "evaluator candidate", ID: cmd.ID}
 		}
 		if cand.Status != evaluator.CandidateQueued && cand.Status != evaluator.CandidateRunning {
-			return "", nil, &domain.ConflictError{Code: "candidate_finished", Message: fmt.Sprintf("candidate %s is %s: only a queued or running candidate can be cancelled", id, cand.Status)}
+			return "", nil, &domain.ConflictError{Code: "candidate_finished", Message: fmt.Sprintf("candidate %s is %s: only a queued or running candidate can be cancelled", cmd.ID, cand.Status)}
 		}
 		return events.EvaluatorCandidateFailed,
-			events.EvaluatorCandidateFailedV1{CandidateID: id, Error: "cancelled by " + by}, nil
+			events.EvaluatorCandidateFailedV1{CandidateID: cmd.ID, Error: "cancelled by " + cmd.By}, nil
 	})
 }

@@ -40,7 +40,7 @@ func CandidateJobDataset(id string, b events.EvaluatorBenchmarkFrozenV1, pairs [
 // position: contributed human supervision of training-side groups only.
 // Commands (RequestCandidate, the dataset check) build from it; the read
 // model cannot answer as of a log position.
-func (c *Commands) CandidateDatasetAsOf(ctx context.Context, asOf int64) ([]evaluator.TrainingPair, error) {
+func (c *Streams) CandidateDatasetAsOf(ctx context.Context, asOf int64) ([]evaluator.TrainingPair, error) {
 	states, err := c.evaluatorTracesAsOf(ctx, asOf)
 	if err != nil {
 		return nil, err

@@ -9,9 +9,18 @@ import (
 
 // ChangeCriterion is PATCH /criteria/{id}: a new name, description or
 // labels (labels renamed, re-scored or appended, never removed).
-func (c *Commands) ChangeCriterion(ctx context.Context, actor Actor, in criteria.ChangeInput) (Result, error) {
-	return c.onCriteria(ctx, actor, func(st criteria.State) (string, any, error) {
-		p, err := criteria.DecideChange(st, in)
+type ChangeCriterion struct {
+	Actor  Actor
+	Change criteria.ChangeInput
+}
+
+// ChangeCriterionHandler runs ChangeCriterion.
+type ChangeCriterionHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c ChangeCriterionHandler) Handle(ctx context.Context, cmd ChangeCriterion) (Result, error) {
+	return c.onCriteria(ctx, cmd.Actor, func(st criteria.State) (string, any, error) {
+		p, err := criteria.DecideChange(st, cmd.Change)
 		return events.CriterionChanged, p, err
 	})
 }

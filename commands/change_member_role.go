@@ -9,18 +9,29 @@ import (
 
 // ChangeMemberRole gives a member another role; the last admin cannot be
 // demoted (409).
-func (c *Commands) ChangeMemberRole(ctx context.Context, accountID, by, memberID string, role members.Role) (Result, error) {
+type ChangeMemberRole struct {
+	AccountID string
+	By        string
+	MemberID  string
+	Role      members.Role
+}
+
+// ChangeMemberRoleHandler runs ChangeMemberRole.
+type ChangeMemberRoleHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c ChangeMemberRoleHandler) Handle(ctx context.Context, cmd ChangeMemberRole) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
-		team, version, err := c.loadTeam(ctx, accountID)
+		team, version, err := c.loadTeam(ctx, cmd.AccountID)
 		if err != nil {
 			return Result{}, err
 		}
-		changed, err := team.ChangeRole(memberID, role, by)
+		changed, err := team.ChangeRole(cmd.MemberID, cmd.Role, cmd.By)
 		if err != nil {
 			return Result{}, err
 		}
-		stream := events.MembersStream(accountID)
-		return c.append(ctx, Actor{UserID: accountID}, map[string]int64{stream: version}, []events.New{
-			{ID: newID(), Stream: stream, OwnerID: accountID, Type: events.MemberRoleChanged, Payload: changed}})
+		stream := events.MembersStream(cmd.AccountID)
+		return c.append(ctx, Actor{UserID: cmd.AccountID}, map[string]int64{stream: version}, []events.New{
+			{ID: newID(), Stream: stream, OwnerID: cmd.AccountID, Type: events.MemberRoleChanged, Payload: changed}})
 	})
 }

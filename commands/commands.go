@@ -1,7 +1,9 @@
-// Package commands holds one file per command. Each validates its input, loads
-// the streams it decides on from the event store, asks the domain what events
-// follow, and appends them with the streams' expected versions. Commands never
-// write anywhere else: read models follow from the events.
+// Package commands holds one file per command: the command (a struct of
+// what the caller asks), its handler (a struct holding what the command
+// needs) and the handler's Handle. Each validates its input, loads the
+// streams it decides on from the event store, asks the domain what events
+// follow, and appends them with the streams' expected versions. Commands
+// never write anywhere else: read models follow from the events.
 package commands
 
 import (
@@ -17,8 +19,14 @@ import (
 	"github.com/criticml/critic/platform/requestid"
 )
 
-// Commands is the write side of the API.
-type Commands struct {
+// Streams is the event log as the command side reads and writes it: the
+// store, the deployment's settings a decision depends on, and the loaders,
+// folds and appends every handler shares. Its exported methods are the
+// reads of those folds that are not commands — a model's or the
+// evaluator's state, the audits' checks, what a worker's claim answers —
+// for the callers that need the log's own answer rather than the read
+// model's.
+type Streams struct {
 	store *eventstore.Store
 	// feedback is what new and retried models record as their feedback
 	// plan: the deployment's classifier model, or why there is none.
@@ -43,18 +51,18 @@ type Commands struct {
 // model string); unavailable, when model is "", says why not. Retrying a
 // trace's labeling needs it.
 func WithStepLabelModel(model, unavailable string) Option {
-	return func(c *Commands) { c.stepLabelModel, c.stepLabelUnavailable = model, unavailable }
+	return func(c *Streams) { c.stepLabelModel, c.stepLabelUnavailable = model, unavailable }
 }
 
 // Option configures Commands.
-type Option func(*Commands)
+type Option func(*Streams)
 
 // WithModelRoots says where a tenant's local base_model may lie: the data
 // directory's models folder (the base models this deployment created or
 // downloaded) and CRITIC_MODEL_ROOTS, all absolute. Anything else — /etc,
 // another owner's checkpoint cache — is refused at request time.
 func WithModelRoots(roots ...string) Option {
-	return func(c *Commands) { c.modelRoots = append(c.modelRoots, roots...) }
+	return func(c *Streams) { c.modelRoots = append(c.modelRoots, roots...) }
 }
 
 // WithFeedbackModel says the deployment extracts feedback with model (a
@@ -62,7 +70,7 @@ func WithModelRoots(roots ...string) Option {
 // which variable to set. Without this option models train on explicit
 // ratings only.
 func WithFeedbackModel(model, unavailable string) Option {
-	return func(c *Commands) { c.feedback = events.FeedbackPlan{Model: model, Unavailable: unavailable} }
+	return func(c *Streams) { c.feedback = events.FeedbackPlan{Model: model, Unavailable: unavailable} }
 }
 
 // WithCompute says where this deployment's models train until a worker
@@ -71,20 +79,21 @@ func WithFeedbackModel(model, unavailable string) Option {
 // serve` (remote workers). The claim then records where the claiming worker
 // really runs. Default: local.
 func WithCompute(compute string) Option {
-	return func(c *Commands) { c.compute = compute }
+	return func(c *Streams) { c.compute = compute }
 }
 
-// New returns the command side over an event store.
+// New returns the command side over an event store: one handler per
+// command, each over the same Streams.
 func New(store *eventstore.Store, opts ...Option) *Commands {
-	c := &Commands{store: store, compute: rewardmodels.Compute}
+	s := &Streams{store: store, compute: rewardmodels.Compute}
 	for _, o := range opts {
-		o(c)
+		o(s)
 	}
-	return c
+	return newCommands(s)
 }
 
 // feedbackPlan is the plan recorded for an attempt with the given config.
-func (c *Commands) feedbackPlan(cfg events.TrainingConfig) *events.FeedbackPlan {
+func (c *Streams) feedbackPlan(cfg events.TrainingConfig) *events.FeedbackPlan {
 	if cfg.AnnotationSource != events.SourceFeedback {
 		return nil
 	}
@@ -138,7 +147,7 @@ func newID() string { return uuid.Must(uuid.NewV7()).String() }
 // command) and the correlation id of the request that issued it: the request
 // id ctx carries (an API request, or the job or event a worker or projection
 // acts on), else the command's own id.
-func (c *Commands) append(ctx context.Context, actor Actor, expected map[string]int64, evs []events.New) (Result, error) {
+func (c *Streams) append(ctx context.Context, actor Actor, expected map[string]int64, evs []events.New) (Result, error) {
 	if len(evs) == 0 {
 		return Result{}, nil
 	}

@@ -47,7 +47,7 @@ type ComparisonItem struct {
 // answered). The queue lists only what POST /comparisons would accept.
 // It reads the log for that reason: it shares comparisonTarget with the
 // command.
-func (c *Commands) PresentComparison(ctx context.Context, actor Actor, modelID string, attempt int, f events.Finding) (ComparisonItem, bool, error) {
+func (c *Streams) PresentComparison(ctx context.Context, actor Actor, modelID string, attempt int, f events.Finding) (ComparisonItem, bool, error) {
 	if !comparisons.Reviewable(f) {
 		return ComparisonItem{}, false, nil
 	}
@@ -87,7 +87,7 @@ type ModelComparison struct {
 // or have no action scores contribute nothing.
 // It stays beside the command because ReviewComparison checks a verdict
 // against this very answer: the queue offers only what the command accepts.
-func (c *Commands) ModelComparisons(ctx context.Context, actor Actor, modelIDs []string) ([]ModelComparison, error) {
+func (c *Streams) ModelComparisons(ctx context.Context, actor Actor, modelIDs []string) ([]ModelComparison, error) {
 	if len(modelIDs) < 2 {
 		return nil, nil
 	}

@@ -26,31 +26,40 @@ type CreateUserResult struct {
 
 // CreateUser registers an account with a first API key. New accounts have
 // reward models enabled (spec 001 "Rollout").
-func (c *Commands) CreateUser(ctx context.Context, name string, readOnlyKey bool) (CreateUserResult, error) {
-	if !userNamePattern.MatchString(name) {
-		return CreateUserResult{}, domain.Invalid("user name %q must be 1–64 letters, digits or _ . @ - and start with a letter or digit", name)
+type CreateUser struct {
+	Name        string
+	ReadOnlyKey bool
+}
+
+// CreateUserHandler runs CreateUser.
+type CreateUserHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c CreateUserHandler) Handle(ctx context.Context, cmd CreateUser) (CreateUserResult, error) {
+	if !userNamePattern.MatchString(cmd.Name) {
+		return CreateUserResult{}, domain.Invalid("user name %q must be 1–64 letters, digits or _ . @ - and start with a letter or digit", cmd.Name)
 	}
 	userID := newID()
 	key, hash := NewAPIKey()
 	keyID := newID()
 	evs := []events.New{
-		{ID: newID(), Stream: events.UserNameStream(name), OwnerID: userID, Type: events.UserNameClaimed,
-			Payload: events.UserNameClaimedV1{UserID: userID, Name: name}},
+		{ID: newID(), Stream: events.UserNameStream(cmd.Name), OwnerID: userID, Type: events.UserNameClaimed,
+			Payload: events.UserNameClaimedV1{UserID: userID, Name: cmd.Name}},
 		{ID: newID(), Stream: events.UserStream(userID), OwnerID: userID, Type: events.UserCreated,
-			Payload: events.UserCreatedV1{UserID: userID, Name: name, RewardModelsEnabled: true}},
+			Payload: events.UserCreatedV1{UserID: userID, Name: cmd.Name, RewardModelsEnabled: true}},
 		// The account's first member is its admin, with the account's id
 		// and name: the member an account created before members has
 		// implicitly, so old and new accounts read the same.
 		{ID: newID(), Stream: events.MembersStream(userID), OwnerID: userID, Type: events.MemberAdded,
-			Payload: events.MemberAddedV1{MemberID: userID, Name: name, Role: string(members.Admin)}},
+			Payload: events.MemberAddedV1{MemberID: userID, Name: cmd.Name, Role: string(members.Admin)}},
 		{ID: newID(), Stream: events.APIKeyStream(keyID), OwnerID: userID, Type: events.APIKeyIssued,
-			Payload: events.APIKeyIssuedV1{KeyID: keyID, UserID: userID, KeyHash: hash, ReadOnly: readOnlyKey, KeyPrefix: APIKeyPrefix(key), MemberID: userID}},
+			Payload: events.APIKeyIssuedV1{KeyID: keyID, UserID: userID, KeyHash: hash, ReadOnly: cmd.ReadOnlyKey, KeyPrefix: APIKeyPrefix(key), MemberID: userID}},
 	}
-	r, err := c.append(ctx, Actor{}, map[string]int64{events.UserNameStream(name): 0, events.UserStream(userID): 0,
+	r, err := c.append(ctx, Actor{}, map[string]int64{events.UserNameStream(cmd.Name): 0, events.UserStream(userID): 0,
 		events.MembersStream(userID): 0, events.APIKeyStream(keyID): 0}, evs)
 	var vc *domain.VersionConflictError
 	if errors.As(err, &vc) {
-		return CreateUserResult{}, &domain.ConflictError{Code: "user_exists", Message: "a user named " + name + " already exists (the name of an erased account stays reserved)"}
+		return CreateUserResult{}, &domain.ConflictError{Code: "user_exists", Message: "a user named " + cmd.Name + " already exists (the name of an erased account stays reserved)"}
 	}
 	if err != nil {
 		return CreateUserResult{}, err

@@ -8,7 +8,7 @@ import (
 )
 
 // criteria loads an account's criteria.
-func (c *Commands) criteria(ctx context.Context, ownerID string) (criteria.State, error) {
+func (c *Streams) criteria(ctx context.Context, ownerID string) (criteria.State, error) {
 	stream := events.CriteriaStream(ownerID)
 	loaded, err := c.store.LoadStreams(ctx, []string{stream})
 	if err != nil {
@@ -19,14 +19,14 @@ func (c *Commands) criteria(ctx context.Context, ownerID string) (criteria.State
 
 // appendToCriteria appends one event to the actor's criteria stream at the
 // loaded state's version.
-func (c *Commands) appendToCriteria(ctx context.Context, actor Actor, st criteria.State, typ string, payload any) (Result, error) {
+func (c *Streams) appendToCriteria(ctx context.Context, actor Actor, st criteria.State, typ string, payload any) (Result, error) {
 	stream := events.CriteriaStream(actor.UserID)
 	return c.append(ctx, actor, map[string]int64{stream: st.Version}, []events.New{{
 		ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: typ, Payload: payload}})
 }
 
 // onCriteria is decideOn for the actor's criteria stream.
-func (c *Commands) onCriteria(ctx context.Context, actor Actor, decide func(criteria.State) (string, any, error)) (Result, error) {
+func (c *Streams) onCriteria(ctx context.Context, actor Actor, decide func(criteria.State) (string, any, error)) (Result, error) {
 	load := func(ctx context.Context) (criteria.State, error) { return c.criteria(ctx, actor.UserID) }
 	return decideOn(ctx, load, c.appendToCriteria, actor, decide)
 }

@@ -14,7 +14,7 @@ import (
 // on the command side because BuildDataset decides with it and `critic
 // audit` must rebuild from the very same position (the read model does not
 // keep event positions).
-func (c *Commands) QueuedAt(ctx context.Context, st rewardmodels.State) (int64, error) {
+func (c *Streams) QueuedAt(ctx context.Context, st rewardmodels.State) (int64, error) {
 	stream := events.RewardModelStream(st.ID)
 	loaded, err := c.store.LoadStreams(ctx, []string{stream})
 	if err != nil {
@@ -35,7 +35,7 @@ func (c *Commands) QueuedAt(ctx context.Context, st rewardmodels.State) (int64, 
 // though it is, because BuildDataset builds from it and `critic audit`
 // proves a stored dataset by rebuilding it with the same code: the read
 // model holds traces as they are now, not as of a log position.
-func (c *Commands) DatasetInputs(ctx context.Context, st rewardmodels.State, asOf int64) (rewardmodels.DatasetInputs, error) {
+func (c *Streams) DatasetInputs(ctx context.Context, st rewardmodels.State, asOf int64) (rewardmodels.DatasetInputs, error) {
 	selected, every, err := c.selection(ctx, st, asOf)
 	if err != nil {
 		return rewardmodels.DatasetInputs{}, err
@@ -62,7 +62,7 @@ func (c *Commands) DatasetInputs(ctx context.Context, st rewardmodels.State, asO
 
 // selection folds the model's selected traces and every trace of the owner
 // as of asOf.
-func (c *Commands) selection(ctx context.Context, st rewardmodels.State, asOf int64) (selected, every []traces.State, err error) {
+func (c *Streams) selection(ctx context.Context, st rewardmodels.State, asOf int64) (selected, every []traces.State, err error) {
 	all, err := c.store.OwnerStreams(ctx, st.OwnerID, "trace/", asOf)
 	if err != nil {
 		return nil, nil, err
@@ -96,7 +96,7 @@ func (c *Commands) selection(ctx context.Context, st rewardmodels.State, asOf in
 // `critic audit` shows the source message behind each finding). Like
 // DatasetInputs it folds the log as of a position, which the read model
 // cannot answer.
-func (c *Commands) Selection(ctx context.Context, st rewardmodels.State, asOf int64) ([]traces.State, error) {
+func (c *Streams) Selection(ctx context.Context, st rewardmodels.State, asOf int64) ([]traces.State, error) {
 	selected, _, err := c.selection(ctx, st, asOf)
 	return selected, err
 }

@@ -16,9 +16,19 @@ type DefineCriterionResult struct {
 // DefineCriterion is POST /criteria: it appends criterion.defined to the
 // account's criteria stream at the version the name was checked against,
 // so two criteria of one name cannot both be created.
-func (c *Commands) DefineCriterion(ctx context.Context, actor Actor, in criteria.DefineInput) (DefineCriterionResult, error) {
+type DefineCriterion struct {
+	Actor      Actor
+	Definition criteria.DefineInput
+}
+
+// DefineCriterionHandler runs DefineCriterion.
+type DefineCriterionHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c DefineCriterionHandler) Handle(ctx context.Context, cmd DefineCriterion) (DefineCriterionResult, error) {
+	in := cmd.Definition
 	in.CriterionID = newID()
-	r, err := c.onCriteria(ctx, actor, func(st criteria.State) (string, any, error) {
+	r, err := c.onCriteria(ctx, cmd.Actor, func(st criteria.State) (string, any, error) {
 		p, err := criteria.DecideDefine(st, in)
 		return events.CriterionDefined, p, err
 	})

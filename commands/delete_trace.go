@@ -14,6 +14,15 @@ import (
 // The facts come first and the key goes after: a failure in between leaves
 // a deleted trace whose key remains (the error says so), never a live trace
 // whose content is gone.
-func (c *Commands) DeleteTrace(ctx context.Context, actor Actor, traceID string) (Result, error) {
-	return c.eraseTrace(ctx, actor, traceID, ErasedDeleted, actor.String(), "trace deleted", nil)
+type DeleteTrace struct {
+	Actor   Actor
+	TraceID string
+}
+
+// DeleteTraceHandler runs DeleteTrace.
+type DeleteTraceHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c DeleteTraceHandler) Handle(ctx context.Context, cmd DeleteTrace) (Result, error) {
+	return c.eraseTrace(ctx, cmd.Actor, cmd.TraceID, ErasedDeleted, cmd.Actor.String(), "trace deleted", nil)
 }

@@ -9,18 +9,29 @@ import (
 
 // EditAnnotation is PATCH /annotations/{id}. TraceID comes from the read
 // model's annotation → trace lookup; the decision is made on the stream.
-func (c *Commands) EditAnnotation(ctx context.Context, actor Actor, traceID string, in traces.EditAnnotationInput) (Result, error) {
-	in.EditorID = actor.UserID
+type EditAnnotation struct {
+	Actor   Actor
+	TraceID string
+	Edit    traces.EditAnnotationInput
+}
+
+// EditAnnotationHandler runs EditAnnotation.
+type EditAnnotationHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c EditAnnotationHandler) Handle(ctx context.Context, cmd EditAnnotation) (Result, error) {
+	in := cmd.Edit
+	in.EditorID = cmd.Actor.UserID
 	return retryOnConflict(func() (Result, error) {
-		st, err := c.ownedTrace(ctx, actor, traceID)
+		st, err := c.ownedTrace(ctx, cmd.Actor, cmd.TraceID)
 		if err != nil {
 			return Result{}, asAnnotationNotFound(err, in.AnnotationID)
 		}
-		if err := mayChangeAnnotation(st, in.AnnotationID, actor); err != nil {
+		if err := mayChangeAnnotation(st, in.AnnotationID, cmd.Actor); err != nil {
 			return Result{}, err
 		}
 		if a := st.Annotations[in.AnnotationID]; a != nil && a.CriterionID != "" {
-			cs, err := c.criteria(ctx, actor.UserID)
+			cs, err := c.criteria(ctx, cmd.Actor.UserID)
 			if err != nil {
 				return Result{}, err
 			}
@@ -35,6 +46,6 @@ func (c *Commands) EditAnnotation(ctx context.Context, actor Actor, traceID stri
 			a := st.Annotations[in.AnnotationID]
 			prior = traces.SupersedeRatings(st, a.AuthorID, a.StepID, a.ID)
 		}
-		return c.appendWithPrior(ctx, actor, st, events.AnnotationEdited, p, prior)
+		return c.appendWithPrior(ctx, cmd.Actor, st, events.AnnotationEdited, p, prior)
 	})
 }

@@ -49,7 +49,7 @@ func (p AccountErasure) Counts() map[string]int {
 // take. An unknown account is not found.
 // A query on the command side because EraseAccount erases exactly this
 // plan and `critic users erase` shows it first: one reading of the log.
-func (c *Commands) PlanAccountErasure(ctx context.Context, accountID string) (AccountErasure, error) {
+func (c *Streams) PlanAccountErasure(ctx context.Context, accountID string) (AccountErasure, error) {
 	p := AccountErasure{AccountID: accountID}
 	user := events.UserStream(accountID)
 	loaded, err := c.store.LoadStreams(ctx, []string{user})
@@ -171,25 +171,35 @@ func (c *Commands) PlanAccountErasure(ctx context.Context, accountID string) (Ac
 // Each step can be run again: a failure part way leaves an account whose
 // keys are revoked, and a second run finishes it. An account that already
 // has its tombstone is a conflict.
-func (c *Commands) EraseAccount(ctx context.Context, accountID, by, reason string) (AccountErasure, Result, error) {
-	p, err := c.PlanAccountErasure(ctx, accountID)
+type EraseAccount struct {
+	AccountID string
+	By        string
+	Reason    string
+}
+
+// EraseAccountHandler runs EraseAccount.
+type EraseAccountHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c EraseAccountHandler) Handle(ctx context.Context, cmd EraseAccount) (AccountErasure, Result, error) {
+	p, err := c.PlanAccountErasure(ctx, cmd.AccountID)
 	if err != nil {
 		return p, Result{}, err
 	}
 	if p.Erased {
-		return p, Result{}, &domain.ConflictError{Code: "account_erased", Message: "account " + p.Name + " (" + accountID + ") is already erased"}
+		return p, Result{}, &domain.ConflictError{Code: "account_erased", Message: "account " + p.Name + " (" + cmd.AccountID + ") is already erased"}
 	}
 	for _, k := range p.keyIDs {
-		if _, err := c.RevokeAPIKey(ctx, k); err != nil {
+		if _, err := (RevokeAPIKeyHandler{c.Streams}).Handle(ctx, RevokeAPIKey{KeyID: k}); err != nil {
 			var ce *domain.ConflictError
 			if !errors.As(err, &ce) {
 				return p, Result{}, fmt.Errorf("erase account %s: revoke key %s: %w", p.Name, k, err)
 			}
 		}
 	}
-	actor := Actor{UserID: accountID, Moderates: true}
+	actor := Actor{UserID: cmd.AccountID, Moderates: true}
 	for _, id := range p.traceIDs {
-		if _, err := c.eraseTrace(ctx, actor, id, ErasedAccount, by, "account erased: "+reason, nil); err != nil {
+		if _, err := c.eraseTrace(ctx, actor, id, ErasedAccount, cmd.By, "account erased: "+cmd.Reason, nil); err != nil {
 			var nf *domain.NotFoundError
 			if !errors.As(err, &nf) { // deleted meanwhile: fine
 				return p, Result{}, fmt.Errorf("erase account %s: erase trace %s: %w", p.Name, id, err)
@@ -199,10 +209,10 @@ func (c *Commands) EraseAccount(ctx context.Context, accountID, by, reason strin
 	if err := c.eraseAccountBlobs(ctx, p); err != nil {
 		return p, Result{}, err
 	}
-	if err := c.store.EraseAccountKey(ctx, accountID); err != nil {
+	if err := c.store.EraseAccountKey(ctx, cmd.AccountID); err != nil {
 		return p, Result{}, fmt.Errorf("erase account %s: destroy its data key: %w", p.Name, err)
 	}
-	user := events.UserStream(accountID)
+	user := events.UserStream(cmd.AccountID)
 	r, err := retryOnConflict(func() (Result, error) {
 		loaded, err := c.store.LoadStreams(ctx, []string{user})
 		if err != nil {
@@ -210,8 +220,8 @@ func (c *Commands) EraseAccount(ctx context.Context, accountID, by, reason strin
 		}
 		evs := loaded[user]
 		return c.append(ctx, Actor{}, map[string]int64{user: evs[len(evs)-1].Version}, []events.New{{
-			ID: newID(), Stream: user, OwnerID: accountID, Type: events.AccountErased,
-			Payload: events.AccountErasedV1{AccountID: accountID, By: by, Reason: reason,
+			ID: newID(), Stream: user, OwnerID: cmd.AccountID, Type: events.AccountErased,
+			Payload: events.AccountErasedV1{AccountID: cmd.AccountID, By: cmd.By, Reason: cmd.Reason,
 				At: time.Now().UTC().Format(time.RFC3339), Counts: p.Counts()},
 		}})
 	})
@@ -223,7 +233,7 @@ func (c *Commands) EraseAccount(ctx context.Context, accountID, by, reason strin
 // written score files no event names yet). A blob key of the account always
 // holds the account's id as a path segment, which is how the names are
 // found in the payloads; a missing object is fine.
-func (c *Commands) eraseAccountBlobs(ctx context.Context, p AccountErasure) error {
+func (c *Streams) eraseAccountBlobs(ctx context.Context, p AccountErasure) error {
 	var keys []string
 	for chunk := range slices.Chunk(p.streams, 200) {
 		loaded, err := c.store.LoadStreams(ctx, chunk)

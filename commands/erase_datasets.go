@@ -24,7 +24,7 @@ import (
 // traces' text the worker's classifier read; a claim writes them afresh);
 // a missing one is fine (an attempt that never built one, a repeated
 // erasure).
-func (c *Commands) eraseDatasets(ctx context.Context, ownerID, traceID string) error {
+func (c *Streams) eraseDatasets(ctx context.Context, ownerID, traceID string) error {
 	streams, err := c.store.OwnerStreams(ctx, ownerID, events.RewardModelStream(""), 0)
 	if err != nil {
 		return err
@@ -61,7 +61,7 @@ func (c *Commands) eraseDatasets(ctx context.Context, ownerID, traceID string) e
 // fails, which fails the run (the trace is gone anyway). The scoring
 // streams are not sealed, so they still open after the trace's key is
 // destroyed.
-func (c *Commands) eraseScoringInputs(ctx context.Context, ownerID, traceID string) error {
+func (c *Streams) eraseScoringInputs(ctx context.Context, ownerID, traceID string) error {
 	streams, err := c.store.OwnerStreams(ctx, ownerID, events.ScoringStream(traceID, ""), 0)
 	if err != nil {
 		return err
@@ -92,7 +92,7 @@ func (c *Commands) eraseScoringInputs(ctx context.Context, ownerID, traceID stri
 // line per trace, its text in clear). The file itself says which traces it
 // holds, so this needs no run's sealed request. A finished run keeps its
 // SKILL.md candidates (they are the optimizer's text, not the trace's).
-func (c *Commands) eraseGepaExamples(ctx context.Context, ownerID, traceID string) error {
+func (c *Streams) eraseGepaExamples(ctx context.Context, ownerID, traceID string) error {
 	streams, err := c.store.OwnerStreams(ctx, ownerID, events.GepaRunStream(""), 0)
 	if err != nil {
 		return err
@@ -121,7 +121,7 @@ func (c *Commands) eraseGepaExamples(ctx context.Context, ownerID, traceID strin
 
 // deleteBlob deletes one blob the erasure of traceID reaches; a missing one
 // is fine (never written, a repeated erasure).
-func (c *Commands) deleteBlob(ctx context.Context, traceID, key string) error {
+func (c *Streams) deleteBlob(ctx context.Context, traceID, key string) error {
 	if key == "" {
 		return nil
 	}
@@ -136,7 +136,7 @@ func (c *Commands) deleteBlob(ctx context.Context, traceID, key string) error {
 // contributed trace's text, in clear): the shared evaluator follows the same rule as a user's models.
 // Its released weights keep serving and cannot unlearn it (the consent
 // notice says so).
-func (c *Commands) eraseCandidateDatasets(ctx context.Context, traceID string) error {
+func (c *Streams) eraseCandidateDatasets(ctx context.Context, traceID string) error {
 	s, err := c.EvaluatorState(ctx)
 	if err != nil {
 		return err

@@ -14,12 +14,23 @@ import (
 // revision (the one whose time made it old); the trace's stream decides: a trace deleted meanwhile, or one
 // that received a new revision since (new spans: it is active, not old),
 // is left alone and the Result is empty. Running it twice erases once.
-func (c *Commands) EraseExpiredTrace(ctx context.Context, ownerID, traceID string, revision, days int) (Result, error) {
-	if err := domain.CheckRetentionDays(days); err != nil {
+type EraseExpiredTrace struct {
+	OwnerID  string
+	TraceID  string
+	Revision int
+	Days     int
+}
+
+// EraseExpiredTraceHandler runs EraseExpiredTrace.
+type EraseExpiredTraceHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c EraseExpiredTraceHandler) Handle(ctx context.Context, cmd EraseExpiredTrace) (Result, error) {
+	if err := domain.CheckRetentionDays(cmd.Days); err != nil {
 		return Result{}, err
 	}
-	res, err := c.eraseTrace(ctx, Actor{UserID: ownerID}, traceID, ErasedRetention, RetentionBy, domain.RetentionReason(days),
-		func(st traces.State) bool { return st.Revision != revision })
+	res, err := c.eraseTrace(ctx, Actor{UserID: cmd.OwnerID}, cmd.TraceID, ErasedRetention, RetentionBy, domain.RetentionReason(cmd.Days),
+		func(st traces.State) bool { return st.Revision != cmd.Revision })
 	if nf := (*domain.NotFoundError)(nil); errors.As(err, &nf) {
 		return Result{}, nil
 	}

@@ -21,7 +21,7 @@ const (
 // erase, with its kind (ErasedDeleted, ErasedRetention, ErasedAccount): the
 // critic_traces_erased_total metric.
 func WithErasureCounter(count func(kind string)) Option {
-	return func(c *Commands) { c.erased = count }
+	return func(c *Streams) { c.erased = count }
 }
 
 // eraseTrace is the one way a trace is erased, whichever path asks (a
@@ -30,7 +30,7 @@ func WithErasureCounter(count func(kind string)) Option {
 // then the erasure counter. keep, when given, is asked with the loaded
 // trace: true keeps it (nothing is appended, an empty Result), which is how
 // retention erases a trace only while its stream still says it is old.
-func (c *Commands) eraseTrace(ctx context.Context, actor Actor, traceID, kind, by, reason string, keep func(traces.State) bool) (Result, error) {
+func (c *Streams) eraseTrace(ctx context.Context, actor Actor, traceID, kind, by, reason string, keep func(traces.State) bool) (Result, error) {
 	r, err := retryOnConflict(func() (Result, error) {
 		st, err := c.ownedTrace(ctx, actor, traceID)
 		if err != nil {
@@ -82,7 +82,7 @@ func (c *Commands) eraseTrace(ctx context.Context, actor Actor, traceID, kind, b
 // answer 404. Not "keep the rows without a body": every in-flight record
 // has none, and a POST on the trace still running would then store an
 // answer quoting the trace after the erasure.
-func (c *Commands) forgetCachedAnswers(ctx context.Context, traceID string) error {
+func (c *Streams) forgetCachedAnswers(ctx context.Context, traceID string) error {
 	if _, err := c.store.Pool().Exec(ctx, `DELETE FROM idempotency_keys
 		WHERE (strpos(path, $1) > 0 OR position(convert_to($1, 'UTF8') in body) > 0) AND NOT (method = 'DELETE' AND strpos(path, $1) > 0)`, traceID); err != nil {
 		return fmt.Errorf("erase trace %s: forget cached idempotent answers: %w", traceID, err)

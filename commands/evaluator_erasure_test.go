@@ -35,16 +35,16 @@ func TestErasedTraceLeavesTheBenchmark(t *testing.T) {
 	require.NoError(t, err)
 	store := eventstore.New(pool, blobs, eventstore.WithKeyring(ring))
 	cmds := commands.New(store, commands.WithFeedbackModel("openai/test", ""))
-	u, err := cmds.CreateUser(ctx, "eraser"+time.Now().Format("150405.000000"), false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "eraser" + time.Now().Format("150405.000000")})
 	require.NoError(t, err)
 	alice := commands.Actor{UserID: u.UserID}
 
 	ids := reviewedAccount(t, cmds, store, alice, "e", 30)
 	for _, id := range ids {
-		_, err := cmds.SetContribution(ctx, alice, id, true)
+		_, err := cmds.SetContribution.Handle(ctx, commands.SetContribution{Actor: alice, TraceID: id, Contribute: true})
 		require.NoError(t, err)
 	}
-	v1, err := cmds.FreezeBenchmark(ctx, "op")
+	v1, err := cmds.FreezeBenchmark.Handle(ctx, commands.FreezeBenchmark{Operator: "op"})
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(v1.Benchmark.Items), 2)
 	gone := v1.Benchmark.Items[0]
@@ -63,15 +63,15 @@ func TestErasedTraceLeavesTheBenchmark(t *testing.T) {
 		require.Empty(t, it.Rejected, "the frozen event stores no text")
 	}
 
-	_, err = cmds.DeleteTrace(ctx, alice, gone.TraceID)
+	_, err = cmds.DeleteTrace.Handle(ctx, commands.DeleteTrace{Actor: alice, TraceID: gone.TraceID})
 	require.NoError(t, err)
 	require.Zero(t, dumpHas(gone.Chosen), "no event holds the erased trace's benchmark text in clear")
 
-	n, err := cmds.VerifyBenchmarks(ctx)
+	n, err := cmds.Streams.VerifyBenchmarks(ctx)
 	require.NoError(t, err, "a version with an erased item still verifies")
 	require.Equal(t, 1, n)
 
-	c, err := cmds.RequestCandidate(ctx, commands.RequestCandidate{Operator: "op"})
+	c, err := cmds.RequestCandidate.Handle(ctx, commands.RequestCandidate{Operator: "op"})
 	require.NoError(t, err)
 	require.Equal(t, []string{gone.ID}, c.Candidate.ErasedItems)
 	raw, err := blobs.Get(ctx, c.Candidate.DatasetKey)
@@ -84,7 +84,7 @@ func TestErasedTraceLeavesTheBenchmark(t *testing.T) {
 		require.Equal(t, v1.Benchmark.Items[i+1].Chosen, it.Chosen, "the other items' text is rebuilt from the log")
 		require.Equal(t, v1.Benchmark.Items[i+1].Rejected, it.Rejected)
 	}
-	vc, err := cmds.VerifyCandidateDatasets(ctx)
+	vc, err := cmds.Streams.VerifyCandidateDatasets(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, vc)
 }

@@ -3,7 +3,6 @@ package commands
 import (
 	"context"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/google/uuid"
@@ -22,7 +21,7 @@ type evaluatorTrace struct {
 	scored map[[2]int]bool
 }
 
-func (c *Commands) loadEvaluatorTrace(ctx context.Context, traceID string) (evaluatorTrace, error) {
+func (c *Streams) loadEvaluatorTrace(ctx context.Context, traceID string) (evaluatorTrace, error) {
 	stream := events.TraceStream(traceID)
 	loaded, err := c.store.LoadStreams(ctx, []string{stream})
 	if err != nil {
@@ -52,7 +51,7 @@ func (c *Commands) loadEvaluatorTrace(ctx context.Context, traceID string) (eval
 // scoringTarget checks a trace can be scored by the live release now: a
 // release is live, the trace exists, and this revision is not yet scored
 // by it (a duplicate delivery, or a job published twice, is refused).
-func (c *Commands) scoringTarget(ctx context.Context, traceID string) (evaluatorTrace, *evaluator.Release, error) {
+func (c *Streams) scoringTarget(ctx context.Context, traceID string) (evaluatorTrace, *evaluator.Release, error) {
 	if _, err := uuid.Parse(traceID); err != nil {
 		return evaluatorTrace{}, nil, domain.NotFound("trace", traceID)
 	}
@@ -77,24 +76,6 @@ func (c *Commands) scoringTarget(ctx context.Context, traceID string) (evaluator
 	return t, live, nil
 }
 
-// ClaimEvaluatorScoring hands a worker the live release's checkpoint and
-// the trace's actions as the evaluator reads them (system instructions,
-// metadata.evaluation_context, prior context). Nothing is appended: the
-// report decides, and a second report of the same revision and release is
-// refused.
-func (c *Commands) ClaimEvaluatorScoring(ctx context.Context, traceID string) (jobs.EvaluatorScoringClaim, error) {
-	t, live, err := c.scoringTarget(ctx, traceID)
-	if err != nil {
-		return jobs.EvaluatorScoringClaim{}, err
-	}
-	out := jobs.EvaluatorScoringClaim{TraceID: traceID, TraceRevision: t.Revision, Release: live.Release, ArtifactKey: live.ArtifactKey,
-		Inputs: []jobs.EvaluatorActionInput{}}
-	for _, in := range evaluator.ActionInputs(t.State) {
-		out.Inputs = append(out.Inputs, jobs.EvaluatorActionInput{StepID: in.StepID, Text: in.Text})
-	}
-	return out, nil
-}
-
 // checkReport refuses a report about anything but the live release and the
 // trace's current revision: a stale report (the trace changed, or another
 // release shipped) is answered 409 and its job is superseded by the one the
@@ -110,67 +91,10 @@ func checkReport(t evaluatorTrace, live *evaluator.Release, req jobs.EvaluatorSc
 	return nil
 }
 
-// RecordEvaluatorScores is a worker's scoring report: one finite score
-// per scorable action of the revision, each credit within [−1, 1].
-func (c *Commands) RecordEvaluatorScores(ctx context.Context, traceID string, in jobs.EvaluatorScored) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		t, live, err := c.scoringTarget(ctx, traceID)
-		if err != nil {
-			return Result{}, err
-		}
-		if err := checkReport(t, live, in.EvaluatorScoringRequest); err != nil {
-			return Result{}, err
-		}
-		want := evaluator.ActionInputs(t.State)
-		if len(in.Scores) != len(want) {
-			return Result{}, domain.Invalid("%d scores for %d actions", len(in.Scores), len(want))
-		}
-		scores := make([]events.EvaluatorActionScore, len(want))
-		for i, a := range want {
-			sc := in.Scores[i]
-			switch {
-			case sc.StepID != a.StepID:
-				return Result{}, domain.Invalid("score %d is for step %q; the action there is step %s", i, sc.StepID, a.StepID)
-			case math.IsNaN(sc.Score) || math.IsInf(sc.Score, 0):
-				return Result{}, domain.Invalid("step %s: the score is not a finite number", sc.StepID)
-			case !(sc.Credit >= -1 && sc.Credit <= 1):
-				return Result{}, domain.Invalid("step %s: credit %v is outside [-1, 1]", sc.StepID, sc.Credit)
-			}
-			scores[i] = events.EvaluatorActionScore{StepID: sc.StepID, Score: sc.Score, Credit: sc.Credit}
-		}
-		return c.appendToTrace(ctx, workerActor(in.WorkerID), t.State, events.EvaluatorTraceScored,
-			events.EvaluatorTraceScoredV1{TraceID: traceID, TraceRevision: t.Revision, Release: live.Release, WorkerID: in.WorkerID, Scores: scores})
-	})
-}
-
-// FailEvaluatorScoring records a failed scoring job with the end of the
-// worker's log; the trace then says so until a later revision or release
-// scores it.
-func (c *Commands) FailEvaluatorScoring(ctx context.Context, traceID string, in jobs.EvaluatorScoringFailed) (Result, error) {
-	msg := strings.TrimSpace(in.Error)
-	if msg == "" {
-		msg = "the worker reported a failure without a log"
-	}
-	if r := []rune(msg); len(r) > 2000 {
-		msg = string(r[len(r)-2000:])
-	}
-	return retryOnConflict(func() (Result, error) {
-		t, live, err := c.scoringTarget(ctx, traceID)
-		if err != nil {
-			return Result{}, err
-		}
-		if err := checkReport(t, live, in.EvaluatorScoringRequest); err != nil {
-			return Result{}, err
-		}
-		return c.appendToTrace(ctx, workerActor(in.WorkerID), t.State, events.EvaluatorTraceScoringFailed,
-			events.EvaluatorTraceScoringFailedV1{TraceID: traceID, TraceRevision: t.Revision, Release: live.Release, WorkerID: in.WorkerID, Error: msg})
-	})
-}
-
 // liveRelease folds only the evaluator stream's releases and rollbacks:
 // which release is live (nil: none), read for every scoring job and every
 // dispatched import without loading benchmarks and margins.
-func (c *Commands) liveRelease(ctx context.Context) (*evaluator.Release, error) {
+func (c *Streams) liveRelease(ctx context.Context) (*evaluator.Release, error) {
 	evs, err := c.store.LoadStreamTypes(ctx, events.EvaluatorStream, []string{events.EvaluatorReleased, events.EvaluatorRolledBack})
 	if err != nil {
 		return nil, err
@@ -187,7 +111,7 @@ func (c *Commands) liveRelease(ctx context.Context) (*evaluator.Release, error) 
 // background, one job per trace.
 // It reads the log, not the read model, because dispatch calls it when it
 // meets the release event, which the read model may not have applied yet.
-func (c *Commands) EvaluatorScoringTargets(ctx context.Context) ([]string, error) {
+func (c *Streams) EvaluatorScoringTargets(ctx context.Context) ([]string, error) {
 	live, err := c.liveRelease(ctx)
 	if err != nil || live == nil {
 		return nil, err
@@ -211,29 +135,29 @@ func (c *Commands) EvaluatorScoringTargets(ctx context.Context) ([]string, error
 
 // EvaluatorLive reports whether a shared evaluator release is live.
 // From the log for the same reason as EvaluatorScoringTargets.
-func (c *Commands) EvaluatorLive(ctx context.Context) (bool, error) {
+func (c *Streams) EvaluatorLive(ctx context.Context) (bool, error) {
 	live, err := c.liveRelease(ctx)
 	return live != nil, err
 }
 
-var _ = onKind(jobs.KindEvaluatorScore, (*Commands).evaluatorScoringJob)
+var _ = onKind(jobs.KindEvaluatorScore, (*Streams).evaluatorScoringJob)
 
 // evaluatorScoringJob is KindEvaluatorScore: score a trace's actions with the
 // live release; the result (and a failure) names the revision and release
 // the claim answered, which must still be current.
-func (c *Commands) evaluatorScoringJob() jobActions {
+func (c *Streams) evaluatorScoringJob() jobActions {
 	type call[B any] = jobCall[jobs.EvaluatorScoreJob, B]
 	return jobActions{
 		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			return c.ClaimEvaluatorScoring(ctx, r.ID)
+			return ClaimEvaluatorScoringHandler{c}.Handle(ctx, ClaimEvaluatorScoring{TraceID: r.ID})
 		}),
 		jobs.Finish: onJob(func(ctx context.Context, r call[jobs.EvaluatorScored]) (any, error) {
 			r.Body.WorkerID = r.Worker
-			return jobAck(c.RecordEvaluatorScores(ctx, r.ID, r.Body))
+			return jobAck(RecordEvaluatorScoresHandler{c}.Handle(ctx, RecordEvaluatorScores{TraceID: r.ID, Scores: r.Body}))
 		}),
 		jobs.Fail: onJob(func(ctx context.Context, r call[jobs.EvaluatorScoringRequest]) (any, error) {
 			r.Body.WorkerID = r.Worker
-			return jobAck(c.FailEvaluatorScoring(ctx, r.ID, jobs.EvaluatorScoringFailed{EvaluatorScoringRequest: r.Body, Error: r.Error}))
+			return jobAck(FailEvaluatorScoringHandler{c}.Handle(ctx, FailEvaluatorScoring{TraceID: r.ID, Failure: jobs.EvaluatorScoringFailed{EvaluatorScoringRequest: r.Body, Error: r.Error}}))
 		}),
 	}
 }

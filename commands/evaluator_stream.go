@@ -12,7 +12,7 @@ import (
 // candidates, releases and the live release.
 // Every evaluator command decides on it; the read model keeps only the
 // releases and benchmarks, not candidates' leases and margins.
-func (c *Commands) EvaluatorState(ctx context.Context) (evaluator.State, error) {
+func (c *Streams) EvaluatorState(ctx context.Context) (evaluator.State, error) {
 	loaded, err := c.store.LoadStreams(ctx, []string{events.EvaluatorStream})
 	if err != nil {
 		return evaluator.State{}, err
@@ -24,7 +24,7 @@ func (c *Commands) EvaluatorState(ctx context.Context) (evaluator.State, error) 
 	return s, nil
 }
 
-func (c *Commands) appendEvaluator(ctx context.Context, actor Actor, s evaluator.State, typ string, payload any) (Result, error) {
+func (c *Streams) appendEvaluator(ctx context.Context, actor Actor, s evaluator.State, typ string, payload any) (Result, error) {
 	return c.append(ctx, actor, map[string]int64{events.EvaluatorStream: s.Version}, []events.New{{ID: newID(), Stream: events.EvaluatorStream,
 		OwnerID: events.SystemOwnerID, Type: typ, Payload: payload}})
 }
@@ -50,7 +50,7 @@ func candidateOrLatest(s *evaluator.State, id string) (*evaluator.Candidate, err
 // candidate (default: the last trained) under policy p.
 // It folds the evaluator stream (EvaluatorState): the gate's inputs are
 // not in the read model.
-func (c *Commands) CandidateReport(ctx context.Context, id string, p evaluator.Policy) (*evaluator.Candidate, evaluator.Report, error) {
+func (c *Streams) CandidateReport(ctx context.Context, id string, p evaluator.Policy) (*evaluator.Candidate, evaluator.Report, error) {
 	s, err := c.EvaluatorState(ctx)
 	if err != nil {
 		return nil, evaluator.Report{}, err

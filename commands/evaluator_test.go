@@ -28,23 +28,23 @@ func reviewedAccount(t *testing.T, cmds *commands.Commands, store *eventstore.St
 	for i := range n {
 		lines = append(lines, fmt.Sprintf(`{"id":"%s-%d","metadata":{"domain":"math"},"steps":[{"role":"user","content":"Sort %d,1,2"},{"role":"assistant","content":"%d,2,1"},{"role":"user","content":"No, that's the wrong order."}]}`, tag, i, i+3, i+3))
 	}
-	imp, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(strings.Join(lines, "\n"))})
+	imp, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: actor, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(strings.Join(lines, "\n"))}})
 	require.NoError(t, err)
-	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: tag, TraceIDs: imp.TraceIDs})
+	req, err := cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: actor, Input: commands.RequestTrainingInput{Name: tag, TraceIDs: imp.TraceIDs}})
 	require.NoError(t, err)
-	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	_, err = cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: req.ModelID})
 	require.NoError(t, err)
-	claim, err := cmds.ClaimExtraction(ctx, "w1", req.ModelID, 1, time.Minute)
+	claim, err := cmds.ClaimExtraction.Handle(ctx, commands.ClaimExtraction{WorkerID: "w1", ModelID: req.ModelID, Attempt: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	in := readInputs(t, store, claim.InputsKey)
 	var fs []events.Finding
 	for _, tr := range in.Traces {
 		rec := finding(t, tr, "negative", "wrong order", "1,2,"+tr.ID[:4])
-		_, err = cmds.RecordFeedback(ctx, "w1", req.ModelID, rec)
+		_, err = cmds.RecordFeedback.Handle(ctx, commands.RecordFeedback{WorkerID: "w1", ModelID: req.ModelID, Feedback: rec})
 		require.NoError(t, err)
 		fs = append(fs, rec.Findings[0])
 	}
-	_, err = cmds.FinishExtraction(ctx, "w1", req.ModelID, 1, "")
+	_, err = cmds.FinishExtraction.Handle(ctx, commands.FinishExtraction{WorkerID: "w1", ModelID: req.ModelID, Attempt: 1})
 	require.NoError(t, err)
 	for _, f := range fs {
 		left, _ := comparisons.Sides(actor.UserID, f.ID, f.OriginalAction, *f.AlternativeAction)
@@ -52,8 +52,8 @@ func reviewedAccount(t *testing.T, cmds *commands.Commands, store *eventstore.St
 		if left.Kind == events.SideOriginal {
 			choice = events.ChoiceRight
 		}
-		_, err := cmds.ReviewComparison(ctx, actor, commands.ReviewComparison{ModelID: req.ModelID, FindingID: f.ID,
-			Verdict: comparisons.Verdict{Left: left.Kind, Choice: choice}})
+		_, err := cmds.ReviewComparison.Handle(ctx, commands.ReviewComparison{Actor: actor, Input: commands.ReviewComparisonInput{ModelID: req.ModelID, FindingID: f.ID,
+			Verdict: comparisons.Verdict{Left: left.Kind, Choice: choice}}})
 		require.NoError(t, err)
 	}
 	return imp.TraceIDs
@@ -68,11 +68,11 @@ func TestEvaluatorBootstrapOnATinyBase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	cmds, store, alice := setupWith(t, commands.WithFeedbackModel("openai/test", ""))
-	u, err := cmds.CreateUser(ctx, "bob"+time.Now().Format("150405.000000"), false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "bob" + time.Now().Format("150405.000000")})
 	require.NoError(t, err)
 	bob := commands.Actor{UserID: u.UserID}
 
-	_, err = cmds.FreezeBenchmark(ctx, "op")
+	_, err = cmds.FreezeBenchmark.Handle(ctx, commands.FreezeBenchmark{Operator: "op"})
 	var conflict *domain.ConflictError
 	require.ErrorAs(t, err, &conflict, "no reviewed data yet: nothing to freeze")
 	require.Contains(t, err.Error(), "PUT /traces/{id}/contribution")
@@ -80,13 +80,13 @@ func TestEvaluatorBootstrapOnATinyBase(t *testing.T) {
 	aliceTraces := reviewedAccount(t, cmds, store, alice, "a", 30)
 	bobTraces := reviewedAccount(t, cmds, store, bob, "b", 30)
 	for _, id := range aliceTraces {
-		_, err := cmds.SetContribution(ctx, alice, id, true)
+		_, err := cmds.SetContribution.Handle(ctx, commands.SetContribution{Actor: alice, TraceID: id, Contribute: true})
 		require.NoError(t, err)
 	}
 	for _, id := range bobTraces { // opted in, then out again
-		_, err := cmds.SetContribution(ctx, bob, id, true)
+		_, err := cmds.SetContribution.Handle(ctx, commands.SetContribution{Actor: bob, TraceID: id, Contribute: true})
 		require.NoError(t, err)
-		_, err = cmds.SetContribution(ctx, bob, id, false)
+		_, err = cmds.SetContribution.Handle(ctx, commands.SetContribution{Actor: bob, TraceID: id})
 		require.NoError(t, err)
 	}
 	isBob := map[string]bool{}
@@ -94,7 +94,7 @@ func TestEvaluatorBootstrapOnATinyBase(t *testing.T) {
 		isBob[id] = true
 	}
 
-	v1, err := cmds.FreezeBenchmark(ctx, "op")
+	v1, err := cmds.FreezeBenchmark.Handle(ctx, commands.FreezeBenchmark{Operator: "op"})
 	require.NoError(t, err)
 	require.Equal(t, 1, v1.Benchmark.Version)
 	require.NotEmpty(t, v1.Benchmark.Items)
@@ -110,7 +110,7 @@ func TestEvaluatorBootstrapOnATinyBase(t *testing.T) {
 
 	head, err := store.Head(ctx)
 	require.NoError(t, err)
-	ds, err := cmds.CandidateDatasetAsOf(ctx, head)
+	ds, err := cmds.Streams.CandidateDatasetAsOf(ctx, head)
 	require.NoError(t, err)
 	require.Len(t, ds, 2*(30-len(bench)), "a reviewed comparison and a user correction per contributing training-side trace")
 	sources := map[string]int{}
@@ -131,17 +131,17 @@ func TestEvaluatorBootstrapOnATinyBase(t *testing.T) {
 
 	// Bob opts one trace back in: the next version may include it, the
 	// first never changes.
-	_, err = cmds.SetContribution(ctx, bob, bobTraces[0], true)
+	_, err = cmds.SetContribution.Handle(ctx, commands.SetContribution{Actor: bob, TraceID: bobTraces[0], Contribute: true})
 	require.NoError(t, err)
 	for _, id := range bobTraces[1:] {
-		_, err = cmds.SetContribution(ctx, bob, id, true)
+		_, err = cmds.SetContribution.Handle(ctx, commands.SetContribution{Actor: bob, TraceID: id, Contribute: true})
 		require.NoError(t, err)
 	}
-	v2, err := cmds.FreezeBenchmark(ctx, "op")
+	v2, err := cmds.FreezeBenchmark.Handle(ctx, commands.FreezeBenchmark{Operator: "op"})
 	require.NoError(t, err)
 	require.Equal(t, 2, v2.Benchmark.Version)
 	require.Greater(t, len(v2.Benchmark.Items), len(v1.Benchmark.Items))
-	n, err := cmds.VerifyBenchmarks(ctx)
+	n, err := cmds.Streams.VerifyBenchmarks(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 2, n, "every version rebuilds from the log as it was frozen")
 }

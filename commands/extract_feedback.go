@@ -2,16 +2,10 @@ package commands
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"time"
 
-	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
-	"github.com/criticml/critic/domain/feedback"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
-	"github.com/criticml/critic/domain/traces"
 )
 
 // The commands in this file are what the worker service runs for an
@@ -28,92 +22,6 @@ type ExtractionClaim struct {
 	jobs.ExtractionClaim
 }
 
-// ClaimExtraction gives one worker an attempt's extraction. Findings already
-// recorded for the same trace revision, classifier model, prompt version
-// and criteria (an earlier attempt, or this one before its worker died) are
-// reused — copied into this attempt without a model call — and their traces
-// left out of the inputs.
-func (c *Commands) ClaimExtraction(ctx context.Context, workerID, modelID string, attempt int, lease time.Duration) (ExtractionClaim, error) {
-	st, err := c.loadModel(ctx, "", modelID)
-	if err != nil {
-		return ExtractionClaim{}, err
-	}
-	if err := rewardmodels.DecideClaimExtraction(st, attempt, workerID, lease, time.Now()); err != nil {
-		return ExtractionClaim{}, err
-	}
-	asOf, err := c.QueuedAt(ctx, st)
-	if err != nil {
-		return ExtractionClaim{}, err
-	}
-	selected, _, err := c.selection(ctx, st, asOf)
-	if err != nil {
-		return ExtractionClaim{}, err
-	}
-	criteria := st.Config.Criteria
-	if len(criteria) == 0 {
-		criteria = feedback.DefaultCriteria
-	}
-	hash := feedback.ConfigHash(criteria)
-	in := jobs.ExtractionInputs{ModelID: st.ID, Attempt: attempt, ClassifierModel: st.Plan.Model, PromptVersion: feedback.PromptVersion,
-		Criteria: criteria, ConfigHash: hash, RubricDropout: true, Traces: []feedback.Trace{}}
-
-	var pts []domain.PairTrace
-	var ratings []domain.Rating
-	for _, s := range selected {
-		pts = append(pts, rewardmodels.PairTraceFor(s, st.Config))
-		ratings = append(ratings, rewardmodels.Ratings(s)...)
-	}
-	have := len(domain.BuildPairsRendered(pts, ratings, st.Requested.MaxPairs, st.Config.InputVersion))
-	stream := events.RewardModelStream(st.ID)
-	var reused []events.New
-	total, done := 0, 0
-	recorded := map[string]bool{}
-	for _, r := range st.Extracted {
-		recorded[r.TraceID] = true
-		have += pairFindings(r)
-	}
-	for _, s := range selected {
-		ft := rewardmodels.FeedbackTrace(s)
-		n := len(feedback.Targets(ft))
-		total += n
-		switch r, ok := st.Reusable(s.ID, s.Revision, feedback.InputHash(ft), st.Plan.Model, hash); {
-		case recorded[s.ID]:
-			done += n
-		case ok:
-			cp := r.RewardModelFeedbackExtractedV1
-			cp.Attempt, cp.WorkerID, cp.ReusedFrom, cp.Usage = attempt, workerID, r.EventID, []events.LLMUsage{}
-			reused = append(reused, recordEvents(stream, st.OwnerID, cp)...)
-			have += pairFindings(cp)
-			done += n
-		default:
-			in.Traces = append(in.Traces, ft)
-		}
-	}
-	in.PairsNeeded = max(0, st.Requested.MaxPairs-have)
-	raw, err := json.Marshal(in)
-	if err != nil {
-		return ExtractionClaim{}, err
-	}
-	key := jobs.ExtractionInputsKey(st.OwnerID, st.ID, attempt)
-	if err := c.store.Blobs().Put(ctx, key, raw); err != nil {
-		return ExtractionClaim{}, fmt.Errorf("store the extraction inputs: %w", err)
-	}
-	started := events.RewardModelExtractionStartedV1{ModelID: st.ID, Attempt: attempt, WorkerID: workerID, LeaseSeconds: int(lease / time.Second),
-		ClassifierModel: st.Plan.Model, PromptVersion: feedback.PromptVersion, TargetsTotal: total, InputsKey: key}
-	evs := []events.New{{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: events.RewardModelExtractionStarted, Payload: started}}
-	evs = append(evs, reused...)
-	if done > 0 {
-		evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: events.RewardModelExtractionProgressed,
-			Payload: events.RewardModelExtractionProgressedV1{ModelID: st.ID, Attempt: attempt, WorkerID: workerID, TargetsDone: done}})
-	}
-	r, err := c.append(ctx, workerActor(workerID), map[string]int64{stream: st.Version}, evs)
-	if err != nil {
-		return ExtractionClaim{}, err
-	}
-	return ExtractionClaim{Result: r, ExtractionClaim: jobs.ExtractionClaim{ModelID: st.ID, OwnerID: st.OwnerID, InputsKey: key, ClassifierModel: st.Plan.Model,
-		Attempt: attempt, LeaseSeconds: started.LeaseSeconds, TargetsTotal: total, TargetsDone: done}}, nil
-}
-
 func pairFindings(r events.RewardModelFeedbackExtractedV1) int {
 	n := 0
 	for _, f := range r.Findings {
@@ -125,63 +33,10 @@ func pairFindings(r events.RewardModelFeedbackExtractedV1) int {
 }
 
 // extractionProgress renews the holder's lease and records targets done.
-func (c *Commands) extractionProgress(ctx context.Context, workerID, modelID string, attempt, done int) (Result, error) {
+func (c *Streams) extractionProgress(ctx context.Context, workerID, modelID string, attempt, done int) (Result, error) {
 	return c.onModel(ctx, modelID, workerActor(workerID), func(st rewardmodels.State) (string, any, error) {
 		return events.RewardModelExtractionProgressed, events.RewardModelExtractionProgressedV1{ModelID: st.ID, Attempt: attempt,
 			WorkerID: workerID, TargetsDone: done}, rewardmodels.CheckExtractionHolder(st, attempt, workerID)
-	})
-}
-
-// RecordFeedback appends one trace's findings after checking every one
-// against the trace as the model was requested on it (targets, evidence,
-// verbatim quotes, reviewed alternatives). A malformed report changes
-// nothing.
-func (c *Commands) RecordFeedback(ctx context.Context, workerID, modelID string, p events.RewardModelFeedbackExtractedV1) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.loadModel(ctx, "", modelID)
-		if err != nil {
-			return Result{}, err
-		}
-		if err := rewardmodels.CheckExtractionHolder(st, p.Attempt, workerID); err != nil {
-			return Result{}, err
-		}
-		var tr *feedback.Trace
-		for _, id := range st.Requested.TraceIDs {
-			if id != p.TraceID {
-				continue
-			}
-			asOf, err := c.QueuedAt(ctx, st)
-			if err != nil {
-				return Result{}, err
-			}
-			loaded, err := c.store.LoadStreamsAsOf(ctx, []string{events.TraceStream(id)}, asOf)
-			if err != nil {
-				return Result{}, err
-			}
-			s, err := traces.Fold("", loaded[events.TraceStream(id)])
-			if err != nil {
-				return Result{}, err
-			}
-			if s.Exists {
-				ft := rewardmodels.FeedbackTrace(s)
-				tr = &ft
-			}
-		}
-		p.ModelID, p.WorkerID = st.ID, workerID
-		if tr != nil {
-			p.InputHash = feedback.InputHash(*tr) // computed here, from the log, never taken from the worker
-		}
-		if p.Findings == nil {
-			p.Findings = []events.Finding{}
-		}
-		if p.Usage == nil {
-			p.Usage = []events.LLMUsage{}
-		}
-		if err := rewardmodels.DecideRecordFeedback(st, workerID, p, tr); err != nil {
-			return Result{}, err
-		}
-		stream := events.RewardModelStream(st.ID)
-		return c.append(ctx, workerActor(workerID), map[string]int64{stream: st.Version}, recordEvents(stream, st.OwnerID, p))
 	})
 }
 
@@ -199,61 +54,17 @@ func recordEvents(stream, ownerID string, p events.RewardModelFeedbackExtractedV
 	return append(evs, events.New{ID: newID(), Stream: stream, OwnerID: ownerID, Type: events.RewardModelFeedbackExtracted, Payload: p})
 }
 
-// FinishExtraction ends the holder's extraction. With errMsg (malformed
-// answers, an unreachable provider) the attempt fails in the same append;
-// otherwise the dispatcher builds the dataset next.
-func (c *Commands) FinishExtraction(ctx context.Context, workerID, modelID string, attempt int, errMsg string) (Result, error) {
-	return retryOnConflict(func() (Result, error) {
-		st, err := c.loadModel(ctx, "", modelID)
-		if err != nil {
-			return Result{}, err
-		}
-		fin, fail, err := rewardmodels.DecideFinishExtraction(st, attempt, workerID, errMsg)
-		if err != nil {
-			return Result{}, err
-		}
-		var extra []events.New
-		if fail != nil {
-			extra = append(extra, events.New{ID: newID(), Stream: events.RewardModelStream(st.ID), OwnerID: st.OwnerID,
-				Type: events.RewardModelTrainingFailed, Payload: *fail})
-		}
-		return c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelExtractionFinished, fin, extra...)
-	})
-}
-
-// ExpireExtractionLease requeues a running extraction whose worker stopped
-// renewing its lease before now (Postgres's clock, as for training); the
-// dispatch projection then publishes the job again. The attempt's
-// MaxLostRuns-th lost run fails the model instead. A live lease or an
-// extraction that is not running appends nothing (an empty Result).
-func (c *Commands) ExpireExtractionLease(ctx context.Context, modelID string, now time.Time) (Result, error) {
-	return c.onModel(ctx, modelID, Actor{}, func(st rewardmodels.State) (string, any, error) {
-		requeue, fail, _ := rewardmodels.DecideExtractionLeaseExpiry(st, now)
-		return expiry(events.RewardModelExtractionRequeued, requeue, events.RewardModelTrainingFailed, fail)
-	})
-}
-
-// HandBackExtraction returns the holder's running extraction to the queue
-// (the worker is stopping); its findings stay and the dispatch projection
-// publishes the job again.
-func (c *Commands) HandBackExtraction(ctx context.Context, workerID, modelID string, attempt int, reason string) (Result, error) {
-	return c.onModel(ctx, modelID, workerActor(workerID), func(st rewardmodels.State) (string, any, error) {
-		p, err := rewardmodels.DecideExtractionHandBack(st, attempt, workerID, reason)
-		return events.RewardModelExtractionRequeued, p, err
-	})
-}
-
-var _ = onKind(jobs.KindExtract, (*Commands).extractionJob)
+var _ = onKind(jobs.KindExtract, (*Streams).extractionJob)
 
 // extractionJob is KindExtract: an attempt's feedback extraction, claimed
 // under a lease renewed with the targets done; each trace's findings are a
 // report, checked against the source here by the same domain rules the
 // worker used; a hand-back keeps the findings for the next worker.
-func (c *Commands) extractionJob() jobActions {
+func (c *Streams) extractionJob() jobActions {
 	type call[B any] = jobCall[jobs.ExtractJob, B]
 	return jobActions{
 		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			x, err := c.ClaimExtraction(ctx, r.Worker, r.ID, r.Job.Attempt, r.Lease)
+			x, err := ClaimExtractionHandler{c}.Handle(ctx, ClaimExtraction{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt, Lease: r.Lease})
 			if err != nil {
 				return nil, err
 			}
@@ -265,20 +76,20 @@ func (c *Commands) extractionJob() jobActions {
 		// The record's own worker_id is overwritten by the call's: the
 		// API, not the worker, decides what the stored event says.
 		jobs.Report: onJob(func(ctx context.Context, r call[events.RewardModelFeedbackExtractedV1]) (any, error) {
-			return jobAck(c.RecordFeedback(ctx, r.Worker, r.ID, r.Body))
+			return jobAck(RecordFeedbackHandler{c}.Handle(ctx, RecordFeedback{WorkerID: r.Worker, ModelID: r.ID, Feedback: r.Body}))
 		}),
 		jobs.Finish: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			return jobAck(c.FinishExtraction(ctx, r.Worker, r.ID, r.Job.Attempt, ""))
+			return jobAck(FinishExtractionHandler{c}.Handle(ctx, FinishExtraction{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt}))
 		}),
 		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
 			msg := r.Error
 			if msg == "" {
 				msg = "the worker reported a failure without a log"
 			}
-			return jobAck(c.FinishExtraction(ctx, r.Worker, r.ID, r.Job.Attempt, msg))
+			return jobAck(FinishExtractionHandler{c}.Handle(ctx, FinishExtraction{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt, Error: msg}))
 		}),
 		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			return jobAck(c.HandBackExtraction(ctx, r.Worker, r.ID, r.Job.Attempt, r.Reason))
+			return jobAck(HandBackExtractionHandler{c}.Handle(ctx, HandBackExtraction{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt, Reason: r.Reason}))
 		}),
 	}
 }

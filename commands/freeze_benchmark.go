@@ -18,7 +18,7 @@ type FreezeBenchmarkResult struct {
 // evaluatorTracesAsOf loads, as of a log position, every trace that had a
 // consent event then (a trace that never opted in has none and cannot
 // contribute): what the shared evaluator may read.
-func (c *Commands) evaluatorTracesAsOf(ctx context.Context, asOf int64) ([]traces.State, error) {
+func (c *Streams) evaluatorTracesAsOf(ctx context.Context, asOf int64) ([]traces.State, error) {
 	streams, err := c.store.StreamsWithType(ctx, events.TraceContributionSet, asOf)
 	if err != nil {
 		return nil, err
@@ -39,7 +39,7 @@ func (c *Commands) evaluatorTracesAsOf(ctx context.Context, asOf int64) ([]trace
 }
 
 // benchmarks returns the evaluator stream's frozen versions and its version.
-func (c *Commands) benchmarks(ctx context.Context) ([]events.EvaluatorBenchmarkFrozenV1, int64, error) {
+func (c *Streams) benchmarks(ctx context.Context) ([]events.EvaluatorBenchmarkFrozenV1, int64, error) {
 	loaded, err := c.store.LoadStreams(ctx, []string{events.EvaluatorStream})
 	if err != nil {
 		return nil, 0, err
@@ -63,7 +63,15 @@ func (c *Commands) benchmarks(ctx context.Context) ([]events.EvaluatorBenchmarkF
 // version from the decided reviewed comparisons of contributing traces in
 // benchmark groups, cut at the log's head. An empty benchmark is refused:
 // the first release needs reviewed data.
-func (c *Commands) FreezeBenchmark(ctx context.Context, operator string) (FreezeBenchmarkResult, error) {
+type FreezeBenchmark struct {
+	Operator string
+}
+
+// FreezeBenchmarkHandler runs FreezeBenchmark.
+type FreezeBenchmarkHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c FreezeBenchmarkHandler) Handle(ctx context.Context, cmd FreezeBenchmark) (FreezeBenchmarkResult, error) {
 	var out FreezeBenchmarkResult
 	r, err := retryOnConflict(func() (Result, error) {
 		prev, version, err := c.benchmarks(ctx)
@@ -84,7 +92,7 @@ func (c *Commands) FreezeBenchmark(ctx context.Context, operator string) (Freeze
 				Message: "no reviewed comparison of a contributing trace falls in a benchmark group yet: opt traces in (PUT /traces/{id}/contribution) and review comparisons (POST /comparisons), or import traces with a verified outcome (metadata.outcome), first"}
 		}
 		out.Benchmark = events.EvaluatorBenchmarkFrozenV1{Version: b.Version, AsOfSeq: b.AsOfSeq, BenchmarkPercent: evaluator.BenchmarkPercent,
-			Items: b.Items, ItemRules: evaluator.CurrentItemRules, SliceCounts: evaluator.SliceCounts(b.Items), Frozen: operator}
+			Items: b.Items, ItemRules: evaluator.CurrentItemRules, SliceCounts: evaluator.SliceCounts(b.Items), Frozen: cmd.Operator}
 		// The event holds the items' ids, never their text: the system
 		// stream is sealed with no trace's key (issue 37).
 		stored := out.Benchmark
@@ -115,7 +123,7 @@ func withoutText(items []events.EvaluatorItem) []events.EvaluatorItem {
 // trace was erased since (its events no longer open, so the rebuild does not
 // find them). A version frozen with its text in the event gets the same
 // text back, from the rebuild (VerifyBenchmarks checks they agree).
-func (c *Commands) benchmarkText(ctx context.Context, b events.EvaluatorBenchmarkFrozenV1) (events.EvaluatorBenchmarkFrozenV1, []string, error) {
+func (c *Streams) benchmarkText(ctx context.Context, b events.EvaluatorBenchmarkFrozenV1) (events.EvaluatorBenchmarkFrozenV1, []string, error) {
 	states, err := c.evaluatorTracesAsOf(ctx, b.AsOfSeq)
 	if err != nil {
 		return b, nil, err

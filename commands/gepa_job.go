@@ -6,7 +6,6 @@ import (
 	"math"
 	"regexp"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/criticml/critic/domain"
@@ -15,7 +14,7 @@ import (
 	"github.com/criticml/critic/domain/rewardmodels"
 )
 
-func (c *Commands) loadGepa(ctx context.Context, runID string) (rewardmodels.GepaState, error) {
+func (c *Streams) loadGepa(ctx context.Context, runID string) (rewardmodels.GepaState, error) {
 	stream := events.GepaRunStream(runID)
 	loaded, err := c.store.LoadStreams(ctx, []string{stream})
 	if err != nil {
@@ -33,35 +32,9 @@ func (c *Commands) loadGepa(ctx context.Context, runID string) (rewardmodels.Gep
 	return st, nil
 }
 
-func (c *Commands) appendToGepa(ctx context.Context, actor Actor, st rewardmodels.GepaState, typ string, payload any) (Result, error) {
+func (c *Streams) appendToGepa(ctx context.Context, actor Actor, st rewardmodels.GepaState, typ string, payload any) (Result, error) {
 	stream := events.GepaRunStream(st.Requested.RunID)
 	return c.append(ctx, actor, map[string]int64{stream: st.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: typ, Payload: payload}})
-}
-
-// ClaimGepa starts a queued run for one worker; a duplicate delivery loses
-// at the status check or the version check.
-func (c *Commands) ClaimGepa(ctx context.Context, workerID, runID string, lease time.Duration) (jobs.GepaClaim, error) {
-	st, err := c.loadGepa(ctx, runID)
-	if err != nil {
-		return jobs.GepaClaim{}, err
-	}
-	if st.Status != rewardmodels.RunQueued {
-		return jobs.GepaClaim{}, &domain.ConflictError{Code: "not_claimable", Message: "GEPA run " + runID + " is not queued (status " + st.Status + ")"}
-	}
-	p := events.GepaRunStartedV1{RunID: runID, WorkerID: workerID, LeaseSeconds: int(lease / time.Second)}
-	if _, err := c.appendToGepa(ctx, workerActor(workerID), st, events.GepaRunStarted, p); err != nil {
-		return jobs.GepaClaim{}, err
-	}
-	rq := st.Requested
-	var key string
-	if rq.TaskAPIKeySealed != "" {
-		if key, err = c.open(rq.TaskAPIKeySealed); err != nil {
-			return jobs.GepaClaim{}, &domain.ConflictError{Code: "not_claimable", Message: "GEPA run " + runID + ": task_api_key: " + err.Error()}
-		}
-	}
-	return jobs.GepaClaim{RunID: runID, OwnerID: st.OwnerID, LeaseSeconds: p.LeaseSeconds, Job: jobs.GepaJobSpec{Kind: "gepa",
-		RewardModelKey: rq.ArtifactKey, TaskModel: rq.TaskModel, TaskAPIBase: rq.TaskAPIBase, TaskAPIKey: key, ReflectionModel: rq.ReflectionModel,
-		MaxMetricCalls: rq.MaxMetricCalls, ExamplesKey: rq.ExamplesKey, InputVersion: rq.InputVersion}}, nil
 }
 
 func unit(x float64) bool { return !math.IsNaN(x) && x >= 0 && x <= 1 }
@@ -124,16 +97,6 @@ func CheckGepaResult(raw json.RawMessage, budget int) (GepaResult, error) {
 	return r, nil
 }
 
-// ExpireGepaLease handles a running run whose worker stopped heartbeating
-// (the stream decides; the read model only nominates): it goes back to the
-// queue for the next free worker, or fails once MaxLostRuns runs were lost.
-func (c *Commands) ExpireGepaLease(ctx context.Context, runID string, now time.Time) (Result, error) {
-	return c.onGepa(ctx, runID, Actor{}, func(st rewardmodels.GepaState) (string, any, error) {
-		out, _ := rewardmodels.DecideGepaLeaseExpiry(st, runID, now)
-		return expiry(events.GepaRunRequeued, out.Requeue, events.GepaRunFailed, out.Fail)
-	})
-}
-
 func tail(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -145,16 +108,16 @@ func tail(s string, n int) string {
 	return s
 }
 
-var _ = onKind(jobs.KindGepa, (*Commands).gepaJob)
+var _ = onKind(jobs.KindGepa, (*Streams).gepaJob)
 
 // gepaJob is KindGepa: a GEPA run under a lease renewed with its progress;
 // every evaluated candidate is a report (gepa_run.candidate_evaluated) and
 // the result is result.json.
-func (c *Commands) gepaJob() jobActions {
+func (c *Streams) gepaJob() jobActions {
 	type call[B any] = jobCall[jobs.GepaJob, B]
 	return jobActions{
 		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			return c.ClaimGepa(ctx, r.Worker, r.ID, r.Lease)
+			return ClaimGepaHandler{c}.Handle(ctx, ClaimGepa{WorkerID: r.Worker, RunID: r.ID, Lease: r.Lease})
 		}),
 		// A beat renews the holder's lease with its progress.
 		jobs.Beat: onJob(func(ctx context.Context, r call[events.GepaProgress]) (any, error) {

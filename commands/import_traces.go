@@ -25,8 +25,8 @@ func TraceIDFor(ownerID, externalID string) string {
 	return uuid.NewSHA1(traceNamespace, []byte(ownerID+"\x00"+externalID)).String()
 }
 
-// ImportTraces is POST /traces/import.
-type ImportTraces struct {
+// ImportTracesInput is what POST /traces/import asks.
+type ImportTracesInput struct {
 	Format   string
 	Data     []byte
 	SourceID string // optional; overrides recorded source ids for every trace
@@ -53,7 +53,17 @@ type ImportResult struct {
 
 // ImportTraces parses the whole payload first (all traces or none), then
 // appends one event per trace that changed, in one transaction.
-func (c *Commands) ImportTraces(ctx context.Context, actor Actor, in ImportTraces) (ImportResult, error) {
+type ImportTraces struct {
+	Actor Actor
+	Input ImportTracesInput
+}
+
+// ImportTracesHandler runs ImportTraces.
+type ImportTracesHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c ImportTracesHandler) Handle(ctx context.Context, cmd ImportTraces) (ImportResult, error) {
+	in := cmd.Input
 	if in.SourceID != "" && utf8.RuneCountInString(in.SourceID) > 200 {
 		return ImportResult{}, &domain.ValidationError{Code: "invalid_request", Field: "source_id", Message: "source_id must be 1–200 characters"}
 	}
@@ -84,14 +94,14 @@ func (c *Commands) ImportTraces(ctx context.Context, actor Actor, in ImportTrace
 		var evs []events.New
 		var expected map[string]int64
 		var consent []events.New
-		ids, evs, consent, expected, err = c.decideImports(ctx, actor, parsed, format, in.SourceID, in.Contribute)
+		ids, evs, consent, expected, err = c.decideImports(ctx, cmd.Actor, parsed, format, in.SourceID, in.Contribute)
 		// A consent change alone leaves the trace's content unchanged.
 		unchanged = countUnchanged(ids, evs)
 		removed = countRemovals(evs)
 		if err != nil {
 			return Result{}, err
 		}
-		return c.append(ctx, actor, expected, append(evs, consent...))
+		return c.append(ctx, cmd.Actor, expected, append(evs, consent...))
 	})
 	if err != nil {
 		return ImportResult{}, err
@@ -140,7 +150,7 @@ func countRemovals(evs []events.New) int {
 	return n
 }
 
-func (c *Commands) decideImports(ctx context.Context, actor Actor, parsed []domain.Trace, format, sourceID string, contribute *bool) ([]string, []events.New, []events.New, map[string]int64, error) {
+func (c *Streams) decideImports(ctx context.Context, actor Actor, parsed []domain.Trace, format, sourceID string, contribute *bool) ([]string, []events.New, []events.New, map[string]int64, error) {
 	ids := make([]string, len(parsed))
 	keyed := make([]string, len(parsed))
 	for i, t := range parsed {

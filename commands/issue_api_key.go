@@ -8,22 +8,31 @@ import (
 )
 
 // IssueAPIKey adds a key to an existing account.
-func (c *Commands) IssueAPIKey(ctx context.Context, userID string, readOnly bool) (CreateUserResult, error) {
-	loaded, err := c.store.LoadStreams(ctx, []string{events.UserStream(userID)})
+type IssueAPIKey struct {
+	UserID   string
+	ReadOnly bool
+}
+
+// IssueAPIKeyHandler runs IssueAPIKey.
+type IssueAPIKeyHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c IssueAPIKeyHandler) Handle(ctx context.Context, cmd IssueAPIKey) (CreateUserResult, error) {
+	loaded, err := c.store.LoadStreams(ctx, []string{events.UserStream(cmd.UserID)})
 	if err != nil {
 		return CreateUserResult{}, err
 	}
-	if len(loaded[events.UserStream(userID)]) == 0 {
-		return CreateUserResult{}, domain.NotFound("user", userID)
+	if len(loaded[events.UserStream(cmd.UserID)]) == 0 {
+		return CreateUserResult{}, domain.NotFound("user", cmd.UserID)
 	}
 	key, hash := NewAPIKey()
 	keyID := newID()
 	r, err := c.append(ctx, Actor{}, map[string]int64{events.APIKeyStream(keyID): 0}, []events.New{{
-		ID: newID(), Stream: events.APIKeyStream(keyID), OwnerID: userID, Type: events.APIKeyIssued,
-		Payload: events.APIKeyIssuedV1{KeyID: keyID, UserID: userID, KeyHash: hash, ReadOnly: readOnly, KeyPrefix: APIKeyPrefix(key)},
+		ID: newID(), Stream: events.APIKeyStream(keyID), OwnerID: cmd.UserID, Type: events.APIKeyIssued,
+		Payload: events.APIKeyIssuedV1{KeyID: keyID, UserID: cmd.UserID, KeyHash: hash, ReadOnly: cmd.ReadOnly, KeyPrefix: APIKeyPrefix(key)},
 	}})
 	if err != nil {
 		return CreateUserResult{}, err
 	}
-	return CreateUserResult{Result: r, UserID: userID, APIKey: key}, nil
+	return CreateUserResult{Result: r, UserID: cmd.UserID, APIKey: key}, nil
 }

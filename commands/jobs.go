@@ -12,39 +12,17 @@ import (
 	"github.com/criticml/critic/domain/rewardmodels"
 )
 
-// Job runs one worker call about a leased job (jobs.RouteJob): the kind's
-// action on the job id, with the call's message and body decoded as the
-// kind declares them. Every kind is the same lease to this handler — claim,
-// beat, report, finish, fail, hand back — and contributes only its table
-// (registered with onKind by the kind's own file): each action a typed
-// function that loads the job's stream and appends what the kind's domain
-// decision says (on finish, the result's events). lease is how long a
-// claim lives without a heartbeat.
-func (c *Commands) Job(ctx context.Context, kind jobs.Kind, id, action string, call jobs.Call, lease time.Duration) (any, error) {
-	var fn func(context.Context, jobs.Call, string, time.Duration) (any, error)
-	if table := jobTables[kind]; table != nil {
-		fn = table(c)[action]
-	}
-	if fn == nil {
-		return nil, domain.NotFound("worker-service action", string(kind)+"/"+action)
-	}
-	if call.WorkerID == "" {
-		return nil, &domain.ValidationError{Code: "invalid_request", Field: "worker_id", Message: "worker_id is required"}
-	}
-	return fn(ctx, call, id, lease)
-}
-
 // jobActions is a kind's table: what each action it supports does. An
 // action a kind lacks is a 404, like an unknown kind.
 type jobActions map[string]func(ctx context.Context, c jobs.Call, id string, lease time.Duration) (any, error)
 
 // jobTables is every kind's table, each registered by the kind's own file
-// (`var _ = onKind(jobs.KindX, (*Commands).xJob)`).
-var jobTables = map[jobs.Kind]func(*Commands) jobActions{}
+// (`var _ = onKind(jobs.KindX, (*Streams).xJob)`).
+var jobTables = map[jobs.Kind]func(*Streams) jobActions{}
 
 // onKind registers kind's table; a kind registered twice is a programming
 // error caught when the package loads.
-func onKind(kind jobs.Kind, table func(*Commands) jobActions) bool {
+func onKind(kind jobs.Kind, table func(*Streams) jobActions) bool {
 	if _, dup := jobTables[kind]; dup {
 		panic("commands: job kind " + string(kind) + " registered twice")
 	}
@@ -117,7 +95,7 @@ func decideOn[S any](ctx context.Context, load func(context.Context) (S, error),
 
 // onModel decides one event on a reward model's stream (training and
 // feedback extraction).
-func (c *Commands) onModel(ctx context.Context, modelID string, actor Actor, decide func(rewardmodels.State) (string, any, error)) (Result, error) {
+func (c *Streams) onModel(ctx context.Context, modelID string, actor Actor, decide func(rewardmodels.State) (string, any, error)) (Result, error) {
 	load := func(ctx context.Context) (rewardmodels.State, error) { return c.loadModel(ctx, "", modelID) }
 	write := func(ctx context.Context, a Actor, st rewardmodels.State, typ string, p any) (Result, error) {
 		return c.appendToModel(ctx, a, st, typ, p)
@@ -126,13 +104,13 @@ func (c *Commands) onModel(ctx context.Context, modelID string, actor Actor, dec
 }
 
 // onGepa decides one event on a GEPA run's stream.
-func (c *Commands) onGepa(ctx context.Context, runID string, actor Actor, decide func(rewardmodels.GepaState) (string, any, error)) (Result, error) {
+func (c *Streams) onGepa(ctx context.Context, runID string, actor Actor, decide func(rewardmodels.GepaState) (string, any, error)) (Result, error) {
 	load := func(ctx context.Context) (rewardmodels.GepaState, error) { return c.loadGepa(ctx, runID) }
 	return decideOn(ctx, load, c.appendToGepa, actor, decide)
 }
 
 // onEvaluator decides one event on the shared evaluator's stream.
-func (c *Commands) onEvaluator(ctx context.Context, actor Actor, decide func(evaluator.State) (string, any, error)) (Result, error) {
+func (c *Streams) onEvaluator(ctx context.Context, actor Actor, decide func(evaluator.State) (string, any, error)) (Result, error) {
 	return decideOn(ctx, c.EvaluatorState, c.appendEvaluator, actor, decide)
 }
 

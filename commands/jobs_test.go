@@ -18,7 +18,7 @@ func TestEveryJobKindHasActions(t *testing.T) {
 	require.Len(t, jobTables, len(jobs.Kinds()))
 	for _, k := range jobs.Kinds() {
 		require.NotNil(t, jobTables[k], "kind %s has no table", k)
-		require.NotNil(t, jobTables[k](&Commands{})[jobs.Claim], "kind %s has no claim", k)
+		require.NotNil(t, jobTables[k](&Streams{})[jobs.Claim], "kind %s has no claim", k)
 	}
 }
 
@@ -30,16 +30,16 @@ func TestJobCallsAreCheckedBeforeTheyRun(t *testing.T) {
 	c, ctx := &Commands{}, context.Background()
 	job, _ := json.Marshal(jobs.TitleJob{TraceID: "t1", Revision: 1})
 	var notFound *domain.NotFoundError
-	_, err := c.Job(ctx, "laundry", "t1", jobs.Claim, jobs.Call{WorkerID: "w", Job: job}, 0)
+	_, err := c.Job.Handle(ctx, Job{Kind: "laundry", ID: "t1", Action: jobs.Claim, Call: jobs.Call{WorkerID: "w", Job: job}})
 	require.ErrorAs(t, err, &notFound)
-	_, err = c.Job(ctx, jobs.KindTitle, "t1", jobs.HandBack, jobs.Call{WorkerID: "w", Job: job}, 0)
+	_, err = c.Job.Handle(ctx, Job{Kind: jobs.KindTitle, ID: "t1", Action: jobs.HandBack, Call: jobs.Call{WorkerID: "w", Job: job}})
 	require.ErrorAs(t, err, &notFound, "titles hold no lease to hand back")
 
 	var invalid *domain.ValidationError
-	_, err = c.Job(ctx, jobs.KindTitle, "t1", jobs.Finish, jobs.Call{Job: job}, 0)
+	_, err = c.Job.Handle(ctx, Job{Kind: jobs.KindTitle, ID: "t1", Action: jobs.Finish, Call: jobs.Call{Job: job}})
 	require.ErrorAs(t, err, &invalid)
 	require.Equal(t, "worker_id", invalid.Field)
-	_, err = c.Job(ctx, jobs.KindTitle, "t1", jobs.Finish, jobs.Call{WorkerID: "w", Job: job, Body: json.RawMessage(`{"title":"x","colour":"red"}`)}, 0)
+	_, err = c.Job.Handle(ctx, Job{Kind: jobs.KindTitle, ID: "t1", Action: jobs.Finish, Call: jobs.Call{WorkerID: "w", Job: job, Body: json.RawMessage(`{"title":"x","colour":"red"}`)}})
 	require.ErrorAs(t, err, &invalid)
 	require.Equal(t, "body", invalid.Field)
 	require.Contains(t, invalid.Message, "colour")

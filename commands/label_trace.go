@@ -21,7 +21,7 @@ import (
 // duplicate, stale or replayed job never calls a model again.
 // It is the claim's answer (label_trace's job table) and reads the trace's
 // stream, not the read model, to judge the revision the job names.
-func (c *Commands) LabelSourceOf(ctx context.Context, traceID string, revision int) (jobs.LabelSource, error) {
+func (c *Streams) LabelSourceOf(ctx context.Context, traceID string, revision int) (jobs.LabelSource, error) {
 	s, err := c.loadTrace(ctx, traceID)
 	if err != nil {
 		return jobs.LabelSource{}, err
@@ -59,7 +59,7 @@ func stateSteps(s traces.State) []domain.Step {
 // revision: the chunks the labeler could not label, and why. A report for
 // a revision that is no longer current is a no-op (the new revision has a
 // job of its own).
-func (c *Commands) recordLabelingFailure(ctx context.Context, workerID, traceID string, revision int, in jobs.LabelFailure, errMsg string) (Result, error) {
+func (c *Streams) recordLabelingFailure(ctx context.Context, workerID, traceID string, revision int, in jobs.LabelFailure, errMsg string) (Result, error) {
 	msg := strings.TrimSpace(errMsg)
 	if msg == "" {
 		return Result{}, domain.Invalid("error is required: say why labeling failed")
@@ -84,23 +84,23 @@ func (c *Commands) recordLabelingFailure(ctx context.Context, workerID, traceID 
 	})
 }
 
-var _ = onKind(jobs.KindLabel, (*Commands).labelJob)
+var _ = onKind(jobs.KindLabel, (*Streams).labelJob)
 
 // labelJob is KindLabel: the claim answers a revision's steps and the chunks
 // already labeled; labels are reported in batches as they arrive (each a
 // trace.steps_labeled event, checked by traces.DecideStepLabels against
 // the revision it describes); a failure records the chunks it could not
 // label; finish ends a run that labeled everything it was asked.
-func (c *Commands) labelJob() jobActions {
+func (c *Streams) labelJob() jobActions {
 	type call[B any] = jobCall[jobs.LabelJob, B]
 	return jobActions{
 		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
 			return c.LabelSourceOf(ctx, r.ID, r.Job.Revision)
 		}),
 		jobs.Report: onJob(func(ctx context.Context, r call[jobs.LabelReport]) (any, error) {
-			return jobAck(c.RecordStepLabels(ctx, WorkerActor(r.Worker), traces.StepLabelsInput{
+			return jobAck(RecordStepLabelsHandler{c}.Handle(ctx, RecordStepLabels{Actor: WorkerActor(r.Worker), Labels: traces.StepLabelsInput{
 				TraceID: r.ID, Revision: r.Job.Revision, Model: r.Body.Model, PromptVersion: r.Body.PromptVersion,
-				Labels: r.Body.Labels, InputTokens: r.Body.Usage.InputTokens, OutputTokens: r.Body.Usage.OutputTokens}))
+				Labels: r.Body.Labels, InputTokens: r.Body.Usage.InputTokens, OutputTokens: r.Body.Usage.OutputTokens}}))
 		}),
 		jobs.Finish: onJob(func(context.Context, call[struct{}]) (any, error) { return jobs.Ack{OK: true}, nil }),
 		jobs.Fail: onJob(func(ctx context.Context, r call[jobs.LabelFailure]) (any, error) {

@@ -13,7 +13,7 @@ import (
 // appended — the state the log says — instead of whatever the read model
 // shows (which may lag, or already show a fast worker's later events).
 // Another owner's model is not found.
-func (c *Commands) ModelEvents(ctx context.Context, ownerID, modelID string) ([]events.Envelope, error) {
+func (c *Streams) ModelEvents(ctx context.Context, ownerID, modelID string) ([]events.Envelope, error) {
 	stream := events.RewardModelStream(modelID)
 	loaded, err := c.store.LoadStreams(ctx, []string{stream})
 	if err != nil {
@@ -28,7 +28,7 @@ func (c *Commands) ModelEvents(ctx context.Context, ownerID, modelID string) ([]
 
 // loadModel returns a model's state; another owner's (ownerID != "") or a
 // missing model is not found.
-func (c *Commands) loadModel(ctx context.Context, ownerID, modelID string) (rewardmodels.State, error) {
+func (c *Streams) loadModel(ctx context.Context, ownerID, modelID string) (rewardmodels.State, error) {
 	stream := events.RewardModelStream(modelID)
 	loaded, err := c.store.LoadStreams(ctx, []string{stream})
 	if err != nil {
@@ -46,7 +46,7 @@ func (c *Commands) loadModel(ctx context.Context, ownerID, modelID string) (rewa
 
 // appendToModel appends events to a loaded model's stream at its version
 // (plus any extra events on other streams, unchecked).
-func (c *Commands) appendToModel(ctx context.Context, actor Actor, st rewardmodels.State, typ string, payload any, extra ...events.New) (Result, error) {
+func (c *Streams) appendToModel(ctx context.Context, actor Actor, st rewardmodels.State, typ string, payload any, extra ...events.New) (Result, error) {
 	stream := events.RewardModelStream(st.ID)
 	evs := append([]events.New{{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: typ, Payload: payload}}, extra...)
 	return c.append(ctx, actor, map[string]int64{stream: st.Version}, evs)
@@ -54,6 +54,6 @@ func (c *Commands) appendToModel(ctx context.Context, actor Actor, st rewardmode
 
 // Model returns any model's state (operator tools: audit).
 // Commands decide on this fold; the read model may lag a write.
-func (c *Commands) Model(ctx context.Context, modelID string) (rewardmodels.State, error) {
+func (c *Streams) Model(ctx context.Context, modelID string) (rewardmodels.State, error) {
 	return c.loadModel(ctx, "", modelID)
 }

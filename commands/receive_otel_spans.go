@@ -48,10 +48,20 @@ type OTelReceipt struct {
 // Writers of one trace are serialized within the process and retried with
 // jittered backoff on a version conflict (another process), so concurrent
 // exports of one trace all apply; see retryContended.
-func (c *Commands) ReceiveOTelSpans(ctx context.Context, actor Actor, raws []formats.RawSpan, sourceID string) (OTelReceipt, error) {
+type ReceiveOTelSpans struct {
+	Actor    Actor
+	Spans    []formats.RawSpan
+	SourceID string
+}
+
+// ReceiveOTelSpansHandler runs ReceiveOTelSpans.
+type ReceiveOTelSpansHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c ReceiveOTelSpansHandler) Handle(ctx context.Context, cmd ReceiveOTelSpans) (OTelReceipt, error) {
 	byTrace := map[string][]formats.RawSpan{}
 	var order []string
-	for _, r := range raws {
+	for _, r := range cmd.Spans {
 		if _, ok := byTrace[r.TraceID]; !ok {
 			order = append(order, r.TraceID)
 		}
@@ -64,23 +74,23 @@ func (c *Commands) ReceiveOTelSpans(ctx context.Context, actor Actor, raws []for
 	for _, hexID := range order {
 		th := formats.ThreadOf(byTrace[hexID])
 		threads[hexID] = th
-		streams = append(streams, events.TraceStream(TraceIDFor(actor.UserID, hexID)))
+		streams = append(streams, events.TraceStream(TraceIDFor(cmd.Actor.UserID, hexID)))
 		if key := conversationKey(th); key != "" {
-			streams = append(streams, events.TraceStream(TraceIDFor(actor.UserID, key)))
+			streams = append(streams, events.TraceStream(TraceIDFor(cmd.Actor.UserID, key)))
 		}
 	}
 	// Earlier calls first, so a batch holding several calls of one
 	// conversation files them in the order they happened.
 	sort.SliceStable(order, func(i, j int) bool { return threads[order[i]].Start() < threads[order[j]].Start() })
 	for {
-		receipt, err := c.receiveOTel(ctx, actor, order, byTrace, threads, streams, sourceID)
+		receipt, err := c.receiveOTel(ctx, cmd.Actor, order, byTrace, threads, streams, cmd.SourceID)
 		var more errFiledElsewhere
 		if !errors.As(err, &more) {
 			return receipt, err
 		}
 		// A trace filed earlier into a conversation its content no longer
 		// names (a re-sent span that changed): lock that one too.
-		streams = append(streams, events.TraceStream(TraceIDFor(actor.UserID, string(more))))
+		streams = append(streams, events.TraceStream(TraceIDFor(cmd.Actor.UserID, string(more))))
 	}
 }
 
@@ -90,7 +100,7 @@ type errFiledElsewhere string
 
 func (e errFiledElsewhere) Error() string { return "filed in " + string(e) }
 
-func (c *Commands) receiveOTel(ctx context.Context, actor Actor, order []string, byTrace map[string][]formats.RawSpan, threads map[string]formats.Thread, streams []string, sourceID string) (OTelReceipt, error) {
+func (c *Streams) receiveOTel(ctx context.Context, actor Actor, order []string, byTrace map[string][]formats.RawSpan, threads map[string]formats.Thread, streams []string, sourceID string) (OTelReceipt, error) {
 	unlock := c.locks.lock(streams)
 	defer unlock()
 	locked := map[string]bool{}

@@ -18,7 +18,7 @@ import (
 // is checked already; so a duplicate, stale or replayed job never calls a
 // model again, and a retry reuses the answers already recorded.
 // It is the claim's answer and reads the trace's stream, as LabelSourceOf.
-func (c *Commands) QualityCheckSourceOf(ctx context.Context, traceID string, revision int) (jobs.QualityCheckSource, error) {
+func (c *Streams) QualityCheckSourceOf(ctx context.Context, traceID string, revision int) (jobs.QualityCheckSource, error) {
 	s, err := c.loadTrace(ctx, traceID)
 	if err != nil {
 		return jobs.QualityCheckSource{}, err
@@ -48,29 +48,38 @@ func (c *Commands) QualityCheckSourceOf(ctx context.Context, traceID string, rev
 // trace (trace.steps_quality_checked) once they pass
 // traces.DecideQualityChecks. The grader runs in the worker tier and
 // reports through the API's worker service, never in a request.
-func (c *Commands) RecordQualityChecks(ctx context.Context, actor Actor, in traces.QualityChecksInput) (Result, error) {
-	return c.onTrace(ctx, actor, in.TraceID, func(st traces.State) (string, any, error) {
-		ev, err := traces.DecideQualityChecks(st, in)
+type RecordQualityChecks struct {
+	Actor  Actor
+	Checks traces.QualityChecksInput
+}
+
+// RecordQualityChecksHandler runs RecordQualityChecks.
+type RecordQualityChecksHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c RecordQualityChecksHandler) Handle(ctx context.Context, cmd RecordQualityChecks) (Result, error) {
+	return c.onTrace(ctx, cmd.Actor, cmd.Checks.TraceID, func(st traces.State) (string, any, error) {
+		ev, err := traces.DecideQualityChecks(st, cmd.Checks)
 		return events.TraceStepsQualityChecked, ev, err
 	})
 }
 
-var _ = onKind(jobs.KindQualityCheck, (*Commands).qualityCheckJob)
+var _ = onKind(jobs.KindQualityCheck, (*Streams).qualityCheckJob)
 
 // qualityCheckJob is KindQualityCheck, run within a label job after its
 // labels (its job is the label job's message): the claim answers the open
 // steps without a check, the result is the grading model's answers (a
 // trace.steps_quality_checked event, checked by traces.DecideQualityChecks).
-func (c *Commands) qualityCheckJob() jobActions {
+func (c *Streams) qualityCheckJob() jobActions {
 	type call[B any] = jobCall[jobs.LabelJob, B]
 	return jobActions{
 		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
 			return c.QualityCheckSourceOf(ctx, r.ID, r.Job.Revision)
 		}),
 		jobs.Finish: onJob(func(ctx context.Context, r call[jobs.QualityCheckReport]) (any, error) {
-			return jobAck(c.RecordQualityChecks(ctx, WorkerActor(r.Worker), traces.QualityChecksInput{
+			return jobAck(RecordQualityChecksHandler{c}.Handle(ctx, RecordQualityChecks{Actor: WorkerActor(r.Worker), Checks: traces.QualityChecksInput{
 				TraceID: r.ID, Revision: r.Job.Revision, Model: r.Body.Model, PromptVersion: r.Body.PromptVersion,
-				Checks: r.Body.Checks, InputTokens: r.Body.Usage.InputTokens, OutputTokens: r.Body.Usage.OutputTokens}))
+				Checks: r.Body.Checks, InputTokens: r.Body.Usage.InputTokens, OutputTokens: r.Body.Usage.OutputTokens}}))
 		}),
 	}
 }

@@ -13,9 +13,18 @@ import (
 // a worker may record labels for any owner's trace; a user only for their
 // own. Every reader (GET /traces/{id}, /query) scores them like imported
 // labels.
-func (c *Commands) RecordStepLabels(ctx context.Context, actor Actor, in traces.StepLabelsInput) (Result, error) {
-	return c.onTrace(ctx, actor, in.TraceID, func(st traces.State) (string, any, error) {
-		ev, err := traces.DecideStepLabels(st, in)
+type RecordStepLabels struct {
+	Actor  Actor
+	Labels traces.StepLabelsInput
+}
+
+// RecordStepLabelsHandler runs RecordStepLabels.
+type RecordStepLabelsHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c RecordStepLabelsHandler) Handle(ctx context.Context, cmd RecordStepLabels) (Result, error) {
+	return c.onTrace(ctx, cmd.Actor, cmd.Labels.TraceID, func(st traces.State) (string, any, error) {
+		ev, err := traces.DecideStepLabels(st, cmd.Labels)
 		return events.TraceStepsLabeled, ev, err
 	})
 }

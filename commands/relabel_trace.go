@@ -10,6 +10,15 @@ import (
 // labels stay in use until the new ones supersede them chunk by chunk, so
 // the trace never loses its scores in between, and replay gives the same
 // labels because the new answers are events like the old.
-func (c *Commands) RelabelTrace(ctx context.Context, actor Actor, traceID string) (Result, error) {
-	return c.requestLabels(ctx, actor, traceID, true)
+type RelabelTrace struct {
+	Actor   Actor
+	TraceID string
+}
+
+// RelabelTraceHandler runs RelabelTrace.
+type RelabelTraceHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c RelabelTraceHandler) Handle(ctx context.Context, cmd RelabelTrace) (Result, error) {
+	return c.requestLabels(ctx, cmd.Actor, cmd.TraceID, true)
 }

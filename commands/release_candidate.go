@@ -18,14 +18,24 @@ type ReleaseResult struct {
 // the last trained) becomes the live evaluator if it passes the gates
 // under p against the live release; otherwise a ConflictError names every
 // failed gate and nothing is appended. The report and policy are recorded.
-func (c *Commands) ReleaseCandidate(ctx context.Context, id string, p evaluator.Policy, by string) (ReleaseResult, error) {
+type ReleaseCandidate struct {
+	ID     string
+	Policy evaluator.Policy
+	By     string
+}
+
+// ReleaseCandidateHandler runs ReleaseCandidate.
+type ReleaseCandidateHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c ReleaseCandidateHandler) Handle(ctx context.Context, cmd ReleaseCandidate) (ReleaseResult, error) {
 	var out ReleaseResult
 	r, err := c.onEvaluator(ctx, Actor{}, func(s evaluator.State) (string, any, error) {
-		cand, err := candidateOrLatest(&s, id)
+		cand, err := candidateOrLatest(&s, cmd.ID)
 		if err != nil {
 			return "", nil, err
 		}
-		ev, rep, err := s.DecideRelease(cand, p, by)
+		ev, rep, err := s.DecideRelease(cand, cmd.Policy, cmd.By)
 		out.Report = rep
 		if err != nil {
 			return "", nil, err

@@ -8,19 +8,29 @@ import (
 )
 
 // RemoveAnnotation is DELETE /annotations/{id}.
-func (c *Commands) RemoveAnnotation(ctx context.Context, actor Actor, traceID, annotationID string) (Result, error) {
+type RemoveAnnotation struct {
+	Actor        Actor
+	TraceID      string
+	AnnotationID string
+}
+
+// RemoveAnnotationHandler runs RemoveAnnotation.
+type RemoveAnnotationHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c RemoveAnnotationHandler) Handle(ctx context.Context, cmd RemoveAnnotation) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
-		st, err := c.ownedTrace(ctx, actor, traceID)
+		st, err := c.ownedTrace(ctx, cmd.Actor, cmd.TraceID)
 		if err != nil {
-			return Result{}, asAnnotationNotFound(err, annotationID)
+			return Result{}, asAnnotationNotFound(err, cmd.AnnotationID)
 		}
-		if err := mayChangeAnnotation(st, annotationID, actor); err != nil {
+		if err := mayChangeAnnotation(st, cmd.AnnotationID, cmd.Actor); err != nil {
 			return Result{}, err
 		}
-		p, err := traces.DecideRemoveAnnotation(st, annotationID)
+		p, err := traces.DecideRemoveAnnotation(st, cmd.AnnotationID)
 		if err != nil {
 			return Result{}, err
 		}
-		return c.appendToTrace(ctx, actor, st, events.AnnotationRemoved, p)
+		return c.appendToTrace(ctx, cmd.Actor, st, events.AnnotationRemoved, p)
 	})
 }

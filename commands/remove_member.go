@@ -10,20 +10,31 @@ import (
 // RemoveMember removes a member and revokes every key of theirs in the same
 // append; their annotations stay attributed to them. The last admin cannot
 // be removed (409).
-func (c *Commands) RemoveMember(ctx context.Context, accountID, by, memberID, reason string) (Result, error) {
+type RemoveMember struct {
+	AccountID string
+	By        string
+	MemberID  string
+	Reason    string
+}
+
+// RemoveMemberHandler runs RemoveMember.
+type RemoveMemberHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c RemoveMemberHandler) Handle(ctx context.Context, cmd RemoveMember) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
-		team, version, err := c.loadTeam(ctx, accountID)
+		team, version, err := c.loadTeam(ctx, cmd.AccountID)
 		if err != nil {
 			return Result{}, err
 		}
-		removed, err := team.Remove(memberID, by, strings.TrimSpace(reason))
+		removed, err := team.Remove(cmd.MemberID, cmd.By, strings.TrimSpace(cmd.Reason))
 		if err != nil {
 			return Result{}, err
 		}
-		stream := events.MembersStream(accountID)
+		stream := events.MembersStream(cmd.AccountID)
 		expected := map[string]int64{stream: version}
-		evs := []events.New{{ID: newID(), Stream: stream, OwnerID: accountID, Type: events.MemberRemoved, Payload: removed}}
-		keyStreams, err := c.store.OwnerStreams(ctx, accountID, "api_key/", 0)
+		evs := []events.New{{ID: newID(), Stream: stream, OwnerID: cmd.AccountID, Type: events.MemberRemoved, Payload: removed}}
+		keyStreams, err := c.store.OwnerStreams(ctx, cmd.AccountID, "api_key/", 0)
 		if err != nil {
 			return Result{}, err
 		}
@@ -42,15 +53,15 @@ func (c *Commands) RemoveMember(ctx context.Context, accountID, by, memberID, re
 			}
 			owner := issued.MemberID
 			if owner == "" {
-				owner = accountID // keys issued before members: the implicit admin's
+				owner = cmd.AccountID // keys issued before members: the implicit admin's
 			}
-			if owner != memberID || kevs[len(kevs)-1].Type == events.APIKeyRevoked {
+			if owner != cmd.MemberID || kevs[len(kevs)-1].Type == events.APIKeyRevoked {
 				continue
 			}
 			expected[ks] = kevs[len(kevs)-1].Version
-			evs = append(evs, events.New{ID: newID(), Stream: ks, OwnerID: accountID, Type: events.APIKeyRevoked,
-				Payload: events.APIKeyRevokedV1{KeyID: issued.KeyID, UserID: accountID}})
+			evs = append(evs, events.New{ID: newID(), Stream: ks, OwnerID: cmd.AccountID, Type: events.APIKeyRevoked,
+				Payload: events.APIKeyRevokedV1{KeyID: issued.KeyID, UserID: cmd.AccountID}})
 		}
-		return c.append(ctx, Actor{UserID: accountID}, expected, evs)
+		return c.append(ctx, Actor{UserID: cmd.AccountID}, expected, evs)
 	})
 }

@@ -11,20 +11,30 @@ import (
 
 // RenameTraceSource upserts the caller's alias for a source id (it may name
 // traces that do not exist yet: aliases apply to future traces too).
-func (c *Commands) RenameTraceSource(ctx context.Context, actor Actor, sourceID, name string) (Result, error) {
-	if err := domain.CheckText("source_id", sourceID, domain.MaxIDBytes); err != nil {
+type RenameTraceSource struct {
+	Actor    Actor
+	SourceID string
+	Name     string
+}
+
+// RenameTraceSourceHandler runs RenameTraceSource.
+type RenameTraceSourceHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c RenameTraceSourceHandler) Handle(ctx context.Context, cmd RenameTraceSource) (Result, error) {
+	if err := domain.CheckText("source_id", cmd.SourceID, domain.MaxIDBytes); err != nil {
 		return Result{}, err
 	}
-	if err := domain.CheckText("name", name, domain.MaxNameBytes); err != nil {
+	if err := domain.CheckText("name", cmd.Name, domain.MaxNameBytes); err != nil {
 		return Result{}, err
 	}
-	if n := utf8.RuneCountInString(sourceID); n < 1 || n > 200 {
+	if n := utf8.RuneCountInString(cmd.SourceID); n < 1 || n > 200 {
 		return Result{}, &domain.ValidationError{Code: "invalid_request", Field: "source_id", Message: "source_id must be 1–200 characters"}
 	}
-	name = strings.TrimSpace(name)
-	if n := utf8.RuneCountInString(name); n < 1 || n > 120 {
+	cmd.Name = strings.TrimSpace(cmd.Name)
+	if n := utf8.RuneCountInString(cmd.Name); n < 1 || n > 120 {
 		return Result{}, &domain.ValidationError{Code: "invalid_request", Field: "name", Message: "name must be 1–120 characters"}
 	}
-	return c.append(ctx, actor, nil, []events.New{{ID: newID(), Stream: events.TraceSourceStream(actor.UserID, sourceID),
-		OwnerID: actor.UserID, Type: events.TraceSourceRenamed, Payload: events.TraceSourceRenamedV1{SourceID: sourceID, Name: name}}})
+	return c.append(ctx, cmd.Actor, nil, []events.New{{ID: newID(), Stream: events.TraceSourceStream(cmd.Actor.UserID, cmd.SourceID),
+		OwnerID: cmd.Actor.UserID, Type: events.TraceSourceRenamed, Payload: events.TraceSourceRenamedV1{SourceID: cmd.SourceID, Name: cmd.Name}}})
 }

@@ -14,18 +14,29 @@ import (
 // the dispatch projection turns it into a job for the worker tier, which
 // calls the model — never the request handler. Items carry their cache keys;
 // the lease keeps concurrent requests for the same keys from generating twice.
-func (c *Commands) RequestAssessment(ctx context.Context, actor Actor, traceID, kind string, items []events.AssessmentItem) (Result, error) {
-	if len(items) == 0 {
+type RequestAssessment struct {
+	Actor   Actor
+	TraceID string
+	Kind    string
+	Items   []events.AssessmentItem
+}
+
+// RequestAssessmentHandler runs RequestAssessment.
+type RequestAssessmentHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c RequestAssessmentHandler) Handle(ctx context.Context, cmd RequestAssessment) (Result, error) {
+	if len(cmd.Items) == 0 {
 		return Result{}, nil
 	}
 	version, lease := sections.SectionAssessmentVersion, sections.SectionLeaseSeconds
-	if kind == events.AssessmentCompletion {
+	if cmd.Kind == events.AssessmentCompletion {
 		version, lease = sections.CompletionVersion, sections.CompletionLeaseSeconds
-	} else if kind != events.AssessmentSections {
-		return Result{}, domain.Invalid("unknown assessment kind %q", kind)
+	} else if cmd.Kind != events.AssessmentSections {
+		return Result{}, domain.Invalid("unknown assessment kind %q", cmd.Kind)
 	}
-	return c.onTrace(ctx, actor, traceID, func(s traces.State) (string, any, error) {
-		return events.TraceAssessmentRequested, events.TraceAssessmentRequestedV1{TraceID: traceID,
-			Revision: s.Revision, Kind: kind, Version: version, Items: items, LeaseSeconds: lease}, nil
+	return c.onTrace(ctx, cmd.Actor, cmd.TraceID, func(s traces.State) (string, any, error) {
+		return events.TraceAssessmentRequested, events.TraceAssessmentRequestedV1{TraceID: cmd.TraceID,
+			Revision: s.Revision, Kind: cmd.Kind, Version: version, Items: cmd.Items, LeaseSeconds: lease}, nil
 	})
 }

@@ -40,7 +40,17 @@ var modelStringRE = regexp.MustCompile(`^(openai|anthropic)/\S+$`)
 // examples from the model's selected traces (stored as gepa_examples.jsonl
 // so the worker reads exactly what was requested) and queues the run.
 // Another owner's model is a 404, a model that has not succeeded a 422.
-func (c *Commands) RequestGepaRun(ctx context.Context, actor Actor, in RequestGepa) (RequestGepaResult, error) {
+type RequestGepaRun struct {
+	Actor Actor
+	Input RequestGepa
+}
+
+// RequestGepaRunHandler runs RequestGepaRun.
+type RequestGepaRunHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c RequestGepaRunHandler) Handle(ctx context.Context, cmd RequestGepaRun) (RequestGepaResult, error) {
+	in := cmd.Input
 	task, refl, budget := rewardmodels.DefaultGepaTaskModel, rewardmodels.DefaultGepaReflectionModel, rewardmodels.DefaultGepaMaxMetricCalls
 	if in.TaskModel != nil {
 		task = strings.TrimSpace(*in.TaskModel)
@@ -86,7 +96,7 @@ func (c *Commands) RequestGepaRun(ctx context.Context, actor Actor, in RequestGe
 			return RequestGepaResult{}, &domain.ValidationError{Code: "invalid_request", Field: "task_api_key", Message: "task_api_key cannot be accepted: " + err.Error()}
 		}
 	}
-	m, err := c.loadModel(ctx, actor.UserID, in.ModelID)
+	m, err := c.loadModel(ctx, cmd.Actor.UserID, in.ModelID)
 	if err != nil {
 		return RequestGepaResult{}, err
 	}
@@ -129,12 +139,12 @@ func (c *Commands) RequestGepaRun(ctx context.Context, actor Actor, in RequestGe
 		n++
 	}
 	runID := newID()
-	key := jobs.GepaExamplesKey(actor.UserID, runID)
+	key := jobs.GepaExamplesKey(cmd.Actor.UserID, runID)
 	if err := c.store.Blobs().Put(ctx, key, buf.Bytes()); err != nil {
 		return RequestGepaResult{}, err
 	}
 	stream := events.GepaRunStream(runID)
-	r, err := c.append(ctx, actor, map[string]int64{stream: 0}, []events.New{{ID: newID(), Stream: stream, OwnerID: actor.UserID,
+	r, err := c.append(ctx, cmd.Actor, map[string]int64{stream: 0}, []events.New{{ID: newID(), Stream: stream, OwnerID: cmd.Actor.UserID,
 		Type: events.GepaRunRequested, Payload: events.GepaRunRequestedV1{RunID: runID, ModelID: m.ID, TaskModel: task, TaskAPIBase: base, TaskAPIKeySealed: sealed,
 			ReflectionModel: refl, MaxMetricCalls: budget, ExamplesKey: key, Examples: n, ArtifactKey: m.Success.ArtifactKey,
 			InputVersion: m.Config.InputVersion}}})

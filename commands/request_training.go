@@ -11,8 +11,8 @@ import (
 	"github.com/criticml/critic/domain/rewardmodels"
 )
 
-// RequestTraining is POST /reward-models.
-type RequestTraining struct {
+// RequestTrainingInput is what POST /reward-models asks.
+type RequestTrainingInput struct {
 	Name      string
 	TraceIDs  []string
 	BaseModel string
@@ -88,7 +88,17 @@ type RequestTrainingResult struct {
 // RequestTraining queues a reward model on the caller's selected traces.
 // Every trace must be the caller's: the first one that is not is named in a
 // 404. Pairs are checked later, before any model is loaded.
-func (c *Commands) RequestTraining(ctx context.Context, actor Actor, in RequestTraining) (RequestTrainingResult, error) {
+type RequestTraining struct {
+	Actor Actor
+	Input RequestTrainingInput
+}
+
+// RequestTrainingHandler runs RequestTraining.
+type RequestTrainingHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c RequestTrainingHandler) Handle(ctx context.Context, cmd RequestTraining) (RequestTrainingResult, error) {
+	in := cmd.Input
 	in.Name = strings.TrimSpace(in.Name)
 	if n := utf8.RuneCountInString(in.Name); n < 1 || n > 200 {
 		return RequestTrainingResult{}, &domain.ValidationError{Code: "invalid_request", Field: "name", Message: "name must be 1–200 characters"}
@@ -119,7 +129,7 @@ func (c *Commands) RequestTraining(ctx context.Context, actor Actor, in RequestT
 		return RequestTrainingResult{}, err
 	}
 	if in.Config != nil && in.Config.Criterion != nil {
-		if cfg, err = c.criterionConfig(ctx, actor, cfg, in.Config); err != nil {
+		if cfg, err = c.criterionConfig(ctx, cmd.Actor, cfg, in.Config); err != nil {
 			return RequestTrainingResult{}, err
 		}
 	}
@@ -131,7 +141,7 @@ func (c *Commands) RequestTraining(ctx context.Context, actor Actor, in RequestT
 			ids = append(ids, id)
 		}
 	}
-	owned, err := c.ownedTraces(ctx, actor, ids)
+	owned, err := c.ownedTraces(ctx, cmd.Actor, ids)
 	if err != nil {
 		return RequestTrainingResult{}, err
 	}
@@ -145,7 +155,7 @@ func (c *Commands) RequestTraining(ctx context.Context, actor Actor, in RequestT
 	p := events.RewardModelRequestedV1{ModelID: modelID, Name: in.Name, BaseModel: in.BaseModel,
 		Compute: c.compute, Epochs: in.Epochs, MaxPairs: in.MaxPairs, TraceIDs: ids,
 		TrainingConfig: &cfg, FeedbackPlan: c.feedbackPlan(cfg)}
-	r, err := c.append(ctx, actor, map[string]int64{stream: 0}, []events.New{{ID: newID(), Stream: stream, OwnerID: actor.UserID,
+	r, err := c.append(ctx, cmd.Actor, map[string]int64{stream: 0}, []events.New{{ID: newID(), Stream: stream, OwnerID: cmd.Actor.UserID,
 		Type: events.RewardModelRequested, Payload: p}})
 	return RequestTrainingResult{Result: r, ModelID: modelID, Requested: p}, err
 }
@@ -154,7 +164,7 @@ func (c *Commands) RequestTraining(ctx context.Context, actor Actor, in RequestT
 // account (archived ones too: their values stay), whose values replace
 // ratings as the model's only supervision — so annotation_source is
 // explicit, and asking for another source with it is refused.
-func (c *Commands) criterionConfig(ctx context.Context, actor Actor, cfg events.TrainingConfig, in *TrainingConfig) (events.TrainingConfig, error) {
+func (c *Streams) criterionConfig(ctx context.Context, actor Actor, cfg events.TrainingConfig, in *TrainingConfig) (events.TrainingConfig, error) {
 	bad := func(field, msg string) error {
 		return &domain.ValidationError{Code: "invalid_request", Field: "training_config." + field, Message: msg}
 	}

@@ -14,11 +14,20 @@ import (
 // turns into a label job. Labels already recorded are kept, so only the
 // chunks still without one cost a model call. Without a step-label model
 // configured it is refused with the variable to set.
-func (c *Commands) RetryLabeling(ctx context.Context, actor Actor, traceID string) (Result, error) {
-	return c.requestLabels(ctx, actor, traceID, false)
+type RetryLabeling struct {
+	Actor   Actor
+	TraceID string
 }
 
-func (c *Commands) requestLabels(ctx context.Context, actor Actor, traceID string, relabel bool) (Result, error) {
+// RetryLabelingHandler runs RetryLabeling.
+type RetryLabelingHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c RetryLabelingHandler) Handle(ctx context.Context, cmd RetryLabeling) (Result, error) {
+	return c.requestLabels(ctx, cmd.Actor, cmd.TraceID, false)
+}
+
+func (c *Streams) requestLabels(ctx context.Context, actor Actor, traceID string, relabel bool) (Result, error) {
 	return c.onTrace(ctx, actor, traceID, func(s traces.State) (string, any, error) {
 		if c.stepLabelModel == "" { // after the owner check: another owner's trace is a 404
 			reason := c.stepLabelUnavailable

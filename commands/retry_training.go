@@ -9,9 +9,18 @@ import (
 
 // RetryTraining re-queues a failed model with the same id and selection; its
 // dataset is rebuilt for the new attempt.
-func (c *Commands) RetryTraining(ctx context.Context, actor Actor, modelID string) (Result, error) {
+type RetryTraining struct {
+	Actor   Actor
+	ModelID string
+}
+
+// RetryTrainingHandler runs RetryTraining.
+type RetryTrainingHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c RetryTrainingHandler) Handle(ctx context.Context, cmd RetryTraining) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
-		st, err := c.loadModel(ctx, actor.UserID, modelID)
+		st, err := c.loadModel(ctx, cmd.Actor.UserID, cmd.ModelID)
 		if err != nil {
 			return Result{}, err
 		}
@@ -20,6 +29,6 @@ func (c *Commands) RetryTraining(ctx context.Context, actor Actor, modelID strin
 			return Result{}, err
 		}
 		p.FeedbackPlan = c.feedbackPlan(st.Config)
-		return c.appendToModel(ctx, actor, st, events.RewardModelRetried, p)
+		return c.appendToModel(ctx, cmd.Actor, st, events.RewardModelRetried, p)
 	})
 }

@@ -10,10 +10,10 @@ import (
 	"github.com/criticml/critic/domain/traces"
 )
 
-// ReviewComparison is POST /comparisons: a reviewer's verdict on one
+// ReviewComparisonInput is what POST /comparisons asks: a reviewer's verdict on one
 // comparison of the queue (a finding's alternative against the original,
 // or two models' preferred actions when FindingID is a models key).
-type ReviewComparison struct {
+type ReviewComparisonInput struct {
 	ModelID   string
 	FindingID string
 	comparisons.Verdict
@@ -27,7 +27,7 @@ type ComparisonResult struct {
 
 // comparisonFinding finds a finding in a model's stream as recorded (the
 // log, not the read model): its attempt, trace revision and the finding.
-func (c *Commands) comparisonFinding(ctx context.Context, ownerID, modelID, findingID string) (events.RewardModelFindingRecordedV1, error) {
+func (c *Streams) comparisonFinding(ctx context.Context, ownerID, modelID, findingID string) (events.RewardModelFindingRecordedV1, error) {
 	evs, err := c.ModelEvents(ctx, ownerID, modelID)
 	if err != nil {
 		return events.RewardModelFindingRecordedV1{}, err
@@ -52,7 +52,17 @@ func (c *Commands) comparisonFinding(ctx context.Context, ownerID, modelID, find
 // caller's, offers an alternative, still describes the trace's current
 // action, and was presented in the order the verdict says. One reviewer
 // answers each comparison once (409 after that).
-func (c *Commands) ReviewComparison(ctx context.Context, actor Actor, in ReviewComparison) (ComparisonResult, error) {
+type ReviewComparison struct {
+	Actor Actor
+	Input ReviewComparisonInput
+}
+
+// ReviewComparisonHandler runs ReviewComparison.
+type ReviewComparisonHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c ReviewComparisonHandler) Handle(ctx context.Context, cmd ReviewComparison) (ComparisonResult, error) {
+	in := cmd.Input
 	if in.ModelID == "" {
 		return ComparisonResult{}, &domain.ValidationError{Code: "invalid_request", Field: "model_id", Message: "model_id is required"}
 	}
@@ -60,9 +70,9 @@ func (c *Commands) ReviewComparison(ctx context.Context, actor Actor, in ReviewC
 		return ComparisonResult{}, &domain.ValidationError{Code: "invalid_request", Field: "finding_id", Message: "finding_id is required"}
 	}
 	if modelB, _, ok := comparisons.ParseModelsKey(in.FindingID); ok {
-		return c.reviewModelComparison(ctx, actor, in, modelB)
+		return c.reviewModelComparison(ctx, cmd.Actor, in, modelB)
 	}
-	rec, err := c.comparisonFinding(ctx, actor.UserID, in.ModelID, in.FindingID)
+	rec, err := c.comparisonFinding(ctx, cmd.Actor.UserID, in.ModelID, in.FindingID)
 	if err != nil {
 		return ComparisonResult{}, err
 	}
@@ -71,22 +81,22 @@ func (c *Commands) ReviewComparison(ctx context.Context, actor Actor, in ReviewC
 		return ComparisonResult{}, &domain.ValidationError{Code: "not_comparable", Field: "finding_id", Message: "finding " + f.ID + " offers no alternative action to compare"}
 	}
 	var out ComparisonResult
-	r, err := c.onTrace(ctx, actor, rec.TraceID, func(st traces.State) (string, any, error) {
+	r, err := c.onTrace(ctx, cmd.Actor, rec.TraceID, func(st traces.State) (string, any, error) {
 		target := comparisonTarget(st, f)
 		if target == nil {
 			return "", nil, &domain.ConflictError{Code: "comparison_stale", Message: "the trace changed since this alternative was generated: its action is no longer the one the finding compared"}
 		}
-		if st.Compared[f.ID+"/"+actor.UserID] {
+		if st.Compared[f.ID+"/"+cmd.Actor.UserID] {
 			return "", nil, &domain.ConflictError{Code: "already_compared", Message: "you already reviewed this comparison"}
 		}
-		left, right := comparisons.Sides(actor.UserID, f.ID, f.OriginalAction, *f.AlternativeAction)
+		left, right := comparisons.Sides(cmd.Actor.UserID, f.ID, f.OriginalAction, *f.AlternativeAction)
 		preferred, err := comparisons.Decide(left, right, in.Verdict)
 		if err != nil {
 			return "", nil, err
 		}
 		comment := trimmedComment(in.Comment)
 		out.Comparison = events.ComparisonReviewedV1{ComparisonID: newID(), TraceID: st.ID, TraceRevision: st.Revision, StepID: f.StepID,
-			StepIndex: target.StepIndex, ToolName: target.ToolName, ReviewerID: actor.Member(), Source: "finding", FindingID: f.ID,
+			StepIndex: target.StepIndex, ToolName: target.ToolName, ReviewerID: cmd.Actor.Member(), Source: "finding", FindingID: f.ID,
 			ModelID: in.ModelID, Attempt: rec.Attempt, Context: target.Context, Left: left, Right: right, Choice: in.Choice,
 			Preferred: preferred, Comment: comment}
 		return events.ComparisonReviewed, out.Comparison, nil
@@ -102,7 +112,7 @@ func (c *Commands) ReviewComparison(ctx context.Context, actor Actor, in ReviewC
 // finding id is its key): the comparison is recomputed from the log, so a
 // verdict on models that no longer disagree there, or on a presentation
 // the queue did not give, is refused.
-func (c *Commands) reviewModelComparison(ctx context.Context, actor Actor, in ReviewComparison, modelB string) (ComparisonResult, error) {
+func (c *Streams) reviewModelComparison(ctx context.Context, actor Actor, in ReviewComparisonInput, modelB string) (ComparisonResult, error) {
 	for _, id := range []string{in.ModelID, modelB} {
 		if _, err := c.ModelEvents(ctx, actor.UserID, id); err != nil {
 			return ComparisonResult{}, err

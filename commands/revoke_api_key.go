@@ -10,11 +10,19 @@ import (
 // RevokeAPIKey disables a key for good (api_key.revoked). The key's own
 // stream decides: a key never issued is not found, a revoked one is a
 // conflict, so revoking twice appends nothing.
-func (c *Commands) RevokeAPIKey(ctx context.Context, keyID string) (Result, error) {
-	return retryOnConflict(func() (Result, error) { return c.revokeAPIKey(ctx, keyID) })
+type RevokeAPIKey struct {
+	KeyID string
 }
 
-func (c *Commands) revokeAPIKey(ctx context.Context, keyID string) (Result, error) {
+// RevokeAPIKeyHandler runs RevokeAPIKey.
+type RevokeAPIKeyHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c RevokeAPIKeyHandler) Handle(ctx context.Context, cmd RevokeAPIKey) (Result, error) {
+	return retryOnConflict(func() (Result, error) { return c.revokeAPIKey(ctx, cmd.KeyID) })
+}
+
+func (c *Streams) revokeAPIKey(ctx context.Context, keyID string) (Result, error) {
 	stream := events.APIKeyStream(keyID)
 	loaded, err := c.store.LoadStreams(ctx, []string{stream})
 	if err != nil {

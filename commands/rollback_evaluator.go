@@ -16,10 +16,18 @@ type RollbackResult struct {
 // RollbackEvaluator is `critic evaluator rollback`: the live release is
 // withdrawn and the one live before it serves again (none: traces wait for
 // a release again).
-func (c *Commands) RollbackEvaluator(ctx context.Context, by string) (RollbackResult, error) {
+type RollbackEvaluator struct {
+	By string
+}
+
+// RollbackEvaluatorHandler runs RollbackEvaluator.
+type RollbackEvaluatorHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c RollbackEvaluatorHandler) Handle(ctx context.Context, cmd RollbackEvaluator) (RollbackResult, error) {
 	var out RollbackResult
 	r, err := c.onEvaluator(ctx, Actor{}, func(s evaluator.State) (string, any, error) {
-		ev, err := s.DecideRollback(by)
+		ev, err := s.DecideRollback(cmd.By)
 		out.Rollback = ev
 		return events.EvaluatorRolledBack, ev, err
 	})

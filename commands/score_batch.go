@@ -12,7 +12,7 @@ import (
 
 // loadBatch reads a background batch's request; a batch that does not
 // exist, or of another model than the job names, is not claimable.
-func (c *Commands) loadBatch(ctx context.Context, batchID, modelID string) (events.ScoringBatchRequestedV1, error) {
+func (c *Streams) loadBatch(ctx context.Context, batchID, modelID string) (events.ScoringBatchRequestedV1, error) {
 	stream := events.ScoringBatchStream(batchID)
 	loaded, err := c.store.LoadStreams(ctx, []string{stream})
 	if err != nil {
@@ -34,7 +34,7 @@ func (c *Commands) loadBatch(ctx context.Context, batchID, modelID string) (even
 
 // loadBatchRuns reads a batch and, in one query, its runs' scoring streams
 // (streams[i] is b.Runs[i]'s): what claiming and settling a batch fold.
-func (c *Commands) loadBatchRuns(ctx context.Context, batchID, modelID string) (events.ScoringBatchRequestedV1, []string, map[string][]events.Envelope, error) {
+func (c *Streams) loadBatchRuns(ctx context.Context, batchID, modelID string) (events.ScoringBatchRequestedV1, []string, map[string][]events.Envelope, error) {
 	b, err := c.loadBatch(ctx, batchID, modelID)
 	if err != nil {
 		return b, nil, nil, err
@@ -47,48 +47,12 @@ func (c *Commands) loadBatchRuns(ctx context.Context, batchID, modelID string) (
 	return b, streams, loaded, err
 }
 
-// ClaimScoreBatch starts, for one worker, every run of the batch that is
-// still queued under the batch's run id (a run an explicit request
-// superseded, or one already claimed alone after a hand-back, is skipped),
-// in one append, and answers their items keys; 409 not_claimable when none
-// is left (a duplicate delivery).
-func (c *Commands) ClaimScoreBatch(ctx context.Context, workerID, batchID, modelID string) (jobs.ScoreBatchClaim, error) {
-	var claim jobs.ScoreBatchClaim
-	_, err := retryOnConflict(func() (Result, error) {
-		claim = jobs.ScoreBatchClaim{ModelID: modelID}
-		b, streams, loaded, err := c.loadBatchRuns(ctx, batchID, modelID)
-		if err != nil {
-			return Result{}, err
-		}
-		expected := map[string]int64{}
-		var evs []events.New
-		for i, r := range b.Runs {
-			sc, req, owner, err := foldScoring(loaded[streams[i]])
-			if err != nil {
-				return Result{}, err
-			}
-			if sc.RunID != r.RunID || sc.Status != rewardmodels.RunQueued {
-				continue
-			}
-			expected[streams[i]] = sc.Version
-			evs = append(evs, events.New{ID: newID(), Stream: streams[i], OwnerID: owner, Type: events.ScoringRunStarted,
-				Payload: events.ScoringRunStartedV1{RunID: r.RunID, TraceID: r.TraceID, ModelID: modelID, WorkerID: workerID}})
-			claim.Runs = append(claim.Runs, jobs.ScoreBatchRun{TraceID: r.TraceID, RunID: r.RunID, ItemsKey: req.ItemsKey})
-		}
-		if len(evs) == 0 {
-			return Result{}, &domain.ConflictError{Code: "not_claimable", Message: "scoring batch " + batchID + " has no queued run left"}
-		}
-		return c.append(ctx, workerActor(workerID), expected, evs)
-	})
-	return claim, err
-}
-
 // settleBatch ends each run of the batch that workerID still runs:
 // end is FinishScoring's failure or HandBackScoring for one run. The runs'
 // streams are read in one query: after a batch that went well (every
 // trace reported) this is all the worker's finish costs before its next
 // claim.
-func (c *Commands) settleBatch(ctx context.Context, workerID, batchID, modelID string, end func(traceID, runID string) (Result, error)) (Result, error) {
+func (c *Streams) settleBatch(ctx context.Context, workerID, batchID, modelID string, end func(traceID, runID string) (Result, error)) (Result, error) {
 	b, streams, loaded, err := c.loadBatchRuns(ctx, batchID, modelID)
 	if err != nil {
 		return Result{}, err
@@ -111,7 +75,7 @@ func (c *Commands) settleBatch(ctx context.Context, workerID, batchID, modelID s
 	return last, nil
 }
 
-var _ = onKind(jobs.KindScoreBatch, (*Commands).scoreBatchJob)
+var _ = onKind(jobs.KindScoreBatch, (*Streams).scoreBatchJob)
 
 // scoreBatchJob is KindScoreBatch: background scoring's batch. Each trace's
 // result is a report (its scores publish at once, or that trace's run
@@ -119,11 +83,11 @@ var _ = onKind(jobs.KindScoreBatch, (*Commands).scoreBatchJob)
 // result for; fail and hand-back end or requeue the worker's running runs
 // (a requeued run is published alone as a score job). Like single runs,
 // batches send no heartbeat: the sweep times each run from its start.
-func (c *Commands) scoreBatchJob() jobActions {
+func (c *Streams) scoreBatchJob() jobActions {
 	type call[B any] = jobCall[jobs.ScoreBatchJob, B]
 	return jobActions{
 		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			return c.ClaimScoreBatch(ctx, r.Worker, r.ID, r.Job.ModelID)
+			return ClaimScoreBatchHandler{c}.Handle(ctx, ClaimScoreBatch{WorkerID: r.Worker, BatchID: r.ID, ModelID: r.Job.ModelID})
 		}),
 		jobs.Report: onJob(func(ctx context.Context, r call[jobs.ScoreBatchReport]) (any, error) {
 			b, err := c.loadBatch(ctx, r.ID, r.Job.ModelID)
@@ -135,17 +99,17 @@ func (c *Commands) scoreBatchJob() jobActions {
 					Message: "run " + r.Body.RunID + " of trace " + r.Body.TraceID + " is not in scoring batch " + r.ID}
 			}
 			if r.Body.Error != "" {
-				return jobAck(c.FinishScoring(ctx, r.Worker, r.Body.TraceID, r.Job.ModelID, r.Body.RunID, nil, nil, tail(r.Body.Error, 2000)))
+				return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Body.TraceID, ModelID: r.Job.ModelID, RunID: r.Body.RunID, Failure: tail(r.Body.Error, 2000)}))
 			}
 			scores := make([]events.ActionScore, len(r.Body.ActionScores))
 			for i, s := range r.Body.ActionScores {
 				scores[i] = events.ActionScore{TraceID: s.TraceID, StepID: s.StepID, Score: s.Score, Credit: s.Credit}
 			}
-			return jobAck(c.FinishScoring(ctx, r.Worker, r.Body.TraceID, r.Job.ModelID, r.Body.RunID, scores, r.Body.TraceScore, ""))
+			return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Body.TraceID, ModelID: r.Job.ModelID, RunID: r.Body.RunID, Scores: scores, TraceScore: r.Body.TraceScore}))
 		}),
 		jobs.Finish: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
 			return jobAck(c.settleBatch(ctx, r.Worker, r.ID, r.Job.ModelID, func(traceID, runID string) (Result, error) {
-				return c.FinishScoring(ctx, r.Worker, traceID, r.Job.ModelID, runID, nil, nil, "no result for this trace: the worker finished its batch without scoring it")
+				return FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: traceID, ModelID: r.Job.ModelID, RunID: runID, Failure: "no result for this trace: the worker finished its batch without scoring it"})
 			}))
 		}),
 		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
@@ -154,12 +118,12 @@ func (c *Commands) scoreBatchJob() jobActions {
 				msg = "the worker reported a failure without a log"
 			}
 			return jobAck(c.settleBatch(ctx, r.Worker, r.ID, r.Job.ModelID, func(traceID, runID string) (Result, error) {
-				return c.FinishScoring(ctx, r.Worker, traceID, r.Job.ModelID, runID, nil, nil, msg)
+				return FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: traceID, ModelID: r.Job.ModelID, RunID: runID, Failure: msg})
 			}))
 		}),
 		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
 			return jobAck(c.settleBatch(ctx, r.Worker, r.ID, r.Job.ModelID, func(traceID, runID string) (Result, error) {
-				return c.HandBackScoring(ctx, r.Worker, traceID, r.Job.ModelID, runID, r.Reason)
+				return HandBackScoringHandler{c}.Handle(ctx, HandBackScoring{WorkerID: r.Worker, TraceID: traceID, ModelID: r.Job.ModelID, RunID: runID, Reason: r.Reason})
 			}))
 		}),
 	}
@@ -172,7 +136,7 @@ func (c *Commands) scoreBatchJob() jobActions {
 // runs once per scored trace, and folding the whole model stream
 // (training's heartbeats included) each time was a tenth of the API's CPU
 // under background scoring.
-func (c *Commands) loadModelRequest(ctx context.Context, ownerID, modelID string) (rewardmodels.State, error) {
+func (c *Streams) loadModelRequest(ctx context.Context, ownerID, modelID string) (rewardmodels.State, error) {
 	loaded, err := c.store.LoadStreamTypes(ctx, events.RewardModelStream(modelID), []string{events.RewardModelRequested, events.RewardModelTrainingSucceeded})
 	if err != nil {
 		return rewardmodels.State{}, err

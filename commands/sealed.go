@@ -21,7 +21,7 @@ import (
 // that seals tenant-supplied keys. Without it, a request carrying a key is
 // refused rather than stored in the clear.
 func WithSecret(secret string) Option {
-	return func(c *Commands) {
+	return func(c *Streams) {
 		if secret != "" {
 			k := sha256.Sum256([]byte("critic tenant secrets v1\x00" + secret))
 			c.sealKey = k[:]
@@ -33,7 +33,7 @@ var errNoSealKey = errors.New("this deployment has no secret to seal keys with")
 
 // sealAEAD is AES-GCM under the deployment's seal key: what seal and open
 // both use.
-func (c *Commands) sealAEAD() (cipher.AEAD, error) {
+func (c *Streams) sealAEAD() (cipher.AEAD, error) {
 	block, err := aes.NewCipher(c.sealKey)
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func (c *Commands) sealAEAD() (cipher.AEAD, error) {
 	return cipher.NewGCM(block)
 }
 
-func (c *Commands) seal(plain string) (string, error) {
+func (c *Streams) seal(plain string) (string, error) {
 	if c.sealKey == nil {
 		return "", errNoSealKey
 	}
@@ -56,7 +56,7 @@ func (c *Commands) seal(plain string) (string, error) {
 	return "v1:" + base64.RawStdEncoding.EncodeToString(gcm.Seal(nonce, nonce, []byte(plain), nil)), nil
 }
 
-func (c *Commands) open(sealed string) (string, error) {
+func (c *Streams) open(sealed string) (string, error) {
 	if c.sealKey == nil {
 		return "", errNoSealKey
 	}

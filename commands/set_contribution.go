@@ -19,10 +19,20 @@ type ContributionResult struct {
 // SetContribution opts one of the actor's traces in or out of training the
 // shared evaluator (trace.contribution_set). Setting the value it already
 // has appends nothing.
-func (c *Commands) SetContribution(ctx context.Context, actor Actor, traceID string, contribute bool) (ContributionResult, error) {
-	out := ContributionResult{TraceID: traceID, Contribute: contribute}
-	r, err := c.onTrace(ctx, actor, traceID, func(st traces.State) (string, any, error) {
-		ev, changed := traces.DecideContribution(st, contribute, events.ContributionViaAPI)
+type SetContribution struct {
+	Actor      Actor
+	TraceID    string
+	Contribute bool
+}
+
+// SetContributionHandler runs SetContribution.
+type SetContributionHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c SetContributionHandler) Handle(ctx context.Context, cmd SetContribution) (ContributionResult, error) {
+	out := ContributionResult{TraceID: cmd.TraceID, Contribute: cmd.Contribute}
+	r, err := c.onTrace(ctx, cmd.Actor, cmd.TraceID, func(st traces.State) (string, any, error) {
+		ev, changed := traces.DecideContribution(st, cmd.Contribute, events.ContributionViaAPI)
 		out.Changed = changed
 		if !changed {
 			return "", nil, nil

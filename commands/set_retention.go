@@ -13,16 +13,25 @@ const RetentionBy = "retention"
 // SetRetention sets the account's retention period: its traces whose last
 // activity is more than days days old are erased by the daily sweep. nil
 // turns retention off. Setting it erases nothing by itself.
-func (c *Commands) SetRetention(ctx context.Context, actor Actor, days *int) (Result, error) {
-	if days != nil {
-		if err := domain.CheckRetentionDays(*days); err != nil {
+type SetRetention struct {
+	Actor Actor
+	Days  *int
+}
+
+// SetRetentionHandler runs SetRetention.
+type SetRetentionHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c SetRetentionHandler) Handle(ctx context.Context, cmd SetRetention) (Result, error) {
+	if cmd.Days != nil {
+		if err := domain.CheckRetentionDays(*cmd.Days); err != nil {
 			return Result{}, err
 		}
 	}
-	by := actor.String()
-	if actor.MemberID != "" {
-		by = "member:" + actor.MemberID
+	by := cmd.Actor.String()
+	if cmd.Actor.MemberID != "" {
+		by = "member:" + cmd.Actor.MemberID
 	}
-	return c.appendAccountSetting(ctx, actor, actor.UserID, events.UserRetentionSet,
-		events.UserRetentionSetV1{UserID: actor.UserID, Days: days, By: by})
+	return c.appendAccountSetting(ctx, cmd.Actor, cmd.Actor.UserID, events.UserRetentionSet,
+		events.UserRetentionSetV1{UserID: cmd.Actor.UserID, Days: cmd.Days, By: by})
 }

@@ -9,10 +9,19 @@ import (
 
 // SetReviewOverlap sets how many members should judge each review queue
 // item of the account (agreement.CheckOverlap: 1–10).
-func (c *Commands) SetReviewOverlap(ctx context.Context, actor Actor, overlap int) (Result, error) {
-	if err := agreement.CheckOverlap(overlap); err != nil {
+type SetReviewOverlap struct {
+	Actor   Actor
+	Overlap int
+}
+
+// SetReviewOverlapHandler runs SetReviewOverlap.
+type SetReviewOverlapHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c SetReviewOverlapHandler) Handle(ctx context.Context, cmd SetReviewOverlap) (Result, error) {
+	if err := agreement.CheckOverlap(cmd.Overlap); err != nil {
 		return Result{}, err
 	}
-	return c.appendAccountSetting(ctx, actor, actor.UserID, events.UserReviewOverlapSet,
-		events.UserReviewOverlapSetV1{UserID: actor.UserID, Overlap: overlap})
+	return c.appendAccountSetting(ctx, cmd.Actor, cmd.Actor.UserID, events.UserReviewOverlapSet,
+		events.UserReviewOverlapSetV1{UserID: cmd.Actor.UserID, Overlap: cmd.Overlap})
 }

@@ -8,7 +8,16 @@ import (
 
 // SetRewardModelsEnabled turns every /api/v1/rm route on or off for one
 // account (off answers 404) without touching its data.
-func (c *Commands) SetRewardModelsEnabled(ctx context.Context, userID string, enabled bool) (Result, error) {
-	return c.appendAccountSetting(ctx, Actor{}, userID, events.UserRewardModelsEnabledChanged,
-		events.UserRewardModelsEnabledChangedV1{UserID: userID, Enabled: enabled})
+type SetRewardModelsEnabled struct {
+	UserID  string
+	Enabled bool
+}
+
+// SetRewardModelsEnabledHandler runs SetRewardModelsEnabled.
+type SetRewardModelsEnabledHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c SetRewardModelsEnabledHandler) Handle(ctx context.Context, cmd SetRewardModelsEnabled) (Result, error) {
+	return c.appendAccountSetting(ctx, Actor{}, cmd.UserID, events.UserRewardModelsEnabledChanged,
+		events.UserRewardModelsEnabledChangedV1{UserID: cmd.UserID, Enabled: cmd.Enabled})
 }

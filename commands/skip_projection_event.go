@@ -21,21 +21,30 @@ const MaxSkipReasonBytes = 2000
 // the operator's way out when `critic projections retry` cannot succeed
 // (an event stored before the edge refused what it holds, a bug in old
 // code). Skipping an event twice is a conflict; skipping a skip is refused.
-func (c *Commands) SkipProjectionEvent(ctx context.Context, eventID, reason string) (Result, error) {
-	if _, err := uuid.Parse(eventID); err != nil {
+type SkipProjectionEvent struct {
+	EventID string
+	Reason  string
+}
+
+// SkipProjectionEventHandler runs SkipProjectionEvent.
+type SkipProjectionEventHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c SkipProjectionEventHandler) Handle(ctx context.Context, cmd SkipProjectionEvent) (Result, error) {
+	if _, err := uuid.Parse(cmd.EventID); err != nil {
 		return Result{}, &domain.ValidationError{Code: "invalid_request", Field: "event_id",
 			Message: "is not an event id (a UUID, as `critic projections status` lists them)"}
 	}
-	reason = strings.TrimSpace(reason)
-	if reason == "" {
+	cmd.Reason = strings.TrimSpace(cmd.Reason)
+	if cmd.Reason == "" {
 		return Result{}, &domain.ValidationError{Code: "invalid_request", Field: "reason", Message: "say why the event is skipped (--reason)"}
 	}
-	if err := domain.CheckText("reason", reason, MaxSkipReasonBytes); err != nil {
+	if err := domain.CheckText("reason", cmd.Reason, MaxSkipReasonBytes); err != nil {
 		return Result{}, err
 	}
-	e, err := c.store.ReadByID(ctx, eventID)
+	e, err := c.store.ReadByID(ctx, cmd.EventID)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return Result{}, domain.NotFound("event", eventID)
+		return Result{}, domain.NotFound("event", cmd.EventID)
 	}
 	if err != nil {
 		return Result{}, err
@@ -43,12 +52,12 @@ func (c *Commands) SkipProjectionEvent(ctx context.Context, eventID, reason stri
 	if e.Type == events.ProjectionEventSkipped {
 		return Result{}, &domain.ValidationError{Code: "invalid_request", Field: "event_id", Message: "is itself a skip; it cannot be skipped"}
 	}
-	stream := events.ProjectionSkipStream(eventID)
+	stream := events.ProjectionSkipStream(cmd.EventID)
 	r, err := c.append(ctx, Actor{}, map[string]int64{stream: 0}, []events.New{{ID: newID(), Stream: stream, OwnerID: e.OwnerID,
-		Type: events.ProjectionEventSkipped, Payload: events.ProjectionEventSkippedV1{EventID: e.ID, EventType: e.Type, Seq: e.Seq, Reason: reason}}})
+		Type: events.ProjectionEventSkipped, Payload: events.ProjectionEventSkippedV1{EventID: e.ID, EventType: e.Type, Seq: e.Seq, Reason: cmd.Reason}}})
 	var vc *domain.VersionConflictError
 	if errors.As(err, &vc) {
-		return Result{}, &domain.ConflictError{Code: "already_skipped", Message: "event " + eventID + " is already skipped"}
+		return Result{}, &domain.ConflictError{Code: "already_skipped", Message: "event " + cmd.EventID + " is already skipped"}
 	}
 	return r, err
 }

@@ -10,7 +10,7 @@ import (
 
 // loadTeam folds an account's members stream over its implicit admin and
 // returns the stream's version (0 when it has no events).
-func (c *Commands) loadTeam(ctx context.Context, accountID string) (*members.Team, int64, error) {
+func (c *Streams) loadTeam(ctx context.Context, accountID string) (*members.Team, int64, error) {
 	user, stream := events.UserStream(accountID), events.MembersStream(accountID)
 	loaded, err := c.store.LoadStreams(ctx, []string{user, stream})
 	if err != nil {
@@ -40,7 +40,7 @@ func (c *Commands) loadTeam(ctx context.Context, accountID string) (*members.Tea
 // model names them).
 // It folds the team's stream because the audit reads the log, not a
 // read model that may lag or be rebuilt.
-func (c *Commands) Team(ctx context.Context, accountID string) (*members.Team, error) {
+func (c *Streams) Team(ctx context.Context, accountID string) (*members.Team, error) {
 	team, _, err := c.loadTeam(ctx, accountID)
 	return team, err
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/criticml/critic/domain/traces"
 )
 
-func (c *Commands) loadTrace(ctx context.Context, traceID string) (traces.State, error) {
+func (c *Streams) loadTrace(ctx context.Context, traceID string) (traces.State, error) {
 	stream := events.TraceStream(traceID)
 	loaded, err := c.store.LoadStreams(ctx, []string{stream})
 	if err != nil {
@@ -22,7 +22,7 @@ func (c *Commands) loadTrace(ctx context.Context, traceID string) (traces.State,
 // when the revision is no longer current, the trace is gone, or it has its
 // title already). It is the claim's answer and reads the trace's stream, as
 // LabelSourceOf.
-func (c *Commands) TitleSourceOf(ctx context.Context, traceID string, revision int) (jobs.TitleSource, error) {
+func (c *Streams) TitleSourceOf(ctx context.Context, traceID string, revision int) (jobs.TitleSource, error) {
 	s, err := c.loadTrace(ctx, traceID)
 	if err != nil {
 		return jobs.TitleSource{}, err
@@ -39,41 +39,10 @@ func (c *Commands) TitleSourceOf(ctx context.Context, traceID string, revision i
 	return out, nil
 }
 
-// RecordTitle appends trace.titled when the revision is current and still
-// has its derived title; otherwise it is a no-op (a newer import, an
-// explicit title, or a duplicate job won).
-func (c *Commands) RecordTitle(ctx context.Context, workerID, traceID string, revision int, title, model string, usage []events.LLMUsage) (Result, error) {
-	// A model's answer is outside text too.
-	if err := domain.CheckText("model", model, domain.MaxNameBytes); err != nil {
-		return Result{}, err
-	}
-	title = domain.CleanTitle(title)
-	if err := domain.CheckText("title", title, domain.MaxTitleBytes); err != nil {
-		return Result{}, err
-	}
-	if title == "" {
-		return Result{}, domain.Invalid("the title is empty")
-	}
-	return retryOnConflict(func() (Result, error) {
-		s, err := c.loadTrace(ctx, traceID)
-		if err != nil {
-			return Result{}, err
-		}
-		if !s.Exists || s.Revision != revision || !s.TitleDerived {
-			return Result{}, nil
-		}
-		if usage == nil {
-			usage = []events.LLMUsage{}
-		}
-		return c.appendToTrace(ctx, workerActor(workerID), s, events.TraceTitled, events.TraceTitledV1{TraceID: traceID, Revision: revision,
-			Title: title, Model: model, PromptVersion: domain.TitlePromptVersion, Usage: usage})
-	})
-}
-
 // loadTraceFor loads a trace that actor may write to: a worker (reporting
 // through the worker service) any owner's, a user only their own; anything
 // else is the same not-found as a trace that does not exist.
-func (c *Commands) loadTraceFor(ctx context.Context, actor Actor, traceID string) (traces.State, error) {
+func (c *Streams) loadTraceFor(ctx context.Context, actor Actor, traceID string) (traces.State, error) {
 	st, err := c.loadTrace(ctx, traceID)
 	if err != nil {
 		return traces.State{}, err
@@ -84,19 +53,19 @@ func (c *Commands) loadTraceFor(ctx context.Context, actor Actor, traceID string
 	return st, nil
 }
 
-var _ = onKind(jobs.KindTitle, (*Commands).titleJob)
+var _ = onKind(jobs.KindTitle, (*Streams).titleJob)
 
 // titleJob is KindTitle: the claim answers a trace's bounded excerpt (Needed
 // false when the revision is stale or titled: a duplicate job costs no
 // model call) and the result becomes trace.titled.
-func (c *Commands) titleJob() jobActions {
+func (c *Streams) titleJob() jobActions {
 	type call[B any] = jobCall[jobs.TitleJob, B]
 	return jobActions{
 		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
 			return c.TitleSourceOf(ctx, r.ID, r.Job.Revision)
 		}),
 		jobs.Finish: onJob(func(ctx context.Context, r call[jobs.TitleReport]) (any, error) {
-			res, err := c.RecordTitle(ctx, r.Worker, r.ID, r.Job.Revision, r.Body.Title, r.Body.Model, r.Body.Usage)
+			res, err := RecordTitleHandler{c}.Handle(ctx, RecordTitle{WorkerID: r.Worker, TraceID: r.ID, Revision: r.Job.Revision, Title: r.Body.Title, Model: r.Body.Model, Usage: r.Body.Usage})
 			return jobs.TitleRecorded{Recorded: err == nil && res.LastEventID != ""}, err
 		}),
 	}

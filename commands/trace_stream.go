@@ -10,7 +10,7 @@ import (
 
 // ownedTrace loads a trace's stream; a trace that does not exist, was
 // deleted, or belongs to someone else is not found.
-func (c *Commands) ownedTrace(ctx context.Context, actor Actor, traceID string) (traces.State, error) {
+func (c *Streams) ownedTrace(ctx context.Context, actor Actor, traceID string) (traces.State, error) {
 	owned, err := c.ownedTraces(ctx, actor, []string{traceID})
 	if err != nil {
 		return traces.State{}, err
@@ -25,7 +25,7 @@ func (c *Commands) ownedTrace(ctx context.Context, actor Actor, traceID string) 
 // ownedTraces loads many traces' streams in one read of the log: the states
 // of those of ids that exist and are the actor's (the others are absent),
 // by id.
-func (c *Commands) ownedTraces(ctx context.Context, actor Actor, ids []string) (map[string]traces.State, error) {
+func (c *Streams) ownedTraces(ctx context.Context, actor Actor, ids []string) (map[string]traces.State, error) {
 	streams := make([]string, len(ids))
 	for i, id := range ids {
 		streams[i] = events.TraceStream(id)
@@ -49,7 +49,7 @@ func (c *Commands) ownedTraces(ctx context.Context, actor Actor, ids []string) (
 
 // appendToTrace appends one event to a loaded trace's stream at its version,
 // owned as the stream is (a worker's report has no owner of its own).
-func (c *Commands) appendToTrace(ctx context.Context, actor Actor, st traces.State, typ string, payload any) (Result, error) {
+func (c *Streams) appendToTrace(ctx context.Context, actor Actor, st traces.State, typ string, payload any) (Result, error) {
 	stream := events.TraceStream(st.ID)
 	return c.append(ctx, actor, map[string]int64{stream: st.Version}, []events.New{{
 		ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: typ, Payload: payload}})
@@ -59,7 +59,7 @@ func (c *Commands) appendToTrace(ctx context.Context, actor Actor, st traces.Sta
 // write to (loadTraceFor: a user's own, any for a worker), decides one event
 // on it (typ "": nothing) and appends it at the version read, deciding again
 // when another writer moved the stream in between.
-func (c *Commands) onTrace(ctx context.Context, actor Actor, traceID string, decide func(traces.State) (string, any, error)) (Result, error) {
+func (c *Streams) onTrace(ctx context.Context, actor Actor, traceID string, decide func(traces.State) (string, any, error)) (Result, error) {
 	load := func(ctx context.Context) (traces.State, error) { return c.loadTraceFor(ctx, actor, traceID) }
 	return decideOn(ctx, load, c.appendToTrace, actor, decide)
 }

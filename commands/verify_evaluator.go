@@ -18,7 +18,7 @@ import (
 // as of its cut and compares its digest with the one recorded: every
 // candidate, and so every release, is reproducible from the log.
 // A check of the log against itself, so it reads the log, not the read model.
-func (c *Commands) VerifyCandidateDatasets(ctx context.Context) (int, error) {
+func (c *Streams) VerifyCandidateDatasets(ctx context.Context) (int, error) {
 	s, err := c.EvaluatorState(ctx)
 	if err != nil {
 		return 0, err
@@ -53,7 +53,7 @@ func (c *Commands) VerifyCandidateDatasets(ctx context.Context) (int, error) {
 // candidate's recorded margins, its benchmark, the live release) under the
 // policy it recorded: every release must come out the same, with the same
 // figures. It returns how many releases it checked.
-func (c *Commands) VerifyReleases(ctx context.Context) (int, error) {
+func (c *Streams) VerifyReleases(ctx context.Context) (int, error) {
 	loaded, err := c.store.LoadStreams(ctx, []string{events.EvaluatorStream})
 	if err != nil {
 		return 0, err
@@ -89,7 +89,7 @@ func (c *Commands) VerifyReleases(ctx context.Context) (int, error) {
 // check that every version is reproducible from the log. Text is compared
 // where the version stored it (versions frozen before issue 37); an item
 // the rebuild lacks passes only when its traces were erased since.
-func (c *Commands) VerifyBenchmarks(ctx context.Context) (int, error) {
+func (c *Streams) VerifyBenchmarks(ctx context.Context) (int, error) {
 	prev, _, err := c.benchmarks(ctx)
 	if err != nil {
 		return 0, err

@@ -27,11 +27,11 @@ func TestCompleteTrainingReadsOnlyTheKeysOfTheJob(t *testing.T) {
 	ctx := context.Background()
 	cmds, store, actor := setup(t)
 	ids := commandstest.RatedTraces(t, cmds, actor)
-	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ids})
+	req, err := cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: actor, Input: commands.RequestTrainingInput{Name: "m", TraceIDs: ids}})
 	require.NoError(t, err)
-	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	_, err = cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: req.ModelID})
 	require.NoError(t, err)
-	job, err := cmds.ClaimTraining(ctx, "w1", req.ModelID, 1, time.Minute)
+	job, err := cmds.ClaimTraining.Handle(ctx, commands.ClaimTraining{WorkerID: "w1", ModelID: req.ModelID, Attempt: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	blobs := store.Blobs()
 	require.NoError(t, blobs.Put(ctx, job.ArtifactKey, []byte("checkpoint")))
@@ -40,7 +40,7 @@ func TestCompleteTrainingReadsOnlyTheKeysOfTheJob(t *testing.T) {
 	require.Equal(t, "jobs/"+actor.UserID+"/"+req.ModelID+"/attempt-1/scores.jsonl", scoresKey)
 	good := fmt.Sprintf(`{"trace_id":%q,"score":0.5}`+"\n", ids[0])
 	complete := func(scores, actions string) error {
-		_, err := cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "w1", ModelID: req.ModelID, Attempt: 1,
+		_, err := cmds.CompleteTraining.Handle(ctx, commands.CompleteTraining{WorkerID: "w1", ModelID: req.ModelID, Attempt: 1,
 			Metrics: json.RawMessage(`{"eval_pairs":0}`), ScoresKey: scores, ActionScoresKey: actions})
 		return err
 	}
@@ -70,7 +70,7 @@ func TestCompleteTrainingReadsOnlyTheKeysOfTheJob(t *testing.T) {
 	require.NoError(t, blobs.Put(ctx, scoresKey, []byte(strings.Repeat(good, 10))))
 	require.ErrorContains(t, complete(scoresKey, ""), "more score lines than the")
 
-	m, err := cmds.Model(ctx, req.ModelID)
+	m, err := cmds.Streams.Model(ctx, req.ModelID)
 	require.NoError(t, err)
 	require.Equal(t, rewardmodels.StatusRunning, m.Status, "nothing refused was recorded")
 

@@ -28,44 +28,7 @@ type ClaimedJob struct {
 	jobs.TrainingClaim
 }
 
-// ClaimTraining starts an attempt for one worker. A model that is not queued
-// (a duplicate delivery, another worker was first) is a ConflictError.
-func (c *Commands) ClaimTraining(ctx context.Context, workerID, modelID string, attempt int, lease time.Duration) (ClaimedJob, error) {
-	return c.claimTraining(ctx, workerID, "", modelID, attempt, lease)
-}
-
-// ClaimNextTraining claims the first of candidates (oldest first) that is
-// still claimable for a free worker; compute is where that worker runs.
-// A candidate another worker claimed first, or that changed since the read
-// model listed it, is skipped. ok is false when none could be claimed.
-func (c *Commands) ClaimNextTraining(ctx context.Context, workerID, compute string, candidates []rewardmodels.TrainingCandidate, lease time.Duration) (ClaimedJob, bool, error) {
-	for _, cand := range candidates {
-		j, err := c.claimTraining(ctx, workerID, compute, cand.ModelID, cand.Attempt, lease)
-		var conflict *domain.ConflictError
-		var version *domain.VersionConflictError
-		var notFound *domain.NotFoundError
-		switch {
-		case err == nil:
-			return j, true, nil
-		case errors.As(err, &conflict), errors.As(err, &version), errors.As(err, &notFound):
-			continue // taken or changed meanwhile: the next one
-		default:
-			return ClaimedJob{}, false, err
-		}
-	}
-	return ClaimedJob{}, false, nil
-}
-
-// HandBackTraining returns a running attempt to the queue at its worker's
-// request (the worker is stopping): another worker trains it from the start.
-func (c *Commands) HandBackTraining(ctx context.Context, workerID, modelID string, attempt int, reason string) (Result, error) {
-	return c.onModel(ctx, modelID, workerActor(workerID), func(st rewardmodels.State) (string, any, error) {
-		p, err := rewardmodels.DecideHandBack(st, attempt, workerID, reason)
-		return events.RewardModelTrainingRequeued, p, err
-	})
-}
-
-func (c *Commands) claimTraining(ctx context.Context, workerID, compute, modelID string, attempt int, lease time.Duration) (ClaimedJob, error) {
+func (c *Streams) claimTraining(ctx context.Context, workerID, compute, modelID string, attempt int, lease time.Duration) (ClaimedJob, error) {
 	st, err := c.loadModel(ctx, "", modelID)
 	if err != nil {
 		return ClaimedJob{}, err
@@ -91,34 +54,7 @@ func (c *Commands) claimTraining(ctx context.Context, workerID, compute, modelID
 
 func workerActor(id string) Actor { return Actor{UserID: "", worker: id} }
 
-// Heartbeat renews the lease of the worker holding the attempt.
-func (c *Commands) Heartbeat(ctx context.Context, workerID, modelID string, attempt int, p events.Progress) (Result, error) {
-	return c.onModel(ctx, modelID, workerActor(workerID), func(st rewardmodels.State) (string, any, error) {
-		ev, err := rewardmodels.DecideHeartbeat(st, attempt, workerID, p)
-		return events.RewardModelHeartbeat, ev, err
-	})
-}
-
-// CompleteTraining is a worker's success report. Scores come as the job's
-// scores.jsonl and action_scores.jsonl in the blob store; they are checked
-// against the dataset (exact trace and step ids, finite scores, credit in
-// [-1, 1]) and published atomically with the success.
-type CompleteTraining struct {
-	WorkerID, ModelID          string
-	Attempt                    int
-	Metrics                    json.RawMessage
-	RewardStats, ActionStats   json.RawMessage
-	ScoresKey, ActionScoresKey string
-}
-
-// CompleteTraining records a succeeded attempt with its scores. A heartbeat
-// of the same attempt racing with it makes it decide again (it used to
-// answer 409 concurrent_write, which the worker took for a lost lease).
-func (c *Commands) CompleteTraining(ctx context.Context, in CompleteTraining) (Result, error) {
-	return retryOnConflict(func() (Result, error) { return c.completeTraining(ctx, in) })
-}
-
-func (c *Commands) completeTraining(ctx context.Context, in CompleteTraining) (Result, error) {
+func (c *Streams) completeTraining(ctx context.Context, in CompleteTraining) (Result, error) {
 	st, err := c.loadModel(ctx, "", in.ModelID)
 	if err != nil {
 		return Result{}, err
@@ -168,29 +104,7 @@ func (c *Commands) completeTraining(ctx context.Context, in CompleteTraining) (R
 	return c.appendToModel(ctx, workerActor(in.WorkerID), st, events.RewardModelTrainingSucceeded, p, extra...)
 }
 
-// FailTraining is a worker's failure report; msg is the end of its log. A
-// heartbeat of the same attempt racing with it makes it decide again.
-func (c *Commands) FailTraining(ctx context.Context, workerID, modelID string, attempt int, msg string) (Result, error) {
-	return c.onModel(ctx, modelID, workerActor(workerID), func(st rewardmodels.State) (string, any, error) {
-		p, err := rewardmodels.DecideFail(st, attempt, workerID, events.FailureWorkerError, msg)
-		return events.RewardModelTrainingFailed, p, err
-	})
-}
-
-// ExpireLease handles a running model whose worker stopped heartbeating:
-// the attempt goes back to the queue (another worker retries it), or fails
-// once lease.MaxLostRuns runs were lost. It is safe to call for any
-// model: one with a live lease is left alone, and a heartbeat racing with
-// it makes it decide again on the new state (the heartbeat may have renewed
-// the lease). Requeued says which of the two happened.
-func (c *Commands) ExpireLease(ctx context.Context, modelID string, now time.Time) (Result, error) {
-	return c.onModel(ctx, modelID, Actor{}, func(st rewardmodels.State) (string, any, error) {
-		out, _ := rewardmodels.DecideLeaseExpiry(st, now)
-		return expiry(events.RewardModelTrainingRequeued, out.Requeue, events.RewardModelTrainingFailed, out.Fail)
-	})
-}
-
-func (c *Commands) loadDataset(ctx context.Context, key string) (rewardmodels.Dataset, error) {
+func (c *Streams) loadDataset(ctx context.Context, key string) (rewardmodels.Dataset, error) {
 	var ds rewardmodels.Dataset
 	raw, err := c.store.Blobs().Get(ctx, key)
 	if err != nil {
@@ -200,7 +114,7 @@ func (c *Commands) loadDataset(ctx context.Context, key string) (rewardmodels.Da
 }
 
 // readScores reads and validates a job's score files against its dataset.
-func (c *Commands) readScores(ctx context.Context, ds rewardmodels.Dataset, scoresKey, actionKey string) ([]events.TraceScore, []events.ActionScore, error) {
+func (c *Streams) readScores(ctx context.Context, ds rewardmodels.Dataset, scoresKey, actionKey string) ([]events.TraceScore, []events.ActionScore, error) {
 	revision := map[string]int{}
 	for _, it := range ds.ScoreItems {
 		revision[it.TraceID] = it.Revision
@@ -267,7 +181,7 @@ func (c *Commands) readScores(ctx context.Context, ds rewardmodels.Dataset, scor
 // dataset item (items), no line over jobs.MaxScoreLineBytes and no file
 // over jobs.MaxScoreFileBytes(items). A worker cannot make the API buffer
 // more than that, whatever it uploads.
-func (c *Commands) eachJSONL(ctx context.Context, key string, items int, fn func(line int, raw []byte) error) error {
+func (c *Streams) eachJSONL(ctx context.Context, key string, items int, fn func(line int, raw []byte) error) error {
 	rd, err := c.store.Blobs().Reader(ctx, key)
 	if err != nil {
 		return domain.Invalid("read %s: %v", key, err)
@@ -314,16 +228,16 @@ func chunk[T any](xs []T, n int) [][]T {
 	return out
 }
 
-var _ = onKind(jobs.KindTrain, (*Commands).trainingJob)
+var _ = onKind(jobs.KindTrain, (*Streams).trainingJob)
 
 // trainingJob is KindTrain: the claim starts the attempt under a lease, beats
 // carry the progress, the result appends training_succeeded with the
 // scores the worker wrote (the model's domain decision).
-func (c *Commands) trainingJob() jobActions {
+func (c *Streams) trainingJob() jobActions {
 	type call[B any] = jobCall[jobs.TrainJob, B]
 	return jobActions{
 		jobs.Claim: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			j, err := c.ClaimTraining(ctx, r.Worker, r.ID, r.Job.Attempt, r.Lease)
+			j, err := ClaimTrainingHandler{c}.Handle(ctx, ClaimTraining{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt, Lease: r.Lease})
 			if err != nil {
 				return nil, err
 			}
@@ -331,21 +245,21 @@ func (c *Commands) trainingJob() jobActions {
 			return j.TrainingClaim, nil
 		}),
 		jobs.Beat: onJob(func(ctx context.Context, r call[events.Progress]) (any, error) {
-			return jobAck(c.Heartbeat(ctx, r.Worker, r.ID, r.Job.Attempt, r.Body))
+			return jobAck(HeartbeatHandler{c}.Handle(ctx, Heartbeat{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt, Progress: r.Body}))
 		}),
 		jobs.Finish: onJob(func(ctx context.Context, r call[jobs.Succeeded]) (any, error) {
 			s := r.Body
 			if string(s.ActionRewardStats) == "null" {
 				s.ActionRewardStats = nil
 			}
-			return jobAck(c.CompleteTraining(ctx, CompleteTraining{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt,
+			return jobAck(CompleteTrainingHandler{c}.Handle(ctx, CompleteTraining{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt,
 				Metrics: s.Metrics, RewardStats: s.RewardStats, ActionStats: s.ActionRewardStats, ScoresKey: s.ScoresKey, ActionScoresKey: s.ActionScoresKey}))
 		}),
 		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			return jobAck(c.FailTraining(ctx, r.Worker, r.ID, r.Job.Attempt, r.Error))
+			return jobAck(FailTrainingHandler{c}.Handle(ctx, FailTraining{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt, Message: r.Error}))
 		}),
 		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			return jobAck(c.HandBackTraining(ctx, r.Worker, r.ID, r.Job.Attempt, r.Reason))
+			return jobAck(HandBackTrainingHandler{c}.Handle(ctx, HandBackTraining{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt, Reason: r.Reason}))
 		}),
 	}
 }

@@ -41,13 +41,13 @@ func TestGuardParksOneOwnerAndCatchesUpOnRetry(t *testing.T) {
 	require.NoError(t, err)
 	store := eventstore.New(pool, blobs)
 	cmds := commands.New(store)
-	alice, err := cmds.CreateUser(ctx, "alice", false)
+	alice, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "alice"})
 	require.NoError(t, err)
-	bob, err := cmds.CreateUser(ctx, "bob", false)
+	bob, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "bob"})
 	require.NoError(t, err)
 	imp := func(u string, ext string) string {
-		r, err := cmds.ImportTraces(ctx, commands.Actor{UserID: u}, commands.ImportTraces{Format: "stash",
-			Data: []byte(`{"id":"` + ext + `","steps":[{"role":"user","content":"` + ext + `"}]}`)})
+		r, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: commands.Actor{UserID: u}, Input: commands.ImportTracesInput{Format: "stash",
+			Data: []byte(`{"id":"` + ext + `","steps":[{"role":"user","content":"` + ext + `"}]}`)}})
 		require.NoError(t, err)
 		return r.LastEventID
 	}

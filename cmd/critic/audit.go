@@ -58,7 +58,7 @@ type annotationFact struct {
 }
 
 func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID string, out io.Writer) error {
-	st, err := cmds.Model(ctx, modelID)
+	st, err := cmds.Streams.Model(ctx, modelID)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 	if err != nil {
 		return err
 	}
-	inputs, err := cmds.DatasetInputs(ctx, st, st.Dataset.AsOfSeq)
+	inputs, err := cmds.Streams.DatasetInputs(ctx, st, st.Dataset.AsOfSeq)
 	if err != nil {
 		return fmt.Errorf("rebuild the dataset from the log: %w", err)
 	}
@@ -115,7 +115,7 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 	if err != nil {
 		return err
 	}
-	team, err := cmds.Team(ctx, st.OwnerID)
+	team, err := cmds.Streams.Team(ctx, st.OwnerID)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 	if err := auditMemberAgreement(ctx, in, cmds, st, names, out); err != nil {
 		return err
 	}
-	selected, err := cmds.Selection(ctx, st, st.Dataset.AsOfSeq)
+	selected, err := cmds.Streams.Selection(ctx, st, st.Dataset.AsOfSeq)
 	if err != nil {
 		return err
 	}

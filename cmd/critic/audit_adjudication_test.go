@@ -35,40 +35,40 @@ func TestAuditShowsAdjudications(t *testing.T) {
 	store := eventstore.New(pool, blobs)
 	cmds := commands.New(store)
 	in := &infra{pool: pool, blobs: blobs, store: store}
-	u, err := cmds.CreateUser(ctx, "auditor", false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "auditor"})
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
-	imp, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
+	imp, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: actor, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(
 		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"first"}]}` + "\n" +
 			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"second"}]}` + "\n" +
-			`{"id":"c","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"third"}]}`)})
+			`{"id":"c","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"third"}]}`)}})
 	require.NoError(t, err)
 	up, down := 1, -1
 	for i, r := range []*int{&up, &down, &down} {
-		_, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: imp.TraceIDs[i], Rating: r, AuthorName: "rater"})
+		_, err := cmds.AddAnnotation.Handle(ctx, commands.AddAnnotation{Actor: actor, Input: commands.AddAnnotationInput{TraceID: imp.TraceIDs[i], Rating: r, AuthorName: "rater"}})
 		require.NoError(t, err)
 	}
 	// A reviewer, Bea, disputes a and agrees on b and c.
-	bea, err := cmds.AddMember(ctx, u.UserID, u.UserID, "Bea", members.Reviewer)
+	bea, err := cmds.AddMember.Handle(ctx, commands.AddMember{AccountID: u.UserID, By: u.UserID, Name: "Bea", Role: members.Reviewer})
 	require.NoError(t, err)
 	beaActor := commands.Actor{UserID: u.UserID, MemberID: bea.Member.ID}
 	beaAnn := map[string]string{}
 	for i := range imp.TraceIDs {
-		a, err := cmds.AddAnnotation(ctx, beaActor, commands.AddAnnotation{TraceID: imp.TraceIDs[i], Rating: &down, AuthorName: "Bea"})
+		a, err := cmds.AddAnnotation.Handle(ctx, commands.AddAnnotation{Actor: beaActor, Input: commands.AddAnnotationInput{TraceID: imp.TraceIDs[i], Rating: &down, AuthorName: "Bea"}})
 		require.NoError(t, err)
 		beaAnn[imp.TraceIDs[i]] = a.AnnotationID
 	}
 	// The admin turns both around: b is the better trace after all.
-	adj, err := cmds.Adjudicate(ctx, actor, commands.Adjudicate{TraceID: imp.TraceIDs[1], Rating: &up, Reason: "b cites the policy"})
+	adj, err := cmds.Adjudicate.Handle(ctx, commands.Adjudicate{Actor: actor, Input: commands.AdjudicateInput{TraceID: imp.TraceIDs[1], Rating: &up, Reason: "b cites the policy"}})
 	require.NoError(t, err)
-	_, err = cmds.Adjudicate(ctx, actor, commands.Adjudicate{TraceID: imp.TraceIDs[0], Rating: &down, Reason: "a invents a refund"})
+	_, err = cmds.Adjudicate.Handle(ctx, commands.Adjudicate{Actor: actor, Input: commands.AdjudicateInput{TraceID: imp.TraceIDs[0], Rating: &down, Reason: "a invents a refund"}})
 	require.NoError(t, err)
 	explicit := "explicit"
-	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: imp.TraceIDs, MaxPairs: 10,
-		Config: &commands.TrainingConfig{AnnotationSource: &explicit}})
+	req, err := cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: actor, Input: commands.RequestTrainingInput{Name: "m", TraceIDs: imp.TraceIDs, MaxPairs: 10,
+		Config: &commands.TrainingConfig{AnnotationSource: &explicit}}})
 	require.NoError(t, err)
 	// Two pairs: b over a and b over c.
-	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	_, err = cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: req.ModelID})
 	require.NoError(t, err)
 
 	var out bytes.Buffer
@@ -95,7 +95,7 @@ func TestAuditShowsAdjudications(t *testing.T) {
 	// Once it succeeded, each member's agreement with its scores (mean 0):
 	// a −1, b +1, c −1. The auditor rated a +1, b −1, c −1 (1 of 3 with
 	// the model); Bea −1 everywhere (2 of 3).
-	job, err := cmds.ClaimTraining(ctx, "w1", req.ModelID, 1, time.Minute)
+	job, err := cmds.ClaimTraining.Handle(ctx, commands.ClaimTraining{WorkerID: "w1", ModelID: req.ModelID, Attempt: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, blobs.Put(ctx, job.ArtifactKey, []byte("checkpoint")))
 	var lines []string
@@ -104,7 +104,7 @@ func TestAuditShowsAdjudications(t *testing.T) {
 	}
 	sk := jobs.ScoresKey(u.UserID, req.ModelID, 1)
 	require.NoError(t, blobs.Put(ctx, sk, []byte(strings.Join(lines, "\n"))))
-	_, err = cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "w1", ModelID: req.ModelID, Attempt: 1,
+	_, err = cmds.CompleteTraining.Handle(ctx, commands.CompleteTraining{WorkerID: "w1", ModelID: req.ModelID, Attempt: 1,
 		Metrics: json.RawMessage(`{"train_pairs":2,"eval_pairs":0}`), RewardStats: json.RawMessage(`{"mean":0,"std":1,"count":3}`), ScoresKey: sk})
 	require.NoError(t, err)
 	_, err = readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil))).WithKeyring(store.Keyring()).Replay(ctx, store)

@@ -133,11 +133,11 @@ func oneLine(s string) string {
 // no dataset (it failed, or is still being extracted): every finding with its
 // evidence, so a failed model's report can be checked too.
 func auditFindingsOnly(ctx context.Context, in *infra, cmds *commands.Commands, st rewardmodels.State, out io.Writer) error {
-	asOf, err := cmds.QueuedAt(ctx, st)
+	asOf, err := cmds.Streams.QueuedAt(ctx, st)
 	if err != nil {
 		return err
 	}
-	selected, err := cmds.Selection(ctx, st, asOf)
+	selected, err := cmds.Streams.Selection(ctx, st, asOf)
 	if err != nil {
 		return err
 	}

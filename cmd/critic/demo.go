@@ -53,11 +53,11 @@ func rateSamples(ctx context.Context, srv *server, userID string) error {
 		}
 		last := d.Steps[len(d.Steps)-1].ID
 		comment := map[int]string{1: "Checked the facts before answering.", -1: "Answered without checking; not allowed."}[r]
-		for _, in := range []commands.AddAnnotation{
+		for _, in := range []commands.AddAnnotationInput{
 			{TraceID: t.ID, Rating: &r, AuthorName: demoUser},
 			{TraceID: t.ID, StepID: last, Rating: &r, Comment: &comment, AuthorName: demoUser},
 		} {
-			res, err := srv.cmds.AddAnnotation(ctx, actor, in)
+			res, err := srv.cmds.AddAnnotation.Handle(ctx, commands.AddAnnotation{Actor: actor, Input: in})
 			if err != nil {
 				return err
 			}
@@ -114,8 +114,8 @@ func startDemoTraining(ctx context.Context, cfg config, srv *server, userID stri
 	for i, t := range traces {
 		ids[i] = t.ID
 	}
-	res, err := srv.cmds.RequestTraining(ctx, commands.Actor{UserID: userID}, commands.RequestTraining{
-		Name: "demo-support", TraceIDs: ids, BaseModel: base, Epochs: 3, MaxPairs: domain.DefaultMaxPairs})
+	res, err := srv.cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: commands.Actor{UserID: userID}, Input: commands.RequestTrainingInput{
+		Name: "demo-support", TraceIDs: ids, BaseModel: base, Epochs: 3, MaxPairs: domain.DefaultMaxPairs}})
 	if err != nil {
 		return err
 	}

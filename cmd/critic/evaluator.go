@@ -84,14 +84,14 @@ func cmdEvaluator(ctx context.Context, args []string) error {
 	switch args[0] {
 	case "benchmark":
 		if args[1] == "verify" {
-			n, err := cmds.VerifyBenchmarks(ctx)
+			n, err := cmds.Streams.VerifyBenchmarks(ctx)
 			if err != nil {
 				return err
 			}
 			fmt.Printf("%d benchmark version(s) rebuild from the log exactly as frozen\n", n)
 			return nil
 		}
-		res, err := cmds.FreezeBenchmark(ctx, operator)
+		res, err := cmds.FreezeBenchmark.Handle(ctx, commands.FreezeBenchmark{Operator: operator})
 		if err != nil {
 			return err
 		}
@@ -105,7 +105,7 @@ func cmdEvaluator(ctx context.Context, args []string) error {
 		fmt.Printf("  from reviewed comparisons\t%d\n  from verified outcomes\t%d\n", len(res.Benchmark.Items)-verified, verified)
 		return nil
 	case "train":
-		res, err := cmds.RequestCandidate(ctx, commands.RequestCandidate{BaseModel: *base, Epochs: *epochs, Operator: operator})
+		res, err := cmds.RequestCandidate.Handle(ctx, commands.RequestCandidate{BaseModel: *base, Epochs: *epochs, Operator: operator})
 		if err != nil {
 			return err
 		}
@@ -119,14 +119,14 @@ func cmdEvaluator(ctx context.Context, args []string) error {
 			c.CandidateID, c.BaseModel, c.Epochs, c.NumPairs, c.SourceTraces, c.Owners, c.PairSources, c.BenchmarkVersion, incumbent)
 		return nil
 	case "report":
-		c, rep, err := cmds.CandidateReport(ctx, *candidate, policy)
+		c, rep, err := cmds.Streams.CandidateReport(ctx, *candidate, policy)
 		if err != nil {
 			return err
 		}
 		printReport(os.Stdout, c, rep, policy)
 		return nil
 	case "release":
-		res, err := cmds.ReleaseCandidate(ctx, *candidate, policy, operator)
+		res, err := cmds.ReleaseCandidate.Handle(ctx, commands.ReleaseCandidate{ID: *candidate, Policy: policy, By: operator})
 		if err != nil {
 			return err
 		}
@@ -134,7 +134,7 @@ func cmdEvaluator(ctx context.Context, args []string) error {
 			res.Release.Release, res.Release.CandidateID, res.Release.BenchmarkVersion, res.Release.Overall.Candidate, res.Release.Overall.Incumbent)
 		return nil
 	case "rollback":
-		res, err := cmds.RollbackEvaluator(ctx, operator)
+		res, err := cmds.RollbackEvaluator.Handle(ctx, commands.RollbackEvaluator{By: operator})
 		if err != nil {
 			return err
 		}
@@ -145,21 +145,21 @@ func cmdEvaluator(ctx context.Context, args []string) error {
 		}
 		return nil
 	case "cancel":
-		if _, err := cmds.CancelCandidate(ctx, *candidate, operator); err != nil {
+		if _, err := cmds.CancelCandidate.Handle(ctx, commands.CancelCandidate{ID: *candidate, By: operator}); err != nil {
 			return err
 		}
 		fmt.Printf("candidate %s cancelled (evaluator.candidate_failed)\n", *candidate)
 		return nil
 	case "verify":
-		b, err := cmds.VerifyBenchmarks(ctx)
+		b, err := cmds.Streams.VerifyBenchmarks(ctx)
 		if err != nil {
 			return err
 		}
-		d, err := cmds.VerifyCandidateDatasets(ctx)
+		d, err := cmds.Streams.VerifyCandidateDatasets(ctx)
 		if err != nil {
 			return err
 		}
-		r, err := cmds.VerifyReleases(ctx)
+		r, err := cmds.Streams.VerifyReleases(ctx)
 		if err != nil {
 			return err
 		}

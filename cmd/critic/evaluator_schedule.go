@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/handlers/apiserver"
 )
@@ -51,7 +52,7 @@ func startEvaluatorSchedule(a *apiserver.Server, in *infra, s evaluatorSchedule)
 				return nil
 			case <-t.C:
 			}
-			res, skip, err := a.Cmds.ScheduledCandidate(a.Ctx, s.Base)
+			res, skip, err := a.Cmds.ScheduledCandidate.Handle(a.Ctx, commands.ScheduledCandidate{Base: s.Base})
 			switch {
 			case err != nil:
 				in.log.Warn("scheduled evaluator candidate", "err", err)

@@ -177,7 +177,7 @@ func cmdProjectionsSkip(ctx context.Context, args []string) error {
 	if len(before) == 0 {
 		return fmt.Errorf("event %s is not parked by any projection (see `critic projections status`); only a parked event can be skipped", id)
 	}
-	if _, err := commands.New(in.store).SkipProjectionEvent(ctx, id, reason); err != nil {
+	if _, err := commands.New(in.store).SkipProjectionEvent.Handle(ctx, commands.SkipProjectionEvent{EventID: id, Reason: reason}); err != nil {
 		return err
 	}
 	fmt.Printf("recorded the skip of event %s (%s, owner %s): %s\n", id, before[0].EventType, before[0].OwnerID, strings.TrimSpace(reason))

@@ -109,7 +109,7 @@ func ensureDemoUser(ctx context.Context, cfg config, srv *server) (key, userID s
 			return key, c.UserID, nil
 		}
 	}
-	res, err := srv.cmds.CreateUser(ctx, demoUser, false)
+	res, err := srv.cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: demoUser})
 	var conflict *domain.ConflictError
 	if errors.As(err, &conflict) {
 		// The account exists but its saved key is gone: issue a new one.
@@ -117,7 +117,7 @@ func ensureDemoUser(ctx context.Context, cfg config, srv *server) (key, userID s
 		if err != nil {
 			return "", "", err
 		}
-		res, err = srv.cmds.IssueAPIKey(ctx, id, false)
+		res, err = srv.cmds.IssueAPIKey.Handle(ctx, commands.IssueAPIKey{UserID: id})
 		if err != nil {
 			return "", "", err
 		}
@@ -149,7 +149,7 @@ func importSamples(ctx context.Context, srv *server, userID string) (n int, fres
 		if err != nil {
 			return n, false, err
 		}
-		res, err := srv.cmds.ImportTraces(ctx, commands.Actor{UserID: userID}, commands.ImportTraces{Format: "stash", Data: data, SourceID: "samples"})
+		res, err := srv.cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: commands.Actor{UserID: userID}, Input: commands.ImportTracesInput{Format: "stash", Data: data, SourceID: "samples"}})
 		if err != nil {
 			return n, false, err
 		}

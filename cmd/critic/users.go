@@ -42,7 +42,7 @@ func cmdUsers(ctx context.Context, args []string) error {
 		if err := fs.Parse(args[1:]); err != nil || *name == "" {
 			return usageError{"usage: critic users create --name NAME [--read-only-key]"}
 		}
-		res, err := cmds.CreateUser(ctx, *name, *ro)
+		res, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: *name, ReadOnlyKey: *ro})
 		if err != nil {
 			return err
 		}
@@ -61,7 +61,7 @@ func cmdUsers(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		res, err := cmds.IssueAPIKey(ctx, id, *ro)
+		res, err := cmds.IssueAPIKey.Handle(ctx, commands.IssueAPIKey{UserID: id, ReadOnly: *ro})
 		if err != nil {
 			return err
 		}
@@ -104,7 +104,7 @@ func cmdUsers(ctx context.Context, args []string) error {
 			return err
 		}
 		enabled := args[0] == "enable-reward-models"
-		res, err := cmds.SetRewardModelsEnabled(ctx, id, enabled)
+		res, err := cmds.SetRewardModelsEnabled.Handle(ctx, commands.SetRewardModelsEnabled{UserID: id, Enabled: enabled})
 		if err != nil {
 			return err
 		}
@@ -165,7 +165,7 @@ func revokeKey(ctx context.Context, in *infra, cmds *commands.Commands, waiter *
 		return fmt.Errorf("%q matches %d keys: %s; give more of the key", ref, len(found), strings.Join(names, ", "))
 	}
 	k := found[0]
-	res, err := cmds.RevokeAPIKey(ctx, k.KeyID)
+	res, err := cmds.RevokeAPIKey.Handle(ctx, commands.RevokeAPIKey{KeyID: k.KeyID})
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ func addMember(ctx context.Context, in *infra, cmds *commands.Commands, waiter *
 	if err != nil {
 		return err
 	}
-	res, err := cmds.AddMember(ctx, id, "", pos[1], r)
+	res, err := cmds.AddMember.Handle(ctx, commands.AddMember{AccountID: id, Name: pos[1], Role: r})
 	if err != nil {
 		return err
 	}

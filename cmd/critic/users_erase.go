@@ -39,7 +39,7 @@ func usersErase(ctx context.Context, in *infra, cmds *commands.Commands, waiter 
 	if err != nil {
 		return err
 	}
-	plan, err := cmds.PlanAccountErasure(ctx, id)
+	plan, err := cmds.Streams.PlanAccountErasure(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -77,7 +77,7 @@ func usersErase(ctx context.Context, in *infra, cmds *commands.Commands, waiter 
 			return fmt.Errorf("not erased: %q is not the account's name %q", got, name)
 		}
 	}
-	done, res, err := cmds.EraseAccount(ctx, id, eraser(), *reason)
+	done, res, err := cmds.EraseAccount.Handle(ctx, commands.EraseAccount{AccountID: id, By: eraser(), Reason: *reason})
 	if err != nil {
 		return err
 	}

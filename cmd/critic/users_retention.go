@@ -63,7 +63,7 @@ func usersRetention(ctx context.Context, in *infra, cmds *commands.Commands, wai
 			n, name, cutoff.Format(time.RFC3339), *days)
 		return nil
 	}
-	res, err := cmds.SetRetention(ctx, commands.Actor{UserID: id}, days)
+	res, err := cmds.SetRetention.Handle(ctx, commands.SetRetention{Actor: commands.Actor{UserID: id}, Days: days})
 	if err != nil {
 		return err
 	}

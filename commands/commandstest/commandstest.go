@@ -20,13 +20,13 @@ import (
 func RatedTraces(t testing.TB, cmds *commands.Commands, actor commands.Actor) []string {
 	t.Helper()
 	ctx := context.Background()
-	res, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
+	res, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: actor, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(
 		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"good"}]}` + "\n" +
 			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"bad"}]}` + "\n" +
-			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}`)})
+			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}`)}})
 	require.NoError(t, err)
 	for i, r := range []int{1, -1, 1} {
-		_, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: res.TraceIDs[i], Rating: &r, AuthorName: "t"})
+		_, err := cmds.AddAnnotation.Handle(ctx, commands.AddAnnotation{Actor: actor, Input: commands.AddAnnotationInput{TraceID: res.TraceIDs[i], Rating: &r, AuthorName: "t"}})
 		require.NoError(t, err)
 	}
 	return res.TraceIDs

@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"fmt"
-	"github.com/criticml/critic/domain/jobs/lease"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/criticml/critic/domain/jobs/lease"
 
 	"github.com/stretchr/testify/require"
 
@@ -31,12 +32,12 @@ func queuedCandidate(t *testing.T, w *evaluatorWorld) string {
 	ctx := context.Background()
 	alice, traces := w.reviewedAccount(t, "alice"+time.Now().Format("150405.000000"), "alice", 30, 10)
 	for _, id := range traces {
-		_, err := w.cmds.SetContribution(ctx, alice, id, true)
+		_, err := w.cmds.SetContribution.Handle(ctx, commands.SetContribution{Actor: alice, TraceID: id, Contribute: true})
 		require.NoError(t, err)
 	}
-	_, err := w.cmds.FreezeBenchmark(ctx, "op")
+	_, err := w.cmds.FreezeBenchmark.Handle(ctx, commands.FreezeBenchmark{Operator: "op"})
 	require.NoError(t, err)
-	req, err := w.cmds.RequestCandidate(ctx, commands.RequestCandidate{BaseModel: w.base, Epochs: 1, Operator: "op"})
+	req, err := w.cmds.RequestCandidate.Handle(ctx, commands.RequestCandidate{BaseModel: w.base, Epochs: 1, Operator: "op"})
 	require.NoError(t, err)
 	return req.Candidate.CandidateID
 }
@@ -64,16 +65,16 @@ func TestCandidateLeaseExpiryRequeuesThenFails(t *testing.T) {
 		require.NoError(t, err, "run %d", run)
 		require.Equal(t, 30, claim.LeaseSeconds)
 		require.NoError(t, c.CandidateHeartbeat(ctx, id))
-		nominated, err := w.cmds.ExpiredCandidateLeases(ctx, time.Now().Add(10*time.Second), time.Minute)
+		nominated, err := w.cmds.Streams.ExpiredCandidateLeases(ctx, time.Now().Add(10*time.Second), time.Minute)
 		require.NoError(t, err)
 		require.Empty(t, nominated, "the sweep nominates nothing while the lease runs")
-		nominated, err = w.cmds.ExpiredCandidateLeases(ctx, time.Now().Add(time.Minute), time.Minute)
+		nominated, err = w.cmds.Streams.ExpiredCandidateLeases(ctx, time.Now().Add(time.Minute), time.Minute)
 		require.NoError(t, err)
 		require.Equal(t, []string{id}, nominated)
-		res, err := w.cmds.ExpireCandidateLease(ctx, id, time.Now().Add(10*time.Second), time.Minute)
+		res, err := w.cmds.ExpireCandidateLease.Handle(ctx, commands.ExpireCandidateLease{ID: id, Now: time.Now().Add(10 * time.Second), Fallback: time.Minute})
 		require.NoError(t, err)
 		require.Empty(t, res.LastEventID, "not before the lease ends")
-		_, err = w.cmds.ExpireCandidateLease(ctx, id, time.Now().Add(time.Minute), time.Minute)
+		_, err = w.cmds.ExpireCandidateLease.Handle(ctx, commands.ExpireCandidateLease{ID: id, Now: time.Now().Add(time.Minute), Fallback: time.Minute})
 		require.NoError(t, err)
 		// Its late heartbeat and report are refused.
 		require.ErrorIs(t, c.CandidateHeartbeat(ctx, id), ErrNotClaimable)
@@ -102,7 +103,7 @@ func TestCandidateLeaseExpiryRequeuesThenFails(t *testing.T) {
 		}
 	}
 	// A failed candidate no longer holds up the schedule.
-	_, skip, err := w.cmds.ScheduledCandidate(ctx, w.base)
+	_, skip, err := w.cmds.ScheduledCandidate.Handle(ctx, commands.ScheduledCandidate{Base: w.base})
 	require.NoError(t, err)
 	require.NotContains(t, skip, "still")
 }
@@ -114,7 +115,7 @@ func TestSweepRequeuesACandidateWithADeadLease(t *testing.T) {
 	ctx := context.Background()
 	w := newEvaluatorWorld(t)
 	id := queuedCandidate(t, w)
-	_, err := w.cmds.ClaimCandidate(ctx, "w-dead", id, time.Second)
+	_, err := w.cmds.ClaimCandidate.Handle(ctx, commands.ClaimCandidate{WorkerID: "w-dead", ID: id, Lease: time.Second})
 	require.NoError(t, err)
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
@@ -127,9 +128,9 @@ func TestSweepRequeuesACandidateWithADeadLease(t *testing.T) {
 	require.Contains(t, got.Lost[0], "worker w-dead stopped reporting (no heartbeat for 1s, the lease")
 
 	// A claim under a long lease is left alone by the running sweep.
-	_, err = w.cmds.ClaimCandidate(ctx, "w-live", id, time.Hour)
+	_, err = w.cmds.ClaimCandidate.Handle(ctx, commands.ClaimCandidate{WorkerID: "w-live", ID: id, Lease: time.Hour})
 	require.NoError(t, err)
-	res, err := w.cmds.ExpireCandidateLease(ctx, id, time.Now().Add(time.Minute), time.Second)
+	res, err := w.cmds.ExpireCandidateLease.Handle(ctx, commands.ExpireCandidateLease{ID: id, Now: time.Now().Add(time.Minute), Fallback: time.Second})
 	require.NoError(t, err)
 	require.Empty(t, res.LastEventID, "a live lease is not expired")
 	cancel()
@@ -238,7 +239,7 @@ func TestCandidateWorkerStopsWhenItsLeaseIsLost(t *testing.T) {
 			o.LR, o.Epochs = 3e-3, 1
 			o.Progress = func(step, total int, loss, tps float64) {
 				once.Do(func() {
-					_, err := w.cmds.CancelCandidate(ctx, id, "op")
+					_, err := w.cmds.CancelCandidate.Handle(ctx, commands.CancelCandidate{ID: id, By: "op"})
 					require.NoError(t, err)
 					waitFor(t, "a refused heartbeat", func() bool {
 						s := rs.statuses(beat)

@@ -101,7 +101,7 @@ func groupsFor(owner string, n, inBench int) []string {
 func (w *evaluatorWorld) reviewedAccount(t *testing.T, name, tag string, n, inBench int) (commands.Actor, []string) {
 	t.Helper()
 	ctx := context.Background()
-	u, err := w.cmds.CreateUser(ctx, name, false)
+	u, err := w.cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: name})
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
 	var lines []string
@@ -109,18 +109,18 @@ func (w *evaluatorWorld) reviewedAccount(t *testing.T, name, tag string, n, inBe
 		lines = append(lines, fmt.Sprintf(`{"id":"%s-%d","metadata":{"domain":"math","group":"%s"},"steps":[{"role":"user","content":"Sort %d,1,2 for %s"},{"role":"assistant","content":"%d,2,1"},{"role":"user","content":"No, that's the wrong order."}]}`,
 			tag, i, g, i+3, tag, i+3))
 	}
-	imp, err := w.cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(strings.Join(lines, "\n"))})
+	imp, err := w.cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: actor, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(strings.Join(lines, "\n"))}})
 	require.NoError(t, err)
 	require.Len(t, imp.TraceIDs, n)
 	sorted := map[string]string{} // trace id → the correct answer
 	for i, id := range imp.TraceIDs {
 		sorted[id] = fmt.Sprintf("1,2,%d", i+3)
 	}
-	req, err := w.cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: name, TraceIDs: imp.TraceIDs})
+	req, err := w.cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: actor, Input: commands.RequestTrainingInput{Name: name, TraceIDs: imp.TraceIDs}})
 	require.NoError(t, err)
-	_, err = w.cmds.BuildDataset(ctx, req.ModelID)
+	_, err = w.cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: req.ModelID})
 	require.NoError(t, err)
-	claim, err := w.cmds.ClaimExtraction(ctx, "extractor", req.ModelID, 1, time.Minute)
+	claim, err := w.cmds.ClaimExtraction.Handle(ctx, commands.ClaimExtraction{WorkerID: "extractor", ModelID: req.ModelID, Attempt: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	raw, err := w.blobs.Get(ctx, claim.InputsKey)
 	require.NoError(t, err)
@@ -140,13 +140,13 @@ func (w *evaluatorWorld) reviewedAccount(t *testing.T, name, tag string, n, inBe
 		}
 		feedback.ApplyReview(&f, tg, feedback.ReviewAnswer{Preferred: want, Grounded: true})
 		require.Equal(t, events.OutcomePair, f.Outcome)
-		_, err = w.cmds.RecordFeedback(ctx, "extractor", req.ModelID, events.RewardModelFeedbackExtractedV1{Attempt: 1, TraceID: tr.ID,
+		_, err = w.cmds.RecordFeedback.Handle(ctx, commands.RecordFeedback{WorkerID: "extractor", ModelID: req.ModelID, Feedback: events.RewardModelFeedbackExtractedV1{Attempt: 1, TraceID: tr.ID,
 			TraceRevision: tr.Revision, ClassifierModel: "openai/test", PromptVersion: feedback.PromptVersion,
-			ConfigHash: feedback.ConfigHash(feedback.DefaultCriteria), Targets: 1, Findings: []events.Finding{f}})
+			ConfigHash: feedback.ConfigHash(feedback.DefaultCriteria), Targets: 1, Findings: []events.Finding{f}}})
 		require.NoError(t, err)
 		fs = append(fs, f)
 	}
-	_, err = w.cmds.FinishExtraction(ctx, "extractor", req.ModelID, 1, "")
+	_, err = w.cmds.FinishExtraction.Handle(ctx, commands.FinishExtraction{WorkerID: "extractor", ModelID: req.ModelID, Attempt: 1})
 	require.NoError(t, err)
 	for _, f := range fs {
 		left, _ := comparisons.Sides(actor.UserID, f.ID, f.OriginalAction, *f.AlternativeAction)
@@ -154,8 +154,8 @@ func (w *evaluatorWorld) reviewedAccount(t *testing.T, name, tag string, n, inBe
 		if left.Kind == events.SideOriginal {
 			choice = events.ChoiceRight
 		}
-		_, err := w.cmds.ReviewComparison(ctx, actor, commands.ReviewComparison{ModelID: req.ModelID, FindingID: f.ID,
-			Verdict: comparisons.Verdict{Left: left.Kind, Choice: choice}})
+		_, err := w.cmds.ReviewComparison.Handle(ctx, commands.ReviewComparison{Actor: actor, Input: commands.ReviewComparisonInput{ModelID: req.ModelID, FindingID: f.ID,
+			Verdict: comparisons.Verdict{Left: left.Kind, Choice: choice}}})
 		require.NoError(t, err)
 	}
 	return actor, imp.TraceIDs
@@ -172,7 +172,7 @@ func (w *evaluatorWorld) dataset(t *testing.T, key string) jobs.EvaluatorDataset
 
 func (w *evaluatorWorld) candidate(t *testing.T, id string) *evaluator.Candidate {
 	t.Helper()
-	s, err := w.cmds.EvaluatorState(context.Background())
+	s, err := w.cmds.Streams.EvaluatorState(context.Background())
 	require.NoError(t, err)
 	c := s.Candidate(id)
 	require.NotNil(t, c)
@@ -198,13 +198,13 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 	alice, aliceTraces := w.reviewedAccount(t, "alice"+stamp, "alice", 30, 10)
 	bob, bobTraces := w.reviewedAccount(t, "bob"+stamp, "bob", 12, 4)
 	for _, id := range aliceTraces {
-		_, err := w.cmds.SetContribution(ctx, alice, id, true)
+		_, err := w.cmds.SetContribution.Handle(ctx, commands.SetContribution{Actor: alice, TraceID: id, Contribute: true})
 		require.NoError(t, err)
 	}
 	for _, id := range bobTraces { // opted in, then out again
-		_, err := w.cmds.SetContribution(ctx, bob, id, true)
+		_, err := w.cmds.SetContribution.Handle(ctx, commands.SetContribution{Actor: bob, TraceID: id, Contribute: true})
 		require.NoError(t, err)
-		_, err = w.cmds.SetContribution(ctx, bob, id, false)
+		_, err = w.cmds.SetContribution.Handle(ctx, commands.SetContribution{Actor: bob, TraceID: id})
 		require.NoError(t, err)
 	}
 	isBob := map[string]bool{}
@@ -212,16 +212,16 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 		isBob[id] = true
 	}
 
-	_, err := w.cmds.RequestCandidate(ctx, commands.RequestCandidate{BaseModel: w.base})
+	_, err := w.cmds.RequestCandidate.Handle(ctx, commands.RequestCandidate{BaseModel: w.base})
 	var conflict *domain.ConflictError
 	require.ErrorAs(t, err, &conflict)
 	require.Equal(t, "no_benchmark", conflict.Code, "a candidate needs a frozen benchmark to be tested on")
 
-	_, skip, err := w.cmds.ScheduledCandidate(ctx, w.base)
+	_, skip, err := w.cmds.ScheduledCandidate.Handle(ctx, commands.ScheduledCandidate{Base: w.base})
 	require.NoError(t, err)
 	require.Contains(t, skip, "no benchmark is frozen yet", "the schedule waits for a benchmark")
 
-	bench, err := w.cmds.FreezeBenchmark(ctx, "op")
+	bench, err := w.cmds.FreezeBenchmark.Handle(ctx, commands.FreezeBenchmark{Operator: "op"})
 	require.NoError(t, err)
 	inBench := map[string]bool{}
 	for _, it := range bench.Benchmark.Items {
@@ -234,7 +234,7 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 	}
 
 	// Candidate 1: requested, its dataset checked, trained by the worker.
-	req, err := w.cmds.RequestCandidate(ctx, commands.RequestCandidate{BaseModel: w.base, Epochs: 1, Operator: "op"})
+	req, err := w.cmds.RequestCandidate.Handle(ctx, commands.RequestCandidate{BaseModel: w.base, Epochs: 1, Operator: "op"})
 	require.NoError(t, err)
 	c1 := req.Candidate
 	require.Equal(t, 0, c1.IncumbentRelease)
@@ -252,11 +252,11 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 			"human supervision only: an evaluator prediction is never a label")
 	}
 
-	_, skip, err = w.cmds.ScheduledCandidate(ctx, w.base)
+	_, skip, err = w.cmds.ScheduledCandidate.Handle(ctx, commands.ScheduledCandidate{Base: w.base})
 	require.NoError(t, err)
 	require.Contains(t, skip, "is still queued", "the schedule never stacks candidates")
 	w.worker(t, "w1", 3e-3, 4).Handle(jobs.TopicEvaluatorTrain)(ctx, mustJSON(t, jobs.EvaluatorTrainJob{CandidateID: c1.CandidateID}))
-	_, skip, err = w.cmds.ScheduledCandidate(ctx, w.base)
+	_, skip, err = w.cmds.ScheduledCandidate.Handle(ctx, commands.ScheduledCandidate{Base: w.base})
 	require.NoError(t, err)
 	require.Contains(t, skip, "no new contributed supervision since candidate "+c1.CandidateID)
 	got := w.candidate(t, c1.CandidateID)
@@ -273,29 +273,29 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 
 	policy := evaluator.DefaultPolicy()
 	policy.MinSlice = 4 // the benchmark's one domain slice is populated
-	_, rep, err := w.cmds.CandidateReport(ctx, "", policy)
+	_, rep, err := w.cmds.Streams.CandidateReport(ctx, "", policy)
 	require.NoError(t, err)
 	require.True(t, rep.Pass, "candidate 1 beats chance: %v (overall %+v)", rep.Reasons, rep.Overall)
 	require.InDelta(t, 0.5, rep.Overall.Incumbent, 1e-9, "without a release the incumbent is chance")
 	require.Greater(t, rep.Overall.Low, 0.0)
 	t.Logf("overall: candidate 1 %.3f over %d items, interval [%.3f, %.3f]", rep.Overall.Candidate, rep.Overall.Items, rep.Overall.Low, rep.Overall.High)
-	rel, err := w.cmds.ReleaseCandidate(ctx, "", policy, "op")
+	rel, err := w.cmds.ReleaseCandidate.Handle(ctx, commands.ReleaseCandidate{Policy: policy, By: "op"})
 	require.NoError(t, err)
 	require.Equal(t, 1, rel.Release.Release)
 	require.Equal(t, c1.CandidateID, rel.Release.CandidateID)
-	_, err = w.cmds.ReleaseCandidate(ctx, c1.CandidateID, policy, "op")
+	_, err = w.cmds.ReleaseCandidate.Handle(ctx, commands.ReleaseCandidate{ID: c1.CandidateID, Policy: policy, By: "op"})
 	require.ErrorAs(t, err, &conflict)
 	require.Equal(t, "already_released", conflict.Code)
 
 	// Automatic scoring: a trace imported while release 1 is live is
 	// scored by it, every action with the system instructions and the
 	// evaluation context in its input; a duplicate job records nothing.
-	imp, err := w.cmds.ImportTraces(ctx, alice, commands.ImportTraces{Format: "stash", Data: []byte(`{"id":"auto","metadata":{"evaluation_context":{"task":"sort ascending"}},` +
+	imp, err := w.cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: alice, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(`{"id":"auto","metadata":{"evaluation_context":{"task":"sort ascending"}},` +
 		`"steps":[{"role":"system","content":"Sort numbers ascending."},{"role":"user","content":"Sort 9,1,2"},{"role":"assistant","content":"","tool_name":"sort","tool_input":{"xs":[9,1,2]}},` +
-		`{"role":"tool","content":"1,2,9"},{"role":"assistant","content":"1,2,9"}]}`)})
+		`{"role":"tool","content":"1,2,9"},{"role":"assistant","content":"1,2,9"}]}`)}})
 	require.NoError(t, err)
 	autoID := imp.TraceIDs[0]
-	sc, err := w.cmds.ClaimEvaluatorScoring(ctx, autoID)
+	sc, err := w.cmds.ClaimEvaluatorScoring.Handle(ctx, commands.ClaimEvaluatorScoring{TraceID: autoID})
 	require.NoError(t, err)
 	require.Equal(t, 1, sc.Release)
 	require.Len(t, sc.Inputs, 2, "the tool call and the answer")
@@ -320,7 +320,7 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 	// slice worse than release 1 whichever items the slice holds. (A
 	// near-untrained candidate is no regression by construction: the random
 	// base ranks a few items right by chance, sometimes all of them.)
-	req2, err := w.cmds.RequestCandidate(ctx, commands.RequestCandidate{BaseModel: w.base, Operator: "op"})
+	req2, err := w.cmds.RequestCandidate.Handle(ctx, commands.RequestCandidate{BaseModel: w.base, Operator: "op"})
 	require.NoError(t, err)
 	require.Equal(t, 1, req2.Candidate.IncumbentRelease)
 	require.Equal(t, c1.ArtifactKey, req2.Candidate.IncumbentArtifactKey)
@@ -332,7 +332,7 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 	}).Handle(jobs.TopicEvaluatorTrain)(ctx, mustJSON(t, jobs.EvaluatorTrainJob{CandidateID: req2.Candidate.CandidateID}))
 	c2 := w.candidate(t, req2.Candidate.CandidateID)
 	require.Equal(t, evaluator.CandidateSucceeded, c2.Status, c2.Error)
-	_, rep2, err := w.cmds.CandidateReport(ctx, "", policy)
+	_, rep2, err := w.cmds.Streams.CandidateReport(ctx, "", policy)
 	require.NoError(t, err)
 	require.False(t, rep2.Pass)
 	var mathSlice *evaluator.Comparison
@@ -347,41 +347,41 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 	for id, m := range w.candidate(t, c1.CandidateID).Trained.CandidateMargins {
 		require.InDelta(t, m, c2.Trained.IncumbentMargins[id], 1e-4, "the incumbent is scored with release 1's checkpoint")
 	}
-	_, err = w.cmds.ReleaseCandidate(ctx, "", policy, "op")
+	_, err = w.cmds.ReleaseCandidate.Handle(ctx, commands.ReleaseCandidate{Policy: policy, By: "op"})
 	require.ErrorAs(t, err, &conflict)
 	require.Equal(t, "release_gates_failed", conflict.Code)
 	require.Contains(t, err.Error(), "slice domain=math", "the failing gate is named")
-	s, err := w.cmds.EvaluatorState(ctx)
+	s, err := w.cmds.Streams.EvaluatorState(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, s.Live, "a refused release changes nothing")
 
 	// Rollback: no release is live, and traces wait again.
-	rb, err := w.cmds.RollbackEvaluator(ctx, "op")
+	rb, err := w.cmds.RollbackEvaluator.Handle(ctx, commands.RollbackEvaluator{By: "op"})
 	require.NoError(t, err)
 	require.Equal(t, events.EvaluatorRolledBackV1{From: 1, To: 0, RolledBackBy: "op"}, rb.Rollback)
-	_, err = w.cmds.RollbackEvaluator(ctx, "op")
+	_, err = w.cmds.RollbackEvaluator.Handle(ctx, commands.RollbackEvaluator{By: "op"})
 	require.ErrorAs(t, err, &conflict)
 	require.Equal(t, "no_release", conflict.Code)
-	_, err = w.cmds.ClaimEvaluatorScoring(ctx, aliceTraces[0])
+	_, err = w.cmds.ClaimEvaluatorScoring.Handle(ctx, commands.ClaimEvaluatorScoring{TraceID: aliceTraces[0]})
 	require.ErrorAs(t, err, &conflict, "without a live release nothing is scored")
 	require.Equal(t, "not_claimable", conflict.Code)
 
 	// The history rebuilds: datasets from the log, releases from the
 	// recorded margins and policy.
-	n, err := w.cmds.VerifyCandidateDatasets(ctx)
+	n, err := w.cmds.Streams.VerifyCandidateDatasets(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 2, n)
-	n, err = w.cmds.VerifyReleases(ctx)
+	n, err = w.cmds.Streams.VerifyReleases(ctx)
 	require.NoError(t, err)
 	require.Equal(t, 1, n)
 
 	// New contributed supervision (bob opts back in): the schedule queues
 	// a candidate, which holds bob's data now.
 	for _, id := range bobTraces {
-		_, err := w.cmds.SetContribution(ctx, bob, id, true)
+		_, err := w.cmds.SetContribution.Handle(ctx, commands.SetContribution{Actor: bob, TraceID: id, Contribute: true})
 		require.NoError(t, err)
 	}
-	res, skip, err := w.cmds.ScheduledCandidate(ctx, w.base)
+	res, skip, err := w.cmds.ScheduledCandidate.Handle(ctx, commands.ScheduledCandidate{Base: w.base})
 	require.NoError(t, err)
 	require.Empty(t, skip)
 	require.Equal(t, 2, res.Candidate.Owners)
@@ -389,17 +389,17 @@ func TestEvaluatorBootstrapTrainReleaseRollback(t *testing.T) {
 
 	// A candidate whose worker died is cancelled by the operator; the
 	// schedule then moves on, and a late report from that worker is refused.
-	_, err = w.cmds.ClaimCandidate(ctx, "dead", res.Candidate.CandidateID, 30*time.Second)
+	_, err = w.cmds.ClaimCandidate.Handle(ctx, commands.ClaimCandidate{WorkerID: "dead", ID: res.Candidate.CandidateID, Lease: 30 * time.Second})
 	require.NoError(t, err)
-	_, skip, err = w.cmds.ScheduledCandidate(ctx, w.base)
+	_, skip, err = w.cmds.ScheduledCandidate.Handle(ctx, commands.ScheduledCandidate{Base: w.base})
 	require.NoError(t, err)
 	require.Contains(t, skip, "is still running")
-	_, err = w.cmds.CancelCandidate(ctx, res.Candidate.CandidateID, "op")
+	_, err = w.cmds.CancelCandidate.Handle(ctx, commands.CancelCandidate{ID: res.Candidate.CandidateID, By: "op"})
 	require.NoError(t, err)
 	require.Equal(t, evaluator.CandidateFailed, w.candidate(t, res.Candidate.CandidateID).Status)
-	_, err = w.cmds.FailCandidate(ctx, "dead", res.Candidate.CandidateID, "late")
+	_, err = w.cmds.FailCandidate.Handle(ctx, commands.FailCandidate{WorkerID: "dead", ID: res.Candidate.CandidateID, Message: "late"})
 	require.ErrorAs(t, err, &conflict)
-	_, err = w.cmds.CancelCandidate(ctx, res.Candidate.CandidateID, "op")
+	_, err = w.cmds.CancelCandidate.Handle(ctx, commands.CancelCandidate{ID: res.Candidate.CandidateID, By: "op"})
 	require.ErrorAs(t, err, &conflict, "a finished candidate cannot be cancelled")
 }
 
@@ -429,12 +429,12 @@ func TestShutdownMidCandidateHandsItBack(t *testing.T) {
 	w := newEvaluatorWorld(t)
 	alice, traces := w.reviewedAccount(t, "alice"+time.Now().Format("150405.000000"), "alice", 30, 10)
 	for _, id := range traces {
-		_, err := w.cmds.SetContribution(ctx, alice, id, true)
+		_, err := w.cmds.SetContribution.Handle(ctx, commands.SetContribution{Actor: alice, TraceID: id, Contribute: true})
 		require.NoError(t, err)
 	}
-	_, err := w.cmds.FreezeBenchmark(ctx, "op")
+	_, err := w.cmds.FreezeBenchmark.Handle(ctx, commands.FreezeBenchmark{Operator: "op"})
 	require.NoError(t, err)
-	req, err := w.cmds.RequestCandidate(ctx, commands.RequestCandidate{BaseModel: w.base, Epochs: 1, Operator: "op"})
+	req, err := w.cmds.RequestCandidate.Handle(ctx, commands.RequestCandidate{BaseModel: w.base, Epochs: 1, Operator: "op"})
 	require.NoError(t, err)
 	id := req.Candidate.CandidateID
 	msg := mustJSON(t, jobs.EvaluatorTrainJob{CandidateID: id})

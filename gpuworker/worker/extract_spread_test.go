@@ -47,13 +47,13 @@ func TestBusyWorkerLeavesTheNextExtractionToAFreeWorker(t *testing.T) {
 
 	// Traces supervised only by what the user said next: their extraction
 	// has to ask the feedback model.
-	imp, err := api.cmds.ImportTraces(ctx, api.owner, commands.ImportTraces{Format: "stash", Data: []byte(
+	imp, err := api.cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: api.owner, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(
 		`{"id":"x","steps":[{"role":"user","content":"Sort 3,1,2"},{"role":"assistant","content":"3,2,1"},{"role":"user","content":"No, that's the wrong order."}]}` + "\n" +
-			`{"id":"y","steps":[{"role":"user","content":"Sort b,a"},{"role":"assistant","content":"a,b"},{"role":"user","content":"Thanks, perfect."}]}`)})
+			`{"id":"y","steps":[{"role":"user","content":"Sort b,a"},{"role":"assistant","content":"a,b"},{"role":"user","content":"Thanks, perfect."}]}`)}})
 	require.NoError(t, err)
 	var models [2]string
 	for i := range models {
-		req, err := api.cmds.RequestTraining(ctx, api.owner, commands.RequestTraining{Name: "m", TraceIDs: imp.TraceIDs})
+		req, err := api.cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: api.owner, Input: commands.RequestTrainingInput{Name: "m", TraceIDs: imp.TraceIDs}})
 		require.NoError(t, err)
 		models[i] = req.ModelID
 	}
@@ -122,10 +122,10 @@ func TestStoppingWorkerHandsItsExtractionBack(t *testing.T) {
 	require.NoError(t, err)
 	api := newServiceWith(t, blobs, commands.WithFeedbackModel("openai/test", ""))
 	ctx := context.Background()
-	imp, err := api.cmds.ImportTraces(ctx, api.owner, commands.ImportTraces{Format: "stash", Data: []byte(
-		`{"id":"x","steps":[{"role":"user","content":"Sort 3,1,2"},{"role":"assistant","content":"3,2,1"},{"role":"user","content":"No, that's the wrong order."}]}`)})
+	imp, err := api.cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: api.owner, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(
+		`{"id":"x","steps":[{"role":"user","content":"Sort 3,1,2"},{"role":"assistant","content":"3,2,1"},{"role":"user","content":"No, that's the wrong order."}]}`)}})
 	require.NoError(t, err)
-	req, err := api.cmds.RequestTraining(ctx, api.owner, commands.RequestTraining{Name: "m", TraceIDs: imp.TraceIDs})
+	req, err := api.cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: api.owner, Input: commands.RequestTrainingInput{Name: "m", TraceIDs: imp.TraceIDs}})
 	require.NoError(t, err)
 
 	jctx, stop := context.WithCancel(ctx)

@@ -94,8 +94,8 @@ func TestGepaAllowedBaseGetsItsOwnKeyNotTheProviderKey(t *testing.T) {
 func TestGepaTenantKeyReachesItsBaseSealed(t *testing.T) {
 	g := newGepaWorld(t)
 	task, refl, base, budget, key := "openai/task", "openai/reflection", g.task.URL, 14, "sk-tenant-own-91c"
-	res, err := g.api.cmds.RequestGepaRun(context.Background(), g.api.owner, commands.RequestGepa{ModelID: g.modelID,
-		TaskModel: &task, TaskAPIBase: &base, TaskAPIKey: &key, ReflectionModel: &refl, MaxMetricCalls: &budget})
+	res, err := g.api.cmds.RequestGepaRun.Handle(context.Background(), commands.RequestGepaRun{Actor: g.api.owner, Input: commands.RequestGepa{ModelID: g.modelID,
+		TaskModel: &task, TaskAPIBase: &base, TaskAPIKey: &key, ReflectionModel: &refl, MaxMetricCalls: &budget}})
 	require.NoError(t, err)
 	w := g.workerWith(t, map[string]string{"CRITIC_ALLOWED_API_BASES": g.task.URL + "=VLLM_KEY", "VLLM_KEY": "vllm-key-1"})
 	st, errText := g.run(t, w, res.RunID)
@@ -115,6 +115,6 @@ func TestGepaTenantKeyReachesItsBaseSealed(t *testing.T) {
 	require.Contains(t, string(evs[0].Payload), `"task_api_key_sealed": "v1:`)
 
 	// A key without a base to send it to is refused, naming the field.
-	_, err = g.api.cmds.RequestGepaRun(context.Background(), g.api.owner, commands.RequestGepa{ModelID: g.modelID, TaskAPIKey: &key})
+	_, err = g.api.cmds.RequestGepaRun.Handle(context.Background(), commands.RequestGepaRun{Actor: g.api.owner, Input: commands.RequestGepa{ModelID: g.modelID, TaskAPIKey: &key}})
 	require.ErrorContains(t, err, "task_api_key")
 }

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/criticml/critic/domain/jobs/lease"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/criticml/critic/domain/jobs/lease"
 
 	"github.com/stretchr/testify/require"
 
@@ -72,8 +73,8 @@ func (g *gepaWorld) env(k string) string {
 
 func (g *gepaWorld) request(t *testing.T, budget int) string {
 	task, refl, base := "openai/task", "openai/reflection", g.task.URL
-	res, err := g.api.cmds.RequestGepaRun(context.Background(), g.api.owner, commands.RequestGepa{ModelID: g.modelID,
-		TaskModel: &task, TaskAPIBase: &base, ReflectionModel: &refl, MaxMetricCalls: &budget})
+	res, err := g.api.cmds.RequestGepaRun.Handle(context.Background(), commands.RequestGepaRun{Actor: g.api.owner, Input: commands.RequestGepa{ModelID: g.modelID,
+		TaskModel: &task, TaskAPIBase: &base, ReflectionModel: &refl, MaxMetricCalls: &budget}})
 	require.NoError(t, err)
 	return res.RunID
 }
@@ -158,10 +159,10 @@ func TestGepaLeaseExpiryRequeuesThenFails(t *testing.T) {
 		dead := fmt.Sprintf("w-dead-%d", run)
 		_, err := g.api.client(dead).ClaimGepa(context.Background(), runID)
 		require.NoError(t, err, "run %d", run)
-		res, err := g.api.cmds.ExpireGepaLease(context.Background(), runID, time.Now().Add(10*time.Second))
+		res, err := g.api.cmds.ExpireGepaLease.Handle(context.Background(), commands.ExpireGepaLease{RunID: runID, Now: time.Now().Add(10 * time.Second)})
 		require.NoError(t, err)
 		require.Empty(t, res.LastEventID, "not before the lease ends")
-		_, err = g.api.cmds.ExpireGepaLease(context.Background(), runID, time.Now().Add(time.Minute))
+		_, err = g.api.cmds.ExpireGepaLease.Handle(context.Background(), commands.ExpireGepaLease{RunID: runID, Now: time.Now().Add(time.Minute)})
 		require.NoError(t, err)
 		// Its late report is refused.
 		err = g.api.client(dead).GepaSucceeded(context.Background(), runID, json.RawMessage(`{}`))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/criticml/critic/domain/jobs"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/criticml/critic/domain/jobs"
 
 	"github.com/stretchr/testify/require"
 
@@ -130,7 +131,7 @@ func newServiceWith(t testing.TB, blobs blob.Store, opts ...commands.Option) *se
 	t.Cleanup(s.srv.Close)
 
 	ctx := context.Background()
-	u, err := s.cmds.CreateUser(ctx, "worker-tests", false)
+	u, err := s.cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "worker-tests"})
 	require.NoError(t, err)
 	s.owner = commands.Actor{UserID: u.UserID}
 	var lines []string
@@ -141,18 +142,18 @@ func newServiceWith(t testing.TB, blobs blob.Store, opts ...commands.Option) *se
 			`{"role":"tool","content":"%d","tool_name":"%s","tool_call_id":"c%d"},{"role":"assistant","content":"%s %d"}]}`,
 			i, i, []string{"lookup", "drop"}[i%2], i, i, i, []string{"lookup", "drop"}[i%2], i, answer, i))
 	}
-	imp, err := s.cmds.ImportTraces(ctx, s.owner, commands.ImportTraces{Format: "stash", Data: []byte(strings.Join(lines, "\n"))})
+	imp, err := s.cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: s.owner, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(strings.Join(lines, "\n"))}})
 	require.NoError(t, err)
 	s.traces = imp.TraceIDs
 	for i, id := range s.traces {
 		r := []int{1, -1}[i%2]
 		st := s.traceSteps(t, id)
-		for _, a := range []commands.AddAnnotation{
+		for _, a := range []commands.AddAnnotationInput{
 			{TraceID: id, Rating: &r, AuthorName: "t"},
 			{TraceID: id, StepID: st[1], Rating: &r, AuthorName: "t"},
 			{TraceID: id, StepID: st[3], Rating: &r, AuthorName: "t"},
 		} {
-			_, err := s.cmds.AddAnnotation(ctx, s.owner, a)
+			_, err := s.cmds.AddAnnotation.Handle(ctx, commands.AddAnnotation{Actor: s.owner, Input: a})
 			require.NoError(t, err)
 		}
 	}
@@ -213,11 +214,11 @@ func (s *service) traceSteps(t testing.TB, traceID string) []string {
 func (s *service) queueTraining(t testing.TB, base string) (string, rewardmodels.Dataset) {
 	t.Helper()
 	ctx := context.Background()
-	req, err := s.cmds.RequestTraining(ctx, s.owner, commands.RequestTraining{Name: "rm", TraceIDs: s.traces, BaseModel: base, Epochs: 2})
+	req, err := s.cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: s.owner, Input: commands.RequestTrainingInput{Name: "rm", TraceIDs: s.traces, BaseModel: base, Epochs: 2}})
 	require.NoError(t, err)
-	_, err = s.cmds.BuildDataset(ctx, req.ModelID)
+	_, err = s.cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: req.ModelID})
 	require.NoError(t, err)
-	m, err := s.cmds.Model(ctx, req.ModelID)
+	m, err := s.cmds.Streams.Model(ctx, req.ModelID)
 	require.NoError(t, err)
 	require.NotNil(t, m.Dataset, "the dataset was built")
 	raw, err := s.store.Blobs().Get(ctx, m.Dataset.DatasetKey)
@@ -235,7 +236,7 @@ func (s *service) trainMessage(modelID string) jobs.TrainJob {
 // status is the model's status as its stream says.
 func (s *service) status(t testing.TB, modelID string) rewardmodels.State {
 	t.Helper()
-	m, err := s.cmds.Model(context.Background(), modelID)
+	m, err := s.cmds.Streams.Model(context.Background(), modelID)
 	require.NoError(t, err)
 	return m
 }

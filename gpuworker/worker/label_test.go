@@ -79,10 +79,10 @@ func TestLabelJobRecordsLabelsAndLabelsOnlyNewChunks(t *testing.T) {
 	require.Equal(t, 3, srv.Calls())
 
 	// The session grows by one user message (a re-import of the same id).
-	_, err = api.cmds.ImportTraces(ctx, api.owner, commands.ImportTraces{Format: "stash", Data: []byte(`{"id":"t0","steps":[` +
+	_, err = api.cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: api.owner, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(`{"id":"t0","steps":[` +
 		`{"role":"user","content":"hi 0"},{"role":"assistant","content":"","tool_name":"lookup","tool_input":{"q":"0"},"tool_call_id":"c0"},` +
 		`{"role":"tool","content":"0","tool_name":"lookup","tool_call_id":"c0"},{"role":"assistant","content":"the answer is right 0"},` +
-		`{"role":"user","content":"and tomorrow?"}]}`)})
+		`{"role":"user","content":"and tomorrow?"}]}`)}})
 	require.NoError(t, err)
 	require.Equal(t, 2, api.traceState(t, tr).Revision)
 	require.True(t, w.Handle(jobs.TopicLabel)(ctx, job(1)), "a stale job")
@@ -130,7 +130,7 @@ func TestLabelFailureIsRecordedAndRetryable(t *testing.T) {
 	require.Contains(t, f.Error, "HTTP 400")
 	require.Len(t, api.traceEvents(t, tr, events.TraceStepsLabeled), 1, "the two good labels are kept")
 
-	src, err := api.cmds.LabelSourceOf(ctx, tr, 1)
+	src, err := api.cmds.Streams.LabelSourceOf(ctx, tr, 1)
 	require.NoError(t, err)
 	require.True(t, src.Needed, "the failed chunk is still to label")
 	require.Len(t, src.Labeled, 2)
@@ -138,12 +138,12 @@ func TestLabelFailureIsRecordedAndRetryable(t *testing.T) {
 	require.Equal(t, 1, st.LabelingFailed)
 
 	// Without a step-label model the retry says what to set.
-	_, err = api.cmds.RetryLabeling(ctx, api.owner, tr)
+	_, err = api.cmds.RetryLabeling.Handle(ctx, commands.RetryLabeling{Actor: api.owner, TraceID: tr})
 	require.ErrorContains(t, err, "CRITIC_STEP_LABEL_MODEL")
 	cmds := commands.New(api.store, commands.WithStepLabelModel("openai/labeler", ""))
-	_, err = cmds.RetryLabeling(ctx, commands.Actor{UserID: "someone-else"}, tr)
+	_, err = cmds.RetryLabeling.Handle(ctx, commands.RetryLabeling{Actor: commands.Actor{UserID: "someone-else"}, TraceID: tr})
 	require.ErrorContains(t, err, "not found", "another owner's trace")
-	_, err = cmds.RetryLabeling(ctx, api.owner, tr)
+	_, err = cmds.RetryLabeling.Handle(ctx, commands.RetryLabeling{Actor: api.owner, TraceID: tr})
 	require.NoError(t, err)
 	require.Len(t, api.traceEvents(t, tr, events.TraceLabelingRequested), 1)
 	require.Zero(t, api.traceState(t, tr).LabelingFailed, "the retry clears the failure")
@@ -153,9 +153,9 @@ func TestLabelFailureIsRecordedAndRetryable(t *testing.T) {
 	calls := srv.Calls()
 	require.True(t, w.Handle(jobs.TopicLabel)(ctx, mustJSON(t, jobs.LabelJob{TraceID: tr, Revision: 1, OwnerID: api.owner.UserID})))
 	require.Equal(t, calls+1, srv.Calls())
-	src, err = api.cmds.LabelSourceOf(ctx, tr, 1)
+	src, err = api.cmds.Streams.LabelSourceOf(ctx, tr, 1)
 	require.NoError(t, err)
 	require.False(t, src.Needed)
-	_, err = cmds.RetryLabeling(ctx, api.owner, tr)
+	_, err = cmds.RetryLabeling.Handle(ctx, commands.RetryLabeling{Actor: api.owner, TraceID: tr})
 	require.ErrorContains(t, err, "every complete chunk of the trace has a label already")
 }

@@ -87,10 +87,10 @@ func TestLabelJobRunsQualityChecks(t *testing.T) {
 
 	// The trace grows by one user message: one label call, no new check
 	// (the open steps are the same and already checked).
-	_, err = api.cmds.ImportTraces(ctx, api.owner, commands.ImportTraces{Format: "stash", Data: []byte(`{"id":"t0","steps":[` +
+	_, err = api.cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: api.owner, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(`{"id":"t0","steps":[` +
 		`{"role":"user","content":"hi 0"},{"role":"assistant","content":"","tool_name":"lookup","tool_input":{"q":"0"},"tool_call_id":"c0"},` +
 		`{"role":"tool","content":"0","tool_name":"lookup","tool_call_id":"c0"},{"role":"assistant","content":"the answer is right 0"},` +
-		`{"role":"user","content":"and tomorrow?"}]}`)})
+		`{"role":"user","content":"and tomorrow?"}]}`)}})
 	require.NoError(t, err)
 	require.True(t, w.Handle(jobs.TopicLabel)(ctx, job(2)))
 	require.Equal(t, 6, srv.Calls())
@@ -115,7 +115,7 @@ func TestQualityChecksAreValidated(t *testing.T) {
 	require.True(t, w.Handle(jobs.TopicLabel)(ctx, mustJSON(t, jobs.LabelJob{TraceID: tr, Revision: 1, OwnerID: api.owner.UserID})))
 	require.Empty(t, api.traceEvents(t, tr, events.TraceStepsQualityChecked), "no grading model: no checks, the rules alone")
 
-	src, err := api.cmds.QualityCheckSourceOf(ctx, tr, 1)
+	src, err := api.cmds.Streams.QualityCheckSourceOf(ctx, tr, 1)
 	require.NoError(t, err)
 	require.True(t, src.Needed)
 	require.Len(t, src.Open, 2)
@@ -137,8 +137,8 @@ func TestQualityChecksAreValidated(t *testing.T) {
 	}
 	good := gradetest.Answers[stepscores.QuestionWork]
 	record := func(rev int, cs ...stepscores.Check) error {
-		_, err := api.cmds.RecordQualityChecks(ctx, commands.WorkerActor("w"), traces.QualityChecksInput{TraceID: tr, Revision: rev,
-			Model: "openai/grader", PromptVersion: "p", Checks: cs})
+		_, err := api.cmds.RecordQualityChecks.Handle(ctx, commands.RecordQualityChecks{Actor: commands.WorkerActor("w"), Checks: traces.QualityChecksInput{TraceID: tr, Revision: rev,
+			Model: "openai/grader", PromptVersion: "p", Checks: cs}})
 		return err
 	}
 	var v *domain.ValidationError
@@ -153,7 +153,7 @@ func TestQualityChecksAreValidated(t *testing.T) {
 	require.Empty(t, api.traceEvents(t, tr, events.TraceStepsQualityChecked), "nothing recorded from a refused report")
 
 	require.NoError(t, record(1, stepscores.Check{ChunkID: work, Question: stepscores.QuestionWork, Probabilities: good}))
-	src, err = api.cmds.QualityCheckSourceOf(ctx, tr, 1)
+	src, err = api.cmds.Streams.QualityCheckSourceOf(ctx, tr, 1)
 	require.NoError(t, err)
 	require.Len(t, src.Open, 1, "the checked step is not asked again")
 	require.Equal(t, answer, src.Open[0].ChunkID)

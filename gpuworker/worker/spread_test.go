@@ -97,8 +97,8 @@ func newGepaSpread(t *testing.T, ctx context.Context) *gepaSpread {
 	for i := range sp.runs {
 		sp.tasks[i] = llmtest.New(t)
 		task, refl, base, budget := "openai/task", "openai/reflection", sp.tasks[i].URL, 14
-		res, err := sp.g.api.cmds.RequestGepaRun(context.Background(), sp.g.api.owner, commands.RequestGepa{ModelID: sp.g.modelID,
-			TaskModel: &task, TaskAPIBase: &base, ReflectionModel: &refl, MaxMetricCalls: &budget})
+		res, err := sp.g.api.cmds.RequestGepaRun.Handle(context.Background(), commands.RequestGepaRun{Actor: sp.g.api.owner, Input: commands.RequestGepa{ModelID: sp.g.modelID,
+			TaskModel: &task, TaskAPIBase: &base, ReflectionModel: &refl, MaxMetricCalls: &budget}})
 		require.NoError(t, err)
 		sp.runs[i] = res.RunID
 	}

@@ -186,7 +186,7 @@ func TestRunTrainsAndScores(t *testing.T) {
 	// Scoring one trace with the uploaded checkpoint: the same texts get
 	// the same scores and credit as at training time.
 	traceID := s.api.traces[0]
-	run, err := s.api.cmds.RequestScoring(ctx, s.api.owner, traceID, id)
+	run, err := s.api.cmds.RequestScoring.Handle(ctx, commands.RequestScoring{Actor: s.api.owner, TraceID: traceID, ModelID: id})
 	require.NoError(t, err)
 	publish(t, pub, jobs.TopicScore, run.RunID, jobs.ScoreJob{RunID: run.RunID, TraceID: traceID, ModelID: id, OwnerID: owner})
 	fin := s.api.waitFor("/jobs/score/"+run.RunID+"/finish", 1, time.Minute)
@@ -265,7 +265,7 @@ func TestTrainFailureReportsLogTail(t *testing.T) {
 	require.Equal(t, "w-2", failed[0].Body["worker_id"])
 	require.Equal(t, 1.0, failed[0].Body["job"].(map[string]any)["attempt"])
 	require.Equal(t, rewardmodels.StatusFailed, s.api.status(t, id).Status)
-	evs, err := s.api.cmds.ModelEvents(context.Background(), s.api.owner.UserID, id)
+	evs, err := s.api.cmds.Streams.ModelEvents(context.Background(), s.api.owner.UserID, id)
 	require.NoError(t, err)
 	require.Contains(t, string(evs[len(evs)-1].Payload), "has no config.json", "the model's error is the log's end")
 
@@ -295,7 +295,7 @@ func TestLeaseLostStopsWithoutReport(t *testing.T) {
 		o.Progress = func(step, total int, loss, tps float64) {
 			once.Do(func() {
 				// What the lease sweep does once the lease ran out.
-				_, err := s.api.cmds.ExpireLease(context.Background(), id, time.Now().Add(time.Hour))
+				_, err := s.api.cmds.ExpireLease.Handle(context.Background(), commands.ExpireLease{ModelID: id, Now: time.Now().Add(time.Hour)})
 				require.NoError(t, err)
 			})
 			progress(step, total, loss, tps)
@@ -374,20 +374,20 @@ func TestScoringWithoutActionStatsReportsError(t *testing.T) {
 	defer w.Close()
 	ctx := context.Background()
 	id, _ := s.api.queueTraining(t, s.base)
-	job, err := s.api.cmds.ClaimTraining(ctx, "w-0", id, 1, time.Minute)
+	job, err := s.api.cmds.ClaimTraining.Handle(ctx, commands.ClaimTraining{WorkerID: "w-0", ModelID: id, Attempt: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	dir := trainTiny(t)
 	require.NoError(t, os.Remove(filepath.Join(dir, "model", "action_reward_stats.json")))
 	archive := filepath.Join(t.TempDir(), "a.tar.gz")
 	require.NoError(t, WriteArchive(filepath.Join(dir, "model"), archive))
 	require.NoError(t, s.blobs.PutFile(ctx, job.ArtifactKey, archive))
-	_, err = s.api.cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "w-0", ModelID: id, Attempt: 1,
+	_, err = s.api.cmds.CompleteTraining.Handle(ctx, commands.CompleteTraining{WorkerID: "w-0", ModelID: id, Attempt: 1,
 		Metrics: json.RawMessage(`{"eval_pairs":0,"action_scoring_version":1}`), RewardStats: json.RawMessage(`{"mean":0,"std":1,"count":1}`),
 		ActionStats: json.RawMessage(`{"mean":0,"std":1,"count":1}`)})
 	require.NoError(t, err)
 
 	traceID := s.api.traces[0]
-	run, err := s.api.cmds.RequestScoring(ctx, s.api.owner, traceID, id)
+	run, err := s.api.cmds.RequestScoring.Handle(ctx, commands.RequestScoring{Actor: s.api.owner, TraceID: traceID, ModelID: id})
 	require.NoError(t, err)
 	require.True(t, w.Handle(jobs.TopicScore)(ctx, mustJSON(t, jobs.ScoreJob{RunID: run.RunID, TraceID: traceID, ModelID: id, OwnerID: s.api.owner.UserID})))
 	require.Empty(t, s.api.requests("/jobs/score/"+run.RunID+"/finish"))
@@ -434,7 +434,7 @@ func TestShutdownMidScoringHandsTheRunBack(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, trainer.RunTraining(ctx, claim))
 	traceID := s.api.traces[0]
-	run, err := s.api.cmds.RequestScoring(ctx, s.api.owner, traceID, id)
+	run, err := s.api.cmds.RequestScoring.Handle(ctx, commands.RequestScoring{Actor: s.api.owner, TraceID: traceID, ModelID: id})
 	require.NoError(t, err)
 	msg := mustJSON(t, jobs.ScoreJob{RunID: run.RunID, TraceID: traceID, ModelID: id, OwnerID: s.api.owner.UserID})
 

@@ -79,9 +79,9 @@ func withFindings(t *testing.T, e *opsEnv, ext string) (traceID, modelID string,
 	modelID = m.ID
 
 	cmds := e.srv.Cmds
-	_, err := cmds.BuildDataset(ctx, modelID)
+	_, err := cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: modelID})
 	require.NoError(t, err)
-	_, err = cmds.ClaimExtraction(ctx, "w1", modelID, 1, time.Minute)
+	_, err = cmds.ClaimExtraction.Handle(ctx, commands.ClaimExtraction{WorkerID: "w1", ModelID: modelID, Attempt: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	ts := feedback.Targets(tr)
 	require.Len(t, ts, 1)
@@ -96,11 +96,11 @@ func withFindings(t *testing.T, e *opsEnv, ext string) (traceID, modelID string,
 	}
 	feedback.ApplyReview(&f, tg, feedback.ReviewAnswer{Preferred: want, Grounded: true})
 	require.Equal(t, events.OutcomePair, f.Outcome)
-	_, err = cmds.RecordFeedback(ctx, "w1", modelID, events.RewardModelFeedbackExtractedV1{Attempt: 1, TraceID: traceID, TraceRevision: 1,
+	_, err = cmds.RecordFeedback.Handle(ctx, commands.RecordFeedback{WorkerID: "w1", ModelID: modelID, Feedback: events.RewardModelFeedbackExtractedV1{Attempt: 1, TraceID: traceID, TraceRevision: 1,
 		ClassifierModel: "openai/test", PromptVersion: feedback.PromptVersion, ConfigHash: feedback.ConfigHash(feedback.DefaultCriteria),
-		Targets: 1, Findings: []events.Finding{f}, Usage: []events.LLMUsage{}})
+		Targets: 1, Findings: []events.Finding{f}, Usage: []events.LLMUsage{}}})
 	require.NoError(t, err)
-	res, err := cmds.FinishExtraction(ctx, "w1", modelID, 1, "")
+	res, err := cmds.FinishExtraction.Handle(ctx, commands.FinishExtraction{WorkerID: "w1", ModelID: modelID, Attempt: 1})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, res.LastEventID))
 	return traceID, modelID, f
@@ -145,7 +145,7 @@ func TestReviewedComparisons(t *testing.T) {
 	require.NoError(t, json.Unmarshal(r.body, &q2))
 	require.Equal(t, q, q2)
 
-	u2, err := e.srv.Cmds.CreateUser(ctx, "other", false)
+	u2, err := e.srv.Cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "other"})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, u2.LastEventID))
 	before := eventCount(t, e.pool)
@@ -259,7 +259,7 @@ func TestEvaluatorStatus(t *testing.T) {
 	require.Empty(t, st.Benchmarks)
 	require.Equal(t, evaluator.DefaultMinSlice, st.Policy.MinSlice)
 
-	_, err := e.srv.Cmds.FreezeBenchmark(ctx, "op")
+	_, err := e.srv.Cmds.FreezeBenchmark.Handle(ctx, commands.FreezeBenchmark{Operator: "op"})
 	require.Error(t, err, "nothing reviewed yet")
 
 	// Reviewed comparisons on opted-in traces until one lies in a benchmark
@@ -278,7 +278,7 @@ func TestEvaluatorStatus(t *testing.T) {
 		}
 	}
 	require.Equal(t, 1, inBench)
-	res, err := e.srv.Cmds.FreezeBenchmark(ctx, "op")
+	res, err := e.srv.Cmds.FreezeBenchmark.Handle(ctx, commands.FreezeBenchmark{Operator: "op"})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, res.LastEventID))
 	require.Len(t, res.Benchmark.Items, 1)
@@ -307,26 +307,26 @@ func TestEvaluatorStatus(t *testing.T) {
 			trainTrace = traceID
 		}
 	}
-	req, err := cmds.RequestCandidate(ctx, commands.RequestCandidate{BaseModel: "tiny", Operator: "op"})
+	req, err := cmds.RequestCandidate.Handle(ctx, commands.RequestCandidate{BaseModel: "tiny", Operator: "op"})
 	require.NoError(t, err)
-	_, err = cmds.ClaimCandidate(ctx, "w1", req.Candidate.CandidateID, 30*time.Second)
+	_, err = cmds.ClaimCandidate.Handle(ctx, commands.ClaimCandidate{WorkerID: "w1", ID: req.Candidate.CandidateID, Lease: 30 * time.Second})
 	require.NoError(t, err)
 	require.NoError(t, e.blobs.Put(ctx, req.Candidate.ArtifactKey, []byte("checkpoint")))
 	margins := map[string]float64{res.Benchmark.Items[0].ID: 1.5}
-	_, err = cmds.CompleteCandidate(ctx, "w2", req.Candidate.CandidateID, jobs.EvaluatorCandidateSucceeded{CandidateMargins: margins,
-		Metrics: json.RawMessage(`{}`), ActionRewardStats: json.RawMessage(`{"mean":0,"std":1}`)})
+	_, err = cmds.CompleteCandidate.Handle(ctx, commands.CompleteCandidate{WorkerID: "w2", ID: req.Candidate.CandidateID, Result: jobs.EvaluatorCandidateSucceeded{CandidateMargins: margins,
+		Metrics: json.RawMessage(`{}`), ActionRewardStats: json.RawMessage(`{"mean":0,"std":1}`)}})
 	var conflict *domain.ConflictError
 	require.ErrorAs(t, err, &conflict, "only the worker holding the candidate reports it")
-	_, err = cmds.CompleteCandidate(ctx, "w1", req.Candidate.CandidateID, jobs.EvaluatorCandidateSucceeded{CandidateMargins: map[string]float64{"other": 1},
-		Metrics: json.RawMessage(`{}`), ActionRewardStats: json.RawMessage(`{"mean":0,"std":1}`)})
+	_, err = cmds.CompleteCandidate.Handle(ctx, commands.CompleteCandidate{WorkerID: "w1", ID: req.Candidate.CandidateID, Result: jobs.EvaluatorCandidateSucceeded{CandidateMargins: map[string]float64{"other": 1},
+		Metrics: json.RawMessage(`{}`), ActionRewardStats: json.RawMessage(`{"mean":0,"std":1}`)}})
 	var invalid *domain.ValidationError
 	require.ErrorAs(t, err, &invalid, "margins must cover the benchmark")
-	_, err = cmds.CompleteCandidate(ctx, "w1", req.Candidate.CandidateID, jobs.EvaluatorCandidateSucceeded{CandidateMargins: margins,
-		Metrics: json.RawMessage(`{}`), ActionRewardStats: json.RawMessage(`{"mean":0,"std":1}`)})
+	_, err = cmds.CompleteCandidate.Handle(ctx, commands.CompleteCandidate{WorkerID: "w1", ID: req.Candidate.CandidateID, Result: jobs.EvaluatorCandidateSucceeded{CandidateMargins: margins,
+		Metrics: json.RawMessage(`{}`), ActionRewardStats: json.RawMessage(`{"mean":0,"std":1}`)}})
 	require.NoError(t, err)
 	// One benchmark item the candidate gets right wins every bootstrap
 	// resample against chance: the interval is [0.5, 0.5] and it passes.
-	rel, err := cmds.ReleaseCandidate(ctx, "", evaluator.DefaultPolicy(), "op")
+	rel, err := cmds.ReleaseCandidate.Handle(ctx, commands.ReleaseCandidate{Policy: evaluator.DefaultPolicy(), By: "op"})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, rel.LastEventID))
 	type release struct {
@@ -405,7 +405,7 @@ func TestEvaluatorStatus(t *testing.T) {
 	require.Nil(t, tr.Evaluator.Release)
 	require.Empty(t, tr.Evaluator.ActionScores)
 
-	claim, err := cmds.ClaimEvaluatorScoring(ctx, autoID)
+	claim, err := cmds.ClaimEvaluatorScoring.Handle(ctx, commands.ClaimEvaluatorScoring{TraceID: autoID})
 	require.NoError(t, err)
 	require.Len(t, claim.Inputs, 2)
 	require.Contains(t, claim.Inputs[1].Text, "system: Follow the refund policy.\nevaluation_context: refunds within 30 days\nuser: Refund 1182")
@@ -413,12 +413,12 @@ func TestEvaluatorStatus(t *testing.T) {
 		Scores: []jobs.EvaluatorActionScore{{StepID: claim.Inputs[0].StepID, Score: 0.75, Credit: 0.5}, {StepID: claim.Inputs[1].StepID, Score: -1.25, Credit: -0.5}}}
 	bad := scored
 	bad.Scores = bad.Scores[:1]
-	_, err = cmds.RecordEvaluatorScores(ctx, autoID, bad)
+	_, err = cmds.RecordEvaluatorScores.Handle(ctx, commands.RecordEvaluatorScores{TraceID: autoID, Scores: bad})
 	require.ErrorAs(t, err, &invalid, "every action gets a score")
-	sr, err := cmds.RecordEvaluatorScores(ctx, autoID, scored)
+	sr, err := cmds.RecordEvaluatorScores.Handle(ctx, commands.RecordEvaluatorScores{TraceID: autoID, Scores: scored})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, sr.LastEventID))
-	_, err = cmds.RecordEvaluatorScores(ctx, autoID, scored)
+	_, err = cmds.RecordEvaluatorScores.Handle(ctx, commands.RecordEvaluatorScores{TraceID: autoID, Scores: scored})
 	require.ErrorAs(t, err, &conflict, "a revision is scored once per release")
 
 	r = e.do(t, "GET", "/api/v1/rm/traces/"+autoID, nil)
@@ -452,14 +452,14 @@ func TestEvaluatorStatus(t *testing.T) {
 	require.NoError(t, json.Unmarshal(r.body, &again))
 	require.Equal(t, "scoring", again.Status)
 	require.Len(t, again.ActionScores, 2, "the earlier scores stay until the new ones land")
-	claim, err = cmds.ClaimEvaluatorScoring(ctx, autoID)
+	claim, err = cmds.ClaimEvaluatorScoring.Handle(ctx, commands.ClaimEvaluatorScoring{TraceID: autoID})
 	require.NoError(t, err, "a scored revision may be claimed again once the owner asked")
 	rescored := scored
 	rescored.Scores = []jobs.EvaluatorActionScore{{StepID: claim.Inputs[0].StepID, Score: 0.5, Credit: 0.25}, {StepID: claim.Inputs[1].StepID, Score: 0.25, Credit: 0.125}}
-	sr, err = cmds.RecordEvaluatorScores(ctx, autoID, rescored)
+	sr, err = cmds.RecordEvaluatorScores.Handle(ctx, commands.RecordEvaluatorScores{TraceID: autoID, Scores: rescored})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, sr.LastEventID))
-	_, err = cmds.RecordEvaluatorScores(ctx, autoID, rescored)
+	_, err = cmds.RecordEvaluatorScores.Handle(ctx, commands.RecordEvaluatorScores{TraceID: autoID, Scores: rescored})
 	require.ErrorAs(t, err, &conflict, "one request, one more scoring")
 	r = e.do(t, "GET", "/api/v1/rm/traces/"+autoID, nil)
 	tr = traceEvaluator{}
@@ -472,10 +472,10 @@ func TestEvaluatorStatus(t *testing.T) {
 	r = e.do(t, "POST", "/api/v1/rm/traces/import", map[string]any{"format": "stash", "data": `{"id":"auto-2","steps":[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]}`})
 	require.NoError(t, json.Unmarshal(r.body, &imp))
 	failID := imp.TraceIDs[0]
-	fc, err := cmds.ClaimEvaluatorScoring(ctx, failID)
+	fc, err := cmds.ClaimEvaluatorScoring.Handle(ctx, commands.ClaimEvaluatorScoring{TraceID: failID})
 	require.NoError(t, err)
-	fr, err := cmds.FailEvaluatorScoring(ctx, failID, jobs.EvaluatorScoringFailed{EvaluatorScoringRequest: jobs.EvaluatorScoringRequest{WorkerID: "w1",
-		TraceRevision: fc.TraceRevision, Release: fc.Release}, Error: "the scorer ran out of memory"})
+	fr, err := cmds.FailEvaluatorScoring.Handle(ctx, commands.FailEvaluatorScoring{TraceID: failID, Failure: jobs.EvaluatorScoringFailed{EvaluatorScoringRequest: jobs.EvaluatorScoringRequest{WorkerID: "w1",
+		TraceRevision: fc.TraceRevision, Release: fc.Release}, Error: "the scorer ran out of memory"}})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, fr.LastEventID))
 	r = e.do(t, "GET", "/api/v1/rm/traces/"+failID, nil)
@@ -485,7 +485,7 @@ func TestEvaluatorStatus(t *testing.T) {
 	require.Equal(t, "failed", tr.Evaluator.Status)
 	require.Equal(t, "the scorer ran out of memory", *tr.Evaluator.Error)
 
-	rb, err := cmds.RollbackEvaluator(ctx, "op")
+	rb, err := cmds.RollbackEvaluator.Handle(ctx, commands.RollbackEvaluator{By: "op"})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, rb.LastEventID))
 	live.Release = nil

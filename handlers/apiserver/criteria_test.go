@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/platform/eventstore"
 	"github.com/criticml/critic/projections/readmodel"
@@ -189,7 +190,7 @@ func TestCriteriaDefinitions(t *testing.T) {
 	requireField(t, e.do(t, "GET", "/api/v1/rm/criteria?include_archived=yes", nil), http.StatusUnprocessableEntity, "include_archived")
 
 	// Another account sees none of them.
-	other, err := e.srv.Cmds.CreateUser(context.Background(), "other", false)
+	other, err := e.srv.Cmds.CreateUser.Handle(context.Background(), commands.CreateUser{Name: "other"})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(context.Background(), other.LastEventID))
 	own := e.key
@@ -453,12 +454,12 @@ func TestTrainingOnACriterion(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	require.Contains(t, string(r.body), `"criterion":null,"criterion_name":null`)
 
-	_, err := e.srv.Cmds.BuildDataset(ctx, m.ID)
+	_, err := e.srv.Cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: m.ID})
 	require.NoError(t, err)
-	model, err := e.srv.Cmds.Model(ctx, m.ID)
+	model, err := e.srv.Cmds.Streams.Model(ctx, m.ID)
 	require.NoError(t, err)
 	require.NotNil(t, model.Dataset, "the dataset was built (%s)", model.Error)
-	in, err := e.srv.Cmds.DatasetInputs(ctx, model, model.Dataset.AsOfSeq)
+	in, err := e.srv.Cmds.Streams.DatasetInputs(ctx, model, model.Dataset.AsOfSeq)
 	require.NoError(t, err)
 	pairs, err := rewardmodels.BuildDatasetFrom(in)
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/handlers/idempotency"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
@@ -127,7 +128,7 @@ func TestIdempotencyKeyOnREST(t *testing.T) {
 	require.EqualValues(t, 1, n)
 
 	// Keys are per account: another account's k-1 is its own.
-	otherUser, err := e.srv.Cmds.CreateUser(ctx, "someone-else", false)
+	otherUser, err := e.srv.Cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "someone-else"})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, otherUser.LastEventID))
 	mine := e.key

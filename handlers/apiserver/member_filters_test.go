@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/handlers/rest"
 )
 
@@ -104,7 +105,7 @@ func TestFilterByMember(t *testing.T) {
 	require.Empty(t, listed(e.key, tm.ids["vic"]))
 	require.Equal(t, []string{"t1", "t2", "t3"}, listed(e.key, ""))
 
-	other, err := e.srv.Cmds.CreateUser(context.Background(), "other", false)
+	other, err := e.srv.Cmds.CreateUser.Handle(context.Background(), commands.CreateUser{Name: "other"})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(context.Background(), other.LastEventID))
 	for _, bad := range []string{other.UserID, "00000000-0000-4000-8000-000000000000", "rita"} {
@@ -317,7 +318,7 @@ func TestTeamRoutesAcrossAccounts(t *testing.T) {
 	require.Contains(t, before["/disputed"], ids[0])
 	require.Contains(t, before["/members"], "rita")
 
-	other, err := e.srv.Cmds.CreateUser(context.Background(), "other", false)
+	other, err := e.srv.Cmds.CreateUser.Handle(context.Background(), commands.CreateUser{Name: "other"})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(context.Background(), other.LastEventID))
 

@@ -82,7 +82,7 @@ func TestModelLearningReportAgreement(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.status, string(r.body))
 	require.Contains(t, string(r.body), `"agreement":null`, "no dataset yet, no agreement")
 
-	res, err := e.srv.Cmds.BuildDataset(ctx, m.ID)
+	res, err := e.srv.Cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: m.ID})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, res.LastEventID))
 	r = e.do(t, "GET", "/api/v1/rm/reward-models/"+m.ID, nil)
@@ -124,7 +124,7 @@ func TestModelLearningReportAgreement(t *testing.T) {
 
 	// Once it succeeded, each member's agreement with its scores (mean 0:
 	// a trace is preferred when its score is positive).
-	job, err := e.srv.Cmds.ClaimTraining(ctx, "w1", m.ID, 1, time.Minute)
+	job, err := e.srv.Cmds.ClaimTraining.Handle(ctx, commands.ClaimTraining{WorkerID: "w1", ModelID: m.ID, Attempt: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, e.blobs.Put(ctx, job.ArtifactKey, []byte("checkpoint")))
 	var lines []string
@@ -133,7 +133,7 @@ func TestModelLearningReportAgreement(t *testing.T) {
 	}
 	sk := jobs.ScoresKey(e.userID, m.ID, 1)
 	require.NoError(t, e.blobs.Put(ctx, sk, []byte(strings.Join(lines, "\n"))))
-	res, err = e.srv.Cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "w1", ModelID: m.ID, Attempt: 1,
+	res, err = e.srv.Cmds.CompleteTraining.Handle(ctx, commands.CompleteTraining{WorkerID: "w1", ModelID: m.ID, Attempt: 1,
 		Metrics: json.RawMessage(`{"train_pairs":6,"eval_pairs":0,"eval_accuracy":null}`), RewardStats: json.RawMessage(`{"mean":0,"std":1,"count":6}`), ScoresKey: sk})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, res.LastEventID))

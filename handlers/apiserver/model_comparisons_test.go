@@ -60,9 +60,9 @@ func scoredModel(t testing.TB, e *opsEnv, name string, traceIDs []string, scores
 	}
 	require.NoError(t, json.Unmarshal(r.body, &m))
 	cmds := e.srv.Cmds
-	_, err := cmds.BuildDataset(ctx, m.ID)
+	_, err := cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: m.ID})
 	require.NoError(t, err)
-	job, err := cmds.ClaimTraining(ctx, "w1", m.ID, 1, time.Minute)
+	job, err := cmds.ClaimTraining.Handle(ctx, commands.ClaimTraining{WorkerID: "w1", ModelID: m.ID, Attempt: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	blobs := e.store.Blobs()
 	require.NoError(t, blobs.Put(ctx, job.ArtifactKey, []byte("checkpoint")))
@@ -72,7 +72,7 @@ func scoredModel(t testing.TB, e *opsEnv, name string, traceIDs []string, scores
 	}
 	key := jobs.ActionScoresKey(e.userID, m.ID, 1)
 	require.NoError(t, blobs.Put(ctx, key, []byte(strings.Join(lines, "\n")+"\n")))
-	res, err := cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "w1", ModelID: m.ID, Attempt: 1,
+	res, err := cmds.CompleteTraining.Handle(ctx, commands.CompleteTraining{WorkerID: "w1", ModelID: m.ID, Attempt: 1,
 		Metrics: json.RawMessage(`{"eval_pairs":0}`), ActionScoresKey: key})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, res.LastEventID))

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/handlers/apiserver"
 	"github.com/criticml/critic/handlers/connectapi"
 	"github.com/criticml/critic/handlers/rest"
@@ -74,7 +75,7 @@ func startOps(t testing.TB, adjust func(*apiserver.Config)) *opsEnv {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Shutdown() })
 	e := &opsEnv{srv: srv, url: "http://" + srv.Addr, pool: pool, tel: tel, logs: logs, store: store, blobs: blobs}
-	res, err := srv.Cmds.CreateUser(ctx, "ops", false)
+	res, err := srv.Cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "ops"})
 	require.NoError(t, err)
 	require.NoError(t, srv.Waiter.Wait(ctx, res.LastEventID))
 	e.key, e.userID = res.APIKey, res.UserID
@@ -293,7 +294,7 @@ func TestReadyzFollowsTheProjection(t *testing.T) {
 		}
 	}()
 	for i := range 5 {
-		_, err := e.srv.Cmds.CreateUser(ctx, fmt.Sprintf("lagging-%d", i), false)
+		_, err := e.srv.Cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: fmt.Sprintf("lagging-%d", i)})
 		require.NoError(t, err)
 	}
 	status, body = e.readyz(t)

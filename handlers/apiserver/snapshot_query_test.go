@@ -68,8 +68,7 @@ func TestQueryNeverAnswersFromASnapshotBehindTheCallersWrite(t *testing.T) {
 	require.Equal(t, [][]any{{"q-1"}, {"q-2"}}, body.Rows, "a write answered by POST /query is in the next query")
 
 	require.NoError(t, broker.Close())
-	res, err := e.srv.Cmds.ImportTraces(ctx, commands.Actor{UserID: e.userID},
-		commands.ImportTraces{Format: "stash", Data: []byte(traceLine("q-3") + "\n" + traceLine("q-4"))})
+	res, err := e.srv.Cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: commands.Actor{UserID: e.userID}, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(traceLine("q-3") + "\n" + traceLine("q-4"))}})
 	require.NoError(t, err)
 	require.Len(t, res.TraceIDs, 2)
 

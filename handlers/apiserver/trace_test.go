@@ -26,6 +26,7 @@ import (
 	reflectionv1alpha "google.golang.org/grpc/reflection/grpc_reflection_v1alpha"
 	"google.golang.org/grpc/status"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/handlers/apiserver"
 	"github.com/criticml/critic/platform/metrics/metricstest"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
@@ -177,7 +178,7 @@ func TestGRPCHealthAndReflection(t *testing.T) {
 	_, err = pconn.Exec(ctx, "SELECT pg_advisory_lock(7210010)")
 	require.NoError(t, err)
 	for i := range 5 {
-		_, err := e.srv.Cmds.CreateUser(ctx, fmt.Sprintf("health-%d", i), false)
+		_, err := e.srv.Cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: fmt.Sprintf("health-%d", i)})
 		require.NoError(t, err)
 	}
 	hr, err := health.Check(ctx, &healthpb.HealthCheckRequest{Service: ""})

@@ -23,7 +23,7 @@ type AnnotationService struct{ d Deps }
 func (s *AnnotationService) AddAnnotation(ctx context.Context, req *connect.Request[criticv1.AddAnnotationRequest]) (*connect.Response[criticv1.AddAnnotationResponse], error) {
 	caller := edge.CallerFrom(ctx)
 	m := req.Msg
-	in := commands.AddAnnotation{TraceID: m.TraceId, StepID: m.GetStepId(), Rating: intPtr(m.Rating), Comment: m.Comment}
+	in := commands.AddAnnotationInput{TraceID: m.TraceId, StepID: m.GetStepId(), Rating: intPtr(m.Rating), Comment: m.Comment}
 	if q := m.Quote; q != nil {
 		in.Quote = &events.Quote{Text: q.Text, Prefix: q.Prefix, Suffix: q.Suffix}
 	}

@@ -53,7 +53,7 @@ func (s *EvaluatorService) ComparisonQueue(ctx context.Context, req *connect.Req
 func (s *EvaluatorService) ReviewComparison(ctx context.Context, req *connect.Request[criticv1.ReviewComparisonRequest]) (*connect.Response[criticv1.ReviewComparisonResponse], error) {
 	caller := edge.CallerFrom(ctx)
 	m := req.Msg
-	c, err := s.d.backend().ReviewComparison(ctx, caller, commands.ReviewComparison{ModelID: m.ModelId, FindingID: m.FindingId,
+	c, err := s.d.backend().ReviewComparison(ctx, caller, commands.ReviewComparisonInput{ModelID: m.ModelId, FindingID: m.FindingId,
 		Verdict: comparisons.Verdict{Left: m.Left, Choice: m.Choice, Comment: m.Comment}})
 	if err != nil {
 		return nil, err

@@ -73,12 +73,12 @@ func (e *env) succeededModel(t *testing.T) string {
 	var m struct{ ID string }
 	require.NoError(t, json.Unmarshal(body, &m))
 	cmds := e.srv.Cmds
-	_, err := cmds.BuildDataset(ctx, m.ID)
+	_, err := cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: m.ID})
 	require.NoError(t, err)
-	job, err := cmds.ClaimTraining(ctx, "w1", m.ID, 1, time.Minute)
+	job, err := cmds.ClaimTraining.Handle(ctx, commands.ClaimTraining{WorkerID: "w1", ModelID: m.ID, Attempt: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, e.blobs.Put(ctx, job.ArtifactKey, []byte("checkpoint")))
-	res, err := cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "w1", ModelID: m.ID, Attempt: 1, Metrics: json.RawMessage(`{"eval_pairs":0}`)})
+	res, err := cmds.CompleteTraining.Handle(ctx, commands.CompleteTraining{WorkerID: "w1", ModelID: m.ID, Attempt: 1, Metrics: json.RawMessage(`{"eval_pairs":0}`)})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, res.LastEventID))
 	return m.ID
@@ -125,7 +125,7 @@ func TestGepaTaskAPIKeyIsNeverShown(t *testing.T) {
 
 	// Both runs hold their key sealed, for the worker that claims them.
 	for id, key := range map[string]string{viaREST.ID: restKey, run.Id: connectKey} {
-		claim, err := e.srv.Cmds.ClaimGepa(ctx, "w1", id, time.Minute)
+		claim, err := e.srv.Cmds.ClaimGepa.Handle(ctx, commands.ClaimGepa{WorkerID: "w1", RunID: id, Lease: time.Minute})
 		require.NoError(t, err)
 		require.Equal(t, key, claim.Job.TaskAPIKey, "the claiming worker gets the tenant's key")
 	}

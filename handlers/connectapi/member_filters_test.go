@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/criticml/critic/commands"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
@@ -173,7 +174,7 @@ func TestMemberFiltersOverConnect(t *testing.T) {
 	require.EqualValues(t, 1, mine.Msg.Members[0].GetRemaining())
 	require.EqualValues(t, 1, mine.Msg.Complete, "the totals are the account's")
 
-	other, err := e.srv.Cmds.CreateUser(ctx, "other", false)
+	other, err := e.srv.Cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "other"})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, other.LastEventID))
 	for _, bad := range []string{other.UserID, "00000000-0000-4000-8000-000000000000", "rita"} {

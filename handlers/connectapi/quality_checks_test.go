@@ -43,13 +43,13 @@ func TestQualityChecksBlendIntoTheTraceDetail(t *testing.T) {
 	cs := labels.Chunks(domainSteps(t, d))
 	f, tr := false, true
 	worker := commands.WorkerActor("labeler-1")
-	res, err := e.srv.Cmds.RecordStepLabels(ctx, worker, traces.StepLabelsInput{TraceID: id, Revision: 1, Model: "openai/test-labeler", Labels: []labels.Label{
+	res, err := e.srv.Cmds.RecordStepLabels.Handle(ctx, commands.RecordStepLabels{Actor: worker, Labels: traces.StepLabelsInput{TraceID: id, Revision: 1, Model: "openai/test-labeler", Labels: []labels.Label{
 		{ChunkID: cs[0].ID, TaskID: "t", Actor: labels.ActorUser, Intent: labels.IntentRequest, Verdict: labels.VerdictNone, Sentiment: labels.SentimentNeutral},
 		{ChunkID: cs[1].ID, TaskID: "t", Actor: labels.ActorAgent, Type: labels.TypeToolCall, Effect: labels.EffectLookup, Result: labels.ResultOK,
 			IsOutput: &f, Outcome: labels.OutcomeNone, Stance: labels.StanceNone, Coverage: labels.CoverageNone},
 		{ChunkID: cs[2].ID, TaskID: "t", Actor: labels.ActorAgent, Type: labels.TypeAnswer, Effect: labels.EffectNone, Result: labels.ResultNone,
 			IsOutput: &tr, Outcome: labels.OutcomeSolved, Stance: labels.StanceConfident, Coverage: labels.CoverageFull},
-	}})
+	}}})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, res.LastEventID))
 	d, err = e.srv.Queries.GetTrace(ctx, e.aliceID, id)
@@ -58,11 +58,11 @@ func TestQualityChecksBlendIntoTheTraceDetail(t *testing.T) {
 	require.InDelta(t, 0.22, *d.StepScores.TraceScore, 1e-9)
 	require.NotContains(t, rewardOf(t, d, 1), "quality_check")
 
-	res, err = e.srv.Cmds.RecordQualityChecks(ctx, commands.WorkerActor("grader-1"), traces.QualityChecksInput{TraceID: id, Revision: 1,
+	res, err = e.srv.Cmds.RecordQualityChecks.Handle(ctx, commands.RecordQualityChecks{Actor: commands.WorkerActor("grader-1"), Checks: traces.QualityChecksInput{TraceID: id, Revision: 1,
 		Model: "openai/test-grader", PromptVersion: "p1", Checks: []stepscores.Check{
 			{ChunkID: cs[1].ID, Question: stepscores.QuestionWork, Probabilities: gradetest.Answers[stepscores.QuestionWork]},
 			{ChunkID: cs[2].ID, Question: stepscores.QuestionAnswer, Probabilities: gradetest.Answers[stepscores.QuestionAnswer]},
-		}})
+		}}})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, res.LastEventID))
 	d, err = e.srv.Queries.GetTrace(ctx, e.aliceID, id)
@@ -100,8 +100,8 @@ func TestQualityChecksBlendIntoTheTraceDetail(t *testing.T) {
 	require.NoError(t, err)
 	left := labels.ToLabel(labels.Chunks(domainSteps(t, d)), map[string]bool{cs[0].ID: true, cs[1].ID: true, cs[2].ID: true})
 	require.Len(t, left, 1)
-	res, err = e.srv.Cmds.RecordStepLabels(ctx, worker, traces.StepLabelsInput{TraceID: id, Revision: 2, Model: "openai/test-labeler", Labels: []labels.Label{
-		{ChunkID: left[0].ID, TaskID: "t", Actor: labels.ActorUser, Intent: labels.IntentFeedback, Verdict: labels.VerdictConfirmed, Sentiment: labels.SentimentPositive}}})
+	res, err = e.srv.Cmds.RecordStepLabels.Handle(ctx, commands.RecordStepLabels{Actor: worker, Labels: traces.StepLabelsInput{TraceID: id, Revision: 2, Model: "openai/test-labeler", Labels: []labels.Label{
+		{ChunkID: left[0].ID, TaskID: "t", Actor: labels.ActorUser, Intent: labels.IntentFeedback, Verdict: labels.VerdictConfirmed, Sentiment: labels.SentimentPositive}}}})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, res.LastEventID))
 	d, err = e.srv.Queries.GetTrace(ctx, e.aliceID, id)

@@ -145,14 +145,14 @@ func (s *TraceService) ImportTraces(ctx context.Context, req *connect.Request[cr
 	if len(m.Data) == 0 {
 		return nil, &domain.ValidationError{Code: "invalid_request", Field: "data", Message: "data is required"}
 	}
-	in := commands.ImportTraces{Format: m.Format, Data: []byte(m.Data), Contribute: m.Contribute}
+	in := commands.ImportTracesInput{Format: m.Format, Data: []byte(m.Data), Contribute: m.Contribute}
 	if m.SourceId != nil {
 		if *m.SourceId == "" {
 			return nil, &domain.ValidationError{Code: "invalid_request", Field: "source_id", Message: "source_id must be 1–200 characters"}
 		}
 		in.SourceID = *m.SourceId
 	}
-	res, err := s.cmds.ImportTraces(ctx, usecase.Actor(caller), in)
+	res, err := s.cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: usecase.Actor(caller), Input: in})
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (s *TraceService) GetTrace(ctx context.Context, req *connect.Request[critic
 // from the read model.
 func (s *TraceService) DeleteTrace(ctx context.Context, req *connect.Request[criticv1.DeleteTraceRequest]) (*connect.Response[criticv1.DeleteTraceResponse], error) {
 	caller := edge.CallerFrom(ctx)
-	res, err := s.cmds.DeleteTrace(ctx, usecase.Actor(caller), req.Msg.TraceId)
+	res, err := s.cmds.DeleteTrace.Handle(ctx, commands.DeleteTrace{Actor: usecase.Actor(caller), TraceID: req.Msg.TraceId})
 	if err != nil {
 		return nil, err
 	}

@@ -78,7 +78,7 @@ func start(t *testing.T) *env {
 
 	e := &env{srv: srv, url: "http://" + srv.Addr, pool: pool, blobs: blobs, logs: logs}
 	user := func(name string) (string, string) {
-		res, err := srv.Cmds.CreateUser(ctx, name, false)
+		res, err := srv.Cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: name})
 		require.NoError(t, err)
 		require.NoError(t, srv.Waiter.Wait(ctx, res.LastEventID))
 		return res.UserID, res.APIKey
@@ -88,11 +88,11 @@ func start(t *testing.T) *env {
 	e.aliceID = aliceID
 	_, e.bob = user("bob")
 	disabledID, e.disabled = user("carol")
-	ro, err := srv.Cmds.IssueAPIKey(ctx, aliceID, true)
+	ro, err := srv.Cmds.IssueAPIKey.Handle(ctx, commands.IssueAPIKey{UserID: aliceID, ReadOnly: true})
 	require.NoError(t, err)
 	require.NoError(t, srv.Waiter.Wait(ctx, ro.LastEventID))
 	e.aliceRO = ro.APIKey
-	off, err := srv.Cmds.SetRewardModelsEnabled(ctx, disabledID, false)
+	off, err := srv.Cmds.SetRewardModelsEnabled.Handle(ctx, commands.SetRewardModelsEnabled{UserID: disabledID})
 	require.NoError(t, err)
 	require.NoError(t, srv.Waiter.Wait(ctx, off.LastEventID))
 	return e

@@ -67,15 +67,15 @@ func TestModelLabelsAreEvents(t *testing.T) {
 	badIn := in
 	badIn.Labels = append([]labels.Label{}, lb...)
 	badIn.Labels[2].ChunkID = "ck_missing"
-	_, err = e.srv.Cmds.RecordStepLabels(ctx, worker, badIn)
+	_, err = e.srv.Cmds.RecordStepLabels.Handle(ctx, commands.RecordStepLabels{Actor: worker, Labels: badIn})
 	var v *domain.ValidationError
 	require.ErrorAs(t, err, &v)
 	// Another user cannot label alice's trace.
-	_, err = e.srv.Cmds.RecordStepLabels(ctx, commands.Actor{UserID: "00000000-0000-0000-0000-000000000001"}, in)
+	_, err = e.srv.Cmds.RecordStepLabels.Handle(ctx, commands.RecordStepLabels{Actor: commands.Actor{UserID: "00000000-0000-0000-0000-000000000001"}, Labels: in})
 	var nf *domain.NotFoundError
 	require.ErrorAs(t, err, &nf)
 
-	res, err := e.srv.Cmds.RecordStepLabels(ctx, worker, in)
+	res, err := e.srv.Cmds.RecordStepLabels.Handle(ctx, commands.RecordStepLabels{Actor: worker, Labels: in})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, res.LastEventID))
 	d, err = e.srv.Queries.GetTrace(ctx, e.aliceID, id)
@@ -112,11 +112,11 @@ func TestModelLabelsAreEvents(t *testing.T) {
 	left := labels.ToLabel(grown, have)
 	require.Len(t, left, 1)
 	require.Equal(t, labels.KindUserMessage, left[0].Kind)
-	_, err = e.srv.Cmds.RecordStepLabels(ctx, worker, in)
+	_, err = e.srv.Cmds.RecordStepLabels.Handle(ctx, commands.RecordStepLabels{Actor: worker, Labels: in})
 	require.Error(t, err, "labels of the old revision are stale")
 	thanks := labels.Label{ChunkID: left[0].ID, TaskID: "t", Actor: labels.ActorUser, Intent: labels.IntentFeedback,
 		Verdict: labels.VerdictConfirmed, Sentiment: labels.SentimentPositive}
-	res, err = e.srv.Cmds.RecordStepLabels(ctx, worker, traces.StepLabelsInput{TraceID: id, Revision: 2, Model: "openai/test-labeler", Labels: []labels.Label{thanks}})
+	res, err = e.srv.Cmds.RecordStepLabels.Handle(ctx, commands.RecordStepLabels{Actor: worker, Labels: traces.StepLabelsInput{TraceID: id, Revision: 2, Model: "openai/test-labeler", Labels: []labels.Label{thanks}}})
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, res.LastEventID))
 	d, err = e.srv.Queries.GetTrace(ctx, e.aliceID, id)

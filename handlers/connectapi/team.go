@@ -51,7 +51,7 @@ func (s *TeamService) AddMember(ctx context.Context, req *connect.Request[critic
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.d.Cmds.AddMember(ctx, c.UserID, c.MemberID, req.Msg.Name, r)
+	res, err := s.d.Cmds.AddMember.Handle(ctx, commands.AddMember{AccountID: c.UserID, By: c.MemberID, Name: req.Msg.Name, Role: r})
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (s *TeamService) ChangeMemberRole(ctx context.Context, req *connect.Request
 	if _, err := s.d.Queries.Member(ctx, edge.CallerFrom(ctx).UserID, id); err != nil {
 		return nil, err
 	}
-	res, err := s.d.Cmds.ChangeMemberRole(ctx, c.UserID, c.MemberID, id, r)
+	res, err := s.d.Cmds.ChangeMemberRole.Handle(ctx, commands.ChangeMemberRole{AccountID: c.UserID, By: c.MemberID, MemberID: id, Role: r})
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (s *TeamService) RemoveMember(ctx context.Context, req *connect.Request[cri
 	if _, err := s.d.Queries.Member(ctx, edge.CallerFrom(ctx).UserID, id); err != nil {
 		return nil, err
 	}
-	res, err := s.d.Cmds.RemoveMember(ctx, c.UserID, c.MemberID, id, req.Msg.Reason)
+	res, err := s.d.Cmds.RemoveMember.Handle(ctx, commands.RemoveMember{AccountID: c.UserID, By: c.MemberID, MemberID: id, Reason: req.Msg.Reason})
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +163,7 @@ func (s *TeamService) ListDisputed(ctx context.Context, _ *connect.Request[criti
 // Adjudicate is POST /traces/{trace_id}/adjudications.
 func (s *TeamService) Adjudicate(ctx context.Context, req *connect.Request[criticv1.AdjudicateRequest]) (*connect.Response[criticv1.AdjudicateResponse], error) {
 	m := req.Msg
-	in := commands.Adjudicate{TraceID: m.TraceId, StepID: m.GetStepId(), CriterionID: m.GetCriterionId(), Reason: m.Reason}
+	in := commands.AdjudicateInput{TraceID: m.TraceId, StepID: m.GetStepId(), CriterionID: m.GetCriterionId(), Reason: m.Reason}
 	if m.Rating != nil {
 		r := int(*m.Rating)
 		in.Rating = &r

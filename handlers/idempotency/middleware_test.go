@@ -34,7 +34,7 @@ func TestServerErrorsFreeTheKeyOnlyWhenNothingWasStored(t *testing.T) {
 	require.NoError(t, err)
 	store := eventstore.New(pool, blobs)
 	cmds := commands.New(store)
-	u, err := cmds.CreateUser(ctx, "idem", false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "idem"})
 	require.NoError(t, err)
 	all, err := store.ReadAfter(ctx, 0, 100)
 	require.NoError(t, err)
@@ -50,8 +50,8 @@ func TestServerErrorsFreeTheKeyOnlyWhenNothingWasStored(t *testing.T) {
 	})
 	mux.HandleFunc("POST /stores-then-fails", func(w http.ResponseWriter, r *http.Request) {
 		runs.Add(1)
-		_, err := cmds.ImportTraces(r.Context(), commands.Actor{UserID: u.UserID}, commands.ImportTraces{Format: "stash",
-			Data: []byte(`{"steps":[{"role":"user","content":"q"}]}`)})
+		_, err := cmds.ImportTraces.Handle(r.Context(), commands.ImportTraces{Actor: commands.Actor{UserID: u.UserID}, Input: commands.ImportTracesInput{Format: "stash",
+			Data: []byte(`{"steps":[{"role":"user","content":"q"}]}`)}})
 		require.NoError(t, err)
 		http.Error(w, "stored, then lost", http.StatusServiceUnavailable)
 	})
@@ -122,9 +122,9 @@ func TestReplayNeedsTheSameAPIKey(t *testing.T) {
 	require.NoError(t, err)
 	store := eventstore.New(pool, blobs)
 	cmds := commands.New(store)
-	u, err := cmds.CreateUser(ctx, "idem-keys", false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "idem-keys"})
 	require.NoError(t, err)
-	ro, err := cmds.IssueAPIKey(ctx, u.UserID, true)
+	ro, err := cmds.IssueAPIKey.Handle(ctx, commands.IssueAPIKey{UserID: u.UserID, ReadOnly: true})
 	require.NoError(t, err)
 	all, err := store.ReadAfter(ctx, 0, 100)
 	require.NoError(t, err)

@@ -178,7 +178,7 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request, sig signal) {
 			source = r.Header.Get("X-Stash-Trace-Source")
 		}
 		var receipt commands.OTelReceipt
-		receipt, err = rc.cmds.ReceiveOTelSpans(r.Context(), usecase.Actor(caller), raws, source)
+		receipt, err = rc.cmds.ReceiveOTelSpans.Handle(r.Context(), commands.ReceiveOTelSpans{Actor: usecase.Actor(caller), Spans: raws, SourceID: source})
 		if err == nil {
 			err = rc.waiter.Wait(r.Context(), receipt.LastEventID)
 		}

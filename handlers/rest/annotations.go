@@ -49,7 +49,7 @@ func (a *API) addAnnotation(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	in := commands.AddAnnotation{TraceID: r.PathValue("trace_id"), Rating: req.Rating, Comment: req.Comment, Quote: req.Quote}
+	in := commands.AddAnnotationInput{TraceID: r.PathValue("trace_id"), Rating: req.Rating, Comment: req.Comment, Quote: req.Quote}
 	in.StepID, in.CriterionID, in.Value = req.target()
 	ann, err := a.backend().AddAnnotation(r.Context(), caller, in)
 	return reply(w, http.StatusOK, ann, err)

@@ -36,7 +36,7 @@ func (a *API) reviewComparison(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	c, err := a.backend().ReviewComparison(r.Context(), caller, commands.ReviewComparison{ModelID: req.ModelID, FindingID: req.FindingID,
+	c, err := a.backend().ReviewComparison(r.Context(), caller, commands.ReviewComparisonInput{ModelID: req.ModelID, FindingID: req.FindingID,
 		Verdict: comparisons.Verdict{Left: req.Left, Choice: req.Choice, Comment: req.Comment}})
 	return reply(w, http.StatusCreated, c, err)
 }

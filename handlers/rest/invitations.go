@@ -3,6 +3,7 @@ package rest
 import (
 	"net/http"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/handlers/edge"
 )
@@ -39,7 +40,7 @@ func (a *API) acceptInvitation(w http.ResponseWriter, r *http.Request) error {
 	if req.Token == nil {
 		return &domain.ValidationError{Code: "invalid_request", Field: "token", Message: "token is required"}
 	}
-	res, err := a.cmds.AcceptInvitation(r.Context(), *req.Token)
+	res, err := a.cmds.AcceptInvitation.Handle(r.Context(), commands.AcceptInvitation{Token: *req.Token})
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package rest
 import (
 	"net/http"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/handlers/edge"
@@ -56,7 +57,7 @@ func (a *API) addMember(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	c := edge.CallerFrom(r.Context())
-	res, err := a.cmds.AddMember(r.Context(), c.UserID, c.MemberID, *req.Name, role)
+	res, err := a.cmds.AddMember.Handle(r.Context(), commands.AddMember{AccountID: c.UserID, By: c.MemberID, Name: *req.Name, Role: role})
 	if err != nil {
 		return err
 	}
@@ -102,7 +103,7 @@ func (a *API) changeMember(w http.ResponseWriter, r *http.Request) error {
 	if _, err := a.queries.Member(r.Context(), edge.CallerFrom(r.Context()).UserID, id); err != nil {
 		return err
 	}
-	res, err := a.cmds.ChangeMemberRole(r.Context(), c.UserID, c.MemberID, id, role)
+	res, err := a.cmds.ChangeMemberRole.Handle(r.Context(), commands.ChangeMemberRole{AccountID: c.UserID, By: c.MemberID, MemberID: id, Role: role})
 	if err != nil {
 		return err
 	}
@@ -125,7 +126,7 @@ func (a *API) removeMember(w http.ResponseWriter, r *http.Request) error {
 	if _, err := a.queries.Member(r.Context(), edge.CallerFrom(r.Context()).UserID, id); err != nil {
 		return err
 	}
-	res, err := a.cmds.RemoveMember(r.Context(), c.UserID, c.MemberID, id, r.URL.Query().Get("reason"))
+	res, err := a.cmds.RemoveMember.Handle(r.Context(), commands.RemoveMember{AccountID: c.UserID, By: c.MemberID, MemberID: id, Reason: r.URL.Query().Get("reason")})
 	if err != nil {
 		return err
 	}

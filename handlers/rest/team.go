@@ -36,7 +36,7 @@ func (a *API) adjudicate(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	in := commands.Adjudicate{TraceID: r.PathValue("trace_id"), Rating: req.Rating, Reason: req.Reason}
+	in := commands.AdjudicateInput{TraceID: r.PathValue("trace_id"), Rating: req.Rating, Reason: req.Reason}
 	in.StepID, in.CriterionID, in.Value = req.target()
 	adj, err := a.backend().Adjudicate(r.Context(), caller, in)
 	return reply(w, http.StatusCreated, adj, err)

@@ -180,7 +180,7 @@ func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat s
 	if data == nil && !rawImport(r) {
 		return &domain.ValidationError{Code: "invalid_request", Field: "data", Message: "data is required"}
 	}
-	in := commands.ImportTraces{Format: *req.Format, Data: data, Contribute: req.Contribute}
+	in := commands.ImportTracesInput{Format: *req.Format, Data: data, Contribute: req.Contribute}
 	var err error
 	if restrict != nil {
 		if in.Format, err = restrict(in.Format, in.Data); err != nil {
@@ -193,7 +193,7 @@ func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat s
 		}
 		in.SourceID = *req.SourceID
 	}
-	res, err := a.cmds.ImportTraces(r.Context(), usecase.Actor(caller), in)
+	res, err := a.cmds.ImportTraces.Handle(r.Context(), commands.ImportTraces{Actor: usecase.Actor(caller), Input: in})
 	if err != nil {
 		return err
 	}
@@ -245,7 +245,7 @@ func (a *API) getTrace(w http.ResponseWriter, r *http.Request) error {
 
 func (a *API) deleteTrace(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
-	res, err := a.cmds.DeleteTrace(r.Context(), usecase.Actor(caller), r.PathValue("trace_id"))
+	res, err := a.cmds.DeleteTrace.Handle(r.Context(), commands.DeleteTrace{Actor: usecase.Actor(caller), TraceID: r.PathValue("trace_id")})
 	if err != nil {
 		return err
 	}

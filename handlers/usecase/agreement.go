@@ -311,7 +311,7 @@ type ReviewOverlap struct {
 // SetReviewOverlap sets how many members judge each review queue item
 // and answers the setting once the read model has it.
 func (b Backend) SetReviewOverlap(ctx context.Context, caller *readmodel.Caller, overlap int) (ReviewOverlap, error) {
-	res, err := b.Cmds.SetReviewOverlap(ctx, Actor(caller), overlap)
+	res, err := b.Cmds.SetReviewOverlap.Handle(ctx, commands.SetReviewOverlap{Actor: Actor(caller), Overlap: overlap})
 	return settled(ctx, b, res, err, func() (ReviewOverlap, error) { return b.GetReviewOverlap(ctx, caller) })
 }
 
@@ -323,8 +323,8 @@ func (b Backend) GetReviewOverlap(ctx context.Context, caller *readmodel.Caller)
 
 // Adjudicate records an admin's final judgment of a target and answers
 // it as GET /disputed will show it.
-func (b Backend) Adjudicate(ctx context.Context, caller *readmodel.Caller, in commands.Adjudicate) (readmodel.Adjudication, error) {
-	res, err := b.Cmds.Adjudicate(ctx, Actor(caller), in)
+func (b Backend) Adjudicate(ctx context.Context, caller *readmodel.Caller, in commands.AdjudicateInput) (readmodel.Adjudication, error) {
+	res, err := b.Cmds.Adjudicate.Handle(ctx, commands.Adjudicate{Actor: Actor(caller), Input: in})
 	if err != nil {
 		return readmodel.Adjudication{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/criteria"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/eventstore"
@@ -62,7 +63,7 @@ func TestAgreementPerCriterion(t *testing.T) {
 	define := func(name, kind string, scaleMax *int) string {
 		t.Helper()
 		applies := criteria.AppliesToTrace
-		res, err := f.cmds.DefineCriterion(ctx, f.actor, criteria.DefineInput{Name: &name, Kind: &kind, ScaleMax: scaleMax, AppliesTo: &applies})
+		res, err := f.cmds.DefineCriterion.Handle(ctx, commands.DefineCriterion{Actor: f.actor, Definition: criteria.DefineInput{Name: &name, Kind: &kind, ScaleMax: scaleMax, AppliesTo: &applies}})
 		require.NoError(t, err)
 		return res.CriterionID
 	}

@@ -95,7 +95,7 @@ func TestAgreementAndDisputedFromTheReadModel(t *testing.T) {
 
 	// An adjudication needs a reason; with one it is recorded and shown.
 	down := -1
-	_, err = f.cmds.Adjudicate(ctx, f.actor, commands.Adjudicate{TraceID: f.ids[2], Rating: &down})
+	_, err = f.cmds.Adjudicate.Handle(ctx, commands.Adjudicate{Actor: f.actor, Input: commands.AdjudicateInput{TraceID: f.ids[2], Rating: &down}})
 	var ve *domain.ValidationError
 	require.True(t, errors.As(err, &ve), "%v", err)
 	require.Equal(t, "reason", ve.Field)
@@ -104,7 +104,7 @@ func TestAgreementAndDisputedFromTheReadModel(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, d.Items[0].Adjudication, "nothing half-written")
 
-	_, err = f.cmds.Adjudicate(ctx, f.actor, commands.Adjudicate{TraceID: f.ids[2], Rating: &down, Reason: "the answer contradicts the order status"})
+	_, err = f.cmds.Adjudicate.Handle(ctx, commands.Adjudicate{Actor: f.actor, Input: commands.AdjudicateInput{TraceID: f.ids[2], Rating: &down, Reason: "the answer contradicts the order status"}})
 	require.NoError(t, err)
 	f.catchUp(t)
 	d, err = f.b.Disputed(ctx, f.caller)
@@ -115,9 +115,9 @@ func TestAgreementAndDisputedFromTheReadModel(t *testing.T) {
 	require.Equal(t, f.caller.UserID, d.Items[0].Adjudication.By)
 
 	// Another account can neither adjudicate the trace nor see the dispute.
-	other, err := f.cmds.CreateUser(ctx, "other-team", false)
+	other, err := f.cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "other-team"})
 	require.NoError(t, err)
-	_, err = f.cmds.Adjudicate(ctx, commands.Actor{UserID: other.UserID}, commands.Adjudicate{TraceID: f.ids[2], Rating: &down, Reason: "x"})
+	_, err = f.cmds.Adjudicate.Handle(ctx, commands.Adjudicate{Actor: commands.Actor{UserID: other.UserID}, Input: commands.AdjudicateInput{TraceID: f.ids[2], Rating: &down, Reason: "x"}})
 	var nf *domain.NotFoundError
 	require.True(t, errors.As(err, &nf), "%v", err)
 	f.catchUp(t)

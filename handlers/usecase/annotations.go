@@ -19,10 +19,10 @@ import (
 
 // AddAnnotation adds the caller's annotation (authored by the key's member,
 // under their name) and returns it once readable.
-func (b Backend) AddAnnotation(ctx context.Context, caller *readmodel.Caller, in commands.AddAnnotation) (*readmodel.Annotation, error) {
+func (b Backend) AddAnnotation(ctx context.Context, caller *readmodel.Caller, in commands.AddAnnotationInput) (*readmodel.Annotation, error) {
 	in.AuthorName = caller.MemberName
 	in.AuthorName = cmp.Or(in.AuthorName, caller.Name)
-	res, err := b.Cmds.AddAnnotation(ctx, Actor(caller), in)
+	res, err := b.Cmds.AddAnnotation.Handle(ctx, commands.AddAnnotation{Actor: Actor(caller), Input: in})
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +37,7 @@ func (b Backend) EditAnnotation(ctx context.Context, caller *readmodel.Caller, i
 	if err != nil {
 		return nil, err
 	}
-	res, err := b.Cmds.EditAnnotation(ctx, Actor(caller), traceID, in)
+	res, err := b.Cmds.EditAnnotation.Handle(ctx, commands.EditAnnotation{Actor: Actor(caller), TraceID: traceID, Edit: in})
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func (b Backend) RemoveAnnotation(ctx context.Context, caller *readmodel.Caller,
 	if err != nil {
 		return err
 	}
-	res, err := b.Cmds.RemoveAnnotation(ctx, Actor(caller), traceID, id)
+	res, err := b.Cmds.RemoveAnnotation.Handle(ctx, commands.RemoveAnnotation{Actor: Actor(caller), TraceID: traceID, AnnotationID: id})
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func (b Backend) RenameTraceSource(ctx context.Context, caller *readmodel.Caller
 	if sourceID == nil || name == nil {
 		return &domain.ValidationError{Code: "invalid_request", Message: "source_id and name are required"}
 	}
-	res, err := b.Cmds.RenameTraceSource(ctx, Actor(caller), *sourceID, *name)
+	res, err := b.Cmds.RenameTraceSource.Handle(ctx, commands.RenameTraceSource{Actor: Actor(caller), SourceID: *sourceID, Name: *name})
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func (b Backend) ComparisonQueue(ctx context.Context, caller *readmodel.Caller, 
 		if len(out.Items) == limit {
 			break
 		}
-		it, ok, err := b.Cmds.PresentComparison(ctx, Actor(caller), c.ModelID, c.Attempt, c.Finding)
+		it, ok, err := b.Cmds.Streams.PresentComparison(ctx, Actor(caller), c.ModelID, c.Attempt, c.Finding)
 		if err != nil {
 			return out, err
 		}
@@ -90,7 +90,7 @@ func (b Backend) ComparisonQueue(ctx context.Context, caller *readmodel.Caller, 
 	if err != nil {
 		return out, err
 	}
-	mcs, err := b.Cmds.ModelComparisons(ctx, Actor(caller), models)
+	mcs, err := b.Cmds.Streams.ModelComparisons(ctx, Actor(caller), models)
 	if err != nil {
 		return out, err
 	}
@@ -114,11 +114,11 @@ func (b Backend) ComparisonQueue(ctx context.Context, caller *readmodel.Caller, 
 
 // ReviewComparison records the caller's verdict and returns it once the
 // read model has it (so the queue no longer lists it).
-func (b Backend) ReviewComparison(ctx context.Context, caller *readmodel.Caller, in commands.ReviewComparison) (events.ComparisonReviewedV1, error) {
+func (b Backend) ReviewComparison(ctx context.Context, caller *readmodel.Caller, in commands.ReviewComparisonInput) (events.ComparisonReviewedV1, error) {
 	if in.Choice == "" {
 		return events.ComparisonReviewedV1{}, &domain.ValidationError{Code: "invalid_request", Field: "choice", Message: "choice is required (left, right or tie)"}
 	}
-	res, err := b.Cmds.ReviewComparison(ctx, Actor(caller), in)
+	res, err := b.Cmds.ReviewComparison.Handle(ctx, commands.ReviewComparison{Actor: Actor(caller), Input: in})
 	if err != nil {
 		return events.ComparisonReviewedV1{}, err
 	}

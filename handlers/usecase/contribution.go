@@ -3,6 +3,7 @@ package usecase
 import (
 	"context"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/traces"
 	"github.com/criticml/critic/projections/readmodel"
 )
@@ -19,7 +20,7 @@ type Contribution struct {
 // SetContribution opts one of the caller's traces in or out and returns the
 // consent once the read model shows it. Another owner's trace is not found.
 func (b Backend) SetContribution(ctx context.Context, caller *readmodel.Caller, traceID string, contribute bool) (Contribution, error) {
-	res, err := b.Cmds.SetContribution(ctx, Actor(caller), traceID, contribute)
+	res, err := b.Cmds.SetContribution.Handle(ctx, commands.SetContribution{Actor: Actor(caller), TraceID: traceID, Contribute: contribute})
 	if err != nil {
 		return Contribution{}, err
 	}

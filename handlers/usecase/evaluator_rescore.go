@@ -3,6 +3,7 @@ package usecase
 import (
 	"context"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -12,7 +13,7 @@ import (
 // once the read model has the request: status scoring, the earlier scores
 // still listed until the new ones land.
 func (b Backend) RescoreWithEvaluator(ctx context.Context, caller *readmodel.Caller, traceID string) (*readmodel.TraceEvaluator, error) {
-	res, err := b.Cmds.RescoreWithEvaluator(ctx, Actor(caller), traceID)
+	res, err := b.Cmds.RescoreWithEvaluator.Handle(ctx, commands.RescoreWithEvaluator{Actor: Actor(caller), TraceID: traceID})
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ func (g *Generator) lookup(ctx context.Context, traceID, kind string, keys []str
 // request records the missing items and waits (bounded) for the read model
 // to show them pending, so the next poll does not ask again.
 func (g *Generator) request(ctx context.Context, owner, traceID, kind string, items []events.AssessmentItem) error {
-	res, err := g.Backend.Cmds.RequestAssessment(ctx, commands.Actor{UserID: owner}, traceID, kind, items)
+	res, err := g.Backend.Cmds.RequestAssessment.Handle(ctx, commands.RequestAssessment{Actor: commands.Actor{UserID: owner}, TraceID: traceID, Kind: kind, Items: items})
 	if err != nil {
 		return err
 	}

@@ -24,8 +24,8 @@ func (b Backend) CreateGepaRun(ctx context.Context, caller *readmodel.Caller, re
 	if req.RewardModelID == nil || *req.RewardModelID == "" {
 		return nil, &domain.ValidationError{Code: "invalid_request", Field: "reward_model_id", Message: "reward_model_id is required"}
 	}
-	res, err := b.Cmds.RequestGepaRun(ctx, Actor(caller), commands.RequestGepa{ModelID: *req.RewardModelID, TaskModel: req.TaskModel,
-		TaskAPIBase: req.TaskAPIBase, TaskAPIKey: req.TaskAPIKey, ReflectionModel: req.ReflectionModel, MaxMetricCalls: req.MaxMetricCalls})
+	res, err := b.Cmds.RequestGepaRun.Handle(ctx, commands.RequestGepaRun{Actor: Actor(caller), Input: commands.RequestGepa{ModelID: *req.RewardModelID, TaskModel: req.TaskModel,
+		TaskAPIBase: req.TaskAPIBase, TaskAPIKey: req.TaskAPIKey, ReflectionModel: req.ReflectionModel, MaxMetricCalls: req.MaxMetricCalls}})
 	if err != nil {
 		return nil, err
 	}

@@ -14,19 +14,21 @@ import (
 // answer is the trace's labeling status once the read model has the
 // request. Recorded labels are kept: only chunks without one are sent.
 func (b Backend) RetryLabeling(ctx context.Context, caller *readmodel.Caller, traceID string) (*assessment.LabelingStatus, error) {
-	return b.labelingRequested(ctx, caller, traceID, b.Cmds.RetryLabeling)
+	res, err := b.Cmds.RetryLabeling.Handle(ctx, commands.RetryLabeling{Actor: Actor(caller), TraceID: traceID})
+	return b.labelingRequested(ctx, caller, traceID, res, err)
 }
 
 // RelabelTrace is POST /traces/{id}/labeling/rescore, the viewer's rescore
 // control: every chunk is labeled anew (and so scored anew); the recorded
 // labels stay until the new ones supersede them.
 func (b Backend) RelabelTrace(ctx context.Context, caller *readmodel.Caller, traceID string) (*assessment.LabelingStatus, error) {
-	return b.labelingRequested(ctx, caller, traceID, b.Cmds.RelabelTrace)
+	res, err := b.Cmds.RelabelTrace.Handle(ctx, commands.RelabelTrace{Actor: Actor(caller), TraceID: traceID})
+	return b.labelingRequested(ctx, caller, traceID, res, err)
 }
 
-func (b Backend) labelingRequested(ctx context.Context, caller *readmodel.Caller, traceID string,
-	request func(context.Context, commands.Actor, string) (commands.Result, error)) (*assessment.LabelingStatus, error) {
-	res, err := request(ctx, Actor(caller), traceID)
+// labelingRequested answers a labeling request with the trace's labeling
+// status once the read model has it.
+func (b Backend) labelingRequested(ctx context.Context, caller *readmodel.Caller, traceID string, res commands.Result, err error) (*assessment.LabelingStatus, error) {
 	if err != nil {
 		return nil, err
 	}

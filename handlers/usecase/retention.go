@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/projections/readmodel"
 )
@@ -44,6 +45,6 @@ func (b Backend) GetRetention(ctx context.Context, caller *readmodel.Caller, pre
 // period and answers it, with its dry-run, once the read model has it.
 // Nothing is erased until the next sweep.
 func (b Backend) SetRetention(ctx context.Context, caller *readmodel.Caller, days *int) (Retention, error) {
-	res, err := b.Cmds.SetRetention(ctx, Actor(caller), days)
+	res, err := b.Cmds.SetRetention.Handle(ctx, commands.SetRetention{Actor: Actor(caller), Days: days})
 	return settled(ctx, b, res, err, func() (Retention, error) { return b.GetRetention(ctx, caller, nil) })
 }

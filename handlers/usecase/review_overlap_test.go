@@ -52,14 +52,14 @@ func newTeamFixture(t *testing.T, n int) *teamFixture {
 	go w.Listen(wctx)
 	f := &teamFixture{b: usecase.Backend{Cmds: cmds, Queries: readmodel.NewQueries(pool), Waiter: w}, cmds: cmds, store: store, pool: pool,
 		proj: readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil)))}
-	u, err := cmds.CreateUser(ctx, "team", false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "team"})
 	require.NoError(t, err)
 	f.actor, f.caller = commands.Actor{UserID: u.UserID}, &readmodel.Caller{UserID: u.UserID}
 	var lines []string
 	for i := range n {
 		lines = append(lines, fmt.Sprintf(`{"id":"t%02d","title":"T%02d","steps":[{"role":"user","content":"q%d"},{"role":"assistant","content":"a%d"}]}`, i, i, i, i))
 	}
-	imp, err := cmds.ImportTraces(ctx, f.actor, commands.ImportTraces{Format: "stash", Data: []byte(strings.Join(lines, "\n"))})
+	imp, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: f.actor, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(strings.Join(lines, "\n"))}})
 	require.NoError(t, err)
 	require.Len(t, imp.TraceIDs, n)
 	f.ids = imp.TraceIDs
@@ -127,11 +127,11 @@ func TestReviewQueueOverlapTwoWithThreeReviewers(t *testing.T) {
 	}
 
 	// Overlap 2: the item goes back to the two who have not judged it.
-	_, err := cmds.SetReviewOverlap(ctx, actor, 0)
+	_, err := cmds.SetReviewOverlap.Handle(ctx, commands.SetReviewOverlap{Actor: actor})
 	var ve *domain.ValidationError
 	require.ErrorAs(t, err, &ve)
 	require.Equal(t, "overlap", ve.Field)
-	_, err = cmds.SetReviewOverlap(ctx, actor, 2)
+	_, err = cmds.SetReviewOverlap.Handle(ctx, commands.SetReviewOverlap{Actor: actor, Overlap: 2})
 	require.NoError(t, err)
 	catchUp()
 	require.Len(t, queue(reviewers[1]), 20)

@@ -35,11 +35,11 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 	f := newModelFixture(t) // a, b, c: rated as a whole (+1, −1, +1)
 	cmds := f.b.Cmds
 	actor := commands.Actor{UserID: f.caller.UserID}
-	imp, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
+	imp, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: actor, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(
 		`{"id":"d","title":"D","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"maybe"}]}` + "\n" +
 			`{"id":"e","title":"E","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"great"}]}` + "\n" +
 			`{"id":"g","title":"G","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"one"},{"role":"assistant","content":"two"}]}` + "\n" +
-			`{"id":"h","title":"H","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"let me think","metadata":{"thinking":true}},{"role":"assistant","content":"answer"}]}`)})
+			`{"id":"h","title":"H","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"let me think","metadata":{"thinking":true}},{"role":"assistant","content":"answer"}]}`)}})
 	require.NoError(t, err)
 	d, e, g, h := imp.TraceIDs[0], imp.TraceIDs[1], imp.TraceIDs[2], imp.TraceIDs[3]
 	f.catchUp(t)
@@ -50,13 +50,13 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 	}
 	// d's whole-trace rating is flagged as a label error: d still needs a human.
 	up, down := 1, -1
-	ad, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: d, Rating: &up, AuthorName: "t"})
+	ad, err := cmds.AddAnnotation.Handle(ctx, commands.AddAnnotation{Actor: actor, Input: commands.AddAnnotationInput{TraceID: d, Rating: &up, AuthorName: "t"}})
 	require.NoError(t, err)
 	yes := true
-	_, err = cmds.EditAnnotation(ctx, actor, d, traces.EditAnnotationInput{AnnotationID: ad.AnnotationID, LabelError: traces.Optional[bool]{Set: true, Value: &yes}, EditorID: f.caller.UserID})
+	_, err = cmds.EditAnnotation.Handle(ctx, commands.EditAnnotation{Actor: actor, TraceID: d, Edit: traces.EditAnnotationInput{AnnotationID: ad.AnnotationID, LabelError: traces.Optional[bool]{Set: true, Value: &yes}, EditorID: f.caller.UserID}})
 	require.NoError(t, err)
 	// e's action is rated: only e as a whole is left.
-	_, err = cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: e, StepID: step(e, 1), Rating: &down, AuthorName: "t"})
+	_, err = cmds.AddAnnotation.Handle(ctx, commands.AddAnnotation{Actor: actor, Input: commands.AddAnnotationInput{TraceID: e, StepID: step(e, 1), Rating: &down, AuthorName: "t"}})
 	require.NoError(t, err)
 	f.catchUp(t)
 
@@ -80,7 +80,7 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 	require.Equal(t, []string{"H:0", "G:0", "E:1", "D:1"}, got)
 
 	// A model, queued: nothing to rank by yet.
-	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: f.ids, MaxPairs: 10})
+	req, err := cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: actor, Input: commands.RequestTrainingInput{Name: "m", TraceIDs: f.ids, MaxPairs: 10}})
 	require.NoError(t, err)
 	f.catchUp(t)
 	_, err = f.b.ReviewQueue(ctx, f.caller, req.ModelID, usecase.DefaultReviewLimit)
@@ -89,9 +89,9 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 	require.Equal(t, "model_not_ready", conflict.Code)
 
 	// The worker reports stats mean 1, std 2, and these scores.
-	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	_, err = cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: req.ModelID})
 	require.NoError(t, err)
-	job, err := cmds.ClaimTraining(ctx, "w1", req.ModelID, 1, time.Minute)
+	job, err := cmds.ClaimTraining.Handle(ctx, commands.ClaimTraining{WorkerID: "w1", ModelID: req.ModelID, Attempt: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, f.store.Blobs().Put(ctx, job.ArtifactKey, []byte("checkpoint")))
 	traceScore := map[string]float64{f.ids[0]: 3, f.ids[1]: -2, f.ids[2]: 1, d: 1.2, e: 5, g: -1}
@@ -115,13 +115,13 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 	sk, ak := jobs.ScoresKey(f.caller.UserID, req.ModelID, 1), jobs.ActionScoresKey(f.caller.UserID, req.ModelID, 1)
 	require.NoError(t, f.store.Blobs().Put(ctx, sk, []byte(strings.Join(sl, "\n"))))
 	require.NoError(t, f.store.Blobs().Put(ctx, ak, []byte(strings.Join(al, "\n"))))
-	_, err = cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "w1", ModelID: req.ModelID, Attempt: 1,
+	_, err = cmds.CompleteTraining.Handle(ctx, commands.CompleteTraining{WorkerID: "w1", ModelID: req.ModelID, Attempt: 1,
 		Metrics: json.RawMessage(`{"accuracy": 1, "eval_pairs": 0}`), RewardStats: json.RawMessage(`{"mean": 1, "std": 2, "count": 6}`),
 		ActionStats: json.RawMessage(`{"mean": 0.5, "std": 1, "count": 4}`), ScoresKey: sk, ActionScoresKey: ak})
 	require.NoError(t, err)
 	// g changes after scoring: its scores are stale and leave the queue.
-	_, err = cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
-		`{"id":"g","title":"G","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"one"},{"role":"assistant","content":"three"}]}`)})
+	_, err = cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: actor, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(
+		`{"id":"g","title":"G","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"one"},{"role":"assistant","content":"three"}]}`)}})
 	require.NoError(t, err)
 	f.catchUp(t)
 
@@ -186,7 +186,7 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 	require.Equal(t, d, q.Items[1].TraceID)
 
 	// Another account's model is not found.
-	other, err := cmds.CreateUser(ctx, "someone-else", false)
+	other, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "someone-else"})
 	require.NoError(t, err)
 	f.catchUp(t)
 	_, err = f.b.ReviewQueue(ctx, &readmodel.Caller{UserID: other.UserID}, req.ModelID, 10)

@@ -37,7 +37,7 @@ func (b Backend) CreateRewardModel(ctx context.Context, caller *readmodel.Caller
 	if req.Name == nil {
 		return nil, &domain.ValidationError{Code: "invalid_request", Field: "name", Message: "name is required"}
 	}
-	in := commands.RequestTraining{Name: *req.Name, TraceIDs: req.TraceIDs, Config: req.TrainingConfig}
+	in := commands.RequestTrainingInput{Name: *req.Name, TraceIDs: req.TraceIDs, Config: req.TrainingConfig}
 	if req.BaseModel != nil {
 		in.BaseModel = *req.BaseModel
 	}
@@ -53,7 +53,7 @@ func (b Backend) CreateRewardModel(ctx context.Context, caller *readmodel.Caller
 		}
 		in.MaxPairs = *req.MaxPairs
 	}
-	res, err := b.Cmds.RequestTraining(ctx, Actor(caller), in)
+	res, err := b.Cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: Actor(caller), Input: in})
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func (b Backend) CreateRewardModel(ctx context.Context, caller *readmodel.Caller
 // it as the retry left it; a model that did not fail is a conflict (REST
 // 409).
 func (b Backend) RetryRewardModel(ctx context.Context, caller *readmodel.Caller, id string) (*readmodel.RewardModel, error) {
-	res, err := b.Cmds.RetryTraining(ctx, Actor(caller), id)
+	res, err := b.Cmds.RetryTraining.Handle(ctx, commands.RetryTraining{Actor: Actor(caller), ModelID: id})
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (b Backend) modelAfter(ctx context.Context, caller *readmodel.Caller, res c
 			return &m, nil
 		}
 	}
-	evs, err := b.Cmds.ModelEvents(ctx, caller.UserID, id)
+	evs, err := b.Cmds.Streams.ModelEvents(ctx, caller.UserID, id)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (b Backend) ScoreTrace(ctx context.Context, caller *readmodel.Caller, trace
 	if modelID == nil {
 		return nil, &domain.ValidationError{Code: "invalid_request", Field: "reward_model_id", Message: "reward_model_id is required"}
 	}
-	res, err := b.Cmds.RequestScoring(ctx, Actor(caller), traceID, *modelID)
+	res, err := b.Cmds.RequestScoring.Handle(ctx, commands.RequestScoring{Actor: Actor(caller), TraceID: traceID, ModelID: *modelID})
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +154,7 @@ func (b Backend) ScoreTrace(ctx context.Context, caller *readmodel.Caller, trace
 // for a model that is not the caller's, 409 model_not_ready before it
 // succeeded.
 func (b Backend) SetBackgroundScoring(ctx context.Context, caller *readmodel.Caller, id string, paused bool) (readmodel.BackgroundScoring, error) {
-	res, err := b.Cmds.SetBackgroundScoring(ctx, Actor(caller), id, paused)
+	res, err := b.Cmds.SetBackgroundScoring.Handle(ctx, commands.SetBackgroundScoring{Actor: Actor(caller), ModelID: id, Paused: paused})
 	if err != nil {
 		return readmodel.BackgroundScoring{}, err
 	}

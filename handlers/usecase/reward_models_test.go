@@ -50,7 +50,7 @@ func newModelFixture(t *testing.T) *modelFixture {
 	t.Cleanup(cancel)
 	go w.Listen(wctx)
 	f.b = usecase.Backend{Cmds: cmds, Queries: readmodel.NewQueries(pool), Waiter: w}
-	u, err := cmds.CreateUser(ctx, "rm-answers", false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "rm-answers"})
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
 	f.caller = &readmodel.Caller{UserID: u.UserID}
@@ -166,11 +166,11 @@ func TestWritesAnswerFromTheReadModelTheyWaitedFor(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, got.RewardModel, *m)
 
-	_, err = cmds.BuildDataset(ctx, m.ID)
+	_, err = cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: m.ID})
 	require.NoError(t, err)
-	_, err = cmds.ClaimTraining(ctx, "w1", m.ID, 1, time.Minute)
+	_, err = cmds.ClaimTraining.Handle(ctx, commands.ClaimTraining{WorkerID: "w1", ModelID: m.ID, Attempt: 1, Lease: time.Minute})
 	require.NoError(t, err)
-	_, err = cmds.FailTraining(ctx, "w1", m.ID, 1, "boom")
+	_, err = cmds.FailTraining.Handle(ctx, commands.FailTraining{WorkerID: "w1", ModelID: m.ID, Attempt: 1, Message: "boom"})
 	require.NoError(t, err)
 	f.catchUp(t)
 	r, err := b.RetryRewardModel(ctx, f.caller, m.ID)
@@ -193,13 +193,13 @@ func TestRetryAnswersTheRetriedStateNotALaterOne(t *testing.T) {
 	f := newModelFixture(t)
 	cmds := f.b.Cmds
 	actor := commands.Actor{UserID: f.caller.UserID}
-	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: f.ids})
+	req, err := cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: actor, Input: commands.RequestTrainingInput{Name: "m", TraceIDs: f.ids}})
 	require.NoError(t, err)
-	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	_, err = cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: req.ModelID})
 	require.NoError(t, err)
-	_, err = cmds.ClaimTraining(ctx, "w1", req.ModelID, 1, time.Minute)
+	_, err = cmds.ClaimTraining.Handle(ctx, commands.ClaimTraining{WorkerID: "w1", ModelID: req.ModelID, Attempt: 1, Lease: time.Minute})
 	require.NoError(t, err)
-	_, err = cmds.FailTraining(ctx, "w1", req.ModelID, 1, "CUDA out of memory")
+	_, err = cmds.FailTraining.Handle(ctx, commands.FailTraining{WorkerID: "w1", ModelID: req.ModelID, Attempt: 1, Message: "CUDA out of memory"})
 	require.NoError(t, err)
 	f.catchUp(t)
 
@@ -214,15 +214,15 @@ func TestRetryAnswersTheRetriedStateNotALaterOne(t *testing.T) {
 
 	// Events after the write (a fast worker's dataset and claim) are the
 	// next GET's, not this answer's.
-	evs, err := cmds.ModelEvents(ctx, f.caller.UserID, req.ModelID)
+	evs, err := cmds.Streams.ModelEvents(ctx, f.caller.UserID, req.ModelID)
 	require.NoError(t, err)
 	retried := evs[len(evs)-1]
 	require.Equal(t, events.RewardModelRetried, retried.Type)
-	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	_, err = cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: req.ModelID})
 	require.NoError(t, err)
-	_, err = cmds.ClaimTraining(ctx, "w2", req.ModelID, 2, time.Minute)
+	_, err = cmds.ClaimTraining.Handle(ctx, commands.ClaimTraining{WorkerID: "w2", ModelID: req.ModelID, Attempt: 2, Lease: time.Minute})
 	require.NoError(t, err)
-	evs, err = cmds.ModelEvents(ctx, f.caller.UserID, req.ModelID)
+	evs, err = cmds.Streams.ModelEvents(ctx, f.caller.UserID, req.ModelID)
 	require.NoError(t, err)
 	asOf, ok := readmodel.ModelAsOf(evs, retried.ID)
 	require.True(t, ok)
@@ -242,13 +242,13 @@ func TestModelAsOfMatchesTheReadModel(t *testing.T) {
 	f := newModelFixture(t)
 	cmds := f.b.Cmds
 	actor := commands.Actor{UserID: f.caller.UserID}
-	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: f.ids, MaxPairs: 10})
+	req, err := cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: actor, Input: commands.RequestTrainingInput{Name: "m", TraceIDs: f.ids, MaxPairs: 10}})
 	require.NoError(t, err)
 	id := req.ModelID
 	check := func(step string) {
 		t.Helper()
 		f.catchUp(t)
-		evs, err := cmds.ModelEvents(ctx, f.caller.UserID, id)
+		evs, err := cmds.Streams.ModelEvents(ctx, f.caller.UserID, id)
 		require.NoError(t, err)
 		fold, ok := readmodel.ModelAsOf(evs, "")
 		require.True(t, ok)
@@ -261,28 +261,28 @@ func TestModelAsOfMatchesTheReadModel(t *testing.T) {
 		require.Equal(t, rm, fold, step)
 	}
 	check("requested")
-	_, err = cmds.BuildDataset(ctx, id)
+	_, err = cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: id})
 	require.NoError(t, err)
 	check("dataset built")
-	_, err = cmds.ClaimTraining(ctx, "w1", id, 1, time.Minute)
+	_, err = cmds.ClaimTraining.Handle(ctx, commands.ClaimTraining{WorkerID: "w1", ModelID: id, Attempt: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	check("running")
-	_, err = cmds.Heartbeat(ctx, "w1", id, 1, events.Progress{Phase: "training", Step: 1, TotalSteps: 3, Loss: 0.5})
+	_, err = cmds.Heartbeat.Handle(ctx, commands.Heartbeat{WorkerID: "w1", ModelID: id, Attempt: 1, Progress: events.Progress{Phase: "training", Step: 1, TotalSteps: 3, Loss: 0.5}})
 	require.NoError(t, err)
 	check("heartbeat")
-	_, err = cmds.FailTraining(ctx, "w1", id, 1, "boom")
+	_, err = cmds.FailTraining.Handle(ctx, commands.FailTraining{WorkerID: "w1", ModelID: id, Attempt: 1, Message: "boom"})
 	require.NoError(t, err)
 	check("failed")
-	_, err = cmds.RetryTraining(ctx, actor, id)
+	_, err = cmds.RetryTraining.Handle(ctx, commands.RetryTraining{Actor: actor, ModelID: id})
 	require.NoError(t, err)
 	check("retried")
-	_, err = cmds.BuildDataset(ctx, id)
+	_, err = cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: id})
 	require.NoError(t, err)
-	job, err := cmds.ClaimTraining(ctx, "w2", id, 2, time.Minute)
+	job, err := cmds.ClaimTraining.Handle(ctx, commands.ClaimTraining{WorkerID: "w2", ModelID: id, Attempt: 2, Lease: time.Minute})
 	require.NoError(t, err)
 	check("running again")
 	require.NoError(t, f.store.Blobs().Put(ctx, job.ArtifactKey, []byte("checkpoint")))
-	_, err = cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "w2", ModelID: id, Attempt: 2,
+	_, err = cmds.CompleteTraining.Handle(ctx, commands.CompleteTraining{WorkerID: "w2", ModelID: id, Attempt: 2,
 		Metrics: json.RawMessage(`{"accuracy": 1, "eval_pairs": 0}`), RewardStats: json.RawMessage(`{"mean": 0.25, "std": 1.5, "count": 4}`)})
 	require.NoError(t, err)
 	check("succeeded")

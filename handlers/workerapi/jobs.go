@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/jobs"
 )
@@ -20,7 +21,7 @@ func (a *API) job(r *http.Request) (any, error) {
 	if a.fleet != nil && c.WorkerID != "" {
 		a.fleet.touched(c.WorkerID)
 	}
-	out, err := a.cmds.Job(r.Context(), kind, r.PathValue("id"), action, c, a.lease)
+	out, err := a.cmds.Job.Handle(r.Context(), commands.Job{Kind: kind, ID: r.PathValue("id"), Action: action, Call: c, Lease: a.lease})
 	if a.obs != nil && slices.Contains(jobs.Kinds(), kind) { // a path's kind becomes a label only when it is one
 		switch action {
 		case jobs.Claim:
@@ -70,7 +71,7 @@ func (a *API) claimNext(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	j, ok, err := a.cmds.ClaimNextTraining(r.Context(), req.WorkerID, req.Compute, cands, a.lease)
+	j, ok, err := a.cmds.ClaimNextTraining.Handle(r.Context(), commands.ClaimNextTraining{WorkerID: req.WorkerID, Compute: req.Compute, Candidates: cands, Lease: a.lease})
 	if err != nil {
 		return nil, err
 	}

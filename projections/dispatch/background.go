@@ -308,7 +308,7 @@ func (s *scheduler) pass(ctx context.Context, only map[string]string) {
 		s.advance(m.ID, changedBefore, unsettled)
 		for len(ids) > 0 {
 			n := min(len(ids), commands.MaxBatchTraces)
-			b, err := s.cmds.RequestBackgroundBatch(ctx, m.ID, ids[:n])
+			b, err := s.cmds.RequestBackgroundBatch.Handle(ctx, commands.RequestBackgroundBatch{ModelID: m.ID, TraceIDs: ids[:n]})
 			ids = ids[n:]
 			if err != nil {
 				s.log.Warn("background scoring: request a batch", "model", m.ID, "err", err)

@@ -42,7 +42,7 @@ func TestAFinishedBatchIsRefilledAtOnce(t *testing.T) {
 	for i := range 3 * commands.MaxBatchTraces {
 		lines = append(lines, fmt.Sprintf(`{"id":"new-%d","steps":[{"role":"user","content":"q%d"},{"role":"assistant","content":"answer %d"}]}`, i, i, i))
 	}
-	_, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(strings.Join(lines, "\n"))})
+	_, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: actor, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(strings.Join(lines, "\n"))}})
 	require.NoError(t, err)
 
 	// The bus's part, in order: every new event to the read model, then to
@@ -80,7 +80,7 @@ func TestAFinishedBatchIsRefilledAtOnce(t *testing.T) {
 	b := batches()[0]
 	job, err := json.Marshal(jobs.ScoreBatchJob{BatchID: b.BatchID, ModelID: f.modelID})
 	require.NoError(t, err)
-	out, err := cmds.Job(ctx, jobs.KindScoreBatch, b.BatchID, jobs.Claim, jobs.Call{WorkerID: "w1", Job: job}, time.Minute)
+	out, err := cmds.Job.Handle(ctx, commands.Job{Kind: jobs.KindScoreBatch, ID: b.BatchID, Action: jobs.Claim, Call: jobs.Call{WorkerID: "w1", Job: job}, Lease: time.Minute})
 	require.NoError(t, err)
 	claim := out.(jobs.ScoreBatchClaim)
 	require.Len(t, claim.Runs, commands.MaxBatchTraces)
@@ -97,7 +97,7 @@ func TestAFinishedBatchIsRefilledAtOnce(t *testing.T) {
 		body, err := json.Marshal(jobs.ScoreBatchReport{TraceID: run.TraceID, RunID: run.RunID,
 			ScoringFinished: jobs.ScoringFinished{TraceScore: &score, ActionScores: actions}})
 		require.NoError(t, err)
-		_, err = cmds.Job(ctx, jobs.KindScoreBatch, b.BatchID, jobs.Report, jobs.Call{WorkerID: "w1", Job: job, Body: body}, time.Minute)
+		_, err = cmds.Job.Handle(ctx, commands.Job{Kind: jobs.KindScoreBatch, ID: b.BatchID, Action: jobs.Report, Call: jobs.Call{WorkerID: "w1", Job: job, Body: body}, Lease: time.Minute})
 		require.NoError(t, err)
 	}
 	for _, run := range claim.Runs[:len(claim.Runs)-1] {
@@ -163,8 +163,8 @@ func TestANewTraceIsLookedAtOnceItsDebouncePasses(t *testing.T) {
 	require.Eventually(t, func() bool { return len(batches()) == 1 }, 30*time.Second, 20*time.Millisecond, "the first look takes the rated traces")
 	require.ElementsMatch(t, f.ratedIDs, batches()[0])
 
-	late, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
-		`{"id":"late","steps":[{"role":"user","content":"q3"},{"role":"assistant","content":"answer"}]}`)})
+	late, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: actor, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(
+		`{"id":"late","steps":[{"role":"user","content":"q3"},{"role":"assistant","content":"answer"}]}`)}})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return len(batches()) == 2 }, 30*time.Second, 20*time.Millisecond,
 		"the new trace's batch comes once its debounce has passed, not at the hourly tick")
@@ -208,18 +208,18 @@ func readyModel(t *testing.T, account string) bgFixture {
 	wake := dispatch.NewBackgroundWake()
 	d := dispatch.New(cmds, store, rec, discard).WithBackgroundWake(wake)
 
-	u, err := cmds.CreateUser(ctx, account, false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: account})
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
 	ratedIDs := commandstest.RatedTraces(t, cmds, actor)
-	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: ratedIDs})
+	req, err := cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: actor, Input: commands.RequestTrainingInput{Name: "m", TraceIDs: ratedIDs}})
 	require.NoError(t, err)
-	_, err = cmds.BuildDataset(ctx, req.ModelID)
+	_, err = cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: req.ModelID})
 	require.NoError(t, err)
-	_, err = cmds.ClaimTraining(ctx, "trainer", req.ModelID, 1, time.Minute)
+	_, err = cmds.ClaimTraining.Handle(ctx, commands.ClaimTraining{WorkerID: "trainer", ModelID: req.ModelID, Attempt: 1, Lease: time.Minute})
 	require.NoError(t, err)
 	require.NoError(t, blobs.Put(ctx, jobs.ArtifactKey(u.UserID, req.ModelID), []byte("checkpoint")))
-	_, err = cmds.CompleteTraining(ctx, commands.CompleteTraining{WorkerID: "trainer", ModelID: req.ModelID, Attempt: 1,
+	_, err = cmds.CompleteTraining.Handle(ctx, commands.CompleteTraining{WorkerID: "trainer", ModelID: req.ModelID, Attempt: 1,
 		Metrics: json.RawMessage(`{"action_scoring_version":1}`), RewardStats: json.RawMessage(`{"mean":0,"std":1}`),
 		ActionStats: json.RawMessage(`{"mean":0,"std":1}`)})
 	require.NoError(t, err)
@@ -286,7 +286,7 @@ func TestCandidatesWalkFromTheFirstTraceStillToScore(t *testing.T) {
 
 	// The first trace's run is queued: no longer nominated, still the
 	// first trace to score.
-	_, err := f.cmds.RequestBackgroundBatch(ctx, f.modelID, all[:1])
+	_, err := f.cmds.RequestBackgroundBatch.Handle(ctx, commands.RequestBackgroundBatch{ModelID: f.modelID, TraceIDs: all[:1]})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { ids, _ := look(readmodel.BackgroundCursor{}); return len(ids) == len(all)-1 },
 		30*time.Second, 20*time.Millisecond)

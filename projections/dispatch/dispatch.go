@@ -160,7 +160,7 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 			}
 			return d.publish(jobs.TopicExtract, job.ModelID, e.CorrelationID, job)
 		}
-		_, err := d.cmds.BuildDataset(ctx, p.ModelID)
+		_, err := d.cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: p.ModelID})
 		return err
 	case events.RewardModelExtractionRequeued:
 		// The holder's lease ran out: the next free worker continues it.
@@ -181,7 +181,7 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		if p.Error != "" {
 			return nil // the attempt failed in the same append
 		}
-		_, err := d.cmds.BuildDataset(ctx, p.ModelID)
+		_, err := d.cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: p.ModelID})
 		return err
 	case events.RewardModelDatasetBuilt:
 		var p events.RewardModelDatasetBuiltV1
@@ -365,10 +365,10 @@ func leaseKinds(q LeaseQueries, cmds *commands.Commands, leaseFor time.Duration)
 		kind: "train", what: "model",
 		list: func(ctx context.Context, now time.Time) ([]leased, error) { return ids(q.ExpiredLeases(ctx, now)) },
 		expire: func(ctx context.Context, j leased, now time.Time) (commands.Result, error) {
-			return cmds.ExpireLease(ctx, j.id, now)
+			return cmds.ExpireLease.Handle(ctx, commands.ExpireLease{ModelID: j.id, Now: now})
 		},
 		expired: func(ctx context.Context, log *slog.Logger, id string) {
-			if m, err := cmds.Model(ctx, id); err == nil && m.Status == rewardmodels.StatusQueued {
+			if m, err := cmds.Streams.Model(ctx, id); err == nil && m.Status == rewardmodels.StatusQueued {
 				log.Warn("lease expired: training requeued for another worker", "model", id,
 					"lost_runs", len(m.Lost), "max_lost_runs", lease.MaxLostRuns)
 			} else {
@@ -379,23 +379,23 @@ func leaseKinds(q LeaseQueries, cmds *commands.Commands, leaseFor time.Duration)
 		kind: "gepa", what: "run",
 		list: func(ctx context.Context, now time.Time) ([]leased, error) { return ids(q.ExpiredGepaLeases(ctx, now)) },
 		expire: func(ctx context.Context, j leased, now time.Time) (commands.Result, error) {
-			return cmds.ExpireGepaLease(ctx, j.id, now)
+			return cmds.ExpireGepaLease.Handle(ctx, commands.ExpireGepaLease{RunID: j.id, Now: now})
 		},
 		expired: logAs(slog.LevelInfo, "lease expired: GEPA run requeued (or failed after its third lost run)", "run"),
 	}, {
 		kind: "evaluator_train", what: "candidate",
 		list: func(ctx context.Context, now time.Time) ([]leased, error) {
-			return ids(cmds.ExpiredCandidateLeases(ctx, now, leaseFor))
+			return ids(cmds.Streams.ExpiredCandidateLeases(ctx, now, leaseFor))
 		},
 		expire: func(ctx context.Context, j leased, now time.Time) (commands.Result, error) {
-			return cmds.ExpireCandidateLease(ctx, j.id, now, leaseFor)
+			return cmds.ExpireCandidateLease.Handle(ctx, commands.ExpireCandidateLease{ID: j.id, Now: now, Fallback: leaseFor})
 		},
 		expired: logAs(slog.LevelWarn, "lease expired: evaluator candidate requeued (or failed after its third lost run)", "candidate"),
 	}, {
 		kind: "extract", what: "model",
 		list: func(ctx context.Context, _ time.Time) ([]leased, error) { return ids(q.ExtractingModels(ctx)) },
 		expire: func(ctx context.Context, j leased, now time.Time) (commands.Result, error) {
-			return cmds.ExpireExtractionLease(ctx, j.id, now)
+			return cmds.ExpireExtractionLease.Handle(ctx, commands.ExpireExtractionLease{ModelID: j.id, Now: now})
 		},
 		expired: logAs(slog.LevelWarn, "lease expired: feedback extraction requeued for another worker, its recorded findings kept (or the model failed after its third lost run)", "model"),
 	}, {
@@ -409,7 +409,7 @@ func leaseKinds(q LeaseQueries, cmds *commands.Commands, leaseFor time.Duration)
 			return out, err
 		},
 		expire: func(ctx context.Context, j leased, now time.Time) (commands.Result, error) {
-			return cmds.ExpireScoringRun(ctx, j.run.TraceID, j.run.ModelID, j.run.ID, j.run.StartedAt, now, ScoringTimeout)
+			return cmds.ExpireScoringRun.Handle(ctx, commands.ExpireScoringRun{TraceID: j.run.TraceID, ModelID: j.run.ModelID, RunID: j.run.ID, StartedAt: j.run.StartedAt, Now: now, Timeout: ScoringTimeout})
 		},
 		expired: logAs(slog.LevelInfo, "scoring run gave no result in time: requeued (or failed after its third lost run)", "run"),
 	}}

@@ -39,7 +39,7 @@ func (d *Dispatcher) evaluatorScoring(ctx context.Context, envs []events.Envelop
 		}
 	}
 	if len(traceIDs) > 0 {
-		live, err := d.cmds.EvaluatorLive(ctx)
+		live, err := d.cmds.Streams.EvaluatorLive(ctx)
 		if err != nil {
 			return err
 		}
@@ -61,7 +61,7 @@ func (d *Dispatcher) evaluatorScoring(ctx context.Context, envs []events.Envelop
 		if !rescore {
 			continue
 		}
-		ids, err := d.cmds.EvaluatorScoringTargets(ctx)
+		ids, err := d.cmds.Streams.EvaluatorScoringTargets(ctx)
 		if err != nil {
 			return err
 		}

@@ -10,7 +10,7 @@ import (
 // extractJob is the job for a queued model whose attempt extracts feedback
 // and has no dataset yet (ok false otherwise: build the dataset directly).
 func (d *Dispatcher) extractJob(ctx context.Context, modelID, ownerID string) (jobs.ExtractJob, bool, error) {
-	st, err := d.cmds.Model(ctx, modelID)
+	st, err := d.cmds.Streams.Model(ctx, modelID)
 	if err != nil {
 		return jobs.ExtractJob{}, false, err
 	}

@@ -56,17 +56,17 @@ func TestSweepRequeuesAnExpiredExtractionAndPublishesItAgain(t *testing.T) {
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
 	proj := readmodel.New(pool, blobs, discard)
 
-	u, err := cmds.CreateUser(ctx, "extract-sweeper", false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "extract-sweeper"})
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
-	imp, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
+	imp, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: actor, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(
 		`{"id":"x","steps":[{"role":"user","content":"Sort 3,1,2"},{"role":"assistant","content":"3,2,1"},{"role":"user","content":"No, that's the wrong order."}]}` + "\n" +
-			`{"id":"y","steps":[{"role":"user","content":"Sort b,a"},{"role":"assistant","content":"a,b"},{"role":"user","content":"Thanks, perfect."}]}`)})
+			`{"id":"y","steps":[{"role":"user","content":"Sort b,a"},{"role":"assistant","content":"a,b"},{"role":"user","content":"Thanks, perfect."}]}`)}})
 	require.NoError(t, err)
 	extracting := func(worker string, lease time.Duration) string {
-		req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: imp.TraceIDs})
+		req, err := cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: actor, Input: commands.RequestTrainingInput{Name: "m", TraceIDs: imp.TraceIDs}})
 		require.NoError(t, err)
-		_, err = cmds.ClaimExtraction(ctx, worker, req.ModelID, 1, lease)
+		_, err = cmds.ClaimExtraction.Handle(ctx, commands.ClaimExtraction{WorkerID: worker, ModelID: req.ModelID, Attempt: 1, Lease: lease})
 		require.NoError(t, err)
 		return req.ModelID
 	}
@@ -81,7 +81,7 @@ func TestSweepRequeuesAnExpiredExtractionAndPublishesItAgain(t *testing.T) {
 	go func() { done <- dispatch.SweepLeases(sctx, q, cmds, 50*time.Millisecond, time.Second, discard) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		m, err := cmds.Model(ctx, dead)
+		m, err := cmds.Streams.Model(ctx, dead)
 		require.NoError(t, err)
 		if m.Extraction == nil {
 			require.Equal(t, rewardmodels.StatusQueued, m.Status, "a requeued extraction leaves the model queued")
@@ -93,11 +93,11 @@ func TestSweepRequeuesAnExpiredExtractionAndPublishesItAgain(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 
-	m, err := cmds.Model(ctx, alive)
+	m, err := cmds.Streams.Model(ctx, alive)
 	require.NoError(t, err)
 	require.NotNil(t, m.Extraction, "a live extraction lease is left alone")
 	require.Equal(t, "w-alive", m.Extraction.WorkerID)
-	_, err = cmds.ClaimExtraction(ctx, "w-other", alive, 1, time.Minute)
+	_, err = cmds.ClaimExtraction.Handle(ctx, commands.ClaimExtraction{WorkerID: "w-other", ModelID: alive, Attempt: 1, Lease: time.Minute})
 	var ce *domain.ConflictError
 	require.True(t, errors.As(err, &ce), "claim of a held extraction: %v", err)
 	require.Equal(t, rewardmodels.ExtractionHeld, ce.Code)
@@ -129,6 +129,6 @@ func TestSweepRequeuesAnExpiredExtractionAndPublishesItAgain(t *testing.T) {
 	ids, err := q.ExtractingModels(ctx)
 	require.NoError(t, err)
 	require.NotContains(t, ids, dead)
-	_, err = cmds.ClaimExtraction(ctx, "w-next", dead, 1, time.Minute)
+	_, err = cmds.ClaimExtraction.Handle(ctx, commands.ClaimExtraction{WorkerID: "w-next", ModelID: dead, Attempt: 1, Lease: time.Minute})
 	require.NoError(t, err)
 }

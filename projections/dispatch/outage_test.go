@@ -56,11 +56,11 @@ func TestABrokerOutageParksNothing(t *testing.T) {
 	require.NoError(t, err)
 	store := eventstore.New(pool, blobs)
 	cmds := commands.New(store)
-	u, err := cmds.CreateUser(ctx, "outage", false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "outage"})
 	require.NoError(t, err)
 	for _, ext := range []string{"first", "second"} {
-		_, err := cmds.ImportTraces(ctx, commands.Actor{UserID: u.UserID}, commands.ImportTraces{Format: "stash",
-			Data: []byte(`{"id":"` + ext + `","steps":[{"role":"user","content":"refund ` + ext + `"}]}`)})
+		_, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: commands.Actor{UserID: u.UserID}, Input: commands.ImportTracesInput{Format: "stash",
+			Data: []byte(`{"id":"` + ext + `","steps":[{"role":"user","content":"refund ` + ext + `"}]}`)}})
 		require.NoError(t, err)
 	}
 	all, err := store.ReadAfter(ctx, 0, 1000)

@@ -112,7 +112,7 @@ func EraseAccount(ctx context.Context, q RetentionQueries, cmds *commands.Comman
 			return erased, err
 		}
 		for _, t := range batch {
-			res, err := cmds.EraseExpiredTrace(ctx, owner, t.ID, t.Revision, days)
+			res, err := cmds.EraseExpiredTrace.Handle(ctx, commands.EraseExpiredTrace{OwnerID: owner, TraceID: t.ID, Revision: t.Revision, Days: days})
 			if err != nil {
 				return erased, err
 			}

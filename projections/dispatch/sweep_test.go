@@ -34,16 +34,16 @@ func TestSweepExpiresADeadLeaseOnTheDatabaseClock(t *testing.T) {
 	q := readmodel.NewQueries(pool)
 	proj := readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil)))
 
-	u, err := cmds.CreateUser(ctx, "sweeper", false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "sweeper"})
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
 	impIDs := commandstest.RatedTraces(t, cmds, actor)
 	running := func(lease time.Duration) string {
-		req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: impIDs})
+		req, err := cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: actor, Input: commands.RequestTrainingInput{Name: "m", TraceIDs: impIDs}})
 		require.NoError(t, err)
-		_, err = cmds.BuildDataset(ctx, req.ModelID)
+		_, err = cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: req.ModelID})
 		require.NoError(t, err)
-		_, err = cmds.ClaimTraining(ctx, "w", req.ModelID, 1, lease)
+		_, err = cmds.ClaimTraining.Handle(ctx, commands.ClaimTraining{WorkerID: "w", ModelID: req.ModelID, Attempt: 1, Lease: lease})
 		require.NoError(t, err)
 		return req.ModelID
 	}
@@ -63,7 +63,7 @@ func TestSweepExpiresADeadLeaseOnTheDatabaseClock(t *testing.T) {
 	}()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		m, err := cmds.Model(ctx, dead)
+		m, err := cmds.Streams.Model(ctx, dead)
 		require.NoError(t, err)
 		if m.Status == rewardmodels.StatusQueued {
 			require.Len(t, m.Lost, 1, "the lost run is requeued, not failed")
@@ -74,7 +74,7 @@ func TestSweepExpiresADeadLeaseOnTheDatabaseClock(t *testing.T) {
 	}
 	cancel()
 	require.NoError(t, <-done)
-	m, err := cmds.Model(ctx, alive)
+	m, err := cmds.Streams.Model(ctx, alive)
 	require.NoError(t, err)
 	require.Equal(t, rewardmodels.StatusRunning, m.Status, "a live lease is left alone")
 }

@@ -30,9 +30,9 @@ func TestRevokedKeyIsRefusedBeforeTheProjectionApplies(t *testing.T) {
 		require.NoError(t, p.Apply(ctx, all))
 	}
 
-	u, err := cmds.CreateUser(ctx, "revokee", false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "revokee"})
 	require.NoError(t, err)
-	second, err := cmds.IssueAPIKey(ctx, u.UserID, true)
+	second, err := cmds.IssueAPIKey.Handle(ctx, commands.IssueAPIKey{UserID: u.UserID, ReadOnly: true})
 	require.NoError(t, err)
 	apply()
 	c, err := q.CallerByKeyHash(ctx, commands.HashAPIKey(u.APIKey))
@@ -58,7 +58,7 @@ func TestRevokedKeyIsRefusedBeforeTheProjectionApplies(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, found, "too short to name a key")
 
-	_, err = cmds.RevokeAPIKey(ctx, c.KeyID)
+	_, err = cmds.RevokeAPIKey.Handle(ctx, commands.RevokeAPIKey{KeyID: c.KeyID})
 	require.NoError(t, err)
 	// Not applied yet: the read model still says active …
 	keys, err = q.APIKeys(ctx, u.UserID)
@@ -76,7 +76,7 @@ func TestRevokedKeyIsRefusedBeforeTheProjectionApplies(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, keys[0].Revoked)
 	require.NotNil(t, keys[0].RevokedAt)
-	_, err = cmds.RevokeAPIKey(ctx, c.KeyID)
+	_, err = cmds.RevokeAPIKey.Handle(ctx, commands.RevokeAPIKey{KeyID: c.KeyID})
 	var conflict *domain.ConflictError
 	require.ErrorAs(t, err, &conflict)
 

@@ -29,9 +29,9 @@ func TestWaitCatchesUpWithoutTheConsumer(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	p := readmodel.New(pool, blobs, log)
 
-	alice, err := cmds.CreateUser(ctx, "alice", false)
+	alice, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "alice"})
 	require.NoError(t, err)
-	bob, err := cmds.CreateUser(ctx, "bob", false)
+	bob, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "bob"})
 	require.NoError(t, err)
 	// Everything so far reached the read model the usual way.
 	all, err := store.ReadAfter(ctx, 0, 1000)
@@ -39,14 +39,14 @@ func TestWaitCatchesUpWithoutTheConsumer(t *testing.T) {
 	require.NoError(t, p.Apply(ctx, all))
 
 	// Then the consumer dies: alice writes twice, bob once.
-	first, err := cmds.ImportTraces(ctx, commands.Actor{UserID: alice.UserID}, commands.ImportTraces{Format: "stash",
-		Data: []byte(`{"id":"one","steps":[{"role":"user","content":"q1"}]}`)})
+	first, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: commands.Actor{UserID: alice.UserID}, Input: commands.ImportTracesInput{Format: "stash",
+		Data: []byte(`{"id":"one","steps":[{"role":"user","content":"q1"}]}`)}})
 	require.NoError(t, err)
-	_, err = cmds.ImportTraces(ctx, commands.Actor{UserID: bob.UserID}, commands.ImportTraces{Format: "stash",
-		Data: []byte(`{"id":"b","steps":[{"role":"user","content":"qb"}]}`)})
+	_, err = cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: commands.Actor{UserID: bob.UserID}, Input: commands.ImportTracesInput{Format: "stash",
+		Data: []byte(`{"id":"b","steps":[{"role":"user","content":"qb"}]}`)}})
 	require.NoError(t, err)
-	second, err := cmds.ImportTraces(ctx, commands.Actor{UserID: alice.UserID}, commands.ImportTraces{Format: "stash",
-		Data: []byte(`{"id":"two","steps":[{"role":"user","content":"q2"}]}`)})
+	second, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: commands.Actor{UserID: alice.UserID}, Input: commands.ImportTracesInput{Format: "stash",
+		Data: []byte(`{"id":"two","steps":[{"role":"user","content":"q2"}]}`)}})
 	require.NoError(t, err)
 
 	plain := readmodel.NewWaiter(pool, 300*time.Millisecond)
@@ -90,10 +90,10 @@ func TestCatchUpLeavesHeldOwnersAlone(t *testing.T) {
 	ctx := context.Background()
 	pool, blobs, store, cmds := newLog(t)
 	p := readmodel.New(pool, blobs, slog.New(slog.DiscardHandler))
-	alice, err := cmds.CreateUser(ctx, "alice", false)
+	alice, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "alice"})
 	require.NoError(t, err)
-	imp, err := cmds.ImportTraces(ctx, commands.Actor{UserID: alice.UserID}, commands.ImportTraces{Format: "stash",
-		Data: []byte(`{"id":"one","steps":[{"role":"user","content":"q1"}]}`)})
+	imp, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: commands.Actor{UserID: alice.UserID}, Input: commands.ImportTracesInput{Format: "stash",
+		Data: []byte(`{"id":"one","steps":[{"role":"user","content":"q1"}]}`)}})
 	require.NoError(t, err)
 	all, err := store.ReadAfter(ctx, 0, 1000)
 	require.NoError(t, err)
@@ -126,9 +126,9 @@ func TestStandbyAppliesWhatNobodyWaitsFor(t *testing.T) {
 		p.RunStandby(ctx, store, 100*time.Millisecond, 0, slog.New(slog.NewTextHandler(&logs, nil)))
 	}()
 
-	alice, err := cmds.CreateUser(ctx, "alice", false)
+	alice, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "alice"})
 	require.NoError(t, err)
-	bob, err := cmds.CreateUser(ctx, "bob", false)
+	bob, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "bob"})
 	require.NoError(t, err)
 	q := readmodel.NewQueries(pool)
 	require.Eventually(t, func() bool {
@@ -138,14 +138,14 @@ func TestStandbyAppliesWhatNobodyWaitsFor(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond, "both users reach the read model with no consumer running")
 
 	// Bob is held behind a parked event: his next write stays out.
-	imp, err := cmds.ImportTraces(ctx, commands.Actor{UserID: bob.UserID}, commands.ImportTraces{Format: "stash",
-		Data: []byte(`{"id":"one","steps":[{"role":"user","content":"q1"}]}`)})
+	imp, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: commands.Actor{UserID: bob.UserID}, Input: commands.ImportTracesInput{Format: "stash",
+		Data: []byte(`{"id":"one","steps":[{"role":"user","content":"q1"}]}`)}})
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, `INSERT INTO projection_parked (projection, event_id, seq, owner_id, event_type, error, attempts)
 		SELECT $1, id, seq, owner_id, type, 'broken', 4 FROM events WHERE id = $2`, readmodel.Name, imp.LastEventID)
 	require.NoError(t, err)
-	mine, err := cmds.ImportTraces(ctx, commands.Actor{UserID: alice.UserID}, commands.ImportTraces{Format: "stash",
-		Data: []byte(`{"id":"one","steps":[{"role":"user","content":"q1"}]}`)})
+	mine, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: commands.Actor{UserID: alice.UserID}, Input: commands.ImportTracesInput{Format: "stash",
+		Data: []byte(`{"id":"one","steps":[{"role":"user","content":"q1"}]}`)}})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		_, err := q.GetTrace(ctx, alice.UserID, mine.TraceIDs[0])

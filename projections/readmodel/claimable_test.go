@@ -36,20 +36,20 @@ func TestClaimableTrainingFollowsClaimsAndHandBacks(t *testing.T) {
 		}
 	}
 
-	u, err := cmds.CreateUser(ctx, "queue", false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "queue"})
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
 	impIDs := commandstest.RatedTraces(t, cmds, actor)
 	var ids []string
 	for range 2 {
-		req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: impIDs})
+		req, err := cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: actor, Input: commands.RequestTrainingInput{Name: "m", TraceIDs: impIDs}})
 		require.NoError(t, err)
 		ids = append(ids, req.ModelID)
 	}
-	unbuilt, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "later", TraceIDs: impIDs})
+	unbuilt, err := cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: actor, Input: commands.RequestTrainingInput{Name: "later", TraceIDs: impIDs}})
 	require.NoError(t, err)
 	for _, id := range ids {
-		_, err = cmds.BuildDataset(ctx, id)
+		_, err = cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: id})
 		require.NoError(t, err)
 	}
 	catchUp()
@@ -70,7 +70,7 @@ func TestClaimableTrainingFollowsClaimsAndHandBacks(t *testing.T) {
 	agree := func(id string) *readmodel.RewardModelDetail {
 		d, err := q.GetRewardModel(ctx, u.UserID, id)
 		require.NoError(t, err)
-		evs, err := cmds.ModelEvents(ctx, u.UserID, id)
+		evs, err := cmds.Streams.ModelEvents(ctx, u.UserID, id)
 		require.NoError(t, err)
 		view, ok := readmodel.ModelAsOf(evs, "")
 		require.True(t, ok)
@@ -82,16 +82,16 @@ func TestClaimableTrainingFollowsClaimsAndHandBacks(t *testing.T) {
 
 	cands, err := q.ClaimableTraining(ctx, 10)
 	require.NoError(t, err)
-	job, ok, err := cmds.ClaimNextTraining(ctx, "gpu-1", rewardmodels.ComputeWorker, cands, time.Minute)
+	job, ok, err := cmds.ClaimNextTraining.Handle(ctx, commands.ClaimNextTraining{WorkerID: "gpu-1", Compute: rewardmodels.ComputeWorker, Candidates: cands, Lease: time.Minute})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, ids[0], job.ModelID)
 	// A second worker given the same (stale) list skips the taken head.
-	job2, ok, err := cmds.ClaimNextTraining(ctx, "gpu-2", rewardmodels.ComputeWorker, cands, time.Minute)
+	job2, ok, err := cmds.ClaimNextTraining.Handle(ctx, commands.ClaimNextTraining{WorkerID: "gpu-2", Compute: rewardmodels.ComputeWorker, Candidates: cands, Lease: time.Minute})
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, ids[1], job2.ModelID)
-	_, ok, err = cmds.ClaimNextTraining(ctx, "gpu-3", rewardmodels.ComputeWorker, cands, time.Minute)
+	_, ok, err = cmds.ClaimNextTraining.Handle(ctx, commands.ClaimNextTraining{WorkerID: "gpu-3", Compute: rewardmodels.ComputeWorker, Candidates: cands, Lease: time.Minute})
 	require.NoError(t, err)
 	require.False(t, ok, "nothing left to claim")
 	catchUp()
@@ -102,9 +102,9 @@ func TestClaimableTrainingFollowsClaimsAndHandBacks(t *testing.T) {
 	require.NotNil(t, d.WorkerID)
 	require.Equal(t, "gpu-1", *d.WorkerID)
 
-	_, err = cmds.HandBackTraining(ctx, "gpu-2", ids[0], 1, "not mine")
+	_, err = cmds.HandBackTraining.Handle(ctx, commands.HandBackTraining{WorkerID: "gpu-2", ModelID: ids[0], Attempt: 1, Reason: "not mine"})
 	require.Error(t, err, "only the holder hands back")
-	_, err = cmds.HandBackTraining(ctx, "gpu-1", ids[0], 1, "worker gpu-1 stopped (shutting down) during training")
+	_, err = cmds.HandBackTraining.Handle(ctx, commands.HandBackTraining{WorkerID: "gpu-1", ModelID: ids[0], Attempt: 1, Reason: "worker gpu-1 stopped (shutting down) during training"})
 	require.NoError(t, err)
 	catchUp()
 	require.Equal(t, []string{ids[0]}, queue())
@@ -113,7 +113,7 @@ func TestClaimableTrainingFollowsClaimsAndHandBacks(t *testing.T) {
 	require.Nil(t, d.WorkerID)
 	require.Nil(t, d.StartedAt)
 
-	job, ok, err = cmds.ClaimNextTraining(ctx, "local", rewardmodels.ComputeLocal, []rewardmodels.TrainingCandidate{{ModelID: ids[0], Attempt: 1}}, time.Minute)
+	job, ok, err = cmds.ClaimNextTraining.Handle(ctx, commands.ClaimNextTraining{WorkerID: "local", Compute: rewardmodels.ComputeLocal, Candidates: []rewardmodels.TrainingCandidate{{ModelID: ids[0], Attempt: 1}}, Lease: time.Minute})
 	require.NoError(t, err)
 	require.True(t, ok)
 	catchUp()

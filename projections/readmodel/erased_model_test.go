@@ -32,27 +32,27 @@ func TestModelSaysWhatWasErased(t *testing.T) {
 			applied = evs[len(evs)-1].Seq
 		}
 	}
-	u, err := cmds.CreateUser(ctx, "eraser", false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "eraser"})
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
-	imp, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
+	imp, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: actor, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(
 		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"good"}]}` + "\n" +
 			`{"id":"b","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"bad"}]}` + "\n" +
 			`{"id":"c","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"fine"}]}` + "\n" +
 			`{"id":"d","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"nice"}]}` + "\n" +
 			`{"id":"e","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"poor"}]}` + "\n" +
-			`{"id":"f","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"ok"}]}`)})
+			`{"id":"f","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"ok"}]}`)}})
 	require.NoError(t, err)
 	for i, r := range []int{1, -1, 1, 1, -1, 1} {
-		_, err := cmds.AddAnnotation(ctx, actor, commands.AddAnnotation{TraceID: imp.TraceIDs[i], Rating: &r, AuthorName: "t"})
+		_, err := cmds.AddAnnotation.Handle(ctx, commands.AddAnnotation{Actor: actor, Input: commands.AddAnnotationInput{TraceID: imp.TraceIDs[i], Rating: &r, AuthorName: "t"}})
 		require.NoError(t, err)
 	}
-	req, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "m", TraceIDs: imp.TraceIDs[:3]})
+	req, err := cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: actor, Input: commands.RequestTrainingInput{Name: "m", TraceIDs: imp.TraceIDs[:3]}})
 	require.NoError(t, err)
-	other, err := cmds.RequestTraining(ctx, actor, commands.RequestTraining{Name: "other", TraceIDs: imp.TraceIDs[3:]})
+	other, err := cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: actor, Input: commands.RequestTrainingInput{Name: "other", TraceIDs: imp.TraceIDs[3:]}})
 	require.NoError(t, err)
 	for _, id := range []string{req.ModelID, other.ModelID} {
-		_, err = cmds.BuildDataset(ctx, id)
+		_, err = cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: id})
 		require.NoError(t, err)
 	}
 	dataset := commands.DatasetKey(u.UserID, req.ModelID, 1)
@@ -70,7 +70,7 @@ func TestModelSaysWhatWasErased(t *testing.T) {
 	require.Zero(t, d.ErasedTraces)
 	require.Nil(t, d.ErasedNotice)
 
-	_, err = cmds.DeleteTrace(ctx, actor, imp.TraceIDs[1])
+	_, err = cmds.DeleteTrace.Handle(ctx, commands.DeleteTrace{Actor: actor, TraceID: imp.TraceIDs[1]})
 	require.NoError(t, err)
 	catchUp()
 	d, err = q.GetRewardModel(ctx, u.UserID, req.ModelID)

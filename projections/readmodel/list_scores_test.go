@@ -27,10 +27,10 @@ func TestListScoresFollowModelLabels(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, blobs, store, cmds := newLog(t)
-	u, err := cmds.CreateUser(ctx, "labeled", false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "labeled"})
 	require.NoError(t, err)
-	res, err := cmds.ImportTraces(ctx, commands.Actor{UserID: u.UserID}, commands.ImportTraces{Format: "stash",
-		Data: []byte(`{"title":"Refund","steps":[{"role":"user","content":"refund order 7"},{"role":"assistant","content":"I cannot find it."}]}`)})
+	res, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: commands.Actor{UserID: u.UserID}, Input: commands.ImportTracesInput{Format: "stash",
+		Data: []byte(`{"title":"Refund","steps":[{"role":"user","content":"refund order 7"},{"role":"assistant","content":"I cannot find it."}]}`)}})
 	require.NoError(t, err)
 	id := res.TraceIDs[0]
 

@@ -20,23 +20,23 @@ func TestListTracesSearchAndSort(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, blobs, store, cmds := newLog(t)
-	u, err := cmds.CreateUser(ctx, "searcher", false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "searcher"})
 	require.NoError(t, err)
-	other, err := cmds.CreateUser(ctx, "other", false)
+	other, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "other"})
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
 	imp := func(source, data string) []string {
-		res, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(data), SourceID: source})
+		res, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: actor, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(data), SourceID: source}})
 		require.NoError(t, err)
 		return res.TraceIDs
 	}
 	refund := imp("zeta", `{"title":"Refund for order 1182","steps":[{"role":"user","content":"money back please"},{"role":"assistant","content":"ok"}]}`)[0]
 	deploy := imp("alpha", `{"title":"Deploy the site","steps":[{"role":"user","content":"ship it"},{"role":"assistant","content":"Ran 100% of the TESTS_ok"},`+
 		`{"role":"assistant","content":"","tool_name":"run_shell","tool_input":{"command":"kubectl rollout restart web"},"tool_call_id":"c1"}]}`)[0]
-	_, err = cmds.ImportTraces(ctx, commands.Actor{UserID: other.UserID}, commands.ImportTraces{Format: "stash",
-		Data: []byte(`{"title":"Refund elsewhere","steps":[{"role":"user","content":"refund"}]}`)})
+	_, err = cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: commands.Actor{UserID: other.UserID}, Input: commands.ImportTracesInput{Format: "stash",
+		Data: []byte(`{"title":"Refund elsewhere","steps":[{"role":"user","content":"refund"}]}`)}})
 	require.NoError(t, err)
-	_, err = cmds.RenameTraceSource(ctx, actor, "zeta", "Aardvark bot")
+	_, err = cmds.RenameTraceSource.Handle(ctx, commands.RenameTraceSource{Actor: actor, SourceID: "zeta", Name: "Aardvark bot"})
 	require.NoError(t, err)
 
 	all, err := store.ReadAfter(ctx, 0, 1000)

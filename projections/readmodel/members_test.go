@@ -42,7 +42,7 @@ func TestAnAccountFromBeforeMembersHasItsImplicitAdmin(t *testing.T) {
 			Payload: map[string]any{"key_id": keyID, "user_id": oldID, "key_hash": hash, "read_only": false}},
 	})
 	require.NoError(t, err)
-	fresh, err := commands.New(store).CreateUser(ctx, "newcomer", false)
+	fresh, err := commands.New(store).CreateUser.Handle(ctx, commands.CreateUser{Name: "newcomer"})
 	require.NoError(t, err)
 	all, err := store.ReadAfter(ctx, 0, 1000)
 	require.NoError(t, err)
@@ -64,6 +64,6 @@ func TestAnAccountFromBeforeMembersHasItsImplicitAdmin(t *testing.T) {
 	}
 	// The command side folds the old account the same way: the implicit
 	// admin is its last admin.
-	_, err = commands.New(store).RemoveMember(ctx, oldID, oldID, oldID, "")
+	_, err = commands.New(store).RemoveMember.Handle(ctx, commands.RemoveMember{AccountID: oldID, By: oldID, MemberID: oldID})
 	require.ErrorContains(t, err, "last admin")
 }

@@ -23,17 +23,17 @@ func TestDuplicateDeliveryChangesNothing(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, blobs, store, cmds := newLog(t)
-	u, err := cmds.CreateUser(ctx, "dup", false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "dup"})
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
-	imp, err := cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
+	imp, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: actor, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(
 		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"r"}]}` + "\n" +
-			`{"steps":[{"role":"user","content":"q2"}]}`)})
+			`{"steps":[{"role":"user","content":"q2"}]}`)}})
 	require.NoError(t, err)
-	_, err = cmds.ImportTraces(ctx, actor, commands.ImportTraces{Format: "stash", Data: []byte(
-		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"better"}]}`)})
+	_, err = cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: actor, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(
+		`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"better"}]}`)}})
 	require.NoError(t, err)
-	_, err = cmds.DeleteTrace(ctx, actor, imp.TraceIDs[1])
+	_, err = cmds.DeleteTrace.Handle(ctx, commands.DeleteTrace{Actor: actor, TraceID: imp.TraceIDs[1]})
 	require.NoError(t, err)
 
 	all, err := store.ReadAfter(ctx, 0, 1000)

@@ -32,7 +32,7 @@ func TestReplayDoesNotBlockReaders(t *testing.T) {
 	blobs, err := blob.NewLocal(t.TempDir())
 	require.NoError(t, err)
 	store := eventstore.New(pool, blobs)
-	u, err := commands.New(store).CreateUser(ctx, "reader", false)
+	u, err := commands.New(store).CreateUser.Handle(ctx, commands.CreateUser{Name: "reader"})
 	require.NoError(t, err)
 	// 100,000 one-step imports, written by SQL: the test is about the replay.
 	_, err = pool.Exec(ctx, `INSERT INTO events (id, stream, version, owner_id, type, actor, payload)
@@ -84,8 +84,8 @@ func TestReplayDoesNotBlockReaders(t *testing.T) {
 				return
 			default:
 			}
-			r, err := cmds.ImportTraces(ctx, commands.Actor{UserID: u.UserID}, commands.ImportTraces{Format: "stash",
-				Data: []byte(fmt.Sprintf(`{"id":"during-%d","steps":[{"role":"user","content":"written during the replay"}]}`, i))})
+			r, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: commands.Actor{UserID: u.UserID}, Input: commands.ImportTracesInput{Format: "stash",
+				Data: []byte(fmt.Sprintf(`{"id":"during-%d","steps":[{"role":"user","content":"written during the replay"}]}`, i))}})
 			if err != nil {
 				readErrs.Add(1)
 				return

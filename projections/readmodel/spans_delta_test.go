@@ -34,7 +34,7 @@ func TestLiveTraceSpansGrowByDelta(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool, blobs, store, cmds := newLog(t)
-	u, err := cmds.CreateUser(ctx, "live-spans", false)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "live-spans"})
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
 
@@ -43,7 +43,7 @@ func TestLiveTraceSpansGrowByDelta(t *testing.T) {
 	send := func(sp ptrace.Span) {
 		raws, err := otlp.SplitPData(oneSpan(sp))
 		require.NoError(t, err)
-		_, err = cmds.ReceiveOTelSpans(ctx, actor, raws, "")
+		_, err = cmds.ReceiveOTelSpans.Handle(ctx, commands.ReceiveOTelSpans{Actor: actor, Spans: raws})
 		require.NoError(t, err)
 		all = append(all, raws...)
 	}

@@ -16,8 +16,17 @@ import (
 // and which the dispatch projection turns into a scoring job; the scores
 // already shown stay until the new ones land. Refused while no release is
 // live, since nothing could score it.
-func (c *Commands) RescoreWithEvaluator(ctx context.Context, actor Actor, traceID string) (Result, error) {
-	return c.onTrace(ctx, actor, traceID, func(st traces.State) (string, any, error) {
+type RescoreWithEvaluator struct {
+	Actor   Actor
+	TraceID string
+}
+
+// RescoreWithEvaluatorHandler runs RescoreWithEvaluator.
+type RescoreWithEvaluatorHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c RescoreWithEvaluatorHandler) Handle(ctx context.Context, cmd RescoreWithEvaluator) (Result, error) {
+	return c.onTrace(ctx, cmd.Actor, cmd.TraceID, func(st traces.State) (string, any, error) {
 		live, err := c.liveRelease(ctx)
 		if err != nil {
 			return "", nil, err
@@ -27,6 +36,6 @@ func (c *Commands) RescoreWithEvaluator(ctx context.Context, actor Actor, traceI
 				Message: "no shared evaluator release is live, so nothing can score the trace again; traces are scored once the first release ships"}
 		}
 		return events.EvaluatorTraceRescoreRequested,
-			events.EvaluatorTraceRescoreRequestedV1{TraceID: traceID, TraceRevision: st.Revision, Release: live.Release}, nil
+			events.EvaluatorTraceRescoreRequestedV1{TraceID: cmd.TraceID, TraceRevision: st.Revision, Release: live.Release}, nil
 	})
 }
