@@ -2,12 +2,168 @@ package commands
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"time"
 
+	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 )
+
+// ClaimCandidate starts a queued candidate for one worker under lease;
+// anything else (a duplicate delivery, another worker was first) is a
+// ConflictError.
+type ClaimCandidate struct {
+	WorkerID string
+	ID       string
+	Lease    time.Duration
+}
+
+// ClaimCandidateHandler runs ClaimCandidate.
+type ClaimCandidateHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c ClaimCandidateHandler) Handle(ctx context.Context, cmd ClaimCandidate) (jobs.EvaluatorCandidateClaim, error) {
+	var claim jobs.EvaluatorCandidateClaim
+	_, err := retryOnConflict(func() (Result, error) {
+		s, err := c.EvaluatorState(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		cand, err := s.DecideClaim(cmd.ID)
+		if err != nil {
+			return Result{}, err
+		}
+		secs := int(cmd.Lease / time.Second)
+		claim = jobs.EvaluatorCandidateClaim{CandidateID: cmd.ID, BaseModel: cand.BaseModel, Epochs: cand.Epochs, DatasetKey: cand.DatasetKey,
+			ArtifactKey: cand.ArtifactKey, IncumbentArtifactKey: cand.IncumbentArtifactKey, LeaseSeconds: secs}
+		return c.appendEvaluator(ctx, workerActor(cmd.WorkerID), s, events.EvaluatorCandidateStarted,
+			events.EvaluatorCandidateStartedV1{CandidateID: cmd.ID, WorkerID: cmd.WorkerID, LeaseSeconds: secs})
+	})
+	return claim, err
+}
+
+// CompleteCandidate is a worker's success report: the margins must cover
+// the candidate's benchmark exactly (and the incumbent's when there is
+// one), and the checkpoint must be in the blob store at the key the API
+// chose.
+type CompleteCandidate struct {
+	WorkerID string
+	ID       string
+	Result   jobs.EvaluatorCandidateSucceeded
+}
+
+// CompleteCandidateHandler runs CompleteCandidate.
+type CompleteCandidateHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c CompleteCandidateHandler) Handle(ctx context.Context, cmd CompleteCandidate) (Result, error) {
+	in := cmd.Result
+	return retryOnConflict(func() (Result, error) {
+		s, err := c.EvaluatorState(ctx)
+		if err != nil {
+			return Result{}, err
+		}
+		cand, err := s.DecideReport(cmd.ID, cmd.WorkerID)
+		if err != nil {
+			return Result{}, err
+		}
+		b := s.Benchmark(cand.BenchmarkVersion)
+		if b == nil {
+			return Result{}, fmt.Errorf("candidate %s names benchmark version %d, which the stream does not hold", cmd.ID, cand.BenchmarkVersion)
+		}
+		if err := evaluator.CheckMargins(b, cand, in.CandidateMargins, in.IncumbentMargins); err != nil {
+			return Result{}, err
+		}
+		if len(in.Metrics) == 0 || !json.Valid(in.Metrics) {
+			return Result{}, domain.Invalid("metrics must be a JSON object")
+		}
+		if len(in.ActionRewardStats) == 0 || string(in.ActionRewardStats) == "null" || !json.Valid(in.ActionRewardStats) {
+			return Result{}, domain.Invalid("action_reward_stats is required: the evaluator scores actions, and credit needs the training statistics")
+		}
+		if ok, err := c.store.Blobs().Exists(ctx, cand.ArtifactKey); err != nil {
+			return Result{}, err
+		} else if !ok {
+			return Result{}, domain.Invalid("no checkpoint at %s: upload it before reporting success", cand.ArtifactKey)
+		}
+		inc := in.IncumbentMargins
+		if inc == nil {
+			inc = map[string]float64{}
+		}
+		return c.appendEvaluator(ctx, workerActor(cmd.WorkerID), s, events.EvaluatorCandidateTrained, events.EvaluatorCandidateTrainedV1{
+			CandidateID: cmd.ID, WorkerID: cmd.WorkerID, ArtifactKey: cand.ArtifactKey, Metrics: in.Metrics, ActionRewardStats: in.ActionRewardStats,
+			CandidateMargins: in.CandidateMargins, IncumbentMargins: inc})
+	})
+}
+
+// FailCandidate is a worker's failure report; msg is the end of its log.
+type FailCandidate struct {
+	WorkerID string
+	ID       string
+	Message  string
+}
+
+// FailCandidateHandler runs FailCandidate.
+type FailCandidateHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c FailCandidateHandler) Handle(ctx context.Context, cmd FailCandidate) (Result, error) {
+	if strings.TrimSpace(cmd.Message) == "" {
+		cmd.Message = "the worker reported a failure without a log"
+	}
+	if r := []rune(cmd.Message); len(r) > 2000 {
+		cmd.Message = string(r[len(r)-2000:])
+	}
+	return c.onEvaluator(ctx, workerActor(cmd.WorkerID), func(s evaluator.State) (string, any, error) {
+		_, err := s.DecideReport(cmd.ID, cmd.WorkerID)
+		return events.EvaluatorCandidateFailed, events.EvaluatorCandidateFailedV1{CandidateID: cmd.ID, WorkerID: cmd.WorkerID, Error: cmd.Message}, err
+	})
+}
+
+// CandidateHeartbeat renews the holder's lease on a running candidate; a
+// worker that no longer holds it (its lease expired, it was cancelled) is
+// refused with a ConflictError and stops.
+type CandidateHeartbeat struct {
+	WorkerID string
+	ID       string
+}
+
+// CandidateHeartbeatHandler runs CandidateHeartbeat.
+type CandidateHeartbeatHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c CandidateHeartbeatHandler) Handle(ctx context.Context, cmd CandidateHeartbeat) (Result, error) {
+	return c.onEvaluator(ctx, workerActor(cmd.WorkerID), func(s evaluator.State) (string, any, error) {
+		_, err := s.DecideReport(cmd.ID, cmd.WorkerID)
+		return events.EvaluatorCandidateHeartbeat, events.EvaluatorCandidateHeartbeatV1{CandidateID: cmd.ID, WorkerID: cmd.WorkerID}, err
+	})
+}
+
+// ExpireCandidateLease handles a running candidate whose worker stopped
+// heartbeating (the stream decides): it goes back to the queue for the
+// next free worker (evaluator.candidate_requeued, reason lease_expired),
+// or fails once lease.MaxLostRuns runs were lost. fallback is the
+// lease of a claim recorded before candidates had one. Nothing is appended
+// while the lease runs.
+type ExpireCandidateLease struct {
+	ID       string
+	Now      time.Time
+	Fallback time.Duration
+}
+
+// ExpireCandidateLeaseHandler runs ExpireCandidateLease.
+type ExpireCandidateLeaseHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c ExpireCandidateLeaseHandler) Handle(ctx context.Context, cmd ExpireCandidateLease) (Result, error) {
+	return c.onEvaluator(ctx, Actor{}, func(s evaluator.State) (string, any, error) {
+		out, _ := s.DecideLeaseExpiry(cmd.ID, cmd.Now, cmd.Fallback)
+		return expiry(events.EvaluatorCandidateRequeued, out.Requeue, events.EvaluatorCandidateFailed, out.Fail)
+	})
+}
 
 // handBackCandidate returns the holder's running candidate to the queue
 // (the worker is stopping); the dispatch projection publishes its job

@@ -20,25 +20,14 @@ import (
 )
 
 // Streams is the event log as the command side reads and writes it: the
-// store, the deployment's settings a decision depends on, and the loaders,
-// folds and appends every handler shares. Its exported methods are the
+// store and the loaders, folds, appends, sealing and erasure every handler
+// shares. Its exported methods are the
 // reads of those folds that are not commands — a model's or the
 // evaluator's state, the audits' checks, what a worker's claim answers —
 // for the callers that need the log's own answer rather than the read
 // model's.
 type Streams struct {
 	store *eventstore.Store
-	// feedback is what new and retried models record as their feedback
-	// plan: the deployment's classifier model, or why there is none.
-	feedback events.FeedbackPlan
-	// stepLabelModel is the deployment's step-label model ("" when none;
-	// stepLabelUnavailable then says which variable to set).
-	stepLabelModel, stepLabelUnavailable string
-	// compute is the compute a new request records (WithCompute).
-	compute string
-	// modelRoots are the directories a local base_model may lie in
-	// (WithModelRoots); none means hub ids only.
-	modelRoots []string
 	// sealKey seals tenant-supplied keys (WithSecret); nil refuses them.
 	sealKey []byte
 	// locks serializes this process's writers of one trace (live OTLP).
@@ -51,18 +40,36 @@ type Streams struct {
 // model string); unavailable, when model is "", says why not. Retrying a
 // trace's labeling needs it.
 func WithStepLabelModel(model, unavailable string) Option {
-	return func(c *Streams) { c.stepLabelModel, c.stepLabelUnavailable = model, unavailable }
+	return func(c *config) { c.stepLabels = stepLabelPlan{model: model, unavailable: unavailable} }
 }
 
 // Option configures Commands.
-type Option func(*Streams)
+type Option func(*config)
+
+// config is what the options set: the deployment's choices that a few
+// handlers decide with (each handler holds the ones it needs) and what
+// Streams shares.
+type config struct {
+	// feedback is what new and retried models record as their feedback
+	// plan: the deployment's classifier model, or why there is none.
+	feedback events.FeedbackPlan
+	// stepLabels is the deployment's step-label model, or why there is none.
+	stepLabels stepLabelPlan
+	// compute is the compute a new request records (WithCompute).
+	compute string
+	// modelRoots are the directories a local base_model may lie in
+	// (WithModelRoots); none means hub ids only.
+	modelRoots []string
+	sealKey    []byte
+	erased     func(kind string)
+}
 
 // WithModelRoots says where a tenant's local base_model may lie: the data
 // directory's models folder (the base models this deployment created or
 // downloaded) and CRITIC_MODEL_ROOTS, all absolute. Anything else — /etc,
 // another owner's checkpoint cache — is refused at request time.
 func WithModelRoots(roots ...string) Option {
-	return func(c *Streams) { c.modelRoots = append(c.modelRoots, roots...) }
+	return func(c *config) { c.modelRoots = append(c.modelRoots, roots...) }
 }
 
 // WithFeedbackModel says the deployment extracts feedback with model (a
@@ -70,7 +77,7 @@ func WithModelRoots(roots ...string) Option {
 // which variable to set. Without this option models train on explicit
 // ratings only.
 func WithFeedbackModel(model, unavailable string) Option {
-	return func(c *Streams) { c.feedback = events.FeedbackPlan{Model: model, Unavailable: unavailable} }
+	return func(c *config) { c.feedback = events.FeedbackPlan{Model: model, Unavailable: unavailable} }
 }
 
 // WithCompute says where this deployment's models train until a worker
@@ -79,25 +86,26 @@ func WithFeedbackModel(model, unavailable string) Option {
 // serve` (remote workers). The claim then records where the claiming worker
 // really runs. Default: local.
 func WithCompute(compute string) Option {
-	return func(c *Streams) { c.compute = compute }
+	return func(c *config) { c.compute = compute }
 }
 
 // New returns the command side over an event store: one handler per
 // command, each over the same Streams.
 func New(store *eventstore.Store, opts ...Option) *Commands {
-	s := &Streams{store: store, compute: rewardmodels.Compute}
+	cfg := config{compute: rewardmodels.Compute}
 	for _, o := range opts {
-		o(s)
+		o(&cfg)
 	}
-	return newCommands(s)
+	return newCommands(&Streams{store: store, sealKey: cfg.sealKey, erased: cfg.erased}, cfg)
 }
 
-// feedbackPlan is the plan recorded for an attempt with the given config.
-func (c *Streams) feedbackPlan(cfg events.TrainingConfig) *events.FeedbackPlan {
+// feedbackPlan is the plan recorded for an attempt with the given config
+// in a deployment whose feedback model is deployed.
+func feedbackPlan(deployed events.FeedbackPlan, cfg events.TrainingConfig) *events.FeedbackPlan {
 	if cfg.AnnotationSource != events.SourceFeedback {
 		return nil
 	}
-	p := c.feedback
+	p := deployed
 	if p.Model == "" && p.Unavailable == "" {
 		p.Unavailable = "no feedback model is configured for this deployment (set CRITIC_FEEDBACK_MODEL and its provider's API key)"
 	}

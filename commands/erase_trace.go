@@ -21,7 +21,7 @@ const (
 // erase, with its kind (ErasedDeleted, ErasedRetention, ErasedAccount): the
 // critic_traces_erased_total metric.
 func WithErasureCounter(count func(kind string)) Option {
-	return func(c *Streams) { c.erased = count }
+	return func(c *config) { c.erased = count }
 }
 
 // eraseTrace is the one way a trace is erased, whichever path asks (a

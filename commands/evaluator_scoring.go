@@ -3,16 +3,119 @@ package commands
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
-
-	"github.com/google/uuid"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/traces"
+	"github.com/google/uuid"
 )
+
+// ClaimEvaluatorScoring hands a worker the live release's checkpoint and
+// the trace's actions as the evaluator reads them (system instructions,
+// metadata.evaluation_context, prior context). Nothing is appended: the
+// report decides, and a second report of the same revision and release is
+// refused.
+type ClaimEvaluatorScoring struct {
+	TraceID string
+}
+
+// ClaimEvaluatorScoringHandler runs ClaimEvaluatorScoring.
+type ClaimEvaluatorScoringHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c ClaimEvaluatorScoringHandler) Handle(ctx context.Context, cmd ClaimEvaluatorScoring) (jobs.EvaluatorScoringClaim, error) {
+	t, live, err := c.scoringTarget(ctx, cmd.TraceID)
+	if err != nil {
+		return jobs.EvaluatorScoringClaim{}, err
+	}
+	out := jobs.EvaluatorScoringClaim{TraceID: cmd.TraceID, TraceRevision: t.Revision, Release: live.Release, ArtifactKey: live.ArtifactKey,
+		Inputs: []jobs.EvaluatorActionInput{}}
+	for _, in := range evaluator.ActionInputs(t.State) {
+		out.Inputs = append(out.Inputs, jobs.EvaluatorActionInput{StepID: in.StepID, Text: in.Text})
+	}
+	return out, nil
+}
+
+// RecordEvaluatorScores is a worker's scoring report: one finite score
+// per scorable action of the revision, each credit within [−1, 1].
+type RecordEvaluatorScores struct {
+	TraceID string
+	Scores  jobs.EvaluatorScored
+}
+
+// RecordEvaluatorScoresHandler runs RecordEvaluatorScores.
+type RecordEvaluatorScoresHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c RecordEvaluatorScoresHandler) Handle(ctx context.Context, cmd RecordEvaluatorScores) (Result, error) {
+	in := cmd.Scores
+	return retryOnConflict(func() (Result, error) {
+		t, live, err := c.scoringTarget(ctx, cmd.TraceID)
+		if err != nil {
+			return Result{}, err
+		}
+		if err := checkReport(t, live, in.EvaluatorScoringRequest); err != nil {
+			return Result{}, err
+		}
+		want := evaluator.ActionInputs(t.State)
+		if len(in.Scores) != len(want) {
+			return Result{}, domain.Invalid("%d scores for %d actions", len(in.Scores), len(want))
+		}
+		scores := make([]events.EvaluatorActionScore, len(want))
+		for i, a := range want {
+			sc := in.Scores[i]
+			switch {
+			case sc.StepID != a.StepID:
+				return Result{}, domain.Invalid("score %d is for step %q; the action there is step %s", i, sc.StepID, a.StepID)
+			case math.IsNaN(sc.Score) || math.IsInf(sc.Score, 0):
+				return Result{}, domain.Invalid("step %s: the score is not a finite number", sc.StepID)
+			case !(sc.Credit >= -1 && sc.Credit <= 1):
+				return Result{}, domain.Invalid("step %s: credit %v is outside [-1, 1]", sc.StepID, sc.Credit)
+			}
+			scores[i] = events.EvaluatorActionScore{StepID: sc.StepID, Score: sc.Score, Credit: sc.Credit}
+		}
+		return c.appendToTrace(ctx, workerActor(in.WorkerID), t.State, events.EvaluatorTraceScored,
+			events.EvaluatorTraceScoredV1{TraceID: cmd.TraceID, TraceRevision: t.Revision, Release: live.Release, WorkerID: in.WorkerID, Scores: scores})
+	})
+}
+
+// FailEvaluatorScoring records a failed scoring job with the end of the
+// worker's log; the trace then says so until a later revision or release
+// scores it.
+type FailEvaluatorScoring struct {
+	TraceID string
+	Failure jobs.EvaluatorScoringFailed
+}
+
+// FailEvaluatorScoringHandler runs FailEvaluatorScoring.
+type FailEvaluatorScoringHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c FailEvaluatorScoringHandler) Handle(ctx context.Context, cmd FailEvaluatorScoring) (Result, error) {
+	in := cmd.Failure
+	msg := strings.TrimSpace(in.Error)
+	if msg == "" {
+		msg = "the worker reported a failure without a log"
+	}
+	if r := []rune(msg); len(r) > 2000 {
+		msg = string(r[len(r)-2000:])
+	}
+	return retryOnConflict(func() (Result, error) {
+		t, live, err := c.scoringTarget(ctx, cmd.TraceID)
+		if err != nil {
+			return Result{}, err
+		}
+		if err := checkReport(t, live, in.EvaluatorScoringRequest); err != nil {
+			return Result{}, err
+		}
+		return c.appendToTrace(ctx, workerActor(in.WorkerID), t.State, events.EvaluatorTraceScoringFailed,
+			events.EvaluatorTraceScoringFailedV1{TraceID: cmd.TraceID, TraceRevision: t.Revision, Release: live.Release, WorkerID: in.WorkerID, Error: msg})
+	})
+}
 
 // evaluatorTrace is a trace with what the shared evaluator recorded on it:
 // the (revision, release) pairs already scored.

@@ -83,7 +83,7 @@ type Commands struct {
 	SkipProjectionEvent    SkipProjectionEventHandler
 }
 
-func newCommands(s *Streams) *Commands {
+func newCommands(s *Streams, cfg config) *Commands {
 	return &Commands{
 		Streams:                s,
 		AcceptInvitation:       AcceptInvitationHandler{s},
@@ -136,7 +136,7 @@ func newCommands(s *Streams) *Commands {
 		RecordQualityChecks:    RecordQualityChecksHandler{s},
 		RecordStepLabels:       RecordStepLabelsHandler{s},
 		RecordTitle:            RecordTitleHandler{s},
-		RelabelTrace:           RelabelTraceHandler{s},
+		RelabelTrace:           RelabelTraceHandler{s, cfg.stepLabels},
 		ReleaseCandidate:       ReleaseCandidateHandler{s},
 		RemoveAnnotation:       RemoveAnnotationHandler{s},
 		RemoveMember:           RemoveMemberHandler{s},
@@ -146,10 +146,10 @@ func newCommands(s *Streams) *Commands {
 		RequestCandidate:       RequestCandidateHandler{s},
 		RequestGepaRun:         RequestGepaRunHandler{s},
 		RequestScoring:         RequestScoringHandler{s},
-		RequestTraining:        RequestTrainingHandler{s},
+		RequestTraining:        RequestTrainingHandler{s, cfg.compute, cfg.modelRoots, cfg.feedback},
 		RescoreWithEvaluator:   RescoreWithEvaluatorHandler{s},
-		RetryLabeling:          RetryLabelingHandler{s},
-		RetryTraining:          RetryTrainingHandler{s},
+		RetryLabeling:          RetryLabelingHandler{s, cfg.stepLabels},
+		RetryTraining:          RetryTrainingHandler{s, cfg.feedback},
 		ReviewComparison:       ReviewComparisonHandler{s},
 		RevokeAPIKey:           RevokeAPIKeyHandler{s},
 		RollbackEvaluator:      RollbackEvaluatorHandler{s},

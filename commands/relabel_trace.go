@@ -16,9 +16,12 @@ type RelabelTrace struct {
 }
 
 // RelabelTraceHandler runs RelabelTrace.
-type RelabelTraceHandler struct{ *Streams }
+type RelabelTraceHandler struct {
+	*Streams
+	model stepLabelPlan
+}
 
 // Handle runs the command.
 func (c RelabelTraceHandler) Handle(ctx context.Context, cmd RelabelTrace) (Result, error) {
-	return c.requestLabels(ctx, cmd.Actor, cmd.TraceID, true)
+	return c.requestLabels(ctx, c.model, cmd.Actor, cmd.TraceID, true)
 }

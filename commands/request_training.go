@@ -94,7 +94,15 @@ type RequestTraining struct {
 }
 
 // RequestTrainingHandler runs RequestTraining.
-type RequestTrainingHandler struct{ *Streams }
+type RequestTrainingHandler struct {
+	*Streams
+	// compute is where a new model trains until a worker claims it;
+	// modelRoots where a local base_model may lie; feedback the
+	// deployment's feedback model (or why there is none).
+	compute    string
+	modelRoots []string
+	feedback   events.FeedbackPlan
+}
 
 // Handle runs the command.
 func (c RequestTrainingHandler) Handle(ctx context.Context, cmd RequestTraining) (RequestTrainingResult, error) {
@@ -154,7 +162,7 @@ func (c RequestTrainingHandler) Handle(ctx context.Context, cmd RequestTraining)
 	stream := events.RewardModelStream(modelID)
 	p := events.RewardModelRequestedV1{ModelID: modelID, Name: in.Name, BaseModel: in.BaseModel,
 		Compute: c.compute, Epochs: in.Epochs, MaxPairs: in.MaxPairs, TraceIDs: ids,
-		TrainingConfig: &cfg, FeedbackPlan: c.feedbackPlan(cfg)}
+		TrainingConfig: &cfg, FeedbackPlan: feedbackPlan(c.feedback, cfg)}
 	r, err := c.append(ctx, cmd.Actor, map[string]int64{stream: 0}, []events.New{{ID: newID(), Stream: stream, OwnerID: cmd.Actor.UserID,
 		Type: events.RewardModelRequested, Payload: p}})
 	return RequestTrainingResult{Result: r, ModelID: modelID, Requested: p}, err

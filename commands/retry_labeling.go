@@ -20,17 +20,27 @@ type RetryLabeling struct {
 }
 
 // RetryLabelingHandler runs RetryLabeling.
-type RetryLabelingHandler struct{ *Streams }
+type RetryLabelingHandler struct {
+	*Streams
+	model stepLabelPlan
+}
 
 // Handle runs the command.
 func (c RetryLabelingHandler) Handle(ctx context.Context, cmd RetryLabeling) (Result, error) {
-	return c.requestLabels(ctx, cmd.Actor, cmd.TraceID, false)
+	return c.requestLabels(ctx, c.model, cmd.Actor, cmd.TraceID, false)
 }
 
-func (c *Streams) requestLabels(ctx context.Context, actor Actor, traceID string, relabel bool) (Result, error) {
+// stepLabelPlan is the deployment's step-label model (a LiteLLM model
+// string), or why there is none: what labeling requests are refused with.
+type stepLabelPlan struct{ model, unavailable string }
+
+// requestLabels appends a labeling request for the trace (every chunk anew
+// when relabel) if the deployment labels steps and the trace has chunks to
+// label.
+func (c *Streams) requestLabels(ctx context.Context, plan stepLabelPlan, actor Actor, traceID string, relabel bool) (Result, error) {
 	return c.onTrace(ctx, actor, traceID, func(s traces.State) (string, any, error) {
-		if c.stepLabelModel == "" { // after the owner check: another owner's trace is a 404
-			reason := c.stepLabelUnavailable
+		if plan.model == "" { // after the owner check: another owner's trace is a 404
+			reason := plan.unavailable
 			if reason == "" {
 				reason = "no step-label model is configured; set CRITIC_STEP_LABEL_MODEL and its provider's key"
 			}

@@ -15,7 +15,10 @@ type RetryTraining struct {
 }
 
 // RetryTrainingHandler runs RetryTraining.
-type RetryTrainingHandler struct{ *Streams }
+type RetryTrainingHandler struct {
+	*Streams
+	feedback events.FeedbackPlan
+}
 
 // Handle runs the command.
 func (c RetryTrainingHandler) Handle(ctx context.Context, cmd RetryTraining) (Result, error) {
@@ -28,7 +31,7 @@ func (c RetryTrainingHandler) Handle(ctx context.Context, cmd RetryTraining) (Re
 		if err != nil {
 			return Result{}, err
 		}
-		p.FeedbackPlan = c.feedbackPlan(st.Config)
+		p.FeedbackPlan = feedbackPlan(c.feedback, st.Config)
 		return c.appendToModel(ctx, cmd.Actor, st, events.RewardModelRetried, p)
 	})
 }

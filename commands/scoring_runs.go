@@ -4,13 +4,183 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/domain/jobs/lease"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/domain/traces"
 )
+
+// ClaimScoring starts a queued run for one worker and returns its items key.
+type ClaimScoring struct {
+	WorkerID string
+	TraceID  string
+	ModelID  string
+	RunID    string
+}
+
+// ClaimScoringHandler runs ClaimScoring.
+type ClaimScoringHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c ClaimScoringHandler) Handle(ctx context.Context, cmd ClaimScoring) (string, error) {
+	sc, req, owner, err := c.loadScoring(ctx, cmd.TraceID, cmd.ModelID)
+	if err != nil {
+		return "", err
+	}
+	if sc.RunID != cmd.RunID || sc.Status != rewardmodels.RunQueued {
+		return "", &domain.ConflictError{Code: "not_claimable", Message: "scoring run " + cmd.RunID + " is not queued"}
+	}
+	_, err = c.append(ctx, workerActor(cmd.WorkerID), map[string]int64{events.ScoringStream(cmd.TraceID, cmd.ModelID): sc.Version}, []events.New{{
+		ID: newID(), Stream: events.ScoringStream(cmd.TraceID, cmd.ModelID), OwnerID: owner, Type: events.ScoringRunStarted,
+		Payload: events.ScoringRunStartedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, WorkerID: cmd.WorkerID}}})
+	return req.ItemsKey, err
+}
+
+// FinishScoring records a run's outcome. Scores for a trace whose revision
+// changed since the request fail the run instead (the trace was re-imported
+// or grew while it was scored).
+//
+// traceScore, when the worker sent one, is the whole trace's raw reward:
+// it publishes as the model's trace score in the same append.
+type FinishScoring struct {
+	WorkerID   string
+	TraceID    string
+	ModelID    string
+	RunID      string
+	Scores     []events.ActionScore
+	TraceScore *float64
+	Failure    string
+}
+
+// FinishScoringHandler runs FinishScoring.
+type FinishScoringHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c FinishScoringHandler) Handle(ctx context.Context, cmd FinishScoring) (Result, error) {
+	sc, req, owner, err := c.loadScoring(ctx, cmd.TraceID, cmd.ModelID)
+	if err != nil {
+		return Result{}, err
+	}
+	if sc.RunID != cmd.RunID || sc.Status != rewardmodels.RunRunning || sc.WorkerID != cmd.WorkerID {
+		return Result{}, &domain.ConflictError{Code: "not_claimable", Message: "worker " + cmd.WorkerID + " does not hold scoring run " + cmd.RunID}
+	}
+	stream := events.ScoringStream(cmd.TraceID, cmd.ModelID)
+	fail := func(msg string) (Result, error) {
+		return c.append(ctx, workerActor(cmd.WorkerID), map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
+			Type: events.ScoringRunFailed, Payload: events.ScoringRunFailedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, Error: msg, Automatic: sc.Automatic}}})
+	}
+	if cmd.Failure != "" {
+		return fail(cmd.Failure)
+	}
+	tr, err := c.ownedTrace(ctx, Actor{UserID: owner}, cmd.TraceID)
+	if err != nil || tr.Revision != req.TraceRevision {
+		return fail("the trace changed while it was being scored (it was re-imported, grew, or was deleted); request scoring again")
+	}
+	m, err := c.loadModelRequest(ctx, owner, cmd.ModelID)
+	if err != nil {
+		return Result{}, err
+	}
+	valid := map[string]bool{}
+	for _, it := range scoringItems(tr, m).ActionScoreItems {
+		valid[it.StepID] = true
+	}
+	for i := range cmd.Scores {
+		if !valid[cmd.Scores[i].StepID] || cmd.Scores[i].TraceID != cmd.TraceID || !(cmd.Scores[i].Credit >= -1 && cmd.Scores[i].Credit <= 1) {
+			return Result{}, domain.Invalid("action score %d: step %s is not an action of trace %s or its credit is out of range", i, cmd.Scores[i].StepID, cmd.TraceID)
+		}
+		cmd.Scores[i].Revision = tr.Revision
+	}
+	evs := []events.New{
+		{ID: newID(), Stream: stream, OwnerID: owner, Type: events.ScoringRunSucceeded, Payload: events.ScoringRunSucceededV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, Automatic: sc.Automatic}},
+		{ID: newID(), Stream: events.ScoresStream(cmd.ModelID), OwnerID: owner, Type: events.ActionsScored,
+			Payload: events.ActionsScoredV1{ModelID: cmd.ModelID, ModelName: m.Requested.Name, RunID: cmd.RunID, Scores: cmd.Scores}},
+	}
+	if cmd.TraceScore != nil {
+		if math.IsNaN(*cmd.TraceScore) || math.IsInf(*cmd.TraceScore, 0) {
+			return Result{}, &domain.ValidationError{Code: "invalid_request", Field: "trace_score", Message: "the trace score must be a finite number"}
+		}
+		evs = append(evs, events.New{ID: newID(), Stream: events.ScoresStream(cmd.ModelID), OwnerID: owner, Type: events.TracesScored,
+			Payload: events.TracesScoredV1{ModelID: cmd.ModelID, ModelName: m.Requested.Name,
+				Scores: []events.TraceScore{{TraceID: cmd.TraceID, Revision: tr.Revision, Score: *cmd.TraceScore}}}})
+	}
+	return c.append(ctx, workerActor(cmd.WorkerID), map[string]int64{stream: sc.Version}, evs)
+}
+
+// HandBackScoring returns the holder's running run to the queue (the worker
+// is stopping); the dispatch projection publishes the job again.
+type HandBackScoring struct {
+	WorkerID string
+	TraceID  string
+	ModelID  string
+	RunID    string
+	Reason   string
+}
+
+// HandBackScoringHandler runs HandBackScoring.
+type HandBackScoringHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c HandBackScoringHandler) Handle(ctx context.Context, cmd HandBackScoring) (Result, error) {
+	sc, _, owner, err := c.loadScoring(ctx, cmd.TraceID, cmd.ModelID)
+	if err != nil {
+		return Result{}, err
+	}
+	if sc.RunID != cmd.RunID || sc.Status != rewardmodels.RunRunning || sc.WorkerID != cmd.WorkerID {
+		return Result{}, &domain.ConflictError{Code: "not_claimable", Message: "worker " + cmd.WorkerID + " does not hold scoring run " + cmd.RunID}
+	}
+	if cmd.Reason == "" {
+		cmd.Reason = "worker " + cmd.WorkerID + " stopped"
+	}
+	stream := events.ScoringStream(cmd.TraceID, cmd.ModelID)
+	return c.append(ctx, workerActor(cmd.WorkerID), map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
+		Type: events.ScoringRunRequeued, Payload: events.ScoringRunRequeuedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, WorkerID: cmd.WorkerID,
+			Reason: events.RequeueHandedBack, Detail: tail(cmd.Reason, 500)}}})
+}
+
+// ExpireScoringRun handles a run that has been running longer than timeout
+// at now (scoring runs have no heartbeat: timeout is their lease): it goes
+// back to the queue for the next free worker, and the run whose worker is
+// lost for the lease.MaxLostRuns-th time fails with a readable
+// reason (first line what happened, then one line per lost run).
+type ExpireScoringRun struct {
+	TraceID   string
+	ModelID   string
+	RunID     string
+	StartedAt time.Time
+	Now       time.Time
+	Timeout   time.Duration
+}
+
+// ExpireScoringRunHandler runs ExpireScoringRun.
+type ExpireScoringRunHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c ExpireScoringRunHandler) Handle(ctx context.Context, cmd ExpireScoringRun) (Result, error) {
+	sc, _, owner, err := c.loadScoring(ctx, cmd.TraceID, cmd.ModelID)
+	if err != nil {
+		return Result{}, err
+	}
+	if sc.RunID != cmd.RunID || sc.Status != rewardmodels.RunRunning || cmd.Now.Sub(cmd.StartedAt) < cmd.Timeout {
+		return Result{}, nil
+	}
+	held := sc.Job
+	held.Lease, held.LastBeat = cmd.Timeout, cmd.StartedAt
+	x, _ := lease.Rules{Silence: "did not finish within %s (started %s)", Job: "scoring failed",
+		Lapse: "no result within " + cmd.Timeout.String(), Remedy: "request scoring again once the workers are healthy"}.Expire(held, cmd.Now)
+	stream := events.ScoringStream(cmd.TraceID, cmd.ModelID)
+	if x.Fail == "" {
+		return c.append(ctx, Actor{}, map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
+			Type: events.ScoringRunRequeued, Payload: events.ScoringRunRequeuedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID,
+				WorkerID: sc.WorkerID, Reason: events.RequeueLeaseExpired, Detail: x.Detail}}})
+	}
+	return c.append(ctx, Actor{}, map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
+		Type: events.ScoringRunFailed, Payload: events.ScoringRunFailedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, Error: x.Fail, Automatic: sc.Automatic}}})
+}
 
 // scoringRunRequest stores a new run's items (the trace's actions and the
 // whole trace, rendered as training renders them) and returns the event

@@ -21,7 +21,7 @@ import (
 // that seals tenant-supplied keys. Without it, a request carrying a key is
 // refused rather than stored in the clear.
 func WithSecret(secret string) Option {
-	return func(c *Streams) {
+	return func(c *config) {
 		if secret != "" {
 			k := sha256.Sum256([]byte("critic tenant secrets v1\x00" + secret))
 			c.sealKey = k[:]

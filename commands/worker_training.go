@@ -18,6 +18,160 @@ import (
 	"github.com/criticml/critic/platform/requestid"
 )
 
+// ClaimTraining starts an attempt for one worker. A model that is not queued
+// (a duplicate delivery, another worker was first) is a ConflictError.
+type ClaimTraining struct {
+	WorkerID string
+	ModelID  string
+	Attempt  int
+	Lease    time.Duration
+}
+
+// ClaimTrainingHandler runs ClaimTraining.
+type ClaimTrainingHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c ClaimTrainingHandler) Handle(ctx context.Context, cmd ClaimTraining) (ClaimedJob, error) {
+	return c.claimTraining(ctx, cmd.WorkerID, "", cmd.ModelID, cmd.Attempt, cmd.Lease)
+}
+
+// ClaimNextTraining claims the first of candidates (oldest first) that is
+// still claimable for a free worker; compute is where that worker runs.
+// A candidate another worker claimed first, or that changed since the read
+// model listed it, is skipped. ok is false when none could be claimed.
+type ClaimNextTraining struct {
+	WorkerID   string
+	Compute    string
+	Candidates []rewardmodels.TrainingCandidate
+	Lease      time.Duration
+}
+
+// ClaimNextTrainingHandler runs ClaimNextTraining.
+type ClaimNextTrainingHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c ClaimNextTrainingHandler) Handle(ctx context.Context, cmd ClaimNextTraining) (ClaimedJob, bool, error) {
+	for _, cand := range cmd.Candidates {
+		j, err := c.claimTraining(ctx, cmd.WorkerID, cmd.Compute, cand.ModelID, cand.Attempt, cmd.Lease)
+		var conflict *domain.ConflictError
+		var version *domain.VersionConflictError
+		var notFound *domain.NotFoundError
+		switch {
+		case err == nil:
+			return j, true, nil
+		case errors.As(err, &conflict), errors.As(err, &version), errors.As(err, &notFound):
+			continue // taken or changed meanwhile: the next one
+		default:
+			return ClaimedJob{}, false, err
+		}
+	}
+	return ClaimedJob{}, false, nil
+}
+
+// HandBackTraining returns a running attempt to the queue at its worker's
+// request (the worker is stopping): another worker trains it from the start.
+type HandBackTraining struct {
+	WorkerID string
+	ModelID  string
+	Attempt  int
+	Reason   string
+}
+
+// HandBackTrainingHandler runs HandBackTraining.
+type HandBackTrainingHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c HandBackTrainingHandler) Handle(ctx context.Context, cmd HandBackTraining) (Result, error) {
+	return c.onModel(ctx, cmd.ModelID, workerActor(cmd.WorkerID), func(st rewardmodels.State) (string, any, error) {
+		p, err := rewardmodels.DecideHandBack(st, cmd.Attempt, cmd.WorkerID, cmd.Reason)
+		return events.RewardModelTrainingRequeued, p, err
+	})
+}
+
+// Heartbeat renews the lease of the worker holding the attempt.
+type Heartbeat struct {
+	WorkerID string
+	ModelID  string
+	Attempt  int
+	Progress events.Progress
+}
+
+// HeartbeatHandler runs Heartbeat.
+type HeartbeatHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c HeartbeatHandler) Handle(ctx context.Context, cmd Heartbeat) (Result, error) {
+	return c.onModel(ctx, cmd.ModelID, workerActor(cmd.WorkerID), func(st rewardmodels.State) (string, any, error) {
+		ev, err := rewardmodels.DecideHeartbeat(st, cmd.Attempt, cmd.WorkerID, cmd.Progress)
+		return events.RewardModelHeartbeat, ev, err
+	})
+}
+
+// CompleteTraining records a succeeded attempt with its scores. A heartbeat
+// of the same attempt racing with it makes it decide again (it used to
+// answer 409 concurrent_write, which the worker took for a lost lease).
+// It is a worker's success report. Scores come as the job's
+// scores.jsonl and action_scores.jsonl in the blob store; they are checked
+// against the dataset (exact trace and step ids, finite scores, credit in
+// [-1, 1]) and published atomically with the success.
+type CompleteTraining struct {
+	WorkerID, ModelID          string
+	Attempt                    int
+	Metrics                    json.RawMessage
+	RewardStats, ActionStats   json.RawMessage
+	ScoresKey, ActionScoresKey string
+}
+
+// CompleteTrainingHandler runs CompleteTraining.
+type CompleteTrainingHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c CompleteTrainingHandler) Handle(ctx context.Context, cmd CompleteTraining) (Result, error) {
+	return retryOnConflict(func() (Result, error) { return c.completeTraining(ctx, cmd) })
+}
+
+// FailTraining is a worker's failure report; msg is the end of its log. A
+// heartbeat of the same attempt racing with it makes it decide again.
+type FailTraining struct {
+	WorkerID string
+	ModelID  string
+	Attempt  int
+	Message  string
+}
+
+// FailTrainingHandler runs FailTraining.
+type FailTrainingHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c FailTrainingHandler) Handle(ctx context.Context, cmd FailTraining) (Result, error) {
+	return c.onModel(ctx, cmd.ModelID, workerActor(cmd.WorkerID), func(st rewardmodels.State) (string, any, error) {
+		p, err := rewardmodels.DecideFail(st, cmd.Attempt, cmd.WorkerID, events.FailureWorkerError, cmd.Message)
+		return events.RewardModelTrainingFailed, p, err
+	})
+}
+
+// ExpireLease handles a running model whose worker stopped heartbeating:
+// the attempt goes back to the queue (another worker retries it), or fails
+// once lease.MaxLostRuns runs were lost. It is safe to call for any
+// model: one with a live lease is left alone, and a heartbeat racing with
+// it makes it decide again on the new state (the heartbeat may have renewed
+// the lease). Requeued says which of the two happened.
+type ExpireLease struct {
+	ModelID string
+	Now     time.Time
+}
+
+// ExpireLeaseHandler runs ExpireLease.
+type ExpireLeaseHandler struct{ *Streams }
+
+// Handle runs the command.
+func (c ExpireLeaseHandler) Handle(ctx context.Context, cmd ExpireLease) (Result, error) {
+	return c.onModel(ctx, cmd.ModelID, Actor{}, func(st rewardmodels.State) (string, any, error) {
+		out, _ := rewardmodels.DecideLeaseExpiry(st, cmd.Now)
+		return expiry(events.RewardModelTrainingRequeued, out.Requeue, events.RewardModelTrainingFailed, out.Fail)
+	})
+}
+
 // The commands in this file are what the API's worker service runs for a
 // worker: workers never write events themselves.
 
