@@ -14,6 +14,13 @@ import (
 	"github.com/criticml/critic/domain/traces"
 )
 
+// The commands in this file are what the worker service runs for an
+// extraction worker (spec 001 "Personal reward model training"): the worker
+// claims an attempt's extraction, reads its inputs from the blob store,
+// calls the feedback model and reports each trace's findings, which are
+// appended here — before the dataset and its minimum-pair check, so a model
+// that fails keeps its learning report.
+
 // ClaimExtraction gives one worker an attempt's extraction. Findings already
 // recorded for the same trace revision, classifier model, prompt version
 // and criteria (an earlier attempt, or this one before its worker died) are
@@ -249,13 +256,6 @@ func (c HandBackExtractionHandler) Handle(ctx context.Context, cmd HandBackExtra
 		return events.RewardModelExtractionRequeued, p, err
 	})
 }
-
-// The commands in this file are what the worker service runs for an
-// extraction worker (spec 001 "Personal reward model training"): the worker
-// claims an attempt's extraction, reads its inputs from the blob store,
-// calls the feedback model and reports each trace's findings, which are
-// appended here — before the dataset and its minimum-pair check, so a model
-// that fails keeps its learning report.
 
 // ExtractionClaim is the answer to a claim (the job contract's) with the
 // claim's append.

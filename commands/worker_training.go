@@ -18,6 +18,9 @@ import (
 	"github.com/criticml/critic/platform/requestid"
 )
 
+// The commands in this file are what the API's worker service runs for a
+// worker: workers never write events themselves.
+
 // ClaimTraining starts an attempt for one worker. A model that is not queued
 // (a duplicate delivery, another worker was first) is a ConflictError.
 type ClaimTraining struct {
@@ -171,9 +174,6 @@ func (c ExpireLeaseHandler) Handle(ctx context.Context, cmd ExpireLease) (Result
 		return expiry(events.RewardModelTrainingRequeued, out.Requeue, events.RewardModelTrainingFailed, out.Fail)
 	})
 }
-
-// The commands in this file are what the API's worker service runs for a
-// worker: workers never write events themselves.
 
 // ClaimedJob is what a worker needs to train an attempt it claimed (the
 // job contract's claim) with the claim's append.

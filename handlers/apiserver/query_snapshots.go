@@ -57,8 +57,9 @@ func (s *Server) openSnapshots(ctx context.Context, cfg Config, deps Deps, log *
 // time (a worker reporting each scored trace) the commits were most of the
 // query process's CPU (bench-score's background part: 4.9 s for 300 traces,
 // a third of what the API's side of the pipeline used). SQL answers wait
-// for the snapshot to reach the caller's last write (usecase.Query), so a
-// query right after a write waits up to this much longer.
+// for the snapshot to reach the caller's last write (usecase.Query); such a
+// query ends the gather at once (snapshot.Position.Hurry), so only batches
+// nobody waits for gather the whole window.
 const SnapshotGather = 100 * time.Millisecond
 
 // startSnapshots opens the query snapshots and runs their projection: first
@@ -74,15 +75,16 @@ func (s *Server) startSnapshots(ctx context.Context, cfg Config, deps Deps, brok
 	if cfg.InstanceID != "" {
 		group += "-" + cfg.InstanceID
 	}
-	snapSub, err := bus.NewSubscriber(bus.Config{Brokers: brokers, ConsumerGroup: group, Logger: log}, wlog)
-	if err != nil {
-		return err
-	}
-	s.closers = append([]func() error{snapSub.Close}, s.closers...)
 	pos, err := snapshot.OpenPosition(cfg.SnapshotDir, deps.Store.FirstAfter)
 	if err != nil {
 		return err
 	}
+	// A query waiting for the caller's last write ends the batch's gather.
+	snapSub, err := bus.NewSubscriber(bus.Config{Brokers: brokers, ConsumerGroup: group, Logger: log, Hurry: pos.Hurry}, wlog)
+	if err != nil {
+		return err
+	}
+	s.closers = append([]func() error{snapSub.Close}, s.closers...)
 	start, err := deps.Store.Head(ctx)
 	if err != nil {
 		return fmt.Errorf("read the event log head: %w", err)

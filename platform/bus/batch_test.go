@@ -175,3 +175,26 @@ func TestConsumeBatchesStopsOnClose(t *testing.T) {
 	_, err := sub.Subscribe(context.Background(), "x")
 	require.ErrorIs(t, err, ErrClosed)
 }
+
+// TestConsumeBatchesHurryEndsTheGather: with Config.Hurry's channel closed
+// a batch is handled without waiting out its gather window (an hour here:
+// the test's minute would run out first if it were not cut short).
+func TestConsumeBatchesHurryEndsTheGather(t *testing.T) {
+	t.Parallel()
+	b := startBroker(t, EmbeddedConfig{})
+	cfg := testConfig(b.Addrs(), uniqueName("snapshot"), 1)
+	hurried := make(chan struct{})
+	close(hurried)
+	cfg.Hurry = func() <-chan struct{} { return hurried }
+	topic := uniqueName("events")
+	msgs := keyedMessages(1, 1)
+	require.NoError(t, newPublisher(t, cfg).Publish(topic, msgs...))
+
+	rec := &batchRecorder{seen: map[string]bool{}, want: len(msgs)}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ctx, rec.done = context.WithCancel(ctx)
+	err := newSubscriber(t, cfg).ConsumeBatches(ctx, topic, 100, time.Hour, rec.handle)
+	require.ErrorIs(t, err, context.Canceled, "the batch waited out its gather window")
+	require.Equal(t, uuids(msgs), uuids(rec.all()))
+}

@@ -109,6 +109,14 @@ type Config struct {
 	// ConsumeBatches and between failed fetches.
 	RetryBackoffMax time.Duration
 
+	// Hurry, when set, is asked at each batch of ConsumeBatches for a
+	// channel that closes when someone is waiting for the events a batch
+	// gathers: the batch then stops gathering (maxWait) and is handled at
+	// once. The query snapshot gathers 100 ms of events per batch to save
+	// DuckDB commits; a query waiting for the caller's last write should
+	// not wait that out.
+	Hurry func() <-chan struct{}
+
 	// Logger, when set, receives the bus's and kafka-go's lines at their
 	// proper levels (WARN for rate-limited transient errors, INFO when a
 	// member's partitions move); nil uses the watermill logger given to

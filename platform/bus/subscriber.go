@@ -359,7 +359,8 @@ func (s *Subscriber) ConsumeBatches(ctx context.Context, topic string, maxBatch 
 }
 
 // fetchBatch blocks for the first message, then takes what else arrives
-// within maxWait, up to maxBatch.
+// within maxWait, up to maxBatch; it stops gathering once Config.Hurry's
+// channel closes.
 func (s *Subscriber) fetchBatch(ctx context.Context, r *kafka.Reader, maxBatch int, maxWait time.Duration) ([]kafka.Message, error) {
 	first, err := r.FetchMessage(ctx)
 	if err != nil {
@@ -368,6 +369,15 @@ func (s *Subscriber) fetchBatch(ctx context.Context, r *kafka.Reader, maxBatch i
 	kms := append(make([]kafka.Message, 0, maxBatch), first)
 	wctx, cancel := context.WithTimeout(ctx, maxWait)
 	defer cancel()
+	if s.cfg.Hurry != nil {
+		go func(hurry <-chan struct{}) {
+			select {
+			case <-hurry:
+				cancel()
+			case <-wctx.Done():
+			}
+		}(s.cfg.Hurry())
+	}
 	for len(kms) < maxBatch {
 		km, err := r.FetchMessage(wctx)
 		if err != nil {

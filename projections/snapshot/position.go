@@ -45,6 +45,10 @@ type Position struct {
 	applied int64
 	pending map[int64]struct{}
 	changed chan struct{}
+	// hurry closes when a query waits for an event not applied yet (see
+	// Hurry); a new one opens when the position moves.
+	hurry   chan struct{}
+	hurried bool
 	known   bool      // the position file existed (or was written) in this directory
 	moved   time.Time // when applied last moved (or the position was opened)
 }
@@ -60,7 +64,7 @@ type positionFile struct {
 // the caller must catch up from the log (see CatchUp) before trusting it.
 func OpenPosition(dir string, first FirstAfter) (*Position, error) {
 	p := &Position{path: filepath.Join(dir, PositionFile), first: first, pending: map[int64]struct{}{},
-		changed: make(chan struct{}), moved: time.Now()}
+		changed: make(chan struct{}), hurry: make(chan struct{}), moved: time.Now()}
 	raw, err := os.ReadFile(p.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return p, nil
@@ -124,6 +128,9 @@ func (p *Position) Processed(ctx context.Context, seqs []int64) error {
 		close(p.changed)
 		p.changed = make(chan struct{})
 		p.moved = time.Now()
+		if p.hurried {
+			p.hurry, p.hurried = make(chan struct{}), false
+		}
 	}
 	return nil
 }
@@ -181,12 +188,28 @@ func (p *Position) saveLocked() error {
 	return nil
 }
 
+// Hurry is a channel that closes once a query waits for an event the
+// snapshot has not applied (bus.Config.Hurry): the projection then applies
+// what it has gathered at once instead of gathering for the rest of its
+// window (apiserver.SnapshotGather), which a query right after a write
+// would otherwise wait out.
+func (p *Position) Hurry() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.hurry
+}
+
 // WaitFor blocks until the position reaches needed or ctx ends; then it
 // answers a SnapshotCatchingUpError saying how far the snapshot has come.
+// While it waits, Hurry's channel is closed.
 func (p *Position) WaitFor(ctx context.Context, needed int64) error {
 	for {
 		p.mu.Lock()
 		applied, ch := p.applied, p.changed
+		if applied < needed && !p.hurried {
+			close(p.hurry)
+			p.hurried = true
+		}
 		p.mu.Unlock()
 		if applied >= needed {
 			return nil

@@ -164,3 +164,40 @@ func recordingApplier(p *Position) (*[]int64, LogApplier) {
 		return p.Processed(ctx, s)
 	}
 }
+
+// A query waiting for an event the snapshot has not applied closes Hurry's
+// channel (the projection then stops gathering its batch); once the
+// position moves past it a new, open channel takes its place. A query whose
+// events are applied already hurries nothing.
+func TestWaitingQueryHurriesTheProjection(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store := newStore(t)
+	p, err := OpenPosition(t.TempDir(), store.FirstAfter)
+	require.NoError(t, err)
+	seqs := appendN(t, store, uuid.NewString(), 2)
+	require.NoError(t, p.Processed(ctx, seqs[:1]))
+
+	require.NoError(t, p.WaitFor(ctx, seqs[0]))
+	hurry := p.Hurry()
+	select {
+	case <-hurry:
+		t.Fatal("no query waits, yet the projection is hurried")
+	default:
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- p.WaitFor(ctx, seqs[1]) }()
+	select {
+	case <-hurry:
+	case <-time.After(30 * time.Second):
+		t.Fatal("a waiting query did not hurry the projection")
+	}
+	require.NoError(t, p.Processed(ctx, seqs[1:]))
+	require.NoError(t, <-done)
+	select {
+	case <-p.Hurry():
+		t.Fatal("the position moved and nobody waits, yet the projection is still hurried")
+	default:
+	}
+}
