@@ -82,7 +82,8 @@ type GuardOptions struct {
 	// (default 1 ms: only what is already in flight). A projection whose
 	// readers do not wait on each event and whose transactions cost more
 	// than their events (the DuckDB snapshot: a commit per batch) takes a
-	// longer gather, so a stream of small appends lands in fewer commits.
+	// longer gather, so a stream of small appends lands in fewer commits;
+	// a reader that does wait ends the gather early (bus.Config.Hurry).
 	Gather time.Duration
 }
 
