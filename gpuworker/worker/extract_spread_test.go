@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -145,6 +146,47 @@ func TestStoppingWorkerHandsItsExtractionBack(t *testing.T) {
 	require.Len(t, api.requests("/jobs/extract/"+req.ModelID+"/handback"), 1)
 	require.Empty(t, api.requests("/jobs/extract/"+req.ModelID+"/finish"), "a stopped worker does not finish the model")
 	require.Empty(t, api.requests("/jobs/extract/"+req.ModelID+"/fail"), "a stopped worker does not fail the model")
+	m := api.status(t, req.ModelID)
+	require.Equal(t, "queued", string(m.Status))
+	require.Nil(t, m.Extraction, "nobody holds the extraction")
+	_, err = api.client("w-next").ClaimExtraction(ctx, req.ModelID, 1)
+	require.NoError(t, err, "the next worker claims it at once")
+}
+
+// A worker stopped while the API answers its claim — the claim recorded,
+// the answer not yet read — still learns it holds the extraction and hands
+// it back at once, instead of leaving the model to the lease sweep.
+func TestWorkerStoppedDuringItsClaimHandsTheExtractionBack(t *testing.T) {
+	t.Parallel()
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	api := newServiceWith(t, blobs, commands.WithFeedbackModel("openai/test", ""))
+	ctx := context.Background()
+	imp, err := api.cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: api.owner, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(
+		`{"id":"x","steps":[{"role":"user","content":"Sort 3,1,2"},{"role":"assistant","content":"3,2,1"},{"role":"user","content":"No, that's the wrong order."}]}`)}})
+	require.NoError(t, err)
+	req, err := api.cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: api.owner, Input: commands.RequestTrainingInput{Name: "m", TraceIDs: imp.TraceIDs}})
+	require.NoError(t, err)
+
+	jctx, stop := context.WithCancel(ctx)
+	defer stop()
+	api.mu.Lock()
+	api.answered = func(path string) {
+		if strings.HasSuffix(path, "/claim") {
+			stop() // SIGTERM after the claim is recorded, before its answer arrives
+		}
+	}
+	api.mu.Unlock()
+	srv := llmtest.New(t)
+	w, err := New(Config{Client: api.client("w-stopping"), Blobs: blobs, DataDir: t.TempDir(), Log: testLogger(t),
+		Feedback: llm.New(llm.Model{Provider: llm.ProviderOpenAI, Name: "test", APIBase: srv.URL}, llm.Options{MaxRetries: llm.NoRetries})})
+	require.NoError(t, err)
+	msg := mustJSON(t, jobs.ExtractJob{ModelID: req.ModelID, Attempt: 1, OwnerID: api.owner.UserID})
+	require.False(t, w.Handle(jobs.TopicExtract)(jctx, msg), "an interrupted extraction is not done")
+
+	require.Len(t, api.requests("/jobs/extract/"+req.ModelID+"/claim"), 1)
+	require.Len(t, api.requests("/jobs/extract/"+req.ModelID+"/handback"), 1, "the claimed extraction is handed back")
+	require.Empty(t, srv.Requests(), "a stopping worker does not start the extraction it claimed")
 	m := api.status(t, req.ModelID)
 	require.Equal(t, "queued", string(m.Status))
 	require.Nil(t, m.Extraction, "nobody holds the extraction")

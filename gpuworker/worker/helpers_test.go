@@ -106,6 +106,9 @@ type service struct {
 	mu     sync.Mutex
 	reqs   []request
 	notify chan string // every path, as its answer is written
+	// answered, when set, runs after the service handled a call and
+	// before its answer leaves (a worker stopped in between).
+	answered func(path string)
 }
 
 // newService starts the worker service over a fresh database and the given
@@ -265,7 +268,11 @@ func (s *service) record(next http.Handler) func(http.ResponseWriter, *http.Requ
 		next.ServeHTTP(sw, r)
 		s.mu.Lock()
 		s.reqs = append(s.reqs, request{Path: r.URL.Path, Body: body, Raw: raw, Status: sw.status})
+		answered := s.answered
 		s.mu.Unlock()
+		if answered != nil {
+			answered(r.URL.Path)
+		}
 		s.notify <- r.URL.Path
 	}
 }

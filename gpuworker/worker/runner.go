@@ -235,8 +235,14 @@ func (k Kind[Msg, Args, Result]) run(ctx context.Context, w *Worker, id string, 
 		j.Args = *claimed
 	} else {
 		args, err := retry(ctx, 0, log, "claiming the "+k.What, func(ctx context.Context) (Args, error) {
+			// A claim the API has recorded must reach this worker even
+			// when it is stopping meanwhile (it then hands the job back
+			// at once instead of leaving it to the lease sweep): the
+			// request is bounded, not cut by the shutdown.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimWait)
+			defer cancel()
 			var a Args
-			return a, w.client.Job(ctx, k.Kind, id, jobs.Claim, jobs.Call{Job: msg}, &a)
+			return a, w.client.Job(cctx, k.Kind, id, jobs.Claim, jobs.Call{Job: msg}, &a)
 		})
 		if stop, ack := settleClaim(ctx, err, log, k.What, slog.LevelInfo, &outcome, &jobErr); stop {
 			if k.RefusedAs != "" && jobErr != nil {
@@ -251,6 +257,10 @@ func (k Kind[Msg, Args, Result]) run(ctx context.Context, w *Worker, id string, 
 		said = k.Claimed(j.Args)
 	}
 	log.Info("claimed "+k.What, said...)
+	if ctx.Err() != nil { // stopped while the claim was answered
+		outcome = "interrupted"
+		return k.stopClaimed(ctx, w, j, id, msg, &outcome)
+	}
 
 	jobCtx, cancelJob := context.WithCancelCause(ctx)
 	defer cancelJob(nil)
@@ -304,29 +314,40 @@ func (k Kind[Msg, Args, Result]) run(ctx context.Context, w *Worker, id string, 
 	jobErr = err
 	if ctx.Err() != nil {
 		outcome = "interrupted"
-		if !k.HandBack {
-			return false // unacknowledged: redelivered, and the claim decides again
-		}
-		if j.beats != nil {
-			j.beats.stop()
-		}
-		reason := "worker " + w.client.WorkerID + " is shutting down"
-		if k.HandBackReason != nil {
-			reason = k.HandBackReason(j)
-		}
-		log.Warn("worker shutting down: handing the " + k.What + " back to the queue")
-		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		if err := w.client.Job(hctx, k.Kind, id, jobs.HandBack, jobs.Call{Job: msg, Reason: reason}, nil); err != nil {
-			log.Warn("could not hand the "+k.What+" back; the API requeues it when its lease expires", "error", err)
-		} else {
-			outcome = "handed_back"
-			log.Info(k.What + " handed back: it is queued for the next free worker")
-		}
-		return false
+		return k.stopClaimed(ctx, w, j, id, msg, &outcome)
 	}
 	k.reportFailure(ctx, j, err)
 	return true
+}
+
+// claimWait bounds a claim request, which a stopping worker lets finish.
+const claimWait = 10 * time.Second
+
+// stopClaimed ends a claimed job of a stopping worker: a kind that hands
+// back returns it to the queue now (the next free worker takes it at once);
+// any other is left unacknowledged, redelivered, and the claim decides
+// again. It returns false: the message is not acknowledged.
+func (k Kind[Msg, Args, Result]) stopClaimed(ctx context.Context, w *Worker, j *Job[Args], id string, msg json.RawMessage, outcome *string) bool {
+	if !k.HandBack {
+		return false
+	}
+	if j.beats != nil {
+		j.beats.stop()
+	}
+	reason := "worker " + w.client.WorkerID + " is shutting down"
+	if k.HandBackReason != nil {
+		reason = k.HandBackReason(j)
+	}
+	j.Log.Warn("worker shutting down: handing the " + k.What + " back to the queue")
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := w.client.Job(hctx, k.Kind, id, jobs.HandBack, jobs.Call{Job: msg, Reason: reason}, nil); err != nil {
+		j.Log.Warn("could not hand the "+k.What+" back; the API requeues it when its lease expires", "error", err)
+	} else {
+		*outcome = "handed_back"
+		j.Log.Info(k.What + " handed back: it is queued for the next free worker")
+	}
+	return false
 }
 
 // reportFailure sends the kind's failure report (or only logs the end of a
@@ -445,6 +466,8 @@ func (h *heartbeats) stop() {
 // whether the handler stops and, when it does, what it returns.
 func settleClaim(ctx context.Context, err error, log *slog.Logger, job string, quiet slog.Level, outcome *string, jobErr *error) (stop, ack bool) {
 	switch {
+	case err == nil:
+		return false, false // claimed, even by a worker stopping meanwhile (run hands it back)
 	case ctx.Err() != nil:
 		*outcome = "interrupted"
 		return true, false

@@ -82,8 +82,16 @@ func (w *Worker) trainLoop(ctx context.Context) {
 	pres := newPresence(w.hub, backendEnv())
 	go pres.run(ctx)
 	for ctx.Err() == nil {
-		claim, err := w.client.claimNextTraining(ctx, w.cfg.Compute, pres.fill)
+		// Like any claim, bounded but not cut by a shutdown: an attempt the
+		// API gave this worker is handed back below rather than left to
+		// its lease.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimWait)
+		claim, err := w.client.claimNextTraining(cctx, w.cfg.Compute, pres.fill)
+		cancel()
 		switch {
+		case ctx.Err() != nil && claim != nil:
+			w.RunTraining(ctx, claim)
+			return
 		case ctx.Err() != nil:
 			return
 		case err != nil:
