@@ -119,15 +119,8 @@ func TestBusyWorkerLeavesTheNextExtractionToAFreeWorker(t *testing.T) {
 // after the 30 s lease.
 func TestStoppingWorkerHandsItsExtractionBack(t *testing.T) {
 	t.Parallel()
-	blobs, err := blob.NewLocal(t.TempDir())
-	require.NoError(t, err)
-	api := newServiceWith(t, blobs, commands.WithFeedbackModel("openai/test", ""))
+	api, blobs, modelID := extractionQueued(t)
 	ctx := context.Background()
-	imp, err := api.cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: api.owner, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(
-		`{"id":"x","steps":[{"role":"user","content":"Sort 3,1,2"},{"role":"assistant","content":"3,2,1"},{"role":"user","content":"No, that's the wrong order."}]}`)}})
-	require.NoError(t, err)
-	req, err := api.cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: api.owner, Input: commands.RequestTrainingInput{Name: "m", TraceIDs: imp.TraceIDs}})
-	require.NoError(t, err)
 
 	jctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -140,16 +133,16 @@ func TestStoppingWorkerHandsItsExtractionBack(t *testing.T) {
 	w, err := New(Config{Client: api.client("w-stopping"), Blobs: blobs, DataDir: t.TempDir(), Log: testLogger(t),
 		Feedback: llm.New(llm.Model{Provider: llm.ProviderOpenAI, Name: "test", APIBase: srv.URL}, llm.Options{MaxRetries: llm.NoRetries})})
 	require.NoError(t, err)
-	msg := mustJSON(t, jobs.ExtractJob{ModelID: req.ModelID, Attempt: 1, OwnerID: api.owner.UserID})
+	msg := mustJSON(t, jobs.ExtractJob{ModelID: modelID, Attempt: 1, OwnerID: api.owner.UserID})
 	require.False(t, w.Handle(jobs.TopicExtract)(jctx, msg), "an interrupted extraction is not done")
 
-	require.Len(t, api.requests("/jobs/extract/"+req.ModelID+"/handback"), 1)
-	require.Empty(t, api.requests("/jobs/extract/"+req.ModelID+"/finish"), "a stopped worker does not finish the model")
-	require.Empty(t, api.requests("/jobs/extract/"+req.ModelID+"/fail"), "a stopped worker does not fail the model")
-	m := api.status(t, req.ModelID)
+	require.Len(t, api.requests("/jobs/extract/"+modelID+"/handback"), 1)
+	require.Empty(t, api.requests("/jobs/extract/"+modelID+"/finish"), "a stopped worker does not finish the model")
+	require.Empty(t, api.requests("/jobs/extract/"+modelID+"/fail"), "a stopped worker does not fail the model")
+	m := api.status(t, modelID)
 	require.Equal(t, "queued", string(m.Status))
 	require.Nil(t, m.Extraction, "nobody holds the extraction")
-	_, err = api.client("w-next").ClaimExtraction(ctx, req.ModelID, 1)
+	_, err = api.client("w-next").ClaimExtraction(ctx, modelID, 1)
 	require.NoError(t, err, "the next worker claims it at once")
 }
 
@@ -158,15 +151,8 @@ func TestStoppingWorkerHandsItsExtractionBack(t *testing.T) {
 // it back at once, instead of leaving the model to the lease sweep.
 func TestWorkerStoppedDuringItsClaimHandsTheExtractionBack(t *testing.T) {
 	t.Parallel()
-	blobs, err := blob.NewLocal(t.TempDir())
-	require.NoError(t, err)
-	api := newServiceWith(t, blobs, commands.WithFeedbackModel("openai/test", ""))
+	api, blobs, modelID := extractionQueued(t)
 	ctx := context.Background()
-	imp, err := api.cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: api.owner, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(
-		`{"id":"x","steps":[{"role":"user","content":"Sort 3,1,2"},{"role":"assistant","content":"3,2,1"},{"role":"user","content":"No, that's the wrong order."}]}`)}})
-	require.NoError(t, err)
-	req, err := api.cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: api.owner, Input: commands.RequestTrainingInput{Name: "m", TraceIDs: imp.TraceIDs}})
-	require.NoError(t, err)
 
 	jctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -181,15 +167,32 @@ func TestWorkerStoppedDuringItsClaimHandsTheExtractionBack(t *testing.T) {
 	w, err := New(Config{Client: api.client("w-stopping"), Blobs: blobs, DataDir: t.TempDir(), Log: testLogger(t),
 		Feedback: llm.New(llm.Model{Provider: llm.ProviderOpenAI, Name: "test", APIBase: srv.URL}, llm.Options{MaxRetries: llm.NoRetries})})
 	require.NoError(t, err)
-	msg := mustJSON(t, jobs.ExtractJob{ModelID: req.ModelID, Attempt: 1, OwnerID: api.owner.UserID})
+	msg := mustJSON(t, jobs.ExtractJob{ModelID: modelID, Attempt: 1, OwnerID: api.owner.UserID})
 	require.False(t, w.Handle(jobs.TopicExtract)(jctx, msg), "an interrupted extraction is not done")
 
-	require.Len(t, api.requests("/jobs/extract/"+req.ModelID+"/claim"), 1)
-	require.Len(t, api.requests("/jobs/extract/"+req.ModelID+"/handback"), 1, "the claimed extraction is handed back")
+	require.Len(t, api.requests("/jobs/extract/"+modelID+"/claim"), 1)
+	require.Len(t, api.requests("/jobs/extract/"+modelID+"/handback"), 1, "the claimed extraction is handed back")
 	require.Empty(t, srv.Requests(), "a stopping worker does not start the extraction it claimed")
-	m := api.status(t, req.ModelID)
+	m := api.status(t, modelID)
 	require.Equal(t, "queued", string(m.Status))
 	require.Nil(t, m.Extraction, "nobody holds the extraction")
-	_, err = api.client("w-next").ClaimExtraction(ctx, req.ModelID, 1)
+	_, err = api.client("w-next").ClaimExtraction(ctx, modelID, 1)
 	require.NoError(t, err, "the next worker claims it at once")
+}
+
+// extractionQueued is a worker service whose deployment extracts feedback
+// and whose one model, over one trace with a user's correction, waits for
+// its extraction.
+func extractionQueued(t *testing.T) (*service, blob.Store, string) {
+	t.Helper()
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	api := newServiceWith(t, blobs, commands.WithFeedbackModel("openai/test", ""))
+	ctx := context.Background()
+	imp, err := api.cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: api.owner, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(
+		`{"id":"x","steps":[{"role":"user","content":"Sort 3,1,2"},{"role":"assistant","content":"3,2,1"},{"role":"user","content":"No, that's the wrong order."}]}`)}})
+	require.NoError(t, err)
+	req, err := api.cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: api.owner, Input: commands.RequestTrainingInput{Name: "m", TraceIDs: imp.TraceIDs}})
+	require.NoError(t, err)
+	return api, blobs, req.ModelID
 }
