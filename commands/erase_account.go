@@ -189,8 +189,9 @@ func (c EraseAccountHandler) Handle(ctx context.Context, cmd EraseAccount) (Acco
 	if p.Erased {
 		return p, Result{}, &domain.ConflictError{Code: "account_erased", Message: "account " + p.Name + " (" + cmd.AccountID + ") is already erased"}
 	}
+	revoke := RevokeAPIKeyHandler{c.Streams}
 	for _, k := range p.keyIDs {
-		if _, err := (RevokeAPIKeyHandler{c.Streams}).Handle(ctx, RevokeAPIKey{KeyID: k}); err != nil {
+		if _, err := revoke.Handle(ctx, RevokeAPIKey{KeyID: k}); err != nil {
 			var ce *domain.ConflictError
 			if !errors.As(err, &ce) {
 				return p, Result{}, fmt.Errorf("erase account %s: revoke key %s: %w", p.Name, k, err)
