@@ -32,6 +32,8 @@ type Streams struct {
 	sealKey []byte
 	// locks serializes this process's writers of one trace (live OTLP).
 	locks streamLocks
+	// live keeps the conversations live OTLP wrote lately, folded.
+	live liveConversations
 	// erased counts erased traces by kind (WithErasureCounter); nil: none.
 	erased func(kind string)
 }
@@ -57,6 +59,8 @@ type config struct {
 	stepLabels stepLabelPlan
 	// compute is the compute a new request records (WithCompute).
 	compute string
+	// otlpCache bounds what live OTLP keeps between exports (WithOTLPCache).
+	otlpCache int64
 	// modelRoots are the directories a local base_model may lie in
 	// (WithModelRoots); none means hub ids only.
 	modelRoots []string
@@ -92,11 +96,11 @@ func WithCompute(compute string) Option {
 // New returns the command side over an event store: one handler per
 // command, each over the same Streams.
 func New(store *eventstore.Store, opts ...Option) *Commands {
-	cfg := config{compute: rewardmodels.Compute}
+	cfg := config{compute: rewardmodels.Compute, otlpCache: DefaultOTLPCache}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	return newCommands(&Streams{store: store, sealKey: cfg.sealKey, erased: cfg.erased}, cfg)
+	return newCommands(&Streams{store: store, sealKey: cfg.sealKey, erased: cfg.erased, live: liveConversations{budget: cfg.otlpCache}}, cfg)
 }
 
 // feedbackPlan is the plan recorded for an attempt with the given config

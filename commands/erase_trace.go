@@ -52,6 +52,7 @@ func (c *Streams) eraseTrace(ctx context.Context, actor Actor, traceID, kind, by
 	if err := c.store.EraseStream(ctx, events.TraceStream(traceID)); err != nil {
 		return r, err
 	}
+	c.forgetLive(events.TraceStream(traceID))
 	if err := c.eraseDatasets(ctx, actor.UserID, traceID); err != nil {
 		return r, err
 	}

@@ -104,15 +104,31 @@ func (c *Streams) receiveOTel(ctx context.Context, actor Actor, order []string, 
 	unlock := c.locks.lock(streams)
 	defer unlock()
 	locked := map[string]bool{}
+	var unique []string
 	for _, s := range streams {
+		if !locked[s] {
+			unique = append(unique, s)
+		}
 		locked[s] = true
 	}
+	// What is kept of the streams is theirs while they are locked.
+	known := map[string]*liveConversation{}
+	for _, s := range unique {
+		if lc := c.live.take(s); lc != nil {
+			known[s] = lc
+		}
+	}
+	defer func() {
+		for s, lc := range known {
+			c.live.put(s, lc)
+		}
+	}()
 
 	var receipt OTelReceipt
 	res, err := retryContended(ctx, func() (Result, error) {
 		receipt = OTelReceipt{}
 		var problems []string
-		loaded, err := c.store.LoadStreams(ctx, streams)
+		tails, err := c.liveTails(ctx, unique, known)
 		if err != nil {
 			return Result{}, err
 		}
@@ -124,11 +140,12 @@ func (c *Streams) receiveOTel(ctx context.Context, actor Actor, order []string, 
 			if cv := convs[stream]; cv != nil {
 				return cv, nil
 			}
-			st, err := traces.Fold(traceID, loaded[stream])
+			lc, err := advance(known, stream, traceID, tails[stream])
 			if err != nil {
 				return nil, err
 			}
-			cv := &otelConversation{stream: stream, traceID: traceID, st: st, external: st.ExternalID, all: map[string]formats.RawSpan{}, hexID: key}
+			st := lc.st
+			cv := &otelConversation{stream: stream, traceID: traceID, st: st, memo: lc.memo, external: st.ExternalID, all: map[string]formats.RawSpan{}, hexID: key}
 			for id, raw := range st.OTelSpans {
 				cv.all[id] = formats.RawSpan{SpanID: id, JSON: raw}
 			}
@@ -240,7 +257,7 @@ func fileOTelTrace(own *otelConversation, open func(key string) (*otelConversati
 	if th.Conversation != "" || len(cv.all) == 0 {
 		return cv.named(key, th, hexID), key, nil
 	}
-	stored, err := formats.ConversationOf(cv.records(), cv.external)
+	stored, err := formats.ConversationOf(cv.records(), cv.external, cv.memo)
 	if err != nil || !th.Continues(stored) {
 		return own, "", nil // not this conversation: a conversation of its own
 	}
@@ -257,11 +274,13 @@ type otelConversation struct {
 	external string
 	joined   bool
 	st       traces.State
-	all      map[string]formats.RawSpan
-	new      []events.OTelSpansReceivedV1
-	otelIDs  []string
-	trace    domain.Trace
-	hasLLM   bool
+	// memo is the conversation's records decoded (liveConversations).
+	memo    *formats.SpanMemo
+	all     map[string]formats.RawSpan
+	new     []events.OTelSpansReceivedV1
+	otelIDs []string
+	trace   domain.Trace
+	hasLLM  bool
 	// hexID is the OTel trace id when this is an OTel trace's own stream;
 	// filedIn, set there, records its first filing into the conversation
 	// keyed so (filedHex being its OTel trace id).
@@ -324,7 +343,7 @@ func (cv *otelConversation) add(hexID string, recs []formats.RawSpan) (added boo
 	}
 	prev := cv.all
 	cv.all = trial
-	t, hasLLM, err := formats.RebuildConversation(cv.records(), cv.external, cv.built(received))
+	t, hasLLM, err := formats.RebuildConversation(cv.records(), cv.external, cv.built(received), cv.memo)
 	if err != nil {
 		cv.all = prev
 		return false, err

@@ -2,13 +2,15 @@ package main
 
 import (
 	"fmt"
-	"github.com/criticml/critic/platform/duck"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/platform/duck"
 
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/gpuworker/hub"
@@ -22,18 +24,23 @@ import (
 // config is read once from the environment; every default is embedded so a
 // fresh machine needs no settings.
 type config struct {
-	DatabaseURL  string        // DATABASE_URL; empty → a local cluster under DataDir/pg
-	KafkaBrokers []string      // KAFKA_BROKERS; empty → the embedded broker
-	KafkaPort    int           // CRITIC_KAFKA_PORT for the embedded broker (default 19092; 0 = any)
-	BlobURL      string        // BLOB_URL: file:///dir (default file://<DataDir>/blobs) or s3://bucket/prefix
-	S3Endpoint   string        // S3_ENDPOINT for S3-compatible stores (path-style); credentials/region from the AWS_* variables
-	PublicURL    string        // CRITIC_PUBLIC_URL: base of local signed download links; empty → http://<listen address>
-	DataDir      string        // CRITIC_DATA_DIR; default .data
-	Addr         string        // CRITIC_ADDR; default 127.0.0.1:8080
-	PGPort       int           // CRITIC_PG_PORT for the local cluster (default 5439)
-	MaxBody      int64         // CRITIC_MAX_BODY_BYTES; default 64 MiB
-	PProfAddr    string        // CRITIC_PPROF_ADDR: loopback-only /debug/pprof listener, never the API port; "" → off (CRITIC_PPROF=1 → 127.0.0.1:6060)
-	WorkerLease  time.Duration // CRITIC_WORKER_LEASE: how long a job claim lives without a heartbeat (default 30s)
+	DatabaseURL  string   // DATABASE_URL; empty → a local cluster under DataDir/pg
+	KafkaBrokers []string // KAFKA_BROKERS; empty → the embedded broker
+	KafkaPort    int      // CRITIC_KAFKA_PORT for the embedded broker (default 19092; 0 = any)
+	BlobURL      string   // BLOB_URL: file:///dir (default file://<DataDir>/blobs) or s3://bucket/prefix
+	S3Endpoint   string   // S3_ENDPOINT for S3-compatible stores (path-style); credentials/region from the AWS_* variables
+	PublicURL    string   // CRITIC_PUBLIC_URL: base of local signed download links; empty → http://<listen address>
+	DataDir      string   // CRITIC_DATA_DIR; default .data
+	Addr         string   // CRITIC_ADDR; default 127.0.0.1:8080
+	PGPort       int      // CRITIC_PG_PORT for the local cluster (default 5439)
+	MaxBody      int64    // CRITIC_MAX_BODY_BYTES; default 64 MiB
+	// OTLPCacheMemory is CRITIC_OTLP_CACHE_MEMORY: what the live OTLP
+	// receiver may keep of the conversations it wrote lately, folded and
+	// decoded, between exports (default commands.DefaultOTLPCache; 0 keeps
+	// nothing).
+	OTLPCacheMemory int64
+	PProfAddr       string        // CRITIC_PPROF_ADDR: loopback-only /debug/pprof listener, never the API port; "" → off (CRITIC_PPROF=1 → 127.0.0.1:6060)
+	WorkerLease     time.Duration // CRITIC_WORKER_LEASE: how long a job claim lives without a heartbeat (default 30s)
 	// RetentionInterval is CRITIC_RETENTION_INTERVAL: how often the API
 	// erases the traces older than their account's retention period
 	// (default 24h).
@@ -98,16 +105,17 @@ type config struct {
 
 func loadConfig() (config, error) {
 	c := config{
-		DatabaseURL: os.Getenv("DATABASE_URL"),
-		DataDir:     envOr("CRITIC_DATA_DIR", ".data"),
-		Addr:        envOr("CRITIC_ADDR", "127.0.0.1:8080"),
-		BlobURL:     os.Getenv("BLOB_URL"),
-		S3Endpoint:  os.Getenv("S3_ENDPOINT"),
-		MaxBody:     64 << 20,
-		KafkaPort:   19092,
-		PGPort:      5439,
-		PProfAddr:   os.Getenv("CRITIC_PPROF_ADDR"),
-		PublicURL:   os.Getenv("CRITIC_PUBLIC_URL"),
+		DatabaseURL:     os.Getenv("DATABASE_URL"),
+		DataDir:         envOr("CRITIC_DATA_DIR", ".data"),
+		Addr:            envOr("CRITIC_ADDR", "127.0.0.1:8080"),
+		BlobURL:         os.Getenv("BLOB_URL"),
+		S3Endpoint:      os.Getenv("S3_ENDPOINT"),
+		MaxBody:         64 << 20,
+		OTLPCacheMemory: commands.DefaultOTLPCache,
+		KafkaPort:       19092,
+		PGPort:          5439,
+		PProfAddr:       os.Getenv("CRITIC_PPROF_ADDR"),
+		PublicURL:       os.Getenv("CRITIC_PUBLIC_URL"),
 	}
 	if v := strings.TrimSpace(os.Getenv("KAFKA_BROKERS")); v != "" {
 		for _, b := range strings.Split(v, ",") {
@@ -214,6 +222,11 @@ func loadConfig() (config, error) {
 		return c, err
 	}
 	c.MaxBody = int64(mb)
+	if v := os.Getenv("CRITIC_OTLP_CACHE_MEMORY"); v != "" {
+		if c.OTLPCacheMemory, err = parseSize(v); err != nil || c.OTLPCacheMemory < 0 {
+			return c, fmt.Errorf("CRITIC_OTLP_CACHE_MEMORY must be a size in bytes, optionally with KiB, MiB or GiB (such as 512MiB; 0 keeps nothing), got %q", v)
+		}
+	}
 	if abs, err := filepath.Abs(c.DataDir); err == nil {
 		c.DataDir = abs
 	}

@@ -137,7 +137,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmdOpts := append(cfg.LLM.commandOptions(), commands.WithCompute(computeOf(in)), commands.WithModelRoots(cfg.ModelRoots...), commands.WithSecret(token))
+	cmdOpts := append(cfg.LLM.commandOptions(), commands.WithCompute(computeOf(in)), commands.WithModelRoots(cfg.ModelRoots...), commands.WithSecret(token), commands.WithOTLPCache(cfg.OTLPCacheMemory))
 	if tel.Metrics != nil {
 		cmdOpts = append(cmdOpts, commands.WithErasureCounter(tel.Metrics.TraceErased))
 	}

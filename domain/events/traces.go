@@ -64,6 +64,13 @@ type TraceRevisedV1 struct {
 	// revisions and each new span cost seconds. Revisions written before
 	// it, and replaced ones, carry the whole tree.
 	SpansDelta bool `json:"spans_delta,omitempty"`
+	// SpanOrder (with SpansDelta) is every span id of the tree in order when
+	// the revision moved spans: a span that starts before the stored ones
+	// arrived (an agent run's root, which ends last). The spans not in
+	// Spans keep their content and take these places. Empty: the stored
+	// spans keep their places and the new ones follow them. A process older
+	// than this field would put the moved spans last: upgrade all together.
+	SpanOrder []string `json:"span_order,omitempty"`
 	// TitleDerived: see TraceImportedV1.
 	TitleDerived bool `json:"title_derived,omitempty"`
 }

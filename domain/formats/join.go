@@ -3,6 +3,7 @@ package formats
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"time"
 
@@ -50,6 +51,15 @@ type llmCall struct {
 // Reasoning steps are skipped when comparing: models' reasoning is usually
 // not re-sent. produced[i] lists the indices of the steps call i added.
 func joinCalls(calls []llmCall) (steps []domain.Step, produced [][]int) {
+	steps, produced = joinMore(nil, calls)
+	return finishSteps(steps), produced
+}
+
+// joinMore is joinCalls's work before finishSteps, from steps that earlier
+// calls produced (joinCalls with them first gives the same steps: each call
+// is joined to the conversation so far alone), so a conversation that grew
+// by a call joins that call only (SpanMemo). steps is only appended to.
+func joinMore(steps []domain.Step, calls []llmCall) (_ []domain.Step, produced [][]int) {
 	produced = make([][]int, len(calls))
 	for ci, c := range calls {
 		conv := []int{} // indices of non-reasoning steps of the conversation
@@ -91,7 +101,7 @@ func joinCalls(calls []llmCall) (steps []domain.Step, produced [][]int) {
 			steps = append(steps, withTimestamp(s, c.OutputTime))
 		}
 	}
-	return finishSteps(steps), produced
+	return steps, produced
 }
 
 // alignToConversation reorders an input whose order is partly unknown so
@@ -183,6 +193,11 @@ func sameStep(a, b domain.Step) bool {
 		return false
 	}
 	if len(a.ToolInput) == 0 && len(b.ToolInput) == 0 {
+		return true
+	}
+	// Equal values marshal alike; re-sent history is mostly equal, and
+	// joinCalls compares every call's input with the conversation so far.
+	if reflect.DeepEqual(a.ToolInput, b.ToolInput) {
 		return true
 	}
 	ja, _ := json.Marshal(a.ToolInput)

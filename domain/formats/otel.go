@@ -35,6 +35,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -283,7 +284,7 @@ func logContentHash(key string) string {
 // trace. hasLLM is false (and the trace empty) while none of the spans
 // carries LLM messages.
 func RebuildTrace(spans []RawSpan) (t domain.Trace, hasLLM bool, err error) {
-	return RebuildConversation(spans, "", nil)
+	return RebuildConversation(spans, "", nil, nil)
 }
 
 // SpanIO is a built span's input and output (domain.Span's).
@@ -299,8 +300,10 @@ type SpanIO struct{ Input, Output json.RawMessage }
 // and output are read from its own attributes alone, so those are taken as
 // they are instead of decoding and encoding its attributes again: a live
 // agent's every LLM span holds the conversation so far, and the receiver
-// rebuilds the trace on each export.
-func RebuildConversation(spans []RawSpan, externalID string, built map[string]SpanIO) (t domain.Trace, hasLLM bool, err error) {
+// rebuilds the trace on each export. memo, when not nil, is the
+// conversation's SpanMemo: records read before are not decoded again, and
+// it keeps only the records given.
+func RebuildConversation(spans []RawSpan, externalID string, built map[string]SpanIO, memo *SpanMemo) (t domain.Trace, hasLLM bool, err error) {
 	var recs otelRecords
 	seenLogs := map[string]bool{}
 	for i, rs := range spans {
@@ -311,14 +314,11 @@ func RebuildConversation(spans []RawSpan, externalID string, built map[string]Sp
 			}
 			seenLogs[h] = true
 		}
-		var v any
-		if err := decodeJSON(rs.JSON, &v); err != nil {
-			return t, false, domain.AtLine(err, 0)
-		}
-		if err := recs.addRequest(v, 0, fmt.Sprintf("spans[%d].", i)); err != nil {
+		if err := memo.add(&recs, rs, fmt.Sprintf("spans[%d].", i)); err != nil {
 			return t, false, err
 		}
 	}
+	memo.sweep()
 	order := recs.traceOrder()
 	if len(order) == 0 {
 		return t, false, nil
@@ -335,7 +335,7 @@ func RebuildConversation(spans []RawSpan, externalID string, built map[string]Sp
 		spansAll = append(spansAll, recs.spansOf(tid)...)
 		logsAll = append(logsAll, recs.logsOf(tid)...)
 	}
-	return buildOTelTrace(externalID, spansAll, logsAll, built)
+	return buildOTelTrace(externalID, spansAll, logsAll, built, memo)
 }
 
 // ---------------------------------------------------------------------------
@@ -351,6 +351,9 @@ type otelSpan struct {
 	Events                    []otelEvent
 	Resource                  map[string]any
 	Seq                       int // arrival order, to keep ties stable
+	// call is the span's memo slot (SpanMemo), shared by its copies; nil
+	// for a span read without a memo or with log records joined to it.
+	call *callSlot
 }
 
 // otelEvent is a span event or a log record (events are logs in OTel).
@@ -797,7 +800,7 @@ func otelAnyValue(v any, line int, field string) (any, error) {
 // Building a trace
 
 // buildOTelTrace joins a trace's LLM calls. ok is false when it has none.
-func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent, built map[string]SpanIO) (domain.Trace, bool, error) {
+func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent, built map[string]SpanIO, memo *SpanMemo) (domain.Trace, bool, error) {
 	sort.SliceStable(spans, func(i, j int) bool {
 		if spans[i].Start != spans[j].Start {
 			return spans[i].Start < spans[j].Start
@@ -815,6 +818,7 @@ func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent, built map[st
 	for _, l := range logs {
 		if i, ok := bySpan[l.SpanID]; ok {
 			spans[i].Events = append(spans[i].Events, l)
+			spans[i].call = nil // read with its logs, not as memoized
 			continue
 		}
 		if _, ok := orphans[l.SpanID]; !ok {
@@ -827,21 +831,20 @@ func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent, built map[st
 		llmCall
 		start int64
 		seq   int
-		span  int // index in spans, -1 for log-only calls
+		span  int       // index in spans, -1 for log-only calls
+		slot  *callSlot // the span's memo slot, nil when none
 	}
 	var calls []call
 	for i, s := range spans {
-		if err := checkGenAIMessagesJSON(s); err != nil {
+		c, err := s.callOf()
+		if err != nil {
 			return domain.Trace{}, false, err
 		}
-		in, out, isLLM := otelCallMessages(s.Attrs, s.Events)
-		if !isLLM || len(in)+len(out) == 0 {
+		if !c.isLLM {
 			continue
 		}
-		in = keepToolKeyOrder(in, s.Attrs, s.Events)
-		out = withCallMetadata(out, otelCallMetadata(s.Attrs))
-		calls = append(calls, call{llmCall: llmCall{Input: in, Output: out, Unordered: tiedMessageEvents(s.Events),
-			InputTime: rfc3339Nanos(s.Start), OutputTime: rfc3339Nanos(s.End)}, start: s.Start, seq: s.Seq, span: i})
+		calls = append(calls, call{llmCall: llmCall{Input: c.in, Output: c.out, Unordered: c.unordered,
+			InputTime: rfc3339Nanos(s.Start), OutputTime: rfc3339Nanos(s.End)}, start: s.Start, seq: s.Seq, span: i, slot: s.call})
 	}
 	for _, sid := range orphanOrder {
 		evs := orphans[sid]
@@ -867,10 +870,11 @@ func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent, built map[st
 		return calls[i].seq < calls[j].seq
 	})
 	plain := make([]llmCall, len(calls))
+	slots := make([]*callSlot, len(calls))
 	for i, c := range calls {
-		plain[i] = c.llmCall
+		plain[i], slots[i] = c.llmCall, c.slot
 	}
-	steps, produced := joinCalls(plain)
+	steps, produced := memo.join(slots, plain)
 	if !hasReviewableStep(steps) {
 		// Only system instructions so far (the messages come in a later
 		// request, or as log records): stored, not listed yet.
@@ -901,10 +905,27 @@ func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent, built map[st
 		}
 		t.Spans = append(t.Spans, sp)
 	}
-	if err := domain.ValidateTrace(t, 0); err != nil {
+	if err := domain.ValidateTrace(withoutBuiltIO(t, built), 0); err != nil {
 		return domain.Trace{}, false, err
 	}
 	return t, true, nil
+}
+
+// withoutBuiltIO is t to validate: the input and output taken from built
+// were checked when the trace holding them was stored, and each LLM span's
+// holds the conversation so far, so checking them again on every export
+// would read everything the run sent.
+func withoutBuiltIO(t domain.Trace, built map[string]SpanIO) domain.Trace {
+	if len(built) == 0 {
+		return t
+	}
+	t.Spans = slices.Clone(t.Spans)
+	for i, sp := range t.Spans {
+		if _, ok := built[sp.ID]; ok {
+			t.Spans[i].Input, t.Spans[i].Output = nil, nil
+		}
+	}
+	return t
 }
 
 // otelMetadata: agent from gen_ai.agent.name or the service name (unless

@@ -181,9 +181,10 @@ func conversationAttr(attrs, resource map[string]any) string {
 	return ""
 }
 
-// ConversationOf reads a stored conversation from its records.
-func ConversationOf(recs []RawSpan, externalID string) (Conversation, error) {
-	t, _, err := RebuildConversation(recs, externalID, nil)
+// ConversationOf reads a stored conversation from its records (memo as for
+// RebuildConversation).
+func ConversationOf(recs []RawSpan, externalID string, memo *SpanMemo) (Conversation, error) {
+	t, _, err := RebuildConversation(recs, externalID, nil, memo)
 	if err != nil {
 		return Conversation{}, err
 	}
@@ -287,5 +288,5 @@ func (r *otelRecords) buildGroup(g otelGroup) (domain.Trace, bool, error) {
 		spans = append(spans, r.spansOf(tid)...)
 		logs = append(logs, r.logsOf(tid)...)
 	}
-	return buildOTelTrace(g.id, spans, logs, nil)
+	return buildOTelTrace(g.id, spans, logs, nil, nil)
 }

@@ -51,7 +51,7 @@ func TestThreadOfRootlessCalls(t *testing.T) {
 	require.Equal(t, t1.Opening, t2.Opening, "a later call re-sends the opening")
 	require.Empty(t, t1.Conversation)
 
-	conv, err := ConversationOf(first, "x")
+	conv, err := ConversationOf(first, "x", nil)
 	require.NoError(t, err)
 	require.True(t, t2.Continues(conv), "the input strictly extends the conversation")
 	require.False(t, ThreadOf(rootlessCall(t, "bot", otelT0+otelS, nil, []any{sys, q}, msg("assistant", "Lyon?"))).Continues(conv),
@@ -60,7 +60,7 @@ func TestThreadOfRootlessCalls(t *testing.T) {
 	late := rootlessCall(t, "bot", otelT0+int64(ConversationWindow)+int64(time.Minute), nil, []any{sys, q, a, q2}, a2)
 	require.False(t, ThreadOf(late).Continues(conv), "after the window: a conversation of its own")
 
-	both, err := ConversationOf(append(append([]RawSpan(nil), first...), RawSpan{TraceID: "x", SpanID: "0000000000000002", JSON: rewriteIDs(t, second[0].JSON)}), "x")
+	both, err := ConversationOf(append(append([]RawSpan(nil), first...), RawSpan{TraceID: "x", SpanID: "0000000000000002", JSON: rewriteIDs(t, second[0].JSON)}), "x", nil)
 	require.NoError(t, err)
 	require.True(t, t1.Continues(both), "an earlier call arriving late is a prefix of the conversation")
 

@@ -235,9 +235,20 @@ func rebuildPerMessageLogs(t *testing.T, records, spans []any) (domain.Trace, []
 	require.NoError(t, err)
 	split, err := SplitSpans(body)
 	require.NoError(t, err)
-	tr, hasLLM, err := RebuildTrace(append(raws, split...))
+	all := append(raws, split...)
+	tr, hasLLM, err := RebuildTrace(all)
 	require.NoError(t, err)
 	require.True(t, hasLLM)
+	// As the live receiver builds it, one record more each export through
+	// the conversation's memo: the same trace.
+	memo := NewSpanMemo()
+	for k := 1; k < len(all); k++ {
+		_, _, err := RebuildConversation(all[:k], "", nil, memo)
+		require.NoError(t, err)
+	}
+	live, _, err := RebuildConversation(all, "", nil, memo)
+	require.NoError(t, err)
+	require.Equal(t, tr, live)
 	var roles []domain.Role
 	for _, s := range tr.Steps {
 		roles = append(roles, s.Role)

@@ -156,7 +156,7 @@ func (s *State) Apply(e events.Envelope) error {
 		}
 		s.Title, s.TitleDerived = p.Title, p.TitleDerived
 		if p.SpansDelta {
-			s.Spans = mergeSpans(s.Spans, p.Spans)
+			s.Spans = mergeSpans(s.Spans, p.Spans, p.SpanOrder)
 		} else {
 			s.Spans = p.Spans
 		}
@@ -452,11 +452,11 @@ func decideContent(s State, in ImportInput) (Decision, error) {
 // stored ones and records its span tree as a delta where one says it.
 func appended(s State, in ImportInput, title string, derived bool, sourceID string, meta map[string]any) Decision {
 	t := in.Trace
-	spans, delta := spanChanges(s.Spans, t.Spans)
+	spans, delta, order := spanChanges(s.Spans, t.Spans)
 	return Decision{Type: events.TraceRevised, Payload: events.TraceRevisedV1{
 		TraceID: in.TraceID, Revision: s.Revision + 1, Mode: events.RevisionAppended,
 		Title: title, SourceFormat: in.Format, SourceID: sourceID, Metadata: meta,
-		Steps: records(t.Steps[len(s.Steps):], len(s.Steps), in.NewID), Spans: spans, SpansDelta: delta, TitleDerived: derived,
+		Steps: records(t.Steps[len(s.Steps):], len(s.Steps), in.NewID), Spans: spans, SpansDelta: delta, SpanOrder: order, TitleDerived: derived,
 	}}
 }
 

@@ -10,31 +10,55 @@ import (
 
 // spanChanges is what an appended revision records of the rebuilt span
 // tree next against the stored one: only the spans that are new or changed
-// (delta true) when mergeSpans(stored, changes) gives next exactly — every
-// stored span still in its place, the new ones after them — else next whole.
-// A live trace grows at its end (spans sort by start time), so the whole
-// tree is written again only when a span starts before the stored ones (a
-// root span that ends last, re-sent spans that moved).
-func spanChanges(stored, next []domain.Span) (spans []domain.Span, delta bool) {
+// (delta true) when every stored span is still in next, else next whole.
+// order is next's span ids when a span moved (mergeSpans then places every
+// span by it), nil when the stored spans keep their places and the new ones
+// follow them. A live trace grows at its end (spans sort by start time);
+// a span that starts before the stored ones (an agent run's root, which
+// ends and so arrives last) moves them, and writing the whole tree again
+// for it — every LLM span's input the conversation so far — made the root
+// of a 600-call run the largest write of the run, past the read model's
+// wait.
+func spanChanges(stored, next []domain.Span) (spans []domain.Span, delta bool, order []string) {
 	if len(stored) == 0 || len(next) < len(stored) {
-		return next, false
+		return next, false, nil
+	}
+	at := make(map[string]int, len(stored))
+	for i, sp := range stored {
+		at[sp.ID] = i
 	}
 	changes := []domain.Span{}
-	for i := range stored {
-		if stored[i].ID != next[i].ID {
-			return next, false
+	found, moved := 0, false
+	for i, sp := range next {
+		j, ok := at[sp.ID]
+		if !ok {
+			changes = append(changes, sp)
+			moved = moved || i < len(stored)
+			continue
 		}
-		if !sameSpan(stored[i], next[i]) {
-			changes = append(changes, next[i])
+		found++
+		moved = moved || j != i
+		if !sameSpan(stored[j], sp) {
+			changes = append(changes, sp)
 		}
 	}
-	return append(changes, next[len(stored):]...), true
+	if found != len(stored) {
+		return next, false, nil // a stored span is gone
+	}
+	if moved {
+		order = make([]string, len(next))
+		for i, sp := range next {
+			order[i] = sp.ID
+		}
+	}
+	return changes, true, order
 }
 
 // mergeSpans applies an appended revision's span changes to the stored
-// tree: a changed span replaces its stored copy in place, a new one is
-// added after the others in the order given.
-func mergeSpans(stored, changes []domain.Span) []domain.Span {
+// tree: a changed span replaces its stored copy, a new one is added; with
+// order every span takes its place there, else a changed one keeps its
+// place and new ones follow the others in the order given.
+func mergeSpans(stored, changes []domain.Span, order []string) []domain.Span {
 	out := slices.Clone(stored)
 	at := make(map[string]int, len(out))
 	for i, sp := range out {
@@ -48,7 +72,16 @@ func mergeSpans(stored, changes []domain.Span) []domain.Span {
 		at[sp.ID] = len(out)
 		out = append(out, sp)
 	}
-	return out
+	if len(order) == 0 {
+		return out
+	}
+	placed := make([]domain.Span, 0, len(order))
+	for _, id := range order {
+		if i, ok := at[id]; ok {
+			placed = append(placed, out[i])
+		}
+	}
+	return placed
 }
 
 // sameSpans reports whether two span trees say the same, span by span.

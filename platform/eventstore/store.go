@@ -539,6 +539,27 @@ func (s *Store) LoadStreamsAsOf(ctx context.Context, streams []string, asOf int6
 	return out, nil
 }
 
+// LoadStreamsAfter is LoadStreams for a reader that holds some of the
+// streams folded already: a stream named in after yields only its events
+// past that version (absent: all of them).
+func (s *Store) LoadStreamsAfter(ctx context.Context, streams []string, after map[string]int64) (map[string][]events.Envelope, error) {
+	out := map[string][]events.Envelope{}
+	if len(streams) == 0 {
+		return out, nil
+	}
+	versions := make([]int64, len(streams))
+	for i, st := range streams {
+		versions[i] = after[st]
+	}
+	err := s.eachResolved(ctx, func(e events.Envelope) { out[e.Stream] = append(out[e.Stream], e) },
+		"SELECT "+selectCols+" FROM events JOIN unnest($1::text[], $2::bigint[]) AS a(name, after) ON stream = a.name AND version > a.after ORDER BY stream, version",
+		streams, versions)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // OwnerStreams lists an owner's streams whose name starts with prefix and
 // that had events at or before asOf (0 = now), in first-event order.
 func (s *Store) OwnerStreams(ctx context.Context, owner, prefix string, asOf int64) ([]string, error) {

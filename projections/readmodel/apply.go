@@ -369,7 +369,10 @@ func applyTraceRevised(ctx context.Context, w *writer, e events.Envelope) error 
 		return err
 	}
 	if p.SpansDelta {
-		return upsertSpans(ctx, tx, p.TraceID, p.Spans)
+		if err := upsertSpans(ctx, tx, p.TraceID, p.Spans); err != nil {
+			return err
+		}
+		return orderSpans(ctx, tx, p.TraceID, p.SpanOrder)
 	}
 	if _, err := tx.Exec(ctx, `DELETE FROM rm_spans WHERE trace_id = $1`, p.TraceID); err != nil {
 		return err
@@ -398,6 +401,18 @@ func upsertSpans(ctx context.Context, tx pgx.Tx, traceID string, spans []domain.
 		ON CONFLICT (trace_id, span_id) DO UPDATE SET parent_id = EXCLUDED.parent_id, name = EXCLUDED.name, kind = EXCLUDED.kind,
 			start_ns = EXCLUDED.start_ns, end_ns = EXCLUDED.end_ns, input = EXCLUDED.input, output = EXCLUDED.output,
 			step_indices = EXCLUDED.step_indices`)
+}
+
+// orderSpans gives a trace's spans the places a revision's SpanOrder names
+// (none: they keep theirs), rewriting only the ord of those that moved.
+func orderSpans(ctx context.Context, tx pgx.Tx, traceID string, order []string) error {
+	if len(order) == 0 {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE rm_spans s SET ord = o.ord - 1
+		FROM unnest($2::text[]) WITH ORDINALITY AS o(span_id, ord)
+		WHERE s.trace_id = $1 AND s.span_id = o.span_id AND s.ord <> o.ord - 1`, traceID, order)
+	return err
 }
 
 // writeSpans runs one statement per span in a single round trip, the i-th

@@ -26,7 +26,8 @@ import (
 // input re-sends the conversation so far, and the root span ends (and so
 // arrives) last though it starts first. Each revision while the run grows
 // must carry only the new span, not the whole tree again; the root span's
-// arrival reorders the tree, so that revision carries it whole. The trace
+// arrival reorders the tree, so that revision carries the root and the new
+// order. The trace
 // the API shows must be the one rebuilt from all the spans at once, after
 // the live projection, a second delivery and a replay alike. A span re-sent
 // with a changed input is revised alone, its input read again.
@@ -78,8 +79,11 @@ func TestLiveTraceSpansGrowByDelta(t *testing.T) {
 		require.Equal(t, chatSpanID(i+1).String(), p.Spans[0].ID)
 	}
 	root := revisions[chats-1]
-	require.False(t, root.SpansDelta, "the root span starts first: the tree is reordered and written whole")
-	require.Len(t, root.Spans, chats+1)
+	require.True(t, root.SpansDelta, "the root span starts first: the tree is reordered, not written again")
+	require.Len(t, root.Spans, 1)
+	require.Equal(t, chatSpanID(-1).String(), root.Spans[0].ID)
+	require.Len(t, root.SpanOrder, chats+1)
+	require.Equal(t, chatSpanID(-1).String(), root.SpanOrder[0], "the root first")
 	resent := revisions[chats]
 	require.True(t, resent.SpansDelta)
 	require.Len(t, resent.Spans, 1)
