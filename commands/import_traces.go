@@ -49,6 +49,9 @@ type ImportResult struct {
 	// because their steps changed (kept steps keep theirs): what a re-import
 	// cost the review, said in the answer rather than discovered later.
 	AnnotationsRemoved int
+	// Erased are the ids of the payload's traces that were erased before
+	// (traces.State.Erased): left out, not in TraceIDs, the rest imported.
+	Erased []string
 }
 
 // ImportTraces parses the whole payload first (all traces or none), then
@@ -88,25 +91,30 @@ func (c ImportTracesHandler) Handle(ctx context.Context, cmd ImportTraces) (Impo
 	if err != nil {
 		return ImportResult{}, err
 	}
-	var ids []string
-	var unchanged, removed int
+	var plan importPlan
 	r, err := retryContended(ctx, func() (Result, error) {
-		var evs []events.New
-		var expected map[string]int64
-		var consent []events.New
-		ids, evs, consent, expected, err = c.decideImports(ctx, cmd.Actor, parsed, format, in.SourceID, in.Contribute)
-		// A consent change alone leaves the trace's content unchanged.
-		unchanged = countUnchanged(ids, evs)
-		removed = countRemovals(evs)
+		plan, err = c.decideImports(ctx, cmd.Actor, parsed, format, in.SourceID, in.Contribute)
 		if err != nil {
 			return Result{}, err
 		}
-		return c.append(ctx, cmd.Actor, expected, append(evs, consent...))
+		return c.append(ctx, cmd.Actor, plan.expected, append(plan.evs, plan.consent...))
 	})
 	if err != nil {
 		return ImportResult{}, err
 	}
-	return ImportResult{Result: r, Format: format, TraceIDs: ids, Unchanged: unchanged, AnnotationsRemoved: removed}, nil
+	// A consent change alone leaves the trace's content unchanged.
+	return ImportResult{Result: r, Format: format, TraceIDs: plan.ids, Unchanged: countUnchanged(plan.ids, plan.evs),
+		AnnotationsRemoved: countRemovals(plan.evs), Erased: plan.erased}, nil
+}
+
+// importPlan is what an import decided: the traces it names (ids, in
+// payload order, each once), their events and consent changes, the
+// versions they were decided on, and the traces it left out because they
+// were erased.
+type importPlan struct {
+	ids, erased  []string
+	evs, consent []events.New
+	expected     map[string]int64
 }
 
 // countUnchanged counts the trace ids no decided event touches.
@@ -150,7 +158,7 @@ func countRemovals(evs []events.New) int {
 	return n
 }
 
-func (c *Streams) decideImports(ctx context.Context, actor Actor, parsed []domain.Trace, format, sourceID string, contribute *bool) ([]string, []events.New, []events.New, map[string]int64, error) {
+func (c *Streams) decideImports(ctx context.Context, actor Actor, parsed []domain.Trace, format, sourceID string, contribute *bool) (importPlan, error) {
 	ids := make([]string, len(parsed))
 	keyed := make([]string, len(parsed))
 	for i, t := range parsed {
@@ -163,7 +171,7 @@ func (c *Streams) decideImports(ctx context.Context, actor Actor, parsed []domai
 	}
 	loaded, err := c.store.LoadStreams(ctx, keyed)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return importPlan{}, err
 	}
 	occurrences := map[string]int{}
 	for _, id := range ids {
@@ -172,7 +180,7 @@ func (c *Streams) decideImports(ctx context.Context, actor Actor, parsed []domai
 	states := map[string]*traces.State{}
 	expected := map[string]int64{}
 	var evs []events.New
-	var out []string
+	var out, erased []string
 	seen := map[string]bool{}
 	for i, t := range parsed {
 		stream := events.TraceStream(ids[i])
@@ -180,21 +188,28 @@ func (c *Streams) decideImports(ctx context.Context, actor Actor, parsed []domai
 		if st == nil {
 			folded, err := traces.Fold(ids[i], loaded[stream])
 			if err != nil {
-				return nil, nil, nil, nil, err
+				return importPlan{}, err
 			}
 			st = &folded
 			if st.Version > 0 && st.OwnerID != actor.UserID {
 				// Cannot happen with owner-derived ids; refuse rather than cross owners.
-				return nil, nil, nil, nil, domain.NotFound("trace", ids[i])
+				return importPlan{}, domain.NotFound("trace", ids[i])
 			}
 			states[stream] = st
 			expected[stream] = st.Version
 		}
 		traceID := ids[i]
+		if st.Erased {
+			if !seen[traceID] {
+				seen[traceID] = true
+				erased = append(erased, traceID)
+			}
+			continue
+		}
 		d, err := traces.DecideImport(*st, traces.ImportInput{TraceID: traceID, Trace: t, Format: format, ExplicitSourceID: sourceID, NewID: newID,
 			AuthorID: actor.Member(), AnnotationID: func(key string) string { return TraceIDFor(traceID, "\x00annotation:"+key) }})
 		if err != nil {
-			return nil, nil, nil, nil, err
+			return importPlan{}, err
 		}
 		if !seen[ids[i]] {
 			seen[ids[i]] = true
@@ -217,17 +232,17 @@ func (c *Streams) decideImports(ctx context.Context, actor Actor, parsed []domai
 			// must decide on the state these events produce.
 			if !d.NoOp {
 				if err := apply(st, actor.UserID, d.Type, d.Payload); err != nil {
-					return nil, nil, nil, nil, err
+					return importPlan{}, err
 				}
 			}
 			for _, rm := range d.Removals {
 				if err := apply(st, actor.UserID, events.AnnotationRemoved, rm); err != nil {
-					return nil, nil, nil, nil, err
+					return importPlan{}, err
 				}
 			}
 			for _, a := range d.Annotations {
 				if err := apply(st, actor.UserID, events.AnnotationAdded, a); err != nil {
-					return nil, nil, nil, nil, err
+					return importPlan{}, err
 				}
 			}
 		}
@@ -246,7 +261,7 @@ func (c *Streams) decideImports(ctx context.Context, actor Actor, parsed []domai
 			}
 		}
 	}
-	return out, evs, consent, expected, nil
+	return importPlan{ids: out, erased: erased, evs: evs, consent: consent, expected: expected}, nil
 }
 
 // revisionAfter is the revision a trace has once evs are applied: the last

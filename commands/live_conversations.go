@@ -79,8 +79,8 @@ func (l *liveConversations) take(stream string) *liveConversation {
 	return lc
 }
 
-// put keeps the stream's entry, then drops idle entries and, past the
-// budget, the least recently used.
+// put keeps the stream's entry; past the budget it drops idle entries,
+// then the least recently used (expire drops idle ones meanwhile).
 func (l *liveConversations) put(stream string, lc *liveConversation) {
 	if l.budget <= 0 {
 		return
@@ -96,7 +96,9 @@ func (l *liveConversations) put(stream string, lc *liveConversation) {
 	}
 	l.m[stream] = lc
 	l.size += lc.size
-	l.evict(time.Now())
+	if l.size > l.budget {
+		l.evict(time.Now())
+	}
 	if l.timer == nil {
 		l.timer = time.AfterFunc(liveIdle, l.expire)
 	}

@@ -175,6 +175,10 @@ func (c *Streams) receiveOTel(ctx context.Context, actor Actor, order []string, 
 			if !locked[cv.stream] {
 				return Result{}, errFiledElsewhere(own.st.OTelFiledIn)
 			}
+			if cv.st.Erased {
+				reject(hexID, errors.New(traces.ErasedMessage(cv.traceID)))
+				continue
+			}
 			added, err := cv.add(hexID, byTrace[hexID])
 			var v *domain.ValidationError
 			if errors.As(err, &v) {
@@ -253,6 +257,11 @@ func fileOTelTrace(own *otelConversation, open func(key string) (*otelConversati
 	}
 	if cv, err = open(key); err != nil {
 		return nil, "", err
+	}
+	if cv.st.Erased && th.Conversation == "" {
+		// Only an opening matched the erased conversation: a run of its
+		// own, not that conversation continued.
+		return own, "", nil
 	}
 	if th.Conversation != "" || len(cv.all) == 0 {
 		return cv.named(key, th, hexID), key, nil

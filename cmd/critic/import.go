@@ -253,13 +253,22 @@ func outcomeLine(o importOutcome, dry bool) string {
 	case dry:
 		return fmt.Sprintf("would send %s: %d traces (%s) in %d request(s)", o.in.name, o.res.Traces, o.res.Format, o.res.Requests)
 	case o.res.Traces > 0 && o.res.Unchanged == o.res.Traces:
-		return fmt.Sprintf("unchanged  %s: %d traces (%s)", o.in.name, o.res.Traces, o.res.Format)
+		return fmt.Sprintf("unchanged  %s: %d traces (%s)", o.in.name, o.res.Traces, o.res.Format) + erasedNote(o.res.Erased)
 	}
 	line := fmt.Sprintf("imported   %s: %d traces (%s), %d unchanged", o.in.name, o.res.Traces, o.res.Format, o.res.Unchanged)
 	if o.res.AnnotationsRemoved > 0 {
 		line += fmt.Sprintf(", %d annotation(s) removed with changed steps", o.res.AnnotationsRemoved)
 	}
-	return line
+	return line + erasedNote(o.res.Erased)
+}
+
+// erasedNote names the traces an import left out because they were erased
+// before: the server does not store an erased trace again.
+func erasedNote(erased []string) string {
+	if len(erased) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d left out: erased before (%s)", len(erased), strings.Join(erased, ", "))
 }
 
 // importSummary prints the totals and every failure with its line and

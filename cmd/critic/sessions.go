@@ -67,6 +67,9 @@ func cmdSessions(ctx context.Context, args []string) error {
 		fmt.Printf("no Claude Code or Codex sessions found: searched %s and %s (point --claude-dir / --codex-dir, CLAUDE_CONFIG_DIR or CODEX_HOME at where your agents keep them)\n", claudeDir, codexDir)
 	}
 	fmt.Printf("sessions: %d synced, %d unchanged, %d diverged, %d failed", tally["synced"], tally["unchanged"], tally["diverged"], tally["failed"])
+	if tally["erased"] > 0 {
+		fmt.Printf(", %d erased on the server (not sent again)", tally["erased"])
+	}
 	if tally["empty"] > 0 {
 		fmt.Printf(", %d without a conversation yet", tally["empty"])
 	}
@@ -108,6 +111,8 @@ func runSync(ctx context.Context, up *client.Uploader, w io.Writer, claudeDir, c
 		switch o.Outcome {
 		case "synced":
 			fmt.Fprintf(w, "synced     %s %s → trace %s\n", o.Session.Agent, o.Session.Path, o.TraceID)
+		case "erased":
+			fmt.Fprintf(w, "erased     %s %s: the server erased trace %s; an erased trace is not stored again, so this session is not sent again\n", o.Session.Agent, o.Session.Path, o.TraceID)
 		case "diverged":
 			fmt.Fprintf(w, "diverged   %s %s: trace_sync_error: %s (the server copy and its review are kept; this session is not synced)\n", o.Session.Agent, o.Session.Path, o.Detail)
 		case "failed":

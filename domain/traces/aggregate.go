@@ -38,6 +38,12 @@ type State struct {
 	// was last imported or revised (while it had nothing to review yet):
 	// every other stored span is in Spans as built from the copy stored.
 	OTelUnbuilt map[string]bool
+	// Erased is set once the trace was erased (trace.erased: deleted,
+	// past its retention, or its account erased). Erasure is final: the
+	// keyring never makes its stream a new key, so an import or a live
+	// export of the same id again is refused for that trace alone
+	// (ErasedMessage) rather than failing the request's other traces.
+	Erased bool
 	// OTelFiledIn is set in an OTel trace's own stream when the receiver
 	// filed the trace into a conversation of several: that conversation's
 	// key (events.OTelSpansReceivedV1.FiledIn).
@@ -209,6 +215,8 @@ func (s *State) Apply(e events.Envelope) error {
 				s.Stale[id] = true
 			}
 		}
+	case events.TraceErased:
+		s.Erased = true
 	case events.TraceDeleted:
 		s.Exists = false
 		s.Labeled, s.StepLabels, s.Stale, s.Metadata = nil, nil, nil, nil
@@ -304,6 +312,12 @@ func (s *State) Apply(e events.Envelope) error {
 		}
 	}
 	return nil
+}
+
+// ErasedMessage is what an import or an export is told of a trace it
+// names that was erased (State.Erased).
+func ErasedMessage(traceID string) string {
+	return "trace " + traceID + " was erased (deleted, past its retention, or its account erased); an erased trace is not stored again: send it under another id"
 }
 
 // ImportInput is one parsed trace with what the request said about it.

@@ -161,7 +161,7 @@ func (s *TraceService) ImportTraces(ctx context.Context, req *connect.Request[cr
 	}
 	return connect.NewResponse(&criticv1.ImportTracesResponse{
 		Format: res.Format, Imported: int32(len(res.TraceIDs)), TraceIds: res.TraceIDs,
-		Unchanged: int32(res.Unchanged), AnnotationsRemoved: int32(res.AnnotationsRemoved),
+		Unchanged: int32(res.Unchanged), AnnotationsRemoved: int32(res.AnnotationsRemoved), Erased: res.Erased,
 	}), nil
 }
 

@@ -80,6 +80,9 @@ type importResponse struct {
 	// AnnotationsRemoved counts the step annotations removed because their
 	// steps changed (additive too): a re-import says what it cost the review.
 	AnnotationsRemoved int `json:"annotations_removed"`
+	// Erased are the ids of the payload's traces that were erased before:
+	// left out (an erased trace is not stored again), the rest imported.
+	Erased []string `json:"erased"`
 }
 
 func (a *API) importTraces(w http.ResponseWriter, r *http.Request) error {
@@ -200,7 +203,8 @@ func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat s
 	if err := a.settle(r.Context(), res.Result); err != nil {
 		return err
 	}
-	edge.WriteJSON(w, http.StatusOK, importResponse{Format: res.Format, Imported: len(res.TraceIDs), TraceIDs: res.TraceIDs, Unchanged: res.Unchanged, AnnotationsRemoved: res.AnnotationsRemoved})
+	edge.WriteJSON(w, http.StatusOK, importResponse{Format: res.Format, Imported: len(res.TraceIDs), TraceIDs: append([]string{}, res.TraceIDs...), Unchanged: res.Unchanged, AnnotationsRemoved: res.AnnotationsRemoved,
+		Erased: append([]string{}, res.Erased...)})
 	return nil
 }
 

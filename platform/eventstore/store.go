@@ -186,7 +186,8 @@ const streamVersionsSQL = `SELECT u.stream, e.version FROM unnest($1::text[]) AS
 
 // Append stores evs in one transaction. expected maps a stream to the version
 // it must be at before the append (0 = the stream must be empty, Any = no
-// check); streams not in the map are not checked. Events of one stream get
+// check), whether or not evs write it; streams not in the map are not
+// checked. Events of one stream get
 // consecutive versions in slice order. It returns the stored envelopes.
 func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64, evs []events.New) ([]events.Envelope, error) {
 	if len(evs) == 0 {
@@ -238,12 +239,21 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 		if err := tx.QueryRow(ctx, "SELECT now() FROM pg_advisory_xact_lock($1)", appendLockKey).Scan(&now); err != nil {
 			return err
 		}
+		// Every stream the append writes or the caller decided on: a
+		// stream read and left as it was (an unchanged trace of an import)
+		// is checked too, or it would read as empty and never match.
 		streams := map[string]bool{}
 		names := []string{}
 		for _, e := range envs {
 			if !streams[e.Stream] {
 				streams[e.Stream] = true
 				names = append(names, e.Stream)
+			}
+		}
+		for st, want := range expected {
+			if want != Any && !streams[st] {
+				streams[st] = true
+				names = append(names, st)
 			}
 		}
 		current := make(map[string]int64, len(names))
@@ -552,7 +562,10 @@ func (s *Store) LoadStreamsAfter(ctx context.Context, streams []string, after ma
 		versions[i] = after[st]
 	}
 	err := s.eachResolved(ctx, func(e events.Envelope) { out[e.Stream] = append(out[e.Stream], e) },
-		"SELECT "+selectCols+" FROM events JOIN unnest($1::text[], $2::bigint[]) AS a(name, after) ON stream = a.name AND version > a.after ORDER BY stream, version",
+		// Each stream its own index range scan (LATERAL), whatever the
+		// planner would estimate for a join.
+		"SELECT "+selectCols+" FROM unnest($1::text[], $2::bigint[]) AS a(name, after) CROSS JOIN LATERAL (SELECT "+selectCols+
+			" FROM events WHERE stream = a.name AND version > a.after) e ORDER BY stream, version",
 		streams, versions)
 	if err != nil {
 		return nil, err

@@ -55,6 +55,32 @@ func TestAppendAssignsVersionsAcrossStreamsAtomically(t *testing.T) {
 	require.Equal(t, int64(3), n)
 }
 
+// TestAppendChecksStreamsItDoesNotWrite: a stream the caller decided on
+// but does not write (an import's unchanged trace) is checked at the
+// version it was read at, like the streams written: it neither reads as
+// empty (every such append failed) nor goes unchecked.
+func TestAppendChecksStreamsItDoesNotWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	meta := eventstore.Meta{Actor: "system"}
+	_, err := s.Append(ctx, meta, map[string]int64{"a": 0, "b": 0}, []events.New{ev("a", "x.v1", nil), ev("a", "x.v1", nil), ev("b", "y.v1", nil)})
+	require.NoError(t, err)
+
+	envs, err := s.Append(ctx, meta, map[string]int64{"a": 2, "b": 1}, []events.New{ev("b", "y.v1", nil)})
+	require.NoError(t, err, "a is at 2 as read, though nothing is written to it")
+	require.Equal(t, int64(2), envs[0].Version)
+
+	_, err = s.Append(ctx, meta, map[string]int64{"a": 1, "b": 2}, []events.New{ev("b", "y.v1", nil)})
+	var conflict *domain.VersionConflictError
+	require.ErrorAs(t, err, &conflict, "a moved since it was read")
+	require.Equal(t, "a", conflict.Stream)
+	require.Equal(t, int64(2), conflict.Actual)
+
+	_, err = s.Append(ctx, meta, map[string]int64{"c": 0, "b": 2}, []events.New{ev("b", "y.v1", nil)})
+	require.NoError(t, err, "c read as empty and still empty")
+}
+
 func TestEventsAreImmutable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -3,11 +3,13 @@ package readmodel_test
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
@@ -95,4 +97,108 @@ func TestLiveExportsFromSeveralProcesses(t *testing.T) {
 	send(a, -1) // the root span, last: the tree is reordered
 	send(b, 7)
 	send(c, 8)
+}
+
+// TestErasedTraceStaysErased: an erased trace's id is never written again
+// (its key is never made again), and sending it again fails nothing else:
+// an import leaves it out and names it, the rest imported; a live export
+// rejects its spans alone (partial success), the request's other trace
+// stored; new calls of an erased session are rejected too.
+func TestErasedTraceStaysErased(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	master := make([]byte, keyring.KeySize)
+	_, _ = rand.Read(master)
+	ring, err := keyring.New(pool, master)
+	require.NoError(t, err)
+	store := eventstore.New(pool, blobs, eventstore.WithKeyring(ring))
+	cmds := commands.New(store)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "erased-stays"})
+	require.NoError(t, err)
+	actor := commands.Actor{UserID: u.UserID}
+
+	// An import of two traces; one is deleted, then the file comes again.
+	file := []byte(`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"r"}]}` + "\n" +
+		`{"id":"b","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"r2"}]}`)
+	imp := func(data []byte) commands.ImportResult {
+		t.Helper()
+		r, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: actor, Input: commands.ImportTracesInput{Format: "stash", Data: data}})
+		require.NoError(t, err)
+		return r
+	}
+	first := imp(file)
+	a, b := commands.TraceIDFor(u.UserID, "a"), commands.TraceIDFor(u.UserID, "b")
+	require.Equal(t, []string{a, b}, first.TraceIDs)
+	_, err = cmds.DeleteTrace.Handle(ctx, commands.DeleteTrace{Actor: actor, TraceID: a})
+	require.NoError(t, err)
+	again := imp(append(file, []byte("\n"+`{"id":"b","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"r2, revised"}]}`)...))
+	require.Equal(t, []string{b}, again.TraceIDs, "b imported, a left out")
+	require.Equal(t, []string{a}, again.Erased)
+	require.NotEmpty(t, again.LastEventID, "b's revision was stored")
+	only := imp(file[:len(`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"r"}]}`)])
+	require.Empty(t, only.TraceIDs)
+	require.Equal(t, []string{a}, only.Erased)
+
+	// A live trace, erased, then its spans again beside another trace's.
+	send := func(spans ...ptrace.Span) commands.OTelReceipt {
+		t.Helper()
+		var raws []formats.RawSpan
+		for _, sp := range spans {
+			r, err := otlp.SplitPData(oneSpan(sp))
+			require.NoError(t, err)
+			raws = append(raws, r...)
+		}
+		receipt, err := cmds.ReceiveOTelSpans.Handle(ctx, commands.ReceiveOTelSpans{Actor: actor, Spans: raws})
+		require.NoError(t, err)
+		return receipt
+	}
+	send(agentSpan(0))
+	send(agentSpan(1))
+	var hexID pcommon.TraceID
+	copy(hexID[:], "live-spans-trace")
+	live := commands.TraceIDFor(u.UserID, hexID.String())
+	_, err = cmds.DeleteTrace.Handle(ctx, commands.DeleteTrace{Actor: actor, TraceID: live})
+	require.NoError(t, err)
+	other := agentSpan(0)
+	var otherID pcommon.TraceID
+	copy(otherID[:], "another-trace-id")
+	other.SetTraceID(otherID)
+	receipt := send(agentSpan(2), other)
+	require.Equal(t, int64(1), receipt.RejectedSpans, "the erased trace's span alone")
+	require.Contains(t, receipt.ErrorMessage, "trace "+live+" was erased")
+	require.NotEmpty(t, receipt.LastEventID, "the other trace was stored")
+	st := foldTrace(t, ctx, store, commands.TraceIDFor(u.UserID, otherID.String()))
+	require.True(t, st.Exists)
+
+	// A named session's conversation erased: its next call is rejected.
+	session := func(c int) ptrace.Span {
+		sp := agentSpan(c)
+		var tid pcommon.TraceID
+		copy(tid[:], fmt.Sprintf("session-call-%03d", c))
+		sp.SetTraceID(tid)
+		sp.SetParentSpanID(pcommon.SpanID{})
+		sp.Attributes().PutStr("gen_ai.conversation.id", "chat-42")
+		return sp
+	}
+	require.Empty(t, send(session(0)).ErrorMessage)
+	conv := commands.TraceIDFor(u.UserID, "session:chat-42")
+	require.True(t, foldTrace(t, ctx, store, conv).Exists)
+	_, err = cmds.DeleteTrace.Handle(ctx, commands.DeleteTrace{Actor: actor, TraceID: conv})
+	require.NoError(t, err)
+	receipt = send(session(1))
+	require.Equal(t, int64(1), receipt.RejectedSpans)
+	require.Contains(t, receipt.ErrorMessage, "trace "+conv+" was erased")
+}
+
+// foldTrace is a trace's state as its stream says now.
+func foldTrace(t *testing.T, ctx context.Context, store *eventstore.Store, traceID string) traces.State {
+	t.Helper()
+	loaded, err := store.LoadStreams(ctx, []string{events.TraceStream(traceID)})
+	require.NoError(t, err)
+	st, err := traces.Fold(traceID, loaded[events.TraceStream(traceID)])
+	require.NoError(t, err)
+	return st
 }

@@ -17,6 +17,32 @@ import (
 	"github.com/criticml/critic/projections/readmodel"
 )
 
+// TestReimportWithSomeTracesUnchanged: a file imported again in which one
+// trace changed and another did not (a sync's next export) revises the one
+// and leaves the other — it used to fail after 10 s with "being written by
+// many requests at once", every time.
+func TestReimportWithSomeTracesUnchanged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, _, _, cmds := newLog(t)
+	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "resync"})
+	require.NoError(t, err)
+	actor := commands.Actor{UserID: u.UserID}
+	imp := func(b string) commands.ImportResult {
+		t.Helper()
+		r, err := cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: actor, Input: commands.ImportTracesInput{Format: "stash", Data: []byte(
+			`{"id":"a","steps":[{"role":"user","content":"q"},{"role":"assistant","content":"r"}]}` + "\n" +
+				`{"id":"b","steps":[{"role":"user","content":"q2"},{"role":"assistant","content":"` + b + `"}]}`)}})
+		require.NoError(t, err)
+		return r
+	}
+	first := imp("r2")
+	again := imp("r2, revised")
+	require.Equal(t, first.TraceIDs, again.TraceIDs)
+	require.Equal(t, 1, again.Unchanged, "a as it was")
+	require.NotEmpty(t, again.LastEventID, "b revised")
+}
+
 // TestDuplicateDeliveryChangesNothing applies the same events twice — across
 // batches and within one — and requires identical tables.
 func TestDuplicateDeliveryChangesNothing(t *testing.T) {

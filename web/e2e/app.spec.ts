@@ -97,6 +97,35 @@ test("selection: the header checkbox toggles shown rows, hidden selections are c
   await expect(page.getByText("1 selected", { exact: true })).toBeVisible();
 });
 
+test("a trace erased on the server and imported again is left out and named", async ({ page, request }) => {
+  const auth = { Authorization: "Bearer " + env.key };
+  const data = JSON.stringify({
+    id: "e2e-erased-once",
+    title: "Erased once (e2e)",
+    steps: [
+      { role: "user", content: "Cancel order 77." },
+      { role: "assistant", content: "Cancelled." },
+    ],
+  });
+  const first = await request.post("/api/v1/rm/traces/import", { headers: auth, data: { format: "stash", data } });
+  expect(first.status()).toBe(200);
+  const id = ((await first.json()) as { trace_ids: string[] }).trace_ids[0];
+  expect((await request.delete(`/api/v1/rm/traces/${id}`, { headers: auth })).status()).toBe(204);
+
+  await signIn(page);
+  await page.getByRole("button", { name: "Import traces" }).click();
+  await page.getByLabel("Format").selectOption("stash");
+  await page.getByLabel("Data").click();
+  await page.keyboard.type(data);
+  await page.getByRole("button", { name: "Import", exact: true }).click();
+  const status = page.getByRole("status");
+  await expect(status).toContainText("Imported 0 traces as stash");
+  await expect(status).toContainText("1 left out: erased before");
+  await shot(page, "import-erased");
+  await page.getByRole("button", { name: "Close", exact: true }).click();
+  await expect(page.getByRole("link", { name: "Erased once (e2e)" })).toHaveCount(0);
+});
+
 test("open a trace: rate, quote, comment, flag, edit, delete, and it all survives reload", async ({ page }) => {
   await signIn(page);
   await page.getByRole("link", { name: "Refund for order 5521 (e2e)" }).click();

@@ -98,6 +98,9 @@ type ImportResponse struct {
 	// AnnotationsRemoved: step annotations the revisions removed because
 	// their steps changed.
 	AnnotationsRemoved int `json:"annotations_removed"`
+	// Erased are the payload's traces the server left out because they
+	// were erased before (an erased trace is not stored again).
+	Erased []string `json:"erased"`
 }
 
 // ImportPath and TranscriptsPath are the two upload routes.

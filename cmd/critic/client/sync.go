@@ -31,6 +31,9 @@ type SessionState struct {
 	// yet (see formats.ClaudeCodeSettled): the file is read again even if
 	// it did not change, so they go up once it has been quiet.
 	Held bool `json:"held,omitempty"`
+	// Erased says the server erased the session's trace: an erased trace
+	// is not stored again, so the session is not sent again either.
+	Erased bool `json:"erased,omitempty"`
 }
 
 // SyncState is the client's record of uploaded sessions, keyed by
@@ -49,7 +52,7 @@ type UploadRecord struct {
 	At      time.Time `json:"at"`
 	Agent   string    `json:"agent"`
 	Path    string    `json:"path"`
-	Outcome string    `json:"outcome"` // synced, unchanged, diverged, failed, queued
+	Outcome string    `json:"outcome"` // synced, unchanged, diverged, erased, failed, queued
 	Detail  string    `json:"detail,omitempty"`
 }
 
@@ -97,7 +100,7 @@ type Session struct {
 // SyncOutcome is what syncing one session did.
 type SyncOutcome struct {
 	Session Session
-	Outcome string // synced, unchanged, empty, diverged, failed, unreachable
+	Outcome string // synced, unchanged, empty, diverged, erased, failed, unreachable
 	TraceID string
 	Detail  string
 }
@@ -113,6 +116,10 @@ func SyncSession(ctx context.Context, up *Uploader, st *SyncState, s Session) Sy
 		return o
 	}
 	prev, had := st.Sessions[s.Key]
+	if had && prev.Erased {
+		o.Outcome, o.TraceID = "unchanged", prev.TraceID
+		return o
+	}
 	if had && !prev.Held && prev.Path == s.Path && prev.Size == info.Size() && prev.ModTime.Equal(info.ModTime()) {
 		o.Outcome, o.TraceID = "unchanged", prev.TraceID
 		return o
@@ -165,6 +172,11 @@ func SyncSession(ctx context.Context, up *Uploader, st *SyncState, s Session) Sy
 	o.Outcome = "synced"
 	if len(res.TraceIDs) > 0 {
 		o.TraceID = res.TraceIDs[0]
+	}
+	if len(res.TraceIDs) == 0 && len(res.Erased) > 0 {
+		o.Outcome, o.TraceID = "erased", res.Erased[0]
+		st.Sessions[s.Key] = SessionState{Path: s.Path, Size: info.Size(), ModTime: info.ModTime(), SHA256: hash, TraceID: o.TraceID, SyncedAt: time.Now().UTC(), Erased: true}
+		return o
 	}
 	if res.Traces > 0 && res.Unchanged == res.Traces {
 		o.Outcome = "unchanged"

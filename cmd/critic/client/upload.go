@@ -63,8 +63,10 @@ type Result struct {
 	// AnnotationsRemoved is how many step annotations the server removed
 	// because their steps changed (kept steps keep theirs).
 	AnnotationsRemoved int
-	Requests           int
-	Sent               int64 // input bytes sent
+	// Erased are the traces the server left out as erased before.
+	Erased   []string
+	Requests int
+	Sent     int64 // input bytes sent
 }
 
 // Uploader sends inputs, each cut into requests under MaxRequest bytes.
@@ -127,6 +129,12 @@ func (u *Uploader) Upload(ctx context.Context, format string, data []byte, sourc
 			}
 		}
 		res.Traces += newTraces
+		for _, id := range out.Erased {
+			if !seen[id] {
+				seen[id] = true
+				res.Erased = append(res.Erased, id)
+			}
+		}
 		res.Unchanged += out.Unchanged
 		res.AnnotationsRemoved += out.AnnotationsRemoved
 		if u.OnChunk != nil {

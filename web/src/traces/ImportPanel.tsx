@@ -69,6 +69,12 @@ export function ImportPanel({ onClose }: { onClose: () => void }) {
         <p role="status" className="ok">
           Imported {imp.data.imported} trace{imp.data.imported === 1 ? "" : "s"} as {imp.data.format}
           {imp.data.unchanged > 0 && <> ({imp.data.unchanged} unchanged)</>}.
+          {imp.data.erased.length > 0 && (
+            <>
+              {" "}
+              {imp.data.erased.length} left out: erased before (an erased trace is not stored again; import it under another id).
+            </>
+          )}
         </p>
       )}
       <div className="row">

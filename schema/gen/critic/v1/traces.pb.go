@@ -278,8 +278,12 @@ type ImportTracesResponse struct {
 	// Step annotations removed because their steps really changed; steps
 	// unchanged in content and position keep their ids and annotations.
 	AnnotationsRemoved int32 `protobuf:"varint,5,opt,name=annotations_removed,json=annotationsRemoved,proto3" json:"annotations_removed,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Ids of the payload's traces that were erased before (deleted, past
+	// retention, account erased): left out, since an erased trace is not
+	// stored again; the others are imported.
+	Erased        []string `protobuf:"bytes,6,rep,name=erased,proto3" json:"erased,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ImportTracesResponse) Reset() {
@@ -345,6 +349,13 @@ func (x *ImportTracesResponse) GetAnnotationsRemoved() int32 {
 		return x.AnnotationsRemoved
 	}
 	return 0
+}
+
+func (x *ImportTracesResponse) GetErased() []string {
+	if x != nil {
+		return x.Erased
+	}
+	return nil
 }
 
 type ListTracesRequest struct {
@@ -1937,13 +1948,14 @@ const file_critic_v1_traces_proto_rawDesc = "" +
 	"contribute\x88\x01\x01B\f\n" +
 	"\n" +
 	"_source_idB\r\n" +
-	"\v_contribute\"\xb6\x01\n" +
+	"\v_contribute\"\xce\x01\n" +
 	"\x14ImportTracesResponse\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\tR\x06format\x12\x1a\n" +
 	"\bimported\x18\x02 \x01(\x05R\bimported\x12\x1b\n" +
 	"\ttrace_ids\x18\x03 \x03(\tR\btraceIds\x12\x1c\n" +
 	"\tunchanged\x18\x04 \x01(\x05R\tunchanged\x12/\n" +
-	"\x13annotations_removed\x18\x05 \x01(\x05R\x12annotationsRemoved\"\xff\x05\n" +
+	"\x13annotations_removed\x18\x05 \x01(\x05R\x12annotationsRemoved\x12\x16\n" +
+	"\x06erased\x18\x06 \x03(\tR\x06erased\"\xff\x05\n" +
 	"\x11ListTracesRequest\x12\x19\n" +
 	"\x05limit\x18\x01 \x01(\x05H\x00R\x05limit\x88\x01\x01\x12\x1b\n" +
 	"\x06offset\x18\x02 \x01(\x05H\x01R\x06offset\x88\x01\x01\x12 \n" +
