@@ -45,6 +45,12 @@ func WithOTLPCache(bytes int64) Option {
 // kept version exactly (an erased event passed over) or that deletes the
 // trace sends the reader back to the whole stream.
 //
+// A conversation's first export in the process keeps only a mark that it
+// was seen; its second keeps it whole. A live run exports again within
+// seconds, while an import of finished traces (a batch per run, or a
+// backfill) exports each once: keeping those would only fill memory and
+// lengthen every garbage collection for nothing.
+//
 // An entry is taken out while a request uses it, under the stream's lock
 // (streamLocks), and put back after, so no two requests share one.
 type liveConversations struct {
@@ -55,28 +61,39 @@ type liveConversations struct {
 	timer  *time.Timer
 }
 
-// liveConversation is one kept stream.
+// liveConversation is one kept stream: its state and memo, or only the
+// mark that it was exported once (memo nil).
 type liveConversation struct {
 	st   traces.State
 	memo *formats.SpanMemo
 	size int64
 	used time.Time
+	// again says the stream was exported before this request: put keeps
+	// it whole rather than as a mark.
+	again bool
 }
 
-// take removes and returns the stream's entry (nil when none is kept).
-func (l *liveConversations) take(stream string) *liveConversation {
+// markSize is what a mark counts against the budget.
+const markSize = 256
+
+// take removes and returns the stream's entry (nil when none is kept);
+// again says whether it was exported lately, kept whole or as a mark.
+func (l *liveConversations) take(stream string) (lc *liveConversation, again bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	lc := l.m[stream]
+	lc = l.m[stream]
 	if lc == nil {
-		return nil
+		return nil, false
 	}
 	delete(l.m, stream)
 	l.size -= lc.size
 	if time.Since(lc.used) > liveIdle {
-		return nil
+		return nil, false
 	}
-	return lc
+	if lc.memo == nil {
+		return nil, true
+	}
+	return lc, true
 }
 
 // put keeps the stream's entry; past the budget it drops idle entries,
@@ -85,7 +102,12 @@ func (l *liveConversations) put(stream string, lc *liveConversation) {
 	if l.budget <= 0 {
 		return
 	}
-	lc.used, lc.size = time.Now(), int64(lc.memo.Size())*liveMemoryPerByte
+	if !lc.again {
+		lc = &liveConversation{size: markSize, again: true} // its next export keeps it
+	} else {
+		lc.size = int64(lc.memo.Size())*liveMemoryPerByte + markSize
+	}
+	lc.used = time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {

@@ -113,13 +113,17 @@ func (c *Streams) receiveOTel(ctx context.Context, actor Actor, order []string, 
 	}
 	// What is kept of the streams is theirs while they are locked.
 	known := map[string]*liveConversation{}
+	again := map[string]bool{}
 	for _, s := range unique {
-		if lc := c.live.take(s); lc != nil {
+		lc, seen := c.live.take(s)
+		if lc != nil {
 			known[s] = lc
 		}
+		again[s] = seen
 	}
 	defer func() {
 		for s, lc := range known {
+			lc.again = again[s]
 			c.live.put(s, lc)
 		}
 	}()
