@@ -47,7 +47,10 @@ type OTelReceipt struct {
 //
 // Writers of one trace are serialized within the process and retried with
 // jittered backoff on a version conflict (another process), so concurrent
-// exports of one trace all apply; see retryContended.
+// exports of one trace all apply; see retryContended. Between exports the
+// process keeps the conversations it wrote lately (liveConversations), so an
+// export reads, decodes and joins only what is new. A trace that was erased
+// is not stored again: its records are rejected alone (traces.ErasedMessage).
 type ReceiveOTelSpans struct {
 	Actor    Actor
 	Spans    []formats.RawSpan
