@@ -23,6 +23,25 @@ import (
 	"github.com/criticml/critic/platform/pg/pgtest"
 )
 
+// sealedLog is a sealed event log (every trace under its own key, so an
+// erased trace's events stop opening) and the way to start an API process
+// on it: each has its own store, keyring and commands, as separate
+// processes do.
+func sealedLog(t *testing.T) func(opts ...commands.Option) (*eventstore.Store, *commands.Commands) {
+	t.Helper()
+	pool := pgtest.NewPool(t)
+	blobs, err := blob.NewLocal(t.TempDir())
+	require.NoError(t, err)
+	master := make([]byte, keyring.KeySize)
+	_, _ = rand.Read(master)
+	return func(opts ...commands.Option) (*eventstore.Store, *commands.Commands) {
+		ring, err := keyring.New(pool, master)
+		require.NoError(t, err)
+		store := eventstore.New(pool, blobs, eventstore.WithKeyring(ring))
+		return store, commands.New(store, opts...)
+	}
+}
+
 // TestLiveExportsFromSeveralProcesses: API processes take turns receiving
 // one agent run's spans (two keep what they folded of the conversation
 // between exports, one keeps nothing), so each export must start from what
@@ -31,17 +50,7 @@ import (
 func TestLiveExportsFromSeveralProcesses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	blobs, err := blob.NewLocal(t.TempDir())
-	require.NoError(t, err)
-	master := make([]byte, keyring.KeySize)
-	_, _ = rand.Read(master)
-	process := func(opts ...commands.Option) (*eventstore.Store, *commands.Commands) {
-		ring, err := keyring.New(pool, master)
-		require.NoError(t, err)
-		store := eventstore.New(pool, blobs, eventstore.WithKeyring(ring))
-		return store, commands.New(store, opts...)
-	}
+	process := sealedLog(t)
 	store, a := process()
 	_, b := process()
 	_, c := process(commands.WithOTLPCache(0)) // keeps nothing between exports
@@ -107,15 +116,7 @@ func TestLiveExportsFromSeveralProcesses(t *testing.T) {
 func TestErasedTraceStaysErased(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	blobs, err := blob.NewLocal(t.TempDir())
-	require.NoError(t, err)
-	master := make([]byte, keyring.KeySize)
-	_, _ = rand.Read(master)
-	ring, err := keyring.New(pool, master)
-	require.NoError(t, err)
-	store := eventstore.New(pool, blobs, eventstore.WithKeyring(ring))
-	cmds := commands.New(store)
+	store, cmds := sealedLog(t)()
 	u, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "erased-stays"})
 	require.NoError(t, err)
 	actor := commands.Actor{UserID: u.UserID}
