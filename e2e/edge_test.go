@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -254,4 +256,59 @@ func TestRawJSONLImport(t *testing.T) {
 	r = post("?format=stash", strings.Repeat(data, 100))
 	require.Equal(t, http.StatusRequestEntityTooLarge, r.Status, string(r.Body))
 	require.EqualValues(t, 2, in.do("GET", "/api/v1/rm/traces", key, nil).JSON(t)["total"], "nothing else stored")
+}
+
+// TestLargeAnswersGoOutGzipped: a trace's detail — every span's input, the
+// conversation so far — and the web app's scripts go out gzipped to a
+// client that accepts it, and read back exactly as the uncompressed answer;
+// a client that does not ask gets them as they are.
+func TestLargeAnswersGoOutGzipped(t *testing.T) {
+	t.Parallel()
+	in := startServe(t)
+	key := in.newUser("gzip", false)
+	var steps []string
+	for i := range 200 {
+		steps = append(steps, fmt.Sprintf(`{"role":"user","content":"question %d about order 5521"},{"role":"assistant","content":"answer %d: the refund is on its way"}`, i, i))
+	}
+	imp := in.do("POST", "/api/v1/rm/traces/import", key, map[string]any{"format": "stash",
+		"data": `{"id":"gz","title":"A long one","steps":[` + strings.Join(steps, ",") + `]}`})
+	require.Equal(t, 200, imp.Status, string(imp.Body))
+	var ids struct {
+		TraceIDs []string `json:"trace_ids"`
+	}
+	require.NoError(t, json.Unmarshal(imp.Body, &ids))
+
+	get := func(path string, gz bool) (*http.Response, []byte) {
+		req, err := http.NewRequest("GET", in.url+path, nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+key)
+		if gz {
+			req.Header.Set("Accept-Encoding", "gzip")
+		}
+		res, err := http.DefaultTransport.RoundTrip(req) // no transparent decompression
+		require.NoError(t, err)
+		defer res.Body.Close()
+		raw, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res, raw
+	}
+	plainRes, plain := get("/api/v1/rm/traces/"+ids.TraceIDs[0], false)
+	require.Equal(t, 200, plainRes.StatusCode)
+	require.Empty(t, plainRes.Header.Get("Content-Encoding"))
+	gzRes, packed := get("/api/v1/rm/traces/"+ids.TraceIDs[0], true)
+	require.Equal(t, 200, gzRes.StatusCode)
+	require.Equal(t, "gzip", gzRes.Header.Get("Content-Encoding"))
+	require.Less(t, len(packed), len(plain)/3)
+	zr, err := gzip.NewReader(bytes.NewReader(packed))
+	require.NoError(t, err)
+	unpacked, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	require.JSONEq(t, string(plain), string(unpacked))
+
+	_, page := get("/", false)
+	script := regexp.MustCompile(`src="(/assets/[^"&]+\.js)"`).FindSubmatch(page)
+	require.NotNil(t, script, "the page names its script")
+	jsRes, _ := get(string(script[1]), true)
+	require.Equal(t, 200, jsRes.StatusCode)
+	require.Equal(t, "gzip", jsRes.Header.Get("Content-Encoding"))
 }

@@ -369,7 +369,7 @@ func (s *Server) serveHTTP(ctx context.Context, cfg Config, deps Deps, mount Mou
 	}
 	s.Addr = ln.Addr().String()
 	to := cfg.HTTP.withDefaults()
-	s.http = &http.Server{Handler: edge.Observe(extendWrites(handler, to.Write), observing), ReadHeaderTimeout: to.ReadHeader,
+	s.http = &http.Server{Handler: edge.Observe(extendWrites(edge.Compress(handler), to.Write), observing), ReadHeaderTimeout: to.ReadHeader,
 		ReadTimeout: to.Read, WriteTimeout: to.Write, IdleTimeout: to.Idle}
 	// gRPC clients speak HTTP/2 without TLS (h2c) on the same port as REST.
 	s.http.Protocols = new(http.Protocols)
