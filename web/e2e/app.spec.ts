@@ -124,6 +124,11 @@ test("a trace erased on the server and imported again is left out and named", as
   await shot(page, "import-erased");
   await page.getByRole("button", { name: "Close", exact: true }).click();
   await expect(page.getByRole("link", { name: "Erased once (e2e)" })).toHaveCount(0);
+  // Nothing of it was stored again.
+  const list = await request.get("/api/v1/rm/traces?limit=100&q=" + encodeURIComponent("Cancel order 77"), { headers: auth });
+  expect(list.status()).toBe(200);
+  expect(((await list.json()) as { traces: unknown[] }).traces).toHaveLength(0);
+  expect((await request.get(`/api/v1/rm/traces/${id}`, { headers: auth })).status()).toBe(404);
 });
 
 test("open a trace: rate, quote, comment, flag, edit, delete, and it all survives reload", async ({ page }) => {
