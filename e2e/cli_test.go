@@ -279,6 +279,42 @@ func TestSessionsSyncGrowsAndReportsDivergence(t *testing.T) {
 	require.Contains(t, out, "1 diverged")
 }
 
+// TestSessionsSyncStopsOnAnErasedTrace: a synced session whose trace is
+// then deleted on the server grows; the next sync reports it erased (not a
+// failure: the exit is 0, other sessions sync) and stores nothing, and later
+// syncs do not send it again.
+func TestSessionsSyncStopsOnAnErasedTrace(t *testing.T) {
+	in := startServe(t)
+	key := in.newUser("erasing-syncer", false)
+	c := newClientEnv(t, "CRITIC_URL="+in.url, "CRITIC_API_KEY="+key)
+	const sid = "5e6f7a8b-3333-4c6d-9e0f-1a2b3c4d5e6f"
+	recs := claudeCodeSession(sid, 4, nil)
+	n := len(recs) / 2
+	path := c.write(".claude/projects/-home-dev-shop/"+sid+".jsonl", sessionFile(recs[:n]))
+	out, code := c.run("", "sessions", "sync")
+	require.Equal(t, 0, code, out)
+	d, ok := in.traceByExternalID(t, key, sid)
+	require.True(t, ok)
+	r := in.do("DELETE", "/api/v1/rm/traces/"+d.ID, key, nil)
+	require.Equal(t, http.StatusNoContent, r.Status, string(r.Body))
+
+	require.NoError(t, os.WriteFile(path, []byte(sessionFile(recs)), 0o600))
+	events := in.eventCount()
+	out, code = c.run("", "sessions", "sync")
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "erased     claude-code "+path+": the server erased trace "+d.ID)
+	require.Contains(t, out, "1 erased on the server (not sent again)")
+	require.Equal(t, events, in.eventCount(), "nothing stored")
+	_, ok = in.traceByExternalID(t, key, sid)
+	require.False(t, ok)
+
+	require.NoError(t, os.WriteFile(path, []byte(sessionFile(recs)+sessionFile(recs[:1])), 0o600))
+	out, code = c.run("", "sessions", "sync")
+	require.Equal(t, 0, code, out)
+	require.NotContains(t, out, "erased     claude-code", "not sent again")
+	require.Contains(t, out, "sessions: 0 synced, 1 unchanged")
+}
+
 // TestSessionsSyncRebuildsCodexHistoryBasePages: a Codex fork whose
 // rollout holds only its own records is uploaded with its base's history
 // (exact byte and ordinal cut), the newest page only; a page whose base is
