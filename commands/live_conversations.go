@@ -68,9 +68,6 @@ type liveConversation struct {
 	memo *formats.SpanMemo
 	size int64
 	used time.Time
-	// again says the stream was exported before this request: put keeps
-	// it whole rather than as a mark.
-	again bool
 }
 
 // markSize is what a mark counts against the budget.
@@ -96,14 +93,16 @@ func (l *liveConversations) take(stream string) (lc *liveConversation, again boo
 	return lc, true
 }
 
-// put keeps the stream's entry; past the budget it drops idle entries,
-// then the least recently used (expire drops idle ones meanwhile).
-func (l *liveConversations) put(stream string, lc *liveConversation) {
+// put keeps the stream's entry — whole when the stream was exported before
+// this request (again, as take said), else only a mark, so its next export
+// keeps it; past the budget it drops idle entries, then the least recently
+// used (expire drops idle ones meanwhile).
+func (l *liveConversations) put(stream string, lc *liveConversation, again bool) {
 	if l.budget <= 0 {
 		return
 	}
-	if !lc.again {
-		lc = &liveConversation{size: markSize, again: true} // its next export keeps it
+	if !again {
+		lc = &liveConversation{size: markSize}
 	} else {
 		lc.size = int64(lc.memo.Size())*liveMemoryPerByte + markSize
 	}

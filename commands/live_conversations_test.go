@@ -21,29 +21,28 @@ func TestLiveConversationsBounds(t *testing.T) {
 		defer l.mu.Unlock()
 		return l.m[stream] != nil && l.m[stream].memo != nil
 	}
-	// A conversation whose one record is 100 bytes of JSON, exported
-	// before (again) or not.
-	entry := func(again bool) *liveConversation {
+	// A conversation whose one record is 100 bytes of JSON.
+	entry := func() *liveConversation {
 		m := formats.NewSpanMemo()
 		raw := []byte(`{"resourceSpans":[]}` + strings.Repeat(" ", 80))
 		_, _, err := formats.RebuildConversation([]formats.RawSpan{{SpanID: "s", JSON: raw}}, "x", nil, m)
 		require.NoError(t, err)
 		require.Equal(t, 100, m.Size())
-		return &liveConversation{memo: m, again: again}
+		return &liveConversation{memo: m}
 	}
 	l := &liveConversations{budget: 250*liveMemoryPerByte + 3*markSize}
 
-	l.put("a", entry(false))
+	l.put("a", entry(), false)
 	require.False(t, kept(l, "a"), "a first export leaves a mark")
 	lc, again := l.take("a")
 	require.Nil(t, lc)
 	require.True(t, again, "the mark says it was exported")
-	l.put("a", entry(again))
+	l.put("a", entry(), again)
 	require.True(t, kept(l, "a"), "its second export keeps it")
 
-	l.put("b", entry(true))
+	l.put("b", entry(), true)
 	require.True(t, kept(l, "b"))
-	l.put("c", entry(true)) // 300 bytes of JSON: a, the oldest, goes
+	l.put("c", entry(), true) // 300 bytes of JSON: a, the oldest, goes
 	require.False(t, kept(l, "a"))
 	require.True(t, kept(l, "b") && kept(l, "c"))
 	require.Equal(t, int64(200*liveMemoryPerByte+2*markSize), l.size)
@@ -51,7 +50,7 @@ func TestLiveConversationsBounds(t *testing.T) {
 	b, _ := l.take("b")
 	require.NotNil(t, b, "taken while an export uses it")
 	require.False(t, kept(l, "b"))
-	l.put("b", b)
+	l.put("b", b, true)
 
 	l.m["c"].used = time.Now().Add(-2 * liveIdle)
 	c, again := l.take("c")
@@ -64,6 +63,6 @@ func TestLiveConversationsBounds(t *testing.T) {
 	require.Zero(t, l.size)
 
 	off := &liveConversations{}
-	off.put("a", entry(true))
+	off.put("a", entry(), true)
 	require.False(t, kept(off, "a"))
 }

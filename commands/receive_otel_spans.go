@@ -126,8 +126,7 @@ func (c *Streams) receiveOTel(ctx context.Context, actor Actor, order []string, 
 	}
 	defer func() {
 		for s, lc := range known {
-			lc.again = again[s]
-			c.live.put(s, lc)
+			c.live.put(s, lc, again[s])
 		}
 	}()
 
