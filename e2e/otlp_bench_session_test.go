@@ -81,6 +81,11 @@ func runOTLPSessionBench(b *testing.B, in *instance, key string) {
 	var logged int64
 	require.NoError(b, in.pool.QueryRow(b.Context(), `SELECT sum(COALESCE((payload->'claim_check'->>'size')::bigint, octet_length(payload::text)))
 		FROM events WHERE stream = $1`, events.TraceStream(traceID)).Scan(&logged))
+	var spanIO, stepText int64
+	require.NoError(b, in.pool.QueryRow(b.Context(), `SELECT COALESCE(sum(pg_column_size(input) + pg_column_size(output)), 0)
+		FROM rm_spans WHERE trace_id = $1`, traceID).Scan(&spanIO))
+	require.NoError(b, in.pool.QueryRow(b.Context(), `SELECT COALESCE(sum(pg_column_size(s)), 0)
+		FROM rm_steps s WHERE trace_id = $1`, traceID).Scan(&stepText))
 
 	start := time.Now()
 	_, _, err := formats.RebuildTrace(raws)
@@ -103,6 +108,8 @@ func runOTLPSessionBench(b *testing.B, in *instance, key string) {
 		rebuild.Round(100*time.Microsecond), last.Seconds()/rebuild.Seconds())
 	fmt.Printf("otlp session: event log %.1f MiB as stored (compressed, sealed) for %.1f MiB sent (ratio %.2f)\n",
 		float64(logged)/(1<<20), float64(sent)/(1<<20), float64(logged)/float64(sent))
+	fmt.Printf("otlp session: read model %.1f MiB of span input/output and %.1f MiB of steps as stored (TOAST-compressed)\n",
+		float64(spanIO)/(1<<20), float64(stepText)/(1<<20))
 	b.ReportMetric(last.Seconds()*1000, "ms/export-last")
 	b.ReportMetric(float64(logged)/float64(sent), "log/sent")
 }
