@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/pg"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -27,12 +28,8 @@ func (g *Guard) serveRetries(ctx context.Context) {
 
 // RetryRequested retries every parked event an operator asked to retry.
 func (g *Guard) RetryRequested(ctx context.Context) error {
-	rows, err := g.pool.Query(ctx, `SELECT event_id::text FROM projection_parked
+	ids, err := pg.Append(ctx, g.pool, nil, pgx.RowTo[string], `SELECT event_id::text FROM projection_parked
 		WHERE projection = $1 AND retry_requested_at IS NOT NULL ORDER BY seq`, g.name)
-	if err != nil {
-		return err
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return err
 	}

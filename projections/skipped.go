@@ -6,6 +6,7 @@ import (
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/eventstore"
+	"github.com/criticml/critic/platform/pg"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -17,11 +18,7 @@ type Skipped map[string]bool
 // LoadSkipped reads every skip from the log. A replay loads it before it
 // starts, since a skip is appended after the event it skips.
 func LoadSkipped(ctx context.Context, store *eventstore.Store) (Skipped, error) {
-	rows, err := store.Pool().Query(ctx, `SELECT payload->>'event_id' FROM events WHERE type = $1`, events.ProjectionEventSkipped)
-	if err != nil {
-		return nil, fmt.Errorf("load skipped events: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	ids, err := pg.Append(ctx, store.Pool(), nil, pgx.RowTo[string], `SELECT payload->>'event_id' FROM events WHERE type = $1`, events.ProjectionEventSkipped)
 	if err != nil {
 		return nil, fmt.Errorf("load skipped events: %w", err)
 	}

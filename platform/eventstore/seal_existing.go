@@ -14,6 +14,7 @@ import (
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/blob"
+	"github.com/criticml/critic/platform/pg"
 )
 
 // SealExisting seals, in place, every stored event whose payload Append
@@ -69,29 +70,20 @@ func (s *Store) SealExisting(ctx context.Context, batch int, progress func(done,
 func (s *Store) unsealed(ctx context.Context) ([]int64, error) {
 	// Only the envelope and claim checks are read here, not every payload:
 	// the log can be far larger than memory.
-	rows, err := s.pool.Query(ctx, `SELECT seq, id::text, stream, type, owner_id::text,
-		CASE WHEN payload ? 'claim_check' THEN payload END FROM events WHERE NOT payload ? 'sealed' ORDER BY seq`)
-	if err != nil {
-		return nil, err
-	}
 	type row struct {
 		seq                    int64
 		id, stream, typ, owner string
 		claim                  []byte
 	}
 	var candidates []row
-	for rows.Next() {
-		var r row
-		if err := rows.Scan(&r.seq, &r.id, &r.stream, &r.typ, &r.owner, &r.claim); err != nil {
-			rows.Close()
-			return nil, err
-		}
+	var r row
+	if err := pg.Each(ctx, s.pool, []any{&r.seq, &r.id, &r.stream, &r.typ, &r.owner, &r.claim}, func() error {
 		if sealedScope(r.stream, r.typ, r.owner) != "" {
 			candidates = append(candidates, r)
 		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	}, `SELECT seq, id::text, stream, type, owner_id::text,
+		CASE WHEN payload ? 'claim_check' THEN payload END FROM events WHERE NOT payload ? 'sealed' ORDER BY seq`); err != nil {
 		return nil, err
 	}
 	var out []int64
@@ -116,11 +108,7 @@ func (s *Store) unsealed(ctx context.Context) ([]int64, error) {
 // sealBatch seals the events at seqs in one transaction and returns how
 // many it rewrote; blobs it replaced are deleted after the commit.
 func (s *Store) sealBatch(ctx context.Context, seqs []int64) (int, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE seq = ANY($1) ORDER BY seq", seqs)
-	if err != nil {
-		return 0, err
-	}
-	envs, err := collectEnvelopes(rows)
+	envs, err := s.envelopes(ctx, "SELECT "+selectCols+" FROM events WHERE seq = ANY($1) ORDER BY seq", seqs)
 	if err != nil {
 		return 0, err
 	}

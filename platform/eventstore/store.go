@@ -413,11 +413,7 @@ func (s *Store) Keyring() *keyring.Ring {
 // encryption stay readable in the log until `critic keys seal-existing`
 // (SealExisting) seals them: see docs/operations.md.
 func (s *Store) EraseStream(ctx context.Context, stream string) error {
-	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE stream = $1 ORDER BY version", stream)
-	if err != nil {
-		return err
-	}
-	envs, err := collectEnvelopes(rows)
+	envs, err := s.envelopes(ctx, "SELECT "+selectCols+" FROM events WHERE stream = $1 ORDER BY version", stream)
 	if err != nil {
 		return err
 	}
@@ -453,12 +449,8 @@ func (s *Store) EraseAccountKey(ctx context.Context, ownerID string) error {
 	if err := s.keys.Destroy(ctx, scope); err != nil {
 		return err
 	}
-	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+` FROM events WHERE owner_id = $1 AND NOT starts_with(stream, 'trace/')
+	envs, err := s.envelopes(ctx, "SELECT "+selectCols+` FROM events WHERE owner_id = $1 AND NOT starts_with(stream, 'trace/')
 		AND payload ? 'claim_check'`, uuidArg(ownerID))
-	if err != nil {
-		return err
-	}
-	envs, err := collectEnvelopes(rows)
 	if err != nil {
 		return err
 	}
@@ -518,7 +510,7 @@ func resolveClaimCheck(ctx context.Context, blobs blob.Store, e events.Envelope)
 
 const selectCols = "seq, id, stream, version, owner_id, type, actor, causation_id, correlation_id, recorded_at, payload"
 
-func scanEnvelope(rows pgx.Rows) (events.Envelope, error) {
+func scanEnvelope(rows pgx.CollectableRow) (events.Envelope, error) {
 	var e events.Envelope
 	var payload []byte
 	err := rows.Scan(&e.Seq, &e.ID, &e.Stream, &e.Version, &e.OwnerID, &e.Type, &e.Actor, &e.CausationID, &e.CorrelationID, &e.RecordedAt, &payload)
@@ -583,11 +575,7 @@ func (s *Store) OwnerStreams(ctx context.Context, owner, prefix string, asOf int
 // ReadAfter returns up to limit events with seq > after, in seq order, with
 // payloads as stored (claim checks unresolved: the relay forwards them as is).
 func (s *Store) ReadAfter(ctx context.Context, after int64, limit int) ([]events.Envelope, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE seq > $1 ORDER BY seq LIMIT $2", after, limit)
-	if err != nil {
-		return nil, err
-	}
-	return collectEnvelopes(rows)
+	return s.envelopes(ctx, "SELECT "+selectCols+" FROM events WHERE seq > $1 ORDER BY seq LIMIT $2", after, limit)
 }
 
 // Count returns the number of stored events (tests check that bad input
@@ -625,11 +613,7 @@ func (s *Store) ReadByID(ctx context.Context, id string) (events.Envelope, error
 // ReadOwnerAfter is ReadAfter for one owner: the events a projection held
 // back for that owner while one of them was parked.
 func (s *Store) ReadOwnerAfter(ctx context.Context, owner string, after int64, limit int) ([]events.Envelope, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE owner_id = $1 AND seq > $2 ORDER BY seq LIMIT $3", uuidArg(owner), after, limit)
-	if err != nil {
-		return nil, err
-	}
-	return collectEnvelopes(rows)
+	return s.envelopes(ctx, "SELECT "+selectCols+" FROM events WHERE owner_id = $1 AND seq > $2 ORDER BY seq LIMIT $3", uuidArg(owner), after, limit)
 }
 
 // FirstAfter returns the smallest sequence number stored after after (0
@@ -669,19 +653,10 @@ func (s *Store) StreamsWithType(ctx context.Context, typ string, asOf int64) ([]
 		GROUP BY stream ORDER BY min(seq)`, typ, asOf)
 }
 
-// collectEnvelopes scans every row of a "SELECT "+selectCols query and
-// closes rows.
-func collectEnvelopes(rows pgx.Rows) ([]events.Envelope, error) {
-	defer rows.Close()
-	var out []events.Envelope
-	for rows.Next() {
-		e, err := scanEnvelope(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
-	}
-	return out, rows.Err()
+// envelopes runs a "SELECT "+selectCols query and returns its events as
+// stored.
+func (s *Store) envelopes(ctx context.Context, sql string, args ...any) ([]events.Envelope, error) {
+	return pg.Append(ctx, s.pool, nil, scanEnvelope, sql, args...)
 }
 
 // LoadStreamTypes returns the events of one stream whose type is one of

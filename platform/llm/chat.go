@@ -29,35 +29,15 @@ type ChatResponse struct {
 // network failures; an empty reply is an *Error of KindMalformed (not
 // retried: an empty answer is the model's answer).
 func (c *Client) Chat(ctx context.Context, msgs []ChatMessage, maxTokens int) (ChatResponse, error) {
-	var usage Usage
-	for attempt := 1; ; attempt++ {
-		box := &retryAfterBox{}
-		text, u, err := c.chatAttempt(withRetryAfterBox(ctx, box), msgs, maxTokens)
-		usage.Add(u)
-		if err == nil {
-			return ChatResponse{Text: text, Usage: usage, Attempts: attempt}, nil
-		}
-		err.Attempts = attempt
-		if ctx.Err() != nil {
-			err.Kind, err.Message = KindTimeout, "cancelled: "+ctx.Err().Error()
-			return ChatResponse{Usage: usage, Attempts: attempt}, err
-		}
-		if !err.Retryable() || attempt > c.opts.MaxRetries {
-			return ChatResponse{Usage: usage, Attempts: attempt}, err
-		}
-		wait := c.backoff(attempt)
-		if ra, ok := box.get(); ok {
-			wait = min(ra, c.opts.MaxRetryAfter)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			err.Kind, err.Message = KindTimeout, "cancelled while waiting to retry: "+err.Message
-			return ChatResponse{Usage: usage, Attempts: attempt}, err
-		case <-t.C:
-		}
+	var text string
+	attempts, usage, err := c.retry(ctx, 0, func(ctx context.Context) (u Usage, err *Error) {
+		text, u, err = c.chatAttempt(ctx, msgs, maxTokens)
+		return u, err
+	})
+	if err != nil {
+		return ChatResponse{Usage: usage, Attempts: attempts}, err
 	}
+	return ChatResponse{Text: text, Usage: usage, Attempts: attempts}, nil
 }
 
 func (c *Client) chatAttempt(ctx context.Context, msgs []ChatMessage, maxTokens int) (string, Usage, *Error) {

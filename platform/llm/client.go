@@ -232,34 +232,52 @@ func (e *Error) Retryable() bool {
 // valid is asked for again RetryInvalid times; then the last failure is
 // returned as an *Error. ctx cancels everything, including waits.
 func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
+	var out json.RawMessage
+	attempts, usage, err := c.retry(ctx, c.opts.RetryInvalid, func(ctx context.Context) (u Usage, err *Error) {
+		out, u, err = c.attempt(ctx, req)
+		return u, err
+	})
+	if err != nil {
+		return Response{Usage: usage, Attempts: attempts}, err
+	}
+	return Response{JSON: out, Usage: usage, Attempts: attempts}, nil
+}
+
+// retry runs attempt until it succeeds or fails for good, and returns how
+// many attempts ran, their usage added up, and the last one's error (nil
+// when it succeeded). Transient failures are retried with backoff
+// (honouring Retry-After) up to MaxRetries times; an invalid answer
+// (malformed, or not matching the schema) is asked for again up to
+// retryInvalid times, at once.
+func (c *Client) retry(ctx context.Context, retryInvalid int, attempt func(ctx context.Context) (Usage, *Error)) (int, Usage, *Error) {
 	var usage Usage
 	invalid := 0
-	for attempt := 1; ; attempt++ {
+	for n := 1; ; n++ {
 		box := &retryAfterBox{}
-		out, u, err := c.attempt(withRetryAfterBox(ctx, box), req)
+		u, err := attempt(withRetryAfterBox(ctx, box))
 		usage.Add(u)
 		if err == nil {
-			return Response{JSON: out, Usage: usage, Attempts: attempt}, nil
+			return n, usage, nil
 		}
-		err.Attempts = attempt
+		err.Attempts = n
 		if ctx.Err() != nil {
 			err.Kind, err.Message = KindTimeout, "cancelled: "+ctx.Err().Error()
-			return Response{Usage: usage, Attempts: attempt}, err
+			return n, usage, err
 		}
 		var wait time.Duration
 		switch {
 		case err.Kind == KindMalformed || err.Kind == KindSchema:
 			invalid++
-			if invalid > c.opts.RetryInvalid {
-				return Response{Usage: usage, Attempts: attempt}, err
+			if invalid > retryInvalid {
+				return n, usage, err
 			}
-		case err.Retryable() && attempt <= c.opts.MaxRetries:
-			wait = c.backoff(attempt)
+		case err.Retryable() && n <= c.opts.MaxRetries:
+			wait = c.backoff(n)
 			if ra, ok := box.get(); ok {
 				wait = min(ra, c.opts.MaxRetryAfter)
 			}
 		default:
-			return Response{Usage: usage, Attempts: attempt}, err
+			return n, usage, err
 		}
 		if wait > 0 {
 			t := time.NewTimer(wait)
@@ -267,7 +285,7 @@ func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
 			case <-ctx.Done():
 				t.Stop()
 				err.Kind, err.Message = KindTimeout, "cancelled while waiting to retry: "+err.Message
-				return Response{Usage: usage, Attempts: attempt}, err
+				return n, usage, err
 			case <-t.C:
 			}
 		}

@@ -252,14 +252,9 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 // publish sends a job command; its correlation id travels as message
 // metadata (a Kafka header), so the worker reports under the same id.
 func (d *Dispatcher) publish(topic, key, correlationID string, job any) error {
-	raw, err := json.Marshal(job)
+	m, err := jobMessage(key, correlationID, job)
 	if err != nil {
 		return err
-	}
-	m := message.NewMessage(uuid.NewString(), raw)
-	m.Metadata.Set(bus.MetadataPartitionKey, key)
-	if correlationID != "" {
-		m.Metadata.Set(requestid.MetadataKey, correlationID)
 	}
 	if err := d.pub.Publish(topic, m); err != nil {
 		// The broker is unreachable or slow: an outage, not a fault of the
@@ -267,6 +262,21 @@ func (d *Dispatcher) publish(topic, key, correlationID string, job any) error {
 		return &domain.UnavailableError{Message: fmt.Sprintf("publish a job on %s: %v", topic, err)}
 	}
 	return nil
+}
+
+// jobMessage is a job command partitioned by key, its correlation id in the
+// message metadata (none when "").
+func jobMessage(key, correlationID string, job any) (*message.Message, error) {
+	raw, err := json.Marshal(job)
+	if err != nil {
+		return nil, err
+	}
+	m := message.NewMessage(uuid.NewString(), raw)
+	m.Metadata.Set(bus.MetadataPartitionKey, key)
+	if correlationID != "" {
+		m.Metadata.Set(requestid.MetadataKey, correlationID)
+	}
+	return m, nil
 }
 
 // LeaseQueries finds running models whose lease ran out and scoring runs

@@ -2,15 +2,11 @@ package dispatch
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/ThreeDotsLabs/watermill/message"
-	"github.com/google/uuid"
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
-	"github.com/criticml/critic/platform/bus"
-	"github.com/criticml/critic/platform/requestid"
 )
 
 // evaluatorScoring publishes the shared evaluator's automatic-scoring
@@ -79,14 +75,9 @@ func (d *Dispatcher) publishScoring(correlationID string, traceIDs []string) err
 		ids := traceIDs[lo:min(lo+chunk, len(traceIDs))]
 		msgs := make([]*message.Message, len(ids))
 		for i, id := range ids {
-			raw, err := json.Marshal(jobs.EvaluatorScoreJob{TraceID: id})
+			m, err := jobMessage(id, correlationID, jobs.EvaluatorScoreJob{TraceID: id})
 			if err != nil {
 				return err
-			}
-			m := message.NewMessage(uuid.NewString(), raw)
-			m.Metadata.Set(bus.MetadataPartitionKey, id)
-			if correlationID != "" {
-				m.Metadata.Set(requestid.MetadataKey, correlationID)
 			}
 			msgs[i] = m
 		}

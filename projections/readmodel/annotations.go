@@ -26,10 +26,7 @@ func (q *Queries) annotations(ctx context.Context, where string, args ...any) ([
 		}
 		a.Value = rawOrNull(value)
 		a.MemberID = a.AuthorID
-		if rating != nil {
-			r := int(*rating)
-			a.Rating = &r
-		}
+		a.Rating = ratingOf(rating)
 		a.Quote = rawOrNull(quote)
 		a.CreatedAt = a.CreatedAt.UTC()
 		return a, nil
@@ -88,36 +85,31 @@ func (q *Queries) ExportAnnotations(ctx context.Context, owner string, w io.Writ
 // ExportAnnotationsBy is ExportAnnotations of one member's annotations
 // (issue 36's ?member= filter); member "" is every member's.
 func (q *Queries) ExportAnnotationsBy(ctx context.Context, owner, member string, w io.Writer) error {
-	rows, err := q.pool.Query(ctx, `SELECT a.trace_id, t.external_id, s.idx, a.rating, a.comment, a.quote, a.label_error, a.author_name, a.author_id, a.created_at,
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	var e exportAnnotation
+	var quote, value []byte
+	var rating *int16
+	return pg.Each(ctx, q.pool, []any{&e.TraceID, &e.TraceExternalID, &e.StepIndex, &rating, &e.Comment, &quote, &e.LabelError, &e.Author, &e.MemberID, &e.CreatedAt,
+		&e.CriterionID, &value}, func() error {
+		e.Value = rawOrNull(value)
+		e.Rating = ratingOf(rating)
+		e.Quote = rawOrNull(quote)
+		e.CreatedAt = e.CreatedAt.UTC()
+		return enc.Encode(e)
+	}, `SELECT a.trace_id, t.external_id, s.idx, a.rating, a.comment, a.quote, a.label_error, a.author_name, a.author_id, a.created_at,
 		a.criterion_id, a.value
 		FROM rm_annotations a JOIN rm_traces t ON t.id = a.trace_id LEFT JOIN rm_steps s ON s.id = a.step_id
 		WHERE a.owner_id = $1 AND ($2 = '' OR a.author_id::text = $2) ORDER BY a.seq`, owner, member)
-	if err != nil {
-		return err
+}
+
+// ratingOf is a stored rating as the API shows it (nil: none).
+func ratingOf(r *int16) *int {
+	if r == nil {
+		return nil
 	}
-	defer rows.Close()
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	for rows.Next() {
-		var e exportAnnotation
-		var quote, value []byte
-		var rating *int16
-		if err := rows.Scan(&e.TraceID, &e.TraceExternalID, &e.StepIndex, &rating, &e.Comment, &quote, &e.LabelError, &e.Author, &e.MemberID, &e.CreatedAt,
-			&e.CriterionID, &value); err != nil {
-			return err
-		}
-		e.Value = rawOrNull(value)
-		if rating != nil {
-			r := int(*rating)
-			e.Rating = &r
-		}
-		e.Quote = rawOrNull(quote)
-		e.CreatedAt = e.CreatedAt.UTC()
-		if err := enc.Encode(e); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	v := int(*r)
+	return &v
 }
 
 // PairInputs returns what pair construction needs for the given traces of an
@@ -130,22 +122,11 @@ func (q *Queries) PairInputs(ctx context.Context, owner string, traceIDs []strin
 // PairInputsBy is PairInputs with only one member's ratings (issue 36's
 // ?member= filter on the pairs export); member "" is every member's.
 func (q *Queries) PairInputsBy(ctx context.Context, owner, member string, traceIDs []string) ([]domain.PairTrace, []domain.Rating, error) {
-	rows, err := q.pool.Query(ctx, `SELECT t.id, s.id, s.role, s.content, s.tool_name, s.tool_input
-		FROM rm_traces t JOIN rm_steps s ON s.trace_id = t.id
-		WHERE t.owner_id = $1 AND ($2::uuid[] IS NULL OR t.id = ANY($2))
-		ORDER BY t.import_seq, s.idx`, owner, traceIDs)
-	if err != nil {
-		return nil, nil, err
-	}
 	var traces []domain.PairTrace
-	for rows.Next() {
-		var traceID, stepID, role, content string
-		var toolName *string
-		var toolInput []byte
-		if err := rows.Scan(&traceID, &stepID, &role, &content, &toolName, &toolInput); err != nil {
-			rows.Close()
-			return nil, nil, err
-		}
+	var traceID, stepID, role, content string
+	var toolName *string
+	var toolInput []byte
+	if err := pg.Each(ctx, q.pool, []any{&traceID, &stepID, &role, &content, &toolName, &toolInput}, func() error {
 		if len(traces) == 0 || traces[len(traces)-1].ID != traceID {
 			traces = append(traces, domain.PairTrace{ID: traceID})
 		}
@@ -155,15 +136,16 @@ func (q *Queries) PairInputsBy(ctx context.Context, owner, member string, traceI
 		}
 		if len(toolInput) > 0 {
 			if err := decodeNumbers(toolInput, &st.ToolInput); err != nil {
-				rows.Close()
-				return nil, nil, err
+				return err
 			}
 		}
 		t := &traces[len(traces)-1]
 		t.Steps = append(t.Steps, st)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return nil
+	}, `SELECT t.id, s.id, s.role, s.content, s.tool_name, s.tool_input
+		FROM rm_traces t JOIN rm_steps s ON s.trace_id = t.id
+		WHERE t.owner_id = $1 AND ($2::uuid[] IS NULL OR t.id = ANY($2))
+		ORDER BY t.import_seq, s.idx`, owner, traceIDs); err != nil {
 		return nil, nil, err
 	}
 	ratings, err := pg.Append(ctx, q.pool, nil, func(row pgx.CollectableRow) (r domain.Rating, err error) {

@@ -70,3 +70,14 @@ func exec(ctx context.Context, tx pgx.Tx, sql string, args ...any) error {
 	_, err := tx.Exec(ctx, sql, args...)
 	return err
 }
+
+// execAll runs statements in order, each with the same arguments, stopping
+// at the first that fails.
+func execAll(ctx context.Context, tx pgx.Tx, statements []string, args ...any) error {
+	for _, sql := range statements {
+		if err := exec(ctx, tx, sql, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}

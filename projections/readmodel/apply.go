@@ -126,19 +126,12 @@ func rawObjectOrNil(raw json.RawMessage) (any, error) {
 
 // isEmptyObject reports whether raw is `{}` (with any white space).
 func isEmptyObject(raw json.RawMessage) bool {
-	i := skipSpace(raw, 0)
+	i := jsonscan.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return false
 	}
-	j := skipSpace(raw, i+1)
-	return j < len(raw) && raw[j] == '}' && skipSpace(raw, j+1) == len(raw)
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
+	j := jsonscan.SkipSpace(raw, i+1)
+	return j < len(raw) && raw[j] == '}' && jsonscan.SkipSpace(raw, j+1) == len(raw)
 }
 
 // uuidArg passes a uuid column's value in binary form: pgx cannot encode a
@@ -186,40 +179,31 @@ var coreAppliers = map[string]applier{
 	events.MemberRoleChanged: applyMemberRoleChanged,
 	events.MemberRemoved:     applyMemberRemoved,
 	events.APIKeyIssued: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.APIKeyIssuedV1) error {
-		_, err := tx.Exec(ctx, `INSERT INTO rm_api_keys (key_hash, key_id, user_id, read_only, created_at, key_prefix, member_id) VALUES ($1, $2, $3, $4, $5, $6, $7)
+		return exec(ctx, tx, `INSERT INTO rm_api_keys (key_hash, key_id, user_id, read_only, created_at, key_prefix, member_id) VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT DO NOTHING`, p.KeyHash, p.KeyID, p.UserID, p.ReadOnly, e.RecordedAt, nilIfEmpty(p.KeyPrefix), nilIfEmpty(p.MemberID))
-		return err
 	}),
 	events.APIKeyRevoked: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.APIKeyRevokedV1) error {
-		_, err := tx.Exec(ctx, `UPDATE rm_api_keys SET revoked = true, revoked_at = COALESCE(revoked_at, $2) WHERE key_id = $1`, p.KeyID, e.RecordedAt)
-		return err
+		return exec(ctx, tx, `UPDATE rm_api_keys SET revoked = true, revoked_at = COALESCE(revoked_at, $2) WHERE key_id = $1`, p.KeyID, e.RecordedAt)
 	}),
 	events.UserRewardModelsEnabledChanged: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.UserRewardModelsEnabledChangedV1) error {
-		_, err := tx.Exec(ctx, `UPDATE rm_users SET reward_models_enabled = $2 WHERE id = $1`, p.UserID, p.Enabled)
-		return err
+		return exec(ctx, tx, `UPDATE rm_users SET reward_models_enabled = $2 WHERE id = $1`, p.UserID, p.Enabled)
 	}),
 	events.TraceImported: applyTraceImported,
 	events.TraceRevised:  applyTraceRevised,
 	events.TraceDeleted: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.TraceDeletedV1) error {
-		for _, q := range []string{`DELETE FROM rm_steps WHERE trace_id = $1`, `DELETE FROM rm_spans WHERE trace_id = $1`,
+		return execAll(ctx, tx, []string{`DELETE FROM rm_steps WHERE trace_id = $1`, `DELETE FROM rm_spans WHERE trace_id = $1`,
 			`DELETE FROM rm_annotations WHERE trace_id = $1`, `DELETE FROM rm_trace_scores WHERE trace_id = $1`,
 			`DELETE FROM rm_action_scores WHERE trace_id = $1`, `DELETE FROM rm_scoring_runs WHERE trace_id = $1`, `DELETE FROM rm_step_labels WHERE trace_id = $1`, `DELETE FROM rm_step_quality_checks WHERE trace_id = $1`, `DELETE FROM rm_trace_labeling WHERE trace_id = $1`, `DELETE FROM rm_assessments WHERE trace_id = $1`,
 			`DELETE FROM rm_comparisons WHERE trace_id = $1`, `DELETE FROM rm_evaluator_scores WHERE trace_id = $1`, `DELETE FROM rm_evaluator_scoring WHERE trace_id = $1`,
-			`DELETE FROM rm_traces WHERE id = $1`} {
-			if _, err := tx.Exec(ctx, q, p.TraceID); err != nil {
-				return err
-			}
-		}
-		return nil
+			`DELETE FROM rm_traces WHERE id = $1`}, p.TraceID)
 	}),
 	events.EvaluatorBenchmarkFrozen: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.EvaluatorBenchmarkFrozenV1) error {
 		counts, err := json.Marshal(p.SliceCounts)
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO rm_evaluator_benchmarks (version, as_of_seq, items, slice_counts, frozen_at)
+		return exec(ctx, tx, `INSERT INTO rm_evaluator_benchmarks (version, as_of_seq, items, slice_counts, frozen_at)
 			VALUES ($1, $2, $3, $4, $5) ON CONFLICT (version) DO NOTHING`, p.Version, p.AsOfSeq, len(p.Items), counts, e.RecordedAt)
-		return err
 	}),
 	events.EvaluatorReleased: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.EvaluatorReleasedV1) error {
 		overall, err := json.Marshal(p.Overall)
@@ -237,10 +221,9 @@ var coreAppliers = map[string]applier{
 		if _, err := tx.Exec(ctx, `UPDATE rm_evaluator_releases SET live = false WHERE live`); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO rm_evaluator_releases (release, candidate_id, benchmark_version, replaces, overall, slices, policy, live, released_at)
+		return exec(ctx, tx, `INSERT INTO rm_evaluator_releases (release, candidate_id, benchmark_version, replaces, overall, slices, policy, live, released_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, true, $8) ON CONFLICT (release) DO NOTHING`,
 			p.Release, p.CandidateID, p.BenchmarkVersion, p.Replaces, overall, slices, policy, e.RecordedAt)
-		return err
 	}),
 	events.EvaluatorTraceScored: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.EvaluatorTraceScoredV1) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM rm_evaluator_scores WHERE trace_id = $1`, p.TraceID); err != nil {
@@ -252,65 +235,56 @@ var coreAppliers = map[string]applier{
 				return err
 			}
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO rm_evaluator_scoring (trace_id, owner_id, release, trace_revision, status, error, at)
+		return exec(ctx, tx, `INSERT INTO rm_evaluator_scoring (trace_id, owner_id, release, trace_revision, status, error, at)
 			VALUES ($1, $2, $3, $4, 'scored', NULL, $5) ON CONFLICT (trace_id) DO UPDATE SET release = EXCLUDED.release,
 			trace_revision = EXCLUDED.trace_revision, status = EXCLUDED.status, error = NULL, at = EXCLUDED.at`,
 			p.TraceID, e.OwnerID, p.Release, p.TraceRevision, e.RecordedAt)
-		return err
 	}),
 	events.EvaluatorTraceScoringFailed: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.EvaluatorTraceScoringFailedV1) error {
-		_, err := tx.Exec(ctx, `INSERT INTO rm_evaluator_scoring (trace_id, owner_id, release, trace_revision, status, error, at)
+		return exec(ctx, tx, `INSERT INTO rm_evaluator_scoring (trace_id, owner_id, release, trace_revision, status, error, at)
 			VALUES ($1, $2, $3, $4, 'failed', $5, $6) ON CONFLICT (trace_id) DO UPDATE SET release = EXCLUDED.release,
 			trace_revision = EXCLUDED.trace_revision, status = EXCLUDED.status, error = EXCLUDED.error, at = EXCLUDED.at`,
 			p.TraceID, e.OwnerID, p.Release, p.TraceRevision, p.Error, e.RecordedAt)
-		return err
 	}),
 	events.EvaluatorRolledBack: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.EvaluatorRolledBackV1) error {
 		if _, err := tx.Exec(ctx, `UPDATE rm_evaluator_releases SET live = false, rolled_back_at = $2 WHERE release = $1`, p.From, e.RecordedAt); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, `UPDATE rm_evaluator_releases SET live = true WHERE release = $1`, p.To)
-		return err
+		return exec(ctx, tx, `UPDATE rm_evaluator_releases SET live = true WHERE release = $1`, p.To)
 	}),
 	events.ComparisonReviewed: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.ComparisonReviewedV1) error {
 		raw, err := json.Marshal(p)
 		if err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO rm_comparisons (id, owner_id, trace_id, trace_revision, step_id, reviewer_id, finding_id, model_id,
+		return exec(ctx, tx, `INSERT INTO rm_comparisons (id, owner_id, trace_id, trace_revision, step_id, reviewer_id, finding_id, model_id,
 			comparison, created_at, seq) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING`,
 			p.ComparisonID, e.OwnerID, p.TraceID, p.TraceRevision, p.StepID, p.ReviewerID, p.FindingID, p.ModelID, raw, e.RecordedAt, e.Seq)
-		return err
 	}),
 	events.TraceContributionSet: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.TraceContributionSetV1) error {
-		_, err := tx.Exec(ctx, `UPDATE rm_traces SET contribute = $2 WHERE id = $1`, p.TraceID, p.Contribute)
-		return err
+		return exec(ctx, tx, `UPDATE rm_traces SET contribute = $2 WHERE id = $1`, p.TraceID, p.Contribute)
 	}),
 	events.TraceSourceRenamed: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.TraceSourceRenamedV1) error {
-		_, err := tx.Exec(ctx, `INSERT INTO rm_trace_sources (owner_id, source_id, name) VALUES ($1, $2, $3)
+		return exec(ctx, tx, `INSERT INTO rm_trace_sources (owner_id, source_id, name) VALUES ($1, $2, $3)
 			ON CONFLICT (owner_id, source_id) DO UPDATE SET name = EXCLUDED.name`, e.OwnerID, p.SourceID, p.Name)
-		return err
 	}),
 	events.AnnotationAdded: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.AnnotationAddedV1) error {
 		var quote any
 		if p.Quote != nil {
 			quote = jsonOrNil(p.Quote)
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO rm_annotations (id, trace_id, owner_id, step_id, rating, comment, quote, author_id, author_name,
+		return exec(ctx, tx, `INSERT INTO rm_annotations (id, trace_id, owner_id, step_id, rating, comment, quote, author_id, author_name,
 			trace_revision, created_at, seq, criterion_id, value) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 			p.AnnotationID, p.TraceID, e.OwnerID, nilIfEmpty(p.StepID), p.Rating, p.Comment, quote, p.AuthorID, p.AuthorName,
 			p.TraceRevision, e.RecordedAt, e.Seq, nilIfEmpty(p.CriterionID), jsonOrNil(p.Value))
-		return err
 	}),
 	events.AnnotationEdited: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.AnnotationEditedV1) error {
-		_, err := tx.Exec(ctx, `UPDATE rm_annotations SET rating = $2, comment = $3, label_error = $4, label_error_note = $5,
+		return exec(ctx, tx, `UPDATE rm_annotations SET rating = $2, comment = $3, label_error = $4, label_error_note = $5,
 			value = CASE WHEN criterion_id IS NULL THEN NULL ELSE $6::jsonb END WHERE id = $1`,
 			p.AnnotationID, p.Rating, p.Comment, p.LabelError, p.LabelErrorNote, jsonOrNil(p.Value))
-		return err
 	}),
 	events.AnnotationRemoved: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.AnnotationRemovedV1) error {
-		_, err := tx.Exec(ctx, `DELETE FROM rm_annotations WHERE id = $1`, p.AnnotationID)
-		return err
+		return exec(ctx, tx, `DELETE FROM rm_annotations WHERE id = $1`, p.AnnotationID)
 	}),
 }
 
@@ -344,10 +318,7 @@ func applyTraceRevised(ctx context.Context, w *writer, e events.Envelope) error 
 	}
 	tx := w.tx
 	if p.Mode != events.RevisionAppended {
-		if _, err := tx.Exec(ctx, `DELETE FROM rm_steps WHERE trace_id = $1`, p.TraceID); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM rm_action_scores WHERE trace_id = $1`, p.TraceID); err != nil {
+		if err := execAll(ctx, tx, []string{`DELETE FROM rm_steps WHERE trace_id = $1`, `DELETE FROM rm_action_scores WHERE trace_id = $1`}, p.TraceID); err != nil {
 			return err
 		}
 	}
@@ -409,10 +380,9 @@ func orderSpans(ctx context.Context, tx pgx.Tx, traceID string, order []string) 
 	if len(order) == 0 {
 		return nil
 	}
-	_, err := tx.Exec(ctx, `UPDATE rm_spans s SET ord = o.ord - 1
+	return exec(ctx, tx, `UPDATE rm_spans s SET ord = o.ord - 1
 		FROM unnest($2::text[]) WITH ORDINALITY AS o(span_id, ord)
 		WHERE s.trace_id = $1 AND s.span_id = o.span_id AND s.ord <> o.ord - 1`, traceID, order)
-	return err
 }
 
 // writeSpans runs one statement per span in a single round trip, the i-th

@@ -17,12 +17,7 @@ import (
 // (which may quote what it sent) go too.
 var accountErasureAppliers = map[string]applier{
 	events.AccountErased: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.AccountErasedV1) error {
-		for _, q := range accountErasureSQL {
-			if _, err := tx.Exec(ctx, q, p.AccountID); err != nil {
-				return err
-			}
-		}
-		return nil
+		return execAll(ctx, tx, accountErasureSQL, p.AccountID)
 	}),
 }
 

@@ -44,12 +44,11 @@ var assessmentAppliers = map[string]applier{
 }
 
 func upsertAssessment(ctx context.Context, tx pgx.Tx, traceID, kind, key, version, state string, result []byte, msg *string, model string, at time.Time) error {
-	_, err := tx.Exec(ctx, `INSERT INTO rm_assessments (trace_id, kind, key, version, state, result, error, model, updated_at)
+	return exec(ctx, tx, `INSERT INTO rm_assessments (trace_id, kind, key, version, state, result, error, model, updated_at)
 		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9 WHERE EXISTS (SELECT 1 FROM rm_traces WHERE id = $1)
 		ON CONFLICT (trace_id, kind, key) DO UPDATE SET version = EXCLUDED.version, state = EXCLUDED.state, result = EXCLUDED.result,
 			error = EXCLUDED.error, model = EXCLUDED.model, updated_at = EXCLUDED.updated_at`,
 		traceID, kind, key, version, state, result, msg, model, at)
-	return err
 }
 
 // Assessment is one cached assessment: State is "pending", "done" or

@@ -20,10 +20,9 @@ var criteriaAppliers = map[string]applier{
 		if p.ScaleMax > 0 {
 			scaleMax = p.ScaleMax
 		}
-		_, err := tx.Exec(ctx, `INSERT INTO rm_criteria (id, owner_id, name, description, kind, labels, scale_max, applies_to, created_at, seq)
+		return exec(ctx, tx, `INSERT INTO rm_criteria (id, owner_id, name, description, kind, labels, scale_max, applies_to, created_at, seq)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING`,
 			p.CriterionID, e.OwnerID, p.Name, p.Description, p.Kind, labelsJSON(p.Labels), scaleMax, p.AppliesTo, e.RecordedAt, e.Seq)
-		return err
 	}),
 	events.CriterionChanged: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.CriterionChangedV1) error {
 		var oldRaw []byte
@@ -44,19 +43,16 @@ var criteriaAppliers = map[string]applier{
 				return err
 			}
 		}
-		_, err = tx.Exec(ctx, `UPDATE rm_criteria SET name = $2, description = $3, labels = $4 WHERE id = $1`,
+		return exec(ctx, tx, `UPDATE rm_criteria SET name = $2, description = $3, labels = $4 WHERE id = $1`,
 			p.CriterionID, p.Name, p.Description, labelsJSON(p.Labels))
-		return err
 	}),
 	events.CriterionArchived: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.CriterionArchivedV1) error {
-		_, err := tx.Exec(ctx, `UPDATE rm_criteria SET archived = true WHERE id = $1`, p.CriterionID)
-		return err
+		return exec(ctx, tx, `UPDATE rm_criteria SET archived = true WHERE id = $1`, p.CriterionID)
 	}),
 	events.GuidelinesSet: on(func(ctx context.Context, tx pgx.Tx, e events.Envelope, p events.GuidelinesSetV1) error {
-		_, err := tx.Exec(ctx, `INSERT INTO rm_guidelines (owner_id, markdown, updated_at) VALUES ($1, $2, $3)
+		return exec(ctx, tx, `INSERT INTO rm_guidelines (owner_id, markdown, updated_at) VALUES ($1, $2, $3)
 			ON CONFLICT (owner_id) DO UPDATE SET markdown = EXCLUDED.markdown, updated_at = EXCLUDED.updated_at`,
 			e.OwnerID, p.Markdown, e.RecordedAt)
-		return err
 	}),
 }
 

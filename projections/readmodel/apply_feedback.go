@@ -25,10 +25,8 @@ var feedbackColumnAppliers = map[string]applier{
 		if p.FeedbackPlan != nil && p.FeedbackPlan.Unavailable != "" {
 			unavailable = &p.FeedbackPlan.Unavailable
 		}
-		if err := exec(ctx, tx, `DELETE FROM rm_model_findings WHERE model_id = $1`, p.ModelID); err != nil {
-			return err
-		}
-		if err := exec(ctx, tx, `DELETE FROM rm_model_llm_usage WHERE model_id = $1`, p.ModelID); err != nil {
+		if err := execAll(ctx, tx, []string{`DELETE FROM rm_model_findings WHERE model_id = $1`,
+			`DELETE FROM rm_model_llm_usage WHERE model_id = $1`}, p.ModelID); err != nil {
 			return err
 		}
 		return exec(ctx, tx, `UPDATE rm_reward_models SET feedback_recorded = false, feedback_unavailable = $2 WHERE id = $1`, p.ModelID, unavailable)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/stepscores"
+	"github.com/criticml/critic/platform/pg"
 )
 
 // applyQualityChecks projects trace.steps_quality_checked: each check
@@ -42,22 +43,19 @@ func (q *Queries) storedQualityChecks(ctx context.Context, traceID string) (map[
 // storedQualityChecksIn is storedQualityChecks through db (the pool, or an
 // applier's transaction).
 func storedQualityChecksIn(ctx context.Context, db querier, traceID string) (map[string]stepscores.Check, error) {
-	rows, err := db.Query(ctx, `SELECT chunk_id, question, probabilities, model FROM rm_step_quality_checks WHERE trace_id = $1`, traceID)
+	out := map[string]stepscores.Check{}
+	var c stepscores.Check
+	var b []byte
+	err := pg.Each(ctx, db, []any{&c.ChunkID, &c.Question, &b, &c.Model}, func() error {
+		c.Probabilities = nil // Unmarshal would add to the previous row's map
+		if err := json.Unmarshal(b, &c.Probabilities); err != nil {
+			return err
+		}
+		out[c.ChunkID] = c
+		return nil
+	}, `SELECT chunk_id, question, probabilities, model FROM rm_step_quality_checks WHERE trace_id = $1`, traceID)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := map[string]stepscores.Check{}
-	for rows.Next() {
-		var c stepscores.Check
-		var b []byte
-		if err := rows.Scan(&c.ChunkID, &c.Question, &b, &c.Model); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(b, &c.Probabilities); err != nil {
-			return nil, err
-		}
-		out[c.ChunkID] = c
-	}
-	return out, rows.Err()
+	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/pg"
 )
 
 // retentionAppliers project an account's retention period (issue 37).
@@ -32,15 +33,11 @@ type RetentionAccount struct {
 // RetentionAccounts lists the accounts with a retention period: what the
 // daily sweep visits.
 func (q *Queries) RetentionAccounts(ctx context.Context) ([]RetentionAccount, error) {
-	rows, err := q.pool.Query(ctx, `SELECT id::text, retention_days FROM rm_users WHERE retention_days IS NOT NULL ORDER BY id`)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (RetentionAccount, error) {
+	return pg.Append(ctx, q.pool, []RetentionAccount{}, func(r pgx.CollectableRow) (RetentionAccount, error) {
 		var a RetentionAccount
 		err := r.Scan(&a.UserID, &a.Days) // before a is read: a return's operands have no set order
 		return a, err
-	})
+	}, `SELECT id::text, retention_days FROM rm_users WHERE retention_days IS NOT NULL ORDER BY id`)
 }
 
 // CountExpiredTraces is how many of the account's traces had their last
@@ -70,14 +67,10 @@ func (q *Queries) ExpiredTraces(ctx context.Context, owner string, cutoff time.T
 	if after != nil {
 		at, id = after.UpdatedAt, after.ID
 	}
-	rows, err := q.pool.Query(ctx, `SELECT id::text, revision, updated_at FROM rm_traces WHERE owner_id = $1 AND updated_at < $2
-		AND ($3::text = '' OR (updated_at, id) > ($4, $3::uuid)) ORDER BY updated_at, id LIMIT $5`, owner, cutoff, id, at, limit)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (ExpiredTrace, error) {
+	return pg.Append(ctx, q.pool, []ExpiredTrace{}, func(r pgx.CollectableRow) (ExpiredTrace, error) {
 		var t ExpiredTrace
 		err := r.Scan(&t.ID, &t.Revision, &t.UpdatedAt)
 		return t, err
-	})
+	}, `SELECT id::text, revision, updated_at FROM rm_traces WHERE owner_id = $1 AND updated_at < $2
+		AND ($3::text = '' OR (updated_at, id) > ($4, $3::uuid)) ORDER BY updated_at, id LIMIT $5`, owner, cutoff, id, at, limit)
 }

@@ -78,28 +78,19 @@ const catchUpPage = 500
 func (p *Projection) lastApplied(ctx context.Context, owner string, upto int64) (int64, error) {
 	before := upto + 1
 	for {
-		rows, err := p.pool.Query(ctx, `SELECT e.seq, EXISTS (SELECT 1 FROM readmodel_applied a WHERE a.event_id = e.id)
-			FROM events e WHERE e.owner_id = $1 AND e.seq < $2 ORDER BY e.seq DESC LIMIT $3`, owner, before, catchUpPage)
-		if err != nil {
-			return 0, err
-		}
 		n := 0
 		found := int64(-1)
-		for rows.Next() {
-			var seq int64
-			var ok bool
-			if err := rows.Scan(&seq, &ok); err != nil {
-				rows.Close()
-				return 0, err
-			}
+		var seq int64
+		var ok bool
+		if err := pg.Each(ctx, p.pool, []any{&seq, &ok}, func() error {
 			n++
 			before = seq
 			if ok && found < 0 {
 				found = seq
 			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		}, `SELECT e.seq, EXISTS (SELECT 1 FROM readmodel_applied a WHERE a.event_id = e.id)
+			FROM events e WHERE e.owner_id = $1 AND e.seq < $2 ORDER BY e.seq DESC LIMIT $3`, owner, before, catchUpPage); err != nil {
 			return 0, err
 		}
 		if found >= 0 {

@@ -223,52 +223,44 @@ func (q *Queries) stepsOf(ctx context.Context, ids []string) (map[string][]Step,
 
 // stepsIn is stepsOf through db (the pool, or an applier's transaction).
 func stepsIn(ctx context.Context, db querier, ids []string) (map[string][]Step, error) {
-	rows, err := db.Query(ctx, `SELECT trace_id, id, idx, role, content, tool_name, tool_input, tool_call_id, metadata
+	out := make(map[string][]Step, len(ids))
+	var trace string
+	var s Step
+	var in, md []byte
+	err := pg.Each(ctx, db, []any{&trace, &s.ID, &s.Index, &s.Role, &s.Content, &s.ToolName, &in, &s.ToolCallID, &md}, func() error {
+		s.ToolInput, s.Metadata = rawOrNull(in), rawOrNull(md)
+		out[trace] = append(out[trace], s)
+		return nil
+	}, `SELECT trace_id, id, idx, role, content, tool_name, tool_input, tool_call_id, metadata
 		FROM rm_steps WHERE trace_id = ANY($1) ORDER BY trace_id, idx`, ids)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := make(map[string][]Step, len(ids))
-	for rows.Next() {
-		var trace string
-		var s Step
-		var in, md []byte
-		if err := rows.Scan(&trace, &s.ID, &s.Index, &s.Role, &s.Content, &s.ToolName, &in, &s.ToolCallID, &md); err != nil {
-			return nil, err
-		}
-		s.ToolInput, s.Metadata = rawOrNull(in), rawOrNull(md)
-		out[trace] = append(out[trace], s)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // spansOf returns the spans of the given traces, in recorded order, by
 // trace id.
 func (q *Queries) spansOf(ctx context.Context, ids []string) (map[string][]Span, error) {
-	rows, err := q.pool.Query(ctx, `SELECT trace_id, span_id, parent_id, name, kind, start_ns, end_ns, input, output, step_indices
-		FROM rm_spans WHERE trace_id = ANY($1) ORDER BY trace_id, ord`, ids)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	out := map[string][]Span{}
-	for rows.Next() {
-		var trace string
-		var s Span
-		var in, o []byte
-		var idx []int32
-		if err := rows.Scan(&trace, &s.ID, &s.ParentID, &s.Name, &s.Kind, &s.StartNs, &s.EndNs, &in, &o, &idx); err != nil {
-			return nil, err
-		}
+	var trace string
+	var s Span
+	var in, o []byte
+	var idx []int32
+	err := pg.Each(ctx, q.pool, []any{&trace, &s.ID, &s.ParentID, &s.Name, &s.Kind, &s.StartNs, &s.EndNs, &in, &o, &idx}, func() error {
 		s.Input, s.Output = rawOrNull(in), rawOrNull(o)
 		s.StepIndices = make([]int, len(idx))
 		for i, v := range idx {
 			s.StepIndices[i] = int(v)
 		}
 		out[trace] = append(out[trace], s)
+		return nil
+	}, `SELECT trace_id, span_id, parent_id, name, kind, start_ns, end_ns, input, output, step_indices
+		FROM rm_spans WHERE trace_id = ANY($1) ORDER BY trace_id, ord`, ids)
+	if err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // exportPage is how many traces ExportTraces loads at a time: a few queries
@@ -282,26 +274,17 @@ func (q *Queries) ExportTraces(ctx context.Context, owner string, w io.Writer) e
 	enc.SetEscapeHTML(false)
 	after := int64(-1)
 	for {
-		rows, err := q.pool.Query(ctx, `SELECT id, external_id, title, metadata, import_seq FROM rm_traces
-			WHERE owner_id = $1 AND import_seq > $2 ORDER BY import_seq LIMIT $3`, owner, after, exportPage)
-		if err != nil {
-			return err
-		}
-		var page []*TraceDetail
 		var ids []string
-		for rows.Next() {
+		page, err := pg.Append(ctx, q.pool, nil, func(r pgx.CollectableRow) (*TraceDetail, error) {
 			d := &TraceDetail{}
 			var meta []byte
-			if err := rows.Scan(&d.ID, &d.ExternalID, &d.Title, &meta, &after); err != nil {
-				rows.Close()
-				return err
-			}
+			err := r.Scan(&d.ID, &d.ExternalID, &d.Title, &meta, &after)
 			d.Metadata = meta
-			page = append(page, d)
 			ids = append(ids, d.ID)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return d, err
+		}, `SELECT id, external_id, title, metadata, import_seq FROM rm_traces
+			WHERE owner_id = $1 AND import_seq > $2 ORDER BY import_seq LIMIT $3`, owner, after, exportPage)
+		if err != nil {
 			return err
 		}
 		if len(page) == 0 {

@@ -75,8 +75,7 @@ func (p *Projection) Apply(ctx context.Context, envs []events.Envelope) error {
 		if err := p.applyAll(ctx, tx, fresh); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, "SELECT pg_notify($1, '')", AppliedChannel)
-		return err
+		return exec(ctx, tx, "SELECT pg_notify($1, '')", AppliedChannel)
 	})
 }
 

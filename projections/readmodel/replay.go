@@ -75,20 +75,9 @@ func (p *Projection) Replay(ctx context.Context, store *eventstore.Store) (int, 
 		if _, err := tx.Exec(ctx, "SET LOCAL search_path = "+pgx.Identifier{rebuildSchema}.Sanitize()+", "+pgx.Identifier{live}.Sanitize()); err != nil {
 			return err
 		}
-		for {
-			batch, err := store.ReadAfter(ctx, after, 2000)
-			if err != nil {
-				return err
-			}
-			if len(batch) == 0 {
-				return nil
-			}
-			if err := p.replayBatch(ctx, tx, batch, held, skipped); err != nil {
-				return err
-			}
-			n += len(batch)
-			after = batch[len(batch)-1].Seq
-		}
+		var err error
+		n, err = p.replayAfter(ctx, tx, store, &after, held, skipped)
+		return err
 	})
 	if err != nil {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "DROP SCHEMA IF EXISTS "+rebuildSchema+" CASCADE")
@@ -101,17 +90,9 @@ func (p *Projection) Replay(ctx context.Context, store *eventstore.Store) (int, 
 		if _, err := tx.Exec(ctx, "SET LOCAL search_path = "+pgx.Identifier{rebuildSchema}.Sanitize()+", "+pgx.Identifier{live}.Sanitize()); err != nil {
 			return err
 		}
-		for {
-			batch, err := store.ReadAfter(ctx, after, 2000)
-			if err != nil || len(batch) == 0 {
-				return err
-			}
-			if err := p.replayBatch(ctx, tx, batch, held, skipped); err != nil {
-				return err
-			}
-			caught += len(batch)
-			after = batch[len(batch)-1].Seq
-		}
+		var err error
+		caught, err = p.replayAfter(ctx, tx, store, &after, held, skipped)
+		return err
 	}); err != nil {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "DROP SCHEMA IF EXISTS "+rebuildSchema+" CASCADE")
 		return 0, err
@@ -183,19 +164,8 @@ func (p *Projection) swap(ctx context.Context, conn interface {
 			}
 		}
 		// What was appended while the build ran.
-		for {
-			batch, err := store.ReadAfter(ctx, after, 2000)
-			if err != nil {
-				return err
-			}
-			if len(batch) == 0 {
-				break
-			}
-			if err := p.replayBatch(ctx, tx, batch, now, skipped); err != nil {
-				return err
-			}
-			n += len(batch)
-			after = batch[len(batch)-1].Seq
+		if n, err = p.replayAfter(ctx, tx, store, &after, now, skipped); err != nil {
+			return err
 		}
 		liveTables := make([]string, len(Tables))
 		for i, t := range Tables {
@@ -215,10 +185,26 @@ func (p *Projection) swap(ctx context.Context, conn interface {
 		if _, err := tx.Exec(ctx, "DROP SCHEMA "+rebuildSchema); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, "SELECT pg_notify($1, '')", AppliedChannel)
-		return err
+		return exec(ctx, tx, "SELECT pg_notify($1, '')", AppliedChannel)
 	})
 	return n, err
+}
+
+// replayAfter replays every event after *after (advancing it) and returns
+// how many it read.
+func (p *Projection) replayAfter(ctx context.Context, tx pgx.Tx, store *eventstore.Store, after *int64, held map[string]int64, skipped projections.Skipped) (int, error) {
+	n := 0
+	for {
+		batch, err := store.ReadAfter(ctx, *after, 2000)
+		if err != nil || len(batch) == 0 {
+			return n, err
+		}
+		if err := p.replayBatch(ctx, tx, batch, held, skipped); err != nil {
+			return n, err
+		}
+		n += len(batch)
+		*after = batch[len(batch)-1].Seq
+	}
 }
 
 // replayBatch applies a batch of the log into whatever tables the search
@@ -260,10 +246,7 @@ var indexDefRe = regexp.MustCompile(`^(CREATE (?:UNIQUE )?INDEX) \S+ ON \S+ (.*)
 // defaults, constraints, indexes) in rm_rebuild, with the live indexes'
 // names, so the swapped-in tables are indistinguishable from migrated ones.
 func createRebuildTables(ctx context.Context, tx pgx.Tx, live string) error {
-	if _, err := tx.Exec(ctx, "DROP SCHEMA IF EXISTS "+rebuildSchema+" CASCADE"); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, "CREATE SCHEMA "+rebuildSchema); err != nil {
+	if err := execAll(ctx, tx, []string{"DROP SCHEMA IF EXISTS " + rebuildSchema + " CASCADE", "CREATE SCHEMA " + rebuildSchema}); err != nil {
 		return err
 	}
 	for _, t := range Tables {
@@ -272,28 +255,19 @@ func createRebuildTables(ctx context.Context, tx pgx.Tx, live string) error {
 			return err
 		}
 		names := map[string]map[string]string{} // schema → shape → index name
-		rows, err := tx.Query(ctx, `SELECT schemaname, indexname, indexdef FROM pg_indexes WHERE tablename = $1 AND schemaname = ANY($2)`,
-			t, []string{live, rebuildSchema})
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			var schema, name, def string
-			if err := rows.Scan(&schema, &name, &def); err != nil {
-				rows.Close()
-				return err
-			}
+		var schema, name, def string
+		if err := pg.Each(ctx, tx, []any{&schema, &name, &def}, func() error {
 			m := indexDefRe.FindStringSubmatch(def)
 			if m == nil {
-				continue
+				return nil
 			}
 			if names[schema] == nil {
 				names[schema] = map[string]string{}
 			}
 			names[schema][m[1]+" "+m[2]] = name
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		}, `SELECT schemaname, indexname, indexdef FROM pg_indexes WHERE tablename = $1 AND schemaname = ANY($2)`,
+			t, []string{live, rebuildSchema}); err != nil {
 			return err
 		}
 		for shape, want := range names[live] {

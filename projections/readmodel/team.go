@@ -33,10 +33,7 @@ func (q *Queries) TeamJudgments(ctx context.Context, owner string) ([]TeamJudgme
 		if err := r.Scan(&j.TraceID, &j.TraceTitle, &j.StepID, &j.CriterionID, &j.Member, &j.MemberName, &rating, &value, &j.StepIndex); err != nil {
 			return j, err
 		}
-		if rating != nil {
-			r := int(*rating)
-			j.Rating = &r
-		}
+		j.Rating = ratingOf(rating)
 		if value != nil {
 			j.Value = json.RawMessage(value)
 		}
@@ -69,10 +66,7 @@ func (q *Queries) Adjudications(ctx context.Context, owner string) ([]Adjudicati
 		if err := r.Scan(&a.AdjudicationID, &a.TraceID, &a.StepID, &a.CriterionID, &rating, &value, &a.Reason, &a.By); err != nil {
 			return a, err
 		}
-		if rating != nil {
-			r := int(*rating)
-			a.Rating = &r
-		}
+		a.Rating = ratingOf(rating)
 		if value != nil {
 			a.Value = json.RawMessage(value)
 		}
