@@ -38,37 +38,27 @@ func (AnthropicMessages) Description() string {
 func (AnthropicMessages) Detect(data []byte) bool { return classifyChat(data) == chatAnthropic }
 
 func (AnthropicMessages) Parse(data []byte) ([]domain.Trace, error) {
-	var out []domain.Trace
-	err := eachLine(data, func(line int, raw []byte) error {
-		if firstJSONByte(raw) != '{' {
-			return domain.InvalidAt(line, "", `expected a JSON object with "messages"`)
-		}
+	return conversationLines(data, func(line int, raw []byte) (domain.Trace, error) {
+		t := domain.Trace{Steps: []domain.Step{}}
 		var rec anthropicRecord
 		if err := decodeJSON(raw, &rec); err != nil {
-			return err
+			return t, err
 		}
 		var resp *anthropicResponse
-		msgField := "messages"
+		msgField, notArray := "messages", `missing "messages" array`
 		if isJSONNull(rec.Messages) && !isJSONNull(rec.Request) {
 			var err error
 			if resp, err = rec.exchange(line); err != nil {
-				return err
+				return t, err
 			}
-			msgField = "request.messages"
+			msgField, notArray = "request.messages", `missing "messages" array in "request"`
 		}
-		if isJSONNull(rec.Messages) || firstJSONByte(rec.Messages) != '[' {
-			if resp != nil {
-				return domain.InvalidAt(line, msgField, `missing "messages" array in "request"`)
-			}
-			return domain.InvalidAt(line, "messages", `missing "messages" array`)
+		msgs, err := jsonArray(rec.Messages, msgField, notArray)
+		if err != nil {
+			return t, err
 		}
-		var msgs []json.RawMessage
-		if err := decodeJSON(rec.Messages, &msgs); err != nil {
-			return domain.InvalidAt(line, msgField, "%v", err)
-		}
-		t := domain.Trace{Steps: []domain.Step{}}
 		if err := rec.traceHeader.apply(&t); err != nil {
-			return err
+			return t, err
 		}
 		if resp != nil {
 			t.ExternalID = cmp.Or(t.ExternalID, resp.ID)
@@ -85,7 +75,7 @@ func (AnthropicMessages) Parse(data []byte) ([]domain.Trace, error) {
 		if !isJSONNull(rec.System) {
 			sys, err := conv.steps(domain.RoleSystem, rec.System, "system")
 			if err != nil {
-				return err
+				return t, err
 			}
 			// A system prompt is text only; join whatever blocks it had.
 			var parts []string
@@ -100,17 +90,14 @@ func (AnthropicMessages) Parse(data []byte) ([]domain.Trace, error) {
 		}
 		for i, mraw := range msgs {
 			field := fmt.Sprintf("%s[%d]", msgField, i)
-			if firstJSONByte(mraw) != '{' {
-				return domain.InvalidAt(line, field, "a message must be a JSON object")
-			}
 			var m struct {
 				Role      string          `json:"role"`
 				Content   json.RawMessage `json:"content"`
 				Timestamp json.RawMessage `json:"timestamp"`
 				CreatedAt json.RawMessage `json:"created_at"`
 			}
-			if err := decodeJSON(mraw, &m); err != nil {
-				return domain.InvalidAt(line, field, "%v", err)
+			if err := decodeObjectAt(mraw, field, "a message must be a JSON object", &m); err != nil {
+				return t, err
 			}
 			var role domain.Role
 			switch m.Role {
@@ -121,19 +108,15 @@ func (AnthropicMessages) Parse(data []byte) ([]domain.Trace, error) {
 			case "system":
 				role = domain.RoleSystem
 			default:
-				return domain.InvalidAt(line, field+".role", "unknown role %q (expected user or assistant)", m.Role)
+				return t, domain.InvalidAt(line, field+".role", "unknown role %q (expected user or assistant)", m.Role)
 			}
 			steps, err := conv.steps(role, m.Content, field+".content")
 			if err != nil {
-				return err
+				return t, err
 			}
-			ts, tsField := m.Timestamp, field+".timestamp"
-			if isJSONNull(ts) {
-				ts, tsField = m.CreatedAt, field+".created_at"
-			}
-			stamp, err := normalizeTimestamp(ts)
+			stamp, err := messageStamp(m.Timestamp, m.CreatedAt, field)
 			if err != nil {
-				return domain.InvalidAt(line, tsField, "%v", err)
+				return t, err
 			}
 			if stamp != "" {
 				for k := range steps {
@@ -145,23 +128,12 @@ func (AnthropicMessages) Parse(data []byte) ([]domain.Trace, error) {
 		if resp != nil {
 			steps, err := conv.steps(domain.RoleAssistant, resp.Content, "response.content")
 			if err != nil {
-				return err
+				return t, err
 			}
 			t.Steps = append(t.Steps, steps...)
 		}
-		if err := domain.ValidateTrace(t, line); err != nil {
-			return err
-		}
-		out = append(out, t)
-		return nil
+		return t, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	if len(out) == 0 {
-		return nil, domain.Invalid("the payload holds no traces")
-	}
-	return out, nil
 }
 
 // anthropicResponse is the part of a Messages API response a trace keeps.
@@ -203,15 +175,12 @@ type anthropicRecord struct {
 // and messages become the line's, and the response, whose content is the
 // conversation's last assistant turn, is returned.
 func (rec *anthropicRecord) exchange(line int) (*anthropicResponse, error) {
-	if firstJSONByte(rec.Request) != '{' {
-		return nil, domain.InvalidAt(line, "request", "request must be a JSON object")
-	}
 	var req struct {
 		System   json.RawMessage `json:"system"`
 		Messages json.RawMessage `json:"messages"`
 	}
-	if err := decodeJSON(rec.Request, &req); err != nil {
-		return nil, domain.InvalidAt(line, "request", "%v", err)
+	if err := decodeObjectAt(rec.Request, "request", "request must be a JSON object", &req); err != nil {
+		return nil, err
 	}
 	rec.Messages = req.Messages
 	if isJSONNull(rec.System) {

@@ -443,40 +443,25 @@ func codexUserStep(text string) domain.Step {
 // array of {type, text} items (input_text, output_text, summary_text,
 // reasoning_text) joined with "\n"; images become "[image]".
 func codexText(raw json.RawMessage, field string) (string, error) {
-	if isJSONNull(raw) {
-		return "", nil
+	return joinContent(raw, field, "content must be a string or an array of content items", codexItemText)
+}
+
+// codexItemText is the text of one content item.
+func codexItemText(field string, j int, raw json.RawMessage) (string, error) {
+	var c struct {
+		Type json.RawMessage `json:"type"`
+		Text json.RawMessage `json:"text"`
 	}
-	if s, ok := asJSONString(raw); ok {
+	if firstJSONByte(raw) != '{' || json.Unmarshal(raw, &c) != nil {
+		return "", domain.InvalidAt(0, fmt.Sprintf("%s[%d]", field, j), "a content item must be a JSON object")
+	}
+	if s, ok := asJSONString(c.Text); ok && s != "" {
 		return s, nil
 	}
-	if firstJSONByte(raw) != '[' {
-		return "", domain.InvalidAt(0, field, "content must be a string or an array of content items")
+	if typ, _ := asJSONString(c.Type); typ == "input_image" || typ == "image" {
+		return imagePlaceholder, nil
 	}
-	var items []json.RawMessage
-	if err := decodeJSON(raw, &items); err != nil {
-		return "", domain.InvalidAt(0, field, "%v", err)
-	}
-	var parts []string
-	for j, r := range items {
-		if s, ok := asJSONString(r); ok {
-			parts = append(parts, s)
-			continue
-		}
-		var c struct {
-			Type json.RawMessage `json:"type"`
-			Text json.RawMessage `json:"text"`
-		}
-		if firstJSONByte(r) != '{' || json.Unmarshal(r, &c) != nil {
-			return "", domain.InvalidAt(0, fmt.Sprintf("%s[%d]", field, j), "a content item must be a JSON object")
-		}
-		typ, _ := asJSONString(c.Type)
-		if s, ok := asJSONString(c.Text); ok && s != "" {
-			parts = append(parts, s)
-		} else if typ == "input_image" || typ == "image" {
-			parts = append(parts, imagePlaceholder)
-		}
-	}
-	return strings.Join(parts, "\n"), nil
+	return "", nil
 }
 
 // codexOutput fills a tool step from a call output: a string (possibly the

@@ -223,12 +223,9 @@ func (c *anthropicConverter) steps(role domain.Role, content json.RawMessage, fi
 		}
 		return []domain.Step{{Role: role, Content: s}}, nil
 	}
-	if firstJSONByte(content) != '[' {
-		return nil, domain.InvalidAt(0, field, "content must be a string or an array of content blocks")
-	}
-	var raws []json.RawMessage
-	if err := decodeJSON(content, &raws); err != nil {
-		return nil, domain.InvalidAt(0, field, "%v", err)
+	raws, err := jsonArray(content, field, "content must be a string or an array of content blocks")
+	if err != nil {
+		return nil, err
 	}
 	var out, tools []domain.Step
 	var text []string
@@ -316,39 +313,83 @@ func (c *anthropicConverter) toolResult(b anthropicBlock, field string) (domain.
 // blockText flattens a tool result's content (a string or an array of
 // blocks) to text: text blocks joined with "\n", images as placeholders.
 func blockText(raw json.RawMessage, field string) (string, error) {
+	if b := firstJSONByte(raw); b != '[' && b != '"' && !isJSONNull(raw) {
+		// Some tools return an object; keep it as JSON text rather than fail.
+		return string(bytes.TrimSpace(raw)), nil
+	}
+	return joinContent(raw, field, "", blockItemText) // any shape but an array was handled above
+}
+
+// blockItemText is the text of one block of a tool result.
+func blockItemText(field string, j int, raw json.RawMessage) (string, error) {
+	b, err := decodeBlock(raw, fmt.Sprintf("%s[%d]", field, j))
+	if err != nil {
+		return "", err
+	}
+	switch b.Type {
+	case "image":
+		return imagePlaceholder, nil
+	case "document":
+		return documentPlaceholder, nil
+	}
+	s, _ := asJSONString(b.Text)
+	return s, nil
+}
+
+// decodeObjectAt decodes raw, which must be a JSON object (a message, a
+// part, a block), into v; notObject is the error for any other shape.
+func decodeObjectAt(raw json.RawMessage, field, notObject string, v any) error {
+	if firstJSONByte(raw) != '{' {
+		return domain.InvalidAt(0, field, "%s", notObject)
+	}
+	if err := decodeJSON(raw, v); err != nil {
+		return domain.InvalidAt(0, field, "%v", err)
+	}
+	return nil
+}
+
+// jsonArray decodes raw, which must be a JSON array (a message list, a
+// message's parts or blocks); notArray is the error for any other shape.
+func jsonArray(raw json.RawMessage, field, notArray string) ([]json.RawMessage, error) {
+	if firstJSONByte(raw) != '[' {
+		return nil, domain.InvalidAt(0, field, "%s", notArray)
+	}
+	var items []json.RawMessage
+	if err := decodeJSON(raw, &items); err != nil {
+		return nil, domain.InvalidAt(0, field, "%v", err)
+	}
+	return items, nil
+}
+
+// joinContent flattens content that is null, a string or an array of items
+// to text, the shape codex, openai_chat and tool results share. A string
+// item is kept as it is; any other goes to itemText, which returns its text
+// ("" adds nothing) given the content's field and the item's index, so each
+// format keeps its own item types and error messages. The texts are joined
+// with "\n"; notArray is the error for content of another shape.
+func joinContent(raw json.RawMessage, field, notArray string, itemText func(field string, j int, item json.RawMessage) (string, error)) (string, error) {
 	if isJSONNull(raw) {
 		return "", nil
 	}
 	if s, ok := asJSONString(raw); ok {
 		return s, nil
 	}
-	if firstJSONByte(raw) != '[' {
-		// Some tools return an object; keep it as JSON text rather than fail.
-		return string(bytes.TrimSpace(raw)), nil
-	}
-	var raws []json.RawMessage
-	if err := decodeJSON(raw, &raws); err != nil {
-		return "", domain.InvalidAt(0, field, "%v", err)
+	items, err := jsonArray(raw, field, notArray)
+	if err != nil {
+		return "", err
 	}
 	var parts []string
-	for j, r := range raws {
-		if s, ok := asJSONString(r); ok {
+	for j, item := range items {
+		if s, ok := asJSONString(item); ok {
 			parts = append(parts, s)
 			continue
 		}
-		b, err := decodeBlock(r, fmt.Sprintf("%s[%d]", field, j))
+		s, err := itemText(field, j, item)
 		if err != nil {
 			return "", err
 		}
-		switch b.Type {
-		case "image":
-			parts = append(parts, imagePlaceholder)
-		case "document":
-			parts = append(parts, documentPlaceholder)
-		default:
-			if s, ok := asJSONString(b.Text); ok && s != "" {
-				parts = append(parts, s)
-			}
+		if s != "" {
+			parts = append(parts, s)
 		}
 	}
 	return strings.Join(parts, "\n"), nil
@@ -356,13 +397,8 @@ func blockText(raw json.RawMessage, field string) (string, error) {
 
 func decodeBlock(raw json.RawMessage, field string) (anthropicBlock, error) {
 	var b anthropicBlock
-	if firstJSONByte(raw) != '{' {
-		return b, domain.InvalidAt(0, field, "a content block must be a JSON object")
-	}
-	if err := decodeJSON(raw, &b); err != nil {
-		return b, domain.InvalidAt(0, field, "%v", err)
-	}
-	return b, nil
+	err := decodeObjectAt(raw, field, "a content block must be a JSON object", &b)
+	return b, err
 }
 
 // stepFieldRE matches the step index at the start of a ValidateTrace field.
@@ -418,6 +454,48 @@ func (h traceHeader) apply(t *domain.Trace) error {
 		t.Metadata = m
 	}
 	return nil
+}
+
+// conversationLines reads the JSONL of openai_chat and anthropic_messages:
+// one conversation per line, each a JSON object that convert turns into a
+// trace, which is then validated. A payload with no line is refused.
+func conversationLines(data []byte, convert func(line int, raw []byte) (domain.Trace, error)) ([]domain.Trace, error) {
+	var out []domain.Trace
+	err := eachLine(data, func(line int, raw []byte) error {
+		if firstJSONByte(raw) != '{' {
+			return domain.InvalidAt(line, "", `expected a JSON object with "messages"`)
+		}
+		t, err := convert(line, raw)
+		if err != nil {
+			return err
+		}
+		if err := domain.ValidateTrace(t, line); err != nil {
+			return err
+		}
+		out = append(out, t)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, domain.Invalid("the payload holds no traces")
+	}
+	return out, nil
+}
+
+// messageStamp is a chat message's metadata.timestamp: its "timestamp",
+// else its "created_at", normalised; field is the message's JSON path.
+func messageStamp(timestamp, createdAt json.RawMessage, field string) (string, error) {
+	ts, tsField := timestamp, field+".timestamp"
+	if isJSONNull(ts) {
+		ts, tsField = createdAt, field+".created_at"
+	}
+	stamp, err := normalizeTimestamp(ts)
+	if err != nil {
+		return "", domain.InvalidAt(0, tsField, "%v", err)
+	}
+	return stamp, nil
 }
 
 // chatKind is which chat-messages format a payload has.

@@ -83,45 +83,24 @@ func (OpenAIChat) Parse(data []byte) ([]domain.Trace, error) {
 		}
 		return []domain.Trace{t}, nil
 	}
-	var out []domain.Trace
-	err := eachLine(data, func(line int, raw []byte) error {
-		if firstJSONByte(raw) != '{' {
-			return domain.InvalidAt(line, "", `expected a JSON object with "messages"`)
-		}
+	return conversationLines(data, func(_ int, raw []byte) (domain.Trace, error) {
 		var rec struct {
 			traceHeader
 			Messages json.RawMessage `json:"messages"`
 		}
 		if err := decodeJSON(raw, &rec); err != nil {
-			return err
+			return domain.Trace{}, err
 		}
-		if isJSONNull(rec.Messages) || firstJSONByte(rec.Messages) != '[' {
-			return domain.InvalidAt(line, "messages", `missing "messages" array`)
-		}
-		var msgs []json.RawMessage
-		if err := decodeJSON(rec.Messages, &msgs); err != nil {
-			return domain.InvalidAt(line, "messages", "%v", err)
+		msgs, err := jsonArray(rec.Messages, "messages", `missing "messages" array`)
+		if err != nil {
+			return domain.Trace{}, err
 		}
 		t, err := openAITrace(msgs)
 		if err != nil {
-			return err
+			return t, err
 		}
-		if err := rec.traceHeader.apply(&t); err != nil {
-			return err
-		}
-		if err := domain.ValidateTrace(t, line); err != nil {
-			return err
-		}
-		out = append(out, t)
-		return nil
+		return t, rec.traceHeader.apply(&t)
 	})
-	if err != nil {
-		return nil, err
-	}
-	if len(out) == 0 {
-		return nil, domain.Invalid("the payload holds no traces")
-	}
-	return out, nil
 }
 
 // openAITrace converts one conversation. Errors carry line 0; the caller's
@@ -133,26 +112,18 @@ func openAITrace(msgs []json.RawMessage) (domain.Trace, error) {
 	var legacy []pending // legacy function_calls not yet answered
 	for i, raw := range msgs {
 		field := fmt.Sprintf("messages[%d]", i)
-		if firstJSONByte(raw) != '{' {
-			return t, domain.InvalidAt(0, field, "a message must be a JSON object")
-		}
 		var m openAIMessage
-		if err := decodeJSON(raw, &m); err != nil {
-			return t, domain.InvalidAt(0, field, "%v", err)
+		if err := decodeObjectAt(raw, field, "a message must be a JSON object", &m); err != nil {
+			return t, err
 		}
 		content, err := openAIContent(m.Content, field+".content")
 		if err != nil {
 			return t, err
 		}
 		meta := map[string]any{}
-		ts := m.Timestamp
-		tsField := field + ".timestamp"
-		if isJSONNull(ts) {
-			ts, tsField = m.CreatedAt, field+".created_at"
-		}
-		stamp, err := normalizeTimestamp(ts)
+		stamp, err := messageStamp(m.Timestamp, m.CreatedAt, field)
 		if err != nil {
-			return t, domain.InvalidAt(0, tsField, "%v", err)
+			return t, err
 		}
 		putString(meta, "timestamp", stamp)
 		if m.Name != "" && m.Role != "tool" && m.Role != "function" {
@@ -189,12 +160,9 @@ func openAITrace(msgs []json.RawMessage) (domain.Trace, error) {
 			}
 			for j, rc := range m.ToolCalls {
 				cf := fmt.Sprintf("%s.tool_calls[%d]", field, j)
-				if firstJSONByte(rc) != '{' {
-					return t, domain.InvalidAt(0, cf, "a tool call must be a JSON object")
-				}
 				var tc openAIToolCall
-				if err := decodeJSON(rc, &tc); err != nil {
-					return t, domain.InvalidAt(0, cf, "%v", err)
+				if err := decodeObjectAt(rc, cf, "a tool call must be a JSON object", &tc); err != nil {
+					return t, err
 				}
 				s := step(domain.RoleAssistant, "")
 				s.ToolCallID = tc.ID
@@ -271,66 +239,45 @@ func openAITrace(msgs []json.RawMessage) (domain.Trace, error) {
 // openAIContent flattens message content: a string, null, or an array of
 // content parts.
 func openAIContent(raw json.RawMessage, field string) (string, error) {
-	if isJSONNull(raw) {
-		return "", nil
+	return joinContent(raw, field, "content must be a string, null or an array of content parts", openAIPartText)
+}
+
+// openAIPartText is the text of one content part.
+func openAIPartText(field string, j int, p json.RawMessage) (string, error) {
+	pf := fmt.Sprintf("%s[%d]", field, j)
+	var part struct {
+		Type    string          `json:"type"`
+		Text    json.RawMessage `json:"text"`
+		Refusal json.RawMessage `json:"refusal"`
 	}
-	if s, ok := asJSONString(raw); ok {
+	if err := decodeObjectAt(p, pf, "a content part must be a JSON object", &part); err != nil {
+		return "", err
+	}
+	switch part.Type {
+	case "text", "input_text", "output_text":
+		s, ok := asJSONString(part.Text)
+		if !ok && !isJSONNull(part.Text) {
+			return "", domain.InvalidAt(0, pf+".text", "text must be a string")
+		}
+		return s, nil
+	case "refusal":
+		s, _ := asJSONString(part.Refusal)
+		return s, nil
+	case "image_url", "input_image", "image":
+		return imagePlaceholder, nil
+	case "input_audio", "audio":
+		return "[audio]", nil
+	case "file", "input_file":
+		return "[file]", nil
+	case "tool_use", "tool_result", "thinking":
+		// An OpenAI reading would silently drop the tool call or result.
+		return "", domain.InvalidAt(0, pf+".type", "content part %q is Anthropic's; import with format anthropic_messages", part.Type)
+	}
+	if s, ok := asJSONString(part.Text); ok && s != "" {
 		return s, nil
 	}
-	if firstJSONByte(raw) != '[' {
-		return "", domain.InvalidAt(0, field, "content must be a string, null or an array of content parts")
+	if part.Type != "" {
+		return "[" + strings.ReplaceAll(part.Type, "_", " ") + "]", nil
 	}
-	var parts []json.RawMessage
-	if err := decodeJSON(raw, &parts); err != nil {
-		return "", domain.InvalidAt(0, field, "%v", err)
-	}
-	var out []string
-	for j, p := range parts {
-		pf := fmt.Sprintf("%s[%d]", field, j)
-		if s, ok := asJSONString(p); ok {
-			out = append(out, s)
-			continue
-		}
-		if firstJSONByte(p) != '{' {
-			return "", domain.InvalidAt(0, pf, "a content part must be a JSON object")
-		}
-		var part struct {
-			Type    string          `json:"type"`
-			Text    json.RawMessage `json:"text"`
-			Refusal json.RawMessage `json:"refusal"`
-		}
-		if err := decodeJSON(p, &part); err != nil {
-			return "", domain.InvalidAt(0, pf, "%v", err)
-		}
-		switch part.Type {
-		case "text", "input_text", "output_text":
-			s, ok := asJSONString(part.Text)
-			if !ok && !isJSONNull(part.Text) {
-				return "", domain.InvalidAt(0, pf+".text", "text must be a string")
-			}
-			if s != "" {
-				out = append(out, s)
-			}
-		case "refusal":
-			if s, ok := asJSONString(part.Refusal); ok && s != "" {
-				out = append(out, s)
-			}
-		case "image_url", "input_image", "image":
-			out = append(out, imagePlaceholder)
-		case "input_audio", "audio":
-			out = append(out, "[audio]")
-		case "file", "input_file":
-			out = append(out, "[file]")
-		case "tool_use", "tool_result", "thinking":
-			// An OpenAI reading would silently drop the tool call or result.
-			return "", domain.InvalidAt(0, pf+".type", "content part %q is Anthropic's; import with format anthropic_messages", part.Type)
-		default:
-			if s, ok := asJSONString(part.Text); ok && s != "" {
-				out = append(out, s)
-			} else if part.Type != "" {
-				out = append(out, "["+strings.ReplaceAll(part.Type, "_", " ")+"]")
-			}
-		}
-	}
-	return strings.Join(out, "\n"), nil
+	return "", nil
 }

@@ -1,7 +1,6 @@
 package rewardmodels
 
 import (
-	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/agreement"
 	"github.com/criticml/critic/domain/events"
 )
@@ -19,14 +18,7 @@ func TrainingAgreementOf(in DatasetInputs) *events.DatasetAgreement {
 	out := &events.DatasetAgreement{}
 	var all []agreement.Judgment
 	for _, s := range in.Selected {
-		var rs []domain.Rating
-		if in.Config.Criterion != "" {
-			if in.Criterion != nil {
-				rs = CriterionRatings(s, in.Criterion)
-			}
-		} else {
-			rs = Ratings(s)
-		}
+		rs := in.ratingsOf(s)
 		member := map[string]string{}
 		for _, a := range s.Annotations {
 			member[a.ID] = a.AuthorID

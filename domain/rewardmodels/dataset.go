@@ -230,14 +230,7 @@ func BuildDatasetFrom(in DatasetInputs) (Dataset, error) {
 	revision := map[string]int{}
 	for _, s := range selected {
 		pts = append(pts, PairTraceFor(s, in.Config))
-		var rs []domain.Rating
-		if in.Config.Criterion != "" {
-			if in.Criterion != nil {
-				rs = CriterionRatings(s, in.Criterion)
-			}
-		} else {
-			rs = Ratings(s)
-		}
+		rs := in.ratingsOf(s)
 		if in.Config.ExcludeDisputed {
 			rs = withoutDisputed(s, rs)
 		}
@@ -456,6 +449,18 @@ func hasTargets(selected []traces.State) bool {
 		}
 	}
 	return false
+}
+
+// ratingsOf is what a model learns from in s: the values of the criterion
+// it trains on (none while that criterion is not known), else s's ratings.
+func (in DatasetInputs) ratingsOf(s traces.State) []domain.Rating {
+	if in.Config.Criterion == "" {
+		return Ratings(s)
+	}
+	if in.Criterion == nil {
+		return nil
+	}
+	return CriterionRatings(s, in.Criterion)
 }
 
 func tooFew(ds Dataset, selected []traces.State, in DatasetInputs) error {

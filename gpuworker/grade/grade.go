@@ -24,6 +24,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/labels"
 	"github.com/criticml/critic/domain/stepscores"
+	"github.com/criticml/critic/gpuworker/label"
 	"github.com/criticml/critic/platform/llm"
 )
 
@@ -70,47 +71,19 @@ func (g *Grader) Check(ctx context.Context, steps []domain.Step, open map[string
 		}
 	}
 	var res Result
-	type job struct {
-		target int
-		prefix string
-	}
-	var work []job
-	for _, w := range labels.Windows(steps, chunks, targets, g.limits) {
-		prefix := labels.RenderWindow(steps, chunks, w, g.limits)
-		for _, t := range w.Targets {
-			work = append(work, job{t, prefix})
+	var mu sync.Mutex
+	label.EachInWindow(ctx, g.client.Limit(), steps, chunks, targets, g.limits, func(t int, prefix string) {
+		c := chunks[t]
+		chk, u, err := g.one(ctx, c.ID, open[c.ID], prefix)
+		mu.Lock()
+		defer mu.Unlock()
+		res.Usage.Add(u)
+		if err != nil {
+			res.Failed, res.Err = append(res.Failed, c.ID), err
+			return
 		}
-	}
-	var (
-		mu sync.Mutex
-		wg sync.WaitGroup
-	)
-	slots := make(chan struct{}, max(1, g.client.Limit()))
-	for _, j := range work {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-slots }()
-			c := chunks[j.target]
-			chk, u, err := g.one(ctx, c.ID, open[c.ID], j.prefix)
-			mu.Lock()
-			defer mu.Unlock()
-			res.Usage.Add(u)
-			if err != nil {
-				res.Failed, res.Err = append(res.Failed, c.ID), err
-				return
-			}
-			res.Checks = append(res.Checks, chk)
-		}()
-	}
-	wg.Wait()
+		res.Checks = append(res.Checks, chk)
+	})
 	if err := ctx.Err(); err != nil && res.Err == nil {
 		res.Err = err
 	}

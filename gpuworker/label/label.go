@@ -77,24 +77,12 @@ func (l *Labeler) Label(ctx context.Context, steps []domain.Step, have map[strin
 	for _, c := range chunks {
 		known[c.ID] = c.Actor
 	}
-	type job struct {
-		target int
-		prefix string
-	}
-	var work []job
-	for _, w := range labels.Windows(steps, chunks, targets, l.limits) {
-		prefix := labels.RenderWindow(steps, chunks, w, l.limits)
-		for _, t := range w.Targets {
-			work = append(work, job{t, prefix})
-		}
-	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var (
 		mu      sync.Mutex
 		pending []labels.Label
 		pendU   llm.Usage
-		wg      sync.WaitGroup
 		failed  []string
 		lastErr error
 	)
@@ -108,38 +96,24 @@ func (l *Labeler) Label(ctx context.Context, steps []domain.Step, have map[strin
 		sort.Slice(batch, func(i, j int) bool { return batch[i].ChunkID < batch[j].ChunkID })
 		return report(ctx, batch, u)
 	}
-	slots := make(chan struct{}, max(1, l.client.Limit()))
-	for _, j := range work {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-slots }()
-			lab, u, err := l.one(ctx, steps, chunks, j.target, j.prefix, known)
-			mu.Lock()
-			defer mu.Unlock()
-			res.Usage.Add(u)
-			if err != nil {
-				failed = append(failed, chunks[j.target].ID)
-				lastErr = err
-				pendU.Add(u)
-				return
-			}
-			res.Labeled++
-			pending = append(pending, lab)
+	EachInWindow(ctx, l.client.Limit(), steps, chunks, targets, l.limits, func(t int, prefix string) {
+		lab, u, err := l.one(ctx, steps, chunks, t, prefix, known)
+		mu.Lock()
+		defer mu.Unlock()
+		res.Usage.Add(u)
+		if err != nil {
+			failed = append(failed, chunks[t].ID)
+			lastErr = err
 			pendU.Add(u)
-			if rerr := flush(false); rerr != nil {
-				cancel(rerr)
-			}
-		}()
-	}
-	wg.Wait()
+			return
+		}
+		res.Labeled++
+		pending = append(pending, lab)
+		pendU.Add(u)
+		if rerr := flush(false); rerr != nil {
+			cancel(rerr)
+		}
+	})
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return res, cause
 	}
@@ -152,6 +126,43 @@ func (l *Labeler) Label(ctx context.Context, steps []domain.Step, have map[strin
 	sort.Strings(failed)
 	res.Failed, res.Err = failed, lastErr
 	return res, nil
+}
+
+// EachInWindow calls ask for every target chunk with the rendered context
+// of its window (labels.Windows, labels.RenderWindow), at most limit calls
+// at a time (at least one), and returns when every call has returned. The
+// targets not started when ctx ends are skipped. The grader
+// (gpuworker/grade) asks its questions over the same windows.
+func EachInWindow(ctx context.Context, limit int, steps []domain.Step, chunks []labels.Chunk, targets []int, lim labels.Limits, ask func(target int, prefix string)) {
+	type job struct {
+		target int
+		prefix string
+	}
+	var work []job
+	for _, w := range labels.Windows(steps, chunks, targets, lim) {
+		prefix := labels.RenderWindow(steps, chunks, w, lim)
+		for _, t := range w.Targets {
+			work = append(work, job{t, prefix})
+		}
+	}
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, max(1, limit))
+	for _, j := range work {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			ask(j.target, j.prefix)
+		}()
+	}
+	wg.Wait()
 }
 
 // one labels chunks[t]: the window's context as the cached prefix, the

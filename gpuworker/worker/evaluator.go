@@ -52,13 +52,10 @@ func (w *Worker) trainCandidate(ctx context.Context, log *slog.Logger, claim *jo
 	if !w.cfg.KeepJobDirs {
 		defer os.RemoveAll(dir)
 	}
-	raw, err := w.cfg.Blobs.Get(ctx, claim.DatasetKey)
-	if err != nil {
-		return nil, fmt.Errorf("reading the candidate dataset %s: %w", claim.DatasetKey, err)
-	}
 	var ds jobs.EvaluatorDataset
-	if err := json.Unmarshal(raw, &ds); err != nil {
-		return nil, fmt.Errorf("decoding the candidate dataset %s: %w", claim.DatasetKey, err)
+	err := w.readJSON(ctx, "candidate dataset", claim.DatasetKey, &ds)
+	if err != nil {
+		return nil, err
 	}
 	if ds.CandidateID != claim.CandidateID {
 		return nil, fmt.Errorf("the dataset %s belongs to candidate %s, not %s", claim.DatasetKey, ds.CandidateID, claim.CandidateID)

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -38,13 +37,9 @@ var extraction = register(Kind[jobs.ExtractJob, jobs.ExtractionClaim, struct{}]{
 		if got := w.cfg.Feedback.Model().String(); got != claim.ClassifierModel {
 			return struct{}{}, fmt.Errorf("the model was queued for feedback model %s but this worker runs %s; set the same CRITIC_FEEDBACK_MODEL on the API and the workers, then retry", claim.ClassifierModel, got)
 		}
-		raw, err := w.cfg.Blobs.Get(ctx, claim.InputsKey)
-		if err != nil {
-			return struct{}{}, fmt.Errorf("reading the extraction inputs %s: %w", claim.InputsKey, err)
-		}
 		var in jobs.ExtractionInputs
-		if err := json.Unmarshal(raw, &in); err != nil {
-			return struct{}{}, fmt.Errorf("decoding the extraction inputs %s: %w", claim.InputsKey, err)
+		if err := w.readJSON(ctx, "extraction inputs", claim.InputsKey, &in); err != nil {
+			return struct{}{}, err
 		}
 		x := &extract.Extractor{LLM: w.cfg.Feedback, ProgressEvery: max(time.Duration(claim.LeaseSeconds)*time.Second/3, time.Second)}
 		return struct{}{}, x.Run(ctx, in, reporter{j}, claim.TargetsDone)

@@ -482,3 +482,16 @@ func settleClaim(ctx context.Context, err error, log *slog.Logger, job string, q
 	}
 	return false, false
 }
+
+// readJSON reads the JSON blob at key (a job's dataset or inputs) into v;
+// what names the blob in errors.
+func (w *Worker) readJSON(ctx context.Context, what, key string, v any) error {
+	raw, err := w.cfg.Blobs.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("reading the %s %s: %w", what, key, err)
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("decoding the %s %s: %w", what, key, err)
+	}
+	return nil
+}

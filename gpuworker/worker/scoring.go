@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -43,13 +42,9 @@ var scoring = register(Kind[jobs.ScoreJob, jobs.ScoringClaim, jobs.ScoringFinish
 // trace score), with the checkpoint the items name (kept loaded, so a
 // batch of one model loads it once).
 func (w *Worker) score(ctx context.Context, log *slog.Logger, itemsKey string) (jobs.ScoringFinished, error) {
-	raw, err := w.cfg.Blobs.Get(ctx, itemsKey)
-	if err != nil {
-		return jobs.ScoringFinished{}, fmt.Errorf("reading the scoring items %s: %w", itemsKey, err)
-	}
 	var items jobs.ScoringItems
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return jobs.ScoringFinished{}, fmt.Errorf("decoding the scoring items %s: %w", itemsKey, err)
+	if err := w.readJSON(ctx, "scoring items", itemsKey, &items); err != nil {
+		return jobs.ScoringFinished{}, err
 	}
 	if items.ArtifactKey == "" {
 		return jobs.ScoringFinished{}, fmt.Errorf("the scoring items %s name no artifact_key", itemsKey)

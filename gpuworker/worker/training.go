@@ -234,13 +234,10 @@ func (w *Worker) train(ctx context.Context, j *Job[jobs.TrainingClaim]) (jobs.Su
 	}
 	j.Progress(events.Progress{Phase: "training"})
 
-	raw, err := w.cfg.Blobs.Get(ctx, claim.DatasetKey)
-	if err != nil {
-		return jobs.Succeeded{}, fmt.Errorf("reading the dataset %s: %w", claim.DatasetKey, err)
-	}
 	var ds rewardmodels.Dataset
-	if err := json.Unmarshal(raw, &ds); err != nil {
-		return jobs.Succeeded{}, fmt.Errorf("decoding the dataset %s: %w", claim.DatasetKey, err)
+	err := w.readJSON(ctx, "dataset", claim.DatasetKey, &ds)
+	if err != nil {
+		return jobs.Succeeded{}, err
 	}
 	if ds.ModelID != "" && ds.ModelID != m.ModelID {
 		return jobs.Succeeded{}, fmt.Errorf("the dataset %s belongs to model %s, not %s", claim.DatasetKey, ds.ModelID, m.ModelID)
