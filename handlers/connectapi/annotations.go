@@ -21,13 +21,11 @@ type AnnotationService struct{ d Deps }
 
 // AddAnnotation adds the caller's annotation and answers it once readable.
 func (s *AnnotationService) AddAnnotation(ctx context.Context, req *connect.Request[criticv1.AddAnnotationRequest]) (*connect.Response[criticv1.AddAnnotationResponse], error) {
-	caller := edge.CallerFrom(ctx)
 	m := req.Msg
-	in := commands.AddAnnotationInput{TraceID: m.TraceId, StepID: m.GetStepId(), Rating: intPtr(m.Rating), Comment: m.Comment}
+	in := commands.AddAnnotationInput{TraceID: m.TraceId, StepID: m.GetStepId(), CriterionID: m.GetCriterionId(), Rating: intPtr(m.Rating), Comment: m.Comment}
 	if q := m.Quote; q != nil {
 		in.Quote = &events.Quote{Text: q.Text, Prefix: q.Prefix, Suffix: q.Suffix}
 	}
-	in.CriterionID = m.GetCriterionId()
 	if m.Value != nil {
 		raw, err := protojson.Marshal(m.Value)
 		if err != nil {
@@ -37,21 +35,13 @@ func (s *AnnotationService) AddAnnotation(ctx context.Context, req *connect.Requ
 			in.Value = raw
 		}
 	}
-	ann, err := s.d.backend().AddAnnotation(ctx, caller, in)
-	if err != nil {
-		return nil, err
-	}
-	out, err := shape[*criticv1.Annotation](ann)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.AddAnnotationResponse{Annotation: out}), nil
+	ann, err := shaped[*criticv1.Annotation](s.d.backend().AddAnnotation(ctx, edge.CallerFrom(ctx), in))
+	return reply(&criticv1.AddAnnotationResponse{Annotation: ann}, err)
 }
 
 // EditAnnotation is REST's PATCH: a set field changes, a clear_* flag makes
 // the field null, anything else is kept.
 func (s *AnnotationService) EditAnnotation(ctx context.Context, req *connect.Request[criticv1.EditAnnotationRequest]) (*connect.Response[criticv1.EditAnnotationResponse], error) {
-	caller := edge.CallerFrom(ctx)
 	m := req.Msg
 	in := traces.EditAnnotationInput{AnnotationID: m.AnnotationId}
 	var err error
@@ -78,15 +68,8 @@ func (s *AnnotationService) EditAnnotation(ctx context.Context, req *connect.Req
 			in.Value.Value = nil
 		}
 	}
-	ann, err := s.d.backend().EditAnnotation(ctx, caller, in)
-	if err != nil {
-		return nil, err
-	}
-	out, err := shape[*criticv1.Annotation](ann)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.EditAnnotationResponse{Annotation: out}), nil
+	ann, err := shaped[*criticv1.Annotation](s.d.backend().EditAnnotation(ctx, edge.CallerFrom(ctx), in))
+	return reply(&criticv1.EditAnnotationResponse{Annotation: ann}, err)
 }
 
 // patch turns a proto3 optional field and its clear flag into a PATCH field:
@@ -108,11 +91,8 @@ func patch[T any](v *T, clear bool, field string) (traces.Optional[T], error) {
 // RemoveAnnotation removes one of the caller's annotations and answers once
 // it is gone from the read model.
 func (s *AnnotationService) RemoveAnnotation(ctx context.Context, req *connect.Request[criticv1.RemoveAnnotationRequest]) (*connect.Response[criticv1.RemoveAnnotationResponse], error) {
-	caller := edge.CallerFrom(ctx)
-	if err := s.d.backend().RemoveAnnotation(ctx, caller, req.Msg.AnnotationId); err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.RemoveAnnotationResponse{}), nil
+	err := s.d.backend().RemoveAnnotation(ctx, edge.CallerFrom(ctx), req.Msg.AnnotationId)
+	return reply(&criticv1.RemoveAnnotationResponse{}, err)
 }
 
 // ExportAnnotations streams the records of REST's annotation export, one per
@@ -142,6 +122,7 @@ func (s *AnnotationService) ExportAnnotations(ctx context.Context, req *connect.
 func (s *AnnotationService) ExportPairs(ctx context.Context, req *connect.Request[criticv1.ExportPairsRequest], stream *connect.ServerStream[criticv1.ExportPairsResponse]) error {
 	var pairs []domain.Pair
 	var err error
+	b, owner := s.d.backend(), edge.CallerFrom(ctx).UserID
 	if req.Msg.RewardModelId != nil {
 		if req.Msg.MaxPairs != nil {
 			return &domain.ValidationError{Code: "invalid_request", Field: "max_pairs", Message: "max_pairs does not apply with reward_model_id: the model's dataset is exported as it is"}
@@ -149,13 +130,13 @@ func (s *AnnotationService) ExportPairs(ctx context.Context, req *connect.Reques
 		if req.Msg.Member != nil {
 			return &domain.ValidationError{Code: "invalid_request", Field: "member", Message: "member does not apply with reward_model_id: the model's dataset is exported as it is"}
 		}
-		pairs, err = s.d.backend().ModelPairs(ctx, s.d.Blobs, edge.CallerFrom(ctx).UserID, *req.Msg.RewardModelId)
+		pairs, err = b.ModelPairs(ctx, s.d.Blobs, owner, *req.Msg.RewardModelId)
 	} else {
 		var member string
-		if member, err = s.d.backend().MemberFilter(ctx, edge.CallerFrom(ctx).UserID, req.Msg.GetMember()); err != nil {
+		if member, err = b.MemberFilter(ctx, owner, req.Msg.GetMember()); err != nil {
 			return err
 		}
-		pairs, err = s.d.backend().PairsBy(ctx, edge.CallerFrom(ctx).UserID, member, intPtr(req.Msg.MaxPairs))
+		pairs, err = b.PairsBy(ctx, owner, member, intPtr(req.Msg.MaxPairs))
 	}
 	if err != nil {
 		return err
@@ -177,12 +158,9 @@ func (s *AnnotationService) ExportPairs(ctx context.Context, req *connect.Reques
 // empty source_id or name is an absent one, as proto3 cannot tell them
 // apart.
 func (s *AnnotationService) RenameTraceSource(ctx context.Context, req *connect.Request[criticv1.RenameTraceSourceRequest]) (*connect.Response[criticv1.RenameTraceSourceResponse], error) {
-	caller := edge.CallerFrom(ctx)
 	m := req.Msg
-	if err := s.d.backend().RenameTraceSource(ctx, caller, nonEmpty(m.SourceId), nonEmpty(m.Name)); err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.RenameTraceSourceResponse{SourceId: m.SourceId, Name: m.Name}), nil
+	err := s.d.backend().RenameTraceSource(ctx, edge.CallerFrom(ctx), nonEmpty(m.SourceId), nonEmpty(m.Name))
+	return reply(&criticv1.RenameTraceSourceResponse{SourceId: m.SourceId, Name: m.Name}, err)
 }
 
 // intPtr widens a proto3 optional int32 (nil = absent).

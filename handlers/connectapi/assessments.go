@@ -26,53 +26,23 @@ func (s *TraceService) SummarizeSections(ctx context.Context, req *connect.Reque
 		ranges[i] = sections.Range{FirstStepID: r.FirstStepId, LastStepID: r.LastStepId}
 	}
 	res, err := usecase.AssessSections(ctx, s.queries, s.assessments, edge.CallerFrom(ctx).UserID, req.Msg.TraceId, ranges)
-	if err != nil {
-		return nil, err
-	}
-	out := &criticv1.SummarizeSectionsResponse{}
-	if err := viaRESTJSON(res, out); err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(out), nil
+	return reply(shaped[*criticv1.SummarizeSectionsResponse](res, err))
 }
 
 // EstimateCompletion is REST's POST /traces/{id}/completion (write access).
 func (s *TraceService) EstimateCompletion(ctx context.Context, req *connect.Request[criticv1.EstimateCompletionRequest]) (*connect.Response[criticv1.EstimateCompletionResponse], error) {
 	res, err := usecase.EstimateCompletion(ctx, s.queries, s.assessments, edge.CallerFrom(ctx).UserID, req.Msg.TraceId)
-	if err != nil {
-		return nil, err
-	}
-	out := &criticv1.EstimateCompletionResponse{}
-	if err := viaRESTJSON(res, out); err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(out), nil
+	return reply(shaped[*criticv1.EstimateCompletionResponse](res, err))
 }
 
 // RetryLabeling is REST's POST /traces/{id}/labeling/retry.
 func (s *TraceService) RetryLabeling(ctx context.Context, req *connect.Request[criticv1.RetryLabelingRequest]) (*connect.Response[criticv1.RetryLabelingResponse], error) {
-	caller := edge.CallerFrom(ctx)
-	st, err := usecase.Backend{Cmds: s.cmds, Queries: s.queries, Waiter: s.waiter}.RetryLabeling(ctx, caller, req.Msg.TraceId)
-	if err != nil {
-		return nil, err
-	}
-	out := &criticv1.LabelingStatus{}
-	if err := viaRESTJSON(st, out); err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.RetryLabelingResponse{Labeling: out}), nil
+	st, err := shaped[*criticv1.LabelingStatus](s.backend().RetryLabeling(ctx, edge.CallerFrom(ctx), req.Msg.TraceId))
+	return reply(&criticv1.RetryLabelingResponse{Labeling: st}, err)
 }
 
 // RescoreLabels is REST's POST /traces/{id}/labeling/rescore.
 func (s *TraceService) RescoreLabels(ctx context.Context, req *connect.Request[criticv1.RescoreLabelsRequest]) (*connect.Response[criticv1.RescoreLabelsResponse], error) {
-	caller := edge.CallerFrom(ctx)
-	st, err := usecase.Backend{Cmds: s.cmds, Queries: s.queries, Waiter: s.waiter}.RelabelTrace(ctx, caller, req.Msg.TraceId)
-	if err != nil {
-		return nil, err
-	}
-	out := &criticv1.LabelingStatus{}
-	if err := viaRESTJSON(st, out); err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.RescoreLabelsResponse{Labeling: out}), nil
+	st, err := shaped[*criticv1.LabelingStatus](s.backend().RelabelTrace(ctx, edge.CallerFrom(ctx), req.Msg.TraceId))
+	return reply(&criticv1.RescoreLabelsResponse{Labeling: st}, err)
 }

@@ -52,6 +52,24 @@ func shapes[M proto.Message](list any) ([]M, error) {
 	return out, nil
 }
 
+// shaped is shape of what a call returned: the call's error, if any, is
+// the answer, so an RPC reads shaped[M](call(...)).
+func shaped[M proto.Message](view any, err error) (M, error) {
+	if err != nil {
+		var zero M
+		return zero, err
+	}
+	return shape[M](view)
+}
+
+// shapedList is shapes of what a call returned (see shaped).
+func shapedList[M proto.Message](list any, err error) ([]M, error) {
+	if err != nil {
+		return nil, err
+	}
+	return shapes[M](list)
+}
+
 // viaRESTJSON reads view's REST JSON into m (view may be JSON already).
 func viaRESTJSON(view any, m proto.Message) error {
 	b, ok := view.(json.RawMessage)

@@ -21,12 +21,8 @@ type EvaluatorService struct{ d Deps }
 
 // SetTraceContribution is PUT /traces/{id}/contribution.
 func (s *EvaluatorService) SetTraceContribution(ctx context.Context, req *connect.Request[criticv1.SetTraceContributionRequest]) (*connect.Response[criticv1.SetTraceContributionResponse], error) {
-	caller := edge.CallerFrom(ctx)
-	c, err := s.d.backend().SetContribution(ctx, caller, req.Msg.TraceId, req.Msg.Contribute)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.SetTraceContributionResponse{TraceId: c.TraceID, Contribute: c.Contribute, Notice: c.Notice}), nil
+	c, err := s.d.backend().SetContribution(ctx, edge.CallerFrom(ctx), req.Msg.TraceId, req.Msg.Contribute)
+	return reply(&criticv1.SetTraceContributionResponse{TraceId: c.TraceID, Contribute: c.Contribute, Notice: c.Notice}, err)
 }
 
 // ComparisonQueue is GET /comparisons/queue (limit 0 → the default).
@@ -38,31 +34,15 @@ func (s *EvaluatorService) ComparisonQueue(ctx context.Context, req *connect.Req
 		}
 		limit = n
 	}
-	q, err := s.d.backend().ComparisonQueue(ctx, edge.CallerFrom(ctx), limit)
-	if err != nil {
-		return nil, err
-	}
-	out, err := shape[*criticv1.ComparisonQueueResponse](q)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(out), nil
+	return reply(shaped[*criticv1.ComparisonQueueResponse](s.d.backend().ComparisonQueue(ctx, edge.CallerFrom(ctx), limit)))
 }
 
 // ReviewComparison is POST /comparisons.
 func (s *EvaluatorService) ReviewComparison(ctx context.Context, req *connect.Request[criticv1.ReviewComparisonRequest]) (*connect.Response[criticv1.ReviewComparisonResponse], error) {
-	caller := edge.CallerFrom(ctx)
 	m := req.Msg
-	c, err := s.d.backend().ReviewComparison(ctx, caller, commands.ReviewComparisonInput{ModelID: m.ModelId, FindingID: m.FindingId,
+	c, err := s.d.backend().ReviewComparison(ctx, edge.CallerFrom(ctx), commands.ReviewComparisonInput{ModelID: m.ModelId, FindingID: m.FindingId,
 		Verdict: comparisons.Verdict{Left: m.Left, Choice: m.Choice, Comment: m.Comment}})
-	if err != nil {
-		return nil, err
-	}
-	out, err := shape[*criticv1.ReviewComparisonResponse](c)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(out), nil
+	return reply(shaped[*criticv1.ReviewComparisonResponse](c, err))
 }
 
 // GetEvaluator is GET /evaluator.
@@ -75,24 +55,13 @@ func (s *EvaluatorService) GetEvaluator(ctx context.Context, _ *connect.Request[
 	if err != nil {
 		return nil, err
 	}
-	out, err := evaluatorToProto(st)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(out), nil
+	return reply(evaluatorToProto(st))
 }
 
 // RescoreTrace is POST /traces/{id}/evaluator/rescore ("Score again").
 func (s *EvaluatorService) RescoreTrace(ctx context.Context, req *connect.Request[criticv1.RescoreTraceRequest]) (*connect.Response[criticv1.RescoreTraceResponse], error) {
-	ev, err := s.d.backend().RescoreWithEvaluator(ctx, edge.CallerFrom(ctx), req.Msg.TraceId)
-	if err != nil {
-		return nil, err
-	}
-	out, err := shape[*criticv1.TraceEvaluator](ev)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.RescoreTraceResponse{Evaluator: out}), nil
+	ev, err := shaped[*criticv1.TraceEvaluator](s.d.backend().RescoreWithEvaluator(ctx, edge.CallerFrom(ctx), req.Msg.TraceId))
+	return reply(&criticv1.RescoreTraceResponse{Evaluator: ev}, err)
 }
 
 // evaluatorToProto is GET /evaluator's answer: REST nests the policy and

@@ -11,14 +11,9 @@ func trainingConfigFromProto(c *criticv1.TrainingConfig) *commands.TrainingConfi
 	if c == nil {
 		return nil
 	}
-	out := &commands.TrainingConfig{AnnotationSource: c.AnnotationSource}
-	if c.InputVersion != nil {
-		n := int(*c.InputVersion)
-		out.InputVersion = &n
-	}
+	out := &commands.TrainingConfig{AnnotationSource: c.AnnotationSource, InputVersion: intPtr(c.InputVersion), Criterion: c.Criterion}
 	if len(c.Criteria) > 0 {
 		out.Criteria, out.CriteriaSet = c.Criteria, true
 	}
-	out.Criterion = c.Criterion
 	return out
 }

@@ -28,10 +28,7 @@ func (s *QueryService) Query(ctx context.Context, req *connect.Request[criticv1.
 		return nil, err
 	}
 	rows, err := rowsToProto(res.Rows)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.QueryResponse{Columns: res.Columns, Rows: rows, Truncated: res.Truncated}), nil
+	return reply(&criticv1.QueryResponse{Columns: res.Columns, Rows: rows, Truncated: res.Truncated}, err)
 }
 
 // rowsToProto converts the rows through the JSON REST writes, so both APIs

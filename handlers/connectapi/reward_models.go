@@ -18,32 +18,17 @@ type RewardModelService struct{ d Deps }
 // CreateRewardModel queues a model. An empty name is an absent one, as
 // proto3 cannot tell them apart.
 func (s *RewardModelService) CreateRewardModel(ctx context.Context, req *connect.Request[criticv1.CreateRewardModelRequest]) (*connect.Response[criticv1.CreateRewardModelResponse], error) {
-	caller := edge.CallerFrom(ctx)
 	m := req.Msg
-	rm, err := s.d.backend().CreateRewardModel(ctx, caller, usecase.TrainingRequest{
+	rm, err := shaped[*criticv1.RewardModel](s.d.backend().CreateRewardModel(ctx, edge.CallerFrom(ctx), usecase.TrainingRequest{
 		Name: nonEmpty(m.Name), TraceIDs: m.TraceIds, BaseModel: m.BaseModel, Epochs: intPtr(m.Epochs), MaxPairs: intPtr(m.MaxPairs),
-		TrainingConfig: trainingConfigFromProto(m.TrainingConfig)})
-	if err != nil {
-		return nil, err
-	}
-	out, err := shape[*criticv1.RewardModel](rm)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.CreateRewardModelResponse{RewardModel: out}), nil
+		TrainingConfig: trainingConfigFromProto(m.TrainingConfig)}))
+	return reply(&criticv1.CreateRewardModelResponse{RewardModel: rm}, err)
 }
 
 // ListRewardModels lists the caller's models, newest first.
 func (s *RewardModelService) ListRewardModels(ctx context.Context, _ *connect.Request[criticv1.ListRewardModelsRequest]) (*connect.Response[criticv1.ListRewardModelsResponse], error) {
-	ms, err := s.d.Queries.ListRewardModels(ctx, edge.CallerFrom(ctx).UserID)
-	if err != nil {
-		return nil, err
-	}
-	list, err := shapes[*criticv1.RewardModel](ms)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.ListRewardModelsResponse{RewardModels: list}), nil
+	list, err := shapedList[*criticv1.RewardModel](s.d.Queries.ListRewardModels(ctx, edge.CallerFrom(ctx).UserID))
+	return reply(&criticv1.ListRewardModelsResponse{RewardModels: list}, err)
 }
 
 // GetRewardModel returns one of the caller's models with its selection.
@@ -66,55 +51,28 @@ func (s *RewardModelService) GetRewardModel(ctx context.Context, req *connect.Re
 
 // RetryRewardModel re-queues one of the caller's failed models.
 func (s *RewardModelService) RetryRewardModel(ctx context.Context, req *connect.Request[criticv1.RetryRewardModelRequest]) (*connect.Response[criticv1.RetryRewardModelResponse], error) {
-	caller := edge.CallerFrom(ctx)
-	rm, err := s.d.backend().RetryRewardModel(ctx, caller, req.Msg.RewardModelId)
-	if err != nil {
-		return nil, err
-	}
-	out, err := shape[*criticv1.RewardModel](rm)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.RetryRewardModelResponse{RewardModel: out}), nil
+	rm, err := shaped[*criticv1.RewardModel](s.d.backend().RetryRewardModel(ctx, edge.CallerFrom(ctx), req.Msg.RewardModelId))
+	return reply(&criticv1.RetryRewardModelResponse{RewardModel: rm}, err)
 }
 
 // SetBackgroundScoring pauses or resumes one of the caller's succeeded
 // models' background scoring (REST's PUT .../background-scoring).
 func (s *RewardModelService) SetBackgroundScoring(ctx context.Context, req *connect.Request[criticv1.SetBackgroundScoringRequest]) (*connect.Response[criticv1.SetBackgroundScoringResponse], error) {
-	caller := edge.CallerFrom(ctx)
-	bg, err := s.d.backend().SetBackgroundScoring(ctx, caller, req.Msg.RewardModelId, req.Msg.Paused)
-	if err != nil {
-		return nil, err
-	}
-	out, err := shape[*criticv1.BackgroundScoring](bg)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.SetBackgroundScoringResponse{BackgroundScoring: out}), nil
+	bg, err := shaped[*criticv1.BackgroundScoring](s.d.backend().SetBackgroundScoring(ctx, edge.CallerFrom(ctx), req.Msg.RewardModelId, req.Msg.Paused))
+	return reply(&criticv1.SetBackgroundScoringResponse{BackgroundScoring: bg}, err)
 }
 
 // GetWeights signs a download link of a succeeded model's checkpoint.
 func (s *RewardModelService) GetWeights(ctx context.Context, req *connect.Request[criticv1.GetWeightsRequest]) (*connect.Response[criticv1.GetWeightsResponse], error) {
 	url, err := s.d.backend().WeightsURL(ctx, s.d.Blobs, edge.CallerFrom(ctx), req.Msg.RewardModelId)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.GetWeightsResponse{Url: url}), nil
+	return reply(&criticv1.GetWeightsResponse{Url: url}, err)
 }
 
 // ScoreTrace asks for a trace to be scored. An empty reward_model_id is an
 // absent one.
 func (s *RewardModelService) ScoreTrace(ctx context.Context, req *connect.Request[criticv1.ScoreTraceRequest]) (*connect.Response[criticv1.ScoreTraceResponse], error) {
-	caller := edge.CallerFrom(ctx)
-	run, err := s.d.backend().ScoreTrace(ctx, caller, req.Msg.TraceId, nonEmpty(req.Msg.RewardModelId))
-	if err != nil {
-		return nil, err
-	}
-	out := &criticv1.ScoringRun{}
-	if err := viaRESTJSON(run, out); err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.ScoreTraceResponse{ScoringRun: out}), nil
+	run, err := shaped[*criticv1.ScoringRun](s.d.backend().ScoreTrace(ctx, edge.CallerFrom(ctx), req.Msg.TraceId, nonEmpty(req.Msg.RewardModelId)))
+	return reply(&criticv1.ScoreTraceResponse{ScoringRun: run}, err)
 }
 
 // ReviewQueue is GET /review-queue (limit 0 → the default).
@@ -137,12 +95,5 @@ func (s *RewardModelService) ReviewQueue(ctx context.Context, req *connect.Reque
 	} else {
 		q, err = b.ReviewQueueFor(ctx, caller, member, req.Msg.RewardModelId, limit)
 	}
-	if err != nil {
-		return nil, err
-	}
-	out := &criticv1.ReviewQueueResponse{}
-	if err := viaRESTJSON(q, out); err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(out), nil
+	return reply(shaped[*criticv1.ReviewQueueResponse](q, err))
 }

@@ -136,7 +136,6 @@ func (s *TraceService) ListFormats(ctx context.Context, _ *connect.Request[criti
 
 // ImportTraces imports a payload and answers once the traces are readable.
 func (s *TraceService) ImportTraces(ctx context.Context, req *connect.Request[criticv1.ImportTracesRequest]) (*connect.Response[criticv1.ImportTracesResponse], error) {
-	caller := edge.CallerFrom(ctx)
 	m := req.Msg
 	// proto3 cannot tell an empty string from an absent one; both are absent.
 	if m.Format == "" {
@@ -146,23 +145,11 @@ func (s *TraceService) ImportTraces(ctx context.Context, req *connect.Request[cr
 		return nil, &domain.ValidationError{Code: "invalid_request", Field: "data", Message: "data is required"}
 	}
 	in := commands.ImportTracesInput{Format: m.Format, Data: []byte(m.Data), Contribute: m.Contribute}
-	if m.SourceId != nil {
-		if *m.SourceId == "" {
-			return nil, &domain.ValidationError{Code: "invalid_request", Field: "source_id", Message: "source_id must be 1–200 characters"}
-		}
-		in.SourceID = *m.SourceId
-	}
-	res, err := s.cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: usecase.Actor(caller), Input: in})
-	if err != nil {
-		return nil, err
-	}
-	if err := s.settle(ctx, res.Result); err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.ImportTracesResponse{
+	res, err := s.backend().ImportTraces(ctx, edge.CallerFrom(ctx), in, m.SourceId)
+	return reply(&criticv1.ImportTracesResponse{
 		Format: res.Format, Imported: int32(len(res.TraceIDs)), TraceIds: res.TraceIDs,
 		Unchanged: int32(res.Unchanged), AnnotationsRemoved: int32(res.AnnotationsRemoved), Erased: res.Erased,
-	}), nil
+	}, err)
 }
 
 // ListTraces pages through the caller's traces with REST's filter rules.
@@ -170,32 +157,22 @@ func (s *TraceService) ListTraces(ctx context.Context, req *connect.Request[crit
 	m := req.Msg
 	p := usecase.ListParams{SourceID: m.GetSourceId(), From: m.GetFrom(), To: m.GetTo(), TZ: m.GetTz(), Q: m.GetQ(), Sort: m.GetSort(),
 		Outcomes: m.GetOutcome(), ActionCreditMin: m.ActionCreditMin, ActionCreditMax: m.ActionCreditMax,
-		TraceScoreMin: m.TraceScoreMin, TraceScoreMax: m.TraceScoreMax, LatestScoreMin: m.LatestScoreMin, LatestScoreMax: m.LatestScoreMax}
-	if m.Limit != nil {
-		n := int(*m.Limit)
-		p.Limit = &n
-	}
-	if m.Offset != nil {
-		n := int(*m.Offset)
-		p.Offset = &n
-	}
+		TraceScoreMin: m.TraceScoreMin, TraceScoreMax: m.TraceScoreMax, LatestScoreMin: m.LatestScoreMin, LatestScoreMax: m.LatestScoreMax,
+		Limit: intPtr(m.Limit), Offset: intPtr(m.Offset)}
 	f, err := p.Filter()
 	if err != nil {
 		return nil, err
 	}
-	b := usecase.Backend{Queries: s.queries}
-	if f.Member, err = b.MemberFilter(ctx, edge.CallerFrom(ctx).UserID, m.GetMember()); err != nil {
+	owner := edge.CallerFrom(ctx).UserID
+	if f.Member, err = s.backend().MemberFilter(ctx, owner, m.GetMember()); err != nil {
 		return nil, err
 	}
-	traces, total, err := s.queries.ListTraces(ctx, edge.CallerFrom(ctx).UserID, f)
+	traces, total, err := s.queries.ListTraces(ctx, owner, f)
 	if err != nil {
 		return nil, err
 	}
 	list, err := shapes[*criticv1.TraceSummary](traces)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.ListTracesResponse{Total: int32(total), Traces: list}), nil
+	return reply(&criticv1.ListTracesResponse{Total: int32(total), Traces: list}, err)
 }
 
 // GetTrace returns one of the caller's traces.
@@ -205,24 +182,14 @@ func (s *TraceService) GetTrace(ctx context.Context, req *connect.Request[critic
 		return nil, err
 	}
 	t, err := detailToProto(d)
-	if err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.GetTraceResponse{Trace: t}), nil
+	return reply(&criticv1.GetTraceResponse{Trace: t}, err)
 }
 
 // DeleteTrace deletes one of the caller's traces and answers once it is gone
 // from the read model.
 func (s *TraceService) DeleteTrace(ctx context.Context, req *connect.Request[criticv1.DeleteTraceRequest]) (*connect.Response[criticv1.DeleteTraceResponse], error) {
-	caller := edge.CallerFrom(ctx)
-	res, err := s.cmds.DeleteTrace.Handle(ctx, commands.DeleteTrace{Actor: usecase.Actor(caller), TraceID: req.Msg.TraceId})
-	if err != nil {
-		return nil, err
-	}
-	if err := s.settle(ctx, res); err != nil {
-		return nil, err
-	}
-	return connect.NewResponse(&criticv1.DeleteTraceResponse{}), nil
+	err := s.backend().DeleteTrace(ctx, edge.CallerFrom(ctx), req.Msg.TraceId)
+	return reply(&criticv1.DeleteTraceResponse{}, err)
 }
 
 // ExportTraces streams the REST export, one JSONL line per message.
@@ -236,10 +203,19 @@ func (s *TraceService) ExportTraces(ctx context.Context, _ *connect.Request[crit
 	return w.flush()
 }
 
-// settle waits until the read model shows what a command appended, so a Get
-// right after a write sees it (the same rule as REST's settle).
-func (s *TraceService) settle(ctx context.Context, r commands.Result) error {
-	return usecase.Backend{Cmds: s.cmds, Queries: s.queries, Waiter: s.waiter}.Settle(ctx, r)
+// backend is the shared operations over the service's command and query
+// sides; its Settle is the read-your-writes wait after a command (the same
+// rule as REST's settle).
+func (s *TraceService) backend() usecase.Backend {
+	return usecase.Backend{Cmds: s.cmds, Queries: s.queries, Waiter: s.waiter}
+}
+
+// reply is an RPC's end: err, else msg as the response.
+func reply[R any](msg *R, err error) (*connect.Response[R], error) {
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(msg), nil
 }
 
 // lineWriter turns the JSONL the export query writes into one message per

@@ -72,12 +72,7 @@ func (a *API) editAnnotation(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) removeAnnotation(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
-	if err := a.backend().RemoveAnnotation(r.Context(), caller, r.PathValue("annotation_id")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, a.backend().RemoveAnnotation(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("annotation_id")))
 }
 
 // backend is the shared operations over the API's command and query sides.

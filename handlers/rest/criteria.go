@@ -97,13 +97,7 @@ func (a *API) changeCriterion(w http.ResponseWriter, r *http.Request) error {
 // archiveCriterion is DELETE /criteria/{criterion_id}: archived, not
 // erased — its values stay.
 func (a *API) archiveCriterion(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
-	id := r.PathValue("criterion_id")
-	if err := a.backend().ArchiveCriterion(r.Context(), caller, id); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, a.backend().ArchiveCriterion(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("criterion_id")))
 }
 
 // getGuidelines is GET /guidelines.

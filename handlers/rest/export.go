@@ -39,6 +39,8 @@ func (a *API) exportAnnotations(w http.ResponseWriter, r *http.Request) error {
 func (a *API) exportPairs(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	caller := edge.CallerFrom(r.Context())
+	var pairs []domain.Pair
+	var err error
 	if q.Has("reward_model_id") {
 		if q.Has("max_pairs") {
 			return &domain.ValidationError{Code: "invalid_request", Field: "max_pairs", Message: "max_pairs does not apply with reward_model_id: the model's dataset is exported as it is"}
@@ -46,27 +48,22 @@ func (a *API) exportPairs(w http.ResponseWriter, r *http.Request) error {
 		if q.Has("member") {
 			return &domain.ValidationError{Code: "invalid_request", Field: "member", Message: "member does not apply with reward_model_id: the model's dataset is exported as it is"}
 		}
-		pairs, err := a.backend().ModelPairs(r.Context(), a.blobs, caller.UserID, q.Get("reward_model_id"))
-		if err != nil {
+		pairs, err = a.backend().ModelPairs(r.Context(), a.blobs, caller.UserID, q.Get("reward_model_id"))
+	} else {
+		var maxPairs *int
+		if v := q.Get("max_pairs"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return usecase.InvalidMaxPairs()
+			}
+			maxPairs = &n
+		}
+		var member string
+		if member, err = a.memberParam(r); err != nil {
 			return err
 		}
-		jsonlHeaders(w, "pairs.jsonl")
-		_, err = w.Write(domain.MarshalPairsJSONL(pairs))
-		return err
+		pairs, err = a.backend().PairsBy(r.Context(), caller.UserID, member, maxPairs)
 	}
-	var maxPairs *int
-	if v := q.Get("max_pairs"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return usecase.InvalidMaxPairs()
-		}
-		maxPairs = &n
-	}
-	member, err := a.memberParam(r)
-	if err != nil {
-		return err
-	}
-	pairs, err := a.backend().PairsBy(r.Context(), caller.UserID, member, maxPairs)
 	if err != nil {
 		return err
 	}

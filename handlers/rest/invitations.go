@@ -44,7 +44,7 @@ func (a *API) acceptInvitation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.settle(r.Context(), res.Result); err != nil {
+	if err := a.backend().Settle(r.Context(), res.Result); err != nil {
 		return err
 	}
 	admin, _ := res.Team.Member(res.AccountID)

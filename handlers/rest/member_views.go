@@ -33,9 +33,5 @@ func callerMember(userID, memberID string) string {
 // row alone (the queue totals are the account's either way).
 func (a *API) membersProgress(w http.ResponseWriter, r *http.Request) error {
 	p, err := a.backend().MembersProgress(r.Context(), edge.CallerFrom(r.Context()))
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, p)
-	return nil
+	return reply(w, http.StatusOK, p, err)
 }

@@ -3,10 +3,9 @@ package rest
 import (
 	"net/http"
 
-	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
-	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/projections/readmodel"
 )
 
@@ -49,27 +48,12 @@ func (a *API) addMember(w http.ResponseWriter, r *http.Request) error {
 	if req.Name == nil {
 		return &domain.ValidationError{Code: "invalid_request", Field: "name", Message: "name is required"}
 	}
-	if req.Role == nil {
-		return &domain.ValidationError{Code: "invalid_request", Field: "role", Message: "role is required (admin, reviewer or viewer)"}
-	}
-	role, err := members.ParseRole("role", *req.Role)
+	role, err := usecase.MemberRole(req.Role)
 	if err != nil {
 		return err
 	}
-	c := edge.CallerFrom(r.Context())
-	res, err := a.cmds.AddMember.Handle(r.Context(), commands.AddMember{AccountID: c.UserID, By: c.MemberID, Name: *req.Name, Role: role})
-	if err != nil {
-		return err
-	}
-	if err := a.settle(r.Context(), res.Result); err != nil {
-		return err
-	}
-	m, err := a.queries.Member(r.Context(), edge.CallerFrom(r.Context()).UserID, res.Member.ID)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusCreated, addMemberResponse{Member: m, APIKey: res.APIKey, SignInURL: inviteURL(r, res.InviteToken)})
-	return nil
+	m, res, err := a.backend().AddMember(r.Context(), edge.CallerFrom(r.Context()), *req.Name, role)
+	return reply(w, http.StatusCreated, addMemberResponse{Member: m, APIKey: res.APIKey, SignInURL: inviteURL(r, res.InviteToken)}, err)
 }
 
 // origin is the scheme and host the request reached.
@@ -92,47 +76,18 @@ func (a *API) changeMember(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	if req.Role == nil {
-		return &domain.ValidationError{Code: "invalid_request", Field: "role", Message: "role is required (admin, reviewer or viewer)"}
-	}
-	role, err := members.ParseRole("role", *req.Role)
+	role, err := usecase.MemberRole(req.Role)
 	if err != nil {
 		return err
 	}
-	c, id := edge.CallerFrom(r.Context()), r.PathValue("member_id")
-	if _, err := a.queries.Member(r.Context(), edge.CallerFrom(r.Context()).UserID, id); err != nil {
-		return err
-	}
-	res, err := a.cmds.ChangeMemberRole.Handle(r.Context(), commands.ChangeMemberRole{AccountID: c.UserID, By: c.MemberID, MemberID: id, Role: role})
-	if err != nil {
-		return err
-	}
-	if err := a.settle(r.Context(), res); err != nil {
-		return err
-	}
-	m, err := a.queries.Member(r.Context(), edge.CallerFrom(r.Context()).UserID, id)
-	if err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, m)
-	return nil
+	m, err := a.backend().ChangeMemberRole(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("member_id"), role)
+	return reply(w, http.StatusOK, m, err)
 }
 
 // removeMember is DELETE /members/{member_id} (admin): the member's keys are
 // revoked, their annotations stay attributed to them; removing the last
 // admin is 409 last_admin.
 func (a *API) removeMember(w http.ResponseWriter, r *http.Request) error {
-	c, id := edge.CallerFrom(r.Context()), r.PathValue("member_id")
-	if _, err := a.queries.Member(r.Context(), edge.CallerFrom(r.Context()).UserID, id); err != nil {
-		return err
-	}
-	res, err := a.cmds.RemoveMember.Handle(r.Context(), commands.RemoveMember{AccountID: c.UserID, By: c.MemberID, MemberID: id, Reason: r.URL.Query().Get("reason")})
-	if err != nil {
-		return err
-	}
-	if err := a.settle(r.Context(), res); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	err := a.backend().RemoveMember(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("member_id"), r.URL.Query().Get("reason"))
+	return noContent(w, err)
 }

@@ -30,11 +30,7 @@ func NewQueryAPI(q *usecase.Query, auth *edge.Authenticator, maxBody int64) *Que
 // permission (admins). Read-only keys of an admin may query: nothing a
 // query does can write.
 func (q *QueryAPI) Register(mux Mux) {
-	mux.Handle("POST "+Prefix+"/query", q.auth.Middleware(edge.Require(members.Query, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := q.query(w, r); err != nil {
-			edge.WriteError(w, err)
-		}
-	}))))
+	mux.Handle("POST "+Prefix+"/query", q.auth.Middleware(edge.Require(members.Query, handle(q.query))))
 }
 
 type queryRequest struct {

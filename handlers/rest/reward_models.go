@@ -59,11 +59,8 @@ func (a *API) getRewardModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.backend().WithMemberAgreement(r.Context(), caller, m); err != nil {
-		return err
-	}
-	edge.WriteJSON(w, http.StatusOK, m)
-	return nil
+	err = a.backend().WithMemberAgreement(r.Context(), caller, m)
+	return reply(w, http.StatusOK, m, err)
 }
 
 // retryRewardModel is POST /reward-models/{id}/retry: 202, 409 unless failed.

@@ -5,7 +5,6 @@ package rest
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -86,23 +85,10 @@ func (a *API) Register(mux Mux) {
 	route := func(pattern string, perm members.Permission, h func(http.ResponseWriter, *http.Request) error) {
 		a.routes = append(a.routes, Route{Pattern: pattern, Permission: perm})
 		method, path, _ := strings.Cut(pattern, " ")
-		wildcards := pathWildcards(path)
-		mux.Handle(method+" "+Prefix+path, a.auth.Middleware(edge.Require(perm, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			err := checkRequestText(r, wildcards)
-			if err == nil {
-				err = h(w, r)
-			}
-			if err != nil {
-				edge.WriteError(w, err)
-			}
-		}))))
+		mux.Handle(method+" "+Prefix+path, a.auth.Middleware(edge.Require(perm, handle(textChecked(pathWildcards(path), h)))))
 	}
 	mux.Handle("GET "+OpenAPIPath, http.HandlerFunc(serveOpenAPI))
-	mux.Handle("POST "+Prefix+InvitationsAcceptPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := a.acceptInvitation(w, r); err != nil {
-			edge.WriteError(w, err)
-		}
-	}))
+	mux.Handle("POST "+Prefix+InvitationsAcceptPath, handle(a.acceptInvitation))
 	route("GET /me", members.Read, a.me)
 	route("GET /formats", members.Read, a.listFormats)
 	route("POST /traces/import", members.Ingest, a.importTraces)
@@ -159,20 +145,31 @@ func (a *API) Register(mux Mux) {
 	route("DELETE /members/{member_id}", members.Manage, a.removeMember)
 	// The native upload path of session recorders lives outside /rm.
 	a.routes = append(a.routes, Route{Pattern: "POST " + TranscriptsPath, Permission: members.Ingest})
-	mux.Handle("POST "+TranscriptsPath, a.auth.Middleware(edge.Require(members.Ingest, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		err := checkRequestText(r, nil)
-		if err == nil {
-			err = a.uploadTranscript(w, r)
-		}
-		if err != nil {
-			edge.WriteError(w, err)
-		}
-	}))))
+	mux.Handle("POST "+TranscriptsPath, a.auth.Middleware(edge.Require(members.Ingest, handle(textChecked(nil, a.uploadTranscript)))))
 	// Anything else under the prefix is a 404 in the API's error shape (after
 	// auth, so unauthenticated probing learns nothing).
 	mux.Handle(Prefix+"/", a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		edge.WriteError(w, &domain.NotFoundError{What: "route " + r.Method + " " + r.URL.Path})
 	})))
+}
+
+// handle serves h, every error it returns leaving through edge.WriteError.
+func handle(h func(http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			edge.WriteError(w, err)
+		}
+	})
+}
+
+// textChecked is h behind checkRequestText for the route's path wildcards.
+func textChecked(wildcards []string, h func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := checkRequestText(r, wildcards); err != nil {
+			return err
+		}
+		return h(w, r)
+	}
 }
 
 // pathWildcards lists the {names} of a route pattern's path.
@@ -232,6 +229,16 @@ func reply(w http.ResponseWriter, status int, v any, err error) error {
 	return nil
 }
 
+// noContent answers 204, or returns err for the route's error mapping: the
+// end of every handler that answers nothing.
+func noContent(w http.ResponseWriter, err error) error {
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 // decodeBody reads a JSON body strictly: unknown fields and trailing data are
 // 422 naming the field, a body over the limit is 413.
 func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
@@ -280,10 +287,4 @@ func decodeBodyBytes(body []byte, v any) error {
 		return domain.Invalid("malformed JSON body: unexpected data after the object")
 	}
 	return nil
-}
-
-// settle waits until the read model shows what a command appended, so a GET
-// right after a write sees it.
-func (a *API) settle(ctx context.Context, r commands.Result) error {
-	return a.backend().Settle(ctx, r)
 }

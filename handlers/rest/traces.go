@@ -117,7 +117,6 @@ func (a *API) uploadTranscript(w http.ResponseWriter, r *http.Request) error {
 // importWith runs an import request; defaultFormat applies when the body
 // names none, and restrict (when set) may refuse or resolve the format.
 func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat string, restrict func(format string, data []byte) (string, error)) error {
-	caller := edge.CallerFrom(r.Context())
 	var req importRequest
 	var data []byte
 	if rawImport(r) {
@@ -190,17 +189,8 @@ func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat s
 			return err
 		}
 	}
-	if req.SourceID != nil {
-		if *req.SourceID == "" {
-			return &domain.ValidationError{Code: "invalid_request", Field: "source_id", Message: "source_id must be 1–200 characters"}
-		}
-		in.SourceID = *req.SourceID
-	}
-	res, err := a.cmds.ImportTraces.Handle(r.Context(), commands.ImportTraces{Actor: usecase.Actor(caller), Input: in})
+	res, err := a.backend().ImportTraces(r.Context(), edge.CallerFrom(r.Context()), in, req.SourceID)
 	if err != nil {
-		return err
-	}
-	if err := a.settle(r.Context(), res.Result); err != nil {
 		return err
 	}
 	edge.WriteJSON(w, http.StatusOK, importResponse{Format: res.Format, Imported: len(res.TraceIDs), TraceIDs: append([]string{}, res.TraceIDs...), Unchanged: res.Unchanged, AnnotationsRemoved: res.AnnotationsRemoved,
@@ -248,16 +238,7 @@ func (a *API) getTrace(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) deleteTrace(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
-	res, err := a.cmds.DeleteTrace.Handle(r.Context(), commands.DeleteTrace{Actor: usecase.Actor(caller), TraceID: r.PathValue("trace_id")})
-	if err != nil {
-		return err
-	}
-	if err := a.settle(r.Context(), res); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return noContent(w, a.backend().DeleteTrace(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id")))
 }
 
 // retryLabeling is POST /traces/{id}/labeling/retry: 202 with the trace's

@@ -220,14 +220,7 @@ func (b Backend) Disputed(ctx context.Context, caller *readmodel.Caller) (Disput
 	type key struct{ trace, step, criterion string }
 	adjOf := map[key]*readmodel.Adjudication{}
 	for i, a := range adjs {
-		k := key{trace: a.TraceID}
-		if a.StepID != nil {
-			k.step = *a.StepID
-		}
-		if a.CriterionID != nil {
-			k.criterion = *a.CriterionID
-		}
-		adjOf[k] = &adjs[i]
+		adjOf[key{a.TraceID, deref(a.StepID), deref(a.CriterionID)}] = &adjs[i]
 	}
 	// Compare raw values per (target, criterion): equal JSON is agreement.
 	groups := map[key]map[string]readmodel.TeamJudgment{}
@@ -257,15 +250,8 @@ func (b Backend) Disputed(ctx context.Context, caller *readmodel.Caller) (Disput
 		if len(agreement.Disputed(list)) == 0 {
 			continue
 		}
-		it := DisputedItem{TraceID: k.trace, TraceTitle: title[k.trace], Values: []DisputedValue{}, Adjudication: adjOf[k]}
-		if k.step != "" {
-			s := k.step
-			it.StepID = &s
-		}
-		if k.criterion != "" {
-			c := k.criterion
-			it.CriterionID = &c
-		}
+		it := DisputedItem{TraceID: k.trace, TraceTitle: title[k.trace], StepID: nonEmpty(k.step), CriterionID: nonEmpty(k.criterion),
+			Values: []DisputedValue{}, Adjudication: adjOf[k]}
 		for m, j := range byMember {
 			it.Values = append(it.Values, DisputedValue{Member: m, Name: j.MemberName, Value: valueOf(j)})
 			it.StepIndex = j.StepIndex
@@ -303,6 +289,14 @@ func deref(s *string) string {
 	return *s
 }
 
+// nonEmpty is nil for "" (the API's null), else &s.
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
 // ReviewOverlap is GET/PUT /review-overlap's answer.
 type ReviewOverlap struct {
 	Overlap int `json:"overlap"`
@@ -325,17 +319,11 @@ func (b Backend) GetReviewOverlap(ctx context.Context, caller *readmodel.Caller)
 // it as GET /disputed will show it.
 func (b Backend) Adjudicate(ctx context.Context, caller *readmodel.Caller, in commands.AdjudicateInput) (readmodel.Adjudication, error) {
 	res, err := b.Cmds.Adjudicate.Handle(ctx, commands.Adjudicate{Actor: Actor(caller), Input: in})
-	if err != nil {
-		return readmodel.Adjudication{}, err
-	}
-	if err := b.Settle(ctx, res.Result); err != nil {
+	if err := b.applied(ctx, res.Result, err); err != nil {
 		return readmodel.Adjudication{}, err
 	}
 	p := res.Adjudication
-	out := readmodel.Adjudication{AdjudicationID: p.AdjudicationID, TraceID: p.TraceID, Reason: p.Reason, By: p.By, Value: p.Value}
-	if p.StepID != "" {
-		out.StepID = &p.StepID
-	}
+	out := readmodel.Adjudication{AdjudicationID: p.AdjudicationID, TraceID: p.TraceID, StepID: nonEmpty(p.StepID), Reason: p.Reason, By: p.By, Value: p.Value}
 	if p.CriterionID != "" {
 		out.CriterionID = &p.CriterionID
 	} else {

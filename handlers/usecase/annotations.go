@@ -23,10 +23,7 @@ func (b Backend) AddAnnotation(ctx context.Context, caller *readmodel.Caller, in
 	in.AuthorName = caller.MemberName
 	in.AuthorName = cmp.Or(in.AuthorName, caller.Name)
 	res, err := b.Cmds.AddAnnotation.Handle(ctx, commands.AddAnnotation{Actor: Actor(caller), Input: in})
-	if err != nil {
-		return nil, err
-	}
-	return b.annotationAfter(ctx, caller, res.Result, res.AnnotationID)
+	return b.annotationAfter(ctx, caller, res.Result, err, res.AnnotationID)
 }
 
 // EditAnnotation applies a PATCH (in.AnnotationID names the annotation) to
@@ -38,10 +35,7 @@ func (b Backend) EditAnnotation(ctx context.Context, caller *readmodel.Caller, i
 		return nil, err
 	}
 	res, err := b.Cmds.EditAnnotation.Handle(ctx, commands.EditAnnotation{Actor: Actor(caller), TraceID: traceID, Edit: in})
-	if err != nil {
-		return nil, err
-	}
-	return b.annotationAfter(ctx, caller, res, in.AnnotationID)
+	return b.annotationAfter(ctx, caller, res, err, in.AnnotationID)
 }
 
 // RemoveAnnotation removes one of the caller's annotations and returns once
@@ -52,17 +46,13 @@ func (b Backend) RemoveAnnotation(ctx context.Context, caller *readmodel.Caller,
 		return err
 	}
 	res, err := b.Cmds.RemoveAnnotation.Handle(ctx, commands.RemoveAnnotation{Actor: Actor(caller), TraceID: traceID, AnnotationID: id})
-	if err != nil {
-		return err
-	}
-	return b.Settle(ctx, res)
+	return b.applied(ctx, res, err)
 }
 
-func (b Backend) annotationAfter(ctx context.Context, caller *readmodel.Caller, res commands.Result, id string) (*readmodel.Annotation, error) {
-	if err := b.Settle(ctx, res); err != nil {
-		return nil, err
-	}
-	return b.Queries.GetAnnotation(ctx, caller.UserID, id)
+// annotationAfter answers a write of annotation id (err: the command's
+// error) with the annotation once readable.
+func (b Backend) annotationAfter(ctx context.Context, caller *readmodel.Caller, res commands.Result, err error, id string) (*readmodel.Annotation, error) {
+	return settled(ctx, b, res, err, func() (*readmodel.Annotation, error) { return b.Queries.GetAnnotation(ctx, caller.UserID, id) })
 }
 
 // AnnotationPatchJSON decodes REST's PATCH /annotations/{id} body: a field
@@ -123,21 +113,13 @@ func (b Backend) RenameTraceSource(ctx context.Context, caller *readmodel.Caller
 		return &domain.ValidationError{Code: "invalid_request", Message: "source_id and name are required"}
 	}
 	res, err := b.Cmds.RenameTraceSource.Handle(ctx, commands.RenameTraceSource{Actor: Actor(caller), SourceID: *sourceID, Name: *name})
-	if err != nil {
-		return err
-	}
-	return b.Settle(ctx, res)
+	return b.applied(ctx, res, err)
 }
 
-// Pairs returns the exact preference pairs training would build from all of
-// the caller's traces, at most maxPairs of them (nil: the training default;
-// below 1: a validation error).
-func (b Backend) Pairs(ctx context.Context, owner string, maxPairs *int) ([]domain.Pair, error) {
-	return b.PairsBy(ctx, owner, "", maxPairs)
-}
-
-// PairsBy is Pairs built from one member's ratings alone (the pairs
-// export's ?member=, issue 36); member "" is every member's.
+// PairsBy returns the exact preference pairs training would build from all
+// of the caller's traces, at most maxPairs of them (nil: the training
+// default; below 1: a validation error), from one member's ratings alone
+// (the pairs export's ?member=, issue 36); member "" is every member's.
 func (b Backend) PairsBy(ctx context.Context, owner, member string, maxPairs *int) ([]domain.Pair, error) {
 	n := domain.DefaultMaxPairs
 	if maxPairs != nil {

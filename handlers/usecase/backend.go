@@ -43,6 +43,15 @@ func settled[T any](ctx context.Context, b Backend, res commands.Result, err err
 	return read()
 }
 
+// applied is Settle after a command: err (the command's error) as it is,
+// else the wait for what the command appended.
+func (b Backend) applied(ctx context.Context, res commands.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	return b.Settle(ctx, res)
+}
+
 // Actor is the command actor of a caller.
 func Actor(c *readmodel.Caller) commands.Actor {
 	return commands.Actor{UserID: c.UserID, MemberID: c.MemberID, Moderates: c.Role.May(members.Manage)}

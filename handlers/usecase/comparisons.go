@@ -74,12 +74,8 @@ func (b Backend) ComparisonQueue(ctx context.Context, caller *readmodel.Caller, 
 		if !ok {
 			continue
 		}
-		var tool *string
-		if it.Finding.ToolName != "" {
-			tool = &it.Finding.ToolName
-		}
 		out.Items = append(out.Items, ComparisonQueueItem{ModelID: it.ModelID, FindingID: it.Finding.ID, TraceID: it.TraceID,
-			TraceTitle: it.TraceTitle, TraceRevision: it.TraceRevision, StepID: it.Finding.StepID, StepIndex: it.StepIndex, ToolName: tool,
+			TraceTitle: it.TraceTitle, TraceRevision: it.TraceRevision, StepID: it.Finding.StepID, StepIndex: it.StepIndex, ToolName: nonEmpty(it.Finding.ToolName),
 			Source: it.Finding.Source, Context: it.Context, Left: it.Left, Right: it.Right})
 	}
 	if len(out.Items) == limit {
@@ -101,12 +97,8 @@ func (b Backend) ComparisonQueue(ctx context.Context, caller *readmodel.Caller, 
 		if mc.Reviewed {
 			continue
 		}
-		var tool *string
-		if mc.A.ToolName != "" {
-			tool = &mc.A.ToolName
-		}
 		out.Items = append(out.Items, ComparisonQueueItem{ModelID: mc.ModelA, FindingID: mc.Key, TraceID: mc.Trace.ID,
-			TraceTitle: mc.Trace.Title, TraceRevision: mc.Trace.Revision, StepID: mc.A.StepID, StepIndex: mc.A.StepIndex, ToolName: tool,
+			TraceTitle: mc.Trace.Title, TraceRevision: mc.Trace.Revision, StepID: mc.A.StepID, StepIndex: mc.A.StepIndex, ToolName: nonEmpty(mc.A.ToolName),
 			Source: events.ComparisonFromModels, Context: mc.Context, Left: mc.Left, Right: mc.Right})
 	}
 	return out, nil
@@ -119,10 +111,7 @@ func (b Backend) ReviewComparison(ctx context.Context, caller *readmodel.Caller,
 		return events.ComparisonReviewedV1{}, &domain.ValidationError{Code: "invalid_request", Field: "choice", Message: "choice is required (left, right or tie)"}
 	}
 	res, err := b.Cmds.ReviewComparison.Handle(ctx, commands.ReviewComparison{Actor: Actor(caller), Input: in})
-	if err != nil {
-		return events.ComparisonReviewedV1{}, err
-	}
-	if err := b.Settle(ctx, res.Result); err != nil {
+	if err := b.applied(ctx, res.Result, err); err != nil {
 		return events.ComparisonReviewedV1{}, err
 	}
 	return res.Comparison, nil

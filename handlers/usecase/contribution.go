@@ -21,10 +21,7 @@ type Contribution struct {
 // consent once the read model shows it. Another owner's trace is not found.
 func (b Backend) SetContribution(ctx context.Context, caller *readmodel.Caller, traceID string, contribute bool) (Contribution, error) {
 	res, err := b.Cmds.SetContribution.Handle(ctx, commands.SetContribution{Actor: Actor(caller), TraceID: traceID, Contribute: contribute})
-	if err != nil {
-		return Contribution{}, err
-	}
-	if err := b.Settle(ctx, res.Result); err != nil {
+	if err := b.applied(ctx, res.Result, err); err != nil {
 		return Contribution{}, err
 	}
 	return Contribution{TraceID: traceID, Contribute: res.Contribute, Notice: traces.ContributionNotice(res.Contribute)}, nil

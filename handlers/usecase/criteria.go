@@ -12,13 +12,9 @@ import (
 // readable.
 func (b Backend) DefineCriterion(ctx context.Context, caller *readmodel.Caller, in criteria.DefineInput) (*readmodel.Criterion, error) {
 	res, err := b.Cmds.DefineCriterion.Handle(ctx, commands.DefineCriterion{Actor: Actor(caller), Definition: in})
-	if err != nil {
-		return nil, err
-	}
-	if err := b.Settle(ctx, res.Result); err != nil {
-		return nil, err
-	}
-	return b.Queries.GetCriterion(ctx, caller.UserID, res.CriterionID)
+	return settled(ctx, b, res.Result, err, func() (*readmodel.Criterion, error) {
+		return b.Queries.GetCriterion(ctx, caller.UserID, res.CriterionID)
+	})
 }
 
 // ChangeCriterion applies a PATCH to one of the caller's criteria and
@@ -34,10 +30,7 @@ func (b Backend) ChangeCriterion(ctx context.Context, caller *readmodel.Caller, 
 // the read model shows it archived.
 func (b Backend) ArchiveCriterion(ctx context.Context, caller *readmodel.Caller, id string) error {
 	res, err := b.Cmds.ArchiveCriterion.Handle(ctx, commands.ArchiveCriterion{Actor: Actor(caller), CriterionID: id})
-	if err != nil {
-		return err
-	}
-	return b.Settle(ctx, res)
+	return b.applied(ctx, res, err)
 }
 
 // SetGuidelines replaces the caller's guidelines and returns them once

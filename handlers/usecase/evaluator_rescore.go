@@ -14,15 +14,5 @@ import (
 // still listed until the new ones land.
 func (b Backend) RescoreWithEvaluator(ctx context.Context, caller *readmodel.Caller, traceID string) (*readmodel.TraceEvaluator, error) {
 	res, err := b.Cmds.RescoreWithEvaluator.Handle(ctx, commands.RescoreWithEvaluator{Actor: Actor(caller), TraceID: traceID})
-	if err != nil {
-		return nil, err
-	}
-	if err := b.Settle(ctx, res); err != nil {
-		return nil, err
-	}
-	d, err := b.Queries.GetTrace(ctx, caller.UserID, traceID)
-	if err != nil {
-		return nil, err
-	}
-	return &d.Evaluator, nil
+	return traceAfter(ctx, b, caller, traceID, res, err, func(d *readmodel.TraceDetail) *readmodel.TraceEvaluator { return &d.Evaluator })
 }

@@ -26,13 +26,7 @@ func (b Backend) CreateGepaRun(ctx context.Context, caller *readmodel.Caller, re
 	}
 	res, err := b.Cmds.RequestGepaRun.Handle(ctx, commands.RequestGepaRun{Actor: Actor(caller), Input: commands.RequestGepa{ModelID: *req.RewardModelID, TaskModel: req.TaskModel,
 		TaskAPIBase: req.TaskAPIBase, TaskAPIKey: req.TaskAPIKey, ReflectionModel: req.ReflectionModel, MaxMetricCalls: req.MaxMetricCalls}})
-	if err != nil {
-		return nil, err
-	}
-	if err := b.Settle(ctx, res.Result); err != nil {
-		return nil, err
-	}
-	return b.Queries.GetGepaRun(ctx, caller.UserID, res.RunID)
+	return settled(ctx, b, res.Result, err, func() (*readmodel.GepaRun, error) { return b.Queries.GetGepaRun(ctx, caller.UserID, res.RunID) })
 }
 
 // GepaSkill is the best skill of one of the caller's succeeded runs; not

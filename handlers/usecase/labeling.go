@@ -15,7 +15,7 @@ import (
 // request. Recorded labels are kept: only chunks without one are sent.
 func (b Backend) RetryLabeling(ctx context.Context, caller *readmodel.Caller, traceID string) (*assessment.LabelingStatus, error) {
 	res, err := b.Cmds.RetryLabeling.Handle(ctx, commands.RetryLabeling{Actor: Actor(caller), TraceID: traceID})
-	return b.labelingRequested(ctx, caller, traceID, res, err)
+	return traceAfter(ctx, b, caller, traceID, res, err, labelingOf)
 }
 
 // RelabelTrace is POST /traces/{id}/labeling/rescore, the viewer's rescore
@@ -23,21 +23,21 @@ func (b Backend) RetryLabeling(ctx context.Context, caller *readmodel.Caller, tr
 // labels stay until the new ones supersede them.
 func (b Backend) RelabelTrace(ctx context.Context, caller *readmodel.Caller, traceID string) (*assessment.LabelingStatus, error) {
 	res, err := b.Cmds.RelabelTrace.Handle(ctx, commands.RelabelTrace{Actor: Actor(caller), TraceID: traceID})
-	return b.labelingRequested(ctx, caller, traceID, res, err)
+	return traceAfter(ctx, b, caller, traceID, res, err, labelingOf)
 }
 
-// labelingRequested answers a labeling request with the trace's labeling
-// status once the read model has it.
-func (b Backend) labelingRequested(ctx context.Context, caller *readmodel.Caller, traceID string, res commands.Result, err error) (*assessment.LabelingStatus, error) {
-	if err != nil {
-		return nil, err
-	}
-	if err := b.Settle(ctx, res); err != nil {
-		return nil, err
-	}
-	d, err := b.Queries.GetTrace(ctx, caller.UserID, traceID)
-	if err != nil {
-		return nil, err
-	}
-	return d.Labeling, nil
+// labelingOf is a trace's labeling status, a labeling request's answer.
+func labelingOf(d *readmodel.TraceDetail) *assessment.LabelingStatus { return d.Labeling }
+
+// traceAfter answers a request about a trace (err: the command's error)
+// with part of the trace, picked once the read model has the request.
+func traceAfter[T any](ctx context.Context, b Backend, caller *readmodel.Caller, traceID string, res commands.Result, err error, pick func(*readmodel.TraceDetail) T) (T, error) {
+	return settled(ctx, b, res, err, func() (T, error) {
+		d, err := b.Queries.GetTrace(ctx, caller.UserID, traceID)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		return pick(d), nil
+	})
 }

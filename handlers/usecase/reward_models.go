@@ -139,13 +139,7 @@ func (b Backend) ScoreTrace(ctx context.Context, caller *readmodel.Caller, trace
 		return nil, &domain.ValidationError{Code: "invalid_request", Field: "reward_model_id", Message: "reward_model_id is required"}
 	}
 	res, err := b.Cmds.RequestScoring.Handle(ctx, commands.RequestScoring{Actor: Actor(caller), TraceID: traceID, ModelID: *modelID})
-	if err != nil {
-		return nil, err
-	}
-	if err := b.Settle(ctx, res.Result); err != nil {
-		return nil, err
-	}
-	return b.Queries.GetScoringRun(ctx, caller.UserID, res.RunID)
+	return settled(ctx, b, res.Result, err, func() (*readmodel.ScoringRun, error) { return b.Queries.GetScoringRun(ctx, caller.UserID, res.RunID) })
 }
 
 // SetBackgroundScoring pauses or resumes background scoring of one of the
@@ -155,13 +149,9 @@ func (b Backend) ScoreTrace(ctx context.Context, caller *readmodel.Caller, trace
 // succeeded.
 func (b Backend) SetBackgroundScoring(ctx context.Context, caller *readmodel.Caller, id string, paused bool) (readmodel.BackgroundScoring, error) {
 	res, err := b.Cmds.SetBackgroundScoring.Handle(ctx, commands.SetBackgroundScoring{Actor: Actor(caller), ModelID: id, Paused: paused})
-	if err != nil {
-		return readmodel.BackgroundScoring{}, err
-	}
-	if err := b.Settle(ctx, res); err != nil {
-		return readmodel.BackgroundScoring{}, err
-	}
-	bg, err := b.Queries.BackgroundScoringOf(ctx, caller.UserID, id)
-	bg.Paused = paused // what the write decided, even if a later one landed first
-	return bg, err
+	return settled(ctx, b, res, err, func() (readmodel.BackgroundScoring, error) {
+		bg, err := b.Queries.BackgroundScoringOf(ctx, caller.UserID, id)
+		bg.Paused = paused // what the write decided, even if a later one landed first
+		return bg, err
+	})
 }

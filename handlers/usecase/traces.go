@@ -1,6 +1,7 @@
 package usecase
 
 import (
+	"context"
 	"math"
 	"net/url"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/formats"
 	"github.com/criticml/critic/domain/stepscores"
@@ -28,6 +30,26 @@ func Formats() []FormatInfo {
 		out = append(out, FormatInfo{f.Name(), f.Description()})
 	}
 	return append(out, FormatInfo{formats.Auto{}.Name(), formats.Auto{}.Description()})
+}
+
+// ImportTraces imports a payload for the caller into sourceID (nil: none;
+// empty is refused) and returns once the traces are readable.
+func (b Backend) ImportTraces(ctx context.Context, caller *readmodel.Caller, in commands.ImportTracesInput, sourceID *string) (commands.ImportResult, error) {
+	if sourceID != nil {
+		if *sourceID == "" {
+			return commands.ImportResult{}, &domain.ValidationError{Code: "invalid_request", Field: "source_id", Message: "source_id must be 1–200 characters"}
+		}
+		in.SourceID = *sourceID
+	}
+	res, err := b.Cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: Actor(caller), Input: in})
+	return res, b.applied(ctx, res.Result, err)
+}
+
+// DeleteTrace deletes one of the caller's traces and returns once it is gone
+// from the read model.
+func (b Backend) DeleteTrace(ctx context.Context, caller *readmodel.Caller, traceID string) error {
+	res, err := b.Cmds.DeleteTrace.Handle(ctx, commands.DeleteTrace{Actor: Actor(caller), TraceID: traceID})
+	return b.applied(ctx, res, err)
 }
 
 // ListParams are a trace list's parameters as a client sent them, before
