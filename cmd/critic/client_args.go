@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,14 +15,6 @@ import (
 // dir` both work), unlike the flag package, which stops at the first path.
 // valued names the flags that take a value; the rest are booleans.
 func clientArgs(args []string, valued, boolean []string) (map[string]string, []string, error) {
-	isValued := map[string]bool{}
-	for _, v := range valued {
-		isValued[v] = true
-	}
-	isBool := map[string]bool{}
-	for _, b := range boolean {
-		isBool[b] = true
-	}
 	flags := map[string]string{}
 	var pos []string
 	for i := 0; i < len(args); i++ {
@@ -36,7 +29,7 @@ func clientArgs(args []string, valued, boolean []string) (map[string]string, []s
 		}
 		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		switch {
-		case isValued[name]:
+		case slices.Contains(valued, name):
 			if !hasVal {
 				if i+1 >= len(args) {
 					return nil, nil, usageError{fmt.Sprintf("--%s needs a value", name)}
@@ -45,7 +38,7 @@ func clientArgs(args []string, valued, boolean []string) (map[string]string, []s
 				val = args[i]
 			}
 			flags[name] = val
-		case isBool[name]:
+		case slices.Contains(boolean, name):
 			if hasVal && val != "true" && val != "false" {
 				return nil, nil, usageError{fmt.Sprintf("--%s takes no value", name)}
 			}

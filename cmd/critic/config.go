@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"os"
@@ -106,8 +107,8 @@ type config struct {
 func loadConfig() (config, error) {
 	c := config{
 		DatabaseURL:     os.Getenv("DATABASE_URL"),
-		DataDir:         envOr("CRITIC_DATA_DIR", ".data"),
-		Addr:            envOr("CRITIC_ADDR", "127.0.0.1:8080"),
+		DataDir:         cmp.Or(os.Getenv("CRITIC_DATA_DIR"), ".data"),
+		Addr:            cmp.Or(os.Getenv("CRITIC_ADDR"), "127.0.0.1:8080"),
 		BlobURL:         os.Getenv("BLOB_URL"),
 		S3Endpoint:      os.Getenv("S3_ENDPOINT"),
 		MaxBody:         64 << 20,
@@ -141,7 +142,7 @@ func loadConfig() (config, error) {
 		return c, fmt.Errorf("CRITIC_METRICS must be on or off, got %q", v)
 	}
 	c.MetricsAddr = os.Getenv("CRITIC_METRICS_ADDR")
-	c.WorkerMetricsAddr = envOr("CRITIC_WORKER_METRICS_ADDR", "127.0.0.1:9464")
+	c.WorkerMetricsAddr = cmp.Or(os.Getenv("CRITIC_WORKER_METRICS_ADDR"), "127.0.0.1:9464")
 	c.ReadyMaxLag = 1000
 	if c.ReadyMaxLag, err = envInt("CRITIC_READY_MAX_LAG", c.ReadyMaxLag); err != nil {
 		return c, err
@@ -230,9 +231,7 @@ func loadConfig() (config, error) {
 	if abs, err := filepath.Abs(c.DataDir); err == nil {
 		c.DataDir = abs
 	}
-	if c.BlobURL == "" {
-		c.BlobURL = "file://" + filepath.Join(c.DataDir, "blobs")
-	}
+	c.BlobURL = cmp.Or(c.BlobURL, "file://"+filepath.Join(c.DataDir, "blobs"))
 	switch v := strings.ToLower(os.Getenv("CRITIC_ENCRYPTION")); v {
 	case "", "on":
 		c.Encryption = true
@@ -262,14 +261,9 @@ func (c config) Validate() error {
 	if _, err := blob.ParseURL(c.BlobURL); err != nil {
 		return fmt.Errorf("BLOB_URL: %v", err)
 	}
-	if c.PublicURL != "" {
-		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("CRITIC_PUBLIC_URL: %q is not an absolute http(s) URL", c.PublicURL)
-		}
-	}
-	if c.S3Endpoint != "" {
-		if u, err := url.Parse(c.S3Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return fmt.Errorf("S3_ENDPOINT: %q is not an absolute http(s) URL", c.S3Endpoint)
+	for _, v := range []struct{ name, url string }{{"CRITIC_PUBLIC_URL", c.PublicURL}, {"S3_ENDPOINT", c.S3Endpoint}} {
+		if u, err := url.Parse(v.url); v.url != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+			return fmt.Errorf("%s: %q is not an absolute http(s) URL", v.name, v.url)
 		}
 	}
 	if c.MaxBody <= 0 {
@@ -294,13 +288,6 @@ func (c config) Validate() error {
 		}
 	}
 	return nil
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }
 
 func envInt(k string, def int) (int, error) {

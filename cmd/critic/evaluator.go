@@ -5,8 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"text/tabwriter"
 
@@ -213,12 +214,7 @@ func printReport(w io.Writer, c *evaluator.Candidate, r evaluator.Report, p eval
 func printBenchmark(w io.Writer, version int, asOf int64, items int, counts map[string]map[string]int) {
 	fmt.Fprintf(w, "benchmark version %d frozen at log seq %d: %d items\n", version, asOf, items)
 	for _, dim := range []string{evaluator.SliceTool, evaluator.SliceDomain, evaluator.SliceAgent} {
-		vals := make([]string, 0, len(counts[dim]))
-		for v := range counts[dim] {
-			vals = append(vals, v)
-		}
-		sort.Strings(vals)
-		for _, v := range vals {
+		for _, v := range slices.Sorted(maps.Keys(counts[dim])) {
 			fmt.Fprintf(w, "  %s=%s\t%d\n", dim, v, counts[dim][v])
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,13 +48,7 @@ func cmdHooks(ctx context.Context, args []string) error {
 	return usageError{hooksUsage}
 }
 
-func claudeSettingsPath() string {
-	if d := os.Getenv("CLAUDE_CONFIG_DIR"); d != "" {
-		return filepath.Join(d, "settings.json")
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".claude", "settings.json")
-}
+func claudeSettingsPath() string { return filepath.Join(defaultClaudeHome(), "settings.json") }
 
 func codexConfigPath() string { return filepath.Join(defaultCodexHome(), "config.toml") }
 
@@ -330,10 +325,7 @@ func hooksStatus(w io.Writer) error {
 	}
 	fmt.Fprintln(w)
 	for _, e := range q {
-		what := e.TranscriptPath
-		if what == "" {
-			what = "session " + e.SessionID
-		}
+		what := cmp.Or(e.TranscriptPath, "session "+e.SessionID)
 		fmt.Fprintf(w, "  %s %s %s\n", e.QueuedAt.Format(time.RFC3339), e.Agent, what)
 	}
 	st, err := client.LoadSyncState()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,10 +49,7 @@ func cmdImport(ctx context.Context, args []string) error {
 	if len(paths) == 0 {
 		return usageError{importUsage}
 	}
-	format := flags["format"]
-	if format == "" {
-		format = "auto"
-	}
+	format := cmp.Or(flags["format"], "auto")
 	if _, err := formats.Lookup(format); err != nil {
 		return err
 	}
@@ -100,7 +98,7 @@ func cmdImport(ctx context.Context, args []string) error {
 	outcomes := make([]importOutcome, len(inputs))
 	jobs := make(chan int)
 	var wg sync.WaitGroup
-	var abortMu sync.Mutex
+	var abortOnce sync.Once
 	var abort error // the server is unreachable or refuses the key: stop
 	for range parallel {
 		wg.Add(1)
@@ -110,11 +108,7 @@ func cmdImport(ctx context.Context, args []string) error {
 				o := importOne(ctx, inputs[i], format, sourceID, maxReq, up, prog, dry)
 				outcomes[i] = o
 				if o.fail != nil && (o.fail.Code == "unauthorized" || strings.Contains(o.fail.Message, "cannot reach the Critic server")) {
-					abortMu.Lock()
-					if abort == nil {
-						abort = errors.New(o.fail.Message)
-					}
-					abortMu.Unlock()
+					abortOnce.Do(func() { abort = errors.New(o.fail.Message) })
 					cancel()
 				}
 				prog.FileDone(outcomeLine(o, dry))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,11 +31,7 @@ func cmdKeys(ctx context.Context, args []string) error {
 	if ring == nil {
 		return errors.New("critic keys rotate: CRITIC_ENCRYPTION=off, there are no data keys to re-wrap")
 	}
-	path := in.cfg.MasterKeyFile
-	if path == "" {
-		path = defaultMasterKeyFile(in.cfg)
-	}
-	return rotateMasterKey(ctx, ring, path)
+	return rotateMasterKey(ctx, ring, cmp.Or(in.cfg.MasterKeyFile, defaultMasterKeyFile(in.cfg)))
 }
 
 // rotateMasterKey writes a new master key next to path, re-wraps every data

@@ -81,20 +81,13 @@ func loadLLMRoles() (llmRoles, error) {
 }
 
 // commandOptions records, on every new or retried model, whether this
-// deployment extracts feedback and with which model.
+// deployment extracts feedback and with which model (a role has a client
+// or the reason it has none, never both).
 func (r llmRoles) commandOptions() []commands.Option {
-	var opts []commands.Option
-	if r.Feedback != nil {
-		opts = append(opts, commands.WithFeedbackModel(r.Feedback.Model().String(), ""))
-	} else {
-		opts = append(opts, commands.WithFeedbackModel("", r.FeedbackUnavailable))
+	return []commands.Option{
+		commands.WithFeedbackModel(modelName(r.Feedback), r.FeedbackUnavailable),
+		commands.WithStepLabelModel(modelName(r.StepLabel), r.StepLabelUnavailable),
 	}
-	if r.StepLabel != nil {
-		opts = append(opts, commands.WithStepLabelModel(r.StepLabel.Model().String(), ""))
-	} else {
-		opts = append(opts, commands.WithStepLabelModel("", r.StepLabelUnavailable))
-	}
-	return opts
 }
 
 // stepLabeler is the worker's step labeler (nil without a step-label model).
@@ -105,12 +98,12 @@ func (r llmRoles) stepLabeler() *label.Labeler {
 	return worker.NewLabeler(r.StepLabel)
 }
 
-// stepLabelModel is the step-label model's LiteLLM string ("" when none).
-func (r llmRoles) stepLabelModel() string {
-	if r.StepLabel == nil {
+// modelName is a role's LiteLLM model string ("" when the role has none).
+func modelName(c *llm.Client) string {
+	if c == nil {
 		return ""
 	}
-	return r.StepLabel.Model().String()
+	return c.Model().String()
 }
 
 // observed returns the roles with every client reporting its provider

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -106,12 +107,6 @@ func parseTokenizeLine(line []byte) (string, error) {
 	return *obj.Text, nil
 }
 
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
-		b = b[1:]
-	}
-	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r' || b[len(b)-1] == '\n') {
-		b = b[:len(b)-1]
-	}
-	return b
-}
+// trimSpace trims JSON's white space only (bytes.TrimSpace would also
+// take Unicode spaces).
+func trimSpace(b []byte) []byte { return bytes.Trim(b, " \t\r\n") }

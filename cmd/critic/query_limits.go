@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"strconv"
@@ -104,10 +105,7 @@ func queryProcess(o duck.Options) (apiserver.QueryProcess, error) {
 	if err != nil {
 		return apiserver.QueryProcess{}, fmt.Errorf("CRITIC_QUERY_PROCESS: find this executable to start the query process: %w", err)
 	}
-	replicas := o.ReplicaBytes
-	if replicas == 0 {
-		replicas = duck.DefaultReplicaBytes
-	}
+	replicas := cmp.Or(o.ReplicaBytes, duck.DefaultReplicaBytes)
 	p := apiserver.QueryProcess{Command: []string{exe, "query-host"}, MemoryLimit: o.QueryMemory + replicas + 1<<30}
 	if raw := os.Getenv("CRITIC_QUERY_PROCESS_MEMORY"); raw != "" {
 		n, err := parseSize(raw)

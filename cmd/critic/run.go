@@ -66,12 +66,12 @@ func cmdRun(ctx context.Context, _ []string) error {
 	// The in-process worker speaks the same protocol as `critic worker`:
 	// Kafka for jobs, the worker service for reports, the blob store for data.
 	srv.Go("worker", func() error {
-		wc := worker.Config{APIURL: "http://" + srv.addr, Token: srv.token, WorkerID: "local", Compute: rewardmodels.ComputeLocal,
+		wc := worker.Config{APIURL: "http://" + srv.Addr, Token: srv.token, WorkerID: "local", Compute: rewardmodels.ComputeLocal,
 			Brokers: srv.Brokers, Blobs: in.blobs, DataDir: cfg.DataDir, Log: log, Observer: workerObserver(srv.Telemetry)}
 		cfg.LLM.workerModels(&wc, llmObserver(srv.Telemetry))
 		return worker.Run(srv.Ctx, wc)
 	}, nil)
-	url := "http://" + srv.addr
+	url := "http://" + srv.Addr
 	// The key rides in the fragment, which browsers never send: the app
 	// stores it and removes it from the address bar at once.
 	app := url + "/#key=" + key
@@ -105,26 +105,26 @@ func ensureDemoUser(ctx context.Context, cfg config, srv *server) (key, userID s
 	keyFile := filepath.Join(cfg.DataDir, "demo_api_key")
 	if b, err := os.ReadFile(keyFile); err == nil {
 		key = strings.TrimSpace(string(b))
-		if c, err := srv.queries.CallerByKeyHash(ctx, commands.HashAPIKey(key)); err == nil {
+		if c, err := srv.Queries.CallerByKeyHash(ctx, commands.HashAPIKey(key)); err == nil {
 			return key, c.UserID, nil
 		}
 	}
-	res, err := srv.cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: demoUser})
+	res, err := srv.Cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: demoUser})
 	var conflict *domain.ConflictError
 	if errors.As(err, &conflict) {
 		// The account exists but its saved key is gone: issue a new one.
-		id, err := srv.queries.UserIDByName(ctx, demoUser)
+		id, err := srv.Queries.UserIDByName(ctx, demoUser)
 		if err != nil {
 			return "", "", err
 		}
-		res, err = srv.cmds.IssueAPIKey.Handle(ctx, commands.IssueAPIKey{UserID: id})
+		res, err = srv.Cmds.IssueAPIKey.Handle(ctx, commands.IssueAPIKey{UserID: id})
 		if err != nil {
 			return "", "", err
 		}
 	} else if err != nil {
 		return "", "", err
 	}
-	if err := srv.waiter.Wait(ctx, res.LastEventID); err != nil {
+	if err := srv.Waiter.Wait(ctx, res.LastEventID); err != nil {
 		return "", "", err
 	}
 	if err := os.WriteFile(keyFile, []byte(res.APIKey+"\n"), 0o600); err != nil {
@@ -136,7 +136,7 @@ func ensureDemoUser(ctx context.Context, cfg config, srv *server) (key, userID s
 // importSamples imports the bundled sample traces into an empty demo account
 // (fresh reports that it did).
 func importSamples(ctx context.Context, srv *server, userID string) (n int, fresh bool, err error) {
-	_, total, err := srv.queries.ListTraces(ctx, userID, readmodel.ListFilter{Limit: 1})
+	_, total, err := srv.Queries.ListTraces(ctx, userID, readmodel.ListFilter{Limit: 1})
 	if err != nil || total > 0 {
 		return total, false, err
 	}
@@ -149,12 +149,12 @@ func importSamples(ctx context.Context, srv *server, userID string) (n int, fres
 		if err != nil {
 			return n, false, err
 		}
-		res, err := srv.cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: commands.Actor{UserID: userID}, Input: commands.ImportTracesInput{Format: "stash", Data: data, SourceID: "samples"}})
+		res, err := srv.Cmds.ImportTraces.Handle(ctx, commands.ImportTraces{Actor: commands.Actor{UserID: userID}, Input: commands.ImportTracesInput{Format: "stash", Data: data, SourceID: "samples"}})
 		if err != nil {
 			return n, false, err
 		}
 		wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err = srv.waiter.Wait(wctx, res.LastEventID)
+		err = srv.Waiter.Wait(wctx, res.LastEventID)
 		cancel()
 		if err != nil {
 			return n, false, err

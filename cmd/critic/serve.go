@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -23,7 +24,6 @@ import (
 	"github.com/criticml/critic/platform/instance"
 	"github.com/criticml/critic/platform/requestid"
 	"github.com/criticml/critic/platform/telemetry"
-	"github.com/criticml/critic/projections/readmodel"
 	"github.com/criticml/critic/web"
 )
 
@@ -50,7 +50,7 @@ func cmdServe(ctx context.Context, _ []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("Critic API listening on http://%s\n", srv.addr)
+	fmt.Printf("Critic API listening on http://%s\n", srv.Addr)
 	logStart(in, srv)
 	select {
 	case <-ctx.Done():
@@ -66,10 +66,8 @@ func cmdServe(ctx context.Context, _ []string) error {
 // its password).
 func logStart(in *infra, srv *server) {
 	cc := in.pool.Config().ConnConfig
-	blobs := in.cfg.BlobURL
-	if blobs == "" {
-		blobs = "file://" + filepath.Join(in.cfg.DataDir, "blobs")
-	} else if u, err := url.Parse(blobs); err == nil && u.User != nil {
+	blobs := in.cfg.BlobURL // never empty: loadConfig defaults it
+	if u, err := url.Parse(blobs); err == nil && u.User != nil {
 		u.User = nil // never log credentials
 		blobs = u.String()
 	}
@@ -77,7 +75,7 @@ func logStart(in *infra, srv *server) {
 	if len(in.cfg.KafkaBrokers) == 0 {
 		brokers += " (embedded)"
 	}
-	in.log.Info("Critic API started", "instance", in.cfg.InstanceID, "addr", srv.addr, "brokers", brokers,
+	in.log.Info("Critic API started", "instance", in.cfg.InstanceID, "addr", srv.Addr, "brokers", brokers,
 		"database", fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database), "blob_store", blobs)
 }
 
@@ -92,19 +90,13 @@ func instanceID(cfg config) (string, error) {
 }
 
 // server is the running API process (see handlers/apiserver, which assembles it),
-// with the parts `critic run` uses under short names.
+// with what `critic run` needs besides: the data directory and the worker token.
 type server struct {
 	*apiserver.Server
-	addr    string
 	dataDir string
 	token   string
-	cmds    *commands.Commands
-	queries *readmodel.Queries
-	waiter  *readmodel.Waiter
 }
 
-// startServer starts the API with the routes this binary serves: REST and,
-// on the same port, the Connect/gRPC services.
 // computeOf is what new models of this process say about where they train
 // until a worker claims them.
 func computeOf(in *infra) string {
@@ -114,6 +106,8 @@ func computeOf(in *infra) string {
 	return rewardmodels.ComputeWorker
 }
 
+// startServer starts the API with the routes this binary serves: REST and,
+// on the same port, the Connect/gRPC services.
 func startServer(parent context.Context, in *infra) (*server, error) {
 	cfg := in.cfg
 	token, err := workerToken(cfg)
@@ -158,7 +152,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		ReadyMaxLag:    int64(cfg.ReadyMaxLag),
 		HTTP:           cfg.HTTP,
 		CommandOptions: cmdOpts,
-		StepLabelModel: cfg.LLM.stepLabelModel(),
+		StepLabelModel: modelName(cfg.LLM.StepLabel),
 	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
 		gen := assessments(cfg.LLM, a)
 		fleet := workerapi.NewFleet(time.Now)
@@ -188,11 +182,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 	if local, ok := in.blobs.(*blob.Local); ok {
 		// Links point at the address actually bound (CRITIC_ADDR may ask
 		// for port 0) unless CRITIC_PUBLIC_URL names the public one.
-		public := os.Getenv("CRITIC_PUBLIC_URL")
-		if public == "" {
-			public = "http://" + a.Addr
-		}
-		if err := local.SetPublicURL(public); err != nil {
+		if err := local.SetPublicURL(cmp.Or(cfg.PublicURL, "http://"+a.Addr)); err != nil {
 			_ = a.Shutdown()
 			return nil, err
 		}
@@ -208,7 +198,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 	}
 	startJobs(a, in)
 	startEvaluatorSchedule(a, in, evalSchedule)
-	return &server{Server: a, addr: a.Addr, dataDir: cfg.DataDir, token: token, cmds: a.Cmds, queries: a.Queries, waiter: a.Waiter}, nil
+	return &server{Server: a, dataDir: cfg.DataDir, token: token}, nil
 }
 
 // shutdown stops accepting requests, lets in-flight ones finish, then stops

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -39,8 +41,7 @@ func cmdSessions(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	claudeDir, codexDir := flags["claude-dir"], flags["codex-dir"]
-	for _, d := range []string{claudeDir, codexDir} {
+	for _, d := range []string{flags["claude-dir"], flags["codex-dir"]} {
 		if d == "" {
 			continue
 		}
@@ -48,12 +49,8 @@ func cmdSessions(ctx context.Context, args []string) error {
 			return fmt.Errorf("%s is not a folder", d)
 		}
 	}
-	if claudeDir == "" {
-		claudeDir = defaultClaudeProjects()
-	}
-	if codexDir == "" {
-		codexDir = defaultCodexSessions()
-	}
+	claudeDir := cmp.Or(flags["claude-dir"], defaultClaudeProjects())
+	codexDir := cmp.Or(flags["codex-dir"], defaultCodexSessions())
 	up := &client.Uploader{Client: c, Path: client.TranscriptsPath, MaxRequest: maxReq}
 	tally, err := runSync(ctx, up, os.Stdout, claudeDir, codexDir, true)
 	if err != nil {
@@ -121,8 +118,7 @@ func runSync(ctx context.Context, up *client.Uploader, w io.Writer, claudeDir, c
 			fmt.Fprintf(w, "not sent   %s %s: %s\n", o.Session.Agent, o.Session.Path, o.Detail)
 		}
 	}
-	save := func() error { return st.Save() }
-	defer func() { _ = save() }()
+	defer func() { _ = st.Save() }()
 
 	// 1. What the hooks queued.
 	queue, err := client.PendingUploads()
@@ -143,19 +139,13 @@ func runSync(ctx context.Context, up *client.Uploader, w io.Writer, claudeDir, c
 			}
 			sessions = []client.Session{client.ClaudeSession(e.TranscriptPath)}
 		case "codex":
-			dir := e.CodexDir
-			if dir == "" {
-				dir = codexDir
+			dir := cmp.Or(e.CodexDir, codexDir)
+			sessions, err = client.CodexSessions(dir, e.SessionID)
+			if err == nil && len(sessions) == 0 {
+				err = errors.New("no rollout of Codex session " + e.SessionID + " under " + dir)
 			}
-			sessions, _, err = client.CodexSessions(dir, e.SessionID)
 			if err != nil {
 				report(client.SyncOutcome{Session: client.Session{Agent: "codex", Key: "codex:" + e.SessionID, Path: dir}, Outcome: "failed", Detail: err.Error()})
-				_ = e.Done()
-				continue
-			}
-			if len(sessions) == 0 {
-				report(client.SyncOutcome{Session: client.Session{Agent: "codex", Key: "codex:" + e.SessionID, Path: dir}, Outcome: "failed",
-					Detail: "no rollout of Codex session " + e.SessionID + " under " + dir})
 				_ = e.Done()
 				continue
 			}
@@ -163,22 +153,19 @@ func runSync(ctx context.Context, up *client.Uploader, w io.Writer, claudeDir, c
 			_ = e.Done()
 			continue
 		}
-		keep := false
+		// An entry stays queued once the server is unreachable.
 		for _, s := range sessions {
 			if unreachable {
-				keep = true
 				break
 			}
 			o := client.SyncSession(ctx, up, st, s)
 			report(o)
-			if o.Outcome == "unreachable" {
-				unreachable, keep = true, true
-			}
+			unreachable = o.Outcome == "unreachable"
 		}
-		if !keep {
+		if !unreachable {
 			_ = e.Done()
 		}
-		_ = save()
+		_ = st.Save()
 	}
 	if !scan || unreachable {
 		return tally, nil
@@ -194,7 +181,7 @@ func runSync(ctx context.Context, up *client.Uploader, w io.Writer, claudeDir, c
 		}
 	}
 	if codexDir != "" {
-		if ss, _, err := client.CodexSessions(codexDir, ""); err == nil {
+		if ss, err := client.CodexSessions(codexDir, ""); err == nil {
 			all = append(all, ss...)
 		} else if !os.IsNotExist(err) {
 			return tally, fmt.Errorf("reading Codex sessions in %s: %v", codexDir, err)
@@ -215,21 +202,22 @@ func runSync(ctx context.Context, up *client.Uploader, w io.Writer, claudeDir, c
 			break
 		}
 		if i%50 == 49 {
-			_ = save()
+			_ = st.Save()
 		}
 	}
 	return tally, nil
 }
 
-// defaultClaudeProjects is $CLAUDE_CONFIG_DIR/projects, else
-// ~/.claude/projects.
-func defaultClaudeProjects() string {
+// defaultClaudeHome is $CLAUDE_CONFIG_DIR, else ~/.claude.
+func defaultClaudeHome() string {
 	if d := os.Getenv("CLAUDE_CONFIG_DIR"); d != "" {
-		return filepath.Join(d, "projects")
+		return d
 	}
 	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".claude", "projects")
+	return filepath.Join(home, ".claude")
 }
+
+func defaultClaudeProjects() string { return filepath.Join(defaultClaudeHome(), "projects") }
 
 // defaultCodexHome is $CODEX_HOME, else ~/.codex.
 func defaultCodexHome() string {

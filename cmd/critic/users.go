@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -34,38 +35,27 @@ func cmdUsers(ctx context.Context, args []string) error {
 	waiter := readmodel.NewWaiter(in.pool, 10*time.Second).WithCatchUp(readmodel.New(in.pool, in.blobs, in.log).WithKeyring(in.store.Keyring()), in.store, 0, in.log)
 
 	switch args[0] {
-	case "create":
-		fs := flag.NewFlagSet("users create", flag.ContinueOnError)
+	case "create", "issue-key":
+		fs := flag.NewFlagSet("users "+args[0], flag.ContinueOnError)
 		name := fs.String("name", "", "account name")
 		ro := fs.Bool("read-only-key", false, "issue a read-only key")
 		fs.SetOutput(io.Discard)
 		if err := fs.Parse(args[1:]); err != nil || *name == "" {
-			return usageError{"usage: critic users create --name NAME [--read-only-key]"}
+			return usageError{"usage: critic users " + args[0] + " --name NAME [--read-only-key]"}
 		}
-		res, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: *name, ReadOnlyKey: *ro})
+		var res commands.CreateUserResult
+		if args[0] == "create" {
+			res, err = cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: *name, ReadOnlyKey: *ro})
+		} else {
+			var id string
+			if id, err = userIDByName(ctx, in, *name); err == nil {
+				res, err = cmds.IssueAPIKey.Handle(ctx, commands.IssueAPIKey{UserID: id, ReadOnly: *ro})
+			}
+		}
 		if err != nil {
 			return err
 		}
 		printKey(*name, res.UserID, res.APIKey, *ro)
-		settleCLI(ctx, waiter, res.Result)
-		return nil
-	case "issue-key":
-		fs := flag.NewFlagSet("users issue-key", flag.ContinueOnError)
-		name := fs.String("name", "", "account name")
-		ro := fs.Bool("read-only-key", false, "issue a read-only key")
-		fs.SetOutput(io.Discard)
-		if err := fs.Parse(args[1:]); err != nil || *name == "" {
-			return usageError{"usage: critic users issue-key --name NAME [--read-only-key]"}
-		}
-		id, err := userIDByName(ctx, in, *name)
-		if err != nil {
-			return err
-		}
-		res, err := cmds.IssueAPIKey.Handle(ctx, commands.IssueAPIKey{UserID: id, ReadOnly: *ro})
-		if err != nil {
-			return err
-		}
-		printKey(*name, id, res.APIKey, *ro)
 		settleCLI(ctx, waiter, res.Result)
 		return nil
 	case "export":
@@ -121,10 +111,7 @@ func printKeys(w io.Writer, keys []readmodel.APIKeyInfo) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "PREFIX\tKIND\tCREATED\tLAST USED\tSTATUS")
 	for _, k := range keys {
-		prefix := k.Prefix
-		if prefix == "" {
-			prefix = "(key id " + k.KeyID + ")" // issued before prefixes were recorded
-		}
+		prefix := cmp.Or(k.Prefix, "(key id "+k.KeyID+")") // no prefix: issued before prefixes were recorded
 		kind := "full-access"
 		if k.ReadOnly {
 			kind = "read-only"
@@ -169,10 +156,7 @@ func revokeKey(ctx context.Context, in *infra, cmds *commands.Commands, waiter *
 	if err != nil {
 		return err
 	}
-	name := k.Prefix
-	if name == "" {
-		name = "key id " + k.KeyID
-	}
+	name := cmp.Or(k.Prefix, "key id "+k.KeyID)
 	fmt.Printf("revoked %s of %s: every API instance refuses it (401) from now on\n", name, k.UserName)
 	if err := waiter.Wait(ctx, res.LastEventID); err != nil {
 		fmt.Println("note: `critic users list-keys` shows it as revoked once a running server applies the event")
@@ -207,10 +191,7 @@ func addMember(ctx context.Context, in *infra, cmds *commands.Commands, waiter *
 	if err != nil {
 		return err
 	}
-	base := strings.TrimSuffix(in.cfg.PublicURL, "/")
-	if base == "" {
-		base = "http://" + in.cfg.Addr
-	}
+	base := cmp.Or(strings.TrimSuffix(in.cfg.PublicURL, "/"), "http://"+in.cfg.Addr)
 	fmt.Printf("member:  %s (%s) of %s, role %s\napi key: %s\nsign in: %s/#invite=%s\n(the key is shown once and stored only as its SHA-256; the link works once, within 7 days, and issues the member a key of their own)\n",
 		res.Member.Name, res.Member.ID, pos[0], r, res.APIKey, base, res.InviteToken)
 	settleCLI(ctx, waiter, res.Result)

@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"time"
 
 	"github.com/criticml/critic/commands"
@@ -72,12 +73,7 @@ func exportAccountTo(ctx context.Context, in *infra, cmds *commands.Commands, wa
 
 func printExport(w io.Writer, m usecase.AccountExport, dir string) {
 	fmt.Fprintf(w, "exported %s (%s) into %s:\n", m.Account, m.AccountID, dir)
-	names := make([]string, 0, len(m.Counts))
-	for n := range m.Counts {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(m.Counts)) {
 		fmt.Fprintf(w, "  %-20s %d\n", n, m.Counts[n])
 	}
 	fmt.Fprintf(w, "re-import elsewhere: critic import %s\n", filepath.Join(dir, usecase.ExportTracesFile))

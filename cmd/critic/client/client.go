@@ -152,7 +152,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 	if resp.StatusCode/100 != 2 {
 		ae := &APIError{Status: resp.StatusCode}
 		if json.Unmarshal(raw, ae) != nil || ae.Detail == "" {
-			ae.Detail = fmt.Sprintf("server answered %d %s", resp.StatusCode, strings.TrimSpace(string(truncate(raw, 300))))
+			ae.Detail = fmt.Sprintf("server answered %d %s", resp.StatusCode, strings.TrimSpace(string(raw[:min(len(raw), 300)])))
 		}
 		if resp.StatusCode == http.StatusUnauthorized {
 			ae.Detail += " (check the API key: `critic login` or CRITIC_API_KEY)"
@@ -166,11 +166,4 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, out a
 		return fmt.Errorf("unexpected answer from %s%s: %v", c.BaseURL, path, err)
 	}
 	return nil
-}
-
-func truncate(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[:n]
-	}
-	return b
 }

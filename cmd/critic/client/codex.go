@@ -6,10 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -40,21 +41,27 @@ var rolloutNameRe = regexp.MustCompile(`^rollout-(.+)-([0-9a-fA-F]{8}-[0-9a-fA-F
 // ScanCodex reads the header of every rollout-*.jsonl under dir.
 func ScanCodex(dir string) ([]CodexRollout, error) {
 	var out []CodexRollout
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+	err := walkFiles(dir, func(name string) bool {
+		return strings.HasPrefix(name, "rollout-") && strings.HasSuffix(name, ".jsonl")
+	}, func(path string) { out = append(out, readCodexHeader(path)) })
+	return out, err
+}
+
+// walkFiles calls add with every file under dir whose name match accepts.
+// An unreadable subfolder is skipped, not fatal; an unreadable dir is.
+func walkFiles(dir string, match func(name string) bool, add func(path string)) error {
+	return filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if path == dir {
 				return err
 			}
-			return nil // an unreadable subfolder is skipped, not fatal
-		}
-		name := d.Name()
-		if d.IsDir() || !strings.HasPrefix(name, "rollout-") || !strings.HasSuffix(name, ".jsonl") {
 			return nil
 		}
-		out = append(out, readCodexHeader(path))
+		if !d.IsDir() && match(d.Name()) {
+			add(path)
+		}
 		return nil
 	})
-	return out, err
 }
 
 func readCodexHeader(path string) CodexRollout {
@@ -69,12 +76,11 @@ func readCodexHeader(path string) CodexRollout {
 	}
 	defer f.Close()
 	br := bufio.NewReaderSize(f, 64<<10)
-	first, err := br.ReadBytes('\n')
+	first, _ := br.ReadBytes('\n')
 	if len(bytes.TrimSpace(first)) == 0 {
 		r.Err = fmt.Errorf("empty rollout")
 		return r
 	}
-	_ = err
 	var rec struct {
 		Type    string `json:"type"`
 		Payload struct {
@@ -103,25 +109,17 @@ func readCodexHeader(path string) CodexRollout {
 // conversation once its bases are read.
 func NewestPages(rs []CodexRollout) []CodexRollout {
 	best := map[string]CodexRollout{}
-	var order []string
 	for _, r := range rs {
 		key := r.ThreadID
 		if r.Err != nil || key == "" {
 			key = "file:" + r.Path
 		}
-		cur, ok := best[key]
-		if !ok {
-			order = append(order, key)
-			best[key] = r
-			continue
-		}
-		if r.Stamp > cur.Stamp || (r.Stamp == cur.Stamp && r.Path > cur.Path) {
+		if cur, ok := best[key]; !ok || r.Stamp > cur.Stamp || (r.Stamp == cur.Stamp && r.Path > cur.Path) {
 			best[key] = r
 		}
 	}
-	sort.Strings(order)
-	out := make([]CodexRollout, 0, len(order))
-	for _, k := range order {
+	out := make([]CodexRollout, 0, len(best))
+	for _, k := range slices.Sorted(maps.Keys(best)) {
 		out = append(out, best[k])
 	}
 	return out

@@ -34,9 +34,7 @@ func EditClaudeSettings(raw []byte, command string) ([]byte, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = []byte("{\n}\n")
 	}
-	if !json.Valid(raw) {
-		var v any
-		err := json.Unmarshal(raw, &v)
+	if err := json.Unmarshal(raw, new(any)); err != nil {
 		return nil, fmt.Errorf("not a valid settings.json: %v", err)
 	}
 	out, err := removeCriticHooks(raw)
@@ -239,21 +237,12 @@ func removeCriticHooks(b []byte) ([]byte, error) {
 		es = append(es, removals(groups, dropGroups)...)
 	}
 	if len(dropEvents) > 0 && len(dropEvents) == len(hooks.items) {
-		_, idx := topIndex(top, "hooks")
+		idx := slices.IndexFunc(top.items, func(it jsonItem) bool { return it.key == "hooks" })
 		es = append(es, removals(top, map[int]bool{idx: true})...)
 	} else {
 		es = append(es, removals(hooks, dropEvents)...)
 	}
 	return applyEdits(b, es), nil
-}
-
-func topIndex(c jsonContainer, key string) (jsonItem, int) {
-	for i, it := range c.items {
-		if it.key == key {
-			return it, i
-		}
-	}
-	return jsonItem{}, -1
 }
 
 // addCriticHooks appends a Critic group to hooks.Stop and hooks.SessionEnd,

@@ -256,8 +256,7 @@ func groupByKey(keys func([]byte) []string) grouper {
 		for i := range parent {
 			parent[i] = i
 		}
-		var find func(int) int
-		find = func(i int) int {
+		find := func(i int) int {
 			for parent[i] != i {
 				parent[i] = parent[parent[i]]
 				i = parent[i]
@@ -269,13 +268,7 @@ func groupByKey(keys func([]byte) []string) grouper {
 			for _, k := range keys(data[l.start:l.end]) {
 				if j, ok := owner[k]; ok {
 					a, b := find(i), find(j)
-					if a != b {
-						if a < b {
-							parent[b] = a
-						} else {
-							parent[a] = b
-						}
-					}
+					parent[max(a, b)] = min(a, b) // the lower root stays the root
 				} else {
 					owner[k] = i
 				}
@@ -352,10 +345,8 @@ func splitArray(data []byte, budget, limit int) ([]Chunk, error) {
 }
 
 func firstNonSpace(b []byte) byte {
-	for _, c := range b {
-		if c != ' ' && c != '\t' && c != '\r' && c != '\n' {
-			return c
-		}
+	if b = bytes.TrimLeft(b, " \t\r\n"); len(b) > 0 {
+		return b[0]
 	}
 	return 0
 }

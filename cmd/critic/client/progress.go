@@ -94,10 +94,7 @@ func (p *Progress) draw() {
 	p.lastDraw = time.Now()
 	frac := 0.0
 	if p.totalBytes > 0 {
-		frac = float64(p.bytes) / float64(p.totalBytes)
-	}
-	if frac > 1 {
-		frac = 1
+		frac = min(float64(p.bytes)/float64(p.totalBytes), 1)
 	}
 	const width = 24
 	n := int(frac * width)

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -116,11 +115,8 @@ func SyncSession(ctx context.Context, up *Uploader, st *SyncState, s Session) Sy
 		return o
 	}
 	prev, had := st.Sessions[s.Key]
-	if had && prev.Erased {
-		o.Outcome, o.TraceID = "unchanged", prev.TraceID
-		return o
-	}
-	if had && !prev.Held && prev.Path == s.Path && prev.Size == info.Size() && prev.ModTime.Equal(info.ModTime()) {
+	sameFile := prev.Path == s.Path && prev.Size == info.Size() && prev.ModTime.Equal(info.ModTime())
+	if had && (prev.Erased || (!prev.Held && sameFile)) {
 		o.Outcome, o.TraceID = "unchanged", prev.TraceID
 		return o
 	}
@@ -194,19 +190,8 @@ const SettleWait = time.Minute
 // ClaudeSessions lists ~/.claude/projects/**/*.jsonl.
 func ClaudeSessions(dir string) ([]Session, error) {
 	var out []Session
-	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if path == dir {
-				return err
-			}
-			return nil
-		}
-		if d.IsDir() || !strings.HasSuffix(d.Name(), ".jsonl") {
-			return nil
-		}
-		out = append(out, ClaudeSession(path))
-		return nil
-	})
+	err := walkFiles(dir, func(name string) bool { return strings.HasSuffix(name, ".jsonl") },
+		func(path string) { out = append(out, ClaudeSession(path)) })
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, err
 }
@@ -222,32 +207,29 @@ func ClaudeSession(path string) Session {
 // CodexSessions lists the newest page of every Codex thread under dir, each
 // read as its rebuilt conversation; threadID, when set, keeps only that
 // thread.
-func CodexSessions(dir, threadID string) ([]Session, []SyncOutcome, error) {
+func CodexSessions(dir, threadID string) ([]Session, error) {
 	rs, err := ScanCodex(dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	idx := IndexCodex(rs)
 	var out []Session
-	var bad []SyncOutcome
 	for _, r := range NewestPages(rs) {
 		if threadID != "" && !strings.EqualFold(r.ThreadID, threadID) {
 			continue
 		}
-		r := r
 		key := "codex:" + r.ThreadID
 		if r.Err != nil || r.ThreadID == "" {
 			key = "codex-file:" + r.Path
 		}
-		s := Session{Agent: "codex", Key: key, Path: r.Path, Read: func() ([]byte, error) {
+		out = append(out, Session{Agent: "codex", Key: key, Path: r.Path, Read: func() ([]byte, error) {
 			if r.Err != nil {
 				return nil, fmt.Errorf("%s: %v", r.Path, r.Err)
 			}
 			return ReconstructCodex(r, idx)
-		}}
-		out = append(out, s)
+		}})
 	}
-	return out, bad, nil
+	return out, nil
 }
 
 // QueueEntry is an upload a hook could not finish (or has not finished

@@ -36,22 +36,20 @@ func FailureOf(err error, chunk *Chunk) *Failure {
 		return nil
 	}
 	var ae *APIError
-	if errors.As(err, &ae) {
-		line := ae.Line
-		if chunk != nil {
-			line = chunk.InputLine(line)
-		}
-		return &Failure{Line: line, Field: ae.Field, Code: ae.Code, Message: ae.Message()}
-	}
 	var ve *domain.ValidationError
-	if errors.As(err, &ve) {
-		line := ve.Line
-		if chunk != nil {
-			line = chunk.InputLine(line)
-		}
-		return &Failure{Line: line, Field: ve.Field, Code: ve.Code, Message: ve.Message}
+	var f *Failure
+	switch {
+	case errors.As(err, &ae):
+		f = &Failure{Line: ae.Line, Field: ae.Field, Code: ae.Code, Message: ae.Message()}
+	case errors.As(err, &ve):
+		f = &Failure{Line: ve.Line, Field: ve.Field, Code: ve.Code, Message: ve.Message}
+	default:
+		return &Failure{Message: err.Error()}
 	}
-	return &Failure{Message: err.Error()}
+	if chunk != nil {
+		f.Line = chunk.InputLine(f.Line)
+	}
+	return f
 }
 
 // Result is what one input's upload did.
