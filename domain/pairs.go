@@ -2,7 +2,9 @@ package domain
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
+	"slices"
 	"sort"
 )
 
@@ -197,11 +199,8 @@ func BuildPairsRendered(traces []PairTrace, ratings []Rating, maxPairs, inputVer
 		}
 	}
 	for _, list := range [][]*target{chosenT, rejectedT, chosenS, rejectedS} {
-		sort.Slice(list, func(i, j int) bool {
-			if list[i].traceIdx != list[j].traceIdx {
-				return list[i].traceIdx < list[j].traceIdx
-			}
-			return list[i].stepIdx < list[j].stepIdx
+		slices.SortFunc(list, func(a, b *target) int {
+			return cmp.Or(cmp.Compare(a.traceIdx, b.traceIdx), cmp.Compare(a.stepIdx, b.stepIdx))
 		})
 	}
 

@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -111,12 +112,8 @@ func CheckValue(field string, v any) error {
 	case json.RawMessage:
 		return CheckJSON(field, x)
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys) // the same field is named whatever the map order
-		for _, k := range keys {
+		// Sorted, so the same field is named whatever the map order.
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			f := joinField(field, k)
 			if err := CheckText(f, k, 0); err != nil {
 				return err

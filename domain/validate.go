@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"cmp"
 	"fmt"
 )
 
@@ -49,60 +50,47 @@ func ValidateTrace(t Trace, line int) error {
 	return ValidateSpans(t.Spans, len(t.Steps), line)
 }
 
-// validateTraceText applies CheckText to every string of t.
+// validateTraceText applies CheckText to every string of t. Each cmp.Or
+// returns the first failing check of its list, in the list's order.
 func validateTraceText(t Trace) error {
-	if err := CheckText("id", t.ExternalID, MaxIDBytes); err != nil {
-		return err
-	}
-	if err := CheckText("title", t.Title, MaxTitleBytes); err != nil {
-		return err
-	}
-	if err := CheckValue("metadata", t.Metadata); err != nil {
+	if err := cmp.Or(
+		CheckText("id", t.ExternalID, MaxIDBytes),
+		CheckText("title", t.Title, MaxTitleBytes),
+		CheckValue("metadata", t.Metadata),
+	); err != nil {
 		return err
 	}
 	for i, s := range t.Steps {
 		field := fmt.Sprintf("steps[%d]", i)
-		if err := CheckText(field+".role", string(s.Role), MaxNameBytes); err != nil {
-			return err
-		}
-		if err := CheckText(field+".content", s.Content, 0); err != nil {
-			return err
-		}
-		if err := CheckText(field+".tool_name", s.ToolName, MaxNameBytes); err != nil {
-			return err
-		}
-		if err := CheckText(field+".tool_call_id", s.ToolCallID, MaxIDBytes); err != nil {
-			return err
-		}
-		if err := CheckValue(field+".tool_input", s.ToolInput); err != nil {
-			return err
-		}
-		if err := CheckValue(field+".metadata", s.Metadata); err != nil {
+		if err := cmp.Or(
+			CheckText(field+".role", string(s.Role), MaxNameBytes),
+			CheckText(field+".content", s.Content, 0),
+			CheckText(field+".tool_name", s.ToolName, MaxNameBytes),
+			CheckText(field+".tool_call_id", s.ToolCallID, MaxIDBytes),
+			CheckValue(field+".tool_input", s.ToolInput),
+			CheckValue(field+".metadata", s.Metadata),
+		); err != nil {
 			return err
 		}
 	}
 	for i, sp := range t.Spans {
 		field := fmt.Sprintf("spans[%d]", i)
-		if err := CheckText(field+".id", sp.ID, MaxIDBytes); err != nil {
-			return err
-		}
+		// An absent parent or kind checks as "", which always passes.
+		var parentID, kind string
 		if sp.ParentID != nil {
-			if err := CheckText(field+".parent_id", *sp.ParentID, MaxIDBytes); err != nil {
-				return err
-			}
-		}
-		if err := CheckText(field+".name", sp.Name, 0); err != nil {
-			return err
+			parentID = *sp.ParentID
 		}
 		if sp.Kind != nil {
-			if err := CheckText(field+".kind", *sp.Kind, MaxNameBytes); err != nil {
-				return err
-			}
+			kind = *sp.Kind
 		}
-		if err := CheckJSON(field+".input", sp.Input); err != nil {
-			return err
-		}
-		if err := CheckJSON(field+".output", sp.Output); err != nil {
+		if err := cmp.Or(
+			CheckText(field+".id", sp.ID, MaxIDBytes),
+			CheckText(field+".parent_id", parentID, MaxIDBytes),
+			CheckText(field+".name", sp.Name, 0),
+			CheckText(field+".kind", kind, MaxNameBytes),
+			CheckJSON(field+".input", sp.Input),
+			CheckJSON(field+".output", sp.Output),
+		); err != nil {
 			return err
 		}
 	}

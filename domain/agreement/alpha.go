@@ -1,6 +1,10 @@
 package agreement
 
-import "sort"
+import (
+	"cmp"
+	"maps"
+	"slices"
+)
 
 // Metric is δ²(c, k), the squared difference between two values that
 // alpha weighs disagreements by.
@@ -59,15 +63,8 @@ func Alpha(js []Judgment, delta Metric) Figure {
 		return figure(nil, 0)
 	}
 	// Sum in a fixed order: the same input gives the same bits.
-	cells := make([][2]float64, 0, len(o))
-	for ck := range o {
-		cells = append(cells, ck)
-	}
-	sort.Slice(cells, func(i, j int) bool {
-		if cells[i][0] != cells[j][0] {
-			return cells[i][0] < cells[j][0]
-		}
-		return cells[i][1] < cells[j][1]
+	cells := slices.SortedFunc(maps.Keys(o), func(a, b [2]float64) int {
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
 	})
 	nc := map[float64]float64{}
 	var n, do float64
@@ -77,11 +74,7 @@ func Alpha(js []Judgment, delta Metric) Figure {
 		n += w
 		do += w * delta(ck[0], ck[1])
 	}
-	values := make([]float64, 0, len(nc))
-	for v := range nc {
-		values = append(values, v)
-	}
-	sort.Float64s(values)
+	values := slices.Sorted(maps.Keys(nc))
 	var de float64
 	for _, c := range values {
 		for _, k := range values {

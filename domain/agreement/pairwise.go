@@ -1,6 +1,11 @@
 package agreement
 
-import "sort"
+import (
+	"cmp"
+	"maps"
+	"slices"
+	"strings"
+)
 
 // PairFigure is two members' agreement: the share of the targets both
 // judged where they gave the same value.
@@ -30,14 +35,10 @@ func Pairwise(js []Judgment) []PairFigure {
 		}
 	}
 	out := make([]PairFigure, 0, len(by))
-	for k, t := range by {
-		out = append(out, PairFigure{A: k[0], B: k[1], Figure: share(t.agree, t.n)})
+	for _, k := range slices.SortedFunc(maps.Keys(by), func(a, b [2]string) int {
+		return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1]))
+	}) {
+		out = append(out, PairFigure{A: k[0], B: k[1], Figure: share(by[k].agree, by[k].n)})
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].A != out[j].A {
-			return out[i].A < out[j].A
-		}
-		return out[i].B < out[j].B
-	})
 	return out
 }

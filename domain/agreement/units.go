@@ -1,6 +1,9 @@
 package agreement
 
-import "sort"
+import (
+	"maps"
+	"slices"
+)
 
 // unit is one target's values, one per member, members sorted.
 type unit struct {
@@ -21,15 +24,9 @@ func units(js []Judgment) []unit {
 		by[j.Target][j.Member] = j.Value
 	}
 	out := make([]unit, 0, len(by))
-	for t, vals := range by {
-		u := unit{target: t, values: vals}
-		for m := range vals {
-			u.members = append(u.members, m)
-		}
-		sort.Strings(u.members)
-		out = append(out, u)
+	for _, t := range slices.Sorted(maps.Keys(by)) {
+		out = append(out, unit{target: t, values: by[t], members: slices.Sorted(maps.Keys(by[t]))})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].target < out[j].target })
 	return out
 }
 

@@ -9,6 +9,8 @@ package assessment
 import (
 	"cmp"
 	"encoding/json"
+	"maps"
+	"slices"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/labels"
@@ -92,10 +94,7 @@ func Of(steps []domain.Step, ids []string, meta map[string]any, stored map[strin
 		if !ok {
 			continue
 		}
-		out := make(map[string]any, len(imp)+1)
-		for k, v := range imp {
-			out[k] = v
-		}
+		out := maps.Clone(imp)
 		if _, has := out["expected_credit"]; !has {
 			if p, ok := probabilities(imp["probabilities"]); ok {
 				if ec, ok := stepscores.ExpectedCredit(p); ok {
@@ -125,7 +124,7 @@ func Of(steps []domain.Step, ids []string, meta map[string]any, stored map[strin
 	}
 	for _, t := range res.Tasks {
 		first := lab.Chunks[t.FirstChunk].Steps[0]
-		last := maxInt(lab.Chunks[t.LastChunk].Steps)
+		last := slices.Max(lab.Chunks[t.LastChunk].Steps)
 		task := Task{TaskID: t.TaskID, FirstStepID: ids[first], LastStepID: ids[last], AnswerPoints: t.AnswerPoints,
 			Work: t.Work, Score: t.Score, Capped: t.Capped, FirstIndex: first, LastIndex: last}
 		if t.AnswerChunk != "" {
@@ -227,14 +226,6 @@ func toMap(r *stepscores.StepReward) map[string]any {
 	b, _ := json.Marshal(r) // plain struct of numbers and strings
 	var m map[string]any
 	_ = json.Unmarshal(b, &m)
-	return m
-}
-
-func maxInt(xs []int) int {
-	m := xs[0]
-	for _, x := range xs[1:] {
-		m = max(m, x)
-	}
 	return m
 }
 

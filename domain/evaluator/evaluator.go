@@ -7,6 +7,7 @@
 package evaluator
 
 import (
+	"cmp"
 	"sort"
 	"strings"
 
@@ -82,8 +83,6 @@ func Items(s traces.State) []Item {
 		steps[st.ID] = true
 	}
 	group := Group(s.OwnerID, s)
-	domainSlice, _ := s.Metadata["domain"].(string)
-	agent := domain.SourceID(s.SourceID, s.Metadata, s.SourceFormat)
 	var out []Item
 	for _, c := range s.Comparisons {
 		if !steps[c.StepID] || c.Source == events.ComparisonFromModels {
@@ -93,16 +92,19 @@ func Items(s traces.State) []Item {
 		if !ok {
 			continue
 		}
-		tool := c.ToolName
-		if tool == "" {
-			tool = "(response)"
-		}
 		prefix := Prefix(s, StepIndex(s, c.StepID)) // the evaluator's input (input.go)
 		out = append(out, Item{ID: c.ComparisonID, OwnerID: s.OwnerID, TraceID: s.ID, Revision: s.Revision, Group: group,
-			FindingID: c.FindingID, Chosen: prefix + chosen, Rejected: prefix + rejected,
-			Slices: map[string]string{SliceTool: tool, SliceDomain: domainSlice, SliceAgent: agent}})
+			FindingID: c.FindingID, Chosen: prefix + chosen, Rejected: prefix + rejected, Slices: itemSlices(s, c.ToolName)})
 	}
 	return out
+}
+
+// itemSlices are the slices of an item whose chosen side is trace s's
+// action calling tool ("" for a text response).
+func itemSlices(s traces.State, tool string) map[string]string {
+	domainSlice, _ := s.Metadata["domain"].(string)
+	return map[string]string{SliceTool: cmp.Or(tool, "(response)"), SliceDomain: domainSlice,
+		SliceAgent: domain.SourceID(s.SourceID, s.Metadata, s.SourceFormat)}
 }
 
 // Benchmark is one frozen benchmark version: its items as they were when
@@ -158,15 +160,10 @@ func VerifiedItems(states []traces.State, onBenchmark bool) []Item {
 		if InBenchmark(g) != onBenchmark || InBenchmark(lg) != onBenchmark {
 			continue
 		}
-		tool := vc.Chosen.ToolName
-		if tool == "" {
-			tool = "(response)"
-		}
-		domainSlice, _ := win.Metadata["domain"].(string)
 		out = append(out, Item{ID: vc.ID, OwnerID: win.OwnerID, TraceID: win.ID, Revision: win.Revision, Group: g,
 			Chosen: vc.ChosenText, Rejected: vc.RejectedText, Source: rewardmodels.SourceVerifiedOutcome,
 			RejectedTraceID: lose.ID, RejectedRevision: lose.Revision, OutcomeFrom: []string{vc.ChosenFrom, vc.RejectedFrom},
-			Slices: map[string]string{SliceTool: tool, SliceDomain: domainSlice, SliceAgent: domain.SourceID(win.SourceID, win.Metadata, win.SourceFormat)}})
+			Slices: itemSlices(win, vc.Chosen.ToolName)})
 	}
 	return out
 }
@@ -207,14 +204,9 @@ func ModelComparisonItems(states []traces.State, onBenchmark bool) []Item {
 			if InBenchmark(g) != onBenchmark || InBenchmark(Group(lt.OwnerID, lt)) != onBenchmark {
 				continue
 			}
-			tool := c.ToolName
-			if tool == "" {
-				tool = "(response)"
-			}
-			domainSlice, _ := wt.Metadata["domain"].(string)
 			out = append(out, Item{ID: c.ComparisonID, OwnerID: wt.OwnerID, TraceID: wt.ID, Revision: wt.Revision, Group: g,
 				Chosen: chosen, Rejected: rejected, Source: events.ComparisonFromModels, RejectedTraceID: lt.ID, RejectedRevision: lt.Revision,
-				Slices: map[string]string{SliceTool: tool, SliceDomain: domainSlice, SliceAgent: domain.SourceID(wt.SourceID, wt.Metadata, wt.SourceFormat)}})
+				Slices: itemSlices(wt, c.ToolName)})
 		}
 	}
 	return out
@@ -297,10 +289,9 @@ func CandidateDataset(states []traces.State, corrections Corrections) []Training
 			out = append(out, TrainingPair{Chosen: it.Chosen, Rejected: it.Rejected, TraceID: s.ID, OwnerID: s.OwnerID, Revision: s.Revision,
 				Source: PairReviewedComparison, ComparisonID: it.ID, FindingID: it.FindingID})
 		}
-		pt := domain.PairTrace{ID: s.ID}
-		for _, st := range s.Steps {
-			pt.Steps = append(pt.Steps, domain.PairStep{ID: st.ID, Role: st.Role, Content: st.Content, ToolName: st.ToolName, ToolInput: st.ToolInput})
-		}
+		// Thinking steps are not marked: the evaluator's pairs are built as
+		// they were before thinking was excluded.
+		pt := rewardmodels.PairTraceFor(s, events.TrainingConfig{})
 		var ratings []domain.Rating
 		for _, a := range s.AnnotationsInOrder() {
 			if a.Rating != nil && a.StepID != "" {

@@ -2,7 +2,9 @@ package evaluator
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/criticml/critic/domain"
@@ -96,12 +98,7 @@ func Evaluate(b Benchmark, incumbent, candidate Margins, p Policy) Report {
 		r.Reasons = append(r.Reasons, fmt.Sprintf("overall: the candidate does not beat the incumbent (accuracy %.3f vs %.3f, 95%% interval of the difference [%.3f, %.3f] does not exclude zero)",
 			r.Overall.Candidate, r.Overall.Incumbent, r.Overall.Low, r.Overall.High))
 	}
-	names := make([]string, 0, len(bySlice))
-	for k := range bySlice {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(bySlice)) {
 		c := compare(k, bySlice[k], incumbent, candidate, p)
 		c.Populated = c.Items >= p.MinSlice
 		c.Regressed = c.Populated && c.Diff < -p.Tolerance

@@ -3,9 +3,11 @@ package evaluator
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/domain/traces"
 )
@@ -63,12 +65,7 @@ func Prefix(s traces.State, i int) string {
 
 // StepIndex is the index of a step id in s (−1 when absent).
 func StepIndex(s traces.State, stepID string) int {
-	for i, st := range s.Steps {
-		if st.ID == stepID {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(s.Steps, func(st events.StepRecord) bool { return st.ID == stepID })
 }
 
 // ActionInput is one action the evaluator scores.

@@ -3,6 +3,7 @@ package labels
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strconv"
 
 	"github.com/criticml/critic/domain"
@@ -117,12 +118,7 @@ func chunkHash(steps []domain.Step, c Chunk) string {
 // AgentResponded reports whether a trace is ready to label: the spec labels
 // a trace once the agent has responded, not while it holds only the request.
 func AgentResponded(steps []domain.Step) bool {
-	for _, s := range steps {
-		if s.Role == domain.RoleAssistant {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(steps, func(s domain.Step) bool { return s.Role == domain.RoleAssistant })
 }
 
 // ToLabel returns the chunks that still need a label given the labels a

@@ -1,7 +1,8 @@
 package labels
 
 import (
-	"sort"
+	"maps"
+	"slices"
 )
 
 // SchemaVersion names the label schema; a labeler records it with every
@@ -40,11 +41,7 @@ func Schema(a Actor) map[string]any {
 		f := field(name)
 		props[name] = map[string]any{"type": "string", "enum": toAny(names(name)), "description": f.Doc}
 	}
-	required := make([]string, 0, len(props))
-	for k := range props {
-		required = append(required, k)
-	}
-	sort.Strings(required)
+	required := slices.Sorted(maps.Keys(props))
 	return map[string]any{
 		"$schema":              "https://json-schema.org/draft/2020-12/schema",
 		"$id":                  "https://critic.dev/schemas/" + SchemaVersion + "/" + string(a) + ".json",

@@ -8,6 +8,8 @@
 // a value cannot mean one thing to the model and another to the scorer.
 package labels
 
+import "slices"
+
 // Actor says who produced a chunk.
 type Actor string
 
@@ -160,12 +162,7 @@ func field(name string) Field {
 
 // Allowed reports whether v is a value of the enumerated field name.
 func Allowed(name, v string) bool {
-	for _, x := range field(name).Values {
-		if x.Name == v {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(names(name), v)
 }
 
 // names lists the value names of a field, in documented order.

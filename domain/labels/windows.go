@@ -70,10 +70,6 @@ func Windows(steps []domain.Step, chunks []Chunk, targets []int, lim Limits) []W
 			size[i], excerpt[i] = lim.ExcerptChars, true
 		}
 	}
-	isTarget := make(map[int]bool, len(targets))
-	for _, t := range targets {
-		isTarget[t] = true
-	}
 	var out []Window
 	for k := 0; k < len(targets); {
 		first := targets[k]
@@ -113,11 +109,8 @@ func Windows(steps []domain.Step, chunks []Chunk, targets []int, lim Limits) []W
 				w.Excerpted[i] = true
 			}
 		}
-		for k < len(targets) && targets[k] <= end {
-			if isTarget[targets[k]] {
-				w.Targets = append(w.Targets, targets[k])
-			}
-			k++
+		for ; k < len(targets) && targets[k] <= end; k++ {
+			w.Targets = append(w.Targets, targets[k])
 		}
 		out = append(out, w)
 	}

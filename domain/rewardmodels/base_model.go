@@ -1,12 +1,12 @@
 package rewardmodels
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/criticml/critic/domain"
@@ -284,12 +284,8 @@ func ListBases(workers []WorkerBases, roots []string, noWorkersHint string) Base
 		}
 		return 4
 	}
-	sort.SliceStable(out.Bases, func(i, j int) bool {
-		ri, rj := rank(out.Bases[i]), rank(out.Bases[j])
-		if ri != rj {
-			return ri < rj
-		}
-		return out.Bases[i].Name < out.Bases[j].Name
+	slices.SortStableFunc(out.Bases, func(a, b ListedBase) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), strings.Compare(a.Name, b.Name))
 	})
 	switch {
 	case len(workers) == 0:
@@ -320,10 +316,5 @@ func ListBases(workers []WorkerBases, roots []string, noWorkersHint string) Base
 }
 
 func hasBase(bs []BaseChoice, id string) bool {
-	for _, b := range bs {
-		if b.ID == id {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(bs, func(b BaseChoice) bool { return b.ID == id })
 }

@@ -2,7 +2,8 @@ package rewardmodels
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/criticml/critic/domain"
@@ -125,16 +126,11 @@ func Ratings(s traces.State) []domain.Rating {
 // adjudications are a trace's adjudications of criterion criterionID ("":
 // of ratings), in key order.
 func adjudications(s traces.State, criterionID string) []events.AnnotationAdjudicatedV1 {
-	keys := make([]string, 0, len(s.Adjudications))
-	for k, adj := range s.Adjudications {
-		if adj.CriterionID == criterionID {
-			keys = append(keys, k)
+	var out []events.AnnotationAdjudicatedV1
+	for _, k := range slices.Sorted(maps.Keys(s.Adjudications)) {
+		if adj := s.Adjudications[k]; adj.CriterionID == criterionID {
+			out = append(out, adj)
 		}
-	}
-	sort.Strings(keys)
-	out := make([]events.AnnotationAdjudicatedV1, len(keys))
-	for i, k := range keys {
-		out[i] = s.Adjudications[k]
 	}
 	return out
 }
@@ -443,12 +439,7 @@ func FeedbackTrace(s traces.State) feedback.Trace {
 // hasTargets: the selection has an assistant action extraction would
 // assess (from comments, reactions, or an AI judgment).
 func hasTargets(selected []traces.State) bool {
-	for _, s := range selected {
-		if len(feedback.Targets(FeedbackTrace(s))) > 0 {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(selected, func(s traces.State) bool { return len(feedback.Targets(FeedbackTrace(s))) > 0 })
 }
 
 // ratingsOf is what a model learns from in s: the values of the criterion

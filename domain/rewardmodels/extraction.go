@@ -2,6 +2,7 @@ package rewardmodels
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/criticml/critic/domain"
@@ -179,12 +180,7 @@ func (s *State) takePending(p events.RewardModelFeedbackExtractedV1) []events.Fi
 
 // Recorded reports whether the current attempt has a record for the trace.
 func (s State) recordedTrace(traceID string) bool {
-	for _, r := range s.Extracted {
-		if r.TraceID == traceID {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.Extracted, func(r events.RewardModelFeedbackExtractedV1) bool { return r.TraceID == traceID })
 }
 
 // Reusable finds an earlier record for the same trace input (revision,

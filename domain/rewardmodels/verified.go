@@ -1,7 +1,8 @@
 package rewardmodels
 
 import (
-	"sort"
+	"cmp"
+	"slices"
 	"strings"
 
 	"github.com/criticml/critic/domain"
@@ -143,11 +144,8 @@ func VerifiedComparisons(states []traces.State) []VerifiedComparison {
 			}
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].ChosenTrace.ID != out[j].ChosenTrace.ID {
-			return out[i].ChosenTrace.ID < out[j].ChosenTrace.ID
-		}
-		return out[i].RejectedTrace.ID < out[j].RejectedTrace.ID
+	slices.SortStableFunc(out, func(a, b VerifiedComparison) int {
+		return cmp.Or(strings.Compare(a.ChosenTrace.ID, b.ChosenTrace.ID), strings.Compare(a.RejectedTrace.ID, b.RejectedTrace.ID))
 	})
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/criticml/critic/domain"
@@ -105,7 +106,7 @@ func CompletionEvidence(steps []domain.Step) []int {
 	budget -= len(m)
 	picked = append(picked, m...)
 	picked = append(picked, even(tools, budget)...)
-	return sorted(picked, len(steps))
+	return sorted(picked)
 }
 
 // SectionEvidence picks the evidence of one section: up to PrecedingEvents
@@ -127,7 +128,7 @@ func SectionEvidence(steps []domain.Step, first, last int) (preceding, inside []
 		}
 	}
 	keep = even(keep, MaxSectionEvents)
-	inside = sorted(append(keep, even(rest, MaxSectionEvents-len(keep))...), len(steps))
+	inside = sorted(append(keep, even(rest, MaxSectionEvents-len(keep))...))
 	return preceding, inside
 }
 
@@ -150,18 +151,11 @@ func even(xs []int, n int) []int {
 	return out
 }
 
-func sorted(idx []int, n int) []int {
-	seen := make([]bool, n)
-	for _, i := range idx {
-		seen[i] = true
-	}
-	out := make([]int, 0, len(idx))
-	for i, ok := range seen {
-		if ok {
-			out = append(out, i)
-		}
-	}
-	return out
+// sorted is idx in order, without repeats.
+func sorted(idx []int) []int {
+	out := append([]int{}, idx...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // EvidenceHash identifies the evidence an assessment was made from: the

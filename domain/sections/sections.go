@@ -11,6 +11,7 @@ package sections
 
 import (
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -142,14 +143,10 @@ func labelTasks(n int, lab labels.Labeling) []string {
 	if !anyLabel {
 		return nil
 	}
-	first := ""
-	for i := range out {
-		if set[i] {
-			first = out[i]
-			break
-		}
+	cur := "" // leading steps join the first labeled step's task
+	if i := slices.Index(set, true); i >= 0 {
+		cur = out[i]
 	}
-	cur := first
 	for i := range out {
 		if set[i] {
 			cur = out[i]
@@ -161,15 +158,9 @@ func labelTasks(n int, lab labels.Labeling) []string {
 }
 
 func newSection(steps []domain.Step, ids []string, kind string, first, last int) Section {
-	s := Section{Kind: kind, FirstIndex: first, LastIndex: last, Children: []Section{}}
+	s := Section{Kind: kind, FirstIndex: first, LastIndex: last, Children: []Section{}, Graded: Gradable(steps, first, last)}
 	if first < len(ids) && last < len(ids) {
 		s.FirstStepID, s.LastStepID = ids[first], ids[last]
-	}
-	for i := first; i <= last; i++ {
-		if steps[i].Role == domain.RoleAssistant {
-			s.Graded = true
-			break
-		}
 	}
 	return s
 }
@@ -401,14 +392,7 @@ func nameWords(name string) words {
 }
 
 func (w words) any(names ...string) bool {
-	for _, x := range w {
-		for _, n := range names {
-			if x == n {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(w, func(x string) bool { return slices.Contains(names, x) })
 }
 
 // commandActivity classifies a shell command by its first word(s).
@@ -429,12 +413,7 @@ func commandActivity(cmd string) string {
 }
 
 func hasAny(s string, subs ...string) bool {
-	for _, x := range subs {
-		if strings.Contains(s, x) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(subs, func(x string) bool { return strings.Contains(s, x) })
 }
 
 // command is a shell tool's command line: {command: "..."} (Claude Code) or

@@ -1,6 +1,7 @@
 package stepscores
 
 import (
+	"maps"
 	"math"
 
 	"github.com/criticml/critic/domain/labels"
@@ -180,11 +181,7 @@ func applyCheck(r *StepReward, l labels.Label, reacted bool, c Check) bool {
 	if !ok {
 		return false
 	}
-	probs := make(map[string]float64, len(c.Probabilities))
-	for k, v := range c.Probabilities {
-		probs[k] = v
-	}
-	r.QualityCheck = &CheckResult{Policy: CheckPolicy, Question: q.ID, Model: c.Model, Probabilities: probs, Points: pts}
+	r.QualityCheck = &CheckResult{Policy: CheckPolicy, Question: q.ID, Model: c.Model, Probabilities: maps.Clone(c.Probabilities), Points: pts}
 	line := Line{Rule: RuleQualityCheck, Value: q.ID, Points: pts}
 	if r.Kind == "answer" {
 		// The blend replaces what the label's outcome alone would earn;

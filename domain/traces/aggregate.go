@@ -6,8 +6,10 @@ package traces
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
+	"strconv"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
@@ -118,14 +120,9 @@ type Annotation struct {
 // pair construction and feedback read them in, so a rebuild from the log
 // gives the same dataset.
 func (s State) AnnotationsInOrder() []*Annotation {
-	ids := make([]string, 0, len(s.Annotations))
-	for id := range s.Annotations {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	out := make([]*Annotation, len(ids))
-	for i, id := range ids {
-		out[i] = s.Annotations[id]
+	out := make([]*Annotation, 0, len(s.Annotations))
+	for _, id := range slices.Sorted(maps.Keys(s.Annotations)) {
+		out = append(out, s.Annotations[id])
 	}
 	return out
 }
@@ -144,19 +141,15 @@ func (s *State) Apply(e events.Envelope) error {
 			return err
 		}
 		s.ID, s.Exists, s.Revision, s.ExternalID, s.Steps = p.TraceID, true, p.Revision, p.ExternalID, p.Steps
-		s.SourceID = p.SourceID
-		s.SourceFormat, s.Metadata = p.SourceFormat, p.Metadata
+		s.SourceID, s.SourceFormat, s.Metadata, s.Spans = p.SourceID, p.SourceFormat, p.Metadata, p.Spans
 		s.Title, s.TitleDerived, s.Generated = p.Title, p.TitleDerived, false
-		s.Metadata, s.Spans = p.Metadata, p.Spans
 		s.OTelUnbuilt = nil
 	case events.TraceRevised:
 		var p events.TraceRevisedV1
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		s.Revision = p.Revision
-		s.SourceID = p.SourceID
-		s.SourceFormat, s.Metadata = p.SourceFormat, p.Metadata
+		s.Revision, s.SourceID, s.SourceFormat, s.Metadata = p.Revision, p.SourceID, p.SourceFormat, p.Metadata
 		if p.Title != s.Title || p.TitleDerived {
 			s.Generated = false
 		}
@@ -211,24 +204,18 @@ func (s *State) Apply(e events.Envelope) error {
 		}
 		if p.Relabel {
 			s.Stale = make(map[string]bool, len(s.Labeled))
-			for id := range s.Labeled {
-				s.Stale[id] = true
-			}
+			maps.Copy(s.Stale, s.Labeled) // every labeled chunk, each true
 		}
 	case events.TraceErased:
 		s.Erased = true
 	case events.TraceDeleted:
-		s.Exists = false
-		s.Labeled, s.StepLabels, s.Stale, s.Metadata = nil, nil, nil, nil
+		s.Exists, s.Contribute = false, false
+		s.Labeled, s.StepLabels, s.Stale = nil, nil, nil
 		s.LabelingFailed, s.LabelingFailedError = 0, ""
-		s.Steps = nil
-		s.Title, s.Metadata, s.Spans = "", nil, nil
+		s.Steps, s.Title, s.Metadata, s.Spans = nil, "", nil, nil
 		s.OTelSpans, s.OTelUnbuilt = nil, nil
 		s.Annotations, s.EverAnnotated = nil, nil
-		s.Contribute = false
-		s.Compared = nil
-		s.Comparisons = nil
-		s.Adjudications = nil
+		s.Compared, s.Comparisons, s.Adjudications = nil, nil, nil
 	case events.ComparisonReviewed:
 		var p events.ComparisonReviewedV1
 		_ = e.Decode(&p)
@@ -397,7 +384,7 @@ func decideContent(s State, in ImportInput) (Decision, error) {
 	if sourceID == "" {
 		sourceID = s.SourceID // an earlier explicit id survives an upsert without one
 	}
-	meta := copyMap(t.Metadata)
+	meta := maps.Clone(t.Metadata)
 	if sourceID != "" {
 		if meta == nil {
 			meta = map[string]any{}
@@ -414,14 +401,10 @@ func decideContent(s State, in ImportInput) (Decision, error) {
 	}
 
 	if t.SessionSync {
-		common := len(s.Steps)
-		if len(t.Steps) < common {
-			common = len(t.Steps)
-		}
-		for i := 0; i < common; i++ {
+		for i := range min(len(s.Steps), len(t.Steps)) {
 			if !sameStep(s.Steps[i].Step, t.Steps[i]) {
 				return Decision{}, &domain.SyncError{Message: "trace_sync_error: the session snapshot diverges from the stored trace at step " +
-					itoa(i) + "; the stored trace and its review are kept"}
+					strconv.Itoa(i) + "; the stored trace and its review are kept"}
 			}
 		}
 		if len(t.Steps) <= len(s.Steps) {
@@ -545,25 +528,12 @@ func canonical(v any) (any, error) {
 // stepAnnotationRemovals removes the step-level annotations on the removed
 // steps. Trace-level annotations and those on kept steps survive.
 func (s State) stepAnnotationRemovals(traceID string, removedSteps []string) []events.AnnotationRemovedV1 {
-	gone := make(map[string]bool, len(removedSteps))
-	for _, id := range removedSteps {
-		gone[id] = true
-	}
 	var out []events.AnnotationRemovedV1
-	for _, id := range sortedKeys(s.Annotations) {
-		if step := s.Annotations[id].StepID; step != "" && gone[step] {
+	for _, id := range slices.Sorted(maps.Keys(s.Annotations)) {
+		if step := s.Annotations[id].StepID; step != "" && slices.Contains(removedSteps, step) {
 			out = append(out, events.AnnotationRemovedV1{AnnotationID: id, TraceID: traceID, Reason: events.RemovedStepRemoved})
 		}
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
 
@@ -587,22 +557,6 @@ func sameStep(a, b domain.Step) bool {
 	// Inputs may have gone through JSON once (stored) and not yet (parsed):
 	// compare their canonical JSON.
 	return bytes.Equal(domain.CanonicalToolInput(a.ToolInput), domain.CanonicalToolInput(b.ToolInput))
-}
-
-func copyMap(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
-func itoa(i int) string {
-	b, _ := json.Marshal(i)
-	return string(b)
 }
 
 // Fold rebuilds a trace's state from its stream (id is the trace's, for a

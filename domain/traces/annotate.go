@@ -3,6 +3,8 @@ package traces
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/criticml/critic/domain"
@@ -228,6 +230,13 @@ func DecideEditAnnotation(s State, in EditAnnotationInput) (events.AnnotationEdi
 	}
 	out := events.AnnotationEditedV1{AnnotationID: a.ID, TraceID: s.ID, Rating: a.Rating, Comment: a.Comment,
 		LabelError: a.LabelError, LabelErrorNote: a.LabelErrorNote, EditorID: in.EditorID, Value: a.Value}
+	// Any annotation, a criterion's value too, may be flagged as a label error.
+	if in.LabelError.Set {
+		out.LabelError = in.LabelError.Value != nil && *in.LabelError.Value
+	}
+	if in.LabelErrorNote.Set {
+		out.LabelErrorNote = normComment(in.LabelErrorNote.Value)
+	}
 	if a.CriterionID != "" {
 		return decideEditValue(a, in, out)
 	}
@@ -242,12 +251,6 @@ func DecideEditAnnotation(s State, in EditAnnotationInput) (events.AnnotationEdi
 	}
 	if in.Comment.Set {
 		out.Comment = normComment(in.Comment.Value)
-	}
-	if in.LabelError.Set {
-		out.LabelError = in.LabelError.Value != nil && *in.LabelError.Value
-	}
-	if in.LabelErrorNote.Set {
-		out.LabelErrorNote = normComment(in.LabelErrorNote.Value)
 	}
 	if out.Rating == nil && out.Comment == nil {
 		return out, &domain.ValidationError{Code: "invalid_annotation", Message: "an annotation needs a rating or a comment"}
@@ -266,8 +269,8 @@ func DecideEditAnnotation(s State, in EditAnnotationInput) (events.AnnotationEdi
 
 // decideEditValue is DecideEditAnnotation for a criterion's value: the
 // value may change (checked as when added, and not on an archived
-// criterion) and it may be flagged as a label error; it never gains a
-// rating or a comment.
+// criterion) and it may be flagged as a label error (out carries the flag
+// already); it never gains a rating or a comment.
 func decideEditValue(a *Annotation, in EditAnnotationInput, out events.AnnotationEditedV1) (events.AnnotationEditedV1, error) {
 	bad := func(field, msg string) (events.AnnotationEditedV1, error) {
 		return out, &domain.ValidationError{Code: "invalid_annotation", Field: field, Message: msg}
@@ -295,12 +298,6 @@ func decideEditValue(a *Annotation, in EditAnnotationInput, out events.Annotatio
 		}
 		out.Value = v
 	}
-	if in.LabelError.Set {
-		out.LabelError = in.LabelError.Value != nil && *in.LabelError.Value
-	}
-	if in.LabelErrorNote.Set {
-		out.LabelErrorNote = normComment(in.LabelErrorNote.Value)
-	}
 	return out, nil
 }
 
@@ -312,7 +309,7 @@ func SupersedeValues(s State, authorID, stepID, criterionID, keepID string) Prio
 	if authorID == "" || criterionID == "" {
 		return out
 	}
-	for _, id := range sortedKeys(s.Annotations) {
+	for _, id := range slices.Sorted(maps.Keys(s.Annotations)) {
 		a := s.Annotations[id]
 		if id == keepID || a.AuthorID != authorID || a.StepID != stepID || a.CriterionID != criterionID {
 			continue
@@ -341,7 +338,7 @@ func SupersedeRatings(s State, authorID, stepID, keepID string) PriorRatings {
 	if authorID == "" {
 		return out
 	}
-	for _, id := range sortedKeys(s.Annotations) {
+	for _, id := range slices.Sorted(maps.Keys(s.Annotations)) {
 		a := s.Annotations[id]
 		if id == keepID || a.AuthorID != authorID || a.StepID != stepID || a.Rating == nil {
 			continue
