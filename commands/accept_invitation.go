@@ -50,7 +50,7 @@ type AcceptInvitationHandler struct{ *Streams }
 func (c AcceptInvitationHandler) Handle(ctx context.Context, cmd AcceptInvitation) (AcceptInvitationResult, error) {
 	cmd.Token = strings.TrimSpace(cmd.Token)
 	if cmd.Token == "" {
-		return AcceptInvitationResult{}, &domain.ValidationError{Code: "invalid_request", Field: "token", Message: "token is required"}
+		return AcceptInvitationResult{}, invalidField("token", "token is required")
 	}
 	accountID, _, ok := strings.Cut(cmd.Token, ".")
 	if !ok || accountID == "" {
@@ -67,11 +67,11 @@ func (c AcceptInvitationHandler) Handle(ctx context.Context, cmd AcceptInvitatio
 			return Result{}, err
 		}
 		stream := events.MembersStream(accountID)
-		loaded, err := c.store.LoadStreams(ctx, []string{stream})
+		evs, err := c.loadStream(ctx, stream)
 		if err != nil {
 			return Result{}, err
 		}
-		invs, err := members.Invitations(loaded[stream])
+		invs, err := members.Invitations(evs)
 		if err != nil {
 			return Result{}, err
 		}

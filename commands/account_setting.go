@@ -13,15 +13,12 @@ import (
 // found, and a concurrent change is a conflict the caller may retry.
 func (c *Streams) appendAccountSetting(ctx context.Context, actor Actor, userID, typ string, payload any) (Result, error) {
 	stream := events.UserStream(userID)
-	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	evs, err := c.loadStream(ctx, stream)
 	if err != nil {
 		return Result{}, err
 	}
-	evs := loaded[stream]
 	if len(evs) == 0 {
 		return Result{}, domain.NotFound("user", userID)
 	}
-	return c.append(ctx, actor, map[string]int64{stream: evs[len(evs)-1].Version}, []events.New{{
-		ID: newID(), Stream: stream, OwnerID: userID, Type: typ, Payload: payload,
-	}})
+	return c.appendEvent(ctx, actor, stream, userID, evs[len(evs)-1].Version, typ, payload)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/criticml/critic/domain"
@@ -28,20 +27,15 @@ type ClaimCandidateHandler struct{ *Streams }
 // Handle runs the command.
 func (c ClaimCandidateHandler) Handle(ctx context.Context, cmd ClaimCandidate) (jobs.EvaluatorCandidateClaim, error) {
 	var claim jobs.EvaluatorCandidateClaim
-	_, err := retryOnConflict(func() (Result, error) {
-		s, err := c.EvaluatorState(ctx)
-		if err != nil {
-			return Result{}, err
-		}
+	_, err := c.onEvaluator(ctx, workerActor(cmd.WorkerID), func(s evaluator.State) (string, any, error) {
 		cand, err := s.DecideClaim(cmd.ID)
 		if err != nil {
-			return Result{}, err
+			return "", nil, err
 		}
 		secs := int(cmd.Lease / time.Second)
 		claim = jobs.EvaluatorCandidateClaim{CandidateID: cmd.ID, BaseModel: cand.BaseModel, Epochs: cand.Epochs, DatasetKey: cand.DatasetKey,
 			ArtifactKey: cand.ArtifactKey, IncumbentArtifactKey: cand.IncumbentArtifactKey, LeaseSeconds: secs}
-		return c.appendEvaluator(ctx, workerActor(cmd.WorkerID), s, events.EvaluatorCandidateStarted,
-			events.EvaluatorCandidateStartedV1{CandidateID: cmd.ID, WorkerID: cmd.WorkerID, LeaseSeconds: secs})
+		return events.EvaluatorCandidateStarted, events.EvaluatorCandidateStartedV1{CandidateID: cmd.ID, WorkerID: cmd.WorkerID, LeaseSeconds: secs}, nil
 	})
 	return claim, err
 }
@@ -62,40 +56,36 @@ type CompleteCandidateHandler struct{ *Streams }
 // Handle runs the command.
 func (c CompleteCandidateHandler) Handle(ctx context.Context, cmd CompleteCandidate) (Result, error) {
 	in := cmd.Result
-	return retryOnConflict(func() (Result, error) {
-		s, err := c.EvaluatorState(ctx)
-		if err != nil {
-			return Result{}, err
-		}
+	return c.onEvaluator(ctx, workerActor(cmd.WorkerID), func(s evaluator.State) (string, any, error) {
 		cand, err := s.DecideReport(cmd.ID, cmd.WorkerID)
 		if err != nil {
-			return Result{}, err
+			return "", nil, err
 		}
 		b := s.Benchmark(cand.BenchmarkVersion)
 		if b == nil {
-			return Result{}, fmt.Errorf("candidate %s names benchmark version %d, which the stream does not hold", cmd.ID, cand.BenchmarkVersion)
+			return "", nil, fmt.Errorf("candidate %s names benchmark version %d, which the stream does not hold", cmd.ID, cand.BenchmarkVersion)
 		}
 		if err := evaluator.CheckMargins(b, cand, in.CandidateMargins, in.IncumbentMargins); err != nil {
-			return Result{}, err
+			return "", nil, err
 		}
 		if len(in.Metrics) == 0 || !json.Valid(in.Metrics) {
-			return Result{}, domain.Invalid("metrics must be a JSON object")
+			return "", nil, domain.Invalid("metrics must be a JSON object")
 		}
 		if len(in.ActionRewardStats) == 0 || string(in.ActionRewardStats) == "null" || !json.Valid(in.ActionRewardStats) {
-			return Result{}, domain.Invalid("action_reward_stats is required: the evaluator scores actions, and credit needs the training statistics")
+			return "", nil, domain.Invalid("action_reward_stats is required: the evaluator scores actions, and credit needs the training statistics")
 		}
 		if ok, err := c.store.Blobs().Exists(ctx, cand.ArtifactKey); err != nil {
-			return Result{}, err
+			return "", nil, err
 		} else if !ok {
-			return Result{}, domain.Invalid("no checkpoint at %s: upload it before reporting success", cand.ArtifactKey)
+			return "", nil, domain.Invalid("no checkpoint at %s: upload it before reporting success", cand.ArtifactKey)
 		}
 		inc := in.IncumbentMargins
 		if inc == nil {
 			inc = map[string]float64{}
 		}
-		return c.appendEvaluator(ctx, workerActor(cmd.WorkerID), s, events.EvaluatorCandidateTrained, events.EvaluatorCandidateTrainedV1{
-			CandidateID: cmd.ID, WorkerID: cmd.WorkerID, ArtifactKey: cand.ArtifactKey, Metrics: in.Metrics, ActionRewardStats: in.ActionRewardStats,
-			CandidateMargins: in.CandidateMargins, IncumbentMargins: inc})
+		return events.EvaluatorCandidateTrained, events.EvaluatorCandidateTrainedV1{CandidateID: cmd.ID, WorkerID: cmd.WorkerID,
+			ArtifactKey: cand.ArtifactKey, Metrics: in.Metrics, ActionRewardStats: in.ActionRewardStats,
+			CandidateMargins: in.CandidateMargins, IncumbentMargins: inc}, nil
 	})
 }
 
@@ -111,12 +101,7 @@ type FailCandidateHandler struct{ *Streams }
 
 // Handle runs the command.
 func (c FailCandidateHandler) Handle(ctx context.Context, cmd FailCandidate) (Result, error) {
-	if strings.TrimSpace(cmd.Message) == "" {
-		cmd.Message = "the worker reported a failure without a log"
-	}
-	if r := []rune(cmd.Message); len(r) > 2000 {
-		cmd.Message = string(r[len(r)-2000:])
-	}
+	cmd.Message = failureLog(cmd.Message)
 	return c.onEvaluator(ctx, workerActor(cmd.WorkerID), func(s evaluator.State) (string, any, error) {
 		_, err := s.DecideReport(cmd.ID, cmd.WorkerID)
 		return events.EvaluatorCandidateFailed, events.EvaluatorCandidateFailedV1{CandidateID: cmd.ID, WorkerID: cmd.WorkerID, Error: cmd.Message}, err

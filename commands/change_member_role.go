@@ -30,8 +30,6 @@ func (c ChangeMemberRoleHandler) Handle(ctx context.Context, cmd ChangeMemberRol
 		if err != nil {
 			return Result{}, err
 		}
-		stream := events.MembersStream(cmd.AccountID)
-		return c.append(ctx, Actor{UserID: cmd.AccountID}, map[string]int64{stream: version}, []events.New{
-			{ID: newID(), Stream: stream, OwnerID: cmd.AccountID, Type: events.MemberRoleChanged, Payload: changed}})
+		return c.appendEvent(ctx, Actor{UserID: cmd.AccountID}, events.MembersStream(cmd.AccountID), cmd.AccountID, version, events.MemberRoleChanged, changed)
 	})
 }

@@ -175,6 +175,23 @@ func (c *Streams) append(ctx context.Context, actor Actor, expected map[string]i
 	return Result{LastEventID: envs[len(envs)-1].ID}, nil
 }
 
+// appendEvent appends one event of ownerID to stream, expecting the stream
+// at version (0: it must not exist yet).
+func (c *Streams) appendEvent(ctx context.Context, actor Actor, stream, ownerID string, version int64, typ string, payload any) (Result, error) {
+	return c.append(ctx, actor, map[string]int64{stream: version}, []events.New{{ID: newID(), Stream: stream, OwnerID: ownerID, Type: typ, Payload: payload}})
+}
+
+// loadStream reads one stream, oldest first (nil when it has no events).
+func (c *Streams) loadStream(ctx context.Context, stream string) ([]events.Envelope, error) {
+	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	return loaded[stream], err
+}
+
+// invalidField is the 422 of a request field the command refuses.
+func invalidField(field, msg string) *domain.ValidationError {
+	return &domain.ValidationError{Code: "invalid_request", Field: field, Message: msg}
+}
+
 // retryOnConflict reruns a load-decide-append cycle when another writer moved
 // a stream in between; after three tries the conflict reaches the caller.
 func retryOnConflict(fn func() (Result, error)) (Result, error) {

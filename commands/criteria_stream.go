@@ -9,20 +9,17 @@ import (
 
 // criteria loads an account's criteria.
 func (c *Streams) criteria(ctx context.Context, ownerID string) (criteria.State, error) {
-	stream := events.CriteriaStream(ownerID)
-	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	evs, err := c.loadStream(ctx, events.CriteriaStream(ownerID))
 	if err != nil {
 		return criteria.State{}, err
 	}
-	return criteria.Fold(loaded[stream])
+	return criteria.Fold(evs)
 }
 
 // appendToCriteria appends one event to the actor's criteria stream at the
 // loaded state's version.
 func (c *Streams) appendToCriteria(ctx context.Context, actor Actor, st criteria.State, typ string, payload any) (Result, error) {
-	stream := events.CriteriaStream(actor.UserID)
-	return c.append(ctx, actor, map[string]int64{stream: st.Version}, []events.New{{
-		ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: typ, Payload: payload}})
+	return c.appendEvent(ctx, actor, events.CriteriaStream(actor.UserID), actor.UserID, st.Version, typ, payload)
 }
 
 // onCriteria is decideOn for the actor's criteria stream.

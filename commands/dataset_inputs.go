@@ -15,13 +15,12 @@ import (
 // audit` must rebuild from the very same position (the read model does not
 // keep event positions).
 func (c *Streams) QueuedAt(ctx context.Context, st rewardmodels.State) (int64, error) {
-	stream := events.RewardModelStream(st.ID)
-	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	evs, err := c.loadStream(ctx, events.RewardModelStream(st.ID))
 	if err != nil {
 		return 0, err
 	}
 	var seq int64
-	for _, e := range loaded[stream] {
+	for _, e := range evs {
 		if e.Type == events.RewardModelRequested || e.Type == events.RewardModelRetried {
 			seq = e.Seq
 		}

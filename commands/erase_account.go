@@ -52,11 +52,10 @@ func (p AccountErasure) Counts() map[string]int {
 func (c *Streams) PlanAccountErasure(ctx context.Context, accountID string) (AccountErasure, error) {
 	p := AccountErasure{AccountID: accountID}
 	user := events.UserStream(accountID)
-	loaded, err := c.store.LoadStreams(ctx, []string{user})
+	uevs, err := c.loadStream(ctx, user)
 	if err != nil {
 		return p, err
 	}
-	uevs := loaded[user]
 	if len(uevs) == 0 || uevs[0].Type != events.UserCreated {
 		return p, domain.NotFound("user", accountID)
 	}
@@ -215,16 +214,12 @@ func (c EraseAccountHandler) Handle(ctx context.Context, cmd EraseAccount) (Acco
 	}
 	user := events.UserStream(cmd.AccountID)
 	r, err := retryOnConflict(func() (Result, error) {
-		loaded, err := c.store.LoadStreams(ctx, []string{user})
+		evs, err := c.loadStream(ctx, user)
 		if err != nil {
 			return Result{}, err
 		}
-		evs := loaded[user]
-		return c.append(ctx, Actor{}, map[string]int64{user: evs[len(evs)-1].Version}, []events.New{{
-			ID: newID(), Stream: user, OwnerID: cmd.AccountID, Type: events.AccountErased,
-			Payload: events.AccountErasedV1{AccountID: cmd.AccountID, By: cmd.By, Reason: cmd.Reason,
-				At: time.Now().UTC().Format(time.RFC3339), Counts: p.Counts()},
-		}})
+		return c.appendEvent(ctx, Actor{}, user, cmd.AccountID, evs[len(evs)-1].Version, events.AccountErased,
+			events.AccountErasedV1{AccountID: cmd.AccountID, By: cmd.By, Reason: cmd.Reason, At: time.Now().UTC().Format(time.RFC3339), Counts: p.Counts()})
 	})
 	return p, r, err
 }

@@ -97,13 +97,7 @@ type FailEvaluatorScoringHandler struct{ *Streams }
 // Handle runs the command.
 func (c FailEvaluatorScoringHandler) Handle(ctx context.Context, cmd FailEvaluatorScoring) (Result, error) {
 	in := cmd.Failure
-	msg := strings.TrimSpace(in.Error)
-	if msg == "" {
-		msg = "the worker reported a failure without a log"
-	}
-	if r := []rune(msg); len(r) > 2000 {
-		msg = string(r[len(r)-2000:])
-	}
+	msg := failureLog(strings.TrimSpace(in.Error))
 	return retryOnConflict(func() (Result, error) {
 		t, live, err := c.scoringTarget(ctx, cmd.TraceID)
 		if err != nil {
@@ -125,13 +119,12 @@ type evaluatorTrace struct {
 }
 
 func (c *Streams) loadEvaluatorTrace(ctx context.Context, traceID string) (evaluatorTrace, error) {
-	stream := events.TraceStream(traceID)
-	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	evs, err := c.loadStream(ctx, events.TraceStream(traceID))
 	if err != nil {
 		return evaluatorTrace{}, err
 	}
 	t := evaluatorTrace{scored: map[[2]int]bool{}}
-	for _, e := range loaded[stream] {
+	for _, e := range evs {
 		if err := t.Apply(e); err != nil {
 			return evaluatorTrace{}, err
 		}

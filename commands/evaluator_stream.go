@@ -13,20 +13,19 @@ import (
 // Every evaluator command decides on it; the read model keeps only the
 // releases and benchmarks, not candidates' leases and margins.
 func (c *Streams) EvaluatorState(ctx context.Context) (evaluator.State, error) {
-	loaded, err := c.store.LoadStreams(ctx, []string{events.EvaluatorStream})
+	evs, err := c.loadStream(ctx, events.EvaluatorStream)
 	if err != nil {
 		return evaluator.State{}, err
 	}
 	var s evaluator.State
-	for _, e := range loaded[events.EvaluatorStream] {
+	for _, e := range evs {
 		s.Apply(e)
 	}
 	return s, nil
 }
 
 func (c *Streams) appendEvaluator(ctx context.Context, actor Actor, s evaluator.State, typ string, payload any) (Result, error) {
-	return c.append(ctx, actor, map[string]int64{events.EvaluatorStream: s.Version}, []events.New{{ID: newID(), Stream: events.EvaluatorStream,
-		OwnerID: events.SystemOwnerID, Type: typ, Payload: payload}})
+	return c.appendEvent(ctx, actor, events.EvaluatorStream, events.SystemOwnerID, s.Version, typ, payload)
 }
 
 // candidateOrLatest returns the named candidate, or the last trained one.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/criticml/critic/domain"
@@ -143,19 +144,17 @@ func (c RecordFeedbackHandler) Handle(ctx context.Context, cmd RecordFeedback) (
 			return Result{}, err
 		}
 		var tr *feedback.Trace
-		for _, id := range st.Requested.TraceIDs {
-			if id != p.TraceID {
-				continue
-			}
+		if slices.Contains(st.Requested.TraceIDs, p.TraceID) {
 			asOf, err := c.QueuedAt(ctx, st)
 			if err != nil {
 				return Result{}, err
 			}
-			loaded, err := c.store.LoadStreamsAsOf(ctx, []string{events.TraceStream(id)}, asOf)
+			stream := events.TraceStream(p.TraceID)
+			loaded, err := c.store.LoadStreamsAsOf(ctx, []string{stream}, asOf)
 			if err != nil {
 				return Result{}, err
 			}
-			s, err := traces.Fold("", loaded[events.TraceStream(id)])
+			s, err := traces.Fold("", loaded[stream])
 			if err != nil {
 				return Result{}, err
 			}
@@ -324,11 +323,7 @@ func (c *Streams) extractionJob() jobActions {
 			return jobAck(FinishExtractionHandler{c}.Handle(ctx, FinishExtraction{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt}))
 		}),
 		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			msg := r.Error
-			if msg == "" {
-				msg = "the worker reported a failure without a log"
-			}
-			return jobAck(FinishExtractionHandler{c}.Handle(ctx, FinishExtraction{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt, Error: msg}))
+			return jobAck(FinishExtractionHandler{c}.Handle(ctx, FinishExtraction{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt, Error: orNoLog(r.Error)}))
 		}),
 		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
 			return jobAck(HandBackExtractionHandler{c}.Handle(ctx, HandBackExtraction{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt, Reason: r.Reason}))

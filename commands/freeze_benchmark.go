@@ -40,13 +40,13 @@ func (c *Streams) evaluatorTracesAsOf(ctx context.Context, asOf int64) ([]traces
 
 // benchmarks returns the evaluator stream's frozen versions and its version.
 func (c *Streams) benchmarks(ctx context.Context) ([]events.EvaluatorBenchmarkFrozenV1, int64, error) {
-	loaded, err := c.store.LoadStreams(ctx, []string{events.EvaluatorStream})
+	evs, err := c.loadStream(ctx, events.EvaluatorStream)
 	if err != nil {
 		return nil, 0, err
 	}
 	var out []events.EvaluatorBenchmarkFrozenV1
 	var version int64
-	for _, e := range loaded[events.EvaluatorStream] {
+	for _, e := range evs {
 		version = e.Version
 		if e.Type == events.EvaluatorBenchmarkFrozen {
 			var p events.EvaluatorBenchmarkFrozenV1
@@ -97,8 +97,7 @@ func (c FreezeBenchmarkHandler) Handle(ctx context.Context, cmd FreezeBenchmark)
 		// stream is sealed with no trace's key (issue 37).
 		stored := out.Benchmark
 		stored.Items = withoutText(b.Items)
-		return c.append(ctx, Actor{}, map[string]int64{events.EvaluatorStream: version}, []events.New{{ID: newID(), Stream: events.EvaluatorStream,
-			OwnerID: events.SystemOwnerID, Type: events.EvaluatorBenchmarkFrozen, Payload: stored}})
+		return c.appendEvent(ctx, Actor{}, events.EvaluatorStream, events.SystemOwnerID, version, events.EvaluatorBenchmarkFrozen, stored)
 	})
 	if err != nil {
 		return FreezeBenchmarkResult{}, err

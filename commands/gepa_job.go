@@ -71,13 +71,12 @@ func (c ExpireGepaLeaseHandler) Handle(ctx context.Context, cmd ExpireGepaLease)
 }
 
 func (c *Streams) loadGepa(ctx context.Context, runID string) (rewardmodels.GepaState, error) {
-	stream := events.GepaRunStream(runID)
-	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	evs, err := c.loadStream(ctx, events.GepaRunStream(runID))
 	if err != nil {
 		return rewardmodels.GepaState{}, err
 	}
 	var st rewardmodels.GepaState
-	for _, e := range loaded[stream] {
+	for _, e := range evs {
 		if err := st.Apply(e); err != nil {
 			return rewardmodels.GepaState{}, err
 		}
@@ -89,8 +88,7 @@ func (c *Streams) loadGepa(ctx context.Context, runID string) (rewardmodels.Gepa
 }
 
 func (c *Streams) appendToGepa(ctx context.Context, actor Actor, st rewardmodels.GepaState, typ string, payload any) (Result, error) {
-	stream := events.GepaRunStream(st.Requested.RunID)
-	return c.append(ctx, actor, map[string]int64{stream: st.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: typ, Payload: payload}})
+	return c.appendEvent(ctx, actor, events.GepaRunStream(st.Requested.RunID), st.OwnerID, st.Version, typ, payload)
 }
 
 func unit(x float64) bool { return !math.IsNaN(x) && x >= 0 && x <= 1 }

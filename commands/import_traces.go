@@ -68,7 +68,7 @@ type ImportTracesHandler struct{ *Streams }
 func (c ImportTracesHandler) Handle(ctx context.Context, cmd ImportTraces) (ImportResult, error) {
 	in := cmd.Input
 	if in.SourceID != "" && utf8.RuneCountInString(in.SourceID) > 200 {
-		return ImportResult{}, &domain.ValidationError{Code: "invalid_request", Field: "source_id", Message: "source_id must be 1–200 characters"}
+		return ImportResult{}, invalidField("source_id", "source_id must be 1–200 characters")
 	}
 	if err := domain.CheckText("source_id", in.SourceID, domain.MaxIDBytes); err != nil {
 		return ImportResult{}, err
@@ -218,30 +218,24 @@ func (c *Streams) decideImports(ctx context.Context, actor Actor, parsed []domai
 		if d.NoOp && len(d.Annotations) == 0 {
 			continue
 		}
+		var decided []events.New
 		if !d.NoOp {
-			evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: d.Type, Payload: d.Payload})
+			decided = append(decided, events.New{Type: d.Type, Payload: d.Payload})
 		}
 		for _, rm := range d.Removals {
-			evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: events.AnnotationRemoved, Payload: rm})
+			decided = append(decided, events.New{Type: events.AnnotationRemoved, Payload: rm})
 		}
 		for _, a := range d.Annotations {
-			evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: actor.UserID, Type: events.AnnotationAdded, Payload: a})
+			decided = append(decided, events.New{Type: events.AnnotationAdded, Payload: a})
 		}
-		if occurrences[ids[i]]--; occurrences[ids[i]] > 0 {
-			// A later line of the same payload touches this trace again: it
-			// must decide on the state these events produce.
-			if !d.NoOp {
-				if err := apply(st, actor.UserID, d.Type, d.Payload); err != nil {
-					return importPlan{}, err
-				}
-			}
-			for _, rm := range d.Removals {
-				if err := apply(st, actor.UserID, events.AnnotationRemoved, rm); err != nil {
-					return importPlan{}, err
-				}
-			}
-			for _, a := range d.Annotations {
-				if err := apply(st, actor.UserID, events.AnnotationAdded, a); err != nil {
+		// A later line of the same payload that touches this trace again
+		// must decide on the state these events produce.
+		occurrences[ids[i]]--
+		for _, e := range decided {
+			e.ID, e.Stream, e.OwnerID = newID(), stream, actor.UserID
+			evs = append(evs, e)
+			if occurrences[ids[i]] > 0 {
+				if err := apply(st, actor.UserID, e.Type, e.Payload); err != nil {
 					return importPlan{}, err
 				}
 			}

@@ -18,19 +18,17 @@ type IssueAPIKeyHandler struct{ *Streams }
 
 // Handle runs the command.
 func (c IssueAPIKeyHandler) Handle(ctx context.Context, cmd IssueAPIKey) (CreateUserResult, error) {
-	loaded, err := c.store.LoadStreams(ctx, []string{events.UserStream(cmd.UserID)})
+	user, err := c.loadStream(ctx, events.UserStream(cmd.UserID))
 	if err != nil {
 		return CreateUserResult{}, err
 	}
-	if len(loaded[events.UserStream(cmd.UserID)]) == 0 {
+	if len(user) == 0 {
 		return CreateUserResult{}, domain.NotFound("user", cmd.UserID)
 	}
 	key, hash := NewAPIKey()
 	keyID := newID()
-	r, err := c.append(ctx, Actor{}, map[string]int64{events.APIKeyStream(keyID): 0}, []events.New{{
-		ID: newID(), Stream: events.APIKeyStream(keyID), OwnerID: cmd.UserID, Type: events.APIKeyIssued,
-		Payload: events.APIKeyIssuedV1{KeyID: keyID, UserID: cmd.UserID, KeyHash: hash, ReadOnly: cmd.ReadOnly, KeyPrefix: APIKeyPrefix(key)},
-	}})
+	r, err := c.appendEvent(ctx, Actor{}, events.APIKeyStream(keyID), cmd.UserID, 0, events.APIKeyIssued,
+		events.APIKeyIssuedV1{KeyID: keyID, UserID: cmd.UserID, KeyHash: hash, ReadOnly: cmd.ReadOnly, KeyPrefix: APIKeyPrefix(key)})
 	if err != nil {
 		return CreateUserResult{}, err
 	}

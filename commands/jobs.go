@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/criticml/critic/domain"
@@ -41,7 +42,7 @@ func (c JobHandler) Handle(ctx context.Context, cmd Job) (any, error) {
 		return nil, domain.NotFound("worker-service action", string(cmd.Kind)+"/"+cmd.Action)
 	}
 	if cmd.Call.WorkerID == "" {
-		return nil, &domain.ValidationError{Code: "invalid_request", Field: "worker_id", Message: "worker_id is required"}
+		return nil, invalidField("worker_id", "worker_id is required")
 	}
 	return fn(ctx, cmd.Call, cmd.ID, cmd.Lease)
 }
@@ -100,13 +101,36 @@ func strictField(raw json.RawMessage, v any, field string) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return &domain.ValidationError{Code: "invalid_request", Field: field, Message: "malformed " + field + ": " + err.Error()}
+		return invalidField(field, "malformed "+field+": "+err.Error())
 	}
 	return nil
 }
 
 // jobAck is the answer to a report: ok when it was recorded.
 func jobAck(_ Result, err error) (any, error) { return jobs.Ack{OK: err == nil}, err }
+
+// noLog is what a failure records when the worker sent no log.
+const noLog = "the worker reported a failure without a log"
+
+// orNoLog is a worker's failure log as sent, or noLog when it sent none.
+func orNoLog(msg string) string {
+	if msg == "" {
+		return noLog
+	}
+	return msg
+}
+
+// failureLog is a worker's failure log as an evaluator failure records it:
+// its last 2,000 runes (the end of a log says why), or noLog when blank.
+func failureLog(msg string) string {
+	if strings.TrimSpace(msg) == "" {
+		return noLog
+	}
+	if r := []rune(msg); len(r) > 2000 {
+		return string(r[len(r)-2000:])
+	}
+	return msg
+}
 
 // decideOn is how a job's command runs: load the job's stream, decide the
 // one event it leads to (typ "": nothing to append), and append it at the

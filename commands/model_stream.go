@@ -14,12 +14,10 @@ import (
 // shows (which may lag, or already show a fast worker's later events).
 // Another owner's model is not found.
 func (c *Streams) ModelEvents(ctx context.Context, ownerID, modelID string) ([]events.Envelope, error) {
-	stream := events.RewardModelStream(modelID)
-	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	evs, err := c.loadStream(ctx, events.RewardModelStream(modelID))
 	if err != nil {
 		return nil, err
 	}
-	evs := loaded[stream]
 	if len(evs) == 0 || evs[0].OwnerID != ownerID {
 		return nil, domain.NotFound("reward model", modelID)
 	}
@@ -29,12 +27,11 @@ func (c *Streams) ModelEvents(ctx context.Context, ownerID, modelID string) ([]e
 // loadModel returns a model's state; another owner's (ownerID != "") or a
 // missing model is not found.
 func (c *Streams) loadModel(ctx context.Context, ownerID, modelID string) (rewardmodels.State, error) {
-	stream := events.RewardModelStream(modelID)
-	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	evs, err := c.loadStream(ctx, events.RewardModelStream(modelID))
 	if err != nil {
 		return rewardmodels.State{}, err
 	}
-	st, err := rewardmodels.Fold(loaded[stream])
+	st, err := rewardmodels.Fold(evs)
 	if err != nil {
 		return rewardmodels.State{}, err
 	}

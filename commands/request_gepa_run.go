@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
@@ -60,15 +59,13 @@ func (c RequestGepaRunHandler) Handle(ctx context.Context, cmd RequestGepaRun) (
 	}
 	for field, v := range map[string]string{"task_model": task, "reflection_model": refl} {
 		if !modelStringRE.MatchString(v) {
-			return RequestGepaResult{}, &domain.ValidationError{Code: "invalid_request", Field: field,
-				Message: field + " must be a LiteLLM model string: openai/<model> or anthropic/<model> (openai/<name> with task_api_base for an OpenAI-compatible server)"}
+			return RequestGepaResult{}, invalidField(field, field+" must be a LiteLLM model string: openai/<model> or anthropic/<model> (openai/<name> with task_api_base for an OpenAI-compatible server)")
 		}
 	}
 	if in.MaxMetricCalls != nil {
 		budget = *in.MaxMetricCalls
 		if budget < 1 || budget > rewardmodels.MaxGepaMetricCalls {
-			return RequestGepaResult{}, &domain.ValidationError{Code: "invalid_request", Field: "max_metric_calls",
-				Message: fmt.Sprintf("max_metric_calls must be between 1 and %d", rewardmodels.MaxGepaMetricCalls)}
+			return RequestGepaResult{}, invalidField("max_metric_calls", fmt.Sprintf("max_metric_calls must be between 1 and %d", rewardmodels.MaxGepaMetricCalls))
 		}
 	}
 	var base *string
@@ -76,7 +73,7 @@ func (c RequestGepaRunHandler) Handle(ctx context.Context, cmd RequestGepaRun) (
 		// The syntax here; where it may connect is checked by the worker on
 		// every dial (platform/egress).
 		if err := egress.CheckURL(*in.TaskAPIBase); err != nil {
-			return RequestGepaResult{}, &domain.ValidationError{Code: "invalid_request", Field: "task_api_base", Message: "task_api_base " + err.Error()}
+			return RequestGepaResult{}, invalidField("task_api_base", "task_api_base "+err.Error())
 		}
 		b := *in.TaskAPIBase
 		base = &b
@@ -84,16 +81,14 @@ func (c RequestGepaRunHandler) Handle(ctx context.Context, cmd RequestGepaRun) (
 	var sealed string
 	if in.TaskAPIKey != nil && *in.TaskAPIKey != "" {
 		if base == nil {
-			return RequestGepaResult{}, &domain.ValidationError{Code: "invalid_request", Field: "task_api_key",
-				Message: "task_api_key is sent only to task_api_base: set task_api_base too"}
+			return RequestGepaResult{}, invalidField("task_api_key", "task_api_key is sent only to task_api_base: set task_api_base too")
 		}
 		if len(*in.TaskAPIKey) > 4096 || strings.ContainsAny(*in.TaskAPIKey, "\x00\r\n") {
-			return RequestGepaResult{}, &domain.ValidationError{Code: "invalid_request", Field: "task_api_key",
-				Message: "task_api_key must be at most 4096 bytes on one line"}
+			return RequestGepaResult{}, invalidField("task_api_key", "task_api_key must be at most 4096 bytes on one line")
 		}
 		var err error
 		if sealed, err = c.seal(*in.TaskAPIKey); err != nil {
-			return RequestGepaResult{}, &domain.ValidationError{Code: "invalid_request", Field: "task_api_key", Message: "task_api_key cannot be accepted: " + err.Error()}
+			return RequestGepaResult{}, invalidField("task_api_key", "task_api_key cannot be accepted: "+err.Error())
 		}
 	}
 	m, err := c.loadModel(ctx, cmd.Actor.UserID, in.ModelID)
@@ -143,10 +138,8 @@ func (c RequestGepaRunHandler) Handle(ctx context.Context, cmd RequestGepaRun) (
 	if err := c.store.Blobs().Put(ctx, key, buf.Bytes()); err != nil {
 		return RequestGepaResult{}, err
 	}
-	stream := events.GepaRunStream(runID)
-	r, err := c.append(ctx, cmd.Actor, map[string]int64{stream: 0}, []events.New{{ID: newID(), Stream: stream, OwnerID: cmd.Actor.UserID,
-		Type: events.GepaRunRequested, Payload: events.GepaRunRequestedV1{RunID: runID, ModelID: m.ID, TaskModel: task, TaskAPIBase: base, TaskAPIKeySealed: sealed,
-			ReflectionModel: refl, MaxMetricCalls: budget, ExamplesKey: key, Examples: n, ArtifactKey: m.Success.ArtifactKey,
-			InputVersion: m.Config.InputVersion}}})
+	r, err := c.appendEvent(ctx, cmd.Actor, events.GepaRunStream(runID), cmd.Actor.UserID, 0, events.GepaRunRequested, events.GepaRunRequestedV1{
+		RunID: runID, ModelID: m.ID, TaskModel: task, TaskAPIBase: base, TaskAPIKeySealed: sealed, ReflectionModel: refl, MaxMetricCalls: budget,
+		ExamplesKey: key, Examples: n, ArtifactKey: m.Success.ArtifactKey, InputVersion: m.Config.InputVersion})
 	return RequestGepaResult{Result: r, RunID: runID}, err
 }

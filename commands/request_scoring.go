@@ -41,12 +41,12 @@ func (c RequestScoringHandler) Handle(ctx context.Context, cmd RequestScoring) (
 			return Result{}, err
 		}
 		stream := events.ScoringStream(cmd.TraceID, cmd.ModelID)
-		loaded, err := c.store.LoadStreams(ctx, []string{stream})
+		evs, err := c.loadStream(ctx, stream)
 		if err != nil {
 			return Result{}, err
 		}
 		var sc rewardmodels.ScoringState
-		for _, e := range loaded[stream] {
+		for _, e := range evs {
 			if err := sc.Apply(e); err != nil {
 				return Result{}, err
 			}

@@ -35,6 +35,9 @@ type TrainingConfig struct {
 	ExcludeDisputed *bool
 }
 
+// badConfig refuses the training_config field named.
+func badConfig(field, msg string) error { return invalidField("training_config."+field, msg) }
+
 // checkConfig applies training_config's defaults and refuses what cannot
 // run, naming the field.
 func checkConfig(in *TrainingConfig) (events.TrainingConfig, error) {
@@ -42,20 +45,17 @@ func checkConfig(in *TrainingConfig) (events.TrainingConfig, error) {
 	if in == nil {
 		return cfg, nil
 	}
-	bad := func(field, msg string) error {
-		return &domain.ValidationError{Code: "invalid_request", Field: "training_config." + field, Message: msg}
-	}
 	if in.AnnotationSource != nil {
 		switch *in.AnnotationSource {
 		case events.SourceExplicit, events.SourceFeedback, events.SourceAutomatic:
 			cfg.AnnotationSource = *in.AnnotationSource
 		default:
-			return cfg, bad("annotation_source", fmt.Sprintf("%q is not explicit, feedback or automatic", *in.AnnotationSource))
+			return cfg, badConfig("annotation_source", fmt.Sprintf("%q is not explicit, feedback or automatic", *in.AnnotationSource))
 		}
 	}
 	if in.InputVersion != nil {
 		if *in.InputVersion != 1 && *in.InputVersion != 3 {
-			return cfg, bad("input_version", fmt.Sprintf("input_version must be 1 or 3, not %d", *in.InputVersion))
+			return cfg, badConfig("input_version", fmt.Sprintf("input_version must be 1 or 3, not %d", *in.InputVersion))
 		}
 		cfg.InputVersion = *in.InputVersion
 	}
@@ -64,12 +64,12 @@ func checkConfig(in *TrainingConfig) (events.TrainingConfig, error) {
 	}
 	if in.CriteriaSet {
 		if len(in.Criteria) < 1 || len(in.Criteria) > 12 {
-			return cfg, bad("criteria", "give 1–12 criteria, or leave criteria out for the four defaults")
+			return cfg, badConfig("criteria", "give 1–12 criteria, or leave criteria out for the four defaults")
 		}
 		for i, c := range in.Criteria {
 			c = strings.TrimSpace(c)
 			if n := utf8.RuneCountInString(c); n < 1 || n > 500 {
-				return cfg, bad(fmt.Sprintf("criteria[%d]", i), "each criterion must be 1–500 characters")
+				return cfg, badConfig(fmt.Sprintf("criteria[%d]", i), "each criterion must be 1–500 characters")
 			}
 			cfg.Criteria = append(cfg.Criteria, c)
 		}
@@ -109,10 +109,10 @@ func (c RequestTrainingHandler) Handle(ctx context.Context, cmd RequestTraining)
 	in := cmd.Input
 	in.Name = strings.TrimSpace(in.Name)
 	if n := utf8.RuneCountInString(in.Name); n < 1 || n > 200 {
-		return RequestTrainingResult{}, &domain.ValidationError{Code: "invalid_request", Field: "name", Message: "name must be 1–200 characters"}
+		return RequestTrainingResult{}, invalidField("name", "name must be 1–200 characters")
 	}
 	if len(in.TraceIDs) == 0 {
-		return RequestTrainingResult{}, &domain.ValidationError{Code: "invalid_request", Field: "trace_ids", Message: "select at least one trace"}
+		return RequestTrainingResult{}, invalidField("trace_ids", "select at least one trace")
 	}
 	if in.BaseModel == "" {
 		in.BaseModel = rewardmodels.DefaultBaseModel
@@ -124,13 +124,13 @@ func (c RequestTrainingHandler) Handle(ctx context.Context, cmd RequestTraining)
 		in.Epochs = rewardmodels.DefaultEpochs
 	}
 	if in.Epochs < 1 || in.Epochs > 100 {
-		return RequestTrainingResult{}, &domain.ValidationError{Code: "invalid_request", Field: "epochs", Message: "epochs must be 1–100"}
+		return RequestTrainingResult{}, invalidField("epochs", "epochs must be 1–100")
 	}
 	if in.MaxPairs == 0 {
 		in.MaxPairs = domain.DefaultMaxPairs
 	}
 	if in.MaxPairs < 1 || in.MaxPairs > 1_000_000 {
-		return RequestTrainingResult{}, &domain.ValidationError{Code: "invalid_request", Field: "max_pairs", Message: "max_pairs must be 1–1000000"}
+		return RequestTrainingResult{}, invalidField("max_pairs", "max_pairs must be 1–1000000")
 	}
 	cfg, err := checkConfig(in.Config)
 	if err != nil {
@@ -159,12 +159,10 @@ func (c RequestTrainingHandler) Handle(ctx context.Context, cmd RequestTraining)
 		}
 	}
 	modelID := newID()
-	stream := events.RewardModelStream(modelID)
 	p := events.RewardModelRequestedV1{ModelID: modelID, Name: in.Name, BaseModel: in.BaseModel,
 		Compute: c.compute, Epochs: in.Epochs, MaxPairs: in.MaxPairs, TraceIDs: ids,
 		TrainingConfig: &cfg, FeedbackPlan: feedbackPlan(c.feedback, cfg)}
-	r, err := c.append(ctx, cmd.Actor, map[string]int64{stream: 0}, []events.New{{ID: newID(), Stream: stream, OwnerID: cmd.Actor.UserID,
-		Type: events.RewardModelRequested, Payload: p}})
+	r, err := c.appendEvent(ctx, cmd.Actor, events.RewardModelStream(modelID), cmd.Actor.UserID, 0, events.RewardModelRequested, p)
 	return RequestTrainingResult{Result: r, ModelID: modelID, Requested: p}, err
 }
 
@@ -173,11 +171,8 @@ func (c RequestTrainingHandler) Handle(ctx context.Context, cmd RequestTraining)
 // ratings as the model's only supervision — so annotation_source is
 // explicit, and asking for another source with it is refused.
 func (c *Streams) criterionConfig(ctx context.Context, actor Actor, cfg events.TrainingConfig, in *TrainingConfig) (events.TrainingConfig, error) {
-	bad := func(field, msg string) error {
-		return &domain.ValidationError{Code: "invalid_request", Field: "training_config." + field, Message: msg}
-	}
 	if in.AnnotationSource != nil && *in.AnnotationSource != events.SourceExplicit {
-		return cfg, bad("annotation_source", fmt.Sprintf("a model trained on a criterion learns from its values alone: annotation_source must be explicit or absent, not %q", *in.AnnotationSource))
+		return cfg, badConfig("annotation_source", fmt.Sprintf("a model trained on a criterion learns from its values alone: annotation_source must be explicit or absent, not %q", *in.AnnotationSource))
 	}
 	st, err := c.criteria(ctx, actor.UserID)
 	if err != nil {
@@ -185,7 +180,7 @@ func (c *Streams) criterionConfig(ctx context.Context, actor Actor, cfg events.T
 	}
 	cr, ok := st.Get(*in.Criterion)
 	if !ok {
-		return cfg, bad("criterion", fmt.Sprintf("the account has no criterion %q (GET /criteria lists them)", *in.Criterion))
+		return cfg, badConfig("criterion", fmt.Sprintf("the account has no criterion %q (GET /criteria lists them)", *in.Criterion))
 	}
 	cfg.AnnotationSource, cfg.Criterion, cfg.CriterionName = events.SourceExplicit, cr.ID, cr.Name
 	return cfg, nil

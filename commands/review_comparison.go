@@ -64,10 +64,10 @@ type ReviewComparisonHandler struct{ *Streams }
 func (c ReviewComparisonHandler) Handle(ctx context.Context, cmd ReviewComparison) (ComparisonResult, error) {
 	in := cmd.Input
 	if in.ModelID == "" {
-		return ComparisonResult{}, &domain.ValidationError{Code: "invalid_request", Field: "model_id", Message: "model_id is required"}
+		return ComparisonResult{}, invalidField("model_id", "model_id is required")
 	}
 	if in.FindingID == "" {
-		return ComparisonResult{}, &domain.ValidationError{Code: "invalid_request", Field: "finding_id", Message: "finding_id is required"}
+		return ComparisonResult{}, invalidField("finding_id", "finding_id is required")
 	}
 	if modelB, _, ok := comparisons.ParseModelsKey(in.FindingID); ok {
 		return c.reviewModelComparison(ctx, cmd.Actor, in, modelB)

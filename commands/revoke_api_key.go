@@ -24,11 +24,10 @@ func (c RevokeAPIKeyHandler) Handle(ctx context.Context, cmd RevokeAPIKey) (Resu
 
 func (c *Streams) revokeAPIKey(ctx context.Context, keyID string) (Result, error) {
 	stream := events.APIKeyStream(keyID)
-	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	evs, err := c.loadStream(ctx, stream)
 	if err != nil {
 		return Result{}, err
 	}
-	evs := loaded[stream]
 	if len(evs) == 0 || evs[0].Type != events.APIKeyIssued {
 		return Result{}, domain.NotFound("API key", keyID)
 	}
@@ -41,8 +40,6 @@ func (c *Streams) revokeAPIKey(ctx context.Context, keyID string) (Result, error
 			return Result{}, &domain.ConflictError{Code: "already_revoked", Message: "API key " + keyID + " is already revoked"}
 		}
 	}
-	return c.append(ctx, Actor{}, map[string]int64{stream: evs[len(evs)-1].Version}, []events.New{{
-		ID: newID(), Stream: stream, OwnerID: issued.UserID, Type: events.APIKeyRevoked,
-		Payload: events.APIKeyRevokedV1{KeyID: keyID, UserID: issued.UserID},
-	}})
+	return c.appendEvent(ctx, Actor{}, stream, issued.UserID, evs[len(evs)-1].Version, events.APIKeyRevoked,
+		events.APIKeyRevokedV1{KeyID: keyID, UserID: issued.UserID})
 }

@@ -59,13 +59,12 @@ func (c ClaimScoreBatchHandler) Handle(ctx context.Context, cmd ClaimScoreBatch)
 // loadBatch reads a background batch's request; a batch that does not
 // exist, or of another model than the job names, is not claimable.
 func (c *Streams) loadBatch(ctx context.Context, batchID, modelID string) (events.ScoringBatchRequestedV1, error) {
-	stream := events.ScoringBatchStream(batchID)
-	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	evs, err := c.loadStream(ctx, events.ScoringBatchStream(batchID))
 	if err != nil {
 		return events.ScoringBatchRequestedV1{}, err
 	}
 	var b events.ScoringBatchRequestedV1
-	for _, e := range loaded[stream] {
+	for _, e := range evs {
 		if e.Type == events.ScoringBatchRequested {
 			if err := e.DecodeOrFail(&b); err != nil {
 				return events.ScoringBatchRequestedV1{}, err
@@ -141,8 +140,7 @@ func (c *Streams) scoreBatchJob() jobActions {
 				return nil, err
 			}
 			if !slices.Contains(b.Runs, events.ScoringBatchRun{TraceID: r.Body.TraceID, RunID: r.Body.RunID}) {
-				return nil, &domain.ValidationError{Code: "invalid_request", Field: "body.run_id",
-					Message: "run " + r.Body.RunID + " of trace " + r.Body.TraceID + " is not in scoring batch " + r.ID}
+				return nil, invalidField("body.run_id", "run "+r.Body.RunID+" of trace "+r.Body.TraceID+" is not in scoring batch "+r.ID)
 			}
 			if r.Body.Error != "" {
 				return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Body.TraceID, ModelID: r.Job.ModelID, RunID: r.Body.RunID, Failure: tail(r.Body.Error, 2000)}))
@@ -159,10 +157,7 @@ func (c *Streams) scoreBatchJob() jobActions {
 			}))
 		}),
 		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			msg := r.Error
-			if msg == "" {
-				msg = "the worker reported a failure without a log"
-			}
+			msg := orNoLog(r.Error)
 			return jobAck(c.settleBatch(ctx, r.Worker, r.ID, r.Job.ModelID, func(traceID, runID string) (Result, error) {
 				return FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: traceID, ModelID: r.Job.ModelID, RunID: runID, Failure: msg})
 			}))

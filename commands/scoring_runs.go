@@ -35,9 +35,8 @@ func (c ClaimScoringHandler) Handle(ctx context.Context, cmd ClaimScoring) (stri
 	if sc.RunID != cmd.RunID || sc.Status != rewardmodels.RunQueued {
 		return "", &domain.ConflictError{Code: "not_claimable", Message: "scoring run " + cmd.RunID + " is not queued"}
 	}
-	_, err = c.append(ctx, workerActor(cmd.WorkerID), map[string]int64{events.ScoringStream(cmd.TraceID, cmd.ModelID): sc.Version}, []events.New{{
-		ID: newID(), Stream: events.ScoringStream(cmd.TraceID, cmd.ModelID), OwnerID: owner, Type: events.ScoringRunStarted,
-		Payload: events.ScoringRunStartedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, WorkerID: cmd.WorkerID}}})
+	_, err = c.appendEvent(ctx, workerActor(cmd.WorkerID), events.ScoringStream(cmd.TraceID, cmd.ModelID), owner, sc.Version, events.ScoringRunStarted,
+		events.ScoringRunStartedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, WorkerID: cmd.WorkerID})
 	return req.ItemsKey, err
 }
 
@@ -66,13 +65,13 @@ func (c FinishScoringHandler) Handle(ctx context.Context, cmd FinishScoring) (Re
 	if err != nil {
 		return Result{}, err
 	}
-	if sc.RunID != cmd.RunID || sc.Status != rewardmodels.RunRunning || sc.WorkerID != cmd.WorkerID {
-		return Result{}, &domain.ConflictError{Code: "not_claimable", Message: "worker " + cmd.WorkerID + " does not hold scoring run " + cmd.RunID}
+	if err := checkRunHolder(sc, cmd.RunID, cmd.WorkerID); err != nil {
+		return Result{}, err
 	}
 	stream := events.ScoringStream(cmd.TraceID, cmd.ModelID)
 	fail := func(msg string) (Result, error) {
-		return c.append(ctx, workerActor(cmd.WorkerID), map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
-			Type: events.ScoringRunFailed, Payload: events.ScoringRunFailedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, Error: msg, Automatic: sc.Automatic}}})
+		return c.appendEvent(ctx, workerActor(cmd.WorkerID), stream, owner, sc.Version, events.ScoringRunFailed,
+			events.ScoringRunFailedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, Error: msg, Automatic: sc.Automatic})
 	}
 	if cmd.Failure != "" {
 		return fail(cmd.Failure)
@@ -102,7 +101,7 @@ func (c FinishScoringHandler) Handle(ctx context.Context, cmd FinishScoring) (Re
 	}
 	if cmd.TraceScore != nil {
 		if math.IsNaN(*cmd.TraceScore) || math.IsInf(*cmd.TraceScore, 0) {
-			return Result{}, &domain.ValidationError{Code: "invalid_request", Field: "trace_score", Message: "the trace score must be a finite number"}
+			return Result{}, invalidField("trace_score", "the trace score must be a finite number")
 		}
 		evs = append(evs, events.New{ID: newID(), Stream: events.ScoresStream(cmd.ModelID), OwnerID: owner, Type: events.TracesScored,
 			Payload: events.TracesScoredV1{ModelID: cmd.ModelID, ModelName: m.Requested.Name,
@@ -130,16 +129,24 @@ func (c HandBackScoringHandler) Handle(ctx context.Context, cmd HandBackScoring)
 	if err != nil {
 		return Result{}, err
 	}
-	if sc.RunID != cmd.RunID || sc.Status != rewardmodels.RunRunning || sc.WorkerID != cmd.WorkerID {
-		return Result{}, &domain.ConflictError{Code: "not_claimable", Message: "worker " + cmd.WorkerID + " does not hold scoring run " + cmd.RunID}
+	if err := checkRunHolder(sc, cmd.RunID, cmd.WorkerID); err != nil {
+		return Result{}, err
 	}
 	if cmd.Reason == "" {
 		cmd.Reason = "worker " + cmd.WorkerID + " stopped"
 	}
-	stream := events.ScoringStream(cmd.TraceID, cmd.ModelID)
-	return c.append(ctx, workerActor(cmd.WorkerID), map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
-		Type: events.ScoringRunRequeued, Payload: events.ScoringRunRequeuedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, WorkerID: cmd.WorkerID,
-			Reason: events.RequeueHandedBack, Detail: tail(cmd.Reason, 500)}}})
+	return c.appendEvent(ctx, workerActor(cmd.WorkerID), events.ScoringStream(cmd.TraceID, cmd.ModelID), owner, sc.Version, events.ScoringRunRequeued,
+		events.ScoringRunRequeuedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, WorkerID: cmd.WorkerID,
+			Reason: events.RequeueHandedBack, Detail: tail(cmd.Reason, 500)})
+}
+
+// checkRunHolder refuses a report about a scoring run that is not running
+// for workerID (another run replaced it, it was requeued or it finished).
+func checkRunHolder(sc rewardmodels.ScoringState, runID, workerID string) error {
+	if sc.RunID != runID || sc.Status != rewardmodels.RunRunning || sc.WorkerID != workerID {
+		return &domain.ConflictError{Code: "not_claimable", Message: "worker " + workerID + " does not hold scoring run " + runID}
+	}
+	return nil
 }
 
 // ExpireScoringRun handles a run that has been running longer than timeout
@@ -174,12 +181,11 @@ func (c ExpireScoringRunHandler) Handle(ctx context.Context, cmd ExpireScoringRu
 		Lapse: "no result within " + cmd.Timeout.String(), Remedy: "request scoring again once the workers are healthy"}.Expire(held, cmd.Now)
 	stream := events.ScoringStream(cmd.TraceID, cmd.ModelID)
 	if x.Fail == "" {
-		return c.append(ctx, Actor{}, map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
-			Type: events.ScoringRunRequeued, Payload: events.ScoringRunRequeuedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID,
-				WorkerID: sc.WorkerID, Reason: events.RequeueLeaseExpired, Detail: x.Detail}}})
+		return c.appendEvent(ctx, Actor{}, stream, owner, sc.Version, events.ScoringRunRequeued, events.ScoringRunRequeuedV1{RunID: cmd.RunID,
+			TraceID: cmd.TraceID, ModelID: cmd.ModelID, WorkerID: sc.WorkerID, Reason: events.RequeueLeaseExpired, Detail: x.Detail})
 	}
-	return c.append(ctx, Actor{}, map[string]int64{stream: sc.Version}, []events.New{{ID: newID(), Stream: stream, OwnerID: owner,
-		Type: events.ScoringRunFailed, Payload: events.ScoringRunFailedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, Error: x.Fail, Automatic: sc.Automatic}}})
+	return c.appendEvent(ctx, Actor{}, stream, owner, sc.Version, events.ScoringRunFailed,
+		events.ScoringRunFailedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, Error: x.Fail, Automatic: sc.Automatic})
 }
 
 // scoringRunRequest stores a new run's items (the trace's actions and the
@@ -223,12 +229,11 @@ func scoringItems(tr traces.State, m rewardmodels.State) jobs.ScoringItems {
 }
 
 func (c *Streams) loadScoring(ctx context.Context, traceID, modelID string) (rewardmodels.ScoringState, events.ScoringRunRequestedV1, string, error) {
-	stream := events.ScoringStream(traceID, modelID)
-	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	evs, err := c.loadStream(ctx, events.ScoringStream(traceID, modelID))
 	if err != nil {
 		return rewardmodels.ScoringState{}, events.ScoringRunRequestedV1{}, "", err
 	}
-	return foldScoring(loaded[stream])
+	return foldScoring(evs)
 }
 
 // foldScoring folds one (trace, model) scoring stream: its state, the
@@ -270,11 +275,7 @@ func (c *Streams) scoringJob() jobActions {
 			return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Job.TraceID, ModelID: r.Job.ModelID, RunID: r.ID, Scores: scores, TraceScore: r.Body.TraceScore}))
 		}),
 		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			msg := r.Error
-			if msg == "" {
-				msg = "the worker reported a failure without a log"
-			}
-			return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Job.TraceID, ModelID: r.Job.ModelID, RunID: r.ID, Failure: msg}))
+			return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Job.TraceID, ModelID: r.Job.ModelID, RunID: r.ID, Failure: orNoLog(r.Error)}))
 		}),
 		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
 			return jobAck(HandBackScoringHandler{c}.Handle(ctx, HandBackScoring{WorkerID: r.Worker, TraceID: r.Job.TraceID, ModelID: r.Job.ModelID, RunID: r.ID, Reason: r.Reason}))

@@ -32,12 +32,11 @@ type SkipProjectionEventHandler struct{ *Streams }
 // Handle runs the command.
 func (c SkipProjectionEventHandler) Handle(ctx context.Context, cmd SkipProjectionEvent) (Result, error) {
 	if _, err := uuid.Parse(cmd.EventID); err != nil {
-		return Result{}, &domain.ValidationError{Code: "invalid_request", Field: "event_id",
-			Message: "is not an event id (a UUID, as `critic projections status` lists them)"}
+		return Result{}, invalidField("event_id", "is not an event id (a UUID, as `critic projections status` lists them)")
 	}
 	cmd.Reason = strings.TrimSpace(cmd.Reason)
 	if cmd.Reason == "" {
-		return Result{}, &domain.ValidationError{Code: "invalid_request", Field: "reason", Message: "say why the event is skipped (--reason)"}
+		return Result{}, invalidField("reason", "say why the event is skipped (--reason)")
 	}
 	if err := domain.CheckText("reason", cmd.Reason, MaxSkipReasonBytes); err != nil {
 		return Result{}, err
@@ -50,11 +49,10 @@ func (c SkipProjectionEventHandler) Handle(ctx context.Context, cmd SkipProjecti
 		return Result{}, err
 	}
 	if e.Type == events.ProjectionEventSkipped {
-		return Result{}, &domain.ValidationError{Code: "invalid_request", Field: "event_id", Message: "is itself a skip; it cannot be skipped"}
+		return Result{}, invalidField("event_id", "is itself a skip; it cannot be skipped")
 	}
-	stream := events.ProjectionSkipStream(cmd.EventID)
-	r, err := c.append(ctx, Actor{}, map[string]int64{stream: 0}, []events.New{{ID: newID(), Stream: stream, OwnerID: e.OwnerID,
-		Type: events.ProjectionEventSkipped, Payload: events.ProjectionEventSkippedV1{EventID: e.ID, EventType: e.Type, Seq: e.Seq, Reason: cmd.Reason}}})
+	r, err := c.appendEvent(ctx, Actor{}, events.ProjectionSkipStream(cmd.EventID), e.OwnerID, 0, events.ProjectionEventSkipped,
+		events.ProjectionEventSkippedV1{EventID: e.ID, EventType: e.Type, Seq: e.Seq, Reason: cmd.Reason})
 	var vc *domain.VersionConflictError
 	if errors.As(err, &vc) {
 		return Result{}, &domain.ConflictError{Code: "already_skipped", Message: "event " + cmd.EventID + " is already skipped"}

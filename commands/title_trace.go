@@ -54,12 +54,11 @@ func (c RecordTitleHandler) Handle(ctx context.Context, cmd RecordTitle) (Result
 }
 
 func (c *Streams) loadTrace(ctx context.Context, traceID string) (traces.State, error) {
-	stream := events.TraceStream(traceID)
-	loaded, err := c.store.LoadStreams(ctx, []string{stream})
+	evs, err := c.loadStream(ctx, events.TraceStream(traceID))
 	if err != nil {
 		return traces.State{}, err
 	}
-	return traces.Fold(traceID, loaded[stream])
+	return traces.Fold(traceID, evs)
 }
 
 // TitleSourceOf returns a trace's title input for revision (Needed false
@@ -75,11 +74,7 @@ func (c *Streams) TitleSourceOf(ctx context.Context, traceID string, revision in
 	if !s.Exists || s.Revision != revision || !s.TitleDerived {
 		return out, nil
 	}
-	steps := make([]domain.Step, len(s.Steps))
-	for i, st := range s.Steps {
-		steps[i] = st.Step
-	}
-	out.Input, out.Needed = domain.TitleInput(steps), true
+	out.Input, out.Needed = domain.TitleInput(stateSteps(s)), true
 	return out, nil
 }
 

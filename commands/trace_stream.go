@@ -50,9 +50,7 @@ func (c *Streams) ownedTraces(ctx context.Context, actor Actor, ids []string) (m
 // appendToTrace appends one event to a loaded trace's stream at its version,
 // owned as the stream is (a worker's report has no owner of its own).
 func (c *Streams) appendToTrace(ctx context.Context, actor Actor, st traces.State, typ string, payload any) (Result, error) {
-	stream := events.TraceStream(st.ID)
-	return c.append(ctx, actor, map[string]int64{stream: st.Version}, []events.New{{
-		ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: typ, Payload: payload}})
+	return c.appendEvent(ctx, actor, events.TraceStream(st.ID), st.OwnerID, st.Version, typ, payload)
 }
 
 // onTrace is decideOn for a trace's stream: it loads the trace actor may

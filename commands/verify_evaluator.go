@@ -54,13 +54,13 @@ func (c *Streams) VerifyCandidateDatasets(ctx context.Context) (int, error) {
 // policy it recorded: every release must come out the same, with the same
 // figures. It returns how many releases it checked.
 func (c *Streams) VerifyReleases(ctx context.Context) (int, error) {
-	loaded, err := c.store.LoadStreams(ctx, []string{events.EvaluatorStream})
+	evs, err := c.loadStream(ctx, events.EvaluatorStream)
 	if err != nil {
 		return 0, err
 	}
 	var s evaluator.State
 	n := 0
-	for _, e := range loaded[events.EvaluatorStream] {
+	for _, e := range evs {
 		if e.Type == events.EvaluatorReleased {
 			var p events.EvaluatorReleasedV1
 			if err := e.Decode(&p); err != nil {

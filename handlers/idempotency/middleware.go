@@ -108,15 +108,10 @@ func parseKey(values []string) (string, error) {
 	if len(k) >= 2 && k[0] == '"' && k[len(k)-1] == '"' {
 		k = k[1 : len(k)-1]
 	}
-	if k == "" || len(k) > MaxKeyLen {
+	// A byte outside visible ASCII is a rune outside it (RuneError included).
+	if k == "" || len(k) > MaxKeyLen || strings.ContainsFunc(k, func(r rune) bool { return r < 0x21 || r > 0x7e }) {
 		return "", &domain.ValidationError{Code: "invalid_idempotency_key", Field: Header,
 			Message: "Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID, for example)"}
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x21 || k[i] > 0x7e {
-			return "", &domain.ValidationError{Code: "invalid_idempotency_key", Field: Header,
-				Message: "Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID, for example)"}
-		}
 	}
 	return k, nil
 }
@@ -163,9 +158,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 				replay(w, rec.resp)
 				return
 			case rec.leaseLive:
-				w.Header().Set("Retry-After", "1")
-				m.fail(w, r, &domain.ConflictError{Code: "idempotency_key_in_flight",
-					Message: "a request with this Idempotency-Key is still being processed; retry shortly"})
+				m.inFlight(w, r)
 				return
 			}
 			// The first attempt's instance stopped mid-request.
@@ -191,6 +184,12 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.run(w, r, next, a)
 		return
 	}
+	m.inFlight(w, r)
+}
+
+// inFlight answers that another request still holds the key: 409, retry
+// after a second.
+func (m *Middleware) inFlight(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Retry-After", "1")
 	m.fail(w, r, &domain.ConflictError{Code: "idempotency_key_in_flight",
 		Message: "a request with this Idempotency-Key is still being processed; retry shortly"})

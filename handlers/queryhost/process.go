@@ -355,10 +355,7 @@ func (p *Process) call(ctx context.Context, path string, body []byte, out any) e
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := p.client.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("%w: %v", errLost, err)
+		return lost(ctx, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNoContent {
@@ -367,18 +364,21 @@ func (p *Process) call(ctx context.Context, path string, body []byte, out any) e
 	if resp.StatusCode != http.StatusOK {
 		var we wireError
 		if err := json.NewDecoder(resp.Body).Decode(&we); err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			return fmt.Errorf("%w: %v", errLost, err)
+			return lost(ctx, err)
 		}
 		return we.decode()
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("%w: %v", errLost, err)
+		return lost(ctx, err)
 	}
 	return nil
+}
+
+// lost is a call that got no whole answer: the caller's own end (ctx), or
+// errLost, the child went away.
+func lost(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("%w: %v", errLost, err)
 }
