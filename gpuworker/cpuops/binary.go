@@ -22,15 +22,8 @@ const (
 )
 
 func (op BinaryOp) String() string {
-	switch op {
-	case Add:
-		return "Add"
-	case Sub:
-		return "Sub"
-	case Mul:
-		return "Mul"
-	case Div:
-		return "Div"
+	if op >= Add && op <= Div {
+		return [...]string{Add: "Add", Sub: "Sub", Mul: "Mul", Div: "Div"}[op]
 	}
 	return fmt.Sprintf("BinaryOp(%d)", int(op))
 }

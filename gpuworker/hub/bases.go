@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -148,7 +149,7 @@ func (c *Client) LocalBases() []rewardmodels.BaseChoice {
 			}
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	slices.SortStableFunc(out, func(a, b rewardmodels.BaseChoice) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -157,10 +158,8 @@ func (c *Client) LocalBases() []rewardmodels.BaseChoice {
 // nil — unless it is already in the cache.
 func (c *Client) Bases(probe error) []rewardmodels.BaseChoice {
 	out := c.LocalBases()
-	for _, b := range out {
-		if b.ID == rewardmodels.DefaultBaseModel {
-			return out
-		}
+	if slices.ContainsFunc(out, func(b rewardmodels.BaseChoice) bool { return b.ID == rewardmodels.DefaultBaseModel }) {
+		return out
 	}
 	return append(out, rewardmodels.BaseChoice{ID: rewardmodels.DefaultBaseModel, Name: rewardmodels.DefaultBaseModel,
 		Source: rewardmodels.BaseSourceHub, Reachable: probe == nil})
@@ -204,14 +203,9 @@ func weightsSize(dir string) (params, size *int64) {
 		if json.Unmarshal(data, &index) != nil {
 			return nil, nil
 		}
-		set := map[string]bool{}
-		files = files[:0]
-		for _, f := range index.WeightMap {
-			if !set[f] && !strings.ContainsAny(f, `/\`) {
-				set[f] = true
-				files = append(files, f)
-			}
-		}
+		files = slices.DeleteFunc(slices.Compact(slices.Sorted(maps.Values(index.WeightMap))), func(f string) bool {
+			return strings.ContainsAny(f, `/\`)
+		})
 	}
 	var p, s int64
 	for _, f := range files {

@@ -11,12 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/criticml/critic/domain/rewardmodels"
@@ -112,14 +113,12 @@ func ModelRoots(cacheDir string, getenv func(string) string) ([]string, error) {
 
 // NewFromEnv reads HF_ENDPOINT, HF_TOKEN and CRITIC_DATA_DIR (default ".data").
 func NewFromEnv() *Client {
-	c := &Client{Endpoint: os.Getenv("HF_ENDPOINT"), Token: os.Getenv("HF_TOKEN"), HTTP: http.DefaultClient}
-	c.Endpoint = cmp.Or(c.Endpoint, DefaultEndpoint)
-	data := os.Getenv("CRITIC_DATA_DIR")
-	if data == "" {
-		data = ".data"
+	return &Client{
+		Endpoint: cmp.Or(os.Getenv("HF_ENDPOINT"), DefaultEndpoint),
+		Token:    os.Getenv("HF_TOKEN"),
+		CacheDir: filepath.Join(cmp.Or(os.Getenv("CRITIC_DATA_DIR"), ".data"), "models"),
+		HTTP:     http.DefaultClient,
 	}
-	c.CacheDir = filepath.Join(data, "models")
-	return c
 }
 
 // Required files fail the download when missing; optional ones are skipped on 404.
@@ -164,9 +163,7 @@ func (c *Client) Resolve(ctx context.Context, base, rev string) (string, error) 
 // directory that is renamed into place only when complete, so a crash or a concurrent
 // download never leaves a half-written model in the cache.
 func (c *Client) Download(ctx context.Context, id, rev string) (string, error) {
-	if rev == "" {
-		rev = "main"
-	}
+	rev = cmp.Or(rev, "main")
 	if !idPattern.MatchString(id) || strings.Contains(id, "..") {
 		return "", fmt.Errorf("invalid hub model id %q", id)
 	}
@@ -230,19 +227,12 @@ func (c *Client) fetchWeights(ctx context.Context, id, rev, dir string) error {
 	if err := json.Unmarshal(data, &index); err != nil {
 		return fmt.Errorf("model.safetensors.index.json: %w", err)
 	}
-	shards := map[string]bool{}
 	for _, f := range index.WeightMap {
 		if strings.ContainsAny(f, `/\`) || f == ".." {
 			return fmt.Errorf("model.safetensors.index.json: invalid shard name %q", f)
 		}
-		shards[f] = true
 	}
-	names := make([]string, 0, len(shards))
-	for f := range shards {
-		names = append(names, f)
-	}
-	sort.Strings(names)
-	for _, f := range names {
+	for _, f := range slices.Compact(slices.Sorted(maps.Values(index.WeightMap))) {
 		if err := c.fetch(ctx, id, rev, f, dir, true); err != nil {
 			return err
 		}
@@ -263,11 +253,7 @@ func (c *Client) fetch(ctx context.Context, id, rev, file, dir string, required 
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, err := c.httpClient().Do(req)
 	if err != nil {
 		return c.unreachable(ctx, id, err)
 	}

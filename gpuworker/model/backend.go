@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -65,10 +66,7 @@ func ParseBackendSpec(spec string) (BackendSpec, error) {
 		if name == "" && hasOpts {
 			return bad("missing backend name before ':'")
 		}
-		if opts == "" {
-			opts = defaultGoOptions
-		}
-		return BackendSpec{Kind: gobackend.BackendName, Config: opts}, nil
+		return BackendSpec{Kind: gobackend.BackendName, Config: cmp.Or(opts, defaultGoOptions)}, nil
 	case "xla":
 		plugin, xlaOpts, _ := strings.Cut(opts, ",")
 		plugin = strings.TrimSpace(plugin)

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -69,13 +70,8 @@ func PlanBuckets(lens []int, tokenBudget int) []ScoreBatch {
 		T := ScoreBucketLen(max(n, 1))
 		groups[T] = append(groups[T], i)
 	}
-	buckets := make([]int, 0, len(groups))
-	for T := range groups {
-		buckets = append(buckets, T)
-	}
-	slices.Sort(buckets)
 	var plan []ScoreBatch
-	for _, T := range buckets {
+	for _, T := range slices.Sorted(maps.Keys(groups)) {
 		idx := groups[T]
 		rows := bucketRows(T, tokenBudget)
 		for start := 0; start < len(idx); start += rows {

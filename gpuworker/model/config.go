@@ -8,9 +8,11 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 )
 
 // Family selects the architectural switches that differ between the supported
@@ -26,6 +28,10 @@ const (
 func (f Family) String() string {
 	return [...]string{"qwen3", "qwen2", "llama"}[f]
 }
+
+// familyPrefix is how HF spells a family in its architecture names
+// (<prefix>ForCausalLM, <prefix>ForSequenceClassification).
+var familyPrefix = map[Family]string{FamilyQwen3: "Qwen3", FamilyQwen2: "Qwen2", FamilyLlama: "Llama"}
 
 // supportedArchitectures maps the HF "architectures" entry to a family. Both the
 // causal-LM base and the sequence classifier are accepted: the LM head is dropped and
@@ -88,11 +94,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	c.Architecture, _ = archs[0].(string)
 	fam, ok := supportedArchitectures[c.Architecture]
 	if !ok {
-		names := make([]string, 0, len(supportedArchitectures))
-		for k := range supportedArchitectures {
-			names = append(names, k)
-		}
-		slices.Sort(names)
+		names := slices.Sorted(maps.Keys(supportedArchitectures))
 		return nil, fmt.Errorf("unsupported architecture %q (supported: %v)", c.Architecture, names)
 	}
 	c.Family = fam
@@ -131,7 +133,8 @@ func ParseConfig(data []byte) (*Config, error) {
 	if nl, ok := raw["num_labels"].(float64); ok && nl != 1 {
 		return nil, fmt.Errorf("config.json: num_labels=%v, a reward model needs 1", nl)
 	}
-	if id2l, ok := raw["id2label"].(map[string]any); ok && len(id2l) > 1 && isClassifier(c.Architecture) {
+	if id2l, ok := raw["id2label"].(map[string]any); ok && len(id2l) > 1 &&
+		strings.HasSuffix(c.Architecture, "ForSequenceClassification") {
 		return nil, fmt.Errorf("config.json: %d labels, a reward model needs 1", len(id2l))
 	}
 	for name, v := range map[string]int{
@@ -150,11 +153,6 @@ func ParseConfig(data []byte) (*Config, error) {
 	return c, nil
 }
 
-func isClassifier(arch string) bool {
-	return len(arch) > len("ForSequenceClassification") &&
-		arch[len(arch)-len("ForSequenceClassification"):] == "ForSequenceClassification"
-}
-
 // LoadConfig reads <dir>/config.json.
 func LoadConfig(dir string) (*Config, error) {
 	data, err := os.ReadFile(filepath.Join(dir, "config.json"))
@@ -169,12 +167,8 @@ func LoadConfig(dir string) (*Config, error) {
 // because transformers needs pad_token_id to find the last token when batching.
 func (c *Config) ClassifierConfigJSON() ([]byte, error) {
 	out := make(map[string]any, len(c.Raw)+4)
-	for k, v := range c.Raw {
-		out[k] = v
-	}
-	arch := map[Family]string{FamilyQwen3: "Qwen3", FamilyQwen2: "Qwen2", FamilyLlama: "Llama"}[c.Family] +
-		"ForSequenceClassification"
-	out["architectures"] = []string{arch}
+	maps.Copy(out, c.Raw)
+	out["architectures"] = []string{familyPrefix[c.Family] + "ForSequenceClassification"}
 	out["num_labels"] = 1
 	out["id2label"] = map[string]string{"0": "LABEL_0"}
 	out["label2id"] = map[string]int{"LABEL_0": 0}
@@ -198,14 +192,9 @@ type TinySpec struct {
 // NewBaseConfig returns the config.json of a causal-LM base with these dimensions, in
 // the key layout transformers writes for the family.
 func NewBaseConfig(s TinySpec) (*Config, error) {
-	arch := map[Family]string{FamilyQwen3: "Qwen3", FamilyQwen2: "Qwen2", FamilyLlama: "Llama"}[s.Family] + "ForCausalLM"
-	theta := s.RopeTheta
-	if theta == 0 {
-		theta = 1000000
-	}
 	raw := map[string]any{
-		"architectures":           []any{arch},
-		"model_type":              map[Family]string{FamilyQwen3: "qwen3", FamilyQwen2: "qwen2", FamilyLlama: "llama"}[s.Family],
+		"architectures":           []any{familyPrefix[s.Family] + "ForCausalLM"},
+		"model_type":              strings.ToLower(familyPrefix[s.Family]),
 		"hidden_size":             s.Hidden,
 		"num_hidden_layers":       s.Layers,
 		"num_attention_heads":     s.Heads,
@@ -214,7 +203,7 @@ func NewBaseConfig(s TinySpec) (*Config, error) {
 		"intermediate_size":       s.MLP,
 		"vocab_size":              s.Vocab,
 		"rms_norm_eps":            1e-6,
-		"rope_theta":              theta,
+		"rope_theta":              cmp.Or(s.RopeTheta, 1000000),
 		"hidden_act":              "silu",
 		"tie_word_embeddings":     true,
 		"initializer_range":       0.02,

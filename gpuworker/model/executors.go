@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -81,8 +82,6 @@ var nodeExecutors [compute.OpTypeLast]nodeExecutor
 func backendGetBuffer(b *gbBackend, shape shapes.Shape) (*gbBuffer, error)
 
 var (
-	executorsOnce  sync.Once
-	executorsErr   error        // why compute's executors stayed, nil when ours are installed
 	criticOpCalls  atomic.Int64 // nodes run by our executors, for the tests
 	criticOpsOn    atomic.Bool  // our executors are installed
 	executorsNames []string     // the ops ours run, for ExecutorsStatus
@@ -90,11 +89,8 @@ var (
 
 // installExecutors replaces compute's executors of the ops in criticExecutors, once per
 // process (the table is global), after checking the mirrors against the types of a
-// backend made for the check.
-func installExecutors() error {
-	executorsOnce.Do(func() { executorsErr = replaceExecutors() })
-	return executorsErr
-}
+// backend made for the check. Its error says why compute's executors stayed.
+var installExecutors = sync.OnceValue(replaceExecutors)
 
 // ExecutorsStatus says whether the pure-Go backend runs the ops in criticExecutors
 // with Critic's executors ("critic (8 ops)") or why compute's own run, installing them
@@ -335,11 +331,7 @@ func broadcastDims(s shapes.Shape, rank int) ([]int, bool) {
 	if s.Size() != 1 {
 		return nil, false
 	}
-	ones := make([]int, rank)
-	for i := range ones {
-		ones[i] = 1
-	}
-	return ones, true
+	return slices.Repeat([]int{1}, rank), true
 }
 
 func transposeExecutor(orig nodeExecutor) nodeExecutor {

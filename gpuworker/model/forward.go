@@ -2,6 +2,7 @@ package model
 
 import (
 	"math"
+	"strconv"
 	"sync"
 
 	"github.com/gomlx/compute/dtypes"
@@ -126,7 +127,7 @@ func (c *Config) forward(params []*Node, ids, keyMask, pool *Node) *Node {
 	last := c.NumHiddenLayers - 1
 
 	for l := range c.NumHiddenLayers {
-		pre := "model.layers." + itoa(l) + "."
+		pre := "model.layers." + strconv.Itoa(l) + "."
 		pw := func(name string) *Node { return p[pre+name] }
 		inNorm := pw("input_layernorm.weight")
 		h := rmsScale(x, c.RMSNormEps) // the norm's weight is folded into the projections
@@ -207,17 +208,10 @@ func scaleQuery(q, qNormW *Node, c *Config) *Node {
 // of exactly 0 (fill is −MaxFloat32), so the softmax's gradient p·(dp − Σ dp·p) is
 // already exactly 0 there; the generic rule, Where(allowed, dy, 0), would copy a
 // scores-sized tensor and fill another with zeros ([B,KV,G,T,S] each) to keep it so.
-// Routing as in customGrad.
 func masked(allowed, scores, fill *Node) *Node {
-	var dy *Node
-	sc := gradIdentity(scores, func(_, _ *Node) *Node {
-		if dy == nil {
-			panic("masked: output gradient not recorded before the input's")
-		}
-		return dy
-	})
-	y := Where(allowed, sc, fill)
-	return gradIdentity(y, func(_, v *Node) *Node { dy = v; return v })
+	return customGrad(scores, nil, func(sc, _ *Node) *Node {
+		return Where(allowed, sc, fill)
+	}, func(dy, _, _ *Node) *Node { return dy }, nil)
 }
 
 func mlp(x *Node, p map[string]*Node, pre string, eps float64) *Node {
@@ -228,7 +222,7 @@ func mlp(x *Node, p map[string]*Node, pre string, eps float64) *Node {
 
 // customGrad returns fwd(a, b) whose gradients with respect to a and b are aGrad(dy)
 // and bGrad(dy) instead of the generic DotGeneral rule (a nil aGrad keeps the generic
-// rule for a). It works by routing: the identity on the output records dy, the
+// rule for a; an op of one operand passes a nil b and bGrad). It works by routing: the identity on the output records dy, the
 // identities on a and b replace their incoming gradients (left dead and pruned by the
 // compiler) with aGrad(dy) and bGrad(dy). Reverse autodiff visits the output identity
 // first (it is created last).
@@ -422,13 +416,6 @@ func attend(scores, v *Node) *Node {
 	return o
 }
 
-func itoa(i int) string {
-	if i < 10 {
-		return string(rune('0' + i))
-	}
-	return itoa(i/10) + string(rune('0'+i%10))
-}
-
 // rmsNorm matches HF's Qwen3RMSNorm/LlamaRMSNorm in float32:
 // w * x * rsqrt(mean(x², -1) + eps).
 func rmsNorm(x, w *Node, eps float64) *Node {
@@ -483,17 +470,14 @@ func foldNorm(w, normW *Node) *Node {
 // not, σ(x) is the first row of softmax([x; 0]) over a new leading axis of 2 (the
 // fused softmax's polynomial exp, relative error < 1e-7, no VEX/SSE mix).
 func silu(x *Node) *Node {
-	var dy, s *Node
-	xc := gradIdentity(x, func(_, _ *Node) *Node {
-		if dy == nil {
-			panic("silu: output gradient not recorded before the input's")
-		}
+	var s *Node
+	return customGrad(x, nil, func(xc, _ *Node) *Node {
+		s = sigmoid(xc)
+		return Mul(xc, s)
+	}, func(dy, _, _ *Node) *Node {
 		one := ScalarOne(x.Graph(), x.DType())
 		return Mul(dy, Mul(s, Add(one, Mul(x, Sub(one, s)))))
-	})
-	s = sigmoid(xc)
-	y := Mul(xc, s)
-	return gradIdentity(y, func(_, v *Node) *Node { dy = v; return v })
+	}, nil)
 }
 
 // sigmoid is σ(x) = 1/(1 + e^−x): Logistic where that is fast, else softmax([x; 0])[0]
@@ -558,15 +542,11 @@ func applyRope(x, cos, sin *Node) *Node {
 // differentiated (tables of constants, or the pooled row of them). x's only user is
 // the routing identity, so in the forward that identity hands x's buffer on (no copy).
 func rotate(x, c, sSigned *Node) *Node {
-	var dy *Node
-	xc := gradIdentity(x, func(_, _ *Node) *Node {
-		if dy == nil {
-			panic("rotate: output gradient not recorded before the input's")
-		}
+	return customGrad(x, nil, func(xc, _ *Node) *Node {
+		return Add(Mul(xc, c), Mul(swapHalves(xc), sSigned))
+	}, func(dy, _, _ *Node) *Node {
 		return Add(Mul(dy, c), swapHalves(Mul(dy, sSigned)))
-	})
-	y := Add(Mul(xc, c), Mul(swapHalves(xc), sSigned))
-	return gradIdentity(y, func(_, v *Node) *Node { dy = v; return v })
+	}, nil)
 }
 
 // swapHalves is cat(x[..., D/2:], x[..., :D/2]).

@@ -48,21 +48,15 @@ const (
 	layoutTransposed   = 1
 )
 
-var (
-	criticDotCalls atomic.Int64 // matmuls run by gpuworker/matmul, for the tests
-	matmulOnce     sync.Once
-	matmulErr      error // why compute's own kernels stayed, nil when ours are installed
-)
+var criticDotCalls atomic.Int64 // matmuls run by gpuworker/matmul, for the tests
 
 // installMatmul makes gpuworker/matmul the float32 DotGeneral of every pure-Go
 // backend in the process (the registry is global), once, unless MatmulEnv says
 // "compute" or the CPU has neither AVX-512F nor AVX2 + FMA. Why: compute's kernel
 // runs at about half OpenBLAS's rate, and the matmuls are most of scoring's time (BENCH_TRAIN.md,
-// seventh pass). Shapes too small to fill a tile go to compute's kernel.
-func installMatmul() error {
-	matmulOnce.Do(func() { matmulErr = replaceFloat32Matmul() })
-	return matmulErr
-}
+// seventh pass). Shapes too small to fill a tile go to compute's kernel. Its error
+// says why compute's own kernels stayed.
+var installMatmul = sync.OnceValue(replaceFloat32Matmul)
 
 // MatmulKernel names the float32 matmul the pure-Go backend runs in this process:
 // "critic:avx512-8x32", "critic:avx2-6x16", or "compute (<why ours is not
@@ -77,15 +71,12 @@ func MatmulKernel() string {
 // checkMatmulEnv rejects a MatmulEnv value that names no kernel this CPU runs, so a
 // typo fails the backend's construction instead of silently keeping compute's kernels.
 func checkMatmulEnv() error {
-	switch v := os.Getenv(MatmulEnv); v {
-	case "", "critic", "compute":
-		return nil
-	default:
+	if v := os.Getenv(MatmulEnv); v != "" && v != "critic" && v != "compute" {
 		if err := matmul.Check(v); err != nil {
 			return badMatmulEnv(v, err)
 		}
-		return nil
 	}
+	return nil
 }
 
 func badMatmulEnv(v string, err error) error {

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
+	"slices"
 
 	"github.com/gomlx/compute"
 	"github.com/gomlx/compute/dtypes"
@@ -35,8 +35,13 @@ type ParamSpec struct {
 
 // Size is the number of elements.
 func (p ParamSpec) Size() int {
+	return numElements(p.Shape)
+}
+
+// numElements is the number of elements of an array of shape dims (1 for a scalar).
+func numElements(dims []int) int {
 	n := 1
-	for _, d := range p.Shape {
+	for _, d := range dims {
 		n *= d
 	}
 	return n
@@ -54,18 +59,15 @@ func (c *Config) ParamSpecs() []ParamSpec {
 			specs = append(specs, ParamSpec{p + name, shape, init})
 		}
 		add("input_layernorm.weight", initOnes, h)
-		add("self_attn.q_proj.weight", initNormal, qDim, h)
-		if c.AttentionBias {
-			add("self_attn.q_proj.bias", initZeros, qDim)
+		addQKV := func(proj string, out int) {
+			add("self_attn."+proj+"_proj.weight", initNormal, out, h)
+			if c.AttentionBias {
+				add("self_attn."+proj+"_proj.bias", initZeros, out)
+			}
 		}
-		add("self_attn.k_proj.weight", initNormal, kvDim, h)
-		if c.AttentionBias {
-			add("self_attn.k_proj.bias", initZeros, kvDim)
-		}
-		add("self_attn.v_proj.weight", initNormal, kvDim, h)
-		if c.AttentionBias {
-			add("self_attn.v_proj.bias", initZeros, kvDim)
-		}
+		addQKV("q", qDim)
+		addQKV("k", kvDim)
+		addQKV("v", kvDim)
 		add("self_attn.o_proj.weight", initNormal, h, qDim)
 		if c.OutputBias {
 			add("self_attn.o_proj.bias", initZeros, h)
@@ -95,10 +97,6 @@ type Model struct {
 	Backend compute.Backend
 }
 
-func newParam(backend compute.Backend, spec ParamSpec) (*tensors.Tensor, error) {
-	return tensors.FromShapeForBackend(backend, 0, shapes.Make(dtypes.Float32, spec.Shape...))
-}
-
 // Load reads a HF model directory. A base without score.weight (a causal LM) gets a
 // new head drawn from normal(0, initializer_range) with a PCG generator seeded by seed,
 // so a fixed seed gives a fixed initial reward model.
@@ -111,47 +109,47 @@ func Load(backend compute.Backend, dir string, seed uint64) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{Config: cfg, Specs: cfg.ParamSpecs(), Backend: backend}
 	rng := rand.New(rand.NewPCG(seed, 0x5c0e))
-	for _, spec := range m.Specs {
-		t, err := newParam(backend, spec)
-		if err != nil {
-			return nil, err
-		}
+	return newModel(backend, cfg, func(spec ParamSpec, t *tensors.Tensor) error {
 		ti, ok := ck.Tensors[spec.Name]
-		if !ok && spec.Name == ScoreWeight {
+		switch {
+		case !ok && spec.Name == ScoreWeight:
 			fillInit(t, spec, cfg.InitializerRange, rng)
-			m.Params = append(m.Params, t)
-			continue
-		}
-		if !ok {
-			return nil, fmt.Errorf("%s: checkpoint has no tensor %q", dir, spec.Name)
-		}
-		if !equalShape(ti.Shape, spec.Shape) {
-			return nil, fmt.Errorf("%s: tensor %s has shape %v, config implies %v", dir, spec.Name, ti.Shape, spec.Shape)
+			return nil
+		case !ok:
+			return fmt.Errorf("%s: checkpoint has no tensor %q", dir, spec.Name)
+		case !slices.Equal(ti.Shape, spec.Shape):
+			return fmt.Errorf("%s: tensor %s has shape %v, config implies %v", dir, spec.Name, ti.Shape, spec.Shape)
 		}
 		var rerr error
 		tensors.MustMutableFlatData(t, func(flat []float32) { rerr = ck.ReadF32(spec.Name, flat) })
-		if rerr != nil {
-			return nil, rerr
-		}
-		m.Params = append(m.Params, t)
-	}
-	return m, nil
+		return rerr
+	})
 }
 
 // NewRandom builds a model with HF-style random initialisation (used by `critic model
 // init` for tiny test bases and by benchmarks; weights are written in place, never
 // materialised twice).
 func NewRandom(backend compute.Backend, cfg *Config, seed uint64) (*Model, error) {
-	m := &Model{Config: cfg, Specs: cfg.ParamSpecs(), Backend: backend}
 	rng := rand.New(rand.NewPCG(seed, 0x5c0e))
+	return newModel(backend, cfg, func(spec ParamSpec, t *tensors.Tensor) error {
+		fillInit(t, spec, cfg.InitializerRange, rng)
+		return nil
+	})
+}
+
+// newModel creates cfg's parameters as backend buffers, in ParamSpecs order, and
+// fills each in place with fill.
+func newModel(backend compute.Backend, cfg *Config, fill func(ParamSpec, *tensors.Tensor) error) (*Model, error) {
+	m := &Model{Config: cfg, Specs: cfg.ParamSpecs(), Backend: backend}
 	for _, spec := range m.Specs {
-		t, err := newParam(backend, spec)
+		t, err := tensors.FromShapeForBackend(backend, 0, shapes.Make(dtypes.Float32, spec.Shape...))
 		if err != nil {
 			return nil, err
 		}
-		fillInit(t, spec, cfg.InitializerRange, rng)
+		if err := fill(spec, t); err != nil {
+			return nil, err
+		}
 		m.Params = append(m.Params, t)
 	}
 	return m, nil
@@ -178,24 +176,10 @@ func fillInit(t *tensors.Tensor, spec ParamSpec, std float64, rng *rand.Rand) {
 	})
 }
 
-func equalShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // Param returns the tensor named name, or nil.
 func (m *Model) Param(name string) *tensors.Tensor {
-	for i, s := range m.Specs {
-		if s.Name == name {
-			return m.Params[i]
-		}
+	if i := slices.IndexFunc(m.Specs, func(s ParamSpec) bool { return s.Name == name }); i >= 0 {
+		return m.Params[i]
 	}
 	return nil
 }
@@ -223,17 +207,22 @@ func (m *Model) SaveWeights(path string, includeScore bool) error {
 // SaveClassifier writes config.json and model.safetensors for a directory that
 // transformers loads as <Family>ForSequenceClassification with one label.
 func (m *Model) SaveClassifier(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 	cfgJSON, err := m.Config.ClassifierConfigJSON()
 	if err != nil {
+		return err
+	}
+	return m.saveDir(dir, cfgJSON, true)
+}
+
+// saveDir creates dir and writes config.json (cfgJSON) and model.safetensors into it.
+func (m *Model) saveDir(dir string, cfgJSON []byte, includeScore bool) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfgJSON, 0o644); err != nil {
 		return err
 	}
-	return m.SaveWeights(filepath.Join(dir, "model.safetensors"), true)
+	return m.SaveWeights(filepath.Join(dir, "model.safetensors"), includeScore)
 }
 
 // TokenizerFiles are copied from the base into a saved checkpoint when present.
@@ -253,10 +242,8 @@ func CopyTokenizerFiles(src, dst string) error {
 			}
 			return fmt.Errorf("copying tokenizer files: %w", err)
 		}
-		if strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".jinja") || strings.HasSuffix(name, ".txt") {
-			if err := os.WriteFile(filepath.Join(dst, name), data, 0o644); err != nil {
-				return err
-			}
+		if err := os.WriteFile(filepath.Join(dst, name), data, 0o644); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -273,15 +260,9 @@ func (m *Model) Finalize() {
 // SaveBase writes a causal-LM base directory (config.json as given, weights without
 // the score head) — what a downloaded HF base looks like.
 func (m *Model) SaveBase(dir string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
 	data, err := json.MarshalIndent(m.Config.Raw, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), data, 0o644); err != nil {
-		return err
-	}
-	return m.SaveWeights(filepath.Join(dir, "model.safetensors"), false)
+	return m.saveDir(dir, data, false)
 }

@@ -7,11 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
+	"strings"
 )
 
 // Hand-written safetensors support: the format is an 8-byte little-endian header
@@ -32,11 +33,7 @@ type TensorInfo struct {
 
 // Size is the number of elements.
 func (ti TensorInfo) Size() int {
-	n := 1
-	for _, d := range ti.Shape {
-		n *= d
-	}
-	return n
+	return numElements(ti.Shape)
 }
 
 // Checkpoint indexes the tensors of a model directory: model.safetensors, or the
@@ -63,16 +60,7 @@ func OpenCheckpoint(dir string) (*Checkpoint, error) {
 	if err := json.Unmarshal(data, &index); err != nil {
 		return nil, fmt.Errorf("%s: %w", indexPath, err)
 	}
-	shards := map[string]bool{}
-	for _, f := range index.WeightMap {
-		shards[f] = true
-	}
-	names := make([]string, 0, len(shards))
-	for f := range shards {
-		names = append(names, f)
-	}
-	sort.Strings(names)
-	for _, f := range names {
+	for _, f := range slices.Compact(slices.Sorted(maps.Values(index.WeightMap))) {
 		if err := ck.addFile(filepath.Join(dir, f)); err != nil {
 			return nil, err
 		}
@@ -197,25 +185,14 @@ type WriteTensor struct {
 // metadata {"format": "pt"}, which transformers requires to accept the file.
 func WriteSafetensors(path string, tensors []WriteTensor) error {
 	ts := slices.Clone(tensors)
-	slices.SortFunc(ts, func(a, b WriteTensor) int {
-		if a.Name < b.Name {
-			return -1
-		}
-		if a.Name > b.Name {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(ts, func(a, b WriteTensor) int { return strings.Compare(a.Name, b.Name) })
 	// Build the header by hand to fix key order (json maps are sorted anyway, but
 	// __metadata__ first matches the reference writer).
 	hdr := []byte(`{"__metadata__":{"format":"pt"}`)
 	var off int64
 	sizes := make([]int64, len(ts))
 	for i, t := range ts {
-		n := int64(4)
-		for _, d := range t.Shape {
-			n *= int64(d)
-		}
+		n := 4 * int64(numElements(t.Shape))
 		sizes[i] = n
 		name, _ := json.Marshal(t.Name)
 		shape, _ := json.Marshal(t.Shape)

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/criticml/critic/gpuworker/tokenizer"
 )
@@ -17,12 +18,5 @@ func LoadTokenizer(dir string) (Tokenizer, error) {
 
 // LoadRewardModel loads a saved reward-model checkpoint with its own tokenizer.
 func LoadRewardModel(dir string) (*RewardModel, error) {
-	if _, err := LoadConfig(dir); err != nil { // report a bad config before tokenizer problems
-		return nil, err
-	}
-	tok, err := LoadTokenizer(dir)
-	if err != nil {
-		return nil, err
-	}
-	return LoadRewardModelWith(dir, tok)
+	return LoadRewardModelOn(dir, os.Getenv(BackendEnv))
 }

@@ -298,18 +298,16 @@ const (
 	behaviorContiguous
 )
 
+// splitBehaviors are the behaviors by their tokenizer.json name ("" is the default).
+var splitBehaviors = map[string]splitBehavior{
+	"Isolated": behaviorIsolated, "": behaviorIsolated, "Removed": behaviorRemoved,
+	"MergedWithPrevious": behaviorMergedWithPrevious, "MergedWithNext": behaviorMergedWithNext,
+	"Contiguous": behaviorContiguous,
+}
+
 func parseBehavior(b string) (splitBehavior, error) {
-	switch b {
-	case "Isolated", "":
-		return behaviorIsolated, nil
-	case "Removed":
-		return behaviorRemoved, nil
-	case "MergedWithPrevious":
-		return behaviorMergedWithPrevious, nil
-	case "MergedWithNext":
-		return behaviorMergedWithNext, nil
-	case "Contiguous":
-		return behaviorContiguous, nil
+	if sb, ok := splitBehaviors[b]; ok {
+		return sb, nil
 	}
 	return 0, fmt.Errorf("tokenizer: unsupported Split behavior %q", b)
 }

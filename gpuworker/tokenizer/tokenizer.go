@@ -20,6 +20,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/text/unicode/norm"
 )
@@ -170,13 +171,12 @@ func (m *mergeEntry) UnmarshalJSON(b []byte) error {
 		if err := json.Unmarshal(b, &s); err != nil {
 			return err
 		}
-		for i := 0; i < len(s); i++ {
-			if s[i] == ' ' {
-				m[0], m[1] = s[:i], s[i+1:]
-				return nil
-			}
+		left, right, ok := strings.Cut(s, " ")
+		if !ok {
+			return fmt.Errorf("merge %q is not two space-separated tokens", s)
 		}
-		return fmt.Errorf("merge %q is not two space-separated tokens", s)
+		m[0], m[1] = left, right
+		return nil
 	}
 	var pair []string
 	if err := json.Unmarshal(b, &pair); err != nil {
@@ -341,18 +341,18 @@ func build(raw []byte, cfg *tokenizerConfig) (*Tokenizer, error) {
 	}
 
 	if cfg != nil {
-		if cfg.EOSToken != "" {
-			if id, ok := t.TokenID(string(cfg.EOSToken)); ok {
-				t.eosID = id
-			}
-		}
-		if cfg.PadToken != "" {
-			if id, ok := t.TokenID(string(cfg.PadToken)); ok {
-				t.padID = id
-			}
-		}
+		t.eosID, t.padID = t.specialID(cfg.EOSToken), t.specialID(cfg.PadToken)
 	}
 	return t, nil
+}
+
+// specialID is the id of a special token tokenizer_config.json names, -1 when it
+// names none or one the tokenizer does not know.
+func (t *Tokenizer) specialID(tok specialTokenRef) int {
+	if id, ok := t.TokenID(string(tok)); ok && tok != "" {
+		return id
+	}
+	return -1
 }
 
 func unsupportedModel(typ string) error {
@@ -398,6 +398,9 @@ func newBPE(vocab map[string]int, merges []mergeEntry, ignoreMerges bool) (*bpe,
 	return m, nil
 }
 
+// normForms are the Unicode normalizers by their tokenizer.json type.
+var normForms = map[string]norm.Form{"NFC": norm.NFC, "NFD": norm.NFD, "NFKC": norm.NFKC, "NFKD": norm.NFKD}
+
 func parseNormalizer(raw json.RawMessage) ([]norm.Form, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -409,16 +412,10 @@ func parseNormalizer(raw json.RawMessage) ([]norm.Form, error) {
 	if err := json.Unmarshal(raw, &n); err != nil {
 		return nil, fmt.Errorf("normalizer: %w", err)
 	}
-	switch n.Type {
-	case "NFC":
-		return []norm.Form{norm.NFC}, nil
-	case "NFD":
-		return []norm.Form{norm.NFD}, nil
-	case "NFKC":
-		return []norm.Form{norm.NFKC}, nil
-	case "NFKD":
-		return []norm.Form{norm.NFKD}, nil
-	case "Sequence":
+	if f, ok := normForms[n.Type]; ok {
+		return []norm.Form{f}, nil
+	}
+	if n.Type == "Sequence" {
 		var out []norm.Form
 		for _, sub := range n.Normalizers {
 			fs, err := parseNormalizer(sub)
@@ -509,11 +506,8 @@ func regexpQuote(s string) string {
 	const special = `\*+?|{}[]()^$.#- `
 	out := make([]rune, 0, len(s))
 	for _, r := range s {
-		for _, c := range special {
-			if r == c {
-				out = append(out, '\\')
-				break
-			}
+		if strings.ContainsRune(special, r) {
+			out = append(out, '\\')
 		}
 		out = append(out, r)
 	}

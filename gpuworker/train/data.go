@@ -68,9 +68,7 @@ func ReadJSONL[T any](path string) ([]T, error) {
 	var out []T
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 256<<20)
-	line := 0
-	for sc.Scan() {
-		line++
+	for line := 1; sc.Scan(); line++ {
 		b := sc.Bytes()
 		if len(b) == 0 {
 			continue

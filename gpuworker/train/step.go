@@ -57,23 +57,17 @@ func stepGraph(cfg *model.Config, opt AdamW, n int) func(g *Graph, in []*Node) [
 		bc2 := Sub(one, Pow(Scalar(g, dtypes.Float32, opt.Beta2), t))
 		stepSize := Div(Scalar(g, dtypes.Float32, opt.LR), bc1)
 		sqrtBC2 := Sqrt(bc2)
-		out := make([]*Node, 0, 3*n+2)
-		newP := make([]*Node, n)
-		newM := make([]*Node, n)
-		newV := make([]*Node, n)
+		out := make([]*Node, 3*n+2) // new params, m, v, then loss and rewards
 		for i := range n {
 			p, gr := params[i], grads[i]
 			p = Sub(p, MulScalar(p, opt.LR*opt.WeightDecay))
 			m := Add(MulScalar(ms[i], opt.Beta1), MulScalar(gr, 1-opt.Beta1))
 			v := Add(MulScalar(vs[i], opt.Beta2), MulScalar(Square(gr), 1-opt.Beta2))
 			denom := AddScalar(Div(Sqrt(v), sqrtBC2), opt.Eps)
-			newP[i] = Sub(p, Mul(stepSize, Div(m, denom)))
-			newM[i], newV[i] = m, v
+			out[i], out[n+i], out[2*n+i] = Sub(p, Mul(stepSize, Div(m, denom))), m, v
 		}
-		out = append(out, newP...)
-		out = append(out, newM...)
-		out = append(out, newV...)
-		return append(out, loss, rewards)
+		out[3*n], out[3*n+1] = loss, rewards
+		return out
 	}
 }
 

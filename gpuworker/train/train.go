@@ -4,6 +4,7 @@
 package train
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -91,9 +92,7 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 	if o.BatchPairs <= 0 {
 		o.BatchPairs = 4
 	}
-	if o.LR == 0 {
-		o.LR = 1e-5
-	}
+	o.LR = cmp.Or(o.LR, 1e-5)
 	pairs := o.Pairs
 	if pairs == nil && o.PairsPath != "" {
 		var err error
@@ -174,6 +173,7 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 	stepNum := 0
 	losses := make([]float64, 0, total)
 	evals := []EpochEval{}
+	var evalRC, evalRR []float64 // held-out rewards after the last epoch
 	for epoch := range o.Epochs {
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		lastEpochLoss = 0
@@ -182,12 +182,9 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 				return nil, err
 			}
 			idx := order[b:min(b+o.BatchPairs, len(order))]
-			seqs := make([][]int, 0, 2*len(idx))
-			for _, i := range idx {
-				seqs = append(seqs, chosen[i])
-			}
-			for _, i := range idx {
-				seqs = append(seqs, rejected[i])
+			seqs := make([][]int, 2*len(idx)) // [chosen..., rejected...]
+			for j, i := range idx {
+				seqs[j], seqs[len(idx)+j] = chosen[i], rejected[i]
 			}
 			t0 := time.Now()
 			loss, tokens, err := tr.step(seqs)
@@ -203,13 +200,12 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 		}
 		lastEpochLoss /= float64(batchesPerEpoch)
 		if split.Usable {
-			rc, rr, err := pairScores(split.Eval)
-			if err != nil {
+			if evalRC, evalRR, err = pairScores(split.Eval); err != nil {
 				return nil, fmt.Errorf("evaluating epoch %d: %w", epoch+1, err)
 			}
 			var acc accuracy
 			for j := range split.Eval {
-				acc.add(rc[j] > rr[j])
+				acc.add(evalRC[j] > evalRR[j])
 			}
 			evals = append(evals, EpochEval{Epoch: epoch + 1, EvalPairs: acc.n, EvalAccuracy: acc.value()})
 		}
@@ -220,14 +216,10 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 		FinalLoss: lastEpochLoss, Epochs: o.Epochs, Device: model.DeviceName(backend),
 		LossPerStep: losses, EvalPerEpoch: evals,
 	}
-	if split.Usable {
-		rc, rr, err := pairScores(split.Eval)
-		if err != nil {
-			return nil, err
-		}
+	if split.Usable { // the weights are the last epoch's: its held-out rewards
 		var all, act, tool accuracy
 		for j, i := range split.Eval {
-			win := rc[j] > rr[j]
+			win := evalRC[j] > evalRR[j]
 			all.add(win)
 			if pairs[i].IsAction() {
 				act.add(win)
