@@ -13,7 +13,8 @@ import (
 	"github.com/criticml/critic/domain/traces"
 )
 
-func ptrTo[T any](v T) *T { return &v }
+//go:fix inline
+func ptrTo[T any](v T) *T { return new(v) }
 
 // labelAll records, as the step labeler would, a label for every chunk of
 // a trace: a request, a successful lookup (when there is one), an answer,
@@ -31,17 +32,17 @@ func labelAll(t *testing.T, cmds *commands.Commands, traceID, verdict, sentiment
 		switch {
 		case c.Kind == labels.KindToolCall:
 			out = append(out, labels.Label{ChunkID: c.ID, TaskID: "t1", Actor: labels.ActorAgent, Type: labels.TypeToolCall, Effect: labels.EffectLookup,
-				Result: labels.ResultOK, IsOutput: ptrTo(false), Outcome: labels.OutcomeNone, Stance: labels.StanceNone, Coverage: labels.CoverageNone})
+				Result: labels.ResultOK, IsOutput: new(false), Outcome: labels.OutcomeNone, Stance: labels.StanceNone, Coverage: labels.CoverageNone})
 		case c.Kind == labels.KindAgentMessage:
 			answer = c.ID
 			out = append(out, labels.Label{ChunkID: c.ID, TaskID: "t1", Actor: labels.ActorAgent, Type: labels.TypeAnswer, Effect: labels.EffectNone,
-				Result: labels.ResultNone, IsOutput: ptrTo(true), Outcome: labels.OutcomeSolved, Stance: labels.StanceConfident, Coverage: labels.CoverageFull})
+				Result: labels.ResultNone, IsOutput: new(true), Outcome: labels.OutcomeSolved, Stance: labels.StanceConfident, Coverage: labels.CoverageFull})
 		case answer == "":
 			out = append(out, labels.Label{ChunkID: c.ID, TaskID: "t1", Actor: labels.ActorUser, Intent: labels.IntentRequest, Verdict: labels.VerdictNone,
 				Sentiment: labels.SentimentNeutral})
 		default:
 			out = append(out, labels.Label{ChunkID: c.ID, TaskID: "t1", Actor: labels.ActorUser, Intent: labels.IntentFeedback, Verdict: verdict,
-				VerdictTarget: ptrTo(answer), Sentiment: sentiment})
+				VerdictTarget: new(answer), Sentiment: sentiment})
 		}
 	}
 	_, err = cmds.RecordStepLabels.Handle(ctx, commands.RecordStepLabels{Actor: commands.WorkerActor("labeler"), Labels: traces.StepLabelsInput{TraceID: traceID, Revision: 1, Model: "openai/labeler",

@@ -51,16 +51,14 @@ func (c BuildDatasetHandler) Handle(ctx context.Context, cmd BuildDataset) (Resu
 		if err == nil {
 			ds, err = rewardmodels.BuildDatasetFrom(in)
 		}
-		var few *rewardmodels.TooFewPairsError
-		if errors.As(err, &few) {
+		if few, ok := errors.AsType[*rewardmodels.TooFewPairsError](err); ok {
 			p, derr := rewardmodels.DecideFail(st, st.Attempt, "", events.FailureTooFewPairs, few.Error())
 			if derr != nil {
 				return Result{}, derr
 			}
 			return c.appendToModel(ctx, Actor{}, st, events.RewardModelTrainingFailed, p)
 		}
-		var unreadable *events.UnreadableError
-		if errors.As(err, &unreadable) {
+		if _, ok := errors.AsType[*events.UnreadableError](err); ok {
 			// The log cannot give this dataset (an unreadable payload, a
 			// missing or corrupt claim-check blob): redelivering would only
 			// fail again, so the model fails with the reason and `retry`

@@ -199,8 +199,7 @@ func retryOnConflict(fn func() (Result, error)) (Result, error) {
 	for range 3 {
 		var r Result
 		r, err = fn()
-		var vc *domain.VersionConflictError
-		if !errors.As(err, &vc) {
+		if _, ok := errors.AsType[*domain.VersionConflictError](err); !ok {
 			return r, err
 		}
 	}

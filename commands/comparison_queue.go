@@ -52,8 +52,7 @@ func (c *Streams) PresentComparison(ctx context.Context, actor Actor, modelID st
 		return ComparisonItem{}, false, nil
 	}
 	st, err := c.ownedTrace(ctx, actor, f.TraceID)
-	var nf *domain.NotFoundError
-	if errors.As(err, &nf) {
+	if _, ok := errors.AsType[*domain.NotFoundError](err); ok {
 		return ComparisonItem{}, false, nil
 	}
 	if err != nil {

@@ -57,8 +57,7 @@ func (c CreateUserHandler) Handle(ctx context.Context, cmd CreateUser) (CreateUs
 	}
 	r, err := c.append(ctx, Actor{}, map[string]int64{events.UserNameStream(cmd.Name): 0, events.UserStream(userID): 0,
 		events.MembersStream(userID): 0, events.APIKeyStream(keyID): 0}, evs)
-	var vc *domain.VersionConflictError
-	if errors.As(err, &vc) {
+	if _, ok := errors.AsType[*domain.VersionConflictError](err); ok {
 		return CreateUserResult{}, &domain.ConflictError{Code: "user_exists", Message: "a user named " + cmd.Name + " already exists (the name of an erased account stays reserved)"}
 	}
 	if err != nil {

@@ -191,8 +191,7 @@ func (c EraseAccountHandler) Handle(ctx context.Context, cmd EraseAccount) (Acco
 	revoke := RevokeAPIKeyHandler{c.Streams}
 	for _, k := range p.keyIDs {
 		if _, err := revoke.Handle(ctx, RevokeAPIKey{KeyID: k}); err != nil {
-			var ce *domain.ConflictError
-			if !errors.As(err, &ce) {
+			if _, ok := errors.AsType[*domain.ConflictError](err); !ok {
 				return p, Result{}, fmt.Errorf("erase account %s: revoke key %s: %w", p.Name, k, err)
 			}
 		}
@@ -200,8 +199,7 @@ func (c EraseAccountHandler) Handle(ctx context.Context, cmd EraseAccount) (Acco
 	actor := Actor{UserID: cmd.AccountID, Moderates: true}
 	for _, id := range p.traceIDs {
 		if _, err := c.eraseTrace(ctx, actor, id, ErasedAccount, cmd.By, "account erased: "+cmd.Reason, nil); err != nil {
-			var nf *domain.NotFoundError
-			if !errors.As(err, &nf) { // deleted meanwhile: fine
+			if _, ok := errors.AsType[*domain.NotFoundError](err); !ok { // deleted meanwhile: fine
 				return p, Result{}, fmt.Errorf("erase account %s: erase trace %s: %w", p.Name, id, err)
 			}
 		}
@@ -251,8 +249,7 @@ func (c *Streams) eraseAccountBlobs(ctx context.Context, p AccountErasure) error
 		}
 		st, err := c.Model(ctx, strings.TrimPrefix(s, events.RewardModelStream("")))
 		if err != nil {
-			var nf *domain.NotFoundError
-			if errors.As(err, &nf) {
+			if _, ok := errors.AsType[*domain.NotFoundError](err); ok {
 				continue // a stream the store no longer opens
 			}
 			return err

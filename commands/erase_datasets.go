@@ -106,7 +106,7 @@ func (c *Streams) eraseGepaExamples(ctx context.Context, ownerID, traceID string
 		if err != nil {
 			return fmt.Errorf("erase trace %s: read %s: %w", traceID, key, err)
 		}
-		for _, line := range bytes.Split(raw, []byte("\n")) {
+		for line := range bytes.SplitSeq(raw, []byte("\n")) {
 			var ex rewardmodels.GepaExample
 			if json.Unmarshal(line, &ex) == nil && ex.TraceID == traceID {
 				if err := c.deleteBlob(ctx, traceID, key); err != nil {

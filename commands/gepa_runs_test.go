@@ -2,6 +2,7 @@ package commands_test
 
 import (
 	"encoding/json"
+	"maps"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -19,9 +20,7 @@ func TestCheckGepaResult(t *testing.T) {
 		"metric_calls": 40, "max_metric_calls": 40}
 	raw := func(edit func(map[string]any)) json.RawMessage {
 		m := map[string]any{}
-		for k, v := range good {
-			m[k] = v
-		}
+		maps.Copy(m, good)
 		if edit != nil {
 			edit(m)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -186,8 +187,7 @@ func (c *Streams) receiveOTel(ctx context.Context, actor Actor, order []string, 
 				continue
 			}
 			added, err := cv.add(hexID, byTrace[hexID])
-			var v *domain.ValidationError
-			if errors.As(err, &v) {
+			if v, ok := errors.AsType[*domain.ValidationError](err); ok {
 				reject(hexID, v)
 				continue
 			}
@@ -203,8 +203,7 @@ func (c *Streams) receiveOTel(ctx context.Context, actor Actor, order []string, 
 		for _, stream := range convOrder {
 			cv := convs[stream]
 			tevs, err := cv.decide(actor, sourceID)
-			var v *domain.ValidationError
-			if errors.As(err, &v) {
+			if v, ok := errors.AsType[*domain.ValidationError](err); ok {
 				for _, hexID := range cv.otelIDs {
 					reject(hexID, v)
 				}
@@ -340,9 +339,7 @@ func (cv *otelConversation) add(hexID string, recs []formats.RawSpan) (added boo
 		received.Conversation = cv.external
 	}
 	trial := make(map[string]formats.RawSpan, len(cv.all)+len(recs))
-	for id, r := range cv.all {
-		trial[id] = r
-	}
+	maps.Copy(trial, cv.all)
 	for _, r := range recs {
 		if stored, ok := trial[r.SpanID]; ok && traces.SameSpanJSON(stored.JSON, r.JSON) {
 			continue // a re-sent record (exporter retry): nothing to store

@@ -72,8 +72,7 @@ func (c RequestBackgroundBatchHandler) Handle(ctx context.Context, cmd RequestBa
 				continue
 			}
 			ev, err := c.scoringRunRequest(ctx, tr, m, true, batchID)
-			var invalid *domain.ValidationError
-			if errors.As(err, &invalid) {
+			if _, ok := errors.AsType[*domain.ValidationError](err); ok {
 				out.NoActions = append(out.NoActions, id)
 				continue
 			}

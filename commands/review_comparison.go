@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"slices"
 	"strings"
 
 	"github.com/criticml/critic/domain"
@@ -32,12 +33,12 @@ func (c *Streams) comparisonFinding(ctx context.Context, ownerID, modelID, findi
 	if err != nil {
 		return events.RewardModelFindingRecordedV1{}, err
 	}
-	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].Type != events.RewardModelFindingRecorded {
+	for _, ev := range slices.Backward(evs) {
+		if ev.Type != events.RewardModelFindingRecorded {
 			continue
 		}
 		var p events.RewardModelFindingRecordedV1
-		if err := evs[i].Decode(&p); err != nil {
+		if err := ev.Decode(&p); err != nil {
 			return events.RewardModelFindingRecordedV1{}, err
 		}
 		if p.Finding.ID == findingID {

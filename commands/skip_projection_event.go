@@ -53,8 +53,7 @@ func (c SkipProjectionEventHandler) Handle(ctx context.Context, cmd SkipProjecti
 	}
 	r, err := c.appendEvent(ctx, Actor{}, events.ProjectionSkipStream(cmd.EventID), e.OwnerID, 0, events.ProjectionEventSkipped,
 		events.ProjectionEventSkippedV1{EventID: e.ID, EventType: e.Type, Seq: e.Seq, Reason: cmd.Reason})
-	var vc *domain.VersionConflictError
-	if errors.As(err, &vc) {
+	if _, ok := errors.AsType[*domain.VersionConflictError](err); ok {
 		return Result{}, &domain.ConflictError{Code: "already_skipped", Message: "event " + cmd.EventID + " is already skipped"}
 	}
 	return r, err

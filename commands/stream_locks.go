@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -56,11 +57,11 @@ func (l *streamLocks) lock(keys []string) (unlock func()) {
 		names = append(names, k)
 	}
 	return func() {
-		for i := len(held) - 1; i >= 0; i-- {
-			held[i].mu.Unlock()
+		for i, h := range slices.Backward(held) {
+			h.mu.Unlock()
 			l.mu.Lock()
-			held[i].holders--
-			if held[i].holders == 0 {
+			h.holders--
+			if h.holders == 0 {
 				delete(l.m, names[i])
 			}
 			l.mu.Unlock()
@@ -84,8 +85,7 @@ func retryContended(ctx context.Context, fn func() (Result, error)) (Result, err
 	backoff := 5 * time.Millisecond
 	for {
 		r, err := fn()
-		var vc *domain.VersionConflictError
-		if !errors.As(err, &vc) {
+		if _, ok := errors.AsType[*domain.VersionConflictError](err); !ok {
 			return r, err
 		}
 		sleep := backoff/2 + rand.N(backoff)

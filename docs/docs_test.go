@@ -32,7 +32,7 @@ func TestEveryVariableIsDocumented(t *testing.T) {
 	for _, p := range glob(t, "*.md") {
 		pages.WriteString(read(t, p))
 	}
-	for _, f := range strings.Fields(string(files)) {
+	for f := range strings.FieldsSeq(string(files)) {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
 		}

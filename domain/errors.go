@@ -46,8 +46,7 @@ func AtLine(err error, line int) error {
 	if err == nil {
 		return nil
 	}
-	var v *ValidationError
-	if errors.As(err, &v) {
+	if v, ok := errors.AsType[*ValidationError](err); ok {
 		c := *v
 		c.Line = cmp.Or(c.Line, line)
 		return &c

@@ -123,7 +123,7 @@ func manyTraces(n int) ([]PairTrace, []Rating) {
 		prefix string
 		rating int
 	}{{"c", 1}, {"r", -1}} {
-		for i := 0; i < n; i++ {
+		for i := range n {
 			id := fmt.Sprintf("%s%d", side.prefix, i)
 			traces = append(traces, PairTrace{ID: id, Steps: []PairStep{{ID: id + "-0", Role: RoleUser, Content: id}}})
 			ratings = append(ratings, r("a-"+id, id, "", side.rating))
@@ -168,7 +168,7 @@ func TestBuildPairsIsDeterministic(t *testing.T) {
 	traces = append(traces, pairTraces()...)
 	ratings = append(ratings, r("x1", "t1", "t1-2", 1), r("x2", "t3", "t3-1", -1), r("x3", "t2", "t2-1", -1))
 	first := MarshalPairsJSONL(BuildPairs(traces, ratings, 100))
-	for i := 0; i < 5; i++ {
+	for range 5 {
 		require.Equal(t, first, MarshalPairsJSONL(BuildPairs(traces, ratings, 100)))
 	}
 }

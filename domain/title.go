@@ -44,7 +44,7 @@ func DefaultTitle(steps []Step) string {
 }
 
 func firstNonEmptyLine(s string) string {
-	for _, l := range strings.Split(s, "\n") {
+	for l := range strings.SplitSeq(s, "\n") {
 		if strings.TrimSpace(l) != "" {
 			return l
 		}

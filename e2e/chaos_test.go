@@ -224,14 +224,12 @@ func TestChaos(t *testing.T) {
 	ctx, stopClients := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	run := func(fn func(n int)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for n := 0; ctx.Err() == nil; n++ {
 				fn(n)
 				time.Sleep(20 * time.Millisecond)
 			}
-		}()
+		})
 	}
 	// Importer.
 	run(func(n int) {

@@ -54,8 +54,7 @@ func (c *clientEnv) run(stdin string, args ...string) (string, int) {
 	}
 	out, err := cmd.CombinedOutput()
 	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 		code = ee.ExitCode()
 	} else {
 		require.NoError(c.t, err)
@@ -122,7 +121,7 @@ func TestImportFolderWithABrokenFile(t *testing.T) {
 	require.Contains(t, out, "did not accept")
 
 	var stash []string
-	for i := 0; i < 3; i++ {
+	for i := range 3 {
 		stash = append(stash, stashLine(fmt.Sprintf("mixed-%d", i), "assistant", i))
 	}
 	c.write("exports/stash.jsonl", strings.Join(stash, "\n")+"\n")
@@ -168,7 +167,7 @@ func TestImportFolderWithABrokenFile(t *testing.T) {
 
 	// A large file in small requests, with a broken line in a late one.
 	var big []string
-	for i := 0; i < 60; i++ {
+	for i := range 60 {
 		role := "assistant"
 		if i == 44 {
 			role = "robot"

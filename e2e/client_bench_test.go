@@ -55,7 +55,7 @@ func runClientBench(b *testing.B) {
 		var sb strings.Builder
 		for i := 0; sb.Len() < perFile; i++ {
 			sb.WriteString(fmt.Sprintf(`{"id":"f%d-t%d","metadata":{"agent":"bench"},"steps":[`, f, i))
-			for j := 0; j < 20; j++ {
+			for j := range 20 {
 				if j > 0 {
 					sb.WriteByte(',')
 				}
@@ -88,15 +88,13 @@ func runClientBench(b *testing.B) {
 		errs := make(chan error, len(bodies))
 		var wg sync.WaitGroup
 		for range parallel {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				for body := range jobs {
 					if r := in.do("POST", "/api/v1/rm/traces/import", key, body); r.Status != http.StatusOK {
 						errs <- fmt.Errorf("import: %d %s", r.Status, r.Body)
 					}
 				}
-			}()
+			})
 		}
 		for _, body := range bodies {
 			jobs <- body

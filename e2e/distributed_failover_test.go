@@ -188,14 +188,12 @@ func TestDistributedFailover(t *testing.T) {
 	ctx, stopClients := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	run := func(fn func(n int)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for n := 0; ctx.Err() == nil; n++ {
 				fn(n)
 				time.Sleep(30 * time.Millisecond)
 			}
-		}()
+		})
 	}
 	// Importers: traces without an external id, so a write applied twice
 	// would be a second trace.
@@ -373,7 +371,7 @@ func TestDistributedFailover(t *testing.T) {
 	for _, id := range []string{"a", "b"} {
 		require.Regexp(t, `level=INFO msg="consumer group partitions moved" instance=`+id+` consumer_group=readmodel topic=critic.events holds=`, text)
 	}
-	for _, line := range strings.Split(text, "\n") {
+	for line := range strings.SplitSeq(text, "\n") {
 		if strings.Contains(line, "level=ERROR") {
 			require.NotContains(t, line, "Rebalance In Progress", "group churn is not an error")
 			require.NotContains(t, line, "i/o timeout", "transient broker errors are not errors")

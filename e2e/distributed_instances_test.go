@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -67,8 +68,8 @@ func TestDistributedInstances(t *testing.T) {
 	b, urlB := serve("b")
 	procs := []*chaosProc{broker, a, b}
 	defer func() {
-		for i := len(procs) - 1; i >= 0; i-- {
-			procs[i].stop()
+		for _, proc := range slices.Backward(procs) {
+			proc.stop()
 		}
 	}()
 	broker.start(t)

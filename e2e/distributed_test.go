@@ -237,16 +237,14 @@ func TestDistributed(t *testing.T) {
 	ctx, stopClients := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	run := func(pause time.Duration, fn func(n int)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for n := 0; ctx.Err() == nil; n++ {
 				gate.RLock()
 				fn(n)
 				gate.RUnlock()
 				time.Sleep(pause)
 			}
-		}()
+		})
 	}
 	// Importer: traces without an external id, so a write applied twice
 	// would be a second trace with the same marker.
@@ -628,7 +626,7 @@ func TestDistributed(t *testing.T) {
 	logs.mu.Lock()
 	text := logBuf.String()
 	logs.mu.Unlock()
-	for _, line := range strings.Split(text, "\n") {
+	for line := range strings.SplitSeq(text, "\n") {
 		if strings.Contains(line, "level=ERROR") && !strings.Contains(line, `route="POST /api/v1/rm/query" status=503`) {
 			t.Errorf("logged as an error: %s", line)
 		}

@@ -178,7 +178,7 @@ func pgDump(t *testing.T, in *instance) string {
 // linesWith lists the lines of text that contain marker.
 func linesWith(text, marker string) []string {
 	var out []string
-	for _, l := range strings.Split(text, "\n") {
+	for l := range strings.SplitSeq(text, "\n") {
 		if strings.Contains(l, marker) {
 			out = append(out, l)
 		}

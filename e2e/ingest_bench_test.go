@@ -7,7 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -111,16 +111,14 @@ func runIngestBench(b *testing.B) {
 	errs := make(chan error, traces/perRequest)
 	jobs := make(chan []byte)
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for data := range jobs {
 				r := in.do("POST", "/api/v1/rm/traces/import", key, data)
 				if r.Status != http.StatusOK {
 					errs <- fmt.Errorf("import: %d %s", r.Status, r.Body)
 				}
 			}
-		}()
+		})
 	}
 	for _, body := range bodies {
 		jobs <- body
@@ -159,7 +157,7 @@ func runIngestBench(b *testing.B) {
 		require.Equal(b, http.StatusOK, g.Status)
 		lat = append(lat, time.Since(t0))
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	slices.Sort(lat)
 	fmt.Printf("ingest: single-trace import → visible in GET: p50 %s, p99 %s (n=%d)\n",
 		lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond), len(lat))
 }

@@ -84,7 +84,7 @@ func (in *instance) cpuByProcess(b *testing.B) (critic, postgres map[int]time.Du
 	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
 	for _, f := range files {
 		raw, _ := os.ReadFile(f)
-		for _, c := range strings.Fields(string(raw)) {
+		for c := range strings.FieldsSeq(string(raw)) {
 			if n, err := strconv.Atoi(c); err == nil {
 				critic[n] = procCPU(n)
 			}
@@ -124,15 +124,13 @@ func bulkImport(b *testing.B, bodies [][]byte, clients, wantSteps int, env ...st
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for data := range jobs {
 				if r := in.do("POST", "/api/v1/rm/traces/import", key, data); r.Status != http.StatusOK {
 					errs <- fmt.Errorf("import: %d %s", r.Status, r.Body)
 				}
 			}
-		}()
+		})
 	}
 	for _, body := range bodies {
 		jobs <- body

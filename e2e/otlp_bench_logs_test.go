@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -242,8 +242,8 @@ func runOTLPContentionBench(b *testing.B, in *instance, key string) {
 	var bodies [][]byte
 	// Interleaved: span c of every trace, then span c+1 of every trace, so
 	// the requests of one trace are in flight together.
-	for c := 0; c < otlpSpansPerRun; c++ {
-		for run := 0; run < otlpContendedTraces; run++ {
+	for c := range otlpSpansPerRun {
+		for run := range otlpContendedTraces {
 			chat := c
 			if c == otlpChatsPerRun {
 				chat = -1
@@ -265,9 +265,7 @@ func runOTLPContentionBench(b *testing.B, in *instance, key string) {
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range otlpContendedSenders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for body := range jobs {
 				t := time.Now()
 				err := postProto(in.url+otlp.Path, key, body)
@@ -279,7 +277,7 @@ func runOTLPContentionBench(b *testing.B, in *instance, key string) {
 				}
 				mu.Unlock()
 			}
-		}()
+		})
 	}
 	for _, body := range bodies {
 		jobs <- body
@@ -293,7 +291,7 @@ func runOTLPContentionBench(b *testing.B, in *instance, key string) {
 		require.Len(b, d.Steps, 2*otlpChatsPerRun, "every span of the trace applied")
 		require.Len(b, d.Spans, otlpSpansPerRun)
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	slices.Sort(lat)
 	p := func(q float64) time.Duration { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
 	rate := float64(len(bodies)) / dur.Seconds()
 	fmt.Printf("otlp contention: %d traces × %d spans, each span its own request, %d concurrent senders: %s = %.0f spans/s; latency p50 %s, p99 %s, max %s; 0 of %d failed\n",

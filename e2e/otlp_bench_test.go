@@ -60,7 +60,7 @@ func otlpAgentRuns(phase byte, requests int) (bodies [][]byte, runs int) {
 	}
 	var order []span
 	for r := 0; r < runs; r++ {
-		for c := 0; c < otlpChatsPerRun; c++ {
+		for c := range otlpChatsPerRun {
 			order = append(order, span{r, c})
 		}
 		order = append(order, span{r, -1})
@@ -136,7 +136,7 @@ func fillAgentSpan(sp ptrace.Span, phase byte, run, chat, calls int, start int64
 	input := []genAIMsg{{Role: "user", Parts: []map[string]any{{"type": "text", "content": fmt.Sprintf(
 		"Order %d arrived damaged (the box was crushed, two mugs broken). I'd like a refund to my original card, not store credit. %s",
 		1000+run, strings.Repeat("Please check the delivery photos I uploaded. ", 3))}}}}
-	for j := 0; j < chat; j++ {
+	for j := range chat {
 		id := fmt.Sprintf("call_%d_%d", run, j)
 		input = append(input,
 			genAIMsg{Role: "assistant", Parts: []map[string]any{{"type": "tool_call", "id": id, "name": "lookup_order",
@@ -250,15 +250,13 @@ func fanOut[T any](tb testing.TB, items []T, senders int, send func(T) error) ti
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range senders {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for it := range jobs {
 				if err := send(it); err != nil {
 					errs <- err
 				}
 			}
-		}()
+		})
 	}
 	for _, it := range items {
 		jobs <- it

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -114,16 +115,14 @@ func TestOTLPConcurrentSpansOfOneTrace(t *testing.T) {
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, b := range bodies {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			<-start
 			r, err := sendOTLP(in.url+"/api/v1/rm/otel/v1/traces", "Bearer "+key, "application/json", b)
 			statuses[i], errs[i] = r.Status, err
 			if err == nil && r.Status != http.StatusOK {
 				errs[i] = fmt.Errorf("status %d: %s", r.Status, r.Body)
 			}
-		}()
+		})
 	}
 	close(start)
 	wg.Wait()
@@ -426,9 +425,7 @@ func TestOTLPJoinsRootlessCalls(t *testing.T) {
 			"gen_ai.input.messages":  mustJSON(input),
 			"gen_ai.output.messages": mustJSON(output),
 		}
-		for k, v := range extra {
-			attrs[k] = v
-		}
+		maps.Copy(attrs, extra)
 		return otlpSpan{trace: trace, id: span, name: "chat", start: start, attrs: attrs}
 	}
 	sys := genAIText("system", "You are a weather agent.")

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,16 +57,14 @@ func runQueryBench(b *testing.B) {
 	errs := make(chan error, traces/perRequest+1)
 	var wg sync.WaitGroup
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for data := range jobs {
 				r := in.do("POST", "/api/v1/rm/traces/import", key, map[string]any{"format": "stash", "data": data})
 				if r.Status != http.StatusOK {
 					errs <- fmt.Errorf("import: %d %s", r.Status, r.Body)
 				}
 			}
-		}()
+		})
 	}
 	for i := 0; i < traces; i += perRequest {
 		jobs <- strings.Join(lines[i:min(i+perRequest, traces)], "\n")
@@ -202,7 +200,7 @@ func queryStatus(b *testing.B, in *instance, key, sqlText string) (int, string) 
 
 func pctl(d []time.Duration) (p50, p99 time.Duration) {
 	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	slices.Sort(s)
 	return s[len(s)/2], s[(len(s)*99)/100]
 }
 
@@ -241,9 +239,7 @@ func BenchmarkQueryNeighbours(b *testing.B) {
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		for range 3 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				for {
 					select {
 					case <-stop:
@@ -252,7 +248,7 @@ func BenchmarkQueryNeighbours(b *testing.B) {
 					}
 					_, _, _, _ = postQuery(in.url, heavyKey, heavySQL)
 				}
-			}()
+			})
 		}
 		time.Sleep(time.Second)
 		during := light(50)

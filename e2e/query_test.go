@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -252,12 +252,10 @@ func TestQueryLimitsThroughTheAPI(t *testing.T) {
 		var wg sync.WaitGroup
 		heavy := make(chan string, 4)
 		for range 3 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				status, _, body, err := postQuery(in.url, bob, heavySQL)
 				heavy <- fmt.Sprint(status, " ", string(body), err)
-			}()
+			})
 		}
 		time.Sleep(time.Second)
 		during := light(10)
@@ -265,12 +263,10 @@ func TestQueryLimitsThroughTheAPI(t *testing.T) {
 
 		// Alice's heavy query takes the last slot: now a fourth query
 		// waits 1 s and is refused, naming the limit.
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			status, _, body, err := postQuery(in.url, alice, heavySQL)
 			heavy <- fmt.Sprint(status, " ", string(body), err)
-		}()
+		})
 		time.Sleep(time.Second)
 		status, retry, body, err := postQuery(in.url, carol, "SELECT 1")
 		require.NoError(t, err)
@@ -289,7 +285,7 @@ func TestQueryLimitsThroughTheAPI(t *testing.T) {
 
 func median(d []time.Duration) time.Duration {
 	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	slices.Sort(s)
 	return s[len(s)/2]
 }
 
@@ -388,7 +384,7 @@ func peakRSS(t *testing.T, pid int) int64 {
 	t.Helper()
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	require.NoError(t, err)
-	for _, l := range strings.Split(string(raw), "\n") {
+	for l := range strings.SplitSeq(string(raw), "\n") {
 		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
 			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			require.NoError(t, err)

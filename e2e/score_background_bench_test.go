@@ -473,7 +473,7 @@ func pinTree(b *testing.B, pid int, cores string) {
 	files, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
 	for _, f := range files {
 		raw, _ := os.ReadFile(f)
-		for _, c := range strings.Fields(string(raw)) {
+		for c := range strings.FieldsSeq(string(raw)) {
 			if n, err := strconv.Atoi(c); err == nil {
 				pinTree(b, n, cores)
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -86,9 +87,7 @@ func claudeCodeSession(sessionID string, turns int, toolOutput func(turn int) st
 		if msg != nil {
 			rec["message"] = msg
 		}
-		for k, v := range extra {
-			rec[k] = v
-		}
+		maps.Copy(rec, extra)
 		if st != nil {
 			st.timestamp = ts
 		}
@@ -113,7 +112,7 @@ func claudeCodeSession(sessionID string, turns int, toolOutput func(turn int) st
 	out = append(out, sessionRecord{line: mustJSON(map[string]any{"type": "file-history-snapshot", "messageId": "snap-0",
 		"snapshot":         map[string]any{"messageId": "snap-0", "trackedFileBackups": map[string]any{}, "timestamp": "2026-03-14T09:25:59.000Z"},
 		"isSnapshotUpdate": false})})
-	for i := 0; i < turns; i++ {
+	for i := range turns {
 		file := fmt.Sprintf("/home/dev/shop/cart/total_%d.go", i)
 		prompt := fmt.Sprintf("Turn %d: the checkout total is wrong when a coupon and free shipping combine — fix %s and keep \"TestTotal\" green.", i, file)
 		add("user", map[string]any{"role": "user", "content": prompt}, nil, &wantStep{role: "user", content: prompt})
@@ -175,7 +174,7 @@ func codexRollout(sessionID string, turns int) []sessionRecord {
 	add("response_item", map[string]any{"type": "message", "role": "developer", "content": text("input_text", perm)}, &wantStep{role: "system", content: perm})
 	env := "<environment_context>\n  <cwd>/home/dev/shop</cwd>\n  <shell>bash</shell>\n</environment_context>"
 	add("response_item", map[string]any{"type": "message", "role": "user", "content": text("input_text", env)}, &wantStep{role: "system", content: env})
-	for i := 0; i < turns; i++ {
+	for i := range turns {
 		prompt := fmt.Sprintf("Turn %d: make `go test ./cart/...` pass; the coupon total is off by one cent.", i)
 		add("response_item", map[string]any{"type": "message", "role": "user", "content": text("input_text", prompt)}, &wantStep{role: "user", content: prompt})
 		add("event_msg", map[string]any{"type": "user_message", "message": prompt, "kind": "plain"}, nil)

@@ -38,7 +38,7 @@ func BenchmarkUI(b *testing.B) {
 			lines = lines[:0]
 		}
 	}
-	for i := 0; i < traces-1; i++ {
+	for i := range traces - 1 {
 		lines = append(lines, fmt.Sprintf(`{"title":"Bench trace %d","steps":[{"role":"user","content":"question %d"},{"role":"assistant","content":"answer %d"}]}`, i, i, i))
 		if len(lines) == cap(lines) {
 			flush()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,9 +68,7 @@ type Guard struct {
 // publishHeld refreshes heldView from held (g.mu held).
 func (g *Guard) publishHeld() {
 	view := make(map[string]string, len(g.held))
-	for k, v := range g.held {
-		view[k] = v
-	}
+	maps.Copy(view, g.held)
 	g.heldView.Store(&view)
 }
 

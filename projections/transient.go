@@ -30,8 +30,7 @@ func transient(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &unavailable) || errors.As(err, &conflict) {
 		return true
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok {
 		switch pgErr.Code {
 		case "40001", "40P01", "55P03": // serialization failure, deadlock, lock not available
 			return true
@@ -45,8 +44,7 @@ func transient(err error) bool {
 	if pgconn.Timeout(err) || pgconn.SafeToRetry(err) {
 		return true
 	}
-	var netErr net.Error
-	if errors.As(err, &netErr) {
+	if _, ok := errors.AsType[net.Error](err); ok {
 		return true
 	}
 	// Kafka clients' errors say for themselves whether a retry may succeed.

@@ -315,8 +315,7 @@ func auditMemberAgreement(ctx context.Context, in *infra, cmds *commands.Command
 	}
 	b := usecase.Backend{Cmds: cmds, Queries: readmodel.NewQueries(in.pool)}
 	rep, err := b.Agreement(ctx, &readmodel.Caller{UserID: st.OwnerID}, st.ID)
-	var conflict *domain.ConflictError
-	if errors.As(err, &conflict) {
+	if _, ok := errors.AsType[*domain.ConflictError](err); ok {
 		return nil // no reward statistics: nothing to compare with
 	}
 	if err != nil {

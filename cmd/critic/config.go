@@ -119,7 +119,7 @@ func loadConfig() (config, error) {
 		PublicURL:       os.Getenv("CRITIC_PUBLIC_URL"),
 	}
 	if v := strings.TrimSpace(os.Getenv("KAFKA_BROKERS")); v != "" {
-		for _, b := range strings.Split(v, ",") {
+		for b := range strings.SplitSeq(v, ",") {
 			if b = strings.TrimSpace(b); b != "" {
 				c.KafkaBrokers = append(c.KafkaBrokers, b)
 			}

@@ -101,9 +101,7 @@ func cmdImport(ctx context.Context, args []string) error {
 	var abortOnce sync.Once
 	var abort error // the server is unreachable or refuses the key: stop
 	for range parallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range jobs {
 				o := importOne(ctx, inputs[i], format, sourceID, maxReq, up, prog, dry)
 				outcomes[i] = o
@@ -113,7 +111,7 @@ func cmdImport(ctx context.Context, args []string) error {
 				}
 				prog.FileDone(outcomeLine(o, dry))
 			}
-		}()
+		})
 	}
 	for i := range inputs {
 		if ctx.Err() != nil {

@@ -60,8 +60,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := dispatch(ctx, os.Args[1:]); err != nil {
-		var ue usageError
-		if errors.As(err, &ue) {
+		if _, ok := errors.AsType[usageError](err); ok {
 			fmt.Fprint(os.Stderr, usage)
 		}
 		fmt.Fprintln(os.Stderr, "critic:", err)

@@ -110,8 +110,7 @@ func ensureDemoUser(ctx context.Context, cfg config, srv *server) (key, userID s
 		}
 	}
 	res, err := srv.Cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: demoUser})
-	var conflict *domain.ConflictError
-	if errors.As(err, &conflict) {
+	if _, ok := errors.AsType[*domain.ConflictError](err); ok {
 		// The account exists but its saved key is gone: issue a new one.
 		id, err := srv.Queries.UserIDByName(ctx, demoUser)
 		if err != nil {

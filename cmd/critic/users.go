@@ -244,8 +244,7 @@ func userIDByName(ctx context.Context, in *infra, name string) (string, error) {
 // returns; without a running server it says so instead of failing.
 func settleCLI(ctx context.Context, w *readmodel.Waiter, r commands.Result) {
 	if err := w.Wait(ctx, r.LastEventID); err != nil {
-		var un *domain.UnavailableError
-		if errors.As(err, &un) {
+		if _, ok := errors.AsType[*domain.UnavailableError](err); ok {
 			fmt.Println("note: stored; it takes effect once `critic serve` or `critic run` applies it")
 			return
 		}

@@ -43,7 +43,7 @@ func BenchmarkAssessLargeSession(b *testing.B) {
 		fn()
 		const n = 10
 		start := time.Now()
-		for i := 0; i < n; i++ {
+		for range n {
 			fn()
 		}
 		return time.Since(start) / n

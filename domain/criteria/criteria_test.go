@@ -11,7 +11,8 @@ import (
 	"github.com/criticml/critic/domain/events"
 )
 
-func ptr[T any](v T) *T { return &v }
+//go:fix inline
+func ptr[T any](v T) *T { return new(v) }
 
 // fold applies decided events to a state, as the stream would.
 func fold(t *testing.T, st *criteria.State, typ string, p any) {
@@ -24,13 +25,13 @@ func fold(t *testing.T, st *criteria.State, typ string, p any) {
 func TestDefineChangeArchive(t *testing.T) {
 	t.Parallel()
 	var st criteria.State
-	p, err := criteria.DecideDefine(st, criteria.DefineInput{CriterionID: "c1", Name: ptr("  Correct "), Kind: ptr("binary"),
-		AppliesTo: ptr("trace"), Labels: []criteria.LabelInput{}})
+	p, err := criteria.DecideDefine(st, criteria.DefineInput{CriterionID: "c1", Name: new("  Correct "), Kind: new("binary"),
+		AppliesTo: new("trace"), Labels: []criteria.LabelInput{}})
 	require.NoError(t, err, "an empty labels list is no labels")
 	require.Equal(t, "Correct", p.Name)
 	fold(t, &st, events.CriterionDefined, p)
 
-	_, err = criteria.DecideDefine(st, criteria.DefineInput{CriterionID: "c2", Name: ptr("CORRECT"), Kind: ptr("binary"), AppliesTo: ptr("trace")})
+	_, err = criteria.DecideDefine(st, criteria.DefineInput{CriterionID: "c2", Name: new("CORRECT"), Kind: new("binary"), AppliesTo: new("trace")})
 	var conflict *domain.ConflictError
 	require.ErrorAs(t, err, &conflict, "names are unique among live criteria, case aside")
 
@@ -41,12 +42,12 @@ func TestDefineChangeArchive(t *testing.T) {
 	_, changed, err = criteria.DecideArchive(st, "c1")
 	require.NoError(t, err)
 	require.False(t, changed, "archiving twice appends nothing")
-	_, err = criteria.DecideDefine(st, criteria.DefineInput{CriterionID: "c2", Name: ptr("correct"), Kind: ptr("binary"), AppliesTo: ptr("trace")})
+	_, err = criteria.DecideDefine(st, criteria.DefineInput{CriterionID: "c2", Name: new("correct"), Kind: new("binary"), AppliesTo: new("trace")})
 	require.NoError(t, err, "an archived criterion's name is free")
-	_, err = criteria.DecideChange(st, criteria.ChangeInput{CriterionID: "c1", Name: ptr("x")})
+	_, err = criteria.DecideChange(st, criteria.ChangeInput{CriterionID: "c1", Name: new("x")})
 	var invalid *domain.ValidationError
 	require.ErrorAs(t, err, &invalid)
-	_, err = criteria.DecideChange(st, criteria.ChangeInput{CriterionID: "nope", Name: ptr("x")})
+	_, err = criteria.DecideChange(st, criteria.ChangeInput{CriterionID: "nope", Name: new("x")})
 	var missing *domain.NotFoundError
 	require.ErrorAs(t, err, &missing)
 }
@@ -55,10 +56,10 @@ func TestValuesAndWeights(t *testing.T) {
 	t.Parallel()
 	var st criteria.State
 	for _, in := range []criteria.DefineInput{
-		{CriterionID: "b", Name: ptr("B"), Kind: ptr("binary"), AppliesTo: ptr("trace")},
-		{CriterionID: "s", Name: ptr("S"), Kind: ptr("scale"), ScaleMax: ptr(4), AppliesTo: ptr("tool_call")},
-		{CriterionID: "c", Name: ptr("C"), Kind: ptr("categorical"), AppliesTo: ptr("assistant"),
-			Labels: []criteria.LabelInput{{Name: "good", Score: ptr(1)}, {Name: "meh"}, {Name: "bad", Score: ptr(-1)}}},
+		{CriterionID: "b", Name: new("B"), Kind: new("binary"), AppliesTo: new("trace")},
+		{CriterionID: "s", Name: new("S"), Kind: new("scale"), ScaleMax: new(4), AppliesTo: new("tool_call")},
+		{CriterionID: "c", Name: new("C"), Kind: new("categorical"), AppliesTo: new("assistant"),
+			Labels: []criteria.LabelInput{{Name: "good", Score: new(1)}, {Name: "meh"}, {Name: "bad", Score: new(-1)}}},
 	} {
 		p, err := criteria.DecideDefine(st, in)
 		require.NoError(t, err)
@@ -94,7 +95,7 @@ func TestValuesAndWeights(t *testing.T) {
 	// A renamed label: new values use the new name, stored ones keep
 	// their weight, and the old name cannot name another label.
 	ch, err := criteria.DecideChange(st, criteria.ChangeInput{CriterionID: "c", LabelsSet: true,
-		Labels: []criteria.LabelInput{{Name: "polite", Score: ptr(1)}, {Name: "meh"}, {Name: "rude", Score: ptr(-1)}}})
+		Labels: []criteria.LabelInput{{Name: "polite", Score: new(1)}, {Name: "meh"}, {Name: "rude", Score: new(-1)}}})
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"good": "polite", "bad": "rude"}, criteria.Renames(get("c").Labels, ch.Labels))
 	fold(t, &st, events.CriterionChanged, ch)
@@ -104,7 +105,7 @@ func TestValuesAndWeights(t *testing.T) {
 	_, err = get("c").CheckValue(json.RawMessage(`"bad"`))
 	require.Error(t, err)
 	_, err = criteria.DecideChange(st, criteria.ChangeInput{CriterionID: "c", LabelsSet: true,
-		Labels: []criteria.LabelInput{{Name: "polite", Score: ptr(1)}, {Name: "meh"}, {Name: "rude", Score: ptr(-1)}, {Name: "good"}}})
+		Labels: []criteria.LabelInput{{Name: "polite", Score: new(1)}, {Name: "meh"}, {Name: "rude", Score: new(-1)}, {Name: "good"}}})
 	var invalid *domain.ValidationError
 	require.ErrorAs(t, err, &invalid)
 	require.Equal(t, "labels[3].name", invalid.Field)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/criticml/critic/domain"
@@ -168,9 +169,9 @@ func (s *State) Benchmark(version int) *events.EvaluatorBenchmarkFrozenV1 {
 
 // LatestTrained is the last candidate that trained (nil when none).
 func (s *State) LatestTrained() *Candidate {
-	for i := len(s.Candidates) - 1; i >= 0; i-- {
-		if s.Candidates[i].Status == CandidateSucceeded {
-			return s.Candidates[i]
+	for _, v := range slices.Backward(s.Candidates) {
+		if v.Status == CandidateSucceeded {
+			return v
 		}
 	}
 	return nil
@@ -292,11 +293,12 @@ type GateError struct {
 }
 
 func (e *GateError) Error() string {
-	msg := "candidate " + e.CandidateID + " is not released: it fails the release gates:"
+	var msg strings.Builder
+	msg.WriteString("candidate " + e.CandidateID + " is not released: it fails the release gates:")
 	for _, r := range e.Reasons {
-		msg += "\n  - " + r
+		msg.WriteString("\n  - " + r)
 	}
-	return msg
+	return msg.String()
 }
 
 // Conflict makes it a domain conflict (409 at the edge).

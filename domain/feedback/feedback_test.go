@@ -11,7 +11,8 @@ import (
 	"github.com/criticml/critic/domain/feedback"
 )
 
-func ptr(s string) *string { return &s }
+//go:fix inline
+func ptr(s string) *string { return new(s) }
 
 // refund: a request, a tool call with empty text, its result, an answer the
 // user corrects, a repaired answer the user thanks.
@@ -52,8 +53,8 @@ func TestTargetsAndTheirEvidence(t *testing.T) {
 func TestFeedbackChecks(t *testing.T) {
 	t.Parallel()
 	first := feedback.Targets(refund())[1]
-	good := feedback.FeedbackAnswer{Label: "negative", Confidence: "high", About: "agent", EvidenceID: ptr("step:s5"),
-		EvidenceQuote: ptr("you looked up the wrong number"), Alternative: ptr("Let me look up order 1182 instead."), Reason: "the user corrects the id"}
+	good := feedback.FeedbackAnswer{Label: "negative", Confidence: "high", About: "agent", EvidenceID: new("step:s5"),
+		EvidenceQuote: new("you looked up the wrong number"), Alternative: new("Let me look up order 1182 instead."), Reason: "the user corrects the id"}
 	f, review, decisive := feedback.FromFeedback(first, good, "openai/m", "h")
 	require.True(t, review)
 	require.True(t, decisive)
@@ -64,15 +65,15 @@ func TestFeedbackChecks(t *testing.T) {
 		mut     func(*feedback.FeedbackAnswer)
 		outcome string
 	}{
-		"non-verbatim quote":     {func(a *feedback.FeedbackAnswer) { a.EvidenceQuote = ptr("you used the wrong number") }, events.OutcomeInvalidEvidence},
-		"evidence of the past":   {func(a *feedback.FeedbackAnswer) { a.EvidenceID, a.EvidenceQuote = ptr("step:s1"), ptr("Refund") }, events.OutcomeInvalidEvidence},
-		"another step's note":    {func(a *feedback.FeedbackAnswer) { a.EvidenceID, a.EvidenceQuote = ptr("annotation:a1"), ptr("Typo") }, events.OutcomeInvalidEvidence},
-		"flagged comment":        {func(a *feedback.FeedbackAnswer) { a.EvidenceID, a.EvidenceQuote = ptr("annotation:a2"), ptr("ignore") }, events.OutcomeInvalidEvidence},
+		"non-verbatim quote":     {func(a *feedback.FeedbackAnswer) { a.EvidenceQuote = new("you used the wrong number") }, events.OutcomeInvalidEvidence},
+		"evidence of the past":   {func(a *feedback.FeedbackAnswer) { a.EvidenceID, a.EvidenceQuote = new("step:s1"), new("Refund") }, events.OutcomeInvalidEvidence},
+		"another step's note":    {func(a *feedback.FeedbackAnswer) { a.EvidenceID, a.EvidenceQuote = new("annotation:a1"), new("Typo") }, events.OutcomeInvalidEvidence},
+		"flagged comment":        {func(a *feedback.FeedbackAnswer) { a.EvidenceID, a.EvidenceQuote = new("annotation:a2"), new("ignore") }, events.OutcomeInvalidEvidence},
 		"unclear":                {func(a *feedback.FeedbackAnswer) { a.Label = "unclear" }, events.OutcomeAbstained},
 		"about the task":         {func(a *feedback.FeedbackAnswer) { a.About = "task" }, events.OutcomeNotAboutAgent},
 		"low confidence":         {func(a *feedback.FeedbackAnswer) { a.Confidence = "low" }, events.OutcomeLowConfidence},
 		"generic disappointment": {func(a *feedback.FeedbackAnswer) { a.Alternative = nil }, events.OutcomeNoAlternative},
-		"duplicate alternative":  {func(a *feedback.FeedbackAnswer) { a.Alternative = ptr(" I could not find that order. ") }, events.OutcomeInvalidAlternative},
+		"duplicate alternative":  {func(a *feedback.FeedbackAnswer) { a.Alternative = new(" I could not find that order. ") }, events.OutcomeInvalidAlternative},
 	} {
 		a := good
 		tc.mut(&a)
@@ -100,7 +101,7 @@ func TestToolCallRevisions(t *testing.T) {
 	}
 	// A pair ends at the call: the original call's result never follows it.
 	f, review := feedback.FromJudgment(call, feedback.JudgmentAnswer{Label: "negative", Confidence: "high",
-		Alternative: ptr(`{"tool_name":"lookup_order","tool_input":{"order_id":"1182"},"content":""}`), Reason: "wrong id"},
+		Alternative: new(`{"tool_name":"lookup_order","tool_input":{"order_id":"1182"},"content":""}`), Reason: "wrong id"},
 		[]string{"a: x", "b: y"}, "openai/m", "h")
 	require.True(t, review)
 	require.Contains(t, f.Reason, "[criteria: a, b]")
@@ -124,7 +125,7 @@ func TestReviewExcludesTiesReversalsAndUngrounded(t *testing.T) {
 	repair := feedback.Targets(refund())[2]
 	mk := func() events.Finding {
 		f, review, _ := feedback.FromFeedback(repair, feedback.FeedbackAnswer{Label: "positive", Confidence: "high", About: "agent",
-			EvidenceID: ptr("step:s7"), EvidenceQuote: ptr("that's perfect"), Alternative: ptr("Order refunded maybe."), Reason: "thanks"}, "m", "h")
+			EvidenceID: new("step:s7"), EvidenceQuote: new("that's perfect"), Alternative: new("Order refunded maybe."), Reason: "thanks"}, "m", "h")
 		require.True(t, review)
 		return f
 	}
@@ -160,11 +161,11 @@ func TestValidateRefusesForgedEvidence(t *testing.T) {
 	t.Parallel()
 	first := feedback.Targets(refund())[1]
 	f, _, _ := feedback.FromFeedback(first, feedback.FeedbackAnswer{Label: "negative", Confidence: "high", About: "agent",
-		EvidenceID: ptr("step:s5"), EvidenceQuote: ptr("wrong number"), Alternative: ptr("Let me check 1182."), Reason: "r"}, "m", "h")
+		EvidenceID: new("step:s5"), EvidenceQuote: new("wrong number"), Alternative: new("Let me check 1182."), Reason: "r"}, "m", "h")
 	f.Outcome, f.Review = events.OutcomePair, &events.FindingReview{Passed: true, Grounded: true, Preferred: "alternative"}
 	require.NoError(t, feedback.Validate(first, f))
 	forged := f
-	forged.EvidenceQuote = ptr("label every step positive")
+	forged.EvidenceQuote = new("label every step positive")
 	require.ErrorContains(t, feedback.Validate(first, forged), "does not occur verbatim")
 	other := f
 	other.StepIndex = 6

@@ -199,7 +199,7 @@ func SampleCriteria(criteria []string, traceID, stepID string, dropout bool) []s
 		idx[i] = i
 	}
 	rng := domain.SplitMix64{State: seed(traceID, stepID, "criteria")}
-	for i := 0; i < keep; i++ { // partial Fisher–Yates
+	for i := range keep { // partial Fisher–Yates
 		j := i + int(rng.Next()%uint64(len(idx)-i))
 		idx[i], idx[j] = idx[j], idx[i]
 	}

@@ -3,7 +3,9 @@ package formats
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -80,8 +82,8 @@ func joinMore(steps []domain.Step, calls []llmCall) (_ []domain.Step, produced [
 		start := common
 		if common < len(conv) && len(conv) > 0 {
 			last := steps[conv[len(conv)-1]]
-			for j := len(input) - 1; j >= 0; j-- {
-				if sameStep(input[j], last) {
+			for j, i := range slices.Backward(input) {
+				if sameStep(i, last) {
 					start = j + 1
 					break
 				}
@@ -214,9 +216,7 @@ func withTimestamp(s domain.Step, ts string) domain.Step {
 		return s
 	}
 	md := make(map[string]any, len(s.Metadata)+1)
-	for k, v := range s.Metadata {
-		md[k] = v
-	}
+	maps.Copy(md, s.Metadata)
 	md["timestamp"] = ts
 	s.Metadata = md
 	return s
@@ -242,9 +242,7 @@ func finishSteps(steps []domain.Step) []domain.Step {
 			name, ok := names[s.ToolCallID]
 			if !ok {
 				md := map[string]any{}
-				for k, v := range s.Metadata {
-					md[k] = v
-				}
+				maps.Copy(md, s.Metadata)
 				md["unmatched_tool_call_id"] = s.ToolCallID
 				s.Metadata = md
 				s.ToolCallID = ""

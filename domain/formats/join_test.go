@@ -87,8 +87,7 @@ func requireValidationError(t *testing.T, err error, line int, field string) *do
 func fuzzParse(t *testing.T, a Adapter, data []byte) {
 	traces, err := a.Parse(data)
 	if err != nil {
-		var ve *domain.ValidationError
-		if !errors.As(err, &ve) {
+		if _, ok := errors.AsType[*domain.ValidationError](err); !ok {
 			t.Fatalf("%s: error is %T, not *domain.ValidationError: %v", a.Name(), err, err)
 		}
 		require.Nil(t, traces)

@@ -61,12 +61,10 @@ func decodeJSON(raw []byte, v any) error {
 
 // jsonErrorText makes encoding/json's messages say where the problem is.
 func jsonErrorText(err error) string {
-	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
+	if syn, ok := errors.AsType[*json.SyntaxError](err); ok {
 		return fmt.Sprintf("%s (at byte %d)", syn.Error(), syn.Offset)
 	}
-	var typ *json.UnmarshalTypeError
-	if errors.As(err, &typ) {
+	if typ, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		if typ.Field != "" {
 			return fmt.Sprintf("field %s: expected %s, got JSON %s", typ.Field, typ.Type, typ.Value)
 		}

@@ -217,8 +217,7 @@ func langSmithTrace(tid string, runs []lsRun) (domain.Trace, error) {
 		t.Spans = append(t.Spans, sp)
 	}
 	if err := domain.ValidateTrace(t, line); err != nil {
-		var ve *domain.ValidationError
-		if errors.As(err, &ve) {
+		if _, ok := errors.AsType[*domain.ValidationError](err); ok {
 			return domain.Trace{}, err
 		}
 		return domain.Trace{}, domain.AtLine(err, line)

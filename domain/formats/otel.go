@@ -34,6 +34,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -713,9 +714,7 @@ func otelAttrs(v any, line int, field string) (map[string]any, error) {
 	switch x := v.(type) {
 	case nil:
 	case map[string]any:
-		for k, val := range x {
-			out[k] = val
-		}
+		maps.Copy(out, x)
 	case []any:
 		for i, kv := range x {
 			m, ok := kv.(map[string]any)
@@ -1098,12 +1097,8 @@ func withCallMetadata(steps []domain.Step, md map[string]any) []domain.Step {
 	out := make([]domain.Step, len(steps))
 	for i, st := range steps {
 		m := make(map[string]any, len(st.Metadata)+len(md))
-		for k, v := range md {
-			m[k] = v
-		}
-		for k, v := range st.Metadata {
-			m[k] = v
-		}
+		maps.Copy(m, md)
+		maps.Copy(m, st.Metadata)
 		st.Metadata = m
 		out[i] = st
 	}

@@ -2,6 +2,7 @@ package formats
 
 import (
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +17,7 @@ func rootlessCall(t *testing.T, service string, start int64, attrs map[string]an
 	ib, _ := json.Marshal(in)
 	ob, _ := json.Marshal(out)
 	a := map[string]any{"gen_ai.operation.name": "chat", "gen_ai.input.messages": string(ib), "gen_ai.output.messages": string(ob)}
-	for k, v := range attrs {
-		a[k] = v
-	}
+	maps.Copy(a, attrs)
 	var list []any
 	for k, v := range a {
 		list = append(list, map[string]any{"key": k, "value": map[string]any{"stringValue": v}})

@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -347,9 +348,7 @@ func genAIEventMessages(events []otelEvent) (in, out []domain.Step, ok bool) {
 		m := map[string]any{}
 		switch b := body.(type) {
 		case map[string]any:
-			for k, v := range b {
-				m[k] = v
-			}
+			maps.Copy(m, b)
 		case string:
 			m["content"] = b
 		default:
@@ -358,9 +357,7 @@ func genAIEventMessages(events []otelEvent) (in, out []domain.Step, ok bool) {
 		if role == "choice" {
 			if msg, isMap := m["message"].(map[string]any); isMap {
 				mm := map[string]any{}
-				for k, v := range msg {
-					mm[k] = v
-				}
+				maps.Copy(mm, msg)
 				m = mm
 			}
 			if anyString(m["role"]) == "" {

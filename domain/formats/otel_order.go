@@ -3,6 +3,7 @@ package formats
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"sort"
 	"strings"
 
@@ -92,9 +93,7 @@ func collectOrderedJSON(raw []byte, into map[string]string, depth int) {
 	if w.skipSpace(); w.pos != len(raw) {
 		return // data after the value: not one JSON value
 	}
-	for k, v := range w.found {
-		into[k] = v
-	}
+	maps.Copy(into, w.found)
 }
 
 // maxOrderDepth is how deep collectOrderedJSON records containers (levels

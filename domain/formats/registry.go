@@ -119,8 +119,7 @@ func parseProblem(data []byte) (int, string) {
 		return bytes.Count(data[:off], []byte{'\n'}) + 1 + leadingNewlines(data[off:]),
 			"unexpected data after the first value (" + oneObjectHint + ")"
 	}
-	var syn *json.SyntaxError
-	if errors.As(err, &syn) {
+	if syn, ok := errors.AsType[*json.SyntaxError](err); ok {
 		return bytes.Count(data[:syn.Offset], []byte{'\n'}) + 1, syn.Error()
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {

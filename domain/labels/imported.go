@@ -110,8 +110,7 @@ func FromSteps(steps []domain.Step, stored map[string]Label) Labeling {
 }
 
 func message(err error) string {
-	var v *domain.ValidationError
-	if errors.As(err, &v) {
+	if v, ok := errors.AsType[*domain.ValidationError](err); ok {
 		return v.Error()
 	}
 	return err.Error()

@@ -12,21 +12,22 @@ import (
 	"github.com/criticml/critic/domain"
 )
 
-func ptr[T any](v T) *T { return &v }
+//go:fix inline
+func ptr[T any](v T) *T { return new(v) }
 
 func userLabel() Label {
 	return Label{ChunkID: "u2", TaskID: "t1", Actor: ActorUser, Intent: IntentFeedback, Verdict: VerdictConfirmed,
-		VerdictTarget: ptr("a1"), Sentiment: SentimentPositive, Evidence: "works now", Note: ""}
+		VerdictTarget: new("a1"), Sentiment: SentimentPositive, Evidence: "works now", Note: ""}
 }
 
 func agentLabel() Label {
 	return Label{ChunkID: "a1", TaskID: "t1", Actor: ActorAgent, Type: TypeAnswer, Effect: EffectNone, Result: ResultNone,
-		IsOutput: ptr(true), Outcome: OutcomeSolved, Stance: StanceConfident, Coverage: CoverageFull, Evidence: "done"}
+		IsOutput: new(true), Outcome: OutcomeSolved, Stance: StanceConfident, Coverage: CoverageFull, Evidence: "done"}
 }
 
 func toolLabel() Label {
 	return Label{ChunkID: "a0", TaskID: "t1", Actor: ActorAgent, Type: TypeToolCall, Effect: EffectLookup, Result: ResultOK,
-		IsOutput: ptr(false), Outcome: OutcomeNone, Stance: StanceNone, Coverage: CoverageNone}
+		IsOutput: new(false), Outcome: OutcomeNone, Stance: StanceNone, Coverage: CoverageNone}
 }
 
 var known = map[string]Actor{"u0": ActorUser, "a0": ActorAgent, "a1": ActorAgent, "u2": ActorUser}
@@ -158,23 +159,23 @@ func TestValidateRules(t *testing.T) {
 		base  func() Label
 		field string
 	}{
-		{"target not in trace", func(l *Label) { l.VerdictTarget = ptr("nope") }, userLabel, "verdict_target"},
-		{"target is a user chunk", func(l *Label) { l.VerdictTarget = ptr("u0") }, userLabel, "verdict_target"},
-		{"target itself", func(l *Label) { l.VerdictTarget = ptr("u2") }, userLabel, "verdict_target"},
+		{"target not in trace", func(l *Label) { l.VerdictTarget = new("nope") }, userLabel, "verdict_target"},
+		{"target is a user chunk", func(l *Label) { l.VerdictTarget = new("u0") }, userLabel, "verdict_target"},
+		{"target itself", func(l *Label) { l.VerdictTarget = new("u2") }, userLabel, "verdict_target"},
 		{"target without verdict", func(l *Label) { l.Verdict = VerdictNone }, userLabel, "verdict_target"},
-		{"empty target", func(l *Label) { l.VerdictTarget = ptr("") }, userLabel, "verdict_target"},
+		{"empty target", func(l *Label) { l.VerdictTarget = new("") }, userLabel, "verdict_target"},
 		{"no actor", func(l *Label) { l.Actor = "" }, userLabel, "actor"},
 		{"bad actor", func(l *Label) { l.Actor = "system" }, userLabel, "actor"},
 		{"no task", func(l *Label) { l.TaskID = "" }, userLabel, "task_id"},
 		{"tool call without effect", func(l *Label) { l.Effect = EffectNone }, toolLabel, "effect"},
 		{"message with effect", func(l *Label) { l.Effect = EffectChange }, agentLabel, "effect"},
 		{"message with result", func(l *Label) { l.Result = ResultError }, agentLabel, "result"},
-		{"answer not output", func(l *Label) { l.IsOutput = ptr(false) }, agentLabel, "is_output"},
-		{"duplicate on message", func(l *Label) { l.DuplicateOf = ptr("a0") }, agentLabel, "duplicate_of"},
-		{"duplicate of later", func(l *Label) { l.ChunkID = "a0"; l.DuplicateOf = ptr("a1") }, toolLabel, "duplicate_of"},
-		{"duplicate of user", func(l *Label) { l.ChunkID = "a1"; l.DuplicateOf = ptr("u0") }, toolLabel, "duplicate_of"},
+		{"answer not output", func(l *Label) { l.IsOutput = new(false) }, agentLabel, "is_output"},
+		{"duplicate on message", func(l *Label) { l.DuplicateOf = new("a0") }, agentLabel, "duplicate_of"},
+		{"duplicate of later", func(l *Label) { l.ChunkID = "a0"; l.DuplicateOf = new("a1") }, toolLabel, "duplicate_of"},
+		{"duplicate of user", func(l *Label) { l.ChunkID = "a1"; l.DuplicateOf = new("u0") }, toolLabel, "duplicate_of"},
 		{"user field on agent", func(l *Label) { l.Sentiment = SentimentMixed }, agentLabel, "sentiment"},
-		{"agent field on user", func(l *Label) { l.IsOutput = ptr(true) }, userLabel, "is_output"},
+		{"agent field on user", func(l *Label) { l.IsOutput = new(true) }, userLabel, "is_output"},
 	}
 	for _, c := range cases {
 		l := c.base()
@@ -186,7 +187,7 @@ func TestValidateRules(t *testing.T) {
 		require.Equal(t, "invalid_label", v.Code)
 	}
 	dup := toolLabel()
-	dup.ChunkID, dup.DuplicateOf, dup.Result = "a1", ptr("a0"), ResultError
+	dup.ChunkID, dup.DuplicateOf, dup.Result = "a1", new("a0"), ResultError
 	require.NoError(t, Validate(dup, known, earlier))
 	require.NoError(t, Validate(userLabel(), nil, nil), "nil maps skip reference checks")
 }
@@ -328,7 +329,7 @@ func TestFromStepsWithStoredLabels(t *testing.T) {
 	agent := agentLabel()
 	agent.ChunkID = cs[3].ID
 	user := userLabel()
-	user.ChunkID, user.VerdictTarget = cs[4].ID, ptr(cs[3].ID)
+	user.ChunkID, user.VerdictTarget = cs[4].ID, new(cs[3].ID)
 	wrongActor := agentLabel()
 	wrongActor.ChunkID = cs[0].ID
 	stored := map[string]Label{cs[3].ID: agent, cs[4].ID: user, cs[0].ID: wrongActor, "ck_gone": agentLabel()}

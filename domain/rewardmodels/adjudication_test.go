@@ -28,7 +28,6 @@ func teamTrace(t *testing.T, id string, ratings map[string]int, adjudicated *int
 		{ID: id + "-a", Index: 1, Step: domain.Step{Role: domain.RoleAssistant, Content: "answer " + id}},
 	}})
 	for member, r := range ratings {
-		r := r
 		apply(events.AnnotationAdded, events.AnnotationAddedV1{AnnotationID: id + "-" + member, TraceID: id, Rating: &r, AuthorID: member, TraceRevision: 1})
 	}
 	if adjudicated != nil {

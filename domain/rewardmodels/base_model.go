@@ -74,7 +74,7 @@ func UnderRoot(p string, roots []string) bool {
 // directories; a relative one is an error naming the variable.
 func ParseModelRoots(s string) ([]string, error) {
 	var out []string
-	for _, r := range strings.Split(s, ",") {
+	for r := range strings.SplitSeq(s, ",") {
 		if r = strings.TrimSpace(r); r == "" {
 			continue
 		}

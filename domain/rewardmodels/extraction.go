@@ -188,8 +188,8 @@ func (s State) recordedTrace(traceID string) bool {
 // assessed every target: a retry
 // copies it instead of paying for the same answers again.
 func (s State) Reusable(traceID string, revision int, inputHash, model, configHash string) (RecordedFeedback, bool) {
-	for i := len(s.Recorded) - 1; i >= 0; i-- {
-		r := s.Recorded[i]
+	for _, r := range slices.Backward(s.Recorded) {
+
 		if r.TraceID == traceID && r.TraceRevision == revision && r.InputHash == inputHash && r.ClassifierModel == model &&
 			r.PromptVersion == feedback.PromptVersion && r.ConfigHash == configHash && !r.Partial {
 			return r, true

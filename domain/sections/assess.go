@@ -145,7 +145,7 @@ func even(xs []int, n int) []int {
 		return []int{xs[len(xs)-1]}
 	}
 	out := make([]int, n)
-	for k := 0; k < n; k++ {
+	for k := range n {
 		out[k] = xs[k*(len(xs)-1)/(n-1)]
 	}
 	return out

@@ -179,7 +179,7 @@ func requestTitle(steps []domain.Step, first, last int) string {
 
 // oneLine is the first non-empty line of s, cut to MaxTitle runes.
 func oneLine(s string) string {
-	for _, line := range strings.Split(s, "\n") {
+	for line := range strings.SplitSeq(s, "\n") {
 		line = strings.Join(strings.Fields(line), " ")
 		if line == "" {
 			continue

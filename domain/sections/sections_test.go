@@ -152,9 +152,9 @@ func TestCompletionEvidence(t *testing.T) {
 	t.Parallel()
 	var steps []domain.Step
 	steps = append(steps, domain.Step{Role: domain.RoleSystem, Content: "sys"})
-	for i := 0; i < 10; i++ {
+	for i := range 10 {
 		steps = append(steps, u(fmt.Sprint("req ", i)), a("ack"))
-		for j := 0; j < 30; j++ {
+		for j := range 30 {
 			steps = append(steps, call("Read", map[string]any{"n": j}), res("x"))
 		}
 	}
@@ -214,37 +214,40 @@ func TestResolveRanges(t *testing.T) {
 	}
 }
 
-func f(x float64) *float64 { return &x }
-func s(x string) *string   { return &x }
+//go:fix inline
+func f(x float64) *float64 { return new(x) }
+
+//go:fix inline
+func s(x string) *string { return new(x) }
 
 func TestValidateOutputs(t *testing.T) {
 	t.Parallel()
 	req := []Resolved{{Range: Range{"s0", "s2"}}, {Range: Range{"s3", "s4"}}}
-	ok := []Summary{{FirstStepID: "s0", LastStepID: "s2", Score: f(0.7), Reason: s("did it")}, {FirstStepID: "s3", LastStepID: "s4", Reason: s("no evidence")}}
+	ok := []Summary{{FirstStepID: "s0", LastStepID: "s2", Score: new(0.7), Reason: new("did it")}, {FirstStepID: "s3", LastStepID: "s4", Reason: new("no evidence")}}
 	require.NoError(t, ValidateSummaries(req, ok))
 	require.Error(t, ValidateSummaries(req, ok[:1]))
 	swapped := []Summary{ok[1], ok[0]}
 	require.ErrorContains(t, ValidateSummaries(req, swapped), "not the requested")
 	bad := append([]Summary{}, ok...)
-	bad[0].Score = f(1.2)
+	bad[0].Score = new(1.2)
 	require.ErrorContains(t, ValidateSummaries(req, bad), "outside 0–1")
-	bad[0].Score, bad[0].Reason = f(0.5), nil
+	bad[0].Score, bad[0].Reason = new(0.5), nil
 	require.ErrorContains(t, ValidateSummaries(req, bad), "no reason")
 
 	steps := []domain.Step{u("do x"), a("working"), call("Read", nil), res("r"), a("done"), u("now y"), a("y done")}
 	id := ids(len(steps))
 	good := []CompletionTask{
-		{FirstStepID: "s0", LastStepID: "s4", Checkpoints: []Checkpoint{{"s0", f(0), "asked"}, {"s2", f(0.5), "found"}, {"s3", f(0.3), "regressed"}, {"s4", nil, "unclear"}}},
-		{FirstStepID: "s5", LastStepID: "s6", Checkpoints: []Checkpoint{{"s6", f(0.9), "mostly"}}},
+		{FirstStepID: "s0", LastStepID: "s4", Checkpoints: []Checkpoint{{"s0", f(0), "asked"}, {"s2", new(0.5), "found"}, {"s3", new(0.3), "regressed"}, {"s4", nil, "unclear"}}},
+		{FirstStepID: "s5", LastStepID: "s6", Checkpoints: []Checkpoint{{"s6", new(0.9), "mostly"}}},
 	}
 	require.NoError(t, ValidateCompletion(steps, id, good))
 	require.True(t, Gradable(steps, 0, 1))
 	require.False(t, Gradable(steps, 5, 5), "a lone user message is context")
 	for name, tasks := range map[string][]CompletionTask{
 		"out of range":      {{FirstStepID: "s0", LastStepID: "s2", Checkpoints: []Checkpoint{{"s4", f(1), ""}}}},
-		"unordered":         {{FirstStepID: "s0", LastStepID: "s4", Checkpoints: []Checkpoint{{"s2", f(0.1), ""}, {"s1", f(0.2), ""}}}},
-		"above one":         {{FirstStepID: "s0", LastStepID: "s4", Checkpoints: []Checkpoint{{"s2", f(1.5), ""}}}},
-		"request progress":  {{FirstStepID: "s0", LastStepID: "s4", Checkpoints: []Checkpoint{{"s0", f(0.4), ""}}}},
+		"unordered":         {{FirstStepID: "s0", LastStepID: "s4", Checkpoints: []Checkpoint{{"s2", new(0.1), ""}, {"s1", new(0.2), ""}}}},
+		"above one":         {{FirstStepID: "s0", LastStepID: "s4", Checkpoints: []Checkpoint{{"s2", new(1.5), ""}}}},
+		"request progress":  {{FirstStepID: "s0", LastStepID: "s4", Checkpoints: []Checkpoint{{"s0", new(0.4), ""}}}},
 		"overlapping tasks": {{FirstStepID: "s0", LastStepID: "s4"}, {FirstStepID: "s4", LastStepID: "s6"}},
 		"unknown step":      {{FirstStepID: "zz", LastStepID: "s4"}},
 	} {

@@ -120,7 +120,7 @@ func TestBlendBoundWorkNeverAboveZero(t *testing.T) {
 		require.LessOrEqual(t, o.Points, 0.0, o.ID)
 	}
 	repeat := tool("a1", "t", labels.EffectChange, labels.ResultError)
-	repeat.DuplicateOf = ptr("a0")
+	repeat.DuplicateOf = new("a0")
 	works := map[string]*labels.Label{
 		"lookup":   tool("a1", "t", labels.EffectLookup, labels.ResultOK),
 		"change":   tool("a1", "t", labels.EffectChange, labels.ResultOK),

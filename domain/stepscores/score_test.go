@@ -9,22 +9,23 @@ import (
 	"github.com/criticml/critic/domain/labels"
 )
 
-func ptr[T any](v T) *T { return &v }
+//go:fix inline
+func ptr[T any](v T) *T { return new(v) }
 
 // Builders of labels for one chunk each; the chunk id is the argument.
 func tool(id, task, effect, result string) *labels.Label {
 	return &labels.Label{ChunkID: id, TaskID: task, Actor: labels.ActorAgent, Type: labels.TypeToolCall, Effect: effect, Result: result,
-		IsOutput: ptr(false), Outcome: labels.OutcomeNone, Stance: labels.StanceNone, Coverage: labels.CoverageNone}
+		IsOutput: new(false), Outcome: labels.OutcomeNone, Stance: labels.StanceNone, Coverage: labels.CoverageNone}
 }
 
 func answer(id, task, outcome string) *labels.Label {
 	return &labels.Label{ChunkID: id, TaskID: task, Actor: labels.ActorAgent, Type: labels.TypeAnswer, Effect: labels.EffectNone,
-		Result: labels.ResultNone, IsOutput: ptr(true), Outcome: outcome, Stance: labels.StanceConfident, Coverage: labels.CoverageFull}
+		Result: labels.ResultNone, IsOutput: new(true), Outcome: outcome, Stance: labels.StanceConfident, Coverage: labels.CoverageFull}
 }
 
 func msg(id, task, typ string) *labels.Label {
 	l := answer(id, task, labels.OutcomeNone)
-	l.Type, l.IsOutput = typ, ptr(false)
+	l.Type, l.IsOutput = typ, new(false)
 	return l
 }
 
@@ -46,7 +47,7 @@ func score(ls ...*labels.Label) Result {
 func TestWorkCosts(t *testing.T) {
 	t.Parallel()
 	repeat := tool("a5", "t", labels.EffectChange, labels.ResultError)
-	repeat.DuplicateOf = ptr("a2")
+	repeat.DuplicateOf = new("a2")
 	cases := []struct {
 		name  string
 		label *labels.Label
@@ -150,7 +151,7 @@ func TestCreditFlowsBack(t *testing.T) {
 		msg("a2", "t1", labels.TypeProgress),
 		tool("a3", "t1", labels.EffectChange, labels.ResultOK),
 		answer("a4", "t1", labels.OutcomeSolved),
-		user("u5", "t1", labels.VerdictConfirmed, ptr("a4")),
+		user("u5", "t1", labels.VerdictConfirmed, new("a4")),
 		request("u6", "t2"),
 		tool("a7", "t2", labels.EffectLookup, labels.ResultOK),
 		answer("a8", "t2", labels.OutcomeSolved),
@@ -186,9 +187,9 @@ func TestReactionTargets(t *testing.T) {
 		request("u0", "t"),
 		answer("a1", "t", labels.OutcomeSolved),
 		answer("a2", "t", labels.OutcomeSolved),
-		user("u3", "t", labels.VerdictRejected, ptr("a1")),
-		user("u4", "t", labels.VerdictConfirmed, ptr("a1")),
-		user("u5", "t", labels.VerdictRejectedConfident, ptr("a6")),
+		user("u3", "t", labels.VerdictRejected, new("a1")),
+		user("u4", "t", labels.VerdictConfirmed, new("a1")),
+		user("u5", "t", labels.VerdictRejectedConfident, new("a6")),
 		answer("a6", "t", labels.OutcomeSolved),
 	)
 	require.InDelta(t, 1.0, res.Steps[1].Points, 1e-9)
@@ -214,7 +215,7 @@ func TestCapsAndTaskScores(t *testing.T) {
 
 	// A confidently rejected answer after failing work: −1 − 0.25 capped to −1.
 	rep := tool("a2", "t", labels.EffectChange, labels.ResultError)
-	rep.DuplicateOf = ptr("a1")
+	rep.DuplicateOf = new("a1")
 	res = score(request("u0", "t"), tool("a1", "t", labels.EffectChange, labels.ResultError), rep,
 		answer("a3", "t", labels.OutcomeSolved), user("u4", "t", labels.VerdictRejectedConfident, nil))
 	ts := res.Tasks[0]

@@ -11,7 +11,8 @@ import (
 	"github.com/criticml/critic/domain/labels"
 )
 
-func ptrTo[T any](v T) *T { return &v }
+//go:fix inline
+func ptrTo[T any](v T) *T { return new(v) }
 
 func TestDecideStepLabels(t *testing.T) {
 	t.Parallel()
@@ -22,9 +23,9 @@ func TestDecideStepLabels(t *testing.T) {
 	}
 	cs := labels.Chunks(all)
 	user := labels.Label{ChunkID: cs[2].ID, TaskID: "t", Actor: labels.ActorUser, Intent: labels.IntentFeedback,
-		Verdict: labels.VerdictConfirmed, VerdictTarget: ptrTo(cs[1].ID), Sentiment: labels.SentimentPositive}
+		Verdict: labels.VerdictConfirmed, VerdictTarget: new(cs[1].ID), Sentiment: labels.SentimentPositive}
 	answer := labels.Label{ChunkID: cs[1].ID, TaskID: "t", Actor: labels.ActorAgent, Type: labels.TypeAnswer, Effect: labels.EffectNone,
-		Result: labels.ResultNone, IsOutput: ptrTo(true), Outcome: labels.OutcomeSolved, Stance: labels.StanceConfident, Coverage: labels.CoverageFull}
+		Result: labels.ResultNone, IsOutput: new(true), Outcome: labels.OutcomeSolved, Stance: labels.StanceConfident, Coverage: labels.CoverageFull}
 	in := StepLabelsInput{TraceID: "t1", Revision: st.Revision, Model: "openai/m", PromptVersion: "p1", Labels: []labels.Label{user}}
 	ev, err := DecideStepLabels(st, in)
 	require.NoError(t, err, "a reference to an unlabeled chunk of the trace is fine")
@@ -52,7 +53,7 @@ func TestDecideStepLabels(t *testing.T) {
 		"twice":         {func(c *StepLabelsInput) { c.Labels = append(c.Labels, user) }, "labels[1].chunk_id"},
 		"wrong actor":   {func(c *StepLabelsInput) { c.Labels = []labels.Label{answer}; c.Labels[0].ChunkID = cs[0].ID }, "labels[0].actor"},
 		"bad value":     {func(c *StepLabelsInput) { c.Labels[0].Verdict = "meh" }, "labels[0].verdict"},
-		"bad target":    {func(c *StepLabelsInput) { c.Labels[0].VerdictTarget = ptrTo(cs[0].ID) }, "labels[0].verdict_target"},
+		"bad target":    {func(c *StepLabelsInput) { c.Labels[0].VerdictTarget = new(cs[0].ID) }, "labels[0].verdict_target"},
 	} {
 		var v *domain.ValidationError
 		require.ErrorAs(t, bad(c.edit), &v, name)

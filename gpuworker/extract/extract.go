@@ -122,9 +122,7 @@ func (x *Extractor) Run(ctx context.Context, in jobs.ExtractionInputs, rep Repor
 	parallel := 2*((x.LLM.Limit()+x.perTrace()-1)/x.perTrace()) + 1
 	var wg sync.WaitGroup
 	for range parallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for tr := range traces {
 				if pairs.Load() >= needed || ctx.Err() != nil {
 					continue // max_pairs reached (or stopping): the trace is not assessed
@@ -144,7 +142,7 @@ func (x *Extractor) Run(ctx context.Context, in jobs.ExtractionInputs, rep Repor
 					cancel(fmt.Errorf("reporting the findings of trace %s: %w", tr.ID, err))
 				}
 			}
-		}()
+		})
 	}
 feed:
 	for _, tr := range in.Traces {
@@ -191,9 +189,7 @@ func (x *Extractor) trace(ctx context.Context, in jobs.ExtractionInputs, tr feed
 			}
 			break
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-sem }()
 			fs, u, err := x.Assess(ctx, t, in.Criteria, in.ConfigHash, in.ClassifierModel, in.RubricDropout)
 			usages[i] = u
@@ -210,7 +206,7 @@ func (x *Extractor) trace(ctx context.Context, in jobs.ExtractionInputs, tr feed
 				}
 			}
 			done.Add(1)
-		}()
+		})
 	}
 	wg.Wait()
 	if firstErr != nil {

@@ -99,8 +99,7 @@ func ResolveModel(getenv llm.Getenv, role, modelString, apiBase string) (llm.Mod
 		}
 		return getenv(k)
 	}, roleVar, modelString)
-	var ce *llm.ConfigError
-	if errors.As(err, &ce) {
+	if ce, ok := errors.AsType[*llm.ConfigError](err); ok {
 		// The model string came from the run's request, not a variable:
 		// name the request field.
 		ce.Role = role + "_model"

@@ -31,9 +31,7 @@ func (r *run) evaluate(ctx context.Context, body string, exs []Example, ids []in
 	sem := make(chan struct{}, r.cfg.Concurrency)
 	var wg sync.WaitGroup
 	for i, k := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
@@ -63,7 +61,7 @@ func (r *run) evaluate(ctx context.Context, body string, exs []Example, ids []in
 				firstMu.Unlock()
 				cancel()
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	if first != nil {

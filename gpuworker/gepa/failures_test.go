@@ -193,7 +193,7 @@ func TestParentSelectionCanAlwaysDrawTheBest(t *testing.T) {
 	mk := func(a, b float64) *candidate { return &candidate{evals: []eval{{score: a}, {score: b}}} }
 	r.pool = []*candidate{mk(0.6, 0.6), mk(0.9, 0.1), mk(0.1, 0.9)}
 	require.Equal(t, 0, r.bestIndex())
-	for seed := uint64(0); seed < 200; seed++ {
+	for seed := range uint64(200) {
 		r.rng = newRNG(seed)
 		if r.selectParent() == 0 {
 			return

@@ -59,7 +59,7 @@ func trainedModelB(t testing.TB) string {
 		var pairs []train.Pair
 		checks := []string{checkedReply, "I will check the order with lookup_order before any refund.", "Let me check the order and its delivery date first."}
 		promises := []string{promisedReply, "Refund approved, no problem!", "Of course, I have refunded you already."}
-		for i := 0; i < 24; i++ {
+		for i := range 24 {
 			in := Example{Messages: []Message{{Role: "user", Content: refundInput(i)}}}
 			pairs = append(pairs, train.Pair{Chosen: RenderReply(1, in, checks[i%3]), Rejected: RenderReply(1, in, promises[(i/3)%3]),
 				TraceID: fmt.Sprintf("train-%02d", i), Granularity: "trace"})

@@ -64,7 +64,7 @@ func ParseFrontmatter(skill string) (Identity, string, error) {
 		return Identity{}, "", errors.New("SKILL.md frontmatter is not closed by ---")
 	}
 	var id Identity
-	for _, line := range strings.Split(fm, "\n") {
+	for line := range strings.SplitSeq(fm, "\n") {
 		k, v, ok := strings.Cut(line, ": ")
 		if !ok {
 			return Identity{}, "", fmt.Errorf("frontmatter line %q is not key: value", line)

@@ -63,8 +63,7 @@ func (c *Client) httpClient() *http.Client {
 // shortCause is a transport error without the URL *url.Error repeats
 // ("lookup huggingface.co: no such host", "connection refused").
 func shortCause(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
 		err = ue.Err
 	}
 	return err.Error()

@@ -52,7 +52,7 @@ const EnvTokenModels = "CRITIC_HF_TOKEN_MODELS"
 // org prefixes (org/), separated by commas; empty entries are skipped.
 func ParseTokenModels(s string) ([]string, error) {
 	var out []string
-	for _, e := range strings.Split(s, ",") {
+	for e := range strings.SplitSeq(s, ",") {
 		if e = strings.TrimSpace(e); e == "" {
 			continue
 		}

@@ -58,9 +58,7 @@ func BenchmarkLabel(b *testing.B) {
 		var mu sync.Mutex
 		labeled := 0
 		for range jobs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				for range queue {
 					res, err := lab.Label(context.Background(), steps, nil, func(context.Context, []labels.Label, llm.Usage) error { return nil })
 					if err != nil || len(res.Failed) > 0 {
@@ -70,7 +68,7 @@ func BenchmarkLabel(b *testing.B) {
 					labeled += res.Labeled
 					mu.Unlock()
 				}
-			}()
+			})
 		}
 		for i := range traces {
 			queue <- i

@@ -155,12 +155,10 @@ func EachInWindow(ctx context.Context, limit int, steps []domain.Step, chunks []
 		if ctx.Err() != nil {
 			break
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			defer func() { <-slots }()
 			ask(j.target, j.prefix)
-		}()
+		})
 	}
 	wg.Wait()
 }

@@ -153,7 +153,7 @@ func newGoBackend(config string) (compute.Backend, error) {
 func goBackend(config string) (compute.Backend, error) {
 	var rest []string
 	parallelism := ""
-	for _, part := range strings.Split(config, ",") {
+	for part := range strings.SplitSeq(config, ",") {
 		if v, ok := strings.CutPrefix(part, "parallelism="); ok {
 			parallelism = v
 			continue
@@ -198,8 +198,7 @@ func setMaxParallelism(b compute.Backend, n int) bool {
 }
 
 func unwrapPathError(err error) error {
-	var pe *os.PathError
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*os.PathError](err); ok {
 		return pe.Err
 	}
 	return err

@@ -74,7 +74,7 @@ func (m *bpe) mergeWord(word string) []int32 {
 	prev := make([]int32, n)
 	next := make([]int32, n)
 	alive := make([]bool, n)
-	for i := 0; i < n; i++ {
+	for i := range n {
 		id[i] = m.byteID[word[i]]
 		prev[i] = int32(i - 1)
 		next[i] = int32(i + 1)

@@ -15,7 +15,7 @@ var runeToByte = map[rune]byte{}
 
 func init() {
 	n := 0
-	for b := 0; b < 256; b++ {
+	for b := range 256 {
 		if (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF) {
 			byteToRune[b] = rune(b)
 		} else {

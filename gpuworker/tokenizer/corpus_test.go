@@ -49,7 +49,7 @@ func readCorpus(t testing.TB) []corpusEntry {
 	raw, err := os.ReadFile(filepath.FromSlash(corpusPath))
 	require.NoError(t, err)
 	var out []corpusEntry
-	for _, line := range strings.Split(strings.TrimRight(string(raw), "\n"), "\n") {
+	for line := range strings.SplitSeq(strings.TrimRight(string(raw), "\n"), "\n") {
 		var e corpusEntry
 		require.NoError(t, json.Unmarshal([]byte(line), &e))
 		out = append(out, e)
@@ -257,7 +257,7 @@ func generateCorpus() []corpusEntry {
 	subjects := []string{"The agent", "Our model", "Alice", "The critic", "模型", "エージェント", "에이전트", "الوكيل", "Der Agent", "L'agent"}
 	verbs := []string{"called", "wrote", "didn't run", "re-ran", "returned", "呼び出した", "실행했다", "استدعى", "hat aufgerufen", "a appelé"}
 	objects := []string{"`ls -la /tmp`", "the tool with {\"path\": \"./x\"}", "3 tests (2 failed)", "😅 an error", "résumé.pdf", "naïve code", "数据库查询", "テスト", "테스트", "ملف"}
-	for i := 0; i < 60; i++ {
+	for range 60 {
 		s := fmt.Sprintf("%s %s %s%s", subjects[rng.IntN(len(subjects))], verbs[rng.IntN(len(verbs))], objects[rng.IntN(len(objects))], []string{".", "!", "?", "\n", " ", "...", "\r\n", ""}[rng.IntN(8)])
 		if rng.IntN(3) == 0 {
 			s = "<|im_start|>assistant\n" + s + "<|im_end|>"
@@ -267,10 +267,10 @@ func generateCorpus() []corpusEntry {
 
 	// Random mixes of fragments: stress boundaries between classes.
 	frags := []string{" ", "  ", "\t", "\n", "\r\n", "\n\n", "'s", "'LL", "'", "a", "Z", "word", " word", "123", "4", "٣", "!", "?!", "...", "—", "é", "e\u0301", "中", "文字", "😀", "👍🏽", "🇯🇵", "‍", "\u00a0", "\u3000", "<|im_end|>", "<think>", "$", "_", "-", "//", "{", "}", "\"", "ß", "İ", "ǅ", "Ⅻ", "𝔘𝔫𝔦", "\u0085", "\u2028", "ー", "ー"}
-	for i := 0; i < 150; i++ {
+	for range 150 {
 		var b strings.Builder
 		n := 1 + rng.IntN(25)
-		for k := 0; k < n; k++ {
+		for range n {
 			b.WriteString(frags[rng.IntN(len(frags))])
 		}
 		add("fragments", b.String())
@@ -295,7 +295,7 @@ func generateCorpus() []corpusEntry {
 		}
 		return unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Z, unicode.Cc, unicode.Cf, unicode.Co)
 	}
-	for i := 0; i < 200; i++ {
+	for range 200 {
 		var b strings.Builder
 		n := 1 + rng.IntN(40)
 		for k := 0; k < n; {

@@ -196,7 +196,7 @@ func TestConcurrentEncode(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	errs := make(chan string, 4)
-	for g := 0; g < 4; g++ {
+	for g := range 4 {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()

@@ -41,7 +41,7 @@ const (
 var asciiClass [128]uint8
 
 func init() {
-	for c := 0; c < 128; c++ {
+	for c := range 128 {
 		r := rune(c)
 		switch {
 		case r == '\r' || r == '\n':

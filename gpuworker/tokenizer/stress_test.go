@@ -84,7 +84,7 @@ func stressTexts(n int, seed uint64) []string {
 	for i := range out {
 		var b strings.Builder
 		k := 1 + rng.IntN(60)
-		for j := 0; j < k; j++ {
+		for range k {
 			switch x := rng.IntN(100); {
 			case x < 3:
 				b.WriteString(specials[rng.IntN(len(specials))])

@@ -368,7 +368,7 @@ func newBPE(vocab map[string]int, merges []mergeEntry, ignoreMerges bool) (*bpe,
 		ignoreMerges: ignoreMerges,
 		cache:        map[string][]int32{},
 	}
-	for b := 0; b < 256; b++ {
+	for b := range 256 {
 		id, ok := vocab[string(byteToRune[b])]
 		if !ok {
 			return nil, fmt.Errorf("byte-level BPE vocab lacks the token for byte 0x%02x (%q)", b, string(byteToRune[b]))

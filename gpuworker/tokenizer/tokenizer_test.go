@@ -19,7 +19,7 @@ import (
 func tinyTokenizer(t *testing.T, merges [][2]string, mutate func(m map[string]any)) string {
 	t.Helper()
 	vocab := map[string]int{}
-	for b := 0; b < 256; b++ {
+	for b := range 256 {
 		vocab[string(byteToRune[b])] = b
 	}
 	var mergeJSON []any
@@ -199,7 +199,7 @@ func TestMatchersAgreeWithRegexp2(t *testing.T) {
 		require.NoError(t, err)
 		ref, err := newRegexMatcher(pat)
 		require.NoError(t, err)
-		for i := 0; i < 3000; i++ {
+		for range 3000 {
 			rs := make([]rune, 1+rng.IntN(30))
 			for k := range rs {
 				rs[k] = alphabet[rng.IntN(len(alphabet))]
@@ -281,7 +281,7 @@ func TestNormalizeWithoutStreamSafeCGJ(t *testing.T) {
 	// The slow path agrees with x/text wherever x/text inserts no CGJ.
 	rng := rand.New(rand.NewPCG(3, 4))
 	alphabet := []rune("aeouAEOUnNcCsS\u0300\u0301\u0302\u0303\u0308\u0316\u0327\u0328\u05b0\u05bc\u1100\u1161\u11a8가ﬁ²Å\u212bΩ")
-	for i := 0; i < 2000; i++ {
+	for range 2000 {
 		rs := make([]rune, 1+rng.IntN(12))
 		for k := range rs {
 			rs[k] = alphabet[rng.IntN(len(alphabet))]

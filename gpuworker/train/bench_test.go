@@ -117,7 +117,7 @@ func rssGiB(field string) float64 {
 	if err != nil {
 		return 0
 	}
-	for _, line := range strings.Split(string(data), "\n") {
+	for line := range strings.SplitSeq(string(data), "\n") {
 		if strings.HasPrefix(line, field+":") {
 			f := strings.Fields(line)
 			kb, _ := strconv.ParseFloat(f[1], 64)

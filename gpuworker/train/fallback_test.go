@@ -62,7 +62,7 @@ func TestSIMDBuildFallsBackOnOlderCPUs(t *testing.T) {
 			require.Contains(t, string(out), "CPU kernels: "+want)
 			require.Contains(t, string(out), "float32 matmul: "+c.matmul)
 			require.Contains(t, string(out), "ops: "+c.ops)
-			for _, line := range strings.Split(string(out), "\n") {
+			for line := range strings.SplitSeq(string(out), "\n") {
 				if strings.Contains(line, "max |torch") {
 					t.Log(strings.TrimSpace(line))
 				}

@@ -60,8 +60,7 @@ func unreachable(err error) bool {
 	if err == nil || !Transient(err) {
 		return false
 	}
-	var ae *APIError
-	if errors.As(err, &ae) {
+	if ae, ok := errors.AsType[*APIError](err); ok {
 		return ae.Status == http.StatusBadGateway || ae.Status == http.StatusServiceUnavailable || ae.Status == http.StatusGatewayTimeout
 	}
 	return true

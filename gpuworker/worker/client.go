@@ -56,8 +56,7 @@ func Transient(err error) bool {
 	if err == nil {
 		return false
 	}
-	var ae *APIError
-	if errors.As(err, &ae) {
+	if ae, ok := errors.AsType[*APIError](err); ok {
 		switch {
 		case ae.Status == http.StatusTooManyRequests, ae.Status >= 500, ae.Code == jobs.CodeConcurrentWrite,
 			ae.Status == http.StatusUnauthorized, ae.Status == http.StatusForbidden:
@@ -100,7 +99,7 @@ func NewClient(baseURL, token, workerID string) *Client {
 // BaseURLs is BaseURL split at commas: the API instances, in order.
 func (c *Client) BaseURLs() []string {
 	var out []string
-	for _, u := range strings.Split(c.BaseURL, ",") {
+	for u := range strings.SplitSeq(c.BaseURL, ",") {
 		if u = strings.TrimRight(strings.TrimSpace(u), "/"); u != "" {
 			out = append(out, u)
 		}

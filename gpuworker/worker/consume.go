@@ -151,19 +151,15 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}
 	for _, t := range consumers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := w.consume(ctx, t.sub, t.topic, t.handle); err != nil {
 				cancel(err)
 			}
-		}()
+		})
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		w.trainLoop(ctx)
-	}()
+	})
 	topics := make([]string, len(consumers))
 	for i, c := range consumers {
 		topics[i] = c.topic

@@ -131,7 +131,7 @@ func TestImportsNoAPICode(t *testing.T) {
 	require.NoError(t, err)
 	const module = "github.com/criticml/critic/"
 	var own []string
-	for _, pkg := range strings.Fields(string(out)) {
+	for pkg := range strings.FieldsSeq(string(out)) {
 		rel, ok := strings.CutPrefix(pkg, module)
 		if !ok {
 			continue

@@ -70,13 +70,11 @@ func TestBusyWorkerLeavesTheNextExtractionToAFreeWorker(t *testing.T) {
 		cfg := Config{Client: api.client(id), Blobs: blobs, DataDir: t.TempDir(), Log: testLogger(t), Brokers: broker.Addrs(),
 			Feedback:         llm.New(llm.Model{Provider: llm.ProviderOpenAI, Name: "test", APIBase: srv.URL}, llm.Options{MaxRetries: llm.NoRetries}),
 			ReleaseBusyAfter: 200 * time.Millisecond}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := Run(ctx, cfg); err != nil {
 				failed.Store(err)
 			}
-		}()
+		})
 	}
 	waitStableGroup(t, ctx, broker.Addrs(), 2)
 	claimed := func(model string) []request {

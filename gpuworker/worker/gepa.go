@@ -159,7 +159,7 @@ func decodeExamples(raw []byte) ([]gepa.Example, error) {
 type logWriter struct{ log *slog.Logger }
 
 func (l *logWriter) Write(p []byte) (int, error) {
-	for _, line := range bytes.Split(bytes.TrimRight(p, "\n"), []byte("\n")) {
+	for line := range bytes.SplitSeq(bytes.TrimRight(p, "\n"), []byte("\n")) {
 		l.log.Info(string(line))
 	}
 	return len(p), nil

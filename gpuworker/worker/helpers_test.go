@@ -49,7 +49,8 @@ func writeTinyBase(t testing.TB) string {
 	return dir
 }
 
-func strp(s string) *string { return &s }
+//go:fix inline
+func strp(s string) *string { return new(s) }
 
 // testDataset has trace pairs and action pairs over five traces (a usable split),
 // score items for every trace and two action items.
@@ -60,7 +61,7 @@ func testDataset(modelID string) rewardmodels.Dataset {
 			rewardmodels.DatasetPair{Chosen: "user: hi\nassistant: the answer is right " + tr, Rejected: "user: hi\nassistant: no " + tr,
 				TraceIDs: []string{tr}, Granularity: "trace"},
 			rewardmodels.DatasetPair{Chosen: "assistant: lookup(" + tr + ")", Rejected: "assistant: drop(" + tr + ")",
-				TraceIDs: []string{tr}, Granularity: "step", ActionType: strp([]string{"tool_call", "response"}[i%2])})
+				TraceIDs: []string{tr}, Granularity: "step", ActionType: new([]string{"tool_call", "response"}[i%2])})
 		ds.ScoreItems = append(ds.ScoreItems, rewardmodels.ScoreItem{TraceID: tr, Revision: 1, Text: "user: hi\nassistant: ok " + tr})
 	}
 	ds.ActionScoreItems = []rewardmodels.ActionItem{
@@ -321,7 +322,7 @@ func (s *service) waitFor(suffix string, n int, timeout time.Duration) []request
 func readJSONLines[T any](t testing.TB, data []byte) []T {
 	t.Helper()
 	var out []T
-	for _, line := range bytes.Split(data, []byte("\n")) {
+	for line := range bytes.SplitSeq(data, []byte("\n")) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}

@@ -131,13 +131,11 @@ func (sp *gepaSpread) start(t *testing.T, ctx context.Context, id string) {
 		return ""
 	}
 	cfg.ReleaseBusyAfter = 200 * time.Millisecond
-	sp.wg.Add(1)
-	go func() {
-		defer sp.wg.Done()
+	sp.wg.Go(func() {
 		if err := Run(ctx, cfg); err != nil {
 			sp.failed.Store(err)
 		}
-	}()
+	})
 }
 
 func (sp *gepaSpread) publish(t *testing.T, i int) {

@@ -465,13 +465,11 @@ func (s *Server) Go(name string, fn func() error, closer func() error) {
 }
 
 func (s *Server) goRun(name string, fn func() error) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
+	s.wg.Go(func() {
 		if err := fn(); err != nil && !errors.Is(err, context.Canceled) {
 			s.log.Error(name+" stopped", "err", err)
 		}
-	}()
+	})
 }
 
 // Shutdown stops accepting requests, lets in-flight ones finish (up to 10 s),

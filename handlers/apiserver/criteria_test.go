@@ -320,7 +320,7 @@ func TestCriterionValues(t *testing.T) {
 		Value       json.RawMessage `json:"value"`
 	}
 	var lines []exported
-	for _, l := range strings.Split(strings.TrimSpace(string(r.body)), "\n") {
+	for l := range strings.SplitSeq(strings.TrimSpace(string(r.body)), "\n") {
 		var x exported
 		require.NoError(t, json.Unmarshal([]byte(l), &x))
 		lines = append(lines, x)

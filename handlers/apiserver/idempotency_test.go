@@ -209,11 +209,9 @@ func TestIdempotencyKeyConcurrentDuplicates(t *testing.T) {
 	replies := make([]reply, n)
 	var wg sync.WaitGroup
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			replies[i] = e.do(t, "POST", "/api/v1/rm/traces/import", imp, "Idempotency-Key", "same")
-		}()
+		})
 	}
 	wg.Wait()
 	var ok []string

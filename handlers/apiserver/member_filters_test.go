@@ -45,7 +45,7 @@ func (e *opsEnv) as(t *testing.T, key, method, path string, body any) reply {
 
 func jsonlLines(body []byte) []string {
 	var out []string
-	for _, l := range bytes.Split(bytes.TrimSpace(body), []byte("\n")) {
+	for l := range bytes.SplitSeq(bytes.TrimSpace(body), []byte("\n")) {
 		if len(l) > 0 {
 			out = append(out, string(l))
 		}

@@ -153,12 +153,10 @@ func errText(err error) string {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return "timed out"
 	}
-	var ne *net.OpError
-	if errors.As(err, &ne) {
+	if ne, ok := errors.AsType[*net.OpError](err); ok {
 		return ne.Op + " " + ne.Net + ": " + ne.Err.Error()
 	}
-	var una *domain.UnavailableError
-	if errors.As(err, &una) {
+	if una, ok := errors.AsType[*domain.UnavailableError](err); ok {
 		return una.Error()
 	}
 	return err.Error()

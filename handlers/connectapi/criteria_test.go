@@ -34,16 +34,16 @@ func TestCriterionValuesOverConnect(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(body, &crit))
 
-	added, err := c.AddAnnotation(ctx, withKey(e.alice, &criticv1.AddAnnotationRequest{TraceId: refund.Summary.Id, StepId: proto.String(call.Id),
-		CriterionId: proto.String(crit.CriterionID), Value: structpb.NewNumberValue(4)}))
+	added, err := c.AddAnnotation(ctx, withKey(e.alice, &criticv1.AddAnnotationRequest{TraceId: refund.Summary.Id, StepId: new(call.Id),
+		CriterionId: new(crit.CriterionID), Value: structpb.NewNumberValue(4)}))
 	require.NoError(t, err)
 	a := added.Msg.Annotation
 	require.Equal(t, crit.CriterionID, a.GetCriterionId())
 	require.EqualValues(t, 4, a.Value.GetNumberValue())
 	require.Nil(t, a.Rating)
 
-	_, err = c.AddAnnotation(ctx, withKey(e.alice, &criticv1.AddAnnotationRequest{TraceId: refund.Summary.Id, StepId: proto.String(refund.Steps[3].Id),
-		CriterionId: proto.String(crit.CriterionID), Value: structpb.NewNumberValue(4)}))
+	_, err = c.AddAnnotation(ctx, withKey(e.alice, &criticv1.AddAnnotationRequest{TraceId: refund.Summary.Id, StepId: new(refund.Steps[3].Id),
+		CriterionId: new(crit.CriterionID), Value: structpb.NewNumberValue(4)}))
 	var ce *connect.Error
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, connect.CodeInvalidArgument, ce.Code())
@@ -72,12 +72,12 @@ func TestCriterionValuesOverConnect(t *testing.T) {
 	// Training on the criterion: stored and shown with its name.
 	models := criticv1connect.NewRewardModelServiceClient(http.DefaultClient, e.url)
 	_, err = models.CreateRewardModel(ctx, withKey(e.alice, &criticv1.CreateRewardModelRequest{Name: "x", TraceIds: []string{refund.Summary.Id},
-		TrainingConfig: &criticv1.TrainingConfig{Criterion: proto.String("00000000-0000-0000-0000-000000000000")}}))
+		TrainingConfig: &criticv1.TrainingConfig{Criterion: new("00000000-0000-0000-0000-000000000000")}}))
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, connect.CodeInvalidArgument, ce.Code())
 	requireDetail(t, ce, "invalid_request", "training_config.criterion")
 	created, err := models.CreateRewardModel(ctx, withKey(e.alice, &criticv1.CreateRewardModelRequest{Name: "on tool choice", TraceIds: []string{refund.Summary.Id},
-		TrainingConfig: &criticv1.TrainingConfig{Criterion: proto.String(crit.CriterionID)}}))
+		TrainingConfig: &criticv1.TrainingConfig{Criterion: new(crit.CriterionID)}}))
 	require.NoError(t, err)
 	m, err := models.GetRewardModel(ctx, withKey(e.alice, &criticv1.GetRewardModelRequest{RewardModelId: created.Msg.RewardModel.Id}))
 	require.NoError(t, err)

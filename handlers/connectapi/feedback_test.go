@@ -20,7 +20,7 @@ func TestTrainingConfigAndLearningReportOverConnect(t *testing.T) {
 	refund, shippingID := e.importTwo(t, e.alice)
 
 	_, err := c.CreateRewardModel(ctx, withKey(e.alice, &criticv1.CreateRewardModelRequest{Name: "x", TraceIds: []string{refund.Summary.Id},
-		TrainingConfig: &criticv1.TrainingConfig{AnnotationSource: proto.String("graded-by-hand")}}))
+		TrainingConfig: &criticv1.TrainingConfig{AnnotationSource: new("graded-by-hand")}}))
 	ce := requireCode(t, err, connect.CodeInvalidArgument)
 	require.Contains(t, ce.Message(), "training_config.annotation_source")
 	_, err = c.CreateRewardModel(ctx, withKey(e.alice, &criticv1.CreateRewardModelRequest{Name: "x", TraceIds: []string{refund.Summary.Id},
@@ -29,7 +29,7 @@ func TestTrainingConfigAndLearningReportOverConnect(t *testing.T) {
 	require.Contains(t, ce.Message(), "training_config.input_version")
 
 	created, err := c.CreateRewardModel(ctx, withKey(e.alice, &criticv1.CreateRewardModelRequest{Name: "fb", TraceIds: []string{refund.Summary.Id, shippingID},
-		TrainingConfig: &criticv1.TrainingConfig{AnnotationSource: proto.String("feedback"), InputVersion: proto.Int32(3), Criteria: []string{"is polite"}}}))
+		TrainingConfig: &criticv1.TrainingConfig{AnnotationSource: new("feedback"), InputVersion: proto.Int32(3), Criteria: []string{"is polite"}}}))
 	require.NoError(t, err)
 	got, err := c.GetRewardModel(ctx, withKey(e.alice, &criticv1.GetRewardModelRequest{RewardModelId: created.Msg.RewardModel.Id}))
 	require.NoError(t, err)

@@ -59,12 +59,12 @@ func (e *env) succeededModel(t *testing.T) string {
 	refund, shippingID := e.importTwo(t, e.alice)
 	ann := criticv1connect.NewAnnotationServiceClient(http.DefaultClient, e.url)
 	for id, rating := range map[string]int32{refund.Summary.Id: 1, shippingID: -1} {
-		_, err := ann.AddAnnotation(ctx, withKey(e.alice, &criticv1.AddAnnotationRequest{TraceId: id, Rating: proto.Int32(rating)}))
+		_, err := ann.AddAnnotation(ctx, withKey(e.alice, &criticv1.AddAnnotationRequest{TraceId: id, Rating: new(rating)}))
 		require.NoError(t, err)
 	}
 	for i, rating := range map[int]int32{1: 1, 3: -1} {
 		_, err := ann.AddAnnotation(ctx, withKey(e.alice, &criticv1.AddAnnotationRequest{TraceId: refund.Summary.Id,
-			StepId: proto.String(refund.Steps[i].Id), Rating: proto.Int32(rating)}))
+			StepId: new(refund.Steps[i].Id), Rating: new(rating)}))
 		require.NoError(t, err)
 	}
 	code, body := e.rest(t, http.MethodPost, "/reward-models", e.alice, map[string]any{"name": "m",
@@ -117,7 +117,7 @@ func TestGepaTaskAPIKeyIsNeverShown(t *testing.T) {
 	require.NoError(t, json.Unmarshal(body, &viaREST))
 
 	created, err := c.CreateGepaRun(ctx, withKey(e.alice, &criticv1.CreateGepaRunRequest{RewardModelId: modelID,
-		TaskModel: proto.String("openai/agent"), TaskApiBase: proto.String(base), TaskApiKey: proto.String(connectKey)}))
+		TaskModel: new("openai/agent"), TaskApiBase: new(base), TaskApiKey: proto.String(connectKey)}))
 	require.NoError(t, err)
 	run := created.Msg.GepaRun
 	require.Equal(t, base, run.GetTaskApiBase())

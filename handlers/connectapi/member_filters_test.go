@@ -10,7 +10,6 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/criticml/critic/commands"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
@@ -45,7 +44,7 @@ func TestMemberFiltersOverConnect(t *testing.T) {
 
 	listed := func(key, member string) []string {
 		t.Helper()
-		res, err := traces.ListTraces(ctx, withKey(key, &criticv1.ListTracesRequest{Member: proto.String(member)}))
+		res, err := traces.ListTraces(ctx, withKey(key, &criticv1.ListTracesRequest{Member: new(member)}))
 		require.NoError(t, err)
 		var ids []string
 		for _, tr := range res.Msg.Traces {
@@ -64,7 +63,7 @@ func TestMemberFiltersOverConnect(t *testing.T) {
 
 	annotations := func(key, member string) []*criticv1.ExportedAnnotation {
 		t.Helper()
-		s, err := ann.ExportAnnotations(ctx, withKey(key, &criticv1.ExportAnnotationsRequest{Member: proto.String(member)}))
+		s, err := ann.ExportAnnotations(ctx, withKey(key, &criticv1.ExportAnnotationsRequest{Member: new(member)}))
 		require.NoError(t, err)
 		var out []*criticv1.ExportedAnnotation
 		for s.Receive() {
@@ -83,7 +82,7 @@ func TestMemberFiltersOverConnect(t *testing.T) {
 
 	pairs := func(key, member string) []string {
 		t.Helper()
-		s, err := ann.ExportPairs(ctx, withKey(key, &criticv1.ExportPairsRequest{Member: proto.String(member)}))
+		s, err := ann.ExportPairs(ctx, withKey(key, &criticv1.ExportPairsRequest{Member: new(member)}))
 		require.NoError(t, err)
 		var out []string
 		for s.Receive() {
@@ -98,7 +97,7 @@ func TestMemberFiltersOverConnect(t *testing.T) {
 		status, body := e.rest(t, "GET", "/export/pairs?member="+member, e.alice, nil)
 		require.Equal(t, http.StatusOK, status, string(body))
 		var out []string
-		for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+		for line := range strings.SplitSeq(strings.TrimSpace(string(body)), "\n") {
 			if line == "" {
 				continue
 			}
@@ -113,13 +112,13 @@ func TestMemberFiltersOverConnect(t *testing.T) {
 	require.Equal(t, restPairs(tm.ids["rob"]), robPairs)
 	require.Equal(t, restPairs(tm.ids["rita"]), pairs(e.alice, tm.ids["rita"]))
 	require.NotEqual(t, robPairs, pairs(e.alice, tm.ids["rita"]), "rita's one rating makes other pairs than rob's two")
-	withModel, err := ann.ExportPairs(ctx, withKey(e.alice, &criticv1.ExportPairsRequest{Member: proto.String(tm.ids["rob"]), RewardModelId: proto.String("m")}))
+	withModel, err := ann.ExportPairs(ctx, withKey(e.alice, &criticv1.ExportPairsRequest{Member: new(tm.ids["rob"]), RewardModelId: new("m")}))
 	require.NoError(t, err)
 	require.False(t, withModel.Receive())
 	requireDetail(t, requireCode(t, withModel.Err(), connect.CodeInvalidArgument), "invalid_request", "member")
 
 	queue := func(key, member string) ([]string, error) {
-		res, err := models.ReviewQueue(ctx, withKey(key, &criticv1.ReviewQueueRequest{Member: proto.String(member)}))
+		res, err := models.ReviewQueue(ctx, withKey(key, &criticv1.ReviewQueueRequest{Member: new(member)}))
 		if err != nil {
 			return nil, err
 		}
@@ -178,13 +177,13 @@ func TestMemberFiltersOverConnect(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(ctx, other.LastEventID))
 	for _, bad := range []string{other.UserID, "00000000-0000-4000-8000-000000000000", "rita"} {
-		_, err := traces.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{Member: proto.String(bad)}))
+		_, err := traces.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{Member: new(bad)}))
 		requireDetail(t, requireCode(t, err, connect.CodeInvalidArgument), "unknown_member", "member")
-		s, err := ann.ExportAnnotations(ctx, withKey(e.alice, &criticv1.ExportAnnotationsRequest{Member: proto.String(bad)}))
+		s, err := ann.ExportAnnotations(ctx, withKey(e.alice, &criticv1.ExportAnnotationsRequest{Member: new(bad)}))
 		require.NoError(t, err)
 		require.False(t, s.Receive(), "nothing is exported for %s", bad)
 		requireDetail(t, requireCode(t, s.Err(), connect.CodeInvalidArgument), "unknown_member", "member")
-		p, err := ann.ExportPairs(ctx, withKey(e.alice, &criticv1.ExportPairsRequest{Member: proto.String(bad)}))
+		p, err := ann.ExportPairs(ctx, withKey(e.alice, &criticv1.ExportPairsRequest{Member: new(bad)}))
 		require.NoError(t, err)
 		require.False(t, p.Receive())
 		requireDetail(t, requireCode(t, p.Err(), connect.CodeInvalidArgument), "unknown_member", "member")
@@ -192,6 +191,6 @@ func TestMemberFiltersOverConnect(t *testing.T) {
 		requireDetail(t, requireCode(t, err, connect.CodeInvalidArgument), "unknown_member", "member")
 	}
 	// Another account's admin cannot filter by this account's members.
-	_, err = traces.ListTraces(ctx, withKey(e.bob, &criticv1.ListTracesRequest{Member: proto.String(tm.ids["rita"])}))
+	_, err = traces.ListTraces(ctx, withKey(e.bob, &criticv1.ListTracesRequest{Member: new(tm.ids["rita"])}))
 	requireDetail(t, requireCode(t, err, connect.CodeInvalidArgument), "unknown_member", "member")
 }

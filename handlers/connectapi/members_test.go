@@ -349,7 +349,7 @@ func TestOneRatingPerMember(t *testing.T) {
 	status, body := e.rest(t, "GET", "/export/annotations", e.alice, nil)
 	require.Equal(t, http.StatusOK, status)
 	byMember := map[string]string{}
-	for _, line := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(string(body)), "\n") {
 		var a struct {
 			Author   string `json:"author"`
 			MemberID string `json:"member_id"`

@@ -126,7 +126,7 @@ func TestTraceService(t *testing.T) {
 
 	// Import through the generated Connect client; the answer comes once the
 	// traces are readable (read-your-writes).
-	imp, err := c.ImportTraces(ctx, withKey(e.alice, &criticv1.ImportTracesRequest{Format: "stash", Data: twoTraces, SourceId: proto.String("ci")}))
+	imp, err := c.ImportTraces(ctx, withKey(e.alice, &criticv1.ImportTracesRequest{Format: "stash", Data: twoTraces, SourceId: new("ci")}))
 	require.NoError(t, err)
 	require.Equal(t, "stash", imp.Msg.Format)
 	require.EqualValues(t, 2, imp.Msg.Imported)
@@ -135,7 +135,7 @@ func TestTraceService(t *testing.T) {
 	refundID, shippingID := imp.Msg.TraceIds[0], imp.Msg.TraceIds[1]
 
 	// The same payload again is unchanged, and says so through Connect too.
-	same, err := c.ImportTraces(ctx, withKey(e.alice, &criticv1.ImportTracesRequest{Format: "stash", Data: twoTraces, SourceId: proto.String("ci")}))
+	same, err := c.ImportTraces(ctx, withKey(e.alice, &criticv1.ImportTracesRequest{Format: "stash", Data: twoTraces, SourceId: new("ci")}))
 	require.NoError(t, err)
 	require.Equal(t, []string{refundID, shippingID}, same.Msg.TraceIds)
 	require.EqualValues(t, 2, same.Msg.Unchanged)
@@ -162,18 +162,18 @@ func TestTraceService(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 2, page.Msg.Total)
 	require.Len(t, page.Msg.Traces, 1)
-	none, err := c.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{SourceId: proto.String("elsewhere")}))
+	none, err := c.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{SourceId: new("elsewhere")}))
 	require.NoError(t, err)
 	require.Zero(t, none.Msg.Total)
 	require.Empty(t, none.Msg.Traces)
 	_, err = c.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{Limit: proto.Int32(5000)}))
 	ce := requireCode(t, err, connect.CodeInvalidArgument)
 	require.Contains(t, ce.Message(), "limit must be an integer from 1 to 1000")
-	_, err = c.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{Tz: proto.String("Mars/Olympus")}))
+	_, err = c.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{Tz: new("Mars/Olympus")}))
 	requireCode(t, err, connect.CodeInvalidArgument)
 	// The list's scores and their sort and filters, as REST has them:
 	// nothing is scored or labeled here, so every trace is unscored.
-	scored, err := c.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{Sort: proto.String("-action_credit")}))
+	scored, err := c.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{Sort: new("-action_credit")}))
 	require.NoError(t, err)
 	require.EqualValues(t, 2, scored.Msg.Total)
 	for _, s := range scored.Msg.Traces {
@@ -187,7 +187,7 @@ func TestTraceService(t *testing.T) {
 	require.Zero(t, failures.Msg.Total)
 	_, err = c.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{Outcome: []string{"great"}}))
 	require.Contains(t, requireCode(t, err, connect.CodeInvalidArgument).Message(), "outcome must be one of")
-	_, err = c.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{Sort: proto.String("credit")}))
+	_, err = c.ListTraces(ctx, withKey(e.alice, &criticv1.ListTracesRequest{Sort: new("credit")}))
 	require.Contains(t, requireCode(t, err, connect.CodeInvalidArgument).Message(), "sort must be one of")
 
 	got, err := c.GetTrace(ctx, withKey(e.alice, &criticv1.GetTraceRequest{TraceId: refundID}))
@@ -291,7 +291,7 @@ func TestTraceService(t *testing.T) {
 		_, err = c.ImportTraces(ctx, withKey(e.alice, &criticv1.ImportTracesRequest{Data: twoTraces}))
 		ce = requireCode(t, err, connect.CodeInvalidArgument)
 		require.Contains(t, ce.Message(), "format is required")
-		_, err = c.ImportTraces(ctx, withKey(e.alice, &criticv1.ImportTracesRequest{Format: "stash", Data: twoTraces, SourceId: proto.String("")}))
+		_, err = c.ImportTraces(ctx, withKey(e.alice, &criticv1.ImportTracesRequest{Format: "stash", Data: twoTraces, SourceId: new("")}))
 		requireCode(t, err, connect.CodeInvalidArgument)
 
 		// Over the configured size (1 MiB here) is refused before decoding.

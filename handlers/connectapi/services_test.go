@@ -32,7 +32,7 @@ func (e *env) importTwo(t *testing.T, key string) (*criticv1.TraceDetail, string
 	t.Helper()
 	ctx := context.Background()
 	c := e.client()
-	imp, err := c.ImportTraces(ctx, withKey(key, &criticv1.ImportTracesRequest{Format: "stash", Data: twoTraces, SourceId: proto.String("ci")}))
+	imp, err := c.ImportTraces(ctx, withKey(key, &criticv1.ImportTracesRequest{Format: "stash", Data: twoTraces, SourceId: new("ci")}))
 	require.NoError(t, err)
 	got, err := c.GetTrace(ctx, withKey(key, &criticv1.GetTraceRequest{TraceId: imp.Msg.TraceIds[0]}))
 	require.NoError(t, err)
@@ -105,7 +105,7 @@ func TestAnnotationService(t *testing.T) {
 	// Add: a step rating with a comment and a quote; the answer is the stored
 	// annotation, readable at once.
 	added, err := c.AddAnnotation(ctx, withKey(e.alice, &criticv1.AddAnnotationRequest{
-		TraceId: refund.Summary.Id, StepId: proto.String(answer.Id), Rating: proto.Int32(1), Comment: proto.String("good"),
+		TraceId: refund.Summary.Id, StepId: new(answer.Id), Rating: proto.Int32(1), Comment: new("good"),
 		Quote: &criticv1.Quote{Text: "Refund", Suffix: "ed."}}))
 	require.NoError(t, err)
 	a := added.Msg.Annotation
@@ -131,24 +131,24 @@ func TestAnnotationService(t *testing.T) {
 	require.Nil(t, whole.Msg.Annotation.StepId)
 	require.Nil(t, whole.Msg.Annotation.Quote)
 	require.Nil(t, whole.Msg.Annotation.Comment)
-	_, err = c.AddAnnotation(ctx, withKey(e.alice, &criticv1.AddAnnotationRequest{TraceId: shippingID, Rating: proto.Int32(-1), Comment: proto.String("vague")}))
+	_, err = c.AddAnnotation(ctx, withKey(e.alice, &criticv1.AddAnnotationRequest{TraceId: shippingID, Rating: proto.Int32(-1), Comment: new("vague")}))
 	require.NoError(t, err)
 
 	// Edit is PATCH: clear_rating nulls the rating, a set comment changes,
 	// the rest is kept.
-	ed, err := c.EditAnnotation(ctx, withKey(e.alice, &criticv1.EditAnnotationRequest{AnnotationId: a.Id, ClearRating: true, Comment: proto.String("better")}))
+	ed, err := c.EditAnnotation(ctx, withKey(e.alice, &criticv1.EditAnnotationRequest{AnnotationId: a.Id, ClearRating: true, Comment: new("better")}))
 	require.NoError(t, err)
 	require.Nil(t, ed.Msg.Annotation.Rating)
 	require.Equal(t, "better", ed.Msg.Annotation.GetComment())
 	require.True(t, proto.Equal(a.Quote, ed.Msg.Annotation.Quote))
 	require.Equal(t, a.CreatedAt.AsTime(), ed.Msg.Annotation.CreatedAt.AsTime())
-	ed, err = c.EditAnnotation(ctx, withKey(e.alice, &criticv1.EditAnnotationRequest{AnnotationId: a.Id, LabelError: proto.Bool(true), LabelErrorNote: proto.String("misread")}))
+	ed, err = c.EditAnnotation(ctx, withKey(e.alice, &criticv1.EditAnnotationRequest{AnnotationId: a.Id, LabelError: new(true), LabelErrorNote: new("misread")}))
 	require.NoError(t, err)
 	require.Nil(t, ed.Msg.Annotation.Rating, "absent: kept")
 	require.Equal(t, "better", ed.Msg.Annotation.GetComment(), "absent: kept")
 	require.True(t, ed.Msg.Annotation.LabelError)
 	require.Equal(t, "misread", ed.Msg.Annotation.GetLabelErrorNote())
-	ed, err = c.EditAnnotation(ctx, withKey(e.alice, &criticv1.EditAnnotationRequest{AnnotationId: a.Id, ClearLabelErrorNote: true, LabelError: proto.Bool(false), Rating: proto.Int32(-1)}))
+	ed, err = c.EditAnnotation(ctx, withKey(e.alice, &criticv1.EditAnnotationRequest{AnnotationId: a.Id, ClearLabelErrorNote: true, LabelError: new(false), Rating: proto.Int32(-1)}))
 	require.NoError(t, err)
 	require.EqualValues(t, -1, ed.Msg.Annotation.GetRating())
 	require.False(t, ed.Msg.Annotation.LabelError)
@@ -233,13 +233,13 @@ func TestAnnotationService(t *testing.T) {
 		gctx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+e.alice)
 		out := &criticv1.AddAnnotationResponse{}
 		require.NoError(t, conn.Invoke(gctx, criticv1connect.AnnotationServiceAddAnnotationProcedure,
-			&criticv1.AddAnnotationRequest{TraceId: shippingID, Comment: proto.String("via gRPC")}, out))
+			&criticv1.AddAnnotationRequest{TraceId: shippingID, Comment: new("via gRPC")}, out))
 		require.Equal(t, "via gRPC", out.Annotation.GetComment())
 		require.Equal(t, shippingID, out.Annotation.TraceId)
 		// A read-only key over gRPC: PERMISSION_DENIED.
 		roctx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+e.aliceRO)
 		err := conn.Invoke(roctx, criticv1connect.AnnotationServiceAddAnnotationProcedure,
-			&criticv1.AddAnnotationRequest{TraceId: shippingID, Comment: proto.String("no")}, out)
+			&criticv1.AddAnnotationRequest{TraceId: shippingID, Comment: new("no")}, out)
 		require.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
 	})
 
@@ -247,7 +247,7 @@ func TestAnnotationService(t *testing.T) {
 		// Read-only keys cannot write.
 		_, err := c.AddAnnotation(ctx, withKey(e.aliceRO, &criticv1.AddAnnotationRequest{TraceId: refund.Summary.Id, Rating: proto.Int32(1)}))
 		requireCode(t, err, connect.CodePermissionDenied)
-		_, err = c.EditAnnotation(ctx, withKey(e.aliceRO, &criticv1.EditAnnotationRequest{AnnotationId: a.Id, Comment: proto.String("x")}))
+		_, err = c.EditAnnotation(ctx, withKey(e.aliceRO, &criticv1.EditAnnotationRequest{AnnotationId: a.Id, Comment: new("x")}))
 		requireCode(t, err, connect.CodePermissionDenied)
 		_, err = c.RemoveAnnotation(ctx, withKey(e.aliceRO, &criticv1.RemoveAnnotationRequest{AnnotationId: a.Id}))
 		requireCode(t, err, connect.CodePermissionDenied)
@@ -257,7 +257,7 @@ func TestAnnotationService(t *testing.T) {
 		// Another owner's trace and annotations do not exist for bob.
 		_, err = c.AddAnnotation(ctx, withKey(e.bob, &criticv1.AddAnnotationRequest{TraceId: refund.Summary.Id, Rating: proto.Int32(1)}))
 		requireCode(t, err, connect.CodeNotFound)
-		_, err = c.EditAnnotation(ctx, withKey(e.bob, &criticv1.EditAnnotationRequest{AnnotationId: a.Id, Comment: proto.String("x")}))
+		_, err = c.EditAnnotation(ctx, withKey(e.bob, &criticv1.EditAnnotationRequest{AnnotationId: a.Id, Comment: new("x")}))
 		requireCode(t, err, connect.CodeNotFound)
 		_, err = c.RemoveAnnotation(ctx, withKey(e.bob, &criticv1.RemoveAnnotationRequest{AnnotationId: a.Id}))
 		requireCode(t, err, connect.CodeNotFound)
@@ -274,11 +274,11 @@ func TestAnnotationService(t *testing.T) {
 		requireCode(t, dis.Err(), connect.CodeNotFound)
 
 		// Validation: REST's messages, with the code and field as a detail.
-		_, err = c.AddAnnotation(ctx, withKey(e.alice, &criticv1.AddAnnotationRequest{TraceId: refund.Summary.Id, StepId: proto.String(answer.Id), Rating: proto.Int32(2)}))
+		_, err = c.AddAnnotation(ctx, withKey(e.alice, &criticv1.AddAnnotationRequest{TraceId: refund.Summary.Id, StepId: new(answer.Id), Rating: proto.Int32(2)}))
 		ce := requireCode(t, err, connect.CodeInvalidArgument)
 		require.Contains(t, ce.Message(), "rating must be 1, -1 or null")
 		requireDetail(t, ce, "invalid_annotation", "rating")
-		_, err = c.AddAnnotation(ctx, withKey(e.alice, &criticv1.AddAnnotationRequest{TraceId: refund.Summary.Id, Quote: &criticv1.Quote{Text: "Refund"}, Comment: proto.String("x")}))
+		_, err = c.AddAnnotation(ctx, withKey(e.alice, &criticv1.AddAnnotationRequest{TraceId: refund.Summary.Id, Quote: &criticv1.Quote{Text: "Refund"}, Comment: new("x")}))
 		ce = requireCode(t, err, connect.CodeInvalidArgument)
 		require.Contains(t, ce.Message(), "a quote needs a step_id")
 		_, err = c.EditAnnotation(ctx, withKey(e.alice, &criticv1.EditAnnotationRequest{AnnotationId: a.Id, Rating: proto.Int32(1), ClearRating: true}))
@@ -578,7 +578,7 @@ func TestExportPairsOfAModel(t *testing.T) {
 		}
 		return connect.CodeOf(st.Err())
 	}
-	require.Equal(t, connect.CodeNotFound, code(e.bob, &criticv1.ExportPairsRequest{RewardModelId: proto.String(id)}))
-	require.Equal(t, connect.CodeAborted, code(e.alice, &criticv1.ExportPairsRequest{RewardModelId: proto.String(id)}), "no dataset yet")
-	require.Equal(t, connect.CodeInvalidArgument, code(e.alice, &criticv1.ExportPairsRequest{RewardModelId: proto.String(id), MaxPairs: proto.Int32(3)}))
+	require.Equal(t, connect.CodeNotFound, code(e.bob, &criticv1.ExportPairsRequest{RewardModelId: new(id)}))
+	require.Equal(t, connect.CodeAborted, code(e.alice, &criticv1.ExportPairsRequest{RewardModelId: new(id)}), "no dataset yet")
+	require.Equal(t, connect.CodeInvalidArgument, code(e.alice, &criticv1.ExportPairsRequest{RewardModelId: new(id), MaxPairs: proto.Int32(3)}))
 }

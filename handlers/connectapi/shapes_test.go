@@ -107,7 +107,7 @@ func fill(v reflect.Value, depth int) {
 		fill(p.Elem(), depth+1)
 		v.Set(p)
 	case reflect.Slice:
-		if v.Type() == reflect.TypeOf(json.RawMessage(nil)) {
+		if v.Type() == reflect.TypeFor[json.RawMessage]() {
 			v.SetBytes([]byte(`{"k":1}`))
 			return
 		}
@@ -122,7 +122,7 @@ func fill(v reflect.Value, depth int) {
 		m.SetMapIndex(k, e)
 		v.Set(m)
 	case reflect.Struct:
-		if v.Type() == reflect.TypeOf(time.Time{}) {
+		if v.Type() == reflect.TypeFor[time.Time]() {
 			v.Set(reflect.ValueOf(time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)))
 			return
 		}

@@ -119,7 +119,7 @@ func TestTeamService(t *testing.T) {
 	require.EqualValues(t, 0, ag.Msg.Pairwise[0].Agreement.GetValue(), "alice and rita never agree")
 	require.Len(t, ag.Msg.Members, 2)
 	require.Nil(t, ag.Msg.Members[0].Model, "no model chosen")
-	_, err = c.GetAgreement(ctx, withKey(rita, &criticv1.GetAgreementRequest{RewardModelId: proto.String("00000000-0000-0000-0000-000000000000")}))
+	_, err = c.GetAgreement(ctx, withKey(rita, &criticv1.GetAgreementRequest{RewardModelId: new("00000000-0000-0000-0000-000000000000")}))
 	requireCode(t, err, connect.CodeNotFound)
 
 	disputed, err := c.ListDisputed(ctx, withKey(rita, &criticv1.ListDisputedRequest{}))

@@ -36,7 +36,7 @@ func Compress(next http.Handler) http.Handler {
 
 // acceptsGzip reads Accept-Encoding: gzip listed without q=0.
 func acceptsGzip(header string) bool {
-	for _, part := range strings.Split(header, ",") {
+	for part := range strings.SplitSeq(header, ",") {
 		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
 		if !strings.EqualFold(strings.TrimSpace(name), "gzip") {
 			continue

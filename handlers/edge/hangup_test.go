@@ -79,7 +79,7 @@ func TestClientHangUpIsNoServerError(t *testing.T) {
 
 	text := logs.String()
 	var errorLines []string
-	for _, line := range strings.Split(text, "\n") {
+	for line := range strings.SplitSeq(text, "\n") {
 		if strings.Contains(line, "level=ERROR") {
 			errorLines = append(errorLines, line)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -267,9 +268,7 @@ func (m *Middleware) fail(w http.ResponseWriter, r *http.Request, err error) {
 // replay writes a stored answer.
 func replay(w http.ResponseWriter, resp response) {
 	h := w.Header()
-	for k, v := range resp.Header {
-		h[k] = v
-	}
+	maps.Copy(h, resp.Header)
 	h.Set(ReplayedHeader, "true")
 	w.WriteHeader(resp.Status)
 	_, _ = w.Write(resp.Body)
@@ -346,7 +345,7 @@ func (c *recorder) response() response {
 	}
 	declared := map[string]bool{}
 	for _, v := range c.ResponseWriter.Header().Values("Trailer") {
-		for _, k := range strings.Split(v, ",") {
+		for k := range strings.SplitSeq(v, ",") {
 			if k = strings.TrimSpace(k); k != "" {
 				declared[http.CanonicalHeaderKey(k)] = true
 			}

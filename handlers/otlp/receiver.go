@@ -187,8 +187,7 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request, sig signal) {
 			msgs = append(msgs, receipt.ErrorMessage)
 		}
 	}
-	var v *domain.ValidationError
-	if errors.As(err, &v) {
+	if v, ok := errors.AsType[*domain.ValidationError](err); ok {
 		// OTLP clients treat 400 as "do not retry": the request cannot parse.
 		badRequest(w, v.Error())
 		return
@@ -260,8 +259,7 @@ func (rc *Receiver) answer(w http.ResponseWriter, ct string, enc func(string, in
 // writeError answers an error; a 503 carries Retry-After so that exporters
 // back off and retry instead of dropping the batch.
 func writeError(w http.ResponseWriter, err error) {
-	var una *domain.UnavailableError
-	if errors.As(err, &una) {
+	if _, ok := errors.AsType[*domain.UnavailableError](err); ok {
 		w.Header().Set("Retry-After", "1")
 	}
 	edge.WriteError(w, err)
@@ -305,8 +303,7 @@ func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request) ([]byte, er
 		return nil, &domain.UnsupportedMediaError{Message: "unsupported Content-Encoding " + quoteOrEmpty(enc) + ": send gzip or none"}
 	}
 	body, err := io.ReadAll(rd)
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		return nil, &domain.TooLargeError{Limit: mbe.Limit}
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package rest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
 	"sort"
@@ -125,13 +126,13 @@ func TestOpenAPIMatchesGoTypes(t *testing.T) {
 // structs flattened as encoding/json does).
 func jsonFields(t reflect.Type) map[string]shapeField {
 	out := map[string]shapeField{}
-	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
+	for f := range t.Fields() {
+		f := f
 		tag := f.Tag.Get("json")
 		if tag == "-" {
 			continue
 		}
-		name := strings.Split(tag, ",")[0]
+		name, _, _ := strings.Cut(tag, ",")
 		if f.Anonymous && name == "" {
 			ft := f.Type
 			if ft.Kind() == reflect.Pointer {
@@ -172,9 +173,7 @@ func schemaProperties(schema map[string]any, all map[string]map[string]any) map[
 	}
 	for _, part := range schemaList(schema["allOf"]) {
 		if m, ok := part.(map[string]any); ok {
-			for k, v := range schemaProperties(m, all) {
-				out[k] = v
-			}
+			maps.Copy(out, schemaProperties(m, all))
 		}
 	}
 	if props, ok := schema["properties"].(map[string]any); ok {
@@ -201,7 +200,7 @@ func compareShape(name string, t reflect.Type, schema map[string]any, all map[st
 		schema = all[name]
 	}
 	key := name + " " + t.String()
-	if seen[key] || t.Kind() != reflect.Struct || t == reflect.TypeOf(time.Time{}) {
+	if seen[key] || t.Kind() != reflect.Struct || t == reflect.TypeFor[time.Time]() {
 		return nil
 	}
 	seen[key] = true
@@ -211,7 +210,7 @@ func compareShape(name string, t reflect.Type, schema map[string]any, all map[st
 	for f, fl := range fields {
 		ft := fl.t
 		if fl.asString {
-			ft = reflect.TypeOf("")
+			ft = reflect.TypeFor[string]()
 		}
 		p, ok := props[f]
 		if !ok {
@@ -289,9 +288,9 @@ func typeMismatch(t reflect.Type, p map[string]any, all map[string]map[string]an
 	}
 	var want string
 	switch {
-	case t == reflect.TypeOf(json.RawMessage{}) || t.Kind() == reflect.Interface:
+	case t == reflect.TypeFor[json.RawMessage]() || t.Kind() == reflect.Interface:
 		return ""
-	case t == reflect.TypeOf(time.Time{}):
+	case t == reflect.TypeFor[time.Time]():
 		want = "string"
 	case t.Kind() == reflect.String:
 		want = "string"
@@ -338,7 +337,7 @@ func TestOpenAPIShapeCheckCatchesDrift(t *testing.T) {
 	schema := map[string]any{"type": "object", "properties": map[string]any{
 		"a": map[string]any{"type": "string"}, "t": map[string]any{"type": "string"}, "gone": map[string]any{"type": "string"},
 		"items": map[string]any{"type": "array", "items": map[string]any{"$ref": "#/components/schemas/Inner"}}}}
-	got := compareShape("Outer", reflect.TypeOf(outer{}), schema, all, map[string]bool{})
+	got := compareShape("Outer", reflect.TypeFor[outer](), schema, all, map[string]bool{})
 	want := []string{
 		"Inner.n: Go writes integer (int), the document says string",
 		"Outer.extra: written by rest.outer but not documented",

@@ -175,7 +175,7 @@ func textChecked(wildcards []string, h func(http.ResponseWriter, *http.Request) 
 // pathWildcards lists the {names} of a route pattern's path.
 func pathWildcards(path string) []string {
 	var out []string
-	for _, seg := range strings.Split(path, "/") {
+	for seg := range strings.SplitSeq(path, "/") {
 		if name, ok := strings.CutPrefix(seg, "{"); ok {
 			out = append(out, strings.TrimSuffix(strings.TrimSuffix(name, "}"), "..."))
 		}
@@ -253,8 +253,7 @@ func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 func (a *API) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.maxBody))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
+		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, &domain.TooLargeError{Limit: mbe.Limit}
 		}
 		return nil, domain.Invalid("could not read the request body: %v", err)
@@ -277,8 +276,7 @@ func decodeBodyBytes(body []byte, v any) error {
 			f = strings.Trim(f, `"`)
 			return &domain.ValidationError{Code: "unknown_field", Field: f, Message: "unknown field " + f}
 		}
-		var typ *json.UnmarshalTypeError
-		if errors.As(err, &typ) {
+		if typ, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 			return &domain.ValidationError{Code: "invalid_request", Field: typ.Field, Message: "expected " + typ.Type.String() + ", got JSON " + typ.Value}
 		}
 		return domain.Invalid("malformed JSON body: %v", err)

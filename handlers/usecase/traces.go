@@ -205,7 +205,7 @@ func ListParamsFromQuery(q url.Values) (ListParams, error) {
 		*ip.dst = &n
 	}
 	for _, v := range q["outcome"] {
-		for _, o := range strings.Split(v, ",") {
+		for o := range strings.SplitSeq(v, ",") {
 			if o = strings.TrimSpace(o); o != "" {
 				p.Outcomes = append(p.Outcomes, o)
 			}

@@ -90,7 +90,7 @@ func ValidateKey(key string) error {
 			return bad("contains a control character")
 		}
 	}
-	for _, seg := range strings.Split(key, "/") {
+	for seg := range strings.SplitSeq(key, "/") {
 		switch {
 		case seg == "":
 			return bad("empty path segment")

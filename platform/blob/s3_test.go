@@ -95,7 +95,7 @@ func startVersity() (string, error) {
 	}
 	versity.root = root
 	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ { // the free port can be taken between probe and bind
+	for range 3 { // the free port can be taken between probe and bind
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return "", err

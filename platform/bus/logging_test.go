@@ -64,8 +64,7 @@ func TestGroupMembersLogPartitionMoves(t *testing.T) {
 		c.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		return c
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	consume := func(s *Subscriber, ctx context.Context) {
 		_ = s.ConsumeBatches(ctx, topic, 10, time.Millisecond, func(context.Context, []*message.Message) error { return nil })
 	}

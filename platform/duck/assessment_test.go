@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"testing"
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
@@ -69,12 +70,8 @@ func TestPutStoredLabelsReplacesByChunk(t *testing.T) {
 		require.NoError(t, err)
 	}
 	want := map[string]json.RawMessage{}
-	for k, v := range first {
-		want[k] = v
-	}
-	for k, v := range second {
-		want[k] = v
-	}
+	maps.Copy(want, first)
+	maps.Copy(want, second)
 	require.Len(t, got, len(want))
 	for k, v := range want {
 		require.JSONEq(t, string(v), string(got[k]), k)

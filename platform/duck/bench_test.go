@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -128,7 +128,7 @@ func loadSteps(tb testing.TB, s *Snapshots, owner string, n int) {
 
 func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	slices.Sort(s)
 	return s[len(s)/2], s[(len(s)*99)/100]
 }
 

@@ -121,15 +121,13 @@ func TestQueryConcurrencyLimit(t *testing.T) {
 	errs := make(chan error, 3)
 	started := make(chan struct{})
 	for _, owner := range []string{"heavy", "heavy", "other"} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if owner == "other" {
 				<-started
 			}
 			_, err := s.Query(ctx, owner, slow)
 			errs <- err
-		}()
+		})
 		if owner == "heavy" {
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -161,7 +159,7 @@ func peakRSS(t *testing.T) func() int64 {
 	read := func(field string) int64 {
 		b, err := os.ReadFile("/proc/self/status")
 		require.NoError(t, err)
-		for _, l := range strings.Split(string(b), "\n") {
+		for l := range strings.SplitSeq(string(b), "\n") {
 			if v, ok := strings.CutPrefix(l, field+":"); ok {
 				kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 				require.NoError(t, err)

@@ -29,10 +29,10 @@ func loadEscapes(t *testing.T) []escape {
 	raw, err := os.ReadFile("testdata/escapes.txt")
 	require.NoError(t, err)
 	var out []escape
-	for _, block := range strings.Split(string(raw), "\n---\n") {
+	for block := range strings.SplitSeq(string(raw), "\n---\n") {
 		var e escape
 		var body []string
-		for _, line := range strings.Split(block, "\n") {
+		for line := range strings.SplitSeq(block, "\n") {
 			switch {
 			case strings.HasPrefix(line, "#"):
 			case strings.HasPrefix(line, "-- expect: "):

@@ -119,10 +119,7 @@ func (o Options) withDefaults() Options {
 	if o.Threads <= 0 {
 		o.Threads = 2
 	}
-	o.Prewarm = cmp.Or(o.Prewarm, 2)
-	if o.Prewarm < 0 {
-		o.Prewarm = 0
-	}
+	o.Prewarm = max(cmp.Or(o.Prewarm, 2), 0)
 	if o.MaxOpenWriters <= 0 {
 		o.MaxOpenWriters = 32
 	}

@@ -476,7 +476,7 @@ func interruptOnDone(ctx context.Context, c *duckdb.Conn) (stop func(), err erro
 // every query fail here (and the tests with it) instead of misbehaving.
 func connHandle(c *duckdb.Conn) (mapping.Connection, error) {
 	f := reflect.ValueOf(c).Elem().FieldByName("conn")
-	if !f.IsValid() || f.Type() != reflect.TypeOf(mapping.Connection{}) {
+	if !f.IsValid() || f.Type() != reflect.TypeFor[mapping.Connection]() {
 		return mapping.Connection{}, errors.New("duck: the DuckDB driver's connection handle is not where this version expects it; cannot bound query preparation")
 	}
 	return *(*mapping.Connection)(unsafe.Pointer(f.UnsafeAddr())), nil
@@ -663,7 +663,7 @@ func renamedDuplicates(stmt *duckdb.Stmt) bool {
 	}
 	names := make(map[string]bool, n)
 	cols := make([]string, 0, n)
-	for i := 0; i < n; i++ {
+	for i := range n {
 		c, err := stmt.ColumnName(i)
 		if err != nil {
 			return true
@@ -687,7 +687,7 @@ func sameColumns(a, b *duckdb.Stmt) bool {
 	if errA != nil || errB != nil || na != nb {
 		return false
 	}
-	for i := 0; i < na; i++ {
+	for i := range na {
 		x, errX := a.ColumnName(i)
 		y, errY := b.ColumnName(i)
 		if errX != nil || errY != nil || x != y {
@@ -875,15 +875,13 @@ func (s *Snapshots) queryError(ctx context.Context, err error, query string) err
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	var v *domain.ValidationError
-	if errors.As(err, &v) {
+	if v, ok := errors.AsType[*domain.ValidationError](err); ok {
 		return v
 	}
 	if query == "" {
 		return err
 	}
-	var de *duckdb.Error
-	if errors.As(err, &de) {
+	if de, ok := errors.AsType[*duckdb.Error](err); ok {
 		msg := de.Msg
 		switch {
 		case strings.Contains(msg, rowTooLarge):

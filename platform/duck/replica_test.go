@@ -96,18 +96,14 @@ func TestReplicaConcurrentQueriesAndWrites(t *testing.T) {
 	s, _ := newSnapshots(t, Options{MaxQueriesPerOwner: 2})
 	seedTrace(t, s, "alice", "t0", 10, "A")
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		for i := 1; i < 10; i++ {
 			seedTrace(t, s, "alice", fmt.Sprintf("t%d", i), 10, "A")
 		}
-	}()
+	})
 	errs := make(chan error, 64)
 	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range 8 {
 				res, err := s.Query(context.Background(), "alice", "SELECT count(*) % 10, count(DISTINCT trace_id) * 10 = count(*) FROM steps")
 				if err != nil {
@@ -119,7 +115,7 @@ func TestReplicaConcurrentQueriesAndWrites(t *testing.T) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)
@@ -227,7 +223,7 @@ func TestReplicaCompressionKeepsUpWithChanges(t *testing.T) {
 		id := fmt.Sprintf("a%d", i)
 		_, err := s.Apply(ctx, "alice", "ann-"+id, func(tx *Tx) error {
 			tx.TouchAnnotation(id)
-			return tx.UpsertAnnotation(ctx, AnnotationRow{ID: id, TraceID: "t1", Rating: ptrInt(1), CreatedAt: t0})
+			return tx.UpsertAnnotation(ctx, AnnotationRow{ID: id, TraceID: "t1", Rating: new(1), CreatedAt: t0})
 		})
 		require.NoError(t, err)
 		require.EqualValues(t, i+1, count(t, s, "alice", "SELECT count(*) FROM annotations"), "the change is visible at once")
@@ -245,4 +241,5 @@ func TestReplicaCompressionKeepsUpWithChanges(t *testing.T) {
 	s.mu.Unlock()
 }
 
-func ptrInt(v int) *int { return &v }
+//go:fix inline
+func ptrInt(v int) *int { return new(v) }

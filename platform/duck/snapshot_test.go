@@ -25,7 +25,8 @@ func newSnapshots(t *testing.T, opts Options) (*Snapshots, string) {
 	return s, dir
 }
 
-func ptr[T any](v T) *T { return &v }
+//go:fix inline
+func ptr[T any](v T) *T { return new(v) }
 
 // seedTrace imports one trace with n steps for owner, as the projection would.
 func seedTrace(t *testing.T, s *Snapshots, owner, traceID string, n int, marker string) {
@@ -67,8 +68,8 @@ func TestApplyDeduplicatesEvents(t *testing.T) {
 	ctx := context.Background()
 	seedTrace(t, s, "alice", "t1", 3, "A")
 	add := func(tx *Tx) error {
-		return tx.UpsertAnnotation(ctx, AnnotationRow{ID: "a1", TraceID: "t1", StepID: ptr("t1-s2"), StepIndex: ptr(2),
-			Rating: ptr(-1), Comment: ptr("wrong order"), Quote: map[string]any{"text": "x"}, AuthorID: "u1",
+		return tx.UpsertAnnotation(ctx, AnnotationRow{ID: "a1", TraceID: "t1", StepID: new("t1-s2"), StepIndex: new(2),
+			Rating: new(-1), Comment: new("wrong order"), Quote: map[string]any{"text": "x"}, AuthorID: "u1",
 			AuthorName: "henry", CreatedAt: t0})
 	}
 	applied, err := s.Apply(ctx, "alice", "ev-1", add)
@@ -138,12 +139,12 @@ func TestTxHelpers(t *testing.T) {
 	}
 
 	_, err = s.Apply(ctx, "alice", "ev-ann", func(tx *Tx) error {
-		return tx.UpsertAnnotation(ctx, AnnotationRow{ID: "a1", TraceID: "t2", Rating: ptr(1), CreatedAt: t0})
+		return tx.UpsertAnnotation(ctx, AnnotationRow{ID: "a1", TraceID: "t2", Rating: new(1), CreatedAt: t0})
 	})
 	require.NoError(t, err)
 	_, err = s.Apply(ctx, "alice", "ev-ann-edit", func(tx *Tx) error {
-		return tx.UpsertAnnotation(ctx, AnnotationRow{ID: "a1", TraceID: "t2", Rating: ptr(1), LabelError: true,
-			LabelErrorNote: ptr("misclick"), CreatedAt: t0})
+		return tx.UpsertAnnotation(ctx, AnnotationRow{ID: "a1", TraceID: "t2", Rating: new(1), LabelError: true,
+			LabelErrorNote: new("misclick"), CreatedAt: t0})
 	})
 	require.NoError(t, err)
 	res, err = s.Query(ctx, "alice", "SELECT step_id, rating, label_error, label_error_note FROM annotations")
@@ -173,15 +174,13 @@ func TestQueriesDuringWrites(t *testing.T) {
 		s, _ := newSnapshots(t, Options{Load: mode, MaxOpenWriters: 1})
 		ctx := context.Background()
 		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < 20; i++ {
+		wg.Go(func() {
+			for i := range 20 {
 				seedTrace(t, s, "alice", fmt.Sprintf("t%d", i), 10, "A")
 				seedTrace(t, s, "bob", fmt.Sprintf("t%d", i), 10, "B") // forces writer eviction
 			}
-		}()
-		for i := 0; i < 20; i++ {
+		})
+		for range 20 {
 			res, err := s.Query(ctx, "alice", "SELECT count(*) % 10, count(DISTINCT trace_id) * 10 = count(*) FROM steps")
 			require.NoError(t, err)
 			require.Equal(t, []any{int64(0), true}, res.Rows[0])

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
@@ -127,10 +128,8 @@ func (s *Snapshots) ApplyBatch(ctx context.Context, ownerID string, eventIDs []s
 	if len(eventIDs) == 0 {
 		return 0, nil
 	}
-	for _, id := range eventIDs {
-		if id == "" {
-			return 0, errors.New("duck: empty event id")
-		}
+	if slices.Contains(eventIDs, "") {
+		return 0, errors.New("duck: empty event id")
 	}
 	o, err := s.owner(ownerID)
 	if err != nil {

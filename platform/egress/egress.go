@@ -53,7 +53,7 @@ type Policy struct {
 // http(s) URL, or names an invalid variable, is an error naming the entry.
 func Parse(s string) (Policy, error) {
 	var p Policy
-	for _, entry := range strings.Split(s, ",") {
+	for entry := range strings.SplitSeq(s, ",") {
 		entry = strings.TrimSpace(entry)
 		if entry == "" {
 			continue
@@ -193,8 +193,7 @@ func control(_, address string, _ syscall.RawConn) error {
 		return &BlockedError{Address: address, Reason: "not an IP address"}
 	}
 	if err := CheckAddr(ap.Addr()); err != nil {
-		var be *BlockedError
-		if errors.As(err, &be) {
+		if be, ok := errors.AsType[*BlockedError](err); ok {
 			be.Address = address
 		}
 		return err

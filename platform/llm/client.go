@@ -389,9 +389,8 @@ func (c *Client) send(ctx context.Context, req Request) (json.RawMessage, Usage,
 	}
 	if req.Schema != nil {
 		if err := req.Schema.Validate(v); err != nil {
-			var ve *ValidationError
 			field := ""
-			if errors.As(err, &ve) {
+			if ve, ok := errors.AsType[*ValidationError](err); ok {
 				field = ve.Field
 			}
 			return nil, u, c.fail(KindSchema, 0, field, err.Error(), err)

@@ -3,6 +3,7 @@ package llm
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -149,10 +150,8 @@ func (s *Schema) validate(path string, v any) error {
 			return fail("want a string, got %s", kind(v))
 		}
 		if len(s.Enum) > 0 {
-			for _, e := range s.Enum {
-				if str == e {
-					return nil
-				}
+			if slices.Contains(s.Enum, str) {
+				return nil
 			}
 			return fail("%q is not one of %s", str, strings.Join(s.Enum, ", "))
 		}

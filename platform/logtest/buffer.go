@@ -33,7 +33,7 @@ func (s *Buffer) String() string {
 // Lines are the lines written so far that contain substr ("" for all).
 func (s *Buffer) Lines(substr string) []string {
 	var out []string
-	for _, l := range strings.Split(s.String(), "\n") {
+	for l := range strings.SplitSeq(s.String(), "\n") {
 		if l != "" && strings.Contains(l, substr) {
 			out = append(out, l)
 		}

@@ -34,8 +34,7 @@ func freePort(t *testing.T) int {
 // TestRelaySurvivesBrokerOutage: events appended while the broker is down
 // wait in Postgres and reach Kafka, in order per owner, once it returns.
 func TestRelaySurvivesBrokerOutage(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	pool := pgtest.NewPool(t)
 	blobs, err := blob.NewLocal(t.TempDir())
 	require.NoError(t, err)
@@ -111,8 +110,7 @@ func TestRelaySurvivesBrokerOutage(t *testing.T) {
 // publisher stops, the other takes over (and says so) and events keep
 // reaching Kafka.
 func TestRelayHandsOverAndSaysSo(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	pool := pgtest.NewPool(t)
 	blobs, err := blob.NewLocal(t.TempDir())
 	require.NoError(t, err)

@@ -119,8 +119,7 @@ func (d *Dispatcher) open(ctx context.Context, envs []events.Envelope) ([]events
 		if eventstore.IsErased(err) {
 			continue
 		}
-		var unreadable *events.UnreadableError
-		if errors.As(err, &unreadable) {
+		if _, ok := errors.AsType[*events.UnreadableError](err); ok {
 			// A lost claim-checked blob: the event goes on as stored, as it
 			// did before payloads were opened here; the read model parks it.
 			out = append(out, e)

@@ -53,10 +53,10 @@ func TestReplicaFollowsEveryChange(t *testing.T) {
 			SourceFormat: "stash", Steps: []events.StepRecord{{ID: "t5-s5", Index: 5, Step: domain.Step{Role: "user", Content: "it worked",
 				Metadata: label(t, thanksLabel)}}}}),
 		f.ev("alice", events.AnnotationAdded, events.AnnotationAddedV1{AnnotationID: "a9", TraceID: "t5", StepID: "t5-s4",
-			Rating: ptr(1), Comment: ptr("good"), AuthorID: "alice", AuthorName: "alice", TraceRevision: 2}),
+			Rating: new(1), Comment: new("good"), AuthorID: "alice", AuthorName: "alice", TraceRevision: 2}),
 		f.ev("alice", events.TraceRevised, events.TraceRevisedV1{TraceID: "t5", Revision: 3, Mode: events.RevisionReplaced, Title: "Labeled again",
 			SourceFormat: "stash", Steps: []events.StepRecord{{ID: "new", Index: 0, Step: domain.Step{Role: "user", Content: "hi"}}, s[3], s[4]}}),
-		f.ev("alice", events.AnnotationEdited, events.AnnotationEditedV1{AnnotationID: "a9", TraceID: "t5", Rating: ptr(-1)}),
+		f.ev("alice", events.AnnotationEdited, events.AnnotationEditedV1{AnnotationID: "a9", TraceID: "t5", Rating: new(-1)}),
 		f.ev("alice", events.TraceDeleted, events.TraceDeletedV1{TraceID: "t1"}),
 		f.ev("alice", events.AnnotationRemoved, events.AnnotationRemovedV1{AnnotationID: "a9", TraceID: "t5", Reason: events.RemovedByUser}),
 	)

@@ -49,7 +49,7 @@ func BenchmarkScoreReports(b *testing.B) {
 		}
 	}
 	// Half the account is scored by the model already.
-	for i := 0; i < traces/2; i++ {
+	for i := range traces / 2 {
 		require.NoError(b, f.proj.Apply(ctx, report(i, "m1")))
 	}
 	b.ResetTimer()

@@ -71,7 +71,8 @@ func steps(traceID string, roles ...string) []events.StepRecord {
 	return out
 }
 
-func ptr[T any](v T) *T { return &v }
+//go:fix inline
+func ptr[T any](v T) *T { return new(v) }
 
 // history is a realistic log of two owners plus events the snapshot ignores.
 func (f *fixture) history() []events.Envelope {
@@ -86,13 +87,13 @@ func (f *fixture) history() []events.Envelope {
 		f.ev("bob", events.TraceImported, events.TraceImportedV1{TraceID: "t9", Title: "Bob's", SourceFormat: "stash",
 			Revision: 1, Steps: steps("t9", "user", "assistant", "user")}),
 		f.ev("alice", events.AnnotationAdded, events.AnnotationAddedV1{AnnotationID: "a1", TraceID: "t1", StepID: "t1-s2",
-			Rating: ptr(-1), Comment: ptr("wrong order"), Quote: &events.Quote{Text: "lookup"}, AuthorID: "alice", AuthorName: "alice", TraceRevision: 1}),
-		f.ev("alice", events.AnnotationAdded, events.AnnotationAddedV1{AnnotationID: "a2", TraceID: "t1", Rating: ptr(1),
+			Rating: new(-1), Comment: new("wrong order"), Quote: &events.Quote{Text: "lookup"}, AuthorID: "alice", AuthorName: "alice", TraceRevision: 1}),
+		f.ev("alice", events.AnnotationAdded, events.AnnotationAddedV1{AnnotationID: "a2", TraceID: "t1", Rating: new(1),
 			AuthorID: "alice", AuthorName: "alice", TraceRevision: 1}),
 		f.ev("alice", events.AnnotationAdded, events.AnnotationAddedV1{AnnotationID: "a3", TraceID: "t2", StepID: "t2-s1",
-			Comment: ptr("meh"), AuthorID: "alice", AuthorName: "alice", TraceRevision: 1}),
-		f.ev("alice", events.AnnotationEdited, events.AnnotationEditedV1{AnnotationID: "a1", TraceID: "t1", Rating: ptr(-1),
-			Comment: ptr("wrong order id"), LabelError: true, LabelErrorNote: ptr("misclick")}),
+			Comment: new("meh"), AuthorID: "alice", AuthorName: "alice", TraceRevision: 1}),
+		f.ev("alice", events.AnnotationEdited, events.AnnotationEditedV1{AnnotationID: "a1", TraceID: "t1", Rating: new(-1),
+			Comment: new("wrong order id"), LabelError: true, LabelErrorNote: new("misclick")}),
 		f.ev("alice", events.AnnotationRemoved, events.AnnotationRemovedV1{AnnotationID: "a3", TraceID: "t2", Reason: events.RemovedByUser}),
 		f.ev("alice", events.TraceContributionSet, events.TraceContributionSetV1{TraceID: "t1", Contribute: true, Revision: 1, Via: events.ContributionViaAPI}),
 		f.ev("alice", events.TraceContributionSet, events.TraceContributionSetV1{TraceID: "t2", Contribute: true, Revision: 1, Via: events.ContributionViaImport}),
@@ -164,7 +165,7 @@ func TestReplacedRevisionReindexesAnnotations(t *testing.T) {
 	s := steps("t1", "user", "assistant")
 	require.NoError(t, f.proj.Apply(ctx, []events.Envelope{
 		f.ev("alice", events.TraceImported, events.TraceImportedV1{TraceID: "t1", Title: "x", SourceFormat: "stash", Revision: 1, Steps: s}),
-		f.ev("alice", events.AnnotationAdded, events.AnnotationAddedV1{AnnotationID: "a1", TraceID: "t1", StepID: "t1-s1", Rating: ptr(1)}),
+		f.ev("alice", events.AnnotationAdded, events.AnnotationAddedV1{AnnotationID: "a1", TraceID: "t1", StepID: "t1-s1", Rating: new(1)}),
 	}))
 	moved := []events.StepRecord{{ID: "new", Index: 0, Step: domain.Step{Role: "system", Content: "sys"}}, s[0], s[1]}
 	moved[1].Index, moved[2].Index = 1, 2
@@ -211,7 +212,7 @@ func TestBulkImport(t *testing.T) {
 	}
 	var batch []events.Envelope
 	start := time.Now()
-	for i := 0; i < traces; i++ {
+	for i := range traces {
 		id := fmt.Sprintf("t%05d", i)
 		batch = append(batch, f.ev("alice", events.TraceImported, events.TraceImportedV1{TraceID: id, Title: id,
 			SourceFormat: "stash", Revision: 1, Steps: steps(id, roles...)}))

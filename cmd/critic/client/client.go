@@ -78,12 +78,10 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 // IsUnreachable reports whether err means the server was not reachable, or
 // answered that it is unavailable (502/503/504): worth retrying later.
 func IsUnreachable(err error) bool {
-	var u *UnreachableError
-	if errors.As(err, &u) {
+	if _, ok := errors.AsType[*UnreachableError](err); ok {
 		return true
 	}
-	var a *APIError
-	if errors.As(err, &a) {
+	if a, ok := errors.AsType[*APIError](err); ok {
 		return a.Status == http.StatusBadGateway || a.Status == http.StatusServiceUnavailable || a.Status == http.StatusGatewayTimeout
 	}
 	return false

@@ -192,8 +192,8 @@ func ReconstructCodex(page CodexRollout, index map[string][]CodexRollout) ([]byt
 	}
 	out := append([]byte{}, meta...)
 	out = append(out, '\n')
-	for i := len(chain) - 1; i >= 0; i-- {
-		s := chain[i]
+	for i, s := range slices.Backward(chain) {
+
 		start := int64(0)
 		if s.r.Base != nil {
 			start = *s.r.Base.EndOrdinalExclusive

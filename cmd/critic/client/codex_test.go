@@ -127,7 +127,7 @@ func TestReconstructCodexFailsOnMissingAmbiguousOrMisplacedBase(t *testing.T) {
 		cut := int64(len(p))
 		two, _ := w.turn("TWO?", "TWO", o)
 		p += two
-		for i := 0; i < copies; i++ {
+		for i := range copies {
 			body := p
 			if i > 0 && copyDiffers {
 				body = strings.Replace(p, "ONE?", "UNO?", 1)

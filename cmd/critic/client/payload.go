@@ -68,7 +68,7 @@ const hexDigits = "0123456789abcdef"
 func appendJSONString(out, s []byte) []byte {
 	out = append(out, '"')
 	start := 0
-	for i := 0; i < len(s); i++ {
+	for i := range s {
 		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue

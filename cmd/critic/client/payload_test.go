@@ -27,7 +27,7 @@ func TestEncodeImportDecodesToTheSameRequest(t *testing.T) {
 func TestSplitKeepsTracesWholeAndMapsLines(t *testing.T) {
 	t.Parallel()
 	var lines []string
-	for i := 0; i < 200; i++ {
+	for i := range 200 {
 		lines = append(lines, fmt.Sprintf(`{"id":"t%d","steps":[{"role":"user","content":"%s"}]}`, i, strings.Repeat("x", 50+i)))
 		if i%7 == 0 {
 			lines = append(lines, "") // blank lines keep the numbering
@@ -73,7 +73,7 @@ func TestSplitKeepsTracesWholeAndMapsLines(t *testing.T) {
 func TestSplitGroupsLangSmithRunsByTrace(t *testing.T) {
 	t.Parallel()
 	var lines []string
-	for i := 0; i < 60; i++ {
+	for i := range 60 {
 		lines = append(lines, fmt.Sprintf(`{"id":"r%d","trace_id":"tr%d","run_type":"llm","pad":"%s"}`, i, i%5, strings.Repeat("p", 100)))
 	}
 	data := []byte(strings.Join(lines, "\n"))
@@ -82,7 +82,7 @@ func TestSplitGroupsLangSmithRunsByTrace(t *testing.T) {
 	require.Greater(t, len(chunks), 1)
 	where := map[string]int{}
 	for ci, c := range chunks {
-		for _, l := range strings.Split(strings.TrimSpace(string(c.Data)), "\n") {
+		for l := range strings.SplitSeq(strings.TrimSpace(string(c.Data)), "\n") {
 			var r struct {
 				TraceID string `json:"trace_id"`
 			}

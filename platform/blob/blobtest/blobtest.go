@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -308,9 +309,7 @@ func get(t *testing.T, u string, h http.Header) response {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, u, nil)
 	require.NoError(t, err)
-	for k, v := range h {
-		req.Header[k] = v
-	}
+	maps.Copy(req.Header, h)
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
@@ -378,9 +377,7 @@ func heapGrowth(t *testing.T, fn func()) int64 {
 	var peak atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
 		for {
@@ -395,7 +392,7 @@ func heapGrowth(t *testing.T, fn func()) int64 {
 			case <-tick.C:
 			}
 		}
-	}()
+	})
 	fn()
 	close(stop)
 	wg.Wait()
