@@ -38,7 +38,7 @@ func (AnthropicMessages) Description() string {
 func (AnthropicMessages) Detect(data []byte) bool { return classifyChat(data) == chatAnthropic }
 
 func (AnthropicMessages) Parse(data []byte) ([]domain.Trace, error) {
-	return conversationLines(data, func(line int, raw []byte) (domain.Trace, error) {
+	return objectLines(data, "messages", validated(func(line int, raw []byte) (domain.Trace, error) {
 		t := domain.Trace{Steps: []domain.Step{}}
 		var rec anthropicRecord
 		if err := decodeJSON(raw, &rec); err != nil {
@@ -133,7 +133,7 @@ func (AnthropicMessages) Parse(data []byte) ([]domain.Trace, error) {
 			t.Steps = append(t.Steps, steps...)
 		}
 		return t, nil
-	})
+	}))
 }
 
 // anthropicResponse is the part of a Messages API response a trace keeps.

@@ -456,20 +456,17 @@ func (h traceHeader) apply(t *domain.Trace) error {
 	return nil
 }
 
-// conversationLines reads the JSONL of openai_chat and anthropic_messages:
-// one conversation per line, each a JSON object that convert turns into a
-// trace, which is then validated. A payload with no line is refused.
-func conversationLines(data []byte, convert func(line int, raw []byte) (domain.Trace, error)) ([]domain.Trace, error) {
+// objectLines reads the JSONL of stash, openai_chat and anthropic_messages:
+// one trace per line, each a JSON object (holding the key want) that
+// convert turns into a validated trace. A payload with no line is refused.
+func objectLines(data []byte, want string, convert func(line int, raw []byte) (domain.Trace, error)) ([]domain.Trace, error) {
 	var out []domain.Trace
 	err := eachLine(data, func(line int, raw []byte) error {
 		if firstJSONByte(raw) != '{' {
-			return domain.InvalidAt(line, "", `expected a JSON object with "messages"`)
+			return domain.InvalidAt(line, "", "expected a JSON object with %q", want)
 		}
 		t, err := convert(line, raw)
 		if err != nil {
-			return err
-		}
-		if err := domain.ValidateTrace(t, line); err != nil {
 			return err
 		}
 		out = append(out, t)
@@ -482,6 +479,17 @@ func conversationLines(data []byte, convert func(line int, raw []byte) (domain.T
 		return nil, domain.Invalid("the payload holds no traces")
 	}
 	return out, nil
+}
+
+// validated is convert followed by domain.ValidateTrace.
+func validated(convert func(line int, raw []byte) (domain.Trace, error)) func(line int, raw []byte) (domain.Trace, error) {
+	return func(line int, raw []byte) (domain.Trace, error) {
+		t, err := convert(line, raw)
+		if err != nil {
+			return t, err
+		}
+		return t, domain.ValidateTrace(t, line)
+	}
 }
 
 // messageStamp is a chat message's metadata.timestamp: its "timestamp",

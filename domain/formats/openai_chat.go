@@ -83,7 +83,7 @@ func (OpenAIChat) Parse(data []byte) ([]domain.Trace, error) {
 		}
 		return []domain.Trace{t}, nil
 	}
-	return conversationLines(data, func(_ int, raw []byte) (domain.Trace, error) {
+	return objectLines(data, "messages", validated(func(_ int, raw []byte) (domain.Trace, error) {
 		var rec struct {
 			traceHeader
 			Messages json.RawMessage `json:"messages"`
@@ -100,7 +100,7 @@ func (OpenAIChat) Parse(data []byte) ([]domain.Trace, error) {
 			return t, err
 		}
 		return t, rec.traceHeader.apply(&t)
-	})
+	}))
 }
 
 // openAITrace converts one conversation. Errors carry line 0; the caller's

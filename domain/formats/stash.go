@@ -44,36 +44,20 @@ type stashStep struct {
 }
 
 func (Stash) Parse(data []byte) ([]domain.Trace, error) {
-	var out []domain.Trace
-	err := eachLine(data, func(line int, raw []byte) error {
-		if firstJSONByte(raw) != '{' {
-			return domain.InvalidAt(line, "", "expected a JSON object with \"steps\"")
-		}
+	return objectLines(data, "steps", func(line int, raw []byte) (domain.Trace, error) {
 		if t, ok := parseStashFast(raw, line); ok {
-			out = append(out, t)
-			return nil
+			return t, nil
 		}
 		var st stashTrace
 		if err := decodeJSON(raw, &st); err != nil {
-			return err
+			return domain.Trace{}, err
 		}
 		t, err := st.canonical(line)
 		if err != nil {
-			return err
+			return t, err
 		}
-		if err := domain.ValidateTrace(t, line); err != nil {
-			return err
-		}
-		out = append(out, t)
-		return nil
+		return t, domain.ValidateTrace(t, line)
 	})
-	if err != nil {
-		return nil, err
-	}
-	if len(out) == 0 {
-		return nil, domain.Invalid("the payload holds no traces")
-	}
-	return out, nil
 }
 
 func (st stashTrace) canonical(line int) (domain.Trace, error) {
