@@ -104,20 +104,11 @@ func (t *Tx) appendStepLabels(rows []StepLabelRow) error {
 // TraceSteps returns a trace's steps in order as stored (JSON columns as
 // json.RawMessage), for projections that derive rows from the whole trace.
 func (t *Tx) TraceSteps(ctx context.Context, traceID string) ([]StepRow, error) {
-	rows, err := t.conn.QueryContext(ctx, `SELECT id, step_index, role, content, tool_name, tool_input::VARCHAR, tool_call_id, metadata::VARCHAR
-		FROM main.steps WHERE trace_id = ? ORDER BY step_index`, traceID)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []StepRow
-	for rows.Next() {
-		var r StepRow
-		var toolName, toolCallID, in, md *string
-		if err := rows.Scan(&r.ID, &r.Index, &r.Role, &r.Content, &toolName, &in, &toolCallID, &md); err != nil {
-			return nil, err
-		}
-		r.TraceID = traceID
+	var s StepRow
+	var toolName, toolCallID, in, md *string
+	err := each(ctx, t.conn, []any{&s.ID, &s.Index, &s.Role, &s.Content, &toolName, &in, &toolCallID, &md}, func() error {
+		r := StepRow{ID: s.ID, TraceID: traceID, Index: s.Index, Role: s.Role, Content: s.Content}
 		if toolName != nil {
 			r.ToolName = *toolName
 		}
@@ -131,8 +122,13 @@ func (t *Tx) TraceSteps(ctx context.Context, traceID string) ([]StepRow, error) 
 			r.Metadata = json.RawMessage(*md)
 		}
 		out = append(out, r)
+		return nil
+	}, `SELECT id, step_index, role, content, tool_name, tool_input::VARCHAR, tool_call_id, metadata::VARCHAR
+		FROM main.steps WHERE trace_id = ? ORDER BY step_index`, traceID)
+	if err != nil {
+		return nil, err
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // PutStoredLabels records model-made labels (JSON by chunk id) of a trace
@@ -184,20 +180,16 @@ func (t *Tx) putByChunk(ctx context.Context, table, traceID string, byChunk map[
 
 // byChunk reads a (chunk id, JSON) query into a map by chunk id.
 func (t *Tx) byChunk(ctx context.Context, query string, args ...any) (map[string]json.RawMessage, error) {
-	rows, err := t.conn.QueryContext(ctx, query, args...)
+	out := map[string]json.RawMessage{}
+	var c, v string
+	err := each(ctx, t.conn, []any{&c, &v}, func() error {
+		out[c] = json.RawMessage(v)
+		return nil
+	}, query, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	out := map[string]json.RawMessage{}
-	for rows.Next() {
-		var c, v string
-		if err := rows.Scan(&c, &v); err != nil {
-			return nil, err
-		}
-		out[c] = json.RawMessage(v)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // TraceMetadata returns a trace's metadata (nil when the trace is not in

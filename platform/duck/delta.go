@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -225,8 +226,7 @@ func (r *replica) apply(ctx context.Context, d *delta) (err error) {
 func insertRows(ctx context.Context, conn *sql.Conn, table string, ncols int, rows [][]any) error {
 	per := max(1, 900/ncols)
 	row := "(" + placeholders(ncols) + ")"
-	for lo := 0; lo < len(rows); lo += per {
-		chunk := rows[lo:min(lo+per, len(rows))]
+	for chunk := range slices.Chunk(rows, per) {
 		args := make([]any, 0, len(chunk)*ncols)
 		for _, r := range chunk {
 			for _, v := range r {
@@ -236,8 +236,7 @@ func insertRows(ctx context.Context, conn *sql.Conn, table string, ncols int, ro
 				args = append(args, v)
 			}
 		}
-		q := "INSERT INTO main." + table + " VALUES " + strings.TrimSuffix(strings.Repeat(row+",", len(chunk)), ",")
-		if _, err := conn.ExecContext(ctx, q, args...); err != nil {
+		if _, err := conn.ExecContext(ctx, "INSERT INTO main."+table+" VALUES "+valueRows(len(chunk), row), args...); err != nil {
 			return err
 		}
 	}

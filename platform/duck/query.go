@@ -14,6 +14,7 @@ import (
 	"math/big"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -366,15 +367,8 @@ var dynamicRefs = []string{"query", "duckdb_", "information_schema", "pragma", "
 // contains neither gets the table empty. The test is a superset: "scores"
 // also matches "action_scores", a comment mentioning "steps" copies steps.
 func needsTable(lowerQuery, table string) bool {
-	if strings.Contains(lowerQuery, table) {
-		return true
-	}
-	for _, r := range dynamicRefs {
-		if strings.Contains(lowerQuery, r) {
-			return true
-		}
-	}
-	return false
+	return strings.Contains(lowerQuery, table) ||
+		slices.ContainsFunc(dynamicRefs, func(r string) bool { return strings.Contains(lowerQuery, r) })
 }
 
 // lockDown applies the settings of DESIGN §10 after loading: no files, no

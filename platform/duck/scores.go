@@ -2,6 +2,7 @@ package duck
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 )
@@ -30,22 +31,15 @@ type TraceScore struct {
 // (ids it does not hold are absent).
 func (t *Tx) CurrentRevisions(ctx context.Context, ids []string) (map[string]int, error) {
 	out := map[string]int{}
-	for lo := 0; lo < len(ids); lo += idChunk {
-		chunk := anySlice(ids[lo:min(lo+idChunk, len(ids))])
-		rows, err := t.conn.QueryContext(ctx, "SELECT trace_id, revision FROM main._trace_revisions WHERE trace_id IN ("+placeholders(len(chunk))+")", chunk...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var id string
-			var rev int
-			if err := rows.Scan(&id, &rev); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			out[id] = rev
-		}
-		if err := rows.Close(); err != nil {
+	var id string
+	var rev int
+	add := func() error {
+		out[id] = rev
+		return nil
+	}
+	for chunk := range slices.Chunk(ids, idChunk) {
+		if err := each(ctx, t.conn, []any{&id, &rev}, add,
+			"SELECT trace_id, revision FROM main._trace_revisions WHERE trace_id IN ("+placeholders(len(chunk))+")", anySlice(chunk)...); err != nil {
 			return nil, err
 		}
 	}
@@ -56,8 +50,7 @@ func (t *Tx) CurrentRevisions(ctx context.Context, ids []string) (map[string]int
 // at the steps' current positions; a step the snapshot does not hold is
 // skipped. The caller keeps one score a step.
 func (t *Tx) ReplaceActionScores(ctx context.Context, modelID, modelName string, at time.Time, scores []StepScore) error {
-	for lo := 0; lo < len(scores); lo += scoreChunk {
-		chunk := scores[lo:min(lo+scoreChunk, len(scores))]
+	for chunk := range slices.Chunk(scores, scoreChunk) {
 		if err := deleteModelScores(ctx, t, "action_scores", "step_id", modelID, chunk, func(s StepScore) string { return s.StepID }); err != nil {
 			return err
 		}
@@ -71,8 +64,7 @@ func (t *Tx) ReplaceActionScores(ctx context.Context, modelID, modelName string,
 // ReplaceTraceScores makes scores model's latest scores of their traces.
 // The caller keeps one score a trace.
 func (t *Tx) ReplaceTraceScores(ctx context.Context, modelID, modelName string, at time.Time, scores []TraceScore) error {
-	for lo := 0; lo < len(scores); lo += scoreChunk {
-		chunk := scores[lo:min(lo+scoreChunk, len(scores))]
+	for chunk := range slices.Chunk(scores, scoreChunk) {
 		if err := deleteModelScores(ctx, t, "scores", "trace_id", modelID, chunk, func(s TraceScore) string { return s.TraceID }); err != nil {
 			return err
 		}
@@ -101,8 +93,8 @@ func deleteModelScores[S any](ctx context.Context, t *Tx, table, column, modelID
 // InsertEvaluatorScores adds a release's scores of one trace revision's
 // steps (the caller cleared the trace's earlier ones).
 func (t *Tx) InsertEvaluatorScores(ctx context.Context, release, revision int, at time.Time, scores []StepScore) error {
-	for lo := 0; lo < len(scores); lo += scoreChunk {
-		if err := t.insertStepScores(ctx, "evaluator_scores", release, revision, at, scores[lo:min(lo+scoreChunk, len(scores))]); err != nil {
+	for chunk := range slices.Chunk(scores, scoreChunk) {
+		if err := t.insertStepScores(ctx, "evaluator_scores", release, revision, at, chunk); err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -112,12 +113,7 @@ func (t *Tx) Exec(ctx context.Context, query string, args ...any) error {
 
 // DeleteTrace removes a trace and every row that hangs off it.
 func (t *Tx) DeleteTrace(ctx context.Context, traceID string) error {
-	for _, table := range []string{"steps", "annotations", "scores", "action_scores", "step_labels", "task_scores", "evaluator_scores", "_step_labels", "_step_quality_checks"} {
-		if err := t.Exec(ctx, "DELETE FROM main."+table+" WHERE trace_id = ?", traceID); err != nil {
-			return err
-		}
-	}
-	return t.Exec(ctx, "DELETE FROM main.traces WHERE id = ?", traceID)
+	return t.DeleteTraces(ctx, []string{traceID})
 }
 
 // InsertTraces bulk-appends trace rows through DuckDB's appender. The ids
@@ -151,8 +147,8 @@ func (t *Tx) InsertTraces(ctx context.Context, rows []TraceRow) error {
 // ExistingTraces returns which of ids have a row in `traces`.
 func (t *Tx) ExistingTraces(ctx context.Context, ids []string) (map[string]bool, error) {
 	out := map[string]bool{}
-	for lo := 0; lo < len(ids); lo += idChunk {
-		chunk := anySlice(ids[lo:min(lo+idChunk, len(ids))])
+	for c := range slices.Chunk(ids, idChunk) {
+		chunk := anySlice(c)
 		if err := addStrings(ctx, t.conn, out, "SELECT id FROM main.traces WHERE id IN ("+placeholders(len(chunk))+")", chunk...); err != nil {
 			return nil, err
 		}
@@ -162,8 +158,8 @@ func (t *Tx) ExistingTraces(ctx context.Context, ids []string) (map[string]bool,
 
 // DeleteTraces is DeleteTrace for many traces with one scan per table.
 func (t *Tx) DeleteTraces(ctx context.Context, ids []string) error {
-	for lo := 0; lo < len(ids); lo += idChunk {
-		chunk := anySlice(ids[lo:min(lo+idChunk, len(ids))])
+	for c := range slices.Chunk(ids, idChunk) {
+		chunk := anySlice(c)
 		in := " IN (" + placeholders(len(chunk)) + ")"
 		for _, table := range []string{"steps", "annotations", "scores", "action_scores", "step_labels", "task_scores", "evaluator_scores", "_step_labels", "_step_quality_checks"} {
 			if err := t.Exec(ctx, "DELETE FROM main."+table+" WHERE trace_id"+in, chunk...); err != nil {
@@ -325,24 +321,39 @@ func nullString(s string) any {
 	return s
 }
 
-// addStrings adds the one-column rows of query to set: the loop of every
-// lookup that answers which of some ids exist.
-func addStrings(ctx context.Context, db interface {
+// querier runs a query: a connection or a pool.
+type querier interface {
 	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, set map[string]bool, query string, args ...any) error {
+}
+
+// each runs query and calls fn after scanning each row into scans (plain
+// values: the same variables are scanned into for every row): the one rows
+// loop of database/sql here, as pg.Each is pgx's.
+func each(ctx context.Context, db querier, scans []any, fn func() error, query string, args ...any) error {
 	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
+		if err := rows.Scan(scans...); err != nil {
 			return err
 		}
-		set[s] = true
+		if err := fn(); err != nil {
+			return err
+		}
 	}
 	return rows.Err()
+}
+
+// addStrings adds the one-column rows of query to set: the loop of every
+// lookup that answers which of some ids exist.
+func addStrings(ctx context.Context, db querier, set map[string]bool, query string, args ...any) error {
+	var s string
+	return each(ctx, db, []any{&s}, func() error {
+		set[s] = true
+		return nil
+	}, query, args...)
 }
 
 // deref is *p as a statement argument, NULL when p is nil.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	duckdb "github.com/duckdb/duckdb-go/v2"
 )
@@ -172,10 +171,8 @@ func (s *Snapshots) ApplyBatch(ctx context.Context, ownerID string, eventIDs []s
 	if len(fresh) == 0 {
 		return 0, nil
 	}
-	for lo := 0; lo < len(ids); lo += idChunk {
-		chunk := ids[lo:min(lo+idChunk, len(ids))]
-		q := "INSERT INTO main._applied VALUES " + strings.TrimSuffix(strings.Repeat("(?),", len(chunk)), ",")
-		if _, err := conn.ExecContext(ctx, q, chunk...); err != nil {
+	for chunk := range slices.Chunk(ids, idChunk) {
+		if _, err := conn.ExecContext(ctx, "INSERT INTO main._applied VALUES "+valueRows(len(chunk), "(?)"), chunk...); err != nil {
 			return 0, fmt.Errorf("duck: record events: %w", err)
 		}
 	}
@@ -203,14 +200,9 @@ const idChunk = 1000
 // appliedAmong returns which of ids are already in `_applied`.
 func appliedAmong(ctx context.Context, conn *sql.Conn, ids []string) (map[string]bool, error) {
 	seen := make(map[string]bool, len(ids))
-	for lo := 0; lo < len(ids); lo += idChunk {
-		chunk := ids[lo:min(lo+idChunk, len(ids))]
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = id
-		}
+	for chunk := range slices.Chunk(ids, idChunk) {
 		if err := addStrings(ctx, conn, seen, "SELECT event_id FROM main._applied WHERE event_id IN ("+
-			strings.TrimSuffix(strings.Repeat("?,", len(chunk)), ",")+")", args...); err != nil {
+			placeholders(len(chunk))+")", anySlice(chunk)...); err != nil {
 			return nil, fmt.Errorf("duck: look up applied events: %w", err)
 		}
 	}

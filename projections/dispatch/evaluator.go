@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"slices"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
@@ -71,8 +72,7 @@ func (d *Dispatcher) evaluatorScoring(ctx context.Context, envs []events.Envelop
 // publishScoring publishes one scoring job per trace, in chunks.
 func (d *Dispatcher) publishScoring(correlationID string, traceIDs []string) error {
 	const chunk = 500
-	for lo := 0; lo < len(traceIDs); lo += chunk {
-		ids := traceIDs[lo:min(lo+chunk, len(traceIDs))]
+	for ids := range slices.Chunk(traceIDs, chunk) {
 		msgs := make([]*message.Message, len(ids))
 		for i, id := range ids {
 			m, err := jobMessage(id, correlationID, jobs.EvaluatorScoreJob{TraceID: id})

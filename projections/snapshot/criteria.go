@@ -10,26 +10,18 @@ import (
 	"github.com/criticml/critic/platform/duck"
 )
 
-// applyCriterion keeps the `criteria` table, and the values a label rename
-// renames in `annotations`, as the account's criteria stream says.
-func applyCriterion(ctx context.Context, tx *duck.Tx, e events.Envelope) error {
-	switch e.Type {
-	case events.CriterionDefined:
-		var p events.CriterionDefinedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
+// The `criteria` table, and the values a label rename renames in
+// `annotations`, as the account's criteria stream says.
+var (
+	defineCriterion = touchAllOn(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.CriterionDefinedV1) error {
 		labels := p.Labels
 		if labels == nil {
 			labels = []events.CriterionLabel{}
 		}
 		return tx.UpsertCriterion(ctx, duck.CriterionRow{ID: p.CriterionID, Name: p.Name, Description: p.Description, Kind: p.Kind,
 			AppliesTo: p.AppliesTo, ScaleMax: p.ScaleMax, Labels: labels, CreatedAt: e.RecordedAt})
-	case events.CriterionChanged:
-		var p events.CriterionChangedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
+	})
+	changeCriterion = touchAllOn(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.CriterionChangedV1) error {
 		r, ok, err := tx.Criterion(ctx, p.CriterionID)
 		if err != nil || !ok {
 			return err
@@ -50,17 +42,13 @@ func applyCriterion(ctx context.Context, tx *duck.Tx, e events.Envelope) error {
 			r.Labels = []events.CriterionLabel{}
 		}
 		return tx.UpsertCriterion(ctx, r)
-	case events.CriterionArchived:
-		var p events.CriterionArchivedV1
-		if err := e.DecodeOrFail(&p); err != nil {
-			return err
-		}
+	})
+	archiveCriterion = touchAllOn(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.CriterionArchivedV1) error {
 		r, ok, err := tx.Criterion(ctx, p.CriterionID)
 		if err != nil || !ok {
 			return err
 		}
 		r.Archived = true
 		return tx.UpsertCriterion(ctx, r)
-	}
-	return nil
-}
+	})
+)

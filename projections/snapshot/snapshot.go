@@ -13,7 +13,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/criticml/critic/domain"
@@ -240,14 +242,14 @@ var appliers = map[string]applier{
 	}),
 	// The account's criteria (the `criteria` table; a label rename renames
 	// the values in `annotations`).
-	events.CriterionDefined:  touchAll(applyCriterion),
-	events.CriterionChanged:  touchAll(applyCriterion),
-	events.CriterionArchived: touchAll(applyCriterion),
+	events.CriterionDefined:  defineCriterion,
+	events.CriterionChanged:  changeCriterion,
+	events.CriterionArchived: archiveCriterion,
 	// The account's members (the `members` table).
-	events.UserCreated:       touchAll(applyMember),
-	events.MemberAdded:       touchAll(applyMember),
-	events.MemberRoleChanged: touchAll(applyMember),
-	events.MemberRemoved:     touchAll(applyMember),
+	events.UserCreated:       addAdmin,
+	events.MemberAdded:       addMember,
+	events.MemberRoleChanged: changeMemberRole,
+	events.MemberRemoved:     removeMember,
 	events.AnnotationRemoved: on(func(ctx context.Context, tx *duck.Tx, e events.Envelope, p events.AnnotationRemovedV1) error {
 		tx.TouchAnnotation(p.AnnotationID)
 		return tx.DeleteAnnotation(ctx, p.AnnotationID)
@@ -346,25 +348,20 @@ func (w *writer) flush(ctx context.Context) error {
 	}
 	w.tx.Touch(w.order...)
 	// One statement per 500 imported traces for their revisions.
-	for len(w.revisions) > 0 {
-		n := min(len(w.revisions), 1000)
-		values := strings.TrimSuffix(strings.Repeat("(?, ?), ", n/2), ", ")
-		if err := w.tx.Exec(ctx, `INSERT OR REPLACE INTO main._trace_revisions VALUES `+values, w.revisions[:n]...); err != nil {
+	for pairs := range slices.Chunk(w.revisions, 1000) {
+		values := strings.TrimSuffix(strings.Repeat("(?, ?), ", len(pairs)/2), ", ")
+		if err := w.tx.Exec(ctx, `INSERT OR REPLACE INTO main._trace_revisions VALUES `+values, pairs...); err != nil {
 			return err
 		}
-		w.revisions = w.revisions[n:]
 	}
+	w.revisions = w.revisions[:0]
 	// An import follows a deletion (or nothing), so usually no row exists;
 	// one that does (a replayed import after a lost deletion) is replaced.
 	existing, err := w.tx.ExistingTraces(ctx, w.order)
 	if err != nil {
 		return err
 	}
-	var stale []string
-	for id := range existing {
-		stale = append(stale, id)
-	}
-	if err := w.tx.DeleteTraces(ctx, stale); err != nil {
+	if err := w.tx.DeleteTraces(ctx, slices.Collect(maps.Keys(existing))); err != nil {
 		return err
 	}
 	traces := make([]duck.TraceRow, 0, len(w.order))
@@ -418,11 +415,12 @@ func on[P any](fn func(ctx context.Context, tx *duck.Tx, e events.Envelope, p P)
 	}
 }
 
-// touchAll is an applier of an event that may change every trace's rows.
-func touchAll(fn func(ctx context.Context, tx *duck.Tx, e events.Envelope) error) applier {
+// touchAllOn is on for an event that may change every trace's rows.
+func touchAllOn[P any](fn func(ctx context.Context, tx *duck.Tx, e events.Envelope, p P) error) applier {
+	apply := on(fn)
 	return func(ctx context.Context, w *writer, e events.Envelope) error {
 		w.tx.TouchAll()
-		return fn(ctx, w.tx, e)
+		return apply(ctx, w, e)
 	}
 }
 
