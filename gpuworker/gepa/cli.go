@@ -88,8 +88,8 @@ func ResolveModel(getenv llm.Getenv, role, modelString, apiBase string) (llm.Mod
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	roleVar := "CRITIC_GEPA_" + map[string]string{"task": "TASK", "reflection": "REFLECTION"}[role] + "_MODEL"
-	baseVar := "CRITIC_GEPA_" + map[string]string{"task": "TASK", "reflection": "REFLECTION"}[role] + "_API_BASE"
+	prefix := "CRITIC_GEPA_" + map[string]string{"task": "TASK", "reflection": "REFLECTION"}[role]
+	roleVar, baseVar := prefix+"_MODEL", prefix+"_API_BASE"
 	m, err := llm.ResolveRole(func(k string) string {
 		switch k {
 		case roleVar:

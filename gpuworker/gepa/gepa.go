@@ -212,13 +212,7 @@ type candidate struct {
 	evals  []eval // by search-example index
 }
 
-func (c *candidate) mean() float64 {
-	s := 0.0
-	for _, e := range c.evals {
-		s += e.score
-	}
-	return s / float64(len(c.evals))
-}
+func (c *candidate) mean() float64 { return meanOf(c.evals) }
 
 type run struct {
 	cfg      Config
@@ -254,12 +248,7 @@ func Optimize(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Task == nil || cfg.Reflection == nil || cfg.Scorer == nil {
 		return nil, errors.New("gepa: a task model, a reflection model and a scorer are required")
 	}
-	var exs []Example
-	for _, ex := range cfg.Examples {
-		if len(ex.Messages) > 0 {
-			exs = append(exs, ex)
-		}
-	}
+	exs := slices.DeleteFunc(slices.Clone(cfg.Examples), func(ex Example) bool { return len(ex.Messages) == 0 })
 	if len(exs) == 0 {
 		return nil, ErrNoExamples
 	}
@@ -337,10 +326,7 @@ func Optimize(ctx context.Context, cfg Config) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		childSum := 0.0
-		for _, e := range evs {
-			childSum += e.score
-		}
+		childSum := sumOf(evs)
 		rep := CandidateReport{Iteration: it, Parent: p, Skill: Render(id, body), Index: -1,
 			MinibatchScore: childSum / float64(len(ids)), ParentMinibatchScore: parentSum / float64(len(ids))}
 		if !(childSum > parentSum) {
@@ -352,7 +338,7 @@ func Optimize(ctx context.Context, cfg Config) (*Result, error) {
 			r.progress(it)
 			continue
 		}
-		rest := without(allIdx(len(r.search)), ids)
+		rest := slices.DeleteFunc(allIdx(len(r.search)), func(k int) bool { return slices.Contains(ids, k) })
 		if r.used+len(rest) > r.budget {
 			r.logf("iteration %d: proposal beat its parent on the minibatch (%.3f > %.3f) but the budget cannot evaluate it on the other %d examples; stopping",
 				it, rep.MinibatchScore, rep.ParentMinibatchScore, len(rest))
@@ -482,15 +468,12 @@ func split(exs []Example, rng *rand.Rand) (search, holdout []Example) {
 	if len(exs) < MinHoldoutExamples {
 		return exs, nil
 	}
-	var traces []string
-	seen := map[string]bool{}
-	for _, ex := range exs {
-		if !seen[ex.TraceID] {
-			seen[ex.TraceID] = true
-			traces = append(traces, ex.TraceID)
-		}
+	traces := make([]string, len(exs))
+	for i, ex := range exs {
+		traces[i] = ex.TraceID
 	}
 	slices.Sort(traces)
+	traces = slices.Compact(traces)
 	rng.Shuffle(len(traces), func(i, j int) { traces[i], traces[j] = traces[j], traces[i] })
 	out := map[string]bool{}
 	for _, t := range traces[:len(traces)/5] {
@@ -595,23 +578,15 @@ func allIdx(n int) []int {
 	return out
 }
 
-func without(all, drop []int) []int {
-	var out []int
-	for _, k := range all {
-		if !slices.Contains(drop, k) {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-func meanOf(evs []eval) float64 {
+func sumOf(evs []eval) float64 {
 	s := 0.0
 	for _, e := range evs {
 		s += e.score
 	}
-	return s / float64(len(evs))
+	return s
 }
+
+func meanOf(evs []eval) float64 { return sumOf(evs) / float64(len(evs)) }
 
 // SystemMessage is the task model's system message (spec 004): the
 // example's own system prompt, a blank line, then the skill block.

@@ -102,14 +102,11 @@ Return only the body between the two tags below, with nothing after the closing 
 }
 
 func renderInput(ex Example) string {
-	var b strings.Builder
+	lines := make([]string, len(ex.Messages))
 	for i, m := range ex.Messages {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(m.Role + ": " + m.Content)
+		lines[i] = m.Role + ": " + m.Content
 	}
-	return b.String()
+	return strings.Join(lines, "\n")
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

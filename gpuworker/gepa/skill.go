@@ -113,14 +113,10 @@ func extractBody(reply string) (string, error) {
 
 // extractTag returns the trimmed content of the first <tag>…</tag>.
 func extractTag(reply, tag string) (string, bool) {
-	i := strings.Index(reply, "<"+tag+">")
-	if i < 0 {
+	_, rest, opened := strings.Cut(reply, "<"+tag+">")
+	inner, _, closed := strings.Cut(rest, "</"+tag+">")
+	if !opened || !closed {
 		return "", false
 	}
-	rest := reply[i+len(tag)+2:]
-	j := strings.Index(rest, "</"+tag+">")
-	if j < 0 {
-		return "", false
-	}
-	return strings.TrimSpace(rest[:j]), true
+	return strings.TrimSpace(inner), true
 }

@@ -101,15 +101,14 @@ func (l *Labeler) Label(ctx context.Context, steps []domain.Step, have map[strin
 		mu.Lock()
 		defer mu.Unlock()
 		res.Usage.Add(u)
+		pendU.Add(u)
 		if err != nil {
 			failed = append(failed, chunks[t].ID)
 			lastErr = err
-			pendU.Add(u)
 			return
 		}
 		res.Labeled++
 		pending = append(pending, lab)
-		pendU.Add(u)
 		if rerr := flush(false); rerr != nil {
 			cancel(rerr)
 		}

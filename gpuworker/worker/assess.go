@@ -74,8 +74,7 @@ func assess(ctx context.Context, fast *llm.Client, kind string, in jobs.AssessIn
 		schema = completionSchema
 	}
 	res, err := fast.Call(ctx, llm.Request{Name: "assessment", Instructions: in.Instructions, Input: in.Input, Schema: schema, MaxTokens: 2000})
-	u := res.Usage
-	rep := jobs.AssessReport{Item: in.Item, Usage: events.LLMUsage{Calls: u.Calls, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}}
+	rep := jobs.AssessReport{Item: in.Item, Usage: usageOf("", res.Usage)}
 	switch {
 	case err != nil:
 		rep.Error = err.Error()
@@ -109,4 +108,9 @@ func assess(ctx context.Context, fast *llm.Client, kind string, in jobs.AssessIn
 		}
 	}
 	return rep
+}
+
+// usageOf is the usage of model's calls as an event records it.
+func usageOf(model string, u llm.Usage) events.LLMUsage {
+	return events.LLMUsage{Model: model, Calls: u.Calls, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}
 }

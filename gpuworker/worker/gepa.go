@@ -54,15 +54,12 @@ func (w *Worker) gepa(ctx context.Context, j *Job[jobs.GepaClaim]) (*gepa.Result
 	if err != nil {
 		return nil, fmt.Errorf("decoding the examples %s: %w", job.ExamplesKey, err)
 	}
-	getenv := w.cfg.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	task, err := gepa.ResolveTenantModel(getenv, "task", job.TaskModel, deref(job.TaskAPIBase), job.TaskAPIKey)
+	// A nil Getenv is os.Getenv there.
+	task, err := gepa.ResolveTenantModel(w.cfg.Getenv, "task", job.TaskModel, deref(job.TaskAPIBase), job.TaskAPIKey)
 	if err != nil {
 		return nil, err
 	}
-	refl, err := gepa.ResolveModel(getenv, "reflection", job.ReflectionModel, "")
+	refl, err := gepa.ResolveModel(w.cfg.Getenv, "reflection", job.ReflectionModel, "")
 	if err != nil {
 		return nil, err
 	}
@@ -77,12 +74,7 @@ func (w *Worker) gepa(ctx context.Context, j *Job[jobs.GepaClaim]) (*gepa.Result
 		return nil, err
 	}
 	defer os.RemoveAll(tmp)
-	log.Info("downloading checkpoint", "artifact_key", job.RewardModelKey)
-	archive := filepath.Join(tmp, "model.tar.gz")
-	if err := w.cfg.Blobs.GetToFile(ctx, job.RewardModelKey, archive); err != nil {
-		return nil, fmt.Errorf("downloading the checkpoint %s: %w", job.RewardModelKey, err)
-	}
-	dir, err := ExtractArchive(archive, filepath.Join(tmp, "x"))
+	dir, err := w.downloadCheckpoint(ctx, log, job.RewardModelKey, filepath.Join(tmp, "model.tar.gz"), filepath.Join(tmp, "x"))
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/labels"
 	"github.com/criticml/critic/gpuworker/label"
@@ -56,7 +55,7 @@ var stepLabels = register(Kind[jobs.LabelJob, jobs.LabelSource, struct{}]{
 		model := j.w.cfg.StepLabel.Model()
 		report := func(ctx context.Context, batch []labels.Label, u llm.Usage) error {
 			return j.Report(ctx, jobs.LabelReport{Model: model, PromptVersion: labels.PromptVersion, Labels: batch,
-				Usage: events.LLMUsage{Model: model, Calls: u.Calls, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}}, nil)
+				Usage: usageOf(model, u)}, nil)
 		}
 		res, err := j.w.cfg.StepLabel.Label(ctx, j.Args.Steps, have, report)
 		j.Log = j.Log.With("targets", res.Targets, "labeled", res.Labeled, "failed", len(res.Failed), "calls", res.Usage.Calls)

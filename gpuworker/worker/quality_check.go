@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 
-	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/labels"
 	"github.com/criticml/critic/domain/stepscores"
@@ -61,9 +60,8 @@ func qualityCheck(ctx context.Context, j *Job[jobs.LabelSource]) error {
 		c.Model = ""
 		checks[i] = c
 	}
-	u := res.Usage
 	err = j.Call(ctx, jobs.KindQualityCheck, jobs.Finish, jobs.QualityCheckReport{Model: model, PromptVersion: grade.PromptVersion, Checks: checks,
-		Usage: events.LLMUsage{Model: model, Calls: u.Calls, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}}, nil)
+		Usage: usageOf(model, res.Usage)}, nil)
 	switch {
 	case ctx.Err() != nil:
 		return RetryLater(ctx.Err())

@@ -148,26 +148,32 @@ func (j *Job[Args]) Progress(p any) {
 // Report records a partial result (findings, a candidate, a batch of
 // labels, an assessment), retried while the API is unreachable.
 func (j *Job[Args]) Report(ctx context.Context, body, out any) error {
-	return j.send(ctx, "reporting a partial result", jobs.Report, jobs.Call{Body: raw(body)}, out)
+	return j.send(ctx, j.kind, "reporting a partial result", jobs.Report, jobs.Call{Body: raw(body)}, out)
 }
 
 // Beat renews the lease now with progress, retried while the API is
 // unreachable (a kind that beats as it goes rather than on a timer).
 func (j *Job[Args]) Beat(ctx context.Context, progress any) error {
-	return j.send(ctx, "reporting progress", jobs.Beat, jobs.Call{Body: raw(progress)}, nil)
+	return j.send(ctx, j.kind, "reporting progress", jobs.Beat, jobs.Call{Body: raw(progress)}, nil)
 }
 
 // Call sends action about another kind of job that runs within this one
 // (a label job's quality checks), retried while the API is unreachable.
 func (j *Job[Args]) Call(ctx context.Context, kind jobs.Kind, action string, body, out any) error {
-	_, err := retry(ctx, j.w.cfg.ReportRetryFor, j.Log, "calling "+string(kind)+" "+action, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, j.w.client.Job(ctx, kind, j.ID, action, jobs.Call{Job: j.msg, Body: raw(body)}, out)
-	})
-	return err
+	return j.send(ctx, kind, "calling "+string(kind)+" "+action, action, jobs.Call{Body: raw(body)}, out)
 }
 
 // Tail is the end of the job's log, as a failure report carries it.
 func (j *Job[Args]) Tail() string { return j.tail.String() }
+
+// failWithError is a Kind's Fail that logs msg with the error and reports
+// the error itself (cut to ErrorTailChars): a short job's log says no more.
+func failWithError[Args any](msg string) func(j *Job[Args], err error) (string, any) {
+	return func(j *Job[Args], err error) (string, any) {
+		j.Log.Error(msg, "error", err)
+		return truncate(err.Error(), ErrorTailChars), nil
+	}
+}
 
 // failWithTail is a Kind's Fail that logs msg with the error and reports
 // the end of the job's log (what its owner reads of a long job).
@@ -178,10 +184,12 @@ func failWithTail[Args any](msg string) func(j *Job[Args], err error) (string, a
 	}
 }
 
-func (j *Job[Args]) send(ctx context.Context, what, action string, c jobs.Call, out any) error {
+// send sends action about this job (or one of kind within it), retried
+// while the API is unreachable; what names the call in log lines.
+func (j *Job[Args]) send(ctx context.Context, kind jobs.Kind, what, action string, c jobs.Call, out any) error {
 	c.Job = j.msg
 	_, err := retry(ctx, j.w.cfg.ReportRetryFor, j.Log, what, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, j.w.client.Job(ctx, j.kind, j.ID, action, c, out)
+		return struct{}{}, j.w.client.Job(ctx, kind, j.ID, action, c, out)
 	})
 	return err
 }
@@ -294,7 +302,7 @@ func (k Kind[Msg, Args, Result]) run(ctx context.Context, w *Worker, id string, 
 		outcome = "succeeded"
 		return true
 	case err == nil:
-		err = j.send(jobCtx, "reporting the result", jobs.Finish, jobs.Call{Body: raw(res)}, nil)
+		err = j.send(jobCtx, j.kind, "reporting the result", jobs.Finish, jobs.Call{Body: raw(res)}, nil)
 		switch {
 		case err == nil:
 			outcome = "succeeded"
@@ -358,7 +366,7 @@ func (k Kind[Msg, Args, Result]) reportFailure(ctx context.Context, j *Job[Args]
 		return
 	}
 	msg, body := k.Fail(j, err)
-	if err := j.send(ctx, "reporting the failure", jobs.Fail, jobs.Call{Error: msg, Body: raw(body)}, nil); err != nil {
+	if err := j.send(ctx, j.kind, "reporting the failure", jobs.Fail, jobs.Call{Error: msg, Body: raw(body)}, nil); err != nil {
 		j.Log.Error("could not report the failure; the lease will expire", "error", err)
 	}
 }
@@ -410,13 +418,7 @@ func startHeartbeats(ctx context.Context, send func(context.Context, any) error,
 			err := send(cctx, h.progress())
 			ccancel()
 			last = time.Now()
-			if !timer.Stop() {
-				select {
-				case <-timer.C:
-				default:
-				}
-			}
-			timer.Reset(period)
+			timer.Reset(period) // since Go 1.23 this drops a tick already due
 			switch {
 			case err == nil:
 			case errors.Is(err, ErrNotClaimable):
@@ -475,12 +477,11 @@ func settleClaim(ctx context.Context, err error, log *slog.Logger, job string, q
 		*outcome = "refused"
 		log.Log(ctx, quiet, "skipping "+job+": not claimable (a duplicate or stale delivery)", "detail", err.Error())
 		return true, true
-	case err != nil:
+	default:
 		*outcome, *jobErr = "refused", err
 		log.Error("skipping "+job+": claim refused", "error", err)
 		return true, true
 	}
-	return false, false
 }
 
 // readJSON reads the JSON blob at key (a job's dataset or inputs) into v;

@@ -23,10 +23,7 @@ import (
 var scoreBatches = register(Kind[jobs.ScoreBatchJob, jobs.ScoreBatchClaim, struct{}]{
 	Kind: jobs.KindScoreBatch, What: "scoring batch", IDKey: "batch_id", HandBack: true, NoFinish: true,
 	Claimed: func(c jobs.ScoreBatchClaim) []any { return []any{"model_id", c.ModelID, "traces", len(c.Runs)} },
-	Fail: func(j *Job[jobs.ScoreBatchClaim], err error) (string, any) {
-		j.Log.Error("scoring batch failed", "error", err)
-		return truncate(err.Error(), ErrorTailChars), nil
-	},
+	Fail:    failWithError[jobs.ScoreBatchClaim]("scoring batch failed"),
 	Work: func(ctx context.Context, j *Job[jobs.ScoreBatchClaim]) (struct{}, error) {
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)

@@ -22,10 +22,7 @@ import (
 var scoring = register(Kind[jobs.ScoreJob, jobs.ScoringClaim, jobs.ScoringFinished]{
 	Kind: jobs.KindScore, What: "scoring job", IDKey: "run_id", HandBack: true,
 	Claimed: func(c jobs.ScoringClaim) []any { return []any{"items_key", c.ItemsKey} },
-	Fail: func(j *Job[jobs.ScoringClaim], err error) (string, any) {
-		j.Log.Error("scoring failed", "error", err)
-		return truncate(err.Error(), ErrorTailChars), nil
-	},
+	Fail:    failWithError[jobs.ScoringClaim]("scoring failed"),
 	Work: func(ctx context.Context, j *Job[jobs.ScoringClaim]) (jobs.ScoringFinished, error) {
 		start := time.Now()
 		res, err := j.w.score(ctx, j.Log, j.Args.ItemsKey)
@@ -170,13 +167,8 @@ func (w *Worker) Checkpoint(ctx context.Context, log *slog.Logger, key string) (
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	log.Info("downloading checkpoint", "artifact_key", key)
-	archive := filepath.Join(tmp, "archive.tar.gz")
-	if err := w.cfg.Blobs.GetToFile(ctx, key, archive); err != nil {
-		return "", fmt.Errorf("downloading the checkpoint %s: %w", key, err)
-	}
 	extracted := filepath.Join(tmp, "x")
-	if _, err := ExtractArchive(archive, extracted); err != nil {
+	if _, err := w.downloadCheckpoint(ctx, log, key, filepath.Join(tmp, "archive.tar.gz"), extracted); err != nil {
 		return "", err
 	}
 	if err := os.WriteFile(filepath.Join(extracted, "artifact_key"), []byte(key+"\n"), 0o644); err != nil {
@@ -190,4 +182,14 @@ func (w *Worker) Checkpoint(ctx context.Context, log *slog.Logger, key string) (
 		}
 	}
 	return modelDir, nil
+}
+
+// downloadCheckpoint downloads the checkpoint archive at key to the file
+// archive and extracts it into dst, returning its model directory.
+func (w *Worker) downloadCheckpoint(ctx context.Context, log *slog.Logger, key, archive, dst string) (string, error) {
+	log.Info("downloading checkpoint", "artifact_key", key)
+	if err := w.cfg.Blobs.GetToFile(ctx, key, archive); err != nil {
+		return "", fmt.Errorf("downloading the checkpoint %s: %w", key, err)
+	}
+	return ExtractArchive(archive, dst)
 }

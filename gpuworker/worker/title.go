@@ -43,8 +43,7 @@ var titles = register(Kind[jobs.TitleJob, jobs.TitleSource, jobs.TitleReport]{
 			Title string `json:"title"`
 		}
 		_ = json.Unmarshal(res.JSON, &out)
-		model, u := fast.Model().String(), res.Usage
-		return jobs.TitleReport{Title: out.Title, Model: model,
-			Usage: []events.LLMUsage{{Model: model, Calls: u.Calls, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CachedTokens: u.CachedTokens}}}, nil
+		model := fast.Model().String()
+		return jobs.TitleReport{Title: out.Title, Model: model, Usage: []events.LLMUsage{usageOf(model, res.Usage)}}, nil
 	},
 })
