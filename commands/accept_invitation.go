@@ -50,7 +50,7 @@ type AcceptInvitationHandler struct{ *Streams }
 func (c AcceptInvitationHandler) Handle(ctx context.Context, cmd AcceptInvitation) (AcceptInvitationResult, error) {
 	cmd.Token = strings.TrimSpace(cmd.Token)
 	if cmd.Token == "" {
-		return AcceptInvitationResult{}, invalidField("token", "token is required")
+		return AcceptInvitationResult{}, domain.InvalidField("token", "token is required")
 	}
 	accountID, _, ok := strings.Cut(cmd.Token, ".")
 	if !ok || accountID == "" {

@@ -187,11 +187,6 @@ func (c *Streams) loadStream(ctx context.Context, stream string) ([]events.Envel
 	return loaded[stream], err
 }
 
-// invalidField is the 422 of a request field the command refuses.
-func invalidField(field, msg string) *domain.ValidationError {
-	return &domain.ValidationError{Code: "invalid_request", Field: field, Message: msg}
-}
-
 // retryOnConflict reruns a load-decide-append cycle when another writer moved
 // a stream in between; after three tries the conflict reaches the caller.
 func retryOnConflict(fn func() (Result, error)) (Result, error) {

@@ -68,7 +68,7 @@ type ImportTracesHandler struct{ *Streams }
 func (c ImportTracesHandler) Handle(ctx context.Context, cmd ImportTraces) (ImportResult, error) {
 	in := cmd.Input
 	if in.SourceID != "" && utf8.RuneCountInString(in.SourceID) > 200 {
-		return ImportResult{}, invalidField("source_id", "source_id must be 1–200 characters")
+		return ImportResult{}, domain.InvalidField("source_id", "source_id must be 1–200 characters")
 	}
 	if err := domain.CheckText("source_id", in.SourceID, domain.MaxIDBytes); err != nil {
 		return ImportResult{}, err

@@ -42,7 +42,7 @@ func (c JobHandler) Handle(ctx context.Context, cmd Job) (any, error) {
 		return nil, domain.NotFound("worker-service action", string(cmd.Kind)+"/"+cmd.Action)
 	}
 	if cmd.Call.WorkerID == "" {
-		return nil, invalidField("worker_id", "worker_id is required")
+		return nil, domain.InvalidField("worker_id", "worker_id is required")
 	}
 	return fn(ctx, cmd.Call, cmd.ID, cmd.Lease)
 }
@@ -101,7 +101,7 @@ func strictField(raw json.RawMessage, v any, field string) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return invalidField(field, "malformed "+field+": "+err.Error())
+		return domain.InvalidField(field, "malformed "+field+": "+err.Error())
 	}
 	return nil
 }

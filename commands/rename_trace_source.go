@@ -29,11 +29,11 @@ func (c RenameTraceSourceHandler) Handle(ctx context.Context, cmd RenameTraceSou
 		return Result{}, err
 	}
 	if n := utf8.RuneCountInString(cmd.SourceID); n < 1 || n > 200 {
-		return Result{}, invalidField("source_id", "source_id must be 1–200 characters")
+		return Result{}, domain.InvalidField("source_id", "source_id must be 1–200 characters")
 	}
 	cmd.Name = strings.TrimSpace(cmd.Name)
 	if n := utf8.RuneCountInString(cmd.Name); n < 1 || n > 120 {
-		return Result{}, invalidField("name", "name must be 1–120 characters")
+		return Result{}, domain.InvalidField("name", "name must be 1–120 characters")
 	}
 	return c.append(ctx, cmd.Actor, nil, []events.New{{ID: newID(), Stream: events.TraceSourceStream(cmd.Actor.UserID, cmd.SourceID),
 		OwnerID: cmd.Actor.UserID, Type: events.TraceSourceRenamed, Payload: events.TraceSourceRenamedV1{SourceID: cmd.SourceID, Name: cmd.Name}}})

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
@@ -59,13 +60,13 @@ func (c RequestGepaRunHandler) Handle(ctx context.Context, cmd RequestGepaRun) (
 	}
 	for field, v := range map[string]string{"task_model": task, "reflection_model": refl} {
 		if !modelStringRE.MatchString(v) {
-			return RequestGepaResult{}, invalidField(field, field+" must be a LiteLLM model string: openai/<model> or anthropic/<model> (openai/<name> with task_api_base for an OpenAI-compatible server)")
+			return RequestGepaResult{}, domain.InvalidField(field, field+" must be a LiteLLM model string: openai/<model> or anthropic/<model> (openai/<name> with task_api_base for an OpenAI-compatible server)")
 		}
 	}
 	if in.MaxMetricCalls != nil {
 		budget = *in.MaxMetricCalls
 		if budget < 1 || budget > rewardmodels.MaxGepaMetricCalls {
-			return RequestGepaResult{}, invalidField("max_metric_calls", fmt.Sprintf("max_metric_calls must be between 1 and %d", rewardmodels.MaxGepaMetricCalls))
+			return RequestGepaResult{}, domain.InvalidField("max_metric_calls", fmt.Sprintf("max_metric_calls must be between 1 and %d", rewardmodels.MaxGepaMetricCalls))
 		}
 	}
 	var base *string
@@ -73,7 +74,7 @@ func (c RequestGepaRunHandler) Handle(ctx context.Context, cmd RequestGepaRun) (
 		// The syntax here; where it may connect is checked by the worker on
 		// every dial (platform/egress).
 		if err := egress.CheckURL(*in.TaskAPIBase); err != nil {
-			return RequestGepaResult{}, invalidField("task_api_base", "task_api_base "+err.Error())
+			return RequestGepaResult{}, domain.InvalidField("task_api_base", "task_api_base "+err.Error())
 		}
 		b := *in.TaskAPIBase
 		base = &b
@@ -81,14 +82,14 @@ func (c RequestGepaRunHandler) Handle(ctx context.Context, cmd RequestGepaRun) (
 	var sealed string
 	if in.TaskAPIKey != nil && *in.TaskAPIKey != "" {
 		if base == nil {
-			return RequestGepaResult{}, invalidField("task_api_key", "task_api_key is sent only to task_api_base: set task_api_base too")
+			return RequestGepaResult{}, domain.InvalidField("task_api_key", "task_api_key is sent only to task_api_base: set task_api_base too")
 		}
 		if len(*in.TaskAPIKey) > 4096 || strings.ContainsAny(*in.TaskAPIKey, "\x00\r\n") {
-			return RequestGepaResult{}, invalidField("task_api_key", "task_api_key must be at most 4096 bytes on one line")
+			return RequestGepaResult{}, domain.InvalidField("task_api_key", "task_api_key must be at most 4096 bytes on one line")
 		}
 		var err error
 		if sealed, err = c.seal(*in.TaskAPIKey); err != nil {
-			return RequestGepaResult{}, invalidField("task_api_key", "task_api_key cannot be accepted: "+err.Error())
+			return RequestGepaResult{}, domain.InvalidField("task_api_key", "task_api_key cannot be accepted: "+err.Error())
 		}
 	}
 	m, err := c.loadModel(ctx, cmd.Actor.UserID, in.ModelID)

@@ -36,7 +36,7 @@ type TrainingConfig struct {
 }
 
 // badConfig refuses the training_config field named.
-func badConfig(field, msg string) error { return invalidField("training_config."+field, msg) }
+func badConfig(field, msg string) error { return domain.InvalidField("training_config."+field, msg) }
 
 // checkConfig applies training_config's defaults and refuses what cannot
 // run, naming the field.
@@ -109,10 +109,10 @@ func (c RequestTrainingHandler) Handle(ctx context.Context, cmd RequestTraining)
 	in := cmd.Input
 	in.Name = strings.TrimSpace(in.Name)
 	if n := utf8.RuneCountInString(in.Name); n < 1 || n > 200 {
-		return RequestTrainingResult{}, invalidField("name", "name must be 1–200 characters")
+		return RequestTrainingResult{}, domain.InvalidField("name", "name must be 1–200 characters")
 	}
 	if len(in.TraceIDs) == 0 {
-		return RequestTrainingResult{}, invalidField("trace_ids", "select at least one trace")
+		return RequestTrainingResult{}, domain.InvalidField("trace_ids", "select at least one trace")
 	}
 	if in.BaseModel == "" {
 		in.BaseModel = rewardmodels.DefaultBaseModel
@@ -124,13 +124,13 @@ func (c RequestTrainingHandler) Handle(ctx context.Context, cmd RequestTraining)
 		in.Epochs = rewardmodels.DefaultEpochs
 	}
 	if in.Epochs < 1 || in.Epochs > 100 {
-		return RequestTrainingResult{}, invalidField("epochs", "epochs must be 1–100")
+		return RequestTrainingResult{}, domain.InvalidField("epochs", "epochs must be 1–100")
 	}
 	if in.MaxPairs == 0 {
 		in.MaxPairs = domain.DefaultMaxPairs
 	}
 	if in.MaxPairs < 1 || in.MaxPairs > 1_000_000 {
-		return RequestTrainingResult{}, invalidField("max_pairs", "max_pairs must be 1–1000000")
+		return RequestTrainingResult{}, domain.InvalidField("max_pairs", "max_pairs must be 1–1000000")
 	}
 	cfg, err := checkConfig(in.Config)
 	if err != nil {

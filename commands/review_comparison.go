@@ -65,10 +65,10 @@ type ReviewComparisonHandler struct{ *Streams }
 func (c ReviewComparisonHandler) Handle(ctx context.Context, cmd ReviewComparison) (ComparisonResult, error) {
 	in := cmd.Input
 	if in.ModelID == "" {
-		return ComparisonResult{}, invalidField("model_id", "model_id is required")
+		return ComparisonResult{}, domain.InvalidField("model_id", "model_id is required")
 	}
 	if in.FindingID == "" {
-		return ComparisonResult{}, invalidField("finding_id", "finding_id is required")
+		return ComparisonResult{}, domain.InvalidField("finding_id", "finding_id is required")
 	}
 	if modelB, _, ok := comparisons.ParseModelsKey(in.FindingID); ok {
 		return c.reviewModelComparison(ctx, cmd.Actor, in, modelB)

@@ -140,7 +140,7 @@ func (c *Streams) scoreBatchJob() jobActions {
 				return nil, err
 			}
 			if !slices.Contains(b.Runs, events.ScoringBatchRun{TraceID: r.Body.TraceID, RunID: r.Body.RunID}) {
-				return nil, invalidField("body.run_id", "run "+r.Body.RunID+" of trace "+r.Body.TraceID+" is not in scoring batch "+r.ID)
+				return nil, domain.InvalidField("body.run_id", "run "+r.Body.RunID+" of trace "+r.Body.TraceID+" is not in scoring batch "+r.ID)
 			}
 			if r.Body.Error != "" {
 				return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Body.TraceID, ModelID: r.Job.ModelID, RunID: r.Body.RunID, Failure: tail(r.Body.Error, 2000)}))

@@ -101,7 +101,7 @@ func (c FinishScoringHandler) Handle(ctx context.Context, cmd FinishScoring) (Re
 	}
 	if cmd.TraceScore != nil {
 		if math.IsNaN(*cmd.TraceScore) || math.IsInf(*cmd.TraceScore, 0) {
-			return Result{}, invalidField("trace_score", "the trace score must be a finite number")
+			return Result{}, domain.InvalidField("trace_score", "the trace score must be a finite number")
 		}
 		evs = append(evs, events.New{ID: newID(), Stream: events.ScoresStream(cmd.ModelID), OwnerID: owner, Type: events.TracesScored,
 			Payload: events.TracesScoredV1{ModelID: cmd.ModelID, ModelName: m.Requested.Name,

@@ -32,11 +32,11 @@ type SkipProjectionEventHandler struct{ *Streams }
 // Handle runs the command.
 func (c SkipProjectionEventHandler) Handle(ctx context.Context, cmd SkipProjectionEvent) (Result, error) {
 	if _, err := uuid.Parse(cmd.EventID); err != nil {
-		return Result{}, invalidField("event_id", "is not an event id (a UUID, as `critic projections status` lists them)")
+		return Result{}, domain.InvalidField("event_id", "is not an event id (a UUID, as `critic projections status` lists them)")
 	}
 	cmd.Reason = strings.TrimSpace(cmd.Reason)
 	if cmd.Reason == "" {
-		return Result{}, invalidField("reason", "say why the event is skipped (--reason)")
+		return Result{}, domain.InvalidField("reason", "say why the event is skipped (--reason)")
 	}
 	if err := domain.CheckText("reason", cmd.Reason, MaxSkipReasonBytes); err != nil {
 		return Result{}, err
@@ -49,7 +49,7 @@ func (c SkipProjectionEventHandler) Handle(ctx context.Context, cmd SkipProjecti
 		return Result{}, err
 	}
 	if e.Type == events.ProjectionEventSkipped {
-		return Result{}, invalidField("event_id", "is itself a skip; it cannot be skipped")
+		return Result{}, domain.InvalidField("event_id", "is itself a skip; it cannot be skipped")
 	}
 	r, err := c.appendEvent(ctx, Actor{}, events.ProjectionSkipStream(cmd.EventID), e.OwnerID, 0, events.ProjectionEventSkipped,
 		events.ProjectionEventSkippedV1{EventID: e.ID, EventType: e.Type, Seq: e.Seq, Reason: cmd.Reason})

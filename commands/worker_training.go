@@ -229,14 +229,14 @@ func (c *Streams) completeTraining(ctx context.Context, in CompleteTraining) (Re
 	// read any object in the store.
 	scoresKey, actionKey := jobs.ScoresKey(st.OwnerID, st.ID, in.Attempt), ""
 	if in.ScoresKey != "" && in.ScoresKey != scoresKey {
-		return Result{}, invalidField("scores_key", fmt.Sprintf("scores_key must be %s, the key of this job; the API reads no other", scoresKey))
+		return Result{}, domain.InvalidField("scores_key", fmt.Sprintf("scores_key must be %s, the key of this job; the API reads no other", scoresKey))
 	}
 	if in.ScoresKey == "" {
 		scoresKey = ""
 	}
 	if in.ActionScoresKey != "" {
 		if actionKey = jobs.ActionScoresKey(st.OwnerID, st.ID, in.Attempt); in.ActionScoresKey != actionKey {
-			return Result{}, invalidField("action_scores_key", fmt.Sprintf("action_scores_key must be %s (or empty), the key of this job; the API reads no other", actionKey))
+			return Result{}, domain.InvalidField("action_scores_key", fmt.Sprintf("action_scores_key must be %s (or empty), the key of this job; the API reads no other", actionKey))
 		}
 	}
 	traceScores, actionScores, err := c.readScores(ctx, ds, scoresKey, actionKey)

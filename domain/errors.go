@@ -35,6 +35,12 @@ func Invalid(format string, args ...any) *ValidationError {
 	return &ValidationError{Code: "invalid_request", Message: fmt.Sprintf(format, args...)}
 }
 
+// InvalidField builds a ValidationError with code "invalid_request" that
+// names the request field it refuses.
+func InvalidField(field, msg string) *ValidationError {
+	return &ValidationError{Code: "invalid_request", Field: field, Message: msg}
+}
+
 // InvalidAt builds a ValidationError tied to a JSONL line and a field path.
 func InvalidAt(line int, field, format string, args ...any) *ValidationError {
 	return &ValidationError{Code: "invalid_trace", Line: line, Field: field, Message: fmt.Sprintf(format, args...)}

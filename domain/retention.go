@@ -15,8 +15,8 @@ const MaxRetentionDays = 36500
 // period, not a number.
 func CheckRetentionDays(days int) error {
 	if days < 1 || days > MaxRetentionDays {
-		return &ValidationError{Code: "invalid_request", Field: "days",
-			Message: fmt.Sprintf("days must be a whole number of days from 1 to %d (traces older than this are erased), or null to turn retention off; got %d", MaxRetentionDays, days)}
+		return InvalidField("days",
+			fmt.Sprintf("days must be a whole number of days from 1 to %d (traces older than this are erased), or null to turn retention off; got %d", MaxRetentionDays, days))
 	}
 	return nil
 }

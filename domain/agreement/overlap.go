@@ -22,8 +22,8 @@ const (
 // CheckOverlap refuses an overlap outside 1..MaxOverlap.
 func CheckOverlap(n int) error {
 	if n < 1 || n > MaxOverlap {
-		return &domain.ValidationError{Code: "invalid_request", Field: "overlap",
-			Message: fmt.Sprintf("overlap must be 1–%d (how many members judge each queue item), not %d", MaxOverlap, n)}
+		return domain.InvalidField("overlap",
+			fmt.Sprintf("overlap must be 1–%d (how many members judge each queue item), not %d", MaxOverlap, n))
 	}
 	return nil
 }

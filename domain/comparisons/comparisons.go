@@ -62,16 +62,16 @@ func Decide(left, right events.ComparisonSide, v Verdict) (string, error) {
 		if a > b {
 			a, b = b, a
 		}
-		return "", &domain.ValidationError{Code: "invalid_request", Field: "left", Message: "left must be " + a + " or " + b + " (as the queue presented it)"}
+		return "", domain.InvalidField("left", "left must be "+a+" or "+b+" (as the queue presented it)")
 	}
 	if v.Left != left.Kind {
-		return "", &domain.ValidationError{Code: "invalid_request", Field: "left",
-			Message: "this comparison shows the " + left.Kind + " action on the left; answer the presentation the queue gave"}
+		return "", domain.InvalidField("left",
+			"this comparison shows the "+left.Kind+" action on the left; answer the presentation the queue gave")
 	}
 	if v.Comment != nil {
 		c := strings.TrimSpace(*v.Comment)
 		if utf8.RuneCountInString(c) > MaxComment {
-			return "", &domain.ValidationError{Code: "invalid_request", Field: "comment", Message: "comment must be at most 10000 characters"}
+			return "", domain.InvalidField("comment", "comment must be at most 10000 characters")
 		}
 	}
 	switch v.Choice {
@@ -82,7 +82,7 @@ func Decide(left, right events.ComparisonSide, v Verdict) (string, error) {
 	case events.ChoiceTie:
 		return events.ChoiceTie, nil
 	}
-	return "", &domain.ValidationError{Code: "invalid_request", Field: "choice", Message: "choice must be left, right or tie"}
+	return "", domain.InvalidField("choice", "choice must be left, right or tie")
 }
 
 // Pair is a reviewed comparison's preference pair (context followed by each

@@ -287,11 +287,11 @@ func DecideArchive(s State, id string) (events.CriterionArchivedV1, bool, error)
 // DecideGuidelines checks the account's new guidelines.
 func DecideGuidelines(markdown *string) (events.GuidelinesSetV1, error) {
 	if markdown == nil {
-		return events.GuidelinesSetV1{}, &domain.ValidationError{Code: "invalid_request", Field: "markdown", Message: "markdown is required (an empty string clears the guidelines)"}
+		return events.GuidelinesSetV1{}, domain.InvalidField("markdown", "markdown is required (an empty string clears the guidelines)")
 	}
 	if len(*markdown) > MaxGuidelinesBytes {
-		return events.GuidelinesSetV1{}, &domain.ValidationError{Code: "invalid_request", Field: "markdown",
-			Message: fmt.Sprintf("guidelines are at most %d bytes (64 KiB), not %d", MaxGuidelinesBytes, len(*markdown))}
+		return events.GuidelinesSetV1{}, domain.InvalidField("markdown",
+			fmt.Sprintf("guidelines are at most %d bytes (64 KiB), not %d", MaxGuidelinesBytes, len(*markdown)))
 	}
 	if err := domain.CheckText("markdown", *markdown, MaxGuidelinesBytes); err != nil {
 		return events.GuidelinesSetV1{}, err

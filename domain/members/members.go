@@ -91,10 +91,10 @@ const MaxNameRunes = 80
 func CheckName(name string) error {
 	n := strings.TrimSpace(name)
 	if n == "" {
-		return &domain.ValidationError{Code: "invalid_request", Field: "name", Message: "name must not be empty"}
+		return domain.InvalidField("name", "name must not be empty")
 	}
 	if utf8.RuneCountInString(n) > MaxNameRunes {
-		return &domain.ValidationError{Code: "invalid_request", Field: "name", Message: fmt.Sprintf("name must be at most %d characters", MaxNameRunes)}
+		return domain.InvalidField("name", fmt.Sprintf("name must be at most %d characters", MaxNameRunes))
 	}
 	return nil
 }

@@ -183,8 +183,8 @@ func DecideClaim(s State, attempt int, workerID, compute string, leaseFor time.D
 	switch compute {
 	case "", ComputeLocal, ComputeWorker:
 	default:
-		return events.RewardModelTrainingStartedV1{}, &domain.ValidationError{Code: "invalid_request", Field: "compute",
-			Message: fmt.Sprintf("compute must be %q or %q, not %q", ComputeLocal, ComputeWorker, compute)}
+		return events.RewardModelTrainingStartedV1{}, domain.InvalidField("compute",
+			fmt.Sprintf("compute must be %q or %q, not %q", ComputeLocal, ComputeWorker, compute))
 	}
 	return events.RewardModelTrainingStartedV1{ModelID: s.ID, Attempt: attempt, WorkerID: workerID,
 		LeaseSeconds: int(leaseFor / time.Second), Compute: compute}, nil

@@ -23,9 +23,9 @@ var hubID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Z
 // nor a directory under an allowed root. It names no path: the message
 // goes to the tenant, and a server path (or whether one exists) is not the
 // tenant's to learn.
-var ErrBaseModel = &domain.ValidationError{Code: "invalid_request", Field: "base_model",
-	Message: "base_model must be a Hugging Face hub id such as Qwen/Qwen3-0.6B, or a local directory under a model root " +
-		"this deployment allows (its data directory's models folder, or one named in " + EnvModelRoots + ")"}
+var ErrBaseModel = domain.InvalidField("base_model",
+	"base_model must be a Hugging Face hub id such as Qwen/Qwen3-0.6B, or a local directory under a model root "+
+		"this deployment allows (its data directory's models folder, or one named in "+EnvModelRoots+")")
 
 // IsLocalBase reports whether base names a directory rather than a hub id.
 func IsLocalBase(base string) bool {

@@ -57,7 +57,7 @@ type Resolved struct {
 // step ids in order.
 func ResolveRanges(ids []string, ranges []Range) ([]Resolved, error) {
 	if len(ranges) < 1 || len(ranges) > MaxRanges {
-		return nil, &domain.ValidationError{Code: "invalid_request", Field: "ranges", Message: fmt.Sprintf("send 1 to %d ranges (got %d)", MaxRanges, len(ranges))}
+		return nil, domain.InvalidField("ranges", fmt.Sprintf("send 1 to %d ranges (got %d)", MaxRanges, len(ranges)))
 	}
 	at := make(map[string]int, len(ids))
 	for i, id := range ids {
@@ -68,14 +68,14 @@ func ResolveRanges(ids []string, ranges []Range) ([]Resolved, error) {
 		field := "ranges[" + strconv.Itoa(k) + "]"
 		first, ok := at[r.FirstStepID]
 		if !ok {
-			return nil, &domain.ValidationError{Code: "invalid_request", Field: field + ".first_step_id", Message: fmt.Sprintf("step %q is not a step of this trace", r.FirstStepID)}
+			return nil, domain.InvalidField(field+".first_step_id", fmt.Sprintf("step %q is not a step of this trace", r.FirstStepID))
 		}
 		last, ok := at[r.LastStepID]
 		if !ok {
-			return nil, &domain.ValidationError{Code: "invalid_request", Field: field + ".last_step_id", Message: fmt.Sprintf("step %q is not a step of this trace", r.LastStepID)}
+			return nil, domain.InvalidField(field+".last_step_id", fmt.Sprintf("step %q is not a step of this trace", r.LastStepID))
 		}
 		if last < first {
-			return nil, &domain.ValidationError{Code: "invalid_request", Field: field, Message: "last_step_id comes before first_step_id"}
+			return nil, domain.InvalidField(field, "last_step_id comes before first_step_id")
 		}
 		out[k] = Resolved{Range: r, First: first, Last: last}
 	}

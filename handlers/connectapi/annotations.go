@@ -29,7 +29,7 @@ func (s *AnnotationService) AddAnnotation(ctx context.Context, req *connect.Requ
 	if m.Value != nil {
 		raw, err := protojson.Marshal(m.Value)
 		if err != nil {
-			return nil, &domain.ValidationError{Code: "invalid_request", Field: "value", Message: err.Error()}
+			return nil, domain.InvalidField("value", err.Error())
 		}
 		if string(raw) != "null" {
 			in.Value = raw
@@ -60,7 +60,7 @@ func (s *AnnotationService) EditAnnotation(ctx context.Context, req *connect.Req
 	if m.Value != nil {
 		raw, err := protojson.Marshal(m.Value)
 		if err != nil {
-			return nil, &domain.ValidationError{Code: "invalid_request", Field: "value", Message: err.Error()}
+			return nil, domain.InvalidField("value", err.Error())
 		}
 		v := json.RawMessage(raw)
 		in.Value = traces.Optional[json.RawMessage]{Set: true, Value: &v}
@@ -77,8 +77,8 @@ func (s *AnnotationService) EditAnnotation(ctx context.Context, req *connect.Req
 func patch[T any](v *T, clear bool, field string) (traces.Optional[T], error) {
 	switch {
 	case v != nil && clear:
-		return traces.Optional[T]{}, &domain.ValidationError{Code: "invalid_request", Field: field,
-			Message: field + " and clear_" + field + " are both set: send a value or clear it"}
+		return traces.Optional[T]{}, domain.InvalidField(field,
+			field+" and clear_"+field+" are both set: send a value or clear it")
 	case clear:
 		return traces.Optional[T]{Set: true}, nil
 	case v != nil:
@@ -125,10 +125,10 @@ func (s *AnnotationService) ExportPairs(ctx context.Context, req *connect.Reques
 	b, owner := s.d.backend(), edge.CallerFrom(ctx).UserID
 	if req.Msg.RewardModelId != nil {
 		if req.Msg.MaxPairs != nil {
-			return &domain.ValidationError{Code: "invalid_request", Field: "max_pairs", Message: "max_pairs does not apply with reward_model_id: the model's dataset is exported as it is"}
+			return domain.InvalidField("max_pairs", "max_pairs does not apply with reward_model_id: the model's dataset is exported as it is")
 		}
 		if req.Msg.Member != nil {
-			return &domain.ValidationError{Code: "invalid_request", Field: "member", Message: "member does not apply with reward_model_id: the model's dataset is exported as it is"}
+			return domain.InvalidField("member", "member does not apply with reward_model_id: the model's dataset is exported as it is")
 		}
 		pairs, err = b.ModelPairs(ctx, s.d.Blobs, owner, *req.Msg.RewardModelId)
 	} else {

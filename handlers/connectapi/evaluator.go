@@ -30,7 +30,7 @@ func (s *EvaluatorService) ComparisonQueue(ctx context.Context, req *connect.Req
 	limit := usecase.DefaultQueueLimit
 	if n := int(req.Msg.Limit); n != 0 {
 		if n < 1 || n > usecase.MaxQueueLimit {
-			return nil, &domain.ValidationError{Code: "invalid_request", Field: "limit", Message: "limit must be an integer from 1 to 100"}
+			return nil, domain.InvalidField("limit", "limit must be an integer from 1 to 100")
 		}
 		limit = n
 	}

@@ -21,7 +21,7 @@ type QueryService struct{ d Deps }
 // query. An empty sql is an absent one, as proto3 cannot tell them apart.
 func (s *QueryService) Query(ctx context.Context, req *connect.Request[criticv1.QueryRequest]) (*connect.Response[criticv1.QueryResponse], error) {
 	if req.Msg.Sql == "" {
-		return nil, &domain.ValidationError{Code: "invalid_request", Field: "sql", Message: "sql is required"}
+		return nil, domain.InvalidField("sql", "sql is required")
 	}
 	res, err := s.d.Query.Run(ctx, edge.CallerFrom(ctx).UserID, req.Msg.Sql)
 	if err != nil {

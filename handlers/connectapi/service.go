@@ -139,10 +139,10 @@ func (s *TraceService) ImportTraces(ctx context.Context, req *connect.Request[cr
 	m := req.Msg
 	// proto3 cannot tell an empty string from an absent one; both are absent.
 	if m.Format == "" {
-		return nil, &domain.ValidationError{Code: "invalid_request", Field: "format", Message: "format is required"}
+		return nil, domain.InvalidField("format", "format is required")
 	}
 	if len(m.Data) == 0 {
-		return nil, &domain.ValidationError{Code: "invalid_request", Field: "data", Message: "data is required"}
+		return nil, domain.InvalidField("data", "data is required")
 	}
 	in := commands.ImportTracesInput{Format: m.Format, Data: []byte(m.Data), Contribute: m.Contribute}
 	res, err := s.backend().ImportTraces(ctx, edge.CallerFrom(ctx), in, m.SourceId)

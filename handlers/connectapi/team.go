@@ -29,7 +29,7 @@ func (s *TeamService) ListMembers(ctx context.Context, _ *connect.Request[critic
 // or role is a missing one.
 func (s *TeamService) AddMember(ctx context.Context, req *connect.Request[criticv1.AddMemberRequest]) (*connect.Response[criticv1.AddMemberResponse], error) {
 	if req.Msg.Name == "" {
-		return nil, &domain.ValidationError{Code: "invalid_request", Field: "name", Message: "name is required"}
+		return nil, domain.InvalidField("name", "name is required")
 	}
 	r, err := usecase.MemberRole(nonEmpty(req.Msg.Role))
 	if err != nil {
@@ -65,7 +65,7 @@ func (s *TeamService) GetReviewOverlap(ctx context.Context, _ *connect.Request[c
 // SetReviewOverlap is PUT /review-overlap.
 func (s *TeamService) SetReviewOverlap(ctx context.Context, req *connect.Request[criticv1.SetReviewOverlapRequest]) (*connect.Response[criticv1.SetReviewOverlapResponse], error) {
 	if req.Msg.Overlap == nil {
-		return nil, &domain.ValidationError{Code: "invalid_request", Field: "overlap", Message: "overlap is required: how many members judge each queue item (1–10)"}
+		return nil, domain.InvalidField("overlap", "overlap is required: how many members judge each queue item (1–10)")
 	}
 	o, err := s.d.backend().SetReviewOverlap(ctx, edge.CallerFrom(ctx), int(*req.Msg.Overlap))
 	return reply(&criticv1.SetReviewOverlapResponse{Overlap: int32(o.Overlap)}, err)
@@ -88,7 +88,7 @@ func (s *TeamService) Adjudicate(ctx context.Context, req *connect.Request[criti
 	if m.Value != nil {
 		raw, err := protojson.Marshal(m.Value)
 		if err != nil {
-			return nil, &domain.ValidationError{Code: "invalid_request", Field: "value", Message: "value is not valid JSON: " + err.Error()}
+			return nil, domain.InvalidField("value", "value is not valid JSON: "+err.Error())
 		}
 		in.Value = json.RawMessage(raw)
 	}

@@ -24,7 +24,7 @@ func (a *API) sectionSummaries(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.Ranges == nil {
-		return &domain.ValidationError{Code: "invalid_request", Field: "ranges", Message: "ranges is required: 1 to 4 {first_step_id, last_step_id}"}
+		return domain.InvalidField("ranges", "ranges is required: 1 to 4 {first_step_id, last_step_id}")
 	}
 	out, err := usecase.AssessSections(r.Context(), a.queries, a.assessments, edge.CallerFrom(r.Context()).UserID, r.PathValue("trace_id"), *req.Ranges)
 	return reply(w, http.StatusOK, out, err)

@@ -21,7 +21,7 @@ func (a *API) setContribution(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.Contribute == nil {
-		return &domain.ValidationError{Code: "invalid_request", Field: "contribute", Message: "contribute is required (true or false)"}
+		return domain.InvalidField("contribute", "contribute is required (true or false)")
 	}
 	out, err := a.backend().SetContribution(r.Context(), caller, r.PathValue("trace_id"), *req.Contribute)
 	return reply(w, http.StatusOK, out, err)

@@ -55,7 +55,7 @@ func (a *API) listCriteria(w http.ResponseWriter, r *http.Request) error {
 	case "true":
 		include = true
 	default:
-		return &domain.ValidationError{Code: "invalid_request", Field: "include_archived", Message: "include_archived must be true or false, not " + v}
+		return domain.InvalidField("include_archived", "include_archived must be true or false, not "+v)
 	}
 	cs, err := a.queries.ListCriteria(r.Context(), caller.UserID, include)
 	return reply(w, http.StatusOK, map[string]any{"criteria": cs}, err)

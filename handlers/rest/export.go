@@ -43,10 +43,10 @@ func (a *API) exportPairs(w http.ResponseWriter, r *http.Request) error {
 	var err error
 	if q.Has("reward_model_id") {
 		if q.Has("max_pairs") {
-			return &domain.ValidationError{Code: "invalid_request", Field: "max_pairs", Message: "max_pairs does not apply with reward_model_id: the model's dataset is exported as it is"}
+			return domain.InvalidField("max_pairs", "max_pairs does not apply with reward_model_id: the model's dataset is exported as it is")
 		}
 		if q.Has("member") {
-			return &domain.ValidationError{Code: "invalid_request", Field: "member", Message: "member does not apply with reward_model_id: the model's dataset is exported as it is"}
+			return domain.InvalidField("member", "member does not apply with reward_model_id: the model's dataset is exported as it is")
 		}
 		pairs, err = a.backend().ModelPairs(r.Context(), a.blobs, caller.UserID, q.Get("reward_model_id"))
 	} else {

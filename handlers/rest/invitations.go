@@ -38,7 +38,7 @@ func (a *API) acceptInvitation(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.Token == nil {
-		return &domain.ValidationError{Code: "invalid_request", Field: "token", Message: "token is required"}
+		return domain.InvalidField("token", "token is required")
 	}
 	res, err := a.cmds.AcceptInvitation.Handle(r.Context(), commands.AcceptInvitation{Token: *req.Token})
 	if err != nil {

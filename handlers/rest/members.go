@@ -46,7 +46,7 @@ func (a *API) addMember(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.Name == nil {
-		return &domain.ValidationError{Code: "invalid_request", Field: "name", Message: "name is required"}
+		return domain.InvalidField("name", "name is required")
 	}
 	role, err := usecase.MemberRole(req.Role)
 	if err != nil {

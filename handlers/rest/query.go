@@ -46,7 +46,7 @@ func (q *QueryAPI) query(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.SQL == nil {
-		return &domain.ValidationError{Code: "invalid_request", Field: "sql", Message: "sql is required"}
+		return domain.InvalidField("sql", "sql is required")
 	}
 	res, err := q.q.Run(r.Context(), edge.CallerFrom(r.Context()).UserID, *req.SQL)
 	return reply(w, http.StatusOK, res, err)

@@ -17,7 +17,7 @@ func (a *API) getRetention(w http.ResponseWriter, r *http.Request) error {
 	if v := r.URL.Query().Get("days"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
-			return &domain.ValidationError{Code: "invalid_request", Field: "days", Message: "days must be a whole number of days, got " + strconv.Quote(v)}
+			return domain.InvalidField("days", "days must be a whole number of days, got "+strconv.Quote(v))
 		}
 		preview = &n
 	}
@@ -41,12 +41,12 @@ func (a *API) setRetention(w http.ResponseWriter, r *http.Request) error {
 	var days *int
 	switch string(req.Days) {
 	case "":
-		return &domain.ValidationError{Code: "invalid_request", Field: "days", Message: "days is required: a whole number of days (traces older than this are erased), or null to turn retention off"}
+		return domain.InvalidField("days", "days is required: a whole number of days (traces older than this are erased), or null to turn retention off")
 	case "null":
 	default:
 		var n int
 		if err := json.Unmarshal(req.Days, &n); err != nil {
-			return &domain.ValidationError{Code: "invalid_request", Field: "days", Message: "days must be a whole number of days or null, got " + string(req.Days)}
+			return domain.InvalidField("days", "days must be a whole number of days or null, got "+string(req.Days))
 		}
 		days = &n
 	}

@@ -84,7 +84,7 @@ func (a *API) setBackgroundScoring(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	if body.Paused == nil {
-		return &domain.ValidationError{Code: "invalid_request", Field: "paused", Message: "paused is required (true or false)"}
+		return domain.InvalidField("paused", "paused is required (true or false)")
 	}
 	bg, err := a.backend().SetBackgroundScoring(r.Context(), caller, r.PathValue("model_id"), *body.Paused)
 	return reply(w, http.StatusOK, bg, err)

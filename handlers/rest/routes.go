@@ -277,7 +277,7 @@ func decodeBodyBytes(body []byte, v any) error {
 			return &domain.ValidationError{Code: "unknown_field", Field: f, Message: "unknown field " + f}
 		}
 		if typ, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-			return &domain.ValidationError{Code: "invalid_request", Field: typ.Field, Message: "expected " + typ.Type.String() + ", got JSON " + typ.Value}
+			return domain.InvalidField(typ.Field, "expected "+typ.Type.String()+", got JSON "+typ.Value)
 		}
 		return domain.Invalid("malformed JSON body: %v", err)
 	}

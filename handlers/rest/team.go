@@ -61,7 +61,7 @@ func (a *API) setReviewOverlap(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if req.Overlap == nil {
-		return &domain.ValidationError{Code: "invalid_request", Field: "overlap", Message: "overlap is required: how many members judge each queue item (1–10)"}
+		return domain.InvalidField("overlap", "overlap is required: how many members judge each queue item (1–10)")
 	}
 	o, err := a.backend().SetReviewOverlap(r.Context(), caller, *req.Overlap)
 	return reply(w, http.StatusOK, o, err)

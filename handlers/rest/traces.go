@@ -144,7 +144,7 @@ func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat s
 				c = true
 			case "false":
 			default:
-				return &domain.ValidationError{Code: "invalid_request", Field: "contribute", Message: "contribute must be true or false"}
+				return domain.InvalidField("contribute", "contribute must be true or false")
 			}
 			req.Contribute = &c
 		}
@@ -177,10 +177,10 @@ func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat s
 		req.Format = &defaultFormat
 	}
 	if req.Format == nil {
-		return &domain.ValidationError{Code: "invalid_request", Field: "format", Message: "format is required"}
+		return domain.InvalidField("format", "format is required")
 	}
 	if data == nil && !rawImport(r) {
-		return &domain.ValidationError{Code: "invalid_request", Field: "data", Message: "data is required"}
+		return domain.InvalidField("data", "data is required")
 	}
 	in := commands.ImportTracesInput{Format: *req.Format, Data: data, Contribute: req.Contribute}
 	var err error

@@ -80,7 +80,7 @@ func AnnotationPatchJSON(id string, raw map[string]json.RawMessage) (traces.Edit
 			continue
 		}
 		if err != nil {
-			return in, &domain.ValidationError{Code: "invalid_request", Field: k, Message: k + " has the wrong type"}
+			return in, domain.InvalidField(k, k+" has the wrong type")
 		}
 	}
 	if len(unknown) > 0 {
@@ -174,5 +174,5 @@ func (b Backend) ModelPairs(ctx context.Context, blobs blob.Store, owner, modelI
 // InvalidMaxPairs is the error of a pairs export's max_pairs that is not a
 // positive integer.
 func InvalidMaxPairs() error {
-	return &domain.ValidationError{Code: "invalid_request", Field: "max_pairs", Message: "max_pairs must be a positive integer"}
+	return domain.InvalidField("max_pairs", "max_pairs must be a positive integer")
 }

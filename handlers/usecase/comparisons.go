@@ -108,7 +108,7 @@ func (b Backend) ComparisonQueue(ctx context.Context, caller *readmodel.Caller, 
 // read model has it (so the queue no longer lists it).
 func (b Backend) ReviewComparison(ctx context.Context, caller *readmodel.Caller, in commands.ReviewComparisonInput) (events.ComparisonReviewedV1, error) {
 	if in.Choice == "" {
-		return events.ComparisonReviewedV1{}, &domain.ValidationError{Code: "invalid_request", Field: "choice", Message: "choice is required (left, right or tie)"}
+		return events.ComparisonReviewedV1{}, domain.InvalidField("choice", "choice is required (left, right or tie)")
 	}
 	res, err := b.Cmds.ReviewComparison.Handle(ctx, commands.ReviewComparison{Actor: Actor(caller), Input: in})
 	if err := b.applied(ctx, res.Result, err); err != nil {

@@ -22,7 +22,7 @@ type GepaRequest struct {
 // and returns it as the read model shows it (queued).
 func (b Backend) CreateGepaRun(ctx context.Context, caller *readmodel.Caller, req GepaRequest) (*readmodel.GepaRun, error) {
 	if req.RewardModelID == nil || *req.RewardModelID == "" {
-		return nil, &domain.ValidationError{Code: "invalid_request", Field: "reward_model_id", Message: "reward_model_id is required"}
+		return nil, domain.InvalidField("reward_model_id", "reward_model_id is required")
 	}
 	res, err := b.Cmds.RequestGepaRun.Handle(ctx, commands.RequestGepaRun{Actor: Actor(caller), Input: commands.RequestGepa{ModelID: *req.RewardModelID, TaskModel: req.TaskModel,
 		TaskAPIBase: req.TaskAPIBase, TaskAPIKey: req.TaskAPIKey, ReflectionModel: req.ReflectionModel, MaxMetricCalls: req.MaxMetricCalls}})

@@ -12,7 +12,7 @@ import (
 // MemberRole reads a request's role (nil: absent, which is refused).
 func MemberRole(role *string) (members.Role, error) {
 	if role == nil {
-		return "", &domain.ValidationError{Code: "invalid_request", Field: "role", Message: "role is required (admin, reviewer or viewer)"}
+		return "", domain.InvalidField("role", "role is required (admin, reviewer or viewer)")
 	}
 	return members.ParseRole("role", *role)
 }

@@ -35,7 +35,7 @@ type TrainingRequest struct {
 // the events flow.
 func (b Backend) CreateRewardModel(ctx context.Context, caller *readmodel.Caller, req TrainingRequest) (*readmodel.RewardModel, error) {
 	if req.Name == nil {
-		return nil, &domain.ValidationError{Code: "invalid_request", Field: "name", Message: "name is required"}
+		return nil, domain.InvalidField("name", "name is required")
 	}
 	in := commands.RequestTrainingInput{Name: *req.Name, TraceIDs: req.TraceIDs, Config: req.TrainingConfig}
 	if req.BaseModel != nil {
@@ -43,13 +43,13 @@ func (b Backend) CreateRewardModel(ctx context.Context, caller *readmodel.Caller
 	}
 	if req.Epochs != nil {
 		if *req.Epochs < 1 {
-			return nil, &domain.ValidationError{Code: "invalid_request", Field: "epochs", Message: "epochs must be 1–100"}
+			return nil, domain.InvalidField("epochs", "epochs must be 1–100")
 		}
 		in.Epochs = *req.Epochs
 	}
 	if req.MaxPairs != nil {
 		if *req.MaxPairs < 1 {
-			return nil, &domain.ValidationError{Code: "invalid_request", Field: "max_pairs", Message: "max_pairs must be 1–1000000"}
+			return nil, domain.InvalidField("max_pairs", "max_pairs must be 1–1000000")
 		}
 		in.MaxPairs = *req.MaxPairs
 	}
@@ -136,7 +136,7 @@ func (b Backend) WeightsURL(ctx context.Context, blobs blob.Store, caller *readm
 // revision of the trace.
 func (b Backend) ScoreTrace(ctx context.Context, caller *readmodel.Caller, traceID string, modelID *string) (*readmodel.ScoringRun, error) {
 	if modelID == nil {
-		return nil, &domain.ValidationError{Code: "invalid_request", Field: "reward_model_id", Message: "reward_model_id is required"}
+		return nil, domain.InvalidField("reward_model_id", "reward_model_id is required")
 	}
 	res, err := b.Cmds.RequestScoring.Handle(ctx, commands.RequestScoring{Actor: Actor(caller), TraceID: traceID, ModelID: *modelID})
 	return settled(ctx, b, res.Result, err, func() (*readmodel.ScoringRun, error) { return b.Queries.GetScoringRun(ctx, caller.UserID, res.RunID) })

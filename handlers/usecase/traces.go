@@ -37,7 +37,7 @@ func Formats() []FormatInfo {
 func (b Backend) ImportTraces(ctx context.Context, caller *readmodel.Caller, in commands.ImportTracesInput, sourceID *string) (commands.ImportResult, error) {
 	if sourceID != nil {
 		if *sourceID == "" {
-			return commands.ImportResult{}, &domain.ValidationError{Code: "invalid_request", Field: "source_id", Message: "source_id must be 1–200 characters"}
+			return commands.ImportResult{}, domain.InvalidField("source_id", "source_id must be 1–200 characters")
 		}
 		in.SourceID = *sourceID
 	}
@@ -107,20 +107,20 @@ func (p ListParams) Filter() (readmodel.ListFilter, error) {
 		for _, s := range sorts[1:] {
 			names = append(names, string(s))
 		}
-		return f, &domain.ValidationError{Code: "invalid_request", Field: "sort",
-			Message: "sort must be one of " + strings.Join(names, ", ") + " (omit it for newest first)"}
+		return f, domain.InvalidField("sort",
+			"sort must be one of "+strings.Join(names, ", ")+" (omit it for newest first)")
 	}
 	f.Sort = readmodel.ListSort(p.Sort)
 	for _, o := range p.Outcomes {
 		if !slices.Contains(listOutcomes, o) {
-			return f, &domain.ValidationError{Code: "invalid_request", Field: "outcome",
-				Message: "outcome must be one of " + strings.Join(listOutcomes, ", ") + ", not " + strconv.Quote(o)}
+			return f, domain.InvalidField("outcome",
+				"outcome must be one of "+strings.Join(listOutcomes, ", ")+", not "+strconv.Quote(o))
 		}
 	}
 	f.Outcomes = p.Outcomes
 	for _, b := range p.scoreBounds() {
 		if v := *b.dst; v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
-			return f, &domain.ValidationError{Code: "invalid_request", Field: b.name, Message: b.name + " must be a finite number"}
+			return f, domain.InvalidField(b.name, b.name+" must be a finite number")
 		}
 	}
 	for _, r := range []struct {
@@ -131,13 +131,13 @@ func (p ListParams) Filter() (readmodel.ListFilter, error) {
 		{"trace_score", p.TraceScoreMin, p.TraceScoreMax, &f.TraceScore},
 		{"latest_score", p.LatestScoreMin, p.LatestScoreMax, &f.LatestScore}} {
 		if r.min != nil && r.max != nil && *r.min > *r.max {
-			return f, &domain.ValidationError{Code: "invalid_request", Field: r.name + "_min",
-				Message: r.name + "_min must not be greater than " + r.name + "_max"}
+			return f, domain.InvalidField(r.name+"_min",
+				r.name+"_min must not be greater than "+r.name+"_max")
 		}
 		*r.dst = readmodel.Range{Min: r.min, Max: r.max}
 	}
 	if len(p.Q) > maxQueryLen {
-		return f, &domain.ValidationError{Code: "invalid_request", Field: "q", Message: "q must be at most " + strconv.Itoa(maxQueryLen) + " characters"}
+		return f, domain.InvalidField("q", "q must be at most "+strconv.Itoa(maxQueryLen)+" characters")
 	}
 	if p.Limit != nil {
 		if err := checkRange("limit", *p.Limit, 1, maxListLimit); err != nil {
@@ -155,7 +155,7 @@ func (p ListParams) Filter() (readmodel.ListFilter, error) {
 	if p.TZ != "" {
 		l, err := time.LoadLocation(p.TZ)
 		if err != nil {
-			return f, &domain.ValidationError{Code: "invalid_request", Field: "tz", Message: "unknown time zone " + strconv.Quote(p.TZ)}
+			return f, domain.InvalidField("tz", "unknown time zone "+strconv.Quote(p.TZ))
 		}
 		loc = l
 	}
@@ -169,7 +169,7 @@ func (p ListParams) Filter() (readmodel.ListFilter, error) {
 		}
 		t, err := time.ParseInLocation("2006-01-02", d.value, loc)
 		if err != nil {
-			return f, &domain.ValidationError{Code: "invalid_request", Field: d.name, Message: d.name + " must be a date YYYY-MM-DD"}
+			return f, domain.InvalidField(d.name, d.name+" must be a date YYYY-MM-DD")
 		}
 		if d.next { // inclusive: everything before the next day's start
 			t = t.AddDate(0, 0, 1)
@@ -218,7 +218,7 @@ func ListParamsFromQuery(q url.Values) (ListParams, error) {
 		}
 		x, err := strconv.ParseFloat(v, 64)
 		if err != nil || math.IsNaN(x) || math.IsInf(x, 0) {
-			return p, &domain.ValidationError{Code: "invalid_request", Field: b.name, Message: b.name + " must be a finite number, not " + strconv.Quote(v)}
+			return p, domain.InvalidField(b.name, b.name+" must be a finite number, not "+strconv.Quote(v))
 		}
 		*b.dst = &x
 	}
@@ -233,5 +233,5 @@ func checkRange(name string, n, lo, hi int) error {
 }
 
 func rangeError(name string, lo, hi int) error {
-	return &domain.ValidationError{Code: "invalid_request", Field: name, Message: name + " must be an integer from " + strconv.Itoa(lo) + " to " + strconv.Itoa(hi)}
+	return domain.InvalidField(name, name+" must be an integer from "+strconv.Itoa(lo)+" to "+strconv.Itoa(hi))
 }

@@ -20,11 +20,11 @@ func ParseTrainingConfig(raw json.RawMessage) (*commands.TrainingConfig, error) 
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
-		return nil, &domain.ValidationError{Code: "invalid_request", Field: "training_config", Message: "must be an object"}
+		return nil, domain.InvalidField("training_config", "must be an object")
 	}
 	cfg := &commands.TrainingConfig{}
 	bad := func(field, msg string) error {
-		return &domain.ValidationError{Code: "invalid_request", Field: "training_config." + field, Message: msg}
+		return domain.InvalidField("training_config."+field, msg)
 	}
 	for name, v := range fields {
 		isNull := string(bytes.TrimSpace(v)) == "null"

@@ -59,7 +59,7 @@ func (a *API) claimNext(r *http.Request) (any, error) {
 		return nil, err
 	}
 	if req.WorkerID == "" {
-		return nil, &domain.ValidationError{Code: "invalid_request", Field: "worker_id", Message: "worker_id is required"}
+		return nil, domain.InvalidField("worker_id", "worker_id is required")
 	}
 	if a.fleet != nil {
 		a.fleet.polled(req)
