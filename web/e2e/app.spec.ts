@@ -121,6 +121,7 @@ test("a trace erased on the server and imported again is left out and named", as
   const status = page.getByRole("status");
   await expect(status).toContainText("Imported 0 traces as stash");
   await expect(status).toContainText("1 left out: erased before");
+  await expect(status).toHaveClass(/warn-text/); // not the success colour: nothing was stored
   await shot(page, "import-erased");
   await page.getByRole("button", { name: "Close", exact: true }).click();
   await expect(page.getByRole("link", { name: "Erased once (e2e)" })).toHaveCount(0);

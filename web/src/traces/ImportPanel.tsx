@@ -66,7 +66,7 @@ export function ImportPanel({ onClose }: { onClose: () => void }) {
         </div>
       )}
       {imp.isSuccess && (
-        <p role="status" className="ok">
+        <p role="status" className={imp.data.erased.length > 0 ? "warn-text" : "ok"}>
           Imported {imp.data.imported} trace{imp.data.imported === 1 ? "" : "s"} as {imp.data.format}
           {imp.data.unchanged > 0 && <> ({imp.data.unchanged} unchanged)</>}.
           {imp.data.erased.length > 0 && (
