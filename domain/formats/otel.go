@@ -29,6 +29,7 @@ package formats
 // without pdata's transitive dependencies in go.sum.
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -65,7 +66,7 @@ func (OTel) Detect(data []byte) bool {
 
 // firstObjectKey returns the first key of the first JSON object in data, or "".
 func firstObjectKey(data []byte) string {
-	dec := json.NewDecoder(strings.NewReader(string(leadingBytes(data, 1<<16))))
+	dec := json.NewDecoder(bytes.NewReader(data[:min(len(data), 1<<16)]))
 	tok, err := dec.Token()
 	if err != nil {
 		return ""
@@ -81,13 +82,6 @@ func firstObjectKey(data []byte) string {
 	return k
 }
 
-func leadingBytes(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[:n]
-	}
-	return b
-}
-
 // Parse reads a single OTLP/JSON request (possibly pretty-printed), a JSON
 // array of requests, or JSONL with one request per line (the Collector file
 // exporter; spans and logs lines may be mixed). Traces without any LLM call
@@ -100,13 +94,13 @@ func (OTel) Parse(data []byte) ([]domain.Trace, error) {
 		if err := decodeJSON(data, &v); err != nil {
 			return nil, err
 		}
-		reqs := []any{v}
-		if arr, ok := v.([]any); ok {
-			reqs = arr
+		reqs, isArray := v.([]any)
+		if !isArray {
+			reqs = []any{v}
 		}
 		for i, r := range reqs {
 			prefix := ""
-			if len(reqs) > 1 || isJSONArray(v) {
+			if isArray {
 				prefix = fmt.Sprintf("[%d].", i)
 			}
 			if err := recs.addRequest(r, 0, prefix); err != nil {
@@ -147,8 +141,6 @@ func (OTel) Parse(data []byte) ([]domain.Trace, error) {
 	}
 	return out, nil
 }
-
-func isJSONArray(v any) bool { _, ok := v.([]any); return ok }
 
 // RawSpan is one span as the live receiver stores it.
 type RawSpan struct {

@@ -2,6 +2,7 @@ package formats
 
 import (
 	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -293,13 +294,7 @@ func vercelAIMessages(a map[string]any) (in, out []domain.Step, ok bool) {
 	if !has {
 		return nil, nil, false
 	}
-	decode := func(v any) any {
-		if s, isStr := v.(string); isStr {
-			return parseJSONString(s)
-		}
-		return v
-	}
-	in = messagesToSteps(decode(msgs))
+	in = messagesToSteps(decodeAttrJSON(msgs))
 	if r := anyString(a["ai.response.reasoning"]); strings.TrimSpace(r) != "" {
 		out = append(out, reasoningStep(r))
 	}
@@ -310,7 +305,7 @@ func vercelAIMessages(a map[string]any) (in, out []domain.Step, ok bool) {
 	if strings.TrimSpace(text) != "" {
 		out = append(out, domain.Step{Role: domain.RoleAssistant, Content: text})
 	}
-	if calls, isList := decode(a["ai.response.toolCalls"]).([]any); isList {
+	if calls, isList := decodeAttrJSON(a["ai.response.toolCalls"]).([]any); isList {
 		for _, c := range calls {
 			if cm, isMap := c.(map[string]any); isMap {
 				out = append(out, vercelToolCall(cm))
@@ -320,24 +315,17 @@ func vercelAIMessages(a map[string]any) (in, out []domain.Step, ok bool) {
 	return in, out, true
 }
 
+// genAIEventRoles are the roles of the deprecated per-message events.
+var genAIEventRoles = map[string]string{"gen_ai.system.message": "system", "gen_ai.user.message": "user",
+	"gen_ai.assistant.message": "assistant", "gen_ai.tool.message": "tool", "gen_ai.choice": "choice"}
+
 // genAIEventMessages reads the deprecated per-message events (span events or
 // log records): gen_ai.{system,user,assistant,tool}.message are the input,
 // gen_ai.choice the output.
 func genAIEventMessages(events []otelEvent) (in, out []domain.Step, ok bool) {
 	for _, e := range orderGenAIEvents(events) {
-		var role string
-		switch e.Name {
-		case "gen_ai.system.message":
-			role = "system"
-		case "gen_ai.user.message":
-			role = "user"
-		case "gen_ai.assistant.message":
-			role = "assistant"
-		case "gen_ai.tool.message":
-			role = "tool"
-		case "gen_ai.choice":
-			role = "choice"
-		default:
+		role, known := genAIEventRoles[e.Name]
+		if !known {
 			continue
 		}
 		ok = true
@@ -384,15 +372,12 @@ func genAIEventMessages(events []otelEvent) (in, out []domain.Step, ok bool) {
 // indices with dots inside a value's key).
 func unflattenAttrs(a map[string]any, prefix string) map[string]any {
 	tree := map[string]any{}
-	keys := make([]string, 0)
-	for k := range a {
-		if strings.HasPrefix(k, prefix) {
-			keys = append(keys, k)
+	for _, k := range slices.Sorted(maps.Keys(a)) {
+		rest, ok := strings.CutPrefix(k, prefix)
+		if !ok {
+			continue
 		}
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		parts := strings.Split(strings.TrimPrefix(k, prefix), ".")
+		parts := strings.Split(rest, ".")
 		node := tree
 		for i, p := range parts {
 			if i == len(parts)-1 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -303,14 +304,9 @@ func (w *orderWalker) object(depth, nesting int) (canon, compact string, ok bool
 		return "", "", false
 	}
 	c.WriteByte('}')
-	keys := make([]string, 0, len(values))
-	for k := range values {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var m strings.Builder
 	m.WriteByte('{')
-	for i, k := range keys {
+	for i, k := range slices.Sorted(maps.Keys(values)) {
 		if i > 0 {
 			m.WriteByte(',')
 		}
