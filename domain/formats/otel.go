@@ -619,13 +619,7 @@ func otelID(v any, n int, line int, field string) (string, error) {
 	if b == nil {
 		return "", domain.InvalidAt(line, field, "%q is not a %d-byte id in hex or base64", s, n)
 	}
-	zero := true
-	for _, c := range b {
-		if c != 0 {
-			zero = false
-		}
-	}
-	if zero {
+	if slices.Max(b) == 0 {
 		return "", nil
 	}
 	return hex.EncodeToString(b), nil
@@ -684,11 +678,7 @@ func otelKind(v any, line int, field string) (*string, error) {
 		if k == "unspecified" {
 			k = ""
 		}
-		valid := false
-		for _, kk := range otelKinds {
-			valid = valid || kk == k
-		}
-		if !valid {
+		if !slices.Contains(otelKinds, k) {
 			return nil, domain.InvalidAt(line, field, "unknown span kind %q", x)
 		}
 	default:
@@ -886,8 +876,7 @@ func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent, built map[st
 			sp.StepIndices = []int{}
 		}
 		if s.ParentID != "" {
-			p := s.ParentID
-			sp.ParentID = &p
+			sp.ParentID = new(s.ParentID)
 		}
 		if io, ok := built[s.SpanID]; ok {
 			sp.Input, sp.Output = io.Input, io.Output
@@ -977,10 +966,7 @@ func otelSpanIO(a map[string]any) (in, out json.RawMessage) {
 			if s, isStr := v.(string); !ok || v == nil || (isStr && s == "" && strings.HasPrefix(k, "ai.")) {
 				continue
 			}
-			if s, isStr := v.(string); isStr {
-				return spanJSON(parseJSONString(s))
-			}
-			return spanJSON(v)
+			return spanJSON(decodeAttrJSON(v))
 		}
 		return nil
 	}
@@ -1013,12 +999,7 @@ func checkGenAIMessagesJSON(s otelSpan) error {
 // hasReviewableStep says whether steps hold anything but system
 // instructions: a trace of system steps alone has nothing to review.
 func hasReviewableStep(steps []domain.Step) bool {
-	for _, st := range steps {
-		if st.Role != domain.RoleSystem {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(steps, func(st domain.Step) bool { return st.Role != domain.RoleSystem })
 }
 
 // otelCallMetadata is what one LLM call recorded about itself: the model
@@ -1104,10 +1085,7 @@ func withCallMetadata(steps []domain.Step, md map[string]any) []domain.Step {
 func otelToolDefinitions(a map[string]any) []any {
 	var tools []any
 	add := func(v any) {
-		if s, ok := v.(string); ok {
-			v = parseJSONString(s)
-		}
-		if m, ok := v.(map[string]any); ok {
+		if m, ok := decodeAttrJSON(v).(map[string]any); ok {
 			tools = append(tools, m)
 		}
 	}
