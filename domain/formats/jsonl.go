@@ -23,14 +23,8 @@ func eachLine(data []byte, fn func(line int, raw []byte) error) error {
 	}
 	multi := bytes.Count(bytes.TrimSpace(data), []byte{'\n'}) > 0
 	line := 0
-	for len(data) > 0 {
+	for raw := range bytes.SplitSeq(data, []byte{'\n'}) {
 		line++
-		var raw []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			raw, data = data[:i], data[i+1:]
-		} else {
-			raw, data = data, nil
-		}
 		raw = bytes.TrimSuffix(raw, []byte{'\r'})
 		if len(bytes.TrimSpace(raw)) == 0 {
 			continue
@@ -75,12 +69,8 @@ func jsonErrorText(err error) string {
 
 // firstJSONByte returns the first non-space byte of data, or 0.
 func firstJSONByte(data []byte) byte {
-	for _, b := range data {
-		switch b {
-		case ' ', '\t', '\r', '\n':
-			continue
-		}
-		return b
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 {
+		return t[0]
 	}
 	return 0
 }
@@ -132,13 +122,7 @@ func firstRecord(data []byte) []byte {
 
 // firstLine returns the first non-blank line of data.
 func firstLine(data []byte) []byte {
-	for len(data) > 0 {
-		var raw []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			raw, data = data[:i], data[i+1:]
-		} else {
-			raw, data = data, nil
-		}
+	for raw := range bytes.SplitSeq(data, []byte{'\n'}) {
 		if len(bytes.TrimSpace(raw)) > 0 {
 			return raw
 		}

@@ -269,15 +269,13 @@ func langfuseTrace(v any, field string) (domain.Trace, error) {
 		t.Metadata = md
 	}
 	for i, o := range obs {
-		kind := strings.ToLower(o.Type)
 		sp := domain.Span{ID: o.ID, Name: o.Name, StartNs: o.Start, EndNs: o.End,
 			Input: spanJSON(o.Input), Output: spanJSON(o.Output), StepIndices: indices[i]}
-		if kind != "" {
-			sp.Kind = &kind
+		if o.Type != "" {
+			sp.Kind = new(strings.ToLower(o.Type))
 		}
 		if o.Parent != "" {
-			p := o.Parent
-			sp.ParentID = &p
+			sp.ParentID = new(o.Parent)
 		}
 		if sp.StepIndices == nil {
 			sp.StepIndices = []int{}

@@ -3,6 +3,7 @@ package formats
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -76,7 +77,7 @@ func (LangSmith) Parse(data []byte) ([]domain.Trace, error) {
 			return nil, err
 		}
 		for i, v := range arr {
-			if err := add(0, v, "["+itoa(i)+"]."); err != nil {
+			if err := add(0, v, fmt.Sprintf("[%d].", i)); err != nil {
 				return nil, err
 			}
 		}
@@ -201,15 +202,13 @@ func langSmithTrace(tid string, runs []lsRun) (domain.Trace, error) {
 		t.Metadata = md
 	}
 	for i, r := range runs {
-		kind := r.Type
 		sp := domain.Span{ID: r.ID, Name: r.Name, StartNs: r.Start, EndNs: r.End,
 			Input: spanJSON(r.Inputs), Output: spanJSON(r.Outputs), StepIndices: indices[i]}
-		if kind != "" {
-			sp.Kind = &kind
+		if r.Type != "" {
+			sp.Kind = new(r.Type)
 		}
 		if r.Parent != "" {
-			p := r.Parent
-			sp.ParentID = &p
+			sp.ParentID = new(r.Parent)
 		}
 		if sp.StepIndices == nil {
 			sp.StepIndices = []int{}
@@ -246,9 +245,4 @@ func langSmithInput(v any) []domain.Step {
 		return langfuseInput(m)
 	}
 	return messagesToSteps(m)
-}
-
-func itoa(i int) string {
-	b, _ := json.Marshal(i)
-	return string(b)
 }
