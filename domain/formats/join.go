@@ -142,13 +142,8 @@ func alignToConversation(input, steps []domain.Step, conv []int) []domain.Step {
 // (LangGraph state, agents returning {messages}) record the whole message
 // list as the output, not only what the model produced.
 func outputAfterInput(in, out []domain.Step) []domain.Step {
-	if len(in) == 0 || len(out) <= len(in) {
+	if len(in) == 0 || len(out) <= len(in) || !stepsPrefix(in, out) {
 		return out
-	}
-	for i := range in {
-		if !sameStep(in[i], out[i]) {
-			return out
-		}
 	}
 	return out[len(in):]
 }

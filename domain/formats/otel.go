@@ -128,7 +128,7 @@ func (OTel) Parse(data []byte) ([]domain.Trace, error) {
 	}
 	var out []domain.Trace
 	for _, g := range groups {
-		t, ok, err := recs.buildGroup(g)
+		t, ok, err := recs.build(g.id, g.tids, nil, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -322,13 +322,7 @@ func RebuildConversation(spans []RawSpan, externalID string, built map[string]Sp
 		}
 		externalID = order[0]
 	}
-	var spansAll []otelSpan
-	var logsAll []otelEvent
-	for _, tid := range order {
-		spansAll = append(spansAll, recs.spansOf(tid)...)
-		logsAll = append(logsAll, recs.logsOf(tid)...)
-	}
-	return buildOTelTrace(externalID, spansAll, logsAll, built, memo)
+	return recs.build(externalID, order, built, memo)
 }
 
 // ---------------------------------------------------------------------------

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -229,7 +230,7 @@ func joinRootless(r *otelRecords) ([]otelGroup, error) {
 		case th.Opening != "":
 			joined := false
 			for _, gi := range byOpening[th.Opening] {
-				t, ok, err := r.buildGroup(groups[gi])
+				t, ok, err := r.build(groups[gi].id, groups[gi].tids, nil, nil)
 				if err != nil {
 					return nil, err
 				}
@@ -265,28 +266,21 @@ func (th Thread) Continues(c Conversation) bool {
 
 // stepsPrefix says whether a is a prefix of b, message by message.
 func stepsPrefix(a, b []domain.Step) bool {
-	if len(a) > len(b) {
-		return false
-	}
-	for i := range a {
-		if !sameStep(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
+	return len(a) <= len(b) && slices.EqualFunc(a, b[:len(a)], sameStep)
 }
 
 // Start is when the trace's rootless call started (0 for other traces).
 func (th Thread) Start() int64 { return th.start }
 
-// buildGroup rebuilds one conversation of an imported file from the records
-// of all its OTel traces.
-func (r *otelRecords) buildGroup(g otelGroup) (domain.Trace, bool, error) {
+// build rebuilds one conversation, whose external id is id, from the
+// records of all its OTel traces tids (buildOTelTrace says what built and
+// memo are).
+func (r *otelRecords) build(id string, tids []string, built map[string]SpanIO, memo *SpanMemo) (domain.Trace, bool, error) {
 	var spans []otelSpan
 	var logs []otelEvent
-	for _, tid := range g.tids {
+	for _, tid := range tids {
 		spans = append(spans, r.spansOf(tid)...)
 		logs = append(logs, r.logsOf(tid)...)
 	}
-	return buildOTelTrace(g.id, spans, logs, nil, nil)
+	return buildOTelTrace(id, spans, logs, built, memo)
 }
