@@ -101,24 +101,16 @@ func threadOf(spans []otelSpan, logs []otelEvent) Thread {
 	// own root) are joined: a rooted trace is one conversation already, and
 	// its spans arrive in several requests (children first), so filing it by
 	// an attribute only some of them carry would split it.
-	if len(r.spans) == 0 {
+	if len(r.spans) == 0 || slices.ContainsFunc(r.spans, func(s otelSpan) bool { return s.ParentID != "" }) {
 		return th
-	}
-	for _, s := range r.spans {
-		if s.ParentID != "" {
-			return th
-		}
 	}
 	// ... and only traces holding an LLM call: a rooted trace's root span
 	// (an agent span naming the session) can arrive alone, before or after
 	// its children, and must stay with them.
-	llm := false
-	for _, s := range r.spans {
-		if in, out, isLLM := otelCallMessages(s.Attrs, s.Events); isLLM && len(in)+len(out) > 0 {
-			llm = true
-		}
-	}
-	if !llm {
+	if !slices.ContainsFunc(r.spans, func(s otelSpan) bool {
+		in, out, isLLM := otelCallMessages(s.Attrs, s.Events)
+		return isLLM && len(in)+len(out) > 0
+	}) {
 		return th
 	}
 	for _, s := range r.spans {
@@ -145,13 +137,7 @@ func threadOf(spans []otelSpan, logs []otelEvent) Thread {
 	th.input = withoutReasoning(in)
 	th.messages = append(append([]domain.Step(nil), th.input...), withoutReasoning(out)...)
 	th.start = s.Start
-	first := -1
-	for i, m := range th.messages {
-		if m.Role == domain.RoleAssistant {
-			first = i
-			break
-		}
-	}
+	first := slices.IndexFunc(th.messages, func(m domain.Step) bool { return m.Role == domain.RoleAssistant })
 	if first < 0 {
 		return th // no answer yet: nothing a later call could be matched on
 	}

@@ -119,18 +119,10 @@ func (m *SpanMemo) add(recs *otelRecords, rs RawSpan, prefix string) error {
 	}
 	e := &memoRecord{json: rs.JSON, seqs: recs.seq - base, used: true}
 	for i := spans; i < len(recs.spans); i++ {
-		s := recs.spans[i]
-		s.call = &callSlot{}
-		recs.spans[i].call = s.call
-		s.Seq -= base
-		s.Events = slices.Clone(s.Events)
-		for j := range s.Events {
-			s.Events[j].Seq -= base
-		}
-		e.spans = append(e.spans, s)
+		recs.spans[i].call = &callSlot{}
+		e.spans = append(e.spans, shiftSeq(recs.spans[i], -base))
 	}
-	for i := logs; i < len(recs.logs); i++ {
-		l := recs.logs[i]
+	for _, l := range recs.logs[logs:] {
 		l.Seq -= base
 		e.logs = append(e.logs, l)
 	}
@@ -148,18 +140,24 @@ func (m *SpanMemo) add(recs *otelRecords, rs RawSpan, prefix string) error {
 func (e *memoRecord) appendTo(recs *otelRecords) {
 	base := recs.seq
 	for _, s := range e.spans {
-		s.Seq += base
-		s.Events = slices.Clone(s.Events)
-		for j := range s.Events {
-			s.Events[j].Seq += base
-		}
-		recs.spans = append(recs.spans, s)
+		recs.spans = append(recs.spans, shiftSeq(s, base))
 	}
 	for _, l := range e.logs {
 		l.Seq += base
 		recs.logs = append(recs.logs, l)
 	}
 	recs.seq += e.seqs
+}
+
+// shiftSeq is s with its and its events' Seq moved by d, on its own copy of
+// its events.
+func shiftSeq(s otelSpan, d int) otelSpan {
+	s.Seq += d
+	s.Events = slices.Clone(s.Events)
+	for j := range s.Events {
+		s.Events[j].Seq += d
+	}
+	return s
 }
 
 // sweep drops the records the last rebuild did not read (replaced or gone)
