@@ -165,16 +165,14 @@ func ccLoglines(data []byte) ([]json.RawMessage, bool) {
 // JSONL of its records: line N of an error is loglines[N-1].
 func (c ClaudeCode) Parse(data []byte) ([]domain.Trace, error) {
 	if recs, ok := ccLoglines(data); ok {
-		var b strings.Builder
+		var b bytes.Buffer
 		for _, r := range recs {
-			var buf bytes.Buffer
-			if err := json.Compact(&buf, r); err != nil {
+			if err := json.Compact(&b, r); err != nil {
 				return nil, domain.Invalid("loglines: %v", err)
 			}
-			b.Write(buf.Bytes())
 			b.WriteByte('\n')
 		}
-		return c.parseJSONL([]byte(b.String()))
+		return c.parseJSONL(b.Bytes())
 	}
 	return c.parseJSONL(data)
 }

@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -387,10 +388,7 @@ func (p *codexParser) item(line int, raw json.RawMessage, stamp, prefix string) 
 		}
 		p.add(line, stamp, false, st)
 	case strings.HasSuffix(it.Type, "_call"):
-		st := domain.Step{Role: domain.RoleAssistant, ToolName: it.Name, ToolCallID: it.CallID}
-		if st.ToolName == "" {
-			st.ToolName = strings.TrimSuffix(it.Type, "_call")
-		}
+		st := domain.Step{Role: domain.RoleAssistant, ToolName: cmp.Or(it.Name, strings.TrimSuffix(it.Type, "_call")), ToolCallID: it.CallID}
 		switch {
 		case !isJSONNull(it.Arguments):
 			st.ToolInput = toolArguments(it.Arguments)

@@ -2,6 +2,7 @@ package formats
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"maps"
 	"reflect"
@@ -323,10 +324,7 @@ func messageToSteps(m map[string]any) []domain.Step {
 			if !known {
 				return nil
 			}
-			if role == "" {
-				role = llmRole(anyString(kw["role"]))
-			}
-			return roleMessageSteps(role, kw)
+			return roleMessageSteps(cmp.Or(role, llmRole(anyString(kw["role"]))), kw)
 		}
 	}
 	typ := anyString(m["type"])

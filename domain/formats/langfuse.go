@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -113,10 +114,7 @@ func langfuseScores(scores []any) []domain.ImportedAnnotation {
 		if b, isBool := sc["value"].(bool); isBool {
 			raw = strconv.FormatBool(b)
 		}
-		value := anyString(sc["stringValue"])
-		if value == "" {
-			value = raw
-		}
+		value := cmp.Or(anyString(sc["stringValue"]), raw)
 		a := domain.ImportedAnnotation{Key: "langfuse-score:" + id, Author: "import:langfuse"}
 		if strings.EqualFold(anyString(sc["dataType"]), "BOOLEAN") {
 			if r, ok := langfuseBoolRating(raw, anyString(sc["stringValue"])); ok {

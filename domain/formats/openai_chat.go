@@ -1,6 +1,7 @@
 package formats
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -202,10 +203,7 @@ func openAITrace(msgs []json.RawMessage) (domain.Trace, error) {
 		case "tool":
 			s := step(domain.RoleTool, content)
 			s.ToolCallID = m.ToolCallID
-			s.ToolName = m.Name
-			if s.ToolName == "" {
-				s.ToolName = names[m.ToolCallID]
-			}
+			s.ToolName = cmp.Or(m.Name, names[m.ToolCallID])
 			t.Steps = append(t.Steps, s)
 		case "function":
 			s := step(domain.RoleTool, content)
@@ -223,9 +221,7 @@ func openAITrace(msgs []json.RawMessage) (domain.Trace, error) {
 			}
 			if match >= 0 {
 				s.ToolCallID = legacy[match].id
-				if s.ToolName == "" {
-					s.ToolName = legacy[match].name
-				}
+				s.ToolName = cmp.Or(s.ToolName, legacy[match].name)
 				legacy = append(legacy[:match], legacy[match+1:]...)
 			}
 			t.Steps = append(t.Steps, s)

@@ -298,10 +298,7 @@ func vercelAIMessages(a map[string]any) (in, out []domain.Step, ok bool) {
 	if r := anyString(a["ai.response.reasoning"]); strings.TrimSpace(r) != "" {
 		out = append(out, reasoningStep(r))
 	}
-	text := anyString(a["ai.response.text"])
-	if text == "" {
-		text = anyString(a["ai.response.object"])
-	}
+	text := firstString(a["ai.response.text"], a["ai.response.object"])
 	if strings.TrimSpace(text) != "" {
 		out = append(out, domain.Step{Role: domain.RoleAssistant, Content: text})
 	}

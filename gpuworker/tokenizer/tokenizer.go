@@ -13,6 +13,7 @@
 package tokenizer
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -356,10 +357,7 @@ func (t *Tokenizer) specialID(tok specialTokenRef) int {
 }
 
 func unsupportedModel(typ string) error {
-	if typ == "" {
-		typ = "(none)"
-	}
-	return fmt.Errorf("model type %q is not supported: only byte-level BPE tokenizers are (WordPiece and Unigram are not)", typ)
+	return fmt.Errorf("model type %q is not supported: only byte-level BPE tokenizers are (WordPiece and Unigram are not)", cmp.Or(typ, "(none)"))
 }
 
 func newBPE(vocab map[string]int, merges []mergeEntry, ignoreMerges bool) (*bpe, error) {
