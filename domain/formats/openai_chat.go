@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/criticml/critic/domain"
@@ -209,20 +210,14 @@ func openAITrace(msgs []json.RawMessage) (domain.Trace, error) {
 			s := step(domain.RoleTool, content)
 			s.ToolName = m.Name
 			setStepMeta(&s, "original_role", "function")
-			match := -1
-			for k, p := range legacy {
-				if p.name == m.Name {
-					match = k
-					break
-				}
-			}
+			match := slices.IndexFunc(legacy, func(p pending) bool { return p.name == m.Name })
 			if match < 0 && len(legacy) > 0 {
 				match = 0
 			}
 			if match >= 0 {
 				s.ToolCallID = legacy[match].id
 				s.ToolName = cmp.Or(s.ToolName, legacy[match].name)
-				legacy = append(legacy[:match], legacy[match+1:]...)
+				legacy = slices.Delete(legacy, match, match+1)
 			}
 			t.Steps = append(t.Steps, s)
 		default:
