@@ -190,24 +190,18 @@ func (Codex) Parse(data []byte) ([]domain.Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !p.hasItems {
-		// Only event_msg messages carry the conversation; keep them.
-		for i := range p.fromEvent {
-			p.fromEvent[i] = false
-		}
-	}
 	t := p.t
 	steps, lines := t.Steps[:0], []int{}
 	for i, s := range p.t.Steps {
-		if p.fromEvent[i] {
+		// Without response items only event_msg messages carry the
+		// conversation: they are kept.
+		if p.fromEvent[i] && p.hasItems {
 			continue
 		}
 		steps = append(steps, s)
 		lines = append(lines, p.stepLines[i])
 	}
-	t.Steps = steps
-	t.Metadata = p.meta
-	t.Steps = finishSteps(t.Steps)
+	t.Steps, t.Metadata = finishSteps(steps), p.meta
 	if err := validateSession(t, lines); err != nil {
 		return nil, err
 	}
@@ -491,19 +485,15 @@ func codexOutput(st *domain.Step, raw json.RawMessage, field string) error {
 		Metadata json.RawMessage `json:"metadata"`
 	}
 	if json.Unmarshal(obj, &o) != nil {
-		if st.Content == "" {
-			st.Content = strings.TrimSpace(string(raw))
-		}
+		st.Content = cmp.Or(st.Content, strings.TrimSpace(string(raw)))
 		return nil
 	}
 	text, ok := asJSONString(o.Output)
 	if !ok {
 		text, ok = asJSONString(o.Content)
 	}
-	if !ok {
-		if st.Content == "" { // an object of some other shape: keep it as JSON
-			st.Content = strings.TrimSpace(string(raw))
-		}
+	if !ok { // an object of some other shape: keep it as JSON
+		st.Content = cmp.Or(st.Content, strings.TrimSpace(string(raw)))
 		return nil
 	}
 	st.Content = text
