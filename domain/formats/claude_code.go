@@ -76,13 +76,10 @@ const ccDetectLines = 30
 // sessionId and a message or uuid, or a summary record with a leafUuid.
 func (ClaudeCode) Detect(data []byte) bool {
 	if recs, ok := ccLoglines(data); ok {
-		for i, r := range recs {
+		for _, r := range recs[:min(len(recs), ccDetectLines)] {
 			var p struct {
 				Type    string          `json:"type"`
 				Message json.RawMessage `json:"message"`
-			}
-			if i >= ccDetectLines {
-				break
 			}
 			if json.Unmarshal(r, &p) == nil && (p.Type == "user" || p.Type == "assistant") && firstJSONByte(p.Message) == '{' {
 				return true
@@ -608,17 +605,11 @@ func ClaudeCodeSettled(data []byte) []byte {
 	var links []link
 	uuids := map[string]bool{}
 	off := 0
-	for off < len(data) {
-		end := bytes.IndexByte(data[off:], '\n')
-		next := len(data)
-		if end >= 0 {
-			next = off + end + 1
-		}
+	for raw := range bytes.Lines(data) {
 		var r struct {
 			UUID   string `json:"uuid"`
 			Parent string `json:"parentUuid"`
 		}
-		raw := data[off:next]
 		if firstJSONByte(raw) == '{' && json.Unmarshal(raw, &r) == nil {
 			if r.UUID != "" {
 				uuids[r.UUID] = true
@@ -627,7 +618,7 @@ func ClaudeCodeSettled(data []byte) []byte {
 				links = append(links, link{off, r.Parent})
 			}
 		}
-		off = next
+		off += len(raw)
 	}
 	for _, l := range links {
 		if !uuids[l.parent] {
