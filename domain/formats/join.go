@@ -251,6 +251,22 @@ func finishSteps(steps []domain.Step) []domain.Step {
 	return steps
 }
 
+// builtSpan is sp as a trace joined from LLM calls lists it: a kind and a
+// parent only when the source names them, and an empty list (not null)
+// for a span that produced no step.
+func builtSpan(sp domain.Span, kind, parent string) domain.Span {
+	if kind != "" {
+		sp.Kind = &kind
+	}
+	if parent != "" {
+		sp.ParentID = &parent
+	}
+	if sp.StepIndices == nil {
+		sp.StepIndices = []int{}
+	}
+	return sp
+}
+
 // rfc3339Nanos renders a Unix-nanosecond time the way step timestamps are
 // stored: RFC 3339, UTC, with nanoseconds.
 func rfc3339Nanos(ns int64) string {

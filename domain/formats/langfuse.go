@@ -267,18 +267,8 @@ func langfuseTrace(v any, field string) (domain.Trace, error) {
 		t.Metadata = md
 	}
 	for i, o := range obs {
-		sp := domain.Span{ID: o.ID, Name: o.Name, StartNs: o.Start, EndNs: o.End,
-			Input: spanJSON(o.Input), Output: spanJSON(o.Output), StepIndices: indices[i]}
-		if o.Type != "" {
-			sp.Kind = new(strings.ToLower(o.Type))
-		}
-		if o.Parent != "" {
-			sp.ParentID = new(o.Parent)
-		}
-		if sp.StepIndices == nil {
-			sp.StepIndices = []int{}
-		}
-		t.Spans = append(t.Spans, sp)
+		t.Spans = append(t.Spans, builtSpan(domain.Span{ID: o.ID, Name: o.Name, StartNs: o.Start, EndNs: o.End,
+			Input: spanJSON(o.Input), Output: spanJSON(o.Output), StepIndices: indices[i]}, strings.ToLower(o.Type), o.Parent))
 	}
 	scores, _ := tr["scores"].([]any)
 	if top, ok := obj["scores"].([]any); ok && len(scores) == 0 {

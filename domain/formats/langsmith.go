@@ -202,18 +202,8 @@ func langSmithTrace(tid string, runs []lsRun) (domain.Trace, error) {
 		t.Metadata = md
 	}
 	for i, r := range runs {
-		sp := domain.Span{ID: r.ID, Name: r.Name, StartNs: r.Start, EndNs: r.End,
-			Input: spanJSON(r.Inputs), Output: spanJSON(r.Outputs), StepIndices: indices[i]}
-		if r.Type != "" {
-			sp.Kind = new(r.Type)
-		}
-		if r.Parent != "" {
-			sp.ParentID = new(r.Parent)
-		}
-		if sp.StepIndices == nil {
-			sp.StepIndices = []int{}
-		}
-		t.Spans = append(t.Spans, sp)
+		t.Spans = append(t.Spans, builtSpan(domain.Span{ID: r.ID, Name: r.Name, StartNs: r.Start, EndNs: r.End,
+			Input: spanJSON(r.Inputs), Output: spanJSON(r.Outputs), StepIndices: indices[i]}, r.Type, r.Parent))
 	}
 	if err := domain.ValidateTrace(t, line); err != nil {
 		if _, ok := errors.AsType[*domain.ValidationError](err); ok {

@@ -864,14 +864,8 @@ func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent, built map[st
 
 	t := domain.Trace{ExternalID: tid, Steps: steps, Metadata: otelMetadata(spans, calls[0].span)}
 	for i, s := range spans {
-		sp := domain.Span{ID: s.SpanID, Name: s.Name, Kind: s.Kind, StartNs: s.Start, EndNs: s.End,
-			StepIndices: indices[i]}
-		if sp.StepIndices == nil {
-			sp.StepIndices = []int{}
-		}
-		if s.ParentID != "" {
-			sp.ParentID = new(s.ParentID)
-		}
+		sp := builtSpan(domain.Span{ID: s.SpanID, Name: s.Name, Kind: s.Kind, StartNs: s.Start, EndNs: s.End,
+			StepIndices: indices[i]}, "", s.ParentID)
 		if io, ok := built[s.SpanID]; ok {
 			sp.Input, sp.Output = io.Input, io.Output
 		} else {
