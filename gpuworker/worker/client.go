@@ -2,6 +2,7 @@ package worker
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -211,11 +212,7 @@ func (c *Client) postTo(ctx context.Context, base, path string, data []byte, out
 		// correlation id (the request that caused the job).
 		req.Header.Set(requestid.Header, id)
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, err := cmp.Or(c.HTTP, http.DefaultClient).Do(req)
 	if err != nil {
 		return fmt.Errorf("POST %s: %w", path, err)
 	}

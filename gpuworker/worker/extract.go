@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -28,10 +29,7 @@ var extraction = register(Kind[jobs.ExtractJob, jobs.ExtractionClaim, struct{}]{
 	Work: func(ctx context.Context, j *Job[jobs.ExtractionClaim]) (struct{}, error) {
 		w, claim := j.w, j.Args
 		if w.cfg.Feedback == nil {
-			reason := w.cfg.FeedbackUnavailable
-			if reason == "" {
-				reason = "set CRITIC_FEEDBACK_MODEL and its provider's API key on the worker"
-			}
+			reason := cmp.Or(w.cfg.FeedbackUnavailable, "set CRITIC_FEEDBACK_MODEL and its provider's API key on the worker")
 			return struct{}{}, fmt.Errorf("this worker has no feedback model: %s", reason)
 		}
 		if got := w.cfg.Feedback.Model().String(); got != claim.ClassifierModel {

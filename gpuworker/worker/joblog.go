@@ -1,13 +1,12 @@
 package worker
 
 import (
-	"context"
-	"errors"
-	"github.com/criticml/critic/domain/jobs/lease"
 	"log/slog"
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/criticml/critic/domain/jobs/lease"
 )
 
 // ErrorTailChars is how much of a job's log a failure report carries (spec 002
@@ -56,50 +55,12 @@ func (t *LogTail) String() string {
 	return string(b[i:])
 }
 
-// fanout sends every record to all its handlers (the process log and a job's tail).
-type fanout []slog.Handler
-
-func (f fanout) Enabled(ctx context.Context, l slog.Level) bool {
-	for _, h := range f {
-		if h.Enabled(ctx, l) {
-			return true
-		}
-	}
-	return false
-}
-
-func (f fanout) Handle(ctx context.Context, r slog.Record) error {
-	var errs []error
-	for _, h := range f {
-		if h.Enabled(ctx, r.Level) {
-			errs = append(errs, h.Handle(ctx, r.Clone()))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (f fanout) WithAttrs(as []slog.Attr) slog.Handler {
-	out := make(fanout, len(f))
-	for i, h := range f {
-		out[i] = h.WithAttrs(as)
-	}
-	return out
-}
-
-func (f fanout) WithGroup(name string) slog.Handler {
-	out := make(fanout, len(f))
-	for i, h := range f {
-		out[i] = h.WithGroup(name)
-	}
-	return out
-}
-
 // jobLogger returns a logger that writes to base (with the job's attributes) and,
 // without them, to a fresh tail: everything logged for the job is in the tail.
 func jobLogger(base *slog.Logger, attrs ...any) (*slog.Logger, *LogTail) {
 	tail := NewLogTail(ErrorTailChars)
 	th := slog.NewTextHandler(tail, &slog.HandlerOptions{Level: slog.LevelInfo})
-	return slog.New(fanout{base.With(attrs...).Handler(), th}), tail
+	return slog.New(slog.NewMultiHandler(base.With(attrs...).Handler(), th)), tail
 }
 
 // FailureReport is a failed job's error as the model shows it: headline

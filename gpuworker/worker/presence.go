@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -29,10 +28,6 @@ type presence struct {
 	mu     sync.Mutex
 	bases  []rewardmodels.BaseChoice
 	hubErr string
-}
-
-func newPresence(h *hub.Client, backend string) *presence {
-	return &presence{hub: h, device: deviceKind(backend)}
 }
 
 // deviceKind is the device a GOMLX_BACKEND value trains on: a CUDA PJRT
@@ -78,6 +73,3 @@ func (p *presence) fill(req *jobs.ClaimNextTraining) {
 	defer p.mu.Unlock()
 	req.Device, req.Bases, req.HubError = p.device, p.bases, p.hubErr
 }
-
-// backendEnv is GOMLX_BACKEND as this process sees it.
-func backendEnv() string { return os.Getenv(model.BackendEnv) }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
+	"github.com/criticml/critic/gpuworker/model"
 	"github.com/criticml/critic/gpuworker/train"
 	"github.com/criticml/critic/platform/requestid"
 )
@@ -79,7 +80,7 @@ func (w *Worker) WakeTraining(_ context.Context, _ []byte) bool {
 // reached it takes nothing, and says so once (and once when it is back).
 func (w *Worker) trainLoop(ctx context.Context) {
 	failures := 0
-	pres := newPresence(w.hub, backendEnv())
+	pres := &presence{hub: w.hub, device: deviceKind(os.Getenv(model.BackendEnv))}
 	go pres.run(ctx)
 	for ctx.Err() == nil {
 		// Like any claim, bounded but not cut by a shutdown: an attempt the

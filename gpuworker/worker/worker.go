@@ -193,9 +193,7 @@ func New(cfg Config) (*Worker, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if cfg.Log == nil {
-		cfg.Log = slog.Default()
-	}
+	cfg.Log = cmp.Or(cfg.Log, slog.Default())
 	cfg.ConsumerGroup = cmp.Or(cfg.ConsumerGroup, jobs.ConsumerGroup)
 	if cfg.HeartbeatMinInterval <= 0 {
 		cfg.HeartbeatMinInterval = time.Second
