@@ -99,15 +99,8 @@ func (AnthropicMessages) Parse(data []byte) ([]domain.Trace, error) {
 			if err := decodeObjectAt(mraw, field, "a message must be a JSON object", &m); err != nil {
 				return t, err
 			}
-			var role domain.Role
-			switch m.Role {
-			case "user":
-				role = domain.RoleUser
-			case "assistant":
-				role = domain.RoleAssistant
-			case "system":
-				role = domain.RoleSystem
-			default:
+			role, known := anthropicRoles[m.Role]
+			if !known {
 				return t, domain.InvalidAt(line, field+".role", "unknown role %q (expected user or assistant)", m.Role)
 			}
 			steps, err := conv.steps(role, m.Content, field+".content")
@@ -135,6 +128,10 @@ func (AnthropicMessages) Parse(data []byte) ([]domain.Trace, error) {
 		return t, nil
 	}))
 }
+
+// anthropicRoles are the message roles a conversation may hold ("system"
+// inside messages is accepted, though the API takes it beside them).
+var anthropicRoles = map[string]domain.Role{"user": domain.RoleUser, "assistant": domain.RoleAssistant, "system": domain.RoleSystem}
 
 // anthropicResponse is the part of a Messages API response a trace keeps.
 type anthropicResponse struct {
