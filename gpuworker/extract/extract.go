@@ -229,8 +229,7 @@ func (x *Extractor) trace(ctx context.Context, in jobs.ExtractionInputs, tr feed
 	if assessed == 0 && len(targets) > 0 {
 		return nil, nil
 	}
-	rec.Usage = []events.LLMUsage{{Model: in.ClassifierModel, Calls: total.Calls, InputTokens: total.InputTokens,
-		OutputTokens: total.OutputTokens, CachedTokens: total.CachedTokens}}
+	rec.Usage = []events.LLMUsage{*findingUsage(in.ClassifierModel, total)}
 	return rec, nil
 }
 

@@ -250,10 +250,8 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 	stats := model.ComputeStats(allR)
 	var actStats *model.RewardStats
 	if met.ActionTrainPairs > 0 {
-		s := model.ComputeStats(actR)
-		actStats = &s
-		one := 1
-		met.ActionScoringVersion = &one
+		actStats = new(model.ComputeStats(actR))
+		met.ActionScoringVersion = new(1)
 	}
 
 	modelDir := filepath.Join(o.OutDir, "model")
