@@ -20,14 +20,7 @@ import (
 // steps whose content is a JSON object or array are touched, so spans
 // without such results cost nothing more.
 func keepToolKeyOrder(steps []domain.Step, attrs map[string]any, events []otelEvent) []domain.Step {
-	need := false
-	for _, s := range steps {
-		if s.Role == domain.RoleTool && jsonContainer(s.Content) {
-			need = true
-			break
-		}
-	}
-	if !need {
+	if !slices.ContainsFunc(steps, func(s domain.Step) bool { return s.Role == domain.RoleTool && jsonContainer(s.Content) }) {
 		return steps
 	}
 	ordered := map[string]string{}
