@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -53,12 +54,7 @@ func (c *Client) Probe(ctx context.Context) error {
 	return nil
 }
 
-func (c *Client) httpClient() *http.Client {
-	if c.HTTP != nil {
-		return c.HTTP
-	}
-	return http.DefaultClient
-}
+func (c *Client) httpClient() *http.Client { return cmp.Or(c.HTTP, http.DefaultClient) }
 
 // shortCause is a transport error without the URL *url.Error repeats
 // ("lookup huggingface.co: no such host", "connection refused").

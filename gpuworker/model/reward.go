@@ -89,12 +89,7 @@ func ComputeStats(xs []float64) RewardStats {
 }
 
 // safeStd avoids dividing by zero when every training reward was identical.
-func (s RewardStats) safeStd() float64 {
-	if s.Std < 1e-6 {
-		return 1e-6
-	}
-	return s.Std
-}
+func (s RewardStats) safeStd() float64 { return max(s.Std, 1e-6) }
 
 // Calibrated is GEPA's score sigmoid((r − mean)/std) (spec 004).
 func (s RewardStats) Calibrated(r float64) float64 {
