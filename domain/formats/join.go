@@ -344,25 +344,22 @@ func messageToSteps(m map[string]any) []domain.Step {
 		}
 	}
 	typ := anyString(m["type"])
-	switch typ {
-	case "function_call", "custom_tool_call", "tool_call":
-		if _, hasRole := m["role"]; !hasRole {
+	if _, hasRole := m["role"]; !hasRole {
+		switch typ {
+		case "function_call", "custom_tool_call", "tool_call":
 			return []domain.Step{toolCallStep(firstString(m["call_id"], m["id"]), anyString(m["name"]), firstNonNil(m["arguments"], m["input"], m["args"]))}
-		}
-	case "function_call_output", "custom_tool_call_output", "tool_call_output", "tool_result":
-		if _, hasRole := m["role"]; !hasRole {
+		case "function_call_output", "custom_tool_call_output", "tool_call_output", "tool_result":
 			return []domain.Step{{Role: domain.RoleTool, Content: anyContentText(firstNonNil(m["output"], m["content"])), ToolCallID: firstString(m["call_id"], m["tool_use_id"], m["id"])}}
-		}
-	case "tool-call", "tool-result", "":
-		// Vercel AI SDK: ai.response.toolCalls items and bare parts.
-		if _, hasRole := m["role"]; !hasRole && m["toolCallId"] != nil {
+		case "tool-call", "tool-result", "":
+			// Vercel AI SDK: ai.response.toolCalls items and bare parts.
+			if m["toolCallId"] == nil {
+				break
+			}
 			if typ == "tool-result" || (typ == "" && m["toolName"] == nil) {
 				return []domain.Step{vercelToolResult(m)}
 			}
 			return []domain.Step{vercelToolCall(m)}
-		}
-	case "reasoning":
-		if _, hasRole := m["role"]; !hasRole {
+		case "reasoning":
 			text := anyContentText(firstNonNil(m["summary"], m["content"], m["text"]))
 			if text == "" {
 				return nil
@@ -402,10 +399,6 @@ func roleMessageSteps(role domain.Role, m map[string]any) []domain.Step {
 				continue
 			}
 			switch anyString(pm["type"]) {
-			case "text", "input_text", "output_text", "":
-				if t := firstString(pm["text"], pm["content"]); t != "" {
-					texts = append(texts, t)
-				}
 			case "reasoning", "thinking", "redacted_thinking":
 				if t := firstString(pm["thinking"], pm["content"], pm["text"]); t != "" {
 					reasoning = append(reasoning, t)
@@ -426,7 +419,7 @@ func roleMessageSteps(role domain.Role, m map[string]any) []domain.Step {
 				texts = append(texts, anyString(pm["refusal"]))
 			case "image", "image_url", "input_image", "blob", "uri", "file", "input_file", "audio", "input_audio":
 				texts = append(texts, "["+anyString(pm["type"])+"]")
-			default:
+			default: // text, input_text, output_text, untyped, and others' text
 				if t := firstString(pm["text"], pm["content"]); t != "" {
 					texts = append(texts, t)
 				}
