@@ -200,33 +200,26 @@ func (l *Labeler) one(ctx context.Context, steps []domain.Step, chunks []labels.
 	return labels.Label{}, usage, lastErr
 }
 
-var (
-	schemaOnce sync.Once
-	schemas    map[labels.Actor]*llm.Schema
-)
-
-// schemaFor is the actor's label schema (labels.Schema) in the provider
-// layer's form, which sends it strict and validates answers on receipt.
-func schemaFor(a labels.Actor) *llm.Schema {
-	schemaOnce.Do(func() {
-		schemas = map[labels.Actor]*llm.Schema{}
-		for _, actor := range []labels.Actor{labels.ActorUser, labels.ActorAgent} {
-			s, err := convert(labels.Schema(actor))
-			if err != nil {
-				panic("label schema: " + err.Error()) // a fixed schema: a test catches it
-			}
-			schemas[actor] = s
+// schemas are the actors' label schemas (labels.Schema) in the provider
+// layer's form, which sends them strict and validates answers on receipt.
+var schemas = sync.OnceValue(func() map[labels.Actor]*llm.Schema {
+	out := map[labels.Actor]*llm.Schema{}
+	for _, actor := range []labels.Actor{labels.ActorUser, labels.ActorAgent} {
+		s, err := convert(labels.Schema(actor))
+		if err != nil {
+			panic("label schema: " + err.Error()) // a fixed schema: a test catches it
 		}
-	})
-	return schemas[a]
-}
+		out[actor] = s
+	}
+	return out
+})
+
+func schemaFor(a labels.Actor) *llm.Schema { return schemas()[a] }
 
 // convert turns the JSON schema of domain/labels into an llm.Schema.
 func convert(m map[string]any) (*llm.Schema, error) {
 	s := &llm.Schema{}
-	if d, ok := m["description"].(string); ok {
-		s.Description = d
-	}
+	s.Description, _ = m["description"].(string)
 	switch t := m["type"].(type) {
 	case string:
 		s.Type = t
