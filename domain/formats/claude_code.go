@@ -453,14 +453,6 @@ func ccDedupe(steps []domain.Step, msgID string, seen, answered map[string]bool)
 	return out
 }
 
-// ensureMeta returns the step's metadata map, allocating it if needed.
-func ensureMeta(s *domain.Step) map[string]any {
-	if s.Metadata == nil {
-		s.Metadata = map[string]any{}
-	}
-	return s.Metadata
-}
-
 // ccRec is one transcript record before conversion: where it is in the file
 // and where it sits in the parentUuid chain.
 type ccRec struct {

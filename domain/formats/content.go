@@ -27,13 +27,13 @@ const (
 	documentPlaceholder = "[document]"
 )
 
-// isNull reports whether raw is absent or JSON null.
+// isJSONNull reports whether raw is absent or JSON null.
 func isJSONNull(raw json.RawMessage) bool {
 	t := bytes.TrimSpace(raw)
 	return len(t) == 0 || string(t) == "null"
 }
 
-// rawString returns raw as a Go string when it is a JSON string.
+// asJSONString returns raw as a Go string when it is a JSON string.
 func asJSONString(raw json.RawMessage) (string, bool) {
 	if firstJSONByte(raw) != '"' {
 		return "", false
@@ -153,15 +153,18 @@ func toolArguments(raw json.RawMessage) map[string]any {
 	return map[string]any{"_raw": string(raw)}
 }
 
-// withMeta sets a step metadata key, allocating the map on first use.
-func setStepMeta(s *domain.Step, key string, v any) {
+// setStepMeta sets a step metadata key, allocating the map on first use.
+func setStepMeta(s *domain.Step, key string, v any) { ensureMeta(s)[key] = v }
+
+// ensureMeta returns the step's metadata map, allocating it if needed.
+func ensureMeta(s *domain.Step) map[string]any {
 	if s.Metadata == nil {
 		s.Metadata = map[string]any{}
 	}
-	s.Metadata[key] = v
+	return s.Metadata
 }
 
-// setIfString copies a non-empty string into trace metadata.
+// putString copies a non-empty string into a metadata map.
 func putString(m map[string]any, key, v string) {
 	if v != "" {
 		m[key] = v
