@@ -305,13 +305,6 @@ var splitBehaviors = map[string]splitBehavior{
 	"Contiguous": behaviorContiguous,
 }
 
-func parseBehavior(b string) (splitBehavior, error) {
-	if sb, ok := splitBehaviors[b]; ok {
-		return sb, nil
-	}
-	return 0, fmt.Errorf("tokenizer: unsupported Split behavior %q", b)
-}
-
 // preStep is one pre-tokenizer stage: it appends the pieces of s to dst.
 type preStep interface {
 	split(s string, dst []string) []string

@@ -470,9 +470,9 @@ func parsePreTokenizer(raw json.RawMessage) ([]preStep, bool, error) {
 		if err != nil {
 			return nil, false, err
 		}
-		b, err := parseBehavior(p.Behavior)
-		if err != nil {
-			return nil, false, err
+		b, known := splitBehaviors[p.Behavior]
+		if !known {
+			return nil, false, fmt.Errorf("tokenizer: unsupported Split behavior %q", p.Behavior)
 		}
 		return []preStep{&splitStep{m: m, behavior: b, invert: p.Invert}}, false, nil
 	case "ByteLevel":
