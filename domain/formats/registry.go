@@ -130,15 +130,6 @@ func parseProblem(data []byte) (int, string) {
 
 // leadingNewlines counts the line breaks before data's first non-space byte.
 func leadingNewlines(data []byte) int {
-	n := 0
-	for _, b := range data {
-		switch b {
-		case '\n':
-			n++
-		case ' ', '\t', '\r':
-		default:
-			return n
-		}
-	}
-	return n
+	space := len(data) - len(bytes.TrimLeft(data, " \t\r\n"))
+	return bytes.Count(data[:space], []byte{'\n'})
 }
