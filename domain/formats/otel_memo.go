@@ -42,7 +42,9 @@ type joinedCalls struct {
 // slot is the same call).
 func (m *SpanMemo) join(slots []*callSlot, calls []llmCall) ([]domain.Step, [][]int) {
 	if m == nil || slices.Contains(slots, nil) {
-		m.forgetJoin()
+		if m != nil {
+			m.joined = nil
+		}
 		return joinCalls(calls)
 	}
 	var steps []domain.Step
@@ -57,12 +59,6 @@ func (m *SpanMemo) join(slots []*callSlot, calls []llmCall) ([]domain.Step, [][]
 	produced = append(produced, prod...)
 	m.joined = &joinedCalls{slots: slices.Clone(slots), steps: more, produced: produced}
 	return finishSteps(slices.Clone(more)), produced
-}
-
-func (m *SpanMemo) forgetJoin() {
-	if m != nil {
-		m.joined = nil
-	}
 }
 
 // NewSpanMemo returns an empty memo.
