@@ -424,7 +424,8 @@ func (r *otelRecords) addRequest(v any, line int, prefix string) error {
 		if !ok {
 			return domain.InvalidAt(line, f, "expected an object")
 		}
-		res, err := otelResource(rsm, line, f)
+		resource, _ := pickKey(rsm, "resource").(map[string]any)
+		res, err := otelAttrs(pickKey(resource, "attributes"), line, f+".resource.attributes")
 		if err != nil {
 			return err
 		}
@@ -461,11 +462,6 @@ func (r *otelRecords) addRequest(v any, line int, prefix string) error {
 		}
 	}
 	return nil
-}
-
-func otelResource(rsm map[string]any, line int, f string) (map[string]any, error) {
-	res, _ := pickKey(rsm, "resource").(map[string]any)
-	return otelAttrs(pickKey(res, "attributes"), line, f+".resource.attributes")
 }
 
 func (r *otelRecords) decodeSpan(v any, res map[string]any, line int, f string) (otelSpan, error) {
