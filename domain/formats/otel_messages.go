@@ -263,16 +263,13 @@ func openLLMetryMessages(a map[string]any) (in, out []domain.Step, ok bool) {
 		var steps []domain.Step
 		for _, node := range indexedChildren(tree) {
 			m := map[string]any{"role": firstString(node["role"], defRole), "content": node["content"],
-				"tool_call_id": node["tool_call_id"], "name": node["name"]}
+				"tool_call_id": node["tool_call_id"], "name": node["name"], "function_call": node["function_call"]}
 			if tcs, ok := node["tool_calls"].(map[string]any); ok {
 				var list []any
 				for _, tc := range indexedChildren(tcs) {
 					list = append(list, map[string]any{"id": tc["id"], "name": tc["name"], "arguments": tc["arguments"]})
 				}
 				m["tool_calls"] = list
-			}
-			if fc, ok := node["function_call"].(map[string]any); ok {
-				m["function_call"] = fc
 			}
 			steps = append(steps, messageToSteps(m)...)
 		}
