@@ -73,14 +73,12 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 	} else if cfg.Port != 0 {
 		opts = append(opts, kfake.Ports(cfg.Port))
 	}
-	if cfg.DataDir != "" {
-		opts = append(opts, kfake.DataDir(cfg.DataDir))
-	}
 	if cfg.SyncWrites {
 		opts = append(opts, kfake.SyncWrites())
 	}
 	unlock := func() {}
 	if cfg.DataDir != "" {
+		opts = append(opts, kfake.DataDir(cfg.DataDir))
 		var err error
 		if unlock, err = lockDataDir(cfg.DataDir); err != nil {
 			return nil, err

@@ -62,18 +62,16 @@ func (l *busLog) log(level slog.Level, msg string, err error, args ...any) {
 		return
 	}
 	f := l.fields(args)
-	switch {
-	case level >= slog.LevelError:
+	if level >= slog.LevelError {
 		l.wm.Error(msg, err, f)
-	case level >= slog.LevelInfo: // watermill has no WARN
-		if err != nil {
-			f["err"] = err
-		}
+		return
+	}
+	if err != nil {
+		f["err"] = err
+	}
+	if level >= slog.LevelInfo { // watermill has no WARN
 		l.wm.Info(msg, f)
-	default:
-		if err != nil {
-			f["err"] = err
-		}
+	} else {
 		l.wm.Debug(msg, f)
 	}
 }
@@ -122,15 +120,12 @@ var (
 )
 
 func classify(msg string) errKind {
-	for _, m := range churnMarks {
-		if strings.Contains(msg, m) {
-			return churn
-		}
-	}
-	for _, m := range transientMarks {
-		if strings.Contains(msg, m) {
-			return transient
-		}
+	in := func(m string) bool { return strings.Contains(msg, m) }
+	switch {
+	case slices.ContainsFunc(churnMarks, in):
+		return churn
+	case slices.ContainsFunc(transientMarks, in):
+		return transient
 	}
 	return other
 }
@@ -165,18 +160,12 @@ func (l *busLog) assignment(now []int) {
 	if had && slices.Equal(prev, now) {
 		return
 	}
-	var gained, lost []int
-	for _, p := range now {
-		if !slices.Contains(prev, p) {
-			gained = append(gained, p)
-		}
-	}
-	for _, p := range prev {
-		if !slices.Contains(now, p) {
-			lost = append(lost, p)
-		}
-	}
-	l.log(slog.LevelInfo, "consumer group partitions moved", nil, "holds", fmt.Sprint(now), "assigned", fmt.Sprint(gained), "revoked", fmt.Sprint(lost))
+	l.log(slog.LevelInfo, "consumer group partitions moved", nil, "holds", fmt.Sprint(now), "assigned", fmt.Sprint(without(now, prev)), "revoked", fmt.Sprint(without(prev, now)))
+}
+
+// without is the partitions of a that are not in b.
+func without(a, b []int) []int {
+	return slices.DeleteFunc(slices.Clone(a), func(p int) bool { return slices.Contains(b, p) })
 }
 
 // revokeAll logs that this member gave up its partitions (its reader
