@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,19 +101,10 @@ func New(m Model, opts Options) *Client {
 	opts.defaults()
 	cfg := openai.DefaultConfig(m.APIKey)
 	cfg.BaseURL = strings.TrimRight(m.APIBase, "/")
-	hc := opts.HTTPClient
-	if m.HTTPClient != nil {
-		hc = m.HTTPClient // a tenant-named base: the egress guard is not optional
-	}
-	if hc == nil {
-		hc = &http.Client{}
-	}
-	inner := hc.Transport
-	if inner == nil {
-		inner = http.DefaultTransport
-	}
+	// m's client first: for a tenant-named base the egress guard is not optional.
+	hc := cmp.Or(m.HTTPClient, opts.HTTPClient, &http.Client{})
 	wrapped := *hc
-	wrapped.Transport = retryAfterTransport{inner}
+	wrapped.Transport = retryAfterTransport{cmp.Or(hc.Transport, http.DefaultTransport)}
 	cfg.HTTPClient = &wrapped
 	return &Client{model: m, opts: opts, api: openai.NewClientWithConfig(cfg), sem: make(chan struct{}, opts.Concurrency)}
 }
@@ -232,15 +225,15 @@ func (e *Error) Retryable() bool {
 // valid is asked for again RetryInvalid times; then the last failure is
 // returned as an *Error. ctx cancels everything, including waits.
 func (c *Client) Call(ctx context.Context, req Request) (Response, error) {
-	var out json.RawMessage
+	var text string
 	attempts, usage, err := c.retry(ctx, c.opts.RetryInvalid, func(ctx context.Context) (u Usage, err *Error) {
-		out, u, err = c.attempt(ctx, req)
+		text, u, err = c.attempt(ctx, c.request(req), &req)
 		return u, err
 	})
 	if err != nil {
 		return Response{Usage: usage, Attempts: attempts}, err
 	}
-	return Response{JSON: out, Usage: usage, Attempts: attempts}, nil
+	return Response{JSON: json.RawMessage(text), Usage: usage, Attempts: attempts}, nil
 }
 
 // retry runs attempt until it succeeds or fails for good, and returns how
@@ -306,17 +299,18 @@ func (c *Client) backoff(attempt int) time.Duration {
 // parameters are the schema.
 func (c *Client) useTools() bool { return c.model.Provider == ProviderAnthropic }
 
-func (c *Client) attempt(ctx context.Context, req Request) (json.RawMessage, Usage, *Error) {
+// attempt is one request to the provider (send), holding a call slot.
+func (c *Client) attempt(ctx context.Context, creq openai.ChatCompletionRequest, req *Request) (string, Usage, *Error) {
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, Usage{}, c.fail(KindTimeout, 0, "", "cancelled while waiting for a free call slot", ctx.Err())
+		return "", Usage{}, c.fail(KindTimeout, 0, "", "cancelled while waiting for a free call slot", ctx.Err())
 	}
 	defer func() { <-c.sem }()
 	start := time.Now()
-	out, u, err := c.send(ctx, req)
+	text, u, err := c.send(ctx, creq, req)
 	c.observe(start, u, err)
-	return out, u, err
+	return text, u, err
 }
 
 // observe reports one provider request to the observer, if any.
@@ -331,22 +325,14 @@ func (c *Client) observe(start time.Time, u Usage, err *Error) {
 	c.opts.Observer.LLMCall(c.model.String(), c.opts.Role, time.Since(start), u.InputTokens, u.OutputTokens, e)
 }
 
-// send is one request to the provider, holding a call slot.
-func (c *Client) send(ctx context.Context, req Request) (json.RawMessage, Usage, *Error) {
-	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-	defer cancel()
-
+// request is Call's chat completion request for req.
+func (c *Client) request(req Request) openai.ChatCompletionRequest {
 	msgs := []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleSystem, Content: req.Instructions}}
 	if req.Context != "" {
 		msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: req.Context})
 	}
 	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: req.Input})
 	creq := openai.ChatCompletionRequest{Model: c.model.Name, Messages: msgs, MaxTokens: req.MaxTokens}
-	if reasoningModel(c.model.Name) && req.MaxTokens > 0 {
-		// Reasoning models refuse max_tokens, and their hidden reasoning
-		// counts against the completion budget.
-		creq.MaxTokens, creq.MaxCompletionTokens = 0, max(4*req.MaxTokens, 8192)
-	}
 	if c.useTools() {
 		creq.Tools = []openai.Tool{{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
 			Name: req.Name, Description: "Record the answer.", Parameters: req.Schema}}}
@@ -355,20 +341,34 @@ func (c *Client) send(ctx context.Context, req Request) (json.RawMessage, Usage,
 		creq.ResponseFormat = &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONSchema,
 			JSONSchema: &openai.ChatCompletionResponseFormatJSONSchema{Name: req.Name, Schema: req.Schema, Strict: true}}
 	}
+	return creq
+}
+
+// send is one request to the provider, holding a call slot, and returns
+// the answer's text, never empty. With req (Call) the text is the JSON
+// object that passed req.Schema; without (Chat) it is the plain reply.
+func (c *Client) send(ctx context.Context, creq openai.ChatCompletionRequest, req *Request) (string, Usage, *Error) {
+	actx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
+	if reasoningModel(c.model.Name) && creq.MaxTokens > 0 {
+		// Reasoning models refuse max_tokens, and their hidden reasoning
+		// counts against the completion budget.
+		creq.MaxTokens, creq.MaxCompletionTokens = 0, max(4*creq.MaxTokens, 8192)
+	}
 	resp, err := c.api.CreateChatCompletion(actx, creq)
 	if err != nil {
-		return nil, Usage{}, c.classify(actx, err)
+		return "", Usage{}, c.classify(actx, err)
 	}
 	u := Usage{Calls: 1, InputTokens: resp.Usage.PromptTokens, OutputTokens: resp.Usage.CompletionTokens}
 	if d := resp.Usage.PromptTokensDetails; d != nil {
 		u.CachedTokens = d.CachedTokens
 	}
 	if len(resp.Choices) == 0 {
-		return nil, u, c.fail(KindMalformed, 0, "", "the answer has no choices", nil)
+		return "", u, c.fail(KindMalformed, 0, "", "the answer has no choices", nil)
 	}
 	msg := resp.Choices[0].Message
 	text := msg.Content
-	if c.useTools() || text == "" {
+	if req != nil && (c.useTools() || text == "") {
 		for _, tc := range msg.ToolCalls {
 			if tc.Function.Name == req.Name {
 				text = tc.Function.Arguments
@@ -379,13 +379,16 @@ func (c *Client) send(ctx context.Context, req Request) (json.RawMessage, Usage,
 	text = strings.TrimSpace(text)
 	if text == "" {
 		if msg.Refusal != "" {
-			return nil, u, c.fail(KindMalformed, 0, "", "the model refused: "+truncate(msg.Refusal, 200), nil)
+			return "", u, c.fail(KindMalformed, 0, "", "the model refused: "+truncate(msg.Refusal, 200), nil)
 		}
-		return nil, u, c.fail(KindMalformed, 0, "", "the answer is empty", nil)
+		return "", u, c.fail(KindMalformed, 0, "", "the answer is empty", nil)
+	}
+	if req == nil {
+		return text, u, nil
 	}
 	var v any
 	if err := json.Unmarshal([]byte(text), &v); err != nil {
-		return nil, u, c.fail(KindMalformed, 0, "", fmt.Sprintf("the answer is not JSON (%v): %s", err, truncate(text, 200)), err)
+		return "", u, c.fail(KindMalformed, 0, "", fmt.Sprintf("the answer is not JSON (%v): %s", err, truncate(text, 200)), err)
 	}
 	if req.Schema != nil {
 		if err := req.Schema.Validate(v); err != nil {
@@ -393,20 +396,15 @@ func (c *Client) send(ctx context.Context, req Request) (json.RawMessage, Usage,
 			if ve, ok := errors.AsType[*ValidationError](err); ok {
 				field = ve.Field
 			}
-			return nil, u, c.fail(KindSchema, 0, field, err.Error(), err)
+			return "", u, c.fail(KindSchema, 0, field, err.Error(), err)
 		}
 	}
-	return json.RawMessage(text), u, nil
+	return text, u, nil
 }
 
 // reasoningModel: OpenAI's reasoning families take max_completion_tokens.
 func reasoningModel(name string) bool {
-	for _, p := range []string{"o1", "o3", "o4", "gpt-5"} {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{"o1", "o3", "o4", "gpt-5"}, func(p string) bool { return strings.HasPrefix(name, p) })
 }
 
 func (c *Client) fail(kind string, status int, field, msg string, err error) *Error {
@@ -424,9 +422,7 @@ func (c *Client) classify(ctx context.Context, err error) *Error {
 		return c.fail(KindHTTP, ae.HTTPStatusCode, "", truncate(ae.Message, 300), err)
 	case errors.As(err, &re):
 		return c.fail(KindHTTP, re.HTTPStatusCode, "", truncate(strings.TrimSpace(string(re.Body)), 300), err)
-	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
-		return c.fail(KindTimeout, 0, "", fmt.Sprintf("no answer within %s", c.opts.Timeout), err)
-	case errors.As(err, &ne) && ne.Timeout():
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil, errors.As(err, &ne) && ne.Timeout():
 		return c.fail(KindTimeout, 0, "", fmt.Sprintf("no answer within %s", c.opts.Timeout), err)
 	case errors.As(err, &se), strings.Contains(err.Error(), "invalid character"), strings.Contains(err.Error(), "unexpected EOF") && !isNetErr(err):
 		return c.fail(KindMalformed, 0, "", "the response body is not a chat completion: "+err.Error(), err)

@@ -117,10 +117,7 @@ func ResolveRole(getenv Getenv, role, def string) (Model, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	s := getenv(role)
-	if s == "" {
-		s = def
-	}
+	s := cmp.Or(getenv(role), def)
 	m, err := ParseModel(s)
 	if err != nil {
 		return Model{}, &ConfigError{Role: role, Reason: err.Error()}
@@ -130,14 +127,14 @@ func ResolveRole(getenv Getenv, role, def string) (Model, error) {
 	switch m.Provider {
 	case ProviderOpenAI:
 		m.APIKey = getenv("OPENAI_API_KEY")
-		m.APIBase = firstNonEmpty(explicit, getenv("OPENAI_BASE_URL"))
+		m.APIBase = cmp.Or(explicit, getenv("OPENAI_BASE_URL"))
 		if m.APIKey == "" && m.APIBase == "" {
 			return m, &ConfigError{Role: role, Model: s, Variable: "OPENAI_API_KEY", Reason: "no OpenAI API key is configured"}
 		}
 		m.APIBase = cmp.Or(m.APIBase, DefaultOpenAIBaseURL)
 	case ProviderAnthropic:
 		m.APIKey = getenv("ANTHROPIC_API_KEY")
-		m.APIBase = firstNonEmpty(explicit, getenv("ANTHROPIC_BASE_URL"), DefaultAnthropicBaseURL)
+		m.APIBase = cmp.Or(explicit, getenv("ANTHROPIC_BASE_URL"), DefaultAnthropicBaseURL)
 		if m.APIKey == "" {
 			return m, &ConfigError{Role: role, Model: s, Variable: "ANTHROPIC_API_KEY", Reason: "no Anthropic API key is configured"}
 		}
@@ -172,9 +169,9 @@ func ResolveTenant(getenv Getenv, field, modelString, apiBase, apiKey string) (M
 		return Model{}, &ConfigError{Role: field, Reason: err.Error()}
 	}
 	m.APIBase = apiBase
-	keyVar, own := "OPENAI_API_KEY", firstNonEmpty(getenv("OPENAI_BASE_URL"), DefaultOpenAIBaseURL)
+	keyVar, own := "OPENAI_API_KEY", cmp.Or(getenv("OPENAI_BASE_URL"), DefaultOpenAIBaseURL)
 	if m.Provider == ProviderAnthropic {
-		keyVar, own = "ANTHROPIC_API_KEY", firstNonEmpty(getenv("ANTHROPIC_BASE_URL"), DefaultAnthropicBaseURL)
+		keyVar, own = "ANTHROPIC_API_KEY", cmp.Or(getenv("ANTHROPIC_BASE_URL"), DefaultAnthropicBaseURL)
 	}
 	if apiKey == "" && egress.SameURL(apiBase, own) {
 		m.APIKey = getenv(keyVar)
@@ -192,13 +189,4 @@ func ResolveTenant(getenv Getenv, field, modelString, apiBase, apiKey string) (M
 	}
 	m.HTTPClient = policy.Client(apiBase)
 	return m, nil
-}
-
-func firstNonEmpty(xs ...string) string {
-	for _, x := range xs {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
 }

@@ -3,8 +3,8 @@ package llm
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -89,11 +89,8 @@ func (s *Schema) jsonSchema() map[string]any {
 }
 
 func (s *Schema) names() []string {
-	names := make([]string, 0, len(s.Properties))
-	for n := range s.Properties {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.AppendSeq(make([]string, 0, len(s.Properties)), maps.Keys(s.Properties))
+	slices.Sort(names)
 	return names
 }
 
