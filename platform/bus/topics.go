@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -74,15 +75,7 @@ func (tc *topicCreator) ensure(ctx context.Context, topic string) error {
 }
 
 func allLed(ps []kafka.Partition) bool {
-	if len(ps) == 0 {
-		return false
-	}
-	for _, p := range ps {
-		if p.Error != nil || p.Leader.Host == "" {
-			return false
-		}
-	}
-	return true
+	return len(ps) > 0 && !slices.ContainsFunc(ps, func(p kafka.Partition) bool { return p.Error != nil || p.Leader.Host == "" })
 }
 
 // newTransport builds a transport private to one Publisher or Subscriber, so

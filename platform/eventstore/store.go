@@ -17,13 +17,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/klauspost/compress/s2"
 
@@ -96,10 +95,8 @@ func sealedScope(stream, typ, owner string) string {
 	if owner == "" || owner == events.SystemOwnerID {
 		return ""
 	}
-	for _, p := range accountSealed {
-		if strings.HasPrefix(stream, p) {
-			return keyring.AccountScope(owner)
-		}
+	if slices.ContainsFunc(accountSealed, func(p string) bool { return strings.HasPrefix(stream, p) }) {
+		return keyring.AccountScope(owner)
 	}
 	return ""
 }
@@ -279,7 +276,7 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 			[]string{"id", "stream", "version", "owner_id", "type", "actor", "causation_id", "correlation_id", "recorded_at", "payload"},
 			pgx.CopyFromSlice(len(envs), func(i int) ([]any, error) {
 				e := envs[i]
-				return []any{uuidArg(e.ID), e.Stream, e.Version, uuidArg(e.OwnerID), e.Type, e.Actor, e.CausationID, e.CorrelationID, e.RecordedAt, string(e.Payload)}, nil
+				return []any{pg.UUIDArg(e.ID), e.Stream, e.Version, pg.UUIDArg(e.OwnerID), e.Type, e.Actor, e.CausationID, e.CorrelationID, e.RecordedAt, string(e.Payload)}, nil
 			}))
 		if err != nil {
 			var pgErr *pgconn.PgError
@@ -295,18 +292,6 @@ func (s *Store) Append(ctx context.Context, meta Meta, expected map[string]int64
 		return nil, err
 	}
 	return envs, nil
-}
-
-// uuidArg passes a uuid column's value in binary form: pgx cannot encode a
-// Go string as a binary uuid, and its COPY path falls back through a
-// formatted error and a text parse for every such value. A string that is not
-// a uuid goes as it was, for Postgres to reject as before.
-func uuidArg(s string) any {
-	u, err := uuid.Parse(s)
-	if err != nil {
-		return s
-	}
-	return pgtype.UUID{Bytes: u, Valid: true}
 }
 
 // claimCheckAt stores raw as the blob key and returns the claim check that
@@ -422,14 +407,7 @@ func (s *Store) EraseStream(ctx context.Context, stream string) error {
 			return err
 		}
 	}
-	for _, e := range envs {
-		if cc := claimCheckOf(e.Payload); cc != nil {
-			if err := s.blobs.Delete(ctx, cc.Key); err != nil && !errors.Is(err, blob.ErrNotFound) {
-				return fmt.Errorf("erase %s: delete blob %s: %w", stream, cc.Key, err)
-			}
-		}
-	}
-	return nil
+	return s.deleteBlobs(ctx, envs, "erase "+stream)
 }
 
 // EraseAccountKey crypto-shreds an account's own content: the account's data
@@ -450,17 +428,21 @@ func (s *Store) EraseAccountKey(ctx context.Context, ownerID string) error {
 		return err
 	}
 	envs, err := s.envelopes(ctx, "SELECT "+selectCols+` FROM events WHERE owner_id = $1 AND NOT starts_with(stream, 'trace/')
-		AND payload ? 'claim_check'`, uuidArg(ownerID))
+		AND payload ? 'claim_check'`, pg.UUIDArg(ownerID))
 	if err != nil {
 		return err
 	}
+	envs = slices.DeleteFunc(envs, func(e events.Envelope) bool { return sealedScope(e.Stream, e.Type, e.OwnerID) != scope })
+	return s.deleteBlobs(ctx, envs, "erase account "+ownerID)
+}
+
+// deleteBlobs deletes the blobs envs were claim-checked to; what names the
+// erasure in errors.
+func (s *Store) deleteBlobs(ctx context.Context, envs []events.Envelope, what string) error {
 	for _, e := range envs {
-		if sealedScope(e.Stream, e.Type, e.OwnerID) != scope {
-			continue
-		}
 		if cc := claimCheckOf(e.Payload); cc != nil {
 			if err := s.blobs.Delete(ctx, cc.Key); err != nil && !errors.Is(err, blob.ErrNotFound) {
-				return fmt.Errorf("erase account %s: delete blob %s: %w", ownerID, cc.Key, err)
+				return fmt.Errorf("%s: delete blob %s: %w", what, cc.Key, err)
 			}
 		}
 	}
@@ -484,14 +466,11 @@ func claimCheckOf(payload []byte) *events.ClaimCheck {
 }
 
 func resolveClaimCheck(ctx context.Context, blobs blob.Store, e events.Envelope) (events.Envelope, error) {
-	if len(e.Payload) == 0 || len(e.Payload) > 1024 || !json.Valid(e.Payload) {
+	cc := claimCheckOf(e.Payload)
+	if cc == nil {
 		return e, nil
 	}
-	var cc events.ClaimCheckPayload
-	if json.Unmarshal(e.Payload, &cc) != nil || cc.ClaimCheck == nil {
-		return e, nil
-	}
-	raw, err := blobs.Get(ctx, cc.ClaimCheck.Key)
+	raw, err := blobs.Get(ctx, cc.Key)
 	if errors.Is(err, blob.ErrNotFound) {
 		// Gone, not unreachable: retrying will not bring it back.
 		return e, &events.UnreadableError{EventID: e.ID, Type: e.Type, Stream: e.Stream, Err: fmt.Errorf("fetch claim-checked payload: %w", err)}
@@ -500,9 +479,9 @@ func resolveClaimCheck(ctx context.Context, blobs blob.Store, e events.Envelope)
 		return e, fmt.Errorf("event %s: fetch claim-checked payload: %w", e.ID, err)
 	}
 	sum := sha256.Sum256(raw)
-	if hex.EncodeToString(sum[:]) != cc.ClaimCheck.SHA256 {
+	if hex.EncodeToString(sum[:]) != cc.SHA256 {
 		return e, &events.UnreadableError{EventID: e.ID, Type: e.Type, Stream: e.Stream,
-			Err: fmt.Errorf("claim-checked payload %s fails its SHA-256 check", cc.ClaimCheck.Key)}
+			Err: fmt.Errorf("claim-checked payload %s fails its SHA-256 check", cc.Key)}
 	}
 	e.Payload = raw
 	return e, nil
@@ -596,24 +575,17 @@ func (s *Store) Blobs() blob.Store { return s.blobs }
 // pgx.ErrNoRows. A projection retrying an event it parked reads it here: the
 // log, not the bus message, is the truth.
 func (s *Store) ReadByID(ctx context.Context, id string) (events.Envelope, error) {
-	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE id = $1", uuidArg(id))
+	rows, err := s.pool.Query(ctx, "SELECT "+selectCols+" FROM events WHERE id = $1", pg.UUIDArg(id))
 	if err != nil {
 		return events.Envelope{}, err
 	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return events.Envelope{}, err
-		}
-		return events.Envelope{}, pgx.ErrNoRows
-	}
-	return scanEnvelope(rows)
+	return pgx.CollectOneRow(rows, scanEnvelope)
 }
 
 // ReadOwnerAfter is ReadAfter for one owner: the events a projection held
 // back for that owner while one of them was parked.
 func (s *Store) ReadOwnerAfter(ctx context.Context, owner string, after int64, limit int) ([]events.Envelope, error) {
-	return s.envelopes(ctx, "SELECT "+selectCols+" FROM events WHERE owner_id = $1 AND seq > $2 ORDER BY seq LIMIT $3", uuidArg(owner), after, limit)
+	return s.envelopes(ctx, "SELECT "+selectCols+" FROM events WHERE owner_id = $1 AND seq > $2 ORDER BY seq LIMIT $3", pg.UUIDArg(owner), after, limit)
 }
 
 // FirstAfter returns the smallest sequence number stored after after (0
@@ -632,7 +604,7 @@ func (s *Store) FirstAfter(ctx context.Context, after int64) (int64, error) {
 // reflect to include all of its writes.
 func (s *Store) OwnerHead(ctx context.Context, owner string) (int64, error) {
 	var n int64
-	err := s.pool.QueryRow(ctx, "SELECT COALESCE(max(seq), 0) FROM events WHERE owner_id = $1", uuidArg(owner)).Scan(&n)
+	err := s.pool.QueryRow(ctx, "SELECT COALESCE(max(seq), 0) FROM events WHERE owner_id = $1", pg.UUIDArg(owner)).Scan(&n)
 	return n, err
 }
 

@@ -13,7 +13,9 @@
 package metrics
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -185,11 +187,7 @@ func (m *Metrics) ProjectionPosition(projection string) (int64, bool) {
 func (m *Metrics) Projections() []string {
 	m.posMu.Lock()
 	defer m.posMu.Unlock()
-	out := make([]string, 0, len(m.positions))
-	for p := range m.positions {
-		out = append(out, p)
-	}
-	return out
+	return slices.Collect(maps.Keys(m.positions))
 }
 
 // JobClaimed records a claim; refused says the claim was not granted.

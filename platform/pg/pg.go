@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -44,6 +46,18 @@ func Each(ctx context.Context, db Querier, scans []any, fn func() error, sql str
 	}
 	_, err = pgx.ForEachRow(rows, scans, fn)
 	return err
+}
+
+// UUIDArg passes a uuid column's value in binary form: pgx cannot encode a
+// Go string as a binary uuid, and its COPY path falls back through a
+// formatted error and a text parse for every such value. A string that is not
+// a uuid goes as it was, for Postgres to reject as before.
+func UUIDArg(s string) any {
+	u, err := uuid.Parse(s)
+	if err != nil {
+		return s
+	}
+	return pgtype.UUID{Bytes: u, Valid: true}
 }
 
 // Connect opens a pool and checks the database answers.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -168,11 +169,7 @@ func (p *Position) advanceLocked(ctx context.Context) error {
 
 // saveLocked writes the position file atomically (write, then rename).
 func (p *Position) saveLocked() error {
-	f := positionFile{Applied: p.applied}
-	for s := range p.pending {
-		f.Pending = append(f.Pending, s)
-	}
-	slices.Sort(f.Pending)
+	f := positionFile{Applied: p.applied, Pending: slices.Sorted(maps.Keys(p.pending))}
 	raw, err := json.Marshal(f)
 	if err != nil {
 		return err

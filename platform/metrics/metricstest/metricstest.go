@@ -5,8 +5,9 @@ package metricstest
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,12 +86,7 @@ func (f Families) LabelValues(name, label string) []string {
 			}
 		}
 	}
-	out := make([]string, 0, len(seen))
-	for v := range seen {
-		out = append(out, v)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(seen))
 }
 
 func matches(m *dto.Metric, labels []string) bool {
