@@ -200,27 +200,15 @@ func loadOrCreateSecret(path string) ([]byte, error) {
 // publishSecret writes secret to a private temp file next to path and hard
 // links it into place; os.ErrExist means path already existed.
 func publishSecret(path string, secret []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	tmp, err := writeTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*", 0o600, func(w io.Writer) error {
+		_, err := w.Write(secret)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(secret); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Link(tmp.Name(), path)
+	defer os.Remove(tmp)
+	return os.Link(tmp, path)
 }
 
 func checkSecret(path string, b []byte) ([]byte, error) {
@@ -440,33 +428,41 @@ func writeAtomic(dst string, write func(io.Writer) error) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("blob store: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".put-*")
+	tmp, err := writeTemp(dir, ".put-*", 0o644, write)
 	if err != nil {
 		return fmt.Errorf("blob store: %w", err)
 	}
-	fail := func(err error) error {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return fmt.Errorf("blob store: %w", err)
-	}
-	if err := write(tmp); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Chmod(0o644); err != nil { // CreateTemp makes 0600
-		return fail(err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("blob store: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		os.Remove(tmp.Name())
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("blob store: %w", err)
 	}
 	return nil
+}
+
+// writeTemp writes a new file in dir (named after pattern, as
+// os.CreateTemp) through write, gives it mode, syncs it and returns its
+// name, for the caller to move or link into place whole; on error no file
+// is left.
+func writeTemp(dir, pattern string, mode os.FileMode, write func(io.Writer) error) (string, error) {
+	tmp, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return "", err
+	}
+	err = write(tmp)
+	if err == nil {
+		err = tmp.Chmod(mode)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", err
+	}
+	return tmp.Name(), nil
 }
 
 // ctxReader stops a long copy when the caller gives up.
