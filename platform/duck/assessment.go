@@ -67,8 +67,8 @@ func (t *Tx) InsertAssessment(ctx context.Context, labels []StepLabelRow, tasks 
 	}
 	for _, r := range tasks {
 		if err := t.Exec(ctx, `INSERT INTO main.task_scores VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.TraceID, r.TaskID, deref(r.FirstStepIndex), deref(r.LastStepIndex), deref(r.AnswerStepIndex),
-			deref(r.AnswerPoints), r.Work, r.Score, r.Capped, deref(r.TraceScore), r.TraceOutcome, r.Policy, r.Source); err != nil {
+			r.TraceID, r.TaskID, Deref(r.FirstStepIndex), Deref(r.LastStepIndex), Deref(r.AnswerStepIndex),
+			Deref(r.AnswerPoints), r.Work, r.Score, r.Capped, Deref(r.TraceScore), r.TraceOutcome, r.Policy, r.Source); err != nil {
 			return err
 		}
 	}
@@ -89,10 +89,10 @@ func (t *Tx) appendStepLabels(rows []StepLabelRow) error {
 				credit = int32(*r.Credit)
 			}
 			if err := a.AppendRow(r.TraceID, r.StepID, int32(r.StepIndex), r.ChunkID, r.TaskID, r.Actor,
-				nullString(r.Intent), nullString(r.Verdict), deref(r.VerdictTarget), nullString(r.Sentiment),
-				nullString(r.Type), nullString(r.Effect), nullString(r.Result), deref(r.DuplicateOf), deref(r.IsOutput),
-				nullString(r.Outcome), nullString(r.Stance), nullString(r.Coverage), r.Evidence, r.Note,
-				deref(r.Score), credit, deref(r.ExpectedCredit)); err != nil {
+				NullString(r.Intent), NullString(r.Verdict), Deref(r.VerdictTarget), NullString(r.Sentiment),
+				NullString(r.Type), NullString(r.Effect), NullString(r.Result), Deref(r.DuplicateOf), Deref(r.IsOutput),
+				NullString(r.Outcome), NullString(r.Stance), NullString(r.Coverage), r.Evidence, r.Note,
+				Deref(r.Score), credit, Deref(r.ExpectedCredit)); err != nil {
 				_ = a.Close()
 				return fmt.Errorf("duck: append step label %s: %w", r.ChunkID, err)
 			}

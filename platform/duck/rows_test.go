@@ -22,7 +22,7 @@ func (t *Tx) UpsertTrace(ctx context.Context, r TraceRow) error {
 		return err
 	}
 	return t.Exec(ctx, `INSERT INTO main.traces VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, nullString(r.ExternalID), nullString(r.Title), nullString(r.SourceFormat), nullString(r.SourceID),
+		r.ID, NullString(r.ExternalID), NullString(r.Title), NullString(r.SourceFormat), NullString(r.SourceID),
 		r.StepCount, meta, nullTime(r.CreatedAt), nullTime(r.UpdatedAt), r.Contribute)
 }
 
@@ -30,7 +30,7 @@ func (t *Tx) UpsertTrace(ctx context.Context, r TraceRow) error {
 // scoring), so this appends; DeleteScores clears a trace's history.
 func (t *Tx) InsertScore(ctx context.Context, r ScoreRow) error {
 	return t.Exec(ctx, `INSERT INTO main.scores VALUES (?, ?, ?, ?, ?)`,
-		r.TraceID, r.RewardModelID, nullString(r.RewardModelName), r.Score, nullTime(r.CreatedAt))
+		r.TraceID, r.RewardModelID, NullString(r.RewardModelName), r.Score, nullTime(r.CreatedAt))
 }
 
 // InsertActionScores bulk-appends action scores (one scoring run).
@@ -45,7 +45,7 @@ func (t *Tx) InsertActionScores(ctx context.Context, rows []ActionScoreRow) erro
 		}
 		for _, r := range rows {
 			if err := a.AppendRow(r.TraceID, r.StepID, int32(r.StepIndex), r.RewardModelID,
-				nullString(r.RewardModelName), r.Score, r.Credit, nullTime(r.CreatedAt)); err != nil {
+				NullString(r.RewardModelName), r.Score, r.Credit, nullTime(r.CreatedAt)); err != nil {
 				_ = a.Close()
 				return fmt.Errorf("duck: append action score: %w", err)
 			}

@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -193,10 +195,7 @@ func (s *Snapshots) Close() error {
 		return nil
 	}
 	s.closed = true
-	owners := make([]*ownerState, 0, len(s.owners))
-	for _, o := range s.owners {
-		owners = append(owners, o)
-	}
+	owners := slices.Collect(maps.Values(s.owners))
 	for _, o := range owners {
 		s.retireLocked(o)
 	}
@@ -234,16 +233,9 @@ func (s *Snapshots) Path(ownerID string) string {
 	return filepath.Join(s.dir, ownerID+".duckdb")
 }
 
-func checkOwner(ownerID string) error {
-	if !ownerIDPattern.MatchString(ownerID) {
-		return fmt.Errorf("duck: invalid owner id %q", ownerID)
-	}
-	return nil
-}
-
 func (s *Snapshots) owner(ownerID string) (*ownerState, error) {
-	if err := checkOwner(ownerID); err != nil {
-		return nil, err
+	if !ownerIDPattern.MatchString(ownerID) {
+		return nil, fmt.Errorf("duck: invalid owner id %q", ownerID)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -134,8 +134,8 @@ func (t *Tx) InsertTraces(ctx context.Context, rows []TraceRow) error {
 				_ = a.Close()
 				return fmt.Errorf("duck: trace %s metadata: %w", r.ID, err)
 			}
-			if err := a.AppendRow(r.ID, nullString(r.ExternalID), nullString(r.Title), nullString(r.SourceFormat),
-				nullString(r.SourceID), int32(r.StepCount), meta, nullTime(r.CreatedAt), nullTime(r.UpdatedAt), r.Contribute); err != nil {
+			if err := a.AppendRow(r.ID, NullString(r.ExternalID), NullString(r.Title), NullString(r.SourceFormat),
+				NullString(r.SourceID), int32(r.StepCount), meta, nullTime(r.CreatedAt), nullTime(r.UpdatedAt), r.Contribute); err != nil {
 				_ = a.Close()
 				return fmt.Errorf("duck: append trace %s: %w", r.ID, err)
 			}
@@ -245,8 +245,8 @@ func (t *Tx) AppendSteps(ctx context.Context, steps []StepRow) error {
 				return fmt.Errorf("duck: step %s metadata: %w", st.ID, err)
 			}
 			if err := a.AppendRow(st.ID, st.TraceID, int32(st.Index), st.Role, st.Content,
-				nullString(st.ToolName), in, nullString(st.ToolCallID), meta,
-				nullString(st.Model), deref(st.InputTokens), deref(st.OutputTokens), deref(st.TotalTokens), deref(st.CachedTokens)); err != nil {
+				NullString(st.ToolName), in, NullString(st.ToolCallID), meta,
+				NullString(st.Model), Deref(st.InputTokens), Deref(st.OutputTokens), Deref(st.TotalTokens), Deref(st.CachedTokens)); err != nil {
 				_ = a.Close()
 				return fmt.Errorf("duck: append step %s: %w", st.ID, err)
 			}
@@ -267,9 +267,9 @@ func (t *Tx) UpsertAnnotation(ctx context.Context, r AnnotationRow) error {
 	}
 	// member_id is the author's id: the member who made it (issue 36).
 	return t.Exec(ctx, `INSERT INTO main.annotations VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.TraceID, deref(r.StepID), deref(r.StepIndex), deref(r.Rating), deref(r.Comment),
-		quote, r.LabelError, deref(r.LabelErrorNote), nullString(r.AuthorID), nullString(r.AuthorName),
-		nullTime(r.CreatedAt), deref(r.CriterionID), deref(r.Value), nullString(r.AuthorID))
+		r.ID, r.TraceID, Deref(r.StepID), Deref(r.StepIndex), Deref(r.Rating), Deref(r.Comment),
+		quote, r.LabelError, Deref(r.LabelErrorNote), NullString(r.AuthorID), NullString(r.AuthorName),
+		nullTime(r.CreatedAt), Deref(r.CriterionID), Deref(r.Value), NullString(r.AuthorID))
 }
 
 // DeleteAnnotation removes one annotation.
@@ -314,7 +314,8 @@ func jsonText(v any) (any, error) {
 	return string(r.(json.RawMessage)), nil
 }
 
-func nullString(s string) any {
+// NullString is s as a statement argument, NULL when s is "".
+func NullString(s string) any {
 	if s == "" {
 		return nil
 	}
@@ -356,8 +357,8 @@ func addStrings(ctx context.Context, db querier, set map[string]bool, query stri
 	}, query, args...)
 }
 
-// deref is *p as a statement argument, NULL when p is nil.
-func deref[T any](p *T) any {
+// Deref is *p as a statement argument, NULL when p is nil.
+func Deref[T any](p *T) any {
 	if p == nil {
 		return nil
 	}

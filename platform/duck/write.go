@@ -28,37 +28,20 @@ func (s *Snapshots) openWriter(ctx context.Context, ownerID string, o *ownerStat
 		_ = db.Close()
 		return fmt.Errorf("duck: open snapshot of %s: %w", ownerID, err)
 	}
+	type step struct{ what, ddl string }
+	var steps []step
 	for _, t := range userTables {
-		if _, err := conn.ExecContext(ctx, fmt.Sprintf(t.ddl, "main")); err != nil {
+		steps = append(steps, step{"create " + t.name, fmt.Sprintf(t.ddl, "main")})
+	}
+	steps = append(steps, step{"add traces.contribute", tracesContributeDDL}, step{"add steps usage columns", stepsUsageDDL},
+		step{"add annotations criterion columns", annotationsCriteriaDDL}, step{"add annotations.member_id", annotationsMemberDDL},
+		step{"create _applied", appliedDDL})
+	for _, st := range steps {
+		if _, err := conn.ExecContext(ctx, st.ddl); err != nil {
 			_ = conn.Close()
 			_ = db.Close()
-			return fmt.Errorf("duck: create %s: %w", t.name, err)
+			return fmt.Errorf("duck: %s: %w", st.what, err)
 		}
-	}
-	if _, err := conn.ExecContext(ctx, tracesContributeDDL); err != nil {
-		_ = conn.Close()
-		_ = db.Close()
-		return fmt.Errorf("duck: add traces.contribute: %w", err)
-	}
-	if _, err := conn.ExecContext(ctx, stepsUsageDDL); err != nil {
-		_ = conn.Close()
-		_ = db.Close()
-		return fmt.Errorf("duck: add steps usage columns: %w", err)
-	}
-	if _, err := conn.ExecContext(ctx, annotationsCriteriaDDL); err != nil {
-		_ = conn.Close()
-		_ = db.Close()
-		return fmt.Errorf("duck: add annotations criterion columns: %w", err)
-	}
-	if _, err := conn.ExecContext(ctx, annotationsMemberDDL); err != nil {
-		_ = conn.Close()
-		_ = db.Close()
-		return fmt.Errorf("duck: add annotations.member_id: %w", err)
-	}
-	if _, err := conn.ExecContext(ctx, appliedDDL); err != nil {
-		_ = conn.Close()
-		_ = db.Close()
-		return fmt.Errorf("duck: create _applied: %w", err)
 	}
 	o.db, o.conn = db, conn
 	s.mu.Lock()

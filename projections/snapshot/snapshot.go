@@ -118,7 +118,7 @@ var appliers = map[string]applier{
 		}
 		if err := tx.Exec(ctx, `UPDATE main.traces SET title = ?, source_format = ?, source_id = ?, metadata = ?,
 		step_count = (SELECT count(*) FROM main.steps WHERE trace_id = ?), updated_at = ? WHERE id = ?`,
-			nullIfEmpty(p.Title), nullIfEmpty(p.SourceFormat), domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat),
+			duck.NullString(p.Title), duck.NullString(p.SourceFormat), domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat),
 			string(meta), p.TraceID, e.RecordedAt, p.TraceID); err != nil {
 			return err
 		}
@@ -237,8 +237,8 @@ var appliers = map[string]applier{
 		tx.TouchAnnotation(p.AnnotationID)
 		return tx.Exec(ctx, `UPDATE main.annotations SET rating = ?, comment = ?, label_error = ?, label_error_note = ?,
 		value = CASE WHEN criterion_id IS NULL THEN NULL ELSE ? END
-		WHERE id = ?`, deref(p.Rating), deref(p.Comment), p.LabelError, deref(p.LabelErrorNote),
-			deref(criteria.ValueText(p.Value)), p.AnnotationID)
+		WHERE id = ?`, duck.Deref(p.Rating), duck.Deref(p.Comment), p.LabelError, duck.Deref(p.LabelErrorNote),
+			duck.Deref(criteria.ValueText(p.Value)), p.AnnotationID)
 	}),
 	// The account's criteria (the `criteria` table; a label rename renames
 	// the values in `annotations`).
@@ -496,21 +496,6 @@ func objectOrEmpty(m map[string]any) map[string]any {
 		return map[string]any{}
 	}
 	return m
-}
-
-// deref is *p as a statement argument, NULL when p is nil.
-func deref[T any](p *T) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
-func nullIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
 }
 
 // Replay rebuilds every owner's snapshot from the whole event log into a new
