@@ -5,13 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/jsonscan"
+	"github.com/criticml/critic/platform/pg"
 	"github.com/criticml/critic/projections"
 )
 
@@ -46,9 +45,9 @@ func (w *writer) flush(ctx context.Context) error {
 }
 
 func (w *writer) bufferSteps(traceID, ownerID string, steps []events.StepRecord) {
-	tr, ow := uuidArg(traceID), uuidArg(ownerID)
+	tr, ow := pg.UUIDArg(traceID), pg.UUIDArg(ownerID)
 	for _, s := range steps {
-		w.steps = append(w.steps, []any{uuidArg(s.ID), tr, ow, s.Index, string(s.Role), s.Content,
+		w.steps = append(w.steps, []any{pg.UUIDArg(s.ID), tr, ow, s.Index, string(s.Role), s.Content,
 			nilIfEmpty(s.ToolName), toolInputOrNil(s.ToolInput), nilIfEmpty(s.ToolCallID), jsonOrNil(s.Metadata)})
 	}
 }
@@ -88,7 +87,7 @@ type importedStep struct {
 }
 
 func (w *writer) bufferImportedSteps(traceID, ownerID string, steps []importedStep) error {
-	tr, ow := uuidArg(traceID), uuidArg(ownerID)
+	tr, ow := pg.UUIDArg(traceID), pg.UUIDArg(ownerID)
 	for _, s := range steps {
 		in, err := rawObjectOrNil(s.ToolInput)
 		if err != nil {
@@ -101,7 +100,7 @@ func (w *writer) bufferImportedSteps(traceID, ownerID string, steps []importedSt
 		if err != nil {
 			return fmt.Errorf("step %s metadata: %w", s.ID, err)
 		}
-		w.steps = append(w.steps, []any{uuidArg(s.ID), tr, ow, s.Index, s.Role, s.Content,
+		w.steps = append(w.steps, []any{pg.UUIDArg(s.ID), tr, ow, s.Index, s.Role, s.Content,
 			nilIfEmpty(s.ToolName), in, nilIfEmpty(s.ToolCallID), meta})
 	}
 	return nil
@@ -132,18 +131,6 @@ func isEmptyObject(raw json.RawMessage) bool {
 	}
 	j := jsonscan.SkipSpace(raw, i+1)
 	return j < len(raw) && raw[j] == '}' && jsonscan.SkipSpace(raw, j+1) == len(raw)
-}
-
-// uuidArg passes a uuid column's value in binary form: pgx cannot encode a
-// Go string as a binary uuid, and its COPY path falls back through a
-// formatted error and a text parse for every such value. A string that is not
-// a uuid goes as it was, for Postgres to reject as before.
-func uuidArg(s string) any {
-	u, err := uuid.Parse(s)
-	if err != nil {
-		return s
-	}
-	return pgtype.UUID{Bytes: u, Valid: true}
 }
 
 func (w *writer) apply(ctx context.Context, e events.Envelope) error {
@@ -301,7 +288,7 @@ func applyTraceImported(ctx context.Context, w *writer, e events.Envelope) error
 	if meta == nil {
 		meta = "{}"
 	}
-	w.traces = append(w.traces, []any{uuidArg(p.TraceID), uuidArg(e.OwnerID), nilIfEmpty(p.ExternalID), p.Title, p.SourceFormat,
+	w.traces = append(w.traces, []any{pg.UUIDArg(p.TraceID), pg.UUIDArg(e.OwnerID), nilIfEmpty(p.ExternalID), p.Title, p.SourceFormat,
 		domain.SourceID(p.SourceID, p.Metadata, p.SourceFormat), meta, p.Revision, len(p.Steps), e.RecordedAt, e.RecordedAt, e.Seq})
 	if err := w.bufferImportedSteps(p.TraceID, e.OwnerID, p.Steps); err != nil {
 		return err

@@ -50,14 +50,9 @@ var labelAppliers = map[string]applier{
 	}),
 }
 
-// storedLabels returns the model-made labels of a trace by chunk id.
-func (q *Queries) storedLabels(ctx context.Context, traceID string) (map[string]labels.Label, error) {
-	return storedLabelsIn(ctx, q.pool, traceID)
-}
-
-// storedLabelsIn is storedLabels through db (the pool, or an applier's
-// transaction).
-func storedLabelsIn(ctx context.Context, db querier, traceID string) (map[string]labels.Label, error) {
+// storedLabels returns the model-made labels of a trace by chunk id, read
+// through db (the pool, or an applier's transaction).
+func storedLabels(ctx context.Context, db pg.Querier, traceID string) (map[string]labels.Label, error) {
 	out := map[string]labels.Label{}
 	var b []byte
 	err := pg.Each(ctx, db, []any{&b}, func() error {

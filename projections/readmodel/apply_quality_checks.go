@@ -35,14 +35,9 @@ func applyQualityChecks(ctx context.Context, tx pgx.Tx, e events.Envelope) error
 }
 
 // storedQualityChecks returns the grading model's answers for a trace by
-// chunk id (empty when no grading model ever checked it).
-func (q *Queries) storedQualityChecks(ctx context.Context, traceID string) (map[string]stepscores.Check, error) {
-	return storedQualityChecksIn(ctx, q.pool, traceID)
-}
-
-// storedQualityChecksIn is storedQualityChecks through db (the pool, or an
-// applier's transaction).
-func storedQualityChecksIn(ctx context.Context, db querier, traceID string) (map[string]stepscores.Check, error) {
+// chunk id (empty when no grading model ever checked it), read through db
+// (the pool, or an applier's transaction).
+func storedQualityChecks(ctx context.Context, db pg.Querier, traceID string) (map[string]stepscores.Check, error) {
 	out := map[string]stepscores.Check{}
 	var c stepscores.Check
 	var b []byte

@@ -17,30 +17,10 @@ import (
 // (labels live in their metadata) by the same pure code the /query snapshot
 // uses, so the two always agree and a change of rules needs no migration.
 func (q *Queries) assess(ctx context.Context, d *TraceDetail) error {
-	steps := make([]domain.Step, len(d.Steps))
-	ids := make([]string, len(d.Steps))
-	for i, s := range d.Steps {
-		st, err := DomainStep(s)
-		if err != nil {
-			return fmt.Errorf("readmodel: step %s: %w", s.ID, err)
-		}
-		steps[i], ids[i] = st, s.ID
-	}
-	var meta map[string]any
-	if len(d.Metadata) > 0 && string(d.Metadata) != "null" {
-		if err := json.Unmarshal(d.Metadata, &meta); err != nil {
-			return fmt.Errorf("readmodel: trace metadata: %w", err)
-		}
-	}
-	stored, err := q.storedLabels(ctx, d.ID)
+	a, err := assessmentOf(ctx, q.pool, d.ID, d.Steps, d.Metadata)
 	if err != nil {
 		return err
 	}
-	checks, err := q.storedQualityChecks(ctx, d.ID)
-	if err != nil {
-		return err
-	}
-	a := assessment.Of(steps, ids, meta, stored, checks)
 	// A label the step-label model made is shown where an imported one is
 	// (steps[].metadata.label on the chunk's first step), so every reader —
 	// the viewer's chips among them — sees automatic labels too. A chunk

@@ -13,6 +13,7 @@ import (
 	"github.com/criticml/critic/domain/assessment"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/labels"
+	"github.com/criticml/critic/platform/pg"
 )
 
 // The trace list's automatic scores (spec 001 "Step scores", spec 002 "Action
@@ -22,12 +23,6 @@ import (
 // from rows the read model already holds and recomputed, inside the same
 // transaction, after any event that changes those rows; a replay therefore
 // gives the same values, and a deleted trace takes them with its row.
-
-// querier is what a read needs of the pool or of an applier's transaction,
-// so one function serves a request and an applier.
-type querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
 
 // listColumnAppliers run after the main applier of their event type.
 var listColumnAppliers = map[string]applier{
@@ -144,34 +139,43 @@ func refreshAssessment(ctx context.Context, tx pgx.Tx, traceID string) error {
 
 // storedStepScores is the automatic annotation's step_scores of a stored
 // trace (nil when it has none), read through db.
-func storedStepScores(ctx context.Context, db querier, traceID string, metadata []byte) (*assessment.StepScores, error) {
-	byTrace, err := stepsIn(ctx, db, []string{traceID})
+func storedStepScores(ctx context.Context, db pg.Querier, traceID string, metadata []byte) (*assessment.StepScores, error) {
+	byTrace, err := stepsByTrace(ctx, db, []string{traceID})
 	if err != nil {
 		return nil, err
 	}
-	stored := byTrace[traceID]
+	a, err := assessmentOf(ctx, db, traceID, byTrace[traceID], metadata)
+	if err != nil {
+		return nil, err
+	}
+	return a.StepScores, nil
+}
+
+// assessmentOf is the automatic annotation of a stored trace, from its steps
+// and metadata and the model-made labels and quality checks read through db.
+func assessmentOf(ctx context.Context, db pg.Querier, traceID string, stored []Step, metadata []byte) (assessment.Assessment, error) {
 	steps := make([]domain.Step, len(stored))
 	ids := make([]string, len(stored))
 	for i, s := range stored {
 		st, err := DomainStep(s)
 		if err != nil {
-			return nil, fmt.Errorf("readmodel: step %s: %w", s.ID, err)
+			return assessment.Assessment{}, fmt.Errorf("readmodel: step %s: %w", s.ID, err)
 		}
 		steps[i], ids[i] = st, s.ID
 	}
 	var meta map[string]any
 	if len(metadata) > 0 && string(metadata) != "null" {
 		if err := json.Unmarshal(metadata, &meta); err != nil {
-			return nil, fmt.Errorf("readmodel: trace metadata: %w", err)
+			return assessment.Assessment{}, fmt.Errorf("readmodel: trace metadata: %w", err)
 		}
 	}
-	labeled, err := storedLabelsIn(ctx, db, traceID)
+	labeled, err := storedLabels(ctx, db, traceID)
 	if err != nil {
-		return nil, err
+		return assessment.Assessment{}, err
 	}
-	checks, err := storedQualityChecksIn(ctx, db, traceID)
+	checks, err := storedQualityChecks(ctx, db, traceID)
 	if err != nil {
-		return nil, err
+		return assessment.Assessment{}, err
 	}
-	return assessment.Of(steps, ids, meta, labeled, checks).StepScores, nil
+	return assessment.Of(steps, ids, meta, labeled, checks), nil
 }

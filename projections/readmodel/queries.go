@@ -188,7 +188,7 @@ func (q *Queries) GetTrace(ctx context.Context, owner, id string) (*TraceDetail,
 		return nil, err
 	}
 	d.Metadata = meta
-	steps, err := q.stepsOf(ctx, []string{id})
+	steps, err := stepsByTrace(ctx, q.pool, []string{id})
 	if err != nil {
 		return nil, err
 	}
@@ -216,13 +216,9 @@ func (q *Queries) GetTrace(ctx context.Context, owner, id string) (*TraceDetail,
 	return d, nil
 }
 
-// stepsOf returns the steps of the given traces, in order, by trace id.
-func (q *Queries) stepsOf(ctx context.Context, ids []string) (map[string][]Step, error) {
-	return stepsIn(ctx, q.pool, ids)
-}
-
-// stepsIn is stepsOf through db (the pool, or an applier's transaction).
-func stepsIn(ctx context.Context, db querier, ids []string) (map[string][]Step, error) {
+// stepsByTrace returns the steps of the given traces, in order, by trace
+// id, read through db (the pool, or an applier's transaction).
+func stepsByTrace(ctx context.Context, db pg.Querier, ids []string) (map[string][]Step, error) {
 	out := make(map[string][]Step, len(ids))
 	var trace string
 	var s Step
@@ -290,7 +286,7 @@ func (q *Queries) ExportTraces(ctx context.Context, owner string, w io.Writer) e
 		if len(page) == 0 {
 			return nil
 		}
-		steps, err := q.stepsOf(ctx, ids)
+		steps, err := stepsByTrace(ctx, q.pool, ids)
 		if err != nil {
 			return err
 		}
