@@ -150,13 +150,7 @@ func (g *Guard) ApplyLog(ctx context.Context, envs []events.Envelope) error {
 			return err
 		}
 	}
-	seqs := make([]int64, 0, len(envs))
-	var maxSeq int64
-	for _, e := range envs {
-		seqs = append(seqs, e.Seq)
-		maxSeq = max(maxSeq, e.Seq)
-	}
-	return g.applyBatch(ctx, time.Now(), envs, seqs, maxSeq)
+	return g.applyBatch(ctx, time.Now(), envs)
 }
 
 // Run feeds the projection from the bus and serves operator retries until
@@ -215,8 +209,6 @@ func (g *Guard) Handle(ctx context.Context, batch []*message.Message) error {
 		}
 	}
 	envs := make([]events.Envelope, 0, len(batch))
-	seqs := make([]int64, 0, len(batch))
-	var maxSeq int64
 	for _, m := range batch {
 		var e events.Envelope
 		if err := DecodeEnvelope(m.Payload, &e); err != nil {
@@ -236,17 +228,20 @@ func (g *Guard) Handle(ctx context.Context, batch []*message.Message) error {
 			}
 			e = stored
 		}
-		maxSeq = max(maxSeq, e.Seq)
-		seqs = append(seqs, e.Seq)
 		envs = append(envs, e)
 	}
-	return g.applyBatch(ctx, start, envs, seqs, maxSeq)
+	return g.applyBatch(ctx, start, envs)
 }
 
-// applyBatch applies envs (minus held owners' events), isolating failures,
-// then reports seqs and records maxSeq (g.mu held).
-func (g *Guard) applyBatch(ctx context.Context, start time.Time, all []events.Envelope, seqs []int64, maxSeq int64) error {
-	for _, e := range all {
+// applyBatch applies all (minus held owners' and skipped events),
+// isolating failures, then reports every event's seq and records the
+// highest (g.mu held).
+func (g *Guard) applyBatch(ctx context.Context, start time.Time, all []events.Envelope) error {
+	seqs := make([]int64, len(all))
+	var maxSeq int64
+	for i, e := range all {
+		seqs[i] = e.Seq
+		maxSeq = max(maxSeq, e.Seq)
 		if e.Type == events.ProjectionEventSkipped {
 			if err := g.skip(ctx, e); err != nil {
 				return err

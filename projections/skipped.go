@@ -3,6 +3,7 @@ package projections
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/eventstore"
@@ -31,23 +32,9 @@ func LoadSkipped(ctx context.Context, store *eventstore.Store) (Skipped, error) 
 
 // Without returns envs less the skipped events (envs itself when none is).
 func (s Skipped) Without(envs []events.Envelope) []events.Envelope {
-	if len(s) == 0 {
+	skipped := func(e events.Envelope) bool { return s[e.ID] }
+	if !slices.ContainsFunc(envs, skipped) {
 		return envs
 	}
-	n := 0
-	for _, e := range envs {
-		if s[e.ID] {
-			n++
-		}
-	}
-	if n == 0 {
-		return envs
-	}
-	out := make([]events.Envelope, 0, len(envs)-n)
-	for _, e := range envs {
-		if !s[e.ID] {
-			out = append(out, e)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(envs), skipped)
 }

@@ -87,7 +87,7 @@ func (r *Retention) Sweep(ctx context.Context) (int, error) {
 	}
 	now, total := r.clock(), 0
 	for _, a := range accounts {
-		n, err := r.EraseAccount(ctx, a.UserID, a.Days, now)
+		n, err := EraseAccount(ctx, r.q, r.cmds, a.UserID, a.Days, now)
 		total += n
 		if err != nil {
 			r.log.Warn("retention sweep: account", "user_id", a.UserID, "days", a.Days, "err", err)
@@ -125,9 +125,4 @@ func EraseAccount(ctx context.Context, q RetentionQueries, cmds *commands.Comman
 		}
 		after = &batch[len(batch)-1]
 	}
-}
-
-// EraseAccount is the package EraseAccount with the sweep's dependencies.
-func (r *Retention) EraseAccount(ctx context.Context, owner string, days int, now time.Time) (int, error) {
-	return EraseAccount(ctx, r.q, r.cmds, owner, days, now)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -212,13 +213,10 @@ func (p *Projection) replayAfter(ctx context.Context, tx pgx.Tx, store *eventsto
 func (p *Projection) replayBatch(ctx context.Context, tx pgx.Tx, batch []events.Envelope, held map[string]int64, skipped projections.Skipped) error {
 	keep := skipped.Without(batch)
 	if len(held) > 0 {
-		keep = make([]events.Envelope, 0, len(batch))
-		for _, e := range skipped.Without(batch) {
-			if seq, ok := held[e.OwnerID]; ok && e.Seq >= seq {
-				continue
-			}
-			keep = append(keep, e)
-		}
+		keep = slices.DeleteFunc(slices.Clone(keep), func(e events.Envelope) bool {
+			seq, ok := held[e.OwnerID]
+			return ok && e.Seq >= seq
+		})
 	}
 	fresh, err := claim(ctx, tx, keep)
 	if err != nil {
