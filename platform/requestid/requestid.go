@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"log/slog"
 	"net/http"
+	"strings"
 )
 
 // Header is the response (and accepted request) header carrying the id.
@@ -89,29 +90,12 @@ func TraceID(tp string) (string, bool) {
 // characters of letters, digits and . _ : - (no spaces, quotes or control
 // bytes that could forge log lines or headers).
 func Valid(id string) bool {
-	if id == "" || len(id) > MaxLen {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == ':', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
+	return id != "" && len(id) <= MaxLen &&
+		strings.Trim(id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-") == ""
 }
 
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+// isHex reports whether s is lowercase hexadecimal digits only.
+func isHex(s string) bool { return strings.Trim(s, "0123456789abcdef") == "" }
 
 // LogHandler wraps a slog.Handler so every record logged with a context that
 // carries an id gets a request_id attribute: one grep finds every line a
