@@ -55,7 +55,7 @@ func (c Cluster) Ensure(ctx context.Context) error {
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 
-	if c.ready(ctx) {
+	if c.Running(ctx) {
 		if c.Shareable {
 			return nil
 		}
@@ -89,7 +89,7 @@ func (c Cluster) Ensure(ctx context.Context) error {
 	// A stale pid file from a killed server blocks a start; pg_ctl handles it
 	// when the pid is dead.
 	out, err := command(runAs, filepath.Join(bin, "pg_ctl"), "-D", data, "-l", logFile, "-o", opts, "-w", "-t", "60", "start").CombinedOutput()
-	if err != nil && !c.ready(ctx) {
+	if err != nil && !c.Running(ctx) {
 		logTail, _ := os.ReadFile(logFile)
 		if len(logTail) > 2000 {
 			logTail = logTail[len(logTail)-2000:]
@@ -97,7 +97,7 @@ func (c Cluster) Ensure(ctx context.Context) error {
 		return fmt.Errorf("pg_ctl start: %v: %s\n%s", err, out, logTail)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for !c.ready(ctx) {
+	for !c.Running(ctx) {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("PostgreSQL in %s did not accept connections on port %d", c.Dir, c.Port)
 		}
@@ -219,9 +219,7 @@ func reachableByOthers(dir string) bool {
 
 // Running reports whether a PostgreSQL server accepts connections on the
 // cluster's port (whoever started it).
-func (c Cluster) Running(ctx context.Context) bool { return c.ready(ctx) }
-
-func (c Cluster) ready(ctx context.Context) bool {
+func (c Cluster) Running(ctx context.Context) bool {
 	d := net.Dialer{Timeout: 500 * time.Millisecond}
 	nc, err := d.DialContext(ctx, "tcp", fmt.Sprintf("127.0.0.1:%d", c.Port))
 	if err != nil {
