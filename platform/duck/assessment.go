@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	duckdb "github.com/duckdb/duckdb-go/v2"
 )
 
 // StepLabelRow is one row of `step_labels`. Nil pointers and empty strings
@@ -78,26 +76,20 @@ func (t *Tx) InsertAssessment(ctx context.Context, labels []StepLabelRow, tasks 
 // appendStepLabels bulk-inserts label rows through DuckDB's appender: a bulk
 // import of labeled traces writes tens of thousands of them.
 func (t *Tx) appendStepLabels(rows []StepLabelRow) error {
-	return t.conn.Raw(func(dc any) error {
-		a, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "main", "step_labels")
-		if err != nil {
-			return fmt.Errorf("duck: step_labels appender: %w", err)
+	return t.appendRows("step_labels", len(rows), func(i int, add func(...driver.Value) error) error {
+		r := rows[i]
+		var credit any
+		if r.Credit != nil {
+			credit = int32(*r.Credit)
 		}
-		for _, r := range rows {
-			var credit any
-			if r.Credit != nil {
-				credit = int32(*r.Credit)
-			}
-			if err := a.AppendRow(r.TraceID, r.StepID, int32(r.StepIndex), r.ChunkID, r.TaskID, r.Actor,
-				NullString(r.Intent), NullString(r.Verdict), Deref(r.VerdictTarget), NullString(r.Sentiment),
-				NullString(r.Type), NullString(r.Effect), NullString(r.Result), Deref(r.DuplicateOf), Deref(r.IsOutput),
-				NullString(r.Outcome), NullString(r.Stance), NullString(r.Coverage), r.Evidence, r.Note,
-				Deref(r.Score), credit, Deref(r.ExpectedCredit)); err != nil {
-				_ = a.Close()
-				return fmt.Errorf("duck: append step label %s: %w", r.ChunkID, err)
-			}
+		if err := add(r.TraceID, r.StepID, int32(r.StepIndex), r.ChunkID, r.TaskID, r.Actor,
+			NullString(r.Intent), NullString(r.Verdict), Deref(r.VerdictTarget), NullString(r.Sentiment),
+			NullString(r.Type), NullString(r.Effect), NullString(r.Result), Deref(r.DuplicateOf), Deref(r.IsOutput),
+			NullString(r.Outcome), NullString(r.Stance), NullString(r.Coverage), r.Evidence, r.Note,
+			Deref(r.Score), credit, Deref(r.ExpectedCredit)); err != nil {
+			return fmt.Errorf("duck: append step label %s: %w", r.ChunkID, err)
 		}
-		return a.Close()
+		return nil
 	})
 }
 

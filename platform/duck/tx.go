@@ -123,21 +123,32 @@ func (t *Tx) InsertTraces(ctx context.Context, rows []TraceRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	return t.conn.Raw(func(dc any) error {
-		a, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "main", "traces")
+	return t.appendRows("traces", len(rows), func(i int, add func(...driver.Value) error) error {
+		r := rows[i]
+		meta, err := jsonRaw(r.Metadata)
 		if err != nil {
-			return fmt.Errorf("duck: traces appender: %w", err)
+			return fmt.Errorf("duck: trace %s metadata: %w", r.ID, err)
 		}
-		for _, r := range rows {
-			meta, err := jsonRaw(r.Metadata)
-			if err != nil {
+		if err := add(r.ID, NullString(r.ExternalID), NullString(r.Title), NullString(r.SourceFormat),
+			NullString(r.SourceID), int32(r.StepCount), meta, nullTime(r.CreatedAt), nullTime(r.UpdatedAt), r.Contribute); err != nil {
+			return fmt.Errorf("duck: append trace %s: %w", r.ID, err)
+		}
+		return nil
+	})
+}
+
+// appendRows bulk-inserts n rows into table through DuckDB's appender: row
+// adds the i-th row with add, and an error from it ends the append.
+func (t *Tx) appendRows(table string, n int, row func(i int, add func(...driver.Value) error) error) error {
+	return t.conn.Raw(func(dc any) error {
+		a, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "main", table)
+		if err != nil {
+			return fmt.Errorf("duck: %s appender: %w", table, err)
+		}
+		for i := range n {
+			if err := row(i, a.AppendRow); err != nil {
 				_ = a.Close()
-				return fmt.Errorf("duck: trace %s metadata: %w", r.ID, err)
-			}
-			if err := a.AppendRow(r.ID, NullString(r.ExternalID), NullString(r.Title), NullString(r.SourceFormat),
-				NullString(r.SourceID), int32(r.StepCount), meta, nullTime(r.CreatedAt), nullTime(r.UpdatedAt), r.Contribute); err != nil {
-				_ = a.Close()
-				return fmt.Errorf("duck: append trace %s: %w", r.ID, err)
+				return err
 			}
 		}
 		return a.Close()
@@ -222,36 +233,27 @@ func (t *Tx) AppendSteps(ctx context.Context, steps []StepRow) error {
 	if len(steps) == 0 {
 		return nil
 	}
-	return t.conn.Raw(func(dc any) error {
-		a, err := duckdb.NewAppenderFromConn(dc.(driver.Conn), "main", "steps")
+	return t.appendRows("steps", len(steps), func(i int, add func(...driver.Value) error) error {
+		st := steps[i]
+		if i%4096 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		in, err := jsonRaw(st.ToolInput)
 		if err != nil {
-			return fmt.Errorf("duck: steps appender: %w", err)
+			return fmt.Errorf("duck: step %s tool_input: %w", st.ID, err)
 		}
-		for i, st := range steps {
-			if i%4096 == 0 {
-				if err := ctx.Err(); err != nil {
-					_ = a.Close()
-					return err
-				}
-			}
-			in, err := jsonRaw(st.ToolInput)
-			if err != nil {
-				_ = a.Close()
-				return fmt.Errorf("duck: step %s tool_input: %w", st.ID, err)
-			}
-			meta, err := jsonRaw(st.Metadata)
-			if err != nil {
-				_ = a.Close()
-				return fmt.Errorf("duck: step %s metadata: %w", st.ID, err)
-			}
-			if err := a.AppendRow(st.ID, st.TraceID, int32(st.Index), st.Role, st.Content,
-				NullString(st.ToolName), in, NullString(st.ToolCallID), meta,
-				NullString(st.Model), Deref(st.InputTokens), Deref(st.OutputTokens), Deref(st.TotalTokens), Deref(st.CachedTokens)); err != nil {
-				_ = a.Close()
-				return fmt.Errorf("duck: append step %s: %w", st.ID, err)
-			}
+		meta, err := jsonRaw(st.Metadata)
+		if err != nil {
+			return fmt.Errorf("duck: step %s metadata: %w", st.ID, err)
 		}
-		return a.Close()
+		if err := add(st.ID, st.TraceID, int32(st.Index), st.Role, st.Content,
+			NullString(st.ToolName), in, NullString(st.ToolCallID), meta,
+			NullString(st.Model), Deref(st.InputTokens), Deref(st.OutputTokens), Deref(st.TotalTokens), Deref(st.CachedTokens)); err != nil {
+			return fmt.Errorf("duck: append step %s: %w", st.ID, err)
+		}
+		return nil
 	})
 }
 
