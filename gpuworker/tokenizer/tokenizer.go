@@ -21,6 +21,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/text/unicode/norm"
@@ -287,14 +288,19 @@ func build(raw []byte, cfg *tokenizerConfig) (*Tokenizer, error) {
 		for _, a := range addedTokens {
 			seen[a.ID] = true
 		}
+		var extra []*addedToken
 		for key, a := range cfg.AddedTokensDecoder {
 			var id int
 			if _, err := fmt.Sscan(key, &id); err != nil || seen[id] || a == nil || a.Content == "" {
 				continue
 			}
 			a.ID = id
-			addedTokens = append(addedTokens, a)
+			extra = append(extra, a)
 		}
+		// By id, as transformers reads them: a map's order would let two
+		// entries of one content take turns at which id wins.
+		slices.SortFunc(extra, func(a, b *addedToken) int { return cmp.Compare(a.ID, b.ID) })
+		addedTokens = append(addedTokens, extra...)
 	}
 	var rawToks, normToks []*addedToken
 	var rawPats, normPats []string

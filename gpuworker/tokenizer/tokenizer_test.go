@@ -143,6 +143,17 @@ func TestConfigSpecialTokens(t *testing.T) {
 	require.Equal(t, []int{257}, tok.Encode("<|im_end|>"))
 	require.Equal(t, 258, tok.VocabSize())
 
+	// Two config-only entries of one content: the lower id wins on every
+	// load, whatever order Go walks the map in.
+	twice := tinyTokenizer(t, nil, nil)
+	cfg = `{"added_tokens_decoder": {"259": {"content": "<x>", "special": true}, "257": {"content": "<x>", "special": true}, "258": {"content": "<x>", "special": true}}}`
+	require.NoError(t, os.WriteFile(filepath.Join(twice, "tokenizer_config.json"), []byte(cfg), 0o644))
+	for range 20 {
+		tok, err = Load(twice)
+		require.NoError(t, err)
+		require.Equal(t, []int{257}, tok.Encode("<x>"))
+	}
+
 	noCfg := tinyTokenizer(t, nil, nil)
 	tok, err = Load(noCfg)
 	require.NoError(t, err)
