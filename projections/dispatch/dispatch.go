@@ -174,7 +174,7 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		return d.publish(jobs.TopicExtract, job.ModelID, e.CorrelationID, job)
 	case events.RewardModelExtractionFinished:
 		var p events.RewardModelExtractionFinishedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		if p.Error != "" {
@@ -233,7 +233,7 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		return d.publish(jobs.TopicEvaluatorTrain, p.CandidateID, e.CorrelationID, jobs.EvaluatorTrainJob{CandidateID: p.CandidateID})
 	case events.GepaRunRequested:
 		var p events.GepaRunRequestedV1
-		if err := e.Decode(&p); err != nil {
+		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
 		return d.publish(jobs.TopicGepa, p.RunID, e.CorrelationID, jobs.GepaJob{RunID: p.RunID, OwnerID: e.OwnerID})
