@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -164,8 +165,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	for i, c := range consumers {
 		topics[i] = c.topic
 	}
-	gogc := model.SetEngineGC() // this process scores and trains: see model.EngineGCPercent
-	w.log.Info("worker consuming", "topics", topics, "group", w.cfg.ConsumerGroup, "wake_group", w.WakeGroup(),
+	topics = slices.Compact(topics) // a topic's slots stand together: name it once
+	gogc := model.SetEngineGC()     // this process scores and trains: see model.EngineGCPercent
+	w.log.Info("worker consuming", "topics", topics, "short_job_slots", w.cfg.ShortJobs, "group", w.cfg.ConsumerGroup, "wake_group", w.WakeGroup(),
 		"brokers", strings.Join(w.cfg.Brokers, ","), "cpu_kernels", model.CPUKernels(), "matmul", model.MatmulKernel(), "ops", model.ExecutorsStatus(), "gogc", gogc)
 	if advice := model.CPUKernelsAdvice(); advice != "" {
 		w.log.Warn(advice)
