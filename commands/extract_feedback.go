@@ -75,7 +75,7 @@ func (c ClaimExtractionHandler) Handle(ctx context.Context, cmd ClaimExtraction)
 	recorded := map[string]bool{}
 	for _, r := range st.Extracted {
 		recorded[r.TraceID] = true
-		have += pairFindings(r)
+		have += rewardmodels.PairFindings(r)
 	}
 	for _, s := range selected {
 		ft := rewardmodels.FeedbackTrace(s)
@@ -88,7 +88,7 @@ func (c ClaimExtractionHandler) Handle(ctx context.Context, cmd ClaimExtraction)
 			cp := r.RewardModelFeedbackExtractedV1
 			cp.Attempt, cp.WorkerID, cp.ReusedFrom, cp.Usage = cmd.Attempt, cmd.WorkerID, r.EventID, []events.LLMUsage{}
 			reused = append(reused, recordEvents(stream, st.OwnerID, cp)...)
-			have += pairFindings(cp)
+			have += rewardmodels.PairFindings(cp)
 			done += n
 		default:
 			in.Traces = append(in.Traces, ft)
@@ -261,16 +261,6 @@ func (c HandBackExtractionHandler) Handle(ctx context.Context, cmd HandBackExtra
 type ExtractionClaim struct {
 	Result
 	jobs.ExtractionClaim
-}
-
-func pairFindings(r events.RewardModelFeedbackExtractedV1) int {
-	n := 0
-	for _, f := range r.Findings {
-		if f.Outcome == events.OutcomePair {
-			n++
-		}
-	}
-	return n
 }
 
 // extractionProgress renews the holder's lease and records targets done.

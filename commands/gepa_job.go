@@ -75,11 +75,9 @@ func (c *Streams) loadGepa(ctx context.Context, runID string) (rewardmodels.Gepa
 	if err != nil {
 		return rewardmodels.GepaState{}, err
 	}
-	var st rewardmodels.GepaState
-	for _, e := range evs {
-		if err := st.Apply(e); err != nil {
-			return rewardmodels.GepaState{}, err
-		}
+	st, err := events.Fold[rewardmodels.GepaState](evs)
+	if err != nil {
+		return st, err
 	}
 	if st.Requested.RunID == "" {
 		return st, domain.NotFound("GEPA run", runID)

@@ -62,11 +62,9 @@ func (c RequestBackgroundBatchHandler) Handle(ctx context.Context, cmd RequestBa
 				continue // deleted, not the owner's, or named twice
 			}
 			seen[id] = true
-			var sc rewardmodels.ScoringState
-			for _, e := range loaded[streams[i]] {
-				if err := sc.Apply(e); err != nil {
-					return Result{}, err
-				}
+			sc, err := events.Fold[rewardmodels.ScoringState](loaded[streams[i]])
+			if err != nil {
+				return Result{}, err
 			}
 			if rewardmodels.DecideScoring(sc, tr.Revision, true) != rewardmodels.NewRun {
 				continue

@@ -45,11 +45,9 @@ func (c RequestScoringHandler) Handle(ctx context.Context, cmd RequestScoring) (
 		if err != nil {
 			return Result{}, err
 		}
-		var sc rewardmodels.ScoringState
-		for _, e := range evs {
-			if err := sc.Apply(e); err != nil {
-				return Result{}, err
-			}
+		sc, err := events.Fold[rewardmodels.ScoringState](evs)
+		if err != nil {
+			return Result{}, err
 		}
 		if rewardmodels.DecideScoring(sc, tr.Revision, false) == rewardmodels.ReuseRun {
 			res.RunID = sc.RunID

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/criticml/critic/domain"
@@ -245,11 +246,11 @@ func (c *Streams) completeTraining(ctx context.Context, in CompleteTraining) (Re
 	}
 	stream := events.ScoresStream(st.ID)
 	var extra []events.New
-	for _, batch := range chunk(traceScores, 2000) {
+	for batch := range slices.Chunk(traceScores, 2000) {
 		extra = append(extra, events.New{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: events.TracesScored,
 			Payload: events.TracesScoredV1{ModelID: st.ID, ModelName: st.Requested.Name, Scores: batch}})
 	}
-	for _, batch := range chunk(actionScores, 2000) {
+	for batch := range slices.Chunk(actionScores, 2000) {
 		extra = append(extra, events.New{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: events.ActionsScored,
 			Payload: events.ActionsScoredV1{ModelID: st.ID, ModelName: st.Requested.Name, Scores: batch}})
 	}
@@ -366,18 +367,6 @@ func (c *Streams) eachJSONL(ctx context.Context, key string, items int, fn func(
 		return domain.Invalid("%s is larger than %d bytes, the most a score file of %d items may be", key, limit, items)
 	}
 	return sc.Err()
-}
-
-func chunk[T any](xs []T, n int) [][]T {
-	var out [][]T
-	for len(xs) > n {
-		out = append(out, xs[:n])
-		xs = xs[n:]
-	}
-	if len(xs) > 0 {
-		out = append(out, xs)
-	}
-	return out
 }
 
 var _ = onKind(jobs.KindTrain, (*Streams).trainingJob)

@@ -121,13 +121,7 @@ func (c *Criterion) setLabels(labels []events.CriterionLabel) {
 
 // Fold rebuilds an account's criteria from its stream.
 func Fold(stream []events.Envelope) (State, error) {
-	var s State
-	for _, e := range stream {
-		if err := s.Apply(e); err != nil {
-			return State{}, err
-		}
-	}
-	return s, nil
+	return events.Fold[State](stream)
 }
 
 // Get returns a criterion of the account, archived or not.

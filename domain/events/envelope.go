@@ -85,3 +85,20 @@ func (e Envelope) DecodeOrFail(v any) error {
 	}
 	return nil
 }
+
+// Fold applies a stream's events, oldest first, to a zero state: how every
+// aggregate is rebuilt from its stream. An event that cannot be read stops
+// it, with the zero state.
+func Fold[S any, P interface {
+	*S
+	Apply(Envelope) error
+}](stream []Envelope) (S, error) {
+	var s S
+	for _, e := range stream {
+		if err := P(&s).Apply(e); err != nil {
+			var zero S
+			return zero, err
+		}
+	}
+	return s, nil
+}

@@ -293,11 +293,5 @@ func DecideRetry(s State) (events.RewardModelRetriedV1, error) {
 
 // Fold rebuilds a model's state from its stream.
 func Fold(stream []events.Envelope) (State, error) {
-	var s State
-	for _, e := range stream {
-		if err := s.Apply(e); err != nil {
-			return State{}, err
-		}
-	}
-	return s, nil
+	return events.Fold[State](stream)
 }

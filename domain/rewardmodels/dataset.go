@@ -463,13 +463,20 @@ func tooFew(ds Dataset, selected []traces.State, in DatasetInputs) error {
 	for _, r := range in.Extracted {
 		e.Extracted = true
 		e.Findings += len(r.Findings)
-		for _, f := range r.Findings {
-			if f.Outcome == events.OutcomePair {
-				e.Usable++
-			}
-		}
+		e.Usable += PairFindings(r)
 	}
 	return e
+}
+
+// PairFindings counts a trace's findings that made a pair.
+func PairFindings(r events.RewardModelFeedbackExtractedV1) int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Outcome == events.OutcomePair {
+			n++
+		}
+	}
+	return n
 }
 
 // SourceReviewedComparison marks a pair a person decided between an action
