@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"hash/fnv"
 	"slices"
 	"sort"
 )
@@ -294,6 +295,17 @@ func Shuffle(n int, seed uint64, swap func(i, j int)) {
 		j := int(rng.Next() % uint64(i+1))
 		swap(i, j)
 	}
+}
+
+// Seed is 64-bit FNV-1a over the parts, each followed by a 0xff byte: a
+// fixed hash to seed SplitMix64 with, the same on every Go version.
+func Seed(parts ...string) uint64 {
+	h := fnv.New64a()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0xff})
+	}
+	return h.Sum64()
 }
 
 // SplitMix64 is Steele, Lea & Flood's generator (the seeding generator of

@@ -22,16 +22,7 @@ const MaxComment = 10000
 // side, the queue shows the same order every time it is asked, and the
 // order is recorded with the verdict.
 func OriginalLeft(reviewerID, findingID string) bool {
-	h := uint64(14695981039346656037)
-	for _, p := range []string{reviewerID, findingID, "comparison"} {
-		for i := 0; i < len(p); i++ {
-			h ^= uint64(p[i])
-			h *= 1099511628211
-		}
-		h ^= 0xff
-		h *= 1099511628211
-	}
-	rng := domain.SplitMix64{State: h}
+	rng := domain.SplitMix64{State: domain.Seed(reviewerID, findingID, "comparison")}
 	return rng.Next()&1 == 0
 }
 

@@ -8,6 +8,7 @@ package evaluator
 
 import (
 	"cmp"
+	"hash/fnv"
 	"sort"
 	"strings"
 
@@ -62,12 +63,9 @@ func Group(owner string, s traces.State) string {
 // The rule is a fixed hash, so a group never moves sides: later data in a
 // benchmark group can enter a later benchmark version but never training.
 func InBenchmark(group string) bool {
-	h := uint64(14695981039346656037)
-	for i := 0; i < len(group); i++ {
-		h ^= uint64(group[i])
-		h *= 1099511628211
-	}
-	rng := domain.SplitMix64{State: h}
+	h := fnv.New64a()
+	h.Write([]byte(group))
+	rng := domain.SplitMix64{State: h.Sum64()}
 	return rng.Next()%100 < BenchmarkPercent
 }
 

@@ -15,7 +15,7 @@ import (
 // FindingID is deterministic, so the same judgment has the same id wherever
 // it is recorded or reused.
 func FindingID(t Target, source, model, configHash string) string {
-	return fmt.Sprintf("f_%016x", seed(t.TraceID, strconv.Itoa(t.Revision), t.StepID, source, model, PromptVersion, configHash))
+	return fmt.Sprintf("f_%016x", domain.Seed(t.TraceID, strconv.Itoa(t.Revision), t.StepID, source, model, PromptVersion, configHash))
 }
 
 func base(t Target, source, model, configHash string) events.Finding {

@@ -67,13 +67,13 @@ type Trace struct {
 // needs reading.
 func InputHash(tr Trace) string {
 	raw, _ := json.Marshal(tr)
-	return fmt.Sprintf("%016x", seed(string(raw)))
+	return fmt.Sprintf("%016x", domain.Seed(string(raw)))
 }
 
 // ConfigHash identifies the request settings that change what a judgment
 // means (the criteria); recorded findings are reused only under the same.
 func ConfigHash(criteria []string) string {
-	return fmt.Sprintf("%016x", seed(append([]string{"criteria"}, criteria...)...))
+	return fmt.Sprintf("%016x", domain.Seed(append([]string{"criteria"}, criteria...)...))
 }
 
 // Evidence kinds.
@@ -198,7 +198,7 @@ func SampleCriteria(criteria []string, traceID, stepID string, dropout bool) []s
 	for i := range idx {
 		idx[i] = i
 	}
-	rng := domain.SplitMix64{State: seed(traceID, stepID, "criteria")}
+	rng := domain.SplitMix64{State: domain.Seed(traceID, stepID, "criteria")}
 	for i := range keep { // partial Fisher–Yates
 		j := i + int(rng.Next()%uint64(len(idx)-i))
 		idx[i], idx[j] = idx[j], idx[i]
@@ -220,20 +220,6 @@ func SampleCriteria(criteria []string, traceID, stepID string, dropout bool) []s
 // OriginalFirst decides, seeded by the target, whether a review sees the
 // original action as candidate A, so position bias cannot favour either.
 func OriginalFirst(traceID, stepID string) bool {
-	rng := domain.SplitMix64{State: seed(traceID, stepID, "review")}
+	rng := domain.SplitMix64{State: domain.Seed(traceID, stepID, "review")}
 	return rng.Next()&1 == 0
-}
-
-// seed is FNV-1a over the parts.
-func seed(parts ...string) uint64 {
-	h := uint64(14695981039346656037)
-	for _, p := range parts {
-		for i := 0; i < len(p); i++ {
-			h ^= uint64(p[i])
-			h *= 1099511628211
-		}
-		h ^= 0xff
-		h *= 1099511628211
-	}
-	return h
 }
