@@ -9,7 +9,6 @@ import (
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/sections"
-	"github.com/criticml/critic/domain/traces"
 )
 
 // AssessmentInput is one item's model input, as the worker service hands
@@ -32,7 +31,7 @@ func (c *Streams) assessmentSource(ctx context.Context, traceID, kind string, it
 	if !s.Exists {
 		return out, nil
 	}
-	steps, ids := stateSteps(s), stateIDs(s)
+	steps, ids := s.StepList(), s.StepIDs()
 	for _, it := range items {
 		switch kind {
 		case events.AssessmentSections:
@@ -50,14 +49,6 @@ func (c *Streams) assessmentSource(ctx context.Context, traceID, kind string, it
 		}
 	}
 	return out, nil
-}
-
-func stateIDs(s traces.State) []string {
-	ids := make([]string, len(s.Steps))
-	for i, st := range s.Steps {
-		ids[i] = st.ID
-	}
-	return ids
 }
 
 // sectionJob recomputes a section item's job; ok is false when its range
@@ -102,7 +93,7 @@ func (c *Streams) recordAssessment(ctx context.Context, workerID, traceID string
 		if !s.Exists {
 			return Result{}, nil
 		}
-		steps, ids := stateSteps(s), stateIDs(s)
+		steps, ids := s.StepList(), s.StepIDs()
 		version := sections.SectionAssessmentVersion
 		var problem error
 		switch a.Kind {

@@ -3,7 +3,8 @@ package commands
 import (
 	"context"
 	"errors"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/comparisons"
@@ -116,11 +117,7 @@ func (c *Streams) ModelComparisons(ctx context.Context, actor Actor, modelIDs []
 			}
 		}
 	}
-	ids := make([]string, 0, len(traceIDs))
-	for id := range traceIDs {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(traceIDs))
 	// One read of the log for every scored trace (a query per trace made
 	// the queue 17× the read itself at 2,000 traces: make bench-comparisons).
 	// A trace deleted since it was scored is absent.

@@ -2,7 +2,8 @@ package commands
 
 import (
 	"context"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -30,29 +31,19 @@ func (c *Streams) LabelSourceOf(ctx context.Context, traceID string, revision in
 	if !s.Exists || s.Revision != revision {
 		return out, nil
 	}
-	steps := stateSteps(s)
+	steps := s.StepList()
 	lab := labels.FromSteps(steps, nil)
 	if lab.Present || !labels.AgentResponded(steps) {
 		return out, nil
 	}
 	current := s.CurrentLabels()
-	for id := range current {
-		out.Labeled = append(out.Labeled, id)
-	}
-	sort.Strings(out.Labeled)
+	out.Labeled = slices.AppendSeq(out.Labeled, maps.Keys(current))
+	slices.Sort(out.Labeled)
 	if len(labels.ToLabel(lab.Chunks, current)) == 0 {
 		return out, nil
 	}
 	out.Steps, out.Needed = steps, true
 	return out, nil
-}
-
-func stateSteps(s traces.State) []domain.Step {
-	steps := make([]domain.Step, len(s.Steps))
-	for i, st := range s.Steps {
-		steps[i] = st.Step
-	}
-	return steps
 }
 
 // recordLabelingFailure appends trace.labeling_failed for the current

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -315,11 +316,7 @@ func (cv *otelConversation) named(key string, th formats.Thread, hexID string) *
 }
 
 func (cv *otelConversation) records() []formats.RawSpan {
-	ids := make([]string, 0, len(cv.all))
-	for id := range cv.all {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(cv.all))
 	out := make([]formats.RawSpan, len(ids))
 	for j, id := range ids {
 		out[j] = cv.all[id]

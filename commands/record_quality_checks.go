@@ -1,8 +1,10 @@
 package commands
 
 import (
+	"cmp"
 	"context"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
@@ -35,12 +37,10 @@ func (c *Streams) QualityCheckSourceOf(ctx context.Context, traceID string, revi
 	if len(out.Open) == 0 {
 		return out, nil
 	}
-	sort.Slice(out.Open, func(i, j int) bool { return out.Open[i].ChunkID < out.Open[j].ChunkID })
-	for _, l := range s.StepLabels {
-		out.Labels = append(out.Labels, l)
-	}
-	sort.Slice(out.Labels, func(i, j int) bool { return out.Labels[i].ChunkID < out.Labels[j].ChunkID })
-	out.Steps, out.Needed = stateSteps(s), true
+	slices.SortFunc(out.Open, func(a, b jobs.OpenStep) int { return cmp.Compare(a.ChunkID, b.ChunkID) })
+	out.Labels = slices.AppendSeq(out.Labels, maps.Values(s.StepLabels))
+	slices.SortFunc(out.Labels, func(a, b labels.Label) int { return cmp.Compare(a.ChunkID, b.ChunkID) })
+	out.Steps, out.Needed = s.StepList(), true
 	return out, nil
 }
 

@@ -46,7 +46,7 @@ func (c *Streams) requestLabels(ctx context.Context, plan stepLabelPlan, actor A
 			}
 			return "", nil, &domain.UnavailableError{Message: reason}
 		}
-		steps := stateSteps(s)
+		steps := s.StepList()
 		lab := labels.FromSteps(steps, nil)
 		switch {
 		case lab.Present:

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -33,14 +32,9 @@ type streamLock struct {
 // multi-trace requests never deadlock) and returns the function that
 // releases them.
 func (l *streamLocks) lock(keys []string) (unlock func()) {
-	ks := append([]string(nil), keys...)
-	sort.Strings(ks)
-	var held []*streamLock
-	var names []string
-	for i, k := range ks {
-		if i > 0 && ks[i-1] == k {
-			continue
-		}
+	names := slices.Compact(slices.Sorted(slices.Values(keys)))
+	held := make([]*streamLock, len(names))
+	for i, k := range names {
 		l.mu.Lock()
 		if l.m == nil {
 			l.m = map[string]*streamLock{}
@@ -53,8 +47,7 @@ func (l *streamLocks) lock(keys []string) (unlock func()) {
 		e.holders++
 		l.mu.Unlock()
 		e.mu.Lock()
-		held = append(held, e)
-		names = append(names, k)
+		held[i] = e
 	}
 	return func() {
 		for i, h := range slices.Backward(held) {

@@ -74,7 +74,7 @@ func (c *Streams) TitleSourceOf(ctx context.Context, traceID string, revision in
 	if !s.Exists || s.Revision != revision || !s.TitleDerived {
 		return out, nil
 	}
-	out.Input, out.Needed = domain.TitleInput(stateSteps(s)), true
+	out.Input, out.Needed = domain.TitleInput(s.StepList()), true
 	return out, nil
 }
 

@@ -1,9 +1,11 @@
 package comparisons
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/criticml/critic/domain/events"
@@ -89,11 +91,8 @@ func ModelPairs(targets []feedback.Target, scores []ModelScore) []ModelPair {
 		models[s.ModelID] = true
 	}
 	sorted := append([]feedback.Target(nil), targets...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		if sorted[i].TraceID != sorted[j].TraceID {
-			return sorted[i].TraceID < sorted[j].TraceID
-		}
-		return sorted[i].StepID < sorted[j].StepID
+	slices.SortStableFunc(sorted, func(a, b feedback.Target) int {
+		return cmp.Or(cmp.Compare(a.TraceID, b.TraceID), cmp.Compare(a.StepID, b.StepID))
 	})
 	contexts := map[string][]*action{} // context → its distinct actions
 	index := map[string]*action{}      // context + action → the action
@@ -114,11 +113,7 @@ func ModelPairs(targets []feedback.Target, scores []ModelScore) []ModelPair {
 			}
 		}
 	}
-	ids := make([]string, 0, len(models))
-	for m := range models {
-		ids = append(ids, m)
-	}
-	sort.Strings(ids)
+	ids := slices.Sorted(maps.Keys(models))
 	mean := func(xs []float64) float64 {
 		var s float64
 		for _, x := range xs {
@@ -171,14 +166,8 @@ func ModelPairs(targets []feedback.Target, scores []ModelScore) []ModelPair {
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].ContextID != out[j].ContextID {
-			return out[i].ContextID < out[j].ContextID
-		}
-		if out[i].ModelA != out[j].ModelA {
-			return out[i].ModelA < out[j].ModelA
-		}
-		return out[i].ModelB < out[j].ModelB
+	slices.SortFunc(out, func(a, b ModelPair) int {
+		return cmp.Or(cmp.Compare(a.ContextID, b.ContextID), cmp.Compare(a.ModelA, b.ModelA), cmp.Compare(a.ModelB, b.ModelB))
 	})
 	return out
 }

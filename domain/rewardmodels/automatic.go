@@ -57,12 +57,7 @@ func automaticPairs(selected []traces.State, maxPairs int, cfg events.TrainingCo
 		pt := PairTraceFor(s, cfg)
 		pts = append(pts, pt)
 		revision[s.ID] = s.Revision
-		steps := make([]domain.Step, len(s.Steps))
-		ids := make([]string, len(s.Steps))
-		for i, st := range s.Steps {
-			steps[i], ids[i] = st.Step, st.ID
-		}
-		a := assessment.Of(steps, ids, s.Metadata, s.StepLabels, s.QualityChecks)
+		a := assessment.Of(s.StepList(), s.StepIDs(), s.Metadata, s.StepLabels, s.QualityChecks)
 		for i, st := range pt.Steps {
 			r := a.Rewards[i]
 			if r == nil || !IsScorableAction(st) {

@@ -48,12 +48,7 @@ func VerifiedOutcome(s traces.State) (outcome, from string, ok bool) {
 			return OutcomeFailure, OutcomeFromImport, true
 		}
 	}
-	steps := make([]domain.Step, len(s.Steps))
-	ids := make([]string, len(s.Steps))
-	for i, st := range s.Steps {
-		steps[i], ids[i] = st.Step, st.ID
-	}
-	a := assessment.Of(steps, ids, s.Metadata, s.StepLabels, s.QualityChecks)
+	a := assessment.Of(s.StepList(), s.StepIDs(), s.Metadata, s.StepLabels, s.QualityChecks)
 	if a.StepScores == nil {
 		return "", "", false
 	}

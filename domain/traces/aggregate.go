@@ -116,6 +116,24 @@ type Annotation struct {
 	Value       json.RawMessage
 }
 
+// StepList is the trace's steps without their ids and indexes.
+func (s State) StepList() []domain.Step {
+	steps := make([]domain.Step, len(s.Steps))
+	for i, r := range s.Steps {
+		steps[i] = r.Step
+	}
+	return steps
+}
+
+// StepIDs are the ids of the trace's steps, in order.
+func (s State) StepIDs() []string {
+	ids := make([]string, len(s.Steps))
+	for i, r := range s.Steps {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
 // AnnotationsInOrder lists the live annotations in id order: the order
 // pair construction and feedback read them in, so a rebuild from the log
 // gives the same dataset.

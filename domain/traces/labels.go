@@ -42,10 +42,7 @@ func DecideStepLabels(s State, in StepLabelsInput) (events.TraceStepsLabeledV1, 
 	if in.Model == "" {
 		return events.TraceStepsLabeledV1{}, &domain.ValidationError{Code: "invalid_label", Field: "model", Message: "the labeling model is required"}
 	}
-	steps := make([]domain.Step, len(s.Steps))
-	for i, r := range s.Steps {
-		steps[i] = r.Step
-	}
+	steps := s.StepList()
 	chunks := labels.Chunks(steps)
 	known := make(map[string]labels.Actor, len(chunks))
 	pos := make(map[string]int, len(chunks))

@@ -27,10 +27,7 @@ type QualityChecksInput struct {
 // model-made labels. A trace that carries its own labels has none: an
 // offline run's labels are used as they are and never sent to a model.
 func OpenChecks(s State) map[string]stepscores.Question {
-	steps := make([]domain.Step, len(s.Steps))
-	for i, r := range s.Steps {
-		steps[i] = r.Step
-	}
+	steps := s.StepList()
 	if labels.FromSteps(steps, nil).Present {
 		return map[string]stepscores.Question{}
 	}
