@@ -304,12 +304,7 @@ func (c *Streams) readScores(ctx context.Context, ds rewardmodels.Dataset, score
 	var actionScores []events.ActionScore
 	if actionKey != "" {
 		err := c.eachJSONL(ctx, actionKey, len(ds.ActionScoreItems), func(line int, raw []byte) error {
-			var s struct {
-				TraceID string  `json:"trace_id"`
-				StepID  string  `json:"step_id"`
-				Score   float64 `json:"score"`
-				Credit  float64 `json:"credit"`
-			}
+			var s jobs.ActionScore
 			if err := json.Unmarshal(raw, &s); err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@ package jobs
 import (
 	"encoding/json"
 	"net/url"
+	"slices"
 
 	"github.com/criticml/critic/domain/events"
 )
@@ -18,7 +19,9 @@ type Kind string
 // registered is every kind with its topic, in the order the kinds' files
 // declare them (each file of this package that defines a kind registers
 // it: `var KindX = register("x", TopicX)`), so a new kind is one file here.
-var registered []struct {
+var registered []registration
+
+type registration struct {
 	kind  Kind
 	topic string
 }
@@ -27,15 +30,10 @@ var registered []struct {
 // ("" for a kind a worker reports on within another kind's job, such as
 // quality checks within label jobs).
 func register(name, topic string) Kind {
-	for _, r := range registered {
-		if string(r.kind) == name {
-			panic("jobs: kind " + name + " registered twice")
-		}
+	if slices.ContainsFunc(registered, func(r registration) bool { return r.kind == Kind(name) }) {
+		panic("jobs: kind " + name + " registered twice")
 	}
-	registered = append(registered, struct {
-		kind  Kind
-		topic string
-	}{Kind(name), topic})
+	registered = append(registered, registration{Kind(name), topic})
 	return Kind(name)
 }
 
@@ -51,10 +49,8 @@ func Kinds() []Kind {
 
 // TopicOf is the topic k's jobs are published on ("" for none).
 func TopicOf(k Kind) string {
-	for _, r := range registered {
-		if r.kind == k {
-			return r.topic
-		}
+	if i := slices.IndexFunc(registered, func(r registration) bool { return r.kind == k }); i >= 0 {
+		return registered[i].topic
 	}
 	return ""
 }
@@ -111,17 +107,16 @@ type Trigger func(e events.Envelope) (Message, bool)
 
 // triggers is every kind's trigger, each registered by the kind's own file
 // (`var _ = triggeredBy(KindX, xJobOf)`).
-var triggers []struct {
+var triggers []trigger
+
+type trigger struct {
 	kind Kind
 	fn   Trigger
 }
 
 // triggeredBy registers kind's trigger.
 func triggeredBy(kind Kind, fn Trigger) bool {
-	triggers = append(triggers, struct {
-		kind Kind
-		fn   Trigger
-	}{kind, fn})
+	triggers = append(triggers, trigger{kind, fn})
 	return true
 }
 
