@@ -46,7 +46,6 @@ type AcceptInvitation struct {
 // AcceptInvitationHandler runs AcceptInvitation.
 type AcceptInvitationHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c AcceptInvitationHandler) Handle(ctx context.Context, cmd AcceptInvitation) (AcceptInvitationResult, error) {
 	cmd.Token = strings.TrimSpace(cmd.Token)
 	if cmd.Token == "" {

@@ -42,7 +42,6 @@ type AddAnnotation struct {
 // AddAnnotationHandler runs AddAnnotation.
 type AddAnnotationHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c AddAnnotationHandler) Handle(ctx context.Context, cmd AddAnnotation) (AddAnnotationResult, error) {
 	in := cmd.Input
 	id := newID()

@@ -31,7 +31,6 @@ type AddMember struct {
 // AddMemberHandler runs AddMember.
 type AddMemberHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c AddMemberHandler) Handle(ctx context.Context, cmd AddMember) (AddMemberResult, error) {
 	var out AddMemberResult
 	_, err := retryOnConflict(func() (Result, error) {

@@ -39,7 +39,6 @@ type Adjudicate struct {
 // AdjudicateHandler runs Adjudicate.
 type AdjudicateHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c AdjudicateHandler) Handle(ctx context.Context, cmd Adjudicate) (AdjudicateResult, error) {
 	in := cmd.Input
 	id := newID()

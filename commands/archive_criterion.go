@@ -19,7 +19,6 @@ type ArchiveCriterion struct {
 // ArchiveCriterionHandler runs ArchiveCriterion.
 type ArchiveCriterionHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ArchiveCriterionHandler) Handle(ctx context.Context, cmd ArchiveCriterion) (Result, error) {
 	return c.onCriteria(ctx, cmd.Actor, func(st criteria.State) (string, any, error) {
 		p, changed, err := criteria.DecideArchive(st, cmd.CriterionID)

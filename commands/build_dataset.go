@@ -29,7 +29,6 @@ type BuildDataset struct {
 // BuildDatasetHandler runs BuildDataset.
 type BuildDatasetHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c BuildDatasetHandler) Handle(ctx context.Context, cmd BuildDataset) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
 		st, err := c.loadModel(ctx, "", cmd.ModelID)

@@ -22,7 +22,6 @@ type CancelCandidate struct {
 // CancelCandidateHandler runs CancelCandidate.
 type CancelCandidateHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c CancelCandidateHandler) Handle(ctx context.Context, cmd CancelCandidate) (Result, error) {
 	return c.onEvaluator(ctx, Actor{}, func(s evaluator.State) (string, any, error) {
 		cand := s.Candidate(cmd.ID)

@@ -24,7 +24,6 @@ type ClaimCandidate struct {
 // ClaimCandidateHandler runs ClaimCandidate.
 type ClaimCandidateHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ClaimCandidateHandler) Handle(ctx context.Context, cmd ClaimCandidate) (jobs.EvaluatorCandidateClaim, error) {
 	var claim jobs.EvaluatorCandidateClaim
 	_, err := c.onEvaluator(ctx, workerActor(cmd.WorkerID), func(s evaluator.State) (string, any, error) {
@@ -53,7 +52,6 @@ type CompleteCandidate struct {
 // CompleteCandidateHandler runs CompleteCandidate.
 type CompleteCandidateHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c CompleteCandidateHandler) Handle(ctx context.Context, cmd CompleteCandidate) (Result, error) {
 	in := cmd.Result
 	return c.onEvaluator(ctx, workerActor(cmd.WorkerID), func(s evaluator.State) (string, any, error) {
@@ -99,7 +97,6 @@ type FailCandidate struct {
 // FailCandidateHandler runs FailCandidate.
 type FailCandidateHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c FailCandidateHandler) Handle(ctx context.Context, cmd FailCandidate) (Result, error) {
 	cmd.Message = failureLog(cmd.Message)
 	return c.onEvaluator(ctx, workerActor(cmd.WorkerID), func(s evaluator.State) (string, any, error) {
@@ -119,7 +116,6 @@ type CandidateHeartbeat struct {
 // CandidateHeartbeatHandler runs CandidateHeartbeat.
 type CandidateHeartbeatHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c CandidateHeartbeatHandler) Handle(ctx context.Context, cmd CandidateHeartbeat) (Result, error) {
 	return c.onEvaluator(ctx, workerActor(cmd.WorkerID), func(s evaluator.State) (string, any, error) {
 		_, err := s.DecideReport(cmd.ID, cmd.WorkerID)
@@ -142,7 +138,6 @@ type ExpireCandidateLease struct {
 // ExpireCandidateLeaseHandler runs ExpireCandidateLease.
 type ExpireCandidateLeaseHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ExpireCandidateLeaseHandler) Handle(ctx context.Context, cmd ExpireCandidateLease) (Result, error) {
 	return c.onEvaluator(ctx, Actor{}, func(s evaluator.State) (string, any, error) {
 		out, _ := s.DecideLeaseExpiry(cmd.ID, cmd.Now, cmd.Fallback)

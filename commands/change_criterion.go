@@ -17,7 +17,6 @@ type ChangeCriterion struct {
 // ChangeCriterionHandler runs ChangeCriterion.
 type ChangeCriterionHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ChangeCriterionHandler) Handle(ctx context.Context, cmd ChangeCriterion) (Result, error) {
 	return c.onCriteria(ctx, cmd.Actor, func(st criteria.State) (string, any, error) {
 		p, err := criteria.DecideChange(st, cmd.Change)

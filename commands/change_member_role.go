@@ -19,7 +19,6 @@ type ChangeMemberRole struct {
 // ChangeMemberRoleHandler runs ChangeMemberRole.
 type ChangeMemberRoleHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ChangeMemberRoleHandler) Handle(ctx context.Context, cmd ChangeMemberRole) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
 		team, version, err := c.loadTeam(ctx, cmd.AccountID)

@@ -34,7 +34,6 @@ type CreateUser struct {
 // CreateUserHandler runs CreateUser.
 type CreateUserHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c CreateUserHandler) Handle(ctx context.Context, cmd CreateUser) (CreateUserResult, error) {
 	if !userNamePattern.MatchString(cmd.Name) {
 		return CreateUserResult{}, domain.Invalid("user name %q must be 1–64 letters, digits or _ . @ - and start with a letter or digit", cmd.Name)

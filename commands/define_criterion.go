@@ -24,7 +24,6 @@ type DefineCriterion struct {
 // DefineCriterionHandler runs DefineCriterion.
 type DefineCriterionHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c DefineCriterionHandler) Handle(ctx context.Context, cmd DefineCriterion) (DefineCriterionResult, error) {
 	in := cmd.Definition
 	in.CriterionID = newID()

@@ -22,7 +22,6 @@ type DeleteTrace struct {
 // DeleteTraceHandler runs DeleteTrace.
 type DeleteTraceHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c DeleteTraceHandler) Handle(ctx context.Context, cmd DeleteTrace) (Result, error) {
 	return c.eraseTrace(ctx, cmd.Actor, cmd.TraceID, ErasedDeleted, cmd.Actor.String(), "trace deleted", nil)
 }

@@ -18,7 +18,6 @@ type EditAnnotation struct {
 // EditAnnotationHandler runs EditAnnotation.
 type EditAnnotationHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c EditAnnotationHandler) Handle(ctx context.Context, cmd EditAnnotation) (Result, error) {
 	in := cmd.Edit
 	in.EditorID = cmd.Actor.UserID

@@ -179,7 +179,6 @@ type EraseAccount struct {
 // EraseAccountHandler runs EraseAccount.
 type EraseAccountHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c EraseAccountHandler) Handle(ctx context.Context, cmd EraseAccount) (AccountErasure, Result, error) {
 	p, err := c.PlanAccountErasure(ctx, cmd.AccountID)
 	if err != nil {

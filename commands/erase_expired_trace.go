@@ -24,7 +24,6 @@ type EraseExpiredTrace struct {
 // EraseExpiredTraceHandler runs EraseExpiredTrace.
 type EraseExpiredTraceHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c EraseExpiredTraceHandler) Handle(ctx context.Context, cmd EraseExpiredTrace) (Result, error) {
 	if err := domain.CheckRetentionDays(cmd.Days); err != nil {
 		return Result{}, err

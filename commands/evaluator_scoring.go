@@ -26,7 +26,6 @@ type ClaimEvaluatorScoring struct {
 // ClaimEvaluatorScoringHandler runs ClaimEvaluatorScoring.
 type ClaimEvaluatorScoringHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ClaimEvaluatorScoringHandler) Handle(ctx context.Context, cmd ClaimEvaluatorScoring) (jobs.EvaluatorScoringClaim, error) {
 	t, live, err := c.scoringTarget(ctx, cmd.TraceID)
 	if err != nil {
@@ -50,7 +49,6 @@ type RecordEvaluatorScores struct {
 // RecordEvaluatorScoresHandler runs RecordEvaluatorScores.
 type RecordEvaluatorScoresHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c RecordEvaluatorScoresHandler) Handle(ctx context.Context, cmd RecordEvaluatorScores) (Result, error) {
 	in := cmd.Scores
 	return retryOnConflict(func() (Result, error) {
@@ -94,7 +92,6 @@ type FailEvaluatorScoring struct {
 // FailEvaluatorScoringHandler runs FailEvaluatorScoring.
 type FailEvaluatorScoringHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c FailEvaluatorScoringHandler) Handle(ctx context.Context, cmd FailEvaluatorScoring) (Result, error) {
 	in := cmd.Failure
 	msg := failureLog(strings.TrimSpace(in.Error))

@@ -37,7 +37,6 @@ type ClaimExtraction struct {
 // ClaimExtractionHandler runs ClaimExtraction.
 type ClaimExtractionHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ClaimExtractionHandler) Handle(ctx context.Context, cmd ClaimExtraction) (ExtractionClaim, error) {
 	st, err := c.loadModel(ctx, "", cmd.ModelID)
 	if err != nil {
@@ -132,7 +131,6 @@ type RecordFeedback struct {
 // RecordFeedbackHandler runs RecordFeedback.
 type RecordFeedbackHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c RecordFeedbackHandler) Handle(ctx context.Context, cmd RecordFeedback) (Result, error) {
 	p := cmd.Feedback
 	return retryOnConflict(func() (Result, error) {
@@ -194,7 +192,6 @@ type FinishExtraction struct {
 // FinishExtractionHandler runs FinishExtraction.
 type FinishExtractionHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c FinishExtractionHandler) Handle(ctx context.Context, cmd FinishExtraction) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
 		st, err := c.loadModel(ctx, "", cmd.ModelID)
@@ -227,7 +224,6 @@ type ExpireExtractionLease struct {
 // ExpireExtractionLeaseHandler runs ExpireExtractionLease.
 type ExpireExtractionLeaseHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ExpireExtractionLeaseHandler) Handle(ctx context.Context, cmd ExpireExtractionLease) (Result, error) {
 	return c.onModel(ctx, cmd.ModelID, Actor{}, func(st rewardmodels.State) (string, any, error) {
 		requeue, fail, _ := rewardmodels.DecideExtractionLeaseExpiry(st, cmd.Now)
@@ -248,7 +244,6 @@ type HandBackExtraction struct {
 // HandBackExtractionHandler runs HandBackExtraction.
 type HandBackExtractionHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c HandBackExtractionHandler) Handle(ctx context.Context, cmd HandBackExtraction) (Result, error) {
 	return c.onModel(ctx, cmd.ModelID, workerActor(cmd.WorkerID), func(st rewardmodels.State) (string, any, error) {
 		p, err := rewardmodels.DecideExtractionHandBack(st, cmd.Attempt, cmd.WorkerID, cmd.Reason)

@@ -70,7 +70,6 @@ type FreezeBenchmark struct {
 // FreezeBenchmarkHandler runs FreezeBenchmark.
 type FreezeBenchmarkHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c FreezeBenchmarkHandler) Handle(ctx context.Context, cmd FreezeBenchmark) (FreezeBenchmarkResult, error) {
 	var out FreezeBenchmarkResult
 	r, err := retryOnConflict(func() (Result, error) {

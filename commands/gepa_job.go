@@ -26,7 +26,6 @@ type ClaimGepa struct {
 // ClaimGepaHandler runs ClaimGepa.
 type ClaimGepaHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ClaimGepaHandler) Handle(ctx context.Context, cmd ClaimGepa) (jobs.GepaClaim, error) {
 	st, err := c.loadGepa(ctx, cmd.RunID)
 	if err != nil {
@@ -62,7 +61,6 @@ type ExpireGepaLease struct {
 // ExpireGepaLeaseHandler runs ExpireGepaLease.
 type ExpireGepaLeaseHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ExpireGepaLeaseHandler) Handle(ctx context.Context, cmd ExpireGepaLease) (Result, error) {
 	return c.onGepa(ctx, cmd.RunID, Actor{}, func(st rewardmodels.GepaState) (string, any, error) {
 		out, _ := rewardmodels.DecideGepaLeaseExpiry(st, cmd.RunID, cmd.Now)

@@ -64,7 +64,6 @@ type ImportTraces struct {
 // ImportTracesHandler runs ImportTraces.
 type ImportTracesHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ImportTracesHandler) Handle(ctx context.Context, cmd ImportTraces) (ImportResult, error) {
 	in := cmd.Input
 	if in.SourceID != "" && utf8.RuneCountInString(in.SourceID) > 200 {

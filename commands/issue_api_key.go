@@ -16,7 +16,6 @@ type IssueAPIKey struct {
 // IssueAPIKeyHandler runs IssueAPIKey.
 type IssueAPIKeyHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c IssueAPIKeyHandler) Handle(ctx context.Context, cmd IssueAPIKey) (CreateUserResult, error) {
 	user, err := c.loadStream(ctx, events.UserStream(cmd.UserID))
 	if err != nil {

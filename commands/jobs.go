@@ -32,7 +32,6 @@ type Job struct {
 // JobHandler runs Job.
 type JobHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c JobHandler) Handle(ctx context.Context, cmd Job) (any, error) {
 	var fn func(context.Context, jobs.Call, string, time.Duration) (any, error)
 	if table := jobTables[cmd.Kind]; table != nil {

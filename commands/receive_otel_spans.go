@@ -62,7 +62,6 @@ type ReceiveOTelSpans struct {
 // ReceiveOTelSpansHandler runs ReceiveOTelSpans.
 type ReceiveOTelSpansHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ReceiveOTelSpansHandler) Handle(ctx context.Context, cmd ReceiveOTelSpans) (OTelReceipt, error) {
 	byTrace := map[string][]formats.RawSpan{}
 	var order []string

@@ -56,7 +56,6 @@ type RecordQualityChecks struct {
 // RecordQualityChecksHandler runs RecordQualityChecks.
 type RecordQualityChecksHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c RecordQualityChecksHandler) Handle(ctx context.Context, cmd RecordQualityChecks) (Result, error) {
 	return c.onTrace(ctx, cmd.Actor, cmd.Checks.TraceID, func(st traces.State) (string, any, error) {
 		ev, err := traces.DecideQualityChecks(st, cmd.Checks)

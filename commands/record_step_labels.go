@@ -21,7 +21,6 @@ type RecordStepLabels struct {
 // RecordStepLabelsHandler runs RecordStepLabels.
 type RecordStepLabelsHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c RecordStepLabelsHandler) Handle(ctx context.Context, cmd RecordStepLabels) (Result, error) {
 	return c.onTrace(ctx, cmd.Actor, cmd.Labels.TraceID, func(st traces.State) (string, any, error) {
 		ev, err := traces.DecideStepLabels(st, cmd.Labels)

@@ -21,7 +21,6 @@ type RelabelTraceHandler struct {
 	model stepLabelPlan
 }
 
-// Handle runs the command.
 func (c RelabelTraceHandler) Handle(ctx context.Context, cmd RelabelTrace) (Result, error) {
 	return c.requestLabels(ctx, c.model, cmd.Actor, cmd.TraceID, true)
 }

@@ -27,7 +27,6 @@ type ReleaseCandidate struct {
 // ReleaseCandidateHandler runs ReleaseCandidate.
 type ReleaseCandidateHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ReleaseCandidateHandler) Handle(ctx context.Context, cmd ReleaseCandidate) (ReleaseResult, error) {
 	var out ReleaseResult
 	r, err := c.onEvaluator(ctx, Actor{}, func(s evaluator.State) (string, any, error) {

@@ -17,7 +17,6 @@ type RemoveAnnotation struct {
 // RemoveAnnotationHandler runs RemoveAnnotation.
 type RemoveAnnotationHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c RemoveAnnotationHandler) Handle(ctx context.Context, cmd RemoveAnnotation) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
 		st, err := c.ownedTrace(ctx, cmd.Actor, cmd.TraceID)

@@ -20,7 +20,6 @@ type RemoveMember struct {
 // RemoveMemberHandler runs RemoveMember.
 type RemoveMemberHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c RemoveMemberHandler) Handle(ctx context.Context, cmd RemoveMember) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
 		team, version, err := c.loadTeam(ctx, cmd.AccountID)

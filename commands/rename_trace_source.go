@@ -20,7 +20,6 @@ type RenameTraceSource struct {
 // RenameTraceSourceHandler runs RenameTraceSource.
 type RenameTraceSourceHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c RenameTraceSourceHandler) Handle(ctx context.Context, cmd RenameTraceSource) (Result, error) {
 	if err := domain.CheckText("source_id", cmd.SourceID, domain.MaxIDBytes); err != nil {
 		return Result{}, err

@@ -24,7 +24,6 @@ type RequestAssessment struct {
 // RequestAssessmentHandler runs RequestAssessment.
 type RequestAssessmentHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c RequestAssessmentHandler) Handle(ctx context.Context, cmd RequestAssessment) (Result, error) {
 	if len(cmd.Items) == 0 {
 		return Result{}, nil

@@ -24,7 +24,6 @@ type RequestBackgroundBatch struct {
 // RequestBackgroundBatchHandler runs RequestBackgroundBatch.
 type RequestBackgroundBatchHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c RequestBackgroundBatchHandler) Handle(ctx context.Context, cmd RequestBackgroundBatch) (BackgroundBatch, error) {
 	if len(cmd.TraceIDs) > MaxBatchTraces {
 		cmd.TraceIDs = cmd.TraceIDs[:MaxBatchTraces]

@@ -36,7 +36,6 @@ type RequestCandidateResult struct {
 // RequestCandidateHandler runs RequestCandidate.
 type RequestCandidateHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c RequestCandidateHandler) Handle(ctx context.Context, cmd RequestCandidate) (RequestCandidateResult, error) {
 	if cmd.BaseModel == "" {
 		cmd.BaseModel = rewardmodels.DefaultBaseModel

@@ -48,7 +48,6 @@ type RequestGepaRun struct {
 // RequestGepaRunHandler runs RequestGepaRun.
 type RequestGepaRunHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c RequestGepaRunHandler) Handle(ctx context.Context, cmd RequestGepaRun) (RequestGepaResult, error) {
 	in := cmd.Input
 	task, refl, budget := rewardmodels.DefaultGepaTaskModel, rewardmodels.DefaultGepaReflectionModel, rewardmodels.DefaultGepaMaxMetricCalls

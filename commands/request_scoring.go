@@ -25,7 +25,6 @@ type RequestScoring struct {
 // RequestScoringHandler runs RequestScoring.
 type RequestScoringHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c RequestScoringHandler) Handle(ctx context.Context, cmd RequestScoring) (RequestScoringResult, error) {
 	m, err := c.loadModel(ctx, cmd.Actor.UserID, cmd.ModelID)
 	if err != nil {

@@ -104,7 +104,6 @@ type RequestTrainingHandler struct {
 	feedback   events.FeedbackPlan
 }
 
-// Handle runs the command.
 func (c RequestTrainingHandler) Handle(ctx context.Context, cmd RequestTraining) (RequestTrainingResult, error) {
 	in := cmd.Input
 	in.Name = strings.TrimSpace(in.Name)

@@ -24,7 +24,6 @@ type RescoreWithEvaluator struct {
 // RescoreWithEvaluatorHandler runs RescoreWithEvaluator.
 type RescoreWithEvaluatorHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c RescoreWithEvaluatorHandler) Handle(ctx context.Context, cmd RescoreWithEvaluator) (Result, error) {
 	return c.onTrace(ctx, cmd.Actor, cmd.TraceID, func(st traces.State) (string, any, error) {
 		live, err := c.liveRelease(ctx)

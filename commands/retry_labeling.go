@@ -25,7 +25,6 @@ type RetryLabelingHandler struct {
 	model stepLabelPlan
 }
 
-// Handle runs the command.
 func (c RetryLabelingHandler) Handle(ctx context.Context, cmd RetryLabeling) (Result, error) {
 	return c.requestLabels(ctx, c.model, cmd.Actor, cmd.TraceID, false)
 }

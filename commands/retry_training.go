@@ -20,7 +20,6 @@ type RetryTrainingHandler struct {
 	feedback events.FeedbackPlan
 }
 
-// Handle runs the command.
 func (c RetryTrainingHandler) Handle(ctx context.Context, cmd RetryTraining) (Result, error) {
 	return retryOnConflict(func() (Result, error) {
 		st, err := c.loadModel(ctx, cmd.Actor.UserID, cmd.ModelID)

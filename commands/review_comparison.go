@@ -61,7 +61,6 @@ type ReviewComparison struct {
 // ReviewComparisonHandler runs ReviewComparison.
 type ReviewComparisonHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ReviewComparisonHandler) Handle(ctx context.Context, cmd ReviewComparison) (ComparisonResult, error) {
 	in := cmd.Input
 	if in.ModelID == "" {

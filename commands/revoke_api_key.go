@@ -17,7 +17,6 @@ type RevokeAPIKey struct {
 // RevokeAPIKeyHandler runs RevokeAPIKey.
 type RevokeAPIKeyHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c RevokeAPIKeyHandler) Handle(ctx context.Context, cmd RevokeAPIKey) (Result, error) {
 	return retryOnConflict(func() (Result, error) { return c.revokeAPIKey(ctx, cmd.KeyID) })
 }

@@ -23,7 +23,6 @@ type RollbackEvaluator struct {
 // RollbackEvaluatorHandler runs RollbackEvaluator.
 type RollbackEvaluatorHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c RollbackEvaluatorHandler) Handle(ctx context.Context, cmd RollbackEvaluator) (RollbackResult, error) {
 	var out RollbackResult
 	r, err := c.onEvaluator(ctx, Actor{}, func(s evaluator.State) (string, any, error) {

@@ -22,7 +22,6 @@ type ScheduledCandidate struct {
 // ScheduledCandidateHandler runs ScheduledCandidate.
 type ScheduledCandidateHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ScheduledCandidateHandler) Handle(ctx context.Context, cmd ScheduledCandidate) (res RequestCandidateResult, skip string, err error) {
 	s, err := c.EvaluatorState(ctx)
 	if err != nil {

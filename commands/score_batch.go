@@ -24,7 +24,6 @@ type ClaimScoreBatch struct {
 // ClaimScoreBatchHandler runs ClaimScoreBatch.
 type ClaimScoreBatchHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ClaimScoreBatchHandler) Handle(ctx context.Context, cmd ClaimScoreBatch) (jobs.ScoreBatchClaim, error) {
 	var claim jobs.ScoreBatchClaim
 	_, err := retryOnConflict(func() (Result, error) {

@@ -26,7 +26,6 @@ type ClaimScoring struct {
 // ClaimScoringHandler runs ClaimScoring.
 type ClaimScoringHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ClaimScoringHandler) Handle(ctx context.Context, cmd ClaimScoring) (string, error) {
 	sc, req, owner, err := c.loadScoring(ctx, cmd.TraceID, cmd.ModelID)
 	if err != nil {
@@ -59,7 +58,6 @@ type FinishScoring struct {
 // FinishScoringHandler runs FinishScoring.
 type FinishScoringHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c FinishScoringHandler) Handle(ctx context.Context, cmd FinishScoring) (Result, error) {
 	sc, req, owner, err := c.loadScoring(ctx, cmd.TraceID, cmd.ModelID)
 	if err != nil {
@@ -123,7 +121,6 @@ type HandBackScoring struct {
 // HandBackScoringHandler runs HandBackScoring.
 type HandBackScoringHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c HandBackScoringHandler) Handle(ctx context.Context, cmd HandBackScoring) (Result, error) {
 	sc, _, owner, err := c.loadScoring(ctx, cmd.TraceID, cmd.ModelID)
 	if err != nil {
@@ -166,7 +163,6 @@ type ExpireScoringRun struct {
 // ExpireScoringRunHandler runs ExpireScoringRun.
 type ExpireScoringRunHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ExpireScoringRunHandler) Handle(ctx context.Context, cmd ExpireScoringRun) (Result, error) {
 	sc, _, owner, err := c.loadScoring(ctx, cmd.TraceID, cmd.ModelID)
 	if err != nil {

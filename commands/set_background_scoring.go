@@ -18,7 +18,6 @@ type SetBackgroundScoring struct {
 // SetBackgroundScoringHandler runs SetBackgroundScoring.
 type SetBackgroundScoringHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c SetBackgroundScoringHandler) Handle(ctx context.Context, cmd SetBackgroundScoring) (Result, error) {
 	if _, err := c.loadModel(ctx, cmd.Actor.UserID, cmd.ModelID); err != nil {
 		return Result{}, err

@@ -28,7 +28,6 @@ type SetContribution struct {
 // SetContributionHandler runs SetContribution.
 type SetContributionHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c SetContributionHandler) Handle(ctx context.Context, cmd SetContribution) (ContributionResult, error) {
 	out := ContributionResult{TraceID: cmd.TraceID, Contribute: cmd.Contribute}
 	r, err := c.onTrace(ctx, cmd.Actor, cmd.TraceID, func(st traces.State) (string, any, error) {

@@ -18,7 +18,6 @@ type SetGuidelines struct {
 // SetGuidelinesHandler runs SetGuidelines.
 type SetGuidelinesHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c SetGuidelinesHandler) Handle(ctx context.Context, cmd SetGuidelines) (Result, error) {
 	p, err := criteria.DecideGuidelines(cmd.Markdown)
 	if err != nil {

@@ -21,7 +21,6 @@ type SetRetention struct {
 // SetRetentionHandler runs SetRetention.
 type SetRetentionHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c SetRetentionHandler) Handle(ctx context.Context, cmd SetRetention) (Result, error) {
 	if cmd.Days != nil {
 		if err := domain.CheckRetentionDays(*cmd.Days); err != nil {

@@ -17,7 +17,6 @@ type SetReviewOverlap struct {
 // SetReviewOverlapHandler runs SetReviewOverlap.
 type SetReviewOverlapHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c SetReviewOverlapHandler) Handle(ctx context.Context, cmd SetReviewOverlap) (Result, error) {
 	if err := agreement.CheckOverlap(cmd.Overlap); err != nil {
 		return Result{}, err

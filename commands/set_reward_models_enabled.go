@@ -16,7 +16,6 @@ type SetRewardModelsEnabled struct {
 // SetRewardModelsEnabledHandler runs SetRewardModelsEnabled.
 type SetRewardModelsEnabledHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c SetRewardModelsEnabledHandler) Handle(ctx context.Context, cmd SetRewardModelsEnabled) (Result, error) {
 	return c.appendAccountSetting(ctx, Actor{}, cmd.UserID, events.UserRewardModelsEnabledChanged,
 		events.UserRewardModelsEnabledChangedV1{UserID: cmd.UserID, Enabled: cmd.Enabled})

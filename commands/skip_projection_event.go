@@ -29,7 +29,6 @@ type SkipProjectionEvent struct {
 // SkipProjectionEventHandler runs SkipProjectionEvent.
 type SkipProjectionEventHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c SkipProjectionEventHandler) Handle(ctx context.Context, cmd SkipProjectionEvent) (Result, error) {
 	if _, err := uuid.Parse(cmd.EventID); err != nil {
 		return Result{}, domain.InvalidField("event_id", "is not an event id (a UUID, as `critic projections status` lists them)")

@@ -24,7 +24,6 @@ type RecordTitle struct {
 // RecordTitleHandler runs RecordTitle.
 type RecordTitleHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c RecordTitleHandler) Handle(ctx context.Context, cmd RecordTitle) (Result, error) {
 	// A model's answer is outside text too.
 	if err := domain.CheckText("model", cmd.Model, domain.MaxNameBytes); err != nil {

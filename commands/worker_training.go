@@ -34,7 +34,6 @@ type ClaimTraining struct {
 // ClaimTrainingHandler runs ClaimTraining.
 type ClaimTrainingHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ClaimTrainingHandler) Handle(ctx context.Context, cmd ClaimTraining) (ClaimedJob, error) {
 	return c.claimTraining(ctx, cmd.WorkerID, "", cmd.ModelID, cmd.Attempt, cmd.Lease)
 }
@@ -53,7 +52,6 @@ type ClaimNextTraining struct {
 // ClaimNextTrainingHandler runs ClaimNextTraining.
 type ClaimNextTrainingHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ClaimNextTrainingHandler) Handle(ctx context.Context, cmd ClaimNextTraining) (ClaimedJob, bool, error) {
 	for _, cand := range cmd.Candidates {
 		j, err := c.claimTraining(ctx, cmd.WorkerID, cmd.Compute, cand.ModelID, cand.Attempt, cmd.Lease)
@@ -84,7 +82,6 @@ type HandBackTraining struct {
 // HandBackTrainingHandler runs HandBackTraining.
 type HandBackTrainingHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c HandBackTrainingHandler) Handle(ctx context.Context, cmd HandBackTraining) (Result, error) {
 	return c.onModel(ctx, cmd.ModelID, workerActor(cmd.WorkerID), func(st rewardmodels.State) (string, any, error) {
 		p, err := rewardmodels.DecideHandBack(st, cmd.Attempt, cmd.WorkerID, cmd.Reason)
@@ -103,7 +100,6 @@ type Heartbeat struct {
 // HeartbeatHandler runs Heartbeat.
 type HeartbeatHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c HeartbeatHandler) Handle(ctx context.Context, cmd Heartbeat) (Result, error) {
 	return c.onModel(ctx, cmd.ModelID, workerActor(cmd.WorkerID), func(st rewardmodels.State) (string, any, error) {
 		ev, err := rewardmodels.DecideHeartbeat(st, cmd.Attempt, cmd.WorkerID, cmd.Progress)
@@ -129,7 +125,6 @@ type CompleteTraining struct {
 // CompleteTrainingHandler runs CompleteTraining.
 type CompleteTrainingHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c CompleteTrainingHandler) Handle(ctx context.Context, cmd CompleteTraining) (Result, error) {
 	return retryOnConflict(func() (Result, error) { return c.completeTraining(ctx, cmd) })
 }
@@ -146,7 +141,6 @@ type FailTraining struct {
 // FailTrainingHandler runs FailTraining.
 type FailTrainingHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c FailTrainingHandler) Handle(ctx context.Context, cmd FailTraining) (Result, error) {
 	return c.onModel(ctx, cmd.ModelID, workerActor(cmd.WorkerID), func(st rewardmodels.State) (string, any, error) {
 		p, err := rewardmodels.DecideFail(st, cmd.Attempt, cmd.WorkerID, events.FailureWorkerError, cmd.Message)
@@ -168,7 +162,6 @@ type ExpireLease struct {
 // ExpireLeaseHandler runs ExpireLease.
 type ExpireLeaseHandler struct{ *Streams }
 
-// Handle runs the command.
 func (c ExpireLeaseHandler) Handle(ctx context.Context, cmd ExpireLease) (Result, error) {
 	return c.onModel(ctx, cmd.ModelID, Actor{}, func(st rewardmodels.State) (string, any, error) {
 		out, _ := rewardmodels.DecideLeaseExpiry(st, cmd.Now)
