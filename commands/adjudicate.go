@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 
@@ -42,9 +43,7 @@ type AdjudicateHandler struct{ *Streams }
 func (c AdjudicateHandler) Handle(ctx context.Context, cmd Adjudicate) (AdjudicateResult, error) {
 	in := cmd.Input
 	id := newID()
-	if in.By == "" {
-		in.By = cmd.Actor.Member()
-	}
+	in.By = cmp.Or(in.By, cmd.Actor.Member())
 	var p events.AnnotationAdjudicatedV1
 	r, err := c.onTrace(ctx, cmd.Actor, in.TraceID, func(st traces.State) (string, any, error) {
 		dec := traces.AdjudicateInput{AdjudicationID: id, StepID: in.StepID, Rating: in.Rating, CriterionID: in.CriterionID,

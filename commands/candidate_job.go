@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -149,9 +150,7 @@ func (c ExpireCandidateLeaseHandler) Handle(ctx context.Context, cmd ExpireCandi
 // (the worker is stopping); the dispatch projection publishes its job
 // again and the next free worker trains it from the start.
 func (c *Streams) handBackCandidate(ctx context.Context, workerID, id, reason string) (Result, error) {
-	if reason == "" {
-		reason = "worker " + workerID + " stopped"
-	}
+	reason = cmp.Or(reason, "worker "+workerID+" stopped")
 	if r := []rune(reason); len(r) > 500 {
 		reason = string(r[:500])
 	}

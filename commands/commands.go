@@ -7,6 +7,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"errors"
 
@@ -164,10 +165,7 @@ func (c *Streams) append(ctx context.Context, actor Actor, expected map[string]i
 		return Result{}, nil
 	}
 	cause := newID()
-	corr := requestid.From(ctx)
-	if corr == "" {
-		corr = cause
-	}
+	corr := cmp.Or(requestid.From(ctx), cause)
 	envs, err := c.store.Append(ctx, eventstore.Meta{Actor: actor.String(), CausationID: cause, CorrelationID: corr}, expected, evs)
 	if err != nil {
 		return Result{}, err

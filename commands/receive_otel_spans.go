@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -327,9 +328,7 @@ func (cv *otelConversation) records() []formats.RawSpan {
 // stored yet, kept only if the conversation still builds with them (a
 // *domain.ValidationError rejects this trace's records alone).
 func (cv *otelConversation) add(hexID string, recs []formats.RawSpan) (added bool, err error) {
-	if cv.external == "" {
-		cv.external = hexID
-	}
+	cv.external = cmp.Or(cv.external, hexID)
 	received := events.OTelSpansReceivedV1{TraceID: cv.traceID, OTelTraceID: hexID}
 	if cv.joined {
 		received.Conversation = cv.external

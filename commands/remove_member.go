@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"strings"
 
@@ -50,10 +51,7 @@ func (c RemoveMemberHandler) Handle(ctx context.Context, cmd RemoveMember) (Resu
 			if err := kevs[0].Decode(&issued); err != nil {
 				return Result{}, err
 			}
-			owner := issued.MemberID
-			if owner == "" {
-				owner = cmd.AccountID // keys issued before members: the implicit admin's
-			}
+			owner := cmp.Or(issued.MemberID, cmd.AccountID) // keys issued before members: the implicit admin's
 			if owner != cmd.MemberID || kevs[len(kevs)-1].Type == events.APIKeyRevoked {
 				continue
 			}

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -37,12 +38,8 @@ type RequestCandidateResult struct {
 type RequestCandidateHandler struct{ *Streams }
 
 func (c RequestCandidateHandler) Handle(ctx context.Context, cmd RequestCandidate) (RequestCandidateResult, error) {
-	if cmd.BaseModel == "" {
-		cmd.BaseModel = rewardmodels.DefaultBaseModel
-	}
-	if cmd.Epochs == 0 {
-		cmd.Epochs = 1
-	}
+	cmd.BaseModel = cmp.Or(cmd.BaseModel, rewardmodels.DefaultBaseModel)
+	cmd.Epochs = cmp.Or(cmd.Epochs, 1)
 	if cmd.Epochs < 1 || cmd.Epochs > 100 {
 		return RequestCandidateResult{}, domain.Invalid("epochs must be from 1 to 100, got %d", cmd.Epochs)
 	}

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -113,9 +114,7 @@ func (c RequestTrainingHandler) Handle(ctx context.Context, cmd RequestTraining)
 	if len(in.TraceIDs) == 0 {
 		return RequestTrainingResult{}, domain.InvalidField("trace_ids", "select at least one trace")
 	}
-	if in.BaseModel == "" {
-		in.BaseModel = rewardmodels.DefaultBaseModel
-	}
+	in.BaseModel = cmp.Or(in.BaseModel, rewardmodels.DefaultBaseModel)
 	if err := rewardmodels.CheckBaseModel(in.BaseModel, c.modelRoots); err != nil {
 		return RequestTrainingResult{}, err
 	}

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/criticml/critic/domain"
@@ -39,10 +40,7 @@ type stepLabelPlan struct{ model, unavailable string }
 func (c *Streams) requestLabels(ctx context.Context, plan stepLabelPlan, actor Actor, traceID string, relabel bool) (Result, error) {
 	return c.onTrace(ctx, actor, traceID, func(s traces.State) (string, any, error) {
 		if plan.model == "" { // after the owner check: another owner's trace is a 404
-			reason := plan.unavailable
-			if reason == "" {
-				reason = "no step-label model is configured; set CRITIC_STEP_LABEL_MODEL and its provider's key"
-			}
+			reason := cmp.Or(plan.unavailable, "no step-label model is configured; set CRITIC_STEP_LABEL_MODEL and its provider's key")
 			return "", nil, &domain.UnavailableError{Message: reason}
 		}
 		steps := s.StepList()

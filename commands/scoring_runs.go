@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -129,9 +130,7 @@ func (c HandBackScoringHandler) Handle(ctx context.Context, cmd HandBackScoring)
 	if err := checkRunHolder(sc, cmd.RunID, cmd.WorkerID); err != nil {
 		return Result{}, err
 	}
-	if cmd.Reason == "" {
-		cmd.Reason = "worker " + cmd.WorkerID + " stopped"
-	}
+	cmd.Reason = cmp.Or(cmd.Reason, "worker "+cmd.WorkerID+" stopped")
 	return c.appendEvent(ctx, workerActor(cmd.WorkerID), events.ScoringStream(cmd.TraceID, cmd.ModelID), owner, sc.Version, events.ScoringRunRequeued,
 		events.ScoringRunRequeuedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, WorkerID: cmd.WorkerID,
 			Reason: events.RequeueHandedBack, Detail: tail(cmd.Reason, 500)})

@@ -1,6 +1,7 @@
 package feedback
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 )
@@ -59,10 +60,7 @@ func Defuse(s string) string { return defuse.Replace(s) }
 // ContextMessage is the stable part of every call about one target: the
 // conversation before it.
 func ContextMessage(t Target) string {
-	ctx := t.Context
-	if ctx == "" {
-		ctx = "(the action is the first step)"
-	}
+	ctx := cmp.Or(t.Context, "(the action is the first step)")
 	return "<context>\n" + Defuse(ctx) + "\n</context>"
 }
 

@@ -2,7 +2,6 @@ package rewardmodels
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -122,13 +121,8 @@ func GepaExampleOf(tr traces.State, findings []events.Finding) (GepaExample, boo
 	for _, st := range tr.Steps {
 		index[st.ID] = st.Index
 	}
-	ids := make([]string, 0, len(tr.Annotations))
-	for id := range tr.Annotations {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids) // a fixed order: the same trace gives the same example
-	for _, id := range ids {
-		a := tr.Annotations[id]
+	// In id order: the same trace gives the same example.
+	for _, a := range tr.AnnotationsInOrder() {
 		if a.LabelError || a.Comment == nil || strings.TrimSpace(*a.Comment) == "" {
 			continue
 		}

@@ -1,6 +1,7 @@
 package rewardmodels
 
 import (
+	"maps"
 	"math/rand/v2"
 	"slices"
 )
@@ -34,11 +35,7 @@ func SplitByTrace(pairs [][]string, seed uint64) TraceSplit {
 			set[t] = true
 		}
 	}
-	traces := make([]string, 0, len(set))
-	for t := range set {
-		traces = append(traces, t)
-	}
-	slices.Sort(traces)
+	traces := slices.Sorted(maps.Keys(set))
 	all := TraceSplit{}
 	for i := range pairs {
 		all.Train = append(all.Train, i)

@@ -5,6 +5,7 @@ package traces
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"maps"
 	"reflect"
@@ -398,10 +399,7 @@ func decideContent(s State, in ImportInput) (Decision, error) {
 	if title == "" {
 		title, derived = domain.DefaultTitle(t.Steps), true
 	}
-	sourceID := in.ExplicitSourceID
-	if sourceID == "" {
-		sourceID = s.SourceID // an earlier explicit id survives an upsert without one
-	}
+	sourceID := cmp.Or(in.ExplicitSourceID, s.SourceID) // an earlier explicit id survives an upsert without one
 	meta := maps.Clone(t.Metadata)
 	if sourceID != "" {
 		if meta == nil {

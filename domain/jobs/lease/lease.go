@@ -11,6 +11,7 @@
 package lease
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -80,10 +81,7 @@ func NotClaimable(format string, args ...any) error {
 // HandBackDetail is the one line a hand-back records: the worker's reason,
 // or that it stopped. A hand-back is no failure and no lost run.
 func HandBackDetail(workerID, reason string) string {
-	if reason == "" {
-		reason = "worker " + workerID + " stopped"
-	}
-	return FirstLine(reason, 500)
+	return FirstLine(cmp.Or(reason, "worker "+workerID+" stopped"), 500)
 }
 
 // Rules is how a kind words its lease expiries; the rule itself is Expire.
