@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -157,8 +158,7 @@ func (c RecordFeedbackHandler) Handle(ctx context.Context, cmd RecordFeedback) (
 				return Result{}, err
 			}
 			if s.Exists {
-				ft := rewardmodels.FeedbackTrace(s)
-				tr = &ft
+				tr = new(rewardmodels.FeedbackTrace(s))
 			}
 		}
 		p.ModelID, p.WorkerID = st.ID, cmd.WorkerID
@@ -308,7 +308,7 @@ func (c *Streams) extractionJob() jobActions {
 			return jobAck(FinishExtractionHandler{c}.Handle(ctx, FinishExtraction{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt}))
 		}),
 		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			return jobAck(FinishExtractionHandler{c}.Handle(ctx, FinishExtraction{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt, Error: orNoLog(r.Error)}))
+			return jobAck(FinishExtractionHandler{c}.Handle(ctx, FinishExtraction{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt, Error: cmp.Or(r.Error, noLog)}))
 		}),
 		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
 			return jobAck(HandBackExtractionHandler{c}.Handle(ctx, HandBackExtraction{WorkerID: r.Worker, ModelID: r.ID, Attempt: r.Job.Attempt, Reason: r.Reason}))

@@ -111,14 +111,6 @@ func jobAck(_ Result, err error) (any, error) { return jobs.Ack{OK: err == nil},
 // noLog is what a failure records when the worker sent no log.
 const noLog = "the worker reported a failure without a log"
 
-// orNoLog is a worker's failure log as sent, or noLog when it sent none.
-func orNoLog(msg string) string {
-	if msg == "" {
-		return noLog
-	}
-	return msg
-}
-
 // failureLog is a worker's failure log as an evaluator failure records it:
 // its last 2,000 runes (the end of a log says why), or noLog when blank.
 func failureLog(msg string) string {

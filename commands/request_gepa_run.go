@@ -75,8 +75,7 @@ func (c RequestGepaRunHandler) Handle(ctx context.Context, cmd RequestGepaRun) (
 		if err := egress.CheckURL(*in.TaskAPIBase); err != nil {
 			return RequestGepaResult{}, domain.InvalidField("task_api_base", "task_api_base "+err.Error())
 		}
-		b := *in.TaskAPIBase
-		base = &b
+		base = new(*in.TaskAPIBase)
 	}
 	var sealed string
 	if in.TaskAPIKey != nil && *in.TaskAPIKey != "" {

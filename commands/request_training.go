@@ -118,15 +118,11 @@ func (c RequestTrainingHandler) Handle(ctx context.Context, cmd RequestTraining)
 	if err := rewardmodels.CheckBaseModel(in.BaseModel, c.modelRoots); err != nil {
 		return RequestTrainingResult{}, err
 	}
-	if in.Epochs == 0 {
-		in.Epochs = rewardmodels.DefaultEpochs
-	}
+	in.Epochs = cmp.Or(in.Epochs, rewardmodels.DefaultEpochs)
 	if in.Epochs < 1 || in.Epochs > 100 {
 		return RequestTrainingResult{}, domain.InvalidField("epochs", "epochs must be 1–100")
 	}
-	if in.MaxPairs == 0 {
-		in.MaxPairs = domain.DefaultMaxPairs
-	}
+	in.MaxPairs = cmp.Or(in.MaxPairs, domain.DefaultMaxPairs)
 	if in.MaxPairs < 1 || in.MaxPairs > 1_000_000 {
 		return RequestTrainingResult{}, domain.InvalidField("max_pairs", "max_pairs must be 1–1000000")
 	}

@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"cmp"
 	"context"
 	"slices"
 
@@ -156,7 +157,7 @@ func (c *Streams) scoreBatchJob() jobActions {
 			}))
 		}),
 		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			msg := orNoLog(r.Error)
+			msg := cmp.Or(r.Error, noLog)
 			return jobAck(c.settleBatch(ctx, r.Worker, r.ID, r.Job.ModelID, func(traceID, runID string) (Result, error) {
 				return FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: traceID, ModelID: r.Job.ModelID, RunID: runID, Failure: msg})
 			}))

@@ -270,7 +270,7 @@ func (c *Streams) scoringJob() jobActions {
 			return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Job.TraceID, ModelID: r.Job.ModelID, RunID: r.ID, Scores: scores, TraceScore: r.Body.TraceScore}))
 		}),
 		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Job.TraceID, ModelID: r.Job.ModelID, RunID: r.ID, Failure: orNoLog(r.Error)}))
+			return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Job.TraceID, ModelID: r.Job.ModelID, RunID: r.ID, Failure: cmp.Or(r.Error, noLog)}))
 		}),
 		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
 			return jobAck(HandBackScoringHandler{c}.Handle(ctx, HandBackScoring{WorkerID: r.Worker, TraceID: r.Job.TraceID, ModelID: r.Job.ModelID, RunID: r.ID, Reason: r.Reason}))

@@ -346,8 +346,7 @@ func MarshalPairsJSONL(pairs []Pair) []byte {
 			row.TraceIDs = []string{}
 		}
 		if p.ActionType != "" {
-			at := p.ActionType
-			row.ActionType = &at
+			row.ActionType = new(p.ActionType)
 		}
 		// Strings and string slices always encode.
 		_ = enc.Encode(row)

@@ -54,8 +54,7 @@ func Members(js []Judgment, scores map[string]float64) []MemberFigure {
 	for m, t := range by {
 		f := MemberFigure{Member: m, Judged: t.judged, Consensus: share(t.cAgree, t.cN)}
 		if scores != nil {
-			mf := share(t.mAgree, t.mN)
-			f.Model = &mf
+			f.Model = new(share(t.mAgree, t.mN))
 		}
 		out = append(out, f)
 	}

@@ -269,8 +269,7 @@ func (a Assessment) Rows(ids []string) []Row {
 		if r := a.Rewards[i]; r != nil {
 			row.Score = number(r["score"])
 			if c := number(r["credit"]); c != nil {
-				n := int(*c)
-				row.Credit = &n
+				row.Credit = new(int(*c))
 			}
 			row.ExpectedCredit = number(r["expected_credit"])
 		}
@@ -409,8 +408,7 @@ func Status(steps []domain.Step, lab labels.Labeling) LabelingStatus {
 		st.State = LabelingWaiting
 	case st.Labeled == 0:
 		st.State = LabelingUnlabeled
-		r := UnlabeledReason
-		st.Reason = &r
+		st.Reason = new(UnlabeledReason)
 	case st.ToLabel == 0:
 		st.State = LabelingLabeled
 	default:

@@ -103,8 +103,7 @@ func (s *State) Apply(e events.Envelope) error {
 		if p.Attempt == s.Attempt {
 			s.Dataset = &p
 		}
-		n := p.NumPairs
-		s.NumPairs = &n
+		s.NumPairs = new(p.NumPairs)
 	case events.RewardModelTrainingStarted:
 		var p events.RewardModelTrainingStartedV1
 		if err := e.DecodeOrFail(&p); err != nil {

@@ -82,8 +82,7 @@ func automaticPairs(selected []traces.State, maxPairs int, cfg events.TrainingCo
 			dp := DatasetPair{Chosen: p.Chosen, Rejected: p.Rejected, TraceIDs: p.TraceIDs, Granularity: p.Granularity,
 				AnnotationIDs: []string{}, TraceRevisions: map[string]int{}, Source: SourceAutomatic, CreditMethod: method}
 			if p.ActionType != "" {
-				at := p.ActionType
-				dp.ActionType = &at
+				dp.ActionType = new(p.ActionType)
 			}
 			for _, id := range p.AnnotationIDs {
 				t := targets[id]

@@ -263,8 +263,7 @@ func ListBases(workers []WorkerBases, roots []string, noWorkersHint string) Base
 				params = -1
 			}
 			if params >= 0 {
-				s := SecondsPerPair(device, params)
-				lb.SecondsPerPair = &s
+				lb.SecondsPerPair = new(SecondsPerPair(device, params))
 			}
 		}
 		out.Bases = append(out.Bases, *lb)

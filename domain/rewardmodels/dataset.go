@@ -248,8 +248,7 @@ func BuildDatasetFrom(in DatasetInputs) (Dataset, error) {
 		dp := DatasetPair{Chosen: p.Chosen, Rejected: p.Rejected, TraceIDs: p.TraceIDs, Granularity: p.Granularity,
 			AnnotationIDs: p.AnnotationIDs, TraceRevisions: map[string]int{}}
 		if p.ActionType != "" {
-			at := p.ActionType
-			dp.ActionType = &at
+			dp.ActionType = new(p.ActionType)
 		}
 		for _, id := range p.TraceIDs {
 			dp.TraceRevisions[id] = revision[id]

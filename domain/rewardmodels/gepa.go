@@ -114,8 +114,7 @@ func GepaExampleOf(tr traces.State, findings []events.Finding) (GepaExample, boo
 		return ex, false
 	}
 	if len(sys) > 0 {
-		s := strings.Join(sys, "\n\n")
-		ex.System = &s
+		ex.System = new(strings.Join(sys, "\n\n"))
 	}
 	index := map[string]int{}
 	for _, st := range tr.Steps {

@@ -201,8 +201,7 @@ func ScoreWith(chunks []labels.Chunk, ls []*labels.Label, checks map[string]Chec
 		res.Tasks = append(res.Tasks, ts)
 	}
 	if len(res.Tasks) > 0 {
-		m := round(sum / float64(len(res.Tasks)))
-		res.TraceScore = &m
+		res.TraceScore = new(round(sum / float64(len(res.Tasks))))
 	}
 	if answered > 0 {
 		mean := finals / float64(answered)
