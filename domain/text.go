@@ -44,18 +44,20 @@ const (
 // in the error (a JSON path, a path or query parameter name).
 func CheckText(field, s string, limit int) error {
 	if limit > 0 && len(s) > limit {
-		return &ValidationError{Code: "invalid_text", Field: field,
-			Message: fmt.Sprintf("is %d bytes, over the limit of %d bytes", len(s), limit)}
+		return invalidText(field, "is %d bytes, over the limit of %d bytes", len(s), limit)
 	}
 	if i := strings.IndexByte(s, 0); i >= 0 {
-		return &ValidationError{Code: "invalid_text", Field: field,
-			Message: fmt.Sprintf("contains a NUL character (U+0000) at byte %d; text may not contain U+0000", i)}
+		return invalidText(field, "contains a NUL character (U+0000) at byte %d; text may not contain U+0000", i)
 	}
 	if !utf8.ValidString(s) {
-		return &ValidationError{Code: "invalid_text", Field: field,
-			Message: fmt.Sprintf("is not valid UTF-8 (first bad byte at %d)", firstInvalidUTF8(s))}
+		return invalidText(field, "is not valid UTF-8 (first bad byte at %d)", firstInvalidUTF8(s))
 	}
 	return nil
+}
+
+// invalidText is the invalid_text refusal of field.
+func invalidText(field, format string, args ...any) *ValidationError {
+	return &ValidationError{Code: "invalid_text", Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
 func firstInvalidUTF8(s string) int {
@@ -92,8 +94,7 @@ func CheckNumber(field string, n json.Number) error {
 	f, err := strconv.ParseFloat(string(n), 64)
 	mantissa, _, _ := strings.Cut(strings.ToLower(string(n)), "e")
 	if err != nil || len(n) > maxNumberLen || (f == 0 && strings.ContainsAny(mantissa, "123456789")) {
-		return &ValidationError{Code: "invalid_text", Field: field,
-			Message: fmt.Sprintf("the number %.40s is out of range (it must fit a 64-bit float, in at most %d characters)", string(n), maxNumberLen)}
+		return invalidText(field, "the number %.40s is out of range (it must fit a 64-bit float, in at most %d characters)", string(n), maxNumberLen)
 	}
 	return nil
 }
@@ -176,12 +177,10 @@ func CheckJSON(field string, raw []byte) error {
 		return err
 	}
 	if !utf8.Valid(raw) {
-		return &ValidationError{Code: "invalid_text", Field: field,
-			Message: fmt.Sprintf("is not valid UTF-8 (first bad byte at %d)", firstInvalidUTF8(string(raw)))}
+		return invalidText(field, "is not valid UTF-8 (first bad byte at %d)", firstInvalidUTF8(string(raw)))
 	}
 	if i := loneSurrogate(raw); i >= 0 {
-		return &ValidationError{Code: "invalid_text", Field: field,
-			Message: fmt.Sprintf("has an unpaired UTF-16 surrogate escape at byte %d", i)}
+		return invalidText(field, "has an unpaired UTF-16 surrogate escape at byte %d", i)
 	}
 	return nil
 }
@@ -341,8 +340,7 @@ func walkJSON(field string, raw []byte, rawStrings bool) error {
 					return CheckText(path(), s, 0)
 				}
 				if i := loneSurrogate([]byte(s)); i >= 0 {
-					return &ValidationError{Code: "invalid_text", Field: path(),
-						Message: fmt.Sprintf("has an unpaired UTF-16 surrogate escape (%.6s), which the stores refuse", s[i:])}
+					return invalidText(path(), "has an unpaired UTF-16 surrogate escape (%.6s), which the stores refuse", s[i:])
 				}
 			}
 			if isKey {
