@@ -176,18 +176,6 @@ func loadConfig() (config, error) {
 	if c.LLM, err = loadLLMRoles(); err != nil {
 		return c, err
 	}
-	c.WorkerLease = 30 * time.Second
-	if v := os.Getenv("CRITIC_WORKER_LEASE"); v != "" {
-		if c.WorkerLease, err = time.ParseDuration(v); err != nil || c.WorkerLease < time.Second {
-			return c, fmt.Errorf("CRITIC_WORKER_LEASE must be a duration of at least 1s (e.g. 30s), got %q", v)
-		}
-	}
-	c.RetentionInterval = 24 * time.Hour
-	if v := os.Getenv("CRITIC_RETENTION_INTERVAL"); v != "" {
-		if c.RetentionInterval, err = time.ParseDuration(v); err != nil || c.RetentionInterval < time.Second {
-			return c, fmt.Errorf("CRITIC_RETENTION_INTERVAL must be a duration of at least 1s (e.g. 24h), got %q", v)
-		}
-	}
 	switch v := os.Getenv("CRITIC_BACKGROUND_SCORING"); v {
 	case "", "on":
 		c.BackgroundScoring = true
@@ -201,14 +189,16 @@ func loadConfig() (config, error) {
 			return c, fmt.Errorf("CRITIC_SCORING_DEBOUNCE must be a duration (e.g. 30s), got %q", v)
 		}
 	}
+	c.WorkerLease, c.RetentionInterval = 30*time.Second, 24*time.Hour
 	for _, d := range []struct {
-		name string
-		dst  *time.Duration
-	}{{"CRITIC_HTTP_READ_HEADER_TIMEOUT", &c.HTTP.ReadHeader}, {"CRITIC_HTTP_READ_TIMEOUT", &c.HTTP.Read},
-		{"CRITIC_HTTP_WRITE_TIMEOUT", &c.HTTP.Write}, {"CRITIC_HTTP_IDLE_TIMEOUT", &c.HTTP.Idle}} {
+		name, example string
+		dst           *time.Duration
+	}{{"CRITIC_WORKER_LEASE", "30s", &c.WorkerLease}, {"CRITIC_RETENTION_INTERVAL", "24h", &c.RetentionInterval},
+		{"CRITIC_HTTP_READ_HEADER_TIMEOUT", "5m", &c.HTTP.ReadHeader}, {"CRITIC_HTTP_READ_TIMEOUT", "5m", &c.HTTP.Read},
+		{"CRITIC_HTTP_WRITE_TIMEOUT", "5m", &c.HTTP.Write}, {"CRITIC_HTTP_IDLE_TIMEOUT", "5m", &c.HTTP.Idle}} {
 		if v := os.Getenv(d.name); v != "" {
 			if *d.dst, err = time.ParseDuration(v); err != nil || *d.dst < time.Second {
-				return c, fmt.Errorf("%s must be a duration of at least 1s (e.g. 5m), got %q", d.name, v)
+				return c, fmt.Errorf("%s must be a duration of at least 1s (e.g. %s), got %q", d.name, d.example, v)
 			}
 		}
 	}
