@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -28,10 +29,7 @@ var _ connect.Interceptor = (*boundary)(nil)
 
 func (b *boundary) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		c, err := b.auth.Authenticate(ctx, req.Header())
-		if err == nil {
-			err = permit(c, req.Spec().Procedure)
-		}
+		c, err := b.authorize(ctx, req.Header(), req.Spec().Procedure)
 		if err != nil {
 			return nil, connectError(ctx, err)
 		}
@@ -54,10 +52,7 @@ func (b *boundary) WrapStreamingClient(next connect.StreamingClientFunc) connect
 
 func (b *boundary) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		c, err := b.auth.Authenticate(ctx, conn.RequestHeader())
-		if err == nil {
-			err = permit(c, conn.Spec().Procedure)
-		}
+		c, err := b.authorize(ctx, conn.RequestHeader(), conn.Spec().Procedure)
 		if err != nil {
 			return connectError(ctx, err)
 		}
@@ -65,14 +60,19 @@ func (b *boundary) WrapStreamingHandler(next connect.StreamingHandlerFunc) conne
 	}
 }
 
-// permit is the role check of every call, before the request is looked at:
-// the method's declared permission (methodPermissions) through edge.Permit.
-func permit(c *readmodel.Caller, procedure string) error {
-	p, err := permissionOf(procedure)
+// authorize authenticates a call and checks its role before the request is
+// looked at: the method's declared permission (methodPermissions) through
+// edge.Permit; an undeclared method is refused rather than let through.
+func (b *boundary) authorize(ctx context.Context, h http.Header, procedure string) (*readmodel.Caller, error) {
+	c, err := b.auth.Authenticate(ctx, h)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return edge.Permit(c, p)
+	p, ok := MethodPermission(procedure)
+	if !ok {
+		return nil, &domain.ForbiddenError{Message: "method " + procedure + " declares no permission"}
+	}
+	return c, edge.Permit(c, p)
 }
 
 // checkedConn applies checkMessageText to every message a streaming call

@@ -3,7 +3,6 @@ package connectapi
 import (
 	"strings"
 
-	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/members"
 )
 
@@ -80,14 +79,4 @@ func MethodPermission(procedure string) (members.Permission, bool) {
 	svc, method, _ := strings.Cut(strings.TrimPrefix(procedure, "/critic.v1."), "/")
 	p, ok := methodPermissions[svc+"/"+method]
 	return p, ok
-}
-
-// permissionOf is MethodPermission for the interceptor: an undeclared
-// method is refused rather than let through.
-func permissionOf(procedure string) (members.Permission, error) {
-	p, ok := MethodPermission(procedure)
-	if !ok {
-		return "", &domain.ForbiddenError{Message: "method " + procedure + " declares no permission"}
-	}
-	return p, nil
 }

@@ -32,42 +32,11 @@ import (
 const defaultMaxBody = 64 << 20
 
 // TraceService implements critic.v1.TraceService.
-type TraceService struct {
-	cmds    *commands.Commands
-	queries *readmodel.Queries
-	waiter  *readmodel.Waiter
-	auth    *edge.Authenticator
-	maxBody int64
-	// assessments makes section summaries and completion estimates; nil
-	// makes both answer unavailable (as REST).
-	assessments usecase.Assessments
-}
+type TraceService struct{ d Deps }
 
-var _ criticv1connect.TraceServiceHandler = (*TraceService)(nil)
-
-// New returns the service over the same command and query sides as REST.
-// maxBody bounds one request message (after decompression), like REST's
-// body limit.
-func New(cmds *commands.Commands, queries *readmodel.Queries, waiter *readmodel.Waiter, auth *edge.Authenticator, maxBody int64) *TraceService {
-	if maxBody <= 0 {
-		maxBody = defaultMaxBody
-	}
-	return &TraceService{cmds: cmds, queries: queries, waiter: waiter, auth: auth, maxBody: maxBody}
-}
-
-// Register mounts the service on mux at /critic.v1.TraceService/; the
-// package-level Register mounts it together with the other services.
-func (s *TraceService) Register(mux *http.ServeMux) {
-	mux.Handle(criticv1connect.NewTraceServiceHandler(s, s.HandlerOptions()...))
-}
-
-// HandlerOptions are the options every Critic Connect service is built with:
-// authentication and error mapping at the boundary, the message size limit,
-// and the REST-like JSON codec.
-func (s *TraceService) HandlerOptions() []connect.HandlerOption {
-	return handlerOptions(s.auth, s.maxBody)
-}
-
+// handlerOptions are the options every Critic Connect service is built
+// with: authentication and error mapping at the boundary, the message size
+// limit, and the REST-like JSON codec.
 func handlerOptions(auth *edge.Authenticator, maxBody int64) []connect.HandlerOption {
 	if maxBody <= 0 {
 		maxBody = defaultMaxBody
@@ -109,8 +78,8 @@ type Deps struct {
 // AnnotationService, RewardModelService, GepaService, QueryService,
 // EvaluatorService, CriteriaService and BaseModelService.
 func Register(mux *http.ServeMux, d Deps) {
-	New(d.Cmds, d.Queries, d.Waiter, d.Auth, d.MaxBody).WithAssessments(d.Assessments).Register(mux)
 	opts := handlerOptions(d.Auth, d.MaxBody)
+	mux.Handle(criticv1connect.NewTraceServiceHandler(&TraceService{d}, opts...))
 	mux.Handle(criticv1connect.NewAnnotationServiceHandler(&AnnotationService{d}, opts...))
 	mux.Handle(criticv1connect.NewRewardModelServiceHandler(&RewardModelService{d}, opts...))
 	mux.Handle(criticv1connect.NewGepaServiceHandler(&GepaService{d}, opts...))
@@ -145,7 +114,7 @@ func (s *TraceService) ImportTraces(ctx context.Context, req *connect.Request[cr
 		return nil, domain.InvalidField("data", "data is required")
 	}
 	in := commands.ImportTracesInput{Format: m.Format, Data: []byte(m.Data), Contribute: m.Contribute}
-	res, err := s.backend().ImportTraces(ctx, edge.CallerFrom(ctx), in, m.SourceId)
+	res, err := s.d.backend().ImportTraces(ctx, edge.CallerFrom(ctx), in, m.SourceId)
 	return reply(&criticv1.ImportTracesResponse{
 		Format: res.Format, Imported: int32(len(res.TraceIDs)), TraceIds: res.TraceIDs,
 		Unchanged: int32(res.Unchanged), AnnotationsRemoved: int32(res.AnnotationsRemoved), Erased: res.Erased,
@@ -164,10 +133,10 @@ func (s *TraceService) ListTraces(ctx context.Context, req *connect.Request[crit
 		return nil, err
 	}
 	owner := edge.CallerFrom(ctx).UserID
-	if f.Member, err = s.backend().MemberFilter(ctx, owner, m.GetMember()); err != nil {
+	if f.Member, err = s.d.backend().MemberFilter(ctx, owner, m.GetMember()); err != nil {
 		return nil, err
 	}
-	traces, total, err := s.queries.ListTraces(ctx, owner, f)
+	traces, total, err := s.d.Queries.ListTraces(ctx, owner, f)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +146,7 @@ func (s *TraceService) ListTraces(ctx context.Context, req *connect.Request[crit
 
 // GetTrace returns one of the caller's traces.
 func (s *TraceService) GetTrace(ctx context.Context, req *connect.Request[criticv1.GetTraceRequest]) (*connect.Response[criticv1.GetTraceResponse], error) {
-	d, err := s.queries.GetTrace(ctx, edge.CallerFrom(ctx).UserID, req.Msg.TraceId)
+	d, err := s.d.Queries.GetTrace(ctx, edge.CallerFrom(ctx).UserID, req.Msg.TraceId)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +157,7 @@ func (s *TraceService) GetTrace(ctx context.Context, req *connect.Request[critic
 // DeleteTrace deletes one of the caller's traces and answers once it is gone
 // from the read model.
 func (s *TraceService) DeleteTrace(ctx context.Context, req *connect.Request[criticv1.DeleteTraceRequest]) (*connect.Response[criticv1.DeleteTraceResponse], error) {
-	err := s.backend().DeleteTrace(ctx, edge.CallerFrom(ctx), req.Msg.TraceId)
+	err := s.d.backend().DeleteTrace(ctx, edge.CallerFrom(ctx), req.Msg.TraceId)
 	return reply(&criticv1.DeleteTraceResponse{}, err)
 }
 
@@ -197,17 +166,10 @@ func (s *TraceService) ExportTraces(ctx context.Context, _ *connect.Request[crit
 	w := &lineWriter{send: func(line []byte) error {
 		return stream.Send(&criticv1.ExportTracesResponse{Line: string(line)})
 	}}
-	if err := s.queries.ExportTraces(ctx, edge.CallerFrom(ctx).UserID, w); err != nil {
+	if err := s.d.Queries.ExportTraces(ctx, edge.CallerFrom(ctx).UserID, w); err != nil {
 		return err
 	}
 	return w.flush()
-}
-
-// backend is the shared operations over the service's command and query
-// sides; its Settle is the read-your-writes wait after a command (the same
-// rule as REST's settle).
-func (s *TraceService) backend() usecase.Backend {
-	return usecase.Backend{Cmds: s.cmds, Queries: s.queries, Waiter: s.waiter}
 }
 
 // reply is an RPC's end: err, else msg as the response.
