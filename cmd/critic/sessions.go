@@ -208,24 +208,20 @@ func runSync(ctx context.Context, up *client.Uploader, w io.Writer, claudeDir, c
 	return tally, nil
 }
 
-// defaultClaudeHome is $CLAUDE_CONFIG_DIR, else ~/.claude.
-func defaultClaudeHome() string {
-	if d := os.Getenv("CLAUDE_CONFIG_DIR"); d != "" {
+// agentHome is $env, else ~/dotDir: where an agent keeps its sessions
+// and settings.
+func agentHome(env, dotDir string) string {
+	if d := os.Getenv(env); d != "" {
 		return d
 	}
 	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".claude")
+	return filepath.Join(home, dotDir)
 }
+
+func defaultClaudeHome() string { return agentHome("CLAUDE_CONFIG_DIR", ".claude") }
 
 func defaultClaudeProjects() string { return filepath.Join(defaultClaudeHome(), "projects") }
 
-// defaultCodexHome is $CODEX_HOME, else ~/.codex.
-func defaultCodexHome() string {
-	if d := os.Getenv("CODEX_HOME"); d != "" {
-		return d
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".codex")
-}
+func defaultCodexHome() string { return agentHome("CODEX_HOME", ".codex") }
 
 func defaultCodexSessions() string { return filepath.Join(defaultCodexHome(), "sessions") }

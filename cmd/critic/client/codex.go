@@ -193,7 +193,6 @@ func ReconstructCodex(page CodexRollout, index map[string][]CodexRollout) ([]byt
 	out := append([]byte{}, meta...)
 	out = append(out, '\n')
 	for i, s := range slices.Backward(chain) {
-
 		start := int64(0)
 		if s.r.Base != nil {
 			start = *s.r.Base.EndOrdinalExclusive
@@ -204,13 +203,7 @@ func ReconstructCodex(page CodexRollout, index map[string][]CodexRollout) ([]byt
 		}
 		last := start - 1
 		k := int64(0)
-		for len(body) > 0 {
-			var ln []byte
-			if j := bytes.IndexByte(body, '\n'); j >= 0 {
-				ln, body = body[:j+1], body[j+1:]
-			} else {
-				ln, body = body, nil
-			}
+		for ln := range bytes.Lines(body) {
 			if len(bytes.TrimSpace(ln)) == 0 {
 				continue
 			}

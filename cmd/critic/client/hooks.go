@@ -435,7 +435,7 @@ func EditCodexConfig(raw []byte, argv []string) ([]byte, error) {
 		}
 		lines = append(lines[:b:b], lines[e:]...)
 		if previous != "" {
-			lines = insertLines(lines, b, []string{"notify = " + previous + "\n"})
+			lines = slices.Insert(lines, b, "notify = "+previous+"\n")
 		}
 	}
 	if argv == nil {
@@ -472,7 +472,7 @@ func EditCodexConfig(raw []byte, argv []string) ([]byte, error) {
 		block = append(block, codexPrevious+previous+"\n")
 	}
 	block = append(block, "notify = "+string(q)+"\n", codexEnd+"\n")
-	return []byte(strings.Join(insertLines(lines, at, block), "")), nil
+	return []byte(strings.Join(slices.Insert(lines, at, block...), "")), nil
 }
 
 // CodexPreviousNotify returns the notify program the Critic hook replaced
@@ -577,13 +577,6 @@ func tomlValueEnd(lines []string, i int) int {
 		}
 	}
 	return len(lines)
-}
-
-func insertLines(lines []string, at int, ins []string) []string {
-	out := make([]string, 0, len(lines)+len(ins))
-	out = append(out, lines[:at]...)
-	out = append(out, ins...)
-	return append(out, lines[at:]...)
 }
 
 // ShellQuote quotes an argument for the shell Claude Code runs hook

@@ -179,16 +179,12 @@ type line struct {
 func splitLinesOf(data []byte) []line {
 	var out []line
 	no, start := 0, 0
-	for start < len(data) {
+	for l := range bytes.Lines(data) {
 		no++
-		end := len(data)
-		if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
-			end = start + i + 1
+		if len(bytes.TrimSpace(l)) > 0 {
+			out = append(out, line{no: no, start: start, end: start + len(l)})
 		}
-		if len(bytes.TrimSpace(data[start:end])) > 0 {
-			out = append(out, line{no: no, start: start, end: end})
-		}
-		start = end
+		start += len(l)
 	}
 	return out
 }
