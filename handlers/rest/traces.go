@@ -119,7 +119,8 @@ func (a *API) uploadTranscript(w http.ResponseWriter, r *http.Request) error {
 func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat string, restrict func(format string, data []byte) (string, error)) error {
 	var req importRequest
 	var data []byte
-	if rawImport(r) {
+	raw := rawImport(r)
+	if raw {
 		// The body is the payload itself: read once, within the limit,
 		// straight into the parser's input — no JSON envelope to decode
 		// and no string copies of a 64 MiB upload.
@@ -148,16 +149,14 @@ func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat s
 			}
 			req.Contribute = &c
 		}
-		body, err := a.readBody(w, r)
-		if err != nil {
-			return err
-		}
+	}
+	body, err := a.readBody(w, r)
+	if err != nil {
+		return err
+	}
+	if raw {
 		data = body
 	} else {
-		body, err := a.readBody(w, r)
-		if err != nil {
-			return err
-		}
 		// The fast decoder, like encoding/json, would turn invalid UTF-8
 		// into U+FFFD: the edge's text rule reads the bytes first.
 		if err := domain.CheckJSON("", body); err != nil {
@@ -179,11 +178,10 @@ func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat s
 	if req.Format == nil {
 		return domain.InvalidField("format", "format is required")
 	}
-	if data == nil && !rawImport(r) {
+	if data == nil && !raw {
 		return domain.InvalidField("data", "data is required")
 	}
 	in := commands.ImportTracesInput{Format: *req.Format, Data: data, Contribute: req.Contribute}
-	var err error
 	if restrict != nil {
 		if in.Format, err = restrict(in.Format, in.Data); err != nil {
 			return err

@@ -20,8 +20,7 @@ import (
 // AddAnnotation adds the caller's annotation (authored by the key's member,
 // under their name) and returns it once readable.
 func (b Backend) AddAnnotation(ctx context.Context, caller *readmodel.Caller, in commands.AddAnnotationInput) (*readmodel.Annotation, error) {
-	in.AuthorName = caller.MemberName
-	in.AuthorName = cmp.Or(in.AuthorName, caller.Name)
+	in.AuthorName = cmp.Or(caller.MemberName, caller.Name)
 	res, err := b.Cmds.AddAnnotation.Handle(ctx, commands.AddAnnotation{Actor: Actor(caller), Input: in})
 	return b.annotationAfter(ctx, caller, res.Result, err, res.AnnotationID)
 }
