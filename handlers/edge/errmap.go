@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -86,11 +87,7 @@ func classify(err error) (int, ErrorBody) {
 	case errors.As(err, &sc):
 		return http.StatusServiceUnavailable, ErrorBody{Detail: sc.Error(), Code: "snapshot_catching_up"}
 	case errors.As(err, &una):
-		code := una.Code
-		if code == "" {
-			code = "unavailable"
-		}
-		return http.StatusServiceUnavailable, ErrorBody{Detail: una.Error(), Code: code}
+		return http.StatusServiceUnavailable, ErrorBody{Detail: una.Error(), Code: cmp.Or(una.Code, "unavailable")}
 	}
 	return http.StatusInternalServerError, ErrorBody{Detail: "internal error", Code: "internal"}
 }
@@ -138,28 +135,26 @@ func ConnectErrorContext(ctx context.Context, err error) error {
 	return connectError(status, body, retryAfter(err))
 }
 
+// connectCodes are the Connect codes of the REST statuses classify
+// answers; any other is internal.
+var connectCodes = map[int]connect.Code{
+	http.StatusUnprocessableEntity:   connect.CodeInvalidArgument,
+	http.StatusNotFound:              connect.CodeNotFound,
+	http.StatusConflict:              connect.CodeAborted,
+	http.StatusGone:                  connect.CodeFailedPrecondition,
+	http.StatusUnauthorized:          connect.CodeUnauthenticated,
+	http.StatusForbidden:             connect.CodePermissionDenied,
+	http.StatusRequestEntityTooLarge: connect.CodeResourceExhausted,
+	http.StatusServiceUnavailable:    connect.CodeUnavailable,
+}
+
 func connectError(status int, body ErrorBody, retryAfterSeconds int) error {
-	code := connect.CodeInternal
-	switch status {
-	case http.StatusUnprocessableEntity:
-		code = connect.CodeInvalidArgument
-	case http.StatusNotFound:
-		code = connect.CodeNotFound
-	case http.StatusConflict:
-		code = connect.CodeAborted
-		if body.Code == "trace_sync_error" {
-			code = connect.CodeFailedPrecondition
-		}
-	case http.StatusGone:
+	code, ok := connectCodes[status]
+	switch {
+	case !ok:
+		code = connect.CodeInternal
+	case status == http.StatusConflict && body.Code == "trace_sync_error":
 		code = connect.CodeFailedPrecondition
-	case http.StatusUnauthorized:
-		code = connect.CodeUnauthenticated
-	case http.StatusForbidden:
-		code = connect.CodePermissionDenied
-	case http.StatusRequestEntityTooLarge:
-		code = connect.CodeResourceExhausted
-	case http.StatusServiceUnavailable:
-		code = connect.CodeUnavailable
 	}
 	ce := connect.NewError(code, errors.New(body.Detail))
 	if retryAfterSeconds > 0 {
