@@ -19,6 +19,7 @@ import (
 	"github.com/criticml/critic/handlers/connectapi"
 	"github.com/criticml/critic/handlers/otlp"
 	"github.com/criticml/critic/handlers/rest"
+	"github.com/criticml/critic/handlers/usecase"
 	"github.com/criticml/critic/handlers/workerapi"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/instance"
@@ -167,7 +168,10 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		}
 		rest.NewQueryAPI(a.Query, a.Auth, cfg.MaxBody).Register(mux)
 		otlp.NewReceiver(a.Cmds, a.Waiter, a.Auth, cfg.MaxBody).Register(mux)
-		registerConnect(mux, a, cfg.MaxBody, in.blobs, gen, evalPolicy, fleet, cfg.ModelRoots)
+		// The Connect services on the REST port: one handler per service
+		// serves Connect, gRPC and gRPC-Web (gRPC reaches it over h2c).
+		connectapi.Register(mux, connectapi.Deps{Cmds: a.Cmds, Queries: a.Queries, Waiter: a.Waiter, Auth: a.Auth, Blobs: in.blobs, Query: a.Query,
+			MaxBody: cfg.MaxBody, Assessments: gen, EvaluatorPolicy: &evalPolicy, Workers: fleet, ModelRoots: cfg.ModelRoots})
 		connectapi.RegisterHealthAndReflection(mux, a.Ready)
 		// The browser app, at / (everything more specific above wins).
 		mux.Handle(web.Pattern, web.Handler())
@@ -199,6 +203,16 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 	startJobs(a, in)
 	startEvaluatorSchedule(a, in, evalSchedule)
 	return &server{Server: a, dataDir: cfg.DataDir, token: token}, nil
+}
+
+// assessments is where section summaries and completion estimates come
+// from: the worker tier's fast model through the assessment cache, or nil
+// (the endpoints answer unavailable naming CRITIC_FAST_MODEL) without one.
+func assessments(r llmRoles, s *apiserver.Server) usecase.Assessments {
+	if r.Fast == nil {
+		return nil
+	}
+	return usecase.NewGenerator(usecase.Backend{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter})
 }
 
 // shutdown stops accepting requests, lets in-flight ones finish, then stops
