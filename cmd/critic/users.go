@@ -55,7 +55,11 @@ func cmdUsers(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		printKey(*name, res.UserID, res.APIKey, *ro)
+		kind := "full-access"
+		if *ro {
+			kind = "read-only"
+		}
+		fmt.Printf("user:    %s (%s)\napi key: %s\n(%s; shown once, stored only as its SHA-256)\n", *name, res.UserID, res.APIKey, kind)
 		settleCLI(ctx, waiter, res.Result)
 		return nil
 	case "export":
@@ -196,14 +200,6 @@ func addMember(ctx context.Context, in *infra, cmds *commands.Commands, waiter *
 		res.Member.Name, res.Member.ID, pos[0], r, res.APIKey, base, res.InviteToken)
 	settleCLI(ctx, waiter, res.Result)
 	return nil
-}
-
-func printKey(name, id, key string, ro bool) {
-	kind := "full-access"
-	if ro {
-		kind = "read-only"
-	}
-	fmt.Printf("user:    %s (%s)\napi key: %s\n(%s; shown once, stored only as its SHA-256)\n", name, id, key, kind)
 }
 
 // userIDByName reads the name reservation stream: the event log, not the read

@@ -8,9 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/criticml/critic/commands"
@@ -201,12 +202,7 @@ func checkRequestText(r *http.Request, wildcards []string) error {
 	if err != nil {
 		return &domain.ValidationError{Code: "invalid_text", Field: "query", Message: "the query string cannot be decoded: " + err.Error()}
 	}
-	names := make([]string, 0, len(q))
-	for name := range q {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(q)) {
 		if err := domain.CheckText("query", name, domain.MaxNameBytes); err != nil {
 			return err
 		}

@@ -1,8 +1,10 @@
 package usecase
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -93,13 +95,6 @@ func criterionNumber(c readmodel.Criterion, raw json.RawMessage) (float64, bool)
 	return 0, false
 }
 
-func metricOf(kind string) (string, agreement.Metric) {
-	if kind == criteria.KindScale {
-		return MetricInterval, agreement.Interval
-	}
-	return MetricNominal, agreement.Nominal
-}
-
 // Agreement computes the account's agreement figures from the read
 // model's live judgments (ratings and criterion values not flagged as
 // label errors). With modelID (a succeeded model of the caller), each
@@ -175,7 +170,10 @@ func (b Backend) Agreement(ctx context.Context, caller *readmodel.Caller, modelI
 		if len(js) == 0 {
 			continue
 		}
-		name, metric := metricOf(c.Kind)
+		name, metric := MetricNominal, agreement.Nominal
+		if c.Kind == criteria.KindScale {
+			name, metric = MetricInterval, agreement.Interval
+		}
 		out.Criteria = append(out.Criteria, CriterionAgreement{CriterionID: c.CriterionID, Name: c.Name, Kind: c.Kind, Metric: name, Alpha: agreement.Alpha(js, metric)})
 	}
 	return out, nil
@@ -259,16 +257,9 @@ func (b Backend) Disputed(ctx context.Context, caller *readmodel.Caller) (Disput
 		sort.Slice(it.Values, func(i, j int) bool { return it.Values[i].Member < it.Values[j].Member })
 		out.Items = append(out.Items, it)
 	}
-	sort.Slice(out.Items, func(i, j int) bool {
-		a, b := out.Items[i], out.Items[j]
-		if a.TraceTitle != b.TraceTitle {
-			return a.TraceTitle < b.TraceTitle
-		}
-		if a.TraceID != b.TraceID {
-			return a.TraceID < b.TraceID
-		}
-		as, bs := deref(a.StepID)+"/"+deref(a.CriterionID), deref(b.StepID)+"/"+deref(b.CriterionID)
-		return as < bs
+	slices.SortFunc(out.Items, func(a, b DisputedItem) int {
+		return cmp.Or(cmp.Compare(a.TraceTitle, b.TraceTitle), cmp.Compare(a.TraceID, b.TraceID),
+			cmp.Compare(deref(a.StepID)+"/"+deref(a.CriterionID), deref(b.StepID)+"/"+deref(b.CriterionID)))
 	})
 	return out, nil
 }
