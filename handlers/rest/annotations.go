@@ -44,21 +44,19 @@ func (t judgmentTarget) target() (step, criterion string, value json.RawMessage)
 }
 
 func (a *API) addAnnotation(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
 	var req addAnnotationRequest
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
 	}
 	in := commands.AddAnnotationInput{TraceID: r.PathValue("trace_id"), Rating: req.Rating, Comment: req.Comment, Quote: req.Quote}
 	in.StepID, in.CriterionID, in.Value = req.target()
-	ann, err := a.backend().AddAnnotation(r.Context(), caller, in)
+	ann, err := a.backend().AddAnnotation(r.Context(), edge.CallerFrom(r.Context()), in)
 	return reply(w, http.StatusOK, ann, err)
 }
 
 // editAnnotation is PATCH: a field that is present is changed (null clears
 // it), a field that is absent is kept (usecase.AnnotationPatchJSON).
 func (a *API) editAnnotation(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
 	var raw map[string]json.RawMessage
 	if err := a.decodeBody(w, r, &raw); err != nil {
 		return err
@@ -67,7 +65,7 @@ func (a *API) editAnnotation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ann, err := a.backend().EditAnnotation(r.Context(), caller, in)
+	ann, err := a.backend().EditAnnotation(r.Context(), edge.CallerFrom(r.Context()), in)
 	return reply(w, http.StatusOK, ann, err)
 }
 

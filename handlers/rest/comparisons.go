@@ -31,12 +31,11 @@ type comparisonRequest struct {
 // reviewComparison is POST /comparisons {model_id, finding_id, left, choice,
 // comment?}: 201 with the recorded comparison.
 func (a *API) reviewComparison(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
 	var req comparisonRequest
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	c, err := a.backend().ReviewComparison(r.Context(), caller, commands.ReviewComparisonInput{ModelID: req.ModelID, FindingID: req.FindingID,
+	c, err := a.backend().ReviewComparison(r.Context(), edge.CallerFrom(r.Context()), commands.ReviewComparisonInput{ModelID: req.ModelID, FindingID: req.FindingID,
 		Verdict: comparisons.Verdict{Left: req.Left, Choice: req.Choice, Comment: req.Comment}})
 	return reply(w, http.StatusCreated, c, err)
 }

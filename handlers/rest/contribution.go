@@ -15,7 +15,6 @@ type contributionRequest struct {
 // trace's consent to train the shared evaluator (spec 002). 200 with the
 // consent and its notice; 404 for a trace that is not the caller's.
 func (a *API) setContribution(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
 	var req contributionRequest
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
@@ -23,6 +22,6 @@ func (a *API) setContribution(w http.ResponseWriter, r *http.Request) error {
 	if req.Contribute == nil {
 		return domain.InvalidField("contribute", "contribute is required (true or false)")
 	}
-	out, err := a.backend().SetContribution(r.Context(), caller, r.PathValue("trace_id"), *req.Contribute)
+	out, err := a.backend().SetContribution(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id"), *req.Contribute)
 	return reply(w, http.StatusOK, out, err)
 }

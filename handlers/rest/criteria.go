@@ -48,7 +48,6 @@ func criterionLabels(in []criterionLabelRequest) ([]criteria.LabelInput, error) 
 // listCriteria is GET /criteria: the caller's active criteria in creation
 // order (?include_archived=true adds the archived ones).
 func (a *API) listCriteria(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
 	include := false
 	switch v := r.URL.Query().Get("include_archived"); v {
 	case "", "false":
@@ -57,13 +56,12 @@ func (a *API) listCriteria(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return domain.InvalidField("include_archived", "include_archived must be true or false, not "+v)
 	}
-	cs, err := a.queries.ListCriteria(r.Context(), caller.UserID, include)
+	cs, err := a.queries.ListCriteria(r.Context(), edge.CallerFrom(r.Context()).UserID, include)
 	return reply(w, http.StatusOK, map[string]any{"criteria": cs}, err)
 }
 
 // defineCriterion is POST /criteria.
 func (a *API) defineCriterion(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
 	var req defineCriterionRequest
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
@@ -72,14 +70,13 @@ func (a *API) defineCriterion(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c, err := a.backend().DefineCriterion(r.Context(), caller, criteria.DefineInput{Name: req.Name, Description: req.Description,
+	c, err := a.backend().DefineCriterion(r.Context(), edge.CallerFrom(r.Context()), criteria.DefineInput{Name: req.Name, Description: req.Description,
 		Kind: req.Kind, Labels: labels, ScaleMax: req.ScaleMax, AppliesTo: req.AppliesTo})
 	return reply(w, http.StatusCreated, c, err)
 }
 
 // changeCriterion is PATCH /criteria/{criterion_id}.
 func (a *API) changeCriterion(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
 	var req changeCriterionRequest
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
@@ -89,7 +86,7 @@ func (a *API) changeCriterion(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := r.PathValue("criterion_id")
-	c, err := a.backend().ChangeCriterion(r.Context(), caller, criteria.ChangeInput{CriterionID: id, Name: req.Name,
+	c, err := a.backend().ChangeCriterion(r.Context(), edge.CallerFrom(r.Context()), criteria.ChangeInput{CriterionID: id, Name: req.Name,
 		Description: req.Description, Labels: labels, LabelsSet: req.Labels != nil})
 	return reply(w, http.StatusOK, c, err)
 }
@@ -112,11 +109,10 @@ type setGuidelinesRequest struct {
 
 // setGuidelines is PUT /guidelines.
 func (a *API) setGuidelines(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
 	var req setGuidelinesRequest
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	g, err := a.backend().SetGuidelines(r.Context(), caller, req.Markdown)
+	g, err := a.backend().SetGuidelines(r.Context(), edge.CallerFrom(r.Context()), req.Markdown)
 	return reply(w, http.StatusOK, g, err)
 }

@@ -19,12 +19,11 @@ type gepaBody struct {
 // createGepaRun is POST /gepa-runs: the queued GepaRun; another owner's
 // model 404, a model that has not succeeded 422, unknown fields 422.
 func (a *API) createGepaRun(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
 	var body gepaBody
 	if err := a.decodeBody(w, r, &body); err != nil {
 		return err
 	}
-	run, err := a.backend().CreateGepaRun(r.Context(), caller, usecase.GepaRequest{RewardModelID: body.RewardModelID,
+	run, err := a.backend().CreateGepaRun(r.Context(), edge.CallerFrom(r.Context()), usecase.GepaRequest{RewardModelID: body.RewardModelID,
 		TaskModel: body.TaskModel, TaskAPIBase: body.TaskAPIBase, TaskAPIKey: body.TaskAPIKey, ReflectionModel: body.ReflectionModel, MaxMetricCalls: body.MaxMetricCalls})
 	return reply(w, http.StatusOK, run, err)
 }

@@ -33,7 +33,6 @@ type requestTrainingBody struct {
 // createRewardModel is POST /reward-models. The deployment chooses compute:
 // a `compute` field (or any unknown field) is 422.
 func (a *API) createRewardModel(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
 	var body requestTrainingBody
 	if err := a.decodeBody(w, r, &body); err != nil {
 		return err
@@ -42,7 +41,7 @@ func (a *API) createRewardModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	m, err := a.backend().CreateRewardModel(r.Context(), caller, usecase.TrainingRequest{
+	m, err := a.backend().CreateRewardModel(r.Context(), edge.CallerFrom(r.Context()), usecase.TrainingRequest{
 		Name: body.Name, TraceIDs: body.TraceIDs, BaseModel: body.BaseModel, Epochs: body.Epochs, MaxPairs: body.MaxPairs,
 		TrainingConfig: cfg})
 	return reply(w, http.StatusOK, m, err)
@@ -104,11 +103,10 @@ type scoreBody struct {
 // scoreTrace is POST /traces/{id}/score: 202 with the ScoringRun answering
 // the request (new, active, or already completed for this revision).
 func (a *API) scoreTrace(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
 	var body scoreBody
 	if err := a.decodeBody(w, r, &body); err != nil {
 		return err
 	}
-	run, err := a.backend().ScoreTrace(r.Context(), caller, r.PathValue("trace_id"), body.RewardModelID)
+	run, err := a.backend().ScoreTrace(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id"), body.RewardModelID)
 	return reply(w, http.StatusAccepted, run, err)
 }

@@ -14,12 +14,11 @@ type renameSourceRequest struct {
 // renameSource is PUT /trace-sources: the caller's display name for a source
 // id, applied to existing and future traces.
 func (a *API) renameSource(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
 	var req renameSourceRequest
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	if err := a.backend().RenameTraceSource(r.Context(), caller, req.SourceID, req.Name); err != nil {
+	if err := a.backend().RenameTraceSource(r.Context(), edge.CallerFrom(r.Context()), req.SourceID, req.Name); err != nil {
 		return err
 	}
 	edge.WriteJSON(w, http.StatusOK, map[string]string{"source_id": *req.SourceID, "name": *req.Name})

@@ -31,14 +31,13 @@ type adjudicateRequest struct {
 // adjudicate is POST /traces/{trace_id}/adjudications: an admin's final
 // judgment of a target, which training counts instead of the members'.
 func (a *API) adjudicate(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
 	var req adjudicateRequest
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
 	}
 	in := commands.AdjudicateInput{TraceID: r.PathValue("trace_id"), Rating: req.Rating, Reason: req.Reason}
 	in.StepID, in.CriterionID, in.Value = req.target()
-	adj, err := a.backend().Adjudicate(r.Context(), caller, in)
+	adj, err := a.backend().Adjudicate(r.Context(), edge.CallerFrom(r.Context()), in)
 	return reply(w, http.StatusCreated, adj, err)
 }
 
@@ -55,7 +54,6 @@ type setReviewOverlapRequest struct {
 // setReviewOverlap is PUT /review-overlap {"overlap": n}: how many
 // members judge each review queue item.
 func (a *API) setReviewOverlap(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
 	var req setReviewOverlapRequest
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
@@ -63,6 +61,6 @@ func (a *API) setReviewOverlap(w http.ResponseWriter, r *http.Request) error {
 	if req.Overlap == nil {
 		return domain.InvalidField("overlap", "overlap is required: how many members judge each queue item (1–10)")
 	}
-	o, err := a.backend().SetReviewOverlap(r.Context(), caller, *req.Overlap)
+	o, err := a.backend().SetReviewOverlap(r.Context(), edge.CallerFrom(r.Context()), *req.Overlap)
 	return reply(w, http.StatusOK, o, err)
 }

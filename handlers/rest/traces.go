@@ -243,8 +243,7 @@ func (a *API) deleteTrace(w http.ResponseWriter, r *http.Request) error {
 // labeling status; 404 unowned trace, 409 when nothing is left to label or
 // the trace carries its own labels, 503 without a step-label model.
 func (a *API) retryLabeling(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
-	st, err := a.backend().RetryLabeling(r.Context(), caller, r.PathValue("trace_id"))
+	st, err := a.backend().RetryLabeling(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id"))
 	return reply(w, http.StatusAccepted, st, err)
 }
 
@@ -252,8 +251,7 @@ func (a *API) retryLabeling(w http.ResponseWriter, r *http.Request) error {
 // again" (spec 002): 202 with the trace's evaluator block (status scoring);
 // 404 unowned trace, 409 while no shared evaluator release is live.
 func (a *API) rescoreWithEvaluator(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
-	ev, err := a.backend().RescoreWithEvaluator(r.Context(), caller, r.PathValue("trace_id"))
+	ev, err := a.backend().RescoreWithEvaluator(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id"))
 	return reply(w, http.StatusAccepted, ev, err)
 }
 
@@ -262,7 +260,6 @@ func (a *API) rescoreWithEvaluator(w http.ResponseWriter, r *http.Request) error
 // labeling status; 404 unowned trace, 409 when the trace carries its own
 // labels or the agent has not responded, 503 without a step-label model.
 func (a *API) rescoreLabels(w http.ResponseWriter, r *http.Request) error {
-	caller := edge.CallerFrom(r.Context())
-	st, err := a.backend().RelabelTrace(r.Context(), caller, r.PathValue("trace_id"))
+	st, err := a.backend().RelabelTrace(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id"))
 	return reply(w, http.StatusAccepted, st, err)
 }

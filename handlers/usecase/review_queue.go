@@ -1,9 +1,11 @@
 package usecase
 
 import (
+	"cmp"
 	"context"
-	"sort"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/rewardmodels"
@@ -81,18 +83,7 @@ func ReviewLimit(raw string) (int, error) {
 // needs a judgment under the account's overlap (the rule: readmodel's
 // needsJudgment).
 func (b Backend) ReviewQueue(ctx context.Context, caller *readmodel.Caller, modelID string, limit int) (ReviewQueue, error) {
-	return b.ReviewQueueFor(ctx, caller, reviewer(caller), modelID, limit)
-}
-
-// reviewer is the caller's member: the id their annotations carry as
-// author (commands.Actor.Member once the members work defines it; the
-// account otherwise), asked through an interface so this file builds on
-// either side of that change.
-func reviewer(caller *readmodel.Caller) string {
-	if m, ok := any(Actor(caller)).(interface{ Member() string }); ok {
-		return m.Member()
-	}
-	return caller.UserID
+	return b.ReviewQueueFor(ctx, caller, Actor(caller).Member(), modelID, limit)
 }
 
 // ReviewQueueFor is ReviewQueue for one member of the caller's account
@@ -148,11 +139,8 @@ func (b Backend) ReviewQueueFor(ctx context.Context, caller *readmodel.Caller, m
 	}
 	// Both lists come sorted; a stable sort keeps their own order among
 	// equals and puts a whole trace before an action at the same number.
-	sort.SliceStable(items, func(i, j int) bool {
-		if *items[i].Uncertainty != *items[j].Uncertainty {
-			return *items[i].Uncertainty < *items[j].Uncertainty
-		}
-		return items[i].Kind == "trace" && items[j].Kind == "action"
+	slices.SortStableFunc(items, func(a, b ReviewItem) int {
+		return cmp.Or(cmp.Compare(*a.Uncertainty, *b.Uncertainty), strings.Compare(b.Kind, a.Kind))
 	})
 	if len(items) > limit {
 		items = items[:limit]

@@ -1,7 +1,8 @@
 package workerapi
 
 import (
-	"sort"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -76,18 +77,10 @@ func (f *Fleet) Present() []rewardmodels.WorkerBases {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	cutoff := f.now().Add(-FleetWindow)
-	ids := make([]string, 0, len(f.workers))
-	for id, e := range f.workers {
-		if e.seen.Before(cutoff) {
-			delete(f.workers, id)
-			continue
-		}
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	out := make([]rewardmodels.WorkerBases, len(ids))
-	for i, id := range ids {
-		out[i] = f.workers[id].report
+	maps.DeleteFunc(f.workers, func(_ string, e fleetEntry) bool { return e.seen.Before(cutoff) })
+	out := make([]rewardmodels.WorkerBases, 0, len(f.workers))
+	for _, id := range slices.Sorted(maps.Keys(f.workers)) {
+		out = append(out, f.workers[id].report)
 	}
 	return out
 }
