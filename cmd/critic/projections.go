@@ -103,8 +103,8 @@ func printProjectionStatus(ctx context.Context, in *infra) error {
 	if err != nil {
 		return err
 	}
-	var last int64
-	if err := in.pool.QueryRow(ctx, "SELECT COALESCE(max(seq), 0) FROM events").Scan(&last); err != nil {
+	last, err := in.store.Head(ctx)
+	if err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)

@@ -159,6 +159,7 @@ type Server struct {
 	http    *http.Server
 	metrics *http.Server
 	pool    *pgxpool.Pool
+	store   *eventstore.Store
 	// readyMaxLag is Config.ReadyMaxLag with its default.
 	readyMaxLag int64
 	cancel      context.CancelFunc
@@ -235,7 +236,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		log = log.With("instance", cfg.InstanceID)
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
-	s := &Server{cancel: cancel, log: log, Log: log, pool: deps.Pool, Telemetry: cfg.Telemetry}
+	s := &Server{cancel: cancel, log: log, Log: log, pool: deps.Pool, store: deps.Store, Telemetry: cfg.Telemetry}
 	tel := cfg.Telemetry
 	if cfg.Telemetry != nil && tel.Metrics != nil && cfg.SnapshotDir != "" {
 		cfg.Query.OnQuery = queryObserver(tel.Metrics)

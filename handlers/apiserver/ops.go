@@ -130,8 +130,8 @@ func (s *Server) snapshotReadiness(ctx context.Context, maxLag int64, fail func(
 		fail("snapshot", c)
 		return
 	}
-	var head int64
-	if err := s.pool.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM events`).Scan(&head); err != nil {
+	head, err := s.store.Head(ctx)
+	if err != nil {
 		c.Error = "reading the event log head: " + errText(err)
 		fail("snapshot", c)
 		return
@@ -166,15 +166,10 @@ func errText(err error) string {
 // relay, the read model, the job queue, the projections this process runs,
 // and the parked events when a source is wired.
 func (s *Server) gauges(m *metrics.Metrics, parked func(context.Context) (map[string]int64, error)) []metrics.GaugeSource {
-	head := func(ctx context.Context) (int64, error) {
-		var seq int64
-		err := s.pool.QueryRow(ctx, `SELECT COALESCE(max(seq), 0) FROM events`).Scan(&seq)
-		return seq, err
-	}
 	srcs := []metrics.GaugeSource{
 		{Name: "event_log_head_seq", Help: "Sequence number of the newest event in the event store.",
 			Read: func(ctx context.Context) ([]metrics.Sample, error) {
-				h, err := head(ctx)
+				h, err := s.store.Head(ctx)
 				return metrics.Value(float64(h)), err
 			}},
 		{Name: "relay_cursor_seq", Help: "Sequence number up to which the relay has published (from relay_cursor).",
@@ -200,7 +195,7 @@ func (s *Server) gauges(m *metrics.Metrics, parked func(context.Context) (map[st
 				if len(names) == 0 {
 					return nil, nil
 				}
-				h, err := head(ctx)
+				h, err := s.store.Head(ctx)
 				if err != nil {
 					return nil, err
 				}
