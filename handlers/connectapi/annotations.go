@@ -142,11 +142,7 @@ func (s *AnnotationService) ExportPairs(ctx context.Context, req *connect.Reques
 		return err
 	}
 	for _, p := range pairs {
-		out := &criticv1.PreferencePair{Chosen: p.Chosen, Rejected: p.Rejected, TraceIds: p.TraceIDs, Granularity: p.Granularity}
-		if p.ActionType != "" {
-			at := p.ActionType
-			out.ActionType = &at
-		}
+		out := &criticv1.PreferencePair{Chosen: p.Chosen, Rejected: p.Rejected, TraceIds: p.TraceIDs, Granularity: p.Granularity, ActionType: nonEmpty(p.ActionType)}
 		if err := stream.Send(&criticv1.ExportPairsResponse{Pair: out}); err != nil {
 			return err
 		}

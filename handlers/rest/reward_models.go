@@ -10,9 +10,6 @@ import (
 	"github.com/criticml/critic/platform/blob"
 )
 
-// WeightsURLTTL is how long a weights download link works (spec 002).
-const WeightsURLTTL = usecase.WeightsURLTTL
-
 // WithBlobs gives the API the blob store that signs checkpoint downloads.
 func (a *API) WithBlobs(b blob.Store) *API {
 	a.blobs = b
