@@ -89,11 +89,9 @@ func (s *RewardModelService) ReviewQueue(ctx context.Context, req *connect.Reque
 	if err != nil {
 		return nil, err
 	}
-	var q usecase.ReviewQueue
 	if member == "" {
-		q, err = b.ReviewQueue(ctx, caller, req.Msg.RewardModelId, limit)
-	} else {
-		q, err = b.ReviewQueueFor(ctx, caller, member, req.Msg.RewardModelId, limit)
+		member = usecase.Actor(caller).Member()
 	}
+	q, err := b.ReviewQueueFor(ctx, caller, member, req.Msg.RewardModelId, limit)
 	return reply(shaped[*criticv1.ReviewQueueResponse](q, err))
 }

@@ -19,15 +19,6 @@ func (a *API) othersMember(r *http.Request) (string, error) {
 	return a.backend().OthersMember(r.Context(), edge.CallerFrom(r.Context()), r.URL.Query().Get("member"))
 }
 
-// callerMember is the member id a caller's annotations carry: the key's
-// member, or the account's own id for its implicit admin.
-func callerMember(userID, memberID string) string {
-	if memberID == "" {
-		return userID
-	}
-	return memberID
-}
-
 // membersProgress is GET /members/progress: who did what under the current
 // overlap (issue 36). An admin sees every member; anyone else their own
 // row alone (the queue totals are the account's either way).

@@ -22,7 +22,7 @@ func (a *API) reviewQueue(w http.ResponseWriter, r *http.Request) error {
 	}
 	caller := edge.CallerFrom(r.Context())
 	if member == "" {
-		member = callerMember(caller.UserID, caller.MemberID)
+		member = usecase.Actor(caller).Member() // the key's member, or the account for its implicit admin
 	}
 	q, err := a.backend().ReviewQueueFor(r.Context(), caller, member, r.URL.Query().Get("reward_model_id"), limit)
 	return reply(w, http.StatusOK, q, err)

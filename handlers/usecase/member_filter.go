@@ -42,11 +42,7 @@ func (b Backend) OthersMember(ctx context.Context, caller *readmodel.Caller, id 
 	if err != nil || id == "" {
 		return id, err
 	}
-	me := caller.MemberID
-	if me == "" {
-		me = caller.UserID // the account's implicit admin
-	}
-	if id != me {
+	if id != Actor(caller).Member() { // the key's member, or the account for its implicit admin
 		if err := caller.Role.Check(members.Manage); err != nil {
 			return "", &domain.ForbiddenError{Message: "only an admin may look at another member's work (member " + id + "): " + err.Error()}
 		}
@@ -74,11 +70,7 @@ func (b Backend) MembersProgress(ctx context.Context, caller *readmodel.Caller) 
 	if err != nil {
 		return MembersProgress{}, err
 	}
-	me := caller.MemberID
-	if me == "" {
-		me = caller.UserID
-	}
-	all := caller.Role.May(members.Manage)
+	me, all := Actor(caller).Member(), caller.Role.May(members.Manage)
 	out := MembersProgress{Overlap: overlap, QueueCoverage: cov, Members: []readmodel.MemberProgress{}}
 	for _, p := range ps {
 		if all || p.ID == me {
