@@ -73,15 +73,14 @@ func LoadSettings() (Settings, error) {
 	if err != nil {
 		return s, err
 	}
-	raw, err := os.ReadFile(p)
-	switch {
-	case err == nil:
+	raw, err := ReadFileOrEmpty(p)
+	if err != nil {
+		return s, err
+	}
+	if raw != nil {
 		if err := json.Unmarshal(raw, &s); err != nil {
 			return s, fmt.Errorf("%s is not valid JSON (run `critic login` again): %v", p, err)
 		}
-	case errors.Is(err, os.ErrNotExist):
-	default:
-		return s, err
 	}
 	if v := strings.TrimSpace(os.Getenv("CRITIC_URL")); v != "" {
 		s.URL = v
