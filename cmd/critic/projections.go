@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -65,12 +66,8 @@ func cmdProjections(ctx context.Context, args []string) error {
 			return err
 		}
 		pending, failed := 0, 0
-		want := map[string]bool{}
-		for _, id := range ids {
-			want[id] = true
-		}
 		for _, p := range parked {
-			if !want[p.EventID] {
+			if !slices.Contains(ids, p.EventID) {
 				continue
 			}
 			if p.RetryRequested {
