@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
@@ -45,11 +46,7 @@ type healthChecker struct {
 }
 
 func (h *healthChecker) Check(ctx context.Context, req *grpchealth.CheckRequest) (*grpchealth.CheckResponse, error) {
-	known := req.Service == "" || req.Service == grpchealth.HealthV1ServiceName
-	for _, s := range Services {
-		known = known || req.Service == s
-	}
-	if !known {
+	if req.Service != "" && req.Service != grpchealth.HealthV1ServiceName && !slices.Contains(Services, req.Service) {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("unknown service %s", req.Service))
 	}
 	if h.ready != nil && h.ready(ctx) != nil {
