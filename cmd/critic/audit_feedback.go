@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/criticml/critic/commands"
@@ -115,7 +117,8 @@ func auditReport(out io.Writer, st rewardmodels.State) {
 		}
 	}
 	fmt.Fprintln(out)
-	for _, u := range usage {
+	for _, model := range slices.Sorted(maps.Keys(usage)) { // the same report twice reads the same
+		u := usage[model]
 		fmt.Fprintf(out, "llm usage: %s %d call(s), %d input and %d output tokens\n", u.Model, u.Calls, u.InputTokens, u.OutputTokens)
 	}
 	fmt.Fprintln(out)
