@@ -13,9 +13,6 @@ import (
 	"github.com/criticml/critic/domain/traces"
 )
 
-//go:fix inline
-func ptrTo[T any](v T) *T { return new(v) }
-
 // labelAll records, as the step labeler would, a label for every chunk of
 // a trace: a request, a successful lookup (when there is one), an answer,
 // and the user's verdict on that answer.

@@ -11,9 +11,6 @@ import (
 	"github.com/criticml/critic/domain/events"
 )
 
-//go:fix inline
-func ptr[T any](v T) *T { return new(v) }
-
 // fold applies decided events to a state, as the stream would.
 func fold(t *testing.T, st *criteria.State, typ string, p any) {
 	t.Helper()

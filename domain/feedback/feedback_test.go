@@ -11,9 +11,6 @@ import (
 	"github.com/criticml/critic/domain/feedback"
 )
 
-//go:fix inline
-func ptr(s string) *string { return new(s) }
-
 // refund: a request, a tool call with empty text, its result, an answer the
 // user corrects, a repaired answer the user thanks.
 func refund() feedback.Trace {

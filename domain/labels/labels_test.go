@@ -12,9 +12,6 @@ import (
 	"github.com/criticml/critic/domain"
 )
 
-//go:fix inline
-func ptr[T any](v T) *T { return new(v) }
-
 func userLabel() Label {
 	return Label{ChunkID: "u2", TaskID: "t1", Actor: ActorUser, Intent: IntentFeedback, Verdict: VerdictConfirmed,
 		VerdictTarget: new("a1"), Sentiment: SentimentPositive, Evidence: "works now", Note: ""}

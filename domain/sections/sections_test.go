@@ -217,9 +217,6 @@ func TestResolveRanges(t *testing.T) {
 //go:fix inline
 func f(x float64) *float64 { return new(x) }
 
-//go:fix inline
-func s(x string) *string { return new(x) }
-
 func TestValidateOutputs(t *testing.T) {
 	t.Parallel()
 	req := []Resolved{{Range: Range{"s0", "s2"}}, {Range: Range{"s3", "s4"}}}

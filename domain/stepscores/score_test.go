@@ -9,9 +9,6 @@ import (
 	"github.com/criticml/critic/domain/labels"
 )
 
-//go:fix inline
-func ptr[T any](v T) *T { return new(v) }
-
 // Builders of labels for one chunk each; the chunk id is the argument.
 func tool(id, task, effect, result string) *labels.Label {
 	return &labels.Label{ChunkID: id, TaskID: task, Actor: labels.ActorAgent, Type: labels.TypeToolCall, Effect: effect, Result: result,

@@ -11,9 +11,6 @@ import (
 	"github.com/criticml/critic/domain/labels"
 )
 
-//go:fix inline
-func ptrTo[T any](v T) *T { return new(v) }
-
 func TestDecideStepLabels(t *testing.T) {
 	t.Parallel()
 	st := stored(t, "refund please", "Refunded.", "thanks")

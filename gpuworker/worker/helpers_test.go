@@ -49,9 +49,6 @@ func writeTinyBase(t testing.TB) string {
 	return dir
 }
 
-//go:fix inline
-func strp(s string) *string { return new(s) }
-
 // testDataset has trace pairs and action pairs over five traces (a usable split),
 // score items for every trace and two action items.
 func testDataset(modelID string) rewardmodels.Dataset {

@@ -240,6 +240,3 @@ func TestReplicaCompressionKeepsUpWithChanges(t *testing.T) {
 	require.Less(t, r.bytes, first.bytes/2)
 	s.mu.Unlock()
 }
-
-//go:fix inline
-func ptrInt(v int) *int { return new(v) }

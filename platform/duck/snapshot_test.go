@@ -25,9 +25,6 @@ func newSnapshots(t *testing.T, opts Options) (*Snapshots, string) {
 	return s, dir
 }
 
-//go:fix inline
-func ptr[T any](v T) *T { return new(v) }
-
 // seedTrace imports one trace with n steps for owner, as the projection would.
 func seedTrace(t *testing.T, s *Snapshots, owner, traceID string, n int, marker string) {
 	t.Helper()

@@ -71,9 +71,6 @@ func steps(traceID string, roles ...string) []events.StepRecord {
 	return out
 }
 
-//go:fix inline
-func ptr[T any](v T) *T { return new(v) }
-
 // history is a realistic log of two owners plus events the snapshot ignores.
 func (f *fixture) history() []events.Envelope {
 	s := steps("t1", "system", "user", "assistant", "tool", "assistant")
