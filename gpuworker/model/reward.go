@@ -110,17 +110,20 @@ func WriteStats(path string, s RewardStats) error {
 	return os.WriteFile(path, append(data, '\n'), 0o644)
 }
 
-// ReadStats reads a stats file.
-func ReadStats(path string) (RewardStats, error) {
-	var s RewardStats
+// readStats reads a stats file: nil when the checkpoint has none.
+func readStats(path string) (*RewardStats, error) {
 	data, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
 	if err != nil {
-		return s, err
+		return nil, err
 	}
+	var s RewardStats
 	if err := json.Unmarshal(data, &s); err != nil {
-		return s, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return s, nil
+	return &s, nil
 }
 
 // RewardModel is a loaded reward-model checkpoint ready to score texts.
@@ -180,14 +183,10 @@ func loadRewardModelOn(backend compute.Backend, dir string, tok Tokenizer) (*Rew
 		return nil, err
 	}
 	rm := &RewardModel{Model: m, Tokenizer: tok, MaxLen: DefaultMaxLen, BatchSize: 8}
-	if s, err := ReadStats(filepath.Join(dir, "reward_stats.json")); err == nil {
-		rm.Stats = &s
-	} else if !os.IsNotExist(err) {
+	if rm.Stats, err = readStats(filepath.Join(dir, "reward_stats.json")); err != nil {
 		return nil, err
 	}
-	if s, err := ReadStats(filepath.Join(dir, "action_reward_stats.json")); err == nil {
-		rm.ActionStats = &s
-	} else if !os.IsNotExist(err) {
+	if rm.ActionStats, err = readStats(filepath.Join(dir, "action_reward_stats.json")); err != nil {
 		return nil, err
 	}
 	if rm.scorer, err = m.NewScorer(); err != nil {
