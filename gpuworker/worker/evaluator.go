@@ -32,22 +32,18 @@ var evaluatorCandidates = register(Kind[jobs.EvaluatorTrainJob, jobs.EvaluatorCa
 	Lease: func(c jobs.EvaluatorCandidateClaim) int { return c.LeaseSeconds },
 	Fail:  failWithTail[jobs.EvaluatorCandidateClaim]("evaluator candidate failed"),
 	Work: func(ctx context.Context, j *Job[jobs.EvaluatorCandidateClaim]) (jobs.EvaluatorCandidateSucceeded, error) {
-		out, err := j.w.trainCandidate(ctx, j.Log, &j.Args)
-		if err != nil {
-			return jobs.EvaluatorCandidateSucceeded{}, err
-		}
-		return *out, nil
+		return j.w.trainCandidate(ctx, j.Log, &j.Args)
 	},
 })
 
 // trainCandidate trains and scores a claimed candidate up to the report.
-func (w *Worker) trainCandidate(ctx context.Context, log *slog.Logger, claim *jobs.EvaluatorCandidateClaim) (*jobs.EvaluatorCandidateSucceeded, error) {
+func (w *Worker) trainCandidate(ctx context.Context, log *slog.Logger, claim *jobs.EvaluatorCandidateClaim) (jobs.EvaluatorCandidateSucceeded, error) {
 	dir := filepath.Join(w.cfg.DataDir, "worker", "jobs", "evaluator-"+claim.CandidateID)
 	if err := os.RemoveAll(dir); err != nil {
-		return nil, err
+		return jobs.EvaluatorCandidateSucceeded{}, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return jobs.EvaluatorCandidateSucceeded{}, err
 	}
 	if !w.cfg.KeepJobDirs {
 		defer os.RemoveAll(dir)
@@ -55,22 +51,22 @@ func (w *Worker) trainCandidate(ctx context.Context, log *slog.Logger, claim *jo
 	var ds jobs.EvaluatorDataset
 	err := w.readJSON(ctx, "candidate dataset", claim.DatasetKey, &ds)
 	if err != nil {
-		return nil, err
+		return jobs.EvaluatorCandidateSucceeded{}, err
 	}
 	if ds.CandidateID != claim.CandidateID {
-		return nil, fmt.Errorf("the dataset %s belongs to candidate %s, not %s", claim.DatasetKey, ds.CandidateID, claim.CandidateID)
+		return jobs.EvaluatorCandidateSucceeded{}, fmt.Errorf("the dataset %s belongs to candidate %s, not %s", claim.DatasetKey, ds.CandidateID, claim.CandidateID)
 	}
 	if len(ds.Benchmark) == 0 {
-		return nil, errors.New("the candidate dataset has no benchmark items to score")
+		return jobs.EvaluatorCandidateSucceeded{}, errors.New("the candidate dataset has no benchmark items to score")
 	}
 	o := DatasetOptions(rewardmodels.Dataset{Pairs: ds.Pairs})
 	o.OutDir, o.Epochs = dir, claim.Epochs
 	log.Info("candidate dataset loaded", "pairs", len(o.Pairs), "benchmark_items", len(ds.Benchmark), "benchmark_version", ds.BenchmarkVersion)
 	if len(o.Pairs) < 2 {
-		return nil, fmt.Errorf("%w, got %d", train.ErrTooFewPairs, len(o.Pairs))
+		return jobs.EvaluatorCandidateSucceeded{}, fmt.Errorf("%w, got %d", train.ErrTooFewPairs, len(o.Pairs))
 	}
 	if o.BaseDir, err = w.hub.Resolve(ctx, claim.BaseModel, "main"); err != nil {
-		return nil, fmt.Errorf("base model %s: %w", claim.BaseModel, err)
+		return jobs.EvaluatorCandidateSucceeded{}, fmt.Errorf("base model %s: %w", claim.BaseModel, err)
 	}
 	o.Progress = func(step, total int, loss, tps float64) {
 		log.Info(fmt.Sprintf("step %d/%d loss %.4f tokens/s %.0f", step, total, loss, tps))
@@ -81,34 +77,34 @@ func (w *Worker) trainCandidate(ctx context.Context, log *slog.Logger, claim *jo
 	}
 	res, err := train.Train(ctx, o)
 	if err != nil {
-		return nil, err
+		return jobs.EvaluatorCandidateSucceeded{}, err
 	}
 	log.Info("candidate trained", "train_pairs", res.Metrics.TrainPairs, "eval_pairs", res.Metrics.EvalPairs, "final_loss", res.Metrics.FinalLoss)
-	out := &jobs.EvaluatorCandidateSucceeded{}
+	var out jobs.EvaluatorCandidateSucceeded
 	if out.ActionRewardStats, err = os.ReadFile(filepath.Join(res.ModelDir, "action_reward_stats.json")); err != nil {
-		return nil, fmt.Errorf("the candidate has no action_reward_stats.json (it learned no action comparisons): %w", err)
+		return jobs.EvaluatorCandidateSucceeded{}, fmt.Errorf("the candidate has no action_reward_stats.json (it learned no action comparisons): %w", err)
 	}
 	if out.Metrics, err = json.Marshal(res.Metrics); err != nil {
-		return nil, err
+		return jobs.EvaluatorCandidateSucceeded{}, err
 	}
 	if out.CandidateMargins, err = benchmarkMargins(res.ModelDir, ds.Benchmark); err != nil {
-		return nil, fmt.Errorf("scoring the benchmark with the candidate: %w", err)
+		return jobs.EvaluatorCandidateSucceeded{}, fmt.Errorf("scoring the benchmark with the candidate: %w", err)
 	}
 	if claim.IncumbentArtifactKey != "" {
 		incDir, err := w.Checkpoint(ctx, log, claim.IncumbentArtifactKey)
 		if err != nil {
-			return nil, err
+			return jobs.EvaluatorCandidateSucceeded{}, err
 		}
 		if out.IncumbentMargins, err = benchmarkMargins(incDir, ds.Benchmark); err != nil {
-			return nil, fmt.Errorf("scoring the benchmark with the incumbent %s: %w", claim.IncumbentArtifactKey, err)
+			return jobs.EvaluatorCandidateSucceeded{}, fmt.Errorf("scoring the benchmark with the incumbent %s: %w", claim.IncumbentArtifactKey, err)
 		}
 	}
 	archive := filepath.Join(dir, ArchiveRoot+".tar.gz")
 	if err := WriteArchive(res.ModelDir, archive); err != nil {
-		return nil, err
+		return jobs.EvaluatorCandidateSucceeded{}, err
 	}
 	if err := w.cfg.Blobs.PutFile(ctx, claim.ArtifactKey, archive); err != nil {
-		return nil, fmt.Errorf("uploading the candidate checkpoint to %s: %w", claim.ArtifactKey, err)
+		return jobs.EvaluatorCandidateSucceeded{}, fmt.Errorf("uploading the candidate checkpoint to %s: %w", claim.ArtifactKey, err)
 	}
 	return out, ctx.Err()
 }
