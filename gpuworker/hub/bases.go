@@ -72,18 +72,13 @@ func (c *Client) unreachable(ctx context.Context, id string, err error) error {
 	if ctx.Err() != nil {
 		return err
 	}
-	return &rewardmodels.HubUnreachableError{Endpoint: c.Endpoint, Model: id, Cause: shortCause(err), Local: c.localNames()}
-}
-
-// localNames are the names of the local bases, for error messages: names,
-// not paths (a model's error is its owner's to read; GET /base-models
-// gives the full ids).
-func (c *Client) localNames() []string {
-	var out []string
+	// The local bases' names, not paths: a model's error is its owner's to
+	// read (GET /base-models gives the full ids).
+	var local []string
 	for _, b := range c.LocalBases() {
-		out = append(out, b.Name)
+		local = append(local, b.Name)
 	}
-	return out
+	return &rewardmodels.HubUnreachableError{Endpoint: c.Endpoint, Model: id, Cause: shortCause(err), Local: local}
 }
 
 // LocalBases are the base models this machine can load without the hub:
