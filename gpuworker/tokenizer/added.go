@@ -104,7 +104,9 @@ func (m *addedMatcher) split(s string, emit func(seg string, tok *addedToken)) {
 		start := i
 		i = stop // the search resumes after the raw match, as find_iter does
 		if tok.SingleWord {
-			if (start > 0 && endsWithWordChar(s[:start])) || (stop < len(s) && startsWithWordChar(s[stop:])) {
+			before, _ := utf8.DecodeLastRuneInString(s[:start])
+			after, _ := utf8.DecodeRuneInString(s[stop:])
+			if (start > 0 && isWordChar(before)) || (stop < len(s) && isWordChar(after)) {
 				continue
 			}
 		}
@@ -136,14 +138,4 @@ func isWordChar(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsMark(r) || unicode.IsDigit(r) ||
 		unicode.Is(unicode.Nl, r) || unicode.Is(unicode.Other_Alphabetic, r) ||
 		unicode.Is(unicode.Pc, r) || unicode.Is(unicode.Join_Control, r)
-}
-
-func endsWithWordChar(s string) bool {
-	r, _ := utf8.DecodeLastRuneInString(s)
-	return isWordChar(r)
-}
-
-func startsWithWordChar(s string) bool {
-	r, _ := utf8.DecodeRuneInString(s)
-	return isWordChar(r)
 }
