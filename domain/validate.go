@@ -76,18 +76,11 @@ func validateTraceText(t Trace) error {
 	for i, sp := range t.Spans {
 		field := fmt.Sprintf("spans[%d]", i)
 		// An absent parent or kind checks as "", which always passes.
-		var parentID, kind string
-		if sp.ParentID != nil {
-			parentID = *sp.ParentID
-		}
-		if sp.Kind != nil {
-			kind = *sp.Kind
-		}
 		if err := cmp.Or(
 			CheckText(field+".id", sp.ID, MaxIDBytes),
-			CheckText(field+".parent_id", parentID, MaxIDBytes),
+			CheckText(field+".parent_id", orEmpty(sp.ParentID), MaxIDBytes),
 			CheckText(field+".name", sp.Name, 0),
-			CheckText(field+".kind", kind, MaxNameBytes),
+			CheckText(field+".kind", orEmpty(sp.Kind), MaxNameBytes),
 			CheckJSON(field+".input", sp.Input),
 			CheckJSON(field+".output", sp.Output),
 		); err != nil {
@@ -95,6 +88,14 @@ func validateTraceText(t Trace) error {
 		}
 	}
 	return nil
+}
+
+// orEmpty is *p, or "" for an absent optional field.
+func orEmpty(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }
 
 // ValidateSpans checks the Span rules of the spec: unique ids, no parent cycle,
@@ -110,11 +111,7 @@ func ValidateSpans(spans []Span, steps int, line int) error {
 		if _, dup := parent[sp.ID]; dup {
 			return InvalidAt(line, field+".id", "duplicate span id %q", sp.ID)
 		}
-		p := ""
-		if sp.ParentID != nil {
-			p = *sp.ParentID
-		}
-		parent[sp.ID] = p
+		parent[sp.ID] = orEmpty(sp.ParentID)
 		if sp.EndNs < sp.StartNs {
 			return InvalidAt(line, field+".end_ns", "span %q ends before it starts", sp.ID)
 		}

@@ -322,27 +322,25 @@ type TooFewPairsError struct {
 }
 
 func (e *TooFewPairsError) Error() string {
+	const need = "training needs at least 2 preference pairs from at least 2 source traces"
+	const split = need + " (the held-out split is by trace); "
 	if e.Criterion != "" {
-		return fmt.Sprintf("training needs at least 2 preference pairs from at least 2 source traces (the held-out split is by trace); "+
-			"the values of criterion %q on the selected traces give %d pair(s) from %d trace(s). Give it values that count for and against "+
+		return fmt.Sprintf(split+"the values of criterion %q on the selected traces give %d pair(s) from %d trace(s). Give it values that count for and against "+
 			"(binary yes and no, labels scored 1 and -1, scale values above and below the middle) on at least two traces, then retry.", e.Criterion, e.Pairs, e.Traces)
 	}
 	if e.Automatic {
-		return fmt.Sprintf("training needs at least 2 preference pairs from at least 2 source traces (the held-out split is by trace); "+
-			"the automatic annotation of the selected traces gives %d pair(s) from %d trace(s): comparisons need labeled actions with positive and negative credit. "+
+		return fmt.Sprintf(split+"the automatic annotation of the selected traces gives %d pair(s) from %d trace(s): comparisons need labeled actions with positive and negative credit. "+
 			"Let the step labeler label the traces (CRITIC_STEP_LABEL_MODEL; GET /traces/{id} shows labeling), import labeled traces, or select more traces, then retry.", e.Pairs, e.Traces)
 	}
 	if e.Unavailable != "" {
-		return fmt.Sprintf("training needs at least 2 preference pairs from at least 2 source traces; the selected traces give %d pair(s) from %d trace(s) "+
+		return fmt.Sprintf(need+"; the selected traces give %d pair(s) from %d trace(s) "+
 			"from explicit ratings alone, because feedback extraction (which learns from comments, user reactions and AI judgments) is not available: %s", e.Pairs, e.Traces, e.Unavailable)
 	}
 	if e.Extracted {
-		return fmt.Sprintf("training needs at least 2 preference pairs from at least 2 source traces (the held-out split is by trace); "+
-			"the selected traces give %d pair(s) from %d trace(s): %d finding(s) were extracted and %d made a pair (see feedback for each finding and why). "+
+		return fmt.Sprintf(split+"the selected traces give %d pair(s) from %d trace(s): %d finding(s) were extracted and %d made a pair (see feedback for each finding and why). "+
 			"Add comments or ratings on more traces, or select more traces, then retry.", e.Pairs, e.Traces, e.Findings, e.Usable)
 	}
-	return fmt.Sprintf("training needs at least 2 preference pairs from at least 2 source traces (the held-out split is by trace); "+
-		"the selected traces give %d pair(s) from %d trace(s). Rate good traces or steps +1 and bad ones -1 on at least two traces, then retry.", e.Pairs, e.Traces)
+	return fmt.Sprintf(split+"the selected traces give %d pair(s) from %d trace(s). Rate good traces or steps +1 and bad ones -1 on at least two traces, then retry.", e.Pairs, e.Traces)
 }
 
 // InputV3MaxLength is input version 3's token window.
