@@ -145,11 +145,7 @@ func (c *Streams) scoreBatchJob() jobActions {
 			if r.Body.Error != "" {
 				return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Body.TraceID, ModelID: r.Job.ModelID, RunID: r.Body.RunID, Failure: tail(r.Body.Error, 2000)}))
 			}
-			scores := make([]events.ActionScore, len(r.Body.ActionScores))
-			for i, s := range r.Body.ActionScores {
-				scores[i] = events.ActionScore{TraceID: s.TraceID, StepID: s.StepID, Score: s.Score, Credit: s.Credit}
-			}
-			return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Body.TraceID, ModelID: r.Job.ModelID, RunID: r.Body.RunID, Scores: scores, TraceScore: r.Body.TraceScore}))
+			return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Body.TraceID, ModelID: r.Job.ModelID, RunID: r.Body.RunID, Scores: r.Body.ActionScores, TraceScore: r.Body.TraceScore}))
 		}),
 		jobs.Finish: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
 			return jobAck(c.settleBatch(ctx, r.Worker, r.ID, r.Job.ModelID, func(traceID, runID string) (Result, error) {

@@ -51,7 +51,7 @@ type FinishScoring struct {
 	TraceID    string
 	ModelID    string
 	RunID      string
-	Scores     []events.ActionScore
+	Scores     []jobs.ActionScore
 	TraceScore *float64
 	Failure    string
 }
@@ -87,16 +87,17 @@ func (c FinishScoringHandler) Handle(ctx context.Context, cmd FinishScoring) (Re
 	for _, it := range scoringItems(tr, m).ActionScoreItems {
 		valid[it.StepID] = true
 	}
-	for i := range cmd.Scores {
-		if !valid[cmd.Scores[i].StepID] || cmd.Scores[i].TraceID != cmd.TraceID || !(cmd.Scores[i].Credit >= -1 && cmd.Scores[i].Credit <= 1) {
-			return Result{}, domain.Invalid("action score %d: step %s is not an action of trace %s or its credit is out of range", i, cmd.Scores[i].StepID, cmd.TraceID)
+	scores := make([]events.ActionScore, len(cmd.Scores))
+	for i, s := range cmd.Scores {
+		if !valid[s.StepID] || s.TraceID != cmd.TraceID || !(s.Credit >= -1 && s.Credit <= 1) {
+			return Result{}, domain.Invalid("action score %d: step %s is not an action of trace %s or its credit is out of range", i, s.StepID, cmd.TraceID)
 		}
-		cmd.Scores[i].Revision = tr.Revision
+		scores[i] = events.ActionScore{TraceID: s.TraceID, StepID: s.StepID, Revision: tr.Revision, Score: s.Score, Credit: s.Credit}
 	}
 	evs := []events.New{
 		{ID: newID(), Stream: stream, OwnerID: owner, Type: events.ScoringRunSucceeded, Payload: events.ScoringRunSucceededV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, Automatic: sc.Automatic}},
 		{ID: newID(), Stream: events.ScoresStream(cmd.ModelID), OwnerID: owner, Type: events.ActionsScored,
-			Payload: events.ActionsScoredV1{ModelID: cmd.ModelID, ModelName: m.Requested.Name, RunID: cmd.RunID, Scores: cmd.Scores}},
+			Payload: events.ActionsScoredV1{ModelID: cmd.ModelID, ModelName: m.Requested.Name, RunID: cmd.RunID, Scores: scores}},
 	}
 	if cmd.TraceScore != nil {
 		if math.IsNaN(*cmd.TraceScore) || math.IsInf(*cmd.TraceScore, 0) {
@@ -263,11 +264,7 @@ func (c *Streams) scoringJob() jobActions {
 			return jobs.ScoringClaim{ItemsKey: key}, err
 		}),
 		jobs.Finish: onJob(func(ctx context.Context, r call[jobs.ScoringFinished]) (any, error) {
-			scores := make([]events.ActionScore, len(r.Body.ActionScores))
-			for i, s := range r.Body.ActionScores {
-				scores[i] = events.ActionScore{TraceID: s.TraceID, StepID: s.StepID, Score: s.Score, Credit: s.Credit}
-			}
-			return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Job.TraceID, ModelID: r.Job.ModelID, RunID: r.ID, Scores: scores, TraceScore: r.Body.TraceScore}))
+			return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Job.TraceID, ModelID: r.Job.ModelID, RunID: r.ID, Scores: r.Body.ActionScores, TraceScore: r.Body.TraceScore}))
 		}),
 		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
 			return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Job.TraceID, ModelID: r.Job.ModelID, RunID: r.ID, Failure: cmp.Or(r.Error, noLog)}))

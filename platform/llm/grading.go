@@ -27,9 +27,7 @@ func ResolveGrading(getenv Getenv) (Model, bool, error) {
 	s := strings.TrimSpace(getenv(EnvGradingModel))
 	key := getenv(EnvTypeSafeKey)
 	switch {
-	case strings.EqualFold(s, "off"):
-		return Model{}, false, nil
-	case s == "" && key == "":
+	case strings.EqualFold(s, "off"), s == "" && key == "":
 		return Model{}, false, nil
 	case s == "":
 		return Model{}, false, &ConfigError{Role: EnvGradingModel, Reason: EnvTypeSafeKey +
