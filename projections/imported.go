@@ -23,6 +23,20 @@ type ImportedHeader struct {
 	Spans        []domain.Span  `json:"spans"`
 }
 
+// DecodeImported decodes a trace.imported payload into p: the shape the
+// event store gives back in one pass through fast (ScanImported), anything
+// else (unknown or differently cased keys, numbers that are not plain
+// integers, malformed JSON) through encoding/json, which stays the reference
+// for what a payload means (each caller's TestDecodeImportedMatchesDecode
+// and FuzzDecodeImported).
+func DecodeImported[T any](e events.Envelope, p *T, fast func([]byte, *T) bool) error {
+	if fast(e.Payload, p) {
+		return nil
+	}
+	*p = *new(T)
+	return e.DecodeOrFail(p)
+}
+
 // ScanImported reads a trace.imported payload in one pass (platform/jsonscan),
 // the header into h and each step into *steps through field, which reads
 // one key of a step. It reports false the moment it meets anything it would

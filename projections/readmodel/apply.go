@@ -280,7 +280,7 @@ var coreAppliers = map[string]applier{
 func applyTraceImported(ctx context.Context, w *writer, e events.Envelope) error {
 	tx := w.tx
 	var p importedTrace
-	if err := decodeImported(e, &p); err != nil {
+	if err := projections.DecodeImported(e, &p, decodeImportedFast); err != nil {
 		return err
 	}
 	// trace.deleted removed any earlier row of this id, so this is an insert.

@@ -3,23 +3,9 @@ package readmodel
 import (
 	"encoding/json"
 
-	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/jsonscan"
 	"github.com/criticml/critic/projections"
 )
-
-// decodeImported decodes a trace.imported payload: the shape the event store
-// gives back in one pass (projections.ScanImported), anything else (unknown
-// or differently cased keys, numbers that are not plain integers, malformed
-// JSON) through encoding/json as before, which stays the reference for what
-// a payload means.
-func decodeImported(e events.Envelope, p *importedTrace) error {
-	if decodeImportedFast(e.Payload, p) {
-		return nil
-	}
-	*p = importedTrace{}
-	return e.DecodeOrFail(p)
-}
 
 func decodeImportedFast(b []byte, p *importedTrace) bool {
 	*p = importedTrace{}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/projections"
 )
 
 // BenchmarkDecodeImported decodes a 20-step trace.imported payload; the
@@ -25,7 +26,7 @@ func BenchmarkDecodeImported(b *testing.B) {
 		b.SetBytes(int64(len(raw)))
 		for b.Loop() {
 			var out importedTrace
-			if err := decodeImported(e, &out); err != nil {
+			if err := projections.DecodeImported(e, &out, decodeImportedFast); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -16,18 +16,6 @@ type importedTrace struct {
 	Steps []events.StepRecord `json:"steps"`
 }
 
-// decodeImported decodes a trace.imported payload: the shape the event store
-// gives back in one pass (projections.ScanImported), anything else through
-// encoding/json, which stays the reference (TestDecodeImportedMatchesDecode,
-// FuzzDecodeImported).
-func decodeImported(e events.Envelope, p *importedTrace) error {
-	if decodeImportedFast(e.Payload, p) {
-		return nil
-	}
-	*p = importedTrace{}
-	return e.DecodeOrFail(p)
-}
-
 func decodeImportedFast(b []byte, p *importedTrace) bool {
 	*p = importedTrace{}
 	return projections.ScanImported(b, &p.ImportedHeader, &p.Steps, stepField)

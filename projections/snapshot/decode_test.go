@@ -7,6 +7,7 @@ import (
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/projections"
 )
 
 // TestDecodeImportedMatchesDecode: the scanner and encoding/json agree on
@@ -56,7 +57,7 @@ func TestDecodeImportedMatchesDecode(t *testing.T) {
 		`{"trace_id": "t"`,
 	} {
 		var fast, slow importedTrace
-		ferr := decodeImported(events.Envelope{Payload: json.RawMessage(raw)}, &fast)
+		ferr := projections.DecodeImported(events.Envelope{Payload: json.RawMessage(raw)}, &fast, decodeImportedFast)
 		serr := events.Envelope{Payload: json.RawMessage(raw)}.Decode(&slow)
 		if (ferr == nil) != (serr == nil) {
 			t.Fatalf("%s: scanner err %v, Decode err %v", raw, ferr, serr)
@@ -77,7 +78,7 @@ func FuzzDecodeImported(f *testing.F) {
 	f.Add([]byte(`{"title": "", "title_derived": true, "spans": null, "steps": [{"id": "a", "role": "user", "index": 0, "content": "x\n", "metadata": {"n": 1}, "tool_input": {}}], "revision": 1, "trace_id": "t"}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var fast, slow importedTrace
-		ferr := decodeImported(events.Envelope{Payload: raw}, &fast)
+		ferr := projections.DecodeImported(events.Envelope{Payload: raw}, &fast, decodeImportedFast)
 		serr := events.Envelope{Payload: raw}.Decode(&slow)
 		if serr != nil {
 			if decodeImportedFast(raw, &fast) {

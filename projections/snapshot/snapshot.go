@@ -66,7 +66,7 @@ func New(snaps *duck.Snapshots, blobs blob.Store, log *slog.Logger) *Projection 
 var appliers = map[string]applier{
 	events.TraceImported: func(ctx context.Context, w *writer, e events.Envelope) error {
 		var p importedTrace
-		if err := decodeImported(e, &p); err != nil {
+		if err := projections.DecodeImported(e, &p, decodeImportedFast); err != nil {
 			return err
 		}
 		if _, ok := w.pending[p.TraceID]; !ok {
