@@ -48,29 +48,28 @@ func DecideAddAnnotation(s State, in AddAnnotationInput) (events.AnnotationAdded
 		return events.AnnotationAddedV1{}, err
 	}
 	if in.Rating == nil && comment == nil {
-		return events.AnnotationAddedV1{}, &domain.ValidationError{Code: "invalid_annotation", Message: "an annotation needs a rating or a comment"}
+		return events.AnnotationAddedV1{}, invalidAnnotation("", "an annotation needs a rating or a comment")
 	}
 	if in.Quote != nil && in.StepID == "" {
-		return events.AnnotationAddedV1{}, &domain.ValidationError{Code: "invalid_annotation", Field: "quote", Message: "a quote needs a step_id"}
+		return events.AnnotationAddedV1{}, invalidAnnotation("quote", "a quote needs a step_id")
 	}
 	if in.StepID != "" {
 		step, ok := s.step(in.StepID)
 		if !ok {
-			return events.AnnotationAddedV1{}, &domain.ValidationError{Code: "invalid_annotation", Field: "step_id", Message: "step " + in.StepID + " is not a step of this trace"}
+			return events.AnnotationAddedV1{}, invalidAnnotation("step_id", "step %s is not a step of this trace", in.StepID)
 		}
 		if step.Role == domain.RoleSystem && in.Rating != nil {
-			return events.AnnotationAddedV1{}, &domain.ValidationError{Code: "invalid_annotation", Field: "rating", Message: "system steps are context, not agent actions: they take comments but not ratings"}
+			return events.AnnotationAddedV1{}, invalidAnnotation("rating", "system steps are context, not agent actions: they take comments but not ratings")
 		}
 		if in.Rating != nil && domain.IsThinking(step.Metadata) {
 			return events.AnnotationAddedV1{}, thinkingRated(step)
 		}
 		if in.Quote != nil {
 			if in.Quote.Text == "" {
-				return events.AnnotationAddedV1{}, &domain.ValidationError{Code: "invalid_annotation", Field: "quote.text", Message: "quote text is empty"}
+				return events.AnnotationAddedV1{}, invalidAnnotation("quote.text", "quote text is empty")
 			}
 			if !strings.Contains(step.Content, in.Quote.Prefix+in.Quote.Text+in.Quote.Suffix) {
-				return events.AnnotationAddedV1{}, &domain.ValidationError{Code: "invalid_annotation", Field: "quote.text",
-					Message: "the quote (with its prefix and suffix) does not occur in the step's content"}
+				return events.AnnotationAddedV1{}, invalidAnnotation("quote.text", "the quote (with its prefix and suffix) does not occur in the step's content")
 			}
 		}
 	}
@@ -83,22 +82,19 @@ func DecideAddAnnotation(s State, in AddAnnotationInput) (events.AnnotationAdded
 // replacing it never touches a rating), of a live criterion of the
 // account, valid for its kind, on the kind of target it applies to.
 func decideAddValue(s State, in AddAnnotationInput) (events.AnnotationAddedV1, error) {
-	bad := func(field, format string, args ...any) (events.AnnotationAddedV1, error) {
-		return events.AnnotationAddedV1{}, &domain.ValidationError{Code: "invalid_annotation", Field: field, Message: fmt.Sprintf(format, args...)}
-	}
 	switch {
 	case in.CriterionID == "":
-		return bad("criterion_id", "a value needs the criterion_id it answers")
+		return events.AnnotationAddedV1{}, invalidAnnotation("criterion_id", "a value needs the criterion_id it answers")
 	case in.Rating != nil:
-		return bad("rating", "a criterion value is its own annotation: send the rating in another request")
+		return events.AnnotationAddedV1{}, invalidAnnotation("rating", "a criterion value is its own annotation: send the rating in another request")
 	case in.Comment != nil:
-		return bad("comment", "a criterion value is its own annotation: send the comment in another request")
+		return events.AnnotationAddedV1{}, invalidAnnotation("comment", "a criterion value is its own annotation: send the comment in another request")
 	case in.Quote != nil:
-		return bad("quote", "a criterion value takes no quote")
+		return events.AnnotationAddedV1{}, invalidAnnotation("quote", "a criterion value takes no quote")
 	case in.Criterion == nil:
-		return bad("criterion_id", "the account has no criterion %s", in.CriterionID)
+		return events.AnnotationAddedV1{}, invalidAnnotation("criterion_id", "the account has no criterion %s", in.CriterionID)
 	case in.Criterion.Archived:
-		return bad("criterion_id", "criterion %q is archived: it takes no new values", in.Criterion.Name)
+		return events.AnnotationAddedV1{}, invalidAnnotation("criterion_id", "criterion %q is archived: it takes no new values", in.Criterion.Name)
 	}
 	c := in.Criterion
 	value, err := c.CheckValue(in.Value)
@@ -117,29 +113,26 @@ func decideAddValue(s State, in AddAnnotationInput) (events.AnnotationAddedV1, e
 // assistant reply (not a tool call, not thinking); a tool_call criterion
 // an assistant tool call.
 func checkTarget(s State, c *criteria.Criterion, stepID string) error {
-	bad := func(field, format string, args ...any) error {
-		return &domain.ValidationError{Code: "invalid_annotation", Field: field, Message: fmt.Sprintf(format, args...)}
-	}
 	if c.AppliesTo == criteria.AppliesToTrace {
 		if stepID != "" {
-			return bad("step_id", "criterion %q applies to whole traces: give no step_id", c.Name)
+			return invalidAnnotation("step_id", "criterion %q applies to whole traces: give no step_id", c.Name)
 		}
 		return nil
 	}
 	if stepID == "" {
-		return bad("step_id", "criterion %q applies to %s steps: give the step_id", c.Name, c.AppliesTo)
+		return invalidAnnotation("step_id", "criterion %q applies to %s steps: give the step_id", c.Name, c.AppliesTo)
 	}
 	step, ok := s.step(stepID)
 	if !ok {
-		return bad("step_id", "step %s is not a step of this trace", stepID)
+		return invalidAnnotation("step_id", "step %s is not a step of this trace", stepID)
 	}
 	isCall := step.Role == domain.RoleAssistant && step.ToolName != ""
 	isReply := step.Role == domain.RoleAssistant && step.ToolName == "" && !domain.IsThinking(step.Metadata)
 	switch {
 	case c.AppliesTo == criteria.AppliesToAssistant && !isReply:
-		return bad("step_id", "criterion %q applies to assistant replies; step %d (%s) is %s", c.Name, step.Index+1, step.ID, describeStep(step))
+		return invalidAnnotation("step_id", "criterion %q applies to assistant replies; step %d (%s) is %s", c.Name, step.Index+1, step.ID, describeStep(step))
 	case c.AppliesTo == criteria.AppliesToToolCall && !isCall:
-		return bad("step_id", "criterion %q applies to tool calls; step %d (%s) is %s", c.Name, step.Index+1, step.ID, describeStep(step))
+		return invalidAnnotation("step_id", "criterion %q applies to tool calls; step %d (%s) is %s", c.Name, step.Index+1, step.ID, describeStep(step))
 	}
 	return nil
 }
@@ -241,7 +234,7 @@ func DecideEditAnnotation(s State, in EditAnnotationInput) (events.AnnotationEdi
 		return decideEditValue(a, in, out)
 	}
 	if in.Value.Set {
-		return out, &domain.ValidationError{Code: "invalid_annotation", Field: "value", Message: "this annotation is a rating or comment, not a criterion value: it has no value"}
+		return out, invalidAnnotation("value", "this annotation is a rating or comment, not a criterion value: it has no value")
 	}
 	if in.Rating.Set {
 		if err := checkRating(in.Rating.Value); err != nil {
@@ -253,11 +246,11 @@ func DecideEditAnnotation(s State, in EditAnnotationInput) (events.AnnotationEdi
 		out.Comment = normComment(in.Comment.Value)
 	}
 	if out.Rating == nil && out.Comment == nil {
-		return out, &domain.ValidationError{Code: "invalid_annotation", Message: "an annotation needs a rating or a comment"}
+		return out, invalidAnnotation("", "an annotation needs a rating or a comment")
 	}
 	if out.Rating != nil && a.StepID != "" {
 		if step, ok := s.step(a.StepID); ok && step.Role == domain.RoleSystem {
-			return out, &domain.ValidationError{Code: "invalid_annotation", Field: "rating", Message: "system steps take comments but not ratings"}
+			return out, invalidAnnotation("rating", "system steps take comments but not ratings")
 		} else if ok && domain.IsThinking(step.Metadata) && (a.Rating == nil || *a.Rating != *out.Rating) {
 			// A rating recorded before the rule may stay as it was (an
 			// edit of its comment); none is given or changed now.
@@ -272,25 +265,22 @@ func DecideEditAnnotation(s State, in EditAnnotationInput) (events.AnnotationEdi
 // criterion) and it may be flagged as a label error (out carries the flag
 // already); it never gains a rating or a comment.
 func decideEditValue(a *Annotation, in EditAnnotationInput, out events.AnnotationEditedV1) (events.AnnotationEditedV1, error) {
-	bad := func(field, msg string) (events.AnnotationEditedV1, error) {
-		return out, &domain.ValidationError{Code: "invalid_annotation", Field: field, Message: msg}
-	}
 	if in.Rating.Set && in.Rating.Value != nil {
-		return bad("rating", "a criterion value takes no rating: rate the target in another annotation")
+		return out, invalidAnnotation("rating", "a criterion value takes no rating: rate the target in another annotation")
 	}
 	if in.Comment.Set && in.Comment.Value != nil {
-		return bad("comment", "a criterion value takes no comment: comment in another annotation")
+		return out, invalidAnnotation("comment", "a criterion value takes no comment: comment in another annotation")
 	}
 	if in.Value.Set {
 		c := in.Criterion
 		if in.Value.Value == nil {
-			return bad("value", "a criterion value cannot be cleared: DELETE the annotation instead")
+			return out, invalidAnnotation("value", "a criterion value cannot be cleared: DELETE the annotation instead")
 		}
 		if c == nil {
-			return bad("value", "the annotation's criterion "+a.CriterionID+" is gone")
+			return out, invalidAnnotation("value", "the annotation's criterion %s is gone", a.CriterionID)
 		}
 		if c.Archived {
-			return bad("value", fmt.Sprintf("criterion %q is archived: its values are kept but not changed", c.Name))
+			return out, invalidAnnotation("value", "criterion %q is archived: its values are kept but not changed", c.Name)
 		}
 		v, err := c.CheckValue(*in.Value.Value)
 		if err != nil {
@@ -366,8 +356,12 @@ func DecideRemoveAnnotation(s State, annotationID string) (events.AnnotationRemo
 // or an action, so training would learn from a label on text the user was
 // never shown. Comments on it stay allowed.
 func thinkingRated(step events.StepRecord) error {
-	return &domain.ValidationError{Code: "invalid_annotation", Field: "rating",
-		Message: fmt.Sprintf("step %d (%s) is thinking, the model's reasoning before its reply, not a reply or an action: it takes comments but not ratings; rate the reply or action it precedes", step.Index+1, step.ID)}
+	return invalidAnnotation("rating", "step %d (%s) is thinking, the model's reasoning before its reply, not a reply or an action: it takes comments but not ratings; rate the reply or action it precedes", step.Index+1, step.ID)
+}
+
+// invalidAnnotation refuses an annotation request.
+func invalidAnnotation(field, format string, args ...any) *domain.ValidationError {
+	return &domain.ValidationError{Code: "invalid_annotation", Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
 func (s State) step(id string) (events.StepRecord, bool) {
@@ -381,7 +375,7 @@ func (s State) step(id string) (events.StepRecord, bool) {
 
 func checkRating(r *int) error {
 	if r != nil && *r != 1 && *r != -1 {
-		return &domain.ValidationError{Code: "invalid_annotation", Field: "rating", Message: "rating must be 1, -1 or null"}
+		return invalidAnnotation("rating", "rating must be 1, -1 or null")
 	}
 	return nil
 }
