@@ -78,9 +78,9 @@ func validateTraceText(t Trace) error {
 		// An absent parent or kind checks as "", which always passes.
 		if err := cmp.Or(
 			CheckText(field+".id", sp.ID, MaxIDBytes),
-			CheckText(field+".parent_id", orEmpty(sp.ParentID), MaxIDBytes),
+			CheckText(field+".parent_id", OrEmpty(sp.ParentID), MaxIDBytes),
 			CheckText(field+".name", sp.Name, 0),
-			CheckText(field+".kind", orEmpty(sp.Kind), MaxNameBytes),
+			CheckText(field+".kind", OrEmpty(sp.Kind), MaxNameBytes),
 			CheckJSON(field+".input", sp.Input),
 			CheckJSON(field+".output", sp.Output),
 		); err != nil {
@@ -90,8 +90,8 @@ func validateTraceText(t Trace) error {
 	return nil
 }
 
-// orEmpty is *p, or "" for an absent optional field.
-func orEmpty(p *string) string {
+// OrEmpty is *p, or "" for an absent optional field.
+func OrEmpty(p *string) string {
 	if p == nil {
 		return ""
 	}
@@ -111,7 +111,7 @@ func ValidateSpans(spans []Span, steps int, line int) error {
 		if _, dup := parent[sp.ID]; dup {
 			return InvalidAt(line, field+".id", "duplicate span id %q", sp.ID)
 		}
-		parent[sp.ID] = orEmpty(sp.ParentID)
+		parent[sp.ID] = OrEmpty(sp.ParentID)
 		if sp.EndNs < sp.StartNs {
 			return InvalidAt(line, field+".end_ns", "span %q ends before it starts", sp.ID)
 		}

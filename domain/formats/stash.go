@@ -61,16 +61,13 @@ func (Stash) Parse(data []byte) ([]domain.Trace, error) {
 }
 
 func (st stashTrace) canonical(line int) (domain.Trace, error) {
-	t := domain.Trace{Metadata: st.Metadata, Spans: st.Spans}
+	t := domain.Trace{Title: domain.OrEmpty(st.Title), Metadata: st.Metadata, Spans: st.Spans}
 	if len(st.ID) > 0 && string(st.ID) != "null" {
 		id, err := scalarString(st.ID)
 		if err != nil {
 			return t, domain.InvalidAt(line, "id", "%v", err)
 		}
 		t.ExternalID = id
-	}
-	if st.Title != nil {
-		t.Title = *st.Title
 	}
 	if st.Steps == nil {
 		return t, domain.InvalidAt(line, "steps", "missing \"steps\" array")
@@ -84,7 +81,7 @@ func (st stashTrace) canonical(line int) (domain.Trace, error) {
 		if err := decodeJSON(raw, &ss); err != nil {
 			return t, domain.InvalidAt(line, field, "%v", err)
 		}
-		s := domain.Step{Role: domain.Role(ss.Role), Metadata: ss.Metadata}
+		s := domain.Step{Role: domain.Role(ss.Role), ToolName: domain.OrEmpty(ss.ToolName), ToolCallID: domain.OrEmpty(ss.ToolCallID), Metadata: ss.Metadata}
 		if !s.Role.Valid() {
 			return t, domain.InvalidAt(line, field+".role", "unknown role %q (expected system, user, assistant or tool)", ss.Role)
 		}
@@ -92,12 +89,6 @@ func (st stashTrace) canonical(line int) (domain.Trace, error) {
 			if err := json.Unmarshal(ss.Content, &s.Content); err != nil {
 				return t, domain.InvalidAt(line, field+".content", "content must be a string")
 			}
-		}
-		if ss.ToolName != nil {
-			s.ToolName = *ss.ToolName
-		}
-		if ss.ToolCallID != nil {
-			s.ToolCallID = *ss.ToolCallID
 		}
 		if len(ss.ToolInput) > 0 && string(ss.ToolInput) != "null" {
 			if firstJSONByte(ss.ToolInput) != '{' {
@@ -140,7 +131,7 @@ func parseStashFast(raw []byte, line int) (domain.Trace, bool) {
 	if decodeJSON(raw, &st) != nil || st.Steps == nil {
 		return domain.Trace{}, false
 	}
-	t := domain.Trace{Metadata: st.Metadata, Spans: st.Spans}
+	t := domain.Trace{Title: domain.OrEmpty(st.Title), Metadata: st.Metadata, Spans: st.Spans}
 	if len(st.ID) > 0 && string(st.ID) != "null" {
 		id, err := scalarString(st.ID)
 		if err != nil {
@@ -148,26 +139,15 @@ func parseStashFast(raw []byte, line int) (domain.Trace, bool) {
 		}
 		t.ExternalID = id
 	}
-	if st.Title != nil {
-		t.Title = *st.Title
-	}
 	t.Steps = make([]domain.Step, 0, len(st.Steps))
 	for _, ss := range st.Steps {
 		if ss == nil { // null: not an object
 			return t, false
 		}
-		s := domain.Step{Role: domain.Role(ss.Role), Metadata: ss.Metadata, ToolInput: ss.ToolInput}
+		s := domain.Step{Role: domain.Role(ss.Role), Content: domain.OrEmpty(ss.Content), ToolName: domain.OrEmpty(ss.ToolName),
+			ToolInput: ss.ToolInput, ToolCallID: domain.OrEmpty(ss.ToolCallID), Metadata: ss.Metadata}
 		if !s.Role.Valid() {
 			return t, false
-		}
-		if ss.Content != nil {
-			s.Content = *ss.Content
-		}
-		if ss.ToolName != nil {
-			s.ToolName = *ss.ToolName
-		}
-		if ss.ToolCallID != nil {
-			s.ToolCallID = *ss.ToolCallID
 		}
 		t.Steps = append(t.Steps, s)
 	}
