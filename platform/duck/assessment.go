@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/criticml/critic/domain"
 )
 
 // StepLabelRow is one row of `step_labels`. Nil pointers and empty strings
@@ -100,13 +102,8 @@ func (t *Tx) TraceSteps(ctx context.Context, traceID string) ([]StepRow, error) 
 	var s StepRow
 	var toolName, toolCallID, in, md *string
 	err := each(ctx, t.conn, []any{&s.ID, &s.Index, &s.Role, &s.Content, &toolName, &in, &toolCallID, &md}, func() error {
-		r := StepRow{ID: s.ID, TraceID: traceID, Index: s.Index, Role: s.Role, Content: s.Content}
-		if toolName != nil {
-			r.ToolName = *toolName
-		}
-		if toolCallID != nil {
-			r.ToolCallID = *toolCallID
-		}
+		r := StepRow{ID: s.ID, TraceID: traceID, Index: s.Index, Role: s.Role, Content: s.Content,
+			ToolName: domain.OrEmpty(toolName), ToolCallID: domain.OrEmpty(toolCallID)}
 		if in != nil {
 			r.ToolInput = json.RawMessage(*in)
 		}

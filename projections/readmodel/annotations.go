@@ -130,10 +130,7 @@ func (q *Queries) PairInputsBy(ctx context.Context, owner, member string, traceI
 		if len(traces) == 0 || traces[len(traces)-1].ID != traceID {
 			traces = append(traces, domain.PairTrace{ID: traceID})
 		}
-		st := domain.PairStep{ID: stepID, Role: domain.Role(role), Content: content}
-		if toolName != nil {
-			st.ToolName = *toolName
-		}
+		st := domain.PairStep{ID: stepID, Role: domain.Role(role), Content: content, ToolName: domain.OrEmpty(toolName)}
 		if len(toolInput) > 0 {
 			if err := decodeNumbers(toolInput, &st.ToolInput); err != nil {
 				return err

@@ -77,13 +77,7 @@ func (q *Queries) assess(ctx context.Context, d *TraceDetail) error {
 // DomainStep decodes a stored step into the canonical step the domain rules
 // read (tool input and metadata as JSON objects).
 func DomainStep(s Step) (domain.Step, error) {
-	st := domain.Step{Role: domain.Role(s.Role), Content: s.Content}
-	if s.ToolName != nil {
-		st.ToolName = *s.ToolName
-	}
-	if s.ToolCallID != nil {
-		st.ToolCallID = *s.ToolCallID
-	}
+	st := domain.Step{Role: domain.Role(s.Role), Content: s.Content, ToolName: domain.OrEmpty(s.ToolName), ToolCallID: domain.OrEmpty(s.ToolCallID)}
 	for _, f := range []struct {
 		raw json.RawMessage
 		dst *map[string]any

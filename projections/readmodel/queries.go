@@ -329,13 +329,7 @@ func exportLine(d *TraceDetail) exportTrace {
 		t.Metadata = d.Metadata
 	}
 	for i, s := range d.Steps {
-		e := exportStep{Role: s.Role, Content: s.Content}
-		if s.ToolName != nil {
-			e.ToolName = *s.ToolName
-		}
-		if s.ToolCallID != nil {
-			e.ToolCallID = *s.ToolCallID
-		}
+		e := exportStep{Role: s.Role, Content: s.Content, ToolName: domain.OrEmpty(s.ToolName), ToolCallID: domain.OrEmpty(s.ToolCallID)}
 		if string(s.ToolInput) != "null" {
 			e.ToolInput = s.ToolInput
 		}
