@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/assessment"
@@ -92,15 +93,11 @@ func writeAssessment(ctx context.Context, tx *duck.Tx, traceID string, steps []d
 // carries labels in its steps or a rubric summary. Labels a model records
 // come later, as their own events.
 func carriesAssessment(steps []domain.Step, meta map[string]any) bool {
-	if _, ok := meta[assessment.RubricSummaryKey]; ok {
-		return true
-	}
-	for _, s := range steps {
-		if _, ok := s.Metadata[labels.MetadataKey]; ok {
-			return true
-		}
-	}
-	return false
+	_, rubric := meta[assessment.RubricSummaryKey]
+	return rubric || slices.ContainsFunc(steps, func(s domain.Step) bool {
+		_, labeled := s.Metadata[labels.MetadataKey]
+		return labeled
+	})
 }
 
 // reassess rewrites a stored trace's rows from the steps now in the

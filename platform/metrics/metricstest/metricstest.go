@@ -64,16 +64,7 @@ func (f Families) Value(name string, labels ...string) float64 {
 
 // Has reports whether family name has a series with the labels.
 func (f Families) Has(name string, labels ...string) bool {
-	fam, ok := f[name]
-	if !ok {
-		return false
-	}
-	for _, m := range fam.GetMetric() {
-		if matches(m, labels) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(f[name].GetMetric(), func(m *dto.Metric) bool { return matches(m, labels) })
 }
 
 // LabelValues lists the distinct values of label across family name.
