@@ -2,6 +2,7 @@ package commands
 
 import (
 	"context"
+	"slices"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
@@ -34,10 +35,8 @@ func (c *Streams) revokeAPIKey(ctx context.Context, keyID string) (Result, error
 	if err := evs[0].Decode(&issued); err != nil {
 		return Result{}, err
 	}
-	for _, e := range evs[1:] {
-		if e.Type == events.APIKeyRevoked {
-			return Result{}, &domain.ConflictError{Code: "already_revoked", Message: "API key " + keyID + " is already revoked"}
-		}
+	if slices.ContainsFunc(evs[1:], func(e events.Envelope) bool { return e.Type == events.APIKeyRevoked }) {
+		return Result{}, &domain.ConflictError{Code: "already_revoked", Message: "API key " + keyID + " is already revoked"}
 	}
 	return c.appendEvent(ctx, Actor{}, stream, issued.UserID, evs[len(evs)-1].Version, events.APIKeyRevoked,
 		events.APIKeyRevokedV1{KeyID: keyID, UserID: issued.UserID})

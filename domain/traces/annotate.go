@@ -365,10 +365,8 @@ func invalidAnnotation(field, format string, args ...any) *domain.ValidationErro
 }
 
 func (s State) step(id string) (events.StepRecord, bool) {
-	for _, st := range s.Steps {
-		if st.ID == id {
-			return st, true
-		}
+	if i := slices.IndexFunc(s.Steps, func(st events.StepRecord) bool { return st.ID == id }); i >= 0 {
+		return s.Steps[i], true
 	}
 	return events.StepRecord{}, false
 }

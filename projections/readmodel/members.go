@@ -2,6 +2,7 @@ package readmodel
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -51,10 +52,8 @@ func (q *Queries) Member(ctx context.Context, ownerID, id string) (Member, error
 	if err != nil {
 		return Member{}, err
 	}
-	for _, m := range ms {
-		if m.ID == id {
-			return m, nil
-		}
+	if i := slices.IndexFunc(ms, func(m Member) bool { return m.ID == id }); i >= 0 {
+		return ms[i], nil
 	}
 	return Member{}, domain.NotFound("member", id)
 }
