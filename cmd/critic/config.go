@@ -143,12 +143,8 @@ func loadConfig() (config, error) {
 	}
 	c.MetricsAddr = os.Getenv("CRITIC_METRICS_ADDR")
 	c.WorkerMetricsAddr = cmp.Or(os.Getenv("CRITIC_WORKER_METRICS_ADDR"), "127.0.0.1:9464")
-	c.ReadyMaxLag = 1000
-	if c.ReadyMaxLag, err = envInt("CRITIC_READY_MAX_LAG", c.ReadyMaxLag); err != nil {
+	if c.ReadyMaxLag, err = envPositiveInt("CRITIC_READY_MAX_LAG", 1000); err != nil {
 		return c, err
-	}
-	if c.ReadyMaxLag < 1 {
-		return c, fmt.Errorf("CRITIC_READY_MAX_LAG must be at least 1, got %d", c.ReadyMaxLag)
 	}
 	if c.PProfAddr == "" && os.Getenv("CRITIC_PPROF") == "1" {
 		c.PProfAddr = defaultPProfAddr
@@ -290,6 +286,15 @@ func envInt(k string, def int) (int, error) {
 		return 0, fmt.Errorf("%s must be an integer, got %q", k, v)
 	}
 	return n, nil
+}
+
+// envPositiveInt is envInt for a count that must be at least 1.
+func envPositiveInt(k string, def int) (int, error) {
+	n, err := envInt(k, def)
+	if err == nil && n < 1 {
+		err = fmt.Errorf("%s must be at least 1, got %d", k, n)
+	}
+	return n, err
 }
 
 func splitHostPort(addr string) (string, int, error) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"strings"
 
@@ -36,19 +35,13 @@ type llmRoles struct {
 
 func loadLLMRoles() (llmRoles, error) {
 	var r llmRoles
-	conc, err := envInt("CRITIC_LLM_CONCURRENCY", 16)
+	conc, err := envPositiveInt("CRITIC_LLM_CONCURRENCY", 16)
 	if err != nil {
 		return r, err
 	}
-	if conc < 1 {
-		return r, fmt.Errorf("CRITIC_LLM_CONCURRENCY must be at least 1, got %d", conc)
-	}
 	opts := llm.Options{Concurrency: conc}
-	if r.LabelJobs, err = envInt("CRITIC_WORKER_LABEL_JOBS", worker.DefaultLabelJobs); err != nil {
+	if r.LabelJobs, err = envPositiveInt("CRITIC_WORKER_LABEL_JOBS", worker.DefaultLabelJobs); err != nil {
 		return r, err
-	}
-	if r.LabelJobs < 1 {
-		return r, fmt.Errorf("CRITIC_WORKER_LABEL_JOBS must be at least 1, got %d", r.LabelJobs)
 	}
 	if m, err := llm.ResolveRole(os.Getenv, llm.EnvFeedbackModel, llm.DefaultFeedbackModel); err == nil {
 		r.Feedback = llm.New(m, opts)
@@ -113,18 +106,16 @@ func (r llmRoles) observed(o llm.Observer) llmRoles {
 	if o == nil {
 		return r
 	}
-	if r.Feedback != nil {
-		r.Feedback = r.Feedback.WithObserver(o, "feedback")
+	observe := func(c *llm.Client, role string) *llm.Client {
+		if c == nil {
+			return nil
+		}
+		return c.WithObserver(o, role)
 	}
-	if r.Fast != nil {
-		r.Fast = r.Fast.WithObserver(o, "fast")
-	}
-	if r.StepLabel != nil {
-		r.StepLabel = r.StepLabel.WithObserver(o, "step_label")
-	}
-	if r.Grading != nil {
-		r.Grading = r.Grading.WithObserver(o, "grading")
-	}
+	r.Feedback = observe(r.Feedback, "feedback")
+	r.Fast = observe(r.Fast, "fast")
+	r.StepLabel = observe(r.StepLabel, "step_label")
+	r.Grading = observe(r.Grading, "grading")
 	return r
 }
 
