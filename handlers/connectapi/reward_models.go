@@ -92,6 +92,6 @@ func (s *RewardModelService) ReviewQueue(ctx context.Context, req *connect.Reque
 	if member == "" {
 		member = usecase.Actor(caller).Member()
 	}
-	q, err := b.ReviewQueueFor(ctx, caller, member, req.Msg.RewardModelId, limit)
+	q, err := b.ReviewQueue(ctx, caller, member, req.Msg.RewardModelId, limit)
 	return reply(shaped[*criticv1.ReviewQueueResponse](q, err))
 }

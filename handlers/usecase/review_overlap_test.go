@@ -106,7 +106,7 @@ func TestReviewQueueOverlapTwoWithThreeReviewers(t *testing.T) {
 	catchUp := func() { f.catchUp(t) }
 	judge := func(member, traceID string) { f.rate(t, member, traceID, 1) }
 	queue := func(member string) []string {
-		q, err := b.ReviewQueueFor(ctx, caller, member, "", usecase.DefaultReviewLimit)
+		q, err := b.ReviewQueue(ctx, caller, member, "", usecase.DefaultReviewLimit)
 		require.NoError(t, err)
 		var ids []string
 		for _, it := range q.Items {

@@ -79,16 +79,11 @@ func ReviewLimit(raw string) (int, error) {
 // one: the traces the caller has not rated as a whole, fewest annotations
 // first.
 //
-// With several members the queue is the member's: it offers what still
+// The queue is member's (the id a member of the caller's account puts on
+// their annotations as author): with several members it offers what still
 // needs a judgment under the account's overlap (the rule: readmodel's
 // needsJudgment).
-func (b Backend) ReviewQueue(ctx context.Context, caller *readmodel.Caller, modelID string, limit int) (ReviewQueue, error) {
-	return b.ReviewQueueFor(ctx, caller, Actor(caller).Member(), modelID, limit)
-}
-
-// ReviewQueueFor is ReviewQueue for one member of the caller's account
-// (the id their annotations carry as author).
-func (b Backend) ReviewQueueFor(ctx context.Context, caller *readmodel.Caller, member, modelID string, limit int) (ReviewQueue, error) {
+func (b Backend) ReviewQueue(ctx context.Context, caller *readmodel.Caller, member, modelID string, limit int) (ReviewQueue, error) {
 	overlap, err := b.Queries.ReviewOverlap(ctx, caller.UserID)
 	if err != nil {
 		return ReviewQueue{}, err

@@ -63,7 +63,7 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 	// Without a model: fewest annotations first, newest first among equals;
 	// what the caller rated as a whole (a, b, c) has left their queue, a
 	// rating flagged as a label error (d) does not count as judged.
-	q, err := f.b.ReviewQueue(ctx, f.caller, "", usecase.DefaultReviewLimit)
+	q, err := f.b.ReviewQueue(ctx, f.caller, usecase.Actor(f.caller).Member(), "", usecase.DefaultReviewLimit)
 	require.NoError(t, err)
 	require.Equal(t, usecase.RankUnannotated, q.Ranking)
 	require.Nil(t, q.RewardModelID)
@@ -83,7 +83,7 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 	req, err := cmds.RequestTraining.Handle(ctx, commands.RequestTraining{Actor: actor, Input: commands.RequestTrainingInput{Name: "m", TraceIDs: f.ids, MaxPairs: 10}})
 	require.NoError(t, err)
 	f.catchUp(t)
-	_, err = f.b.ReviewQueue(ctx, f.caller, req.ModelID, usecase.DefaultReviewLimit)
+	_, err = f.b.ReviewQueue(ctx, f.caller, usecase.Actor(f.caller).Member(), req.ModelID, usecase.DefaultReviewLimit)
 	var conflict *domain.ConflictError
 	require.True(t, errors.As(err, &conflict), "%v", err)
 	require.Equal(t, "model_not_ready", conflict.Code)
@@ -143,7 +143,7 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, m.RewardStats, list[0].RewardStats)
 
-	q, err = f.b.ReviewQueue(ctx, f.caller, req.ModelID, usecase.DefaultReviewLimit)
+	q, err = f.b.ReviewQueue(ctx, f.caller, usecase.Actor(f.caller).Member(), req.ModelID, usecase.DefaultReviewLimit)
 	require.NoError(t, err)
 	require.Equal(t, usecase.RankUncertainty, q.Ranking)
 	require.Equal(t, req.ModelID, *q.RewardModelID)
@@ -180,7 +180,7 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 	require.InDelta(t, 0.01, *q.Items[0].Credit, 1e-9)
 	require.Nil(t, q.Items[0].Calibrated)
 
-	q, err = f.b.ReviewQueue(ctx, f.caller, req.ModelID, 2)
+	q, err = f.b.ReviewQueue(ctx, f.caller, usecase.Actor(f.caller).Member(), req.ModelID, 2)
 	require.NoError(t, err)
 	require.Len(t, q.Items, 2)
 	require.Equal(t, d, q.Items[1].TraceID)
@@ -189,7 +189,7 @@ func TestReviewQueueRanksByTheModelsUncertainty(t *testing.T) {
 	other, err := cmds.CreateUser.Handle(ctx, commands.CreateUser{Name: "someone-else"})
 	require.NoError(t, err)
 	f.catchUp(t)
-	_, err = f.b.ReviewQueue(ctx, &readmodel.Caller{UserID: other.UserID}, req.ModelID, 10)
+	_, err = f.b.ReviewQueue(ctx, &readmodel.Caller{UserID: other.UserID}, other.UserID, req.ModelID, 10)
 	var nf *domain.NotFoundError
 	require.True(t, errors.As(err, &nf), "%v", err)
 }
