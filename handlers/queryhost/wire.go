@@ -46,7 +46,7 @@ type queryRequest struct {
 // wireError carries the typed errors the API maps to status codes across
 // the socket; anything else arrives as an internal error with its text.
 type wireError struct {
-	Kind    string `json:"kind"` // validation, unavailable, unreadable, canceled, deadline, internal
+	Kind    string `json:"kind"` // validation, unavailable, unreadable, internal
 	Message string `json:"message"`
 	Code    string `json:"code,omitempty"`
 	Field   string `json:"field,omitempty"`
