@@ -17,6 +17,7 @@ import (
 	"github.com/criticml/critic/handlers/apiserver"
 	"github.com/criticml/critic/handlers/blobdl"
 	"github.com/criticml/critic/handlers/connectapi"
+	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/otlp"
 	"github.com/criticml/critic/handlers/rest"
 	"github.com/criticml/critic/handlers/usecase"
@@ -155,9 +156,10 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		CommandOptions: cmdOpts,
 		StepLabelModel: modelName(cfg.LLM.StepLabel),
 	}, apiserver.Deps{Pool: in.pool, Store: in.store, Blobs: in.blobs, Log: in.log}, func(mux *http.ServeMux, a *apiserver.Server) {
-		gen := assessments(cfg.LLM, a)
 		fleet := workerapi.NewFleet(time.Now)
-		rest.New(a.Cmds, a.Queries, a.Waiter, a.Auth, cfg.MaxBody).WithBlobs(in.blobs).WithAssessments(gen).WithEvaluatorPolicy(evalPolicy).WithWorkers(fleet, cfg.ModelRoots).Register(mux)
+		deps := edge.Deps{Cmds: a.Cmds, Queries: a.Queries, Waiter: a.Waiter, Auth: a.Auth, Blobs: in.blobs, Query: a.Query,
+			MaxBody: cfg.MaxBody, Assessments: assessments(cfg.LLM, a), EvaluatorPolicy: &evalPolicy, Workers: fleet, ModelRoots: cfg.ModelRoots}
+		rest.New(deps).Register(mux)
 		wapi := workerapi.New(a.Cmds, token, cfg.WorkerLease).WithTrainingQueue(a.Queries).WithFleet(fleet)
 		if tel.Metrics != nil {
 			wapi.WithObserver(tel.Metrics)
@@ -170,8 +172,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		otlp.NewReceiver(a.Cmds, a.Waiter, a.Auth, cfg.MaxBody).Register(mux)
 		// The Connect services on the REST port: one handler per service
 		// serves Connect, gRPC and gRPC-Web (gRPC reaches it over h2c).
-		connectapi.Register(mux, connectapi.Deps{Cmds: a.Cmds, Queries: a.Queries, Waiter: a.Waiter, Auth: a.Auth, Blobs: in.blobs, Query: a.Query,
-			MaxBody: cfg.MaxBody, Assessments: gen, EvaluatorPolicy: &evalPolicy, Workers: fleet, ModelRoots: cfg.ModelRoots})
+		connectapi.Register(mux, deps)
 		connectapi.RegisterHealthAndReflection(mux, a.Ready)
 		// The browser app, at / (everything more specific above wins).
 		mux.Handle(web.Pattern, web.Handler())

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/rest"
 )
 
@@ -322,7 +323,7 @@ func TestTeamRoutesAcrossAccounts(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, e.srv.Waiter.Wait(context.Background(), other.LastEventID))
 
-	api := rest.New(nil, nil, nil, nil, 0)
+	api := rest.New(edge.Deps{})
 	api.Register(http.NewServeMux())
 	ours := []string{ids[0], ids[1], tm.ids["rita"], e.userID, ann.ID, "rita", "Refund order t1"}
 	bodies := map[string]any{

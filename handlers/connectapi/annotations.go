@@ -17,7 +17,7 @@ import (
 
 // AnnotationService implements critic.v1.AnnotationService over the
 // operations REST's annotation, export and trace-source routes use.
-type AnnotationService struct{ d Deps }
+type AnnotationService struct{ d edge.Deps }
 
 // AddAnnotation adds the caller's annotation and answers it once readable.
 func (s *AnnotationService) AddAnnotation(ctx context.Context, req *connect.Request[criticv1.AddAnnotationRequest]) (*connect.Response[criticv1.AddAnnotationResponse], error) {
@@ -35,7 +35,7 @@ func (s *AnnotationService) AddAnnotation(ctx context.Context, req *connect.Requ
 			in.Value = raw
 		}
 	}
-	ann, err := shaped[*criticv1.Annotation](s.d.backend().AddAnnotation(ctx, edge.CallerFrom(ctx), in))
+	ann, err := shaped[*criticv1.Annotation](s.d.Backend().AddAnnotation(ctx, edge.CallerFrom(ctx), in))
 	return reply(&criticv1.AddAnnotationResponse{Annotation: ann}, err)
 }
 
@@ -68,7 +68,7 @@ func (s *AnnotationService) EditAnnotation(ctx context.Context, req *connect.Req
 			in.Value.Value = nil
 		}
 	}
-	ann, err := shaped[*criticv1.Annotation](s.d.backend().EditAnnotation(ctx, edge.CallerFrom(ctx), in))
+	ann, err := shaped[*criticv1.Annotation](s.d.Backend().EditAnnotation(ctx, edge.CallerFrom(ctx), in))
 	return reply(&criticv1.EditAnnotationResponse{Annotation: ann}, err)
 }
 
@@ -91,7 +91,7 @@ func patch[T any](v *T, clear bool, field string) (traces.Optional[T], error) {
 // RemoveAnnotation removes one of the caller's annotations and answers once
 // it is gone from the read model.
 func (s *AnnotationService) RemoveAnnotation(ctx context.Context, req *connect.Request[criticv1.RemoveAnnotationRequest]) (*connect.Response[criticv1.RemoveAnnotationResponse], error) {
-	err := s.d.backend().RemoveAnnotation(ctx, edge.CallerFrom(ctx), req.Msg.AnnotationId)
+	err := s.d.Backend().RemoveAnnotation(ctx, edge.CallerFrom(ctx), req.Msg.AnnotationId)
 	return reply(&criticv1.RemoveAnnotationResponse{}, err)
 }
 
@@ -99,7 +99,7 @@ func (s *AnnotationService) RemoveAnnotation(ctx context.Context, req *connect.R
 // message, converted from the very JSON lines REST writes.
 func (s *AnnotationService) ExportAnnotations(ctx context.Context, req *connect.Request[criticv1.ExportAnnotationsRequest], stream *connect.ServerStream[criticv1.ExportAnnotationsResponse]) error {
 	owner := edge.CallerFrom(ctx).UserID
-	member, err := s.d.backend().MemberFilter(ctx, owner, req.Msg.GetMember())
+	member, err := s.d.Backend().MemberFilter(ctx, owner, req.Msg.GetMember())
 	if err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func (s *AnnotationService) ExportAnnotations(ctx context.Context, req *connect.
 func (s *AnnotationService) ExportPairs(ctx context.Context, req *connect.Request[criticv1.ExportPairsRequest], stream *connect.ServerStream[criticv1.ExportPairsResponse]) error {
 	var pairs []domain.Pair
 	var err error
-	b, owner := s.d.backend(), edge.CallerFrom(ctx).UserID
+	b, owner := s.d.Backend(), edge.CallerFrom(ctx).UserID
 	if req.Msg.RewardModelId != nil {
 		if req.Msg.MaxPairs != nil {
 			return domain.InvalidField("max_pairs", "max_pairs does not apply with reward_model_id: the model's dataset is exported as it is")
@@ -155,7 +155,7 @@ func (s *AnnotationService) ExportPairs(ctx context.Context, req *connect.Reques
 // apart.
 func (s *AnnotationService) RenameTraceSource(ctx context.Context, req *connect.Request[criticv1.RenameTraceSourceRequest]) (*connect.Response[criticv1.RenameTraceSourceResponse], error) {
 	m := req.Msg
-	err := s.d.backend().RenameTraceSource(ctx, edge.CallerFrom(ctx), nonEmpty(m.SourceId), nonEmpty(m.Name))
+	err := s.d.Backend().RenameTraceSource(ctx, edge.CallerFrom(ctx), nonEmpty(m.SourceId), nonEmpty(m.Name))
 	return reply(&criticv1.RenameTraceSourceResponse{SourceId: m.SourceId, Name: m.Name}, err)
 }
 

@@ -30,12 +30,12 @@ func (s *TraceService) EstimateCompletion(ctx context.Context, req *connect.Requ
 
 // RetryLabeling is REST's POST /traces/{id}/labeling/retry.
 func (s *TraceService) RetryLabeling(ctx context.Context, req *connect.Request[criticv1.RetryLabelingRequest]) (*connect.Response[criticv1.RetryLabelingResponse], error) {
-	st, err := shaped[*criticv1.LabelingStatus](s.d.backend().RetryLabeling(ctx, edge.CallerFrom(ctx), req.Msg.TraceId))
+	st, err := shaped[*criticv1.LabelingStatus](s.d.Backend().RetryLabeling(ctx, edge.CallerFrom(ctx), req.Msg.TraceId))
 	return reply(&criticv1.RetryLabelingResponse{Labeling: st}, err)
 }
 
 // RescoreLabels is REST's POST /traces/{id}/labeling/rescore.
 func (s *TraceService) RescoreLabels(ctx context.Context, req *connect.Request[criticv1.RescoreLabelsRequest]) (*connect.Response[criticv1.RescoreLabelsResponse], error) {
-	st, err := shaped[*criticv1.LabelingStatus](s.d.backend().RelabelTrace(ctx, edge.CallerFrom(ctx), req.Msg.TraceId))
+	st, err := shaped[*criticv1.LabelingStatus](s.d.Backend().RelabelTrace(ctx, edge.CallerFrom(ctx), req.Msg.TraceId))
 	return reply(&criticv1.RescoreLabelsResponse{Labeling: st}, err)
 }

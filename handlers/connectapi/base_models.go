@@ -5,13 +5,14 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 )
 
 // BaseModelService implements critic.v1.BaseModelService with the use case
 // GET /base-models calls, so both list the same bases.
-type BaseModelService struct{ d Deps }
+type BaseModelService struct{ d edge.Deps }
 
 // ListBaseModels is GET /base-models.
 func (s *BaseModelService) ListBaseModels(context.Context, *connect.Request[criticv1.ListBaseModelsRequest]) (*connect.Response[criticv1.ListBaseModelsResponse], error) {

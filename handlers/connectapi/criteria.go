@@ -13,7 +13,7 @@ import (
 // CriteriaService implements critic.v1.CriteriaService with the use cases
 // REST's /criteria and /guidelines routes call, so both answer the same
 // data and errors.
-type CriteriaService struct{ d Deps }
+type CriteriaService struct{ d edge.Deps }
 
 // ListCriteria is GET /criteria.
 func (s *CriteriaService) ListCriteria(ctx context.Context, req *connect.Request[criticv1.ListCriteriaRequest]) (*connect.Response[criticv1.ListCriteriaResponse], error) {
@@ -25,21 +25,21 @@ func (s *CriteriaService) ListCriteria(ctx context.Context, req *connect.Request
 func (s *CriteriaService) DefineCriterion(ctx context.Context, req *connect.Request[criticv1.DefineCriterionRequest]) (*connect.Response[criticv1.DefineCriterionResponse], error) {
 	m := req.Msg
 	in := criteria.DefineInput{Name: &m.Name, Description: m.Description, Kind: &m.Kind, Labels: labelsFromProto(m.Labels), ScaleMax: intPtr(m.ScaleMax), AppliesTo: &m.AppliesTo}
-	c, err := shaped[*criticv1.Criterion](s.d.backend().DefineCriterion(ctx, edge.CallerFrom(ctx), in))
+	c, err := shaped[*criticv1.Criterion](s.d.Backend().DefineCriterion(ctx, edge.CallerFrom(ctx), in))
 	return reply(&criticv1.DefineCriterionResponse{Criterion: c}, err)
 }
 
 // ChangeCriterion is PATCH /criteria/{id}.
 func (s *CriteriaService) ChangeCriterion(ctx context.Context, req *connect.Request[criticv1.ChangeCriterionRequest]) (*connect.Response[criticv1.ChangeCriterionResponse], error) {
 	m := req.Msg
-	c, err := shaped[*criticv1.Criterion](s.d.backend().ChangeCriterion(ctx, edge.CallerFrom(ctx), criteria.ChangeInput{CriterionID: m.CriterionId, Name: m.Name,
+	c, err := shaped[*criticv1.Criterion](s.d.Backend().ChangeCriterion(ctx, edge.CallerFrom(ctx), criteria.ChangeInput{CriterionID: m.CriterionId, Name: m.Name,
 		Description: m.Description, Labels: labelsFromProto(m.Labels), LabelsSet: m.SetLabels}))
 	return reply(&criticv1.ChangeCriterionResponse{Criterion: c}, err)
 }
 
 // ArchiveCriterion is DELETE /criteria/{id}.
 func (s *CriteriaService) ArchiveCriterion(ctx context.Context, req *connect.Request[criticv1.ArchiveCriterionRequest]) (*connect.Response[criticv1.ArchiveCriterionResponse], error) {
-	err := s.d.backend().ArchiveCriterion(ctx, edge.CallerFrom(ctx), req.Msg.CriterionId)
+	err := s.d.Backend().ArchiveCriterion(ctx, edge.CallerFrom(ctx), req.Msg.CriterionId)
 	return reply(&criticv1.ArchiveCriterionResponse{}, err)
 }
 
@@ -50,7 +50,7 @@ func (s *CriteriaService) GetGuidelines(ctx context.Context, _ *connect.Request[
 
 // SetGuidelines is PUT /guidelines.
 func (s *CriteriaService) SetGuidelines(ctx context.Context, req *connect.Request[criticv1.SetGuidelinesRequest]) (*connect.Response[criticv1.SetGuidelinesResponse], error) {
-	return reply(shaped[*criticv1.SetGuidelinesResponse](s.d.backend().SetGuidelines(ctx, edge.CallerFrom(ctx), &req.Msg.Markdown)))
+	return reply(shaped[*criticv1.SetGuidelinesResponse](s.d.Backend().SetGuidelines(ctx, edge.CallerFrom(ctx), &req.Msg.Markdown)))
 }
 
 func labelsFromProto(in []*criticv1.LabelInput) []criteria.LabelInput {

@@ -17,11 +17,11 @@ import (
 // EvaluatorService implements critic.v1.EvaluatorService with the use cases
 // REST's consent, comparison and evaluator routes call, so both answer the
 // same data and errors.
-type EvaluatorService struct{ d Deps }
+type EvaluatorService struct{ d edge.Deps }
 
 // SetTraceContribution is PUT /traces/{id}/contribution.
 func (s *EvaluatorService) SetTraceContribution(ctx context.Context, req *connect.Request[criticv1.SetTraceContributionRequest]) (*connect.Response[criticv1.SetTraceContributionResponse], error) {
-	c, err := s.d.backend().SetContribution(ctx, edge.CallerFrom(ctx), req.Msg.TraceId, req.Msg.Contribute)
+	c, err := s.d.Backend().SetContribution(ctx, edge.CallerFrom(ctx), req.Msg.TraceId, req.Msg.Contribute)
 	return reply(&criticv1.SetTraceContributionResponse{TraceId: c.TraceID, Contribute: c.Contribute, Notice: c.Notice}, err)
 }
 
@@ -34,13 +34,13 @@ func (s *EvaluatorService) ComparisonQueue(ctx context.Context, req *connect.Req
 		}
 		limit = n
 	}
-	return reply(shaped[*criticv1.ComparisonQueueResponse](s.d.backend().ComparisonQueue(ctx, edge.CallerFrom(ctx), limit)))
+	return reply(shaped[*criticv1.ComparisonQueueResponse](s.d.Backend().ComparisonQueue(ctx, edge.CallerFrom(ctx), limit)))
 }
 
 // ReviewComparison is POST /comparisons.
 func (s *EvaluatorService) ReviewComparison(ctx context.Context, req *connect.Request[criticv1.ReviewComparisonRequest]) (*connect.Response[criticv1.ReviewComparisonResponse], error) {
 	m := req.Msg
-	c, err := s.d.backend().ReviewComparison(ctx, edge.CallerFrom(ctx), commands.ReviewComparisonInput{ModelID: m.ModelId, FindingID: m.FindingId,
+	c, err := s.d.Backend().ReviewComparison(ctx, edge.CallerFrom(ctx), commands.ReviewComparisonInput{ModelID: m.ModelId, FindingID: m.FindingId,
 		Verdict: comparisons.Verdict{Left: m.Left, Choice: m.Choice, Comment: m.Comment}})
 	return reply(shaped[*criticv1.ReviewComparisonResponse](c, err))
 }
@@ -51,7 +51,7 @@ func (s *EvaluatorService) GetEvaluator(ctx context.Context, _ *connect.Request[
 	if s.d.EvaluatorPolicy != nil {
 		p = *s.d.EvaluatorPolicy
 	}
-	st, err := s.d.backend().Evaluator(ctx, p)
+	st, err := s.d.Backend().Evaluator(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (s *EvaluatorService) GetEvaluator(ctx context.Context, _ *connect.Request[
 
 // RescoreTrace is POST /traces/{id}/evaluator/rescore ("Score again").
 func (s *EvaluatorService) RescoreTrace(ctx context.Context, req *connect.Request[criticv1.RescoreTraceRequest]) (*connect.Response[criticv1.RescoreTraceResponse], error) {
-	ev, err := shaped[*criticv1.TraceEvaluator](s.d.backend().RescoreWithEvaluator(ctx, edge.CallerFrom(ctx), req.Msg.TraceId))
+	ev, err := shaped[*criticv1.TraceEvaluator](s.d.Backend().RescoreWithEvaluator(ctx, edge.CallerFrom(ctx), req.Msg.TraceId))
 	return reply(&criticv1.RescoreTraceResponse{Evaluator: ev}, err)
 }
 

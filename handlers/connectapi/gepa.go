@@ -12,12 +12,12 @@ import (
 
 // GepaService implements critic.v1.GepaService over the use cases REST's
 // /gepa-runs routes call, so both answer the same data and errors.
-type GepaService struct{ d Deps }
+type GepaService struct{ d edge.Deps }
 
 // CreateGepaRun queues a run.
 func (s *GepaService) CreateGepaRun(ctx context.Context, req *connect.Request[criticv1.CreateGepaRunRequest]) (*connect.Response[criticv1.CreateGepaRunResponse], error) {
 	m := req.Msg
-	run, err := shaped[*criticv1.GepaRun](s.d.backend().CreateGepaRun(ctx, edge.CallerFrom(ctx), usecase.GepaRequest{RewardModelID: nonEmpty(m.RewardModelId), TaskModel: m.TaskModel,
+	run, err := shaped[*criticv1.GepaRun](s.d.Backend().CreateGepaRun(ctx, edge.CallerFrom(ctx), usecase.GepaRequest{RewardModelID: nonEmpty(m.RewardModelId), TaskModel: m.TaskModel,
 		TaskAPIBase: m.TaskApiBase, TaskAPIKey: m.TaskApiKey, ReflectionModel: m.ReflectionModel, MaxMetricCalls: intPtr(m.MaxMetricCalls)}))
 	return reply(&criticv1.CreateGepaRunResponse{GepaRun: run}, err)
 }
@@ -36,6 +36,6 @@ func (s *GepaService) GetGepaRun(ctx context.Context, req *connect.Request[criti
 
 // GetGepaSkill returns the best skill of a succeeded run.
 func (s *GepaService) GetGepaSkill(ctx context.Context, req *connect.Request[criticv1.GetGepaSkillRequest]) (*connect.Response[criticv1.GetGepaSkillResponse], error) {
-	skill, err := s.d.backend().GepaSkill(ctx, edge.CallerFrom(ctx), req.Msg.GepaRunId)
+	skill, err := s.d.Backend().GepaSkill(ctx, edge.CallerFrom(ctx), req.Msg.GepaRunId)
 	return reply(&criticv1.GetGepaSkillResponse{SkillMd: skill}, err)
 }

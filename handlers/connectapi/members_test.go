@@ -14,6 +14,7 @@ import (
 
 	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/handlers/connectapi"
+	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/otlp"
 	"github.com/criticml/critic/handlers/rest"
 )
@@ -104,7 +105,7 @@ func TestMembersAndRoles(t *testing.T) {
 	require.Equal(t, []string{"alice:admin", "rita:reviewer", "rob:reviewer", "vic:viewer"}, names)
 
 	// Every REST route, from the route table.
-	api := rest.New(nil, nil, nil, nil, 0)
+	api := rest.New(edge.Deps{})
 	api.Register(&recorder{})
 	param := regexp.MustCompile(`\{[a-z_]+\}`)
 	concrete := func(path string) string {

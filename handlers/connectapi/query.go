@@ -15,7 +15,7 @@ import (
 
 // QueryService implements critic.v1.QueryService over the snapshots REST's
 // POST /query reads.
-type QueryService struct{ d Deps }
+type QueryService struct{ d edge.Deps }
 
 // Query runs read-only SQL over the caller's snapshot; read-only keys may
 // query. An empty sql is an absent one, as proto3 cannot tell them apart.

@@ -13,13 +13,13 @@ import (
 
 // RewardModelService implements critic.v1.RewardModelService over the
 // operations REST's /reward-models and /traces/{id}/score routes use.
-type RewardModelService struct{ d Deps }
+type RewardModelService struct{ d edge.Deps }
 
 // CreateRewardModel queues a model. An empty name is an absent one, as
 // proto3 cannot tell them apart.
 func (s *RewardModelService) CreateRewardModel(ctx context.Context, req *connect.Request[criticv1.CreateRewardModelRequest]) (*connect.Response[criticv1.CreateRewardModelResponse], error) {
 	m := req.Msg
-	rm, err := shaped[*criticv1.RewardModel](s.d.backend().CreateRewardModel(ctx, edge.CallerFrom(ctx), usecase.TrainingRequest{
+	rm, err := shaped[*criticv1.RewardModel](s.d.Backend().CreateRewardModel(ctx, edge.CallerFrom(ctx), usecase.TrainingRequest{
 		Name: nonEmpty(m.Name), TraceIDs: m.TraceIds, BaseModel: m.BaseModel, Epochs: intPtr(m.Epochs), MaxPairs: intPtr(m.MaxPairs),
 		TrainingConfig: trainingConfigFromProto(m.TrainingConfig)}))
 	return reply(&criticv1.CreateRewardModelResponse{RewardModel: rm}, err)
@@ -51,27 +51,27 @@ func (s *RewardModelService) GetRewardModel(ctx context.Context, req *connect.Re
 
 // RetryRewardModel re-queues one of the caller's failed models.
 func (s *RewardModelService) RetryRewardModel(ctx context.Context, req *connect.Request[criticv1.RetryRewardModelRequest]) (*connect.Response[criticv1.RetryRewardModelResponse], error) {
-	rm, err := shaped[*criticv1.RewardModel](s.d.backend().RetryRewardModel(ctx, edge.CallerFrom(ctx), req.Msg.RewardModelId))
+	rm, err := shaped[*criticv1.RewardModel](s.d.Backend().RetryRewardModel(ctx, edge.CallerFrom(ctx), req.Msg.RewardModelId))
 	return reply(&criticv1.RetryRewardModelResponse{RewardModel: rm}, err)
 }
 
 // SetBackgroundScoring pauses or resumes one of the caller's succeeded
 // models' background scoring (REST's PUT .../background-scoring).
 func (s *RewardModelService) SetBackgroundScoring(ctx context.Context, req *connect.Request[criticv1.SetBackgroundScoringRequest]) (*connect.Response[criticv1.SetBackgroundScoringResponse], error) {
-	bg, err := shaped[*criticv1.BackgroundScoring](s.d.backend().SetBackgroundScoring(ctx, edge.CallerFrom(ctx), req.Msg.RewardModelId, req.Msg.Paused))
+	bg, err := shaped[*criticv1.BackgroundScoring](s.d.Backend().SetBackgroundScoring(ctx, edge.CallerFrom(ctx), req.Msg.RewardModelId, req.Msg.Paused))
 	return reply(&criticv1.SetBackgroundScoringResponse{BackgroundScoring: bg}, err)
 }
 
 // GetWeights signs a download link of a succeeded model's checkpoint.
 func (s *RewardModelService) GetWeights(ctx context.Context, req *connect.Request[criticv1.GetWeightsRequest]) (*connect.Response[criticv1.GetWeightsResponse], error) {
-	url, err := s.d.backend().WeightsURL(ctx, s.d.Blobs, edge.CallerFrom(ctx), req.Msg.RewardModelId)
+	url, err := s.d.Backend().WeightsURL(ctx, s.d.Blobs, edge.CallerFrom(ctx), req.Msg.RewardModelId)
 	return reply(&criticv1.GetWeightsResponse{Url: url}, err)
 }
 
 // ScoreTrace asks for a trace to be scored. An empty reward_model_id is an
 // absent one.
 func (s *RewardModelService) ScoreTrace(ctx context.Context, req *connect.Request[criticv1.ScoreTraceRequest]) (*connect.Response[criticv1.ScoreTraceResponse], error) {
-	run, err := shaped[*criticv1.ScoringRun](s.d.backend().ScoreTrace(ctx, edge.CallerFrom(ctx), req.Msg.TraceId, nonEmpty(req.Msg.RewardModelId)))
+	run, err := shaped[*criticv1.ScoringRun](s.d.Backend().ScoreTrace(ctx, edge.CallerFrom(ctx), req.Msg.TraceId, nonEmpty(req.Msg.RewardModelId)))
 	return reply(&criticv1.ScoreTraceResponse{ScoringRun: run}, err)
 }
 
@@ -84,7 +84,7 @@ func (s *RewardModelService) ReviewQueue(ctx context.Context, req *connect.Reque
 			return nil, err
 		}
 	}
-	b, caller := s.d.backend(), edge.CallerFrom(ctx)
+	b, caller := s.d.Backend(), edge.CallerFrom(ctx)
 	member, err := b.OthersMember(ctx, caller, req.Msg.GetMember())
 	if err != nil {
 		return nil, err

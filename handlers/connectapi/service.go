@@ -18,11 +18,8 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
-	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
-	"github.com/criticml/critic/platform/blob"
-	"github.com/criticml/critic/projections/readmodel"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
@@ -32,7 +29,7 @@ import (
 const defaultMaxBody = 64 << 20
 
 // TraceService implements critic.v1.TraceService.
-type TraceService struct{ d Deps }
+type TraceService struct{ d edge.Deps }
 
 // handlerOptions are the options every Critic Connect service is built
 // with: authentication and error mapping at the boundary, the message size
@@ -49,35 +46,10 @@ func handlerOptions(auth *edge.Authenticator, maxBody int64) []connect.HandlerOp
 	}
 }
 
-// Deps is what the Critic services are built over: the same command and
-// query sides, blob store and snapshots as REST.
-type Deps struct {
-	Cmds    *commands.Commands
-	Queries *readmodel.Queries
-	Waiter  *readmodel.Waiter
-	Auth    *edge.Authenticator
-	// Blobs signs weights downloads (RewardModelService.GetWeights).
-	Blobs blob.Store
-	// Query answers QueryService (the use case REST's POST /query runs);
-	// nil makes Query an internal error, as for REST.
-	Query *usecase.Query
-	// MaxBody bounds one request message; <= 0 is 64 MiB.
-	MaxBody int64
-	// Assessments makes section summaries and completion estimates; nil
-	// makes them unavailable.
-	Assessments usecase.Assessments
-	// EvaluatorPolicy is what GetEvaluator reports; nil → spec defaults.
-	EvaluatorPolicy *evaluator.Policy
-	// Workers and ModelRoots are what ListBaseModels lists from, as REST's
-	// WithWorkers; nil Workers → no worker known.
-	Workers    usecase.Workers
-	ModelRoots []string
-}
-
 // Register mounts every Critic service on mux: TraceService,
 // AnnotationService, RewardModelService, GepaService, QueryService,
 // EvaluatorService, CriteriaService and BaseModelService.
-func Register(mux *http.ServeMux, d Deps) {
+func Register(mux *http.ServeMux, d edge.Deps) {
 	opts := handlerOptions(d.Auth, d.MaxBody)
 	mux.Handle(criticv1connect.NewTraceServiceHandler(&TraceService{d}, opts...))
 	mux.Handle(criticv1connect.NewAnnotationServiceHandler(&AnnotationService{d}, opts...))
@@ -88,10 +60,6 @@ func Register(mux *http.ServeMux, d Deps) {
 	mux.Handle(criticv1connect.NewCriteriaServiceHandler(&CriteriaService{d}, opts...))
 	mux.Handle(criticv1connect.NewBaseModelServiceHandler(&BaseModelService{d}, opts...))
 	mux.Handle(criticv1connect.NewTeamServiceHandler(&TeamService{d}, opts...))
-}
-
-func (d Deps) backend() usecase.Backend {
-	return usecase.Backend{Cmds: d.Cmds, Queries: d.Queries, Waiter: d.Waiter}
 }
 
 // ListFormats lists the import formats.
@@ -114,7 +82,7 @@ func (s *TraceService) ImportTraces(ctx context.Context, req *connect.Request[cr
 		return nil, domain.InvalidField("data", "data is required")
 	}
 	in := commands.ImportTracesInput{Format: m.Format, Data: []byte(m.Data), Contribute: m.Contribute}
-	res, err := s.d.backend().ImportTraces(ctx, edge.CallerFrom(ctx), in, m.SourceId)
+	res, err := s.d.Backend().ImportTraces(ctx, edge.CallerFrom(ctx), in, m.SourceId)
 	return reply(&criticv1.ImportTracesResponse{
 		Format: res.Format, Imported: int32(len(res.TraceIDs)), TraceIds: res.TraceIDs,
 		Unchanged: int32(res.Unchanged), AnnotationsRemoved: int32(res.AnnotationsRemoved), Erased: res.Erased,
@@ -133,7 +101,7 @@ func (s *TraceService) ListTraces(ctx context.Context, req *connect.Request[crit
 		return nil, err
 	}
 	owner := edge.CallerFrom(ctx).UserID
-	if f.Member, err = s.d.backend().MemberFilter(ctx, owner, m.GetMember()); err != nil {
+	if f.Member, err = s.d.Backend().MemberFilter(ctx, owner, m.GetMember()); err != nil {
 		return nil, err
 	}
 	traces, total, err := s.d.Queries.ListTraces(ctx, owner, f)
@@ -157,7 +125,7 @@ func (s *TraceService) GetTrace(ctx context.Context, req *connect.Request[critic
 // DeleteTrace deletes one of the caller's traces and answers once it is gone
 // from the read model.
 func (s *TraceService) DeleteTrace(ctx context.Context, req *connect.Request[criticv1.DeleteTraceRequest]) (*connect.Response[criticv1.DeleteTraceResponse], error) {
-	err := s.d.backend().DeleteTrace(ctx, edge.CallerFrom(ctx), req.Msg.TraceId)
+	err := s.d.Backend().DeleteTrace(ctx, edge.CallerFrom(ctx), req.Msg.TraceId)
 	return reply(&criticv1.DeleteTraceResponse{}, err)
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/handlers/apiserver"
 	"github.com/criticml/critic/handlers/connectapi"
+	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/rest"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/eventstore"
@@ -68,9 +69,9 @@ func start(t *testing.T) *env {
 		CommandOptions: []commands.Option{commands.WithSecret("connectapi-test-worker-token")}},
 		apiserver.Deps{Pool: pool, Store: eventstore.New(pool, blobs), Blobs: blobs, Log: log},
 		func(mux *http.ServeMux, s *apiserver.Server) {
-			rest.New(s.Cmds, s.Queries, s.Waiter, s.Auth, 1<<20).WithBlobs(blobs).Register(mux)
+			rest.New(edge.Deps{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter, Auth: s.Auth, MaxBody: 1 << 20, Blobs: blobs}).Register(mux)
 			rest.NewQueryAPI(s.Query, s.Auth, 1<<20).Register(mux)
-			connectapi.Register(mux, connectapi.Deps{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter, Auth: s.Auth,
+			connectapi.Register(mux, edge.Deps{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter, Auth: s.Auth,
 				Blobs: blobs, Query: s.Query, MaxBody: 1 << 20})
 		})
 	require.NoError(t, err)

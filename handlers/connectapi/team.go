@@ -17,7 +17,7 @@ import (
 // TeamService implements critic.v1.TeamService (issue 36) with the
 // commands and use cases REST's team routes call, so both answer the same
 // data and errors.
-type TeamService struct{ d Deps }
+type TeamService struct{ d edge.Deps }
 
 // ListMembers is GET /members.
 func (s *TeamService) ListMembers(ctx context.Context, _ *connect.Request[criticv1.ListMembersRequest]) (*connect.Response[criticv1.ListMembersResponse], error) {
@@ -35,7 +35,7 @@ func (s *TeamService) AddMember(ctx context.Context, req *connect.Request[critic
 	if err != nil {
 		return nil, err
 	}
-	m, res, err := s.d.backend().AddMember(ctx, edge.CallerFrom(ctx), req.Msg.Name, r)
+	m, res, err := s.d.Backend().AddMember(ctx, edge.CallerFrom(ctx), req.Msg.Name, r)
 	out, err := shaped[*criticv1.Member](m, err)
 	return reply(&criticv1.AddMemberResponse{Member: out, ApiKey: res.APIKey}, err)
 }
@@ -46,19 +46,19 @@ func (s *TeamService) ChangeMemberRole(ctx context.Context, req *connect.Request
 	if err != nil {
 		return nil, err
 	}
-	m, err := shaped[*criticv1.Member](s.d.backend().ChangeMemberRole(ctx, edge.CallerFrom(ctx), req.Msg.MemberId, r))
+	m, err := shaped[*criticv1.Member](s.d.Backend().ChangeMemberRole(ctx, edge.CallerFrom(ctx), req.Msg.MemberId, r))
 	return reply(&criticv1.ChangeMemberRoleResponse{Member: m}, err)
 }
 
 // RemoveMember is DELETE /members/{member_id}.
 func (s *TeamService) RemoveMember(ctx context.Context, req *connect.Request[criticv1.RemoveMemberRequest]) (*connect.Response[criticv1.RemoveMemberResponse], error) {
-	err := s.d.backend().RemoveMember(ctx, edge.CallerFrom(ctx), req.Msg.MemberId, req.Msg.Reason)
+	err := s.d.Backend().RemoveMember(ctx, edge.CallerFrom(ctx), req.Msg.MemberId, req.Msg.Reason)
 	return reply(&criticv1.RemoveMemberResponse{}, err)
 }
 
 // GetReviewOverlap is GET /review-overlap.
 func (s *TeamService) GetReviewOverlap(ctx context.Context, _ *connect.Request[criticv1.GetReviewOverlapRequest]) (*connect.Response[criticv1.GetReviewOverlapResponse], error) {
-	o, err := s.d.backend().GetReviewOverlap(ctx, edge.CallerFrom(ctx))
+	o, err := s.d.Backend().GetReviewOverlap(ctx, edge.CallerFrom(ctx))
 	return reply(&criticv1.GetReviewOverlapResponse{Overlap: int32(o.Overlap)}, err)
 }
 
@@ -67,18 +67,18 @@ func (s *TeamService) SetReviewOverlap(ctx context.Context, req *connect.Request
 	if req.Msg.Overlap == nil {
 		return nil, domain.InvalidField("overlap", "overlap is required: how many members judge each queue item (1–10)")
 	}
-	o, err := s.d.backend().SetReviewOverlap(ctx, edge.CallerFrom(ctx), int(*req.Msg.Overlap))
+	o, err := s.d.Backend().SetReviewOverlap(ctx, edge.CallerFrom(ctx), int(*req.Msg.Overlap))
 	return reply(&criticv1.SetReviewOverlapResponse{Overlap: int32(o.Overlap)}, err)
 }
 
 // GetAgreement is GET /agreement.
 func (s *TeamService) GetAgreement(ctx context.Context, req *connect.Request[criticv1.GetAgreementRequest]) (*connect.Response[criticv1.GetAgreementResponse], error) {
-	return reply(shaped[*criticv1.GetAgreementResponse](s.d.backend().Agreement(ctx, edge.CallerFrom(ctx), req.Msg.GetRewardModelId())))
+	return reply(shaped[*criticv1.GetAgreementResponse](s.d.Backend().Agreement(ctx, edge.CallerFrom(ctx), req.Msg.GetRewardModelId())))
 }
 
 // ListDisputed is GET /disputed.
 func (s *TeamService) ListDisputed(ctx context.Context, _ *connect.Request[criticv1.ListDisputedRequest]) (*connect.Response[criticv1.ListDisputedResponse], error) {
-	return reply(shaped[*criticv1.ListDisputedResponse](s.d.backend().Disputed(ctx, edge.CallerFrom(ctx))))
+	return reply(shaped[*criticv1.ListDisputedResponse](s.d.Backend().Disputed(ctx, edge.CallerFrom(ctx))))
 }
 
 // Adjudicate is POST /traces/{trace_id}/adjudications.
@@ -92,13 +92,13 @@ func (s *TeamService) Adjudicate(ctx context.Context, req *connect.Request[criti
 		}
 		in.Value = json.RawMessage(raw)
 	}
-	adj, err := shaped[*criticv1.Adjudication](s.d.backend().Adjudicate(ctx, edge.CallerFrom(ctx), in))
+	adj, err := shaped[*criticv1.Adjudication](s.d.Backend().Adjudicate(ctx, edge.CallerFrom(ctx), in))
 	return reply(&criticv1.AdjudicateResponse{Adjudication: adj}, err)
 }
 
 // GetMembersProgress is GET /members/progress.
 func (s *TeamService) GetMembersProgress(ctx context.Context, _ *connect.Request[criticv1.GetMembersProgressRequest]) (*connect.Response[criticv1.GetMembersProgressResponse], error) {
-	p, err := s.d.backend().MembersProgress(ctx, edge.CallerFrom(ctx))
+	p, err := s.d.Backend().MembersProgress(ctx, edge.CallerFrom(ctx))
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,7 @@ func (a *API) addAnnotation(w http.ResponseWriter, r *http.Request) error {
 	}
 	in := commands.AddAnnotationInput{TraceID: r.PathValue("trace_id"), Rating: req.Rating, Comment: req.Comment, Quote: req.Quote}
 	in.StepID, in.CriterionID, in.Value = req.target()
-	ann, err := a.backend().AddAnnotation(r.Context(), edge.CallerFrom(r.Context()), in)
+	ann, err := a.d.Backend().AddAnnotation(r.Context(), edge.CallerFrom(r.Context()), in)
 	return reply(w, http.StatusOK, ann, err)
 }
 
@@ -65,15 +65,10 @@ func (a *API) editAnnotation(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ann, err := a.backend().EditAnnotation(r.Context(), edge.CallerFrom(r.Context()), in)
+	ann, err := a.d.Backend().EditAnnotation(r.Context(), edge.CallerFrom(r.Context()), in)
 	return reply(w, http.StatusOK, ann, err)
 }
 
 func (a *API) removeAnnotation(w http.ResponseWriter, r *http.Request) error {
-	return noContent(w, a.backend().RemoveAnnotation(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("annotation_id")))
-}
-
-// backend is the shared operations over the API's command and query sides.
-func (a *API) backend() usecase.Backend {
-	return usecase.Backend{Cmds: a.cmds, Queries: a.queries, Waiter: a.waiter}
+	return noContent(w, a.d.Backend().RemoveAnnotation(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("annotation_id")))
 }

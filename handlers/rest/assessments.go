@@ -26,7 +26,7 @@ func (a *API) sectionSummaries(w http.ResponseWriter, r *http.Request) error {
 	if req.Ranges == nil {
 		return domain.InvalidField("ranges", "ranges is required: 1 to 4 {first_step_id, last_step_id}")
 	}
-	out, err := usecase.AssessSections(r.Context(), a.queries, a.assessments, edge.CallerFrom(r.Context()).UserID, r.PathValue("trace_id"), *req.Ranges)
+	out, err := usecase.AssessSections(r.Context(), a.d.Queries, a.d.Assessments, edge.CallerFrom(r.Context()).UserID, r.PathValue("trace_id"), *req.Ranges)
 	return reply(w, http.StatusOK, out, err)
 }
 
@@ -44,6 +44,6 @@ func (a *API) completion(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	out, err := usecase.EstimateCompletion(r.Context(), a.queries, a.assessments, edge.CallerFrom(r.Context()).UserID, r.PathValue("trace_id"))
+	out, err := usecase.EstimateCompletion(r.Context(), a.d.Queries, a.d.Assessments, edge.CallerFrom(r.Context()).UserID, r.PathValue("trace_id"))
 	return reply(w, http.StatusOK, out, err)
 }

@@ -16,7 +16,7 @@ func (a *API) comparisonQueue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q, err := a.backend().ComparisonQueue(r.Context(), edge.CallerFrom(r.Context()), limit)
+	q, err := a.d.Backend().ComparisonQueue(r.Context(), edge.CallerFrom(r.Context()), limit)
 	return reply(w, http.StatusOK, q, err)
 }
 
@@ -35,7 +35,7 @@ func (a *API) reviewComparison(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	c, err := a.backend().ReviewComparison(r.Context(), edge.CallerFrom(r.Context()), commands.ReviewComparisonInput{ModelID: req.ModelID, FindingID: req.FindingID,
+	c, err := a.d.Backend().ReviewComparison(r.Context(), edge.CallerFrom(r.Context()), commands.ReviewComparisonInput{ModelID: req.ModelID, FindingID: req.FindingID,
 		Verdict: comparisons.Verdict{Left: req.Left, Choice: req.Choice, Comment: req.Comment}})
 	return reply(w, http.StatusCreated, c, err)
 }

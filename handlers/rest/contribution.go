@@ -22,6 +22,6 @@ func (a *API) setContribution(w http.ResponseWriter, r *http.Request) error {
 	if req.Contribute == nil {
 		return domain.InvalidField("contribute", "contribute is required (true or false)")
 	}
-	out, err := a.backend().SetContribution(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id"), *req.Contribute)
+	out, err := a.d.Backend().SetContribution(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id"), *req.Contribute)
 	return reply(w, http.StatusOK, out, err)
 }

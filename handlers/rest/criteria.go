@@ -56,7 +56,7 @@ func (a *API) listCriteria(w http.ResponseWriter, r *http.Request) error {
 	default:
 		return domain.InvalidField("include_archived", "include_archived must be true or false, not "+v)
 	}
-	cs, err := a.queries.ListCriteria(r.Context(), edge.CallerFrom(r.Context()).UserID, include)
+	cs, err := a.d.Queries.ListCriteria(r.Context(), edge.CallerFrom(r.Context()).UserID, include)
 	return reply(w, http.StatusOK, map[string]any{"criteria": cs}, err)
 }
 
@@ -70,7 +70,7 @@ func (a *API) defineCriterion(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c, err := a.backend().DefineCriterion(r.Context(), edge.CallerFrom(r.Context()), criteria.DefineInput{Name: req.Name, Description: req.Description,
+	c, err := a.d.Backend().DefineCriterion(r.Context(), edge.CallerFrom(r.Context()), criteria.DefineInput{Name: req.Name, Description: req.Description,
 		Kind: req.Kind, Labels: labels, ScaleMax: req.ScaleMax, AppliesTo: req.AppliesTo})
 	return reply(w, http.StatusCreated, c, err)
 }
@@ -86,7 +86,7 @@ func (a *API) changeCriterion(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := r.PathValue("criterion_id")
-	c, err := a.backend().ChangeCriterion(r.Context(), edge.CallerFrom(r.Context()), criteria.ChangeInput{CriterionID: id, Name: req.Name,
+	c, err := a.d.Backend().ChangeCriterion(r.Context(), edge.CallerFrom(r.Context()), criteria.ChangeInput{CriterionID: id, Name: req.Name,
 		Description: req.Description, Labels: labels, LabelsSet: req.Labels != nil})
 	return reply(w, http.StatusOK, c, err)
 }
@@ -94,12 +94,12 @@ func (a *API) changeCriterion(w http.ResponseWriter, r *http.Request) error {
 // archiveCriterion is DELETE /criteria/{criterion_id}: archived, not
 // erased — its values stay.
 func (a *API) archiveCriterion(w http.ResponseWriter, r *http.Request) error {
-	return noContent(w, a.backend().ArchiveCriterion(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("criterion_id")))
+	return noContent(w, a.d.Backend().ArchiveCriterion(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("criterion_id")))
 }
 
 // getGuidelines is GET /guidelines.
 func (a *API) getGuidelines(w http.ResponseWriter, r *http.Request) error {
-	g, err := a.queries.GetGuidelines(r.Context(), edge.CallerFrom(r.Context()).UserID)
+	g, err := a.d.Queries.GetGuidelines(r.Context(), edge.CallerFrom(r.Context()).UserID)
 	return reply(w, http.StatusOK, g, err)
 }
 
@@ -113,6 +113,6 @@ func (a *API) setGuidelines(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	g, err := a.backend().SetGuidelines(r.Context(), edge.CallerFrom(r.Context()), req.Markdown)
+	g, err := a.d.Backend().SetGuidelines(r.Context(), edge.CallerFrom(r.Context()), req.Markdown)
 	return reply(w, http.StatusOK, g, err)
 }

@@ -16,7 +16,7 @@ func jsonlHeaders(w http.ResponseWriter, name string) {
 
 func (a *API) exportTraces(w http.ResponseWriter, r *http.Request) error {
 	jsonlHeaders(w, "traces.jsonl")
-	return a.queries.ExportTraces(r.Context(), edge.CallerFrom(r.Context()).UserID, w)
+	return a.d.Queries.ExportTraces(r.Context(), edge.CallerFrom(r.Context()).UserID, w)
 }
 
 func (a *API) exportAnnotations(w http.ResponseWriter, r *http.Request) error {
@@ -25,7 +25,7 @@ func (a *API) exportAnnotations(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	jsonlHeaders(w, "annotations.jsonl")
-	return a.queries.ExportAnnotationsBy(r.Context(), edge.CallerFrom(r.Context()).UserID, member, w)
+	return a.d.Queries.ExportAnnotationsBy(r.Context(), edge.CallerFrom(r.Context()).UserID, member, w)
 }
 
 // exportPairs writes preference pairs as JSONL. With ?reward_model_id it is
@@ -48,7 +48,7 @@ func (a *API) exportPairs(w http.ResponseWriter, r *http.Request) error {
 		if q.Has("member") {
 			return domain.InvalidField("member", "member does not apply with reward_model_id: the model's dataset is exported as it is")
 		}
-		pairs, err = a.backend().ModelPairs(r.Context(), a.blobs, caller.UserID, q.Get("reward_model_id"))
+		pairs, err = a.d.Backend().ModelPairs(r.Context(), a.d.Blobs, caller.UserID, q.Get("reward_model_id"))
 	} else {
 		var maxPairs *int
 		if v := q.Get("max_pairs"); v != "" {
@@ -62,7 +62,7 @@ func (a *API) exportPairs(w http.ResponseWriter, r *http.Request) error {
 		if member, err = a.memberParam(r); err != nil {
 			return err
 		}
-		pairs, err = a.backend().PairsBy(r.Context(), caller.UserID, member, maxPairs)
+		pairs, err = a.d.Backend().PairsBy(r.Context(), caller.UserID, member, maxPairs)
 	}
 	if err != nil {
 		return err

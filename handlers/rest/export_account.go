@@ -20,7 +20,7 @@ func (a *API) exportAccount(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/zip")
 	w.Header().Set("Content-Disposition", `attachment; filename="critic-account-`+now.Format("20060102-150405")+`.zip"`)
 	zw := zip.NewWriter(w)
-	if _, err := a.backend().ExportAccount(r.Context(), caller.UserID, caller.Name, zw, now); err != nil {
+	if _, err := a.d.Backend().ExportAccount(r.Context(), caller.UserID, caller.Name, zw, now); err != nil {
 		return err
 	}
 	return zw.Close()

@@ -23,25 +23,25 @@ func (a *API) createGepaRun(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decodeBody(w, r, &body); err != nil {
 		return err
 	}
-	run, err := a.backend().CreateGepaRun(r.Context(), edge.CallerFrom(r.Context()), usecase.GepaRequest{RewardModelID: body.RewardModelID,
+	run, err := a.d.Backend().CreateGepaRun(r.Context(), edge.CallerFrom(r.Context()), usecase.GepaRequest{RewardModelID: body.RewardModelID,
 		TaskModel: body.TaskModel, TaskAPIBase: body.TaskAPIBase, TaskAPIKey: body.TaskAPIKey, ReflectionModel: body.ReflectionModel, MaxMetricCalls: body.MaxMetricCalls})
 	return reply(w, http.StatusOK, run, err)
 }
 
 func (a *API) listGepaRuns(w http.ResponseWriter, r *http.Request) error {
-	runs, err := a.queries.ListGepaRuns(r.Context(), edge.CallerFrom(r.Context()).UserID)
+	runs, err := a.d.Queries.ListGepaRuns(r.Context(), edge.CallerFrom(r.Context()).UserID)
 	return reply(w, http.StatusOK, runs, err)
 }
 
 func (a *API) getGepaRun(w http.ResponseWriter, r *http.Request) error {
-	run, err := a.queries.GetGepaRun(r.Context(), edge.CallerFrom(r.Context()).UserID, r.PathValue("run_id"))
+	run, err := a.d.Queries.GetGepaRun(r.Context(), edge.CallerFrom(r.Context()).UserID, r.PathValue("run_id"))
 	return reply(w, http.StatusOK, run, err)
 }
 
 // gepaSkill is GET /gepa-runs/{id}/skill: the best skill as a SKILL.md
 // attachment; 404 until the run succeeds.
 func (a *API) gepaSkill(w http.ResponseWriter, r *http.Request) error {
-	skill, err := a.backend().GepaSkill(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("run_id"))
+	skill, err := a.d.Backend().GepaSkill(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("run_id"))
 	if err != nil {
 		return err
 	}

@@ -40,11 +40,11 @@ func (a *API) acceptInvitation(w http.ResponseWriter, r *http.Request) error {
 	if req.Token == nil {
 		return domain.InvalidField("token", "token is required")
 	}
-	res, err := a.cmds.AcceptInvitation.Handle(r.Context(), commands.AcceptInvitation{Token: *req.Token})
+	res, err := a.d.Cmds.AcceptInvitation.Handle(r.Context(), commands.AcceptInvitation{Token: *req.Token})
 	if err != nil {
 		return err
 	}
-	if err := a.backend().Settle(r.Context(), res.Result); err != nil {
+	if err := a.d.Backend().Settle(r.Context(), res.Result); err != nil {
 		return err
 	}
 	admin, _ := res.Team.Member(res.AccountID)

@@ -10,19 +10,19 @@ import (
 // list, the review queue and the exports): usecase.MemberFilter, which the
 // Connect methods' member fields share.
 func (a *API) memberParam(r *http.Request) (string, error) {
-	return a.backend().MemberFilter(r.Context(), edge.CallerFrom(r.Context()).UserID, r.URL.Query().Get("member"))
+	return a.d.Backend().MemberFilter(r.Context(), edge.CallerFrom(r.Context()).UserID, r.URL.Query().Get("member"))
 }
 
 // othersMember is ?member= where another member's work is an admin's view
 // (usecase.OthersMember). "" means the caller.
 func (a *API) othersMember(r *http.Request) (string, error) {
-	return a.backend().OthersMember(r.Context(), edge.CallerFrom(r.Context()), r.URL.Query().Get("member"))
+	return a.d.Backend().OthersMember(r.Context(), edge.CallerFrom(r.Context()), r.URL.Query().Get("member"))
 }
 
 // membersProgress is GET /members/progress: who did what under the current
 // overlap (issue 36). An admin sees every member; anyone else their own
 // row alone (the queue totals are the account's either way).
 func (a *API) membersProgress(w http.ResponseWriter, r *http.Request) error {
-	p, err := a.backend().MembersProgress(r.Context(), edge.CallerFrom(r.Context()))
+	p, err := a.d.Backend().MembersProgress(r.Context(), edge.CallerFrom(r.Context()))
 	return reply(w, http.StatusOK, p, err)
 }

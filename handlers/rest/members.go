@@ -12,7 +12,7 @@ import (
 // listMembers is GET /members: every member of the caller's account, removed
 // ones included (their annotations stay attributed to them).
 func (a *API) listMembers(w http.ResponseWriter, r *http.Request) error {
-	ms, err := a.queries.Members(r.Context(), edge.CallerFrom(r.Context()).UserID)
+	ms, err := a.d.Queries.Members(r.Context(), edge.CallerFrom(r.Context()).UserID)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func (a *API) addMember(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	m, res, err := a.backend().AddMember(r.Context(), edge.CallerFrom(r.Context()), *req.Name, role)
+	m, res, err := a.d.Backend().AddMember(r.Context(), edge.CallerFrom(r.Context()), *req.Name, role)
 	return reply(w, http.StatusCreated, addMemberResponse{Member: m, APIKey: res.APIKey, SignInURL: inviteURL(r, res.InviteToken)}, err)
 }
 
@@ -80,7 +80,7 @@ func (a *API) changeMember(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	m, err := a.backend().ChangeMemberRole(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("member_id"), role)
+	m, err := a.d.Backend().ChangeMemberRole(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("member_id"), role)
 	return reply(w, http.StatusOK, m, err)
 }
 
@@ -88,6 +88,6 @@ func (a *API) changeMember(w http.ResponseWriter, r *http.Request) error {
 // revoked, their annotations stay attributed to them; removing the last
 // admin is 409 last_admin.
 func (a *API) removeMember(w http.ResponseWriter, r *http.Request) error {
-	err := a.backend().RemoveMember(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("member_id"), r.URL.Query().Get("reason"))
+	err := a.d.Backend().RemoveMember(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("member_id"), r.URL.Query().Get("reason"))
 	return noContent(w, err)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/otlp"
 	"github.com/criticml/critic/handlers/rest"
 )
@@ -40,7 +41,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	require.Equal(t, "3.1.0", doc.OpenAPI)
 
 	mux := &recorder{}
-	rest.New(nil, nil, nil, nil, 0).Register(mux)
+	rest.New(edge.Deps{}).Register(mux)
 	rest.NewQueryAPI(nil, nil, 0).Register(mux)
 	otlp.NewReceiver(nil, nil, nil, 0).Register(mux)
 
@@ -92,7 +93,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 func TestOpenAPIServedWithoutKey(t *testing.T) {
 	t.Parallel()
 	mux := http.NewServeMux()
-	rest.New(nil, nil, nil, nil, 0).Register(mux)
+	rest.New(edge.Deps{}).Register(mux)
 	rec := httptest.NewRecorder()
 	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, rest.OpenAPIPath, nil))
 	require.Equal(t, http.StatusOK, rec.Code)

@@ -23,7 +23,7 @@ func NewQueryAPI(q *usecase.Query, auth *edge.Authenticator, maxBody int64) *Que
 	if maxBody <= 0 {
 		maxBody = DefaultMaxBody
 	}
-	return &QueryAPI{q: q, auth: auth, body: &API{maxBody: maxBody}}
+	return &QueryAPI{q: q, auth: auth, body: &API{d: edge.Deps{MaxBody: maxBody}}}
 }
 
 // Register adds POST /query to mux behind authentication and the query

@@ -21,7 +21,7 @@ func (a *API) getRetention(w http.ResponseWriter, r *http.Request) error {
 		}
 		preview = &n
 	}
-	ret, err := a.backend().GetRetention(r.Context(), edge.CallerFrom(r.Context()), preview)
+	ret, err := a.d.Backend().GetRetention(r.Context(), edge.CallerFrom(r.Context()), preview)
 	return reply(w, http.StatusOK, ret, err)
 }
 
@@ -50,6 +50,6 @@ func (a *API) setRetention(w http.ResponseWriter, r *http.Request) error {
 		}
 		days = &n
 	}
-	ret, err := a.backend().SetRetention(r.Context(), edge.CallerFrom(r.Context()), days)
+	ret, err := a.d.Backend().SetRetention(r.Context(), edge.CallerFrom(r.Context()), days)
 	return reply(w, http.StatusOK, ret, err)
 }

@@ -24,6 +24,6 @@ func (a *API) reviewQueue(w http.ResponseWriter, r *http.Request) error {
 	if member == "" {
 		member = usecase.Actor(caller).Member() // the key's member, or the account for its implicit admin
 	}
-	q, err := a.backend().ReviewQueue(r.Context(), caller, member, r.URL.Query().Get("reward_model_id"), limit)
+	q, err := a.d.Backend().ReviewQueue(r.Context(), caller, member, r.URL.Query().Get("reward_model_id"), limit)
 	return reply(w, http.StatusOK, q, err)
 }

@@ -7,14 +7,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
-	"github.com/criticml/critic/platform/blob"
 )
-
-// WithBlobs gives the API the blob store that signs checkpoint downloads.
-func (a *API) WithBlobs(b blob.Store) *API {
-	a.blobs = b
-	return a
-}
 
 type requestTrainingBody struct {
 	Name      *string  `json:"name"`
@@ -38,31 +31,31 @@ func (a *API) createRewardModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	m, err := a.backend().CreateRewardModel(r.Context(), edge.CallerFrom(r.Context()), usecase.TrainingRequest{
+	m, err := a.d.Backend().CreateRewardModel(r.Context(), edge.CallerFrom(r.Context()), usecase.TrainingRequest{
 		Name: body.Name, TraceIDs: body.TraceIDs, BaseModel: body.BaseModel, Epochs: body.Epochs, MaxPairs: body.MaxPairs,
 		TrainingConfig: cfg})
 	return reply(w, http.StatusOK, m, err)
 }
 
 func (a *API) listRewardModels(w http.ResponseWriter, r *http.Request) error {
-	ms, err := a.queries.ListRewardModels(r.Context(), edge.CallerFrom(r.Context()).UserID)
+	ms, err := a.d.Queries.ListRewardModels(r.Context(), edge.CallerFrom(r.Context()).UserID)
 	return reply(w, http.StatusOK, ms, err)
 }
 
 func (a *API) getRewardModel(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
-	m, err := a.queries.GetRewardModel(r.Context(), caller.UserID, r.PathValue("model_id"))
+	m, err := a.d.Queries.GetRewardModel(r.Context(), caller.UserID, r.PathValue("model_id"))
 	if err != nil {
 		return err
 	}
-	err = a.backend().WithMemberAgreement(r.Context(), caller, m)
+	err = a.d.Backend().WithMemberAgreement(r.Context(), caller, m)
 	return reply(w, http.StatusOK, m, err)
 }
 
 // retryRewardModel is POST /reward-models/{id}/retry: 202, 409 unless failed.
 func (a *API) retryRewardModel(w http.ResponseWriter, r *http.Request) error {
 	caller := edge.CallerFrom(r.Context())
-	m, err := a.backend().RetryRewardModel(r.Context(), caller, r.PathValue("model_id"))
+	m, err := a.d.Backend().RetryRewardModel(r.Context(), caller, r.PathValue("model_id"))
 	return reply(w, http.StatusAccepted, m, err)
 }
 
@@ -82,14 +75,14 @@ func (a *API) setBackgroundScoring(w http.ResponseWriter, r *http.Request) error
 	if body.Paused == nil {
 		return domain.InvalidField("paused", "paused is required (true or false)")
 	}
-	bg, err := a.backend().SetBackgroundScoring(r.Context(), caller, r.PathValue("model_id"), *body.Paused)
+	bg, err := a.d.Backend().SetBackgroundScoring(r.Context(), caller, r.PathValue("model_id"), *body.Paused)
 	return reply(w, http.StatusOK, bg, err)
 }
 
 // weights is GET /reward-models/{id}/weights: a five-minute signed URL that
 // needs no API key; 404 unless the caller owns the model and it succeeded.
 func (a *API) weights(w http.ResponseWriter, r *http.Request) error {
-	url, err := a.backend().WeightsURL(r.Context(), a.blobs, edge.CallerFrom(r.Context()), r.PathValue("model_id"))
+	url, err := a.d.Backend().WeightsURL(r.Context(), a.d.Blobs, edge.CallerFrom(r.Context()), r.PathValue("model_id"))
 	return reply(w, http.StatusOK, map[string]string{"url": url}, err)
 }
 
@@ -104,6 +97,6 @@ func (a *API) scoreTrace(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decodeBody(w, r, &body); err != nil {
 		return err
 	}
-	run, err := a.backend().ScoreTrace(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id"), body.RewardModelID)
+	run, err := a.d.Backend().ScoreTrace(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id"), body.RewardModelID)
 	return reply(w, http.StatusAccepted, run, err)
 }

@@ -14,14 +14,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain"
-	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/handlers/edge"
-	"github.com/criticml/critic/handlers/usecase"
-	"github.com/criticml/critic/platform/blob"
-	"github.com/criticml/critic/projections/readmodel"
 )
 
 // Prefix is where the API lives.
@@ -35,39 +30,17 @@ const DefaultMaxBody = 64 << 20
 
 // API holds the REST handlers' dependencies.
 type API struct {
-	cmds    *commands.Commands
-	queries *readmodel.Queries
-	waiter  *readmodel.Waiter
-	auth    *edge.Authenticator
-	maxBody int64
-	blobs   blob.Store
-	// assessments makes section summaries and completion estimates; nil
-	// (no model configured) makes both answer unavailable.
-	assessments usecase.Assessments
-	// evaluatorPolicy is what GET /evaluator reports; nil → spec defaults.
-	evaluatorPolicy *evaluator.Policy
-	// workers is what GET /base-models lists from; nil → no worker known.
-	workers usecase.Workers
-	// modelRoots is where a tenant's local base_model may lie (GET
-	// /base-models offers nothing POST /reward-models would refuse).
-	modelRoots []string
+	d edge.Deps
 	// routes is what Register registered (Routes).
 	routes []Route
 }
 
-// New returns the REST API.
-func New(cmds *commands.Commands, queries *readmodel.Queries, waiter *readmodel.Waiter, auth *edge.Authenticator, maxBody int64) *API {
-	if maxBody <= 0 {
-		maxBody = DefaultMaxBody
+// New returns the REST API over d.
+func New(d edge.Deps) *API {
+	if d.MaxBody <= 0 {
+		d.MaxBody = DefaultMaxBody
 	}
-	return &API{cmds: cmds, queries: queries, waiter: waiter, auth: auth, maxBody: maxBody}
-}
-
-// WithAssessments sets where section summaries and completion estimates
-// come from (the LLM layer); without it both endpoints answer unavailable.
-func (a *API) WithAssessments(s usecase.Assessments) *API {
-	a.assessments = s
-	return a
+	return &API{d: d}
 }
 
 // Route is one registered route and the permission its caller's role
@@ -86,7 +59,7 @@ func (a *API) Register(mux Mux) {
 	route := func(pattern string, perm members.Permission, h func(http.ResponseWriter, *http.Request) error) {
 		a.routes = append(a.routes, Route{Pattern: pattern, Permission: perm})
 		method, path, _ := strings.Cut(pattern, " ")
-		mux.Handle(method+" "+Prefix+path, a.auth.Middleware(edge.Require(perm, handle(textChecked(pathWildcards(path), h)))))
+		mux.Handle(method+" "+Prefix+path, a.d.Auth.Middleware(edge.Require(perm, handle(textChecked(pathWildcards(path), h)))))
 	}
 	mux.Handle("GET "+OpenAPIPath, http.HandlerFunc(serveOpenAPI))
 	mux.Handle("POST "+Prefix+InvitationsAcceptPath, handle(a.acceptInvitation))
@@ -146,10 +119,10 @@ func (a *API) Register(mux Mux) {
 	route("DELETE /members/{member_id}", members.Manage, a.removeMember)
 	// The native upload path of session recorders lives outside /rm.
 	a.routes = append(a.routes, Route{Pattern: "POST " + TranscriptsPath, Permission: members.Ingest})
-	mux.Handle("POST "+TranscriptsPath, a.auth.Middleware(edge.Require(members.Ingest, handle(textChecked(nil, a.uploadTranscript)))))
+	mux.Handle("POST "+TranscriptsPath, a.d.Auth.Middleware(edge.Require(members.Ingest, handle(textChecked(nil, a.uploadTranscript)))))
 	// Anything else under the prefix is a 404 in the API's error shape (after
 	// auth, so unauthenticated probing learns nothing).
-	mux.Handle(Prefix+"/", a.auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle(Prefix+"/", a.d.Auth.Middleware(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		edge.WriteError(w, &domain.NotFoundError{What: "route " + r.Method + " " + r.URL.Path})
 	})))
 }
@@ -247,7 +220,7 @@ func (a *API) decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 
 // readBody reads the request body within the size limit.
 func (a *API) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.maxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, a.d.MaxBody))
 	if err != nil {
 		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, &domain.TooLargeError{Limit: mbe.Limit}

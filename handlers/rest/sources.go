@@ -18,7 +18,7 @@ func (a *API) renameSource(w http.ResponseWriter, r *http.Request) error {
 	if err := a.decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	if err := a.backend().RenameTraceSource(r.Context(), edge.CallerFrom(r.Context()), req.SourceID, req.Name); err != nil {
+	if err := a.d.Backend().RenameTraceSource(r.Context(), edge.CallerFrom(r.Context()), req.SourceID, req.Name); err != nil {
 		return err
 	}
 	edge.WriteJSON(w, http.StatusOK, map[string]string{"source_id": *req.SourceID, "name": *req.Name})

@@ -11,14 +11,14 @@ import (
 // agreement is GET /agreement?reward_model_id=: how far the account's
 // members agree (issue 36), for the team page.
 func (a *API) agreement(w http.ResponseWriter, r *http.Request) error {
-	rep, err := a.backend().Agreement(r.Context(), edge.CallerFrom(r.Context()), r.URL.Query().Get("reward_model_id"))
+	rep, err := a.d.Backend().Agreement(r.Context(), edge.CallerFrom(r.Context()), r.URL.Query().Get("reward_model_id"))
 	return reply(w, http.StatusOK, rep, err)
 }
 
 // disputed is GET /disputed: the targets the members disagree on, for an
 // admin to adjudicate.
 func (a *API) disputed(w http.ResponseWriter, r *http.Request) error {
-	d, err := a.backend().Disputed(r.Context(), edge.CallerFrom(r.Context()))
+	d, err := a.d.Backend().Disputed(r.Context(), edge.CallerFrom(r.Context()))
 	return reply(w, http.StatusOK, d, err)
 }
 
@@ -37,13 +37,13 @@ func (a *API) adjudicate(w http.ResponseWriter, r *http.Request) error {
 	}
 	in := commands.AdjudicateInput{TraceID: r.PathValue("trace_id"), Rating: req.Rating, Reason: req.Reason}
 	in.StepID, in.CriterionID, in.Value = req.target()
-	adj, err := a.backend().Adjudicate(r.Context(), edge.CallerFrom(r.Context()), in)
+	adj, err := a.d.Backend().Adjudicate(r.Context(), edge.CallerFrom(r.Context()), in)
 	return reply(w, http.StatusCreated, adj, err)
 }
 
 // getReviewOverlap is GET /review-overlap.
 func (a *API) getReviewOverlap(w http.ResponseWriter, r *http.Request) error {
-	o, err := a.backend().GetReviewOverlap(r.Context(), edge.CallerFrom(r.Context()))
+	o, err := a.d.Backend().GetReviewOverlap(r.Context(), edge.CallerFrom(r.Context()))
 	return reply(w, http.StatusOK, o, err)
 }
 
@@ -61,6 +61,6 @@ func (a *API) setReviewOverlap(w http.ResponseWriter, r *http.Request) error {
 	if req.Overlap == nil {
 		return domain.InvalidField("overlap", "overlap is required: how many members judge each queue item (1–10)")
 	}
-	o, err := a.backend().SetReviewOverlap(r.Context(), edge.CallerFrom(r.Context()), *req.Overlap)
+	o, err := a.d.Backend().SetReviewOverlap(r.Context(), edge.CallerFrom(r.Context()), *req.Overlap)
 	return reply(w, http.StatusOK, o, err)
 }

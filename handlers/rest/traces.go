@@ -187,7 +187,7 @@ func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat s
 			return err
 		}
 	}
-	res, err := a.backend().ImportTraces(r.Context(), edge.CallerFrom(r.Context()), in, req.SourceID)
+	res, err := a.d.Backend().ImportTraces(r.Context(), edge.CallerFrom(r.Context()), in, req.SourceID)
 	if err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func (a *API) listTraces(w http.ResponseWriter, r *http.Request) error {
 	if f.Member, err = a.memberParam(r); err != nil {
 		return err
 	}
-	traces, total, err := a.queries.ListTraces(r.Context(), edge.CallerFrom(r.Context()).UserID, f)
+	traces, total, err := a.d.Queries.ListTraces(r.Context(), edge.CallerFrom(r.Context()).UserID, f)
 	return reply(w, http.StatusOK, listResponse{Traces: traces, Total: total}, err)
 }
 
@@ -231,19 +231,19 @@ func parseListFilter(r *http.Request) (readmodel.ListFilter, error) {
 }
 
 func (a *API) getTrace(w http.ResponseWriter, r *http.Request) error {
-	d, err := a.queries.GetTrace(r.Context(), edge.CallerFrom(r.Context()).UserID, r.PathValue("trace_id"))
+	d, err := a.d.Queries.GetTrace(r.Context(), edge.CallerFrom(r.Context()).UserID, r.PathValue("trace_id"))
 	return reply(w, http.StatusOK, d, err)
 }
 
 func (a *API) deleteTrace(w http.ResponseWriter, r *http.Request) error {
-	return noContent(w, a.backend().DeleteTrace(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id")))
+	return noContent(w, a.d.Backend().DeleteTrace(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id")))
 }
 
 // retryLabeling is POST /traces/{id}/labeling/retry: 202 with the trace's
 // labeling status; 404 unowned trace, 409 when nothing is left to label or
 // the trace carries its own labels, 503 without a step-label model.
 func (a *API) retryLabeling(w http.ResponseWriter, r *http.Request) error {
-	st, err := a.backend().RetryLabeling(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id"))
+	st, err := a.d.Backend().RetryLabeling(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id"))
 	return reply(w, http.StatusAccepted, st, err)
 }
 
@@ -251,7 +251,7 @@ func (a *API) retryLabeling(w http.ResponseWriter, r *http.Request) error {
 // again" (spec 002): 202 with the trace's evaluator block (status scoring);
 // 404 unowned trace, 409 while no shared evaluator release is live.
 func (a *API) rescoreWithEvaluator(w http.ResponseWriter, r *http.Request) error {
-	ev, err := a.backend().RescoreWithEvaluator(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id"))
+	ev, err := a.d.Backend().RescoreWithEvaluator(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id"))
 	return reply(w, http.StatusAccepted, ev, err)
 }
 
@@ -260,6 +260,6 @@ func (a *API) rescoreWithEvaluator(w http.ResponseWriter, r *http.Request) error
 // labeling status; 404 unowned trace, 409 when the trace carries its own
 // labels or the agent has not responded, 503 without a step-label model.
 func (a *API) rescoreLabels(w http.ResponseWriter, r *http.Request) error {
-	st, err := a.backend().RelabelTrace(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id"))
+	st, err := a.d.Backend().RelabelTrace(r.Context(), edge.CallerFrom(r.Context()), r.PathValue("trace_id"))
 	return reply(w, http.StatusAccepted, st, err)
 }
