@@ -42,7 +42,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 
 	mux := &recorder{}
 	rest.New(edge.Deps{}).Register(mux)
-	rest.NewQueryAPI(nil, nil, 0).Register(mux)
+	rest.NewQueryAPI(edge.Deps{}).Register(mux)
 	otlp.NewReceiver(nil, nil, nil, 0).Register(mux)
 
 	served := map[string]bool{}
