@@ -169,7 +169,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 			mux.Handle(blobdl.Pattern, blobdl.Handler(local))
 		}
 		rest.NewQueryAPI(deps).Register(mux)
-		otlp.NewReceiver(a.Cmds, a.Waiter, a.Auth, cfg.MaxBody).Register(mux)
+		otlp.NewReceiver(deps).Register(mux)
 		// The Connect services on the REST port: one handler per service
 		// serves Connect, gRPC and gRPC-Web (gRPC reaches it over h2c).
 		connectapi.Register(mux, deps)

@@ -190,7 +190,7 @@ func TestMembersAndRoles(t *testing.T) {
 	// OTLP needs the ingest permission on every endpoint that stores:
 	// traces, logs, and the Langfuse path (Basic auth, the key as password).
 	mux := http.NewServeMux()
-	otlp.NewReceiver(e.srv.Cmds, e.srv.Waiter, e.srv.Auth, 1<<20).Register(mux)
+	otlp.NewReceiver(edge.Deps{Cmds: e.srv.Cmds, Waiter: e.srv.Waiter, Auth: e.srv.Auth, MaxBody: 1 << 20}).Register(mux)
 	otel := httptest.NewServer(mux)
 	t.Cleanup(otel.Close)
 	for name, key := range tm.keys {

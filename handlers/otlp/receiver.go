@@ -20,7 +20,6 @@ import (
 	"github.com/criticml/critic/domain/members"
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
-	"github.com/criticml/critic/projections/readmodel"
 )
 
 // Path is the OTLP/HTTP traces endpoint: with
@@ -46,24 +45,18 @@ const LangfusePath = "/api/public/otel/v1/traces"
 
 // Receiver accepts OTLP/HTTP trace and log exports (protobuf or JSON,
 // optionally gzip) from any OpenTelemetry SDK.
-type Receiver struct {
-	cmds    *commands.Commands
-	waiter  *readmodel.Waiter
-	auth    *edge.Authenticator
-	maxBody int64
-}
+// It uses d's Cmds, Waiter, Auth and MaxBody.
+type Receiver struct{ d edge.Deps }
 
-// NewReceiver returns the receiver.
-func NewReceiver(cmds *commands.Commands, waiter *readmodel.Waiter, auth *edge.Authenticator, maxBody int64) *Receiver {
-	return &Receiver{cmds: cmds, waiter: waiter, auth: auth, maxBody: maxBody}
-}
+// NewReceiver returns the receiver over d.
+func NewReceiver(d edge.Deps) *Receiver { return &Receiver{d} }
 
 // Register mounts the endpoints on mux.
 func (rc *Receiver) Register(mux interface{ Handle(string, http.Handler) }) {
-	mux.Handle("POST "+Path, rc.auth.Middleware(http.HandlerFunc(rc.serveTraces)))
-	mux.Handle("POST "+LogsPath, rc.auth.Middleware(http.HandlerFunc(rc.serveLogs)))
-	mux.Handle("POST "+MetricsPath, rc.auth.Middleware(http.HandlerFunc(rc.serveMetrics)))
-	mux.Handle("POST "+LangfusePath, basicAsBearer(rc.auth.Middleware(http.HandlerFunc(rc.serveTraces))))
+	mux.Handle("POST "+Path, rc.d.Auth.Middleware(http.HandlerFunc(rc.serveTraces)))
+	mux.Handle("POST "+LogsPath, rc.d.Auth.Middleware(http.HandlerFunc(rc.serveLogs)))
+	mux.Handle("POST "+MetricsPath, rc.d.Auth.Middleware(http.HandlerFunc(rc.serveMetrics)))
+	mux.Handle("POST "+LangfusePath, basicAsBearer(rc.d.Auth.Middleware(http.HandlerFunc(rc.serveTraces))))
 }
 
 // basicAsBearer accepts HTTP Basic auth with the Critic API key as the
@@ -178,9 +171,9 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request, sig signal) {
 			source = r.Header.Get("X-Stash-Trace-Source")
 		}
 		var receipt commands.OTelReceipt
-		receipt, err = rc.cmds.ReceiveOTelSpans.Handle(r.Context(), commands.ReceiveOTelSpans{Actor: usecase.Actor(caller), Spans: raws, SourceID: source})
+		receipt, err = rc.d.Cmds.ReceiveOTelSpans.Handle(r.Context(), commands.ReceiveOTelSpans{Actor: usecase.Actor(caller), Spans: raws, SourceID: source})
 		if err == nil {
-			err = rc.waiter.Wait(r.Context(), receipt.LastEventID)
+			err = rc.d.Waiter.Wait(r.Context(), receipt.LastEventID)
 		}
 		rejected += sig.rejectedOf(receipt)
 		if receipt.ErrorMessage != "" {
@@ -288,7 +281,7 @@ func marshal(ct string, toProto, toJSON func() ([]byte, error)) ([]byte, error) 
 // readBody reads the body within the limit, decompressing gzip; any other
 // Content-Encoding is 415.
 func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	limited := http.MaxBytesReader(w, r.Body, rc.maxBody)
+	limited := http.MaxBytesReader(w, r.Body, rc.d.MaxBody)
 	var rd io.Reader = limited
 	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
 	case "", "identity":
@@ -298,7 +291,7 @@ func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request) ([]byte, er
 			return nil, domain.Invalid("invalid gzip body: %v", err)
 		}
 		defer zr.Close()
-		rd = io.LimitReader(zr, rc.maxBody+1)
+		rd = io.LimitReader(zr, rc.d.MaxBody+1)
 	default:
 		return nil, &domain.UnsupportedMediaError{Message: "unsupported Content-Encoding " + quoteOrEmpty(enc) + ": send gzip or none"}
 	}
@@ -309,8 +302,8 @@ func (rc *Receiver) readBody(w http.ResponseWriter, r *http.Request) ([]byte, er
 	if err != nil {
 		return nil, domain.Invalid("could not read the request body: %v", err)
 	}
-	if int64(len(body)) > rc.maxBody {
-		return nil, &domain.TooLargeError{Limit: rc.maxBody}
+	if int64(len(body)) > rc.d.MaxBody {
+		return nil, &domain.TooLargeError{Limit: rc.d.MaxBody}
 	}
 	return body, nil
 }

@@ -43,7 +43,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 	mux := &recorder{}
 	rest.New(edge.Deps{}).Register(mux)
 	rest.NewQueryAPI(edge.Deps{}).Register(mux)
-	otlp.NewReceiver(nil, nil, nil, 0).Register(mux)
+	otlp.NewReceiver(edge.Deps{}).Register(mux)
 
 	served := map[string]bool{}
 	for _, p := range mux.patterns {
