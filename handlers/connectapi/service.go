@@ -24,10 +24,6 @@ import (
 	"github.com/criticml/critic/schema/gen/critic/v1/criticv1connect"
 )
 
-// defaultMaxBody is the message size limit when none is configured, the
-// same 64 MiB as REST's body limit.
-const defaultMaxBody = 64 << 20
-
 // TraceService implements critic.v1.TraceService.
 type TraceService struct{ d edge.Deps }
 
@@ -36,7 +32,7 @@ type TraceService struct{ d edge.Deps }
 // limit, and the REST-like JSON codec.
 func handlerOptions(auth *edge.Authenticator, maxBody int64) []connect.HandlerOption {
 	if maxBody <= 0 {
-		maxBody = defaultMaxBody
+		maxBody = edge.DefaultMaxBody
 	}
 	return []connect.HandlerOption{
 		connect.WithInterceptors(&boundary{auth: auth}),

@@ -8,6 +8,10 @@ import (
 	"github.com/criticml/critic/projections/readmodel"
 )
 
+// DefaultMaxBody is the request body (or Connect message) limit when none
+// is configured: 64 MiB.
+const DefaultMaxBody = 64 << 20
+
 // Deps is what the REST API and the Connect services are built over, one
 // struct so that both surfaces get the same command and query sides.
 type Deps struct {
@@ -20,7 +24,7 @@ type Deps struct {
 	// Query answers Connect's QueryService (the use case REST's POST /query
 	// runs); nil makes Query an internal error, as for REST.
 	Query *usecase.Query
-	// MaxBody bounds one request body or message; <= 0 is 64 MiB.
+	// MaxBody bounds one request body or message; <= 0 is DefaultMaxBody.
 	MaxBody int64
 	// Assessments makes section summaries and completion estimates; nil (no
 	// model configured) makes them unavailable.

@@ -25,9 +25,6 @@ const Prefix = "/api/v1/rm"
 // TranscriptsPath is where agent session recorders upload transcripts.
 const TranscriptsPath = "/api/v1/me/transcripts"
 
-// DefaultMaxBody is the request body limit when none is configured (64 MiB).
-const DefaultMaxBody = 64 << 20
-
 // API holds the REST handlers' dependencies.
 type API struct {
 	d edge.Deps
@@ -38,7 +35,7 @@ type API struct {
 // New returns the REST API over d.
 func New(d edge.Deps) *API {
 	if d.MaxBody <= 0 {
-		d.MaxBody = DefaultMaxBody
+		d.MaxBody = edge.DefaultMaxBody
 	}
 	return &API{d: d}
 }
