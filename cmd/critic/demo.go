@@ -138,7 +138,7 @@ func followModel(ctx context.Context, srv *server, userID, id string) {
 					filepath.Join(srv.dataDir, "demo_api_key"), srv.Addr, id)
 				return
 			case "failed":
-				fmt.Printf("  demo-support: failed — %s\n", deref(m.Error))
+				fmt.Printf("  demo-support: failed — %s\n", domain.OrEmpty(m.Error))
 				return
 			default:
 				fmt.Printf("  demo-support: %s\n", m.Status)
@@ -149,11 +149,4 @@ func followModel(ctx context.Context, srv *server, userID, id string) {
 		case <-time.After(time.Second):
 		}
 	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/gpuworker/gepa"
@@ -55,7 +56,7 @@ func (w *Worker) gepa(ctx context.Context, j *Job[jobs.GepaClaim]) (*gepa.Result
 		return nil, fmt.Errorf("decoding the examples %s: %w", job.ExamplesKey, err)
 	}
 	// A nil Getenv is os.Getenv there.
-	task, err := gepa.ResolveTenantModel(w.cfg.Getenv, "task", job.TaskModel, deref(job.TaskAPIBase), job.TaskAPIKey)
+	task, err := gepa.ResolveTenantModel(w.cfg.Getenv, "task", job.TaskModel, domain.OrEmpty(job.TaskAPIBase), job.TaskAPIKey)
 	if err != nil {
 		return nil, err
 	}
@@ -123,13 +124,6 @@ func (w *Worker) gepa(ctx context.Context, j *Job[jobs.GepaClaim]) (*gepa.Result
 		return nil, fmt.Errorf("reporting candidates: %w", reportErr)
 	}
 	return res, nil
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 func decodeExamples(raw []byte) ([]gepa.Example, error) {

@@ -218,7 +218,7 @@ func (b Backend) Disputed(ctx context.Context, caller *readmodel.Caller) (Disput
 	type key struct{ trace, step, criterion string }
 	adjOf := map[key]*readmodel.Adjudication{}
 	for i, a := range adjs {
-		adjOf[key{a.TraceID, deref(a.StepID), deref(a.CriterionID)}] = &adjs[i]
+		adjOf[key{a.TraceID, domain.OrEmpty(a.StepID), domain.OrEmpty(a.CriterionID)}] = &adjs[i]
 	}
 	// Compare raw values per (target, criterion): equal JSON is agreement.
 	groups := map[key]map[string]readmodel.TeamJudgment{}
@@ -259,7 +259,7 @@ func (b Backend) Disputed(ctx context.Context, caller *readmodel.Caller) (Disput
 	}
 	slices.SortFunc(out.Items, func(a, b DisputedItem) int {
 		return cmp.Or(cmp.Compare(a.TraceTitle, b.TraceTitle), cmp.Compare(a.TraceID, b.TraceID),
-			cmp.Compare(deref(a.StepID)+"/"+deref(a.CriterionID), deref(b.StepID)+"/"+deref(b.CriterionID)))
+			cmp.Compare(domain.OrEmpty(a.StepID)+"/"+domain.OrEmpty(a.CriterionID), domain.OrEmpty(b.StepID)+"/"+domain.OrEmpty(b.CriterionID)))
 	})
 	return out, nil
 }
@@ -271,13 +271,6 @@ func valueOf(j readmodel.TeamJudgment) json.RawMessage {
 		return json.RawMessage(strconv.Itoa(*j.Rating))
 	}
 	return j.Value
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }
 
 // nonEmpty is nil for "" (the API's null), else &s.
