@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"maps"
 	"sync"
 
 	"github.com/gomlx/gomlx/core/graph"
@@ -92,15 +91,6 @@ func (m *Model) NewScorer() (*Scorer, error) {
 	}
 	exec.SetMaxCache(-1)
 	return &Scorer{m: m, exec: exec, shapes: map[[2]int]int{}}, nil
-}
-
-// Shapes returns the (rows, tokens) batch shapes this scorer has run, each compiled
-// once, with how many forward passes used it: what bounds compile time and tells
-// whether bucketing holds.
-func (s *Scorer) Shapes() map[[2]int]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return maps.Clone(s.shapes)
 }
 
 // Rewards returns one reward per sequence, all sequences in one batch.

@@ -3,6 +3,7 @@ package model
 import (
 	"encoding/binary"
 	"io"
+	"maps"
 	"math"
 )
 
@@ -21,4 +22,13 @@ func F32Bytes(data []float32) func(io.Writer) error {
 		}
 		return nil
 	}
+}
+
+// Shapes returns the (rows, tokens) batch shapes this scorer has run, each compiled
+// once, with how many forward passes used it: what bounds compile time and tells
+// whether bucketing holds.
+func (s *Scorer) Shapes() map[[2]int]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.shapes)
 }

@@ -138,15 +138,10 @@ func (c *Client) Hello(ctx context.Context) (*jobs.HelloAnswer, error) {
 	return &out, nil
 }
 
-// ClaimNextTraining claims the oldest queued training attempt for this
+// claimNextTraining claims the oldest queued training attempt for this
 // free worker; nil (and no error) when nothing is waiting. compute is
-// where this worker runs ("worker", or "local" for the in-process one).
-func (c *Client) ClaimNextTraining(ctx context.Context, compute string) (*jobs.TrainingClaim, error) {
-	return c.claimNextTraining(ctx, compute, nil)
-}
-
-// claimNextTraining is ClaimNextTraining with the worker's presence report
-// (device, bases) added by report when it is not nil.
+// where this worker runs ("worker", or "local" for the in-process one);
+// report, when not nil, adds the worker's presence (device, bases).
 func (c *Client) claimNextTraining(ctx context.Context, compute string, report func(*jobs.ClaimNextTraining)) (*jobs.TrainingClaim, error) {
 	req := jobs.ClaimNextTraining{WorkerID: c.WorkerID, Compute: compute}
 	if report != nil {

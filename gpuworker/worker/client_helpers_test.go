@@ -110,3 +110,15 @@ func (c *Client) GepaSucceeded(ctx context.Context, runID string, result json.Ra
 	raw, _ := json.Marshal(jobs.GepaJob{RunID: runID})
 	return c.Job(ctx, jobs.KindGepa, runID, jobs.Finish, jobs.Call{Job: raw, Body: result}, nil)
 }
+
+// ClaimNextTraining is claimNextTraining without a presence report.
+func (c *Client) ClaimNextTraining(ctx context.Context, compute string) (*jobs.TrainingClaim, error) {
+	return c.claimNextTraining(ctx, compute, nil)
+}
+
+// HandleTrain claims and runs the attempt a critic.jobs.train message
+// names (a duplicate or stale one is refused by the claim and skipped):
+// one job driven by hand. Run does not use it: it pulls (RunTraining).
+func (w *Worker) HandleTrain(ctx context.Context, payload []byte) bool {
+	return training.handle(w)(ctx, payload)
+}

@@ -140,15 +140,6 @@ func (w *Worker) RunTraining(ctx context.Context, claim *jobs.TrainingClaim) boo
 	return training.run(ctx, w, claim.ModelID, msg, claim)
 }
 
-// HandleTrain claims and runs the attempt a critic.jobs.train message
-// names (a duplicate or stale one is refused by the claim and skipped):
-// one job driven by hand, as tools and tests do. Run does not use it: it
-// pulls (RunTraining). It returns false only when ctx ended before the job
-// finished.
-func (w *Worker) HandleTrain(ctx context.Context, payload []byte) bool {
-	return training.handle(w)(ctx, payload)
-}
-
 // pathFree is err as a tenant may read it: the paths its file-system errors
 // name (mkdir, rename, open under the data dir, the hub cache) and the
 // data dir itself are replaced by "<worker path>", so a model's error never
