@@ -29,8 +29,7 @@ func ParseRewardStats(raw json.RawMessage) *RewardStats {
 	return &s
 }
 
-// std avoids dividing by zero when every training reward was identical
-// (the same floor as the worker's, gpuworker/model.RewardStats).
+// std avoids dividing by zero when every training reward was identical.
 func (s RewardStats) std() float64 {
 	if s.Std < 1e-6 {
 		return 1e-6
@@ -43,6 +42,12 @@ func (s RewardStats) std() float64 {
 // correctness.
 func (s RewardStats) Calibrated(r float64) float64 {
 	return 1 / (1 + math.Exp(-(r-s.Mean)/s.std()))
+}
+
+// Credit is action credit tanh((r − mean)/(2·std)) (spec 001 "Learned
+// action credit"), which the worker reports with each action's score.
+func (s RewardStats) Credit(r float64) float64 {
+	return math.Tanh((r - s.Mean) / (2 * s.std()))
 }
 
 // TraceUncertainty is how far a whole trace's calibrated score is from 0.5,

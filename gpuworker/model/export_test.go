@@ -2,6 +2,7 @@ package model
 
 import (
 	"encoding/binary"
+	"errors"
 	"io"
 	"maps"
 	"math"
@@ -31,4 +32,12 @@ func (s *Scorer) Shapes() map[[2]int]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.shapes)
+}
+
+// Calibrated maps a raw reward to GEPA's calibrated score using reward_stats.json.
+func (rm *RewardModel) Calibrated(r float64) (float64, error) {
+	if rm.Stats == nil {
+		return 0, errors.New("reward model has no reward_stats.json")
+	}
+	return rm.Stats.Calibrated(r), nil
 }

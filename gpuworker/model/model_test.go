@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/gpuworker/model"
 	"github.com/criticml/critic/gpuworker/model/modeltest"
 )
@@ -144,7 +145,7 @@ func TestLoadSaveReloadScore(t *testing.T) {
 
 	out := t.TempDir()
 	require.NoError(t, m.SaveClassifier(out))
-	require.NoError(t, model.WriteStats(filepath.Join(out, "reward_stats.json"), model.RewardStats{Mean: 0.5, Std: 2, Count: 4}))
+	require.NoError(t, model.WriteStats(filepath.Join(out, "reward_stats.json"), rewardmodels.RewardStats{Mean: 0.5, Std: 2, Count: 4}))
 	var cfgJSON map[string]any
 	data, err := os.ReadFile(filepath.Join(out, "config.json"))
 	require.NoError(t, err)

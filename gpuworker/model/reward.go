@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 
 	"github.com/gomlx/compute"
+
+	"github.com/criticml/critic/domain/rewardmodels"
 )
 
 // Tokenizer is what the reward model needs from gpuworker/tokenizer.
@@ -61,18 +63,9 @@ func CheckTokenizer(cfg *Config, tok Tokenizer) error {
 	return nil
 }
 
-// RewardStats is reward_stats.json / action_reward_stats.json: the mean and
-// (population) standard deviation of rewards over the training texts, used for the
-// calibrated score and for action credit.
-type RewardStats struct {
-	Mean  float64 `json:"mean"`
-	Std   float64 `json:"std"`
-	Count int     `json:"count"`
-}
-
 // ComputeStats returns the mean and population std of xs.
-func ComputeStats(xs []float64) RewardStats {
-	var s RewardStats
+func ComputeStats(xs []float64) rewardmodels.RewardStats {
+	var s rewardmodels.RewardStats
 	s.Count = len(xs)
 	if len(xs) == 0 {
 		return s
@@ -88,21 +81,8 @@ func ComputeStats(xs []float64) RewardStats {
 	return s
 }
 
-// safeStd avoids dividing by zero when every training reward was identical.
-func (s RewardStats) safeStd() float64 { return max(s.Std, 1e-6) }
-
-// Calibrated is GEPA's score sigmoid((r − mean)/std) (spec 004).
-func (s RewardStats) Calibrated(r float64) float64 {
-	return 1 / (1 + math.Exp(-(r-s.Mean)/s.safeStd()))
-}
-
-// Credit is action credit tanh((r − mean)/(2·std)) (spec 001 "Learned action credit").
-func (s RewardStats) Credit(r float64) float64 {
-	return math.Tanh((r - s.Mean) / (2 * s.safeStd()))
-}
-
 // WriteStats writes stats as JSON to path.
-func WriteStats(path string, s RewardStats) error {
+func WriteStats(path string, s rewardmodels.RewardStats) error {
 	data, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
@@ -111,7 +91,7 @@ func WriteStats(path string, s RewardStats) error {
 }
 
 // readStats reads a stats file: nil when the checkpoint has none.
-func readStats(path string) (*RewardStats, error) {
+func readStats(path string) (*rewardmodels.RewardStats, error) {
 	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
 		return nil, nil
@@ -119,7 +99,7 @@ func readStats(path string) (*RewardStats, error) {
 	if err != nil {
 		return nil, err
 	}
-	var s RewardStats
+	var s rewardmodels.RewardStats
 	if err := json.Unmarshal(data, &s); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -131,8 +111,8 @@ type RewardModel struct {
 	Model       *Model
 	Tokenizer   Tokenizer
 	MaxLen      int
-	Stats       *RewardStats // reward_stats.json, nil when absent
-	ActionStats *RewardStats // action_reward_stats.json, nil when absent
+	Stats       *rewardmodels.RewardStats // reward_stats.json, nil when absent
+	ActionStats *rewardmodels.RewardStats // action_reward_stats.json, nil when absent
 	// BatchSize is how many full-length (1024-token) sequences one forward pass holds;
 	// scoring's token budget is BatchSize × 1024 padded tokens, so shorter texts run in
 	// proportionally larger batches (see ScoreBucketed). Memory scales with it.
@@ -214,12 +194,4 @@ func (rm *RewardModel) ScoreIDs(seqs [][]int) ([]float64, error) {
 		}
 	}
 	return ScoreBucketed(rm.scorer, seqs, max(rm.BatchSize, 1)*DefaultMaxLen)
-}
-
-// Calibrated maps a raw reward to GEPA's calibrated score using reward_stats.json.
-func (rm *RewardModel) Calibrated(r float64) (float64, error) {
-	if rm.Stats == nil {
-		return 0, errors.New("reward model has no reward_stats.json")
-	}
-	return rm.Stats.Calibrated(r), nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/gomlx/gomlx/core/graph"
 	"github.com/gomlx/gomlx/core/tensors"
 
+	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/gpuworker/model"
 )
 
@@ -248,7 +249,7 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 		}
 	}
 	stats := model.ComputeStats(allR)
-	var actStats *model.RewardStats
+	var actStats *rewardmodels.RewardStats
 	if met.ActionTrainPairs > 0 {
 		actStats = new(model.ComputeStats(actR))
 		met.ActionScoringVersion = new(1)
@@ -291,7 +292,7 @@ func Train(ctx context.Context, o Options) (*Result, error) {
 // writeScores writes scores.jsonl for every score item and, when the model learned
 // action comparisons, action_scores.jsonl with display credit. A model trained only
 // on trace-level pairs supplies no action scores (spec 001 "Learned action credit").
-func writeScores(o Options, enc func(string) []int, score func([][]int) ([]float64, error), act *model.RewardStats) error {
+func writeScores(o Options, enc func(string) []int, score func([][]int) ([]float64, error), act *rewardmodels.RewardStats) error {
 	seqs := make([][]int, len(o.ScoreItems))
 	for i, it := range o.ScoreItems {
 		seqs[i] = enc(it.Text)

@@ -22,7 +22,6 @@ import (
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/gpuworker/hub"
-	"github.com/criticml/critic/gpuworker/model"
 	"github.com/criticml/critic/gpuworker/train"
 	"github.com/criticml/critic/platform/blob"
 	"github.com/criticml/critic/platform/bus"
@@ -120,11 +119,11 @@ func TestRunTrainsAndScores(t *testing.T) {
 			Attempt int `json:"attempt"`
 		} `json:"job"`
 		Body struct {
-			Metrics           map[string]any     `json:"metrics"`
-			RewardStats       model.RewardStats  `json:"reward_stats"`
-			ActionRewardStats *model.RewardStats `json:"action_reward_stats"`
-			ScoresKey         string             `json:"scores_key"`
-			ActionScoresKey   string             `json:"action_scores_key"`
+			Metrics           map[string]any            `json:"metrics"`
+			RewardStats       rewardmodels.RewardStats  `json:"reward_stats"`
+			ActionRewardStats *rewardmodels.RewardStats `json:"action_reward_stats"`
+			ScoresKey         string                    `json:"scores_key"`
+			ActionScoresKey   string                    `json:"action_scores_key"`
 		} `json:"body"`
 	}
 	require.NoError(t, json.Unmarshal(succ[0].Raw, &call))
