@@ -82,9 +82,6 @@ func ReadJSONL[T any](path string) ([]T, error) {
 	return out, sc.Err()
 }
 
-// EvalFraction of source traces is held out (spec 002 "Training settings").
-const EvalFraction = rewardmodels.EvalFraction
-
 // SplitByTrace is rewardmodels.SplitByTrace over the pairs' source traces:
 // the learning report computes the same split from the dataset.
 func SplitByTrace(pairs []Pair, seed uint64) rewardmodels.TraceSplit {
