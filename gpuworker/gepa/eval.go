@@ -103,8 +103,8 @@ func (r *run) evaluate(ctx context.Context, body string, exs []Example, ids []in
 // Authentication, permission, an unknown model (404), rate limits, server errors, timeouts and
 // connection failures say the model is unusable, and fail the run.
 func rejectedRequest(err error) bool {
-	var le *llm.Error
-	if !errors.As(err, &le) {
+	le, ok := errors.AsType[*llm.Error](err)
+	if !ok {
 		return false
 	}
 	switch le.Kind {

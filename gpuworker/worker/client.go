@@ -127,8 +127,7 @@ var ErrTokenRefused = errors.New("the API refused the worker token")
 func (c *Client) Hello(ctx context.Context) (*jobs.HelloAnswer, error) {
 	var out jobs.HelloAnswer
 	err := c.post(ctx, jobs.HelloPath(), jobs.Hello{WorkerID: c.WorkerID}, &out)
-	var ae *APIError
-	if errors.As(err, &ae) && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden) {
+	if ae, ok := errors.AsType[*APIError](err); ok && (ae.Status == http.StatusUnauthorized || ae.Status == http.StatusForbidden) {
 		return nil, fmt.Errorf("%w (%s answered %d): set CRITIC_WORKER_TOKEN to the token the API uses (its CRITIC_WORKER_TOKEN, or the worker_token file in its data directory)",
 			ErrTokenRefused, c.Current(), ae.Status)
 	}

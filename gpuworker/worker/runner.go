@@ -252,13 +252,29 @@ func (k Kind[Msg, Args, Result]) run(ctx context.Context, w *Worker, id string, 
 			var a Args
 			return a, w.client.Job(cctx, k.Kind, id, jobs.Claim, jobs.Call{Job: msg}, &a)
 		})
-		if stop, ack := settleClaim(ctx, err, log, k.What, slog.LevelInfo, &outcome, &jobErr); stop {
-			if k.RefusedAs != "" && jobErr != nil {
-				k.reportFailure(ctx, j, fmt.Errorf("%s: %w", k.RefusedAs, jobErr))
+		// A claim that did not succeed ends the job the same way for every
+		// kind: a stopping worker leaves the message unacknowledged; a job
+		// that is not claimable (a duplicate or stale delivery, or another
+		// worker holds it) is skipped quietly; any other refusal is the
+		// job's error.
+		switch {
+		case err == nil: // claimed, even by a worker stopping meanwhile (handed back below)
+			j.Args = args
+		case ctx.Err() != nil:
+			outcome = "interrupted"
+			return false
+		case errors.Is(err, ErrNotClaimable):
+			outcome = "refused"
+			log.InfoContext(ctx, "skipping "+k.What+": not claimable (a duplicate or stale delivery)", "detail", err.Error())
+			return true
+		default:
+			outcome, jobErr = "refused", err
+			log.Error("skipping "+k.What+": claim refused", "error", err)
+			if k.RefusedAs != "" {
+				k.reportFailure(ctx, j, fmt.Errorf("%s: %w", k.RefusedAs, err))
 			}
-			return ack
+			return true
 		}
-		j.Args = args
 	}
 	var said []any
 	if k.Claimed != nil {
@@ -267,7 +283,7 @@ func (k Kind[Msg, Args, Result]) run(ctx context.Context, w *Worker, id string, 
 	log.Info("claimed "+k.What, said...)
 	if ctx.Err() != nil { // stopped while the claim was answered
 		outcome = "interrupted"
-		return k.stopClaimed(ctx, w, j, id, msg, &outcome)
+		return k.stopClaimed(ctx, j, &outcome)
 	}
 
 	jobCtx, cancelJob := context.WithCancelCause(ctx)
@@ -322,7 +338,7 @@ func (k Kind[Msg, Args, Result]) run(ctx context.Context, w *Worker, id string, 
 	jobErr = err
 	if ctx.Err() != nil {
 		outcome = "interrupted"
-		return k.stopClaimed(ctx, w, j, id, msg, &outcome)
+		return k.stopClaimed(ctx, j, &outcome)
 	}
 	k.reportFailure(ctx, j, err)
 	return true
@@ -335,21 +351,21 @@ const claimWait = 10 * time.Second
 // back returns it to the queue now (the next free worker takes it at once);
 // any other is left unacknowledged, redelivered, and the claim decides
 // again. It returns false: the message is not acknowledged.
-func (k Kind[Msg, Args, Result]) stopClaimed(ctx context.Context, w *Worker, j *Job[Args], id string, msg json.RawMessage, outcome *string) bool {
+func (k Kind[Msg, Args, Result]) stopClaimed(ctx context.Context, j *Job[Args], outcome *string) bool {
 	if !k.HandBack {
 		return false
 	}
 	if j.beats != nil {
 		j.beats.stop()
 	}
-	reason := "worker " + w.client.WorkerID + " is shutting down"
+	reason := "worker " + j.w.client.WorkerID + " is shutting down"
 	if k.HandBackReason != nil {
 		reason = k.HandBackReason(j)
 	}
 	j.Log.Warn("worker shutting down: handing the " + k.What + " back to the queue")
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := w.client.Job(hctx, k.Kind, id, jobs.HandBack, jobs.Call{Job: msg, Reason: reason}, nil); err != nil {
+	if err := j.w.client.Job(hctx, k.Kind, j.ID, jobs.HandBack, jobs.Call{Job: j.msg, Reason: reason}, nil); err != nil {
 		j.Log.Warn("could not hand the "+k.What+" back; the API requeues it when its lease expires", "error", err)
 	} else {
 		*outcome = "handed_back"
@@ -458,30 +474,6 @@ func (h *heartbeats) stop() {
 		h.cancel()
 		<-h.done
 	})
-}
-
-// settleClaim ends a job whose claim did not succeed, the same way for every
-// job kind. ctx ended: "interrupted", and the message stays unacknowledged.
-// Not claimable (a duplicate or stale delivery, or another worker holds
-// it): "refused" and acknowledged, logged at quiet. Any other refusal:
-// "refused", logged as an error and kept as the job's error. It reports
-// whether the handler stops and, when it does, what it returns.
-func settleClaim(ctx context.Context, err error, log *slog.Logger, job string, quiet slog.Level, outcome *string, jobErr *error) (stop, ack bool) {
-	switch {
-	case err == nil:
-		return false, false // claimed, even by a worker stopping meanwhile (run hands it back)
-	case ctx.Err() != nil:
-		*outcome = "interrupted"
-		return true, false
-	case errors.Is(err, ErrNotClaimable):
-		*outcome = "refused"
-		log.Log(ctx, quiet, "skipping "+job+": not claimable (a duplicate or stale delivery)", "detail", err.Error())
-		return true, true
-	default:
-		*outcome, *jobErr = "refused", err
-		log.Error("skipping "+job+": claim refused", "error", err)
-		return true, true
-	}
 }
 
 // readJSON reads the JSON blob at key (a job's dataset or inputs) into v;
