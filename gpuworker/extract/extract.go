@@ -170,7 +170,7 @@ func (x *Extractor) trace(ctx context.Context, in jobs.ExtractionInputs, tr feed
 	targets := feedback.Targets(tr)
 	results := make([][]events.Finding, len(targets))
 	usages := make([]llm.Usage, len(targets))
-	skipped := make([]bool, len(targets))
+	stopped := len(targets) // the first target not started (max_pairs reached)
 	sem := make(chan struct{}, x.perTrace())
 	var wg sync.WaitGroup
 	var firstErr error
@@ -184,9 +184,7 @@ func (x *Extractor) trace(ctx context.Context, in jobs.ExtractionInputs, tr feed
 		}
 		if pairs.Load() >= needed {
 			<-sem
-			for k := i; k < len(targets); k++ {
-				skipped[k] = true
-			}
+			stopped = i
 			break
 		}
 		wg.Go(func() {
@@ -212,22 +210,16 @@ func (x *Extractor) trace(ctx context.Context, in jobs.ExtractionInputs, tr feed
 	if firstErr != nil {
 		return nil, firstErr
 	}
+	if stopped == 0 && len(targets) > 0 {
+		return nil, nil
+	}
 	rec := &events.RewardModelFeedbackExtractedV1{ModelID: in.ModelID, Attempt: in.Attempt, TraceID: tr.ID, TraceRevision: tr.Revision,
 		ClassifierModel: in.ClassifierModel, PromptVersion: feedback.PromptVersion, ConfigHash: in.ConfigHash, Targets: len(targets),
-		Findings: []events.Finding{}}
-	var total llm.Usage
-	assessed := 0
-	for i := range targets {
+		Findings: []events.Finding{}, Partial: stopped < len(targets)}
+	var total llm.Usage // the targets not started made no call
+	for i := range stopped {
 		total.Add(usages[i])
-		if skipped[i] {
-			rec.Partial = true
-			continue
-		}
-		assessed++
 		rec.Findings = append(rec.Findings, results[i]...)
-	}
-	if assessed == 0 && len(targets) > 0 {
-		return nil, nil
 	}
 	rec.Usage = []events.LLMUsage{*findingUsage(in.ClassifierModel, total)}
 	return rec, nil
