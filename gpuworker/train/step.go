@@ -25,17 +25,13 @@ func BTLoss(chosen, rejected *Node) *Node {
 	return ReduceAllMean(Softplus(Sub(rejected, chosen)))
 }
 
-// pairRewards splits a forward pass over [chosen..., rejected...] into its halves.
-func pairRewards(cfg *model.Config, params []*Node, ids, mask, pool *Node) (rc, rr, rewards *Node) {
+// LossAndGrads is the graph of a step's loss over one forward pass of
+// [chosen..., rejected...] (its halves), the rewards and d loss/d param; the
+// reference test builds it too.
+func LossAndGrads(cfg *model.Config, params []*Node, ids, mask, pool *Node) (loss, rewards *Node, grads []*Node) {
 	rewards = cfg.Forward(params, ids, mask, pool)
 	n := rewards.Shape().Dimensions[0] / 2
-	return SliceAxis(rewards, 0, AxisRange(0, n)), SliceAxis(rewards, 0, AxisRange(n, 2*n)), rewards
-}
-
-// LossAndGrads is the graph used by the reference test: loss, rewards and d loss/d param.
-func LossAndGrads(cfg *model.Config, params []*Node, ids, mask, pool *Node) (loss, rewards *Node, grads []*Node) {
-	rc, rr, rewards := pairRewards(cfg, params, ids, mask, pool)
-	loss = BTLoss(rc, rr)
+	loss = BTLoss(SliceAxis(rewards, 0, AxisRange(0, n)), SliceAxis(rewards, 0, AxisRange(n, 2*n)))
 	return loss, rewards, Gradient(loss, params...)
 }
 
@@ -69,14 +65,4 @@ func stepGraph(cfg *model.Config, opt AdamW, n int) func(g *Graph, in []*Node) [
 		out[3*n], out[3*n+1] = loss, rewards
 		return out
 	}
-}
-
-// newExec wraps graph.NewExec for a slice-in, slice-out function.
-func newExec(m *model.Model, fn func(g *Graph, in []*Node) []*Node) (*Exec, error) {
-	e, err := NewExec(m.Backend, fn)
-	if err != nil {
-		return nil, err
-	}
-	e.SetMaxCache(-1)
-	return e, nil
 }

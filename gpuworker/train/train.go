@@ -369,10 +369,11 @@ type trainer struct {
 
 func newTrainer(m *model.Model, opt AdamW) (*trainer, error) {
 	n := len(m.Params)
-	exec, err := newExec(m, stepGraph(m.Config, opt, n))
+	exec, err := graph.NewExec(m.Backend, stepGraph(m.Config, opt, n))
 	if err != nil {
 		return nil, err
 	}
+	exec.SetMaxCache(-1)
 	tr := &trainer{m: m, exec: exec, nPars: n}
 	for _, s := range m.Specs {
 		tr.ms = append(tr.ms, tensors.FromScalarAndDimensions(float32(0), s.Shape...))

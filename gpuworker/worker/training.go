@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/criticml/critic/domain/events"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/criticml/critic/domain"
+	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
 	"github.com/criticml/critic/domain/rewardmodels"
 	"github.com/criticml/critic/gpuworker/model"
@@ -192,11 +193,8 @@ func DatasetOptions(ds rewardmodels.Dataset) train.Options {
 		ScoreItems:       make([]train.ScoreItem, len(ds.ScoreItems)),
 		ActionScoreItems: make([]train.ActionScoreItem, len(ds.ActionScoreItems))}
 	for i, p := range ds.Pairs {
-		tp := train.Pair{Chosen: p.Chosen, Rejected: p.Rejected, TraceIDs: p.TraceIDs, Granularity: p.Granularity}
-		if p.ActionType != nil {
-			tp.ActionType = *p.ActionType
-		}
-		o.Pairs[i] = tp
+		o.Pairs[i] = train.Pair{Chosen: p.Chosen, Rejected: p.Rejected, TraceIDs: p.TraceIDs, Granularity: p.Granularity,
+			ActionType: domain.OrEmpty(p.ActionType)}
 	}
 	for i, it := range ds.ScoreItems {
 		o.ScoreItems[i] = train.ScoreItem{TraceID: it.TraceID, Text: it.Text}
