@@ -114,7 +114,10 @@ func NewBackendFrom(spec string) (compute.Backend, error) {
 	case "xla":
 		if filepath.IsAbs(s.Plugin) {
 			if _, err := os.Stat(s.Plugin); err != nil {
-				return nil, fmt.Errorf("%s=%q: PJRT plugin %s: %w", BackendEnv, spec, s.Plugin, unwrapPathError(err))
+				if pe, ok := errors.AsType[*os.PathError](err); ok {
+					err = pe.Err
+				}
+				return nil, fmt.Errorf("%s=%q: PJRT plugin %s: %w", BackendEnv, spec, s.Plugin, err)
 			}
 		}
 		b, err := newXLABackend(s.Config)
@@ -129,7 +132,9 @@ func NewBackendFrom(spec string) (compute.Backend, error) {
 		if err := checkOpsEnv(); err != nil {
 			return nil, err
 		}
-		b, err := newGoBackend(s.Config)
+		_ = installMatmul()    // where it cannot, compute's kernels stay; MatmulKernel says why
+		_ = installExecutors() // likewise; ExecutorsStatus says why
+		b, err := goBackend(s.Config)
 		if err != nil {
 			return nil, fmt.Errorf("%s=%q: %w", BackendEnv, spec, err)
 		}
@@ -137,19 +142,13 @@ func NewBackendFrom(spec string) (compute.Backend, error) {
 	}
 }
 
-// newGoBackend is gobackend.New(config), except that a "parallelism=N" option is
+// goBackend is gobackend.New(config), except that a "parallelism=N" option is
 // applied without compute v0.1.2's fmt.Printf to standard output ("Go backend:
 // parallelism set to N"), which would otherwise be printed every time a model is
 // loaded, into the output of commands whose stdout is data. The option is applied as
 // compute applies it, by the pool's exported SetMaxParallelism, reached by reflection
 // because the backend's type lives in an internal package; if a later compute moves
 // it, the option goes through gobackend.New as before (and prints).
-func newGoBackend(config string) (compute.Backend, error) {
-	_ = installMatmul()    // where it cannot, compute's kernels stay; MatmulKernel says why
-	_ = installExecutors() // likewise; ExecutorsStatus says why
-	return goBackend(config)
-}
-
 func goBackend(config string) (compute.Backend, error) {
 	var rest []string
 	parallelism := ""
@@ -195,13 +194,6 @@ func setMaxParallelism(b compute.Backend, n int) bool {
 	}
 	set.Call([]reflect.Value{reflect.ValueOf(n)})
 	return true
-}
-
-func unwrapPathError(err error) error {
-	if pe, ok := errors.AsType[*os.PathError](err); ok {
-		return pe.Err
-	}
-	return err
 }
 
 // DeviceName is what metrics.device reports for a backend: "cuda" when an XLA backend

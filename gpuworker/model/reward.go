@@ -182,11 +182,6 @@ func (rm *RewardModel) Score(texts []string) ([]float64, error) {
 	for i, t := range texts {
 		seqs[i] = EncodeForReward(rm.Tokenizer, t, rm.MaxLen)
 	}
-	return rm.ScoreIDs(seqs)
-}
-
-// ScoreIDs scores already-encoded sequences (see EncodeForReward).
-func (rm *RewardModel) ScoreIDs(seqs [][]int) ([]float64, error) {
 	if rm.scorer == nil {
 		var err error
 		if rm.scorer, err = rm.Model.NewScorer(); err != nil {
