@@ -72,7 +72,14 @@ func CLI(ctx context.Context, args []string, getenv llm.Getenv, stdout, stderr i
 	if err != nil {
 		return err
 	}
-	if err := WriteResult(*out, res); err != nil {
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(*out, "result.json"), append(data, '\n'), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "best_score %.4f seed_score %.4f metric_calls %d/%d → %s\n", res.BestScore, res.SeedScore,
@@ -144,16 +151,4 @@ func ReadExamples(path string) ([]Example, error) {
 		out = append(out, ex)
 	}
 	return out, sc.Err()
-}
-
-// WriteResult writes dir/result.json.
-func WriteResult(dir string, res *Result) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	data, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "result.json"), append(data, '\n'), 0o644)
 }
