@@ -89,9 +89,7 @@ func joinMore(steps []domain.Step, calls []llmCall) (_ []domain.Step, produced [
 					break
 				}
 			}
-			if start < common {
-				start = common
-			}
+			start = max(start, common)
 		}
 		// Reasoning steps in the input are kept when they are new.
 		newIn := newInputSteps(c.Input, input, start)
@@ -169,13 +167,7 @@ func newInputSteps(orig, filtered []domain.Step, start int) []domain.Step {
 }
 
 func withoutReasoning(in []domain.Step) []domain.Step {
-	out := make([]domain.Step, 0, len(in))
-	for _, s := range in {
-		if !isReasoning(s) {
-			out = append(out, s)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(in), isReasoning)
 }
 
 func isReasoning(s domain.Step) bool { return s.Metadata["reasoning"] == true }

@@ -173,7 +173,6 @@ type lfObservation struct {
 	Start, End             int64
 	Input, Output          any
 	Model                  string
-	seq                    int
 }
 
 func langfuseTrace(v any, field string) (domain.Trace, error) {
@@ -198,7 +197,7 @@ func langfuseTrace(v any, field string) (domain.Trace, error) {
 			return domain.Trace{}, domain.InvalidAt(0, f, "an observation must be an object (export the trace with GET /api/public/traces/{id}, which inlines them)")
 		}
 		o := lfObservation{ID: anyString(om["id"]), Parent: anyString(om["parentObservationId"]),
-			Type: strings.ToUpper(anyString(om["type"])), Name: anyString(om["name"]), Model: anyString(om["model"]), seq: i,
+			Type: strings.ToUpper(anyString(om["type"])), Name: anyString(om["name"]), Model: anyString(om["model"]),
 			Input: lfValue(om["input"]), Output: lfValue(om["output"])}
 		if o.ID == "" {
 			return domain.Trace{}, domain.InvalidAt(0, f+".id", "observation id is missing")
@@ -245,18 +244,12 @@ func langfuseTrace(v any, field string) (domain.Trace, error) {
 
 	t := domain.Trace{ExternalID: anyString(tr["id"]), Title: anyString(tr["name"]), Steps: steps}
 	md := map[string]any{}
-	if s := anyString(tr["userId"]); s != "" {
-		md["user_id"] = s
-	}
-	if s := anyString(tr["sessionId"]); s != "" {
-		md["session_id"] = s
-	}
+	putString(md, "user_id", anyString(tr["userId"]))
+	putString(md, "session_id", anyString(tr["sessionId"]))
 	if tags, ok := tr["tags"].([]any); ok && len(tags) > 0 {
 		md["tags"] = tags
 	}
-	if s := anyString(tr["name"]); s != "" {
-		md["agent"] = s
-	}
+	putString(md, "agent", anyString(tr["name"]))
 	for _, oi := range callObs {
 		if obs[oi].Model != "" {
 			md["model"] = obs[oi].Model

@@ -41,7 +41,6 @@ type lsRun struct {
 	Inputs, Outputs                 any
 	Extra                           map[string]any
 	Line                            int
-	seq                             int
 }
 
 func (LangSmith) Parse(data []byte) ([]domain.Trace, error) {
@@ -53,7 +52,7 @@ func (LangSmith) Parse(data []byte) ([]domain.Trace, error) {
 		}
 		r := lsRun{ID: firstString(m["id"], m["run_id"]), TraceID: anyString(m["trace_id"]),
 			Parent: anyString(m["parent_run_id"]), Type: strings.ToLower(anyString(m["run_type"])), Name: anyString(m["name"]),
-			Inputs: m["inputs"], Outputs: m["outputs"], Line: line, seq: len(runs)}
+			Inputs: m["inputs"], Outputs: m["outputs"], Line: line}
 		r.Extra, _ = m["extra"].(map[string]any)
 		if r.ID == "" {
 			return domain.InvalidAt(line, field+"id", "run id is missing")
@@ -181,9 +180,7 @@ func langSmithTrace(tid string, runs []lsRun) (domain.Trace, error) {
 	md := map[string]any{}
 	for _, r := range runs {
 		if r.Parent == "" || r.ID == tid {
-			if r.Name != "" {
-				md["agent"] = r.Name
-			}
+			putString(md, "agent", r.Name)
 			break
 		}
 	}
@@ -192,9 +189,7 @@ func langSmithTrace(tid string, runs []lsRun) (domain.Trace, error) {
 		inv, _ := runs[ri].Extra["invocation_params"].(map[string]any)
 		if m := firstString(emd["ls_model_name"], inv["model"], inv["model_name"]); m != "" {
 			md["model"] = m
-			if p := anyString(emd["ls_provider"]); p != "" {
-				md["provider"] = p
-			}
+			putString(md, "provider", anyString(emd["ls_provider"]))
 			break
 		}
 	}

@@ -30,6 +30,7 @@ package formats
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -38,7 +39,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -171,14 +171,9 @@ func SplitSpans(data []byte) ([]RawSpan, error) {
 			ssm, _ := ss.(map[string]any)
 			for _, sp := range anyList(pickKey(ssm, "spans")) {
 				spm, _ := sp.(map[string]any)
-				tid, err := otelID(pickKey(spm, "traceId", "trace_id"), 16, 0, "traceId")
-				if err != nil {
-					return nil, err
-				}
-				sid, err := otelID(pickKey(spm, "spanId", "span_id"), 8, 0, "spanId")
-				if err != nil {
-					return nil, err
-				}
+				// addRequest checked both ids.
+				tid, _ := otelID(pickKey(spm, "traceId", "trace_id"), 16, 0, "traceId")
+				sid, _ := otelID(pickKey(spm, "spanId", "span_id"), 8, 0, "spanId")
 				req := map[string]any{"resourceSpans": []any{map[string]any{
 					"resource": pickKey(rsm, "resource"),
 					"scopeSpans": []any{map[string]any{
@@ -772,11 +767,8 @@ func otelAnyValue(v any, line int, field string) (any, error) {
 
 // buildOTelTrace joins a trace's LLM calls. ok is false when it has none.
 func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent, built map[string]SpanIO, memo *SpanMemo) (domain.Trace, bool, error) {
-	sort.SliceStable(spans, func(i, j int) bool {
-		if spans[i].Start != spans[j].Start {
-			return spans[i].Start < spans[j].Start
-		}
-		return spans[i].Seq < spans[j].Seq
+	slices.SortStableFunc(spans, func(a, b otelSpan) int {
+		return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.Seq, b.Seq))
 	})
 	bySpan := map[string]int{}
 	for i, s := range spans {
@@ -834,11 +826,8 @@ func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent, built map[st
 	if len(calls) == 0 {
 		return domain.Trace{}, false, nil
 	}
-	sort.SliceStable(calls, func(i, j int) bool {
-		if calls[i].start != calls[j].start {
-			return calls[i].start < calls[j].start
-		}
-		return calls[i].seq < calls[j].seq
+	slices.SortStableFunc(calls, func(a, b call) int {
+		return cmp.Or(cmp.Compare(a.start, b.start), cmp.Compare(a.seq, b.seq))
 	})
 	plain := make([]llmCall, len(calls))
 	slots := make([]*callSlot, len(calls))
@@ -910,9 +899,7 @@ func otelMetadata(spans []otelSpan, firstLLM int) map[string]any {
 		if _, ok := md[key]; ok {
 			return
 		}
-		if s := firstString(vals...); s != "" {
-			md[key] = s
-		}
+		putString(md, key, firstString(vals...))
 	}
 	for _, i := range order {
 		a := spans[i].Attrs
@@ -992,10 +979,8 @@ func hasReviewableStep(steps []domain.Step) bool {
 // call produced, so usage and model are per call, not per trace.
 func otelCallMetadata(a map[string]any) map[string]any {
 	md := map[string]any{}
-	if m := firstString(a["gen_ai.response.model"], a["gen_ai.request.model"], a["llm.model_name"], a["llm.response.model"],
-		a["llm.request.model"], a["ai.response.model"], a["ai.model.id"], a["langfuse.observation.model.name"]); m != "" {
-		md["model"] = m
-	}
+	putString(md, "model", firstString(a["gen_ai.response.model"], a["gen_ai.request.model"], a["llm.model_name"], a["llm.response.model"],
+		a["llm.request.model"], a["ai.response.model"], a["ai.model.id"], a["langfuse.observation.model.name"]))
 	usage := map[string]any{}
 	num := func(key string, vals ...any) {
 		if _, ok := usage[key]; ok {

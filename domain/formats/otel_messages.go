@@ -338,9 +338,7 @@ func genAIEventMessages(events []otelEvent) (in, out []domain.Step, ok bool) {
 		}
 		if role == "choice" {
 			if msg, isMap := m["message"].(map[string]any); isMap {
-				mm := map[string]any{}
-				maps.Copy(mm, msg)
-				m = mm
+				m = maps.Clone(msg)
 			}
 			if anyString(m["role"]) == "" {
 				m["role"] = "assistant"

@@ -33,13 +33,11 @@ func Lookup(name string) (Adapter, error) {
 	if name == "auto" {
 		return Auto{}, nil
 	}
+	var names []string
 	for _, a := range All() {
 		if a.Name() == name {
 			return a, nil
 		}
-	}
-	names := []string{}
-	for _, a := range All() {
 		names = append(names, a.Name())
 	}
 	return nil, &domain.ValidationError{Code: "unknown_format", Field: "format",
