@@ -314,25 +314,21 @@ func (p *codexParser) sessionMeta(line int, raw json.RawMessage, prefix, stamp s
 	if strings.TrimSpace(base) != "" {
 		p.add(line, stamp, false, domain.Step{Role: domain.RoleSystem, Content: base, Metadata: map[string]any{"base_instructions": true}})
 	}
-	for key, v := range map[string]json.RawMessage{
-		"cwd": sm.Cwd, "originator": sm.Originator, "version": sm.CLIVersion,
-		"model_provider": sm.ModelProvider, "instructions": sm.Instructions,
-	} {
-		if s, ok := asJSONString(v); ok {
-			putString(p.meta, key, s)
-		}
-	}
 	var git struct {
 		Branch json.RawMessage `json:"branch"`
 		Commit json.RawMessage `json:"commit_hash"`
 		Repo   json.RawMessage `json:"repository_url"`
 	}
-	if firstJSONByte(sm.Git) == '{' && json.Unmarshal(sm.Git, &git) == nil {
-		for key, v := range map[string]json.RawMessage{"git_branch": git.Branch, "git_commit": git.Commit, "git_repository": git.Repo} {
-			if s, ok := asJSONString(v); ok {
-				putString(p.meta, key, s)
-			}
-		}
+	if firstJSONByte(sm.Git) == '{' {
+		_ = json.Unmarshal(sm.Git, &git) // raw fields: an object sm decoded always decodes
+	}
+	for key, v := range map[string]json.RawMessage{
+		"cwd": sm.Cwd, "originator": sm.Originator, "version": sm.CLIVersion,
+		"model_provider": sm.ModelProvider, "instructions": sm.Instructions,
+		"git_branch": git.Branch, "git_commit": git.Commit, "git_repository": git.Repo,
+	} {
+		s, _ := asJSONString(v) // "" when not a string
+		putString(p.meta, key, s)
 	}
 	return nil
 }

@@ -503,13 +503,7 @@ func outputToSteps(v any) []domain.Step {
 				if !ok {
 					continue
 				}
-				if msg, ok := cm["message"]; ok {
-					out = append(out, outputToSteps(msg)...)
-				} else if d, ok := cm["delta"]; ok {
-					out = append(out, outputToSteps(d)...)
-				} else {
-					out = append(out, outputToSteps(cm["text"])...)
-				}
+				out = append(out, outputToSteps(pickKey(cm, "message", "delta", "text"))...)
 			}
 			return out
 		}
@@ -528,11 +522,7 @@ func outputToSteps(v any) []domain.Step {
 					if !ok {
 						continue
 					}
-					if msg, ok := em["message"]; ok && msg != nil {
-						out = append(out, outputToSteps(msg)...)
-					} else {
-						out = append(out, outputToSteps(em["text"])...)
-					}
+					out = append(out, outputToSteps(firstNonNil(em["message"], em["text"]))...)
 				}
 			}
 			return out

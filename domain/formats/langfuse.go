@@ -38,15 +38,10 @@ func (Langfuse) Detect(data []byte) bool {
 func firstObjectKeys(data []byte) map[string]bool {
 	dec := json.NewDecoder(strings.NewReader(string(data)))
 	tok, err := dec.Token()
-	if err != nil {
-		return nil
+	if tok == json.Delim('[') {
+		tok, err = dec.Token()
 	}
-	if d, ok := tok.(json.Delim); ok && d == '[' {
-		if tok, err = dec.Token(); err != nil {
-			return nil
-		}
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	if err != nil || tok != json.Delim('{') {
 		return nil
 	}
 	keys := map[string]bool{}

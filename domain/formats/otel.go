@@ -57,27 +57,16 @@ func (OTel) Description() string {
 // Detect: the payload's first key is resourceSpans or resourceLogs (proto
 // field names too), which no other supported format uses.
 func (OTel) Detect(data []byte) bool {
-	switch firstObjectKey(data) {
-	case "resourceSpans", "resourceLogs", "resource_spans", "resource_logs":
-		return true
-	}
-	return false
+	return slices.Contains([]string{"resourceSpans", "resourceLogs", "resource_spans", "resource_logs"}, firstObjectKey(data))
 }
 
 // firstObjectKey returns the first key of the first JSON object in data, or "".
 func firstObjectKey(data []byte) string {
 	dec := json.NewDecoder(bytes.NewReader(data[:min(len(data), 1<<16)]))
-	tok, err := dec.Token()
-	if err != nil {
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return ""
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return ""
-	}
-	tok, err = dec.Token()
-	if err != nil {
-		return ""
-	}
+	tok, _ := dec.Token() // nil on error
 	k, _ := tok.(string)
 	return k
 }
