@@ -251,12 +251,6 @@ func SplitLogs(data []byte) (out []RawSpan, unjoinable, other int, err error) {
 	return out, unjoinable, other, nil
 }
 
-// logContentHash is the content part of a log record's key: a record re-sent
-// in a differently grouped batch gets another index but the same hash.
-func logContentHash(key string) string {
-	return key[strings.LastIndexByte(key, ':')+1:]
-}
-
 // RebuildTrace builds the canonical trace from all stored spans of one
 // trace. hasLLM is false (and the trace empty) while none of the spans
 // carries LLM messages.
@@ -285,7 +279,9 @@ func RebuildConversation(spans []RawSpan, externalID string, built map[string]Sp
 	seenLogs := map[string]bool{}
 	for i, rs := range spans {
 		if rs.IsLog() {
-			h := logContentHash(rs.SpanID)
+			// The content hash ends the key: a record re-sent in a
+			// differently grouped batch gets another index but the same hash.
+			h := rs.SpanID[strings.LastIndexByte(rs.SpanID, ':')+1:]
 			if seenLogs[h] {
 				continue // the same record re-sent in another batch
 			}
@@ -824,7 +820,7 @@ func buildOTelTrace(tid string, spans []otelSpan, logs []otelEvent, built map[st
 		plain[i], slots[i] = c.llmCall, c.slot
 	}
 	steps, produced := memo.join(slots, plain)
-	if !hasReviewableStep(steps) {
+	if !slices.ContainsFunc(steps, func(st domain.Step) bool { return st.Role != domain.RoleSystem }) {
 		// Only system instructions so far (the messages come in a later
 		// request, or as log records): stored, not listed yet.
 		return domain.Trace{}, false, nil
@@ -954,12 +950,6 @@ func checkGenAIMessagesJSON(s otelSpan) error {
 		}
 	}
 	return nil
-}
-
-// hasReviewableStep says whether steps hold anything but system
-// instructions: a trace of system steps alone has nothing to review.
-func hasReviewableStep(steps []domain.Step) bool {
-	return slices.ContainsFunc(steps, func(st domain.Step) bool { return st.Role != domain.RoleSystem })
 }
 
 // otelCallMetadata is what one LLM call recorded about itself: the model

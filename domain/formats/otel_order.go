@@ -181,7 +181,8 @@ func (w *orderWalker) str() (text, value, canon string, ok bool) {
 			if json.Unmarshal(w.raw[start:w.pos], &value) != nil {
 				return "", "", "", false
 			}
-			return text, value, marshalText(value), true
+			canon, _ := json.Marshal(value)
+			return text, value, string(canon), true
 		}
 	}
 	return "", "", "", false
@@ -334,12 +335,6 @@ func (w *orderWalker) array(depth, nesting int) (canon, compact string, ok bool)
 	m.WriteByte(']')
 	c.WriteByte(']')
 	return m.String(), c.String(), true
-}
-
-// marshalText is s as json.Marshal writes a string.
-func marshalText(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }
 
 // orderGenAIEvents puts the per-message events of one call in conversation
