@@ -39,6 +39,35 @@ func eachLine(data []byte, fn func(line int, raw []byte) error) error {
 	return nil
 }
 
+// eachValue calls fn with each record of a payload that is one JSON
+// document (whole: a value, or an array whose elements are the records,
+// prefix "[i].") or JSONL (a record per line, at its line, prefix "").
+func eachValue(data []byte, whole bool, fn func(v any, line int, prefix string) error) error {
+	if !whole {
+		return eachLine(data, func(line int, raw []byte) error {
+			var v any
+			if err := decodeJSON(raw, &v); err != nil {
+				return err
+			}
+			return fn(v, line, "")
+		})
+	}
+	var v any
+	if err := decodeJSON(data, &v); err != nil {
+		return err
+	}
+	arr, isArray := v.([]any)
+	if !isArray {
+		return fn(v, 0, "")
+	}
+	for i, e := range arr {
+		if err := fn(e, 0, fmt.Sprintf("[%d].", i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // decodeJSON decodes one JSON value strictly: numbers stay json.Number so ids
 // and large integers survive a round trip, and trailing data is an error.
 func decodeJSON(raw []byte, v any) error {

@@ -62,26 +62,17 @@ func firstObjectKeys(data []byte) map[string]bool {
 
 // Parse converts every trace in the payload.
 func (Langfuse) Parse(data []byte) ([]domain.Trace, error) {
-	var v any
-	if err := decodeJSON(data, &v); err != nil {
-		return nil, err
-	}
-	items := []any{v}
-	arr, isArr := v.([]any)
-	if isArr {
-		items = arr
-	}
 	var out []domain.Trace
-	for i, it := range items {
-		field := ""
-		if isArr {
-			field = fmt.Sprintf("[%d]", i)
-		}
-		t, err := langfuseTrace(it, field)
+	err := eachValue(data, true, func(v any, _ int, prefix string) error {
+		t, err := langfuseTrace(v, strings.TrimSuffix(prefix, "."))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		out = append(out, t)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if len(out) == 0 {
 		return nil, domain.Invalid("the payload holds no traces")

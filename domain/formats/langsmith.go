@@ -3,7 +3,6 @@ package formats
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"sort"
 	"strings"
 
@@ -45,7 +44,7 @@ type lsRun struct {
 
 func (LangSmith) Parse(data []byte) ([]domain.Trace, error) {
 	var runs []lsRun
-	add := func(line int, v any, field string) error {
+	add := func(v any, line int, field string) error {
 		m, ok := v.(map[string]any)
 		if !ok {
 			return domain.InvalidAt(line, field, "a run must be a JSON object")
@@ -70,27 +69,8 @@ func (LangSmith) Parse(data []byte) ([]domain.Trace, error) {
 		runs = append(runs, r)
 		return nil
 	}
-	if firstJSONByte(data) == '[' {
-		var arr []any
-		if err := decodeJSON(data, &arr); err != nil {
-			return nil, err
-		}
-		for i, v := range arr {
-			if err := add(0, v, fmt.Sprintf("[%d].", i)); err != nil {
-				return nil, err
-			}
-		}
-	} else {
-		err := eachLine(data, func(line int, raw []byte) error {
-			var v any
-			if err := decodeJSON(raw, &v); err != nil {
-				return err
-			}
-			return add(line, v, "")
-		})
-		if err != nil {
-			return nil, err
-		}
+	if err := eachValue(data, firstJSONByte(data) == '[', add); err != nil {
+		return nil, err
 	}
 	if len(runs) == 0 {
 		return nil, domain.Invalid("the payload holds no runs")

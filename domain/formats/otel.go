@@ -78,35 +78,8 @@ func firstObjectKey(data []byte) string {
 // error only when no trace has one.
 func (OTel) Parse(data []byte) ([]domain.Trace, error) {
 	var recs otelRecords
-	if json.Valid(data) {
-		var v any
-		if err := decodeJSON(data, &v); err != nil {
-			return nil, err
-		}
-		reqs, isArray := v.([]any)
-		if !isArray {
-			reqs = []any{v}
-		}
-		for i, r := range reqs {
-			prefix := ""
-			if isArray {
-				prefix = fmt.Sprintf("[%d].", i)
-			}
-			if err := recs.addRequest(r, 0, prefix); err != nil {
-				return nil, err
-			}
-		}
-	} else {
-		err := eachLine(data, func(line int, raw []byte) error {
-			var v any
-			if err := decodeJSON(raw, &v); err != nil {
-				return err
-			}
-			return recs.addRequest(v, line, "")
-		})
-		if err != nil {
-			return nil, err
-		}
+	if err := eachValue(data, json.Valid(data), recs.addRequest); err != nil {
+		return nil, err
 	}
 	if len(recs.spans) == 0 && len(recs.logs) == 0 {
 		return nil, domain.Invalid("the payload holds no spans or log records")
