@@ -71,7 +71,7 @@ func (AnthropicMessages) Parse(data []byte) ([]domain.Trace, error) {
 				}
 			}
 		}
-		conv := newAnthropicConverter()
+		conv := &anthropicConverter{names: map[string]string{}}
 		if !isJSONNull(rec.System) {
 			sys, err := conv.steps(domain.RoleSystem, rec.System, "system")
 			if err != nil {

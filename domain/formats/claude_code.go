@@ -178,7 +178,7 @@ func (ClaudeCode) parseJSONL(data []byte) ([]domain.Trace, error) {
 	t := domain.Trace{Steps: []domain.Step{}, SessionSync: true}
 	meta := map[string]any{"agent": "claude-code"}
 	var stepLines []int
-	conv := newAnthropicConverter()
+	conv := &anthropicConverter{names: map[string]string{}}
 	seenBlock := map[string]bool{} // message.id + block, for re-written records
 	answered := map[string]bool{}  // tool_use ids that already have a result
 	uuids := map[string]bool{}
@@ -200,7 +200,7 @@ func (ClaudeCode) parseJSONL(data []byte) ([]domain.Trace, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = ccEach(recs, func(line int, raw []byte, typ string) error {
+	convert := func(line int, raw []byte, typ string) error {
 		switch typ {
 		case "user", "assistant", "system", "attachment":
 		case "summary", "custom-title", "ai-title":
@@ -366,9 +366,12 @@ func (ClaudeCode) parseJSONL(data []byte) ([]domain.Trace, error) {
 		}
 		t.Steps = append(t.Steps, steps...)
 		return nil
-	})
-	if err != nil {
-		return nil, err
+	}
+	for _, i := range ccOrder(recs) { // errors at the record's own line
+		r := recs[i]
+		if err := convert(r.line, r.raw, r.typ); err != nil {
+			return nil, domain.AtLine(err, r.line)
+		}
 	}
 	t.ExternalID = sessionID
 	if allSidechain && messages > 0 && agentID != "" && sessionID != "" {
@@ -486,18 +489,6 @@ func ccReadLines(data []byte) ([]ccRec, error) {
 		return nil
 	})
 	return out, err
-}
-
-// ccEach calls fn for each record in reading order (ccOrder), with errors
-// located at the record's own line.
-func ccEach(recs []ccRec, fn func(line int, raw []byte, typ string) error) error {
-	for _, i := range ccOrder(recs) {
-		r := recs[i]
-		if err := fn(r.line, r.raw, r.typ); err != nil {
-			return domain.AtLine(err, r.line)
-		}
-	}
-	return nil
 }
 
 // ccOrder is the order records are read in: file order, except that a

@@ -210,10 +210,6 @@ type anthropicConverter struct {
 	names map[string]string
 }
 
-func newAnthropicConverter() *anthropicConverter {
-	return &anthropicConverter{names: map[string]string{}}
-}
-
 // steps converts one message. role is already canonical (system, user or
 // assistant); field is the JSON path of the content for error messages.
 func (c *anthropicConverter) steps(role domain.Role, content json.RawMessage, field string) ([]domain.Step, error) {

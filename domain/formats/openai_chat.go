@@ -118,7 +118,7 @@ func openAITrace(msgs []json.RawMessage) (domain.Trace, error) {
 		if err := decodeObjectAt(raw, field, "a message must be a JSON object", &m); err != nil {
 			return t, err
 		}
-		content, err := openAIContent(m.Content, field+".content")
+		content, err := joinContent(m.Content, field+".content", "content must be a string, null or an array of content parts", openAIPartText)
 		if err != nil {
 			return t, err
 		}
@@ -225,12 +225,6 @@ func openAITrace(msgs []json.RawMessage) (domain.Trace, error) {
 		}
 	}
 	return t, nil
-}
-
-// openAIContent flattens message content: a string, null, or an array of
-// content parts.
-func openAIContent(raw json.RawMessage, field string) (string, error) {
-	return joinContent(raw, field, "content must be a string, null or an array of content parts", openAIPartText)
 }
 
 // openAIPartText is the text of one content part.
