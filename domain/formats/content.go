@@ -408,8 +408,8 @@ var stepFieldRE = regexp.MustCompile(`^steps\[(\d+)\]`)
 // stepLines[i] is the line of step i.
 func validateSession(t domain.Trace, stepLines []int) error {
 	err := domain.ValidateTrace(t, 0)
-	var v *domain.ValidationError
-	if err == nil || !errors.As(err, &v) {
+	v, ok := errors.AsType[*domain.ValidationError](err)
+	if !ok {
 		return err
 	}
 	if m := stepFieldRE.FindStringSubmatch(v.Field); m != nil {

@@ -260,8 +260,7 @@ func langfuseTrace(v any, field string) (domain.Trace, error) {
 		}
 	}
 	if err := domain.ValidateTrace(t, 0); err != nil {
-		var ve *domain.ValidationError
-		if errors.As(err, &ve) && field != "" {
+		if ve, ok := errors.AsType[*domain.ValidationError](err); ok && field != "" {
 			c := *ve
 			c.Field = field + "." + c.Field
 			return domain.Trace{}, &c

@@ -2,7 +2,6 @@ package formats
 
 import (
 	"encoding/json"
-	"errors"
 	"sort"
 	"strings"
 
@@ -181,10 +180,7 @@ func langSmithTrace(tid string, runs []lsRun) (domain.Trace, error) {
 			Input: spanJSON(r.Inputs), Output: spanJSON(r.Outputs), StepIndices: indices[i]}, r.Type, r.Parent))
 	}
 	if err := domain.ValidateTrace(t, line); err != nil {
-		if _, ok := errors.AsType[*domain.ValidationError](err); ok {
-			return domain.Trace{}, err
-		}
-		return domain.Trace{}, domain.AtLine(err, line)
+		return domain.Trace{}, err
 	}
 	return t, nil
 }
