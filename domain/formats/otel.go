@@ -672,7 +672,7 @@ func otelAnyValue(v any, line int, field string) (any, error) {
 	}
 	for k, x := range m {
 		switch k {
-		case "stringValue", "string_value":
+		case "stringValue", "string_value", "bytesValue", "bytes_value":
 			return anyString(x), nil
 		case "boolValue", "bool_value":
 			b, _ := x.(bool)
@@ -698,8 +698,6 @@ func otelAnyValue(v any, line int, field string) (any, error) {
 				return nil, domain.InvalidAt(line, field+".doubleValue", "%q is not a number", s)
 			}
 			return f, nil
-		case "bytesValue", "bytes_value":
-			return anyString(x), nil
 		case "arrayValue", "array_value":
 			am, _ := x.(map[string]any)
 			out := []any{}
