@@ -202,6 +202,7 @@ func joinRootless(r *otelRecords) ([]otelGroup, error) {
 	var groups []otelGroup
 	bySession := map[string]int{}
 	byOpening := map[string][]int{}
+traces:
 	for _, tid := range r.traceOrder() {
 		th := threadOf(r.spansOf(tid), r.logsOf(tid))
 		switch {
@@ -214,7 +215,6 @@ func joinRootless(r *otelRecords) ([]otelGroup, error) {
 			groups = append(groups, otelGroup{id: "session:" + th.Conversation, tids: []string{tid}})
 			continue
 		case th.Opening != "":
-			joined := false
 			for _, gi := range byOpening[th.Opening] {
 				t, ok, err := r.build(groups[gi].id, groups[gi].tids, nil, nil)
 				if err != nil {
@@ -222,12 +222,8 @@ func joinRootless(r *otelRecords) ([]otelGroup, error) {
 				}
 				if ok && th.Continues(conversationOfTrace(t)) {
 					groups[gi].tids = append(groups[gi].tids, tid)
-					joined = true
-					break
+					continue traces
 				}
-			}
-			if joined {
-				continue
 			}
 			byOpening[th.Opening] = append(byOpening[th.Opening], len(groups))
 		}
