@@ -116,18 +116,16 @@ func alignToConversation(input, steps []domain.Step, conv []int) []domain.Step {
 	}
 	used := make([]bool, len(input))
 	head := make([]domain.Step, 0, len(input))
+history:
 	for _, ci := range conv {
-		found := false
 		for j, s := range input {
 			if !used[j] && sameStep(s, steps[ci]) {
-				used[j], found = true, true
+				used[j] = true
 				head = append(head, s)
-				break
+				continue history
 			}
 		}
-		if !found {
-			return input
-		}
+		return input // a message of the conversation the input does not hold
 	}
 	for j, s := range input {
 		if !used[j] {
