@@ -502,10 +502,8 @@ func (r *otelRecords) decodeLog(v any, line int, f string) (otelEvent, error) {
 	if ev.Attrs, err = otelAttrs(pickKey(m, "attributes"), line, f+".attributes"); err != nil {
 		return ev, err
 	}
-	if b, ok := pickKeyOK(m, "body"); ok {
-		if ev.Body, err = otelAnyValue(b, line, f+".body"); err != nil {
-			return ev, err
-		}
+	if ev.Body, err = otelAnyValue(m["body"], line, f+".body"); err != nil { // absent: nil
+		return ev, err
 	}
 	ev.Name = firstString(pickKey(m, "eventName", "event_name"), ev.Attrs["event.name"])
 	r.seq++
