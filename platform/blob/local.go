@@ -61,18 +61,6 @@ type Local struct {
 // LocalOption configures NewLocal.
 type LocalOption func(*Local) error
 
-// WithSigningSecret uses secret (at least 32 bytes) instead of the one
-// persisted in the directory; for deployments that keep secrets elsewhere.
-func WithSigningSecret(secret []byte) LocalOption {
-	return func(l *Local) error {
-		if len(secret) < signingKeyLen {
-			return fmt.Errorf("blob store: signing secret must be at least %d bytes", signingKeyLen)
-		}
-		l.secret = append([]byte(nil), secret...)
-		return nil
-	}
-}
-
 // WithSigningKeyFile keeps the persisted secret at path instead of
 // DefaultSigningKeyPath (CRITIC_BLOB_SIGNING_KEY_FILE). The path must lie
 // outside the store's directory.
@@ -95,7 +83,7 @@ func WithPublicURL(base string) LocalOption {
 // NewLocal returns a store rooted at dir, creating it if needed, and loads
 // (or creates, once) the signing secret outside dir — at
 // DefaultSigningKeyPath(dir) or WithSigningKeyFile's path — unless
-// WithSigningSecret gives one. A secret an older version left inside dir
+// a test's WithSigningSecret gives one. A secret an older version left inside dir
 // (LegacySigningKeyFile) is moved there first, so links already handed out
 // keep working; if a secret already exists outside, the one inside is
 // deleted.

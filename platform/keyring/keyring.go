@@ -29,6 +29,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -237,13 +238,14 @@ func (r *Ring) Ensure(ctx context.Context, scopes []string) (map[string]cipher.A
 		return out, nil
 	}
 	ids := make([]string, len(missing))
-	raws := make([][]byte, len(missing))
 	wrapped := make([][]byte, len(missing))
+	raws := make(map[string][]byte, len(missing))
 	for i, s := range missing {
-		raws[i] = make([]byte, KeySize)
-		_, _ = rand.Read(raws[i])
+		raw := make([]byte, KeySize)
+		_, _ = rand.Read(raw)
+		raws[s] = raw
 		ids[i] = uuid.NewString()
-		wrapped[i] = r.wrap(s, ids[i], raws[i])
+		wrapped[i] = r.wrap(s, ids[i], raw)
 	}
 	// The keys this insert made come back by RETURNING and need no read;
 	// only scopes another writer made (or destroyed) first are read.
@@ -256,16 +258,12 @@ func (r *Ring) Ensure(ctx context.Context, scopes []string) (map[string]cipher.A
 	if err != nil {
 		return nil, fmt.Errorf("create data keys: %w", err)
 	}
-	index := make(map[string]int, len(missing))
-	for i, s := range missing {
-		index[s] = i
-	}
 	r.mu.Lock()
 	if len(r.keys)+len(made) > maxCached {
 		r.keys = map[string]cipher.AEAD{}
 	}
 	for _, s := range made {
-		k, err := newAEAD(raws[index[s]])
+		k, err := newAEAD(raws[s])
 		if err != nil {
 			r.mu.Unlock()
 			return nil, err
@@ -277,12 +275,10 @@ func (r *Ring) Ensure(ctx context.Context, scopes []string) (map[string]cipher.A
 	if len(made) == len(missing) {
 		return out, nil
 	}
-	var rest []string
-	for _, s := range missing {
-		if _, ok := out[s]; !ok {
-			rest = append(rest, s)
-		}
-	}
+	rest := slices.DeleteFunc(missing, func(s string) bool {
+		_, ok := out[s]
+		return ok
+	})
 	if err := r.fetch(ctx, rest, out); err != nil {
 		return nil, err
 	}
@@ -381,10 +377,7 @@ func (r *Ring) Destroy(ctx context.Context, scope string) error {
 		ON CONFLICT (scope) DO UPDATE SET wrapped = NULL, destroyed_at = COALESCE(data_keys.destroyed_at, now())`, scope); err != nil {
 		return fmt.Errorf("destroy data key of %s: %w", scope, err)
 	}
-	r.mu.Lock()
-	delete(r.keys, scope)
-	r.destroyed[scope] = true
-	r.mu.Unlock()
+	r.Forget(scope)
 	return nil
 }
 
