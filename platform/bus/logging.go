@@ -44,34 +44,26 @@ func newBusLog(cfg Config, wm watermill.LoggerAdapter, attrs ...any) *busLog {
 	return &busLog{slog: cfg.Logger, wm: wm, attrs: attrs}
 }
 
-func (l *busLog) fields(args []any) watermill.LogFields {
-	f := watermill.LogFields{}
+func (l *busLog) log(level slog.Level, msg string, err error, args ...any) {
+	// watermill's Error takes the error apart from the fields.
+	if err != nil && (l.slog != nil || level < slog.LevelError) {
+		args = append(args, "err", err)
+	}
 	all := append(slices.Clone(l.attrs), args...)
+	if l.slog != nil {
+		l.slog.Log(context.Background(), level, msg, all...)
+		return
+	}
+	f := watermill.LogFields{}
 	for i := 0; i+1 < len(all); i += 2 {
 		f[fmt.Sprint(all[i])] = all[i+1]
 	}
-	return f
-}
-
-func (l *busLog) log(level slog.Level, msg string, err error, args ...any) {
-	if l.slog != nil {
-		if err != nil {
-			args = append(args, "err", err)
-		}
-		l.slog.Log(context.Background(), level, msg, append(slices.Clone(l.attrs), args...)...)
-		return
-	}
-	f := l.fields(args)
-	if level >= slog.LevelError {
+	switch {
+	case level >= slog.LevelError:
 		l.wm.Error(msg, err, f)
-		return
-	}
-	if err != nil {
-		f["err"] = err
-	}
-	if level >= slog.LevelInfo { // watermill has no WARN
+	case level >= slog.LevelInfo: // watermill has no WARN
 		l.wm.Info(msg, f)
-	} else {
+	default:
 		l.wm.Debug(msg, f)
 	}
 }

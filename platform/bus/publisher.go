@@ -25,7 +25,6 @@ var ErrClosed = errors.New("bus: closed")
 // Publish) and a bounded failure (PublishTimeout) over hiding outages.
 type Publisher struct {
 	cfg       Config
-	logger    watermill.LoggerAdapter
 	transport *kafka.Transport
 	writer    *kafka.Writer
 	topics    *topicCreator
@@ -43,15 +42,11 @@ func NewPublisher(cfg Config, logger watermill.LoggerAdapter) (*Publisher, error
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if logger == nil {
-		logger = watermill.NopLogger{}
-	}
 	cfg = cfg.withDefaults()
 	transport := newTransport(cfg)
 	klog := newBusLog(cfg, logger)
 	return &Publisher{
 		cfg:       cfg,
-		logger:    logger,
 		transport: transport,
 		topics:    newTopicCreator(cfg, transport),
 		writer: &kafka.Writer{
