@@ -60,16 +60,8 @@ func (o *Options) defaults() {
 	if o.Timeout <= 0 {
 		o.Timeout = 90 * time.Second
 	}
-	if o.MaxRetries < 0 {
-		o.MaxRetries = 0
-	} else if o.MaxRetries == 0 {
-		o.MaxRetries = 4
-	}
-	if o.RetryInvalid < 0 {
-		o.RetryInvalid = 0
-	} else if o.RetryInvalid == 0 {
-		o.RetryInvalid = 1
-	}
+	o.MaxRetries = max(cmp.Or(o.MaxRetries, 4), 0)
+	o.RetryInvalid = max(cmp.Or(o.RetryInvalid, 1), 0)
 	if o.BaseBackoff <= 0 {
 		o.BaseBackoff = 500 * time.Millisecond
 	}
@@ -424,16 +416,11 @@ func (c *Client) classify(ctx context.Context, err error) *Error {
 		return c.fail(KindHTTP, re.HTTPStatusCode, "", truncate(strings.TrimSpace(string(re.Body)), 300), err)
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil, errors.As(err, &ne) && ne.Timeout():
 		return c.fail(KindTimeout, 0, "", fmt.Sprintf("no answer within %s", c.opts.Timeout), err)
-	case errors.As(err, &se), strings.Contains(err.Error(), "invalid character"), strings.Contains(err.Error(), "unexpected EOF") && !isNetErr(err):
+	case errors.As(err, &se), strings.Contains(err.Error(), "invalid character"),
+		strings.Contains(err.Error(), "unexpected EOF") && !errors.As(err, &ne): // a body cut short, not a dropped connection
 		return c.fail(KindMalformed, 0, "", "the response body is not a chat completion: "+err.Error(), err)
 	}
 	return c.fail(KindNetwork, 0, "", err.Error(), err)
-}
-
-func isNetErr(err error) bool {
-	var ne net.Error
-	var oe *net.OpError
-	return errors.As(err, &ne) || errors.As(err, &oe)
 }
 
 func truncate(s string, n int) string {
