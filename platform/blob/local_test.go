@@ -13,7 +13,6 @@ import (
 
 	"github.com/criticml/critic/handlers/blobdl"
 	"github.com/criticml/critic/platform/blob"
-	"github.com/criticml/critic/platform/blob/blobtest"
 )
 
 // newLocal returns a local store whose signed URLs point at the download
@@ -29,7 +28,7 @@ func newLocal(t *testing.T) *blob.Local {
 }
 
 func TestLocalStore(t *testing.T) {
-	blobtest.Run(t, blobtest.LocalParams, func(t *testing.T) blob.Store { return newLocal(t) })
+	runSuite(t, localParams, func(t *testing.T) blob.Store { return newLocal(t) })
 }
 
 func TestLocalSigningKeyIsCreatedOnceAndPrivate(t *testing.T) {

@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/criticml/critic/platform/blob"
-	"github.com/criticml/critic/platform/blob/blobtest"
 )
 
 // versitygwModule is the S3 test server: unlike gofakes3 it verifies SigV4
@@ -158,7 +157,7 @@ func newS3(t *testing.T) *blob.S3 {
 }
 
 func TestS3Store(t *testing.T) {
-	blobtest.Run(t, blobtest.S3Params, func(t *testing.T) blob.Store { return newS3(t) })
+	runSuite(t, s3Params, func(t *testing.T) blob.Store { return newS3(t) })
 }
 
 func TestS3ObjectsArePrivate(t *testing.T) {

@@ -1,7 +1,4 @@
-// Package blobtest is the behaviour every blob.Store must share, run against
-// each implementation (the local directory with its download handler, S3 via
-// versitygw), so code tested on a laptop behaves the same against a bucket.
-package blobtest
+package blob_test
 
 import (
 	"bytes"
@@ -27,9 +24,9 @@ import (
 	"github.com/criticml/critic/platform/blob"
 )
 
-// URLParams names the query parameters of an implementation's signed URLs,
+// urlParams names the query parameters of an implementation's signed URLs,
 // so the suite can tamper with the signature and the lifetime.
-type URLParams struct {
+type urlParams struct {
 	// Signature holds the signature (hex for both implementations).
 	Signature string
 	// Expiry holds a number of seconds (absolute or relative) that only
@@ -37,25 +34,28 @@ type URLParams struct {
 	Expiry string
 }
 
-// LocalParams and S3Params are the parameters of the two implementations.
+// localParams and s3Params are the parameters of the two implementations.
 var (
-	LocalParams = URLParams{Signature: "sig", Expiry: "expires"}
-	S3Params    = URLParams{Signature: "X-Amz-Signature", Expiry: "X-Amz-Expires"}
+	localParams = urlParams{Signature: "sig", Expiry: "expires"}
+	s3Params    = urlParams{Signature: "X-Amz-Signature", Expiry: "X-Amz-Expires"}
 )
 
-// LargeFileMB is the size of the streaming-memory check; CRITIC_BLOB_LARGE_MB
+// largeFileMB is the size of the streaming-memory check; CRITIC_BLOB_LARGE_MB
 // overrides it (e.g. 200, a real checkpoint size).
-func LargeFileMB() int {
+func largeFileMB() int {
 	if n, err := strconv.Atoi(os.Getenv("CRITIC_BLOB_LARGE_MB")); err == nil && n > 0 {
 		return n
 	}
 	return 64
 }
 
-// Run runs the suite. newStore returns an empty store whose signed URLs are
-// reachable over HTTP from the test (for the local store: with the download
-// handler served); it is called once per subtest.
-func Run(t *testing.T, p URLParams, newStore func(t *testing.T) blob.Store) {
+// runSuite runs the behaviour every blob.Store must share against one
+// implementation (the local directory with its download handler, S3 via
+// versitygw), so code tested on a laptop behaves the same against a bucket.
+// newStore returns an empty store whose signed URLs are reachable over HTTP
+// from the test (for the local store: with the download handler served); it
+// is called once per subtest.
+func runSuite(t *testing.T, p urlParams, newStore func(t *testing.T) blob.Store) {
 	ctx := context.Background()
 
 	// Not parallel: it measures this process's heap.
@@ -76,7 +76,7 @@ func Run(t *testing.T, p URLParams, newStore func(t *testing.T) blob.Store) {
 
 	t.Run("PutFileAndGetToFileStreamLargeFiles", func(t *testing.T) {
 		s := newStore(t)
-		size := int64(LargeFileMB()) << 20
+		size := int64(largeFileMB()) << 20
 		src := filepath.Join(t.TempDir(), "big.tar.gz")
 		want := writeRandomFile(t, src, size)
 
