@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -107,13 +108,8 @@ func (s *Snapshots) captureDelta(ctx context.Context, o *ownerState, tx *Tx) (*d
 		len(tx.traces) > deltaMaxTraces || len(tx.annotations) > 4*deltaMaxTraces {
 		return nil, nil
 	}
-	d := &delta{rows: map[string][][]any{}}
-	for id := range tx.traces {
-		d.traces = append(d.traces, id)
-	}
-	for id := range tx.annotations {
-		d.annotations = append(d.annotations, id)
-	}
+	d := &delta{rows: map[string][][]any{}, traces: anySlice(slices.Collect(maps.Keys(tx.traces))),
+		annotations: anySlice(slices.Collect(maps.Keys(tx.annotations)))}
 	total := 0
 	for _, t := range userTables {
 		pred, args := d.predicate(t.name)

@@ -73,12 +73,12 @@ func (s *Snapshots) newSandbox(ctx context.Context) (*sandbox, error) {
 		SET allow_community_extensions = false; SET GLOBAL TimeZone = 'UTC';
 		SET secret_directory = '/dev/null/secrets'; SET extension_directory = '/dev/null/extensions'`,
 		s.opts.Threads, quoteString(s.opts.MemoryLimit))
+	sb := &sandbox{db: db, conn: conn}
 	if _, err := conn.ExecContext(ctx, setup); err != nil {
-		sb := &sandbox{db: db, conn: conn}
 		sb.close()
 		return nil, fmt.Errorf("duck: configure sandbox: %w", err)
 	}
-	return &sandbox{db: db, conn: conn}, nil
+	return sb, nil
 }
 
 func (sb *sandbox) close() {
@@ -959,3 +959,4 @@ func checkStatement(query string, maxBytes, maxSetOps int) error {
 	}
 	return nil
 }
+

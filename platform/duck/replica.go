@@ -149,16 +149,8 @@ func (r *replica) close() {
 // evicting the least recently used replicas beyond ReplicaBytes.
 func (s *Snapshots) buildReplica(ownerID string, o *ownerState, call *buildCall) {
 	defer s.bg.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*s.opts.Timeout)
+	ctx, cancel := s.buildContext()
 	defer cancel()
-	go func() { // Close cancels a build in progress
-		select {
-		case <-s.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-
 	r, err := s.newReplica(ctx, ownerID, o, false)
 
 	s.mu.Lock()
@@ -191,6 +183,20 @@ func (s *Snapshots) buildReplica(ownerID string, o *ownerState, call *buildCall)
 	close(call.done)
 }
 
+// buildContext bounds a replica build to ten query time limits; Close
+// cancels a build in progress.
+func (s *Snapshots) buildContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*s.opts.Timeout)
+	go func() {
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 // compressMin is the replica size from which compress runs; smaller ones
 // scan fast enough as they are.
 const compressMin = 8 << 20
@@ -206,15 +212,8 @@ const compressMin = 8 << 20
 func (s *Snapshots) compress(ownerID string, o *ownerState, r *replica) {
 	defer s.bg.Done()
 	defer s.releaseReplica(r)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*s.opts.Timeout)
+	ctx, cancel := s.buildContext()
 	defer cancel()
-	go func() {
-		select {
-		case <-s.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	s.mu.Lock()
 	o.compressing, o.followed = true, nil
 	s.mu.Unlock()

@@ -35,9 +35,6 @@ type Tx struct {
 // traces, steps, annotations, scores, action_scores, step_labels and
 // task_scores rows are copied to the replica).
 func (t *Tx) Touch(traceIDs ...string) {
-	if t.traces == nil {
-		t.traces = map[string]bool{}
-	}
 	for _, id := range traceIDs {
 		t.traces[id] = true
 	}
@@ -49,9 +46,6 @@ func (t *Tx) TouchAll() { t.all = true }
 
 // TouchAnnotation records that only these annotation rows changed.
 func (t *Tx) TouchAnnotation(ids ...string) {
-	if t.annotations == nil {
-		t.annotations = map[string]bool{}
-	}
 	for _, id := range ids {
 		t.annotations[id] = true
 	}
@@ -157,10 +151,16 @@ func (t *Tx) appendRows(table string, n int, row func(i int, add func(...driver.
 
 // ExistingTraces returns which of ids have a row in `traces`.
 func (t *Tx) ExistingTraces(ctx context.Context, ids []string) (map[string]bool, error) {
-	out := map[string]bool{}
-	for c := range slices.Chunk(ids, idChunk) {
-		chunk := anySlice(c)
-		if err := addStrings(ctx, t.conn, out, "SELECT id FROM main.traces WHERE id IN ("+placeholders(len(chunk))+")", chunk...); err != nil {
+	return among(ctx, t.conn, "traces", "id", ids)
+}
+
+// among returns which of ids are in table's column, asking idChunk ids at a
+// time.
+func among(ctx context.Context, db querier, table, column string, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(ids))
+	for chunk := range slices.Chunk(ids, idChunk) {
+		if err := addStrings(ctx, db, out, "SELECT "+column+" FROM main."+table+" WHERE "+column+" IN ("+
+			placeholders(len(chunk))+")", anySlice(chunk)...); err != nil {
 			return nil, err
 		}
 	}

@@ -137,9 +137,9 @@ func (s *Snapshots) ApplyBatch(ctx context.Context, ownerID string, eventIDs []s
 			_ = s.closeWriter(o)
 		}
 	}()
-	seen, err := appliedAmong(ctx, conn, eventIDs)
+	seen, err := among(ctx, conn, "_applied", "event_id", eventIDs)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("duck: look up applied events: %w", err)
 	}
 	fresh := make([]int, 0, len(eventIDs))
 	ids := make([]any, 0, len(eventIDs))
@@ -159,7 +159,7 @@ func (s *Snapshots) ApplyBatch(ctx context.Context, ownerID string, eventIDs []s
 			return 0, fmt.Errorf("duck: record events: %w", err)
 		}
 	}
-	tx := &Tx{conn: conn}
+	tx := &Tx{conn: conn, traces: map[string]bool{}, annotations: map[string]bool{}}
 	if err := fn(tx, fresh); err != nil {
 		return 0, err
 	}
@@ -179,18 +179,6 @@ func (s *Snapshots) ApplyBatch(ctx context.Context, ownerID string, eventIDs []s
 
 // idChunk bounds the parameters of one statement listing event ids.
 const idChunk = 1000
-
-// appliedAmong returns which of ids are already in `_applied`.
-func appliedAmong(ctx context.Context, conn *sql.Conn, ids []string) (map[string]bool, error) {
-	seen := make(map[string]bool, len(ids))
-	for chunk := range slices.Chunk(ids, idChunk) {
-		if err := addStrings(ctx, conn, seen, "SELECT event_id FROM main._applied WHERE event_id IN ("+
-			placeholders(len(chunk))+")", anySlice(chunk)...); err != nil {
-			return nil, fmt.Errorf("duck: look up applied events: %w", err)
-		}
-	}
-	return seen, nil
-}
 
 // changed records a committed change of o's snapshot: replicas built before
 // it are stale, and the current one is dropped at once (after its running
