@@ -959,4 +959,3 @@ func checkStatement(query string, maxBytes, maxSetOps int) error {
 	}
 	return nil
 }
-

@@ -5,7 +5,6 @@ package pg
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -66,9 +65,7 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	if cfg.MaxConns < 16 {
-		cfg.MaxConns = 16
-	}
+	cfg.MaxConns = max(cfg.MaxConns, 16)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -86,10 +83,6 @@ func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	return migrate(ctx, db)
-}
-
-func migrate(ctx context.Context, db *sql.DB) error {
 	provider, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)

@@ -25,11 +25,9 @@ import (
 // their order.
 const Topic = "critic.events"
 
-const leaderLockKey = 7_210_002
-
 // LeaderLockKey is the advisory lock the publishing relay holds: a
 // maintenance command that must not run beside an API instance takes it.
-const LeaderLockKey = leaderLockKey
+const LeaderLockKey = 7_210_002
 
 // leaderPoll is how often a standby relay tries to take over: a crashed
 // leader's events start flowing again within it.
@@ -151,7 +149,7 @@ func (r *Relay) lead(ctx context.Context) error {
 	standby := false
 	for {
 		var got bool
-		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", leaderLockKey).Scan(&got); err != nil {
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", LeaderLockKey).Scan(&got); err != nil {
 			return err
 		}
 		if got {
@@ -168,7 +166,7 @@ func (r *Relay) lead(ctx context.Context) error {
 		}
 	}
 	defer func() {
-		_, _ = conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", leaderLockKey)
+		_, _ = conn.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", LeaderLockKey)
 		r.log.Info("relay: stopped publishing on this instance", "name", r.name)
 	}()
 	if _, err := conn.Exec(ctx, "LISTEN "+eventstore.NotifyChannel); err != nil {
