@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/criticml/critic/domain/events"
+	"github.com/criticml/critic/platform/jsonscan"
 )
 
 // A sealed payload is read by hand rather than by encoding/json: every
@@ -40,65 +41,38 @@ func decodeSealed(payload []byte) (*events.Sealed, error) {
 }
 
 func scanSealedPayload(p []byte) (*events.Sealed, error) {
-	r := &sealReader{p: p}
-	if !r.byte('{') {
+	r := &sealReader{jsonscan.Scanner{B: p}}
+	if !r.Expect('{') {
 		return nil, errUnusual
 	}
 	if name, ok := r.name(); !ok || string(name) != "sealed" {
 		return nil, errUnusual
 	}
 	s, err := r.sealed()
-	if err != nil || !r.byte('}') {
-		return nil, errUnusual
-	}
-	if r.skip(); r.i != len(r.p) {
+	if err != nil || !r.Expect('}') || !r.End() {
 		return nil, errUnusual
 	}
 	return s, nil
 }
 
 // sealReader reads the few JSON shapes a sealed payload is made of.
-type sealReader struct {
-	p []byte
-	i int
-}
-
-func (r *sealReader) skip() {
-	for r.i < len(r.p) {
-		switch r.p[r.i] {
-		case ' ', '\t', '\r', '\n':
-			r.i++
-		default:
-			return
-		}
-	}
-}
-
-// byte consumes c after optional whitespace.
-func (r *sealReader) byte(c byte) bool {
-	r.skip()
-	if r.i < len(r.p) && r.p[r.i] == c {
-		r.i++
-		return true
-	}
-	return false
-}
+type sealReader struct{ jsonscan.Scanner }
 
 // str returns the bytes of a JSON string without escapes (the slice aliases
 // the payload).
 func (r *sealReader) str() ([]byte, bool) {
-	if !r.byte('"') {
+	if !r.Expect('"') {
 		return nil, false
 	}
-	end := bytes.IndexByte(r.p[r.i:], '"')
+	end := bytes.IndexByte(r.B[r.I:], '"')
 	if end < 0 {
 		return nil, false
 	}
-	s := r.p[r.i : r.i+end]
+	s := r.B[r.I : r.I+end]
 	if bytes.IndexByte(s, '\\') >= 0 {
 		return nil, false
 	}
-	r.i += end + 1
+	r.I += end + 1
 	return s, true
 }
 
@@ -116,22 +90,13 @@ func plain(s []byte) bool {
 
 // name reads a member name and its colon.
 func (r *sealReader) name() ([]byte, bool) {
-	n, ok := r.str()
-	return n, ok && plain(n) && r.byte(':')
-}
-
-func (r *sealReader) null() bool {
-	r.skip()
-	if bytes.HasPrefix(r.p[r.i:], []byte("null")) {
-		r.i += 4
-		return true
-	}
-	return false
+	n, ok := r.Key()
+	return n, ok && plain(n)
 }
 
 // bytesValue reads a base64 string, or null as encoding/json does (nil).
 func (r *sealReader) bytesValue() ([]byte, error) {
-	if r.null() {
+	if r.Null() {
 		return nil, nil
 	}
 	s, ok := r.str()
@@ -154,16 +119,16 @@ var memberBit = map[string]uint8{"key": 1, "nonce": 2, "ciphertext": 4, "z": 8}
 
 // sealed reads an events.Sealed object.
 func (r *sealReader) sealed() (*events.Sealed, error) {
-	if !r.byte('{') {
+	if !r.Expect('{') {
 		return nil, errUnusual
 	}
 	s := &events.Sealed{}
 	var seen uint8
 	for first := true; ; first = false {
-		if r.byte('}') {
+		if r.Expect('}') {
 			return s, nil
 		}
-		if !first && !r.byte(',') {
+		if !first && !r.Expect(',') {
 			return nil, errUnusual
 		}
 		name, ok := r.name()
