@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -114,9 +115,7 @@ func StartEmbedded(ctx context.Context, cfg EmbeddedConfig) (*Embedded, error) {
 }
 
 // Addrs returns the broker's host:port addresses, to use as Config.Brokers.
-func (e *Embedded) Addrs() []string {
-	return append([]string(nil), e.addrs...)
-}
+func (e *Embedded) Addrs() []string { return slices.Clone(e.addrs) }
 
 // Close stops the broker, persisting its state to DataDir first. Clients
 // connected to it see their connections drop.

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,14 +27,10 @@ type topicCreator struct {
 }
 
 func newTopicCreator(cfg Config, transport *kafka.Transport) *topicCreator {
-	rf := cfg.ReplicationFactor
-	if rf == 0 {
-		rf = -1
-	}
 	return &topicCreator{
 		client:            &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: transport},
 		partitions:        cfg.TopicPartitions,
-		replicationFactor: rf,
+		replicationFactor: cmp.Or(cfg.ReplicationFactor, -1), // -1: the broker's default
 		ready:             map[string]bool{},
 	}
 }
