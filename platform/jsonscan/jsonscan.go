@@ -202,48 +202,34 @@ func (s *Scanner) Raw() ([]byte, bool) {
 // Object calls field for each key of the object at the cursor; field reads
 // the value (or reports false to give up).
 func (s *Scanner) Object(field func(key []byte) bool) bool {
-	if !s.Expect('{') {
-		return false
-	}
-	if s.Peek() == '}' {
-		s.I++
-		return true
-	}
-	for {
+	return s.list('{', '}', func() bool {
 		k, ok := s.Key()
-		if !ok || !field(k) {
-			return false
-		}
-		switch s.Peek() {
-		case ',':
-			s.I++
-		case '}':
-			s.I++
-			return true
-		default:
-			return false
-		}
-	}
+		return ok && field(k)
+	})
 }
 
 // Array calls elem for each element of the array at the cursor; elem reads
 // the element (or reports false to give up).
-func (s *Scanner) Array(elem func() bool) bool {
-	if !s.Expect('[') {
+func (s *Scanner) Array(elem func() bool) bool { return s.list('[', ']', elem) }
+
+// list reads the comma-separated items between opening and closing, each
+// with item.
+func (s *Scanner) list(opening, closing byte, item func() bool) bool {
+	if !s.Expect(opening) {
 		return false
 	}
-	if s.Peek() == ']' {
+	if s.Peek() == closing {
 		s.I++
 		return true
 	}
 	for {
-		if !elem() {
+		if !item() {
 			return false
 		}
 		switch s.Peek() {
 		case ',':
 			s.I++
-		case ']':
+		case closing:
 			s.I++
 			return true
 		default:
