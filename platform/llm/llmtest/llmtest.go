@@ -25,8 +25,10 @@
 package llmtest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -277,15 +279,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"llmtest serves POST /v1/chat/completions only","type":"invalid_request_error"}}`, http.StatusNotFound)
 		return
 	}
-	var body []byte
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := r.Body.Read(buf)
-		body = append(body, buf[:n]...)
-		if err != nil {
-			break
-		}
-	}
+	body, _ := io.ReadAll(r.Body) // a broken body fails to decode below
 	var wr wireRequest
 	if err := json.Unmarshal(body, &wr); err != nil {
 		writeErr(w, http.StatusBadRequest, "llmtest: request is not JSON: "+err.Error())
@@ -326,10 +320,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if rep.RetryAfter != "" {
 		w.Header().Set("Retry-After", rep.RetryAfter)
 	}
-	status := rep.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	status := cmp.Or(rep.Status, http.StatusOK)
 	if rep.Raw != "" {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
@@ -337,11 +328,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if status != http.StatusOK {
-		msg := rep.Message
-		if msg == "" {
-			msg = http.StatusText(status)
-		}
-		writeErr(w, status, msg)
+		writeErr(w, status, cmp.Or(rep.Message, http.StatusText(status)))
 		return
 	}
 	content := rep.Content
