@@ -39,12 +39,8 @@ func Scrape(t testing.TB, url string) Families {
 // missing series reads 0 (Prometheus shows no series until the first
 // observation). Several matching series are summed.
 func (f Families) Value(name string, labels ...string) float64 {
-	fam, ok := f[name]
-	if !ok {
-		return 0
-	}
 	var sum float64
-	for _, m := range fam.GetMetric() {
+	for _, m := range f[name].GetMetric() { // nil-safe: a missing family has no series
 		if !matches(m, labels) {
 			continue
 		}
@@ -86,13 +82,7 @@ func matches(m *dto.Metric, labels []string) bool {
 		if !ok {
 			panic(fmt.Sprintf("metricstest: label %q is not key=value", l))
 		}
-		found := false
-		for _, lp := range m.GetLabel() {
-			if lp.GetName() == k && lp.GetValue() == v {
-				found = true
-			}
-		}
-		if !found {
+		if !slices.ContainsFunc(m.GetLabel(), func(lp *dto.LabelPair) bool { return lp.GetName() == k && lp.GetValue() == v }) {
 			return false
 		}
 	}
