@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -51,9 +52,8 @@ func (s *Store) SealExisting(ctx context.Context, batch int, progress func(done,
 		return 0, err
 	}
 	done := 0
-	for start := 0; start < len(todo); start += batch {
-		end := min(start+batch, len(todo))
-		n, err := s.sealBatch(ctx, todo[start:end])
+	for chunk := range slices.Chunk(todo, batch) {
+		n, err := s.sealBatch(ctx, chunk)
 		if err != nil {
 			return done, err
 		}
