@@ -142,12 +142,11 @@ func (s *Snapshots) discard(sb *sandbox) {
 // covers waiting for the owner's turn, building a replica, preparing and
 // running.
 func (s *Snapshots) Query(ctx context.Context, ownerID, query string) (*Result, error) {
-	if s.opts.OnQuery == nil {
-		return s.boundedQuery(ctx, ownerID, query)
-	}
 	start := time.Now()
 	res, err := s.boundedQuery(ctx, ownerID, query)
-	s.opts.OnQuery(time.Since(start), err)
+	if s.opts.OnQuery != nil {
+		s.opts.OnQuery(time.Since(start), err)
+	}
 	return res, err
 }
 
