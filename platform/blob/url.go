@@ -24,9 +24,7 @@ type Location struct {
 // relative to the working directory, as earlier versions did) and
 // s3://bucket/optional/prefix.
 func ParseURL(raw string) (Location, error) {
-	switch {
-	case strings.HasPrefix(raw, "file://"):
-		dir := strings.TrimPrefix(raw, "file://")
+	if dir, ok := strings.CutPrefix(raw, "file://"); ok {
 		if dir == "" {
 			return Location{}, fmt.Errorf("%q has no directory (want file:///absolute/dir)", raw)
 		}
@@ -35,8 +33,8 @@ func ParseURL(raw string) (Location, error) {
 			return Location{}, fmt.Errorf("%q: %w", raw, err)
 		}
 		return Location{Scheme: "file", Dir: abs}, nil
-	case strings.HasPrefix(raw, "s3://"):
-		rest := strings.TrimPrefix(raw, "s3://")
+	}
+	if rest, ok := strings.CutPrefix(raw, "s3://"); ok {
 		if strings.ContainsAny(rest, "?#") {
 			return Location{}, fmt.Errorf("%q: query and fragment are not supported (use S3_ENDPOINT and the AWS_* variables)", raw)
 		}
