@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/criticml/critic/commands"
+	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
@@ -31,16 +32,10 @@ type judgmentTarget struct {
 // target is the step id, criterion id and value, "" and nil when absent
 // (a JSON null value is absent).
 func (t judgmentTarget) target() (step, criterion string, value json.RawMessage) {
-	if t.StepID != nil {
-		step = *t.StepID
-	}
-	if t.CriterionID != nil {
-		criterion = *t.CriterionID
-	}
 	if len(t.Value) > 0 && string(t.Value) != "null" {
 		value = t.Value
 	}
-	return step, criterion, value
+	return domain.OrEmpty(t.StepID), domain.OrEmpty(t.CriterionID), value
 }
 
 func (a *API) addAnnotation(w http.ResponseWriter, r *http.Request) error {

@@ -54,9 +54,13 @@ func (a *API) acceptInvitation(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// inviteURL is the web app's one-time sign-in link for token, on the origin
-// the request reached; the token rides in the fragment, which browsers
-// never send to a server.
+// inviteURL is the web app's one-time sign-in link for token, on the scheme
+// and host the request reached; the token rides in the fragment, which
+// browsers never send to a server.
 func inviteURL(r *http.Request, token string) string {
-	return origin(r) + "/#invite=" + token
+	scheme := "http"
+	if r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https" {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + "/#invite=" + token
 }

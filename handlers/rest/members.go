@@ -13,14 +13,10 @@ import (
 // ones included (their annotations stay attributed to them).
 func (a *API) listMembers(w http.ResponseWriter, r *http.Request) error {
 	ms, err := a.d.Queries.Members(r.Context(), edge.CallerFrom(r.Context()).UserID)
-	if err != nil {
-		return err
-	}
 	if ms == nil {
 		ms = []readmodel.Member{}
 	}
-	edge.WriteJSON(w, http.StatusOK, map[string]any{"members": ms})
-	return nil
+	return reply(w, http.StatusOK, map[string]any{"members": ms}, err)
 }
 
 type addMemberRequest struct {
@@ -54,15 +50,6 @@ func (a *API) addMember(w http.ResponseWriter, r *http.Request) error {
 	}
 	m, res, err := a.d.Backend().AddMember(r.Context(), edge.CallerFrom(r.Context()), *req.Name, role)
 	return reply(w, http.StatusCreated, addMemberResponse{Member: m, APIKey: res.APIKey, SignInURL: inviteURL(r, res.InviteToken)}, err)
-}
-
-// origin is the scheme and host the request reached.
-func origin(r *http.Request) string {
-	scheme := "http"
-	if r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https" {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
 }
 
 type changeMemberRequest struct {

@@ -131,23 +131,20 @@ func (a *API) importWith(w http.ResponseWriter, r *http.Request, defaultFormat s
 			}
 		}
 		if q.Has("format") {
-			f := q.Get("format")
-			req.Format = &f
+			req.Format = new(q.Get("format"))
 		}
 		if q.Has("source_id") {
-			sid := q.Get("source_id")
-			req.SourceID = &sid
+			req.SourceID = new(q.Get("source_id"))
 		}
 		if q.Has("contribute") {
-			var c bool
 			switch q.Get("contribute") {
 			case "true":
-				c = true
+				req.Contribute = new(true)
 			case "false":
+				req.Contribute = new(false)
 			default:
 				return domain.InvalidField("contribute", "contribute must be true or false")
 			}
-			req.Contribute = &c
 		}
 	}
 	body, err := a.readBody(w, r)
@@ -201,19 +198,7 @@ type listResponse struct {
 	Total  int                      `json:"total"`
 }
 
-func (a *API) listTraces(w http.ResponseWriter, r *http.Request) error {
-	f, err := parseListFilter(r)
-	if err != nil {
-		return err
-	}
-	if f.Member, err = a.memberParam(r); err != nil {
-		return err
-	}
-	traces, total, err := a.d.Queries.ListTraces(r.Context(), edge.CallerFrom(r.Context()).UserID, f)
-	return reply(w, http.StatusOK, listResponse{Traces: traces, Total: total}, err)
-}
-
-// parseListFilter reads ?limit&offset (default 50/0, limit ≤ 1000), ?q (text
+// listTraces reads ?limit&offset (default 50/0, limit ≤ 1000), ?q (text
 // in a title or step), ?sort (source, -source, or a score column ascending
 // or with "-" descending: action_credit, scored_actions, trace_score,
 // outcome, latest_score), ?outcome (repeatable or a comma list), the
@@ -222,12 +207,20 @@ func (a *API) listTraces(w http.ResponseWriter, r *http.Request) error {
 // interpreted in ?tz (an IANA zone, default UTC) — the user's local calendar.
 // ?member (listTraces: memberParam) keeps the traces that member annotated.
 // The rules are shared with the Connect API (usecase.ListParams).
-func parseListFilter(r *http.Request) (readmodel.ListFilter, error) {
+func (a *API) listTraces(w http.ResponseWriter, r *http.Request) error {
 	p, err := usecase.ListParamsFromQuery(r.URL.Query())
 	if err != nil {
-		return readmodel.ListFilter{}, err
+		return err
 	}
-	return p.Filter()
+	f, err := p.Filter()
+	if err != nil {
+		return err
+	}
+	if f.Member, err = a.memberParam(r); err != nil {
+		return err
+	}
+	traces, total, err := a.d.Queries.ListTraces(r.Context(), edge.CallerFrom(r.Context()).UserID, f)
+	return reply(w, http.StatusOK, listResponse{Traces: traces, Total: total}, err)
 }
 
 func (a *API) getTrace(w http.ResponseWriter, r *http.Request) error {
