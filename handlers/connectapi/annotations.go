@@ -12,6 +12,7 @@ import (
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/traces"
 	"github.com/criticml/critic/handlers/edge"
+	"github.com/criticml/critic/handlers/usecase"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
 )
 
@@ -142,7 +143,7 @@ func (s *AnnotationService) ExportPairs(ctx context.Context, req *connect.Reques
 		return err
 	}
 	for _, p := range pairs {
-		out := &criticv1.PreferencePair{Chosen: p.Chosen, Rejected: p.Rejected, TraceIds: p.TraceIDs, Granularity: p.Granularity, ActionType: nonEmpty(p.ActionType)}
+		out := &criticv1.PreferencePair{Chosen: p.Chosen, Rejected: p.Rejected, TraceIds: p.TraceIDs, Granularity: p.Granularity, ActionType: usecase.NonEmpty(p.ActionType)}
 		if err := stream.Send(&criticv1.ExportPairsResponse{Pair: out}); err != nil {
 			return err
 		}
@@ -155,7 +156,7 @@ func (s *AnnotationService) ExportPairs(ctx context.Context, req *connect.Reques
 // apart.
 func (s *AnnotationService) RenameTraceSource(ctx context.Context, req *connect.Request[criticv1.RenameTraceSourceRequest]) (*connect.Response[criticv1.RenameTraceSourceResponse], error) {
 	m := req.Msg
-	err := s.d.Backend().RenameTraceSource(ctx, edge.CallerFrom(ctx), nonEmpty(m.SourceId), nonEmpty(m.Name))
+	err := s.d.Backend().RenameTraceSource(ctx, edge.CallerFrom(ctx), usecase.NonEmpty(m.SourceId), usecase.NonEmpty(m.Name))
 	return reply(&criticv1.RenameTraceSourceResponse{SourceId: m.SourceId, Name: m.Name}, err)
 }
 
@@ -166,12 +167,4 @@ func intPtr(v *int32) *int {
 	}
 	n := int(*v)
 	return &n
-}
-
-// nonEmpty is nil for "" (absent in proto3), else &s.
-func nonEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }

@@ -17,7 +17,7 @@ type GepaService struct{ d edge.Deps }
 // CreateGepaRun queues a run.
 func (s *GepaService) CreateGepaRun(ctx context.Context, req *connect.Request[criticv1.CreateGepaRunRequest]) (*connect.Response[criticv1.CreateGepaRunResponse], error) {
 	m := req.Msg
-	run, err := shaped[*criticv1.GepaRun](s.d.Backend().CreateGepaRun(ctx, edge.CallerFrom(ctx), usecase.GepaRequest{RewardModelID: nonEmpty(m.RewardModelId), TaskModel: m.TaskModel,
+	run, err := shaped[*criticv1.GepaRun](s.d.Backend().CreateGepaRun(ctx, edge.CallerFrom(ctx), usecase.GepaRequest{RewardModelID: usecase.NonEmpty(m.RewardModelId), TaskModel: m.TaskModel,
 		TaskAPIBase: m.TaskApiBase, TaskAPIKey: m.TaskApiKey, ReflectionModel: m.ReflectionModel, MaxMetricCalls: intPtr(m.MaxMetricCalls)}))
 	return reply(&criticv1.CreateGepaRunResponse{GepaRun: run}, err)
 }

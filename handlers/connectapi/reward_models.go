@@ -20,7 +20,7 @@ type RewardModelService struct{ d edge.Deps }
 func (s *RewardModelService) CreateRewardModel(ctx context.Context, req *connect.Request[criticv1.CreateRewardModelRequest]) (*connect.Response[criticv1.CreateRewardModelResponse], error) {
 	m := req.Msg
 	rm, err := shaped[*criticv1.RewardModel](s.d.Backend().CreateRewardModel(ctx, edge.CallerFrom(ctx), usecase.TrainingRequest{
-		Name: nonEmpty(m.Name), TraceIDs: m.TraceIds, BaseModel: m.BaseModel, Epochs: intPtr(m.Epochs), MaxPairs: intPtr(m.MaxPairs),
+		Name: usecase.NonEmpty(m.Name), TraceIDs: m.TraceIds, BaseModel: m.BaseModel, Epochs: intPtr(m.Epochs), MaxPairs: intPtr(m.MaxPairs),
 		TrainingConfig: trainingConfigFromProto(m.TrainingConfig)}))
 	return reply(&criticv1.CreateRewardModelResponse{RewardModel: rm}, err)
 }
@@ -71,7 +71,7 @@ func (s *RewardModelService) GetWeights(ctx context.Context, req *connect.Reques
 // ScoreTrace asks for a trace to be scored. An empty reward_model_id is an
 // absent one.
 func (s *RewardModelService) ScoreTrace(ctx context.Context, req *connect.Request[criticv1.ScoreTraceRequest]) (*connect.Response[criticv1.ScoreTraceResponse], error) {
-	run, err := shaped[*criticv1.ScoringRun](s.d.Backend().ScoreTrace(ctx, edge.CallerFrom(ctx), req.Msg.TraceId, nonEmpty(req.Msg.RewardModelId)))
+	run, err := shaped[*criticv1.ScoringRun](s.d.Backend().ScoreTrace(ctx, edge.CallerFrom(ctx), req.Msg.TraceId, usecase.NonEmpty(req.Msg.RewardModelId)))
 	return reply(&criticv1.ScoreTraceResponse{ScoringRun: run}, err)
 }
 

@@ -27,26 +27,21 @@ import (
 // TraceService implements critic.v1.TraceService.
 type TraceService struct{ d edge.Deps }
 
-// handlerOptions are the options every Critic Connect service is built
-// with: authentication and error mapping at the boundary, the message size
+// Register mounts every Critic service on mux: TraceService,
+// AnnotationService, RewardModelService, GepaService, QueryService,
+// EvaluatorService, CriteriaService and BaseModelService. Each is built
+// with authentication and error mapping at the boundary, the message size
 // limit, and the REST-like JSON codec.
-func handlerOptions(auth *edge.Authenticator, maxBody int64) []connect.HandlerOption {
-	if maxBody <= 0 {
-		maxBody = edge.DefaultMaxBody
+func Register(mux *http.ServeMux, d edge.Deps) {
+	if d.MaxBody <= 0 {
+		d.MaxBody = edge.DefaultMaxBody
 	}
-	return []connect.HandlerOption{
-		connect.WithInterceptors(&boundary{auth: auth}),
-		connect.WithReadMaxBytes(int(maxBody)),
+	opts := []connect.HandlerOption{
+		connect.WithInterceptors(&boundary{auth: d.Auth}),
+		connect.WithReadMaxBytes(int(d.MaxBody)),
 		connect.WithCodec(jsonCodec{name: "json"}),
 		connect.WithCodec(jsonCodec{name: "json; charset=utf-8"}),
 	}
-}
-
-// Register mounts every Critic service on mux: TraceService,
-// AnnotationService, RewardModelService, GepaService, QueryService,
-// EvaluatorService, CriteriaService and BaseModelService.
-func Register(mux *http.ServeMux, d edge.Deps) {
-	opts := handlerOptions(d.Auth, d.MaxBody)
 	mux.Handle(criticv1connect.NewTraceServiceHandler(&TraceService{d}, opts...))
 	mux.Handle(criticv1connect.NewAnnotationServiceHandler(&AnnotationService{d}, opts...))
 	mux.Handle(criticv1connect.NewRewardModelServiceHandler(&RewardModelService{d}, opts...))
@@ -170,7 +165,5 @@ func (w *lineWriter) flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	line := w.buf
-	w.buf = nil
-	return w.send(line)
+	return w.send(w.buf)
 }

@@ -31,7 +31,7 @@ func (s *TeamService) AddMember(ctx context.Context, req *connect.Request[critic
 	if req.Msg.Name == "" {
 		return nil, domain.InvalidField("name", "name is required")
 	}
-	r, err := usecase.MemberRole(nonEmpty(req.Msg.Role))
+	r, err := usecase.MemberRole(usecase.NonEmpty(req.Msg.Role))
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func (s *TeamService) AddMember(ctx context.Context, req *connect.Request[critic
 
 // ChangeMemberRole is PATCH /members/{member_id}.
 func (s *TeamService) ChangeMemberRole(ctx context.Context, req *connect.Request[criticv1.ChangeMemberRoleRequest]) (*connect.Response[criticv1.ChangeMemberRoleResponse], error) {
-	r, err := usecase.MemberRole(nonEmpty(req.Msg.Role))
+	r, err := usecase.MemberRole(usecase.NonEmpty(req.Msg.Role))
 	if err != nil {
 		return nil, err
 	}

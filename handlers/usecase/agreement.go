@@ -248,7 +248,7 @@ func (b Backend) Disputed(ctx context.Context, caller *readmodel.Caller) (Disput
 		if len(agreement.Disputed(list)) == 0 {
 			continue
 		}
-		it := DisputedItem{TraceID: k.trace, TraceTitle: title[k.trace], StepID: nonEmpty(k.step), CriterionID: nonEmpty(k.criterion),
+		it := DisputedItem{TraceID: k.trace, TraceTitle: title[k.trace], StepID: NonEmpty(k.step), CriterionID: NonEmpty(k.criterion),
 			Values: []DisputedValue{}, Adjudication: adjOf[k]}
 		for m, j := range byMember {
 			it.Values = append(it.Values, DisputedValue{Member: m, Name: j.MemberName, Value: valueOf(j)})
@@ -273,8 +273,8 @@ func valueOf(j readmodel.TeamJudgment) json.RawMessage {
 	return j.Value
 }
 
-// nonEmpty is nil for "" (the API's null), else &s.
-func nonEmpty(s string) *string {
+// NonEmpty is nil for "" (the API's null, and absent in proto3), else &s.
+func NonEmpty(s string) *string {
 	if s == "" {
 		return nil
 	}
@@ -307,7 +307,7 @@ func (b Backend) Adjudicate(ctx context.Context, caller *readmodel.Caller, in co
 		return readmodel.Adjudication{}, err
 	}
 	p := res.Adjudication
-	out := readmodel.Adjudication{AdjudicationID: p.AdjudicationID, TraceID: p.TraceID, StepID: nonEmpty(p.StepID), Reason: p.Reason, By: p.By, Value: p.Value}
+	out := readmodel.Adjudication{AdjudicationID: p.AdjudicationID, TraceID: p.TraceID, StepID: NonEmpty(p.StepID), Reason: p.Reason, By: p.By, Value: p.Value}
 	if p.CriterionID != "" {
 		out.CriterionID = &p.CriterionID
 	} else {

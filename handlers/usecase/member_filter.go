@@ -2,6 +2,7 @@ package usecase
 
 import (
 	"context"
+	"slices"
 
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/members"
@@ -23,10 +24,8 @@ func (b Backend) MemberFilter(ctx context.Context, owner, id string) (string, er
 	if err != nil {
 		return "", err
 	}
-	for _, m := range ms {
-		if m.ID == id {
-			return id, nil
-		}
+	if slices.ContainsFunc(ms, func(m readmodel.Member) bool { return m.ID == id }) {
+		return id, nil
 	}
 	return "", &domain.ValidationError{Code: "unknown_member", Field: "member",
 		Message: "member " + id + " is not a member of this account (GET /members lists them)"}
