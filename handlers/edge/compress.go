@@ -1,7 +1,9 @@
 package edge
 
 import (
+	"cmp"
 	"compress/gzip"
+	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -85,18 +87,14 @@ type compressWriter struct {
 }
 
 func (c *compressWriter) WriteHeader(code int) {
-	if c.status == 0 {
-		c.status = code
-	}
+	c.status = cmp.Or(c.status, code)
 	if code < 200 && code != http.StatusSwitchingProtocols {
 		c.ResponseWriter.WriteHeader(code) // informational: not the answer's head
 	}
 }
 
 func (c *compressWriter) Write(b []byte) (int, error) {
-	if c.status == 0 {
-		c.status = http.StatusOK
-	}
+	c.status = cmp.Or(c.status, http.StatusOK)
 	if !c.decided {
 		if len(c.buf)+len(b) < compressMin {
 			c.buf = append(c.buf, b...)
@@ -118,9 +116,7 @@ func (c *compressWriter) Write(b []byte) (int, error) {
 func (c *compressWriter) decide(big bool) error {
 	c.decided = true
 	h := c.Header()
-	if c.status == 0 {
-		c.status = http.StatusOK
-	}
+	c.status = cmp.Or(c.status, http.StatusOK)
 	if big && c.status != http.StatusNoContent && c.status != http.StatusNotModified && c.status != http.StatusPartialContent &&
 		h.Get("Content-Encoding") == "" && h.Get("Content-Range") == "" && compressible(h.Get("Content-Type")) {
 		h.Set("Content-Encoding", "gzip")
@@ -135,12 +131,11 @@ func (c *compressWriter) decide(big bool) error {
 	if len(held) == 0 {
 		return nil
 	}
-	var err error
+	var out io.Writer = c.ResponseWriter
 	if c.gz != nil {
-		_, err = c.gz.Write(held)
-	} else {
-		_, err = c.ResponseWriter.Write(held)
+		out = c.gz
 	}
+	_, err := out.Write(held)
 	return err
 }
 
