@@ -6,7 +6,6 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/criticml/critic/commands"
-	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/comparisons"
 	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/handlers/edge"
@@ -27,12 +26,9 @@ func (s *EvaluatorService) SetTraceContribution(ctx context.Context, req *connec
 
 // ComparisonQueue is GET /comparisons/queue (limit 0 → the default).
 func (s *EvaluatorService) ComparisonQueue(ctx context.Context, req *connect.Request[criticv1.ComparisonQueueRequest]) (*connect.Response[criticv1.ComparisonQueueResponse], error) {
-	limit := usecase.DefaultQueueLimit
-	if n := int(req.Msg.Limit); n != 0 {
-		if n < 1 || n > usecase.MaxQueueLimit {
-			return nil, domain.InvalidField("limit", "limit must be an integer from 1 to 100")
-		}
-		limit = n
+	limit, err := queueLimit(req.Msg.Limit, usecase.DefaultQueueLimit, usecase.MaxQueueLimit)
+	if err != nil {
+		return nil, err
 	}
 	return reply(shaped[*criticv1.ComparisonQueueResponse](s.d.Backend().ComparisonQueue(ctx, edge.CallerFrom(ctx), limit)))
 }

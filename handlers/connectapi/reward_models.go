@@ -77,21 +77,24 @@ func (s *RewardModelService) ScoreTrace(ctx context.Context, req *connect.Reques
 
 // ReviewQueue is GET /review-queue (limit 0 → the default).
 func (s *RewardModelService) ReviewQueue(ctx context.Context, req *connect.Request[criticv1.ReviewQueueRequest]) (*connect.Response[criticv1.ReviewQueueResponse], error) {
-	limit := usecase.DefaultReviewLimit
-	if n := int(req.Msg.Limit); n != 0 {
-		var err error
-		if limit, err = usecase.ReviewLimit(strconv.Itoa(n)); err != nil {
-			return nil, err
-		}
+	limit, err := queueLimit(req.Msg.Limit, usecase.DefaultReviewLimit, usecase.MaxReviewLimit)
+	if err != nil {
+		return nil, err
 	}
 	b, caller := s.d.Backend(), edge.CallerFrom(ctx)
 	member, err := b.OthersMember(ctx, caller, req.Msg.GetMember())
 	if err != nil {
 		return nil, err
 	}
-	if member == "" {
-		member = usecase.Actor(caller).Member()
-	}
 	q, err := b.ReviewQueue(ctx, caller, member, req.Msg.RewardModelId, limit)
 	return reply(shaped[*criticv1.ReviewQueueResponse](q, err))
+}
+
+// queueLimit is a queue's limit field: 0 (absent in proto3) is def, any
+// other value is checked as REST checks ?limit (usecase.QueueLimit).
+func queueLimit(n int32, def, max int) (int, error) {
+	if n == 0 {
+		return def, nil
+	}
+	return usecase.QueueLimit(strconv.Itoa(int(n)), def, max)
 }

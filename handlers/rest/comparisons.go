@@ -12,7 +12,7 @@ import (
 // comparisonQueue is GET /comparisons/queue?limit=20: comparisons the caller
 // has not reviewed (spec 002, reviewed comparisons).
 func (a *API) comparisonQueue(w http.ResponseWriter, r *http.Request) error {
-	limit, err := usecase.QueueLimit(r.URL.Query().Get("limit"))
+	limit, err := usecase.QueueLimit(r.URL.Query().Get("limit"), usecase.DefaultQueueLimit, usecase.MaxQueueLimit)
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 // traces and actions it is least sure of; without, unannotated traces first.
 // It is the caller's queue; ?member= is another member's, for an admin.
 func (a *API) reviewQueue(w http.ResponseWriter, r *http.Request) error {
-	limit, err := usecase.ReviewLimit(r.URL.Query().Get("limit"))
+	limit, err := usecase.QueueLimit(r.URL.Query().Get("limit"), usecase.DefaultReviewLimit, usecase.MaxReviewLimit)
 	if err != nil {
 		return err
 	}
@@ -20,10 +20,6 @@ func (a *API) reviewQueue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	caller := edge.CallerFrom(r.Context())
-	if member == "" {
-		member = usecase.Actor(caller).Member() // the key's member, or the account for its implicit admin
-	}
-	q, err := a.d.Backend().ReviewQueue(r.Context(), caller, member, r.URL.Query().Get("reward_model_id"), limit)
+	q, err := a.d.Backend().ReviewQueue(r.Context(), edge.CallerFrom(r.Context()), member, r.URL.Query().Get("reward_model_id"), limit)
 	return reply(w, http.StatusOK, q, err)
 }

@@ -40,14 +40,15 @@ const (
 	MaxQueueLimit     = 100
 )
 
-// QueueLimit reads ?limit (1–100, default 20).
-func QueueLimit(raw string) (int, error) {
+// QueueLimit reads the ?limit of a queue (the comparison queue's, the
+// review queue's): def when raw is empty, else an integer from 1 to max.
+func QueueLimit(raw string, def, max int) (int, error) {
 	if raw == "" {
-		return DefaultQueueLimit, nil
+		return def, nil
 	}
 	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > MaxQueueLimit {
-		return 0, rangeError("limit", 1, MaxQueueLimit)
+	if err != nil || n < 1 || n > max {
+		return 0, rangeError("limit", 1, max)
 	}
 	return n, nil
 }
@@ -75,7 +76,7 @@ func (b Backend) ComparisonQueue(ctx context.Context, caller *readmodel.Caller, 
 			continue
 		}
 		out.Items = append(out.Items, ComparisonQueueItem{ModelID: it.ModelID, FindingID: it.Finding.ID, TraceID: it.TraceID,
-			TraceTitle: it.TraceTitle, TraceRevision: it.TraceRevision, StepID: it.Finding.StepID, StepIndex: it.StepIndex, ToolName: nonEmpty(it.Finding.ToolName),
+			TraceTitle: it.TraceTitle, TraceRevision: it.TraceRevision, StepID: it.Finding.StepID, StepIndex: it.StepIndex, ToolName: NonEmpty(it.Finding.ToolName),
 			Source: it.Finding.Source, Context: it.Context, Left: it.Left, Right: it.Right})
 	}
 	if len(out.Items) == limit {
@@ -98,7 +99,7 @@ func (b Backend) ComparisonQueue(ctx context.Context, caller *readmodel.Caller, 
 			continue
 		}
 		out.Items = append(out.Items, ComparisonQueueItem{ModelID: mc.ModelA, FindingID: mc.Key, TraceID: mc.Trace.ID,
-			TraceTitle: mc.Trace.Title, TraceRevision: mc.Trace.Revision, StepID: mc.A.StepID, StepIndex: mc.A.StepIndex, ToolName: nonEmpty(mc.A.ToolName),
+			TraceTitle: mc.Trace.Title, TraceRevision: mc.Trace.Revision, StepID: mc.A.StepID, StepIndex: mc.A.StepIndex, ToolName: NonEmpty(mc.A.ToolName),
 			Source: events.ComparisonFromModels, Context: mc.Context, Left: mc.Left, Right: mc.Right})
 	}
 	return out, nil

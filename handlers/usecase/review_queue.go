@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/criticml/critic/domain"
@@ -59,18 +58,6 @@ type ReviewQueue struct {
 	Items       []ReviewItem `json:"items"`
 }
 
-// ReviewLimit reads ?limit (1–1000, default 200).
-func ReviewLimit(raw string) (int, error) {
-	if raw == "" {
-		return DefaultReviewLimit, nil
-	}
-	n, err := strconv.Atoi(raw)
-	if err != nil || n < 1 || n > MaxReviewLimit {
-		return 0, rangeError("limit", 1, MaxReviewLimit)
-	}
-	return n, nil
-}
-
 // ReviewQueue ranks what most needs a human. With modelID (the caller's
 // succeeded model): whole traces nobody rated, by calibrated score nearest
 // 0.5, interleaved with unrated actions by credit nearest zero, on one
@@ -80,10 +67,11 @@ func ReviewLimit(raw string) (int, error) {
 // first.
 //
 // The queue is member's (the id a member of the caller's account puts on
-// their annotations as author): with several members it offers what still
-// needs a judgment under the account's overlap (the rule: readmodel's
-// needsJudgment).
+// their annotations as author; "" is the caller's own): with several
+// members it offers what still needs a judgment under the account's
+// overlap (the rule: readmodel's needsJudgment).
 func (b Backend) ReviewQueue(ctx context.Context, caller *readmodel.Caller, member, modelID string, limit int) (ReviewQueue, error) {
+	member = cmp.Or(member, Actor(caller).Member()) // the key's member, or the account for its implicit admin
 	overlap, err := b.Queries.ReviewOverlap(ctx, caller.UserID)
 	if err != nil {
 		return ReviewQueue{}, err
