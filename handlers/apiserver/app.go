@@ -165,7 +165,6 @@ type Server struct {
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
 	closers     []func() error
-	log         *slog.Logger
 	shutOnce    sync.Once
 
 	// snapPos is the snapshot's log position and snapStart the log head
@@ -203,7 +202,7 @@ func (s *Server) watchClaim(ctx context.Context, pool *pgxpool.Pool, cfg Config)
 		if err == nil || ctx.Err() != nil {
 			continue
 		}
-		s.log.Warn("instance: the connection holding the instance id broke; claiming it again", "instance", cfg.InstanceID, "err", err)
+		s.Log.Warn("instance: the connection holding the instance id broke; claiming it again", "instance", cfg.InstanceID, "err", err)
 		_ = s.claim.Release()
 		host, _ := os.Hostname()
 		claim, aerr := instance.Acquire(ctx, pool, cfg.InstanceID, instance.Options{Host: host, PID: os.Getpid(), Addr: s.Addr, Wait: time.Second})
@@ -211,13 +210,13 @@ func (s *Server) watchClaim(ctx context.Context, pool *pgxpool.Pool, cfg Config)
 		switch {
 		case aerr == nil:
 			s.claim = claim
-			s.log.Info("instance: instance id claimed again", "instance", cfg.InstanceID)
+			s.Log.Info("instance: instance id claimed again", "instance", cfg.InstanceID)
 		case errors.As(aerr, &inUse):
-			s.log.Error("instance: another instance took this instance id over; stopping", "instance", cfg.InstanceID, "err", aerr)
+			s.Log.Error("instance: another instance took this instance id over; stopping", "instance", cfg.InstanceID, "err", aerr)
 			s.lost <- aerr
 			return
 		default:
-			s.log.Warn("instance: cannot claim the instance id again yet", "instance", cfg.InstanceID, "err", aerr)
+			s.Log.Warn("instance: cannot claim the instance id again yet", "instance", cfg.InstanceID, "err", aerr)
 		}
 	}
 }
@@ -236,7 +235,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		log = log.With("instance", cfg.InstanceID)
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(parent))
-	s := &Server{cancel: cancel, log: log, Log: log, pool: deps.Pool, store: deps.Store, Telemetry: cfg.Telemetry}
+	s := &Server{cancel: cancel, Log: log, lost: make(chan error, 1), pool: deps.Pool, store: deps.Store, Telemetry: cfg.Telemetry}
 	tel := cfg.Telemetry
 	if cfg.Telemetry != nil && tel.Metrics != nil && cfg.SnapshotDir != "" {
 		cfg.Query.OnQuery = queryObserver(tel.Metrics)
@@ -245,7 +244,6 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 		_ = s.Shutdown()
 		return nil, err
 	}
-	s.lost = make(chan error, 1)
 	if cfg.InstanceID != "" {
 		// Before anything joins a consumer group under this id.
 		host, _ := os.Hostname()
@@ -317,16 +315,15 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 // caller's, wraps them in the idempotency and observing middleware and
 // starts serving on cfg.Addr.
 func (s *Server) serveHTTP(ctx context.Context, cfg Config, deps Deps, mount Mount) error {
-	log, tel := s.log, cfg.Telemetry
+	log, tel := s.Log, cfg.Telemetry
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		edge.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	maxLag := cfg.ReadyMaxLag
-	if maxLag <= 0 {
-		maxLag = DefaultReadyMaxLag
+	s.readyMaxLag = cfg.ReadyMaxLag
+	if s.readyMaxLag <= 0 {
+		s.readyMaxLag = DefaultReadyMaxLag
 	}
-	s.readyMaxLag = maxLag
 	mux.HandleFunc("GET /readyz", s.readyz)
 	observing := edge.Observing{Log: log}
 	if tel != nil {
@@ -355,7 +352,7 @@ func (s *Server) serveHTTP(ctx context.Context, cfg Config, deps Deps, mount Mou
 
 	maxBody := cfg.MaxBody
 	if maxBody <= 0 {
-		maxBody = 64 << 20
+		maxBody = edge.DefaultMaxBody
 	}
 	keys := idempotency.NewStore(deps.Pool, cfg.IdempotencyTTL, 0)
 	s.goRun("idempotency-sweeper", func() error {
@@ -468,7 +465,7 @@ func (s *Server) Go(name string, fn func() error, closer func() error) {
 func (s *Server) goRun(name string, fn func() error) {
 	s.wg.Go(func() {
 		if err := fn(); err != nil && !errors.Is(err, context.Canceled) {
-			s.log.Error(name+" stopped", "err", err)
+			s.Log.Error(name+" stopped", "err", err)
 		}
 	})
 }

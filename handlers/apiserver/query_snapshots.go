@@ -66,7 +66,7 @@ const SnapshotGather = 100 * time.Millisecond
 // straight from the event log up to its head at start, then from the bus,
 // healing a position stuck behind an event the bus never delivered.
 func (s *Server) startSnapshots(ctx context.Context, cfg Config, deps Deps, brokers []string, wlog watermill.LoggerAdapter) error {
-	log := s.log
+	log := s.Log
 	snaps, applier, err := s.openSnapshots(ctx, cfg, deps, log)
 	if err != nil {
 		return err

@@ -275,15 +275,11 @@ func (p *Process) waitUp(ctx context.Context) error {
 	case <-ch:
 		return nil
 	case <-t.C:
-		return p.down()
+		return &domain.UnavailableError{Code: "query_process_restarting", RetryAfterSeconds: 2,
+			Message: "the query process is restarting; retry shortly"}
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-func (p *Process) down() error {
-	return &domain.UnavailableError{Code: "query_process_restarting", RetryAfterSeconds: 2,
-		Message: "the query process is restarting; retry shortly"}
 }
 
 // Query runs one query in the child (duck.Snapshots.Query there).
