@@ -213,7 +213,7 @@ func assessments(r llmRoles, s *apiserver.Server) usecase.Assessments {
 	if r.Fast == nil {
 		return nil
 	}
-	return usecase.NewGenerator(usecase.Backend{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter})
+	return &usecase.Generator{Backend: usecase.Backend{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter}}
 }
 
 // shutdown stops accepting requests, lets in-flight ones finish, then stops

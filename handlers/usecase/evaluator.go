@@ -122,8 +122,7 @@ func (b Backend) Evaluator(ctx context.Context, p evaluator.Policy) (EvaluatorSt
 				Diff: r.Overall.Diff, DiffLow: r.Overall.Low, DiffHigh: r.Overall.High, Slices: len(r.Slices),
 				MinSlice: r.Policy.MinSlice, SliceTolerance: r.Policy.Tolerance}}
 		if r.Replaces != 0 {
-			n := r.Replaces
-			v.Replaces = &n
+			v.Replaces = new(r.Replaces)
 		}
 		for _, sl := range r.Slices {
 			if sl.Populated {
@@ -132,8 +131,7 @@ func (b Backend) Evaluator(ctx context.Context, p evaluator.Policy) (EvaluatorSt
 		}
 		out.Releases = append(out.Releases, v)
 		if r.Live {
-			live := v
-			out.Release = &live
+			out.Release = new(v)
 			out.Status = EvaluatorReleased
 			out.Message = fmt.Sprintf("Release %d of the shared evaluator is live: it scores every imported and updated trace.", r.Release)
 		}

@@ -9,7 +9,6 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/sections"
-	"github.com/criticml/critic/projections/readmodel"
 )
 
 // Generator is the Assessments of a deployment with a fast model. A request
@@ -23,13 +22,6 @@ import (
 // one answers unavailable with its reason until its retry delay passes.
 type Generator struct {
 	Backend Backend
-}
-
-// NewGenerator returns the generator over the API's backend.
-func NewGenerator(b Backend) *Generator { return &Generator{Backend: b} }
-
-func (g *Generator) lookup(ctx context.Context, traceID, kind string, keys []string) (map[string]readmodel.Assessment, error) {
-	return g.Backend.Queries.Assessments(ctx, traceID, kind, keys)
 }
 
 // request records the missing items and waits (bounded) for the read model
@@ -52,7 +44,7 @@ func (g *Generator) Sections(ctx context.Context, owner, traceID string, steps [
 	for i, r := range req {
 		keys[i] = sections.SectionKey(r.EvidenceHash, r.Range.Range)
 	}
-	cached, err := g.lookup(ctx, traceID, events.AssessmentSections, keys)
+	cached, err := g.Backend.Queries.Assessments(ctx, traceID, events.AssessmentSections, keys)
 	if err != nil {
 		return nil, false, nil, err
 	}
@@ -103,7 +95,7 @@ func (g *Generator) Completion(ctx context.Context, owner, traceID string, steps
 		return listed, false, nil, nil
 	}
 	key := sections.CompletionKey(req.EvidenceHash, tasks)
-	cached, err := g.lookup(ctx, traceID, events.AssessmentCompletion, []string{key})
+	cached, err := g.Backend.Queries.Assessments(ctx, traceID, events.AssessmentCompletion, []string{key})
 	if err != nil {
 		return nil, false, nil, err
 	}

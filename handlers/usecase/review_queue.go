@@ -83,8 +83,7 @@ func (b Backend) ReviewQueue(ctx context.Context, caller *readmodel.Caller, memb
 		}
 		out := ReviewQueue{Ranking: RankUnannotated, Items: make([]ReviewItem, 0, len(cands))}
 		for _, c := range cands {
-			n := c.Annotations
-			out.Items = append(out.Items, ReviewItem{Kind: "trace", TraceID: c.TraceID, TraceTitle: c.TraceTitle, AnnotationCount: &n})
+			out.Items = append(out.Items, ReviewItem{Kind: "trace", TraceID: c.TraceID, TraceTitle: c.TraceTitle, AnnotationCount: new(c.Annotations)})
 		}
 		return out, nil
 	}
@@ -128,6 +127,5 @@ func (b Backend) ReviewQueue(ctx context.Context, caller *readmodel.Caller, memb
 	if len(items) > limit {
 		items = items[:limit]
 	}
-	id, formula := m.ID, CalibrationFormula
-	return ReviewQueue{RewardModelID: &id, Ranking: RankUncertainty, Calibration: &formula, Items: items}, nil
+	return ReviewQueue{RewardModelID: new(m.ID), Ranking: RankUncertainty, Calibration: new(CalibrationFormula), Items: items}, nil
 }

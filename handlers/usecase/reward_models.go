@@ -37,10 +37,7 @@ func (b Backend) CreateRewardModel(ctx context.Context, caller *readmodel.Caller
 	if req.Name == nil {
 		return nil, domain.InvalidField("name", "name is required")
 	}
-	in := commands.RequestTrainingInput{Name: *req.Name, TraceIDs: req.TraceIDs, Config: req.TrainingConfig}
-	if req.BaseModel != nil {
-		in.BaseModel = *req.BaseModel
-	}
+	in := commands.RequestTrainingInput{Name: *req.Name, TraceIDs: req.TraceIDs, BaseModel: domain.OrEmpty(req.BaseModel), Config: req.TrainingConfig}
 	if req.Epochs != nil {
 		if *req.Epochs < 1 {
 			return nil, domain.InvalidField("epochs", "epochs must be 1–100")
