@@ -160,11 +160,11 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		deps := edge.Deps{Cmds: a.Cmds, Queries: a.Queries, Waiter: a.Waiter, Auth: a.Auth, Blobs: in.blobs, Query: a.Query,
 			MaxBody: cfg.MaxBody, Assessments: assessments(cfg.LLM, a), EvaluatorPolicy: &evalPolicy, Workers: fleet, ModelRoots: cfg.ModelRoots}
 		rest.New(deps).Register(mux)
-		wapi := workerapi.New(a.Cmds, token, cfg.WorkerLease).WithTrainingQueue(a.Queries).WithFleet(fleet)
+		wcfg := workerapi.Config{Cmds: a.Cmds, Token: token, Lease: cfg.WorkerLease, TrainingQueue: a.Queries, Fleet: fleet}
 		if tel.Metrics != nil {
-			wapi.WithObserver(tel.Metrics)
+			wcfg.Observer = tel.Metrics
 		}
-		wapi.Register(mux)
+		workerapi.New(wcfg).Register(mux)
 		if local, ok := in.blobs.(*blob.Local); ok {
 			mux.Handle(blobdl.Pattern, blobdl.Handler(local))
 		}

@@ -150,7 +150,7 @@ func newRecordingServer(t *testing.T, w *evaluatorWorld, lease time.Duration) *r
 	t.Helper()
 	rs := &recordingServer{calls: map[string][]int{}}
 	mux := http.NewServeMux()
-	workerapi.New(w.cmds, testToken, lease).Register(mux)
+	workerapi.New(workerapi.Config{Cmds: w.cmds, Token: testToken, Lease: lease}).Register(mux)
 	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: rw, status: http.StatusOK}
 		mux.ServeHTTP(rec, r)

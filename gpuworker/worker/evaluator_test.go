@@ -49,7 +49,7 @@ func newEvaluatorWorld(t *testing.T) *evaluatorWorld {
 	w := &evaluatorWorld{cmds: commands.New(store, commands.WithFeedbackModel("openai/test", "")), store: store, blobs: blobs, pool: pool,
 		base: writeTinyBase(t), data: t.TempDir()}
 	mux := http.NewServeMux()
-	workerapi.New(w.cmds, testToken, 30*time.Second).Register(mux)
+	workerapi.New(workerapi.Config{Cmds: w.cmds, Token: testToken, Lease: 30 * time.Second}).Register(mux)
 	w.srv = httptest.NewServer(mux)
 	t.Cleanup(w.srv.Close)
 	return w

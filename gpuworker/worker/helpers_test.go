@@ -127,7 +127,7 @@ func newServiceWith(t testing.TB, blobs blob.Store, opts ...commands.Option) *se
 	queue := &liveQueue{store: store, proj: readmodel.New(pool, blobs, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		q: readmodel.NewQueries(pool)}
 	mux := http.NewServeMux()
-	workerapi.New(s.cmds, testToken, 30*time.Second).WithTrainingQueue(queue).Register(mux)
+	workerapi.New(workerapi.Config{Cmds: s.cmds, Token: testToken, Lease: 30 * time.Second, TrainingQueue: queue}).Register(mux)
 	s.srv = httptest.NewServer(http.HandlerFunc(s.record(mux)))
 	t.Cleanup(s.srv.Close)
 

@@ -22,7 +22,7 @@ import (
 func TestRefusesEverythingButTheWorkerToken(t *testing.T) {
 	t.Parallel()
 	mux := http.NewServeMux()
-	workerapi.New(nil, "the-worker-token", 0).Register(mux)
+	workerapi.New(workerapi.Config{Token: "the-worker-token"}).Register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 

@@ -18,14 +18,14 @@ func (a *API) job(r *http.Request) (any, error) {
 	if err := decode(r, &c); err != nil {
 		return nil, err
 	}
-	if a.fleet != nil && c.WorkerID != "" {
-		a.fleet.touched(c.WorkerID)
+	if a.Fleet != nil && c.WorkerID != "" {
+		a.Fleet.touched(c.WorkerID)
 	}
-	out, err := a.cmds.Job.Handle(r.Context(), commands.Job{Kind: kind, ID: r.PathValue("id"), Action: action, Call: c, Lease: a.lease})
-	if a.obs != nil && slices.Contains(jobs.Kinds(), kind) { // a path's kind becomes a label only when it is one
+	out, err := a.Cmds.Job.Handle(r.Context(), commands.Job{Kind: kind, ID: r.PathValue("id"), Action: action, Call: c, Lease: a.Lease})
+	if a.Observer != nil && slices.Contains(jobs.Kinds(), kind) { // a path's kind becomes a label only when it is one
 		switch action {
 		case jobs.Claim:
-			a.obs.JobClaimed(string(kind), err != nil)
+			a.Observer.JobClaimed(string(kind), err != nil)
 		case jobs.Finish, jobs.Fail, jobs.HandBack:
 			a.reported(kind, action, err)
 		}
@@ -41,7 +41,7 @@ func (a *API) reported(kind jobs.Kind, action string, err error) {
 	if err != nil {
 		outcome = "rejected"
 	}
-	a.obs.JobReported(string(kind), outcome)
+	a.Observer.JobReported(string(kind), outcome)
 }
 
 // claimCandidates is how many nominated models one claim-next tries: enough
@@ -61,25 +61,25 @@ func (a *API) claimNext(r *http.Request) (any, error) {
 	if req.WorkerID == "" {
 		return nil, domain.InvalidField("worker_id", "worker_id is required")
 	}
-	if a.fleet != nil {
-		a.fleet.polled(req)
+	if a.Fleet != nil {
+		a.Fleet.polled(req)
 	}
-	if a.queue == nil {
-		return nil, &domain.UnavailableError{Message: "this API instance serves no training queue (workerapi.WithTrainingQueue is not wired)"}
+	if a.TrainingQueue == nil {
+		return nil, &domain.UnavailableError{Message: "this API instance serves no training queue (workerapi.Config.TrainingQueue is not set)"}
 	}
-	cands, err := a.queue.ClaimableTraining(r.Context(), claimCandidates)
+	cands, err := a.TrainingQueue.ClaimableTraining(r.Context(), claimCandidates)
 	if err != nil {
 		return nil, err
 	}
-	j, ok, err := a.cmds.ClaimNextTraining.Handle(r.Context(), commands.ClaimNextTraining{WorkerID: req.WorkerID, Compute: req.Compute, Candidates: cands, Lease: a.lease})
+	j, ok, err := a.Cmds.ClaimNextTraining.Handle(r.Context(), commands.ClaimNextTraining{WorkerID: req.WorkerID, Compute: req.Compute, Candidates: cands, Lease: a.Lease})
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
 		return jobs.NextTrainingClaim{}, nil
 	}
-	if a.obs != nil {
-		a.obs.JobClaimed(string(jobs.KindTrain), false)
+	if a.Observer != nil {
+		a.Observer.JobClaimed(string(jobs.KindTrain), false)
 	}
 	return jobs.NextTrainingClaim{Job: &j.TrainingClaim}, nil
 }

@@ -24,7 +24,7 @@ func (m *recordingMux) HandleFunc(pattern string, _ func(http.ResponseWriter, *h
 func TestServesExactlyTheContractRoutes(t *testing.T) {
 	t.Parallel()
 	var mux recordingMux
-	workerapi.New(nil, "token", 0).Register(&mux)
+	workerapi.New(workerapi.Config{Token: "token"}).Register(&mux)
 
 	var want []string
 	for _, r := range jobs.Routes() {

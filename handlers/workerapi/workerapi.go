@@ -32,22 +32,26 @@ const Prefix = jobs.ServicePrefix
 // DefaultLease is how long a claim lives without a heartbeat.
 const DefaultLease = 30 * time.Second
 
-// API is the worker service.
-type API struct {
-	cmds  *commands.Commands
-	token string
-	lease time.Duration
-	obs   Observer
-	queue TrainingQueue
-	fleet *Fleet
+// Config is what the worker service is built over.
+type Config struct {
+	Cmds *commands.Commands
+	// Token is the shared worker token.
+	Token string
+	// Lease is how long a claim lives without a heartbeat (<= 0:
+	// DefaultLease).
+	Lease time.Duration
+	// TrainingQueue lets free workers pull training attempts
+	// (jobs.RouteClaimNext); nil refuses them.
+	TrainingQueue TrainingQueue
+	// Fleet, when set, records every worker's presence report (device,
+	// bases), which GET /base-models reads.
+	Fleet *Fleet
+	// Observer, when set, is told of every claim and result report.
+	Observer Observer
 }
 
-// WithFleet records every worker's presence report (device, bases) in f,
-// which GET /base-models reads.
-func (a *API) WithFleet(f *Fleet) *API {
-	a.fleet = f
-	return a
-}
+// API is the worker service.
+type API struct{ Config }
 
 // Observer counts claims and reports by job kind ("train", "score"); the
 // Prometheus metrics implement it.
@@ -56,31 +60,18 @@ type Observer interface {
 	JobReported(kind, outcome string)
 }
 
-// WithObserver reports every claim and result report to o.
-func (a *API) WithObserver(o Observer) *API {
-	a.obs = o
-	return a
-}
-
 // TrainingQueue nominates claimable training attempts, oldest first (the
 // read model's ClaimableTraining); the model's stream decides each claim.
 type TrainingQueue interface {
 	ClaimableTraining(ctx context.Context, limit int) ([]rewardmodels.TrainingCandidate, error)
 }
 
-// WithTrainingQueue lets free workers pull training attempts
-// (jobs.RouteClaimNext).
-func (a *API) WithTrainingQueue(q TrainingQueue) *API {
-	a.queue = q
-	return a
-}
-
-// New returns the worker service; token is the shared worker token.
-func New(cmds *commands.Commands, token string, lease time.Duration) *API {
-	if lease <= 0 {
-		lease = DefaultLease
+// New returns the worker service over c.
+func New(c Config) *API {
+	if c.Lease <= 0 {
+		c.Lease = DefaultLease
 	}
-	return &API{cmds: cmds, token: token, lease: lease}
+	return &API{c}
 }
 
 // Mux is where Register mounts the routes (an *http.ServeMux); an interface
@@ -114,7 +105,7 @@ func (a *API) Register(mux Mux) {
 
 func (a *API) authorized(r *http.Request) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && a.token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(a.token)) == 1
+	return ok && a.Token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(a.Token)) == 1
 }
 
 // decode reads a worker's call. What a worker reports is mostly a model's
@@ -122,7 +113,7 @@ func (a *API) authorized(r *http.Request) bool {
 // text, so it passes the edge's text rule (domain.CheckJSON) like a
 // client's body before anything is appended.
 func decode(r *http.Request, v any) error {
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 64<<20))
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, edge.DefaultMaxBody))
 	if err != nil {
 		return domain.Invalid("malformed request: %v", err)
 	}
@@ -144,5 +135,5 @@ func (a *API) hello(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return jobs.HelloAnswer{OK: true, LeaseSeconds: int(a.lease.Seconds())}, nil
+	return jobs.HelloAnswer{OK: true, LeaseSeconds: int(a.Lease.Seconds())}, nil
 }
