@@ -7,7 +7,6 @@ import (
 
 	"github.com/criticml/critic/commands"
 	"github.com/criticml/critic/domain/comparisons"
-	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/handlers/edge"
 	"github.com/criticml/critic/handlers/usecase"
 	criticv1 "github.com/criticml/critic/schema/gen/critic/v1"
@@ -43,11 +42,7 @@ func (s *EvaluatorService) ReviewComparison(ctx context.Context, req *connect.Re
 
 // GetEvaluator is GET /evaluator.
 func (s *EvaluatorService) GetEvaluator(ctx context.Context, _ *connect.Request[criticv1.GetEvaluatorRequest]) (*connect.Response[criticv1.GetEvaluatorResponse], error) {
-	p := evaluator.DefaultPolicy()
-	if s.d.EvaluatorPolicy != nil {
-		p = *s.d.EvaluatorPolicy
-	}
-	st, err := s.d.Backend().Evaluator(ctx, p)
+	st, err := s.d.Backend().Evaluator(ctx, s.d.EvaluatorPolicy)
 	if err != nil {
 		return nil, err
 	}

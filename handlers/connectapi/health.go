@@ -35,21 +35,20 @@ var Services = []string{
 // the same verdict as /readyz. Reflection needs no credentials, like the
 // published OpenAPI document: it describes the API, never anyone's data.
 func RegisterHealthAndReflection(mux *http.ServeMux, ready func(context.Context) error) {
-	mux.Handle(grpchealth.NewHandler(&healthChecker{ready: ready}))
+	mux.Handle(grpchealth.NewHandler(healthChecker(ready)))
 	reflector := grpcreflect.NewStaticReflector(append([]string{grpchealth.HealthV1ServiceName}, Services...)...)
 	mux.Handle(grpcreflect.NewHandlerV1(reflector))
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
 }
 
-type healthChecker struct {
-	ready func(context.Context) error
-}
+// healthChecker answers with ready's verdict (nil: always serving).
+type healthChecker func(context.Context) error
 
-func (h *healthChecker) Check(ctx context.Context, req *grpchealth.CheckRequest) (*grpchealth.CheckResponse, error) {
+func (ready healthChecker) Check(ctx context.Context, req *grpchealth.CheckRequest) (*grpchealth.CheckResponse, error) {
 	if req.Service != "" && req.Service != grpchealth.HealthV1ServiceName && !slices.Contains(Services, req.Service) {
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("unknown service %s", req.Service))
 	}
-	if h.ready != nil && h.ready(ctx) != nil {
+	if ready != nil && ready(ctx) != nil {
 		return &grpchealth.CheckResponse{Status: grpchealth.StatusNotServing}, nil
 	}
 	return &grpchealth.CheckResponse{Status: grpchealth.StatusServing}, nil

@@ -13,12 +13,6 @@ func (a *API) memberParam(r *http.Request) (string, error) {
 	return a.d.Backend().MemberFilter(r.Context(), edge.CallerFrom(r.Context()).UserID, r.URL.Query().Get("member"))
 }
 
-// othersMember is ?member= where another member's work is an admin's view
-// (usecase.OthersMember). "" means the caller.
-func (a *API) othersMember(r *http.Request) (string, error) {
-	return a.d.Backend().OthersMember(r.Context(), edge.CallerFrom(r.Context()), r.URL.Query().Get("member"))
-}
-
 // membersProgress is GET /members/progress: who did what under the current
 // overlap (issue 36). An admin sees every member; anyone else their own
 // row alone (the queue totals are the account's either way).

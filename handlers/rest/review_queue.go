@@ -16,10 +16,11 @@ func (a *API) reviewQueue(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	member, err := a.othersMember(r)
+	b, caller := a.d.Backend(), edge.CallerFrom(r.Context())
+	member, err := b.OthersMember(r.Context(), caller, r.URL.Query().Get("member"))
 	if err != nil {
 		return err
 	}
-	q, err := a.d.Backend().ReviewQueue(r.Context(), edge.CallerFrom(r.Context()), member, r.URL.Query().Get("reward_model_id"), limit)
+	q, err := b.ReviewQueue(r.Context(), caller, member, r.URL.Query().Get("reward_model_id"), limit)
 	return reply(w, http.StatusOK, q, err)
 }

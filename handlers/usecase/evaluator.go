@@ -87,9 +87,14 @@ const waitingMessage = "No shared evaluator release is live on this deployment, 
 	"A release needs reviewed comparisons from contributing traces, a frozen benchmark (critic evaluator benchmark freeze) and a candidate trained by the worker tier (critic evaluator train) that passes the release gates (critic evaluator report, then critic evaluator release)."
 
 // Evaluator answers GET /evaluator: the live release and its benchmark
-// figures, every release, the frozen benchmark versions and the policy —
-// or that the deployment waits for its first release.
-func (b Backend) Evaluator(ctx context.Context, p evaluator.Policy) (EvaluatorStatus, error) {
+// figures, every release, the frozen benchmark versions and the policy
+// (the deployment's; nil → spec defaults) — or that the deployment waits
+// for its first release.
+func (b Backend) Evaluator(ctx context.Context, policy *evaluator.Policy) (EvaluatorStatus, error) {
+	p := evaluator.DefaultPolicy()
+	if policy != nil {
+		p = *policy
+	}
 	bs, err := b.Queries.EvaluatorBenchmarks(ctx)
 	if err != nil {
 		return EvaluatorStatus{}, err
