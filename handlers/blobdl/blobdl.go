@@ -28,21 +28,16 @@ const Pattern = "GET /blobs/{key...}"
 // "/blobs/") and served directly (tests).
 func Handler(store *blob.Local) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle(Pattern, &handler{store: store, now: time.Now})
+	mux.HandleFunc(Pattern, func(w http.ResponseWriter, r *http.Request) { serve(store, w, r) })
 	return mux
 }
 
-type handler struct {
-	store *blob.Local
-	now   func() time.Time
-}
-
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func serve(store *blob.Local, w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
 	q := r.URL.Query()
 	// The signature is checked before the key is even looked at, so an
 	// unsigned request learns nothing about which objects exist.
-	switch err := h.store.VerifySignature(key, q.Get("expires"), q.Get("sig"), h.now()); {
+	switch err := store.VerifySignature(key, q.Get("expires"), q.Get("sig"), time.Now()); {
 	case errors.Is(err, blob.ErrExpired):
 		deny(w, "this download link has expired; request a new one", "link_expired")
 		return
@@ -50,7 +45,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		deny(w, "invalid download signature", "bad_signature")
 		return
 	}
-	f, fi, err := h.store.Open(key)
+	f, fi, err := store.Open(key)
 	switch {
 	case errors.Is(err, blob.ErrNotFound), errors.Is(err, blob.ErrInvalidKey):
 		edge.WriteJSON(w, http.StatusNotFound, edge.ErrorBody{Detail: "object not found", Code: "not_found"})

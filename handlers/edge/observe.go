@@ -74,17 +74,11 @@ func Observe(next http.Handler, o Observing) http.Handler {
 		sw := &statusWriter{ResponseWriter: w}
 		r = r.WithContext(ctx)
 		next.ServeHTTP(sw, r) // the mux sets r.Pattern on this request
-		status := sw.status
-		if status == 0 {
-			status = http.StatusOK
-		}
+		status := cmp.Or(sw.status, http.StatusOK)
 		if status >= 500 && r.Context().Err() != nil {
 			status = StatusClientClosedRequest
 		}
-		route := rpcRoute(r.Pattern, r.URL.Path)
-		if route == "" {
-			route = unmatchedRoute
-		}
+		route := cmp.Or(rpcRoute(r.Pattern, r.URL.Path), unmatchedRoute)
 		elapsed := time.Since(start)
 		if o.Metrics != nil {
 			done()

@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"cmp"
 	"compress/gzip"
 	"encoding/base64"
 	"errors"
@@ -166,10 +167,7 @@ func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request, sig signal) {
 		msgs = append(msgs, why)
 	}
 	if err == nil && len(raws) > 0 {
-		source := r.Header.Get("X-Critic-Trace-Source")
-		if source == "" {
-			source = r.Header.Get("X-Stash-Trace-Source")
-		}
+		source := cmp.Or(r.Header.Get("X-Critic-Trace-Source"), r.Header.Get("X-Stash-Trace-Source"))
 		var receipt commands.OTelReceipt
 		receipt, err = rc.d.Cmds.ReceiveOTelSpans.Handle(r.Context(), commands.ReceiveOTelSpans{Actor: usecase.Actor(caller), Spans: raws, SourceID: source})
 		if err == nil {
