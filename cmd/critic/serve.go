@@ -168,7 +168,7 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 		if local, ok := in.blobs.(*blob.Local); ok {
 			mux.Handle(blobdl.Pattern, blobdl.Handler(local))
 		}
-		rest.NewQueryAPI(deps).Register(mux)
+		rest.New(deps).RegisterQuery(mux)
 		otlp.NewReceiver(deps).Register(mux)
 		// The Connect services on the REST port: one handler per service
 		// serves Connect, gRPC and gRPC-Web (gRPC reaches it over h2c).

@@ -68,7 +68,7 @@ func startOps(t testing.TB, adjust func(*apiserver.Config)) *opsEnv {
 	srv, err := apiserver.Start(ctx, cfg, apiserver.Deps{Pool: pool, Store: store, Blobs: blobs, Log: log},
 		func(mux *http.ServeMux, s *apiserver.Server) {
 			rest.New(edge.Deps{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter, Auth: s.Auth, MaxBody: 1 << 20, Blobs: blobs}).Register(mux)
-			rest.NewQueryAPI(edge.Deps{Query: s.Query, Auth: s.Auth, MaxBody: 1 << 20}).Register(mux)
+			rest.New(edge.Deps{Query: s.Query, Auth: s.Auth, MaxBody: 1 << 20}).RegisterQuery(mux)
 			connectapi.Register(mux, edge.Deps{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter, Auth: s.Auth,
 				Blobs: blobs, Query: s.Query, MaxBody: 1 << 20})
 			connectapi.RegisterHealthAndReflection(mux, s.Ready)

@@ -70,7 +70,7 @@ func start(t *testing.T) *env {
 		apiserver.Deps{Pool: pool, Store: eventstore.New(pool, blobs), Blobs: blobs, Log: log},
 		func(mux *http.ServeMux, s *apiserver.Server) {
 			rest.New(edge.Deps{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter, Auth: s.Auth, MaxBody: 1 << 20, Blobs: blobs}).Register(mux)
-			rest.NewQueryAPI(edge.Deps{Query: s.Query, Auth: s.Auth, MaxBody: 1 << 20}).Register(mux)
+			rest.New(edge.Deps{Query: s.Query, Auth: s.Auth, MaxBody: 1 << 20}).RegisterQuery(mux)
 			connectapi.Register(mux, edge.Deps{Cmds: s.Cmds, Queries: s.Queries, Waiter: s.Waiter, Auth: s.Auth,
 				Blobs: blobs, Query: s.Query, MaxBody: 1 << 20})
 		})

@@ -42,7 +42,7 @@ func TestOpenAPICoversEveryRoute(t *testing.T) {
 
 	mux := &recorder{}
 	rest.New(edge.Deps{}).Register(mux)
-	rest.NewQueryAPI(edge.Deps{}).Register(mux)
+	rest.New(edge.Deps{}).RegisterQuery(mux)
 	otlp.NewReceiver(edge.Deps{}).Register(mux)
 
 	served := map[string]bool{}
