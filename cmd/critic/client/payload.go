@@ -176,26 +176,21 @@ type line struct {
 	start, end int // byte range including the LF
 }
 
-func splitLinesOf(data []byte) []line {
-	var out []line
-	no, start := 0, 0
-	for l := range bytes.Lines(data) {
-		no++
-		if len(bytes.TrimSpace(l)) > 0 {
-			out = append(out, line{no: no, start: start, end: start + len(l)})
-		}
-		start += len(l)
-	}
-	return out
-}
-
 // grouper returns, for the lines of an input, groups of line indexes that
 // must travel together, in input order.
 type grouper func(data []byte, ls []line) [][]int
 
 // splitLines packs lines (or groups of lines) into chunks under budget.
 func splitLines(data []byte, budget, limit int, group grouper) ([]Chunk, error) {
-	ls := splitLinesOf(data)
+	var ls []line // the non-blank ones
+	no, start := 0, 0
+	for l := range bytes.Lines(data) {
+		no++
+		if len(bytes.TrimSpace(l)) > 0 {
+			ls = append(ls, line{no: no, start: start, end: start + len(l)})
+		}
+		start += len(l)
+	}
 	var groups [][]int
 	if group != nil {
 		groups = group(data, ls)
@@ -350,14 +345,13 @@ func firstNonSpace(b []byte) byte {
 // ResolveFormat returns the adapter name for an input: the named format, or
 // the detected one for "auto" (with the same adapters the server uses).
 func ResolveFormat(name string, data []byte) (string, error) {
+	var a formats.Adapter
+	var err error
 	if name == "" || name == "auto" {
-		a, err := formats.DetectFormat(data)
-		if err != nil {
-			return "", err
-		}
-		return a.Name(), nil
+		a, err = formats.DetectFormat(data)
+	} else {
+		a, err = formats.Lookup(name)
 	}
-	a, err := formats.Lookup(name)
 	if err != nil {
 		return "", err
 	}

@@ -35,15 +35,12 @@ func FailureOf(err error, chunk *Chunk) *Failure {
 	if err == nil {
 		return nil
 	}
-	var ae *APIError
-	var ve *domain.ValidationError
 	var f *Failure
-	switch {
-	case errors.As(err, &ae):
+	if ae, ok := errors.AsType[*APIError](err); ok {
 		f = &Failure{Line: ae.Line, Field: ae.Field, Code: ae.Code, Message: ae.Message()}
-	case errors.As(err, &ve):
+	} else if ve, ok := errors.AsType[*domain.ValidationError](err); ok {
 		f = &Failure{Line: ve.Line, Field: ve.Field, Code: ve.Code, Message: ve.Message}
-	default:
+	} else {
 		return &Failure{Message: err.Error()}
 	}
 	if chunk != nil {
@@ -99,8 +96,7 @@ func (u *Uploader) Upload(ctx context.Context, format string, data []byte, sourc
 		c := chunks[i]
 		body := EncodeImport(format, c.Data, sourceID)
 		out, err := u.Client.Post(ctx, u.Path, body)
-		var ae *APIError
-		if errors.As(err, &ae) && ae.Status == http.StatusRequestEntityTooLarge && limit/2 >= minRequest {
+		if ae, ok := errors.AsType[*APIError](err); ok && ae.Status == http.StatusRequestEntityTooLarge && limit/2 >= minRequest {
 			// The server's limit is lower than ours: cut this chunk finer.
 			limit /= 2
 			sub, serr := Split(format, c.Data, sourceID, limit)
@@ -139,20 +135,18 @@ func (u *Uploader) Upload(ctx context.Context, format string, data []byte, sourc
 			u.OnChunk(c.Bytes, newTraces)
 		}
 	}
-	if res.Unchanged > res.Traces {
-		res.Unchanged = res.Traces
-	}
+	res.Unchanged = min(res.Unchanged, res.Traces)
 	return res, nil
 }
 
 // remap composes line maps: sub's lines are numbered within a chunk whose
 // own lines map to the input through outer.
 func remap(sub, outer []int) []int {
-	if sub == nil || outer == nil {
-		if outer != nil {
-			return outer
-		}
+	if outer == nil {
 		return sub
+	}
+	if sub == nil {
+		return outer
 	}
 	out := make([]int, len(sub))
 	for i, l := range sub {
