@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/criticml/critic/commands"
-	"github.com/criticml/critic/gpuworker/grade"
-	"github.com/criticml/critic/gpuworker/label"
 	"github.com/criticml/critic/gpuworker/worker"
 	"github.com/criticml/critic/platform/llm"
 	"github.com/criticml/critic/platform/telemetry"
@@ -43,25 +41,22 @@ func loadLLMRoles() (llmRoles, error) {
 	if r.LabelJobs, err = envPositiveInt("CRITIC_WORKER_LABEL_JOBS", worker.DefaultLabelJobs); err != nil {
 		return r, err
 	}
-	if m, err := llm.ResolveRole(os.Getenv, llm.EnvFeedbackModel, llm.DefaultFeedbackModel); err == nil {
-		r.Feedback = llm.New(m, opts)
-	} else {
-		r.FeedbackUnavailable = err.Error()
+	role := func(env, def string) (*llm.Client, string) {
+		m, err := llm.ResolveRole(os.Getenv, env, def)
+		if err != nil {
+			return nil, err.Error()
+		}
+		return llm.New(m, opts), ""
 	}
-	if m, err := llm.ResolveRole(os.Getenv, llm.EnvFastModel, llm.DefaultFastModel); err == nil {
-		r.Fast = llm.New(m, opts)
-	} else {
-		r.FastUnavailable = err.Error()
-	}
+	r.Feedback, r.FeedbackUnavailable = role(llm.EnvFeedbackModel, llm.DefaultFeedbackModel)
+	r.Fast, r.FastUnavailable = role(llm.EnvFastModel, llm.DefaultFastModel)
 	// "off" keeps trace content away from any labeling provider even where
 	// the default model's key (OPENAI_API_KEY) is set for other roles.
 	if strings.EqualFold(strings.TrimSpace(os.Getenv(llm.EnvStepLabelModel)), "off") {
 		r.StepLabelUnavailable = llm.EnvStepLabelModel + "=off: automatic step labeling is turned off; set it to a model (default " +
 			llm.DefaultStepLabelModel + ") to label traces"
-	} else if m, err := llm.ResolveRole(os.Getenv, llm.EnvStepLabelModel, llm.DefaultStepLabelModel); err == nil {
-		r.StepLabel = llm.New(m, opts)
 	} else {
-		r.StepLabelUnavailable = err.Error()
+		r.StepLabel, r.StepLabelUnavailable = role(llm.EnvStepLabelModel, llm.DefaultStepLabelModel)
 	}
 	if m, on, err := llm.ResolveGrading(os.Getenv); err != nil {
 		r.GradingUnavailable = err.Error()
@@ -81,14 +76,6 @@ func (r llmRoles) commandOptions() []commands.Option {
 		commands.WithFeedbackModel(modelName(r.Feedback), r.FeedbackUnavailable),
 		commands.WithStepLabelModel(modelName(r.StepLabel), r.StepLabelUnavailable),
 	}
-}
-
-// stepLabeler is the worker's step labeler (nil without a step-label model).
-func (r llmRoles) stepLabeler() *label.Labeler {
-	if r.StepLabel == nil {
-		return nil
-	}
-	return worker.NewLabeler(r.StepLabel)
 }
 
 // modelName is a role's LiteLLM model string ("" when the role has none).
@@ -135,16 +122,13 @@ func (r llmRoles) workerModels(wc *worker.Config, o llm.Observer) {
 	r = r.observed(o)
 	wc.Feedback, wc.FeedbackUnavailable = r.Feedback, r.FeedbackUnavailable
 	wc.Fast, wc.FastUnavailable = r.Fast, r.FastUnavailable
-	wc.StepLabel, wc.StepLabelUnavailable = r.stepLabeler(), r.StepLabelUnavailable
-	wc.Grader, wc.GraderUnavailable = r.grader(), r.GradingUnavailable
+	wc.StepLabelUnavailable, wc.GraderUnavailable = r.StepLabelUnavailable, r.GradingUnavailable
+	if r.StepLabel != nil {
+		wc.StepLabel = worker.NewLabeler(r.StepLabel)
+	}
+	if r.Grading != nil {
+		wc.Grader = worker.NewGrader(r.Grading)
+	}
 	wc.LabelJobs = r.LabelJobs
 	wc.LLMObserver = o
-}
-
-// grader is the worker's quality-check grader (nil without a grading model).
-func (r llmRoles) grader() *grade.Grader {
-	if r.Grading == nil {
-		return nil
-	}
-	return worker.NewGrader(r.Grading)
 }

@@ -13,7 +13,7 @@ import (
 // (model_tokenize.go); gepa is gpuworker/gepa.CLI.
 func modelCommand(args []string) error {
 	if len(args) > 0 && args[0] == "tokenize" {
-		return modelTokenize(args[1:])
+		return modelTokenize(args[1:], os.Stdin, os.Stdout, os.Stderr)
 	}
 	if len(args) > 0 && args[0] == "gepa" {
 		return gepa.CLI(context.Background(), args[1:], os.Getenv, os.Stdout, os.Stderr)

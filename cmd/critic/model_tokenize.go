@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 
 	"github.com/criticml/critic/gpuworker/tokenizer"
@@ -22,11 +21,7 @@ import (
 // is the JSON array of its ids, with no special tokens added (special tokens
 // written in the text are still recognised, as in HF's
 // encode(text, add_special_tokens=False)).
-func modelTokenize(args []string) error {
-	return runModelTokenize(args, os.Stdin, os.Stdout, os.Stderr)
-}
-
-func runModelTokenize(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+func modelTokenize(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("model tokenize", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("tokenizer", "", "model directory holding tokenizer.json (and tokenizer_config.json)")
