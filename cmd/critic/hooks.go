@@ -152,7 +152,6 @@ func warnNoLogin() {
 // hookRun queues the session the agent just paused or ended and starts a
 // detached flush. Problems go to the hook log, never to the agent.
 func hookRun(agent string, args []string, stdin io.Reader) {
-	logf := hookLogger()
 	var e client.QueueEntry
 	switch agent {
 	case "claude-code":
@@ -163,7 +162,7 @@ func hookRun(agent string, args []string, stdin io.Reader) {
 			HookEventName  string `json:"hook_event_name"`
 		}
 		if err := json.Unmarshal(raw, &in); err != nil || in.TranscriptPath == "" {
-			logf("claude-code hook: no transcript_path in the hook input (%d bytes)", len(raw))
+			hookLogf("claude-code hook: no transcript_path in the hook input (%d bytes)", len(raw))
 			return
 		}
 		e = client.QueueEntry{Agent: agent, TranscriptPath: in.TranscriptPath, SessionID: in.SessionID, Event: in.HookEventName}
@@ -171,7 +170,7 @@ func hookRun(agent string, args []string, stdin io.Reader) {
 		// Codex passes one JSON argument: {"type": "agent-turn-complete",
 		// "thread-id": …, …}.
 		if len(args) == 0 {
-			logf("codex hook: no notification argument")
+			hookLogf("codex hook: no notification argument")
 			return
 		}
 		note := args[len(args)-1]
@@ -180,33 +179,33 @@ func hookRun(agent string, args []string, stdin io.Reader) {
 			ThreadID string `json:"thread-id"`
 		}
 		if err := json.Unmarshal([]byte(note), &in); err != nil || in.ThreadID == "" {
-			logf("codex hook: notification without thread-id: %.200s", note)
+			hookLogf("codex hook: notification without thread-id: %.200s", note)
 			return
 		}
-		chainCodexNotify(note, logf)
+		chainCodexNotify(note)
 		e = client.QueueEntry{Agent: agent, SessionID: in.ThreadID, CodexDir: defaultCodexSessions(), Event: in.Type}
 	default:
-		logf("hook for unknown agent %q", agent)
+		hookLogf("hook for unknown agent %q", agent)
 		return
 	}
 	e.QueuedAt = time.Now().UTC()
 	if err := client.Enqueue(e); err != nil {
-		logf("%s hook: cannot queue the upload: %v", agent, err)
+		hookLogf("%s hook: cannot queue the upload: %v", agent, err)
 		return
 	}
 	if os.Getenv("CRITIC_HOOK_FOREGROUND") == "1" {
 		if err := hooksFlush(context.Background()); err != nil {
-			logf("flush: %v", err)
+			hookLogf("flush: %v", err)
 		}
 		return
 	}
 	if err := startDetached("hooks", "flush"); err != nil {
-		logf("%s hook: cannot start the uploader (queued for the next sync): %v", agent, err)
+		hookLogf("%s hook: cannot start the uploader (queued for the next sync): %v", agent, err)
 	}
 }
 
 // chainCodexNotify runs the notify program the hook replaced, detached.
-func chainCodexNotify(note string, logf func(string, ...any)) {
+func chainCodexNotify(note string) {
 	raw, err := os.ReadFile(codexConfigPath())
 	if err != nil {
 		return
@@ -218,7 +217,7 @@ func chainCodexNotify(note string, logf func(string, ...any)) {
 	cmd := exec.Command(prev[0], append(prev[1:], note)...)
 	detach(cmd)
 	if err := cmd.Start(); err != nil {
-		logf("codex hook: your previous notify program %q did not start: %v", prev[0], err)
+		hookLogf("codex hook: your previous notify program %q did not start: %v", prev[0], err)
 		return
 	}
 	_ = cmd.Process.Release()
@@ -256,15 +255,14 @@ func openHookLog() (*os.File, error) {
 	return os.OpenFile(filepath.Join(d, "hooks.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 }
 
-func hookLogger() func(string, ...any) {
-	return func(format string, args ...any) {
-		f, err := openHookLog()
-		if err != nil {
-			return
-		}
-		defer f.Close()
-		fmt.Fprintf(f, "%s %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
+// hookLogf adds a time-stamped line to the hook log.
+func hookLogf(format string, args ...any) {
+	f, err := openHookLog()
+	if err != nil {
+		return
 	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s %s\n", time.Now().UTC().Format(time.RFC3339), fmt.Sprintf(format, args...))
 }
 
 // hooksFlush sends every queued upload (what the hooks start in the

@@ -159,13 +159,7 @@ func cmdProjectionsSkip(ctx context.Context, args []string) error {
 	defer in.Close()
 	parkedBy := func() ([]projections.Parked, error) {
 		_, parked, err := projections.Status(ctx, in.pool)
-		var out []projections.Parked
-		for _, p := range parked {
-			if p.EventID == id {
-				out = append(out, p)
-			}
-		}
-		return out, err
+		return slices.DeleteFunc(parked, func(p projections.Parked) bool { return p.EventID != id }), err
 	}
 	before, err := parkedBy()
 	if err != nil {

@@ -99,15 +99,6 @@ type server struct {
 	token   string
 }
 
-// computeOf is what new models of this process say about where they train
-// until a worker claims them.
-func computeOf(in *infra) string {
-	if in.localWorker {
-		return rewardmodels.ComputeLocal
-	}
-	return rewardmodels.ComputeWorker
-}
-
 // startServer starts the API with the routes this binary serves: REST and,
 // on the same port, the Connect/gRPC services.
 func startServer(parent context.Context, in *infra) (*server, error) {
@@ -133,7 +124,13 @@ func startServer(parent context.Context, in *infra) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmdOpts := append(cfg.LLM.commandOptions(), commands.WithCompute(computeOf(in)), commands.WithModelRoots(cfg.ModelRoots...), commands.WithSecret(token), commands.WithOTLPCache(cfg.OTLPCacheMemory))
+	// What new models of this process say about where they train until a
+	// worker claims them.
+	compute := rewardmodels.ComputeWorker
+	if in.localWorker {
+		compute = rewardmodels.ComputeLocal
+	}
+	cmdOpts := append(cfg.LLM.commandOptions(), commands.WithCompute(compute), commands.WithModelRoots(cfg.ModelRoots...), commands.WithSecret(token), commands.WithOTLPCache(cfg.OTLPCacheMemory))
 	if tel.Metrics != nil {
 		cmdOpts = append(cmdOpts, commands.WithErasureCounter(tel.Metrics.TraceErased))
 	}
