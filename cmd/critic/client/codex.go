@@ -156,11 +156,8 @@ func ReconstructCodex(page CodexRollout, index map[string][]CodexRollout) ([]byt
 	if page.Base == nil {
 		return data, nil
 	}
-	nl := bytes.IndexByte(data, '\n')
-	if nl < 0 {
-		nl = len(data)
-	}
-	meta, err := resolvedMeta(data[:nl])
+	header, _, _ := bytes.Cut(data, []byte{'\n'})
+	meta, err := resolvedMeta(header)
 	if err != nil {
 		return nil, &LineageError{Path: page.Path, Reason: err.Error()}
 	}

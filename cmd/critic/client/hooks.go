@@ -140,9 +140,9 @@ type edit struct {
 
 func applyEdits(b []byte, es []edit) []byte {
 	sort.Slice(es, func(i, j int) bool { return es[i].start > es[j].start })
-	out := append([]byte(nil), b...)
+	out := slices.Clone(b)
 	for _, e := range es {
-		out = append(out[:e.start:e.start], append([]byte(e.s), out[e.end:]...)...)
+		out = slices.Replace(out, e.start, e.end, []byte(e.s)...)
 	}
 	return out
 }
@@ -444,16 +444,12 @@ func EditCodexConfig(raw []byte, argv []string) ([]byte, error) {
 	// The user's own notify, if any (top level only: before any [table]).
 	previous = ""
 	at := 0
-	top := len(lines)
-	for i, l := range lines {
-		if strings.HasPrefix(strings.TrimSpace(l), "[") {
-			top = i
-			break
-		}
+	top := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "[") })
+	if top < 0 {
+		top = len(lines)
 	}
 	for i := 0; i < top; i++ {
-		t := strings.TrimSpace(lines[i])
-		if k, _, ok := strings.Cut(t, "="); ok && strings.TrimSpace(k) == "notify" {
+		if k, _, ok := strings.Cut(lines[i], "="); ok && strings.TrimSpace(k) == "notify" {
 			end := tomlValueEnd(lines, i)
 			var parts []string
 			for _, l := range lines[i:end] {
