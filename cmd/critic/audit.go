@@ -107,11 +107,7 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 	if err := json.Unmarshal(stored, &ds); err != nil {
 		return fmt.Errorf("stored dataset: %w", err)
 	}
-	comps, err := comparisonFacts(ctx, in, st.OwnerID, st.Dataset.AsOfSeq)
-	if err != nil {
-		return err
-	}
-	facts, err := annotationFacts(ctx, in, st.OwnerID, st.Dataset.AsOfSeq)
+	facts, comps, err := traceFacts(ctx, in, st.OwnerID, st.Dataset.AsOfSeq)
 	if err != nil {
 		return err
 	}
@@ -200,25 +196,29 @@ func auditModel(ctx context.Context, in *infra, cmds *commands.Commands, modelID
 	return nil
 }
 
-// annotationFacts replays the owner's trace streams up to asOf and returns
-// every annotation's author, time, values and trace revision.
-func annotationFacts(ctx context.Context, in *infra, owner string, asOf int64) (map[string]*annotationFact, error) {
+// traceFacts replays the owner's trace streams up to asOf and returns
+// every annotation's author, time, values and trace revision, and every
+// reviewed comparison by id: what the audit shows for a pair a person
+// decided (reviewer, what was left and right, the verdict, the finding
+// that proposed the alternative).
+func traceFacts(ctx context.Context, in *infra, owner string, asOf int64) (map[string]*annotationFact, map[string]events.ComparisonReviewedV1, error) {
 	streams, err := in.store.OwnerStreams(ctx, owner, "trace/", asOf)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	loaded, err := in.store.LoadStreamsAsOf(ctx, streams, asOf)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	facts := map[string]*annotationFact{}
+	comps := map[string]events.ComparisonReviewedV1{}
 	for _, evs := range loaded {
 		for _, e := range evs {
 			switch e.Type {
 			case events.AnnotationAdded:
 				var p events.AnnotationAddedV1
 				if err := e.Decode(&p); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				facts[p.AnnotationID] = &annotationFact{member: p.AuthorID, author: p.AuthorName, at: e.RecordedAt.UTC().Format("2006-01-02T15:04:05Z"),
 					trace: p.TraceID, rating: p.Rating, comment: p.Comment, revision: p.TraceRevision,
@@ -226,7 +226,7 @@ func annotationFacts(ctx context.Context, in *infra, owner string, asOf int64) (
 			case events.AnnotationEdited:
 				var p events.AnnotationEditedV1
 				if err := e.Decode(&p); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				if f := facts[p.AnnotationID]; f != nil {
 					f.rating, f.comment, f.labelError = p.Rating, p.Comment, p.LabelError
@@ -237,7 +237,7 @@ func annotationFacts(ctx context.Context, in *infra, owner string, asOf int64) (
 			case events.AnnotationAdjudicated:
 				var p events.AnnotationAdjudicatedV1
 				if err := e.Decode(&p); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				f := &annotationFact{member: p.By, at: e.RecordedAt.UTC().Format("2006-01-02T15:04:05Z"), trace: p.TraceID,
 					revision: p.TraceRevision, criterion: p.CriterionID, value: string(p.Value), adjudication: &p.Reason}
@@ -245,10 +245,16 @@ func annotationFacts(ctx context.Context, in *infra, owner string, asOf int64) (
 					f.rating = &p.Rating
 				}
 				facts[p.AdjudicationID] = f
+			case events.ComparisonReviewed:
+				var p events.ComparisonReviewedV1
+				if err := e.Decode(&p); err != nil {
+					return nil, nil, err
+				}
+				comps[p.ComparisonID] = p
 			}
 		}
 	}
-	return facts, nil
+	return facts, comps, nil
 }
 
 // memberText names the member behind an annotation or adjudication (issue

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 
@@ -10,35 +9,6 @@ import (
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/rewardmodels"
 )
-
-// comparisonFacts replays the owner's trace streams up to asOf and returns
-// every reviewed comparison by id: what `critic audit` shows for a pair a
-// person decided (reviewer, what was left and right, the verdict, the
-// finding that proposed the alternative).
-func comparisonFacts(ctx context.Context, in *infra, owner string, asOf int64) (map[string]events.ComparisonReviewedV1, error) {
-	streams, err := in.store.OwnerStreams(ctx, owner, "trace/", asOf)
-	if err != nil {
-		return nil, err
-	}
-	loaded, err := in.store.LoadStreamsAsOf(ctx, streams, asOf)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]events.ComparisonReviewedV1{}
-	for _, evs := range loaded {
-		for _, e := range evs {
-			if e.Type != events.ComparisonReviewed {
-				continue
-			}
-			var p events.ComparisonReviewedV1
-			if err := e.Decode(&p); err != nil {
-				return nil, err
-			}
-			out[p.ComparisonID] = p
-		}
-	}
-	return out, nil
-}
 
 // auditComparison prints a reviewed-comparison pair's provenance and checks
 // that the pair is what the recorded verdict says.

@@ -144,7 +144,7 @@ func auditFindingsOnly(ctx context.Context, in *infra, cmds *commands.Commands, 
 	if err != nil {
 		return err
 	}
-	facts, err := annotationFacts(ctx, in, st.OwnerID, asOf)
+	facts, _, err := traceFacts(ctx, in, st.OwnerID, asOf)
 	if err != nil {
 		return err
 	}
