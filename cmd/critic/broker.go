@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -32,20 +33,14 @@ func cmdBroker(ctx context.Context, args []string) error {
 	listen := fs.String("listen", "", "host:port to listen on instead of 127.0.0.1:PORT (e.g. 0.0.0.0:9092 for other machines)")
 	advertise := fs.String("advertise", "", "host:port clients are told to connect to (default: --listen, with 0.0.0.0 replaced by the host name)")
 	dir := fs.String("data-dir", filepath.Join(cfg.DataDir, "kafka"), "where the broker persists its log")
-	if err := fs.Parse(args); err != nil {
-		return usageError{brokerUsage}
-	}
-	if fs.NArg() > 0 {
+	if err := fs.Parse(args); err != nil || fs.NArg() > 0 {
 		return usageError{brokerUsage}
 	}
 	b, err := bus.StartEmbedded(ctx, bus.EmbeddedConfig{DataDir: *dir, Port: *port, Listen: *listen, Advertise: *advertise})
 	if err != nil {
 		return err
 	}
-	where := fmt.Sprintf("127.0.0.1:%d", *port)
-	if *listen != "" {
-		where = *listen
-	}
+	where := cmp.Or(*listen, fmt.Sprintf("127.0.0.1:%d", *port))
 	fmt.Printf("Kafka-protocol broker listening on %s, advertised as %v (data in %s)\n", where, b.Addrs(), *dir)
 	<-ctx.Done()
 	return b.Close()

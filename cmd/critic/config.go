@@ -118,11 +118,9 @@ func loadConfig() (config, error) {
 		PProfAddr:       os.Getenv("CRITIC_PPROF_ADDR"),
 		PublicURL:       os.Getenv("CRITIC_PUBLIC_URL"),
 	}
-	if v := strings.TrimSpace(os.Getenv("KAFKA_BROKERS")); v != "" {
-		for b := range strings.SplitSeq(v, ",") {
-			if b = strings.TrimSpace(b); b != "" {
-				c.KafkaBrokers = append(c.KafkaBrokers, b)
-			}
+	for b := range strings.SplitSeq(os.Getenv("KAFKA_BROKERS"), ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			c.KafkaBrokers = append(c.KafkaBrokers, b)
 		}
 	}
 	var err error
@@ -255,16 +253,16 @@ func (c config) Validate() error {
 	if c.MaxBody <= 0 {
 		return fmt.Errorf("CRITIC_MAX_BODY_BYTES must be positive")
 	}
-	if _, _, err := splitHostPort(c.Addr); err != nil {
+	if err := checkHostPort(c.Addr); err != nil {
 		return fmt.Errorf("CRITIC_ADDR: %v", err)
 	}
 	if c.MetricsAddr != "" {
-		if _, _, err := splitHostPort(c.MetricsAddr); err != nil {
+		if err := checkHostPort(c.MetricsAddr); err != nil {
 			return fmt.Errorf("CRITIC_METRICS_ADDR: %v", err)
 		}
 	}
 	if c.WorkerMetricsAddr != "off" {
-		if _, _, err := splitHostPort(c.WorkerMetricsAddr); err != nil {
+		if err := checkHostPort(c.WorkerMetricsAddr); err != nil {
 			return fmt.Errorf("CRITIC_WORKER_METRICS_ADDR: %v (or off)", err)
 		}
 	}
@@ -297,14 +295,11 @@ func envPositiveInt(k string, def int) (int, error) {
 	return n, err
 }
 
-func splitHostPort(addr string) (string, int, error) {
+// checkHostPort fails unless addr ends in :PORT.
+func checkHostPort(addr string) error {
 	i := strings.LastIndexByte(addr, ':')
-	if i < 0 {
-		return "", 0, fmt.Errorf("%q is not host:port", addr)
+	if _, err := strconv.Atoi(addr[i+1:]); i < 0 || err != nil {
+		return fmt.Errorf("%q is not host:port", addr)
 	}
-	p, err := strconv.Atoi(addr[i+1:])
-	if err != nil {
-		return "", 0, fmt.Errorf("%q is not host:port", addr)
-	}
-	return addr[:i], p, nil
+	return nil
 }

@@ -22,8 +22,7 @@ type evaluatorSchedule struct {
 }
 
 func loadEvaluatorSchedule() (evaluatorSchedule, error) {
-	s := evaluatorSchedule{Base: os.Getenv("CRITIC_EVALUATOR_BASE_MODEL")}
-	s.Base = cmp.Or(s.Base, rewardmodels.DefaultBaseModel)
+	s := evaluatorSchedule{Base: cmp.Or(os.Getenv("CRITIC_EVALUATOR_BASE_MODEL"), rewardmodels.DefaultBaseModel)}
 	if v := os.Getenv("CRITIC_EVALUATOR_TRAIN_EVERY"); v != "" && v != "0" && v != "off" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d < time.Minute {
