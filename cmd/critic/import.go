@@ -203,7 +203,22 @@ func importOne(ctx context.Context, in importInput, format, sourceID string, max
 	}
 	o.res.Format = name
 	if dry {
-		return dryRun(o, name, data, sourceID, maxReq, prog)
+		// Parse locally with the server's adapters and count what would be
+		// sent, without a server.
+		a, _ := formats.Lookup(name)
+		traces, err := a.Parse(data)
+		if err != nil {
+			o.fail = client.FailureOf(err, nil)
+			return o
+		}
+		chunks, err := client.Split(name, data, sourceID, maxReq)
+		if err != nil {
+			o.fail = client.FailureOf(err, nil)
+			return o
+		}
+		o.res.Traces, o.res.Requests, o.res.Sent = len(traces), len(chunks), int64(len(data))
+		prog.Advance(int64(len(data)), len(traces))
+		return o
 	}
 	u := *up
 	u.OnChunk = func(b int64, traces int) { prog.Advance(b, traces) }
@@ -212,27 +227,6 @@ func importOne(ctx context.Context, in importInput, format, sourceID string, max
 	if fail != nil && ctx.Err() != nil && !strings.Contains(fail.Message, "cannot reach") {
 		fail.Message = "cancelled: " + fail.Message
 	}
-	return o
-}
-
-// dryRun parses locally with the server's adapters and counts what would
-// be sent, without a server.
-func dryRun(o importOutcome, name string, data []byte, sourceID string, maxReq int, prog *client.Progress) importOutcome {
-	a, _ := formats.Lookup(name)
-	traces, err := a.Parse(data)
-	if err != nil {
-		o.fail = client.FailureOf(err, nil)
-		return o
-	}
-	chunks, err := client.Split(name, data, sourceID, maxReq)
-	if err != nil {
-		o.fail = client.FailureOf(err, nil)
-		return o
-	}
-	o.res.Traces = len(traces)
-	o.res.Requests = len(chunks)
-	o.res.Sent = int64(len(data))
-	prog.Advance(int64(len(data)), len(traces))
 	return o
 }
 

@@ -58,8 +58,7 @@ func modelTokenize(args []string, stdin io.Reader, stdout, stderr io.Writer) err
 			if err != nil {
 				return fmt.Errorf("model tokenize: stdin line %d: %w", lineNo, err)
 			}
-			buf = buf[:0]
-			buf = append(buf, '[')
+			buf = append(buf[:0], '[')
 			for i, id := range tok.Encode(text) {
 				if i > 0 {
 					buf = append(buf, ',')
