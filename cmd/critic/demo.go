@@ -40,10 +40,7 @@ func rateSamples(ctx context.Context, srv *server, userID string) error {
 	}
 	actor := commands.Actor{UserID: userID}
 	for _, t := range traces {
-		if t.ExternalID == nil {
-			continue
-		}
-		r, ok := demoRatings[*t.ExternalID]
+		r, ok := demoRatings[domain.OrEmpty(t.ExternalID)]
 		if !ok {
 			continue
 		}

@@ -62,13 +62,13 @@ func cmdLogin(ctx context.Context, args []string) error {
 // loginError says what to do when the check before storing a login fails;
 // nothing is stored.
 func loginError(url string, err error) error {
-	var ae *client.APIError
+	ae, isAPI := errors.AsType[*client.APIError](err)
 	switch {
 	case client.IsUnreachable(err):
 		return fmt.Errorf("nothing stored: %v (check the URL and that the server is running)", err)
-	case errors.As(err, &ae) && ae.Status == http.StatusUnauthorized:
+	case isAPI && ae.Status == http.StatusUnauthorized:
 		return fmt.Errorf("nothing stored: the server at %s did not accept the API key (create one in the web app under API keys, then run `critic login --url %s` again)", url, url)
-	case !errors.As(err, &ae) || ae.Status == http.StatusNotFound || ae.Status == http.StatusMethodNotAllowed:
+	case !isAPI || ae.Status == http.StatusNotFound || ae.Status == http.StatusMethodNotAllowed:
 		// A 404, or a page that is not the API's JSON (a web server's).
 		return fmt.Errorf("nothing stored: %s does not answer as a Critic server (GET %s/api/v1/rm/formats: %v); give the address of the Critic web app, e.g. http://127.0.0.1:8080", url, url, err)
 	}
