@@ -96,14 +96,20 @@ func cmdEvaluator(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		printBenchmark(os.Stdout, res.Benchmark.Version, res.Benchmark.AsOfSeq, len(res.Benchmark.Items), res.Benchmark.SliceCounts)
+		bm := res.Benchmark
+		fmt.Printf("benchmark version %d frozen at log seq %d: %d items\n", bm.Version, bm.AsOfSeq, len(bm.Items))
+		for _, dim := range []string{evaluator.SliceTool, evaluator.SliceDomain, evaluator.SliceAgent} {
+			for _, v := range slices.Sorted(maps.Keys(bm.SliceCounts[dim])) {
+				fmt.Printf("  %s=%s\t%d\n", dim, v, bm.SliceCounts[dim][v])
+			}
+		}
 		verified := 0
-		for _, it := range res.Benchmark.Items {
+		for _, it := range bm.Items {
 			if it.Source == rewardmodels.SourceVerifiedOutcome {
 				verified++
 			}
 		}
-		fmt.Printf("  from reviewed comparisons\t%d\n  from verified outcomes\t%d\n", len(res.Benchmark.Items)-verified, verified)
+		fmt.Printf("  from reviewed comparisons\t%d\n  from verified outcomes\t%d\n", len(bm.Items)-verified, verified)
 		return nil
 	case "train":
 		res, err := cmds.RequestCandidate.Handle(ctx, commands.RequestCandidate{BaseModel: *base, Epochs: *epochs, Operator: operator})
@@ -208,14 +214,5 @@ func printReport(w io.Writer, c *evaluator.Candidate, r evaluator.Report, p eval
 	fmt.Fprintln(w, "\nverdict: FAIL — `critic evaluator release` refuses it:")
 	for _, reason := range r.Reasons {
 		fmt.Fprintln(w, "  - "+reason)
-	}
-}
-
-func printBenchmark(w io.Writer, version int, asOf int64, items int, counts map[string]map[string]int) {
-	fmt.Fprintf(w, "benchmark version %d frozen at log seq %d: %d items\n", version, asOf, items)
-	for _, dim := range []string{evaluator.SliceTool, evaluator.SliceDomain, evaluator.SliceAgent} {
-		for _, v := range slices.Sorted(maps.Keys(counts[dim])) {
-			fmt.Fprintf(w, "  %s=%s\t%d\n", dim, v, counts[dim][v])
-		}
 	}
 }
