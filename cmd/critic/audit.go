@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -280,10 +281,7 @@ func memberText(names map[string]string, f *annotationFact) string {
 // gives other figures. A dataset built before agreement was recorded shows
 // the rebuild's.
 func auditAgreement(out io.Writer, recorded, rebuilt *events.DatasetAgreement, excludeDisputed bool) string {
-	a := recorded
-	if a == nil {
-		a = rebuilt
-	}
+	a := cmp.Or(recorded, rebuilt)
 	if a == nil {
 		return ""
 	}
