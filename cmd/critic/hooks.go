@@ -270,8 +270,7 @@ func hookLogf(format string, args ...any) {
 func hooksFlush(ctx context.Context) error {
 	c, err := serverClient()
 	if err != nil {
-		st, lerr := client.LoadSyncState()
-		if lerr == nil {
+		if st, lerr := client.LoadSyncState(); lerr == nil {
 			st.LastUpload = &client.UploadRecord{At: time.Now().UTC(), Outcome: "queued", Detail: err.Error()}
 			_ = st.Save()
 		}
