@@ -70,9 +70,9 @@ func (b Backend) ExportAccount(ctx context.Context, ownerID, name string, out Ar
 		write func(io.Writer) error
 	}{
 		{ExportTracesFile, func(w io.Writer) error { return b.Queries.ExportTraces(ctx, ownerID, w) }},
-		{ExportAnnotationsFile, func(w io.Writer) error { return b.Queries.ExportAnnotations(ctx, ownerID, w) }},
+		{ExportAnnotationsFile, func(w io.Writer) error { return b.Queries.ExportAnnotationsBy(ctx, ownerID, "", w) }},
 		{ExportPairsFile, func(w io.Writer) error {
-			traces, ratings, err := b.Queries.PairInputs(ctx, ownerID, nil)
+			traces, ratings, err := b.Queries.PairInputsBy(ctx, ownerID, "", nil)
 			if err != nil {
 				return err
 			}

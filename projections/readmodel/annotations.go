@@ -76,14 +76,9 @@ type exportAnnotation struct {
 	Value           json.RawMessage `json:"value"`
 }
 
-// ExportAnnotations writes the owner's annotations as JSONL in the shape of
-// spec 001 "Annotations", oldest first.
-func (q *Queries) ExportAnnotations(ctx context.Context, owner string, w io.Writer) error {
-	return q.ExportAnnotationsBy(ctx, owner, "", w)
-}
-
-// ExportAnnotationsBy is ExportAnnotations of one member's annotations
-// (issue 36's ?member= filter); member "" is every member's.
+// ExportAnnotationsBy writes the owner's annotations as JSONL in the shape
+// of spec 001 "Annotations", oldest first: one member's (issue 36's
+// ?member= filter), or every member's for member "".
 func (q *Queries) ExportAnnotationsBy(ctx context.Context, owner, member string, w io.Writer) error {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -112,15 +107,10 @@ func ratingOf(r *int16) *int {
 	return &v
 }
 
-// PairInputs returns what pair construction needs for the given traces of an
-// owner (all of them when traceIDs is nil): the traces with their steps in
-// import order, and every rating on them.
-func (q *Queries) PairInputs(ctx context.Context, owner string, traceIDs []string) ([]domain.PairTrace, []domain.Rating, error) {
-	return q.PairInputsBy(ctx, owner, "", traceIDs)
-}
-
-// PairInputsBy is PairInputs with only one member's ratings (issue 36's
-// ?member= filter on the pairs export); member "" is every member's.
+// PairInputsBy returns what pair construction needs for the given traces
+// of an owner (all of them when traceIDs is nil): the traces with their
+// steps in import order, and the ratings on them of one member (issue 36's
+// ?member= filter on the pairs export), or of every member for member "".
 func (q *Queries) PairInputsBy(ctx context.Context, owner, member string, traceIDs []string) ([]domain.PairTrace, []domain.Rating, error) {
 	var traces []domain.PairTrace
 	var traceID, stepID, role, content string

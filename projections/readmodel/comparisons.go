@@ -28,10 +28,8 @@ func (q *Queries) ComparisonCandidates(ctx context.Context, owner, reviewer stri
 		if err := r.Scan(&c.ModelID, &c.Attempt, &raw); err != nil {
 			return c, err
 		}
-		if err := json.Unmarshal(raw, &c.Finding); err != nil {
-			return c, err
-		}
-		return c, nil
+		err = json.Unmarshal(raw, &c.Finding)
+		return c, err
 	}, `SELECT model_id, attempt, finding FROM (
 			SELECT DISTINCT ON (f.finding_id) f.model_id::text AS model_id, f.attempt, f.finding, f.seq
 			FROM rm_model_findings f
@@ -61,11 +59,9 @@ func (q *Queries) EvaluatorBenchmarks(ctx context.Context) ([]EvaluatorBenchmark
 		if err := r.Scan(&b.Version, &b.AsOfSeq, &b.Items, &raw, &b.FrozenAt); err != nil {
 			return b, err
 		}
-		if err := json.Unmarshal(raw, &b.SliceCounts); err != nil {
-			return b, err
-		}
 		b.FrozenAt = b.FrozenAt.UTC()
-		return b, nil
+		err = json.Unmarshal(raw, &b.SliceCounts)
+		return b, err
 	}, `SELECT version, as_of_seq, items, slice_counts, frozen_at FROM rm_evaluator_benchmarks ORDER BY version DESC`)
 }
 

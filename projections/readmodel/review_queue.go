@@ -87,10 +87,8 @@ func (q *Queries) UncertainActions(ctx context.Context, owner, member string, ov
 // a to-do list, not a sort order.
 func (q *Queries) LeastAnnotatedTraces(ctx context.Context, owner, member string, overlap, limit int) ([]ReviewCandidate, error) {
 	return pg.Append(ctx, q.pool, []ReviewCandidate{}, func(r pgx.CollectableRow) (c ReviewCandidate, err error) {
-		if err := r.Scan(&c.TraceID, &c.TraceTitle, &c.Annotations); err != nil {
-			return c, err
-		}
-		return c, nil
+		err = r.Scan(&c.TraceID, &c.TraceTitle, &c.Annotations)
+		return c, err
 	}, `SELECT t.id, t.title, (SELECT count(*) FROM rm_annotations a WHERE a.trace_id = t.id) AS n
 		FROM rm_traces t WHERE t.owner_id = $1
 		  AND `+needsJudgment(wholeTraceJudges, 3, 4)+`

@@ -33,10 +33,7 @@ func (q *Queries) TeamJudgments(ctx context.Context, owner string) ([]TeamJudgme
 		if err := r.Scan(&j.TraceID, &j.TraceTitle, &j.StepID, &j.CriterionID, &j.Member, &j.MemberName, &rating, &value, &j.StepIndex); err != nil {
 			return j, err
 		}
-		j.Rating = ratingOf(rating)
-		if value != nil {
-			j.Value = json.RawMessage(value)
-		}
+		j.Rating, j.Value = ratingOf(rating), value
 		return j, nil
 	}, `SELECT a.trace_id::text, t.title, coalesce(a.step_id::text, ''), coalesce(a.criterion_id::text, ''),
 		a.author_id::text, a.author_name, a.rating, a.value, st.idx
@@ -66,10 +63,7 @@ func (q *Queries) Adjudications(ctx context.Context, owner string) ([]Adjudicati
 		if err := r.Scan(&a.AdjudicationID, &a.TraceID, &a.StepID, &a.CriterionID, &rating, &value, &a.Reason, &a.By); err != nil {
 			return a, err
 		}
-		a.Rating = ratingOf(rating)
-		if value != nil {
-			a.Value = json.RawMessage(value)
-		}
+		a.Rating, a.Value = ratingOf(rating), value
 		return a, nil
 	}, `SELECT id::text, trace_id::text, step_id::text, criterion_id::text, rating, value, reason, adjudicated_by
 		FROM rm_adjudications WHERE owner_id = $1 ORDER BY created_at, id`, owner)
