@@ -3,6 +3,8 @@ package dispatch
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -295,12 +297,8 @@ func (s *scheduler) pass(ctx context.Context, only map[string]string) {
 			skip = map[string]bool{}
 			s.noActions[m.ID] = skip
 		}
-		skipped := make([]string, 0, len(skip))
-		for id := range skip {
-			skipped = append(skipped, id)
-		}
 		changedBefore := now.Add(-s.debounce)
-		ids, unsettled, err := s.q.BackgroundCandidates(ctx, m.OwnerID, m.ID, changedBefore, s.from(m.ID), skipped, slots*commands.MaxBatchTraces)
+		ids, unsettled, err := s.q.BackgroundCandidates(ctx, m.OwnerID, m.ID, changedBefore, s.from(m.ID), slices.Collect(maps.Keys(skip)), slots*commands.MaxBatchTraces)
 		if err != nil {
 			s.log.Warn("background scoring: list candidates", "model", m.ID, "err", err)
 			continue

@@ -25,16 +25,12 @@ import (
 // inserted (no rows and no recorded labels can exist yet), which saves a
 // bulk import three statements per trace.
 func writeAssessment(ctx context.Context, tx *duck.Tx, traceID string, steps []domain.Step, ids []string, meta map[string]any, fresh bool) error {
-	raw := map[string]json.RawMessage{}
+	raw, rawChecks := map[string]json.RawMessage{}, map[string]json.RawMessage{}
 	if !fresh {
 		var err error
 		if raw, err = tx.StoredLabels(ctx, traceID); err != nil {
 			return err
 		}
-	}
-	rawChecks := map[string]json.RawMessage{}
-	if !fresh {
-		var err error
 		if rawChecks, err = tx.QualityChecks(ctx, traceID); err != nil {
 			return err
 		}
@@ -73,12 +69,10 @@ func writeAssessment(ctx context.Context, tx *duck.Tx, traceID string, steps []d
 				Work: t.Work, Score: t.Score, Capped: t.Capped, TraceScore: ss.TraceScore, TraceOutcome: ss.Outcome,
 				Policy: ss.Policy, Source: ss.Source}
 			if t.FirstIndex >= 0 {
-				first := t.FirstIndex
-				row.FirstStepIndex = &first
+				row.FirstStepIndex = new(t.FirstIndex)
 			}
 			if t.LastIndex >= 0 {
-				last := t.LastIndex
-				row.LastStepIndex = &last
+				row.LastStepIndex = new(t.LastIndex)
 			}
 			tasks = append(tasks, row)
 		}

@@ -223,8 +223,7 @@ var appliers = map[string]applier{
 			row.Quote = p.Quote
 		}
 		if p.StepID != "" {
-			stepID := p.StepID
-			row.StepID = &stepID
+			row.StepID = new(p.StepID)
 			idx, err := tx.StepIndex(ctx, p.TraceID, p.StepID)
 			if err != nil {
 				return err
@@ -505,7 +504,6 @@ func objectOrEmpty(m map[string]any) map[string]any {
 // it read.
 func Replay(ctx context.Context, dir string, store *eventstore.Store, log *slog.Logger) (int, error) {
 	n := 0
-	var lastSeq int64
 	err := duck.Rebuild(ctx, dir, duck.Options{}, func(ctx context.Context, s *duck.Snapshots) error {
 		p := New(s, store.Blobs(), log).WithKeyring(store.Keyring())
 		// Events an operator skipped are left out, as the live projection's
@@ -522,9 +520,8 @@ func Replay(ctx context.Context, dir string, store *eventstore.Store, log *slog.
 			}
 			if len(batch) == 0 {
 				// The rebuilt files hold every event up to the last one read.
-				return WritePosition(s.Dir(), lastSeq)
+				return WritePosition(s.Dir(), after)
 			}
-			lastSeq = batch[len(batch)-1].Seq
 			if err := p.Apply(ctx, skipped.Without(batch)); err != nil {
 				return err
 			}
