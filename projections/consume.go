@@ -37,19 +37,6 @@ type Observer interface {
 	BatchApplied(ctx context.Context, projection string, start time.Time, envs []events.Envelope, err error)
 }
 
-// Option adjusts a Guard (Guard.Observe).
-type Option func(*runOptions)
-
-type runOptions struct {
-	name string
-	obs  Observer
-}
-
-// Observed reports every batch of the projection called name to o.
-func Observed(name string, o Observer) Option {
-	return func(r *runOptions) { r.name, r.obs = name, o }
-}
-
 // DecodeEnvelope decodes a bus message into e, exactly as json.Unmarshal
 // would. The common shape (what the relay writes: known keys) takes the
 // platform/jsonscan fast path, which slices the payload out of the message

@@ -105,14 +105,10 @@ func NewGuard(name string, pool *pgxpool.Pool, store *eventstore.Store, a Applie
 	return &Guard{name: name, pool: pool, store: store, a: a, log: log, opts: opts}
 }
 
-// Observe reports every batch the guard applies to the observers named in
-// opts (projections.Observed); it returns g for chaining.
-func (g *Guard) Observe(opts ...Option) *Guard {
-	var ro runOptions
-	for _, o := range opts {
-		o(&ro)
-	}
-	g.obs, g.obsName = ro.obs, ro.name
+// Observe reports every batch the guard applies to o (nil: none) as the
+// batches of the projection called name; it returns g for chaining.
+func (g *Guard) Observe(name string, o Observer) *Guard {
+	g.obs, g.obsName = o, name
 	return g
 }
 

@@ -28,7 +28,7 @@ func startJobs(a *apiserver.Server, in *infra) {
 		d = d.WithBackgroundMetrics(a.Telemetry.Metrics.BackgroundBatch, a.Telemetry.Metrics.BackgroundOutcome)
 	}
 	a.Go("dispatch", func() error {
-		return projections.NewGuard(jobdispatch.Name, in.pool, in.store, d, in.log, projections.GuardOptions{}).Observe(a.Observed(jobdispatch.Name)...).Run(a.Ctx, sub.ConsumeBatches, relay.Topic)
+		return projections.NewGuard(jobdispatch.Name, in.pool, in.store, d, in.log, projections.GuardOptions{}).Observe(jobdispatch.Name, a.Observer()).Run(a.Ctx, sub.ConsumeBatches, relay.Topic)
 	}, sub.Close)
 	var onExpire []func(string)
 	if a.Telemetry != nil && a.Telemetry.Metrics != nil {

@@ -294,7 +294,7 @@ func Start(parent context.Context, cfg Config, deps Deps, mount Mount) (*Server,
 	}
 	s.goRun("relay", func() error { return rel.Run(ctx) })
 	s.goRun("readmodel", func() error {
-		return projections.NewGuard(readmodel.Name, deps.Pool, deps.Store, proj, log, cfg.Guard).Observe(s.Observed(readmodel.Name)...).Run(ctx, sub.ConsumeBatches, relay.Topic)
+		return projections.NewGuard(readmodel.Name, deps.Pool, deps.Store, proj, log, cfg.Guard).Observe(readmodel.Name, s.Observer()).Run(ctx, sub.ConsumeBatches, relay.Topic)
 	})
 	s.goRun("waiter", func() error { s.Waiter.Listen(ctx); return nil })
 	s.goRun("readmodel-standby", func() error { proj.RunStandby(ctx, deps.Store, 0, -1, log); return nil })
@@ -423,13 +423,13 @@ func watchPosition(ctx context.Context, log *slog.Logger, group string, pos *sna
 // relayName is the relay's cursor key in relay_cursor.
 const relayName = "kafka"
 
-// Observed is the projections.Run option that reports a projection's
-// batches to the telemetry (none when telemetry is off).
-func (s *Server) Observed(projection string) []projections.Option {
+// Observer reports the projections' batches to the telemetry (nil when
+// telemetry is off): what Guard.Observe takes.
+func (s *Server) Observer() projections.Observer {
 	if s.Telemetry == nil {
 		return nil
 	}
-	return []projections.Option{projections.Observed(projection, s.Telemetry)}
+	return s.Telemetry
 }
 
 // serveMetrics serves /metrics alone on addr (CRITIC_METRICS_ADDR), for

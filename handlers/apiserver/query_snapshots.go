@@ -92,7 +92,7 @@ func (s *Server) startSnapshots(ctx context.Context, cfg Config, deps Deps, brok
 	s.snapPos, s.snapStart = pos, start
 	gopts := cfg.Guard
 	gopts.Gather = cmp.Or(gopts.Gather, SnapshotGather)
-	guard := projections.NewGuard(group, deps.Pool, deps.Store, applier, log, gopts).Observe(s.Observed(snapshot.Name)...).
+	guard := projections.NewGuard(group, deps.Pool, deps.Store, applier, log, gopts).Observe(snapshot.Name, s.Observer()).
 		OnProcessed(pos.Processed)
 	wait := cfg.QueryWait
 	if wait < 0 {
