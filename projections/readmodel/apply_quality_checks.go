@@ -49,8 +49,5 @@ func storedQualityChecks(ctx context.Context, db pg.Querier, traceID string) (ma
 		out[c.ChunkID] = c
 		return nil
 	}, `SELECT chunk_id, question, probabilities, model FROM rm_step_quality_checks WHERE trace_id = $1`, traceID)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }

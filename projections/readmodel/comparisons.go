@@ -107,8 +107,7 @@ func (q *Queries) EvaluatorReleases(ctx context.Context) ([]EvaluatorRelease, er
 		}
 		r.ReleasedAt = r.ReleasedAt.UTC()
 		if r.RolledBackAt != nil {
-			t := r.RolledBackAt.UTC()
-			r.RolledBackAt = &t
+			r.RolledBackAt = new(r.RolledBackAt.UTC())
 		}
 		return r, nil
 	}, `SELECT release, candidate_id, benchmark_version, replaces, overall, slices, policy, live, released_at, rolled_back_at

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -57,10 +58,8 @@ func (q *Queries) GetCriterion(ctx context.Context, owner, id string) (*Criterio
 	if err != nil {
 		return nil, err
 	}
-	for i := range all {
-		if all[i].CriterionID == id {
-			return &all[i], nil
-		}
+	if i := slices.IndexFunc(all, func(c Criterion) bool { return c.CriterionID == id }); i >= 0 {
+		return &all[i], nil
 	}
 	return nil, domain.NotFound("criterion", id)
 }
@@ -76,7 +75,6 @@ func (q *Queries) GetGuidelines(ctx context.Context, owner string) (Guidelines, 
 	if err != nil {
 		return g, err
 	}
-	at = at.UTC()
-	g.UpdatedAt = &at
+	g.UpdatedAt = new(at.UTC())
 	return g, nil
 }

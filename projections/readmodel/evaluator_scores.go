@@ -52,8 +52,7 @@ func (q *Queries) evaluatorOf(ctx context.Context, d *TraceDetail) error {
 		}
 	}
 	if len(ev.ActionScores) > 0 {
-		r := ev.ActionScores[0].Release
-		ev.Release = &r
+		ev.Release = new(ev.ActionScores[0].Release)
 	}
 	d.Evaluator = ev
 	return nil

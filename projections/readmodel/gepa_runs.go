@@ -122,10 +122,7 @@ func (q *Queries) GetGepaRun(ctx context.Context, owner, id string) (*GepaRun, e
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, domain.NotFound("GEPA run", id)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &r, nil
+	return &r, err
 }
 
 // ListGepaRuns returns the owner's GEPA runs, newest first.

@@ -53,8 +53,7 @@ func (q *Queries) MembersProgress(ctx context.Context, owner string, overlap int
 		}
 		p.Role, p.CreatedAt = members.Role(role), p.CreatedAt.UTC()
 		if p.LastActivity != nil {
-			at := p.LastActivity.UTC()
-			p.LastActivity = &at
+			p.LastActivity = new(p.LastActivity.UTC())
 		}
 		if !p.Removed && p.Role.May(members.Annotate) {
 			p.Remaining = &remaining

@@ -39,16 +39,14 @@ func modelView(st rewardmodels.State) RewardModel {
 		Progress: json.RawMessage("null"), CreatedAt: st.CreatedAt, StartedAt: st.StartedAt, FinishedAt: st.FinishedAt,
 		TrainingConfig: trainingConfigView(st.Config)}
 	if st.WorkerID != "" {
-		w := st.WorkerID
-		m.WorkerID = &w
+		m.WorkerID = new(st.WorkerID)
 	}
 	if st.Progress != nil {
 		m.Progress = st.Progress
 	}
 	switch st.Status {
 	case rewardmodels.StatusFailed:
-		msg := st.Error
-		m.Error = &msg
+		m.Error = new(st.Error)
 	case rewardmodels.StatusSucceeded:
 		if s := st.Success; s != nil {
 			m.Metrics = rawOrNull(s.Metrics)

@@ -80,8 +80,7 @@ func modelTrainingConfig(raw []byte) (ModelTrainingConfig, error) {
 func trainingConfigView(cfg events.TrainingConfig) ModelTrainingConfig {
 	out := ModelTrainingConfig{AnnotationSource: cfg.AnnotationSource, InputVersion: cfg.InputVersion, ExcludeDisputed: cfg.ExcludeDisputed}
 	if cfg.Criterion != "" {
-		id, name := cfg.Criterion, cfg.CriterionName
-		out.Criterion, out.CriterionName = &id, &name
+		out.Criterion, out.CriterionName = new(cfg.Criterion), new(cfg.CriterionName)
 	}
 	return out
 }

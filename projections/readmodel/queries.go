@@ -229,10 +229,7 @@ func stepsByTrace(ctx context.Context, db pg.Querier, ids []string) (map[string]
 		return nil
 	}, `SELECT trace_id, id, idx, role, content, tool_name, tool_input, tool_call_id, metadata
 		FROM rm_steps WHERE trace_id = ANY($1) ORDER BY trace_id, idx`, ids)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }
 
 // spansOf returns the spans of the given traces, in recorded order, by
@@ -253,10 +250,7 @@ func (q *Queries) spansOf(ctx context.Context, ids []string) (map[string][]Span,
 		return nil
 	}, `SELECT trace_id, span_id, parent_id, name, kind, start_ns, end_ns, input, output, step_indices
 		FROM rm_spans WHERE trace_id = ANY($1) ORDER BY trace_id, ord`, ids)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }
 
 // exportPage is how many traces ExportTraces loads at a time: a few queries
