@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/platform/jsonscan"
 	"github.com/criticml/critic/projections"
@@ -28,10 +27,7 @@ func stepField(st *events.StepRecord, s *jsonscan.Scanner, k []byte) bool {
 	case "index":
 		return s.Int(&st.Index)
 	case "role":
-		r := string(st.Role)
-		ok := s.Str(&r)
-		st.Role = domain.Role(r)
-		return ok
+		return s.Str((*string)(&st.Role))
 	case "content":
 		return s.Str(&st.Content)
 	case "tool_name":

@@ -135,11 +135,10 @@ var appliers = map[string]applier{
 	}),
 	// An erased account's file loses every row (issue 37).
 	events.AccountErased: func(ctx context.Context, w *writer, e events.Envelope) error {
-		tx := w.tx
 		// Its traces were erased before the tombstone; what is left
 		// (criteria, members) goes, and the file is rewritten after.
 		for _, t := range erasedAccountTables {
-			if err := tx.Exec(ctx, `DELETE FROM main.`+t); err != nil {
+			if err := w.tx.Exec(ctx, `DELETE FROM main.`+t); err != nil {
 				return err
 			}
 		}
@@ -314,11 +313,9 @@ func (p *Projection) applyOwner(ctx context.Context, owner string, envs []events
 	if err != nil {
 		return err
 	}
-	for _, e := range envs {
-		if e.Type == events.TraceDeleted || e.Type == events.AccountErased {
-			// A deleted trace's rows must leave the file, not only the table.
-			return p.snaps.Shred(ctx, owner)
-		}
+	if slices.ContainsFunc(envs, func(e events.Envelope) bool { return e.Type == events.TraceDeleted || e.Type == events.AccountErased }) {
+		// A deleted trace's rows must leave the file, not only the table.
+		return p.snaps.Shred(ctx, owner)
 	}
 	return nil
 }
