@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
@@ -104,16 +105,15 @@ func (d *Dispatcher) Apply(ctx context.Context, envs []events.Envelope) error {
 // open opens the sealed payloads of a batch (a trace's events) and drops
 // erased ones: a job is never published for content that no longer exists.
 func (d *Dispatcher) open(ctx context.Context, envs []events.Envelope) ([]events.Envelope, error) {
-	var out []events.Envelope
-	for i, e := range envs {
-		if !events.IsSealed(e.Payload) && !eventstore.IsClaimCheck(e.Payload) {
-			if out != nil {
-				out = append(out, e)
-			}
+	needsOpening := func(e events.Envelope) bool { return events.IsSealed(e.Payload) || eventstore.IsClaimCheck(e.Payload) }
+	if !slices.ContainsFunc(envs, needsOpening) {
+		return envs, nil
+	}
+	out := make([]events.Envelope, 0, len(envs))
+	for _, e := range envs {
+		if !needsOpening(e) {
+			out = append(out, e)
 			continue
-		}
-		if out == nil {
-			out = append(make([]events.Envelope, 0, len(envs)), envs[:i]...)
 		}
 		r, err := d.opener.Open(ctx, e)
 		if eventstore.IsErased(err) {
@@ -129,9 +129,6 @@ func (d *Dispatcher) open(ctx context.Context, envs []events.Envelope) ([]events
 			return nil, fmt.Errorf("dispatch %s %s: %w", e.Type, e.ID, err)
 		}
 		out = append(out, r)
-	}
-	if out == nil {
-		return envs, nil
 	}
 	return out, nil
 }
@@ -153,11 +150,8 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		if job, ok, err := d.extractJob(ctx, p.ModelID, e.OwnerID); err != nil || ok {
-			if err != nil {
-				return err
-			}
-			return d.publish(jobs.TopicExtract, job.ModelID, e.CorrelationID, job)
+		if published, err := d.publishExtract(ctx, p.ModelID, e); err != nil || published {
+			return err
 		}
 		_, err := d.cmds.BuildDataset.Handle(ctx, commands.BuildDataset{ModelID: p.ModelID})
 		return err
@@ -167,11 +161,9 @@ func (d *Dispatcher) apply(ctx context.Context, e events.Envelope) error {
 		if err := e.DecodeOrFail(&p); err != nil {
 			return err
 		}
-		job, ok, err := d.extractJob(ctx, p.ModelID, e.OwnerID)
-		if err != nil || !ok {
-			return err // already claimed again, finished or failed: nothing to publish
-		}
-		return d.publish(jobs.TopicExtract, job.ModelID, e.CorrelationID, job)
+		// Already claimed again, finished or failed: nothing is published.
+		_, err := d.publishExtract(ctx, p.ModelID, e)
+		return err
 	case events.RewardModelExtractionFinished:
 		var p events.RewardModelExtractionFinishedV1
 		if err := e.DecodeOrFail(&p); err != nil {
