@@ -47,10 +47,7 @@ func Status(ctx context.Context, pool *pgxpool.Pool) ([]Position, []Parked, erro
 		return p, err
 	}, `SELECT projection, event_id::text, seq, owner_id::text, event_type, error, attempts, parked_at,
 		retry_requested_at IS NOT NULL FROM projection_parked ORDER BY projection, seq`)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pos, parked, nil
+	return pos, parked, err
 }
 
 // RequestRetry asks the running projections that parked eventID to retry

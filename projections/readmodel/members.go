@@ -63,11 +63,9 @@ func (q *Queries) Member(ctx context.Context, ownerID, id string) (Member, error
 func (q *Queries) Members(ctx context.Context, ownerID string) ([]Member, error) {
 	return pg.Append(ctx, q.pool, []Member{}, func(r pgx.CollectableRow) (m Member, err error) {
 		var role string
-		if err := r.Scan(&m.ID, &m.Name, &role, &m.CreatedAt, &m.Removed); err != nil {
-			return m, err
-		}
+		err = r.Scan(&m.ID, &m.Name, &role, &m.CreatedAt, &m.Removed)
 		m.Role, m.CreatedAt = members.Role(role), m.CreatedAt.UTC()
-		return m, nil
+		return m, err
 	}, `SELECT member_id::text, name, role, created_at, removed FROM rm_members
 		WHERE owner_id = $1 ORDER BY created_at, member_id`, ownerID)
 }
