@@ -109,11 +109,9 @@ func (p *Position) Processed(ctx context.Context, seqs []int64) error {
 	before := p.applied
 	added := false
 	for _, s := range seqs {
-		if s > p.applied {
-			if _, dup := p.pending[s]; !dup {
-				p.pending[s] = struct{}{}
-				added = true
-			}
+		if _, dup := p.pending[s]; s > p.applied && !dup {
+			p.pending[s] = struct{}{}
+			added = true
 		}
 	}
 	if !added && p.known {
