@@ -26,16 +26,14 @@ const apiKeyCols = `k.key_id::text, k.user_id::text, u.name, COALESCE(k.key_pref
 
 func (q *Queries) apiKeys(ctx context.Context, where string, args ...any) ([]APIKeyInfo, error) {
 	return pg.Append(ctx, q.pool, []APIKeyInfo{}, func(r pgx.CollectableRow) (k APIKeyInfo, err error) {
-		if err := r.Scan(&k.KeyID, &k.UserID, &k.UserName, &k.Prefix, &k.ReadOnly, &k.CreatedAt, &k.LastUsed, &k.RevokedAt, &k.Revoked); err != nil {
-			return k, err
-		}
+		err = r.Scan(&k.KeyID, &k.UserID, &k.UserName, &k.Prefix, &k.ReadOnly, &k.CreatedAt, &k.LastUsed, &k.RevokedAt, &k.Revoked)
 		k.CreatedAt = k.CreatedAt.UTC()
 		for _, t := range []*time.Time{k.LastUsed, k.RevokedAt} {
 			if t != nil {
 				*t = t.UTC()
 			}
 		}
-		return k, nil
+		return k, err
 	}, `SELECT `+apiKeyCols+` FROM rm_api_keys k JOIN rm_users u ON u.id = k.user_id
 		LEFT JOIN api_key_usage g ON g.key_id = k.key_id WHERE `+where+` ORDER BY k.created_at, k.key_id`, args...)
 }

@@ -46,11 +46,9 @@ func needsJudgment(judges string, m, o int) string {
 func (q *Queries) UncertainTraces(ctx context.Context, owner, member string, overlap int, model string, mean float64, limit int) ([]ReviewCandidate, error) {
 	return pg.Append(ctx, q.pool, []ReviewCandidate{}, func(r pgx.CollectableRow) (c ReviewCandidate, err error) {
 		var s float64
-		if err := r.Scan(&c.TraceID, &c.TraceTitle, &s); err != nil {
-			return c, err
-		}
+		err = r.Scan(&c.TraceID, &c.TraceTitle, &s)
 		c.Score = &s
-		return c, nil
+		return c, err
 	}, `SELECT t.id, t.title, s.score FROM rm_trace_scores s JOIN rm_traces t ON t.id = s.trace_id AND t.revision = s.revision
 		WHERE s.model_id = $1 AND s.owner_id = $2 AND t.owner_id = $2
 		  AND `+needsJudgment(wholeTraceJudges, 5, 6)+`
@@ -67,11 +65,9 @@ func (q *Queries) UncertainActions(ctx context.Context, owner, member string, ov
 		var step string
 		var idx int
 		var s, cr float64
-		if err := r.Scan(&c.TraceID, &c.TraceTitle, &step, &idx, &s, &cr); err != nil {
-			return c, err
-		}
+		err = r.Scan(&c.TraceID, &c.TraceTitle, &step, &idx, &s, &cr)
 		c.StepID, c.StepIndex, c.Score, c.Credit = &step, &idx, &s, &cr
-		return c, nil
+		return c, err
 	}, `SELECT t.id, t.title, s.step_id::text, st.idx, s.score, s.credit
 		FROM rm_action_scores s JOIN rm_traces t ON t.id = s.trace_id AND t.revision = s.revision JOIN rm_steps st ON st.id = s.step_id
 		WHERE s.model_id = $1 AND s.owner_id = $2 AND t.owner_id = $2
