@@ -299,13 +299,8 @@ func (s *State) Apply(e events.Envelope) error {
 			return err
 		}
 		s.ID = p.TraceID
-		s.ExternalID = p.OTelTraceID
-		if p.Conversation != "" {
-			s.ExternalID = p.Conversation
-		}
-		if p.FiledIn != "" {
-			s.OTelFiledIn = p.FiledIn
-		}
+		s.ExternalID = cmp.Or(p.Conversation, p.OTelTraceID)
+		s.OTelFiledIn = cmp.Or(p.FiledIn, s.OTelFiledIn)
 		if s.OTelSpans == nil {
 			s.OTelSpans = map[string]json.RawMessage{}
 		}

@@ -361,7 +361,13 @@ func thinkingRated(step events.StepRecord) error {
 
 // invalidAnnotation refuses an annotation request.
 func invalidAnnotation(field, format string, args ...any) *domain.ValidationError {
-	return &domain.ValidationError{Code: "invalid_annotation", Field: field, Message: fmt.Sprintf(format, args...)}
+	return invalid("invalid_annotation", field, format, args...)
+}
+
+// invalid refuses a request (an annotation, a worker's labels or quality
+// checks) with the code of its kind.
+func invalid(code, field, format string, args ...any) *domain.ValidationError {
+	return &domain.ValidationError{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
 func (s State) step(id string) (events.StepRecord, bool) {

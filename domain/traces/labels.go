@@ -37,10 +37,10 @@ func DecideStepLabels(s State, in StepLabelsInput) (events.TraceStepsLabeledV1, 
 			Message: fmt.Sprintf("the labels describe revision %d but the trace is at revision %d; label the current revision", in.Revision, s.Revision)}
 	}
 	if len(in.Labels) == 0 {
-		return events.TraceStepsLabeledV1{}, &domain.ValidationError{Code: "invalid_label", Field: "labels", Message: "no labels"}
+		return events.TraceStepsLabeledV1{}, invalid("invalid_label", "labels", "no labels")
 	}
 	if in.Model == "" {
-		return events.TraceStepsLabeledV1{}, &domain.ValidationError{Code: "invalid_label", Field: "model", Message: "the labeling model is required"}
+		return events.TraceStepsLabeledV1{}, invalid("invalid_label", "model", "the labeling model is required")
 	}
 	steps := s.StepList()
 	chunks := labels.Chunks(steps)
@@ -54,17 +54,14 @@ func DecideStepLabels(s State, in StepLabelsInput) (events.TraceStepsLabeledV1, 
 		field := "labels[" + strconv.Itoa(k) + "]"
 		p, ok := pos[l.ChunkID]
 		if !ok {
-			return events.TraceStepsLabeledV1{}, &domain.ValidationError{Code: "invalid_label", Field: field + ".chunk_id",
-				Message: fmt.Sprintf("chunk %q is not a chunk of revision %d", l.ChunkID, s.Revision)}
+			return events.TraceStepsLabeledV1{}, invalid("invalid_label", field+".chunk_id", "chunk %q is not a chunk of revision %d", l.ChunkID, s.Revision)
 		}
 		if seen[l.ChunkID] {
-			return events.TraceStepsLabeledV1{}, &domain.ValidationError{Code: "invalid_label", Field: field + ".chunk_id",
-				Message: fmt.Sprintf("chunk %q is labeled twice", l.ChunkID)}
+			return events.TraceStepsLabeledV1{}, invalid("invalid_label", field+".chunk_id", "chunk %q is labeled twice", l.ChunkID)
 		}
 		seen[l.ChunkID] = true
 		if l.Actor != chunks[p].Actor {
-			return events.TraceStepsLabeledV1{}, &domain.ValidationError{Code: "invalid_label", Field: field + ".actor",
-				Message: fmt.Sprintf("chunk %q is a %s chunk", l.ChunkID, chunks[p].Actor)}
+			return events.TraceStepsLabeledV1{}, invalid("invalid_label", field+".actor", "chunk %q is a %s chunk", l.ChunkID, chunks[p].Actor)
 		}
 		earlier := make(map[string]bool, p)
 		for _, c := range chunks[:p] {

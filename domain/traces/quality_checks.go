@@ -50,10 +50,10 @@ func DecideQualityChecks(s State, in QualityChecksInput) (events.TraceStepsQuali
 			Message: fmt.Sprintf("the quality checks describe revision %d but the trace is at revision %d; check the current revision", in.Revision, s.Revision)}
 	}
 	if len(in.Checks) == 0 {
-		return none, &domain.ValidationError{Code: "invalid_quality_check", Field: "checks", Message: "no checks"}
+		return none, invalid("invalid_quality_check", "checks", "no checks")
 	}
 	if in.Model == "" {
-		return none, &domain.ValidationError{Code: "invalid_quality_check", Field: "model", Message: "the grading model is required"}
+		return none, invalid("invalid_quality_check", "model", "the grading model is required")
 	}
 	open := OpenChecks(s)
 	seen := map[string]bool{}
@@ -62,21 +62,18 @@ func DecideQualityChecks(s State, in QualityChecksInput) (events.TraceStepsQuali
 		field := "checks[" + strconv.Itoa(k) + "]"
 		q, ok := open[c.ChunkID]
 		if !ok {
-			return none, &domain.ValidationError{Code: "invalid_quality_check", Field: field + ".chunk_id",
-				Message: fmt.Sprintf("chunk %q is not an open step of revision %d (only tool calls, questions and answers nobody reacted to are checked)", c.ChunkID, s.Revision)}
+			return none, invalid("invalid_quality_check", field+".chunk_id",
+				"chunk %q is not an open step of revision %d (only tool calls, questions and answers nobody reacted to are checked)", c.ChunkID, s.Revision)
 		}
 		if seen[c.ChunkID] {
-			return none, &domain.ValidationError{Code: "invalid_quality_check", Field: field + ".chunk_id",
-				Message: fmt.Sprintf("chunk %q is checked twice", c.ChunkID)}
+			return none, invalid("invalid_quality_check", field+".chunk_id", "chunk %q is checked twice", c.ChunkID)
 		}
 		seen[c.ChunkID] = true
 		if c.Question != q.ID {
-			return none, &domain.ValidationError{Code: "invalid_quality_check", Field: field + ".question",
-				Message: fmt.Sprintf("chunk %q is open to question %q, not %q", c.ChunkID, q.ID, c.Question)}
+			return none, invalid("invalid_quality_check", field+".question", "chunk %q is open to question %q, not %q", c.ChunkID, q.ID, c.Question)
 		}
 		if _, ok := stepscores.Blend(q, c.Probabilities); !ok {
-			return none, &domain.ValidationError{Code: "invalid_quality_check", Field: field + ".probabilities",
-				Message: fmt.Sprintf("give each option of %s a probability in 0..1, summing to 1", q.ID)}
+			return none, invalid("invalid_quality_check", field+".probabilities", "give each option of %s a probability in 0..1, summing to 1", q.ID)
 		}
 		c.Model = "" // recorded once, on the event
 		out = append(out, c)

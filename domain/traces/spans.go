@@ -86,15 +86,7 @@ func mergeSpans(stored, changes []domain.Span, order []string) []domain.Span {
 
 // sameSpans reports whether two span trees say the same, span by span.
 func sameSpans(a, b []domain.Span) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !sameSpan(a[i], b[i]) {
-			return false
-		}
-	}
-	return true
+	return slices.EqualFunc(a, b, sameSpan)
 }
 
 // sameSpan compares a rebuilt span with its stored copy. Input and output
