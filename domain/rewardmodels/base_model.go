@@ -45,10 +45,7 @@ func CheckBaseModel(base string, roots []string) error {
 		}
 		return ErrBaseModel
 	}
-	if !filepath.IsAbs(base) {
-		return ErrBaseModel
-	}
-	if UnderRoot(base, roots) {
+	if filepath.IsAbs(base) && UnderRoot(base, roots) {
 		return nil
 	}
 	return ErrBaseModel
@@ -221,9 +218,7 @@ func ListBases(workers []WorkerBases, roots []string, noWorkersHint string) Base
 		} else if device == "" {
 			device = DeviceCPU
 		}
-		if w.HubError != "" && hubErr == "" {
-			hubErr = w.HubError
-		}
+		hubErr = cmp.Or(hubErr, w.HubError)
 		for _, b := range w.Bases {
 			if CheckBaseModel(b.ID, roots) != nil {
 				if !slices.Contains(refused, b.Name) {
@@ -241,7 +236,7 @@ func ListBases(workers []WorkerBases, roots []string, noWorkersHint string) Base
 	}
 	for id, lb := range byID { // a base some worker lacks is not loadable by every worker
 		for _, w := range workers {
-			if !hasBase(w.Bases, id) {
+			if !slices.ContainsFunc(w.Bases, func(b BaseChoice) bool { return b.ID == id }) {
 				lb.Reachable = false
 			}
 		}
@@ -312,8 +307,4 @@ func ListBases(workers []WorkerBases, roots []string, noWorkersHint string) Base
 		out.Hint = &h
 	}
 	return out
-}
-
-func hasBase(bs []BaseChoice, id string) bool {
-	return slices.ContainsFunc(bs, func(b BaseChoice) bool { return b.ID == id })
 }

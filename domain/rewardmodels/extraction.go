@@ -1,6 +1,7 @@
 package rewardmodels
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -117,11 +118,8 @@ func (s *State) applyExtraction(e events.Envelope) error {
 		if x := s.Extraction; x != nil && x.Attempt == p.Attempt && !x.Finished {
 			s.Extraction = nil
 			if p.Reason == events.RequeueLeaseExpired {
-				detail := p.Detail
-				if detail == "" { // recorded before the detail was kept
-					detail = "worker " + p.WorkerID + " stopped renewing its feedback-extraction lease"
-				}
-				s.Lost = append(s.Lost, detail)
+				// A requeue recorded before the detail was kept names none.
+				s.Lost = append(s.Lost, cmp.Or(p.Detail, "worker "+p.WorkerID+" stopped renewing its feedback-extraction lease"))
 			}
 		}
 	}
@@ -178,18 +176,12 @@ func (s *State) takePending(p events.RewardModelFeedbackExtractedV1) []events.Fi
 	return out
 }
 
-// Recorded reports whether the current attempt has a record for the trace.
-func (s State) recordedTrace(traceID string) bool {
-	return slices.ContainsFunc(s.Extracted, func(r events.RewardModelFeedbackExtractedV1) bool { return r.TraceID == traceID })
-}
-
 // Reusable finds an earlier record for the same trace input (revision,
 // comments, ratings), classifier model, prompt version and criteria that
 // assessed every target: a retry
 // copies it instead of paying for the same answers again.
 func (s State) Reusable(traceID string, revision int, inputHash, model, configHash string) (RecordedFeedback, bool) {
 	for _, r := range slices.Backward(s.Recorded) {
-
 		if r.TraceID == traceID && r.TraceRevision == revision && r.InputHash == inputHash && r.ClassifierModel == model &&
 			r.PromptVersion == feedback.PromptVersion && r.ConfigHash == configHash && !r.Partial {
 			return r, true
@@ -254,7 +246,7 @@ func DecideRecordFeedback(s State, workerID string, p events.RewardModelFeedback
 	if tr == nil {
 		return domain.Invalid("trace %s is not one of the model's selected traces", p.TraceID)
 	}
-	if s.recordedTrace(p.TraceID) {
+	if slices.ContainsFunc(s.Extracted, func(r events.RewardModelFeedbackExtractedV1) bool { return r.TraceID == p.TraceID }) {
 		return lease.NotClaimable("model %s attempt %d already has findings for trace %s", s.ID, p.Attempt, p.TraceID)
 	}
 	if p.TraceRevision != tr.Revision {
