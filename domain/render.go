@@ -9,7 +9,7 @@ import (
 // Rendering turns steps into the text a reward model reads. Training pairs
 // and inference scoring must render identically (spec 001 "Learned action
 // credit": "Training and inference use the same rendering"), so every caller
-// goes through RenderTrace / RenderUpTo; a format change here is a change to
+// goes through RenderUpTo; a format change here is a change to
 // every trained model's input and needs retraining.
 //
 // The format, one block per non-system step, blocks joined with "\n":
@@ -36,7 +36,7 @@ import (
 // prompt without changing what the reward model sees.
 
 // RenderVersion renders steps[0..i] in an input version. Version 1 is
-// RenderUpTo (RenderTrace for a whole trace). Version 3 keeps the same
+// RenderUpTo. Version 3 keeps the same
 // lines but in labelled sections, so the model can tell what it judges from
 // what came before, for a 4,096-token window:
 //
@@ -66,11 +66,6 @@ func RenderVersion(version int, steps []PairStep, i int, whole bool) string {
 // V3Sections joins a rendered context and action as input version 3 does.
 func V3Sections(context, action string) string {
 	return "### Context\n" + context + "\n### Action\n" + action
-}
-
-// RenderTrace renders a whole trace: the text of a trace-level target.
-func RenderTrace(steps []PairStep) string {
-	return RenderUpTo(steps, len(steps)-1)
 }
 
 // RenderUpTo renders steps[0..i] (inclusive): a step target is its prior

@@ -6,6 +6,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// RenderTrace renders a whole trace: the text of a trace-level target.
+func RenderTrace(steps []PairStep) string {
+	return RenderUpTo(steps, len(steps)-1)
+}
+
 // refundTrace is spec 001's canonical example trace.
 func refundTrace() PairTrace {
 	return PairTrace{ID: "t1", Steps: []PairStep{
