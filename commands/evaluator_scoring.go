@@ -2,7 +2,6 @@ package commands
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"strings"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/criticml/critic/domain/evaluator"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/domain/jobs/lease"
 	"github.com/criticml/critic/domain/traces"
 	"github.com/google/uuid"
 )
@@ -153,18 +153,17 @@ func (c *Streams) scoringTarget(ctx context.Context, traceID string) (evaluatorT
 		return evaluatorTrace{}, nil, err
 	}
 	if live == nil {
-		return evaluatorTrace{}, nil, &domain.ConflictError{Code: "not_claimable", Message: "no shared evaluator release is live: traces wait for the first release"}
+		return evaluatorTrace{}, nil, lease.NotClaimable("no shared evaluator release is live: traces wait for the first release")
 	}
 	t, err := c.loadEvaluatorTrace(ctx, traceID)
 	if err != nil {
 		return evaluatorTrace{}, nil, err
 	}
 	if !t.Exists {
-		return evaluatorTrace{}, nil, &domain.ConflictError{Code: "not_claimable", Message: fmt.Sprintf("trace %s does not exist (any more)", traceID)}
+		return evaluatorTrace{}, nil, lease.NotClaimable("trace %s does not exist (any more)", traceID)
 	}
 	if t.scored[[2]int{t.Revision, live.Release}] {
-		return evaluatorTrace{}, nil, &domain.ConflictError{Code: "not_claimable",
-			Message: fmt.Sprintf("revision %d of trace %s is already scored by release %d", t.Revision, traceID, live.Release)}
+		return evaluatorTrace{}, nil, lease.NotClaimable("revision %d of trace %s is already scored by release %d", t.Revision, traceID, live.Release)
 	}
 	return t, live, nil
 }
@@ -178,8 +177,8 @@ func checkReport(t evaluatorTrace, live *evaluator.Release, req jobs.EvaluatorSc
 		return domain.Invalid("worker_id is required")
 	}
 	if req.TraceRevision != t.Revision || req.Release != live.Release {
-		return &domain.ConflictError{Code: "not_claimable", Message: fmt.Sprintf("the report is about revision %d and release %d; trace %s is at revision %d and release %d is live",
-			req.TraceRevision, req.Release, t.ID, t.Revision, live.Release)}
+		return lease.NotClaimable("the report is about revision %d and release %d; trace %s is at revision %d and release %d is live",
+			req.TraceRevision, req.Release, t.ID, t.Revision, live.Release)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/domain/jobs/lease"
 	"github.com/criticml/critic/domain/rewardmodels"
 )
 
@@ -32,7 +33,7 @@ func (c ClaimGepaHandler) Handle(ctx context.Context, cmd ClaimGepa) (jobs.GepaC
 		return jobs.GepaClaim{}, err
 	}
 	if st.Status != rewardmodels.RunQueued {
-		return jobs.GepaClaim{}, &domain.ConflictError{Code: "not_claimable", Message: "GEPA run " + cmd.RunID + " is not queued (status " + st.Status + ")"}
+		return jobs.GepaClaim{}, lease.NotClaimable("GEPA run %s is not queued (status %s)", cmd.RunID, st.Status)
 	}
 	p := events.GepaRunStartedV1{RunID: cmd.RunID, WorkerID: cmd.WorkerID, LeaseSeconds: int(cmd.Lease / time.Second)}
 	if _, err := c.appendToGepa(ctx, workerActor(cmd.WorkerID), st, events.GepaRunStarted, p); err != nil {
@@ -42,7 +43,7 @@ func (c ClaimGepaHandler) Handle(ctx context.Context, cmd ClaimGepa) (jobs.GepaC
 	var key string
 	if rq.TaskAPIKeySealed != "" {
 		if key, err = c.open(rq.TaskAPIKeySealed); err != nil {
-			return jobs.GepaClaim{}, &domain.ConflictError{Code: "not_claimable", Message: "GEPA run " + cmd.RunID + ": task_api_key: " + err.Error()}
+			return jobs.GepaClaim{}, lease.NotClaimable("GEPA run %s: task_api_key: %s", cmd.RunID, err.Error())
 		}
 	}
 	return jobs.GepaClaim{RunID: cmd.RunID, OwnerID: st.OwnerID, LeaseSeconds: p.LeaseSeconds, Job: jobs.GepaJobSpec{Kind: "gepa",

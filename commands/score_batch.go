@@ -8,6 +8,7 @@ import (
 	"github.com/criticml/critic/domain"
 	"github.com/criticml/critic/domain/events"
 	"github.com/criticml/critic/domain/jobs"
+	"github.com/criticml/critic/domain/jobs/lease"
 	"github.com/criticml/critic/domain/rewardmodels"
 )
 
@@ -49,7 +50,7 @@ func (c ClaimScoreBatchHandler) Handle(ctx context.Context, cmd ClaimScoreBatch)
 			claim.Runs = append(claim.Runs, jobs.ScoreBatchRun{TraceID: r.TraceID, RunID: r.RunID, ItemsKey: req.ItemsKey})
 		}
 		if len(evs) == 0 {
-			return Result{}, &domain.ConflictError{Code: "not_claimable", Message: "scoring batch " + cmd.BatchID + " has no queued run left"}
+			return Result{}, lease.NotClaimable("scoring batch %s has no queued run left", cmd.BatchID)
 		}
 		return c.append(ctx, workerActor(cmd.WorkerID), expected, evs)
 	})
@@ -72,7 +73,7 @@ func (c *Streams) loadBatch(ctx context.Context, batchID, modelID string) (event
 		}
 	}
 	if b.BatchID == "" || b.ModelID != modelID {
-		return events.ScoringBatchRequestedV1{}, &domain.ConflictError{Code: "not_claimable", Message: "scoring batch " + batchID + " of model " + modelID + " does not exist"}
+		return events.ScoringBatchRequestedV1{}, lease.NotClaimable("scoring batch %s of model %s does not exist", batchID, modelID)
 	}
 	return b, nil
 }

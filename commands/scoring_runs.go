@@ -33,7 +33,7 @@ func (c ClaimScoringHandler) Handle(ctx context.Context, cmd ClaimScoring) (stri
 		return "", err
 	}
 	if sc.RunID != cmd.RunID || sc.Status != rewardmodels.RunQueued {
-		return "", &domain.ConflictError{Code: "not_claimable", Message: "scoring run " + cmd.RunID + " is not queued"}
+		return "", lease.NotClaimable("scoring run %s is not queued", cmd.RunID)
 	}
 	_, err = c.appendEvent(ctx, workerActor(cmd.WorkerID), events.ScoringStream(cmd.TraceID, cmd.ModelID), owner, sc.Version, events.ScoringRunStarted,
 		events.ScoringRunStartedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, WorkerID: cmd.WorkerID})
@@ -141,7 +141,7 @@ func (c HandBackScoringHandler) Handle(ctx context.Context, cmd HandBackScoring)
 // for workerID (another run replaced it, it was requeued or it finished).
 func checkRunHolder(sc rewardmodels.ScoringState, runID, workerID string) error {
 	if sc.RunID != runID || sc.Status != rewardmodels.RunRunning || sc.WorkerID != workerID {
-		return &domain.ConflictError{Code: "not_claimable", Message: "worker " + workerID + " does not hold scoring run " + runID}
+		return lease.NotClaimable("worker %s does not hold scoring run %s", workerID, runID)
 	}
 	return nil
 }

@@ -221,12 +221,11 @@ func (c *Streams) completeTraining(ctx context.Context, in CompleteTraining) (Re
 	// The API reads only keys it derives from the job it issued (owner,
 	// model, attempt): a worker token must not let its holder make the API
 	// read any object in the store.
-	scoresKey, actionKey := jobs.ScoresKey(st.OwnerID, st.ID, in.Attempt), ""
-	if in.ScoresKey != "" && in.ScoresKey != scoresKey {
-		return Result{}, domain.InvalidField("scores_key", fmt.Sprintf("scores_key must be %s, the key of this job; the API reads no other", scoresKey))
-	}
-	if in.ScoresKey == "" {
-		scoresKey = ""
+	scoresKey, actionKey := "", ""
+	if in.ScoresKey != "" {
+		if scoresKey = jobs.ScoresKey(st.OwnerID, st.ID, in.Attempt); in.ScoresKey != scoresKey {
+			return Result{}, domain.InvalidField("scores_key", fmt.Sprintf("scores_key must be %s, the key of this job; the API reads no other", scoresKey))
+		}
 	}
 	if in.ActionScoresKey != "" {
 		if actionKey = jobs.ActionScoresKey(st.OwnerID, st.ID, in.Attempt); in.ActionScoresKey != actionKey {

@@ -200,7 +200,7 @@ func (s *State) DecideClaim(id string) (*Candidate, error) {
 		return nil, &domain.NotFoundError{What: "evaluator candidate", ID: id}
 	}
 	if c.Status != CandidateQueued {
-		return nil, &domain.ConflictError{Code: "not_claimable", Message: fmt.Sprintf("candidate %s is %s, not queued", id, c.Status)}
+		return nil, lease.NotClaimable("candidate %s is %s, not queued", id, c.Status)
 	}
 	return c, nil
 }
@@ -213,7 +213,7 @@ func (s *State) DecideReport(id, workerID string) (*Candidate, error) {
 		return nil, &domain.NotFoundError{What: "evaluator candidate", ID: id}
 	}
 	if c.Status != CandidateRunning || c.WorkerID != workerID {
-		return nil, &domain.ConflictError{Code: "not_claimable", Message: fmt.Sprintf("candidate %s is %s and not held by worker %s", id, c.Status, workerID)}
+		return nil, lease.NotClaimable("candidate %s is %s and not held by worker %s", id, c.Status, workerID)
 	}
 	return c, nil
 }

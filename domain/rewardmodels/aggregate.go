@@ -4,6 +4,7 @@
 package rewardmodels
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -112,9 +113,7 @@ func (s *State) Apply(e events.Envelope) error {
 		s.Claimed(p.WorkerID, p.LeaseSeconds, e.RecordedAt)
 		t := e.RecordedAt.UTC()
 		s.StartedAt, s.Progress = &t, nil
-		if p.Compute != "" {
-			s.Compute = p.Compute
-		}
+		s.Compute = cmp.Or(p.Compute, s.Compute)
 	case events.RewardModelHeartbeat:
 		s.Beat(e.RecordedAt)
 		var p events.RewardModelHeartbeatV1
