@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -377,12 +378,8 @@ func (c *Criterion) CheckValue(raw json.RawMessage) (json.RawMessage, error) {
 		if c.Kind == KindBinary && (s == "yes" || s == "no") {
 			return json.Marshal(s)
 		}
-		if c.Kind == KindCategorical {
-			for _, l := range c.Labels {
-				if l.Name == s {
-					return json.Marshal(s)
-				}
-			}
+		if c.Kind == KindCategorical && slices.ContainsFunc(c.Labels, func(l events.CriterionLabel) bool { return l.Name == s }) {
+			return json.Marshal(s)
 		}
 		return nil, invalid("value", "%q is not a value of criterion %q: %s", s, c.Name, c.allowed())
 	case KindScale:

@@ -7,6 +7,7 @@ package members
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -75,10 +76,8 @@ func (r Role) Check(p Permission) error {
 
 // ParseRole reads a role; anything else is a 422 naming field.
 func ParseRole(field, s string) (Role, error) {
-	for _, r := range Roles {
-		if string(r) == s {
-			return r, nil
-		}
+	if slices.Contains(Roles, Role(s)) {
+		return Role(s), nil
 	}
 	return "", &domain.ValidationError{Code: "invalid_role", Field: field,
 		Message: fmt.Sprintf("%s must be one of admin, reviewer, viewer (got %q)", field, s)}

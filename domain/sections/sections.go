@@ -221,8 +221,7 @@ func subtasks(steps []domain.Step, ids []string, first, last int) []Section {
 		s := newSection(steps, ids, KindSubtask, first, cuts[0].at-1)
 		s.Title, s.TitleSource = requestTitle(steps, first, cuts[0].at-1), TitleRequest
 		if s.Title == "" {
-			s.Title = "Before the plan"
-			s.TitleSource = TitleProgress
+			s.Title, s.TitleSource = "Before the plan", TitleProgress
 		}
 		out = append(out, s)
 	}
@@ -313,20 +312,16 @@ const (
 )
 
 func activityTitle(a string) string {
-	switch {
-	case a == ActivityInspect:
-		return "Inspecting"
-	case a == ActivityEdit:
-		return "Editing"
-	case a == ActivityVerify:
-		return "Verifying"
-	case a == ActivityPublish:
-		return "Publishing"
-	case strings.HasPrefix(a, ActivityBrowse+":"):
-		return "Browsing " + strings.TrimPrefix(a, ActivityBrowse+":")
+	if t, ok := activityTitles[a]; ok {
+		return t
+	}
+	if host, ok := strings.CutPrefix(a, ActivityBrowse+":"); ok {
+		return "Browsing " + host
 	}
 	return "Browsing"
 }
+
+var activityTitles = map[string]string{ActivityInspect: "Inspecting", ActivityEdit: "Editing", ActivityVerify: "Verifying", ActivityPublish: "Publishing"}
 
 // Activity classifies a tool call by the kind of work it does, from its
 // tool name and, for shells, its command; "" when it is not recognisable
