@@ -127,14 +127,9 @@ func Of(steps []domain.Step, ids []string, meta map[string]any, stored map[strin
 		last := slices.Max(lab.Chunks[t.LastChunk].Steps)
 		task := Task{TaskID: t.TaskID, FirstStepID: ids[first], LastStepID: ids[last], AnswerPoints: t.AnswerPoints,
 			Work: t.Work, Score: t.Score, Capped: t.Capped, FirstIndex: first, LastIndex: last}
-		if t.AnswerChunk != "" {
-			for ci, l := range lab.Labels {
-				if l != nil && l.ChunkID == t.AnswerChunk {
-					idx := lab.Chunks[ci].Steps[0]
-					task.AnswerIndex, task.AnswerStepID = &idx, &ids[idx]
-					break
-				}
-			}
+		if ci := slices.IndexFunc(lab.Labels, func(l *labels.Label) bool { return l != nil && l.ChunkID == t.AnswerChunk }); ci >= 0 && t.AnswerChunk != "" {
+			idx := lab.Chunks[ci].Steps[0]
+			task.AnswerIndex, task.AnswerStepID = &idx, &ids[idx]
 		}
 		ss.Tasks = append(ss.Tasks, task)
 	}
@@ -283,8 +278,7 @@ func number(v any) *float64 {
 	case float64:
 		return &n
 	case int:
-		f := float64(n)
-		return &f
+		return new(float64(n))
 	case json.Number:
 		if f, err := n.Float64(); err == nil {
 			return &f

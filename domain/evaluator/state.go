@@ -131,19 +131,15 @@ func (s *State) Apply(e events.Envelope) {
 
 // Candidate returns a candidate by id (nil when none).
 func (s *State) Candidate(id string) *Candidate {
-	for _, c := range s.Candidates {
-		if c.CandidateID == id {
-			return c
-		}
+	if i := slices.IndexFunc(s.Candidates, func(c *Candidate) bool { return c.CandidateID == id }); i >= 0 {
+		return s.Candidates[i]
 	}
 	return nil
 }
 
 func (s *State) release(n int) *Release {
-	for i := range s.Releases {
-		if s.Releases[i].Release == n {
-			return &s.Releases[i]
-		}
+	if i := slices.IndexFunc(s.Releases, func(r Release) bool { return r.Release == n }); i >= 0 {
+		return &s.Releases[i]
 	}
 	return nil
 }
@@ -159,10 +155,8 @@ func (s *State) LiveRelease() *Release {
 
 // Benchmark returns a frozen version (nil when none).
 func (s *State) Benchmark(version int) *events.EvaluatorBenchmarkFrozenV1 {
-	for i := range s.Benchmarks {
-		if s.Benchmarks[i].Version == version {
-			return &s.Benchmarks[i]
-		}
+	if i := slices.IndexFunc(s.Benchmarks, func(b events.EvaluatorBenchmarkFrozenV1) bool { return b.Version == version }); i >= 0 {
+		return &s.Benchmarks[i]
 	}
 	return nil
 }
