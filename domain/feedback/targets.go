@@ -9,6 +9,7 @@ package feedback
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/criticml/critic/domain"
@@ -164,10 +165,8 @@ func laterUserMessages(steps []domain.PairStep, i int, harness map[string]bool) 
 
 // evidence returns the target's evidence with the id, if any.
 func (t Target) evidence(id string) (Evidence, bool) {
-	for _, e := range t.Evidence {
-		if e.ID == id {
-			return e, true
-		}
+	if i := slices.IndexFunc(t.Evidence, func(e Evidence) bool { return e.ID == id }); i >= 0 {
+		return t.Evidence[i], true
 	}
 	return Evidence{}, false
 }

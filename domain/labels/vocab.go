@@ -152,10 +152,8 @@ var Vocabulary = []Field{
 
 // field returns the vocabulary of one field by its JSON name.
 func field(name string) Field {
-	for _, f := range Vocabulary {
-		if f.Name == name {
-			return f
-		}
+	if i := slices.IndexFunc(Vocabulary, func(f Field) bool { return f.Name == name }); i >= 0 {
+		return Vocabulary[i]
 	}
 	panic("labels: no field " + name)
 }
