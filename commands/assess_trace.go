@@ -11,23 +11,15 @@ import (
 	"github.com/criticml/critic/domain/sections"
 )
 
-// AssessmentInput is one item's model input, as the worker service hands
-// it to a worker.
-type AssessmentInput struct {
-	Item         events.AssessmentItem `json:"item"`
-	Instructions string                `json:"instructions"`
-	Input        string                `json:"input"`
-}
-
 // assessmentSource returns the model inputs of the items still current:
 // an item whose key no longer matches the trace (it changed, or was
 // deleted) is left out, so a stale job calls no model.
-func (c *Streams) assessmentSource(ctx context.Context, traceID, kind string, items []events.AssessmentItem) ([]AssessmentInput, error) {
+func (c *Streams) assessmentSource(ctx context.Context, traceID, kind string, items []events.AssessmentItem) ([]jobs.AssessInput, error) {
 	s, err := c.loadTrace(ctx, traceID)
 	if err != nil {
 		return nil, err
 	}
-	out := []AssessmentInput{}
+	out := []jobs.AssessInput{}
 	if !s.Exists {
 		return out, nil
 	}
@@ -37,12 +29,12 @@ func (c *Streams) assessmentSource(ctx context.Context, traceID, kind string, it
 		case events.AssessmentSections:
 			j, ok := sectionJob(steps, ids, it)
 			if ok {
-				out = append(out, AssessmentInput{Item: it, Instructions: sections.SectionInstructions, Input: j.Prompt(steps, ids)})
+				out = append(out, jobs.AssessInput{Item: it, Instructions: sections.SectionInstructions, Input: j.Prompt(steps, ids)})
 			}
 		case events.AssessmentCompletion:
 			j := sections.NewCompletionJob(steps, ids, it.Tasks)
 			if j.Key == it.Key {
-				out = append(out, AssessmentInput{Item: it, Instructions: sections.CompletionInstructions, Input: j.Prompt(steps, ids)})
+				out = append(out, jobs.AssessInput{Item: it, Instructions: sections.CompletionInstructions, Input: j.Prompt(steps, ids)})
 			}
 		default:
 			return nil, domain.Invalid("unknown assessment kind %q", kind)
@@ -128,10 +120,10 @@ func (c *Streams) recordAssessment(ctx context.Context, workerID, traceID string
 			msg = a.Model + ": the answer failed validation: " + problem.Error()
 		}
 		if msg != "" {
-			return c.appendToTrace(ctx, workerActor(workerID), s, events.TraceAssessmentFailed, events.TraceAssessmentFailedV1{TraceID: traceID,
+			return c.appendToTrace(ctx, WorkerActor(workerID), s, events.TraceAssessmentFailed, events.TraceAssessmentFailedV1{TraceID: traceID,
 				Kind: a.Kind, Version: version, Key: a.Item.Key, Model: a.Model, Error: truncateRunes(msg, 2000)})
 		}
-		return c.appendToTrace(ctx, workerActor(workerID), s, events.TraceAssessmentRecorded, events.TraceAssessmentRecordedV1{TraceID: traceID,
+		return c.appendToTrace(ctx, WorkerActor(workerID), s, events.TraceAssessmentRecorded, events.TraceAssessmentRecordedV1{TraceID: traceID,
 			Kind: a.Kind, Version: version, Key: a.Item.Key, EvidenceHash: a.Item.EvidenceHash, Section: a.Section, Tasks: a.Tasks,
 			Model: a.Model, PromptVersion: sections.PromptVersion, Usage: a.Usage})
 	})
@@ -159,11 +151,7 @@ func (c *Streams) assessJob() jobActions {
 			if err != nil {
 				return nil, err
 			}
-			out := jobs.AssessSource{Kind: r.Job.Kind, Inputs: make([]jobs.AssessInput, len(in))}
-			for i, x := range in {
-				out.Inputs[i] = jobs.AssessInput{Item: x.Item, Instructions: x.Instructions, Input: x.Input}
-			}
-			return out, nil
+			return jobs.AssessSource{Kind: r.Job.Kind, Inputs: in}, nil
 		}),
 		jobs.Report: onJob(func(ctx context.Context, r call[jobs.AssessReport]) (any, error) {
 			b := r.Body

@@ -27,7 +27,7 @@ type ClaimCandidateHandler struct{ *Streams }
 
 func (c ClaimCandidateHandler) Handle(ctx context.Context, cmd ClaimCandidate) (jobs.EvaluatorCandidateClaim, error) {
 	var claim jobs.EvaluatorCandidateClaim
-	_, err := c.onEvaluator(ctx, workerActor(cmd.WorkerID), func(s evaluator.State) (string, any, error) {
+	_, err := c.onEvaluator(ctx, WorkerActor(cmd.WorkerID), func(s evaluator.State) (string, any, error) {
 		cand, err := s.DecideClaim(cmd.ID)
 		if err != nil {
 			return "", nil, err
@@ -55,7 +55,7 @@ type CompleteCandidateHandler struct{ *Streams }
 
 func (c CompleteCandidateHandler) Handle(ctx context.Context, cmd CompleteCandidate) (Result, error) {
 	in := cmd.Result
-	return c.onEvaluator(ctx, workerActor(cmd.WorkerID), func(s evaluator.State) (string, any, error) {
+	return c.onEvaluator(ctx, WorkerActor(cmd.WorkerID), func(s evaluator.State) (string, any, error) {
 		cand, err := s.DecideReport(cmd.ID, cmd.WorkerID)
 		if err != nil {
 			return "", nil, err
@@ -100,7 +100,7 @@ type FailCandidateHandler struct{ *Streams }
 
 func (c FailCandidateHandler) Handle(ctx context.Context, cmd FailCandidate) (Result, error) {
 	cmd.Message = failureLog(cmd.Message)
-	return c.onEvaluator(ctx, workerActor(cmd.WorkerID), func(s evaluator.State) (string, any, error) {
+	return c.onEvaluator(ctx, WorkerActor(cmd.WorkerID), func(s evaluator.State) (string, any, error) {
 		_, err := s.DecideReport(cmd.ID, cmd.WorkerID)
 		return events.EvaluatorCandidateFailed, events.EvaluatorCandidateFailedV1{CandidateID: cmd.ID, WorkerID: cmd.WorkerID, Error: cmd.Message}, err
 	})
@@ -118,7 +118,7 @@ type CandidateHeartbeat struct {
 type CandidateHeartbeatHandler struct{ *Streams }
 
 func (c CandidateHeartbeatHandler) Handle(ctx context.Context, cmd CandidateHeartbeat) (Result, error) {
-	return c.onEvaluator(ctx, workerActor(cmd.WorkerID), func(s evaluator.State) (string, any, error) {
+	return c.onEvaluator(ctx, WorkerActor(cmd.WorkerID), func(s evaluator.State) (string, any, error) {
 		_, err := s.DecideReport(cmd.ID, cmd.WorkerID)
 		return events.EvaluatorCandidateHeartbeat, events.EvaluatorCandidateHeartbeatV1{CandidateID: cmd.ID, WorkerID: cmd.WorkerID}, err
 	})
@@ -154,7 +154,7 @@ func (c *Streams) handBackCandidate(ctx context.Context, workerID, id, reason st
 	if r := []rune(reason); len(r) > 500 {
 		reason = string(r[:500])
 	}
-	return c.onEvaluator(ctx, workerActor(workerID), func(s evaluator.State) (string, any, error) {
+	return c.onEvaluator(ctx, WorkerActor(workerID), func(s evaluator.State) (string, any, error) {
 		_, err := s.DecideReport(id, workerID)
 		return events.EvaluatorCandidateRequeued, events.EvaluatorCandidateRequeuedV1{CandidateID: id, WorkerID: workerID, Reason: events.RequeueHandedBack, Detail: reason}, err
 	})

@@ -76,7 +76,7 @@ func (c RecordEvaluatorScoresHandler) Handle(ctx context.Context, cmd RecordEval
 			}
 			scores[i] = events.EvaluatorActionScore{StepID: sc.StepID, Score: sc.Score, Credit: sc.Credit}
 		}
-		return c.appendToTrace(ctx, workerActor(in.WorkerID), t.State, events.EvaluatorTraceScored,
+		return c.appendToTrace(ctx, WorkerActor(in.WorkerID), t.State, events.EvaluatorTraceScored,
 			events.EvaluatorTraceScoredV1{TraceID: cmd.TraceID, TraceRevision: t.Revision, Release: live.Release, WorkerID: in.WorkerID, Scores: scores})
 	})
 }
@@ -103,7 +103,7 @@ func (c FailEvaluatorScoringHandler) Handle(ctx context.Context, cmd FailEvaluat
 		if err := checkReport(t, live, in.EvaluatorScoringRequest); err != nil {
 			return Result{}, err
 		}
-		return c.appendToTrace(ctx, workerActor(in.WorkerID), t.State, events.EvaluatorTraceScoringFailed,
+		return c.appendToTrace(ctx, WorkerActor(in.WorkerID), t.State, events.EvaluatorTraceScoringFailed,
 			events.EvaluatorTraceScoringFailedV1{TraceID: cmd.TraceID, TraceRevision: t.Revision, Release: live.Release, WorkerID: in.WorkerID, Error: msg})
 	})
 }

@@ -111,7 +111,7 @@ func (c ClaimExtractionHandler) Handle(ctx context.Context, cmd ClaimExtraction)
 		evs = append(evs, events.New{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: events.RewardModelExtractionProgressed,
 			Payload: events.RewardModelExtractionProgressedV1{ModelID: st.ID, Attempt: cmd.Attempt, WorkerID: cmd.WorkerID, TargetsDone: done}})
 	}
-	r, err := c.append(ctx, workerActor(cmd.WorkerID), map[string]int64{stream: st.Version}, evs)
+	r, err := c.append(ctx, WorkerActor(cmd.WorkerID), map[string]int64{stream: st.Version}, evs)
 	if err != nil {
 		return ExtractionClaim{}, err
 	}
@@ -175,7 +175,7 @@ func (c RecordFeedbackHandler) Handle(ctx context.Context, cmd RecordFeedback) (
 			return Result{}, err
 		}
 		stream := events.RewardModelStream(st.ID)
-		return c.append(ctx, workerActor(cmd.WorkerID), map[string]int64{stream: st.Version}, recordEvents(stream, st.OwnerID, p))
+		return c.append(ctx, WorkerActor(cmd.WorkerID), map[string]int64{stream: st.Version}, recordEvents(stream, st.OwnerID, p))
 	})
 }
 
@@ -207,7 +207,7 @@ func (c FinishExtractionHandler) Handle(ctx context.Context, cmd FinishExtractio
 			extra = append(extra, events.New{ID: newID(), Stream: events.RewardModelStream(st.ID), OwnerID: st.OwnerID,
 				Type: events.RewardModelTrainingFailed, Payload: *fail})
 		}
-		return c.appendToModel(ctx, workerActor(cmd.WorkerID), st, events.RewardModelExtractionFinished, fin, extra...)
+		return c.appendToModel(ctx, WorkerActor(cmd.WorkerID), st, events.RewardModelExtractionFinished, fin, extra...)
 	})
 }
 
@@ -245,7 +245,7 @@ type HandBackExtraction struct {
 type HandBackExtractionHandler struct{ *Streams }
 
 func (c HandBackExtractionHandler) Handle(ctx context.Context, cmd HandBackExtraction) (Result, error) {
-	return c.onModel(ctx, cmd.ModelID, workerActor(cmd.WorkerID), func(st rewardmodels.State) (string, any, error) {
+	return c.onModel(ctx, cmd.ModelID, WorkerActor(cmd.WorkerID), func(st rewardmodels.State) (string, any, error) {
 		p, err := rewardmodels.DecideExtractionHandBack(st, cmd.Attempt, cmd.WorkerID, cmd.Reason)
 		return events.RewardModelExtractionRequeued, p, err
 	})
@@ -260,7 +260,7 @@ type ExtractionClaim struct {
 
 // extractionProgress renews the holder's lease and records targets done.
 func (c *Streams) extractionProgress(ctx context.Context, workerID, modelID string, attempt, done int) (Result, error) {
-	return c.onModel(ctx, modelID, workerActor(workerID), func(st rewardmodels.State) (string, any, error) {
+	return c.onModel(ctx, modelID, WorkerActor(workerID), func(st rewardmodels.State) (string, any, error) {
 		return events.RewardModelExtractionProgressed, events.RewardModelExtractionProgressedV1{ModelID: st.ID, Attempt: attempt,
 			WorkerID: workerID, TargetsDone: done}, rewardmodels.CheckExtractionHolder(st, attempt, workerID)
 	})

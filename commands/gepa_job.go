@@ -36,7 +36,7 @@ func (c ClaimGepaHandler) Handle(ctx context.Context, cmd ClaimGepa) (jobs.GepaC
 		return jobs.GepaClaim{}, lease.NotClaimable("GEPA run %s is not queued (status %s)", cmd.RunID, st.Status)
 	}
 	p := events.GepaRunStartedV1{RunID: cmd.RunID, WorkerID: cmd.WorkerID, LeaseSeconds: int(cmd.Lease / time.Second)}
-	if _, err := c.appendToGepa(ctx, workerActor(cmd.WorkerID), st, events.GepaRunStarted, p); err != nil {
+	if _, err := c.appendToGepa(ctx, WorkerActor(cmd.WorkerID), st, events.GepaRunStarted, p); err != nil {
 		return jobs.GepaClaim{}, err
 	}
 	rq := st.Requested
@@ -172,7 +172,7 @@ func (c *Streams) gepaJob() jobActions {
 		}),
 		// A beat renews the holder's lease with its progress.
 		jobs.Beat: onJob(func(ctx context.Context, r call[events.GepaProgress]) (any, error) {
-			return jobAck(c.onGepa(ctx, r.ID, workerActor(r.Worker), func(st rewardmodels.GepaState) (string, any, error) {
+			return jobAck(c.onGepa(ctx, r.ID, WorkerActor(r.Worker), func(st rewardmodels.GepaState) (string, any, error) {
 				return events.GepaRunHeartbeat, events.GepaRunHeartbeatV1{RunID: r.ID, WorkerID: r.Worker, Progress: r.Body},
 					rewardmodels.CheckGepaHolder(st, r.ID, r.Worker)
 			}))
@@ -187,7 +187,7 @@ func (c *Streams) gepaJob() jobActions {
 				return jobAck(Result{}, domain.Invalid("progress.metric_calls must not be negative"))
 			}
 			cand.RunID = r.ID
-			return jobAck(c.onGepa(ctx, r.ID, workerActor(r.Worker), func(st rewardmodels.GepaState) (string, any, error) {
+			return jobAck(c.onGepa(ctx, r.ID, WorkerActor(r.Worker), func(st rewardmodels.GepaState) (string, any, error) {
 				if err := rewardmodels.CheckGepaHolder(st, r.ID, r.Worker); err != nil {
 					return "", nil, err
 				}
@@ -199,7 +199,7 @@ func (c *Streams) gepaJob() jobActions {
 		}),
 		// The result is the holder's result.json, checked (CheckGepaResult).
 		jobs.Finish: onJob(func(ctx context.Context, r call[json.RawMessage]) (any, error) {
-			return jobAck(c.onGepa(ctx, r.ID, workerActor(r.Worker), func(st rewardmodels.GepaState) (string, any, error) {
+			return jobAck(c.onGepa(ctx, r.ID, WorkerActor(r.Worker), func(st rewardmodels.GepaState) (string, any, error) {
 				if err := rewardmodels.CheckGepaHolder(st, r.ID, r.Worker); err != nil {
 					return "", nil, err
 				}
@@ -209,14 +209,14 @@ func (c *Streams) gepaJob() jobActions {
 		}),
 		// A failure carries the end of the worker's log.
 		jobs.Fail: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			return jobAck(c.onGepa(ctx, r.ID, workerActor(r.Worker), func(st rewardmodels.GepaState) (string, any, error) {
+			return jobAck(c.onGepa(ctx, r.ID, WorkerActor(r.Worker), func(st rewardmodels.GepaState) (string, any, error) {
 				return events.GepaRunFailed, events.GepaRunFailedV1{RunID: r.ID, Error: tail(r.Error, 2000)}, rewardmodels.CheckGepaHolder(st, r.ID, r.Worker)
 			}))
 		}),
 		// A hand-back returns the run to the queue (the worker is stopping);
 		// the dispatch projection publishes the job again.
 		jobs.HandBack: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
-			return jobAck(c.onGepa(ctx, r.ID, workerActor(r.Worker), func(st rewardmodels.GepaState) (string, any, error) {
+			return jobAck(c.onGepa(ctx, r.ID, WorkerActor(r.Worker), func(st rewardmodels.GepaState) (string, any, error) {
 				p, err := rewardmodels.DecideGepaHandBack(st, r.ID, r.Worker, r.Reason)
 				return events.GepaRunRequeued, p, err
 			}))

@@ -70,7 +70,7 @@ func (c *Streams) recordLabelingFailure(ctx context.Context, workerID, traceID s
 		if !s.Exists || s.Revision != revision {
 			return Result{}, nil
 		}
-		return c.appendToTrace(ctx, workerActor(workerID), s, events.TraceLabelingFailed, events.TraceLabelingFailedV1{TraceID: traceID,
+		return c.appendToTrace(ctx, WorkerActor(workerID), s, events.TraceLabelingFailed, events.TraceLabelingFailedV1{TraceID: traceID,
 			Revision: revision, Model: in.Model, Failed: in.Failed, Error: msg})
 	})
 }

@@ -30,4 +30,4 @@ func (c RecordStepLabelsHandler) Handle(ctx context.Context, cmd RecordStepLabel
 
 // WorkerActor is the actor of a worker reporting through the worker
 // service (the step labeler among them).
-func WorkerActor(id string) Actor { return workerActor(id) }
+func WorkerActor(id string) Actor { return Actor{worker: id} }

@@ -52,7 +52,7 @@ func (c ClaimScoreBatchHandler) Handle(ctx context.Context, cmd ClaimScoreBatch)
 		if len(evs) == 0 {
 			return Result{}, lease.NotClaimable("scoring batch %s has no queued run left", cmd.BatchID)
 		}
-		return c.append(ctx, workerActor(cmd.WorkerID), expected, evs)
+		return c.append(ctx, WorkerActor(cmd.WorkerID), expected, evs)
 	})
 	return claim, err
 }
@@ -143,10 +143,9 @@ func (c *Streams) scoreBatchJob() jobActions {
 			if !slices.Contains(b.Runs, events.ScoringBatchRun{TraceID: r.Body.TraceID, RunID: r.Body.RunID}) {
 				return nil, domain.InvalidField("body.run_id", "run "+r.Body.RunID+" of trace "+r.Body.TraceID+" is not in scoring batch "+r.ID)
 			}
-			if r.Body.Error != "" {
-				return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Body.TraceID, ModelID: r.Job.ModelID, RunID: r.Body.RunID, Failure: tail(r.Body.Error, 2000)}))
-			}
-			return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Body.TraceID, ModelID: r.Job.ModelID, RunID: r.Body.RunID, Scores: r.Body.ActionScores, TraceScore: r.Body.TraceScore}))
+			// A trace's error fails its run (FinishScoring reads no scores then).
+			return jobAck(FinishScoringHandler{c}.Handle(ctx, FinishScoring{WorkerID: r.Worker, TraceID: r.Body.TraceID, ModelID: r.Job.ModelID, RunID: r.Body.RunID,
+				Scores: r.Body.ActionScores, TraceScore: r.Body.TraceScore, Failure: tail(r.Body.Error, 2000)}))
 		}),
 		jobs.Finish: onJob(func(ctx context.Context, r call[struct{}]) (any, error) {
 			return jobAck(c.settleBatch(ctx, r.Worker, r.ID, r.Job.ModelID, func(traceID, runID string) (Result, error) {

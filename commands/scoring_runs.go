@@ -35,7 +35,7 @@ func (c ClaimScoringHandler) Handle(ctx context.Context, cmd ClaimScoring) (stri
 	if sc.RunID != cmd.RunID || sc.Status != rewardmodels.RunQueued {
 		return "", lease.NotClaimable("scoring run %s is not queued", cmd.RunID)
 	}
-	_, err = c.appendEvent(ctx, workerActor(cmd.WorkerID), events.ScoringStream(cmd.TraceID, cmd.ModelID), owner, sc.Version, events.ScoringRunStarted,
+	_, err = c.appendEvent(ctx, WorkerActor(cmd.WorkerID), events.ScoringStream(cmd.TraceID, cmd.ModelID), owner, sc.Version, events.ScoringRunStarted,
 		events.ScoringRunStartedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, WorkerID: cmd.WorkerID})
 	return req.ItemsKey, err
 }
@@ -69,7 +69,7 @@ func (c FinishScoringHandler) Handle(ctx context.Context, cmd FinishScoring) (Re
 	}
 	stream := events.ScoringStream(cmd.TraceID, cmd.ModelID)
 	fail := func(msg string) (Result, error) {
-		return c.appendEvent(ctx, workerActor(cmd.WorkerID), stream, owner, sc.Version, events.ScoringRunFailed,
+		return c.appendEvent(ctx, WorkerActor(cmd.WorkerID), stream, owner, sc.Version, events.ScoringRunFailed,
 			events.ScoringRunFailedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, Error: msg, Automatic: sc.Automatic})
 	}
 	if cmd.Failure != "" {
@@ -107,7 +107,7 @@ func (c FinishScoringHandler) Handle(ctx context.Context, cmd FinishScoring) (Re
 			Payload: events.TracesScoredV1{ModelID: cmd.ModelID, ModelName: m.Requested.Name,
 				Scores: []events.TraceScore{{TraceID: cmd.TraceID, Revision: tr.Revision, Score: *cmd.TraceScore}}}})
 	}
-	return c.append(ctx, workerActor(cmd.WorkerID), map[string]int64{stream: sc.Version}, evs)
+	return c.append(ctx, WorkerActor(cmd.WorkerID), map[string]int64{stream: sc.Version}, evs)
 }
 
 // HandBackScoring returns the holder's running run to the queue (the worker
@@ -132,7 +132,7 @@ func (c HandBackScoringHandler) Handle(ctx context.Context, cmd HandBackScoring)
 		return Result{}, err
 	}
 	cmd.Reason = cmp.Or(cmd.Reason, "worker "+cmd.WorkerID+" stopped")
-	return c.appendEvent(ctx, workerActor(cmd.WorkerID), events.ScoringStream(cmd.TraceID, cmd.ModelID), owner, sc.Version, events.ScoringRunRequeued,
+	return c.appendEvent(ctx, WorkerActor(cmd.WorkerID), events.ScoringStream(cmd.TraceID, cmd.ModelID), owner, sc.Version, events.ScoringRunRequeued,
 		events.ScoringRunRequeuedV1{RunID: cmd.RunID, TraceID: cmd.TraceID, ModelID: cmd.ModelID, WorkerID: cmd.WorkerID,
 			Reason: events.RequeueHandedBack, Detail: tail(cmd.Reason, 500)})
 }

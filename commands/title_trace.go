@@ -47,7 +47,7 @@ func (c RecordTitleHandler) Handle(ctx context.Context, cmd RecordTitle) (Result
 		if cmd.Usage == nil {
 			cmd.Usage = []events.LLMUsage{}
 		}
-		return c.appendToTrace(ctx, workerActor(cmd.WorkerID), s, events.TraceTitled, events.TraceTitledV1{TraceID: cmd.TraceID, Revision: cmd.Revision,
+		return c.appendToTrace(ctx, WorkerActor(cmd.WorkerID), s, events.TraceTitled, events.TraceTitledV1{TraceID: cmd.TraceID, Revision: cmd.Revision,
 			Title: cmd.Title, Model: cmd.Model, PromptVersion: domain.TitlePromptVersion, Usage: cmd.Usage})
 	})
 }

@@ -83,7 +83,7 @@ type HandBackTraining struct {
 type HandBackTrainingHandler struct{ *Streams }
 
 func (c HandBackTrainingHandler) Handle(ctx context.Context, cmd HandBackTraining) (Result, error) {
-	return c.onModel(ctx, cmd.ModelID, workerActor(cmd.WorkerID), func(st rewardmodels.State) (string, any, error) {
+	return c.onModel(ctx, cmd.ModelID, WorkerActor(cmd.WorkerID), func(st rewardmodels.State) (string, any, error) {
 		p, err := rewardmodels.DecideHandBack(st, cmd.Attempt, cmd.WorkerID, cmd.Reason)
 		return events.RewardModelTrainingRequeued, p, err
 	})
@@ -101,7 +101,7 @@ type Heartbeat struct {
 type HeartbeatHandler struct{ *Streams }
 
 func (c HeartbeatHandler) Handle(ctx context.Context, cmd Heartbeat) (Result, error) {
-	return c.onModel(ctx, cmd.ModelID, workerActor(cmd.WorkerID), func(st rewardmodels.State) (string, any, error) {
+	return c.onModel(ctx, cmd.ModelID, WorkerActor(cmd.WorkerID), func(st rewardmodels.State) (string, any, error) {
 		ev, err := rewardmodels.DecideHeartbeat(st, cmd.Attempt, cmd.WorkerID, cmd.Progress)
 		return events.RewardModelHeartbeat, ev, err
 	})
@@ -142,7 +142,7 @@ type FailTraining struct {
 type FailTrainingHandler struct{ *Streams }
 
 func (c FailTrainingHandler) Handle(ctx context.Context, cmd FailTraining) (Result, error) {
-	return c.onModel(ctx, cmd.ModelID, workerActor(cmd.WorkerID), func(st rewardmodels.State) (string, any, error) {
+	return c.onModel(ctx, cmd.ModelID, WorkerActor(cmd.WorkerID), func(st rewardmodels.State) (string, any, error) {
 		p, err := rewardmodels.DecideFail(st, cmd.Attempt, cmd.WorkerID, events.FailureWorkerError, cmd.Message)
 		return events.RewardModelTrainingFailed, p, err
 	})
@@ -191,7 +191,7 @@ func (c *Streams) claimTraining(ctx context.Context, workerID, compute, modelID 
 		// to the worker's reports.
 		ctx = requestid.With(ctx, st.QueuedBy)
 	}
-	r, err := c.appendToModel(ctx, workerActor(workerID), st, events.RewardModelTrainingStarted, p)
+	r, err := c.appendToModel(ctx, WorkerActor(workerID), st, events.RewardModelTrainingStarted, p)
 	if err != nil {
 		return ClaimedJob{}, err // a concurrent claim loses at the version check
 	}
@@ -199,8 +199,6 @@ func (c *Streams) claimTraining(ctx context.Context, workerID, compute, modelID 
 		DatasetKey: st.Dataset.DatasetKey, ArtifactKey: jobs.ArtifactKey(st.OwnerID, st.ID), Attempt: attempt,
 		Epochs: st.Requested.Epochs, LeaseSeconds: p.LeaseSeconds, CorrelationID: st.QueuedBy}}, nil
 }
-
-func workerActor(id string) Actor { return Actor{UserID: "", worker: id} }
 
 func (c *Streams) completeTraining(ctx context.Context, in CompleteTraining) (Result, error) {
 	st, err := c.loadModel(ctx, "", in.ModelID)
@@ -246,7 +244,7 @@ func (c *Streams) completeTraining(ctx context.Context, in CompleteTraining) (Re
 		extra = append(extra, events.New{ID: newID(), Stream: stream, OwnerID: st.OwnerID, Type: events.ActionsScored,
 			Payload: events.ActionsScoredV1{ModelID: st.ID, ModelName: st.Requested.Name, Scores: batch}})
 	}
-	return c.appendToModel(ctx, workerActor(in.WorkerID), st, events.RewardModelTrainingSucceeded, p, extra...)
+	return c.appendToModel(ctx, WorkerActor(in.WorkerID), st, events.RewardModelTrainingSucceeded, p, extra...)
 }
 
 func (c *Streams) loadDataset(ctx context.Context, key string) (rewardmodels.Dataset, error) {

@@ -16,15 +16,8 @@ const TopicLabel = "critic.jobs.label"
 var KindLabel = register("label", TopicLabel)
 
 // LabelJob is a critic.jobs.label value (key = trace id): label the chunks
-// of one revision that have no label yet.
-type LabelJob struct {
-	TraceID  string `json:"trace_id"`
-	Revision int    `json:"revision"`
-	OwnerID  string `json:"owner_id"`
-}
-
-// JobID implements Message.
-func (m LabelJob) JobID() string { return m.TraceID }
+// of one revision that have no label yet. It names what a title job names.
+type LabelJob = TitleJob
 
 var _ = triggeredBy(KindLabel, labelJobOf)
 
