@@ -18,15 +18,12 @@ import (
 // nil when the trace no longer has it (a re-import replaced the step, or
 // changed what came before it).
 func comparisonTarget(st traces.State, f events.Finding) *feedback.Target {
-	for _, t := range feedback.Targets(rewardmodels.FeedbackTrace(st)) {
-		if t.StepID == f.StepID {
-			if t.Action != f.OriginalAction {
-				return nil
-			}
-			return &t
-		}
+	ts := feedback.Targets(rewardmodels.FeedbackTrace(st))
+	i := slices.IndexFunc(ts, func(t feedback.Target) bool { return t.StepID == f.StepID })
+	if i < 0 || ts[i].Action != f.OriginalAction {
+		return nil
 	}
-	return nil
+	return &ts[i]
 }
 
 // ComparisonItem is one comparison of a reviewer's queue, as the log says

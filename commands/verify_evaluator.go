@@ -102,26 +102,21 @@ func (c *Streams) VerifyBenchmarks(ctx context.Context) (int, error) {
 	for _, s := range erasedStreams {
 		erased[strings.TrimPrefix(s, events.TraceStream(""))] = true
 	}
+	isErased := func(it events.EvaluatorItem) bool {
+		return erased[it.TraceID] || (it.RejectedTraceID != "" && erased[it.RejectedTraceID])
+	}
 	for _, p := range prev {
 		states, err := c.evaluatorTracesAsOf(ctx, p.AsOfSeq)
 		if err != nil {
 			return 0, err
 		}
 		b := evaluator.FreezeWith(p.ItemRules, p.Version, p.AsOfSeq, states)
-		want := make([]events.EvaluatorItem, 0, len(p.Items))
-		for _, it := range p.Items {
-			if erased[it.TraceID] || (it.RejectedTraceID != "" && erased[it.RejectedTraceID]) {
-				continue
-			}
-			want = append(want, it)
-		}
+		want := slices.DeleteFunc(append([]events.EvaluatorItem{}, p.Items...), isErased)
 		got := b.Items
 		if len(want) > 0 && want[0].Chosen == "" {
 			got = withoutText(got)
 		}
-		got = slices.DeleteFunc(slices.Clone(got), func(it events.EvaluatorItem) bool {
-			return erased[it.TraceID] || (it.RejectedTraceID != "" && erased[it.RejectedTraceID])
-		})
+		got = slices.DeleteFunc(slices.Clone(got), isErased)
 		if !reflect.DeepEqual(got, want) {
 			return 0, fmt.Errorf("benchmark version %d does not match a rebuild from the log as of seq %d", p.Version, p.AsOfSeq)
 		}
