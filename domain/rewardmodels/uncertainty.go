@@ -30,12 +30,7 @@ func ParseRewardStats(raw json.RawMessage) *RewardStats {
 }
 
 // std avoids dividing by zero when every training reward was identical.
-func (s RewardStats) std() float64 {
-	if s.Std < 1e-6 {
-		return 1e-6
-	}
-	return s.Std
-}
+func (s RewardStats) std() float64 { return max(s.Std, 1e-6) }
 
 // Calibrated is the calibrated score sigmoid((r − mean) / std) of spec 004
 // (GEPA's metric): 0.5 at the calibration mean, 0–1, not a probability of
