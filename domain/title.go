@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -13,20 +14,13 @@ const maxTitleRunes = 80
 // non-system step), whitespace collapsed, cut at a word boundary. It is
 // deterministic so a re-import yields the same title.
 func DefaultTitle(steps []Step) string {
-	pick := ""
-	for _, s := range steps {
-		if s.Role == RoleUser && !s.IsHarness() && strings.TrimSpace(s.Content) != "" {
-			pick = s.Content
-			break
-		}
+	i := slices.IndexFunc(steps, func(s Step) bool { return s.Role == RoleUser && !s.IsHarness() && strings.TrimSpace(s.Content) != "" })
+	if i < 0 {
+		i = slices.IndexFunc(steps, func(s Step) bool { return s.Role != RoleSystem && !s.IsHarness() && strings.TrimSpace(s.Content) != "" })
 	}
-	if pick == "" {
-		for _, s := range steps {
-			if s.Role != RoleSystem && !s.IsHarness() && strings.TrimSpace(s.Content) != "" {
-				pick = s.Content
-				break
-			}
-		}
+	pick := ""
+	if i >= 0 {
+		pick = steps[i].Content
 	}
 	pick = strings.Join(strings.Fields(firstNonEmptyLine(pick)), " ")
 	if pick == "" {
