@@ -129,6 +129,7 @@ func (c *Streams) recordAssessment(ctx context.Context, workerID, traceID string
 	})
 }
 
+// truncateRunes keeps the first n runes of s.
 func truncateRunes(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {

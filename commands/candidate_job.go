@@ -150,10 +150,7 @@ func (c ExpireCandidateLeaseHandler) Handle(ctx context.Context, cmd ExpireCandi
 // (the worker is stopping); the dispatch projection publishes its job
 // again and the next free worker trains it from the start.
 func (c *Streams) handBackCandidate(ctx context.Context, workerID, id, reason string) (Result, error) {
-	reason = cmp.Or(reason, "worker "+workerID+" stopped")
-	if r := []rune(reason); len(r) > 500 {
-		reason = string(r[:500])
-	}
+	reason = truncateRunes(cmp.Or(reason, "worker "+workerID+" stopped"), 500)
 	return c.onEvaluator(ctx, WorkerActor(workerID), func(s evaluator.State) (string, any, error) {
 		_, err := s.DecideReport(id, workerID)
 		return events.EvaluatorCandidateRequeued, events.EvaluatorCandidateRequeuedV1{CandidateID: id, WorkerID: workerID, Reason: events.RequeueHandedBack, Detail: reason}, err
