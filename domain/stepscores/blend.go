@@ -157,26 +157,14 @@ func Blend(q Question, p map[string]float64) (float64, bool) {
 	return round(sum / total), true
 }
 
-// questionByID finds a question of this policy.
-func questionByID(id string) (Question, bool) {
-	switch id {
-	case QuestionWork:
-		return WorkQuestion, true
-	case QuestionAnswer:
-		return AnswerQuestion, true
-	}
-	return Question{}, false
-}
-
 // applyCheck changes a step's own lines by its check, when the check asks
 // the question the step is open to and its distribution is well formed.
 // It returns whether it did.
 func applyCheck(r *StepReward, l labels.Label, reacted bool, c Check) bool {
-	want, open := QuestionFor(l, reacted)
-	if !open || c.Question != want.ID {
+	q, open := QuestionFor(l, reacted)
+	if !open || c.Question != q.ID {
 		return false
 	}
-	q, _ := questionByID(c.Question)
 	pts, ok := Blend(q, c.Probabilities)
 	if !ok {
 		return false
