@@ -1,6 +1,7 @@
 package commands_test
 
 import (
+	"context"
 	"encoding/json"
 	"maps"
 	"testing"
@@ -43,5 +44,19 @@ func TestCheckGepaResult(t *testing.T) {
 		_, err := commands.CheckGepaResult(raw(edit), 40)
 		var ve *domain.ValidationError
 		require.ErrorAs(t, err, &ve, name)
+	}
+}
+
+// A request with two unusable model strings is refused naming the first
+// (task_model), every time: the check does not follow map order.
+func TestGepaRequestNamesTheFirstBadModel(t *testing.T) {
+	cmds, _, actor := setup(t)
+	bad := "not a model"
+	for range 20 {
+		_, err := cmds.RequestGepaRun.Handle(context.Background(), commands.RequestGepaRun{Actor: actor,
+			Input: commands.RequestGepa{ModelID: "m", TaskModel: &bad, ReflectionModel: &bad}})
+		var ve *domain.ValidationError
+		require.ErrorAs(t, err, &ve)
+		require.Equal(t, "task_model", ve.Field)
 	}
 }

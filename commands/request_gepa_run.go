@@ -57,9 +57,11 @@ func (c RequestGepaRunHandler) Handle(ctx context.Context, cmd RequestGepaRun) (
 	if in.ReflectionModel != nil {
 		refl = strings.TrimSpace(*in.ReflectionModel)
 	}
-	for field, v := range map[string]string{"task_model": task, "reflection_model": refl} {
-		if !modelStringRE.MatchString(v) {
-			return RequestGepaResult{}, domain.InvalidField(field, field+" must be a LiteLLM model string: openai/<model> or anthropic/<model> (openai/<name> with task_api_base for an OpenAI-compatible server)")
+	// In request order, so a request with two bad models always names the
+	// first.
+	for _, m := range []struct{ field, v string }{{"task_model", task}, {"reflection_model", refl}} {
+		if !modelStringRE.MatchString(m.v) {
+			return RequestGepaResult{}, domain.InvalidField(m.field, m.field+" must be a LiteLLM model string: openai/<model> or anthropic/<model> (openai/<name> with task_api_base for an OpenAI-compatible server)")
 		}
 	}
 	if in.MaxMetricCalls != nil {
